@@ -1,0 +1,625 @@
+/* Connections: spawning or connecting, Hello, and thread-safe submits.
+ *
+ * Many threads may submit on one connection. Writes are serialised by
+ * write_lock. Reading uses a leader/follower scheme instead of a library
+ * thread: whichever waiting thread finds nobody reading becomes the reader,
+ * reads one frame, files it under the waiter it belongs to and wakes
+ * everyone; the others sleep on the condition variable. A broken connection
+ * (the helper died) fails every call in flight at once; the next submit
+ * builds a new connection (a new generation). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+/* Replies can carry program output of many ops: trust the helper more than
+ * the helper trusts us, but not without bound. */
+#define CLIENT_FRAME_CAP (1024u * 1024 * 1024)
+#define HELPER_FD 3
+
+struct waiter {
+        uint64_t id;
+        unsigned gen;
+        bool done;
+        int err;
+        Netbroker__ServerMessage *msg;
+        int fds[NB_FRAME_MAX_FDS];
+        size_t nfds;
+        struct waiter *next;
+};
+
+struct nb_conn {
+        pthread_mutex_t lock; /* everything below but fd I/O */
+        pthread_cond_t cond;
+        pthread_mutex_t write_lock; /* taken after lock, never the other way */
+        int fd;
+        pid_t pid;
+        unsigned gen;
+        bool broken;
+        bool reading;
+        uint64_t next_id;
+        struct waiter *waiters;
+        struct nb_frame_reader rd;
+        /* how to get a new connection */
+        char *helper_path, *config_path, *log_level, *socket_path;
+        char **features;
+        size_t n_features;
+        char error[512];
+};
+
+static void set_error(nb_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_error(nb_conn *c, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(c->error, sizeof(c->error), fmt, ap);
+        va_end(ap);
+}
+
+static void free_features(nb_conn *c)
+{
+        for (size_t i = 0; i < c->n_features; i++)
+                free(c->features[i]);
+        free(c->features);
+        c->features = NULL;
+        c->n_features = 0;
+}
+
+/* ---- blocking frame I/O ---- */
+
+static int send_msg(int fd, const ProtobufCMessage *m)
+{
+        struct nb_frame_out *f;
+        int r = nb_pack_frame(m, &f);
+
+        if (r < 0)
+                return r;
+        do
+                r = nb_frame_write(fd, f);
+        while (r == 0);
+        nb_frame_out_free(f);
+        return r < 0 ? r : 0;
+}
+
+/* Read one ServerMessage. On success the caller owns *ret and the fds. */
+static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t *nfds)
+{
+        uint8_t *body;
+        size_t len;
+        bool truncated;
+        int r;
+
+        do
+                r = nb_frame_read(c->fd, &c->rd);
+        while (r == 0);
+        if (r < 0) {
+                nb_frame_reader_reset(&c->rd);
+                return r;
+        }
+        nb_frame_reader_take(&c->rd, &body, &len, fds, nfds, &truncated);
+        *ret = netbroker__server_message__unpack(NULL, len, body);
+        free(body);
+        if (!*ret) {
+                nb_close_fds(fds, *nfds);
+                return -EBADMSG;
+        }
+        if (truncated) {
+                /* We could not take every fd the helper sent. */
+                netbroker__server_message__free_unpacked(*ret, NULL);
+                nb_close_fds(fds, *nfds);
+                return -EBADF;
+        }
+        return 0;
+}
+
+/* ---- establishing ---- */
+
+static const char *const client_features[] = {"ping", "stats", "exec"};
+
+static int hello(nb_conn *c)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Hello h = NETBROKER__HELLO__INIT;
+        Netbroker__ServerMessage *reply = NULL;
+        int fds[NB_FRAME_MAX_FDS];
+        size_t nfds = 0;
+        int r;
+
+        h.version = NB_PROTOCOL_VERSION;
+        h.n_features = sizeof(client_features) / sizeof(*client_features);
+        h.features = (char **)client_features;
+        h.software = (char *)"libnetbroker " NB_VERSION;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
+        m.hello = &h;
+        r = send_msg(c->fd, &m.base);
+        if (r < 0)
+                return r == -EPIPE ? -ECONNRESET : r;
+        r = recv_msg(c, &reply, fds, &nfds);
+        if (r < 0)
+                return r == -EPIPE ? -ECONNRESET : r;
+        nb_close_fds(fds, nfds);
+        switch (reply->msg_case) {
+        case NETBROKER__SERVER_MESSAGE__MSG_HELLO:
+                free_features(c);
+                c->features = calloc(reply->hello->n_features + 1, sizeof(char *));
+                for (size_t i = 0; c->features && i < reply->hello->n_features; i++)
+                        if ((c->features[c->n_features] = strdup(reply->hello->features[i])))
+                                c->n_features++;
+                r = 0;
+                break;
+        case NETBROKER__SERVER_MESSAGE__MSG_ERROR:
+                set_error(c, "%s", reply->error->message);
+                r = reply->error->status > 0 ? -reply->error->status : -EPROTO;
+                break;
+        default:
+                set_error(c, "the helper answered Hello with something else");
+                r = -EPROTO;
+        }
+        netbroker__server_message__free_unpacked(reply, NULL);
+        return r;
+}
+
+static void describe_exit(nb_conn *c, int status)
+{
+        if (WIFEXITED(status))
+                set_error(c, "netbrokerd (pid %d) exited with status %d", (int)c->pid,
+                          WEXITSTATUS(status));
+        else if (WIFSIGNALED(status))
+                set_error(c, "netbrokerd (pid %d) was killed by signal %d", (int)c->pid,
+                          WTERMSIG(status));
+}
+
+/* Reap our helper. A daemon with its own SIGCHLD reaper may have taken it
+ * (ECHILD): that is fine, it is gone either way. */
+static void reap_helper(nb_conn *c, bool block)
+{
+        int status;
+
+        if (c->pid <= 0)
+                return;
+        pid_t p;
+        do
+                p = waitpid(c->pid, &status, block ? 0 : WNOHANG);
+        while (p < 0 && errno == EINTR);
+        if (p == c->pid) {
+                describe_exit(c, status);
+                c->pid = 0;
+        } else if (p < 0) {
+                c->pid = 0;
+        }
+}
+
+static int spawn_helper(nb_conn *c)
+{
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        sigset_t none, all;
+        int sv[2], r;
+        char *argv[8];
+        int argc = 0;
+        char **envp = NULL;
+        size_t n_env = 0;
+        char level_env[64];
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        /* adddup2 onto the same number would leave close-on-exec set. */
+        if (sv[1] == HELPER_FD) {
+                int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, HELPER_FD + 1);
+                if (moved < 0) {
+                        r = -errno;
+                        close(sv[0]);
+                        close(sv[1]);
+                        return r;
+                }
+                close(sv[1]);
+                sv[1] = moved;
+        }
+        argv[argc++] = c->helper_path;
+        argv[argc++] = (char *)"--fd";
+        argv[argc++] = (char *)"3";
+        if (c->config_path) {
+                argv[argc++] = (char *)"--config";
+                argv[argc++] = c->config_path;
+        }
+        argv[argc] = NULL;
+
+        while (environ && environ[n_env])
+                n_env++;
+        envp = calloc(n_env + 2, sizeof(*envp));
+        if (!envp) {
+                close(sv[0]);
+                close(sv[1]);
+                return -ENOMEM;
+        }
+        for (size_t i = 0, j = 0; i < n_env; i++)
+                if (!c->log_level || strncmp(environ[i], "NETBROKERD_LOG_LEVEL=", 21) != 0)
+                        envp[j++] = environ[i];
+        if (c->log_level) {
+                size_t j = 0;
+                while (envp[j])
+                        j++;
+                snprintf(level_env, sizeof(level_env), "NETBROKERD_LOG_LEVEL=%s", c->log_level);
+                envp[j] = level_env;
+        }
+
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&attr);
+        /* The daemon's signal mask and ignored signals are not the helper's
+         * business; every fd of the daemon beyond 0-2 stays behind (closefrom
+         * is one close_range call, not a loop over thousands of fds). */
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        posix_spawn_file_actions_adddup2(&fa, sv[1], HELPER_FD);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addclosefrom_np(&fa, HELPER_FD + 1);
+        r = -posix_spawn(&c->pid, c->helper_path, &fa, &attr, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        free(envp);
+        close(sv[1]);
+        if (r < 0) {
+                close(sv[0]);
+                c->pid = 0;
+                set_error(c, "cannot run %s: %s", c->helper_path, strerror(-r));
+                return r;
+        }
+        c->fd = sv[0];
+        return 0;
+}
+
+static int connect_socket(nb_conn *c)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int fd;
+
+        if (strlen(c->socket_path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, c->socket_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                set_error(c, "cannot connect to %s: %s", c->socket_path, strerror(errno));
+                close(fd);
+                return r;
+        }
+        c->fd = fd;
+        return 0;
+}
+
+static void drop_fd(nb_conn *c)
+{
+        if (c->fd >= 0) {
+                close(c->fd);
+                c->fd = -1;
+        }
+        nb_frame_reader_reset(&c->rd);
+}
+
+/* With lock held, no reader and no writer: make a working connection. */
+static int establish(nb_conn *c)
+{
+        int r;
+
+        pthread_mutex_lock(&c->write_lock);
+        drop_fd(c);
+        reap_helper(c, true);
+        c->error[0] = '\0';
+        r = c->socket_path ? connect_socket(c) : spawn_helper(c);
+        if (r == 0) {
+                r = hello(c);
+                if (r < 0) {
+                        if (!c->error[0])
+                                set_error(c, "no Hello from the helper: %s", strerror(-r));
+                        drop_fd(c);
+                        if (c->pid > 0) {
+                                reap_helper(c, true);
+                        }
+                }
+        }
+        if (r == 0) {
+                c->gen++;
+                c->broken = false;
+        }
+        pthread_mutex_unlock(&c->write_lock);
+        return r;
+}
+
+/* ---- public: connections ---- */
+
+static nb_conn *conn_alloc(void)
+{
+        nb_conn *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        pthread_mutex_init(&c->lock, NULL);
+        pthread_mutex_init(&c->write_lock, NULL);
+        pthread_cond_init(&c->cond, NULL);
+        c->fd = -1;
+        nb_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NB_FRAME_MAX_FDS);
+        return c;
+}
+
+NB_EXPORT void nb_close(nb_conn *c)
+{
+        if (!c)
+                return;
+        drop_fd(c);
+        /* The helper exits when its only connection closes. */
+        reap_helper(c, true);
+        free_features(c);
+        free(c->helper_path);
+        free(c->config_path);
+        free(c->log_level);
+        free(c->socket_path);
+        pthread_mutex_destroy(&c->lock);
+        pthread_mutex_destroy(&c->write_lock);
+        pthread_cond_destroy(&c->cond);
+        free(c);
+}
+
+static int conn_finish(nb_conn *c, nb_conn **ret)
+{
+        int r = establish(c);
+
+        if (r < 0) {
+                nb_close(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *opts, nb_conn **ret)
+{
+        nb_conn *c = conn_alloc();
+
+        if (!c)
+                return -ENOMEM;
+        if (!helper_path)
+                helper_path = getenv("NETBROKERD");
+        if (!helper_path)
+                helper_path = NB_HELPER_PATH;
+        c->helper_path = strdup(helper_path);
+        if (opts && opts->config_path)
+                c->config_path = strdup(opts->config_path);
+        if (opts && opts->log_level)
+                c->log_level = strdup(opts->log_level);
+        if (!c->helper_path || (opts && opts->config_path && !c->config_path) ||
+            (opts && opts->log_level && !c->log_level)) {
+                nb_close(c);
+                return -ENOMEM;
+        }
+        return conn_finish(c, ret);
+}
+
+NB_EXPORT int nb_connect(const char *socket_path, nb_conn **ret)
+{
+        nb_conn *c;
+
+        if (!socket_path)
+                return -EINVAL;
+        c = conn_alloc();
+        if (!c)
+                return -ENOMEM;
+        c->socket_path = strdup(socket_path);
+        if (!c->socket_path) {
+                nb_close(c);
+                return -ENOMEM;
+        }
+        return conn_finish(c, ret);
+}
+
+NB_EXPORT bool nb_conn_has_feature(nb_conn *c, const char *name)
+{
+        bool found = false;
+
+        pthread_mutex_lock(&c->lock);
+        for (size_t i = 0; i < c->n_features; i++)
+                if (strcmp(c->features[i], name) == 0)
+                        found = true;
+        pthread_mutex_unlock(&c->lock);
+        return found;
+}
+
+NB_EXPORT const char *nb_conn_error(nb_conn *c)
+{
+        return c->error;
+}
+
+NB_EXPORT int nb_conn_helper_pid(nb_conn *c)
+{
+        int pid;
+
+        pthread_mutex_lock(&c->lock);
+        pid = c->pid;
+        pthread_mutex_unlock(&c->lock);
+        return pid;
+}
+
+/* ---- public: submit ---- */
+
+/* With lock held: the connection of generation `gen` is unusable. Wake any
+ * thread blocked on it; the fd is closed when the next call re-establishes. */
+static void mark_broken(nb_conn *c, unsigned gen, int err)
+{
+        if (c->gen != gen || c->broken)
+                return;
+        c->broken = true;
+        if (c->fd >= 0)
+                shutdown(c->fd, SHUT_RDWR);
+        reap_helper(c, false);
+        if (!c->error[0] || err != -EPIPE)
+                if (c->pid > 0 || !c->error[0])
+                        set_error(c, "connection to netbrokerd lost: %s", strerror(-err));
+        pthread_cond_broadcast(&c->cond);
+}
+
+static struct waiter *find_waiter(nb_conn *c, uint64_t id)
+{
+        for (struct waiter *w = c->waiters; w; w = w->next)
+                if (w->id == id && w->gen == c->gen)
+                        return w;
+        return NULL;
+}
+
+/* With lock held, as the reader: read one frame and file it. */
+static void read_one(nb_conn *c)
+{
+        Netbroker__ServerMessage *m = NULL;
+        int fds[NB_FRAME_MAX_FDS];
+        size_t nfds = 0;
+        unsigned gen = c->gen;
+        struct waiter *w;
+        int r;
+
+        c->reading = true;
+        pthread_mutex_unlock(&c->lock);
+        r = recv_msg(c, &m, fds, &nfds);
+        pthread_mutex_lock(&c->lock);
+        c->reading = false;
+        if (r < 0) {
+                mark_broken(c, gen, r);
+                return;
+        }
+        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY && (w = find_waiter(c, m->reply->id))) {
+                w->msg = m;
+                memcpy(w->fds, fds, nfds * sizeof(int));
+                w->nfds = nfds;
+                w->done = true;
+                return;
+        }
+        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR) {
+                set_error(c, "%s", m->error->message);
+                w = find_waiter(c, m->error->request_id);
+                if (w && m->error->request_id) {
+                        w->err = m->error->status > 0 ? -m->error->status : -EPROTO;
+                        w->done = true;
+                }
+                /* The helper closes the connection after an Error. */
+                mark_broken(c, gen, -EPROTO);
+        }
+        /* A reply nobody waits for (its caller gave up) is dropped. */
+        nb_close_fds(fds, nfds);
+        netbroker__server_message__free_unpacked(m, NULL);
+}
+
+static void unlink_waiter(nb_conn *c, struct waiter *w)
+{
+        for (struct waiter **p = &c->waiters; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        return;
+                }
+}
+
+/* Lock held: make sure there is a working connection to send on. */
+static int ensure_connected(nb_conn *c)
+{
+        if (c->fd >= 0 && !c->broken)
+                return 0;
+        /* Let the current reader notice the breakage and leave first. */
+        while (c->reading)
+                pthread_cond_wait(&c->cond, &c->lock);
+        if (c->fd >= 0 && !c->broken)
+                return 0;
+        return establish(c);
+}
+
+static int write_request(nb_conn *c, int fd, const nb_batch *b, uint64_t id)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = b->req;
+        int r;
+
+        req.id = id;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        pthread_mutex_lock(&c->write_lock);
+        r = send_msg(fd, &m.base);
+        pthread_mutex_unlock(&c->write_lock);
+        return r;
+}
+
+NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
+{
+        struct waiter w = {0};
+        int r, fd;
+
+        if (!c || !b || !ret)
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        r = ensure_connected(c);
+        if (r < 0) {
+                pthread_mutex_unlock(&c->lock);
+                return r;
+        }
+        w.id = ++c->next_id;
+        w.gen = c->gen;
+        w.next = c->waiters;
+        c->waiters = &w;
+        fd = c->fd;
+        pthread_mutex_unlock(&c->lock);
+
+        r = write_request(c, fd, b, w.id);
+
+        pthread_mutex_lock(&c->lock);
+        if (r < 0) {
+                mark_broken(c, w.gen, r);
+                w.err = r == -EPIPE ? -ECONNRESET : r;
+                w.done = true;
+        }
+        while (!w.done) {
+                if (c->gen != w.gen || c->broken) {
+                        w.err = -ECONNRESET;
+                        break;
+                }
+                if (!c->reading)
+                        read_one(c);
+                else
+                        pthread_cond_wait(&c->cond, &c->lock);
+        }
+        unlink_waiter(c, &w);
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+
+        if (w.err < 0 || !w.msg) {
+                nb_close_fds(w.fds, w.nfds);
+                if (w.msg)
+                        netbroker__server_message__free_unpacked(w.msg, NULL);
+                return w.err < 0 ? w.err : -EPROTO;
+        }
+        if (w.msg->reply->n_results != b->req.n_ops) {
+                nb_close_fds(w.fds, w.nfds);
+                netbroker__server_message__free_unpacked(w.msg, NULL);
+                return -EPROTO;
+        }
+        r = nb_results_new(w.msg, w.fds, w.nfds, ret);
+        if (r < 0) {
+                nb_close_fds(w.fds, w.nfds);
+                netbroker__server_message__free_unpacked(w.msg, NULL);
+        }
+        return r;
+}

@@ -1,0 +1,155 @@
+/* libnetbroker: the client side of netbrokerd.
+ *
+ * A daemon spawns the helper once (nb_spawn) or connects to a running one
+ * (nb_connect), builds batches of ops (nb_batch_*), and submits them
+ * (nb_submit), which blocks until the helper's reply. One connection may be
+ * used by many threads at once: each nb_submit gets its own reply.
+ *
+ * Conventions: functions that can fail return 0 or a negative errno value;
+ * outputs are written only on success; every free function accepts NULL.
+ * Per-op statuses are 0 or a negative errno value as well.
+ */
+#ifndef NETBROKER_H
+#define NETBROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nb_conn nb_conn;
+typedef struct nb_batch nb_batch;
+typedef struct nb_results nb_results;
+
+/* ---- connections ---- */
+
+typedef struct nb_spawn_opts {
+        /* Configuration file for the helper, or NULL for its default. */
+        const char *config_path;
+        /* Log level for the helper ("error" ... "debug"), or NULL. */
+        const char *log_level;
+} nb_spawn_opts;
+
+/* Start netbrokerd on a socketpair and say Hello. helper_path NULL means the
+ * NETBROKERD environment variable, else the installed helper. The helper
+ * gets exactly fds 0-2 (stdin and stdout on /dev/null, stderr shared for its
+ * logs) and its end of the socketpair. If the helper dies, the next
+ * nb_submit() starts a new one.
+ * Returns 0, or -ENOENT/-EACCES (helper not found or not executable),
+ * -EPROTO/-EPROTONOSUPPORT (the helper refused the Hello; see
+ * nb_conn_error()), -ECONNRESET (it exited at once), -ENOMEM. */
+int nb_spawn(const char *helper_path, const nb_spawn_opts *opts, nb_conn **ret);
+
+/* Connect to a helper listening on a unix socket (systemd's or --listen)
+ * and say Hello. If the connection breaks, the next nb_submit() reconnects.
+ * Returns 0 or -errno (-ENOENT, -ECONNREFUSED, -EACCES when the helper
+ * refused this uid: see nb_conn_error()). */
+int nb_connect(const char *socket_path, nb_conn **ret);
+
+/* Close the connection; a spawned helper exits and is reaped. */
+void nb_close(nb_conn *conn);
+
+/* The helper's feature list from Hello includes `name` (an op name such as
+ * "exec"). */
+bool nb_conn_has_feature(nb_conn *conn, const char *name);
+
+/* The helper's last connection-level error message ("" if none). The string
+ * is valid until the next call on this connection from this thread's point of
+ * view; copy it if you need it longer. */
+const char *nb_conn_error(nb_conn *conn);
+
+/* The pid of a spawned helper (0 for nb_connect connections or when none is
+ * running). */
+int nb_conn_helper_pid(nb_conn *conn);
+
+/* ---- batches ---- */
+
+/* Run every op even after one fails (default: stop at the first failure;
+ * the ops after it report -ECANCELED). */
+#define NB_BATCH_CONTINUE_ON_ERROR 1u
+
+nb_batch *nb_batch_new(void);
+void nb_batch_free(nb_batch *batch);
+void nb_batch_set_flags(nb_batch *batch, unsigned flags);
+size_t nb_batch_size(const nb_batch *batch);
+
+/* Each nb_batch_* adds one op and returns 0, or -EINVAL / -ENOMEM at once
+ * (nothing is added then). */
+int nb_batch_ping(nb_batch *batch);
+int nb_batch_stats(nb_batch *batch);
+
+/* Run `path` (absolute; it must be on the helper's allow-list) with argv
+ * (NULL-terminated, argv[0] included; NULL means { path }), extra
+ * environment entries "KEY=VALUE" (NULL-terminated or NULL; added to the
+ * helper's fixed default of PATH and LC_ALL=C; LD_* and other loader
+ * variables are refused), stdin bytes, and a timeout in milliseconds (0: the
+ * helper's default). The op's status is 0 when the program exited 0, -EIO
+ * when it exited non-zero or was killed by a signal, -ETIMEDOUT when the
+ * helper killed it at the timeout, -EPERM when the program or an environment
+ * variable is refused; see nb_result_exec() for the details. */
+int nb_batch_exec(nb_batch *batch, const char *path, const char *const *argv,
+                  const char *const *envp, const void *stdin_data, size_t stdin_len,
+                  unsigned timeout_ms);
+
+/* ---- submitting ---- */
+
+/* Send the batch and wait for its reply. Returns 0 when the helper answered
+ * (each op's own status is in the results), or: -ECONNRESET when the helper
+ * died or closed the connection during the call (the next call respawns or
+ * reconnects), -EMSGSIZE when the batch is over the frame cap, -EPROTO or
+ * another -errno on a protocol failure (see nb_conn_error()). The batch can
+ * be submitted again. */
+int nb_submit(nb_conn *conn, const nb_batch *batch, nb_results **ret);
+
+/* ---- results ---- */
+
+size_t nb_results_count(const nb_results *res);
+/* 0 or -errno of op i. */
+int nb_result_status(const nb_results *res, size_t i);
+/* The helper's message for op i ("" when there is none). */
+const char *nb_result_message(const nb_results *res, size_t i);
+/* Index of the first op whose status is not 0, or -1. */
+long nb_results_first_error(const nb_results *res);
+
+typedef struct nb_exec_result {
+        int exit_code;   /* when signal == 0 */
+        int signal;      /* signal that ended the program, or 0 */
+        bool timed_out;
+        const uint8_t *out; /* stdout bytes (not NUL-terminated) */
+        size_t out_len;
+        bool out_truncated;
+        const uint8_t *err; /* stderr bytes */
+        size_t err_len;
+        bool err_truncated;
+        uint64_t duration_us;
+} nb_exec_result;
+
+/* Fill *ret for an Exec op that ran. Returns 0, or -ENODATA when op i has no
+ * Exec result (it was refused or not run), -ERANGE for a bad index. The
+ * pointers stay valid until nb_results_free(). */
+int nb_result_exec(const nb_results *res, size_t i, nb_exec_result *ret);
+
+/* Stats counters of a Stats op: the value of counter `name`. Returns 0,
+ * -ENODATA (no Stats result at i), -ENOENT (no such counter). */
+int nb_result_stat(const nb_results *res, size_t i, const char *name, uint64_t *ret);
+/* The k-th counter of a Stats op, for listing them all. Returns 0 or -ERANGE. */
+int nb_result_stat_at(const nb_results *res, size_t i, size_t k, const char **ret_name,
+                      uint64_t *ret_value);
+
+/* File descriptors returned for op i (created devices): how many, and take
+ * the k-th (the caller owns it afterwards). Returns the fd, -ERANGE, or
+ * -EBADF when it was already taken. */
+size_t nb_result_fd_count(const nb_results *res, size_t i);
+int nb_result_take_fd(nb_results *res, size_t i, size_t k);
+
+/* Frees the results and closes every fd nobody took. */
+void nb_results_free(nb_results *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,156 @@
+/* Reading a reply. The results own the unpacked message and every fd that
+ * came with it until the caller takes them. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int nb_results_new(Netbroker__ServerMessage *msg, int *fds, size_t nfds, nb_results **ret)
+{
+        nb_results *r = calloc(1, sizeof(*r));
+
+        if (!r)
+                return -ENOMEM;
+        if (nfds) {
+                r->fds = malloc(nfds * sizeof(int));
+                if (!r->fds) {
+                        free(r);
+                        return -ENOMEM;
+                }
+                memcpy(r->fds, fds, nfds * sizeof(int));
+        }
+        r->msg = msg;
+        r->nfds = nfds;
+        *ret = r;
+        return 0;
+}
+
+NB_EXPORT void nb_results_free(nb_results *r)
+{
+        if (!r)
+                return;
+        nb_close_fds(r->fds, r->nfds);
+        free(r->fds);
+        netbroker__server_message__free_unpacked(r->msg, NULL);
+        free(r);
+}
+
+static const Netbroker__Result *get(const nb_results *r, size_t i)
+{
+        if (!r || i >= r->msg->reply->n_results)
+                return NULL;
+        return r->msg->reply->results[i];
+}
+
+NB_EXPORT size_t nb_results_count(const nb_results *r)
+{
+        return r ? r->msg->reply->n_results : 0;
+}
+
+NB_EXPORT int nb_result_status(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        return res->status > 0 ? -res->status : res->status;
+}
+
+NB_EXPORT const char *nb_result_message(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res ? res->message : "";
+}
+
+NB_EXPORT long nb_results_first_error(const nb_results *r)
+{
+        for (size_t i = 0; i < nb_results_count(r); i++)
+                if (get(r, i)->status)
+                        return (long)i;
+        return -1;
+}
+
+NB_EXPORT int nb_result_exec(const nb_results *r, size_t i, nb_exec_result *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__ExecResult *e;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_EXEC)
+                return -ENODATA;
+        e = res->exec;
+        *ret = (nb_exec_result){
+                .exit_code = e->exit_code,
+                .signal = e->signal,
+                .timed_out = e->timed_out,
+                .out = e->stdout_data.data,
+                .out_len = e->stdout_data.len,
+                .out_truncated = e->stdout_truncated,
+                .err = e->stderr_data.data,
+                .err_len = e->stderr_data.len,
+                .err_truncated = e->stderr_truncated,
+                .duration_us = e->duration_us,
+        };
+        return 0;
+}
+
+NB_EXPORT int nb_result_stat_at(const nb_results *r, size_t i, size_t k, const char **ret_name,
+                                uint64_t *ret_value)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_STATS)
+                return -ENODATA;
+        if (k >= res->stats->n_counters)
+                return -ERANGE;
+        *ret_name = res->stats->counters[k]->name;
+        *ret_value = res->stats->counters[k]->value;
+        return 0;
+}
+
+NB_EXPORT int nb_result_stat(const nb_results *r, size_t i, const char *name, uint64_t *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_STATS)
+                return -ENODATA;
+        for (size_t k = 0; k < res->stats->n_counters; k++)
+                if (strcmp(res->stats->counters[k]->name, name) == 0) {
+                        *ret = res->stats->counters[k]->value;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+NB_EXPORT size_t nb_result_fd_count(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res ? res->n_fd_index : 0;
+}
+
+NB_EXPORT int nb_result_take_fd(nb_results *r, size_t i, size_t k)
+{
+        const Netbroker__Result *res = get(r, i);
+        size_t idx;
+        int fd;
+
+        if (!res || k >= res->n_fd_index)
+                return -ERANGE;
+        idx = res->fd_index[k];
+        if (idx >= r->nfds)
+                return -ERANGE;
+        fd = r->fds[idx];
+        if (fd < 0)
+                return -EBADF;
+        r->fds[idx] = -1;
+        return fd;
+}

@@ -1,0 +1,307 @@
+/* Configuration parsing. Everything is validated here, so the rest of the
+ * helper can trust every value it reads from struct nb_config. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* Programs libvirt and its peers run today; only those present are allowed. */
+static const char *const default_programs[] = {
+        "iptables-restore", "ip6tables-restore", "ebtables-restore", "nft", "tc", "ip",
+};
+static const char *const default_dirs[] = {"/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+
+static void add_program(struct nb_config *c, const char *path)
+{
+        if (c->n_exec_allow < NB_CONFIG_MAX_PROGRAMS)
+                c->exec_allow[c->n_exec_allow++] = strdup(path);
+}
+
+void nb_config_defaults(struct nb_config *c)
+{
+        memset(c, 0, sizeof(*c));
+        c->fd_limit = 64;
+        c->max_frame = 16u * 1024 * 1024;
+        c->max_reply = 64u * 1024 * 1024;
+        c->max_ops = 4096;
+        c->max_fds_per_frame = 16;
+        c->max_connections = 12;
+        c->max_connections_per_uid = 8;
+        c->max_requests_per_connection = 256;
+        c->max_spawns = 8;
+        c->max_pending_spawns = 4096;
+        c->max_args = 4096;
+        c->exec_output_cap = 1024 * 1024;
+        c->exec_timeout_ms = 60 * 1000;
+        c->exec_timeout_max_ms = 3600 * 1000;
+        c->frame_timeout_ms = 10 * 1000;
+        c->idle_timeout_ms = 0;
+        c->allow_uids[0] = 0;
+        c->n_allow_uids = 1;
+        c->log_level = NB_LOG_NOTICE;
+        for (size_t d = 0; d < sizeof(default_dirs) / sizeof(*default_dirs); d++)
+                for (size_t p = 0; p < sizeof(default_programs) / sizeof(*default_programs); p++) {
+                        char path[PATH_MAX];
+                        snprintf(path, sizeof(path), "%s/%s", default_dirs[d], default_programs[p]);
+                        if (access(path, X_OK) == 0)
+                                add_program(c, path);
+                }
+}
+
+void nb_config_free(struct nb_config *c)
+{
+        for (size_t i = 0; i < c->n_exec_allow; i++)
+                free(c->exec_allow[i]);
+        c->n_exec_allow = 0;
+}
+
+bool nb_config_exec_allowed(const struct nb_config *c, const char *path)
+{
+        for (size_t i = 0; i < c->n_exec_allow; i++)
+                if (strcmp(c->exec_allow[i], path) == 0)
+                        return true;
+        return false;
+}
+
+bool nb_config_peer_allowed(const struct nb_config *c, uid_t uid, gid_t gid)
+{
+        for (size_t i = 0; i < c->n_allow_uids; i++)
+                if (c->allow_uids[i] == uid)
+                        return true;
+        for (size_t i = 0; i < c->n_allow_gids; i++)
+                if (c->allow_gids[i] == gid)
+                        return true;
+        return false;
+}
+
+static int parse_u64(const char *v, unsigned long long min, unsigned long long max,
+                     unsigned long long *ret)
+{
+        char *end;
+        unsigned long long n;
+
+        if (!isdigit((unsigned char)*v))
+                return -EINVAL;
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno || *end || n < min || n > max)
+                return -ERANGE;
+        *ret = n;
+        return 0;
+}
+
+struct num_key {
+        const char *name;
+        size_t offset;
+        bool is_size; /* size_t field, else unsigned */
+        unsigned long long min, max;
+};
+
+#define UKEY(n, lo, hi) {#n, offsetof(struct nb_config, n), false, lo, hi}
+#define SKEY(n, lo, hi) {#n, offsetof(struct nb_config, n), true, lo, hi}
+
+static const struct num_key num_keys[] = {
+        UKEY(fd_limit, 16, 1u << 20),
+        SKEY(max_frame, 64, 1u << 30),
+        SKEY(max_reply, 4096, 1u << 30),
+        UKEY(max_ops, 1, 1u << 20),
+        UKEY(max_fds_per_frame, 0, 64),
+        UKEY(max_connections, 1, 4096),
+        UKEY(max_connections_per_uid, 1, 4096),
+        UKEY(max_requests_per_connection, 1, 1u << 16),
+        UKEY(max_spawns, 1, 1024),
+        UKEY(max_pending_spawns, 0, 1u << 20),
+        UKEY(max_args, 1, 1u << 16),
+        SKEY(exec_output_cap, 0, 1u << 30),
+        UKEY(exec_timeout_ms, 1, 24u * 3600 * 1000),
+        UKEY(exec_timeout_max_ms, 1, 24u * 3600 * 1000),
+        UKEY(frame_timeout_ms, 1, 24u * 3600 * 1000),
+        UKEY(idle_timeout_ms, 0, 24u * 3600 * 1000),
+};
+
+static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v)
+{
+        char *save = NULL;
+
+        if (!*seen)
+                *n = 0;
+        *seen = true;
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                unsigned long long id;
+                if (parse_u64(w, 0, (uid_t)-2, &id) < 0)
+                        return -EINVAL;
+                if (*n >= NB_CONFIG_MAX_IDS)
+                        return -E2BIG;
+                ids[(*n)++] = (unsigned)id;
+        }
+        return 0;
+}
+
+static int set_programs(struct nb_config *c, bool *seen, char *v)
+{
+        char *save = NULL;
+
+        if (!*seen)
+                nb_config_free(c);
+        *seen = true;
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (w[0] != '/')
+                        return -EINVAL;
+                if (c->n_exec_allow >= NB_CONFIG_MAX_PROGRAMS)
+                        return -E2BIG;
+                add_program(c, w);
+        }
+        return 0;
+}
+
+struct parse_state {
+        bool uids_seen, gids_seen, programs_seen;
+};
+
+static int set_key(struct nb_config *c, struct parse_state *st, const char *key, char *v,
+                   const char **why)
+{
+        for (size_t i = 0; i < sizeof(num_keys) / sizeof(*num_keys); i++) {
+                const struct num_key *k = &num_keys[i];
+                unsigned long long n;
+                if (strcmp(key, k->name) != 0)
+                        continue;
+                if (parse_u64(v, k->min, k->max, &n) < 0) {
+                        *why = "not a number in the allowed range";
+                        return -ERANGE;
+                }
+                if (k->is_size)
+                        *(size_t *)((char *)c + k->offset) = (size_t)n;
+                else
+                        *(unsigned *)((char *)c + k->offset) = (unsigned)n;
+                return 0;
+        }
+        if (strcmp(key, "allow_uid") == 0) {
+                *why = "expected numeric uids";
+                return set_ids(c->allow_uids, &c->n_allow_uids, &st->uids_seen, v);
+        }
+        if (strcmp(key, "allow_gid") == 0) {
+                *why = "expected numeric gids";
+                return set_ids(c->allow_gids, &c->n_allow_gids, &st->gids_seen, v);
+        }
+        if (strcmp(key, "exec_allow") == 0) {
+                *why = "expected absolute paths";
+                return set_programs(c, &st->programs_seen, v);
+        }
+        if (strcmp(key, "log_level") == 0) {
+                int l = nb_log_parse_level(v);
+                *why = "expected error, warning, notice, info or debug";
+                if (l < 0)
+                        return l;
+                c->log_level = l;
+                return 0;
+        }
+        if (strcmp(key, "log_filters") == 0) {
+                *why = "too long";
+                if (strlen(v) >= sizeof(c->log_filters))
+                        return -E2BIG;
+                strcpy(c->log_filters, v);
+                return 0;
+        }
+        if (strcmp(key, "log_output") == 0) {
+                *why = "expected stderr or syslog";
+                if (strcmp(v, "stderr") != 0 && strcmp(v, "syslog") != 0)
+                        return -EINVAL;
+                c->log_syslog = strcmp(v, "syslog") == 0;
+                return 0;
+        }
+        *why = "unknown key";
+        return -EINVAL;
+}
+
+static char *strip(char *s)
+{
+        char *e;
+
+        while (isspace((unsigned char)*s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char)e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+/* Settings that are each valid but do not fit together. */
+static const char *check_consistency(const struct nb_config *c)
+{
+        /* stdio, epoll, signalfd, listener, netlink sockets: a dozen; each
+         * running child holds a pidfd and three pipe ends, plus three more
+         * while it is being spawned. */
+        unsigned long need = 16ul + c->max_connections + 4ul * c->max_spawns + 3;
+
+        if (c->exec_timeout_ms > c->exec_timeout_max_ms)
+                return "exec_timeout_ms is above exec_timeout_max_ms";
+        if (c->max_connections_per_uid > c->max_connections)
+                return "max_connections_per_uid is above max_connections";
+        if (need > c->fd_limit)
+                return "fd_limit is too small for max_connections and max_spawns "
+                       "(needs 19 + max_connections + 4 * max_spawns)";
+        return NULL;
+}
+
+int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err, size_t errlen)
+{
+        struct parse_state st = {0};
+        char *line = NULL;
+        size_t cap = 0;
+        unsigned lineno = 0;
+        const char *why;
+        int r = 0;
+        FILE *f = fopen(path, "re");
+
+        if (!f) {
+                if (errno == ENOENT && !must_exist)
+                        goto check;
+                r = -errno;
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                return r;
+        }
+        while (getline(&line, &cap, f) > 0) {
+                char *s, *eq, *key, *val;
+                lineno++;
+                s = line;
+                s[strcspn(s, "#")] = '\0';
+                s = strip(s);
+                if (!*s)
+                        continue;
+                eq = strchr(s, '=');
+                if (!eq) {
+                        snprintf(err, errlen, "%s:%u: expected 'key = value'", path, lineno);
+                        r = -EINVAL;
+                        goto out;
+                }
+                *eq = '\0';
+                key = strip(s);
+                val = strip(eq + 1);
+                why = "";
+                r = set_key(c, &st, key, val, &why);
+                if (r < 0) {
+                        snprintf(err, errlen, "%s:%u: %s: %s", path, lineno, key, why);
+                        goto out;
+                }
+        }
+check:
+        why = check_consistency(c);
+        if (why) {
+                snprintf(err, errlen, "%s: %s", path, why);
+                r = -EINVAL;
+        }
+out:
+        free(line);
+        if (f)
+                fclose(f);
+        return r;
+}

@@ -1,0 +1,387 @@
+/* netbrokerd: the privileged network helper.
+ *
+ * Theory of operation
+ * -------------------
+ * netbrokerd does network work for an unprivileged-minded daemon (libvirtd
+ * and its kind) and must be safe to leave running with root's powers. Before
+ * it reads a single request it goes through these stages, in this order:
+ *
+ *  1. Sockets in hand. The one connection it was spawned with (--fd, the
+ *     client library's socketpair), the listening sockets systemd passed
+ *     (LISTEN_FDS, checked as sd_listen_fds() does), or its own listener
+ *     (--listen PATH). Every other fd it inherited is closed: a daemon that
+ *     leaks fds into us must not have them held open by a privileged process.
+ *  2. Signals reset. An empty mask and default SIGCHLD (children are reaped
+ *     through pidfds, which needs SIGCHLD not ignored), SIGPIPE ignored (a
+ *     vanished peer is an EPIPE, not a death), SIGTERM/SIGINT via signalfd.
+ *  3. Configuration read. A bad line stops start-up, naming the line.
+ *  4. RLIMIT_NOFILE lowered (fd_limit, 64 by default), soft and hard. With
+ *     few fds and all of them close-on-exec, posix_spawn needs no loop over
+ *     fds: the child gets exactly 0-2 (seeds/001: closing 8k fds per spawn).
+ *  5. Capabilities dropped to the keep-list below, in all sets and in the
+ *     bounding set (libcap-ng), so neither the helper nor any program it runs
+ *     can hold more.
+ *  6. PR_SET_NO_NEW_PRIVS: no program it runs can gain privileges through
+ *     set-uid bits or file capabilities.
+ *  7. Serve: one event loop, peers checked with SO_PEERCRED at accept.
+ *
+ * Every fd the helper opens afterwards is opened close-on-exec.
+ */
+#include <cap-ng.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dispatch.h"
+#include "log.h"
+#include "loop.h"
+#include "server.h"
+#include "spawn.h"
+
+NB_LOG_CATEGORY(main);
+
+/* The capabilities netbrokerd keeps, and why:
+ * - CAP_NET_ADMIN: everything it exists for: links, tc, nftables over
+ *   netlink, and the allow-listed tools (iptables-restore, nft, tc, ip)
+ *   it runs, which inherit it through the bounding set.
+ * - CAP_NET_RAW: iptables-restore and ebtables-restore open raw sockets to
+ *   talk to the kernel; without it they fail. */
+static const int keep_caps[] = {CAP_NET_ADMIN, CAP_NET_RAW};
+
+struct options {
+        const char *config_path;
+        bool config_required;
+        int conn_fd;
+        const char *listen_path;
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f, "usage: netbrokerd [--config PATH] (--fd N | --listen PATH | <socket activation>)\n"
+                   "  --fd N          serve the connected socket N (the client library's socketpair)\n"
+                   "  --listen PATH   listen on a unix socket at PATH\n"
+                   "  --config PATH   configuration file (default " NB_CONFIG_DEFAULT_PATH ")\n"
+                   "  --version\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+        static const struct option longopts[] = {
+                {"config", required_argument, NULL, 'c'}, {"fd", required_argument, NULL, 'f'},
+                {"listen", required_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, 'V'},      {0},
+        };
+        int ch;
+
+        o->config_path = NB_CONFIG_DEFAULT_PATH;
+        o->conn_fd = -1;
+        while ((ch = getopt_long(argc, argv, "c:f:l:hV", longopts, NULL)) != -1) {
+                switch (ch) {
+                case 'c':
+                        o->config_path = optarg;
+                        o->config_required = true;
+                        break;
+                case 'f': {
+                        char *end;
+                        long fd = strtol(optarg, &end, 10);
+                        if (*end || fd < 3 || fd > 1023) {
+                                fprintf(stderr, "netbrokerd: --fd needs a number from 3 to 1023\n");
+                                return -EINVAL;
+                        }
+                        o->conn_fd = (int)fd;
+                        break;
+                }
+                case 'l':
+                        o->listen_path = optarg;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        exit(0);
+                case 'V':
+                        printf("netbrokerd %s\n", NB_VERSION);
+                        exit(0);
+                default:
+                        usage(stderr);
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                usage(stderr);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* sd_listen_fds(), as systemd does it: only ours if LISTEN_PID is us, fds
+ * from 3, each made close-on-exec, and the variables removed so nothing we
+ * run sees them. Returns the count (0 if not socket-activated) or -errno. */
+static int listen_fds(void)
+{
+        const char *pid_s = getenv("LISTEN_PID"), *n_s = getenv("LISTEN_FDS");
+        char *end;
+        long pid, n;
+        int r = 0;
+
+        if (!pid_s || !n_s)
+                goto out;
+        errno = 0;
+        pid = strtol(pid_s, &end, 10);
+        if (errno || *end || pid != getpid())
+                goto out;
+        n = strtol(n_s, &end, 10);
+        if (errno || *end || n < 0 || n > 8) {
+                r = -EINVAL;
+                goto out;
+        }
+        for (int fd = 3; fd < 3 + n; fd++)
+                if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+                        r = -errno;
+                        goto out;
+                }
+        r = (int)n;
+out:
+        unsetenv("LISTEN_PID");
+        unsetenv("LISTEN_FDS");
+        unsetenv("LISTEN_FDNAMES");
+        return r;
+}
+
+static int listen_on(const char *path)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct stat st;
+        int fd, r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        /* A stale socket from an earlier run is replaced; any other file is not. */
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+                unlink(path);
+        {
+                mode_t old = umask(0077);
+                r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+                umask(old);
+        }
+        if (r < 0 || listen(fd, 128) < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static int lower_fd_limit(unsigned limit)
+{
+        struct rlimit rl = {.rlim_cur = limit, .rlim_max = limit};
+
+        return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
+}
+
+static int drop_capabilities(void)
+{
+        bool can_bound = capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP);
+        int r;
+
+        capng_clear(CAPNG_SELECT_BOTH);
+        for (size_t i = 0; i < sizeof(keep_caps) / sizeof(*keep_caps); i++)
+                capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+                             (unsigned)keep_caps[i]);
+        /* Without CAP_SETPCAP (not started as root) the bounding set cannot
+         * be changed; the capability sets still can. */
+        r = capng_apply(can_bound ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS);
+        if (r < 0)
+                return -EPERM;
+        if (!can_bound)
+                nb_warn("not started with CAP_SETPCAP: the bounding set is left as it was");
+        return 0;
+}
+
+static int reset_signals(sigset_t *handled)
+{
+        struct sigaction sa = {.sa_handler = SIG_DFL};
+        sigset_t none;
+
+        sigaction(SIGCHLD, &sa, NULL);
+        sa.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &sa, NULL);
+        sigemptyset(&none);
+        sigemptyset(handled);
+        sigaddset(handled, SIGTERM);
+        sigaddset(handled, SIGINT);
+        return sigprocmask(SIG_SETMASK, handled, NULL) < 0 ? -errno : 0;
+}
+
+struct sig_state {
+        struct nb_watch w;
+        bool quit;
+};
+
+static void on_signal(struct nb_watch *w, uint32_t events)
+{
+        struct sig_state *st = w->data;
+        struct signalfd_siginfo si;
+
+        (void)events;
+        if (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+                nb_notice("signal %u: shutting down", si.ssi_signo);
+                st->quit = true;
+        }
+}
+
+/* Wait for children that were killed on shutdown, so none is left a zombie
+ * for our parent to inherit. */
+static void reap_children(struct nb_loop *loop)
+{
+        for (int i = 0; i < 500 && nb_children_running() > 0; i++)
+                nb_loop_iterate(loop);
+}
+
+static int serve(const struct nb_config *cfg, const struct options *o, int n_activated)
+{
+        struct nb_loop *loop = NULL;
+        struct nb_server *srv = NULL;
+        struct sig_state sig = {0};
+        sigset_t handled;
+        int r, sfd = -1;
+
+        r = reset_signals(&handled);
+        if (r < 0)
+                return r;
+        r = nb_loop_new(&loop);
+        if (r < 0)
+                return r;
+        r = nb_server_new(cfg, loop, &srv);
+        if (r < 0)
+                goto out;
+        sfd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0 || nb_loop_add(loop, &sig.w, sfd, EPOLLIN, on_signal, &sig) < 0) {
+                r = -errno;
+                goto out;
+        }
+        for (int i = 0; i < n_activated; i++)
+                if ((r = nb_server_add_listener(srv, 3 + i)) < 0)
+                        goto out;
+        if (o->listen_path) {
+                int fd = listen_on(o->listen_path);
+                if (fd < 0) {
+                        r = fd;
+                        nb_err("cannot listen on %s: %s", o->listen_path, strerror(-r));
+                        goto out;
+                }
+                if ((r = nb_server_add_listener(srv, fd)) < 0)
+                        goto out;
+        }
+        if (o->conn_fd >= 0) {
+                fcntl(o->conn_fd, F_SETFL, fcntl(o->conn_fd, F_GETFL) | O_NONBLOCK);
+                nb_server_adopt(srv, o->conn_fd);
+        }
+        nb_info("serving (fd limit %u, %zu programs allowed)", cfg->fd_limit, cfg->n_exec_allow);
+        while (!sig.quit && !nb_server_done(srv)) {
+                r = nb_loop_iterate(loop);
+                if (r < 0)
+                        break;
+                nb_jobs_kick(nb_server_dispatch_ctx(srv));
+        }
+        r = 0;
+out:
+        nb_server_free(srv);
+        reap_children(loop);
+        if (sfd >= 0)
+                close(sfd);
+        nb_loop_free(loop);
+        return r;
+}
+
+int main(int argc, char **argv)
+{
+        struct options o = {0};
+        struct nb_config cfg;
+        char err[512] = "";
+        int r, n_activated, first_stray;
+
+        if (parse_args(argc, argv, &o) < 0)
+                return 2;
+        /* Stage 1: keep 0-2, our sockets, nothing else. */
+        n_activated = listen_fds();
+        if (n_activated < 0) {
+                fprintf(stderr, "netbrokerd: bad LISTEN_FDS\n");
+                return 1;
+        }
+        if (n_activated == 0 && o.conn_fd < 0 && !o.listen_path) {
+                fprintf(stderr, "netbrokerd: nothing to serve: give --fd, --listen or use socket activation\n");
+                usage(stderr);
+                return 2;
+        }
+        first_stray = 3 + n_activated;
+        if (o.conn_fd >= 0) {
+                if (o.conn_fd >= first_stray && o.conn_fd > 3)
+                        close_range((unsigned)first_stray, (unsigned)o.conn_fd - 1, 0);
+                if (o.conn_fd >= first_stray)
+                        first_stray = o.conn_fd + 1;
+                if (fcntl(o.conn_fd, F_SETFD, FD_CLOEXEC) < 0) {
+                        fprintf(stderr, "netbrokerd: --fd %d: %s\n", o.conn_fd, strerror(errno));
+                        return 1;
+                }
+        }
+        close_range((unsigned)first_stray, ~0u, 0);
+
+        /* Stage 3 (stage 2 is in serve(), where the signalfd is made). */
+        nb_config_defaults(&cfg);
+        r = nb_config_load(&cfg, o.config_path, o.config_required, err, sizeof(err));
+        if (r < 0) {
+                fprintf(stderr, "netbrokerd: %s\n", err);
+                return 1;
+        }
+        {
+                const char *lvl = getenv("NETBROKERD_LOG_LEVEL");
+                const char *filters = getenv("NETBROKERD_LOG_FILTERS");
+                int level = lvl ? nb_log_parse_level(lvl) : cfg.log_level;
+                if (level < 0 || nb_log_configure(level, filters ? filters : cfg.log_filters,
+                                                  cfg.log_syslog) < 0) {
+                        fprintf(stderr, "netbrokerd: bad log level or filters\n");
+                        return 1;
+                }
+        }
+        /* Stage 4. */
+        r = lower_fd_limit(cfg.fd_limit);
+        if (r < 0) {
+                nb_err("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
+                return 1;
+        }
+        /* Stage 5. */
+        r = drop_capabilities();
+        if (r < 0) {
+                nb_err("cannot drop capabilities");
+                return 1;
+        }
+        /* Stage 6. */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                nb_err("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+                return 1;
+        }
+        /* Stage 7. */
+        r = serve(&cfg, &o, n_activated);
+        nb_config_free(&cfg);
+        if (r < 0) {
+                nb_err("%s", strerror(-r));
+                return 1;
+        }
+        return 0;
+}

@@ -1,0 +1,604 @@
+/* Connections and frames; see server.h. */
+#include "server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "dispatch.h"
+#include "log.h"
+#include "stats.h"
+
+NB_LOG_CATEGORY(server);
+
+#define MAX_LISTENERS 8
+/* Frames handled per wake-up, so one busy client cannot starve the others. */
+#define FRAMES_PER_WAKEUP 16
+
+struct conn;
+
+struct conn_job {
+        struct conn *conn;
+        struct nb_job *job;
+        bool finished;
+        struct conn_job *next;
+};
+
+struct conn {
+        struct nb_server *srv;
+        struct nb_watch w;
+        int fd;
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        bool hello_done;
+        bool closing; /* an Error is queued: close once it is sent */
+        bool closed;
+        bool want_out;
+        struct nb_frame_reader rd;
+        struct nb_frame_out *out_head, *out_tail;
+        struct nb_timer frame_timer, idle_timer;
+        struct conn_job *jobs;
+        unsigned n_jobs;
+        struct conn *next;
+};
+
+struct nb_server {
+        const struct nb_config *cfg;
+        struct nb_loop *loop;
+        struct nb_dispatch_ctx dctx;
+        struct nb_watch listeners[MAX_LISTENERS];
+        size_t n_listeners;
+        struct conn *conns;
+        unsigned n_conns;
+        bool adopted_any;
+        struct nb_timer accept_pause;
+};
+
+static void conn_close(struct conn *c);
+static void conn_arm_idle(struct conn *c);
+
+/* ---- output ---- */
+
+static void conn_update_events(struct conn *c)
+{
+        bool want_out = c->out_head != NULL;
+
+        if (want_out == c->want_out || c->closed)
+                return;
+        c->want_out = want_out;
+        nb_loop_modify(c->srv->loop, &c->w, EPOLLIN | (want_out ? EPOLLOUT : 0));
+}
+
+static void conn_flush(struct conn *c)
+{
+        while (c->out_head) {
+                int r = nb_frame_write(c->fd, c->out_head);
+                if (r == 0)
+                        break;
+                if (r < 0) {
+                        nb_debug("write to pid %d failed: %s", (int)c->pid, strerror(-r));
+                        conn_close(c);
+                        return;
+                }
+                struct nb_frame_out *f = c->out_head;
+                c->out_head = f->next;
+                if (!c->out_head)
+                        c->out_tail = NULL;
+                nb_frame_out_free(f);
+        }
+        if (!c->out_head && c->closing) {
+                conn_close(c);
+                return;
+        }
+        conn_update_events(c);
+}
+
+static int conn_queue(struct conn *c, const Netbroker__ServerMessage *m)
+{
+        struct nb_frame_out *f;
+        int r = nb_pack_frame(&m->base, &f);
+
+        if (r < 0)
+                return r;
+        if (c->out_tail)
+                c->out_tail->next = f;
+        else
+                c->out_head = f;
+        c->out_tail = f;
+        conn_flush(c);
+        return 0;
+}
+
+/* Send an Error and close the connection once it is out. */
+static void conn_fail(struct conn *c, int status, uint64_t request_id, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static void conn_fail(struct conn *c, int status, uint64_t request_id, const char *fmt, ...)
+{
+        Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
+        Netbroker__Error e = NETBROKER__ERROR__INIT;
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        nb_info("closing connection of pid %d: %s", (int)c->pid, msg);
+        e.status = status;
+        e.message = msg;
+        e.request_id = request_id;
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_ERROR;
+        m.error = &e;
+        c->closing = true;
+        /* Nothing more is read from a connection that is being closed. */
+        nb_frame_reader_reset(&c->rd);
+        nb_timer_cancel(c->srv->loop, &c->frame_timer);
+        if (conn_queue(c, &m) < 0)
+                conn_close(c);
+}
+
+/* ---- jobs ---- */
+
+static void free_conn_job(void *p)
+{
+        free(p);
+}
+
+static void on_job_done(struct nb_job *job, const Netbroker__Reply *reply, void *data)
+{
+        struct conn_job *cj = data;
+        struct conn *c = cj->conn;
+        Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
+
+        (void)job;
+        cj->finished = true;
+        for (struct conn_job **p = &c->jobs; *p; p = &(*p)->next)
+                if (*p == cj) {
+                        *p = cj->next;
+                        break;
+                }
+        c->n_jobs--;
+        nb_loop_defer_free(c->srv->loop, free_conn_job, cj);
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_REPLY;
+        m.reply = (Netbroker__Reply *)reply;
+        if (conn_queue(c, &m) < 0)
+                conn_fail(c, ENOMEM, reply->id, "cannot encode the reply");
+        conn_arm_idle(c);
+}
+
+/* Every op of a request that cannot be run answers with the same status. */
+static void reply_all(struct conn *c, const Netbroker__Request *req, int status, const char *msg)
+{
+        Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
+        Netbroker__Reply reply = NETBROKER__REPLY__INIT;
+        Netbroker__Result *results = NULL, **ptrs = NULL;
+
+        reply.id = req->id;
+        if (req->n_ops) {
+                results = calloc(req->n_ops, sizeof(*results));
+                ptrs = calloc(req->n_ops, sizeof(*ptrs));
+                if (!results || !ptrs) {
+                        free(results);
+                        free(ptrs);
+                        conn_fail(c, ENOMEM, req->id, "out of memory");
+                        return;
+                }
+        }
+        for (size_t i = 0; i < req->n_ops; i++) {
+                netbroker__result__init(&results[i]);
+                results[i].status = status;
+                results[i].message = (char *)msg;
+                ptrs[i] = &results[i];
+        }
+        reply.n_results = req->n_ops;
+        reply.results = ptrs;
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_REPLY;
+        m.reply = &reply;
+        if (conn_queue(c, &m) < 0)
+                conn_fail(c, ENOMEM, req->id, "cannot encode the reply");
+        free(results);
+        free(ptrs);
+}
+
+static void handle_hello(struct conn *c, const Netbroker__Hello *h)
+{
+        Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
+        Netbroker__Hello me = NETBROKER__HELLO__INIT;
+
+        if (h->version != NB_PROTOCOL_VERSION) {
+                conn_fail(c, EPROTONOSUPPORT, 0,
+                          "protocol version %u is not supported: this helper speaks version %u",
+                          h->version, NB_PROTOCOL_VERSION);
+                return;
+        }
+        me.version = NB_PROTOCOL_VERSION;
+        me.n_features = nb_n_features;
+        me.features = (char **)nb_features;
+        me.software = (char *)"netbrokerd " NB_VERSION;
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
+        m.hello = &me;
+        c->hello_done = true;
+        if (conn_queue(c, &m) < 0)
+                conn_fail(c, ENOMEM, 0, "cannot encode Hello");
+}
+
+static void handle_request(struct conn *c, Netbroker__ClientMessage *msg, struct nb_pb_budget *budget,
+                           int *fds, size_t nfds)
+{
+        Netbroker__Request *req = msg->request;
+        struct conn_job *cj;
+        struct nb_job *job;
+        int r;
+
+        if (c->n_jobs >= c->srv->cfg->max_requests_per_connection) {
+                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                reply_all(c, req, EBUSY, "too many requests in flight on this connection "
+                                         "(max_requests_per_connection)");
+                goto drop;
+        }
+        cj = calloc(1, sizeof(*cj));
+        if (!cj) {
+                reply_all(c, req, ENOMEM, "out of memory");
+                goto drop;
+        }
+        cj->conn = c;
+        cj->next = c->jobs;
+        c->jobs = cj;
+        c->n_jobs++;
+        nb_timer_cancel(c->srv->loop, &c->idle_timer);
+        r = nb_job_start(&c->srv->dctx, msg, budget, fds, nfds, on_job_done, cj, &job);
+        if (r < 0) {
+                c->jobs = cj->next;
+                c->n_jobs--;
+                free(cj);
+                reply_all(c, req, -r,
+                          r == -E2BIG ? "too many ops in one request (max_ops)" : "out of memory");
+                goto drop;
+        }
+        /* cj is freed late (deferred), so this is safe even when the job
+         * already finished inside nb_job_start. */
+        if (!cj->finished)
+                cj->job = job;
+        return;
+drop:
+        nb_close_fds(fds, nfds);
+        protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
+        free(budget);
+}
+
+/* protobuf-c sizes repeated fields from the input, so the decoded tree can
+ * be much larger than the frame: allow a multiple, within a hard bound. */
+static size_t decode_budget(size_t frame_len)
+{
+        size_t b = 64 * frame_len + (1u << 20);
+
+        return b > (512u << 20) ? (512u << 20) : b;
+}
+
+static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, size_t nfds,
+                         bool truncated)
+{
+        struct nb_pb_budget *budget = malloc(sizeof(*budget));
+        Netbroker__ClientMessage *msg = NULL;
+
+        if (!budget) {
+                nb_close_fds(fds, nfds);
+                conn_fail(c, ENOMEM, 0, "out of memory");
+                return;
+        }
+        nb_pb_budget_init(budget, decode_budget(len));
+        msg = netbroker__client_message__unpack(&budget->allocator, len, body);
+        if (!msg) {
+                nb_stat_inc(NB_STAT_FRAMES_REFUSED);
+                nb_close_fds(fds, nfds);
+                free(budget);
+                conn_fail(c, EBADMSG, 0, "cannot decode the frame (%zu bytes): not a ClientMessage", len);
+                return;
+        }
+        if (!c->hello_done && msg->msg_case != NETBROKER__CLIENT_MESSAGE__MSG_HELLO) {
+                conn_fail(c, EPROTO, 0, "the first message must be Hello");
+                goto drop;
+        }
+        switch (msg->msg_case) {
+        case NETBROKER__CLIENT_MESSAGE__MSG_HELLO:
+                if (c->hello_done)
+                        conn_fail(c, EPROTO, 0, "Hello was already exchanged");
+                else
+                        handle_hello(c, msg->hello);
+                goto drop;
+        case NETBROKER__CLIENT_MESSAGE__MSG_REQUEST:
+                if (truncated) {
+                        nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                        reply_all(c, msg->request, EBADF,
+                                  "file descriptors sent with the request were lost (MSG_CTRUNC: "
+                                  "more than max_fds_per_frame, or the helper is at its fd limit)");
+                        goto drop;
+                }
+                handle_request(c, msg, budget, fds, nfds);
+                return;
+        default:
+                conn_fail(c, EOPNOTSUPP, 0, "unknown message type");
+                goto drop;
+        }
+drop:
+        nb_close_fds(fds, nfds);
+        protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
+        free(budget);
+}
+
+/* ---- input ---- */
+
+static void on_frame_timeout(void *data)
+{
+        struct conn *c = data;
+
+        conn_fail(c, ETIMEDOUT, 0, "a frame was left half-sent for more than %u ms",
+                  c->srv->cfg->frame_timeout_ms);
+}
+
+static void on_idle_timeout(void *data)
+{
+        struct conn *c = data;
+
+        conn_fail(c, ETIMEDOUT, 0, "idle for more than %u ms", c->srv->cfg->idle_timeout_ms);
+}
+
+static void conn_arm_idle(struct conn *c)
+{
+        if (c->srv->cfg->idle_timeout_ms && c->n_jobs == 0 && !c->closing && !c->closed)
+                nb_timer_arm(c->srv->loop, &c->idle_timer, c->srv->cfg->idle_timeout_ms,
+                             on_idle_timeout, c);
+}
+
+static void conn_read(struct conn *c)
+{
+        for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed; i++) {
+                int fds[NB_FRAME_MAX_FDS];
+                uint8_t *body;
+                size_t len, nfds;
+                bool truncated;
+                int r = nb_frame_read(c->fd, &c->rd);
+
+                if (r == 0) {
+                        if (nb_frame_reader_busy(&c->rd) && !c->frame_timer.deadline_ms)
+                                nb_timer_arm(c->srv->loop, &c->frame_timer,
+                                             c->srv->cfg->frame_timeout_ms, on_frame_timeout, c);
+                        return;
+                }
+                if (r == -EMSGSIZE) {
+                        nb_stat_inc(NB_STAT_FRAMES_REFUSED);
+                        conn_fail(c, EMSGSIZE, 0, "frame of %zu bytes is over the cap of %zu bytes",
+                                  c->rd.oversize, c->srv->cfg->max_frame);
+                        return;
+                }
+                if (r < 0) {
+                        if (r != -EPIPE)
+                                nb_debug("connection of pid %d: %s", (int)c->pid, strerror(-r));
+                        conn_close(c);
+                        return;
+                }
+                nb_timer_cancel(c->srv->loop, &c->frame_timer);
+                nb_frame_reader_take(&c->rd, &body, &len, fds, &nfds, &truncated);
+                handle_frame(c, body, len, fds, nfds, truncated);
+                free(body);
+        }
+}
+
+static void on_conn_event(struct nb_watch *w, uint32_t events)
+{
+        struct conn *c = w->data;
+
+        if (events & EPOLLOUT)
+                conn_flush(c);
+        if (!c->closed && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+                conn_read(c);
+}
+
+/* ---- connection life ---- */
+
+static void free_conn(void *p)
+{
+        free(p);
+}
+
+static void conn_close(struct conn *c)
+{
+        struct nb_server *s = c->srv;
+
+        if (c->closed)
+                return;
+        c->closed = true;
+        while (c->jobs) {
+                struct conn_job *cj = c->jobs;
+                c->jobs = cj->next;
+                if (!cj->finished)
+                        nb_job_cancel(cj->job);
+                nb_loop_defer_free(s->loop, free_conn_job, cj);
+        }
+        nb_timer_cancel(s->loop, &c->frame_timer);
+        nb_timer_cancel(s->loop, &c->idle_timer);
+        nb_loop_remove(s->loop, &c->w);
+        close(c->fd);
+        nb_frame_reader_reset(&c->rd);
+        while (c->out_head) {
+                struct nb_frame_out *f = c->out_head;
+                c->out_head = f->next;
+                nb_frame_out_free(f);
+        }
+        for (struct conn **p = &s->conns; *p; p = &(*p)->next)
+                if (*p == c) {
+                        *p = c->next;
+                        break;
+                }
+        s->n_conns--;
+        nb_debug("connection of pid %d closed", (int)c->pid);
+        nb_loop_defer_free(s->loop, free_conn, c);
+}
+
+static unsigned conns_of_uid(const struct nb_server *s, uid_t uid)
+{
+        unsigned n = 0;
+
+        for (const struct conn *c = s->conns; c; c = c->next)
+                n += c->uid == uid;
+        return n;
+}
+
+/* Takes ownership of fd. The peer's identity comes from the kernel only. */
+static int conn_new(struct nb_server *s, int fd)
+{
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        struct conn *c;
+        int r;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
+                r = -errno;
+                nb_warn("cannot identify a peer (%s): refused", strerror(errno));
+                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                close(fd);
+                return r ? r : -EACCES;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        c->srv = s;
+        c->fd = fd;
+        c->uid = cred.uid;
+        c->gid = cred.gid;
+        c->pid = cred.pid;
+        nb_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
+        r = nb_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
+        if (r < 0) {
+                close(fd);
+                free(c);
+                return r;
+        }
+        c->next = s->conns;
+        s->conns = c;
+        s->n_conns++;
+        if (!nb_config_peer_allowed(s->cfg, cred.uid, cred.gid)) {
+                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                conn_fail(c, EACCES, 0, "uid %u gid %u is not allowed to use netbrokerd",
+                          (unsigned)cred.uid, (unsigned)cred.gid);
+                return -EACCES;
+        }
+        if (s->n_conns > s->cfg->max_connections) {
+                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                conn_fail(c, EUSERS, 0, "too many connections (max_connections=%u)",
+                          s->cfg->max_connections);
+                return -EUSERS;
+        }
+        if (conns_of_uid(s, cred.uid) > s->cfg->max_connections_per_uid) {
+                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                conn_fail(c, EUSERS, 0, "too many connections for uid %u (max_connections_per_uid=%u)",
+                          (unsigned)cred.uid, s->cfg->max_connections_per_uid);
+                return -EUSERS;
+        }
+        nb_stat_inc(NB_STAT_CONNECTIONS);
+        nb_debug("connection from pid %d uid %u", (int)c->pid, (unsigned)c->uid);
+        conn_arm_idle(c);
+        return 0;
+}
+
+static void on_accept(struct nb_watch *w, uint32_t events);
+
+static void resume_accept(void *data)
+{
+        struct nb_server *s = data;
+
+        for (size_t i = 0; i < s->n_listeners; i++)
+                nb_loop_modify(s->loop, &s->listeners[i], EPOLLIN);
+}
+
+static void on_accept(struct nb_watch *w, uint32_t events)
+{
+        struct nb_server *s = w->data;
+        int fd;
+
+        (void)events;
+        fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+                conn_new(s, fd);
+                return;
+        }
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of fds: stop accepting for a moment instead of spinning
+                 * on a listener that stays readable. */
+                nb_warn("accept: %s; pausing for 100 ms", strerror(errno));
+                for (size_t i = 0; i < s->n_listeners; i++)
+                        nb_loop_modify(s->loop, &s->listeners[i], 0);
+                nb_timer_arm(s->loop, &s->accept_pause, 100, resume_accept, s);
+        }
+}
+
+int nb_server_add_listener(struct nb_server *s, int fd)
+{
+        if (s->n_listeners >= MAX_LISTENERS)
+                return -EMFILE;
+        int r = nb_loop_add(s->loop, &s->listeners[s->n_listeners], fd, EPOLLIN, on_accept, s);
+        if (r < 0)
+                return r;
+        s->n_listeners++;
+        return 0;
+}
+
+int nb_server_adopt(struct nb_server *s, int fd)
+{
+        s->adopted_any = true;
+        return conn_new(s, fd);
+}
+
+bool nb_server_done(const struct nb_server *s)
+{
+        return s->n_listeners == 0 && s->n_conns == 0;
+}
+
+void nb_server_shutdown(struct nb_server *s)
+{
+        for (size_t i = 0; i < s->n_listeners; i++) {
+                int fd = s->listeners[i].fd;
+                nb_loop_remove(s->loop, &s->listeners[i]);
+                close(fd);
+        }
+        s->n_listeners = 0;
+        nb_timer_cancel(s->loop, &s->accept_pause);
+        while (s->conns)
+                conn_close(s->conns);
+}
+
+int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_server **ret)
+{
+        struct nb_server *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        s->cfg = cfg;
+        s->loop = loop;
+        s->dctx.cfg = cfg;
+        s->dctx.loop = loop;
+        *ret = s;
+        return 0;
+}
+
+void nb_server_free(struct nb_server *s)
+{
+        if (!s)
+                return;
+        nb_server_shutdown(s);
+        free(s);
+}
+
+const struct nb_dispatch_ctx *nb_server_dispatch_ctx(const struct nb_server *s)
+{
+        return &s->dctx;
+}

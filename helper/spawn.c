@@ -1,0 +1,371 @@
+/* Child processes; see spawn.h. */
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "stats.h"
+
+NB_LOG_CATEGORY(spawn);
+
+struct nb_child {
+        struct nb_loop *loop;
+        pid_t pid;
+        struct nb_watch pidw, inw, outw, errw;
+        struct nb_timer timer;
+        const uint8_t *in_data;
+        size_t in_len, in_off;
+        size_t cap;
+        uint64_t start_us;
+        bool reaped, abandoned;
+        nb_child_done_fn done;
+        void *data;
+        struct nb_child_result res;
+};
+
+static unsigned running;
+
+unsigned nb_children_running(void)
+{
+        return running;
+}
+
+struct nb_child_result *nb_child_result(struct nb_child *c)
+{
+        return &c->res;
+}
+
+static void close_watch(struct nb_child *c, struct nb_watch *w)
+{
+        int fd = w->fd;
+
+        if (fd < 0)
+                return;
+        nb_loop_remove(c->loop, w);
+        close(fd);
+}
+
+static void close_all(struct nb_child *c)
+{
+        close_watch(c, &c->pidw);
+        close_watch(c, &c->inw);
+        close_watch(c, &c->outw);
+        close_watch(c, &c->errw);
+        nb_timer_cancel(c->loop, &c->timer);
+}
+
+static void free_child(void *p)
+{
+        struct nb_child *c = p;
+
+        free(c->res.out.data);
+        free(c->res.err.data);
+        free(c);
+}
+
+void nb_child_free(struct nb_child *c)
+{
+        if (!c)
+                return;
+        close_all(c);
+        nb_loop_defer_free(c->loop, free_child, c);
+}
+
+/* Append what the pipe has; beyond the cap, read and drop so the child never
+ * blocks on a full pipe. Returns true at end of file or on error. */
+static bool drain(int fd, struct nb_buf *b, size_t cap, bool *truncated)
+{
+        uint8_t scratch[16384];
+
+        for (;;) {
+                uint8_t *dst = scratch;
+                size_t room = sizeof(scratch);
+                ssize_t n;
+
+                if (b->len < cap) {
+                        if (b->cap - b->len < sizeof(scratch) && b->cap < cap) {
+                                size_t ncap = b->cap ? b->cap * 2 : sizeof(scratch);
+                                uint8_t *p;
+                                if (ncap > cap)
+                                        ncap = cap;
+                                p = realloc(b->data, ncap);
+                                if (p) {
+                                        b->data = p;
+                                        b->cap = ncap;
+                                }
+                        }
+                        if (b->cap > b->len) {
+                                dst = b->data + b->len;
+                                room = b->cap - b->len;
+                        }
+                }
+                n = read(fd, dst, room);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno != EAGAIN;
+                if (n == 0)
+                        return true;
+                if (dst == scratch)
+                        *truncated = true;
+                else
+                        b->len += (size_t)n;
+        }
+}
+
+static void on_out(struct nb_watch *w, uint32_t events)
+{
+        struct nb_child *c = w->data;
+        bool eof;
+
+        (void)events;
+        if (w == &c->outw)
+                eof = drain(w->fd, &c->res.out, c->cap, &c->res.out_truncated);
+        else
+                eof = drain(w->fd, &c->res.err, c->cap, &c->res.err_truncated);
+        if (eof)
+                close_watch(c, w);
+}
+
+static void on_in(struct nb_watch *w, uint32_t events)
+{
+        struct nb_child *c = w->data;
+
+        (void)events;
+        while (c->in_off < c->in_len) {
+                ssize_t n = write(w->fd, c->in_data + c->in_off, c->in_len - c->in_off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n < 0) /* EPIPE: the child does not want the rest */
+                        break;
+                c->in_off += (size_t)n;
+        }
+        close_watch(c, w);
+}
+
+static void finish(struct nb_child *c)
+{
+        /* The child is gone; what it wrote is in the pipes. Take it now. A
+         * grandchild still holding a pipe open does not keep us waiting. */
+        if (c->outw.fd >= 0)
+                drain(c->outw.fd, &c->res.out, c->cap, &c->res.out_truncated);
+        if (c->errw.fd >= 0)
+                drain(c->errw.fd, &c->res.err, c->cap, &c->res.err_truncated);
+        close_all(c);
+        c->res.duration_us = nb_now_us() - c->start_us;
+        running--;
+        if (c->abandoned) {
+                nb_loop_defer_free(c->loop, free_child, c);
+                return;
+        }
+        c->done(c, c->data);
+}
+
+static void on_exit_ready(struct nb_watch *w, uint32_t events)
+{
+        struct nb_child *c = w->data;
+        siginfo_t si = {0};
+
+        (void)events;
+        if (waitid((idtype_t)P_PIDFD, (id_t)w->fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+                return;
+        c->reaped = true;
+        if (si.si_code == CLD_EXITED)
+                c->res.exit_code = si.si_status;
+        else
+                c->res.signal = si.si_status;
+        nb_debug("pid %d ended: code %d signal %d", (int)c->pid, c->res.exit_code, c->res.signal);
+        finish(c);
+}
+
+static void kill_child(struct nb_child *c)
+{
+        /* The child leads its own process group (POSIX_SPAWN_SETPGROUP) and
+         * is not reaped yet, so the group id cannot have been reused. */
+        kill(-c->pid, SIGKILL);
+        if (c->pidw.fd >= 0)
+                pidfd_send_signal(c->pidw.fd, SIGKILL, NULL, 0);
+}
+
+static void on_timeout(void *data)
+{
+        struct nb_child *c = data;
+
+        nb_info("pid %d (%s) timed out; killing it", (int)c->pid, c->data ? "exec" : "abandoned");
+        c->res.timed_out = true;
+        nb_stat_inc(NB_STAT_EXEC_TIMEOUTS);
+        kill_child(c);
+}
+
+void nb_child_abandon(struct nb_child *c)
+{
+        if (!c)
+                return;
+        if (c->reaped) {
+                nb_child_free(c);
+                return;
+        }
+        c->abandoned = true;
+        close_watch(c, &c->inw);
+        close_watch(c, &c->outw);
+        close_watch(c, &c->errw);
+        nb_timer_cancel(c->loop, &c->timer);
+        kill_child(c);
+}
+
+static int set_nonblock(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+
+        return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+static int make_attrs(posix_spawnattr_t *attr)
+{
+        sigset_t none, all;
+
+        sigemptyset(&none);
+        sigfillset(&all);
+        /* Default dispositions (the helper ignores SIGPIPE; a child must not
+         * inherit that), an empty mask, and a process group of its own so a
+         * timeout kills the program's own children too. */
+        if (posix_spawnattr_init(attr) || posix_spawnattr_setsigmask(attr, &none) ||
+            posix_spawnattr_setsigdefault(attr, &all) || posix_spawnattr_setpgroup(attr, 0) ||
+            posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                                   POSIX_SPAWN_SETPGROUP))
+                return -ENOMEM;
+        return 0;
+}
+
+static int start(struct nb_child *c, const struct nb_exec_spec *s, int in[2], int out[2],
+                 int err[2])
+{
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        int r;
+
+        r = make_attrs(&attr);
+        if (r < 0)
+                return r;
+        if (posix_spawn_file_actions_init(&fa)) {
+                posix_spawnattr_destroy(&attr);
+                return -ENOMEM;
+        }
+        /* dup2 clears close-on-exec on the copies; everything else the helper
+         * holds is close-on-exec, so the child gets exactly fds 0-2. */
+        r = -ENOMEM;
+        if (posix_spawn_file_actions_adddup2(&fa, in[0], 0) ||
+            posix_spawn_file_actions_adddup2(&fa, out[1], 1) ||
+            posix_spawn_file_actions_adddup2(&fa, err[1], 2))
+                goto out;
+        r = -posix_spawn(&c->pid, s->path, &fa, &attr, s->argv, s->envp);
+out:
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        return r;
+}
+
+static int watch_child(struct nb_loop *l, struct nb_child *c, int in[2], int out[2], int err[2])
+{
+        int pidfd = pidfd_open(c->pid, 0), r;
+
+        if (pidfd < 0)
+                return -errno;
+        r = nb_loop_add(l, &c->pidw, pidfd, EPOLLIN, on_exit_ready, c);
+        if (r < 0) {
+                close(pidfd);
+                return r;
+        }
+        if (set_nonblock(out[0]) < 0 || set_nonblock(err[0]) < 0 || set_nonblock(in[1]) < 0)
+                return -errno;
+        if ((r = nb_loop_add(l, &c->outw, out[0], EPOLLIN, on_out, c)) < 0)
+                return r;
+        out[0] = -1;
+        if ((r = nb_loop_add(l, &c->errw, err[0], EPOLLIN, on_out, c)) < 0)
+                return r;
+        err[0] = -1;
+        if (c->in_len > 0) {
+                if ((r = nb_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
+                        return r;
+                in[1] = -1;
+        }
+        return 0;
+}
+
+static void close_pipes(int in[2], int out[2], int err[2])
+{
+        for (int i = 0; i < 2; i++) {
+                if (in[i] >= 0)
+                        close(in[i]);
+                if (out[i] >= 0)
+                        close(out[i]);
+                if (err[i] >= 0)
+                        close(err[i]);
+                in[i] = out[i] = err[i] = -1;
+        }
+}
+
+int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_done_fn done,
+                   void *data, struct nb_child **ret)
+{
+        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+        struct nb_child *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        c->loop = l;
+        c->pidw.fd = c->inw.fd = c->outw.fd = c->errw.fd = -1;
+        c->in_data = s->stdin_data;
+        c->in_len = s->stdin_len;
+        c->cap = s->output_cap;
+        c->done = done;
+        c->data = data;
+        c->start_us = nb_now_us();
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = start(c, s, in, out, err);
+        if (r < 0)
+                goto fail;
+        nb_stat_inc(NB_STAT_SPAWNS);
+        running++;
+        /* The child has its copies; ours of its ends must go now so that EOF
+         * on the pipes means the child (and its children) closed them. */
+        close(in[0]), in[0] = -1;
+        close(out[1]), out[1] = -1;
+        close(err[1]), err[1] = -1;
+        r = watch_child(l, c, in, out, err);
+        close_pipes(in, out, err);
+        if (r < 0) {
+                /* Could not watch it: kill and reap at once, so no zombie and
+                 * no stray process is left. */
+                kill(-c->pid, SIGKILL);
+                waitpid(c->pid, NULL, 0);
+                running--;
+                close_all(c);
+                free_child(c);
+                return r;
+        }
+        nb_timer_arm(l, &c->timer, s->timeout_ms, on_timeout, c);
+        nb_debug("spawned %s as pid %d", s->path, (int)c->pid);
+        *ret = c;
+        return 0;
+fail:
+        nb_stat_inc(NB_STAT_SPAWN_FAILURES);
+        close_pipes(in, out, err);
+        free_child(c);
+        return r;
+}

@@ -1,0 +1,59 @@
+/* Running allow-listed programs without stalling the event loop.
+ *
+ * Children are started with posix_spawn (vfork semantics: no page-table copy)
+ * and get exactly fds 0-2: every fd the helper holds is close-on-exec, so
+ * there is no loop closing fds. The helper watches each child through a
+ * pidfd and its pipes, reaps it as soon as it exits, and kills its process
+ * group at the timeout. No child is ever left a zombie. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loop.h"
+
+struct nb_exec_spec {
+        const char *path;
+        char *const *argv; /* NULL-terminated */
+        char *const *envp; /* NULL-terminated */
+        const uint8_t *stdin_data;
+        size_t stdin_len;
+        unsigned timeout_ms;
+        size_t output_cap; /* bytes kept of each of stdout and stderr */
+};
+
+struct nb_buf {
+        uint8_t *data;
+        size_t len, cap;
+};
+
+struct nb_child_result {
+        int exit_code;
+        int signal;
+        bool timed_out;
+        struct nb_buf out, err;
+        bool out_truncated, err_truncated;
+        uint64_t duration_us;
+};
+
+struct nb_child;
+typedef void (*nb_child_done_fn)(struct nb_child *c, void *data);
+
+/* Start a child; `done` is called from the loop once it has been reaped and
+ * its output read. Returns 0 or -errno (nothing is left running on error). */
+int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_done_fn done,
+                   void *data, struct nb_child **ret);
+
+/* The result; valid inside and after `done`, until nb_child_free(). */
+struct nb_child_result *nb_child_result(struct nb_child *c);
+
+/* Free a finished child. Accepts NULL. */
+void nb_child_free(struct nb_child *c);
+
+/* Give up on a running child: it is killed, reaped later and freed by the
+ * loop; `done` is not called. */
+void nb_child_abandon(struct nb_child *c);
+
+/* Children spawned and not yet reaped (abandoned ones included). */
+unsigned nb_children_running(void);

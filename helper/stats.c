@@ -1,0 +1,25 @@
+#include "stats.h"
+
+uint64_t nb_stats[NB_STAT__MAX];
+
+static const char *const names[NB_STAT__MAX] = {
+        [NB_STAT_CONNECTIONS] = "connections",
+        [NB_STAT_CONNECTIONS_REFUSED] = "connections_refused",
+        [NB_STAT_REQUESTS] = "requests",
+        [NB_STAT_REQUESTS_REFUSED] = "requests_refused",
+        [NB_STAT_OPS_PING] = "ops_ping",
+        [NB_STAT_OPS_STATS] = "ops_stats",
+        [NB_STAT_OPS_EXEC] = "ops_exec",
+        [NB_STAT_OPS_UNKNOWN] = "ops_unknown",
+        [NB_STAT_OP_ERRORS] = "op_errors",
+        [NB_STAT_SPAWNS] = "spawns",
+        [NB_STAT_SPAWN_FAILURES] = "spawn_failures",
+        [NB_STAT_EXEC_TIMEOUTS] = "exec_timeouts",
+        [NB_STAT_NETLINK_MESSAGES] = "netlink_messages",
+        [NB_STAT_FRAMES_REFUSED] = "frames_refused",
+};
+
+const char *nb_stat_name(enum nb_stat s)
+{
+        return names[s];
+}

@@ -260,21 +260,30 @@ static int spawn_helper(nb_conn *c)
 
         sigemptyset(&none);
         sigfillset(&all);
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
+        if (posix_spawn_file_actions_init(&fa)) {
+                r = -ENOMEM;
+                goto out_env;
+        }
+        if (posix_spawnattr_init(&attr)) {
+                posix_spawn_file_actions_destroy(&fa);
+                r = -ENOMEM;
+                goto out_env;
+        }
         /* The daemon's signal mask and ignored signals are not the helper's
          * business; every fd of the daemon beyond 0-2 stays behind (closefrom
          * is one close_range call, not a loop over thousands of fds). */
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-        posix_spawn_file_actions_adddup2(&fa, sv[1], HELPER_FD);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_addclosefrom_np(&fa, HELPER_FD + 1);
-        r = -posix_spawn(&c->pid, c->helper_path, &fa, &attr, argv, envp);
+        if (posix_spawnattr_setsigmask(&attr, &none) || posix_spawnattr_setsigdefault(&attr, &all) ||
+            posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) ||
+            posix_spawn_file_actions_adddup2(&fa, sv[1], HELPER_FD) ||
+            posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
+            posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) ||
+            posix_spawn_file_actions_addclosefrom_np(&fa, HELPER_FD + 1))
+                r = -ENOMEM;
+        else
+                r = -posix_spawn(&c->pid, c->helper_path, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
+out_env:
         free(envp);
         close(sv[1]);
         if (r < 0) {
@@ -380,11 +389,22 @@ NB_EXPORT void nb_close(nb_conn *c)
         free(c);
 }
 
+/* Why the last nb_spawn()/nb_connect() of this thread failed: the
+ * connection that held the message is gone by then. */
+static __thread char last_error[512];
+
+NB_EXPORT const char *nb_last_error(void)
+{
+        return last_error;
+}
+
 static int conn_finish(nb_conn *c, nb_conn **ret)
 {
         int r = establish(c);
 
+        last_error[0] = '\0';
         if (r < 0) {
+                snprintf(last_error, sizeof(last_error), "%s", c->error[0] ? c->error : strerror(-r));
                 nb_close(c);
                 return r;
         }
@@ -509,6 +529,9 @@ static void read_one(nb_conn *c)
                 memcpy(w->fds, fds, nfds * sizeof(int));
                 w->nfds = nfds;
                 w->done = true;
+                /* Its owner sleeps on the condition; wake it before this
+                 * thread perhaps goes on reading for its own reply. */
+                pthread_cond_broadcast(&c->cond);
                 return;
         }
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR) {

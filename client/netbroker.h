@@ -39,15 +39,21 @@ typedef struct nb_spawn_opts {
  * logs) and its end of the socketpair. If the helper dies, the next
  * nb_submit() starts a new one.
  * Returns 0, or -ENOENT/-EACCES (helper not found or not executable),
- * -EPROTO/-EPROTONOSUPPORT (the helper refused the Hello; see
- * nb_conn_error()), -ECONNRESET (it exited at once), -ENOMEM. */
+ * -EPROTO/-EPROTONOSUPPORT (the helper refused the Hello), -ECONNRESET
+ * (it exited at once, e.g. on a bad config: it says why on stderr),
+ * -ENOMEM. nb_last_error() has the helper's message. */
 int nb_spawn(const char *helper_path, const nb_spawn_opts *opts, nb_conn **ret);
 
 /* Connect to a helper listening on a unix socket (systemd's or --listen)
  * and say Hello. If the connection breaks, the next nb_submit() reconnects.
  * Returns 0 or -errno (-ENOENT, -ECONNREFUSED, -EACCES when the helper
- * refused this uid: see nb_conn_error()). */
+ * refused this uid, -EUSERS when this uid has too many connections);
+ * nb_last_error() has the helper's message. */
 int nb_connect(const char *socket_path, nb_conn **ret);
+
+/* Why the last nb_spawn() or nb_connect() in this thread failed ("" after
+ * a success). Valid until this thread's next nb_spawn()/nb_connect(). */
+const char *nb_last_error(void);
 
 /* Close the connection; a spawned helper exits and is reaped. */
 void nb_close(nb_conn *conn);

@@ -69,7 +69,8 @@ static int open_conn(struct ctl *c)
                 r = nb_spawn(c->helper_path, &o, &c->conn);
         }
         if (r < 0) {
-                fprintf(stderr, "netbrokerctl: cannot reach netbrokerd: %s\n", strerror(-r));
+                fprintf(stderr, "netbrokerctl: cannot reach netbrokerd: %s%s%s\n", strerror(-r),
+                        nb_last_error()[0] ? ": " : "", nb_last_error());
                 return -r;
         }
         return 0;

@@ -159,6 +159,7 @@ static int validate_request(struct nb_job *job)
 /* ---- running ---- */
 
 static void job_continue(struct nb_job *job);
+static void op_finished(struct nb_job *job);
 
 static void count_op(const Netbroker__Op *op)
 {
@@ -302,8 +303,8 @@ static void exec_done(struct nb_child *child, void *data)
                         set_status(res, EIO, "exec: exited with status %d", cr->exit_code);
         }
         nb_child_free(child);
-        job->next++;
         job->state = JOB_RUNNING;
+        op_finished(job);
         job_continue(job);
 }
 
@@ -405,33 +406,37 @@ static void job_finish(struct nb_job *job)
         nb_loop_defer_free(job->ctx->loop, job_free, job);
 }
 
+/* An op has its result: count an error, skip the rest after a failure
+ * unless the request says to go on. */
+static void op_finished(struct nb_job *job)
+{
+        Netbroker__Request *req = job->req;
+        Netbroker__Result *res = job->results[job->next];
+        bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
+        size_t failed = job->next;
+
+        job->next++;
+        if (!res->status)
+                return;
+        nb_stat_inc(NB_STAT_OP_ERRORS);
+        if (keep_going)
+                return;
+        for (; job->next < req->n_ops; job->next++)
+                set_status(job->results[job->next], ECANCELED, "not run: op %zu failed", failed);
+}
+
 static void job_continue(struct nb_job *job)
 {
         Netbroker__Request *req = job->req;
-        bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
 
-        while (job->next < req->n_ops) {
-                Netbroker__Result *res = job->results[job->next];
-                int r;
-
-                if (job->cancelled)
-                        break;
+        while (job->next < req->n_ops && !job->cancelled) {
                 /* An op resumed after waiting for a slot was counted already. */
                 if (!job->resuming)
                         count_op(req->ops[job->next]);
                 job->resuming = false;
-                r = run_op(job, req->ops[job->next], res);
-                if (r == 1)
+                if (run_op(job, req->ops[job->next], job->results[job->next]) == 1)
                         return;
-                if (res->status)
-                        nb_stat_inc(NB_STAT_OP_ERRORS);
-                job->next++;
-                if (res->status && !keep_going) {
-                        for (size_t i = job->next; i < req->n_ops; i++)
-                                set_status(job->results[i], ECANCELED, "not run: op %zu failed",
-                                           job->next - 1);
-                        break;
-                }
+                op_finished(job);
         }
         job_finish(job);
 }

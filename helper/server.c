@@ -315,6 +315,9 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
                 goto drop;
         case NETBROKER__CLIENT_MESSAGE__MSG_REQUEST:
                 if (truncated) {
+                        /* Close what arrived before answering: once the
+                         * client has the reply, the helper holds none of it. */
+                        nb_close_fds(fds, nfds);
                         nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
                         reply_all(c, msg->request, EBADF,
                                   "file descriptors sent with the request were lost (MSG_CTRUNC: "

@@ -1,0 +1,548 @@
+/* Exec through the helper: the allow-list, exactly what the child sees,
+ * timeouts, output caps, statuses, many spawns, and the client library
+ * under threads and helper death. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+/* Run one Exec op; returns the results (caller frees). */
+static nb_results *exec1(nb_conn *c, const char *path, const char *const *argv,
+                         const char *const *env, const char *in, unsigned timeout_ms)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        ck_assert_int_eq(nb_batch_exec(b, path, argv, env, in, in ? strlen(in) : 0, timeout_ms), 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_batch_free(b);
+        return res;
+}
+
+static void assert_out(const nb_results *res, const char *want)
+{
+        nb_exec_result e;
+
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_msg(e.out_len == strlen(want) && memcmp(e.out, want, e.out_len) == 0,
+                      "stdout was '%.*s', wanted '%s'", (int)e.out_len, e.out, want);
+}
+
+START_TEST(test_program_not_on_allow_list_is_refused)
+{
+        nb_conn *c = tu_spawn("exec_allow = /bin/true\n");
+        const char *argv[] = {"sh", "-c", "touch /tmp/nbtest-must-not-exist", NULL};
+        nb_results *res;
+
+        unlink("/tmp/nbtest-must-not-exist");
+        res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+        ck_assert(strstr(nb_result_message(res, 0), "/bin/sh is not on the allow-list"));
+        ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+        ck_assert_int_ne(access("/tmp/nbtest-must-not-exist", F_OK), 0);
+        nb_results_free(res);
+        /* A relative path or a path that merely resolves to an allowed one is
+         * not on the list either. */
+        res = exec1(c, "/bin/../bin/true", NULL, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+/* Validation covers the whole batch before anything runs: op 1 would have
+ * created a file, op 2 is refused, so nothing happens at all. */
+START_TEST(test_whole_batch_is_validated_before_any_op_runs)
+{
+        nb_conn *c = tu_spawn("exec_allow = /bin/sh\n");
+        const char *touch[] = {"sh", "-c", "touch /tmp/nbtest-validate", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        unlink("/tmp/nbtest-validate");
+        nb_batch_exec(b, "/bin/sh", touch, NULL, NULL, 0, 0);
+        nb_batch_ping(b);
+        nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        ck_assert_int_eq(nb_result_status(res, 2), -EPERM);
+        ck_assert(strstr(nb_result_message(res, 0), "op 2 was refused"));
+        ck_assert_int_ne(access("/tmp/nbtest-validate", F_OK), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_child_sees_exact_argv)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *argv[] = {"sh", "-c", "for a in \"$0\" \"$@\"; do printf '[%s]' \"$a\"; done",
+                              "zero", "one two", "", "thr'ee", NULL};
+        nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        assert_out(res, "[zero][one two][][thr'ee]");
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_child_sees_exact_environment)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *env[] = {"XTABLES_LOCKFILE=/run/x.lock", "LC_ALL=C.UTF-8", NULL};
+        nb_results *res;
+
+        setenv("NBTEST_SECRET", "client-env-must-not-leak", 1);
+        res = exec1(c, "/usr/bin/env", NULL, NULL, NULL, 0);
+        assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nLC_ALL=C\n");
+        nb_results_free(res);
+        /* Request entries add to the default and replace a default of the same name. */
+        res = exec1(c, "/usr/bin/env", NULL, env, NULL, 0);
+        assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nXTABLES_LOCKFILE=/run/x.lock\nLC_ALL=C.UTF-8\n");
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_loader_variables_are_refused)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *bad[][2] = {{"LD_PRELOAD=/tmp/evil.so", NULL}, {"LD_LIBRARY_PATH=/tmp", NULL},
+                                {"GCONV_PATH=/tmp", NULL}};
+
+        for (size_t i = 0; i < 3; i++) {
+                nb_results *res = exec1(c, "/bin/true", NULL, bad[i], NULL, 0);
+                ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+                ck_assert_msg(strstr(nb_result_message(res, 0), "is not allowed"), "%s",
+                              nb_result_message(res, 0));
+                nb_results_free(res);
+        }
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_child_gets_exactly_fds_0_to_2)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *argv[] = {"sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '", NULL};
+        nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        assert_out(res, "0 1 2 ");
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_stdin_bytes_reach_the_child)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        size_t n = 300 * 1000; /* more than a pipe holds: written as the child reads */
+        char *in = malloc(n + 1);
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_exec_result e;
+
+        for (size_t i = 0; i < n; i++)
+                in[i] = (char)('a' + i % 26);
+        in[n] = '\0';
+        nb_batch_exec(b, "/bin/cat", NULL, NULL, in, n, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_uint_eq(e.out_len, n);
+        ck_assert_mem_eq(e.out, in, n);
+        nb_results_free(res);
+        nb_batch_free(b);
+        free(in);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_exit_codes_and_signals_are_reported)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *exit3[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+        const char *killed[] = {"sh", "-c", "kill -TERM $$", NULL};
+        nb_exec_result e;
+        nb_results *res;
+
+        res = exec1(c, "/bin/sh", exit3, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EIO);
+        ck_assert(strstr(nb_result_message(res, 0), "exited with status 3"));
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_int_eq(e.exit_code, 3);
+        ck_assert_int_eq(e.signal, 0);
+        ck_assert_uint_eq(e.err_len, 4);
+        ck_assert_mem_eq(e.err, "err\n", 4);
+        assert_out(res, "out\n");
+        nb_results_free(res);
+
+        res = exec1(c, "/bin/sh", killed, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EIO);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_int_eq(e.signal, SIGTERM);
+        ck_assert(!e.timed_out);
+        nb_results_free(res);
+
+        res = exec1(c, "/bin/true", NULL, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_int_eq(e.exit_code, 0);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+/* The timeout kills the program and its own children (its process group),
+ * reaps it, and reports ETIMEDOUT with what it had printed. */
+START_TEST(test_timeout_kills_program_and_its_children)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *argv[] = {"sh", "-c", "echo started; sleep 30 & echo $! > /tmp/nbtest-grandchild; wait", NULL};
+        nb_exec_result e;
+        nb_results *res;
+        uint64_t t0 = tu_now_us();
+        pid_t grandchild = 0;
+        FILE *f;
+
+        res = exec1(c, "/bin/sh", argv, NULL, NULL, 300);
+        ck_assert_uint_lt(tu_now_us() - t0, 5000000);
+        ck_assert_int_eq(nb_result_status(res, 0), -ETIMEDOUT);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert(e.timed_out);
+        ck_assert_int_eq(e.signal, SIGKILL);
+        assert_out(res, "started\n");
+        nb_results_free(res);
+        f = fopen("/tmp/nbtest-grandchild", "re");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fscanf(f, "%d", &grandchild), 1);
+        fclose(f);
+        unlink("/tmp/nbtest-grandchild");
+        /* The orphaned sleep was killed with the group. It may linger as a
+         * zombie of whatever reaps orphans here: dead either way. */
+        for (int i = 0; i < 100 && tu_process_alive(grandchild); i++)
+                usleep(10000);
+        ck_assert_msg(!tu_process_alive(grandchild), "grandchild %d survived the timeout", (int)grandchild);
+        ck_assert_int_eq(tu_zombies_of(nb_conn_helper_pid(c)), 0);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_output_is_capped_and_flagged)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "exec_output_cap = 1000\n");
+        const char *argv[] = {"sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo 0123456789abcdef; i=$((i+1)); done; echo small >&2", NULL};
+        nb_exec_result e;
+        nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+
+        ck_assert_int_eq(nb_result_status(res, 0), 0); /* the program still ran to its end */
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_uint_eq(e.out_len, 1000);
+        ck_assert(e.out_truncated);
+        ck_assert_uint_eq(e.err_len, 6);
+        ck_assert(!e.err_truncated);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_stop_at_first_failure_unless_told_otherwise)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        nb_batch_exec(b, "/bin/false", NULL, NULL, NULL, 0, 0);
+        nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_eq(nb_result_status(res, 1), -EIO);
+        ck_assert_int_eq(nb_result_status(res, 2), -ECANCELED);
+        ck_assert_int_eq(nb_results_first_error(res), 1);
+        nb_results_free(res);
+        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 2), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* 10,000 spawns (100 requests of 100 Exec ops): every one reaped, no
+ * zombie, and the helper's fd count back where it started. */
+START_TEST(test_ten_thousand_spawns_leave_no_zombie)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        nb_batch *b = nb_batch_new();
+        pid_t pid = nb_conn_helper_pid(c);
+        int fds_before = tu_fd_count(pid);
+
+        for (int i = 0; i < 100; i++)
+                nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        for (int round = 0; round < 100; round++) {
+                nb_results *res = NULL;
+                ck_assert_int_eq(nb_submit(c, b, &res), 0);
+                ck_assert_int_eq(nb_results_first_error(res), -1);
+                nb_results_free(res);
+        }
+        ck_assert_int_eq(tu_zombies_of(pid), 0);
+        ck_assert_int_eq(tu_children_of(pid), 0);
+        ck_assert_int_eq(tu_fd_count(pid), fds_before);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+struct slow_arg {
+        nb_conn *c;
+        int status;
+};
+
+static void *run_slow(void *p)
+{
+        struct slow_arg *a = p;
+        const char *argv[] = {"sleep", "1.5", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        nb_batch_exec(b, "/bin/sleep", argv, NULL, NULL, 0, 0);
+        a->status = nb_submit(a->c, b, &res);
+        if (a->status == 0)
+                a->status = nb_result_status(res, 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return NULL;
+}
+
+/* A slow program on one connection does not hold up another connection,
+ * nor another request on the same connection. */
+START_TEST(test_slow_child_does_not_stall_others)
+{
+        struct tu_helper h;
+        nb_conn *c1 = NULL, *c2 = NULL;
+        struct slow_arg a;
+        pthread_t t;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        uint64_t t0;
+
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c1), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &c2), 0);
+        a.c = c1;
+        pthread_create(&t, NULL, run_slow, &a);
+        usleep(200000);
+        nb_batch_ping(b);
+        t0 = tu_now_us();
+        ck_assert_int_eq(nb_submit(c2, b, &res), 0);
+        nb_results_free(res);
+        ck_assert_int_eq(nb_submit(c1, b, &res), 0);
+        nb_results_free(res);
+        ck_assert_uint_lt(tu_now_us() - t0, 500000);
+        pthread_join(t, NULL);
+        ck_assert_int_eq(a.status, 0);
+        nb_batch_free(b);
+        nb_close(c1);
+        nb_close(c2);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+#define THREADS 32
+#define SUBMITS 200
+
+struct worker {
+        nb_conn *c;
+        int id;
+        int mismatches, failures;
+};
+
+/* Each submit carries a payload only its thread knows; a reply filed under
+ * the wrong waiter would show up as a mismatch. Every tenth is an Exec whose
+ * output must be the payload; the others are Pings whose result count must
+ * match the batch's own. */
+static void *worker_run(void *p)
+{
+        struct worker *w = p;
+
+        for (int i = 0; i < SUBMITS; i++) {
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                char payload[64];
+                int nops = 1 + (w->id + i) % 5;
+                snprintf(payload, sizeof(payload), "t%d-i%d", w->id, i);
+                if (i % 10 == 0) {
+                        const char *argv[] = {"echo", "-n", payload, NULL};
+                        nb_batch_exec(b, "/bin/echo", argv, NULL, NULL, 0, 0);
+                        nops = 1;
+                } else {
+                        for (int k = 0; k < nops; k++)
+                                nb_batch_ping(b);
+                }
+                if (nb_submit(w->c, b, &res) != 0 || nb_results_first_error(res) != -1) {
+                        w->failures++;
+                } else if ((int)nb_results_count(res) != nops) {
+                        w->mismatches++;
+                } else if (i % 10 == 0) {
+                        nb_exec_result e;
+                        if (nb_result_exec(res, 0, &e) != 0 || e.out_len != strlen(payload) ||
+                            memcmp(e.out, payload, e.out_len) != 0)
+                                w->mismatches++;
+                }
+                nb_results_free(res);
+                nb_batch_free(b);
+        }
+        return NULL;
+}
+
+START_TEST(test_32_threads_share_one_connection)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        struct worker w[THREADS];
+        pthread_t t[THREADS];
+
+        for (int i = 0; i < THREADS; i++) {
+                w[i] = (struct worker){.c = c, .id = i};
+                pthread_create(&t[i], NULL, worker_run, &w[i]);
+        }
+        for (int i = 0; i < THREADS; i++) {
+                pthread_join(t[i], NULL);
+                ck_assert_int_eq(w[i].failures, 0);
+                ck_assert_int_eq(w[i].mismatches, 0);
+        }
+        nb_close(c);
+}
+END_TEST
+
+struct death_arg {
+        nb_conn *c;
+        int status;
+        uint64_t returned_us;
+};
+
+static void *run_long(void *p)
+{
+        struct death_arg *a = p;
+        const char *argv[] = {"sleep", "20", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        nb_batch_exec(b, "/bin/sleep", argv, NULL, NULL, 0, 0);
+        a->status = nb_submit(a->c, b, &res);
+        a->returned_us = tu_now_us();
+        nb_results_free(res);
+        nb_batch_free(b);
+        return NULL;
+}
+
+/* SIGKILL the helper during a request: the call fails within a second with
+ * -ECONNRESET, and the next call respawns the helper and works. */
+START_TEST(test_helper_death_fails_call_promptly_and_next_call_respawns)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        struct death_arg a = {.c = c};
+        pid_t old = nb_conn_helper_pid(c);
+        pthread_t t;
+        uint64_t killed_at;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        pthread_create(&t, NULL, run_long, &a);
+        usleep(300000);
+        killed_at = tu_now_us();
+        ck_assert_int_eq(kill(old, SIGKILL), 0);
+        pthread_join(t, NULL);
+        ck_assert_int_eq(a.status, -ECONNRESET);
+        ck_assert_uint_lt(a.returned_us - killed_at, 1000000);
+        ck_assert_msg(strstr(nb_conn_error(c), "killed by signal 9") ||
+                              strstr(nb_conn_error(c), "connection to netbrokerd lost"),
+                      "error: %s", nb_conn_error(c));
+        nb_batch_ping(b);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_ne(nb_conn_helper_pid(c), old);
+        ck_assert_int_gt(nb_conn_helper_pid(c), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* More Exec ops than spawn slots: they queue, run max_spawns at a time, and
+ * all finish; past max_pending_spawns a request is refused with EAGAIN. */
+START_TEST(test_spawns_beyond_the_slots_queue_and_overflow_is_refused)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_spawns = 2\nmax_pending_spawns = 1\nfd_limit = 64\n");
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        struct slow_arg a[3];
+        pthread_t t[3];
+
+        for (int i = 0; i < 2; i++) {
+                a[i].c = c;
+                pthread_create(&t[i], NULL, run_slow, &a[i]);
+        }
+        usleep(300000);
+        a[2].c = c;
+        pthread_create(&t[2], NULL, run_slow, &a[2]); /* waits for a slot */
+        usleep(300000);
+        nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EAGAIN);
+        ck_assert(strstr(nb_result_message(res, 0), "max_pending_spawns"));
+        nb_results_free(res);
+        for (int i = 0; i < 3; i++) {
+                pthread_join(t[i], NULL);
+                ck_assert_int_eq(a[i].status, 0);
+        }
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+Suite *exec_suite(void)
+{
+        Suite *s = suite_create("exec");
+        TCase *exec = tcase_create("exec"), *load = tcase_create("load"), *client = tcase_create("client");
+
+        tcase_set_timeout(exec, 30);
+        tcase_set_timeout(load, 240);
+        tcase_set_timeout(client, 120);
+        tcase_add_test(exec, test_program_not_on_allow_list_is_refused);
+        tcase_add_test(exec, test_whole_batch_is_validated_before_any_op_runs);
+        tcase_add_test(exec, test_child_sees_exact_argv);
+        tcase_add_test(exec, test_child_sees_exact_environment);
+        tcase_add_test(exec, test_loader_variables_are_refused);
+        tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
+        tcase_add_test(exec, test_stdin_bytes_reach_the_child);
+        tcase_add_test(exec, test_exit_codes_and_signals_are_reported);
+        tcase_add_test(exec, test_timeout_kills_program_and_its_children);
+        tcase_add_test(exec, test_output_is_capped_and_flagged);
+        tcase_add_test(exec, test_stop_at_first_failure_unless_told_otherwise);
+        tcase_add_test(exec, test_spawns_beyond_the_slots_queue_and_overflow_is_refused);
+        tcase_add_test(load, test_ten_thousand_spawns_leave_no_zombie);
+        tcase_add_test(client, test_slow_child_does_not_stall_others);
+        tcase_add_test(client, test_32_threads_share_one_connection);
+        tcase_add_test(client, test_helper_death_fails_call_promptly_and_next_call_respawns);
+        suite_add_tcase(s, exec);
+        suite_add_tcase(s, load);
+        suite_add_tcase(s, client);
+        return s;
+}

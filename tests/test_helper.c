@@ -1,0 +1,629 @@
+/* The helper as a process: Hello, framing errors, access control, limits,
+ * and the start-up hardening as the kernel reports it in /proc. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+static Netbroker__ServerMessage *send_ping_request(int fd, uint64_t id, const int *fds, size_t nfds)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__Ping ping = NETBROKER__PING__INIT;
+
+        op.op_case = NETBROKER__OP__OP_PING;
+        op.ping = &ping;
+        req.id = id;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, fds, nfds), 0);
+        return tu_raw_recv(fd, NULL);
+}
+
+/* Expect an Error with `status`, then the end of the connection. */
+static void expect_error_and_close(int fd, int status, const char *needle)
+{
+        int err;
+        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
+
+        ck_assert_msg(m != NULL, "no Error message (err %d)", err);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
+        ck_assert_int_eq(m->error->status, status);
+        ck_assert_msg(strstr(m->error->message, needle), "message: %s", m->error->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+        ck_assert_ptr_null(tu_raw_recv(fd, &err));
+        ck_assert_int_eq(err, -EPIPE);
+}
+
+/* After abuse the helper still serves a well-behaved client. */
+static void assert_helper_serves(struct tu_helper *h)
+{
+        int fd = tu_raw_connect(h->sock);
+        Netbroker__ServerMessage *m;
+
+        tu_raw_hello(fd);
+        m = send_ping_request(fd, 77, NULL, 0);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(m->reply->id, 77);
+        ck_assert_int_eq(m->reply->results[0]->status, 0);
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(fd);
+}
+
+/* The helper's fd count once it is idle again (closing is asynchronous). */
+static void assert_fd_count_settles(pid_t pid, int expected)
+{
+        int n = -1;
+
+        for (int i = 0; i < 200; i++) {
+                n = tu_fd_count(pid);
+                if (n == expected)
+                        return;
+                usleep(5000);
+        }
+        ck_abort_msg("helper has %d fds, expected %d", n, expected);
+}
+
+START_TEST(test_hello_reports_version_and_features)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+
+        ck_assert(nb_conn_has_feature(c, "exec"));
+        ck_assert(nb_conn_has_feature(c, "ping"));
+        ck_assert(nb_conn_has_feature(c, "stats"));
+        ck_assert(!nb_conn_has_feature(c, "teleport"));
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_version_mismatch_is_refused_with_a_clear_error)
+{
+        struct tu_helper h;
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Hello hello = NETBROKER__HELLO__INIT;
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW);
+        fd = tu_raw_connect(h.sock);
+        hello.version = 99;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
+        m.hello = &hello;
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        expect_error_and_close(fd, EPROTONOSUPPORT, "protocol version 99 is not supported");
+        close(fd);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_request_before_hello_is_refused)
+{
+        struct tu_helper h;
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW);
+        fd = tu_raw_connect(h.sock);
+        Netbroker__ServerMessage *m = send_ping_request(fd, 1, NULL, 0);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
+        ck_assert_int_eq(m->error->status, EPROTO);
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* An op from a future protocol (field 99 of Op) gets EOPNOTSUPP in its own
+ * result; the batch is refused as a whole before anything runs. */
+START_TEST(test_unknown_op_gets_eopnotsupp)
+{
+        struct tu_helper h;
+        /* ClientMessage{ request(2) { id(1)=5, ops(2)=[ Op{99: 1} ], ops(2)=[ Op{ping(1){}} ] } } */
+        static const uint8_t frame[] = {0x12, 0x0b, 0x08, 0x05, 0x12, 0x03, 0x98, 0x06,
+                                        0x01, 0x12, 0x02, 0x0a, 0x00};
+        Netbroker__ServerMessage *m;
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW);
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        ck_assert_int_eq(tu_raw_send(fd, frame, sizeof(frame), NULL, 0), 0);
+        m = tu_raw_recv(fd, NULL);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(m->reply->id, 5);
+        ck_assert_uint_eq(m->reply->n_results, 2);
+        ck_assert_int_eq(m->reply->results[0]->status, EOPNOTSUPP);
+        ck_assert_int_eq(m->reply->results[1]->status, ECANCELED);
+        netbroker__server_message__free_unpacked(m, NULL);
+        /* The connection stays usable. */
+        m = send_ping_request(fd, 6, NULL, 0);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->reply->results[0]->status, 0);
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_garbage_frame_closes_connection_and_leaks_nothing)
+{
+        struct tu_helper h;
+        static const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x42, 0x13, 0x37};
+        int fd, base;
+
+        tu_helper_start(&h, TU_ALLOW);
+        base = tu_fd_count(h.pid); /* before any connection */
+        assert_helper_serves(&h);
+        for (int i = 0; i < 20; i++) {
+                fd = tu_raw_connect(h.sock);
+                tu_raw_hello(fd);
+                ck_assert_int_eq(tu_raw_send(fd, garbage, sizeof(garbage), NULL, 0), 0);
+                expect_error_and_close(fd, EBADMSG, "cannot decode");
+                close(fd);
+        }
+        assert_fd_count_settles(h.pid, base);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_truncated_frame_then_hangup_leaks_nothing)
+{
+        struct tu_helper h;
+        static const uint8_t half[] = {0x00, 0x00, 0x01, 0x00, 0x12, 0x05};
+        int fd, base;
+
+        tu_helper_start(&h, TU_ALLOW);
+        base = tu_fd_count(h.pid); /* before any connection */
+        assert_helper_serves(&h);
+        for (int i = 0; i < 20; i++) {
+                fd = tu_raw_connect(h.sock);
+                tu_raw_hello(fd);
+                ck_assert_int_eq(write(fd, half, sizeof(half)), (ssize_t)sizeof(half));
+                close(fd);
+        }
+        assert_fd_count_settles(h.pid, base);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_frame_over_cap_is_refused_and_connection_closed)
+{
+        struct tu_helper h;
+        uint8_t hdr[4] = {0x00, 0x00, 0x08, 0x00}; /* 2048 > 1024 */
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW "max_frame = 1024\n");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        ck_assert_int_eq(write(fd, hdr, 4), 4);
+        expect_error_and_close(fd, EMSGSIZE, "frame of 2048 bytes is over the cap of 1024");
+        close(fd);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_half_sent_frame_times_out)
+{
+        struct tu_helper h;
+        uint8_t part[6] = {0x00, 0x00, 0x00, 0x40, 0x12, 0x01};
+        uint64_t t0;
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW "frame_timeout_ms = 300\n");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        t0 = tu_now_us();
+        ck_assert_int_eq(write(fd, part, sizeof(part)), (ssize_t)sizeof(part));
+        expect_error_and_close(fd, ETIMEDOUT, "half-sent");
+        ck_assert_uint_ge(tu_now_us() - t0, 250000);
+        ck_assert_uint_lt(tu_now_us() - t0, 3000000);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_idle_connection_is_closed_when_configured)
+{
+        struct tu_helper h;
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW "idle_timeout_ms = 200\n");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        expect_error_and_close(fd, ETIMEDOUT, "idle for more than 200 ms");
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A client attaching fds to a Ping: the helper closes them at once. We see
+ * it as EOF on the read end of a pipe whose only other write end we sent. */
+START_TEST(test_unexpected_fds_are_closed_at_once)
+{
+        struct tu_helper h;
+        Netbroker__ServerMessage *m;
+        int fd, p[2], base;
+        char c;
+
+        tu_helper_start(&h, TU_ALLOW);
+        assert_helper_serves(&h);
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        base = tu_fd_count(h.pid);
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        m = send_ping_request(fd, 9, &p[1], 1);
+        close(p[1]);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->reply->results[0]->status, 0);
+        netbroker__server_message__free_unpacked(m, NULL);
+        ck_assert_int_eq(read(p[0], &c, 1), 0); /* EOF: no copy left in the helper */
+        ck_assert_int_eq(tu_fd_count(h.pid), base);
+        close(p[0]);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* More fds than max_fds_per_frame: the request fails with a clear error, the
+ * fds that arrived are closed, the connection stays usable. */
+START_TEST(test_too_many_fds_fail_the_request_cleanly)
+{
+        struct tu_helper h;
+        Netbroker__ServerMessage *m;
+        int fd, fds[4], base;
+
+        tu_helper_start(&h, TU_ALLOW "max_fds_per_frame = 1\n");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        base = tu_fd_count(h.pid);
+        for (int i = 0; i < 4; i++)
+                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        m = send_ping_request(fd, 10, fds, 4);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_int_eq(m->reply->results[0]->status, EBADF);
+        ck_assert_msg(strstr(m->reply->results[0]->message, "MSG_CTRUNC"), "%s",
+                      m->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+        ck_assert_int_eq(tu_fd_count(h.pid), base);
+        m = send_ping_request(fd, 11, NULL, 0);
+        ck_assert_int_eq(m->reply->results[0]->status, 0);
+        netbroker__server_message__free_unpacked(m, NULL);
+        for (int i = 0; i < 4; i++)
+                close(fds[i]);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The socket is world-writable, yet a peer whose uid is not allowed is
+ * refused: identity comes from SO_PEERCRED, not from file modes. */
+START_TEST(test_peer_with_other_uid_is_refused_even_with_mode_0666)
+{
+        struct tu_helper h;
+        pid_t child;
+        int status;
+
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                nb_conn *c = NULL;
+                int r;
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                r = nb_connect(h.sock, &c);
+                if (r != -EACCES)
+                        _exit(11);
+                if (!strstr(nb_last_error(), "uid 65534 gid 65534 is not allowed"))
+                        _exit(12);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d",
+                      WEXITSTATUS(status));
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_allowed_gid_admits_another_uid)
+{
+        struct tu_helper h;
+        pid_t child;
+        int status;
+
+        tu_helper_start(&h, TU_ALLOW "allow_gid = 4242\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                nb_conn *c = NULL;
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                if (setgid(4242) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                if (nb_connect(h.sock, &c) != 0)
+                        _exit(11);
+                nb_batch_ping(b);
+                if (nb_submit(c, b, &res) != 0 || nb_result_status(res, 0) != 0)
+                        _exit(12);
+                nb_results_free(res);
+                nb_batch_free(b);
+                nb_close(c);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d",
+                      WEXITSTATUS(status));
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_connections_per_uid_are_capped)
+{
+        struct tu_helper h;
+        nb_conn *c[3] = {0};
+        nb_conn *extra = NULL;
+
+        tu_helper_start(&h, TU_ALLOW "max_connections_per_uid = 3\n");
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(nb_connect(h.sock, &c[i]), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &extra), -EUSERS);
+        ck_assert_msg(strstr(nb_last_error(), "max_connections_per_uid=3"), "%s", nb_last_error());
+        nb_close(c[0]);
+        /* A slot is free again once the helper has seen the close. */
+        int r = -EUSERS;
+        for (int i = 0; i < 100 && r == -EUSERS; i++) {
+                usleep(10000);
+                r = nb_connect(h.sock, &extra);
+        }
+        ck_assert_int_eq(r, 0);
+        nb_close(extra);
+        nb_close(c[1]);
+        nb_close(c[2]);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_ops_per_request_are_capped)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_ops = 10\n");
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        for (int i = 0; i < 11; i++)
+                nb_batch_ping(b);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -E2BIG);
+        ck_assert(strstr(nb_result_message(res, 10), "max_ops"));
+        nb_results_free(res);
+        nb_batch_free(b);
+        b = nb_batch_new();
+        for (int i = 0; i < 10; i++)
+                nb_batch_ping(b);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_results_first_error(res), -1);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+static void assert_status_line(const char *status, const char *key, const char *value)
+{
+        char want[128];
+
+        snprintf(want, sizeof(want), "\n%s:\t%s\n", key, value);
+        ck_assert_msg(strstr(status, want), "%s is not %s in /proc status:\n%s", key, value, status);
+}
+
+/* What the kernel says about the running helper: the fd limit, only the
+ * kept capabilities (CAP_NET_ADMIN = bit 12, CAP_NET_RAW = bit 13) in every
+ * set including the bounding set, and NoNewPrivs. */
+START_TEST(test_running_helper_has_fd_limit_caps_and_no_new_privs)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        char path[64];
+        const char *text;
+        pid_t pid = nb_conn_helper_pid(c);
+
+        ck_assert_int_gt(pid, 0);
+        snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+        text = tu_read_file(path);
+        ck_assert_msg(strstr(text, "Max open files            64                   64"), "%s", text);
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        text = tu_read_file(path);
+        assert_status_line(text, "CapEff", "0000000000003000");
+        assert_status_line(text, "CapPrm", "0000000000003000");
+        assert_status_line(text, "CapInh", "0000000000000000");
+        assert_status_line(text, "CapBnd", "0000000000003000");
+        assert_status_line(text, "CapAmb", "0000000000000000");
+        assert_status_line(text, "NoNewPrivs", "1");
+        nb_close(c);
+}
+END_TEST
+
+/* fds the daemon forgot to mark close-on-exec do not reach the helper. */
+START_TEST(test_spawned_helper_does_not_inherit_client_fds)
+{
+        int leak = open("/dev/null", O_RDONLY); /* no O_CLOEXEC on purpose */
+        nb_conn *c;
+        char path[64], target[64];
+        pid_t pid;
+
+        ck_assert_int_ge(leak, 0);
+        c = tu_spawn(TU_ALLOW);
+        pid = nb_conn_helper_pid(c);
+        for (int fd = 3; fd < 64; fd++) {
+                snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+                ssize_t n = readlink(path, target, sizeof(target) - 1);
+                if (n < 0)
+                        continue;
+                target[n] = '\0';
+                ck_assert_msg(strcmp(target, "/dev/null") != 0, "helper holds a /dev/null at fd %d", fd);
+        }
+        /* 0-2, its socket, epoll, signalfd: nothing else. */
+        ck_assert_int_le(tu_fd_count(pid), 6);
+        nb_close(c);
+        close(leak);
+}
+END_TEST
+
+START_TEST(test_helper_started_by_socket_activation)
+{
+        char sock[108], *conf = tu_config(TU_ALLOW);
+        pid_t pid;
+        nb_conn *c = NULL;
+        nb_batch *b;
+        nb_results *res = NULL;
+        uint64_t v;
+        int r = -1, status;
+
+        if (access("/usr/bin/systemd-socket-activate", X_OK) != 0)
+                ck_abort_msg("systemd-socket-activate is missing (package systemd)");
+        snprintf(sock, sizeof(sock), "/tmp/nbtest-activate-%d.sock", (int)getpid());
+        unlink(sock);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                execl("/usr/bin/systemd-socket-activate", "systemd-socket-activate", "-l", sock,
+                      NB_TEST_HELPER, "--config", conf, (char *)NULL);
+                _exit(127);
+        }
+        for (int i = 0; i < 300 && r != 0; i++) {
+                usleep(10000);
+                r = nb_connect(sock, &c);
+        }
+        ck_assert_msg(r == 0, "nb_connect: %s", strerror(-r));
+        b = nb_batch_new();
+        nb_batch_stats(b);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_stat(res, 0, "connections", &v), 0);
+        ck_assert_uint_eq(v, 1);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+        kill(pid, SIGTERM);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        unlink(sock);
+        free(conf);
+}
+END_TEST
+
+START_TEST(test_bad_config_stops_startup_naming_the_line)
+{
+        char *conf = tu_config(TU_ALLOW "max_spawns = 0\n");
+        nb_spawn_opts o = {.config_path = conf};
+        nb_conn *c = NULL;
+        int pipefd[2], saved, r;
+        char buf[512] = "";
+
+        /* Catch the helper's stderr, where it explains itself. */
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        saved = dup(2);
+        dup2(pipefd[1], 2);
+        r = nb_spawn(NB_TEST_HELPER, &o, &c);
+        dup2(saved, 2);
+        close(saved);
+        close(pipefd[1]);
+        ck_assert_int_eq(r, -ECONNRESET);
+        ck_assert_int_gt(read(pipefd[0], buf, sizeof(buf) - 1), 0);
+        ck_assert_msg(strstr(buf, ":2: max_spawns"), "stderr was: %s", buf);
+        close(pipefd[0]);
+        free(conf);
+}
+END_TEST
+
+START_TEST(test_stats_count_requests_ops_and_errors)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        uint64_t v;
+
+        nb_batch_ping(b);
+        nb_batch_ping(b);
+        nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/false", NULL, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        b = nb_batch_new();
+        nb_batch_stats(b);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_stat(res, 0, "requests", &v), 0);
+        ck_assert_uint_eq(v, 3);
+        ck_assert_int_eq(nb_result_stat(res, 0, "ops_ping", &v), 0);
+        ck_assert_uint_eq(v, 2);
+        ck_assert_int_eq(nb_result_stat(res, 0, "ops_exec", &v), 0);
+        ck_assert_uint_eq(v, 2);
+        ck_assert_int_eq(nb_result_stat(res, 0, "spawns", &v), 0);
+        ck_assert_uint_eq(v, 2);
+        ck_assert_int_eq(nb_result_stat(res, 0, "op_errors", &v), 0);
+        ck_assert_uint_eq(v, 1);
+        ck_assert_int_eq(nb_result_stat(res, 0, "netlink_messages", &v), 0);
+        ck_assert_int_eq(nb_result_stat(res, 0, "no_such_counter", &v), -ENOENT);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+Suite *protocol_suite(void)
+{
+        Suite *s = suite_create("protocol");
+        TCase *proto = tcase_create("protocol"), *access_tc = tcase_create("access");
+        TCase *hard = tcase_create("hardening");
+
+        tcase_set_timeout(proto, 30);
+        tcase_set_timeout(access_tc, 30);
+        tcase_set_timeout(hard, 30);
+        tcase_add_test(proto, test_hello_reports_version_and_features);
+        tcase_add_test(proto, test_version_mismatch_is_refused_with_a_clear_error);
+        tcase_add_test(proto, test_request_before_hello_is_refused);
+        tcase_add_test(proto, test_unknown_op_gets_eopnotsupp);
+        tcase_add_test(proto, test_garbage_frame_closes_connection_and_leaks_nothing);
+        tcase_add_test(proto, test_truncated_frame_then_hangup_leaks_nothing);
+        tcase_add_test(proto, test_frame_over_cap_is_refused_and_connection_closed);
+        tcase_add_test(proto, test_half_sent_frame_times_out);
+        tcase_add_test(proto, test_idle_connection_is_closed_when_configured);
+        tcase_add_test(proto, test_unexpected_fds_are_closed_at_once);
+        tcase_add_test(proto, test_too_many_fds_fail_the_request_cleanly);
+        tcase_add_test(proto, test_ops_per_request_are_capped);
+        tcase_add_test(proto, test_stats_count_requests_ops_and_errors);
+        tcase_add_test(access_tc, test_peer_with_other_uid_is_refused_even_with_mode_0666);
+        tcase_add_test(access_tc, test_allowed_gid_admits_another_uid);
+        tcase_add_test(access_tc, test_connections_per_uid_are_capped);
+        tcase_add_test(hard, test_running_helper_has_fd_limit_caps_and_no_new_privs);
+        tcase_add_test(hard, test_spawned_helper_does_not_inherit_client_fds);
+        tcase_add_test(hard, test_helper_started_by_socket_activation);
+        tcase_add_test(hard, test_bad_config_stops_startup_naming_the_line);
+        suite_add_tcase(s, proto);
+        suite_add_tcase(s, access_tc);
+        suite_add_tcase(s, hard);
+        return s;
+}

@@ -1,0 +1,538 @@
+/* Unit tests: no privileges, no helper process. Framing, configuration,
+ * logging and the decode budget, each on the real code. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "config.h"
+#include "frame.h"
+#include "log.h"
+#include "testutil.h"
+
+NB_LOG_CATEGORY(unittest);
+
+static void nonblocking_pair(int sv[2])
+{
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
+}
+
+static int frame_with(const char *body, struct nb_frame_out **ret)
+{
+        int r = nb_frame_out_new(strlen(body), ret);
+
+        if (r == 0)
+                memcpy((*ret)->buf + NB_FRAME_HEADER_SIZE, body, strlen(body));
+        return r;
+}
+
+START_TEST(test_frame_reassembled_from_one_byte_writes)
+{
+        int sv[2];
+        struct nb_frame_out *f;
+        struct nb_frame_reader rd;
+        uint8_t *body;
+        size_t len, nfds;
+        int fds[NB_FRAME_MAX_FDS];
+        bool trunc;
+
+        nonblocking_pair(sv);
+        ck_assert_int_eq(frame_with("hello, frames", &f), 0);
+        nb_frame_reader_init(&rd, 1024, 4);
+        /* Feed the frame one byte at a time: the reader must report "not yet"
+         * until the last byte and never read ahead. */
+        for (size_t i = 0; i < f->len; i++) {
+                ck_assert_int_eq(write(sv[0], f->buf + i, 1), 1);
+                int r = nb_frame_read(sv[1], &rd);
+                ck_assert_int_eq(r, i + 1 == f->len ? 1 : 0);
+        }
+        nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+        ck_assert_uint_eq(len, strlen("hello, frames"));
+        ck_assert_mem_eq(body, "hello, frames", len);
+        ck_assert_uint_eq(nfds, 0);
+        ck_assert(!trunc);
+        ck_assert(!nb_frame_reader_busy(&rd));
+        free(body);
+        nb_frame_out_free(f);
+        close(sv[0]);
+        close(sv[1]);
+}
+END_TEST
+
+START_TEST(test_frame_writer_resumes_after_eagain)
+{
+        int sv[2], sndbuf = 4096;
+        struct nb_frame_out *f;
+        struct nb_frame_reader rd;
+        size_t big = 1u << 20;
+        int r, rounds = 0;
+
+        nonblocking_pair(sv);
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+        ck_assert_int_eq(nb_frame_out_new(big, &f), 0);
+        for (size_t i = 0; i < big; i++)
+                f->buf[NB_FRAME_HEADER_SIZE + i] = (uint8_t)(i * 7);
+        nb_frame_reader_init(&rd, big, 4);
+        /* Alternate partial writes and partial reads until both are done. */
+        do {
+                r = nb_frame_write(sv[0], f);
+                ck_assert_int_ge(r, 0);
+                int rr = nb_frame_read(sv[1], &rd);
+                ck_assert_int_ge(rr, 0);
+                rounds++;
+                if (r == 1 && rr == 1)
+                        break;
+        } while (rounds < 100000);
+        ck_assert_int_gt(rounds, 2);
+        ck_assert_uint_eq(rd.got, big);
+        ck_assert_mem_eq(rd.body, f->buf + NB_FRAME_HEADER_SIZE, big);
+        nb_frame_reader_reset(&rd);
+        nb_frame_out_free(f);
+        close(sv[0]);
+        close(sv[1]);
+}
+END_TEST
+
+START_TEST(test_frame_over_cap_is_refused_before_allocation)
+{
+        int sv[2];
+        struct nb_frame_reader rd;
+        uint8_t hdr[4] = {0x00, 0x00, 0x04, 0x01}; /* 1025 */
+
+        nonblocking_pair(sv);
+        nb_frame_reader_init(&rd, 1024, 4);
+        ck_assert_int_eq(write(sv[0], hdr, 4), 4);
+        ck_assert_int_eq(nb_frame_read(sv[1], &rd), -EMSGSIZE);
+        ck_assert_uint_eq(rd.oversize, 1025);
+        ck_assert_ptr_null(rd.body);
+        nb_frame_reader_reset(&rd);
+        close(sv[0]);
+        close(sv[1]);
+}
+END_TEST
+
+START_TEST(test_frame_carries_fds_close_on_exec)
+{
+        int sv[2], p[2];
+        struct nb_frame_out *f;
+        struct nb_frame_reader rd;
+        uint8_t *body;
+        size_t len, nfds;
+        int fds[NB_FRAME_MAX_FDS];
+        bool trunc;
+        int before = tu_fd_count(getpid());
+
+        nonblocking_pair(sv);
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(frame_with("x", &f), 0);
+        f->fds[f->nfds++] = dup(p[1]);
+        ck_assert_int_eq(nb_frame_write(sv[0], f), 1);
+        ck_assert_int_eq(f->nfds, 0); /* sent fds are closed by the sender */
+        nb_frame_reader_init(&rd, 16, 4);
+        ck_assert_int_eq(nb_frame_read(sv[1], &rd), 1);
+        nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+        ck_assert_uint_eq(nfds, 1);
+        ck_assert(!trunc);
+        ck_assert_int_eq(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+        /* It is the pipe: a byte written through it arrives. */
+        ck_assert_int_eq(write(fds[0], "z", 1), 1);
+        char c;
+        ck_assert_int_eq(read(p[0], &c, 1), 1);
+        ck_assert_int_eq(c, 'z');
+        close(fds[0]);
+        free(body);
+        nb_frame_out_free(f);
+        close(p[0]);
+        close(p[1]);
+        close(sv[0]);
+        close(sv[1]);
+        ck_assert_int_eq(tu_fd_count(getpid()), before);
+}
+END_TEST
+
+START_TEST(test_frame_fds_over_reader_cap_are_closed_and_flagged)
+{
+        int sv[2];
+        struct nb_frame_out *f;
+        struct nb_frame_reader rd;
+        uint8_t *body;
+        size_t len, nfds;
+        int fds[NB_FRAME_MAX_FDS];
+        bool trunc;
+        int before;
+
+        nonblocking_pair(sv);
+        before = tu_fd_count(getpid());
+        ck_assert_int_eq(frame_with("y", &f), 0);
+        for (int i = 0; i < 5; i++)
+                f->fds[f->nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(nb_frame_write(sv[0], f), 1);
+        nb_frame_reader_init(&rd, 16, 2);
+        ck_assert_int_eq(nb_frame_read(sv[1], &rd), 1);
+        nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+        ck_assert(trunc);
+        ck_assert_uint_eq(nfds, 2);
+        nb_close_fds(fds, nfds);
+        free(body);
+        nb_frame_out_free(f);
+        ck_assert_int_eq(tu_fd_count(getpid()), before);
+        close(sv[0]);
+        close(sv[1]);
+}
+END_TEST
+
+/* The receiver is at its fd limit: the kernel installs what fits, sets
+ * MSG_CTRUNC, and the reader must flag the frame. Every fd that arrived is
+ * closed again, so the fd counts on both sides end where they started. */
+START_TEST(test_frame_ctrunc_at_fd_limit_leaves_no_fd_behind)
+{
+        int sv[2];
+        pid_t child;
+        int status;
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                struct nb_frame_reader rd;
+                uint8_t *body;
+                size_t len, nfds;
+                int fds[NB_FRAME_MAX_FDS], fill[512], nfill = 0;
+                bool trunc;
+                int before, r;
+                struct rlimit rl;
+
+                close(sv[0]);
+                /* Leave room for exactly two more fds. */
+                before = tu_fd_count(getpid());
+                rl.rlim_cur = rl.rlim_max = (rlim_t)before + 16;
+                setrlimit(RLIMIT_NOFILE, &rl);
+                while (nfill < 512 && (fill[nfill] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+                        nfill++;
+                close(fill[--nfill]);
+                close(fill[--nfill]);
+                before = tu_fd_count(getpid());
+                nb_frame_reader_init(&rd, 16, NB_FRAME_MAX_FDS);
+                do
+                        r = nb_frame_read(sv[1], &rd);
+                while (r == 0);
+                if (r != 1)
+                        _exit(10);
+                nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+                if (!trunc)
+                        _exit(11);
+                if (nfds > 2)
+                        _exit(12);
+                nb_close_fds(fds, nfds);
+                free(body);
+                _exit(tu_fd_count(getpid()) == before ? 0 : 13);
+        }
+        close(sv[1]);
+        int before = tu_fd_count(getpid());
+        struct nb_frame_out *f;
+        ck_assert_int_eq(frame_with("many fds", &f), 0);
+        for (int i = 0; i < 8; i++)
+                f->fds[f->nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(tu_fd_count(getpid()), before + 8);
+        int r;
+        do
+                r = nb_frame_write(sv[0], f);
+        while (r == 0);
+        ck_assert_int_eq(r, 1);
+        nb_frame_out_free(f);
+        ck_assert_int_eq(tu_fd_count(getpid()), before);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "receiver status %d",
+                      WEXITSTATUS(status));
+        close(sv[0]);
+}
+END_TEST
+
+START_TEST(test_frame_eof_inside_frame_is_connreset)
+{
+        int sv[2];
+        struct nb_frame_reader rd;
+        uint8_t partial[6] = {0, 0, 0, 10, 'a', 'b'};
+
+        nonblocking_pair(sv);
+        nb_frame_reader_init(&rd, 1024, 4);
+        ck_assert_int_eq(write(sv[0], partial, sizeof(partial)), (ssize_t)sizeof(partial));
+        close(sv[0]);
+        ck_assert_int_eq(nb_frame_read(sv[1], &rd), -ECONNRESET);
+        nb_frame_reader_reset(&rd);
+        ck_assert_int_eq(nb_frame_read(sv[1], &rd), -EPIPE);
+        close(sv[1]);
+}
+END_TEST
+
+START_TEST(test_frame_write_to_closed_peer_is_epipe_not_sigpipe)
+{
+        int sv[2];
+        struct nb_frame_out *f;
+
+        signal(SIGPIPE, SIG_DFL);
+        nonblocking_pair(sv);
+        close(sv[1]);
+        ck_assert_int_eq(frame_with("nobody listens", &f), 0);
+        ck_assert_int_eq(nb_frame_write(sv[0], f), -EPIPE);
+        nb_frame_out_free(f);
+        close(sv[0]);
+}
+END_TEST
+
+/* ---- config ---- */
+
+static int load(const char *body, struct nb_config *c, char *err, size_t errlen)
+{
+        char *path = tu_config(body);
+        int r;
+
+        nb_config_defaults(c);
+        r = nb_config_load(c, path, true, err, errlen);
+        free(path);
+        return r;
+}
+
+START_TEST(test_config_bad_line_is_reported_with_its_number)
+{
+        struct nb_config c;
+        char err[256];
+
+        ck_assert_int_lt(load("# comment\nfd_limit = 64\n\nmax_spawns = lots\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":4: max_spawns") != NULL, "error was: %s", err);
+        nb_config_free(&c);
+        ck_assert_int_lt(load("fd_limit = 64\nno_such_key = 1\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":2: no_such_key: unknown key") != NULL, "error was: %s", err);
+        nb_config_free(&c);
+        ck_assert_int_lt(load("just words\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":1: expected 'key = value'") != NULL, "error was: %s", err);
+        nb_config_free(&c);
+        ck_assert_int_lt(load("exec_allow = relative/path\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":1: exec_allow") != NULL, "error was: %s", err);
+        nb_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_config_defaults_allow_root_only_and_64_fds)
+{
+        struct nb_config c;
+
+        nb_config_defaults(&c);
+        ck_assert_uint_eq(c.fd_limit, 64);
+        ck_assert_uint_eq(c.max_frame, 16u << 20);
+        ck_assert(nb_config_peer_allowed(&c, 0, 0));
+        ck_assert(!nb_config_peer_allowed(&c, 1000, 1000));
+        ck_assert(!nb_config_exec_allowed(&c, "/bin/sh"));
+        /* Only tools that exist are on the default list. */
+        for (size_t i = 0; i < c.n_exec_allow; i++)
+                ck_assert_int_eq(access(c.exec_allow[i], X_OK), 0);
+        nb_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_config_lists_replace_defaults_and_accumulate)
+{
+        struct nb_config c;
+        char err[256];
+
+        ck_assert_int_eq(load("allow_uid = 1000 1001\nallow_uid = 1002\nallow_gid = 50\n"
+                              "exec_allow = /bin/true\nexec_allow = /bin/false\n",
+                              &c, err, sizeof(err)),
+                         0);
+        ck_assert(!nb_config_peer_allowed(&c, 0, 0)); /* root no longer listed */
+        ck_assert(nb_config_peer_allowed(&c, 1002, 7));
+        ck_assert(nb_config_peer_allowed(&c, 4242, 50));
+        ck_assert(nb_config_exec_allowed(&c, "/bin/true"));
+        ck_assert(nb_config_exec_allowed(&c, "/bin/false"));
+        ck_assert(!nb_config_exec_allowed(&c, "/usr/sbin/iptables-restore"));
+        ck_assert_uint_eq(c.n_exec_allow, 2);
+        nb_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_config_fd_limit_must_fit_connections_and_spawns)
+{
+        struct nb_config c;
+        char err[256];
+
+        ck_assert_int_lt(load("fd_limit = 32\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, "fd_limit is too small") != NULL, "error was: %s", err);
+        nb_config_free(&c);
+        ck_assert_int_eq(load("fd_limit = 32\nmax_connections = 4\nmax_connections_per_uid = 4\nmax_spawns = 2\n", &c, err, sizeof(err)), 0);
+        nb_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_config_missing_file_is_an_error_only_when_required)
+{
+        struct nb_config c;
+        char err[256];
+
+        nb_config_defaults(&c);
+        ck_assert_int_eq(nb_config_load(&c, "/nonexistent/nb.conf", false, err, sizeof(err)), 0);
+        ck_assert_int_eq(nb_config_load(&c, "/nonexistent/nb.conf", true, err, sizeof(err)), -ENOENT);
+        nb_config_free(&c);
+}
+END_TEST
+
+/* ---- log ---- */
+
+static int formatted;
+
+static int side_effect(void)
+{
+        return ++formatted;
+}
+
+START_TEST(test_log_disabled_message_evaluates_nothing)
+{
+        ck_assert_int_eq(nb_log_configure(NB_LOG_ERR, NULL, false), 0);
+        formatted = 0;
+        for (int i = 0; i < 1000; i++)
+                nb_info("value %d", side_effect());
+        ck_assert_int_eq(formatted, 0);
+        ck_assert_int_eq(nb_log_configure(NB_LOG_ERR, "unittest:info", false), 0);
+        nb_info("value %d", side_effect());
+        ck_assert_int_eq(formatted, 1);
+}
+END_TEST
+
+START_TEST(test_log_filters_set_one_category)
+{
+        struct nb_log_category other = {"server", 0, 0}, mine = {"spawn", 0, 0};
+
+        ck_assert_int_eq(nb_log_configure(NB_LOG_WARNING, "spawn:debug", false), 0);
+        ck_assert_int_eq(nb_log_refresh(&mine), NB_LOG_DEBUG);
+        ck_assert_int_eq(nb_log_refresh(&other), NB_LOG_WARNING);
+        ck_assert_int_lt(nb_log_configure(NB_LOG_WARNING, "spawn:loud", false), 0);
+        ck_assert_int_lt(nb_log_configure(NB_LOG_WARNING, "nocolon", false), 0);
+}
+END_TEST
+
+/* ---- codec ---- */
+
+START_TEST(test_decode_budget_refuses_a_tree_larger_than_allowed)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1000];
+        Netbroker__Ping ping = NETBROKER__PING__INIT;
+        struct nb_pb_budget b;
+        uint8_t *buf;
+        size_t len;
+        Netbroker__ClientMessage *out;
+
+        op.op_case = NETBROKER__OP__OP_PING;
+        op.ping = &ping;
+        for (int i = 0; i < 1000; i++)
+                ops[i] = &op;
+        req.n_ops = 1000;
+        req.ops = ops;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        len = netbroker__client_message__get_packed_size(&m);
+        buf = malloc(len);
+        netbroker__client_message__pack(&m, buf);
+        /* 1000 ops in ~4 KB of frame decode to far more than 16 KB. */
+        nb_pb_budget_init(&b, 16 * 1024);
+        out = netbroker__client_message__unpack(&b.allocator, len, buf);
+        ck_assert_ptr_null(out);
+        ck_assert_uint_eq(b.used, 0); /* everything taken was given back */
+        nb_pb_budget_init(&b, 1u << 20);
+        out = netbroker__client_message__unpack(&b.allocator, len, buf);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_uint_eq(out->request->n_ops, 1000);
+        netbroker__client_message__free_unpacked(out, &b.allocator);
+        ck_assert_uint_eq(b.used, 0);
+        free(buf);
+}
+END_TEST
+
+START_TEST(test_decode_fails_cleanly_at_every_allocation)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        char *argv[] = {(char *)"iptables-restore", (char *)"-w"};
+        struct nb_pb_budget b;
+        uint8_t buf[512];
+        size_t len, n = 1;
+
+        e.path = (char *)"/usr/sbin/iptables-restore";
+        e.argv = argv;
+        e.n_argv = 2;
+        op.op_case = NETBROKER__OP__OP_EXEC;
+        op.exec = &e;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        len = netbroker__client_message__pack(&m, buf);
+        /* Fail the 1st, 2nd, ... allocation until decoding no longer fails:
+         * each failure must give back everything it took. */
+        for (;; n++) {
+                nb_pb_budget_init(&b, 1u << 20);
+                b.fail_at = n;
+                Netbroker__ClientMessage *out = netbroker__client_message__unpack(&b.allocator, len, buf);
+                if (out) {
+                        netbroker__client_message__free_unpacked(out, &b.allocator);
+                        ck_assert_uint_eq(b.used, 0);
+                        break;
+                }
+                ck_assert_uint_eq(b.used, 0);
+                ck_assert_uint_lt(n, 100);
+        }
+        ck_assert_uint_gt(n, 3);
+}
+END_TEST
+
+static Suite *unit_suite(void)
+{
+        Suite *s = suite_create("unit");
+        TCase *frames = tcase_create("frames"), *config = tcase_create("config");
+        TCase *logging = tcase_create("log"), *codec = tcase_create("codec");
+
+        tcase_add_test(frames, test_frame_reassembled_from_one_byte_writes);
+        tcase_add_test(frames, test_frame_writer_resumes_after_eagain);
+        tcase_add_test(frames, test_frame_over_cap_is_refused_before_allocation);
+        tcase_add_test(frames, test_frame_carries_fds_close_on_exec);
+        tcase_add_test(frames, test_frame_fds_over_reader_cap_are_closed_and_flagged);
+        tcase_add_test(frames, test_frame_ctrunc_at_fd_limit_leaves_no_fd_behind);
+        tcase_add_test(frames, test_frame_eof_inside_frame_is_connreset);
+        tcase_add_test(frames, test_frame_write_to_closed_peer_is_epipe_not_sigpipe);
+        tcase_add_test(config, test_config_bad_line_is_reported_with_its_number);
+        tcase_add_test(config, test_config_defaults_allow_root_only_and_64_fds);
+        tcase_add_test(config, test_config_lists_replace_defaults_and_accumulate);
+        tcase_add_test(config, test_config_fd_limit_must_fit_connections_and_spawns);
+        tcase_add_test(config, test_config_missing_file_is_an_error_only_when_required);
+        tcase_add_test(logging, test_log_disabled_message_evaluates_nothing);
+        tcase_add_test(logging, test_log_filters_set_one_category);
+        tcase_add_test(codec, test_decode_budget_refuses_a_tree_larger_than_allowed);
+        tcase_add_test(codec, test_decode_fails_cleanly_at_every_allocation);
+        suite_add_tcase(s, frames);
+        suite_add_tcase(s, config);
+        suite_add_tcase(s, logging);
+        suite_add_tcase(s, codec);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(unit_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}

@@ -1,0 +1,7 @@
+/* The test-helper binary's suites. */
+#pragma once
+
+#include <check.h>
+
+Suite *protocol_suite(void);
+Suite *exec_suite(void);

@@ -1,0 +1,188 @@
+/* netbroker-bench: fork/exec versus the broker, one run, one report.
+ *
+ * Each scenario is a function in the table below (the shape of
+ * wireguard-tools' subcommand table); adding one means adding a file and a
+ * row. Every run happens in a network namespace of its own, created here
+ * before anything else, so neither the helper nor the programs it runs can
+ * touch the host's network. */
+#include "bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct scenario {
+        const char *name;
+        int (*run)(const struct bench_opts *o, struct bench_report *r);
+        const char *description;
+};
+
+static const struct scenario scenarios[] = {
+        {"spawn", bench_spawn,
+         "cost per command of /bin/true and iptables: fork/exec from a fat parent (A, A2)\n"
+         "             versus one Exec per request (B) and 100 per request (C)"},
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f, "usage: netbroker-bench SCENARIO [--json] [--count N] [--quick] "
+                   "[--helper PATH]\n\nscenarios:\n");
+        for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
+                fprintf(f, "  %-10s %s\n", scenarios[i].name, scenarios[i].description);
+        fprintf(f, "\noptions:\n"
+                   "  --json         print one JSON object on stdout (progress goes to stderr)\n"
+                   "  --count N      commands per method (default 200, iptables a tenth); C runs\n"
+                   "                 N/40 requests of 100 (at least 2), iptables half as many\n"
+                   "  --quick        a short run: 20 commands, 3 for iptables\n"
+                   "  --helper PATH  netbrokerd to spawn (default: $NETBROKERD, else the one in\n"
+                   "                 the build tree, else the installed one)\n"
+                   "\nRuns as root, in a network namespace of its own.\n");
+}
+
+static const struct scenario *find_scenario(const char *name)
+{
+        for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
+                if (strcmp(scenarios[i].name, name) == 0)
+                        return &scenarios[i];
+        return NULL;
+}
+
+/* NULL leaves the choice to the library: $NETBROKERD, else the installed
+ * helper. The build-tree helper comes first only when $NETBROKERD is unset,
+ * so that running from the build tree measures the helper just built. */
+static const char *default_helper(void)
+{
+        if (getenv("NETBROKERD"))
+                return NULL;
+#ifdef NB_BUILD_HELPER
+        if (access(NB_BUILD_HELPER, X_OK) == 0)
+                return NB_BUILD_HELPER;
+#endif
+        return NULL;
+}
+
+static int parse_count(const char *s, unsigned *ret)
+{
+        char *end;
+        unsigned long n;
+
+        errno = 0;
+        n = strtoul(s, &end, 10);
+        if (errno || end == s || *end || n < 1 || n > 1000000)
+                return -ERANGE;
+        *ret = (unsigned)n;
+        return 0;
+}
+
+/* argv[0] is the scenario name here, so getopt starts after it. */
+static int parse_args(int argc, char **argv, struct bench_opts *o)
+{
+        static const struct option longopts[] = {
+                {"json", no_argument, NULL, 'j'},  {"count", required_argument, NULL, 'n'},
+                {"quick", no_argument, NULL, 'q'}, {"helper", required_argument, NULL, 'H'},
+                {"help", no_argument, NULL, 'h'},  {NULL, 0, NULL, 0},
+        };
+        int ch;
+
+        while ((ch = getopt_long(argc, argv, "jn:qH:h", longopts, NULL)) != -1) {
+                switch (ch) {
+                case 'j':
+                        o->json = true;
+                        break;
+                case 'n':
+                        if (parse_count(optarg, &o->count) < 0) {
+                                fprintf(stderr, "netbroker-bench: --count wants 1..1000000\n");
+                                return -EINVAL;
+                        }
+                        break;
+                case 'q':
+                        o->quick = true;
+                        break;
+                case 'H':
+                        o->helper = optarg;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        exit(EXIT_SUCCESS);
+                default:
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "netbroker-bench: unexpected argument '%s'\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Before any fd, thread or child exists: everything after this, the helper
+ * and the programs it runs included, sees only a private network. */
+static int isolate(void)
+{
+        if (geteuid() != 0) {
+                fprintf(stderr, "netbroker-bench: must run as root (it creates a network "
+                                "namespace and runs netbrokerd)\n");
+                return -EPERM;
+        }
+        if (unshare(CLONE_NEWNET) < 0) {
+                int r = -errno;
+                fprintf(stderr, "netbroker-bench: unshare(CLONE_NEWNET): %s\n", strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct bench_opts o = {0};
+        struct bench_report *report;
+        const struct scenario *sc;
+        int r;
+
+        if (argc < 2) {
+                usage(stderr);
+                return 2;
+        }
+        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+                usage(stdout);
+                return 0;
+        }
+        sc = find_scenario(argv[1]);
+        if (!sc) {
+                fprintf(stderr, "netbroker-bench: no scenario '%s'\n\n", argv[1]);
+                usage(stderr);
+                return 2;
+        }
+        if (parse_args(argc - 1, argv + 1, &o) < 0)
+                return 2;
+        if (!o.helper)
+                o.helper = default_helper();
+        if (isolate() < 0)
+                return 1;
+
+        report = calloc(1, sizeof(*report));
+        if (!report)
+                return 1;
+        report->scenario = sc->name;
+        bench_log("netbroker-bench %s: helper %s, private network namespace\n", sc->name,
+                  o.helper ? o.helper : "from $NETBROKERD or installed");
+        r = sc->run(&o, report);
+        if (r < 0) {
+                fprintf(stderr, "netbroker-bench %s: failed: %s\n", sc->name, strerror(-r));
+                free(report);
+                return 1;
+        }
+        if (o.json)
+                bench_report_print_json(report, stdout);
+        else
+                bench_report_print_table(report, stdout);
+        free(report);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "netbroker-bench: cannot write the report\n");
+                return 1;
+        }
+        return 0;
+}

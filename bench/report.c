@@ -1,0 +1,206 @@
+/* One report per run, printed as a table for people or as one JSON object
+ * for scripts. The JSON carries the same figures as the table, so neither
+ * has to be parsed to get at the other. */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+int bench_report_add_row(struct bench_report *r, const char *method, const char *program,
+                         const struct bench_summary *s, const struct bench_summary *baseline)
+{
+        struct bench_row *row;
+
+        if (r->n_rows >= BENCH_MAX_ROWS)
+                return -ENOSPC;
+        row = &r->rows[r->n_rows++];
+        row->method = method;
+        row->program = program;
+        row->s = *s;
+        row->vs_baseline = baseline && s->median_us > 0 ? baseline->median_us / s->median_us : 0;
+        return 0;
+}
+
+int bench_report_add_ratio(struct bench_report *r, const char *name, double value)
+{
+        struct bench_ratio *q;
+
+        if (r->n_ratios >= BENCH_MAX_RATIOS)
+                return -ENOSPC;
+        q = &r->ratios[r->n_ratios++];
+        snprintf(q->name, sizeof(q->name), "%s", name);
+        q->value = value;
+        return 0;
+}
+
+int bench_report_add_note(struct bench_report *r, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (r->n_notes >= BENCH_MAX_NOTES)
+                return -ENOSPC;
+        va_start(ap, fmt);
+        vsnprintf(r->notes[r->n_notes++], sizeof(r->notes[0]), fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+struct machine {
+        long nproc;
+        struct utsname u;
+        char cpu[128];
+};
+
+static void read_cpu_model(char *buf, size_t len)
+{
+        FILE *f = fopen("/proc/cpuinfo", "re");
+        char line[256];
+
+        snprintf(buf, len, "unknown");
+        if (!f)
+                return;
+        while (fgets(line, sizeof(line), f)) {
+                char *colon = strchr(line, ':');
+                if (strncmp(line, "model name", 10) != 0 || !colon)
+                        continue;
+                colon += strspn(colon + 1, " \t") + 1;
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(buf, len, "%s", colon);
+                break;
+        }
+        fclose(f);
+}
+
+static void get_machine(struct machine *m)
+{
+        m->nproc = sysconf(_SC_NPROCESSORS_ONLN);
+        if (uname(&m->u) < 0)
+                memset(&m->u, 0, sizeof(m->u));
+        read_cpu_model(m->cpu, sizeof(m->cpu));
+}
+
+void bench_report_print_table(const struct bench_report *r, FILE *f)
+{
+        struct machine m;
+
+        get_machine(&m);
+        fprintf(f, "netbroker-bench %s: %s\n", r->scenario, r->title);
+        fprintf(f, "machine: %ld CPUs (%s), Linux %s %s\n", m.nproc, m.cpu, m.u.release,
+                m.u.machine);
+        if (r->has_parent)
+                fprintf(f, "parent:  RLIMIT_NOFILE %u, %u fds open, %zu MiB of heap touched\n",
+                        r->parent.fd_limit, r->parent.fds_open, r->parent.heap_bytes >> 20);
+        if (r->helper_pid > 0)
+                fprintf(f, "helper:  netbrokerd pid %d with %d fds open\n", r->helper_pid,
+                        r->helper_fds);
+        fputc('\n', f);
+        for (size_t i = 0; r->legend && r->legend[i]; i++)
+                fprintf(f, "  %s\n", r->legend[i]);
+        fprintf(f, "\n%-6s %-22s %6s %12s %12s %12s %8s\n", "method", "program", "runs",
+                "median us", "min us", "max us", "vs A");
+        for (size_t i = 0; i < r->n_rows; i++) {
+                const struct bench_row *w = &r->rows[i];
+                fprintf(f, "%-6s %-22s %6zu %12.1f %12.1f %12.1f %8.2f\n", w->method, w->program,
+                        w->s.n, w->s.median_us, w->s.min_us, w->s.max_us, w->vs_baseline);
+        }
+        fprintf(f, "\nratios of medians:");
+        for (size_t i = 0; i < r->n_ratios; i++)
+                fprintf(f, "%s %s %.2f", i ? "," : "", r->ratios[i].name, r->ratios[i].value);
+        fputc('\n', f);
+        for (size_t i = 0; i < r->n_notes; i++)
+                fprintf(f, "note: %s\n", r->notes[i]);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+        fputc('"', f);
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c == '"' || c == '\\')
+                        fprintf(f, "\\%c", c);
+                else if (c < 0x20)
+                        fprintf(f, "\\u%04x", c);
+                else
+                        fputc(c, f);
+        }
+        fputc('"', f);
+}
+
+/* JSON has no NaN or infinity; a ratio that could not be computed is null. */
+static void json_number(FILE *f, double v, int decimals)
+{
+        if (isfinite(v))
+                fprintf(f, "%.*f", decimals, v);
+        else
+                fputs("null", f);
+}
+
+static void json_machine(FILE *f)
+{
+        struct machine m;
+
+        get_machine(&m);
+        fprintf(f, "\"machine\":{\"nproc\":%ld,\"cpu\":", m.nproc);
+        json_string(f, m.cpu);
+        fputs(",\"kernel\":", f);
+        json_string(f, m.u.release);
+        fputs(",\"arch\":", f);
+        json_string(f, m.u.machine);
+        fputc('}', f);
+}
+
+static void json_row(FILE *f, const struct bench_row *w)
+{
+        fputs("{\"method\":", f);
+        json_string(f, w->method);
+        fputs(",\"program\":", f);
+        json_string(f, w->program);
+        fprintf(f, ",\"runs\":%zu,\"median_us\":", w->s.n);
+        json_number(f, w->s.median_us, 3);
+        fputs(",\"min_us\":", f);
+        json_number(f, w->s.min_us, 3);
+        fputs(",\"max_us\":", f);
+        json_number(f, w->s.max_us, 3);
+        fputs(",\"vs_A\":", f);
+        json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
+        fputc('}', f);
+}
+
+void bench_report_print_json(const struct bench_report *r, FILE *f)
+{
+        fputs("{\"scenario\":", f);
+        json_string(f, r->scenario);
+        fputc(',', f);
+        json_machine(f);
+        if (r->has_parent)
+                fprintf(f, ",\"parent\":{\"fd_limit\":%u,\"fds_open\":%u,\"heap_bytes\":%zu}",
+                        r->parent.fd_limit, r->parent.fds_open, r->parent.heap_bytes);
+        if (r->helper_pid > 0)
+                fprintf(f, ",\"helper\":{\"pid\":%d,\"fds_open\":%d}", r->helper_pid,
+                        r->helper_fds);
+        fputs(",\"rows\":[", f);
+        for (size_t i = 0; i < r->n_rows; i++) {
+                if (i)
+                        fputc(',', f);
+                json_row(f, &r->rows[i]);
+        }
+        fputs("],\"ratios\":{", f);
+        for (size_t i = 0; i < r->n_ratios; i++) {
+                if (i)
+                        fputc(',', f);
+                json_string(f, r->ratios[i].name);
+                fputc(':', f);
+                json_number(f, r->ratios[i].value, 3);
+        }
+        fputs("},\"notes\":[", f);
+        for (size_t i = 0; i < r->n_notes; i++) {
+                if (i)
+                        fputc(',', f);
+                json_string(f, r->notes[i]);
+        }
+        fputs("]}\n", f);
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configure and build into DIR (default: build) with any extra cmake options.
+set -euo pipefail
+dir=${1:-build}
+shift || true
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$dir" -j"$(nproc)" >/dev/null
+echo "build: $dir ok"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: install, build, and run the demo in a private network
+# namespace (the demo moves itself into one; the host's network is never
+# touched).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+bash scripts/build.sh build
+exec build/examples/netbroker-demo "$@"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install what netbroker needs to build, test and demo, from Debian 12's
+# packages. Safe to run again.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  protobuf-c-compiler libprotobuf-c-dev
+  libnl-3-dev libnl-route-3-dev libnftnl-dev libmnl-dev libcap-ng-dev
+  check libsubunit-dev
+  iproute2 nftables iptables
+  systemd      # systemd-socket-activate, for the socket-activation test
+  man-db groff-base
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: run as root (it installs packages)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+echo "deps: ${#packages[@]} packages present"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Every test: install, build (normal and ASan+UBSan), run both suites in each
+# build, check the man pages, install into a scratch prefix and build a
+# program against it, and run the bench in --quick mode so it never rots.
+# Ends with one line: "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+failures=()
+
+step() { # name, command...
+  local name=$1
+  shift
+  echo "== $name"
+  if "$@"; then
+    echo "-- $name: ok"
+  else
+    echo "-- $name: FAILED"
+    failures+=("$name")
+    failed=$((failed + 1))
+    return 1
+  fi
+}
+
+# A Check binary: its own counts go into the total.
+check_suite() { # name, binary
+  local name=$1 bin=$2 log
+  log=$(mktemp)
+  "$bin" 2>&1 | grep -v '^netbrokerd\[notice\] main: signal 15' | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line
+  line=$(grep -E '^[0-9]+%: Checks: ' "$log" | tail -n 1)
+  rm -f "$log"
+  if [[ $line =~ Checks:\ ([0-9]+),\ Failures:\ ([0-9]+),\ Errors:\ ([0-9]+) ]]; then
+    local n=${BASH_REMATCH[1]} f=$((BASH_REMATCH[2] + BASH_REMATCH[3]))
+    passed=$((passed + n - f))
+    failed=$((failed + f))
+    [ "$f" -gt 0 ] && failures+=("$name")
+  else
+    echo "-- $name: no result line (crashed?)"
+    failed=$((failed + 1))
+    failures+=("$name")
+  fi
+  return "$rc"
+}
+
+single() { # a one-shot check counted as one test
+  if step "$@"; then passed=$((passed + 1)); fi
+}
+
+bash scripts/deps.sh || exit 1
+bash scripts/build.sh build -DNB_WERROR=ON || exit 1
+bash scripts/build.sh build-asan -DNB_WERROR=ON -DNB_SANITIZE=ON -DNB_BENCH=OFF || exit 1
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+check_suite "unit" build/tests/test-unit
+check_suite "helper" build/tests/test-helper
+check_suite "unit (asan+ubsan)" build-asan/tests/test-unit
+check_suite "helper (asan+ubsan)" build-asan/tests/test-helper
+
+man_pages() {
+  local out rc=0
+  for m in man/*.[0-9]; do
+    out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$m" 2>&1 >/dev/null)
+    if [ -n "$out" ]; then
+      echo "$m: $out"
+      rc=1
+    fi
+  done
+  return $rc
+}
+single "man pages render without warnings" man_pages
+
+install_and_consume() {
+  local prefix
+  prefix=$(mktemp -d)
+  cmake --install build --prefix "$prefix" >/dev/null || return 1
+  bash tests/consumer/build.sh "$prefix"
+  local rc=$?
+  rm -rf "$prefix"
+  return $rc
+}
+single "install and build a program against it" install_and_consume
+
+bench_quick() {
+  local out
+  out=$(build/bench/netbroker-bench spawn --quick --json) || return 1
+  echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["ratios"]; print("ratios:", {k: r[k] for k in ("A/B","A/C")}); assert r["A/B"] and r["A/C"]'
+}
+single "bench spawn --quick runs and its JSON parses" bench_quick
+
+echo
+if [ "${#failures[@]}" -gt 0 ]; then
+  echo "failed: ${failures[*]}"
+fi
+echo "${passed} passed, ${failed} failed"
+[ "$failed" -eq 0 ]

@@ -272,7 +272,8 @@ static int spawn_helper(nb_conn *c)
         /* The daemon's signal mask and ignored signals are not the helper's
          * business; every fd of the daemon beyond 0-2 stays behind (closefrom
          * is one close_range call, not a loop over thousands of fds). */
-        if (posix_spawnattr_setsigmask(&attr, &none) || posix_spawnattr_setsigdefault(&attr, &all) ||
+        if (posix_spawnattr_setsigmask(&attr, &none) ||
+            posix_spawnattr_setsigdefault(&attr, &all) ||
             posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) ||
             posix_spawn_file_actions_adddup2(&fa, sv[1], HELPER_FD) ||
             posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
@@ -404,7 +405,8 @@ static int conn_finish(nb_conn *c, nb_conn **ret)
 
         last_error[0] = '\0';
         if (r < 0) {
-                snprintf(last_error, sizeof(last_error), "%s", c->error[0] ? c->error : strerror(-r));
+                snprintf(last_error, sizeof(last_error), "%s",
+                         c->error[0] ? c->error : strerror(-r));
                 nb_close(c);
                 return r;
         }
@@ -524,7 +526,8 @@ static void read_one(nb_conn *c)
                 mark_broken(c, gen, r);
                 return;
         }
-        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY && (w = find_waiter(c, m->reply->id))) {
+        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY &&
+            (w = find_waiter(c, m->reply->id))) {
                 w->msg = m;
                 memcpy(w->fds, fds, nfds * sizeof(int));
                 w->nfds = nfds;

@@ -121,8 +121,8 @@ const char *nb_result_message(const nb_results *res, size_t i);
 long nb_results_first_error(const nb_results *res);
 
 typedef struct nb_exec_result {
-        int exit_code;   /* when signal == 0 */
-        int signal;      /* signal that ended the program, or 0 */
+        int exit_code; /* when signal == 0 */
+        int signal; /* signal that ended the program, or 0 */
         bool timed_out;
         const uint8_t *out; /* stdout bytes (not NUL-terminated) */
         size_t out_len;

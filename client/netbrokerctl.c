@@ -27,7 +27,8 @@ struct ctl {
 
 static void usage(FILE *f)
 {
-        fprintf(f, "usage: netbrokerctl [--socket PATH | --spawn HELPER] [--config PATH] [--json] COMMAND\n"
+        fprintf(f, "usage: netbrokerctl [--socket PATH | --spawn HELPER] [--config PATH] [--json] "
+                   "COMMAND\n"
                    "commands:\n"
                    "  ping                                   round trip to the helper\n"
                    "  stats                                  the helper's counters\n"
@@ -117,7 +118,8 @@ static int cmd_ping(struct ctl *c, int argc, char **argv)
         rc = submit(c, b, &res);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (rc == 0) {
-                double us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+                double us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
+                            (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
                 rc = report_failure(res, 0);
                 if (c->json)
                         printf("{\"ok\":%s,\"rtt_us\":%.1f}\n", rc ? "false" : "true", us);
@@ -214,7 +216,8 @@ static void print_exec(const struct ctl *c, const nb_results *res, int status)
         printf("{\"status\":%d,\"message\":", -status);
         json_str(nb_result_message(res, 0), strlen(nb_result_message(res, 0)));
         printf(",\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"duration_us\":%llu,\"stdout\":",
-               e.exit_code, e.signal, e.timed_out ? "true" : "false", (unsigned long long)e.duration_us);
+               e.exit_code, e.signal, e.timed_out ? "true" : "false",
+               (unsigned long long)e.duration_us);
         json_str(e.out, e.out_len);
         printf(",\"stdout_truncated\":%s,\"stderr\":", e.out_truncated ? "true" : "false");
         json_str(e.err, e.err_len);
@@ -223,8 +226,9 @@ static void print_exec(const struct ctl *c, const nb_results *res, int status)
 
 static int cmd_exec(struct ctl *c, int argc, char **argv)
 {
-        static const struct option opts[] = {
-                {"timeout", required_argument, NULL, 't'}, {"stdin", required_argument, NULL, 'i'}, {0}};
+        static const struct option opts[] = {{"timeout", required_argument, NULL, 't'},
+                                             {"stdin", required_argument, NULL, 'i'},
+                                             {0}};
         unsigned timeout = 0;
         char *in = NULL;
         size_t in_len = 0;
@@ -253,8 +257,8 @@ static int cmd_exec(struct ctl *c, int argc, char **argv)
                 return EXIT_USAGE;
         }
         b = nb_batch_new();
-        if (!b || nb_batch_exec(b, argv[optind], (const char *const *)&argv[optind], NULL, in, in_len,
-                                timeout) < 0) {
+        if (!b || nb_batch_exec(b, argv[optind], (const char *const *)&argv[optind], NULL, in,
+                                in_len, timeout) < 0) {
                 fprintf(stderr, "netbrokerctl: exec: the program must be an absolute path\n");
                 nb_batch_free(b);
                 free(in);

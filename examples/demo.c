@@ -32,7 +32,8 @@ static const char *helper_path(void)
 }
 
 /* The tools the demo runs; only those present go on the allow-list. */
-static const char *const tools[] = {"/bin/true", "/usr/sbin/ip", "/usr/sbin/nft", "/usr/sbin/iptables"};
+static const char *const tools[] = {"/bin/true", "/usr/sbin/ip", "/usr/sbin/nft",
+                                    "/usr/sbin/iptables"};
 
 static char *write_config(void)
 {
@@ -111,14 +112,15 @@ static int tools_batch(nb_conn *c)
                 nb_batch_free(b);
                 return r;
         }
-        printf("\n2. One request with %zu Exec ops (the network tools a daemon runs), %.2f ms in all:\n",
+        printf("\n2. One request with %zu Exec ops (the network tools a daemon runs), %.2f ms in "
+               "all:\n",
                nb_batch_size(b), now_ms() - t0);
         for (size_t i = 0; i < nb_results_count(res); i++) {
                 nb_exec_result e;
                 int st = nb_result_status(res, i);
                 if (nb_result_exec(res, i, &e) == 0)
-                        printf("   op %zu: status %d, exit %d, %.2f ms, %zu bytes of output\n", i, st,
-                               e.exit_code, (double)e.duration_us / 1000.0, e.out_len);
+                        printf("   op %zu: status %d, exit %d, %.2f ms, %zu bytes of output\n", i,
+                               st, e.exit_code, (double)e.duration_us / 1000.0, e.out_len);
                 else
                         printf("   op %zu: status %d: %s\n", i, st, nb_result_message(res, i));
                 if (nb_result_exec(res, i, &e) == 0)
@@ -159,7 +161,8 @@ static int hundred_true(nb_conn *c)
                 waitpid(p, NULL, 0);
         }
         t_fork = now_ms() - t_fork;
-        printf("\n3. One request with 100 x /bin/true: %.2f ms (%.3f ms each), all exit 0.\n", t0, t0 / 100);
+        printf("\n3. One request with 100 x /bin/true: %.2f ms (%.3f ms each), all exit 0.\n", t0,
+               t0 / 100);
         printf("   The same 100 by fork+exec from this small demo process: %.2f ms.\n", t_fork);
         printf("   A daemon with 1 GiB of heap and 8192 fds pays far more per fork+exec;\n"
                "   build/bench/netbroker-bench spawn measures both sides.\n");
@@ -196,7 +199,8 @@ int main(void)
         int r;
 
         if (geteuid() != 0) {
-                fprintf(stderr, "netbroker-demo: run as root (the helper manages network devices)\n");
+                fprintf(stderr,
+                        "netbroker-demo: run as root (the helper manages network devices)\n");
                 return 1;
         }
         if (unshare(CLONE_NEWNET) < 0) {
@@ -221,7 +225,8 @@ int main(void)
         printf("1. Spawned netbrokerd (pid %d) over a socketpair and said Hello in %.2f ms.\n",
                nb_conn_helper_pid(c), now_ms() - t0);
         printf("   Features: %s%s%s\n", nb_conn_has_feature(c, "ping") ? "ping " : "",
-               nb_conn_has_feature(c, "stats") ? "stats " : "", nb_conn_has_feature(c, "exec") ? "exec" : "");
+               nb_conn_has_feature(c, "stats") ? "stats " : "",
+               nb_conn_has_feature(c, "exec") ? "exec" : "");
         printf("   What the kernel says about it:\n");
         show_proc(nb_conn_helper_pid(c));
         r = tools_batch(c);

@@ -105,8 +105,14 @@ struct num_key {
         unsigned long long min, max;
 };
 
-#define UKEY(n, lo, hi) {#n, offsetof(struct nb_config, n), false, lo, hi}
-#define SKEY(n, lo, hi) {#n, offsetof(struct nb_config, n), true, lo, hi}
+#define UKEY(n, lo, hi)                                                                            \
+        {                                                                                          \
+#n, offsetof(struct nb_config, n), false, lo, hi                                   \
+        }
+#define SKEY(n, lo, hi)                                                                            \
+        {                                                                                          \
+#n, offsetof(struct nb_config, n), true, lo, hi                                    \
+        }
 
 static const struct num_key num_keys[] = {
         UKEY(fd_limit, 16, 1u << 20),

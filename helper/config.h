@@ -15,22 +15,22 @@
 #define NB_CONFIG_MAX_PROGRAMS 64
 
 struct nb_config {
-        unsigned fd_limit;            /* RLIMIT_NOFILE set at start-up */
-        size_t max_frame;             /* bytes of one incoming frame */
-        size_t max_reply;             /* bytes of Exec output kept per request */
-        unsigned max_ops;             /* ops in one request */
-        unsigned max_fds_per_frame;   /* fds a client may attach to a frame */
+        unsigned fd_limit; /* RLIMIT_NOFILE set at start-up */
+        size_t max_frame; /* bytes of one incoming frame */
+        size_t max_reply; /* bytes of Exec output kept per request */
+        unsigned max_ops; /* ops in one request */
+        unsigned max_fds_per_frame; /* fds a client may attach to a frame */
         unsigned max_connections;
         unsigned max_connections_per_uid;
         unsigned max_requests_per_connection; /* requests in flight on one connection */
-        unsigned max_spawns;          /* children running at once */
-        unsigned max_pending_spawns;  /* Exec ops waiting for a free slot */
-        unsigned max_args;            /* argv and env entries of one Exec */
-        size_t exec_output_cap;       /* bytes kept of each of stdout, stderr */
-        unsigned exec_timeout_ms;     /* default when a request gives none */
+        unsigned max_spawns; /* children running at once */
+        unsigned max_pending_spawns; /* Exec ops waiting for a free slot */
+        unsigned max_args; /* argv and env entries of one Exec */
+        size_t exec_output_cap; /* bytes kept of each of stdout, stderr */
+        unsigned exec_timeout_ms; /* default when a request gives none */
         unsigned exec_timeout_max_ms;
-        unsigned frame_timeout_ms;    /* a half-sent frame older than this closes the connection */
-        unsigned idle_timeout_ms;     /* 0: idle connections stay */
+        unsigned frame_timeout_ms; /* a half-sent frame older than this closes the connection */
+        unsigned idle_timeout_ms; /* 0: idle connections stay */
         uid_t allow_uids[NB_CONFIG_MAX_IDS];
         size_t n_allow_uids;
         gid_t allow_gids[NB_CONFIG_MAX_IDS];
@@ -48,7 +48,8 @@ void nb_config_defaults(struct nb_config *c);
 
 /* Read `path` over the defaults. A missing file is fine when !must_exist.
  * On error returns -errno and writes "path:line: what" to err. */
-int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err, size_t errlen);
+int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err,
+                   size_t errlen);
 
 bool nb_config_exec_allowed(const struct nb_config *c, const char *path);
 bool nb_config_peer_allowed(const struct nb_config *c, uid_t uid, gid_t gid);

@@ -27,9 +27,8 @@ static const char *const default_env[] = {
 /* Variables the dynamic loader or libc act on (glibc's unsecure list): a
  * privileged helper never passes them on. */
 static const char *const refused_env[] = {
-        "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
-        "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS",
-        "TMPDIR", "TZDIR",
+        "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES",      "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
+        "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR",  "TZDIR",
 };
 
 enum job_state { JOB_RUNNING, JOB_WAITING_SLOT, JOB_WAITING_CHILD, JOB_DONE };
@@ -91,15 +90,18 @@ static bool env_name_refused(const char *entry, size_t name_len)
         if (name_len >= 3 && strncmp(entry, "LD_", 3) == 0)
                 return true;
         for (size_t i = 0; i < sizeof(refused_env) / sizeof(*refused_env); i++)
-                if (strlen(refused_env[i]) == name_len && strncmp(entry, refused_env[i], name_len) == 0)
+                if (strlen(refused_env[i]) == name_len &&
+                    strncmp(entry, refused_env[i], name_len) == 0)
                         return true;
         return false;
 }
 
-static int validate_exec(const struct nb_config *cfg, const Netbroker__Exec *e, Netbroker__Result *res)
+static int validate_exec(const struct nb_config *cfg, const Netbroker__Exec *e,
+                         Netbroker__Result *res)
 {
         if (!e->path[0] || e->path[0] != '/')
-                return set_status(res, EINVAL, "exec: program path must be absolute, got '%s'", e->path);
+                return set_status(res, EINVAL, "exec: program path must be absolute, got '%s'",
+                                  e->path);
         if (!nb_config_exec_allowed(cfg, e->path))
                 return set_status(res, EPERM, "exec: %s is not on the allow-list", e->path);
         if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
@@ -108,9 +110,11 @@ static int validate_exec(const struct nb_config *cfg, const Netbroker__Exec *e, 
         for (size_t i = 0; i < e->n_env; i++) {
                 const char *eq = strchr(e->env[i], '=');
                 if (!eq || eq == e->env[i])
-                        return set_status(res, EINVAL, "exec: environment entry %zu is not KEY=VALUE", i);
+                        return set_status(res, EINVAL,
+                                          "exec: environment entry %zu is not KEY=VALUE", i);
                 if (env_name_refused(e->env[i], (size_t)(eq - e->env[i])))
-                        return set_status(res, EPERM, "exec: environment variable %.*s is not allowed",
+                        return set_status(res, EPERM,
+                                          "exec: environment variable %.*s is not allowed",
                                           (int)(eq - e->env[i]), e->env[i]);
         }
         if (e->timeout_ms > cfg->exec_timeout_max_ms)
@@ -129,7 +133,8 @@ static int validate_op(const struct nb_config *cfg, const Netbroker__Op *op, Net
                 return validate_exec(cfg, op->exec, res);
         default:
                 nb_stat_inc(NB_STAT_OPS_UNKNOWN);
-                return set_status(res, EOPNOTSUPP, "unknown operation (this helper speaks: ping, stats, exec)");
+                return set_status(res, EOPNOTSUPP,
+                                  "unknown operation (this helper speaks: ping, stats, exec)");
         }
 }
 
@@ -330,9 +335,10 @@ static int run_exec(struct nb_job *job, const Netbroker__Exec *e, Netbroker__Res
 
         if (nb_children_running() >= cfg->max_spawns) {
                 if (n_waiting >= cfg->max_pending_spawns)
-                        return set_status(res, EAGAIN,
-                                          "exec: %u programs are waiting to run already (max_pending_spawns)",
-                                          n_waiting);
+                        return set_status(
+                                res, EAGAIN,
+                                "exec: %u programs are waiting to run already (max_pending_spawns)",
+                                n_waiting);
                 wait_for_slot(job);
                 return 1;
         }

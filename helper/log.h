@@ -37,15 +37,15 @@ void nb_log_emit(const struct nb_log_category *cat, int level, const char *fmt, 
 int nb_log_configure(int level, const char *filters, bool syslog_output);
 int nb_log_parse_level(const char *s);
 
-#define NB_LOG_CATEGORY(n) \
+#define NB_LOG_CATEGORY(n)                                                                         \
         static struct nb_log_category nb_log_cat_ __attribute__((unused)) = {#n, 0, 0}
 
-#define nb_log(lvl, ...)                                                                   \
-        do {                                                                               \
-                int nb_l_ = nb_log_cat_.serial == nb_log_serial ? nb_log_cat_.level        \
-                                                                : nb_log_refresh(&nb_log_cat_); \
-                if ((lvl) <= nb_l_)                                                        \
-                        nb_log_emit(&nb_log_cat_, (lvl), __VA_ARGS__);                     \
+#define nb_log(lvl, ...)                                                                           \
+        do {                                                                                       \
+                int nb_l_ = nb_log_cat_.serial == nb_log_serial ? nb_log_cat_.level                \
+                                                                : nb_log_refresh(&nb_log_cat_);    \
+                if ((lvl) <= nb_l_)                                                                \
+                        nb_log_emit(&nb_log_cat_, (lvl), __VA_ARGS__);                             \
         } while (0)
 
 #define nb_err(...) nb_log(NB_LOG_ERR, __VA_ARGS__)
@@ -53,8 +53,8 @@ int nb_log_parse_level(const char *s);
 #define nb_notice(...) nb_log(NB_LOG_NOTICE, __VA_ARGS__)
 #define nb_info(...) nb_log(NB_LOG_INFO, __VA_ARGS__)
 #ifdef NB_LOG_NO_DEBUG
-#define nb_debug(...)                                                                      \
-        do {                                                                               \
+#define nb_debug(...)                                                                              \
+        do {                                                                                       \
         } while (0)
 #else
 #define nb_debug(...) nb_log(NB_LOG_DEBUG, __VA_ARGS__)

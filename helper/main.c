@@ -70,11 +70,12 @@ struct options {
 
 static void usage(FILE *f)
 {
-        fprintf(f, "usage: netbrokerd [--config PATH] (--fd N | --listen PATH | <socket activation>)\n"
-                   "  --fd N          serve the connected socket N (the client library's socketpair)\n"
-                   "  --listen PATH   listen on a unix socket at PATH\n"
-                   "  --config PATH   configuration file (default " NB_CONFIG_DEFAULT_PATH ")\n"
-                   "  --version\n");
+        fprintf(f,
+                "usage: netbrokerd [--config PATH] (--fd N | --listen PATH | <socket activation>)\n"
+                "  --fd N          serve the connected socket N (the client library's socketpair)\n"
+                "  --listen PATH   listen on a unix socket at PATH\n"
+                "  --config PATH   configuration file (default " NB_CONFIG_DEFAULT_PATH ")\n"
+                "  --version\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -325,7 +326,8 @@ int main(int argc, char **argv)
                 return 1;
         }
         if (n_activated == 0 && o.conn_fd < 0 && !o.listen_path) {
-                fprintf(stderr, "netbrokerd: nothing to serve: give --fd, --listen or use socket activation\n");
+                fprintf(stderr, "netbrokerd: nothing to serve: give --fd, --listen or use socket "
+                                "activation\n");
                 usage(stderr);
                 return 2;
         }

@@ -229,8 +229,8 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
                 conn_fail(c, ENOMEM, 0, "cannot encode Hello");
 }
 
-static void handle_request(struct conn *c, Netbroker__ClientMessage *msg, struct nb_pb_budget *budget,
-                           int *fds, size_t nfds)
+static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
+                           struct nb_pb_budget *budget, int *fds, size_t nfds)
 {
         Netbroker__Request *req = msg->request;
         struct conn_job *cj;
@@ -239,8 +239,9 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg, struct
 
         if (c->n_jobs >= c->srv->cfg->max_requests_per_connection) {
                 nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
-                reply_all(c, req, EBUSY, "too many requests in flight on this connection "
-                                         "(max_requests_per_connection)");
+                reply_all(c, req, EBUSY,
+                          "too many requests in flight on this connection "
+                          "(max_requests_per_connection)");
                 goto drop;
         }
         cj = calloc(1, sizeof(*cj));
@@ -299,7 +300,8 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
                 nb_stat_inc(NB_STAT_FRAMES_REFUSED);
                 nb_close_fds(fds, nfds);
                 free(budget);
-                conn_fail(c, EBADMSG, 0, "cannot decode the frame (%zu bytes): not a ClientMessage", len);
+                conn_fail(c, EBADMSG, 0, "cannot decode the frame (%zu bytes): not a ClientMessage",
+                          len);
                 return;
         }
         if (!c->hello_done && msg->msg_case != NETBROKER__CLIENT_MESSAGE__MSG_HELLO) {
@@ -503,7 +505,8 @@ static int conn_new(struct nb_server *s, int fd)
         }
         if (conns_of_uid(s, cred.uid) > s->cfg->max_connections_per_uid) {
                 nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
-                conn_fail(c, EUSERS, 0, "too many connections for uid %u (max_connections_per_uid=%u)",
+                conn_fail(c, EUSERS, 0,
+                          "too many connections for uid %u (max_connections_per_uid=%u)",
                           (unsigned)cred.uid, s->cfg->max_connections_per_uid);
                 return -EUSERS;
         }

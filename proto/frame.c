@@ -88,7 +88,8 @@ static ssize_t recv_some(int fd, struct nb_frame_reader *r, void *buf, size_t le
 int nb_frame_read(int fd, struct nb_frame_reader *r)
 {
         while (r->hdr_got < NB_FRAME_HEADER_SIZE) {
-                ssize_t n = recv_some(fd, r, r->hdr + r->hdr_got, NB_FRAME_HEADER_SIZE - r->hdr_got);
+                ssize_t n =
+                        recv_some(fd, r, r->hdr + r->hdr_got, NB_FRAME_HEADER_SIZE - r->hdr_got);
                 if (n == -EAGAIN)
                         return 0;
                 if (n < 0)
@@ -98,8 +99,8 @@ int nb_frame_read(int fd, struct nb_frame_reader *r)
                 r->hdr_got += (size_t)n;
                 if (r->hdr_got < NB_FRAME_HEADER_SIZE)
                         continue;
-                r->len = (size_t)r->hdr[0] << 24 | (size_t)r->hdr[1] << 16 | (size_t)r->hdr[2] << 8 |
-                         (size_t)r->hdr[3];
+                r->len = (size_t)r->hdr[0] << 24 | (size_t)r->hdr[1] << 16 |
+                         (size_t)r->hdr[2] << 8 | (size_t)r->hdr[3];
                 if (r->len > r->cap) {
                         r->oversize = r->len;
                         return -EMSGSIZE;

@@ -20,17 +20,17 @@
 #define NB_FRAME_MAX_FDS 64
 
 struct nb_frame_reader {
-        size_t cap;      /* largest body accepted */
-        size_t max_fds;  /* fds accepted per frame (<= NB_FRAME_MAX_FDS) */
+        size_t cap; /* largest body accepted */
+        size_t max_fds; /* fds accepted per frame (<= NB_FRAME_MAX_FDS) */
         uint8_t hdr[NB_FRAME_HEADER_SIZE];
         size_t hdr_got;
-        uint8_t *body;   /* allocated once the header is complete and checked */
-        size_t len;      /* body length from the header */
-        size_t got;      /* body bytes read so far */
+        uint8_t *body; /* allocated once the header is complete and checked */
+        size_t len; /* body length from the header */
+        size_t got; /* body bytes read so far */
         int fds[NB_FRAME_MAX_FDS];
         size_t nfds;
         bool fds_truncated; /* MSG_CTRUNC seen: some fds were lost */
-        size_t oversize;    /* length of a refused oversize frame, else 0 */
+        size_t oversize; /* length of a refused oversize frame, else 0 */
 };
 
 void nb_frame_reader_init(struct nb_frame_reader *r, size_t cap, size_t max_fds);

@@ -11,6 +11,7 @@ packages=(
   iproute2 nftables iptables
   systemd      # systemd-socket-activate, for the socket-activation test
   man-db groff-base
+  clang-format python3
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -62,6 +62,11 @@ check_suite "helper" build/tests/test-helper
 check_suite "unit (asan+ubsan)" build-asan/tests/test-unit
 check_suite "helper (asan+ubsan)" build-asan/tests/test-helper
 
+formatting() {
+  git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
+}
+single "sources follow .clang-format" formatting
+
 man_pages() {
   local out rc=0
   for m in man/*.[0-9]; do

@@ -86,8 +86,10 @@ END_TEST
 START_TEST(test_child_sees_exact_argv)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
-        const char *argv[] = {"sh", "-c", "for a in \"$0\" \"$@\"; do printf '[%s]' \"$a\"; done",
-                              "zero", "one two", "", "thr'ee", NULL};
+        const char *argv[] = {
+                "sh",     "-c",      "for a in \"$0\" \"$@\"; do printf '[%s]' \"$a\"; done",
+                "zero",   "one two", "",
+                "thr'ee", NULL};
         nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
 
         ck_assert_int_eq(nb_result_status(res, 0), 0);
@@ -109,7 +111,8 @@ START_TEST(test_child_sees_exact_environment)
         nb_results_free(res);
         /* Request entries add to the default and replace a default of the same name. */
         res = exec1(c, "/usr/bin/env", NULL, env, NULL, 0);
-        assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nXTABLES_LOCKFILE=/run/x.lock\nLC_ALL=C.UTF-8\n");
+        assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nXTABLES_LOCKFILE=/run/"
+                        "x.lock\nLC_ALL=C.UTF-8\n");
         nb_results_free(res);
         nb_close(c);
 }
@@ -118,7 +121,8 @@ END_TEST
 START_TEST(test_loader_variables_are_refused)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
-        const char *bad[][2] = {{"LD_PRELOAD=/tmp/evil.so", NULL}, {"LD_LIBRARY_PATH=/tmp", NULL},
+        const char *bad[][2] = {{"LD_PRELOAD=/tmp/evil.so", NULL},
+                                {"LD_LIBRARY_PATH=/tmp", NULL},
                                 {"GCONV_PATH=/tmp", NULL}};
 
         for (size_t i = 0; i < 3; i++) {
@@ -210,7 +214,9 @@ END_TEST
 START_TEST(test_timeout_kills_program_and_its_children)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
-        const char *argv[] = {"sh", "-c", "echo started; sleep 30 & echo $! > /tmp/nbtest-grandchild; wait", NULL};
+        const char *argv[] = {"sh", "-c",
+                              "echo started; sleep 30 & echo $! > /tmp/nbtest-grandchild; wait",
+                              NULL};
         nb_exec_result e;
         nb_results *res;
         uint64_t t0 = tu_now_us();
@@ -234,7 +240,8 @@ START_TEST(test_timeout_kills_program_and_its_children)
          * zombie of whatever reaps orphans here: dead either way. */
         for (int i = 0; i < 100 && tu_process_alive(grandchild); i++)
                 usleep(10000);
-        ck_assert_msg(!tu_process_alive(grandchild), "grandchild %d survived the timeout", (int)grandchild);
+        ck_assert_msg(!tu_process_alive(grandchild), "grandchild %d survived the timeout",
+                      (int)grandchild);
         ck_assert_int_eq(tu_zombies_of(nb_conn_helper_pid(c)), 0);
         nb_close(c);
 }
@@ -243,7 +250,10 @@ END_TEST
 START_TEST(test_output_is_capped_and_flagged)
 {
         nb_conn *c = tu_spawn(TU_ALLOW "exec_output_cap = 1000\n");
-        const char *argv[] = {"sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo 0123456789abcdef; i=$((i+1)); done; echo small >&2", NULL};
+        const char *argv[] = {"sh", "-c",
+                              "i=0; while [ $i -lt 2000 ]; do echo 0123456789abcdef; i=$((i+1)); "
+                              "done; echo small >&2",
+                              NULL};
         nb_exec_result e;
         nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
 
@@ -520,7 +530,8 @@ END_TEST
 Suite *exec_suite(void)
 {
         Suite *s = suite_create("exec");
-        TCase *exec = tcase_create("exec"), *load = tcase_create("load"), *client = tcase_create("client");
+        TCase *exec = tcase_create("exec"), *load = tcase_create("load"),
+              *client = tcase_create("client");
 
         tcase_set_timeout(exec, 30);
         tcase_set_timeout(load, 240);

@@ -132,9 +132,10 @@ END_TEST
 START_TEST(test_unknown_op_gets_eopnotsupp)
 {
         struct tu_helper h;
-        /* ClientMessage{ request(2) { id(1)=5, ops(2)=[ Op{99: 1} ], ops(2)=[ Op{ping(1){}} ] } } */
-        static const uint8_t frame[] = {0x12, 0x0b, 0x08, 0x05, 0x12, 0x03, 0x98, 0x06,
-                                        0x01, 0x12, 0x02, 0x0a, 0x00};
+        /* ClientMessage{ request(2) { id(1)=5, ops(2)=[ Op{99: 1} ], ops(2)=[ Op{ping(1){}} ] } }
+         */
+        static const uint8_t frame[] = {0x12, 0x0b, 0x08, 0x05, 0x12, 0x03, 0x98,
+                                        0x06, 0x01, 0x12, 0x02, 0x0a, 0x00};
         Netbroker__ServerMessage *m;
         int fd;
 
@@ -434,7 +435,8 @@ static void assert_status_line(const char *status, const char *key, const char *
         char want[128];
 
         snprintf(want, sizeof(want), "\n%s:\t%s\n", key, value);
-        ck_assert_msg(strstr(status, want), "%s is not %s in /proc status:\n%s", key, value, status);
+        ck_assert_msg(strstr(status, want), "%s is not %s in /proc status:\n%s", key, value,
+                      status);
 }
 
 /* What the kernel says about the running helper: the fd limit, only the
@@ -450,7 +452,8 @@ START_TEST(test_running_helper_has_fd_limit_caps_and_no_new_privs)
         ck_assert_int_gt(pid, 0);
         snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
         text = tu_read_file(path);
-        ck_assert_msg(strstr(text, "Max open files            64                   64"), "%s", text);
+        ck_assert_msg(strstr(text, "Max open files            64                   64"), "%s",
+                      text);
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
         text = tu_read_file(path);
         assert_status_line(text, "CapEff", "0000000000003000");
@@ -480,7 +483,8 @@ START_TEST(test_spawned_helper_does_not_inherit_client_fds)
                 if (n < 0)
                         continue;
                 target[n] = '\0';
-                ck_assert_msg(strcmp(target, "/dev/null") != 0, "helper holds a /dev/null at fd %d", fd);
+                ck_assert_msg(strcmp(target, "/dev/null") != 0, "helper holds a /dev/null at fd %d",
+                              fd);
         }
         /* 0-2, its socket, epoll, signalfd: nothing else. */
         ck_assert_int_le(tu_fd_count(pid), 6);

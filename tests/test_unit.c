@@ -307,7 +307,8 @@ START_TEST(test_config_bad_line_is_reported_with_its_number)
         struct nb_config c;
         char err[256];
 
-        ck_assert_int_lt(load("# comment\nfd_limit = 64\n\nmax_spawns = lots\n", &c, err, sizeof(err)), 0);
+        ck_assert_int_lt(
+                load("# comment\nfd_limit = 64\n\nmax_spawns = lots\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":4: max_spawns") != NULL, "error was: %s", err);
         nb_config_free(&c);
         ck_assert_int_lt(load("fd_limit = 64\nno_such_key = 1\n", &c, err, sizeof(err)), 0);
@@ -367,7 +368,10 @@ START_TEST(test_config_fd_limit_must_fit_connections_and_spawns)
         ck_assert_int_lt(load("fd_limit = 32\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, "fd_limit is too small") != NULL, "error was: %s", err);
         nb_config_free(&c);
-        ck_assert_int_eq(load("fd_limit = 32\nmax_connections = 4\nmax_connections_per_uid = 4\nmax_spawns = 2\n", &c, err, sizeof(err)), 0);
+        ck_assert_int_eq(load("fd_limit = 32\nmax_connections = 4\nmax_connections_per_uid = "
+                              "4\nmax_spawns = 2\n",
+                              &c, err, sizeof(err)),
+                         0);
         nb_config_free(&c);
 }
 END_TEST
@@ -379,7 +383,8 @@ START_TEST(test_config_missing_file_is_an_error_only_when_required)
 
         nb_config_defaults(&c);
         ck_assert_int_eq(nb_config_load(&c, "/nonexistent/nb.conf", false, err, sizeof(err)), 0);
-        ck_assert_int_eq(nb_config_load(&c, "/nonexistent/nb.conf", true, err, sizeof(err)), -ENOENT);
+        ck_assert_int_eq(nb_config_load(&c, "/nonexistent/nb.conf", true, err, sizeof(err)),
+                         -ENOENT);
         nb_config_free(&c);
 }
 END_TEST
@@ -483,7 +488,8 @@ START_TEST(test_decode_fails_cleanly_at_every_allocation)
         for (;; n++) {
                 nb_pb_budget_init(&b, 1u << 20);
                 b.fail_at = n;
-                Netbroker__ClientMessage *out = netbroker__client_message__unpack(&b.allocator, len, buf);
+                Netbroker__ClientMessage *out =
+                        netbroker__client_message__unpack(&b.allocator, len, buf);
                 if (out) {
                         netbroker__client_message__free_unpacked(out, &b.allocator);
                         ck_assert_uint_eq(b.used, 0);

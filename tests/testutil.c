@@ -56,7 +56,12 @@ char *tu_config(const char *body)
 void tu_helper_start(struct tu_helper *h, const char *config_body)
 {
         static unsigned seq;
-        char *argv[] = {(char *)NB_TEST_HELPER, (char *)"--listen", h->sock, (char *)"--config", NULL, NULL};
+        char *argv[] = {(char *)NB_TEST_HELPER,
+                        (char *)"--listen",
+                        h->sock,
+                        (char *)"--config",
+                        NULL,
+                        NULL};
         extern char **environ;
 
         h->config = tu_config(config_body);
@@ -80,7 +85,8 @@ void tu_helper_stop(struct tu_helper *h)
 
         kill(h->pid, SIGTERM);
         ck_assert_int_eq(waitpid(h->pid, &status, 0), h->pid);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "helper exit status %d", status);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "helper exit status %d",
+                      status);
         unlink(h->sock);
         free(h->config);
 }

@@ -50,4 +50,6 @@ nb_conn *tu_spawn(const char *config_body);
 uint64_t tu_now_us(void);
 
 /* The allow-list every test config starts from. */
-#define TU_ALLOW "exec_allow = /bin/true /bin/false /bin/echo /bin/sh /bin/cat /bin/sleep /usr/bin/env /bin/ls\n"
+#define TU_ALLOW                                                                                   \
+        "exec_allow = /bin/true /bin/false /bin/echo /bin/sh /bin/cat /bin/sleep /usr/bin/env "    \
+        "/bin/ls\n"

@@ -24,7 +24,8 @@ int main(void)
         r = nb_submit(c, b, &res);
         if (r < 0 || nb_results_first_error(res) != -1 || nb_result_exec(res, 1, &e) < 0) {
                 fprintf(stderr, "consumer: submit failed: %s\n",
-                        r < 0 ? strerror(-r) : nb_result_message(res, (size_t)nb_results_first_error(res)));
+                        r < 0 ? strerror(-r)
+                              : nb_result_message(res, (size_t)nb_results_first_error(res)));
                 return 1;
         }
         printf("consumer: helper answered; ip -V said: %.*s", (int)e.out_len, e.out);

@@ -57,6 +57,7 @@ struct nb_conn {
         char *helper_path, *config_path, *log_level, *socket_path;
         char **features;
         size_t n_features;
+        uint32_t max_frame, max_ops; /* the helper's limits, from Hello (0: unknown) */
         char error[512];
 };
 
@@ -146,16 +147,21 @@ static int hello(nb_conn *c)
         h.software = (char *)"libnetbroker " NB_VERSION;
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
         m.hello = &h;
+        /* A helper that refuses us says why and closes at once, possibly
+         * before it read our Hello: even when the send fails, its Error may
+         * be waiting to be read. */
         r = send_msg(c->fd, &m.base);
-        if (r < 0)
+        int rr = recv_msg(c, &reply, fds, &nfds);
+        if (rr < 0) {
+                r = r < 0 ? r : rr;
                 return r == -EPIPE ? -ECONNRESET : r;
-        r = recv_msg(c, &reply, fds, &nfds);
-        if (r < 0)
-                return r == -EPIPE ? -ECONNRESET : r;
+        }
         nb_close_fds(fds, nfds);
         switch (reply->msg_case) {
         case NETBROKER__SERVER_MESSAGE__MSG_HELLO:
                 free_features(c);
+                c->max_frame = reply->hello->max_frame;
+                c->max_ops = reply->hello->max_ops;
                 c->features = calloc(reply->hello->n_features + 1, sizeof(char *));
                 for (size_t i = 0; c->features && i < reply->hello->n_features; i++)
                         if ((c->features[c->n_features] = strdup(reply->hello->features[i])))
@@ -468,7 +474,14 @@ NB_EXPORT bool nb_conn_has_feature(nb_conn *c, const char *name)
 
 NB_EXPORT const char *nb_conn_error(nb_conn *c)
 {
-        return c->error;
+        /* A copy per thread, so another thread's failure cannot change the
+         * text while the caller reads it. */
+        static __thread char copy[sizeof(c->error)];
+
+        pthread_mutex_lock(&c->lock);
+        memcpy(copy, c->error, sizeof(copy));
+        pthread_mutex_unlock(&c->lock);
+        return copy;
 }
 
 NB_EXPORT int nb_conn_helper_pid(nb_conn *c)
@@ -484,18 +497,22 @@ NB_EXPORT int nb_conn_helper_pid(nb_conn *c)
 /* ---- public: submit ---- */
 
 /* With lock held: the connection of generation `gen` is unusable. Wake any
- * thread blocked on it; the fd is closed when the next call re-establishes. */
-static void mark_broken(nb_conn *c, unsigned gen, int err)
+ * thread blocked on it; the fd is closed when the next call re-establishes.
+ * The message says why, best first: the helper's own Error (already set by
+ * the caller), how the helper ended, or what the socket said. */
+static void mark_broken(nb_conn *c, unsigned gen, int err, bool have_message)
 {
         if (c->gen != gen || c->broken)
                 return;
         c->broken = true;
         if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
-        reap_helper(c, false);
-        if (!c->error[0] || err != -EPIPE)
-                if (c->pid > 0 || !c->error[0])
+        if (!have_message) {
+                c->error[0] = '\0';
+                reap_helper(c, false);
+                if (!c->error[0])
                         set_error(c, "connection to netbrokerd lost: %s", strerror(-err));
+        }
         pthread_cond_broadcast(&c->cond);
 }
 
@@ -523,7 +540,7 @@ static void read_one(nb_conn *c)
         pthread_mutex_lock(&c->lock);
         c->reading = false;
         if (r < 0) {
-                mark_broken(c, gen, r);
+                mark_broken(c, gen, r, false);
                 return;
         }
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY &&
@@ -545,7 +562,7 @@ static void read_one(nb_conn *c)
                         w->done = true;
                 }
                 /* The helper closes the connection after an Error. */
-                mark_broken(c, gen, -EPROTO);
+                mark_broken(c, gen, -EPROTO, true);
         }
         /* A reply nobody waits for (its caller gave up) is dropped. */
         nb_close_fds(fds, nfds);
@@ -574,6 +591,29 @@ static int ensure_connected(nb_conn *c)
         return establish(c);
 }
 
+/* Lock held: refuse what the helper would refuse, without sending it (the
+ * helper would close the connection over an oversize frame). */
+static int check_limits(nb_conn *c, const nb_batch *b)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = b->req;
+
+        req.id = UINT64_MAX; /* the largest an id can encode to */
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        if (c->max_ops && b->req.n_ops > c->max_ops) {
+                set_error(c, "batch has %zu ops; the helper takes at most %u", b->req.n_ops,
+                          c->max_ops);
+                return -E2BIG;
+        }
+        if (c->max_frame && protobuf_c_message_get_packed_size(&m.base) > c->max_frame) {
+                set_error(c, "batch encodes to %zu bytes; the helper takes at most %u",
+                          protobuf_c_message_get_packed_size(&m.base), c->max_frame);
+                return -EMSGSIZE;
+        }
+        return 0;
+}
+
 static int write_request(nb_conn *c, int fd, const nb_batch *b, uint64_t id)
 {
         Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
@@ -598,6 +638,8 @@ NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
                 return -EINVAL;
         pthread_mutex_lock(&c->lock);
         r = ensure_connected(c);
+        if (r == 0)
+                r = check_limits(c, b);
         if (r < 0) {
                 pthread_mutex_unlock(&c->lock);
                 return r;
@@ -613,7 +655,7 @@ NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
 
         pthread_mutex_lock(&c->lock);
         if (r < 0) {
-                mark_broken(c, w.gen, r);
+                mark_broken(c, w.gen, r, false);
                 w.err = r == -EPIPE ? -ECONNRESET : r;
                 w.done = true;
         }

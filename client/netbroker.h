@@ -62,9 +62,9 @@ void nb_close(nb_conn *conn);
  * "exec"). */
 bool nb_conn_has_feature(nb_conn *conn, const char *name);
 
-/* The helper's last connection-level error message ("" if none). The string
- * is valid until the next call on this connection from this thread's point of
- * view; copy it if you need it longer. */
+/* Why the last call on this connection failed ("" if nothing failed yet):
+ * the helper's own message where it sent one. The string is this thread's
+ * copy, valid until its next nb_conn_error() call. */
 const char *nb_conn_error(nb_conn *conn);
 
 /* The pid of a spawned helper (0 for nb_connect connections or when none is
@@ -105,9 +105,11 @@ int nb_batch_exec(nb_batch *batch, const char *path, const char *const *argv,
 /* Send the batch and wait for its reply. Returns 0 when the helper answered
  * (each op's own status is in the results), or: -ECONNRESET when the helper
  * died or closed the connection during the call (the next call respawns or
- * reconnects), -EMSGSIZE when the batch is over the frame cap, -EPROTO or
- * another -errno on a protocol failure (see nb_conn_error()). The batch can
- * be submitted again. */
+ * reconnects), -EMSGSIZE when the batch encodes to more than the helper's
+ * max_frame, -E2BIG when it has more ops than its max_ops (both checked
+ * before sending, from the limits the helper gave in Hello), -EPROTO or
+ * another -errno on a protocol failure. nb_conn_error() says why. The batch
+ * can be submitted again. */
 int nb_submit(nb_conn *conn, const nb_batch *batch, nb_results **ret);
 
 /* ---- results ---- */
@@ -141,7 +143,8 @@ int nb_result_exec(const nb_results *res, size_t i, nb_exec_result *ret);
 /* Stats counters of a Stats op: the value of counter `name`. Returns 0,
  * -ENODATA (no Stats result at i), -ENOENT (no such counter). */
 int nb_result_stat(const nb_results *res, size_t i, const char *name, uint64_t *ret);
-/* The k-th counter of a Stats op, for listing them all. Returns 0 or -ERANGE. */
+/* The k-th counter of a Stats op, for listing them all. Returns 0, -ENODATA
+ * (no Stats result at i) or -ERANGE (no such op or counter). */
 int nb_result_stat_at(const nb_results *res, size_t i, size_t k, const char **ret_name,
                       uint64_t *ret_value);
 

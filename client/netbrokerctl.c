@@ -51,7 +51,7 @@ static void json_str(const void *data, size_t len)
                         fputs("\\n", stdout);
                 else if (ch == '\t')
                         fputs("\\t", stdout);
-                else if (ch < 0x20 || ch >= 0x7f)
+                else if (ch < 0x20 || ch == 0x7f)
                         printf("\\u%04x", ch);
                 else
                         putchar(ch);
@@ -114,6 +114,10 @@ static int cmd_ping(struct ctl *c, int argc, char **argv)
                 return EXIT_USAGE;
         }
         nb_batch_ping(b);
+        if (open_conn(c)) {
+                nb_batch_free(b);
+                return EXIT_UNREACHABLE;
+        }
         clock_gettime(CLOCK_MONOTONIC, &t0);
         rc = submit(c, b, &res);
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -144,7 +148,7 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
                 return EXIT_USAGE;
         }
         nb_batch_stats(b);
-        rc = submit(c, b, &res);
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
         if (rc == 0 && !(rc = report_failure(res, 0))) {
                 const char *name;
                 uint64_t v;
@@ -239,7 +243,16 @@ static int cmd_exec(struct ctl *c, int argc, char **argv)
         optind = 1;
         while ((ch = getopt_long(argc, argv, "+t:i:", opts, NULL)) != -1) {
                 if (ch == 't') {
-                        timeout = (unsigned)strtoul(optarg, NULL, 10);
+                        char *end;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (!*optarg || *end || v > 24ul * 3600 * 1000) {
+                                fprintf(stderr,
+                                        "netbrokerctl: --timeout takes milliseconds, got '%s'\n",
+                                        optarg);
+                                free(in);
+                                return EXIT_USAGE;
+                        }
+                        timeout = (unsigned)v;
                 } else if (ch == 'i') {
                         int r = read_file(optarg, &in, &in_len);
                         if (r < 0) {
@@ -257,14 +270,17 @@ static int cmd_exec(struct ctl *c, int argc, char **argv)
                 return EXIT_USAGE;
         }
         b = nb_batch_new();
-        if (!b || nb_batch_exec(b, argv[optind], (const char *const *)&argv[optind], NULL, in,
-                                in_len, timeout) < 0) {
-                fprintf(stderr, "netbrokerctl: exec: the program must be an absolute path\n");
+        rc = b ? nb_batch_exec(b, argv[optind], (const char *const *)&argv[optind], NULL, in,
+                               in_len, timeout)
+               : -ENOMEM;
+        if (rc < 0) {
+                fprintf(stderr, "netbrokerctl: exec %s: %s\n", argv[optind],
+                        rc == -EINVAL ? "the program must be an absolute path" : strerror(-rc));
                 nb_batch_free(b);
                 free(in);
                 return EXIT_USAGE;
         }
-        rc = submit(c, b, &res);
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
         if (rc == 0) {
                 int st = nb_result_status(res, 0);
                 print_exec(c, res, st);
@@ -326,8 +342,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++) {
                 if (strcmp(argv[optind], commands[i].name) != 0)
                         continue;
-                if (open_conn(&c) != 0)
-                        return EXIT_UNREACHABLE;
+                /* Each command checks its arguments before it connects, so a
+                 * usage error is exit 2 even when no helper can be reached. */
                 rc = commands[i].fn(&c, argc - optind, argv + optind);
                 nb_close(c.conn);
                 return rc;

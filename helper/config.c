@@ -32,7 +32,9 @@ void nb_config_defaults(struct nb_config *c)
         c->max_frame = 16u * 1024 * 1024;
         c->max_reply = 64u * 1024 * 1024;
         c->max_ops = 4096;
-        c->max_fds_per_frame = 16;
+        /* Fds a half-received frame holds count against the helper's small
+         * fd limit; no op takes more than one or two. */
+        c->max_fds_per_frame = 4;
         c->max_connections = 12;
         c->max_connections_per_uid = 8;
         c->max_requests_per_connection = 256;

@@ -24,11 +24,12 @@ static const char *const default_env[] = {
 };
 #define N_DEFAULT_ENV (sizeof(default_env) / sizeof(*default_env))
 
-/* Variables the dynamic loader or libc act on (glibc's unsecure list): a
- * privileged helper never passes them on. */
+/* Variables the dynamic loader or libc act on (glibc's unsecure list, and
+ * the tunables it filters in secure mode): a privileged helper never passes
+ * them on. LD_* and MALLOC_* are refused as prefixes. */
 static const char *const refused_env[] = {
-        "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES",      "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
-        "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR",  "TZDIR",
+        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES",   "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
+        "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR",      "TZDIR",
 };
 
 enum job_state { JOB_RUNNING, JOB_WAITING_SLOT, JOB_WAITING_CHILD, JOB_DONE };
@@ -89,6 +90,8 @@ static bool env_name_refused(const char *entry, size_t name_len)
 {
         if (name_len >= 3 && strncmp(entry, "LD_", 3) == 0)
                 return true;
+        if (name_len >= 7 && strncmp(entry, "MALLOC_", 7) == 0)
+                return true;
         for (size_t i = 0; i < sizeof(refused_env) / sizeof(*refused_env); i++)
                 if (strlen(refused_env[i]) == name_len &&
                     strncmp(entry, refused_env[i], name_len) == 0)
@@ -146,10 +149,6 @@ static int validate_request(struct nb_job *job)
         Netbroker__Request *req = job->req;
         size_t bad = SIZE_MAX;
 
-        if (req->n_ops > cfg->max_ops) {
-                /* Too many to even answer one by one: one result says why. */
-                return -E2BIG;
-        }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++)
                 if (validate_op(cfg, req->ops[i], job->results[i]) != 0)
                         bad = i;
@@ -515,11 +514,6 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *ms
         job->done = done;
         job->data = data;
         job->reply_budget = ctx->cfg->max_reply;
-        nb_stat_inc(NB_STAT_REQUESTS);
-        if (job->req->n_ops > ctx->cfg->max_ops) {
-                r = -E2BIG;
-                goto fail;
-        }
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
         if (!job->results) {
                 r = -ENOMEM;

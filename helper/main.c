@@ -11,9 +11,11 @@
  *     (LISTEN_FDS, checked as sd_listen_fds() does), or its own listener
  *     (--listen PATH). Every other fd it inherited is closed: a daemon that
  *     leaks fds into us must not have them held open by a privileged process.
- *  2. Signals reset. An empty mask and default SIGCHLD (children are reaped
- *     through pidfds, which needs SIGCHLD not ignored), SIGPIPE ignored (a
- *     vanished peer is an EPIPE, not a death), SIGTERM/SIGINT via signalfd.
+ *  2. Signals and working directory reset. Default SIGCHLD (children are
+ *     reaped through pidfds, which needs SIGCHLD not ignored), SIGPIPE
+ *     ignored (a vanished peer is an EPIPE, not a death), SIGTERM/SIGINT
+ *     blocked for a signalfd and everything else unblocked; the working
+ *     directory is "/", not whatever the embedding daemon had.
  *  3. Configuration read. A bad line stops start-up, naming the line.
  *  4. RLIMIT_NOFILE lowered (fd_limit, 64 by default), soft and hard. With
  *     few fds and all of them close-on-exec, posix_spawn needs no loop over
@@ -254,24 +256,21 @@ static void reap_children(struct nb_loop *loop)
                 nb_loop_iterate(loop);
 }
 
-static int serve(const struct nb_config *cfg, const struct options *o, int n_activated)
+static int serve(const struct nb_config *cfg, const struct options *o, int n_activated,
+                 const sigset_t *handled)
 {
         struct nb_loop *loop = NULL;
         struct nb_server *srv = NULL;
         struct sig_state sig = {0};
-        sigset_t handled;
         int r, sfd = -1;
 
-        r = reset_signals(&handled);
-        if (r < 0)
-                return r;
         r = nb_loop_new(&loop);
         if (r < 0)
                 return r;
         r = nb_server_new(cfg, loop, &srv);
         if (r < 0)
                 goto out;
-        sfd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+        sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0 || nb_loop_add(loop, &sig.w, sfd, EPOLLIN, on_signal, &sig) < 0) {
                 r = -errno;
                 goto out;
@@ -291,7 +290,11 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
         }
         if (o->conn_fd >= 0) {
                 fcntl(o->conn_fd, F_SETFL, fcntl(o->conn_fd, F_GETFL) | O_NONBLOCK);
-                nb_server_adopt(srv, o->conn_fd);
+                r = nb_server_adopt(srv, o->conn_fd);
+                if (r < 0) {
+                        nb_err("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
+                        goto out;
+                }
         }
         nb_info("serving (fd limit %u, %zu programs allowed)", cfg->fd_limit, cfg->n_exec_allow);
         while (!sig.quit && !nb_server_done(srv)) {
@@ -300,7 +303,7 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
                         break;
                 nb_jobs_kick(nb_server_dispatch_ctx(srv));
         }
-        r = 0;
+        r = sig.quit || nb_server_done(srv) ? 0 : r;
 out:
         nb_server_free(srv);
         reap_children(loop);
@@ -314,6 +317,7 @@ int main(int argc, char **argv)
 {
         struct options o = {0};
         struct nb_config cfg;
+        sigset_t handled;
         char err[512] = "";
         int r, n_activated, first_stray;
 
@@ -344,7 +348,13 @@ int main(int argc, char **argv)
         }
         close_range((unsigned)first_stray, ~0u, 0);
 
-        /* Stage 3 (stage 2 is in serve(), where the signalfd is made). */
+        /* Stage 2. */
+        if (reset_signals(&handled) < 0 || chdir("/") < 0) {
+                fprintf(stderr, "netbrokerd: cannot reset signals or chdir: %s\n", strerror(errno));
+                return 1;
+        }
+
+        /* Stage 3. */
         nb_config_defaults(&cfg);
         r = nb_config_load(&cfg, o.config_path, o.config_required, err, sizeof(err));
         if (r < 0) {
@@ -379,7 +389,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         /* Stage 7. */
-        r = serve(&cfg, &o, n_activated);
+        r = serve(&cfg, &o, n_activated, &handled);
         nb_config_free(&cfg);
         if (r < 0) {
                 nb_err("%s", strerror(-r));

@@ -57,7 +57,6 @@ struct nb_server {
         size_t n_listeners;
         struct conn *conns;
         unsigned n_conns;
-        bool adopted_any;
         struct nb_timer accept_pause;
 };
 
@@ -222,6 +221,8 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         me.n_features = nb_n_features;
         me.features = (char **)nb_features;
         me.software = (char *)"netbrokerd " NB_VERSION;
+        me.max_frame = (uint32_t)c->srv->cfg->max_frame;
+        me.max_ops = c->srv->cfg->max_ops;
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
         m.hello = &me;
         c->hello_done = true;
@@ -237,6 +238,15 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         struct nb_job *job;
         int r;
 
+        nb_stat_inc(NB_STAT_REQUESTS);
+        if (req->n_ops > c->srv->cfg->max_ops) {
+                /* One Error, not one result per op: a request of millions of
+                 * empty ops must not become a reply of hundreds of MB. */
+                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                conn_fail(c, E2BIG, req->id, "request has %zu ops, over max_ops=%u", req->n_ops,
+                          c->srv->cfg->max_ops);
+                goto drop;
+        }
         if (c->n_jobs >= c->srv->cfg->max_requests_per_connection) {
                 nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
                 reply_all(c, req, EBUSY,
@@ -259,8 +269,8 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
                 c->jobs = cj->next;
                 c->n_jobs--;
                 free(cj);
-                reply_all(c, req, -r,
-                          r == -E2BIG ? "too many ops in one request (max_ops)" : "out of memory");
+                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                reply_all(c, req, -r, "out of memory");
                 goto drop;
         }
         /* cj is freed late (deferred), so this is safe even when the job
@@ -278,9 +288,9 @@ drop:
  * be much larger than the frame: allow a multiple, within a hard bound. */
 static size_t decode_budget(size_t frame_len)
 {
-        size_t b = 64 * frame_len + (1u << 20);
+        size_t b = 32 * frame_len + (1u << 20);
 
-        return b > (512u << 20) ? (512u << 20) : b;
+        return b > (128u << 20) ? (128u << 20) : b;
 }
 
 static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, size_t nfds,
@@ -320,6 +330,7 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
                         /* Close what arrived before answering: once the
                          * client has the reply, the helper holds none of it. */
                         nb_close_fds(fds, nfds);
+                        nb_stat_inc(NB_STAT_REQUESTS);
                         nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
                         reply_all(c, msg->request, EBADF,
                                   "file descriptors sent with the request were lost (MSG_CTRUNC: "
@@ -560,8 +571,17 @@ int nb_server_add_listener(struct nb_server *s, int fd)
 
 int nb_server_adopt(struct nb_server *s, int fd)
 {
-        s->adopted_any = true;
-        return conn_new(s, fd);
+        int type;
+        socklen_t len = sizeof(type);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+                return -errno;
+        if (type != SOCK_STREAM)
+                return -ESOCKTNOSUPPORT;
+        /* A refused peer is told why and then closed; that is not an error
+         * of the helper's own. */
+        conn_new(s, fd);
+        return 0;
 }
 
 bool nb_server_done(const struct nb_server *s)

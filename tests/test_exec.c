@@ -121,11 +121,13 @@ END_TEST
 START_TEST(test_loader_variables_are_refused)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
-        const char *bad[][2] = {{"LD_PRELOAD=/tmp/evil.so", NULL},
-                                {"LD_LIBRARY_PATH=/tmp", NULL},
-                                {"GCONV_PATH=/tmp", NULL}};
+        const char *bad[][2] = {
+                {"LD_PRELOAD=/tmp/evil.so", NULL}, {"LD_LIBRARY_PATH=/tmp", NULL},
+                {"GCONV_PATH=/tmp", NULL},         {"GLIBC_TUNABLES=glibc.malloc.check=3", NULL},
+                {"MALLOC_CHECK_=3", NULL},
+        };
 
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
                 nb_results *res = exec1(c, "/bin/true", NULL, bad[i], NULL, 0);
                 ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
                 ck_assert_msg(strstr(nb_result_message(res, 0), "is not allowed"), "%s",

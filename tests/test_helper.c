@@ -332,11 +332,15 @@ START_TEST(test_peer_with_other_uid_is_refused_even_with_mode_0666)
                 int r;
                 if (setgid(65534) < 0 || setuid(65534) < 0)
                         _exit(10);
-                r = nb_connect(h.sock, &c);
-                if (r != -EACCES)
-                        _exit(11);
-                if (!strstr(nb_last_error(), "uid 65534 gid 65534 is not allowed"))
-                        _exit(12);
+                /* Every time, not just when the race goes our way: the helper
+                 * may close before it reads our Hello. */
+                for (int i = 0; i < 30; i++) {
+                        r = nb_connect(h.sock, &c);
+                        if (r != -EACCES)
+                                _exit(11);
+                        if (!strstr(nb_last_error(), "uid 65534 gid 65534 is not allowed"))
+                                _exit(12);
+                }
                 _exit(0);
         }
         ck_assert_int_eq(waitpid(child, &status, 0), child);
@@ -406,24 +410,74 @@ START_TEST(test_connections_per_uid_are_capped)
 }
 END_TEST
 
-START_TEST(test_ops_per_request_are_capped)
+START_TEST(test_ops_over_max_ops_are_refused_by_client_and_helper)
 {
-        nb_conn *c = tu_spawn(TU_ALLOW "max_ops = 10\n");
+        struct tu_helper h;
+        nb_conn *c = NULL;
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        int fd;
 
+        tu_helper_start(&h, TU_ALLOW "max_ops = 10\n");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         for (int i = 0; i < 11; i++)
                 nb_batch_ping(b);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
-        ck_assert_int_eq(nb_result_status(res, 0), -E2BIG);
-        ck_assert(strstr(nb_result_message(res, 10), "max_ops"));
-        nb_results_free(res);
+        /* The client knows the limit from Hello and does not send. */
+        ck_assert_int_eq(nb_submit(c, b, &res), -E2BIG);
+        ck_assert_msg(strstr(nb_conn_error(c), "at most 10"), "%s", nb_conn_error(c));
         nb_batch_free(b);
         b = nb_batch_new();
         for (int i = 0; i < 10; i++)
                 nb_batch_ping(b);
         ck_assert_int_eq(nb_submit(c, b, &res), 0);
         ck_assert_int_eq(nb_results_first_error(res), -1);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+        /* A client that sends anyway gets one Error, not a result per op. */
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        {
+                Netbroker__Request req = NETBROKER__REQUEST__INIT;
+                Netbroker__Op op = NETBROKER__OP__INIT, *ops[11];
+                Netbroker__Ping ping = NETBROKER__PING__INIT;
+
+                op.op_case = NETBROKER__OP__OP_PING;
+                op.ping = &ping;
+                for (int i = 0; i < 11; i++)
+                        ops[i] = &op;
+                req.id = 42;
+                req.n_ops = 11;
+                req.ops = ops;
+                m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+                m.request = &req;
+                ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        }
+        expect_error_and_close(fd, E2BIG, "request has 11 ops, over max_ops=10");
+        close(fd);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_batch_over_max_frame_is_refused_before_sending)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_frame = 1024\n");
+        char big[2000];
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        memset(big, 'x', sizeof(big));
+        nb_batch_exec(b, "/bin/cat", NULL, NULL, big, sizeof(big), 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), -EMSGSIZE);
+        ck_assert_msg(strstr(nb_conn_error(c), "at most 1024"), "%s", nb_conn_error(c));
+        nb_batch_free(b);
+        /* Nothing was sent: the same connection goes on working. */
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/cat", NULL, NULL, big, 500, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
         nb_results_free(res);
         nb_batch_free(b);
         nb_close(c);
@@ -617,7 +671,8 @@ Suite *protocol_suite(void)
         tcase_add_test(proto, test_idle_connection_is_closed_when_configured);
         tcase_add_test(proto, test_unexpected_fds_are_closed_at_once);
         tcase_add_test(proto, test_too_many_fds_fail_the_request_cleanly);
-        tcase_add_test(proto, test_ops_per_request_are_capped);
+        tcase_add_test(proto, test_ops_over_max_ops_are_refused_by_client_and_helper);
+        tcase_add_test(proto, test_batch_over_max_frame_is_refused_before_sending);
         tcase_add_test(proto, test_stats_count_requests_ops_and_errors);
         tcase_add_test(access_tc, test_peer_with_other_uid_is_refused_even_with_mode_0666);
         tcase_add_test(access_tc, test_allowed_gid_admits_another_uid);

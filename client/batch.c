@@ -2,8 +2,11 @@
  * buffers can go as soon as the call returns, and fails at once on bad
  * input: no error is kept for later (no sticky errors). */
 #include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -23,6 +26,9 @@ NB_EXPORT void nb_batch_free(nb_batch *b)
         for (size_t i = 0; i < b->req.n_ops; i++)
                 protobuf_c_message_free_unpacked(&b->req.ops[i]->base, NULL);
         free(b->req.ops);
+        for (size_t i = 0; i < b->nfds; i++)
+                close(b->fds[i]);
+        free(b->fds);
         free(b);
 }
 
@@ -177,4 +183,218 @@ NB_EXPORT int nb_batch_exec(nb_batch *b, const char *path, const char *const *ar
 oom:
         protobuf_c_message_free_unpacked(&op->base, NULL);
         return -ENOMEM;
+}
+
+/* ---- interfaces ---- */
+
+/* What can be checked here: present and short enough. The helper checks
+ * the rest (and whether the interfaces exist) before anything runs. */
+static bool name_ok(const char *name)
+{
+        return name && name[0] && strlen(name) < (strchr(name, '%') ? IFNAMSIZ + 1 : IFNAMSIZ);
+}
+
+static char *dup_or_empty(const char *s, bool *oom)
+{
+        char *d;
+
+        if (!s || !s[0])
+                return (char *)protobuf_c_empty_string;
+        d = strdup(s);
+        if (!d) {
+                *oom = true;
+                return (char *)protobuf_c_empty_string;
+        }
+        return d;
+}
+
+/* Wrap a filled sub-message into an op and append it; frees on failure. */
+static int add_sub(nb_batch *b, Netbroker__Op__OpCase which, void *sub, bool oom)
+{
+        Netbroker__Op *op = new_op();
+
+        if (!op) {
+                protobuf_c_message_free_unpacked(sub, NULL);
+                return -ENOMEM;
+        }
+        op->op_case = which;
+        op->tap_create = sub; /* every member of the oneof shares this slot */
+        if (oom || add_op(b, op) < 0) {
+                protobuf_c_message_free_unpacked(&op->base, NULL);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+NB_EXPORT int nb_batch_tap_create(nb_batch *b, const char *name, const nb_tap_opts *opts)
+{
+        Netbroker__TapCreate *t;
+        bool oom = false;
+
+        if (!b || !name_ok(name) || (opts && opts->queues > 16))
+                return -EINVAL;
+        t = malloc(sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        netbroker__tap_create__init(t);
+        t->name = dup_or_empty(name, &oom);
+        if (opts) {
+                t->vnet_hdr = opts->vnet_hdr;
+                t->queues = opts->queues;
+                t->persist = opts->persist;
+                t->set_owner = opts->set_owner;
+                t->owner_uid = opts->uid;
+                t->owner_gid = opts->gid;
+        }
+        return add_sub(b, NETBROKER__OP__OP_TAP_CREATE, t, oom);
+}
+
+static bool mode_ok(nb_macvlan_mode mode)
+{
+        return mode >= NB_MACVLAN_BRIDGE && mode <= NB_MACVLAN_PASSTHRU;
+}
+
+NB_EXPORT int nb_batch_macvtap_create(nb_batch *b, const char *name, const char *parent,
+                                      nb_macvlan_mode mode, const char *mac, bool vnet_hdr)
+{
+        Netbroker__MacvtapCreate *m;
+        bool oom = false;
+
+        if (!b || !name_ok(name) || !name_ok(parent) || !mode_ok(mode))
+                return -EINVAL;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__macvtap_create__init(m);
+        m->name = dup_or_empty(name, &oom);
+        m->parent = dup_or_empty(parent, &oom);
+        m->mode = (Netbroker__MacvlanMode)mode;
+        m->mac = dup_or_empty(mac, &oom);
+        m->vnet_hdr = vnet_hdr;
+        return add_sub(b, NETBROKER__OP__OP_MACVTAP_CREATE, m, oom);
+}
+
+NB_EXPORT int nb_batch_macvlan_create(nb_batch *b, const char *name, const char *parent,
+                                      nb_macvlan_mode mode, const char *mac)
+{
+        Netbroker__MacvlanCreate *m;
+        bool oom = false;
+
+        if (!b || !name_ok(name) || !name_ok(parent) || !mode_ok(mode))
+                return -EINVAL;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__macvlan_create__init(m);
+        m->name = dup_or_empty(name, &oom);
+        m->parent = dup_or_empty(parent, &oom);
+        m->mode = (Netbroker__MacvlanMode)mode;
+        m->mac = dup_or_empty(mac, &oom);
+        return add_sub(b, NETBROKER__OP__OP_MACVLAN_CREATE, m, oom);
+}
+
+NB_EXPORT int nb_batch_veth_create(nb_batch *b, const char *name, const char *peer,
+                                   int peer_netns_fd)
+{
+        Netbroker__VethCreate *v;
+        bool oom = false;
+        int copy = -1;
+
+        if (!b || !name_ok(name) || !name_ok(peer))
+                return -EINVAL;
+        if (peer_netns_fd >= 0) {
+                int *fds = realloc(b->fds, (b->nfds + 1) * sizeof(*fds));
+                if (!fds)
+                        return -ENOMEM;
+                b->fds = fds;
+                copy = fcntl(peer_netns_fd, F_DUPFD_CLOEXEC, 3);
+                if (copy < 0)
+                        return -errno;
+        }
+        v = malloc(sizeof(*v));
+        if (!v) {
+                if (copy >= 0)
+                        close(copy);
+                return -ENOMEM;
+        }
+        netbroker__veth_create__init(v);
+        v->name = dup_or_empty(name, &oom);
+        v->peer_name = dup_or_empty(peer, &oom);
+        if (copy >= 0) {
+                v->has_peer_netns = true;
+                v->peer_netns_fd = (uint32_t)b->nfds;
+        }
+        if (add_sub(b, NETBROKER__OP__OP_VETH_CREATE, v, oom) < 0) {
+                if (copy >= 0)
+                        close(copy);
+                return -ENOMEM;
+        }
+        if (copy >= 0)
+                b->fds[b->nfds++] = copy;
+        return 0;
+}
+
+NB_EXPORT int nb_batch_bridge_create(nb_batch *b, const char *name)
+{
+        Netbroker__BridgeCreate *br;
+        bool oom = false;
+
+        if (!b || !name_ok(name))
+                return -EINVAL;
+        br = malloc(sizeof(*br));
+        if (!br)
+                return -ENOMEM;
+        netbroker__bridge_create__init(br);
+        br->name = dup_or_empty(name, &oom);
+        return add_sub(b, NETBROKER__OP__OP_BRIDGE_CREATE, br, oom);
+}
+
+NB_EXPORT int nb_batch_link_set(nb_batch *b, const char *name, const nb_link_change *c)
+{
+        Netbroker__LinkSet *s;
+        bool oom = false;
+
+        if (!b || !name_ok(name) || !c || c->up < -1 || c->up > 1 || (c->master && c->nomaster))
+                return -EINVAL;
+        s = malloc(sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        netbroker__link_set__init(s);
+        s->name = dup_or_empty(name, &oom);
+        s->state = c->up == 1   ? NETBROKER__LINK_STATE__LINK_STATE_UP
+                   : c->up == 0 ? NETBROKER__LINK_STATE__LINK_STATE_DOWN
+                                : NETBROKER__LINK_STATE__LINK_STATE_UNCHANGED;
+        s->mtu = c->mtu;
+        s->mac = dup_or_empty(c->mac, &oom);
+        s->master = dup_or_empty(c->master, &oom);
+        s->nomaster = c->nomaster;
+        return add_sub(b, NETBROKER__OP__OP_LINK_SET, s, oom);
+}
+
+NB_EXPORT int nb_batch_link_delete(nb_batch *b, const char *name)
+{
+        Netbroker__LinkDelete *d;
+        bool oom = false;
+
+        if (!b || !name_ok(name))
+                return -EINVAL;
+        d = malloc(sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        netbroker__link_delete__init(d);
+        d->name = dup_or_empty(name, &oom);
+        return add_sub(b, NETBROKER__OP__OP_LINK_DELETE, d, oom);
+}
+
+NB_EXPORT int nb_batch_names_dump(nb_batch *b)
+{
+        Netbroker__NamesDump *n;
+
+        if (!b)
+                return -EINVAL;
+        n = malloc(sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        netbroker__names_dump__init(n);
+        return add_sub(b, NETBROKER__OP__OP_NAMES_DUMP, n, false);
 }

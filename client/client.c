@@ -36,10 +36,30 @@ struct waiter {
         bool done;
         int err;
         Netbroker__ServerMessage *msg;
-        int fds[NB_FRAME_MAX_FDS];
-        size_t nfds;
+        int *fds; /* from Fds frames, in arrival order */
+        size_t nfds, cap;
+        bool lost_fds; /* an Fds frame could not be kept */
         struct waiter *next;
 };
+
+/* Keep fds that arrived for w; on failure close them and remember it. */
+static void waiter_add_fds(struct waiter *w, const int *fds, size_t n)
+{
+        if (w->nfds + n > w->cap) {
+                size_t ncap = (w->cap ? w->cap * 2 : 16) + n;
+                int *p = realloc(w->fds, ncap * sizeof(*p));
+                if (!p) {
+                        for (size_t i = 0; i < n; i++)
+                                close(fds[i]);
+                        w->lost_fds = true;
+                        return;
+                }
+                w->fds = p;
+                w->cap = ncap;
+        }
+        memcpy(w->fds + w->nfds, fds, n * sizeof(int));
+        w->nfds += n;
+}
 
 struct nb_conn {
         pthread_mutex_t lock; /* everything below but fd I/O */
@@ -82,6 +102,30 @@ static void free_features(nb_conn *c)
 }
 
 /* ---- blocking frame I/O ---- */
+
+/* fds (borrowed) go with the frame's first byte; the frame sends copies. */
+static int send_msg_fds(int fd, const ProtobufCMessage *m, const int *fds, size_t nfds)
+{
+        struct nb_frame_out *f;
+        int r = nb_pack_frame(m, &f);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < nfds && i < NB_FRAME_MAX_FDS; i++) {
+                f->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+                if (f->fds[i] < 0) {
+                        r = -errno;
+                        nb_frame_out_free(f);
+                        return r;
+                }
+                f->nfds++;
+        }
+        do
+                r = nb_frame_write(fd, f);
+        while (r == 0);
+        nb_frame_out_free(f);
+        return r < 0 ? r : 0;
+}
 
 static int send_msg(int fd, const ProtobufCMessage *m)
 {
@@ -130,7 +174,11 @@ static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t
 
 /* ---- establishing ---- */
 
-static const char *const client_features[] = {"ping", "stats", "exec"};
+static const char *const client_features[] = {
+        "ping",           "stats",          "exec",        "tap_create",
+        "macvtap_create", "macvlan_create", "veth_create", "bridge_create",
+        "link_set",       "link_delete",    "names_dump",
+};
 
 static int hello(nb_conn *c)
 {
@@ -346,12 +394,16 @@ static int establish(nb_conn *c)
         if (r == 0) {
                 r = hello(c);
                 if (r < 0) {
-                        if (!c->error[0])
-                                set_error(c, "no Hello from the helper: %s", strerror(-r));
+                        char said[sizeof(c->error)];
+                        /* Reaping describes how the helper ended; its own
+                         * message, if it sent one, says more. */
+                        snprintf(said, sizeof(said), "%s", c->error);
                         drop_fd(c);
-                        if (c->pid > 0) {
-                                reap_helper(c, true);
-                        }
+                        reap_helper(c, true);
+                        if (said[0])
+                                snprintf(c->error, sizeof(c->error), "%s", said);
+                        else if (!c->error[0])
+                                set_error(c, "no Hello from the helper: %s", strerror(-r));
                 }
         }
         if (r == 0) {
@@ -543,11 +595,18 @@ static void read_one(nb_conn *c)
                 mark_broken(c, gen, r, false);
                 return;
         }
+        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_FDS &&
+            (w = find_waiter(c, m->fds->request_id))) {
+                if (m->fds->count != nfds)
+                        w->lost_fds = true;
+                waiter_add_fds(w, fds, nfds);
+                netbroker__server_message__free_unpacked(m, NULL);
+                return;
+        }
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY &&
             (w = find_waiter(c, m->reply->id))) {
                 w->msg = m;
-                memcpy(w->fds, fds, nfds * sizeof(int));
-                w->nfds = nfds;
+                nb_close_fds(fds, nfds); /* a Reply carries none */
                 w->done = true;
                 /* Its owner sleeps on the condition; wake it before this
                  * thread perhaps goes on reading for its own reply. */
@@ -601,6 +660,11 @@ static int check_limits(nb_conn *c, const nb_batch *b)
         req.id = UINT64_MAX; /* the largest an id can encode to */
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
         m.request = &req;
+        if (b->nfds > NB_FRAME_MAX_FDS) {
+                set_error(c, "batch carries %zu fds; a frame takes at most %d", b->nfds,
+                          NB_FRAME_MAX_FDS);
+                return -E2BIG;
+        }
         if (c->max_ops && b->req.n_ops > c->max_ops) {
                 set_error(c, "batch has %zu ops; the helper takes at most %u", b->req.n_ops,
                           c->max_ops);
@@ -624,7 +688,7 @@ static int write_request(nb_conn *c, int fd, const nb_batch *b, uint64_t id)
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
         m.request = &req;
         pthread_mutex_lock(&c->write_lock);
-        r = send_msg(fd, &m.base);
+        r = send_msg_fds(fd, &m.base, b->fds, b->nfds);
         pthread_mutex_unlock(&c->write_lock);
         return r;
 }
@@ -673,20 +737,21 @@ NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
         pthread_cond_broadcast(&c->cond);
         pthread_mutex_unlock(&c->lock);
 
+        if (w.err == 0 && w.msg && w.msg->reply->n_results != b->req.n_ops)
+                w.err = -EPROTO;
+        if (w.err == 0 && w.lost_fds)
+                w.err = -EBADF; /* devices were made, but we could not take their fds */
         if (w.err < 0 || !w.msg) {
                 nb_close_fds(w.fds, w.nfds);
+                free(w.fds);
                 if (w.msg)
                         netbroker__server_message__free_unpacked(w.msg, NULL);
                 return w.err < 0 ? w.err : -EPROTO;
         }
-        if (w.msg->reply->n_results != b->req.n_ops) {
-                nb_close_fds(w.fds, w.nfds);
-                netbroker__server_message__free_unpacked(w.msg, NULL);
-                return -EPROTO;
-        }
         r = nb_results_new(w.msg, w.fds, w.nfds, ret);
         if (r < 0) {
                 nb_close_fds(w.fds, w.nfds);
+                free(w.fds);
                 netbroker__server_message__free_unpacked(w.msg, NULL);
         }
         return r;

@@ -9,6 +9,8 @@
 struct nb_batch {
         Netbroker__Request req; /* id is filled in at submit time */
         size_t cap;
+        int *fds; /* sent with the request (netns fds); the batch's own copies */
+        size_t nfds;
 };
 
 struct nb_results {

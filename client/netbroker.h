@@ -100,6 +100,61 @@ int nb_batch_exec(nb_batch *batch, const char *path, const char *const *argv,
                   const char *const *envp, const void *stdin_data, size_t stdin_len,
                   unsigned timeout_ms);
 
+/* ---- interfaces ----
+ *
+ * A create op's name is either a plain interface name (1-15 bytes, no '/',
+ * ':' or white space) or a template: a prefix followed by "%d" and nothing
+ * else ("vnet%d"), for which the helper picks the next free number. Names
+ * are handed out next-fit: a name freed a moment ago is not reused at once.
+ * If an op of a batch fails, the interfaces made and the changes done by
+ * the ops before it are undone (their status becomes -ECANCELED), unless
+ * NB_BATCH_CONTINUE_ON_ERROR is set; a LinkDelete is never undone. */
+
+typedef enum nb_macvlan_mode {
+        NB_MACVLAN_BRIDGE = 0,
+        NB_MACVLAN_VEPA = 1,
+        NB_MACVLAN_PRIVATE = 2,
+        NB_MACVLAN_PASSTHRU = 3,
+} nb_macvlan_mode;
+
+typedef struct nb_tap_opts {
+        bool vnet_hdr; /* IFF_VNET_HDR */
+        unsigned queues; /* >1: IFF_MULTI_QUEUE, one fd per queue (at most 16) */
+        bool persist; /* the device outlives its fds */
+        bool set_owner; /* then uid and gid own the device */
+        unsigned uid, gid;
+} nb_tap_opts;
+
+/* A tap (IFF_TAP | IFF_NO_PI, never attached to an existing device). The
+ * result carries its ifname, ifindex and one fd per queue. opts may be NULL. */
+int nb_batch_tap_create(nb_batch *batch, const char *name, const nb_tap_opts *opts);
+
+/* A macvtap on parent; the result carries one fd, its /dev/tapN character
+ * device, opened read-write (made without udev). mac NULL: a random one. */
+int nb_batch_macvtap_create(nb_batch *batch, const char *name, const char *parent,
+                            nb_macvlan_mode mode, const char *mac, bool vnet_hdr);
+int nb_batch_macvlan_create(nb_batch *batch, const char *name, const char *parent,
+                            nb_macvlan_mode mode, const char *mac);
+
+/* A veth pair. peer_netns_fd >= 0: an fd of a network namespace (e.g. from
+ * /run/netns/NAME or /proc/PID/ns/net) to move the peer into; the batch
+ * keeps its own copy, so the caller may close it. The peer needs a name. */
+int nb_batch_veth_create(nb_batch *batch, const char *name, const char *peer, int peer_netns_fd);
+int nb_batch_bridge_create(nb_batch *batch, const char *name);
+
+typedef struct nb_link_change {
+        int up; /* -1 unchanged, 0 down, 1 up */
+        unsigned mtu; /* 0 unchanged */
+        const char *mac; /* NULL unchanged */
+        const char *master; /* bridge to attach to; NULL unchanged */
+        bool nomaster; /* detach from its bridge */
+} nb_link_change;
+
+int nb_batch_link_set(nb_batch *batch, const char *name, const nb_link_change *change);
+int nb_batch_link_delete(nb_batch *batch, const char *name);
+/* The helper's name allocator: each prefix's used suffixes and cursor. */
+int nb_batch_names_dump(nb_batch *batch);
+
 /* ---- submitting ---- */
 
 /* Send the batch and wait for its reply. Returns 0 when the helper answered
@@ -147,6 +202,18 @@ int nb_result_stat(const nb_results *res, size_t i, const char *name, uint64_t *
  * (no Stats result at i) or -ERANGE (no such op or counter). */
 int nb_result_stat_at(const nb_results *res, size_t i, size_t k, const char **ret_name,
                       uint64_t *ret_value);
+
+/* The interface op i created or changed ("" if none), its ifindex (0 if
+ * none), and a veth's peer. */
+const char *nb_result_ifname(const nb_results *res, size_t i);
+int nb_result_ifindex(const nb_results *res, size_t i);
+const char *nb_result_peer_ifname(const nb_results *res, size_t i);
+
+/* NamesDump: the number of prefixes, and the k-th prefix with its used
+ * suffixes (ascending) and cursor. Returns 0, -ENODATA or -ERANGE. */
+size_t nb_result_names_count(const nb_results *res, size_t i);
+int nb_result_names_at(const nb_results *res, size_t i, size_t k, const char **ret_prefix,
+                       const uint32_t **ret_used, size_t *ret_n_used, unsigned *ret_cursor);
 
 /* File descriptors returned for op i (created devices): how many, and take
  * the k-th (the caller owns it afterwards). Returns the fd, -ERANGE, or

@@ -13,6 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <net/if.h>
+#include <netlink/cache.h>
+#include <netlink/route/link.h>
+
 #include "netbroker.h"
 
 enum { EXIT_OP_FAILED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
@@ -27,14 +31,26 @@ struct ctl {
 
 static void usage(FILE *f)
 {
-        fprintf(f, "usage: netbrokerctl [--socket PATH | --spawn HELPER] [--config PATH] [--json] "
-                   "COMMAND\n"
-                   "commands:\n"
-                   "  ping                                   round trip to the helper\n"
-                   "  stats                                  the helper's counters\n"
-                   "  exec [--timeout MS] [--stdin FILE] -- PROGRAM [ARGS...]\n"
-                   "                                         run an allow-listed program\n"
-                   "Without --socket or --spawn, the installed helper is spawned.\n");
+        fprintf(f,
+                "usage: netbrokerctl [--socket PATH | --spawn HELPER] [--config PATH] [--json] "
+                "COMMAND\n"
+                "commands:\n"
+                "  ping                                   round trip to the helper\n"
+                "  stats                                  the helper's counters\n"
+                "  exec [--timeout MS] [--stdin FILE] -- PROGRAM [ARGS...]\n"
+                "                                         run an allow-listed program\n"
+                "  link create tap NAME [--vnet-hdr] [--queues N] [--transient]\n"
+                "  link create macvtap|macvlan NAME --parent DEV [--mode "
+                "bridge|vepa|private|passthru]\n"
+                "                                 [--mac MAC] [--vnet-hdr]\n"
+                "  link create veth NAME --peer NAME [--peer-netns PATH]\n"
+                "  link create bridge NAME\n"
+                "        NAME may be a template such as vnet%%d\n"
+                "  link set NAME [--up | --down] [--mtu N] [--mac MAC] [--master BR | --nomaster]\n"
+                "  link delete NAME\n"
+                "  link list                              interfaces here (name, index, kind)\n"
+                "  names                                  the helper's name allocator\n"
+                "Without --socket or --spawn, the installed helper is spawned.\n");
 }
 
 /* JSON string output: enough escaping for program output and messages. */
@@ -240,7 +256,7 @@ static int cmd_exec(struct ctl *c, int argc, char **argv)
         nb_results *res = NULL;
         int ch, rc;
 
-        optind = 1;
+        optind = 0; /* 0, not 1: glibc then also resets its internal state */
         while ((ch = getopt_long(argc, argv, "+t:i:", opts, NULL)) != -1) {
                 if (ch == 't') {
                         char *end;
@@ -295,13 +311,319 @@ static int cmd_exec(struct ctl *c, int argc, char **argv)
         return rc;
 }
 
+/* Print the outcome of a one-op interface batch. */
+static int report_link(struct ctl *c, nb_results *res, const char *verb)
+{
+        int st = nb_result_status(res, 0);
+
+        if (c->json) {
+                printf("{\"status\":%d,\"message\":", -st);
+                json_str(nb_result_message(res, 0), strlen(nb_result_message(res, 0)));
+                printf(",\"ifname\":");
+                json_str(nb_result_ifname(res, 0), strlen(nb_result_ifname(res, 0)));
+                printf(",\"ifindex\":%d,\"peer\":", nb_result_ifindex(res, 0));
+                json_str(nb_result_peer_ifname(res, 0), strlen(nb_result_peer_ifname(res, 0)));
+                printf("}\n");
+                return st ? EXIT_OP_FAILED : 0;
+        }
+        if (st)
+                return report_failure(res, 0);
+        printf("%s %s", verb, nb_result_ifname(res, 0));
+        if (nb_result_ifindex(res, 0))
+                printf(" (ifindex %d)", nb_result_ifindex(res, 0));
+        if (nb_result_peer_ifname(res, 0)[0])
+                printf(", peer %s", nb_result_peer_ifname(res, 0));
+        printf("\n");
+        return 0;
+}
+
+static int submit_one(struct ctl *c, nb_batch *b, const char *verb)
+{
+        nb_results *res = NULL;
+        int rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+
+        if (rc == 0)
+                rc = report_link(c, res, verb);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
+}
+
+static int parse_mode(const char *s, nb_macvlan_mode *ret)
+{
+        static const char *const names[] = {"bridge", "vepa", "private", "passthru"};
+
+        for (int i = 0; i < 4; i++)
+                if (strcmp(s, names[i]) == 0) {
+                        *ret = (nb_macvlan_mode)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static int link_create(struct ctl *c, int argc, char **argv)
+{
+        static const struct option opts[] = {{"parent", required_argument, NULL, 'p'},
+                                             {"mode", required_argument, NULL, 'm'},
+                                             {"mac", required_argument, NULL, 'a'},
+                                             {"peer", required_argument, NULL, 'P'},
+                                             {"peer-netns", required_argument, NULL, 'n'},
+                                             {"vnet-hdr", no_argument, NULL, 'v'},
+                                             {"queues", required_argument, NULL, 'q'},
+                                             {"transient", no_argument, NULL, 't'},
+                                             {0}};
+        const char *parent = NULL, *mac = NULL, *peer = NULL, *netns = NULL, *kind, *name;
+        nb_macvlan_mode mode = NB_MACVLAN_BRIDGE;
+        nb_tap_opts tap = {.persist = true};
+        nb_batch *b;
+        int ch, r, nsfd = -1;
+
+        optind = 0; /* 0, not 1: glibc then also resets its internal state */
+        while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (ch) {
+                case 'p':
+                        parent = optarg;
+                        break;
+                case 'm':
+                        if (parse_mode(optarg, &mode) < 0) {
+                                fprintf(stderr, "netbrokerctl: unknown mode '%s'\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'a':
+                        mac = optarg;
+                        break;
+                case 'P':
+                        peer = optarg;
+                        break;
+                case 'n':
+                        netns = optarg;
+                        break;
+                case 'v':
+                        tap.vnet_hdr = true;
+                        break;
+                case 'q':
+                        tap.queues = (unsigned)atoi(optarg);
+                        break;
+                case 't':
+                        tap.persist = false;
+                        break;
+                default:
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (argc - optind != 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        kind = argv[optind];
+        name = argv[optind + 1];
+        b = nb_batch_new();
+        if (!b)
+                return EXIT_OP_FAILED;
+        if (strcmp(kind, "tap") == 0) {
+                r = nb_batch_tap_create(b, name, &tap);
+        } else if (strcmp(kind, "macvtap") == 0 || strcmp(kind, "macvlan") == 0) {
+                r = !parent ? -EINVAL
+                    : strcmp(kind, "macvtap") == 0
+                            ? nb_batch_macvtap_create(b, name, parent, mode, mac, tap.vnet_hdr)
+                            : nb_batch_macvlan_create(b, name, parent, mode, mac);
+        } else if (strcmp(kind, "veth") == 0) {
+                if (netns && (nsfd = open(netns, O_RDONLY | O_CLOEXEC)) < 0) {
+                        fprintf(stderr, "netbrokerctl: %s: %s\n", netns, strerror(errno));
+                        nb_batch_free(b);
+                        return EXIT_USAGE;
+                }
+                r = peer ? nb_batch_veth_create(b, name, peer, nsfd) : -EINVAL;
+                if (nsfd >= 0)
+                        close(nsfd);
+        } else if (strcmp(kind, "bridge") == 0) {
+                r = nb_batch_bridge_create(b, name);
+        } else {
+                r = -EINVAL;
+        }
+        if (r < 0) {
+                fprintf(stderr, "netbrokerctl: link create %s %s: %s\n", kind, name,
+                        r == -EINVAL ? "bad or missing arguments (see --help)" : strerror(-r));
+                nb_batch_free(b);
+                return EXIT_USAGE;
+        }
+        return submit_one(c, b, "created");
+}
+
+static int link_set(struct ctl *c, int argc, char **argv)
+{
+        static const struct option opts[] = {{"up", no_argument, NULL, 'u'},
+                                             {"down", no_argument, NULL, 'd'},
+                                             {"mtu", required_argument, NULL, 'm'},
+                                             {"mac", required_argument, NULL, 'a'},
+                                             {"master", required_argument, NULL, 'M'},
+                                             {"nomaster", no_argument, NULL, 'N'},
+                                             {0}};
+        nb_link_change ch_ = {.up = -1};
+        nb_batch *b;
+        int ch;
+
+        optind = 0; /* 0, not 1: glibc then also resets its internal state */
+        while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (ch) {
+                case 'u':
+                        ch_.up = 1;
+                        break;
+                case 'd':
+                        ch_.up = 0;
+                        break;
+                case 'm':
+                        ch_.mtu = (unsigned)atoi(optarg);
+                        break;
+                case 'a':
+                        ch_.mac = optarg;
+                        break;
+                case 'M':
+                        ch_.master = optarg;
+                        break;
+                case 'N':
+                        ch_.nomaster = true;
+                        break;
+                default:
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (argc - optind != 1) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        if (!b || nb_batch_link_set(b, argv[optind], &ch_) < 0) {
+                fprintf(stderr, "netbrokerctl: link set: bad arguments\n");
+                nb_batch_free(b);
+                return EXIT_USAGE;
+        }
+        return submit_one(c, b, "changed");
+}
+
+static int link_delete(struct ctl *c, int argc, char **argv)
+{
+        nb_batch *b;
+
+        if (argc != 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        if (!b || nb_batch_link_delete(b, argv[1]) < 0) {
+                fprintf(stderr, "netbrokerctl: link delete: bad name\n");
+                nb_batch_free(b);
+                return EXIT_USAGE;
+        }
+        return submit_one(c, b, "deleted");
+}
+
+/* Reading links needs no privilege: netbrokerctl dumps them itself. */
+static int link_list(struct ctl *c, int argc, char **argv)
+{
+        struct nl_sock *sk;
+        struct nl_cache *cache = NULL;
+        int n = 0;
+
+        (void)argv;
+        if (argc != 1) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        sk = nl_socket_alloc();
+        if (!sk || nl_connect(sk, NETLINK_ROUTE) < 0 ||
+            rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache) < 0) {
+                fprintf(stderr, "netbrokerctl: cannot list links\n");
+                nl_socket_free(sk);
+                return EXIT_OP_FAILED;
+        }
+        if (c->json)
+                putchar('[');
+        for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+                struct rtnl_link *l = (struct rtnl_link *)o;
+                const char *kind = rtnl_link_get_type(l);
+                if (c->json)
+                        printf("%s{\"ifname\":\"%s\",\"ifindex\":%d,\"kind\":\"%s\",\"up\":%s}",
+                               n++ ? "," : "", rtnl_link_get_name(l), rtnl_link_get_ifindex(l),
+                               kind ? kind : "",
+                               rtnl_link_get_flags(l) & IFF_UP ? "true" : "false");
+                else
+                        printf("%-16s %6d  %-8s %s\n", rtnl_link_get_name(l),
+                               rtnl_link_get_ifindex(l), kind ? kind : "-",
+                               rtnl_link_get_flags(l) & IFF_UP ? "up" : "down");
+        }
+        if (c->json)
+                puts("]");
+        nl_cache_free(cache);
+        nl_socket_free(sk);
+        return 0;
+}
+
+static int cmd_link(struct ctl *c, int argc, char **argv)
+{
+        if (argc >= 2 && strcmp(argv[1], "create") == 0)
+                return link_create(c, argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "set") == 0)
+                return link_set(c, argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "delete") == 0)
+                return link_delete(c, argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "list") == 0)
+                return link_list(c, argc - 1, argv + 1);
+        usage(stderr);
+        return EXIT_USAGE;
+}
+
+static int cmd_names(struct ctl *c, int argc, char **argv)
+{
+        nb_batch *b;
+        nb_results *res = NULL;
+        int rc;
+
+        (void)argv;
+        if (argc != 1) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        if (!b || nb_batch_names_dump(b) < 0) {
+                nb_batch_free(b);
+                return EXIT_OP_FAILED;
+        }
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0 && !(rc = report_failure(res, 0))) {
+                const char *prefix;
+                const uint32_t *used;
+                size_t n_used;
+                unsigned cursor;
+                if (c->json)
+                        putchar('[');
+                for (size_t k = 0;
+                     nb_result_names_at(res, 0, k, &prefix, &used, &n_used, &cursor) == 0; k++) {
+                        printf(c->json ? "%s{\"prefix\":\"%s\",\"cursor\":%u,\"used\":["
+                                       : "%s%-12s next from %-6u used:",
+                               c->json ? (k ? "," : "") : "", prefix, cursor);
+                        for (size_t j = 0; j < n_used; j++)
+                                printf(c->json ? "%s%u" : "%s %u", c->json && j ? "," : "",
+                                       used[j]);
+                        printf(c->json ? "]}" : "\n");
+                }
+                if (c->json)
+                        puts("]");
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
+}
+
 static const struct {
         const char *name;
         int (*fn)(struct ctl *c, int argc, char **argv);
 } commands[] = {
-        {"ping", cmd_ping},
-        {"stats", cmd_stats},
-        {"exec", cmd_exec},
+        {"ping", cmd_ping}, {"stats", cmd_stats}, {"exec", cmd_exec},
+        {"link", cmd_link}, {"names", cmd_names},
 };
 
 int main(int argc, char **argv)

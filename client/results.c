@@ -7,22 +7,34 @@
 
 #include "internal.h"
 
+/* Fds no result points at (those of ops that were undone) are closed at
+ * once: a tap lives as long as an fd of it is open. */
+static void close_unreferenced(nb_results *r)
+{
+        const Netbroker__Reply *reply = r->msg->reply;
+
+        for (size_t k = 0; k < r->nfds; k++) {
+                bool used = false;
+                for (size_t i = 0; i < reply->n_results && !used; i++)
+                        for (size_t j = 0; j < reply->results[i]->n_fd_index && !used; j++)
+                                used = reply->results[i]->fd_index[j] == k;
+                if (!used && r->fds[k] >= 0) {
+                        close(r->fds[k]);
+                        r->fds[k] = -1;
+                }
+        }
+}
+
 int nb_results_new(Netbroker__ServerMessage *msg, int *fds, size_t nfds, nb_results **ret)
 {
         nb_results *r = calloc(1, sizeof(*r));
 
         if (!r)
                 return -ENOMEM;
-        if (nfds) {
-                r->fds = malloc(nfds * sizeof(int));
-                if (!r->fds) {
-                        free(r);
-                        return -ENOMEM;
-                }
-                memcpy(r->fds, fds, nfds * sizeof(int));
-        }
         r->msg = msg;
+        r->fds = fds; /* taken */
         r->nfds = nfds;
+        close_unreferenced(r);
         *ret = r;
         return 0;
 }
@@ -153,4 +165,53 @@ NB_EXPORT int nb_result_take_fd(nb_results *r, size_t i, size_t k)
                 return -EBADF;
         r->fds[idx] = -1;
         return fd;
+}
+
+NB_EXPORT const char *nb_result_ifname(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res ? res->ifname : "";
+}
+
+NB_EXPORT int nb_result_ifindex(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res ? res->ifindex : 0;
+}
+
+NB_EXPORT const char *nb_result_peer_ifname(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res ? res->peer_ifname : "";
+}
+
+NB_EXPORT size_t nb_result_names_count(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res && res->out_case == NETBROKER__RESULT__OUT_NAMES ? res->names->n_prefixes : 0;
+}
+
+NB_EXPORT int nb_result_names_at(const nb_results *r, size_t i, size_t k, const char **ret_prefix,
+                                 const uint32_t **ret_used, size_t *ret_n_used,
+                                 unsigned *ret_cursor)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__NamePrefix *p;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_NAMES)
+                return -ENODATA;
+        if (k >= res->names->n_prefixes)
+                return -ERANGE;
+        p = res->names->prefixes[k];
+        *ret_prefix = p->prefix;
+        *ret_used = p->used;
+        *ret_n_used = p->n_used;
+        *ret_cursor = p->cursor;
+        return 0;
 }

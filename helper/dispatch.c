@@ -1,4 +1,4 @@
-/* Validation and execution of requests; see dispatch.h. */
+/* Jobs: validation, running, undo, fd streaming; see dispatch.h. */
 #include "dispatch.h"
 
 #include <errno.h>
@@ -8,31 +8,72 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "log.h"
+#include "ops.h"
 #include "spawn.h"
-#include "stats.h"
 
 NB_LOG_CATEGORY(dispatch);
 
-const char *const nb_features[] = {"ping", "stats", "exec"};
-const size_t nb_n_features = sizeof(nb_features) / sizeof(*nb_features);
-
-/* The fixed environment every program starts from. */
-static const char *const default_env[] = {
-        "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-        "LC_ALL=C",
+/* One handler per op kind, indexed by the protobuf oneof case. */
+static const struct nb_op_handler *const handlers[] = {
+        [NETBROKER__OP__OP_PING] = &nb_op_ping,
+        [NETBROKER__OP__OP_STATS] = &nb_op_stats,
+        [NETBROKER__OP__OP_EXEC] = &nb_op_exec,
+        [NETBROKER__OP__OP_TAP_CREATE] = &nb_op_tap_create,
+        [NETBROKER__OP__OP_MACVTAP_CREATE] = &nb_op_macvtap_create,
+        [NETBROKER__OP__OP_MACVLAN_CREATE] = &nb_op_macvlan_create,
+        [NETBROKER__OP__OP_VETH_CREATE] = &nb_op_veth_create,
+        [NETBROKER__OP__OP_BRIDGE_CREATE] = &nb_op_bridge_create,
+        [NETBROKER__OP__OP_LINK_SET] = &nb_op_link_set,
+        [NETBROKER__OP__OP_LINK_DELETE] = &nb_op_link_delete,
+        [NETBROKER__OP__OP_NAMES_DUMP] = &nb_op_names_dump,
 };
-#define N_DEFAULT_ENV (sizeof(default_env) / sizeof(*default_env))
+#define N_HANDLERS (sizeof(handlers) / sizeof(*handlers))
 
-/* Variables the dynamic loader or libc act on (glibc's unsecure list, and
- * the tunables it filters in secure mode): a privileged helper never passes
- * them on. LD_* and MALLOC_* are refused as prefixes. */
-static const char *const refused_env[] = {
-        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES",   "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
-        "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR",      "TZDIR",
+/* Ops that need the kernel's interfaces (unavailable without ctx->links). */
+static bool needs_links(const struct nb_op_handler *h)
+{
+        return h != &nb_op_ping && h != &nb_op_stats && h != &nb_op_exec;
+}
+
+static const struct nb_op_handler *handler_for(const struct nb_dispatch_ctx *ctx,
+                                               const Netbroker__Op *op)
+{
+        const struct nb_op_handler *h;
+
+        if ((size_t)op->op_case >= N_HANDLERS || !(h = handlers[op->op_case]))
+                return NULL;
+        if (needs_links(h) && !ctx->links)
+                return NULL;
+        return h;
+}
+
+size_t nb_features(const struct nb_dispatch_ctx *ctx, const char **names, size_t max)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < N_HANDLERS && n < max; i++)
+                if (handlers[i] && (!needs_links(handlers[i]) || ctx->links))
+                        names[n++] = handlers[i]->name;
+        return n;
+}
+
+enum job_state {
+        JOB_RUNNING,
+        JOB_PARKED, /* an op is under way (child, slot) */
+        JOB_WAITING_OUTPUT, /* fds queued behind other output */
+        JOB_DONE,
 };
 
-enum job_state { JOB_RUNNING, JOB_WAITING_SLOT, JOB_WAITING_CHILD, JOB_DONE };
+struct undo {
+        size_t op;
+        void (*undo)(struct nb_job *job, void *data);
+        void (*free_data)(void *data);
+        void *data;
+        struct undo *next;
+};
 
 struct nb_job {
         const struct nb_dispatch_ctx *ctx;
@@ -40,14 +81,19 @@ struct nb_job {
         Netbroker__Request *req;
         struct nb_pb_budget *budget;
         Netbroker__Result **results;
+        int *fds; /* the request's */
+        size_t nfds;
         size_t next;
+        size_t failed; /* first failed op that stops the batch, or SIZE_MAX */
         size_t reply_budget;
+        uint32_t fds_given;
         enum job_state state;
-        bool cancelled;
-        bool resuming;
-        struct nb_child *child;
-        char **child_argv, **child_envp;
-        nb_job_done_fn done;
+        bool cancelled, resuming, output_blocked, waiting_slot;
+        struct undo *undos;
+        void (*cancel_parked)(void *data);
+        void *parked_data;
+        struct nb_timer resume_timer;
+        const struct nb_job_owner *owner;
         void *data;
         struct nb_job *next_waiting;
 };
@@ -60,12 +106,9 @@ unsigned nb_jobs_waiting(void)
         return n_waiting;
 }
 
-/* ---- results ---- */
+/* ---- services for op files ---- */
 
-static int set_status(Netbroker__Result *res, int err, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static int set_status(Netbroker__Result *res, int err, const char *fmt, ...)
+int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
 {
         char buf[512];
         va_list ap;
@@ -84,334 +127,128 @@ static int set_status(Netbroker__Result *res, int err, const char *fmt, ...)
         return err;
 }
 
-/* ---- validation: nothing here touches the system ---- */
-
-static bool env_name_refused(const char *entry, size_t name_len)
+void nb_validation_created(struct nb_validation *v, const char *name)
 {
-        if (name_len >= 3 && strncmp(entry, "LD_", 3) == 0)
-                return true;
-        if (name_len >= 7 && strncmp(entry, "MALLOC_", 7) == 0)
-                return true;
-        for (size_t i = 0; i < sizeof(refused_env) / sizeof(*refused_env); i++)
-                if (strlen(refused_env[i]) == name_len &&
-                    strncmp(entry, refused_env[i], name_len) == 0)
+        snprintf(v->created[v->n_created++], 16, "%s", name);
+}
+
+bool nb_validation_was_created(const struct nb_validation *v, const char *name)
+{
+        for (size_t i = 0; i < v->n_created; i++)
+                if (strcmp(v->created[i], name) == 0)
                         return true;
         return false;
 }
 
-static int validate_exec(const struct nb_config *cfg, const Netbroker__Exec *e,
-                         Netbroker__Result *res)
+const struct nb_dispatch_ctx *nb_job_ctx(const struct nb_job *job)
 {
-        if (!e->path[0] || e->path[0] != '/')
-                return set_status(res, EINVAL, "exec: program path must be absolute, got '%s'",
-                                  e->path);
-        if (!nb_config_exec_allowed(cfg, e->path))
-                return set_status(res, EPERM, "exec: %s is not on the allow-list", e->path);
-        if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
-                return set_status(res, E2BIG, "exec: more than %u arguments or environment entries",
-                                  cfg->max_args);
-        for (size_t i = 0; i < e->n_env; i++) {
-                const char *eq = strchr(e->env[i], '=');
-                if (!eq || eq == e->env[i])
-                        return set_status(res, EINVAL,
-                                          "exec: environment entry %zu is not KEY=VALUE", i);
-                if (env_name_refused(e->env[i], (size_t)(eq - e->env[i])))
-                        return set_status(res, EPERM,
-                                          "exec: environment variable %.*s is not allowed",
-                                          (int)(eq - e->env[i]), e->env[i]);
+        return job->ctx;
+}
+
+int nb_job_request_fd(const struct nb_job *job, size_t i)
+{
+        return i < job->nfds ? job->fds[i] : -1;
+}
+
+size_t nb_job_reply_budget(const struct nb_job *job)
+{
+        return job->reply_budget;
+}
+
+void nb_job_spend_reply_budget(struct nb_job *job, size_t n)
+{
+        job->reply_budget -= n < job->reply_budget ? n : job->reply_budget;
+}
+
+int nb_job_give_fds(struct nb_job *job, Netbroker__Result *res, int *fds, size_t n)
+{
+        uint32_t *idx = realloc(res->fd_index, (res->n_fd_index + n) * sizeof(*idx));
+        int r;
+
+        if (!idx) {
+                for (size_t i = 0; i < n; i++)
+                        close(fds[i]);
+                return -ENOMEM;
         }
-        if (e->timeout_ms > cfg->exec_timeout_max_ms)
-                return set_status(res, EINVAL, "exec: timeout %u ms is above the maximum of %u ms",
-                                  e->timeout_ms, cfg->exec_timeout_max_ms);
+        res->fd_index = idx;
+        r = job->owner->send_fds(job->data, job->req->id, (uint32_t)job->next, fds, n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                res->fd_index[res->n_fd_index++] = job->fds_given++;
+        if (r == 1)
+                job->output_blocked = true;
         return 0;
 }
 
-static int validate_op(const struct nb_config *cfg, const Netbroker__Op *op, Netbroker__Result *res)
+int nb_job_on_failure_undo(struct nb_job *job, void (*undo)(struct nb_job *job, void *data),
+                           void (*free_data)(void *data), void *data)
 {
-        switch (op->op_case) {
-        case NETBROKER__OP__OP_PING:
-        case NETBROKER__OP__OP_STATS:
-                return 0;
-        case NETBROKER__OP__OP_EXEC:
-                return validate_exec(cfg, op->exec, res);
-        default:
-                nb_stat_inc(NB_STAT_OPS_UNKNOWN);
-                return set_status(res, EOPNOTSUPP,
-                                  "unknown operation (this helper speaks: ping, stats, exec)");
+        struct undo *u = malloc(sizeof(*u));
+
+        if (!u) {
+                free_data(data);
+                return -ENOMEM;
         }
+        *u = (struct undo){.op = job->next,
+                           .undo = undo,
+                           .free_data = free_data,
+                           .data = data,
+                           .next = job->undos};
+        job->undos = u;
+        return 0;
 }
 
-/* Validate every op before any runs. On failure the failing op carries the
- * reason and every other op says it was not run. */
+/* ---- validation: reads the system at most, never changes it ---- */
+
 static int validate_request(struct nb_job *job)
 {
-        const struct nb_config *cfg = job->ctx->cfg;
         Netbroker__Request *req = job->req;
+        struct nb_validation v = {.ctx = job->ctx, .nfds = job->nfds, .fds = job->fds};
         size_t bad = SIZE_MAX;
 
-        for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++)
-                if (validate_op(cfg, req->ops[i], job->results[i]) != 0)
+        v.created = calloc(req->n_ops ? req->n_ops : 1, sizeof(*v.created));
+        v.fd_used = calloc(job->nfds ? job->nfds : 1, sizeof(*v.fd_used));
+        if (!v.created || !v.fd_used) {
+                free(v.created);
+                free(v.fd_used);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
+                const struct nb_op_handler *h = handler_for(job->ctx, req->ops[i]);
+                if (!h) {
+                        nb_stat_inc(NB_STAT_OPS_UNKNOWN);
+                        nb_result_set(job->results[i], EOPNOTSUPP,
+                                      "unknown operation: this helper does not run it (see Hello's "
+                                      "features)");
                         bad = i;
+                } else if (h->validate && h->validate(&v, req->ops[i], job->results[i]) != 0) {
+                        bad = i;
+                }
+        }
+        /* fds no op asked for are closed at once: the client's mistake must
+         * not cost the helper its few fds. */
+        for (size_t i = 0; i < job->nfds; i++)
+                if (!v.fd_used[i] && job->fds[i] >= 0) {
+                        close(job->fds[i]);
+                        job->fds[i] = -1;
+                }
+        free(v.created);
+        free(v.fd_used);
         if (bad == SIZE_MAX)
                 return 0;
         for (size_t i = 0; i < req->n_ops; i++)
                 if (i != bad)
-                        set_status(job->results[i], ECANCELED, "not run: op %zu was refused", bad);
+                        nb_result_set(job->results[i], ECANCELED, "not run: op %zu was refused",
+                                      bad);
         return -EINVAL;
 }
 
 /* ---- running ---- */
 
 static void job_continue(struct nb_job *job);
-static void op_finished(struct nb_job *job);
 
-static void count_op(const Netbroker__Op *op)
-{
-        switch (op->op_case) {
-        case NETBROKER__OP__OP_PING:
-                nb_stat_inc(NB_STAT_OPS_PING);
-                break;
-        case NETBROKER__OP__OP_STATS:
-                nb_stat_inc(NB_STAT_OPS_STATS);
-                break;
-        case NETBROKER__OP__OP_EXEC:
-                nb_stat_inc(NB_STAT_OPS_EXEC);
-                break;
-        default:
-                break;
-        }
-}
-
-static int run_stats(Netbroker__Result *res)
-{
-        Netbroker__StatsResult *st = malloc(sizeof(*st));
-        size_t extra = 2;
-
-        if (!st)
-                return set_status(res, ENOMEM, "stats: out of memory");
-        netbroker__stats_result__init(st);
-        res->out_case = NETBROKER__RESULT__OUT_STATS;
-        res->stats = st;
-        st->counters = calloc(NB_STAT__MAX + extra, sizeof(*st->counters));
-        if (!st->counters)
-                return set_status(res, ENOMEM, "stats: out of memory");
-        for (size_t i = 0; i < NB_STAT__MAX + extra; i++) {
-                Netbroker__Counter *c = malloc(sizeof(*c));
-                if (!c)
-                        return set_status(res, ENOMEM, "stats: out of memory");
-                netbroker__counter__init(c);
-                if (i < NB_STAT__MAX) {
-                        c->name = strdup(nb_stat_name((enum nb_stat)i));
-                        c->value = nb_stats[i];
-                } else if (i == NB_STAT__MAX) {
-                        c->name = strdup("children_running");
-                        c->value = nb_children_running();
-                } else {
-                        c->name = strdup("spawns_waiting");
-                        c->value = n_waiting;
-                }
-                st->counters[st->n_counters++] = c;
-                if (!c->name) {
-                        c->name = (char *)protobuf_c_empty_string;
-                        return set_status(res, ENOMEM, "stats: out of memory");
-                }
-        }
-        return 0;
-}
-
-static void free_child_arrays(struct nb_job *job)
-{
-        free(job->child_argv);
-        free(job->child_envp);
-        job->child_argv = job->child_envp = NULL;
-}
-
-/* Default environment plus the request's entries; a request entry replaces
- * a default of the same name. Strings are borrowed from the request. */
-static char **build_env(const Netbroker__Exec *e)
-{
-        char **env = calloc(N_DEFAULT_ENV + e->n_env + 1, sizeof(*env));
-        size_t n = 0;
-
-        if (!env)
-                return NULL;
-        for (size_t i = 0; i < N_DEFAULT_ENV; i++) {
-                size_t name_len = strcspn(default_env[i], "=") + 1;
-                bool overridden = false;
-                for (size_t j = 0; j < e->n_env; j++)
-                        if (strncmp(e->env[j], default_env[i], name_len) == 0)
-                                overridden = true;
-                if (!overridden)
-                        env[n++] = (char *)default_env[i];
-        }
-        for (size_t j = 0; j < e->n_env; j++)
-                env[n++] = e->env[j];
-        return env;
-}
-
-static char **build_argv(const Netbroker__Exec *e)
-{
-        size_t n = e->n_argv ? e->n_argv : 1;
-        char **argv = calloc(n + 1, sizeof(*argv));
-
-        if (!argv)
-                return NULL;
-        if (e->n_argv == 0)
-                argv[0] = e->path;
-        for (size_t i = 0; i < e->n_argv; i++)
-                argv[i] = e->argv[i];
-        return argv;
-}
-
-static int move_buf(struct nb_buf *b, ProtobufCBinaryData *out)
-{
-        out->data = b->data;
-        out->len = b->len;
-        b->data = NULL;
-        b->len = b->cap = 0;
-        return 0;
-}
-
-static void exec_done(struct nb_child *child, void *data)
-{
-        struct nb_job *job = data;
-        Netbroker__Result *res = job->results[job->next];
-        struct nb_child_result *cr = nb_child_result(child);
-        Netbroker__ExecResult *er = malloc(sizeof(*er));
-
-        free_child_arrays(job);
-        job->child = NULL;
-        if (!er) {
-                set_status(res, ENOMEM, "exec: out of memory");
-        } else {
-                netbroker__exec_result__init(er);
-                er->exit_code = cr->exit_code;
-                er->signal = cr->signal;
-                er->timed_out = cr->timed_out;
-                er->stdout_truncated = cr->out_truncated;
-                er->stderr_truncated = cr->err_truncated;
-                er->duration_us = cr->duration_us;
-                job->reply_budget -= cr->out.len + cr->err.len;
-                move_buf(&cr->out, &er->stdout_data);
-                move_buf(&cr->err, &er->stderr_data);
-                res->out_case = NETBROKER__RESULT__OUT_EXEC;
-                res->exec = er;
-                if (cr->timed_out)
-                        set_status(res, ETIMEDOUT, "exec: killed after the %u ms timeout",
-                                   job->req->ops[job->next]->exec->timeout_ms
-                                           ? job->req->ops[job->next]->exec->timeout_ms
-                                           : job->ctx->cfg->exec_timeout_ms);
-                else if (cr->signal)
-                        set_status(res, EIO, "exec: killed by signal %d", cr->signal);
-                else if (cr->exit_code)
-                        set_status(res, EIO, "exec: exited with status %d", cr->exit_code);
-        }
-        nb_child_free(child);
-        job->state = JOB_RUNNING;
-        op_finished(job);
-        job_continue(job);
-}
-
-static void wait_for_slot(struct nb_job *job)
-{
-        job->state = JOB_WAITING_SLOT;
-        job->next_waiting = NULL;
-        if (waiting_tail)
-                waiting_tail->next_waiting = job;
-        else
-                waiting_head = job;
-        waiting_tail = job;
-        n_waiting++;
-}
-
-/* Returns 1 when the op is under way (the job parks), else its status. */
-static int run_exec(struct nb_job *job, const Netbroker__Exec *e, Netbroker__Result *res)
-{
-        const struct nb_config *cfg = job->ctx->cfg;
-        size_t cap = cfg->exec_output_cap;
-        struct nb_exec_spec spec;
-        int r;
-
-        if (nb_children_running() >= cfg->max_spawns) {
-                if (n_waiting >= cfg->max_pending_spawns)
-                        return set_status(
-                                res, EAGAIN,
-                                "exec: %u programs are waiting to run already (max_pending_spawns)",
-                                n_waiting);
-                wait_for_slot(job);
-                return 1;
-        }
-        if (cap > job->reply_budget / 2)
-                cap = job->reply_budget / 2;
-        job->child_argv = build_argv(e);
-        job->child_envp = build_env(e);
-        if (!job->child_argv || !job->child_envp) {
-                free_child_arrays(job);
-                return set_status(res, ENOMEM, "exec: out of memory");
-        }
-        spec = (struct nb_exec_spec){
-                .path = e->path,
-                .argv = job->child_argv,
-                .envp = job->child_envp,
-                .stdin_data = e->stdin_data.data,
-                .stdin_len = e->stdin_data.len,
-                .timeout_ms = e->timeout_ms ? e->timeout_ms : cfg->exec_timeout_ms,
-                .output_cap = cap,
-        };
-        r = nb_child_spawn(job->ctx->loop, &spec, exec_done, job, &job->child);
-        if (r < 0) {
-                free_child_arrays(job);
-                return set_status(res, -r, "exec: cannot run %s: %s", e->path, strerror(-r));
-        }
-        job->state = JOB_WAITING_CHILD;
-        return 1;
-}
-
-/* Returns 1 when the op parked the job, else the op's status. */
-static int run_op(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
-{
-        switch (op->op_case) {
-        case NETBROKER__OP__OP_PING:
-                return 0;
-        case NETBROKER__OP__OP_STATS:
-                return run_stats(res);
-        case NETBROKER__OP__OP_EXEC:
-                return run_exec(job, op->exec, res);
-        default:
-                return set_status(res, EOPNOTSUPP, "unknown operation");
-        }
-}
-
-static void job_free(void *p)
-{
-        struct nb_job *job = p;
-
-        if (job->results) {
-                for (size_t i = 0; i < job->req->n_ops; i++)
-                        if (job->results[i])
-                                protobuf_c_message_free_unpacked(&job->results[i]->base, NULL);
-                free(job->results);
-        }
-        free_child_arrays(job);
-        protobuf_c_message_free_unpacked(&job->msg->base, &job->budget->allocator);
-        free(job->budget);
-        free(job);
-}
-
-static void job_finish(struct nb_job *job)
-{
-        Netbroker__Reply reply = NETBROKER__REPLY__INIT;
-
-        job->state = JOB_DONE;
-        reply.id = job->req->id;
-        reply.n_results = job->req->n_ops;
-        reply.results = job->results;
-        if (!job->cancelled)
-                job->done(job, &reply, job->data);
-        nb_loop_defer_free(job->ctx->loop, job_free, job);
-}
-
-/* An op has its result: count an error, skip the rest after a failure
+/* An op has its result: count an error; after a failure, skip the rest
  * unless the request says to go on. */
 static void op_finished(struct nb_job *job)
 {
@@ -426,8 +263,99 @@ static void op_finished(struct nb_job *job)
         nb_stat_inc(NB_STAT_OP_ERRORS);
         if (keep_going)
                 return;
+        job->failed = failed;
         for (; job->next < req->n_ops; job->next++)
-                set_status(job->results[job->next], ECANCELED, "not run: op %zu failed", failed);
+                nb_result_set(job->results[job->next], ECANCELED, "not run: op %zu failed", failed);
+}
+
+void nb_job_op_done(struct nb_job *job)
+{
+        job->state = JOB_RUNNING;
+        job->cancel_parked = NULL;
+        job->parked_data = NULL;
+        op_finished(job);
+        job_continue(job);
+}
+
+void nb_job_park(struct nb_job *job, void (*cancel)(void *data), void *data)
+{
+        job->state = JOB_PARKED;
+        job->cancel_parked = cancel;
+        job->parked_data = data;
+}
+
+bool nb_job_wait_for_slot(struct nb_job *job)
+{
+        if (n_waiting >= job->ctx->cfg->max_pending_spawns)
+                return false;
+        job->state = JOB_PARKED;
+        job->waiting_slot = true;
+        job->next_waiting = NULL;
+        if (waiting_tail)
+                waiting_tail->next_waiting = job;
+        else
+                waiting_head = job;
+        waiting_tail = job;
+        n_waiting++;
+        return true;
+}
+
+/* Undo, newest first, what the ops before the failed one changed, and say
+ * so in their results. */
+static void roll_back(struct nb_job *job)
+{
+        for (struct undo *u = job->undos; u; u = u->next) {
+                Netbroker__Result *res = job->results[u->op];
+                u->undo(job, u->data);
+                nb_result_set(res, ECANCELED, "undone: op %zu failed", job->failed);
+                res->n_fd_index = 0; /* the client closes fds nobody points at */
+        }
+}
+
+static void free_undos(struct nb_job *job)
+{
+        while (job->undos) {
+                struct undo *u = job->undos;
+                job->undos = u->next;
+                u->free_data(u->data);
+                free(u);
+        }
+}
+
+static void job_free(void *p)
+{
+        struct nb_job *job = p;
+
+        nb_timer_cancel(job->ctx->loop, &job->resume_timer);
+        free_undos(job);
+        if (job->results) {
+                for (size_t i = 0; i < job->req->n_ops; i++)
+                        if (job->results[i])
+                                protobuf_c_message_free_unpacked(&job->results[i]->base, NULL);
+                free(job->results);
+        }
+        nb_close_fds(job->fds, job->nfds);
+        free(job->fds);
+        protobuf_c_message_free_unpacked(&job->msg->base, &job->budget->allocator);
+        free(job->budget);
+        free(job);
+}
+
+static void job_finish(struct nb_job *job)
+{
+        Netbroker__Reply reply = NETBROKER__REPLY__INIT;
+
+        job->state = JOB_DONE;
+        if (job->failed != SIZE_MAX && !job->cancelled)
+                roll_back(job);
+        /* The request's own fds (netns fds) are of no use past this point. */
+        nb_close_fds(job->fds, job->nfds);
+        reply.id = job->req->id;
+        reply.n_results = job->req->n_ops;
+        reply.results = job->results;
+        if (!job->cancelled)
+                job->owner->done(job, &reply, job->data);
+        nb_loop_defer_free(job->ctx->loop, job_free, job);
 }
 
 static void job_continue(struct nb_job *job)
@@ -435,15 +363,43 @@ static void job_continue(struct nb_job *job)
         Netbroker__Request *req = job->req;
 
         while (job->next < req->n_ops && !job->cancelled) {
+                const struct nb_op_handler *h = handler_for(job->ctx, req->ops[job->next]);
+                int r;
+
+                if (job->output_blocked) {
+                        /* Fds are queued: wait until they are out, so the
+                         * helper never holds more than a handful. */
+                        job->state = JOB_WAITING_OUTPUT;
+                        return;
+                }
                 /* An op resumed after waiting for a slot was counted already. */
                 if (!job->resuming)
-                        count_op(req->ops[job->next]);
+                        nb_stat_inc(h->stat);
                 job->resuming = false;
-                if (run_op(job, req->ops[job->next], job->results[job->next]) == 1)
+                r = h->run(job, req->ops[job->next], job->results[job->next]);
+                if (r == NB_OP_PARKED)
                         return;
                 op_finished(job);
         }
         job_finish(job);
+}
+
+static void resume(void *data)
+{
+        struct nb_job *job = data;
+
+        if (job->state != JOB_WAITING_OUTPUT || job->output_blocked)
+                return;
+        job->state = JOB_RUNNING;
+        job_continue(job);
+}
+
+void nb_job_output_drained(struct nb_job *job)
+{
+        job->output_blocked = false;
+        /* Not from inside the owner's flush: resume from the loop. */
+        if (job->state == JOB_WAITING_OUTPUT)
+                nb_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
 }
 
 void nb_jobs_kick(const struct nb_dispatch_ctx *ctx)
@@ -454,6 +410,7 @@ void nb_jobs_kick(const struct nb_dispatch_ctx *ctx)
                 if (!waiting_head)
                         waiting_tail = NULL;
                 n_waiting--;
+                job->waiting_slot = false;
                 job->state = JOB_RUNNING;
                 job->resuming = true;
                 job_continue(job);
@@ -480,53 +437,48 @@ static void unlink_waiting(struct nb_job *job)
 
 void nb_job_cancel(struct nb_job *job)
 {
-        if (!job)
+        if (!job || job->state == JOB_DONE)
                 return;
         job->cancelled = true;
-        if (job->state == JOB_WAITING_SLOT) {
+        if (job->waiting_slot) {
                 unlink_waiting(job);
-                job_finish(job);
-        } else if (job->state == JOB_WAITING_CHILD) {
-                nb_child_abandon(job->child);
-                job->child = NULL;
-                job_finish(job);
+                job->waiting_slot = false;
         }
-        /* JOB_RUNNING cannot be seen here (jobs run to a park point inside
-         * one callback); JOB_DONE is already queued for freeing. */
+        if (job->cancel_parked)
+                job->cancel_parked(job->parked_data);
+        job->cancel_parked = NULL;
+        job_finish(job);
 }
 
 int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *msg,
-                 struct nb_pb_budget *budget, int *fds, size_t nfds, nb_job_done_fn done,
-                 void *data, struct nb_job **ret)
+                 struct nb_pb_budget *budget, int *fds, size_t nfds,
+                 const struct nb_job_owner *owner, void *data, struct nb_job **ret)
 {
         struct nb_job *job = calloc(1, sizeof(*job));
-        int r;
 
-        /* No op of this protocol version takes an fd: any that came are the
-         * client's mistake and are closed at once. */
-        nb_close_fds(fds, nfds);
         if (!job)
                 return -ENOMEM;
         job->ctx = ctx;
         job->msg = msg;
         job->req = msg->request;
         job->budget = budget;
-        job->done = done;
+        job->owner = owner;
         job->data = data;
+        job->failed = SIZE_MAX;
         job->reply_budget = ctx->cfg->max_reply;
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
-        if (!job->results) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (nfds)
+                job->fds = malloc(nfds * sizeof(int));
+        if (!job->results || (nfds && !job->fds))
+                goto oom;
         for (size_t i = 0; i < job->req->n_ops; i++) {
                 job->results[i] = malloc(sizeof(**job->results));
-                if (!job->results[i]) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                if (!job->results[i])
+                        goto oom;
                 netbroker__result__init(job->results[i]);
         }
+        memcpy(job->fds, fds, nfds * sizeof(int));
+        job->nfds = nfds;
         *ret = job;
         if (validate_request(job) < 0) {
                 nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
@@ -535,14 +487,14 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *ms
         }
         job_continue(job);
         return 0;
-fail:
-        /* The caller still owns msg and budget on failure. */
+oom:
         if (job->results) {
                 for (size_t i = 0; i < job->req->n_ops; i++)
                         if (job->results[i])
                                 protobuf_c_message_free_unpacked(&job->results[i]->base, NULL);
                 free(job->results);
         }
+        free(job->fds);
         free(job);
-        return r;
+        return -ENOMEM;
 }

@@ -1,37 +1,53 @@
 /* Requests: validate every op, then run them in order.
  *
- * This is the only place that turns protobuf ops into calls on the helper's
- * capabilities (spawn.c today; link, firewall, bandwidth later). A request
- * becomes a job; a job runs its ops until one has to wait (an Exec waits for
- * its child), parks, and resumes from the loop. When the last op is done the
- * job hands a Reply to its owner. */
+ * A request becomes a job. The job runs its ops until one has to wait (an
+ * Exec waits for its child, fds wait for the socket), parks, and resumes
+ * from the loop. If an op fails, the interface changes of the ops before it
+ * are undone (unless the request says to go on), so a failed batch leaves
+ * no half-made state. When the last op is done the job hands its Reply to
+ * its owner. The ops themselves live in op_*.c, one file per area. */
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "codec.h"
 #include "config.h"
 #include "loop.h"
 
 struct nb_job;
-
-/* Called once per job with the finished reply; the job is freed after the
- * callback returns (the reply with it), so pack it inside the callback. */
-typedef void (*nb_job_done_fn)(struct nb_job *job, const Netbroker__Reply *reply, void *data);
+struct nb_links;
 
 struct nb_dispatch_ctx {
         const struct nb_config *cfg;
         struct nb_loop *loop;
+        struct nb_links *links; /* NULL: no interface ops (EOPNOTSUPP) */
+};
+
+/* What the owner of a job (a connection) provides. */
+struct nb_job_owner {
+        /* The finished reply; the job is freed after the callback returns,
+         * so pack the reply inside it. Not called for cancelled jobs. */
+        void (*done)(struct nb_job *job, const Netbroker__Reply *reply, void *data);
+        /* Send fds for the request now (they are the owner's to close once
+         * sent). Returns 0 when sent, 1 when queued behind other output (the
+         * job then parks until nb_job_output_drained()), or -errno. */
+        int (*send_fds)(void *data, uint64_t request_id, uint32_t op_index, int *fds, size_t n);
 };
 
 /* Take ownership of a decoded message (allocated from *budget, which the job
- * also takes) and of the fds that came with it, and start running it. */
+ * also takes) and of the fds that came with it, and start running it.
+ * Returns 0 (the job may have finished already) or -ENOMEM (the caller
+ * still owns msg, budget and fds). */
 int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *msg,
-                 struct nb_pb_budget *budget, int *fds, size_t nfds, nb_job_done_fn done,
-                 void *data, struct nb_job **ret);
+                 struct nb_pb_budget *budget, int *fds, size_t nfds,
+                 const struct nb_job_owner *owner, void *data, struct nb_job **ret);
 
 /* The owner is gone: stop the job, kill its child if any, free it later. */
 void nb_job_cancel(struct nb_job *job);
+
+/* The owner's output queue is empty again: a job parked on it resumes. */
+void nb_job_output_drained(struct nb_job *job);
 
 /* Resume jobs that wait for a free spawn slot. Called by the loop. */
 void nb_jobs_kick(const struct nb_dispatch_ctx *ctx);
@@ -39,6 +55,6 @@ void nb_jobs_kick(const struct nb_dispatch_ctx *ctx);
 /* Number of jobs waiting for a spawn slot. */
 unsigned nb_jobs_waiting(void);
 
-/* The feature list sent in Hello: one name per op this helper runs. */
-extern const char *const nb_features[];
-extern const size_t nb_n_features;
+/* Hello's feature list: the names of the ops this helper runs. Returns the
+ * count and fills names (at most max). */
+size_t nb_features(const struct nb_dispatch_ctx *ctx, const char **names, size_t max);

@@ -2,30 +2,39 @@
  *
  * Theory of operation
  * -------------------
- * netbrokerd does network work for an unprivileged-minded daemon (libvirtd
- * and its kind) and must be safe to leave running with root's powers. Before
- * it reads a single request it goes through these stages, in this order:
+ * netbrokerd does network work for a daemon (libvirtd and its kind) and must
+ * be safe to leave running with root's powers. Before it reads a single
+ * request it goes through these stages, in this order:
  *
  *  1. Sockets in hand. The one connection it was spawned with (--fd, the
  *     client library's socketpair), the listening sockets systemd passed
  *     (LISTEN_FDS, checked as sd_listen_fds() does), or its own listener
- *     (--listen PATH). Every other fd it inherited is closed: a daemon that
- *     leaks fds into us must not have them held open by a privileged process.
+ *     (--listen PATH, bound now). Every other fd it inherited is closed: a
+ *     daemon that leaks fds into us must not have them held open by a
+ *     privileged process.
  *  2. Signals and working directory reset. Default SIGCHLD (children are
  *     reaped through pidfds, which needs SIGCHLD not ignored), SIGPIPE
  *     ignored (a vanished peer is an EPIPE, not a death), SIGTERM/SIGINT
  *     blocked for a signalfd and everything else unblocked; the working
- *     directory is "/", not whatever the embedding daemon had.
+ *     directory is "/", not whatever the embedding daemon had (paths given
+ *     on the command line were made absolute first).
  *  3. Configuration read. A bad line stops start-up, naming the line.
- *  4. RLIMIT_NOFILE lowered (fd_limit, 64 by default), soft and hard. With
+ *  4. A mount namespace of its own, while CAP_SYS_ADMIN is still held: a
+ *     sysfs that shows the helper's network namespace (so it finds the
+ *     character device of a macvtap it made, wherever it runs), and a small
+ *     tmpfs where it makes, opens and removes those device nodes, without
+ *     udev and without touching the host's /dev. Mounts propagate into it
+ *     from the host, never out of it.
+ *  5. RLIMIT_NOFILE lowered (fd_limit, 64 by default), soft and hard. With
  *     few fds and all of them close-on-exec, posix_spawn needs no loop over
  *     fds: the child gets exactly 0-2 (seeds/001: closing 8k fds per spawn).
- *  5. Capabilities dropped to the keep-list below, in all sets and in the
+ *  6. Capabilities dropped to the keep-list below, in all sets and in the
  *     bounding set (libcap-ng), so neither the helper nor any program it runs
- *     can hold more.
- *  6. PR_SET_NO_NEW_PRIVS: no program it runs can gain privileges through
+ *     can hold more. CAP_SYS_ADMIN goes here.
+ *  7. PR_SET_NO_NEW_PRIVS: no program it runs can gain privileges through
  *     set-uid bits or file capabilities.
- *  7. Serve: one event loop, peers checked with SO_PEERCRED at accept.
+ *  8. Serve: rtnetlink sockets and one dump of the interfaces for the name
+ *     allocator, then one event loop; peers checked with SO_PEERCRED.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
  */
@@ -46,8 +55,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <limits.h>
+#include <sched.h>
+#include <sys/mount.h>
+
 #include "config.h"
 #include "dispatch.h"
+#include "link.h"
 #include "log.h"
 #include "loop.h"
 #include "server.h"
@@ -57,18 +71,37 @@ NB_LOG_CATEGORY(main);
 
 /* The capabilities netbrokerd keeps, and why:
  * - CAP_NET_ADMIN: everything it exists for: links, tc, nftables over
- *   netlink, and the allow-listed tools (iptables-restore, nft, tc, ip)
- *   it runs, which inherit it through the bounding set.
+ *   netlink, tap owners, and the allow-listed tools (iptables-restore, nft,
+ *   tc, ip) it runs, which inherit it through the bounding set.
  * - CAP_NET_RAW: iptables-restore and ebtables-restore open raw sockets to
- *   talk to the kernel; without it they fail. */
-static const int keep_caps[] = {CAP_NET_ADMIN, CAP_NET_RAW};
+ *   talk to the kernel; without it they fail.
+ * - CAP_MKNOD: a macvtap's character device is made as a node in the
+ *   helper's private tmpfs, opened, and removed (no udev needed). */
+static const int keep_caps[] = {CAP_NET_ADMIN, CAP_NET_RAW, CAP_MKNOD};
+
+/* Where macvtap device nodes are made (a tmpfs in the helper's own mount
+ * namespace). */
+#define DEVDIR_PARENT "/run/netbroker"
+#define DEVDIR DEVDIR_PARENT "/dev"
 
 struct options {
-        const char *config_path;
+        char *config_path;
         bool config_required;
         int conn_fd;
-        const char *listen_path;
+        char *listen_path;
 };
+
+/* Paths from the command line, made absolute before the chdir("/"). */
+static char *absolute(const char *path)
+{
+        char cwd[PATH_MAX], *out;
+
+        if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+                return strdup(path);
+        if (asprintf(&out, "%s/%s", cwd, path) < 0)
+                return NULL;
+        return out;
+}
 
 static void usage(FILE *f)
 {
@@ -89,12 +122,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         };
         int ch;
 
-        o->config_path = NB_CONFIG_DEFAULT_PATH;
         o->conn_fd = -1;
         while ((ch = getopt_long(argc, argv, "c:f:l:hV", longopts, NULL)) != -1) {
                 switch (ch) {
                 case 'c':
-                        o->config_path = optarg;
+                        free(o->config_path);
+                        o->config_path = absolute(optarg);
                         o->config_required = true;
                         break;
                 case 'f': {
@@ -108,7 +141,8 @@ static int parse_args(int argc, char **argv, struct options *o)
                         break;
                 }
                 case 'l':
-                        o->listen_path = optarg;
+                        free(o->listen_path);
+                        o->listen_path = absolute(optarg);
                         break;
                 case 'h':
                         usage(stdout);
@@ -125,7 +159,9 @@ static int parse_args(int argc, char **argv, struct options *o)
                 usage(stderr);
                 return -EINVAL;
         }
-        return 0;
+        if (!o->config_path)
+                o->config_path = strdup(NB_CONFIG_DEFAULT_PATH);
+        return o->config_path ? 0 : -ENOMEM;
 }
 
 /* sd_listen_fds(), as systemd does it: only ours if LISTEN_PID is us, fds
@@ -188,6 +224,33 @@ static int listen_on(const char *path)
                 return r;
         }
         return fd;
+}
+
+/* Stage 4; see the theory of operation. Returns the device-node directory,
+ * or NULL when the helper cannot have one (not started with
+ * CAP_SYS_ADMIN): then macvtap fds come from /dev/tapN only when that node
+ * is the right device. */
+static const char *private_mounts(void)
+{
+        if (unshare(CLONE_NEWNS) < 0) {
+                nb_warn("no mount namespace of its own (%s): using the host's /sys and /dev",
+                        strerror(errno));
+                return NULL;
+        }
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+                nb_err("cannot make mounts one-way: %s", strerror(errno));
+                return NULL;
+        }
+        if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL) < 0)
+                nb_warn("cannot mount a sysfs for this network namespace: %s", strerror(errno));
+        if ((mkdir(DEVDIR_PARENT, 0755) < 0 && errno != EEXIST) ||
+            (mkdir(DEVDIR, 0700) < 0 && errno != EEXIST) ||
+            mount("tmpfs", DEVDIR, "tmpfs", MS_NOSUID | MS_NOEXEC,
+                  "mode=0700,size=64k,nr_inodes=64") < 0) {
+                nb_warn("cannot make %s for device nodes: %s", DEVDIR, strerror(errno));
+                return NULL;
+        }
+        return DEVDIR;
 }
 
 static int lower_fd_limit(unsigned limit)
@@ -257,17 +320,24 @@ static void reap_children(struct nb_loop *loop)
 }
 
 static int serve(const struct nb_config *cfg, const struct options *o, int n_activated,
-                 const sigset_t *handled)
+                 int listen_fd, const sigset_t *handled, const char *devdir)
 {
         struct nb_loop *loop = NULL;
         struct nb_server *srv = NULL;
+        struct nb_links *links = NULL;
         struct sig_state sig = {0};
         int r, sfd = -1;
 
         r = nb_loop_new(&loop);
         if (r < 0)
                 return r;
-        r = nb_server_new(cfg, loop, &srv);
+        r = nb_links_open(loop, devdir, &links);
+        if (r < 0) {
+                /* Exec still works; interface ops are not offered. */
+                nb_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
+                links = NULL;
+        }
+        r = nb_server_new(cfg, loop, links, &srv);
         if (r < 0)
                 goto out;
         sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -278,21 +348,14 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
         for (int i = 0; i < n_activated; i++)
                 if ((r = nb_server_add_listener(srv, 3 + i)) < 0)
                         goto out;
-        if (o->listen_path) {
-                int fd = listen_on(o->listen_path);
-                if (fd < 0) {
-                        r = fd;
-                        nb_err("cannot listen on %s: %s", o->listen_path, strerror(-r));
-                        goto out;
-                }
-                if ((r = nb_server_add_listener(srv, fd)) < 0)
-                        goto out;
-        }
+        if (listen_fd >= 0 && (r = nb_server_add_listener(srv, listen_fd)) < 0)
+                goto out;
         if (o->conn_fd >= 0) {
                 fcntl(o->conn_fd, F_SETFL, fcntl(o->conn_fd, F_GETFL) | O_NONBLOCK);
                 r = nb_server_adopt(srv, o->conn_fd);
                 if (r < 0) {
                         nb_err("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
+                        r = -ECANCELED; /* said already */
                         goto out;
                 }
         }
@@ -307,6 +370,7 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
 out:
         nb_server_free(srv);
         reap_children(loop);
+        nb_links_close(links);
         if (sfd >= 0)
                 close(sfd);
         nb_loop_free(loop);
@@ -319,7 +383,8 @@ int main(int argc, char **argv)
         struct nb_config cfg;
         sigset_t handled;
         char err[512] = "";
-        int r, n_activated, first_stray;
+        const char *devdir;
+        int r, n_activated, first_stray, listen_fd = -1;
 
         if (parse_args(argc, argv, &o) < 0)
                 return 2;
@@ -347,6 +412,14 @@ int main(int argc, char **argv)
                 }
         }
         close_range((unsigned)first_stray, ~0u, 0);
+        if (o.listen_path) {
+                listen_fd = listen_on(o.listen_path);
+                if (listen_fd < 0) {
+                        fprintf(stderr, "netbrokerd: cannot listen on %s: %s\n", o.listen_path,
+                                strerror(-listen_fd));
+                        return 1;
+                }
+        }
 
         /* Stage 2. */
         if (reset_signals(&handled) < 0 || chdir("/") < 0) {
@@ -372,27 +445,32 @@ int main(int argc, char **argv)
                 }
         }
         /* Stage 4. */
+        devdir = private_mounts();
+        /* Stage 5. */
         r = lower_fd_limit(cfg.fd_limit);
         if (r < 0) {
                 nb_err("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
                 return 1;
         }
-        /* Stage 5. */
+        /* Stage 6. */
         r = drop_capabilities();
         if (r < 0) {
                 nb_err("cannot drop capabilities");
                 return 1;
         }
-        /* Stage 6. */
+        /* Stage 7. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 nb_err("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
                 return 1;
         }
-        /* Stage 7. */
-        r = serve(&cfg, &o, n_activated, &handled);
+        /* Stage 8. */
+        r = serve(&cfg, &o, n_activated, listen_fd, &handled, devdir);
         nb_config_free(&cfg);
+        free(o.config_path);
+        free(o.listen_path);
         if (r < 0) {
-                nb_err("%s", strerror(-r));
+                if (r != -ECANCELED)
+                        nb_err("%s", strerror(-r));
                 return 1;
         }
         return 0;

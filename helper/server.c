@@ -43,7 +43,7 @@ struct conn {
         bool want_out;
         struct nb_frame_reader rd;
         struct nb_frame_out *out_head, *out_tail;
-        struct nb_timer frame_timer, idle_timer;
+        struct nb_timer frame_timer, idle_timer, retry_timer;
         struct conn_job *jobs;
         unsigned n_jobs;
         struct conn *next;
@@ -62,6 +62,8 @@ struct nb_server {
 
 static void conn_close(struct conn *c);
 static void conn_arm_idle(struct conn *c);
+static void conn_flush(struct conn *c);
+static void conn_push(struct conn *c, struct nb_frame_out *f);
 
 /* ---- output ---- */
 
@@ -75,12 +77,26 @@ static void conn_update_events(struct conn *c)
         nb_loop_modify(c->srv->loop, &c->w, EPOLLIN | (want_out ? EPOLLOUT : 0));
 }
 
+static void on_retry_flush(void *data)
+{
+        conn_flush(data);
+}
+
 static void conn_flush(struct conn *c)
 {
+        bool had_output = c->out_head != NULL;
+
         while (c->out_head) {
                 int r = nb_frame_write(c->fd, c->out_head);
                 if (r == 0)
                         break;
+                if (r == -ETOOMANYREFS) {
+                        /* Too many of our fds are in flight, not yet taken
+                         * by the client: the socket is writable, so EPOLLOUT
+                         * would spin. Try again in a moment. */
+                        nb_timer_arm(c->srv->loop, &c->retry_timer, 2, on_retry_flush, c);
+                        break;
+                }
                 if (r < 0) {
                         nb_debug("write to pid %d failed: %s", (int)c->pid, strerror(-r));
                         conn_close(c);
@@ -97,6 +113,25 @@ static void conn_flush(struct conn *c)
                 return;
         }
         conn_update_events(c);
+        if (had_output && !c->out_head)
+                for (struct conn_job *cj = c->jobs; cj; cj = cj->next)
+                        if (!cj->finished && cj->job)
+                                nb_job_output_drained(cj->job);
+}
+
+/* Queue a frame (taking it) and send what the socket takes. */
+static void conn_push(struct conn *c, struct nb_frame_out *f)
+{
+        if (c->closed) {
+                nb_frame_out_free(f);
+                return;
+        }
+        if (c->out_tail)
+                c->out_tail->next = f;
+        else
+                c->out_head = f;
+        c->out_tail = f;
+        conn_flush(c);
 }
 
 static int conn_queue(struct conn *c, const Netbroker__ServerMessage *m)
@@ -106,12 +141,7 @@ static int conn_queue(struct conn *c, const Netbroker__ServerMessage *m)
 
         if (r < 0)
                 return r;
-        if (c->out_tail)
-                c->out_tail->next = f;
-        else
-                c->out_head = f;
-        c->out_tail = f;
-        conn_flush(c);
+        conn_push(c, f);
         return 0;
 }
 
@@ -172,6 +202,40 @@ static void on_job_done(struct nb_job *job, const Netbroker__Reply *reply, void 
         conn_arm_idle(c);
 }
 
+/* An op made fds: send them now, in their own frame ahead of the reply, so
+ * the helper holds as few as possible (its fd limit is small, and fds in
+ * flight count against it too). */
+static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int *fds, size_t n)
+{
+        struct conn_job *cj = data;
+        struct conn *c = cj->conn;
+        Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
+        Netbroker__Fds f = NETBROKER__FDS__INIT;
+        struct nb_frame_out *frame;
+        int r;
+
+        f.request_id = request_id;
+        f.op_index = op_index;
+        f.count = (uint32_t)n;
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_FDS;
+        m.fds = &f;
+        r = n <= NB_FRAME_MAX_FDS ? nb_pack_frame(&m.base, &frame) : -E2BIG;
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        close(fds[i]);
+                return r;
+        }
+        memcpy(frame->fds, fds, n * sizeof(int));
+        frame->nfds = n;
+        conn_push(c, frame);
+        return c->closed ? -ECONNRESET : c->out_head != NULL;
+}
+
+static const struct nb_job_owner job_owner = {
+        .done = on_job_done,
+        .send_fds = send_job_fds,
+};
+
 /* Every op of a request that cannot be run answers with the same status. */
 static void reply_all(struct conn *c, const Netbroker__Request *req, int status, const char *msg)
 {
@@ -217,9 +281,11 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
                           h->version, NB_PROTOCOL_VERSION);
                 return;
         }
+        const char *features[32];
+
         me.version = NB_PROTOCOL_VERSION;
-        me.n_features = nb_n_features;
-        me.features = (char **)nb_features;
+        me.n_features = nb_features(&c->srv->dctx, features, 32);
+        me.features = (char **)features;
         me.software = (char *)"netbrokerd " NB_VERSION;
         me.max_frame = (uint32_t)c->srv->cfg->max_frame;
         me.max_ops = c->srv->cfg->max_ops;
@@ -256,6 +322,7 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         }
         cj = calloc(1, sizeof(*cj));
         if (!cj) {
+                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
                 reply_all(c, req, ENOMEM, "out of memory");
                 goto drop;
         }
@@ -264,7 +331,7 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         c->jobs = cj;
         c->n_jobs++;
         nb_timer_cancel(c->srv->loop, &c->idle_timer);
-        r = nb_job_start(&c->srv->dctx, msg, budget, fds, nfds, on_job_done, cj, &job);
+        r = nb_job_start(&c->srv->dctx, msg, budget, fds, nfds, &job_owner, cj, &job);
         if (r < 0) {
                 c->jobs = cj->next;
                 c->n_jobs--;
@@ -326,7 +393,7 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
                         handle_hello(c, msg->hello);
                 goto drop;
         case NETBROKER__CLIENT_MESSAGE__MSG_REQUEST:
-                if (truncated) {
+                if (truncated && msg->request->n_ops <= c->srv->cfg->max_ops) {
                         /* Close what arrived before answering: once the
                          * client has the reply, the helper holds none of it. */
                         nb_close_fds(fds, nfds);
@@ -440,6 +507,7 @@ static void conn_close(struct conn *c)
         }
         nb_timer_cancel(s->loop, &c->frame_timer);
         nb_timer_cancel(s->loop, &c->idle_timer);
+        nb_timer_cancel(s->loop, &c->retry_timer);
         nb_loop_remove(s->loop, &c->w);
         close(c->fd);
         nb_frame_reader_reset(&c->rd);
@@ -602,7 +670,8 @@ void nb_server_shutdown(struct nb_server *s)
                 conn_close(s->conns);
 }
 
-int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_server **ret)
+int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_links *links,
+                  struct nb_server **ret)
 {
         struct nb_server *s = calloc(1, sizeof(*s));
 
@@ -612,6 +681,7 @@ int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_s
         s->loop = loop;
         s->dctx.cfg = cfg;
         s->dctx.loop = loop;
+        s->dctx.links = links;
         *ret = s;
         return 0;
 }

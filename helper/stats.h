@@ -12,6 +12,8 @@ enum nb_stat {
         NB_STAT_OPS_PING,
         NB_STAT_OPS_STATS,
         NB_STAT_OPS_EXEC,
+        NB_STAT_OPS_LINK,
+        NB_STAT_LINKS_CREATED,
         NB_STAT_OPS_UNKNOWN,
         NB_STAT_OP_ERRORS,
         NB_STAT_SPAWNS,

@@ -1,0 +1,714 @@
+/* Interfaces; see link.h. */
+#include "link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/if_link.h>
+#include <linux/if_tun.h>
+#include <netlink/msg.h>
+#include <netlink/route/link/bridge.h>
+#include <netlink/route/link/macvlan.h>
+#include <netlink/route/link/macvtap.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/rtnl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "names.h"
+#include "netlink.h"
+
+NB_LOG_CATEGORY(link);
+
+/* How often a template allocation may find its name taken by someone else
+ * (a race with another creator) before giving up. */
+#define MAX_NAME_TRIES 32
+
+struct nb_links {
+        struct nb_loop *loop;
+        struct nb_netlink nl;
+        struct nb_names *names;
+        struct nb_watch monw;
+        char *devdir;
+        unsigned node_seq;
+};
+
+static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void errf(char *err, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(err, NB_ERRLEN, fmt, ap);
+        va_end(ap);
+}
+
+int nb_mac_parse(const char *s, uint8_t ret[6])
+{
+        unsigned b[6];
+        char tail;
+
+        if (strlen(s) != 17 || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
+                                      &b[4], &b[5], &tail) != 6)
+                return -EINVAL;
+        for (int i = 0; i < 6; i++)
+                ret[i] = (uint8_t)b[i];
+        return 0;
+}
+
+/* ---- the allocator's view of the kernel ---- */
+
+static int on_link_msg(struct nl_msg *msg, void *arg)
+{
+        struct nb_links *l = arg;
+        struct nlmsghdr *h = nlmsg_hdr(msg);
+        struct nlattr *tb[IFLA_MAX + 1];
+
+        if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK)
+                return NL_OK;
+        if (nlmsg_parse(h, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME])
+                return NL_OK;
+        nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), h->nlmsg_type == RTM_NEWLINK);
+        return NL_OK;
+}
+
+/* One RTM_GETLINK dump: every name there is. */
+static int rebuild(struct nb_links *l)
+{
+        struct nl_cb *cb = nl_cb_clone(nl_socket_get_cb(l->nl.req));
+        int r = -EINTR;
+
+        if (!cb)
+                return -ENOMEM;
+        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_link_msg, l);
+        /* A dump interrupted by concurrent changes is retried. */
+        for (int i = 0; i < 5 && r == -EINTR; i++) {
+                nb_names_clear(l->names);
+                nb_netlink_begin(&l->nl);
+                r = nl_rtgen_request(l->nl.req, RTM_GETLINK, AF_UNSPEC, NLM_F_DUMP);
+                nb_netlink_sent(1);
+                if (r >= 0)
+                        r = nl_recvmsgs(l->nl.req, cb);
+                r = nb_netlink_errno(&l->nl, r);
+        }
+        nl_cb_put(cb);
+        return r;
+}
+
+void nb_links_sync(struct nb_links *l)
+{
+        for (;;) {
+                int r = nl_recvmsgs_default(l->nl.mon);
+                if (r == -NLE_AGAIN)
+                        return;
+                if (r == -NLE_NOMEM) {
+                        /* The socket overflowed (ENOBUFS): notifications were
+                         * lost. Drop the rest and read the truth again. */
+                        nb_notice("link notifications overflowed; rebuilding the name bitmaps");
+                        while (nl_recvmsgs_default(l->nl.mon) != -NLE_AGAIN)
+                                ;
+                        if (rebuild(l) < 0)
+                                nb_err("rebuilding the name bitmaps failed");
+                        return;
+                }
+                if (r < 0)
+                        return;
+        }
+}
+
+static void on_monitor(struct nb_watch *w, uint32_t events)
+{
+        (void)events;
+        nb_links_sync(w->data);
+}
+
+struct nb_names *nb_links_names(struct nb_links *l)
+{
+        return l->names;
+}
+
+int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret)
+{
+        struct nb_links *l = calloc(1, sizeof(*l));
+        int r;
+
+        if (!l)
+                return -ENOMEM;
+        l->loop = loop;
+        l->monw.fd = -1;
+        if (devdir && !(l->devdir = strdup(devdir))) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = nb_names_new(&l->names);
+        if (r < 0)
+                goto fail;
+        r = nb_netlink_open(&l->nl);
+        if (r < 0)
+                goto fail;
+        nl_socket_modify_cb(l->nl.mon, NL_CB_VALID, NL_CB_CUSTOM, on_link_msg, l);
+        r = rebuild(l);
+        if (r < 0)
+                goto fail;
+        if (loop) {
+                r = nb_loop_add(loop, &l->monw, nl_socket_get_fd(l->nl.mon), EPOLLIN, on_monitor,
+                                l);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = l;
+        return 0;
+fail:
+        nb_links_close(l);
+        return r;
+}
+
+void nb_links_close(struct nb_links *l)
+{
+        if (!l)
+                return;
+        if (l->loop && l->monw.fd >= 0)
+                nb_loop_remove(l->loop, &l->monw);
+        nb_netlink_close(&l->nl);
+        nb_names_free(l->names);
+        free(l->devdir);
+        free(l);
+}
+
+/* ---- lookups ---- */
+
+static int get_link(struct nb_links *l, const char *name, struct rtnl_link **ret)
+{
+        int r;
+
+        nb_netlink_begin(&l->nl);
+        r = rtnl_link_get_kernel(l->nl.req, 0, name, ret);
+        nb_netlink_sent(1);
+        r = nb_netlink_errno(&l->nl, r);
+        return r == -ENODEV || r == -EINVAL ? -ENODEV : r;
+}
+
+int nb_link_exists(struct nb_links *l, const char *name)
+{
+        struct rtnl_link *link = NULL;
+        int r = get_link(l, name, &link);
+
+        rtnl_link_put(link);
+        return r == 0 ? 1 : r == -ENODEV ? 0 : r;
+}
+
+static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
+{
+        struct rtnl_link *link = NULL;
+        int r = get_link(l, name, &link);
+
+        if (r < 0) {
+                errf(err, "no interface %s: %s", name, strerror(-r));
+                return r;
+        }
+        *ret = rtnl_link_get_ifindex(link);
+        rtnl_link_put(link);
+        return 0;
+}
+
+/* ---- creating under a name or a template ---- */
+
+typedef int (*create_fn)(struct nb_links *l, const char *name, void *ctx, char *err);
+
+/* Reserve and create in one step: the kernel's NLM_F_EXCL (or
+ * IFF_TUN_EXCL) is the reservation. A template's candidate that turns out
+ * to be taken is marked used and the next one is tried. */
+static int create_named(struct nb_links *l, const char *name, create_fn fn, void *ctx,
+                        char ret_name[IFNAMSIZ], char *err)
+{
+        char prefix[IFNAMSIZ], cand[IFNAMSIZ];
+        int r;
+
+        if (!nb_is_template(name)) {
+                r = fn(l, name, ctx, err);
+                if (r == -EEXIST || r == -EBUSY)
+                        errf(err, "interface %s already exists", name);
+                if (r == 0)
+                        snprintf(ret_name, IFNAMSIZ, "%s", name);
+                return r == -EBUSY ? -EEXIST : r;
+        }
+        if (nb_template_parse(name, prefix) < 0) {
+                errf(err, "bad template '%s': a name prefix followed by %%d", name);
+                return -EINVAL;
+        }
+        nb_links_sync(l);
+        for (int tries = 0; tries < MAX_NAME_TRIES; tries++) {
+                r = nb_names_allocate(l->names, prefix, cand);
+                if (r == -ENOSPC) {
+                        errf(err, "every name from %s0 to %s%u is in use", prefix, prefix,
+                             nb_names_max_suffix(prefix));
+                        return r;
+                }
+                if (r < 0)
+                        return r;
+                r = fn(l, cand, ctx, err);
+                if (r == -EEXIST || r == -EBUSY) {
+                        nb_debug("%s was taken behind our back; trying the next name", cand);
+                        continue;
+                }
+                if (r < 0) {
+                        nb_names_mark(l->names, cand, false);
+                        return r;
+                }
+                snprintf(ret_name, IFNAMSIZ, "%s", cand);
+                return 0;
+        }
+        errf(err, "%d names for %s were taken by others while we tried them", MAX_NAME_TRIES, name);
+        return -EEXIST;
+}
+
+/* ---- taps ---- */
+
+struct tap_ctx {
+        const struct nb_tap_spec *s;
+        int *fds;
+        unsigned nfds;
+};
+
+static int tap_open_queue(const char *name, short flags, int *ret_fd)
+{
+        struct ifreq ifr = {0};
+        int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+        ifr.ifr_flags = flags;
+        if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+static void close_fds(int *fds, unsigned *n)
+{
+        while (*n > 0)
+                close(fds[--*n]);
+}
+
+static int tap_create_one(struct nb_links *l, const char *name, void *data, char *err)
+{
+        struct tap_ctx *t = data;
+        const struct nb_tap_spec *s = t->s;
+        unsigned queues = s->queues > 1 ? s->queues : 1;
+        short flags = IFF_TAP | IFF_NO_PI | (s->vnet_hdr ? IFF_VNET_HDR : 0) |
+                      (queues > 1 ? IFF_MULTI_QUEUE : 0);
+        int r, fd;
+
+        (void)l;
+        /* IFF_TUN_EXCL: an existing device is never silently attached to. */
+        r = tap_open_queue(name, flags | IFF_TUN_EXCL, &fd);
+        if (r < 0) {
+                if (r != -EBUSY && r != -EEXIST)
+                        errf(err, "cannot create tap %s: %s", name, strerror(-r));
+                return r;
+        }
+        t->fds[t->nfds++] = fd;
+        for (unsigned q = 1; q < queues; q++) {
+                r = tap_open_queue(name, flags, &fd);
+                if (r < 0) {
+                        errf(err, "cannot attach queue %u of tap %s: %s", q, name, strerror(-r));
+                        goto fail;
+                }
+                t->fds[t->nfds++] = fd;
+        }
+        if (s->set_owner && (ioctl(t->fds[0], TUNSETOWNER, (unsigned long)s->uid) < 0 ||
+                             ioctl(t->fds[0], TUNSETGROUP, (unsigned long)s->gid) < 0)) {
+                r = -errno;
+                errf(err, "cannot set the owner of tap %s: %s", name, strerror(-r));
+                goto fail;
+        }
+        if (s->persist && ioctl(t->fds[0], TUNSETPERSIST, 1UL) < 0) {
+                r = -errno;
+                errf(err, "cannot make tap %s persistent: %s", name, strerror(-r));
+                goto fail;
+        }
+        return 0;
+fail:
+        close_fds(t->fds, &t->nfds);
+        return r;
+}
+
+int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct nb_link_made *ret,
+                       char *err)
+{
+        struct tap_ctx t = {.s = s, .fds = ret->fds};
+        int r = create_named(l, s->name, tap_create_one, &t, ret->ifname, err);
+
+        if (r < 0)
+                return r;
+        ret->nfds = t.nfds;
+        r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r < 0) {
+                if (s->persist)
+                        nb_link_delete(l, ret->ifname, err);
+                close_fds(ret->fds, &ret->nfds);
+        }
+        return r;
+}
+
+/* ---- netlink-made kinds ---- */
+
+static int add_link(struct nb_links *l, struct rtnl_link *link, const char *name, char *err,
+                    const char *what)
+{
+        int r;
+
+        rtnl_link_set_name(link, name);
+        nb_netlink_begin(&l->nl);
+        r = rtnl_link_add(l->nl.req, link, NLM_F_CREATE | NLM_F_EXCL);
+        nb_netlink_sent(1);
+        r = nb_netlink_errno(&l->nl, r);
+        if (r < 0 && r != -EEXIST)
+                errf(err, "cannot create %s %s: %s", what, name, strerror(-r));
+        return r;
+}
+
+static const uint32_t macvlan_modes[] = {
+        [NB_MACVLAN_BRIDGE] = MACVLAN_MODE_BRIDGE,
+        [NB_MACVLAN_VEPA] = MACVLAN_MODE_VEPA,
+        [NB_MACVLAN_PRIVATE] = MACVLAN_MODE_PRIVATE,
+        [NB_MACVLAN_PASSTHRU] = MACVLAN_MODE_PASSTHRU,
+};
+
+struct macvlan_ctx {
+        const struct nb_macvlan_spec *s;
+        int parent;
+};
+
+static int macvlan_create_one(struct nb_links *l, const char *name, void *data, char *err)
+{
+        struct macvlan_ctx *m = data;
+        struct rtnl_link *link = m->s->tap ? rtnl_link_macvtap_alloc() : rtnl_link_macvlan_alloc();
+        struct nl_addr *addr = NULL;
+        int r = -ENOMEM;
+
+        if (!link)
+                goto out;
+        rtnl_link_set_link(link, m->parent);
+        if (m->s->tap)
+                rtnl_link_macvtap_set_mode(link, macvlan_modes[m->s->mode]);
+        else
+                rtnl_link_macvlan_set_mode(link, macvlan_modes[m->s->mode]);
+        if (m->s->has_mac) {
+                addr = nl_addr_build(AF_LLC, m->s->mac, 6);
+                if (!addr)
+                        goto out;
+                rtnl_link_set_addr(link, addr);
+        }
+        r = add_link(l, link, name, err, m->s->tap ? "macvtap" : "macvlan");
+out:
+        nl_addr_put(addr);
+        rtnl_link_put(link);
+        return r;
+}
+
+/* The macvtap's character device, found in sysfs (which must show this
+ * network namespace: the helper mounts its own, see main.c), made as a node
+ * in the helper's private directory, opened, and removed again: no udev, and
+ * no /dev/tapN that a device of another namespace could own. */
+static int open_macvtap(struct nb_links *l, const char *name, int ifindex, bool vnet_hdr,
+                        int *ret_fd, char *err)
+{
+        char path[128], node[PATH_MAX], buf[32];
+        unsigned maj, min;
+        struct stat st;
+        int fd, r;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/sys/class/net/%s/macvtap/tap%d/dev", name, ifindex);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                errf(err,
+                     "cannot find the character device of %s (%s): sysfs must show this network "
+                     "namespace",
+                     name, strerror(errno));
+                return r;
+        }
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0 || (buf[n] = '\0', sscanf(buf, "%u:%u", &maj, &min) != 2)) {
+                errf(err, "cannot read %s", path);
+                return -EIO;
+        }
+        if (l->devdir) {
+                snprintf(node, sizeof(node), "%s/tap%d.%u", l->devdir, ifindex, l->node_seq++);
+                if (mknod(node, S_IFCHR | 0600, makedev(maj, min)) < 0) {
+                        r = -errno;
+                        errf(err, "cannot make a device node for %s: %s", name, strerror(errno));
+                        return r;
+                }
+                fd = open(node, O_RDWR | O_CLOEXEC);
+                r = -errno;
+                unlink(node);
+        } else {
+                /* No private directory: /dev/tapN only if it is this very device. */
+                snprintf(node, sizeof(node), "/dev/tap%d", ifindex);
+                if (stat(node, &st) < 0 || !S_ISCHR(st.st_mode) ||
+                    st.st_rdev != makedev(maj, min)) {
+                        errf(err,
+                             "no device node for %s: %s is missing or belongs to another device",
+                             name, node);
+                        return -ENODEV;
+                }
+                fd = open(node, O_RDWR | O_CLOEXEC);
+                r = -errno;
+        }
+        if (fd < 0) {
+                errf(err, "cannot open the character device of %s: %s", name, strerror(-r));
+                return r;
+        }
+        if (vnet_hdr) {
+                struct ifreq ifr = {0};
+                if (ioctl(fd, TUNGETIFF, &ifr) < 0 ||
+                    (ifr.ifr_flags |= IFF_VNET_HDR, ioctl(fd, TUNSETIFF, &ifr) < 0)) {
+                        r = -errno;
+                        close(fd);
+                        errf(err, "cannot enable vnet headers on %s: %s", name, strerror(-r));
+                        return r;
+                }
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
+                           struct nb_link_made *ret, char *err)
+{
+        struct macvlan_ctx m = {.s = s};
+        int r, fd;
+
+        r = ifindex_of(l, s->parent, &m.parent, err);
+        if (r < 0)
+                return r;
+        r = create_named(l, s->name, macvlan_create_one, &m, ret->ifname, err);
+        if (r < 0)
+                return r;
+        r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r == 0 && s->tap) {
+                r = open_macvtap(l, ret->ifname, ret->ifindex, s->vnet_hdr, &fd, err);
+                if (r == 0)
+                        ret->fds[ret->nfds++] = fd;
+        }
+        if (r < 0) {
+                char ignored[NB_ERRLEN];
+                nb_link_delete(l, ret->ifname, ignored);
+        }
+        return r;
+}
+
+struct veth_ctx {
+        const struct nb_veth_spec *s;
+        char peer[IFNAMSIZ];
+};
+
+static int veth_create_one(struct nb_links *l, const char *name, void *data, char *err)
+{
+        struct veth_ctx *v = data;
+        struct rtnl_link *link = rtnl_link_veth_alloc(), *peer;
+        int r;
+
+        if (!link)
+                return -ENOMEM;
+        peer = rtnl_link_veth_get_peer(link);
+        rtnl_link_set_name(peer, v->peer);
+        if (v->s->peer_netns_fd >= 0)
+                rtnl_link_set_ns_fd(peer, v->s->peer_netns_fd);
+        rtnl_link_put(peer);
+        r = add_link(l, link, name, err, "veth");
+        rtnl_link_put(link);
+        return r;
+}
+
+int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
+                        char *err)
+{
+        struct veth_ctx v = {.s = s};
+        int r;
+
+        snprintf(v.peer, IFNAMSIZ, "%s", s->peer);
+        r = create_named(l, s->name, veth_create_one, &v, ret->ifname, err);
+        if (r == -EEXIST && !nb_is_template(s->name))
+                errf(err, "interface %s or its peer %s already exists", s->name, s->peer);
+        if (r < 0)
+                return r;
+        snprintf(ret->peer, IFNAMSIZ, "%s", v.peer);
+        r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r < 0) {
+                char ignored[NB_ERRLEN];
+                nb_link_delete(l, ret->ifname, ignored);
+        }
+        return r;
+}
+
+static int bridge_create_one(struct nb_links *l, const char *name, void *data, char *err)
+{
+        struct rtnl_link *link = rtnl_link_alloc();
+        int r;
+
+        (void)data;
+        if (!link || rtnl_link_set_type(link, "bridge") < 0) {
+                rtnl_link_put(link);
+                return -ENOMEM;
+        }
+        r = add_link(l, link, name, err, "bridge");
+        rtnl_link_put(link);
+        return r;
+}
+
+int nb_link_bridge_create(struct nb_links *l, const char *name, struct nb_link_made *ret, char *err)
+{
+        int r = create_named(l, name, bridge_create_one, NULL, ret->ifname, err);
+
+        if (r < 0)
+                return r;
+        r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r < 0) {
+                char ignored[NB_ERRLEN];
+                nb_link_delete(l, ret->ifname, ignored);
+        }
+        return r;
+}
+
+/* ---- changing and deleting ---- */
+
+static int apply_change(struct nb_links *l, struct rtnl_link *orig, struct rtnl_link *changes)
+{
+        int r;
+
+        nb_netlink_begin(&l->nl);
+        r = rtnl_link_change(l->nl.req, orig, changes, 0);
+        nb_netlink_sent(1);
+        return nb_netlink_errno(&l->nl, r);
+}
+
+int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err)
+{
+        struct rtnl_link *orig = NULL, *changes = rtnl_link_alloc();
+        struct nl_addr *addr = NULL;
+        int r, master;
+
+        if (!changes)
+                return -ENOMEM;
+        r = get_link(l, c->name, &orig);
+        if (r < 0) {
+                errf(err, "no interface %s: %s", c->name, strerror(-r));
+                goto out;
+        }
+        if (c->up == 1)
+                rtnl_link_set_flags(changes, IFF_UP);
+        else if (c->up == 0)
+                rtnl_link_unset_flags(changes, IFF_UP);
+        if (c->mtu)
+                rtnl_link_set_mtu(changes, c->mtu);
+        if (c->has_mac) {
+                addr = nl_addr_build(AF_LLC, c->mac, 6);
+                if (!addr) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                rtnl_link_set_addr(changes, addr);
+        }
+        if (c->master) {
+                r = ifindex_of(l, c->master, &master, err);
+                if (r < 0)
+                        goto out;
+                rtnl_link_set_master(changes, master);
+        } else if (c->nomaster) {
+                rtnl_link_set_master(changes, 0);
+        }
+        r = apply_change(l, orig, changes);
+        if (r < 0) {
+                errf(err, "cannot change %s: %s", c->name, strerror(-r));
+                goto out;
+        }
+        *ret_ifindex = rtnl_link_get_ifindex(orig);
+out:
+        nl_addr_put(addr);
+        rtnl_link_put(orig);
+        rtnl_link_put(changes);
+        return r;
+}
+
+int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret)
+{
+        struct rtnl_link *link = NULL;
+        struct nl_addr *addr;
+        int r = get_link(l, name, &link);
+
+        if (r < 0)
+                return r;
+        memset(ret, 0, sizeof(*ret));
+        ret->up = rtnl_link_get_flags(link) & IFF_UP;
+        ret->mtu = rtnl_link_get_mtu(link);
+        ret->master = rtnl_link_get_master(link);
+        addr = rtnl_link_get_addr(link);
+        if (addr && nl_addr_get_len(addr) == 6)
+                memcpy(ret->mac, nl_addr_get_binary_addr(addr), 6);
+        rtnl_link_put(link);
+        return 0;
+}
+
+int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st)
+{
+        struct rtnl_link *orig = NULL, *changes = rtnl_link_alloc();
+        struct nl_addr *addr = nl_addr_build(AF_LLC, st->mac, 6);
+        int r = -ENOMEM;
+
+        if (!changes || !addr)
+                goto out;
+        r = get_link(l, name, &orig);
+        if (r < 0)
+                goto out;
+        if (st->up)
+                rtnl_link_set_flags(changes, IFF_UP);
+        else
+                rtnl_link_unset_flags(changes, IFF_UP);
+        rtnl_link_set_mtu(changes, st->mtu);
+        rtnl_link_set_addr(changes, addr);
+        rtnl_link_set_master(changes, st->master);
+        r = apply_change(l, orig, changes);
+out:
+        nl_addr_put(addr);
+        rtnl_link_put(orig);
+        rtnl_link_put(changes);
+        return r;
+}
+
+int nb_link_delete(struct nb_links *l, const char *name, char *err)
+{
+        struct rtnl_link *link = rtnl_link_alloc();
+        int r;
+
+        if (!link)
+                return -ENOMEM;
+        rtnl_link_set_name(link, name);
+        nb_netlink_begin(&l->nl);
+        r = rtnl_link_delete(l->nl.req, link);
+        nb_netlink_sent(1);
+        r = nb_netlink_errno(&l->nl, r);
+        rtnl_link_put(link);
+        if (r == -ENODEV || r == -EINVAL)
+                r = -ENODEV;
+        if (r < 0)
+                errf(err, "cannot delete %s: %s", name, strerror(-r));
+        return r;
+}

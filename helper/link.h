@@ -1,0 +1,109 @@
+/* Interfaces: create, change and delete them over rtnetlink (libnl-route-3),
+ * taps through /dev/net/tun, macvtap character devices opened without udev.
+ * Knows nothing of the wire format. Every function returns 0 or -errno and,
+ * on failure, writes a sentence for the caller into err. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loop.h"
+
+#define NB_LINK_MAX_QUEUES 16
+#define NB_ERRLEN 256
+
+struct nb_links;
+
+enum nb_macvlan_mode {
+        NB_MACVLAN_BRIDGE,
+        NB_MACVLAN_VEPA,
+        NB_MACVLAN_PRIVATE,
+        NB_MACVLAN_PASSTHRU,
+};
+
+struct nb_tap_spec {
+        const char *name; /* name or template */
+        bool vnet_hdr;
+        unsigned queues; /* 0 or 1: one queue */
+        bool persist;
+        bool set_owner;
+        uid_t uid;
+        gid_t gid;
+};
+
+struct nb_macvlan_spec {
+        const char *name; /* name or template */
+        const char *parent;
+        enum nb_macvlan_mode mode;
+        bool has_mac;
+        uint8_t mac[6];
+        bool tap; /* macvtap: open its character device */
+        bool vnet_hdr; /* macvtap only */
+};
+
+struct nb_veth_spec {
+        const char *name;
+        const char *peer;
+        int peer_netns_fd; /* -1: keep the peer here */
+};
+
+struct nb_link_change {
+        const char *name;
+        int up; /* -1 unchanged, 0 down, 1 up */
+        unsigned mtu; /* 0 unchanged */
+        bool has_mac;
+        uint8_t mac[6];
+        const char *master; /* NULL unchanged */
+        bool nomaster;
+};
+
+/* What a create op made. fds are the caller's to pass on and close. */
+struct nb_link_made {
+        char ifname[IFNAMSIZ];
+        int ifindex;
+        char peer[IFNAMSIZ];
+        int fds[NB_LINK_MAX_QUEUES];
+        unsigned nfds;
+};
+
+/* A link's state before a change, to put it back on rollback. */
+struct nb_link_state {
+        bool up;
+        unsigned mtu;
+        uint8_t mac[6];
+        int master; /* ifindex, 0 none */
+};
+
+/* devdir: a directory on a filesystem that allows device nodes, private to
+ * the helper, where macvtap nodes are made, opened and removed; NULL to use
+ * /dev/tapN only when it is the right device. */
+int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret);
+void nb_links_close(struct nb_links *l);
+
+/* Take in every link notification that has arrived (names others made or
+ * removed). Called before each allocation, and by the loop. */
+void nb_links_sync(struct nb_links *l);
+
+struct nb_names *nb_links_names(struct nb_links *l);
+
+int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct nb_link_made *ret,
+                       char *err);
+int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
+                           struct nb_link_made *ret, char *err);
+int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
+                        char *err);
+int nb_link_bridge_create(struct nb_links *l, const char *name, struct nb_link_made *ret,
+                          char *err);
+int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err);
+int nb_link_delete(struct nb_links *l, const char *name, char *err);
+
+/* 1 if an interface of that name exists here, 0 if not, or -errno. */
+int nb_link_exists(struct nb_links *l, const char *name);
+int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret);
+int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st);
+
+/* Parse "aa:bb:cc:dd:ee:ff". Returns 0 or -EINVAL. */
+int nb_mac_parse(const char *s, uint8_t ret[6]);

@@ -1,0 +1,31 @@
+/* The helper's rtnetlink sockets (libnl-route-3): one for requests, one
+ * subscribed to link notifications. Owns the conversion of libnl errors to
+ * errno values, in one place, keeping the kernel's own errno: libnl folds
+ * several (EEXIST and EADDRINUSE both become NLE_EXIST), so the error
+ * callback records the errno from the kernel's ack before libnl maps it. */
+#pragma once
+
+#include <netlink/route/link.h>
+#include <stdbool.h>
+
+struct nb_netlink {
+        struct nl_sock *req; /* requests; blocking, acks checked */
+        struct nl_sock *mon; /* RTNLGRP_LINK notifications; non-blocking */
+        int kernel_errno; /* from the last error ack on req, 0 if none */
+};
+
+int nb_netlink_open(struct nb_netlink *nl);
+void nb_netlink_close(struct nb_netlink *nl);
+
+/* Turn a libnl return value into 0 or -errno, preferring the errno the
+ * kernel sent. Call right after the libnl call on nl->req. */
+int nb_netlink_errno(struct nb_netlink *nl, int nlerr);
+
+/* Count one message sent to the kernel (Stats: netlink_messages). */
+void nb_netlink_sent(unsigned n);
+
+/* Before a request on nl->req: forget the previous error. */
+static inline void nb_netlink_begin(struct nb_netlink *nl)
+{
+        nl->kernel_errno = 0;
+}

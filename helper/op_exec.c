@@ -1,0 +1,230 @@
+/* Exec: validation of the program, its arguments and environment, and
+ * running it through spawn.c. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "spawn.h"
+
+/* The fixed environment every program starts from. */
+static const char *const default_env[] = {
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+        "LC_ALL=C",
+};
+#define N_DEFAULT_ENV (sizeof(default_env) / sizeof(*default_env))
+
+/* Variables the dynamic loader or libc act on (glibc's unsecure list, and
+ * the tunables it filters in secure mode): a privileged helper never passes
+ * them on. LD_* and MALLOC_* are refused as prefixes. */
+static const char *const refused_env[] = {
+        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES",   "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
+        "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR",      "TZDIR",
+};
+
+static bool env_name_refused(const char *entry, size_t name_len)
+{
+        if (name_len >= 3 && strncmp(entry, "LD_", 3) == 0)
+                return true;
+        if (name_len >= 7 && strncmp(entry, "MALLOC_", 7) == 0)
+                return true;
+        for (size_t i = 0; i < sizeof(refused_env) / sizeof(*refused_env); i++)
+                if (strlen(refused_env[i]) == name_len &&
+                    strncmp(entry, refused_env[i], name_len) == 0)
+                        return true;
+        return false;
+}
+
+static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const struct nb_config *cfg = v->ctx->cfg;
+        const Netbroker__Exec *e = op->exec;
+
+        if (e->path[0] != '/')
+                return nb_result_set(res, EINVAL, "exec: program path must be absolute, got '%s'",
+                                     e->path);
+        if (!nb_config_exec_allowed(cfg, e->path))
+                return nb_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
+        if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
+                return nb_result_set(res, E2BIG,
+                                     "exec: more than %u arguments or environment entries",
+                                     cfg->max_args);
+        for (size_t i = 0; i < e->n_env; i++) {
+                const char *eq = strchr(e->env[i], '=');
+                if (!eq || eq == e->env[i])
+                        return nb_result_set(res, EINVAL,
+                                             "exec: environment entry %zu is not KEY=VALUE", i);
+                if (env_name_refused(e->env[i], (size_t)(eq - e->env[i])))
+                        return nb_result_set(res, EPERM,
+                                             "exec: environment variable %.*s is not allowed",
+                                             (int)(eq - e->env[i]), e->env[i]);
+        }
+        if (e->timeout_ms > cfg->exec_timeout_max_ms)
+                return nb_result_set(res, EINVAL,
+                                     "exec: timeout %u ms is above the maximum of %u ms",
+                                     e->timeout_ms, cfg->exec_timeout_max_ms);
+        return 0;
+}
+
+/* One running program. Strings in argv/envp are borrowed from the request,
+ * which outlives it. */
+struct exec_run {
+        struct nb_job *job;
+        Netbroker__Result *res;
+        const Netbroker__Exec *e;
+        struct nb_child *child;
+        char **argv, **envp;
+};
+
+static void exec_run_free(struct exec_run *x)
+{
+        free(x->argv);
+        free(x->envp);
+        free(x);
+}
+
+/* Default environment plus the request's entries; a request entry replaces
+ * a default of the same name. */
+static char **build_env(const Netbroker__Exec *e)
+{
+        char **env = calloc(N_DEFAULT_ENV + e->n_env + 1, sizeof(*env));
+        size_t n = 0;
+
+        if (!env)
+                return NULL;
+        for (size_t i = 0; i < N_DEFAULT_ENV; i++) {
+                size_t name_len = strcspn(default_env[i], "=") + 1;
+                bool overridden = false;
+                for (size_t j = 0; j < e->n_env; j++)
+                        if (strncmp(e->env[j], default_env[i], name_len) == 0)
+                                overridden = true;
+                if (!overridden)
+                        env[n++] = (char *)default_env[i];
+        }
+        for (size_t j = 0; j < e->n_env; j++)
+                env[n++] = e->env[j];
+        return env;
+}
+
+static char **build_argv(const Netbroker__Exec *e)
+{
+        size_t n = e->n_argv ? e->n_argv : 1;
+        char **argv = calloc(n + 1, sizeof(*argv));
+
+        if (!argv)
+                return NULL;
+        if (e->n_argv == 0)
+                argv[0] = e->path;
+        for (size_t i = 0; i < e->n_argv; i++)
+                argv[i] = e->argv[i];
+        return argv;
+}
+
+static void take_buf(struct nb_buf *b, ProtobufCBinaryData *out)
+{
+        out->data = b->data;
+        out->len = b->len;
+        b->data = NULL;
+        b->len = b->cap = 0;
+}
+
+static void exec_done(struct nb_child *child, void *data)
+{
+        struct exec_run *x = data;
+        struct nb_job *job = x->job;
+        Netbroker__Result *res = x->res;
+        struct nb_child_result *cr = nb_child_result(child);
+        Netbroker__ExecResult *er = malloc(sizeof(*er));
+        unsigned timeout =
+                x->e->timeout_ms ? x->e->timeout_ms : nb_job_ctx(job)->cfg->exec_timeout_ms;
+
+        if (!er) {
+                nb_result_set(res, ENOMEM, "exec: out of memory");
+        } else {
+                netbroker__exec_result__init(er);
+                er->exit_code = cr->exit_code;
+                er->signal = cr->signal;
+                er->timed_out = cr->timed_out;
+                er->stdout_truncated = cr->out_truncated;
+                er->stderr_truncated = cr->err_truncated;
+                er->duration_us = cr->duration_us;
+                nb_job_spend_reply_budget(job, cr->out.len + cr->err.len);
+                take_buf(&cr->out, &er->stdout_data);
+                take_buf(&cr->err, &er->stderr_data);
+                res->out_case = NETBROKER__RESULT__OUT_EXEC;
+                res->exec = er;
+                if (cr->timed_out)
+                        nb_result_set(res, ETIMEDOUT, "exec: killed after the %u ms timeout",
+                                      timeout);
+                else if (cr->signal)
+                        nb_result_set(res, EIO, "exec: killed by signal %d", cr->signal);
+                else if (cr->exit_code)
+                        nb_result_set(res, EIO, "exec: exited with status %d", cr->exit_code);
+        }
+        nb_child_free(child);
+        exec_run_free(x);
+        nb_job_op_done(job);
+}
+
+/* The client went away: the program is killed and reaped by spawn.c. */
+static void exec_cancel(void *data)
+{
+        struct exec_run *x = data;
+
+        nb_child_abandon(x->child);
+        exec_run_free(x);
+}
+
+static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const struct nb_config *cfg = nb_job_ctx(job)->cfg;
+        const Netbroker__Exec *e = op->exec;
+        size_t cap = cfg->exec_output_cap;
+        struct nb_exec_spec spec;
+        struct exec_run *x;
+        int r;
+
+        if (nb_children_running() >= cfg->max_spawns) {
+                if (!nb_job_wait_for_slot(job))
+                        return nb_result_set(
+                                res, EAGAIN,
+                                "exec: %u programs are waiting to run already (max_pending_spawns)",
+                                nb_jobs_waiting());
+                return NB_OP_PARKED;
+        }
+        x = calloc(1, sizeof(*x));
+        if (!x)
+                return nb_result_set(res, ENOMEM, "exec: out of memory");
+        *x = (struct exec_run){
+                .job = job, .res = res, .e = e, .argv = build_argv(e), .envp = build_env(e)};
+        if (!x->argv || !x->envp) {
+                exec_run_free(x);
+                return nb_result_set(res, ENOMEM, "exec: out of memory");
+        }
+        if (cap > nb_job_reply_budget(job) / 2)
+                cap = nb_job_reply_budget(job) / 2;
+        spec = (struct nb_exec_spec){
+                .path = e->path,
+                .argv = x->argv,
+                .envp = x->envp,
+                .stdin_data = e->stdin_data.data,
+                .stdin_len = e->stdin_data.len,
+                .timeout_ms = e->timeout_ms ? e->timeout_ms : cfg->exec_timeout_ms,
+                .output_cap = cap,
+        };
+        r = nb_child_spawn(nb_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
+        if (r < 0) {
+                exec_run_free(x);
+                return nb_result_set(res, -r, "exec: cannot run %s: %s", e->path, strerror(-r));
+        }
+        nb_job_park(job, exec_cancel, x);
+        return NB_OP_PARKED;
+}
+
+const struct nb_op_handler nb_op_exec = {
+        .name = "exec",
+        .stat = NB_STAT_OPS_EXEC,
+        .validate = validate_exec,
+        .run = run_exec,
+};

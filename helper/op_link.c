@@ -1,0 +1,468 @@
+/* Interface ops: protobuf in, link.c calls out. Validation checks every
+ * name, template, MAC and reference before the batch runs; running records
+ * how to undo each change in case a later op fails. */
+#include <errno.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "link.h"
+#include "names.h"
+#include "ops.h"
+
+static struct nb_links *links_of(const struct nb_job *job)
+{
+        return nb_job_ctx(job)->links;
+}
+
+/* ---- validation ---- */
+
+static int check_name_syntax(const char *name, Netbroker__Result *res, const char *what)
+{
+        char prefix[IFNAMSIZ];
+
+        if (nb_is_template(name)) {
+                if (nb_template_parse(name, prefix) < 0)
+                        return nb_result_set(
+                                res, EINVAL,
+                                "%s: bad template '%s': a name prefix (no digit at its end, "
+                                "at most 13 bytes) followed by %%d and nothing else",
+                                what, name);
+                return 0;
+        }
+        if (strlen(name) >= IFNAMSIZ)
+                return nb_result_set(res, EINVAL, "%s: interface name '%s' is longer than %d bytes",
+                                     what, name, IFNAMSIZ - 1);
+        if (!nb_ifname_valid(name))
+                return nb_result_set(
+                        res, EINVAL,
+                        "%s: invalid interface name '%s' (1-15 bytes, no '/', ':' or white space, "
+                        "not '.' or '..')",
+                        what, name);
+        return 0;
+}
+
+/* A name the op will create: a template, or a free explicit name. */
+static int check_new_name(struct nb_validation *v, const char *name, Netbroker__Result *res,
+                          const char *what)
+{
+        int r = check_name_syntax(name, res, what);
+
+        if (r || nb_is_template(name))
+                return r;
+        if (nb_validation_was_created(v, name))
+                return nb_result_set(res, EEXIST,
+                                     "%s: %s is created by an earlier op of this batch", what,
+                                     name);
+        r = nb_link_exists(v->ctx->links, name);
+        if (r < 0)
+                return nb_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
+                                     strerror(-r));
+        if (r > 0)
+                return nb_result_set(res, EEXIST, "%s: interface %s already exists", what, name);
+        nb_validation_created(v, name);
+        return 0;
+}
+
+/* A name the op refers to: it exists now or an earlier op creates it. */
+static int check_existing(struct nb_validation *v, const char *name, Netbroker__Result *res,
+                          const char *what)
+{
+        int r;
+
+        if (nb_is_template(name))
+                return nb_result_set(res, EINVAL,
+                                     "%s: '%s': an existing interface is named, not a template",
+                                     what, name);
+        r = check_name_syntax(name, res, what);
+        if (r || nb_validation_was_created(v, name))
+                return r;
+        r = nb_link_exists(v->ctx->links, name);
+        if (r < 0)
+                return nb_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
+                                     strerror(-r));
+        if (r == 0)
+                return nb_result_set(res, ENODEV, "%s: no interface %s", what, name);
+        return 0;
+}
+
+static int check_mac(const char *mac, Netbroker__Result *res, const char *what, uint8_t out[6])
+{
+        if (nb_mac_parse(mac, out) < 0)
+                return nb_result_set(res, EINVAL,
+                                     "%s: bad MAC address '%s' (want aa:bb:cc:dd:ee:ff)", what,
+                                     mac);
+        if (out[0] & 1)
+                return nb_result_set(res, EINVAL, "%s: %s is a multicast address", what, mac);
+        if (!(out[0] | out[1] | out[2] | out[3] | out[4] | out[5]))
+                return nb_result_set(res, EINVAL, "%s: the all-zero MAC address is not allowed",
+                                     what);
+        return 0;
+}
+
+static int validate_tap(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__TapCreate *t = op->tap_create;
+
+        if (t->queues > NB_LINK_MAX_QUEUES)
+                return nb_result_set(res, EINVAL, "tap: %u queues; at most %d", t->queues,
+                                     NB_LINK_MAX_QUEUES);
+        return check_new_name(v, t->name, res, "tap");
+}
+
+static int validate_macvlan_common(struct nb_validation *v, const char *name, const char *parent,
+                                   int mode, const char *mac, Netbroker__Result *res,
+                                   const char *what)
+{
+        uint8_t m[6];
+        int r;
+
+        if (mode < NETBROKER__MACVLAN_MODE__MACVLAN_MODE_BRIDGE ||
+            mode > NETBROKER__MACVLAN_MODE__MACVLAN_MODE_PASSTHRU)
+                return nb_result_set(res, EINVAL, "%s: unknown mode %d", what, mode);
+        if (mac[0] && (r = check_mac(mac, res, what, m)))
+                return r;
+        if ((r = check_existing(v, parent, res, what)))
+                return r;
+        return check_new_name(v, name, res, what);
+}
+
+static int validate_macvtap(struct nb_validation *v, const Netbroker__Op *op,
+                            Netbroker__Result *res)
+{
+        const Netbroker__MacvtapCreate *m = op->macvtap_create;
+
+        return validate_macvlan_common(v, m->name, m->parent, m->mode, m->mac, res, "macvtap");
+}
+
+static int validate_macvlan(struct nb_validation *v, const Netbroker__Op *op,
+                            Netbroker__Result *res)
+{
+        const Netbroker__MacvlanCreate *m = op->macvlan_create;
+
+        return validate_macvlan_common(v, m->name, m->parent, m->mode, m->mac, res, "macvlan");
+}
+
+static int validate_veth(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__VethCreate *e = op->veth_create;
+        int r;
+
+        if (nb_is_template(e->peer_name))
+                return nb_result_set(res, EINVAL, "veth: the peer needs a name, not a template");
+        if (e->has_peer_netns) {
+                int fd = e->peer_netns_fd < v->nfds ? v->fds[e->peer_netns_fd] : -1;
+                if (fd < 0)
+                        return nb_result_set(res, EBADF, "veth: no fd %u came with the request",
+                                             e->peer_netns_fd);
+                if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+                        return nb_result_set(res, EINVAL, "veth: fd %u is not a network namespace",
+                                             e->peer_netns_fd);
+                v->fd_used[e->peer_netns_fd] = true;
+                /* The peer's name is checked by the kernel in its namespace. */
+                if ((r = check_name_syntax(e->peer_name, res, "veth peer")))
+                        return r;
+        } else if ((r = check_new_name(v, e->peer_name, res, "veth peer"))) {
+                return r;
+        }
+        if (!nb_is_template(e->name) && strcmp(e->name, e->peer_name) == 0)
+                return nb_result_set(res, EINVAL, "veth: both ends are named %s", e->name);
+        return check_new_name(v, e->name, res, "veth");
+}
+
+static int validate_bridge(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return check_new_name(v, op->bridge_create->name, res, "bridge");
+}
+
+static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__LinkSet *s = op->link_set;
+        uint8_t m[6];
+        int r;
+
+        if ((r = check_existing(v, s->name, res, "link set")))
+                return r;
+        if (s->state < NETBROKER__LINK_STATE__LINK_STATE_UNCHANGED ||
+            s->state > NETBROKER__LINK_STATE__LINK_STATE_DOWN)
+                return nb_result_set(res, EINVAL, "link set: unknown state %d", s->state);
+        if (s->mtu && (s->mtu < 68 || s->mtu > 65535))
+                return nb_result_set(res, EINVAL, "link set: MTU %u is outside 68-65535", s->mtu);
+        if (s->mac[0] && (r = check_mac(s->mac, res, "link set", m)))
+                return r;
+        if (s->master[0] && s->nomaster)
+                return nb_result_set(res, EINVAL, "link set: both a master and nomaster");
+        if (s->master[0] && (r = check_existing(v, s->master, res, "link set master")))
+                return r;
+        return 0;
+}
+
+static int validate_delete(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return check_existing(v, op->link_delete->name, res, "link delete");
+}
+
+/* ---- undo ---- */
+
+struct undo_link {
+        char name[IFNAMSIZ];
+        bool restore;
+        struct nb_link_state state;
+};
+
+static void undo_link(struct nb_job *job, void *data)
+{
+        struct undo_link *u = data;
+        char err[NB_ERRLEN];
+
+        if (u->restore)
+                nb_link_restore(links_of(job), u->name, &u->state);
+        else
+                nb_link_delete(links_of(job), u->name, err);
+}
+
+static int remember_created(struct nb_job *job, const char *name)
+{
+        struct undo_link *u = calloc(1, sizeof(*u));
+
+        if (!u)
+                return -ENOMEM;
+        strcpy(u->name, name);
+        return nb_job_on_failure_undo(job, undo_link, free, u);
+}
+
+/* ---- running ---- */
+
+static int made(struct nb_job *job, Netbroker__Result *res, struct nb_link_made *m)
+{
+        int r;
+
+        res->ifname = strdup(m->ifname);
+        res->ifindex = m->ifindex;
+        if (m->peer[0])
+                res->peer_ifname = strdup(m->peer);
+        if (!res->ifname || (m->peer[0] && !res->peer_ifname)) {
+                res->ifname = res->ifname ? res->ifname : (char *)protobuf_c_empty_string;
+                res->peer_ifname =
+                        res->peer_ifname ? res->peer_ifname : (char *)protobuf_c_empty_string;
+                r = -ENOMEM;
+        } else {
+                r = remember_created(job, m->ifname);
+                nb_stat_inc(NB_STAT_LINKS_CREATED);
+        }
+        if (r == 0 && m->nfds)
+                r = nb_job_give_fds(job, res, m->fds, m->nfds);
+        else if (m->nfds)
+                for (unsigned i = 0; i < m->nfds; i++)
+                        close(m->fds[i]);
+        if (r < 0) {
+                char err[NB_ERRLEN];
+                nb_link_delete(links_of(job), m->ifname, err);
+                return nb_result_set(res, -r, "%s: %s", m->ifname, strerror(-r));
+        }
+        return 0;
+}
+
+static int run_tap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__TapCreate *t = op->tap_create;
+        struct nb_tap_spec s = {
+                .name = t->name,
+                .vnet_hdr = t->vnet_hdr,
+                .queues = t->queues,
+                .persist = t->persist,
+                .set_owner = t->set_owner,
+                .uid = t->owner_uid,
+                .gid = t->owner_gid,
+        };
+        struct nb_link_made m = {0};
+        char err[NB_ERRLEN];
+        int r = nb_link_tap_create(links_of(job), &s, &m, err);
+
+        if (r < 0)
+                return nb_result_set(res, -r, "tap: %s", err);
+        return made(job, res, &m);
+}
+
+static int run_macvlan_common(struct nb_job *job, Netbroker__Result *res, struct nb_macvlan_spec *s,
+                              const char *mac)
+{
+        struct nb_link_made m = {0};
+        char err[NB_ERRLEN];
+        int r;
+
+        s->has_mac = mac[0] && nb_mac_parse(mac, s->mac) == 0;
+        r = nb_link_macvlan_create(links_of(job), s, &m, err);
+        if (r < 0)
+                return nb_result_set(res, -r, "%s: %s", s->tap ? "macvtap" : "macvlan", err);
+        return made(job, res, &m);
+}
+
+static int run_macvtap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__MacvtapCreate *m = op->macvtap_create;
+        struct nb_macvlan_spec s = {
+                .name = m->name,
+                .parent = m->parent,
+                .mode = (enum nb_macvlan_mode)m->mode,
+                .tap = true,
+                .vnet_hdr = m->vnet_hdr,
+        };
+
+        return run_macvlan_common(job, res, &s, m->mac);
+}
+
+static int run_macvlan(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__MacvlanCreate *m = op->macvlan_create;
+        struct nb_macvlan_spec s = {
+                .name = m->name, .parent = m->parent, .mode = (enum nb_macvlan_mode)m->mode};
+
+        return run_macvlan_common(job, res, &s, m->mac);
+}
+
+static int run_veth(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__VethCreate *e = op->veth_create;
+        struct nb_veth_spec s = {
+                .name = e->name,
+                .peer = e->peer_name,
+                .peer_netns_fd = e->has_peer_netns ? nb_job_request_fd(job, e->peer_netns_fd) : -1,
+        };
+        struct nb_link_made m = {0};
+        char err[NB_ERRLEN];
+        int r = nb_link_veth_create(links_of(job), &s, &m, err);
+
+        if (r < 0)
+                return nb_result_set(res, -r, "veth: %s", err);
+        return made(job, res, &m);
+}
+
+static int run_bridge(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        struct nb_link_made m = {0};
+        char err[NB_ERRLEN];
+        int r = nb_link_bridge_create(links_of(job), op->bridge_create->name, &m, err);
+
+        if (r < 0)
+                return nb_result_set(res, -r, "bridge: %s", err);
+        return made(job, res, &m);
+}
+
+static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__LinkSet *s = op->link_set;
+        struct nb_link_change c = {
+                .name = s->name,
+                .up = s->state == NETBROKER__LINK_STATE__LINK_STATE_UP     ? 1
+                      : s->state == NETBROKER__LINK_STATE__LINK_STATE_DOWN ? 0
+                                                                           : -1,
+                .mtu = s->mtu,
+                .master = s->master[0] ? s->master : NULL,
+                .nomaster = s->nomaster,
+        };
+        struct undo_link *u = calloc(1, sizeof(*u));
+        char err[NB_ERRLEN];
+        int r, ifindex = 0;
+
+        if (!u)
+                return nb_result_set(res, ENOMEM, "link set: out of memory");
+        c.has_mac = s->mac[0] && nb_mac_parse(s->mac, c.mac) == 0;
+        /* Take the state to put back before changing anything. */
+        r = nb_link_get_state(links_of(job), s->name, &u->state);
+        if (r == 0)
+                r = nb_link_set(links_of(job), &c, &ifindex, err);
+        else
+                snprintf(err, sizeof(err), "no interface %s: %s", s->name, strerror(-r));
+        if (r < 0) {
+                free(u);
+                return nb_result_set(res, -r, "link set: %s", err);
+        }
+        strcpy(u->name, s->name);
+        u->restore = true;
+        res->ifindex = ifindex;
+        res->ifname = strdup(s->name);
+        if (!res->ifname)
+                res->ifname = (char *)protobuf_c_empty_string;
+        r = nb_job_on_failure_undo(job, undo_link, free, u);
+        return r < 0 ? nb_result_set(res, ENOMEM, "link set: out of memory") : 0;
+}
+
+/* A deleted interface cannot be made again as it was (its fds, its
+ * addresses, its peers are gone): LinkDelete is not undone. */
+static int run_delete(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        char err[NB_ERRLEN];
+        int r = nb_link_delete(links_of(job), op->link_delete->name, err);
+
+        if (r < 0)
+                return nb_result_set(res, -r, "link delete: %s", err);
+        res->ifname = strdup(op->link_delete->name);
+        if (!res->ifname)
+                res->ifname = (char *)protobuf_c_empty_string;
+        return 0;
+}
+
+static int add_prefix(const char *prefix, const unsigned *used, size_t n_used, unsigned cursor,
+                      void *data)
+{
+        Netbroker__NamesResult *nr = data;
+        Netbroker__NamePrefix *p = malloc(sizeof(*p)), **grown;
+
+        if (!p)
+                return -ENOMEM;
+        netbroker__name_prefix__init(p);
+        grown = realloc(nr->prefixes, (nr->n_prefixes + 1) * sizeof(*grown));
+        if (!grown) {
+                free(p);
+                return -ENOMEM;
+        }
+        nr->prefixes = grown;
+        nr->prefixes[nr->n_prefixes++] = p;
+        p->prefix = strdup(prefix);
+        p->cursor = cursor;
+        if (n_used) {
+                p->used = malloc(n_used * sizeof(*p->used));
+                if (!p->used)
+                        return -ENOMEM;
+                memcpy(p->used, used, n_used * sizeof(*p->used));
+                p->n_used = n_used;
+        }
+        return p->prefix ? 0 : (p->prefix = (char *)protobuf_c_empty_string, -ENOMEM);
+}
+
+static int run_names_dump(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        Netbroker__NamesResult *nr = malloc(sizeof(*nr));
+
+        (void)op;
+        if (!nr)
+                return nb_result_set(res, ENOMEM, "names: out of memory");
+        netbroker__names_result__init(nr);
+        res->out_case = NETBROKER__RESULT__OUT_NAMES;
+        res->names = nr;
+        nb_links_sync(links_of(job));
+        if (nb_names_foreach(nb_links_names(links_of(job)), add_prefix, nr) < 0)
+                return nb_result_set(res, ENOMEM, "names: out of memory");
+        return 0;
+}
+
+const struct nb_op_handler nb_op_tap_create = {"tap_create", NB_STAT_OPS_LINK, validate_tap,
+                                               run_tap};
+const struct nb_op_handler nb_op_macvtap_create = {"macvtap_create", NB_STAT_OPS_LINK,
+                                                   validate_macvtap, run_macvtap};
+const struct nb_op_handler nb_op_macvlan_create = {"macvlan_create", NB_STAT_OPS_LINK,
+                                                   validate_macvlan, run_macvlan};
+const struct nb_op_handler nb_op_veth_create = {"veth_create", NB_STAT_OPS_LINK, validate_veth,
+                                                run_veth};
+const struct nb_op_handler nb_op_bridge_create = {"bridge_create", NB_STAT_OPS_LINK,
+                                                  validate_bridge, run_bridge};
+const struct nb_op_handler nb_op_link_set = {"link_set", NB_STAT_OPS_LINK, validate_set, run_set};
+const struct nb_op_handler nb_op_link_delete = {"link_delete", NB_STAT_OPS_LINK, validate_delete,
+                                                run_delete};
+const struct nb_op_handler nb_op_names_dump = {"names_dump", NB_STAT_OPS_LINK, NULL,
+                                               run_names_dump};

@@ -1,0 +1,75 @@
+/* What an op file (op_*.c) sees of a request: one handler per op kind, and
+ * the job services it may use. dispatch.c runs the handlers; the op files
+ * translate protobuf into calls on one capability (spawn.c, link.c, ...). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "codec.h"
+#include "dispatch.h"
+#include "stats.h"
+
+struct nb_job;
+
+/* What validation may look at. Validation never changes the system; it
+ * may read it (does a parent interface exist?). */
+struct nb_validation {
+        const struct nb_dispatch_ctx *ctx;
+        size_t nfds; /* fds that came with the request */
+        const int *fds;
+        /* Explicit names created by earlier ops of the batch, so a later op
+         * may name them. */
+        char (*created)[16];
+        size_t n_created;
+        bool *fd_used; /* set by an op that takes request fd i */
+};
+
+#define NB_OP_PARKED 1 /* run(): the op is under way; the job resumes later */
+
+struct nb_op_handler {
+        const char *name; /* feature name in Hello */
+        enum nb_stat stat; /* counted when the op runs */
+        /* Returns 0, or a positive errno with the result's message set. */
+        int (*validate)(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
+        /* Returns 0, a positive errno (message set), or NB_OP_PARKED. */
+        int (*run)(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res);
+};
+
+extern const struct nb_op_handler nb_op_ping, nb_op_stats, nb_op_exec, nb_op_tap_create,
+        nb_op_macvtap_create, nb_op_macvlan_create, nb_op_veth_create, nb_op_bridge_create,
+        nb_op_link_set, nb_op_link_delete, nb_op_names_dump;
+
+/* Set a result's status and message; returns err. */
+int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* Record an explicit name created by an op being validated. */
+void nb_validation_created(struct nb_validation *v, const char *name);
+bool nb_validation_was_created(const struct nb_validation *v, const char *name);
+
+const struct nb_dispatch_ctx *nb_job_ctx(const struct nb_job *job);
+/* The request fd at index i (still owned by the job), or -1. */
+int nb_job_request_fd(const struct nb_job *job, size_t i);
+/* Bytes of program output this request may still carry in its reply. */
+size_t nb_job_reply_budget(const struct nb_job *job);
+void nb_job_spend_reply_budget(struct nb_job *job, size_t n);
+
+/* Hand fds an op made to the client (they are sent at once, before the
+ * reply) and note their indices in res. Takes ownership of the fds. */
+int nb_job_give_fds(struct nb_job *job, Netbroker__Result *res, int *fds, size_t n);
+
+/* Run undo(data) if a later op of the batch fails (and the request did not
+ * ask to go on); free_data(data) in any case when the job ends. */
+int nb_job_on_failure_undo(struct nb_job *job, void (*undo)(struct nb_job *job, void *data),
+                           void (*free_data)(void *data), void *data);
+
+/* The op is under way and will call nb_job_op_done(); cancel(data) stops
+ * it if the client goes away first. */
+void nb_job_park(struct nb_job *job, void (*cancel)(void *data), void *data);
+
+/* An op that parked is done: record its status and go on. */
+void nb_job_op_done(struct nb_job *job);
+
+/* For Exec: park until a spawn slot is free; false if too many wait. */
+bool nb_job_wait_for_slot(struct nb_job *job);

@@ -171,6 +171,82 @@ static int hundred_true(nb_conn *c)
         return 0;
 }
 
+static uint64_t stat_of(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        uint64_t v = 0;
+
+        nb_batch_stats(b);
+        if (nb_submit(c, b, &res) == 0)
+                nb_result_stat(res, 0, name, &v);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return v;
+}
+
+/* seeds/000: libvirt took over 2 minutes for 82 macvtaps, probing
+ * macvtap0, macvtap1, ... for a free name (3,403 ioctls). Here the helper
+ * owns the names: one batch, no probe. */
+static int macvtaps(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_link_change up = {.up = 1};
+        uint64_t nl0, created0;
+        size_t fds = 0;
+        double t0;
+        int r;
+
+        nb_batch_veth_create(b, "uplink0", "uplink1", -1);
+        nb_batch_link_set(b, "uplink0", &up);
+        r = nb_submit(c, b, &res);
+        if (r < 0 || nb_results_first_error(res) != -1) {
+                fprintf(stderr, "demo: cannot make the veth parent: %s\n",
+                        r < 0 ? strerror(-r)
+                              : nb_result_message(res, (size_t)nb_results_first_error(res)));
+                nb_results_free(res);
+                nb_batch_free(b);
+                return -EIO;
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+
+        nl0 = stat_of(c, "netlink_messages");
+        created0 = stat_of(c, "links_created");
+        b = nb_batch_new();
+        for (int i = 0; i < 82; i++)
+                nb_batch_macvtap_create(b, "macvtap%d", "uplink0", NB_MACVLAN_BRIDGE, NULL, true);
+        t0 = now_ms();
+        r = nb_submit(c, b, &res);
+        t0 = now_ms() - t0;
+        if (r < 0 || nb_results_first_error(res) != -1) {
+                fprintf(stderr, "demo: 82 macvtaps failed: %s\n",
+                        r < 0 ? strerror(-r)
+                              : nb_result_message(res, (size_t)nb_results_first_error(res)));
+                nb_results_free(res);
+                nb_batch_free(b);
+                return -EIO;
+        }
+        for (size_t i = 0; i < nb_results_count(res); i++)
+                fds += nb_result_fd_count(res, i);
+        printf("\n4. One request with 82 MacvtapCreate ops on uplink0 (template macvtap%%d): %.1f "
+               "ms,\n"
+               "   %.2f ms per device, names %s .. %s, %zu /dev/tapN fds received (no udev "
+               "needed).\n",
+               t0, t0 / 82, nb_result_ifname(res, 0), nb_result_ifname(res, 81), fds);
+        printf("   Name probes: 0 (the helper keeps a bitmap of used names from netlink);\n"
+               "   netlink messages: %llu for %llu devices created.\n",
+               (unsigned long long)(stat_of(c, "netlink_messages") - nl0 - 1),
+               (unsigned long long)(stat_of(c, "links_created") - created0));
+        printf("   (libvirt in 2015: 82 macvtaps took over 2 minutes, 3,403 name probes; "
+               "seeds/000.\n"
+               "    build/bench/netbroker-bench names compares both ways on this machine.)\n");
+        nb_results_free(res); /* closes the fds: QEMU would get them instead */
+        nb_batch_free(b);
+        return 0;
+}
+
 static void stats(nb_conn *c)
 {
         nb_batch *b = nb_batch_new();
@@ -180,7 +256,7 @@ static void stats(nb_conn *c)
 
         nb_batch_stats(b);
         if (nb_submit(c, b, &res) == 0) {
-                printf("\n4. The helper's counters:\n   ");
+                printf("\n5. The helper's counters:\n   ");
                 for (size_t k = 0; nb_result_stat_at(res, 0, k, &name, &v) == 0; k++)
                         if (v)
                                 printf(" %s=%llu", name, (unsigned long long)v);
@@ -232,6 +308,8 @@ int main(void)
         r = tools_batch(c);
         if (r == 0)
                 r = hundred_true(c);
+        if (r == 0)
+                r = macvtaps(c);
         stats(c);
         nb_close(c);
         unlink(conf);

@@ -245,8 +245,11 @@ static const char *private_mounts(void)
                 nb_warn("cannot mount a sysfs for this network namespace: %s", strerror(errno));
         if ((mkdir(DEVDIR_PARENT, 0755) < 0 && errno != EEXIST) ||
             (mkdir(DEVDIR, 0700) < 0 && errno != EEXIST) ||
+            /* An unlinked node keeps its inode while a client holds the
+             * device open, so the inode count must not be capped (0: no
+             * limit); nodes take no blocks. */
             mount("tmpfs", DEVDIR, "tmpfs", MS_NOSUID | MS_NOEXEC,
-                  "mode=0700,size=64k,nr_inodes=64") < 0) {
+                  "mode=0700,size=4k,nr_inodes=0") < 0) {
                 nb_warn("cannot make %s for device nodes: %s", DEVDIR, strerror(errno));
                 return NULL;
         }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "frame.h"
 #include "log.h"
+#include "names.h"
 #include "testutil.h"
 
 NB_LOG_CATEGORY(unittest);
@@ -502,11 +503,182 @@ START_TEST(test_decode_fails_cleanly_at_every_allocation)
 }
 END_TEST
 
+/* ---- name allocator (no kernel: the bitmaps are fed by hand) ---- */
+
+static void alloc_is(struct nb_names *n, const char *prefix, const char *want)
+{
+        char name[IFNAMSIZ];
+
+        ck_assert_int_eq(nb_names_allocate(n, prefix, name), 0);
+        ck_assert_str_eq(name, want);
+}
+
+START_TEST(test_names_next_fit_does_not_reuse_a_just_freed_name)
+{
+        struct nb_names *n;
+
+        ck_assert_int_eq(nb_names_new(&n), 0);
+        alloc_is(n, "vnet", "vnet0");
+        alloc_is(n, "vnet", "vnet1");
+        nb_names_mark(n, "vnet0", false); /* vnet0 deleted */
+        alloc_is(n, "vnet", "vnet2"); /* lowest-free would say vnet0 */
+        nb_names_mark(n, "vnet2", false);
+        alloc_is(n, "vnet", "vnet3");
+        nb_names_free(n);
+}
+END_TEST
+
+START_TEST(test_names_made_by_others_are_skipped)
+{
+        struct nb_names *n;
+
+        ck_assert_int_eq(nb_names_new(&n), 0);
+        nb_names_mark(n, "macvtap0", true);
+        nb_names_mark(n, "macvtap1", true);
+        nb_names_mark(n, "macvtap3", true); /* ip link add ... macvtap3 */
+        alloc_is(n, "macvtap", "macvtap2");
+        alloc_is(n, "macvtap", "macvtap4");
+        /* A name with a leading zero or another prefix is not ours. */
+        nb_names_mark(n, "macvtap05", true);
+        nb_names_mark(n, "macvtapx6", true);
+        alloc_is(n, "macvtap", "macvtap5");
+        alloc_is(n, "macvtap", "macvtap6");
+        nb_names_free(n);
+}
+END_TEST
+
+START_TEST(test_names_wrap_around_and_exhaustion)
+{
+        struct nb_names *n;
+        char name[IFNAMSIZ];
+        const char *prefix = "abcdefghijklmn"; /* 14 bytes: room for one digit */
+
+        ck_assert_int_eq(nb_names_new(&n), 0);
+        ck_assert_uint_eq(nb_names_max_suffix(prefix), 9);
+        for (int i = 0; i < 10; i++)
+                ck_assert_int_eq(nb_names_allocate(n, prefix, name), 0);
+        ck_assert_str_eq(name, "abcdefghijklmn9");
+        ck_assert_int_eq(nb_names_allocate(n, prefix, name), -ENOSPC);
+        nb_names_mark(n, "abcdefghijklmn3", false);
+        nb_names_mark(n, "abcdefghijklmn7", false);
+        /* The cursor is past 9: it wraps and finds 3 first, then 7. */
+        alloc_is(n, prefix, "abcdefghijklmn3");
+        alloc_is(n, prefix, "abcdefghijklmn7");
+        ck_assert_int_eq(nb_names_allocate(n, prefix, name), -ENOSPC);
+        nb_names_free(n);
+}
+END_TEST
+
+START_TEST(test_names_rebuild_keeps_the_cursor)
+{
+        struct nb_names *n;
+
+        ck_assert_int_eq(nb_names_new(&n), 0);
+        for (int i = 0; i < 5; i++) {
+                char name[IFNAMSIZ];
+                ck_assert_int_eq(nb_names_allocate(n, "vnet", name), 0);
+        }
+        /* A rebuild from a dump that shows only vnet1 still does not send the
+         * next allocation back to vnet0. */
+        nb_names_clear(n);
+        nb_names_mark(n, "vnet1", true);
+        alloc_is(n, "vnet", "vnet5");
+        nb_names_free(n);
+}
+END_TEST
+
+START_TEST(test_names_large_suffixes_cross_bitmap_words)
+{
+        struct nb_names *n;
+
+        ck_assert_int_eq(nb_names_new(&n), 0);
+        for (int i = 0; i < 200; i++) {
+                char name[IFNAMSIZ];
+                snprintf(name, sizeof(name), "veth%d", i);
+                nb_names_mark(n, name, true);
+        }
+        nb_names_mark(n, "veth130", false);
+        alloc_is(n, "veth", "veth130");
+        alloc_is(n, "veth", "veth200");
+        nb_names_free(n);
+}
+END_TEST
+
+static int count_prefixes(const char *prefix, const unsigned *used, size_t n_used, unsigned cursor,
+                          void *data)
+{
+        int *seen = data;
+
+        if (strcmp(prefix, "vnet") == 0) {
+                ck_assert_uint_eq(n_used, 2);
+                ck_assert_uint_eq(used[0], 0);
+                ck_assert_uint_eq(used[1], 70);
+                ck_assert_uint_eq(cursor, 1);
+                (*seen)++;
+        }
+        return 0;
+}
+
+START_TEST(test_names_dump_lists_used_suffixes_in_order)
+{
+        struct nb_names *n;
+        int seen = 0;
+
+        ck_assert_int_eq(nb_names_new(&n), 0);
+        nb_names_mark(n, "vnet70", true);
+        alloc_is(n, "vnet", "vnet0");
+        ck_assert_int_eq(nb_names_foreach(n, count_prefixes, &seen), 0);
+        ck_assert_int_eq(seen, 1);
+        nb_names_free(n);
+}
+END_TEST
+
+START_TEST(test_template_is_a_prefix_and_percent_d_only)
+{
+        char prefix[IFNAMSIZ];
+
+        ck_assert_int_eq(nb_template_parse("vnet%d", prefix), 0);
+        ck_assert_str_eq(prefix, "vnet");
+        ck_assert_int_eq(nb_template_parse("abcdefghijklmn%d", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("abcdefghijklmno%d", prefix),
+                         0); /* no room for a digit */
+        ck_assert_int_lt(nb_template_parse("%d", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vnet%s", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vnet%x", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vn%det%d", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vnet%d%d", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vnet%%d", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vnet1%d", prefix), 0); /* vnet1 + 2 = vnet12 */
+        ck_assert_int_lt(nb_template_parse("a/b%d", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("a b%d", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vnet%d ", prefix), 0);
+        ck_assert_int_lt(nb_template_parse("vnet%n", prefix), 0);
+}
+END_TEST
+
+START_TEST(test_ifname_valid_as_the_kernel_says)
+{
+        ck_assert(nb_ifname_valid("eth0"));
+        ck_assert(nb_ifname_valid("abcdefghijklmno")); /* 15 */
+        ck_assert(!nb_ifname_valid("abcdefghijklmnop")); /* 16: never truncated */
+        ck_assert(!nb_ifname_valid(""));
+        ck_assert(!nb_ifname_valid("."));
+        ck_assert(!nb_ifname_valid(".."));
+        ck_assert(nb_ifname_valid("..."));
+        ck_assert(!nb_ifname_valid("a/b"));
+        ck_assert(!nb_ifname_valid("a:b"));
+        ck_assert(!nb_ifname_valid("a b"));
+        ck_assert(!nb_ifname_valid("a\tb"));
+        ck_assert(!nb_ifname_valid("a\nb"));
+}
+END_TEST
+
 static Suite *unit_suite(void)
 {
         Suite *s = suite_create("unit");
         TCase *frames = tcase_create("frames"), *config = tcase_create("config");
         TCase *logging = tcase_create("log"), *codec = tcase_create("codec");
+        TCase *names = tcase_create("names");
 
         tcase_add_test(frames, test_frame_reassembled_from_one_byte_writes);
         tcase_add_test(frames, test_frame_writer_resumes_after_eagain);
@@ -525,6 +697,15 @@ static Suite *unit_suite(void)
         tcase_add_test(logging, test_log_filters_set_one_category);
         tcase_add_test(codec, test_decode_budget_refuses_a_tree_larger_than_allowed);
         tcase_add_test(codec, test_decode_fails_cleanly_at_every_allocation);
+        tcase_add_test(names, test_names_next_fit_does_not_reuse_a_just_freed_name);
+        tcase_add_test(names, test_names_made_by_others_are_skipped);
+        tcase_add_test(names, test_names_wrap_around_and_exhaustion);
+        tcase_add_test(names, test_names_rebuild_keeps_the_cursor);
+        tcase_add_test(names, test_names_large_suffixes_cross_bitmap_words);
+        tcase_add_test(names, test_names_dump_lists_used_suffixes_in_order);
+        tcase_add_test(names, test_template_is_a_prefix_and_percent_d_only);
+        tcase_add_test(names, test_ifname_valid_as_the_kernel_says);
+        suite_add_tcase(s, names);
         suite_add_tcase(s, frames);
         suite_add_tcase(s, config);
         suite_add_tcase(s, logging);

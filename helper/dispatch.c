@@ -132,6 +132,29 @@ void nb_validation_created(struct nb_validation *v, const char *name)
         snprintf(v->created[v->n_created++], 16, "%s", name);
 }
 
+void nb_validation_exists(struct nb_validation *v, const char *name)
+{
+        snprintf(v->exists[v->n_exists++], 16, "%s", name);
+}
+
+void nb_validation_forget(struct nb_validation *v, const char *name)
+{
+        for (size_t i = 0; i < v->n_exists; i++)
+                if (strcmp(v->exists[i], name) == 0)
+                        v->exists[i][0] = '\0';
+        for (size_t i = 0; i < v->n_created; i++)
+                if (strcmp(v->created[i], name) == 0)
+                        v->created[i][0] = '\0';
+}
+
+bool nb_validation_known_to_exist(const struct nb_validation *v, const char *name)
+{
+        for (size_t i = 0; i < v->n_exists; i++)
+                if (strcmp(v->exists[i], name) == 0)
+                        return true;
+        return false;
+}
+
 bool nb_validation_was_created(const struct nb_validation *v, const char *name)
 {
         for (size_t i = 0; i < v->n_created; i++)
@@ -207,10 +230,13 @@ static int validate_request(struct nb_job *job)
         struct nb_validation v = {.ctx = job->ctx, .nfds = job->nfds, .fds = job->fds};
         size_t bad = SIZE_MAX;
 
-        v.created = calloc(req->n_ops ? req->n_ops : 1, sizeof(*v.created));
+        /* A veth names two interfaces: room for two per op. */
+        v.created = calloc(2 * req->n_ops + 1, sizeof(*v.created));
+        v.exists = calloc(2 * req->n_ops + 1, sizeof(*v.exists));
         v.fd_used = calloc(job->nfds ? job->nfds : 1, sizeof(*v.fd_used));
-        if (!v.created || !v.fd_used) {
+        if (!v.created || !v.exists || !v.fd_used) {
                 free(v.created);
+                free(v.exists);
                 free(v.fd_used);
                 return -ENOMEM;
         }
@@ -234,6 +260,7 @@ static int validate_request(struct nb_job *job)
                         job->fds[i] = -1;
                 }
         free(v.created);
+        free(v.exists);
         free(v.fd_used);
         if (bad == SIZE_MAX)
                 return 0;
@@ -477,7 +504,8 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *ms
                         goto oom;
                 netbroker__result__init(job->results[i]);
         }
-        memcpy(job->fds, fds, nfds * sizeof(int));
+        if (nfds)
+                memcpy(job->fds, fds, nfds * sizeof(int));
         job->nfds = nfds;
         *ret = job;
         if (validate_request(job) < 0) {

@@ -32,7 +32,20 @@ NB_LOG_CATEGORY(link);
  * (a race with another creator) before giving up. */
 #define MAX_NAME_TRIES 32
 
+/* Interfaces seen in recent link notifications: the ifindex of a device we
+ * just made, or of a parent named again and again, without a lookup. The
+ * kernel sends the notification before it acknowledges the request, so it
+ * is there by the time we look. */
+#define N_RECENT 64
+
+struct recent {
+        char name[IFNAMSIZ];
+        int ifindex;
+};
+
 struct nb_links {
+        struct recent recent[N_RECENT];
+        unsigned recent_next;
         struct nb_loop *loop;
         struct nb_netlink nl;
         struct nb_names *names;
@@ -67,30 +80,65 @@ int nb_mac_parse(const char *s, uint8_t ret[6])
 
 /* ---- the allocator's view of the kernel ---- */
 
+static void recent_note(struct nb_links *l, const char *name, int ifindex, bool present)
+{
+        struct recent *slot = NULL;
+
+        for (unsigned i = 0; i < N_RECENT; i++) {
+                struct recent *e = &l->recent[i];
+                /* Same name, or same device under an older name (a rename). */
+                if (e->ifindex && (strcmp(e->name, name) == 0 || e->ifindex == ifindex)) {
+                        e->ifindex = 0;
+                        slot = slot ? slot : e;
+                }
+        }
+        if (!present)
+                return;
+        if (!slot)
+                slot = &l->recent[l->recent_next++ % N_RECENT];
+        snprintf(slot->name, IFNAMSIZ, "%s", name);
+        slot->ifindex = ifindex;
+}
+
+static int recent_ifindex(const struct nb_links *l, const char *name)
+{
+        for (unsigned i = 0; i < N_RECENT; i++)
+                if (l->recent[i].ifindex && strcmp(l->recent[i].name, name) == 0)
+                        return l->recent[i].ifindex;
+        return 0;
+}
+
 static int on_link_msg(struct nl_msg *msg, void *arg)
 {
         struct nb_links *l = arg;
         struct nlmsghdr *h = nlmsg_hdr(msg);
         struct nlattr *tb[IFLA_MAX + 1];
+        const struct ifinfomsg *ifi;
+        bool present = h->nlmsg_type == RTM_NEWLINK;
 
         if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK)
                 return NL_OK;
-        if (nlmsg_parse(h, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME])
+        if (nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME])
                 return NL_OK;
-        nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), h->nlmsg_type == RTM_NEWLINK);
+        ifi = nlmsg_data(h);
+        nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
+        recent_note(l, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present);
         return NL_OK;
 }
 
 /* One RTM_GETLINK dump: every name there is. */
 static int rebuild(struct nb_links *l)
 {
-        struct nl_cb *cb = nl_cb_clone(nl_socket_get_cb(l->nl.req));
+        struct nl_cb *sock_cb = nl_socket_get_cb(l->nl.req); /* a reference */
+        struct nl_cb *cb = nl_cb_clone(sock_cb);
         int r = -EINTR;
 
+        nl_cb_put(sock_cb);
         if (!cb)
                 return -ENOMEM;
         nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_link_msg, l);
         /* A dump interrupted by concurrent changes is retried. */
+        memset(l->recent, 0, sizeof(l->recent));
         for (int i = 0; i < 5 && r == -EINTR; i++) {
                 nb_names_clear(l->names);
                 nb_netlink_begin(&l->nl);
@@ -209,13 +257,19 @@ int nb_link_exists(struct nb_links *l, const char *name)
 static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
 {
         struct rtnl_link *link = NULL;
-        int r = get_link(l, name, &link);
+        int r;
 
+        nb_links_sync(l);
+        *ret = recent_ifindex(l, name);
+        if (*ret)
+                return 0;
+        r = get_link(l, name, &link);
         if (r < 0) {
                 errf(err, "no interface %s: %s", name, strerror(-r));
                 return r;
         }
         *ret = rtnl_link_get_ifindex(link);
+        recent_note(l, name, *ret, true);
         rtnl_link_put(link);
         return 0;
 }
@@ -257,6 +311,13 @@ static int create_named(struct nb_links *l, const char *name, create_fn fn, void
                         return r;
                 r = fn(l, cand, ctx, err);
                 if (r == -EEXIST || r == -EBUSY) {
+                        /* Taken behind our back, or is it another name the op
+                         * needs (a veth's peer)? Only the first is retried. */
+                        if (nb_link_exists(l, cand) == 0) {
+                                nb_names_mark(l->names, cand, false);
+                                errf(err, "another interface this op names already exists");
+                                return -EEXIST;
+                        }
                         nb_debug("%s was taken behind our back; trying the next name", cand);
                         continue;
                 }
@@ -476,13 +537,17 @@ static int open_macvtap(struct nb_links *l, const char *name, int ifindex, bool 
                 errf(err, "cannot open the character device of %s: %s", name, strerror(-r));
                 return r;
         }
-        if (vnet_hdr) {
+        {
+                /* The macvtap driver turns vnet headers on for every open;
+                 * make the flag what was asked, both ways. */
                 struct ifreq ifr = {0};
                 if (ioctl(fd, TUNGETIFF, &ifr) < 0 ||
-                    (ifr.ifr_flags |= IFF_VNET_HDR, ioctl(fd, TUNSETIFF, &ifr) < 0)) {
+                    (ifr.ifr_flags = (short)(vnet_hdr ? ifr.ifr_flags | IFF_VNET_HDR
+                                                      : ifr.ifr_flags & ~IFF_VNET_HDR),
+                     ioctl(fd, TUNSETIFF, &ifr) < 0)) {
                         r = -errno;
                         close(fd);
-                        errf(err, "cannot enable vnet headers on %s: %s", name, strerror(-r));
+                        errf(err, "cannot set vnet headers on %s: %s", name, strerror(-r));
                         return r;
                 }
         }
@@ -548,6 +613,9 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
         r = create_named(l, s->name, veth_create_one, &v, ret->ifname, err);
         if (r == -EEXIST && !nb_is_template(s->name))
                 errf(err, "interface %s or its peer %s already exists", s->name, s->peer);
+        else if (r == -EEXIST)
+                errf(err, "the peer name %s is taken%s", s->peer,
+                     s->peer_netns_fd >= 0 ? " in the target namespace" : "");
         if (r < 0)
                 return r;
         snprintf(ret->peer, IFNAMSIZ, "%s", v.peer);

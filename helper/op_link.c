@@ -79,7 +79,7 @@ static int check_existing(struct nb_validation *v, const char *name, Netbroker__
                                      "%s: '%s': an existing interface is named, not a template",
                                      what, name);
         r = check_name_syntax(name, res, what);
-        if (r || nb_validation_was_created(v, name))
+        if (r || nb_validation_was_created(v, name) || nb_validation_known_to_exist(v, name))
                 return r;
         r = nb_link_exists(v->ctx->links, name);
         if (r < 0)
@@ -87,6 +87,7 @@ static int check_existing(struct nb_validation *v, const char *name, Netbroker__
                                      strerror(-r));
         if (r == 0)
                 return nb_result_set(res, ENODEV, "%s: no interface %s", what, name);
+        nb_validation_exists(v, name);
         return 0;
 }
 
@@ -203,7 +204,12 @@ static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbro
 
 static int validate_delete(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        return check_existing(v, op->link_delete->name, res, "link delete");
+        int r = check_existing(v, op->link_delete->name, res, "link delete");
+
+        /* Later ops of the batch cannot count on it any more. */
+        if (r == 0)
+                nb_validation_forget(v, op->link_delete->name);
+        return r;
 }
 
 /* ---- undo ---- */

@@ -22,6 +22,10 @@ struct nb_validation {
          * may name them. */
         char (*created)[16];
         size_t n_created;
+        /* Names seen to exist already in this validation: a batch of 1000
+         * macvtaps on one parent looks the parent up once. */
+        char (*exists)[16];
+        size_t n_exists;
         bool *fd_used; /* set by an op that takes request fd i */
 };
 
@@ -47,6 +51,10 @@ int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
 /* Record an explicit name created by an op being validated. */
 void nb_validation_created(struct nb_validation *v, const char *name);
 bool nb_validation_was_created(const struct nb_validation *v, const char *name);
+void nb_validation_exists(struct nb_validation *v, const char *name);
+/* An op of the batch deletes name: it neither exists nor was created. */
+void nb_validation_forget(struct nb_validation *v, const char *name);
+bool nb_validation_known_to_exist(const struct nb_validation *v, const char *name);
 
 const struct nb_dispatch_ctx *nb_job_ctx(const struct nb_job *job);
 /* The request fd at index i (still owned by the job), or -1. */

@@ -12,6 +12,7 @@ packages=(
   systemd      # systemd-socket-activate, for the socket-activation test
   man-db groff-base
   clang-format python3
+  qemu-system-x86  # the link tests start QEMU on a tap fd from TapCreate
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -5,3 +5,4 @@
 
 Suite *protocol_suite(void);
 Suite *exec_suite(void);
+Suite *link_suite(void);

@@ -1,6 +1,8 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -69,11 +71,23 @@ void tu_helper_start(struct tu_helper *h, const char *config_body)
         snprintf(h->sock, sizeof(h->sock), "/tmp/nbtest-%d-%u.sock", (int)getpid(), seq++);
         unlink(h->sock);
         ck_assert_int_eq(posix_spawn(&h->pid, NB_TEST_HELPER, NULL, NULL, argv, environ), 0);
-        /* Wait for the socket to appear. */
+        /* The socket is bound first thing (stage 1), well before the helper
+         * serves: wait until a Hello is answered, then until its fd count
+         * is steady, so a test's "idle" fd count is the helper's. */
         for (int i = 0; i < 500; i++) {
                 struct stat st;
-                if (stat(h->sock, &st) == 0)
+                if (stat(h->sock, &st) == 0 && tu_raw_try_connect(h->sock) == 0) {
+                        int fd = tu_raw_connect(h->sock), last = -1, same = 0;
+                        tu_raw_hello(fd);
+                        close(fd);
+                        for (int k = 0; k < 200 && same < 5; k++) {
+                                int n = tu_fd_count(h->pid);
+                                same = n == last ? same + 1 : 0;
+                                last = n;
+                                usleep(5000);
+                        }
                         return;
+                }
                 usleep(2000);
         }
         ck_abort_msg("helper did not create %s", h->sock);
@@ -89,6 +103,20 @@ void tu_helper_stop(struct tu_helper *h)
                       status);
         unlink(h->sock);
         free(h->config);
+}
+
+/* 0 once something accepts connections at sock (between bind and listen
+ * a connect is refused), else -errno. */
+int tu_raw_try_connect(const char *sock)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
+
+        ck_assert_int_ge(fd, 0);
+        strcpy(sa.sun_path, sock);
+        r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+        close(fd);
+        return r;
 }
 
 int tu_raw_connect(const char *sock)
@@ -275,4 +303,149 @@ nb_conn *tu_spawn(const char *config_body)
         free(conf);
         ck_assert_msg(r == 0, "nb_spawn: %s", strerror(-r));
         return c;
+}
+
+/* ---- network namespaces and the real tools ---- */
+
+void tu_private_netns(void)
+{
+        const char *path = getenv("PATH");
+        char *grown;
+
+        ck_assert_msg(unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): %s", strerror(errno));
+        /* ip(8) lives in sbin, which a non-login root shell may lack. */
+        ck_assert_int_ge(asprintf(&grown, "%s:/usr/sbin:/sbin:/usr/bin:/bin", path ? path : ""), 0);
+        setenv("PATH", grown, 1);
+        free(grown);
+}
+
+int tu_new_netns_fd(void)
+{
+        int here = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), there;
+
+        ck_assert_int_ge(here, 0);
+        ck_assert_msg(unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): %s", strerror(errno));
+        there = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(there, 0);
+        ck_assert_msg(setns(here, CLONE_NEWNET) == 0, "setns back: %s", strerror(errno));
+        close(here);
+        return there;
+}
+
+int tu_run(const char *const argv[], char **out)
+{
+        posix_spawn_file_actions_t fa;
+        extern char **environ;
+        int pipefd[2], status, r;
+        size_t len = 0, cap = 4096;
+        char *buf = malloc(cap);
+        pid_t pid;
+        ssize_t n;
+
+        ck_assert_ptr_nonnull(buf);
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+        r = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[1]);
+        ck_assert_msg(r == 0, "cannot run %s: %s", argv[0], strerror(r));
+        while ((n = read(pipefd[0], buf + len, cap - len - 1)) > 0 || (n < 0 && errno == EINTR)) {
+                if (n < 0)
+                        continue;
+                len += (size_t)n;
+                if (cap - len < 2) {
+                        cap *= 2;
+                        buf = realloc(buf, cap);
+                        ck_assert_ptr_nonnull(buf);
+                }
+        }
+        close(pipefd[0]);
+        buf[len] = '\0';
+        while (waitpid(pid, &status, 0) < 0)
+                ck_assert_int_eq(errno, EINTR);
+        if (out)
+                *out = buf;
+        else
+                free(buf);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+char *tu_sh(const char *fmt, ...)
+{
+        va_list ap;
+        char *cmd, *out;
+        int r;
+
+        va_start(ap, fmt);
+        ck_assert_int_ge(vasprintf(&cmd, fmt, ap), 0);
+        va_end(ap);
+        r = tu_run((const char *const[]){"/bin/sh", "-c", cmd, NULL}, &out);
+        ck_assert_msg(r == 0, "'%s' exited with %d", cmd, r);
+        free(cmd);
+        return out;
+}
+
+/* Walks a dotted path through `ip -d -s -j link show dev DEV`; exit 3 when
+ * there is no such device. */
+static const char link_get_py[] =
+        "import json, subprocess, sys\n"
+        "ns, dev, path = sys.argv[1:4]\n"
+        "cmd = ['ip', '-d', '-s', '-j', 'link', 'show', 'dev', dev]\n"
+        "if ns:\n"
+        "    cmd = ['nsenter', '--net=' + ns] + cmd\n"
+        "p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)\n"
+        "if p.returncode:\n"
+        "    sys.exit(3)\n"
+        "v = json.loads(p.stdout)[0]\n"
+        "for k in path.split('.') if path else []:\n"
+        "    if not isinstance(v, dict) or k not in v:\n"
+        "        print('" TU_ABSENT "', end='')\n"
+        "        sys.exit(0)\n"
+        "    v = v[k]\n"
+        "print(v if isinstance(v, str) else json.dumps(v), end='')\n";
+
+const char *tu_link_get_ns(const char *netns, const char *dev, const char *path)
+{
+        static char ring[16][1024];
+        static unsigned next;
+        char *out, *slot = ring[next++ % 16];
+        int r = tu_run((const char *const[]){"/usr/bin/python3", "-c", link_get_py,
+                                             netns ? netns : "", dev, path, NULL},
+                       &out);
+
+        ck_assert_msg(r == 0 || r == 3, "reading %s of %s failed (%d)", path, dev, r);
+        snprintf(slot, sizeof(ring[0]), "%s", out);
+        free(out);
+        return r == 3 ? NULL : slot;
+}
+
+const char *tu_link_get(const char *dev, const char *path)
+{
+        return tu_link_get_ns(NULL, dev, path);
+}
+
+bool tu_link_exists(const char *dev)
+{
+        return tu_link_get(dev, "ifname") != NULL;
+}
+
+char *tu_link_names(void)
+{
+        char *names =
+                tu_sh("ip -j link show | /usr/bin/python3 -c 'import json, sys; "
+                      "print(\"\".join(\"\\n\" + l[\"ifname\"] for l in json.load(sys.stdin)))'");
+
+        return names;
+}
+
+char *tu_links_snapshot(void)
+{
+        return tu_sh("ip -d -j link show");
+}
+
+void tu_veth(const char *name, const char *peer)
+{
+        free(tu_sh("ip link add %s type veth peer name %s", name, peer));
 }

@@ -26,6 +26,7 @@ void tu_helper_stop(struct tu_helper *h);
 
 /* Raw protocol: connect, send a frame, receive one ServerMessage. */
 int tu_raw_connect(const char *sock);
+int tu_raw_try_connect(const char *sock);
 int tu_raw_send(int fd, const void *body, size_t len, const int *fds, size_t nfds);
 int tu_raw_send_msg(int fd, const ProtobufCMessage *m, const int *fds, size_t nfds);
 /* Returns NULL on EOF or error; *ret_eof says it was a clean EOF. */
@@ -48,6 +49,44 @@ const char *tu_read_file(const char *path);
 nb_conn *tu_spawn(const char *config_body);
 
 uint64_t tu_now_us(void);
+
+/* ---- network namespaces and the real tools ---- */
+
+/* Move the calling (forked) test into a network namespace of its own, with
+ * /usr/sbin and /sbin on PATH for ip(8). Call it first, before spawning the
+ * helper, so the helper lives there too. */
+void tu_private_netns(void);
+/* A new, empty network namespace that the caller does not enter: an fd of
+ * it (O_CLOEXEC). The namespace lives as long as the fd. */
+int tu_new_netns_fd(void);
+
+/* Run argv[0] (looked up in PATH) with stdin on /dev/null and stderr shared;
+ * its stdout goes to *out (malloc'd, NUL-terminated) when out is not NULL.
+ * Returns its exit status, or 128 + the signal that ended it. */
+int tu_run(const char *const argv[], char **out);
+/* `sh -c CMD` (printf format), which must exit 0; returns its stdout
+ * (caller frees). */
+char *tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* What `ip -d -s -j link show dev DEV` says at a dotted path into its one
+ * object ("mtu", "linkinfo.info_data.mode", "stats64.rx.packets"): a string
+ * as it is, anything else as JSON ("true", "1500", "[\"UP\", ...]"),
+ * TU_ABSENT when the path is not there, NULL when there is no such device.
+ * netns: a path to open as the namespace to look in (nsenter --net=), or
+ * NULL for ours. The string stays valid for the next 15 calls. */
+#define TU_ABSENT "(absent)"
+const char *tu_link_get_ns(const char *netns, const char *dev, const char *path);
+const char *tu_link_get(const char *dev, const char *path);
+bool tu_link_exists(const char *dev);
+/* Every interface name in this namespace from `ip -j link show`, one per
+ * line, with a newline before the first as well: search for "\nNAME\n".
+ * Caller frees. */
+char *tu_link_names(void);
+/* `ip -d -j link show` as it is, to compare the whole picture before and
+ * after. Caller frees. */
+char *tu_links_snapshot(void);
+/* `ip link add NAME type veth peer name PEER`, asserted to work. */
+void tu_veth(const char *name, const char *peer);
 
 /* The allow-list every test config starts from. */
 #define TU_ALLOW                                                                                   \

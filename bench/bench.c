@@ -24,22 +24,32 @@ static const struct scenario scenarios[] = {
         {"spawn", bench_spawn,
          "cost per command of /bin/true and iptables: fork/exec from a fat parent (A, A2)\n"
          "             versus one Exec per request (B) and 100 per request (C)"},
+        {"names", bench_names,
+         "N macvtaps on a veth parent: probing macvtap0, macvtap1, ... with SIOCGIFFLAGS\n"
+         "             and creating from this process (A) versus one batch of N MacvtapCreate\n"
+         "             \"macvtap%d\" to netbrokerd's name allocator (B)"},
 };
 
 static void usage(FILE *f)
 {
-        fprintf(f, "usage: netbroker-bench SCENARIO [--json] [--count N] [--quick] "
-                   "[--helper PATH]\n\nscenarios:\n");
+        fprintf(f, "usage: netbroker-bench SCENARIO [--json] [--count N] [--counts N,N...] "
+                   "[--quick] [--helper PATH]\n\nscenarios:\n");
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
                 fprintf(f, "  %-10s %s\n", scenarios[i].name, scenarios[i].description);
-        fprintf(f, "\noptions:\n"
-                   "  --json         print one JSON object on stdout (progress goes to stderr)\n"
-                   "  --count N      commands per method (default 200, iptables a tenth); C runs\n"
-                   "                 N/40 requests of 100 (at least 2), iptables half as many\n"
-                   "  --quick        a short run: 20 commands, 3 for iptables\n"
-                   "  --helper PATH  netbrokerd to spawn (default: $NETBROKERD, else the one in\n"
-                   "                 the build tree, else the installed one)\n"
-                   "\nRuns as root, in a network namespace of its own.\n");
+        fprintf(f,
+                "\noptions:\n"
+                "  --json         print one JSON object on stdout (progress goes to stderr)\n"
+                "  --count N      spawn: commands per method (default 200, iptables a tenth);\n"
+                "                 C runs N/40 requests of 100 (at least 2), iptables half as\n"
+                "                 many. names: one device count, as --counts N\n"
+                "  --counts N,N   names: the device counts to run, at most %d of them, each\n"
+                "                 1..%d (default 82,1000)\n"
+                "  --quick        a short run: spawn 20 commands, 3 for iptables; names N = 82\n"
+                "                 and 200\n"
+                "  --helper PATH  netbrokerd to spawn (default: $NETBROKERD, else the one in\n"
+                "                 the build tree, else the installed one)\n"
+                "\nRuns as root, in a network namespace of its own.\n",
+                BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT);
 }
 
 static const struct scenario *find_scenario(const char *name)
@@ -77,17 +87,41 @@ static int parse_count(const char *s, unsigned *ret)
         return 0;
 }
 
+/* "82,1000": at most BENCH_MAX_COUNTS counts, each 1..BENCH_NAMES_MAX_COUNT. */
+static int parse_counts(const char *s, struct bench_opts *o)
+{
+        char buf[128], *save = NULL;
+        size_t n = 0;
+
+        if (snprintf(buf, sizeof(buf), "%s", s) >= (int)sizeof(buf))
+                return -ERANGE;
+        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (n >= BENCH_MAX_COUNTS || parse_count(tok, &o->counts[n]) < 0 ||
+                    o->counts[n] > BENCH_NAMES_MAX_COUNT)
+                        return -ERANGE;
+                n++;
+        }
+        if (n == 0)
+                return -ERANGE;
+        o->n_counts = n;
+        return 0;
+}
+
 /* argv[0] is the scenario name here, so getopt starts after it. */
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
         static const struct option longopts[] = {
-                {"json", no_argument, NULL, 'j'},  {"count", required_argument, NULL, 'n'},
-                {"quick", no_argument, NULL, 'q'}, {"helper", required_argument, NULL, 'H'},
-                {"help", no_argument, NULL, 'h'},  {NULL, 0, NULL, 0},
+                {"json", no_argument, NULL, 'j'},
+                {"count", required_argument, NULL, 'n'},
+                {"counts", required_argument, NULL, 'N'},
+                {"quick", no_argument, NULL, 'q'},
+                {"helper", required_argument, NULL, 'H'},
+                {"help", no_argument, NULL, 'h'},
+                {NULL, 0, NULL, 0},
         };
         int ch;
 
-        while ((ch = getopt_long(argc, argv, "jn:qH:h", longopts, NULL)) != -1) {
+        while ((ch = getopt_long(argc, argv, "jn:N:qH:h", longopts, NULL)) != -1) {
                 switch (ch) {
                 case 'j':
                         o->json = true;
@@ -95,6 +129,15 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                 case 'n':
                         if (parse_count(optarg, &o->count) < 0) {
                                 fprintf(stderr, "netbroker-bench: --count wants 1..1000000\n");
+                                return -EINVAL;
+                        }
+                        break;
+                case 'N':
+                        if (parse_counts(optarg, o) < 0) {
+                                fprintf(stderr,
+                                        "netbroker-bench: --counts wants up to %d counts, "
+                                        "each 1..%d, separated by commas\n",
+                                        BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT);
                                 return -EINVAL;
                         }
                         break;

@@ -13,10 +13,16 @@
 
 /* ---- options common to every scenario ---- */
 
+#define BENCH_MAX_COUNTS 4
+/* The helper's default max_ops: one batch of N ops must fit in a request. */
+#define BENCH_NAMES_MAX_COUNT 4096
+
 struct bench_opts {
         bool json;
         bool quick;
         unsigned count; /* 0: the scenario's default */
+        unsigned counts[BENCH_MAX_COUNTS]; /* --counts 82,1000 (names) */
+        size_t n_counts; /* 0: the scenario's default */
         const char *helper; /* netbrokerd to spawn; NULL: the library's default */
 };
 
@@ -77,7 +83,7 @@ void bench_broker_stop(struct nb_conn *conn);
 
 #define BENCH_MAX_ROWS 32
 #define BENCH_MAX_RATIOS 32
-#define BENCH_MAX_NOTES 8
+#define BENCH_MAX_NOTES 12
 
 struct bench_row {
         const char *method; /* short name: "A", "B", ... */
@@ -91,10 +97,38 @@ struct bench_ratio {
         double value;
 };
 
+/* A scenario's own figures, beyond the timing rows: one table whose columns
+ * the scenario names, printed before the rows, and in the JSON as the member
+ * "figures", an array of objects keyed by the columns' keys. A NAN cell is
+ * printed as "-" in the table and as null in the JSON. */
+#define BENCH_MAX_COLS 12
+#define BENCH_MAX_LINES 24
+
+struct bench_column {
+        const char *key; /* JSON key */
+        const char *heading; /* table heading, at most `width` bytes */
+        int width, decimals;
+};
+
+struct bench_line {
+        const char *method;
+        double v[BENCH_MAX_COLS];
+        char text[64]; /* the last column, free text (the JSON key is text_key) */
+};
+
+struct bench_figures {
+        const struct bench_column *cols;
+        size_t n_cols;
+        const char *text_key, *text_heading;
+        struct bench_line lines[BENCH_MAX_LINES];
+        size_t n_lines;
+};
+
 struct bench_report {
         const char *scenario;
         const char *title; /* one line under the header */
         const char *const *legend; /* "A  fork, ..." lines, NULL-terminated */
+        const char *ratios_title; /* what the ratios are; NULL: "ratios of medians" */
         bool has_parent; /* the scenario measured from a fat parent: */
         struct bench_fat_parent parent; /* a copy of its figures (heap already freed) */
         int helper_pid, helper_fds; /* 0 when no helper was used */
@@ -104,6 +138,7 @@ struct bench_report {
         size_t n_ratios;
         char notes[BENCH_MAX_NOTES][160]; /* skipped programs and the like */
         size_t n_notes;
+        struct bench_figures figures; /* n_cols 0: none */
 };
 
 /* Each returns 0, or -ENOSPC when the report is full. */
@@ -112,6 +147,10 @@ int bench_report_add_row(struct bench_report *r, const char *method, const char 
 int bench_report_add_ratio(struct bench_report *r, const char *name, double value);
 int bench_report_add_note(struct bench_report *r, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
+/* A line of figures: values for the first n of r->figures.cols (the rest
+ * are NAN) and the text column. Returns the line, or NULL when full. */
+struct bench_line *bench_report_add_line(struct bench_report *r, const char *method,
+                                         const double *v, size_t n, const char *text);
 
 void bench_report_print_table(const struct bench_report *r, FILE *f);
 void bench_report_print_json(const struct bench_report *r, FILE *f);
@@ -119,3 +158,4 @@ void bench_report_print_json(const struct bench_report *r, FILE *f);
 /* ---- scenarios ---- */
 
 int bench_spawn(const struct bench_opts *o, struct bench_report *r);
+int bench_names(const struct bench_opts *o, struct bench_report *r);

@@ -1,0 +1,917 @@
+/* Scenario "names": N macvtaps on one veth parent, named by probing as the
+ * 2015 code did (seeds/000) and by netbrokerd's name allocator.
+ *
+ *  K   the kernel's own create, the floor: N RTM_NEWLINK requests (libnl,
+ *      NLM_F_CREATE | NLM_F_EXCL) with known-free explicit names, macvtap0
+ *      to macvtapN-1, from this process. No probes.
+ *  A   the 2015 way: for each device, probe macvtap0, macvtap1, ... until
+ *      one fails with ENODEV, then the same create as K. Device i (from 0)
+ *      makes i + 1 probes, N(N+1)/2 in all. A probe is libvirt's
+ *      virNetDevExists: socket(SOCK_DGRAM), FD_CLOEXEC with two fcntl calls,
+ *      SIOCGIFFLAGS, close. In 2015 that socket was AF_PACKET, whose close
+ *      waits for an RCU grace period (packet_release -> synchronize_net),
+ *      milliseconds per probe: N = 1000 would take hours, so A uses
+ *      AF_UNIX, as libvirt does today, and the AF_PACKET probe is only
+ *      timed a few times for the notes.
+ *  A1  as A, with one AF_UNIX socket for every probe: the cheapest probe
+ *      loop there is, a lower bound for any probing.
+ *  B   one request to netbrokerd with N MacvtapCreate "macvtap%d" ops. The
+ *      reply carries one fd per device, its /dev/tapN (the helper makes the
+ *      node, opens it and removes it; K, A and A1 open none); they are
+ *      closed after the clock stops. A reply has no per-op times, so B's time per
+ *      device is the request's time / N.
+ *  B1  the same ops as N requests of one op, each timed: per-device times,
+ *      and so the first and last 10% of devices, that one batch cannot give.
+ *
+ * Every method starts from the same state: the veth parent is deleted,
+ * which takes its macvtaps with it, and made again, and the machine is let
+ * settle (see settle()). The helper is spawned
+ * once; its allocator moves on next-fit after each method's devices are
+ * deleted, so B and B1 get other numbers than K and A: the report names
+ * them.
+ *
+ * Counting: probes are counted here; the helper makes none (its names come
+ * from a bitmap kept by one dump and link notifications), which its counter
+ * of netlink messages confirms: it stays the same per device at every N.
+ * Netlink messages are K's, A's and A1's creates (probes are ioctls); for B
+ * and B1 the helper's netlink_messages counter from Stats before and after,
+ * its lookups included. Creates per device are links_created / N.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/if_link.h>
+#include <netlink/errno.h>
+#include <netlink/netlink.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/macvtap.h>
+#include <netlink/route/link/veth.h>
+
+#include "netbroker.h"
+
+#define PARENT "p0"
+#define PEER "p1"
+#define PREFIX "macvtap"
+#define TEMPLATE PREFIX "%d"
+
+enum method { M_K, M_A, M_A1, M_B, M_B1, N_METHODS };
+
+static const char *const method_names[N_METHODS] = {"K", "A", "A1", "B", "B1"};
+
+static const char *const legend[] = {
+        "K   kernel create only: N RTM_NEWLINK with known-free explicit names from this process",
+        "A   2015: per device, probe macvtap0, macvtap1, ... until ENODEV, then the same create",
+        "    as K (device i makes i+1 probes). A probe is libvirt's virNetDevExists: socket",
+        "    (AF_UNIX; AF_PACKET in 2015, see notes), 2 fcntl for FD_CLOEXEC, SIOCGIFFLAGS, close",
+        "A1  as A with one socket for all probes: SIOCGIFFLAGS only, the cheapest probe loop",
+        "B   netbrokerd: ONE request of N MacvtapCreate \"macvtap%d\", one /dev/tapN fd back per",
+        "    device; us/dev = request time / N (a reply has no per-op times, so no 10% columns)",
+        "B1  netbrokerd: N requests of one MacvtapCreate, each timed; wall ms = their sum",
+        "Fds are closed after the clock stops (see notes). us/dev = wall / N.",
+        "nl msgs: K, A, A1 count their creates; B, B1 the helper's netlink_messages delta,",
+        "    lookups included. creates/dev: K, A, A1 their creates / N; B, B1 links_created / N.",
+        "first/last 10%: mean us per device over the first and last max(1, N/10) devices.",
+        "Rows below: per-device times (median, min, max) where each device was timed alone.",
+        NULL,
+};
+
+/* The figures table: one line per method and N. */
+enum col {
+        C_N,
+        C_PROBES,
+        C_PROBES_DEV,
+        C_NL,
+        C_NL_DEV,
+        C_CREATES_DEV,
+        C_WALL_MS,
+        C_US_DEV,
+        C_FIRST,
+        C_LAST,
+        N_COLS,
+};
+
+static const struct bench_column columns[N_COLS] = {
+        [C_N] = {"n", "N", 5, 0},
+        [C_PROBES] = {"name_probes", "probes", 7, 0},
+        [C_PROBES_DEV] = {"probes_per_device", "probes/dev", 10, 1},
+        [C_NL] = {"netlink_messages", "nl msgs", 7, 0},
+        [C_NL_DEV] = {"netlink_messages_per_device", "nl/dev", 6, 2},
+        [C_CREATES_DEV] = {"creates_per_device", "creates/dev", 11, 2},
+        [C_WALL_MS] = {"wall_ms", "wall ms", 9, 1},
+        [C_US_DEV] = {"us_per_device", "us/dev", 8, 1},
+        [C_FIRST] = {"first10_us_per_device", "first10%", 8, 1},
+        [C_LAST] = {"last10_us_per_device", "last10%", 8, 1},
+};
+
+struct ctx {
+        struct nl_sock *sk;
+        int probe_fd; /* A1's socket for SIOCGIFFLAGS */
+        int parent_ifindex;
+        nb_conn *conn;
+        int *fds; /* B's and B1's /dev/tapN fds, closed after the clock stops */
+        size_t nfds, cap;
+        struct bench_samples close_us; /* closing one of them, alone */
+};
+
+struct outcome {
+        unsigned n;
+        uint64_t probes, nl_msgs, created;
+        double wall_us;
+        struct bench_samples per_dev; /* empty for B */
+        char first[24], last[24];
+};
+
+/* ---- this process's netlink: the parent, and K's, A's and A1's creates ---- */
+
+static int nl_errno(int nlerr)
+{
+        switch (nlerr < 0 ? -nlerr : nlerr) {
+        case 0:
+                return 0;
+        case NLE_EXIST:
+                return -EEXIST;
+        case NLE_NOMEM:
+                return -ENOMEM;
+        case NLE_OBJ_NOTFOUND:
+        case NLE_NODEV:
+                return -ENODEV;
+        case NLE_PERM:
+        case NLE_NOACCESS:
+                return -EPERM;
+        case NLE_OPNOTSUPP:
+                return -EOPNOTSUPP;
+        case NLE_BUSY:
+                return -EBUSY;
+        case NLE_INVAL:
+                return -EINVAL;
+        default:
+                return -EIO;
+        }
+}
+
+static int link_delete(struct nl_sock *sk, const char *name)
+{
+        struct rtnl_link *link = rtnl_link_alloc();
+        int r;
+
+        if (!link)
+                return -ENOMEM;
+        rtnl_link_set_name(link, name);
+        r = rtnl_link_delete(sk, link);
+        rtnl_link_put(link);
+        return nl_errno(r);
+}
+
+static int link_ifindex(struct nl_sock *sk, const char *name, int *ret)
+{
+        struct rtnl_link *link = NULL;
+        int r = rtnl_link_get_kernel(sk, 0, name, &link);
+
+        if (r < 0)
+                return nl_errno(r);
+        *ret = rtnl_link_get_ifindex(link);
+        rtnl_link_put(link);
+        return 0;
+}
+
+/* The same create for K, A and A1: libnl, as the helper makes its macvtaps. */
+static int macvtap_create(struct ctx *c, const char *name)
+{
+        struct rtnl_link *link = rtnl_link_macvtap_alloc();
+        int r;
+
+        if (!link)
+                return -ENOMEM;
+        rtnl_link_set_link(link, c->parent_ifindex);
+        rtnl_link_macvtap_set_mode(link, MACVLAN_MODE_BRIDGE);
+        rtnl_link_set_name(link, name);
+        r = rtnl_link_add(c->sk, link, NLM_F_CREATE | NLM_F_EXCL);
+        rtnl_link_put(link);
+        if (r < 0) {
+                bench_log("netbroker-bench: cannot create macvtap %s: %s\n", name, nl_geterror(r));
+                return nl_errno(r);
+        }
+        return 0;
+}
+
+/* "macvtap12" and the like in this namespace, or -errno. */
+static int count_macvtaps(void)
+{
+        struct if_nameindex *all = if_nameindex(), *i;
+        size_t plen = strlen(PREFIX);
+        int n = 0;
+
+        if (!all)
+                return -errno;
+        for (i = all; i->if_index; i++) {
+                const char *tail = i->if_name + plen;
+                if (strncmp(i->if_name, PREFIX, plen) == 0 && *tail &&
+                    strspn(tail, "0123456789") == strlen(tail))
+                        n++;
+        }
+        if_freenameindex(all);
+        return n;
+}
+
+/* Delete the parent (its macvtaps go with it) and make it again: every
+ * method starts from an empty parent. */
+static int parent_reset(struct ctx *c)
+{
+        int r = link_delete(c->sk, PARENT);
+
+        if (r < 0 && r != -ENODEV && r != -EINVAL) {
+                bench_log("netbroker-bench: cannot delete %s: %s\n", PARENT, strerror(-r));
+                return r;
+        }
+        r = nl_errno(rtnl_link_veth_add(c->sk, PARENT, PEER, getpid()));
+        if (r == 0)
+                r = link_ifindex(c->sk, PARENT, &c->parent_ifindex);
+        if (r < 0) {
+                bench_log("netbroker-bench: cannot make the veth parent %s: %s\n", PARENT,
+                          strerror(-r));
+                return r;
+        }
+        r = count_macvtaps();
+        if (r != 0) {
+                bench_log("netbroker-bench: %d macvtaps left after deleting %s\n", r, PARENT);
+                return r < 0 ? r : -EEXIST;
+        }
+        return 0;
+}
+
+/* ---- K, A and A1 ---- */
+
+/* 1: the name is taken, 0: free (ENODEV or ENXIO), or -errno. */
+static int probe(int fd, const char *name)
+{
+        struct ifreq ifr = {0};
+
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+                return 1;
+        return errno == ENODEV || errno == ENXIO ? 0 : -errno;
+}
+
+/* libvirt's virNetDevExists: virNetDevSetupControl opens a datagram socket
+ * of VIR_NETDEV_FAMILY (AF_PACKET in 2015, AF_UNIX today) and virSetInherit
+ * makes it close-on-exec; then SIOCGIFFLAGS, then VIR_FORCE_CLOSE. */
+static int probe_libvirt(int family, const char *name)
+{
+        int fd = socket(family, SOCK_DGRAM, 0), flags, r;
+
+        if (fd < 0)
+                return -errno;
+        flags = fcntl(fd, F_GETFD);
+        if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        r = probe(fd, name);
+        close(fd);
+        return r;
+}
+
+static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o)
+{
+        char name[24]; /* "macvtap" and a suffix of at most 4 digits here */
+        uint64_t t0 = bench_now_ns(), t;
+        int r = 0;
+
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                t = bench_now_ns();
+                if (m == M_K) {
+                        snprintf(name, sizeof(name), PREFIX "%u", i);
+                } else {
+                        for (unsigned k = 0;; k++) {
+                                snprintf(name, sizeof(name), PREFIX "%u", k);
+                                o->probes++;
+                                r = m == M_A ? probe_libvirt(AF_UNIX, name)
+                                             : probe(c->probe_fd, name);
+                                if (r <= 0)
+                                        break;
+                        }
+                        if (r < 0) {
+                                bench_log("netbroker-bench: SIOCGIFFLAGS %s: %s\n", name,
+                                          strerror(-r));
+                                break;
+                        }
+                }
+                r = macvtap_create(c, name);
+                if (r < 0)
+                        break;
+                o->nl_msgs++;
+                o->created++;
+                r = bench_samples_add(&o->per_dev, (double)(bench_now_ns() - t) / 1000.0);
+                if (i == 0)
+                        snprintf(o->first, sizeof(o->first), "%s", name);
+                snprintf(o->last, sizeof(o->last), "%s", name);
+        }
+        o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
+        return r;
+}
+
+/* ---- B and B1: through the helper ---- */
+
+static int helper_stats(nb_conn *conn, uint64_t *ret_nl, uint64_t *ret_created)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        r = nb_batch_stats(b);
+        if (r == 0)
+                r = nb_submit(conn, b, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        if (r == 0)
+                r = nb_result_stat(res, 0, "netlink_messages", ret_nl);
+        if (r == 0)
+                r = nb_result_stat(res, 0, "links_created", ret_created);
+        if (r < 0)
+                bench_log("netbroker-bench: the helper's Stats: %s (%s)\n", strerror(-r),
+                          nb_conn_error(conn));
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+/* ---- the macvtap fds B gets ----
+ *
+ * Closing a macvtap fd is slow: the kernel's tap_release() ends in
+ * tap_put_queue(), which waits for an RCU grace period (synchronize_rcu,
+ * drivers/net/tap.c), some milliseconds each. A VM holds its fd for its
+ * lifetime, so that is no part of naming and creating: the fds are closed
+ * after the clock stops, a few alone to report what one close costs, the
+ * rest from many threads at once, whose waits share grace periods. */
+
+#define CLOSE_TIMED 5u
+#define CLOSE_THREADS 64u
+
+static int keep_fd(struct ctx *c, int fd)
+{
+        if (c->nfds == c->cap) {
+                size_t ncap = c->cap ? c->cap * 2 : 256;
+                int *p = realloc(c->fds, ncap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                c->fds = p;
+                c->cap = ncap;
+        }
+        c->fds[c->nfds++] = fd;
+        return 0;
+}
+
+struct closer {
+        const int *fds;
+        size_t n;
+};
+
+static void *close_some(void *arg)
+{
+        struct closer *w = arg;
+
+        for (size_t i = 0; i < w->n; i++)
+                close(w->fds[i]);
+        return NULL;
+}
+
+static void close_kept(struct ctx *c)
+{
+        struct closer w[CLOSE_THREADS];
+        pthread_t tid[CLOSE_THREADS];
+        size_t i = 0, nthreads = 0, left, per;
+
+        for (; i < c->nfds && c->close_us.n < CLOSE_TIMED; i++) {
+                uint64_t t = bench_now_ns();
+                close(c->fds[i]);
+                bench_samples_add(&c->close_us, (double)(bench_now_ns() - t) / 1000.0);
+        }
+        left = c->nfds - i;
+        per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
+        for (; left > 0; nthreads++) {
+                w[nthreads].fds = c->fds + i;
+                w[nthreads].n = left < per ? left : per;
+                if (pthread_create(&tid[nthreads], NULL, close_some, &w[nthreads]) != 0)
+                        break;
+                i += w[nthreads].n;
+                left -= w[nthreads].n;
+        }
+        /* What no thread took (pthread_create failed), this one closes. */
+        for (; i < c->nfds; i++)
+                close(c->fds[i]);
+        for (size_t t = 0; t < nthreads; t++)
+                pthread_join(tid[t], NULL);
+        c->nfds = 0;
+}
+
+/* Every op made a device with a name and gave exactly one fd, a character
+ * device; the fds are taken here and closed by close_kept(). */
+static int check_made(struct ctx *c, enum method m, nb_results *res, size_t ops)
+{
+        if (nb_results_count(res) != ops) {
+                bench_log("netbroker-bench: %s: %zu results for %zu ops\n", method_names[m],
+                          nb_results_count(res), ops);
+                return -EPROTO;
+        }
+        for (size_t i = 0; i < ops; i++) {
+                int st = nb_result_status(res, i), fd;
+                struct stat sb;
+
+                if (st < 0) {
+                        bench_log("netbroker-bench: %s: op %zu: %s (%s)\n", method_names[m], i,
+                                  strerror(-st), nb_result_message(res, i));
+                        return st;
+                }
+                if (!nb_result_ifname(res, i)[0] || nb_result_fd_count(res, i) != 1) {
+                        bench_log("netbroker-bench: %s: op %zu: ifname '%s', %zu fds\n",
+                                  method_names[m], i, nb_result_ifname(res, i),
+                                  nb_result_fd_count(res, i));
+                        return -EPROTO;
+                }
+                fd = nb_result_take_fd(res, i, 0);
+                if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISCHR(sb.st_mode)) {
+                        bench_log("netbroker-bench: %s: op %zu (%s): its fd is not a character "
+                                  "device\n",
+                                  method_names[m], i, nb_result_ifname(res, i));
+                        if (fd >= 0)
+                                close(fd);
+                        return -EPROTO;
+                }
+                if (keep_fd(c, fd) < 0) {
+                        close(fd);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* One request of `ops` MacvtapCreate ops, timed from building the batch
+ * (a client pays for that per device too) to the reply with its fds. */
+static int submit_timed(struct ctx *c, enum method m, unsigned ops, struct outcome *o,
+                        double *ret_us)
+{
+        nb_results *res = NULL;
+        nb_batch *b;
+        uint64_t t0 = bench_now_ns(), t1;
+        int r = 0;
+
+        b = nb_batch_new();
+        if (!b)
+                return -ENOMEM;
+        for (unsigned i = 0; i < ops && r == 0; i++)
+                r = nb_batch_macvtap_create(b, TEMPLATE, PARENT, NB_MACVLAN_BRIDGE, NULL, false);
+        if (r < 0) {
+                bench_log("netbroker-bench: %s: cannot build the batch: %s\n", method_names[m],
+                          strerror(-r));
+                goto out;
+        }
+        r = nb_submit(c->conn, b, &res);
+        t1 = bench_now_ns();
+        if (r < 0) {
+                bench_log("netbroker-bench: %s: submit of %u ops failed: %s (%s)\n",
+                          method_names[m], ops, strerror(-r), nb_conn_error(c->conn));
+                goto out;
+        }
+        r = check_made(c, m, res, ops);
+        if (r < 0)
+                goto out;
+        if (!o->first[0])
+                snprintf(o->first, sizeof(o->first), "%s", nb_result_ifname(res, 0));
+        snprintf(o->last, sizeof(o->last), "%s", nb_result_ifname(res, ops - 1));
+        *ret_us = (double)(t1 - t0) / 1000.0;
+out:
+        /* Closes every fd not taken: none is left open here. */
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *o)
+{
+        uint64_t nl0, nl1, made0, made1;
+        double us;
+        int r;
+
+        r = helper_stats(c->conn, &nl0, &made0);
+        if (r < 0)
+                return r;
+        if (m == M_B) {
+                r = submit_timed(c, m, n, o, &us);
+                o->wall_us = us;
+        } else {
+                /* The sum of the requests' times: like B's, without closing. */
+                o->wall_us = 0;
+                for (unsigned i = 0; i < n && r == 0; i++) {
+                        r = submit_timed(c, m, 1, o, &us);
+                        if (r == 0)
+                                r = bench_samples_add(&o->per_dev, us);
+                        o->wall_us += us;
+                }
+        }
+        close_kept(c);
+        if (r < 0)
+                return r;
+        r = helper_stats(c->conn, &nl1, &made1);
+        if (r < 0)
+                return r;
+        o->nl_msgs = nl1 - nl0;
+        o->created = made1 - made0;
+        return 0;
+}
+
+/* ---- one method at one N ---- */
+
+/* Busy and total jiffies of all CPUs so far, from /proc/stat. */
+static int cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+        unsigned long long v[8] = {0};
+        FILE *f = fopen("/proc/stat", "re");
+        int n;
+
+        if (!f)
+                return -errno;
+        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+        fclose(f);
+        if (n < 5)
+                return -EIO;
+        *total = 0;
+        for (int i = 0; i < 8; i++)
+                *total += v[i];
+        *busy = *total - v[3] - v[4]; /* idle, iowait */
+        return 0;
+}
+
+/* Deleting the parent leaves the kernel work to do after the ack (freeing
+ * the devices, kdevtmpfs removing their /dev/tapN nodes): wait until the
+ * CPUs have been idle for a 50 ms window, at most 2 s, so that no method
+ * pays for the one before it. */
+static void settle(void)
+{
+        struct timespec tick = {0, 50 * 1000 * 1000};
+        unsigned long long b0, t0, b1, t1;
+
+        for (int i = 0; i < 40; i++) {
+                if (cpu_jiffies(&b0, &t0) < 0)
+                        return;
+                nanosleep(&tick, NULL);
+                if (cpu_jiffies(&b1, &t1) < 0)
+                        return;
+                /* Less than 5% of the machine busy: only us, reading. */
+                if (t1 > t0 && (b1 - b0) * 20 < t1 - t0)
+                        return;
+        }
+}
+
+static int run_method(struct ctx *c, enum method m, unsigned n, struct outcome *o)
+{
+        int r, have;
+
+        *o = (struct outcome){.n = n};
+        r = parent_reset(c);
+        if (r < 0)
+                return r;
+        settle();
+        r = m == M_B || m == M_B1 ? run_helper(c, m, n, o) : run_local(c, m, n, o);
+        if (r < 0)
+                return r;
+        have = count_macvtaps();
+        if (have != (int)n) {
+                bench_log("netbroker-bench: %s@%u: %d macvtaps exist after making %u\n",
+                          method_names[m], n, have, n);
+                return have < 0 ? have : -EIO;
+        }
+        bench_log("names: %-2s N=%-5u %9.1f ms, %8.1f us/device, %llu probes, %llu netlink "
+                  "messages, %s..%s\n",
+                  method_names[m], n, o->wall_us / 1000.0, o->wall_us / n,
+                  (unsigned long long)o->probes, (unsigned long long)o->nl_msgs, o->first, o->last);
+        return 0;
+}
+
+/* Mean us per device over samples [from, from + k). */
+static double mean_of(const struct bench_samples *s, size_t from, size_t k)
+{
+        double sum = 0;
+
+        if (k == 0 || s->n < k || from > s->n - k)
+                return NAN;
+        for (size_t i = from; i < from + k; i++)
+                sum += s->us[i];
+        return sum / (double)k;
+}
+
+static int add_line(struct bench_report *r, enum method m, const struct outcome *o)
+{
+        size_t tenth = o->n / 10 ? o->n / 10 : 1;
+        double v[N_COLS], n = o->n;
+        char text[64];
+
+        v[C_N] = n;
+        v[C_PROBES] = (double)o->probes;
+        v[C_PROBES_DEV] = (double)o->probes / n;
+        v[C_NL] = (double)o->nl_msgs;
+        v[C_NL_DEV] = (double)o->nl_msgs / n;
+        v[C_CREATES_DEV] = (double)o->created / n;
+        v[C_WALL_MS] = o->wall_us / 1000.0;
+        v[C_US_DEV] = o->wall_us / n;
+        v[C_FIRST] = mean_of(&o->per_dev, 0, tenth);
+        v[C_LAST] = o->per_dev.n >= tenth ? mean_of(&o->per_dev, o->per_dev.n - tenth, tenth) : NAN;
+        snprintf(text, sizeof(text), "%s..%s", o->first, o->last);
+        return bench_report_add_line(r, method_names[m], v, N_COLS, text) ? 0 : -ENOSPC;
+}
+
+/* ---- the scenario ---- */
+
+static int raise_fd_limit(unsigned need)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        if (rl.rlim_cur >= need)
+                return 0;
+        rl.rlim_cur = need;
+        if (rl.rlim_max < need)
+                rl.rlim_max = need;
+        return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
+}
+
+static size_t plan(const struct bench_opts *o, unsigned *counts)
+{
+        if (o->n_counts) {
+                memcpy(counts, o->counts, o->n_counts * sizeof(*counts));
+                return o->n_counts;
+        }
+        if (o->count) {
+                counts[0] = o->count;
+                return 1;
+        }
+        counts[0] = 82;
+        counts[1] = o->quick ? 200 : 1000;
+        return 2;
+}
+
+/* Unrecorded: the kernel's first macvtap in this namespace, the helper's
+ * first macvtap and its device directory. */
+static int warm_up(struct ctx *c)
+{
+        struct outcome o = {0};
+        double us;
+        int r = parent_reset(c);
+
+        if (r == 0)
+                r = macvtap_create(c, PREFIX "0");
+        if (r == 0)
+                r = submit_timed(c, M_B1, 1, &o, &us);
+        close_kept(c);
+        bench_samples_clear(&c->close_us);
+        bench_samples_clear(&o.per_dev);
+        return r;
+}
+
+/* ---- what one probe costs ---- */
+
+struct probe_costs {
+        double one_us; /* A1's: SIOCGIFFLAGS on a socket kept open */
+        double libvirt_us; /* A's: virNetDevExists with AF_UNIX */
+        double packet_us; /* 2015's: virNetDevExists with AF_PACKET; 0 if none */
+        unsigned n_packet;
+};
+
+#define PROBES_TIMED 20000u
+#define PACKET_PROBES_TIMED 10u
+
+/* Probes of an existing name, as nearly all of A's are. */
+static int measure_probes(struct ctx *c, struct probe_costs *pc)
+{
+        uint64_t t = bench_now_ns();
+        int r = 0;
+
+        for (unsigned i = 0; i < PROBES_TIMED && r >= 0; i++)
+                r = probe(c->probe_fd, PARENT);
+        pc->one_us = (double)(bench_now_ns() - t) / 1000.0 / PROBES_TIMED;
+        t = bench_now_ns();
+        for (unsigned i = 0; i < PROBES_TIMED && r >= 0; i++)
+                r = probe_libvirt(AF_UNIX, PARENT);
+        pc->libvirt_us = (double)(bench_now_ns() - t) / 1000.0 / PROBES_TIMED;
+        if (r < 0) {
+                bench_log("netbroker-bench: probing %s: %s\n", PARENT, strerror(-r));
+                return r;
+        }
+        /* A few only: each costs an RCU grace period. */
+        t = bench_now_ns();
+        for (pc->n_packet = 0; pc->n_packet < PACKET_PROBES_TIMED; pc->n_packet++)
+                if (probe_libvirt(AF_PACKET, PARENT) != 1)
+                        break;
+        pc->packet_us = pc->n_packet ? (double)(bench_now_ns() - t) / 1000.0 / pc->n_packet : 0;
+        bench_log("names: one probe: %.2f us (one socket), %.2f us (libvirt, AF_UNIX), %.1f us "
+                  "(libvirt 2015, AF_PACKET)\n",
+                  pc->one_us, pc->libvirt_us, pc->packet_us);
+        return 0;
+}
+
+static double per_dev(const struct outcome *o)
+{
+        return o->wall_us / o->n;
+}
+
+static int add_notes(struct bench_report *r, const struct ctx *c, const struct probe_costs *pc,
+                     size_t n_counts, struct outcome (*out)[N_METHODS])
+{
+        const struct outcome *lo = out[0], *hi = out[n_counts - 1];
+        double lookups = (double)(hi[M_B].nl_msgs - hi[M_B].created) / hi[M_B].n;
+        double probes_lo = (double)lo[M_A].probes, probes_hi = (double)hi[M_A].probes;
+        struct bench_summary cs;
+
+        bench_report_add_note(r,
+                              "one probe here: %.2f us on one socket (A1), %.2f us as libvirt's "
+                              "virNetDevExists with AF_UNIX (A)",
+                              pc->one_us, pc->libvirt_us);
+        if (pc->n_packet)
+                bench_report_add_note(
+                        r,
+                        "2015's AF_PACKET probe: %.1f ms each (%u timed; close waits for RCU), "
+                        "so %.0f probes (N=%u) would take %.0f s, %.0f (N=%u) %.0f s",
+                        pc->packet_us / 1000.0, pc->n_packet, probes_lo, lo[M_A].n,
+                        probes_lo * pc->packet_us / 1e6, probes_hi, hi[M_A].n,
+                        probes_hi * pc->packet_us / 1e6);
+        bench_report_add_note(r,
+                              "B makes no name probes: the helper's netlink messages per device "
+                              "are %.2f at N=%u and %.2f at N=%u, flat in N",
+                              (double)lo[M_B].nl_msgs / lo[M_B].n, lo[M_B].n,
+                              (double)hi[M_B].nl_msgs / hi[M_B].n, hi[M_B].n);
+        bench_report_add_note(r,
+                              "B at N=%u: %llu netlink messages = %llu creates (links_created) + "
+                              "%.2f other messages (lookups) per device",
+                              hi[M_B].n, (unsigned long long)hi[M_B].nl_msgs,
+                              (unsigned long long)hi[M_B].created, lookups);
+        if (n_counts > 1)
+                bench_report_add_note(r,
+                                      "us/device, N=%u -> N=%u: K %.0f -> %.0f, A %.0f -> %.0f, "
+                                      "A1 %.0f -> %.0f, B %.0f -> %.0f, B1 %.0f -> %.0f",
+                                      lo[M_K].n, hi[M_K].n, per_dev(&lo[M_K]), per_dev(&hi[M_K]),
+                                      per_dev(&lo[M_A]), per_dev(&hi[M_A]), per_dev(&lo[M_A1]),
+                                      per_dev(&hi[M_A1]), per_dev(&lo[M_B]), per_dev(&hi[M_B]),
+                                      per_dev(&lo[M_B1]), per_dev(&hi[M_B1]));
+        bench_report_add_note(r,
+                              "the kernel's own create (K) at N=%u is %.0f%% of A's time, %.0f%% "
+                              "of A1's, %.0f%% of B's; the rest is probing (A, A1) or the helper",
+                              hi[M_K].n, 100.0 * hi[M_K].wall_us / hi[M_A].wall_us,
+                              100.0 * hi[M_K].wall_us / hi[M_A1].wall_us,
+                              100.0 * hi[M_K].wall_us / hi[M_B].wall_us);
+        if (bench_samples_summarize(&c->close_us, &cs) == 0)
+                bench_report_add_note(r,
+                                      "not timed: closing one /dev/tapN fd takes %.1f ms (median "
+                                      "of %zu; the kernel's tap_release waits for RCU)",
+                                      cs.median_us / 1000.0, cs.n);
+        return 0;
+}
+
+static int add_results(struct bench_report *r, const struct ctx *c, const struct probe_costs *pc,
+                       const unsigned *counts, size_t n_counts, struct outcome (*out)[N_METHODS])
+{
+        static const struct {
+                enum method num, den;
+        } pairs[] = {{M_A, M_B}, {M_A1, M_B}, {M_A, M_B1}, {M_A, M_K}, {M_A1, M_K}, {M_B, M_K}};
+        static char programs[BENCH_MAX_COUNTS][N_METHODS][24];
+        struct bench_summary s[N_METHODS];
+        char name[48];
+        int k;
+
+        for (size_t i = 0; i < n_counts; i++)
+                for (int m = 0; m < N_METHODS; m++) {
+                        k = add_line(r, (enum method)m, &out[i][m]);
+                        if (k < 0)
+                                return k;
+                }
+        /* Per-device time distributions where devices were timed one by one. */
+        for (size_t i = 0; i < n_counts; i++) {
+                for (int m = 0; m < N_METHODS; m++) {
+                        if (m == M_B)
+                                continue;
+                        k = bench_samples_summarize(&out[i][m].per_dev, &s[m]);
+                        if (k < 0)
+                                return k;
+                }
+                for (int m = 0; m < N_METHODS; m++) {
+                        if (m == M_B)
+                                continue;
+                        snprintf(programs[i][m], sizeof(programs[i][m]), "macvtap, N=%u",
+                                 counts[i]);
+                        k = bench_report_add_row(r, method_names[m], programs[i][m], &s[m],
+                                                 &s[M_A]);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        /* A/B first: the figures the issue asks for, "A/B@82", "A/B@1000". */
+        for (size_t p = 0; p < sizeof(pairs) / sizeof(*pairs); p++)
+                for (size_t i = 0; i < n_counts; i++) {
+                        const struct outcome *o = out[i];
+                        snprintf(name, sizeof(name), "%s/%s@%u", method_names[pairs[p].num],
+                                 method_names[pairs[p].den], counts[i]);
+                        k = bench_report_add_ratio(
+                                r, name, o[pairs[p].num].wall_us / o[pairs[p].den].wall_us);
+                        if (k < 0)
+                                return k;
+                }
+        return add_notes(r, c, pc, n_counts, out);
+}
+
+int bench_names(const struct bench_opts *o, struct bench_report *r)
+{
+        static const char *const allow[] = {"/bin/true", NULL};
+        struct outcome out[BENCH_MAX_COUNTS][N_METHODS] = {0};
+        unsigned counts[BENCH_MAX_COUNTS], max = 0;
+        struct ctx c = {.probe_fd = -1};
+        struct probe_costs pc = {0};
+        size_t n_counts = plan(o, counts);
+        int k;
+
+        r->title = "N macvtaps on a veth parent: probing for a free name versus netbrokerd";
+        r->legend = legend;
+        r->ratios_title = "ratios of wall times";
+        r->figures.cols = columns;
+        r->figures.n_cols = N_COLS;
+        r->figures.text_key = "names";
+        r->figures.text_heading = "names (first..last)";
+        for (size_t i = 0; i < n_counts; i++)
+                max = counts[i] > max ? counts[i] : max;
+        if (max > BENCH_NAMES_MAX_COUNT) {
+                bench_log("netbroker-bench: names: at most %d devices (one request)\n",
+                          BENCH_NAMES_MAX_COUNT);
+                return -ERANGE;
+        }
+
+        /* B's reply holds N fds until they are closed. */
+        k = raise_fd_limit(max + 256);
+        if (k < 0) {
+                bench_log("netbroker-bench: cannot raise RLIMIT_NOFILE to %u: %s\n", max + 256,
+                          strerror(-k));
+                return k;
+        }
+        c.sk = nl_socket_alloc();
+        if (!c.sk)
+                return -ENOMEM;
+        k = nl_errno(nl_connect(c.sk, NETLINK_ROUTE));
+        if (k < 0) {
+                bench_log("netbroker-bench: cannot open rtnetlink: %s\n", strerror(-k));
+                goto out;
+        }
+        c.probe_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (c.probe_fd < 0) {
+                k = -errno;
+                goto out;
+        }
+        k = bench_broker_start(o->helper, allow, &c.conn);
+        if (k < 0)
+                goto out;
+        if (!nb_conn_has_feature(c.conn, "macvtap_create") ||
+            !nb_conn_has_feature(c.conn, "stats")) {
+                bench_log("netbroker-bench: the helper offers no macvtap_create or stats\n");
+                k = -EOPNOTSUPP;
+                goto stop;
+        }
+        r->helper_pid = nb_conn_helper_pid(c.conn);
+        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
+
+        k = warm_up(&c);
+        if (k == 0)
+                k = measure_probes(&c, &pc);
+        for (size_t i = 0; i < n_counts && k == 0; i++)
+                for (int m = 0; m < N_METHODS && k == 0; m++)
+                        k = run_method(&c, (enum method)m, counts[i], &out[i][m]);
+        if (k == 0)
+                k = add_results(r, &c, &pc, counts, n_counts, out);
+        /* Leave no macvtap behind, in case the namespace outlives us. */
+        link_delete(c.sk, PARENT);
+stop:
+        bench_broker_stop(c.conn);
+out:
+        for (size_t i = 0; i < BENCH_MAX_COUNTS; i++)
+                for (int m = 0; m < N_METHODS; m++)
+                        bench_samples_clear(&out[i][m].per_dev);
+        close_kept(&c);
+        free(c.fds);
+        bench_samples_clear(&c.close_us);
+        if (c.probe_fd >= 0)
+                close(c.probe_fd);
+        nl_socket_free(c.sk);
+        return k;
+}

@@ -98,6 +98,13 @@ bench_quick() {
 }
 single "bench spawn --quick runs and its JSON parses" bench_quick
 
+bench_names_quick() {
+  local out
+  out=$(build/bench/netbroker-bench names --quick --json) || return 1
+  echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["ratios"]; print("ratios:", {k: r[k] for k in ("A/B@82","A/B@200")}); assert r["A/B@82"] and r["A/B@200"]'
+}
+single "bench names --quick runs and its JSON parses" bench_names_quick
+
 echo
 if [ "${#failures[@]}" -gt 0 ]; then
   echo "failed: ${failures[*]}"

@@ -1123,8 +1123,8 @@ START_TEST(test_two_clients_making_200_macvtaps_each_get_400_distinct_names)
                 ck_assert_msg(strcmp(all[i - 1], all[i]) != 0, "%s was handed out twice", all[i]);
         names = tu_link_names();
         for (int i = 0; i < n; i++) {
-                char needle[IFNAMSIZ + 2];
-                snprintf(needle, sizeof(needle), "\n%s\n", all[i]);
+                char needle[IFNAMSIZ + 3];
+                snprintf(needle, sizeof(needle), "\n%.*s\n", IFNAMSIZ - 1, all[i]);
                 ck_assert_msg(strstr(names, needle), "%s is not in ip link", all[i]);
         }
         free(names);

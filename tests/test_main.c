@@ -24,6 +24,7 @@ int main(int argc, char **argv)
         }
         sr = srunner_create(protocol_suite());
         srunner_add_suite(sr, exec_suite());
+        srunner_add_suite(sr, ctl_suite());
         srunner_add_suite(sr, link_suite());
         if (argc > 1)
                 srunner_run(sr, NULL, argv[1], CK_NORMAL); /* run one test case */

@@ -5,4 +5,5 @@
 
 Suite *protocol_suite(void);
 Suite *exec_suite(void);
+Suite *ctl_suite(void);
 Suite *link_suite(void);

@@ -1,0 +1,95 @@
+/* netbrokerctl as a script sees it: exit statuses and JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+/* Run netbrokerctl with a spawned helper and the given config; returns its
+ * exit status, output in *out. */
+static int ctl(const char *conf, char **out, const char *a1, const char *a2, const char *a3,
+               const char *a4, const char *a5)
+{
+        const char *argv[] = {
+                NB_TEST_CTL, "--spawn", NB_TEST_HELPER, "--config", conf, "--json", a1, a2, a3, a4,
+                a5,          NULL};
+
+        return tu_run(argv, out);
+}
+
+START_TEST(test_ctl_exit_statuses_are_what_scripts_rely_on)
+{
+        char *conf = tu_config(TU_ALLOW);
+        char *out = NULL;
+
+        tu_private_netns();
+        ck_assert_int_eq(ctl(conf, &out, "ping", NULL, NULL, NULL, NULL), 0);
+        ck_assert_msg(strstr(out, "\"ok\":true"), "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "exec", "--", "/bin/true", NULL, NULL), 0);
+        free(out);
+        /* The program failed: 1, with its exit code in the JSON. */
+        ck_assert_int_eq(ctl(conf, &out, "exec", "--", "/bin/false", NULL, NULL), 1);
+        ck_assert_msg(strstr(out, "\"exit_code\":1"), "%s", out);
+        free(out);
+        /* Refused by the allow-list: an op failure, 1. */
+        ck_assert_int_eq(ctl(conf, &out, "exec", "--", "/usr/bin/id", NULL, NULL), 1);
+        ck_assert_msg(strstr(out, "not on the allow-list"), "%s", out);
+        free(out);
+        /* Usage errors: 2, even before any helper is reached. */
+        ck_assert_int_eq(ctl(conf, &out, "frobnicate", NULL, NULL, NULL, NULL), 2);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "exec", "--timeout", "soon", "--", "/bin/true"), 2);
+        free(out);
+        /* No helper to be had: 3. */
+        {
+                const char *argv[] = {NB_TEST_CTL, "--spawn", "/nonexistent/netbrokerd", "ping",
+                                      NULL};
+                ck_assert_int_eq(tu_run(argv, &out), 3);
+                free(out);
+        }
+        free(conf);
+}
+END_TEST
+
+START_TEST(test_ctl_link_create_and_names_in_json)
+{
+        char *conf = tu_config(TU_ALLOW);
+        char *out = NULL;
+
+        tu_private_netns();
+        ck_assert_int_eq(ctl(conf, &out, "link", "create", "bridge", "nbbr%d", NULL), 0);
+        ck_assert_msg(strstr(out, "\"ifname\":\"nbbr0\""), "%s", out);
+        free(out);
+        ck_assert(tu_link_exists("nbbr0"));
+        ck_assert_int_eq(ctl(conf, &out, "link", "set", "nbbr0", "--mtu", "1400"), 0);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "names", NULL, NULL, NULL, NULL), 0);
+        /* Each netbrokerctl spawns its own helper: this one rebuilt its
+         * bitmap from the kernel (nbbr0 used) with a fresh cursor. */
+        ck_assert_msg(strstr(out, "{\"prefix\":\"nbbr\",\"cursor\":0,\"used\":[0]}"), "%s", out);
+        free(out);
+        /* An existing name: the op fails, 1, with the reason. */
+        ck_assert_int_eq(ctl(conf, &out, "link", "create", "bridge", "nbbr0", NULL), 1);
+        ck_assert_msg(strstr(out, "already exists"), "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "link", "delete", "nbbr0", NULL, NULL), 0);
+        free(out);
+        ck_assert(!tu_link_exists("nbbr0"));
+        free(conf);
+}
+END_TEST
+
+Suite *ctl_suite(void)
+{
+        Suite *s = suite_create("netbrokerctl");
+        TCase *tc = tcase_create("ctl");
+
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_ctl_exit_statuses_are_what_scripts_rely_on);
+        tcase_add_test(tc, test_ctl_link_create_and_names_in_json);
+        suite_add_tcase(s, tc);
+        return s;
+}

@@ -77,7 +77,8 @@ struct nb_conn {
         char *helper_path, *config_path, *log_level, *socket_path;
         char **features;
         size_t n_features;
-        uint32_t max_frame, max_ops; /* the helper's limits, from Hello (0: unknown) */
+        uint32_t max_frame, max_ops, max_fds; /* the helper's limits, from Hello (0: unknown) */
+        bool hello_fds_known;
         char error[512];
 };
 
@@ -210,6 +211,9 @@ static int hello(nb_conn *c)
                 free_features(c);
                 c->max_frame = reply->hello->max_frame;
                 c->max_ops = reply->hello->max_ops;
+                c->max_fds = reply->hello->max_fds;
+                /* A helper that announces its limits announces this one too. */
+                c->hello_fds_known = reply->hello->max_frame > 0;
                 c->features = calloc(reply->hello->n_features + 1, sizeof(char *));
                 for (size_t i = 0; c->features && i < reply->hello->n_features; i++)
                         if ((c->features[c->n_features] = strdup(reply->hello->features[i])))
@@ -660,9 +664,9 @@ static int check_limits(nb_conn *c, const nb_batch *b)
         req.id = UINT64_MAX; /* the largest an id can encode to */
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
         m.request = &req;
-        if (b->nfds > NB_FRAME_MAX_FDS) {
-                set_error(c, "batch carries %zu fds; a frame takes at most %d", b->nfds,
-                          NB_FRAME_MAX_FDS);
+        if (b->nfds > NB_FRAME_MAX_FDS || (c->hello_fds_known && b->nfds > c->max_fds)) {
+                set_error(c, "batch carries %zu fds; the helper takes at most %u", b->nfds,
+                          c->hello_fds_known ? c->max_fds : NB_FRAME_MAX_FDS);
                 return -E2BIG;
         }
         if (c->max_ops && b->req.n_ops > c->max_ops) {
@@ -739,8 +743,14 @@ NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
 
         if (w.err == 0 && w.msg && w.msg->reply->n_results != b->req.n_ops)
                 w.err = -EPROTO;
-        if (w.err == 0 && w.lost_fds)
-                w.err = -EBADF; /* devices were made, but we could not take their fds */
+        if (w.err == 0 && w.lost_fds) {
+                /* Devices were made, but we could not take all their fds. */
+                pthread_mutex_lock(&c->lock);
+                set_error(c, "fds sent by the helper were lost (out of memory or at this process's "
+                             "fd limit)");
+                pthread_mutex_unlock(&c->lock);
+                w.err = -EBADF;
+        }
         if (w.err < 0 || !w.msg) {
                 nb_close_fds(w.fds, w.nfds);
                 free(w.fds);

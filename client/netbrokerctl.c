@@ -3,6 +3,7 @@
  * Exit status: 0 success, 1 an op failed (for exec: the program could not
  * run or did not exit 0), 2 usage error, 3 the helper could not be reached.
  * Subcommands are a table, one function each (wireguard-tools' wg.c). */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -349,6 +350,20 @@ static int submit_one(struct ctl *c, nb_batch *b, const char *verb)
         return rc;
 }
 
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *ret)
+{
+        char *end;
+        unsigned long v;
+
+        if (!isdigit((unsigned char)s[0]))
+                return -EINVAL;
+        v = strtoul(s, &end, 10);
+        if (*end || v < min || v > max)
+                return -ERANGE;
+        *ret = (unsigned)v;
+        return 0;
+}
+
 static int parse_mode(const char *s, nb_macvlan_mode *ret)
 {
         static const char *const names[] = {"bridge", "vepa", "private", "passthru"};
@@ -403,7 +418,10 @@ static int link_create(struct ctl *c, int argc, char **argv)
                         tap.vnet_hdr = true;
                         break;
                 case 'q':
-                        tap.queues = (unsigned)atoi(optarg);
+                        if (parse_uint(optarg, 1, 16, &tap.queues) < 0) {
+                                fprintf(stderr, "netbrokerctl: --queues takes 1 to 16\n");
+                                return EXIT_USAGE;
+                        }
                         break;
                 case 't':
                         tap.persist = false;
@@ -475,7 +493,10 @@ static int link_set(struct ctl *c, int argc, char **argv)
                         ch_.up = 0;
                         break;
                 case 'm':
-                        ch_.mtu = (unsigned)atoi(optarg);
+                        if (parse_uint(optarg, 68, 65535, &ch_.mtu) < 0) {
+                                fprintf(stderr, "netbrokerctl: --mtu takes 68 to 65535\n");
+                                return EXIT_USAGE;
+                        }
                         break;
                 case 'a':
                         ch_.mac = optarg;
@@ -545,12 +566,14 @@ static int link_list(struct ctl *c, int argc, char **argv)
         for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
                 struct rtnl_link *l = (struct rtnl_link *)o;
                 const char *kind = rtnl_link_get_type(l);
-                if (c->json)
-                        printf("%s{\"ifname\":\"%s\",\"ifindex\":%d,\"kind\":\"%s\",\"up\":%s}",
-                               n++ ? "," : "", rtnl_link_get_name(l), rtnl_link_get_ifindex(l),
-                               kind ? kind : "",
+                if (c->json) {
+                        /* Interface names may hold '"' or '\\': escape them. */
+                        printf("%s{\"ifname\":", n++ ? "," : "");
+                        json_str(rtnl_link_get_name(l), strlen(rtnl_link_get_name(l)));
+                        printf(",\"ifindex\":%d,\"kind\":\"%s\",\"up\":%s}",
+                               rtnl_link_get_ifindex(l), kind ? kind : "",
                                rtnl_link_get_flags(l) & IFF_UP ? "true" : "false");
-                else
+                } else
                         printf("%-16s %6d  %-8s %s\n", rtnl_link_get_name(l),
                                rtnl_link_get_ifindex(l), kind ? kind : "-",
                                rtnl_link_get_flags(l) & IFF_UP ? "up" : "down");
@@ -602,9 +625,13 @@ static int cmd_names(struct ctl *c, int argc, char **argv)
                         putchar('[');
                 for (size_t k = 0;
                      nb_result_names_at(res, 0, k, &prefix, &used, &n_used, &cursor) == 0; k++) {
-                        printf(c->json ? "%s{\"prefix\":\"%s\",\"cursor\":%u,\"used\":["
-                                       : "%s%-12s next from %-6u used:",
-                               c->json ? (k ? "," : "") : "", prefix, cursor);
+                        if (c->json) {
+                                printf("%s{\"prefix\":", k ? "," : "");
+                                json_str(prefix, strlen(prefix));
+                                printf(",\"cursor\":%u,\"used\":[", cursor);
+                        } else {
+                                printf("%-12s next from %-6u used:", prefix, cursor);
+                        }
                         for (size_t j = 0; j < n_used; j++)
                                 printf(c->json ? "%s%u" : "%s %u", c->json && j ? "," : "",
                                        used[j]);

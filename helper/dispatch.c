@@ -238,6 +238,8 @@ static int validate_request(struct nb_job *job)
                 free(v.created);
                 free(v.exists);
                 free(v.fd_used);
+                for (size_t i = 0; i < req->n_ops; i++)
+                        nb_result_set(job->results[i], ENOMEM, "not run: out of memory");
                 return -ENOMEM;
         }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {

@@ -30,7 +30,7 @@ static int check_name_syntax(const char *name, Netbroker__Result *res, const cha
                         return nb_result_set(
                                 res, EINVAL,
                                 "%s: bad template '%s': a name prefix (no digit at its end, "
-                                "at most 13 bytes) followed by %%d and nothing else",
+                                "at most 14 bytes) followed by %%d and nothing else",
                                 what, name);
                 return 0;
         }
@@ -245,7 +245,8 @@ static int remember_created(struct nb_job *job, const char *name)
 
 static int made(struct nb_job *job, Netbroker__Result *res, struct nb_link_made *m)
 {
-        int r;
+        char err[NB_ERRLEN];
+        int r = 0;
 
         res->ifname = strdup(m->ifname);
         res->ifindex = m->ifindex;
@@ -256,20 +257,20 @@ static int made(struct nb_job *job, Netbroker__Result *res, struct nb_link_made 
                 res->peer_ifname =
                         res->peer_ifname ? res->peer_ifname : (char *)protobuf_c_empty_string;
                 r = -ENOMEM;
-        } else {
-                r = remember_created(job, m->ifname);
-                nb_stat_inc(NB_STAT_LINKS_CREATED);
-        }
-        if (r == 0 && m->nfds)
-                r = nb_job_give_fds(job, res, m->fds, m->nfds);
-        else if (m->nfds)
                 for (unsigned i = 0; i < m->nfds; i++)
                         close(m->fds[i]);
+        } else if (m->nfds) {
+                r = nb_job_give_fds(job, res, m->fds, m->nfds);
+        }
+        /* Recorded last: if handing over failed, this op's own error stands
+         * (it is not turned into "undone"), and the device goes here. */
+        if (r == 0)
+                r = remember_created(job, m->ifname);
         if (r < 0) {
-                char err[NB_ERRLEN];
                 nb_link_delete(links_of(job), m->ifname, err);
                 return nb_result_set(res, -r, "%s: %s", m->ifname, strerror(-r));
         }
+        nb_stat_inc(NB_STAT_LINKS_CREATED);
         return 0;
 }
 

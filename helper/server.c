@@ -289,6 +289,7 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         me.software = (char *)"netbrokerd " NB_VERSION;
         me.max_frame = (uint32_t)c->srv->cfg->max_frame;
         me.max_ops = c->srv->cfg->max_ops;
+        me.max_fds = c->srv->cfg->max_fds_per_frame;
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
         m.hello = &me;
         c->hello_done = true;

@@ -194,7 +194,7 @@ static bool name_ok(const char *name)
         return name && name[0] && strlen(name) < (strchr(name, '%') ? IFNAMSIZ + 1 : IFNAMSIZ);
 }
 
-static char *dup_or_empty(const char *s, bool *oom)
+char *nb_dup_or_empty(const char *s, bool *oom)
 {
         char *d;
 
@@ -208,8 +208,7 @@ static char *dup_or_empty(const char *s, bool *oom)
         return d;
 }
 
-/* Wrap a filled sub-message into an op and append it; frees on failure. */
-static int add_sub(nb_batch *b, Netbroker__Op__OpCase which, void *sub, bool oom)
+int nb_batch_add_sub(nb_batch *b, Netbroker__Op__OpCase which, void *sub, bool oom)
 {
         Netbroker__Op *op = new_op();
 
@@ -237,7 +236,7 @@ NB_EXPORT int nb_batch_tap_create(nb_batch *b, const char *name, const nb_tap_op
         if (!t)
                 return -ENOMEM;
         netbroker__tap_create__init(t);
-        t->name = dup_or_empty(name, &oom);
+        t->name = nb_dup_or_empty(name, &oom);
         if (opts) {
                 t->vnet_hdr = opts->vnet_hdr;
                 t->queues = opts->queues;
@@ -246,7 +245,7 @@ NB_EXPORT int nb_batch_tap_create(nb_batch *b, const char *name, const nb_tap_op
                 t->owner_uid = opts->uid;
                 t->owner_gid = opts->gid;
         }
-        return add_sub(b, NETBROKER__OP__OP_TAP_CREATE, t, oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_TAP_CREATE, t, oom);
 }
 
 static bool mode_ok(nb_macvlan_mode mode)
@@ -266,12 +265,12 @@ NB_EXPORT int nb_batch_macvtap_create(nb_batch *b, const char *name, const char 
         if (!m)
                 return -ENOMEM;
         netbroker__macvtap_create__init(m);
-        m->name = dup_or_empty(name, &oom);
-        m->parent = dup_or_empty(parent, &oom);
+        m->name = nb_dup_or_empty(name, &oom);
+        m->parent = nb_dup_or_empty(parent, &oom);
         m->mode = (Netbroker__MacvlanMode)mode;
-        m->mac = dup_or_empty(mac, &oom);
+        m->mac = nb_dup_or_empty(mac, &oom);
         m->vnet_hdr = vnet_hdr;
-        return add_sub(b, NETBROKER__OP__OP_MACVTAP_CREATE, m, oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_MACVTAP_CREATE, m, oom);
 }
 
 NB_EXPORT int nb_batch_macvlan_create(nb_batch *b, const char *name, const char *parent,
@@ -286,11 +285,11 @@ NB_EXPORT int nb_batch_macvlan_create(nb_batch *b, const char *name, const char 
         if (!m)
                 return -ENOMEM;
         netbroker__macvlan_create__init(m);
-        m->name = dup_or_empty(name, &oom);
-        m->parent = dup_or_empty(parent, &oom);
+        m->name = nb_dup_or_empty(name, &oom);
+        m->parent = nb_dup_or_empty(parent, &oom);
         m->mode = (Netbroker__MacvlanMode)mode;
-        m->mac = dup_or_empty(mac, &oom);
-        return add_sub(b, NETBROKER__OP__OP_MACVLAN_CREATE, m, oom);
+        m->mac = nb_dup_or_empty(mac, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_MACVLAN_CREATE, m, oom);
 }
 
 NB_EXPORT int nb_batch_veth_create(nb_batch *b, const char *name, const char *peer,
@@ -318,13 +317,13 @@ NB_EXPORT int nb_batch_veth_create(nb_batch *b, const char *name, const char *pe
                 return -ENOMEM;
         }
         netbroker__veth_create__init(v);
-        v->name = dup_or_empty(name, &oom);
-        v->peer_name = dup_or_empty(peer, &oom);
+        v->name = nb_dup_or_empty(name, &oom);
+        v->peer_name = nb_dup_or_empty(peer, &oom);
         if (copy >= 0) {
                 v->has_peer_netns = true;
                 v->peer_netns_fd = (uint32_t)b->nfds;
         }
-        if (add_sub(b, NETBROKER__OP__OP_VETH_CREATE, v, oom) < 0) {
+        if (nb_batch_add_sub(b, NETBROKER__OP__OP_VETH_CREATE, v, oom) < 0) {
                 if (copy >= 0)
                         close(copy);
                 return -ENOMEM;
@@ -345,8 +344,8 @@ NB_EXPORT int nb_batch_bridge_create(nb_batch *b, const char *name)
         if (!br)
                 return -ENOMEM;
         netbroker__bridge_create__init(br);
-        br->name = dup_or_empty(name, &oom);
-        return add_sub(b, NETBROKER__OP__OP_BRIDGE_CREATE, br, oom);
+        br->name = nb_dup_or_empty(name, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_BRIDGE_CREATE, br, oom);
 }
 
 NB_EXPORT int nb_batch_link_set(nb_batch *b, const char *name, const nb_link_change *c)
@@ -360,15 +359,15 @@ NB_EXPORT int nb_batch_link_set(nb_batch *b, const char *name, const nb_link_cha
         if (!s)
                 return -ENOMEM;
         netbroker__link_set__init(s);
-        s->name = dup_or_empty(name, &oom);
+        s->name = nb_dup_or_empty(name, &oom);
         s->state = c->up == 1   ? NETBROKER__LINK_STATE__LINK_STATE_UP
                    : c->up == 0 ? NETBROKER__LINK_STATE__LINK_STATE_DOWN
                                 : NETBROKER__LINK_STATE__LINK_STATE_UNCHANGED;
         s->mtu = c->mtu;
-        s->mac = dup_or_empty(c->mac, &oom);
-        s->master = dup_or_empty(c->master, &oom);
+        s->mac = nb_dup_or_empty(c->mac, &oom);
+        s->master = nb_dup_or_empty(c->master, &oom);
         s->nomaster = c->nomaster;
-        return add_sub(b, NETBROKER__OP__OP_LINK_SET, s, oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_LINK_SET, s, oom);
 }
 
 NB_EXPORT int nb_batch_link_delete(nb_batch *b, const char *name)
@@ -382,8 +381,8 @@ NB_EXPORT int nb_batch_link_delete(nb_batch *b, const char *name)
         if (!d)
                 return -ENOMEM;
         netbroker__link_delete__init(d);
-        d->name = dup_or_empty(name, &oom);
-        return add_sub(b, NETBROKER__OP__OP_LINK_DELETE, d, oom);
+        d->name = nb_dup_or_empty(name, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_LINK_DELETE, d, oom);
 }
 
 NB_EXPORT int nb_batch_names_dump(nb_batch *b)
@@ -396,5 +395,5 @@ NB_EXPORT int nb_batch_names_dump(nb_batch *b)
         if (!n)
                 return -ENOMEM;
         netbroker__names_dump__init(n);
-        return add_sub(b, NETBROKER__OP__OP_NAMES_DUMP, n, false);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_NAMES_DUMP, n, false);
 }

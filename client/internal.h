@@ -21,3 +21,10 @@ struct nb_results {
 
 /* Takes ownership of msg and fds. */
 int nb_results_new(Netbroker__ServerMessage *msg, int *fds, size_t nfds, nb_results **ret);
+
+/* Building ops (batch.c), shared with firewall.c. A copy of s, or the empty
+ * string for NULL or ""; sets *oom when the copy fails. */
+char *nb_dup_or_empty(const char *s, bool *oom);
+/* Wrap a filled sub-message into an op and append it to the batch; frees
+ * sub on failure (and when oom is already set, so callers can check once). */
+int nb_batch_add_sub(nb_batch *b, Netbroker__Op__OpCase which, void *sub, bool oom);

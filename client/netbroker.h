@@ -155,6 +155,113 @@ int nb_batch_link_delete(nb_batch *batch, const char *name);
 /* The helper's name allocator: each prefix's used suffixes and cursor. */
 int nb_batch_names_dump(nb_batch *batch);
 
+/* ---- firewall ----
+ *
+ * An owner (a guest's interface name, say "vnet12") has rules for one
+ * interface, in groups. Groups are evaluated in order: ACCEPT, DROP or
+ * REJECT decide the packet for this owner; RETURN leaves the group and goes
+ * on with the next (libvirt's filter chains); a packet no rule decides is
+ * accepted. The helper keeps every owner in its own nftables chains in the
+ * table "netbroker" (netdev family) with a content hash beside them, and all
+ * firewall ops of one batch go to the kernel in one transaction, applied at
+ * the position of the batch's last firewall op: all of them or none.
+ * FirewallApply in NB_FW_ENSURE mode writes nothing when the kernel already
+ * has the same rules for the owner (after a daemon or helper restart). */
+
+typedef enum nb_fw_direction {
+        NB_FW_FROM_GUEST = 0, /* the interface's ingress: what the guest sends */
+        NB_FW_TO_GUEST = 1, /* the interface's egress: what the guest receives */
+} nb_fw_direction;
+
+typedef enum nb_fw_verdict {
+        NB_FW_ACCEPT = 0,
+        NB_FW_DROP = 1,
+        NB_FW_REJECT = 2, /* ICMP(v6) unreachable for IP, else drop; NB_FW_FROM_GUEST only */
+        NB_FW_RETURN = 3, /* leave this group, go on with the next */
+} nb_fw_verdict;
+
+typedef enum nb_fw_mode {
+        NB_FW_REPLACE = 0,
+        NB_FW_ENSURE = 1,
+} nb_fw_mode;
+
+/* One rule. A zeroed struct matches everything (from the guest) and
+ * accepts. Every match that is set must hold; each *_not negates its match.
+ * MACs: "aa:bb:cc:dd:ee:ff" or "MAC/MASK"; IPs: "10.0.0.5", "10.0.0.0/24",
+ * "fe80::1", "fe80::/64" (an IP match implies its family). */
+typedef struct nb_fw_rule {
+        nb_fw_direction direction;
+        nb_fw_verdict verdict;
+        const char *ether_src;
+        bool ether_src_not;
+        const char *ether_dst;
+        bool ether_dst_not;
+        uint16_t ether_type; /* 0 any; 0x0800, 0x0806, 0x86dd, ... */
+        bool ether_type_not;
+        bool has_vlan_id;
+        uint16_t vlan_id;
+        uint16_t arp_op; /* 0 any; 1 request, 2 reply (implies ARP) */
+        bool arp_op_not;
+        const char *arp_sender_mac;
+        bool arp_sender_mac_not;
+        const char *arp_sender_ip;
+        bool arp_sender_ip_not;
+        const char *arp_target_ip;
+        bool arp_target_ip_not;
+        const char *ip_src;
+        bool ip_src_not;
+        const char *ip_dst;
+        bool ip_dst_not;
+        uint8_t l4_proto; /* 0 any; 6 tcp, 17 udp, 1 icmp, 58 icmpv6 */
+        uint16_t sport_min, sport_max; /* max 0: max = min; need tcp, udp or sctp */
+        uint16_t dport_min, dport_max;
+        bool has_icmp_type;
+        uint8_t icmp_type;
+} nb_fw_rule;
+
+typedef struct nb_fw_ruleset nb_fw_ruleset;
+
+nb_fw_ruleset *nb_fw_ruleset_new(void);
+void nb_fw_ruleset_free(nb_fw_ruleset *rs);
+/* Start a new group (name: [A-Za-z0-9_-], 1-32 bytes, unique in the
+ * ruleset); the following rules go into it. Returns 0, -EINVAL, -EEXIST. */
+int nb_fw_group(nb_fw_ruleset *rs, const char *name);
+/* Add a rule to the current group (a group "rules" is started if there is
+ * none). Strings are copied. Returns 0, -EINVAL (checked fully by the
+ * helper), -ENOMEM. */
+int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule);
+
+/* libvirt's standard filters, each added as its own group named after it.
+ * mac: the guest's MAC ("aa:bb:cc:dd:ee:ff"); ips: its IPv4 addresses or
+ * prefixes, NULL-terminated (NULL or empty: the guest may send no IPv4 but
+ * a DHCP request, and no ARP). Groups run in the order they are added, so
+ * add filters that return (no-promisc, the no-*-spoofing ones) before those
+ * that accept. Return 0, -EINVAL (bad MAC or address), -EEXIST (a group of
+ * that name is there already), -ENOMEM; on failure nothing is added. */
+int nb_fw_add_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac);
+int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips);
+/* Sender MAC and IP checked; only ARP requests and replies pass. */
+int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips);
+/* To the guest, only frames to its MAC, broadcast and multicast pass. */
+int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac);
+/* dhcp_server: the only server the guest may take an answer from, or NULL
+ * (the group is then "allow-dhcp-server", else "allow-dhcp"). */
+int nb_fw_add_allow_dhcp(nb_fw_ruleset *rs, const char *dhcp_server);
+int nb_fw_add_allow_arp(nb_fw_ruleset *rs);
+/* clean-traffic, as libvirt composes it: the groups no-mac-spoofing,
+ * no-ip-spoofing, no-arp-spoofing, clean-traffic (accepts IPv4 and ARP both
+ * ways, and QEMU's announcement after migration) and no-other-l2-traffic
+ * (drops everything else, both ways: no IPv6). */
+int nb_fw_add_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips);
+
+/* Install (or ensure) owner's rules on ifname. The ruleset is copied. */
+int nb_batch_firewall_apply(nb_batch *batch, const char *owner, const char *ifname,
+                            const nb_fw_ruleset *rs, nb_fw_mode mode);
+/* Remove owner's rules (-ENOENT in the result if it has none). */
+int nb_batch_firewall_remove(nb_batch *batch, const char *owner);
+/* The owners in the kernel, read back: owner, interface, hash, rules. */
+int nb_batch_firewall_list(nb_batch *batch);
+
 /* ---- submitting ---- */
 
 /* Send the batch and wait for its reply. Returns 0 when the helper answered
@@ -214,6 +321,15 @@ const char *nb_result_peer_ifname(const nb_results *res, size_t i);
 size_t nb_result_names_count(const nb_results *res, size_t i);
 int nb_result_names_at(const nb_results *res, size_t i, size_t k, const char **ret_prefix,
                        const uint32_t **ret_used, size_t *ret_n_used, unsigned *ret_cursor);
+
+/* FirewallApply: the owner's content hash (hex), whether ensure found it in
+ * place and wrote nothing, and its rule count now. Returns 0 or -ENODATA. */
+int nb_result_firewall(const nb_results *res, size_t i, const char **ret_hash, bool *ret_unchanged,
+                       unsigned *ret_rules);
+/* FirewallList: how many owners, and the k-th. Returns 0, -ENODATA or -ERANGE. */
+size_t nb_result_fw_owner_count(const nb_results *res, size_t i);
+int nb_result_fw_owner_at(const nb_results *res, size_t i, size_t k, const char **ret_owner,
+                          const char **ret_ifname, const char **ret_hash, unsigned *ret_rules);
 
 /* File descriptors returned for op i (created devices): how many, and take
  * the k-th (the caller owns it afterwards). Returns the fd, -ERANGE, or

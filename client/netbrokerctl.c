@@ -18,6 +18,7 @@
 #include <netlink/cache.h>
 #include <netlink/route/link.h>
 
+#include "fwfile.h"
 #include "netbroker.h"
 
 enum { EXIT_OP_FAILED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
@@ -51,7 +52,27 @@ static void usage(FILE *f)
                 "  link delete NAME\n"
                 "  link list                              interfaces here (name, index, kind)\n"
                 "  names                                  the helper's name allocator\n"
-                "Without --socket or --spawn, the installed helper is spawned.\n");
+                "  fw apply [--ensure] FILE               install the owners and rules of FILE\n"
+                "                                         (- for stdin) in one transaction\n"
+                "  fw list                                owners in the kernel, with hashes\n"
+                "  fw remove OWNER                        remove an owner's rules\n"
+                "Without --socket or --spawn, the installed helper is spawned.\n"
+                "\n"
+                "fw apply FILE: one statement per line, '#' comments:\n"
+                "  owner NAME [on IFNAME] [replace|ensure]   (IFNAME defaults to NAME)\n"
+                "  group NAME\n"
+                "  rule from|to accept|drop|reject|return [MATCH...]\n"
+                "  filter no-mac-spoofing MAC | no-ip-spoofing [IPV4...] | no-arp-spoofing MAC "
+                "[IPV4...]\n"
+                "       | no-promisc MAC | allow-dhcp [SERVER] | allow-arp | clean-traffic MAC "
+                "[IPV4...]\n"
+                "MATCH ('!' negates where shown):\n"
+                "  ether-src [!] MAC[/MASK]  ether-dst [!] MAC[/MASK]  ether-type [!] "
+                "N|ipv4|arp|ipv6|rarp|vlan\n"
+                "  vlan ID  arp-op [!] N|request|reply  arp-sender-mac [!] MAC\n"
+                "  arp-sender-ip [!] ADDR  arp-target-ip [!] ADDR  ip-src [!] ADDR[/LEN]  "
+                "ip-dst [!] ADDR[/LEN]\n"
+                "  proto N|tcp|udp|sctp|icmp|icmpv6  sport P[-Q]  dport P[-Q]  icmp-type N\n");
 }
 
 /* JSON string output: enough escaping for program output and messages. */
@@ -645,12 +666,190 @@ static int cmd_names(struct ctl *c, int argc, char **argv)
         return rc;
 }
 
+/* ---- firewall ---- */
+
+static void print_fw_apply(const struct ctl *c, const nb_results *res, const struct fwfile *f)
+{
+        if (c->json)
+                putchar('[');
+        for (size_t i = 0; i < f->n_owners; i++) {
+                int st = nb_result_status(res, i);
+                const char *msg = nb_result_message(res, i), *hash = "";
+                bool unchanged = false;
+                unsigned rules = 0;
+
+                nb_result_firewall(res, i, &hash, &unchanged, &rules);
+                if (c->json) {
+                        printf("%s{\"owner\":", i ? "," : "");
+                        json_str(f->owners[i], strlen(f->owners[i]));
+                        printf(",\"status\":%d,\"message\":", -st);
+                        json_str(msg, strlen(msg));
+                        printf(",\"hash\":");
+                        json_str(hash, strlen(hash));
+                        printf(",\"unchanged\":%s,\"rules\":%u}", unchanged ? "true" : "false",
+                               rules);
+                } else if (st) {
+                        fprintf(stderr, "netbrokerctl: %s: %s%s(%s)\n", f->owners[i], msg,
+                                msg[0] ? " " : "", strerror(-st));
+                } else {
+                        printf("%s: %s, %u rules, hash %s\n", f->owners[i],
+                               unchanged ? "unchanged" : "installed", rules, hash);
+                }
+        }
+        if (c->json)
+                puts("]");
+}
+
+static int fw_apply(struct ctl *c, int argc, char **argv)
+{
+        static const struct option opts[] = {{"ensure", no_argument, NULL, 'e'}, {0}};
+        struct fwfile f = {0};
+        nb_results *res = NULL;
+        nb_batch *b = NULL;
+        char *text = NULL;
+        size_t len = 0;
+        int ch, r, rc;
+
+        optind = 0; /* 0, not 1: glibc then also resets its internal state */
+        while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                if (ch != 'e') {
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+                f.force_ensure = true;
+        }
+        if (argc - optind != 1) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        f.name = strcmp(argv[optind], "-") == 0 ? "<stdin>" : argv[optind];
+        r = read_file(argv[optind], &text, &len);
+        if (r < 0) {
+                fprintf(stderr, "netbrokerctl: %s: %s\n", f.name, strerror(-r));
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        r = b ? fwfile_parse(&f, text, len, b) : -ENOMEM;
+        free(text);
+        if (r < 0) {
+                fprintf(stderr, "netbrokerctl: %s\n", b ? f.err : strerror(ENOMEM));
+                rc = r == -EINVAL ? EXIT_USAGE : EXIT_OP_FAILED;
+                goto out;
+        }
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0) {
+                print_fw_apply(c, res, &f);
+                rc = nb_results_first_error(res) >= 0 ? EXIT_OP_FAILED : 0;
+        }
+out:
+        nb_results_free(res);
+        nb_batch_free(b);
+        fwfile_done(&f);
+        return rc;
+}
+
+static void print_fw_list(const struct ctl *c, const nb_results *res)
+{
+        const char *owner, *ifname, *hash;
+        unsigned rules;
+
+        if (c->json)
+                putchar('[');
+        for (size_t k = 0; nb_result_fw_owner_at(res, 0, k, &owner, &ifname, &hash, &rules) == 0;
+             k++) {
+                if (c->json) {
+                        printf("%s{\"owner\":", k ? "," : "");
+                        json_str(owner, strlen(owner));
+                        printf(",\"ifname\":");
+                        json_str(ifname, strlen(ifname));
+                        printf(",\"hash\":");
+                        json_str(hash, strlen(hash));
+                        printf(",\"rules\":%u}", rules);
+                } else {
+                        printf("%-24s %-16s %6u  %s\n", owner, ifname, rules, hash);
+                }
+        }
+        if (c->json)
+                puts("]");
+}
+
+static int fw_list(struct ctl *c, int argc, char **argv)
+{
+        nb_batch *b;
+        nb_results *res = NULL;
+        int rc;
+
+        (void)argv;
+        if (argc != 1) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        if (!b || nb_batch_firewall_list(b) < 0) {
+                nb_batch_free(b);
+                return EXIT_OP_FAILED;
+        }
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0 && !(rc = report_failure(res, 0)))
+                print_fw_list(c, res);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
+}
+
+static int fw_remove(struct ctl *c, int argc, char **argv)
+{
+        nb_batch *b;
+        nb_results *res = NULL;
+        int rc;
+
+        if (argc != 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        if (!b || nb_batch_firewall_remove(b, argv[1]) < 0) {
+                fprintf(stderr, "netbrokerctl: fw remove: bad owner name '%s'\n", argv[1]);
+                nb_batch_free(b);
+                return EXIT_USAGE;
+        }
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0) {
+                int st = nb_result_status(res, 0);
+                if (c->json) {
+                        printf("{\"owner\":");
+                        json_str(argv[1], strlen(argv[1]));
+                        printf(",\"status\":%d,\"message\":", -st);
+                        json_str(nb_result_message(res, 0), strlen(nb_result_message(res, 0)));
+                        puts("}");
+                        rc = st ? EXIT_OP_FAILED : 0;
+                } else if (!(rc = report_failure(res, 0))) {
+                        printf("removed %s\n", argv[1]);
+                }
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
+}
+
+static int cmd_fw(struct ctl *c, int argc, char **argv)
+{
+        if (argc >= 2 && strcmp(argv[1], "apply") == 0)
+                return fw_apply(c, argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "list") == 0)
+                return fw_list(c, argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "remove") == 0)
+                return fw_remove(c, argc - 1, argv + 1);
+        usage(stderr);
+        return EXIT_USAGE;
+}
+
 static const struct {
         const char *name;
         int (*fn)(struct ctl *c, int argc, char **argv);
 } commands[] = {
         {"ping", cmd_ping}, {"stats", cmd_stats}, {"exec", cmd_exec},
-        {"link", cmd_link}, {"names", cmd_names},
+        {"link", cmd_link}, {"names", cmd_names}, {"fw", cmd_fw},
 };
 
 int main(int argc, char **argv)

@@ -215,3 +215,55 @@ NB_EXPORT int nb_result_names_at(const nb_results *r, size_t i, size_t k, const 
         *ret_cursor = p->cursor;
         return 0;
 }
+
+NB_EXPORT int nb_result_firewall(const nb_results *r, size_t i, const char **ret_hash,
+                                 bool *ret_unchanged, unsigned *ret_rules)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_FIREWALL)
+                return -ENODATA;
+        if (ret_hash)
+                *ret_hash = res->firewall->hash;
+        if (ret_unchanged)
+                *ret_unchanged = res->firewall->unchanged;
+        if (ret_rules)
+                *ret_rules = res->firewall->rules;
+        return 0;
+}
+
+NB_EXPORT size_t nb_result_fw_owner_count(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res && res->out_case == NETBROKER__RESULT__OUT_FIREWALL_LIST
+                       ? res->firewall_list->n_owners
+                       : 0;
+}
+
+NB_EXPORT int nb_result_fw_owner_at(const nb_results *r, size_t i, size_t k, const char **ret_owner,
+                                    const char **ret_ifname, const char **ret_hash,
+                                    unsigned *ret_rules)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__FwOwner *o;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_FIREWALL_LIST)
+                return -ENODATA;
+        if (k >= res->firewall_list->n_owners)
+                return -ERANGE;
+        o = res->firewall_list->owners[k];
+        if (ret_owner)
+                *ret_owner = o->owner;
+        if (ret_ifname)
+                *ret_ifname = o->ifname;
+        if (ret_hash)
+                *ret_hash = o->hash;
+        if (ret_rules)
+                *ret_rules = o->rules;
+        return 0;
+}

@@ -29,6 +29,9 @@ static const struct nb_op_handler *const handlers[] = {
         [NETBROKER__OP__OP_LINK_SET] = &nb_op_link_set,
         [NETBROKER__OP__OP_LINK_DELETE] = &nb_op_link_delete,
         [NETBROKER__OP__OP_NAMES_DUMP] = &nb_op_names_dump,
+        [NETBROKER__OP__OP_FIREWALL_APPLY] = &nb_op_firewall_apply,
+        [NETBROKER__OP__OP_FIREWALL_REMOVE] = &nb_op_firewall_remove,
+        [NETBROKER__OP__OP_FIREWALL_LIST] = &nb_op_firewall_list,
 };
 #define N_HANDLERS (sizeof(handlers) / sizeof(*handlers))
 
@@ -38,6 +41,18 @@ static bool needs_links(const struct nb_op_handler *h)
         return h != &nb_op_ping && h != &nb_op_stats && h != &nb_op_exec;
 }
 
+static bool is_fw(const struct nb_op_handler *h)
+{
+        return h == &nb_op_firewall_apply || h == &nb_op_firewall_remove ||
+               h == &nb_op_firewall_list;
+}
+
+/* Offered when the capability it needs opened at start-up. */
+static bool available(const struct nb_dispatch_ctx *ctx, const struct nb_op_handler *h)
+{
+        return (!needs_links(h) || ctx->links) && (!is_fw(h) || ctx->fw);
+}
+
 static const struct nb_op_handler *handler_for(const struct nb_dispatch_ctx *ctx,
                                                const Netbroker__Op *op)
 {
@@ -45,9 +60,7 @@ static const struct nb_op_handler *handler_for(const struct nb_dispatch_ctx *ctx
 
         if ((size_t)op->op_case >= N_HANDLERS || !(h = handlers[op->op_case]))
                 return NULL;
-        if (needs_links(h) && !ctx->links)
-                return NULL;
-        return h;
+        return available(ctx, h) ? h : NULL;
 }
 
 size_t nb_features(const struct nb_dispatch_ctx *ctx, const char **names, size_t max)
@@ -55,7 +68,7 @@ size_t nb_features(const struct nb_dispatch_ctx *ctx, const char **names, size_t
         size_t n = 0;
 
         for (size_t i = 0; i < N_HANDLERS && n < max; i++)
-                if (handlers[i] && (!needs_links(handlers[i]) || ctx->links))
+                if (handlers[i] && available(ctx, handlers[i]))
                         names[n++] = handlers[i]->name;
         return n;
 }
@@ -93,6 +106,9 @@ struct nb_job {
         void (*cancel_parked)(void *data);
         void *parked_data;
         struct nb_timer resume_timer;
+        size_t last_batched; /* index of the last batched op, or SIZE_MAX */
+        void *batch_data;
+        void (*batch_free)(void *data);
         const struct nb_job_owner *owner;
         void *data;
         struct nb_job *next_waiting;
@@ -130,6 +146,34 @@ int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
 void nb_validation_created(struct nb_validation *v, const char *name)
 {
         snprintf(v->created[v->n_created++], 16, "%s", name);
+}
+
+bool nb_validation_claim(struct nb_validation *v, const char *key)
+{
+        char **p;
+
+        for (size_t i = 0; i < v->n_claims; i++)
+                if (strcmp(v->claims[i], key) == 0)
+                        return false;
+        p = realloc(v->claims, (v->n_claims + 1) * sizeof(*p));
+        if (!p)
+                return true; /* out of memory: not a reason to refuse */
+        v->claims = p;
+        p[v->n_claims] = strdup(key);
+        if (p[v->n_claims])
+                v->n_claims++;
+        return true;
+}
+
+bool nb_job_is_last_batched(const struct nb_job *job)
+{
+        return job->next == job->last_batched;
+}
+
+void **nb_job_batch_slot(struct nb_job *job, void (*free_fn)(void *data))
+{
+        job->batch_free = free_fn;
+        return &job->batch_data;
 }
 
 void nb_validation_exists(struct nb_validation *v, const char *name)
@@ -252,8 +296,13 @@ static int validate_request(struct nb_job *job)
                         bad = i;
                 } else if (h->validate && h->validate(&v, req->ops[i], job->results[i]) != 0) {
                         bad = i;
+                } else if (h->batched) {
+                        job->last_batched = i;
                 }
         }
+        for (size_t i = 0; i < v.n_claims; i++)
+                free(v.claims[i]);
+        free(v.claims);
         /* fds no op asked for are closed at once: the client's mistake must
          * not cost the helper its few fds. */
         for (size_t i = 0; i < job->nfds; i++)
@@ -357,6 +406,8 @@ static void job_free(void *p)
 
         nb_timer_cancel(job->ctx->loop, &job->resume_timer);
         free_undos(job);
+        if (job->batch_data && job->batch_free)
+                job->batch_free(job->batch_data);
         if (job->results) {
                 for (size_t i = 0; i < job->req->n_ops; i++)
                         if (job->results[i])
@@ -494,6 +545,7 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *ms
         job->owner = owner;
         job->data = data;
         job->failed = SIZE_MAX;
+        job->last_batched = SIZE_MAX;
         job->reply_budget = ctx->cfg->max_reply;
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
         if (nfds)

@@ -17,11 +17,13 @@
 
 struct nb_job;
 struct nb_links;
+struct nb_fw;
 
 struct nb_dispatch_ctx {
         const struct nb_config *cfg;
         struct nb_loop *loop;
         struct nb_links *links; /* NULL: no interface ops (EOPNOTSUPP) */
+        struct nb_fw *fw; /* NULL: no firewall ops */
 };
 
 /* What the owner of a job (a connection) provides. */

@@ -61,6 +61,7 @@
 
 #include "config.h"
 #include "dispatch.h"
+#include "firewall.h"
 #include "link.h"
 #include "log.h"
 #include "loop.h"
@@ -328,6 +329,7 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
         struct nb_loop *loop = NULL;
         struct nb_server *srv = NULL;
         struct nb_links *links = NULL;
+        struct nb_fw *fw = NULL;
         struct sig_state sig = {0};
         int r, sfd = -1;
 
@@ -340,7 +342,12 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
                 nb_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
                 links = NULL;
         }
-        r = nb_server_new(cfg, loop, links, &srv);
+        r = nb_fw_open(loop, &fw);
+        if (r < 0) {
+                nb_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
+                fw = NULL;
+        }
+        r = nb_server_new(cfg, loop, links, fw, &srv);
         if (r < 0)
                 goto out;
         sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -374,6 +381,7 @@ out:
         nb_server_free(srv);
         reap_children(loop);
         nb_links_close(links);
+        nb_fw_close(fw);
         if (sfd >= 0)
                 close(sfd);
         nb_loop_free(loop);

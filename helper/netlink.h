@@ -21,8 +21,10 @@ void nb_netlink_close(struct nb_netlink *nl);
  * kernel sent. Call right after the libnl call on nl->req. */
 int nb_netlink_errno(struct nb_netlink *nl, int nlerr);
 
-/* Count one message sent to the kernel (Stats: netlink_messages). */
+/* Count messages sent to the kernel (Stats: netlink_messages), over
+ * rtnetlink and over nfnetlink. */
 void nb_netlink_sent(unsigned n);
+#define nb_netlink_sent_nf nb_netlink_sent
 
 /* Before a request on nl->req: forget the previous error. */
 static inline void nb_netlink_begin(struct nb_netlink *nl)

@@ -69,8 +69,8 @@ static int check_new_name(struct nb_validation *v, const char *name, Netbroker__
 }
 
 /* A name the op refers to: it exists now or an earlier op creates it. */
-static int check_existing(struct nb_validation *v, const char *name, Netbroker__Result *res,
-                          const char *what)
+int nb_check_interface(struct nb_validation *v, const char *name, Netbroker__Result *res,
+                       const char *what)
 {
         int r;
 
@@ -127,7 +127,7 @@ static int validate_macvlan_common(struct nb_validation *v, const char *name, co
                 return nb_result_set(res, EINVAL, "%s: unknown mode %d", what, mode);
         if (mac[0] && (r = check_mac(mac, res, what, m)))
                 return r;
-        if ((r = check_existing(v, parent, res, what)))
+        if ((r = nb_check_interface(v, parent, res, what)))
                 return r;
         return check_new_name(v, name, res, what);
 }
@@ -186,7 +186,7 @@ static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbro
         uint8_t m[6];
         int r;
 
-        if ((r = check_existing(v, s->name, res, "link set")))
+        if ((r = nb_check_interface(v, s->name, res, "link set")))
                 return r;
         if (s->state < NETBROKER__LINK_STATE__LINK_STATE_UNCHANGED ||
             s->state > NETBROKER__LINK_STATE__LINK_STATE_DOWN)
@@ -197,14 +197,14 @@ static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbro
                 return r;
         if (s->master[0] && s->nomaster)
                 return nb_result_set(res, EINVAL, "link set: both a master and nomaster");
-        if (s->master[0] && (r = check_existing(v, s->master, res, "link set master")))
+        if (s->master[0] && (r = nb_check_interface(v, s->master, res, "link set master")))
                 return r;
         return 0;
 }
 
 static int validate_delete(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        int r = check_existing(v, op->link_delete->name, res, "link delete");
+        int r = nb_check_interface(v, op->link_delete->name, res, "link delete");
 
         /* Later ops of the batch cannot count on it any more. */
         if (r == 0)
@@ -458,18 +458,51 @@ static int run_names_dump(struct nb_job *job, const Netbroker__Op *op, Netbroker
         return 0;
 }
 
-const struct nb_op_handler nb_op_tap_create = {"tap_create", NB_STAT_OPS_LINK, validate_tap,
-                                               run_tap};
-const struct nb_op_handler nb_op_macvtap_create = {"macvtap_create", NB_STAT_OPS_LINK,
-                                                   validate_macvtap, run_macvtap};
-const struct nb_op_handler nb_op_macvlan_create = {"macvlan_create", NB_STAT_OPS_LINK,
-                                                   validate_macvlan, run_macvlan};
-const struct nb_op_handler nb_op_veth_create = {"veth_create", NB_STAT_OPS_LINK, validate_veth,
-                                                run_veth};
-const struct nb_op_handler nb_op_bridge_create = {"bridge_create", NB_STAT_OPS_LINK,
-                                                  validate_bridge, run_bridge};
-const struct nb_op_handler nb_op_link_set = {"link_set", NB_STAT_OPS_LINK, validate_set, run_set};
-const struct nb_op_handler nb_op_link_delete = {"link_delete", NB_STAT_OPS_LINK, validate_delete,
-                                                run_delete};
-const struct nb_op_handler nb_op_names_dump = {"names_dump", NB_STAT_OPS_LINK, NULL,
-                                               run_names_dump};
+const struct nb_op_handler nb_op_tap_create = {
+        .name = "tap_create",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = validate_tap,
+        .run = run_tap,
+};
+const struct nb_op_handler nb_op_macvtap_create = {
+        .name = "macvtap_create",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = validate_macvtap,
+        .run = run_macvtap,
+};
+const struct nb_op_handler nb_op_macvlan_create = {
+        .name = "macvlan_create",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = validate_macvlan,
+        .run = run_macvlan,
+};
+const struct nb_op_handler nb_op_veth_create = {
+        .name = "veth_create",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = validate_veth,
+        .run = run_veth,
+};
+const struct nb_op_handler nb_op_bridge_create = {
+        .name = "bridge_create",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = validate_bridge,
+        .run = run_bridge,
+};
+const struct nb_op_handler nb_op_link_set = {
+        .name = "link_set",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = validate_set,
+        .run = run_set,
+};
+const struct nb_op_handler nb_op_link_delete = {
+        .name = "link_delete",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = validate_delete,
+        .run = run_delete,
+};
+const struct nb_op_handler nb_op_names_dump = {
+        .name = "names_dump",
+        .stat = NB_STAT_OPS_LINK,
+        .validate = NULL,
+        .run = run_names_dump,
+};

@@ -27,6 +27,8 @@ struct nb_validation {
         char (*exists)[16];
         size_t n_exists;
         bool *fd_used; /* set by an op that takes request fd i */
+        char **claims; /* keys ops have claimed (an owner may appear once) */
+        size_t n_claims;
 };
 
 #define NB_OP_PARKED 1 /* run(): the op is under way; the job resumes later */
@@ -38,11 +40,28 @@ struct nb_op_handler {
         int (*validate)(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
         /* Returns 0, a positive errno (message set), or NB_OP_PARKED. */
         int (*run)(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res);
+        /* Ops of this kind go to the kernel together, at the batch's last
+         * op of the kind (the firewall's one transaction). */
+        bool batched;
 };
 
 extern const struct nb_op_handler nb_op_ping, nb_op_stats, nb_op_exec, nb_op_tap_create,
         nb_op_macvtap_create, nb_op_macvlan_create, nb_op_veth_create, nb_op_bridge_create,
-        nb_op_link_set, nb_op_link_delete, nb_op_names_dump;
+        nb_op_link_set, nb_op_link_delete, nb_op_names_dump, nb_op_firewall_apply,
+        nb_op_firewall_remove, nb_op_firewall_list;
+
+/* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
+bool nb_validation_claim(struct nb_validation *v, const char *key);
+
+/* The interface `name` exists now or an earlier op of the batch creates it;
+ * else sets res (ENODEV, EINVAL) and returns its status. (op_link.c) */
+int nb_check_interface(struct nb_validation *v, const char *name, Netbroker__Result *res,
+                       const char *what);
+
+/* For batched ops: is this the batch's last op of its kind, and a slot for
+ * the state they share (freed with free_fn when the job ends). */
+bool nb_job_is_last_batched(const struct nb_job *job);
+void **nb_job_batch_slot(struct nb_job *job, void (*free_fn)(void *data));
 
 /* Set a result's status and message; returns err. */
 int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)

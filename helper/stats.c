@@ -19,6 +19,12 @@ static const char *const names[NB_STAT__MAX] = {
         [NB_STAT_EXEC_TIMEOUTS] = "exec_timeouts",
         [NB_STAT_NETLINK_MESSAGES] = "netlink_messages",
         [NB_STAT_FRAMES_REFUSED] = "frames_refused",
+        [NB_STAT_OPS_FIREWALL] = "ops_firewall",
+        [NB_STAT_FW_TRANSACTIONS] = "fw_transactions",
+        [NB_STAT_FW_OWNERS_WRITTEN] = "fw_owners_written",
+        [NB_STAT_FW_OWNERS_UNCHANGED] = "fw_owners_unchanged",
+        [NB_STAT_FW_RULES_WRITTEN] = "fw_rules_written",
+        [NB_STAT_FW_TABLE_DELETED] = "fw_table_deleted",
 };
 
 const char *nb_stat_name(enum nb_stat s)

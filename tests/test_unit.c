@@ -19,6 +19,7 @@
 #include "log.h"
 #include "names.h"
 #include "testutil.h"
+#include "tests_unit.h"
 
 NB_LOG_CATEGORY(unittest);
 
@@ -706,10 +707,12 @@ static Suite *unit_suite(void)
         tcase_add_test(names, test_template_is_a_prefix_and_percent_d_only);
         tcase_add_test(names, test_ifname_valid_as_the_kernel_says);
         suite_add_tcase(s, names);
+        suite_add_tcase(s, fw_unit_tcase());
         suite_add_tcase(s, frames);
         suite_add_tcase(s, config);
         suite_add_tcase(s, logging);
         suite_add_tcase(s, codec);
+        suite_add_tcase(s, fw_client_tcase());
         return s;
 }
 

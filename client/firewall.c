@@ -1,0 +1,627 @@
+/* Firewall rulesets, libvirt's standard filters, and the firewall ops.
+ *
+ * A ruleset is kept as the wire messages themselves (FwGroup with FwRule),
+ * so adding it to a batch is a copy, not a translation. Checks here are the
+ * quick ones that need no knowledge of the kernel (names, enum ranges, the
+ * builders' own MAC and address arguments); the helper validates every rule
+ * fully before anything of a batch reaches the kernel. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ET_IPV4 0x0800
+#define ET_ARP 0x0806
+#define ET_RARP 0x8035
+/* What QEMU's announce-self sent before it used RARP (libvirt still lets
+ * it through, and so do we). */
+#define ET_QEMU_ANNOUNCE 0x0835
+#define PROTO_UDP 17
+#define ARP_REQUEST 1
+#define ARP_REPLY 2
+
+#define BROADCAST_MAC "ff:ff:ff:ff:ff:ff"
+/* The group bit: multicast, broadcast included. */
+#define MULTICAST_MAC "01:00:00:00:00:00/01:00:00:00:00:00"
+
+struct nb_fw_ruleset {
+        Netbroker__FwGroup **groups;
+        size_t n_groups;
+        size_t cap;
+};
+
+NB_EXPORT nb_fw_ruleset *nb_fw_ruleset_new(void)
+{
+        return calloc(1, sizeof(nb_fw_ruleset));
+}
+
+/* Drop the groups from index `keep` on: a builder that fails half-way
+ * leaves the ruleset as it found it. */
+static void truncate_groups(nb_fw_ruleset *rs, size_t keep)
+{
+        while (rs->n_groups > keep)
+                protobuf_c_message_free_unpacked(&rs->groups[--rs->n_groups]->base, NULL);
+}
+
+NB_EXPORT void nb_fw_ruleset_free(nb_fw_ruleset *rs)
+{
+        if (!rs)
+                return;
+        truncate_groups(rs, 0);
+        free(rs->groups);
+        free(rs);
+}
+
+static bool group_name_ok(const char *name)
+{
+        size_t n = 0;
+
+        if (!name)
+                return false;
+        for (; name[n]; n++)
+                if (!isalnum((unsigned char)name[n]) && name[n] != '_' && name[n] != '-')
+                        return false;
+        return n >= 1 && n <= 32;
+}
+
+NB_EXPORT int nb_fw_group(nb_fw_ruleset *rs, const char *name)
+{
+        Netbroker__FwGroup *g;
+
+        if (!rs || !group_name_ok(name))
+                return -EINVAL;
+        for (size_t i = 0; i < rs->n_groups; i++)
+                if (strcmp(rs->groups[i]->name, name) == 0)
+                        return -EEXIST;
+        if (rs->n_groups == rs->cap) {
+                size_t ncap = rs->cap ? rs->cap * 2 : 4;
+                Netbroker__FwGroup **p = realloc(rs->groups, ncap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                rs->groups = p;
+                rs->cap = ncap;
+        }
+        g = malloc(sizeof(*g));
+        if (!g)
+                return -ENOMEM;
+        netbroker__fw_group__init(g);
+        g->name = strdup(name);
+        if (!g->name) {
+                free(g);
+                return -ENOMEM;
+        }
+        rs->groups[rs->n_groups++] = g;
+        return 0;
+}
+
+/* A negation needs something to negate: a "not" on an unset match would
+ * otherwise mean nothing, or everything, depending on who reads it. */
+static bool str_set(const char *s)
+{
+        return s && s[0];
+}
+
+static bool rule_ok(const nb_fw_rule *r)
+{
+        if (r->direction != NB_FW_FROM_GUEST && r->direction != NB_FW_TO_GUEST)
+                return false;
+        if (r->verdict < NB_FW_ACCEPT || r->verdict > NB_FW_RETURN)
+                return false;
+        return (!r->ether_src_not || str_set(r->ether_src)) &&
+               (!r->ether_dst_not || str_set(r->ether_dst)) &&
+               (!r->ether_type_not || r->ether_type) && (!r->arp_op_not || r->arp_op) &&
+               (!r->arp_sender_mac_not || str_set(r->arp_sender_mac)) &&
+               (!r->arp_sender_ip_not || str_set(r->arp_sender_ip)) &&
+               (!r->arp_target_ip_not || str_set(r->arp_target_ip)) &&
+               (!r->ip_src_not || str_set(r->ip_src)) && (!r->ip_dst_not || str_set(r->ip_dst));
+}
+
+static Netbroker__FwRule *rule_to_proto(const nb_fw_rule *r)
+{
+        Netbroker__FwRule *p = malloc(sizeof(*p));
+        bool oom = false;
+
+        if (!p)
+                return NULL;
+        netbroker__fw_rule__init(p);
+        p->direction = (Netbroker__FwDirection)r->direction;
+        p->verdict = (Netbroker__FwVerdict)r->verdict;
+        p->ether_src = nb_dup_or_empty(r->ether_src, &oom);
+        p->ether_src_not = r->ether_src_not;
+        p->ether_dst = nb_dup_or_empty(r->ether_dst, &oom);
+        p->ether_dst_not = r->ether_dst_not;
+        p->ether_type = r->ether_type;
+        p->ether_type_not = r->ether_type_not;
+        p->has_vlan_id = r->has_vlan_id;
+        p->vlan_id = r->vlan_id;
+        p->arp_op = r->arp_op;
+        p->arp_op_not = r->arp_op_not;
+        p->arp_sender_mac = nb_dup_or_empty(r->arp_sender_mac, &oom);
+        p->arp_sender_mac_not = r->arp_sender_mac_not;
+        p->arp_sender_ip = nb_dup_or_empty(r->arp_sender_ip, &oom);
+        p->arp_sender_ip_not = r->arp_sender_ip_not;
+        p->arp_target_ip = nb_dup_or_empty(r->arp_target_ip, &oom);
+        p->arp_target_ip_not = r->arp_target_ip_not;
+        p->ip_src = nb_dup_or_empty(r->ip_src, &oom);
+        p->ip_src_not = r->ip_src_not;
+        p->ip_dst = nb_dup_or_empty(r->ip_dst, &oom);
+        p->ip_dst_not = r->ip_dst_not;
+        p->l4_proto = r->l4_proto;
+        p->sport_min = r->sport_min;
+        p->sport_max = r->sport_max;
+        p->dport_min = r->dport_min;
+        p->dport_max = r->dport_max;
+        p->has_icmp_type = r->has_icmp_type;
+        p->icmp_type = r->icmp_type;
+        /* ct_state stays 0: the netdev hooks have no conntrack. */
+        if (oom) {
+                protobuf_c_message_free_unpacked(&p->base, NULL);
+                return NULL;
+        }
+        return p;
+}
+
+/* A rules array is full exactly when n_rules is 0 or a power of two (it
+ * doubles then), so a group needs no capacity field beside n_rules. */
+static int append_rule(Netbroker__FwGroup *g, Netbroker__FwRule *p)
+{
+        size_t n = g->n_rules;
+
+        if ((n & (n - 1)) == 0) {
+                Netbroker__FwRule **a = realloc(g->rules, (n ? n * 2 : 1) * sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                g->rules = a;
+        }
+        g->rules[g->n_rules++] = p;
+        return 0;
+}
+
+NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule)
+{
+        Netbroker__FwRule *p;
+        bool started = false;
+        int r;
+
+        if (!rs || !rule || !rule_ok(rule))
+                return -EINVAL;
+        if (rs->n_groups == 0) {
+                r = nb_fw_group(rs, "rules");
+                if (r < 0)
+                        return r;
+                started = true;
+        }
+        p = rule_to_proto(rule);
+        if (!p || append_rule(rs->groups[rs->n_groups - 1], p) < 0) {
+                if (p)
+                        protobuf_c_message_free_unpacked(&p->base, NULL);
+                if (started)
+                        truncate_groups(rs, 0);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* ---- libvirt's standard filters ----
+ *
+ * libvirt's filters live in chains per protocol (a "mac" chain sees every
+ * frame, an "ipv4" or "arp" chain only its protocol), ordered by priority
+ * across filters, where RETURN goes back to the root chain. Here a filter is
+ * a group and every rule names its protocol (ether type) itself, so a
+ * group behaves like the protocol chain it mirrors; groups run in the order
+ * they are added, which replaces libvirt's priorities. In libvirt terms,
+ * direction "out" is NB_FW_FROM_GUEST and "in" is NB_FW_TO_GUEST; "inout"
+ * becomes one rule for each. Where libvirt uses $MAC and $IP, the builders
+ * take the guest's MAC and its IPv4 addresses (one rule per address, as
+ * libvirt expands a list variable). */
+
+#define ADD(rs, ...) nb_fw_rule_add((rs), &(const nb_fw_rule){__VA_ARGS__})
+#define FROM .direction = NB_FW_FROM_GUEST
+#define TO .direction = NB_FW_TO_GUEST
+
+/* "aa:bb:cc:dd:ee:ff", nothing else: the builders' MAC arguments name one
+ * guest. */
+static bool mac_ok(const char *s)
+{
+        if (!s || strlen(s) != 17)
+                return false;
+        for (int i = 0; i < 17; i++)
+                if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
+                        return false;
+        return true;
+}
+
+/* An IPv4 address, or a prefix "a.b.c.d/N". */
+static bool ipv4_ok(const char *s)
+{
+        char buf[INET_ADDRSTRLEN];
+        const char *slash;
+        struct in_addr a;
+        size_t len;
+
+        if (!s)
+                return false;
+        slash = strchr(s, '/');
+        len = slash ? (size_t)(slash - s) : strlen(s);
+        if (len >= sizeof(buf))
+                return false;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        if (inet_pton(AF_INET, buf, &a) != 1)
+                return false;
+        if (slash) {
+                const char *p = slash + 1;
+                unsigned n = 0;
+                if (!*p || strlen(p) > 2)
+                        return false;
+                for (; *p; p++) {
+                        if (!isdigit((unsigned char)*p))
+                                return false;
+                        n = n * 10 + (unsigned)(*p - '0');
+                }
+                return n <= 32;
+        }
+        return true;
+}
+
+static bool ips_ok(const char *const *ips)
+{
+        for (size_t i = 0; ips && ips[i]; i++)
+                if (!ipv4_ok(ips[i]))
+                        return false;
+        return true;
+}
+
+/* Mirrors no-mac-spoofing: from the guest, frames whose source MAC is the
+ * guest's leave the group, everything else is dropped. */
+static int build_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac)
+{
+        int r = nb_fw_group(rs, "no-mac-spoofing");
+
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_src = mac);
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_DROP);
+        return r;
+}
+
+/* Mirrors no-ip-spoofing (libvirt's "ipv4-ip" chain, so IPv4 only): IPv4
+ * from one of the guest's addresses leaves the group, so does a DHCP
+ * request from 0.0.0.0, and any other IPv4 from the guest is dropped.
+ * Deliberate difference: libvirt lets any UDP from 0.0.0.0 through (and
+ * leaves the rest to later filters); here it must be a DHCP request, UDP
+ * 68 to 67. */
+static int build_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips)
+{
+        int r = nb_fw_group(rs, "no-ip-spoofing");
+
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_IPV4,
+                        .ip_src = "0.0.0.0", .l4_proto = PROTO_UDP, .sport_min = 68,
+                        .dport_min = 67);
+        for (size_t i = 0; r == 0 && ips && ips[i]; i++)
+                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_IPV4, .ip_src = ips[i]);
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_DROP, .ether_type = ET_IPV4);
+        return r;
+}
+
+/* Mirrors no-arp-spoofing, which is no-arp-mac-spoofing followed by
+ * no-arp-ip-spoofing (both "arp" chains, direction out): from the guest, an
+ * ARP packet whose sender MAC is not the guest's is dropped; one whose
+ * sender IP is one of the guest's addresses leaves the group; any other ARP
+ * is dropped. libvirt's two chains become one group: the MAC check, having
+ * a single value, is a negated drop, so the addresses can keep RETURN.
+ * Like libvirt, a probe from sender 0.0.0.0 (RFC 5227) is dropped: add it
+ * with a rule of your own before this group if the guests need it.
+ * Deliberate difference: only opcodes request and reply pass, as in the
+ * no-arp-spoofing of libvirt's documentation (the published filter no
+ * longer checks opcodes), hence two rules per address. */
+static int build_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
+{
+        int r = nb_fw_group(rs, "no-arp-spoofing");
+
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_DROP, .ether_type = ET_ARP,
+                        .arp_sender_mac = mac, .arp_sender_mac_not = true);
+        for (size_t i = 0; r == 0 && ips && ips[i]; i++) {
+                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_ARP,
+                        .arp_op = ARP_REQUEST, .arp_sender_ip = ips[i]);
+                if (r == 0)
+                        r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_ARP,
+                                .arp_op = ARP_REPLY, .arp_sender_ip = ips[i]);
+        }
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_DROP, .ether_type = ET_ARP);
+        return r;
+}
+
+/* libvirt publishes no no-promisc filter (its src/nwfilter/xml/ has none):
+ * this is the filter the name promises. To the guest, frames addressed to
+ * its MAC, and multicast frames (the group bit, which broadcast has too),
+ * leave the group; any other frame, which only a promiscuous guest would
+ * take, is dropped. It must come before a group that accepts traffic to the
+ * guest (clean-traffic accepts incoming IPv4), or it never sees it. */
+static int build_no_promisc(nb_fw_ruleset *rs, const char *mac)
+{
+        int r = nb_fw_group(rs, "no-promisc");
+
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_RETURN, .ether_dst = mac);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_RETURN, .ether_dst = MULTICAST_MAC);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_DROP);
+        return r;
+}
+
+/* Mirrors allow-dhcp, or allow-dhcp-server when a server is given ($DHCPSERVER):
+ * accepts the guest's DHCP requests (UDP 68 to 67 from 0.0.0.0 to
+ * 255.255.255.255) and DHCP answers to it (UDP 67 to 68, from the server
+ * only when one is given). Like libvirt's, it accepts: add it after the
+ * anti-spoofing groups (libvirt's "ipv4" chain runs after its "mac" one). */
+static int build_allow_dhcp(nb_fw_ruleset *rs, const char *server)
+{
+        int r = nb_fw_group(rs, server ? "allow-dhcp-server" : "allow-dhcp");
+
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4,
+                        .ip_src = "0.0.0.0", .ip_dst = "255.255.255.255", .l4_proto = PROTO_UDP,
+                        .sport_min = 68, .dport_min = 67);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4, .ip_src = server,
+                        .l4_proto = PROTO_UDP, .sport_min = 67, .dport_min = 68);
+        return r;
+}
+
+/* Mirrors allow-arp: ARP is accepted both ways. */
+static int build_allow_arp(nb_fw_ruleset *rs)
+{
+        int r = nb_fw_group(rs, "allow-arp");
+
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
+        return r;
+}
+
+/* clean-traffic's own rules, after its anti-spoofing groups: accept IPv4
+ * both ways (libvirt's rule accepting IPv4 out, and allow-incoming-ipv4),
+ * accept ARP both ways, and qemu-announce-self: the 0x0835 frame QEMU sent
+ * after migration before it used RARP, and its RARP announcement (broadcast,
+ * from the guest's MAC). Deliberate difference: libvirt also checks the RARP
+ * payload (opcode 3, sender and target MAC, addresses 0.0.0.0), which the
+ * rule model has no match for outside ARP; the Ethernet addresses are
+ * checked, and no-mac-spoofing already pins the source. libvirt's
+ * no-other-rarp-traffic drop is left to no-other-l2-traffic, which follows. */
+static int build_clean_traffic_accepts(nb_fw_ruleset *rs, const char *mac)
+{
+        int r = nb_fw_group(rs, "clean-traffic");
+
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4);
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_QEMU_ANNOUNCE);
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_RARP, .ether_src = mac,
+                        .ether_dst = BROADCAST_MAC);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_RARP,
+                        .ether_dst = BROADCAST_MAC);
+        return r;
+}
+
+/* Mirrors no-other-l2-traffic: whatever earlier groups did not accept is
+ * dropped, both ways. */
+static int build_no_other_l2_traffic(nb_fw_ruleset *rs)
+{
+        int r = nb_fw_group(rs, "no-other-l2-traffic");
+
+        if (r == 0)
+                r = ADD(rs, FROM, .verdict = NB_FW_DROP);
+        if (r == 0)
+                r = ADD(rs, TO, .verdict = NB_FW_DROP);
+        return r;
+}
+
+/* Mirrors clean-traffic, in libvirt's order of chain priorities:
+ * no-mac-spoofing, no-ip-spoofing, no-arp-spoofing, then IPv4 and ARP
+ * accepted both ways with qemu-announce-self (group "clean-traffic"), then
+ * no-other-l2-traffic: from the guest and to it, nothing but IPv4, ARP and
+ * the announcement passes (no IPv6, as in libvirt). libvirt's accept of
+ * outgoing IPv4 and allow-incoming-ipv4 run before its ARP chains; they
+ * run after no-arp-spoofing here, which is the same since the two never
+ * look at the same packets. */
+static int build_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
+{
+        int r = build_no_mac_spoofing(rs, mac);
+
+        if (r == 0)
+                r = build_no_ip_spoofing(rs, ips);
+        if (r == 0)
+                r = build_no_arp_spoofing(rs, mac, ips);
+        if (r == 0)
+                r = build_clean_traffic_accepts(rs, mac);
+        if (r == 0)
+                r = build_no_other_l2_traffic(rs);
+        return r;
+}
+
+/* Every public builder checks its arguments, then builds; on failure it
+ * takes back the groups it added (no half-added filter). */
+static int finish(nb_fw_ruleset *rs, size_t keep, int r)
+{
+        if (r < 0)
+                truncate_groups(rs, keep);
+        return r;
+}
+
+NB_EXPORT int nb_fw_add_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac)
+{
+        if (!rs || !mac_ok(mac))
+                return -EINVAL;
+        size_t keep = rs->n_groups;
+
+        return finish(rs, keep, build_no_mac_spoofing(rs, mac));
+}
+
+NB_EXPORT int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips)
+{
+        if (!rs || !ips_ok(ips))
+                return -EINVAL;
+        size_t keep = rs->n_groups;
+
+        return finish(rs, keep, build_no_ip_spoofing(rs, ips));
+}
+
+NB_EXPORT int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
+{
+        if (!rs || !mac_ok(mac) || !ips_ok(ips))
+                return -EINVAL;
+        size_t keep = rs->n_groups;
+
+        return finish(rs, keep, build_no_arp_spoofing(rs, mac, ips));
+}
+
+NB_EXPORT int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac)
+{
+        if (!rs || !mac_ok(mac))
+                return -EINVAL;
+        size_t keep = rs->n_groups;
+
+        return finish(rs, keep, build_no_promisc(rs, mac));
+}
+
+NB_EXPORT int nb_fw_add_allow_dhcp(nb_fw_ruleset *rs, const char *dhcp_server)
+{
+        if (!rs || (dhcp_server && !ipv4_ok(dhcp_server)))
+                return -EINVAL;
+        size_t keep = rs->n_groups;
+
+        return finish(rs, keep, build_allow_dhcp(rs, dhcp_server));
+}
+
+NB_EXPORT int nb_fw_add_allow_arp(nb_fw_ruleset *rs)
+{
+        if (!rs)
+                return -EINVAL;
+        size_t keep = rs->n_groups;
+
+        return finish(rs, keep, build_allow_arp(rs));
+}
+
+NB_EXPORT int nb_fw_add_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
+{
+        if (!rs || !mac_ok(mac) || !ips_ok(ips))
+                return -EINVAL;
+        size_t keep = rs->n_groups;
+
+        return finish(rs, keep, build_clean_traffic(rs, mac, ips));
+}
+
+/* ---- ops ---- */
+
+static bool owner_ok(const char *owner)
+{
+        size_t n = 0;
+
+        if (!owner)
+                return false;
+        for (; owner[n]; n++)
+                if (!isalnum((unsigned char)owner[n]) && !strchr("_.:@-", owner[n]))
+                        return false;
+        return n >= 1 && n <= 64;
+}
+
+static bool ifname_ok(const char *ifname)
+{
+        return ifname && ifname[0] && strlen(ifname) <= 15;
+}
+
+/* A pack/unpack round trip is a deep copy that stays right when fields are
+ * added to FwRule; unpacking with the default allocator gives what
+ * protobuf_c_message_free_unpacked() frees with the batch. */
+static Netbroker__FwGroup *copy_group(const Netbroker__FwGroup *g)
+{
+        size_t len = netbroker__fw_group__get_packed_size(g);
+        uint8_t *buf = malloc(len ? len : 1);
+        Netbroker__FwGroup *copy;
+
+        if (!buf)
+                return NULL;
+        netbroker__fw_group__pack(g, buf);
+        copy = netbroker__fw_group__unpack(NULL, len, buf);
+        free(buf);
+        return copy;
+}
+
+NB_EXPORT int nb_batch_firewall_apply(nb_batch *b, const char *owner, const char *ifname,
+                                      const nb_fw_ruleset *rs, nb_fw_mode mode)
+{
+        Netbroker__FirewallApply *a;
+        bool oom = false;
+
+        if (!b || !owner_ok(owner) || !ifname_ok(ifname) || !rs ||
+            (mode != NB_FW_REPLACE && mode != NB_FW_ENSURE))
+                return -EINVAL;
+        a = malloc(sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        netbroker__firewall_apply__init(a);
+        a->owner = nb_dup_or_empty(owner, &oom);
+        a->ifname = nb_dup_or_empty(ifname, &oom);
+        a->mode = (Netbroker__FwMode)mode;
+        if (rs->n_groups) {
+                a->groups = calloc(rs->n_groups, sizeof(*a->groups));
+                if (!a->groups)
+                        oom = true;
+                /* n_groups grows with each copy made, so a failure frees
+                 * exactly the copies there are. */
+                for (size_t i = 0; !oom && i < rs->n_groups; i++) {
+                        a->groups[i] = copy_group(rs->groups[i]);
+                        if (!a->groups[i])
+                                oom = true;
+                        else
+                                a->n_groups++;
+                }
+        }
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_APPLY, a, oom);
+}
+
+NB_EXPORT int nb_batch_firewall_remove(nb_batch *b, const char *owner)
+{
+        Netbroker__FirewallRemove *rm;
+        bool oom = false;
+
+        if (!b || !owner_ok(owner))
+                return -EINVAL;
+        rm = malloc(sizeof(*rm));
+        if (!rm)
+                return -ENOMEM;
+        netbroker__firewall_remove__init(rm);
+        rm->owner = nb_dup_or_empty(owner, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_REMOVE, rm, oom);
+}
+
+NB_EXPORT int nb_batch_firewall_list(nb_batch *b)
+{
+        Netbroker__FirewallList *l;
+
+        if (!b)
+                return -EINVAL;
+        l = malloc(sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        netbroker__firewall_list__init(l);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_LIST, l, false);
+}

@@ -1,0 +1,71 @@
+/* The text format of `netbrokerctl fw apply FILE`: owners and their rules,
+ * read into one batch of FirewallApply ops (one transaction).
+ *
+ * One statement per line; words are separated by blanks; '#' starts a
+ * comment that runs to the end of the line.
+ *
+ *   owner NAME [on IFNAME] [replace|ensure]
+ *           Starts an owner: NAME is [A-Za-z0-9_.:@-], 1-64 bytes; IFNAME
+ *           (1-15 bytes) defaults to NAME; the mode defaults to replace.
+ *           Every statement below belongs to the last owner. Each owner
+ *           appears once in a file.
+ *   group NAME
+ *           Starts a group ([A-Za-z0-9_-], 1-32 bytes, once per owner).
+ *           Rules before any group go into a group named "rules".
+ *   rule from|to accept|drop|reject|return [MATCH...]
+ *           One rule. "from" is what the guest sends, "to" what it
+ *           receives. Every MATCH given must hold; each at most once.
+ *   filter no-mac-spoofing MAC
+ *   filter no-ip-spoofing [IPV4...]
+ *   filter no-arp-spoofing MAC [IPV4...]
+ *   filter no-promisc MAC
+ *   filter allow-dhcp [SERVER]
+ *   filter allow-arp
+ *   filter clean-traffic MAC [IPV4...]
+ *           libvirt's standard filters (see libnetbroker's nb_fw_add_*),
+ *           each its own groups, named after it.
+ *
+ * MATCH ("!" before the value negates it, where shown):
+ *   ether-src [!] MAC[/MASK]      ether-dst [!] MAC[/MASK]
+ *   ether-type [!] N|ipv4|arp|ipv6|rarp|vlan
+ *   vlan ID                       (0-4095)
+ *   arp-op [!] N|request|reply
+ *   arp-sender-mac [!] MAC        arp-sender-ip [!] ADDR
+ *   arp-target-ip [!] ADDR
+ *   ip-src [!] ADDR[/LEN]         ip-dst [!] ADDR[/LEN]   (IPv4 or IPv6)
+ *   proto N|tcp|udp|sctp|icmp|icmpv6
+ *   sport P[-Q]                   dport P[-Q]
+ *   icmp-type N
+ * Numbers are decimal or 0x-prefixed hex.
+ *
+ * Example:
+ *   owner vnet0 ensure
+ *   filter no-promisc 52:54:00:12:34:56
+ *   filter clean-traffic 52:54:00:12:34:56 192.0.2.10
+ *   owner vnet1 on vnet1
+ *   group ssh-only
+ *   rule to accept proto tcp dport 22
+ *   rule to drop ether-type ipv4
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "netbroker.h"
+
+struct fwfile {
+        const char *name; /* the file's name, for messages */
+        bool force_ensure; /* every owner in ensure mode, whatever the file says */
+        char **owners; /* the owner of each op added, in order */
+        size_t n_owners;
+        char err[512]; /* "NAME:LINE: why" after a failure */
+};
+
+/* Read text (len bytes, not NUL-terminated) and add one FirewallApply per
+ * owner to batch. Returns the number of owners, or -EINVAL on a syntax
+ * error, -ENOMEM; err says where and why. On failure the batch may hold the
+ * ops of the owners before the error: free it. */
+int fwfile_parse(struct fwfile *f, const char *text, size_t len, nb_batch *batch);
+/* Free what fwfile_parse() kept (f->owners). */
+void fwfile_done(struct fwfile *f);

@@ -1,0 +1,131 @@
+/* The firewall: owners' rules compiled to nftables with libnftnl, every
+ * change of a batch in one nfnetlink transaction (libmnl), and the content
+ * hash kept in the kernel beside the rules. Knows nothing of the wire format.
+ *
+ * Layout, in the table "netbroker" (netdev family, so it works the same for
+ * taps on a bridge, macvtaps and routed taps):
+ *   chain "OWNER/from"  hook ingress on the owner's interface: from the guest
+ *   chain "OWNER/to"    hook egress on the interface: to the guest
+ *   chain "OWNER/from/GROUP", "OWNER/to/GROUP"  one regular chain per group
+ *                       and direction; the base chain jumps to them in order,
+ *                       so RETURN leaves a group as in libvirt's filters.
+ * Both base chains carry the comment "netbroker <hash> <ifname> <rules>":
+ * the hash lives and dies with the rules (nft flush ruleset removes both).
+ * A replace deletes the owner's chains and adds the new ones in the same
+ * transaction: the old hook filters until the new rules take over at
+ * commit, so there is no instant without filtering. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loop.h"
+
+#define NB_FW_TABLE "netbroker"
+#define NB_FW_OWNER_MAX 64
+#define NB_FW_GROUP_MAX 32
+#define NB_FW_HASH_HEX 33 /* 128 bits in hex, and a NUL */
+#define NB_FW_ERRLEN 256
+
+enum nb_fw_dir { NB_FW_DIR_FROM, NB_FW_DIR_TO };
+enum nb_fw_verdict { NB_FW_V_ACCEPT, NB_FW_V_DROP, NB_FW_V_REJECT, NB_FW_V_RETURN };
+
+struct nb_fw_mac {
+        bool set, neg;
+        uint8_t addr[6], mask[6];
+};
+
+struct nb_fw_ip {
+        bool set, neg;
+        int family; /* 4 or 6 */
+        uint8_t addr[16], mask[16];
+};
+
+struct nb_fw_num {
+        bool set, neg;
+        uint32_t v;
+};
+
+/* One rule, parsed and checked (nb_fw_rule_check) before compiling. */
+struct nb_fw_rule {
+        enum nb_fw_dir dir;
+        enum nb_fw_verdict verdict;
+        struct nb_fw_mac ether_src, ether_dst, arp_sha;
+        struct nb_fw_num ether_type, vlan_id, arp_op;
+        struct nb_fw_ip arp_spa, arp_tpa, ip_src, ip_dst;
+        uint8_t l4proto;
+        uint16_t sport[2], dport[2]; /* [0] = 0: any */
+        bool has_icmp_type;
+        uint8_t icmp_type;
+};
+
+struct nb_fw_group {
+        char name[NB_FW_GROUP_MAX + 1];
+        struct nb_fw_rule *rules;
+        size_t n_rules;
+};
+
+struct nb_fw_owner_spec {
+        const char *owner;
+        const char *ifname;
+        const struct nb_fw_group *groups;
+        size_t n_groups;
+        bool ensure;
+};
+
+struct nb_fw;
+struct nb_fw_txn;
+
+int nb_fw_open(struct nb_loop *loop, struct nb_fw **ret);
+void nb_fw_close(struct nb_fw *fw);
+
+/* Parse helpers for the model (0 or -EINVAL). */
+int nb_fw_parse_mac(const char *s, struct nb_fw_mac *ret);
+int nb_fw_parse_ip(const char *s, struct nb_fw_ip *ret);
+bool nb_fw_owner_valid(const char *owner);
+bool nb_fw_group_valid(const char *name);
+/* Rules that are well-formed but cannot work (a port without tcp/udp, an
+ * ARP match on IPv6, reject on egress, ...): 0, or -EINVAL with a sentence. */
+int nb_fw_rule_check(const struct nb_fw_rule *r, char *err);
+
+/* A transaction: starts from one read of the table (for ensure and for
+ * knowing what to delete), collects applies and removes, and commits them
+ * all in one nfnetlink batch. */
+int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err);
+
+struct nb_fw_applied {
+        char hash[NB_FW_HASH_HEX];
+        bool unchanged; /* ensure: already in place, nothing queued */
+        unsigned rules;
+};
+
+int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
+                    struct nb_fw_applied *ret, char *err);
+/* -ENOENT when the owner has no rules. */
+int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err);
+/* Send everything queued as one transaction and read every ack. Nothing to
+ * send is a success that writes nothing. */
+int nb_fw_txn_commit(struct nb_fw_txn *t, char *err);
+void nb_fw_txn_free(struct nb_fw_txn *t);
+
+/* The owners in the kernel. */
+struct nb_fw_owner_info {
+        char owner[NB_FW_OWNER_MAX + 1];
+        char ifname[IFNAMSIZ];
+        char hash[NB_FW_HASH_HEX];
+        unsigned rules;
+};
+typedef int (*nb_fw_owner_fn)(const struct nb_fw_owner_info *o, void *data);
+int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err);
+
+/* Compile one owner and write every chain and rule as libnftnl prints it,
+ * after a round trip through the netlink encoding and libnftnl's parser
+ * (what the kernel would be sent, read back). For tests and debugging. */
+int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err);
+
+/* Compile one owner and hash it, without the kernel (unit tests): the hash,
+ * and the number of rules it makes. */
+int nb_fw_hash(const struct nb_fw_owner_spec *s, char hash[NB_FW_HASH_HEX], unsigned *ret_rules,
+               char *err);

@@ -1,0 +1,386 @@
+/* Firewall ops: protobuf in, firewall.c calls out. Every rule is parsed and
+ * checked in validation; all FirewallApply and FirewallRemove ops of a batch
+ * form one transaction, committed at the batch's last of them. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "firewall.h"
+#include "ops.h"
+
+/* ---- protobuf to the firewall's model ---- */
+
+struct model {
+        struct nb_fw_group *groups;
+        size_t n_groups;
+};
+
+static void model_free(struct model *m)
+{
+        for (size_t g = 0; g < m->n_groups; g++)
+                free(m->groups[g].rules);
+        free(m->groups);
+        m->groups = NULL;
+        m->n_groups = 0;
+}
+
+static int mac_field(const char *s, bool neg, struct nb_fw_mac *out, const char *what, char *err)
+{
+        if (!s[0])
+                return 0;
+        if (nb_fw_parse_mac(s, out) < 0) {
+                snprintf(err, NB_FW_ERRLEN, "%s: bad MAC '%s' (aa:bb:cc:dd:ee:ff or MAC/MASK)",
+                         what, s);
+                return -EINVAL;
+        }
+        out->neg = neg;
+        return 0;
+}
+
+static int ip_field(const char *s, bool neg, struct nb_fw_ip *out, const char *what, char *err)
+{
+        if (!s[0])
+                return 0;
+        if (nb_fw_parse_ip(s, out) < 0) {
+                snprintf(err, NB_FW_ERRLEN,
+                         "%s: bad address '%s' (an IPv4 or IPv6 address or prefix)", what, s);
+                return -EINVAL;
+        }
+        out->neg = neg;
+        return 0;
+}
+
+static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *what, char *err)
+{
+        if (!min && !max)
+                return 0;
+        if (!min || min > 65535 || max > 65535) {
+                snprintf(err, NB_FW_ERRLEN, "%s: ports are 1-65535", what);
+                return -EINVAL;
+        }
+        out[0] = (uint16_t)min;
+        out[1] = (uint16_t)(max ? max : min);
+        return 0;
+}
+
+static int rule_from_proto(const Netbroker__FwRule *p, struct nb_fw_rule *r, char *err)
+{
+        int ret = 0;
+
+        memset(r, 0, sizeof(*r));
+        if (p->direction > NETBROKER__FW_DIRECTION__FW_TO_GUEST ||
+            p->verdict > NETBROKER__FW_VERDICT__FW_RETURN) {
+                snprintf(err, NB_FW_ERRLEN, "unknown direction %d or verdict %d", p->direction,
+                         p->verdict);
+                return -EINVAL;
+        }
+        if (p->ct_state) {
+                snprintf(err, NB_FW_ERRLEN,
+                         "conntrack state cannot be matched: the rules run at the interface's "
+                         "netdev hooks, "
+                         "before conntrack has seen the packet");
+                return -EOPNOTSUPP;
+        }
+        r->dir = p->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST ? NB_FW_DIR_TO
+                                                                      : NB_FW_DIR_FROM;
+        r->verdict = (enum nb_fw_verdict)p->verdict;
+        if ((ret = mac_field(p->ether_src, p->ether_src_not, &r->ether_src, "ether source", err)) ||
+            (ret = mac_field(p->ether_dst, p->ether_dst_not, &r->ether_dst, "ether destination",
+                             err)) ||
+            (ret = mac_field(p->arp_sender_mac, p->arp_sender_mac_not, &r->arp_sha,
+                             "ARP sender MAC", err)) ||
+            (ret = ip_field(p->arp_sender_ip, p->arp_sender_ip_not, &r->arp_spa, "ARP sender IP",
+                            err)) ||
+            (ret = ip_field(p->arp_target_ip, p->arp_target_ip_not, &r->arp_tpa, "ARP target IP",
+                            err)) ||
+            (ret = ip_field(p->ip_src, p->ip_src_not, &r->ip_src, "IP source", err)) ||
+            (ret = ip_field(p->ip_dst, p->ip_dst_not, &r->ip_dst, "IP destination", err)) ||
+            (ret = port_field(p->sport_min, p->sport_max, r->sport, "source port", err)) ||
+            (ret = port_field(p->dport_min, p->dport_max, r->dport, "destination port", err)))
+                return ret;
+        if (p->ether_type)
+                r->ether_type = (struct nb_fw_num){true, p->ether_type_not, p->ether_type};
+        if (p->has_vlan_id)
+                r->vlan_id = (struct nb_fw_num){true, false, p->vlan_id};
+        if (p->arp_op)
+                r->arp_op = (struct nb_fw_num){true, p->arp_op_not, p->arp_op};
+        if (p->l4_proto > 255) {
+                snprintf(err, NB_FW_ERRLEN, "protocol %u is over 255", p->l4_proto);
+                return -EINVAL;
+        }
+        r->l4proto = (uint8_t)p->l4_proto;
+        if (p->has_icmp_type) {
+                if (p->icmp_type > 255) {
+                        snprintf(err, NB_FW_ERRLEN, "ICMP type %u is over 255", p->icmp_type);
+                        return -EINVAL;
+                }
+                r->has_icmp_type = true;
+                r->icmp_type = (uint8_t)p->icmp_type;
+        }
+        return nb_fw_rule_check(r, err);
+}
+
+/* Parse and check every group and rule; err names the group and rule. */
+static int model_from_proto(const Netbroker__FirewallApply *a, struct model *m, char *err)
+{
+        char why[NB_FW_ERRLEN];
+
+        m->groups = calloc(a->n_groups ? a->n_groups : 1, sizeof(*m->groups));
+        if (!m->groups)
+                return -ENOMEM;
+        for (size_t g = 0; g < a->n_groups; g++) {
+                const Netbroker__FwGroup *pg = a->groups[g];
+                struct nb_fw_group *mg = &m->groups[m->n_groups++];
+                if (!nb_fw_group_valid(pg->name)) {
+                        snprintf(err, NB_FW_ERRLEN,
+                                 "group %zu: bad name '%s' ([A-Za-z0-9_-], 1-%d bytes)", g,
+                                 pg->name, NB_FW_GROUP_MAX);
+                        return -EINVAL;
+                }
+                for (size_t k = 0; k < g; k++)
+                        if (strcmp(a->groups[k]->name, pg->name) == 0) {
+                                snprintf(err, NB_FW_ERRLEN, "group %s appears twice", pg->name);
+                                return -EINVAL;
+                        }
+                strcpy(mg->name, pg->name);
+                mg->rules = calloc(pg->n_rules ? pg->n_rules : 1, sizeof(*mg->rules));
+                if (!mg->rules)
+                        return -ENOMEM;
+                for (size_t i = 0; i < pg->n_rules; i++) {
+                        int r = rule_from_proto(pg->rules[i], &mg->rules[mg->n_rules], why);
+                        if (r < 0) {
+                                snprintf(err, NB_FW_ERRLEN, "group %s rule %zu: %.200s", pg->name,
+                                         i, why);
+                                return r;
+                        }
+                        mg->n_rules++;
+                }
+        }
+        return 0;
+}
+
+/* ---- validation ---- */
+
+static int claim_owner(struct nb_validation *v, const char *owner, Netbroker__Result *res)
+{
+        char key[NB_FW_OWNER_MAX + 4];
+
+        if (!nb_fw_owner_valid(owner))
+                return nb_result_set(res, EINVAL,
+                                     "firewall: bad owner '%s' ([A-Za-z0-9_.:@-], 1-%d bytes)",
+                                     owner, NB_FW_OWNER_MAX);
+        snprintf(key, sizeof(key), "fw:%s", owner);
+        if (!nb_validation_claim(v, key))
+                return nb_result_set(res, EINVAL, "firewall: owner %s appears twice in this batch",
+                                     owner);
+        return 0;
+}
+
+static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__FirewallApply *a = op->firewall_apply;
+        char err[NB_FW_ERRLEN];
+        struct model m = {0};
+        int r;
+
+        if ((r = claim_owner(v, a->owner, res)))
+                return r;
+        if (a->mode > NETBROKER__FW_MODE__FW_ENSURE)
+                return nb_result_set(res, EINVAL, "firewall %s: unknown mode %d", a->owner,
+                                     a->mode);
+        /* Unknown interfaces are refused here, before anything is sent. */
+        if ((r = nb_check_interface(v, a->ifname, res, "firewall")))
+                return r;
+        r = model_from_proto(a, &m, err);
+        model_free(&m);
+        if (r < 0)
+                return nb_result_set(res, -r, "firewall %s: %s", a->owner, err);
+        return 0;
+}
+
+static int validate_remove(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return claim_owner(v, op->firewall_remove->owner, res);
+}
+
+/* ---- running: one transaction for the batch ---- */
+
+struct fw_batch {
+        struct nb_fw_txn *txn;
+        Netbroker__Result **queued; /* results of the ops in the transaction */
+        size_t n_queued;
+};
+
+static void fw_batch_free(void *data)
+{
+        struct fw_batch *b = data;
+
+        nb_fw_txn_free(b->txn);
+        free(b->queued);
+        free(b);
+}
+
+static struct fw_batch *batch_of(struct nb_job *job, Netbroker__Result *res)
+{
+        void **slot = nb_job_batch_slot(job, fw_batch_free);
+        struct fw_batch *b = *slot;
+        char err[NB_FW_ERRLEN];
+        int r;
+
+        if (b)
+                return b;
+        b = calloc(1, sizeof(*b));
+        if (!b) {
+                nb_result_set(res, ENOMEM, "firewall: out of memory");
+                return NULL;
+        }
+        r = nb_fw_txn_begin(nb_job_ctx(job)->fw, &b->txn, err);
+        if (r < 0) {
+                free(b);
+                nb_result_set(res, -r, "firewall: %s", err);
+                return NULL;
+        }
+        *slot = b;
+        return b;
+}
+
+/* Queue res; at the batch's last firewall op, commit. A refused commit
+ * fails every firewall op of the batch: nothing of it was applied. */
+static int queue_and_maybe_commit(struct nb_job *job, struct fw_batch *b, Netbroker__Result *res)
+{
+        Netbroker__Result **q = realloc(b->queued, (b->n_queued + 1) * sizeof(*q));
+        char err[NB_FW_ERRLEN];
+        int r;
+
+        if (!q)
+                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+        b->queued = q;
+        q[b->n_queued++] = res;
+        if (!nb_job_is_last_batched(job))
+                return 0;
+        r = nb_fw_txn_commit(b->txn, err);
+        if (r == 0)
+                return 0;
+        for (size_t i = 0; i + 1 < b->n_queued; i++)
+                nb_result_set(b->queued[i], -r,
+                              "firewall: not applied: the batch's transaction failed: %s", err);
+        return nb_result_set(res, -r, "firewall: %s", err);
+}
+
+static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__FirewallApply *a = op->firewall_apply;
+        struct fw_batch *b = batch_of(job, res);
+        Netbroker__FirewallApplyResult *out;
+        struct nb_fw_applied applied;
+        struct nb_fw_owner_spec spec;
+        char err[NB_FW_ERRLEN];
+        struct model m = {0};
+        int r;
+
+        if (!b)
+                return res->status;
+        r = model_from_proto(a, &m, err);
+        if (r == 0) {
+                spec = (struct nb_fw_owner_spec){a->owner, a->ifname, m.groups, m.n_groups,
+                                                 a->mode == NETBROKER__FW_MODE__FW_ENSURE};
+                r = nb_fw_txn_apply(b->txn, &spec, &applied, err);
+        }
+        model_free(&m);
+        if (r < 0)
+                return nb_result_set(res, -r, "firewall %s: %s", a->owner, err);
+        out = malloc(sizeof(*out));
+        if (!out)
+                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+        netbroker__firewall_apply_result__init(out);
+        out->hash = strdup(applied.hash);
+        out->unchanged = applied.unchanged;
+        out->rules = applied.rules;
+        res->out_case = NETBROKER__RESULT__OUT_FIREWALL;
+        res->firewall = out;
+        if (!out->hash) {
+                out->hash = (char *)protobuf_c_empty_string;
+                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+        }
+        return queue_and_maybe_commit(job, b, res);
+}
+
+static int run_remove(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        struct fw_batch *b = batch_of(job, res);
+        char err[NB_FW_ERRLEN];
+        int r;
+
+        if (!b)
+                return res->status;
+        r = nb_fw_txn_remove(b->txn, op->firewall_remove->owner, err);
+        if (r < 0)
+                return nb_result_set(res, -r, "firewall: %s", err);
+        return queue_and_maybe_commit(job, b, res);
+}
+
+static int add_owner(const struct nb_fw_owner_info *o, void *data)
+{
+        Netbroker__FirewallListResult *l = data;
+        Netbroker__FwOwner *p = malloc(sizeof(*p)), **grown;
+
+        if (!p)
+                return -ENOMEM;
+        netbroker__fw_owner__init(p);
+        grown = realloc(l->owners, (l->n_owners + 1) * sizeof(*grown));
+        if (!grown) {
+                free(p);
+                return -ENOMEM;
+        }
+        l->owners = grown;
+        l->owners[l->n_owners++] = p;
+        p->owner = strdup(o->owner);
+        p->ifname = strdup(o->ifname);
+        p->hash = strdup(o->hash);
+        p->rules = o->rules;
+        if (!p->owner || !p->ifname || !p->hash) {
+                p->owner = p->owner ? p->owner : (char *)protobuf_c_empty_string;
+                p->ifname = p->ifname ? p->ifname : (char *)protobuf_c_empty_string;
+                p->hash = p->hash ? p->hash : (char *)protobuf_c_empty_string;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int run_list(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        Netbroker__FirewallListResult *l = malloc(sizeof(*l));
+        char err[NB_FW_ERRLEN];
+        int r;
+
+        (void)op;
+        if (!l)
+                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+        netbroker__firewall_list_result__init(l);
+        res->out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
+        res->firewall_list = l;
+        r = nb_fw_list(nb_job_ctx(job)->fw, add_owner, l, err);
+        return r < 0 ? nb_result_set(res, -r, "firewall: %s", r == -ENOMEM ? "out of memory" : err)
+                     : 0;
+}
+
+const struct nb_op_handler nb_op_firewall_apply = {
+        .name = "firewall_apply",
+        .stat = NB_STAT_OPS_FIREWALL,
+        .validate = validate_apply,
+        .run = run_apply,
+        .batched = true,
+};
+const struct nb_op_handler nb_op_firewall_remove = {
+        .name = "firewall_remove",
+        .stat = NB_STAT_OPS_FIREWALL,
+        .validate = validate_remove,
+        .run = run_remove,
+        .batched = true,
+};
+const struct nb_op_handler nb_op_firewall_list = {
+        .name = "firewall_list",
+        .stat = NB_STAT_OPS_FIREWALL,
+        .run = run_list,
+};

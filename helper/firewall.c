@@ -565,17 +565,81 @@ static void fnv_hex(const struct fnv128 *f, char out[NB_FW_HASH_HEX])
                  (unsigned long long)f->h);
 }
 
-/* Hash a rule by the very bytes that go to the kernel. Attribute padding
- * is not written by libnftnl, so the buffer must start zeroed: it is
- * zeroed once, and the used part again after each rule. */
-static void hash_rule(struct fnv128 *f, struct nftnl_rule *r)
+/* The canonical encoding the hash is taken over: every field of every
+ * rule, in a fixed order, as parsed (addresses already masked, so
+ * "10.0.0.5" and "10.0.0.5/32" are the same rule), with the groups' names
+ * and the interface. Hashing the model, not the compiled bytes, lets ensure
+ * skip compiling altogether when nothing changed. */
+static void hash_u32(struct fnv128 *f, uint32_t v)
 {
-        static char buf[8192]; /* MNL_SOCKET_BUFFER_SIZE, which is not a constant */
-        struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWRULE, NFPROTO_NETDEV, 0, 0);
+        uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
 
-        nftnl_rule_nlmsg_build_payload(nlh, r);
-        fnv_add(f, mnl_nlmsg_get_payload(nlh), mnl_nlmsg_get_payload_len(nlh));
-        memset(buf, 0, nlh->nlmsg_len);
+        fnv_add(f, b, 4);
+}
+
+static void hash_mac(struct fnv128 *f, const struct nb_fw_mac *m)
+{
+        hash_u32(f, (uint32_t)m->set << 1 | m->neg);
+        if (m->set) {
+                fnv_add(f, m->addr, 6);
+                fnv_add(f, m->mask, 6);
+        }
+}
+
+static void hash_ip(struct fnv128 *f, const struct nb_fw_ip *ip)
+{
+        hash_u32(f, (uint32_t)ip->set << 1 | ip->neg);
+        if (ip->set) {
+                hash_u32(f, (uint32_t)ip->family);
+                fnv_add(f, ip->addr, 16);
+                fnv_add(f, ip->mask, 16);
+        }
+}
+
+static void hash_num(struct fnv128 *f, const struct nb_fw_num *n)
+{
+        hash_u32(f, (uint32_t)n->set << 1 | n->neg);
+        hash_u32(f, n->set ? n->v : 0);
+}
+
+static void hash_rule(struct fnv128 *f, const struct nb_fw_rule *r)
+{
+        hash_u32(f, (uint32_t)r->dir);
+        hash_u32(f, (uint32_t)r->verdict);
+        hash_mac(f, &r->ether_src);
+        hash_mac(f, &r->ether_dst);
+        hash_mac(f, &r->arp_sha);
+        hash_num(f, &r->ether_type);
+        hash_num(f, &r->vlan_id);
+        hash_num(f, &r->arp_op);
+        hash_ip(f, &r->arp_spa);
+        hash_ip(f, &r->arp_tpa);
+        hash_ip(f, &r->ip_src);
+        hash_ip(f, &r->ip_dst);
+        hash_u32(f, r->l4proto);
+        hash_u32(f, (uint32_t)r->sport[0] << 16 | (r->sport[0] ? r->sport[1] : 0));
+        hash_u32(f, (uint32_t)r->dport[0] << 16 | (r->dport[0] ? r->dport[1] : 0));
+        hash_u32(f, (uint32_t)r->has_icmp_type << 8 | (r->has_icmp_type ? r->icmp_type : 0));
+}
+
+static void hash_owner(const struct nb_fw_owner_spec *s, char out[NB_FW_HASH_HEX],
+                       unsigned *ret_rules)
+{
+        struct fnv128 f;
+        unsigned rules = 0;
+
+        fnv_init(&f);
+        fnv_add(&f, "netbroker-fw-2", 15);
+        fnv_add(&f, s->ifname, strlen(s->ifname) + 1);
+        for (size_t g = 0; g < s->n_groups; g++) {
+                fnv_add(&f, s->groups[g].name, strlen(s->groups[g].name) + 1);
+                hash_u32(&f, (uint32_t)s->groups[g].n_rules);
+                for (size_t i = 0; i < s->groups[g].n_rules; i++)
+                        hash_rule(&f, &s->groups[g].rules[i]);
+                rules += (unsigned)s->groups[g].n_rules;
+        }
+        fnv_hex(&f, out);
+        *ret_rules = rules;
 }
 
 static const char *const dir_names[] = {"from", "to"};
@@ -584,11 +648,9 @@ static const char *const dir_names[] = {"from", "to"};
  * the base chains and their jumps) and its hash. The base chains' comment
  * carries the hash, so it is built last. */
 static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, struct items *it,
-                         char hash[NB_FW_HASH_HEX], unsigned *ret_rules, char *err)
+                         const char *hash, unsigned rules, char *err)
 {
         size_t start = it->n;
-        struct fnv128 f;
-        unsigned rules = 0;
         char name[256], comment[128];
         struct nftnl_rule *jumps[2][64];
         size_t n_jumps[2] = {0, 0};
@@ -598,9 +660,6 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                 errf(err, "owner %s: %zu groups; at most 64", s->owner, s->n_groups);
                 return -E2BIG;
         }
-        fnv_init(&f);
-        fnv_add(&f, "netbroker-fw-1", 15);
-        fnv_add(&f, s->ifname, strlen(s->ifname) + 1);
         for (size_t g = 0; g < s->n_groups; g++) {
                 const struct nb_fw_group *grp = &s->groups[g];
                 for (int d = 0; d < 2; d++) {
@@ -614,7 +673,6 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                                                          owner_idx}) < 0 ||
                             !it->v[it->n - 1].chain)
                                 goto fail;
-                        fnv_add(&f, name, strlen(name) + 1);
                         for (size_t i = 0; i < grp->n_rules; i++) {
                                 struct nftnl_rule *r;
                                 if (grp->rules[i].dir != (enum nb_fw_dir)d)
@@ -626,8 +684,6 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                                                 nftnl_rule_free(r);
                                         goto fail;
                                 }
-                                hash_rule(&f, r);
-                                rules++;
                         }
                         jumps[d][n_jumps[d]] = new_rule("");
                         if (!jumps[d][n_jumps[d]] ||
@@ -636,7 +692,6 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                         n_jumps[d]++;
                 }
         }
-        fnv_hex(&f, hash);
         for (int d = 0; d < 2; d++) {
                 snprintf(name, sizeof(name), "%s/%s", s->owner, dir_names[d]);
                 snprintf(comment, sizeof(comment), "netbroker %s %s %u", hash, s->ifname, rules);
@@ -654,7 +709,6 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                 }
                 n_jumps[d] = 0;
         }
-        *ret_rules = rules;
         return 0;
 fail_jumps:
         for (int d = 0; d < 2; d++)
@@ -675,7 +729,12 @@ int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err)
         size_t len = 0;
         char *text = NULL;
         FILE *f = open_memstream(&text, &len);
-        int r = f ? compile_owner(s, 0, &it, hash, &rules, err) : -ENOMEM;
+        int r = -ENOMEM;
+
+        if (f) {
+                hash_owner(s, hash, &rules);
+                r = compile_owner(s, 0, &it, hash, rules, err);
+        }
 
         for (size_t i = 0; r == 0 && i < it.n; i++) {
                 struct nftnl_rule *back;
@@ -727,8 +786,11 @@ int nb_fw_hash(const struct nb_fw_owner_spec *s, char hash[NB_FW_HASH_HEX], unsi
                char *err)
 {
         struct items it = {0};
-        int r = compile_owner(s, 0, &it, hash, ret_rules, err);
+        int r;
 
+        hash_owner(s, hash, ret_rules);
+        /* Compile too: what cannot be compiled has no hash. */
+        r = compile_owner(s, 0, &it, hash, *ret_rules, err);
         items_clear(&it, 0);
         free(it.v);
         return r;
@@ -1052,17 +1114,21 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
                 return -EINVAL;
         }
         r = note_op(t, s->owner, &idx);
-        /* Compile first: the hash decides whether anything is written. */
+        /* The hash of the model decides whether anything is written. */
         if (r == 0)
-                r = compile_owner(s, idx, &fresh, ret->hash, &ret->rules, err);
+                hash_owner(s, ret->hash, &ret->rules);
         if (r < 0)
                 goto out;
+        /* Nothing to write: no need to compile. */
         if (s->ensure && o && o->has_base && strcmp(o->hash, ret->hash) == 0 &&
             strcmp(o->ifname, s->ifname) == 0) {
                 ret->unchanged = true;
                 nb_stat_inc(NB_STAT_FW_OWNERS_UNCHANGED);
                 goto out;
         }
+        r = compile_owner(s, idx, &fresh, ret->hash, ret->rules, err);
+        if (r < 0)
+                goto out;
         /* The old chains go, and the new come, in the same transaction. */
         if (o) {
                 r = queue_delete(t, o, idx);

@@ -32,20 +32,26 @@ NB_LOG_CATEGORY(link);
  * (a race with another creator) before giving up. */
 #define MAX_NAME_TRIES 32
 
-/* Interfaces seen in recent link notifications: the ifindex of a device we
- * just made, or of a parent named again and again, without a lookup. The
- * kernel sends the notification before it acknowledges the request, so it
- * is there by the time we look. */
-#define N_RECENT 64
-
-struct recent {
+/* Every interface of the namespace, name to ifindex: built from the dump at
+ * start-up and kept current by link notifications like the name bitmaps,
+ * so "does vnet7 exist?" and "what is p0's ifindex?" need no netlink round
+ * trip (100 firewall owners validate without 100 lookups). The kernel sends
+ * a notification before it acknowledges the request that caused it, so a
+ * device we just made is in the map once the ack is read and the
+ * notifications are taken in. */
+struct ifnode {
         char name[IFNAMSIZ];
         int ifindex;
+        struct ifnode *next;
+};
+
+struct if_index_map {
+        struct ifnode **buckets;
+        size_t n_buckets, n;
 };
 
 struct nb_links {
-        struct recent recent[N_RECENT];
-        unsigned recent_next;
+        struct if_index_map ifs;
         struct nb_loop *loop;
         struct nb_netlink nl;
         struct nb_names *names;
@@ -80,32 +86,110 @@ int nb_mac_parse(const char *s, uint8_t ret[6])
 
 /* ---- the allocator's view of the kernel ---- */
 
-static void recent_note(struct nb_links *l, const char *name, int ifindex, bool present)
+static size_t name_hash(const char *s, size_t n_buckets)
 {
-        struct recent *slot = NULL;
+        uint32_t h = 2166136261u;
 
-        for (unsigned i = 0; i < N_RECENT; i++) {
-                struct recent *e = &l->recent[i];
-                /* Same name, or same device under an older name (a rename). */
-                if (e->ifindex && (strcmp(e->name, name) == 0 || e->ifindex == ifindex)) {
-                        e->ifindex = 0;
-                        slot = slot ? slot : e;
-                }
-        }
-        if (!present)
-                return;
-        if (!slot)
-                slot = &l->recent[l->recent_next++ % N_RECENT];
-        snprintf(slot->name, IFNAMSIZ, "%s", name);
-        slot->ifindex = ifindex;
+        for (; *s; s++)
+                h = (h ^ (uint8_t)*s) * 16777619u;
+        return h % n_buckets;
 }
 
-static int recent_ifindex(const struct nb_links *l, const char *name)
+static struct ifnode **ifidx_slot(struct if_index_map *m, const char *name)
 {
-        for (unsigned i = 0; i < N_RECENT; i++)
-                if (l->recent[i].ifindex && strcmp(l->recent[i].name, name) == 0)
-                        return l->recent[i].ifindex;
-        return 0;
+        struct ifnode **p = &m->buckets[name_hash(name, m->n_buckets)];
+
+        while (*p && strcmp((*p)->name, name) != 0)
+                p = &(*p)->next;
+        return p;
+}
+
+static void ifidx_clear(struct if_index_map *m)
+{
+        for (size_t b = 0; b < m->n_buckets; b++)
+                while (m->buckets[b]) {
+                        struct ifnode *n = m->buckets[b];
+                        m->buckets[b] = n->next;
+                        free(n);
+                }
+        m->n = 0;
+}
+
+static void ifidx_grow(struct if_index_map *m)
+{
+        size_t nb = m->n_buckets ? m->n_buckets * 4 : 256;
+        struct ifnode **b = calloc(nb, sizeof(*b));
+
+        if (!b)
+                return; /* longer chains, still correct */
+        for (size_t i = 0; i < m->n_buckets; i++)
+                while (m->buckets[i]) {
+                        struct ifnode *n = m->buckets[i];
+                        m->buckets[i] = n->next;
+                        n->next = b[name_hash(n->name, nb)];
+                        b[name_hash(n->name, nb)] = n;
+                }
+        free(m->buckets);
+        m->buckets = b;
+        m->n_buckets = nb;
+}
+
+static void ifidx_remove_index(struct if_index_map *m, int ifindex)
+{
+        for (size_t b = 0; b < m->n_buckets; b++)
+                for (struct ifnode **p = &m->buckets[b]; *p; p = &(*p)->next)
+                        if ((*p)->ifindex == ifindex) {
+                                struct ifnode *n = *p;
+                                *p = n->next;
+                                free(n);
+                                m->n--;
+                                return;
+                        }
+}
+
+/* A link exists (present) or is gone. A new name for a known ifindex is a
+ * rename: the old name goes. */
+static void ifidx_note(struct if_index_map *m, const char *name, int ifindex, bool present)
+{
+        struct ifnode **p, *n;
+
+        if (m->n >= m->n_buckets)
+                ifidx_grow(m);
+        if (!m->n_buckets)
+                return;
+        p = ifidx_slot(m, name);
+        if (!present) {
+                if (*p) {
+                        n = *p;
+                        *p = n->next;
+                        free(n);
+                        m->n--;
+                }
+                return;
+        }
+        if (*p) {
+                (*p)->ifindex = ifindex;
+                return;
+        }
+        ifidx_remove_index(m, ifindex);
+        n = calloc(1, sizeof(*n));
+        if (!n)
+                return;
+        snprintf(n->name, IFNAMSIZ, "%s", name);
+        n->ifindex = ifindex;
+        p = ifidx_slot(m, name);
+        *p = n;
+        m->n++;
+}
+
+static int ifidx_ifindex(struct if_index_map *m, const char *name)
+{
+        struct ifnode **p;
+
+        if (!m->n_buckets)
+                return 0;
+        p = ifidx_slot(m, name);
+        return *p ? (*p)->ifindex : 0;
 }
 
 static int on_link_msg(struct nl_msg *msg, void *arg)
@@ -122,7 +206,7 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
                 return NL_OK;
         ifi = nlmsg_data(h);
         nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
-        recent_note(l, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present);
+        ifidx_note(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present);
         return NL_OK;
 }
 
@@ -138,7 +222,7 @@ static int rebuild(struct nb_links *l)
                 return -ENOMEM;
         nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_link_msg, l);
         /* A dump interrupted by concurrent changes is retried. */
-        memset(l->recent, 0, sizeof(l->recent));
+        ifidx_clear(&l->ifs);
         for (int i = 0; i < 5 && r == -EINTR; i++) {
                 nb_names_clear(l->names);
                 nb_netlink_begin(&l->nl);
@@ -228,6 +312,8 @@ void nb_links_close(struct nb_links *l)
                 nb_loop_remove(l->loop, &l->monw);
         nb_netlink_close(&l->nl);
         nb_names_free(l->names);
+        ifidx_clear(&l->ifs);
+        free(l->ifs.buckets);
         free(l->devdir);
         free(l);
 }
@@ -247,11 +333,8 @@ static int get_link(struct nb_links *l, const char *name, struct rtnl_link **ret
 
 int nb_link_exists(struct nb_links *l, const char *name)
 {
-        struct rtnl_link *link = NULL;
-        int r = get_link(l, name, &link);
-
-        rtnl_link_put(link);
-        return r == 0 ? 1 : r == -ENODEV ? 0 : r;
+        nb_links_sync(l);
+        return ifidx_ifindex(&l->ifs, name) ? 1 : 0;
 }
 
 static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
@@ -260,7 +343,7 @@ static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
         int r;
 
         nb_links_sync(l);
-        *ret = recent_ifindex(l, name);
+        *ret = ifidx_ifindex(&l->ifs, name);
         if (*ret)
                 return 0;
         r = get_link(l, name, &link);
@@ -269,7 +352,7 @@ static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
                 return r;
         }
         *ret = rtnl_link_get_ifindex(link);
-        recent_note(l, name, *ret, true);
+        ifidx_note(&l->ifs, name, *ret, true);
         rtnl_link_put(link);
         return 0;
 }

@@ -385,6 +385,64 @@ NB_EXPORT int nb_batch_link_delete(nb_batch *b, const char *name)
         return nb_batch_add_sub(b, NETBROKER__OP__OP_LINK_DELETE, d, oom);
 }
 
+static bool rate_ok(const nb_rate *r)
+{
+        return !r || r->average || (!r->peak && !r->burst && !r->floor);
+}
+
+/* NULL or all zero: no Rate on the wire (no limit that way). */
+static int rate_msg(const nb_rate *r, Netbroker__Rate **ret)
+{
+        Netbroker__Rate *m;
+
+        *ret = NULL;
+        if (!r || !r->average)
+                return 0;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__rate__init(m);
+        m->average = r->average;
+        m->peak = r->peak;
+        m->burst = r->burst;
+        m->floor = r->floor;
+        *ret = m;
+        return 0;
+}
+
+NB_EXPORT int nb_batch_bandwidth_set(nb_batch *b, const char *ifname, const nb_rate *in,
+                                     const nb_rate *out)
+{
+        Netbroker__BandwidthSet *s;
+        bool oom = false;
+
+        if (!b || !name_ok(ifname) || strchr(ifname, '%') || !rate_ok(in) || !rate_ok(out))
+                return -EINVAL;
+        s = malloc(sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        netbroker__bandwidth_set__init(s);
+        s->ifname = nb_dup_or_empty(ifname, &oom);
+        if (rate_msg(in, &s->inbound) < 0 || rate_msg(out, &s->outbound) < 0)
+                oom = true;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_BANDWIDTH_SET, s, oom);
+}
+
+NB_EXPORT int nb_batch_bandwidth_clear(nb_batch *b, const char *ifname)
+{
+        Netbroker__BandwidthClear *c;
+        bool oom = false;
+
+        if (!b || !name_ok(ifname) || strchr(ifname, '%'))
+                return -EINVAL;
+        c = malloc(sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        netbroker__bandwidth_clear__init(c);
+        c->ifname = nb_dup_or_empty(ifname, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_BANDWIDTH_CLEAR, c, oom);
+}
+
 NB_EXPORT int nb_batch_names_dump(nb_batch *b)
 {
         Netbroker__NamesDump *n;

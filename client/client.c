@@ -176,9 +176,22 @@ static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t
 /* ---- establishing ---- */
 
 static const char *const client_features[] = {
-        "ping",           "stats",          "exec",        "tap_create",
-        "macvtap_create", "macvlan_create", "veth_create", "bridge_create",
-        "link_set",       "link_delete",    "names_dump",
+        "ping",
+        "stats",
+        "exec",
+        "tap_create",
+        "macvtap_create",
+        "macvlan_create",
+        "veth_create",
+        "bridge_create",
+        "link_set",
+        "link_delete",
+        "names_dump",
+        "firewall_apply",
+        "firewall_remove",
+        "firewall_list",
+        "bandwidth_set",
+        "bandwidth_clear",
 };
 
 static int hello(nb_conn *c)

@@ -262,6 +262,34 @@ int nb_batch_firewall_remove(nb_batch *batch, const char *owner);
 /* The owners in the kernel, read back: owner, interface, hash, rules. */
 int nb_batch_firewall_list(nb_batch *batch);
 
+/* ---- bandwidth ----
+ *
+ * libvirt's <bandwidth>, in its units: kB means 1024 bytes. Inbound is
+ * traffic toward the guest (the interface's egress), outbound traffic from
+ * it (the interface's ingress). The helper builds the tc objects itself
+ * (HTB; for outbound an IFB device the ingress is redirected to) and
+ * removes only what it made. */
+
+typedef struct nb_rate {
+        unsigned average; /* kB/s; 1 to 100 Gbit/s */
+        unsigned peak; /* kB/s, not below average; 0: the average */
+        unsigned burst; /* kB at peak speed; required */
+        unsigned floor; /* kB/s guaranteed, not above average; inbound only */
+} nb_rate;
+
+/* Limit ifname each way; NULL (or an all-zero rate) means no limit that
+ * way, and a limit netbroker had there before is removed. Idempotent, and a
+ * change of rates takes effect in place (no instant without a limit). The
+ * op fails with -EINVAL for a bad rate (zero average with other fields,
+ * over 100 Gbit/s, peak below average, no burst, floor outbound), -ENODEV
+ * for a missing interface, -EOPNOTSUPP when the kernel cannot limit
+ * outbound traffic; nothing is changed then. Returns 0, -EINVAL (NULL
+ * batch or bad name), -ENOMEM. */
+int nb_batch_bandwidth_set(nb_batch *batch, const char *ifname, const nb_rate *in,
+                           const nb_rate *out);
+/* Remove every limit netbroker put on ifname; none there is a success. */
+int nb_batch_bandwidth_clear(nb_batch *batch, const char *ifname);
+
 /* ---- submitting ---- */
 
 /* Send the batch and wait for its reply. Returns 0 when the helper answered
@@ -309,6 +337,19 @@ int nb_result_stat(const nb_results *res, size_t i, const char *name, uint64_t *
  * (no Stats result at i) or -ERANGE (no such op or counter). */
 int nb_result_stat_at(const nb_results *res, size_t i, size_t k, const char **ret_name,
                       uint64_t *ret_value);
+
+/* Stats settings that are not numbers: the value of setting `name`
+ * ("bandwidth_inbound", "bandwidth_outbound": the mechanisms the helper
+ * uses). Returns 0, -ENODATA (no Stats result at i), -ENOENT. */
+int nb_result_stat_setting(const nb_results *res, size_t i, const char *name, const char **ret);
+/* The k-th setting, for listing them all. 0, -ENODATA or -ERANGE. */
+int nb_result_stat_setting_at(const nb_results *res, size_t i, size_t k, const char **ret_name,
+                              const char **ret_value);
+
+/* BandwidthSet: the mechanism in place each way ("htb", "ifb+htb", ...;
+ * "" for no limit). Returns 0, -ENODATA (op i has no such result: refused
+ * or not run) or -ERANGE. */
+int nb_result_bandwidth(const nb_results *res, size_t i, const char **ret_in, const char **ret_out);
 
 /* The interface op i created or changed ("" if none), its ifindex (0 if
  * none), and a veth's peer. */

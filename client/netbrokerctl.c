@@ -16,7 +16,9 @@
 
 #include <net/if.h>
 #include <netlink/cache.h>
+#include <netlink/route/class.h>
 #include <netlink/route/link.h>
+#include <netlink/route/qdisc/htb.h>
 
 #include "fwfile.h"
 #include "netbroker.h"
@@ -56,6 +58,14 @@ static void usage(FILE *f)
                 "                                         (- for stdin) in one transaction\n"
                 "  fw list                                owners in the kernel, with hashes\n"
                 "  fw remove OWNER                        remove an owner's rules\n"
+                "  bw set IFACE [--in-average N --in-peak N --in-burst N --in-floor N]\n"
+                "               [--out-average N --out-peak N --out-burst N]\n"
+                "                                         limit IFACE (kB/s and kB, kB = 1024 "
+                "bytes);\n"
+                "                                         a direction without --*-average is "
+                "unlimited\n"
+                "  bw show IFACE                          the limits netbroker has on IFACE\n"
+                "  bw clear IFACE                         remove them\n"
                 "Without --socket or --spawn, the installed helper is spawned.\n"
                 "\n"
                 "fw apply FILE: one statement per line, '#' comments:\n"
@@ -197,6 +207,15 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
                                 printf("%s\"%s\":%llu", k ? "," : "", name, (unsigned long long)v);
                         else
                                 printf("%-24s %llu\n", name, (unsigned long long)v);
+                }
+                const char *sv;
+                for (size_t k = 0; nb_result_stat_setting_at(res, 0, k, &name, &sv) == 0; k++) {
+                        if (c->json) {
+                                printf(",\"%s\":", name);
+                                json_str(sv, strlen(sv));
+                        } else {
+                                printf("%-24s %s\n", name, sv);
+                        }
                 }
                 if (c->json)
                         puts("}");
@@ -844,12 +863,187 @@ static int cmd_fw(struct ctl *c, int argc, char **argv)
         return EXIT_USAGE;
 }
 
+/* ---- bandwidth ---- */
+
+static int bw_set(struct ctl *c, int argc, char **argv)
+{
+        static const struct option opts[] = {{"in-average", required_argument, NULL, 0},
+                                             {"in-peak", required_argument, NULL, 1},
+                                             {"in-burst", required_argument, NULL, 2},
+                                             {"in-floor", required_argument, NULL, 3},
+                                             {"out-average", required_argument, NULL, 4},
+                                             {"out-peak", required_argument, NULL, 5},
+                                             {"out-burst", required_argument, NULL, 6},
+                                             {0}};
+        nb_rate in = {0}, out = {0};
+        unsigned *fields[] = {&in.average,  &in.peak,  &in.burst, &in.floor,
+                              &out.average, &out.peak, &out.burst};
+        nb_results *res = NULL;
+        const char *in_mech = "", *out_mech = "";
+        nb_batch *b;
+        int ch, rc;
+
+        optind = 0; /* 0, not 1: glibc then also resets its internal state */
+        while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                if (ch < 0 || ch > 6 || parse_uint(optarg, 0, UINT32_MAX, fields[ch]) < 0) {
+                        if (ch >= 0 && ch <= 6)
+                                fprintf(stderr, "netbrokerctl: --%s takes a number\n",
+                                        opts[ch].name);
+                        else
+                                usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (argc - optind != 1) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        if (!b || nb_batch_bandwidth_set(b, argv[optind], &in, &out) < 0) {
+                fprintf(stderr, "netbrokerctl: bw set: bad name, or a rate without --*-average\n");
+                nb_batch_free(b);
+                return EXIT_USAGE;
+        }
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0 && !(rc = report_failure(res, 0))) {
+                nb_result_bandwidth(res, 0, &in_mech, &out_mech);
+                if (c->json) {
+                        printf("{\"ifname\":");
+                        json_str(argv[optind], strlen(argv[optind]));
+                        printf(",\"inbound_mechanism\":");
+                        json_str(in_mech, strlen(in_mech));
+                        printf(",\"outbound_mechanism\":");
+                        json_str(out_mech, strlen(out_mech));
+                        puts("}");
+                } else {
+                        printf("%s: inbound %s, outbound %s\n", argv[optind],
+                               in_mech[0] ? in_mech : "unlimited",
+                               out_mech[0] ? out_mech : "unlimited");
+                }
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
+}
+
+static int bw_clear(struct ctl *c, int argc, char **argv)
+{
+        nb_batch *b;
+        nb_results *res = NULL;
+        int rc;
+
+        if (argc != 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        b = nb_batch_new();
+        if (!b || nb_batch_bandwidth_clear(b, argv[1]) < 0) {
+                fprintf(stderr, "netbrokerctl: bw clear: bad name\n");
+                nb_batch_free(b);
+                return EXIT_USAGE;
+        }
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0 && !(rc = report_failure(res, 0)) && !c->json)
+                printf("cleared %s\n", argv[1]);
+        else if (rc == 0 && c->json)
+                puts("{\"ok\":true}");
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
+}
+
+/* Class 1:1 of the htb netbroker puts on dev (its limits), printed. */
+static void bw_print_class(const struct ctl *c, struct nl_sock *sk, int ifindex, const char *what,
+                           const char *mech)
+{
+        struct nl_cache *cache = NULL;
+        struct rtnl_class *cl = NULL;
+        uint64_t rate = 0, ceil = 0;
+
+        if (ifindex > 0 && rtnl_class_alloc_cache(sk, ifindex, &cache) == 0)
+                cl = rtnl_class_get(cache, ifindex, TC_HANDLE(1, 1));
+        if (cl &&
+            (!rtnl_tc_get_kind(TC_CAST(cl)) || strcmp(rtnl_tc_get_kind(TC_CAST(cl)), "htb") != 0 ||
+             rtnl_htb_get_rate64(cl, &rate) < 0 || rtnl_htb_get_ceil64(cl, &ceil) < 0)) {
+                rtnl_class_put(cl);
+                cl = NULL;
+        }
+        if (c->json && !cl)
+                printf("\"%s\":null", what);
+        else if (c->json)
+                printf("\"%s\":{\"mechanism\":\"%s\",\"average\":%llu,\"peak\":%llu,"
+                       "\"burst\":%u}",
+                       what, mech, (unsigned long long)(rate / 1024),
+                       (unsigned long long)(ceil / 1024), (rtnl_htb_get_rbuffer(cl) + 1023) / 1024);
+        else if (!cl)
+                printf("  %-9s unlimited\n", what);
+        else
+                printf("  %-9s average %llu kB/s, peak %llu kB/s, burst %u kB (%s)\n", what,
+                       (unsigned long long)(rate / 1024), (unsigned long long)(ceil / 1024),
+                       (rtnl_htb_get_rbuffer(cl) + 1023) / 1024, mech);
+        rtnl_class_put(cl);
+        nl_cache_free(cache);
+}
+
+/* Reading tc objects needs no privilege: netbrokerctl reads them itself. */
+static int bw_show(struct ctl *c, int argc, char **argv)
+{
+        struct rtnl_link *link = NULL, *ifb = NULL;
+        struct nl_sock *sk;
+        char ifb_name[IFNAMSIZ];
+        int ifindex;
+
+        if (argc != 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        sk = nl_socket_alloc();
+        if (!sk || nl_connect(sk, NETLINK_ROUTE) < 0 ||
+            rtnl_link_get_kernel(sk, 0, argv[1], &link) < 0) {
+                fprintf(stderr, "netbrokerctl: no interface %s\n", argv[1]);
+                nl_socket_free(sk);
+                return EXIT_OP_FAILED;
+        }
+        ifindex = rtnl_link_get_ifindex(link);
+        snprintf(ifb_name, sizeof(ifb_name), "nbifb%u", (unsigned)ifindex);
+        rtnl_link_get_kernel(sk, 0, ifb_name, &ifb);
+        if (c->json) {
+                printf("{\"ifname\":");
+                json_str(argv[1], strlen(argv[1]));
+                putchar(',');
+        } else {
+                printf("%s:\n", argv[1]);
+        }
+        bw_print_class(c, sk, ifindex, "inbound", "htb");
+        if (c->json)
+                putchar(',');
+        bw_print_class(c, sk, ifb ? rtnl_link_get_ifindex(ifb) : 0, "outbound", "ifb+htb");
+        if (c->json)
+                puts("}");
+        rtnl_link_put(ifb);
+        rtnl_link_put(link);
+        nl_socket_free(sk);
+        return 0;
+}
+
+static int cmd_bw(struct ctl *c, int argc, char **argv)
+{
+        if (argc >= 2 && strcmp(argv[1], "set") == 0)
+                return bw_set(c, argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "show") == 0)
+                return bw_show(c, argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "clear") == 0)
+                return bw_clear(c, argc - 1, argv + 1);
+        usage(stderr);
+        return EXIT_USAGE;
+}
+
 static const struct {
         const char *name;
         int (*fn)(struct ctl *c, int argc, char **argv);
 } commands[] = {
-        {"ping", cmd_ping}, {"stats", cmd_stats}, {"exec", cmd_exec},
-        {"link", cmd_link}, {"names", cmd_names}, {"fw", cmd_fw},
+        {"ping", cmd_ping},   {"stats", cmd_stats}, {"exec", cmd_exec}, {"link", cmd_link},
+        {"names", cmd_names}, {"fw", cmd_fw},       {"bw", cmd_bw},
 };
 
 int main(int argc, char **argv)

@@ -142,6 +142,55 @@ NB_EXPORT int nb_result_stat(const nb_results *r, size_t i, const char *name, ui
         return -ENOENT;
 }
 
+NB_EXPORT int nb_result_stat_setting_at(const nb_results *r, size_t i, size_t k,
+                                        const char **ret_name, const char **ret_value)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_STATS)
+                return -ENODATA;
+        if (k >= res->stats->n_settings)
+                return -ERANGE;
+        *ret_name = res->stats->settings[k]->name;
+        *ret_value = res->stats->settings[k]->value;
+        return 0;
+}
+
+NB_EXPORT int nb_result_stat_setting(const nb_results *r, size_t i, const char *name,
+                                     const char **ret)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_STATS)
+                return -ENODATA;
+        for (size_t k = 0; k < res->stats->n_settings; k++)
+                if (strcmp(res->stats->settings[k]->name, name) == 0) {
+                        *ret = res->stats->settings[k]->value;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+NB_EXPORT int nb_result_bandwidth(const nb_results *r, size_t i, const char **ret_in,
+                                  const char **ret_out)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_BANDWIDTH)
+                return -ENODATA;
+        if (ret_in)
+                *ret_in = res->bandwidth->inbound_mechanism;
+        if (ret_out)
+                *ret_out = res->bandwidth->outbound_mechanism;
+        return 0;
+}
+
 NB_EXPORT size_t nb_result_fd_count(const nb_results *r, size_t i)
 {
         const Netbroker__Result *res = get(r, i);

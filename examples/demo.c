@@ -261,9 +261,10 @@ static int build_guest_batch(nb_batch *b, nb_fw_mode mode)
                 snprintf(owner, sizeof(owner), "guest%d", i);
                 snprintf(mac, sizeof(mac), "52:54:00:00:%02x:%02x", i / 256, i % 256);
                 snprintf(ip, sizeof(ip), "10.0.%d.%d", i / 250, 2 + i % 250);
-                r = rs ? nb_fw_add_clean_traffic(rs, mac, ips) : -ENOMEM;
+                /* no-promisc first: clean-traffic accepts incoming IPv4. */
+                r = rs ? nb_fw_add_no_promisc(rs, mac) : -ENOMEM;
                 if (r == 0)
-                        r = nb_fw_add_no_promisc(rs, mac);
+                        r = nb_fw_add_clean_traffic(rs, mac, ips);
                 if (r == 0)
                         r = nb_batch_firewall_apply(b, owner, owner, rs, mode);
                 nb_fw_ruleset_free(rs);

@@ -32,6 +32,8 @@ static const struct nb_op_handler *const handlers[] = {
         [NETBROKER__OP__OP_FIREWALL_APPLY] = &nb_op_firewall_apply,
         [NETBROKER__OP__OP_FIREWALL_REMOVE] = &nb_op_firewall_remove,
         [NETBROKER__OP__OP_FIREWALL_LIST] = &nb_op_firewall_list,
+        [NETBROKER__OP__OP_BANDWIDTH_SET] = &nb_op_bandwidth_set,
+        [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nb_op_bandwidth_clear,
 };
 #define N_HANDLERS (sizeof(handlers) / sizeof(*handlers))
 
@@ -47,10 +49,15 @@ static bool is_fw(const struct nb_op_handler *h)
                h == &nb_op_firewall_list;
 }
 
+static bool is_bw(const struct nb_op_handler *h)
+{
+        return h == &nb_op_bandwidth_set || h == &nb_op_bandwidth_clear;
+}
+
 /* Offered when the capability it needs opened at start-up. */
 static bool available(const struct nb_dispatch_ctx *ctx, const struct nb_op_handler *h)
 {
-        return (!needs_links(h) || ctx->links) && (!is_fw(h) || ctx->fw);
+        return (!needs_links(h) || ctx->links) && (!is_fw(h) || ctx->fw) && (!is_bw(h) || ctx->bw);
 }
 
 static const struct nb_op_handler *handler_for(const struct nb_dispatch_ctx *ctx,
@@ -108,6 +115,7 @@ struct nb_job {
         struct nb_timer resume_timer;
         size_t last_batched; /* index of the last batched op, or SIZE_MAX */
         void *batch_data;
+        void (*batch_finish)(struct nb_job *job, void *data, size_t failed);
         void (*batch_free)(void *data);
         const struct nb_job_owner *owner;
         void *data;
@@ -170,8 +178,11 @@ bool nb_job_is_last_batched(const struct nb_job *job)
         return job->next == job->last_batched;
 }
 
-void **nb_job_batch_slot(struct nb_job *job, void (*free_fn)(void *data))
+void **nb_job_batch_slot(struct nb_job *job,
+                         void (*finish)(struct nb_job *job, void *data, size_t failed),
+                         void (*free_fn)(void *data))
 {
+        job->batch_finish = finish;
         job->batch_free = free_fn;
         return &job->batch_data;
 }
@@ -426,6 +437,10 @@ static void job_finish(struct nb_job *job)
         Netbroker__Reply reply = NETBROKER__REPLY__INIT;
 
         job->state = JOB_DONE;
+        /* Batched ops not yet sent learn how the batch ended first (they
+         * may still commit, and a failure of theirs is undone too). */
+        if (job->batch_data && job->batch_finish && !job->cancelled)
+                job->batch_finish(job, job->batch_data, job->failed);
         if (job->failed != SIZE_MAX && !job->cancelled)
                 roll_back(job);
         /* The request's own fds (netns fds) are of no use past this point. */

@@ -18,12 +18,14 @@
 struct nb_job;
 struct nb_links;
 struct nb_fw;
+struct nb_bw;
 
 struct nb_dispatch_ctx {
         const struct nb_config *cfg;
         struct nb_loop *loop;
         struct nb_links *links; /* NULL: no interface ops (EOPNOTSUPP) */
         struct nb_fw *fw; /* NULL: no firewall ops */
+        struct nb_bw *bw; /* NULL: no bandwidth ops */
 };
 
 /* What the owner of a job (a connection) provides. */

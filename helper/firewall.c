@@ -155,7 +155,7 @@ static bool port_proto(uint8_t p)
         return p == IPPROTO_TCP || p == IPPROTO_UDP || p == IPPROTO_SCTP || p == IPPROTO_UDPLITE;
 }
 
-int nb_fw_rule_check(const struct nb_fw_rule *r, char *err)
+int nb_fw_rule_check(const struct nb_fw_rule *r, bool reversed, char *err)
 {
         bool arp = r->arp_op.set || r->arp_sha.set || r->arp_spa.set || r->arp_tpa.set;
         bool ip = r->ip_src.set || r->ip_dst.set;
@@ -211,8 +211,11 @@ int nb_fw_rule_check(const struct nb_fw_rule *r, char *err)
                 errf(err, "icmp (1) with IPv6 addresses: use icmpv6 (58)");
                 return -EINVAL;
         }
-        if (r->verdict == NB_FW_V_REJECT && r->dir != NB_FW_DIR_FROM) {
-                errf(err, "reject works only on traffic from the guest (the interface's ingress)");
+        /* The kernel rejects only at an ingress hook. */
+        if (r->verdict == NB_FW_V_REJECT && (r->dir == NB_FW_DIR_FROM) == reversed) {
+                errf(err,
+                     "reject works only on traffic entering the interface: from the guest on a "
+                     "tap, to the guest on a macvtap");
                 return -EINVAL;
         }
         return 0;
@@ -566,6 +569,9 @@ static void fnv_hex(const struct fnv128 *f, char out[NB_FW_HASH_HEX])
 }
 
 /* The canonical encoding the hash is taken over: every field of every
+ * rule, and which hook is which. Bump the tag below whenever the compiler
+ * changes what it makes of the same rules, so installs of the old compiler
+ * are not taken as unchanged. Every field of every
  * rule, in a fixed order, as parsed (addresses already masked, so
  * "10.0.0.5" and "10.0.0.5/32" are the same rule), with the groups' names
  * and the interface. Hashing the model, not the compiled bytes, lets ensure
@@ -631,6 +637,7 @@ static void hash_owner(const struct nb_fw_owner_spec *s, char out[NB_FW_HASH_HEX
         fnv_init(&f);
         fnv_add(&f, "netbroker-fw-2", 15);
         fnv_add(&f, s->ifname, strlen(s->ifname) + 1);
+        hash_u32(&f, s->reversed);
         for (size_t g = 0; g < s->n_groups; g++) {
                 fnv_add(&f, s->groups[g].name, strlen(s->groups[g].name) + 1);
                 hash_u32(&f, (uint32_t)s->groups[g].n_rules);
@@ -696,7 +703,8 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                 snprintf(name, sizeof(name), "%s/%s", s->owner, dir_names[d]);
                 snprintf(comment, sizeof(comment), "netbroker %s %s %u", hash, s->ifname, rules);
                 if (items_push(it, (struct item){ITEM_CHAIN,
-                                                 new_base_chain(name, s->ifname, d == 0, comment),
+                                                 new_base_chain(name, s->ifname,
+                                                                (d == 0) != s->reversed, comment),
                                                  NULL, owner_idx}) < 0 ||
                     !it->v[it->n - 1].chain)
                         goto fail_jumps;
@@ -805,7 +813,9 @@ struct owner_state {
         unsigned rules;
         bool has_base;
         char **chains; /* base chains first, then group chains */
+        unsigned *chain_rules; /* rules in each chain, when counted */
         size_t n_chains;
+        unsigned kernel_rules; /* rules in its group chains, when counted */
         bool touched; /* an op of this transaction queued a change */
         struct owner_state *next;
 };
@@ -817,6 +827,7 @@ static void owners_free(struct owner_state *o)
                 for (size_t i = 0; i < o->n_chains; i++)
                         free(o->chains[i]);
                 free(o->chains);
+                free(o->chain_rules);
                 free(o);
                 o = next;
         }
@@ -902,24 +913,62 @@ struct rule_count {
         struct owner_state *owners;
 };
 
+static int dump(struct nb_fw *fw, uint16_t type, mnl_cb_t cb, void *data);
+
+static int rule_attr_cb(const struct nlattr *attr, void *data)
+{
+        const struct nlattr **tb = data;
+
+        if (mnl_attr_get_type(attr) == NFTA_RULE_CHAIN &&
+            mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) == 0)
+                tb[NFTA_RULE_CHAIN] = attr;
+        return MNL_CB_OK;
+}
+
+/* Count rules per chain from a rule dump. Only the chain's name is read:
+ * parsing every expression of thousands of rules is what ensure must not
+ * pay for. */
 static int on_rule(const struct nlmsghdr *nlh, void *data)
 {
         struct rule_count *d = data;
-        struct nftnl_rule *r = nftnl_rule_alloc();
+        const struct nlattr *tb[NFTA_RULE_MAX + 1] = {0};
         const char *chain, *slash;
 
-        if (r && nftnl_rule_nlmsg_parse(nlh, r) == 0 &&
-            (chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN)) && (slash = strchr(chain, '/')) &&
-            strchr(slash + 1, '/')) {
-                /* Rules in group chains are the owner's rules; the base
-                 * chains hold only the jumps to them. */
-                for (struct owner_state *o = d->owners; o; o = o->next)
-                        if (strlen(o->owner) == (size_t)(slash - chain) &&
-                            strncmp(o->owner, chain, (size_t)(slash - chain)) == 0)
-                                o->rules++;
+        if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), rule_attr_cb, tb) < 0 ||
+            !tb[NFTA_RULE_CHAIN])
+                return MNL_CB_OK;
+        chain = mnl_attr_get_str(tb[NFTA_RULE_CHAIN]);
+        slash = strchr(chain, '/');
+        if (!slash)
+                return MNL_CB_OK;
+        for (struct owner_state *o = d->owners; o; o = o->next) {
+                if (strlen(o->owner) != (size_t)(slash - chain) ||
+                    strncmp(o->owner, chain, (size_t)(slash - chain)))
+                        continue;
+                for (size_t i = 0; i < o->n_chains; i++)
+                        if (strcmp(o->chains[i], chain) == 0 && o->chain_rules)
+                                o->chain_rules[i]++;
+                /* Rules in group chains are the owner's; the base chains
+                 * hold only the jumps to them. */
+                if (strchr(slash + 1, '/'))
+                        o->kernel_rules++;
+                break;
         }
-        nftnl_rule_free(r);
         return MNL_CB_OK;
+}
+
+static int count_rules(struct nb_fw *fw, struct owner_state *owners)
+{
+        struct rule_count rc = {owners};
+
+        for (struct owner_state *o = owners; o; o = o->next) {
+                o->kernel_rules = 0;
+                free(o->chain_rules);
+                o->chain_rules = calloc(o->n_chains ? o->n_chains : 1, sizeof(*o->chain_rules));
+                if (!o->chain_rules)
+                        return -ENOMEM;
+        }
+        return dump(fw, NFT_MSG_GETRULE, on_rule, &rc);
 }
 
 /* One dump of chains or rules of our table. A missing table is empty. */
@@ -983,7 +1032,6 @@ static int read_owners(struct nb_fw *fw, struct owner_state **ret)
 int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
 {
         struct owner_state *owners = NULL;
-        struct rule_count rc;
         int r = read_owners(fw, &owners);
 
         if (r < 0) {
@@ -991,14 +1039,11 @@ int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
                 return r;
         }
         /* Count what is really there, not what the comment says. */
-        for (struct owner_state *o = owners; o; o = o->next)
-                o->rules = 0;
-        rc.owners = owners;
-        r = dump(fw, NFT_MSG_GETRULE, on_rule, &rc);
+        r = count_rules(fw, owners);
         if (r < 0)
                 errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE, strerror(-r));
         for (struct owner_state *o = owners; o && r == 0; o = o->next) {
-                struct nb_fw_owner_info info = {.rules = o->rules};
+                struct nb_fw_owner_info info = {.rules = o->kernel_rules};
                 if (!o->has_base)
                         continue;
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
@@ -1024,6 +1069,7 @@ struct nb_fw_txn {
         } * expect; /* what must be in the kernel after commit */
         size_t n_expect;
         unsigned rules_queued;
+        bool rules_counted; /* the rule dump ensure needs, done once */
 };
 
 int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
@@ -1099,6 +1145,49 @@ static int items_append(struct items *to, struct items *from)
         return 0;
 }
 
+static long chain_rules(const struct owner_state *o, const char *name)
+{
+        for (size_t i = 0; i < o->n_chains; i++)
+                if (strcmp(o->chains[i], name) == 0)
+                        return o->chain_rules ? (long)o->chain_rules[i] : -1;
+        return -1;
+}
+
+/* Ensure's test: the hash in the comment is only a claim; the kernel must
+ * also hold exactly the chains the spec makes, each with its number of
+ * rules, and the jumps to them (a chain flushed or deleted by hand makes
+ * the owner changed, and ensure rebuilds it). */
+static bool in_place(const struct owner_state *o, const struct nb_fw_owner_spec *s,
+                     const char *hash)
+{
+        size_t chains = 2;
+        long jumps[2] = {0, 0};
+        char name[256];
+
+        if (!o || !o->has_base || strcmp(o->hash, hash) != 0 || strcmp(o->ifname, s->ifname) != 0)
+                return false;
+        for (size_t g = 0; g < s->n_groups; g++)
+                for (int d = 0; d < 2; d++) {
+                        long n = 0;
+                        for (size_t i = 0; i < s->groups[g].n_rules; i++)
+                                n += s->groups[g].rules[i].dir == (enum nb_fw_dir)d;
+                        if (!n)
+                                continue;
+                        snprintf(name, sizeof(name), "%s/%s/%s", s->owner, dir_names[d],
+                                 s->groups[g].name);
+                        if (chain_rules(o, name) != n)
+                                return false;
+                        jumps[d]++;
+                        chains++;
+                }
+        for (int d = 0; d < 2; d++) {
+                snprintf(name, sizeof(name), "%s/%s", s->owner, dir_names[d]);
+                if (chain_rules(o, name) != jumps[d])
+                        return false;
+        }
+        return o->n_chains == chains;
+}
+
 int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
                     struct nb_fw_applied *ret, char *err)
 {
@@ -1119,9 +1208,17 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
                 hash_owner(s, ret->hash, &ret->rules);
         if (r < 0)
                 goto out;
+        if (s->ensure && o && !t->rules_counted) {
+                r = count_rules(t->fw, t->owners);
+                if (r < 0) {
+                        errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE,
+                             strerror(-r));
+                        goto out;
+                }
+                t->rules_counted = true;
+        }
         /* Nothing to write: no need to compile. */
-        if (s->ensure && o && o->has_base && strcmp(o->hash, ret->hash) == 0 &&
-            strcmp(o->ifname, s->ifname) == 0) {
+        if (s->ensure && in_place(o, s, ret->hash)) {
                 ret->unchanged = true;
                 nb_stat_inc(NB_STAT_FW_OWNERS_UNCHANGED);
                 goto out;
@@ -1172,6 +1269,15 @@ int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
         if (r == 0)
                 r = queue_delete(t, o, idx);
         o->touched = true;
+        if (r == 0) {
+                void *grown = realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect));
+                if (!grown)
+                        return -ENOMEM;
+                t->expect = grown;
+                snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", owner);
+                t->expect[t->n_expect].hash[0] = '\0';
+                t->n_expect++;
+        }
         return r;
 }
 
@@ -1243,7 +1349,9 @@ static int verify(struct nb_fw_txn *t)
 
         for (size_t i = 0; r == 0 && i < t->n_expect; i++) {
                 struct owner_state *o = owner_find(now, t->expect[i].owner);
-                if (!o || strcmp(o->hash, t->expect[i].hash) != 0)
+                /* An empty hash stands for a removed owner. */
+                if (t->expect[i].hash[0] ? !o || strcmp(o->hash, t->expect[i].hash) != 0
+                                         : o != NULL)
                         r = -EIO;
         }
         owners_free(now);

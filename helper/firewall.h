@@ -4,8 +4,9 @@
  *
  * Layout, in the table "netbroker" (netdev family, so it works the same for
  * taps on a bridge, macvtaps and routed taps):
- *   chain "OWNER/from"  hook ingress on the owner's interface: from the guest
- *   chain "OWNER/to"    hook egress on the interface: to the guest
+ *   chain "OWNER/from"  what the guest sends: the ingress hook of its tap,
+ *                       the egress hook of its macvtap
+ *   chain "OWNER/to"    what the guest receives: the other hook
  *   chain "OWNER/from/GROUP", "OWNER/to/GROUP"  one regular chain per group
  *                       and direction; the base chain jumps to them in order,
  *                       so RETURN leaves a group as in libvirt's filters.
@@ -70,6 +71,9 @@ struct nb_fw_group {
 struct nb_fw_owner_spec {
         const char *owner;
         const char *ifname;
+        /* The guest's traffic leaves through the interface's egress (a
+         * macvtap); on a tap it enters through its ingress. */
+        bool reversed;
         const struct nb_fw_group *groups;
         size_t n_groups;
         bool ensure;
@@ -88,7 +92,7 @@ bool nb_fw_owner_valid(const char *owner);
 bool nb_fw_group_valid(const char *name);
 /* Rules that are well-formed but cannot work (a port without tcp/udp, an
  * ARP match on IPv6, reject on egress, ...): 0, or -EINVAL with a sentence. */
-int nb_fw_rule_check(const struct nb_fw_rule *r, char *err);
+int nb_fw_rule_check(const struct nb_fw_rule *r, bool reversed, char *err);
 
 /* A transaction: starts from one read of the table (for ensure and for
  * knowing what to delete), collects applies and removes, and commits them

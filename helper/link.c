@@ -42,6 +42,7 @@ NB_LOG_CATEGORY(link);
 struct ifnode {
         char name[IFNAMSIZ];
         int ifindex;
+        bool macvtap; /* its traffic flows the other way round (firewall.c) */
         struct ifnode *next;
 };
 
@@ -149,7 +150,17 @@ static void ifidx_remove_index(struct if_index_map *m, int ifindex)
 
 /* A link exists (present) or is gone. A new name for a known ifindex is a
  * rename: the old name goes. */
+static void ifidx_note_kind(struct if_index_map *m, const char *name, int ifindex, bool present,
+                            int macvtap);
+
 static void ifidx_note(struct if_index_map *m, const char *name, int ifindex, bool present)
+{
+        ifidx_note_kind(m, name, ifindex, present, -1);
+}
+
+/* macvtap: 1 or 0 when the message said, -1 to keep what is known. */
+static void ifidx_note_kind(struct if_index_map *m, const char *name, int ifindex, bool present,
+                            int macvtap)
 {
         struct ifnode **p, *n;
 
@@ -169,6 +180,8 @@ static void ifidx_note(struct if_index_map *m, const char *name, int ifindex, bo
         }
         if (*p) {
                 (*p)->ifindex = ifindex;
+                if (macvtap >= 0)
+                        (*p)->macvtap = macvtap;
                 return;
         }
         ifidx_remove_index(m, ifindex);
@@ -177,6 +190,7 @@ static void ifidx_note(struct if_index_map *m, const char *name, int ifindex, bo
                 return;
         snprintf(n->name, IFNAMSIZ, "%s", name);
         n->ifindex = ifindex;
+        n->macvtap = macvtap > 0;
         p = ifidx_slot(m, name);
         *p = n;
         m->n++;
@@ -190,6 +204,16 @@ static int ifidx_ifindex(struct if_index_map *m, const char *name)
                 return 0;
         p = ifidx_slot(m, name);
         return *p ? (*p)->ifindex : 0;
+}
+
+/* From IFLA_LINKINFO: 1 for a macvtap, 0 for anything else, -1 unknown. */
+static int link_is_macvtap(struct nlattr *linkinfo)
+{
+        struct nlattr *li[IFLA_INFO_MAX + 1];
+
+        if (!linkinfo || nla_parse_nested(li, IFLA_INFO_MAX, linkinfo, NULL) < 0)
+                return -1;
+        return li[IFLA_INFO_KIND] && strcmp(nla_get_string(li[IFLA_INFO_KIND]), "macvtap") == 0;
 }
 
 static int on_link_msg(struct nl_msg *msg, void *arg)
@@ -206,7 +230,8 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
                 return NL_OK;
         ifi = nlmsg_data(h);
         nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
-        ifidx_note(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present);
+        ifidx_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
+                        link_is_macvtap(tb[IFLA_LINKINFO]));
         return NL_OK;
 }
 
@@ -266,6 +291,11 @@ static void on_monitor(struct nb_watch *w, uint32_t events)
 struct nb_names *nb_links_names(struct nb_links *l)
 {
         return l->names;
+}
+
+struct nb_netlink *nb_links_netlink(struct nb_links *l)
+{
+        return &l->nl;
 }
 
 int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret)
@@ -329,6 +359,17 @@ static int get_link(struct nb_links *l, const char *name, struct rtnl_link **ret
         nb_netlink_sent(1);
         r = nb_netlink_errno(&l->nl, r);
         return r == -ENODEV || r == -EINVAL ? -ENODEV : r;
+}
+
+bool nb_link_is_macvtap(struct nb_links *l, const char *name)
+{
+        struct ifnode **p;
+
+        nb_links_sync(l);
+        if (!l->ifs.n_buckets)
+                return false;
+        p = ifidx_slot(&l->ifs, name);
+        return *p && (*p)->macvtap;
 }
 
 int nb_link_exists(struct nb_links *l, const char *name)

@@ -88,6 +88,9 @@ void nb_links_close(struct nb_links *l);
 void nb_links_sync(struct nb_links *l);
 
 struct nb_names *nb_links_names(struct nb_links *l);
+/* The request socket, lent to bandwidth.c: one fewer fd of the few the
+ * helper has. */
+struct nb_netlink *nb_links_netlink(struct nb_links *l);
 
 int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct nb_link_made *ret,
                        char *err);
@@ -99,6 +102,10 @@ int nb_link_bridge_create(struct nb_links *l, const char *name, struct nb_link_m
                           char *err);
 int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err);
 int nb_link_delete(struct nb_links *l, const char *name, char *err);
+
+/* A macvtap: what its guest sends leaves through its egress, what the
+ * guest receives comes through its ingress (the reverse of a tap). */
+bool nb_link_is_macvtap(struct nb_links *l, const char *name);
 
 /* 1 if an interface of that name exists here, 0 if not, or -errno. */
 int nb_link_exists(struct nb_links *l, const char *name);

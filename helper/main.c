@@ -59,6 +59,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 
+#include "bandwidth.h"
 #include "config.h"
 #include "dispatch.h"
 #include "firewall.h"
@@ -330,6 +331,7 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
         struct nb_server *srv = NULL;
         struct nb_links *links = NULL;
         struct nb_fw *fw = NULL;
+        struct nb_bw *bw = NULL;
         struct sig_state sig = {0};
         int r, sfd = -1;
 
@@ -347,7 +349,12 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
                 nb_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
                 fw = NULL;
         }
-        r = nb_server_new(cfg, loop, links, fw, &srv);
+        r = links ? nb_bw_open(nb_links_netlink(links), &bw) : -ENOTCONN;
+        if (r < 0) {
+                nb_warn("bandwidth ops are disabled: %s", strerror(-r));
+                bw = NULL;
+        }
+        r = nb_server_new(cfg, loop, links, fw, bw, &srv);
         if (r < 0)
                 goto out;
         sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -380,6 +387,7 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
 out:
         nb_server_free(srv);
         reap_children(loop);
+        nb_bw_close(bw); /* before links: it borrows their socket */
         nb_links_close(links);
         nb_fw_close(fw);
         if (sfd >= 0)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bandwidth.h"
 #include "ops.h"
 #include "spawn.h"
 
@@ -35,12 +36,47 @@ static int add_counter(Netbroker__StatsResult *st, const char *name, uint64_t va
         return 0;
 }
 
+static int add_setting(Netbroker__StatsResult *st, const char *name, const char *value)
+{
+        Netbroker__Setting *s = malloc(sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        netbroker__setting__init(s);
+        s->name = strdup(name);
+        s->value = strdup(value);
+        if (!s->name || !s->value) {
+                free(s->name);
+                free(s->value);
+                free(s);
+                return -ENOMEM;
+        }
+        st->settings[st->n_settings++] = s;
+        return 0;
+}
+
+/* Which mechanisms this helper uses, for a reader of Stats. */
+static int add_settings(const struct nb_dispatch_ctx *ctx, Netbroker__StatsResult *st)
+{
+        const char *in = "none: no rtnetlink", *out = in;
+
+        st->settings = calloc(2, sizeof(*st->settings));
+        if (!st->settings)
+                return -ENOMEM;
+        if (ctx->bw)
+                nb_bw_mechanisms(ctx->bw, &in, &out);
+        if (add_setting(st, "bandwidth_inbound", in) < 0 ||
+            add_setting(st, "bandwidth_outbound", out) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int run_stats(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         Netbroker__StatsResult *st = malloc(sizeof(*st));
         int r = 0;
 
-        (void)job, (void)op;
+        (void)op;
         if (!st)
                 return nb_result_set(res, ENOMEM, "stats: out of memory");
         netbroker__stats_result__init(st);
@@ -56,6 +92,8 @@ static int run_stats(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
                 r = add_counter(st, "children_running", nb_children_running());
         if (r == 0)
                 r = add_counter(st, "spawns_waiting", nb_jobs_waiting());
+        if (r == 0)
+                r = add_settings(nb_job_ctx(job), st);
         return r < 0 ? nb_result_set(res, ENOMEM, "stats: out of memory") : 0;
 }
 

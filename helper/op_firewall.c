@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "firewall.h"
+#include "link.h"
 #include "ops.h"
 
 /* ---- protobuf to the firewall's model ---- */
@@ -64,7 +65,8 @@ static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *w
         return 0;
 }
 
-static int rule_from_proto(const Netbroker__FwRule *p, struct nb_fw_rule *r, char *err)
+static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nb_fw_rule *r,
+                           char *err)
 {
         int ret = 0;
 
@@ -118,14 +120,19 @@ static int rule_from_proto(const Netbroker__FwRule *p, struct nb_fw_rule *r, cha
                 r->has_icmp_type = true;
                 r->icmp_type = (uint8_t)p->icmp_type;
         }
-        return nb_fw_rule_check(r, err);
+        return nb_fw_rule_check(r, reversed, err);
 }
 
 /* Parse and check every group and rule; err names the group and rule. */
-static int model_from_proto(const Netbroker__FirewallApply *a, struct model *m, char *err)
+static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, struct model *m,
+                            char *err)
 {
         char why[NB_FW_ERRLEN];
 
+        if (a->n_groups > 64) {
+                snprintf(err, NB_FW_ERRLEN, "%zu groups; at most 64", a->n_groups);
+                return -E2BIG;
+        }
         m->groups = calloc(a->n_groups ? a->n_groups : 1, sizeof(*m->groups));
         if (!m->groups)
                 return -ENOMEM;
@@ -148,7 +155,8 @@ static int model_from_proto(const Netbroker__FirewallApply *a, struct model *m, 
                 if (!mg->rules)
                         return -ENOMEM;
                 for (size_t i = 0; i < pg->n_rules; i++) {
-                        int r = rule_from_proto(pg->rules[i], &mg->rules[mg->n_rules], why);
+                        int r = rule_from_proto(pg->rules[i], reversed, &mg->rules[mg->n_rules],
+                                                why);
                         if (r < 0) {
                                 snprintf(err, NB_FW_ERRLEN, "group %s rule %zu: %.200s", pg->name,
                                          i, why);
@@ -192,7 +200,8 @@ static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netb
         /* Unknown interfaces are refused here, before anything is sent. */
         if ((r = nb_check_interface(v, a->ifname, res, "firewall")))
                 return r;
-        r = model_from_proto(a, &m, err);
+        /* An interface made earlier in the batch is checked again at run. */
+        r = model_from_proto(a, nb_link_is_macvtap(v->ctx->links, a->ifname), &m, err);
         model_free(&m);
         if (r < 0)
                 return nb_result_set(res, -r, "firewall %s: %s", a->owner, err);
@@ -210,7 +219,40 @@ struct fw_batch {
         struct nb_fw_txn *txn;
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
+        bool committed;
 };
+
+static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const char *why)
+{
+        for (size_t i = 0; i + skip_last < b->n_queued; i++)
+                nb_result_set(b->queued[i], err, "firewall: not applied: %s", why);
+}
+
+/* The batch ends and the transaction was not committed: its last firewall
+ * op failed before queueing, or an op before it stopped the batch. Without
+ * this, the ops queued so far would report success for rules never sent. */
+static void fw_batch_finish(struct nb_job *job, void *data, size_t failed)
+{
+        struct fw_batch *b = data;
+        char err[NB_FW_ERRLEN], why[NB_FW_ERRLEN + 64];
+        int r;
+
+        (void)job;
+        if (b->committed || b->n_queued == 0)
+                return;
+        if (failed != SIZE_MAX) {
+                snprintf(why, sizeof(why), "op %zu failed", failed);
+                fail_queued(b, 0, ECANCELED, why);
+                return;
+        }
+        /* The request said to go on after failures: what was queued goes. */
+        r = nb_fw_txn_commit(b->txn, err);
+        b->committed = r == 0;
+        if (r < 0) {
+                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err);
+                fail_queued(b, 0, -r, why);
+        }
+}
 
 static void fw_batch_free(void *data)
 {
@@ -223,7 +265,7 @@ static void fw_batch_free(void *data)
 
 static struct fw_batch *batch_of(struct nb_job *job, Netbroker__Result *res)
 {
-        void **slot = nb_job_batch_slot(job, fw_batch_free);
+        void **slot = nb_job_batch_slot(job, fw_batch_finish, fw_batch_free);
         struct fw_batch *b = *slot;
         char err[NB_FW_ERRLEN];
         int r;
@@ -260,11 +302,14 @@ static int queue_and_maybe_commit(struct nb_job *job, struct fw_batch *b, Netbro
         if (!nb_job_is_last_batched(job))
                 return 0;
         r = nb_fw_txn_commit(b->txn, err);
+        b->committed = true; /* sent, well or not: finish has nothing to do */
         if (r == 0)
                 return 0;
-        for (size_t i = 0; i + 1 < b->n_queued; i++)
-                nb_result_set(b->queued[i], -r,
-                              "firewall: not applied: the batch's transaction failed: %s", err);
+        {
+                char why[NB_FW_ERRLEN + 64];
+                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err);
+                fail_queued(b, 1, -r, why);
+        }
         return nb_result_set(res, -r, "firewall: %s", err);
 }
 
@@ -281,10 +326,18 @@ static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
 
         if (!b)
                 return res->status;
-        r = model_from_proto(a, &m, err);
+        bool reversed = nb_link_is_macvtap(nb_job_ctx(job)->links, a->ifname);
+
+        r = model_from_proto(a, reversed, &m, err);
         if (r == 0) {
-                spec = (struct nb_fw_owner_spec){a->owner, a->ifname, m.groups, m.n_groups,
-                                                 a->mode == NETBROKER__FW_MODE__FW_ENSURE};
+                spec = (struct nb_fw_owner_spec){
+                        .owner = a->owner,
+                        .ifname = a->ifname,
+                        .reversed = reversed,
+                        .groups = m.groups,
+                        .n_groups = m.n_groups,
+                        .ensure = a->mode == NETBROKER__FW_MODE__FW_ENSURE,
+                };
                 r = nb_fw_txn_apply(b->txn, &spec, &applied, err);
         }
         model_free(&m);

@@ -48,7 +48,7 @@ struct nb_op_handler {
 extern const struct nb_op_handler nb_op_ping, nb_op_stats, nb_op_exec, nb_op_tap_create,
         nb_op_macvtap_create, nb_op_macvlan_create, nb_op_veth_create, nb_op_bridge_create,
         nb_op_link_set, nb_op_link_delete, nb_op_names_dump, nb_op_firewall_apply,
-        nb_op_firewall_remove, nb_op_firewall_list;
+        nb_op_firewall_remove, nb_op_firewall_list, nb_op_bandwidth_set, nb_op_bandwidth_clear;
 
 /* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
 bool nb_validation_claim(struct nb_validation *v, const char *key);
@@ -59,9 +59,13 @@ int nb_check_interface(struct nb_validation *v, const char *name, Netbroker__Res
                        const char *what);
 
 /* For batched ops: is this the batch's last op of its kind, and a slot for
- * the state they share (freed with free_fn when the job ends). */
+ * the state they share. When the job ends, before its reply, finish(job,
+ * data, failed) runs (failed: the op that stopped the batch, or SIZE_MAX),
+ * unless the client is gone; then free_fn(data). */
 bool nb_job_is_last_batched(const struct nb_job *job);
-void **nb_job_batch_slot(struct nb_job *job, void (*free_fn)(void *data));
+void **nb_job_batch_slot(struct nb_job *job,
+                         void (*finish)(struct nb_job *job, void *data, size_t failed),
+                         void (*free_fn)(void *data));
 
 /* Set a result's status and message; returns err. */
 int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)

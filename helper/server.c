@@ -672,7 +672,7 @@ void nb_server_shutdown(struct nb_server *s)
 }
 
 int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_links *links,
-                  struct nb_fw *fw, struct nb_server **ret)
+                  struct nb_fw *fw, struct nb_bw *bw, struct nb_server **ret)
 {
         struct nb_server *s = calloc(1, sizeof(*s));
 
@@ -684,6 +684,7 @@ int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_l
         s->dctx.loop = loop;
         s->dctx.links = links;
         s->dctx.fw = fw;
+        s->dctx.bw = bw;
         *ret = s;
         return 0;
 }

@@ -236,27 +236,27 @@ START_TEST(test_fw_bad_rules_are_refused_before_anything_is_sent)
         r.l4proto = 6;
         r.dport[0] = 80;
         r.dport[1] = 22;
-        ck_assert_int_eq(nb_fw_rule_check(&r, err), -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
         ck_assert_msg(strstr(err, "reversed"), "%s", err);
         /* Ports without a protocol that has ports. */
         r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
         r.dport[0] = r.dport[1] = 53;
-        ck_assert_int_eq(nb_fw_rule_check(&r, err), -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
         /* Reject toward the guest. */
         r = rule(NB_FW_DIR_TO, NB_FW_V_REJECT);
-        ck_assert_int_eq(nb_fw_rule_check(&r, err), -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
         /* ARP and IP at once; IPv6 addresses in ARP; contradicting type. */
         r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
         r.arp_op = (struct nb_fw_num){true, false, 1};
         ck_assert_int_eq(nb_fw_parse_ip("10.0.0.1", &r.ip_src), 0);
-        ck_assert_int_eq(nb_fw_rule_check(&r, err), -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
         r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
         ck_assert_int_eq(nb_fw_parse_ip("fe80::1", &r.arp_spa), 0);
-        ck_assert_int_eq(nb_fw_rule_check(&r, err), -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
         r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
         r.ether_type = (struct nb_fw_num){true, false, 0x86dd};
         ck_assert_int_eq(nb_fw_parse_ip("10.0.0.1", &r.ip_dst), 0);
-        ck_assert_int_eq(nb_fw_rule_check(&r, err), -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
         /* Names. */
         ck_assert(nb_fw_owner_valid("vnet12"));
         ck_assert(nb_fw_owner_valid("eth0.100"));

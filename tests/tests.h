@@ -7,3 +7,5 @@ Suite *protocol_suite(void);
 Suite *exec_suite(void);
 Suite *ctl_suite(void);
 Suite *link_suite(void);
+Suite *firewall_suite(void);
+Suite *bandwidth_suite(void);

@@ -1,0 +1,714 @@
+/* Bandwidth; see bandwidth.h. */
+#include "bandwidth.h"
+
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/tc_act/tc_mirred.h>
+#include <net/if.h>
+#include <netlink/msg.h>
+#include <netlink/route/act/mirred.h>
+#include <netlink/route/action.h>
+#include <netlink/route/class.h>
+#include <netlink/route/classifier.h>
+#include <netlink/route/cls/u32.h>
+#include <netlink/route/link.h>
+#include <netlink/route/qdisc.h>
+#include <netlink/route/qdisc/htb.h>
+#include <netlink/route/tc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "netlink.h"
+
+NB_LOG_CATEGORY(bandwidth);
+
+#define HTB_ROOT TC_HANDLE(1U, 0U)
+#define HTB_CLASS TC_HANDLE(1U, 1U)
+#define LEAF_HANDLE TC_HANDLE(2U, 0U)
+#define INGRESS_HANDLE TC_HANDLE(0xffffU, 0U) /* unsigned: 0xffff << 16 overflows an int */
+#define U32_HANDLE 0x80000800u /* 800::800, fixed so a second add is EEXIST */
+#define IFB_TXQLEN 1000 /* the IFB's leaf fifo holds this many packets, not 32 */
+
+/* Fair leaf qdiscs, best first; the first the kernel accepts is kept. */
+static const char *const leaf_kinds[] = {"fq_codel", "sfq"};
+#define N_LEAF_KINDS (sizeof(leaf_kinds) / sizeof(*leaf_kinds))
+
+enum out_state {
+        OUT_IFB, /* act_mirred seen at start-up */
+        OUT_IFB_UNVERIFIED, /* not seen (a module not loaded yet?): try it */
+        OUT_NONE, /* an attempt failed: out_why says why */
+};
+
+struct nb_bw {
+        struct nb_netlink *nl; /* link.c's, borrowed */
+        enum out_state out;
+        char out_mech[96];
+        bool police; /* act_police is there (reported, not used: IFB shapes better) */
+        int leaf; /* index into leaf_kinds, N_LEAF_KINDS: fifo, -1: not tried */
+};
+
+static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void errf(char *err, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(err, NB_BW_ERRLEN, fmt, ap);
+        va_end(ap);
+}
+
+static uint64_t bytes(uint32_t kb)
+{
+        return (uint64_t)kb * 1024;
+}
+
+/* ---- checking ---- */
+
+static int check_rate(const struct nb_bw_rate *r, const char *way, bool floor_ok, char *err)
+{
+        if (!r->average) {
+                if (r->peak || r->burst || r->floor) {
+                        errf(err, "%s: peak, burst or floor without an average", way);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        if (r->average > NB_BW_MAX_RATE || r->peak > NB_BW_MAX_RATE) {
+                errf(err, "%s: %u kB/s is above 100 Gbit/s (%llu kB/s)", way,
+                     r->average > r->peak ? r->average : r->peak, NB_BW_MAX_RATE);
+                return -EINVAL;
+        }
+        if (r->peak && r->peak < r->average) {
+                errf(err, "%s: peak %u kB/s is below the average %u kB/s", way, r->peak,
+                     r->average);
+                return -EINVAL;
+        }
+        if (!r->burst || r->burst > NB_BW_MAX_BURST) {
+                errf(err, "%s: burst %u kB: a rate needs a burst of 1 to %u kB", way, r->burst,
+                     NB_BW_MAX_BURST);
+                return -EINVAL;
+        }
+        if (r->floor && !floor_ok) {
+                errf(err, "%s: floor is for inbound traffic only", way);
+                return -EINVAL;
+        }
+        if (r->floor > r->average) {
+                errf(err, "%s: floor %u kB/s is above the average %u kB/s", way, r->floor,
+                     r->average);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int nb_bw_check(const struct nb_bw_limits *l, char *err)
+{
+        int r = check_rate(&l->in, "inbound", true, err);
+
+        if (r == 0)
+                r = check_rate(&l->out, "outbound", false, err);
+        return r;
+}
+
+/* ---- netlink round trips ---- */
+
+static void keep_first(struct nl_object *o, void *arg)
+{
+        struct nl_object **p = arg;
+
+        if (!*p) {
+                nl_object_get(o);
+                *p = o;
+        }
+}
+
+static int on_reply(struct nl_msg *msg, void *arg)
+{
+        struct nl_object **p = arg;
+
+        if (nl_msg_parse(msg, keep_first, p) < 0 && !*p)
+                *p = (struct nl_object *)1; /* a reply libnl cannot parse: still a reply */
+        return NL_OK;
+}
+
+/* Send a GET for one object and take its reply (NULL in *ret when the
+ * reply was not an object libnl parses). -ENOENT and friends as the
+ * kernel says. */
+static int get_one(struct nb_bw *bw, struct nl_msg *m, struct nl_object **ret)
+{
+        struct nl_cb *sock_cb = nl_socket_get_cb(bw->nl->req), *cb = nl_cb_clone(sock_cb);
+        struct nl_object *obj = NULL;
+        int r;
+
+        nl_cb_put(sock_cb);
+        if (!cb) {
+                nlmsg_free(m);
+                return -ENOMEM;
+        }
+        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_reply, &obj);
+        nb_netlink_begin(bw->nl);
+        r = nl_send_auto(bw->nl->req, m);
+        nlmsg_free(m);
+        nb_netlink_sent(1);
+        if (r >= 0)
+                r = nl_recvmsgs(bw->nl->req, cb);
+        /* The reply came first; its ack is still to be read. */
+        if (r >= 0 && obj)
+                r = nl_wait_for_ack(bw->nl->req);
+        else if (r >= 0)
+                r = -NLE_OBJ_NOTFOUND;
+        nl_cb_put(cb);
+        r = nb_netlink_errno(bw->nl, r);
+        if (obj == (struct nl_object *)1)
+                obj = NULL;
+        if (r < 0 || !ret)
+                nl_object_put(obj);
+        else
+                *ret = obj;
+        return r == -ENODEV ? -ENOENT : r;
+}
+
+/* Does the kernel have tc action `kind`? Reading an action by index says
+ * so without making anything: a missing kind is EINVAL, a missing index of
+ * a known kind ENOENT. */
+static bool action_known(struct nb_bw *bw, const char *kind)
+{
+        struct tcamsg t = {.tca_family = AF_UNSPEC};
+        struct nl_msg *m = nlmsg_alloc_simple(RTM_GETACTION, 0);
+        struct nlattr *tab, *one;
+        int r;
+
+        if (!m || nlmsg_append(m, &t, sizeof(t), NLMSG_ALIGNTO) < 0 ||
+            !(tab = nla_nest_start(m, TCA_ACT_TAB)) || !(one = nla_nest_start(m, 1)) ||
+            nla_put_string(m, TCA_ACT_KIND, kind) < 0 ||
+            nla_put_u32(m, TCA_ACT_INDEX, 0x7ffe4e42) < 0) {
+                nlmsg_free(m);
+                return false;
+        }
+        nla_nest_end(m, one);
+        nla_nest_end(m, tab);
+        r = get_one(bw, m, NULL);
+        return r == 0 || r == -ENOENT;
+}
+
+static int ifindex_of(struct nb_bw *bw, const char *name, int *ret)
+{
+        struct rtnl_link *link = NULL;
+        int r;
+
+        nb_netlink_begin(bw->nl);
+        r = rtnl_link_get_kernel(bw->nl->req, 0, name, &link);
+        nb_netlink_sent(1);
+        r = nb_netlink_errno(bw->nl, r);
+        if (r == -EINVAL)
+                r = -ENODEV;
+        if (r == 0)
+                *ret = rtnl_link_get_ifindex(link);
+        rtnl_link_put(link);
+        return r;
+}
+
+static void ifb_name(int ifindex, char name[IFNAMSIZ])
+{
+        snprintf(name, IFNAMSIZ, NB_BW_IFB_PREFIX "%u", (unsigned)ifindex);
+}
+
+/* ---- open ---- */
+
+int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret)
+{
+        struct nb_bw *bw = calloc(1, sizeof(*bw));
+
+        if (!bw)
+                return -ENOMEM;
+        bw->nl = nl;
+        bw->leaf = -1;
+        bw->police = action_known(bw, "police");
+        if (action_known(bw, "mirred")) {
+                bw->out = OUT_IFB;
+                snprintf(bw->out_mech, sizeof(bw->out_mech), "ifb+htb");
+        } else {
+                bw->out = OUT_IFB_UNVERIFIED;
+                snprintf(bw->out_mech, sizeof(bw->out_mech),
+                         "ifb+htb (unverified: no act_mirred at start-up)");
+        }
+        nb_info("bandwidth: inbound htb, outbound %s; act_police %s", bw->out_mech,
+                bw->police ? "present (unused: the IFB shapes instead of dropping)" : "absent");
+        *ret = bw;
+        return 0;
+}
+
+void nb_bw_close(struct nb_bw *bw)
+{
+        free(bw);
+}
+
+void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **ret_out)
+{
+        static const char *const leaf_names[] = {"htb+fq_codel", "htb+sfq", "htb"};
+
+        *ret_in = bw->leaf < 0 ? "htb" : leaf_names[bw->leaf];
+        *ret_out = bw->out_mech;
+}
+
+bool nb_bw_outbound_available(const struct nb_bw *bw)
+{
+        return bw->out != OUT_NONE;
+}
+
+/* ---- building: one HTB tree, on an interface or on its IFB ---- */
+
+static int send_result(struct nb_bw *bw, int nlerr)
+{
+        nb_netlink_sent(1);
+        return nb_netlink_errno(bw->nl, nlerr);
+}
+
+static int set_htb_class(struct nb_bw *bw, int ifindex, const struct nb_bw_rate *rate,
+                         const char *dev, char *err)
+{
+        struct rtnl_class *c = rtnl_class_alloc();
+        uint64_t avg = bytes(rate->average), ceil = bytes(rate->peak ? rate->peak : rate->average);
+        uint64_t quantum = avg / 10;
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        /* The kernel warns of quanta outside 1000-200000 at every change. */
+        quantum = quantum < 1600 ? 1600 : quantum > 200000 ? 200000 : quantum;
+        rtnl_tc_set_ifindex(TC_CAST(c), ifindex);
+        rtnl_tc_set_parent(TC_CAST(c), HTB_ROOT);
+        rtnl_tc_set_handle(TC_CAST(c), HTB_CLASS);
+        if ((r = rtnl_tc_set_kind(TC_CAST(c), "htb")) < 0 ||
+            (r = rtnl_htb_set_rate64(c, avg)) < 0 || (r = rtnl_htb_set_ceil64(c, ceil)) < 0 ||
+            (r = rtnl_htb_set_rbuffer(c, (uint32_t)bytes(rate->burst))) < 0 ||
+            (r = rtnl_htb_set_quantum(c, (uint32_t)quantum)) < 0) {
+                rtnl_class_put(c);
+                return -ENOMEM;
+        }
+        nb_netlink_begin(bw->nl);
+        /* REPLACE changes the class in place: no instant without a limit. */
+        r = send_result(bw, rtnl_class_add(bw->nl->req, c, NLM_F_CREATE | NLM_F_REPLACE));
+        rtnl_class_put(c);
+        if (r < 0)
+                errf(err, "cannot set htb class 1:1 on %s: %s", dev, strerror(-r));
+        return r;
+}
+
+/* A fair leaf under 1:1: the first kind the kernel has, found by trying
+ * once; without one, HTB's own fifo stays. */
+static int ensure_leaf(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+{
+        int start = bw->leaf < 0 ? 0 : bw->leaf;
+
+        for (int k = start; k < (int)N_LEAF_KINDS; k++) {
+                struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+                int r;
+                if (!q)
+                        return -ENOMEM;
+                rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
+                rtnl_tc_set_parent(TC_CAST(q), HTB_CLASS);
+                rtnl_tc_set_handle(TC_CAST(q), LEAF_HANDLE);
+                r = rtnl_tc_set_kind(TC_CAST(q), leaf_kinds[k]);
+                if (r == 0) {
+                        nb_netlink_begin(bw->nl);
+                        r = send_result(bw,
+                                        rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
+                } else {
+                        r = -ENOMEM;
+                }
+                rtnl_qdisc_put(q);
+                if (r == 0 || r == -EEXIST) {
+                        bw->leaf = k;
+                        return 0;
+                }
+                if (r != -ENOENT && r != -EOPNOTSUPP && r != -EINVAL) {
+                        errf(err, "cannot add the %s leaf qdisc on %s: %s", leaf_kinds[k], dev,
+                             strerror(-r));
+                        return r;
+                }
+                if (bw->leaf < 0 || bw->leaf == k)
+                        nb_notice("the kernel has no %s qdisc (%s): trying the next leaf",
+                                  leaf_kinds[k], strerror(-r));
+                bw->leaf = k + 1;
+        }
+        bw->leaf = N_LEAF_KINDS;
+        return 0;
+}
+
+static int add_htb_root(struct nb_bw *bw, int ifindex, int flags)
+{
+        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
+        rtnl_tc_set_parent(TC_CAST(q), TC_H_ROOT);
+        rtnl_tc_set_handle(TC_CAST(q), HTB_ROOT);
+        if (rtnl_tc_set_kind(TC_CAST(q), "htb") < 0 ||
+            rtnl_htb_set_defcls(q, TC_H_MIN(HTB_CLASS)) < 0) {
+                rtnl_qdisc_put(q);
+                return -ENOMEM;
+        }
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, flags));
+        rtnl_qdisc_put(q);
+        return r;
+}
+
+/* Root htb 1: default 1 and class 1:1. HTB cannot change a qdisc's
+ * options, so an htb 1: that is there already is kept and only its class
+ * changes; any other root qdisc is replaced in one step. */
+static int set_htb_tree(struct nb_bw *bw, int ifindex, const struct nb_bw_rate *rate,
+                        const char *dev, char *err)
+{
+        int r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_EXCL);
+
+        if (r == -EEXIST) {
+                /* Ours from before (the class changes in place), or not. */
+                if (set_htb_class(bw, ifindex, rate, dev, err) == 0)
+                        return ensure_leaf(bw, ifindex, dev, err);
+                r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_REPLACE);
+        }
+        if (r < 0) {
+                errf(err, "cannot add the root htb qdisc on %s: %s", dev, strerror(-r));
+                return r;
+        }
+        r = set_htb_class(bw, ifindex, rate, dev, err);
+        if (r == 0)
+                r = ensure_leaf(bw, ifindex, dev, err);
+        return r;
+}
+
+/* Delete the root qdisc if it is htb 1:: with kind and handle in the
+ * request, the kernel refuses (EINVAL) to delete any other. */
+static int clear_htb_root(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+{
+        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
+        rtnl_tc_set_parent(TC_CAST(q), TC_H_ROOT);
+        rtnl_tc_set_handle(TC_CAST(q), HTB_ROOT);
+        if (rtnl_tc_set_kind(TC_CAST(q), "htb") < 0) {
+                rtnl_qdisc_put(q);
+                return -ENOMEM;
+        }
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
+        rtnl_qdisc_put(q);
+        if (r == -ENOENT || r == -EINVAL)
+                r = 0;
+        if (r < 0)
+                errf(err, "cannot delete the root qdisc of %s: %s", dev, strerror(-r));
+        return r;
+}
+
+/* ---- outbound: ingress -> mirred -> IFB with HTB ---- */
+
+/* The IFB for ifindex, made (up, with a real queue) when missing; *created
+ * says it is new, so any redirect to an older one must be replaced. */
+static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created, char *err)
+{
+        char name[IFNAMSIZ];
+        struct rtnl_link *link;
+        int r;
+
+        ifb_name(ifindex, name);
+        *created = false;
+        if (ifindex_of(bw, name, ret_ifb) == 0)
+                return 0;
+        link = rtnl_link_alloc();
+        if (!link || rtnl_link_set_type(link, "ifb") < 0) {
+                rtnl_link_put(link);
+                return -ENOMEM;
+        }
+        rtnl_link_set_name(link, name);
+        rtnl_link_set_txqlen(link, IFB_TXQLEN);
+        rtnl_link_set_flags(link, IFF_UP);
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_link_add(bw->nl->req, link, NLM_F_CREATE | NLM_F_EXCL));
+        rtnl_link_put(link);
+        if (r < 0 && r != -EEXIST) {
+                errf(err, "cannot create the IFB device %s: %s", name, strerror(-r));
+                if (r == -EOPNOTSUPP || r == -ENOENT) {
+                        bw->out = OUT_NONE;
+                        snprintf(bw->out_mech, sizeof(bw->out_mech),
+                                 "none: the kernel has no ifb driver (%s)", strerror(-r));
+                }
+                return r;
+        }
+        *created = r == 0;
+        r = ifindex_of(bw, name, ret_ifb);
+        if (r < 0)
+                errf(err, "the IFB device %s vanished: %s", name, strerror(-r));
+        return r;
+}
+
+static int ensure_ingress(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+{
+        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
+        rtnl_tc_set_parent(TC_CAST(q), TC_H_INGRESS);
+        rtnl_tc_set_handle(TC_CAST(q), INGRESS_HANDLE);
+        r = rtnl_tc_set_kind(TC_CAST(q), "ingress");
+        if (r == 0) {
+                nb_netlink_begin(bw->nl);
+                r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
+        } else {
+                r = -ENOMEM;
+        }
+        rtnl_qdisc_put(q);
+        if (r == -EEXIST)
+                return 0; /* there already: ours from before, or shared */
+        if (r < 0)
+                errf(err, "cannot add an ingress qdisc on %s: %s", dev, strerror(-r));
+        return r;
+}
+
+/* u32 "match everything", action mirred egress redirect to the IFB. With
+ * replace false an existing filter of ours is left as it is. */
+static int ensure_redirect(struct nb_bw *bw, int ifindex, int ifb, bool replace, const char *dev,
+                           char *err)
+{
+        struct rtnl_cls *cls = rtnl_cls_alloc();
+        struct rtnl_act *act = rtnl_act_alloc();
+        int r = -ENOMEM;
+
+        if (!cls || !act)
+                goto out;
+        rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
+        rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
+        rtnl_tc_set_handle(TC_CAST(cls), U32_HANDLE);
+        rtnl_cls_set_prio(cls, NB_BW_PRIO);
+        rtnl_cls_set_protocol(cls, ETH_P_ALL);
+        if (rtnl_tc_set_kind(TC_CAST(cls), "u32") < 0 ||
+            rtnl_tc_set_kind(TC_CAST(act), "mirred") < 0 ||
+            rtnl_u32_add_key_uint32(cls, 0, 0, 0, 0) < 0 || rtnl_u32_set_cls_terminal(cls) < 0)
+                goto out;
+        rtnl_mirred_set_action(act, TCA_EGRESS_REDIR);
+        rtnl_mirred_set_policy(act, TC_ACT_STOLEN);
+        rtnl_mirred_set_ifindex(act, (uint32_t)ifb);
+        if (rtnl_u32_add_action(cls, act) < 0)
+                goto out;
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_cls_add(bw->nl->req, cls,
+                                         NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL)));
+        if (r == -EEXIST && !replace)
+                r = 0;
+        if (r < 0)
+                errf(err, "cannot add the redirect filter on %s: %s", dev, strerror(-r));
+out:
+        rtnl_act_put(act);
+        rtnl_cls_put(cls);
+        return r;
+}
+
+static int set_outbound(struct nb_bw *bw, int ifindex, const char *dev,
+                        const struct nb_bw_rate *rate, char *err)
+{
+        char name[IFNAMSIZ];
+        bool created;
+        int ifb, r;
+
+        if (bw->out == OUT_NONE) {
+                errf(err, "outbound limits are not available: %s", bw->out_mech);
+                return -EOPNOTSUPP;
+        }
+        ifb_name(ifindex, name);
+        /* Shape on the IFB first, then redirect to it: the limit is in
+         * place when the first packet goes there. */
+        r = ensure_ifb(bw, ifindex, &ifb, &created, err);
+        if (r == 0)
+                r = set_htb_tree(bw, ifb, rate, name, err);
+        if (r == 0)
+                r = ensure_ingress(bw, ifindex, dev, err);
+        if (r == 0)
+                r = ensure_redirect(bw, ifindex, ifb, created, dev, err);
+        if (r == -EINVAL || r == -ENOENT || r == -EOPNOTSUPP) {
+                if (bw->out == OUT_IFB_UNVERIFIED) {
+                        bw->out = OUT_NONE;
+                        snprintf(bw->out_mech, sizeof(bw->out_mech),
+                                 "none: the kernel refused the ingress redirect (%s)",
+                                 strerror(-r));
+                }
+        } else if (r == 0 && bw->out == OUT_IFB_UNVERIFIED) {
+                bw->out = OUT_IFB;
+                snprintf(bw->out_mech, sizeof(bw->out_mech), "ifb+htb");
+        }
+        return r;
+}
+
+static int filters_left(struct nb_bw *bw, int ifindex, size_t *ret)
+{
+        struct nl_cache *cache = NULL;
+        int r;
+
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_cls_alloc_cache(bw->nl->req, ifindex, INGRESS_HANDLE, &cache));
+        if (r == 0)
+                *ret = (size_t)nl_cache_nitems(cache);
+        nl_cache_free(cache);
+        return r;
+}
+
+static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+{
+        struct rtnl_cls *cls = rtnl_cls_alloc();
+        struct rtnl_qdisc *q = NULL;
+        struct rtnl_link *link = NULL;
+        char name[IFNAMSIZ];
+        size_t left = 1;
+        int r = -ENOMEM;
+
+        if (!cls)
+                goto out;
+        rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
+        rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
+        rtnl_cls_set_prio(cls, NB_BW_PRIO);
+        rtnl_cls_set_protocol(cls, ETH_P_ALL);
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_cls_delete(bw->nl->req, cls, 0));
+        /* Nothing there: no ingress qdisc (EINVAL) or no such filter. */
+        if (r < 0 && r != -ENOENT && r != -EINVAL) {
+                errf(err, "cannot delete the redirect filter on %s: %s", dev, strerror(-r));
+                goto out;
+        }
+        /* The ingress qdisc goes when nobody else has a filter on it. */
+        if (filters_left(bw, ifindex, &left) == 0 && left == 0) {
+                q = rtnl_qdisc_alloc();
+                r = -ENOMEM;
+                if (!q)
+                        goto out;
+                rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
+                rtnl_tc_set_parent(TC_CAST(q), TC_H_INGRESS);
+                rtnl_tc_set_handle(TC_CAST(q), INGRESS_HANDLE);
+                nb_netlink_begin(bw->nl);
+                r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
+                if (r < 0 && r != -ENOENT && r != -EINVAL) {
+                        errf(err, "cannot delete the ingress qdisc of %s: %s", dev, strerror(-r));
+                        goto out;
+                }
+        }
+        ifb_name(ifindex, name);
+        link = rtnl_link_alloc();
+        r = -ENOMEM;
+        if (!link)
+                goto out;
+        rtnl_link_set_name(link, name);
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_link_delete(bw->nl->req, link));
+        if (r == -ENODEV || r == -EINVAL || r == -ENOENT)
+                r = 0;
+        if (r < 0)
+                errf(err, "cannot delete the IFB device %s: %s", name, strerror(-r));
+out:
+        rtnl_link_put(link);
+        rtnl_qdisc_put(q);
+        rtnl_cls_put(cls);
+        return r;
+}
+
+/* ---- the interface ---- */
+
+static int lookup(struct nb_bw *bw, const char *ifname, int *ret, char *err)
+{
+        int r = ifindex_of(bw, ifname, ret);
+
+        if (r < 0)
+                errf(err, "no interface %s: %s", ifname, strerror(-r));
+        return r;
+}
+
+int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l,
+              struct nb_bw_applied *ret, char *err)
+{
+        const char *in_mech, *out_mech;
+        int ifindex, r;
+
+        r = nb_bw_check(l, err);
+        if (r == 0)
+                r = lookup(bw, ifname, &ifindex, err);
+        if (r < 0)
+                return r;
+        if (l->in.average)
+                r = set_htb_tree(bw, ifindex, &l->in, ifname, err);
+        else
+                r = clear_htb_root(bw, ifindex, ifname, err);
+        if (r < 0)
+                return r;
+        if (l->out.average)
+                r = set_outbound(bw, ifindex, ifname, &l->out, err);
+        else
+                r = clear_outbound(bw, ifindex, ifname, err);
+        if (r < 0)
+                return r;
+        nb_bw_mechanisms(bw, &in_mech, &out_mech);
+        memset(ret, 0, sizeof(*ret));
+        if (l->in.average)
+                snprintf(ret->in, sizeof(ret->in), "%s", in_mech);
+        if (l->out.average)
+                snprintf(ret->out, sizeof(ret->out), "%s", out_mech);
+        return 0;
+}
+
+int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err)
+{
+        int ifindex, r = lookup(bw, ifname, &ifindex, err);
+
+        if (r == 0)
+                r = clear_htb_root(bw, ifindex, ifname, err);
+        if (r == 0)
+                r = clear_outbound(bw, ifindex, ifname, err);
+        return r;
+}
+
+/* ---- reading back ---- */
+
+static void read_class(struct nb_bw *bw, int ifindex, struct nb_bw_rate *ret)
+{
+        struct nl_cache *cache = NULL;
+        struct rtnl_class *c = NULL;
+        uint64_t rate = 0, ceil = 0;
+
+        memset(ret, 0, sizeof(*ret));
+        nb_netlink_begin(bw->nl);
+        if (send_result(bw, rtnl_class_alloc_cache(bw->nl->req, ifindex, &cache)) == 0)
+                c = rtnl_class_get(cache, ifindex, HTB_CLASS);
+        if (c && rtnl_tc_get_kind(TC_CAST(c)) && strcmp(rtnl_tc_get_kind(TC_CAST(c)), "htb") == 0 &&
+            rtnl_htb_get_rate64(c, &rate) == 0 && rtnl_htb_get_ceil64(c, &ceil) == 0) {
+                ret->average = (uint32_t)(rate / 1024);
+                ret->peak = ceil != rate ? (uint32_t)(ceil / 1024) : 0;
+                ret->burst = (rtnl_htb_get_rbuffer(c) + 1023) / 1024;
+                if (!ret->burst)
+                        ret->burst = 1;
+        }
+        rtnl_class_put(c);
+        nl_cache_free(cache);
+}
+
+int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret)
+{
+        char name[IFNAMSIZ];
+        int ifindex, ifb, r = ifindex_of(bw, ifname, &ifindex);
+
+        if (r < 0)
+                return r;
+        read_class(bw, ifindex, &ret->in);
+        ifb_name(ifindex, name);
+        if (ifindex_of(bw, name, &ifb) == 0)
+                read_class(bw, ifb, &ret->out);
+        else
+                memset(&ret->out, 0, sizeof(ret->out));
+        return 0;
+}

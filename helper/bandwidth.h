@@ -1,0 +1,73 @@
+/* Bandwidth: libvirt's <bandwidth> limits as tc objects, built over
+ * rtnetlink with libnl-route-3 (no tc binary). Knows nothing of the wire
+ * format. Every function returns 0 or -errno and, on failure, writes a
+ * sentence for the caller into err (NB_BW_ERRLEN bytes).
+ *
+ * What netbroker makes on an interface IF (ifindex N), and nothing else:
+ *   inbound (toward the guest: IF's egress)
+ *     root qdisc htb 1: default 1, class 1:1 (rate = average, ceil = peak or
+ *     average, burst), and a fair leaf qdisc 2: under it where the kernel
+ *     has one (fq_codel, sfq; else HTB's own fifo)
+ *   outbound (from the guest: IF's ingress), mechanism "ifb+htb"
+ *     an IFB device "nbifbN" (up), with the same HTB tree at the outbound
+ *     rates on its egress; an ingress qdisc ffff: on IF, and on it a u32
+ *     filter of priority NB_BW_PRIO matching everything, whose mirred
+ *     action redirects to the IFB. The IFB shapes (queues) rather than
+ *     drops, so TCP keeps its rate.
+ * A change of rates changes class 1:1 in place (NLM_F_REPLACE): there is no
+ * instant without a limit. Clear deletes the root qdisc if it is htb 1:,
+ * the filter of priority NB_BW_PRIO, the ingress qdisc when no other filter
+ * is left on it, and the IFB. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NB_BW_ERRLEN 256
+#define NB_BW_PRIO 0x4e42 /* "NB": the ingress filter's priority */
+#define NB_BW_IFB_PREFIX "nbifb"
+/* 100 Gbit/s in kB/s (1024 bytes): anything above is a mistake. */
+#define NB_BW_MAX_RATE (100000000000ull / 8 / 1024)
+#define NB_BW_MAX_BURST (1u << 20) /* kB: 1 GiB */
+
+struct nb_bw;
+struct nb_netlink;
+
+/* kB/s and kB, as libvirt; average 0: no limit this way. */
+struct nb_bw_rate {
+        uint32_t average, peak, burst, floor;
+};
+
+struct nb_bw_limits {
+        struct nb_bw_rate in, out;
+};
+
+/* What is in place each way after a set: "htb", "ifb+htb", ..., "" for
+ * no limit. */
+struct nb_bw_applied {
+        char in[96], out[96];
+};
+
+/* Uses nl (borrowed: it must outlive bw; link.c's request socket) and
+ * finds out, without changing anything, which actions the kernel has (a
+ * read of a tc action of each kind). */
+int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret);
+void nb_bw_close(struct nb_bw *bw);
+
+/* The mechanisms each way, for Stats ("htb", "ifb+htb", or "none: why"). */
+void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **ret_out);
+/* Outbound limits can be made: false when an attempt showed they cannot. */
+bool nb_bw_outbound_available(const struct nb_bw *bw);
+
+/* Check limits without the kernel: rates in range, peak not below
+ * average, a burst with every rate, floor only inbound. 0 or -EINVAL. */
+int nb_bw_check(const struct nb_bw_limits *l, char *err);
+
+/* Put these limits on ifname (a direction with average 0 is cleared). */
+int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l,
+              struct nb_bw_applied *ret, char *err);
+/* Remove everything netbroker made on ifname; nothing there is success. */
+int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err);
+/* The limits netbroker has in place on ifname, read back from the kernel
+ * (burst rounded to kB; floor is not kept by the kernel and reads 0). */
+int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret);

@@ -1,0 +1,187 @@
+/* Bandwidth ops: protobuf in, bandwidth.c calls out. Validation checks the
+ * interface and every rate before the batch runs; running first reads back
+ * the limits netbroker had on the interface, so that a later failure of the
+ * batch puts them back (a set or clear is undone by setting what was read;
+ * an interface without netbroker limits is cleared again). Limits made by
+ * others than netbroker are not restored: netbroker replaces the root
+ * qdisc, and what it replaced is gone. */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bandwidth.h"
+#include "ops.h"
+
+static struct nb_bw *bw_of(const struct nb_job *job)
+{
+        return nb_job_ctx(job)->bw;
+}
+
+static void rate_from(const Netbroker__Rate *r, struct nb_bw_rate *out)
+{
+        memset(out, 0, sizeof(*out));
+        if (!r)
+                return;
+        out->average = r->average;
+        out->peak = r->peak;
+        out->burst = r->burst;
+        out->floor = r->floor;
+}
+
+static void limits_from(const Netbroker__BandwidthSet *s, struct nb_bw_limits *out)
+{
+        rate_from(s->inbound, &out->in);
+        rate_from(s->outbound, &out->out);
+}
+
+/* ---- validation ---- */
+
+static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__BandwidthSet *s = op->bandwidth_set;
+        struct nb_bw_limits l;
+        char err[NB_BW_ERRLEN];
+        int r;
+
+        if ((r = nb_check_interface(v, s->ifname, res, "bandwidth set")))
+                return r;
+        limits_from(s, &l);
+        if (nb_bw_check(&l, err) < 0)
+                return nb_result_set(res, EINVAL, "bandwidth set %s: %s", s->ifname, err);
+        if (l.out.average && !nb_bw_outbound_available(v->ctx->bw)) {
+                const char *in, *out;
+                nb_bw_mechanisms(v->ctx->bw, &in, &out);
+                return nb_result_set(res, EOPNOTSUPP,
+                                     "bandwidth set %s: outbound limits are not available: %s",
+                                     s->ifname, out);
+        }
+        return 0;
+}
+
+static int validate_clear(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return nb_check_interface(v, op->bandwidth_clear->ifname, res, "bandwidth clear");
+}
+
+/* ---- undo ---- */
+
+struct undo_bw {
+        char ifname[IFNAMSIZ];
+        struct nb_bw_limits before;
+};
+
+static void undo_bw(struct nb_job *job, void *data)
+{
+        struct undo_bw *u = data;
+        struct nb_bw_applied ignored;
+        char err[NB_BW_ERRLEN];
+
+        nb_bw_set(bw_of(job), u->ifname, &u->before, &ignored, err);
+}
+
+/* What netbroker has on ifname now, to put back on failure. */
+static struct undo_bw *snapshot(struct nb_job *job, const char *ifname)
+{
+        struct undo_bw *u = calloc(1, sizeof(*u));
+
+        if (!u)
+                return NULL;
+        snprintf(u->ifname, sizeof(u->ifname), "%s", ifname);
+        if (nb_bw_get(bw_of(job), ifname, &u->before) < 0)
+                memset(&u->before, 0, sizeof(u->before));
+        return u;
+}
+
+static int set_ifname(Netbroker__Result *res, const char *ifname)
+{
+        res->ifname = strdup(ifname);
+        if (!res->ifname) {
+                res->ifname = (char *)protobuf_c_empty_string;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* ---- running ---- */
+
+static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__BandwidthSet *s = op->bandwidth_set;
+        Netbroker__BandwidthResult *br = malloc(sizeof(*br));
+        struct undo_bw *u = snapshot(job, s->ifname);
+        struct nb_bw_applied applied;
+        struct nb_bw_limits l;
+        char err[NB_BW_ERRLEN];
+        int r;
+
+        if (!br || !u) {
+                free(br);
+                free(u);
+                return nb_result_set(res, ENOMEM, "bandwidth set: out of memory");
+        }
+        netbroker__bandwidth_result__init(br);
+        res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH;
+        res->bandwidth = br;
+        limits_from(s, &l);
+        r = nb_bw_set(bw_of(job), s->ifname, &l, &applied, err);
+        if (r < 0) {
+                /* Part of it may be in place: put back what was there. */
+                undo_bw(job, u);
+                free(u);
+                return nb_result_set(res, -r, "bandwidth set %s: %s", s->ifname, err);
+        }
+        br->inbound_mechanism = strdup(applied.in);
+        br->outbound_mechanism = strdup(applied.out);
+        r = br->inbound_mechanism && br->outbound_mechanism ? 0 : -ENOMEM;
+        if (!br->inbound_mechanism)
+                br->inbound_mechanism = (char *)protobuf_c_empty_string;
+        if (!br->outbound_mechanism)
+                br->outbound_mechanism = (char *)protobuf_c_empty_string;
+        if (set_ifname(res, s->ifname) < 0)
+                r = -ENOMEM;
+        if (r == 0)
+                return nb_job_on_failure_undo(job, undo_bw, free, u) < 0 /* frees u */
+                               ? nb_result_set(res, ENOMEM, "bandwidth set: out of memory")
+                               : 0;
+        free(u);
+        return nb_result_set(res, ENOMEM, "bandwidth set: out of memory");
+}
+
+static int run_clear(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const char *ifname = op->bandwidth_clear->ifname;
+        struct undo_bw *u = snapshot(job, ifname);
+        char err[NB_BW_ERRLEN];
+        int r;
+
+        if (!u)
+                return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
+        r = nb_bw_clear(bw_of(job), ifname, err);
+        if (r < 0) {
+                undo_bw(job, u);
+                free(u);
+                return nb_result_set(res, -r, "bandwidth clear %s: %s", ifname, err);
+        }
+        if (set_ifname(res, ifname) < 0) {
+                free(u);
+                return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
+        }
+        if (nb_job_on_failure_undo(job, undo_bw, free, u) < 0) /* frees u */
+                return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
+        return 0;
+}
+
+const struct nb_op_handler nb_op_bandwidth_set = {
+        .name = "bandwidth_set",
+        .stat = NB_STAT_OPS_BANDWIDTH,
+        .validate = validate_set,
+        .run = run_set,
+};
+const struct nb_op_handler nb_op_bandwidth_clear = {
+        .name = "bandwidth_clear",
+        .stat = NB_STAT_OPS_BANDWIDTH,
+        .validate = validate_clear,
+        .run = run_clear,
+};

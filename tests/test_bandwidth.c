@@ -1,0 +1,432 @@
+/* Bandwidth through the helper, against the real kernel: what `tc -j`
+ * shows after a set, a set twice, a clear, bad input, a batch that fails
+ * after a set, and the conformance table: iperf3 TCP on a veth pair
+ * between two namespaces, each way, at 8 to 512 Mbit/s, must be within 15%
+ * of the average (the 2012 tc report in seeds/003 made a test). Every test
+ * runs in a network namespace of its own; the guest end of the veth is in
+ * a second one that dies with the test, and iperf3 listens only there. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+#define HOST_IP "10.99.0.1"
+#define GUEST_IP "10.99.0.2"
+
+/* The guest namespace, as a path for nsenter(1). */
+static char guest_ns[64];
+
+/* A private namespace with the veth h0 here and g0 in a guest namespace,
+ * both addressed and up, and a helper. */
+static nb_conn *setup(void)
+{
+        nb_conn *c;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int ns, look;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        ns = tu_new_netns_fd();
+        look = fcntl(ns, F_DUPFD_CLOEXEC, 0);
+        snprintf(guest_ns, sizeof(guest_ns), "/proc/%d/fd/%d", (int)getpid(), look);
+        ck_assert_int_eq(nb_batch_veth_create(b, "h0", "g0", ns), 0);
+        close(ns);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_msg(nb_results_first_error(res) < 0, "veth: %s", nb_result_message(res, 0));
+        nb_results_free(res);
+        nb_batch_free(b);
+        free(tu_sh("ip addr add " HOST_IP "/24 dev h0 && ip link set h0 up"));
+        free(tu_sh("nsenter --net=%s sh -c 'ip addr add " GUEST_IP
+                   "/24 dev g0 && ip link set g0 up && ip link set lo up'",
+                   guest_ns));
+        return c;
+}
+
+static nb_results *submit(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+        int r = nb_submit(c, b, &res);
+
+        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
+        nb_batch_free(b);
+        return res;
+}
+
+/* One BandwidthSet; its status (0 or -errno). */
+static int bw_set(nb_conn *c, const char *dev, const nb_rate *in, const nb_rate *out,
+                  nb_results **ret)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        int st;
+
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, dev, in, out), 0);
+        res = submit(c, b);
+        st = nb_result_status(res, 0);
+        if (ret)
+                *ret = res;
+        else
+                nb_results_free(res);
+        return st;
+}
+
+static void bw_set_ok(nb_conn *c, const char *dev, const nb_rate *in, const nb_rate *out)
+{
+        nb_results *res;
+        int st = bw_set(c, dev, in, out, &res);
+
+        ck_assert_msg(st == 0, "bandwidth set %s: %s (%s)", dev, strerror(-st),
+                      nb_result_message(res, 0));
+        nb_results_free(res);
+}
+
+static void bw_clear_ok(nb_conn *c, const char *dev)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, dev), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "bandwidth clear %s: %s", dev,
+                      nb_result_message(res, 0));
+        nb_results_free(res);
+}
+
+/* The IFB netbroker makes for h0. */
+static const char *ifb_of_h0(void)
+{
+        static char name[16];
+
+        snprintf(name, sizeof(name), "nbifb%s", tu_link_get("h0", "ifindex"));
+        return name;
+}
+
+/* Everything tc says about the tc objects of h0 and its IFB, without
+ * counters: equal strings mean the same state. */
+static char *tc_state(void)
+{
+        const char *ifb = ifb_of_h0();
+
+        return tu_sh("tc -j qdisc show dev h0; tc -j class show dev h0; "
+                     "tc -j filter show dev h0 ingress; "
+                     "if ip link show %s >/dev/null 2>&1; then tc -j qdisc show dev %s; "
+                     "tc -j class show dev %s; else echo no-ifb; fi",
+                     ifb, ifb, ifb);
+}
+
+/* A value from `tc -s -j KIND show dev DEV`, found by a Python expression
+ * on the list `d` (e.g. "[q['kind'] for q in d]"). */
+static char *tc_json(const char *what, const char *dev, const char *expr)
+{
+        return tu_sh("tc -s -j %s show dev %s | python3 -c \"import json, sys; d = "
+                     "json.load(sys.stdin); print(%s)\"",
+                     what, dev, expr);
+}
+
+/* tc of Debian 12 prints classes as text only: "HANDLE AVG PEAK BURST"
+ * per HTB class, in kB/s and kB, from `tc class show dev DEV`. */
+static void assert_classes(const char *dev, const char *want)
+{
+        char *got = tu_sh(
+                "tc class show dev %s | python3 -c \"import re, sys\n"
+                "u = {'': 1, 'K': 1e3, 'M': 1e6, 'G': 1e9}\n"
+                "b = {'b': 1, 'Kb': 1024, 'Mb': 1048576}\n"
+                "for l in sys.stdin:\n"
+                "    m = re.match(r'class htb (\\S+) .*rate (\\d+)(\\w?)bit ceil (\\d+)(\\w?)bit "
+                "burst (\\d+)(\\w+)', l)\n"
+                "    if m:\n"
+                "        g = m.groups()\n"
+                "        print(g[0], round(int(g[1]) * u[g[2]] / 8192), round(int(g[3]) * u[g[4]] "
+                "/ "
+                "8192), round(int(g[5]) * b[g[6]] / 1024))\"",
+                dev);
+
+        got[strcspn(got, "\n")] = '\0';
+        ck_assert_msg(strcmp(got, want) == 0, "tc class show dev %s: '%s', wanted '%s'", dev, got,
+                      want);
+        free(got);
+}
+
+static void assert_tc(const char *what, const char *dev, const char *expr, const char *want)
+{
+        char *got = tc_json(what, dev, expr);
+
+        got[strcspn(got, "\n")] = '\0';
+        ck_assert_msg(strcmp(got, want) == 0, "tc %s show dev %s: %s is '%s', wanted '%s'", what,
+                      dev, expr, got, want);
+        free(got);
+}
+
+/* ---- what tc shows ---- */
+
+START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
+{
+        nb_conn *c = setup();
+        nb_rate in = {.average = 1024, .peak = 2048, .burst = 64};
+        nb_rate out = {.average = 4096, .burst = 32};
+        const char *in_mech = NULL, *out_mech = NULL, *setting = NULL;
+        char *first, *second;
+        nb_results *res;
+        nb_batch *b;
+        uint64_t n = 0;
+
+        ck_assert_int_eq(bw_set(c, "h0", &in, &out, &res), 0);
+        ck_assert_int_eq(nb_result_bandwidth(res, 0, &in_mech, &out_mech), 0);
+        ck_assert_str_eq(in_mech, "htb");
+        ck_assert_str_eq(out_mech, "ifb+htb");
+        nb_results_free(res);
+        /* Inbound: htb 1: at the root, class 1:1 at average/peak/burst. */
+        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q.get('root')]", "['htb']");
+        assert_tc("qdisc", "h0", "[q['handle'] for q in d if q.get('root')]", "['1:']");
+        assert_classes("h0", "1:1 1024 2048 64");
+        /* Outbound: ingress qdisc, a redirect to the IFB, HTB there. */
+        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "['ingress']");
+        {
+                char *f = tu_sh("tc filter show dev h0 ingress");
+                char want[64];
+                snprintf(want, sizeof(want), "Egress Redirect to device %s", ifb_of_h0());
+                ck_assert_msg(strstr(f, want), "no redirect to the IFB: %s", f);
+                free(f);
+        }
+        assert_classes(ifb_of_h0(), "1:1 4096 4096 32");
+        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "linkinfo.info_kind"), "ifb");
+        /* The same call again: the same state. */
+        first = tc_state();
+        bw_set_ok(c, "h0", &in, &out);
+        second = tc_state();
+        ck_assert_str_eq(first, second);
+        /* A change of rate is a change of the class, in place. */
+        in.average = 1500;
+        bw_set_ok(c, "h0", &in, &out);
+        assert_classes("h0", "1:1 1500 2048 64");
+        /* Stats name the mechanisms and count the ops. */
+        b = nb_batch_new();
+        nb_batch_stats(b);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_outbound", &setting), 0);
+        ck_assert_str_eq(setting, "ifb+htb");
+        ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_inbound", &setting), 0);
+        ck_assert_msg(strncmp(setting, "htb", 3) == 0, "inbound mechanism '%s'", setting);
+        ck_assert_int_eq(nb_result_stat(res, 0, "ops_bandwidth", &n), 0);
+        ck_assert_uint_eq(n, 3);
+        nb_results_free(res);
+        free(first);
+        free(second);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_clear_leaves_the_interface_as_it_was)
+{
+        nb_conn *c = setup();
+        nb_rate in = {.average = 1024, .burst = 64}, out = {.average = 2048, .burst = 64};
+        char *before, *after, *links_before, *links_after;
+
+        before = tc_state();
+        links_before = tu_link_names();
+        bw_set_ok(c, "h0", &in, &out);
+        ck_assert(tu_link_exists(ifb_of_h0()));
+        bw_clear_ok(c, "h0");
+        after = tc_state();
+        links_after = tu_link_names();
+        ck_assert_str_eq(before, after);
+        ck_assert_str_eq(links_before, links_after);
+        ck_assert(!tu_link_exists(ifb_of_h0()));
+        /* Clear is idempotent, and a set without a direction clears it. */
+        bw_clear_ok(c, "h0");
+        bw_set_ok(c, "h0", &in, &out);
+        bw_set_ok(c, "h0", &in, NULL);
+        ck_assert(!tu_link_exists(ifb_of_h0()));
+        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "[]");
+        bw_set_ok(c, "h0", NULL, NULL);
+        free(after);
+        after = tc_state();
+        ck_assert_str_eq(before, after);
+        free(before);
+        free(after);
+        free(links_before);
+        free(links_after);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- refusals ---- */
+
+static void assert_refused(nb_conn *c, const char *dev, const nb_rate *in, const nb_rate *out,
+                           int status, const char *needle)
+{
+        nb_results *res;
+        int st = bw_set(c, dev, in, out, &res);
+
+        ck_assert_msg(st == status, "%s: status %d (%s), wanted %d", needle, st,
+                      nb_result_message(res, 0), status);
+        ck_assert_msg(strstr(nb_result_message(res, 0), needle), "message '%s' lacks '%s'",
+                      nb_result_message(res, 0), needle);
+        nb_results_free(res);
+}
+
+START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
+{
+        nb_conn *c = setup();
+        nb_rate good = {.average = 1024, .burst = 64};
+        nb_rate too_fast = {.average = 12207032, .burst = 64};
+        nb_rate low_peak = {.average = 1024, .peak = 512, .burst = 64};
+        nb_rate no_burst = {.average = 1024};
+        nb_rate floor_out = {.average = 1024, .burst = 64, .floor = 100};
+        nb_rate zero_avg = {.peak = 10};
+        nb_results *res;
+        nb_batch *b;
+        char *before, *after;
+
+        bw_set_ok(c, "h0", &good, &good);
+        before = tc_state();
+        assert_refused(c, "h0", &too_fast, NULL, -EINVAL, "above 100 Gbit/s");
+        assert_refused(c, "h0", NULL, &too_fast, -EINVAL, "above 100 Gbit/s");
+        assert_refused(c, "h0", &low_peak, NULL, -EINVAL, "below the average");
+        assert_refused(c, "h0", &no_burst, NULL, -EINVAL, "burst");
+        assert_refused(c, "h0", NULL, &floor_out, -EINVAL, "floor is for inbound");
+        assert_refused(c, "nosuchdev", &good, NULL, -ENODEV, "no interface nosuchdev");
+        /* The library refuses a rate without an average before sending. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &zero_avg, NULL), -EINVAL);
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "vnet%d", &good, NULL), -EINVAL);
+        /* A good op before a bad one: the batch is refused as a whole. */
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &low_peak, &good), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &good, &low_peak), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
+        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        nb_results_free(res);
+        b = nb_batch_new();
+        low_peak.peak = 4096; /* good now */
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &low_peak, &good), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "nosuchdev"), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_eq(nb_result_status(res, 1), -ENODEV);
+        nb_results_free(res);
+        after = tc_state();
+        ck_assert_str_eq(before, after);
+        free(before);
+        free(after);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_set_is_undone_when_a_later_op_of_the_batch_fails)
+{
+        nb_conn *c = setup();
+        nb_rate first = {.average = 1024, .burst = 64}, second = {.average = 8192, .burst = 64};
+        const char *const argv[] = {"/bin/false", NULL};
+        char *before, *after;
+        nb_results *res;
+        nb_batch *b = nb_batch_new();
+
+        bw_set_ok(c, "h0", &first, NULL);
+        before = tc_state();
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &second, &second), 0);
+        ck_assert_int_eq(nb_batch_exec(b, "/bin/false", argv, NULL, NULL, 0, 0), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_ne(nb_result_status(res, 1), 0);
+        nb_results_free(res);
+        after = tc_state();
+        ck_assert_str_eq(before, after);
+        ck_assert(!tu_link_exists(ifb_of_h0()));
+        free(before);
+        free(after);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- conformance: the seed's table ---- */
+
+/* iperf3 TCP for 3 s after 2 s of warm-up, from here to the guest
+ * (reverse: from the guest to here); bits/s as the receiver counted them.
+ * The server runs in the guest namespace, bound to its address, once, and
+ * under timeout(1) so it cannot outlive a failed test for long. */
+static double iperf(bool from_guest)
+{
+        char *out =
+                tu_sh("nsenter --net=%s timeout 30 iperf3 -s -1 -B " GUEST_IP " >/dev/null 2>&1 &\n"
+                      "for i in $(seq 100); do nsenter --net=%s ss -ltn | grep -q '" GUEST_IP
+                      ":5201' && break; sleep 0.05; done\n"
+                      "iperf3 -c " GUEST_IP " -B " HOST_IP " -t 3 -O 2 %s -J | python3 -c "
+                      "\"import json, sys; print(json.load(sys.stdin)['end']['sum_received']"
+                      "['bits_per_second'])\"\n"
+                      "wait",
+                      guest_ns, guest_ns, from_guest ? "-R" : "");
+        double bps = atof(out);
+
+        free(out);
+        return bps;
+}
+
+START_TEST(test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways)
+{
+        static const unsigned averages[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+        double in_bps[7], out_bps[7], free_in, free_out;
+        char failures[1024] = "";
+        nb_conn *c = setup();
+
+        free_in = iperf(false);
+        free_out = iperf(true);
+        for (size_t i = 0; i < 7; i++) {
+                /* A burst of 1/8 s at the rate, at least 64 kB. */
+                nb_rate r = {.average = averages[i],
+                             .burst = averages[i] / 8 > 64 ? averages[i] / 8 : 64};
+                bw_set_ok(c, "h0", &r, &r);
+                in_bps[i] = iperf(false);
+                out_bps[i] = iperf(true);
+        }
+        bw_clear_ok(c, "h0");
+        printf("\naverage rate [kB/s]   : to guest (inbound) [Mbit/s] : from guest (outbound) "
+               "[Mbit/s]\n"
+               "====================================================================="
+               "==========\n");
+        for (size_t i = 0; i < 7; i++) {
+                double want = (double)averages[i] * 1024 * 8;
+                int n = 0;
+                printf("%-5u (%3.0f Mbit/s)     : %8.2f (%+5.1f%%)             : %8.2f "
+                       "(%+5.1f%%)\n",
+                       averages[i], want / 1e6, in_bps[i] / 1e6, (in_bps[i] / want - 1) * 100,
+                       out_bps[i] / 1e6, (out_bps[i] / want - 1) * 100);
+                if (in_bps[i] < want * 0.85 || in_bps[i] > want * 1.15)
+                        n = snprintf(failures + strlen(failures),
+                                     sizeof(failures) - strlen(failures), " in@%u", averages[i]);
+                if (out_bps[i] < want * 0.85 || out_bps[i] > want * 1.15)
+                        n = snprintf(failures + strlen(failures),
+                                     sizeof(failures) - strlen(failures), " out@%u", averages[i]);
+                (void)n;
+        }
+        printf("unlimited             : %8.2f                     : %8.2f\n", free_in / 1e6,
+               free_out / 1e6);
+        fflush(stdout);
+        ck_assert_msg(!failures[0], "outside 15%% of the average:%s", failures);
+        nb_close(c);
+}
+END_TEST
+
+Suite *bandwidth_suite(void)
+{
+        Suite *s = suite_create("bandwidth");
+        TCase *ops = tcase_create("bandwidth-ops"), *rate = tcase_create("bandwidth-rate");
+
+        tcase_set_timeout(ops, 60);
+        tcase_set_timeout(rate, 180);
+        tcase_add_test(ops, test_set_is_what_tc_shows_and_set_twice_is_the_same_state);
+        tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
+        tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);
+        tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
+        tcase_add_test(rate,
+                       test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways);
+        suite_add_tcase(s, ops);
+        suite_add_tcase(s, rate);
+        return s;
+}

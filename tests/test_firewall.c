@@ -1,0 +1,1823 @@
+/* The firewall through the helper, against the real kernel and real
+ * traffic. Every test runs in a network namespace of its own (unshared in
+ * Check's forked child), where the helper runs too; a second namespace is
+ * the "guest", joined to ours by a veth pair: geth0 in the guest, vnet0
+ * here. vnet0 plays the tap the owner binds to: its ingress is what the
+ * guest sends, its egress what the guest receives.
+ *
+ * Frames are crafted and counted with AF_PACKET sockets. A packet socket
+ * of ETH_P_ALL sees a frame before the interface's ingress hook, so on the
+ * host side the receivers are bound to one ethertype: those are served
+ * after the ingress hook, and count only what the filter let through. Each
+ * enforcement test first shows, without rules, that the frames it expects
+ * to be dropped do arrive, so a zero means the filter, not the probe.
+ *
+ * What is installed is read with nft(8) itself: `nft -j list table` for
+ * chains, hooks and rules, the text listing for what nft 1.0's JSON leaves
+ * out (the hook's device and the chain comment), `nft list ruleset` for
+ * byte-for-byte comparisons, and `nft monitor` for writes. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+#define HOST_MAC "52:54:00:00:00:01"
+#define GUEST_MAC "52:54:00:00:00:02"
+#define SPOOF_MAC "52:54:00:66:66:66"
+#define HOST_IP "10.0.0.1"
+#define GUEST_IP "10.0.0.2"
+#define ETH_P_NBTEST 0x88b5 /* IEEE local experimental */
+
+#define FW_ALLOW TU_ALLOW "exec_allow = /usr/sbin/ip /usr/sbin/nft\n"
+
+/* ---- the helper ---- */
+
+static nb_results *submit(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+        int r = nb_submit(c, b, &res);
+
+        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
+        nb_batch_free(b);
+        return res;
+}
+
+static nb_results *submit_ok(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = submit(c, b);
+        long bad = nb_results_first_error(res);
+
+        ck_assert_msg(bad < 0, "op %ld failed: %s (%s)", bad,
+                      bad < 0 ? "" : strerror(-nb_result_status(res, (size_t)bad)),
+                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
+        return res;
+}
+
+static void assert_refused(const nb_results *res, size_t i, int status, const char *needle)
+{
+        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
+                      nb_result_status(res, i), nb_result_message(res, i), status);
+        ck_assert_msg(strstr(nb_result_message(res, i), needle), "op %zu: message '%s' lacks '%s'",
+                      i, nb_result_message(res, i), needle);
+}
+
+static uint64_t stat_of(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        uint64_t v = 0;
+
+        nb_batch_stats(b);
+        res = submit_ok(c, b);
+        ck_assert_msg(nb_result_stat(res, 0, name, &v) == 0, "no counter %s", name);
+        nb_results_free(res);
+        return v;
+}
+
+/* Apply one owner in its own batch; returns its rule count, and its hash
+ * in hash (33 bytes) when not NULL. */
+static unsigned apply1(nb_conn *c, const char *owner, const char *ifname, const nb_fw_ruleset *rs,
+                       nb_fw_mode mode, char *hash, bool *unchanged)
+{
+        nb_batch *b = nb_batch_new();
+        const char *h = NULL;
+        nb_results *res;
+        unsigned rules = 0;
+        bool same = false;
+
+        ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, mode), 0);
+        res = submit_ok(c, b);
+        ck_assert_int_eq(nb_result_firewall(res, 0, &h, &same, &rules), 0);
+        if (hash)
+                snprintf(hash, 33, "%s", h);
+        if (unchanged)
+                *unchanged = same;
+        nb_results_free(res);
+        return rules;
+}
+
+static void remove1(nb_conn *c, const char *owner)
+{
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_firewall_remove(b, owner), 0);
+        nb_results_free(submit_ok(c, b));
+}
+
+static nb_fw_ruleset *ruleset_no_mac_spoofing(void)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+
+        ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, GUEST_MAC), 0);
+        return rs;
+}
+
+/* ---- nft(8) ---- */
+
+static char *ruleset_text(void)
+{
+        return tu_sh("nft list ruleset");
+}
+
+/* One line per chain of our table, in the kernel's order, each line
+ * starting with a newline: NAME, for a base chain its hook, type, prio,
+ * policy, comment and device, then its rule count and its rules as nft
+ * prints them. The rule count comes from the JSON, the rules from the
+ * text; the two must agree. "(no table)" when there is none. */
+static const char summary_py[] =
+        "import json, re, subprocess, sys\n"
+        "def run(*a):\n"
+        "    return subprocess.run(a, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,\n"
+        "                          text=True)\n"
+        "p = run('nft', '-j', 'list', 'table', 'netdev', 'netbroker')\n"
+        "if p.returncode:\n"
+        "    print('(no table)')\n"
+        "    sys.exit(0)\n"
+        "j = json.loads(p.stdout)['nftables']\n"
+        "text = run('nft', 'list', 'table', 'netdev', 'netbroker').stdout\n"
+        "info, body, cur = {}, {}, None\n"
+        "for line in text.splitlines():\n"
+        "    s = line.strip()\n"
+        "    m = re.match(r'chain (\\S+) \\{$', s)\n"
+        "    if m:\n"
+        "        cur = m.group(1)\n"
+        "        body[cur], info[cur] = [], ''\n"
+        "        continue\n"
+        "    if cur is None or s == '':\n"
+        "        continue\n"
+        "    if s == '}':\n"
+        "        cur = None\n"
+        "        continue\n"
+        "    m = re.match(r'comment \"(.*)\"$', s)\n"
+        "    if m:\n"
+        "        info[cur] += ' comment=\"%s\"' % m.group(1)\n"
+        "        continue\n"
+        "    m = re.search(r'hook \\S+ device \"([^\"]+)\"', s)\n"
+        "    if m:\n"
+        "        info[cur] += ' dev=%s' % m.group(1)\n"
+        "        continue\n"
+        "    body[cur].append(s)\n"
+        "count = {}\n"
+        "for o in j:\n"
+        "    if 'rule' in o:\n"
+        "        count[o['rule']['chain']] = count.get(o['rule']['chain'], 0) + 1\n"
+        "for o in j:\n"
+        "    if 'chain' not in o:\n"
+        "        continue\n"
+        "    c = o['chain']\n"
+        "    n = c['name']\n"
+        "    hook = ''\n"
+        "    if 'hook' in c:\n"
+        "        hook = ' hook=%s type=%s prio=%s policy=%s' % (c['hook'], c['type'],\n"
+        "                                                       c['prio'], c['policy'])\n"
+        "    if count.get(n, 0) != len(body.get(n, [])):\n"
+        "        sys.exit('json and text disagree on %s' % n)\n"
+        "    print('\\n%s%s%s rules=%d: %s' % (n, hook, info.get(n, ''), count.get(n, 0),\n"
+        "                                     '; '.join(body.get(n, []))), end='')\n"
+        "print()\n";
+
+static char *nft_summary(void)
+{
+        char *out;
+        int r = tu_run((const char *const[]){"/usr/bin/python3", "-c", summary_py, NULL}, &out);
+
+        ck_assert_msg(r == 0, "reading table netdev netbroker failed (%d)", r);
+        return out;
+}
+
+static void assert_has_line(const char *summary, const char *line)
+{
+        char *needle;
+
+        ck_assert_int_ge(asprintf(&needle, "\n%s\n", line), 0);
+        ck_assert_msg(strstr(summary, needle), "nft does not show\n  %s\nin:%s", line, summary);
+        free(needle);
+}
+
+/* How many chains of the summary start with prefix. */
+static unsigned chains_with_prefix(const char *summary, const char *prefix)
+{
+        unsigned n = 0;
+        char *needle;
+
+        ck_assert_int_ge(asprintf(&needle, "\n%s", prefix), 0);
+        for (const char *p = summary; (p = strstr(p, needle)); p++)
+                n += p[1] != '\0'; /* not the final newline */
+        free(needle);
+        return n;
+}
+
+/* The summary's lines for chains starting with prefix (caller frees). */
+static char *lines_with_prefix(const char *summary, const char *prefix)
+{
+        size_t len = 0, plen = strlen(prefix);
+        char *out = NULL;
+        FILE *f = open_memstream(&out, &len);
+
+        ck_assert_ptr_nonnull(f);
+        for (const char *p = summary; p && *p;) {
+                const char *nl = strchr(p + 1, '\n');
+                size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                if (*p == '\n' && strncmp(p + 1, prefix, plen) == 0)
+                        fwrite(p, 1, n, f);
+                p = nl;
+        }
+        fclose(f);
+        return out;
+}
+
+/* ---- the guest ---- */
+
+struct lab {
+        nb_conn *c;
+        int ns; /* the guest's network namespace */
+        char ns_path[64]; /* the same, for nsenter --net= and ip netns */
+        int host_tx; /* sends on vnet0: toward the guest, through its egress */
+        int guest_tx; /* sends on geth0 in the guest: into vnet0's ingress */
+};
+
+static void parse_mac(const char *s, uint8_t mac[6])
+{
+        unsigned b[6];
+
+        ck_assert_int_eq(sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]),
+                         6);
+        for (int i = 0; i < 6; i++)
+                mac[i] = (uint8_t)b[i];
+}
+
+/* A packet socket on dev in namespace ns (-1: ours). proto 0 receives
+ * nothing (a sender); ETH_P_ALL sees frames before the ingress hook; any
+ * other ethertype only what the ingress hook let through. */
+static int packet_socket_in(int ns, const char *dev, int proto)
+{
+        struct sockaddr_ll sa = {.sll_family = AF_PACKET, .sll_protocol = htons((uint16_t)proto)};
+        int here = -1, fd;
+
+        if (ns >= 0) {
+                here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+                ck_assert_int_ge(here, 0);
+                ck_assert_msg(setns(ns, CLONE_NEWNET) == 0, "setns: %s", strerror(errno));
+        }
+        fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons((uint16_t)proto));
+        sa.sll_ifindex = (int)if_nametoindex(dev);
+        if (fd >= 0 && sa.sll_ifindex > 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                close(fd);
+                fd = -1;
+        }
+        if (ns >= 0) {
+                ck_assert_msg(setns(here, CLONE_NEWNET) == 0, "setns back: %s", strerror(errno));
+                close(here);
+        }
+        ck_assert_msg(fd >= 0 && sa.sll_ifindex > 0, "packet socket on %s: %s", dev,
+                      strerror(errno));
+        return fd;
+}
+
+static int socket_in(int ns, int domain, int type, int proto)
+{
+        int here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC), fd;
+
+        ck_assert_int_ge(here, 0);
+        ck_assert_msg(setns(ns, CLONE_NEWNET) == 0, "setns: %s", strerror(errno));
+        fd = socket(domain, type | SOCK_CLOEXEC, proto);
+        ck_assert_msg(setns(here, CLONE_NEWNET) == 0, "setns back: %s", strerror(errno));
+        close(here);
+        ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+        return fd;
+}
+
+/* Our namespace with the helper and vnet0 (HOST_MAC, HOST_IP), and a guest
+ * namespace with geth0 (GUEST_MAC, GUEST_IP), both up. */
+static void lab_up(struct lab *l)
+{
+        tu_private_netns();
+        l->c = tu_spawn(TU_ALLOW);
+        l->ns = tu_new_netns_fd();
+        snprintf(l->ns_path, sizeof(l->ns_path), "/proc/%d/fd/%d", (int)getpid(), l->ns);
+        free(tu_sh("ip link add vnet0 address %s type veth peer name geth0 address %s netns %s",
+                   HOST_MAC, GUEST_MAC, l->ns_path));
+        free(tu_sh("ip addr add %s/24 dev vnet0 && ip link set vnet0 up", HOST_IP));
+        free(tu_sh("nsenter --net=%s sh -c 'ip link set lo up && ip addr add %s/24 dev geth0 && "
+                   "ip link set geth0 up'",
+                   l->ns_path, GUEST_IP));
+        l->host_tx = packet_socket_in(-1, "vnet0", 0);
+        l->guest_tx = packet_socket_in(l->ns, "geth0", 0);
+}
+
+static void lab_down(struct lab *l)
+{
+        close(l->host_tx);
+        close(l->guest_tx);
+        close(l->ns);
+        nb_close(l->c);
+}
+
+/* ---- frames ---- */
+
+static void put16(uint8_t *p, unsigned v)
+{
+        p[0] = (uint8_t)(v >> 8);
+        p[1] = (uint8_t)v;
+}
+
+static uint16_t csum(const uint8_t *p, size_t len)
+{
+        uint32_t s = 0;
+
+        for (size_t i = 0; i + 1 < len; i += 2)
+                s += (uint32_t)(p[i] << 8 | p[i + 1]);
+        if (len & 1)
+                s += (uint32_t)(p[len - 1] << 8);
+        while (s >> 16)
+                s = (s & 0xffff) + (s >> 16);
+        return (uint16_t)~s;
+}
+
+static size_t eth_header(uint8_t *f, const char *dst, const char *src, unsigned type)
+{
+        memset(f, 0, 60);
+        parse_mac(dst, f);
+        parse_mac(src, f + 6);
+        put16(f + 12, type);
+        return 14;
+}
+
+/* Our own ethertype, the marker as payload. */
+static size_t test_frame(uint8_t *f, const char *dst, const char *src, const char *marker)
+{
+        memcpy(f + eth_header(f, dst, src, ETH_P_NBTEST), marker, strlen(marker));
+        return 60;
+}
+
+/* IPv4/UDP with the marker as payload; a correct IP checksum, no UDP one. */
+static size_t udp_frame(uint8_t *f, const char *dst, const char *src, const char *saddr,
+                        const char *daddr, unsigned sport, unsigned dport, const char *marker)
+{
+        size_t plen = strlen(marker), len = 14 + 20 + 8 + plen;
+        uint8_t *ip = f + eth_header(f, dst, src, ETH_P_IP), *udp = ip + 20;
+
+        ip[0] = 0x45;
+        put16(ip + 2, (unsigned)(20 + 8 + plen));
+        put16(ip + 4, 1);
+        ip[8] = 64;
+        ip[9] = IPPROTO_UDP;
+        ck_assert_int_eq(inet_pton(AF_INET, saddr, ip + 12), 1);
+        ck_assert_int_eq(inet_pton(AF_INET, daddr, ip + 16), 1);
+        put16(ip + 10, csum(ip, 20));
+        put16(udp, sport);
+        put16(udp + 2, dport);
+        put16(udp + 4, (unsigned)(8 + plen));
+        memcpy(udp + 8, marker, plen);
+        return len < 60 ? 60 : len;
+}
+
+/* An ARP packet; the marker goes in the padding after it (at most 18). */
+static size_t arp_frame(uint8_t *f, const char *dst, const char *src, unsigned op, const char *sha,
+                        const char *spa, const char *tha, const char *tpa, const char *marker)
+{
+        uint8_t *a = f + eth_header(f, dst, src, ETH_P_ARP);
+
+        put16(a, 1);
+        put16(a + 2, ETH_P_IP);
+        a[4] = 6;
+        a[5] = 4;
+        put16(a + 6, op);
+        parse_mac(sha, a + 8);
+        ck_assert_int_eq(inet_pton(AF_INET, spa, a + 14), 1);
+        parse_mac(tha, a + 18);
+        ck_assert_int_eq(inet_pton(AF_INET, tpa, a + 24), 1);
+        ck_assert_int_le(strlen(marker), 18);
+        memcpy(a + 28, marker, strlen(marker));
+        return 60;
+}
+
+/* Toward the guest, a frame the egress hook drops fails the send with
+ * ENOBUFS (NET_XMIT_DROP): that is the filter working, not an error. */
+static void send_frame(int fd, const uint8_t *f, size_t len)
+{
+        ssize_t n = send(fd, f, len, 0);
+
+        ck_assert_msg(n == (ssize_t)len || (n < 0 && errno == ENOBUFS), "send: %s",
+                      strerror(errno));
+}
+
+/* Frames on fd carrying marker, until quiet_ms pass without one of them
+ * (or `enough` have come), at most 3 s. */
+static unsigned count_marked(int fd, const char *marker, unsigned enough, int quiet_ms)
+{
+        uint64_t end = tu_now_us() + 3000000, last = tu_now_us();
+        unsigned n = 0;
+        uint8_t buf[2048];
+
+        while (n < enough && tu_now_us() < end && tu_now_us() - last < (uint64_t)quiet_ms * 1000) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                ssize_t len;
+                if (poll(&p, 1, 20) <= 0)
+                        continue;
+                len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (len > 0 && memmem(buf, (size_t)len, marker, strlen(marker))) {
+                        n++;
+                        last = tu_now_us();
+                }
+        }
+        return n;
+}
+
+/* Send `copies` of a frame and count how many arrive on the other side:
+ * from the guest, on vnet0 after its ingress hook; to the guest, on geth0
+ * (after vnet0's egress hook). */
+static unsigned through(struct lab *l, bool from_guest, const uint8_t *f, size_t len,
+                        const char *marker, unsigned copies)
+{
+        int type = f[12] << 8 | f[13];
+        int rx = from_guest ? packet_socket_in(-1, "vnet0", type)
+                            : packet_socket_in(l->ns, "geth0", type);
+        unsigned n;
+
+        for (unsigned i = 0; i < copies; i++)
+                send_frame(from_guest ? l->guest_tx : l->host_tx, f, len);
+        n = count_marked(rx, marker, copies + 1, 200);
+        close(rx);
+        return n;
+}
+
+/* One probe: a frame, its direction, and whether the filter lets it pass. */
+struct probe {
+        const char *what;
+        bool from_guest;
+        bool passes;
+        uint8_t frame[128];
+        size_t len;
+        char marker[24];
+};
+
+#define FROM_GUEST true
+#define TO_GUEST false
+#define PASSES true
+#define DROPPED false
+#define PROBE(what_, from_guest_, passes_, marker_)                                                \
+        {                                                                                          \
+                .what = (what_), .from_guest = (from_guest_), .passes = (passes_),                 \
+                .marker = marker_                                                                  \
+        }
+
+/* Without rules every probe must arrive (the probes work); with them,
+ * exactly those that should pass. */
+static void run_probes(struct lab *l, const struct probe *p, size_t n, bool filtered)
+{
+        for (size_t i = 0; i < n; i++) {
+                unsigned got = through(l, p[i].from_guest, p[i].frame, p[i].len, p[i].marker, 3);
+                unsigned want = !filtered || p[i].passes ? 3 : 0;
+                ck_assert_msg(got == want, "%s: %u of 3 arrived %s, wanted %u", p[i].what, got,
+                              filtered ? "with the rules" : "without rules (the probe is broken)",
+                              want);
+        }
+}
+
+/* ---- a ping from the guest to the host, with a raw ICMP socket ---- */
+
+static bool ping_once(int fd, uint16_t seq, int timeout_ms)
+{
+        struct sockaddr_in to = {.sin_family = AF_INET};
+        uint8_t req[16] = {8, 0}, buf[256];
+        uint64_t end = tu_now_us() + (uint64_t)timeout_ms * 1000;
+
+        inet_pton(AF_INET, HOST_IP, &to.sin_addr);
+        put16(req + 4, 0x4e42); /* id */
+        put16(req + 6, seq);
+        memcpy(req + 8, "nbfwping", 8);
+        put16(req + 2, csum(req, sizeof(req)));
+        ck_assert_int_eq(sendto(fd, req, sizeof(req), 0, (struct sockaddr *)&to, sizeof(to)),
+                         (ssize_t)sizeof(req));
+        while (tu_now_us() < end) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                ssize_t n;
+                size_t ihl;
+                if (poll(&p, 1, 20) <= 0)
+                        continue;
+                n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 20)
+                        continue;
+                ihl = (size_t)(buf[0] & 0xf) * 4;
+                if ((size_t)n >= ihl + 8 && buf[ihl] == 0 && buf[ihl + 4] == 0x4e &&
+                    buf[ihl + 5] == 0x42 && (buf[ihl + 6] << 8 | buf[ihl + 7]) == seq)
+                        return true;
+        }
+        return false;
+}
+
+/* Up to `tries` echo requests, 400 ms each: did one get an answer? */
+static bool guest_pings_host(struct lab *l, int tries)
+{
+        static uint16_t seq;
+        int fd = socket_in(l->ns, AF_INET, SOCK_RAW, IPPROTO_ICMP);
+        bool ok = false;
+
+        for (int i = 0; i < tries && !ok; i++)
+                ok = ping_once(fd, ++seq, 400);
+        close(fd);
+        return ok;
+}
+
+/* ---- enforcement with real traffic ---- */
+
+START_TEST(test_no_mac_spoofing_ping_works_until_the_guest_changes_its_mac)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = ruleset_no_mac_spoofing();
+
+        lab_up(&l);
+        ck_assert_msg(guest_pings_host(&l, 5), "no ping without any rules");
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        ck_assert_msg(guest_pings_host(&l, 3), "no ping with no-mac-spoofing and the right MAC");
+
+        /* The guest takes another MAC; the host must ask for it again. */
+        free(tu_sh("nsenter --net=%s sh -c 'ip link set geth0 down && "
+                   "ip link set geth0 address %s && ip link set geth0 up'",
+                   l.ns_path, SPOOF_MAC));
+        free(tu_sh("ip neigh flush dev vnet0"));
+        ck_assert_msg(!guest_pings_host(&l, 3), "ping works with a spoofed MAC");
+
+        /* Control: the filter is what stopped it. */
+        remove1(l.c, "vnet0");
+        ck_assert_msg(guest_pings_host(&l, 5), "no ping with the new MAC after the rules went");
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+START_TEST(test_no_ip_spoofing_drops_a_spoofed_source_address)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("UDP from the guest's address", FROM_GUEST, PASSES, "nbfw-ip-good"),
+                PROBE("UDP from a spoofed address", FROM_GUEST, DROPPED, "nbfw-ip-spoofed"),
+                PROBE("UDP from 0.0.0.0, not DHCP", FROM_GUEST, DROPPED, "nbfw-ip-zero"),
+                PROBE("non-IP frame", FROM_GUEST, PASSES, "nbfw-ip-other"),
+        };
+
+        lab_up(&l);
+        p[0].len = udp_frame(p[0].frame, HOST_MAC, GUEST_MAC, GUEST_IP, HOST_IP, 4000, 5000,
+                             p[0].marker);
+        p[1].len = udp_frame(p[1].frame, HOST_MAC, GUEST_MAC, "10.0.0.66", HOST_IP, 4000, 5000,
+                             p[1].marker);
+        p[2].len = udp_frame(p[2].frame, HOST_MAC, GUEST_MAC, "0.0.0.0", HOST_IP, 4000, 5000,
+                             p[2].marker);
+        p[3].len = test_frame(p[3].frame, HOST_MAC, GUEST_MAC, p[3].marker);
+        run_probes(&l, p, 4, false);
+
+        ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, GUEST_MAC), 0);
+        ck_assert_int_eq(nb_fw_add_no_ip_spoofing(rs, (const char *const[]){GUEST_IP, NULL}), 0);
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 4, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+START_TEST(test_no_arp_spoofing_drops_forged_arp_and_passes_genuine_arp)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("genuine ARP reply", FROM_GUEST, PASSES, "nbfw-arp-good"),
+                PROBE("genuine ARP request", FROM_GUEST, PASSES, "nbfw-arp-req"),
+                PROBE("ARP reply for someone else's IP", FROM_GUEST, DROPPED, "nbfw-arp-other"),
+                PROBE("ARP reply claiming the host's IP", FROM_GUEST, DROPPED, "nbfw-arp-host"),
+                PROBE("ARP reply with a forged sender MAC", FROM_GUEST, DROPPED, "nbfw-arp-sha"),
+                PROBE("ARP with opcode 3", FROM_GUEST, DROPPED, "nbfw-arp-op3"),
+        };
+
+        lab_up(&l);
+        p[0].len = arp_frame(p[0].frame, HOST_MAC, GUEST_MAC, 2, GUEST_MAC, GUEST_IP, HOST_MAC,
+                             HOST_IP, p[0].marker);
+        p[1].len = arp_frame(p[1].frame, "ff:ff:ff:ff:ff:ff", GUEST_MAC, 1, GUEST_MAC, GUEST_IP,
+                             "00:00:00:00:00:00", HOST_IP, p[1].marker);
+        p[2].len = arp_frame(p[2].frame, HOST_MAC, GUEST_MAC, 2, GUEST_MAC, "10.0.0.9", HOST_MAC,
+                             HOST_IP, p[2].marker);
+        p[3].len = arp_frame(p[3].frame, HOST_MAC, GUEST_MAC, 2, GUEST_MAC, HOST_IP, HOST_MAC,
+                             HOST_IP, p[3].marker);
+        p[4].len = arp_frame(p[4].frame, HOST_MAC, GUEST_MAC, 2, SPOOF_MAC, GUEST_IP, HOST_MAC,
+                             HOST_IP, p[4].marker);
+        p[5].len = arp_frame(p[5].frame, HOST_MAC, GUEST_MAC, 3, GUEST_MAC, GUEST_IP, HOST_MAC,
+                             HOST_IP, p[5].marker);
+        run_probes(&l, p, 6, false);
+
+        ck_assert_int_eq(
+                nb_fw_add_no_arp_spoofing(rs, GUEST_MAC, (const char *const[]){GUEST_IP, NULL}), 0);
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 6, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+START_TEST(test_no_promisc_drops_frames_to_another_mac_toward_the_guest)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("frame to the guest's MAC", TO_GUEST, PASSES, "nbfw-pr-mine"),
+                PROBE("broadcast frame", TO_GUEST, PASSES, "nbfw-pr-bcast"),
+                PROBE("multicast frame", TO_GUEST, PASSES, "nbfw-pr-mcast"),
+                PROBE("frame to another unicast MAC", TO_GUEST, DROPPED, "nbfw-pr-other"),
+                PROBE("frame from the guest to another MAC", FROM_GUEST, PASSES, "nbfw-pr-out"),
+        };
+
+        lab_up(&l);
+        p[0].len = test_frame(p[0].frame, GUEST_MAC, HOST_MAC, p[0].marker);
+        p[1].len = test_frame(p[1].frame, "ff:ff:ff:ff:ff:ff", HOST_MAC, p[1].marker);
+        p[2].len = test_frame(p[2].frame, "01:00:5e:00:00:fb", HOST_MAC, p[2].marker);
+        p[3].len = test_frame(p[3].frame, "52:54:00:00:00:77", HOST_MAC, p[3].marker);
+        p[4].len = test_frame(p[4].frame, "52:54:00:00:00:77", GUEST_MAC, p[4].marker);
+        run_probes(&l, p, 5, false);
+
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, GUEST_MAC), 0);
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 5, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* allow-dhcp-server behind no-ip-spoofing for a guest with no address yet,
+ * and a last group dropping everything else both ways, so what passes is
+ * what allow-dhcp accepts. */
+START_TEST(test_allow_dhcp_passes_a_dhcp_exchange_and_nothing_else_from_0_0_0_0)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        const char *bc = "ff:ff:ff:ff:ff:ff";
+        struct probe p[] = {
+                PROBE("DHCPDISCOVER 0.0.0.0:68 -> 255.255.255.255:67", FROM_GUEST, PASSES,
+                      "nbfw-dhcp-discover"),
+                PROBE("UDP 0.0.0.0:68 -> 255.255.255.255:1234", FROM_GUEST, DROPPED,
+                      "nbfw-dhcp-zero-1234"),
+                PROBE("UDP 0.0.0.0:5353 -> 255.255.255.255:67", FROM_GUEST, DROPPED,
+                      "nbfw-dhcp-zero-5353"),
+                PROBE("UDP 10.0.0.2:68 -> 255.255.255.255:67 (no address yet)", FROM_GUEST, DROPPED,
+                      "nbfw-dhcp-addressed"),
+                PROBE("DHCP answer 10.0.0.1:67 -> 255.255.255.255:68", TO_GUEST, PASSES,
+                      "nbfw-dhcp-offer"),
+                PROBE("DHCP answer to the guest's MAC and address", TO_GUEST, PASSES,
+                      "nbfw-dhcp-ack"),
+                PROBE("DHCP answer from another server 10.0.0.3", TO_GUEST, DROPPED,
+                      "nbfw-dhcp-rogue"),
+                PROBE("UDP 10.0.0.1:67 -> :69", TO_GUEST, DROPPED, "nbfw-dhcp-69"),
+        };
+
+        lab_up(&l);
+        p[0].len = udp_frame(p[0].frame, bc, GUEST_MAC, "0.0.0.0", "255.255.255.255", 68, 67,
+                             p[0].marker);
+        p[1].len = udp_frame(p[1].frame, bc, GUEST_MAC, "0.0.0.0", "255.255.255.255", 68, 1234,
+                             p[1].marker);
+        p[2].len = udp_frame(p[2].frame, bc, GUEST_MAC, "0.0.0.0", "255.255.255.255", 5353, 67,
+                             p[2].marker);
+        p[3].len = udp_frame(p[3].frame, bc, GUEST_MAC, GUEST_IP, "255.255.255.255", 68, 67,
+                             p[3].marker);
+        p[4].len = udp_frame(p[4].frame, bc, HOST_MAC, HOST_IP, "255.255.255.255", 67, 68,
+                             p[4].marker);
+        p[5].len =
+                udp_frame(p[5].frame, GUEST_MAC, HOST_MAC, HOST_IP, GUEST_IP, 67, 68, p[5].marker);
+        p[6].len = udp_frame(p[6].frame, bc, HOST_MAC, "10.0.0.3", "255.255.255.255", 67, 68,
+                             p[6].marker);
+        p[7].len = udp_frame(p[7].frame, bc, HOST_MAC, HOST_IP, "255.255.255.255", 67, 69,
+                             p[7].marker);
+        run_probes(&l, p, 8, false);
+
+        ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, GUEST_MAC), 0);
+        ck_assert_int_eq(nb_fw_add_no_ip_spoofing(rs, NULL), 0);
+        ck_assert_int_eq(nb_fw_add_allow_dhcp(rs, HOST_IP), 0);
+        ck_assert_int_eq(nb_fw_group(rs, "rest"), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.direction = NB_FW_FROM_GUEST,
+                                                          .verdict = NB_FW_DROP}),
+                         0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.direction = NB_FW_TO_GUEST,
+                                                          .verdict = NB_FW_DROP}),
+                         0);
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 8, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* A rejected UDP datagram does not reach the host, and the guest gets an
+ * ICMP port unreachable back from the host's address, carrying what it
+ * sent; a rejected non-IP frame is dropped. */
+START_TEST(test_reject_answers_the_guest_with_port_unreachable)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("UDP to the rejected port", FROM_GUEST, DROPPED, "nbfw-rej-5000"),
+                PROBE("UDP to another port", FROM_GUEST, PASSES, "nbfw-rej-5001"),
+                PROBE("rejected non-IP frame", FROM_GUEST, DROPPED, "nbfw-rej-other"),
+        };
+        uint64_t end;
+        bool answered = false;
+        int rx;
+
+        lab_up(&l);
+        p[0].len = udp_frame(p[0].frame, HOST_MAC, GUEST_MAC, GUEST_IP, HOST_IP, 4000, 5000,
+                             p[0].marker);
+        p[1].len = udp_frame(p[1].frame, HOST_MAC, GUEST_MAC, GUEST_IP, HOST_IP, 4000, 5001,
+                             p[1].marker);
+        p[2].len = test_frame(p[2].frame, HOST_MAC, GUEST_MAC, p[2].marker);
+        run_probes(&l, p, 3, false);
+
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_REJECT,
+                                                          .ether_type = ETH_P_IP,
+                                                          .l4_proto = IPPROTO_UDP,
+                                                          .dport_min = 5000}),
+                         0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_REJECT,
+                                                          .ether_type = ETH_P_NBTEST}),
+                         0);
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 3, true);
+
+        rx = packet_socket_in(l.ns, "geth0", ETH_P_IP);
+        send_frame(l.guest_tx, p[0].frame, p[0].len);
+        end = tu_now_us() + 2000000;
+        while (!answered && tu_now_us() < end) {
+                struct pollfd pf = {.fd = rx, .events = POLLIN};
+                uint8_t buf[2048], from[4], to[4];
+                ssize_t n;
+                if (poll(&pf, 1, 20) <= 0)
+                        continue;
+                n = recv(rx, buf, sizeof(buf), MSG_DONTWAIT);
+                inet_pton(AF_INET, HOST_IP, from);
+                inet_pton(AF_INET, GUEST_IP, to);
+                answered = n > 14 + 20 + 8 && buf[14 + 9] == IPPROTO_ICMP &&
+                           memcmp(buf + 14 + 12, from, 4) == 0 &&
+                           memcmp(buf + 14 + 16, to, 4) == 0 && buf[14 + 20] == 3 &&
+                           buf[14 + 21] == 3 && memmem(buf, (size_t)n, p[0].marker, 13);
+        }
+        ck_assert_msg(answered, "no ICMP port unreachable came back to the guest");
+        close(rx);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* clean-traffic with no-promisc, as nft lists it: every chain, its hook
+ * and device, the comment with the hash and rule count the apply
+ * returned, and the rules themselves. */
+START_TEST(test_installed_chains_hooks_comment_and_rules_are_what_was_asked)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        char hash[33], line[512], *s;
+        unsigned rules;
+
+        lab_up(&l);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, GUEST_MAC), 0);
+        ck_assert_int_eq(
+                nb_fw_add_clean_traffic(rs, GUEST_MAC, (const char *const[]){GUEST_IP, NULL}), 0);
+        rules = apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, hash, NULL);
+        /* 3 no-promisc, 2 no-mac-spoofing, 3 no-ip-spoofing, 4 no-arp-spoofing,
+         * 4 + 3 clean-traffic, 1 + 1 no-other-l2-traffic. */
+        ck_assert_uint_eq(rules, 21);
+        ck_assert_uint_eq(strlen(hash), 32);
+        s = nft_summary();
+        ck_assert_uint_eq(chains_with_prefix(s, ""), 10);
+        snprintf(line, sizeof(line),
+                 "vnet0/from hook=ingress type=filter prio=0 policy=accept "
+                 "comment=\"netbroker %s vnet0 21\" dev=vnet0 rules=5: "
+                 "jump vnet0/from/no-mac-spoofing; jump vnet0/from/no-ip-spoofing; "
+                 "jump vnet0/from/no-arp-spoofing; jump vnet0/from/clean-traffic; "
+                 "jump vnet0/from/no-other-l2-traffic",
+                 hash);
+        assert_has_line(s, line);
+        snprintf(line, sizeof(line),
+                 "vnet0/to hook=egress type=filter prio=0 policy=accept "
+                 "comment=\"netbroker %s vnet0 21\" dev=vnet0 rules=3: "
+                 "jump vnet0/to/no-promisc; jump vnet0/to/clean-traffic; "
+                 "jump vnet0/to/no-other-l2-traffic",
+                 hash);
+        assert_has_line(s, line);
+        /* nft prints a raw link-layer load where it lacks the iiftype
+         * dependency it would add itself: @ll,48,48 is the source MAC. */
+        assert_has_line(s, "vnet0/to/no-promisc rules=3: @ll,0,48 0x525400000002 return; "
+                           "@ll,0,48 & 0x10000000000 == 0x10000000000 return; drop");
+        assert_has_line(s, "vnet0/from/no-mac-spoofing rules=2: @ll,48,48 0x525400000002 return; "
+                           "drop");
+        assert_has_line(s, "vnet0/from/no-ip-spoofing rules=3: "
+                           "ip saddr 0.0.0.0 udp sport 68 udp dport 67 return; "
+                           "ip saddr 10.0.0.2 return; meta protocol ip drop");
+        assert_has_line(s, "vnet0/from/no-arp-spoofing rules=4: "
+                           "arp saddr ether != 52:54:00:00:00:02 drop; "
+                           "arp operation request arp saddr ip 10.0.0.2 return; "
+                           "arp operation reply arp saddr ip 10.0.0.2 return; "
+                           "meta protocol arp drop");
+        assert_has_line(s, "vnet0/from/clean-traffic rules=4: meta protocol ip accept; "
+                           "meta protocol arp accept; meta protocol 0x0835 accept; "
+                           "meta protocol 0x8035 @ll,48,48 0x525400000002 "
+                           "@ll,0,48 0xffffffffffff accept");
+        assert_has_line(s, "vnet0/to/clean-traffic rules=3: meta protocol ip accept; "
+                           "meta protocol arp accept; "
+                           "meta protocol 0x8035 @ll,0,48 0xffffffffffff accept");
+        assert_has_line(s, "vnet0/from/no-other-l2-traffic rules=1: drop");
+        assert_has_line(s, "vnet0/to/no-other-l2-traffic rules=1: drop");
+        free(s);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* ---- replacing without a window ---- */
+
+struct counter {
+        int fd;
+        atomic_bool stop;
+        unsigned spoofed, genuine;
+};
+
+static void *count_frames(void *data)
+{
+        struct counter *k = data;
+        uint8_t buf[2048];
+
+        for (;;) {
+                struct pollfd p = {.fd = k->fd, .events = POLLIN};
+                ssize_t n;
+                if (poll(&p, 1, 50) <= 0) {
+                        if (atomic_load(&k->stop))
+                                return NULL;
+                        continue;
+                }
+                n = recv(k->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n <= 0)
+                        continue;
+                if (memmem(buf, (size_t)n, "nbfw-spoof", 10))
+                        k->spoofed++;
+                else if (memmem(buf, (size_t)n, "nbfw-genuine", 12))
+                        k->genuine++;
+        }
+}
+
+/* In a child: spoofed frames (and now and then a genuine one) until killed. */
+static pid_t start_sender(int fd)
+{
+        uint8_t spoofed[60], genuine[60];
+        pid_t parent = getpid(), pid;
+
+        test_frame(spoofed, "ff:ff:ff:ff:ff:ff", SPOOF_MAC, "nbfw-spoof");
+        test_frame(genuine, "ff:ff:ff:ff:ff:ff", GUEST_MAC, "nbfw-genuine");
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                /* Never outlive a test that failed half-way. */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                        _exit(0);
+                for (;;) {
+                        for (int i = 0; i < 4; i++)
+                                (void)send(fd, spoofed, sizeof(spoofed), 0);
+                        (void)send(fd, genuine, sizeof(genuine), 0);
+                        usleep(100);
+                }
+        }
+        return pid;
+}
+
+static void stop_sender(pid_t pid)
+{
+        int status;
+
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+
+START_TEST(test_replacing_rules_50_times_lets_no_spoofed_frame_through)
+{
+        struct lab l;
+        nb_fw_ruleset *rs[2] = {ruleset_no_mac_spoofing(), ruleset_no_mac_spoofing()};
+        struct counter k = {.spoofed = 0};
+        char hash[2][33], h[33];
+        pthread_t th;
+        uint64_t txns;
+        bool unchanged;
+        pid_t sender;
+
+        lab_up(&l);
+        /* The second ruleset differs by a rule that matches nothing here, so
+         * each replace really rewrites the owner. */
+        ck_assert_int_eq(nb_fw_group(rs[1], "extra"), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs[1], &(nb_fw_rule){.direction = NB_FW_TO_GUEST,
+                                                             .verdict = NB_FW_ACCEPT,
+                                                             .ether_type = 0x88b6}),
+                         0);
+        apply1(l.c, "vnet0", "vnet0", rs[1], NB_FW_REPLACE, hash[1], NULL);
+        apply1(l.c, "vnet0", "vnet0", rs[0], NB_FW_REPLACE, hash[0], NULL);
+        ck_assert_str_ne(hash[0], hash[1]);
+        txns = stat_of(l.c, "fw_transactions");
+
+        k.fd = packet_socket_in(-1, "vnet0", ETH_P_NBTEST);
+        ck_assert_int_eq(pthread_create(&th, NULL, count_frames, &k), 0);
+        sender = start_sender(l.guest_tx);
+        usleep(100000);
+        for (int i = 0; i < 50; i++) {
+                apply1(l.c, "vnet0", "vnet0", rs[(i + 1) % 2], NB_FW_REPLACE, h, &unchanged);
+                ck_assert(!unchanged);
+                ck_assert_str_eq(h, hash[(i + 1) % 2]);
+                usleep(30000);
+        }
+        usleep(100000);
+        stop_sender(sender);
+        atomic_store(&k.stop, true);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_uint_eq(stat_of(l.c, "fw_transactions"), txns + 50);
+        ck_assert_msg(k.genuine > 200, "only %u genuine frames arrived: the sender did not run",
+                      k.genuine);
+        ck_assert_msg(k.spoofed == 0,
+                      "%u spoofed frames got through during 50 replaces (%u genuine)", k.spoofed,
+                      k.genuine);
+
+        /* Control: without the owner the same frames arrive. */
+        remove1(l.c, "vnet0");
+        {
+                uint8_t f[60];
+                size_t len = test_frame(f, "ff:ff:ff:ff:ff:ff", SPOOF_MAC, "nbfw-spoof");
+                ck_assert_uint_eq(through(&l, true, f, len, "nbfw-spoof", 5), 5);
+        }
+        close(k.fd);
+        nb_fw_ruleset_free(rs[0]);
+        nb_fw_ruleset_free(rs[1]);
+        lab_down(&l);
+}
+END_TEST
+
+/* ---- many owners: atomicity, restarts ---- */
+
+#define MANY 100
+
+/* n veth pairs PREFIX%03d / PREFIXp%03d in one `ip -batch`. */
+static void make_veths(const char *prefix, int n)
+{
+        char path[64];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/tmp/nbfw-veths-%d", (int)getpid());
+        f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        for (int i = 0; i < n; i++)
+                fprintf(f, "link add %s%03d type veth peer name %sp%03d\n", prefix, i, prefix, i);
+        fclose(f);
+        free(tu_sh("ip -batch %s", path));
+        unlink(path);
+}
+
+/* Guest i's clean-traffic and no-promisc, as libvirt would give each. */
+static nb_fw_ruleset *guest_ruleset(int i)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        char mac[18], ip[16];
+
+        snprintf(mac, sizeof(mac), "52:54:00:01:%02x:%02x", (i >> 8) & 0xff, i & 0xff);
+        snprintf(ip, sizeof(ip), "10.1.%d.%d", (i / 250) % 250, i % 250 + 1);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, mac), 0);
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, mac, (const char *const[]){ip, NULL}), 0);
+        return rs;
+}
+
+static void add_guest(nb_batch *b, const char *prefix, int i, nb_fw_mode mode)
+{
+        nb_fw_ruleset *rs = guest_ruleset(i);
+        char name[IFNAMSIZ];
+
+        snprintf(name, sizeof(name), "%s%03d", prefix, i);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, name, name, rs, mode), 0);
+        nb_fw_ruleset_free(rs);
+}
+
+/* n owners PREFIX%03d on the interfaces of the same name, in one batch. */
+static void apply_guests(nb_conn *c, const char *prefix, int n)
+{
+        nb_batch *b = nb_batch_new();
+
+        for (int i = 0; i < n; i++)
+                add_guest(b, prefix, i, NB_FW_REPLACE);
+        nb_results_free(submit_ok(c, b));
+}
+
+static size_t fw_owner_count(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        size_t n;
+
+        nb_batch_firewall_list(b);
+        res = submit_ok(c, b);
+        n = nb_result_fw_owner_count(res, 0);
+        nb_results_free(res);
+        return n;
+}
+
+/* 10 owners in place, then a batch of 100 whose 57th is refused by the
+ * kernel at commit: between the 56th and the 57th, an Exec makes a chain of
+ * the 57th owner's, which validation cannot know about. */
+START_TEST(test_batch_of_100_refused_by_the_kernel_at_57_changes_nothing)
+{
+        nb_conn *c;
+        nb_batch *b = nb_batch_new();
+        const char *intrude[] = {
+                "nft", "add", "chain", "netdev", "netbroker", "fw056/to/no-promisc", NULL};
+        char *before, *after;
+        nb_results *res;
+        uint64_t txns;
+
+        tu_private_netns();
+        c = tu_spawn(FW_ALLOW);
+        make_veths("pre", 10);
+        make_veths("fw", MANY);
+        apply_guests(c, "pre", 10);
+        before = ruleset_text();
+        txns = stat_of(c, "fw_transactions");
+
+        for (int i = 0; i < MANY; i++) {
+                if (i == 56)
+                        ck_assert_int_eq(
+                                nb_batch_exec(b, "/usr/sbin/nft", intrude, NULL, NULL, 0, 0), 0);
+                add_guest(b, "fw", i, NB_FW_REPLACE);
+        }
+        res = submit(c, b);
+        ck_assert_uint_eq(nb_results_count(res), MANY + 1);
+        ck_assert_msg(nb_result_status(res, 56) == 0, "the Exec failed: %s",
+                      nb_result_message(res, 56));
+        for (size_t i = 0; i <= MANY; i++) {
+                if (i == 56)
+                        continue;
+                ck_assert_msg(nb_result_status(res, i) == -EEXIST, "op %zu: %d %s", i,
+                              nb_result_status(res, i), nb_result_message(res, i));
+                ck_assert_msg(strstr(nb_result_message(res, i), "fw056"), "op %zu: %s", i,
+                              nb_result_message(res, i));
+        }
+        assert_refused(res, MANY, -EEXIST, "the kernel refused the transaction (owner fw056)");
+        assert_refused(res, 0, -EEXIST, "not applied: the batch's transaction failed");
+        nb_results_free(res);
+
+        /* Take away the intruder: the rest is as it was, to the byte. */
+        free(tu_sh("nft delete chain netdev netbroker fw056/to/no-promisc"));
+        after = ruleset_text();
+        ck_assert_str_eq(before, after);
+        ck_assert_uint_eq(fw_owner_count(c), 10);
+        ck_assert_uint_eq(stat_of(c, "fw_transactions"), txns);
+        free(before);
+        free(after);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_batch_of_100_with_a_bad_prefix_at_57_changes_nothing)
+{
+        nb_conn *c;
+        nb_batch *b = nb_batch_new();
+        char *before, *after;
+        nb_results *res;
+
+        tu_private_netns();
+        c = tu_spawn(FW_ALLOW);
+        make_veths("pre", 10);
+        make_veths("fw", MANY);
+        apply_guests(c, "pre", 10);
+        before = ruleset_text();
+        for (int i = 0; i < MANY; i++) {
+                if (i == 56) {
+                        nb_fw_ruleset *rs = guest_ruleset(i);
+                        nb_fw_group(rs, "v6");
+                        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_DROP,
+                                                                          .ip_src = "fe80::/129"}),
+                                         0);
+                        ck_assert_int_eq(
+                                nb_batch_firewall_apply(b, "fw056", "fw056", rs, NB_FW_REPLACE), 0);
+                        nb_fw_ruleset_free(rs);
+                        continue;
+                }
+                add_guest(b, "fw", i, NB_FW_REPLACE);
+        }
+        res = submit(c, b);
+        assert_refused(res, 56, -EINVAL,
+                       "firewall fw056: group v6 rule 0: IP source: bad address "
+                       "'fe80::/129'");
+        for (size_t i = 0; i < MANY; i++)
+                if (i != 56)
+                        assert_refused(res, i, -ECANCELED, "not run: op 56 was refused");
+        nb_results_free(res);
+        after = ruleset_text();
+        ck_assert_str_eq(before, after);
+        free(before);
+        free(after);
+        nb_close(c);
+}
+END_TEST
+
+/* The interface of the 57th owner is deleted between validation and the
+ * commit. Kernels before 6.16 refuse a netdev hook on a missing device,
+ * later ones keep the chain and hook it when the device comes back: the
+ * batch must be all or nothing either way. */
+START_TEST(test_batch_whose_57th_interface_vanishes_is_all_or_nothing)
+{
+        nb_conn *c;
+        nb_batch *b = nb_batch_new();
+        const char *del[] = {"ip", "link", "del", "fw056", NULL};
+        char *before, *after, *s;
+        nb_results *res;
+        int status;
+
+        tu_private_netns();
+        c = tu_spawn(FW_ALLOW);
+        make_veths("pre", 10);
+        make_veths("fw", MANY);
+        apply_guests(c, "pre", 10);
+        before = ruleset_text();
+        for (int i = 0; i < MANY; i++) {
+                if (i == 56)
+                        ck_assert_int_eq(nb_batch_exec(b, "/usr/sbin/ip", del, NULL, NULL, 0, 0),
+                                         0);
+                add_guest(b, "fw", i, NB_FW_REPLACE);
+        }
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 56) == 0, "the Exec failed: %s",
+                      nb_result_message(res, 56));
+        ck_assert(!tu_link_exists("fw056"));
+        status = nb_result_status(res, 0);
+        for (size_t i = 0; i <= MANY; i++)
+                if (i != 56)
+                        ck_assert_msg(nb_result_status(res, i) == status,
+                                      "op %zu: %d (%s), op 0: %d: not all or nothing", i,
+                                      nb_result_status(res, i), nb_result_message(res, i), status);
+        nb_results_free(res);
+        after = ruleset_text();
+        if (status != 0) {
+                ck_assert_str_eq(before, after);
+                ck_assert_uint_eq(fw_owner_count(c), 10);
+        } else {
+                s = nft_summary();
+                ck_assert_uint_eq(fw_owner_count(c), 10 + MANY);
+                ck_assert_uint_eq(chains_with_prefix(s, "fw056/"), 10);
+                free(s);
+        }
+        free(before);
+        free(after);
+        nb_close(c);
+}
+END_TEST
+
+/* `nft monitor` writing to a file, bracketed by marker tables so what it
+ * saw between them is known to be complete. */
+struct monitor {
+        pid_t pid;
+        char path[64];
+};
+
+static bool file_has(const char *path, const char *needle, int timeout_ms)
+{
+        uint64_t end = tu_now_us() + (uint64_t)timeout_ms * 1000;
+
+        do {
+                if (strstr(tu_read_file(path), needle))
+                        return true;
+                usleep(10000);
+        } while (tu_now_us() < end);
+        return false;
+}
+
+static void monitor_start(struct monitor *m)
+{
+        posix_spawn_file_actions_t fa;
+        /* Bounded, should the test fail before it is stopped. */
+        const char *argv[] = {"timeout", "20", "nft", "monitor", NULL};
+        extern char **environ;
+        bool seen = false;
+
+        snprintf(m->path, sizeof(m->path), "/tmp/nbfw-monitor-%d", (int)getpid());
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, m->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ck_assert_int_eq(posix_spawnp(&m->pid, "timeout", &fa, NULL, (char *const *)argv, environ),
+                         0);
+        posix_spawn_file_actions_destroy(&fa);
+        /* It listens once a marker made after its start shows up. */
+        for (int i = 0; i < 20 && !seen; i++) {
+                free(tu_sh("nft add table netdev nbmark%d", i));
+                seen = file_has(m->path, "add table netdev nbmark", 100);
+        }
+        ck_assert_msg(seen, "nft monitor saw nothing");
+}
+
+/* Stop it and return what it saw after its start marker (caller frees). */
+static char *monitor_stop(struct monitor *m)
+{
+        const char *text, *from;
+        int status;
+        char *seen;
+
+        free(tu_sh("nft add table netdev nbmarkend"));
+        ck_assert_msg(file_has(m->path, "add table netdev nbmarkend", 2000),
+                      "nft monitor missed the end marker");
+        kill(m->pid, SIGTERM);
+        ck_assert_int_eq(waitpid(m->pid, &status, 0), m->pid);
+        text = tu_read_file(m->path);
+        from = strstr(text, "add table netdev nbmark");
+        seen = strdup(from ? from : text);
+        unlink(m->path);
+        return seen;
+}
+
+/* Lines of monitor output that are not about the markers. */
+static char *monitor_other_lines(const char *seen)
+{
+        size_t len = 0;
+        char *out = NULL, *copy = strdup(seen), *save = NULL;
+        FILE *f = open_memstream(&out, &len);
+
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                bool by_nft = strncmp(line, "# new generation", 16) == 0 && strstr(line, "(nft)") &&
+                              !strstr(line, "netbrokerd");
+                if (!strstr(line, "nbmark") && !by_nft)
+                        fprintf(f, "%s\n", line);
+        }
+        fclose(f);
+        free(copy);
+        return out;
+}
+
+START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
+{
+        nb_conn *c;
+        nb_batch *b;
+        nb_results *res;
+        struct monitor mon;
+        char *seen, *other, *s, hashes[MANY][33];
+        uint64_t nl_before;
+        pid_t old;
+
+        tu_private_netns();
+        c = tu_spawn(FW_ALLOW);
+        make_veths("fw", MANY);
+        b = nb_batch_new();
+        for (int i = 0; i < MANY; i++)
+                add_guest(b, "fw", i, NB_FW_REPLACE);
+        res = submit_ok(c, b);
+        for (size_t i = 0; i < MANY; i++) {
+                const char *h;
+                bool same;
+                unsigned rules;
+                ck_assert_int_eq(nb_result_firewall(res, i, &h, &same, &rules), 0);
+                ck_assert(!same);
+                ck_assert_uint_eq(rules, 21);
+                snprintf(hashes[i], sizeof(hashes[i]), "%s", h);
+        }
+        nb_results_free(res);
+        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 1);
+        ck_assert_uint_eq(stat_of(c, "fw_rules_written"), MANY * 21);
+
+        /* The daemon restarts, and so does its helper. */
+        old = nb_conn_helper_pid(c);
+        nb_close(c);
+        ck_assert(!tu_process_alive(old));
+        c = tu_spawn(FW_ALLOW);
+        ck_assert_int_ne(nb_conn_helper_pid(c), old);
+        nl_before = stat_of(c, "netlink_messages");
+
+        monitor_start(&mon);
+        b = nb_batch_new();
+        for (int i = 0; i < MANY; i++)
+                add_guest(b, "fw", i, NB_FW_ENSURE);
+        res = submit_ok(c, b);
+        for (size_t i = 0; i < MANY; i++) {
+                const char *h;
+                bool same = false;
+                unsigned rules;
+                ck_assert_int_eq(nb_result_firewall(res, i, &h, &same, &rules), 0);
+                ck_assert_msg(same, "owner %zu was rewritten by ensure", i);
+                ck_assert_str_eq(h, hashes[i]);
+                ck_assert_uint_eq(rules, 21);
+        }
+        nb_results_free(res);
+        seen = monitor_stop(&mon);
+        other = monitor_other_lines(seen);
+        ck_assert_msg(other[0] == '\0', "nft monitor saw changes during the ensure:\n%s", other);
+        free(seen);
+        free(other);
+        ck_assert_uint_eq(stat_of(c, "fw_rules_written"), 0);
+        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 0);
+        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), 0);
+        ck_assert_uint_eq(stat_of(c, "fw_owners_unchanged"), MANY);
+        /* One dump of the chains; no writes (the two Stats ops send none). */
+        ck_assert_uint_le(stat_of(c, "netlink_messages") - nl_before, 2);
+
+        /* A firewall reload: the table goes, the helper notices, and the
+         * next ensure rebuilds everything. */
+        free(tu_sh("nft flush ruleset"));
+        for (int i = 0; i < 200 && stat_of(c, "fw_table_deleted") == 0; i++)
+                usleep(10000);
+        ck_assert_uint_eq(stat_of(c, "fw_table_deleted"), 1);
+        s = nft_summary();
+        ck_assert_str_eq(s, "(no table)\n");
+        free(s);
+        ck_assert_uint_eq(fw_owner_count(c), 0);
+
+        b = nb_batch_new();
+        for (int i = 0; i < MANY; i++)
+                add_guest(b, "fw", i, NB_FW_ENSURE);
+        res = submit_ok(c, b);
+        for (size_t i = 0; i < MANY; i++) {
+                const char *h;
+                bool same = true;
+                unsigned rules;
+                ck_assert_int_eq(nb_result_firewall(res, i, &h, &same, &rules), 0);
+                ck_assert_msg(!same, "owner %zu not rebuilt after the flush", i);
+                ck_assert_str_eq(h, hashes[i]);
+        }
+        nb_results_free(res);
+        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), MANY);
+        ck_assert_uint_eq(stat_of(c, "fw_rules_written"), MANY * 21);
+        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 1);
+        s = nft_summary();
+        ck_assert_uint_eq(chains_with_prefix(s, "fw"), MANY * 10);
+        {
+                char line[512];
+                snprintf(line, sizeof(line),
+                         "fw099/to hook=egress type=filter prio=0 policy=accept "
+                         "comment=\"netbroker %s fw099 21\" dev=fw099 rules=3: "
+                         "jump fw099/to/no-promisc; jump fw099/to/clean-traffic; "
+                         "jump fw099/to/no-other-l2-traffic",
+                         hashes[99]);
+                assert_has_line(s, line);
+        }
+        free(s);
+        ck_assert_uint_eq(fw_owner_count(c), MANY);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- bad input ---- */
+
+struct bad_case {
+        const char *what;
+        const char *owner, *ifname;
+        nb_fw_rule rule;
+        int status;
+        const char *message;
+};
+
+START_TEST(test_bad_input_is_refused_with_a_clear_error_and_changes_nothing)
+{
+        static const struct bad_case cases[] = {
+                {"unknown interface",
+                 "vm1",
+                 "nosuch0",
+                 {.verdict = NB_FW_DROP},
+                 -ENODEV,
+                 "firewall: no interface nosuch0"},
+                {"reject toward the guest",
+                 "vm1",
+                 "vnet1",
+                 {.direction = NB_FW_TO_GUEST, .verdict = NB_FW_REJECT},
+                 -EINVAL,
+                 "firewall vm1: group rules rule 0: reject works only on traffic entering the "
+                 "interface"},
+                {"reversed port range",
+                 "vm1",
+                 "vnet1",
+                 {.verdict = NB_FW_DROP, .l4_proto = 6, .dport_min = 100, .dport_max = 50},
+                 -EINVAL,
+                 "firewall vm1: group rules rule 0: a port range is reversed"},
+                {"IPv6 prefix of 129",
+                 "vm1",
+                 "vnet1",
+                 {.verdict = NB_FW_DROP, .ip_dst = "fe80::/129"},
+                 -EINVAL,
+                 "bad address 'fe80::/129'"},
+                {"port without a protocol",
+                 "vm1",
+                 "vnet1",
+                 {.verdict = NB_FW_DROP, .sport_min = 22},
+                 -EINVAL,
+                 "ports need the protocol tcp, udp, sctp or udplite"},
+                {"ARP and IP in one rule",
+                 "vm1",
+                 "vnet1",
+                 {.verdict = NB_FW_DROP, .arp_op = 1, .ip_src = "10.0.0.1"},
+                 -EINVAL,
+                 "ARP and IP matches in one rule can never both hold"},
+                {"duplicate owner",
+                 "pre",
+                 "vnet1",
+                 {.verdict = NB_FW_DROP},
+                 -EINVAL,
+                 "firewall: owner pre appears twice in this batch"},
+        };
+        struct lab l;
+        nb_fw_ruleset *good = ruleset_no_mac_spoofing();
+        char *before;
+
+        lab_up(&l);
+        tu_veth("vnet1", "vnet1p");
+        apply1(l.c, "vm0", "vnet0", good, NB_FW_REPLACE, NULL, NULL);
+        before = ruleset_text();
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                nb_fw_ruleset *rs = nb_fw_ruleset_new();
+                nb_batch *b = nb_batch_new();
+                nb_results *res;
+                char *after;
+                ck_assert_int_eq(nb_fw_rule_add(rs, &cases[i].rule), 0);
+                ck_assert_int_eq(nb_batch_firewall_apply(b, "pre", "vnet0", good, NB_FW_REPLACE),
+                                 0);
+                ck_assert_int_eq(nb_batch_firewall_apply(b, cases[i].owner, cases[i].ifname, rs,
+                                                         NB_FW_REPLACE),
+                                 0);
+                res = submit(l.c, b);
+                assert_refused(res, 0, -ECANCELED, "not run: op 1 was refused");
+                assert_refused(res, 1, cases[i].status, cases[i].message);
+                nb_results_free(res);
+                after = ruleset_text();
+                ck_assert_msg(strcmp(before, after) == 0, "%s changed the ruleset", cases[i].what);
+                free(after);
+                nb_fw_ruleset_free(rs);
+        }
+        free(before);
+        nb_fw_ruleset_free(good);
+        lab_down(&l);
+}
+END_TEST
+
+/* The client library cannot ask for a conntrack match; a client speaking
+ * the protocol itself can, and is refused. */
+START_TEST(test_conntrack_match_is_refused_with_eopnotsupp)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__FirewallApply fa = NETBROKER__FIREWALL_APPLY__INIT;
+        Netbroker__FwGroup grp = NETBROKER__FW_GROUP__INIT, *groups[1] = {&grp};
+        Netbroker__FwRule rule = NETBROKER__FW_RULE__INIT, *rules[1] = {&rule};
+        Netbroker__ServerMessage *reply;
+        struct tu_helper h;
+        char *before, *after;
+        int fd;
+
+        tu_private_netns();
+        tu_veth("vnet0", "vnet0p");
+        tu_helper_start(&h, TU_ALLOW);
+        before = ruleset_text();
+        rule.verdict = NETBROKER__FW_VERDICT__FW_ACCEPT;
+        rule.ct_state = 2; /* established */
+        grp.name = (char *)"ct";
+        grp.rules = rules;
+        grp.n_rules = 1;
+        fa.owner = (char *)"vnet0";
+        fa.ifname = (char *)"vnet0";
+        fa.groups = groups;
+        fa.n_groups = 1;
+        op.op_case = NETBROKER__OP__OP_FIREWALL_APPLY;
+        op.firewall_apply = &fa;
+        req.id = 1;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        reply = tu_raw_recv(fd, NULL);
+        ck_assert_ptr_nonnull(reply);
+        ck_assert_int_eq(reply->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(reply->reply->n_results, 1);
+        ck_assert_int_eq(reply->reply->results[0]->status, EOPNOTSUPP);
+        ck_assert_msg(strstr(reply->reply->results[0]->message,
+                             "firewall vnet0: group ct rule 0: conntrack state cannot be matched"),
+                      "%s", reply->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(reply, NULL);
+        close(fd);
+        after = ruleset_text();
+        ck_assert_str_eq(before, after);
+        free(before);
+        free(after);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A batch stops at its first failure; firewall ops before it were queued
+ * for the transaction at the batch's last firewall op, which never came:
+ * nothing reached the kernel, and their results must say so. */
+START_TEST(test_firewall_op_before_a_failing_op_is_not_reported_applied)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = ruleset_no_mac_spoofing();
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        char *s;
+
+        lab_up(&l);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
+        ck_assert_int_eq(nb_batch_firewall_remove(b, "never-installed"), 0);
+        res = submit(l.c, b);
+        assert_refused(res, 1, -ENOENT, "owner never-installed has no rules");
+        s = nft_summary();
+        ck_assert_uint_eq(chains_with_prefix(s, "vnet0/"), 0);
+        ck_assert_msg(nb_result_status(res, 0) != 0,
+                      "op 0 reports success (%s), yet nothing was applied:%s",
+                      nb_result_message(res, 0), s);
+        free(s);
+        nb_results_free(res);
+
+        /* The same when the failing op is no firewall op. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
+        ck_assert_int_eq(nb_batch_exec(b, "/bin/false", NULL, NULL, NULL, 0, 0), 0);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "other", "vnet0", rs, NB_FW_REPLACE), 0);
+        res = submit(l.c, b);
+        assert_refused(res, 1, -EIO, "");
+        assert_refused(res, 2, -ECANCELED, "not run: op 1 failed");
+        s = nft_summary();
+        ck_assert_uint_eq(chains_with_prefix(s, "vnet0/"), 0);
+        ck_assert_msg(nb_result_status(res, 0) != 0,
+                      "op 0 reports success (%s), yet nothing was applied:%s",
+                      nb_result_message(res, 0), s);
+        free(s);
+        nb_results_free(res);
+
+        /* Going on after the failure, the firewall op is run, and the
+         * batch's last firewall op (the failed remove) never commits. */
+        b = nb_batch_new();
+        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
+        ck_assert_int_eq(nb_batch_firewall_remove(b, "never-installed"), 0);
+        res = submit(l.c, b);
+        assert_refused(res, 1, -ENOENT, "owner never-installed has no rules");
+        s = nft_summary();
+        ck_assert_msg(nb_result_status(res, 0) != 0 || chains_with_prefix(s, "vnet0/") == 3,
+                      "op 0 reports success (%s), yet nothing was applied:%s",
+                      nb_result_message(res, 0), s);
+        free(s);
+        nb_results_free(res);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* FW_ENSURE is to do nothing "when the kernel has these very rules". Here
+ * it has not: the rules of a group chain were flushed by hand, spoofed
+ * frames pass, and FirewallList counts 0 rules. Ensure must rebuild. */
+START_TEST(test_ensure_rebuilds_an_owner_whose_rules_were_flushed_by_hand)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = ruleset_no_mac_spoofing();
+        uint8_t f[60];
+        size_t len = test_frame(f, "ff:ff:ff:ff:ff:ff", SPOOF_MAC, "nbfw-tamper");
+        nb_batch *b;
+        nb_results *res;
+        const char *owner, *ifname, *hash;
+        char applied[33];
+        unsigned rules;
+        bool unchanged = true;
+
+        lab_up(&l);
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, applied, NULL), 2);
+        ck_assert_uint_eq(through(&l, true, f, len, "nbfw-tamper", 3), 0);
+        free(tu_sh("nft flush chain netdev netbroker vnet0/from/no-mac-spoofing"));
+        ck_assert_uint_eq(through(&l, true, f, len, "nbfw-tamper", 3), 3);
+        b = nb_batch_new();
+        nb_batch_firewall_list(b);
+        res = submit_ok(l.c, b);
+        ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 0, &owner, &ifname, &hash, &rules), 0);
+        ck_assert_str_eq(hash, applied);
+        ck_assert_uint_eq(rules, 0);
+        nb_results_free(res);
+
+        rules = apply1(l.c, "vnet0", "vnet0", rs, NB_FW_ENSURE, NULL, &unchanged);
+        ck_assert_uint_eq(rules, 2);
+        ck_assert_msg(!unchanged, "ensure said unchanged, yet the kernel had none of the rules");
+        ck_assert_uint_eq(through(&l, true, f, len, "nbfw-tamper", 3), 0);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* ---- FirewallList and FirewallRemove ---- */
+
+struct applied {
+        const char *owner, *ifname;
+        char hash[33];
+        unsigned rules;
+};
+
+START_TEST(test_list_reads_back_what_apply_returned_and_remove_takes_one_owner)
+{
+        struct lab l;
+        struct applied a[3] = {{.owner = "vm-a", .ifname = "vnet0"},
+                               {.owner = "vm-b", .ifname = "nbx1"},
+                               {.owner = "vm-c", .ifname = "nbx2"}};
+        nb_fw_ruleset *rs[3] = {nb_fw_ruleset_new(), ruleset_no_mac_spoofing(),
+                                nb_fw_ruleset_new()};
+        char *s, *after, *keep_a, *keep_c;
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        lab_up(&l);
+        tu_veth("nbx1", "nbx1p");
+        tu_veth("nbx2", "nbx2p");
+        ck_assert_int_eq(
+                nb_fw_add_clean_traffic(rs[0], GUEST_MAC, (const char *const[]){GUEST_IP, NULL}),
+                0);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs[2], GUEST_MAC), 0);
+        ck_assert_int_eq(nb_fw_add_allow_arp(rs[2]), 0);
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(
+                        nb_batch_firewall_apply(b, a[i].owner, a[i].ifname, rs[i], NB_FW_REPLACE),
+                        0);
+        res = submit_ok(l.c, b);
+        for (size_t i = 0; i < 3; i++) {
+                const char *h;
+                bool same;
+                ck_assert_int_eq(nb_result_firewall(res, i, &h, &same, &a[i].rules), 0);
+                snprintf(a[i].hash, sizeof(a[i].hash), "%s", h);
+        }
+        nb_results_free(res);
+        ck_assert_uint_eq(a[0].rules, 18);
+        ck_assert_uint_eq(a[1].rules, 2);
+        ck_assert_uint_eq(a[2].rules, 5);
+
+        /* The list, from the kernel, is what apply returned. */
+        b = nb_batch_new();
+        nb_batch_firewall_list(b);
+        res = submit_ok(l.c, b);
+        ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 3);
+        for (size_t k = 0; k < 3; k++) {
+                const char *owner, *ifname, *hash;
+                unsigned rules;
+                size_t i = 0;
+                ck_assert_int_eq(nb_result_fw_owner_at(res, 0, k, &owner, &ifname, &hash, &rules),
+                                 0);
+                while (i < 3 && strcmp(a[i].owner, owner) != 0)
+                        i++;
+                ck_assert_msg(i < 3, "unknown owner %s listed", owner);
+                ck_assert_str_eq(ifname, a[i].ifname);
+                ck_assert_str_eq(hash, a[i].hash);
+                ck_assert_uint_eq(rules, a[i].rules);
+        }
+        ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 3, NULL, NULL, NULL, NULL), -ERANGE);
+        nb_results_free(res);
+
+        /* And so is what nft shows. */
+        s = nft_summary();
+        for (size_t i = 0; i < 3; i++) {
+                char needle[128];
+                snprintf(needle, sizeof(needle), "comment=\"netbroker %s %s %u\" dev=%s ",
+                         a[i].hash, a[i].ifname, a[i].rules, a[i].ifname);
+                ck_assert_msg(strstr(s, needle), "no '%s' in:%s", needle, s);
+        }
+        ck_assert_uint_eq(chains_with_prefix(s, "vm-a/"), 2 + 7);
+        ck_assert_uint_eq(chains_with_prefix(s, "vm-b/"), 2 + 1);
+        ck_assert_uint_eq(chains_with_prefix(s, "vm-c/"), 2 + 3);
+        keep_a = lines_with_prefix(s, "vm-a/");
+        keep_c = lines_with_prefix(s, "vm-c/");
+        free(s);
+
+        /* Remove vm-b: its chains go, the others stay exactly as they were. */
+        remove1(l.c, "vm-b");
+        s = nft_summary();
+        ck_assert_uint_eq(chains_with_prefix(s, "vm-b/"), 0);
+        after = lines_with_prefix(s, "vm-a/");
+        ck_assert_str_eq(after, keep_a);
+        free(after);
+        after = lines_with_prefix(s, "vm-c/");
+        ck_assert_str_eq(after, keep_c);
+        free(after);
+        free(s);
+        ck_assert_uint_eq(fw_owner_count(l.c), 2);
+
+        b = nb_batch_new();
+        nb_batch_firewall_remove(b, "vm-b");
+        res = submit(l.c, b);
+        assert_refused(res, 0, -ENOENT, "owner vm-b has no rules");
+        nb_results_free(res);
+        b = nb_batch_new();
+        nb_batch_firewall_remove(b, "vm-never");
+        res = submit(l.c, b);
+        assert_refused(res, 0, -ENOENT, "owner vm-never has no rules");
+        nb_results_free(res);
+        ck_assert_uint_eq(fw_owner_count(l.c), 2);
+
+        free(keep_a);
+        free(keep_c);
+        for (int i = 0; i < 3; i++)
+                nb_fw_ruleset_free(rs[i]);
+        lab_down(&l);
+}
+END_TEST
+
+/* On a macvtap the guest's frames leave through the interface's egress (on
+ * a tap they enter through its ingress): no-mac-spoofing must stop spoofed
+ * frames the guest writes into the macvtap fd before they reach the wire. */
+START_TEST(test_macvtap_owner_filters_what_the_guest_sends)
+{
+        const char *spoof = "52:54:00:66:66:66";
+        nb_conn *c;
+        nb_batch *b;
+        nb_results *res;
+        nb_fw_ruleset *rs;
+        uint8_t f[60];
+        unsigned got;
+        char *text;
+        int tap, rx;
+
+        tu_private_netns();
+        free(tu_sh(
+                "ip link add p0 type veth peer name p1 && ip link set p0 up && ip link set p1 up"));
+        c = tu_spawn(TU_ALLOW);
+        b = nb_batch_new();
+        ck_assert_int_eq(
+                nb_batch_macvtap_create(b, "mvt0", "p0", NB_MACVLAN_BRIDGE, GUEST_MAC, false), 0);
+        ck_assert_int_eq(nb_batch_link_set(b, "mvt0", &(nb_link_change){.up = 1}), 0);
+        res = submit_ok(c, b);
+        tap = nb_result_take_fd(res, 0, 0);
+        ck_assert_int_ge(tap, 0);
+        nb_results_free(res);
+        rx = packet_socket_in(-1, "p1", ETH_P_NBTEST);
+        /* Without rules both arrive: the counter works. */
+        test_frame(f, "ff:ff:ff:ff:ff:ff", spoof, "nb-mvt-spoof");
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(write(tap, f, sizeof(f)), (ssize_t)sizeof(f));
+        ck_assert_uint_eq(count_marked(rx, "nb-mvt-spoof", 5, 300), 5);
+        rs = ruleset_no_mac_spoofing();
+        apply1(c, "mvt0", "mvt0", rs, NB_FW_REPLACE, NULL, NULL);
+        nb_fw_ruleset_free(rs);
+        text = tu_sh("nft list chain netdev netbroker mvt0/from");
+        ck_assert_msg(strstr(text, "hook egress device \"mvt0\""), "%s", text);
+        free(text);
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(write(tap, f, sizeof(f)), (ssize_t)sizeof(f));
+        got = count_marked(rx, "nb-mvt-spoof", 5, 300);
+        ck_assert_msg(got == 0, "%u spoofed frames left through the macvtap", got);
+        test_frame(f, "ff:ff:ff:ff:ff:ff", GUEST_MAC, "nb-mvt-good");
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(write(tap, f, sizeof(f)), (ssize_t)sizeof(f));
+        ck_assert_uint_eq(count_marked(rx, "nb-mvt-good", 5, 300), 5);
+        close(rx);
+        close(tap);
+        nb_close(c);
+}
+END_TEST
+
+Suite *firewall_suite(void)
+{
+        Suite *s = suite_create("firewall");
+        TCase *enforce = tcase_create("fw-enforce"), *atomic = tcase_create("fw-atomic"),
+              *restart = tcase_create("fw-restart"), *input = tcase_create("fw-input");
+
+        tcase_set_timeout(enforce, 60);
+        tcase_set_timeout(atomic, 60);
+        tcase_set_timeout(restart, 60);
+        tcase_set_timeout(input, 30);
+        tcase_add_test(enforce, test_macvtap_owner_filters_what_the_guest_sends);
+        tcase_add_test(enforce, test_no_mac_spoofing_ping_works_until_the_guest_changes_its_mac);
+        tcase_add_test(enforce, test_no_ip_spoofing_drops_a_spoofed_source_address);
+        tcase_add_test(enforce, test_no_arp_spoofing_drops_forged_arp_and_passes_genuine_arp);
+        tcase_add_test(enforce, test_no_promisc_drops_frames_to_another_mac_toward_the_guest);
+        tcase_add_test(enforce,
+                       test_allow_dhcp_passes_a_dhcp_exchange_and_nothing_else_from_0_0_0_0);
+        tcase_add_test(enforce, test_reject_answers_the_guest_with_port_unreachable);
+        tcase_add_test(enforce, test_installed_chains_hooks_comment_and_rules_are_what_was_asked);
+        tcase_add_test(atomic, test_replacing_rules_50_times_lets_no_spoofed_frame_through);
+        tcase_add_test(atomic, test_batch_of_100_refused_by_the_kernel_at_57_changes_nothing);
+        tcase_add_test(atomic, test_batch_of_100_with_a_bad_prefix_at_57_changes_nothing);
+        tcase_add_test(atomic, test_batch_whose_57th_interface_vanishes_is_all_or_nothing);
+        tcase_add_test(restart,
+                       test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds);
+        tcase_add_test(input, test_bad_input_is_refused_with_a_clear_error_and_changes_nothing);
+        tcase_add_test(input, test_conntrack_match_is_refused_with_eopnotsupp);
+        tcase_add_test(input, test_firewall_op_before_a_failing_op_is_not_reported_applied);
+        tcase_add_test(input, test_ensure_rebuilds_an_owner_whose_rules_were_flushed_by_hand);
+        tcase_add_test(input, test_list_reads_back_what_apply_returned_and_remove_takes_one_owner);
+        suite_add_tcase(s, enforce);
+        suite_add_tcase(s, atomic);
+        suite_add_tcase(s, restart);
+        suite_add_tcase(s, input);
+        return s;
+}

@@ -1,6 +1,6 @@
-#!/ usr / bin / env bash
-#Install what netbroker needs to build, test and demo, from Debian 12's
-#packages.Safe to run again.
+#!/usr/bin/env bash
+# Install what netbroker needs to build, test and demo, from Debian 12's
+# packages. Safe to run again.
 set -euo pipefail
 
 packages=(
@@ -16,8 +16,11 @@ packages=(
   iperf3           # the bandwidth conformance test measures TCP between namespaces
 )
 
-if [ "$(id -u)" -ne 0 ];
-then echo "deps.sh: run as root (it installs packages)" > & 2 exit 1 fi export DEBIAN_FRONTEND =
-        noninteractive apt - get update - qq apt - get install - y - qq-- no - install -
-                recommends "${packages[@]}" >
-        / dev / null echo "deps: ${#packages[@]} packages present"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: run as root (it installs packages)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+echo "deps: ${#packages[@]} packages present"

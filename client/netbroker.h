@@ -176,7 +176,8 @@ typedef enum nb_fw_direction {
 typedef enum nb_fw_verdict {
         NB_FW_ACCEPT = 0,
         NB_FW_DROP = 1,
-        NB_FW_REJECT = 2, /* ICMP(v6) unreachable for IP, else drop; NB_FW_FROM_GUEST only */
+        NB_FW_REJECT = 2, /* port unreachable for IP, else drop; only where traffic enters the
+                             interface: from the guest on a tap, to it on a macvtap */
         NB_FW_RETURN = 3, /* leave this group, go on with the next */
 } nb_fw_verdict;
 

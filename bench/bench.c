@@ -28,12 +28,17 @@ static const struct scenario scenarios[] = {
          "N macvtaps on a veth parent: probing macvtap0, macvtap1, ... with SIOCGIFFLAGS\n"
          "             and creating from this process (A) versus one batch of N MacvtapCreate\n"
          "             \"macvtap%d\" to netbrokerd's name allocator (B)"},
+        {"restart", bench_restart,
+         "N guests' firewalls (clean-traffic + no-promisc), at VM start and daemon restart:\n"
+         "             libvirt 2018's ebtables/iptables processes (A, A2), the same through\n"
+         "             netbrokerd's Exec (B), one FirewallApply batch (C), ensure after a\n"
+         "             helper restart (D), one nft -f file (N)"},
 };
 
 static void usage(FILE *f)
 {
         fprintf(f, "usage: netbroker-bench SCENARIO [--json] [--count N] [--counts N,N...] "
-                   "[--quick] [--helper PATH]\n\nscenarios:\n");
+                   "[--guests N] [--quick] [--helper PATH]\n\nscenarios:\n");
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
                 fprintf(f, "  %-10s %s\n", scenarios[i].name, scenarios[i].description);
         fprintf(f,
@@ -44,12 +49,13 @@ static void usage(FILE *f)
                 "                 many. names: one device count, as --counts N\n"
                 "  --counts N,N   names: the device counts to run, at most %d of them, each\n"
                 "                 1..%d (default 82,1000)\n"
+                "  --guests N     restart: the number of guests, 1..%d (default 100)\n"
                 "  --quick        a short run: spawn 20 commands, 3 for iptables; names N = 82\n"
-                "                 and 200\n"
+                "                 and 200; restart 10 guests\n"
                 "  --helper PATH  netbrokerd to spawn (default: $NETBROKERD, else the one in\n"
                 "                 the build tree, else the installed one)\n"
                 "\nRuns as root, in a network namespace of its own.\n",
-                BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT);
+                BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT, BENCH_RESTART_MAX_GUESTS);
 }
 
 static const struct scenario *find_scenario(const char *name)
@@ -111,17 +117,14 @@ static int parse_counts(const char *s, struct bench_opts *o)
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
         static const struct option longopts[] = {
-                {"json", no_argument, NULL, 'j'},
-                {"count", required_argument, NULL, 'n'},
-                {"counts", required_argument, NULL, 'N'},
-                {"quick", no_argument, NULL, 'q'},
-                {"helper", required_argument, NULL, 'H'},
-                {"help", no_argument, NULL, 'h'},
-                {NULL, 0, NULL, 0},
+                {"json", no_argument, NULL, 'j'},         {"count", required_argument, NULL, 'n'},
+                {"counts", required_argument, NULL, 'N'}, {"guests", required_argument, NULL, 'g'},
+                {"quick", no_argument, NULL, 'q'},        {"helper", required_argument, NULL, 'H'},
+                {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
         };
         int ch;
 
-        while ((ch = getopt_long(argc, argv, "jn:N:qH:h", longopts, NULL)) != -1) {
+        while ((ch = getopt_long(argc, argv, "jn:N:g:qH:h", longopts, NULL)) != -1) {
                 switch (ch) {
                 case 'j':
                         o->json = true;
@@ -138,6 +141,14 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                                         "netbroker-bench: --counts wants up to %d counts, "
                                         "each 1..%d, separated by commas\n",
                                         BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT);
+                                return -EINVAL;
+                        }
+                        break;
+                case 'g':
+                        if (parse_count(optarg, &o->guests) < 0 ||
+                            o->guests > BENCH_RESTART_MAX_GUESTS) {
+                                fprintf(stderr, "netbroker-bench: --guests wants 1..%d\n",
+                                        BENCH_RESTART_MAX_GUESTS);
                                 return -EINVAL;
                         }
                         break;

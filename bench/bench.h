@@ -16,6 +16,8 @@
 #define BENCH_MAX_COUNTS 4
 /* The helper's default max_ops: one batch of N ops must fit in a request. */
 #define BENCH_NAMES_MAX_COUNT 4096
+/* restart: vnet0..vnet999, MACs and IPs derived from the index. */
+#define BENCH_RESTART_MAX_GUESTS 1000
 
 struct bench_opts {
         bool json;
@@ -23,6 +25,7 @@ struct bench_opts {
         unsigned count; /* 0: the scenario's default */
         unsigned counts[BENCH_MAX_COUNTS]; /* --counts 82,1000 (names) */
         size_t n_counts; /* 0: the scenario's default */
+        unsigned guests; /* --guests N (restart); 0: the scenario's default */
         const char *helper; /* netbrokerd to spawn; NULL: the library's default */
 };
 
@@ -159,3 +162,4 @@ void bench_report_print_json(const struct bench_report *r, FILE *f);
 
 int bench_spawn(const struct bench_opts *o, struct bench_report *r);
 int bench_names(const struct bench_opts *o, struct bench_report *r);
+int bench_restart(const struct bench_opts *o, struct bench_report *r);

@@ -105,6 +105,13 @@ bench_names_quick() {
 }
 single "bench names --quick runs and its JSON parses" bench_names_quick
 
+bench_restart_quick() {
+  local out
+  out=$(build/bench/netbroker-bench restart --quick --json) || return 1
+  echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["ratios"]; print("ratios:", {k: r[k] for k in ("A/C","A/D","N/C")}); assert r["A/C"] and r["A/D"]'
+}
+single "bench restart --quick runs and its JSON parses" bench_restart_quick
+
 echo
 if [ "${#failures[@]}" -gt 0 ]; then
   echo "failed: ${failures[*]}"

@@ -1,0 +1,1103 @@
+/* Scenario "restart": 100 guests' firewalls at VM start and at daemon
+ * restart (seeds/001: 100 VMs with nwfilter rules, 140 s to restart
+ * libvirtd). Each guest is a tap (vnet0, vnet1, ...) with clean-traffic
+ * and no-promisc.
+ *
+ *  A   libvirt 2018: the commands of restart_cmds.c, one process each,
+ *      forked from the fat parent (8192-fd limit, 1 GiB of heap), which
+ *      closes fds 3..limit-1 one by one before exec; one command at a time
+ *      (libvirt serialised them: updateMutex, execCLIMutex).
+ *  A2  libvirt today: the same, with close_range(3, ~0) instead of the loop.
+ *  B   the same commands through netbrokerd's Exec, one op per request: a
+ *      command at a time, since libvirt reads each query's output before it
+ *      knows the next commands.
+ *  C   one request of 100 FirewallApply ops, mode replace.
+ *  D   the daemon restart: nb_close (the helper exits), nb_spawn a new one,
+ *      then the same 100 FirewallApply ops in mode ensure. Timed: the
+ *      request only (the spawn is in the notes). Checked: every result says
+ *      unchanged, the helper's counters and the kernel's notifications show
+ *      no write.
+ *  N   reference: the same rules as one `nft -f` file, one nft process.
+ * A, A2 and B run twice: "start" on a clean ruleset (VM start), then
+ * "restart" with the rules of the start in place (libvirtd restart: tear
+ * down and rebuild). C is compared with the starts, D with the restarts.
+ *
+ * Everything runs in the bench's private network namespace; between
+ * methods `nft flush ruleset` empties it (ebtables-nft and iptables-nft
+ * keep their tables in nftables too). */
+#include "bench.h"
+#include "restart.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netbroker.h"
+
+#define FAT_FD_LIMIT 8192u
+#define FAT_FDS 500u
+#define FAT_HEAP (1024ul * 1024 * 1024)
+#define MAX_GUESTS BENCH_RESTART_MAX_GUESTS
+#define OUT_CAP (64u * 1024)
+
+static const char *const child_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+
+enum method { M_N, M_C, M_D, M_A, M_AR, M_A2, M_A2R, M_B, M_BR, N_METHODS };
+
+static const char *const method_names[N_METHODS] = {
+        [M_N] = "N",   [M_C] = "C",     [M_D] = "D", [M_A] = "A",   [M_AR] = "Ar",
+        [M_A2] = "A2", [M_A2R] = "A2r", [M_B] = "B", [M_BR] = "Br",
+};
+
+static const char *const legend[] = {
+        "A    libvirt 2018: one ebtables/iptables/ip6tables process per command, forked from",
+        "     the fat parent, fds 3..8191 closed one by one before exec (virExec); serial",
+        "A2   libvirt today: the same commands, fork + close_range(3, ~0) + exec",
+        "B    the same commands through netbrokerd's Exec, one op per request (each query's",
+        "     output decides the next commands, as in libvirt)",
+        "     A, A2, B: the rows without r are VM start (clean ruleset), the rows with r",
+        "     (Ar, A2r, Br) libvirtd restart (the start's rules in place: teardown + rebuild)",
+        "C    one request of N FirewallApply ops (clean-traffic + no-promisc), mode replace",
+        "D    after nb_close + nb_spawn of the helper: the same N ops in mode ensure",
+        "N    reference: the same rules as one nft -f file (netdev, ingress/egress per tap),",
+        "     one nft process (posix_spawn from the fat parent)",
+        "procs: processes spawned; failed: commands that failed (libvirt ignored them);",
+        "nl msgs: the helper's netlink_messages delta (B, C, D; its children's not counted);",
+        "commits, changes: nf_tables notifications seen in the namespace (NEWGEN; objects).",
+        "Rows below: time per guest where each guest was timed alone.",
+        NULL,
+};
+
+enum col { C_N, C_PROCS, C_PROCS_G, C_FAILED, C_NL, C_COMMITS, C_CHANGES, C_WALL, C_MS_G, N_COLS };
+
+static const struct bench_column columns[N_COLS] = {
+        [C_N] = {"guests", "N", 4, 0},
+        [C_PROCS] = {"processes", "procs", 6, 0},
+        [C_PROCS_G] = {"processes_per_guest", "procs/g", 7, 1},
+        [C_FAILED] = {"failed_commands", "failed", 6, 0},
+        [C_NL] = {"helper_netlink_messages", "nl msgs", 7, 0},
+        [C_COMMITS] = {"kernel_commits", "commits", 7, 0},
+        [C_CHANGES] = {"kernel_changes", "changes", 7, 0},
+        [C_WALL] = {"wall_ms", "wall ms", 10, 2},
+        [C_MS_G] = {"ms_per_guest", "ms/guest", 9, 3},
+};
+
+struct outcome {
+        bool ran;
+        unsigned guests;
+        uint64_t procs, failed, mismatches;
+        double helper_nl; /* NAN: no helper involved */
+        uint64_t commits, changes, rules;
+        double wall_us;
+        struct bench_samples per_guest;
+        char text[64];
+};
+
+struct tools {
+        const char *path[RS_N_TOOLS];
+        const char *nft;
+};
+
+struct ctx {
+        const struct bench_opts *o;
+        const char *helper;
+        struct bench_fat_parent fp;
+        long open_max;
+        struct tools tools;
+        nb_conn *conn;
+        struct rs_nftmon mon;
+        struct rs_guest *guests;
+        unsigned n;
+        struct outcome out[N_METHODS];
+        char *fw_hash[MAX_GUESTS]; /* C's hashes, for D */
+        double helper_restart_us;
+        char fw_note_c[160], fw_note_d[160], d_check[160];
+        bool d_ok, have_fw;
+};
+
+/* ---- running a program from the fat parent ---- */
+
+static _Noreturn void child_fail(const char *what)
+{
+        ssize_t n = write(2, what, strlen(what));
+        (void)n;
+        _exit(127);
+}
+
+/* Read until EOF; keep at most cap - 1 bytes. */
+static int drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
+{
+        char scratch[4096];
+        size_t len = 0;
+
+        for (;;) {
+                ssize_t n = read(fd, scratch, sizeof(scratch));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                if (len + 1 < cap) {
+                        size_t take = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
+                        memcpy(buf + len, scratch, take);
+                        len += take;
+                }
+        }
+        buf[len] = '\0';
+        *ret_len = len;
+        return 0;
+}
+
+static int wait_child(pid_t pid, int *ret_status)
+{
+        while (waitpid(pid, ret_status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
+}
+
+/* A and A2: virCommandRun's way. Output (stdout and stderr) into out. */
+static int fork_exec(const struct ctx *c, bool close_range, const char *path, char *const *argv,
+                     char *out, size_t cap, size_t *out_len, int *ret_status)
+{
+        int pfd[2], r, k;
+        pid_t pid;
+
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                close(pfd[0]);
+                close(pfd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                if (dup2(c->fp.devnull, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
+                        child_fail("netbroker-bench: dup2 failed in the child\n");
+                if (close_range) {
+                        if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+                                child_fail("netbroker-bench: close_range failed in the child\n");
+                } else {
+                        for (long fd = 3; fd < c->open_max; fd++)
+                                close((int)fd);
+                }
+                execve(path, argv, (char *const *)child_env);
+                child_fail("netbroker-bench: execve failed in the child\n");
+        }
+        close(pfd[1]);
+        r = drain_fd(pfd[0], out, cap, out_len);
+        close(pfd[0]);
+        k = wait_child(pid, ret_status);
+        return r < 0 ? r : k;
+}
+
+/* nft for N and for resetting: posix_spawn (a vfork-like clone, no copy of
+ * the parent's page tables), fds 3 and up closed in the child. */
+static int spawn_capture(const struct ctx *c, const char *path, char *const *argv, char *out,
+                         size_t cap, size_t *out_len, int *ret_status)
+{
+        posix_spawn_file_actions_t fa;
+        int pfd[2], r, k;
+        pid_t pid;
+
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return -errno;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, c->fp.devnull, 0);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        r = -posix_spawn(&pid, path, &fa, NULL, argv, (char *const *)child_env);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pfd[1]);
+        if (r < 0) {
+                close(pfd[0]);
+                return r;
+        }
+        r = drain_fd(pfd[0], out, cap, out_len);
+        close(pfd[0]);
+        k = wait_child(pid, ret_status);
+        return r < 0 ? r : k;
+}
+
+/* An untimed helper command (reset, checks): must exit 0. */
+static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *len)
+{
+        size_t l;
+        int st, r;
+
+        r = spawn_capture(c, argv[0][0] == '/' ? argv[0] : c->tools.nft, argv, out, cap, &l, &st);
+        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                bench_log("netbroker-bench: restart: %s %s failed: %s\n", argv[0], argv[1], out);
+                r = -EIO;
+        }
+        if (len)
+                *len = l;
+        return r;
+}
+
+/* ---- the helper ---- */
+
+struct stats {
+        size_t n;
+        char name[64][48];
+        uint64_t v[64];
+};
+
+static int helper_stats(nb_conn *conn, struct stats *s)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        r = nb_batch_stats(b);
+        if (r == 0)
+                r = nb_submit(conn, b, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        s->n = 0;
+        for (size_t k = 0; r == 0 && k < 64; k++) {
+                const char *name;
+                uint64_t v;
+                if (nb_result_stat_at(res, 0, k, &name, &v) < 0)
+                        break;
+                snprintf(s->name[s->n], sizeof(s->name[0]), "%s", name);
+                s->v[s->n++] = v;
+        }
+        if (r < 0)
+                bench_log("netbroker-bench: the helper's Stats: %s (%s)\n", strerror(-r),
+                          nb_conn_error(conn));
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static bool stat_get(const struct stats *s, const char *name, uint64_t *ret)
+{
+        for (size_t i = 0; i < s->n; i++)
+                if (strcmp(s->name[i], name) == 0) {
+                        *ret = s->v[i];
+                        return true;
+                }
+        return false;
+}
+
+static double stat_delta(const struct stats *a, const struct stats *b, const char *name)
+{
+        uint64_t x, y;
+
+        if (!stat_get(a, name, &x) || !stat_get(b, name, &y))
+                return NAN;
+        return (double)(y - x);
+}
+
+/* The helper's counters of what it sent the kernel: fw_transactions,
+ * fw_owners_written, fw_rules_written. */
+static bool counts_writes(const char *name)
+{
+        return strncmp(name, "fw_", 3) == 0 &&
+               (strstr(name, "written") || strcmp(name, "fw_transactions") == 0);
+}
+
+/* "fw_rules_written +0, fw_owners_unchanged +100": the firewall counters
+ * that moved, and those that count writes even when they did not. */
+static void fw_deltas(const struct stats *a, const struct stats *b, char *buf, size_t len)
+{
+        size_t o = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < b->n && o < len; i++) {
+                uint64_t x = 0;
+                const char *nm = b->name[i];
+                if (strncmp(nm, "fw_", 3) != 0)
+                        continue;
+                (void)stat_get(a, nm, &x);
+                if (b->v[i] == x && !counts_writes(nm))
+                        continue;
+                o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
+                                      (unsigned long long)(b->v[i] - x));
+        }
+}
+
+static int helper_start(struct ctx *c)
+{
+        const char *allow[RS_N_TOOLS + 1] = {0};
+        int r;
+
+        for (int t = 0; t < RS_N_TOOLS; t++)
+                allow[t] = c->tools.path[t];
+        r = bench_broker_start(c->helper, allow, &c->conn);
+        if (r < 0)
+                c->conn = NULL;
+        return r;
+}
+
+/* ---- resetting the namespace's ruleset ---- */
+
+static int reset(struct ctx *c)
+{
+        char *argv[] = {"nft", "flush", "ruleset", NULL};
+        char out[1024];
+        int r = run_quiet(c, argv, out, sizeof(out), NULL);
+
+        /* What the flush itself produced is nobody's. */
+        if (r == 0)
+                r = rs_nftmon_drain(&c->mon);
+        return r;
+}
+
+/* ---- A, A2, B: the commands ---- */
+
+struct cmd_run {
+        bool ok;
+        char out[OUT_CAP];
+        size_t len;
+};
+
+static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *cr)
+{
+        nb_results *res = NULL;
+        nb_exec_result er;
+        nb_batch *b = nb_batch_new();
+        int r, st;
+
+        if (!b)
+                return -ENOMEM;
+        r = nb_batch_exec(b, c->tools.path[cmd->tool], (const char *const *)cmd->argv, NULL, NULL,
+                          0, 0);
+        if (r == 0)
+                r = nb_submit(c->conn, b, &res);
+        if (r < 0) {
+                bench_log("netbroker-bench: restart: B: submit failed: %s (%s)\n", strerror(-r),
+                          nb_conn_error(c->conn));
+                goto out;
+        }
+        st = nb_result_status(res, 0);
+        if (nb_result_exec(res, 0, &er) < 0 || (st != 0 && st != -EIO) || er.signal ||
+            er.timed_out) {
+                bench_log("netbroker-bench: restart: B: Exec status %d (%s) \"%s\"\n", st,
+                          strerror(st < 0 ? -st : st), nb_result_message(res, 0));
+                r = st < 0 ? st : -EIO;
+                goto out;
+        }
+        cr->ok = st == 0 && er.exit_code == 0;
+        /* libvirt's query callbacks read stdout; stderr after it for errors. */
+        cr->len = er.out_len < OUT_CAP - 1 ? er.out_len : OUT_CAP - 1;
+        memcpy(cr->out, er.out, cr->len);
+        if (er.err_len && cr->len < OUT_CAP - 1) {
+                size_t k = er.err_len < OUT_CAP - 1 - cr->len ? er.err_len : OUT_CAP - 1 - cr->len;
+                memcpy(cr->out + cr->len, er.err, k);
+                cr->len += k;
+        }
+        cr->out[cr->len] = '\0';
+out:
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd, struct cmd_run *cr)
+{
+        int st, r;
+
+        if (m == M_B || m == M_BR)
+                return exec_helper(c, cmd, cr);
+        r = fork_exec(c, m == M_A2 || m == M_A2R, c->tools.path[cmd->tool], cmd->argv, cr->out,
+                      sizeof(cr->out), &cr->len, &st);
+        if (r < 0)
+                return r;
+        if (WIFSIGNALED(st)) {
+                bench_log("netbroker-bench: restart: %s killed by signal %d\n", cmd->argv[0],
+                          WTERMSIG(st));
+                return -EIO;
+        }
+        cr->ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        return 0;
+}
+
+/* Check a command's outcome against the list: a command libvirt would not
+ * ignore must succeed, a query must list the chains the list expects. */
+static int check_cmd(enum method m, const struct rs_cmd *cmd, const struct cmd_run *cr,
+                     struct outcome *o)
+{
+        int jumps;
+
+        if (!cr->ok)
+                o->failed++;
+        if (cmd->expect == RS_MUST_SUCCEED && !cr->ok) {
+                bench_log("netbroker-bench: restart: %s: this command failed, libvirt would have "
+                          "rolled back:\n  ",
+                          method_names[m]);
+                rs_cmd_print(cmd, stderr);
+                bench_log("\n  its output: %s\n", cr->out);
+                return -EIO;
+        }
+        if ((cmd->expect == RS_EXPECT_OK && !cr->ok) || (cmd->expect == RS_EXPECT_FAIL && cr->ok)) {
+                if (o->mismatches++ < 3) {
+                        bench_log("netbroker-bench: restart: %s: expected to %s: ", method_names[m],
+                                  cmd->expect == RS_EXPECT_OK ? "succeed" : "fail");
+                        rs_cmd_print(cmd, stderr);
+                        bench_log("\n  its output: %s\n", cr->out);
+                }
+        }
+        if (cmd->jumps < 0)
+                return 0;
+        jumps = cr->ok ? rs_count_jumps(cmd, cr->out, cr->len) : 0;
+        if (jumps != cmd->jumps) {
+                bench_log("netbroker-bench: restart: %s: the query found %d chains to follow, "
+                          "the command list has %d:\n  ",
+                          method_names[m], jumps, cmd->jumps);
+                rs_cmd_print(cmd, stderr);
+                bench_log("\n  its output: %s\n", cr->out);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+static struct cmd_run cmd_run_buf; /* 64 KiB: not on the stack */
+
+static int run_commands(struct ctx *c, enum method m, enum rs_phase phase)
+{
+        struct outcome *o = &c->out[m];
+        unsigned step = c->n / 10 ? c->n / 10 : 1;
+        struct stats s0 = {0}, s1 = {0};
+        uint64_t mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        int r = 0;
+
+        o->guests = c->n;
+        o->helper_nl = NAN;
+        if ((m == M_B || m == M_BR) && (r = helper_stats(c->conn, &s0)) < 0)
+                return r;
+        for (unsigned g = 0; g < c->n && r == 0; g++) {
+                struct rs_cmdlist l = {0};
+                uint64_t t0;
+                double us;
+
+                /* Building the list is libvirt's in-memory work: not timed. */
+                r = rs_cmds_instantiate(&l, &c->guests[g], phase);
+                t0 = bench_now_ns();
+                for (size_t i = 0; i < l.n && r == 0; i++) {
+                        r = exec_cmd(c, m, &l.v[i], &cmd_run_buf);
+                        if (r == 0) {
+                                o->procs++;
+                                r = check_cmd(m, &l.v[i], &cmd_run_buf, o);
+                        }
+                }
+                us = (double)(bench_now_ns() - t0) / 1000.0;
+                rs_cmdlist_clear(&l);
+                if (r == 0)
+                        r = bench_samples_add(&o->per_guest, us);
+                o->wall_us += us;
+                if (r == 0)
+                        r = rs_nftmon_drain(&c->mon);
+                if (r == 0 && ((g + 1) % step == 0 || g + 1 == c->n))
+                        bench_log("restart: %-3s %u/%u guests, %llu processes, %.1f s\n",
+                                  method_names[m], g + 1, c->n, (unsigned long long)o->procs,
+                                  o->wall_us / 1e6);
+        }
+        if (r == 0 && (m == M_B || m == M_BR)) {
+                r = helper_stats(c->conn, &s1);
+                if (r == 0)
+                        o->helper_nl = stat_delta(&s0, &s1, "netlink_messages");
+        }
+        o->commits = c->mon.commits - mon_c;
+        o->changes = c->mon.changes - mon_ch;
+        o->rules = c->mon.rules - mon_r;
+        o->ran = r == 0;
+        return r;
+}
+
+/* After a start or a restart: every guest has its 2 root and 8 sub-chains
+ * under their final names in ebtables' nat table, jumped to from
+ * PREROUTING/POSTROUTING, and no temporary chain is left. */
+static char listing[4u << 20];
+
+static int check_ebtables(struct ctx *c, enum method m)
+{
+        char *argv[] = {(char *)c->tools.path[RS_EBTABLES], "-t", "nat", "-L", NULL};
+        unsigned chains = 0, tmp = 0, links = 0;
+        size_t len;
+        int r = run_quiet(c, argv, listing, sizeof(listing), &len);
+
+        if (r < 0)
+                return r;
+        for (char *p = listing; (p = strstr(p, "Bridge chain: ")); p++) {
+                const char *name = p + strlen("Bridge chain: ");
+                chains++;
+                if (strncmp(name, "libvirt-J-", 10) == 0 || strncmp(name, "libvirt-P-", 10) == 0 ||
+                    ((name[0] == 'J' || name[0] == 'P') && name[1] == '-'))
+                        tmp++;
+        }
+        for (char *p = listing; (p = strstr(p, " -j libvirt-")); p++)
+                links++;
+        /* PREROUTING, OUTPUT, POSTROUTING + 10 per guest */
+        if (chains != 3 + 10 * c->n || tmp || links != 2 * c->n) {
+                bench_log("netbroker-bench: restart: after %s: %u chains (expected %u), %u "
+                          "temporary, %u links (expected %u)\n",
+                          method_names[m], chains, 3 + 10 * c->n, tmp, links, 2 * c->n);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+static int run_libvirt(struct ctx *c, enum method start, enum method restart, const char *what)
+{
+        int r = reset(c);
+
+        if (r == 0)
+                r = run_commands(c, start, RS_START);
+        if (r == 0)
+                r = check_ebtables(c, start);
+        if (r == 0)
+                r = run_commands(c, restart, RS_RESTART);
+        if (r == 0)
+                r = check_ebtables(c, restart);
+        snprintf(c->out[start].text, sizeof(c->out[start].text), "%s, VM start", what);
+        snprintf(c->out[restart].text, sizeof(c->out[restart].text), "%s, libvirtd restart", what);
+        return r;
+}
+
+/* ---- N ---- */
+
+static int run_nft_file(struct ctx *c)
+{
+        struct outcome *o = &c->out[M_N];
+        char path[] = "/tmp/netbroker-bench-nft.XXXXXX";
+        char *argv[] = {"nft", "-f", path, NULL};
+        uint64_t mon_c, mon_ch, mon_r, t0;
+        int fd, st, r;
+        size_t len;
+        long size;
+        FILE *f;
+
+        fd = mkstemp(path);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                unlink(path);
+                return r;
+        }
+        r = rs_nft_write(f, c->guests, c->n);
+        size = ftell(f);
+        if (fclose(f) != 0 && r == 0)
+                r = -errno;
+        if (r == 0)
+                r = reset(c);
+        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        if (r == 0) {
+                t0 = bench_now_ns();
+                r = spawn_capture(c, c->tools.nft, argv, cmd_run_buf.out, sizeof(cmd_run_buf.out),
+                                  &len, &st);
+                o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
+        }
+        unlink(path);
+        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                bench_log("netbroker-bench: restart: N: nft -f failed: %s\n", cmd_run_buf.out);
+                r = -EIO;
+        }
+        if (r == 0)
+                r = rs_nftmon_drain(&c->mon);
+        if (r < 0)
+                return r;
+        o->guests = c->n;
+        o->procs = 1;
+        o->helper_nl = NAN;
+        o->commits = c->mon.commits - mon_c;
+        o->changes = c->mon.changes - mon_ch;
+        o->rules = c->mon.rules - mon_r;
+        o->ran = true;
+        snprintf(o->text, sizeof(o->text), "one nft -f, a file of %ld bytes", size);
+        bench_log("restart: N   %u guests, nft -f: %.2f ms\n", c->n, o->wall_us / 1000.0);
+        return 0;
+}
+
+/* ---- C and D ---- */
+
+static int build_fw_batch(struct ctx *c, nb_fw_mode mode, nb_batch **ret)
+{
+        nb_batch *b = nb_batch_new();
+        int r = b ? 0 : -ENOMEM;
+
+        for (unsigned g = 0; g < c->n && r == 0; g++) {
+                const struct rs_guest *gu = &c->guests[g];
+                const char *ips[] = {gu->ip, NULL};
+                nb_fw_ruleset *rs = nb_fw_ruleset_new();
+
+                if (!rs) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* no-promisc first: clean-traffic accepts IPv4 and ARP to the
+                 * guest, no-promisc after it would see nothing (libvirt's
+                 * chain priorities put its mac chain first too). */
+                r = nb_fw_add_no_promisc(rs, gu->mac);
+                if (r == 0)
+                        r = nb_fw_add_clean_traffic(rs, gu->mac, ips);
+                if (r == 0)
+                        r = nb_batch_firewall_apply(b, gu->ifname, gu->ifname, rs, mode);
+                nb_fw_ruleset_free(rs);
+        }
+        if (r < 0) {
+                bench_log("netbroker-bench: restart: cannot build the FirewallApply batch: %s\n",
+                          strerror(-r));
+                nb_batch_free(b);
+                return r;
+        }
+        *ret = b;
+        return 0;
+}
+
+/* One request of N FirewallApply ops, timed from building it to the reply. */
+static int run_fw(struct ctx *c, enum method m)
+{
+        const nb_fw_mode mode = m == M_C ? NB_FW_REPLACE : NB_FW_ENSURE;
+        struct outcome *o = &c->out[m];
+        struct stats s0 = {0}, s1 = {0};
+        nb_results *res = NULL;
+        nb_batch *b = NULL;
+        uint64_t mon_c, mon_ch, mon_r, t0;
+        unsigned unchanged = 0, rules = 0;
+        int r;
+
+        r = helper_stats(c->conn, &s0);
+        if (r < 0)
+                return r;
+        r = rs_nftmon_drain(&c->mon);
+        if (r < 0)
+                return r;
+        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        t0 = bench_now_ns();
+        r = build_fw_batch(c, mode, &b);
+        if (r == 0)
+                r = nb_submit(c->conn, b, &res);
+        o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
+        if (r < 0) {
+                bench_log("netbroker-bench: restart: %s: submit failed: %s (%s)\n", method_names[m],
+                          strerror(-r), nb_conn_error(c->conn));
+                goto out;
+        }
+        if (nb_results_count(res) != c->n) {
+                bench_log("netbroker-bench: restart: %s: %zu results for %u ops\n", method_names[m],
+                          nb_results_count(res), c->n);
+                r = -EPROTO;
+                goto out;
+        }
+        for (unsigned g = 0; g < c->n; g++) {
+                int st = nb_result_status(res, g);
+                const char *hash;
+                bool same;
+                unsigned n_rules;
+
+                if (st < 0 || nb_result_firewall(res, g, &hash, &same, &n_rules) < 0) {
+                        bench_log("netbroker-bench: restart: %s: op %u (%s): %s (%s)\n",
+                                  method_names[m], g, c->guests[g].ifname, strerror(-st),
+                                  nb_result_message(res, g));
+                        r = st < 0 ? st : -EPROTO;
+                        goto out;
+                }
+                unchanged += same;
+                rules += n_rules;
+                if (m == M_C) {
+                        free(c->fw_hash[g]);
+                        c->fw_hash[g] = strdup(hash);
+                } else if (!c->fw_hash[g] || strcmp(c->fw_hash[g], hash) != 0) {
+                        bench_log("netbroker-bench: restart: D: %s: hash %s, C had %s\n",
+                                  c->guests[g].ifname, hash,
+                                  c->fw_hash[g] ? c->fw_hash[g] : "none");
+                        c->d_ok = false;
+                }
+        }
+        r = rs_nftmon_drain(&c->mon);
+        if (r == 0)
+                r = helper_stats(c->conn, &s1);
+        if (r < 0)
+                goto out;
+        o->guests = c->n;
+        o->helper_nl = stat_delta(&s0, &s1, "netlink_messages");
+        o->commits = c->mon.commits - mon_c;
+        o->changes = c->mon.changes - mon_ch;
+        o->rules = c->mon.rules - mon_r;
+        o->ran = true;
+        fw_deltas(&s0, &s1, m == M_C ? c->fw_note_c : c->fw_note_d, sizeof(c->fw_note_c));
+        snprintf(o->text, sizeof(o->text), "%s: %u rules, %u/%u unchanged",
+                 m == M_C ? "replace" : "ensure", rules, unchanged, c->n);
+        if (m == M_D) {
+                /* The helper's own write counters, and the kernel's view. */
+                bool wrote = false;
+                for (size_t i = 0; i < s1.n; i++) {
+                        uint64_t x = 0;
+                        if (!counts_writes(s1.name[i]))
+                                continue;
+                        (void)stat_get(&s0, s1.name[i], &x);
+                        wrote |= s1.v[i] != x;
+                }
+                if (unchanged != c->n || wrote || o->commits || o->changes)
+                        c->d_ok = false;
+                snprintf(c->d_check, sizeof(c->d_check),
+                         "D check %s: %u/%u owners unchanged, helper write counters %s, kernel: "
+                         "%llu commits, %llu changes",
+                         c->d_ok ? "passed" : "FAILED", unchanged, c->n,
+                         wrote ? "MOVED" : "unmoved", (unsigned long long)o->commits,
+                         (unsigned long long)o->changes);
+        }
+        bench_log("restart: %-3s %u guests, one request: %.2f ms (%s)\n", method_names[m], c->n,
+                  o->wall_us / 1000.0, o->text);
+out:
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static int fw_list_count(struct ctx *c, size_t *ret)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r = b ? nb_batch_firewall_list(b) : -ENOMEM;
+
+        if (r == 0)
+                r = nb_submit(c->conn, b, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        if (r == 0)
+                *ret = nb_result_fw_owner_count(res, 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static int run_c_and_d(struct ctx *c)
+{
+        size_t owners = 0;
+        uint64_t t0;
+        int r = reset(c);
+
+        if (r == 0)
+                r = run_fw(c, M_C);
+        if (r == 0)
+                r = fw_list_count(c, &owners);
+        if (r == 0 && owners != c->n) {
+                bench_log("netbroker-bench: restart: FirewallList after C: %zu owners, not %u\n",
+                          owners, c->n);
+                r = -EPROTO;
+        }
+        if (r < 0)
+                return r;
+        /* The daemon restarts: its connection goes, the helper exits; the
+         * next daemon spawns a new one. */
+        t0 = bench_now_ns();
+        bench_broker_stop(c->conn);
+        c->conn = NULL;
+        r = helper_start(c);
+        c->helper_restart_us = (double)(bench_now_ns() - t0) / 1000.0;
+        if (r < 0)
+                return r;
+        c->d_ok = true;
+        return run_fw(c, M_D);
+}
+
+/* ---- setup ---- */
+
+static const char *find_tool(const char *name)
+{
+        static char buf[4][64];
+        static int next;
+        static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin"};
+
+        for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+                char *p = buf[next % 4];
+                snprintf(p, sizeof(buf[0]), "%s/%s", dirs[i], name);
+                if (access(p, X_OK) == 0) {
+                        next++;
+                        return p;
+                }
+        }
+        return NULL;
+}
+
+static int find_tools(struct tools *t)
+{
+        static const char *const names[RS_N_TOOLS] = {[RS_EBTABLES] = "ebtables",
+                                                      [RS_IPTABLES] = "iptables",
+                                                      [RS_IP6TABLES] = "ip6tables"};
+
+        for (int i = 0; i < RS_N_TOOLS; i++) {
+                t->path[i] = find_tool(names[i]);
+                if (!t->path[i]) {
+                        bench_log("netbroker-bench: restart: %s not found\n", names[i]);
+                        return -ENOENT;
+                }
+        }
+        t->nft = find_tool("nft");
+        if (!t->nft) {
+                bench_log("netbroker-bench: restart: nft not found\n");
+                return -ENOENT;
+        }
+        return 0;
+}
+
+/* The guests' taps, made by the helper, persistent: they outlive the fds. */
+static int make_taps(struct ctx *c)
+{
+        const nb_tap_opts opts = {.persist = true};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r = b ? 0 : -ENOMEM;
+
+        for (unsigned g = 0; g < c->n && r == 0; g++)
+                r = nb_batch_tap_create(b, c->guests[g].ifname, &opts);
+        if (r == 0)
+                r = nb_submit(c->conn, b, &res);
+        if (r == 0 && nb_results_first_error(res) >= 0) {
+                long i = nb_results_first_error(res);
+                bench_log("netbroker-bench: restart: TapCreate %s: %s\n", c->guests[i].ifname,
+                          nb_result_message(res, (size_t)i));
+                r = nb_result_status(res, (size_t)i);
+        }
+        if (r < 0)
+                bench_log("netbroker-bench: restart: cannot make the taps: %s (%s)\n", strerror(-r),
+                          c->conn ? nb_conn_error(c->conn) : "");
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+/* The programs' pages into the page cache, the kernel's modules loaded. */
+static int warm_up(struct ctx *c)
+{
+        char *eb[] = {(char *)c->tools.path[RS_EBTABLES], "-t", "nat", "-L", NULL};
+        char *ip4[] = {(char *)c->tools.path[RS_IPTABLES], "-w", "-n", "-L", NULL};
+        char *ip6[] = {(char *)c->tools.path[RS_IP6TABLES], "-w", "-n", "-L", NULL};
+        char *nft[] = {"nft", "list", "ruleset", NULL};
+        int r = run_quiet(c, eb, listing, sizeof(listing), NULL);
+
+        if (r == 0)
+                r = run_quiet(c, ip4, listing, sizeof(listing), NULL);
+        if (r == 0)
+                r = run_quiet(c, ip6, listing, sizeof(listing), NULL);
+        if (r == 0)
+                r = run_quiet(c, nft, listing, sizeof(listing), NULL);
+        return r;
+}
+
+/* ---- the report ---- */
+
+static int add_line(struct bench_report *r, enum method m, const struct outcome *o)
+{
+        double v[N_COLS];
+
+        v[C_N] = o->guests;
+        v[C_PROCS] = (double)o->procs;
+        v[C_PROCS_G] = (double)o->procs / o->guests;
+        v[C_FAILED] = m == M_C || m == M_D ? NAN : (double)o->failed;
+        v[C_NL] = o->helper_nl;
+        v[C_COMMITS] = (double)o->commits;
+        v[C_CHANGES] = (double)o->changes;
+        v[C_WALL] = o->wall_us / 1000.0;
+        v[C_MS_G] = o->wall_us / 1000.0 / o->guests;
+        return bench_report_add_line(r, method_names[m], v, N_COLS, o->text) ? 0 : -ENOSPC;
+}
+
+static int add_results(struct ctx *c, struct bench_report *r)
+{
+        static const struct {
+                enum method num, den;
+                const char *name;
+        } pairs[] = {
+                {M_A, M_C, "A/C"},  {M_A2, M_C, "A2/C"}, {M_B, M_C, "B/C"},
+                {M_N, M_C, "N/C"},  {M_AR, M_D, "A/D"},  {M_A2R, M_D, "A2/D"},
+                {M_BR, M_D, "B/D"}, {M_A, M_N, "A/N"},   {M_AR, M_A, "Ar/A"},
+        };
+        static const enum method timed[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR};
+        static char programs[N_METHODS][24];
+        struct bench_summary s[N_METHODS] = {0};
+        struct rs_cmdlist l = {0};
+        unsigned per_tool[RS_N_TOOLS] = {0};
+        size_t n_start, n_restart;
+        int k;
+
+        for (int m = 0; m < N_METHODS; m++)
+                if (c->out[m].ran && (k = add_line(r, (enum method)m, &c->out[m])) < 0)
+                        return k;
+        for (size_t i = 0; i < sizeof(timed) / sizeof(*timed); i++) {
+                enum method m = timed[i];
+                if (!c->out[m].ran)
+                        continue;
+                k = bench_samples_summarize(&c->out[m].per_guest, &s[m]);
+                if (k < 0)
+                        return k;
+                snprintf(programs[m], sizeof(programs[m]), "%s per guest",
+                         m == M_AR || m == M_A2R || m == M_BR ? "restart" : "start");
+                k = bench_report_add_row(r, method_names[m], programs[m], &s[m],
+                                         c->out[M_A].ran ? &s[M_A] : NULL);
+                if (k < 0)
+                        return k;
+        }
+        for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
+                const struct outcome *a = &c->out[pairs[i].num], *b = &c->out[pairs[i].den];
+                if (!a->ran || !b->ran || !(b->wall_us > 0))
+                        continue;
+                k = bench_report_add_ratio(r, pairs[i].name, a->wall_us / b->wall_us);
+                if (k < 0)
+                        return k;
+        }
+
+        /* How many commands libvirt's driver ran per guest, and of which tool. */
+        k = rs_cmds_instantiate(&l, &c->guests[0], RS_START);
+        n_start = l.n;
+        for (size_t i = 0; i < l.n; i++)
+                per_tool[l.v[i].tool]++;
+        rs_cmdlist_clear(&l);
+        if (k == 0)
+                k = rs_cmds_instantiate(&l, &c->guests[0], RS_RESTART);
+        n_restart = l.n;
+        rs_cmdlist_clear(&l);
+        if (k < 0)
+                return k;
+        bench_report_add_note(r,
+                              "libvirt's commands per guest (restart_cmds.c): %zu at VM start "
+                              "(%u ebtables, %u iptables, %u ip6tables), %zu at libvirtd restart",
+                              n_start, per_tool[RS_EBTABLES], per_tool[RS_IPTABLES],
+                              per_tool[RS_IP6TABLES], n_restart);
+        for (int m = 0; m < N_METHODS; m++)
+                if (c->out[m].mismatches)
+                        bench_report_add_note(r,
+                                              "%s: %llu commands succeeded or failed against the "
+                                              "list's prediction (see stderr)",
+                                              method_names[m],
+                                              (unsigned long long)c->out[m].mismatches);
+        if (c->have_fw) {
+                bench_report_add_note(r, "C: helper counters: %s",
+                                      c->fw_note_c[0] ? c->fw_note_c : "no fw_* counter moved");
+                bench_report_add_note(r, "D: helper counters: %s",
+                                      c->fw_note_d[0] ? c->fw_note_d : "no fw_* counter moved");
+                bench_report_add_note(r, "%s", c->d_check);
+                bench_report_add_note(r,
+                                      "D's helper restart (nb_close, nb_spawn, Hello), not in D: "
+                                      "%.1f ms",
+                                      c->helper_restart_us / 1000.0);
+        } else {
+                bench_report_add_note(r, "C, D: skipped, the helper does not offer "
+                                         "firewall_apply");
+        }
+        if (c->mon.lost)
+                bench_report_add_note(r,
+                                      "the notification socket overflowed %llu times: commits "
+                                      "and changes are lower bounds",
+                                      (unsigned long long)c->mon.lost);
+        return 0;
+}
+
+/* ---- the scenario ---- */
+
+int bench_restart(const struct bench_opts *o, struct bench_report *r)
+{
+        struct ctx *c = calloc(1, sizeof(*c));
+        int k;
+
+        if (!c)
+                return -ENOMEM;
+        c->o = o;
+        c->helper = o->helper;
+        c->mon.fd = -1;
+        c->n = o->guests ? o->guests : o->quick ? 10 : 100;
+        r->title = "N guests' firewalls (clean-traffic + no-promisc) at VM start and daemon "
+                   "restart";
+        r->legend = legend;
+        r->ratios_title = "ratios of wall times (X/C: X at VM start; X/D: X at libvirtd restart)";
+        r->figures.cols = columns;
+        r->figures.n_cols = N_COLS;
+        r->figures.text_key = "what";
+        r->figures.text_heading = "what";
+        if (c->n > MAX_GUESTS) {
+                bench_log("netbroker-bench: restart: at most %u guests\n", MAX_GUESTS);
+                free(c);
+                return -ERANGE;
+        }
+        c->guests = calloc(c->n, sizeof(*c->guests));
+        if (!c->guests) {
+                free(c);
+                return -ENOMEM;
+        }
+        for (unsigned g = 0; g < c->n; g++)
+                rs_guest_init(&c->guests[g], g);
+        k = find_tools(&c->tools);
+        if (k < 0)
+                goto out;
+
+        k = bench_fat_parent_setup(FAT_FD_LIMIT, FAT_FDS, FAT_HEAP, &c->fp);
+        if (k < 0) {
+                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-k));
+                goto out;
+        }
+        r->has_parent = true;
+        r->parent = c->fp;
+        r->parent.heap = NULL;
+        r->parent.fds = NULL;
+        c->open_max = sysconf(_SC_OPEN_MAX);
+
+        k = rs_nftmon_open(&c->mon);
+        if (k < 0) {
+                bench_log("netbroker-bench: restart: cannot listen to nftables notifications: "
+                          "%s\n",
+                          strerror(-k));
+                goto release;
+        }
+        k = helper_start(c);
+        if (k < 0)
+                goto release;
+        if (!nb_conn_has_feature(c->conn, "tap_create") || !nb_conn_has_feature(c->conn, "stats")) {
+                bench_log("netbroker-bench: restart: the helper offers no tap_create or stats\n");
+                k = -EOPNOTSUPP;
+                goto stop;
+        }
+        c->have_fw = nb_conn_has_feature(c->conn, "firewall_apply") &&
+                     nb_conn_has_feature(c->conn, "firewall_list");
+        r->helper_pid = nb_conn_helper_pid(c->conn);
+        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
+
+        bench_log("restart: %u guests (taps vnet0..vnet%u)\n", c->n, c->n - 1);
+        k = make_taps(c);
+        if (k == 0)
+                k = warm_up(c);
+        if (k == 0)
+                k = run_nft_file(c);
+        if (k == 0 && c->have_fw)
+                k = run_c_and_d(c);
+        if (k == 0)
+                k = run_libvirt(c, M_A, M_AR, "fork, close loop");
+        if (k == 0)
+                k = run_libvirt(c, M_A2, M_A2R, "fork, close_range");
+        if (k == 0)
+                k = run_libvirt(c, M_B, M_BR, "netbrokerd Exec");
+        if (k == 0)
+                k = add_results(c, r);
+        /* Leave an empty ruleset behind. */
+        (void)reset(c);
+stop:
+        bench_broker_stop(c->conn);
+release:
+        rs_nftmon_close(&c->mon);
+        bench_fat_parent_release(&c->fp);
+out:
+        for (int m = 0; m < N_METHODS; m++)
+                bench_samples_clear(&c->out[m].per_guest);
+        for (unsigned g = 0; g < MAX_GUESTS; g++)
+                free(c->fw_hash[g]);
+        free(c->guests);
+        free(c);
+        return k;
+}

@@ -1,0 +1,84 @@
+/* Scenario "restart": the per-guest firewall commands libvirt's nwfilter
+ * ebiptables driver ran in 2018 (restart_cmds.c), and the same filters as
+ * one nftables file (the reference N). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum rs_tool { RS_EBTABLES, RS_IPTABLES, RS_IP6TABLES, RS_N_TOOLS };
+
+#define RS_MAX_ARGS 32
+
+enum rs_expect {
+        RS_MUST_SUCCEED, /* libvirt's transaction fails (and rolls back) otherwise */
+        RS_EXPECT_OK, /* errors ignored by libvirt; succeeds in the state we model */
+        RS_EXPECT_FAIL, /* errors ignored by libvirt; fails in the state we model */
+};
+
+struct rs_cmd {
+        enum rs_tool tool;
+        char *argv[RS_MAX_ARGS]; /* NULL-terminated; argv[0] is the tool's name */
+        char *buf; /* owns the strings of argv */
+        enum rs_expect expect;
+        /* A query (ebtables -L): libvirt reads its output and adds commands
+         * for each line "-j X-..." with X in jump_prefixes. The list below
+         * already holds those commands for the state we model; `jumps` is
+         * how many such lines the output must have. -1: not a query. */
+        int jumps;
+        char jump_prefixes[3];
+};
+
+struct rs_cmdlist {
+        struct rs_cmd *v;
+        size_t n, cap;
+};
+
+struct rs_guest {
+        unsigned index;
+        char ifname[16]; /* vnetN */
+        char mac[18]; /* 52:54:00:xx:xx:xx */
+        char ip[16]; /* 10.x.y.z */
+};
+
+/* START: the first instantiation on a host without any of the guest's
+ * chains (VM start). RESTART: the same again while the chains of the
+ * previous instantiation are in place (libvirtd restart). */
+enum rs_phase { RS_START, RS_RESTART };
+
+void rs_guest_init(struct rs_guest *g, unsigned index);
+/* Append the commands of one instantiation of clean-traffic + no-promisc
+ * on g's tap. Returns 0 or -ENOMEM. */
+int rs_cmds_instantiate(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phase phase);
+void rs_cmdlist_clear(struct rs_cmdlist *l);
+/* Lines of `out` that libvirt's query callback would follow: "-j X-..."
+ * with X in c->jump_prefixes. */
+int rs_count_jumps(const struct rs_cmd *c, const char *out, size_t len);
+/* Print a command, for error messages. */
+void rs_cmd_print(const struct rs_cmd *c, FILE *f);
+
+/* The reference ruleset: the same filters for the guests as one nftables
+ * file (netdev family, one ingress and one egress chain per tap). */
+#define RS_NFT_TABLE "nbbench"
+int rs_nft_write(FILE *f, const struct rs_guest *guests, size_t n);
+
+/* ---- what reaches the kernel (nftmon.c) ----
+ *
+ * A netlink socket in the nftables notification group of this namespace:
+ * every committed nf_tables transaction sends NFT_MSG_NEWGEN, and every
+ * table, chain, rule, set or element it adds, changes or deletes one
+ * message more. The same view `nft monitor` has, for every method alike. */
+struct rs_nftmon {
+        int fd;
+        uint64_t commits; /* NFT_MSG_NEWGEN */
+        uint64_t changes; /* every other nf_tables notification */
+        uint64_t rules; /* of which NFT_MSG_NEWRULE and NFT_MSG_DELRULE */
+        uint64_t lost; /* ENOBUFS: the counts above are lower bounds */
+};
+
+int rs_nftmon_open(struct rs_nftmon *m);
+/* Count what has arrived so far. Returns 0 or -errno. */
+int rs_nftmon_drain(struct rs_nftmon *m);
+void rs_nftmon_close(struct rs_nftmon *m);

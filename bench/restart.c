@@ -394,7 +394,8 @@ static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *
         cr->ok = st == 0 && er.exit_code == 0;
         /* libvirt's query callbacks read stdout; stderr after it for errors. */
         cr->len = er.out_len < OUT_CAP - 1 ? er.out_len : OUT_CAP - 1;
-        memcpy(cr->out, er.out, cr->len);
+        if (cr->len) /* er.out is NULL when there was none */
+                memcpy(cr->out, er.out, cr->len);
         if (er.err_len && cr->len < OUT_CAP - 1) {
                 size_t k = er.err_len < OUT_CAP - 1 - cr->len ? er.err_len : OUT_CAP - 1 - cr->len;
                 memcpy(cr->out + cr->len, er.err, k);

@@ -244,6 +244,8 @@ int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips);
 /* Sender MAC and IP checked; only ARP requests and replies pass. */
 int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips);
 /* To the guest, only frames to its MAC, broadcast and multicast pass. */
+/* no-promisc must come before clean-traffic, whose last groups accept IPv4
+ * and ARP toward the guest: added after it, no-promisc sees nothing. */
 int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac);
 /* dhcp_server: the only server the guest may take an answer from, or NULL
  * (the group is then "allow-dhcp-server", else "allow-dhcp"). */

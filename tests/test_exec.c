@@ -140,12 +140,14 @@ END_TEST
 
 START_TEST(test_child_gets_exactly_fds_0_to_2)
 {
+        /* No pipeline: a shell holds its pipe's ends while it starts the
+         * commands, and ls would see them. */
         nb_conn *c = tu_spawn(TU_ALLOW);
-        const char *argv[] = {"sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '", NULL};
+        const char *argv[] = {"sh", "-c", "ls /proc/$$/fd", NULL};
         nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
 
         ck_assert_int_eq(nb_result_status(res, 0), 0);
-        assert_out(res, "0 1 2 ");
+        assert_out(res, "0\n1\n2\n");
         nb_results_free(res);
         nb_close(c);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* ---- options common to every scenario ---- */
 
@@ -71,6 +72,12 @@ int bench_fat_parent_setup(unsigned fd_limit, unsigned fds, size_t heap_bytes,
 void bench_fat_parent_release(struct bench_fat_parent *p);
 /* Open fds of a process (pid 0: this one), or -errno. */
 int bench_count_fds(int pid);
+
+/* A baseline's child, as libvirt's virCommandRun handled it: read its output
+ * until EOF, keeping the first cap - 1 bytes NUL-terminated (for error
+ * messages), and reap it. Both return 0 or -errno. */
+int bench_drain_fd(int fd, char *buf, size_t cap, size_t *ret_len);
+int bench_wait_child(pid_t pid, int *ret_status);
 
 /* ---- the helper (broker.c) ---- */
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int bench_count_fds(int pid)
@@ -140,4 +141,36 @@ void bench_fat_parent_release(struct bench_fat_parent *p)
         p->fds = NULL;
         p->n_fds = 0;
         p->devnull = -1;
+}
+
+int bench_drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
+{
+        char scratch[4096];
+        size_t len = 0;
+
+        for (;;) {
+                ssize_t n = read(fd, scratch, sizeof(scratch));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                if (len + 1 < cap) {
+                        size_t take = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
+                        memcpy(buf + len, scratch, take);
+                        len += take;
+                }
+        }
+        buf[len] = '\0';
+        *ret_len = len;
+        return 0;
+}
+
+int bench_wait_child(pid_t pid, int *ret_status)
+{
+        while (waitpid(pid, ret_status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
 }

@@ -131,39 +131,6 @@ static _Noreturn void child_fail(const char *what)
         _exit(127);
 }
 
-/* Read until EOF; keep at most cap - 1 bytes. */
-static int drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
-{
-        char scratch[4096];
-        size_t len = 0;
-
-        for (;;) {
-                ssize_t n = read(fd, scratch, sizeof(scratch));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                if (len + 1 < cap) {
-                        size_t take = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
-                        memcpy(buf + len, scratch, take);
-                        len += take;
-                }
-        }
-        buf[len] = '\0';
-        *ret_len = len;
-        return 0;
-}
-
-static int wait_child(pid_t pid, int *ret_status)
-{
-        while (waitpid(pid, ret_status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return 0;
-}
-
 /* A and A2: virCommandRun's way. Output (stdout and stderr) into out. */
 static int fork_exec(const struct ctx *c, bool close_range, const char *path, char *const *argv,
                      char *out, size_t cap, size_t *out_len, int *ret_status)
@@ -194,9 +161,9 @@ static int fork_exec(const struct ctx *c, bool close_range, const char *path, ch
                 child_fail("netbroker-bench: execve failed in the child\n");
         }
         close(pfd[1]);
-        r = drain_fd(pfd[0], out, cap, out_len);
+        r = bench_drain_fd(pfd[0], out, cap, out_len);
         close(pfd[0]);
-        k = wait_child(pid, ret_status);
+        k = bench_wait_child(pid, ret_status);
         return r < 0 ? r : k;
 }
 
@@ -223,9 +190,9 @@ static int spawn_capture(const struct ctx *c, const char *path, char *const *arg
                 close(pfd[0]);
                 return r;
         }
-        r = drain_fd(pfd[0], out, cap, out_len);
+        r = bench_drain_fd(pfd[0], out, cap, out_len);
         close(pfd[0]);
-        k = wait_child(pid, ret_status);
+        k = bench_wait_child(pid, ret_status);
         return r < 0 ? r : k;
 }
 

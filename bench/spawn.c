@@ -93,40 +93,6 @@ static _Noreturn void child_exec(const struct fork_ctx *c, const struct program 
         child_fail("netbroker-bench: execve failed in the child\n");
 }
 
-/* Read the child's output until EOF, keeping the start for error messages,
- * as libvirt's virCommandRun read its children's output. */
-static int drain_output(int fd, char *buf, size_t cap, size_t *ret_len)
-{
-        char scratch[4096];
-        size_t len = 0;
-
-        for (;;) {
-                ssize_t n = read(fd, scratch, sizeof(scratch));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                if (len + 1 < cap) {
-                        size_t take = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
-                        memcpy(buf + len, scratch, take);
-                        len += take;
-                }
-        }
-        buf[len] = '\0';
-        *ret_len = len;
-        return 0;
-}
-
-static int wait_child(pid_t pid, int *ret_status)
-{
-        while (waitpid(pid, ret_status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return 0;
-}
-
 static int check_child(const char *method, const struct program *p, int status, const char *out)
 {
         if (WIFSIGNALED(status))
@@ -165,10 +131,10 @@ static int fork_exec_once(const struct fork_ctx *c, const struct program *p, dou
         if (pid == 0)
                 child_exec(c, p, pfd[1]);
         close(pfd[1]);
-        r = drain_output(pfd[0], out, sizeof(out), &out_len);
+        r = bench_drain_fd(pfd[0], out, sizeof(out), &out_len);
         close(pfd[0]);
         /* Reap even when reading failed: no zombie left behind. */
-        k = wait_child(pid, &status);
+        k = bench_wait_child(pid, &status);
         if (r == 0)
                 r = k;
         t1 = bench_now_ns();

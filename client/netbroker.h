@@ -276,7 +276,7 @@ int nb_batch_firewall_list(nb_batch *batch);
 typedef struct nb_rate {
         unsigned average; /* kB/s; 1 to 100 Gbit/s */
         unsigned peak; /* kB/s, not below average; 0: the average */
-        unsigned burst; /* kB at peak speed; required */
+        unsigned burst; /* kB at peak speed; 0: 10 ms of the average, at least 2 kB */
         unsigned floor; /* kB/s guaranteed, not above average; inbound only */
 } nb_rate;
 
@@ -284,7 +284,7 @@ typedef struct nb_rate {
  * way, and a limit netbroker had there before is removed. Idempotent, and a
  * change of rates takes effect in place (no instant without a limit). The
  * op fails with -EINVAL for a bad rate (zero average with other fields,
- * over 100 Gbit/s, peak below average, no burst, floor outbound), -ENODEV
+ * over 100 Gbit/s, peak below average, burst over 1 GiB, floor outbound), -ENODEV
  * for a missing interface, -EOPNOTSUPP when the kernel cannot limit
  * outbound traffic; nothing is changed then. Returns 0, -EINVAL (NULL
  * batch or bad name), -ENOMEM. */

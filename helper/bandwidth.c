@@ -2,6 +2,7 @@
 #include "bandwidth.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/if_ether.h>
 #include <linux/tc_act/tc_mirred.h>
 #include <net/if.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "link.h"
 #include "log.h"
 #include "netlink.h"
 
@@ -87,9 +89,8 @@ static int check_rate(const struct nb_bw_rate *r, const char *way, bool floor_ok
                      r->average);
                 return -EINVAL;
         }
-        if (!r->burst || r->burst > NB_BW_MAX_BURST) {
-                errf(err, "%s: burst %u kB: a rate needs a burst of 1 to %u kB", way, r->burst,
-                     NB_BW_MAX_BURST);
+        if (r->burst > NB_BW_MAX_BURST) {
+                errf(err, "%s: burst %u kB is above %u kB", way, r->burst, NB_BW_MAX_BURST);
                 return -EINVAL;
         }
         if (r->floor && !floor_ok) {
@@ -267,6 +268,17 @@ static int send_result(struct nb_bw *bw, int nlerr)
         return nb_netlink_errno(bw->nl, nlerr);
 }
 
+/* libvirt's burst is optional. Without one, HTB gets 10 ms of the average
+ * rate (at least NB_BW_MIN_BURST kB): tc's own default is one MTU on
+ * kernels with high-resolution timers, too little for HTB to reach rates
+ * of hundreds of Mbit/s. Written explicitly, so a read-back sees it. */
+static uint64_t burst_bytes(const struct nb_bw_rate *rate)
+{
+        uint64_t b = rate->burst ? bytes(rate->burst) : bytes(rate->average) / 100;
+
+        return b < bytes(NB_BW_MIN_BURST) ? bytes(NB_BW_MIN_BURST) : b;
+}
+
 static int set_htb_class(struct nb_bw *bw, int ifindex, const struct nb_bw_rate *rate,
                          const char *dev, char *err)
 {
@@ -284,7 +296,7 @@ static int set_htb_class(struct nb_bw *bw, int ifindex, const struct nb_bw_rate 
         rtnl_tc_set_handle(TC_CAST(c), HTB_CLASS);
         if ((r = rtnl_tc_set_kind(TC_CAST(c), "htb")) < 0 ||
             (r = rtnl_htb_set_rate64(c, avg)) < 0 || (r = rtnl_htb_set_ceil64(c, ceil)) < 0 ||
-            (r = rtnl_htb_set_rbuffer(c, (uint32_t)bytes(rate->burst))) < 0 ||
+            (r = rtnl_htb_set_rbuffer(c, (uint32_t)burst_bytes(rate))) < 0 ||
             (r = rtnl_htb_set_quantum(c, (uint32_t)quantum)) < 0) {
                 rtnl_class_put(c);
                 return -ENOMEM;
@@ -562,12 +574,80 @@ static int filters_left(struct nb_bw *bw, int ifindex, size_t *ret)
         return r;
 }
 
+/* Delete the IFB made for ifindex; none there is success. */
+static int delete_ifb(struct nb_bw *bw, int ifindex, char *err)
+{
+        struct rtnl_link *link = rtnl_link_alloc();
+        char name[IFNAMSIZ];
+        int r;
+
+        if (!link)
+                return -ENOMEM;
+        ifb_name(ifindex, name);
+        rtnl_link_set_name(link, name);
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_link_delete(bw->nl->req, link));
+        rtnl_link_put(link);
+        if (r == -ENODEV || r == -EINVAL || r == -ENOENT)
+                r = 0;
+        if (r < 0)
+                errf(err, "cannot delete the IFB device %s: %s", name, strerror(-r));
+        return r;
+}
+
+static bool is_ifb_name(const char *name, int *ret_owner)
+{
+        char *end;
+        unsigned long v;
+
+        if (strncmp(name, NB_BW_IFB_PREFIX, strlen(NB_BW_IFB_PREFIX)) != 0)
+                return false;
+        name += strlen(NB_BW_IFB_PREFIX);
+        errno = 0;
+        v = strtoul(name, &end, 10);
+        if (!*name || *end || errno || v == 0 || v > INT_MAX)
+                return false;
+        *ret_owner = (int)v;
+        return true;
+}
+
+void nb_bw_link_gone(void *data, const struct nb_link_entry *e)
+{
+        struct nb_bw *bw = data;
+        char err[NB_BW_ERRLEN];
+        int owner;
+
+        if (is_ifb_name(e->name, &owner))
+                return; /* an IFB itself went: nothing hangs on it */
+        if (delete_ifb(bw, e->ifindex, err) < 0)
+                nb_warn("%s is gone but its IFB stays: %s", e->name, err);
+}
+
+void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n)
+{
+        char err[NB_BW_ERRLEN];
+
+        for (size_t i = 0; i < n; i++) {
+                int owner;
+                bool owned = false;
+
+                if (!is_ifb_name(links[i].name, &owner))
+                        continue;
+                for (size_t j = 0; j < n && !owned; j++)
+                        owned = links[j].ifindex == owner;
+                if (owned)
+                        continue;
+                nb_info("removing %s: the interface it shaped (ifindex %d) is gone", links[i].name,
+                        owner);
+                if (delete_ifb(bw, owner, err) < 0)
+                        nb_warn("%s", err);
+        }
+}
+
 static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *err)
 {
         struct rtnl_cls *cls = rtnl_cls_alloc();
         struct rtnl_qdisc *q = NULL;
-        struct rtnl_link *link = NULL;
-        char name[IFNAMSIZ];
         size_t left = 1;
         int r = -ENOMEM;
 
@@ -600,20 +680,8 @@ static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *
                         goto out;
                 }
         }
-        ifb_name(ifindex, name);
-        link = rtnl_link_alloc();
-        r = -ENOMEM;
-        if (!link)
-                goto out;
-        rtnl_link_set_name(link, name);
-        nb_netlink_begin(bw->nl);
-        r = send_result(bw, rtnl_link_delete(bw->nl->req, link));
-        if (r == -ENODEV || r == -EINVAL || r == -ENOENT)
-                r = 0;
-        if (r < 0)
-                errf(err, "cannot delete the IFB device %s: %s", name, strerror(-r));
+        r = delete_ifb(bw, ifindex, err);
 out:
-        rtnl_link_put(link);
         rtnl_qdisc_put(q);
         rtnl_cls_put(cls);
         return r;

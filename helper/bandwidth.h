@@ -21,6 +21,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define NB_BW_ERRLEN 256
@@ -29,9 +30,11 @@
 /* 100 Gbit/s in kB/s (1024 bytes): anything above is a mistake. */
 #define NB_BW_MAX_RATE (100000000000ull / 8 / 1024)
 #define NB_BW_MAX_BURST (1u << 20) /* kB: 1 GiB */
+#define NB_BW_MIN_BURST 2u /* kB: the least burst HTB gets (one full frame fits) */
 
 struct nb_bw;
 struct nb_netlink;
+struct nb_link_entry;
 
 /* kB/s and kB, as libvirt; average 0: no limit this way. */
 struct nb_bw_rate {
@@ -60,7 +63,8 @@ void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **
 bool nb_bw_outbound_available(const struct nb_bw *bw);
 
 /* Check limits without the kernel: rates in range, peak not below
- * average, a burst with every rate, floor only inbound. 0 or -EINVAL. */
+ * average, burst in range (0: 10 ms of the average, at least
+ * NB_BW_MIN_BURST kB), floor only inbound. 0 or -EINVAL. */
 int nb_bw_check(const struct nb_bw_limits *l, char *err);
 
 /* Put these limits on ifname (a direction with average 0 is cleared). */
@@ -68,6 +72,12 @@ int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l
               struct nb_bw_applied *ret, char *err);
 /* Remove everything netbroker made on ifname; nothing there is success. */
 int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err);
+/* An interface went away (link.c's nb_links_on_gone; data is the nb_bw):
+ * remove the IFB netbroker made for it, which nothing else would. */
+void nb_bw_link_gone(void *data, const struct nb_link_entry *e);
+/* At start-up: remove IFBs whose interface went while no helper ran. */
+void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n);
+
 /* The limits netbroker has in place on ifname, read back from the kernel
  * (burst rounded to kB; floor is not kept by the kernel and reads 0). */
 int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret);

@@ -59,6 +59,12 @@ struct nb_links {
         struct nb_watch monw;
         char *devdir;
         unsigned node_seq;
+        /* Interfaces gone since the loop last ran gone_fn (on_gone). */
+        void (*gone_fn)(void *data, const struct nb_link_entry *e);
+        void *gone_data;
+        struct nb_link_entry *gone;
+        size_t n_gone, cap_gone;
+        struct nb_timer gone_timer;
 };
 
 static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -216,6 +222,40 @@ static int link_is_macvtap(struct nlattr *linkinfo)
         return li[IFLA_INFO_KIND] && strcmp(nla_get_string(li[IFLA_INFO_KIND]), "macvtap") == 0;
 }
 
+static void run_gone(void *data)
+{
+        struct nb_links *l = data;
+        /* fn may make requests that read more notifications: take the list. */
+        struct nb_link_entry *gone = l->gone;
+        size_t n = l->n_gone;
+
+        l->gone = NULL;
+        l->n_gone = l->cap_gone = 0;
+        for (size_t i = 0; i < n; i++)
+                l->gone_fn(l->gone_data, &gone[i]);
+        free(gone);
+}
+
+/* Queue a gone interface for gone_fn; a lost entry (no memory) costs an
+ * IFB left behind until the next start-up's sweep, nothing worse. */
+static void note_gone(struct nb_links *l, const char *name, int ifindex)
+{
+        if (!l->gone_fn || !l->loop)
+                return;
+        if (l->n_gone == l->cap_gone) {
+                size_t cap = l->cap_gone ? 2 * l->cap_gone : 8;
+                struct nb_link_entry *g = realloc(l->gone, cap * sizeof(*g));
+                if (!g)
+                        return;
+                l->gone = g;
+                l->cap_gone = cap;
+        }
+        snprintf(l->gone[l->n_gone].name, IFNAMSIZ, "%s", name);
+        l->gone[l->n_gone++].ifindex = ifindex;
+        if (!l->gone_timer.deadline_ms)
+                nb_timer_arm(l->loop, &l->gone_timer, 0, run_gone, l);
+}
+
 static int on_link_msg(struct nl_msg *msg, void *arg)
 {
         struct nb_links *l = arg;
@@ -232,6 +272,8 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
         nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
         ifidx_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
                         link_is_macvtap(tb[IFLA_LINKINFO]));
+        if (!present)
+                note_gone(l, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index);
         return NL_OK;
 }
 
@@ -298,6 +340,32 @@ struct nb_netlink *nb_links_netlink(struct nb_links *l)
         return &l->nl;
 }
 
+void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb_link_entry *e),
+                      void *data)
+{
+        l->gone_fn = fn;
+        l->gone_data = data;
+}
+
+int nb_links_list(struct nb_links *l, struct nb_link_entry **ret, size_t *n)
+{
+        struct nb_link_entry *e;
+        size_t k = 0;
+
+        nb_links_sync(l);
+        e = calloc(l->ifs.n ? l->ifs.n : 1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        for (size_t b = 0; b < l->ifs.n_buckets; b++)
+                for (struct ifnode *i = l->ifs.buckets[b]; i && k < l->ifs.n; i = i->next) {
+                        snprintf(e[k].name, IFNAMSIZ, "%s", i->name);
+                        e[k++].ifindex = i->ifindex;
+                }
+        *ret = e;
+        *n = k;
+        return 0;
+}
+
 int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret)
 {
         struct nb_links *l = calloc(1, sizeof(*l));
@@ -340,6 +408,9 @@ void nb_links_close(struct nb_links *l)
                 return;
         if (l->loop && l->monw.fd >= 0)
                 nb_loop_remove(l->loop, &l->monw);
+        if (l->loop)
+                nb_timer_cancel(l->loop, &l->gone_timer);
+        free(l->gone);
         nb_netlink_close(&l->nl);
         nb_names_free(l->names);
         ifidx_clear(&l->ifs);

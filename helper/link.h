@@ -88,6 +88,22 @@ void nb_links_close(struct nb_links *l);
 void nb_links_sync(struct nb_links *l);
 
 struct nb_names *nb_links_names(struct nb_links *l);
+
+/* An interface of the namespace, as the name map knows it. */
+struct nb_link_entry {
+        char name[IFNAMSIZ];
+        int ifindex;
+};
+
+/* Call fn for every interface that goes away (deleted by anyone, or moved
+ * to another namespace), from the loop after the notification was read:
+ * never in the middle of a netlink exchange, so fn may make requests.
+ * Bandwidth uses it to remove the IFB it made for the interface. */
+void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb_link_entry *e),
+                      void *data);
+
+/* Every interface there is now, in a malloc'ed array (free it). */
+int nb_links_list(struct nb_links *l, struct nb_link_entry **ret, size_t *n);
 /* The request socket, lent to bandwidth.c: one fewer fd of the few the
  * helper has. */
 struct nb_netlink *nb_links_netlink(struct nb_links *l);

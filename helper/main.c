@@ -354,6 +354,17 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
                 nb_warn("bandwidth ops are disabled: %s", strerror(-r));
                 bw = NULL;
         }
+        if (bw) {
+                struct nb_link_entry *all;
+                size_t n;
+
+                /* An IFB outlives the interface it shapes unless removed. */
+                nb_links_on_gone(links, nb_bw_link_gone, bw);
+                if (nb_links_list(links, &all, &n) == 0) {
+                        nb_bw_sweep(bw, all, n);
+                        free(all);
+                }
+        }
         r = nb_server_new(cfg, loop, links, fw, bw, &srv);
         if (r < 0)
                 goto out;

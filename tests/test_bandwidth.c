@@ -277,7 +277,7 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         nb_rate good = {.average = 1024, .burst = 64};
         nb_rate too_fast = {.average = 12207032, .burst = 64};
         nb_rate low_peak = {.average = 1024, .peak = 512, .burst = 64};
-        nb_rate no_burst = {.average = 1024};
+        nb_rate huge_burst = {.average = 1024, .burst = 1048577};
         nb_rate floor_out = {.average = 1024, .burst = 64, .floor = 100};
         nb_rate zero_avg = {.peak = 10};
         nb_results *res;
@@ -289,7 +289,7 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         assert_refused(c, "h0", &too_fast, NULL, -EINVAL, "above 100 Gbit/s");
         assert_refused(c, "h0", NULL, &too_fast, -EINVAL, "above 100 Gbit/s");
         assert_refused(c, "h0", &low_peak, NULL, -EINVAL, "below the average");
-        assert_refused(c, "h0", &no_burst, NULL, -EINVAL, "burst");
+        assert_refused(c, "h0", &huge_burst, NULL, -EINVAL, "burst 1048577 kB is above");
         assert_refused(c, "h0", NULL, &floor_out, -EINVAL, "floor is for inbound");
         assert_refused(c, "nosuchdev", &good, NULL, -ENODEV, "no interface nosuchdev");
         /* The library refuses a rate without an average before sending. */
@@ -341,6 +341,77 @@ START_TEST(test_set_is_undone_when_a_later_op_of_the_batch_fails)
         ck_assert(!tu_link_exists(ifb_of_h0()));
         free(before);
         free(after);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_without_a_burst_htb_gets_10_ms_of_the_average)
+{
+        nb_conn *c = setup();
+        /* libvirt's burst is optional: 8192 kB/s for 10 ms is 82 kB; 100 kB/s
+         * would give 1 kB, below the 2 kB floor. */
+        nb_rate in = {.average = 8192}, out = {.average = 100};
+        char *first, *second;
+
+        bw_set_ok(c, "h0", &in, &out);
+        assert_classes("h0", "1:1 8192 8192 82");
+        assert_classes(ifb_of_h0(), "1:1 100 100 2");
+        first = tc_state();
+        bw_set_ok(c, "h0", &in, &out);
+        second = tc_state();
+        ck_assert_str_eq(first, second);
+        free(first);
+        free(second);
+        nb_close(c);
+}
+END_TEST
+
+/* Wait up to 2 s for dev to go (the helper removes IFBs from its loop). */
+static bool gone_soon(const char *dev)
+{
+        for (int i = 0; i < 200; i++) {
+                if (!tu_link_exists(dev))
+                        return true;
+                usleep(10000);
+        }
+        return false;
+}
+
+START_TEST(test_the_ifb_goes_with_its_interface)
+{
+        nb_conn *c = setup();
+        nb_rate r = {.average = 1024};
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        char ifb[16], lo_ifb[16], other[16];
+
+        /* Deleted through the helper. */
+        bw_set_ok(c, "h0", NULL, &r);
+        snprintf(ifb, sizeof(ifb), "%s", ifb_of_h0());
+        ck_assert(tu_link_exists(ifb));
+        ck_assert_int_eq(nb_batch_link_delete(b, "h0"), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "delete h0: %s", nb_result_message(res, 0));
+        nb_results_free(res);
+        ck_assert_msg(gone_soon(ifb), "%s outlived h0 (deleted by the helper)", ifb);
+        /* Deleted behind the helper's back (a guest's tap closes). */
+        free(tu_sh("ip link add h1 type veth peer name g1"));
+        bw_set_ok(c, "h1", NULL, &r);
+        snprintf(other, sizeof(other), "nbifb%s", tu_link_get("h1", "ifindex"));
+        ck_assert(tu_link_exists(other));
+        free(tu_sh("ip link del h1"));
+        ck_assert_msg(gone_soon(other), "%s outlived h1 (deleted by ip link)", other);
+        /* Left while no helper ran: the next one removes it at start-up,
+         * and leaves an IFB whose interface is still there. */
+        nb_close(c);
+        snprintf(lo_ifb, sizeof(lo_ifb), "nbifb%s", tu_link_get("lo", "ifindex"));
+        free(tu_sh("ip link add nbifb999999 type ifb && ip link add %s type ifb", lo_ifb));
+        c = tu_spawn(TU_ALLOW);
+        b = nb_batch_new();
+        nb_batch_ping(b);
+        nb_results_free(submit(c, b));
+        ck_assert_msg(!tu_link_exists("nbifb999999"), "an orphaned IFB survived a start-up");
+        ck_assert_msg(tu_link_exists(lo_ifb), "%s was removed though lo exists", lo_ifb);
         nb_close(c);
 }
 END_TEST
@@ -424,6 +495,8 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
         tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);
         tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
+        tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);
+        tcase_add_test(ops, test_the_ifb_goes_with_its_interface);
         tcase_add_test(rate,
                        test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways);
         suite_add_tcase(s, ops);

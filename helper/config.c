@@ -19,10 +19,18 @@ static const char *const default_programs[] = {
 };
 static const char *const default_dirs[] = {"/usr/sbin", "/usr/bin", "/sbin", "/bin"};
 
-static void add_program(struct nb_config *c, const char *path)
+static int add_program(struct nb_config *c, const char *path)
 {
-        if (c->n_exec_allow < NB_CONFIG_MAX_PROGRAMS)
-                c->exec_allow[c->n_exec_allow++] = strdup(path);
+        char *copy;
+
+        if (c->n_exec_allow >= NB_CONFIG_MAX_PROGRAMS)
+                return -E2BIG;
+        /* A NULL on the list would crash the first Exec that is checked. */
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        c->exec_allow[c->n_exec_allow++] = copy;
+        return 0;
 }
 
 void nb_config_defaults(struct nb_config *c)
@@ -53,8 +61,9 @@ void nb_config_defaults(struct nb_config *c)
                 for (size_t p = 0; p < sizeof(default_programs) / sizeof(*default_programs); p++) {
                         char path[PATH_MAX];
                         snprintf(path, sizeof(path), "%s/%s", default_dirs[d], default_programs[p]);
+                        /* Out of memory: the program is not allowed, which is safe. */
                         if (access(path, X_OK) == 0)
-                                add_program(c, path);
+                                (void)add_program(c, path);
                 }
 }
 
@@ -117,7 +126,9 @@ struct num_key {
         }
 
 static const struct num_key num_keys[] = {
-        UKEY(fd_limit, 16, 1u << 20),
+        /* 24: what check_consistency() needs with one connection and one
+         * spawn slot; anything lower could never load. */
+        UKEY(fd_limit, 24, 1u << 20),
         SKEY(max_frame, 64, 1u << 30),
         SKEY(max_reply, 4096, 1u << 30),
         UKEY(max_ops, 1, 1u << 20),
@@ -135,7 +146,17 @@ static const struct num_key num_keys[] = {
         UKEY(idle_timeout_ms, 0, 24u * 3600 * 1000),
 };
 
-static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v)
+#define N_NUM_KEYS (sizeof(num_keys) / sizeof(*num_keys))
+
+struct parse_state {
+        unsigned lineno;
+        bool uids_seen, gids_seen, programs_seen;
+        /* Where each number was last set (0: the default), so that settings
+         * that conflict are reported at a line of the file. */
+        unsigned line[N_NUM_KEYS];
+};
+
+static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **why)
 {
         char *save = NULL;
 
@@ -144,16 +165,19 @@ static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v)
         *seen = true;
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 unsigned long long id;
+                /* (uid_t)-1 means "no change" to the kernel: never an identity. */
                 if (parse_u64(w, 0, (uid_t)-2, &id) < 0)
                         return -EINVAL;
-                if (*n >= NB_CONFIG_MAX_IDS)
+                if (*n >= NB_CONFIG_MAX_IDS) {
+                        *why = "more than 32 ids";
                         return -E2BIG;
+                }
                 ids[(*n)++] = (unsigned)id;
         }
         return 0;
 }
 
-static int set_programs(struct nb_config *c, bool *seen, char *v)
+static int set_programs(struct nb_config *c, bool *seen, char *v, const char **why)
 {
         char *save = NULL;
 
@@ -161,23 +185,24 @@ static int set_programs(struct nb_config *c, bool *seen, char *v)
                 nb_config_free(c);
         *seen = true;
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                int r;
                 if (w[0] != '/')
                         return -EINVAL;
-                if (c->n_exec_allow >= NB_CONFIG_MAX_PROGRAMS)
-                        return -E2BIG;
-                add_program(c, w);
+                r = add_program(c, w);
+                if (r == -E2BIG)
+                        *why = "more than 64 programs";
+                else if (r < 0)
+                        *why = "out of memory";
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
 
-struct parse_state {
-        bool uids_seen, gids_seen, programs_seen;
-};
-
 static int set_key(struct nb_config *c, struct parse_state *st, const char *key, char *v,
                    const char **why)
 {
-        for (size_t i = 0; i < sizeof(num_keys) / sizeof(*num_keys); i++) {
+        for (size_t i = 0; i < N_NUM_KEYS; i++) {
                 const struct num_key *k = &num_keys[i];
                 unsigned long long n;
                 if (strcmp(key, k->name) != 0)
@@ -190,19 +215,20 @@ static int set_key(struct nb_config *c, struct parse_state *st, const char *key,
                         *(size_t *)((char *)c + k->offset) = (size_t)n;
                 else
                         *(unsigned *)((char *)c + k->offset) = (unsigned)n;
+                st->line[i] = st->lineno;
                 return 0;
         }
         if (strcmp(key, "allow_uid") == 0) {
                 *why = "expected numeric uids";
-                return set_ids(c->allow_uids, &c->n_allow_uids, &st->uids_seen, v);
+                return set_ids(c->allow_uids, &c->n_allow_uids, &st->uids_seen, v, why);
         }
         if (strcmp(key, "allow_gid") == 0) {
                 *why = "expected numeric gids";
-                return set_ids(c->allow_gids, &c->n_allow_gids, &st->gids_seen, v);
+                return set_ids(c->allow_gids, &c->n_allow_gids, &st->gids_seen, v, why);
         }
         if (strcmp(key, "exec_allow") == 0) {
                 *why = "expected absolute paths";
-                return set_programs(c, &st->programs_seen, v);
+                return set_programs(c, &st->programs_seen, v, why);
         }
         if (strcmp(key, "log_level") == 0) {
                 int l = nb_log_parse_level(v);
@@ -242,22 +268,71 @@ static char *strip(char *s)
         return s;
 }
 
-/* Settings that are each valid but do not fit together. */
-static const char *check_consistency(const struct nb_config *c)
+/* The line that set a number, 0 when it kept its default. */
+static unsigned line_of(const struct parse_state *st, const char *name)
+{
+        for (size_t i = 0; i < N_NUM_KEYS; i++)
+                if (strcmp(num_keys[i].name, name) == 0)
+                        return st->line[i];
+        return 0;
+}
+
+static unsigned latest(unsigned a, unsigned b)
+{
+        return a > b ? a : b;
+}
+
+/* "path:line: " or, when every key involved kept its default, "path: ". */
+static void where(char *err, size_t errlen, const char *path, unsigned line)
+{
+        if (line)
+                snprintf(err, errlen, "%s:%u: ", path, line);
+        else
+                snprintf(err, errlen, "%s: ", path);
+}
+
+/* Settings that are each valid but do not fit together, reported at the
+ * last line that took part: the one that made the conflict. */
+static int check_consistency(const struct nb_config *c, const struct parse_state *st,
+                             const char *path, char *err, size_t errlen)
 {
         /* stdio, epoll, signalfd, listener, netlink sockets: a dozen; each
          * running child holds a pidfd and three pipe ends, plus three more
          * while it is being spawned. */
         unsigned long need = 16ul + c->max_connections + 4ul * c->max_spawns + 3;
+        size_t n;
 
-        if (c->exec_timeout_ms > c->exec_timeout_max_ms)
-                return "exec_timeout_ms is above exec_timeout_max_ms";
-        if (c->max_connections_per_uid > c->max_connections)
-                return "max_connections_per_uid is above max_connections";
-        if (need > c->fd_limit)
-                return "fd_limit is too small for max_connections and max_spawns "
-                       "(needs 19 + max_connections + 4 * max_spawns)";
-        return NULL;
+        if (c->exec_timeout_ms > c->exec_timeout_max_ms) {
+                where(err, errlen, path,
+                      latest(line_of(st, "exec_timeout_ms"), line_of(st, "exec_timeout_max_ms")));
+                n = strlen(err);
+                snprintf(err + n, errlen - n,
+                         "exec_timeout_ms (%u) is above exec_timeout_max_ms (%u)",
+                         c->exec_timeout_ms, c->exec_timeout_max_ms);
+                return -EINVAL;
+        }
+        if (c->max_connections_per_uid > c->max_connections) {
+                where(err, errlen, path,
+                      latest(line_of(st, "max_connections_per_uid"),
+                             line_of(st, "max_connections")));
+                n = strlen(err);
+                snprintf(err + n, errlen - n,
+                         "max_connections_per_uid (%u) is above max_connections (%u)",
+                         c->max_connections_per_uid, c->max_connections);
+                return -EINVAL;
+        }
+        if (need > c->fd_limit) {
+                where(err, errlen, path,
+                      latest(line_of(st, "fd_limit"),
+                             latest(line_of(st, "max_connections"), line_of(st, "max_spawns"))));
+                n = strlen(err);
+                snprintf(err + n, errlen - n,
+                         "fd_limit is too small (%u) for max_connections (%u) and max_spawns "
+                         "(%u): it needs 19 + max_connections + 4 * max_spawns = %lu",
+                         c->fd_limit, c->max_connections, c->max_spawns, need);
+                return -EINVAL;
+        }
+        return 0;
 }
 
 int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err, size_t errlen)
@@ -265,7 +340,6 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
         struct parse_state st = {0};
         char *line = NULL;
         size_t cap = 0;
-        unsigned lineno = 0;
         const char *why;
         int r = 0;
         FILE *f = fopen(path, "re");
@@ -279,7 +353,7 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
         }
         while (getline(&line, &cap, f) > 0) {
                 char *s, *eq, *key, *val;
-                lineno++;
+                st.lineno++;
                 s = line;
                 s[strcspn(s, "#")] = '\0';
                 s = strip(s);
@@ -287,7 +361,7 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
                         continue;
                 eq = strchr(s, '=');
                 if (!eq) {
-                        snprintf(err, errlen, "%s:%u: expected 'key = value'", path, lineno);
+                        snprintf(err, errlen, "%s:%u: expected 'key = value'", path, st.lineno);
                         r = -EINVAL;
                         goto out;
                 }
@@ -297,16 +371,12 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
                 why = "";
                 r = set_key(c, &st, key, val, &why);
                 if (r < 0) {
-                        snprintf(err, errlen, "%s:%u: %s: %s", path, lineno, key, why);
+                        snprintf(err, errlen, "%s:%u: %s: %s", path, st.lineno, key, why);
                         goto out;
                 }
         }
 check:
-        why = check_consistency(c);
-        if (why) {
-                snprintf(err, errlen, "%s: %s", path, why);
-                r = -EINVAL;
-        }
+        r = check_consistency(c, &st, path, err, errlen);
 out:
         free(line);
         if (f)

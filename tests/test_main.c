@@ -28,6 +28,7 @@ int main(int argc, char **argv)
         srunner_add_suite(sr, link_suite());
         srunner_add_suite(sr, firewall_suite());
         srunner_add_suite(sr, bandwidth_suite());
+        srunner_add_suite(sr, limits_suite());
         if (argc > 1)
                 srunner_run(sr, NULL, argv[1], CK_NORMAL); /* run one test case */
         else

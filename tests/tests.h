@@ -9,3 +9,4 @@ Suite *ctl_suite(void);
 Suite *link_suite(void);
 Suite *firewall_suite(void);
 Suite *bandwidth_suite(void);
+Suite *limits_suite(void);

@@ -55,10 +55,19 @@ char *tu_config(const char *body)
         return path;
 }
 
+/* NB_TEST_HELPER in the environment replaces the helper under test: a
+ * wrapper that runs it under valgrind (scripts/valgrind-helper.sh). */
+const char *tu_helper_path(void)
+{
+        const char *p = getenv("NB_TEST_HELPER");
+
+        return p && *p ? p : NB_TEST_HELPER;
+}
+
 void tu_helper_start(struct tu_helper *h, const char *config_body)
 {
         static unsigned seq;
-        char *argv[] = {(char *)NB_TEST_HELPER,
+        char *argv[] = {(char *)tu_helper_path(),
                         (char *)"--listen",
                         h->sock,
                         (char *)"--config",
@@ -70,11 +79,12 @@ void tu_helper_start(struct tu_helper *h, const char *config_body)
         argv[4] = h->config;
         snprintf(h->sock, sizeof(h->sock), "/tmp/nbtest-%d-%u.sock", (int)getpid(), seq++);
         unlink(h->sock);
-        ck_assert_int_eq(posix_spawn(&h->pid, NB_TEST_HELPER, NULL, NULL, argv, environ), 0);
+        ck_assert_int_eq(posix_spawn(&h->pid, argv[0], NULL, NULL, argv, environ), 0);
         /* The socket is bound first thing (stage 1), well before the helper
          * serves: wait until a Hello is answered, then until its fd count
-         * is steady, so a test's "idle" fd count is the helper's. */
-        for (int i = 0; i < 500; i++) {
+         * is steady, so a test's "idle" fd count is the helper's. Up to
+         * 10 s: under valgrind the helper takes a second to bind. */
+        for (int i = 0; i < 5000; i++) {
                 struct stat st;
                 if (stat(h->sock, &st) == 0 && tu_raw_try_connect(h->sock) == 0) {
                         int fd = tu_raw_connect(h->sock), last = -1, same = 0;
@@ -298,7 +308,7 @@ nb_conn *tu_spawn(const char *config_body)
         char *conf = tu_config(config_body);
         nb_spawn_opts o = {.config_path = conf};
         nb_conn *c = NULL;
-        int r = nb_spawn(NB_TEST_HELPER, &o, &c);
+        int r = nb_spawn(tu_helper_path(), &o, &c);
 
         free(conf);
         ck_assert_msg(r == 0, "nb_spawn: %s", strerror(-r));

@@ -21,6 +21,8 @@ struct tu_helper {
         char sock[108];
         char *config;
 };
+/* The helper binary under test: $NB_TEST_HELPER when set, else the build's. */
+const char *tu_helper_path(void);
 void tu_helper_start(struct tu_helper *h, const char *config_body);
 void tu_helper_stop(struct tu_helper *h);
 

@@ -1,0 +1,1027 @@
+/* Limits: every cap of the config file, set small, exercised at N (served)
+ * and at N+1 (refused cleanly: an error result, or an Error and a closed
+ * connection), with the helper still serving others afterwards and nothing
+ * run for what was refused. A refused request that carried an Exec of
+ * `touch MARKER` must leave no MARKER behind.
+ *
+ * Tcases tagged "exec" run programs; the others run no program, so they
+ * can run with the helper itself under valgrind 3.19, which lacks
+ * pidfd_open (scripts/test.sh). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "testutil.h"
+#include "tests.h"
+
+/* ---- raw protocol ---- */
+
+static Netbroker__Ping ping_msg = NETBROKER__PING__INIT;
+static Netbroker__Op ping_op = {PROTOBUF_C_MESSAGE_INIT(&netbroker__op__descriptor),
+                                NETBROKER__OP__OP_PING,
+                                {.ping = &ping_msg}};
+
+/* An Exec op; argv strings are borrowed and must outlive the op. */
+struct exec_op {
+        Netbroker__Op op;
+        Netbroker__Exec e;
+};
+
+static Netbroker__Op *exec_op(struct exec_op *x, const char *path, const char *const *argv,
+                              size_t argc)
+{
+        netbroker__op__init(&x->op);
+        netbroker__exec__init(&x->e);
+        x->e.path = (char *)path;
+        x->e.argv = (char **)argv;
+        x->e.n_argv = argc;
+        x->op.op_case = NETBROKER__OP__OP_EXEC;
+        x->op.exec = &x->e;
+        return &x->op;
+}
+
+/* A marker file that an Exec creates when it runs. */
+struct marker {
+        char path[96];
+        char cmd[128];
+        const char *argv[4];
+};
+
+static void marker_init(struct marker *m, const char *what)
+{
+        static unsigned seq;
+
+        snprintf(m->path, sizeof(m->path), "/tmp/nbtest-limits-%d-%u-%s", (int)getpid(), seq++,
+                 what);
+        unlink(m->path);
+        snprintf(m->cmd, sizeof(m->cmd), "touch %s", m->path);
+        m->argv[0] = "sh";
+        m->argv[1] = "-c";
+        m->argv[2] = m->cmd;
+        m->argv[3] = NULL;
+}
+
+static Netbroker__Op *touch_op(struct exec_op *x, struct marker *m)
+{
+        return exec_op(x, "/bin/sh", m->argv, 3);
+}
+
+static bool marker_exists(const struct marker *m)
+{
+        return access(m->path, F_OK) == 0;
+}
+
+static void marker_remove(const struct marker *m)
+{
+        unlink(m->path);
+}
+
+static void fill_request(Netbroker__ClientMessage *cm, Netbroker__Request *req, uint64_t id,
+                         Netbroker__Op **ops, size_t n)
+{
+        netbroker__client_message__init(cm);
+        netbroker__request__init(req);
+        req->id = id;
+        req->ops = ops;
+        req->n_ops = n;
+        cm->msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        cm->request = req;
+}
+
+static void send_ops(int fd, uint64_t id, Netbroker__Op **ops, size_t n, const int *fds,
+                     size_t nfds)
+{
+        Netbroker__ClientMessage cm;
+        Netbroker__Request req;
+
+        fill_request(&cm, &req, id, ops, n);
+        ck_assert_int_eq(tu_raw_send_msg(fd, &cm.base, fds, nfds), 0);
+}
+
+/* The next message, which must be the Reply to `id` with n results. */
+static Netbroker__ServerMessage *recv_reply(int fd, uint64_t id, size_t n)
+{
+        int err;
+        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
+
+        ck_assert_msg(m != NULL, "no reply (err %d)", err);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(m->reply->id, id);
+        ck_assert_uint_eq(m->reply->n_results, n);
+        return m;
+}
+
+static void expect_all_status(int fd, uint64_t id, size_t n, int status)
+{
+        Netbroker__ServerMessage *m = recv_reply(fd, id, n);
+
+        for (size_t i = 0; i < n; i++)
+                ck_assert_msg(m->reply->results[i]->status == status, "op %zu: %d %s", i,
+                              m->reply->results[i]->status, m->reply->results[i]->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+}
+
+/* An Error with `status` naming the cap, then the end of the connection:
+ * an orderly EOF, or ECONNRESET when the helper closed with our frame still
+ * unread in its socket (the kernel then resets: the Error came first). */
+static void expect_error_and_close_or_reset(int fd, int status, const char *needle)
+{
+        int err;
+        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
+
+        ck_assert_msg(m != NULL, "no Error message (err %d)", err);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
+        ck_assert_int_eq(m->error->status, status);
+        ck_assert_msg(strstr(m->error->message, needle), "message: %s", m->error->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+        ck_assert_ptr_null(tu_raw_recv(fd, &err));
+        ck_assert_msg(err == -EPIPE || err == -ECONNRESET, "err %d", err);
+}
+
+static void expect_error_and_close(int fd, int status, const char *needle)
+{
+        int err;
+        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
+
+        ck_assert_msg(m != NULL, "no Error message (err %d)", err);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
+        ck_assert_int_eq(m->error->status, status);
+        ck_assert_msg(strstr(m->error->message, needle), "message: %s", m->error->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+        ck_assert_ptr_null(tu_raw_recv(fd, &err));
+        ck_assert_int_eq(err, -EPIPE);
+}
+
+static void ping_ok(int fd, uint64_t id)
+{
+        Netbroker__Op *ops[1] = {&ping_op};
+
+        send_ops(fd, id, ops, 1, NULL, 0);
+        expect_all_status(fd, id, 1, 0);
+}
+
+/* A new client is served: the helper survived and its slots are free. */
+static void assert_helper_serves(struct tu_helper *h)
+{
+        int fd = tu_raw_connect(h->sock);
+
+        tu_raw_hello(fd);
+        ping_ok(fd, 777);
+        close(fd);
+}
+
+static void assert_fd_count_settles(pid_t pid, int expected)
+{
+        int n = -1;
+
+        for (int i = 0; i < 400; i++) {
+                n = tu_fd_count(pid);
+                if (n == expected)
+                        return;
+                usleep(5000);
+        }
+        ck_abort_msg("helper has %d fds, expected %d", n, expected);
+}
+
+static bool client_ping(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        bool ok;
+
+        nb_batch_ping(b);
+        ok = nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == 0;
+        nb_results_free(res);
+        nb_batch_free(b);
+        return ok;
+}
+
+/* Runs fn in a child as uid/gid 65534 and asserts it exits 0; its exit
+ * code names the check that failed. */
+static void as_nobody(struct tu_helper *h, int (*fn)(struct tu_helper *h))
+{
+        pid_t child;
+        int status;
+
+        ck_assert_int_eq(chmod(h->sock, 0666), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(100);
+                _exit(fn(h));
+        }
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "child failed at check %d (status %d)", WEXITSTATUS(status), status);
+}
+
+/* ---- connections ---- */
+
+/* uid 65534 takes the 3rd of max_connections = 3 (N), then its own 2nd
+ * connection, within max_connections_per_uid = 2, is the 4th overall and
+ * refused for the total. */
+static int nobody_fills_the_total(struct tu_helper *h)
+{
+        nb_conn *a = NULL, *b = NULL;
+
+        if (nb_connect(h->sock, &a) != 0)
+                return 1;
+        if (!client_ping(a))
+                return 2;
+        if (nb_connect(h->sock, &b) != -EUSERS)
+                return 3;
+        if (!strstr(nb_last_error(), "too many connections (max_connections=3)"))
+                return 4;
+        if (!client_ping(a))
+                return 5;
+        nb_close(a);
+        return 0;
+}
+
+START_TEST(test_connections_total_cap_counts_every_uid)
+{
+        struct tu_helper h;
+        nb_conn *c[2] = {0}, *extra = NULL;
+        int r = 0;
+
+        tu_helper_start(&h, TU_ALLOW "allow_uid = 0 65534\nmax_connections = 3\n"
+                                     "max_connections_per_uid = 2\n");
+        for (int i = 0; i < 2; i++)
+                ck_assert_int_eq(nb_connect(h.sock, &c[i]), 0);
+        as_nobody(&h, nobody_fills_the_total);
+        /* The connections that were in first are untouched. */
+        ck_assert(client_ping(c[0]));
+        ck_assert(client_ping(c[1]));
+        /* Once the helper has seen the child's close, root is at its own
+         * cap of 2, so its 3rd is refused for the per-uid cap. */
+        for (int i = 0; i < 100; i++) {
+                r = nb_connect(h.sock, &extra);
+                ck_assert_int_eq(r, -EUSERS);
+                if (strstr(nb_last_error(), "max_connections_per_uid=2"))
+                        break;
+                usleep(10000);
+        }
+        ck_assert_msg(strstr(nb_last_error(), "max_connections_per_uid=2"), "%s", nb_last_error());
+        nb_close(c[0]);
+        nb_close(c[1]);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+static int nobody_has_its_own_quota(struct tu_helper *h)
+{
+        nb_conn *a = NULL, *b = NULL, *extra = NULL;
+
+        if (nb_connect(h->sock, &a) != 0 || nb_connect(h->sock, &b) != 0)
+                return 1;
+        if (!client_ping(a) || !client_ping(b))
+                return 2;
+        if (nb_connect(h->sock, &extra) != -EUSERS)
+                return 3;
+        if (!strstr(nb_last_error(), "for uid 65534 (max_connections_per_uid=2)"))
+                return 4;
+        nb_close(a);
+        nb_close(b);
+        return 0;
+}
+
+START_TEST(test_connections_per_uid_cap_leaves_other_uids_alone)
+{
+        struct tu_helper h;
+        nb_conn *c[2] = {0}, *extra = NULL;
+
+        tu_helper_start(&h, TU_ALLOW "allow_uid = 0 65534\nmax_connections_per_uid = 2\n");
+        for (int i = 0; i < 2; i++)
+                ck_assert_int_eq(nb_connect(h.sock, &c[i]), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &extra), -EUSERS);
+        ck_assert_msg(strstr(nb_last_error(), "for uid 0 (max_connections_per_uid=2)"), "%s",
+                      nb_last_error());
+        as_nobody(&h, nobody_has_its_own_quota);
+        ck_assert(client_ping(c[0]));
+        nb_close(c[0]);
+        nb_close(c[1]);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- frames ---- */
+
+/* A request of pings whose ClientMessage packs to exactly `size` bytes:
+ * each ping adds 4 bytes, the id's varint 1 to 10. */
+static void request_of_size(Netbroker__ClientMessage *cm, Netbroker__Request *req,
+                            Netbroker__Op **ops, size_t max_ops, size_t size)
+{
+        static const uint64_t ids[] = {1, 1u << 7, 1u << 14, 1u << 21, 1ull << 28};
+
+        for (size_t i = 0; i < max_ops; i++)
+                ops[i] = &ping_op;
+        for (size_t n = 0; n <= max_ops; n++)
+                for (size_t k = 0; k < sizeof(ids) / sizeof(*ids); k++) {
+                        fill_request(cm, req, ids[k], ops, n);
+                        if (protobuf_c_message_get_packed_size(&cm->base) == size)
+                                return;
+                }
+        ck_abort_msg("no request packs to %zu bytes", size);
+}
+
+START_TEST(test_frame_of_exactly_max_frame_is_served_one_byte_more_is_refused)
+{
+        struct tu_helper h;
+        Netbroker__ClientMessage cm;
+        Netbroker__Request req;
+        Netbroker__Op *ops[300];
+        int fd, other, base;
+
+        tu_helper_start(&h, TU_ALLOW "max_frame = 1024\n");
+        base = tu_fd_count(h.pid);
+        other = tu_raw_connect(h.sock);
+        tu_raw_hello(other);
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        request_of_size(&cm, &req, ops, 300, 1024);
+        ck_assert_int_eq(tu_raw_send_msg(fd, &cm.base, NULL, 0), 0);
+        expect_all_status(fd, req.id, req.n_ops, 0);
+        request_of_size(&cm, &req, ops, 300, 1025);
+        ck_assert_int_eq(tu_raw_send_msg(fd, &cm.base, NULL, 0), 0);
+        expect_error_and_close_or_reset(fd, EMSGSIZE,
+                                        "frame of 1025 bytes is over the cap of 1024 bytes");
+        close(fd);
+        ping_ok(other, 2);
+        close(other);
+        assert_fd_count_settles(h.pid, base);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_ops_at_max_ops_are_served_one_more_is_refused)
+{
+        struct tu_helper h;
+        Netbroker__Op *ops[9];
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW "max_ops = 8\n");
+        for (int i = 0; i < 9; i++)
+                ops[i] = &ping_op;
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        send_ops(fd, 1, ops, 8, NULL, 0);
+        expect_all_status(fd, 1, 8, 0);
+        send_ops(fd, 2, ops, 9, NULL, 0);
+        expect_error_and_close(fd, E2BIG, "request has 9 ops, over max_ops=8");
+        close(fd);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The whole request is refused: its Exec does not run. */
+START_TEST(test_ops_over_max_ops_run_nothing)
+{
+        struct tu_helper h;
+        struct exec_op x;
+        struct marker m;
+        Netbroker__Op *ops[9];
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW "max_ops = 8\n");
+        marker_init(&m, "max-ops");
+        ops[0] = touch_op(&x, &m);
+        for (int i = 1; i < 9; i++)
+                ops[i] = &ping_op;
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        send_ops(fd, 1, ops, 8, NULL, 0);
+        expect_all_status(fd, 1, 8, 0);
+        ck_assert(marker_exists(&m));
+        marker_remove(&m);
+        send_ops(fd, 2, ops, 9, NULL, 0);
+        expect_error_and_close(fd, E2BIG, "over max_ops=8");
+        close(fd);
+        assert_helper_serves(&h);
+        ck_assert(!marker_exists(&m));
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Write ends of pipes sent to the helper: EOF on every read end shows the
+ * helper kept no copy. */
+static void expect_all_closed(const int *read_ends, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                char c;
+                ck_assert_int_eq(read(read_ends[i], &c, 1), 0);
+        }
+}
+
+START_TEST(test_fds_at_max_fds_per_frame_are_taken_one_more_fails_the_request)
+{
+        struct tu_helper h;
+        Netbroker__Op *ops[1] = {&ping_op};
+        Netbroker__ServerMessage *msg;
+        int fd, base, rd[3], wr[3];
+
+        tu_helper_start(&h, TU_ALLOW "max_fds_per_frame = 2\n");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        base = tu_fd_count(h.pid);
+        for (int i = 0; i < 3; i++) {
+                int p[2];
+                ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+                rd[i] = p[0];
+                wr[i] = p[1];
+        }
+        /* N: served (a Ping wants no fd, so they are closed at once). */
+        send_ops(fd, 1, ops, 1, wr, 2);
+        expect_all_status(fd, 1, 1, 0);
+        for (int i = 0; i < 2; i++)
+                close(wr[i]);
+        expect_all_closed(rd, 2);
+        ck_assert_int_eq(tu_fd_count(h.pid), base);
+        /* N+1: the request fails as a whole, every fd that came is closed. */
+        for (int i = 0; i < 2; i++) {
+                int p[2];
+                close(rd[i]);
+                ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+                rd[i] = p[0];
+                wr[i] = p[1];
+        }
+        send_ops(fd, 2, ops, 1, wr, 3);
+        msg = recv_reply(fd, 2, 1);
+        ck_assert_int_eq(msg->reply->results[0]->status, EBADF);
+        ck_assert_msg(strstr(msg->reply->results[0]->message, "max_fds_per_frame"), "%s",
+                      msg->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(msg, NULL);
+        for (int i = 0; i < 3; i++)
+                close(wr[i]);
+        expect_all_closed(rd, 3);
+        ck_assert_int_eq(tu_fd_count(h.pid), base);
+        /* The connection goes on. */
+        ping_ok(fd, 3);
+        for (int i = 0; i < 3; i++)
+                close(rd[i]);
+        close(fd);
+        assert_helper_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The client library learns max_fds from Hello and sends nothing over it. */
+START_TEST(test_client_refuses_a_batch_over_max_fds_before_sending)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_fds_per_frame = 2\n");
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+        ck_assert_int_ge(devnull, 0);
+        for (int i = 0; i < 3; i++) {
+                char name[16], peer[16];
+                snprintf(name, sizeof(name), "nblim%d", i);
+                snprintf(peer, sizeof(peer), "nblimp%d", i);
+                ck_assert_int_eq(nb_batch_veth_create(b, name, peer, devnull), 0);
+        }
+        ck_assert_int_eq(nb_submit(c, b, &res), -E2BIG);
+        ck_assert_msg(strstr(nb_conn_error(c), "batch carries 3 fds; the helper takes at most 2"),
+                      "%s", nb_conn_error(c));
+        ck_assert(client_ping(c));
+        nb_batch_free(b);
+        close(devnull);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- requests and programs ---- */
+
+static const char *const sleep_argv[] = {"sleep", "0.6", NULL};
+
+START_TEST(test_requests_in_flight_per_connection_are_capped)
+{
+        struct tu_helper h;
+        struct exec_op slow[2], x;
+        struct marker m;
+        Netbroker__Op *ops[1];
+        Netbroker__ServerMessage *msg;
+        bool seen[2] = {false, false};
+        int fd, other;
+
+        tu_helper_start(&h, TU_ALLOW "max_requests_per_connection = 2\n");
+        marker_init(&m, "in-flight");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        other = tu_raw_connect(h.sock);
+        tu_raw_hello(other);
+        for (int i = 0; i < 2; i++) {
+                ops[0] = exec_op(&slow[i], "/bin/sleep", sleep_argv, 2);
+                send_ops(fd, 1 + (uint64_t)i, ops, 1, NULL, 0);
+        }
+        /* The third is answered at once, before the two in flight end. */
+        ops[0] = touch_op(&x, &m);
+        send_ops(fd, 3, ops, 1, NULL, 0);
+        msg = recv_reply(fd, 3, 1);
+        ck_assert_int_eq(msg->reply->results[0]->status, EBUSY);
+        ck_assert_msg(strstr(msg->reply->results[0]->message, "max_requests_per_connection"), "%s",
+                      msg->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(msg, NULL);
+        ck_assert(!marker_exists(&m));
+        /* The cap is per connection: another one is served meanwhile. */
+        ping_ok(other, 10);
+        for (int i = 0; i < 2; i++) {
+                int err;
+                msg = tu_raw_recv(fd, &err);
+                ck_assert_ptr_nonnull(msg);
+                ck_assert_int_eq(msg->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+                ck_assert(msg->reply->id == 1 || msg->reply->id == 2);
+                ck_assert_int_eq(msg->reply->results[0]->status, 0);
+                seen[msg->reply->id - 1] = true;
+                netbroker__server_message__free_unpacked(msg, NULL);
+        }
+        ck_assert(seen[0] && seen[1]);
+        ck_assert(!marker_exists(&m));
+        /* With the slots free again, the same request runs. */
+        ops[0] = touch_op(&x, &m);
+        send_ops(fd, 4, ops, 1, NULL, 0);
+        expect_all_status(fd, 4, 1, 0);
+        ck_assert(marker_exists(&m));
+        marker_remove(&m);
+        close(other);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* One program runs (max_spawns = 1), two wait (max_pending_spawns = 2):
+ * the next is refused with EAGAIN and does not run; the waiting ones all
+ * run, one at a time. */
+START_TEST(test_pending_spawns_are_capped_and_the_next_is_refused)
+{
+        struct tu_helper h;
+        struct exec_op slow[3], x;
+        struct marker m;
+        Netbroker__Op *ops[1];
+        Netbroker__ServerMessage *msg;
+        int fd;
+
+        tu_helper_start(&h, TU_ALLOW "max_spawns = 1\nmax_pending_spawns = 2\n");
+        marker_init(&m, "pending");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        for (int i = 0; i < 3; i++) {
+                ops[0] = exec_op(&slow[i], "/bin/sleep", sleep_argv, 2);
+                send_ops(fd, 1 + (uint64_t)i, ops, 1, NULL, 0);
+        }
+        ops[0] = touch_op(&x, &m);
+        send_ops(fd, 4, ops, 1, NULL, 0);
+        msg = recv_reply(fd, 4, 1);
+        ck_assert_int_eq(msg->reply->results[0]->status, EAGAIN);
+        ck_assert_msg(strstr(msg->reply->results[0]->message,
+                             "2 programs are waiting to run already (max_pending_spawns)"),
+                      "%s", msg->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(msg, NULL);
+        ck_assert(!marker_exists(&m));
+        ck_assert_int_le(tu_children_of(h.pid), 1);
+        /* In order, one at a time. */
+        for (uint64_t id = 1; id <= 3; id++) {
+                ck_assert_int_le(tu_children_of(h.pid), 1);
+                expect_all_status(fd, id, 1, 0);
+        }
+        ops[0] = touch_op(&x, &m);
+        send_ops(fd, 5, ops, 1, NULL, 0);
+        expect_all_status(fd, 5, 1, 0);
+        ck_assert(marker_exists(&m));
+        marker_remove(&m);
+        close(fd);
+        ck_assert_int_eq(tu_zombies_of(h.pid), 0);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* exec_output_cap bytes come back whole; one byte more is cut to the cap
+ * and flagged, for stdout and stderr alike. */
+START_TEST(test_exec_output_at_the_cap_is_whole_one_byte_more_is_truncated)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "exec_output_cap = 1000\n");
+        const char *exact[] = {"sh", "-c", "printf '%1000s' ''; printf '%1000s' '' >&2", NULL};
+        const char *over[] = {"sh", "-c", "printf '%1001s' ''; printf '%1001s' '' >&2", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_exec_result e;
+
+        nb_batch_exec(b, "/bin/sh", exact, NULL, NULL, 0, 0);
+        nb_batch_exec(b, "/bin/sh", over, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_uint_eq(e.out_len, 1000);
+        ck_assert_uint_eq(e.err_len, 1000);
+        ck_assert(!e.out_truncated && !e.err_truncated);
+        ck_assert_int_eq(nb_result_status(res, 1), 0); /* the program ran to its end */
+        ck_assert_int_eq(nb_result_exec(res, 1, &e), 0);
+        ck_assert_uint_eq(e.out_len, 1000);
+        ck_assert_uint_eq(e.err_len, 1000);
+        ck_assert(e.out_truncated && e.err_truncated);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* max_reply bounds the output of a whole request, whatever each op's cap. */
+START_TEST(test_output_of_a_request_is_bounded_by_max_reply)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_reply = 4096\n");
+        const char *big[] = {"sh", "-c", "printf '%3000s' ''", NULL};
+        const char *small[] = {"sh", "-c", "printf '%100s' ''", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_exec_result e;
+        size_t total = 0;
+
+        for (int i = 0; i < 4; i++)
+                nb_batch_exec(b, "/bin/sh", big, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        for (size_t i = 0; i < 4; i++) {
+                ck_assert_int_eq(nb_result_status(res, i), 0);
+                ck_assert_int_eq(nb_result_exec(res, i, &e), 0);
+                ck_assert(e.out_truncated);
+                ck_assert_uint_gt(e.out_len, 0);
+                total += e.out_len + e.err_len;
+        }
+        ck_assert_uint_le(total, 4096);
+        nb_results_free(res);
+        nb_batch_free(b);
+        /* The budget is per request: small output of the next comes whole. */
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/sh", small, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_uint_eq(e.out_len, 100);
+        ck_assert(!e.out_truncated);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* max_args entries of argv and of env are taken; one more refuses the
+ * whole request before any op runs. */
+START_TEST(test_exec_args_and_env_at_max_args_run_one_more_is_refused)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_args = 4\n");
+        struct marker m;
+        const char *argv4[5], *argv5[6];
+        const char *env4[] = {"A=1", "B=2", "C=3", "D=4", NULL};
+        const char *env5[] = {"A=1", "B=2", "C=3", "D=4", "E=5", NULL};
+        const char *env_argv[] = {"env", NULL};
+        nb_batch *b;
+        nb_results *res = NULL;
+        nb_exec_result e;
+
+        marker_init(&m, "max-args");
+        /* sh -c CMD sh: 4 entries. */
+        memcpy(argv4, (const char *[]){"sh", "-c", m.cmd, "sh", NULL}, sizeof(argv4));
+        memcpy(argv5, (const char *[]){"sh", "-c", m.cmd, "sh", "x", NULL}, sizeof(argv5));
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/sh", argv4, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert(marker_exists(&m));
+        marker_remove(&m);
+        nb_results_free(res);
+        nb_batch_free(b);
+
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/sh", argv4, NULL, NULL, 0, 0);
+        nb_batch_exec(b, "/bin/sh", argv5, NULL, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_eq(nb_result_status(res, 1), -E2BIG);
+        ck_assert_msg(strstr(nb_result_message(res, 1), "more than 4 arguments"), "%s",
+                      nb_result_message(res, 1));
+        ck_assert(!marker_exists(&m));
+        nb_results_free(res);
+        nb_batch_free(b);
+
+        b = nb_batch_new();
+        nb_batch_exec(b, "/usr/bin/env", env_argv, env4, NULL, 0, 0);
+        nb_batch_exec(b, "/usr/bin/env", env_argv, env5, NULL, 0, 0);
+        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        /* Refused in validation, so even CONTINUE_ON_ERROR runs neither. */
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_eq(nb_result_status(res, 1), -E2BIG);
+        nb_results_free(res);
+        nb_batch_free(b);
+
+        b = nb_batch_new();
+        nb_batch_exec(b, "/usr/bin/env", env_argv, env4, NULL, 0, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert(memmem(e.out, e.out_len, "D=4\n", 4));
+        nb_results_free(res);
+        nb_batch_free(b);
+        ck_assert(client_ping(c));
+        nb_close(c);
+}
+END_TEST
+
+/* A timeout above exec_timeout_max_ms is refused before anything runs; no
+ * timeout means exec_timeout_ms. */
+START_TEST(test_exec_timeouts_are_capped_and_defaulted)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "exec_timeout_ms = 300\nexec_timeout_max_ms = 2000\n");
+        struct marker m;
+        const char *touch[4];
+        const char *sleep5[] = {"sleep", "5", NULL};
+        nb_batch *b;
+        nb_results *res = NULL;
+        nb_exec_result e;
+        uint64_t t0;
+
+        marker_init(&m, "timeout");
+        memcpy(touch, m.argv, sizeof(touch));
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/sh", touch, NULL, NULL, 0, 2001);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
+        ck_assert_msg(strstr(nb_result_message(res, 0), "above the maximum of 2000 ms"), "%s",
+                      nb_result_message(res, 0));
+        ck_assert(!marker_exists(&m));
+        nb_results_free(res);
+        nb_batch_free(b);
+
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/sh", touch, NULL, NULL, 0, 2000);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert(marker_exists(&m));
+        marker_remove(&m);
+        nb_results_free(res);
+        nb_batch_free(b);
+
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/sleep", sleep5, NULL, NULL, 0, 0);
+        t0 = tu_now_us();
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -ETIMEDOUT);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert(e.timed_out);
+        ck_assert_uint_ge(tu_now_us() - t0, 250000);
+        ck_assert_uint_lt(tu_now_us() - t0, 3000000);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- the config file ---- */
+
+struct key_range {
+        const char *name;
+        size_t offset;
+        bool is_size;
+        unsigned long long min, max;
+};
+
+#define U(n, lo, hi)                                                                               \
+        {                                                                                          \
+#n, offsetof(struct nb_config, n), false, lo, hi                                   \
+        }
+#define S(n, lo, hi)                                                                               \
+        {                                                                                          \
+#n, offsetof(struct nb_config, n), true, lo, hi                                    \
+        }
+
+/* The ranges netbrokerd(8) documents. */
+static const struct key_range ranges[] = {
+        U(fd_limit, 24, 1u << 20),
+        S(max_frame, 64, 1u << 30),
+        S(max_reply, 4096, 1u << 30),
+        U(max_ops, 1, 1u << 20),
+        U(max_fds_per_frame, 0, 64),
+        U(max_connections, 1, 4096),
+        U(max_connections_per_uid, 1, 4096),
+        U(max_requests_per_connection, 1, 1u << 16),
+        U(max_spawns, 1, 1024),
+        U(max_pending_spawns, 0, 1u << 20),
+        U(max_args, 1, 1u << 16),
+        S(exec_output_cap, 0, 1u << 30),
+        U(exec_timeout_ms, 1, 24u * 3600 * 1000),
+        U(exec_timeout_max_ms, 1, 24u * 3600 * 1000),
+        U(frame_timeout_ms, 1, 24u * 3600 * 1000),
+        U(idle_timeout_ms, 0, 24u * 3600 * 1000),
+};
+
+/* Lines 1-6: room for any single key at its minimum or maximum (so only
+ * the range is tested, not how keys fit together); the key is line 7. */
+static const char room_small[] = "fd_limit = 1048576\nmax_connections = 1\n"
+                                 "max_connections_per_uid = 1\nmax_spawns = 1\n"
+                                 "exec_timeout_ms = 1\nexec_timeout_max_ms = 86400000\n";
+static const char room_large[] = "fd_limit = 1048576\nmax_connections = 4096\n"
+                                 "max_connections_per_uid = 1\nmax_spawns = 1\n"
+                                 "exec_timeout_ms = 1\nexec_timeout_max_ms = 86400000\n";
+
+static int load_config(const char *body, struct nb_config *c, char *err, size_t errlen)
+{
+        char *path = tu_config(body);
+        int r;
+
+        nb_config_defaults(c);
+        err[0] = '\0';
+        r = nb_config_load(c, path, true, err, errlen);
+        /* Over a hundred of these: remove each at once. */
+        unlink(path);
+        free(path);
+        return r;
+}
+
+static unsigned long long field(const struct nb_config *c, const struct key_range *k)
+{
+        const char *p = (const char *)c + k->offset;
+
+        return k->is_size ? *(const size_t *)p : *(const unsigned *)p;
+}
+
+static void expect_loads(const char *room, const struct key_range *k, unsigned long long v)
+{
+        struct nb_config c;
+        char body[512], err[512];
+
+        snprintf(body, sizeof(body), "%s%s = %llu\n", room, k->name, v);
+        ck_assert_msg(load_config(body, &c, err, sizeof(err)) == 0, "%s = %llu: %s", k->name, v,
+                      err);
+        ck_assert_msg(field(&c, k) == v, "%s = %llu read as %llu", k->name, v, field(&c, k));
+        nb_config_free(&c);
+}
+
+static void expect_refused_at_line_7(const struct key_range *k, const char *v)
+{
+        struct nb_config c;
+        char body[512], err[512], want[128];
+
+        snprintf(body, sizeof(body), "%s%s = %s\n", room_large, k->name, v);
+        snprintf(want, sizeof(want), ":7: %s: not a number in the allowed range", k->name);
+        ck_assert_msg(load_config(body, &c, err, sizeof(err)) < 0, "%s = '%s' was accepted",
+                      k->name, v);
+        ck_assert_msg(strstr(err, want), "%s = '%s': %s", k->name, v, err);
+        nb_config_free(&c);
+}
+
+START_TEST(test_config_every_limit_parses_in_range_and_refuses_outside_naming_the_line)
+{
+        for (size_t i = 0; i < sizeof(ranges) / sizeof(*ranges); i++) {
+                const struct key_range *k = &ranges[i];
+                char v[32];
+
+                expect_loads(room_small, k, k->min);
+                expect_loads(room_large, k, k->max);
+                snprintf(v, sizeof(v), "%llu", k->max + 1);
+                expect_refused_at_line_7(k, v);
+                if (k->min > 0) {
+                        snprintf(v, sizeof(v), "%llu", k->min - 1);
+                        expect_refused_at_line_7(k, v);
+                }
+                expect_refused_at_line_7(k, "-1");
+                expect_refused_at_line_7(k, "");
+                expect_refused_at_line_7(k, "12abc");
+                expect_refused_at_line_7(k, "0x10");
+                expect_refused_at_line_7(k, "99999999999999999999999");
+        }
+}
+END_TEST
+
+START_TEST(test_config_limits_that_conflict_name_the_line)
+{
+        struct nb_config c;
+        char err[512];
+
+        ck_assert_int_lt(load_config("max_connections = 4\n# the next one is too many\n"
+                                     "max_connections_per_uid = 5\n",
+                                     &c, err, sizeof(err)),
+                         0);
+        ck_assert_msg(strstr(err, ":3: max_connections_per_uid (5) is above max_connections (4)"),
+                      "%s", err);
+        nb_config_free(&c);
+        ck_assert_int_lt(load_config("exec_timeout_ms = 5000\nexec_timeout_max_ms = 1000\n", &c,
+                                     err, sizeof(err)),
+                         0);
+        ck_assert_msg(strstr(err, ":2: exec_timeout_ms (5000) is above exec_timeout_max_ms (1000)"),
+                      "%s", err);
+        nb_config_free(&c);
+        ck_assert_int_lt(load_config("max_spawns = 16\nfd_limit = 64\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":2: fd_limit is too small (64) for max_connections (12) and "
+                                  "max_spawns (16): it needs 19 + max_connections + 4 * "
+                                  "max_spawns = 95"),
+                      "%s", err);
+        nb_config_free(&c);
+        /* Defaults fit: the defaults alone always load. */
+        ck_assert_int_eq(load_config("# nothing\n", &c, err, sizeof(err)), 0);
+        nb_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_config_lists_refuse_more_entries_than_they_hold)
+{
+        struct nb_config c;
+        char body[4096], err[512];
+        size_t n;
+
+        n = (size_t)snprintf(body, sizeof(body), "allow_uid =");
+        for (int i = 0; i < 33; i++)
+                n += (size_t)snprintf(body + n, sizeof(body) - n, " %d", 1000 + i);
+        snprintf(body + n, sizeof(body) - n, "\n");
+        ck_assert_int_lt(load_config(body, &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":1: allow_uid: more than 32 ids"), "%s", err);
+        nb_config_free(&c);
+
+        n = (size_t)snprintf(body, sizeof(body), "# programs\nexec_allow =");
+        for (int i = 0; i < 65; i++)
+                n += (size_t)snprintf(body + n, sizeof(body) - n, " /usr/bin/p%d", i);
+        snprintf(body + n, sizeof(body) - n, "\n");
+        ck_assert_int_lt(load_config(body, &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":2: exec_allow: more than 64 programs"), "%s", err);
+        nb_config_free(&c);
+
+        /* uid -1 means "unchanged" to the kernel: never an identity. */
+        ck_assert_int_lt(load_config("allow_uid = 4294967295\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":1: allow_uid: expected numeric uids"), "%s", err);
+        nb_config_free(&c);
+}
+END_TEST
+
+/* What an administrator sees: the helper does not start, and says where. */
+START_TEST(test_helper_with_conflicting_limits_does_not_start_and_names_the_line)
+{
+        char *conf = tu_config(TU_ALLOW "max_connections = 2\nmax_connections_per_uid = 3\n");
+        nb_spawn_opts o = {.config_path = conf};
+        nb_conn *c = NULL;
+        int pipefd[2], saved, r;
+        char buf[1024] = "";
+
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        saved = dup(2);
+        dup2(pipefd[1], 2);
+        r = nb_spawn(tu_helper_path(), &o, &c);
+        dup2(saved, 2);
+        close(saved);
+        close(pipefd[1]);
+        ck_assert_int_eq(r, -ECONNRESET);
+        ck_assert_int_gt(read(pipefd[0], buf, sizeof(buf) - 1), 0);
+        ck_assert_msg(strstr(buf, ":3: max_connections_per_uid (3) is above max_connections (2)"),
+                      "stderr was: %s", buf);
+        close(pipefd[0]);
+        free(conf);
+}
+END_TEST
+
+Suite *limits_suite(void)
+{
+        Suite *s = suite_create("limits");
+        TCase *conns = tcase_create("limits-connections"), *frames = tcase_create("limits-frames");
+        TCase *progs = tcase_create("limits-exec"), *config = tcase_create("limits-config");
+
+        /* Generous: under valgrind every helper start takes a second. */
+        tcase_set_timeout(conns, 120);
+        tcase_set_timeout(frames, 120);
+        tcase_set_timeout(progs, 120);
+        tcase_set_timeout(config, 120);
+        tcase_set_tags(progs, "exec");
+        /* The config tcase starts a helper with a bad config, which exits
+         * at once through main()'s early returns. */
+        tcase_set_tags(config, "startup");
+        tcase_add_test(conns, test_connections_total_cap_counts_every_uid);
+        tcase_add_test(conns, test_connections_per_uid_cap_leaves_other_uids_alone);
+        tcase_add_test(frames, test_frame_of_exactly_max_frame_is_served_one_byte_more_is_refused);
+        tcase_add_test(frames, test_ops_at_max_ops_are_served_one_more_is_refused);
+        tcase_add_test(frames, test_fds_at_max_fds_per_frame_are_taken_one_more_fails_the_request);
+        tcase_add_test(frames, test_client_refuses_a_batch_over_max_fds_before_sending);
+        tcase_add_test(progs, test_ops_over_max_ops_run_nothing);
+        tcase_add_test(progs, test_requests_in_flight_per_connection_are_capped);
+        tcase_add_test(progs, test_pending_spawns_are_capped_and_the_next_is_refused);
+        tcase_add_test(progs, test_exec_output_at_the_cap_is_whole_one_byte_more_is_truncated);
+        tcase_add_test(progs, test_output_of_a_request_is_bounded_by_max_reply);
+        tcase_add_test(progs, test_exec_args_and_env_at_max_args_run_one_more_is_refused);
+        tcase_add_test(progs, test_exec_timeouts_are_capped_and_defaulted);
+        tcase_add_test(config,
+                       test_config_every_limit_parses_in_range_and_refuses_outside_naming_the_line);
+        tcase_add_test(config, test_config_limits_that_conflict_name_the_line);
+        tcase_add_test(config, test_config_lists_refuse_more_entries_than_they_hold);
+        tcase_add_test(config,
+                       test_helper_with_conflicting_limits_does_not_start_and_names_the_line);
+        suite_add_tcase(s, conns);
+        suite_add_tcase(s, frames);
+        suite_add_tcase(s, progs);
+        suite_add_tcase(s, config);
+        return s;
+}

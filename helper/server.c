@@ -40,7 +40,8 @@ struct conn {
         bool hello_done;
         bool closing; /* an Error is queued: close once it is sent */
         bool closed;
-        bool want_out;
+        bool refs_blocked; /* a write met ETOOMANYREFS: the retry timer flushes */
+        uint32_t events; /* what the connection is watched for now */
         struct nb_frame_reader rd;
         struct nb_frame_out *out_head, *out_tail;
         struct nb_timer frame_timer, idle_timer, retry_timer;
@@ -67,14 +68,27 @@ static void conn_push(struct conn *c, struct nb_frame_out *f);
 
 /* ---- output ---- */
 
+/* While output waits for the socket, the connection is not read: a client
+ * that sends requests without reading the replies is held back by its own
+ * socket buffer, instead of growing the helper's output queue without bound.
+ * Replies of requests already running are still queued, and those are
+ * capped by max_requests_per_connection. */
 static void conn_update_events(struct conn *c)
 {
-        bool want_out = c->out_head != NULL;
+        uint32_t events;
 
-        if (want_out == c->want_out || c->closed)
+        if (c->closed)
                 return;
-        c->want_out = want_out;
-        nb_loop_modify(c->srv->loop, &c->w, EPOLLIN | (want_out ? EPOLLOUT : 0));
+        if (!c->out_head)
+                events = EPOLLIN;
+        else if (c->refs_blocked)
+                events = 0; /* the socket is writable: EPOLLOUT would spin */
+        else
+                events = EPOLLOUT;
+        if (events == c->events)
+                return;
+        c->events = events;
+        nb_loop_modify(c->srv->loop, &c->w, events);
 }
 
 static void on_retry_flush(void *data)
@@ -86,6 +100,7 @@ static void conn_flush(struct conn *c)
 {
         bool had_output = c->out_head != NULL;
 
+        c->refs_blocked = false;
         while (c->out_head) {
                 int r = nb_frame_write(c->fd, c->out_head);
                 if (r == 0)
@@ -94,6 +109,7 @@ static void conn_flush(struct conn *c)
                         /* Too many of our fds are in flight, not yet taken
                          * by the client: the socket is writable, so EPOLLOUT
                          * would spin. Try again in a moment. */
+                        c->refs_blocked = true;
                         nb_timer_arm(c->srv->loop, &c->retry_timer, 2, on_retry_flush, c);
                         break;
                 }
@@ -443,7 +459,10 @@ static void conn_arm_idle(struct conn *c)
 
 static void conn_read(struct conn *c)
 {
-        for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed; i++) {
+        /* Output waiting ends the round (see conn_update_events); one frame
+         * is still read, so a hang-up reported meanwhile reaches its EOF. */
+        for (int i = 0;
+             i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && (i == 0 || !c->out_head); i++) {
                 int fds[NB_FRAME_MAX_FDS];
                 uint8_t *body;
                 size_t len, nfds;
@@ -562,6 +581,7 @@ static int conn_new(struct nb_server *s, int fd)
         c->gid = cred.gid;
         c->pid = cred.pid;
         nb_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
+        c->events = EPOLLIN;
         r = nb_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
         if (r < 0) {
                 close(fd);

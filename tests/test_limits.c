@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -410,6 +411,90 @@ START_TEST(test_ops_over_max_ops_run_nothing)
         close(fd);
         assert_helper_serves(&h);
         ck_assert(!marker_exists(&m));
+        tu_helper_stop(&h);
+}
+END_TEST
+
+static long rss_kb(pid_t pid)
+{
+        char path[64];
+        const char *status, *p;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        status = tu_read_file(path);
+        p = strstr(status, "\nVmRSS:");
+        ck_assert_ptr_nonnull(p);
+        return strtol(p + 8, NULL, 10);
+}
+
+/* A client that sends requests and never reads a reply: once a reply waits
+ * for the socket the helper stops reading, so the client's writes block
+ * after a few thousand requests instead of the helper's memory growing
+ * (it held 650 MB after 2 million Pings before). Every request is still
+ * answered, in order, once the client reads. */
+START_TEST(test_client_that_does_not_read_replies_is_held_back)
+{
+        struct tu_helper h;
+        Netbroker__Op *ops[1] = {&ping_op};
+        Netbroker__ClientMessage cm;
+        Netbroker__Request req;
+        uint8_t frame[64], *stream;
+        size_t flen, chunk = 1000, sent = 0;
+        uint64_t blocked_since = 0, t0;
+        long rss0;
+        int fd, fl;
+
+        tu_helper_start(&h, TU_ALLOW);
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        rss0 = rss_kb(h.pid);
+        fill_request(&cm, &req, 5, ops, 1);
+        flen = protobuf_c_message_get_packed_size(&cm.base);
+        ck_assert_uint_le(flen + 4, sizeof(frame));
+        frame[0] = frame[1] = 0;
+        frame[2] = (uint8_t)(flen >> 8);
+        frame[3] = (uint8_t)flen;
+        protobuf_c_message_pack(&cm.base, frame + 4);
+        flen += 4;
+        stream = malloc(chunk * flen);
+        ck_assert_ptr_nonnull(stream);
+        for (size_t i = 0; i < chunk; i++)
+                memcpy(stream + i * flen, frame, flen);
+        fl = fcntl(fd, F_GETFL);
+        ck_assert_int_eq(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+        t0 = tu_now_us();
+        /* Until writes have blocked for half a second (or 300,000 went). */
+        while (sent < 300000 * flen && tu_now_us() - t0 < 20000000) {
+                size_t off = sent % (chunk * flen);
+                ssize_t n = send(fd, stream + off, chunk * flen - off, MSG_NOSIGNAL);
+                if (n > 0) {
+                        sent += (size_t)n;
+                        blocked_since = 0;
+                        continue;
+                }
+                ck_assert_int_eq(errno, EAGAIN);
+                if (!blocked_since)
+                        blocked_since = tu_now_us();
+                else if (tu_now_us() - blocked_since > 500000)
+                        break;
+                usleep(10000);
+        }
+        ck_assert_msg(sent < 300000 * flen, "the helper read %zu requests unanswered", sent / flen);
+        ck_assert_msg(rss_kb(h.pid) - rss0 < 16 * 1024, "helper RSS grew from %ld to %ld kB", rss0,
+                      rss_kb(h.pid));
+        /* Finish the frame cut in half, then read every reply. */
+        ck_assert_int_eq(fcntl(fd, F_SETFL, fl), 0);
+        if (sent % flen) {
+                size_t rest = flen - sent % flen;
+                ck_assert_int_eq(send(fd, frame + flen - rest, rest, MSG_NOSIGNAL), (ssize_t)rest);
+                sent += rest;
+        }
+        for (size_t i = 0; i < sent / flen; i++)
+                expect_all_status(fd, 5, 1, 0);
+        ping_ok(fd, 6);
+        free(stream);
+        close(fd);
+        assert_helper_serves(&h);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -1006,6 +1091,7 @@ Suite *limits_suite(void)
         tcase_add_test(frames, test_ops_at_max_ops_are_served_one_more_is_refused);
         tcase_add_test(frames, test_fds_at_max_fds_per_frame_are_taken_one_more_fails_the_request);
         tcase_add_test(frames, test_client_refuses_a_batch_over_max_fds_before_sending);
+        tcase_add_test(frames, test_client_that_does_not_read_replies_is_held_back);
         tcase_add_test(progs, test_ops_over_max_ops_run_nothing);
         tcase_add_test(progs, test_requests_in_flight_per_connection_are_capped);
         tcase_add_test(progs, test_pending_spawns_are_capped_and_the_next_is_refused);

@@ -33,6 +33,9 @@ static const struct scenario scenarios[] = {
          "             libvirt 2018's ebtables/iptables processes (A, A2), the same through\n"
          "             netbrokerd's Exec (B), one FirewallApply batch (C), ensure after a\n"
          "             helper restart (D), one nft -f file (N)"},
+        {"bandwidth", bench_bandwidth,
+         "inbound and outbound limits on N interfaces: libvirt's 8 tc processes per\n"
+         "             interface from a fat parent (A, A2) versus one batch of N BandwidthSet (B)"},
 };
 
 static void usage(FILE *f)
@@ -46,16 +49,18 @@ static void usage(FILE *f)
                 "  --json         print one JSON object on stdout (progress goes to stderr)\n"
                 "  --count N      spawn: commands per method (default 200, iptables a tenth);\n"
                 "                 C runs N/40 requests of 100 (at least 2), iptables half as\n"
-                "                 many. names: one device count, as --counts N\n"
+                "                 many. names: one device count, as --counts N. bandwidth:\n"
+                "                 the number of interfaces, 1..%d (default 100)\n"
                 "  --counts N,N   names: the device counts to run, at most %d of them, each\n"
                 "                 1..%d (default 82,1000)\n"
                 "  --guests N     restart: the number of guests, 1..%d (default 100)\n"
                 "  --quick        a short run: spawn 20 commands, 3 for iptables; names N = 82\n"
-                "                 and 200; restart 10 guests\n"
+                "                 and 200; restart 10 guests; bandwidth 10 interfaces\n"
                 "  --helper PATH  netbrokerd to spawn (default: $NETBROKERD, else the one in\n"
                 "                 the build tree, else the installed one)\n"
                 "\nRuns as root, in a network namespace of its own.\n",
-                BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT, BENCH_RESTART_MAX_GUESTS);
+                BENCH_BANDWIDTH_MAX_IFACES, BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT,
+                BENCH_RESTART_MAX_GUESTS);
 }
 
 static const struct scenario *find_scenario(const char *name)

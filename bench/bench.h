@@ -19,6 +19,8 @@
 #define BENCH_NAMES_MAX_COUNT 4096
 /* restart: vnet0..vnet999, MACs and IPs derived from the index. */
 #define BENCH_RESTART_MAX_GUESTS 1000
+/* bandwidth: vbw0..vbw999, one request of N BandwidthSet. */
+#define BENCH_BANDWIDTH_MAX_IFACES 1000
 
 struct bench_opts {
         bool json;
@@ -170,3 +172,4 @@ void bench_report_print_json(const struct bench_report *r, FILE *f);
 int bench_spawn(const struct bench_opts *o, struct bench_report *r);
 int bench_names(const struct bench_opts *o, struct bench_report *r);
 int bench_restart(const struct bench_opts *o, struct bench_report *r);
+int bench_bandwidth(const struct bench_opts *o, struct bench_report *r);

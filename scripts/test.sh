@@ -113,6 +113,14 @@ bench_restart_quick() {
 }
 single "bench restart (2 guests) runs and its JSON parses" bench_restart_quick
 
+bench_bandwidth_quick() {
+  local out
+  # 10 interfaces, 8 tc processes each from a fat parent: about 20 s.
+  out=$(build/bench/netbroker-bench bandwidth --quick --json) || return 1
+  echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["ratios"]; print("ratios:", {k: r[k] for k in ("A/B","A2/B")}); assert r["A/B"] and r["A2/B"]'
+}
+single "bench bandwidth --quick runs and its JSON parses" bench_bandwidth_quick
+
 echo
 if [ "${#failures[@]}" -gt 0 ]; then
   echo "failed: ${failures[*]}"

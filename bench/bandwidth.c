@@ -1,0 +1,1103 @@
+/* Scenario "bandwidth": inbound and outbound limits on N interfaces (issue
+ * 5; seeds/003 is the tc report whose commands these are).
+ *
+ *  A   libvirt's virNetDevBandwidthSet (src/util/virnetdevbandwidth.c),
+ *      one tc process per command, forked from the fat parent (8192-fd
+ *      limit, 1 GiB of heap), which closes fds 3..limit-1 one by one before
+ *      exec, as virExec did; one command at a time. Per interface:
+ *        virNetDevBandwidthClear: tc qdisc del dev X root
+ *                                 tc qdisc del dev X ingress
+ *        (libvirt ignores their exit status: on a clean interface both
+ *        fail, the kernel having nothing to delete)
+ *        inbound:  tc qdisc add dev X root handle 1: htb default 1
+ *                  tc class add dev X parent 1: classid 1:1 htb rate ..kbps
+ *                     ceil ..kbps burst ..kb quantum ..
+ *                  tc qdisc add dev X parent 1:1 handle 2: sfq perturb 10
+ *                  tc filter add dev X parent 1:0 protocol all prio 1
+ *                     handle 1 fw flowid 1
+ *        outbound: tc qdisc add dev X ingress
+ *                  tc filter add dev X parent ffff: protocol all u32 match
+ *                     u32 0 0 police rate ..kbps burst ..kb mtu 64kb drop
+ *                     flowid :1
+ *      Three of these need kernel parts a kernel may lack (sch_sfq, cls_fw,
+ *      act_police; this one has none of them). Each is tried once, before
+ *      anything is timed; where the kernel refuses it, the same command
+ *      without the missing part runs instead (pfifo for sfq, u32 match-all
+ *      for fw, the u32 filter without its police action), so that A forks
+ *      and execs exactly as many processes as libvirt and each one does
+ *      real work. Every command must succeed, but for the two clears,
+ *      whose refusal must come from the kernel ("... qdisc ...").
+ *      The report lists the exact commands run.
+ *  A2  the same commands with close_range(3, ~0) instead of the loop
+ *      (libvirt today).
+ *  B   one request of N BandwidthSet ops (the same rates) to netbrokerd.
+ *
+ * Every run starts from the same state: no limit anywhere (the helper's
+ * BandwidthClear, then the root and ingress qdiscs deleted over netlink
+ * from here), checked with `tc -j qdisc show` and the device list. After
+ * every run the same listing must show an htb root and an ingress qdisc on
+ * each interface, and for B an IFB with its htb root per interface. A, A2
+ * and B take turns, RUNS times; the figures are the medians of the runs.
+ *
+ * The interfaces are veth pairs (vbw0/vbp0, ...) in the bench's private
+ * namespace; the limits go on the vbw ends, as on a guest's tap. */
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <net/if.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/pkt_sched.h>
+#include <netlink/errno.h>
+#include <netlink/netlink.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/qdisc.h>
+#include <netlink/route/tc.h>
+
+#include "netbroker.h"
+
+#define FAT_FD_LIMIT 8192u
+#define FAT_FDS 500u
+#define FAT_HEAP (1024ul * 1024 * 1024)
+#define DEFAULT_IFACES 100u
+#define QUICK_IFACES 10u
+#define RUNS 3u
+#define IF_PREFIX "vbw"
+#define PEER_PREFIX "vbp"
+/* The helper's IFB devices (helper/bandwidth.h, NB_BW_IFB_PREFIX). */
+#define IFB_PREFIX "nbifb"
+#define OUT_CAP 4096u
+#define LIST_CAP (4u << 20)
+#define MAX_ARGS 32
+
+/* The rates of every interface, libvirt's units (kB = 1024 bytes): inbound
+ * average 1024 kB/s, peak 2048, burst 256 kB; outbound average 1024, burst
+ * 256. libvirt writes them as "%llukbps" and "%llukb". */
+#define IN_AVERAGE 1024
+#define IN_PEAK 2048
+#define IN_BURST 256
+#define OUT_AVERAGE 1024
+#define OUT_BURST 256
+/* virNetDevBandwidthCmdAddOptimalQuantum: average * 1024 / 8 / 1500. */
+#define IN_QUANTUM 87
+_Static_assert(IN_QUANTUM == IN_AVERAGE * 1024 / 8 / 1500, "libvirt's quantum");
+
+#define XSTR(x) #x
+#define STR(x) XSTR(x)
+
+static const char *const child_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+
+/* Where a command's words name the interface. */
+static const char IFNAME[] = "<interface>";
+
+/* ---- libvirt's commands, in its order ---- */
+
+enum step {
+        S_DEL_ROOT,
+        S_DEL_INGRESS,
+        S_ROOT,
+        S_CLASS,
+        S_LEAF,
+        S_FILTER,
+        S_INGRESS,
+        S_POLICE,
+        N_STEPS
+};
+
+static const char *const w_del_root[] = {"qdisc", "del", "dev", IFNAME, "root", NULL};
+static const char *const w_del_ingress[] = {"qdisc", "del", "dev", IFNAME, "ingress", NULL};
+static const char *const w_root[] = {"qdisc", "add", "dev",     IFNAME, "root", "handle",
+                                     "1:",    "htb", "default", "1",    NULL};
+static const char *const w_class[] = {"class",
+                                      "add",
+                                      "dev",
+                                      IFNAME,
+                                      "parent",
+                                      "1:",
+                                      "classid",
+                                      "1:1",
+                                      "htb",
+                                      "rate",
+                                      STR(IN_AVERAGE) "kbps",
+                                      "ceil",
+                                      STR(IN_PEAK) "kbps",
+                                      "burst",
+                                      STR(IN_BURST) "kb",
+                                      "quantum",
+                                      STR(IN_QUANTUM),
+                                      NULL};
+static const char *const w_sfq[] = {"qdisc",  "add", "dev", IFNAME,    "parent", "1:1",
+                                    "handle", "2:",  "sfq", "perturb", "10",     NULL};
+static const char *const w_pfifo[] = {"qdisc", "add",    "dev", IFNAME,  "parent",
+                                      "1:1",   "handle", "2:",  "pfifo", NULL};
+static const char *const w_fw[] = {"filter",   "add",    "dev",  IFNAME, "parent", "1:0",
+                                   "protocol", "all",    "prio", "1",    "handle", "1",
+                                   "fw",       "flowid", "1",    NULL};
+static const char *const w_u32[] = {"filter",   "add", "dev",  IFNAME,   "parent", "1:0",
+                                    "protocol", "all", "prio", "1",      "u32",    "match",
+                                    "u32",      "0",   "0",    "flowid", "1:1",    NULL};
+static const char *const w_ingress[] = {"qdisc", "add", "dev", IFNAME, "ingress", NULL};
+static const char *const w_police[] = {"filter",   "add",
+                                       "dev",      IFNAME,
+                                       "parent",   "ffff:",
+                                       "protocol", "all",
+                                       "u32",      "match",
+                                       "u32",      "0",
+                                       "0",        "police",
+                                       "rate",     STR(OUT_AVERAGE) "kbps",
+                                       "burst",    STR(OUT_BURST) "kb",
+                                       "mtu",      "64kb",
+                                       "drop",     "flowid",
+                                       ":1",       NULL};
+static const char *const w_nopolice[] = {
+        "filter", "add",   "dev", IFNAME, "parent", "ffff:",  "protocol", "all",
+        "u32",    "match", "u32", "0",    "0",      "flowid", ":1",       NULL};
+
+struct step_def {
+        const char *const *libvirt; /* what libvirt runs */
+        const char *const *fallback; /* NULL, or the same without what a kernel may lack */
+        const char *lacks; /* that part, for the report */
+        bool clear; /* virNetDevBandwidthClear's: exit status ignored */
+};
+
+static const struct step_def steps[N_STEPS] = {
+        [S_DEL_ROOT] = {w_del_root, NULL, NULL, true},
+        [S_DEL_INGRESS] = {w_del_ingress, NULL, NULL, true},
+        [S_ROOT] = {w_root, NULL, NULL, false},
+        [S_CLASS] = {w_class, NULL, NULL, false},
+        [S_LEAF] = {w_sfq, w_pfifo, "sch_sfq", false},
+        [S_FILTER] = {w_fw, w_u32, "cls_fw", false},
+        [S_INGRESS] = {w_ingress, NULL, NULL, false},
+        [S_POLICE] = {w_police, w_nopolice, "act_police", false},
+};
+
+/* ---- the methods and the report ---- */
+
+enum method { M_A, M_A2, M_B, N_METHODS };
+
+static const char *const method_names[N_METHODS] = {"A", "A2", "B"};
+
+enum col {
+        C_N,
+        C_RUNS,
+        C_PROCS_IF,
+        C_FAILED_IF,
+        C_NL_IF,
+        C_IFB_IF,
+        C_TOTAL,
+        C_MIN,
+        C_MAX,
+        C_MS_IF,
+        N_COLS
+};
+
+static const struct bench_column columns[N_COLS] = {
+        [C_N] = {"interfaces", "N", 4, 0},
+        [C_RUNS] = {"runs", "runs", 4, 0},
+        [C_PROCS_IF] = {"processes_per_interface", "procs/if", 8, 1},
+        [C_FAILED_IF] = {"ignored_failures_per_interface", "fail/if", 7, 1},
+        [C_NL_IF] = {"helper_netlink_messages_per_interface", "nl/if", 6, 1},
+        [C_IFB_IF] = {"ifbs_per_interface", "ifb/if", 6, 1},
+        [C_TOTAL] = {"total_ms", "total ms", 10, 2},
+        [C_MIN] = {"min_total_ms", "min ms", 10, 2},
+        [C_MAX] = {"max_total_ms", "max ms", 10, 2},
+        [C_MS_IF] = {"ms_per_interface", "ms/if", 8, 3},
+};
+
+struct outcome {
+        struct bench_samples totals; /* us, one per run */
+        struct bench_samples per_if; /* us; A, A2: each interface alone; B: run / N */
+        uint64_t procs, failed; /* over all runs */
+        uint64_t helper_nl; /* B, over all runs */
+        uint64_t ifbs; /* IFB devices found after each run, summed */
+        unsigned runs;
+};
+
+struct ctx {
+        const struct bench_opts *o;
+        unsigned n;
+        char (*ifname)[IFNAMSIZ];
+        int *ifindex;
+        const char *tc;
+        struct bench_fat_parent fp;
+        long open_max;
+        struct nl_sock *sk;
+        nb_conn *conn;
+        bool ready; /* the helper offers what the scenario needs */
+        /* The variant of each step this kernel takes, and why. */
+        const char *const *words[N_STEPS];
+        char refused[N_STEPS][96];
+        char clear_msg[2][96]; /* what the kernel said to each clear */
+        char mech_in[64], mech_out[96]; /* what B's results say is in place */
+        struct outcome out[N_METHODS];
+        char out_buf[OUT_CAP];
+};
+
+/* ---- running tc ---- */
+
+static _Noreturn void child_fail(const char *what)
+{
+        /* write(2) only: this runs between fork and exec. */
+        ssize_t n = write(2, what, strlen(what));
+        (void)n;
+        _exit(127);
+}
+
+/* A and A2: virCommandRun's way, stdout and stderr into c->out_buf. */
+static int fork_exec(struct ctx *c, bool close_range, char *const *argv, int *ret_status)
+{
+        int pfd[2], r, k;
+        size_t len;
+        pid_t pid;
+
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                close(pfd[0]);
+                close(pfd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                if (dup2(c->fp.devnull, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
+                        child_fail("netbroker-bench: dup2 failed in the child\n");
+                if (close_range) {
+                        if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+                                child_fail("netbroker-bench: close_range failed in the child\n");
+                } else {
+                        for (long fd = 3; fd < c->open_max; fd++)
+                                close((int)fd);
+                }
+                execve(c->tc, argv, (char *const *)child_env);
+                child_fail("netbroker-bench: execve failed in the child\n");
+        }
+        close(pfd[1]);
+        r = bench_drain_fd(pfd[0], c->out_buf, sizeof(c->out_buf), &len);
+        close(pfd[0]);
+        k = bench_wait_child(pid, ret_status);
+        return r < 0 ? r : k;
+}
+
+/* Untimed listings: posix_spawn (no copy of the fat parent's page tables),
+ * fds 3 and up closed in the child. Must exit 0. */
+static int spawn_capture(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *ret_len)
+{
+        posix_spawn_file_actions_t fa;
+        int pfd[2], st, r, k;
+        pid_t pid;
+
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return -errno;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, c->fp.devnull, 0);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        r = -posix_spawn(&pid, c->tc, &fa, NULL, argv, (char *const *)child_env);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pfd[1]);
+        if (r < 0) {
+                close(pfd[0]);
+                return r;
+        }
+        r = bench_drain_fd(pfd[0], out, cap, ret_len);
+        close(pfd[0]);
+        k = bench_wait_child(pid, &st);
+        if (r == 0)
+                r = k;
+        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                bench_log("netbroker-bench: bandwidth: %s %s failed: %s\n", argv[0], argv[1], out);
+                r = -EIO;
+        }
+        return r;
+}
+
+/* argv of one command for one interface; argv[0] is "tc". */
+static void make_argv(const char *const *words, const char *ifname, char **argv)
+{
+        size_t i = 0;
+
+        argv[i++] = "tc";
+        for (; words[i - 1] && i < MAX_ARGS - 1; i++)
+                argv[i] = words[i - 1] == IFNAME ? (char *)ifname : (char *)words[i - 1];
+        argv[i] = NULL;
+}
+
+static void format_cmd(const char *const *words, const char *ifname, char *buf, size_t len)
+{
+        size_t o = (size_t)snprintf(buf, len, "tc");
+
+        for (size_t i = 0; words[i] && o < len; i++)
+                o += (size_t)snprintf(buf + o, len - o, " %s",
+                                      words[i] == IFNAME ? ifname : words[i]);
+}
+
+/* The first line of a command's output, for messages. */
+static void first_line(const char *out, char *buf, size_t len)
+{
+        snprintf(buf, len, "%.*s", (int)strcspn(out, "\n"), out);
+}
+
+/* A clear that fails must have been refused by the kernel (tc prints its
+ * extended ack as "Error: ..."), about something other than the device:
+ * then it did what libvirt's does on a clean interface. The kernel says
+ * "Cannot find specified qdisc" for an interface that never had an ingress
+ * qdisc, "Invalid handle" for one that had one before. */
+static bool clear_refusal_ok(const char *out)
+{
+        return strncmp(out, "Error: ", 7) == 0 && !strstr(out, "Cannot find device");
+}
+
+/* One command of step s, in the variant chosen, for interface i. */
+static int exec_step(struct ctx *c, bool close_range, const char *const *words, unsigned i,
+                     int *ret_status)
+{
+        char *argv[MAX_ARGS];
+        int r;
+
+        make_argv(words, c->ifname[i], argv);
+        r = fork_exec(c, close_range, argv, ret_status);
+        if (r < 0)
+                bench_log("netbroker-bench: bandwidth: cannot run tc: %s\n", strerror(-r));
+        return r;
+}
+
+/* Run step s on interface i: 0, 1 when a clear failed as it may, or
+ * -errno. */
+static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
+{
+        char cmd[512];
+        int st, r = exec_step(c, close_range, c->words[s], i, &st);
+
+        if (r < 0)
+                return r;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+                return 0;
+        if (steps[s].clear && WIFEXITED(st) && clear_refusal_ok(c->out_buf)) {
+                first_line(c->out_buf, c->clear_msg[s == S_DEL_INGRESS], sizeof(c->clear_msg[0]));
+                return 1;
+        }
+        format_cmd(c->words[s], c->ifname[i], cmd, sizeof(cmd));
+        bench_log("netbroker-bench: bandwidth: %s: exit status %d%s: %s\n", cmd,
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? " (signal)" : "",
+                  c->out_buf);
+        return -EIO;
+}
+
+/* ---- the helper ---- */
+
+static int helper_netlink_messages(nb_conn *conn, uint64_t *ret)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        r = nb_batch_stats(b);
+        if (r == 0)
+                r = nb_submit(conn, b, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        if (r == 0)
+                r = nb_result_stat(res, 0, "netlink_messages", ret);
+        if (r < 0)
+                bench_log("netbroker-bench: bandwidth: the helper's Stats: %s (%s)\n", strerror(-r),
+                          nb_conn_error(conn));
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static int check_results(nb_results *res, unsigned n, const char *what)
+{
+        long bad;
+
+        if (nb_results_count(res) != n) {
+                bench_log("netbroker-bench: bandwidth: %s: %zu results for %u ops\n", what,
+                          nb_results_count(res), n);
+                return -EPROTO;
+        }
+        bad = nb_results_first_error(res);
+        if (bad >= 0) {
+                bench_log("netbroker-bench: bandwidth: %s: op %ld: %s\n", what, bad,
+                          nb_result_message(res, (size_t)bad));
+                return nb_result_status(res, (size_t)bad);
+        }
+        return 0;
+}
+
+/* B's request, or the warm-up's (n 1): timed from building the batch, which
+ * a client pays for too, to the reply. */
+static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
+{
+        const nb_rate in = {.average = IN_AVERAGE, .peak = IN_PEAK, .burst = IN_BURST};
+        const nb_rate out = {.average = OUT_AVERAGE, .burst = OUT_BURST};
+        uint64_t t0 = bench_now_ns(), t1;
+        nb_results *res = NULL;
+        const char *mi, *mo;
+        nb_batch *b = nb_batch_new();
+        int r = b ? 0 : -ENOMEM;
+
+        for (unsigned i = 0; i < n && r == 0; i++)
+                r = nb_batch_bandwidth_set(b, c->ifname[i], &in, &out);
+        if (r == 0)
+                r = nb_submit(c->conn, b, &res);
+        t1 = bench_now_ns();
+        if (r < 0) {
+                bench_log("netbroker-bench: bandwidth: B: submit of %u ops failed: %s (%s)\n", n,
+                          strerror(-r), nb_conn_error(c->conn));
+                goto out;
+        }
+        r = check_results(res, n, "BandwidthSet");
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                r = nb_result_bandwidth(res, i, &mi, &mo);
+                if (r == 0 && (!mi[0] || !mo[0])) {
+                        bench_log("netbroker-bench: bandwidth: B: %s: no limit in place "
+                                  "(inbound '%s', outbound '%s')\n",
+                                  c->ifname[i], mi, mo);
+                        r = -EPROTO;
+                }
+                if (r == 0 && i == 0) {
+                        snprintf(c->mech_in, sizeof(c->mech_in), "%s", mi);
+                        snprintf(c->mech_out, sizeof(c->mech_out), "%s", mo);
+                }
+        }
+        *ret_us = (double)(t1 - t0) / 1000.0;
+out:
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static int bandwidth_clear(struct ctx *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r = b ? 0 : -ENOMEM;
+
+        for (unsigned i = 0; i < c->n && r == 0; i++)
+                r = nb_batch_bandwidth_clear(b, c->ifname[i]);
+        if (r == 0)
+                r = nb_submit(c->conn, b, &res);
+        if (r == 0)
+                r = check_results(res, c->n, "BandwidthClear");
+        else
+                bench_log("netbroker-bench: bandwidth: BandwidthClear: %s (%s)\n", strerror(-r),
+                          nb_conn_error(c->conn));
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+/* ---- the interfaces and their state ---- */
+
+static int nl_errno(int nlerr)
+{
+        switch (nlerr < 0 ? -nlerr : nlerr) {
+        case 0:
+                return 0;
+        case NLE_EXIST:
+                return -EEXIST;
+        case NLE_NOMEM:
+                return -ENOMEM;
+        case NLE_OBJ_NOTFOUND:
+                return -ENOENT;
+        case NLE_NODEV:
+                return -ENODEV;
+        case NLE_PERM:
+        case NLE_NOACCESS:
+                return -EPERM;
+        case NLE_OPNOTSUPP:
+                return -EOPNOTSUPP;
+        case NLE_INVAL:
+                return -EINVAL;
+        default:
+                return -EIO;
+        }
+}
+
+static int link_up(struct ctx *c, const char *name)
+{
+        struct rtnl_link *link = NULL, *change = rtnl_link_alloc();
+        int r = -ENOMEM;
+
+        if (change)
+                r = nl_errno(rtnl_link_get_kernel(c->sk, 0, name, &link));
+        if (r == 0) {
+                rtnl_link_set_flags(change, IFF_UP);
+                r = nl_errno(rtnl_link_change(c->sk, link, change, 0));
+        }
+        rtnl_link_put(link);
+        rtnl_link_put(change);
+        return r;
+}
+
+/* vbwI and its peer vbpI, both up, as a guest's tap is. */
+static int make_pair(struct ctx *c, unsigned i)
+{
+        struct rtnl_link *link = rtnl_link_veth_alloc(), *peer;
+        char name[IFNAMSIZ];
+        int r;
+
+        if (!link)
+                return -ENOMEM;
+        peer = rtnl_link_veth_get_peer(link);
+        snprintf(c->ifname[i], IFNAMSIZ, IF_PREFIX "%u", i);
+        snprintf(name, sizeof(name), PEER_PREFIX "%u", i);
+        rtnl_link_set_name(link, c->ifname[i]);
+        rtnl_link_set_flags(link, IFF_UP);
+        rtnl_link_set_name(peer, name);
+        r = nl_errno(rtnl_link_add(c->sk, link, NLM_F_CREATE | NLM_F_EXCL));
+        rtnl_link_put(peer);
+        rtnl_link_veth_release(link);
+        if (r == 0) {
+                c->ifindex[i] = (int)if_nametoindex(c->ifname[i]);
+                if (!c->ifindex[i])
+                        r = -errno;
+        }
+        /* The peer's flags in the same request make libnl fail. */
+        if (r == 0)
+                r = link_up(c, name);
+        if (r < 0)
+                bench_log("netbroker-bench: bandwidth: cannot make the veth pair %s/%s: %s\n",
+                          c->ifname[i], name, strerror(-r));
+        return r;
+}
+
+static int delete_qdisc(struct ctx *c, unsigned i, uint32_t parent)
+{
+        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        rtnl_tc_set_ifindex(TC_CAST(q), c->ifindex[i]);
+        rtnl_tc_set_parent(TC_CAST(q), parent);
+        r = nl_errno(rtnl_qdisc_delete(c->sk, q));
+        rtnl_qdisc_put(q);
+        /* Nothing there: ENOENT, or EINVAL for the default root qdisc. */
+        if (r == -ENOENT || r == -EINVAL)
+                r = 0;
+        if (r < 0)
+                bench_log("netbroker-bench: bandwidth: cannot delete a qdisc of %s: %s\n",
+                          c->ifname[i], strerror(-r));
+        return r;
+}
+
+/* Devices named prefix + digits, or -errno. */
+static int count_devices(const char *prefix)
+{
+        struct if_nameindex *all = if_nameindex(), *d;
+        size_t plen = strlen(prefix);
+        int n = 0;
+
+        if (!all)
+                return -errno;
+        for (d = all; d->if_index; d++) {
+                const char *tail = d->if_name + plen;
+                if (strncmp(d->if_name, prefix, plen) == 0 && *tail &&
+                    strspn(tail, "0123456789") == strlen(tail))
+                        n++;
+        }
+        if_freenameindex(all);
+        return n;
+}
+
+struct tc_state {
+        unsigned htb_roots; /* htb 1: at the root of a vbw interface */
+        unsigned ingress; /* ingress qdiscs on vbw interfaces */
+        unsigned leaves; /* qdiscs under 1:1 on vbw interfaces (A's) */
+        unsigned ifb_htb_roots; /* htb 1: at the root of an IFB */
+        unsigned ifbs; /* IFB devices */
+};
+
+/* The string value of "key" in one object of tc's JSON, into buf. */
+static void json_value(const char *obj, const char *end, const char *key, char *buf, size_t len)
+{
+        const char *p = strstr(obj, key);
+        size_t k;
+
+        buf[0] = '\0';
+        if (!p || p >= end)
+                return;
+        p += strlen(key);
+        k = strcspn(p, "\"");
+        snprintf(buf, len, "%.*s", (int)k, p);
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* `tc -j qdisc show`: one array of flat objects, each starting with its
+ * "kind" (the nested "options" object has no "kind"). */
+static char listing[LIST_CAP];
+
+static int read_state(struct ctx *c, struct tc_state *ret)
+{
+        char *argv[] = {"tc", "-j", "qdisc", "show", NULL};
+        static const char start[] = "{\"kind\":\"";
+        char kind[32], dev[IFNAMSIZ + 1], handle[16], parent[16];
+        size_t len;
+        int r = spawn_capture(c, argv, listing, sizeof(listing), &len), k;
+
+        if (r < 0)
+                return r;
+        if (len + 1 >= sizeof(listing)) {
+                bench_log("netbroker-bench: bandwidth: tc -j qdisc show: over %u bytes\n",
+                          LIST_CAP);
+                return -E2BIG;
+        }
+        *ret = (struct tc_state){0};
+        for (char *p = strstr(listing, start); p;) {
+                char *next = strstr(p + 1, start), *end = next ? next : listing + len;
+                bool root = strstr(p, "\"root\":true") && strstr(p, "\"root\":true") < end;
+                json_value(p, end, start, kind, sizeof(kind));
+                json_value(p, end, "\"dev\":\"", dev, sizeof(dev));
+                json_value(p, end, "\"handle\":\"", handle, sizeof(handle));
+                json_value(p, end, "\"parent\":\"", parent, sizeof(parent));
+                if (has_prefix(dev, IF_PREFIX)) {
+                        ret->htb_roots += root && !strcmp(kind, "htb") && !strcmp(handle, "1:");
+                        ret->ingress += !strcmp(kind, "ingress");
+                        ret->leaves += !strcmp(parent, "1:1");
+                } else if (has_prefix(dev, IFB_PREFIX)) {
+                        ret->ifb_htb_roots += root && !strcmp(kind, "htb") && !strcmp(handle, "1:");
+                }
+                p = next;
+        }
+        k = count_devices(IFB_PREFIX);
+        if (k < 0)
+                return k;
+        ret->ifbs = (unsigned)k;
+        return 0;
+}
+
+/* Before every run: no limit anywhere, no IFB, every interface there. */
+static int reset(struct ctx *c)
+{
+        struct tc_state s;
+        int r = bandwidth_clear(c), k;
+
+        for (unsigned i = 0; i < c->n && r == 0; i++) {
+                r = delete_qdisc(c, i, TC_H_ROOT);
+                if (r == 0)
+                        r = delete_qdisc(c, i, TC_H_INGRESS);
+        }
+        if (r == 0)
+                r = read_state(c, &s);
+        if (r < 0)
+                return r;
+        k = count_devices(IF_PREFIX);
+        if (k != (int)c->n || s.htb_roots || s.ingress || s.leaves || s.ifbs) {
+                bench_log("netbroker-bench: bandwidth: not clean after clearing: %d interfaces "
+                          "(expected %u), %u htb roots, %u ingress, %u leaves, %u IFBs\n",
+                          k, c->n, s.htb_roots, s.ingress, s.leaves, s.ifbs);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+/* After a run: every interface limited both ways, in the method's way. */
+static int check_limited(struct ctx *c, enum method m)
+{
+        unsigned ifbs = m == M_B ? c->n : 0, leaves = m == M_B ? 0 : c->n;
+        struct tc_state s;
+        int r = read_state(c, &s);
+
+        if (r < 0)
+                return r;
+        if (s.htb_roots != c->n || s.ingress != c->n || s.leaves != leaves || s.ifbs != ifbs ||
+            s.ifb_htb_roots != ifbs) {
+                bench_log("netbroker-bench: bandwidth: after %s, tc -j qdisc show has %u htb "
+                          "roots, %u ingress qdiscs, %u leaf qdiscs on the %u interfaces, %u "
+                          "IFBs with %u htb roots (expected %u, %u, %u, %u, %u)\n",
+                          method_names[m], s.htb_roots, s.ingress, s.leaves, c->n, s.ifbs,
+                          s.ifb_htb_roots, c->n, c->n, leaves, ifbs, ifbs);
+                return -EPROTO;
+        }
+        c->out[m].ifbs += s.ifbs;
+        return 0;
+}
+
+/* ---- one run of a method ---- */
+
+static int run_tc(struct ctx *c, enum method m)
+{
+        struct outcome *o = &c->out[m];
+        double total = 0;
+        int r = 0;
+
+        for (unsigned i = 0; i < c->n && r == 0; i++) {
+                uint64_t t0 = bench_now_ns();
+                double us;
+
+                for (int s = 0; s < N_STEPS && r >= 0; s++) {
+                        r = run_step(c, m == M_A2, (enum step)s, i);
+                        o->procs++;
+                        if (r == 1) {
+                                o->failed++;
+                                r = 0;
+                        }
+                }
+                us = (double)(bench_now_ns() - t0) / 1000.0;
+                total += us;
+                if (r == 0)
+                        r = bench_samples_add(&o->per_if, us);
+        }
+        if (r == 0)
+                r = bench_samples_add(&o->totals, total);
+        return r;
+}
+
+static int run_helper(struct ctx *c)
+{
+        struct outcome *o = &c->out[M_B];
+        uint64_t nl0, nl1;
+        double us;
+        int r = helper_netlink_messages(c->conn, &nl0);
+
+        if (r == 0)
+                r = bandwidth_set(c, c->n, &us);
+        if (r == 0)
+                r = helper_netlink_messages(c->conn, &nl1);
+        if (r < 0)
+                return r;
+        /* The Stats requests around the batch send nothing to the kernel. */
+        o->helper_nl += nl1 - nl0;
+        r = bench_samples_add(&o->totals, us);
+        if (r == 0)
+                r = bench_samples_add(&o->per_if, us / c->n);
+        return r;
+}
+
+static int run_method(struct ctx *c, enum method m, unsigned run)
+{
+        struct outcome *o = &c->out[m];
+        int r = reset(c);
+
+        if (r == 0)
+                r = m == M_B ? run_helper(c) : run_tc(c, m);
+        if (r == 0)
+                r = check_limited(c, m);
+        if (r < 0)
+                return r;
+        o->runs++;
+        bench_log("bandwidth: run %u/%u %-2s %u interfaces: %9.1f ms, %8.3f ms/interface\n",
+                  run + 1, RUNS, method_names[m], c->n, o->totals.us[o->totals.n - 1] / 1000.0,
+                  o->totals.us[o->totals.n - 1] / 1000.0 / c->n);
+        return 0;
+}
+
+/* ---- before anything is timed ---- */
+
+/* Which of libvirt's commands this kernel takes: each on vbw0, in order,
+ * from a clean state; a refused one is replaced by its fallback, which must
+ * succeed. This also brings tc into the page cache and loads what the
+ * kernel loads on first use. */
+static int choose_commands(struct ctx *c)
+{
+        int r = reset(c), st;
+
+        for (int s = 0; s < N_STEPS && r >= 0; s++) {
+                c->words[s] = steps[s].libvirt;
+                if (steps[s].fallback) {
+                        r = exec_step(c, false, steps[s].libvirt, 0, &st);
+                        if (r < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
+                                continue;
+                        first_line(c->out_buf, c->refused[s], sizeof(c->refused[s]));
+                        bench_log("bandwidth: no %s in this kernel (libvirt's command: %s): "
+                                  "the same command without it runs instead\n",
+                                  steps[s].lacks, c->refused[s]);
+                        c->words[s] = steps[s].fallback;
+                }
+                r = run_step(c, false, (enum step)s, 0);
+        }
+        return r < 0 ? r : 0;
+}
+
+/* The helper's first BandwidthSet finds out which leaf qdiscs the kernel
+ * has: once per helper, not per interface. */
+static int warm_up_helper(struct ctx *c)
+{
+        double us;
+        int r = reset(c);
+
+        if (r == 0)
+                r = bandwidth_set(c, 1, &us);
+        return r;
+}
+
+static const char *find_tc(void)
+{
+        static const char *const paths[] = {"/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"};
+
+        for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++)
+                if (access(paths[i], X_OK) == 0)
+                        return paths[i];
+        return NULL;
+}
+
+/* ---- the report ---- */
+
+#define LEGEND_LINES (2 + 2 * N_STEPS + 8)
+
+static char legend_buf[2 * N_STEPS][200];
+static const char *legend[LEGEND_LINES + 1];
+
+static void build_legend(struct ctx *c)
+{
+        static const char *const head[] = {
+                "A   libvirt's virNetDevBandwidthSet: per interface, these tc processes, each "
+                "forked from",
+                "    the fat parent, fds 3..8191 closed one by one before exec (virExec), one at "
+                "a time:",
+        };
+        static const char *const tail[] = {
+                "    (the two clears fail on a clean interface, as libvirt's do; it ignores "
+                "their status)",
+                "    *: libvirt's own command needs what this kernel lacks: the line above it "
+                "ran instead",
+                "A2  the same commands, fork + close_range(3, ~0) + exec (libvirt today)",
+                "B   one request of N BandwidthSet ops to netbrokerd (same rates; IFB + htb "
+                "for outbound)",
+                "procs/if: tc processes per interface; fail/if: clears refused by the kernel "
+                "(ignored);",
+                "nl/if: the helper's netlink_messages delta per interface; ifb/if: IFB "
+                "devices after a run;",
+                "total ms: median of the runs (min, max beside it); ms/if = total / N.",
+                "Rows below: A, A2 each interface timed alone; B a run's time / N.",
+        };
+        size_t k = 0, b = 0;
+        char cmd[180];
+
+        for (size_t i = 0; i < sizeof(head) / sizeof(*head); i++)
+                legend[k++] = head[i];
+        for (int s = 0; s < N_STEPS; s++) {
+                format_cmd(c->words[s], "X", cmd, sizeof(cmd));
+                snprintf(legend_buf[b], sizeof(legend_buf[b]), "      %s", cmd);
+                legend[k++] = legend_buf[b++];
+                if (c->words[s] == steps[s].libvirt)
+                        continue;
+                format_cmd(steps[s].libvirt, "X", cmd, sizeof(cmd));
+                snprintf(legend_buf[b], sizeof(legend_buf[b]), "    * %s", cmd);
+                legend[k++] = legend_buf[b++];
+        }
+        for (size_t i = 0; i < sizeof(tail) / sizeof(*tail); i++)
+                legend[k++] = tail[i];
+        legend[k] = NULL;
+}
+
+static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
+                    const struct bench_summary *t)
+{
+        static const char *const what[N_METHODS] = {
+                [M_A] = "tc from the fat parent, close loop",
+                [M_A2] = "tc from the fat parent, close_range",
+                [M_B] = "one BandwidthSet batch",
+        };
+        const struct outcome *o = &c->out[m];
+        double v[N_COLS], per_run = (double)c->n * o->runs;
+
+        v[C_N] = c->n;
+        v[C_RUNS] = o->runs;
+        v[C_PROCS_IF] = m == M_B ? 0 : (double)o->procs / per_run;
+        v[C_FAILED_IF] = m == M_B ? NAN : (double)o->failed / per_run;
+        v[C_NL_IF] = m == M_B ? (double)o->helper_nl / per_run : NAN;
+        v[C_IFB_IF] = (double)o->ifbs / per_run;
+        v[C_TOTAL] = t->median_us / 1000.0;
+        v[C_MIN] = t->min_us / 1000.0;
+        v[C_MAX] = t->max_us / 1000.0;
+        v[C_MS_IF] = t->median_us / 1000.0 / c->n;
+        return bench_report_add_line(r, method_names[m], v, N_COLS, what[m]) ? 0 : -ENOSPC;
+}
+
+static void add_notes(struct bench_report *r, const struct ctx *c, const struct bench_summary *t)
+{
+        char cmd[120];
+
+        for (int s = 0; s < N_STEPS; s++) {
+                if (c->words[s] == steps[s].libvirt)
+                        continue;
+                format_cmd(c->words[s], "X", cmd, sizeof(cmd));
+                bench_report_add_note(r, "no %s: A ran \"%s\" instead (%s)", steps[s].lacks, cmd,
+                                      c->refused[s]);
+        }
+        bench_report_add_note(r, "the clears on a clean interface: \"%s\", \"%s\"", c->clear_msg[0],
+                              c->clear_msg[1]);
+        bench_report_add_note(r,
+                              "one tc process: %.1f ms (A), %.1f ms (A2), mean of the %d per "
+                              "interface",
+                              t[M_A].median_us / 1000.0 / c->n / N_STEPS,
+                              t[M_A2].median_us / 1000.0 / c->n / N_STEPS, N_STEPS);
+        bench_report_add_note(r, "B: the helper reports inbound \"%s\", outbound \"%s\"",
+                              c->mech_in, c->mech_out);
+        bench_report_add_note(r,
+                              "checked after every run (tc -j qdisc show): an htb root and an "
+                              "ingress qdisc on each of the %u interfaces; B: %u IFBs with htb",
+                              c->n, c->n);
+}
+
+static int add_results(struct bench_report *r, struct ctx *c)
+{
+        static const struct {
+                enum method num, den;
+                const char *name;
+        } pairs[] = {{M_A, M_B, "A/B"}, {M_A2, M_B, "A2/B"}, {M_A, M_A2, "A/A2"}};
+        static const char *const programs[N_METHODS] = {
+                [M_A] = "8 tc, per interface",
+                [M_A2] = "8 tc, per interface",
+                [M_B] = "batch / N",
+        };
+        struct bench_summary t[N_METHODS], s[N_METHODS];
+        int k;
+
+        for (int m = 0; m < N_METHODS; m++) {
+                k = bench_samples_summarize(&c->out[m].totals, &t[m]);
+                if (k == 0)
+                        k = bench_samples_summarize(&c->out[m].per_if, &s[m]);
+                if (k == 0)
+                        k = add_line(r, c, (enum method)m, &t[m]);
+                if (k < 0)
+                        return k;
+        }
+        for (int m = 0; m < N_METHODS; m++) {
+                k = bench_report_add_row(r, method_names[m], programs[m], &s[m], &s[M_A]);
+                if (k < 0)
+                        return k;
+        }
+        for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
+                k = bench_report_add_ratio(r, pairs[i].name,
+                                           t[pairs[i].num].median_us / t[pairs[i].den].median_us);
+                if (k < 0)
+                        return k;
+        }
+        build_legend(c);
+        add_notes(r, c, t);
+        return 0;
+}
+
+/* ---- the scenario ---- */
+
+static int setup(struct ctx *c, struct bench_report *r)
+{
+        static const char *const allow[] = {"/bin/true", NULL};
+        int k;
+
+        c->tc = find_tc();
+        if (!c->tc) {
+                bench_log("netbroker-bench: bandwidth: tc not found\n");
+                return -ENOENT;
+        }
+        c->sk = nl_socket_alloc();
+        if (!c->sk)
+                return -ENOMEM;
+        k = nl_errno(nl_connect(c->sk, NETLINK_ROUTE));
+        if (k < 0) {
+                bench_log("netbroker-bench: bandwidth: cannot open rtnetlink: %s\n", strerror(-k));
+                return k;
+        }
+        for (unsigned i = 0; i < c->n && k == 0; i++)
+                k = make_pair(c, i);
+        if (k < 0)
+                return k;
+        k = bench_fat_parent_setup(FAT_FD_LIMIT, FAT_FDS, FAT_HEAP, &c->fp);
+        if (k < 0) {
+                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-k));
+                return k;
+        }
+        r->has_parent = true;
+        r->parent = c->fp;
+        r->parent.heap = NULL;
+        r->parent.fds = NULL;
+        c->open_max = sysconf(_SC_OPEN_MAX);
+        k = bench_broker_start(c->o->helper, allow, &c->conn);
+        if (k < 0)
+                return k;
+        if (!nb_conn_has_feature(c->conn, "bandwidth_set") ||
+            !nb_conn_has_feature(c->conn, "bandwidth_clear") ||
+            !nb_conn_has_feature(c->conn, "stats")) {
+                bench_log("netbroker-bench: bandwidth: the helper offers no bandwidth_set, "
+                          "bandwidth_clear or stats\n");
+                return -EOPNOTSUPP;
+        }
+        r->helper_pid = nb_conn_helper_pid(c->conn);
+        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
+        c->ready = true;
+        return 0;
+}
+
+static void teardown(struct ctx *c)
+{
+        /* The namespace goes with us; leave no IFB in case it does not. */
+        if (c->ready)
+                (void)bandwidth_clear(c);
+        bench_broker_stop(c->conn);
+        bench_fat_parent_release(&c->fp);
+        nl_socket_free(c->sk);
+        for (int m = 0; m < N_METHODS; m++) {
+                bench_samples_clear(&c->out[m].totals);
+                bench_samples_clear(&c->out[m].per_if);
+        }
+        free(c->ifname);
+        free(c->ifindex);
+        free(c);
+}
+
+int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
+{
+        static const enum method order[] = {M_A, M_A2, M_B};
+        struct ctx *c = calloc(1, sizeof(*c));
+        int k;
+
+        if (!c)
+                return -ENOMEM;
+        c->o = o;
+        c->fp.devnull = -1;
+        c->n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
+        r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
+                   "one batch";
+        r->legend = legend;
+        r->ratios_title = "ratios of median totals";
+        r->figures.cols = columns;
+        r->figures.n_cols = N_COLS;
+        r->figures.text_key = "what";
+        r->figures.text_heading = "what";
+        if (c->n > BENCH_BANDWIDTH_MAX_IFACES) {
+                bench_log("netbroker-bench: bandwidth: at most %d interfaces\n",
+                          BENCH_BANDWIDTH_MAX_IFACES);
+                free(c);
+                return -ERANGE;
+        }
+        c->ifname = calloc(c->n, sizeof(*c->ifname));
+        c->ifindex = calloc(c->n, sizeof(*c->ifindex));
+        if (!c->ifname || !c->ifindex) {
+                k = -ENOMEM;
+                goto out;
+        }
+        bench_log("bandwidth: %u interfaces (%s0..%s%u), %u runs of each method\n", c->n, IF_PREFIX,
+                  IF_PREFIX, c->n - 1, RUNS);
+        k = setup(c, r);
+        if (k == 0)
+                k = choose_commands(c);
+        if (k == 0)
+                k = warm_up_helper(c);
+        for (unsigned run = 0; run < RUNS && k == 0; run++)
+                for (size_t i = 0; i < sizeof(order) / sizeof(*order) && k == 0; i++)
+                        k = run_method(c, order[i], run);
+        if (k == 0)
+                k = add_results(r, c);
+out:
+        teardown(c);
+        return k;
+}

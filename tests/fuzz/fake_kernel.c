@@ -1,0 +1,854 @@
+/* The in-memory kernel; see fake_kernel.h. Every allocation here can fail
+ * (the allocation-failure test fails them too) and then reports -ENOMEM, as
+ * libnl and libnftnl do, leaving the state as it was. */
+#include "fake_kernel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bandwidth.h"
+#include "firewall.h"
+#include "link.h"
+#include "loop.h"
+#include "names.h"
+#include "spawn.h"
+
+enum fake_kind { K_DEVICE, K_TAP, K_MACVTAP, K_MACVLAN, K_VETH, K_BRIDGE };
+
+static const char *const kind_names[] = {"device", "tap", "macvtap", "macvlan", "veth", "bridge"};
+
+struct fake_if {
+        char name[IFNAMSIZ];
+        int ifindex;
+        enum fake_kind kind;
+        bool initial;
+        struct nb_link_state st;
+        char peer[IFNAMSIZ]; /* a veth's other end in this namespace */
+        struct nb_bw_limits bw;
+        struct fake_if *next;
+};
+
+struct fake_owner {
+        char owner[NB_FW_OWNER_MAX + 1];
+        char ifname[IFNAMSIZ];
+        char hash[NB_FW_HASH_HEX];
+        unsigned rules;
+        struct fake_owner *next;
+};
+
+struct nb_links {
+        struct fake_if *ifs; /* ascending ifindex */
+        struct nb_names *names;
+        int next_ifindex;
+        struct fake_owner *owners;
+};
+
+struct nb_fw {
+        int unused;
+};
+
+struct nb_bw {
+        int unused;
+};
+
+static struct nb_links world;
+static struct nb_fw the_fw;
+static struct nb_bw the_bw;
+
+static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void errf(char *err, size_t len, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(err, len, fmt, ap);
+        va_end(ap);
+}
+
+static bool refused(const char *name)
+{
+        return strncmp(name, "fail", 4) == 0;
+}
+
+/* ---- the world ---- */
+
+static struct fake_if *find_if(const char *name)
+{
+        for (struct fake_if *f = world.ifs; f; f = f->next)
+                if (strcmp(f->name, name) == 0)
+                        return f;
+        return NULL;
+}
+
+static struct fake_if *find_ifindex(int ifindex)
+{
+        for (struct fake_if *f = world.ifs; f; f = f->next)
+                if (f->ifindex == ifindex)
+                        return f;
+        return NULL;
+}
+
+static struct fake_owner *find_owner(const char *owner)
+{
+        for (struct fake_owner *o = world.owners; o; o = o->next)
+                if (strcmp(o->owner, owner) == 0)
+                        return o;
+        return NULL;
+}
+
+static struct fake_if *add_if(const char *name, enum fake_kind kind)
+{
+        struct fake_if *f = calloc(1, sizeof(*f)), **tail = &world.ifs;
+
+        if (!f)
+                return NULL;
+        snprintf(f->name, sizeof(f->name), "%s", name);
+        f->ifindex = world.next_ifindex++;
+        f->kind = kind;
+        f->st.mtu = 1500;
+        f->st.mac[0] = 0x52;
+        f->st.mac[1] = 0x54;
+        f->st.mac[5] = (uint8_t)f->ifindex;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = f;
+        nb_names_mark(world.names, name, true);
+        return f;
+}
+
+static void remove_if(struct fake_if *f)
+{
+        for (struct fake_if **p = &world.ifs; *p; p = &(*p)->next)
+                if (*p == f) {
+                        *p = f->next;
+                        break;
+                }
+        /* The kernel detaches a bridge's ports when the bridge goes. */
+        for (struct fake_if *o = world.ifs; o; o = o->next)
+                if (o->st.master == f->ifindex)
+                        o->st.master = 0;
+        nb_names_mark(world.names, f->name, false);
+        free(f);
+}
+
+void nb_fake_free(void)
+{
+        while (world.ifs) {
+                struct fake_if *f = world.ifs;
+                world.ifs = f->next;
+                free(f);
+        }
+        while (world.owners) {
+                struct fake_owner *o = world.owners;
+                world.owners = o->next;
+                free(o);
+        }
+        nb_names_free(world.names);
+        world = (struct nb_links){0};
+}
+
+int nb_fake_reset(void)
+{
+        static const struct {
+                const char *name;
+                enum fake_kind kind;
+        } start[] = {{"lo", K_DEVICE}, {"eth0", K_DEVICE},      {"br0", K_BRIDGE},
+                     {"vnet0", K_TAP}, {"macvtap0", K_MACVTAP}, {"fail0", K_DEVICE}};
+        struct fake_owner *o;
+        struct fake_if *f;
+        int r;
+
+        nb_fake_free();
+        world.next_ifindex = 1;
+        r = nb_names_new(&world.names);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < sizeof(start) / sizeof(*start); i++) {
+                f = add_if(start[i].name, start[i].kind);
+                if (!f)
+                        goto oom;
+                f->initial = true;
+                f->st.up = true;
+        }
+        f = find_if("vnet0");
+        f->bw = (struct nb_bw_limits){.in = {1000, 2000, 64, 0}, .out = {500, 0, 32, 0}};
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                goto oom;
+        snprintf(o->owner, sizeof(o->owner), "guest0");
+        snprintf(o->ifname, sizeof(o->ifname), "vnet0");
+        snprintf(o->hash, sizeof(o->hash), "%032x", 0x6e6275);
+        o->rules = 3;
+        world.owners = o;
+        return 0;
+oom:
+        nb_fake_free();
+        return -ENOMEM;
+}
+
+unsigned nb_fake_made(void)
+{
+        unsigned n = 0;
+
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                n += !f->initial;
+        return n;
+}
+
+static size_t put(char *buf, size_t len, size_t at, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static size_t put(char *buf, size_t len, size_t at, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, fmt, ap);
+        va_end(ap);
+        return at + (n > 0 ? (size_t)n : 0);
+}
+
+size_t nb_fake_describe(char *buf, size_t len)
+{
+        size_t at = 0;
+
+        if (len)
+                buf[0] = '\0';
+        for (const struct fake_if *f = world.ifs; f; f = f->next) {
+                const struct nb_bw_rate *i = &f->bw.in, *o = &f->bw.out;
+                at = put(buf, len, at,
+                         "%d %s %s up=%d mtu=%u mac=%02x:%02x:%02x:%02x:%02x:%02x master=%d "
+                         "peer=%s bw=%u/%u/%u/%u,%u/%u/%u\n",
+                         f->ifindex, f->name, kind_names[f->kind], f->st.up, f->st.mtu,
+                         f->st.mac[0], f->st.mac[1], f->st.mac[2], f->st.mac[3], f->st.mac[4],
+                         f->st.mac[5], f->st.master, f->peer, i->average, i->peak, i->burst,
+                         i->floor, o->average, o->peak, o->burst);
+        }
+        for (const struct fake_owner *o = world.owners; o; o = o->next)
+                at = put(buf, len, at, "owner %s on %s hash %s rules %u\n", o->owner, o->ifname,
+                         o->hash, o->rules);
+        return at;
+}
+
+/* ---- link.h ---- */
+
+int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret)
+{
+        int r = nb_fake_reset();
+
+        (void)loop, (void)devdir;
+        if (r < 0)
+                return r;
+        *ret = &world;
+        return 0;
+}
+
+void nb_links_close(struct nb_links *l)
+{
+        if (l)
+                nb_fake_free();
+}
+
+void nb_links_sync(struct nb_links *l)
+{
+        (void)l; /* nobody else changes the fake */
+}
+
+struct nb_names *nb_links_names(struct nb_links *l)
+{
+        return l->names;
+}
+
+struct nb_netlink *nb_links_netlink(struct nb_links *l)
+{
+        (void)l;
+        return NULL;
+}
+
+bool nb_link_is_macvtap(struct nb_links *l, const char *name)
+{
+        struct fake_if *f = find_if(name);
+
+        (void)l;
+        return f && f->kind == K_MACVTAP;
+}
+
+int nb_link_exists(struct nb_links *l, const char *name)
+{
+        (void)l;
+        return find_if(name) != NULL;
+}
+
+/* A free name for a create: the template's next name from the allocator,
+ * or the explicit name if nothing has it. */
+static int claim_name(const char *name, char ret[IFNAMSIZ], char *err)
+{
+        char prefix[IFNAMSIZ];
+        int r;
+
+        if (!nb_is_template(name)) {
+                if (find_if(name)) {
+                        errf(err, NB_ERRLEN, "%s exists", name);
+                        return -EEXIST;
+                }
+                snprintf(ret, IFNAMSIZ, "%s", name);
+                return 0;
+        }
+        r = nb_template_parse(name, prefix);
+        if (r == 0)
+                r = nb_names_allocate(world.names, prefix, ret);
+        if (r < 0)
+                errf(err, NB_ERRLEN, "no name from %s: %s", name, strerror(-r));
+        return r;
+}
+
+/* Make the interface, or give its name back. */
+static int create(const char *name, enum fake_kind kind, unsigned nfds, struct nb_link_made *ret,
+                  char *err)
+{
+        char ifname[IFNAMSIZ];
+        struct fake_if *f;
+        int r = claim_name(name, ifname, err);
+
+        if (r < 0)
+                return r;
+        if (refused(ifname)) {
+                errf(err, NB_ERRLEN, "fake kernel: %s refused", ifname);
+                r = -EIO;
+                goto fail;
+        }
+        f = add_if(ifname, kind);
+        if (!f) {
+                errf(err, NB_ERRLEN, "out of memory");
+                r = -ENOMEM;
+                goto fail;
+        }
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->ifname, sizeof(ret->ifname), "%s", ifname);
+        ret->ifindex = f->ifindex;
+        for (; ret->nfds < nfds; ret->nfds++) {
+                ret->fds[ret->nfds] = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (ret->fds[ret->nfds] < 0) {
+                        r = -errno;
+                        errf(err, NB_ERRLEN, "open: %s", strerror(-r));
+                        while (ret->nfds)
+                                close(ret->fds[--ret->nfds]);
+                        remove_if(f);
+                        return r;
+                }
+        }
+        return 0;
+fail:
+        nb_names_mark(world.names, ifname, false);
+        return r;
+}
+
+int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct nb_link_made *ret,
+                       char *err)
+{
+        (void)l;
+        if (s->queues > NB_LINK_MAX_QUEUES) {
+                errf(err, NB_ERRLEN, "%u queues", s->queues);
+                return -EINVAL;
+        }
+        return create(s->name, K_TAP, s->queues ? s->queues : 1, ret, err);
+}
+
+int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
+                           struct nb_link_made *ret, char *err)
+{
+        struct fake_if *f;
+        int r;
+
+        (void)l;
+        if (!find_if(s->parent)) {
+                errf(err, NB_ERRLEN, "no interface %s", s->parent);
+                return -ENODEV;
+        }
+        r = create(s->name, s->tap ? K_MACVTAP : K_MACVLAN, s->tap ? 1 : 0, ret, err);
+        if (r == 0 && s->has_mac && (f = find_if(ret->ifname)))
+                memcpy(f->st.mac, s->mac, 6);
+        return r;
+}
+
+int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
+                        char *err)
+{
+        struct fake_if *f, *p;
+        int r;
+
+        (void)l;
+        if (s->peer_netns_fd < 0 && find_if(s->peer)) {
+                errf(err, NB_ERRLEN, "%s exists", s->peer);
+                return -EEXIST;
+        }
+        r = create(s->name, K_VETH, 0, ret, err);
+        if (r < 0)
+                return r;
+        snprintf(ret->peer, sizeof(ret->peer), "%s", s->peer);
+        /* A peer in another namespace is not ours to see. */
+        if (s->peer_netns_fd >= 0)
+                return 0;
+        f = find_if(ret->ifname);
+        if (refused(s->peer) || !(p = add_if(s->peer, K_VETH))) {
+                errf(err, NB_ERRLEN, "%s", refused(s->peer) ? "peer refused" : "out of memory");
+                remove_if(f);
+                return refused(s->peer) ? -EIO : -ENOMEM;
+        }
+        snprintf(f->peer, sizeof(f->peer), "%s", p->name);
+        snprintf(p->peer, sizeof(p->peer), "%s", f->name);
+        return 0;
+}
+
+int nb_link_bridge_create(struct nb_links *l, const char *name, struct nb_link_made *ret, char *err)
+{
+        (void)l;
+        return create(name, K_BRIDGE, 0, ret, err);
+}
+
+int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err)
+{
+        struct fake_if *f = find_if(c->name), *m = NULL;
+
+        (void)l;
+        if (!f) {
+                errf(err, NB_ERRLEN, "no interface %s", c->name);
+                return -ENODEV;
+        }
+        if (refused(c->name)) {
+                errf(err, NB_ERRLEN, "fake kernel: %s refused", c->name);
+                return -EIO;
+        }
+        if (c->master) {
+                m = find_if(c->master);
+                if (!m) {
+                        errf(err, NB_ERRLEN, "no interface %s", c->master);
+                        return -ENODEV;
+                }
+                if (m->kind != K_BRIDGE || m == f) {
+                        errf(err, NB_ERRLEN, "%s cannot be the master of %s", m->name, f->name);
+                        return -EINVAL;
+                }
+        }
+        if (c->up >= 0)
+                f->st.up = c->up;
+        if (c->mtu)
+                f->st.mtu = c->mtu;
+        if (c->has_mac)
+                memcpy(f->st.mac, c->mac, 6);
+        if (m)
+                f->st.master = m->ifindex;
+        if (c->nomaster)
+                f->st.master = 0;
+        *ret_ifindex = f->ifindex;
+        return 0;
+}
+
+int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret)
+{
+        struct fake_if *f = find_if(name);
+
+        (void)l;
+        if (!f)
+                return -ENODEV;
+        *ret = f->st;
+        return 0;
+}
+
+int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st)
+{
+        struct fake_if *f = find_if(name);
+
+        (void)l;
+        if (!f)
+                return -ENODEV;
+        f->st = *st;
+        if (st->master && !find_ifindex(st->master))
+                f->st.master = 0;
+        return 0;
+}
+
+int nb_link_delete(struct nb_links *l, const char *name, char *err)
+{
+        struct fake_if *f = find_if(name), *p;
+
+        (void)l;
+        if (!f) {
+                errf(err, NB_ERRLEN, "no interface %s", name);
+                return -ENODEV;
+        }
+        if (refused(name)) {
+                errf(err, NB_ERRLEN, "fake kernel: %s refused", name);
+                return -EIO;
+        }
+        /* A veth goes with its peer. */
+        if (f->kind == K_VETH && f->peer[0] && (p = find_if(f->peer)))
+                remove_if(p);
+        remove_if(f);
+        return 0;
+}
+
+/* ---- bandwidth.h ---- */
+
+int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret)
+{
+        (void)nl;
+        *ret = &the_bw;
+        return 0;
+}
+
+void nb_bw_close(struct nb_bw *bw)
+{
+        (void)bw;
+}
+
+void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **ret_out)
+{
+        (void)bw;
+        *ret_in = "htb";
+        *ret_out = "ifb+htb";
+}
+
+bool nb_bw_outbound_available(const struct nb_bw *bw)
+{
+        (void)bw;
+        return true;
+}
+
+static struct fake_if *bw_target(const char *ifname, char *err)
+{
+        struct fake_if *f = find_if(ifname);
+
+        if (!f)
+                errf(err, NB_BW_ERRLEN, "no interface %s", ifname);
+        else if (refused(ifname))
+                errf(err, NB_BW_ERRLEN, "fake kernel: %s refused", ifname);
+        return f && !refused(ifname) ? f : NULL;
+}
+
+int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l,
+              struct nb_bw_applied *ret, char *err)
+{
+        struct fake_if *f = bw_target(ifname, err);
+
+        (void)bw;
+        if (!f)
+                return find_if(ifname) ? -EIO : -ENODEV;
+        f->bw = *l;
+        snprintf(ret->in, sizeof(ret->in), "%s", l->in.average ? "htb" : "");
+        snprintf(ret->out, sizeof(ret->out), "%s", l->out.average ? "ifb+htb" : "");
+        return 0;
+}
+
+int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err)
+{
+        struct fake_if *f = bw_target(ifname, err);
+
+        (void)bw;
+        if (!f)
+                return find_if(ifname) ? -EIO : -ENODEV;
+        memset(&f->bw, 0, sizeof(f->bw));
+        return 0;
+}
+
+int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret)
+{
+        struct fake_if *f = find_if(ifname);
+
+        (void)bw;
+        if (!f)
+                return -ENODEV;
+        *ret = f->bw;
+        /* The kernel does not keep a floor. */
+        ret->in.floor = ret->out.floor = 0;
+        return 0;
+}
+
+/* ---- firewall.h ---- */
+
+struct txn_op {
+        bool remove;
+        struct fake_owner *rec; /* allocated at queueing: commit cannot fail half-way */
+        struct txn_op *next;
+};
+
+struct nb_fw_txn {
+        struct txn_op *ops, **tail;
+};
+
+int nb_fw_open(struct nb_loop *loop, struct nb_fw **ret)
+{
+        (void)loop;
+        *ret = &the_fw;
+        return 0;
+}
+
+void nb_fw_close(struct nb_fw *fw)
+{
+        (void)fw;
+}
+
+int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
+{
+        struct nb_fw_txn *t = calloc(1, sizeof(*t));
+
+        (void)fw;
+        if (!t) {
+                errf(err, NB_FW_ERRLEN, "out of memory");
+                return -ENOMEM;
+        }
+        t->tail = &t->ops;
+        *ret = t;
+        return 0;
+}
+
+void nb_fw_txn_free(struct nb_fw_txn *t)
+{
+        if (!t)
+                return;
+        while (t->ops) {
+                struct txn_op *op = t->ops;
+                t->ops = op->next;
+                free(op->rec);
+                free(op);
+        }
+        free(t);
+}
+
+static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char *ifname,
+                 const struct nb_fw_applied *a, char *err)
+{
+        struct txn_op *op = calloc(1, sizeof(*op));
+        struct fake_owner *rec = calloc(1, sizeof(*rec));
+
+        if (!op || !rec) {
+                free(op);
+                free(rec);
+                errf(err, NB_FW_ERRLEN, "out of memory");
+                return -ENOMEM;
+        }
+        snprintf(rec->owner, sizeof(rec->owner), "%s", owner);
+        if (a) {
+                snprintf(rec->ifname, sizeof(rec->ifname), "%s", ifname);
+                memcpy(rec->hash, a->hash, sizeof(rec->hash));
+                rec->rules = a->rules;
+        }
+        op->remove = remove;
+        op->rec = rec;
+        *t->tail = op;
+        t->tail = &op->next;
+        return 0;
+}
+
+int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
+                    struct nb_fw_applied *ret, char *err)
+{
+        struct nb_fw_applied a = {0};
+        struct fake_owner *o;
+        int r;
+
+        if (!find_if(s->ifname)) {
+                errf(err, NB_FW_ERRLEN, "no interface %s", s->ifname);
+                return -ENODEV;
+        }
+        /* The real compiler and hash: what would go to the kernel. */
+        r = nb_fw_hash(s, a.hash, &a.rules, err);
+        if (r < 0)
+                return r;
+        o = find_owner(s->owner);
+        if (s->ensure && o && strcmp(o->hash, a.hash) == 0 && strcmp(o->ifname, s->ifname) == 0) {
+                a.unchanged = true;
+                *ret = a;
+                return 0;
+        }
+        r = queue(t, false, s->owner, s->ifname, &a, err);
+        if (r == 0)
+                *ret = a;
+        return r;
+}
+
+int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
+{
+        if (!find_owner(owner)) {
+                errf(err, NB_FW_ERRLEN, "owner %s has no rules", owner);
+                return -ENOENT;
+        }
+        return queue(t, true, owner, NULL, NULL, err);
+}
+
+static void unlink_owner(const char *owner)
+{
+        for (struct fake_owner **p = &world.owners; *p; p = &(*p)->next)
+                if (strcmp((*p)->owner, owner) == 0) {
+                        struct fake_owner *o = *p;
+                        *p = o->next;
+                        free(o);
+                        return;
+                }
+}
+
+int nb_fw_txn_commit(struct nb_fw_txn *t, char *err)
+{
+        /* All or nothing, as one nfnetlink batch. */
+        for (struct txn_op *op = t->ops; op; op = op->next)
+                if (refused(op->rec->owner)) {
+                        errf(err, NB_FW_ERRLEN, "fake kernel: owner %s refused", op->rec->owner);
+                        return -EIO;
+                }
+        for (struct txn_op *op = t->ops; op; op = op->next) {
+                unlink_owner(op->rec->owner);
+                if (op->remove)
+                        continue;
+                op->rec->next = world.owners;
+                world.owners = op->rec;
+                op->rec = NULL;
+        }
+        while (t->ops) {
+                struct txn_op *op = t->ops;
+                t->ops = op->next;
+                free(op->rec);
+                free(op);
+        }
+        t->tail = &t->ops;
+        return 0;
+}
+
+int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
+{
+        (void)fw;
+        for (const struct fake_owner *o = world.owners; o; o = o->next) {
+                struct nb_fw_owner_info info = {.rules = o->rules};
+                int r;
+                snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
+                snprintf(info.ifname, sizeof(info.ifname), "%s", o->ifname);
+                memcpy(info.hash, o->hash, sizeof(info.hash));
+                r = fn(&info, data);
+                if (r < 0) {
+                        errf(err, NB_FW_ERRLEN, "%s", strerror(-r));
+                        return r;
+                }
+        }
+        return 0;
+}
+
+/* ---- spawn.h ---- */
+
+struct nb_child {
+        struct nb_loop *loop;
+        struct nb_timer timer;
+        bool running;
+        nb_child_done_fn done;
+        void *data;
+        struct nb_child_result res;
+};
+
+static unsigned running;
+
+unsigned nb_children_running(void)
+{
+        return running;
+}
+
+unsigned nb_fake_children(void)
+{
+        return running;
+}
+
+struct nb_child_result *nb_child_result(struct nb_child *c)
+{
+        return &c->res;
+}
+
+static void stop(struct nb_child *c)
+{
+        if (!c->running)
+                return;
+        c->running = false;
+        running--;
+        nb_timer_cancel(c->loop, &c->timer);
+}
+
+void nb_child_free(struct nb_child *c)
+{
+        if (!c)
+                return;
+        stop(c);
+        free(c->res.out.data);
+        free(c->res.err.data);
+        free(c);
+}
+
+void nb_child_abandon(struct nb_child *c)
+{
+        nb_child_free(c);
+}
+
+static void on_exit_timer(void *data)
+{
+        struct nb_child *c = data;
+
+        stop(c);
+        c->done(c, c->data);
+}
+
+/* Keep at most cap bytes of src in b. */
+static int capture(struct nb_buf *b, const void *src, size_t len, size_t cap, bool *truncated)
+{
+        size_t n = len < cap ? len : cap;
+
+        *truncated = len > n;
+        if (!n)
+                return 0;
+        b->data = malloc(n);
+        if (!b->data)
+                return -ENOMEM;
+        memcpy(b->data, src, n);
+        b->len = b->cap = n;
+        return 0;
+}
+
+int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_done_fn done,
+                   void *data, struct nb_child **ret)
+{
+        const char *base = strrchr(s->path, '/') ? strrchr(s->path, '/') + 1 : s->path;
+        struct nb_child_result *res;
+        struct nb_child *c;
+        int r = 0;
+
+        if (strstr(s->path, "missing"))
+                return -ENOENT;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        res = &c->res;
+        res->duration_us = 1;
+        if (strcmp(base, "false") == 0 || strstr(s->path, "fail")) {
+                res->exit_code = 1;
+                r = capture(&res->err, "failed\n", 7, s->output_cap, &res->err_truncated);
+        } else if (strcmp(base, "cat") == 0) {
+                r = capture(&res->out, s->stdin_data, s->stdin_len, s->output_cap,
+                            &res->out_truncated);
+        } else if (strcmp(base, "sleep") == 0) {
+                res->timed_out = true;
+                res->signal = 9;
+        }
+        if (r < 0) {
+                nb_child_free(c);
+                return r;
+        }
+        c->loop = l;
+        c->done = done;
+        c->data = data;
+        c->running = true;
+        running++;
+        nb_timer_arm(l, &c->timer, 0, on_exit_timer, c);
+        *ret = c;
+        return 0;
+}

@@ -1,0 +1,146 @@
+/* Request decoding and validation where a client meets them: the input is
+ * the byte stream a client writes on its connection (frames: Hello, then
+ * requests), served by the real server.c over a socketpair, with the fake
+ * kernel behind the dispatcher. server.c reads the frames, decodes each
+ * with the bounded budget, checks Hello and the limits, and the dispatcher
+ * validates every op before any runs.
+ *
+ * The harness splits the stream at the frame boundaries it announces and
+ * sends a netns fd and a /dev/null fd with every frame after the first, as
+ * a client would for a veth whose peer goes elsewhere. It reads the
+ * helper's side and checks that every frame it sends is a ServerMessage,
+ * shuts its side down, and requires the helper to close the connection,
+ * leaving no fd, program, job or memory behind. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "fake_kernel.h"
+#include "frame.h"
+#include "harness.h"
+#include "server.h"
+
+/* Write one piece, fds on its first byte; returns bytes written or -errno. */
+static ssize_t send_piece(int fd, const uint8_t *p, size_t len, const int *fds, size_t nfds)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 2)];
+                struct cmsghdr align;
+        } ctrl;
+        struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t n;
+
+        if (nfds) {
+                memset(&ctrl, 0, sizeof(ctrl));
+                msg.msg_control = ctrl.buf;
+                msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        }
+        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        return n < 0 ? -errno : n;
+}
+
+/* Read what the helper sent; every frame must decode. Returns false at the
+ * end of the stream. */
+static bool drain(int fd, struct nb_frame_reader *rd)
+{
+        for (;;) {
+                int fds[NB_FRAME_MAX_FDS];
+                uint8_t *body;
+                size_t len, nfds;
+                bool truncated;
+                Netbroker__ServerMessage *m;
+                int r = nb_frame_read(fd, rd);
+
+                if (r == 0)
+                        return true;
+                if (r < 0)
+                        return false;
+                nb_frame_reader_take(rd, &body, &len, fds, &nfds, &truncated);
+                nb_close_fds(fds, nfds);
+                m = netbroker__server_message__unpack(NULL, len, body);
+                NB_HARNESS_ASSERT(m != NULL);
+                netbroker__server_message__free_unpacked(m, NULL);
+                free(body);
+        }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        struct nb_harness *h = nb_harness_begin();
+        struct nb_frame_reader rd;
+        struct nb_server *srv;
+        size_t off = 0, next_frame = 0;
+        bool first = true, open = true;
+        int sv[2];
+
+        NB_HARNESS_ASSERT(nb_fake_reset() == 0);
+        NB_HARNESS_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) ==
+                          0);
+        NB_HARNESS_ASSERT(
+                nb_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, h->ctx.bw, &srv) == 0);
+        NB_HARNESS_ASSERT(nb_server_adopt(srv, sv[1]) == 0);
+        nb_frame_reader_init(&rd, 1u << 24, NB_FRAME_MAX_FDS);
+        for (int iter = 0; iter < 2000 && off < size && open; iter++) {
+                size_t len = size - off;
+                int fds[2] = {-1, -1};
+                size_t nfds = 0;
+                ssize_t n;
+
+                if (off == next_frame) {
+                        /* A frame starts here: its length says where the next does. */
+                        if (len >= 4) {
+                                size_t flen = (size_t)data[off] << 24 |
+                                              (size_t)data[off + 1] << 16 |
+                                              (size_t)data[off + 2] << 8 | data[off + 3];
+                                next_frame = off + 4 + flen;
+                        } else {
+                                next_frame = size;
+                        }
+                        if (!first) {
+                                fds[0] = nb_harness_dup(h->netns_fd);
+                                fds[1] = nb_harness_dup(h->null_fd);
+                                nfds = 2;
+                        }
+                        first = false;
+                }
+                if (next_frame > off && next_frame - off < len)
+                        len = next_frame - off;
+                n = send_piece(sv[0], data + off, len, fds, nfds);
+                nb_close_fds(fds, nfds); /* sent copies are the helper's */
+                if (n > 0)
+                        off += (size_t)n;
+                else if (n != -EAGAIN)
+                        break; /* the helper closed the connection */
+                else if (nfds)
+                        next_frame = off; /* not sent: try the fds again */
+                nb_harness_step(h);
+                open = drain(sv[0], &rd);
+        }
+        /* Let programs finish, then hang up: the helper must close too. */
+        for (int i = 0; i < 8 && open; i++) {
+                nb_harness_step(h);
+                open = drain(sv[0], &rd);
+        }
+        shutdown(sv[0], SHUT_WR);
+        for (int iter = 0; iter < 1000 && !nb_server_done(srv); iter++) {
+                nb_harness_step(h);
+                drain(sv[0], &rd);
+        }
+        NB_HARNESS_ASSERT(nb_server_done(srv));
+        nb_server_free(srv);
+        nb_frame_reader_reset(&rd);
+        close(sv[0]);
+        nb_harness_check_clean(h);
+        return 0;
+}

@@ -651,6 +651,17 @@ static void hash_owner(const struct nb_fw_owner_spec *s, char out[NB_FW_HASH_HEX
 
 static const char *const dir_names[] = {"from", "to"};
 
+/* Push a chain just made; it is freed if it was not made whole or cannot
+ * be pushed. */
+static int push_chain(struct items *it, struct nftnl_chain *c, size_t owner_idx)
+{
+        if (c && items_push(it, (struct item){ITEM_CHAIN, c, NULL, owner_idx}) == 0)
+                return 0;
+        if (c)
+                nftnl_chain_free(c);
+        return -ENOMEM;
+}
+
 /* Compile one owner into items (group chains and their rules first, then
  * the base chains and their jumps) and its hash. The base chains' comment
  * carries the hash, so it is built last. */
@@ -676,10 +687,8 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                         if (!any)
                                 continue;
                         snprintf(name, sizeof(name), "%s/%s/%s", s->owner, dir_names[d], grp->name);
-                        if (items_push(it, (struct item){ITEM_CHAIN, new_chain(name), NULL,
-                                                         owner_idx}) < 0 ||
-                            !it->v[it->n - 1].chain)
-                                goto fail;
+                        if (push_chain(it, new_chain(name), owner_idx) < 0)
+                                goto fail_jumps;
                         for (size_t i = 0; i < grp->n_rules; i++) {
                                 struct nftnl_rule *r;
                                 if (grp->rules[i].dir != (enum nb_fw_dir)d)
@@ -689,24 +698,22 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                                                                        owner_idx}) < 0) {
                                         if (r)
                                                 nftnl_rule_free(r);
-                                        goto fail;
+                                        goto fail_jumps;
                                 }
                         }
-                        jumps[d][n_jumps[d]] = new_rule("");
-                        if (!jumps[d][n_jumps[d]] ||
-                            add_verdict(jumps[d][n_jumps[d]], NFT_JUMP, name) < 0)
+                        /* Counted at once, so that fail_jumps frees it. */
+                        jumps[d][n_jumps[d]++] = new_rule("");
+                        if (!jumps[d][n_jumps[d] - 1] ||
+                            add_verdict(jumps[d][n_jumps[d] - 1], NFT_JUMP, name) < 0)
                                 goto fail_jumps;
-                        n_jumps[d]++;
                 }
         }
         for (int d = 0; d < 2; d++) {
                 snprintf(name, sizeof(name), "%s/%s", s->owner, dir_names[d]);
                 snprintf(comment, sizeof(comment), "netbroker %s %s %u", hash, s->ifname, rules);
-                if (items_push(it, (struct item){ITEM_CHAIN,
-                                                 new_base_chain(name, s->ifname,
-                                                                (d == 0) != s->reversed, comment),
-                                                 NULL, owner_idx}) < 0 ||
-                    !it->v[it->n - 1].chain)
+                if (push_chain(it,
+                               new_base_chain(name, s->ifname, (d == 0) != s->reversed, comment),
+                               owner_idx) < 0)
                         goto fail_jumps;
                 for (size_t j = 0; j < n_jumps[d]; j++) {
                         nftnl_rule_set_str(jumps[d][j], NFTNL_RULE_CHAIN, name);
@@ -723,7 +730,6 @@ fail_jumps:
                 for (size_t j = 0; j < n_jumps[d]; j++)
                         if (jumps[d][j])
                                 nftnl_rule_free(jumps[d][j]);
-fail:
         items_clear(it, start);
         errf(err, "owner %s: out of memory compiling its rules", s->owner);
         return ret;

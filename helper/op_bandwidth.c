@@ -110,7 +110,7 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
 {
         const Netbroker__BandwidthSet *s = op->bandwidth_set;
         Netbroker__BandwidthResult *br = malloc(sizeof(*br));
-        struct undo_bw *u = snapshot(job, s->ifname);
+        struct undo_bw *u = snapshot(job, s->ifname), before;
         struct nb_bw_applied applied;
         struct nb_bw_limits l;
         char err[NB_BW_ERRLEN];
@@ -121,6 +121,7 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 free(u);
                 return nb_result_set(res, ENOMEM, "bandwidth set: out of memory");
         }
+        before = *u;
         netbroker__bandwidth_result__init(br);
         res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH;
         res->bandwidth = br;
@@ -141,18 +142,19 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 br->outbound_mechanism = (char *)protobuf_c_empty_string;
         if (set_ifname(res, s->ifname) < 0)
                 r = -ENOMEM;
-        if (r == 0)
-                return nb_job_on_failure_undo(job, undo_bw, free, u) < 0 /* frees u */
-                               ? nb_result_set(res, ENOMEM, "bandwidth set: out of memory")
-                               : 0;
-        free(u);
+        if (r < 0)
+                free(u);
+        else if (nb_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
+                return 0;
+        /* This op fails, so no undo of it runs: put back what it changed. */
+        undo_bw(job, &before);
         return nb_result_set(res, ENOMEM, "bandwidth set: out of memory");
 }
 
 static int run_clear(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *ifname = op->bandwidth_clear->ifname;
-        struct undo_bw *u = snapshot(job, ifname);
+        struct undo_bw *u = snapshot(job, ifname), before;
         char err[NB_BW_ERRLEN];
         int r;
 
@@ -164,13 +166,14 @@ static int run_clear(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
                 free(u);
                 return nb_result_set(res, -r, "bandwidth clear %s: %s", ifname, err);
         }
-        if (set_ifname(res, ifname) < 0) {
+        before = *u;
+        if (set_ifname(res, ifname) < 0)
                 free(u);
-                return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
-        }
-        if (nb_job_on_failure_undo(job, undo_bw, free, u) < 0) /* frees u */
-                return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
-        return 0;
+        else if (nb_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
+                return 0;
+        /* This op fails, so no undo of it runs: put back what it changed. */
+        undo_bw(job, &before);
+        return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
 }
 
 const struct nb_op_handler nb_op_bandwidth_set = {

@@ -373,6 +373,7 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 .nomaster = s->nomaster,
         };
         struct undo_link *u = calloc(1, sizeof(*u));
+        struct nb_link_state before;
         char err[NB_ERRLEN];
         int r, ifindex = 0;
 
@@ -391,12 +392,18 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
         }
         strcpy(u->name, s->name);
         u->restore = true;
+        before = u->state;
         res->ifindex = ifindex;
         res->ifname = strdup(s->name);
-        if (!res->ifname)
+        if (!res->ifname) {
                 res->ifname = (char *)protobuf_c_empty_string;
-        r = nb_job_on_failure_undo(job, undo_link, free, u);
-        return r < 0 ? nb_result_set(res, ENOMEM, "link set: out of memory") : 0;
+                free(u);
+        } else if (nb_job_on_failure_undo(job, undo_link, free, u) == 0) { /* frees u */
+                return 0;
+        }
+        /* This op fails, so no undo of it runs: put back what it changed. */
+        nb_link_restore(links_of(job), s->name, &before);
+        return nb_result_set(res, ENOMEM, "link set: out of memory");
 }
 
 /* A deleted interface cannot be made again as it was (its fds, its
@@ -404,14 +411,16 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
 static int run_delete(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         char err[NB_ERRLEN];
-        int r = nb_link_delete(links_of(job), op->link_delete->name, err);
+        int r;
 
-        if (r < 0)
-                return nb_result_set(res, -r, "link delete: %s", err);
+        /* The memory first: once deleted, the interface cannot be put back. */
         res->ifname = strdup(op->link_delete->name);
-        if (!res->ifname)
+        if (!res->ifname) {
                 res->ifname = (char *)protobuf_c_empty_string;
-        return 0;
+                return nb_result_set(res, ENOMEM, "link delete: out of memory");
+        }
+        r = nb_link_delete(links_of(job), op->link_delete->name, err);
+        return r < 0 ? nb_result_set(res, -r, "link delete: %s", err) : 0;
 }
 
 static int add_prefix(const char *prefix, const unsigned *used, size_t n_used, unsigned cursor,

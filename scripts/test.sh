@@ -61,6 +61,9 @@ check_suite "unit" build/tests/test-unit
 check_suite "helper" build/tests/test-helper
 check_suite "unit (asan+ubsan)" build-asan/tests/test-unit
 check_suite "helper (asan+ubsan)" build-asan/tests/test-helper
+# Every allocation of a representative request failed in turn (tests/test_alloc.c).
+check_suite "alloc" build/tests/test-alloc
+check_suite "alloc (asan+ubsan)" build-asan/tests/test-alloc
 
 formatting() {
   git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror

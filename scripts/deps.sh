@@ -14,6 +14,7 @@ packages=(
   clang-format python3
   qemu-system-x86  # the link tests start QEMU on a tap fd from TapCreate
   iperf3           # the bandwidth conformance test measures TCP between namespaces
+  valgrind         # memcheck over the unit, protocol and limits tests
 )
 
 if [ "$(id -u)" -ne 0 ]; then

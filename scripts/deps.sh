@@ -15,6 +15,7 @@ packages=(
   qemu-system-x86  # the link tests start QEMU on a tap fd from TapCreate
   iperf3           # the bandwidth conformance test measures TCP between namespaces
   valgrind         # memcheck over the unit, protocol and limits tests
+  gnuplot-nox      # netbroker-bench --png draws its chart (no X11 needed)
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -410,25 +410,28 @@ out:
 int main(int argc, char **argv)
 {
         struct options o = {0};
-        struct nb_config cfg;
+        struct nb_config cfg = {0}; /* nb_config_free() works on it from the start */
         sigset_t handled;
         char err[512] = "";
         const char *devdir;
-        int r, n_activated, first_stray, listen_fd = -1;
+        int r, n_activated, first_stray, listen_fd = -1, ret = 1;
 
-        if (parse_args(argc, argv, &o) < 0)
-                return 2;
+        if (parse_args(argc, argv, &o) < 0) {
+                ret = 2;
+                goto out;
+        }
         /* Stage 1: keep 0-2, our sockets, nothing else. */
         n_activated = listen_fds();
         if (n_activated < 0) {
                 fprintf(stderr, "netbrokerd: bad LISTEN_FDS\n");
-                return 1;
+                goto out;
         }
         if (n_activated == 0 && o.conn_fd < 0 && !o.listen_path) {
                 fprintf(stderr, "netbrokerd: nothing to serve: give --fd, --listen or use socket "
                                 "activation\n");
                 usage(stderr);
-                return 2;
+                ret = 2;
+                goto out;
         }
         first_stray = 3 + n_activated;
         if (o.conn_fd >= 0) {
@@ -438,7 +441,7 @@ int main(int argc, char **argv)
                         first_stray = o.conn_fd + 1;
                 if (fcntl(o.conn_fd, F_SETFD, FD_CLOEXEC) < 0) {
                         fprintf(stderr, "netbrokerd: --fd %d: %s\n", o.conn_fd, strerror(errno));
-                        return 1;
+                        goto out;
                 }
         }
         close_range((unsigned)first_stray, ~0u, 0);
@@ -447,14 +450,14 @@ int main(int argc, char **argv)
                 if (listen_fd < 0) {
                         fprintf(stderr, "netbrokerd: cannot listen on %s: %s\n", o.listen_path,
                                 strerror(-listen_fd));
-                        return 1;
+                        goto out;
                 }
         }
 
         /* Stage 2. */
         if (reset_signals(&handled) < 0 || chdir("/") < 0) {
                 fprintf(stderr, "netbrokerd: cannot reset signals or chdir: %s\n", strerror(errno));
-                return 1;
+                goto out;
         }
 
         /* Stage 3. */
@@ -462,7 +465,7 @@ int main(int argc, char **argv)
         r = nb_config_load(&cfg, o.config_path, o.config_required, err, sizeof(err));
         if (r < 0) {
                 fprintf(stderr, "netbrokerd: %s\n", err);
-                return 1;
+                goto out;
         }
         {
                 const char *lvl = getenv("NETBROKERD_LOG_LEVEL");
@@ -471,7 +474,7 @@ int main(int argc, char **argv)
                 if (level < 0 || nb_log_configure(level, filters ? filters : cfg.log_filters,
                                                   cfg.log_syslog) < 0) {
                         fprintf(stderr, "netbrokerd: bad log level or filters\n");
-                        return 1;
+                        goto out;
                 }
         }
         /* Stage 4. */
@@ -480,28 +483,28 @@ int main(int argc, char **argv)
         r = lower_fd_limit(cfg.fd_limit);
         if (r < 0) {
                 nb_err("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
-                return 1;
+                goto out;
         }
         /* Stage 6. */
         r = drop_capabilities();
         if (r < 0) {
                 nb_err("cannot drop capabilities");
-                return 1;
+                goto out;
         }
         /* Stage 7. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 nb_err("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
-                return 1;
+                goto out;
         }
         /* Stage 8. */
         r = serve(&cfg, &o, n_activated, listen_fd, &handled, devdir);
+        if (r < 0 && r != -ECANCELED)
+                nb_err("%s", strerror(-r));
+        ret = r < 0 ? 1 : 0;
+out:
+        /* Also on the early exits, so that valgrind sees nothing lost. */
         nb_config_free(&cfg);
         free(o.config_path);
         free(o.listen_path);
-        if (r < 0) {
-                if (r != -ECANCELED)
-                        nb_err("%s", strerror(-r));
-                return 1;
-        }
-        return 0;
+        return ret;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: install, build (normal and ASan+UBSan), run both suites in each
-# build, check the man pages, install into a scratch prefix and build a
+# build, the unit, protocol and limits tests under valgrind, check the man
+# pages, install into a scratch prefix and build a
 # program against it, and run the bench in --quick mode so it never rots.
 # Ends with one line: "N passed, N failed".
 set -uo pipefail
@@ -24,11 +25,14 @@ step() { # name, command...
   fi
 }
 
-# A Check binary: its own counts go into the total.
-check_suite() { # name, binary
-  local name=$1 bin=$2 log
+# A Check binary (or a command running one, such as valgrind): its own
+# counts go into the total; a failing exit status with every check passed
+# (valgrind's or ASan's verdict at exit) counts as one more failure.
+check_suite() { # name, command...
+  local name=$1 log
+  shift
   log=$(mktemp)
-  "$bin" 2>&1 | grep -v '^netbrokerd\[notice\] main: signal 15' | tee "$log"
+  "$@" 2>&1 | grep -v '^netbrokerd\[notice\] main: signal 15' | tee "$log"
   local rc=${PIPESTATUS[0]}
   local line
   line=$(grep -E '^[0-9]+%: Checks: ' "$log" | tail -n 1)
@@ -38,6 +42,11 @@ check_suite() { # name, binary
     passed=$((passed + n - f))
     failed=$((failed + f))
     [ "$f" -gt 0 ] && failures+=("$name")
+    if [ "$f" -eq 0 ] && [ "$rc" -ne 0 ]; then
+      echo "-- $name: every check passed, but it exited with status $rc"
+      failed=$((failed + 1))
+      failures+=("$name")
+    fi
   else
     echo "-- $name: no result line (crashed?)"
     failed=$((failed + 1))
@@ -61,6 +70,49 @@ check_suite "unit" build/tests/test-unit
 check_suite "helper" build/tests/test-helper
 check_suite "unit (asan+ubsan)" build-asan/tests/test-unit
 check_suite "helper (asan+ubsan)" build-asan/tests/test-helper
+
+# valgrind memcheck: any definite or indirect leak, or any error, fails.
+# Check forks a process per test unless CK_FORK=no; the forked children
+# of a few tests (setuid peers) are not checked.
+vg=(valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite,indirect
+  --error-exitcode=1 --child-silent-after-fork=yes --suppressions=scripts/valgrind.supp)
+vg_start=$SECONDS
+# The unit tests (frames-rlimit needs the kernel to enforce a fd limit,
+# which valgrind emulates), and the protocol and limits tests with the
+# test process, libnetbroker included, under valgrind.
+CK_FORK=no CK_EXCLUDE_TAGS=rlimit check_suite "unit (valgrind)" "${vg[@]}" build/tests/test-unit
+CK_FORK=no CK_RUN_SUITE=protocol check_suite "protocol (valgrind)" \
+  "${vg[@]}" build/tests/test-helper
+CK_FORK=no CK_RUN_SUITE=limits check_suite "limits (valgrind)" "${vg[@]}" build/tests/test-helper
+
+# The helper itself under valgrind, one log per helper process, for the
+# tests that run no program (valgrind 3.19 has no pidfd_open, so Exec
+# fails under it; see scripts/valgrind-helper.sh).
+vg_logs=$(mktemp -d)
+vg_helper() { # CK_* settings...
+  env "$@" NB_TEST_HELPER="$PWD/scripts/valgrind-helper.sh" \
+    NB_VALGRIND_HELPER="$PWD/build/netbrokerd" NB_VALGRIND_LOGDIR="$vg_logs" \
+    build/tests/test-helper
+}
+check_suite "protocol, helper under valgrind" vg_helper CK_RUN_SUITE=protocol CK_RUN_CASE=protocol
+check_suite "access, helper under valgrind" vg_helper CK_RUN_SUITE=protocol CK_RUN_CASE=access
+check_suite "limits, helper under valgrind" vg_helper CK_RUN_SUITE=limits CK_EXCLUDE_TAGS=exec
+helper_logs_clean() { # every helper ended with no leak and no error
+  local n=0 bad=0 f
+  for f in "$vg_logs"/helper.*.log; do
+    [ -e "$f" ] || continue
+    n=$((n + 1))
+    if ! grep -q 'ERROR SUMMARY: 0 errors' "$f"; then
+      cat "$f"
+      bad=$((bad + 1))
+    fi
+  done
+  echo "$n helper processes ran under valgrind; $bad had a leak or an error"
+  [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
+}
+single "helpers under valgrind: no leak, no error" helper_logs_clean
+rm -rf "$vg_logs"
+echo "valgrind: $((SECONDS - vg_start)) s"
 # Every allocation of a representative request failed in turn (tests/test_alloc.c).
 check_suite "alloc" build/tests/test-alloc
 check_suite "alloc (asan+ubsan)" build-asan/tests/test-alloc

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# netbrokerd under valgrind memcheck, for the tests: NB_TEST_HELPER=this
+# script runs every helper a test starts through it (scripts/test.sh).
+#   NB_VALGRIND_HELPER  the real netbrokerd binary
+#   NB_VALGRIND_LOGDIR  one log per helper process: helper.PID.log
+#
+# Two things valgrind 3.19 (Debian 12) needs:
+# * The helper lowers RLIMIT_NOFILE, soft and hard, to its fd_limit.
+#   valgrind emulates that call and allows it only when the hard limit
+#   asked for equals the soft limit the process started with (valgrind
+#   keeps the fds above it for itself). So the soft limit is set to the
+#   config's fd_limit here, and the helper's own setrlimit then succeeds.
+# * It does not know pidfd_open (syscall 434): Exec fails with ENOSYS
+#   under valgrind, so only tests that run no program can use this.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+helper=${NB_VALGRIND_HELPER:?NB_VALGRIND_HELPER: the netbrokerd binary}
+logdir=${NB_VALGRIND_LOGDIR:?NB_VALGRIND_LOGDIR: a directory for the logs}
+
+fd_limit=64 # helper/config.c's default
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+  if [ "${args[i]}" = --config ] && [ -r "${args[i + 1]}" ]; then
+    v=$(sed -n 's/^[[:space:]]*fd_limit[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "${args[i + 1]}" | tail -n 1)
+    [ -n "$v" ] && fd_limit=$v
+  fi
+done
+ulimit -S -n "$fd_limit"
+
+exec valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite,indirect \
+  --error-exitcode=99 --trace-children=no --suppressions="$here/valgrind.supp" \
+  --log-file="$logdir/helper.%p.log" "$helper" "$@"

@@ -2,6 +2,7 @@
 #include "dispatch.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -471,9 +472,15 @@ static void job_continue(struct nb_job *job)
                 if (!job->resuming)
                         nb_stat_inc(h->stat);
                 job->resuming = false;
+                /* Per op, so that debug logging traces a batch; off, each is
+                 * two integer compares (the bench's `log` scenario). */
+                nb_debug("request %" PRIu64 ": op %zu of %zu, %s", req->id, job->next, req->n_ops,
+                         h->name);
                 r = h->run(job, req->ops[job->next], job->results[job->next]);
                 if (r == NB_OP_PARKED)
                         return;
+                nb_debug("request %" PRIu64 ": op %zu: status %d", req->id, job->next,
+                         (int)job->results[job->next]->status);
                 op_finished(job);
         }
         job_finish(job);

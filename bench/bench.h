@@ -29,7 +29,12 @@ struct bench_opts {
         unsigned counts[BENCH_MAX_COUNTS]; /* --counts 82,1000 (names) */
         size_t n_counts; /* 0: the scenario's default */
         unsigned guests; /* --guests N (restart); 0: the scenario's default */
+        unsigned sample; /* --sample K (restart): time K guests, fill the rest; 0: all */
+        unsigned reps; /* --reps N: repetitions where a scenario repeats; 0: its default */
         const char *helper; /* netbrokerd to spawn; NULL: the library's default */
+        const char *helper_nolog; /* log: netbrokerd built with NB_LOG_NO_DEBUG */
+        const char *json_out; /* --json-out FILE: the JSON report, also written there */
+        const char *png; /* --png FILE: the chart (gnuplot) */
 };
 
 /* Progress and diagnostics; stderr, so that stdout stays one JSON object. */
@@ -47,6 +52,7 @@ struct bench_samples {
 struct bench_summary {
         size_t n;
         double median_us, min_us, max_us;
+        double p99_us; /* nearest rank: the smallest sample >= 99% of them */
 };
 
 int bench_samples_add(struct bench_samples *s, double us);
@@ -81,14 +87,38 @@ int bench_count_fds(int pid);
 int bench_drain_fd(int fd, char *buf, size_t cap, size_t *ret_len);
 int bench_wait_child(pid_t pid, int *ret_status);
 
+/* The fat parent every fork baseline uses: libvirt's daemon as the seeds
+ * describe it. */
+#define BENCH_FAT_FD_LIMIT 8192u
+#define BENCH_FAT_FDS 500u
+#define BENCH_FAT_HEAP (1024ul * 1024 * 1024)
+
+enum bench_close {
+        BENCH_CLOSE_LOOP, /* A: close(fd) for every fd 3..limit-1 (libvirt 2018) */
+        BENCH_CLOSE_RANGE, /* A2: close_range(3, ~0) (libvirt today) */
+};
+
+/* A baseline's command, as virCommandRun ran it: fork from this process,
+ * stdin on /dev/null, stdout and stderr into a pipe, close the other fds
+ * `how`, exec with a fixed environment; read the output into out (as
+ * bench_drain_fd) and reap. Returns 0 or -errno; *ret_status as waitpid's
+ * (127: the exec failed, and why is in out). */
+int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, const char *path,
+                    char *const *argv, char *out, size_t cap, size_t *ret_len, int *ret_status);
+
 /* ---- the helper (broker.c) ---- */
 
 struct nb_conn;
 
 /* Write a temporary config allowing exactly `programs` (NULL-terminated) and
- * spawn the helper with it over nb_spawn(). The config file is removed by
- * bench_broker_stop(), at exit and on SIGINT/SIGTERM. Returns 0 or -errno. */
+ * spawn the helper with it over nb_spawn(). The config file is removed once
+ * the helper has read it (after its Hello), and on SIGINT/SIGTERM before
+ * that. Returns 0 or -errno. */
 int bench_broker_start(const char *helper, const char *const *programs, struct nb_conn **ret);
+/* The same with `extra` (NULL: none), lines of configuration appended to
+ * the file: "max_ops = 10000\n". The file is gone once the helper runs. */
+int bench_broker_start_cfg(const char *helper, const char *const *programs, const char *extra,
+                           struct nb_conn **ret);
 void bench_broker_stop(struct nb_conn *conn);
 
 /* ---- the report (report.c) ---- */
@@ -136,6 +166,19 @@ struct bench_figures {
         size_t n_lines;
 };
 
+/* A headline comparison: what a scenario gives `all`'s summary table and
+ * chart. Baselines, then the broker, each a summary of the same unit of
+ * work (per command, per guest, ...); the ratio is baseline median /
+ * broker median. base2 is today's libvirt where that differs from the
+ * 2018 way (spawn, restart, bandwidth); n == 0 where it does not apply. */
+struct bench_compare {
+        char what[56]; /* "/bin/true, per command" */
+        char base_name[8], base2_name[8], broker_name[8]; /* method names: "A", "A2", "B" */
+        struct bench_summary base, base2, broker;
+};
+
+#define BENCH_MAX_COMPARES 8
+
 struct bench_report {
         const char *scenario;
         const char *title; /* one line under the header */
@@ -151,6 +194,8 @@ struct bench_report {
         char notes[BENCH_MAX_NOTES][160]; /* skipped programs and the like */
         size_t n_notes;
         struct bench_figures figures; /* n_cols 0: none */
+        struct bench_compare compares[BENCH_MAX_COMPARES];
+        size_t n_compares;
 };
 
 /* Each returns 0, or -ENOSPC when the report is full. */
@@ -163,13 +208,64 @@ int bench_report_add_note(struct bench_report *r, const char *fmt, ...)
  * are NAN) and the text column. Returns the line, or NULL when full. */
 struct bench_line *bench_report_add_line(struct bench_report *r, const char *method,
                                          const double *v, size_t n, const char *text);
+/* base2 NULL (or base2->n == 0): no second baseline. Returns 0, -ENOSPC. */
+int bench_report_add_compare(struct bench_report *r, const char *what, const char *base_name,
+                             const struct bench_summary *base, const char *base2_name,
+                             const struct bench_summary *base2, const char *broker_name,
+                             const struct bench_summary *broker);
+/* A scenario that adds no comparison of its own (bandwidth) gets one from
+ * its first rows named A, A2 and B. */
+void bench_report_default_compares(struct bench_report *r);
 
 void bench_report_print_table(const struct bench_report *r, FILE *f);
 void bench_report_print_json(const struct bench_report *r, FILE *f);
+/* The same object without the newline, to nest in `all`'s report. */
+void bench_report_print_json_object(const struct bench_report *r, FILE *f);
+
+/* baseline median / broker median; NAN when either is missing. */
+double bench_compare_ratio(const struct bench_summary *base, const struct bench_summary *broker);
+/* "12.3 us", "4.56 ms", "7.89 s" into buf; returns buf. */
+const char *bench_fmt_time(double us, char *buf, size_t len);
+void bench_compare_print_heading(FILE *f);
+/* One line per baseline: scenario, what, baseline, broker, ratio. */
+void bench_compare_print(const struct bench_compare *c, const char *scenario, FILE *f);
+void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f);
+/* JSON pieces for `all`: a string, a number (null when not finite), the
+ * member "machine" (without a leading comma). */
+void bench_json_string(FILE *f, const char *s);
+void bench_json_number(FILE *f, double v, int decimals);
+void bench_json_machine(FILE *f);
+
+/* ---- the chart (chart.c) ---- */
+
+struct bench_chart_item {
+        const char *scenario;
+        const struct bench_compare *c;
+};
+
+/* Draw items as a PNG with gnuplot. Returns 0 or -errno (-ENOENT: no
+ * gnuplot; it says so on stderr). */
+int bench_chart_png(const char *png, const char *title, const struct bench_chart_item *items,
+                    size_t n);
+
+/* ---- every scenario in one run (all.c) ---- */
+
+typedef int (*bench_scenario_fn)(const struct bench_opts *o, struct bench_report *r);
+
+/* The scenario table's function for name, or NULL (bench.c). */
+bench_scenario_fn bench_find_scenario(const char *name);
+/* `all` and `--scale`: run, print, write the files asked for. Returns 0,
+ * or -errno when a scenario failed (the others still ran). */
+int bench_all(const struct bench_opts *o);
+int bench_scale(const struct bench_opts *o);
+/* One scenario's --json-out and --png. */
+int bench_write_files(const struct bench_opts *o, const struct bench_report *r);
 
 /* ---- scenarios ---- */
 
 int bench_spawn(const struct bench_opts *o, struct bench_report *r);
 int bench_names(const struct bench_opts *o, struct bench_report *r);
 int bench_restart(const struct bench_opts *o, struct bench_report *r);
+int bench_log_scenario(const struct bench_opts *o, struct bench_report *r);
+int bench_roundtrip(const struct bench_opts *o, struct bench_report *r);
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r);

@@ -62,7 +62,7 @@ static int write_all(int fd, const char *s)
         return 0;
 }
 
-static int write_config(const char *const *programs)
+static int write_config(const char *const *programs, const char *extra)
 {
         int fd, r = 0;
 
@@ -82,6 +82,8 @@ static int write_config(const char *const *programs)
         }
         if (r == 0)
                 r = write_all(fd, "\n");
+        if (r == 0 && extra)
+                r = write_all(fd, extra);
         if (close(fd) < 0 && r == 0)
                 r = -errno;
         if (r < 0)
@@ -89,23 +91,26 @@ static int write_config(const char *const *programs)
         return r;
 }
 
-int bench_broker_start(const char *helper, const char *const *programs, struct nb_conn **ret)
+int bench_broker_start_cfg(const char *helper, const char *const *programs, const char *extra,
+                           struct nb_conn **ret)
 {
         nb_spawn_opts opts = {0};
         nb_conn *conn;
         int r;
 
-        r = write_config(programs);
+        r = write_config(programs, extra);
         if (r < 0) {
                 bench_log("netbroker-bench: cannot write the helper's config: %s\n", strerror(-r));
                 return r;
         }
         opts.config_path = config_path;
         r = nb_spawn(helper, &opts, &conn);
+        /* The helper has read it before its Hello: two helpers at once (the
+         * log scenario) need no two files. */
+        remove_config();
         if (r < 0) {
                 bench_log("netbroker-bench: cannot start %s: %s\n",
                           helper ? helper : "the default netbrokerd", strerror(-r));
-                remove_config();
                 return r;
         }
         if (!nb_conn_has_feature(conn, "exec")) {
@@ -115,6 +120,11 @@ int bench_broker_start(const char *helper, const char *const *programs, struct n
         }
         *ret = conn;
         return 0;
+}
+
+int bench_broker_start(const char *helper, const char *const *programs, struct nb_conn **ret)
+{
+        return bench_broker_start_cfg(helper, programs, NULL, ret);
 }
 
 void bench_broker_stop(struct nb_conn *conn)

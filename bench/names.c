@@ -23,6 +23,11 @@
  *  B1  the same ops as N requests of one op, each timed: per-device times,
  *      and so the first and last 10% of devices, that one batch cannot give.
  *
+ * Repetitions (--reps, default 3): every method at every N once per
+ * repetition, the order of the methods reversed every other time, so drift
+ * hits them alike; wall times are the medians of the repetitions, and the
+ * per-device rows pool every repetition's devices.
+ *
  * Every method starts from the same state: the veth parent is deleted,
  * which takes its macvtaps with it, and made again, and the machine is let
  * settle (see settle()). The helper is spawned
@@ -129,7 +134,8 @@ struct ctx {
 struct outcome {
         unsigned n;
         uint64_t probes, nl_msgs, created;
-        double wall_us;
+        double wall_us; /* of one run; after every repetition, their median */
+        struct bench_samples walls; /* us, one per repetition */
         struct bench_samples per_dev; /* empty for B */
         char first[24], last[24];
 };
@@ -636,6 +642,38 @@ static int add_line(struct bench_report *r, enum method m, const struct outcome 
         return bench_report_add_line(r, method_names[m], v, N_COLS, text) ? 0 : -ENOSPC;
 }
 
+/* ---- repetitions ---- */
+
+/* One run into the repetitions so far: its time, its devices' times; the
+ * counts and names are the same every time but B's, whose names move on
+ * (next-fit), so they are the last run's. */
+static int merge(struct outcome *all, const struct outcome *one)
+{
+        int r = bench_samples_add(&all->walls, one->wall_us);
+
+        for (size_t i = 0; i < one->per_dev.n && r == 0; i++)
+                r = bench_samples_add(&all->per_dev, one->per_dev.us[i]);
+        if (r < 0)
+                return r;
+        all->n = one->n;
+        all->probes = one->probes;
+        all->nl_msgs = one->nl_msgs;
+        all->created = one->created;
+        memcpy(all->first, one->first, sizeof(all->first));
+        memcpy(all->last, one->last, sizeof(all->last));
+        return 0;
+}
+
+static int settle_wall(struct outcome *o)
+{
+        struct bench_summary s;
+        int r = bench_samples_summarize(&o->walls, &s);
+
+        if (r == 0)
+                o->wall_us = s.median_us;
+        return r;
+}
+
 /* ---- the scenario ---- */
 
 static int raise_fd_limit(unsigned need)
@@ -783,6 +821,20 @@ static int add_notes(struct bench_report *r, const struct ctx *c, const struct p
         return 0;
 }
 
+/* A run's wall time per device, over the repetitions. */
+static int per_device(const struct outcome *o, struct bench_summary *ret)
+{
+        int r = bench_samples_summarize(&o->walls, ret);
+
+        if (r < 0)
+                return r;
+        ret->median_us /= o->n;
+        ret->min_us /= o->n;
+        ret->max_us /= o->n;
+        ret->p99_us /= o->n;
+        return 0;
+}
+
 static int add_results(struct bench_report *r, const struct ctx *c, const struct probe_costs *pc,
                        const unsigned *counts, size_t n_counts, struct outcome (*out)[N_METHODS])
 {
@@ -831,6 +883,17 @@ static int add_results(struct bench_report *r, const struct ctx *c, const struct
                         if (k < 0)
                                 return k;
                 }
+        for (size_t i = 0; i < n_counts; i++) {
+                struct bench_summary a, b;
+                k = per_device(&out[i][M_A], &a);
+                if (k == 0)
+                        k = per_device(&out[i][M_B], &b);
+                snprintf(name, sizeof(name), "%u macvtaps, per device", counts[i]);
+                if (k == 0)
+                        k = bench_report_add_compare(r, name, "A", &a, NULL, NULL, "B", &b);
+                if (k < 0)
+                        return k;
+        }
         return add_notes(r, c, pc, n_counts, out);
 }
 
@@ -842,6 +905,7 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
         struct ctx c = {.probe_fd = -1};
         struct probe_costs pc = {0};
         size_t n_counts = plan(o, counts);
+        unsigned reps = o->reps ? o->reps : 3;
         int k;
 
         r->title = "N macvtaps on a veth parent: probing for a free name versus netbrokerd";
@@ -894,19 +958,36 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
         k = warm_up(&c);
         if (k == 0)
                 k = measure_probes(&c, &pc);
+        for (unsigned rep = 0; rep < reps && k == 0; rep++)
+                for (size_t i = 0; i < n_counts && k == 0; i++)
+                        for (int j = 0; j < N_METHODS && k == 0; j++) {
+                                int m = rep % 2 ? N_METHODS - 1 - j : j;
+                                struct outcome one;
+                                k = run_method(&c, (enum method)m, counts[i], &one);
+                                if (k == 0)
+                                        k = merge(&out[i][m], &one);
+                                bench_samples_clear(&one.per_dev);
+                        }
         for (size_t i = 0; i < n_counts && k == 0; i++)
                 for (int m = 0; m < N_METHODS && k == 0; m++)
-                        k = run_method(&c, (enum method)m, counts[i], &out[i][m]);
+                        k = settle_wall(&out[i][m]);
         if (k == 0)
                 k = add_results(r, &c, &pc, counts, n_counts, out);
+        if (k == 0 && reps > 1)
+                bench_report_add_note(r,
+                                      "%u repetitions, methods in turn (order reversed every "
+                                      "other one); wall times are their medians",
+                                      reps);
         /* Leave no macvtap behind, in case the namespace outlives us. */
         link_delete(c.sk, PARENT);
 stop:
         bench_broker_stop(c.conn);
 out:
         for (size_t i = 0; i < BENCH_MAX_COUNTS; i++)
-                for (int m = 0; m < N_METHODS; m++)
+                for (int m = 0; m < N_METHODS; m++) {
                         bench_samples_clear(&out[i][m].per_dev);
+                        bench_samples_clear(&out[i][m].walls);
+                }
         close_kept(&c);
         free(c.fds);
         bench_samples_clear(&c.close_us);

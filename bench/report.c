@@ -65,6 +65,104 @@ struct bench_line *bench_report_add_line(struct bench_report *r, const char *met
         return line;
 }
 
+int bench_report_add_compare(struct bench_report *r, const char *what, const char *base_name,
+                             const struct bench_summary *base, const char *base2_name,
+                             const struct bench_summary *base2, const char *broker_name,
+                             const struct bench_summary *broker)
+{
+        struct bench_compare *c;
+
+        if (r->n_compares >= BENCH_MAX_COMPARES)
+                return -ENOSPC;
+        c = &r->compares[r->n_compares++];
+        *c = (struct bench_compare){.base = *base, .broker = *broker};
+        snprintf(c->what, sizeof(c->what), "%s", what);
+        snprintf(c->base_name, sizeof(c->base_name), "%s", base_name);
+        snprintf(c->broker_name, sizeof(c->broker_name), "%s", broker_name);
+        if (base2 && base2->n) {
+                c->base2 = *base2;
+                snprintf(c->base2_name, sizeof(c->base2_name), "%s", base2_name);
+        }
+        return 0;
+}
+
+static const struct bench_row *find_row(const struct bench_report *r, const char *method)
+{
+        for (size_t i = 0; i < r->n_rows; i++)
+                if (strcmp(r->rows[i].method, method) == 0)
+                        return &r->rows[i];
+        return NULL;
+}
+
+void bench_report_default_compares(struct bench_report *r)
+{
+        const struct bench_row *a = find_row(r, "A"), *a2 = find_row(r, "A2"),
+                               *b = find_row(r, "B");
+        char what[56];
+
+        if (r->n_compares || !a || !b)
+                return;
+        snprintf(what, sizeof(what), "%s", a->program);
+        bench_report_add_compare(r, what, "A", &a->s, "A2", a2 ? &a2->s : NULL, "B", &b->s);
+}
+
+double bench_compare_ratio(const struct bench_summary *base, const struct bench_summary *broker)
+{
+        return base->n && broker->n && broker->median_us > 0 ? base->median_us / broker->median_us
+                                                             : NAN;
+}
+
+/* 12.3 us, 4.56 ms, 7.89 s: three significant digits, whatever the size. */
+const char *bench_fmt_time(double us, char *buf, size_t len)
+{
+        static const struct {
+                double div;
+                const char *unit;
+        } units[] = {{1e6, "s"}, {1e3, "ms"}, {1, "us"}};
+        size_t i = 0;
+
+        if (!isfinite(us)) {
+                snprintf(buf, len, "-");
+                return buf;
+        }
+        while (i < 2 && us < units[i].div)
+                i++;
+        us /= units[i].div;
+        snprintf(buf, len, "%.*f %s", us >= 100 ? 0 : us >= 10 ? 1 : 2, us, units[i].unit);
+        return buf;
+}
+
+static void print_compare_side(FILE *f, const char *name, const struct bench_summary *s)
+{
+        char med[24], lo[24], hi[24];
+
+        fprintf(f, "%-3s %9s [%s .. %s]", name, bench_fmt_time(s->median_us, med, sizeof(med)),
+                bench_fmt_time(s->min_us, lo, sizeof(lo)),
+                bench_fmt_time(s->max_us, hi, sizeof(hi)));
+}
+
+void bench_compare_print(const struct bench_compare *c, const char *scenario, FILE *f)
+{
+        const struct bench_summary *bases[2] = {&c->base, &c->base2};
+        const char *names[2] = {c->base_name, c->base2_name};
+
+        for (int i = 0; i < 2; i++) {
+                if (!bases[i]->n)
+                        continue;
+                fprintf(f, "%-10s %-40s ", scenario, c->what);
+                print_compare_side(f, names[i], bases[i]);
+                fputs("  ", f);
+                print_compare_side(f, c->broker_name, &c->broker);
+                fprintf(f, "  %9.2f\n", bench_compare_ratio(bases[i], &c->broker));
+        }
+}
+
+void bench_compare_print_heading(FILE *f)
+{
+        fprintf(f, "%-10s %-40s %-33s  %-33s  %9s\n", "scenario", "what",
+                "baseline median [min .. max]", "broker median [min .. max]", "base/brk");
+}
+
 struct machine {
         long nproc;
         struct utsname u;
@@ -152,6 +250,12 @@ void bench_report_print_table(const struct bench_report *r, FILE *f)
         fputc('\n', f);
         for (size_t i = 0; i < r->n_notes; i++)
                 fprintf(f, "note: %s\n", r->notes[i]);
+        if (r->n_compares) {
+                fputc('\n', f);
+                bench_compare_print_heading(f);
+                for (size_t i = 0; i < r->n_compares; i++)
+                        bench_compare_print(&r->compares[i], r->scenario, f);
+        }
 }
 
 static void json_string(FILE *f, const char *s)
@@ -204,6 +308,8 @@ static void json_row(FILE *f, const struct bench_row *w)
         json_number(f, w->s.min_us, 3);
         fputs(",\"max_us\":", f);
         json_number(f, w->s.max_us, 3);
+        fputs(",\"p99_us\":", f);
+        json_number(f, w->s.p99_us, 3);
         fputs(",\"vs_A\":", f);
         json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
         fputc('}', f);
@@ -234,7 +340,41 @@ static void json_figures(const struct bench_figures *g, FILE *f)
         fputc(']', f);
 }
 
-void bench_report_print_json(const struct bench_report *r, FILE *f)
+static void json_side(FILE *f, const char *key, const char *name, const struct bench_summary *s)
+{
+        fprintf(f, ",\"%s\":{\"method\":", key);
+        json_string(f, name);
+        fprintf(f, ",\"runs\":%zu,\"median_us\":", s->n);
+        json_number(f, s->median_us, 3);
+        fputs(",\"min_us\":", f);
+        json_number(f, s->min_us, 3);
+        fputs(",\"max_us\":", f);
+        json_number(f, s->max_us, 3);
+        fputs(",\"p99_us\":", f);
+        json_number(f, s->p99_us, 3);
+        fputc('}', f);
+}
+
+void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f)
+{
+        fputs("{\"scenario\":", f);
+        json_string(f, scenario);
+        fputs(",\"what\":", f);
+        json_string(f, c->what);
+        json_side(f, "baseline", c->base_name, &c->base);
+        if (c->base2.n)
+                json_side(f, "baseline2", c->base2_name, &c->base2);
+        json_side(f, "broker", c->broker_name, &c->broker);
+        fputs(",\"ratio\":", f);
+        json_number(f, bench_compare_ratio(&c->base, &c->broker), 3);
+        if (c->base2.n) {
+                fputs(",\"ratio2\":", f);
+                json_number(f, bench_compare_ratio(&c->base2, &c->broker), 3);
+        }
+        fputc('}', f);
+}
+
+void bench_report_print_json_object(const struct bench_report *r, FILE *f)
 {
         fputs("{\"scenario\":", f);
         json_string(f, r->scenario);
@@ -263,11 +403,38 @@ void bench_report_print_json(const struct bench_report *r, FILE *f)
         fputc('}', f);
         if (r->figures.n_cols)
                 json_figures(&r->figures, f);
-        fputs(",\"notes\":[", f);
+        fputs(",\"compares\":[", f);
+        for (size_t i = 0; i < r->n_compares; i++) {
+                if (i)
+                        fputc(',', f);
+                bench_compare_print_json(&r->compares[i], r->scenario, f);
+        }
+        fputs("],\"notes\":[", f);
         for (size_t i = 0; i < r->n_notes; i++) {
                 if (i)
                         fputc(',', f);
                 json_string(f, r->notes[i]);
         }
-        fputs("]}\n", f);
+        fputs("]}", f);
+}
+
+void bench_report_print_json(const struct bench_report *r, FILE *f)
+{
+        bench_report_print_json_object(r, f);
+        fputc('\n', f);
+}
+
+void bench_json_string(FILE *f, const char *s)
+{
+        json_string(f, s);
+}
+
+void bench_json_number(FILE *f, double v, int decimals)
+{
+        json_number(f, v, decimals);
+}
+
+void bench_json_machine(FILE *f)
+{
+        json_machine(f);
 }

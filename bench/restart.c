@@ -1,4 +1,4 @@
-/* Scenario "restart": 100 guests' firewalls at VM start and at daemon
+/* Scenario "restart": N guests' firewalls at VM start and at daemon
  * restart (seeds/001: 100 VMs with nwfilter rules, 140 s to restart
  * libvirtd). Each guest is a tap (vnet0, vnet1, ...) with clean-traffic
  * and no-promisc.
@@ -22,6 +22,23 @@
  * "restart" with the rules of the start in place (libvirtd restart: tear
  * down and rebuild). C is compared with the starts, D with the restarts.
  *
+ * Turns, so that drift hits every method alike: the starts run in three
+ * passes from a clean ruleset, and in each pass every guest is started by
+ * one of A, A2, B, the method rotating with the guest and the pass; after
+ * the third pass each method has started each guest once, and every start
+ * found the same rules in place whatever method it was. Then every guest
+ * is restarted by all three in turn (a restart leaves what it found). C, D
+ * and N are repeated between the passes and at the end. All figures are
+ * per guest: A, A2, B the median of the guests, each timed alone; C, D, N
+ * the median of their repetitions divided by N.
+ *
+ * Large N (--sample K): only the last K guests are timed; the rules of the
+ * others are put in place first, untimed, by one ebtables-restore of what
+ * ebtables-save shows after guest 0's start, with each guest's name, MAC
+ * and IP. The timed guests find the kernel as libvirt's commands would have
+ * left it for N guests (the listing is checked after every pass); their
+ * time is the per-guest cost at N, measured, never extrapolated.
+ *
  * Everything runs in the bench's private network namespace; between
  * methods `nft flush ruleset` empties it (ebtables-nft and iptables-nft
  * keep their tables in nftables too). */
@@ -34,16 +51,12 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "netbroker.h"
 
-#define FAT_FD_LIMIT 8192u
-#define FAT_FDS 500u
-#define FAT_HEAP (1024ul * 1024 * 1024)
 #define MAX_GUESTS BENCH_RESTART_MAX_GUESTS
 #define OUT_CAP (64u * 1024)
 
@@ -75,11 +88,11 @@ static const char *const legend[] = {
         NULL,
 };
 
-enum col { C_N, C_PROCS, C_PROCS_G, C_FAILED, C_NL, C_COMMITS, C_CHANGES, C_WALL, C_MS_G, N_COLS };
+enum col { C_N, C_TIMED, C_PROCS_G, C_FAILED, C_NL, C_COMMITS, C_CHANGES, C_WALL, C_MS_G, N_COLS };
 
 static const struct bench_column columns[N_COLS] = {
         [C_N] = {"guests", "N", 4, 0},
-        [C_PROCS] = {"processes", "procs", 6, 0},
+        [C_TIMED] = {"timed", "timed", 5, 0},
         [C_PROCS_G] = {"processes_per_guest", "procs/g", 7, 1},
         [C_FAILED] = {"failed_commands", "failed", 6, 0},
         [C_NL] = {"helper_netlink_messages", "nl msgs", 7, 0},
@@ -89,32 +102,39 @@ static const struct bench_column columns[N_COLS] = {
         [C_MS_G] = {"ms_per_guest", "ms/guest", 9, 3},
 };
 
+/* A, A2, B (start and restart): one sample per guest timed, and counts
+ * summed over them. N, C, D: one sample per repetition, and the counts of
+ * one repetition (the same every time; D's are checked every time). */
 struct outcome {
         bool ran;
-        unsigned guests;
+        unsigned guests; /* guests timed (A, A2, B) or in the batch (N, C, D) */
         uint64_t procs, failed, mismatches;
         double helper_nl; /* NAN: no helper involved */
         uint64_t commits, changes, rules;
-        double wall_us;
-        struct bench_samples per_guest;
+        double wall_us; /* A, A2, B: the sum of the per-guest times */
+        struct bench_samples per_guest; /* A, A2, B: us per guest */
+        struct bench_samples reps; /* N, C, D: us per repetition */
         char text[64];
 };
 
 struct tools {
         const char *path[RS_N_TOOLS];
         const char *nft;
+        const char *eb_save, *eb_restore; /* only with --sample */
 };
 
 struct ctx {
         const struct bench_opts *o;
         const char *helper;
         struct bench_fat_parent fp;
-        long open_max;
         struct tools tools;
         nb_conn *conn;
         struct rs_nftmon mon;
         struct rs_guest *guests;
         unsigned n;
+        unsigned timed; /* the last `timed` guests are timed; the others are filled */
+        char *tmpl; /* ebtables-save after guest 0's start, for filling */
+        unsigned n_reps; /* repetitions of N, C, D so far */
         struct outcome out[N_METHODS];
         char *fw_hash[MAX_GUESTS]; /* C's hashes, for D */
         double helper_restart_us;
@@ -124,53 +144,11 @@ struct ctx {
 
 /* ---- running a program from the fat parent ---- */
 
-static _Noreturn void child_fail(const char *what)
-{
-        ssize_t n = write(2, what, strlen(what));
-        (void)n;
-        _exit(127);
-}
-
-/* A and A2: virCommandRun's way. Output (stdout and stderr) into out. */
-static int fork_exec(const struct ctx *c, bool close_range, const char *path, char *const *argv,
-                     char *out, size_t cap, size_t *out_len, int *ret_status)
-{
-        int pfd[2], r, k;
-        pid_t pid;
-
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return -errno;
-        pid = fork();
-        if (pid < 0) {
-                r = -errno;
-                close(pfd[0]);
-                close(pfd[1]);
-                return r;
-        }
-        if (pid == 0) {
-                if (dup2(c->fp.devnull, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
-                        child_fail("netbroker-bench: dup2 failed in the child\n");
-                if (close_range) {
-                        if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
-                                child_fail("netbroker-bench: close_range failed in the child\n");
-                } else {
-                        for (long fd = 3; fd < c->open_max; fd++)
-                                close((int)fd);
-                }
-                execve(path, argv, (char *const *)child_env);
-                child_fail("netbroker-bench: execve failed in the child\n");
-        }
-        close(pfd[1]);
-        r = bench_drain_fd(pfd[0], out, cap, out_len);
-        close(pfd[0]);
-        k = bench_wait_child(pid, ret_status);
-        return r < 0 ? r : k;
-}
-
 /* nft for N and for resetting: posix_spawn (a vfork-like clone, no copy of
- * the parent's page tables), fds 3 and up closed in the child. */
-static int spawn_capture(const struct ctx *c, const char *path, char *const *argv, char *out,
-                         size_t cap, size_t *out_len, int *ret_status)
+ * the parent's page tables), fds 3 and up closed in the child. stdin is
+ * in_fd, or /dev/null when it is negative. */
+static int spawn_capture(const struct ctx *c, const char *path, char *const *argv, int in_fd,
+                         char *out, size_t cap, size_t *out_len, int *ret_status)
 {
         posix_spawn_file_actions_t fa;
         int pfd[2], r, k;
@@ -179,7 +157,7 @@ static int spawn_capture(const struct ctx *c, const char *path, char *const *arg
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 return -errno;
         posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, c->fp.devnull, 0);
+        posix_spawn_file_actions_adddup2(&fa, in_fd >= 0 ? in_fd : c->fp.devnull, 0);
         posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
         posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
         posix_spawn_file_actions_addclosefrom_np(&fa, 3);
@@ -202,7 +180,8 @@ static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, si
         size_t l;
         int st, r;
 
-        r = spawn_capture(c, argv[0][0] == '/' ? argv[0] : c->tools.nft, argv, out, cap, &l, &st);
+        r = spawn_capture(c, argv[0][0] == '/' ? argv[0] : c->tools.nft, argv, -1, out, cap, &l,
+                          &st);
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: restart: %s %s failed: %s\n", argv[0], argv[1], out);
                 r = -EIO;
@@ -381,8 +360,9 @@ static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd, stru
 
         if (m == M_B || m == M_BR)
                 return exec_helper(c, cmd, cr);
-        r = fork_exec(c, m == M_A2 || m == M_A2R, c->tools.path[cmd->tool], cmd->argv, cr->out,
-                      sizeof(cr->out), &cr->len, &st);
+        r = bench_fork_exec(&c->fp, m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
+                            c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out), &cr->len,
+                            &st);
         if (r < 0)
                 return r;
         if (WIFSIGNALED(st)) {
@@ -435,55 +415,57 @@ static int check_cmd(enum method m, const struct rs_cmd *cmd, const struct cmd_r
 
 static struct cmd_run cmd_run_buf; /* 64 KiB: not on the stack */
 
-static int run_commands(struct ctx *c, enum method m, enum rs_phase phase)
+static bool via_helper(enum method m)
+{
+        return m == M_B || m == M_BR;
+}
+
+/* One guest's commands by one method, timed alone; its counts, time and
+ * notifications go to that method's outcome. */
+static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase phase)
 {
         struct outcome *o = &c->out[m];
-        unsigned step = c->n / 10 ? c->n / 10 : 1;
         struct stats s0 = {0}, s1 = {0};
-        uint64_t mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
-        int r = 0;
+        struct rs_cmdlist l = {0};
+        uint64_t mon_c, mon_ch, mon_r, t0;
+        double us;
+        int r;
 
-        o->guests = c->n;
-        o->helper_nl = NAN;
-        if ((m == M_B || m == M_BR) && (r = helper_stats(c->conn, &s0)) < 0)
-                return r;
-        for (unsigned g = 0; g < c->n && r == 0; g++) {
-                struct rs_cmdlist l = {0};
-                uint64_t t0;
-                double us;
-
-                /* Building the list is libvirt's in-memory work: not timed. */
-                r = rs_cmds_instantiate(&l, &c->guests[g], phase);
-                t0 = bench_now_ns();
-                for (size_t i = 0; i < l.n && r == 0; i++) {
-                        r = exec_cmd(c, m, &l.v[i], &cmd_run_buf);
-                        if (r == 0) {
-                                o->procs++;
-                                r = check_cmd(m, &l.v[i], &cmd_run_buf, o);
-                        }
+        /* Building the list is libvirt's in-memory work: not timed. */
+        r = rs_cmds_instantiate(&l, &c->guests[g], phase);
+        if (r == 0 && via_helper(m))
+                r = helper_stats(c->conn, &s0);
+        if (r == 0)
+                r = rs_nftmon_drain(&c->mon);
+        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        t0 = bench_now_ns();
+        for (size_t i = 0; i < l.n && r == 0; i++) {
+                r = exec_cmd(c, m, &l.v[i], &cmd_run_buf);
+                if (r == 0) {
+                        o->procs++;
+                        r = check_cmd(m, &l.v[i], &cmd_run_buf, o);
                 }
-                us = (double)(bench_now_ns() - t0) / 1000.0;
-                rs_cmdlist_clear(&l);
-                if (r == 0)
-                        r = bench_samples_add(&o->per_guest, us);
-                o->wall_us += us;
-                if (r == 0)
-                        r = rs_nftmon_drain(&c->mon);
-                if (r == 0 && ((g + 1) % step == 0 || g + 1 == c->n))
-                        bench_log("restart: %-3s %u/%u guests, %llu processes, %.1f s\n",
-                                  method_names[m], g + 1, c->n, (unsigned long long)o->procs,
-                                  o->wall_us / 1e6);
         }
-        if (r == 0 && (m == M_B || m == M_BR)) {
+        us = (double)(bench_now_ns() - t0) / 1000.0;
+        rs_cmdlist_clear(&l);
+        if (r == 0)
+                r = bench_samples_add(&o->per_guest, us);
+        if (r == 0)
+                r = rs_nftmon_drain(&c->mon);
+        if (r == 0 && via_helper(m))
                 r = helper_stats(c->conn, &s1);
-                if (r == 0)
-                        o->helper_nl = stat_delta(&s0, &s1, "netlink_messages");
-        }
-        o->commits = c->mon.commits - mon_c;
-        o->changes = c->mon.changes - mon_ch;
-        o->rules = c->mon.rules - mon_r;
-        o->ran = r == 0;
-        return r;
+        if (r < 0)
+                return r;
+        if (via_helper(m))
+                o->helper_nl = (isnan(o->helper_nl) ? 0 : o->helper_nl) +
+                               stat_delta(&s0, &s1, "netlink_messages");
+        o->guests++;
+        o->wall_us += us;
+        o->commits += c->mon.commits - mon_c;
+        o->changes += c->mon.changes - mon_ch;
+        o->rules += c->mon.rules - mon_r;
+        o->ran = true;
+        return 0;
 }
 
 /* After a start or a restart: every guest has its 2 root and 8 sub-chains
@@ -491,7 +473,7 @@ static int run_commands(struct ctx *c, enum method m, enum rs_phase phase)
  * PREROUTING/POSTROUTING, and no temporary chain is left. */
 static char listing[4u << 20];
 
-static int check_ebtables(struct ctx *c, enum method m)
+static int check_ebtables(struct ctx *c, const char *after)
 {
         char *argv[] = {(char *)c->tools.path[RS_EBTABLES], "-t", "nat", "-L", NULL};
         unsigned chains = 0, tmp = 0, links = 0;
@@ -513,26 +495,212 @@ static int check_ebtables(struct ctx *c, enum method m)
         if (chains != 3 + 10 * c->n || tmp || links != 2 * c->n) {
                 bench_log("netbroker-bench: restart: after %s: %u chains (expected %u), %u "
                           "temporary, %u links (expected %u)\n",
-                          method_names[m], chains, 3 + 10 * c->n, tmp, links, 2 * c->n);
+                          after, chains, 3 + 10 * c->n, tmp, links, 2 * c->n);
                 return -EPROTO;
         }
         return 0;
 }
 
-static int run_libvirt(struct ctx *c, enum method start, enum method restart, const char *what)
+/* ---- filling: the guests that are not timed (--sample) ---- */
+
+/* The rules libvirt's commands leave for guest 0, from ebtables-save, kept
+ * to be written again for other guests. */
+static int make_template(struct ctx *c)
 {
+        /* All tables: this ebtables-save takes no -t; the nat one is used. */
+        char *save[] = {(char *)c->tools.eb_save, NULL};
+        struct outcome scratch = {.helper_nl = NAN};
+        struct rs_cmdlist l = {0};
+        size_t len;
         int r = reset(c);
 
         if (r == 0)
-                r = run_commands(c, start, RS_START);
+                r = rs_cmds_instantiate(&l, &c->guests[0], RS_START);
+        /* Through the helper: the quickest of the three, and not timed. */
+        for (size_t i = 0; i < l.n && r == 0; i++) {
+                r = exec_cmd(c, M_B, &l.v[i], &cmd_run_buf);
+                if (r == 0)
+                        r = check_cmd(M_B, &l.v[i], &cmd_run_buf, &scratch);
+        }
+        rs_cmdlist_clear(&l);
         if (r == 0)
-                r = check_ebtables(c, start);
+                r = run_quiet(c, save, listing, sizeof(listing), &len);
+        if (r == 0 && !(c->tmpl = strdup(listing)))
+                r = -ENOMEM;
         if (r == 0)
-                r = run_commands(c, restart, RS_RESTART);
+                r = reset(c);
+        return r;
+}
+
+/* `line` with guest 0's name, MAC and IP replaced by g's. */
+static void write_for_guest(FILE *f, const char *line, size_t len, const struct rs_guest *t,
+                            const struct rs_guest *g)
+{
+        const char *from[3] = {t->ifname, t->mac, t->ip}, *to[3] = {g->ifname, g->mac, g->ip};
+
+        for (size_t i = 0; i < len;) {
+                int k = 0;
+                while (k < 3 && strncmp(line + i, from[k], strlen(from[k])) != 0)
+                        k++;
+                if (k < 3) {
+                        fputs(to[k], f);
+                        i += strlen(from[k]);
+                } else {
+                        fputc(line[i++], f);
+                }
+        }
+        fputc('\n', f);
+}
+
+static bool is_base_chain(const char *line)
+{
+        return strncmp(line, ":PREROUTING ", 12) == 0 || strncmp(line, ":OUTPUT ", 8) == 0 ||
+               strncmp(line, ":POSTROUTING ", 13) == 0;
+}
+
+/* ebtables-restore input for guests 0..n-timed-1: every chain first, then
+ * every rule, since a jump needs its target declared. */
+static int write_fill(struct ctx *c, FILE *f)
+{
+        struct rs_guest t;
+
+        rs_guest_init(&t, 0);
+        fputs("*nat\n:PREROUTING ACCEPT\n:OUTPUT ACCEPT\n:POSTROUTING ACCEPT\n", f);
+        for (int pass = 0; pass < 2; pass++)
+                for (unsigned g = 0; g < c->n - c->timed; g++) {
+                        bool nat = false;
+                        for (const char *p = c->tmpl; *p;) {
+                                size_t len = strcspn(p, "\n");
+                                bool want = pass == 0 ? p[0] == ':' && !is_base_chain(p)
+                                                      : strncmp(p, "-A ", 3) == 0;
+                                if (p[0] == '*')
+                                        nat = strncmp(p, "*nat\n", 5) == 0;
+                                else if (nat && want)
+                                        write_for_guest(f, p, len, &t, &c->guests[g]);
+                                p += len + (p[len] == '\n');
+                        }
+                }
+        return ferror(f) ? -EIO : 0;
+}
+
+static int fill(struct ctx *c)
+{
+        char *argv[] = {"ebtables-restore", NULL};
+        FILE *f;
+        size_t len;
+        int st, r;
+
+        if (c->timed == c->n)
+                return 0;
+        f = tmpfile();
+        if (!f)
+                return -errno;
+        r = write_fill(c, f);
+        if (r == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
+                r = -errno;
         if (r == 0)
-                r = check_ebtables(c, restart);
-        snprintf(c->out[start].text, sizeof(c->out[start].text), "%s, VM start", what);
-        snprintf(c->out[restart].text, sizeof(c->out[restart].text), "%s, libvirtd restart", what);
+                r = spawn_capture(c, c->tools.eb_restore, argv, fileno(f), listing, sizeof(listing),
+                                  &len, &st);
+        fclose(f);
+        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                bench_log("netbroker-bench: restart: ebtables-restore failed: %s\n", listing);
+                r = -EIO;
+        }
+        /* What the fill produced is nobody's. */
+        if (r == 0)
+                r = rs_nftmon_drain(&c->mon);
+        return r;
+}
+
+/* ---- A, A2, B: the passes ---- */
+
+static const enum method starts[] = {M_A, M_A2, M_B}, restarts[] = {M_AR, M_A2R, M_BR};
+#define N_LIBVIRT (sizeof(starts) / sizeof(*starts))
+
+static void progress(const struct ctx *c, const char *what, unsigned done)
+{
+        unsigned step = c->timed / 5 ? c->timed / 5 : 1;
+
+        if (done % step == 0 || done == c->timed)
+                bench_log("restart: %s %u/%u guests, %.0f s so far (A %.1f s, A2 %.1f s, B %.1f s "
+                          "per guest)\n",
+                          what, done, c->timed,
+                          (c->out[M_A].wall_us + c->out[M_A2].wall_us + c->out[M_B].wall_us +
+                           c->out[M_AR].wall_us + c->out[M_A2R].wall_us + c->out[M_BR].wall_us) /
+                                  1e6,
+                          c->out[M_A].per_guest.n
+                                  ? c->out[M_A].wall_us / c->out[M_A].per_guest.n / 1e6
+                                  : 0,
+                          c->out[M_A2].per_guest.n
+                                  ? c->out[M_A2].wall_us / c->out[M_A2].per_guest.n / 1e6
+                                  : 0,
+                          c->out[M_B].per_guest.n
+                                  ? c->out[M_B].wall_us / c->out[M_B].per_guest.n / 1e6
+                                  : 0);
+}
+
+/* One start pass: every timed guest started by one method, the method
+ * moving on with the guest and with the pass. */
+static int start_pass(struct ctx *c, unsigned pass)
+{
+        char what[32];
+        int r = reset(c);
+
+        if (r == 0)
+                r = fill(c);
+        for (unsigned j = 0; j < c->timed && r == 0; j++) {
+                r = run_guest(c, starts[(j + pass) % N_LIBVIRT], c->n - c->timed + j, RS_START);
+                if (r == 0) {
+                        snprintf(what, sizeof(what), "start pass %u/%zu:", pass + 1, N_LIBVIRT);
+                        progress(c, what, j + 1);
+                }
+        }
+        if (r == 0) {
+                snprintf(what, sizeof(what), "start pass %u", pass + 1);
+                r = check_ebtables(c, what);
+        }
+        return r;
+}
+
+/* Every timed guest restarted by each method in turn, the first moving on
+ * with the guest. */
+static int restart_all(struct ctx *c)
+{
+        int r = 0;
+
+        for (unsigned j = 0; j < c->timed && r == 0; j++) {
+                for (unsigned k = 0; k < N_LIBVIRT && r == 0; k++)
+                        r = run_guest(c, restarts[(j + k) % N_LIBVIRT], c->n - c->timed + j,
+                                      RS_RESTART);
+                if (r == 0)
+                        progress(c, "restarts:", j + 1);
+        }
+        if (r == 0)
+                r = check_ebtables(c, "the restarts");
+        return r;
+}
+
+static int run_broker_rep(struct ctx *c);
+
+static int run_libvirt(struct ctx *c)
+{
+        static const char *const what[N_LIBVIRT] = {"fork, close loop", "fork, close_range",
+                                                    "netbrokerd Exec"};
+        int r = 0;
+
+        for (unsigned p = 0; p < N_LIBVIRT && r == 0; p++) {
+                r = start_pass(c, p);
+                /* Not after the last pass: the restarts need its rules. */
+                if (r == 0 && p + 1 < N_LIBVIRT)
+                        r = run_broker_rep(c);
+        }
+        if (r == 0)
+                r = restart_all(c);
+        for (size_t i = 0; i < N_LIBVIRT; i++) {
+                snprintf(c->out[starts[i]].text, sizeof(c->out[0].text), "%s, VM start", what[i]);
+                snprintf(c->out[restarts[i]].text, sizeof(c->out[0].text), "%s, libvirtd restart",
+                         what[i]);
+        }
         return r;
 }
 
@@ -568,8 +736,8 @@ static int run_nft_file(struct ctx *c)
         mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
         if (r == 0) {
                 t0 = bench_now_ns();
-                r = spawn_capture(c, c->tools.nft, argv, cmd_run_buf.out, sizeof(cmd_run_buf.out),
-                                  &len, &st);
+                r = spawn_capture(c, c->tools.nft, argv, -1, cmd_run_buf.out,
+                                  sizeof(cmd_run_buf.out), &len, &st);
                 o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         }
         unlink(path);
@@ -579,6 +747,9 @@ static int run_nft_file(struct ctx *c)
         }
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
+        if (r < 0)
+                return r;
+        r = bench_samples_add(&o->reps, o->wall_us);
         if (r < 0)
                 return r;
         o->guests = c->n;
@@ -692,6 +863,8 @@ static int run_fw(struct ctx *c, enum method m)
         r = rs_nftmon_drain(&c->mon);
         if (r == 0)
                 r = helper_stats(c->conn, &s1);
+        if (r == 0)
+                r = bench_samples_add(&o->reps, o->wall_us);
         if (r < 0)
                 goto out;
         o->guests = c->n;
@@ -773,20 +946,32 @@ static int run_c_and_d(struct ctx *c)
         c->helper_restart_us = (double)(bench_now_ns() - t0) / 1000.0;
         if (r < 0)
                 return r;
-        c->d_ok = true;
         return run_fw(c, M_D);
+}
+
+/* N, C and D once more: between the start passes and at the end, so that
+ * they share the passes' drift. */
+static int run_broker_rep(struct ctx *c)
+{
+        int r = run_nft_file(c);
+
+        if (r == 0 && c->have_fw)
+                r = run_c_and_d(c);
+        if (r == 0)
+                c->n_reps++;
+        return r;
 }
 
 /* ---- setup ---- */
 
 static const char *find_tool(const char *name)
 {
-        static char buf[4][64];
+        static char buf[8][64]; /* every tool found stays valid */
         static int next;
         static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin"};
 
         for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
-                char *p = buf[next % 4];
+                char *p = buf[next % 8];
                 snprintf(p, sizeof(buf[0]), "%s/%s", dirs[i], name);
                 if (access(p, X_OK) == 0) {
                         next++;
@@ -863,19 +1048,44 @@ static int warm_up(struct ctx *c)
 
 /* ---- the report ---- */
 
-static int add_line(struct bench_report *r, enum method m, const struct outcome *o)
+static bool is_batch(enum method m)
 {
+        return m == M_N || m == M_C || m == M_D;
+}
+
+/* Per guest: A, A2, B the guests' own times; N, C, D each repetition / N. */
+static int per_guest(const struct ctx *c, enum method m, struct bench_summary *ret)
+{
+        const struct outcome *o = &c->out[m];
+        int k;
+
+        if (!is_batch(m))
+                return bench_samples_summarize(&o->per_guest, ret);
+        k = bench_samples_summarize(&o->reps, ret);
+        if (k < 0)
+                return k;
+        ret->median_us /= c->n;
+        ret->min_us /= c->n;
+        ret->max_us /= c->n;
+        ret->p99_us /= c->n;
+        return 0;
+}
+
+static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
+                    const struct bench_summary *pg)
+{
+        const struct outcome *o = &c->out[m];
         double v[N_COLS];
 
-        v[C_N] = o->guests;
-        v[C_PROCS] = (double)o->procs;
-        v[C_PROCS_G] = (double)o->procs / o->guests;
+        v[C_N] = c->n;
+        v[C_TIMED] = is_batch(m) ? NAN : o->guests;
+        v[C_PROCS_G] = is_batch(m) ? (double)o->procs / c->n : (double)o->procs / o->guests;
         v[C_FAILED] = m == M_C || m == M_D ? NAN : (double)o->failed;
         v[C_NL] = o->helper_nl;
         v[C_COMMITS] = (double)o->commits;
         v[C_CHANGES] = (double)o->changes;
-        v[C_WALL] = o->wall_us / 1000.0;
-        v[C_MS_G] = o->wall_us / 1000.0 / o->guests;
+        v[C_WALL] = (is_batch(m) ? pg->median_us * c->n : o->wall_us) / 1000.0;
+        v[C_MS_G] = pg->median_us / 1000.0;
         return bench_report_add_line(r, method_names[m], v, N_COLS, o->text) ? 0 : -ENOSPC;
 }
 
@@ -889,38 +1099,50 @@ static int add_results(struct ctx *c, struct bench_report *r)
                 {M_N, M_C, "N/C"},  {M_AR, M_D, "A/D"},  {M_A2R, M_D, "A2/D"},
                 {M_BR, M_D, "B/D"}, {M_A, M_N, "A/N"},   {M_AR, M_A, "Ar/A"},
         };
-        static const enum method timed[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR};
-        static char programs[N_METHODS][24];
+        static const enum method row_order[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR, M_N, M_C, M_D};
+        static char programs[N_METHODS][32];
         struct bench_summary s[N_METHODS] = {0};
         struct rs_cmdlist l = {0};
         unsigned per_tool[RS_N_TOOLS] = {0};
         size_t n_start, n_restart;
+        char what[56];
         int k;
 
-        for (int m = 0; m < N_METHODS; m++)
-                if (c->out[m].ran && (k = add_line(r, (enum method)m, &c->out[m])) < 0)
-                        return k;
-        for (size_t i = 0; i < sizeof(timed) / sizeof(*timed); i++) {
-                enum method m = timed[i];
+        for (int m = 0; m < N_METHODS; m++) {
                 if (!c->out[m].ran)
                         continue;
-                k = bench_samples_summarize(&c->out[m].per_guest, &s[m]);
+                k = per_guest(c, (enum method)m, &s[m]);
+                if (k == 0)
+                        k = add_line(r, c, (enum method)m, &s[m]);
                 if (k < 0)
                         return k;
+        }
+        for (size_t i = 0; i < sizeof(row_order) / sizeof(*row_order); i++) {
+                enum method m = row_order[i];
+                if (!c->out[m].ran)
+                        continue;
                 snprintf(programs[m], sizeof(programs[m]), "%s per guest",
-                         m == M_AR || m == M_A2R || m == M_BR ? "restart" : "start");
+                         m == M_AR || m == M_A2R || m == M_BR || m == M_D ? "restart" : "start");
                 k = bench_report_add_row(r, method_names[m], programs[m], &s[m],
                                          c->out[M_A].ran ? &s[M_A] : NULL);
                 if (k < 0)
                         return k;
         }
         for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
-                const struct outcome *a = &c->out[pairs[i].num], *b = &c->out[pairs[i].den];
-                if (!a->ran || !b->ran || !(b->wall_us > 0))
+                enum method a = pairs[i].num, b = pairs[i].den;
+                if (!c->out[a].ran || !c->out[b].ran || !(s[b].median_us > 0))
                         continue;
-                k = bench_report_add_ratio(r, pairs[i].name, a->wall_us / b->wall_us);
+                k = bench_report_add_ratio(r, pairs[i].name, s[a].median_us / s[b].median_us);
                 if (k < 0)
                         return k;
+        }
+        if (c->out[M_A].ran && c->out[M_C].ran) {
+                snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
+                bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
+        }
+        if (c->out[M_AR].ran && c->out[M_D].ran) {
+                snprintf(what, sizeof(what), "daemon restart, per guest, N=%u", c->n);
+                bench_report_add_compare(r, what, "Ar", &s[M_AR], "A2r", &s[M_A2R], "D", &s[M_D]);
         }
 
         /* How many commands libvirt's driver ran per guest, and of which tool. */
@@ -966,6 +1188,17 @@ static int add_results(struct ctx *c, struct bench_report *r)
                                       "the notification socket overflowed %llu times: commits "
                                       "and changes are lower bounds",
                                       (unsigned long long)c->mon.lost);
+        bench_report_add_note(r,
+                              "turns: each timed guest started once by each of A, A2, B over "
+                              "3 passes, then restarted by each; N, C, D repeated %u times "
+                              "between the passes and at the end",
+                              c->n_reps);
+        if (c->timed < c->n)
+                bench_report_add_note(r,
+                                      "sampled: %u of %u guests timed (vnet%u..); the other %u "
+                                      "guests' rules restored untimed before each pass "
+                                      "(ebtables-restore); C, D, N: all %u",
+                                      c->timed, c->n, c->n - c->timed, c->n - c->timed, c->n);
         return 0;
 }
 
@@ -981,11 +1214,16 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         c->o = o;
         c->helper = o->helper;
         c->mon.fd = -1;
-        c->n = o->guests ? o->guests : o->quick ? 10 : 100;
+        c->n = o->guests ? o->guests : o->quick ? 1 : 100;
+        c->timed = o->sample && o->sample < c->n ? o->sample : c->n;
+        c->d_ok = true;
+        for (int m = 0; m < N_METHODS; m++)
+                c->out[m].helper_nl = NAN;
         r->title = "N guests' firewalls (clean-traffic + no-promisc) at VM start and daemon "
                    "restart";
         r->legend = legend;
-        r->ratios_title = "ratios of wall times (X/C: X at VM start; X/D: X at libvirtd restart)";
+        r->ratios_title = "ratios of medians per guest (X/C: at VM start; X/D: at libvirtd "
+                          "restart)";
         r->figures.cols = columns;
         r->figures.n_cols = N_COLS;
         r->figures.text_key = "what";
@@ -1003,10 +1241,19 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         for (unsigned g = 0; g < c->n; g++)
                 rs_guest_init(&c->guests[g], g);
         k = find_tools(&c->tools);
+        if (k == 0 && c->timed < c->n) {
+                c->tools.eb_save = find_tool("ebtables-save");
+                c->tools.eb_restore = find_tool("ebtables-restore");
+                if (!c->tools.eb_save || !c->tools.eb_restore) {
+                        bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
+                                  "ebtables-restore\n");
+                        k = -ENOENT;
+                }
+        }
         if (k < 0)
                 goto out;
 
-        k = bench_fat_parent_setup(FAT_FD_LIMIT, FAT_FDS, FAT_HEAP, &c->fp);
+        k = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, &c->fp);
         if (k < 0) {
                 bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-k));
                 goto out;
@@ -1015,7 +1262,6 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         r->parent = c->fp;
         r->parent.heap = NULL;
         r->parent.fds = NULL;
-        c->open_max = sysconf(_SC_OPEN_MAX);
 
         k = rs_nftmon_open(&c->mon);
         if (k < 0) {
@@ -1037,20 +1283,18 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         r->helper_pid = nb_conn_helper_pid(c->conn);
         r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
 
-        bench_log("restart: %u guests (taps vnet0..vnet%u)\n", c->n, c->n - 1);
+        bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
         k = make_taps(c);
         if (k == 0)
                 k = warm_up(c);
+        if (k == 0 && c->timed < c->n)
+                k = make_template(c);
         if (k == 0)
-                k = run_nft_file(c);
-        if (k == 0 && c->have_fw)
-                k = run_c_and_d(c);
+                k = run_broker_rep(c);
         if (k == 0)
-                k = run_libvirt(c, M_A, M_AR, "fork, close loop");
+                k = run_libvirt(c);
         if (k == 0)
-                k = run_libvirt(c, M_A2, M_A2R, "fork, close_range");
-        if (k == 0)
-                k = run_libvirt(c, M_B, M_BR, "netbrokerd Exec");
+                k = run_broker_rep(c);
         if (k == 0)
                 k = add_results(c, r);
         /* Leave an empty ruleset behind. */
@@ -1061,8 +1305,11 @@ release:
         rs_nftmon_close(&c->mon);
         bench_fat_parent_release(&c->fp);
 out:
-        for (int m = 0; m < N_METHODS; m++)
+        for (int m = 0; m < N_METHODS; m++) {
                 bench_samples_clear(&c->out[m].per_guest);
+                bench_samples_clear(&c->out[m].reps);
+        }
+        free(c->tmpl);
         for (unsigned g = 0; g < MAX_GUESTS; g++)
                 free(c->fw_hash[g]);
         free(c->guests);

@@ -9,6 +9,9 @@
  *  C   100 Exec ops in one request; the cost per command is the request's
  *      time divided by 100.
  *
+ * The methods take turns, one command each per round (C: a request every
+ * n/40 rounds), the order reversed every other round.
+ *
  * Every command is timed on its own (C: every request), from the first
  * system call it needs until its exit status is known, and every one must
  * succeed: a fast failure is not a result. */
@@ -243,29 +246,41 @@ static int run_once(const struct run *run, enum method m, const struct program *
         }
 }
 
-static int measure(const struct run *run, enum method m, const struct program *p,
-                   struct bench_summary *ret)
+/* Rounds: one command each of A, A2 and B, and a request of C every
+ * n_cmds / n_batches rounds, the order reversed every other round, so
+ * that drift (other load, frequency, caches) hits every method alike. */
+static int measure(const struct run *run, const struct program *p, struct bench_summary *ret)
 {
-        struct bench_samples s = {0};
-        unsigned n = m == M_C ? p->n_batches : p->n_cmds;
+        struct bench_samples s[N_METHODS] = {0};
         double us;
         int r = 0;
 
         /* Unrecorded runs first: the program's pages into the page cache,
          * the helper's first spawn, the dynamic loader's first lookups. */
         for (unsigned i = 0; i < WARMUP && r == 0; i++)
-                r = run_once(run, m, p, &us);
-        for (unsigned i = 0; i < n && r == 0; i++) {
-                r = run_once(run, m, p, &us);
-                if (r == 0)
-                        r = bench_samples_add(&s, us);
+                for (int m = 0; m < N_METHODS && r == 0; m++)
+                        r = run_once(run, (enum method)m, p, &us);
+        for (unsigned i = 0; i < p->n_cmds && r == 0; i++) {
+                /* C in the rounds where the count of its requests due moves on. */
+                bool c_due = (i + 1) * p->n_batches / p->n_cmds != i * p->n_batches / p->n_cmds;
+                for (int j = 0; j < N_METHODS && r == 0; j++) {
+                        enum method m = (enum method)(i % 2 ? N_METHODS - 1 - j : j);
+                        if (m == M_C && !c_due)
+                                continue;
+                        r = run_once(run, m, p, &us);
+                        if (r == 0)
+                                r = bench_samples_add(&s[m], us);
+                }
         }
-        if (r == 0)
-                r = bench_samples_summarize(&s, ret);
-        if (r == 0)
-                bench_log("spawn: %-2s %-20s %5u %s, median %10.1f us\n", method_names[m], p->label,
-                          n, m == M_C ? "requests" : "commands", ret->median_us);
-        bench_samples_clear(&s);
+        for (int m = 0; m < N_METHODS && r == 0; m++) {
+                r = bench_samples_summarize(&s[m], &ret[m]);
+                if (r == 0)
+                        bench_log("spawn: %-2s %-20s %5zu %s, median %10.1f us\n", method_names[m],
+                                  p->label, ret[m].n, m == M_C ? "requests" : "commands",
+                                  ret[m].median_us);
+        }
+        for (int m = 0; m < N_METHODS; m++)
+                bench_samples_clear(&s[m]);
         return r;
 }
 
@@ -288,13 +303,11 @@ static int bench_program(const struct run *run, const struct program *p, struct 
                 {M_A, M_B}, {M_A, M_C}, {M_A2, M_B}, {M_A2, M_C}, {M_B, M_C},
         };
         struct bench_summary s[N_METHODS];
-        int k;
+        char what[56];
+        int k = measure(run, p, s);
 
-        for (int m = 0; m < N_METHODS; m++) {
-                k = measure(run, (enum method)m, p, &s[m]);
-                if (k < 0)
-                        return k;
-        }
+        if (k < 0)
+                return k;
         for (int m = 0; m < N_METHODS; m++) {
                 k = bench_report_add_row(r, method_names[m], p->label, &s[m], &s[M_A]);
                 if (k < 0)
@@ -305,7 +318,13 @@ static int bench_program(const struct run *run, const struct program *p, struct 
                 if (k < 0)
                         return k;
         }
-        return 0;
+        snprintf(what, sizeof(what), "%s, per command", p->label);
+        k = bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "B", &s[M_B]);
+        if (k == 0 && !p->name[0]) {
+                snprintf(what, sizeof(what), "%s, per command, 100 a request", p->label);
+                k = bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
+        }
+        return k;
 }
 
 /* ---- the scenario ---- */

@@ -54,6 +54,9 @@ int bench_samples_summarize(const struct bench_samples *s, struct bench_summary 
         ret->min_us = v[0];
         ret->max_us = v[n - 1];
         ret->median_us = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        /* Nearest rank, ceil(0.99 n): with fewer than 100 samples it is the
+         * maximum, never an interpolation between two samples. */
+        ret->p99_us = v[(n * 99 + 99) / 100 - 1];
         free(v);
         return 0;
 }

@@ -611,7 +611,9 @@ END_TEST
 
 /* ---- requests and programs ---- */
 
-static const char *const sleep_argv[] = {"sleep", "0.6", NULL};
+/* Long enough that a request sent right after is handled while it runs,
+ * even on a loaded machine. */
+static const char *const sleep_argv[] = {"sleep", "1", NULL};
 
 START_TEST(test_requests_in_flight_per_connection_are_capped)
 {

@@ -33,6 +33,12 @@ static const struct scenario scenarios[] = {
          "             libvirt 2018's ebtables/iptables processes (A, A2), the same through\n"
          "             netbrokerd's Exec (B), one FirewallApply batch (C), ensure after a\n"
          "             helper restart (D), one nft -f file (N)"},
+        {"log", bench_log_scenario,
+         "10,000 Pings in one batch to netbrokerd with debug messages off (O) versus\n"
+         "             netbrokerd-nolog, where they are compiled out (X): must be within 2%"},
+        {"roundtrip", bench_roundtrip,
+         "latency (p50, p99) of a one-op Ping request (P) versus fork/exec of /bin/true\n"
+         "             from the fat parent (A, A2)"},
         {"bandwidth", bench_bandwidth,
          "inbound and outbound limits on N interfaces: libvirt's 8 tc processes per\n"
          "             interface from a fat parent (A, A2) versus one batch of N BandwidthSet (B)"},
@@ -40,10 +46,18 @@ static const struct scenario scenarios[] = {
 
 static void usage(FILE *f)
 {
-        fprintf(f, "usage: netbroker-bench SCENARIO [--json] [--count N] [--counts N,N...] "
-                   "[--guests N] [--quick] [--helper PATH]\n\nscenarios:\n");
+        fprintf(f, "usage: netbroker-bench SCENARIO|all|--scale [--json] [--json-out FILE] "
+                   "[--png FILE] [--quick]\n"
+                   "                       [--count N] [--counts N,N...] [--guests N] "
+                   "[--sample K] [--reps N]\n"
+                   "                       [--helper PATH] [--helper-nolog PATH]\n\nscenarios:\n");
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
                 fprintf(f, "  %-10s %s\n", scenarios[i].name, scenarios[i].description);
+        fprintf(f, "  all        every scenario in one run, at sizes that take about 15 minutes\n"
+                   "             (--quick: under a minute); a summary of baseline/broker ratios\n"
+                   "  --scale    names and restart at 10, 100 and 1,000 devices or guests: the\n"
+                   "             cost per device or guest as N grows (restart: 5 guests timed at\n"
+                   "             each N, the others' rules restored untimed)\n");
         fprintf(f,
                 "\noptions:\n"
                 "  --json         print one JSON object on stdout (progress goes to stderr)\n"
@@ -54,13 +68,29 @@ static void usage(FILE *f)
                 "  --counts N,N   names: the device counts to run, at most %d of them, each\n"
                 "                 1..%d (default 82,1000)\n"
                 "  --guests N     restart: the number of guests, 1..%d (default 100)\n"
+                "  --sample K     restart: time only the last K guests; the others' rules are\n"
+                "                 put in place untimed (ebtables-restore) before each pass\n"
+                "  --reps N       names: repetitions (default 3); log: batches per helper\n"
+                "                 (default 1001); roundtrip: rounds (default 300)\n"
                 "  --quick        a short run: spawn 20 commands, 3 for iptables; names N = 82\n"
                 "                 and 200; restart 10 guests; bandwidth 10 interfaces\n"
                 "  --helper PATH  netbrokerd to spawn (default: $NETBROKERD, else the one in\n"
                 "                 the build tree, else the installed one)\n"
+                "  --helper-nolog PATH  log: the helper built with NB_LOG_NO_DEBUG (default:\n"
+                "                 $NETBROKERD_NOLOG, else the build tree's netbrokerd-nolog)\n"
+                "  --json-out FILE  write the JSON report to FILE as well\n"
+                "  --png FILE     draw the comparisons with gnuplot into FILE\n"
                 "\nRuns as root, in a network namespace of its own.\n",
                 BENCH_BANDWIDTH_MAX_IFACES, BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT,
                 BENCH_RESTART_MAX_GUESTS);
+}
+
+bench_scenario_fn bench_find_scenario(const char *name)
+{
+        for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
+                if (strcmp(scenarios[i].name, name) == 0)
+                        return scenarios[i].run;
+        return NULL;
 }
 
 static const struct scenario *find_scenario(const char *name)
@@ -122,14 +152,23 @@ static int parse_counts(const char *s, struct bench_opts *o)
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
         static const struct option longopts[] = {
-                {"json", no_argument, NULL, 'j'},         {"count", required_argument, NULL, 'n'},
-                {"counts", required_argument, NULL, 'N'}, {"guests", required_argument, NULL, 'g'},
-                {"quick", no_argument, NULL, 'q'},        {"helper", required_argument, NULL, 'H'},
-                {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+                {"json", no_argument, NULL, 'j'},
+                {"count", required_argument, NULL, 'n'},
+                {"counts", required_argument, NULL, 'N'},
+                {"guests", required_argument, NULL, 'g'},
+                {"quick", no_argument, NULL, 'q'},
+                {"helper", required_argument, NULL, 'H'},
+                {"help", no_argument, NULL, 'h'},
+                {"reps", required_argument, NULL, 'r'},
+                {"sample", required_argument, NULL, 's'},
+                {"json-out", required_argument, NULL, 'o'},
+                {"png", required_argument, NULL, 'p'},
+                {"helper-nolog", required_argument, NULL, 'L'},
+                {NULL, 0, NULL, 0},
         };
         int ch;
 
-        while ((ch = getopt_long(argc, argv, "jn:N:g:qH:h", longopts, NULL)) != -1) {
+        while ((ch = getopt_long(argc, argv, "jn:N:g:qH:hr:s:o:p:L:", longopts, NULL)) != -1) {
                 switch (ch) {
                 case 'j':
                         o->json = true;
@@ -163,6 +202,27 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                 case 'H':
                         o->helper = optarg;
                         break;
+                case 'r':
+                        if (parse_count(optarg, &o->reps) < 0) {
+                                fprintf(stderr, "netbroker-bench: --reps wants 1..1000000\n");
+                                return -EINVAL;
+                        }
+                        break;
+                case 's':
+                        if (parse_count(optarg, &o->sample) < 0) {
+                                fprintf(stderr, "netbroker-bench: --sample wants 1..1000000\n");
+                                return -EINVAL;
+                        }
+                        break;
+                case 'o':
+                        o->json_out = optarg;
+                        break;
+                case 'p':
+                        o->png = optarg;
+                        break;
+                case 'L':
+                        o->helper_nolog = optarg;
+                        break;
                 case 'h':
                         usage(stdout);
                         exit(EXIT_SUCCESS);
@@ -194,6 +254,29 @@ static int isolate(void)
         return 0;
 }
 
+/* `all` and `--scale` run several scenarios; all.c prints their reports. */
+static int run_many(int argc, char **argv)
+{
+        struct bench_opts o = {0};
+        bool scale = strcmp(argv[1], "all") != 0;
+        int r;
+
+        if (parse_args(argc - 1, argv + 1, &o) < 0)
+                return 2;
+        if (!o.helper)
+                o.helper = default_helper();
+        if (isolate() < 0)
+                return 1;
+        bench_log("netbroker-bench %s: helper %s\n", argv[1],
+                  o.helper ? o.helper : "from $NETBROKERD or installed");
+        r = scale ? bench_scale(&o) : bench_all(&o);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "netbroker-bench: cannot write the report\n");
+                return 1;
+        }
+        return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
         struct bench_opts o = {0};
@@ -209,6 +292,9 @@ int main(int argc, char **argv)
                 usage(stdout);
                 return 0;
         }
+        if (strcmp(argv[1], "all") == 0 || strcmp(argv[1], "--scale") == 0 ||
+            strcmp(argv[1], "scale") == 0)
+                return run_many(argc, argv);
         sc = find_scenario(argv[1]);
         if (!sc) {
                 fprintf(stderr, "netbroker-bench: no scenario '%s'\n\n", argv[1]);
@@ -238,10 +324,11 @@ int main(int argc, char **argv)
                 bench_report_print_json(report, stdout);
         else
                 bench_report_print_table(report, stdout);
+        r = bench_write_files(&o, report);
         free(report);
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 fprintf(stderr, "netbroker-bench: cannot write the report\n");
                 return 1;
         }
-        return 0;
+        return r < 0 ? 1 : 0;
 }

@@ -1,0 +1,419 @@
+/* `netbroker-bench all`: every scenario in one process run, and
+ * `netbroker-bench --scale`: names and restart at 10, 100 and 1,000.
+ *
+ * One process, so every scenario forks from the same fat parent (set up
+ * once, held for the whole run) and runs against the same helper binary;
+ * each scenario gets a network namespace of its own, so what one leaves
+ * behind (restart's taps, names' veth) cannot slow the next. Within each
+ * scenario the baseline and broker methods take turns (see each file), and
+ * every figure is a median with its min and max. The sizes are chosen so
+ * that a full run takes minutes, not hours; each scenario's own command
+ * still runs any size (restart --guests 100, names --counts 82,1000,4096).
+ *
+ * Output: each scenario's report, then one summary line per baseline and
+ * comparison (baseline / broker, ratio of medians); --json as one object
+ * with the summary, a flat "ratios" map and every scenario's report;
+ * --json-out FILE the same into a file; --png FILE the chart. */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct size {
+        unsigned count, guests, sample, reps;
+        unsigned counts[3];
+        size_t n_counts;
+        const char *text;
+};
+
+struct step {
+        const char *name;
+        struct size full, quick;
+};
+
+/* The order of the run. Cheap and exact first; restart, the long one, in
+ * the middle, so that a run cut short still has most of the report. */
+static const struct step all_steps[] = {
+        {"spawn",
+         {.text = "200 commands per method (iptables 20), C: 5 requests of 100"},
+         {.text = "20 commands per method (iptables 3), C: 2 requests of 100"}},
+        {"names",
+         {.counts = {82, 1000}, .n_counts = 2, .reps = 3, .text = "82 and 1000 macvtaps, 3 times"},
+         {.counts = {82}, .n_counts = 1, .reps = 2, .text = "82 macvtaps, twice"}},
+        {"restart",
+         {.guests = 20, .text = "20 guests, all timed; N, C, D 4 times"},
+         {.guests = 1, .text = "1 guest; N, C, D 4 times"}},
+        {"bandwidth",
+         {.text = "100 interfaces, 3 runs"},
+         {.count = 2, .text = "2 interfaces, 3 runs"}},
+        {"log",
+         {.reps = 1001, .text = "1001 batches of 10,000 Pings per helper"},
+         {.reps = 101, .text = "101 batches of 10,000 Pings per helper"}},
+        {"roundtrip",
+         {.reps = 300, .text = "300 rounds: 300 A, 300 A2, 30,000 Pings"},
+         {.reps = 30, .text = "30 rounds: 30 A, 30 A2, 3,000 Pings"}},
+};
+
+#define N_ALL (sizeof(all_steps) / sizeof(*all_steps))
+/* names once, restart at each N. */
+#define N_SCALE 4
+#define SCALE_SAMPLE 5u
+static const unsigned scale_ns[] = {10, 100, 1000};
+
+struct result {
+        char label[32]; /* "spawn", "restart@100" */
+        const char *name; /* the scenario */
+        char size[96];
+        struct bench_report *r;
+        int err;
+        double secs;
+};
+
+struct run {
+        const char *kind; /* "all", "scale" */
+        struct result res[N_ALL > N_SCALE ? N_ALL : N_SCALE];
+        size_t n;
+        double secs;
+        bool quick;
+};
+
+/* ---- running ---- */
+
+static int run_step(const struct bench_opts *so, struct result *res)
+{
+        bench_scenario_fn fn = bench_find_scenario(res->name);
+        uint64_t t0 = bench_now_ns();
+
+        if (!fn) {
+                bench_log("netbroker-bench: no scenario '%s' in this build\n", res->name);
+                return res->err = -ENOENT;
+        }
+        res->r = calloc(1, sizeof(*res->r));
+        if (!res->r)
+                return res->err = -ENOMEM;
+        res->r->scenario = res->name;
+        /* A namespace of its own: the last one goes with its last user. */
+        if (unshare(CLONE_NEWNET) < 0) {
+                res->err = -errno;
+                bench_log("netbroker-bench: unshare(CLONE_NEWNET): %s\n", strerror(-res->err));
+                return res->err;
+        }
+        bench_log("\n== %s: %s (%s)\n", res->label, res->size, so->quick ? "quick" : "full");
+        res->err = fn(so, res->r);
+        res->secs = (double)(bench_now_ns() - t0) / 1e9;
+        if (res->err < 0)
+                bench_log("netbroker-bench %s: failed: %s\n", res->label, strerror(-res->err));
+        else
+                bench_report_default_compares(res->r);
+        bench_log("== %s: %.1f s\n", res->label, res->secs);
+        return res->err;
+}
+
+static struct bench_opts sized(const struct bench_opts *o, const struct size *z)
+{
+        struct bench_opts so = *o;
+
+        so.count = z->count;
+        so.guests = o->guests && z->guests ? o->guests : z->guests;
+        so.sample = z->sample;
+        so.reps = z->reps;
+        so.n_counts = z->n_counts;
+        memcpy(so.counts, z->counts, sizeof(z->counts));
+        return so;
+}
+
+/* Held across the scenarios: they all fork from this one. */
+static int hold_parent(struct bench_fat_parent *fp)
+{
+        int r = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, fp);
+
+        if (r < 0)
+                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-r));
+        return r;
+}
+
+/* ---- printing ---- */
+
+static void print_summary(const struct run *run, FILE *f)
+{
+        bool any = false;
+
+        fprintf(f, "\n==== netbroker-bench %s%s: summary ====\n", run->kind,
+                run->quick ? " --quick" : "");
+        for (size_t i = 0; i < run->n; i++)
+                fprintf(f, "  %-12s %-58s %7.1f s%s\n", run->res[i].label, run->res[i].size,
+                        run->res[i].secs, run->res[i].err < 0 ? "  FAILED" : "");
+        fprintf(f, "  total %.1f s (%.1f min)\n\n", run->secs, run->secs / 60);
+        bench_compare_print_heading(f);
+        for (size_t i = 0; i < run->n; i++) {
+                const struct result *res = &run->res[i];
+                if (res->err < 0)
+                        continue;
+                for (size_t k = 0; k < res->r->n_compares; k++) {
+                        bench_compare_print(&res->r->compares[k], res->label, f);
+                        any = true;
+                }
+        }
+        if (!any)
+                fprintf(f, "(no figures)\n");
+        fprintf(f, "\nmedians; base/brk = baseline median / broker median. A: fork, close every fd "
+                   "to 8192, exec from\nthe fat parent (libvirt 2018); A2: the same with "
+                   "close_range (today); names A: probing for a\nfree name; log: X (debug "
+                   "compiled out) over O (debug off at run time).\n");
+}
+
+static void print_tables(const struct run *run, FILE *f)
+{
+        for (size_t i = 0; i < run->n; i++) {
+                const struct result *res = &run->res[i];
+                fprintf(f, "%s==== %s: %s ====\n", i ? "\n" : "", res->label, res->size);
+                if (res->err < 0)
+                        fprintf(f, "FAILED: %s\n", strerror(-res->err));
+                else
+                        bench_report_print_table(res->r, f);
+        }
+        print_summary(run, f);
+}
+
+static void print_json(const struct run *run, FILE *f)
+{
+        bool first = true;
+
+        fputs("{\"scenario\":", f);
+        bench_json_string(f, run->kind);
+        fprintf(f, ",\"quick\":%s,", run->quick ? "true" : "false");
+        bench_json_machine(f);
+        fputs(",\"elapsed_s\":", f);
+        bench_json_number(f, run->secs, 1);
+        fputs(",\"runs\":[", f);
+        for (size_t i = 0; i < run->n; i++) {
+                const struct result *res = &run->res[i];
+                fputs(i ? ",{\"label\":" : "{\"label\":", f);
+                bench_json_string(f, res->label);
+                fputs(",\"scenario\":", f);
+                bench_json_string(f, res->name);
+                fputs(",\"size\":", f);
+                bench_json_string(f, res->size);
+                fputs(",\"elapsed_s\":", f);
+                bench_json_number(f, res->secs, 1);
+                fputs(",\"error\":", f);
+                if (res->err < 0)
+                        bench_json_string(f, strerror(-res->err));
+                else
+                        fputs("null", f);
+                fputc('}', f);
+        }
+        fputs("],\"summary\":[", f);
+        for (size_t i = 0; i < run->n; i++) {
+                const struct result *res = &run->res[i];
+                for (size_t k = 0; res->err == 0 && k < res->r->n_compares; k++) {
+                        if (!first)
+                                fputc(',', f);
+                        first = false;
+                        bench_compare_print_json(&res->r->compares[k], res->label, f);
+                }
+        }
+        /* "spawn: /bin/true, per command A/B": one number per summary line. */
+        fputs("],\"ratios\":{", f);
+        first = true;
+        for (size_t i = 0; i < run->n; i++) {
+                const struct result *res = &run->res[i];
+                for (size_t k = 0; res->err == 0 && k < res->r->n_compares; k++) {
+                        const struct bench_compare *c = &res->r->compares[k];
+                        const struct bench_summary *b[2] = {&c->base, &c->base2};
+                        const char *bn[2] = {c->base_name, c->base2_name};
+                        for (int j = 0; j < 2; j++) {
+                                char key[128];
+                                if (!b[j]->n)
+                                        continue;
+                                snprintf(key, sizeof(key), "%s: %s %s/%s", res->label, c->what,
+                                         bn[j], c->broker_name);
+                                fputs(first ? "" : ",", f);
+                                first = false;
+                                bench_json_string(f, key);
+                                fputc(':', f);
+                                bench_json_number(f, bench_compare_ratio(b[j], &c->broker), 3);
+                        }
+                }
+        }
+        fputs("},\"scenarios\":{", f);
+        first = true;
+        for (size_t i = 0; i < run->n; i++) {
+                const struct result *res = &run->res[i];
+                if (res->err < 0)
+                        continue;
+                fputs(first ? "" : ",", f);
+                first = false;
+                bench_json_string(f, res->label);
+                fputc(':', f);
+                bench_report_print_json_object(res->r, f);
+        }
+        fputs("}}\n", f);
+}
+
+static int write_json_file(const char *path, void (*print)(const void *, FILE *), const void *arg)
+{
+        FILE *f = fopen(path, "we");
+        int r = 0;
+
+        if (!f) {
+                r = -errno;
+                bench_log("netbroker-bench: %s: %s\n", path, strerror(-r));
+                return r;
+        }
+        print(arg, f);
+        if (fclose(f) != 0)
+                r = -errno;
+        if (r < 0)
+                bench_log("netbroker-bench: %s: %s\n", path, strerror(-r));
+        else
+                bench_log("netbroker-bench: JSON written to %s\n", path);
+        return r;
+}
+
+static void print_run_json(const void *run, FILE *f)
+{
+        print_json(run, f);
+}
+
+static void print_report_json(const void *r, FILE *f)
+{
+        bench_report_print_json(r, f);
+}
+
+static int chart(const char *png, const char *title, const struct bench_report *const *reports,
+                 const char *const *labels, size_t n)
+{
+        struct bench_chart_item items[BENCH_MAX_COMPARES * (N_ALL > N_SCALE ? N_ALL : N_SCALE)];
+        size_t k = 0;
+        int r;
+
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; reports[i] && j < reports[i]->n_compares; j++)
+                        items[k++] = (struct bench_chart_item){labels[i], &reports[i]->compares[j]};
+        r = bench_chart_png(png, title, items, k);
+        if (r == 0)
+                bench_log("netbroker-bench: chart written to %s\n", png);
+        else if (r == -ENODATA)
+                bench_log("netbroker-bench: --png: nothing to draw\n");
+        return r;
+}
+
+static int finish(struct run *run, const struct bench_opts *o)
+{
+        const struct bench_report *reports[N_ALL > N_SCALE ? N_ALL : N_SCALE];
+        const char *labels[N_ALL > N_SCALE ? N_ALL : N_SCALE];
+        char title[160];
+        int r = 0, k;
+
+        for (size_t i = 0; i < run->n; i++) {
+                reports[i] = run->res[i].err < 0 ? NULL : run->res[i].r;
+                labels[i] = run->res[i].label;
+                if (run->res[i].err < 0 && r == 0)
+                        r = run->res[i].err;
+        }
+        if (o->json)
+                print_json(run, stdout);
+        else
+                print_tables(run, stdout);
+        if (o->json_out && (k = write_json_file(o->json_out, print_run_json, run)) < 0 && r == 0)
+                r = k;
+        snprintf(title, sizeof(title),
+                 "netbroker-bench %s%s: fork/exec and probing versus netbrokerd (baseline / "
+                 "broker above each group)",
+                 run->kind, run->quick ? " --quick" : "");
+        if (o->png && (k = chart(o->png, title, reports, labels, run->n)) < 0 && r == 0)
+                r = k;
+        for (size_t i = 0; i < run->n; i++)
+                free(run->res[i].r);
+        return r;
+}
+
+/* ---- the two commands ---- */
+
+int bench_all(const struct bench_opts *o)
+{
+        static struct run run = {.kind = "all"};
+        struct bench_fat_parent fp;
+        uint64_t t0 = bench_now_ns();
+        int r = hold_parent(&fp);
+
+        if (r < 0)
+                return r;
+        run.quick = o->quick;
+        for (size_t i = 0; i < N_ALL; i++) {
+                const struct step *st = &all_steps[i];
+                const struct size *z = o->quick ? &st->quick : &st->full;
+                struct result *res = &run.res[run.n++];
+                struct bench_opts so = sized(o, z);
+
+                res->name = st->name;
+                snprintf(res->label, sizeof(res->label), "%s", st->name);
+                if (so.guests && so.guests != z->guests)
+                        snprintf(res->size, sizeof(res->size), "%u guests (--guests), all timed",
+                                 so.guests);
+                else
+                        snprintf(res->size, sizeof(res->size), "%s", z->text);
+                (void)run_step(&so, res);
+        }
+        bench_fat_parent_release(&fp);
+        run.secs = (double)(bench_now_ns() - t0) / 1e9;
+        return finish(&run, o);
+}
+
+int bench_scale(const struct bench_opts *o)
+{
+        static struct run run = {.kind = "scale"};
+        struct bench_fat_parent fp;
+        uint64_t t0 = bench_now_ns();
+        int r = hold_parent(&fp);
+
+        if (r < 0)
+                return r;
+        {
+                struct size z = {.counts = {10, 100, 1000}, .n_counts = 3, .reps = 3};
+                struct bench_opts so = sized(o, &z);
+                struct result *res = &run.res[run.n++];
+
+                res->name = "names";
+                snprintf(res->label, sizeof(res->label), "names");
+                snprintf(res->size, sizeof(res->size), "10, 100 and 1000 macvtaps, 3 times");
+                (void)run_step(&so, res);
+        }
+        for (size_t i = 0; i < sizeof(scale_ns) / sizeof(*scale_ns); i++) {
+                unsigned n = scale_ns[i], k = n < SCALE_SAMPLE ? n : SCALE_SAMPLE;
+                struct size z = {.guests = n, .sample = k};
+                struct bench_opts so = sized(o, &z);
+                struct result *res = &run.res[run.n++];
+
+                so.guests = n;
+                res->name = "restart";
+                snprintf(res->label, sizeof(res->label), "restart@%u", n);
+                snprintf(res->size, sizeof(res->size),
+                         "%u guests in place, %u timed (the others' rules restored untimed)", n, k);
+                (void)run_step(&so, res);
+        }
+        bench_fat_parent_release(&fp);
+        run.secs = (double)(bench_now_ns() - t0) / 1e9;
+        return finish(&run, o);
+}
+
+int bench_write_files(const struct bench_opts *o, const struct bench_report *r)
+{
+        const struct bench_report *reports[1] = {r};
+        const char *labels[1] = {r->scenario};
+        char title[128];
+        int k, ret = 0;
+
+        if (o->json_out && (k = write_json_file(o->json_out, print_report_json, r)) < 0)
+                ret = k;
+        snprintf(title, sizeof(title), "netbroker-bench %s (baseline / broker above each group)",
+                 r->scenario);
+        if (o->png && (k = chart(o->png, title, reports, labels, 1)) < 0 && ret == 0)
+                ret = k;
+        return ret;
+}

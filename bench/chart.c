@@ -1,0 +1,204 @@
+/* The chart: one group of bars per comparison, the baselines beside the
+ * broker, on a log scale (the figures span from microseconds to seconds),
+ * drawn by gnuplot from a data file and a script written here. A bar is
+ * the median, its whisker min..max; above each group, baseline / broker. */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Three columns: median, min, max in ms, or "- - -" where none. */
+static void put_side(FILE *f, const struct bench_summary *s)
+{
+        if (!s->n) {
+                fputs(" - - -", f);
+                return;
+        }
+        fprintf(f, " %.6g %.6g %.6g", s->median_us / 1000.0, s->min_us / 1000.0,
+                s->max_us / 1000.0);
+}
+
+static void ratio_label(const struct bench_compare *c, char *buf, size_t len)
+{
+        double r1 = bench_compare_ratio(&c->base, &c->broker);
+        double r2 = bench_compare_ratio(&c->base2, &c->broker);
+        int d1 = r1 < 10 ? 2 : 0, d2 = r2 < 10 ? 2 : 0;
+
+        if (isfinite(r2))
+                snprintf(buf, len, "%.*fx, %.*fx", d1, r1, d2, r2);
+        else
+                snprintf(buf, len, "%.*fx", d1, r1);
+}
+
+/* Quotes would end gnuplot's string: the labels are ours, but say so. */
+static void put_label(FILE *f, const char *scenario, const struct bench_compare *c)
+{
+        char buf[160];
+
+        snprintf(buf, sizeof(buf), "%s: %s (%s%s%s vs %s)", scenario, c->what, c->base_name,
+                 c->base2.n ? ", " : "", c->base2.n ? c->base2_name : "", c->broker_name);
+        fputc('"', f);
+        for (const char *p = buf; *p; p++)
+                fputc(*p == '"' ? '\'' : *p, f);
+        fputc('"', f);
+}
+
+static void y_range(const struct bench_chart_item *items, size_t n, double *lo, double *hi)
+{
+        *lo = INFINITY;
+        *hi = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct bench_compare *c = items[i].c;
+                const struct bench_summary *s[3] = {&c->base, &c->base2, &c->broker};
+                for (int k = 0; k < 3; k++) {
+                        if (!s[k]->n)
+                                continue;
+                        *lo = fmin(*lo, s[k]->min_us / 1000.0);
+                        *hi = fmax(*hi, s[k]->max_us / 1000.0);
+                }
+        }
+        /* Whole decades, with room above for the ratio labels. */
+        *lo = pow(10, floor(log10(*lo > 0 ? *lo : 1e-3)));
+        *hi = pow(10, ceil(log10(*hi > 0 ? *hi : 1)) + 2);
+}
+
+static int write_data(FILE *f, const struct bench_chart_item *items, size_t n)
+{
+        char ratio[64];
+
+        fputs("# label  base med min max  base2 med min max  broker med min max  ratio-label "
+              "label-y (ms)\n",
+              f);
+        for (size_t i = 0; i < n; i++) {
+                const struct bench_compare *c = items[i].c;
+                double top = fmax(c->base.max_us,
+                                  fmax(c->base2.n ? c->base2.max_us : 0, c->broker.max_us));
+                put_label(f, items[i].scenario, c);
+                put_side(f, &c->base);
+                put_side(f, &c->base2);
+                put_side(f, &c->broker);
+                ratio_label(c, ratio, sizeof(ratio));
+                fprintf(f, " \"%s\" %.6g\n", ratio, top / 1000.0 * 2.2);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+static int write_script(FILE *f, const char *png, const char *data, const char *title,
+                        const struct bench_chart_item *items, size_t n)
+{
+        double lo, hi;
+        int width = 400 + 140 * (int)n;
+
+        y_range(items, n, &lo, &hi);
+        fprintf(f,
+                "set terminal pngcairo size %d,820 font 'DejaVu Sans,10'\n"
+                "set output '%s'\n"
+                "set title \"%s\" font ',12'\n"
+                "set logscale y\n"
+                "set yrange [%g:%g]\n"
+                "set xrange [-0.6:%g]\n"
+                "set format y '10^{%%L}'\n"
+                "set ylabel 'ms per unit of work (median; whiskers: min..max; log scale)'\n"
+                "set grid ytics mytics\n"
+                "set style data histogram\n"
+                "set style histogram errorbars gap 1.5 lw 1\n"
+                "set style fill solid 0.85 border -1\n"
+                "set bars front\n"
+                "set datafile missing '-'\n"
+                "set xtics rotate by 30 right scale 0 font ',9' nomirror offset 2,0\n"
+                "set bmargin 16\n"
+                "set rmargin 4\n"
+                "set lmargin 30\n"
+                "set key top center horizontal box opaque font ',9'\n"
+                "plot '%s' using 2:3:4:xtic(1) title 'baseline (A: libvirt 2018; names: "
+                "probing; log: compiled out)' lc rgb '#c0392b', \\\n"
+                "     '' using 5:6:7 title 'baseline today (A2: fork, close\\_range, exec)' "
+                "lc rgb '#e67e22', \\\n"
+                "     '' using 8:9:10 title 'netbrokerd' lc rgb '#2471a3', \\\n"
+                "     '' using 0:12:11 with labels font ',9' notitle\n",
+                width, png, title, lo, hi, (double)n - 0.4, data);
+        return ferror(f) ? -EIO : 0;
+}
+
+static int run_gnuplot(const char *script)
+{
+        char *argv[] = {"gnuplot", (char *)script, NULL};
+        pid_t pid;
+        int st, r;
+
+        r = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
+        if (r != 0) {
+                bench_log("netbroker-bench: cannot run gnuplot: %s (apt-get install "
+                          "gnuplot-nox)\n",
+                          strerror(r));
+                return -r;
+        }
+        r = bench_wait_child(pid, &st);
+        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                bench_log("netbroker-bench: gnuplot failed (status %d)\n", st);
+                r = -EIO;
+        }
+        return r;
+}
+
+int bench_chart_png(const char *png, const char *title, const struct bench_chart_item *items,
+                    size_t n)
+{
+        char data[] = "/tmp/netbroker-bench-chart.XXXXXX";
+        char script[] = "/tmp/netbroker-bench-plot.XXXXXX";
+        int fd_data = -1, fd_script = -1, r = 0;
+        FILE *fd = NULL, *fs = NULL;
+
+        if (n == 0)
+                return -ENODATA;
+        /* The path goes into the script between single quotes. */
+        if (strchr(png, '\'') || strchr(png, '\n')) {
+                bench_log("netbroker-bench: --png: no quotes or newlines in the path, please\n");
+                return -EINVAL;
+        }
+        fd_data = mkstemp(data);
+        fd_script = mkstemp(script);
+        if (fd_data < 0 || fd_script < 0) {
+                r = -errno;
+                goto out;
+        }
+        fd = fdopen(fd_data, "w");
+        if (fd)
+                fd_data = -1;
+        fs = fdopen(fd_script, "w");
+        if (fs)
+                fd_script = -1;
+        if (!fd || !fs) {
+                r = -ENOMEM;
+                goto out;
+        }
+        r = write_data(fd, items, n);
+        if (r == 0)
+                r = write_script(fs, png, data, title, items, n);
+        if (fclose(fd) != 0 && r == 0)
+                r = -errno;
+        if (fclose(fs) != 0 && r == 0)
+                r = -errno;
+        fd = fs = NULL;
+        if (r == 0)
+                r = run_gnuplot(script);
+out:
+        if (fd)
+                fclose(fd);
+        if (fs)
+                fclose(fs);
+        if (fd_data >= 0)
+                close(fd_data);
+        if (fd_script >= 0)
+                close(fd_script);
+        unlink(data);
+        unlink(script);
+        return r;
+}

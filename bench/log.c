@@ -1,0 +1,324 @@
+/* Scenario "log": what disabled debug messages cost the helper's hot path
+ * (seeds/004: libvirt's 2014 fix made a disabled message two lockless
+ * integer compares; an always-on ring buffer had cost 97% of the CPU).
+ *
+ *  O   netbrokerd as built and installed, debug off (log_level = notice,
+ *      the default, no filter): every op of a batch passes two nb_debug()
+ *      calls in dispatch.c, each a compare of the category's cached serial
+ *      and level.
+ *  X   netbrokerd-nolog: the same sources built with NB_LOG_NO_DEBUG, where
+ *      nb_debug() expands to nothing (helper/log.h).
+ *
+ * Both helpers run at once, spawned alike from this process, each with
+ * max_ops = 10000 in its config (the default max_ops, 4096, is less than
+ * one batch). A batch is one request of 10,000 Ping ops, built once and
+ * submitted again each time, so what is timed is the round trip: encode,
+ * the helper's decode, validation, dispatch and reply, and the client's
+ * decode. Each repetition sends one batch to each helper, in alternating
+ * order (O X, X O, ...), so drift and caches hit both alike. Two figures
+ * per batch: its wall time, and the helper's own CPU time from
+ * /proc/PID/schedstat (nanoseconds on the CPU), which leaves out the
+ * client's half. The difference of medians must be under 2%. */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netbroker.h"
+
+#define OPS 10000u
+#define WARMUP 5u
+#define REPS_FULL 1001u
+#define REPS_QUICK 101u
+#define LIMIT_PCT 2.0
+
+enum helper { H_OFF, H_OUT, N_HELPERS };
+
+static const char *const helper_names[N_HELPERS] = {"O", "X"};
+
+static const char *const legend[] = {
+        "O   netbrokerd, debug off at run time (log_level notice): 2 nb_debug() per op",
+        "X   netbrokerd-nolog: the same sources, NB_LOG_NO_DEBUG, nb_debug() compiled out",
+        "A batch: one request of 10,000 Ping ops (max_ops raised to 10000 in both helpers'",
+        "config); O and X take turns, the order alternating. wall: the client's round trip;",
+        "cpu: the helper's time on the CPU for the batch (/proc/PID/schedstat).",
+        NULL,
+};
+
+struct side {
+        nb_conn *conn;
+        int pid;
+        struct bench_samples wall, cpu;
+        uint64_t cpu0; /* at the start of its last batch */
+        bool pending; /* that batch's cpu time is still to be recorded */
+};
+
+/* Nanoseconds the process has run on a CPU, or -errno. */
+static int cpu_ns(int pid, uint64_t *ret)
+{
+        char path[64];
+        unsigned long long ns;
+        FILE *f;
+        int n;
+
+        snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        n = fscanf(f, "%llu", &ns);
+        fclose(f);
+        if (n != 1)
+                return -EIO;
+        *ret = ns;
+        return 0;
+}
+
+static int check_results(const nb_results *res)
+{
+        long bad;
+
+        if (nb_results_count(res) != OPS) {
+                bench_log("netbroker-bench: log: %zu results for %u Pings\n", nb_results_count(res),
+                          OPS);
+                return -EPROTO;
+        }
+        bad = nb_results_first_error(res);
+        if (bad >= 0) {
+                bench_log("netbroker-bench: log: Ping %ld: %s\n", bad,
+                          nb_result_message(res, (size_t)bad));
+                return nb_result_status(res, (size_t)bad);
+        }
+        return 0;
+}
+
+/* A batch's cpu time is read when the helper has gone back to waiting:
+ * the kernel brings a task's run time up to date when it stops running,
+ * and right after the reply the helper may still be freeing the request.
+ * So it is read at the start of that helper's next batch (the other
+ * helper's batch in between), or after a pause at the end. */
+static int close_cpu(struct side *s, uint64_t now)
+{
+        int r = 0;
+
+        if (s->pending)
+                r = bench_samples_add(&s->cpu, (double)(now - s->cpu0) / 1000.0);
+        s->pending = false;
+        return r;
+}
+
+static int flush_cpu(struct side *s)
+{
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        uint64_t now;
+        int r;
+
+        nanosleep(&pause, NULL);
+        r = cpu_ns(s->pid, &now);
+        return r < 0 ? r : close_cpu(s, now);
+}
+
+static int one_batch(struct side *s, const nb_batch *b, bool record)
+{
+        nb_results *res = NULL;
+        uint64_t c0, t0, t1;
+        int r;
+
+        r = cpu_ns(s->pid, &c0);
+        if (r == 0)
+                r = close_cpu(s, c0);
+        if (r < 0)
+                return r;
+        s->cpu0 = c0;
+        t0 = bench_now_ns();
+        r = nb_submit(s->conn, b, &res);
+        t1 = bench_now_ns();
+        if (r < 0) {
+                bench_log("netbroker-bench: log: submit: %s (%s)\n", strerror(-r),
+                          nb_conn_error(s->conn));
+                return r;
+        }
+        r = check_results(res);
+        nb_results_free(res);
+        if (r < 0 || !record)
+                return r;
+        s->pending = true;
+        return bench_samples_add(&s->wall, (double)(t1 - t0) / 1000.0);
+}
+
+/* The nolog helper: --helper-nolog, $NETBROKERD_NOLOG, the build tree's,
+ * or beside the helper being measured. NULL when none is executable. */
+static const char *find_nolog(const struct bench_opts *o, char *buf, size_t len)
+{
+        const char *env = getenv("NETBROKERD_NOLOG");
+        const char *slash;
+
+        if (o->helper_nolog)
+                return o->helper_nolog;
+        if (env && *env)
+                return env;
+#ifdef NB_BUILD_HELPER_NOLOG
+        if (access(NB_BUILD_HELPER_NOLOG, X_OK) == 0)
+                return NB_BUILD_HELPER_NOLOG;
+#endif
+        if (o->helper && (slash = strrchr(o->helper, '/'))) {
+                snprintf(buf, len, "%.*s/netbrokerd-nolog", (int)(slash - o->helper), o->helper);
+                if (access(buf, X_OK) == 0)
+                        return buf;
+        }
+        return NULL;
+}
+
+/* The median over the repetitions of (O - X) / X in percent, each O
+ * against the X of its own repetition, taken a few milliseconds apart:
+ * load that comes and goes over seconds (two cores shared with builds)
+ * moves both halves of a pair alike and cancels, where it would widen two
+ * separate distributions. */
+static int paired_pct(const struct bench_samples *o, const struct bench_samples *x, double *ret)
+{
+        struct bench_samples d = {0};
+        struct bench_summary s;
+        int r = 0;
+
+        for (size_t i = 0; i < o->n && i < x->n && r == 0; i++)
+                r = bench_samples_add(&d, 100.0 * (o->us[i] - x->us[i]) / x->us[i]);
+        if (r == 0)
+                r = bench_samples_summarize(&d, &s);
+        if (r == 0)
+                *ret = s.median_us;
+        bench_samples_clear(&d);
+        return r;
+}
+
+enum col { C_WALL, C_CPU, C_WALL_DIFF, C_CPU_DIFF, C_PER_PING, N_COLS };
+
+static const struct bench_column columns[N_COLS] = {
+        [C_WALL] = {"wall_ms", "wall ms", 8, 3},
+        [C_CPU] = {"helper_cpu_ms", "cpu ms", 8, 3},
+        [C_WALL_DIFF] = {"wall_diff_pct", "wall O-X", 9, 2},
+        [C_CPU_DIFF] = {"cpu_diff_pct", "cpu O-X", 9, 2},
+        [C_PER_PING] = {"us_per_ping", "us/Ping", 8, 3},
+};
+
+static int add_results(struct bench_report *r, struct side *sd, unsigned reps)
+{
+        static const char *const programs[2] = {"10,000 Pings, wall", "10,000 Pings, cpu"};
+        struct bench_summary w[N_HELPERS], c[N_HELPERS];
+        double dw, dc;
+        int k = 0;
+
+        for (int h = 0; h < N_HELPERS && k == 0; h++) {
+                k = bench_samples_summarize(&sd[h].wall, &w[h]);
+                if (k == 0)
+                        k = bench_samples_summarize(&sd[h].cpu, &c[h]);
+        }
+        for (int h = 0; h < N_HELPERS && k == 0; h++)
+                k = bench_report_add_row(r, helper_names[h], programs[0], &w[h], &w[H_OFF]);
+        for (int h = 0; h < N_HELPERS && k == 0; h++)
+                k = bench_report_add_row(r, helper_names[h], programs[1], &c[h], &c[H_OFF]);
+        if (k < 0)
+                return k;
+        k = paired_pct(&sd[H_OFF].wall, &sd[H_OUT].wall, &dw);
+        if (k == 0)
+                k = paired_pct(&sd[H_OFF].cpu, &sd[H_OUT].cpu, &dc);
+        if (k < 0)
+                return k;
+        /* Baseline first, as in every other scenario: X is the floor. */
+        bench_report_add_ratio(r, "X/O", w[H_OUT].median_us / w[H_OFF].median_us);
+        bench_report_add_ratio(r, "X/O cpu", c[H_OUT].median_us / c[H_OFF].median_us);
+        for (int h = 0; h < N_HELPERS; h++) {
+                double v[N_COLS] = {
+                        [C_WALL] = w[h].median_us / 1000.0,    [C_CPU] = c[h].median_us / 1000.0,
+                        [C_WALL_DIFF] = h == H_OFF ? dw : NAN, [C_CPU_DIFF] = h == H_OFF ? dc : NAN,
+                        [C_PER_PING] = w[h].median_us / OPS,
+                };
+                if (!bench_report_add_line(r, helper_names[h], v, N_COLS,
+                                           h == H_OFF ? "debug off" : "compiled out"))
+                        return -ENOSPC;
+        }
+        bench_report_add_compare(r, "10,000 Pings, debug compiled out / off", "X", &w[H_OUT], NULL,
+                                 NULL, "O", &w[H_OFF]);
+        bench_report_add_note(r,
+                              "debug off versus compiled out, median of the paired differences "
+                              "(O - X) / X: %+.2f%% wall, %+.2f%% helper cpu (limit %.0f%%): %s",
+                              dw, dc, LIMIT_PCT,
+                              fabs(dw) < LIMIT_PCT && fabs(dc) < LIMIT_PCT ? "within" : "OVER");
+        bench_report_add_note(r, "per Ping: %.2f us wall, %.2f us helper cpu (O); %u batches each",
+                              w[H_OFF].median_us / OPS, c[H_OFF].median_us / OPS, reps);
+        return 0;
+}
+
+int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
+{
+        static const char *const allow[] = {"/bin/true", NULL};
+        static const char extra[] = "max_ops = 10000\nlog_level = notice\n";
+        struct side sd[N_HELPERS] = {0};
+        const char *paths[N_HELPERS];
+        unsigned reps = o->reps ? o->reps : o->quick ? REPS_QUICK : REPS_FULL;
+        char buf[4096];
+        nb_batch *b = NULL;
+        int k = 0;
+
+        r->title = "10,000 Pings in one batch: debug messages off versus compiled out";
+        r->legend = legend;
+        r->ratios_title = "ratios of medians";
+        r->figures.cols = columns;
+        r->figures.n_cols = N_COLS;
+        r->figures.text_key = "what";
+        r->figures.text_heading = "what (medians; O-X: median of (O - X) / X per pair, in %)";
+        paths[H_OFF] = o->helper;
+        paths[H_OUT] = find_nolog(o, buf, sizeof(buf));
+        if (!paths[H_OUT]) {
+                bench_log("netbroker-bench: log: no netbrokerd-nolog (build with -DNB_BENCH=ON "
+                          "and run from the build tree, or give --helper-nolog PATH)\n");
+                return -ENOENT;
+        }
+        for (int h = 0; h < N_HELPERS && k == 0; h++) {
+                k = bench_broker_start_cfg(paths[h], allow, extra, &sd[h].conn);
+                if (k == 0)
+                        sd[h].pid = nb_conn_helper_pid(sd[h].conn);
+                if (k == 0 && sd[h].pid <= 0)
+                        k = -ESRCH;
+        }
+        if (k < 0)
+                goto out;
+        r->helper_pid = sd[H_OFF].pid;
+        r->helper_fds = bench_count_fds(sd[H_OFF].pid);
+        bench_report_add_note(r, "X: %s", paths[H_OUT]);
+
+        b = nb_batch_new();
+        for (unsigned i = 0; b && i < OPS && k == 0; i++)
+                k = nb_batch_ping(b);
+        if (!b)
+                k = -ENOMEM;
+        /* Unrecorded: both helpers' allocators and caches warm. */
+        for (unsigned i = 0; i < WARMUP && k == 0; i++)
+                for (int h = 0; h < N_HELPERS && k == 0; h++)
+                        k = one_batch(&sd[h], b, false);
+        for (unsigned i = 0; i < reps && k == 0; i++) {
+                int first = i % 2;
+                k = one_batch(&sd[first], b, true);
+                if (k == 0)
+                        k = one_batch(&sd[!first], b, true);
+        }
+        for (int h = 0; h < N_HELPERS && k == 0; h++)
+                k = flush_cpu(&sd[h]);
+        if (k == 0)
+                k = add_results(r, sd, reps);
+        if (k == 0)
+                bench_log("log: %u batches of %u Pings each: O %.2f ms, X %.2f ms (medians)\n",
+                          reps, OPS, r->rows[0].s.median_us / 1000, r->rows[1].s.median_us / 1000);
+out:
+        nb_batch_free(b);
+        for (int h = 0; h < N_HELPERS; h++) {
+                if (sd[h].conn)
+                        bench_broker_stop(sd[h].conn);
+                bench_samples_clear(&sd[h].wall);
+                bench_samples_clear(&sd[h].cpu);
+        }
+        return k;
+}

@@ -119,7 +119,7 @@ static struct bench_opts sized(const struct bench_opts *o, const struct size *z)
 
         so.count = z->count;
         so.guests = o->guests && z->guests ? o->guests : z->guests;
-        so.sample = z->sample;
+        so.sample = o->sample && z->guests ? o->sample : z->sample;
         so.reps = z->reps;
         so.n_counts = z->n_counts;
         memcpy(so.counts, z->counts, sizeof(z->counts));
@@ -353,9 +353,12 @@ int bench_all(const struct bench_opts *o)
 
                 res->name = st->name;
                 snprintf(res->label, sizeof(res->label), "%s", st->name);
-                if (so.guests && so.guests != z->guests)
-                        snprintf(res->size, sizeof(res->size), "%u guests (--guests), all timed",
-                                 so.guests);
+                if (so.guests && (so.guests != z->guests || so.sample != z->sample))
+                        snprintf(res->size, sizeof(res->size),
+                                 "%u guests, %u timed (--guests, "
+                                 "--sample)",
+                                 so.guests,
+                                 so.sample && so.sample < so.guests ? so.sample : so.guests);
                 else
                         snprintf(res->size, sizeof(res->size), "%s", z->text);
                 (void)run_step(&so, res);

@@ -320,6 +320,7 @@ int main(int argc, char **argv)
                 free(report);
                 return 1;
         }
+        bench_report_default_compares(report);
         if (o.json)
                 bench_report_print_json(report, stdout);
         else

@@ -2,6 +2,7 @@
 #include "alloc_hook.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +24,9 @@ void __wrap_protobuf_c_message_free_unpacked(ProtobufCMessage *m, ProtobufCAlloc
 
 static bool armed, paused, failed;
 static unsigned long count, fail_at;
+/* Only the thread that armed counts: a fuzzer's own threads (libFuzzer's
+ * RSS watcher) allocate at any time. */
+static pthread_t armer;
 
 /* ---- live pointers: a chained hash set, its nodes from the real malloc ---- */
 
@@ -35,6 +39,7 @@ struct node {
 
 static struct node *buckets[BUCKETS];
 static size_t live;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t bucket(const void *p)
 {
@@ -51,27 +56,34 @@ static void remember(void *p)
         if (!n)
                 return;
         n->p = p;
+        pthread_mutex_lock(&lock);
         n->next = buckets[bucket(p)];
         buckets[bucket(p)] = n;
         live++;
+        pthread_mutex_unlock(&lock);
 }
 
 static void forget(void *p)
 {
+        struct node *gone = NULL;
+
+        pthread_mutex_lock(&lock);
         for (struct node **n = &buckets[bucket(p)]; *n; n = &(*n)->next)
                 if ((*n)->p == p) {
-                        struct node *gone = *n;
+                        gone = *n;
                         *n = gone->next;
-                        __real_free(gone);
                         live--;
-                        return;
+                        break;
                 }
+        pthread_mutex_unlock(&lock);
+        __real_free(gone);
 }
 
 /* ---- the switch ---- */
 
 void nbt_alloc_arm(unsigned long n)
 {
+        armer = pthread_self();
         armed = true;
         paused = false;
         failed = false;
@@ -112,7 +124,7 @@ size_t nbt_alloc_outstanding(void)
 /* True when this allocation is the one to fail. */
 static bool fail_now(void)
 {
-        if (!armed || paused)
+        if (!armed || paused || !pthread_equal(pthread_self(), armer))
                 return false;
         if (++count != fail_at)
                 return false;

@@ -7,7 +7,9 @@
  * parks until its output drains), ids = 1 mod 3 run a second copy of the
  * request beside the first (spawn slots, shared state), ids = 3 mod 7
  * cancel the last job after the first loop iteration (the client went
- * away).
+ * away), and bits 32-43, when not 0, are the allocation that fails
+ * (tests/alloc_hook.h: the allocation-failure test's hook, here for any
+ * request), counted from the decode on.
  *
  * Checks: the reply has one result per op and survives a pack and unpack;
  * every job finishes; after a failed batch without CONTINUE_ON_ERROR no
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc_hook.h"
 #include "codec.h"
 #include "dispatch.h"
 #include "fake_kernel.h"
@@ -38,6 +41,7 @@ static void on_done(struct nb_job *job, const Netbroker__Reply *reply, void *dat
         struct nb_frame_out *f;
 
         (void)job;
+        nbt_alloc_pause(); /* the client's side */
         NB_HARNESS_ASSERT(!run->done);
         NB_HARNESS_ASSERT(reply->n_results == run->n_ops);
         for (size_t i = 0; i < reply->n_results; i++) {
@@ -58,6 +62,7 @@ static void on_done(struct nb_job *job, const Netbroker__Reply *reply, void *dat
                 nb_frame_out_free(f);
         }
         run->done = true;
+        nbt_alloc_resume();
 }
 
 static int on_send_fds(void *data, uint64_t request_id, uint32_t op_index, int *fds, size_t n)
@@ -114,6 +119,22 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
         return true;
 }
 
+/* The allocation to fail, from the request id (0: none). */
+static unsigned long fail_at_of(const uint8_t *data, size_t size)
+{
+        struct nb_pb_budget budget;
+        Netbroker__ClientMessage *msg;
+        unsigned long n = 0;
+
+        nb_pb_budget_init(&budget, nb_harness_decode_budget(size));
+        msg = netbroker__client_message__unpack(&budget.allocator, size, data);
+        if (msg && msg->msg_case == NETBROKER__CLIENT_MESSAGE__MSG_REQUEST)
+                n = (unsigned long)(msg->request->id >> 32) & 0xfff;
+        if (msg)
+                protobuf_c_message_free_unpacked(&msg->base, &budget.allocator);
+        return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -123,8 +144,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = 0;
         uint64_t id = 0;
         bool keep_going = false, all_done = false;
+        unsigned long fail_at;
 
         NB_HARNESS_ASSERT(nb_fake_reset() == 0);
+        fail_at = fail_at_of(data, size);
+        if (fail_at)
+                nbt_alloc_arm(fail_at);
         if (start(h, data, size, &runs[0], &id, &keep_going))
                 n = 1;
         if (n == 1 && id % 3 == 1 && start(h, data, size, &runs[1], &id, &keep_going))
@@ -144,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (size_t i = 0; i < n; i++)
                         all_done &= runs[i].done || runs[i].cancelled;
         }
+        nbt_alloc_disarm();
         NB_HARNESS_ASSERT(all_done);
         /* A failed batch leaves none of the interfaces it made. */
         if (n == 1 && runs[0].done && runs[0].failed && !keep_going)

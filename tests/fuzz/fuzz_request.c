@@ -7,7 +7,11 @@
  *
  * The harness splits the stream at the frame boundaries it announces and
  * sends a netns fd and a /dev/null fd with every frame after the first, as
- * a client would for a veth whose peer goes elsewhere. It reads the
+ * a client would for a veth whose peer goes elsewhere (six, over the
+ * limit, with every third). It writes the whole stream before the helper
+ * runs, so requests arrive together (requests in flight, spawn slots),
+ * lets the helper run for as many rounds as the last byte's low 3 bits
+ * say (0: the client hangs up at once, cancelling what runs), reads the
  * helper's side and checks that every frame it sends is a ServerMessage,
  * shuts its side down, and requires the helper to close the connection,
  * leaving no fd, program, job or memory behind. */
@@ -27,7 +31,7 @@
 static ssize_t send_piece(int fd, const uint8_t *p, size_t len, const int *fds, size_t nfds)
 {
         union {
-                char buf[CMSG_SPACE(sizeof(int) * 2)];
+                char buf[CMSG_SPACE(sizeof(int) * 6)];
                 struct cmsghdr align;
         } ctrl;
         struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
@@ -80,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct nb_harness *h = nb_harness_begin();
         struct nb_frame_reader rd;
         struct nb_server *srv;
-        size_t off = 0, next_frame = 0;
-        bool first = true, open = true;
+        size_t off = 0, next_frame = 0, frames = 0;
+        bool open = true;
         int sv[2];
 
         NB_HARNESS_ASSERT(nb_fake_reset() == 0);
@@ -93,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nb_frame_reader_init(&rd, 1u << 24, NB_FRAME_MAX_FDS);
         for (int iter = 0; iter < 2000 && off < size && open; iter++) {
                 size_t len = size - off;
-                int fds[2] = {-1, -1};
+                int fds[6];
                 size_t nfds = 0;
                 ssize_t n;
 
@@ -107,28 +111,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         } else {
                                 next_frame = size;
                         }
-                        if (!first) {
-                                fds[0] = nb_harness_dup(h->netns_fd);
-                                fds[1] = nb_harness_dup(h->null_fd);
-                                nfds = 2;
+                        if (frames++ > 0) {
+                                nfds = frames % 3 == 1 ? 6 : 2;
+                                for (size_t i = 0; i < nfds; i++)
+                                        fds[i] = nb_harness_dup(i ? h->null_fd : h->netns_fd);
                         }
-                        first = false;
                 }
                 if (next_frame > off && next_frame - off < len)
                         len = next_frame - off;
                 n = send_piece(sv[0], data + off, len, fds, nfds);
                 nb_close_fds(fds, nfds); /* sent copies are the helper's */
-                if (n > 0)
+                if (n > 0) {
                         off += (size_t)n;
-                else if (n != -EAGAIN)
+                        continue;
+                }
+                if (n != -EAGAIN)
                         break; /* the helper closed the connection */
-                else if (nfds)
-                        next_frame = off; /* not sent: try the fds again */
+                if (nfds) {
+                        next_frame = off; /* not sent: the fds go again */
+                        frames--;
+                }
+                /* The socket is full: the helper reads. */
                 nb_harness_step(h);
                 open = drain(sv[0], &rd);
         }
-        /* Let programs finish, then hang up: the helper must close too. */
-        for (int i = 0; i < 8 && open; i++) {
+        /* Let the helper work, then hang up: it must close too. */
+        for (int i = 0; i < (size ? data[size - 1] & 7 : 0) && open; i++) {
                 nb_harness_step(h);
                 open = drain(sv[0], &rd);
         }

@@ -12,6 +12,7 @@ packages=(
   systemd      # systemd-socket-activate, for the socket-activation test
   man-db groff-base
   clang-format python3
+  clang libclang-rt-14-dev  # libFuzzer (clang_rt.fuzzer) for tests/fuzz
   qemu-system-x86  # the link tests start QEMU on a tap fd from TapCreate
   iperf3           # the bandwidth conformance test measures TCP between namespaces
   valgrind         # memcheck over the unit, protocol and limits tests

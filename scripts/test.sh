@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: install, build (normal and ASan+UBSan), run both suites in each
-# build, the unit, protocol and limits tests under valgrind, check the man
-# pages, install into a scratch prefix and build a
+# build, the unit, protocol and limits tests under valgrind, the
+# allocation-failure test and the fuzzers, check the man pages, install into
+# a scratch prefix and build a
 # program against it, and run the bench in --quick mode so it never rots.
 # Ends with one line: "N passed, N failed".
 set -uo pipefail
@@ -116,6 +117,42 @@ echo "valgrind: $((SECONDS - vg_start)) s"
 # Every allocation of a representative request failed in turn (tests/test_alloc.c).
 check_suite "alloc" build/tests/test-alloc
 check_suite "alloc (asan+ubsan)" build-asan/tests/test-alloc
+
+# libFuzzer (clang, ASan+UBSan), each harness for NB_FUZZ_SECONDS (60) from
+# its seed corpus (tests/fuzz/README.md). A crash fails the step; its input
+# is left in build-fuzz/ to be added to the corpus once the bug is fixed.
+fuzz_build() {
+  local log
+  log=$(mktemp)
+  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DNB_FUZZ=ON -DNB_TESTS=OFF -DNB_BENCH=OFF >"$log" 2>&1 &&
+    cmake --build build-fuzz -j"$(nproc)" --target fuzz-frame fuzz-request fuzz-dispatch \
+      >>"$log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || tail -n 40 "$log"
+  rm -f "$log"
+  return $rc
+}
+fuzz_run() { # harness
+  local h=$1 work log rc
+  work=$(mktemp -d)
+  log=$(mktemp)
+  # New inputs go to the scratch directory; the committed corpus is read only.
+  build-fuzz/tests/fuzz/fuzz-"$h" -max_total_time="${NB_FUZZ_SECONDS:-60}" -print_final_stats=1 \
+    -artifact_prefix="build-fuzz/$h-" "$work" "tests/fuzz/corpus/$h" >"$log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || tail -n 60 "$log"
+  awk -v h="$h" '/^stat::number_of_executed_units:/ {n = $2}
+    /^stat::average_exec_per_sec:/ {s = $2}
+    END {printf "fuzz-%s: %s executions, %s exec/s\n", h, n, s}' "$log"
+  rm -rf "$work" "$log"
+  return $rc
+}
+if single "fuzzers build (clang, libFuzzer, ASan+UBSan)" fuzz_build; then
+  for h in frame request dispatch; do
+    single "fuzz-$h for ${NB_FUZZ_SECONDS:-60} s: no crash" fuzz_run "$h"
+  done
+fi
 
 formatting() {
   git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror

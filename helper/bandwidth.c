@@ -50,6 +50,7 @@ struct nb_bw {
         char out_mech[96];
         bool police; /* act_police is there (reported, not used: IFB shapes better) */
         int leaf; /* index into leaf_kinds, N_LEAF_KINDS: fifo, -1: not tried */
+        unsigned doomed; /* IFBs moved to NB_BW_DOOMED_GROUP since the last flush */
 };
 
 static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -195,7 +196,7 @@ static bool action_known(struct nb_bw *bw, const char *kind)
         return r == 0 || r == -ENOENT;
 }
 
-static int ifindex_of(struct nb_bw *bw, const char *name, int *ret)
+static int link_of(struct nb_bw *bw, const char *name, int *ret, uint32_t *ret_group)
 {
         struct rtnl_link *link = NULL;
         int r;
@@ -206,10 +207,28 @@ static int ifindex_of(struct nb_bw *bw, const char *name, int *ret)
         r = nb_netlink_errno(bw->nl, r);
         if (r == -EINVAL)
                 r = -ENODEV;
-        if (r == 0)
+        if (r == 0) {
                 *ret = rtnl_link_get_ifindex(link);
+                if (ret_group)
+                        *ret_group = rtnl_link_get_group(link);
+        }
         rtnl_link_put(link);
         return r;
+}
+
+static int ifindex_of(struct nb_bw *bw, const char *name, int *ret)
+{
+        return link_of(bw, name, ret, NULL);
+}
+
+/* The IFB of an interface, unless it is doomed (deleted at the next
+ * flush): then, for every reader, it is gone already. */
+static int live_ifb_of(struct nb_bw *bw, const char *name, int *ret)
+{
+        uint32_t group = 0;
+        int r = link_of(bw, name, ret, &group);
+
+        return r == 0 && group == NB_BW_DOOMED_GROUP ? -ENODEV : r;
 }
 
 static void ifb_name(int ifindex, char name[IFNAMSIZ])
@@ -244,6 +263,7 @@ int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret)
 
 void nb_bw_close(struct nb_bw *bw)
 {
+        nb_bw_flush(bw);
         free(bw);
 }
 
@@ -424,18 +444,43 @@ static int clear_htb_root(struct nb_bw *bw, int ifindex, const char *dev, char *
 
 /* ---- outbound: ingress -> mirred -> IFB with HTB ---- */
 
+/* Move a device to a link group (RTM_NEWLINK with IFLA_GROUP). */
+static int set_group(struct nb_bw *bw, int ifindex, uint32_t group)
+{
+        struct rtnl_link *orig = rtnl_link_alloc(), *change = rtnl_link_alloc();
+        int r = -ENOMEM;
+
+        if (orig && change) {
+                rtnl_link_set_ifindex(orig, ifindex);
+                rtnl_link_set_group(change, group);
+                nb_netlink_begin(bw->nl);
+                r = send_result(bw, rtnl_link_change(bw->nl->req, orig, change, 0));
+        }
+        rtnl_link_put(orig);
+        rtnl_link_put(change);
+        return r;
+}
+
 /* The IFB for ifindex, made (up, with a real queue) when missing; *created
  * says it is new, so any redirect to an older one must be replaced. */
 static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created, char *err)
 {
         char name[IFNAMSIZ];
         struct rtnl_link *link;
-        int r;
+        int r = 0;
+
+        uint32_t group = 0;
 
         ifb_name(ifindex, name);
         *created = false;
-        if (ifindex_of(bw, name, ret_ifb) == 0)
-                return 0;
+        if (link_of(bw, name, ret_ifb, &group) == 0) {
+                /* Doomed by a clear earlier in this batch: keep it after all. */
+                if (group == NB_BW_DOOMED_GROUP && (r = set_group(bw, *ret_ifb, 0)) < 0)
+                        errf(err, "cannot keep the IFB device %s: %s", name, strerror(-r));
+                else if (group == NB_BW_DOOMED_GROUP && bw->doomed)
+                        bw->doomed--;
+                return group == NB_BW_DOOMED_GROUP ? r : 0;
+        }
         link = rtnl_link_alloc();
         if (!link || rtnl_link_set_type(link, "ifb") < 0) {
                 rtnl_link_put(link);
@@ -574,24 +619,67 @@ static int filters_left(struct nb_bw *bw, int ifindex, size_t *ret)
         return r;
 }
 
-/* Delete the IFB made for ifindex; none there is success. */
-static int delete_ifb(struct nb_bw *bw, int ifindex, char *err)
+/* Deleting a device makes the kernel wait for RCU readers: 16-24 ms an IFB
+ * here, so a batch clearing 100 interfaces, or 100 guests going at once,
+ * would hold the helper for 2 s. An IFB to delete is moved to
+ * NB_BW_DOOMED_GROUP instead (a cheap change), and nb_bw_flush() deletes
+ * the whole group in one request: one wait for all of them (100 IFBs: 21
+ * ms instead of 1.6 s). None there is success. */
+static int doom_ifb(struct nb_bw *bw, int ifindex, char *err)
 {
-        struct rtnl_link *link = rtnl_link_alloc();
         char name[IFNAMSIZ];
+        uint32_t group = 0;
+        int ifb, r;
+
+        ifb_name(ifindex, name);
+        r = link_of(bw, name, &ifb, &group);
+        if (r == -ENODEV || r == -ENOENT)
+                return 0;
+        if (r == 0 && group == NB_BW_DOOMED_GROUP)
+                return 0;
+        if (r == 0)
+                r = set_group(bw, ifb, NB_BW_DOOMED_GROUP);
+        if (r == -ENODEV)
+                return 0;
+        if (r < 0) {
+                errf(err, "cannot delete the IFB device %s: %s", name, strerror(-r));
+                return r;
+        }
+        bw->doomed++;
+        return 0;
+}
+
+int nb_bw_flush(struct nb_bw *bw)
+{
+        struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+        struct nl_msg *msg;
         int r;
 
-        if (!link)
+        if (!bw || !bw->doomed)
+                return 0;
+        msg = nlmsg_alloc_simple(RTM_DELLINK, NLM_F_REQUEST | NLM_F_ACK);
+        if (!msg)
                 return -ENOMEM;
-        ifb_name(ifindex, name);
-        rtnl_link_set_name(link, name);
+        /* No index, no name: the kernel deletes every device of the group. */
+        if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
+            nla_put_u32(msg, IFLA_GROUP, NB_BW_DOOMED_GROUP) < 0) {
+                nlmsg_free(msg);
+                return -ENOMEM;
+        }
         nb_netlink_begin(bw->nl);
-        r = send_result(bw, rtnl_link_delete(bw->nl->req, link));
-        rtnl_link_put(link);
-        if (r == -ENODEV || r == -EINVAL || r == -ENOENT)
-                r = 0;
+        r = nl_send_auto(bw->nl->req, msg);
+        nlmsg_free(msg);
+        if (r >= 0)
+                r = nl_wait_for_ack(bw->nl->req);
+        r = send_result(bw, r);
+        if (r == -ENODEV)
+                r = 0; /* none left in the group: set again by a later op */
         if (r < 0)
-                errf(err, "cannot delete the IFB device %s: %s", name, strerror(-r));
+                nb_warn("cannot delete %u IFB device(s) of link group %#x: %s", bw->doomed,
+                        NB_BW_DOOMED_GROUP, strerror(-r));
+        else
+                nb_debug("deleted %u IFB device(s) in one request", bw->doomed);
+        bw->doomed = 0;
         return r;
 }
 
@@ -617,9 +705,13 @@ void nb_bw_link_gone(void *data, const struct nb_link_entry *e)
         char err[NB_BW_ERRLEN];
         int owner;
 
+        if (!e) {
+                nb_bw_flush(bw); /* the end of the list: delete them together */
+                return;
+        }
         if (is_ifb_name(e->name, &owner))
                 return; /* an IFB itself went: nothing hangs on it */
-        if (delete_ifb(bw, e->ifindex, err) < 0)
+        if (doom_ifb(bw, e->ifindex, err) < 0)
                 nb_warn("%s is gone but its IFB stays: %s", e->name, err);
 }
 
@@ -639,9 +731,10 @@ void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n)
                         continue;
                 nb_info("removing %s: the interface it shaped (ifindex %d) is gone", links[i].name,
                         owner);
-                if (delete_ifb(bw, owner, err) < 0)
+                if (doom_ifb(bw, owner, err) < 0)
                         nb_warn("%s", err);
         }
+        nb_bw_flush(bw);
 }
 
 static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *err)
@@ -680,7 +773,7 @@ static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *
                         goto out;
                 }
         }
-        r = delete_ifb(bw, ifindex, err);
+        r = doom_ifb(bw, ifindex, err);
 out:
         rtnl_qdisc_put(q);
         rtnl_cls_put(cls);
@@ -774,7 +867,7 @@ int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret)
                 return r;
         read_class(bw, ifindex, &ret->in);
         ifb_name(ifindex, name);
-        if (ifindex_of(bw, name, &ifb) == 0)
+        if (live_ifb_of(bw, name, &ifb) == 0)
                 read_class(bw, ifb, &ret->out);
         else
                 memset(&ret->out, 0, sizeof(ret->out));

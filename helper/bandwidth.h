@@ -30,6 +30,8 @@
 /* 100 Gbit/s in kB/s (1024 bytes): anything above is a mistake. */
 #define NB_BW_MAX_RATE (100000000000ull / 8 / 1024)
 #define NB_BW_MAX_BURST (1u << 20) /* kB: 1 GiB */
+/* The link group IFBs wait in to be deleted together (nb_bw_flush). */
+#define NB_BW_DOOMED_GROUP 0x4e424446u /* "NBDF" */
 #define NB_BW_MIN_BURST 2u /* kB: the least burst HTB gets (one full frame fits) */
 
 struct nb_bw;
@@ -70,10 +72,15 @@ int nb_bw_check(const struct nb_bw_limits *l, char *err);
 /* Put these limits on ifname (a direction with average 0 is cleared). */
 int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l,
               struct nb_bw_applied *ret, char *err);
-/* Remove everything netbroker made on ifname; nothing there is success. */
+/* Remove everything netbroker made on ifname; nothing there is success.
+ * The IFB (set and clear may remove one) is deleted by the next flush. */
 int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err);
+/* Delete the IFBs clears left for it, in one request. The dispatcher calls
+ * it when a job ends, before its reply (NULL bw: nothing). 0 or -errno. */
+int nb_bw_flush(struct nb_bw *bw);
 /* An interface went away (link.c's nb_links_on_gone; data is the nb_bw):
- * remove the IFB netbroker made for it, which nothing else would. */
+ * remove the IFB netbroker made for it, which nothing else would; e NULL
+ * ends a list of them (the IFBs go then, together). */
 void nb_bw_link_gone(void *data, const struct nb_link_entry *e);
 /* At start-up: remove IFBs whose interface went while no helper ran. */
 void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n);

@@ -444,6 +444,8 @@ static void job_finish(struct nb_job *job)
                 job->batch_finish(job, job->batch_data, job->failed);
         if (job->failed != SIZE_MAX && !job->cancelled)
                 roll_back(job);
+        if (job->ctx->job_end)
+                job->ctx->job_end(job->ctx);
         /* The request's own fds (netns fds) are of no use past this point. */
         nb_close_fds(job->fds, job->nfds);
         reply.id = job->req->id;

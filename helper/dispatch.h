@@ -26,6 +26,9 @@ struct nb_dispatch_ctx {
         struct nb_links *links; /* NULL: no interface ops (EOPNOTSUPP) */
         struct nb_fw *fw; /* NULL: no firewall ops */
         struct nb_bw *bw; /* NULL: no bandwidth ops */
+        /* Run when a job ends, after any undo and before its reply (NULL:
+         * nothing): work the job's ops left to do together. */
+        void (*job_end)(const struct nb_dispatch_ctx *ctx);
 };
 
 /* What the owner of a job (a connection) provides. */

@@ -233,6 +233,7 @@ static void run_gone(void *data)
         l->n_gone = l->cap_gone = 0;
         for (size_t i = 0; i < n; i++)
                 l->gone_fn(l->gone_data, &gone[i]);
+        l->gone_fn(l->gone_data, NULL);
         free(gone);
 }
 

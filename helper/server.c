@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bandwidth.h"
 #include "codec.h"
 #include "dispatch.h"
 #include "log.h"
@@ -691,6 +692,13 @@ void nb_server_shutdown(struct nb_server *s)
                 conn_close(s->conns);
 }
 
+/* Bandwidth clears leave their IFBs to be deleted together (bandwidth.c):
+ * delete them before the reply, so the client sees them gone. */
+static void end_of_job(const struct nb_dispatch_ctx *ctx)
+{
+        nb_bw_flush(ctx->bw);
+}
+
 int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_links *links,
                   struct nb_fw *fw, struct nb_bw *bw, struct nb_server **ret)
 {
@@ -705,6 +713,7 @@ int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_l
         s->dctx.links = links;
         s->dctx.fw = fw;
         s->dctx.bw = bw;
+        s->dctx.job_end = end_of_job;
         *ret = s;
         return 0;
 }

@@ -416,6 +416,74 @@ START_TEST(test_the_ifb_goes_with_its_interface)
 }
 END_TEST
 
+/* The IFBs of a batch's clears go in one request at the end of the batch
+ * (a device deletion waits for RCU: 16-24 ms each here); an IFB a clear
+ * doomed that a later op, or an undo, sets again is kept. */
+START_TEST(test_clears_in_a_batch_delete_their_ifbs_together)
+{
+        enum { N = 20 };
+        nb_conn *c = setup();
+        nb_rate r = {.average = 8192};
+        const char *const argv[] = {"/bin/false", NULL};
+        char name[16], *left;
+        nb_results *res;
+        nb_batch *b = nb_batch_new();
+        uint64_t t0;
+
+        free(tu_sh("for i in $(seq 0 %d); do ip link add b$i type veth peer name p$i; done",
+                   N - 1));
+        for (int i = 0; i < N; i++) {
+                snprintf(name, sizeof(name), "b%d", i);
+                ck_assert_int_eq(nb_batch_bandwidth_set(b, name, NULL, &r), 0);
+        }
+        res = submit(c, b);
+        ck_assert_int_eq(nb_results_first_error(res), -1);
+        nb_results_free(res);
+        left = tu_sh("ip -br link | grep -c '^nbifb' || true");
+        ck_assert_int_eq(atoi(left), N);
+        free(left);
+        b = nb_batch_new();
+        for (int i = 0; i < N; i++) {
+                snprintf(name, sizeof(name), "b%d", i);
+                ck_assert_int_eq(nb_batch_bandwidth_clear(b, name), 0);
+        }
+        t0 = tu_now_us();
+        res = submit(c, b);
+        printf("bandwidth: %d clears with their IFBs in one batch: %.1f ms\n", N,
+               (double)(tu_now_us() - t0) / 1000);
+        ck_assert_int_eq(nb_results_first_error(res), -1);
+        nb_results_free(res);
+        /* Gone when the reply came, not later. */
+        left = tu_sh("ip -br link | grep -c '^nbifb' || true");
+        ck_assert_msg(atoi(left) == 0, "%s IFBs left after the clears' reply", left);
+        free(left);
+
+        /* Clear, then set again in the same batch: the IFB stays, in the
+         * default group, shaping. */
+        bw_set_ok(c, "h0", NULL, &r);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", NULL, &r), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_results_first_error(res), -1);
+        nb_results_free(res);
+        ck_assert(tu_link_exists(ifb_of_h0()));
+        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "default");
+        assert_classes(ifb_of_h0(), "1:1 8192 8192 82");
+        /* A clear undone by a later failure keeps it too. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
+        ck_assert_int_eq(nb_batch_exec(b, "/bin/false", argv, NULL, NULL, 0, 0), 0);
+        res = submit(c, b);
+        ck_assert_int_ne(nb_result_status(res, 1), 0);
+        nb_results_free(res);
+        ck_assert(tu_link_exists(ifb_of_h0()));
+        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "default");
+        assert_classes(ifb_of_h0(), "1:1 8192 8192 82");
+        nb_close(c);
+}
+END_TEST
+
 /* ---- conformance: the seed's table ---- */
 
 /* iperf3 TCP for 3 s after 2 s of warm-up, from here to the guest
@@ -497,6 +565,7 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
         tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);
         tcase_add_test(ops, test_the_ifb_goes_with_its_interface);
+        tcase_add_test(ops, test_clears_in_a_batch_delete_their_ifbs_together);
         tcase_add_test(rate,
                        test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways);
         suite_add_tcase(s, ops);

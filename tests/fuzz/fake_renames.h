@@ -44,3 +44,4 @@
 #define nb_bw_get nb_real_bw_get
 #define nb_bw_link_gone nb_real_bw_link_gone
 #define nb_bw_sweep nb_real_bw_sweep
+#define nb_bw_flush nb_real_bw_flush

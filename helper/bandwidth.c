@@ -734,6 +734,9 @@ void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n)
                 if (doom_ifb(bw, owner, err) < 0)
                         nb_warn("%s", err);
         }
+        /* A helper killed between a clear and its flush left IFBs in the
+         * group (their redirects are gone already): they go too. */
+        bw->doomed++;
         nb_bw_flush(bw);
 }
 

@@ -405,12 +405,15 @@ START_TEST(test_the_ifb_goes_with_its_interface)
          * and leaves an IFB whose interface is still there. */
         nb_close(c);
         snprintf(lo_ifb, sizeof(lo_ifb), "nbifb%s", tu_link_get("lo", "ifindex"));
-        free(tu_sh("ip link add nbifb999999 type ifb && ip link add %s type ifb", lo_ifb));
+        free(tu_sh("ip link add nbifb999999 type ifb && ip link add %s type ifb && "
+                   "ip link add nbifbx type ifb group %u",
+                   lo_ifb, 0x4e424446u));
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);
         nb_results_free(submit(c, b));
         ck_assert_msg(!tu_link_exists("nbifb999999"), "an orphaned IFB survived a start-up");
+        ck_assert_msg(!tu_link_exists("nbifbx"), "a doomed IFB survived a start-up");
         ck_assert_msg(tu_link_exists(lo_ifb), "%s was removed though lo exists", lo_ifb);
         nb_close(c);
 }

@@ -406,7 +406,7 @@ START_TEST(test_the_ifb_goes_with_its_interface)
         nb_close(c);
         snprintf(lo_ifb, sizeof(lo_ifb), "nbifb%s", tu_link_get("lo", "ifindex"));
         free(tu_sh("ip link add nbifb999999 type ifb && ip link add %s type ifb && "
-                   "ip link add nbifbx type ifb group %u",
+                   "ip link add nbifbx type ifb && ip link set nbifbx group %u",
                    lo_ifb, 0x4e424446u));
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();

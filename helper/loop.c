@@ -7,15 +7,22 @@
 #include <unistd.h>
 
 struct deferred {
-        void (*fn)(void *);
+        void (*fn)(void *); /* NULL: a free reserve slot */
         void *p;
         struct deferred *next;
+        bool reserve;
 };
+
+/* Deferred frees that found no memory take one of these: freeing at once
+ * instead would free objects under callers that still use them (a
+ * connection's job, the connection itself). Refilled every iteration. */
+#define DEFER_RESERVE 64
 
 struct nb_loop {
         int epfd;
         struct nb_timer *timers;
         struct deferred *deferred;
+        struct deferred reserve[DEFER_RESERVE];
 };
 
 uint64_t nb_now_us(void)
@@ -53,7 +60,10 @@ static void run_deferred(struct nb_loop *l)
                 struct deferred *d = l->deferred;
                 l->deferred = d->next;
                 d->fn(d->p);
-                free(d);
+                if (d->reserve)
+                        d->fn = NULL;
+                else
+                        free(d);
         }
 }
 
@@ -121,9 +131,17 @@ int nb_loop_defer_free(struct nb_loop *l, void (*fn)(void *), void *p)
 {
         struct deferred *d = malloc(sizeof(*d));
 
+        if (d)
+                d->reserve = false;
+        for (size_t i = 0; !d && i < DEFER_RESERVE; i++)
+                if (!l->reserve[i].fn) {
+                        d = &l->reserve[i];
+                        d->reserve = true;
+                }
         if (!d) {
-                /* Freeing now is only unsafe if an event for p is still
-                 * queued; leaking would be worse for a long-running helper. */
+                /* Out of memory and of reserve slots (64 frees in one
+                 * iteration): freeing now is unsafe if p is still in use;
+                 * leaking would be worse for a long-running helper. */
                 fn(p);
                 return -ENOMEM;
         }

@@ -216,12 +216,12 @@ static bool expect(bool ok, unsigned long n, const char *fmt, ...)
 }
 
 /* The representative request, packed once. */
-static void request_build(struct nbt_packed *rq)
+static void request_build(nbt_build_fn build, struct nbt_packed *rq)
 {
         int netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 
         ck_assert_int_ge(netns, 0);
-        ck_assert_int_eq(nbt_pack(nbt_build_every_op, REQUEST_ID, netns, rq), 0);
+        ck_assert_int_eq(nbt_pack(build, REQUEST_ID, netns, rq), 0);
         close(netns);
 }
 
@@ -359,6 +359,16 @@ static void judge(const struct run *run, const struct run *ref, size_t n_ops, un
         }
 }
 
+/* Every op kind with an Exec (the job parks and resumes from the loop),
+ * and without (the batch runs to its end inside nb_job_start). */
+static const struct {
+        const char *name;
+        nbt_build_fn build;
+} requests[] = {
+        {"every op", nbt_build_every_op},
+        {"every op but Exec", nbt_build_every_op_but_exec},
+};
+
 START_TEST(test_every_allocation_failure_ends_in_an_error_or_a_close)
 {
         struct nbt_packed rq = {0};
@@ -368,7 +378,7 @@ START_TEST(test_every_allocation_failure_ends_in_an_error_or_a_close)
 
         ck_assert_ptr_nonnull(ref);
         ck_assert_ptr_nonnull(run);
-        request_build(&rq);
+        request_build(requests[_i].build, &rq);
         /* Without a failure: the reference reply and kernel state. */
         run_once(&rq, 0, ref);
         ck_assert_uint_eq(wrong, 0);
@@ -393,9 +403,10 @@ START_TEST(test_every_allocation_failure_ends_in_an_error_or_a_close)
                 if (run->o.msg)
                         netbroker__server_message__free_unpacked(run->o.msg, NULL);
         }
-        printf("test-alloc: %zu ops; allocations 1..%lu failed in turn (a run makes %lu): %lu "
+        printf("test-alloc: %s, %zu ops; allocations 1..%lu failed in turn (a run makes %lu): %lu "
                "error replies, %lu Error+close, %lu closes, %lu absorbed; %lu checks failed\n",
-               rq.n_ops, n - 1, ref->allocations, t.replies, t.errors, t.closes, t.absorbed, wrong);
+               requests[_i].name, rq.n_ops, n - 1, ref->allocations, t.replies, t.errors, t.closes,
+               t.absorbed, wrong);
         fflush(stdout);
         ck_assert_msg(wrong == 0, "%lu checks failed (listed above)", wrong);
         ck_assert_uint_eq(n - 1, ref->allocations);
@@ -423,7 +434,8 @@ int main(void)
         cfg.allow_uids[0] = geteuid();
         /* Hundreds of runs; ASan makes each slower. */
         tcase_set_timeout(tc, 600);
-        tcase_add_test(tc, test_every_allocation_failure_ends_in_an_error_or_a_close);
+        tcase_add_loop_test(tc, test_every_allocation_failure_ends_in_an_error_or_a_close, 0,
+                            sizeof(requests) / sizeof(*requests));
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

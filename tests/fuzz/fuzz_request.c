@@ -11,7 +11,9 @@
  * limit, with every third). It writes the whole stream before the helper
  * runs, so requests arrive together (requests in flight, spawn slots),
  * lets the helper run for as many rounds as the last byte's low 3 bits
- * say (0: the client hangs up at once, cancelling what runs), reads the
+ * say (0: the client hangs up at once, cancelling what runs), fails the
+ * helper's allocation 1 + (bits 3-6 of the last byte, then the byte before
+ * it) when the last byte's top bit is set (tests/alloc_hook.h), reads the
  * helper's side and checks that every frame it sends is a ServerMessage,
  * shuts its side down, and requires the helper to close the connection,
  * leaving no fd, program, job or memory behind. */
@@ -21,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "alloc_hook.h"
 #include "codec.h"
 #include "fake_kernel.h"
 #include "frame.h"
@@ -56,7 +59,10 @@ static ssize_t send_piece(int fd, const uint8_t *p, size_t len, const int *fds, 
  * end of the stream. */
 static bool drain(int fd, struct nb_frame_reader *rd)
 {
-        for (;;) {
+        bool open = true;
+
+        nbt_alloc_pause(); /* the client's side */
+        while (open) {
                 int fds[NB_FRAME_MAX_FDS];
                 uint8_t *body;
                 size_t len, nfds;
@@ -64,10 +70,10 @@ static bool drain(int fd, struct nb_frame_reader *rd)
                 Netbroker__ServerMessage *m;
                 int r = nb_frame_read(fd, rd);
 
-                if (r == 0)
-                        return true;
-                if (r < 0)
-                        return false;
+                if (r <= 0) {
+                        open = r == 0;
+                        break;
+                }
                 nb_frame_reader_take(rd, &body, &len, fds, &nfds, &truncated);
                 nb_close_fds(fds, nfds);
                 m = netbroker__server_message__unpack(NULL, len, body);
@@ -75,6 +81,8 @@ static bool drain(int fd, struct nb_frame_reader *rd)
                 netbroker__server_message__free_unpacked(m, NULL);
                 free(body);
         }
+        nbt_alloc_resume();
+        return open;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -95,6 +103,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 nb_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, h->ctx.bw, &srv) == 0);
         NB_HARNESS_ASSERT(nb_server_adopt(srv, sv[1]) == 0);
         nb_frame_reader_init(&rd, 1u << 24, NB_FRAME_MAX_FDS);
+        if (size >= 2 && data[size - 1] & 0x80)
+                nbt_alloc_arm(1 +
+                              ((unsigned long)(data[size - 1] >> 3 & 0xf) << 8 | data[size - 2]));
         for (int iter = 0; iter < 2000 && off < size && open; iter++) {
                 size_t len = size - off;
                 int fds[6];
@@ -145,6 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 nb_harness_step(h);
                 drain(sv[0], &rd);
         }
+        nbt_alloc_disarm();
         NB_HARNESS_ASSERT(nb_server_done(srv));
         nb_server_free(srv);
         nb_frame_reader_reset(&rd);

@@ -25,8 +25,11 @@ struct nbt_request {
 extern const struct nbt_request nbt_requests[];
 extern const size_t nbt_n_requests;
 
-/* Every op kind in one batch, each expected to succeed on the fake. */
+/* Every op kind in one batch, each expected to succeed on the fake; and
+ * the same without its Exec, so that it runs to the end inside
+ * nb_job_start. */
 int nbt_build_every_op(struct nb_batch *b, int netns_fd);
+int nbt_build_every_op_but_exec(struct nb_batch *b, int netns_fd);
 
 /* The body of a ClientMessage carrying b's request with this id, or of a
  * Hello; malloc'ed. Return 0 or -errno. */

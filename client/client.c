@@ -695,7 +695,11 @@ static int check_limits(nb_conn *c, const nb_batch *b)
         return 0;
 }
 
-static int write_request(nb_conn *c, int fd, const nb_batch *b, uint64_t id)
+/* -ECONNRESET without sending when the connection of `gen` was replaced
+ * meanwhile: fd may be the new connection's number by now, and a request
+ * sent there would run although its caller is told it failed. (establish()
+ * changes gen only with write_lock held.) */
+static int write_request(nb_conn *c, int fd, unsigned gen, const nb_batch *b, uint64_t id)
 {
         Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
         Netbroker__Request req = b->req;
@@ -705,7 +709,7 @@ static int write_request(nb_conn *c, int fd, const nb_batch *b, uint64_t id)
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
         m.request = &req;
         pthread_mutex_lock(&c->write_lock);
-        r = send_msg_fds(fd, &m.base, b->fds, b->nfds);
+        r = c->gen == gen ? send_msg_fds(fd, &m.base, b->fds, b->nfds) : -ECONNRESET;
         pthread_mutex_unlock(&c->write_lock);
         return r;
 }
@@ -713,10 +717,12 @@ static int write_request(nb_conn *c, int fd, const nb_batch *b, uint64_t id)
 NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
 {
         struct waiter w = {0};
+        bool retried = false;
         int r, fd;
 
         if (!c || !b || !ret)
                 return -EINVAL;
+again:
         pthread_mutex_lock(&c->lock);
         r = ensure_connected(c);
         if (r == 0)
@@ -732,11 +738,23 @@ NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
         fd = c->fd;
         pthread_mutex_unlock(&c->lock);
 
-        r = write_request(c, fd, b, w.id);
+        r = write_request(c, fd, w.gen, b, w.id);
 
         pthread_mutex_lock(&c->lock);
         if (r < 0) {
                 mark_broken(c, w.gen, r, false);
+                /* No whole frame reached the helper, so it ran nothing: the
+                 * helper died (or closed) while the connection was idle.
+                 * Replace it now, once, rather than fail a call that the
+                 * next one would make work. */
+                if ((r == -EPIPE || r == -ECONNRESET) && !retried) {
+                        unlink_waiter(c, &w);
+                        pthread_cond_broadcast(&c->cond);
+                        pthread_mutex_unlock(&c->lock);
+                        w = (struct waiter){0};
+                        retried = true;
+                        goto again;
+                }
                 w.err = r == -EPIPE ? -ECONNRESET : r;
                 w.done = true;
         }

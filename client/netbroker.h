@@ -298,7 +298,8 @@ int nb_batch_bandwidth_clear(nb_batch *batch, const char *ifname);
 /* Send the batch and wait for its reply. Returns 0 when the helper answered
  * (each op's own status is in the results), or: -ECONNRESET when the helper
  * died or closed the connection during the call (the next call respawns or
- * reconnects), -EMSGSIZE when the batch encodes to more than the helper's
+ * reconnects; a helper found dead before anything was sent is replaced by
+ * this call, which then sends the batch to the new one), -EMSGSIZE when the batch encodes to more than the helper's
  * max_frame, -E2BIG when it has more ops than its max_ops (both checked
  * before sending, from the limits the helper gave in Hello), -EPROTO or
  * another -errno on a protocol failure. nb_conn_error() says why. The batch

@@ -19,8 +19,13 @@
 NB_LOG_CATEGORY(server);
 
 #define MAX_LISTENERS 8
-/* Frames handled per wake-up, so one busy client cannot starve the others. */
+/* Frames handled per wake-up, so one busy client cannot starve the others;
+ * and no more frames once the wake-up has run that long. Cheap frames
+ * (Pings) still go 16 at a time, but a client that sends a 1,000-rule
+ * batch (20 ms) again the moment its reply leaves no longer has 16 served
+ * in a row while a Ping on another connection waits 300 ms or more. */
 #define FRAMES_PER_WAKEUP 16
+#define WAKEUP_BUDGET_US 1000
 
 struct conn;
 
@@ -460,10 +465,13 @@ static void conn_arm_idle(struct conn *c)
 
 static void conn_read(struct conn *c)
 {
+        uint64_t start = nb_now_us();
+
         /* Output waiting ends the round (see conn_update_events); one frame
          * is still read, so a hang-up reported meanwhile reaches its EOF. */
-        for (int i = 0;
-             i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && (i == 0 || !c->out_head); i++) {
+        for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed &&
+                        (i == 0 || (!c->out_head && nb_now_us() - start < WAKEUP_BUDGET_US));
+             i++) {
                 int fds[NB_FRAME_MAX_FDS];
                 uint8_t *body;
                 size_t len, nfds;

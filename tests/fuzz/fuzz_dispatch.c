@@ -31,7 +31,33 @@ struct run {
         size_t n_ops;
         bool done, blocked, failed, cancelled;
         bool queue_fds; /* report fds as queued behind other output */
+        size_t fds_sent; /* the client's fd indices 0..fds_sent-1 */
+        size_t max_reply;
 };
+
+/* What a client relies on in a reply: statuses are errno values, fd
+ * indices point at fds it was sent (each once), program output stays
+ * within the request's reply budget. */
+static void check_reply(const struct run *run, const Netbroker__Reply *reply)
+{
+        bool seen[NB_FRAME_MAX_FDS * 64] = {false};
+        size_t output = 0;
+
+        NB_HARNESS_ASSERT(reply->n_results == run->n_ops);
+        for (size_t i = 0; i < reply->n_results; i++) {
+                const Netbroker__Result *r = reply->results[i];
+                NB_HARNESS_ASSERT(r->status >= 0 && r->status < 4096);
+                for (size_t k = 0; k < r->n_fd_index; k++) {
+                        NB_HARNESS_ASSERT(r->fd_index[k] < run->fds_sent);
+                        NB_HARNESS_ASSERT(r->fd_index[k] >= sizeof(seen) || !seen[r->fd_index[k]]);
+                        if (r->fd_index[k] < sizeof(seen))
+                                seen[r->fd_index[k]] = true;
+                }
+                if (r->out_case == NETBROKER__RESULT__OUT_EXEC)
+                        output += r->exec->stdout_data.len + r->exec->stderr_data.len;
+        }
+        NB_HARNESS_ASSERT(output <= run->max_reply);
+}
 
 static void on_done(struct nb_job *job, const Netbroker__Reply *reply, void *data)
 {
@@ -43,7 +69,7 @@ static void on_done(struct nb_job *job, const Netbroker__Reply *reply, void *dat
         (void)job;
         nbt_alloc_pause(); /* the client's side */
         NB_HARNESS_ASSERT(!run->done);
-        NB_HARNESS_ASSERT(reply->n_results == run->n_ops);
+        check_reply(run, reply);
         for (size_t i = 0; i < reply->n_results; i++) {
                 if (reply->results[i]->status)
                         run->failed = true;
@@ -74,6 +100,7 @@ static int on_send_fds(void *data, uint64_t request_id, uint32_t op_index, int *
         /* Sent: the fds are the client's now, and it closes them. */
         for (size_t i = 0; i < n; i++)
                 close(fds[i]);
+        run->fds_sent += n;
         if (!run->queue_fds)
                 return 0;
         run->blocked = true;
@@ -108,6 +135,7 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
                 msg->request->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
         run->n_ops = msg->request->n_ops;
         run->queue_fds = msg->request->id & 1;
+        run->max_reply = h->cfg.max_reply;
         fds[0] = nb_harness_dup(h->netns_fd);
         fds[1] = nb_harness_dup(h->null_fd);
         if (nb_job_start(&h->ctx, msg, budget, fds, 2, &owner, run, &run->job) < 0) {

@@ -136,6 +136,96 @@ static int hold_parent(struct bench_fat_parent *fp)
         return r;
 }
 
+/* ---- the scale table: one row per method, one column per N ---- */
+
+struct scale_row {
+        const char *what;
+        bool restart; /* else names */
+        int cmp; /* restart: 0 VM start, 1 daemon restart */
+        int side; /* 0 baseline, 1 baseline today, 2 broker */
+};
+
+static const struct scale_row scale_rows[] = {
+        {"names A: probing, then create, per device", false, 0, 0},
+        {"names B: netbrokerd, per device", false, 0, 2},
+        {"restart A: VM start, per guest", true, 0, 0},
+        {"restart A2: VM start, per guest", true, 0, 1},
+        {"restart C: VM start, per guest", true, 0, 2},
+        {"restart Ar: daemon restart, per guest", true, 1, 0},
+        {"restart A2r: daemon restart, per guest", true, 1, 1},
+        {"restart D: daemon restart, per guest", true, 1, 2},
+};
+
+#define N_SCALE_NS (sizeof(scale_ns) / sizeof(*scale_ns))
+
+/* The summary of a row at the i-th N, or NULL where it did not run. The
+ * names result holds a comparison per N; restart one result per N. */
+static const struct bench_summary *scale_cell(const struct run *run, const struct scale_row *w,
+                                              size_t i)
+{
+        const struct result *res = &run->res[w->restart ? 1 + i : 0];
+        size_t k = w->restart ? (size_t)w->cmp : i;
+        const struct bench_compare *c;
+
+        if (res->err < 0 || !res->r || k >= res->r->n_compares)
+                return NULL;
+        c = &res->r->compares[k];
+        return w->side == 0 ? &c->base : w->side == 1 ? &c->base2 : &c->broker;
+}
+
+static double scale_growth(const struct run *run, const struct scale_row *w)
+{
+        const struct bench_summary *a = scale_cell(run, w, 0);
+        const struct bench_summary *b = scale_cell(run, w, N_SCALE_NS - 1);
+
+        return a && b && a->n && b->n ? b->median_us / a->median_us : NAN;
+}
+
+static void print_scale(const struct run *run, FILE *f)
+{
+        char buf[24];
+
+        fprintf(f, "\ncost per unit as N grows (medians):\n%-42s", "");
+        for (size_t i = 0; i < N_SCALE_NS; i++)
+                fprintf(f, " %9s%-5u", "N=", scale_ns[i]);
+        fprintf(f, " %8s\n", "growth");
+        for (size_t r = 0; r < sizeof(scale_rows) / sizeof(*scale_rows); r++) {
+                const struct scale_row *w = &scale_rows[r];
+                fprintf(f, "%-42s", w->what);
+                for (size_t i = 0; i < N_SCALE_NS; i++) {
+                        const struct bench_summary *s = scale_cell(run, w, i);
+                        fprintf(f, " %14s",
+                                bench_fmt_time(s && s->n ? s->median_us : NAN, buf, sizeof(buf)));
+                }
+                fprintf(f, " %7.2fx\n", scale_growth(run, w));
+        }
+        fprintf(f,
+                "growth: at N=%u over N=%u. restart: %u guests timed at each N, the others' "
+                "rules restored\nuntimed, so each figure is the cost of one guest with N "
+                "guests in place, measured.\n",
+                scale_ns[N_SCALE_NS - 1], scale_ns[0], SCALE_SAMPLE);
+}
+
+static void print_scale_json(const struct run *run, FILE *f)
+{
+        fputs(",\"per_unit\":[", f);
+        for (size_t r = 0; r < sizeof(scale_rows) / sizeof(*scale_rows); r++) {
+                const struct scale_row *w = &scale_rows[r];
+                fputs(r ? ",{\"what\":" : "{\"what\":", f);
+                bench_json_string(f, w->what);
+                fputs(",\"median_us\":{", f);
+                for (size_t i = 0; i < N_SCALE_NS; i++) {
+                        const struct bench_summary *s = scale_cell(run, w, i);
+                        fprintf(f, "%s\"%u\":", i ? "," : "", scale_ns[i]);
+                        bench_json_number(f, s && s->n ? s->median_us : NAN, 3);
+                }
+                fputs("},\"growth\":", f);
+                bench_json_number(f, scale_growth(run, w), 3);
+                fputc('}', f);
+        }
+        fputc(']', f);
+}
+
 /* ---- printing ---- */
 
 static void print_summary(const struct run *run, FILE *f)
@@ -166,6 +256,11 @@ static void print_summary(const struct run *run, FILE *f)
                    "compiled out) over O (debug off at run time).\n");
 }
 
+static bool is_scale(const struct run *run)
+{
+        return strcmp(run->kind, "scale") == 0;
+}
+
 static void print_tables(const struct run *run, FILE *f)
 {
         for (size_t i = 0; i < run->n; i++) {
@@ -177,6 +272,8 @@ static void print_tables(const struct run *run, FILE *f)
                         bench_report_print_table(res->r, f);
         }
         print_summary(run, f);
+        if (is_scale(run))
+                print_scale(run, f);
 }
 
 static void print_json(const struct run *run, FILE *f)
@@ -240,7 +337,10 @@ static void print_json(const struct run *run, FILE *f)
                         }
                 }
         }
-        fputs("},\"scenarios\":{", f);
+        fputc('}', f);
+        if (is_scale(run))
+                print_scale_json(run, f);
+        fputs(",\"scenarios\":{", f);
         first = true;
         for (size_t i = 0; i < run->n; i++) {
                 const struct result *res = &run->res[i];
@@ -396,8 +496,8 @@ int bench_scale(const struct bench_opts *o)
                 so.guests = n;
                 res->name = "restart";
                 snprintf(res->label, sizeof(res->label), "restart@%u", n);
-                snprintf(res->size, sizeof(res->size),
-                         "%u guests in place, %u timed (the others' rules restored untimed)", n, k);
+                snprintf(res->size, sizeof(res->size), "%u guests, %u timed, the rest restored", n,
+                         k);
                 (void)run_step(&so, res);
         }
         bench_fat_parent_release(&fp);

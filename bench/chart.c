@@ -66,7 +66,7 @@ static void y_range(const struct bench_chart_item *items, size_t n, double *lo, 
         }
         /* Whole decades, with room above for the ratio labels. */
         *lo = pow(10, floor(log10(*lo > 0 ? *lo : 1e-3)));
-        *hi = pow(10, ceil(log10(*hi > 0 ? *hi : 1)) + 2);
+        *hi = pow(10, ceil(log10(*hi > 0 ? *hi * 3 : 1)));
 }
 
 static int write_data(FILE *f, const struct bench_chart_item *items, size_t n)
@@ -94,17 +94,19 @@ static int write_script(FILE *f, const char *png, const char *data, const char *
                         const struct bench_chart_item *items, size_t n)
 {
         double lo, hi;
-        int width = 400 + 140 * (int)n;
+        int width = 560 + 140 * (int)n;
 
         y_range(items, n, &lo, &hi);
         fprintf(f,
-                "set terminal pngcairo size %d,820 font 'DejaVu Sans,10'\n"
+                /* noenhanced: labels hold '@' and '_', which enhanced text
+                 * would take for markup. */
+                "set terminal pngcairo noenhanced size %d,820 font 'DejaVu Sans,10'\n"
                 "set output '%s'\n"
                 "set title \"%s\" font ',12'\n"
                 "set logscale y\n"
                 "set yrange [%g:%g]\n"
                 "set xrange [-0.6:%g]\n"
-                "set format y '10^{%%L}'\n"
+                "set format y '%%g'\n"
                 "set ylabel 'ms per unit of work (median; whiskers: min..max; log scale)'\n"
                 "set grid ytics mytics\n"
                 "set style data histogram\n"
@@ -114,13 +116,13 @@ static int write_script(FILE *f, const char *png, const char *data, const char *
                 "set datafile missing '-'\n"
                 "set xtics rotate by 30 right scale 0 font ',9' nomirror offset 2,0\n"
                 "set bmargin 16\n"
-                "set rmargin 4\n"
+
                 "set lmargin 30\n"
-                "set key top center horizontal box opaque font ',9'\n"
-                "plot '%s' using 2:3:4:xtic(1) title 'baseline (A: libvirt 2018; names: "
-                "probing; log: compiled out)' lc rgb '#c0392b', \\\n"
-                "     '' using 5:6:7 title 'baseline today (A2: fork, close\\_range, exec)' "
-                "lc rgb '#e67e22', \\\n"
+                "set key outside right top vertical Left reverse font ',9'\n"
+                "plot '%s' using 2:3:4:xtic(1) title 'A: libvirt 2018 (names: probing; log: "
+                "X)' lc rgb '#c0392b', \\\n"
+                "     '' using 5:6:7 title 'A2: libvirt today (close_range)' lc rgb '#e67e22', "
+                "\\\n"
                 "     '' using 8:9:10 title 'netbrokerd' lc rgb '#2471a3', \\\n"
                 "     '' using 0:12:11 with labels font ',9' notitle\n",
                 width, png, title, lo, hi, (double)n - 0.4, data);

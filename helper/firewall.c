@@ -1199,7 +1199,7 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
 {
         struct owner_state *o = owner_find(t->owners, s->owner);
         struct items fresh = {0};
-        size_t idx;
+        size_t idx, mark = t->items.n;
         void *grown;
         int r;
 
@@ -1243,6 +1243,12 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
         if (r == 0 && !grown)
                 r = -ENOMEM;
         if (r < 0) {
+                /* Nothing of a failed op stays queued: with CONTINUE_ON_ERROR
+                 * the transaction is still committed (a delete of the old
+                 * chains without the new would leave the guest unfiltered). */
+                items_clear(&t->items, mark);
+                if (o)
+                        o->touched = false;
                 errf(err, "owner %s: out of memory", s->owner);
                 goto out;
         }
@@ -1260,7 +1266,8 @@ out:
 int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
 {
         struct owner_state *o = owner_find(t->owners, owner);
-        size_t idx;
+        size_t idx, mark = t->items.n;
+        void *grown = NULL;
         int r;
 
         if (!o) {
@@ -1274,17 +1281,20 @@ int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
         r = note_op(t, owner, &idx);
         if (r == 0)
                 r = queue_delete(t, o, idx);
-        o->touched = true;
-        if (r == 0) {
-                void *grown = realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect));
-                if (!grown)
-                        return -ENOMEM;
-                t->expect = grown;
-                snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", owner);
-                t->expect[t->n_expect].hash[0] = '\0';
-                t->n_expect++;
+        if (r == 0 && !(grown = realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect))))
+                r = -ENOMEM;
+        if (r < 0) {
+                /* As in nb_fw_txn_apply: nothing of a failed op stays queued. */
+                items_clear(&t->items, mark);
+                errf(err, "owner %s: out of memory", owner);
+                return r;
         }
-        return r;
+        o->touched = true;
+        t->expect = grown;
+        snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", owner);
+        t->expect[t->n_expect].hash[0] = '\0';
+        t->n_expect++;
+        return 0;
 }
 
 static struct nlmsghdr *put_item(struct nftnl_batch *b, const struct item *it, uint32_t seq,

@@ -289,16 +289,25 @@ static struct fw_batch *batch_of(struct nb_job *job, Netbroker__Result *res)
 
 /* Queue res; at the batch's last firewall op, commit. A refused commit
  * fails every firewall op of the batch: nothing of it was applied. */
-static int queue_and_maybe_commit(struct nb_job *job, struct fw_batch *b, Netbroker__Result *res)
+/* Room for one more queued result, made before an op changes the
+ * transaction: a change once queued cannot be taken back, and with
+ * CONTINUE_ON_ERROR the transaction is committed after a failed op too. */
+static int reserve_queue(struct fw_batch *b)
 {
         Netbroker__Result **q = realloc(b->queued, (b->n_queued + 1) * sizeof(*q));
+
+        if (!q)
+                return -ENOMEM;
+        b->queued = q;
+        return 0;
+}
+
+static int queue_and_maybe_commit(struct nb_job *job, struct fw_batch *b, Netbroker__Result *res)
+{
         char err[NB_FW_ERRLEN];
         int r;
 
-        if (!q)
-                return nb_result_set(res, ENOMEM, "firewall: out of memory");
-        b->queued = q;
-        q[b->n_queued++] = res;
+        b->queued[b->n_queued++] = res; /* reserve_queue() made room */
         if (!nb_job_is_last_batched(job))
                 return 0;
         r = nb_fw_txn_commit(b->txn, err);
@@ -320,12 +329,20 @@ static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
         Netbroker__FirewallApplyResult *out;
         struct nb_fw_applied applied;
         struct nb_fw_owner_spec spec;
-        char err[NB_FW_ERRLEN];
+        char err[NB_FW_ERRLEN], *hash;
         struct model m = {0};
         int r;
 
         if (!b)
                 return res->status;
+        /* All the result needs, before the transaction changes. */
+        out = malloc(sizeof(*out));
+        hash = malloc(NB_FW_HASH_HEX);
+        if (!out || !hash || reserve_queue(b) < 0) {
+                free(out);
+                free(hash);
+                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+        }
         bool reversed = nb_link_is_macvtap(nb_job_ctx(job)->links, a->ifname);
 
         r = model_from_proto(a, reversed, &m, err);
@@ -341,21 +358,18 @@ static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
                 r = nb_fw_txn_apply(b->txn, &spec, &applied, err);
         }
         model_free(&m);
-        if (r < 0)
+        if (r < 0) {
+                free(out);
+                free(hash);
                 return nb_result_set(res, -r, "firewall %s: %s", a->owner, err);
-        out = malloc(sizeof(*out));
-        if (!out)
-                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+        }
         netbroker__firewall_apply_result__init(out);
-        out->hash = strdup(applied.hash);
+        memcpy(hash, applied.hash, NB_FW_HASH_HEX);
+        out->hash = hash;
         out->unchanged = applied.unchanged;
         out->rules = applied.rules;
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL;
         res->firewall = out;
-        if (!out->hash) {
-                out->hash = (char *)protobuf_c_empty_string;
-                return nb_result_set(res, ENOMEM, "firewall: out of memory");
-        }
         return queue_and_maybe_commit(job, b, res);
 }
 
@@ -367,6 +381,8 @@ static int run_remove(struct nb_job *job, const Netbroker__Op *op, Netbroker__Re
 
         if (!b)
                 return res->status;
+        if (reserve_queue(b) < 0)
+                return nb_result_set(res, ENOMEM, "firewall: out of memory");
         r = nb_fw_txn_remove(b->txn, op->firewall_remove->owner, err);
         if (r < 0)
                 return nb_result_set(res, -r, "firewall: %s", err);

@@ -240,6 +240,20 @@ int nbt_build_every_op_but_exec(nb_batch *b, int netns_fd)
         return every_op(b, netns_fd, false);
 }
 
+/* Firewall ops that go on after a failure: each op's status must agree
+ * with what the transaction commits. */
+int nbt_build_firewall_continue(nb_batch *b, int netns_fd)
+{
+        int r = 0;
+
+        (void)netns_fd;
+        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+        r = r ?: add_guest_firewall(b, "guest1", "vnet0", NB_FW_REPLACE);
+        r = r ?: add_rich_firewall(b, "guest2", "vnet0");
+        r = r ?: nb_batch_firewall_remove(b, "guest0");
+        return r;
+}
+
 /* A later op fails: everything before it is undone. */
 static int rollback(nb_batch *b, int fd)
 {

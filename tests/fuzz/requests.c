@@ -371,6 +371,7 @@ const struct nbt_request nbt_requests[] = {
         {"many-macvtaps", many_macvtaps},
         {"exec-outputs", exec_outputs},
         {"firewall-rich", firewall_rich},
+        {"firewall-continue", nbt_build_firewall_continue},
 };
 const size_t nbt_n_requests = sizeof(nbt_requests) / sizeof(*nbt_requests);
 

@@ -118,6 +118,14 @@ echo "valgrind: $((SECONDS - vg_start)) s"
 check_suite "alloc" build/tests/test-alloc
 check_suite "alloc (asan+ubsan)" build-asan/tests/test-alloc
 
+# Load (64 threads for NB_LOAD_SECONDS, 60) and 50 SIGKILLs of the helper:
+# about 2 min, and its figures (req/s, Ping p50/p99) go into the log. The
+# sanitized run looks for memory errors under 64 threads, not for figures,
+# and its helper's RSS is ASan's quarantine: 20 s of load (~1,800 requests)
+# is enough there, and keeps it to about 1.5 min.
+check_suite "stress" build/tests/test-stress
+NB_LOAD_SECONDS=20 check_suite "stress (asan+ubsan)" build-asan/tests/test-stress
+
 # libFuzzer (clang, ASan+UBSan), each harness for NB_FUZZ_SECONDS (60) from
 # its seed corpus (tests/fuzz/README.md). A crash fails the step; its input
 # is left in build-fuzz/ to be added to the corpus once the bug is fixed.

@@ -747,7 +747,7 @@ Suite *crash_suite(void)
         Suite *s = suite_create("crash");
         TCase *tc = tcase_create("crash");
 
-        tcase_set_timeout(tc, 300);
+        tcase_set_timeout(tc, 600); /* a sanitized build is slower */
         tcase_add_test(tc, test_helper_killed_while_idle_next_call_respawns_and_works);
         tcase_add_test(tc, test_sigkill_during_firewall_and_interface_batches_50_times);
         suite_add_tcase(s, tc);

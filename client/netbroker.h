@@ -299,11 +299,11 @@ int nb_batch_bandwidth_clear(nb_batch *batch, const char *ifname);
  * (each op's own status is in the results), or: -ECONNRESET when the helper
  * died or closed the connection during the call (the next call respawns or
  * reconnects; a helper found dead before anything was sent is replaced by
- * this call, which then sends the batch to the new one), -EMSGSIZE when the batch encodes to more than the helper's
- * max_frame, -E2BIG when it has more ops than its max_ops (both checked
- * before sending, from the limits the helper gave in Hello), -EPROTO or
- * another -errno on a protocol failure. nb_conn_error() says why. The batch
- * can be submitted again. */
+ * this call, which then sends the batch to the new one), -EMSGSIZE when
+ * the batch encodes to more than the helper's max_frame, -E2BIG when it has
+ * more ops than its max_ops (both checked before sending, from the limits
+ * the helper gave in Hello), -EPROTO or another -errno on a protocol
+ * failure. nb_conn_error() says why. The batch can be submitted again. */
 int nb_submit(nb_conn *conn, const nb_batch *batch, nb_results **ret);
 
 /* ---- results ---- */

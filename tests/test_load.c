@@ -694,6 +694,11 @@ START_TEST(test_64_threads_4_connections_mixed_batches_leave_nothing_behind)
         printf("load: helper fds %d -> %d -> %d, RSS %ld -> %ld -> %ld KiB (after the warm-up of "
                "%" PRIu64 " requests, the load, the latency phase)\n",
                fd0, fd_mid, fd1, rss0, rss_mid, rss1, warm.requests);
+        /* The figures in one line, for the log. */
+        printf("load: %" PRIu64 " requests in %.0f s = %.0f req/s; ping p50 %.2f ms p99 %.2f ms "
+               "beside a 1,000-rule batch and sleep 1\n",
+               tot.requests, tot.seconds, tot.requests / tot.seconds, percentile_ms(&busy, 50),
+               percentile_ms(&busy, 99));
         fflush(stdout);
 
         ck_assert_int_eq(tu_zombies_of(h.pid), 0);

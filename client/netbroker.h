@@ -73,8 +73,10 @@ int nb_conn_helper_pid(nb_conn *conn);
 
 /* ---- batches ---- */
 
-/* Run every op even after one fails (default: stop at the first failure;
- * the ops after it report -ECANCELED). */
+/* Run every op even after one fails or is refused (default: a refused op
+ * stops the whole batch before anything runs, and the ops after a failed
+ * one report -ECANCELED). For clean-ups: a gone tap does not keep its
+ * firewall from being removed. */
 #define NB_BATCH_CONTINUE_ON_ERROR 1u
 
 nb_batch *nb_batch_new(void);

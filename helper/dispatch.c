@@ -115,6 +115,9 @@ struct nb_job {
         void *parked_data;
         struct nb_timer resume_timer;
         size_t last_batched; /* index of the last batched op, or SIZE_MAX */
+        /* CONTINUE_ON_ERROR: ops validation refused, skipped when running
+         * (NULL: none, or the flag is not set and nothing runs). */
+        bool *refused;
         void *batch_data;
         void (*batch_finish)(struct nb_job *job, void *data, size_t failed);
         void (*batch_free)(void *data);
@@ -284,7 +287,8 @@ static int validate_request(struct nb_job *job)
 {
         Netbroker__Request *req = job->req;
         struct nb_validation v = {.ctx = job->ctx, .nfds = job->nfds, .fds = job->fds};
-        size_t bad = SIZE_MAX;
+        bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
+        size_t bad = SIZE_MAX, n_refused = 0;
 
         /* A veth names two interfaces: room for two per op. */
         v.created = calloc(2 * req->n_ops + 1, sizeof(*v.created));
@@ -300,18 +304,35 @@ static int validate_request(struct nb_job *job)
         }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
                 const struct nb_op_handler *h = handler_for(job->ctx, req->ops[i]);
+                bool refused = false;
+
                 if (!h) {
                         nb_stat_inc(NB_STAT_OPS_UNKNOWN);
                         nb_result_set(job->results[i], EOPNOTSUPP,
                                       "unknown operation: this helper does not run it (see Hello's "
                                       "features)");
-                        bad = i;
+                        refused = true;
                 } else if (h->validate && h->validate(&v, req->ops[i], job->results[i]) != 0) {
-                        bad = i;
+                        refused = true;
                 } else if (h->batched) {
                         job->last_batched = i;
                 }
+                if (!refused)
+                        continue;
+                /* Going on after failures goes on after refusals too: a
+                 * guest's clean-up batch still removes its firewall when its
+                 * tap is gone already. */
+                if (keep_going && !job->refused)
+                        job->refused = calloc(req->n_ops, sizeof(*job->refused));
+                if (keep_going && job->refused) {
+                        job->refused[i] = true;
+                        n_refused++;
+                } else {
+                        bad = i;
+                }
         }
+        if (n_refused)
+                nb_stats[NB_STAT_OP_ERRORS] += n_refused;
         for (size_t i = 0; i < v.n_claims; i++)
                 free(v.claims[i]);
         free(v.claims);
@@ -418,6 +439,7 @@ static void job_free(void *p)
 
         nb_timer_cancel(job->ctx->loop, &job->resume_timer);
         free_undos(job);
+        free(job->refused);
         if (job->batch_data && job->batch_free)
                 job->batch_free(job->batch_data);
         if (job->results) {
@@ -464,6 +486,10 @@ static void job_continue(struct nb_job *job)
                 const struct nb_op_handler *h = handler_for(job->ctx, req->ops[job->next]);
                 int r;
 
+                if (job->refused && job->refused[job->next]) {
+                        job->next++; /* its result says why; counted already */
+                        continue;
+                }
                 if (job->output_blocked) {
                         /* Fds are queued: wait until they are out, so the
                          * helper never holds more than a handful. */

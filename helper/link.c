@@ -348,6 +348,14 @@ void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb
         l->gone_data = data;
 }
 
+void nb_links_flush_gone(struct nb_links *l)
+{
+        if (!l || !l->n_gone)
+                return;
+        nb_timer_cancel(l->loop, &l->gone_timer);
+        run_gone(l);
+}
+
 int nb_links_list(struct nb_links *l, struct nb_link_entry **ret, size_t *n)
 {
         struct nb_link_entry *e;

@@ -103,6 +103,10 @@ struct nb_link_entry {
 void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb_link_entry *e),
                       void *data);
 
+/* Run fn for the interfaces gone so far now, not from the loop: before a
+ * reply, so a LinkDelete's reply comes after its IFB is gone too. */
+void nb_links_flush_gone(struct nb_links *l);
+
 /* Every interface there is now, in a malloc'ed array (free it). */
 int nb_links_list(struct nb_links *l, struct nb_link_entry **ret, size_t *n);
 /* The request socket, lent to bandwidth.c: one fewer fd of the few the

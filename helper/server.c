@@ -13,6 +13,7 @@
 #include "bandwidth.h"
 #include "codec.h"
 #include "dispatch.h"
+#include "link.h"
 #include "log.h"
 #include "stats.h"
 
@@ -700,10 +701,12 @@ void nb_server_shutdown(struct nb_server *s)
                 conn_close(s->conns);
 }
 
-/* Bandwidth clears leave their IFBs to be deleted together (bandwidth.c):
- * delete them before the reply, so the client sees them gone. */
+/* Bandwidth clears leave their IFBs to be deleted together (bandwidth.c),
+ * and interfaces the job deleted leave theirs to the loop (link.c): delete
+ * them before the reply, so the client sees them gone. */
 static void end_of_job(const struct nb_dispatch_ctx *ctx)
 {
+        nb_links_flush_gone(ctx->links);
         nb_bw_flush(ctx->bw);
 }
 

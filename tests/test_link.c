@@ -577,6 +577,58 @@ START_TEST(test_link_delete_removes_and_missing_is_enodev)
 }
 END_TEST
 
+/* A guest's clean-up after QEMU exited and its tap went with it: with
+ * CONTINUE_ON_ERROR the ops refused for the missing tap report ENODEV and
+ * the rest still runs, so the guest's firewall goes. Without the flag the
+ * refusal stops the whole batch, as before. */
+START_TEST(test_cleanup_batch_goes_on_past_an_interface_already_gone)
+{
+        nb_conn *c = setup();
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_rate out = {.average = 1024};
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        char *nft;
+
+        ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, "52:54:00:00:00:01"), 0);
+        nb_batch_tap_create(b, "cu0", NULL);
+        nb_batch_firewall_apply(b, "cu0", "cu0", rs, NB_FW_REPLACE);
+        nb_batch_bandwidth_set(b, "cu0", NULL, &out);
+        /* Freeing the results closes the tap's fd, as QEMU's exit does. */
+        nb_results_free(submit_ok(c, b));
+        ck_assert(!tu_link_exists("cu0"));
+
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "cu0");
+        nb_batch_firewall_remove(b, "cu0");
+        nb_batch_bandwidth_clear(b, "cu0");
+        res = submit(c, b);
+        assert_refused(res, 0, -ENODEV, "no interface cu0");
+        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        nb_results_free(res);
+
+        b = nb_batch_new();
+        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+        nb_batch_link_delete(b, "cu0");
+        nb_batch_firewall_remove(b, "cu0");
+        nb_batch_bandwidth_clear(b, "cu0");
+        nb_batch_ping(b);
+        res = submit(c, b);
+        assert_refused(res, 0, -ENODEV, "no interface cu0");
+        ck_assert_msg(nb_result_status(res, 1) == 0, "firewall remove: %s",
+                      nb_result_message(res, 1));
+        assert_refused(res, 2, -ENODEV, "cu0");
+        ck_assert_int_eq(nb_result_status(res, 3), 0);
+        ck_assert_int_eq(nb_results_first_error(res), 0);
+        nb_results_free(res);
+        nft = tu_sh("nft list table netdev netbroker 2>&1 || true");
+        ck_assert_msg(!strstr(nft, "cu0/"), "the gone guest's chains stay:\n%s", nft);
+        free(nft);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+}
+END_TEST
+
 /* ---- frames through the fds ---- */
 
 #define ETH_P_NBTEST 0x88b5 /* IEEE local experimental */
@@ -1513,6 +1565,7 @@ Suite *link_suite(void)
         tcase_add_test(ops, test_link_set_up_down_mtu_and_mac);
         tcase_add_test(ops, test_link_set_master_attaches_and_nomaster_detaches);
         tcase_add_test(ops, test_link_delete_removes_and_missing_is_enodev);
+        tcase_add_test(ops, test_cleanup_batch_goes_on_past_an_interface_already_gone);
         tcase_add_test(io, test_frame_written_to_tap_fd_arrives_on_the_interface);
         tcase_add_test(io, test_frame_sent_to_tap_interface_is_read_from_fd);
         tcase_add_test(io, test_macvtap_fd_frames_leave_through_parent_and_come_back);

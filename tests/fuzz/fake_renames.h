@@ -14,6 +14,7 @@
 #define nb_links_names nb_real_links_names
 #define nb_links_on_gone nb_real_links_on_gone
 #define nb_links_list nb_real_links_list
+#define nb_links_flush_gone nb_real_links_flush_gone
 #define nb_links_netlink nb_real_links_netlink
 #define nb_link_tap_create nb_real_link_tap_create
 #define nb_link_macvlan_create nb_real_link_macvlan_create

@@ -13,13 +13,13 @@ failed=0
 failures=()
 
 step() { # name, command...
-  local name=$1
+  local name=$1 t0=$SECONDS
   shift
   echo "== $name"
   if "$@"; then
-    echo "-- $name: ok"
+    echo "-- $name: ok ($((SECONDS - t0)) s)"
   else
-    echo "-- $name: FAILED"
+    echo "-- $name: FAILED ($((SECONDS - t0)) s)"
     failures+=("$name")
     failed=$((failed + 1))
     return 1
@@ -30,11 +30,13 @@ step() { # name, command...
 # counts go into the total; a failing exit status with every check passed
 # (valgrind's or ASan's verdict at exit) counts as one more failure.
 check_suite() { # name, command...
-  local name=$1 log
+  local name=$1 log t0=$SECONDS
   shift
   log=$(mktemp)
+  echo "== $name"
   "$@" 2>&1 | grep -v '^netbrokerd\[notice\] main: signal 15' | tee "$log"
   local rc=${PIPESTATUS[0]}
+  echo "-- $name: $((SECONDS - t0)) s"
   local line
   line=$(grep -E '^[0-9]+%: Checks: ' "$log" | tail -n 1)
   rm -f "$log"
@@ -70,7 +72,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 check_suite "unit" build/tests/test-unit
 check_suite "helper" build/tests/test-helper
 check_suite "unit (asan+ubsan)" build-asan/tests/test-unit
-check_suite "helper (asan+ubsan)" build-asan/tests/test-helper
+# The conformance table (iperf3 at 8-512 Mbit/s, about 80 s) measures the
+# kernel's shaping, which a sanitizer does not change: the plain build runs it.
+CK_EXCLUDE_TAGS=rate check_suite "helper (asan+ubsan)" build-asan/tests/test-helper
 
 # valgrind memcheck: any definite or indirect leak, or any error, fails.
 # Check forks a process per test unless CK_FORK=no; the forked children
@@ -223,17 +227,10 @@ with open(os.environ["PNG"], "rb") as f:
 }
 single "bench all --quick runs, its JSON has ratios for every scenario" bench_all_quick
 
-bench_bandwidth_quick() {
-  local out
-  # 10 interfaces, 8 tc processes each from a fat parent: about 20 s.
-  out=$(build/bench/netbroker-bench bandwidth --quick --json) || return 1
-  echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["ratios"]; print("ratios:", {k: r[k] for k in ("A/B","A2/B")}); assert r["A/B"] and r["A2/B"]'
-}
-single "bench bandwidth --quick runs and its JSON parses" bench_bandwidth_quick
-
 echo
 if [ "${#failures[@]}" -gt 0 ]; then
   echo "failed: ${failures[*]}"
 fi
+echo "all tests: $((SECONDS / 60)) min $((SECONDS % 60)) s"
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

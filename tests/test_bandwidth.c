@@ -563,6 +563,7 @@ Suite *bandwidth_suite(void)
 
         tcase_set_timeout(ops, 60);
         tcase_set_timeout(rate, 180);
+        tcase_set_tags(rate, "rate"); /* test.sh: not in the sanitized run */
         tcase_add_test(ops, test_set_is_what_tc_shows_and_set_twice_is_the_same_state);
         tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
         tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);

@@ -340,14 +340,14 @@ static const char *find_iptables(void)
 }
 
 /* /bin/true gets `count` commands; iptables-nft takes milliseconds per run,
- * so it gets a tenth. C gets one request of 100 per 40 commands. */
+ * so it gets a quarter. C gets one request of 100 per 40 commands. */
 static void plan(const struct bench_opts *o, struct program *t, struct program *ipt)
 {
         unsigned n = o->count ? o->count : o->quick ? 20 : 200;
 
         t->n_cmds = n;
         t->n_batches = n / 40 > 2 ? n / 40 : 2;
-        ipt->n_cmds = n / 10 > 3 ? n / 10 : 3;
+        ipt->n_cmds = n / 4 > 3 ? n / 4 : 3;
         ipt->n_batches = (n / 40 + 1) / 2 > 1 ? (n / 40 + 1) / 2 : 1;
 }
 

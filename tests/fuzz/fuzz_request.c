@@ -30,31 +30,6 @@
 #include "harness.h"
 #include "server.h"
 
-/* Write one piece, fds on its first byte; returns bytes written or -errno. */
-static ssize_t send_piece(int fd, const uint8_t *p, size_t len, const int *fds, size_t nfds)
-{
-        union {
-                char buf[CMSG_SPACE(sizeof(int) * 6)];
-                struct cmsghdr align;
-        } ctrl;
-        struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        ssize_t n;
-
-        if (nfds) {
-                memset(&ctrl, 0, sizeof(ctrl));
-                msg.msg_control = ctrl.buf;
-                msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-                memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-        }
-        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-        return n < 0 ? -errno : n;
-}
-
 /* Read what the helper sent; every frame must decode. Returns false at the
  * end of the stream. */
 static bool drain(int fd, struct nb_frame_reader *rd)
@@ -130,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
                 if (next_frame > off && next_frame - off < len)
                         len = next_frame - off;
-                n = send_piece(sv[0], data + off, len, fds, nfds);
+                n = nb_harness_send(sv[0], data + off, len, fds, nfds);
                 nb_close_fds(fds, nfds); /* sent copies are the helper's */
                 if (n > 0) {
                         off += (size_t)n;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bandwidth.h"
@@ -116,6 +117,31 @@ void nb_harness_check_clean(struct nb_harness *h)
         NB_HARNESS_ASSERT(nb_fake_children() == 0);
         NB_HARNESS_ASSERT(nb_jobs_waiting() == 0);
         NB_HARNESS_ASSERT(count_fds() == h->fd_count);
+}
+
+ssize_t nb_harness_send(int fd, const uint8_t *p, size_t len, const int *fds, size_t nfds)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * NB_HARNESS_SEND_FDS)];
+                struct cmsghdr align;
+        } ctrl;
+        struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t n;
+
+        NB_HARNESS_ASSERT(nfds <= NB_HARNESS_SEND_FDS);
+        if (nfds) {
+                memset(&ctrl, 0, sizeof(ctrl));
+                msg.msg_control = ctrl.buf;
+                msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        }
+        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        return n < 0 ? -errno : n;
 }
 
 size_t nb_harness_decode_budget(size_t len)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "dispatch.h"
@@ -31,6 +32,11 @@ int nb_harness_dup(int fd);
 
 /* Abort unless every fd, program and job of the input is gone. */
 void nb_harness_check_clean(struct nb_harness *h);
+
+/* Write p[0..len) to the socket fd with fds (at most NB_HARNESS_SEND_FDS)
+ * on its first byte; returns the bytes written or -errno. */
+#define NB_HARNESS_SEND_FDS 8
+ssize_t nb_harness_send(int fd, const uint8_t *p, size_t len, const int *fds, size_t nfds);
 
 /* The decode budget server.c gives a frame of len bytes. */
 size_t nb_harness_decode_budget(size_t len);

@@ -147,21 +147,6 @@ static void next_call_respawns(nb_conn *c, pid_t old)
 
 /* ---- the firewall of 100 owners ---- */
 
-static void make_veths(const char *prefix, int n)
-{
-        char path[64];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/tmp/nbcrash-veths-%d", (int)getpid());
-        f = fopen(path, "we");
-        ck_assert_ptr_nonnull(f);
-        for (int i = 0; i < n; i++)
-                fprintf(f, "link add %s%03d type veth peer name %sp%03d\n", prefix, i, prefix, i);
-        fclose(f);
-        free(tu_sh("ip -batch %s", path));
-        unlink(path);
-}
-
 /* Guest i's filters; B adds a group, so its chains and rules differ from
  * A's in number, not only in content. */
 static nb_fw_ruleset *owner_ruleset(int i, bool gen_b)
@@ -195,12 +180,7 @@ static nb_batch *owners_batch(bool gen_b)
 /* Per owner in our table: its chains and rules from `nft -j`, and the
  * hashes in its base chains' comments from the text listing (nft 1.0's
  * JSON leaves chain comments out). One line "OWNER CHAINS RULES HASHES". */
-static const char owners_py[] =
-        "import json, re, subprocess, sys\n"
-        "def run(*a):\n"
-        "    return subprocess.run(a, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,\n"
-        "                          text=True)\n"
-        "p = run('nft', '-j', 'list', 'table', 'netdev', 'netbroker')\n"
+static const char owners_py[] = TU_NFT_PY
         "if p.returncode:\n"
         "    sys.exit(0)\n"
         "own = {}\n"
@@ -620,7 +600,7 @@ START_TEST(test_sigkill_during_firewall_and_interface_batches_50_times)
 
         tu_private_netns();
         tu_veth("p0", "p1"); /* the macvtaps' parent */
-        make_veths("fw", OWNERS);
+        tu_veths("fw", OWNERS);
         c = tu_spawn(CRASH_ALLOW);
         outbound = outbound_available(c);
 

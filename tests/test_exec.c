@@ -14,19 +14,6 @@
 #include "testutil.h"
 #include "tests.h"
 
-/* Run one Exec op; returns the results (caller frees). */
-static nb_results *exec1(nb_conn *c, const char *path, const char *const *argv,
-                         const char *const *env, const char *in, unsigned timeout_ms)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-
-        ck_assert_int_eq(nb_batch_exec(b, path, argv, env, in, in ? strlen(in) : 0, timeout_ms), 0);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
-        nb_batch_free(b);
-        return res;
-}
-
 static void assert_out(const nb_results *res, const char *want)
 {
         nb_exec_result e;
@@ -43,7 +30,7 @@ START_TEST(test_program_not_on_allow_list_is_refused)
         nb_results *res;
 
         unlink("/tmp/nbtest-must-not-exist");
-        res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+        res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
         ck_assert(strstr(nb_result_message(res, 0), "/bin/sh is not on the allow-list"));
         ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
@@ -51,7 +38,7 @@ START_TEST(test_program_not_on_allow_list_is_refused)
         nb_results_free(res);
         /* A relative path or a path that merely resolves to an allowed one is
          * not on the list either. */
-        res = exec1(c, "/bin/../bin/true", NULL, NULL, NULL, 0);
+        res = tu_exec1(c, "/bin/../bin/true", NULL, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
         nb_results_free(res);
         nb_close(c);
@@ -90,7 +77,7 @@ START_TEST(test_child_sees_exact_argv)
                 "sh",     "-c",      "for a in \"$0\" \"$@\"; do printf '[%s]' \"$a\"; done",
                 "zero",   "one two", "",
                 "thr'ee", NULL};
-        nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+        nb_results *res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
 
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         assert_out(res, "[zero][one two][][thr'ee]");
@@ -106,11 +93,11 @@ START_TEST(test_child_sees_exact_environment)
         nb_results *res;
 
         setenv("NBTEST_SECRET", "client-env-must-not-leak", 1);
-        res = exec1(c, "/usr/bin/env", NULL, NULL, NULL, 0);
+        res = tu_exec1(c, "/usr/bin/env", NULL, NULL, NULL, 0);
         assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nLC_ALL=C\n");
         nb_results_free(res);
         /* Request entries add to the default and replace a default of the same name. */
-        res = exec1(c, "/usr/bin/env", NULL, env, NULL, 0);
+        res = tu_exec1(c, "/usr/bin/env", NULL, env, NULL, 0);
         assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nXTABLES_LOCKFILE=/run/"
                         "x.lock\nLC_ALL=C.UTF-8\n");
         nb_results_free(res);
@@ -128,7 +115,7 @@ START_TEST(test_loader_variables_are_refused)
         };
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-                nb_results *res = exec1(c, "/bin/true", NULL, bad[i], NULL, 0);
+                nb_results *res = tu_exec1(c, "/bin/true", NULL, bad[i], NULL, 0);
                 ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
                 ck_assert_msg(strstr(nb_result_message(res, 0), "is not allowed"), "%s",
                               nb_result_message(res, 0));
@@ -144,7 +131,7 @@ START_TEST(test_child_gets_exactly_fds_0_to_2)
          * commands, and ls would see them. */
         nb_conn *c = tu_spawn(TU_ALLOW);
         const char *argv[] = {"sh", "-c", "ls /proc/$$/fd", NULL};
-        nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+        nb_results *res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
 
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         assert_out(res, "0\n1\n2\n");
@@ -186,7 +173,7 @@ START_TEST(test_exit_codes_and_signals_are_reported)
         nb_exec_result e;
         nb_results *res;
 
-        res = exec1(c, "/bin/sh", exit3, NULL, NULL, 0);
+        res = tu_exec1(c, "/bin/sh", exit3, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), -EIO);
         ck_assert(strstr(nb_result_message(res, 0), "exited with status 3"));
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
@@ -197,14 +184,14 @@ START_TEST(test_exit_codes_and_signals_are_reported)
         assert_out(res, "out\n");
         nb_results_free(res);
 
-        res = exec1(c, "/bin/sh", killed, NULL, NULL, 0);
+        res = tu_exec1(c, "/bin/sh", killed, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), -EIO);
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
         ck_assert_int_eq(e.signal, SIGTERM);
         ck_assert(!e.timed_out);
         nb_results_free(res);
 
-        res = exec1(c, "/bin/true", NULL, NULL, NULL, 0);
+        res = tu_exec1(c, "/bin/true", NULL, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
         ck_assert_int_eq(e.exit_code, 0);
@@ -227,7 +214,7 @@ START_TEST(test_timeout_kills_program_and_its_children)
         pid_t grandchild = 0;
         FILE *f;
 
-        res = exec1(c, "/bin/sh", argv, NULL, NULL, 300);
+        res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 300);
         ck_assert_uint_lt(tu_now_us() - t0, 5000000);
         ck_assert_int_eq(nb_result_status(res, 0), -ETIMEDOUT);
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
@@ -259,7 +246,7 @@ START_TEST(test_output_is_capped_and_flagged)
                               "done; echo small >&2",
                               NULL};
         nb_exec_result e;
-        nb_results *res = exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+        nb_results *res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
 
         ck_assert_int_eq(nb_result_status(res, 0), 0); /* the program still ran to its end */
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);

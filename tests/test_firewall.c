@@ -143,12 +143,7 @@ static char *ruleset_text(void)
  * policy, comment and device, then its rule count and its rules as nft
  * prints them. The rule count comes from the JSON, the rules from the
  * text; the two must agree. "(no table)" when there is none. */
-static const char summary_py[] =
-        "import json, re, subprocess, sys\n"
-        "def run(*a):\n"
-        "    return subprocess.run(a, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,\n"
-        "                          text=True)\n"
-        "p = run('nft', '-j', 'list', 'table', 'netdev', 'netbroker')\n"
+static const char summary_py[] = TU_NFT_PY
         "if p.returncode:\n"
         "    print('(no table)')\n"
         "    sys.exit(0)\n"
@@ -974,22 +969,6 @@ END_TEST
 
 #define MANY 100
 
-/* n veth pairs PREFIX%03d / PREFIXp%03d in one `ip -batch`. */
-static void make_veths(const char *prefix, int n)
-{
-        char path[64];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/tmp/nbfw-veths-%d", (int)getpid());
-        f = fopen(path, "we");
-        ck_assert_ptr_nonnull(f);
-        for (int i = 0; i < n; i++)
-                fprintf(f, "link add %s%03d type veth peer name %sp%03d\n", prefix, i, prefix, i);
-        fclose(f);
-        free(tu_sh("ip -batch %s", path));
-        unlink(path);
-}
-
 /* Guest i's clean-traffic and no-promisc, as libvirt would give each. */
 static nb_fw_ruleset *guest_ruleset(int i)
 {
@@ -1051,8 +1030,8 @@ START_TEST(test_batch_of_100_refused_by_the_kernel_at_57_changes_nothing)
 
         tu_private_netns();
         c = tu_spawn(FW_ALLOW);
-        make_veths("pre", 10);
-        make_veths("fw", MANY);
+        tu_veths("pre", 10);
+        tu_veths("fw", MANY);
         apply_guests(c, "pre", 10);
         before = ruleset_text();
         txns = stat_of(c, "fw_transactions");
@@ -1100,8 +1079,8 @@ START_TEST(test_batch_of_100_with_a_bad_prefix_at_57_changes_nothing)
 
         tu_private_netns();
         c = tu_spawn(FW_ALLOW);
-        make_veths("pre", 10);
-        make_veths("fw", MANY);
+        tu_veths("pre", 10);
+        tu_veths("fw", MANY);
         apply_guests(c, "pre", 10);
         before = ruleset_text();
         for (int i = 0; i < MANY; i++) {
@@ -1149,8 +1128,8 @@ START_TEST(test_batch_whose_57th_interface_vanishes_is_all_or_nothing)
 
         tu_private_netns();
         c = tu_spawn(FW_ALLOW);
-        make_veths("pre", 10);
-        make_veths("fw", MANY);
+        tu_veths("pre", 10);
+        tu_veths("fw", MANY);
         apply_guests(c, "pre", 10);
         before = ruleset_text();
         for (int i = 0; i < MANY; i++) {
@@ -1277,7 +1256,7 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
 
         tu_private_netns();
         c = tu_spawn(FW_ALLOW);
-        make_veths("fw", MANY);
+        tu_veths("fw", MANY);
         b = nb_batch_new();
         for (int i = 0; i < MANY; i++)
                 add_guest(b, "fw", i, NB_FW_REPLACE);

@@ -33,21 +33,6 @@ static Netbroker__ServerMessage *send_ping_request(int fd, uint64_t id, const in
         return tu_raw_recv(fd, NULL);
 }
 
-/* Expect an Error with `status`, then the end of the connection. */
-static void expect_error_and_close(int fd, int status, const char *needle)
-{
-        int err;
-        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
-
-        ck_assert_msg(m != NULL, "no Error message (err %d)", err);
-        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
-        ck_assert_int_eq(m->error->status, status);
-        ck_assert_msg(strstr(m->error->message, needle), "message: %s", m->error->message);
-        netbroker__server_message__free_unpacked(m, NULL);
-        ck_assert_ptr_null(tu_raw_recv(fd, &err));
-        ck_assert_int_eq(err, -EPIPE);
-}
-
 /* After abuse the helper still serves a well-behaved client. */
 static void assert_helper_serves(struct tu_helper *h)
 {
@@ -62,20 +47,6 @@ static void assert_helper_serves(struct tu_helper *h)
         ck_assert_int_eq(m->reply->results[0]->status, 0);
         netbroker__server_message__free_unpacked(m, NULL);
         close(fd);
-}
-
-/* The helper's fd count once it is idle again (closing is asynchronous). */
-static void assert_fd_count_settles(pid_t pid, int expected)
-{
-        int n = -1;
-
-        for (int i = 0; i < 200; i++) {
-                n = tu_fd_count(pid);
-                if (n == expected)
-                        return;
-                usleep(5000);
-        }
-        ck_abort_msg("helper has %d fds, expected %d", n, expected);
 }
 
 START_TEST(test_hello_reports_version_and_features)
@@ -103,7 +74,7 @@ START_TEST(test_version_mismatch_is_refused_with_a_clear_error)
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
         m.hello = &hello;
         ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
-        expect_error_and_close(fd, EPROTONOSUPPORT, "protocol version 99 is not supported");
+        tu_raw_expect_error_and_close(fd, EPROTONOSUPPORT, "protocol version 99 is not supported");
         close(fd);
         assert_helper_serves(&h);
         tu_helper_stop(&h);
@@ -174,10 +145,10 @@ START_TEST(test_garbage_frame_closes_connection_and_leaks_nothing)
                 fd = tu_raw_connect(h.sock);
                 tu_raw_hello(fd);
                 ck_assert_int_eq(tu_raw_send(fd, garbage, sizeof(garbage), NULL, 0), 0);
-                expect_error_and_close(fd, EBADMSG, "cannot decode");
+                tu_raw_expect_error_and_close(fd, EBADMSG, "cannot decode");
                 close(fd);
         }
-        assert_fd_count_settles(h.pid, base);
+        tu_assert_fd_count_settles(h.pid, base, 1000);
         assert_helper_serves(&h);
         tu_helper_stop(&h);
 }
@@ -198,7 +169,7 @@ START_TEST(test_truncated_frame_then_hangup_leaks_nothing)
                 ck_assert_int_eq(write(fd, half, sizeof(half)), (ssize_t)sizeof(half));
                 close(fd);
         }
-        assert_fd_count_settles(h.pid, base);
+        tu_assert_fd_count_settles(h.pid, base, 1000);
         assert_helper_serves(&h);
         tu_helper_stop(&h);
 }
@@ -214,7 +185,7 @@ START_TEST(test_frame_over_cap_is_refused_and_connection_closed)
         fd = tu_raw_connect(h.sock);
         tu_raw_hello(fd);
         ck_assert_int_eq(write(fd, hdr, 4), 4);
-        expect_error_and_close(fd, EMSGSIZE, "frame of 2048 bytes is over the cap of 1024");
+        tu_raw_expect_error_and_close(fd, EMSGSIZE, "frame of 2048 bytes is over the cap of 1024");
         close(fd);
         assert_helper_serves(&h);
         tu_helper_stop(&h);
@@ -233,7 +204,7 @@ START_TEST(test_half_sent_frame_times_out)
         tu_raw_hello(fd);
         t0 = tu_now_us();
         ck_assert_int_eq(write(fd, part, sizeof(part)), (ssize_t)sizeof(part));
-        expect_error_and_close(fd, ETIMEDOUT, "half-sent");
+        tu_raw_expect_error_and_close(fd, ETIMEDOUT, "half-sent");
         ck_assert_uint_ge(tu_now_us() - t0, 250000);
         ck_assert_uint_lt(tu_now_us() - t0, 3000000);
         close(fd);
@@ -249,7 +220,7 @@ START_TEST(test_idle_connection_is_closed_when_configured)
         tu_helper_start(&h, TU_ALLOW "idle_timeout_ms = 200\n");
         fd = tu_raw_connect(h.sock);
         tu_raw_hello(fd);
-        expect_error_and_close(fd, ETIMEDOUT, "idle for more than 200 ms");
+        tu_raw_expect_error_and_close(fd, ETIMEDOUT, "idle for more than 200 ms");
         close(fd);
         tu_helper_stop(&h);
 }
@@ -454,7 +425,7 @@ START_TEST(test_ops_over_max_ops_are_refused_by_client_and_helper)
                 m.request = &req;
                 ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
         }
-        expect_error_and_close(fd, E2BIG, "request has 11 ops, over max_ops=10");
+        tu_raw_expect_error_and_close(fd, E2BIG, "request has 11 ops, over max_ops=10");
         close(fd);
         assert_helper_serves(&h);
         tu_helper_stop(&h);
@@ -592,25 +563,11 @@ END_TEST
 
 START_TEST(test_bad_config_stops_startup_naming_the_line)
 {
-        char *conf = tu_config(TU_ALLOW "max_spawns = 0\n");
-        nb_spawn_opts o = {.config_path = conf};
-        nb_conn *c = NULL;
-        int pipefd[2], saved, r;
-        char buf[512] = "";
+        char buf[512];
 
-        /* Catch the helper's stderr, where it explains itself. */
-        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-        saved = dup(2);
-        dup2(pipefd[1], 2);
-        r = nb_spawn(NB_TEST_HELPER, &o, &c);
-        dup2(saved, 2);
-        close(saved);
-        close(pipefd[1]);
-        ck_assert_int_eq(r, -ECONNRESET);
-        ck_assert_int_gt(read(pipefd[0], buf, sizeof(buf) - 1), 0);
+        tu_spawn_expect_failure(NB_TEST_HELPER, TU_ALLOW "max_spawns = 0\n", -ECONNRESET, buf,
+                                sizeof(buf));
         ck_assert_msg(strstr(buf, ":2: max_spawns"), "stderr was: %s", buf);
-        close(pipefd[0]);
-        free(conf);
 }
 END_TEST
 

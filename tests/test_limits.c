@@ -129,43 +129,39 @@ static void expect_all_status(int fd, uint64_t id, size_t n, int status)
         netbroker__server_message__free_unpacked(m, NULL);
 }
 
-/* An Error with `status` naming the cap, then the end of the connection:
- * an orderly EOF, or ECONNRESET when the helper closed with our frame still
- * unread in its socket (the kernel then resets: the Error came first). */
-static void expect_error_and_close_or_reset(int fd, int status, const char *needle)
+/* A request of ops[0..n-1], every op of which succeeds. */
+static void served(int fd, uint64_t id, Netbroker__Op **ops, size_t n)
 {
-        int err;
-        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
-
-        ck_assert_msg(m != NULL, "no Error message (err %d)", err);
-        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
-        ck_assert_int_eq(m->error->status, status);
-        ck_assert_msg(strstr(m->error->message, needle), "message: %s", m->error->message);
-        netbroker__server_message__free_unpacked(m, NULL);
-        ck_assert_ptr_null(tu_raw_recv(fd, &err));
-        ck_assert_msg(err == -EPIPE || err == -ECONNRESET, "err %d", err);
+        send_ops(fd, id, ops, n, NULL, 0);
+        expect_all_status(fd, id, n, 0);
 }
 
-static void expect_error_and_close(int fd, int status, const char *needle)
+/* The next message is the Reply to `id` whose one op failed with
+ * `status`, saying `needle`. */
+static void expect_one_failed(int fd, uint64_t id, int status, const char *needle)
 {
-        int err;
-        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
+        Netbroker__ServerMessage *m = recv_reply(fd, id, 1);
 
-        ck_assert_msg(m != NULL, "no Error message (err %d)", err);
-        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
-        ck_assert_int_eq(m->error->status, status);
-        ck_assert_msg(strstr(m->error->message, needle), "message: %s", m->error->message);
+        ck_assert_int_eq(m->reply->results[0]->status, status);
+        ck_assert_msg(strstr(m->reply->results[0]->message, needle), "%s",
+                      m->reply->results[0]->message);
         netbroker__server_message__free_unpacked(m, NULL);
-        ck_assert_ptr_null(tu_raw_recv(fd, &err));
-        ck_assert_int_eq(err, -EPIPE);
 }
 
 static void ping_ok(int fd, uint64_t id)
 {
         Netbroker__Op *ops[1] = {&ping_op};
 
-        send_ops(fd, id, ops, 1, NULL, 0);
-        expect_all_status(fd, id, 1, 0);
+        served(fd, id, ops, 1);
+}
+
+/* A connection past Hello. */
+static int raw_client(struct tu_helper *h)
+{
+        int fd = tu_raw_connect(h->sock);
+
+        tu_raw_hello(fd);
+        return fd;
 }
 
 /* A new client is served: the helper survived and its slots are free,
@@ -199,19 +195,6 @@ static void assert_helper_serves(struct tu_helper *h)
         netbroker__server_message__free_unpacked(m, NULL);
         ping_ok(fd, 777);
         close(fd);
-}
-
-static void assert_fd_count_settles(pid_t pid, int expected)
-{
-        int n = -1;
-
-        for (int i = 0; i < 400; i++) {
-                n = tu_fd_count(pid);
-                if (n == expected)
-                        return;
-                usleep(5000);
-        }
-        ck_abort_msg("helper has %d fds, expected %d", n, expected);
 }
 
 static bool client_ping(nb_conn *c)
@@ -368,21 +351,19 @@ START_TEST(test_frame_of_exactly_max_frame_is_served_one_byte_more_is_refused)
 
         tu_helper_start(&h, TU_ALLOW "max_frame = 1024\n");
         base = tu_fd_count(h.pid);
-        other = tu_raw_connect(h.sock);
-        tu_raw_hello(other);
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
+        other = raw_client(&h);
+        fd = raw_client(&h);
         request_of_size(&cm, &req, ops, 300, 1024);
         ck_assert_int_eq(tu_raw_send_msg(fd, &cm.base, NULL, 0), 0);
         expect_all_status(fd, req.id, req.n_ops, 0);
         request_of_size(&cm, &req, ops, 300, 1025);
         ck_assert_int_eq(tu_raw_send_msg(fd, &cm.base, NULL, 0), 0);
-        expect_error_and_close_or_reset(fd, EMSGSIZE,
-                                        "frame of 1025 bytes is over the cap of 1024 bytes");
+        tu_raw_expect_error_and_close_or_reset(fd, EMSGSIZE,
+                                               "frame of 1025 bytes is over the cap of 1024 bytes");
         close(fd);
         ping_ok(other, 2);
         close(other);
-        assert_fd_count_settles(h.pid, base);
+        tu_assert_fd_count_settles(h.pid, base, 2000);
         assert_helper_serves(&h);
         tu_helper_stop(&h);
 }
@@ -397,12 +378,10 @@ START_TEST(test_ops_at_max_ops_are_served_one_more_is_refused)
         tu_helper_start(&h, TU_ALLOW "max_ops = 8\n");
         for (int i = 0; i < 9; i++)
                 ops[i] = &ping_op;
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
-        send_ops(fd, 1, ops, 8, NULL, 0);
-        expect_all_status(fd, 1, 8, 0);
+        fd = raw_client(&h);
+        served(fd, 1, ops, 8);
         send_ops(fd, 2, ops, 9, NULL, 0);
-        expect_error_and_close(fd, E2BIG, "request has 9 ops, over max_ops=8");
+        tu_raw_expect_error_and_close(fd, E2BIG, "request has 9 ops, over max_ops=8");
         close(fd);
         assert_helper_serves(&h);
         tu_helper_stop(&h);
@@ -423,14 +402,12 @@ START_TEST(test_ops_over_max_ops_run_nothing)
         ops[0] = touch_op(&x, &m);
         for (int i = 1; i < 9; i++)
                 ops[i] = &ping_op;
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
-        send_ops(fd, 1, ops, 8, NULL, 0);
-        expect_all_status(fd, 1, 8, 0);
+        fd = raw_client(&h);
+        served(fd, 1, ops, 8);
         ck_assert(marker_exists(&m));
         marker_remove(&m);
         send_ops(fd, 2, ops, 9, NULL, 0);
-        expect_error_and_close(fd, E2BIG, "over max_ops=8");
+        tu_raw_expect_error_and_close(fd, E2BIG, "over max_ops=8");
         close(fd);
         assert_helper_serves(&h);
         ck_assert(!marker_exists(&m));
@@ -468,8 +445,7 @@ START_TEST(test_client_that_does_not_read_replies_is_held_back)
         int fd, fl;
 
         tu_helper_start(&h, TU_ALLOW);
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
+        fd = raw_client(&h);
         rss0 = rss_kb(h.pid);
         fill_request(&cm, &req, 5, ops, 1);
         flen = protobuf_c_message_get_packed_size(&cm.base);
@@ -532,23 +508,26 @@ static void expect_all_closed(const int *read_ends, size_t n)
         }
 }
 
+static void open_pipe(int *read_end, int *write_end)
+{
+        int p[2];
+
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        *read_end = p[0];
+        *write_end = p[1];
+}
+
 START_TEST(test_fds_at_max_fds_per_frame_are_taken_one_more_fails_the_request)
 {
         struct tu_helper h;
         Netbroker__Op *ops[1] = {&ping_op};
-        Netbroker__ServerMessage *msg;
         int fd, base, rd[3], wr[3];
 
         tu_helper_start(&h, TU_ALLOW "max_fds_per_frame = 2\n");
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
+        fd = raw_client(&h);
         base = tu_fd_count(h.pid);
-        for (int i = 0; i < 3; i++) {
-                int p[2];
-                ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-                rd[i] = p[0];
-                wr[i] = p[1];
-        }
+        for (int i = 0; i < 3; i++)
+                open_pipe(&rd[i], &wr[i]);
         /* N: served (a Ping wants no fd, so they are closed at once). */
         send_ops(fd, 1, ops, 1, wr, 2);
         expect_all_status(fd, 1, 1, 0);
@@ -558,18 +537,11 @@ START_TEST(test_fds_at_max_fds_per_frame_are_taken_one_more_fails_the_request)
         ck_assert_int_eq(tu_fd_count(h.pid), base);
         /* N+1: the request fails as a whole, every fd that came is closed. */
         for (int i = 0; i < 2; i++) {
-                int p[2];
                 close(rd[i]);
-                ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-                rd[i] = p[0];
-                wr[i] = p[1];
+                open_pipe(&rd[i], &wr[i]);
         }
         send_ops(fd, 2, ops, 1, wr, 3);
-        msg = recv_reply(fd, 2, 1);
-        ck_assert_int_eq(msg->reply->results[0]->status, EBADF);
-        ck_assert_msg(strstr(msg->reply->results[0]->message, "max_fds_per_frame"), "%s",
-                      msg->reply->results[0]->message);
-        netbroker__server_message__free_unpacked(msg, NULL);
+        expect_one_failed(fd, 2, EBADF, "max_fds_per_frame");
         for (int i = 0; i < 3; i++)
                 close(wr[i]);
         expect_all_closed(rd, 3);
@@ -615,35 +587,55 @@ END_TEST
  * even on a loaded machine. */
 static const char *const sleep_argv[] = {"sleep", "1", NULL};
 
+/* Requests 1..n of one `sleep 1` each, sent without waiting for a reply. */
+static void send_sleeps(int fd, int n)
+{
+        for (int i = 0; i < n; i++) {
+                struct exec_op slow;
+                Netbroker__Op *ops[1] = {exec_op(&slow, "/bin/sleep", sleep_argv, 2)};
+
+                send_ops(fd, 1 + (uint64_t)i, ops, 1, NULL, 0);
+        }
+}
+
+/* Request `id` of one `touch MARKER` is refused with `status`, saying
+ * `needle`, and runs nothing. */
+static void touch_refused(int fd, uint64_t id, struct marker *m, int status, const char *needle)
+{
+        struct exec_op x;
+        Netbroker__Op *ops[1] = {touch_op(&x, m)};
+
+        send_ops(fd, id, ops, 1, NULL, 0);
+        expect_one_failed(fd, id, status, needle);
+        ck_assert(!marker_exists(m));
+}
+
+/* Request `id` of one `touch MARKER` runs (the marker is removed again). */
+static void touch_runs(int fd, uint64_t id, struct marker *m)
+{
+        struct exec_op x;
+        Netbroker__Op *ops[1] = {touch_op(&x, m)};
+
+        served(fd, id, ops, 1);
+        ck_assert(marker_exists(m));
+        marker_remove(m);
+}
+
 START_TEST(test_requests_in_flight_per_connection_are_capped)
 {
         struct tu_helper h;
-        struct exec_op slow[2], x;
         struct marker m;
-        Netbroker__Op *ops[1];
         Netbroker__ServerMessage *msg;
         bool seen[2] = {false, false};
         int fd, other;
 
         tu_helper_start(&h, TU_ALLOW "max_requests_per_connection = 2\n");
         marker_init(&m, "in-flight");
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
-        other = tu_raw_connect(h.sock);
-        tu_raw_hello(other);
-        for (int i = 0; i < 2; i++) {
-                ops[0] = exec_op(&slow[i], "/bin/sleep", sleep_argv, 2);
-                send_ops(fd, 1 + (uint64_t)i, ops, 1, NULL, 0);
-        }
+        fd = raw_client(&h);
+        other = raw_client(&h);
+        send_sleeps(fd, 2);
         /* The third is answered at once, before the two in flight end. */
-        ops[0] = touch_op(&x, &m);
-        send_ops(fd, 3, ops, 1, NULL, 0);
-        msg = recv_reply(fd, 3, 1);
-        ck_assert_int_eq(msg->reply->results[0]->status, EBUSY);
-        ck_assert_msg(strstr(msg->reply->results[0]->message, "max_requests_per_connection"), "%s",
-                      msg->reply->results[0]->message);
-        netbroker__server_message__free_unpacked(msg, NULL);
-        ck_assert(!marker_exists(&m));
+        touch_refused(fd, 3, &m, EBUSY, "max_requests_per_connection");
         /* The cap is per connection: another one is served meanwhile. */
         ping_ok(other, 10);
         for (int i = 0; i < 2; i++) {
@@ -659,11 +651,7 @@ START_TEST(test_requests_in_flight_per_connection_are_capped)
         ck_assert(seen[0] && seen[1]);
         ck_assert(!marker_exists(&m));
         /* With the slots free again, the same request runs. */
-        ops[0] = touch_op(&x, &m);
-        send_ops(fd, 4, ops, 1, NULL, 0);
-        expect_all_status(fd, 4, 1, 0);
-        ck_assert(marker_exists(&m));
-        marker_remove(&m);
+        touch_runs(fd, 4, &m);
         close(other);
         close(fd);
         tu_helper_stop(&h);
@@ -676,45 +664,58 @@ END_TEST
 START_TEST(test_pending_spawns_are_capped_and_the_next_is_refused)
 {
         struct tu_helper h;
-        struct exec_op slow[3], x;
         struct marker m;
-        Netbroker__Op *ops[1];
-        Netbroker__ServerMessage *msg;
         int fd;
 
         tu_helper_start(&h, TU_ALLOW "max_spawns = 1\nmax_pending_spawns = 2\n");
         marker_init(&m, "pending");
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
-        for (int i = 0; i < 3; i++) {
-                ops[0] = exec_op(&slow[i], "/bin/sleep", sleep_argv, 2);
-                send_ops(fd, 1 + (uint64_t)i, ops, 1, NULL, 0);
-        }
-        ops[0] = touch_op(&x, &m);
-        send_ops(fd, 4, ops, 1, NULL, 0);
-        msg = recv_reply(fd, 4, 1);
-        ck_assert_int_eq(msg->reply->results[0]->status, EAGAIN);
-        ck_assert_msg(strstr(msg->reply->results[0]->message,
-                             "2 programs are waiting to run already (max_pending_spawns)"),
-                      "%s", msg->reply->results[0]->message);
-        netbroker__server_message__free_unpacked(msg, NULL);
-        ck_assert(!marker_exists(&m));
+        fd = raw_client(&h);
+        send_sleeps(fd, 3);
+        touch_refused(fd, 4, &m, EAGAIN,
+                      "2 programs are waiting to run already (max_pending_spawns)");
         ck_assert_int_le(tu_children_of(h.pid), 1);
         /* In order, one at a time. */
         for (uint64_t id = 1; id <= 3; id++) {
                 ck_assert_int_le(tu_children_of(h.pid), 1);
                 expect_all_status(fd, id, 1, 0);
         }
-        ops[0] = touch_op(&x, &m);
-        send_ops(fd, 5, ops, 1, NULL, 0);
-        expect_all_status(fd, 5, 1, 0);
-        ck_assert(marker_exists(&m));
-        marker_remove(&m);
+        touch_runs(fd, 5, &m);
         close(fd);
         ck_assert_int_eq(tu_zombies_of(h.pid), 0);
         tu_helper_stop(&h);
 }
 END_TEST
+
+/* Submits b, which must get a reply, and frees it; the caller frees the
+ * results. */
+static nb_results *submit_and_free(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_batch_free(b);
+        return res;
+}
+
+/* Op i's program ran to its end; its Exec result in *e. */
+static void expect_ran(const nb_results *res, size_t i, nb_exec_result *e)
+{
+        ck_assert_int_eq(nb_result_status(res, i), 0);
+        ck_assert_int_eq(nb_result_exec(res, i, e), 0);
+}
+
+/* Op i ran and wrote out_len bytes to stdout and err_len to stderr, both
+ * cut to the cap or both whole. */
+static void expect_output(const nb_results *res, size_t i, size_t out_len, size_t err_len,
+                          bool truncated)
+{
+        nb_exec_result e;
+
+        expect_ran(res, i, &e);
+        ck_assert_uint_eq(e.out_len, out_len);
+        ck_assert_uint_eq(e.err_len, err_len);
+        ck_assert(e.out_truncated == truncated && e.err_truncated == truncated);
+}
 
 /* exec_output_cap bytes come back whole; one byte more is cut to the cap
  * and flagged, for stdout and stderr alike. */
@@ -724,24 +725,14 @@ START_TEST(test_exec_output_at_the_cap_is_whole_one_byte_more_is_truncated)
         const char *exact[] = {"sh", "-c", "printf '%1000s' ''; printf '%1000s' '' >&2", NULL};
         const char *over[] = {"sh", "-c", "printf '%1001s' ''; printf '%1001s' '' >&2", NULL};
         nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-        nb_exec_result e;
+        nb_results *res;
 
         nb_batch_exec(b, "/bin/sh", exact, NULL, NULL, 0, 0);
         nb_batch_exec(b, "/bin/sh", over, NULL, NULL, 0, 0);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
-        ck_assert_int_eq(nb_result_status(res, 0), 0);
-        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
-        ck_assert_uint_eq(e.out_len, 1000);
-        ck_assert_uint_eq(e.err_len, 1000);
-        ck_assert(!e.out_truncated && !e.err_truncated);
-        ck_assert_int_eq(nb_result_status(res, 1), 0); /* the program ran to its end */
-        ck_assert_int_eq(nb_result_exec(res, 1, &e), 0);
-        ck_assert_uint_eq(e.out_len, 1000);
-        ck_assert_uint_eq(e.err_len, 1000);
-        ck_assert(e.out_truncated && e.err_truncated);
+        res = submit_and_free(c, b);
+        expect_output(res, 0, 1000, 1000, false);
+        expect_output(res, 1, 1000, 1000, true); /* the program ran to its end */
         nb_results_free(res);
-        nb_batch_free(b);
         nb_close(c);
 }
 END_TEST
@@ -753,32 +744,27 @@ START_TEST(test_output_of_a_request_is_bounded_by_max_reply)
         const char *big[] = {"sh", "-c", "printf '%3000s' ''", NULL};
         const char *small[] = {"sh", "-c", "printf '%100s' ''", NULL};
         nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
+        nb_results *res;
         nb_exec_result e;
         size_t total = 0;
 
         for (int i = 0; i < 4; i++)
                 nb_batch_exec(b, "/bin/sh", big, NULL, NULL, 0, 0);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = submit_and_free(c, b);
         for (size_t i = 0; i < 4; i++) {
-                ck_assert_int_eq(nb_result_status(res, i), 0);
-                ck_assert_int_eq(nb_result_exec(res, i, &e), 0);
+                expect_ran(res, i, &e);
                 ck_assert(e.out_truncated);
                 ck_assert_uint_gt(e.out_len, 0);
                 total += e.out_len + e.err_len;
         }
         ck_assert_uint_le(total, 4096);
         nb_results_free(res);
-        nb_batch_free(b);
         /* The budget is per request: small output of the next comes whole. */
-        b = nb_batch_new();
-        nb_batch_exec(b, "/bin/sh", small, NULL, NULL, 0, 0);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = tu_exec1(c, "/bin/sh", small, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
         ck_assert_uint_eq(e.out_len, 100);
         ck_assert(!e.out_truncated);
         nb_results_free(res);
-        nb_batch_free(b);
         nb_close(c);
 }
 END_TEST
@@ -794,53 +780,44 @@ START_TEST(test_exec_args_and_env_at_max_args_run_one_more_is_refused)
         const char *env5[] = {"A=1", "B=2", "C=3", "D=4", "E=5", NULL};
         const char *env_argv[] = {"env", NULL};
         nb_batch *b;
-        nb_results *res = NULL;
+        nb_results *res;
         nb_exec_result e;
 
         marker_init(&m, "max-args");
         /* sh -c CMD sh: 4 entries. */
         memcpy(argv4, (const char *[]){"sh", "-c", m.cmd, "sh", NULL}, sizeof(argv4));
         memcpy(argv5, (const char *[]){"sh", "-c", m.cmd, "sh", "x", NULL}, sizeof(argv5));
-        b = nb_batch_new();
-        nb_batch_exec(b, "/bin/sh", argv4, NULL, NULL, 0, 0);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = tu_exec1(c, "/bin/sh", argv4, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         ck_assert(marker_exists(&m));
         marker_remove(&m);
         nb_results_free(res);
-        nb_batch_free(b);
 
         b = nb_batch_new();
         nb_batch_exec(b, "/bin/sh", argv4, NULL, NULL, 0, 0);
         nb_batch_exec(b, "/bin/sh", argv5, NULL, NULL, 0, 0);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = submit_and_free(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
         ck_assert_int_eq(nb_result_status(res, 1), -E2BIG);
         ck_assert_msg(strstr(nb_result_message(res, 1), "more than 4 arguments"), "%s",
                       nb_result_message(res, 1));
         ck_assert(!marker_exists(&m));
         nb_results_free(res);
-        nb_batch_free(b);
 
         b = nb_batch_new();
         nb_batch_exec(b, "/usr/bin/env", env_argv, env4, NULL, 0, 0);
         nb_batch_exec(b, "/usr/bin/env", env_argv, env5, NULL, 0, 0);
         nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = submit_and_free(c, b);
         /* CONTINUE_ON_ERROR goes on past a refusal: the good op runs. */
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         ck_assert_int_eq(nb_result_status(res, 1), -E2BIG);
         nb_results_free(res);
-        nb_batch_free(b);
 
-        b = nb_batch_new();
-        nb_batch_exec(b, "/usr/bin/env", env_argv, env4, NULL, 0, 0);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
-        ck_assert_int_eq(nb_result_status(res, 0), 0);
-        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        res = tu_exec1(c, "/usr/bin/env", env_argv, env4, NULL, 0);
+        expect_ran(res, 0, &e);
         ck_assert(memmem(e.out, e.out_len, "D=4\n", 4));
         nb_results_free(res);
-        nb_batch_free(b);
         ck_assert(client_ping(c));
         nb_close(c);
 }
@@ -854,43 +831,33 @@ START_TEST(test_exec_timeouts_are_capped_and_defaulted)
         struct marker m;
         const char *touch[4];
         const char *sleep5[] = {"sleep", "5", NULL};
-        nb_batch *b;
-        nb_results *res = NULL;
+        nb_results *res;
         nb_exec_result e;
         uint64_t t0;
 
         marker_init(&m, "timeout");
         memcpy(touch, m.argv, sizeof(touch));
-        b = nb_batch_new();
-        nb_batch_exec(b, "/bin/sh", touch, NULL, NULL, 0, 2001);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = tu_exec1(c, "/bin/sh", touch, NULL, NULL, 2001);
         ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
         ck_assert_msg(strstr(nb_result_message(res, 0), "above the maximum of 2000 ms"), "%s",
                       nb_result_message(res, 0));
         ck_assert(!marker_exists(&m));
         nb_results_free(res);
-        nb_batch_free(b);
 
-        b = nb_batch_new();
-        nb_batch_exec(b, "/bin/sh", touch, NULL, NULL, 0, 2000);
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = tu_exec1(c, "/bin/sh", touch, NULL, NULL, 2000);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         ck_assert(marker_exists(&m));
         marker_remove(&m);
         nb_results_free(res);
-        nb_batch_free(b);
 
-        b = nb_batch_new();
-        nb_batch_exec(b, "/bin/sleep", sleep5, NULL, NULL, 0, 0);
         t0 = tu_now_us();
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        res = tu_exec1(c, "/bin/sleep", sleep5, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), -ETIMEDOUT);
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
         ck_assert(e.timed_out);
         ck_assert_uint_ge(tu_now_us() - t0, 250000);
         ck_assert_uint_lt(tu_now_us() - t0, 3000000);
         nb_results_free(res);
-        nb_batch_free(b);
         nb_close(c);
 }
 END_TEST
@@ -1073,25 +1040,13 @@ END_TEST
 /* What an administrator sees: the helper does not start, and says where. */
 START_TEST(test_helper_with_conflicting_limits_does_not_start_and_names_the_line)
 {
-        char *conf = tu_config(TU_ALLOW "max_connections = 2\nmax_connections_per_uid = 3\n");
-        nb_spawn_opts o = {.config_path = conf};
-        nb_conn *c = NULL;
-        int pipefd[2], saved, r;
-        char buf[1024] = "";
+        char buf[1024];
 
-        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-        saved = dup(2);
-        dup2(pipefd[1], 2);
-        r = nb_spawn(tu_helper_path(), &o, &c);
-        dup2(saved, 2);
-        close(saved);
-        close(pipefd[1]);
-        ck_assert_int_eq(r, -ECONNRESET);
-        ck_assert_int_gt(read(pipefd[0], buf, sizeof(buf) - 1), 0);
+        tu_spawn_expect_failure(tu_helper_path(),
+                                TU_ALLOW "max_connections = 2\nmax_connections_per_uid = 3\n",
+                                -ECONNRESET, buf, sizeof(buf));
         ck_assert_msg(strstr(buf, ":3: max_connections_per_uid (3) is above max_connections (2)"),
                       "stderr was: %s", buf);
-        close(pipefd[0]);
-        free(conf);
 }
 END_TEST
 

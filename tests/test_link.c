@@ -1302,21 +1302,6 @@ END_TEST
 
 /* ---- batches ---- */
 
-/* The helper's fd count once it settles at expected (closing is
- * asynchronous), or where it stayed. */
-static int settled_fds(pid_t pid, int expected)
-{
-        int n = -1;
-
-        for (int i = 0; i < 200; i++) {
-                n = tu_fd_count(pid);
-                if (n == expected)
-                        break;
-                usleep(5000);
-        }
-        return n;
-}
-
 /* A batch whose sixth op fails in the kernel (a veth cannot be a master):
  * the tap, macvtap, veth pair and bridge made before it are deleted, p1 is
  * taken off the bridge with its MTU put back, and `ip -d -j link` is what it
@@ -1358,7 +1343,7 @@ START_TEST(test_failed_batch_leaves_no_device_behind)
         nb_results_free(res);
         /* Nor kept: not by us, not by the helper. */
         ck_assert_int_eq(tu_fd_count(getpid()), our_fds);
-        ck_assert_int_eq(settled_fds(helper, helper_fds), helper_fds);
+        ck_assert_int_eq(tu_fd_count_settled(helper, helper_fds, 1000), helper_fds);
         after = tu_links_snapshot();
         ck_assert_str_eq(before, after);
         free(before);
@@ -1508,13 +1493,13 @@ START_TEST(test_helper_keeps_none_of_the_returned_fds)
         ck_assert_uint_eq(nb_result_fd_count(res, 0), 4);
         ck_assert_uint_eq(nb_result_fd_count(res, 1), 1);
         ck_assert_uint_eq(nb_result_fd_count(res, 2), 1);
-        ck_assert_int_eq(settled_fds(pid, idle), idle);
+        ck_assert_int_eq(tu_fd_count_settled(pid, idle, 1000), idle);
         /* The kernel agrees: with our fds closed, nothing holds the taps. */
         assert_link("vnet0", "linkinfo.info_data.numqueues", "4");
         nb_results_free(res);
         ck_assert(!tu_link_exists("vnet0"));
         ck_assert(!tu_link_exists("vnet1"));
-        ck_assert_int_eq(settled_fds(pid, idle), idle);
+        ck_assert_int_eq(tu_fd_count_settled(pid, idle, 1000), idle);
         nb_close(c);
 }
 END_TEST

@@ -4,14 +4,10 @@
  *
  * NB_LOAD_SECONDS (default 60) sets how long the load runs; NB_CRASH_ROUNDS
  * (default 50) how many times the helper is killed. */
-#include <check.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "stress.h"
+#include "testutil.h"
 
 unsigned stress_env_seconds(const char *name, unsigned def)
 {
@@ -27,24 +23,8 @@ unsigned stress_env_seconds(const char *name, unsigned def)
 
 int main(int argc, char **argv)
 {
-        SRunner *sr;
-        int failed;
+        static Suite *(*const suites[])(void) = {load_suite, crash_suite, NULL};
 
-        if (geteuid() != 0) {
-                fprintf(stderr, "test-stress: needs root (namespaces, /proc of the helper)\n");
-                return 1;
-        }
-        if (unshare(CLONE_NEWNET) < 0) {
-                perror("test-stress: unshare(CLONE_NEWNET)");
-                return 1;
-        }
-        sr = srunner_create(load_suite());
-        srunner_add_suite(sr, crash_suite());
-        if (argc > 1)
-                srunner_run(sr, NULL, argv[1], CK_NORMAL); /* run one test case */
-        else
-                srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return tu_main_in_netns("test-stress", "namespaces, /proc of the helper", argc, argv,
+                                suites);
 }

@@ -214,6 +214,33 @@ void tu_raw_hello(int fd)
         netbroker__server_message__free_unpacked(r, NULL);
 }
 
+static void expect_error_then_end(int fd, int status, const char *needle, bool reset_ok)
+{
+        int err;
+        Netbroker__ServerMessage *m = tu_raw_recv(fd, &err);
+
+        ck_assert_msg(m != NULL, "no Error message (err %d)", err);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_ERROR);
+        ck_assert_int_eq(m->error->status, status);
+        ck_assert_msg(strstr(m->error->message, needle), "message: %s", m->error->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+        ck_assert_ptr_null(tu_raw_recv(fd, &err));
+        if (reset_ok)
+                ck_assert_msg(err == -EPIPE || err == -ECONNRESET, "err %d", err);
+        else
+                ck_assert_int_eq(err, -EPIPE);
+}
+
+void tu_raw_expect_error_and_close(int fd, int status, const char *needle)
+{
+        expect_error_then_end(fd, status, needle, false);
+}
+
+void tu_raw_expect_error_and_close_or_reset(int fd, int status, const char *needle)
+{
+        expect_error_then_end(fd, status, needle, true);
+}
+
 int tu_fd_count(pid_t pid)
 {
         char path[64];
@@ -230,6 +257,26 @@ int tu_fd_count(pid_t pid)
         closedir(d);
         /* Our own opendir fd is counted when pid is us. */
         return pid == getpid() ? n - 1 : n;
+}
+
+int tu_fd_count_settled(pid_t pid, int expected, unsigned ms)
+{
+        int n = -1;
+
+        for (unsigned i = 0; i < ms / 5; i++) {
+                n = tu_fd_count(pid);
+                if (n == expected)
+                        break;
+                usleep(5000);
+        }
+        return n;
+}
+
+void tu_assert_fd_count_settles(pid_t pid, int expected, unsigned ms)
+{
+        int n = tu_fd_count_settled(pid, expected, ms);
+
+        ck_assert_msg(n == expected, "helper has %d fds, expected %d", n, expected);
 }
 
 static int scan_children(pid_t pid, bool zombies_only)
@@ -313,6 +360,43 @@ nb_conn *tu_spawn(const char *config_body)
         free(conf);
         ck_assert_msg(r == 0, "nb_spawn: %s", strerror(-r));
         return c;
+}
+
+void tu_spawn_expect_failure(const char *helper, const char *config_body, int expected, char *buf,
+                             size_t size)
+{
+        char *conf = tu_config(config_body);
+        nb_spawn_opts o = {.config_path = conf};
+        nb_conn *c = NULL;
+        int pipefd[2], saved, r;
+        ssize_t n;
+
+        /* Catch the helper's stderr, where it explains itself. */
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        saved = dup(2);
+        dup2(pipefd[1], 2);
+        r = nb_spawn(helper, &o, &c);
+        dup2(saved, 2);
+        close(saved);
+        close(pipefd[1]);
+        ck_assert_int_eq(r, expected);
+        n = read(pipefd[0], buf, size - 1);
+        ck_assert_int_gt(n, 0);
+        buf[n] = '\0';
+        close(pipefd[0]);
+        free(conf);
+}
+
+nb_results *tu_exec1(nb_conn *c, const char *path, const char *const *argv, const char *const *env,
+                     const char *in, unsigned timeout_ms)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        ck_assert_int_eq(nb_batch_exec(b, path, argv, env, in, in ? strlen(in) : 0, timeout_ms), 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_batch_free(b);
+        return res;
 }
 
 /* ---- network namespaces and the real tools ---- */
@@ -458,4 +542,45 @@ char *tu_links_snapshot(void)
 void tu_veth(const char *name, const char *peer)
 {
         free(tu_sh("ip link add %s type veth peer name %s", name, peer));
+}
+
+void tu_veths(const char *prefix, int n)
+{
+        char path[64];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/tmp/nbtest-veths-%d", (int)getpid());
+        f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        for (int i = 0; i < n; i++)
+                fprintf(f, "link add %s%03d type veth peer name %sp%03d\n", prefix, i, prefix, i);
+        fclose(f);
+        free(tu_sh("ip -batch %s", path));
+        unlink(path);
+}
+
+int tu_main_in_netns(const char *prog, const char *why_root, int argc, char **argv,
+                     Suite *(*const suites[])(void))
+{
+        SRunner *sr;
+        int failed;
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "%s: needs root (%s)\n", prog, why_root);
+                return 1;
+        }
+        if (unshare(CLONE_NEWNET) < 0) {
+                fprintf(stderr, "%s: unshare(CLONE_NEWNET): %s\n", prog, strerror(errno));
+                return 1;
+        }
+        sr = srunner_create(suites[0]());
+        for (size_t i = 1; suites[i]; i++)
+                srunner_add_suite(sr, suites[i]());
+        if (argc > 1)
+                srunner_run(sr, NULL, argv[1], CK_NORMAL); /* run one test case */
+        else
+                srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
 }

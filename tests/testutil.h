@@ -35,9 +35,21 @@ int tu_raw_send_msg(int fd, const ProtobufCMessage *m, const int *fds, size_t nf
 Netbroker__ServerMessage *tu_raw_recv(int fd, int *ret_err);
 /* Hello exchange; asserts success. */
 void tu_raw_hello(int fd);
+/* The next message is an Error with `status` whose message holds `needle`,
+ * then the connection ends in an orderly EOF. */
+void tu_raw_expect_error_and_close(int fd, int status, const char *needle);
+/* The same, but the end may also be ECONNRESET: the helper closed with our
+ * frame still unread in its socket (the kernel then resets: the Error came
+ * first). */
+void tu_raw_expect_error_and_close_or_reset(int fd, int status, const char *needle);
 
 /* Open fds of a process (by counting /proc/PID/fd). */
 int tu_fd_count(pid_t pid);
+/* The fd count of pid once it is `expected` (closing is asynchronous), or
+ * where it stayed after about `ms` milliseconds. */
+int tu_fd_count_settled(pid_t pid, int expected, unsigned ms);
+/* Asserts that the fd count of pid comes to `expected` within `ms`. */
+void tu_assert_fd_count_settles(pid_t pid, int expected, unsigned ms);
 /* Children of pid in state Z (zombies). */
 int tu_zombies_of(pid_t pid);
 /* pid exists and is not a zombie. */
@@ -49,6 +61,15 @@ const char *tu_read_file(const char *path);
 
 /* A spawned connection with the given config body. */
 nb_conn *tu_spawn(const char *config_body);
+/* Spawns `helper` with the given config body, which must fail with
+ * `expected` (-errno); what the helper wrote to its stderr, where it
+ * explains itself, goes into buf (NUL-terminated; there must be some). */
+void tu_spawn_expect_failure(const char *helper, const char *config_body, int expected, char *buf,
+                             size_t size);
+/* Run one Exec op (stdin `in` when not NULL); returns the results, which
+ * the caller frees. */
+nb_results *tu_exec1(nb_conn *c, const char *path, const char *const *argv, const char *const *env,
+                     const char *in, unsigned timeout_ms);
 
 uint64_t tu_now_us(void);
 
@@ -89,6 +110,26 @@ char *tu_link_names(void);
 char *tu_links_snapshot(void);
 /* `ip link add NAME type veth peer name PEER`, asserted to work. */
 void tu_veth(const char *name, const char *peer);
+/* n veth pairs PREFIX%03d / PREFIXp%03d in one `ip -batch`. */
+void tu_veths(const char *prefix, int n);
+
+/* A test binary's main: refuses to run unless root (saying why_root),
+ * moves into a private network namespace, so nothing the helper or a
+ * program it runs does can touch the host's network, then runs the suites
+ * (a NULL-terminated list of constructors), or only the test case argv[1]
+ * when given. Returns the exit status. */
+int tu_main_in_netns(const char *prog, const char *why_root, int argc, char **argv,
+                     Suite *(*const suites[])(void));
+
+/* The start of a python3 script (for python3 -c) that reads our nftables
+ * table: run(*argv) gives stdout as text, p is `nft -j list table netdev
+ * netbroker` (p.returncode is not 0 when there is no such table). */
+#define TU_NFT_PY                                                                                  \
+        "import json, re, subprocess, sys\n"                                                       \
+        "def run(*a):\n"                                                                           \
+        "    return subprocess.run(a, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,\n"        \
+        "                          text=True)\n"                                                   \
+        "p = run('nft', '-j', 'list', 'table', 'netdev', 'netbroker')\n"
 
 /* The allow-list every test config starts from. */
 #define TU_ALLOW                                                                                   \

@@ -44,13 +44,10 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <net/if.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,8 +89,6 @@ _Static_assert(IN_QUANTUM == IN_AVERAGE * 1024 / 8 / 1500, "libvirt's quantum");
 
 #define XSTR(x) #x
 #define STR(x) XSTR(x)
-
-static const char *const child_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 
 /* Where a command's words name the interface. */
 static const char IFNAME[] = "<interface>";
@@ -243,77 +238,11 @@ struct ctx {
 
 /* ---- running tc ---- */
 
-static _Noreturn void child_fail(const char *what)
-{
-        /* write(2) only: this runs between fork and exec. */
-        ssize_t n = write(2, what, strlen(what));
-        (void)n;
-        _exit(127);
-}
-
-/* A and A2: virCommandRun's way, stdout and stderr into c->out_buf. */
-static int fork_exec(struct ctx *c, bool close_range, char *const *argv, int *ret_status)
-{
-        int pfd[2], r, k;
-        size_t len;
-        pid_t pid;
-
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return -errno;
-        pid = fork();
-        if (pid < 0) {
-                r = -errno;
-                close(pfd[0]);
-                close(pfd[1]);
-                return r;
-        }
-        if (pid == 0) {
-                if (dup2(c->fp.devnull, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
-                        child_fail("netbroker-bench: dup2 failed in the child\n");
-                if (close_range) {
-                        if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
-                                child_fail("netbroker-bench: close_range failed in the child\n");
-                } else {
-                        for (long fd = 3; fd < c->open_max; fd++)
-                                close((int)fd);
-                }
-                execve(c->tc, argv, (char *const *)child_env);
-                child_fail("netbroker-bench: execve failed in the child\n");
-        }
-        close(pfd[1]);
-        r = bench_drain_fd(pfd[0], c->out_buf, sizeof(c->out_buf), &len);
-        close(pfd[0]);
-        k = bench_wait_child(pid, ret_status);
-        return r < 0 ? r : k;
-}
-
-/* Untimed listings: posix_spawn (no copy of the fat parent's page tables),
- * fds 3 and up closed in the child. Must exit 0. */
+/* Untimed listings: bench_spawn_capture, which must exit 0. */
 static int spawn_capture(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *ret_len)
 {
-        posix_spawn_file_actions_t fa;
-        int pfd[2], st, r, k;
-        pid_t pid;
+        int st, r = bench_spawn_capture(&c->fp, c->tc, argv, -1, out, cap, ret_len, &st);
 
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return -errno;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, c->fp.devnull, 0);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-        r = -posix_spawn(&pid, c->tc, &fa, NULL, argv, (char *const *)child_env);
-        posix_spawn_file_actions_destroy(&fa);
-        close(pfd[1]);
-        if (r < 0) {
-                close(pfd[0]);
-                return r;
-        }
-        r = bench_drain_fd(pfd[0], out, cap, ret_len);
-        close(pfd[0]);
-        k = bench_wait_child(pid, &st);
-        if (r == 0)
-                r = k;
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: bandwidth: %s %s failed: %s\n", argv[0], argv[1], out);
                 r = -EIO;
@@ -362,10 +291,13 @@ static int exec_step(struct ctx *c, bool close_range, const char *const *words, 
                      int *ret_status)
 {
         char *argv[MAX_ARGS];
+        size_t len;
         int r;
 
         make_argv(words, c->ifname[i], argv);
-        r = fork_exec(c, close_range, argv, ret_status);
+        /* virCommandRun's way, stdout and stderr into c->out_buf. */
+        r = bench_fork_exec(&c->fp, close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP, c->open_max,
+                            c->tc, argv, c->out_buf, sizeof(c->out_buf), &len, ret_status);
         if (r < 0)
                 bench_log("netbroker-bench: bandwidth: cannot run tc: %s\n", strerror(-r));
         return r;
@@ -397,25 +329,9 @@ static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
 
 static int helper_netlink_messages(nb_conn *conn, uint64_t *ret)
 {
-        nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-        int r;
+        static const char *const names[] = {"netlink_messages"};
 
-        if (!b)
-                return -ENOMEM;
-        r = nb_batch_stats(b);
-        if (r == 0)
-                r = nb_submit(conn, b, &res);
-        if (r == 0)
-                r = nb_result_status(res, 0);
-        if (r == 0)
-                r = nb_result_stat(res, 0, "netlink_messages", ret);
-        if (r < 0)
-                bench_log("netbroker-bench: bandwidth: the helper's Stats: %s (%s)\n", strerror(-r),
-                          nb_conn_error(conn));
-        nb_results_free(res);
-        nb_batch_free(b);
-        return r;
+        return bench_helper_counters(conn, "bandwidth: ", names, ret, 1);
 }
 
 static int check_results(nb_results *res, unsigned n, const char *what)
@@ -501,41 +417,16 @@ static int bandwidth_clear(struct ctx *c)
 
 /* ---- the interfaces and their state ---- */
 
-static int nl_errno(int nlerr)
-{
-        switch (nlerr < 0 ? -nlerr : nlerr) {
-        case 0:
-                return 0;
-        case NLE_EXIST:
-                return -EEXIST;
-        case NLE_NOMEM:
-                return -ENOMEM;
-        case NLE_OBJ_NOTFOUND:
-                return -ENOENT;
-        case NLE_NODEV:
-                return -ENODEV;
-        case NLE_PERM:
-        case NLE_NOACCESS:
-                return -EPERM;
-        case NLE_OPNOTSUPP:
-                return -EOPNOTSUPP;
-        case NLE_INVAL:
-                return -EINVAL;
-        default:
-                return -EIO;
-        }
-}
-
 static int link_up(struct ctx *c, const char *name)
 {
         struct rtnl_link *link = NULL, *change = rtnl_link_alloc();
         int r = -ENOMEM;
 
         if (change)
-                r = nl_errno(rtnl_link_get_kernel(c->sk, 0, name, &link));
+                r = bench_nl_errno(rtnl_link_get_kernel(c->sk, 0, name, &link));
         if (r == 0) {
                 rtnl_link_set_flags(change, IFF_UP);
-                r = nl_errno(rtnl_link_change(c->sk, link, change, 0));
+                r = bench_nl_errno(rtnl_link_change(c->sk, link, change, 0));
         }
         rtnl_link_put(link);
         rtnl_link_put(change);
@@ -557,7 +448,7 @@ static int make_pair(struct ctx *c, unsigned i)
         rtnl_link_set_name(link, c->ifname[i]);
         rtnl_link_set_flags(link, IFF_UP);
         rtnl_link_set_name(peer, name);
-        r = nl_errno(rtnl_link_add(c->sk, link, NLM_F_CREATE | NLM_F_EXCL));
+        r = bench_nl_errno(rtnl_link_add(c->sk, link, NLM_F_CREATE | NLM_F_EXCL));
         rtnl_link_put(peer);
         rtnl_link_veth_release(link);
         if (r == 0) {
@@ -583,7 +474,7 @@ static int delete_qdisc(struct ctx *c, unsigned i, uint32_t parent)
                 return -ENOMEM;
         rtnl_tc_set_ifindex(TC_CAST(q), c->ifindex[i]);
         rtnl_tc_set_parent(TC_CAST(q), parent);
-        r = nl_errno(rtnl_qdisc_delete(c->sk, q));
+        r = bench_nl_errno(rtnl_qdisc_delete(c->sk, q));
         rtnl_qdisc_put(q);
         /* Nothing there: ENOENT, or EINVAL for the default root qdisc. */
         if (r == -ENOENT || r == -EINVAL)
@@ -592,25 +483,6 @@ static int delete_qdisc(struct ctx *c, unsigned i, uint32_t parent)
                 bench_log("netbroker-bench: bandwidth: cannot delete a qdisc of %s: %s\n",
                           c->ifname[i], strerror(-r));
         return r;
-}
-
-/* Devices named prefix + digits, or -errno. */
-static int count_devices(const char *prefix)
-{
-        struct if_nameindex *all = if_nameindex(), *d;
-        size_t plen = strlen(prefix);
-        int n = 0;
-
-        if (!all)
-                return -errno;
-        for (d = all; d->if_index; d++) {
-                const char *tail = d->if_name + plen;
-                if (strncmp(d->if_name, prefix, plen) == 0 && *tail &&
-                    strspn(tail, "0123456789") == strlen(tail))
-                        n++;
-        }
-        if_freenameindex(all);
-        return n;
 }
 
 struct tc_state {
@@ -676,7 +548,7 @@ static int read_state(struct ctx *c, struct tc_state *ret)
                 }
                 p = next;
         }
-        k = count_devices(IFB_PREFIX);
+        k = bench_count_devices(IFB_PREFIX);
         if (k < 0)
                 return k;
         ret->ifbs = (unsigned)k;
@@ -698,7 +570,7 @@ static int reset(struct ctx *c)
                 r = read_state(c, &s);
         if (r < 0)
                 return r;
-        k = count_devices(IF_PREFIX);
+        k = bench_count_devices(IF_PREFIX);
         if (k != (int)c->n || s.htb_roots || s.ingress || s.leaves || s.ifbs) {
                 bench_log("netbroker-bench: bandwidth: not clean after clearing: %d interfaces "
                           "(expected %u), %u htb roots, %u ingress, %u leaves, %u IFBs\n",
@@ -1002,7 +874,7 @@ static int setup(struct ctx *c, struct bench_report *r)
         c->sk = nl_socket_alloc();
         if (!c->sk)
                 return -ENOMEM;
-        k = nl_errno(nl_connect(c->sk, NETLINK_ROUTE));
+        k = bench_nl_errno(nl_connect(c->sk, NETLINK_ROUTE));
         if (k < 0) {
                 bench_log("netbroker-bench: bandwidth: cannot open rtnetlink: %s\n", strerror(-k));
                 return k;

@@ -85,20 +85,19 @@ static void usage(FILE *f)
                 BENCH_RESTART_MAX_GUESTS);
 }
 
-bench_scenario_fn bench_find_scenario(const char *name)
-{
-        for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
-                if (strcmp(scenarios[i].name, name) == 0)
-                        return scenarios[i].run;
-        return NULL;
-}
-
 static const struct scenario *find_scenario(const char *name)
 {
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
                 if (strcmp(scenarios[i].name, name) == 0)
                         return &scenarios[i];
         return NULL;
+}
+
+bench_scenario_fn bench_find_scenario(const char *name)
+{
+        const struct scenario *sc = find_scenario(name);
+
+        return sc ? sc->run : NULL;
 }
 
 /* NULL leaves the choice to the library: $NETBROKERD, else the installed
@@ -115,6 +114,9 @@ static const char *default_helper(void)
         return NULL;
 }
 
+/* What parse_count takes at the most. */
+#define COUNT_MAX 1000000u
+
 static int parse_count(const char *s, unsigned *ret)
 {
         char *end;
@@ -122,9 +124,20 @@ static int parse_count(const char *s, unsigned *ret)
 
         errno = 0;
         n = strtoul(s, &end, 10);
-        if (errno || end == s || *end || n < 1 || n > 1000000)
+        if (errno || end == s || *end || n < 1 || n > COUNT_MAX)
                 return -ERANGE;
         *ret = (unsigned)n;
+        return 0;
+}
+
+/* The value of a count option (optarg), 1..max; otherwise it says what
+ * --name wants. */
+static int parse_count_opt(const char *name, unsigned max, unsigned *ret)
+{
+        if (parse_count(optarg, ret) < 0 || *ret > max) {
+                fprintf(stderr, "netbroker-bench: --%s wants 1..%u\n", name, max);
+                return -EINVAL;
+        }
         return 0;
 }
 
@@ -174,10 +187,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                         o->json = true;
                         break;
                 case 'n':
-                        if (parse_count(optarg, &o->count) < 0) {
-                                fprintf(stderr, "netbroker-bench: --count wants 1..1000000\n");
+                        if (parse_count_opt("count", COUNT_MAX, &o->count) < 0)
                                 return -EINVAL;
-                        }
                         break;
                 case 'N':
                         if (parse_counts(optarg, o) < 0) {
@@ -189,12 +200,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                         }
                         break;
                 case 'g':
-                        if (parse_count(optarg, &o->guests) < 0 ||
-                            o->guests > BENCH_RESTART_MAX_GUESTS) {
-                                fprintf(stderr, "netbroker-bench: --guests wants 1..%d\n",
-                                        BENCH_RESTART_MAX_GUESTS);
+                        if (parse_count_opt("guests", BENCH_RESTART_MAX_GUESTS, &o->guests) < 0)
                                 return -EINVAL;
-                        }
                         break;
                 case 'q':
                         o->quick = true;
@@ -203,16 +210,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                         o->helper = optarg;
                         break;
                 case 'r':
-                        if (parse_count(optarg, &o->reps) < 0) {
-                                fprintf(stderr, "netbroker-bench: --reps wants 1..1000000\n");
+                        if (parse_count_opt("reps", COUNT_MAX, &o->reps) < 0)
                                 return -EINVAL;
-                        }
                         break;
                 case 's':
-                        if (parse_count(optarg, &o->sample) < 0) {
-                                fprintf(stderr, "netbroker-bench: --sample wants 1..1000000\n");
+                        if (parse_count_opt("sample", COUNT_MAX, &o->sample) < 0)
                                 return -EINVAL;
-                        }
                         break;
                 case 'o':
                         o->json_out = optarg;
@@ -254,6 +257,29 @@ static int isolate(void)
         return 0;
 }
 
+/* Options, the helper, the namespace: 0, or the exit status. */
+static int setup(int argc, char **argv, struct bench_opts *o)
+{
+        if (parse_args(argc - 1, argv + 1, o) < 0)
+                return 2;
+        if (!o->helper)
+                o->helper = default_helper();
+        if (isolate() < 0)
+                return 1;
+        return 0;
+}
+
+/* The exit status after a run that returned r: 1 when it failed or the
+ * report could not be written. */
+static int finish(int r)
+{
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "netbroker-bench: cannot write the report\n");
+                return 1;
+        }
+        return r < 0 ? 1 : 0;
+}
+
 /* `all` and `--scale` run several scenarios; all.c prints their reports. */
 static int run_many(int argc, char **argv)
 {
@@ -261,20 +287,13 @@ static int run_many(int argc, char **argv)
         bool scale = strcmp(argv[1], "all") != 0;
         int r;
 
-        if (parse_args(argc - 1, argv + 1, &o) < 0)
-                return 2;
-        if (!o.helper)
-                o.helper = default_helper();
-        if (isolate() < 0)
-                return 1;
+        r = setup(argc, argv, &o);
+        if (r != 0)
+                return r;
         bench_log("netbroker-bench %s: helper %s\n", argv[1],
                   o.helper ? o.helper : "from $NETBROKERD or installed");
         r = scale ? bench_scale(&o) : bench_all(&o);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "netbroker-bench: cannot write the report\n");
-                return 1;
-        }
-        return r < 0 ? 1 : 0;
+        return finish(r);
 }
 
 int main(int argc, char **argv)
@@ -301,12 +320,9 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
-        if (parse_args(argc - 1, argv + 1, &o) < 0)
-                return 2;
-        if (!o.helper)
-                o.helper = default_helper();
-        if (isolate() < 0)
-                return 1;
+        r = setup(argc, argv, &o);
+        if (r != 0)
+                return r;
 
         report = calloc(1, sizeof(*report));
         if (!report)
@@ -327,9 +343,5 @@ int main(int argc, char **argv)
                 bench_report_print_table(report, stdout);
         r = bench_write_files(&o, report);
         free(report);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "netbroker-bench: cannot write the report\n");
-                return 1;
-        }
-        return r < 0 ? 1 : 0;
+        return finish(r);
 }

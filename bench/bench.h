@@ -100,11 +100,27 @@ enum bench_close {
 
 /* A baseline's command, as virCommandRun ran it: fork from this process,
  * stdin on /dev/null, stdout and stderr into a pipe, close the other fds
- * `how`, exec with a fixed environment; read the output into out (as
- * bench_drain_fd) and reap. Returns 0 or -errno; *ret_status as waitpid's
- * (127: the exec failed, and why is in out). */
-int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, const char *path,
-                    char *const *argv, char *out, size_t cap, size_t *ret_len, int *ret_status);
+ * `how` (the loop: 3..open_max-1; open_max 0: sysconf(_SC_OPEN_MAX) taken
+ * now, before fork, as virExec did), exec with a fixed environment; read the
+ * output into out (as bench_drain_fd) and reap. Returns 0 or -errno;
+ * *ret_status as waitpid's (127: the exec failed, and why is in out). */
+int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, long open_max,
+                    const char *path, char *const *argv, char *out, size_t cap, size_t *ret_len,
+                    int *ret_status);
+/* An untimed command: posix_spawn (no copy of the fat parent's page
+ * tables), stdin in_fd (negative: /dev/null), stdout and stderr into out,
+ * fds 3 and up closed in the child, the same environment. Returns 0 or
+ * -errno; *ret_status as waitpid's. */
+int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, char *const *argv,
+                        int in_fd, char *out, size_t cap, size_t *ret_len, int *ret_status);
+
+/* ---- this process's netlink (netlink.c) ---- */
+
+/* A libnl error (negative or not) as -errno: NLE_OBJ_NOTFOUND -ENOENT,
+ * NLE_NODEV -ENODEV, ...; -EIO for one without a match. */
+int bench_nl_errno(int nlerr);
+/* Devices named prefix + digits ("macvtap12") in this namespace, or -errno. */
+int bench_count_devices(const char *prefix);
 
 /* ---- the helper (broker.c) ---- */
 
@@ -120,6 +136,25 @@ int bench_broker_start(const char *helper, const char *const *programs, struct n
 int bench_broker_start_cfg(const char *helper, const char *const *programs, const char *extra,
                            struct nb_conn **ret);
 void bench_broker_stop(struct nb_conn *conn);
+
+/* The helper's Stats counters, as one Stats request returned them. */
+#define BENCH_MAX_STATS 64
+
+struct bench_stats {
+        size_t n;
+        char name[BENCH_MAX_STATS][48];
+        uint64_t v[BENCH_MAX_STATS];
+};
+
+/* One Stats request: every counter (up to BENCH_MAX_STATS) into *ret. `who`
+ * ("bandwidth: ", or "") starts the message on failure. Returns 0 or -errno. */
+int bench_helper_stats(struct nb_conn *conn, const char *who, struct bench_stats *ret);
+/* Counter `name` of s, or false when s has none. */
+bool bench_stat_get(const struct bench_stats *s, const char *name, uint64_t *ret);
+/* One Stats request for the counters names[0..n-1], into values[]: 0, or
+ * -errno (-ENOENT: the helper has no such counter), said as above. */
+int bench_helper_counters(struct nb_conn *conn, const char *who, const char *const *names,
+                          uint64_t *values, size_t n);
 
 /* ---- the report (report.c) ---- */
 

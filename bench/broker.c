@@ -132,3 +132,62 @@ void bench_broker_stop(struct nb_conn *conn)
         nb_close(conn);
         remove_config();
 }
+
+static void stats_failed(struct nb_conn *conn, const char *who, int r)
+{
+        bench_log("netbroker-bench: %sthe helper's Stats: %s (%s)\n", who, strerror(-r),
+                  nb_conn_error(conn));
+}
+
+int bench_helper_stats(struct nb_conn *conn, const char *who, struct bench_stats *ret)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        r = nb_batch_stats(b);
+        if (r == 0)
+                r = nb_submit(conn, b, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        ret->n = 0;
+        for (size_t k = 0; r == 0 && k < BENCH_MAX_STATS; k++) {
+                const char *name;
+                uint64_t v;
+                if (nb_result_stat_at(res, 0, k, &name, &v) < 0)
+                        break;
+                snprintf(ret->name[ret->n], sizeof(ret->name[0]), "%s", name);
+                ret->v[ret->n++] = v;
+        }
+        if (r < 0)
+                stats_failed(conn, who, r);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+bool bench_stat_get(const struct bench_stats *s, const char *name, uint64_t *ret)
+{
+        for (size_t i = 0; i < s->n; i++)
+                if (strcmp(s->name[i], name) == 0) {
+                        *ret = s->v[i];
+                        return true;
+                }
+        return false;
+}
+
+int bench_helper_counters(struct nb_conn *conn, const char *who, const char *const *names,
+                          uint64_t *values, size_t n)
+{
+        struct bench_stats s;
+        int r = bench_helper_stats(conn, who, &s);
+
+        for (size_t i = 0; r == 0 && i < n; i++)
+                if (!bench_stat_get(&s, names[i], &values[i])) {
+                        r = -ENOENT;
+                        stats_failed(conn, who, r);
+                }
+        return r;
+}

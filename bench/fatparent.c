@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -213,15 +214,17 @@ static _Noreturn void child_fail(const char *what)
         _exit(127);
 }
 
-int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, const char *path,
-                    char *const *argv, char *out, size_t cap, size_t *ret_len, int *ret_status)
+int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, long open_max,
+                    const char *path, char *const *argv, char *out, size_t cap, size_t *ret_len,
+                    int *ret_status)
 {
-        /* Taken before fork, as virExec did: the child calls nothing it
-         * need not. */
-        long open_max = sysconf(_SC_OPEN_MAX);
         int pfd[2], r, k;
         pid_t pid;
 
+        /* Taken before fork, as virExec did: the child calls nothing it
+         * need not. */
+        if (open_max == 0)
+                open_max = sysconf(_SC_OPEN_MAX);
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 return -errno;
         pid = fork();
@@ -250,6 +253,33 @@ int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, con
         r = bench_drain_fd(pfd[0], out, cap, ret_len);
         close(pfd[0]);
         /* Reap even when reading failed: no zombie left behind. */
+        k = bench_wait_child(pid, ret_status);
+        return r < 0 ? r : k;
+}
+
+int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, char *const *argv,
+                        int in_fd, char *out, size_t cap, size_t *ret_len, int *ret_status)
+{
+        posix_spawn_file_actions_t fa;
+        int pfd[2], r, k;
+        pid_t pid;
+
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return -errno;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, in_fd >= 0 ? in_fd : fp->devnull, 0);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        r = -posix_spawn(&pid, path, &fa, NULL, argv, (char *const *)child_env);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pfd[1]);
+        if (r < 0) {
+                close(pfd[0]);
+                return r;
+        }
+        r = bench_drain_fd(pfd[0], out, cap, ret_len);
+        close(pfd[0]);
         k = bench_wait_child(pid, ret_status);
         return r < 0 ? r : k;
 }

@@ -142,32 +142,6 @@ struct outcome {
 
 /* ---- this process's netlink: the parent, and K's, A's and A1's creates ---- */
 
-static int nl_errno(int nlerr)
-{
-        switch (nlerr < 0 ? -nlerr : nlerr) {
-        case 0:
-                return 0;
-        case NLE_EXIST:
-                return -EEXIST;
-        case NLE_NOMEM:
-                return -ENOMEM;
-        case NLE_OBJ_NOTFOUND:
-        case NLE_NODEV:
-                return -ENODEV;
-        case NLE_PERM:
-        case NLE_NOACCESS:
-                return -EPERM;
-        case NLE_OPNOTSUPP:
-                return -EOPNOTSUPP;
-        case NLE_BUSY:
-                return -EBUSY;
-        case NLE_INVAL:
-                return -EINVAL;
-        default:
-                return -EIO;
-        }
-}
-
 static int link_delete(struct nl_sock *sk, const char *name)
 {
         struct rtnl_link *link = rtnl_link_alloc();
@@ -178,7 +152,7 @@ static int link_delete(struct nl_sock *sk, const char *name)
         rtnl_link_set_name(link, name);
         r = rtnl_link_delete(sk, link);
         rtnl_link_put(link);
-        return nl_errno(r);
+        return bench_nl_errno(r);
 }
 
 static int link_ifindex(struct nl_sock *sk, const char *name, int *ret)
@@ -187,7 +161,7 @@ static int link_ifindex(struct nl_sock *sk, const char *name, int *ret)
         int r = rtnl_link_get_kernel(sk, 0, name, &link);
 
         if (r < 0)
-                return nl_errno(r);
+                return bench_nl_errno(r);
         *ret = rtnl_link_get_ifindex(link);
         rtnl_link_put(link);
         return 0;
@@ -208,28 +182,9 @@ static int macvtap_create(struct ctx *c, const char *name)
         rtnl_link_put(link);
         if (r < 0) {
                 bench_log("netbroker-bench: cannot create macvtap %s: %s\n", name, nl_geterror(r));
-                return nl_errno(r);
+                return bench_nl_errno(r);
         }
         return 0;
-}
-
-/* "macvtap12" and the like in this namespace, or -errno. */
-static int count_macvtaps(void)
-{
-        struct if_nameindex *all = if_nameindex(), *i;
-        size_t plen = strlen(PREFIX);
-        int n = 0;
-
-        if (!all)
-                return -errno;
-        for (i = all; i->if_index; i++) {
-                const char *tail = i->if_name + plen;
-                if (strncmp(i->if_name, PREFIX, plen) == 0 && *tail &&
-                    strspn(tail, "0123456789") == strlen(tail))
-                        n++;
-        }
-        if_freenameindex(all);
-        return n;
 }
 
 /* Delete the parent (its macvtaps go with it) and make it again: every
@@ -238,11 +193,12 @@ static int parent_reset(struct ctx *c)
 {
         int r = link_delete(c->sk, PARENT);
 
-        if (r < 0 && r != -ENODEV && r != -EINVAL) {
+        /* Not there: ENODEV, ENOENT or EINVAL. */
+        if (r < 0 && r != -ENODEV && r != -ENOENT && r != -EINVAL) {
                 bench_log("netbroker-bench: cannot delete %s: %s\n", PARENT, strerror(-r));
                 return r;
         }
-        r = nl_errno(rtnl_link_veth_add(c->sk, PARENT, PEER, getpid()));
+        r = bench_nl_errno(rtnl_link_veth_add(c->sk, PARENT, PEER, getpid()));
         if (r == 0)
                 r = link_ifindex(c->sk, PARENT, &c->parent_ifindex);
         if (r < 0) {
@@ -250,7 +206,7 @@ static int parent_reset(struct ctx *c)
                           strerror(-r));
                 return r;
         }
-        r = count_macvtaps();
+        r = bench_count_devices(PREFIX);
         if (r != 0) {
                 bench_log("netbroker-bench: %d macvtaps left after deleting %s\n", r, PARENT);
                 return r < 0 ? r : -EEXIST;
@@ -327,33 +283,6 @@ static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o
                 snprintf(o->last, sizeof(o->last), "%s", name);
         }
         o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
-        return r;
-}
-
-/* ---- B and B1: through the helper ---- */
-
-static int helper_stats(nb_conn *conn, uint64_t *ret_nl, uint64_t *ret_created)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-        int r;
-
-        if (!b)
-                return -ENOMEM;
-        r = nb_batch_stats(b);
-        if (r == 0)
-                r = nb_submit(conn, b, &res);
-        if (r == 0)
-                r = nb_result_status(res, 0);
-        if (r == 0)
-                r = nb_result_stat(res, 0, "netlink_messages", ret_nl);
-        if (r == 0)
-                r = nb_result_stat(res, 0, "links_created", ret_created);
-        if (r < 0)
-                bench_log("netbroker-bench: the helper's Stats: %s (%s)\n", strerror(-r),
-                          nb_conn_error(conn));
-        nb_results_free(res);
-        nb_batch_free(b);
         return r;
 }
 
@@ -508,13 +437,18 @@ out:
         return r;
 }
 
+/* ---- B and B1: through the helper ---- */
+
+static const char *const stat_names[] = {"netlink_messages", "links_created"};
+
 static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *o)
 {
-        uint64_t nl0, nl1, made0, made1;
+        /* The helper's netlink_messages and links_created, before and after. */
+        uint64_t v0[2], v1[2];
         double us;
         int r;
 
-        r = helper_stats(c->conn, &nl0, &made0);
+        r = bench_helper_counters(c->conn, "", stat_names, v0, 2);
         if (r < 0)
                 return r;
         if (m == M_B) {
@@ -533,11 +467,11 @@ static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *
         close_kept(c);
         if (r < 0)
                 return r;
-        r = helper_stats(c->conn, &nl1, &made1);
+        r = bench_helper_counters(c->conn, "", stat_names, v1, 2);
         if (r < 0)
                 return r;
-        o->nl_msgs = nl1 - nl0;
-        o->created = made1 - made0;
+        o->nl_msgs = v1[0] - v0[0];
+        o->created = v1[1] - v0[1];
         return 0;
 }
 
@@ -597,7 +531,7 @@ static int run_method(struct ctx *c, enum method m, unsigned n, struct outcome *
         r = m == M_B || m == M_B1 ? run_helper(c, m, n, o) : run_local(c, m, n, o);
         if (r < 0)
                 return r;
-        have = count_macvtaps();
+        have = bench_count_devices(PREFIX);
         if (have != (int)n) {
                 bench_log("netbroker-bench: %s@%u: %d macvtaps exist after making %u\n",
                           method_names[m], n, have, n);
@@ -933,7 +867,7 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
         c.sk = nl_socket_alloc();
         if (!c.sk)
                 return -ENOMEM;
-        k = nl_errno(nl_connect(c.sk, NETLINK_ROUTE));
+        k = bench_nl_errno(nl_connect(c.sk, NETLINK_ROUTE));
         if (k < 0) {
                 bench_log("netbroker-bench: cannot open rtnetlink: %s\n", strerror(-k));
                 goto out;

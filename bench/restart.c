@@ -46,9 +46,7 @@
 #include "restart.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -59,8 +57,6 @@
 
 #define MAX_GUESTS BENCH_RESTART_MAX_GUESTS
 #define OUT_CAP (64u * 1024)
-
-static const char *const child_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 
 enum method { M_N, M_C, M_D, M_A, M_AR, M_A2, M_A2R, M_B, M_BR, N_METHODS };
 
@@ -144,44 +140,14 @@ struct ctx {
 
 /* ---- running a program from the fat parent ---- */
 
-/* nft for N and for resetting: posix_spawn (a vfork-like clone, no copy of
- * the parent's page tables), fds 3 and up closed in the child. stdin is
- * in_fd, or /dev/null when it is negative. */
-static int spawn_capture(const struct ctx *c, const char *path, char *const *argv, int in_fd,
-                         char *out, size_t cap, size_t *out_len, int *ret_status)
-{
-        posix_spawn_file_actions_t fa;
-        int pfd[2], r, k;
-        pid_t pid;
-
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return -errno;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in_fd >= 0 ? in_fd : c->fp.devnull, 0);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-        r = -posix_spawn(&pid, path, &fa, NULL, argv, (char *const *)child_env);
-        posix_spawn_file_actions_destroy(&fa);
-        close(pfd[1]);
-        if (r < 0) {
-                close(pfd[0]);
-                return r;
-        }
-        r = bench_drain_fd(pfd[0], out, cap, out_len);
-        close(pfd[0]);
-        k = bench_wait_child(pid, ret_status);
-        return r < 0 ? r : k;
-}
-
 /* An untimed helper command (reset, checks): must exit 0. */
 static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *len)
 {
         size_t l;
         int st, r;
 
-        r = spawn_capture(c, argv[0][0] == '/' ? argv[0] : c->tools.nft, argv, -1, out, cap, &l,
-                          &st);
+        r = bench_spawn_capture(&c->fp, argv[0][0] == '/' ? argv[0] : c->tools.nft, argv, -1, out,
+                                cap, &l, &st);
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: restart: %s %s failed: %s\n", argv[0], argv[1], out);
                 r = -EIO;
@@ -193,57 +159,11 @@ static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, si
 
 /* ---- the helper ---- */
 
-struct stats {
-        size_t n;
-        char name[64][48];
-        uint64_t v[64];
-};
-
-static int helper_stats(nb_conn *conn, struct stats *s)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-        int r;
-
-        if (!b)
-                return -ENOMEM;
-        r = nb_batch_stats(b);
-        if (r == 0)
-                r = nb_submit(conn, b, &res);
-        if (r == 0)
-                r = nb_result_status(res, 0);
-        s->n = 0;
-        for (size_t k = 0; r == 0 && k < 64; k++) {
-                const char *name;
-                uint64_t v;
-                if (nb_result_stat_at(res, 0, k, &name, &v) < 0)
-                        break;
-                snprintf(s->name[s->n], sizeof(s->name[0]), "%s", name);
-                s->v[s->n++] = v;
-        }
-        if (r < 0)
-                bench_log("netbroker-bench: the helper's Stats: %s (%s)\n", strerror(-r),
-                          nb_conn_error(conn));
-        nb_results_free(res);
-        nb_batch_free(b);
-        return r;
-}
-
-static bool stat_get(const struct stats *s, const char *name, uint64_t *ret)
-{
-        for (size_t i = 0; i < s->n; i++)
-                if (strcmp(s->name[i], name) == 0) {
-                        *ret = s->v[i];
-                        return true;
-                }
-        return false;
-}
-
-static double stat_delta(const struct stats *a, const struct stats *b, const char *name)
+static double stat_delta(const struct bench_stats *a, const struct bench_stats *b, const char *name)
 {
         uint64_t x, y;
 
-        if (!stat_get(a, name, &x) || !stat_get(b, name, &y))
+        if (!bench_stat_get(a, name, &x) || !bench_stat_get(b, name, &y))
                 return NAN;
         return (double)(y - x);
 }
@@ -258,7 +178,8 @@ static bool counts_writes(const char *name)
 
 /* "fw_rules_written +0, fw_owners_unchanged +100": the firewall counters
  * that moved, and those that count writes even when they did not. */
-static void fw_deltas(const struct stats *a, const struct stats *b, char *buf, size_t len)
+static void fw_deltas(const struct bench_stats *a, const struct bench_stats *b, char *buf,
+                      size_t len)
 {
         size_t o = 0;
 
@@ -268,7 +189,7 @@ static void fw_deltas(const struct stats *a, const struct stats *b, char *buf, s
                 const char *nm = b->name[i];
                 if (strncmp(nm, "fw_", 3) != 0)
                         continue;
-                (void)stat_get(a, nm, &x);
+                (void)bench_stat_get(a, nm, &x);
                 if (b->v[i] == x && !counts_writes(nm))
                         continue;
                 o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
@@ -361,8 +282,8 @@ static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd, stru
         if (m == M_B || m == M_BR)
                 return exec_helper(c, cmd, cr);
         r = bench_fork_exec(&c->fp, m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
-                            c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out), &cr->len,
-                            &st);
+                            0, c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out),
+                            &cr->len, &st);
         if (r < 0)
                 return r;
         if (WIFSIGNALED(st)) {
@@ -425,7 +346,7 @@ static bool via_helper(enum method m)
 static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase phase)
 {
         struct outcome *o = &c->out[m];
-        struct stats s0 = {0}, s1 = {0};
+        struct bench_stats s0 = {0}, s1 = {0};
         struct rs_cmdlist l = {0};
         uint64_t mon_c, mon_ch, mon_r, t0;
         double us;
@@ -434,7 +355,7 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         /* Building the list is libvirt's in-memory work: not timed. */
         r = rs_cmds_instantiate(&l, &c->guests[g], phase);
         if (r == 0 && via_helper(m))
-                r = helper_stats(c->conn, &s0);
+                r = bench_helper_stats(c->conn, "", &s0);
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
         mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
@@ -453,7 +374,7 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
         if (r == 0 && via_helper(m))
-                r = helper_stats(c->conn, &s1);
+                r = bench_helper_stats(c->conn, "", &s1);
         if (r < 0)
                 return r;
         if (via_helper(m))
@@ -599,8 +520,8 @@ static int fill(struct ctx *c)
         if (r == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
                 r = -errno;
         if (r == 0)
-                r = spawn_capture(c, c->tools.eb_restore, argv, fileno(f), listing, sizeof(listing),
-                                  &len, &st);
+                r = bench_spawn_capture(&c->fp, c->tools.eb_restore, argv, fileno(f), listing,
+                                        sizeof(listing), &len, &st);
         fclose(f);
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: restart: ebtables-restore failed: %s\n", listing);
@@ -736,8 +657,8 @@ static int run_nft_file(struct ctx *c)
         mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
         if (r == 0) {
                 t0 = bench_now_ns();
-                r = spawn_capture(c, c->tools.nft, argv, -1, cmd_run_buf.out,
-                                  sizeof(cmd_run_buf.out), &len, &st);
+                r = bench_spawn_capture(&c->fp, c->tools.nft, argv, -1, cmd_run_buf.out,
+                                        sizeof(cmd_run_buf.out), &len, &st);
                 o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         }
         unlink(path);
@@ -805,14 +726,14 @@ static int run_fw(struct ctx *c, enum method m)
 {
         const nb_fw_mode mode = m == M_C ? NB_FW_REPLACE : NB_FW_ENSURE;
         struct outcome *o = &c->out[m];
-        struct stats s0 = {0}, s1 = {0};
+        struct bench_stats s0 = {0}, s1 = {0};
         nb_results *res = NULL;
         nb_batch *b = NULL;
         uint64_t mon_c, mon_ch, mon_r, t0;
         unsigned unchanged = 0, rules = 0;
         int r;
 
-        r = helper_stats(c->conn, &s0);
+        r = bench_helper_stats(c->conn, "", &s0);
         if (r < 0)
                 return r;
         r = rs_nftmon_drain(&c->mon);
@@ -862,7 +783,7 @@ static int run_fw(struct ctx *c, enum method m)
         }
         r = rs_nftmon_drain(&c->mon);
         if (r == 0)
-                r = helper_stats(c->conn, &s1);
+                r = bench_helper_stats(c->conn, "", &s1);
         if (r == 0)
                 r = bench_samples_add(&o->reps, o->wall_us);
         if (r < 0)
@@ -883,7 +804,7 @@ static int run_fw(struct ctx *c, enum method m)
                         uint64_t x = 0;
                         if (!counts_writes(s1.name[i]))
                                 continue;
-                        (void)stat_get(&s0, s1.name[i], &x);
+                        (void)bench_stat_get(&s0, s1.name[i], &x);
                         wrote |= s1.v[i] != x;
                 }
                 if (unchanged != c->n || wrote || o->commits || o->changes)

@@ -67,7 +67,7 @@ static int fork_true(struct ctx *c, enum bench_close how, double *ret_us)
         uint64_t t0 = bench_now_ns();
         int st, r;
 
-        r = bench_fork_exec(&c->fp, how, "/bin/true", argv, out, sizeof(out), &len, &st);
+        r = bench_fork_exec(&c->fp, how, 0, "/bin/true", argv, out, sizeof(out), &len, &st);
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: roundtrip: /bin/true: status %d: %s\n", st, out);
                 r = -EIO;

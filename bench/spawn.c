@@ -18,10 +18,8 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,10 +30,6 @@
 #define FAT_HEAP (1024ul * 1024 * 1024)
 #define BATCH_OPS 100u
 #define WARMUP 2u
-
-/* The helper's fixed default environment; the fork children get the same,
- * as libvirt's virCommand gave its children a cleaned one. */
-static const char *const child_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 
 static const char *const true_argv[] = {"true", NULL};
 static const char *const iptables_argv[] = {"iptables", "-w", "-L", "-n", NULL};
@@ -71,31 +65,6 @@ struct fork_ctx {
         bool close_range;
 };
 
-static _Noreturn void child_fail(const char *what)
-{
-        /* write(2) only: this runs between fork and exec. */
-        ssize_t n = write(2, what, strlen(what));
-        (void)n;
-        _exit(127);
-}
-
-static _Noreturn void child_exec(const struct fork_ctx *c, const struct program *p, int out)
-{
-        if (dup2(c->fp->devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-                child_fail("netbroker-bench: dup2 failed in the child\n");
-        if (c->close_range) {
-                /* The raw call: glibc before 2.34 has no wrapper. */
-                if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
-                        child_fail("netbroker-bench: close_range failed in the child\n");
-        } else {
-                /* The 2018 loop: every fd number, open or not. */
-                for (long fd = 3; fd < c->open_max; fd++)
-                        close((int)fd);
-        }
-        execve(p->path, (char *const *)p->argv, (char *const *)child_env);
-        child_fail("netbroker-bench: execve failed in the child\n");
-}
-
 static int check_child(const char *method, const struct program *p, int status, const char *out)
 {
         if (WIFSIGNALED(status))
@@ -119,27 +88,11 @@ static int fork_exec_once(const struct fork_ctx *c, const struct program *p, dou
         char out[1024];
         size_t out_len;
         uint64_t t0 = bench_now_ns(), t1;
-        int pfd[2], status, r, k;
-        pid_t pid;
+        int status, r;
 
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return -errno;
-        pid = fork();
-        if (pid < 0) {
-                r = -errno;
-                close(pfd[0]);
-                close(pfd[1]);
-                return r;
-        }
-        if (pid == 0)
-                child_exec(c, p, pfd[1]);
-        close(pfd[1]);
-        r = bench_drain_fd(pfd[0], out, sizeof(out), &out_len);
-        close(pfd[0]);
-        /* Reap even when reading failed: no zombie left behind. */
-        k = bench_wait_child(pid, &status);
-        if (r == 0)
-                r = k;
+        r = bench_fork_exec(c->fp, c->close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
+                            c->open_max, p->path, (char *const *)p->argv, out, sizeof(out),
+                            &out_len, &status);
         t1 = bench_now_ns();
         if (r < 0) {
                 bench_log("netbroker-bench: %s: %s\n", p->label, strerror(-r));

@@ -1,0 +1,55 @@
+/* This process's own netlink, for the scenarios that create devices
+ * themselves (names, bandwidth): libnl's errors as errnos, and devices by
+ * name. */
+#include "bench.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <string.h>
+
+#include <netlink/errno.h>
+
+int bench_nl_errno(int nlerr)
+{
+        switch (nlerr < 0 ? -nlerr : nlerr) {
+        case 0:
+                return 0;
+        case NLE_EXIST:
+                return -EEXIST;
+        case NLE_NOMEM:
+                return -ENOMEM;
+        case NLE_OBJ_NOTFOUND:
+                return -ENOENT;
+        case NLE_NODEV:
+                return -ENODEV;
+        case NLE_PERM:
+        case NLE_NOACCESS:
+                return -EPERM;
+        case NLE_OPNOTSUPP:
+                return -EOPNOTSUPP;
+        case NLE_BUSY:
+                return -EBUSY;
+        case NLE_INVAL:
+                return -EINVAL;
+        default:
+                return -EIO;
+        }
+}
+
+int bench_count_devices(const char *prefix)
+{
+        struct if_nameindex *all = if_nameindex(), *d;
+        size_t plen = strlen(prefix);
+        int n = 0;
+
+        if (!all)
+                return -errno;
+        for (d = all; d->if_index; d++) {
+                const char *tail = d->if_name + plen;
+                if (strncmp(d->if_name, prefix, plen) == 0 && *tail &&
+                    strspn(tail, "0123456789") == strlen(tail))
+                        n++;
+        }
+        if_freenameindex(all);
+        return n;
+}

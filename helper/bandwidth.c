@@ -332,26 +332,38 @@ static int set_htb_class(struct nb_bw *bw, int ifindex, const struct nb_bw_rate 
 
 /* A fair leaf under 1:1: the first kind the kernel has, found by trying
  * once; without one, HTB's own fifo stays. */
+/* A qdisc object naming one qdisc of ifindex (kind NULL: any kind), for an
+ * add or a delete; NULL when out of memory. */
+static struct rtnl_qdisc *qdisc_new(int ifindex, uint32_t parent, uint32_t handle, const char *kind)
+{
+        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+
+        if (!q)
+                return NULL;
+        rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
+        rtnl_tc_set_parent(TC_CAST(q), parent);
+        rtnl_tc_set_handle(TC_CAST(q), handle);
+        if (kind && rtnl_tc_set_kind(TC_CAST(q), kind) < 0) {
+                rtnl_qdisc_put(q);
+                return NULL;
+        }
+        return q;
+}
+
 static int ensure_leaf(struct nb_bw *bw, int ifindex, const char *dev, char *err)
 {
         int start = bw->leaf < 0 ? 0 : bw->leaf;
 
         for (int k = start; k < (int)N_LEAF_KINDS; k++) {
-                struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+                struct rtnl_qdisc *q = qdisc_new(ifindex, HTB_CLASS, LEAF_HANDLE, leaf_kinds[k]);
                 int r;
-                if (!q)
+
+                if (!q) {
+                        errf(err, "cannot add a leaf qdisc on %s: out of memory", dev);
                         return -ENOMEM;
-                rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
-                rtnl_tc_set_parent(TC_CAST(q), HTB_CLASS);
-                rtnl_tc_set_handle(TC_CAST(q), LEAF_HANDLE);
-                r = rtnl_tc_set_kind(TC_CAST(q), leaf_kinds[k]);
-                if (r == 0) {
-                        nb_netlink_begin(bw->nl);
-                        r = send_result(bw,
-                                        rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
-                } else {
-                        r = -ENOMEM;
                 }
+                nb_netlink_begin(bw->nl);
+                r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
                 rtnl_qdisc_put(q);
                 if (r == 0 || r == -EEXIST) {
                         bw->leaf = k;
@@ -373,16 +385,12 @@ static int ensure_leaf(struct nb_bw *bw, int ifindex, const char *dev, char *err
 
 static int add_htb_root(struct nb_bw *bw, int ifindex, int flags)
 {
-        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+        struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, HTB_ROOT, "htb");
         int r;
 
         if (!q)
                 return -ENOMEM;
-        rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
-        rtnl_tc_set_parent(TC_CAST(q), TC_H_ROOT);
-        rtnl_tc_set_handle(TC_CAST(q), HTB_ROOT);
-        if (rtnl_tc_set_kind(TC_CAST(q), "htb") < 0 ||
-            rtnl_htb_set_defcls(q, TC_H_MIN(HTB_CLASS)) < 0) {
+        if (rtnl_htb_set_defcls(q, TC_H_MIN(HTB_CLASS)) < 0) {
                 rtnl_qdisc_put(q);
                 return -ENOMEM;
         }
@@ -420,16 +428,11 @@ static int set_htb_tree(struct nb_bw *bw, int ifindex, const struct nb_bw_rate *
  * request, the kernel refuses (EINVAL) to delete any other. */
 static int clear_htb_root(struct nb_bw *bw, int ifindex, const char *dev, char *err)
 {
-        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+        struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, HTB_ROOT, "htb");
         int r;
 
-        if (!q)
-                return -ENOMEM;
-        rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
-        rtnl_tc_set_parent(TC_CAST(q), TC_H_ROOT);
-        rtnl_tc_set_handle(TC_CAST(q), HTB_ROOT);
-        if (rtnl_tc_set_kind(TC_CAST(q), "htb") < 0) {
-                rtnl_qdisc_put(q);
+        if (!q) {
+                errf(err, "cannot delete the root qdisc of %s: out of memory", dev);
                 return -ENOMEM;
         }
         nb_netlink_begin(bw->nl);
@@ -510,21 +513,15 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
 
 static int ensure_ingress(struct nb_bw *bw, int ifindex, const char *dev, char *err)
 {
-        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+        struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, "ingress");
         int r;
 
-        if (!q)
+        if (!q) {
+                errf(err, "cannot add an ingress qdisc on %s: out of memory", dev);
                 return -ENOMEM;
-        rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
-        rtnl_tc_set_parent(TC_CAST(q), TC_H_INGRESS);
-        rtnl_tc_set_handle(TC_CAST(q), INGRESS_HANDLE);
-        r = rtnl_tc_set_kind(TC_CAST(q), "ingress");
-        if (r == 0) {
-                nb_netlink_begin(bw->nl);
-                r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
-        } else {
-                r = -ENOMEM;
         }
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
         rtnl_qdisc_put(q);
         if (r == -EEXIST)
                 return 0; /* there already: ours from before, or shared */
@@ -762,13 +759,10 @@ static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *
         }
         /* The ingress qdisc goes when nobody else has a filter on it. */
         if (filters_left(bw, ifindex, &left) == 0 && left == 0) {
-                q = rtnl_qdisc_alloc();
+                q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, NULL);
                 r = -ENOMEM;
                 if (!q)
                         goto out;
-                rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
-                rtnl_tc_set_parent(TC_CAST(q), TC_H_INGRESS);
-                rtnl_tc_set_handle(TC_CAST(q), INGRESS_HANDLE);
                 nb_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
                 if (r < 0 && r != -ENOENT && r != -EINVAL) {

@@ -82,13 +82,15 @@ bool nb_config_exec_allowed(const struct nb_config *c, const char *path)
         return false;
 }
 
-bool nb_config_peer_allowed(const struct nb_config *c, uid_t uid, gid_t gid)
+/* A group admits its members by supplementary group too: "allow_gid = 990"
+ * is written for the members of group 990, whatever their primary group. */
+bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p)
 {
         for (size_t i = 0; i < c->n_allow_uids; i++)
-                if (c->allow_uids[i] == uid)
+                if (c->allow_uids[i] == p->uid)
                         return true;
         for (size_t i = 0; i < c->n_allow_gids; i++)
-                if (c->allow_gids[i] == gid)
+                if (nb_peer_in_group(p, c->allow_gids[i]))
                         return true;
         return false;
 }

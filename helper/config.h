@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "peer.h"
+
 #define NB_CONFIG_DEFAULT_PATH "/etc/netbroker/netbrokerd.conf"
 #define NB_CONFIG_MAX_IDS 32
 #define NB_CONFIG_MAX_PROGRAMS 64
@@ -52,6 +54,6 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
                    size_t errlen);
 
 bool nb_config_exec_allowed(const struct nb_config *c, const char *path);
-bool nb_config_peer_allowed(const struct nb_config *c, uid_t uid, gid_t gid);
+bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p);
 
 void nb_config_free(struct nb_config *c);

@@ -98,6 +98,7 @@ struct undo {
 
 struct nb_job {
         const struct nb_dispatch_ctx *ctx;
+        struct nb_peer peer;
         Netbroker__ClientMessage *msg;
         Netbroker__Request *req;
         struct nb_pb_budget *budget;
@@ -227,6 +228,11 @@ const struct nb_dispatch_ctx *nb_job_ctx(const struct nb_job *job)
         return job->ctx;
 }
 
+const struct nb_peer *nb_job_peer(const struct nb_job *job)
+{
+        return &job->peer;
+}
+
 int nb_job_request_fd(const struct nb_job *job, size_t i)
 {
         return i < job->nfds ? job->fds[i] : -1;
@@ -286,7 +292,8 @@ int nb_job_on_failure_undo(struct nb_job *job, void (*undo)(struct nb_job *job, 
 static int validate_request(struct nb_job *job)
 {
         Netbroker__Request *req = job->req;
-        struct nb_validation v = {.ctx = job->ctx, .nfds = job->nfds, .fds = job->fds};
+        struct nb_validation v = {
+                .ctx = job->ctx, .peer = &job->peer, .nfds = job->nfds, .fds = job->fds};
         bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
         size_t bad = SIZE_MAX, n_refused = 0;
 
@@ -459,6 +466,11 @@ static void job_finish(struct nb_job *job)
 {
         Netbroker__Reply reply = NETBROKER__REPLY__INIT;
 
+        /* Once: a job cancelled while one of its ops runs (its owner went
+         * away in the middle of it) is finished by the cancel, and the op's
+         * return must not finish it again. */
+        if (job->state == JOB_DONE)
+                return;
         job->state = JOB_DONE;
         /* Batched ops not yet sent learn how the batch ended first (they
          * may still commit, and a failure of theirs is undone too). */
@@ -580,8 +592,8 @@ void nb_job_cancel(struct nb_job *job)
         job_finish(job);
 }
 
-int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *msg,
-                 struct nb_pb_budget *budget, int *fds, size_t nfds,
+int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_peer *peer,
+                 Netbroker__ClientMessage *msg, struct nb_pb_budget *budget, int *fds, size_t nfds,
                  const struct nb_job_owner *owner, void *data, struct nb_job **ret)
 {
         struct nb_job *job = calloc(1, sizeof(*job));
@@ -589,6 +601,7 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *ms
         if (!job)
                 return -ENOMEM;
         job->ctx = ctx;
+        job->peer = *peer;
         job->msg = msg;
         job->req = msg->request;
         job->budget = budget;

@@ -14,6 +14,7 @@
 #include "codec.h"
 #include "config.h"
 #include "loop.h"
+#include "peer.h"
 
 struct nb_job;
 struct nb_links;
@@ -43,11 +44,13 @@ struct nb_job_owner {
 };
 
 /* Take ownership of a decoded message (allocated from *budget, which the job
- * also takes) and of the fds that came with it, and start running it.
+ * also takes) and of the fds that came with it, and start running it for
+ * peer (copied: what it may do is decided by who it is). *ret is set before
+ * any op runs, so the owner can cancel the job from inside it.
  * Returns 0 (the job may have finished already) or -ENOMEM (the caller
  * still owns msg, budget and fds). */
-int nb_job_start(const struct nb_dispatch_ctx *ctx, Netbroker__ClientMessage *msg,
-                 struct nb_pb_budget *budget, int *fds, size_t nfds,
+int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_peer *peer,
+                 Netbroker__ClientMessage *msg, struct nb_pb_budget *budget, int *fds, size_t nfds,
                  const struct nb_job_owner *owner, void *data, struct nb_job **ret);
 
 /* The owner is gone: stop the job, kill its child if any, free it later. */

@@ -16,6 +16,7 @@ struct nb_job;
  * may read it (does a parent interface exist?). */
 struct nb_validation {
         const struct nb_dispatch_ctx *ctx;
+        const struct nb_peer *peer; /* who asked */
         size_t nfds; /* fds that came with the request */
         const int *fds;
         /* Explicit names created by earlier ops of the batch, so a later op
@@ -80,6 +81,7 @@ void nb_validation_forget(struct nb_validation *v, const char *name);
 bool nb_validation_known_to_exist(const struct nb_validation *v, const char *name);
 
 const struct nb_dispatch_ctx *nb_job_ctx(const struct nb_job *job);
+const struct nb_peer *nb_job_peer(const struct nb_job *job);
 /* The request fd at index i (still owned by the job), or -1. */
 int nb_job_request_fd(const struct nb_job *job, size_t i);
 /* Bytes of program output this request may still carry in its reply. */

@@ -15,6 +15,7 @@
 #include "dispatch.h"
 #include "link.h"
 #include "log.h"
+#include "peer.h"
 #include "stats.h"
 
 NB_LOG_CATEGORY(server);
@@ -41,17 +42,19 @@ struct conn {
         struct nb_server *srv;
         struct nb_watch w;
         int fd;
-        uid_t uid;
-        gid_t gid;
-        pid_t pid;
+        struct nb_peer peer; /* from the kernel, at accept */
         bool hello_done;
         bool closing; /* an Error is queued: close once it is sent */
+        /* The socket failed or the Error is out: nothing more is read or
+         * written, and the connection closes from the loop (close_timer),
+         * never inside a job's call into the server. */
+        bool dead;
         bool closed;
         bool refs_blocked; /* a write met ETOOMANYREFS: the retry timer flushes */
         uint32_t events; /* what the connection is watched for now */
         struct nb_frame_reader rd;
         struct nb_frame_out *out_head, *out_tail;
-        struct nb_timer frame_timer, idle_timer, retry_timer;
+        struct nb_timer frame_timer, idle_timer, retry_timer, close_timer;
         struct conn_job *jobs;
         unsigned n_jobs;
         struct conn *next;
@@ -69,6 +72,7 @@ struct nb_server {
 };
 
 static void conn_close(struct conn *c);
+static void conn_close_later(struct conn *c);
 static void conn_arm_idle(struct conn *c);
 static void conn_flush(struct conn *c);
 static void conn_push(struct conn *c, struct nb_frame_out *f);
@@ -84,7 +88,7 @@ static void conn_update_events(struct conn *c)
 {
         uint32_t events;
 
-        if (c->closed)
+        if (c->closed || c->dead)
                 return;
         if (!c->out_head)
                 events = EPOLLIN;
@@ -107,6 +111,8 @@ static void conn_flush(struct conn *c)
 {
         bool had_output = c->out_head != NULL;
 
+        if (c->dead)
+                return;
         c->refs_blocked = false;
         while (c->out_head) {
                 int r = nb_frame_write(c->fd, c->out_head);
@@ -121,8 +127,8 @@ static void conn_flush(struct conn *c)
                         break;
                 }
                 if (r < 0) {
-                        nb_debug("write to pid %d failed: %s", (int)c->pid, strerror(-r));
-                        conn_close(c);
+                        nb_debug("write to pid %d failed: %s", (int)c->peer.pid, strerror(-r));
+                        conn_close_later(c);
                         return;
                 }
                 struct nb_frame_out *f = c->out_head;
@@ -132,7 +138,7 @@ static void conn_flush(struct conn *c)
                 nb_frame_out_free(f);
         }
         if (!c->out_head && c->closing) {
-                conn_close(c);
+                conn_close_later(c);
                 return;
         }
         conn_update_events(c);
@@ -145,7 +151,7 @@ static void conn_flush(struct conn *c)
 /* Queue a frame (taking it) and send what the socket takes. */
 static void conn_push(struct conn *c, struct nb_frame_out *f)
 {
-        if (c->closed) {
+        if (c->closed || c->dead) {
                 nb_frame_out_free(f);
                 return;
         }
@@ -182,7 +188,7 @@ static void conn_fail(struct conn *c, int status, uint64_t request_id, const cha
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        nb_info("closing connection of pid %d: %s", (int)c->pid, msg);
+        nb_info("closing connection of pid %d: %s", (int)c->peer.pid, msg);
         e.status = status;
         e.message = msg;
         e.request_id = request_id;
@@ -193,7 +199,7 @@ static void conn_fail(struct conn *c, int status, uint64_t request_id, const cha
         nb_frame_reader_reset(&c->rd);
         nb_timer_cancel(c->srv->loop, &c->frame_timer);
         if (conn_queue(c, &m) < 0)
-                conn_close(c);
+                conn_close_later(c);
 }
 
 /* ---- jobs ---- */
@@ -251,7 +257,7 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         memcpy(frame->fds, fds, n * sizeof(int));
         frame->nfds = n;
         conn_push(c, frame);
-        return c->closed ? -ECONNRESET : c->out_head != NULL;
+        return c->closed || c->dead ? -ECONNRESET : c->out_head != NULL;
 }
 
 static const struct nb_job_owner job_owner = {
@@ -325,7 +331,6 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
 {
         Netbroker__Request *req = msg->request;
         struct conn_job *cj;
-        struct nb_job *job;
         int r;
 
         nb_stat_inc(NB_STAT_REQUESTS);
@@ -355,7 +360,9 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         c->jobs = cj;
         c->n_jobs++;
         nb_timer_cancel(c->srv->loop, &c->idle_timer);
-        r = nb_job_start(&c->srv->dctx, msg, budget, fds, nfds, &job_owner, cj, &job);
+        /* cj->job is set before the job runs anything, so a connection that
+         * fails while the job runs finds the job to cancel. */
+        r = nb_job_start(&c->srv->dctx, &c->peer, msg, budget, fds, nfds, &job_owner, cj, &cj->job);
         if (r < 0) {
                 c->jobs = cj->next;
                 c->n_jobs--;
@@ -364,10 +371,6 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
                 reply_all(c, req, -r, "out of memory");
                 goto drop;
         }
-        /* cj is freed late (deferred), so this is safe even when the job
-         * already finished inside nb_job_start. */
-        if (!cj->finished)
-                cj->job = job;
         return;
 drop:
         nb_close_fds(fds, nfds);
@@ -459,7 +462,7 @@ static void on_idle_timeout(void *data)
 
 static void conn_arm_idle(struct conn *c)
 {
-        if (c->srv->cfg->idle_timeout_ms && c->n_jobs == 0 && !c->closing && !c->closed)
+        if (c->srv->cfg->idle_timeout_ms && c->n_jobs == 0 && !c->closing && !c->closed && !c->dead)
                 nb_timer_arm(c->srv->loop, &c->idle_timer, c->srv->cfg->idle_timeout_ms,
                              on_idle_timeout, c);
 }
@@ -470,7 +473,7 @@ static void conn_read(struct conn *c)
 
         /* Output waiting ends the round (see conn_update_events); one frame
          * is still read, so a hang-up reported meanwhile reaches its EOF. */
-        for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed &&
+        for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead &&
                         (i == 0 || (!c->out_head && nb_now_us() - start < WAKEUP_BUDGET_US));
              i++) {
                 int fds[NB_FRAME_MAX_FDS];
@@ -493,7 +496,8 @@ static void conn_read(struct conn *c)
                 }
                 if (r < 0) {
                         if (r != -EPIPE)
-                                nb_debug("connection of pid %d: %s", (int)c->pid, strerror(-r));
+                                nb_debug("connection of pid %d: %s", (int)c->peer.pid,
+                                         strerror(-r));
                         conn_close(c);
                         return;
                 }
@@ -510,7 +514,7 @@ static void on_conn_event(struct nb_watch *w, uint32_t events)
 
         if (events & EPOLLOUT)
                 conn_flush(c);
-        if (!c->closed && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+        if (!c->closed && !c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 conn_read(c);
 }
 
@@ -521,6 +525,29 @@ static void free_conn(void *p)
         free(p);
 }
 
+static void on_close_timer(void *data)
+{
+        conn_close(data);
+}
+
+/* The socket is of no more use. A job may be running right now (its fds'
+ * send failed): it must not be cancelled under its own feet, so the
+ * connection stops reading and writing here and closes from the loop. */
+static void conn_close_later(struct conn *c)
+{
+        if (c->closed || c->dead)
+                return;
+        c->dead = true;
+        nb_loop_modify(c->srv->loop, &c->w, 0);
+        c->events = 0;
+        nb_timer_cancel(c->srv->loop, &c->frame_timer);
+        nb_timer_cancel(c->srv->loop, &c->idle_timer);
+        nb_timer_cancel(c->srv->loop, &c->retry_timer);
+        nb_timer_arm(c->srv->loop, &c->close_timer, 0, on_close_timer, c);
+}
+
+/* Only from the loop (an event or a timer of this connection), or at
+ * shutdown: never while a job of the connection is on the stack. */
 static void conn_close(struct conn *c)
 {
         struct nb_server *s = c->srv;
@@ -538,6 +565,7 @@ static void conn_close(struct conn *c)
         nb_timer_cancel(s->loop, &c->frame_timer);
         nb_timer_cancel(s->loop, &c->idle_timer);
         nb_timer_cancel(s->loop, &c->retry_timer);
+        nb_timer_cancel(s->loop, &c->close_timer);
         nb_loop_remove(s->loop, &c->w);
         close(c->fd);
         nb_frame_reader_reset(&c->rd);
@@ -552,7 +580,7 @@ static void conn_close(struct conn *c)
                         break;
                 }
         s->n_conns--;
-        nb_debug("connection of pid %d closed", (int)c->pid);
+        nb_debug("connection of pid %d closed", (int)c->peer.pid);
         nb_loop_defer_free(s->loop, free_conn, c);
 }
 
@@ -561,24 +589,23 @@ static unsigned conns_of_uid(const struct nb_server *s, uid_t uid)
         unsigned n = 0;
 
         for (const struct conn *c = s->conns; c; c = c->next)
-                n += c->uid == uid;
+                n += c->peer.uid == uid;
         return n;
 }
 
 /* Takes ownership of fd. The peer's identity comes from the kernel only. */
 static int conn_new(struct nb_server *s, int fd)
 {
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
+        struct nb_peer peer;
         struct conn *c;
         int r;
 
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
-                r = -errno;
-                nb_warn("cannot identify a peer (%s): refused", strerror(errno));
+        r = nb_peer_from_socket(fd, &peer);
+        if (r < 0) {
+                nb_warn("cannot identify a peer (%s): refused", strerror(-r));
                 nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
                 close(fd);
-                return r ? r : -EACCES;
+                return r;
         }
         c = calloc(1, sizeof(*c));
         if (!c) {
@@ -587,9 +614,7 @@ static int conn_new(struct nb_server *s, int fd)
         }
         c->srv = s;
         c->fd = fd;
-        c->uid = cred.uid;
-        c->gid = cred.gid;
-        c->pid = cred.pid;
+        c->peer = peer;
         nb_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
         c->events = EPOLLIN;
         r = nb_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
@@ -601,10 +626,10 @@ static int conn_new(struct nb_server *s, int fd)
         c->next = s->conns;
         s->conns = c;
         s->n_conns++;
-        if (!nb_config_peer_allowed(s->cfg, cred.uid, cred.gid)) {
+        if (!nb_config_peer_allowed(s->cfg, &peer)) {
                 nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EACCES, 0, "uid %u gid %u is not allowed to use netbrokerd",
-                          (unsigned)cred.uid, (unsigned)cred.gid);
+                          (unsigned)peer.uid, (unsigned)peer.gid);
                 return -EACCES;
         }
         if (s->n_conns > s->cfg->max_connections) {
@@ -613,15 +638,15 @@ static int conn_new(struct nb_server *s, int fd)
                           s->cfg->max_connections);
                 return -EUSERS;
         }
-        if (conns_of_uid(s, cred.uid) > s->cfg->max_connections_per_uid) {
+        if (conns_of_uid(s, peer.uid) > s->cfg->max_connections_per_uid) {
                 nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EUSERS, 0,
                           "too many connections for uid %u (max_connections_per_uid=%u)",
-                          (unsigned)cred.uid, s->cfg->max_connections_per_uid);
+                          (unsigned)peer.uid, s->cfg->max_connections_per_uid);
                 return -EUSERS;
         }
         nb_stat_inc(NB_STAT_CONNECTIONS);
-        nb_debug("connection from pid %d uid %u", (int)c->pid, (unsigned)c->uid);
+        nb_debug("connection from pid %d uid %u", (int)c->peer.pid, (unsigned)c->peer.uid);
         conn_arm_idle(c);
         return 0;
 }

@@ -325,6 +325,22 @@ START_TEST(test_config_bad_line_is_reported_with_its_number)
 }
 END_TEST
 
+/* A peer as the kernel would report it, with supplementary groups. */
+static struct nb_peer peer_of(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
+{
+        struct nb_peer p = {.uid = uid, .gid = gid, .pid = 1, .n_groups = n};
+
+        memcpy(p.groups, groups, n * sizeof(*groups));
+        return p;
+}
+
+static bool admitted(const struct nb_config *c, uid_t uid, gid_t gid)
+{
+        struct nb_peer p = peer_of(uid, gid, NULL, 0);
+
+        return nb_config_peer_allowed(c, &p);
+}
+
 START_TEST(test_config_defaults_allow_root_only_and_64_fds)
 {
         struct nb_config c;
@@ -332,12 +348,33 @@ START_TEST(test_config_defaults_allow_root_only_and_64_fds)
         nb_config_defaults(&c);
         ck_assert_uint_eq(c.fd_limit, 64);
         ck_assert_uint_eq(c.max_frame, 16u << 20);
-        ck_assert(nb_config_peer_allowed(&c, 0, 0));
-        ck_assert(!nb_config_peer_allowed(&c, 1000, 1000));
+        ck_assert(admitted(&c, 0, 0));
+        ck_assert(!admitted(&c, 1000, 1000));
         ck_assert(!nb_config_exec_allowed(&c, "/bin/sh"));
         /* Only tools that exist are on the default list. */
         for (size_t i = 0; i < c.n_exec_allow; i++)
                 ck_assert_int_eq(access(c.exec_allow[i], X_OK), 0);
+        nb_config_free(&c);
+}
+END_TEST
+
+/* The man page's "allow_gid = 990" is written for the members of group
+ * 990: a member by supplementary group is one (SO_PEERGROUPS), and a peer in
+ * no listed group is not. */
+START_TEST(test_config_gid_admits_members_by_supplementary_group)
+{
+        const gid_t member[] = {24, 990, 1000}, other[] = {24, 27};
+        struct nb_config c;
+        struct nb_peer p;
+        char err[256];
+
+        ck_assert_int_eq(load("allow_gid = 990\n", &c, err, sizeof(err)), 0);
+        p = peer_of(65534, 65534, member, 3);
+        ck_assert(nb_config_peer_allowed(&c, &p));
+        p = peer_of(65534, 990, NULL, 0);
+        ck_assert(nb_config_peer_allowed(&c, &p));
+        p = peer_of(65534, 65534, other, 2);
+        ck_assert(!nb_config_peer_allowed(&c, &p));
         nb_config_free(&c);
 }
 END_TEST
@@ -351,9 +388,9 @@ START_TEST(test_config_lists_replace_defaults_and_accumulate)
                               "exec_allow = /bin/true\nexec_allow = /bin/false\n",
                               &c, err, sizeof(err)),
                          0);
-        ck_assert(!nb_config_peer_allowed(&c, 0, 0)); /* root no longer listed */
-        ck_assert(nb_config_peer_allowed(&c, 1002, 7));
-        ck_assert(nb_config_peer_allowed(&c, 4242, 50));
+        ck_assert(!admitted(&c, 0, 0)); /* root no longer listed */
+        ck_assert(admitted(&c, 1002, 7));
+        ck_assert(admitted(&c, 4242, 50));
         ck_assert(nb_config_exec_allowed(&c, "/bin/true"));
         ck_assert(nb_config_exec_allowed(&c, "/bin/false"));
         ck_assert(!nb_config_exec_allowed(&c, "/usr/sbin/iptables-restore"));
@@ -697,6 +734,7 @@ static Suite *unit_suite(void)
         tcase_add_test(config, test_config_bad_line_is_reported_with_its_number);
         tcase_add_test(config, test_config_defaults_allow_root_only_and_64_fds);
         tcase_add_test(config, test_config_lists_replace_defaults_and_accumulate);
+        tcase_add_test(config, test_config_gid_admits_members_by_supplementary_group);
         tcase_add_test(config, test_config_fd_limit_must_fit_connections_and_spawns);
         tcase_add_test(config, test_config_missing_file_is_an_error_only_when_required);
         tcase_add_test(logging, test_log_disabled_message_evaluates_nothing);

@@ -10,3 +10,4 @@ Suite *link_suite(void);
 Suite *firewall_suite(void);
 Suite *bandwidth_suite(void);
 Suite *limits_suite(void);
+Suite *hostile_suite(void);

@@ -136,9 +136,11 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
         run->n_ops = msg->request->n_ops;
         run->queue_fds = msg->request->id & 1;
         run->max_reply = h->cfg.max_reply;
+        const struct nb_peer root = {.uid = 0, .gid = 0, .pid = getpid()};
+
         fds[0] = nb_harness_dup(h->netns_fd);
         fds[1] = nb_harness_dup(h->null_fd);
-        if (nb_job_start(&h->ctx, msg, budget, fds, 2, &owner, run, &run->job) < 0) {
+        if (nb_job_start(&h->ctx, &root, msg, budget, fds, 2, &owner, run, &run->job) < 0) {
                 nb_close_fds(fds, 2);
                 protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
                 free(budget);

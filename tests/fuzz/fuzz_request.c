@@ -16,7 +16,14 @@
  * it) when the last byte's top bit is set (tests/alloc_hook.h), reads the
  * helper's side and checks that every frame it sends is a ServerMessage,
  * shuts its side down, and requires the helper to close the connection,
- * leaving no fd, program, job or memory behind. */
+ * leaving no fd, program, job or memory behind.
+ *
+ * The third byte from the end says how the client goes: bit 0 set, it
+ * closes its socket completely (both directions: the helper's next write
+ * meets EPIPE, whatever it is sending) instead of a shutdown of its writing
+ * side; bits 1-3, after how many frames of the stream it does so (0: once
+ * the whole stream is sent), so a close lands in the middle of requests,
+ * fd frames and replies. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct nb_frame_reader rd;
         struct nb_server *srv;
         size_t off = 0, next_frame = 0, frames = 0;
-        bool open = true;
+        bool open = true, full_close = size >= 3 && data[size - 3] & 1;
+        size_t close_after = size >= 3 ? (size_t)(data[size - 3] >> 1 & 7) : 0;
         int sv[2];
 
         NB_HARNESS_ASSERT(nb_fake_reset() == 0);
@@ -81,7 +89,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (size >= 2 && data[size - 1] & 0x80)
                 nbt_alloc_arm(1 +
                               ((unsigned long)(data[size - 1] >> 3 & 0xf) << 8 | data[size - 2]));
-        for (int iter = 0; iter < 2000 && off < size && open; iter++) {
+        for (int iter = 0; iter < 2000 && off < size && open &&
+                           (!close_after || frames < close_after || off != next_frame);
+             iter++) {
                 size_t len = size - off;
                 int fds[6];
                 size_t nfds = 0;
@@ -126,16 +136,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 nb_harness_step(h);
                 open = drain(sv[0], &rd);
         }
-        shutdown(sv[0], SHUT_WR);
+        if (full_close) {
+                close(sv[0]);
+                sv[0] = -1;
+        } else {
+                shutdown(sv[0], SHUT_WR);
+        }
         for (int iter = 0; iter < 1000 && !nb_server_done(srv); iter++) {
                 nb_harness_step(h);
-                drain(sv[0], &rd);
+                if (sv[0] >= 0)
+                        drain(sv[0], &rd);
         }
         nbt_alloc_disarm();
         NB_HARNESS_ASSERT(nb_server_done(srv));
         nb_server_free(srv);
         nb_frame_reader_reset(&rd);
-        close(sv[0]);
+        if (sv[0] >= 0)
+                close(sv[0]);
         nb_harness_check_clean(h);
         return 0;
 }

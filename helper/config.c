@@ -44,7 +44,7 @@ void nb_config_defaults(struct nb_config *c)
          * fd limit; no op takes more than one or two. */
         c->max_fds_per_frame = 4;
         c->max_connections = 12;
-        c->max_connections_per_uid = 8;
+        c->max_connections_per_uid = 4;
         c->max_requests_per_connection = 256;
         c->max_spawns = 8;
         c->max_pending_spawns = 4096;
@@ -54,6 +54,18 @@ void nb_config_defaults(struct nb_config *c)
         c->exec_timeout_max_ms = 3600 * 1000;
         c->frame_timeout_ms = 10 * 1000;
         c->idle_timeout_ms = 0;
+        c->hello_timeout_ms = 5000;
+        c->root_reserved_connections = 4;
+        c->max_spawns_per_uid = 2;
+        c->root_reserved_spawns = 2;
+        c->max_connection_memory = 32u * 1024 * 1024;
+        /* The kernel refuses a process more fds in flight than its fd
+         * limit, across all its sockets: a client that never takes its fds
+         * must not use up the helper's (fd_limit / 8 each, at most 4 per
+         * uid by default). */
+        c->max_fds_in_flight = 8;
+        /* 4,096 guests of clean-traffic + no-promisc (26 rules each). */
+        c->max_rules_per_request = 131072;
         c->allow_uids[0] = 0;
         c->n_allow_uids = 1;
         c->log_level = NB_LOG_NOTICE;
@@ -146,6 +158,13 @@ static const struct num_key num_keys[] = {
         UKEY(exec_timeout_max_ms, 1, 24u * 3600 * 1000),
         UKEY(frame_timeout_ms, 1, 24u * 3600 * 1000),
         UKEY(idle_timeout_ms, 0, 24u * 3600 * 1000),
+        UKEY(hello_timeout_ms, 1, 3600u * 1000),
+        UKEY(root_reserved_connections, 0, 4095),
+        UKEY(max_spawns_per_uid, 1, 1024),
+        UKEY(root_reserved_spawns, 0, 1023),
+        SKEY(max_connection_memory, 1u << 20, 1u << 30),
+        UKEY(max_fds_in_flight, 1, 1024),
+        UKEY(max_rules_per_request, 1, 1u << 24),
 };
 
 #define N_NUM_KEYS (sizeof(num_keys) / sizeof(*num_keys))
@@ -293,6 +312,19 @@ static void where(char *err, size_t errlen, const char *path, unsigned line)
                 snprintf(err, errlen, "%s: ", path);
 }
 
+/* The reserves for root are shares of max_connections and max_spawns: a
+ * deployment that sets those low without naming a reserve gets the
+ * largest reserve that still leaves other uids one connection and one
+ * slot. A reserve set in the file is taken as written (and checked). */
+static void clamp_reserves(struct nb_config *c, const struct parse_state *st)
+{
+        if (!line_of(st, "root_reserved_connections") &&
+            c->root_reserved_connections >= c->max_connections)
+                c->root_reserved_connections = c->max_connections - 1;
+        if (!line_of(st, "root_reserved_spawns") && c->root_reserved_spawns >= c->max_spawns)
+                c->root_reserved_spawns = c->max_spawns - 1;
+}
+
 /* Settings that are each valid but do not fit together, reported at the
  * last line that took part: the one that made the conflict. */
 static int check_consistency(const struct nb_config *c, const struct parse_state *st,
@@ -321,6 +353,27 @@ static int check_consistency(const struct nb_config *c, const struct parse_state
                 snprintf(err + n, errlen - n,
                          "max_connections_per_uid (%u) is above max_connections (%u)",
                          c->max_connections_per_uid, c->max_connections);
+                return -EINVAL;
+        }
+        if (c->root_reserved_connections >= c->max_connections) {
+                where(err, errlen, path,
+                      latest(line_of(st, "root_reserved_connections"),
+                             line_of(st, "max_connections")));
+                n = strlen(err);
+                snprintf(err + n, errlen - n,
+                         "root_reserved_connections (%u) leaves no connection for other uids "
+                         "(max_connections %u)",
+                         c->root_reserved_connections, c->max_connections);
+                return -EINVAL;
+        }
+        if (c->root_reserved_spawns >= c->max_spawns) {
+                where(err, errlen, path,
+                      latest(line_of(st, "root_reserved_spawns"), line_of(st, "max_spawns")));
+                n = strlen(err);
+                snprintf(err + n, errlen - n,
+                         "root_reserved_spawns (%u) leaves no spawn slot for other uids "
+                         "(max_spawns %u)",
+                         c->root_reserved_spawns, c->max_spawns);
                 return -EINVAL;
         }
         if (need > c->fd_limit) {
@@ -378,6 +431,7 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
                 }
         }
 check:
+        clamp_reserves(c, &st);
         r = check_consistency(c, &st, path, err, errlen);
 out:
         free(line);

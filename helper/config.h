@@ -33,6 +33,15 @@ struct nb_config {
         unsigned exec_timeout_max_ms;
         unsigned frame_timeout_ms; /* a half-sent frame older than this closes the connection */
         unsigned idle_timeout_ms; /* 0: idle connections stay */
+        unsigned hello_timeout_ms; /* a connection without Hello by then is closed */
+        /* Fair shares: what other uids can never take from root, and what
+         * one uid or connection may hold. */
+        unsigned root_reserved_connections; /* of max_connections, root's only */
+        unsigned max_spawns_per_uid; /* programs running or waiting, per non-root uid */
+        unsigned root_reserved_spawns; /* of max_spawns, root's only */
+        size_t max_connection_memory; /* requests held and replies unread, per connection */
+        unsigned max_fds_in_flight; /* fds sent and not yet taken, per connection */
+        unsigned max_rules_per_request; /* firewall rules in one request */
         uid_t allow_uids[NB_CONFIG_MAX_IDS];
         size_t n_allow_uids;
         gid_t allow_gids[NB_CONFIG_MAX_IDS];

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "audit.h"
 #include "log.h"
 #include "ops.h"
 #include "spawn.h"
@@ -106,6 +107,7 @@ struct nb_job {
         int *fds; /* the request's */
         size_t nfds;
         size_t next;
+        size_t ran; /* ops before this index ran (or were skipped as refused) */
         size_t failed; /* first failed op that stops the batch, or SIZE_MAX */
         size_t reply_budget;
         uint32_t fds_given;
@@ -376,6 +378,7 @@ static void op_finished(struct nb_job *job)
         size_t failed = job->next;
 
         job->next++;
+        job->ran = job->next;
         if (!res->status)
                 return;
         nb_stat_inc(NB_STAT_OP_ERRORS);
@@ -402,10 +405,48 @@ void nb_job_park(struct nb_job *job, void (*cancel)(void *data), void *data)
         job->parked_data = data;
 }
 
-bool nb_job_wait_for_slot(struct nb_job *job)
+/* A spawn slot this job's caller may take now: root any of max_spawns;
+ * another uid none of the root_reserved_spawns, and no more than
+ * max_spawns_per_uid of its own. */
+static bool slot_free(const struct nb_job *job)
 {
-        if (n_waiting >= job->ctx->cfg->max_pending_spawns)
-                return false;
+        const struct nb_config *cfg = job->ctx->cfg;
+        unsigned running = nb_children_running();
+
+        if (nb_peer_is_root(&job->peer))
+                return running < cfg->max_spawns;
+        return running + cfg->root_reserved_spawns < cfg->max_spawns &&
+               nb_children_running_of(job->peer.uid) < cfg->max_spawns_per_uid;
+}
+
+static unsigned waiting_of(uid_t uid)
+{
+        unsigned n = 0;
+
+        for (const struct nb_job *j = waiting_head; j; j = j->next_waiting)
+                n += j->peer.uid == uid;
+        return n;
+}
+
+int nb_job_spawn_admit(struct nb_job *job, Netbroker__Result *res)
+{
+        const struct nb_config *cfg = job->ctx->cfg;
+        uid_t uid = job->peer.uid;
+
+        if (slot_free(job))
+                return 0;
+        if (!nb_peer_is_root(&job->peer) &&
+            nb_children_running_of(uid) + waiting_of(uid) >= cfg->max_spawns_per_uid)
+                return nb_result_set(res, EAGAIN,
+                                     "exec: uid %u has %u programs running or waiting "
+                                     "(max_spawns_per_uid=%u)",
+                                     (unsigned)uid, cfg->max_spawns_per_uid,
+                                     cfg->max_spawns_per_uid);
+        if (n_waiting >= cfg->max_pending_spawns)
+                return nb_result_set(
+                        res, EAGAIN,
+                        "exec: %u programs are waiting to run already (max_pending_spawns)",
+                        n_waiting);
         job->state = JOB_PARKED;
         job->waiting_slot = true;
         job->next_waiting = NULL;
@@ -415,7 +456,7 @@ bool nb_job_wait_for_slot(struct nb_job *job)
                 waiting_head = job;
         waiting_tail = job;
         n_waiting++;
-        return true;
+        return NB_OP_PARKED;
 }
 
 /* Undo, newest first, what the ops before the failed one changed, and say
@@ -427,6 +468,7 @@ static void roll_back(struct nb_job *job)
                 u->undo(job, u->data);
                 nb_result_set(res, ECANCELED, "undone: op %zu failed", job->failed);
                 res->n_fd_index = 0; /* the client closes fds nobody points at */
+                nb_audit_op(&job->peer, job->req->ops[u->op], res, NB_AUDIT_UNDONE);
         }
 }
 
@@ -476,6 +518,12 @@ static void job_finish(struct nb_job *job)
          * may still commit, and a failure of theirs is undone too). */
         if (job->batch_data && job->batch_finish && !job->cancelled)
                 job->batch_finish(job, job->batch_data, job->failed);
+        /* Every op that ran, as it ended (a firewall op's commit is done by
+         * now); the undo below adds a line for each op it undoes. */
+        for (size_t i = 0; i < job->ran; i++)
+                if (!job->refused || !job->refused[i])
+                        nb_audit_op(&job->peer, job->req->ops[i], job->results[i],
+                                    job->results[i]->status ? NB_AUDIT_FAILED : NB_AUDIT_DONE);
         if (job->failed != SIZE_MAX && !job->cancelled)
                 roll_back(job);
         if (job->ctx->job_end)
@@ -544,18 +592,27 @@ void nb_job_output_drained(struct nb_job *job)
                 nb_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
 }
 
+static void unlink_waiting(struct nb_job *job);
+
+/* Start, in order, every waiting job whose caller may take a slot now: a
+ * job of a uid at its share does not hold up root's or another uid's. */
 void nb_jobs_kick(const struct nb_dispatch_ctx *ctx)
 {
-        while (waiting_head && nb_children_running() < ctx->cfg->max_spawns) {
-                struct nb_job *job = waiting_head;
-                waiting_head = job->next_waiting;
-                if (!waiting_head)
-                        waiting_tail = NULL;
-                n_waiting--;
-                job->waiting_slot = false;
-                job->state = JOB_RUNNING;
-                job->resuming = true;
-                job_continue(job);
+        struct nb_job *job = waiting_head;
+
+        while (job && nb_children_running() < ctx->cfg->max_spawns) {
+                struct nb_job *next = job->next_waiting;
+                if (slot_free(job)) {
+                        unlink_waiting(job);
+                        job->waiting_slot = false;
+                        job->state = JOB_RUNNING;
+                        job->resuming = true;
+                        job_continue(job);
+                        /* The job may have ended others (its connection's);
+                         * start again from the head. */
+                        next = waiting_head;
+                }
+                job = next;
         }
 }
 
@@ -586,13 +643,18 @@ void nb_job_cancel(struct nb_job *job)
                 unlink_waiting(job);
                 job->waiting_slot = false;
         }
-        if (job->cancel_parked)
+        if (job->cancel_parked) {
+                /* The op under way (an Exec) is stopped: it ran, and the
+                 * audit trail says how it ended. */
+                nb_result_set(job->results[job->next], ECANCELED, "stopped: the client went away");
+                job->ran = job->next + 1;
                 job->cancel_parked(job->parked_data);
+        }
         job->cancel_parked = NULL;
         job_finish(job);
 }
 
-int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_peer *peer,
+int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_job_origin *origin,
                  Netbroker__ClientMessage *msg, struct nb_pb_budget *budget, int *fds, size_t nfds,
                  const struct nb_job_owner *owner, void *data, struct nb_job **ret)
 {
@@ -601,7 +663,7 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_peer *peer,
         if (!job)
                 return -ENOMEM;
         job->ctx = ctx;
-        job->peer = *peer;
+        job->peer = origin->peer;
         job->msg = msg;
         job->req = msg->request;
         job->budget = budget;
@@ -609,7 +671,7 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_peer *peer,
         job->data = data;
         job->failed = SIZE_MAX;
         job->last_batched = SIZE_MAX;
-        job->reply_budget = ctx->cfg->max_reply;
+        job->reply_budget = origin->reply_budget;
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
         if (nfds)
                 job->fds = malloc(nfds * sizeof(int));

@@ -45,11 +45,17 @@ struct nb_job_owner {
 
 /* Take ownership of a decoded message (allocated from *budget, which the job
  * also takes) and of the fds that came with it, and start running it for
- * peer (copied: what it may do is decided by who it is). *ret is set before
+ * origin (copied). *ret is set before
  * any op runs, so the owner can cancel the job from inside it.
  * Returns 0 (the job may have finished already) or -ENOMEM (the caller
  * still owns msg, budget and fds). */
-int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_peer *peer,
+/* Who asked for a job, and what it may take. */
+struct nb_job_origin {
+        struct nb_peer peer; /* what it may do is decided by who it is */
+        size_t reply_budget; /* bytes of program output its reply may carry */
+};
+
+int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_job_origin *origin,
                  Netbroker__ClientMessage *msg, struct nb_pb_budget *budget, int *fds, size_t nfds,
                  const struct nb_job_owner *owner, void *data, struct nb_job **ret);
 

@@ -185,14 +185,8 @@ static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
         struct exec_run *x;
         int r;
 
-        if (nb_children_running() >= cfg->max_spawns) {
-                if (!nb_job_wait_for_slot(job))
-                        return nb_result_set(
-                                res, EAGAIN,
-                                "exec: %u programs are waiting to run already (max_pending_spawns)",
-                                nb_jobs_waiting());
-                return NB_OP_PARKED;
-        }
+        if ((r = nb_job_spawn_admit(job, res)))
+                return r;
         x = calloc(1, sizeof(*x));
         if (!x)
                 return nb_result_set(res, ENOMEM, "exec: out of memory");
@@ -212,6 +206,7 @@ static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
                 .stdin_len = e->stdin_data.len,
                 .timeout_ms = e->timeout_ms ? e->timeout_ms : cfg->exec_timeout_ms,
                 .output_cap = cap,
+                .uid = nb_job_peer(job)->uid,
         };
         r = nb_child_spawn(nb_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
         if (r < 0) {

@@ -194,6 +194,15 @@ static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netb
 
         if ((r = claim_owner(v, a->owner, res)))
                 return r;
+        /* The whole request is compiled and committed in one go on the
+         * loop: its size bounds how long other clients wait. */
+        for (size_t g = 0; g < a->n_groups; g++)
+                v->n_rules += a->groups[g]->n_rules;
+        if (v->n_rules > v->ctx->cfg->max_rules_per_request)
+                return nb_result_set(res, E2BIG,
+                                     "firewall %s: the request has more than %u rules "
+                                     "(max_rules_per_request)",
+                                     a->owner, v->ctx->cfg->max_rules_per_request);
         if (a->mode > NETBROKER__FW_MODE__FW_ENSURE)
                 return nb_result_set(res, EINVAL, "firewall %s: unknown mode %d", a->owner,
                                      a->mode);

@@ -30,6 +30,7 @@ struct nb_validation {
         bool *fd_used; /* set by an op that takes request fd i */
         char **claims; /* keys ops have claimed (an owner may appear once) */
         size_t n_claims;
+        size_t n_rules; /* firewall rules of the ops validated so far */
 };
 
 #define NB_OP_PARKED 1 /* run(): the op is under way; the job resumes later */
@@ -104,5 +105,7 @@ void nb_job_park(struct nb_job *job, void (*cancel)(void *data), void *data);
 /* An op that parked is done: record its status and go on. */
 void nb_job_op_done(struct nb_job *job);
 
-/* For Exec: park until a spawn slot is free; false if too many wait. */
-bool nb_job_wait_for_slot(struct nb_job *job);
+/* For Exec: 0 when the caller may spawn now; NB_OP_PARKED when the job
+ * waits for a slot (it resumes by running the op again); or a positive
+ * errno with res set (the caller's share, or max_pending_spawns, is full). */
+int nb_job_spawn_admit(struct nb_job *job, Netbroker__Result *res);

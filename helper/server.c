@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +36,7 @@ struct conn;
 struct conn_job {
         struct conn *conn;
         struct nb_job *job;
+        size_t mem; /* the decoded request and the reply room it was given */
         bool finished;
         struct conn_job *next;
 };
@@ -50,13 +53,20 @@ struct conn {
          * never inside a job's call into the server. */
         bool dead;
         bool closed;
-        bool refs_blocked; /* a write met ETOOMANYREFS: the retry timer flushes */
+        bool refs_blocked; /* fds cannot go now (see conn_fds_may_go): the retry timer flushes */
         uint32_t events; /* what the connection is watched for now */
         struct nb_frame_reader rd;
         struct nb_frame_out *out_head, *out_tail;
-        struct nb_timer frame_timer, idle_timer, retry_timer, close_timer;
+        struct nb_timer frame_timer, idle_timer, retry_timer, close_timer, hello_timer;
         struct conn_job *jobs;
         unsigned n_jobs;
+        /* Memory this connection holds: requests being run (with the reply
+         * room given to them) and output the client has not read. Nothing
+         * more is read from it at max_connection_memory. */
+        size_t mem;
+        /* Fds sent that the client may not have taken yet: reset when the
+         * socket's send queue is empty (SIOCOUTQ 0: every frame read). */
+        unsigned fds_in_flight;
         struct conn *next;
 };
 
@@ -68,11 +78,15 @@ struct nb_server {
         size_t n_listeners;
         struct conn *conns;
         unsigned n_conns;
+        unsigned n_conns_nonroot;
+        unsigned fds_in_flight_nonroot; /* the sum over non-root connections */
         struct nb_timer accept_pause;
 };
 
 static void conn_close(struct conn *c);
 static void conn_close_later(struct conn *c);
+static bool conn_fds_may_go(struct conn *c, size_t n);
+static void conn_fds_sent(struct conn *c, size_t n);
 static void conn_arm_idle(struct conn *c);
 static void conn_flush(struct conn *c);
 static void conn_push(struct conn *c, struct nb_frame_out *f);
@@ -91,7 +105,7 @@ static void conn_update_events(struct conn *c)
         if (c->closed || c->dead)
                 return;
         if (!c->out_head)
-                events = EPOLLIN;
+                events = c->mem < c->srv->cfg->max_connection_memory ? EPOLLIN : 0;
         else if (c->refs_blocked)
                 events = 0; /* the socket is writable: EPOLLOUT would spin */
         else
@@ -107,6 +121,43 @@ static void on_retry_flush(void *data)
         conn_flush(data);
 }
 
+/* Refresh the count of fds the client has not taken: SIOCOUTQ of a unix
+ * stream socket is what the peer has not read yet; at 0 every fd sent has
+ * been received. */
+static void conn_fds_refresh(struct conn *c)
+{
+        int outq = 0;
+
+        if (!c->fds_in_flight || ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+                return;
+        if (!nb_peer_is_root(&c->peer))
+                c->srv->fds_in_flight_nonroot -= c->fds_in_flight;
+        c->fds_in_flight = 0;
+}
+
+/* The kernel counts the fds a process has in flight on all its sockets
+ * and refuses more than its fd limit (ETOOMANYREFS): a client that never
+ * takes its tap fds would make every other client's TapCreate wait. Each
+ * connection may have max_fds_in_flight, and the non-root ones together a
+ * quarter of the helper's fd limit, so the others always have room. */
+static bool conn_fds_may_go(struct conn *c, size_t n)
+{
+        const struct nb_config *cfg = c->srv->cfg;
+
+        conn_fds_refresh(c);
+        if (c->fds_in_flight && c->fds_in_flight + n > cfg->max_fds_in_flight)
+                return false;
+        return nb_peer_is_root(&c->peer) || !c->srv->fds_in_flight_nonroot ||
+               c->srv->fds_in_flight_nonroot + n <= cfg->fd_limit / 4;
+}
+
+static void conn_fds_sent(struct conn *c, size_t n)
+{
+        c->fds_in_flight += (unsigned)n;
+        if (!nb_peer_is_root(&c->peer))
+                c->srv->fds_in_flight_nonroot += (unsigned)n;
+}
+
 static void conn_flush(struct conn *c)
 {
         bool had_output = c->out_head != NULL;
@@ -115,7 +166,10 @@ static void conn_flush(struct conn *c)
                 return;
         c->refs_blocked = false;
         while (c->out_head) {
-                int r = nb_frame_write(c->fd, c->out_head);
+                struct nb_frame_out *head = c->out_head;
+                size_t nfds = head->off == 0 ? head->nfds : 0;
+                int r = nfds && !conn_fds_may_go(c, nfds) ? -ETOOMANYREFS
+                                                          : nb_frame_write(c->fd, head);
                 if (r == 0)
                         break;
                 if (r == -ETOOMANYREFS) {
@@ -131,11 +185,12 @@ static void conn_flush(struct conn *c)
                         conn_close_later(c);
                         return;
                 }
-                struct nb_frame_out *f = c->out_head;
-                c->out_head = f->next;
+                c->out_head = head->next;
                 if (!c->out_head)
                         c->out_tail = NULL;
-                nb_frame_out_free(f);
+                conn_fds_sent(c, nfds);
+                c->mem -= head->len;
+                nb_frame_out_free(head);
         }
         if (!c->out_head && c->closing) {
                 conn_close_later(c);
@@ -160,6 +215,7 @@ static void conn_push(struct conn *c, struct nb_frame_out *f)
         else
                 c->out_head = f;
         c->out_tail = f;
+        c->mem += f->len;
         conn_flush(c);
 }
 
@@ -217,6 +273,7 @@ static void on_job_done(struct nb_job *job, const Netbroker__Reply *reply, void 
 
         (void)job;
         cj->finished = true;
+        c->mem -= cj->mem;
         for (struct conn_job **p = &c->jobs; *p; p = &(*p)->next)
                 if (*p == cj) {
                         *p = cj->next;
@@ -322,14 +379,34 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
         m.hello = &me;
         c->hello_done = true;
+        nb_timer_cancel(c->srv->loop, &c->hello_timer);
         if (conn_queue(c, &m) < 0)
                 conn_fail(c, ENOMEM, 0, "cannot encode Hello");
+}
+
+/* What the reply of req may carry of program output: what its Execs can
+ * produce (max_reply at most), within what is left of the connection's
+ * memory. A client that piles up requests without reading their replies
+ * gets truncated output, not a helper that grows. */
+static size_t reply_room(const struct conn *c, const Netbroker__Request *req)
+{
+        const struct nb_config *cfg = c->srv->cfg;
+        size_t want = 0, room;
+
+        for (size_t i = 0; i < req->n_ops && want < cfg->max_reply; i++)
+                if (req->ops[i]->op_case == NETBROKER__OP__OP_EXEC)
+                        want += 2 * cfg->exec_output_cap;
+        if (want > cfg->max_reply)
+                want = cfg->max_reply;
+        room = c->mem < cfg->max_connection_memory ? cfg->max_connection_memory - c->mem : 0;
+        return want < room ? want : room;
 }
 
 static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
                            struct nb_pb_budget *budget, int *fds, size_t nfds)
 {
         Netbroker__Request *req = msg->request;
+        struct nb_job_origin origin;
         struct conn_job *cj;
         int r;
 
@@ -355,22 +432,28 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
                 reply_all(c, req, ENOMEM, "out of memory");
                 goto drop;
         }
+        origin.peer = c->peer;
+        origin.reply_budget = reply_room(c, req);
         cj->conn = c;
+        cj->mem = budget->used + origin.reply_budget;
         cj->next = c->jobs;
         c->jobs = cj;
         c->n_jobs++;
+        c->mem += cj->mem;
         nb_timer_cancel(c->srv->loop, &c->idle_timer);
         /* cj->job is set before the job runs anything, so a connection that
          * fails while the job runs finds the job to cancel. */
-        r = nb_job_start(&c->srv->dctx, &c->peer, msg, budget, fds, nfds, &job_owner, cj, &cj->job);
+        r = nb_job_start(&c->srv->dctx, &origin, msg, budget, fds, nfds, &job_owner, cj, &cj->job);
         if (r < 0) {
                 c->jobs = cj->next;
                 c->n_jobs--;
+                c->mem -= cj->mem;
                 free(cj);
                 nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
                 reply_all(c, req, -r, "out of memory");
                 goto drop;
         }
+        conn_update_events(c);
         return;
 drop:
         nb_close_fds(fds, nfds);
@@ -453,6 +536,14 @@ static void on_frame_timeout(void *data)
                   c->srv->cfg->frame_timeout_ms);
 }
 
+static void on_hello_timeout(void *data)
+{
+        struct conn *c = data;
+
+        conn_fail(c, ETIMEDOUT, 0, "no Hello within %u ms (hello_timeout_ms)",
+                  c->srv->cfg->hello_timeout_ms);
+}
+
 static void on_idle_timeout(void *data)
 {
         struct conn *c = data;
@@ -474,7 +565,8 @@ static void conn_read(struct conn *c)
         /* Output waiting ends the round (see conn_update_events); one frame
          * is still read, so a hang-up reported meanwhile reaches its EOF. */
         for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead &&
-                        (i == 0 || (!c->out_head && nb_now_us() - start < WAKEUP_BUDGET_US));
+                        (i == 0 || (!c->out_head && nb_now_us() - start < WAKEUP_BUDGET_US &&
+                                    c->mem < c->srv->cfg->max_connection_memory));
              i++) {
                 int fds[NB_FRAME_MAX_FDS];
                 uint8_t *body;
@@ -543,6 +635,7 @@ static void conn_close_later(struct conn *c)
         nb_timer_cancel(c->srv->loop, &c->frame_timer);
         nb_timer_cancel(c->srv->loop, &c->idle_timer);
         nb_timer_cancel(c->srv->loop, &c->retry_timer);
+        nb_timer_cancel(c->srv->loop, &c->hello_timer);
         nb_timer_arm(c->srv->loop, &c->close_timer, 0, on_close_timer, c);
 }
 
@@ -566,6 +659,7 @@ static void conn_close(struct conn *c)
         nb_timer_cancel(s->loop, &c->idle_timer);
         nb_timer_cancel(s->loop, &c->retry_timer);
         nb_timer_cancel(s->loop, &c->close_timer);
+        nb_timer_cancel(s->loop, &c->hello_timer);
         nb_loop_remove(s->loop, &c->w);
         close(c->fd);
         nb_frame_reader_reset(&c->rd);
@@ -580,6 +674,10 @@ static void conn_close(struct conn *c)
                         break;
                 }
         s->n_conns--;
+        if (!nb_peer_is_root(&c->peer)) {
+                s->n_conns_nonroot--;
+                s->fds_in_flight_nonroot -= c->fds_in_flight;
+        }
         nb_debug("connection of pid %d closed", (int)c->peer.pid);
         nb_loop_defer_free(s->loop, free_conn, c);
 }
@@ -626,6 +724,8 @@ static int conn_new(struct nb_server *s, int fd)
         c->next = s->conns;
         s->conns = c;
         s->n_conns++;
+        if (!nb_peer_is_root(&peer))
+                s->n_conns_nonroot++;
         if (!nb_config_peer_allowed(s->cfg, &peer)) {
                 nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EACCES, 0, "uid %u gid %u is not allowed to use netbrokerd",
@@ -638,6 +738,16 @@ static int conn_new(struct nb_server *s, int fd)
                           s->cfg->max_connections);
                 return -EUSERS;
         }
+        if (!nb_peer_is_root(&peer) &&
+            s->n_conns_nonroot > s->cfg->max_connections - s->cfg->root_reserved_connections) {
+                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                conn_fail(c, EUSERS, 0,
+                          "no connection free for uid %u: %u of max_connections=%u are kept for "
+                          "root (root_reserved_connections)",
+                          (unsigned)peer.uid, s->cfg->root_reserved_connections,
+                          s->cfg->max_connections);
+                return -EUSERS;
+        }
         if (conns_of_uid(s, peer.uid) > s->cfg->max_connections_per_uid) {
                 nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EUSERS, 0,
@@ -647,6 +757,7 @@ static int conn_new(struct nb_server *s, int fd)
         }
         nb_stat_inc(NB_STAT_CONNECTIONS);
         nb_debug("connection from pid %d uid %u", (int)c->peer.pid, (unsigned)c->peer.uid);
+        nb_timer_arm(s->loop, &c->hello_timer, s->cfg->hello_timeout_ms, on_hello_timeout, c);
         conn_arm_idle(c);
         return 0;
 }

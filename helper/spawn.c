@@ -27,16 +27,50 @@ struct nb_child {
         size_t cap;
         uint64_t start_us;
         bool reaped, abandoned;
+        uid_t uid; /* who asked: spawn slots are shared per uid */
+        struct nb_child *prev, *next; /* running (not yet reaped) */
         nb_child_done_fn done;
         void *data;
         struct nb_child_result res;
 };
 
 static unsigned running;
+static struct nb_child *running_list;
 
 unsigned nb_children_running(void)
 {
         return running;
+}
+
+unsigned nb_children_running_of(uid_t uid)
+{
+        unsigned n = 0;
+
+        for (const struct nb_child *c = running_list; c; c = c->next)
+                n += c->uid == uid;
+        return n;
+}
+
+static void running_add(struct nb_child *c)
+{
+        running++;
+        c->prev = NULL;
+        c->next = running_list;
+        if (running_list)
+                running_list->prev = c;
+        running_list = c;
+}
+
+static void running_remove(struct nb_child *c)
+{
+        running--;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                running_list = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->prev = c->next = NULL;
 }
 
 struct nb_child_result *nb_child_result(struct nb_child *c)
@@ -164,7 +198,7 @@ static void finish(struct nb_child *c)
                 drain(c->errw.fd, &c->res.err, c->cap, &c->res.err_truncated);
         close_all(c);
         c->res.duration_us = nb_now_us() - c->start_us;
-        running--;
+        running_remove(c);
         if (c->abandoned) {
                 nb_loop_defer_free(c->loop, free_child, c);
                 return;
@@ -341,7 +375,8 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
         if (r < 0)
                 goto fail;
         nb_stat_inc(NB_STAT_SPAWNS);
-        running++;
+        c->uid = s->uid;
+        running_add(c);
         /* The child has its copies; ours of its ends must go now so that EOF
          * on the pipes means the child (and its children) closed them. */
         close(in[0]), in[0] = -1;
@@ -354,7 +389,7 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
                  * no stray process is left. */
                 kill(-c->pid, SIGKILL);
                 waitpid(c->pid, NULL, 0);
-                running--;
+                running_remove(c);
                 close_all(c);
                 free_child(c);
                 return r;

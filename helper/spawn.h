@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "loop.h"
 
@@ -21,6 +22,7 @@ struct nb_exec_spec {
         size_t stdin_len;
         unsigned timeout_ms;
         size_t output_cap; /* bytes kept of each of stdout and stderr */
+        uid_t uid; /* the caller it runs for (counted per uid, not run as) */
 };
 
 struct nb_buf {
@@ -57,3 +59,5 @@ void nb_child_abandon(struct nb_child *c);
 
 /* Children spawned and not yet reaped (abandoned ones included). */
 unsigned nb_children_running(void);
+/* The same, of those spawned for uid. */
+unsigned nb_children_running_of(uid_t uid);

@@ -8,12 +8,102 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
 #include "tests.h"
+
+/* ---- measuring an attack ---- */
+
+static long rss_kib(pid_t pid)
+{
+        char path[64];
+        const char *st, *p;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        st = tu_read_file(path);
+        p = st ? strstr(st, "VmRSS:") : NULL;
+        return p ? strtol(p + 6, NULL, 10) : -1;
+}
+
+/* One Ping round trip on an open connection, in microseconds. */
+static uint64_t ping_us(int fd, uint64_t id)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__Ping ping = NETBROKER__PING__INIT;
+        Netbroker__ServerMessage *r;
+        uint64_t t0 = tu_now_us();
+
+        op.op_case = NETBROKER__OP__OP_PING;
+        op.ping = &ping;
+        req.id = id;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        r = tu_raw_recv(fd, NULL);
+        ck_assert_msg(r && r->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY, "no Ping reply");
+        ck_assert_int_eq(r->reply->results[0]->status, 0);
+        netbroker__server_message__free_unpacked(r, NULL);
+        return tu_now_us() - t0;
+}
+
+/* The longest Ping a good client (root, its own connection) sees over ms
+ * milliseconds, one Ping every 5 ms. */
+static uint64_t worst_ping_us(const struct tu_helper *h, unsigned ms)
+{
+        int fd = tu_raw_connect(h->sock);
+        uint64_t end = tu_now_us() + ms * 1000ull, worst = 0;
+
+        tu_raw_hello(fd);
+        for (uint64_t id = 1; tu_now_us() < end; id++) {
+                uint64_t t = ping_us(fd, id);
+                worst = t > worst ? t : worst;
+                usleep(5000);
+        }
+        close(fd);
+        return worst;
+}
+
+/* What an attack did to the helper, for the log (the figures of the note). */
+static void report(const char *attack, const struct tu_helper *h, int fds_before, long rss_before,
+                   long rss_peak, uint64_t worst_ping)
+{
+        printf("hostile: %s: helper fds %d -> %d, RSS %ld -> peak %ld -> %ld KiB, "
+               "worst Ping of a good client %.1f ms\n",
+               attack, fds_before, tu_fd_count(h->pid), rss_before, rss_peak, rss_kib(h->pid),
+               worst_ping / 1000.0);
+        fflush(stdout);
+}
+
+/* Fork a client that runs as uid (and gid) and exits with fn's status. */
+static pid_t as_uid(uid_t uid, int (*fn)(const char *sock, void *arg), const char *sock, void *arg)
+{
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
+                        _exit(100);
+                _exit(fn(sock, arg));
+        }
+        return pid;
+}
+
+static int exit_status(pid_t pid)
+{
+        int status;
+
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 /* A Ping on a new connection is answered. */
 static void assert_serves(const struct tu_helper *h)
@@ -124,6 +214,355 @@ START_TEST(test_close_at_every_step_of_a_fd_request_never_crashes)
 }
 END_TEST
 
+/* ---- connections: silence, slots kept for root ---- */
+
+/* uid 65534 opens every connection its share allows and never says Hello;
+ * one more is refused at once. Each silent one is closed at
+ * hello_timeout_ms, and then the uid connects again. */
+static int silent_then_again(const char *sock, void *arg)
+{
+        int fds[4], err = 0;
+        Netbroker__ServerMessage *m;
+
+        (void)arg;
+        for (int i = 0; i < 4; i++)
+                fds[i] = tu_raw_connect(sock);
+        int extra = tu_raw_connect(sock);
+        m = tu_raw_recv(extra, &err);
+        if (!m || m->msg_case != NETBROKER__SERVER_MESSAGE__MSG_ERROR || m->error->status != EUSERS)
+                return 1;
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(extra);
+        for (int i = 0; i < 4; i++) {
+                m = tu_raw_recv(fds[i], &err); /* within hello_timeout_ms */
+                if (!m || m->msg_case != NETBROKER__SERVER_MESSAGE__MSG_ERROR ||
+                    m->error->status != ETIMEDOUT || !strstr(m->error->message, "no Hello"))
+                        return 2;
+                netbroker__server_message__free_unpacked(m, NULL);
+                close(fds[i]);
+        }
+        usleep(50 * 1000); /* the helper closes its ends from its loop */
+        int fd = tu_raw_connect(sock);
+        tu_raw_hello(fd);
+        ping_us(fd, 1);
+        close(fd);
+        return 0;
+}
+
+START_TEST(test_silent_connections_are_closed_and_do_not_lock_out_their_uid)
+{
+        struct tu_helper h;
+        pid_t child;
+        long rss;
+        int fds;
+
+        tu_helper_start(&h, TU_ALLOW "allow_uid = 0 65534\nhello_timeout_ms = 400\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        fds = tu_fd_count(h.pid);
+        rss = rss_kib(h.pid);
+        child = as_uid(65534, silent_then_again, h.sock, NULL);
+        uint64_t worst = worst_ping_us(&h, 300);
+        ck_assert_int_eq(exit_status(child), 0);
+        report("4 silent connections (max_connections_per_uid)", &h, fds, rss, rss_kib(h.pid),
+               worst);
+        tu_assert_fd_count_settles(h.pid, fds, 3000);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Holds n connections (Hello done) as its uid until the parent closes the
+ * pipe; says how many it got through the other pipe. */
+struct holder {
+        int n;
+        int ready[2], hold[2];
+};
+
+static int hold_connections(const char *sock, void *arg)
+{
+        struct holder *ho = arg;
+        unsigned char got = 0;
+        char c;
+
+        close(ho->ready[0]);
+        close(ho->hold[1]); /* EOF on hold[0] then means the parent let go */
+        for (int i = 0; i < ho->n; i++) {
+                int fd = tu_raw_connect(sock), err = 0;
+                Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+                Netbroker__Hello hello = NETBROKER__HELLO__INIT;
+                Netbroker__ServerMessage *r;
+
+                hello.version = NB_PROTOCOL_VERSION;
+                m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
+                m.hello = &hello;
+                tu_raw_send_msg(fd, &m.base, NULL, 0);
+                r = tu_raw_recv(fd, &err);
+                if (r && r->msg_case == NETBROKER__SERVER_MESSAGE__MSG_HELLO)
+                        got++;
+                else if (!r || r->error->status != EUSERS ||
+                         !strstr(r->error->message, "kept for root"))
+                        return 3;
+                if (r)
+                        netbroker__server_message__free_unpacked(r, NULL);
+        }
+        if (write(ho->ready[1], &got, 1) != 1)
+                return 4;
+        return read(ho->hold[0], &c, 1) == 0 ? 0 : 5;
+}
+
+static unsigned char start_holder(struct holder *ho, uid_t uid, int n, const char *sock,
+                                  pid_t *ret_pid)
+{
+        unsigned char got = 0;
+
+        ho->n = n;
+        ck_assert_int_eq(pipe(ho->ready), 0);
+        ck_assert_int_eq(pipe(ho->hold), 0);
+        *ret_pid = as_uid(uid, hold_connections, sock, ho);
+        close(ho->ready[1]);
+        close(ho->hold[0]);
+        ck_assert_int_eq(read(ho->ready[0], &got, 1), 1);
+        close(ho->ready[0]);
+        return got;
+}
+
+/* Two admitted uids take every connection other uids may have; root still
+ * connects, into the slots kept for it. */
+START_TEST(test_other_uids_cannot_take_the_connections_kept_for_root)
+{
+        struct tu_helper h;
+        struct holder a, b;
+        pid_t pa, pb;
+        long rss;
+        int fds;
+
+        tu_helper_start(&h, TU_ALLOW "allow_uid = 0 65534 65533\nmax_connections = 8\n"
+                                     "root_reserved_connections = 3\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        fds = tu_fd_count(h.pid);
+        rss = rss_kib(h.pid);
+        /* 4 each (max_connections_per_uid): 5 of 8 may be non-root's. */
+        ck_assert_uint_eq(start_holder(&a, 65534, 4, h.sock, &pa), 4);
+        ck_assert_uint_eq(start_holder(&b, 65533, 4, h.sock, &pb), 1);
+        uint64_t worst = worst_ping_us(&h, 200);
+        int r1 = tu_raw_connect(h.sock), r2 = tu_raw_connect(h.sock);
+        tu_raw_hello(r1);
+        tu_raw_hello(r2);
+        close(r1);
+        close(r2);
+        close(a.hold[1]);
+        close(b.hold[1]);
+        ck_assert_int_eq(exit_status(pa), 0);
+        ck_assert_int_eq(exit_status(pb), 0);
+        report("2 uids fill the non-root connections", &h, fds, rss, rss_kib(h.pid), worst);
+        tu_assert_fd_count_settles(h.pid, fds, 3000);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- memory: requests piled up, replies never read ---- */
+
+static void send_exec_request(int fd, uint64_t id)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)"head -c 1048576 /dev/zero"};
+
+        e.path = (char *)"/bin/sh";
+        e.argv = argv;
+        e.n_argv = 3;
+        op.op_case = NETBROKER__OP__OP_EXEC;
+        op.exec = &e;
+        req.id = id;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+}
+
+/* 200 requests of 1 MiB of output each, pipelined, no reply ever read:
+ * the helper stops reading the connection at max_connection_memory
+ * (32 MiB) instead of holding 200 MiB. */
+START_TEST(test_requests_piled_up_unread_stay_within_the_connection_budget)
+{
+        struct tu_helper h;
+        long rss, peak = 0;
+        int fds, bad;
+
+        tu_helper_start(&h, TU_ALLOW);
+        fds = tu_fd_count(h.pid);
+        rss = rss_kib(h.pid);
+        bad = tu_raw_connect(h.sock);
+        tu_raw_hello(bad);
+        fcntl(bad, F_SETFL, O_NONBLOCK);
+        for (uint64_t id = 1; id <= 200; id++) {
+                Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+                (void)m;
+                send_exec_request(bad, id);
+        }
+        uint64_t worst = 0;
+        for (int i = 0; i < 6; i++) {
+                uint64_t w = worst_ping_us(&h, 250);
+                long r = rss_kib(h.pid);
+                worst = w > worst ? w : worst;
+                peak = r > peak ? r : peak;
+        }
+        ck_assert_msg(peak - rss < 48 * 1024, "the helper grew by %ld KiB", peak - rss);
+        close(bad);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        report("200 piped 1 MiB Execs, replies never read", &h, fds, rss, peak, worst);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- fds: a client that never takes its tap fds ---- */
+
+/* One client asks for 100 taps and never reads: the helper sends it at most
+ * max_fds_in_flight of their fds, so another client's TapCreate is answered
+ * at once instead of waiting on the kernel's count of fds in flight. */
+START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op[100], *ops[100];
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+        struct tu_helper h;
+        nb_conn *good;
+        nb_batch *b;
+        nb_results *res = NULL;
+        long rss;
+        int fds, bad;
+
+        tu_helper_start(&h, TU_ALLOW);
+        fds = tu_fd_count(h.pid);
+        rss = rss_kib(h.pid);
+        bad = tu_raw_connect(h.sock);
+        tu_raw_hello(bad);
+        tap.name = (char *)"nbf%d";
+        for (int i = 0; i < 100; i++) {
+                netbroker__op__init(&op[i]);
+                op[i].op_case = NETBROKER__OP__OP_TAP_CREATE;
+                op[i].tap_create = &tap;
+                ops[i] = &op[i];
+        }
+        req.id = 1;
+        req.ops = ops;
+        req.n_ops = 100;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        ck_assert_int_eq(tu_raw_send_msg(bad, &m.base, NULL, 0), 0);
+        usleep(300 * 1000);
+        ck_assert_int_eq(nb_connect(h.sock, &good), 0);
+        b = nb_batch_new();
+        nb_batch_tap_create(b, "nbgood%d", NULL);
+        uint64_t t0 = tu_now_us();
+        ck_assert_int_eq(nb_submit(good, b, &res), 0);
+        uint64_t took = tu_now_us() - t0;
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_msg(took < 2000000, "the good client waited %llu us", (unsigned long long)took);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(good);
+        uint64_t worst = worst_ping_us(&h, 200);
+        worst = took > worst ? took : worst;
+        close(bad);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        report("100 tap fds never taken (good client's TapCreate counted)", &h, fds, rss,
+               rss_kib(h.pid), worst);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- firewall: the size of one request ---- */
+
+START_TEST(test_a_request_over_max_rules_is_refused_and_changes_nothing)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_rules_per_request = 10\n");
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule rule = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        char *before, *after;
+
+        tu_veth("nbr0", "nbr1");
+        before = tu_sh("nft list ruleset");
+        for (int i = 0; i < 6; i++)
+                ck_assert_int_eq(nb_fw_rule_add(rs, &rule), 0);
+        nb_batch_firewall_apply(b, "g1", "nbr0", rs, NB_FW_REPLACE);
+        nb_batch_firewall_apply(b, "g2", "nbr1", rs, NB_FW_REPLACE);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 1), -E2BIG);
+        ck_assert_msg(strstr(nb_result_message(res, 1), "max_rules_per_request"), "%s",
+                      nb_result_message(res, 1));
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        after = tu_sh("nft list ruleset");
+        ck_assert_str_eq(before, after);
+        free(before);
+        free(after);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- audit ---- */
+
+/* Every change and every Exec leaves one notice line with uid, pid, op,
+ * object and outcome; a Ping leaves none. */
+START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
+{
+        char path[] = "/tmp/nbaudit-XXXXXX", want[160];
+        struct tu_helper h;
+        nb_conn *c;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        const char *log;
+        int logfd = mkstemp(path), saved = dup(2);
+
+        ck_assert_int_ge(logfd, 0);
+        unsetenv("NETBROKERD_LOG_LEVEL");
+        dup2(logfd, 2);
+        tu_helper_start(&h, TU_ALLOW);
+        dup2(saved, 2);
+        close(saved);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        nb_batch_ping(b);
+        nb_batch_tap_create(b, "nbaud0", &(nb_tap_opts){.persist = true});
+        nb_batch_link_delete(b, "nbaud0");
+        nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        nb_batch_link_delete(b, "nbaud-none");
+        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 3), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+        tu_helper_stop(&h);
+        log = tu_read_file(path);
+        ck_assert_ptr_nonnull(log);
+        snprintf(want, sizeof(want),
+                 "audit: uid=0 pid=%d op=tap_create object=nbaud0 status=0 result=done\n",
+                 (int)getpid());
+        ck_assert_msg(strstr(log, want), "no '%s' in:\n%s", want, log);
+        snprintf(want, sizeof(want),
+                 "audit: uid=0 pid=%d op=link_delete object=nbaud0 status=0 result=done\n",
+                 (int)getpid());
+        ck_assert_msg(strstr(log, want), "no '%s' in:\n%s", want, log);
+        snprintf(want, sizeof(want),
+                 "audit: uid=0 pid=%d op=exec object=/bin/true status=0 result=done\n",
+                 (int)getpid());
+        ck_assert_msg(strstr(log, want), "no '%s' in:\n%s", want, log);
+        ck_assert_msg(!strstr(log, "op=ping"), "%s", log);
+        /* A refused op did not run: no line. */
+        ck_assert_msg(!strstr(log, "object=nbaud-none"), "%s", log);
+        close(logfd);
+        unlink(path);
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
         Suite *s = suite_create("hostile");
@@ -132,5 +571,16 @@ Suite *hostile_suite(void)
         tcase_set_timeout(close_tc, 120);
         tcase_add_test(close_tc, test_close_at_every_step_of_a_fd_request_never_crashes);
         suite_add_tcase(s, close_tc);
+        TCase *share = tcase_create("shares");
+        tcase_set_timeout(share, 120);
+        tcase_add_test(share, test_silent_connections_are_closed_and_do_not_lock_out_their_uid);
+        tcase_add_test(share, test_other_uids_cannot_take_the_connections_kept_for_root);
+        tcase_add_test(share, test_requests_piled_up_unread_stay_within_the_connection_budget);
+        tcase_add_test(share, test_a_client_that_never_takes_its_fds_delays_no_one);
+        tcase_add_test(share, test_a_request_over_max_rules_is_refused_and_changes_nothing);
+        suite_add_tcase(s, share);
+        TCase *audit = tcase_create("audit");
+        tcase_add_test(audit, test_changes_and_execs_are_audited_with_uid_and_pid);
+        suite_add_tcase(s, audit);
         return s;
 }

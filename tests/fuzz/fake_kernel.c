@@ -755,16 +755,28 @@ struct nb_child {
         struct nb_loop *loop;
         struct nb_timer timer;
         bool running;
+        uid_t uid;
+        struct nb_child *next_running;
         nb_child_done_fn done;
         void *data;
         struct nb_child_result res;
 };
 
 static unsigned running;
+static struct nb_child *running_list;
 
 unsigned nb_children_running(void)
 {
         return running;
+}
+
+unsigned nb_children_running_of(uid_t uid)
+{
+        unsigned n = 0;
+
+        for (const struct nb_child *c = running_list; c; c = c->next_running)
+                n += c->uid == uid;
+        return n;
 }
 
 unsigned nb_fake_children(void)
@@ -783,6 +795,11 @@ static void stop(struct nb_child *c)
                 return;
         c->running = false;
         running--;
+        for (struct nb_child **p = &running_list; *p; p = &(*p)->next_running)
+                if (*p == c) {
+                        *p = c->next_running;
+                        break;
+                }
         nb_timer_cancel(c->loop, &c->timer);
 }
 
@@ -859,6 +876,9 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
         c->data = data;
         c->running = true;
         running++;
+        c->uid = s->uid;
+        c->next_running = running_list;
+        running_list = c;
         nb_timer_arm(l, &c->timer, 0, on_exit_timer, c);
         *ret = c;
         return 0;

@@ -136,7 +136,8 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
         run->n_ops = msg->request->n_ops;
         run->queue_fds = msg->request->id & 1;
         run->max_reply = h->cfg.max_reply;
-        const struct nb_peer root = {.uid = 0, .gid = 0, .pid = getpid()};
+        const struct nb_job_origin root = {.peer = {.uid = 0, .gid = 0, .pid = getpid()},
+                                           .reply_budget = h->cfg.max_reply};
 
         fds[0] = nb_harness_dup(h->netns_fd);
         fds[1] = nb_harness_dup(h->null_fd);

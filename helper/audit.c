@@ -1,0 +1,81 @@
+/* The audit trail; see audit.h. */
+#include "audit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+NB_LOG_CATEGORY(audit);
+
+/* The op's name and the object it acts on; NULL for ops that change
+ * nothing. Interface names and owners are validated before an op runs
+ * (no white space, no '"'), so they go into the line as they are; the
+ * program path of an Exec is an allow-listed absolute path. */
+static const char *describe(const Netbroker__Op *op, const Netbroker__Result *res, char *obj,
+                            size_t n)
+{
+        const char *made = res->ifname && res->ifname[0] ? res->ifname : NULL;
+
+        switch (op->op_case) {
+        case NETBROKER__OP__OP_EXEC:
+                snprintf(obj, n, "%s", op->exec->path);
+                return "exec";
+        case NETBROKER__OP__OP_TAP_CREATE:
+                snprintf(obj, n, "%s", made ? made : op->tap_create->name);
+                return "tap_create";
+        case NETBROKER__OP__OP_MACVTAP_CREATE:
+                snprintf(obj, n, "%s@%s", made ? made : op->macvtap_create->name,
+                         op->macvtap_create->parent);
+                return "macvtap_create";
+        case NETBROKER__OP__OP_MACVLAN_CREATE:
+                snprintf(obj, n, "%s@%s", made ? made : op->macvlan_create->name,
+                         op->macvlan_create->parent);
+                return "macvlan_create";
+        case NETBROKER__OP__OP_VETH_CREATE:
+                snprintf(obj, n, "%s,%s", made ? made : op->veth_create->name,
+                         op->veth_create->peer_name);
+                return "veth_create";
+        case NETBROKER__OP__OP_BRIDGE_CREATE:
+                snprintf(obj, n, "%s", made ? made : op->bridge_create->name);
+                return "bridge_create";
+        case NETBROKER__OP__OP_LINK_SET:
+                snprintf(obj, n, "%s", op->link_set->name);
+                return "link_set";
+        case NETBROKER__OP__OP_LINK_DELETE:
+                snprintf(obj, n, "%s", op->link_delete->name);
+                return "link_delete";
+        case NETBROKER__OP__OP_FIREWALL_APPLY:
+                if (res->out_case == NETBROKER__RESULT__OUT_FIREWALL && res->firewall->unchanged)
+                        return NULL;
+                snprintf(obj, n, "%s@%s", op->firewall_apply->owner, op->firewall_apply->ifname);
+                return "firewall_apply";
+        case NETBROKER__OP__OP_FIREWALL_REMOVE:
+                snprintf(obj, n, "%s", op->firewall_remove->owner);
+                return "firewall_remove";
+        case NETBROKER__OP__OP_BANDWIDTH_SET:
+                snprintf(obj, n, "%s", op->bandwidth_set->ifname);
+                return "bandwidth_set";
+        case NETBROKER__OP__OP_BANDWIDTH_CLEAR:
+                snprintf(obj, n, "%s", op->bandwidth_clear->ifname);
+                return "bandwidth_clear";
+        default:
+                return NULL;
+        }
+}
+
+void nb_audit_op(const struct nb_peer *peer, const Netbroker__Op *op, const Netbroker__Result *res,
+                 enum nb_audit_outcome outcome)
+{
+        static const char *const outcomes[] = {"done", "failed", "undone"};
+        char obj[128];
+        const char *name;
+
+        name = describe(op, res, obj, sizeof(obj));
+        if (!name)
+                return;
+        nb_notice("uid=%u pid=%d op=%s object=%s status=%d result=%s%s%s%s", (unsigned)peer->uid,
+                  (int)peer->pid, name, obj, (int)res->status, outcomes[outcome],
+                  res->status ? " error=\"" : "", res->status ? res->message : "",
+                  res->status ? "\"" : "");
+}

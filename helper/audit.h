@@ -1,0 +1,23 @@
+/* The audit trail: one line at notice level for every op that changed the
+ * kernel or ran a program, with who asked (uid, pid), the op, the object
+ * and the outcome, in a form a log filter can read:
+ *
+ *   audit: uid=1000 pid=4242 op=tap_create object=vnet3 status=0 result=done
+ *
+ * Ops that change nothing (Ping, Stats, lists, an ensure that found its
+ * rules in place) leave no line. */
+#pragma once
+
+#include "codec.h"
+#include "peer.h"
+
+/* How an op ended, as the audit line says it. */
+enum nb_audit_outcome {
+        NB_AUDIT_DONE, /* status 0 */
+        NB_AUDIT_FAILED, /* ran, and failed (status, message) */
+        NB_AUDIT_UNDONE, /* done, then undone because a later op failed */
+};
+
+/* Log op's line if it is one that changes the kernel or runs a program. */
+void nb_audit_op(const struct nb_peer *peer, const Netbroker__Op *op, const Netbroker__Result *res,
+                 enum nb_audit_outcome outcome);

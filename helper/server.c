@@ -37,6 +37,7 @@ struct conn_job {
         struct conn *conn;
         struct nb_job *job;
         size_t mem; /* the decoded request and the reply room it was given */
+        unsigned nfds; /* fds that came with the request, held until it ends */
         bool finished;
         struct conn_job *next;
 };
@@ -67,6 +68,7 @@ struct conn {
         /* Fds sent that the client may not have taken yet: reset when the
          * socket's send queue is empty (SIOCOUTQ 0: every frame read). */
         unsigned fds_in_flight;
+        unsigned fds_held; /* fds its running requests came with */
         struct conn *next;
 };
 
@@ -80,6 +82,7 @@ struct nb_server {
         unsigned n_conns;
         unsigned n_conns_nonroot;
         unsigned fds_in_flight_nonroot; /* the sum over non-root connections */
+        unsigned fds_held_nonroot; /* the sum of fds_held over non-root connections */
         struct nb_timer accept_pause;
 };
 
@@ -93,6 +96,22 @@ static void conn_push(struct conn *c, struct nb_frame_out *f);
 
 /* ---- output ---- */
 
+/* Whether more frames may be read from c now. Every fd a frame brings is
+ * the helper's until its request ends, and the helper has few (fd_limit):
+ * a connection whose requests hold fds (a veth's namespace, parked behind
+ * a long Exec) is not read until they end, and the non-root connections
+ * together hold at most fd_limit / 8, so a client cannot pin the helper at
+ * its fd limit and keep root from connecting. */
+static bool conn_may_read(const struct conn *c)
+{
+        const struct nb_config *cfg = c->srv->cfg;
+
+        if (c->mem >= cfg->max_connection_memory || c->fds_held)
+                return false;
+        return nb_peer_is_root(&c->peer) ||
+               c->srv->fds_held_nonroot + cfg->max_fds_per_frame <= cfg->fd_limit / 8;
+}
+
 /* While output waits for the socket, the connection is not read: a client
  * that sends requests without reading the replies is held back by its own
  * socket buffer, instead of growing the helper's output queue without bound.
@@ -105,7 +124,7 @@ static void conn_update_events(struct conn *c)
         if (c->closed || c->dead)
                 return;
         if (!c->out_head)
-                events = c->mem < c->srv->cfg->max_connection_memory ? EPOLLIN : 0;
+                events = conn_may_read(c) ? EPOLLIN : 0;
         else if (c->refs_blocked)
                 events = 0; /* the socket is writable: EPOLLOUT would spin */
         else
@@ -265,6 +284,25 @@ static void free_conn_job(void *p)
         free(p);
 }
 
+/* A request's fds are closed (its job ended): its connection, and the
+ * non-root ones the shared bound held back, may be read again. */
+static void conn_release_fds(struct conn *c, struct conn_job *cj)
+{
+        struct nb_server *s = c->srv;
+
+        if (!cj->nfds)
+                return;
+        c->fds_held -= cj->nfds;
+        if (!nb_peer_is_root(&c->peer)) {
+                s->fds_held_nonroot -= cj->nfds;
+                for (struct conn *o = s->conns; o; o = o->next)
+                        if (o != c)
+                                conn_update_events(o);
+        }
+        cj->nfds = 0;
+        conn_update_events(c);
+}
+
 static void on_job_done(struct nb_job *job, const Netbroker__Reply *reply, void *data)
 {
         struct conn_job *cj = data;
@@ -274,6 +312,7 @@ static void on_job_done(struct nb_job *job, const Netbroker__Reply *reply, void 
         (void)job;
         cj->finished = true;
         c->mem -= cj->mem;
+        conn_release_fds(c, cj);
         for (struct conn_job **p = &c->jobs; *p; p = &(*p)->next)
                 if (*p == cj) {
                         *p = cj->next;
@@ -436,6 +475,10 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         origin.reply_budget = reply_room(c, req);
         cj->conn = c;
         cj->mem = budget->used + origin.reply_budget;
+        cj->nfds = (unsigned)nfds;
+        c->fds_held += cj->nfds;
+        if (!nb_peer_is_root(&c->peer))
+                c->srv->fds_held_nonroot += cj->nfds;
         cj->next = c->jobs;
         c->jobs = cj;
         c->n_jobs++;
@@ -448,6 +491,7 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
                 c->jobs = cj->next;
                 c->n_jobs--;
                 c->mem -= cj->mem;
+                conn_release_fds(c, cj);
                 free(cj);
                 nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
                 reply_all(c, req, -r, "out of memory");
@@ -566,7 +610,7 @@ static void conn_read(struct conn *c)
          * is still read, so a hang-up reported meanwhile reaches its EOF. */
         for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead &&
                         (i == 0 || (!c->out_head && nb_now_us() - start < WAKEUP_BUDGET_US &&
-                                    c->mem < c->srv->cfg->max_connection_memory));
+                                    conn_may_read(c)));
              i++) {
                 int fds[NB_FRAME_MAX_FDS];
                 uint8_t *body;
@@ -653,8 +697,11 @@ static void conn_close(struct conn *c)
                 c->jobs = cj->next;
                 if (!cj->finished)
                         nb_job_cancel(cj->job);
+                if (!nb_peer_is_root(&c->peer))
+                        s->fds_held_nonroot -= cj->nfds;
                 nb_loop_defer_free(s->loop, free_conn_job, cj);
         }
+        c->fds_held = 0;
         nb_timer_cancel(s->loop, &c->frame_timer);
         nb_timer_cancel(s->loop, &c->idle_timer);
         nb_timer_cancel(s->loop, &c->retry_timer);
@@ -677,6 +724,9 @@ static void conn_close(struct conn *c)
         if (!nb_peer_is_root(&c->peer)) {
                 s->n_conns_nonroot--;
                 s->fds_in_flight_nonroot -= c->fds_in_flight;
+                /* Room it held is free for the others. */
+                for (struct conn *o = s->conns; o; o = o->next)
+                        conn_update_events(o);
         }
         nb_debug("connection of pid %d closed", (int)c->peer.pid);
         nb_loop_defer_free(s->loop, free_conn, c);

@@ -475,6 +475,77 @@ START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
 }
 END_TEST
 
+/* ---- fds a request brings ---- */
+
+/* Requests whose Exec waits while their veth's namespace fd is held: three
+ * connections pipeline 30 each (1 fd apiece). The helper used to read them
+ * all and sit at its fd limit (accept failing with EMFILE); now a
+ * connection is not read while its requests hold fds. */
+static void send_exec_then_veth(int fd, uint64_t id, int nsfd)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op[2], *ops[2] = {&op[0], &op[1]};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        Netbroker__VethCreate v = NETBROKER__VETH_CREATE__INIT;
+        char *argv[] = {(char *)"/bin/sleep", (char *)"1"}, peer[16];
+
+        snprintf(peer, sizeof(peer), "nbvp%llu", (unsigned long long)id);
+        e.path = (char *)"/bin/sleep";
+        e.argv = argv;
+        e.n_argv = 2;
+        v.name = (char *)"nbv%d";
+        v.peer_name = peer;
+        v.has_peer_netns = true;
+        v.peer_netns_fd = 0;
+        netbroker__op__init(&op[0]);
+        netbroker__op__init(&op[1]);
+        op[0].op_case = NETBROKER__OP__OP_EXEC;
+        op[0].exec = &e;
+        op[1].op_case = NETBROKER__OP__OP_VETH_CREATE;
+        op[1].veth_create = &v;
+        req.id = id;
+        req.ops = ops;
+        req.n_ops = 2;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, &nsfd, 1), 0);
+}
+
+START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)
+{
+        struct tu_helper h;
+        int bad[3], nsfd = tu_new_netns_fd(), fds, peak = 0;
+        long rss;
+
+        tu_helper_start(&h, TU_ALLOW "max_connections_per_uid = 4\nmax_spawns = 1\n");
+        fds = tu_fd_count(h.pid);
+        rss = rss_kib(h.pid);
+        for (int c = 0; c < 3; c++) {
+                bad[c] = tu_raw_connect(h.sock);
+                tu_raw_hello(bad[c]);
+                for (int i = 0; i < 30; i++)
+                        send_exec_then_veth(bad[c], (uint64_t)(c * 100 + i), nsfd);
+        }
+        uint64_t worst = 0;
+        for (int i = 0; i < 4; i++) {
+                uint64_t w = worst_ping_us(&h, 200); /* the 4th connection of root */
+                int n = tu_fd_count(h.pid);
+                worst = w > worst ? w : worst;
+                peak = n > peak ? n : peak;
+        }
+        ck_assert_msg(peak < 40, "the helper held %d fds (fd_limit 64)", peak);
+        for (int c = 0; c < 3; c++)
+                close(bad[c]);
+        close(nsfd);
+        tu_assert_fd_count_settles(h.pid, fds, 10000);
+        report("90 requests holding a netns fd behind a 1 s Exec", &h, fds, rss, rss_kib(h.pid),
+               worst);
+        printf("hostile: ... helper fds peaked at %d of 64\n", peak);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* ---- firewall: the size of one request ---- */
 
 START_TEST(test_a_request_over_max_rules_is_refused_and_changes_nothing)
@@ -577,6 +648,7 @@ Suite *hostile_suite(void)
         tcase_add_test(share, test_other_uids_cannot_take_the_connections_kept_for_root);
         tcase_add_test(share, test_requests_piled_up_unread_stay_within_the_connection_budget);
         tcase_add_test(share, test_a_client_that_never_takes_its_fds_delays_no_one);
+        tcase_add_test(share, test_fds_held_behind_a_long_exec_do_not_pin_the_helper);
         tcase_add_test(share, test_a_request_over_max_rules_is_refused_and_changes_nothing);
         suite_add_tcase(s, share);
         TCase *audit = tcase_create("audit");

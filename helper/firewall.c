@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mac.h"
 #include "netlink.h"
 #include "stats.h"
 
@@ -77,32 +78,15 @@ bool nb_fw_group_valid(const char *g)
         return true;
 }
 
-static int parse_mac6(const char *s, size_t len, uint8_t out[6])
-{
-        unsigned b[6];
-        char buf[18], tail;
-
-        if (len != 17)
-                return -EINVAL;
-        memcpy(buf, s, 17);
-        buf[17] = '\0';
-        if (sscanf(buf, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                   &tail) != 6)
-                return -EINVAL;
-        for (int i = 0; i < 6; i++)
-                out[i] = (uint8_t)b[i];
-        return 0;
-}
-
 int nb_fw_parse_mac(const char *s, struct nb_fw_mac *ret)
 {
         const char *slash = strchr(s, '/');
         struct nb_fw_mac m = {.set = true};
 
-        if (parse_mac6(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
+        if (nb_mac_parse_n(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
                 return -EINVAL;
         if (slash) {
-                if (parse_mac6(slash + 1, strlen(slash + 1), m.mask) < 0)
+                if (nb_mac_parse_n(slash + 1, strlen(slash + 1), m.mask) < 0)
                         return -EINVAL;
         } else {
                 memset(m.mask, 0xff, 6);

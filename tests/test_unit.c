@@ -713,6 +713,7 @@ static Suite *unit_suite(void)
         tcase_add_test(names, test_ifname_valid_as_the_kernel_says);
         suite_add_tcase(s, names);
         suite_add_tcase(s, fw_unit_tcase());
+        suite_add_tcase(s, mac_tcase());
         suite_add_tcase(s, frames);
         suite_add_tcase(s, rlimit);
         suite_add_tcase(s, config);

@@ -1,9 +1,9 @@
 /* netbrokerd configuration: defaults, and the file that overrides them.
  *
  * Format: one "key = value" per line; '#' starts a comment. List keys
- * (allow_uid, allow_gid, exec_allow) take several space-separated values and
- * may repeat; their first appearance replaces the default list. A bad line
- * stops start-up with its line number. */
+ * (allow_uid, allow_gid, exec_allow, exec_env_allow) take several
+ * space-separated values and may repeat; their first appearance replaces
+ * the default list. A bad line stops start-up with its line number. */
 #pragma once
 
 #include <stdbool.h>
@@ -13,6 +13,7 @@
 #define NB_CONFIG_DEFAULT_PATH "/etc/netbroker/netbrokerd.conf"
 #define NB_CONFIG_MAX_IDS 32
 #define NB_CONFIG_MAX_PROGRAMS 64
+#define NB_CONFIG_MAX_ENV_NAMES 64
 
 struct nb_config {
         unsigned fd_limit; /* RLIMIT_NOFILE set at start-up */
@@ -37,6 +38,10 @@ struct nb_config {
         size_t n_allow_gids;
         char *exec_allow[NB_CONFIG_MAX_PROGRAMS];
         size_t n_exec_allow;
+        /* Names of the variables an Exec request may add to the fixed
+         * environment; none by default. */
+        char *exec_env_allow[NB_CONFIG_MAX_ENV_NAMES];
+        size_t n_exec_env_allow;
         int log_level;
         char log_filters[256];
         bool log_syslog;
@@ -52,6 +57,9 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
                    size_t errlen);
 
 bool nb_config_exec_allowed(const struct nb_config *c, const char *path);
+/* Whether an Exec request may set the variable whose name is the first
+ * name_len bytes of name. */
+bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t name_len);
 bool nb_config_peer_allowed(const struct nb_config *c, uid_t uid, gid_t gid);
 
 void nb_config_free(struct nb_config *c);

@@ -15,27 +15,6 @@ static const char *const default_env[] = {
 };
 #define N_DEFAULT_ENV (sizeof(default_env) / sizeof(*default_env))
 
-/* Variables the dynamic loader or libc act on (glibc's unsecure list, and
- * the tunables it filters in secure mode): a privileged helper never passes
- * them on. LD_* and MALLOC_* are refused as prefixes. */
-static const char *const refused_env[] = {
-        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES",   "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
-        "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR",      "TZDIR",
-};
-
-static bool env_name_refused(const char *entry, size_t name_len)
-{
-        if (name_len >= 3 && strncmp(entry, "LD_", 3) == 0)
-                return true;
-        if (name_len >= 7 && strncmp(entry, "MALLOC_", 7) == 0)
-                return true;
-        for (size_t i = 0; i < sizeof(refused_env) / sizeof(*refused_env); i++)
-                if (strlen(refused_env[i]) == name_len &&
-                    strncmp(entry, refused_env[i], name_len) == 0)
-                        return true;
-        return false;
-}
-
 static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const struct nb_config *cfg = v->ctx->cfg;
@@ -55,9 +34,14 @@ static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbr
                 if (!eq || eq == e->env[i])
                         return nb_result_set(res, EINVAL,
                                              "exec: environment entry %zu is not KEY=VALUE", i);
-                if (env_name_refused(e->env[i], (size_t)(eq - e->env[i])))
+                /* An allow-list: the tools read more variables than any
+                 * deny-list would keep up with (IP_LIB_DIR made ip load a
+                 * caller's plugin as root). config.c keeps the loader's
+                 * and the plugin directories' variables off it. */
+                if (!nb_config_env_allowed(cfg, e->env[i], (size_t)(eq - e->env[i])))
                         return nb_result_set(res, EPERM,
-                                             "exec: environment variable %.*s is not allowed",
+                                             "exec: environment variable %.*s is not allowed: "
+                                             "exec_env_allow does not list it",
                                              (int)(eq - e->env[i]), e->env[i]);
         }
         if (e->timeout_ms > cfg->exec_timeout_max_ms)

@@ -88,7 +88,7 @@ END_TEST
 
 START_TEST(test_child_sees_exact_environment)
 {
-        nb_conn *c = tu_spawn(TU_ALLOW);
+        nb_conn *c = tu_spawn(TU_ALLOW "exec_env_allow = XTABLES_LOCKFILE LC_ALL\n");
         const char *env[] = {"XTABLES_LOCKFILE=/run/x.lock", "LC_ALL=C.UTF-8", NULL};
         nb_results *res;
 
@@ -122,6 +122,74 @@ START_TEST(test_loader_variables_are_refused)
                 nb_results_free(res);
         }
         nb_close(c);
+}
+END_TEST
+
+/* By default a request may add no variable at all: the tools' plugin
+ * directories (ip's IP_LIB_DIR, tc's TC_LIB_DIR, iptables' XTABLES_LIBDIR)
+ * would have them load the caller's code as root, and no deny-list knows
+ * every such variable. Nothing runs, and the refusal names the variable
+ * and the key that would allow it. */
+START_TEST(test_environment_is_refused_unless_exec_env_allow_lists_it)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *bad[][2] = {
+                {"IP_LIB_DIR=/tmp/nbtest-plugins", NULL},
+                {"TC_LIB_DIR=/tmp/nbtest-plugins", NULL},
+                {"XTABLES_LIBDIR=/tmp/nbtest-plugins", NULL},
+                {"PATH=/tmp/nbtest-plugins", NULL},
+                {"LC_ALL=C.UTF-8", NULL},
+                {"NBTEST_HARMLESS=1", NULL},
+        };
+        const char *foo[] = {"FOO=1", NULL}, *bar[] = {"BAR=1", NULL};
+        const char *path[] = {"PATH=/tmp", NULL};
+        nb_results *res;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+                char want[128];
+                res = tu_exec1(c, "/usr/bin/env", NULL, bad[i], NULL, 0);
+                snprintf(want, sizeof(want), "environment variable %.*s is not allowed",
+                         (int)strcspn(bad[i][0], "="), bad[i][0]);
+                ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+                ck_assert_msg(strstr(nb_result_message(res, 0), want), "%s",
+                              nb_result_message(res, 0));
+                ck_assert_msg(strstr(nb_result_message(res, 0), "exec_env_allow"), "%s",
+                              nb_result_message(res, 0));
+                ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+                nb_results_free(res);
+        }
+        nb_close(c);
+
+        /* A listed name passes; others, and PATH, still do not. */
+        c = tu_spawn(TU_ALLOW "exec_env_allow = FOO\n");
+        res = tu_exec1(c, "/usr/bin/env", NULL, foo, NULL, 0);
+        assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nLC_ALL=C\nFOO=1\n");
+        nb_results_free(res);
+        res = tu_exec1(c, "/usr/bin/env", NULL, bar, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+        nb_results_free(res);
+        res = tu_exec1(c, "/usr/bin/env", NULL, path, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+/* Even an operator cannot allow the loader's variables or the plugin
+ * directories: the helper does not start, and says which line and why. */
+START_TEST(test_exec_env_allow_of_a_code_loading_variable_stops_startup)
+{
+        const char *names[] = {"IP_LIB_DIR", "TC_LIB_DIR", "XTABLES_LIBDIR",
+                               "LD_PRELOAD", "GCONV_PATH", "PATH"};
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+                char body[512], want[128], buf[1024];
+                snprintf(body, sizeof(body), TU_ALLOW "exec_env_allow = FOO %s\n", names[i]);
+                snprintf(want, sizeof(want), ":2: exec_env_allow: %s may never be allowed",
+                         names[i]);
+                tu_spawn_expect_failure(tu_helper_path(), body, -ECONNRESET, buf, sizeof(buf));
+                ck_assert_msg(strstr(buf, want), "stderr was: %s", buf);
+        }
 }
 END_TEST
 
@@ -532,6 +600,8 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_child_sees_exact_argv);
         tcase_add_test(exec, test_child_sees_exact_environment);
         tcase_add_test(exec, test_loader_variables_are_refused);
+        tcase_add_test(exec, test_environment_is_refused_unless_exec_env_allow_lists_it);
+        tcase_add_test(exec, test_exec_env_allow_of_a_code_loading_variable_stops_startup);
         tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
         tcase_add_test(exec, test_stdin_bytes_reach_the_child);
         tcase_add_test(exec, test_exit_codes_and_signals_are_reported);

@@ -362,6 +362,59 @@ START_TEST(test_config_lists_replace_defaults_and_accumulate)
 }
 END_TEST
 
+/* exec_env_allow: empty by default, a list key like exec_allow, names
+ * checked; the loader's variables, the tools' plugin directories and PATH
+ * are refused at the line that names them, whatever the operator says. */
+START_TEST(test_config_exec_env_allow_is_an_allow_list_without_loader_variables)
+{
+        static const char *const refused[] = {
+                "LD_PRELOAD",     "LD_LIBRARY_PATH",
+                "LD_ANYTHING",    "MALLOC_CHECK_",
+                "GCONV_PATH",     "GLIBC_TUNABLES",
+                "LOCPATH",        "NLSPATH",
+                "IP_LIB_DIR",     "TC_LIB_DIR",
+                "XTABLES_LIBDIR", "PATH",
+                "BASH_ENV",       "ENV",
+        };
+        static const char *const malformed[] = {"1FOO", "FOO=BAR", "FOO-BAR", "FÖÖ", "A.B"};
+        struct nb_config c;
+        char err[256], body[128], want[128];
+
+        nb_config_defaults(&c);
+        ck_assert_uint_eq(c.n_exec_env_allow, 0);
+        ck_assert(!nb_config_env_allowed(&c, "LC_ALL", 6));
+        nb_config_free(&c);
+
+        ck_assert_int_eq(load("exec_env_allow = XTABLES_LOCKFILE _X1\nexec_env_allow = LC_ALL\n",
+                              &c, err, sizeof(err)),
+                         0);
+        ck_assert(nb_config_env_allowed(&c, "XTABLES_LOCKFILE", 16));
+        ck_assert(nb_config_env_allowed(&c, "_X1", 3));
+        ck_assert(nb_config_env_allowed(&c, "LC_ALL=C", 6)); /* only the name's bytes count */
+        ck_assert(!nb_config_env_allowed(&c, "LC_AL", 5));
+        ck_assert(!nb_config_env_allowed(&c, "XTABLES_LOCKFILEX", 17));
+        ck_assert(!nb_config_env_allowed(&c, "FOO", 3));
+        nb_config_free(&c);
+
+        for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+                snprintf(body, sizeof(body), "# env\nexec_env_allow = FOO %s BAR\n", refused[i]);
+                snprintf(want, sizeof(want), ":2: exec_env_allow: %s may never be allowed",
+                         refused[i]);
+                ck_assert_msg(load(body, &c, err, sizeof(err)) < 0, "%s was allowed", refused[i]);
+                ck_assert_msg(strstr(err, want), "error was: %s", err);
+                nb_config_free(&c);
+        }
+        for (size_t i = 0; i < sizeof(malformed) / sizeof(*malformed); i++) {
+                snprintf(body, sizeof(body), "exec_env_allow = %s\n", malformed[i]);
+                ck_assert_msg(load(body, &c, err, sizeof(err)) == -EINVAL, "%s was taken",
+                              malformed[i]);
+                ck_assert_msg(strstr(err, ":1: exec_env_allow: '"), "error was: %s", err);
+                ck_assert_msg(strstr(err, "is not a variable name"), "error was: %s", err);
+                nb_config_free(&c);
+        }
+}
+END_TEST
+
 START_TEST(test_config_fd_limit_must_fit_connections_and_spawns)
 {
         struct nb_config c;
@@ -697,6 +750,8 @@ static Suite *unit_suite(void)
         tcase_add_test(config, test_config_bad_line_is_reported_with_its_number);
         tcase_add_test(config, test_config_defaults_allow_root_only_and_64_fds);
         tcase_add_test(config, test_config_lists_replace_defaults_and_accumulate);
+        tcase_add_test(config,
+                       test_config_exec_env_allow_is_an_allow_list_without_loader_variables);
         tcase_add_test(config, test_config_fd_limit_must_fit_connections_and_spawns);
         tcase_add_test(config, test_config_missing_file_is_an_error_only_when_required);
         tcase_add_test(logging, test_log_disabled_message_evaluates_nothing);

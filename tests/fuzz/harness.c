@@ -20,6 +20,7 @@
 static const char *const programs[] = {
         "/bin/true", "/bin/false", "/bin/cat", "/bin/sleep", "/usr/sbin/missing", "/bin/fail",
 };
+static const char *const env_names[] = {"FOO", "LC_ALL"};
 
 void nb_harness_fail(const char *file, int line, const char *what)
 {
@@ -56,6 +57,9 @@ static struct nb_harness *harness_get(void)
         nb_config_free(&h.cfg);
         for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++)
                 h.cfg.exec_allow[h.cfg.n_exec_allow++] = strdup(programs[i]);
+        /* The variables the seed requests set (tests/fuzz/requests.c). */
+        for (size_t i = 0; i < sizeof(env_names) / sizeof(*env_names); i++)
+                h.cfg.exec_env_allow[h.cfg.n_exec_env_allow++] = strdup(env_names[i]);
         /* Small enough that a fuzzer's input reaches every limit. */
         h.cfg.max_frame = 64 * 1024;
         h.cfg.max_ops = 64;

@@ -15,6 +15,16 @@ static const char *const default_env[] = {
 };
 #define N_DEFAULT_ENV (sizeof(default_env) / sizeof(*default_env))
 
+/* A multi-call program (busybox, xtables-nft-multi) picks the tool it acts
+ * as from argv[0]; the client must not pick one the allow-list does not
+ * name. The child always gets the allow-listed path (build_argv), so only
+ * what is harmless to replace is taken: nothing, the path or its last
+ * component. */
+static bool argv0_names_program(const char *argv0, const char *path)
+{
+        return !argv0[0] || strcmp(argv0, path) == 0 || strcmp(argv0, strrchr(path, '/') + 1) == 0;
+}
+
 static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const struct nb_config *cfg = v->ctx->cfg;
@@ -29,6 +39,11 @@ static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbr
                 return nb_result_set(res, E2BIG,
                                      "exec: more than %u arguments or environment entries",
                                      cfg->max_args);
+        if (e->n_argv > 0 && !argv0_names_program(e->argv[0], e->path))
+                return nb_result_set(res, EINVAL,
+                                     "exec: argv[0] '%s' is neither empty, %s nor %s: the "
+                                     "program's argv[0] is always its path",
+                                     e->argv[0], e->path, strrchr(e->path, '/') + 1);
         for (size_t i = 0; i < e->n_env; i++) {
                 const char *eq = strchr(e->env[i], '=');
                 if (!eq || eq == e->env[i])
@@ -91,6 +106,8 @@ static char **build_env(const Netbroker__Exec *e)
         return env;
 }
 
+/* argv[0] is the allow-listed path whatever the request said (see
+ * argv0_names_program). */
 static char **build_argv(const Netbroker__Exec *e)
 {
         size_t n = e->n_argv ? e->n_argv : 1;
@@ -98,9 +115,8 @@ static char **build_argv(const Netbroker__Exec *e)
 
         if (!argv)
                 return NULL;
-        if (e->n_argv == 0)
-                argv[0] = e->path;
-        for (size_t i = 0; i < e->n_argv; i++)
+        argv[0] = e->path;
+        for (size_t i = 1; i < e->n_argv; i++)
                 argv[i] = e->argv[i];
         return argv;
 }

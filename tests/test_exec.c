@@ -86,6 +86,47 @@ START_TEST(test_child_sees_exact_argv)
 }
 END_TEST
 
+/* A multi-call program picks its tool from argv[0], so the client does not
+ * choose it: the child's argv[0] is the allow-listed path; a request may
+ * give it empty, as the path or as the path's last component, and anything
+ * else is refused before anything runs. The shell reads its own argv[0]
+ * back from /proc (a command substitution, so that the shell does not exec
+ * a last command in its place). */
+START_TEST(test_child_argv0_is_the_allow_listed_path)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *cmd = "x=$(tr '\\0' ' ' < /proc/$$/cmdline); echo \"${x%% *}\"";
+        const char *taken[] = {"sh", "/bin/sh", ""};
+        const char *refused[] = {"ls", "dash", "/usr/bin/sh", "/bin/sh ", "bin/sh", "sh/"};
+        nb_results *res;
+
+        for (size_t i = 0; i < sizeof(taken) / sizeof(*taken); i++) {
+                const char *argv[] = {taken[i], "-c", cmd, NULL};
+                res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+                ck_assert_msg(nb_result_status(res, 0) == 0, "argv[0] '%s': %s", taken[i],
+                              nb_result_message(res, 0));
+                assert_out(res, "/bin/sh\n");
+                nb_results_free(res);
+        }
+        for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+                const char *argv[] = {refused[i], "-c", "touch /tmp/nbtest-argv0", NULL};
+                unlink("/tmp/nbtest-argv0");
+                res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+                ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
+                ck_assert_msg(strstr(nb_result_message(res, 0), "argv[0]"), "%s",
+                              nb_result_message(res, 0));
+                ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+                ck_assert_int_ne(access("/tmp/nbtest-argv0", F_OK), 0);
+                nb_results_free(res);
+        }
+        /* No argv at all: argv[0] is the path too. */
+        res = tu_exec1(c, "/bin/ls", NULL, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
 START_TEST(test_child_sees_exact_environment)
 {
         nb_conn *c = tu_spawn(TU_ALLOW "exec_env_allow = XTABLES_LOCKFILE LC_ALL\n");
@@ -598,6 +639,7 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_program_not_on_allow_list_is_refused);
         tcase_add_test(exec, test_whole_batch_is_validated_before_any_op_runs);
         tcase_add_test(exec, test_child_sees_exact_argv);
+        tcase_add_test(exec, test_child_argv0_is_the_allow_listed_path);
         tcase_add_test(exec, test_child_sees_exact_environment);
         tcase_add_test(exec, test_loader_variables_are_refused);
         tcase_add_test(exec, test_environment_is_refused_unless_exec_env_allow_lists_it);

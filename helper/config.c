@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "trust.h"
+
+NB_LOG_CATEGORY(config);
 
 /* Programs libvirt and its peers run today; only those present are allowed. */
 static const char *const default_programs[] = {
@@ -124,8 +127,11 @@ void nb_config_defaults(struct nb_config *c)
 
 static void free_programs(struct nb_config *c)
 {
-        for (size_t i = 0; i < c->n_exec_allow; i++)
+        for (size_t i = 0; i < c->n_exec_allow; i++) {
                 free(c->exec_allow[i]);
+                free(c->exec_real[i]);
+                c->exec_real[i] = NULL;
+        }
         c->n_exec_allow = 0;
 }
 
@@ -142,12 +148,17 @@ void nb_config_free(struct nb_config *c)
         free_env_names(c);
 }
 
-bool nb_config_exec_allowed(const struct nb_config *c, const char *path)
+const char *nb_config_exec_file(const struct nb_config *c, const char *path)
 {
         for (size_t i = 0; i < c->n_exec_allow; i++)
-                if (strcmp(c->exec_allow[i], path) == 0)
-                        return true;
-        return false;
+                if (c->exec_real[i] && strcmp(c->exec_allow[i], path) == 0)
+                        return c->exec_real[i];
+        return NULL;
+}
+
+bool nb_config_exec_allowed(const struct nb_config *c, const char *path)
+{
+        return nb_config_exec_file(c, path) != NULL;
 }
 
 bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t name_len)
@@ -229,6 +240,7 @@ struct parse_state {
         unsigned lineno;
         bool uids_seen, gids_seen, programs_seen, env_names_seen;
         char why[160]; /* a reason that names a value */
+        unsigned program_line[NB_CONFIG_MAX_PROGRAMS]; /* 0: a default entry */
         /* Where each number was last set (0: the default), so that settings
          * that conflict are reported at a line of the file. */
         unsigned line[N_NUM_KEYS];
@@ -255,18 +267,20 @@ static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **w
         return 0;
 }
 
-static int set_programs(struct nb_config *c, bool *seen, char *v, const char **why)
+static int set_programs(struct nb_config *c, struct parse_state *st, char *v, const char **why)
 {
         char *save = NULL;
 
-        if (!*seen)
+        if (!st->programs_seen)
                 free_programs(c);
-        *seen = true;
+        st->programs_seen = true;
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 int r;
                 if (w[0] != '/')
                         return -EINVAL;
                 r = add_program(c, w);
+                if (r == 0)
+                        st->program_line[c->n_exec_allow - 1] = st->lineno;
                 if (r == -E2BIG)
                         *why = "more than 64 programs";
                 else if (r < 0)
@@ -343,7 +357,7 @@ static int set_key(struct nb_config *c, struct parse_state *st, const char *key,
         }
         if (strcmp(key, "exec_allow") == 0) {
                 *why = "expected absolute paths";
-                return set_programs(c, &st->programs_seen, v, why);
+                return set_programs(c, st, v, why);
         }
         if (strcmp(key, "exec_env_allow") == 0)
                 return set_env_names(c, st, v, why);
@@ -452,6 +466,47 @@ static int check_consistency(const struct nb_config *c, const struct parse_state
         return 0;
 }
 
+static void drop_program(struct nb_config *c, size_t i)
+{
+        free(c->exec_allow[i]);
+        free(c->exec_real[i]);
+        c->n_exec_allow--;
+        memmove(&c->exec_allow[i], &c->exec_allow[i + 1],
+                (c->n_exec_allow - i) * sizeof(*c->exec_allow));
+        memmove(&c->exec_real[i], &c->exec_real[i + 1],
+                (c->n_exec_allow - i) * sizeof(*c->exec_real));
+        c->exec_real[c->n_exec_allow] = NULL;
+}
+
+/* Every program on the list must be safe for root to run, and what runs
+ * is the file it resolved to now. The operator named the programs of the
+ * file, so one of them that fails stops start-up; the defaults are only
+ * what happens to be installed, so one of them that fails is left off. */
+static int check_programs(struct nb_config *c, const struct parse_state *st, const char *path,
+                          char *err, size_t errlen)
+{
+        size_t i = 0;
+
+        while (i < c->n_exec_allow) {
+                char why[PATH_MAX + 128], *real = NULL;
+                unsigned line = st->programs_seen ? st->program_line[i] : 0;
+                int r = nb_trust_program(c->exec_allow[i], &real, why, sizeof(why));
+
+                if (r == 0) {
+                        free(c->exec_real[i]);
+                        c->exec_real[i++] = real;
+                } else if (!st->programs_seen) {
+                        nb_warn("%s is left off the default exec_allow: %s", c->exec_allow[i], why);
+                        drop_program(c, i);
+                } else {
+                        snprintf(err, errlen, "%s:%u: exec_allow: %s: %s", path, line,
+                                 c->exec_allow[i], why);
+                        return r;
+                }
+        }
+        return 0;
+}
+
 int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err, size_t errlen)
 {
         struct parse_state st = {0};
@@ -494,6 +549,8 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
         }
 check:
         r = check_consistency(c, &st, path, err, errlen);
+        if (r == 0)
+                r = check_programs(c, &st, path, err, errlen);
 out:
         free(line);
         if (f)

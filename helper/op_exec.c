@@ -180,11 +180,15 @@ static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
 {
         const struct nb_config *cfg = nb_job_ctx(job)->cfg;
         const Netbroker__Exec *e = op->exec;
+        const char *file = nb_config_exec_file(cfg, e->path);
         size_t cap = cfg->exec_output_cap;
         struct nb_exec_spec spec;
         struct exec_run *x;
         int r;
 
+        /* validate_exec() found it; the configuration does not change. */
+        if (!file)
+                return nb_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
         if (nb_children_running() >= cfg->max_spawns) {
                 if (!nb_job_wait_for_slot(job))
                         return nb_result_set(
@@ -205,7 +209,9 @@ static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
         if (cap > nb_job_reply_budget(job) / 2)
                 cap = nb_job_reply_budget(job) / 2;
         spec = (struct nb_exec_spec){
-                .path = e->path,
+                /* The file checked at start-up, not e->path again: a
+                 * symlink on the way may have been changed since. */
+                .path = file,
                 .argv = x->argv,
                 .envp = x->envp,
                 .stdin_data = e->stdin_data.data,

@@ -234,6 +234,152 @@ START_TEST(test_exec_env_allow_of_a_code_loading_variable_stops_startup)
 }
 END_TEST
 
+/* ---- programs the helper must trust ---- */
+
+/* A fresh directory only root may write to, on a path only root may write
+ * to (/tmp is writable by everyone: nothing under it passes). */
+static void trusted_dir(char *buf, size_t size)
+{
+        struct stat st;
+
+        ck_assert_int_eq(stat("/run", &st), 0);
+        ck_assert_msg(st.st_uid == 0 && !(st.st_mode & 022),
+                      "this test needs a /run owned by root and writable by root only");
+        snprintf(buf, size, "/run/nbtest-trust-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+/* A script that prints `says`, with exactly this mode and owner. */
+static void put_program(const char *path, const char *says, mode_t mode, uid_t uid)
+{
+        FILE *f = fopen(path, "we");
+
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "#!/bin/sh\necho %s\n", says);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chown(path, uid, 0), 0);
+        ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static void make_dir(const char *path, mode_t mode)
+{
+        ck_assert_int_eq(mkdir(path, mode), 0);
+        ck_assert_int_eq(chmod(path, mode), 0); /* past the umask */
+}
+
+static void expect_refused_at_startup(const char *program, const char *because)
+{
+        char body[512], want[256], buf[2048];
+
+        snprintf(body, sizeof(body), TU_ALLOW "exec_allow = %s\n", program);
+        snprintf(want, sizeof(want), ":2: exec_allow: %s: ", program);
+        tu_spawn_expect_failure(tu_helper_path(), body, -ECONNRESET, buf, sizeof(buf));
+        ck_assert_msg(strstr(buf, want) && strstr(buf, because), "%s: stderr was: %s", program,
+                      buf);
+}
+
+/* Every program the configuration names, and every directory from / to the
+ * file it resolves to, must be owned by root and writable by nobody else,
+ * or whoever may write there chooses what root runs: the helper does not
+ * start, and says which path and why. */
+START_TEST(test_program_anyone_may_replace_stops_startup)
+{
+        char d[64], p[128], open_dir[96], sticky[96], link[128], why[256];
+        nb_results *res;
+        nb_conn *c;
+
+        trusted_dir(d, sizeof(d));
+        /* The good one starts and runs. */
+        snprintf(p, sizeof(p), "%s/good", d);
+        put_program(p, "good", 0755, 0);
+        snprintf(why, sizeof(why), "exec_allow = %s\n", p);
+        c = tu_spawn(why);
+        res = tu_exec1(c, p, NULL, NULL, NULL, 0);
+        assert_out(res, "good\n");
+        nb_results_free(res);
+        nb_close(c);
+
+        /* In a directory anyone may write to. */
+        snprintf(open_dir, sizeof(open_dir), "%s/open", d);
+        make_dir(open_dir, 0777);
+        snprintf(p, sizeof(p), "%s/prog", open_dir);
+        put_program(p, "bad", 0755, 0);
+        snprintf(why, sizeof(why), "directory %s is writable by its group or others (mode 0777)",
+                 open_dir);
+        expect_refused_at_startup(p, why);
+        /* Reached through a symlink from a good directory: the same. */
+        snprintf(link, sizeof(link), "%s/via-link", d);
+        ck_assert_int_eq(symlink(p, link), 0);
+        expect_refused_at_startup(link, why);
+        /* Sticky, as /tmp is, is no better. */
+        snprintf(sticky, sizeof(sticky), "%s/sticky", d);
+        make_dir(sticky, 01777);
+        snprintf(p, sizeof(p), "%s/prog", sticky);
+        put_program(p, "bad", 0755, 0);
+        expect_refused_at_startup(p, "(mode 1777)");
+
+        /* A group-writable file. */
+        snprintf(p, sizeof(p), "%s/group-writable", d);
+        put_program(p, "bad", 0775, 0);
+        snprintf(why, sizeof(why), "%s is writable by its group or others (mode 0775)", p);
+        expect_refused_at_startup(p, why);
+        /* A file another uid owns. */
+        snprintf(p, sizeof(p), "%s/not-roots", d);
+        put_program(p, "bad", 0755, 1000);
+        snprintf(why, sizeof(why), "%s is owned by uid 1000, not root", p);
+        expect_refused_at_startup(p, why);
+        /* A directory another uid owns. */
+        snprintf(open_dir, sizeof(open_dir), "%s/theirs", d);
+        make_dir(open_dir, 0755);
+        ck_assert_int_eq(chown(open_dir, 1000, 1000), 0);
+        snprintf(p, sizeof(p), "%s/prog", open_dir);
+        put_program(p, "bad", 0755, 0);
+        snprintf(why, sizeof(why), "directory %s is owned by uid 1000, not root", open_dir);
+        expect_refused_at_startup(p, why);
+        /* Not executable, not a regular file, not there. */
+        snprintf(p, sizeof(p), "%s/no-x", d);
+        put_program(p, "bad", 0644, 0);
+        expect_refused_at_startup(p, "is not executable");
+        expect_refused_at_startup(d, "is not a regular file");
+        snprintf(p, sizeof(p), "%s/missing", d);
+        expect_refused_at_startup(p, "cannot resolve it");
+
+        free(tu_sh("rm -rf '%s'", d));
+}
+END_TEST
+
+/* Exec runs the file the allow-listed path resolved to at start-up: a
+ * symlink changed afterwards (by whoever could, root included) does not
+ * change what runs. */
+START_TEST(test_exec_runs_the_file_checked_at_startup)
+{
+        char d[64], a[96], b[96], cur[96], body[160];
+        nb_results *res;
+        nb_conn *c;
+
+        trusted_dir(d, sizeof(d));
+        snprintf(a, sizeof(a), "%s/a", d);
+        snprintf(b, sizeof(b), "%s/b", d);
+        snprintf(cur, sizeof(cur), "%s/cur", d);
+        put_program(a, "a", 0755, 0);
+        put_program(b, "b", 0755, 0);
+        ck_assert_int_eq(symlink(a, cur), 0);
+        snprintf(body, sizeof(body), "exec_allow = %s\n", cur);
+        c = tu_spawn(body);
+        res = tu_exec1(c, cur, NULL, NULL, NULL, 0);
+        assert_out(res, "a\n");
+        nb_results_free(res);
+
+        ck_assert_int_eq(unlink(cur), 0);
+        ck_assert_int_eq(symlink(b, cur), 0);
+        res = tu_exec1(c, cur, NULL, NULL, NULL, 0);
+        assert_out(res, "a\n");
+        nb_results_free(res);
+        nb_close(c);
+        free(tu_sh("rm -rf '%s'", d));
+}
+END_TEST
+
 START_TEST(test_child_gets_exactly_fds_0_to_2)
 {
         /* No pipeline: a shell holds its pipe's ends while it starts the
@@ -644,6 +790,8 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_loader_variables_are_refused);
         tcase_add_test(exec, test_environment_is_refused_unless_exec_env_allow_lists_it);
         tcase_add_test(exec, test_exec_env_allow_of_a_code_loading_variable_stops_startup);
+        tcase_add_test(exec, test_program_anyone_may_replace_stops_startup);
+        tcase_add_test(exec, test_exec_runs_the_file_checked_at_startup);
         tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
         tcase_add_test(exec, test_stdin_bytes_reach_the_child);
         tcase_add_test(exec, test_exit_codes_and_signals_are_reported);

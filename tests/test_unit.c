@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,6 +416,64 @@ START_TEST(test_config_exec_env_allow_is_an_allow_list_without_loader_variables)
 }
 END_TEST
 
+/* A program somewhere anyone may write (here /tmp, mode 1777) is not safe
+ * for root to run: named in the file it stops the load at its line, as a
+ * default it is left off and the rest stay. Programs that pass resolve to
+ * their realpath, which is what Exec runs. No privileges needed: /tmp
+ * fails the check whoever owns the file. */
+START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realpath)
+{
+        char dir[] = "/tmp/nbtest-trust-XXXXXX", prog[64], body[128], real[PATH_MAX];
+        struct nb_config c;
+        char err[512], *path;
+        size_t n_defaults;
+        int fd;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(prog, sizeof(prog), "%s/prog", dir);
+        fd = open(prog, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+
+        snprintf(body, sizeof(body), "# programs\nexec_allow = /bin/true %s\n", prog);
+        ck_assert_int_lt(load(body, &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":2: exec_allow: ") && strstr(err, prog) &&
+                              strstr(err, "not safe to run as root") &&
+                              strstr(err, "writable by its group or others"),
+                      "error was: %s", err);
+        nb_config_free(&c);
+
+        ck_assert_int_lt(load("exec_allow = /nonexistent/nbtest\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":1: exec_allow: /nonexistent/nbtest: cannot resolve it"),
+                      "error was: %s", err);
+        nb_config_free(&c);
+
+        /* The same program among the defaults is dropped, the others stay. */
+        nb_config_defaults(&c);
+        n_defaults = c.n_exec_allow;
+        c.exec_allow[c.n_exec_allow++] = strdup(prog);
+        path = tu_config("log_level = error\n");
+        ck_assert_int_eq(nb_config_load(&c, path, true, err, sizeof(err)), 0);
+        free(path);
+        ck_assert(!nb_config_exec_allowed(&c, prog));
+        ck_assert_uint_eq(c.n_exec_allow, n_defaults);
+        for (size_t i = 0; i < c.n_exec_allow; i++)
+                ck_assert_msg(nb_config_exec_allowed(&c, c.exec_allow[i]), "%s", c.exec_allow[i]);
+        nb_config_free(&c);
+
+        /* /bin/true runs as the file it resolves to (/usr/bin/true where
+         * /bin is a symlink). */
+        ck_assert_int_eq(load("exec_allow = /bin/true\n", &c, err, sizeof(err)), 0);
+        ck_assert_ptr_nonnull(realpath("/bin/true", real));
+        ck_assert_str_eq(nb_config_exec_file(&c, "/bin/true"), real);
+        ck_assert_ptr_null(nb_config_exec_file(&c, "/usr/bin/true"));
+        nb_config_free(&c);
+
+        unlink(prog);
+        rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_config_fd_limit_must_fit_connections_and_spawns)
 {
         struct nb_config c;
@@ -752,6 +811,8 @@ static Suite *unit_suite(void)
         tcase_add_test(config, test_config_lists_replace_defaults_and_accumulate);
         tcase_add_test(config,
                        test_config_exec_env_allow_is_an_allow_list_without_loader_variables);
+        tcase_add_test(config,
+                       test_config_programs_must_be_safe_for_root_and_resolve_to_their_realpath);
         tcase_add_test(config, test_config_fd_limit_must_fit_connections_and_spawns);
         tcase_add_test(config, test_config_missing_file_is_an_error_only_when_required);
         tcase_add_test(logging, test_log_disabled_message_evaluates_nothing);

@@ -55,8 +55,13 @@ static struct nb_harness *harness_get(void)
         nb_log_configure(NB_LOG_ERR, NULL, false);
         nb_config_defaults(&h.cfg);
         nb_config_free(&h.cfg);
-        for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++)
-                h.cfg.exec_allow[h.cfg.n_exec_allow++] = strdup(programs[i]);
+        /* Set as nb_config_load() would after checking them (the spawn
+         * here is the fake kernel's, which runs nothing). */
+        for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++) {
+                h.cfg.exec_allow[i] = strdup(programs[i]);
+                h.cfg.exec_real[i] = strdup(programs[i]);
+        }
+        h.cfg.n_exec_allow = sizeof(programs) / sizeof(*programs);
         /* The variables the seed requests set (tests/fuzz/requests.c). */
         for (size_t i = 0; i < sizeof(env_names) / sizeof(*env_names); i++)
                 h.cfg.exec_env_allow[h.cfg.n_exec_env_allow++] = strdup(env_names[i]);

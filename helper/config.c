@@ -12,12 +12,70 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "trust.h"
+
+NB_LOG_CATEGORY(config);
 
 /* Programs libvirt and its peers run today; only those present are allowed. */
 static const char *const default_programs[] = {
         "iptables-restore", "ip6tables-restore", "ebtables-restore", "nft", "tc", "ip",
 };
 static const char *const default_dirs[] = {"/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+
+/* Variables a deployment may not allow however it is configured, each with
+ * why, since with them a caller picks code that runs as root; a name
+ * ending in '*' is a prefix. PATH is fixed so that a tool that runs
+ * another by name runs the system's. */
+static const struct {
+        const char *name, *why;
+} refused_env[] = {
+        /* glibc's unsecure list, and the tunables it filters in secure mode:
+         * the dynamic loader and libc act on these. */
+        {"LD_*", "the dynamic loader acts on it"},
+        {"MALLOC_*", "libc acts on it"},
+        {"GCONV_PATH", "libc loads code from it"},
+        {"GETCONF_DIR", "libc acts on it"},
+        {"GLIBC_TUNABLES", "libc acts on it"},
+        {"HOSTALIASES", "libc acts on it"},
+        {"LOCALDOMAIN", "libc acts on it"},
+        {"LOCPATH", "libc acts on it"},
+        {"NIS_PATH", "libc acts on it"},
+        {"NLSPATH", "libc acts on it"},
+        {"RESOLV_HOST_CONF", "libc acts on it"},
+        {"RES_OPTIONS", "libc acts on it"},
+        {"TMPDIR", "libc acts on it"},
+        {"TZDIR", "libc acts on it"},
+        /* Where the allow-listed tools load their plugins from. */
+        {"IP_LIB_DIR", "ip loads code from it"},
+        {"TC_LIB_DIR", "tc loads code from it"},
+        {"XTABLES_LIBDIR", "iptables loads code from it"},
+        /* Files a shell reads and runs at start-up. */
+        {"BASH_ENV", "a shell runs the file it names"},
+        {"ENV", "a shell runs the file it names"},
+        {"PATH", "the environment's PATH is fixed"},
+};
+
+/* Why a variable may never be passed on, or NULL. */
+static const char *env_name_refused(const char *name)
+{
+        for (size_t i = 0; i < sizeof(refused_env) / sizeof(*refused_env); i++) {
+                const char *r = refused_env[i].name;
+                size_t n = strlen(r);
+                if (r[n - 1] == '*' ? strncmp(name, r, n - 1) == 0 : strcmp(name, r) == 0)
+                        return refused_env[i].why;
+        }
+        return NULL;
+}
+
+static bool env_name_valid(const char *name)
+{
+        if (!isalpha((unsigned char)*name) && *name != '_')
+                return false;
+        for (; *name; name++)
+                if (!isalnum((unsigned char)*name) && *name != '_')
+                        return false;
+        return true;
+}
 
 static int add_program(struct nb_config *c, const char *path)
 {
@@ -79,17 +137,47 @@ void nb_config_defaults(struct nb_config *c)
                 }
 }
 
+static void free_programs(struct nb_config *c)
+{
+        for (size_t i = 0; i < c->n_exec_allow; i++) {
+                free(c->exec_allow[i]);
+                free(c->exec_real[i]);
+                c->exec_real[i] = NULL;
+        }
+        c->n_exec_allow = 0;
+}
+
+static void free_env_names(struct nb_config *c)
+{
+        for (size_t i = 0; i < c->n_exec_env_allow; i++)
+                free(c->exec_env_allow[i]);
+        c->n_exec_env_allow = 0;
+}
+
 void nb_config_free(struct nb_config *c)
 {
+        free_programs(c);
+        free_env_names(c);
+}
+
+const char *nb_config_exec_file(const struct nb_config *c, const char *path)
+{
         for (size_t i = 0; i < c->n_exec_allow; i++)
-                free(c->exec_allow[i]);
-        c->n_exec_allow = 0;
+                if (c->exec_real[i] && strcmp(c->exec_allow[i], path) == 0)
+                        return c->exec_real[i];
+        return NULL;
 }
 
 bool nb_config_exec_allowed(const struct nb_config *c, const char *path)
 {
-        for (size_t i = 0; i < c->n_exec_allow; i++)
-                if (strcmp(c->exec_allow[i], path) == 0)
+        return nb_config_exec_file(c, path) != NULL;
+}
+
+bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t name_len)
+{
+        for (size_t i = 0; i < c->n_exec_env_allow; i++)
+                if (strlen(c->exec_env_allow[i]) == name_len &&
+                    memcmp(c->exec_env_allow[i], name, name_len) == 0)
                         return true;
         return false;
 }
@@ -171,7 +259,9 @@ static const struct num_key num_keys[] = {
 
 struct parse_state {
         unsigned lineno;
-        bool uids_seen, gids_seen, programs_seen;
+        bool uids_seen, gids_seen, programs_seen, env_names_seen;
+        char why[160]; /* a reason that names a value */
+        unsigned program_line[NB_CONFIG_MAX_PROGRAMS]; /* 0: a default entry */
         /* Where each number was last set (0: the default), so that settings
          * that conflict are reported at a line of the file. */
         unsigned line[N_NUM_KEYS];
@@ -198,24 +288,63 @@ static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **w
         return 0;
 }
 
-static int set_programs(struct nb_config *c, bool *seen, char *v, const char **why)
+static int set_programs(struct nb_config *c, struct parse_state *st, char *v, const char **why)
 {
         char *save = NULL;
 
-        if (!*seen)
-                nb_config_free(c);
-        *seen = true;
+        if (!st->programs_seen)
+                free_programs(c);
+        st->programs_seen = true;
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 int r;
                 if (w[0] != '/')
                         return -EINVAL;
                 r = add_program(c, w);
+                if (r == 0)
+                        st->program_line[c->n_exec_allow - 1] = st->lineno;
                 if (r == -E2BIG)
                         *why = "more than 64 programs";
                 else if (r < 0)
                         *why = "out of memory";
                 if (r < 0)
                         return r;
+        }
+        return 0;
+}
+
+static int set_env_names(struct nb_config *c, struct parse_state *st, char *v, const char **why)
+{
+        char *save = NULL;
+
+        if (!st->env_names_seen)
+                free_env_names(c);
+        st->env_names_seen = true;
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                const char *refused;
+                char *copy;
+                if (!env_name_valid(w)) {
+                        snprintf(st->why, sizeof(st->why),
+                                 "'%.64s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", w);
+                        *why = st->why;
+                        return -EINVAL;
+                }
+                refused = env_name_refused(w);
+                if (refused) {
+                        snprintf(st->why, sizeof(st->why), "%.64s may never be allowed: %s", w,
+                                 refused);
+                        *why = st->why;
+                        return -EPERM;
+                }
+                if (c->n_exec_env_allow >= NB_CONFIG_MAX_ENV_NAMES) {
+                        *why = "more than 64 names";
+                        return -E2BIG;
+                }
+                copy = strdup(w);
+                if (!copy) {
+                        *why = "out of memory";
+                        return -ENOMEM;
+                }
+                c->exec_env_allow[c->n_exec_env_allow++] = copy;
         }
         return 0;
 }
@@ -249,8 +378,10 @@ static int set_key(struct nb_config *c, struct parse_state *st, const char *key,
         }
         if (strcmp(key, "exec_allow") == 0) {
                 *why = "expected absolute paths";
-                return set_programs(c, &st->programs_seen, v, why);
+                return set_programs(c, st, v, why);
         }
+        if (strcmp(key, "exec_env_allow") == 0)
+                return set_env_names(c, st, v, why);
         if (strcmp(key, "log_level") == 0) {
                 int l = nb_log_parse_level(v);
                 *why = "expected error, warning, notice, info or debug";
@@ -390,6 +521,47 @@ static int check_consistency(const struct nb_config *c, const struct parse_state
         return 0;
 }
 
+static void drop_program(struct nb_config *c, size_t i)
+{
+        free(c->exec_allow[i]);
+        free(c->exec_real[i]);
+        c->n_exec_allow--;
+        memmove(&c->exec_allow[i], &c->exec_allow[i + 1],
+                (c->n_exec_allow - i) * sizeof(*c->exec_allow));
+        memmove(&c->exec_real[i], &c->exec_real[i + 1],
+                (c->n_exec_allow - i) * sizeof(*c->exec_real));
+        c->exec_real[c->n_exec_allow] = NULL;
+}
+
+/* Every program on the list must be safe for root to run, and what runs
+ * is the file it resolved to now. The operator named the programs of the
+ * file, so one of them that fails stops start-up; the defaults are only
+ * what happens to be installed, so one of them that fails is left off. */
+static int check_programs(struct nb_config *c, const struct parse_state *st, const char *path,
+                          char *err, size_t errlen)
+{
+        size_t i = 0;
+
+        while (i < c->n_exec_allow) {
+                char why[PATH_MAX + 128], *real = NULL;
+                unsigned line = st->programs_seen ? st->program_line[i] : 0;
+                int r = nb_trust_program(c->exec_allow[i], &real, why, sizeof(why));
+
+                if (r == 0) {
+                        free(c->exec_real[i]);
+                        c->exec_real[i++] = real;
+                } else if (!st->programs_seen) {
+                        nb_warn("%s is left off the default exec_allow: %s", c->exec_allow[i], why);
+                        drop_program(c, i);
+                } else {
+                        snprintf(err, errlen, "%s:%u: exec_allow: %s: %s", path, line,
+                                 c->exec_allow[i], why);
+                        return r;
+                }
+        }
+        return 0;
+}
+
 int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err, size_t errlen)
 {
         struct parse_state st = {0};
@@ -433,6 +605,8 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
 check:
         clamp_reserves(c, &st);
         r = check_consistency(c, &st, path, err, errlen);
+        if (r == 0)
+                r = check_programs(c, &st, path, err, errlen);
 out:
         free(line);
         if (f)

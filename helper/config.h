@@ -1,9 +1,9 @@
 /* netbrokerd configuration: defaults, and the file that overrides them.
  *
  * Format: one "key = value" per line; '#' starts a comment. List keys
- * (allow_uid, allow_gid, exec_allow) take several space-separated values and
- * may repeat; their first appearance replaces the default list. A bad line
- * stops start-up with its line number. */
+ * (allow_uid, allow_gid, exec_allow, exec_env_allow) take several
+ * space-separated values and may repeat; their first appearance replaces
+ * the default list. A bad line stops start-up with its line number. */
 #pragma once
 
 #include <stdbool.h>
@@ -15,6 +15,7 @@
 #define NB_CONFIG_DEFAULT_PATH "/etc/netbroker/netbrokerd.conf"
 #define NB_CONFIG_MAX_IDS 32
 #define NB_CONFIG_MAX_PROGRAMS 64
+#define NB_CONFIG_MAX_ENV_NAMES 64
 
 struct nb_config {
         unsigned fd_limit; /* RLIMIT_NOFILE set at start-up */
@@ -47,22 +48,39 @@ struct nb_config {
         gid_t allow_gids[NB_CONFIG_MAX_IDS];
         size_t n_allow_gids;
         char *exec_allow[NB_CONFIG_MAX_PROGRAMS];
+        /* What runs for each exec_allow entry: its realpath, set once the
+         * entry passed nb_trust_program() in nb_config_load(). An entry
+         * without one is not allowed. */
+        char *exec_real[NB_CONFIG_MAX_PROGRAMS];
         size_t n_exec_allow;
+        /* Names of the variables an Exec request may add to the fixed
+         * environment; none by default. */
+        char *exec_env_allow[NB_CONFIG_MAX_ENV_NAMES];
+        size_t n_exec_env_allow;
         int log_level;
         char log_filters[256];
         bool log_syslog;
 };
 
 /* Fill in the defaults: root only, the standard firewall and network tools
- * that exist on this machine. */
+ * that exist on this machine (checked and resolved by nb_config_load()). */
 void nb_config_defaults(struct nb_config *c);
 
 /* Read `path` over the defaults. A missing file is fine when !must_exist.
+ * Then every program on exec_allow is checked to be safe for root to run
+ * (see trust.h) and resolved: a default one that is not is dropped with a
+ * warning, one the file names is an error at its line.
  * On error returns -errno and writes "path:line: what" to err. */
 int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err,
                    size_t errlen);
 
 bool nb_config_exec_allowed(const struct nb_config *c, const char *path);
+/* The file to run for an allowed path (its realpath as checked at start-up,
+ * so a symlink changed since does not change what runs), or NULL. */
+const char *nb_config_exec_file(const struct nb_config *c, const char *path);
+/* Whether an Exec request may set the variable whose name is the first
+ * name_len bytes of name. */
+bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t name_len);
 bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p);
 
 void nb_config_free(struct nb_config *c);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mac.h"
 #include "netlink.h"
 #include "stats.h"
 
@@ -49,6 +50,12 @@ static void errf(char *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, NB_FW_ERRLEN, fmt, ap);
         va_end(ap);
+}
+
+/* The sentence for -errno r; "out of memory" as everywhere else here. */
+static const char *why(int r)
+{
+        return r == -ENOMEM ? "out of memory" : strerror(-r);
 }
 
 /* ---- parsing and checking the model ---- */
@@ -77,32 +84,15 @@ bool nb_fw_group_valid(const char *g)
         return true;
 }
 
-static int parse_mac6(const char *s, size_t len, uint8_t out[6])
-{
-        unsigned b[6];
-        char buf[18], tail;
-
-        if (len != 17)
-                return -EINVAL;
-        memcpy(buf, s, 17);
-        buf[17] = '\0';
-        if (sscanf(buf, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                   &tail) != 6)
-                return -EINVAL;
-        for (int i = 0; i < 6; i++)
-                out[i] = (uint8_t)b[i];
-        return 0;
-}
-
 int nb_fw_parse_mac(const char *s, struct nb_fw_mac *ret)
 {
         const char *slash = strchr(s, '/');
         struct nb_fw_mac m = {.set = true};
 
-        if (parse_mac6(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
+        if (nb_mac_parse_n(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
                 return -EINVAL;
         if (slash) {
-                if (parse_mac6(slash + 1, strlen(slash + 1), m.mask) < 0)
+                if (nb_mac_parse_n(slash + 1, strlen(slash + 1), m.mask) < 0)
                         return -EINVAL;
         } else {
                 memset(m.mask, 0xff, 6);
@@ -332,8 +322,11 @@ static int add_verdict(struct nftnl_rule *r, int verdict, const char *chain)
                 return -ENOMEM;
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)verdict);
-        if (chain)
-                nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain);
+        /* A jump whose chain was not copied would go to no chain. */
+        if (chain && nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain) < 0) {
+                nftnl_expr_free(e);
+                return -ENOMEM;
+        }
         return add_expr(r, e);
 }
 
@@ -417,15 +410,20 @@ static int compile_matches(struct nftnl_rule *nr, const struct nb_fw_rule *r)
         return ret;
 }
 
+/* NULL when out of memory. The names are copies (libnftnl strdup()s
+ * them): a failed copy must not leave a rule without its table. */
 static struct nftnl_rule *new_rule(const char *chain)
 {
         struct nftnl_rule *r = nftnl_rule_alloc();
 
-        if (r) {
-                nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NB_FW_TABLE);
-                nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
-                nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_NETDEV);
+        if (!r)
+                return NULL;
+        if (nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NB_FW_TABLE) < 0 ||
+            nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain) < 0) {
+                nftnl_rule_free(r);
+                return NULL;
         }
+        nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_NETDEV);
         return r;
 }
 
@@ -491,32 +489,38 @@ static void items_clear(struct items *it, size_t from)
         it->n = from;
 }
 
+/* NULL when out of memory, as new_rule(). */
 static struct nftnl_chain *new_chain(const char *name)
 {
         struct nftnl_chain *c = nftnl_chain_alloc();
 
-        if (c) {
-                nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NB_FW_TABLE);
-                nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name);
-                nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_NETDEV);
+        if (!c)
+                return NULL;
+        if (nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NB_FW_TABLE) < 0 ||
+            nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0) {
+                nftnl_chain_free(c);
+                return NULL;
         }
+        nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_NETDEV);
         return c;
 }
 
 static int set_comment(struct nftnl_chain *c, const char *text)
 {
         struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
+        int r = 0;
 
         if (!u)
                 return -ENOMEM;
-        if (!nftnl_udata_put_strz(u, UDATA_CHAIN_COMMENT, text)) {
-                nftnl_udata_buf_free(u);
-                return -E2BIG;
-        }
-        nftnl_chain_set_data(c, NFTNL_CHAIN_USERDATA, nftnl_udata_buf_data(u),
-                             nftnl_udata_buf_len(u));
+        if (!nftnl_udata_put_strz(u, UDATA_CHAIN_COMMENT, text))
+                r = -E2BIG;
+        /* The comment carries the hash ensure compares: a chain without it
+         * would be rebuilt by every ensure. */
+        else if (nftnl_chain_set_data(c, NFTNL_CHAIN_USERDATA, nftnl_udata_buf_data(u),
+                                      nftnl_udata_buf_len(u)) < 0)
+                r = -ENOMEM;
         nftnl_udata_buf_free(u);
-        return 0;
+        return r;
 }
 
 static struct nftnl_chain *new_base_chain(const char *name, const char *ifname, bool ingress,
@@ -526,12 +530,13 @@ static struct nftnl_chain *new_base_chain(const char *name, const char *ifname, 
 
         if (!c)
                 return NULL;
-        nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter");
         nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, ingress ? NF_NETDEV_INGRESS : NF_NETDEV_EGRESS);
         nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, 0);
-        nftnl_chain_set_str(c, NFTNL_CHAIN_DEV, ifname);
         nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
-        if (set_comment(c, comment) < 0) {
+        /* Without its type and device the kernel would take it for a
+         * regular chain, hooked nowhere: the guest unfiltered. */
+        if (nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter") < 0 ||
+            nftnl_chain_set_str(c, NFTNL_CHAIN_DEV, ifname) < 0 || set_comment(c, comment) < 0) {
                 nftnl_chain_free(c);
                 return NULL;
         }
@@ -716,9 +721,9 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                                owner_idx) < 0)
                         goto fail_jumps;
                 for (size_t j = 0; j < n_jumps[d]; j++) {
-                        nftnl_rule_set_str(jumps[d][j], NFTNL_RULE_CHAIN, name);
-                        if (items_push(it, (struct item){ITEM_RULE, NULL, jumps[d][j], owner_idx}) <
-                            0)
+                        if (nftnl_rule_set_str(jumps[d][j], NFTNL_RULE_CHAIN, name) < 0 ||
+                            items_push(it, (struct item){ITEM_RULE, NULL, jumps[d][j], owner_idx}) <
+                                    0)
                                 goto fail_jumps;
                         jumps[d][j] = NULL;
                 }
@@ -748,6 +753,8 @@ int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err)
         if (f) {
                 hash_owner(s, hash, &rules);
                 r = compile_owner(s, 0, &it, hash, rules, err);
+        } else {
+                errf(err, "out of memory");
         }
 
         for (size_t i = 0; r == 0 && i < it.n; i++) {
@@ -763,9 +770,14 @@ int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err)
                 nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWRULE, NFPROTO_NETDEV, 0, 0);
                 nftnl_rule_nlmsg_build_payload(nlh, it.v[i].rule);
                 back = nftnl_rule_alloc();
-                if (!back || nftnl_rule_nlmsg_parse(nlh, back) < 0) {
-                        errf(err, "libnftnl cannot parse back a compiled rule");
-                        r = -EINVAL;
+                if (!back) {
+                        errf(err, "out of memory");
+                        r = -ENOMEM;
+                } else if ((errno = 0, nftnl_rule_nlmsg_parse(nlh, back) < 0)) {
+                        r = errno == ENOMEM ? -ENOMEM : -EINVAL;
+                        errf(err, "%s",
+                             r == -ENOMEM ? "out of memory"
+                                          : "libnftnl cannot parse back a compiled rule");
                 } else {
                         /* One line per rule: the expressions, without the
                          * "family table chain" line libnftnl starts with. */
@@ -782,12 +794,21 @@ int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err)
                         }
                         fputc('\n', f);
                 }
-                nftnl_rule_free(back);
+                if (back) /* libnftnl's free functions do not take NULL */
+                        nftnl_rule_free(back);
         }
         items_clear(&it, 0);
         free(it.v);
-        if (f)
-                fclose(f);
+        /* A memstream that could not grow has lost what was written. */
+        if (f) {
+                bool lost = ferror(f);
+                if (fclose(f) != 0)
+                        lost = true;
+                if (lost && r == 0) {
+                        errf(err, "out of memory");
+                        r = -ENOMEM;
+                }
+        }
         if (r < 0) {
                 free(text);
                 return r;
@@ -870,10 +891,20 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
         char owner[NB_FW_OWNER_MAX + 1];
         uint32_t len = 0;
         const void *ud;
-        char **chains;
+        char **chains, *copy;
 
-        if (!c || nftnl_chain_nlmsg_parse(nlh, c) < 0)
+        /* A chain of ours left out of the list would be left behind when
+         * its owner is replaced or removed: out of memory fails the dump. */
+        if (!c) {
+                d->err = -ENOMEM;
                 goto out;
+        }
+        errno = 0;
+        if (nftnl_chain_nlmsg_parse(nlh, c) < 0) {
+                if (errno == ENOMEM)
+                        d->err = -ENOMEM;
+                goto out;
+        }
         name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
         slash = name ? strchr(name, '/') : NULL;
         if (!slash || (size_t)(slash - name) > NB_FW_OWNER_MAX)
@@ -892,26 +923,29 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                 d->owners = o;
         }
         chains = realloc(o->chains, (o->n_chains + 1) * sizeof(*chains));
-        if (!chains) {
+        if (chains)
+                o->chains = chains;
+        copy = chains ? strdup(name) : NULL;
+        if (!copy) {
                 d->err = -ENOMEM;
                 goto out;
         }
-        o->chains = chains;
         if (!strchr(slash + 1, '/')) {
                 /* A base chain: first in the list (deleted before the group
                  * chains its rules jump to), and it has the comment. */
                 memmove(o->chains + 1, o->chains, o->n_chains * sizeof(*chains));
-                o->chains[0] = strdup(name);
+                o->chains[0] = copy;
                 o->has_base = true;
                 ud = nftnl_chain_get_data(c, NFTNL_CHAIN_USERDATA, &len);
                 if (ud && nftnl_udata_parse(ud, len, comment_cb, &comment) >= 0 && comment)
                         sscanf(comment, "netbroker %32s %15s %u", o->hash, o->ifname, &o->rules);
         } else {
-                o->chains[o->n_chains] = strdup(name);
+                o->chains[o->n_chains] = copy;
         }
         o->n_chains++;
 out:
-        nftnl_chain_free(c);
+        if (c)
+                nftnl_chain_free(c);
         return MNL_CB_OK;
 }
 
@@ -992,11 +1026,15 @@ static int dump(struct nb_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
 
                 if (type == NFT_MSG_GETCHAIN) {
                         struct nftnl_chain *c = new_chain("");
+                        if (!c)
+                                return -ENOMEM;
                         nftnl_chain_unset(c, NFTNL_CHAIN_NAME);
                         nftnl_chain_nlmsg_build_payload(nlh, c);
                         nftnl_chain_free(c);
                 } else {
                         struct nftnl_rule *rl = new_rule("");
+                        if (!rl)
+                                return -ENOMEM;
                         nftnl_rule_unset(rl, NFTNL_RULE_CHAIN);
                         nftnl_rule_nlmsg_build_payload(nlh, rl);
                         nftnl_rule_free(rl);
@@ -1041,13 +1079,13 @@ int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
         int r = read_owners(fw, &owners);
 
         if (r < 0) {
-                errf(err, "cannot read table %s: %s", NB_FW_TABLE, strerror(-r));
+                errf(err, "cannot read table %s: %s", NB_FW_TABLE, why(r));
                 return r;
         }
         /* Count what is really there, not what the comment says. */
         r = count_rules(fw, owners);
         if (r < 0)
-                errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE, strerror(-r));
+                errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE, why(r));
         for (struct owner_state *o = owners; o && r == 0; o = o->next) {
                 struct nb_fw_owner_info info = {.rules = o->kernel_rules};
                 if (!o->has_base)
@@ -1083,12 +1121,14 @@ int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
         struct nb_fw_txn *t = calloc(1, sizeof(*t));
         int r;
 
-        if (!t)
+        if (!t) {
+                errf(err, "out of memory");
                 return -ENOMEM;
+        }
         t->fw = fw;
         r = read_owners(fw, &t->owners);
         if (r < 0) {
-                errf(err, "cannot read table %s: %s", NB_FW_TABLE, strerror(-r));
+                errf(err, "cannot read table %s: %s", NB_FW_TABLE, why(r));
                 free(t);
                 return r;
         }
@@ -1209,16 +1249,16 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
                 return -EINVAL;
         }
         r = note_op(t, s->owner, &idx);
-        /* The hash of the model decides whether anything is written. */
-        if (r == 0)
-                hash_owner(s, ret->hash, &ret->rules);
-        if (r < 0)
+        if (r < 0) {
+                errf(err, "owner %s: out of memory", s->owner);
                 goto out;
+        }
+        /* The hash of the model decides whether anything is written. */
+        hash_owner(s, ret->hash, &ret->rules);
         if (s->ensure && o && !t->rules_counted) {
                 r = count_rules(t->fw, t->owners);
                 if (r < 0) {
-                        errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE,
-                             strerror(-r));
+                        errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE, why(r));
                         goto out;
                 }
                 t->rules_counted = true;
@@ -1297,8 +1337,9 @@ int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
         return 0;
 }
 
-static struct nlmsghdr *put_item(struct nftnl_batch *b, const struct item *it, uint32_t seq,
-                                 bool ack)
+/* 0, or -ENOMEM when the batch needed a page it could not have (the
+ * message would be overwritten by the next: a transaction short of it). */
+static int put_item(struct nftnl_batch *b, const struct item *it, uint32_t seq, bool ack)
 {
         uint16_t flags = ack ? NLM_F_ACK : 0;
         struct nlmsghdr *nlh;
@@ -1321,38 +1362,49 @@ static struct nlmsghdr *put_item(struct nftnl_batch *b, const struct item *it, u
                                                  flags | NLM_F_CREATE | NLM_F_APPEND, seq);
                 nftnl_rule_nlmsg_build_payload(nlh, it->rule);
         }
-        nftnl_batch_update(b);
-        return nlh;
+        return nftnl_batch_update(b) < 0 ? -ENOMEM : 0;
 }
 
+/* NULL when out of memory. */
 static struct nftnl_batch *build_batch(struct nb_fw_txn *t, uint32_t *ret_first, uint32_t *ret_last)
 {
         struct nftnl_batch *b = nftnl_batch_alloc(32 * 4096, 64 * 1024);
         struct nftnl_table *tb = nftnl_table_alloc();
         struct nlmsghdr *nlh;
-        uint32_t seq = t->fw->seq + 1;
+        uint32_t seq = t->fw->seq + 1, first;
+        int r = -ENOMEM;
 
-        if (!b || !tb) {
-                nftnl_batch_free(b);
-                nftnl_table_free(tb);
-                return NULL;
-        }
+        if (!b || !tb)
+                goto out;
         nftnl_batch_begin(nftnl_batch_buffer(b), seq++);
-        nftnl_batch_update(b);
+        if (nftnl_batch_update(b) < 0)
+                goto out;
         /* The table is created if missing (never exclusive: it is ours). */
-        nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NB_FW_TABLE);
+        if (nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NB_FW_TABLE) < 0)
+                goto out;
         nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE, NFPROTO_NETDEV,
                                           NLM_F_CREATE, seq++);
         nftnl_table_nlmsg_build_payload(nlh, tb);
-        nftnl_batch_update(b);
-        nftnl_table_free(tb);
-        *ret_first = seq;
+        if (nftnl_batch_update(b) < 0)
+                goto out;
+        first = seq;
         for (size_t i = 0; i < t->items.n; i++)
-                put_item(b, &t->items.v[i], seq++, i + 1 == t->items.n);
-        *ret_last = seq - 1;
+                if (put_item(b, &t->items.v[i], seq++, i + 1 == t->items.n) < 0)
+                        goto out;
         nftnl_batch_end(nftnl_batch_buffer(b), seq++);
-        nftnl_batch_update(b);
+        if (nftnl_batch_update(b) < 0)
+                goto out;
+        *ret_first = first;
+        *ret_last = seq - 2;
         t->fw->seq = seq;
+        r = 0;
+out:
+        if (tb)
+                nftnl_table_free(tb);
+        if (r < 0 && b) {
+                nftnl_batch_free(b);
+                b = NULL;
+        }
         return b;
 }
 
@@ -1443,6 +1495,7 @@ int nb_fw_txn_commit(struct nb_fw_txn *t, char *err)
         iov = calloc((size_t)n_iov, sizeof(*iov));
         if (!iov) {
                 nftnl_batch_free(b);
+                errf(err, "out of memory building the transaction");
                 return -ENOMEM;
         }
         nftnl_batch_iovec(b, iov, (uint32_t)n_iov);
@@ -1491,7 +1544,8 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
                           NB_FW_TABLE);
                 nb_stat_inc(NB_STAT_FW_TABLE_DELETED);
         }
-        nftnl_table_free(t);
+        if (t)
+                nftnl_table_free(t);
         return MNL_CB_OK;
 }
 

@@ -78,19 +78,6 @@ static void errf(char *err, const char *fmt, ...)
         va_end(ap);
 }
 
-int nb_mac_parse(const char *s, uint8_t ret[6])
-{
-        unsigned b[6];
-        char tail;
-
-        if (strlen(s) != 17 || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-                                      &b[4], &b[5], &tail) != 6)
-                return -EINVAL;
-        for (int i = 0; i < 6; i++)
-                ret[i] = (uint8_t)b[i];
-        return 0;
-}
-
 /* ---- the allocator's view of the kernel ---- */
 
 static size_t name_hash(const char *s, size_t n_buckets)

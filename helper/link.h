@@ -132,6 +132,3 @@ bool nb_link_is_macvtap(struct nb_links *l, const char *name);
 int nb_link_exists(struct nb_links *l, const char *name);
 int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret);
 int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st);
-
-/* Parse "aa:bb:cc:dd:ee:ff". Returns 0 or -EINVAL. */
-int nb_mac_parse(const char *s, uint8_t ret[6]);

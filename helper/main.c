@@ -18,7 +18,12 @@
  *     blocked for a signalfd and everything else unblocked; the working
  *     directory is "/", not whatever the embedding daemon had (paths given
  *     on the command line were made absolute first).
- *  3. Configuration read. A bad line stops start-up, naming the line.
+ *  3. Configuration read. A bad line stops start-up, naming the line. Each
+ *     program on exec_allow is resolved (realpath) and must be owned by
+ *     root and writable by nobody else, with every directory from / down
+ *     to it (trust.c): else whoever may write there chooses what root runs.
+ *     A program the file names that fails stops start-up; a default one is
+ *     left off with a warning. Exec runs the resolved file.
  *  4. A mount namespace of its own, while CAP_SYS_ADMIN is still held: a
  *     sysfs that shows the helper's network namespace (so it finds the
  *     character device of a macvtap it made, wherever it runs), and a small

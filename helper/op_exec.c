@@ -15,25 +15,14 @@ static const char *const default_env[] = {
 };
 #define N_DEFAULT_ENV (sizeof(default_env) / sizeof(*default_env))
 
-/* Variables the dynamic loader or libc act on (glibc's unsecure list, and
- * the tunables it filters in secure mode): a privileged helper never passes
- * them on. LD_* and MALLOC_* are refused as prefixes. */
-static const char *const refused_env[] = {
-        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES",   "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
-        "NIS_PATH",   "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR",      "TZDIR",
-};
-
-static bool env_name_refused(const char *entry, size_t name_len)
+/* A multi-call program (busybox, xtables-nft-multi) picks the tool it acts
+ * as from argv[0]; the client must not pick one the allow-list does not
+ * name. The child always gets the allow-listed path (build_argv), so only
+ * what is harmless to replace is taken: nothing, the path or its last
+ * component. */
+static bool argv0_names_program(const char *argv0, const char *path)
 {
-        if (name_len >= 3 && strncmp(entry, "LD_", 3) == 0)
-                return true;
-        if (name_len >= 7 && strncmp(entry, "MALLOC_", 7) == 0)
-                return true;
-        for (size_t i = 0; i < sizeof(refused_env) / sizeof(*refused_env); i++)
-                if (strlen(refused_env[i]) == name_len &&
-                    strncmp(entry, refused_env[i], name_len) == 0)
-                        return true;
-        return false;
+        return !argv0[0] || strcmp(argv0, path) == 0 || strcmp(argv0, strrchr(path, '/') + 1) == 0;
 }
 
 static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
@@ -50,14 +39,24 @@ static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbr
                 return nb_result_set(res, E2BIG,
                                      "exec: more than %u arguments or environment entries",
                                      cfg->max_args);
+        if (e->n_argv > 0 && !argv0_names_program(e->argv[0], e->path))
+                return nb_result_set(res, EINVAL,
+                                     "exec: argv[0] '%s' is neither empty, %s nor %s: the "
+                                     "program's argv[0] is always its path",
+                                     e->argv[0], e->path, strrchr(e->path, '/') + 1);
         for (size_t i = 0; i < e->n_env; i++) {
                 const char *eq = strchr(e->env[i], '=');
                 if (!eq || eq == e->env[i])
                         return nb_result_set(res, EINVAL,
                                              "exec: environment entry %zu is not KEY=VALUE", i);
-                if (env_name_refused(e->env[i], (size_t)(eq - e->env[i])))
+                /* An allow-list: the tools read more variables than any
+                 * deny-list would keep up with (IP_LIB_DIR made ip load a
+                 * caller's plugin as root). config.c keeps the loader's
+                 * and the plugin directories' variables off it. */
+                if (!nb_config_env_allowed(cfg, e->env[i], (size_t)(eq - e->env[i])))
                         return nb_result_set(res, EPERM,
-                                             "exec: environment variable %.*s is not allowed",
+                                             "exec: environment variable %.*s is not allowed: "
+                                             "exec_env_allow does not list it",
                                              (int)(eq - e->env[i]), e->env[i]);
         }
         if (e->timeout_ms > cfg->exec_timeout_max_ms)
@@ -107,6 +106,8 @@ static char **build_env(const Netbroker__Exec *e)
         return env;
 }
 
+/* argv[0] is the allow-listed path whatever the request said (see
+ * argv0_names_program). */
 static char **build_argv(const Netbroker__Exec *e)
 {
         size_t n = e->n_argv ? e->n_argv : 1;
@@ -114,9 +115,8 @@ static char **build_argv(const Netbroker__Exec *e)
 
         if (!argv)
                 return NULL;
-        if (e->n_argv == 0)
-                argv[0] = e->path;
-        for (size_t i = 0; i < e->n_argv; i++)
+        argv[0] = e->path;
+        for (size_t i = 1; i < e->n_argv; i++)
                 argv[i] = e->argv[i];
         return argv;
 }
@@ -180,11 +180,15 @@ static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
 {
         const struct nb_config *cfg = nb_job_ctx(job)->cfg;
         const Netbroker__Exec *e = op->exec;
+        const char *file = nb_config_exec_file(cfg, e->path);
         size_t cap = cfg->exec_output_cap;
         struct nb_exec_spec spec;
         struct exec_run *x;
         int r;
 
+        /* validate_exec() found it; the configuration does not change. */
+        if (!file)
+                return nb_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
         if ((r = nb_job_spawn_admit(job, res)))
                 return r;
         x = calloc(1, sizeof(*x));
@@ -199,7 +203,9 @@ static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
         if (cap > nb_job_reply_budget(job) / 2)
                 cap = nb_job_reply_budget(job) / 2;
         spec = (struct nb_exec_spec){
-                .path = e->path,
+                /* The file checked at start-up, not e->path again: a
+                 * symlink on the way may have been changed since. */
+                .path = file,
                 .argv = x->argv,
                 .envp = x->envp,
                 .stdin_data = e->stdin_data.data,

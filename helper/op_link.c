@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "link.h"
+#include "mac.h"
 #include "names.h"
 #include "ops.h"
 

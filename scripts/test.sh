@@ -124,6 +124,10 @@ echo "valgrind: $((SECONDS - vg_start)) s"
 # Every allocation of a representative request failed in turn (tests/test_alloc.c).
 check_suite "alloc" build/tests/test-alloc
 check_suite "alloc (asan+ubsan)" build-asan/tests/test-alloc
+# The firewall against the kernel, each of its allocations (libc's and
+# libnftnl's) failed in turn (tests/test_fw_alloc.c).
+check_suite "fw-alloc" build/tests/test-fw-alloc
+check_suite "fw-alloc (asan+ubsan)" build-asan/tests/test-fw-alloc
 
 # Load (64 threads for NB_LOAD_SECONDS, 60) and 50 SIGKILLs of the helper:
 # about 2 min, and its figures (req/s, Ping p50/p99) go into the log. The

@@ -132,6 +132,11 @@ static bool fail_now(void)
         return true;
 }
 
+bool nbt_alloc_should_fail(void)
+{
+        return fail_now();
+}
+
 /* ---- the wrappers ---- */
 
 void *__wrap_malloc(size_t size)

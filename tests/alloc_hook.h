@@ -30,3 +30,7 @@ unsigned long nbt_alloc_count(void);
 bool nbt_alloc_failed(void);
 /* Pointers handed out by the wrappers and not freed yet. */
 size_t nbt_alloc_outstanding(void);
+/* For wrappers of other allocating functions (tests/nftnl_hook.c): count
+ * one allocation, in the same sequence as malloc's, and say whether it is
+ * the one to fail. */
+bool nbt_alloc_should_fail(void);

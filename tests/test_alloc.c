@@ -459,6 +459,7 @@ START_TEST(test_every_allocation_failure_ends_in_an_error_or_a_close)
 END_TEST
 
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
+static const char *const env_names[] = {"FOO", "LC_ALL"};
 
 int main(void)
 {
@@ -470,8 +471,16 @@ int main(void)
         nb_log_configure(NB_LOG_ERR, NULL, false);
         nb_config_defaults(&cfg);
         nb_config_free(&cfg);
-        for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++)
-                cfg.exec_allow[cfg.n_exec_allow++] = strdup(programs[i]);
+        /* Set as nb_config_load() would after checking them (the spawn
+         * here is the fake kernel's, which runs nothing). */
+        for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++) {
+                cfg.exec_allow[i] = strdup(programs[i]);
+                cfg.exec_real[i] = strdup(programs[i]);
+        }
+        cfg.n_exec_allow = sizeof(programs) / sizeof(*programs);
+        /* The variables the Exec of tests/fuzz/requests.c sets. */
+        for (size_t i = 0; i < sizeof(env_names) / sizeof(*env_names); i++)
+                cfg.exec_env_allow[cfg.n_exec_env_allow++] = strdup(env_names[i]);
         cfg.allow_uids[0] = geteuid();
         /* Hundreds of runs; ASan makes each slower. */
         tcase_set_timeout(tc, 600);

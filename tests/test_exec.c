@@ -86,9 +86,50 @@ START_TEST(test_child_sees_exact_argv)
 }
 END_TEST
 
-START_TEST(test_child_sees_exact_environment)
+/* A multi-call program picks its tool from argv[0], so the client does not
+ * choose it: the child's argv[0] is the allow-listed path; a request may
+ * give it empty, as the path or as the path's last component, and anything
+ * else is refused before anything runs. The shell reads its own argv[0]
+ * back from /proc (a command substitution, so that the shell does not exec
+ * a last command in its place). */
+START_TEST(test_child_argv0_is_the_allow_listed_path)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *cmd = "x=$(tr '\\0' ' ' < /proc/$$/cmdline); echo \"${x%% *}\"";
+        const char *taken[] = {"sh", "/bin/sh", ""};
+        const char *refused[] = {"ls", "dash", "/usr/bin/sh", "/bin/sh ", "bin/sh", "sh/"};
+        nb_results *res;
+
+        for (size_t i = 0; i < sizeof(taken) / sizeof(*taken); i++) {
+                const char *argv[] = {taken[i], "-c", cmd, NULL};
+                res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+                ck_assert_msg(nb_result_status(res, 0) == 0, "argv[0] '%s': %s", taken[i],
+                              nb_result_message(res, 0));
+                assert_out(res, "/bin/sh\n");
+                nb_results_free(res);
+        }
+        for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+                const char *argv[] = {refused[i], "-c", "touch /tmp/nbtest-argv0", NULL};
+                unlink("/tmp/nbtest-argv0");
+                res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+                ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
+                ck_assert_msg(strstr(nb_result_message(res, 0), "argv[0]"), "%s",
+                              nb_result_message(res, 0));
+                ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+                ck_assert_int_ne(access("/tmp/nbtest-argv0", F_OK), 0);
+                nb_results_free(res);
+        }
+        /* No argv at all: argv[0] is the path too. */
+        res = tu_exec1(c, "/bin/ls", NULL, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_child_sees_exact_environment)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "exec_env_allow = XTABLES_LOCKFILE LC_ALL\n");
         const char *env[] = {"XTABLES_LOCKFILE=/run/x.lock", "LC_ALL=C.UTF-8", NULL};
         nb_results *res;
 
@@ -122,6 +163,220 @@ START_TEST(test_loader_variables_are_refused)
                 nb_results_free(res);
         }
         nb_close(c);
+}
+END_TEST
+
+/* By default a request may add no variable at all: the tools' plugin
+ * directories (ip's IP_LIB_DIR, tc's TC_LIB_DIR, iptables' XTABLES_LIBDIR)
+ * would have them load the caller's code as root, and no deny-list knows
+ * every such variable. Nothing runs, and the refusal names the variable
+ * and the key that would allow it. */
+START_TEST(test_environment_is_refused_unless_exec_env_allow_lists_it)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *bad[][2] = {
+                {"IP_LIB_DIR=/tmp/nbtest-plugins", NULL},
+                {"TC_LIB_DIR=/tmp/nbtest-plugins", NULL},
+                {"XTABLES_LIBDIR=/tmp/nbtest-plugins", NULL},
+                {"PATH=/tmp/nbtest-plugins", NULL},
+                {"LC_ALL=C.UTF-8", NULL},
+                {"NBTEST_HARMLESS=1", NULL},
+        };
+        const char *foo[] = {"FOO=1", NULL}, *bar[] = {"BAR=1", NULL};
+        const char *path[] = {"PATH=/tmp", NULL};
+        nb_results *res;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+                char want[128];
+                res = tu_exec1(c, "/usr/bin/env", NULL, bad[i], NULL, 0);
+                snprintf(want, sizeof(want), "environment variable %.*s is not allowed",
+                         (int)strcspn(bad[i][0], "="), bad[i][0]);
+                ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+                ck_assert_msg(strstr(nb_result_message(res, 0), want), "%s",
+                              nb_result_message(res, 0));
+                ck_assert_msg(strstr(nb_result_message(res, 0), "exec_env_allow"), "%s",
+                              nb_result_message(res, 0));
+                ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+                nb_results_free(res);
+        }
+        nb_close(c);
+
+        /* A listed name passes; others, and PATH, still do not. */
+        c = tu_spawn(TU_ALLOW "exec_env_allow = FOO\n");
+        res = tu_exec1(c, "/usr/bin/env", NULL, foo, NULL, 0);
+        assert_out(res, "PATH=/usr/sbin:/usr/bin:/sbin:/bin\nLC_ALL=C\nFOO=1\n");
+        nb_results_free(res);
+        res = tu_exec1(c, "/usr/bin/env", NULL, bar, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+        nb_results_free(res);
+        res = tu_exec1(c, "/usr/bin/env", NULL, path, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
+/* Even an operator cannot allow the loader's variables or the plugin
+ * directories: the helper does not start, and says which line and why. */
+START_TEST(test_exec_env_allow_of_a_code_loading_variable_stops_startup)
+{
+        const char *names[] = {"IP_LIB_DIR", "TC_LIB_DIR", "XTABLES_LIBDIR",
+                               "LD_PRELOAD", "GCONV_PATH", "PATH"};
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+                char body[512], want[128], buf[1024];
+                snprintf(body, sizeof(body), TU_ALLOW "exec_env_allow = FOO %s\n", names[i]);
+                snprintf(want, sizeof(want), ":2: exec_env_allow: %s may never be allowed",
+                         names[i]);
+                tu_spawn_expect_failure(tu_helper_path(), body, -ECONNRESET, buf, sizeof(buf));
+                ck_assert_msg(strstr(buf, want), "stderr was: %s", buf);
+        }
+}
+END_TEST
+
+/* ---- programs the helper must trust ---- */
+
+/* A fresh directory only root may write to, on a path only root may write
+ * to (/tmp is writable by everyone: nothing under it passes). */
+static void trusted_dir(char *buf, size_t size)
+{
+        struct stat st;
+
+        ck_assert_int_eq(stat("/run", &st), 0);
+        ck_assert_msg(st.st_uid == 0 && !(st.st_mode & 022),
+                      "this test needs a /run owned by root and writable by root only");
+        snprintf(buf, size, "/run/nbtest-trust-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+/* A script that prints `says`, with exactly this mode and owner. */
+static void put_program(const char *path, const char *says, mode_t mode, uid_t uid)
+{
+        FILE *f = fopen(path, "we");
+
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "#!/bin/sh\necho %s\n", says);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chown(path, uid, 0), 0);
+        ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static void make_dir(const char *path, mode_t mode)
+{
+        ck_assert_int_eq(mkdir(path, mode), 0);
+        ck_assert_int_eq(chmod(path, mode), 0); /* past the umask */
+}
+
+static void expect_refused_at_startup(const char *program, const char *because)
+{
+        char body[512], want[256], buf[2048];
+
+        snprintf(body, sizeof(body), TU_ALLOW "exec_allow = %s\n", program);
+        snprintf(want, sizeof(want), ":2: exec_allow: %s: ", program);
+        tu_spawn_expect_failure(tu_helper_path(), body, -ECONNRESET, buf, sizeof(buf));
+        ck_assert_msg(strstr(buf, want) && strstr(buf, because), "%s: stderr was: %s", program,
+                      buf);
+}
+
+/* Every program the configuration names, and every directory from / to the
+ * file it resolves to, must be owned by root and writable by nobody else,
+ * or whoever may write there chooses what root runs: the helper does not
+ * start, and says which path and why. */
+START_TEST(test_program_anyone_may_replace_stops_startup)
+{
+        char d[64], p[128], open_dir[96], sticky[96], link[128], why[256];
+        nb_results *res;
+        nb_conn *c;
+
+        trusted_dir(d, sizeof(d));
+        /* The good one starts and runs. */
+        snprintf(p, sizeof(p), "%s/good", d);
+        put_program(p, "good", 0755, 0);
+        snprintf(why, sizeof(why), "exec_allow = %s\n", p);
+        c = tu_spawn(why);
+        res = tu_exec1(c, p, NULL, NULL, NULL, 0);
+        assert_out(res, "good\n");
+        nb_results_free(res);
+        nb_close(c);
+
+        /* In a directory anyone may write to. */
+        snprintf(open_dir, sizeof(open_dir), "%s/open", d);
+        make_dir(open_dir, 0777);
+        snprintf(p, sizeof(p), "%s/prog", open_dir);
+        put_program(p, "bad", 0755, 0);
+        snprintf(why, sizeof(why), "directory %s is writable by its group or others (mode 0777)",
+                 open_dir);
+        expect_refused_at_startup(p, why);
+        /* Reached through a symlink from a good directory: the same. */
+        snprintf(link, sizeof(link), "%s/via-link", d);
+        ck_assert_int_eq(symlink(p, link), 0);
+        expect_refused_at_startup(link, why);
+        /* Sticky, as /tmp is, is no better. */
+        snprintf(sticky, sizeof(sticky), "%s/sticky", d);
+        make_dir(sticky, 01777);
+        snprintf(p, sizeof(p), "%s/prog", sticky);
+        put_program(p, "bad", 0755, 0);
+        expect_refused_at_startup(p, "(mode 1777)");
+
+        /* A group-writable file. */
+        snprintf(p, sizeof(p), "%s/group-writable", d);
+        put_program(p, "bad", 0775, 0);
+        snprintf(why, sizeof(why), "%s is writable by its group or others (mode 0775)", p);
+        expect_refused_at_startup(p, why);
+        /* A file another uid owns. */
+        snprintf(p, sizeof(p), "%s/not-roots", d);
+        put_program(p, "bad", 0755, 1000);
+        snprintf(why, sizeof(why), "%s is owned by uid 1000, not root", p);
+        expect_refused_at_startup(p, why);
+        /* A directory another uid owns. */
+        snprintf(open_dir, sizeof(open_dir), "%s/theirs", d);
+        make_dir(open_dir, 0755);
+        ck_assert_int_eq(chown(open_dir, 1000, 1000), 0);
+        snprintf(p, sizeof(p), "%s/prog", open_dir);
+        put_program(p, "bad", 0755, 0);
+        snprintf(why, sizeof(why), "directory %s is owned by uid 1000, not root", open_dir);
+        expect_refused_at_startup(p, why);
+        /* Not executable, not a regular file, not there. */
+        snprintf(p, sizeof(p), "%s/no-x", d);
+        put_program(p, "bad", 0644, 0);
+        expect_refused_at_startup(p, "is not executable");
+        expect_refused_at_startup(d, "is not a regular file");
+        snprintf(p, sizeof(p), "%s/missing", d);
+        expect_refused_at_startup(p, "cannot resolve it");
+
+        free(tu_sh("rm -rf '%s'", d));
+}
+END_TEST
+
+/* Exec runs the file the allow-listed path resolved to at start-up: a
+ * symlink changed afterwards (by whoever could, root included) does not
+ * change what runs. */
+START_TEST(test_exec_runs_the_file_checked_at_startup)
+{
+        char d[64], a[96], b[96], cur[96], body[160];
+        nb_results *res;
+        nb_conn *c;
+
+        trusted_dir(d, sizeof(d));
+        snprintf(a, sizeof(a), "%s/a", d);
+        snprintf(b, sizeof(b), "%s/b", d);
+        snprintf(cur, sizeof(cur), "%s/cur", d);
+        put_program(a, "a", 0755, 0);
+        put_program(b, "b", 0755, 0);
+        ck_assert_int_eq(symlink(a, cur), 0);
+        snprintf(body, sizeof(body), "exec_allow = %s\n", cur);
+        c = tu_spawn(body);
+        res = tu_exec1(c, cur, NULL, NULL, NULL, 0);
+        assert_out(res, "a\n");
+        nb_results_free(res);
+
+        ck_assert_int_eq(unlink(cur), 0);
+        ck_assert_int_eq(symlink(b, cur), 0);
+        res = tu_exec1(c, cur, NULL, NULL, NULL, 0);
+        assert_out(res, "a\n");
+        nb_results_free(res);
+        nb_close(c);
+        free(tu_sh("rm -rf '%s'", d));
 }
 END_TEST
 
@@ -530,8 +785,13 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_program_not_on_allow_list_is_refused);
         tcase_add_test(exec, test_whole_batch_is_validated_before_any_op_runs);
         tcase_add_test(exec, test_child_sees_exact_argv);
+        tcase_add_test(exec, test_child_argv0_is_the_allow_listed_path);
         tcase_add_test(exec, test_child_sees_exact_environment);
         tcase_add_test(exec, test_loader_variables_are_refused);
+        tcase_add_test(exec, test_environment_is_refused_unless_exec_env_allow_lists_it);
+        tcase_add_test(exec, test_exec_env_allow_of_a_code_loading_variable_stops_startup);
+        tcase_add_test(exec, test_program_anyone_may_replace_stops_startup);
+        tcase_add_test(exec, test_exec_runs_the_file_checked_at_startup);
         tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
         tcase_add_test(exec, test_stdin_bytes_reach_the_child);
         tcase_add_test(exec, test_exit_codes_and_signals_are_reported);

@@ -773,7 +773,7 @@ END_TEST
  * whole request before any op runs. */
 START_TEST(test_exec_args_and_env_at_max_args_run_one_more_is_refused)
 {
-        nb_conn *c = tu_spawn(TU_ALLOW "max_args = 4\n");
+        nb_conn *c = tu_spawn(TU_ALLOW "max_args = 4\nexec_env_allow = A B C D E\n");
         struct marker m;
         const char *argv4[5], *argv5[6];
         const char *env4[] = {"A=1", "B=2", "C=3", "D=4", NULL};

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "names.h"
 #include "testutil.h"
 #include "tests_unit.h"
+#include "trust.h"
 
 NB_LOG_CATEGORY(unittest);
 
@@ -399,6 +401,123 @@ START_TEST(test_config_lists_replace_defaults_and_accumulate)
 }
 END_TEST
 
+/* exec_env_allow: empty by default, a list key like exec_allow, names
+ * checked; the loader's variables, the tools' plugin directories and PATH
+ * are refused at the line that names them, whatever the operator says. */
+START_TEST(test_config_exec_env_allow_is_an_allow_list_without_loader_variables)
+{
+        static const char *const refused[] = {
+                "LD_PRELOAD",     "LD_LIBRARY_PATH",
+                "LD_ANYTHING",    "MALLOC_CHECK_",
+                "GCONV_PATH",     "GLIBC_TUNABLES",
+                "LOCPATH",        "NLSPATH",
+                "IP_LIB_DIR",     "TC_LIB_DIR",
+                "XTABLES_LIBDIR", "PATH",
+                "BASH_ENV",       "ENV",
+        };
+        static const char *const malformed[] = {"1FOO", "FOO=BAR", "FOO-BAR", "FÖÖ", "A.B"};
+        struct nb_config c;
+        char err[256], body[128], want[128];
+
+        nb_config_defaults(&c);
+        ck_assert_uint_eq(c.n_exec_env_allow, 0);
+        ck_assert(!nb_config_env_allowed(&c, "LC_ALL", 6));
+        nb_config_free(&c);
+
+        ck_assert_int_eq(load("exec_env_allow = XTABLES_LOCKFILE _X1\nexec_env_allow = LC_ALL\n",
+                              &c, err, sizeof(err)),
+                         0);
+        ck_assert(nb_config_env_allowed(&c, "XTABLES_LOCKFILE", 16));
+        ck_assert(nb_config_env_allowed(&c, "_X1", 3));
+        ck_assert(nb_config_env_allowed(&c, "LC_ALL=C", 6)); /* only the name's bytes count */
+        ck_assert(!nb_config_env_allowed(&c, "LC_AL", 5));
+        ck_assert(!nb_config_env_allowed(&c, "XTABLES_LOCKFILEX", 17));
+        ck_assert(!nb_config_env_allowed(&c, "FOO", 3));
+        nb_config_free(&c);
+
+        for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+                snprintf(body, sizeof(body), "# env\nexec_env_allow = FOO %s BAR\n", refused[i]);
+                snprintf(want, sizeof(want), ":2: exec_env_allow: %s may never be allowed",
+                         refused[i]);
+                ck_assert_msg(load(body, &c, err, sizeof(err)) < 0, "%s was allowed", refused[i]);
+                ck_assert_msg(strstr(err, want), "error was: %s", err);
+                nb_config_free(&c);
+        }
+        for (size_t i = 0; i < sizeof(malformed) / sizeof(*malformed); i++) {
+                snprintf(body, sizeof(body), "exec_env_allow = %s\n", malformed[i]);
+                ck_assert_msg(load(body, &c, err, sizeof(err)) == -EINVAL, "%s was taken",
+                              malformed[i]);
+                ck_assert_msg(strstr(err, ":1: exec_env_allow: '"), "error was: %s", err);
+                ck_assert_msg(strstr(err, "is not a variable name"), "error was: %s", err);
+                nb_config_free(&c);
+        }
+}
+END_TEST
+
+/* A program somewhere anyone may write (here /tmp, mode 1777) is not safe
+ * for root to run: named in the file it stops the load at its line, as a
+ * default it is left off and the rest stay. Programs that pass resolve to
+ * their realpath, which is what Exec runs. No privileges needed: /tmp
+ * fails the check whoever owns the file. */
+START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realpath)
+{
+        char dir[] = "/tmp/nbtest-trust-XXXXXX", prog[64], body[128], real[PATH_MAX];
+        struct nb_config c;
+        char err[512], *path;
+        size_t n_defaults;
+        int fd;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(prog, sizeof(prog), "%s/prog", dir);
+        fd = open(prog, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+
+        snprintf(body, sizeof(body), "# programs\nexec_allow = /bin/true %s\n", prog);
+        ck_assert_int_lt(load(body, &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":2: exec_allow: ") && strstr(err, prog) &&
+                              strstr(err, "not safe to run as root") &&
+                              strstr(err, "writable by its group or others"),
+                      "error was: %s", err);
+        nb_config_free(&c);
+
+        ck_assert_int_lt(load("exec_allow = /nonexistent/nbtest\n", &c, err, sizeof(err)), 0);
+        ck_assert_msg(strstr(err, ":1: exec_allow: /nonexistent/nbtest: cannot resolve it"),
+                      "error was: %s", err);
+        nb_config_free(&c);
+
+        /* The same program among the defaults is dropped, the others stay. */
+        nb_config_defaults(&c);
+        n_defaults = 0; /* those that pass here, wherever this runs */
+        for (size_t i = 0; i < c.n_exec_allow; i++) {
+                char *r = NULL;
+                if (nb_trust_program(c.exec_allow[i], &r, err, sizeof(err)) == 0)
+                        n_defaults++;
+                free(r);
+        }
+        c.exec_allow[c.n_exec_allow++] = strdup(prog);
+        path = tu_config("log_level = error\n");
+        ck_assert_int_eq(nb_config_load(&c, path, true, err, sizeof(err)), 0);
+        free(path);
+        ck_assert(!nb_config_exec_allowed(&c, prog));
+        ck_assert_uint_eq(c.n_exec_allow, n_defaults);
+        for (size_t i = 0; i < c.n_exec_allow; i++)
+                ck_assert_msg(nb_config_exec_allowed(&c, c.exec_allow[i]), "%s", c.exec_allow[i]);
+        nb_config_free(&c);
+
+        /* /bin/true runs as the file it resolves to (/usr/bin/true where
+         * /bin is a symlink). */
+        ck_assert_int_eq(load("exec_allow = /bin/true\n", &c, err, sizeof(err)), 0);
+        ck_assert_ptr_nonnull(realpath("/bin/true", real));
+        ck_assert_str_eq(nb_config_exec_file(&c, "/bin/true"), real);
+        ck_assert_ptr_null(nb_config_exec_file(&c, "/usr/bin/true"));
+        nb_config_free(&c);
+
+        unlink(prog);
+        rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_config_fd_limit_must_fit_connections_and_spawns)
 {
         struct nb_config c;
@@ -735,6 +854,10 @@ static Suite *unit_suite(void)
         tcase_add_test(config, test_config_defaults_allow_root_only_and_64_fds);
         tcase_add_test(config, test_config_lists_replace_defaults_and_accumulate);
         tcase_add_test(config, test_config_gid_admits_members_by_supplementary_group);
+        tcase_add_test(config,
+                       test_config_exec_env_allow_is_an_allow_list_without_loader_variables);
+        tcase_add_test(config,
+                       test_config_programs_must_be_safe_for_root_and_resolve_to_their_realpath);
         tcase_add_test(config, test_config_fd_limit_must_fit_connections_and_spawns);
         tcase_add_test(config, test_config_missing_file_is_an_error_only_when_required);
         tcase_add_test(logging, test_log_disabled_message_evaluates_nothing);
@@ -751,6 +874,7 @@ static Suite *unit_suite(void)
         tcase_add_test(names, test_ifname_valid_as_the_kernel_says);
         suite_add_tcase(s, names);
         suite_add_tcase(s, fw_unit_tcase());
+        suite_add_tcase(s, mac_tcase());
         suite_add_tcase(s, frames);
         suite_add_tcase(s, rlimit);
         suite_add_tcase(s, config);

@@ -1,6 +1,6 @@
 /* The real link.c, firewall.c and bandwidth.c go into the fake kernel
- * library for their pure functions: nb_mac_parse, the firewall's parsers,
- * rule checker and compiler (nb_fw_hash), nb_bw_check. Fuzzing those is the
+ * library for their pure functions: the firewall's parsers, rule checker and
+ * compiler (nb_fw_hash), nb_bw_check. Fuzzing those is the
  * point; faking them would fuzz the fake. Every function of theirs that
  * talks to the kernel is renamed out of the way here (it stays in the
  * object, never called), and fake_kernel.c provides it instead. A kernel

@@ -20,6 +20,7 @@
 static const char *const programs[] = {
         "/bin/true", "/bin/false", "/bin/cat", "/bin/sleep", "/usr/sbin/missing", "/bin/fail",
 };
+static const char *const env_names[] = {"FOO", "LC_ALL"};
 
 void nb_harness_fail(const char *file, int line, const char *what)
 {
@@ -54,8 +55,16 @@ static struct nb_harness *harness_get(void)
         nb_log_configure(NB_LOG_ERR, NULL, false);
         nb_config_defaults(&h.cfg);
         nb_config_free(&h.cfg);
-        for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++)
-                h.cfg.exec_allow[h.cfg.n_exec_allow++] = strdup(programs[i]);
+        /* Set as nb_config_load() would after checking them (the spawn
+         * here is the fake kernel's, which runs nothing). */
+        for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++) {
+                h.cfg.exec_allow[i] = strdup(programs[i]);
+                h.cfg.exec_real[i] = strdup(programs[i]);
+        }
+        h.cfg.n_exec_allow = sizeof(programs) / sizeof(*programs);
+        /* The variables the seed requests set (tests/fuzz/requests.c). */
+        for (size_t i = 0; i < sizeof(env_names) / sizeof(*env_names); i++)
+                h.cfg.exec_env_allow[h.cfg.n_exec_env_allow++] = strdup(env_names[i]);
         /* Small enough that a fuzzer's input reaches every limit. */
         h.cfg.max_frame = 64 * 1024;
         h.cfg.max_ops = 64;

@@ -1,0 +1,151 @@
+/* libnftnl's allocating calls, failed in turn with the malloc family's
+ * (tests/alloc_hook.h): link with --wrap=nftnl_rule_alloc and the others
+ * below (tests/CMakeLists.txt). libnftnl is a shared library, so its own
+ * malloc calls do not go through alloc_hook.c; these wrappers stand for
+ * them at the calls the helper makes. A failure does what libnftnl does
+ * when out of memory: NULL or -1, errno ENOMEM. */
+#include <errno.h>
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/table.h>
+#include <libnftnl/udata.h>
+#include <stdint.h>
+
+#include "alloc_hook.h"
+
+#define FAIL_PTR()                                                                                 \
+        do {                                                                                       \
+                if (nbt_alloc_should_fail()) {                                                     \
+                        errno = ENOMEM;                                                            \
+                        return NULL;                                                               \
+                }                                                                                  \
+        } while (0)
+#define FAIL_INT()                                                                                 \
+        do {                                                                                       \
+                if (nbt_alloc_should_fail()) {                                                     \
+                        errno = ENOMEM;                                                            \
+                        return -1;                                                                 \
+                }                                                                                  \
+        } while (0)
+
+struct nftnl_rule *__real_nftnl_rule_alloc(void);
+struct nftnl_chain *__real_nftnl_chain_alloc(void);
+struct nftnl_table *__real_nftnl_table_alloc(void);
+struct nftnl_expr *__real_nftnl_expr_alloc(const char *name);
+struct nftnl_batch *__real_nftnl_batch_alloc(uint32_t pg_size, uint32_t pg_overrun_size);
+struct nftnl_udata_buf *__real_nftnl_udata_buf_alloc(uint32_t data_size);
+int __real_nftnl_rule_set_str(struct nftnl_rule *r, uint16_t attr, const char *str);
+int __real_nftnl_chain_set_str(struct nftnl_chain *c, uint16_t attr, const char *str);
+int __real_nftnl_chain_set_data(struct nftnl_chain *c, uint16_t attr, const void *data,
+                                uint32_t data_len);
+int __real_nftnl_table_set_str(struct nftnl_table *t, uint16_t attr, const char *str);
+int __real_nftnl_expr_set_str(struct nftnl_expr *e, uint16_t type, const char *str);
+int __real_nftnl_batch_update(struct nftnl_batch *b);
+int __real_nftnl_chain_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_chain *c);
+int __real_nftnl_rule_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_rule *r);
+
+struct nftnl_rule *__wrap_nftnl_rule_alloc(void);
+struct nftnl_chain *__wrap_nftnl_chain_alloc(void);
+struct nftnl_table *__wrap_nftnl_table_alloc(void);
+struct nftnl_expr *__wrap_nftnl_expr_alloc(const char *name);
+struct nftnl_batch *__wrap_nftnl_batch_alloc(uint32_t pg_size, uint32_t pg_overrun_size);
+struct nftnl_udata_buf *__wrap_nftnl_udata_buf_alloc(uint32_t data_size);
+int __wrap_nftnl_rule_set_str(struct nftnl_rule *r, uint16_t attr, const char *str);
+int __wrap_nftnl_chain_set_str(struct nftnl_chain *c, uint16_t attr, const char *str);
+int __wrap_nftnl_chain_set_data(struct nftnl_chain *c, uint16_t attr, const void *data,
+                                uint32_t data_len);
+int __wrap_nftnl_table_set_str(struct nftnl_table *t, uint16_t attr, const char *str);
+int __wrap_nftnl_expr_set_str(struct nftnl_expr *e, uint16_t type, const char *str);
+int __wrap_nftnl_batch_update(struct nftnl_batch *b);
+int __wrap_nftnl_chain_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_chain *c);
+int __wrap_nftnl_rule_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_rule *r);
+
+struct nftnl_rule *__wrap_nftnl_rule_alloc(void)
+{
+        FAIL_PTR();
+        return __real_nftnl_rule_alloc();
+}
+
+struct nftnl_chain *__wrap_nftnl_chain_alloc(void)
+{
+        FAIL_PTR();
+        return __real_nftnl_chain_alloc();
+}
+
+struct nftnl_table *__wrap_nftnl_table_alloc(void)
+{
+        FAIL_PTR();
+        return __real_nftnl_table_alloc();
+}
+
+struct nftnl_expr *__wrap_nftnl_expr_alloc(const char *name)
+{
+        FAIL_PTR();
+        return __real_nftnl_expr_alloc(name);
+}
+
+struct nftnl_batch *__wrap_nftnl_batch_alloc(uint32_t pg_size, uint32_t pg_overrun_size)
+{
+        FAIL_PTR();
+        return __real_nftnl_batch_alloc(pg_size, pg_overrun_size);
+}
+
+struct nftnl_udata_buf *__wrap_nftnl_udata_buf_alloc(uint32_t data_size)
+{
+        FAIL_PTR();
+        return __real_nftnl_udata_buf_alloc(data_size);
+}
+
+/* The setters strdup() or malloc() a copy. */
+int __wrap_nftnl_rule_set_str(struct nftnl_rule *r, uint16_t attr, const char *str)
+{
+        FAIL_INT();
+        return __real_nftnl_rule_set_str(r, attr, str);
+}
+
+int __wrap_nftnl_chain_set_str(struct nftnl_chain *c, uint16_t attr, const char *str)
+{
+        FAIL_INT();
+        return __real_nftnl_chain_set_str(c, attr, str);
+}
+
+int __wrap_nftnl_chain_set_data(struct nftnl_chain *c, uint16_t attr, const void *data,
+                                uint32_t data_len)
+{
+        FAIL_INT();
+        return __real_nftnl_chain_set_data(c, attr, data, data_len);
+}
+
+int __wrap_nftnl_table_set_str(struct nftnl_table *t, uint16_t attr, const char *str)
+{
+        FAIL_INT();
+        return __real_nftnl_table_set_str(t, attr, str);
+}
+
+int __wrap_nftnl_expr_set_str(struct nftnl_expr *e, uint16_t type, const char *str)
+{
+        FAIL_INT();
+        return __real_nftnl_expr_set_str(e, type, str);
+}
+
+/* A batch that is full gets a new page. */
+int __wrap_nftnl_batch_update(struct nftnl_batch *b)
+{
+        FAIL_INT();
+        return __real_nftnl_batch_update(b);
+}
+
+/* Parsing copies the names. */
+int __wrap_nftnl_chain_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_chain *c)
+{
+        FAIL_INT();
+        return __real_nftnl_chain_nlmsg_parse(nlh, c);
+}
+
+int __wrap_nftnl_rule_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_rule *r)
+{
+        FAIL_INT();
+        return __real_nftnl_rule_nlmsg_parse(nlh, r);
+}

@@ -1,0 +1,202 @@
+/* test-fw-alloc: the firewall against the real kernel with each of its
+ * allocations failing in turn, libc's (tests/alloc_hook.c) and libnftnl's
+ * (tests/nftnl_hook.c) in one sequence. A firewall op's message goes to the
+ * client as it is, so every step must either work or fail with -ENOMEM and
+ * say "out of memory"; nothing may crash, and the kernel must hold either
+ * what it held before the failed transaction or what that transaction
+ * made (never a part of it). Root, in a network namespace of its own. */
+#include <check.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc_hook.h"
+#include "firewall.h"
+#include "log.h"
+
+static struct nb_fw_rule rules[4];
+static struct nb_fw_group groups[2];
+
+/* Two owners, each with a group of MAC, IP, port and reject rules and a
+ * group with a plain drop: chains, jumps, comments and every kind of
+ * expression. */
+static void make_spec(struct nb_fw_owner_spec *s, const char *owner, const char *ifname)
+{
+        /* Check allocates in its assertions: not the firewall's to fail. */
+        nbt_alloc_pause();
+        memset(rules, 0, sizeof(rules));
+        rules[0].dir = NB_FW_DIR_FROM;
+        rules[0].verdict = NB_FW_V_DROP;
+        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:00:00:01", &rules[0].ether_src), 0);
+        rules[0].ether_src.neg = true;
+        rules[1].dir = NB_FW_DIR_FROM;
+        rules[1].verdict = NB_FW_V_REJECT;
+        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.0/8", &rules[1].ip_dst), 0);
+        rules[1].l4proto = 6;
+        rules[1].dport[0] = 22;
+        rules[2].dir = NB_FW_DIR_TO;
+        rules[2].verdict = NB_FW_V_ACCEPT;
+        ck_assert_int_eq(
+                nb_fw_parse_mac("52:54:00:00:00:01/ff:ff:ff:00:00:00", &rules[2].ether_dst), 0);
+        rules[3].dir = NB_FW_DIR_TO;
+        rules[3].verdict = NB_FW_V_DROP;
+        memset(groups, 0, sizeof(groups));
+        snprintf(groups[0].name, sizeof(groups[0].name), "no-spoofing");
+        groups[0].rules = rules;
+        groups[0].n_rules = 3;
+        snprintf(groups[1].name, sizeof(groups[1].name), "default-drop");
+        groups[1].rules = &rules[3];
+        groups[1].n_rules = 1;
+        *s = (struct nb_fw_owner_spec){
+                .owner = owner, .ifname = ifname, .groups = groups, .n_groups = 2};
+        nbt_alloc_resume();
+}
+
+static int count_owner(const struct nb_fw_owner_info *o, void *data)
+{
+        (void)o;
+        ++*(unsigned *)data;
+        return 0;
+}
+
+/* Owners in the table, read with no failure armed. */
+static unsigned owners(struct nb_fw *fw)
+{
+        char err[NB_FW_ERRLEN];
+        unsigned n = 0;
+
+        ck_assert_msg(nb_fw_list(fw, count_owner, &n, err) == 0, "list: %s", err);
+        return n;
+}
+
+/* What one step returned: fine, or out of memory and saying so. Returns
+ * true when it failed. */
+static bool failed(const char *step, unsigned long fail_at, int r, const char *err)
+{
+        if (r == 0)
+                return false;
+        nbt_alloc_pause(); /* as in make_spec() */
+        ck_assert_msg(r == -ENOMEM, "allocation %lu: %s returned %d (%s), not -ENOMEM", fail_at,
+                      step, r, err);
+        ck_assert_msg(strstr(err, "out of memory"),
+                      "allocation %lu: %s failed for memory and said '%s'", fail_at, step, err);
+        nbt_alloc_resume();
+        return true;
+}
+
+/* One transaction: begin, then apply or remove each owner, then commit.
+ * Returns true when a step failed (then nothing was committed). */
+static bool transaction(struct nb_fw *fw, unsigned long fail_at, bool apply)
+{
+        static const char *const names[][2] = {{"guest-a", "fwa0"}, {"guest-b", "fwa1"}};
+        struct nb_fw_txn *t = NULL;
+        char err[NB_FW_ERRLEN] = "";
+        bool bad;
+
+        bad = failed("txn_begin", fail_at, nb_fw_txn_begin(fw, &t, err), err);
+        for (size_t i = 0; !bad && i < 2; i++) {
+                struct nb_fw_owner_spec s;
+                struct nb_fw_applied a;
+                err[0] = '\0';
+                make_spec(&s, names[i][0], names[i][1]);
+                if (apply)
+                        bad = failed("txn_apply", fail_at, nb_fw_txn_apply(t, &s, &a, err), err);
+                else if (i == 0)
+                        bad = failed("txn_remove", fail_at, nb_fw_txn_remove(t, names[i][0], err),
+                                     err);
+        }
+        err[0] = '\0';
+        if (!bad)
+                bad = failed("txn_commit", fail_at, nb_fw_txn_commit(t, err), err);
+        nb_fw_txn_free(t);
+        return bad;
+}
+
+static int sh(const char *cmd)
+{
+        int st = system(cmd);
+
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Apply two owners, list them, remove one, render one: with allocation 1,
+ * 2, ... failing, until a run has no allocation left to fail. */
+START_TEST(test_every_allocation_failure_of_the_firewall_is_enomem_with_its_message)
+{
+        struct nb_fw *fw;
+        unsigned long n;
+
+        ck_assert_int_eq(sh("ip link add fwa0 type veth peer name fwa0p && "
+                            "ip link add fwa1 type veth peer name fwa1p"),
+                         0);
+        ck_assert_int_eq(nb_fw_open(NULL, &fw), 0);
+        for (n = 1; n < 100000; n++) {
+                char err[NB_FW_ERRLEN] = "", *text = NULL;
+                struct nb_fw_owner_spec s;
+                unsigned listed = 0;
+                int stage = 0; /* steps that worked: 1 applied, 2 listed, 3 removed */
+
+                nbt_alloc_arm(n);
+                if (!transaction(fw, n, true)) {
+                        stage = 1;
+                        if (!failed("list", n, nb_fw_list(fw, count_owner, &listed, err), err)) {
+                                stage = 2;
+                                if (!transaction(fw, n, false))
+                                        stage = 3;
+                        }
+                }
+                if (stage == 3) {
+                        make_spec(&s, "guest-a", "fwa0");
+                        err[0] = '\0';
+                        if (!failed("render", n, nb_fw_render(&s, &text, err), err))
+                                free(text);
+                }
+                nbt_alloc_disarm();
+                /* All of a transaction or nothing of it is in the kernel. */
+                ck_assert_uint_eq(owners(fw), stage == 0 ? 0 : stage == 3 ? 1 : 2);
+                if (stage == 2)
+                        ck_assert_uint_eq(listed, 2);
+                if (!nbt_alloc_failed())
+                        break;
+                if (stage > 0)
+                        ck_assert_int_eq(sh("nft delete table netdev " NB_FW_TABLE), 0);
+        }
+        ck_assert_msg(n > 50, "only %lu allocations: the hooks are not linked in", n - 1);
+        printf("test-fw-alloc: allocations 1..%lu failed in turn, each ended in -ENOMEM and "
+               "\"out of memory\"\n",
+               n - 1);
+        nb_fw_close(fw);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("fw-alloc");
+        TCase *tc = tcase_create("fw-alloc");
+        SRunner *sr;
+        int failed_n;
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "test-fw-alloc: needs root (nftables in a network namespace)\n");
+                return 77;
+        }
+        /* Nothing here may touch the host's firewall. */
+        if (unshare(CLONE_NEWNET) < 0) {
+                perror("test-fw-alloc: unshare(CLONE_NEWNET)");
+                return 1;
+        }
+        setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+        nb_log_configure(NB_LOG_ERR, NULL, false);
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc,
+                       test_every_allocation_failure_of_the_firewall_is_enomem_with_its_message);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed_n = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed_n ? 1 : 0;
+}

@@ -17,6 +17,21 @@
 #include "testutil.h"
 #include "tests.h"
 
+/* Send a Request of n ops (and fds with it) on a raw connection. */
+static void send_request(int fd, uint64_t id, Netbroker__Op **ops, size_t n, const int *fds,
+                         size_t nfds)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+
+        req.id = id;
+        req.ops = ops;
+        req.n_ops = n;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, fds, nfds), 0);
+}
+
 /* ---- measuring an attack ---- */
 
 static long rss_kib(pid_t pid)
@@ -33,8 +48,6 @@ static long rss_kib(pid_t pid)
 /* One Ping round trip on an open connection, in microseconds. */
 static uint64_t ping_us(int fd, uint64_t id)
 {
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = NETBROKER__REQUEST__INIT;
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
         Netbroker__Ping ping = NETBROKER__PING__INIT;
         Netbroker__ServerMessage *r;
@@ -42,12 +55,7 @@ static uint64_t ping_us(int fd, uint64_t id)
 
         op.op_case = NETBROKER__OP__OP_PING;
         op.ping = &ping;
-        req.id = id;
-        req.ops = ops;
-        req.n_ops = 1;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        send_request(fd, id, ops, 1, NULL, 0);
         r = tu_raw_recv(fd, NULL);
         ck_assert_msg(r && r->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY, "no Ping reply");
         ck_assert_int_eq(r->reply->results[0]->status, 0);
@@ -109,8 +117,6 @@ static int exit_status(pid_t pid)
 static void assert_serves(const struct tu_helper *h)
 {
         int fd = tu_raw_connect(h->sock);
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = NETBROKER__REQUEST__INIT;
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
         Netbroker__Ping ping = NETBROKER__PING__INIT;
         Netbroker__ServerMessage *r;
@@ -119,12 +125,7 @@ static void assert_serves(const struct tu_helper *h)
         tu_raw_hello(fd);
         op.op_case = NETBROKER__OP__OP_PING;
         op.ping = &ping;
-        req.id = 4242;
-        req.ops = ops;
-        req.n_ops = 1;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        send_request(fd, 4242, ops, 1, NULL, 0);
         r = tu_raw_recv(fd, NULL);
         ck_assert_ptr_nonnull(r);
         ck_assert_int_eq(r->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
@@ -138,8 +139,6 @@ static void assert_serves(const struct tu_helper *h)
  * (six frames in all). */
 static void send_fd_request(int fd, const char *parent)
 {
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = NETBROKER__REQUEST__INIT;
         Netbroker__Op op[5], *ops[5];
         Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
         Netbroker__MacvtapCreate mvt = NETBROKER__MACVTAP_CREATE__INIT;
@@ -160,12 +159,7 @@ static void send_fd_request(int fd, const char *parent)
                 }
                 ops[i] = &op[i];
         }
-        req.id = 9;
-        req.ops = ops;
-        req.n_ops = 5;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        send_request(fd, 9, ops, 5, NULL, 0);
 }
 
 /* The helper has no macvtap left over from the attack (a tap goes with its
@@ -363,8 +357,6 @@ END_TEST
 
 static void send_exec_request(int fd, uint64_t id)
 {
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = NETBROKER__REQUEST__INIT;
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
         Netbroker__Exec e = NETBROKER__EXEC__INIT;
         char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)"head -c 1048576 /dev/zero"};
@@ -374,12 +366,7 @@ static void send_exec_request(int fd, uint64_t id)
         e.n_argv = 3;
         op.op_case = NETBROKER__OP__OP_EXEC;
         op.exec = &e;
-        req.id = id;
-        req.ops = ops;
-        req.n_ops = 1;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        send_request(fd, id, ops, 1, NULL, 0);
 }
 
 /* 200 requests of 1 MiB of output each, pipelined, no reply ever read:
@@ -398,8 +385,6 @@ START_TEST(test_requests_piled_up_unread_stay_within_the_connection_budget)
         tu_raw_hello(bad);
         fcntl(bad, F_SETFL, O_NONBLOCK);
         for (uint64_t id = 1; id <= 200; id++) {
-                Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-                (void)m;
                 send_exec_request(bad, id);
         }
         uint64_t worst = 0;
@@ -424,8 +409,6 @@ END_TEST
  * at once instead of waiting on the kernel's count of fds in flight. */
 START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
 {
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = NETBROKER__REQUEST__INIT;
         Netbroker__Op op[100], *ops[100];
         Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
         struct tu_helper h;
@@ -447,12 +430,7 @@ START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
                 op[i].tap_create = &tap;
                 ops[i] = &op[i];
         }
-        req.id = 1;
-        req.ops = ops;
-        req.n_ops = 100;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        ck_assert_int_eq(tu_raw_send_msg(bad, &m.base, NULL, 0), 0);
+        send_request(bad, 1, ops, 100, NULL, 0);
         usleep(300 * 1000);
         ck_assert_int_eq(nb_connect(h.sock, &good), 0);
         b = nb_batch_new();
@@ -483,8 +461,6 @@ END_TEST
  * connection is not read while its requests hold fds. */
 static void send_exec_then_veth(int fd, uint64_t id, int nsfd)
 {
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = NETBROKER__REQUEST__INIT;
         Netbroker__Op op[2], *ops[2] = {&op[0], &op[1]};
         Netbroker__Exec e = NETBROKER__EXEC__INIT;
         Netbroker__VethCreate v = NETBROKER__VETH_CREATE__INIT;
@@ -504,12 +480,7 @@ static void send_exec_then_veth(int fd, uint64_t id, int nsfd)
         op[0].exec = &e;
         op[1].op_case = NETBROKER__OP__OP_VETH_CREATE;
         op[1].veth_create = &v;
-        req.id = id;
-        req.ops = ops;
-        req.n_ops = 2;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, &nsfd, 1), 0);
+        send_request(fd, id, ops, 2, &nsfd, 1);
 }
 
 START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)

@@ -39,7 +39,16 @@
  *  7. PR_SET_NO_NEW_PRIVS: no program it runs can gain privileges through
  *     set-uid bits or file capabilities.
  *  8. Serve: rtnetlink sockets and one dump of the interfaces for the name
- *     allocator, then one event loop; peers checked with SO_PEERCRED.
+ *     allocator, then one event loop; peers checked with SO_PEERCRED and
+ *     SO_PEERGROUPS. The loop stays a dispatcher: a job runs its ops for
+ *     at most a 2 ms slice before the loop serves others (between ops,
+ *     never inside one), a program runs as a child watched through a
+ *     pidfd, and the firewall is one transaction at a time (a job holds it
+ *     from its first firewall op to its end; others queue). What a caller
+ *     may hold (connections, spawn slots, memory, fds) is shared out in
+ *     server.c and dispatch.c, with a reserve kept for root. One op that
+ *     takes long in the kernel (a commit of many rules) still holds the
+ *     loop for its duration; max_rules_per_request bounds it.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
  */

@@ -517,6 +517,75 @@ START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)
 }
 END_TEST
 
+/* ---- one client's long batch and another's Ping ---- */
+
+/* While one client's batch of 1,000 firewall owners runs (on one interface:
+ * the kernel allows 1,024 base chains on a hook), another client's
+ * Ping is answered: the dispatcher lets the loop serve others between the
+ * ops of a long batch. The helper used to answer the Ping only after the
+ * whole batch. */
+START_TEST(test_a_ping_is_answered_during_another_clients_long_batch)
+{
+        const char *ips[] = {"192.0.2.10", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_batch *b = nb_batch_new();
+        struct tu_helper h;
+        nb_conn *c;
+        int fd, fds;
+        long rss;
+
+        tu_veth("nbl0", "nbl1");
+        tu_helper_start(&h, TU_ALLOW);
+        fds = tu_fd_count(h.pid);
+        rss = rss_kib(h.pid);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, "52:54:00:00:00:01"), 0);
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:01", ips), 0);
+        for (int i = 0; i < 1000; i++) {
+                char owner[32];
+                snprintf(owner, sizeof(owner), "guest%d", i);
+                ck_assert_int_eq(nb_batch_firewall_apply(b, owner, "nbl0", rs, NB_FW_REPLACE), 0);
+        }
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        /* The batch from a process of our own (nb_submit blocks); it says
+         * when its reply came. */
+        int when[2];
+        ck_assert_int_eq(pipe(when), 0);
+        pid_t batcher = fork();
+        ck_assert_int_ge(batcher, 0);
+        if (batcher == 0) {
+                nb_results *br = NULL;
+                if (nb_submit(c, b, &br) != 0)
+                        _exit(1);
+                uint64_t end = tu_now_us();
+                if (nb_result_status(br, 999) != 0) {
+                        fprintf(stderr, "batch: %s\n", nb_result_message(br, 999));
+                        _exit(2);
+                }
+                _exit(write(when[1], &end, sizeof(end)) == sizeof(end) ? 0 : 3);
+        }
+        close(when[1]);
+        usleep(30 * 1000); /* the batch is under way */
+        uint64_t took = ping_us(fd, 1), answered = tu_now_us(), batch_end = 0;
+        ck_assert_int_eq(exit_status(batcher), 0);
+        ck_assert_int_eq(read(when[0], &batch_end, sizeof(batch_end)), sizeof(batch_end));
+        close(when[0]);
+        /* The Ping did not wait for the batch: it was answered well before
+         * the batch's reply (the old helper answered it after). */
+        ck_assert_msg(answered + 100 * 1000 < batch_end,
+                      "Ping answered %lld us before the batch ended",
+                      (long long)batch_end - (long long)answered);
+        printf("hostile: Ping during a 1,000-owner firewall batch: %.1f ms\n", took / 1000.0);
+        close(fd);
+        nb_close(c);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        report("a 1,000-owner firewall batch beside", &h, fds, rss, rss_kib(h.pid), took);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* ---- firewall: the size of one request ---- */
 
 START_TEST(test_a_request_over_max_rules_is_refused_and_changes_nothing)
@@ -621,6 +690,7 @@ Suite *hostile_suite(void)
         tcase_add_test(share, test_a_client_that_never_takes_its_fds_delays_no_one);
         tcase_add_test(share, test_fds_held_behind_a_long_exec_do_not_pin_the_helper);
         tcase_add_test(share, test_a_request_over_max_rules_is_refused_and_changes_nothing);
+        tcase_add_test(share, test_a_ping_is_answered_during_another_clients_long_batch);
         suite_add_tcase(s, share);
         TCase *audit = tcase_create("audit");
         tcase_add_test(audit, test_changes_and_execs_are_audited_with_uid_and_pid);

@@ -674,6 +674,57 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
 }
 END_TEST
 
+/* A client goes away while its Exec runs, and while its batch of firewall
+ * owners is being compiled and committed: the program is stopped, the
+ * helper serves on, and nothing of it is left holding fds. */
+START_TEST(test_close_during_an_exec_or_a_firewall_batch_never_crashes)
+{
+        const char *argv[] = {"/bin/sleep", "5", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct tu_helper h;
+        int base;
+
+        tu_veth("nbc0", "nbc1");
+        tu_helper_start(&h, TU_ALLOW);
+        base = tu_fd_count(h.pid);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, "52:54:00:00:00:02"), 0);
+        for (int round = 0; round < 6; round++) {
+                nb_conn *c;
+                nb_batch *b = nb_batch_new();
+                pid_t client;
+
+                if (round % 2 == 0) {
+                        nb_batch_exec(b, "/bin/sleep", argv, NULL, NULL, 0, 0);
+                } else {
+                        for (int i = 0; i < 300; i++) {
+                                char owner[32];
+                                snprintf(owner, sizeof(owner), "c%d", i);
+                                nb_batch_firewall_apply(b, owner, "nbc0", rs, NB_FW_REPLACE);
+                        }
+                }
+                /* A client process killed mid-request closes everything. */
+                client = fork();
+                ck_assert_int_ge(client, 0);
+                if (client == 0) {
+                        nb_results *res = NULL;
+                        if (nb_connect(h.sock, &c) == 0)
+                                nb_submit(c, b, &res);
+                        _exit(0);
+                }
+                usleep((useconds_t)(round * 15 + 5) * 1000);
+                kill(client, SIGKILL);
+                exit_status(client);
+                nb_batch_free(b);
+                assert_serves(&h);
+        }
+        tu_assert_fd_count_settles(h.pid, base, 6000);
+        ck_assert_int_eq(tu_zombies_of(h.pid), 0);
+        assert_serves(&h);
+        nb_fw_ruleset_free(rs);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
         Suite *s = suite_create("hostile");
@@ -681,6 +732,7 @@ Suite *hostile_suite(void)
 
         tcase_set_timeout(close_tc, 120);
         tcase_add_test(close_tc, test_close_at_every_step_of_a_fd_request_never_crashes);
+        tcase_add_test(close_tc, test_close_during_an_exec_or_a_firewall_batch_never_crashes);
         suite_add_tcase(s, close_tc);
         TCase *share = tcase_create("shares");
         tcase_set_timeout(share, 120);

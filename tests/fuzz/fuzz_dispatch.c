@@ -7,14 +7,17 @@
  * parks until its output drains), ids = 1 mod 3 run a second copy of the
  * request beside the first (spawn slots, shared state), ids = 3 mod 7
  * cancel the last job after the first loop iteration (the client went
- * away), and bits 32-43, when not 0, are the allocation that fails
- * (tests/alloc_hook.h: the allocation-failure test's hook, here for any
+ * away), ids = 5 mod 11 cancel the job from inside its first fd hand-over
+ * (the client went away while its fds were being sent: the owner ends the
+ * job under the op's feet, and the job must end once), and bits 32-43, when not 0, are the
+ * allocation that fails (tests/alloc_hook.h: the allocation-failure test's hook, here for any
  * request), counted from the decode on.
  *
  * Checks: the reply has one result per op and survives a pack and unpack;
  * every job finishes; after a failed batch without CONTINUE_ON_ERROR no
  * interface it made is left; no fd, program or job outlives the input (and
  * LeakSanitizer: no memory). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,7 @@ struct run {
         size_t n_ops;
         bool done, blocked, failed, cancelled;
         bool queue_fds; /* report fds as queued behind other output */
+        bool die_in_send; /* cancel the job from inside the fd hand-over */
         size_t fds_sent; /* the client's fd indices 0..fds_sent-1 */
         size_t max_reply;
 };
@@ -100,6 +104,11 @@ static int on_send_fds(void *data, uint64_t request_id, uint32_t op_index, int *
         /* Sent: the fds are the client's now, and it closes them. */
         for (size_t i = 0; i < n; i++)
                 close(fds[i]);
+        if (run->die_in_send && !run->cancelled) {
+                run->cancelled = true;
+                nb_job_cancel(run->job);
+                return -ECONNRESET;
+        }
         run->fds_sent += n;
         if (!run->queue_fds)
                 return 0;
@@ -135,6 +144,7 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
                 msg->request->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
         run->n_ops = msg->request->n_ops;
         run->queue_fds = msg->request->id & 1;
+        run->die_in_send = msg->request->id % 11 == 5;
         run->max_reply = h->cfg.max_reply;
         const struct nb_job_origin root = {.peer = {.uid = 0, .gid = 0, .pid = getpid()},
                                            .reply_budget = h->cfg.max_reply};
@@ -191,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 runs[i].blocked = false;
                                 nb_job_output_drained(runs[i].job);
                         }
-                if (iter == 1 && n && id % 7 == 3 && !runs[n - 1].done) {
+                if (iter == 1 && n && id % 7 == 3 && !runs[n - 1].done && !runs[n - 1].cancelled) {
                         nb_job_cancel(runs[n - 1].job);
                         runs[n - 1].cancelled = true;
                 }

@@ -124,6 +124,9 @@ void nb_config_defaults(struct nb_config *c)
         c->max_fds_in_flight = 8;
         /* 4,096 guests of clean-traffic + no-promisc (26 rules each). */
         c->max_rules_per_request = 131072;
+        /* Its commit holds the loop (some 200 ms on a loaded machine): what
+         * a caller that is not root may make every other client wait. */
+        c->max_rules_per_request_nonroot = 4096;
         c->allow_uids[0] = 0;
         c->n_allow_uids = 1;
         c->log_level = NB_LOG_NOTICE;
@@ -253,6 +256,7 @@ static const struct num_key num_keys[] = {
         SKEY(max_connection_memory, 1u << 20, 1u << 30),
         UKEY(max_fds_in_flight, 1, 1024),
         UKEY(max_rules_per_request, 1, 1u << 24),
+        UKEY(max_rules_per_request_nonroot, 1, 1u << 24),
 };
 
 #define N_NUM_KEYS (sizeof(num_keys) / sizeof(*num_keys))

@@ -43,6 +43,7 @@ struct nb_config {
         size_t max_connection_memory; /* requests held and replies unread, per connection */
         unsigned max_fds_in_flight; /* fds sent and not yet taken, per connection */
         unsigned max_rules_per_request; /* firewall rules in one request */
+        unsigned max_rules_per_request_nonroot; /* the same, for uids other than root */
         uid_t allow_uids[NB_CONFIG_MAX_IDS];
         size_t n_allow_uids;
         gid_t allow_gids[NB_CONFIG_MAX_IDS];

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -514,11 +515,18 @@ static void job_free(void *p)
                                 protobuf_c_message_free_unpacked(&job->results[i]->base, NULL);
                 free(job->results);
         }
+        bool large = job->budget->used > (4u << 20);
+
         nb_close_fds(job->fds, job->nfds);
         free(job->fds);
         protobuf_c_message_free_unpacked(&job->msg->base, &job->budget->allocator);
         free(job->budget);
         free(job);
+        /* A large request (thousands of firewall owners) leaves the heap
+         * grown by its decoded tree and what it compiled: give it back, so
+         * the helper's memory after a burst is what it was before. */
+        if (large)
+                malloc_trim(0);
 }
 
 static void job_finish(struct nb_job *job)

@@ -185,6 +185,17 @@ static int claim_owner(struct nb_validation *v, const char *owner, Netbroker__Re
         return 0;
 }
 
+/* Rules one request may carry: its commit holds the loop. */
+static unsigned max_rules(const struct nb_validation *v)
+{
+        const struct nb_config *cfg = v->ctx->cfg;
+
+        if (nb_peer_is_root(v->peer) ||
+            cfg->max_rules_per_request < cfg->max_rules_per_request_nonroot)
+                return cfg->max_rules_per_request;
+        return cfg->max_rules_per_request_nonroot;
+}
+
 static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
@@ -198,11 +209,12 @@ static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netb
          * loop: its size bounds how long other clients wait. */
         for (size_t g = 0; g < a->n_groups; g++)
                 v->n_rules += a->groups[g]->n_rules;
-        if (v->n_rules > v->ctx->cfg->max_rules_per_request)
+        if (v->n_rules > max_rules(v))
                 return nb_result_set(res, E2BIG,
-                                     "firewall %s: the request has more than %u rules "
-                                     "(max_rules_per_request)",
-                                     a->owner, v->ctx->cfg->max_rules_per_request);
+                                     "firewall %s: the request has more than %u rules (%s)",
+                                     a->owner, max_rules(v),
+                                     nb_peer_is_root(v->peer) ? "max_rules_per_request"
+                                                              : "max_rules_per_request_nonroot");
         if (a->mode > NETBROKER__FW_MODE__FW_ENSURE)
                 return nb_result_set(res, EINVAL, "firewall %s: unknown mode %d", a->owner,
                                      a->mode);

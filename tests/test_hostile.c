@@ -586,6 +586,75 @@ START_TEST(test_a_ping_is_answered_during_another_clients_long_batch)
 }
 END_TEST
 
+/* A firewall request of n guests (no-promisc + clean-traffic, 26 rules
+ * each, on 16 interfaces) from one client, while another pings every 5 ms:
+ * every Ping is answered, and the worst is printed. Compiling is sliced
+ * between owners; the kernel's commit of the one transaction is a single
+ * op and holds the loop for its duration (issue 14 takes it off the loop):
+ * max_rules_per_request bounds it. */
+static void firewall_request_beside_pings(int n)
+{
+        const char *ips[] = {"192.0.2.10", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_batch *b = nb_batch_new();
+        struct tu_helper h;
+        char what[96];
+        nb_conn *c;
+        int fds, status = 0;
+        long rss;
+        pid_t done = 0;
+
+        tu_helper_start(&h, TU_ALLOW);
+        fds = tu_fd_count(h.pid);
+        rss = rss_kib(h.pid);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, "52:54:00:00:00:03"), 0);
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:03", ips), 0);
+        for (int i = 0; i < n; i++) {
+                char owner[32], ifname[16];
+                snprintf(owner, sizeof(owner), "g%d", i);
+                snprintf(ifname, sizeof(ifname), i % 2 ? "nbwp%03d" : "nbw%03d", i / 2 % 8);
+                ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE), 0);
+        }
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        pid_t batcher = fork();
+        ck_assert_int_ge(batcher, 0);
+        if (batcher == 0) {
+                nb_results *br = NULL;
+                uint64_t t0 = tu_now_us();
+                if (nb_submit(c, b, &br) != 0 || nb_result_status(br, (size_t)n - 1) != 0)
+                        _exit(1);
+                printf("hostile: %d-guest replace (%d rules): %.0f ms\n", n, 26 * n,
+                       (tu_now_us() - t0) / 1000.0);
+                fflush(stdout);
+                _exit(0);
+        }
+        uint64_t worst = 0;
+        for (int i = 0; i < 240 && (done = waitpid(batcher, &status, WNOHANG)) == 0; i++) {
+                uint64_t w = worst_ping_us(&h, 250);
+                worst = w > worst ? w : worst;
+        }
+        if (done == 0)
+                ck_assert_int_eq(waitpid(batcher, &status, 0), batcher);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "batch status %d", status);
+        nb_close(c);
+        tu_assert_fd_count_settles(h.pid, fds, 3000);
+        snprintf(what, sizeof(what), "a %d-guest firewall replace (%d rules) beside", n, 26 * n);
+        report(what, &h, fds, rss, rss_kib(h.pid), worst);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        tu_helper_stop(&h);
+}
+
+/* The largest request max_rules_per_request_nonroot (4,096) and
+ * max_rules_per_request (131,072) allow. */
+START_TEST(test_the_largest_firewall_requests_let_pings_through)
+{
+        tu_veths("nbw", 8);
+        firewall_request_beside_pings(4096 / 26);
+        firewall_request_beside_pings(131072 / 26 < 4096 ? 131072 / 26 : 4096);
+}
+END_TEST
+
 /* ---- firewall: the size of one request ---- */
 
 START_TEST(test_a_request_over_max_rules_is_refused_and_changes_nothing)
@@ -743,6 +812,7 @@ Suite *hostile_suite(void)
         tcase_add_test(share, test_fds_held_behind_a_long_exec_do_not_pin_the_helper);
         tcase_add_test(share, test_a_request_over_max_rules_is_refused_and_changes_nothing);
         tcase_add_test(share, test_a_ping_is_answered_during_another_clients_long_batch);
+        tcase_add_test(share, test_the_largest_firewall_requests_let_pings_through);
         suite_add_tcase(s, share);
         TCase *audit = tcase_create("audit");
         tcase_add_test(audit, test_changes_and_execs_are_audited_with_uid_and_pid);

@@ -44,7 +44,9 @@
 #define SOLO_CYCLES 5
 
 /* The Exec programs are the test's own choice, not the default list. */
-#define LOAD_ALLOW TU_ALLOW
+/* Four connections and a probe, all root's: one more than the default
+ * max_connections_per_uid. */
+#define LOAD_ALLOW TU_ALLOW "max_connections_per_uid = 5\n"
 
 /* ---- figures ---- */
 

@@ -332,7 +332,8 @@ static struct nb_peer peer_of(uid_t uid, gid_t gid, const gid_t *groups, size_t 
 {
         struct nb_peer p = {.uid = uid, .gid = gid, .pid = 1, .n_groups = n};
 
-        memcpy(p.groups, groups, n * sizeof(*groups));
+        if (n)
+                memcpy(p.groups, groups, n * sizeof(*groups));
         return p;
 }
 

@@ -2,8 +2,10 @@
  *
  * Format: one "key = value" per line; '#' starts a comment. List keys
  * (allow_uid, allow_gid, exec_allow) take several space-separated values and
- * may repeat; their first appearance replaces the default list. A bad line
- * stops start-up with its line number. */
+ * may repeat; their first appearance replaces the default list. After the
+ * helper's own keys come [policy ...] sections (policy.h), here and in the
+ * *.conf files of policy_dir, read in lexical order after this file. A bad
+ * line stops start-up with its line number. */
 #pragma once
 
 #include <stdbool.h>
@@ -11,6 +13,7 @@
 #include <sys/types.h>
 
 #include "peer.h"
+#include "policy.h"
 
 #define NB_CONFIG_DEFAULT_PATH "/etc/netbroker/netbrokerd.conf"
 #define NB_CONFIG_MAX_IDS 32
@@ -42,18 +45,22 @@ struct nb_config {
         int log_level;
         char log_filters[256];
         bool log_syslog;
+        char *policy_dir; /* NULL: NB_POLICY_DEFAULT_DIR */
+        struct nb_policy policy;
 };
 
 /* Fill in the defaults: root only, the standard firewall and network tools
  * that exist on this machine. */
 void nb_config_defaults(struct nb_config *c);
 
-/* Read `path` over the defaults. A missing file is fine when !must_exist.
+/* Read `path` over the defaults, then the policy files of policy_dir. A
+ * missing file is fine when !must_exist, a missing policy_dir always.
  * On error returns -errno and writes "path:line: what" to err. */
 int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err,
                    size_t errlen);
 
 bool nb_config_exec_allowed(const struct nb_config *c, const char *path);
+/* allow_uid, allow_gid, or a [policy] section written for the peer. */
 bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p);
 
 void nb_config_free(struct nb_config *c);

@@ -311,6 +311,7 @@ static int validate_request(struct nb_job *job)
         }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
                 const struct nb_op_handler *h = handler_for(job->ctx, req->ops[i]);
+                char why[NB_POLICY_WHYLEN];
                 bool refused = false;
 
                 if (!h) {
@@ -318,6 +319,10 @@ static int validate_request(struct nb_job *job)
                         nb_result_set(job->results[i], EOPNOTSUPP,
                                       "unknown operation: this helper does not run it (see Hello's "
                                       "features)");
+                        refused = true;
+                } else if (nb_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, why,
+                                              sizeof(why)) < 0) {
+                        nb_result_set(job->results[i], EPERM, "%s", why);
                         refused = true;
                 } else if (h->validate && h->validate(&v, req->ops[i], job->results[i]) != 0) {
                         refused = true;

@@ -285,6 +285,7 @@ static int run_tap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 .set_owner = t->set_owner,
                 .uid = t->owner_uid,
                 .gid = t->owner_gid,
+                .creator = nb_job_peer(job)->uid,
         };
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
@@ -318,6 +319,7 @@ static int run_macvtap(struct nb_job *job, const Netbroker__Op *op, Netbroker__R
                 .mode = (enum nb_macvlan_mode)m->mode,
                 .tap = true,
                 .vnet_hdr = m->vnet_hdr,
+                .creator = nb_job_peer(job)->uid,
         };
 
         return run_macvlan_common(job, res, &s, m->mac);
@@ -327,7 +329,11 @@ static int run_macvlan(struct nb_job *job, const Netbroker__Op *op, Netbroker__R
 {
         const Netbroker__MacvlanCreate *m = op->macvlan_create;
         struct nb_macvlan_spec s = {
-                .name = m->name, .parent = m->parent, .mode = (enum nb_macvlan_mode)m->mode};
+                .name = m->name,
+                .parent = m->parent,
+                .mode = (enum nb_macvlan_mode)m->mode,
+                .creator = nb_job_peer(job)->uid,
+        };
 
         return run_macvlan_common(job, res, &s, m->mac);
 }
@@ -339,6 +345,7 @@ static int run_veth(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
                 .name = e->name,
                 .peer = e->peer_name,
                 .peer_netns_fd = e->has_peer_netns ? nb_job_request_fd(job, e->peer_netns_fd) : -1,
+                .creator = nb_job_peer(job)->uid,
         };
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
@@ -353,7 +360,8 @@ static int run_bridge(struct nb_job *job, const Netbroker__Op *op, Netbroker__Re
 {
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
-        int r = nb_link_bridge_create(links_of(job), op->bridge_create->name, &m, err);
+        int r = nb_link_bridge_create(links_of(job), op->bridge_create->name, nb_job_peer(job)->uid,
+                                      &m, err);
 
         if (r < 0)
                 return nb_result_set(res, -r, "bridge: %s", err);

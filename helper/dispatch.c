@@ -345,6 +345,8 @@ static int validate_request(struct nb_job *job)
         }
         if (n_refused)
                 nb_stats[NB_STAT_OP_ERRORS] += n_refused;
+        if (v.cache_free)
+                v.cache_free(v.cache);
         for (size_t i = 0; i < v.n_claims; i++)
                 free(v.claims[i]);
         free(v.claims);

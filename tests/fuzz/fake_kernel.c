@@ -665,7 +665,7 @@ void nb_fw_txn_free(struct nb_fw_txn *t)
 }
 
 static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char *ifname,
-                 const struct nb_fw_applied *a, char *err)
+                 const struct nb_fw_applied *a, uid_t uid, char *err)
 {
         struct txn_op *op = calloc(1, sizeof(*op));
         struct fake_owner *rec = calloc(1, sizeof(*rec));
@@ -681,6 +681,7 @@ static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char
                 snprintf(rec->ifname, sizeof(rec->ifname), "%s", ifname);
                 memcpy(rec->hash, a->hash, sizeof(rec->hash));
                 rec->rules = a->rules;
+                rec->uid = uid;
         }
         op->remove = remove;
         op->rec = rec;
@@ -705,24 +706,34 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
         if (r < 0)
                 return r;
         o = find_owner(s->owner);
+        if (o && s->own_only && o->uid != s->uid) {
+                errf(err, NB_FW_ERRLEN, "owner %s was made for uid %u", s->owner, (unsigned)o->uid);
+                return -EPERM;
+        }
         if (s->ensure && o && strcmp(o->hash, a.hash) == 0 && strcmp(o->ifname, s->ifname) == 0) {
                 a.unchanged = true;
                 *ret = a;
                 return 0;
         }
-        r = queue(t, false, s->owner, s->ifname, &a, err);
+        r = queue(t, false, s->owner, s->ifname, &a, s->uid, err);
         if (r == 0)
                 *ret = a;
         return r;
 }
 
-int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
+int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
 {
-        if (!find_owner(owner)) {
+        struct fake_owner *o = find_owner(owner);
+
+        if (!o) {
                 errf(err, NB_FW_ERRLEN, "owner %s has no rules", owner);
                 return -ENOENT;
         }
-        return queue(t, true, owner, NULL, NULL, err);
+        if (only_for && o->uid != *only_for) {
+                errf(err, NB_FW_ERRLEN, "owner %s was made for uid %u", owner, (unsigned)o->uid);
+                return -EPERM;
+        }
+        return queue(t, true, owner, NULL, NULL, 0, err);
 }
 
 static void unlink_owner(const char *owner)
@@ -766,7 +777,7 @@ int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
 {
         (void)fw;
         for (const struct fake_owner *o = world.owners; o; o = o->next) {
-                struct nb_fw_owner_info info = {.rules = o->rules};
+                struct nb_fw_owner_info info = {.rules = o->rules, .uid = o->uid};
                 int r;
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
                 snprintf(info.ifname, sizeof(info.ifname), "%s", o->ifname);

@@ -5,3 +5,4 @@
 
 TCase *fw_unit_tcase(void);
 TCase *fw_client_tcase(void);
+TCase *policy_unit_tcase(void);

@@ -287,6 +287,12 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
         if (nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME])
                 return NL_OK;
         ifi = nlmsg_data(h);
+        /* A bridge reports its ports in AF_BRIDGE messages of the same
+         * types: an RTM_DELLINK when a port leaves it, which is no
+         * interface going away (its IFB must stay), and RTM_NEWLINKs
+         * without the alias, which are no news about its owner. */
+        if (ifi->ifi_family != AF_UNSPEC)
+                return NL_OK;
         nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
         ifidx_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
                         link_is_macvtap(tb[IFLA_LINKINFO]));

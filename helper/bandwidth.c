@@ -196,7 +196,16 @@ static bool action_known(struct nb_bw *bw, const char *kind)
         return r == 0 || r == -ENOENT;
 }
 
-static int link_of(struct nb_bw *bw, const char *name, int *ret, uint32_t *ret_group)
+static bool is_marked_ifb(struct rtnl_link *link)
+{
+        const char *alias = rtnl_link_get_ifalias(link);
+
+        return alias && strcmp(alias, NB_BW_IFB_MARK) == 0;
+}
+
+/* ret_ours: it carries the IFB mark (netbroker made it as an IFB). */
+static int link_of(struct nb_bw *bw, const char *name, int *ret, uint32_t *ret_group,
+                   bool *ret_ours)
 {
         struct rtnl_link *link = NULL;
         int r;
@@ -211,6 +220,8 @@ static int link_of(struct nb_bw *bw, const char *name, int *ret, uint32_t *ret_g
                 *ret = rtnl_link_get_ifindex(link);
                 if (ret_group)
                         *ret_group = rtnl_link_get_group(link);
+                if (ret_ours)
+                        *ret_ours = is_marked_ifb(link);
         }
         rtnl_link_put(link);
         return r;
@@ -218,17 +229,35 @@ static int link_of(struct nb_bw *bw, const char *name, int *ret, uint32_t *ret_g
 
 static int ifindex_of(struct nb_bw *bw, const char *name, int *ret)
 {
-        return link_of(bw, name, ret, NULL);
+        return link_of(bw, name, ret, NULL, NULL);
 }
 
 /* The IFB of an interface, unless it is doomed (deleted at the next
- * flush): then, for every reader, it is gone already. */
+ * flush): then, for every reader, it is gone already. A device of that
+ * name without the mark is no IFB of ours. */
 static int live_ifb_of(struct nb_bw *bw, const char *name, int *ret)
 {
         uint32_t group = 0;
-        int r = link_of(bw, name, ret, &group);
+        bool ours = false;
+        int r = link_of(bw, name, ret, &group, &ours);
 
-        return r == 0 && group == NB_BW_DOOMED_GROUP ? -ENODEV : r;
+        return r == 0 && (group == NB_BW_DOOMED_GROUP || !ours) ? -ENODEV : r;
+}
+
+static int delete_link(struct nb_bw *bw, int ifindex)
+{
+        struct rtnl_link *link = rtnl_link_alloc();
+        int r;
+
+        if (!link)
+                return -ENOMEM;
+        rtnl_link_set_ifindex(link, ifindex);
+        nb_netlink_begin(bw->nl);
+        r = rtnl_link_delete(bw->nl->req, link);
+        nb_netlink_sent(1);
+        r = nb_netlink_errno(bw->nl, r);
+        rtnl_link_put(link);
+        return r;
 }
 
 static void ifb_name(int ifindex, char name[IFNAMSIZ])
@@ -464,19 +493,28 @@ static int set_group(struct nb_bw *bw, int ifindex, uint32_t group)
         return r;
 }
 
-/* The IFB for ifindex, made (up, with a real queue) when missing; *created
- * says it is new, so any redirect to an older one must be replaced. */
+/* The IFB for ifindex, made (up, with a real queue, marked) when missing;
+ * *created says it is new, so any redirect to an older one must be
+ * replaced. A device of its name that netbroker did not make as an IFB is
+ * never used: the interface's outbound traffic would go to whoever made it
+ * (a tap named nbifbN is read through its fd). */
 static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created, char *err)
 {
         char name[IFNAMSIZ];
         struct rtnl_link *link;
-        int r = 0;
-
         uint32_t group = 0;
+        bool ours = false;
+        int r = 0;
 
         ifb_name(ifindex, name);
         *created = false;
-        if (link_of(bw, name, ret_ifb, &group) == 0) {
+        r = link_of(bw, name, ret_ifb, &group, &ours);
+        if (r == 0 && !ours) {
+                errf(err, "%s exists but is no IFB netbroker made (its alias is not %s)", name,
+                     NB_BW_IFB_MARK);
+                return -EEXIST;
+        }
+        if (r == 0) {
                 /* Doomed by a clear earlier in this batch: keep it after all. */
                 if (group == NB_BW_DOOMED_GROUP && (r = set_group(bw, *ret_ifb, 0)) < 0)
                         errf(err, "cannot keep the IFB device %s: %s", name, strerror(-r));
@@ -492,10 +530,12 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
         rtnl_link_set_name(link, name);
         rtnl_link_set_txqlen(link, IFB_TXQLEN);
         rtnl_link_set_flags(link, IFF_UP);
+        rtnl_link_set_ifalias(link, NB_BW_IFB_MARK);
         nb_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_link_add(bw->nl->req, link, NLM_F_CREATE | NLM_F_EXCL));
         rtnl_link_put(link);
-        if (r < 0 && r != -EEXIST) {
+        if (r < 0) {
+                /* EEXIST: made behind our back since the look-up: not ours. */
                 errf(err, "cannot create the IFB device %s: %s", name, strerror(-r));
                 if (r == -EOPNOTSUPP || r == -ENOENT) {
                         bw->out = OUT_NONE;
@@ -504,11 +544,21 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
                 }
                 return r;
         }
-        *created = r == 0;
         r = ifindex_of(bw, name, ret_ifb);
-        if (r < 0)
+        if (r < 0) {
                 errf(err, "the IFB device %s vanished: %s", name, strerror(-r));
-        return r;
+                return r;
+        }
+        /* The kernel drops an alias given with the create: set it now. An
+         * IFB without its mark would never be cleaned up by a sweep. */
+        r = nb_netlink_set_alias(bw->nl, *ret_ifb, NB_BW_IFB_MARK);
+        if (r < 0) {
+                errf(err, "cannot mark the IFB device %s: %s", name, strerror(-r));
+                delete_link(bw, *ret_ifb);
+                return r;
+        }
+        *created = true;
+        return 0;
 }
 
 static int ensure_ingress(struct nb_bw *bw, int ifindex, const char *dev, char *err)
@@ -626,12 +676,18 @@ static int doom_ifb(struct nb_bw *bw, int ifindex, char *err)
 {
         char name[IFNAMSIZ];
         uint32_t group = 0;
+        bool ours = false;
         int ifb, r;
 
         ifb_name(ifindex, name);
-        r = link_of(bw, name, &ifb, &group);
+        r = link_of(bw, name, &ifb, &group, &ours);
         if (r == -ENODEV || r == -ENOENT)
                 return 0;
+        if (r == 0 && !ours) {
+                nb_warn("%s is left alone: netbroker did not make it (its alias is not %s)", name,
+                        NB_BW_IFB_MARK);
+                return 0;
+        }
         if (r == 0 && group == NB_BW_DOOMED_GROUP)
                 return 0;
         if (r == 0)
@@ -646,14 +702,57 @@ static int doom_ifb(struct nb_bw *bw, int ifindex, char *err)
         return 0;
 }
 
-int nb_bw_flush(struct nb_bw *bw)
+struct doomed {
+        int *ours; /* ifindexes of the marked members */
+        size_t n_ours, n_foreign;
+        bool nomem;
+};
+
+static void note_member(struct nl_object *o, void *arg)
+{
+        struct rtnl_link *link = (struct rtnl_link *)o;
+        struct doomed *d = arg;
+        int *grown;
+
+        if (rtnl_link_get_group(link) != NB_BW_DOOMED_GROUP)
+                return;
+        if (!is_marked_ifb(link)) {
+                nb_warn("%s is in link group %#x but netbroker did not make it: it is left alone",
+                        rtnl_link_get_name(link), NB_BW_DOOMED_GROUP);
+                d->n_foreign++;
+                return;
+        }
+        grown = realloc(d->ours, (d->n_ours + 1) * sizeof(*grown));
+        if (!grown) {
+                d->nomem = true;
+                return;
+        }
+        d->ours = grown;
+        d->ours[d->n_ours++] = rtnl_link_get_ifindex(link);
+}
+
+/* Who is in the group now: a device someone else put there is not ours to
+ * delete, so the whole group goes in one request only when every member
+ * carries the IFB mark. */
+static int doomed_members(struct nb_bw *bw, struct doomed *ret)
+{
+        struct nl_cache *cache = NULL;
+        int r;
+
+        nb_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_link_alloc_cache(bw->nl->req, AF_UNSPEC, &cache));
+        if (r == 0)
+                nl_cache_foreach(cache, note_member, ret);
+        nl_cache_free(cache);
+        return r == 0 && ret->nomem ? -ENOMEM : r;
+}
+
+static int delete_group(struct nb_bw *bw)
 {
         struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
         struct nl_msg *msg;
         int r;
 
-        if (!bw || !bw->doomed)
-                return 0;
         msg = nlmsg_alloc_simple(RTM_DELLINK, NLM_F_REQUEST | NLM_F_ACK);
         if (!msg)
                 return -ENOMEM;
@@ -668,14 +767,35 @@ int nb_bw_flush(struct nb_bw *bw)
         nlmsg_free(msg);
         if (r >= 0)
                 r = nl_wait_for_ack(bw->nl->req);
-        r = send_result(bw, r);
-        if (r == -ENODEV)
-                r = 0; /* none left in the group: set again by a later op */
+        return send_result(bw, r);
+}
+
+int nb_bw_flush(struct nb_bw *bw)
+{
+        struct doomed d = {0};
+        int r;
+
+        if (!bw || !bw->doomed)
+                return 0;
+        r = doomed_members(bw, &d);
+        if (r == 0 && d.n_foreign == 0 && d.n_ours) {
+                r = delete_group(bw);
+                if (r == -ENODEV)
+                        r = 0; /* none left in the group: set again by a later op */
+        } else {
+                /* One by one, each with its own wait: the price of a
+                 * stranger in the group. */
+                for (size_t i = 0; r == 0 && i < d.n_ours; i++)
+                        if ((r = delete_link(bw, d.ours[i])) == -ENODEV)
+                                r = 0;
+        }
         if (r < 0)
                 nb_warn("cannot delete %u IFB device(s) of link group %#x: %s", bw->doomed,
                         NB_BW_DOOMED_GROUP, strerror(-r));
         else
-                nb_debug("deleted %u IFB device(s) in one request", bw->doomed);
+                nb_debug("deleted %zu IFB device(s) in %s", d.n_ours,
+                         d.n_foreign ? "one request each" : "one request");
+        free(d.ours);
         bw->doomed = 0;
         return r;
 }

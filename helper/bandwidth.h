@@ -9,7 +9,7 @@
  *     average, burst), and a fair leaf qdisc 2: under it where the kernel
  *     has one (fq_codel, sfq; else HTB's own fifo)
  *   outbound (from the guest: IF's ingress), mechanism "ifb+htb"
- *     an IFB device "nbifbN" (up), with the same HTB tree at the outbound
+ *     an IFB device "nbifbN" (up, alias NB_BW_IFB_MARK), with the same HTB tree at the outbound
  *     rates on its egress; an ingress qdisc ffff: on IF, and on it a u32
  *     filter of priority NB_BW_PRIO matching everything, whose mirred
  *     action redirects to the IFB. The IFB shapes (queues) rather than
@@ -30,8 +30,12 @@
 /* 100 Gbit/s in kB/s (1024 bytes): anything above is a mistake. */
 #define NB_BW_MAX_RATE (100000000000ull / 8 / 1024)
 #define NB_BW_MAX_BURST (1u << 20) /* kB: 1 GiB */
-/* The link group IFBs wait in to be deleted together (nb_bw_flush). */
+/* The link group IFBs wait in to be deleted together (nb_bw_flush). Only
+ * members that carry NB_BW_IFB_MARK are ever deleted. */
 #define NB_BW_DOOMED_GROUP 0x4e424446u /* "NBDF" */
+/* The alias of every IFB netbroker makes: the sweep at start-up and the
+ * flush delete nothing without it. */
+#define NB_BW_IFB_MARK "netbroker:ifb"
 #define NB_BW_MIN_BURST 2u /* kB: the least burst HTB gets (one full frame fits) */
 
 struct nb_bw;
@@ -82,7 +86,8 @@ int nb_bw_flush(struct nb_bw *bw);
  * remove the IFB netbroker made for it, which nothing else would; e NULL
  * ends a list of them (the IFBs go then, together). */
 void nb_bw_link_gone(void *data, const struct nb_link_entry *e);
-/* At start-up: remove IFBs whose interface went while no helper ran. */
+/* At start-up: remove IFBs (marked ones only) whose interface went while
+ * no helper ran, and the marked IFBs a killed helper left in the group. */
 void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n);
 
 /* The limits netbroker has in place on ifname, read back from the kernel

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -161,6 +162,9 @@ void nb_config_free(struct nb_config *c)
 {
         free_programs(c);
         free_env_names(c);
+        free(c->policy_dir);
+        c->policy_dir = NULL;
+        nb_policy_free(&c->policy);
 }
 
 const char *nb_config_exec_file(const struct nb_config *c, const char *path)
@@ -195,7 +199,8 @@ bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p)
         for (size_t i = 0; i < c->n_allow_gids; i++)
                 if (nb_peer_in_group(p, c->allow_gids[i]))
                         return true;
-        return false;
+        /* Operators write one thing: a policy for a user admits that user. */
+        return nb_policy_admits(&c->policy, p);
 }
 
 static int parse_u64(const char *v, unsigned long long min, unsigned long long max,
@@ -408,6 +413,15 @@ static int set_key(struct nb_config *c, struct parse_state *st, const char *key,
                 c->log_syslog = strcmp(v, "syslog") == 0;
                 return 0;
         }
+        if (strcmp(key, "policy_dir") == 0) {
+                *why = "expected an absolute path";
+                if (v[0] != '/')
+                        return -EINVAL;
+                free(c->policy_dir);
+                c->policy_dir = strdup(v);
+                *why = "out of memory";
+                return c->policy_dir ? 0 : -ENOMEM;
+        }
         *why = "unknown key";
         return -EINVAL;
 }
@@ -566,54 +580,154 @@ static int check_programs(struct nb_config *c, const struct parse_state *st, con
         return 0;
 }
 
+/* One line of a file: the helper's own key, or inside a [policy] section
+ * (policy files have nothing else) a key of the section. */
+static int parse_line(struct nb_config *c, struct parse_state *st, const char *path, char *s,
+                      bool *in_section, bool policy_only, char *err, size_t errlen)
+{
+        char why[NB_POLICY_WHYLEN] = "", *eq, *key, *val;
+        const char *what = "";
+        size_t n = strlen(s);
+        int r;
+
+        if (s[0] == '[') {
+                if (s[n - 1] != ']') {
+                        snprintf(err, errlen, "%s:%u: expected '[policy ...]'", path, st->lineno);
+                        return -EINVAL;
+                }
+                s[n - 1] = '\0';
+                r = nb_policy_begin(&c->policy, strip(s + 1), path, st->lineno, why, sizeof(why));
+                *in_section = r == 0;
+                goto out;
+        }
+        eq = strchr(s, '=');
+        if (!eq) {
+                snprintf(err, errlen, "%s:%u: expected 'key = value'", path, st->lineno);
+                return -EINVAL;
+        }
+        *eq = '\0';
+        key = strip(s);
+        val = strip(eq + 1);
+        if (*in_section) {
+                r = nb_policy_set(&c->policy, key, val, st->lineno, why, sizeof(why));
+        } else if (policy_only) {
+                snprintf(why, sizeof(why), "%s: only [policy ...] sections belong in %s", key,
+                         path);
+                r = -EINVAL;
+        } else {
+                r = set_key(c, st, key, val, &what);
+                if (r < 0)
+                        snprintf(why, sizeof(why), "%s: %s", key, what);
+        }
+out:
+        if (r < 0)
+                snprintf(err, errlen, "%s:%u: %s", path, st->lineno, why);
+        return r;
+}
+
+static int parse_file(struct nb_config *c, struct parse_state *st, const char *path, FILE *f,
+                      bool policy_only, char *err, size_t errlen)
+{
+        bool in_section = false;
+        char *line = NULL;
+        size_t cap = 0;
+        int r = 0;
+
+        st->lineno = 0;
+        errno = 0;
+        while (r == 0 && getline(&line, &cap, f) > 0) {
+                char *s = line;
+                st->lineno++;
+                s[strcspn(s, "#")] = '\0';
+                s = strip(s);
+                if (*s)
+                        r = parse_line(c, st, path, s, &in_section, policy_only, err, errlen);
+        }
+        /* A read error is not the end of the file: nothing of it is skipped. */
+        if (r == 0 && ferror(f)) {
+                r = errno ? -errno : -EIO;
+                snprintf(err, errlen, "%s: %s", path, strerror(-r));
+        }
+        free(line);
+        return r;
+}
+
+static int is_policy_file(const struct dirent *d)
+{
+        size_t n = strlen(d->d_name);
+
+        return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".conf") == 0;
+}
+
+/* Byte order, whatever the locale: 10-a.conf before 20-b.conf anywhere. */
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+        return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* The policy files, in lexical order. A missing directory holds none; a
+ * file that cannot be read stops start-up: a policy half read could grant
+ * what its author meant to refuse only in a later file. */
+static int load_policy_dir(struct nb_config *c, struct parse_state *st, char *err, size_t errlen)
+{
+        const char *dir = c->policy_dir ? c->policy_dir : NB_POLICY_DEFAULT_DIR;
+        struct dirent **names = NULL;
+        int n = scandir(dir, &names, is_policy_file, by_name), r = 0;
+
+        if (n < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                r = -errno;
+                snprintf(err, errlen, "%s: %s", dir, strerror(-r));
+                return r;
+        }
+        for (int i = 0; i < n; i++) {
+                char path[PATH_MAX];
+                FILE *f;
+                if (r == 0) {
+                        snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+                        f = fopen(path, "re");
+                        if (!f) {
+                                r = -errno;
+                                snprintf(err, errlen, "%s: %s", path, strerror(-r));
+                        } else {
+                                r = parse_file(c, st, path, f, true, err, errlen);
+                                fclose(f);
+                        }
+                }
+                free(names[i]);
+        }
+        free(names);
+        return r;
+}
+
 int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err, size_t errlen)
 {
         struct parse_state st = {0};
-        char *line = NULL;
-        size_t cap = 0;
-        const char *why;
         int r = 0;
         FILE *f = fopen(path, "re");
 
         if (!f) {
-                if (errno == ENOENT && !must_exist)
-                        goto check;
-                r = -errno;
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                return r;
-        }
-        while (getline(&line, &cap, f) > 0) {
-                char *s, *eq, *key, *val;
-                st.lineno++;
-                s = line;
-                s[strcspn(s, "#")] = '\0';
-                s = strip(s);
-                if (!*s)
-                        continue;
-                eq = strchr(s, '=');
-                if (!eq) {
-                        snprintf(err, errlen, "%s:%u: expected 'key = value'", path, st.lineno);
-                        r = -EINVAL;
-                        goto out;
+                if (errno != ENOENT || must_exist) {
+                        r = -errno;
+                        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                        return r;
                 }
-                *eq = '\0';
-                key = strip(s);
-                val = strip(eq + 1);
-                why = "";
-                r = set_key(c, &st, key, val, &why);
-                if (r < 0) {
-                        snprintf(err, errlen, "%s:%u: %s: %s", path, st.lineno, key, why);
-                        goto out;
-                }
+        } else {
+                r = parse_file(c, &st, path, f, false, err, errlen);
+                fclose(f);
         }
-check:
-        clamp_reserves(c, &st);
-        r = check_consistency(c, &st, path, err, errlen);
+        if (r == 0)
+                r = load_policy_dir(c, &st, err, errlen);
+        /* The numbers' and programs' lines are those of the main file. */
+        if (r == 0) {
+                clamp_reserves(c, &st);
+                r = check_consistency(c, &st, path, err, errlen);
+        }
+        /* Programs first: a section may grant only what stays allowed. */
         if (r == 0)
                 r = check_programs(c, &st, path, err, errlen);
-out:
-        free(line);
-        if (f)
-                fclose(f);
+        if (r == 0)
+                r = nb_policy_check(&c->policy, c, err, errlen);
         return r;
 }

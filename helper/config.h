@@ -3,7 +3,9 @@
  * Format: one "key = value" per line; '#' starts a comment. List keys
  * (allow_uid, allow_gid, exec_allow, exec_env_allow) take several
  * space-separated values and may repeat; their first appearance replaces
- * the default list. A bad line stops start-up with its line number. */
+ * the default list. After the helper's own keys come [policy ...] sections
+ * (policy.h), here and in the *.conf files of policy_dir, read in lexical
+ * order after this file. A bad line stops start-up with its line number. */
 #pragma once
 
 #include <stdbool.h>
@@ -11,6 +13,7 @@
 #include <sys/types.h>
 
 #include "peer.h"
+#include "policy.h"
 
 #define NB_CONFIG_DEFAULT_PATH "/etc/netbroker/netbrokerd.conf"
 #define NB_CONFIG_MAX_IDS 32
@@ -61,13 +64,16 @@ struct nb_config {
         int log_level;
         char log_filters[256];
         bool log_syslog;
+        char *policy_dir; /* NULL: NB_POLICY_DEFAULT_DIR */
+        struct nb_policy policy;
 };
 
 /* Fill in the defaults: root only, the standard firewall and network tools
  * that exist on this machine (checked and resolved by nb_config_load()). */
 void nb_config_defaults(struct nb_config *c);
 
-/* Read `path` over the defaults. A missing file is fine when !must_exist.
+/* Read `path` over the defaults, then the policy files of policy_dir. A
+ * missing file is fine when !must_exist, a missing policy_dir always.
  * Then every program on exec_allow is checked to be safe for root to run
  * (see trust.h) and resolved: a default one that is not is dropped with a
  * warning, one the file names is an error at its line.
@@ -82,6 +88,7 @@ const char *nb_config_exec_file(const struct nb_config *c, const char *path);
 /* Whether an Exec request may set the variable whose name is the first
  * name_len bytes of name. */
 bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t name_len);
+/* allow_uid, allow_gid, or a [policy] section written for the peer. */
 bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p);
 
 void nb_config_free(struct nb_config *c);

@@ -331,6 +331,7 @@ static int validate_request(struct nb_job *job)
         }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
                 const struct nb_op_handler *h = handler_for(job->ctx, req->ops[i]);
+                char why[NB_POLICY_WHYLEN];
                 bool refused = false;
 
                 if (!h) {
@@ -338,6 +339,10 @@ static int validate_request(struct nb_job *job)
                         nb_result_set(job->results[i], EOPNOTSUPP,
                                       "unknown operation: this helper does not run it (see Hello's "
                                       "features)");
+                        refused = true;
+                } else if (nb_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, why,
+                                              sizeof(why)) < 0) {
+                        nb_result_set(job->results[i], EPERM, "%s", why);
                         refused = true;
                 } else if (h->validate && h->validate(&v, req->ops[i], job->results[i]) != 0) {
                         refused = true;
@@ -360,6 +365,8 @@ static int validate_request(struct nb_job *job)
         }
         if (n_refused)
                 nb_stats[NB_STAT_OP_ERRORS] += n_refused;
+        if (v.cache_free)
+                v.cache_free(v.cache);
         for (size_t i = 0; i < v.n_claims; i++)
                 free(v.claims[i]);
         free(v.claims);

@@ -715,7 +715,8 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
         }
         for (int d = 0; d < 2; d++) {
                 snprintf(name, sizeof(name), "%s/%s", s->owner, dir_names[d]);
-                snprintf(comment, sizeof(comment), "netbroker %s %s %u", hash, s->ifname, rules);
+                snprintf(comment, sizeof(comment), "netbroker %s %s %u uid=%u", hash, s->ifname,
+                         rules, (unsigned)s->uid);
                 if (push_chain(it,
                                new_base_chain(name, s->ifname, (d == 0) != s->reversed, comment),
                                owner_idx) < 0)
@@ -838,6 +839,7 @@ struct owner_state {
         char ifname[IFNAMSIZ];
         char hash[NB_FW_HASH_HEX];
         unsigned rules;
+        unsigned uid; /* its creator, from the comment (0 when it names none) */
         bool has_base;
         char **chains; /* base chains first, then group chains */
         unsigned *chain_rules; /* rules in each chain, when counted */
@@ -937,8 +939,11 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                 o->chains[0] = copy;
                 o->has_base = true;
                 ud = nftnl_chain_get_data(c, NFTNL_CHAIN_USERDATA, &len);
+                /* "uid=N" came later: a comment without it was written
+                 * for root, when only root could ask. */
                 if (ud && nftnl_udata_parse(ud, len, comment_cb, &comment) >= 0 && comment)
-                        sscanf(comment, "netbroker %32s %15s %u", o->hash, o->ifname, &o->rules);
+                        sscanf(comment, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname,
+                               &o->rules, &o->uid);
         } else {
                 o->chains[o->n_chains] = copy;
         }
@@ -1093,6 +1098,7 @@ int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
                 snprintf(info.ifname, sizeof(info.ifname), "%s", o->ifname);
                 snprintf(info.hash, sizeof(info.hash), "%s", o->hash);
+                info.uid = o->uid;
                 r = fn(&info, data);
         }
         owners_free(owners);
@@ -1248,6 +1254,10 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
                 errf(err, "owner %s is changed twice in one transaction", s->owner);
                 return -EINVAL;
         }
+        if (o && s->own_only && o->uid != s->uid) {
+                errf(err, "owner %s was made for uid %u", s->owner, o->uid);
+                return -EPERM;
+        }
         r = note_op(t, s->owner, &idx);
         if (r < 0) {
                 errf(err, "owner %s: out of memory", s->owner);
@@ -1303,7 +1313,7 @@ out:
         return r;
 }
 
-int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
+int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
 {
         struct owner_state *o = owner_find(t->owners, owner);
         size_t idx, mark = t->items.n;
@@ -1313,6 +1323,10 @@ int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
         if (!o) {
                 errf(err, "owner %s has no rules", owner);
                 return -ENOENT;
+        }
+        if (only_for && o->uid != *only_for) {
+                errf(err, "owner %s was made for uid %u", owner, o->uid);
+                return -EPERM;
         }
         if (o->touched) {
                 errf(err, "owner %s is changed twice in one transaction", owner);

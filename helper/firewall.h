@@ -10,8 +10,10 @@
  *   chain "OWNER/from/GROUP", "OWNER/to/GROUP"  one regular chain per group
  *                       and direction; the base chain jumps to them in order,
  *                       so RETURN leaves a group as in libvirt's filters.
- * Both base chains carry the comment "netbroker <hash> <ifname> <rules>":
- * the hash lives and dies with the rules (nft flush ruleset removes both).
+ * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
+ * uid=<uid>": the hash lives and dies with the rules (nft flush ruleset
+ * removes both), and so does the uid whose request made them, the owner's
+ * creator (a comment without one, from before, counts as uid 0).
  * A replace deletes the owner's chains and adds the new ones in the same
  * transaction: the old hook filters until the new rules take over at
  * commit, so there is no instant without filtering. */
@@ -21,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "loop.h"
 
@@ -77,6 +80,8 @@ struct nb_fw_owner_spec {
         const struct nb_fw_group *groups;
         size_t n_groups;
         bool ensure;
+        uid_t uid; /* whose request: recorded as the creator */
+        bool own_only; /* -EPERM when the owner exists for another uid */
 };
 
 struct nb_fw;
@@ -107,8 +112,9 @@ struct nb_fw_applied {
 
 int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
                     struct nb_fw_applied *ret, char *err);
-/* -ENOENT when the owner has no rules. */
-int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err);
+/* -ENOENT when the owner has no rules; -EPERM when only_for is given and
+ * the owner was made for another uid. */
+int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_for, char *err);
 /* Send everything queued as one transaction and read every ack. Nothing to
  * send is a success that writes nothing. */
 int nb_fw_txn_commit(struct nb_fw_txn *t, char *err);
@@ -120,6 +126,7 @@ struct nb_fw_owner_info {
         char ifname[IFNAMSIZ];
         char hash[NB_FW_HASH_HEX];
         unsigned rules;
+        uid_t uid; /* its creator */
 };
 typedef int (*nb_fw_owner_fn)(const struct nb_fw_owner_info *o, void *data);
 int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err);

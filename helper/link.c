@@ -43,6 +43,8 @@ struct ifnode {
         char name[IFNAMSIZ];
         int ifindex;
         bool macvtap; /* its traffic flows the other way round (firewall.c) */
+        bool owned; /* it carries an owner mark (its alias), for uid owner */
+        uid_t owner;
         struct ifnode *next;
 };
 
@@ -189,6 +191,21 @@ static void ifidx_note_kind(struct if_index_map *m, const char *name, int ifinde
         m->n++;
 }
 
+/* Every RTM_NEWLINK carries the whole alias, or none when there is none. */
+static void ifidx_set_owner(struct if_index_map *m, const char *name, const char *alias)
+{
+        struct ifnode **p;
+        uid_t uid = 0;
+
+        if (!m->n_buckets)
+                return;
+        p = ifidx_slot(m, name);
+        if (!*p)
+                return;
+        (*p)->owned = alias && nb_link_parse_owner_mark(alias, &uid);
+        (*p)->owner = uid;
+}
+
 static int ifidx_ifindex(struct if_index_map *m, const char *name)
 {
         struct ifnode **p;
@@ -257,9 +274,18 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
         if (nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME])
                 return NL_OK;
         ifi = nlmsg_data(h);
+        /* A bridge reports its ports in AF_BRIDGE messages of the same
+         * types: an RTM_DELLINK when a port leaves it, which is no
+         * interface going away (its IFB must stay), and RTM_NEWLINKs
+         * without the alias, which are no news about its owner. */
+        if (ifi->ifi_family != AF_UNSPEC)
+                return NL_OK;
         nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
         ifidx_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
                         link_is_macvtap(tb[IFLA_LINKINFO]));
+        if (present)
+                ifidx_set_owner(&l->ifs, nla_get_string(tb[IFLA_IFNAME]),
+                                tb[IFLA_IFALIAS] ? nla_get_string(tb[IFLA_IFALIAS]) : NULL);
         if (!present)
                 note_gone(l, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index);
         return NL_OK;
@@ -445,6 +471,50 @@ int nb_link_exists(struct nb_links *l, const char *name)
         return ifidx_ifindex(&l->ifs, name) ? 1 : 0;
 }
 
+bool nb_link_parse_owner_mark(const char *alias, uid_t *ret)
+{
+        size_t n = strlen(NB_LINK_OWNER_MARK);
+        unsigned long long v;
+        char *end;
+
+        if (strncmp(alias, NB_LINK_OWNER_MARK, n) != 0 || alias[n] < '0' || alias[n] > '9')
+                return false;
+        errno = 0;
+        v = strtoull(alias + n, &end, 10);
+        /* Anything but the exact form is no mark: owned by nobody but root. */
+        if (errno || *end || v > (uid_t)-2)
+                return false;
+        *ret = (uid_t)v;
+        return true;
+}
+
+int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret)
+{
+        struct ifnode **p;
+
+        nb_links_sync(l);
+        if (!l->ifs.n_buckets)
+                return -ENODEV;
+        p = ifidx_slot(&l->ifs, name);
+        if (!*p)
+                return -ENODEV;
+        if (!(*p)->owned)
+                return -ENOENT;
+        *ret = (*p)->owner;
+        return 0;
+}
+
+unsigned nb_links_owned_by(struct nb_links *l, uid_t uid)
+{
+        unsigned n = 0;
+
+        nb_links_sync(l);
+        for (size_t b = 0; b < l->ifs.n_buckets; b++)
+                for (const struct ifnode *i = l->ifs.buckets[b]; i; i = i->next)
+                        n += i->owned && i->owner == uid;
+        return n;
+}
+
 static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
 {
         struct rtnl_link *link = NULL;
@@ -462,6 +532,37 @@ static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
         *ret = rtnl_link_get_ifindex(link);
         ifidx_note(&l->ifs, name, *ret, true);
         rtnl_link_put(link);
+        return 0;
+}
+
+/* ---- owner marks ---- */
+
+static void owner_mark(uid_t uid, char mark[32])
+{
+        snprintf(mark, 32, NB_LINK_OWNER_MARK "%u", (unsigned)uid);
+}
+
+/* Mark an interface just made here as made for creator. The RTM_NEWLINK
+ * that made it carried the alias too, but kernels drop it there
+ * (rtnl_create_link() does not read IFLA_IFALIAS): unless the map shows it
+ * took, it is set now, before the op reports the interface. */
+static int mark_created(struct nb_links *l, const char *name, int ifindex, uid_t creator, char *err)
+{
+        char mark[32];
+        uid_t now;
+        int r;
+
+        if (nb_link_owner(l, name, &now) == 0 && now == creator &&
+            ifidx_ifindex(&l->ifs, name) == ifindex)
+                return 0;
+        owner_mark(creator, mark);
+        r = nb_netlink_set_alias(&l->nl, ifindex, mark);
+        if (r < 0) {
+                errf(err, "cannot mark %s as made for uid %u: %s", name, (unsigned)creator,
+                     strerror(-r));
+                return r;
+        }
+        ifidx_set_owner(&l->ifs, name, mark);
         return 0;
 }
 
@@ -608,9 +709,13 @@ int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct n
                 return r;
         ret->nfds = t.nfds;
         r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r == 0)
+                r = mark_created(l, ret->ifname, ret->ifindex, s->creator, err);
         if (r < 0) {
+                char ignored[NB_ERRLEN];
+                /* The error that stands is the one above. */
                 if (s->persist)
-                        nb_link_delete(l, ret->ifname, err);
+                        nb_link_delete(l, ret->ifname, ignored);
                 close_fds(ret->fds, &ret->nfds);
         }
         return r;
@@ -643,6 +748,7 @@ static const uint32_t macvlan_modes[] = {
 struct macvlan_ctx {
         const struct nb_macvlan_spec *s;
         int parent;
+        char mark[32];
 };
 
 static int macvlan_create_one(struct nb_links *l, const char *name, void *data, char *err)
@@ -655,6 +761,7 @@ static int macvlan_create_one(struct nb_links *l, const char *name, void *data, 
         if (!link)
                 goto out;
         rtnl_link_set_link(link, m->parent);
+        rtnl_link_set_ifalias(link, m->mark);
         if (m->s->tap)
                 rtnl_link_macvtap_set_mode(link, macvlan_modes[m->s->mode]);
         else
@@ -752,6 +859,7 @@ int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
         struct macvlan_ctx m = {.s = s};
         int r, fd;
 
+        owner_mark(s->creator, m.mark);
         r = ifindex_of(l, s->parent, &m.parent, err);
         if (r < 0)
                 return r;
@@ -759,6 +867,8 @@ int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
         if (r < 0)
                 return r;
         r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r == 0)
+                r = mark_created(l, ret->ifname, ret->ifindex, s->creator, err);
         if (r == 0 && s->tap) {
                 r = open_macvtap(l, ret->ifname, ret->ifindex, s->vnet_hdr, &fd, err);
                 if (r == 0)
@@ -774,6 +884,7 @@ int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
 struct veth_ctx {
         const struct nb_veth_spec *s;
         char peer[IFNAMSIZ];
+        char mark[32];
 };
 
 static int veth_create_one(struct nb_links *l, const char *name, void *data, char *err)
@@ -786,6 +897,8 @@ static int veth_create_one(struct nb_links *l, const char *name, void *data, cha
                 return -ENOMEM;
         peer = rtnl_link_veth_get_peer(link);
         rtnl_link_set_name(peer, v->peer);
+        rtnl_link_set_ifalias(peer, v->mark);
+        rtnl_link_set_ifalias(link, v->mark);
         if (v->s->peer_netns_fd >= 0)
                 rtnl_link_set_ns_fd(peer, v->s->peer_netns_fd);
         rtnl_link_put(peer);
@@ -794,12 +907,29 @@ static int veth_create_one(struct nb_links *l, const char *name, void *data, cha
         return r;
 }
 
+/* The peer is marked too when it stays here. One moved to another
+ * namespace keeps only what the create asked (kernels drop the alias
+ * there): the helper cannot enter that namespace (it holds no
+ * CAP_SYS_ADMIN), and IFLA_TARGET_NETNSID on a change does not reach into
+ * it but moves the device named by ifindex here over there. The helper
+ * never acts on it anyway: it acts on interfaces of its own namespace. */
+static int mark_peer(struct nb_links *l, const struct veth_ctx *v, char *err)
+{
+        int r, peer;
+
+        if (v->s->peer_netns_fd >= 0)
+                return 0;
+        r = ifindex_of(l, v->peer, &peer, err);
+        return r < 0 ? r : mark_created(l, v->peer, peer, v->s->creator, err);
+}
+
 int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
                         char *err)
 {
         struct veth_ctx v = {.s = s};
         int r;
 
+        owner_mark(s->creator, v.mark);
         snprintf(v.peer, IFNAMSIZ, "%s", s->peer);
         r = create_named(l, s->name, veth_create_one, &v, ret->ifname, err);
         if (r == -EEXIST && !nb_is_template(s->name))
@@ -811,6 +941,10 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
                 return r;
         snprintf(ret->peer, IFNAMSIZ, "%s", v.peer);
         r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r == 0)
+                r = mark_created(l, ret->ifname, ret->ifindex, s->creator, err);
+        if (r == 0)
+                r = mark_peer(l, &v, err);
         if (r < 0) {
                 char ignored[NB_ERRLEN];
                 nb_link_delete(l, ret->ifname, ignored);
@@ -823,23 +957,29 @@ static int bridge_create_one(struct nb_links *l, const char *name, void *data, c
         struct rtnl_link *link = rtnl_link_alloc();
         int r;
 
-        (void)data;
         if (!link || rtnl_link_set_type(link, "bridge") < 0) {
                 rtnl_link_put(link);
                 return -ENOMEM;
         }
+        rtnl_link_set_ifalias(link, data);
         r = add_link(l, link, name, err, "bridge");
         rtnl_link_put(link);
         return r;
 }
 
-int nb_link_bridge_create(struct nb_links *l, const char *name, struct nb_link_made *ret, char *err)
+int nb_link_bridge_create(struct nb_links *l, const char *name, uid_t creator,
+                          struct nb_link_made *ret, char *err)
 {
-        int r = create_named(l, name, bridge_create_one, NULL, ret->ifname, err);
+        char mark[32];
+        int r;
 
+        owner_mark(creator, mark);
+        r = create_named(l, name, bridge_create_one, mark, ret->ifname, err);
         if (r < 0)
                 return r;
         r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
+        if (r == 0)
+                r = mark_created(l, ret->ifname, ret->ifindex, creator, err);
         if (r < 0) {
                 char ignored[NB_ERRLEN];
                 nb_link_delete(l, ret->ifname, ignored);

@@ -14,6 +14,11 @@
 
 #define NB_LINK_MAX_QUEUES 16
 #define NB_ERRLEN 256
+/* Every interface netbroker makes carries, in its alias (IFLA_IFALIAS), the
+ * uid whose request made it: "netbroker:uid=1000", root's "netbroker:uid=0".
+ * The kernel keeps it, so a helper started later knows every owner; only
+ * CAP_NET_ADMIN can change it. */
+#define NB_LINK_OWNER_MARK "netbroker:uid="
 
 struct nb_links;
 
@@ -32,6 +37,7 @@ struct nb_tap_spec {
         bool set_owner;
         uid_t uid;
         gid_t gid;
+        uid_t creator; /* whose request: its owner mark */
 };
 
 struct nb_macvlan_spec {
@@ -42,12 +48,14 @@ struct nb_macvlan_spec {
         uint8_t mac[6];
         bool tap; /* macvtap: open its character device */
         bool vnet_hdr; /* macvtap only */
+        uid_t creator;
 };
 
 struct nb_veth_spec {
         const char *name;
         const char *peer;
         int peer_netns_fd; /* -1: keep the peer here */
+        uid_t creator; /* marks both ends (a peer moved elsewhere: see link.c) */
 };
 
 struct nb_link_change {
@@ -60,7 +68,9 @@ struct nb_link_change {
         bool nomaster;
 };
 
-/* What a create op made. fds are the caller's to pass on and close. */
+/* What a create op made, marked as made for its spec's creator (a mark
+ * that cannot be set fails the op, and the device goes again). fds are the
+ * caller's to pass on and close. */
 struct nb_link_made {
         char ifname[IFNAMSIZ];
         int ifindex;
@@ -119,8 +129,8 @@ int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
                            struct nb_link_made *ret, char *err);
 int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
                         char *err);
-int nb_link_bridge_create(struct nb_links *l, const char *name, struct nb_link_made *ret,
-                          char *err);
+int nb_link_bridge_create(struct nb_links *l, const char *name, uid_t creator,
+                          struct nb_link_made *ret, char *err);
 int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err);
 int nb_link_delete(struct nb_links *l, const char *name, char *err);
 
@@ -130,5 +140,14 @@ bool nb_link_is_macvtap(struct nb_links *l, const char *name);
 
 /* 1 if an interface of that name exists here, 0 if not, or -errno. */
 int nb_link_exists(struct nb_links *l, const char *name);
+
+/* The uid interface `name` was made for, from its mark, as the map knows it
+ * (no netlink round trip): 0, -ENOENT when it carries no owner mark (made by
+ * others than netbroker), -ENODEV when there is no such interface. */
+int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret);
+/* Interfaces here marked as made for uid. */
+unsigned nb_links_owned_by(struct nb_links *l, uid_t uid);
+/* An alias that is an owner mark: true, and its uid in *ret. */
+bool nb_link_parse_owner_mark(const char *alias, uid_t *ret);
 int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret);
 int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st);

@@ -90,6 +90,25 @@ fail:
         return r;
 }
 
+int nb_netlink_set_alias(struct nb_netlink *nl, int ifindex, const char *alias)
+{
+        struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex};
+        struct nl_msg *msg = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_ACK);
+        int r = -NLE_NOMEM;
+
+        nb_netlink_begin(nl);
+        if (!msg || nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
+            nla_put_string(msg, IFLA_IFALIAS, alias) < 0)
+                goto out;
+        r = nl_send_auto(nl->req, msg);
+        if (r >= 0)
+                r = nl_wait_for_ack(nl->req);
+        nb_netlink_sent(1);
+out:
+        nlmsg_free(msg);
+        return nb_netlink_errno(nl, r);
+}
+
 void nb_netlink_close(struct nb_netlink *nl)
 {
         nl_socket_free(nl->req);

@@ -21,6 +21,9 @@ void nb_netlink_close(struct nb_netlink *nl);
  * kernel sent. Call right after the libnl call on nl->req. */
 int nb_netlink_errno(struct nb_netlink *nl, int nlerr);
 
+/* Set the alias of interface ifindex of this namespace. 0 or -errno. */
+int nb_netlink_set_alias(struct nb_netlink *nl, int ifindex, const char *alias);
+
 /* Count messages sent to the kernel (Stats: netlink_messages), over
  * rtnetlink and over nfnetlink. */
 void nb_netlink_sent(unsigned n);

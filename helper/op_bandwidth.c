@@ -45,7 +45,8 @@ static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbro
         char err[NB_BW_ERRLEN];
         int r;
 
-        if ((r = nb_check_interface(v, s->ifname, res, "bandwidth set")))
+        if ((r = nb_check_interface(v, s->ifname, res, "bandwidth set")) ||
+            (r = nb_check_owned(v, s->ifname, res)))
                 return r;
         limits_from(s, &l);
         if (nb_bw_check(&l, err) < 0)
@@ -62,7 +63,10 @@ static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbro
 
 static int validate_clear(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        return nb_check_interface(v, op->bandwidth_clear->ifname, res, "bandwidth clear");
+        const char *ifname = op->bandwidth_clear->ifname;
+        int r = nb_check_interface(v, ifname, res, "bandwidth clear");
+
+        return r ? r : nb_check_owned(v, ifname, res);
 }
 
 /* ---- undo ---- */
@@ -109,13 +113,17 @@ static int set_ifname(Netbroker__Result *res, const char *ifname)
 static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__BandwidthSet *s = op->bandwidth_set;
-        Netbroker__BandwidthResult *br = malloc(sizeof(*br));
-        struct undo_bw *u = snapshot(job, s->ifname), before;
+        Netbroker__BandwidthResult *br;
+        struct undo_bw *u, before;
         struct nb_bw_applied applied;
         struct nb_bw_limits l;
         char err[NB_BW_ERRLEN];
         int r;
 
+        if ((r = nb_job_check_owned(job, s->ifname, res)))
+                return r;
+        br = malloc(sizeof(*br));
+        u = snapshot(job, s->ifname);
         if (!br || !u) {
                 free(br);
                 free(u);
@@ -154,10 +162,13 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
 static int run_clear(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *ifname = op->bandwidth_clear->ifname;
-        struct undo_bw *u = snapshot(job, ifname), before;
+        struct undo_bw *u, before;
         char err[NB_BW_ERRLEN];
         int r;
 
+        if ((r = nb_job_check_owned(job, ifname, res)))
+                return r;
+        u = snapshot(job, ifname);
         if (!u)
                 return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
         r = nb_bw_clear(bw_of(job), ifname, err);

@@ -29,12 +29,16 @@ static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbr
 {
         const struct nb_config *cfg = v->ctx->cfg;
         const Netbroker__Exec *e = op->exec;
+        char why[NB_POLICY_WHYLEN];
 
         if (e->path[0] != '/')
                 return nb_result_set(res, EINVAL, "exec: program path must be absolute, got '%s'",
                                      e->path);
         if (!nb_config_exec_allowed(cfg, e->path))
                 return nb_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
+        /* Root runs all of exec_allow; others only what their policy names. */
+        if (nb_policy_check_exec(&cfg->policy, v->peer, e->path, why, sizeof(why)) < 0)
+                return nb_result_set(res, EPERM, "exec: %s", why);
         if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
                 return nb_result_set(res, E2BIG,
                                      "exec: more than %u arguments or environment entries",

@@ -196,6 +196,65 @@ static unsigned max_rules(const struct nb_validation *v)
         return cfg->max_rules_per_request_nonroot;
 }
 
+/* The owners' creators, read from the kernel once per batch, when a
+ * non-root caller names an owner (v->cache). */
+struct creators {
+        struct nb_fw_owner_info *v;
+        size_t n;
+};
+
+static void creators_free(void *data)
+{
+        struct creators *c = data;
+
+        if (c)
+                free(c->v);
+        free(c);
+}
+
+static int add_creator(const struct nb_fw_owner_info *o, void *data)
+{
+        struct creators *c = data;
+        struct nb_fw_owner_info *grown = realloc(c->v, (c->n + 1) * sizeof(*grown));
+
+        if (!grown)
+                return -ENOMEM;
+        c->v = grown;
+        c->v[c->n++] = *o;
+        return 0;
+}
+
+/* A non-root caller may change an owner only if it does not exist yet or
+ * was made for it. */
+static int check_creator(struct nb_validation *v, const char *owner, Netbroker__Result *res)
+{
+        struct creators *c = v->cache;
+        char err[NB_FW_ERRLEN];
+        int r;
+
+        if (nb_peer_is_root(v->peer))
+                return 0;
+        if (!c) {
+                c = calloc(1, sizeof(*c));
+                r = c ? nb_fw_list(v->ctx->fw, add_creator, c, err) : -ENOMEM;
+                if (r < 0) {
+                        creators_free(c);
+                        /* Not knowing who made it is no licence to change it. */
+                        return nb_result_set(res, -r, "firewall: cannot read the owners: %s",
+                                             r == -ENOMEM ? "out of memory" : err);
+                }
+                v->cache = c;
+                v->cache_free = creators_free;
+        }
+        for (size_t i = 0; i < c->n; i++)
+                if (strcmp(c->v[i].owner, owner) == 0 && c->v[i].uid != v->peer->uid)
+                        return nb_result_set(res, EPERM,
+                                             "policy: uid %u does not own firewall owner %s (it "
+                                             "was made for uid %u)",
+                                             (unsigned)v->peer->uid, owner, (unsigned)c->v[i].uid);
+        return 0;
+}
+
 static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
@@ -219,7 +278,8 @@ static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netb
                 return nb_result_set(res, EINVAL, "firewall %s: unknown mode %d", a->owner,
                                      a->mode);
         /* Unknown interfaces are refused here, before anything is sent. */
-        if ((r = nb_check_interface(v, a->ifname, res, "firewall")))
+        if ((r = nb_check_interface(v, a->ifname, res, "firewall")) ||
+            (r = nb_check_owned(v, a->ifname, res)) || (r = check_creator(v, a->owner, res)))
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
         r = model_from_proto(a, nb_link_is_macvtap(v->ctx->links, a->ifname), &m, err);
@@ -231,7 +291,9 @@ static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netb
 
 static int validate_remove(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        return claim_owner(v, op->firewall_remove->owner, res);
+        int r = claim_owner(v, op->firewall_remove->owner, res);
+
+        return r ? r : check_creator(v, op->firewall_remove->owner, res);
 }
 
 /* ---- running: one transaction for the batch ---- */
@@ -356,6 +418,8 @@ static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
 
         if (!b)
                 return res->status;
+        if ((r = nb_job_check_owned(job, a->ifname, res)))
+                return r;
         /* All the result needs, before the transaction changes. */
         out = malloc(sizeof(*out));
         hash = malloc(NB_FW_HASH_HEX);
@@ -375,6 +439,8 @@ static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
                         .groups = m.groups,
                         .n_groups = m.n_groups,
                         .ensure = a->mode == NETBROKER__FW_MODE__FW_ENSURE,
+                        .uid = nb_job_peer(job)->uid,
+                        .own_only = !nb_peer_is_root(nb_job_peer(job)),
                 };
                 r = nb_fw_txn_apply(b->txn, &spec, &applied, err);
         }
@@ -397,6 +463,7 @@ static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
 static int run_remove(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         struct fw_batch *b = batch_of(job, res);
+        const struct nb_peer *p = nb_job_peer(job);
         char err[NB_FW_ERRLEN];
         int r;
 
@@ -404,17 +471,28 @@ static int run_remove(struct nb_job *job, const Netbroker__Op *op, Netbroker__Re
                 return res->status;
         if (reserve_queue(b) < 0)
                 return nb_result_set(res, ENOMEM, "firewall: out of memory");
-        r = nb_fw_txn_remove(b->txn, op->firewall_remove->owner, err);
+        r = nb_fw_txn_remove(b->txn, op->firewall_remove->owner,
+                             nb_peer_is_root(p) ? NULL : &p->uid, err);
         if (r < 0)
                 return nb_result_set(res, -r, "firewall: %s", err);
         return queue_and_maybe_commit(job, b, res);
 }
 
+struct listing {
+        Netbroker__FirewallListResult *l;
+        const struct nb_peer *peer;
+};
+
 static int add_owner(const struct nb_fw_owner_info *o, void *data)
 {
-        Netbroker__FirewallListResult *l = data;
-        Netbroker__FwOwner *p = malloc(sizeof(*p)), **grown;
+        struct listing *ls = data;
+        Netbroker__FirewallListResult *l = ls->l;
+        Netbroker__FwOwner *p, **grown;
 
+        /* Others' owners are not a non-root caller's business. */
+        if (!nb_peer_is_root(ls->peer) && o->uid != ls->peer->uid)
+                return 0;
+        p = malloc(sizeof(*p));
         if (!p)
                 return -ENOMEM;
         netbroker__fw_owner__init(p);
@@ -441,6 +519,7 @@ static int add_owner(const struct nb_fw_owner_info *o, void *data)
 static int run_list(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         Netbroker__FirewallListResult *l = malloc(sizeof(*l));
+        struct listing ls = {l, nb_job_peer(job)};
         char err[NB_FW_ERRLEN];
         int r;
 
@@ -450,7 +529,7 @@ static int run_list(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
         netbroker__firewall_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
         res->firewall_list = l;
-        r = nb_fw_list(nb_job_ctx(job)->fw, add_owner, l, err);
+        r = nb_fw_list(nb_job_ctx(job)->fw, add_owner, &ls, err);
         return r < 0 ? nb_result_set(res, -r, "firewall: %s", r == -ENOMEM ? "out of memory" : err)
                      : 0;
 }

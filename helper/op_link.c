@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "bandwidth.h"
 #include "link.h"
 #include "mac.h"
 #include "names.h"
@@ -18,6 +19,200 @@
 static struct nb_links *links_of(const struct nb_job *job)
 {
         return nb_job_ctx(job)->links;
+}
+
+/* ---- policy: what a non-root caller may make and change ----
+ * The op itself was granted already (dispatch.c); these are the checks of
+ * its objects. Root is never asked. */
+
+static const struct nb_policy_section *policy_of(const struct nb_validation *v)
+{
+        return nb_policy_for(&v->ctx->cfg->policy, v->peer);
+}
+
+static const char *label_of(const struct nb_policy_section *s)
+{
+        return s ? s->label : "policy: none";
+}
+
+/* A name a non-root caller creates here. Never an IFB's: bandwidth.c
+ * takes nbifbN for the IFB of interface N. */
+static int check_policy_name(struct nb_validation *v, const char *name, Netbroker__Result *res)
+{
+        const struct nb_policy_section *s = policy_of(v);
+        char prefixes[NB_POLICY_MAX_NAMES * IFNAMSIZ];
+
+        if (nb_peer_is_root(v->peer))
+                return 0;
+        if (strncmp(name, NB_BW_IFB_PREFIX, strlen(NB_BW_IFB_PREFIX)) == 0)
+                return nb_result_set(res, EPERM,
+                                     "policy: uid %u may not create %s (names starting with %s are "
+                                     "the helper's own IFBs)",
+                                     (unsigned)v->peer->uid, name, NB_BW_IFB_PREFIX);
+        if (nb_policy_may_name(s, name))
+                return 0;
+        nb_policy_prefixes(s, prefixes, sizeof(prefixes));
+        return nb_result_set(res, EPERM,
+                             "policy: uid %u may not create interface %s (it starts with none of "
+                             "'name_prefixes' of [%s]: %s)",
+                             (unsigned)v->peer->uid, name, label_of(s), prefixes);
+}
+
+/* The interfaces a non-root caller owns, and those its batch makes, stay
+ * within max_devices. n: interfaces this op makes here. */
+static int check_policy_count(struct nb_validation *v, unsigned n, Netbroker__Result *res)
+{
+        const struct nb_policy_section *s = policy_of(v);
+        unsigned max = s ? s->max_devices : 0;
+
+        if (nb_peer_is_root(v->peer))
+                return 0;
+        if (!v->owned_counted) {
+                v->owned = nb_links_owned_by(v->ctx->links, v->peer->uid);
+                v->owned_counted = true;
+        }
+        if (v->owned + v->creating + n > max)
+                return nb_result_set(res, EDQUOT,
+                                     "policy: uid %u may own at most %u interfaces (max_devices "
+                                     "of [%s]): it owns %u, and this batch would make %u more",
+                                     (unsigned)v->peer->uid, max, label_of(s), v->owned,
+                                     v->creating + n);
+        v->creating += n;
+        return 0;
+}
+
+int nb_check_owned(struct nb_validation *v, const char *name, Netbroker__Result *res)
+{
+        uid_t owner;
+
+        if (nb_peer_is_root(v->peer) || nb_validation_was_created(v, name))
+                return 0;
+        if (nb_link_owner(v->ctx->links, name, &owner) == 0 && owner == v->peer->uid)
+                return 0;
+        return nb_result_set(res, EPERM, "policy: uid %u does not own interface %s",
+                             (unsigned)v->peer->uid, name);
+}
+
+int nb_job_check_owned(struct nb_job *job, const char *name, Netbroker__Result *res)
+{
+        const struct nb_peer *p = nb_job_peer(job);
+        uid_t owner;
+        int r;
+
+        if (nb_peer_is_root(p))
+                return 0;
+        r = nb_link_owner(links_of(job), name, &owner);
+        /* Gone: the op fails on its own, with ENODEV. */
+        if (r == -ENODEV || (r == 0 && owner == p->uid))
+                return 0;
+        return nb_result_set(res, EPERM, "policy: uid %u does not own interface %s",
+                             (unsigned)p->uid, name);
+}
+
+/* A bridge the caller's interface may join: one the policy lists, or one
+ * it owns (a missing one: the op fails on its own, with ENODEV). Else
+ * sets res. */
+static int check_attach(const struct nb_policy_section *s, const struct nb_peer *p,
+                        struct nb_links *links, const char *name, const char *master,
+                        Netbroker__Result *res)
+{
+        uid_t owner;
+        int r;
+
+        if (nb_peer_is_root(p) || nb_policy_may_bridge(s, master))
+                return 0;
+        r = nb_link_owner(links, master, &owner);
+        if (r == -ENODEV || (r == 0 && owner == p->uid))
+                return 0;
+        return nb_result_set(res, EPERM,
+                             "policy: uid %u may not attach %s to %s (not in 'bridges' of [%s], "
+                             "and not a bridge made for uid %u)",
+                             (unsigned)p->uid, name, master, label_of(s), (unsigned)p->uid);
+}
+
+static int check_policy_master(struct nb_validation *v, const char *name, const char *master,
+                               Netbroker__Result *res)
+{
+        if (nb_validation_was_created(v, master))
+                return 0;
+        return check_attach(policy_of(v), v->peer, v->ctx->links, name, master, res);
+}
+
+static int check_policy_parent(struct nb_validation *v, const char *parent, int mode,
+                               Netbroker__Result *res, const char *what)
+{
+        const struct nb_policy_section *s = policy_of(v);
+
+        if (nb_peer_is_root(v->peer))
+                return 0;
+        if (!nb_policy_may_parent(s, parent))
+                return nb_result_set(res, EPERM,
+                                     "policy: uid %u may not make a %s on %s (not in 'parents' of "
+                                     "[%s])",
+                                     (unsigned)v->peer->uid, what, parent, label_of(s));
+        if (!nb_policy_may_mode(s, (unsigned)mode))
+                return nb_result_set(res, EPERM,
+                                     "policy: uid %u may not make a %s in mode %s (not in "
+                                     "'macvlan_modes' of [%s])",
+                                     (unsigned)v->peer->uid, what, nb_policy_mode_names[mode],
+                                     label_of(s));
+        return 0;
+}
+
+/* A persistent tap outlives the connection and TUNSETOWNER lets its owner
+ * open it: both only for the caller itself. */
+static int check_policy_tap(struct nb_validation *v, const Netbroker__TapCreate *t,
+                            Netbroker__Result *res)
+{
+        const struct nb_peer *p = v->peer;
+
+        if (nb_peer_is_root(p) || (!t->persist && !t->set_owner) ||
+            (t->set_owner && t->owner_uid == p->uid && nb_peer_in_group(p, t->owner_gid)))
+                return 0;
+        if (!t->set_owner)
+                return nb_result_set(res, EPERM,
+                                     "policy: uid %u may make a persistent tap only with itself "
+                                     "as its owner (set_owner, owner uid %u and one of its groups)",
+                                     (unsigned)p->uid, (unsigned)p->uid);
+        return nb_result_set(res, EPERM,
+                             "policy: uid %u may give a tap only to itself (owner uid %u and one "
+                             "of its groups), not to %u:%u",
+                             (unsigned)p->uid, (unsigned)p->uid, t->owner_uid, t->owner_gid);
+}
+
+/* A veth peer may go only to a network namespace whose user namespace
+ * belongs to the caller: one it made with unshare(CLONE_NEWUSER), where it
+ * is root already. */
+static int check_policy_netns(struct nb_validation *v, int fd, unsigned index,
+                              Netbroker__Result *res)
+{
+        const struct nb_policy_section *s = policy_of(v);
+        uid_t owner = 0;
+        int userns, r = 0;
+
+        if (nb_peer_is_root(v->peer))
+                return 0;
+        if (!s || !s->netns_own)
+                return nb_result_set(res, EPERM,
+                                     "policy: uid %u may not move a veth peer into another network "
+                                     "namespace (no 'netns = own' in [%s])",
+                                     (unsigned)v->peer->uid, label_of(s));
+        userns = ioctl(fd, NS_GET_USERNS);
+        if (userns < 0 || ioctl(userns, NS_GET_OWNER_UID, &owner) < 0)
+                r = -errno;
+        if (userns >= 0)
+                close(userns);
+        if (r < 0)
+                return nb_result_set(res, EPERM,
+                                     "policy: cannot tell who owns the network namespace of fd "
+                                     "%u: %s",
+                                     index, strerror(-r));
+        if (owner != v->peer->uid)
+                return nb_result_set(res, EPERM,
+                                     "policy: uid %u does not own the network namespace of fd %u "
+                                     "(its user namespace belongs to uid %u)",
+                                     (unsigned)v->peer->uid, index, (unsigned)owner);
+        return 0;
 }
 
 /* ---- validation ---- */
@@ -53,6 +248,8 @@ static int check_new_name(struct nb_validation *v, const char *name, Netbroker__
 {
         int r = check_name_syntax(name, res, what);
 
+        if (r == 0)
+                r = check_policy_name(v, name, res);
         if (r || nb_is_template(name))
                 return r;
         if (nb_validation_was_created(v, name))
@@ -109,11 +306,14 @@ static int check_mac(const char *mac, Netbroker__Result *res, const char *what, 
 static int validate_tap(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__TapCreate *t = op->tap_create;
+        int r;
 
         if (t->queues > NB_LINK_MAX_QUEUES)
                 return nb_result_set(res, EINVAL, "tap: %u queues; at most %d", t->queues,
                                      NB_LINK_MAX_QUEUES);
-        return check_new_name(v, t->name, res, "tap");
+        if ((r = check_policy_tap(v, t, res)) || (r = check_new_name(v, t->name, res, "tap")))
+                return r;
+        return check_policy_count(v, 1, res);
 }
 
 static int validate_macvlan_common(struct nb_validation *v, const char *name, const char *parent,
@@ -128,9 +328,11 @@ static int validate_macvlan_common(struct nb_validation *v, const char *name, co
                 return nb_result_set(res, EINVAL, "%s: unknown mode %d", what, mode);
         if (mac[0] && (r = check_mac(mac, res, what, m)))
                 return r;
-        if ((r = nb_check_interface(v, parent, res, what)))
+        if ((r = nb_check_interface(v, parent, res, what)) ||
+            (r = check_policy_parent(v, parent, mode, res, what)) ||
+            (r = check_new_name(v, name, res, what)))
                 return r;
-        return check_new_name(v, name, res, what);
+        return check_policy_count(v, 1, res);
 }
 
 static int validate_macvtap(struct nb_validation *v, const Netbroker__Op *op,
@@ -164,6 +366,8 @@ static int validate_veth(struct nb_validation *v, const Netbroker__Op *op, Netbr
                 if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
                         return nb_result_set(res, EINVAL, "veth: fd %u is not a network namespace",
                                              e->peer_netns_fd);
+                if ((r = check_policy_netns(v, fd, e->peer_netns_fd, res)))
+                        return r;
                 v->fd_used[e->peer_netns_fd] = true;
                 /* The peer's name is checked by the kernel in its namespace. */
                 if ((r = check_name_syntax(e->peer_name, res, "veth peer")))
@@ -173,12 +377,17 @@ static int validate_veth(struct nb_validation *v, const Netbroker__Op *op, Netbr
         }
         if (!nb_is_template(e->name) && strcmp(e->name, e->peer_name) == 0)
                 return nb_result_set(res, EINVAL, "veth: both ends are named %s", e->name);
-        return check_new_name(v, e->name, res, "veth");
+        if ((r = check_new_name(v, e->name, res, "veth")))
+                return r;
+        /* A peer in another namespace is no device here. */
+        return check_policy_count(v, e->has_peer_netns ? 1 : 2, res);
 }
 
 static int validate_bridge(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        return check_new_name(v, op->bridge_create->name, res, "bridge");
+        int r = check_new_name(v, op->bridge_create->name, res, "bridge");
+
+        return r ? r : check_policy_count(v, 1, res);
 }
 
 static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
@@ -187,7 +396,8 @@ static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbro
         uint8_t m[6];
         int r;
 
-        if ((r = nb_check_interface(v, s->name, res, "link set")))
+        if ((r = nb_check_interface(v, s->name, res, "link set")) ||
+            (r = nb_check_owned(v, s->name, res)))
                 return r;
         if (s->state < NETBROKER__LINK_STATE__LINK_STATE_UNCHANGED ||
             s->state > NETBROKER__LINK_STATE__LINK_STATE_DOWN)
@@ -198,7 +408,8 @@ static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbro
                 return r;
         if (s->master[0] && s->nomaster)
                 return nb_result_set(res, EINVAL, "link set: both a master and nomaster");
-        if (s->master[0] && (r = nb_check_interface(v, s->master, res, "link set master")))
+        if (s->master[0] && ((r = nb_check_interface(v, s->master, res, "link set master")) ||
+                             (r = check_policy_master(v, s->name, s->master, res))))
                 return r;
         return 0;
 }
@@ -207,6 +418,8 @@ static int validate_delete(struct nb_validation *v, const Netbroker__Op *op, Net
 {
         int r = nb_check_interface(v, op->link_delete->name, res, "link delete");
 
+        if (r == 0)
+                r = nb_check_owned(v, op->link_delete->name, res);
         /* Later ops of the batch cannot count on it any more. */
         if (r == 0)
                 nb_validation_forget(v, op->link_delete->name);
@@ -286,6 +499,7 @@ static int run_tap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 .set_owner = t->set_owner,
                 .uid = t->owner_uid,
                 .gid = t->owner_gid,
+                .creator = nb_job_peer(job)->uid,
         };
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
@@ -319,6 +533,7 @@ static int run_macvtap(struct nb_job *job, const Netbroker__Op *op, Netbroker__R
                 .mode = (enum nb_macvlan_mode)m->mode,
                 .tap = true,
                 .vnet_hdr = m->vnet_hdr,
+                .creator = nb_job_peer(job)->uid,
         };
 
         return run_macvlan_common(job, res, &s, m->mac);
@@ -328,7 +543,11 @@ static int run_macvlan(struct nb_job *job, const Netbroker__Op *op, Netbroker__R
 {
         const Netbroker__MacvlanCreate *m = op->macvlan_create;
         struct nb_macvlan_spec s = {
-                .name = m->name, .parent = m->parent, .mode = (enum nb_macvlan_mode)m->mode};
+                .name = m->name,
+                .parent = m->parent,
+                .mode = (enum nb_macvlan_mode)m->mode,
+                .creator = nb_job_peer(job)->uid,
+        };
 
         return run_macvlan_common(job, res, &s, m->mac);
 }
@@ -340,6 +559,7 @@ static int run_veth(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
                 .name = e->name,
                 .peer = e->peer_name,
                 .peer_netns_fd = e->has_peer_netns ? nb_job_request_fd(job, e->peer_netns_fd) : -1,
+                .creator = nb_job_peer(job)->uid,
         };
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
@@ -354,11 +574,21 @@ static int run_bridge(struct nb_job *job, const Netbroker__Op *op, Netbroker__Re
 {
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
-        int r = nb_link_bridge_create(links_of(job), op->bridge_create->name, &m, err);
+        int r = nb_link_bridge_create(links_of(job), op->bridge_create->name, nb_job_peer(job)->uid,
+                                      &m, err);
 
         if (r < 0)
                 return nb_result_set(res, -r, "bridge: %s", err);
         return made(job, res, &m);
+}
+
+static int recheck_master(struct nb_job *job, const char *name, const char *master,
+                          Netbroker__Result *res)
+{
+        const struct nb_peer *p = nb_job_peer(job);
+
+        return check_attach(nb_policy_for(&nb_job_ctx(job)->cfg->policy, p), p, links_of(job), name,
+                            master, res);
 }
 
 static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -373,11 +603,15 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 .master = s->master[0] ? s->master : NULL,
                 .nomaster = s->nomaster,
         };
-        struct undo_link *u = calloc(1, sizeof(*u));
+        struct undo_link *u;
         struct nb_link_state before;
         char err[NB_ERRLEN];
         int r, ifindex = 0;
 
+        if ((r = nb_job_check_owned(job, s->name, res)) ||
+            (s->master[0] && (r = recheck_master(job, s->name, s->master, res))))
+                return r;
+        u = calloc(1, sizeof(*u));
         if (!u)
                 return nb_result_set(res, ENOMEM, "link set: out of memory");
         c.has_mac = s->mac[0] && nb_mac_parse(s->mac, c.mac) == 0;
@@ -414,6 +648,8 @@ static int run_delete(struct nb_job *job, const Netbroker__Op *op, Netbroker__Re
         char err[NB_ERRLEN];
         int r;
 
+        if ((r = nb_job_check_owned(job, op->link_delete->name, res)))
+                return r;
         /* The memory first: once deleted, the interface cannot be put back. */
         res->ifname = strdup(op->link_delete->name);
         if (!res->ifname) {

@@ -31,6 +31,15 @@ struct nb_validation {
         char **claims; /* keys ops have claimed (an owner may appear once) */
         size_t n_claims;
         size_t n_rules; /* firewall rules of the ops validated so far */
+        /* The policy's limits for a non-root caller: interfaces it owns now
+         * (counted once, on first use) and those the batch's creates add. */
+        bool owned_counted;
+        unsigned owned, creating;
+        /* State an op file read from the kernel once for the whole batch
+         * (op_firewall.c: the owners' creators); cache_free(cache) runs when
+         * validation ends. */
+        void *cache;
+        void (*cache_free)(void *cache);
 };
 
 #define NB_OP_PARKED 1 /* run(): the op is under way; the job resumes later */
@@ -59,6 +68,14 @@ bool nb_validation_claim(struct nb_validation *v, const char *key);
  * else sets res (ENODEV, EINVAL) and returns its status. (op_link.c) */
 int nb_check_interface(struct nb_validation *v, const char *name, Netbroker__Result *res,
                        const char *what);
+/* A non-root caller owns interface `name` (the kernel keeps the uid it was
+ * made for in its alias) or an earlier op of the batch creates it; else
+ * sets res (EPERM) and returns its status. Root owns everything. */
+int nb_check_owned(struct nb_validation *v, const char *name, Netbroker__Result *res);
+/* The same when the op runs (an op may wait between validation and run,
+ * and the interface of that name may be another by then): for a non-root
+ * caller the interface, if it exists, must be marked as made for it. */
+int nb_job_check_owned(struct nb_job *job, const char *name, Netbroker__Result *res);
 
 /* For batched ops: is this the batch's last op of its kind, and a slot for
  * the state they share. When the job ends, before its reply, finish(job,

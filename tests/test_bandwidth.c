@@ -403,12 +403,15 @@ START_TEST(test_the_ifb_goes_with_its_interface)
         free(tu_sh("ip link del h1"));
         ck_assert_msg(gone_soon(other), "%s outlived h1 (deleted by ip link)", other);
         /* Left while no helper ran: the next one removes it at start-up,
-         * and leaves an IFB whose interface is still there. */
+         * and leaves an IFB whose interface is still there. Made as the
+         * helper makes IFBs, with its mark: the sweep deletes nothing else
+         * (tests/test_policy.c). */
         nb_close(c);
         snprintf(lo_ifb, sizeof(lo_ifb), "nbifb%s", tu_link_get("lo", "ifindex"));
         free(tu_sh("ip link add nbifb999999 type ifb && ip link add %s type ifb && "
-                   "ip link add nbifbx type ifb && ip link set nbifbx group %u",
-                   lo_ifb, 0x4e424446u));
+                   "ip link add nbifbx type ifb && ip link set nbifbx group %u && "
+                   "for d in nbifb999999 %s nbifbx; do ip link set $d alias netbroker:ifb; done",
+                   lo_ifb, 0x4e424446u, lo_ifb));
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);

@@ -800,7 +800,7 @@ START_TEST(test_installed_chains_hooks_comment_and_rules_are_what_was_asked)
         ck_assert_uint_eq(chains_with_prefix(s, ""), 10);
         snprintf(line, sizeof(line),
                  "vnet0/from hook=ingress type=filter prio=0 policy=accept "
-                 "comment=\"netbroker %s vnet0 21\" dev=vnet0 rules=5: "
+                 "comment=\"netbroker %s vnet0 21 uid=0\" dev=vnet0 rules=5: "
                  "jump vnet0/from/no-mac-spoofing; jump vnet0/from/no-ip-spoofing; "
                  "jump vnet0/from/no-arp-spoofing; jump vnet0/from/clean-traffic; "
                  "jump vnet0/from/no-other-l2-traffic",
@@ -808,7 +808,7 @@ START_TEST(test_installed_chains_hooks_comment_and_rules_are_what_was_asked)
         assert_has_line(s, line);
         snprintf(line, sizeof(line),
                  "vnet0/to hook=egress type=filter prio=0 policy=accept "
-                 "comment=\"netbroker %s vnet0 21\" dev=vnet0 rules=3: "
+                 "comment=\"netbroker %s vnet0 21 uid=0\" dev=vnet0 rules=3: "
                  "jump vnet0/to/no-promisc; jump vnet0/to/clean-traffic; "
                  "jump vnet0/to/no-other-l2-traffic",
                  hash);
@@ -1342,7 +1342,7 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
                 char line[512];
                 snprintf(line, sizeof(line),
                          "fw099/to hook=egress type=filter prio=0 policy=accept "
-                         "comment=\"netbroker %s fw099 21\" dev=fw099 rules=3: "
+                         "comment=\"netbroker %s fw099 21 uid=0\" dev=fw099 rules=3: "
                          "jump fw099/to/no-promisc; jump fw099/to/clean-traffic; "
                          "jump fw099/to/no-other-l2-traffic",
                          hashes[99]);
@@ -1667,7 +1667,7 @@ START_TEST(test_list_reads_back_what_apply_returned_and_remove_takes_one_owner)
         s = nft_summary();
         for (size_t i = 0; i < 3; i++) {
                 char needle[128];
-                snprintf(needle, sizeof(needle), "comment=\"netbroker %s %s %u\" dev=%s ",
+                snprintf(needle, sizeof(needle), "comment=\"netbroker %s %s %u uid=0\" dev=%s ",
                          a[i].hash, a[i].ifname, a[i].rules, a[i].ifname);
                 ck_assert_msg(strstr(s, needle), "no '%s' in:%s", needle, s);
         }

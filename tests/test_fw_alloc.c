@@ -105,7 +105,7 @@ static bool transaction(struct nb_fw *fw, unsigned long fail_at, bool apply)
                 if (apply)
                         bad = failed("txn_apply", fail_at, nb_fw_txn_apply(t, &s, &a, err), err);
                 else if (i == 0)
-                        bad = failed("txn_remove", fail_at, nb_fw_txn_remove(t, names[i][0], err),
+                        bad = failed("txn_remove", fail_at, nb_fw_txn_remove(t, names[i][0], NULL, err),
                                      err);
         }
         err[0] = '\0';

@@ -11,3 +11,4 @@ Suite *firewall_suite(void);
 Suite *bandwidth_suite(void);
 Suite *limits_suite(void);
 Suite *hostile_suite(void);
+Suite *policy_suite(void);

@@ -6,3 +6,4 @@
 TCase *fw_unit_tcase(void);
 TCase *fw_client_tcase(void);
 TCase *mac_tcase(void);
+TCase *policy_unit_tcase(void);

@@ -30,6 +30,8 @@ struct fake_if {
         struct nb_link_state st;
         char peer[IFNAMSIZ]; /* a veth's other end in this namespace */
         struct nb_bw_limits bw;
+        bool owned; /* made by the helper for uid owner (its owner mark) */
+        uid_t owner;
         struct fake_if *next;
 };
 
@@ -38,6 +40,7 @@ struct fake_owner {
         char ifname[IFNAMSIZ];
         char hash[NB_FW_HASH_HEX];
         unsigned rules;
+        uid_t uid;
         struct fake_owner *next;
 };
 
@@ -225,15 +228,15 @@ size_t nb_fake_describe(char *buf, size_t len)
                 const struct nb_bw_rate *i = &f->bw.in, *o = &f->bw.out;
                 at = put(buf, len, at,
                          "%d %s %s up=%d mtu=%u mac=%02x:%02x:%02x:%02x:%02x:%02x master=%d "
-                         "peer=%s bw=%u/%u/%u/%u,%u/%u/%u\n",
+                         "peer=%s bw=%u/%u/%u/%u,%u/%u/%u owner=%ld\n",
                          f->ifindex, f->name, kind_names[f->kind], f->st.up, f->st.mtu,
                          f->st.mac[0], f->st.mac[1], f->st.mac[2], f->st.mac[3], f->st.mac[4],
                          f->st.mac[5], f->st.master, f->peer, i->average, i->peak, i->burst,
-                         i->floor, o->average, o->peak, o->burst);
+                         i->floor, o->average, o->peak, o->burst, f->owned ? (long)f->owner : -1L);
         }
         for (const struct fake_owner *o = world.owners; o; o = o->next)
-                at = put(buf, len, at, "owner %s on %s hash %s rules %u\n", o->owner, o->ifname,
-                         o->hash, o->rules);
+                at = put(buf, len, at, "owner %s on %s hash %s rules %u uid %u\n", o->owner,
+                         o->ifname, o->hash, o->rules, (unsigned)o->uid);
         return at;
 }
 
@@ -291,6 +294,29 @@ int nb_link_exists(struct nb_links *l, const char *name)
         return find_if(name) != NULL;
 }
 
+int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret)
+{
+        struct fake_if *f = find_if(name);
+
+        (void)l;
+        if (!f)
+                return -ENODEV;
+        if (!f->owned)
+                return -ENOENT;
+        *ret = f->owner;
+        return 0;
+}
+
+unsigned nb_links_owned_by(struct nb_links *l, uid_t uid)
+{
+        unsigned n = 0;
+
+        (void)l;
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                n += f->owned && f->owner == uid;
+        return n;
+}
+
 /* A free name for a create: the template's next name from the allocator,
  * or the explicit name if nothing has it. */
 static int claim_name(const char *name, char ret[IFNAMSIZ], char *err)
@@ -314,9 +340,9 @@ static int claim_name(const char *name, char ret[IFNAMSIZ], char *err)
         return r;
 }
 
-/* Make the interface, or give its name back. */
-static int create(const char *name, enum fake_kind kind, unsigned nfds, struct nb_link_made *ret,
-                  char *err)
+/* Make the interface, marked as made for creator, or give its name back. */
+static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t creator,
+                  struct nb_link_made *ret, char *err)
 {
         char ifname[IFNAMSIZ];
         struct fake_if *f;
@@ -335,6 +361,8 @@ static int create(const char *name, enum fake_kind kind, unsigned nfds, struct n
                 r = -ENOMEM;
                 goto fail;
         }
+        f->owned = true;
+        f->owner = creator;
         memset(ret, 0, sizeof(*ret));
         snprintf(ret->ifname, sizeof(ret->ifname), "%s", ifname);
         ret->ifindex = f->ifindex;
@@ -363,7 +391,7 @@ int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct n
                 errf(err, NB_ERRLEN, "%u queues", s->queues);
                 return -EINVAL;
         }
-        return create(s->name, K_TAP, s->queues ? s->queues : 1, ret, err);
+        return create(s->name, K_TAP, s->queues ? s->queues : 1, s->creator, ret, err);
 }
 
 int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
@@ -377,7 +405,7 @@ int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
                 errf(err, NB_ERRLEN, "no interface %s", s->parent);
                 return -ENODEV;
         }
-        r = create(s->name, s->tap ? K_MACVTAP : K_MACVLAN, s->tap ? 1 : 0, ret, err);
+        r = create(s->name, s->tap ? K_MACVTAP : K_MACVLAN, s->tap ? 1 : 0, s->creator, ret, err);
         if (r == 0 && s->has_mac && (f = find_if(ret->ifname)))
                 memcpy(f->st.mac, s->mac, 6);
         return r;
@@ -394,7 +422,7 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
                 errf(err, NB_ERRLEN, "%s exists", s->peer);
                 return -EEXIST;
         }
-        r = create(s->name, K_VETH, 0, ret, err);
+        r = create(s->name, K_VETH, 0, s->creator, ret, err);
         if (r < 0)
                 return r;
         snprintf(ret->peer, sizeof(ret->peer), "%s", s->peer);
@@ -409,13 +437,16 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
         }
         snprintf(f->peer, sizeof(f->peer), "%s", p->name);
         snprintf(p->peer, sizeof(p->peer), "%s", f->name);
+        p->owned = true;
+        p->owner = s->creator;
         return 0;
 }
 
-int nb_link_bridge_create(struct nb_links *l, const char *name, struct nb_link_made *ret, char *err)
+int nb_link_bridge_create(struct nb_links *l, const char *name, uid_t creator,
+                          struct nb_link_made *ret, char *err)
 {
         (void)l;
-        return create(name, K_BRIDGE, 0, ret, err);
+        return create(name, K_BRIDGE, 0, creator, ret, err);
 }
 
 int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err)
@@ -634,7 +665,7 @@ void nb_fw_txn_free(struct nb_fw_txn *t)
 }
 
 static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char *ifname,
-                 const struct nb_fw_applied *a, char *err)
+                 const struct nb_fw_applied *a, uid_t uid, char *err)
 {
         struct txn_op *op = calloc(1, sizeof(*op));
         struct fake_owner *rec = calloc(1, sizeof(*rec));
@@ -650,6 +681,7 @@ static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char
                 snprintf(rec->ifname, sizeof(rec->ifname), "%s", ifname);
                 memcpy(rec->hash, a->hash, sizeof(rec->hash));
                 rec->rules = a->rules;
+                rec->uid = uid;
         }
         op->remove = remove;
         op->rec = rec;
@@ -674,24 +706,34 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
         if (r < 0)
                 return r;
         o = find_owner(s->owner);
+        if (o && s->own_only && o->uid != s->uid) {
+                errf(err, NB_FW_ERRLEN, "owner %s was made for uid %u", s->owner, (unsigned)o->uid);
+                return -EPERM;
+        }
         if (s->ensure && o && strcmp(o->hash, a.hash) == 0 && strcmp(o->ifname, s->ifname) == 0) {
                 a.unchanged = true;
                 *ret = a;
                 return 0;
         }
-        r = queue(t, false, s->owner, s->ifname, &a, err);
+        r = queue(t, false, s->owner, s->ifname, &a, s->uid, err);
         if (r == 0)
                 *ret = a;
         return r;
 }
 
-int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, char *err)
+int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
 {
-        if (!find_owner(owner)) {
+        struct fake_owner *o = find_owner(owner);
+
+        if (!o) {
                 errf(err, NB_FW_ERRLEN, "owner %s has no rules", owner);
                 return -ENOENT;
         }
-        return queue(t, true, owner, NULL, NULL, err);
+        if (only_for && o->uid != *only_for) {
+                errf(err, NB_FW_ERRLEN, "owner %s was made for uid %u", owner, (unsigned)o->uid);
+                return -EPERM;
+        }
+        return queue(t, true, owner, NULL, NULL, 0, err);
 }
 
 static void unlink_owner(const char *owner)
@@ -735,7 +777,7 @@ int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
 {
         (void)fw;
         for (const struct fake_owner *o = world.owners; o; o = o->next) {
-                struct nb_fw_owner_info info = {.rules = o->rules};
+                struct nb_fw_owner_info info = {.rules = o->rules, .uid = o->uid};
                 int r;
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
                 snprintf(info.ifname, sizeof(info.ifname), "%s", o->ifname);

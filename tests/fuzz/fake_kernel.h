@@ -9,6 +9,8 @@
  * The world it starts from (nb_fake_reset):
  *   lo(1)  eth0(2)  br0(3, bridge)  vnet0(4, tap, limits in and out,
  *   firewall owner "guest0")  macvtap0(5, on eth0)  fail0(6)
+ * None of them carries an owner mark (only root may change them); what the
+ * helper makes is marked for the uid that asked, and "guest0" is root's.
  * Anything named "fail..." (an interface, an owner, a program path
  * containing "fail") makes the operation on it fail with EIO, so failures
  * and their undo are reachable from a request. Programs: ".../false" exits

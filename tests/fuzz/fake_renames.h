@@ -24,6 +24,8 @@
 #define nb_link_delete nb_real_link_delete
 #define nb_link_is_macvtap nb_real_link_is_macvtap
 #define nb_link_exists nb_real_link_exists
+#define nb_link_owner nb_real_link_owner
+#define nb_links_owned_by nb_real_links_owned_by
 #define nb_link_get_state nb_real_link_get_state
 #define nb_link_restore nb_real_link_restore
 

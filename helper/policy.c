@@ -1,0 +1,489 @@
+/* The policy model: parsing of [policy ...] sections and the answers the
+ * dispatcher and the op files ask for; see policy.h. */
+#include "policy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "names.h"
+
+/* Ops a section may grant, by the name of their handler (dispatch.c), in
+ * the order of the bits of nb_policy_section.ops. */
+static const char *const grantable[] = {
+        "tap_create",      "macvtap_create", "macvlan_create",  "veth_create",
+        "bridge_create",   "link_set",       "link_delete",     "firewall_apply",
+        "firewall_remove", "bandwidth_set",  "bandwidth_clear", "exec",
+};
+#define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
+#define OP_BIT(i) (1u << (i))
+/* The first five make interfaces: they need name_prefixes. */
+#define CREATE_OPS 0x1fu
+#define EXEC_OP OP_BIT(11)
+
+/* Reading only: every admitted caller may look (its own firewall owners
+ * only, op_firewall.c). */
+static const char *const always[] = {"ping", "stats", "names_dump", "firewall_list"};
+#define N_ALWAYS (sizeof(always) / sizeof(*always))
+
+const char *const nb_policy_mode_names[4] = {"bridge", "vepa", "private", "passthru"};
+/* Without a macvlan_modes key: every mode but passthru, which hands the
+ * whole uplink (and every frame on it) to the caller. */
+#define DEFAULT_MODES 0x7u
+
+static void whyf(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void whyf(char *why, size_t len, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+}
+
+static void section_free(struct nb_policy_section *s)
+{
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n_exec; i++)
+                free(s->exec[i]);
+        free(s);
+}
+
+void nb_policy_free(struct nb_policy *p)
+{
+        for (size_t i = 0; i < p->n; i++)
+                section_free(p->sections[i]);
+        free(p->sections);
+        for (size_t i = 0; i < p->n_files; i++)
+                free(p->files[i]);
+        free(p->files);
+        memset(p, 0, sizeof(*p));
+}
+
+/* ---- reading ---- */
+
+static int parse_id(const char *w, unsigned *ret)
+{
+        char *end;
+        unsigned long long n;
+
+        if (!isdigit((unsigned char)*w))
+                return -EINVAL;
+        errno = 0;
+        n = strtoull(w, &end, 10);
+        /* (uid_t)-1 means "no change" to the kernel: never an identity. */
+        if (errno || *end || n > (uid_t)-2)
+                return -ERANGE;
+        *ret = (unsigned)n;
+        return 0;
+}
+
+/* The file name, kept once for all the sections read from it. */
+static const char *intern_file(struct nb_policy *p, const char *file)
+{
+        char **grown;
+
+        if (p->n_files && strcmp(p->files[p->n_files - 1], file) == 0)
+                return p->files[p->n_files - 1];
+        grown = realloc(p->files, (p->n_files + 1) * sizeof(*grown));
+        if (!grown)
+                return NULL;
+        p->files = grown;
+        grown[p->n_files] = strdup(file);
+        return grown[p->n_files] ? grown[p->n_files++] : NULL;
+}
+
+/* kind and name of "policy KIND NAME" to a uid or gid. */
+static int resolve(const char *kind, const char *name, bool *ret_group, unsigned *ret_id, char *why,
+                   size_t len)
+{
+        bool group = strcmp(kind, "gid") == 0 || strcmp(kind, "group") == 0;
+        struct passwd *pw;
+        struct group *gr;
+
+        if (strcmp(kind, "uid") == 0 || strcmp(kind, "gid") == 0) {
+                if (parse_id(name, ret_id) < 0) {
+                        whyf(why, len, "[policy %s %s]: not a numeric %s", kind, name, kind);
+                        return -EINVAL;
+                }
+        } else if (strcmp(kind, "user") == 0) {
+                pw = getpwnam(name);
+                if (!pw) {
+                        whyf(why, len, "[policy user %s]: no such user", name);
+                        return -ENOENT;
+                }
+                *ret_id = pw->pw_uid;
+        } else if (strcmp(kind, "group") == 0) {
+                gr = getgrnam(name);
+                if (!gr) {
+                        whyf(why, len, "[policy group %s]: no such group", name);
+                        return -ENOENT;
+                }
+                *ret_id = gr->gr_gid;
+        } else {
+                whyf(why, len, "[policy %s ...]: expected uid, user, gid or group", kind);
+                return -EINVAL;
+        }
+        *ret_group = group;
+        return 0;
+}
+
+int nb_policy_begin(struct nb_policy *p, const char *header, const char *file, unsigned line,
+                    char *why, size_t len)
+{
+        char words[3][64], extra[2];
+        struct nb_policy_section *s, **grown;
+        bool group = false;
+        unsigned id = 0;
+        int r;
+
+        if (sscanf(header, "%63s %63s %63s %1s", words[0], words[1], words[2], extra) != 3 ||
+            strcmp(words[0], "policy") != 0) {
+                whyf(why, len,
+                     "[%s]: unknown section (expected [policy uid N], [policy user NAME], "
+                     "[policy gid N] or [policy group NAME])",
+                     header);
+                return -EINVAL;
+        }
+        r = resolve(words[1], words[2], &group, &id, why, len);
+        if (r < 0)
+                return r;
+        if (!group && id == 0) {
+                whyf(why, len,
+                     "[policy %s %s]: root (uid 0) is allowed everything; a policy for it would "
+                     "mean nothing",
+                     words[1], words[2]);
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < p->n; i++)
+                if (p->sections[i]->is_group == group && p->sections[i]->id == id) {
+                        whyf(why, len, "[policy %s %s]: %s %u has a section already, at %s:%u",
+                             words[1], words[2], group ? "gid" : "uid", id, p->sections[i]->file,
+                             p->sections[i]->line);
+                        return -EEXIST;
+                }
+        s = calloc(1, sizeof(*s));
+        grown = s ? realloc(p->sections, (p->n + 1) * sizeof(*grown)) : NULL;
+        if (grown)
+                p->sections = grown;
+        if (!grown || !(s->file = intern_file(p, file))) {
+                free(s);
+                whyf(why, len, "out of memory");
+                return -ENOMEM;
+        }
+        s->is_group = group;
+        s->id = id;
+        snprintf(s->label, sizeof(s->label), "policy %s %s", words[1], words[2]);
+        s->line = line;
+        s->modes = DEFAULT_MODES;
+        s->max_devices = NB_POLICY_DEFAULT_MAX_DEVICES;
+        p->sections[p->n++] = s;
+        return 0;
+}
+
+static int set_ops(struct nb_policy_section *s, char *v, unsigned line, char *why, size_t len)
+{
+        char *save = NULL;
+
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                size_t i;
+                bool known = false;
+                for (i = 0; i < N_ALWAYS; i++)
+                        known |= strcmp(w, always[i]) == 0;
+                if (known)
+                        continue; /* needs no grant; harmless to name */
+                for (i = 0; i < N_GRANTABLE && strcmp(w, grantable[i]) != 0; i++)
+                        ;
+                if (i == N_GRANTABLE) {
+                        whyf(why, len,
+                             "ops: unknown operation '%s' (tap_create macvtap_create "
+                             "macvlan_create veth_create bridge_create link_set link_delete "
+                             "firewall_apply firewall_remove bandwidth_set bandwidth_clear exec)",
+                             w);
+                        return -EINVAL;
+                }
+                if ((CREATE_OPS & OP_BIT(i)) && !s->create_line)
+                        s->create_line = line;
+                if (OP_BIT(i) == EXEC_OP && !s->exec_op_line)
+                        s->exec_op_line = line;
+                s->ops |= OP_BIT(i);
+        }
+        return 0;
+}
+
+static int set_names(char (*names)[IFNAMSIZ], size_t *n, const char *key, char *v, char *why,
+                     size_t len)
+{
+        char *save = NULL;
+
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (!nb_ifname_valid(w)) {
+                        whyf(why, len,
+                             "%s: '%s' is not an interface name (1-15 bytes, no '/', ':' or "
+                             "white space)",
+                             key, w);
+                        return -EINVAL;
+                }
+                if (*n >= NB_POLICY_MAX_NAMES) {
+                        whyf(why, len, "%s: more than %d names", key, NB_POLICY_MAX_NAMES);
+                        return -E2BIG;
+                }
+                snprintf(names[(*n)++], IFNAMSIZ, "%s", w);
+        }
+        return 0;
+}
+
+static int set_modes(struct nb_policy_section *s, char *v, char *why, size_t len)
+{
+        char *save = NULL;
+
+        if (!s->modes_set)
+                s->modes = 0;
+        s->modes_set = true;
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                unsigned m;
+                for (m = 0; m < 4 && strcmp(w, nb_policy_mode_names[m]) != 0; m++)
+                        ;
+                if (m == 4) {
+                        whyf(why, len,
+                             "macvlan_modes: unknown mode '%s' (bridge, vepa, private or "
+                             "passthru)",
+                             w);
+                        return -EINVAL;
+                }
+                s->modes |= 1u << m;
+        }
+        return 0;
+}
+
+static int set_exec(struct nb_policy_section *s, char *v, unsigned line, char *why, size_t len)
+{
+        char *save = NULL;
+
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (w[0] != '/') {
+                        whyf(why, len, "exec: '%s' is not an absolute path", w);
+                        return -EINVAL;
+                }
+                if (s->n_exec >= NB_POLICY_MAX_PROGRAMS) {
+                        whyf(why, len, "exec: more than %d programs", NB_POLICY_MAX_PROGRAMS);
+                        return -E2BIG;
+                }
+                s->exec[s->n_exec] = strdup(w);
+                if (!s->exec[s->n_exec]) {
+                        whyf(why, len, "out of memory");
+                        return -ENOMEM;
+                }
+                s->exec_line[s->n_exec++] = line;
+        }
+        return 0;
+}
+
+int nb_policy_set(struct nb_policy *p, const char *key, char *v, unsigned line, char *why,
+                  size_t len)
+{
+        struct nb_policy_section *s = p->n ? p->sections[p->n - 1] : NULL;
+        unsigned n;
+
+        if (!s) {
+                whyf(why, len, "%s: only [policy ...] sections belong here", key);
+                return -EINVAL;
+        }
+        if (strcmp(key, "ops") == 0)
+                return set_ops(s, v, line, why, len);
+        if (strcmp(key, "bridges") == 0)
+                return set_names(s->bridges, &s->n_bridges, key, v, why, len);
+        if (strcmp(key, "parents") == 0)
+                return set_names(s->parents, &s->n_parents, key, v, why, len);
+        if (strcmp(key, "name_prefixes") == 0)
+                return set_names(s->prefixes, &s->n_prefixes, key, v, why, len);
+        if (strcmp(key, "macvlan_modes") == 0)
+                return set_modes(s, v, why, len);
+        if (strcmp(key, "exec") == 0)
+                return set_exec(s, v, line, why, len);
+        if (strcmp(key, "max_devices") == 0) {
+                if (parse_id(v, &n) < 0 || n > 65535) {
+                        whyf(why, len, "max_devices: expected a number from 0 to 65535");
+                        return -ERANGE;
+                }
+                s->max_devices = n;
+                return 0;
+        }
+        if (strcmp(key, "netns") == 0) {
+                if (strcmp(v, "own") != 0 && strcmp(v, "none") != 0) {
+                        whyf(why, len, "netns: expected own or none");
+                        return -EINVAL;
+                }
+                s->netns_own = strcmp(v, "own") == 0;
+                return 0;
+        }
+        whyf(why, len,
+             "%s: not a key of a [policy] section (ops, bridges, parents, macvlan_modes, "
+             "name_prefixes, max_devices, netns, exec); settings of the helper go before the "
+             "first section",
+             key);
+        return -EINVAL;
+}
+
+static int check_section(const struct nb_policy_section *s, const struct nb_config *c, char *err,
+                         size_t len)
+{
+        if ((s->ops & CREATE_OPS) && !s->n_prefixes) {
+                snprintf(err, len,
+                         "%s:%u: ops: interfaces may be created but [%s] has no name_prefixes "
+                         "for their names",
+                         s->file, s->create_line, s->label);
+                return -EINVAL;
+        }
+        if ((s->ops & EXEC_OP) && !s->n_exec) {
+                snprintf(err, len, "%s:%u: ops: exec is granted but [%s] lists no 'exec' programs",
+                         s->file, s->exec_op_line, s->label);
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < s->n_exec; i++) {
+                if (!(s->ops & EXEC_OP)) {
+                        snprintf(err, len,
+                                 "%s:%u: exec: programs are listed but 'exec' is not in 'ops' of "
+                                 "[%s]",
+                                 s->file, s->exec_line[i], s->label);
+                        return -EINVAL;
+                }
+                if (!nb_config_exec_allowed(c, s->exec[i])) {
+                        snprintf(err, len, "%s:%u: exec: %s is not on exec_allow", s->file,
+                                 s->exec_line[i], s->exec[i]);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+int nb_policy_check(const struct nb_policy *p, const struct nb_config *c, char *err, size_t len)
+{
+        for (size_t i = 0; i < p->n; i++) {
+                int r = check_section(p->sections[i], c, err, len);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- queries ---- */
+
+const struct nb_policy_section *nb_policy_for(const struct nb_policy *p, const struct nb_peer *peer)
+{
+        if (nb_peer_is_root(peer))
+                return NULL;
+        for (size_t i = 0; i < p->n; i++)
+                if (!p->sections[i]->is_group && p->sections[i]->id == peer->uid)
+                        return p->sections[i];
+        for (size_t i = 0; i < p->n; i++)
+                if (p->sections[i]->is_group && nb_peer_in_group(peer, p->sections[i]->id))
+                        return p->sections[i];
+        return NULL;
+}
+
+bool nb_policy_admits(const struct nb_policy *p, const struct nb_peer *peer)
+{
+        return nb_policy_for(p, peer) != NULL;
+}
+
+int nb_policy_check_op(const struct nb_policy *p, const struct nb_peer *peer, const char *op,
+                       char *why, size_t len)
+{
+        const struct nb_policy_section *s;
+        size_t i;
+
+        if (nb_peer_is_root(peer))
+                return 0;
+        for (i = 0; i < N_ALWAYS; i++)
+                if (strcmp(op, always[i]) == 0)
+                        return 0;
+        s = nb_policy_for(p, peer);
+        for (i = 0; i < N_GRANTABLE && strcmp(op, grantable[i]) != 0; i++)
+                ;
+        if (s && i < N_GRANTABLE && (s->ops & OP_BIT(i)))
+                return 0;
+        if (!s)
+                whyf(why, len,
+                     "policy: uid %u may not run %s (no [policy] section for uid %u or its "
+                     "groups grants it in 'ops')",
+                     (unsigned)peer->uid, op, (unsigned)peer->uid);
+        else if (i == N_GRANTABLE)
+                whyf(why, len, "policy: uid %u may not run %s (only root may)", (unsigned)peer->uid,
+                     op);
+        else
+                whyf(why, len, "policy: uid %u may not run %s (not in 'ops' of [%s])",
+                     (unsigned)peer->uid, op, s->label);
+        return -EPERM;
+}
+
+int nb_policy_check_exec(const struct nb_policy *p, const struct nb_peer *peer, const char *path,
+                         char *why, size_t len)
+{
+        const struct nb_policy_section *s;
+
+        if (nb_peer_is_root(peer))
+                return 0;
+        s = nb_policy_for(p, peer);
+        for (size_t i = 0; s && i < s->n_exec; i++)
+                if (strcmp(s->exec[i], path) == 0)
+                        return 0;
+        if (s)
+                whyf(why, len, "policy: uid %u may not run %s (not in 'exec' of [%s])",
+                     (unsigned)peer->uid, path, s->label);
+        else
+                whyf(why, len, "policy: uid %u may not run %s (no [policy] section for it)",
+                     (unsigned)peer->uid, path);
+        return -EPERM;
+}
+
+static bool in_names(const char (*names)[IFNAMSIZ], size_t n, const char *name)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(names[i], name) == 0)
+                        return true;
+        return false;
+}
+
+bool nb_policy_may_bridge(const struct nb_policy_section *s, const char *name)
+{
+        return s && in_names(s->bridges, s->n_bridges, name);
+}
+
+bool nb_policy_may_parent(const struct nb_policy_section *s, const char *name)
+{
+        return s && in_names(s->parents, s->n_parents, name);
+}
+
+bool nb_policy_may_mode(const struct nb_policy_section *s, unsigned mode)
+{
+        return s && mode < 4 && (s->modes & (1u << mode));
+}
+
+bool nb_policy_may_name(const struct nb_policy_section *s, const char *name)
+{
+        for (size_t i = 0; s && i < s->n_prefixes; i++)
+                if (strncmp(name, s->prefixes[i], strlen(s->prefixes[i])) == 0)
+                        return true;
+        return false;
+}
+
+void nb_policy_prefixes(const struct nb_policy_section *s, char *buf, size_t len)
+{
+        size_t at = 0;
+
+        if (len)
+                buf[0] = '\0';
+        for (size_t i = 0; s && i < s->n_prefixes && at < len; i++) {
+                int n = snprintf(buf + at, len - at, "%s%s", i ? " " : "", s->prefixes[i]);
+                at += n > 0 ? (size_t)n : 0;
+        }
+}

@@ -105,8 +105,8 @@ static bool transaction(struct nb_fw *fw, unsigned long fail_at, bool apply)
                 if (apply)
                         bad = failed("txn_apply", fail_at, nb_fw_txn_apply(t, &s, &a, err), err);
                 else if (i == 0)
-                        bad = failed("txn_remove", fail_at, nb_fw_txn_remove(t, names[i][0], NULL, err),
-                                     err);
+                        bad = failed("txn_remove", fail_at,
+                                     nb_fw_txn_remove(t, names[i][0], NULL, err), err);
         }
         err[0] = '\0';
         if (!bad)

@@ -14,12 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hostile.h"
 #include "testutil.h"
 #include "tests.h"
 
 /* Send a Request of n ops (and fds with it) on a raw connection. */
-static void send_request(int fd, uint64_t id, Netbroker__Op **ops, size_t n, const int *fds,
-                         size_t nfds)
+void th_send_request(int fd, uint64_t id, Netbroker__Op **ops, size_t n, const int *fds,
+                     size_t nfds)
 {
         Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
         Netbroker__Request req = NETBROKER__REQUEST__INIT;
@@ -34,7 +35,7 @@ static void send_request(int fd, uint64_t id, Netbroker__Op **ops, size_t n, con
 
 /* ---- measuring an attack ---- */
 
-static long rss_kib(pid_t pid)
+long th_rss_kib(pid_t pid)
 {
         char path[64];
         const char *st, *p;
@@ -46,7 +47,7 @@ static long rss_kib(pid_t pid)
 }
 
 /* One Ping round trip on an open connection, in microseconds. */
-static uint64_t ping_us(int fd, uint64_t id)
+uint64_t th_ping_us(int fd, uint64_t id)
 {
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
         Netbroker__Ping ping = NETBROKER__PING__INIT;
@@ -55,7 +56,7 @@ static uint64_t ping_us(int fd, uint64_t id)
 
         op.op_case = NETBROKER__OP__OP_PING;
         op.ping = &ping;
-        send_request(fd, id, ops, 1, NULL, 0);
+        th_send_request(fd, id, ops, 1, NULL, 0);
         r = tu_raw_recv(fd, NULL);
         ck_assert_msg(r && r->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY, "no Ping reply");
         ck_assert_int_eq(r->reply->results[0]->status, 0);
@@ -65,14 +66,14 @@ static uint64_t ping_us(int fd, uint64_t id)
 
 /* The longest Ping a good client (root, its own connection) sees over ms
  * milliseconds, one Ping every 5 ms. */
-static uint64_t worst_ping_us(const struct tu_helper *h, unsigned ms)
+uint64_t th_worst_ping_us(const struct tu_helper *h, unsigned ms)
 {
         int fd = tu_raw_connect(h->sock);
         uint64_t end = tu_now_us() + ms * 1000ull, worst = 0;
 
         tu_raw_hello(fd);
         for (uint64_t id = 1; tu_now_us() < end; id++) {
-                uint64_t t = ping_us(fd, id);
+                uint64_t t = th_ping_us(fd, id);
                 worst = t > worst ? t : worst;
                 usleep(5000);
         }
@@ -81,12 +82,12 @@ static uint64_t worst_ping_us(const struct tu_helper *h, unsigned ms)
 }
 
 /* What an attack did to the helper, for the log (the figures of the note). */
-static void report(const char *attack, const struct tu_helper *h, int fds_before, long rss_before,
-                   long rss_peak, uint64_t worst_ping)
+void th_report(const char *attack, const struct tu_helper *h, int fds_before, long rss_before,
+               long rss_peak, uint64_t worst_ping)
 {
         printf("hostile: %s: helper fds %d -> %d, RSS %ld -> peak %ld -> %ld KiB, "
                "worst Ping of a good client %.1f ms\n",
-               attack, fds_before, tu_fd_count(h->pid), rss_before, rss_peak, rss_kib(h->pid),
+               attack, fds_before, tu_fd_count(h->pid), rss_before, rss_peak, th_rss_kib(h->pid),
                worst_ping / 1000.0);
         fflush(stdout);
 }
@@ -114,7 +115,7 @@ static int exit_status(pid_t pid)
 }
 
 /* A Ping on a new connection is answered. */
-static void assert_serves(const struct tu_helper *h)
+void th_assert_serves(const struct tu_helper *h)
 {
         int fd = tu_raw_connect(h->sock);
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
@@ -125,7 +126,7 @@ static void assert_serves(const struct tu_helper *h)
         tu_raw_hello(fd);
         op.op_case = NETBROKER__OP__OP_PING;
         op.ping = &ping;
-        send_request(fd, 4242, ops, 1, NULL, 0);
+        th_send_request(fd, 4242, ops, 1, NULL, 0);
         r = tu_raw_recv(fd, NULL);
         ck_assert_ptr_nonnull(r);
         ck_assert_int_eq(r->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
@@ -137,15 +138,16 @@ static void assert_serves(const struct tu_helper *h)
 /* A request that returns fds: three taps from a template and two macvtaps
  * on parent, each op's fds sent in a frame of their own before the reply
  * (six frames in all). */
-static void send_fd_request(int fd, const char *parent)
+void th_send_fd_request(int fd, const char *parent, const char *tap_template,
+                        const char *macvtap_template)
 {
         Netbroker__Op op[5], *ops[5];
         Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
         Netbroker__MacvtapCreate mvt = NETBROKER__MACVTAP_CREATE__INIT;
 
-        tap.name = (char *)"nbh%d";
+        tap.name = (char *)tap_template;
         tap.vnet_hdr = true;
-        mvt.name = (char *)"nbhm%d";
+        mvt.name = (char *)macvtap_template;
         mvt.parent = (char *)parent;
         mvt.mode = NETBROKER__MACVLAN_MODE__MACVLAN_MODE_BRIDGE;
         for (int i = 0; i < 5; i++) {
@@ -159,7 +161,7 @@ static void send_fd_request(int fd, const char *parent)
                 }
                 ops[i] = &op[i];
         }
-        send_request(fd, 9, ops, 5, NULL, 0);
+        th_send_request(fd, 9, ops, 5, NULL, 0);
 }
 
 /* The helper has no macvtap left over from the attack (a tap goes with its
@@ -188,7 +190,7 @@ START_TEST(test_close_at_every_step_of_a_fd_request_never_crashes)
                 for (int step = 0; step <= 6; step++) {
                         int fd = tu_raw_connect(h.sock);
                         tu_raw_hello(fd);
-                        send_fd_request(fd, "nbhp0");
+                        th_send_fd_request(fd, "nbhp0", "nbh%d", "nbhm%d");
                         for (int i = 0; i < step; i++) {
                                 Netbroker__ServerMessage *r = tu_raw_recv(fd, NULL);
                                 ck_assert_msg(r, "mode %d step %d: no frame %d", mode, step, i);
@@ -199,11 +201,11 @@ START_TEST(test_close_at_every_step_of_a_fd_request_never_crashes)
                         if (mode == 2)
                                 shutdown(fd, SHUT_WR);
                         close(fd);
-                        assert_serves(&h);
+                        th_assert_serves(&h);
                         delete_macvtaps();
                 }
         tu_assert_fd_count_settles(h.pid, base, 3000);
-        assert_serves(&h);
+        th_assert_serves(&h);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -238,7 +240,7 @@ static int silent_then_again(const char *sock, void *arg)
         usleep(50 * 1000); /* the helper closes its ends from its loop */
         int fd = tu_raw_connect(sock);
         tu_raw_hello(fd);
-        ping_us(fd, 1);
+        th_ping_us(fd, 1);
         close(fd);
         return 0;
 }
@@ -253,12 +255,12 @@ START_TEST(test_silent_connections_are_closed_and_do_not_lock_out_their_uid)
         tu_helper_start(&h, TU_ALLOW "allow_uid = 0 65534\nhello_timeout_ms = 400\n");
         ck_assert_int_eq(chmod(h.sock, 0666), 0);
         fds = tu_fd_count(h.pid);
-        rss = rss_kib(h.pid);
+        rss = th_rss_kib(h.pid);
         child = as_uid(65534, silent_then_again, h.sock, NULL);
-        uint64_t worst = worst_ping_us(&h, 300);
+        uint64_t worst = th_worst_ping_us(&h, 300);
         ck_assert_int_eq(exit_status(child), 0);
-        report("4 silent connections (max_connections_per_uid)", &h, fds, rss, rss_kib(h.pid),
-               worst);
+        th_report("4 silent connections (max_connections_per_uid)", &h, fds, rss, th_rss_kib(h.pid),
+                  worst);
         tu_assert_fd_count_settles(h.pid, fds, 3000);
         tu_helper_stop(&h);
 }
@@ -333,11 +335,11 @@ START_TEST(test_other_uids_cannot_take_the_connections_kept_for_root)
                                      "root_reserved_connections = 3\n");
         ck_assert_int_eq(chmod(h.sock, 0666), 0);
         fds = tu_fd_count(h.pid);
-        rss = rss_kib(h.pid);
+        rss = th_rss_kib(h.pid);
         /* 4 each (max_connections_per_uid): 5 of 8 may be non-root's. */
         ck_assert_uint_eq(start_holder(&a, 65534, 4, h.sock, &pa), 4);
         ck_assert_uint_eq(start_holder(&b, 65533, 4, h.sock, &pb), 1);
-        uint64_t worst = worst_ping_us(&h, 200);
+        uint64_t worst = th_worst_ping_us(&h, 200);
         int r1 = tu_raw_connect(h.sock), r2 = tu_raw_connect(h.sock);
         tu_raw_hello(r1);
         tu_raw_hello(r2);
@@ -347,7 +349,7 @@ START_TEST(test_other_uids_cannot_take_the_connections_kept_for_root)
         close(b.hold[1]);
         ck_assert_int_eq(exit_status(pa), 0);
         ck_assert_int_eq(exit_status(pb), 0);
-        report("2 uids fill the non-root connections", &h, fds, rss, rss_kib(h.pid), worst);
+        th_report("2 uids fill the non-root connections", &h, fds, rss, th_rss_kib(h.pid), worst);
         tu_assert_fd_count_settles(h.pid, fds, 3000);
         tu_helper_stop(&h);
 }
@@ -355,7 +357,7 @@ END_TEST
 
 /* ---- memory: requests piled up, replies never read ---- */
 
-static void send_exec_request(int fd, uint64_t id)
+void th_send_exec_request(int fd, uint64_t id)
 {
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
         Netbroker__Exec e = NETBROKER__EXEC__INIT;
@@ -366,7 +368,7 @@ static void send_exec_request(int fd, uint64_t id)
         e.n_argv = 3;
         op.op_case = NETBROKER__OP__OP_EXEC;
         op.exec = &e;
-        send_request(fd, id, ops, 1, NULL, 0);
+        th_send_request(fd, id, ops, 1, NULL, 0);
 }
 
 /* 200 requests of 1 MiB of output each, pipelined, no reply ever read:
@@ -380,24 +382,24 @@ START_TEST(test_requests_piled_up_unread_stay_within_the_connection_budget)
 
         tu_helper_start(&h, TU_ALLOW);
         fds = tu_fd_count(h.pid);
-        rss = rss_kib(h.pid);
+        rss = th_rss_kib(h.pid);
         bad = tu_raw_connect(h.sock);
         tu_raw_hello(bad);
         fcntl(bad, F_SETFL, O_NONBLOCK);
         for (uint64_t id = 1; id <= 200; id++) {
-                send_exec_request(bad, id);
+                th_send_exec_request(bad, id);
         }
         uint64_t worst = 0;
         for (int i = 0; i < 6; i++) {
-                uint64_t w = worst_ping_us(&h, 250);
-                long r = rss_kib(h.pid);
+                uint64_t w = th_worst_ping_us(&h, 250);
+                long r = th_rss_kib(h.pid);
                 worst = w > worst ? w : worst;
                 peak = r > peak ? r : peak;
         }
         ck_assert_msg(peak - rss < 48 * 1024, "the helper grew by %ld KiB", peak - rss);
         close(bad);
         tu_assert_fd_count_settles(h.pid, fds, 5000);
-        report("200 piped 1 MiB Execs, replies never read", &h, fds, rss, peak, worst);
+        th_report("200 piped 1 MiB Execs, replies never read", &h, fds, rss, peak, worst);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -420,7 +422,7 @@ START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
 
         tu_helper_start(&h, TU_ALLOW);
         fds = tu_fd_count(h.pid);
-        rss = rss_kib(h.pid);
+        rss = th_rss_kib(h.pid);
         bad = tu_raw_connect(h.sock);
         tu_raw_hello(bad);
         tap.name = (char *)"nbf%d";
@@ -430,7 +432,7 @@ START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
                 op[i].tap_create = &tap;
                 ops[i] = &op[i];
         }
-        send_request(bad, 1, ops, 100, NULL, 0);
+        th_send_request(bad, 1, ops, 100, NULL, 0);
         usleep(300 * 1000);
         ck_assert_int_eq(nb_connect(h.sock, &good), 0);
         b = nb_batch_new();
@@ -443,12 +445,12 @@ START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
         nb_results_free(res);
         nb_batch_free(b);
         nb_close(good);
-        uint64_t worst = worst_ping_us(&h, 200);
+        uint64_t worst = th_worst_ping_us(&h, 200);
         worst = took > worst ? took : worst;
         close(bad);
         tu_assert_fd_count_settles(h.pid, fds, 5000);
-        report("100 tap fds never taken (good client's TapCreate counted)", &h, fds, rss,
-               rss_kib(h.pid), worst);
+        th_report("100 tap fds never taken (good client's TapCreate counted)", &h, fds, rss,
+                  th_rss_kib(h.pid), worst);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -480,7 +482,7 @@ static void send_exec_then_veth(int fd, uint64_t id, int nsfd)
         op[0].exec = &e;
         op[1].op_case = NETBROKER__OP__OP_VETH_CREATE;
         op[1].veth_create = &v;
-        send_request(fd, id, ops, 2, &nsfd, 1);
+        th_send_request(fd, id, ops, 2, &nsfd, 1);
 }
 
 START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)
@@ -491,7 +493,7 @@ START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)
 
         tu_helper_start(&h, TU_ALLOW "max_connections_per_uid = 4\nmax_spawns = 1\n");
         fds = tu_fd_count(h.pid);
-        rss = rss_kib(h.pid);
+        rss = th_rss_kib(h.pid);
         for (int c = 0; c < 3; c++) {
                 bad[c] = tu_raw_connect(h.sock);
                 tu_raw_hello(bad[c]);
@@ -500,7 +502,7 @@ START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)
         }
         uint64_t worst = 0;
         for (int i = 0; i < 4; i++) {
-                uint64_t w = worst_ping_us(&h, 200); /* the 4th connection of root */
+                uint64_t w = th_worst_ping_us(&h, 200); /* the 4th connection of root */
                 int n = tu_fd_count(h.pid);
                 worst = w > worst ? w : worst;
                 peak = n > peak ? n : peak;
@@ -510,8 +512,8 @@ START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)
                 close(bad[c]);
         close(nsfd);
         tu_assert_fd_count_settles(h.pid, fds, 10000);
-        report("90 requests holding a netns fd behind a 1 s Exec", &h, fds, rss, rss_kib(h.pid),
-               worst);
+        th_report("90 requests holding a netns fd behind a 1 s Exec", &h, fds, rss,
+                  th_rss_kib(h.pid), worst);
         printf("hostile: ... helper fds peaked at %d of 64\n", peak);
         tu_helper_stop(&h);
 }
@@ -537,7 +539,7 @@ START_TEST(test_a_ping_is_answered_during_another_clients_long_batch)
         tu_veth("nbl0", "nbl1");
         tu_helper_start(&h, TU_ALLOW);
         fds = tu_fd_count(h.pid);
-        rss = rss_kib(h.pid);
+        rss = th_rss_kib(h.pid);
         ck_assert_int_eq(nb_fw_add_no_promisc(rs, "52:54:00:00:00:01"), 0);
         ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:01", ips), 0);
         for (int i = 0; i < 1000; i++) {
@@ -567,7 +569,7 @@ START_TEST(test_a_ping_is_answered_during_another_clients_long_batch)
         }
         close(when[1]);
         usleep(30 * 1000); /* the batch is under way */
-        uint64_t took = ping_us(fd, 1), answered = tu_now_us(), batch_end = 0;
+        uint64_t took = th_ping_us(fd, 1), answered = tu_now_us(), batch_end = 0;
         ck_assert_int_eq(exit_status(batcher), 0);
         ck_assert_int_eq(read(when[0], &batch_end, sizeof(batch_end)), sizeof(batch_end));
         close(when[0]);
@@ -581,7 +583,7 @@ START_TEST(test_a_ping_is_answered_during_another_clients_long_batch)
         nb_close(c);
         nb_batch_free(b);
         nb_fw_ruleset_free(rs);
-        report("a 1,000-owner firewall batch beside", &h, fds, rss, rss_kib(h.pid), took);
+        th_report("a 1,000-owner firewall batch beside", &h, fds, rss, th_rss_kib(h.pid), took);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -606,7 +608,7 @@ static void firewall_request_beside_pings(int n)
 
         tu_helper_start(&h, TU_ALLOW);
         fds = tu_fd_count(h.pid);
-        rss = rss_kib(h.pid);
+        rss = th_rss_kib(h.pid);
         ck_assert_int_eq(nb_fw_add_no_promisc(rs, "52:54:00:00:00:03"), 0);
         ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:03", ips), 0);
         for (int i = 0; i < n; i++) {
@@ -630,7 +632,7 @@ static void firewall_request_beside_pings(int n)
         }
         uint64_t worst = 0;
         for (int i = 0; i < 240 && (done = waitpid(batcher, &status, WNOHANG)) == 0; i++) {
-                uint64_t w = worst_ping_us(&h, 250);
+                uint64_t w = th_worst_ping_us(&h, 250);
                 worst = w > worst ? w : worst;
         }
         if (done == 0)
@@ -639,7 +641,7 @@ static void firewall_request_beside_pings(int n)
         nb_close(c);
         tu_assert_fd_count_settles(h.pid, fds, 3000);
         snprintf(what, sizeof(what), "a %d-guest firewall replace (%d rules) beside", n, 26 * n);
-        report(what, &h, fds, rss, rss_kib(h.pid), worst);
+        th_report(what, &h, fds, rss, th_rss_kib(h.pid), worst);
         nb_batch_free(b);
         nb_fw_ruleset_free(rs);
         tu_helper_stop(&h);
@@ -784,11 +786,11 @@ START_TEST(test_close_during_an_exec_or_a_firewall_batch_never_crashes)
                 kill(client, SIGKILL);
                 exit_status(client);
                 nb_batch_free(b);
-                assert_serves(&h);
+                th_assert_serves(&h);
         }
         tu_assert_fd_count_settles(h.pid, base, 6000);
         ck_assert_int_eq(tu_zombies_of(h.pid), 0);
-        assert_serves(&h);
+        th_assert_serves(&h);
         nb_fw_ruleset_free(rs);
         tu_helper_stop(&h);
 }

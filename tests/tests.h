@@ -11,4 +11,5 @@ Suite *firewall_suite(void);
 Suite *bandwidth_suite(void);
 Suite *limits_suite(void);
 Suite *hostile_suite(void);
+Suite *hostile_user_suite(void);
 Suite *policy_suite(void);

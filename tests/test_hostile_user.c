@@ -1,0 +1,474 @@
+/* The attacks of test_hostile.c again, made by an admitted uid other than
+ * root (65534) whose [policy] section grants what each attack needs: what
+ * the policy allows it must not turn against the helper or against root.
+ * The attacker is a child process that drops to the uid, makes its attack,
+ * says so, and holds what it took until the test lets it go; the test
+ * measures the helper and a good client (root) meanwhile. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hostile.h"
+#include "testutil.h"
+#include "tests.h"
+
+#define NOBODY 65534
+
+/* What uid 65534 may do in these tests. */
+#define USER_POLICY                                                                                \
+        "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
+        "[policy uid 65534]\n"                                                                     \
+        "ops = tap_create macvtap_create link_delete firewall_apply firewall_remove exec\n"        \
+        "parents = nbup0\n"                                                                        \
+        "name_prefixes = nbu\n"                                                                    \
+        "max_devices = 400\n"                                                                      \
+        "exec = /bin/sh /bin/sleep /bin/true\n"
+
+struct attacker {
+        pid_t pid;
+        int ready, hold; /* our ends: the attack's word, and its leash */
+};
+
+/* An attack: runs as uid 65534, returns 0 when it was made (a non-zero
+ * value names what went wrong). What it opened stays open until the test
+ * lets the attacker go. */
+typedef int (*attack_fn)(const char *sock, void *arg);
+
+static void attack_start(struct attacker *a, const struct tu_helper *h, attack_fn fn, void *arg)
+{
+        int ready[2], hold[2];
+        unsigned char word = 0;
+
+        ck_assert_int_eq(chmod(h->sock, 0666), 0);
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(hold, O_CLOEXEC), 0);
+        a->pid = fork();
+        ck_assert_int_ge(a->pid, 0);
+        if (a->pid == 0) {
+                char c;
+                close(ready[0]);
+                close(hold[1]);
+                if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+                        _exit(100);
+                word = (unsigned char)fn(h->sock, arg);
+                if (write(ready[1], &word, 1) != 1)
+                        _exit(101);
+                while (read(hold[0], &c, 1) > 0)
+                        ;
+                _exit(word);
+        }
+        close(ready[1]);
+        close(hold[0]);
+        a->ready = ready[0];
+        a->hold = hold[1];
+        ck_assert_int_eq(read(a->ready, &word, 1), 1);
+        ck_assert_msg(word == 0, "the attack could not be made (%u)", word);
+}
+
+/* Let the attacker go: it exits, and the kernel closes all it held. */
+static void attack_end(struct attacker *a)
+{
+        int status;
+
+        close(a->hold);
+        close(a->ready);
+        ck_assert_int_eq(waitpid(a->pid, &status, 0), a->pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "attacker status %d", status);
+}
+
+static Netbroker__ServerMessage *recv_msg(int fd)
+{
+        return tu_raw_recv(fd, NULL);
+}
+
+/* ---- closing at every step ---- */
+
+static int close_at_every_step(const char *sock, void *arg)
+{
+        (void)arg;
+        for (int mode = 0; mode < 3; mode++)
+                for (int step = 0; step <= 6; step++) {
+                        int fd = tu_raw_connect(sock), probe;
+                        tu_raw_hello(fd);
+                        th_send_fd_request(fd, "nbup0", "nbu%d", "nbum%d");
+                        for (int i = 0; i < step; i++) {
+                                Netbroker__ServerMessage *r = recv_msg(fd);
+                                if (!r)
+                                        return 1;
+                                netbroker__server_message__free_unpacked(r, NULL);
+                        }
+                        if (mode == 1)
+                                shutdown(fd, SHUT_RDWR);
+                        if (mode == 2)
+                                shutdown(fd, SHUT_WR);
+                        close(fd);
+                        probe = tu_raw_connect(sock);
+                        tu_raw_hello(probe);
+                        th_ping_us(probe, 1);
+                        close(probe);
+                }
+        return 0;
+}
+
+START_TEST(test_user_closing_at_every_step_never_crashes_the_helper)
+{
+        struct tu_helper h;
+        struct attacker a;
+        int fds;
+
+        tu_veth("nbup0", "nbup1");
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, close_at_every_step, NULL);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 3000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- fds never taken ---- */
+
+static int taps_never_read(const char *sock, void *arg)
+{
+        Netbroker__Op op[100], *ops[100];
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+        int fd = tu_raw_connect(sock);
+
+        (void)arg;
+        tu_raw_hello(fd);
+        tap.name = (char *)"nbu%d";
+        for (int i = 0; i < 100; i++) {
+                netbroker__op__init(&op[i]);
+                op[i].op_case = NETBROKER__OP__OP_TAP_CREATE;
+                op[i].tap_create = &tap;
+                ops[i] = &op[i];
+        }
+        th_send_request(fd, 1, ops, 100, NULL, 0);
+        usleep(300 * 1000);
+        return 0; /* fd stays open, never read */
+}
+
+START_TEST(test_user_that_never_takes_its_fds_delays_no_one)
+{
+        struct tu_helper h;
+        struct attacker a;
+        nb_conn *good;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        long rss;
+        int fds;
+
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        rss = th_rss_kib(h.pid);
+        attack_start(&a, &h, taps_never_read, NULL);
+        ck_assert_int_eq(nb_connect(h.sock, &good), 0);
+        nb_batch_tap_create(b, "nbgood%d", NULL);
+        uint64_t t0 = tu_now_us();
+        ck_assert_int_eq(nb_submit(good, b, &res), 0);
+        uint64_t took = tu_now_us() - t0;
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_msg(took < 2000000, "root's TapCreate waited %llu us", (unsigned long long)took);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(good);
+        uint64_t worst = th_worst_ping_us(&h, 200);
+        th_report("uid 65534: 100 tap fds never taken (root's TapCreate counted)", &h, fds, rss,
+                  th_rss_kib(h.pid), took > worst ? took : worst);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- memory ---- */
+
+static int execs_piled_up(const char *sock, void *arg)
+{
+        int fd = tu_raw_connect(sock);
+
+        (void)arg;
+        tu_raw_hello(fd);
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        for (uint64_t id = 1; id <= 200; id++)
+                th_send_exec_request(fd, id);
+        return 0;
+}
+
+START_TEST(test_user_piling_up_unread_execs_stays_within_the_budget)
+{
+        struct tu_helper h;
+        struct attacker a;
+        long rss, peak = 0;
+        uint64_t worst = 0;
+        int fds;
+
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        rss = th_rss_kib(h.pid);
+        attack_start(&a, &h, execs_piled_up, NULL);
+        for (int i = 0; i < 6; i++) {
+                uint64_t w = th_worst_ping_us(&h, 250);
+                long r = th_rss_kib(h.pid);
+                worst = w > worst ? w : worst;
+                peak = r > peak ? r : peak;
+        }
+        ck_assert_msg(peak - rss < 48 * 1024, "the helper grew by %ld KiB", peak - rss);
+        th_report("uid 65534: 200 piped 1 MiB Execs, replies never read", &h, fds, rss, peak,
+                  worst);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- spawn slots ---- */
+
+/* uid 65534 starts two 3 s programs (its max_spawns_per_uid) on two
+ * connections; a third is refused at once; root's Exec still runs at once
+ * in the slot kept for it. */
+static int spawns_held(const char *sock, void *arg)
+{
+        int fd[3];
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        char *argv[] = {(char *)"/bin/sleep", (char *)"3"};
+        Netbroker__ServerMessage *r;
+        int ok;
+
+        (void)arg;
+        e.path = (char *)"/bin/sleep";
+        e.argv = argv;
+        e.n_argv = 2;
+        op.op_case = NETBROKER__OP__OP_EXEC;
+        op.exec = &e;
+        for (int i = 0; i < 3; i++) {
+                fd[i] = tu_raw_connect(sock);
+                tu_raw_hello(fd[i]);
+                th_send_request(fd[i], (uint64_t)i + 1, ops, 1, NULL, 0);
+                usleep(50 * 1000);
+        }
+        r = recv_msg(fd[2]);
+        ok = r && r->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY &&
+             r->reply->results[0]->status == EAGAIN &&
+             strstr(r->reply->results[0]->message, "max_spawns_per_uid");
+        if (r)
+                netbroker__server_message__free_unpacked(r, NULL);
+        return ok ? 0 : 1;
+}
+
+START_TEST(test_user_holding_its_spawn_share_leaves_roots_slot)
+{
+        struct tu_helper h;
+        struct attacker a;
+        nb_conn *c;
+        nb_results *res;
+        uint64_t t0;
+
+        tu_helper_start(&h, TU_ALLOW "max_spawns = 3\nroot_reserved_spawns = 1\n" USER_POLICY);
+        attack_start(&a, &h, spawns_held, NULL);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        t0 = tu_now_us();
+        res = tu_exec1(c, "/bin/true", NULL, NULL, NULL, 0);
+        uint64_t took = tu_now_us() - t0;
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_msg(took < 1500000, "root's Exec waited %llu us", (unsigned long long)took);
+        printf("hostile: uid 65534 holds its 2 spawn slots: root's Exec took %.1f ms\n",
+               took / 1000.0);
+        nb_results_free(res);
+        nb_close(c);
+        attack_end(&a);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- the firewall work one request may make ---- */
+
+static int too_many_rules(const char *sock, void *arg)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule rule = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+        int ok;
+
+        (void)arg;
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        for (int i = 0; i < 4097; i++)
+                nb_fw_rule_add(rs, &rule);
+        nb_batch_tap_create(b, "nbu0", NULL);
+        nb_batch_firewall_apply(b, "u0", "nbu0", rs, NB_FW_REPLACE);
+        if (nb_submit(c, b, &res) != 0)
+                return 2;
+        ok = nb_result_status(res, 1) == -E2BIG &&
+             strstr(nb_result_message(res, 1), "max_rules_per_request_nonroot") &&
+             nb_result_status(res, 0) == -ECANCELED;
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+        return ok ? 0 : 3;
+}
+
+START_TEST(test_user_request_over_its_rule_cap_is_refused_and_changes_nothing)
+{
+        struct tu_helper h;
+        struct attacker a;
+        char *before, *after;
+
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        before = tu_sh("nft list ruleset; ip -o link show | cut -d' ' -f2");
+        attack_start(&a, &h, too_many_rules, NULL);
+        attack_end(&a);
+        after = tu_sh("nft list ruleset; ip -o link show | cut -d' ' -f2");
+        ck_assert_str_eq(before, after);
+        free(before);
+        free(after);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The largest firewall request uid 65534 may make (157 guests of
+ * no-promisc + clean-traffic on a tap of its own, 4,082 rules): root's
+ * Pings meanwhile are answered; the worst is printed. */
+static int largest_user_batch(const char *sock, void *arg)
+{
+        const char *ips[] = {"192.0.2.10", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        uint64_t *took = arg, t0;
+        nb_conn *c;
+        int ok;
+
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        nb_fw_add_no_promisc(rs, "52:54:00:00:00:04");
+        nb_fw_add_clean_traffic(rs, "52:54:00:00:00:04", ips);
+        nb_batch_tap_create(b, "nbu1", NULL);
+        for (int i = 0; i < 157; i++) {
+                char owner[32];
+                snprintf(owner, sizeof(owner), "u%d", i);
+                nb_batch_firewall_apply(b, owner, "nbu1", rs, NB_FW_REPLACE);
+        }
+        t0 = tu_now_us();
+        if (nb_submit(c, b, &res) != 0)
+                return 2;
+        *took = tu_now_us() - t0;
+        ok = nb_result_status(res, 157) == 0;
+        if (!ok)
+                fprintf(stderr, "largest_user_batch: %s\n", nb_result_message(res, 157));
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+        return ok ? 0 : 3;
+}
+
+START_TEST(test_user_largest_firewall_request_lets_roots_pings_through)
+{
+        struct tu_helper h;
+        struct attacker a;
+        uint64_t took = 0, worst = 0;
+        long rss;
+        int fds;
+        pid_t pinger;
+        int pp[2];
+
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        rss = th_rss_kib(h.pid);
+        /* Root pings from a process of its own while the attack runs. */
+        ck_assert_int_eq(pipe(pp), 0);
+        pinger = fork();
+        ck_assert_int_ge(pinger, 0);
+        if (pinger == 0) {
+                uint64_t w = th_worst_ping_us(&h, 1500);
+                _exit(write(pp[1], &w, sizeof(w)) == sizeof(w) ? 0 : 1);
+        }
+        close(pp[1]);
+        usleep(100 * 1000);
+        attack_start(&a, &h, largest_user_batch, &took);
+        ck_assert_int_eq(read(pp[0], &worst, sizeof(worst)), sizeof(worst));
+        close(pp[0]);
+        ck_assert_int_eq(waitpid(pinger, NULL, 0), pinger);
+        attack_end(&a);
+        th_report("uid 65534: its largest firewall request (4,082 rules) beside", &h, fds, rss,
+                  th_rss_kib(h.pid), worst);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- the audit trail names the caller ---- */
+
+static int make_a_tap(const char *sock, void *arg)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+        int ok;
+
+        (void)arg;
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        nb_batch_tap_create(b, "nbu2", NULL);
+        ok = nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == 0;
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+        return ok ? 0 : 2;
+}
+
+START_TEST(test_user_changes_are_audited_with_its_uid)
+{
+        char path[] = "/tmp/nbaudit-XXXXXX", want[160];
+        struct tu_helper h;
+        struct attacker a;
+        const char *log;
+        int logfd = mkstemp(path), saved = dup(2);
+
+        ck_assert_int_ge(logfd, 0);
+        unsetenv("NETBROKERD_LOG_LEVEL");
+        dup2(logfd, 2);
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        dup2(saved, 2);
+        close(saved);
+        attack_start(&a, &h, make_a_tap, NULL);
+        snprintf(want, sizeof(want), "audit: uid=65534 pid=%d op=tap_create object=nbu2 status=0",
+                 (int)a.pid);
+        attack_end(&a);
+        tu_helper_stop(&h);
+        log = tu_read_file(path);
+        ck_assert_msg(log && strstr(log, want), "no '%s' in:\n%s", want, log ? log : "");
+        close(logfd);
+        unlink(path);
+}
+END_TEST
+
+Suite *hostile_user_suite(void)
+{
+        Suite *s = suite_create("hostile-user");
+        TCase *tc = tcase_create("user");
+
+        tcase_set_timeout(tc, 180);
+        tcase_add_test(tc, test_user_closing_at_every_step_never_crashes_the_helper);
+        tcase_add_test(tc, test_user_that_never_takes_its_fds_delays_no_one);
+        tcase_add_test(tc, test_user_piling_up_unread_execs_stays_within_the_budget);
+        tcase_add_test(tc, test_user_holding_its_spawn_share_leaves_roots_slot);
+        tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);
+        tcase_add_test(tc, test_user_largest_firewall_request_lets_roots_pings_through);
+        tcase_add_test(tc, test_user_changes_are_audited_with_its_uid);
+        suite_add_tcase(s, tc);
+        return s;
+}

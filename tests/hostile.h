@@ -26,3 +26,7 @@ void th_send_request(int fd, uint64_t id, Netbroker__Op **ops, size_t n, const i
 void th_send_fd_request(int fd, const char *parent, const char *tap_template,
                         const char *macvtap_template);
 void th_send_exec_request(int fd, uint64_t id);
+/* Start a helper whose stderr (its log, at notice level whatever
+ * NETBROKERD_LOG_LEVEL says) goes to a new file; its path is written to
+ * log_path (at least 32 bytes). */
+void th_helper_start_logged(struct tu_helper *h, const char *config_body, char *log_path);

@@ -114,6 +114,22 @@ static int exit_status(pid_t pid)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+void th_helper_start_logged(struct tu_helper *h, const char *config_body, char *log_path)
+{
+        int logfd, saved;
+
+        strcpy(log_path, "/tmp/nbaudit-XXXXXX");
+        logfd = mkstemp(log_path);
+        ck_assert_int_ge(logfd, 0);
+        saved = dup(2);
+        unsetenv("NETBROKERD_LOG_LEVEL");
+        dup2(logfd, 2);
+        tu_helper_start(h, config_body);
+        dup2(saved, 2);
+        close(saved);
+        close(logfd);
+}
+
 /* A Ping on a new connection is answered. */
 void th_assert_serves(const struct tu_helper *h)
 {
@@ -696,20 +712,14 @@ END_TEST
  * object and outcome; a Ping leaves none. */
 START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
 {
-        char path[] = "/tmp/nbaudit-XXXXXX", want[160];
+        char path[32], want[160];
         struct tu_helper h;
         nb_conn *c;
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
         const char *log;
-        int logfd = mkstemp(path), saved = dup(2);
 
-        ck_assert_int_ge(logfd, 0);
-        unsetenv("NETBROKERD_LOG_LEVEL");
-        dup2(logfd, 2);
-        tu_helper_start(&h, TU_ALLOW);
-        dup2(saved, 2);
-        close(saved);
+        th_helper_start_logged(&h, TU_ALLOW, path);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         nb_batch_ping(b);
         nb_batch_tap_create(b, "nbaud0", &(nb_tap_opts){.persist = true});
@@ -740,7 +750,6 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
         ck_assert_msg(!strstr(log, "op=ping"), "%s", log);
         /* A refused op did not run: no line. */
         ck_assert_msg(!strstr(log, "object=nbaud-none"), "%s", log);
-        close(logfd);
         unlink(path);
 }
 END_TEST

@@ -432,18 +432,12 @@ static int make_a_tap(const char *sock, void *arg)
 
 START_TEST(test_user_changes_are_audited_with_its_uid)
 {
-        char path[] = "/tmp/nbaudit-XXXXXX", want[160];
+        char path[32], want[160];
         struct tu_helper h;
         struct attacker a;
         const char *log;
-        int logfd = mkstemp(path), saved = dup(2);
 
-        ck_assert_int_ge(logfd, 0);
-        unsetenv("NETBROKERD_LOG_LEVEL");
-        dup2(logfd, 2);
-        tu_helper_start(&h, TU_ALLOW USER_POLICY);
-        dup2(saved, 2);
-        close(saved);
+        th_helper_start_logged(&h, TU_ALLOW USER_POLICY, path);
         attack_start(&a, &h, make_a_tap, NULL);
         snprintf(want, sizeof(want), "audit: uid=65534 pid=%d op=tap_create object=nbu2 status=0",
                  (int)a.pid);
@@ -451,7 +445,6 @@ START_TEST(test_user_changes_are_audited_with_its_uid)
         tu_helper_stop(&h);
         log = tu_read_file(path);
         ck_assert_msg(log && strstr(log, want), "no '%s' in:\n%s", want, log ? log : "");
-        close(logfd);
         unlink(path);
 }
 END_TEST

@@ -412,7 +412,7 @@ START_TEST(test_requests_piled_up_unread_stay_within_the_connection_budget)
                 worst = w > worst ? w : worst;
                 peak = r > peak ? r : peak;
         }
-        ck_assert_msg(peak - rss < 48 * 1024, "the helper grew by %ld KiB", peak - rss);
+        ck_assert_msg(peak - rss < TH_GROWTH_MAX_KIB, "the helper grew by %ld KiB", peak - rss);
         close(bad);
         tu_assert_fd_count_settles(h.pid, fds, 5000);
         th_report("200 piped 1 MiB Execs, replies never read", &h, fds, rss, peak, worst);

@@ -222,7 +222,7 @@ START_TEST(test_user_piling_up_unread_execs_stays_within_the_budget)
                 worst = w > worst ? w : worst;
                 peak = r > peak ? r : peak;
         }
-        ck_assert_msg(peak - rss < 48 * 1024, "the helper grew by %ld KiB", peak - rss);
+        ck_assert_msg(peak - rss < TH_GROWTH_MAX_KIB, "the helper grew by %ld KiB", peak - rss);
         th_report("uid 65534: 200 piped 1 MiB Execs, replies never read", &h, fds, rss, peak,
                   worst);
         attack_end(&a);

@@ -30,26 +30,17 @@ static int load(const char *body, struct nb_config *c, char *err, size_t errlen)
         return r;
 }
 
-/* A peer as SO_PEERCRED and SO_PEERGROUPS would report it. */
-static struct nb_peer peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
-{
-        struct nb_peer p = {.uid = uid, .gid = gid, .pid = 1, .n_groups = n};
-
-        memcpy(p.groups, groups, n * sizeof(*groups));
-        return p;
-}
-
 static const struct nb_policy_section *section_for(const struct nb_config *c, uid_t uid, gid_t gid,
                                                    const gid_t *groups, size_t n)
 {
-        struct nb_peer p = peer(uid, gid, groups, n);
+        struct nb_peer p = tu_peer(uid, gid, groups, n);
 
         return nb_policy_for(&c->policy, &p);
 }
 
 static bool may_run(const struct nb_config *c, uid_t uid, gid_t gid, const char *op)
 {
-        struct nb_peer p = peer(uid, gid, NULL, 0);
+        struct nb_peer p = tu_peer(uid, gid, NULL, 0);
         char why[NB_POLICY_WHYLEN];
 
         return nb_policy_check_op(&c->policy, &p, op, why, sizeof(why)) == 0;
@@ -230,13 +221,13 @@ START_TEST(test_policy_section_admits_its_uid_and_group)
         ck_assert_msg(load(NO_DIR "allow_uid = 0\n[policy uid 1000]\n[policy gid 4242]\n", &c, err,
                            sizeof(err)) == 0,
                       "%s", err);
-        p = peer(1000, 1000, NULL, 0);
+        p = tu_peer(1000, 1000, NULL, 0);
         ck_assert(nb_config_peer_allowed(&c, &p));
-        p = peer(3000, 3000, member, 1);
+        p = tu_peer(3000, 3000, member, 1);
         ck_assert(nb_config_peer_allowed(&c, &p));
-        p = peer(3000, 3000, NULL, 0);
+        p = tu_peer(3000, 3000, NULL, 0);
         ck_assert(!nb_config_peer_allowed(&c, &p));
-        p = peer(0, 0, NULL, 0);
+        p = tu_peer(0, 0, NULL, 0);
         ck_assert(nb_config_peer_allowed(&c, &p));
         nb_config_free(&c);
 }
@@ -256,7 +247,7 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
                                   "exec = /bin/true\n",
                            &c, err, sizeof(err)) == 0,
                       "%s", err);
-        p = peer(1000, 1000, NULL, 0);
+        p = tu_peer(1000, 1000, NULL, 0);
         ck_assert_int_eq(nb_policy_check_op(&c.policy, &p, "bridge_create", why, sizeof(why)),
                          -EPERM);
         ck_assert_str_eq(why,
@@ -268,14 +259,14 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
                               "uid 1000])");
         ck_assert_int_eq(nb_policy_check_exec(&c.policy, &p, "/bin/true", why, sizeof(why)), 0);
         /* No section at all. */
-        p = peer(2000, 2000, NULL, 0);
+        p = tu_peer(2000, 2000, NULL, 0);
         ck_assert_int_eq(nb_policy_check_op(&c.policy, &p, "link_delete", why, sizeof(why)),
                          -EPERM);
         ck_assert_msg(strstr(why, "policy: uid 2000 may not run link_delete (no [policy] section "
                                   "for uid 2000"),
                       "%s", why);
         /* An op the policy does not know (a newer one): root's only. */
-        p = peer(1000, 1000, NULL, 0);
+        p = tu_peer(1000, 1000, NULL, 0);
         ck_assert_int_eq(nb_policy_check_op(&c.policy, &p, "route_add", why, sizeof(why)), -EPERM);
         for (size_t i = 0; i < 4; i++) {
                 static const char *const open_ops[] = {"ping", "stats", "names_dump",
@@ -285,7 +276,7 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
         /* Root: everything, with or without a section. */
         ck_assert(may_run(&c, 0, 0, "bridge_create"));
         ck_assert(may_run(&c, 0, 0, "route_add"));
-        p = peer(0, 0, NULL, 0);
+        p = tu_peer(0, 0, NULL, 0);
         ck_assert_int_eq(nb_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)), 0);
         nb_config_free(&c);
 }

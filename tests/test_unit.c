@@ -327,8 +327,7 @@ START_TEST(test_config_bad_line_is_reported_with_its_number)
 }
 END_TEST
 
-/* A peer as the kernel would report it, with supplementary groups. */
-static struct nb_peer peer_of(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
+struct nb_peer tu_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
 {
         struct nb_peer p = {.uid = uid, .gid = gid, .pid = 1, .n_groups = n};
 
@@ -339,7 +338,7 @@ static struct nb_peer peer_of(uid_t uid, gid_t gid, const gid_t *groups, size_t 
 
 static bool admitted(const struct nb_config *c, uid_t uid, gid_t gid)
 {
-        struct nb_peer p = peer_of(uid, gid, NULL, 0);
+        struct nb_peer p = tu_peer(uid, gid, NULL, 0);
 
         return nb_config_peer_allowed(c, &p);
 }
@@ -372,11 +371,11 @@ START_TEST(test_config_gid_admits_members_by_supplementary_group)
         char err[256];
 
         ck_assert_int_eq(load("allow_gid = 990\n", &c, err, sizeof(err)), 0);
-        p = peer_of(65534, 65534, member, 3);
+        p = tu_peer(65534, 65534, member, 3);
         ck_assert(nb_config_peer_allowed(&c, &p));
-        p = peer_of(65534, 990, NULL, 0);
+        p = tu_peer(65534, 990, NULL, 0);
         ck_assert(nb_config_peer_allowed(&c, &p));
-        p = peer_of(65534, 65534, other, 2);
+        p = tu_peer(65534, 65534, other, 2);
         ck_assert(!nb_config_peer_allowed(&c, &p));
         nb_config_free(&c);
 }

@@ -200,7 +200,8 @@ static bool is_marked_ifb(struct rtnl_link *link)
 {
         const char *alias = rtnl_link_get_ifalias(link);
 
-        return alias && strcmp(alias, NB_BW_IFB_MARK) == 0;
+        return (alias && strcmp(alias, NB_BW_IFB_MARK) == 0) ||
+               rtnl_link_get_group(link) == NB_BW_MADE_GROUP;
 }
 
 /* ret_ours: it carries the IFB mark (netbroker made it as an IFB). */
@@ -516,7 +517,8 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
         }
         if (r == 0) {
                 /* Doomed by a clear earlier in this batch: keep it after all. */
-                if (group == NB_BW_DOOMED_GROUP && (r = set_group(bw, *ret_ifb, 0)) < 0)
+                if (group == NB_BW_DOOMED_GROUP &&
+                    (r = set_group(bw, *ret_ifb, NB_BW_MADE_GROUP)) < 0)
                         errf(err, "cannot keep the IFB device %s: %s", name, strerror(-r));
                 else if (group == NB_BW_DOOMED_GROUP && bw->doomed)
                         bw->doomed--;
@@ -531,6 +533,7 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
         rtnl_link_set_txqlen(link, IFB_TXQLEN);
         rtnl_link_set_flags(link, IFF_UP);
         rtnl_link_set_ifalias(link, NB_BW_IFB_MARK);
+        rtnl_link_set_group(link, NB_BW_MADE_GROUP);
         nb_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_link_add(bw->nl->req, link, NLM_F_CREATE | NLM_F_EXCL));
         rtnl_link_put(link);

@@ -36,6 +36,11 @@
 /* The alias of every IFB netbroker makes: the sweep at start-up and the
  * flush delete nothing without it. */
 #define NB_BW_IFB_MARK "netbroker:ifb"
+/* The link group every IFB is created in. The kernel takes a group with
+ * the create (it drops an alias), so an IFB whose helper was killed before
+ * the alias was set is still known as netbroker's: only root can put a
+ * device in a group, and no caller of the helper can. */
+#define NB_BW_MADE_GROUP 0x4e424649u /* "NBFI" */
 #define NB_BW_MIN_BURST 2u /* kB: the least burst HTB gets (one full frame fits) */
 
 struct nb_bw;

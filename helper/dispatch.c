@@ -88,7 +88,6 @@ enum job_state {
         JOB_PARKED, /* an op is under way (child, slot) */
         JOB_WAITING_OUTPUT, /* fds queued behind other output */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
-        JOB_WAITING_FW, /* another job's firewall transaction is open */
         JOB_DONE,
 };
 
@@ -130,7 +129,6 @@ struct nb_job {
         const struct nb_job_owner *owner;
         void *data;
         struct nb_job *next_waiting;
-        struct nb_job *next_fw; /* waiting for the firewall (JOB_WAITING_FW) */
 };
 
 /* How long a job runs before it lets the loop serve others: between two
@@ -138,14 +136,6 @@ struct nb_job {
  * kernel's RCU grace period) or of 4,096 firewall owners no longer keeps
  * every other client waiting until it ends. */
 #define SLICE_US 2000
-
-/* The job whose firewall transaction is open (from its first firewall op
- * to its end), and the jobs waiting to open theirs. A transaction is built
- * on one read of the table: two open at once could each commit over what
- * the other changed. */
-static struct nb_job *fw_holder, *fw_waiting_head, *fw_waiting_tail;
-
-static void fw_release(struct nb_job *job);
 
 static struct nb_job *waiting_head, *waiting_tail;
 static unsigned n_waiting;
@@ -560,7 +550,6 @@ static void job_finish(struct nb_job *job)
                 roll_back(job);
         if (job->ctx->job_end)
                 job->ctx->job_end(job->ctx);
-        fw_release(job);
         /* The request's own fds (netns fds) are of no use past this point. */
         nb_close_fds(job->fds, job->nfds);
         reply.id = job->req->id;
@@ -572,60 +561,6 @@ static void job_finish(struct nb_job *job)
 }
 
 static void resume_from_timer(void *data);
-
-/* Whether the job may run a firewall op now: it holds the firewall, or
- * takes it; else it queues for it and returns false. */
-static bool fw_acquire(struct nb_job *job)
-{
-        if (fw_holder == job)
-                return true;
-        if (!fw_holder) {
-                fw_holder = job;
-                return true;
-        }
-        job->state = JOB_WAITING_FW;
-        job->next_fw = NULL;
-        if (fw_waiting_tail)
-                fw_waiting_tail->next_fw = job;
-        else
-                fw_waiting_head = job;
-        fw_waiting_tail = job;
-        return false;
-}
-
-/* A job that waits for the firewall goes away (its client did). */
-static void fw_unwait(struct nb_job *job)
-{
-        struct nb_job *prev = NULL;
-
-        for (struct nb_job *j = fw_waiting_head; j; prev = j, j = j->next_fw) {
-                if (j != job)
-                        continue;
-                if (prev)
-                        prev->next_fw = j->next_fw;
-                else
-                        fw_waiting_head = j->next_fw;
-                if (fw_waiting_tail == j)
-                        fw_waiting_tail = prev;
-                return;
-        }
-}
-
-/* The holder ended: the next job in line takes the firewall. */
-static void fw_release(struct nb_job *job)
-{
-        if (fw_holder != job)
-                return;
-        fw_holder = fw_waiting_head;
-        if (!fw_holder)
-                return;
-        fw_waiting_head = fw_holder->next_fw;
-        if (!fw_waiting_head)
-                fw_waiting_tail = NULL;
-        fw_holder->state = JOB_YIELDED;
-        nb_timer_arm(fw_holder->ctx->loop, &fw_holder->resume_timer, 0, resume_from_timer,
-                     fw_holder);
-}
 
 static void job_continue(struct nb_job *job)
 {
@@ -652,8 +587,6 @@ static void job_continue(struct nb_job *job)
                         nb_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume_from_timer, job);
                         return;
                 }
-                if (h->batched && !fw_acquire(job))
-                        return;
                 /* An op resumed after waiting for a slot was counted already. */
                 if (!job->resuming)
                         nb_stat_inc(h->stat);
@@ -672,7 +605,7 @@ static void job_continue(struct nb_job *job)
         job_finish(job);
 }
 
-/* A yielded job, or one that was given the firewall, goes on. */
+/* A yielded job goes on. */
 static void resume_from_timer(void *data)
 {
         struct nb_job *job = data;
@@ -748,8 +681,6 @@ void nb_job_cancel(struct nb_job *job)
         if (!job || job->state == JOB_DONE)
                 return;
         job->cancelled = true;
-        if (job->state == JOB_WAITING_FW)
-                fw_unwait(job);
         if (job->waiting_slot) {
                 unlink_waiting(job);
                 job->waiting_slot = false;

@@ -42,9 +42,12 @@
  *     allocator, then one event loop; peers checked with SO_PEERCRED and
  *     SO_PEERGROUPS. The loop stays a dispatcher: a job runs its ops for
  *     at most a 2 ms slice before the loop serves others (between ops,
- *     never inside one), a program runs as a child watched through a
- *     pidfd, and the firewall is one transaction at a time (a job holds it
- *     from its first firewall op to its end; others queue). What a caller
+ *     never inside one), and a program runs as a child watched through a
+ *     pidfd. A job's firewall ops go to the kernel in one transaction at
+ *     its last firewall op, built on a read of the table at its first: of
+ *     two jobs that change the same owner at once, the later commit wins
+ *     or fails whole (the kernel's transaction is all or nothing), and no
+ *     job waits for another's. What a caller
  *     may hold (connections, spawn slots, memory, fds) is shared out in
  *     server.c and dispatch.c, with a reserve kept for root. One op that
  *     takes long in the kernel (a commit of many rules) still holds the

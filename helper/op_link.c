@@ -457,6 +457,31 @@ static int remember_created(struct nb_job *job, const char *name)
 
 /* ---- running ---- */
 
+/* max_devices again, now: validation counted what existed when the request
+ * was read, but a caller's requests run one after another, and one
+ * validated earlier may not have run yet. The interface map is current
+ * (nb_links_owned_by reads the notifications first), so the count here is
+ * exact. n: interfaces the op is about to make here. */
+static int check_count_at_run(struct nb_job *job, unsigned n, Netbroker__Result *res,
+                              const char *what)
+{
+        const struct nb_peer *peer = nb_job_peer(job);
+        const struct nb_policy_section *s;
+        unsigned owned, max;
+
+        if (nb_peer_is_root(peer))
+                return 0;
+        s = nb_policy_for(&nb_job_ctx(job)->cfg->policy, peer);
+        max = s ? s->max_devices : 0;
+        owned = nb_links_owned_by(links_of(job), peer->uid);
+        if (owned + n <= max)
+                return 0;
+        return nb_result_set(res, EDQUOT,
+                             "%s: policy: uid %u may own at most %u interfaces (max_devices of "
+                             "[%s]) and owns %u",
+                             what, (unsigned)peer->uid, max, label_of(s), owned);
+}
+
 static int made(struct nb_job *job, Netbroker__Result *res, struct nb_link_made *m)
 {
         char err[NB_ERRLEN];
@@ -503,8 +528,11 @@ static int run_tap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
         };
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
-        int r = nb_link_tap_create(links_of(job), &s, &m, err);
+        int r = check_count_at_run(job, 1, res, "tap");
 
+        if (r)
+                return r;
+        r = nb_link_tap_create(links_of(job), &s, &m, err);
         if (r < 0)
                 return nb_result_set(res, -r, "tap: %s", err);
         return made(job, res, &m);
@@ -517,6 +545,9 @@ static int run_macvlan_common(struct nb_job *job, Netbroker__Result *res, struct
         char err[NB_ERRLEN];
         int r;
 
+        r = check_count_at_run(job, 1, res, s->tap ? "macvtap" : "macvlan");
+        if (r)
+                return r;
         s->has_mac = mac[0] && nb_mac_parse(mac, s->mac) == 0;
         r = nb_link_macvlan_create(links_of(job), s, &m, err);
         if (r < 0)
@@ -563,8 +594,12 @@ static int run_veth(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
         };
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
-        int r = nb_link_veth_create(links_of(job), &s, &m, err);
+        /* A peer that goes to another namespace is not counted here. */
+        int r = check_count_at_run(job, e->has_peer_netns ? 1 : 2, res, "veth");
 
+        if (r)
+                return r;
+        r = nb_link_veth_create(links_of(job), &s, &m, err);
         if (r < 0)
                 return nb_result_set(res, -r, "veth: %s", err);
         return made(job, res, &m);
@@ -574,9 +609,12 @@ static int run_bridge(struct nb_job *job, const Netbroker__Op *op, Netbroker__Re
 {
         struct nb_link_made m = {0};
         char err[NB_ERRLEN];
-        int r = nb_link_bridge_create(links_of(job), op->bridge_create->name, nb_job_peer(job)->uid,
-                                      &m, err);
+        int r = check_count_at_run(job, 1, res, "bridge");
 
+        if (r)
+                return r;
+        r = nb_link_bridge_create(links_of(job), op->bridge_create->name, nb_job_peer(job)->uid, &m,
+                                  err);
         if (r < 0)
                 return nb_result_set(res, -r, "bridge: %s", err);
         return made(job, res, &m);

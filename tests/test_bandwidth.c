@@ -465,8 +465,9 @@ START_TEST(test_clears_in_a_batch_delete_their_ifbs_together)
         ck_assert_msg(atoi(left) == 0, "%s IFBs left after the clears' reply", left);
         free(left);
 
-        /* Clear, then set again in the same batch: the IFB stays, in the
-         * default group, shaping. */
+        /* Clear, then set again in the same batch: the IFB stays, back in
+         * the group IFBs are made in (0x4e424649, not the doomed one),
+         * shaping. */
         bw_set_ok(c, "h0", NULL, &r);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
@@ -475,7 +476,7 @@ START_TEST(test_clears_in_a_batch_delete_their_ifbs_together)
         ck_assert_int_eq(nb_results_first_error(res), -1);
         nb_results_free(res);
         ck_assert(tu_link_exists(ifb_of_h0()));
-        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "default");
+        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "1312966217");
         assert_classes(ifb_of_h0(), "1:1 8192 8192 82");
         /* A clear undone by a later failure keeps it too. */
         b = nb_batch_new();
@@ -485,7 +486,7 @@ START_TEST(test_clears_in_a_batch_delete_their_ifbs_together)
         ck_assert_int_ne(nb_result_status(res, 1), 0);
         nb_results_free(res);
         ck_assert(tu_link_exists(ifb_of_h0()));
-        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "default");
+        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "1312966217");
         assert_classes(ifb_of_h0(), "1:1 8192 8192 82");
         nb_close(c);
 }

@@ -410,6 +410,162 @@ START_TEST(test_user_largest_firewall_request_lets_roots_pings_through)
 }
 END_TEST
 
+/* ---- max_devices and requests that run later ---- */
+
+/* Four connections each ask for [Exec sleep 1, three persistent taps]:
+ * every request is validated while nothing exists yet, and the taps are
+ * made only after the Execs. max_devices (4) must hold when they run: the
+ * helper once counted at validation only, and the uid got 6 here (31 in a
+ * reviewer's variant). */
+static int creates_after_a_wait(const char *sock, void *arg)
+{
+        Netbroker__Op op[4], *ops[4];
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+        char *argv[] = {(char *)"/bin/sleep", (char *)"1"};
+        int fd[4];
+
+        (void)arg;
+        e.path = (char *)"/bin/sleep";
+        e.argv = argv;
+        e.n_argv = 2;
+        tap.name = (char *)"nbu%d";
+        tap.persist = true;
+        tap.set_owner = true;
+        tap.owner_uid = NOBODY;
+        tap.owner_gid = NOBODY;
+        for (int i = 0; i < 4; i++) {
+                netbroker__op__init(&op[i]);
+                ops[i] = &op[i];
+        }
+        op[0].op_case = NETBROKER__OP__OP_EXEC;
+        op[0].exec = &e;
+        for (int i = 1; i < 4; i++) {
+                op[i].op_case = NETBROKER__OP__OP_TAP_CREATE;
+                op[i].tap_create = &tap;
+        }
+        for (int c = 0; c < 4; c++) {
+                fd[c] = tu_raw_connect(sock);
+                tu_raw_hello(fd[c]);
+                th_send_request(fd[c], (uint64_t)c + 1, ops, 4, NULL, 0);
+        }
+        /* Every reply (fd frames first): wait until all four are done. */
+        for (int c = 0; c < 4; c++)
+                for (;;) {
+                        Netbroker__ServerMessage *r = recv_msg(fd[c]);
+                        bool reply = r && r->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY;
+                        if (r)
+                                netbroker__server_message__free_unpacked(r, NULL);
+                        if (!r)
+                                return 1;
+                        if (reply)
+                                break;
+                }
+        for (int c = 0; c < 4; c++)
+                close(fd[c]);
+        return 0;
+}
+
+START_TEST(test_user_cannot_exceed_max_devices_with_requests_that_run_later)
+{
+        struct tu_helper h;
+        struct attacker a;
+        char *owned;
+
+        tu_private_netns(); /* only this test's interfaces are counted */
+        tu_helper_start(&h, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = tap_create exec\n"
+                                     "name_prefixes = nbu\n"
+                                     "max_devices = 4\n"
+                                     "exec = /bin/sleep\n");
+        attack_start(&a, &h, creates_after_a_wait, NULL);
+        attack_end(&a);
+        owned = tu_sh("ip -d -j link show | python3 -c 'import json,sys; "
+                      "print(sum(1 for l in json.load(sys.stdin) "
+                      "if l.get(\"ifalias\") == \"netbroker:uid=65534\"))'");
+        /* The first request to run makes its three; a later one that would
+         * pass four is refused at its second tap and undone whole. */
+        ck_assert_msg(atoi(owned) == 3, "uid 65534 owns %s interfaces (max_devices 4)", owned);
+        free(owned);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- a parked request and everyone's firewall ---- */
+
+/* uid 65534's request applies a firewall owner, then makes a 9-queue tap
+ * whose fds it never reads, so the request waits for its client
+ * indefinitely. Root's firewall change must not wait with it (it once
+ * did: the request held the firewall until it ended). */
+static int firewall_then_unread_fds(const char *sock, void *arg)
+{
+        Netbroker__Op op[4], *ops[4];
+        Netbroker__TapCreate first = NETBROKER__TAP_CREATE__INIT, big = NETBROKER__TAP_CREATE__INIT;
+        Netbroker__FirewallApply fw = NETBROKER__FIREWALL_APPLY__INIT;
+        Netbroker__FwGroup g = NETBROKER__FW_GROUP__INIT, *groups[1] = {&g};
+        int fd = tu_raw_connect(sock);
+
+        (void)arg;
+        tu_raw_hello(fd);
+        first.name = (char *)"nbu3";
+        big.name = (char *)"nbu%d";
+        big.queues = 9;
+        g.name = (char *)"g";
+        fw.owner = (char *)"held";
+        fw.ifname = (char *)"nbu3";
+        fw.groups = groups;
+        fw.n_groups = 1;
+        for (int i = 0; i < 4; i++) {
+                netbroker__op__init(&op[i]);
+                ops[i] = &op[i];
+        }
+        op[0].op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op[0].tap_create = &first;
+        op[1].op_case = NETBROKER__OP__OP_FIREWALL_APPLY;
+        op[1].firewall_apply = &fw;
+        op[2].op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op[2].tap_create = &big;
+        op[3].op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op[3].tap_create = &big;
+        th_send_request(fd, 1, ops, 4, NULL, 0);
+        usleep(300 * 1000);
+        return 0; /* never read */
+}
+
+START_TEST(test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        struct tu_helper h;
+        struct attacker a;
+        nb_conn *c;
+
+        tu_veth("nbur0", "nbur1");
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        attack_start(&a, &h, firewall_then_unread_fds, NULL);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, "52:54:00:00:00:05"), 0);
+        nb_batch_firewall_apply(b, "rootfw", "nbur0", rs, NB_FW_REPLACE);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        uint64_t t0 = tu_now_us();
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        uint64_t took = tu_now_us() - t0;
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_msg(took < 2000000, "root's FirewallApply waited %llu us",
+                      (unsigned long long)took);
+        printf("hostile: uid 65534's request parked on unread fds: root's FirewallApply took "
+               "%.1f ms\n",
+               took / 1000.0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+        attack_end(&a);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* ---- the audit trail names the caller ---- */
 
 static int make_a_tap(const char *sock, void *arg)
@@ -462,6 +618,8 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_user_largest_firewall_request_lets_roots_pings_through);
         tcase_add_test(tc, test_user_changes_are_audited_with_its_uid);
+        tcase_add_test(tc, test_user_cannot_exceed_max_devices_with_requests_that_run_later);
+        tcase_add_test(tc, test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -19,6 +19,7 @@
 struct nb_job;
 struct nb_links;
 struct nb_fw;
+struct nb_fw_gone;
 struct nb_bw;
 
 struct nb_dispatch_ctx {
@@ -26,6 +27,7 @@ struct nb_dispatch_ctx {
         struct nb_loop *loop;
         struct nb_links *links; /* NULL: no interface ops (EOPNOTSUPP) */
         struct nb_fw *fw; /* NULL: no firewall ops */
+        struct nb_fw_gone *fw_gone; /* owners removed with their interface */
         struct nb_bw *bw; /* NULL: no bandwidth ops */
         /* Run when a job ends, after any undo and before its reply (NULL:
          * nothing): work the job's ops left to do together. */

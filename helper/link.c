@@ -61,9 +61,13 @@ struct nb_links {
         struct nb_watch monw;
         char *devdir;
         unsigned node_seq;
-        /* Interfaces gone since the loop last ran gone_fn (on_gone). */
-        void (*gone_fn)(void *data, const struct nb_link_entry *e);
-        void *gone_data;
+        /* Interfaces gone since the loop last told the watchers (on_gone):
+         * bandwidth (the IFB goes) and the firewall (the owners go). */
+        struct {
+                void (*fn)(void *data, const struct nb_link_entry *e);
+                void *data;
+        } gone_watch[4];
+        size_t n_gone_watch;
         struct nb_link_entry *gone;
         size_t n_gone, cap_gone;
         struct nb_timer gone_timer;
@@ -235,9 +239,11 @@ static void run_gone(void *data)
 
         l->gone = NULL;
         l->n_gone = l->cap_gone = 0;
-        for (size_t i = 0; i < n; i++)
-                l->gone_fn(l->gone_data, &gone[i]);
-        l->gone_fn(l->gone_data, NULL);
+        for (size_t w = 0; w < l->n_gone_watch; w++) {
+                for (size_t i = 0; i < n; i++)
+                        l->gone_watch[w].fn(l->gone_watch[w].data, &gone[i]);
+                l->gone_watch[w].fn(l->gone_watch[w].data, NULL);
+        }
         free(gone);
 }
 
@@ -245,7 +251,7 @@ static void run_gone(void *data)
  * IFB left behind until the next start-up's sweep, nothing worse. */
 static void note_gone(struct nb_links *l, const char *name, int ifindex)
 {
-        if (!l->gone_fn || !l->loop)
+        if (!l->n_gone_watch || !l->loop)
                 return;
         if (l->n_gone == l->cap_gone) {
                 size_t cap = l->cap_gone ? 2 * l->cap_gone : 8;
@@ -357,8 +363,10 @@ struct nb_netlink *nb_links_netlink(struct nb_links *l)
 void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb_link_entry *e),
                       void *data)
 {
-        l->gone_fn = fn;
-        l->gone_data = data;
+        if (l->n_gone_watch == sizeof(l->gone_watch) / sizeof(*l->gone_watch))
+                return; /* a fixed set of capabilities: never more */
+        l->gone_watch[l->n_gone_watch].fn = fn;
+        l->gone_watch[l->n_gone_watch++].data = data;
 }
 
 void nb_links_flush_gone(struct nb_links *l)

@@ -105,11 +105,12 @@ struct nb_link_entry {
         int ifindex;
 };
 
-/* Call fn for every interface that goes away (deleted by anyone, or moved
- * to another namespace), from the loop after the notification was read:
- * never in the middle of a netlink exchange, so fn may make requests;
- * then fn(data, NULL) ends the list.
- * Bandwidth uses it to remove the IFB it made for the interface. */
+/* Call fn (one of up to four watchers) for every interface that goes away
+ * (deleted by anyone, or moved to another namespace), from the loop after
+ * the notification was read: never in the middle of a netlink exchange,
+ * so fn may make requests; then fn(data, NULL) ends the list. Bandwidth
+ * uses it to remove the IFB it made for the interface, the firewall to
+ * remove the owners bound to it (fw_gone.h). */
 void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb_link_entry *e),
                       void *data);
 

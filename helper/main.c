@@ -80,6 +80,7 @@
 #include "config.h"
 #include "dispatch.h"
 #include "firewall.h"
+#include "fw_gone.h"
 #include "link.h"
 #include "log.h"
 #include "loop.h"
@@ -349,6 +350,7 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
         struct nb_links *links = NULL;
         struct nb_fw *fw = NULL;
         struct nb_bw *bw = NULL;
+        struct nb_fw_gone *fw_gone = NULL;
         struct sig_state sig = {0};
         int r, sfd = -1;
 
@@ -371,18 +373,32 @@ static int serve(const struct nb_config *cfg, const struct options *o, int n_act
                 nb_warn("bandwidth ops are disabled: %s", strerror(-r));
                 bw = NULL;
         }
-        if (bw) {
+        if (links && fw && nb_fw_gone_new(fw, &fw_gone) < 0) {
+                /* Without it, rules could outlive their interface and bind
+                 * the next device of its name: no firewall then. */
+                nb_err("out of memory: firewall ops are disabled");
+                nb_fw_close(fw);
+                fw = NULL;
+        }
+        if (links && (bw || fw_gone)) {
                 struct nb_link_entry *all;
                 size_t n;
 
-                /* An IFB outlives the interface it shapes unless removed. */
-                nb_links_on_gone(links, nb_bw_link_gone, bw);
+                /* An IFB outlives the interface it shapes unless removed;
+                 * a netdev chain binds the next device of its name. */
+                if (bw)
+                        nb_links_on_gone(links, nb_bw_link_gone, bw);
+                if (fw_gone)
+                        nb_links_on_gone(links, nb_fw_gone_link, fw_gone);
                 if (nb_links_list(links, &all, &n) == 0) {
-                        nb_bw_sweep(bw, all, n);
+                        if (bw)
+                                nb_bw_sweep(bw, all, n);
+                        if (fw_gone)
+                                nb_fw_gone_sweep(fw_gone, all, n);
                         free(all);
                 }
         }
-        r = nb_server_new(cfg, loop, links, fw, bw, &srv);
+        r = nb_server_new(cfg, loop, links, fw, fw_gone, bw, &srv);
         if (r < 0)
                 goto out;
         sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -417,6 +433,7 @@ out:
         reap_children(loop);
         nb_bw_close(bw); /* before links: it borrows their socket */
         nb_links_close(links);
+        nb_fw_gone_free(fw_gone);
         nb_fw_close(fw);
         if (sfd >= 0)
                 close(sfd);

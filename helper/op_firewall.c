@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "firewall.h"
+#include "fw_gone.h"
 #include "link.h"
 #include "ops.h"
 
@@ -473,6 +474,12 @@ static int run_remove(struct nb_job *job, const Netbroker__Op *op, Netbroker__Re
                 return nb_result_set(res, ENOMEM, "firewall: out of memory");
         r = nb_fw_txn_remove(b->txn, op->firewall_remove->owner,
                              nb_peer_is_root(p) ? NULL : &p->uid, err);
+        /* Removed with its interface already: what the caller asks is
+         * done, and nothing is written. */
+        if (r == -ENOENT && nb_fw_gone_removed(nb_job_ctx(job)->fw_gone, op->firewall_remove->owner,
+                                               nb_peer_is_root(p) ? NULL : &p->uid))
+                return nb_result_set(res, 0, "firewall: owner %s went with its interface",
+                                     op->firewall_remove->owner);
         if (r < 0)
                 return nb_result_set(res, -r, "firewall: %s", err);
         return queue_and_maybe_commit(job, b, res);

@@ -897,7 +897,8 @@ static void end_of_job(const struct nb_dispatch_ctx *ctx)
 }
 
 int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_links *links,
-                  struct nb_fw *fw, struct nb_bw *bw, struct nb_server **ret)
+                  struct nb_fw *fw, struct nb_fw_gone *fw_gone, struct nb_bw *bw,
+                  struct nb_server **ret)
 {
         struct nb_server *s = calloc(1, sizeof(*s));
 
@@ -909,6 +910,7 @@ int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_l
         s->dctx.loop = loop;
         s->dctx.links = links;
         s->dctx.fw = fw;
+        s->dctx.fw_gone = fw_gone;
         s->dctx.bw = bw;
         s->dctx.job_end = end_of_job;
         *ret = s;

@@ -16,8 +16,10 @@ struct nb_links;
 struct nb_fw;
 struct nb_bw;
 /* links, fw may be NULL: those ops are then not offered. */
+struct nb_fw_gone;
 int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_links *links,
-                  struct nb_fw *fw, struct nb_bw *bw, struct nb_server **ret);
+                  struct nb_fw *fw, struct nb_fw_gone *fw_gone, struct nb_bw *bw,
+                  struct nb_server **ret);
 void nb_server_free(struct nb_server *s);
 
 /* A listening socket (systemd's or our own). */

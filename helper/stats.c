@@ -25,6 +25,7 @@ static const char *const names[NB_STAT__MAX] = {
         [NB_STAT_FW_OWNERS_UNCHANGED] = "fw_owners_unchanged",
         [NB_STAT_FW_RULES_WRITTEN] = "fw_rules_written",
         [NB_STAT_FW_TABLE_DELETED] = "fw_table_deleted",
+        [NB_STAT_FW_OWNERS_GONE] = "fw_owners_gone",
         [NB_STAT_OPS_BANDWIDTH] = "ops_bandwidth",
 };
 

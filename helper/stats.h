@@ -27,6 +27,7 @@ enum nb_stat {
         NB_STAT_FW_OWNERS_UNCHANGED,
         NB_STAT_FW_RULES_WRITTEN,
         NB_STAT_FW_TABLE_DELETED,
+        NB_STAT_FW_OWNERS_GONE, /* removed because their interface went away */
         NB_STAT_OPS_BANDWIDTH,
         NB_STAT__MAX,
 };

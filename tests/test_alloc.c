@@ -155,7 +155,7 @@ static void rig_up(struct rig *r)
         ck_assert_int_eq(nb_links_open(r->loop, NULL, &r->links), 0);
         ck_assert_int_eq(nb_fw_open(r->loop, &fw), 0);
         ck_assert_int_eq(nb_bw_open(NULL, &bw), 0);
-        ck_assert_int_eq(nb_server_new(&cfg, r->loop, r->links, fw, bw, &r->srv), 0);
+        ck_assert_int_eq(nb_server_new(&cfg, r->loop, r->links, fw, NULL, bw, &r->srv), 0);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
         ck_assert_int_eq(nb_server_adopt(r->srv, sv[1]), 0);
         r->client = sv[0];

@@ -199,6 +199,7 @@ START_TEST(test_close_at_every_step_of_a_fd_request_never_crashes)
         struct tu_helper h;
         int base;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_veth("nbhp0", "nbhp1");
         tu_helper_start(&h, TU_ALLOW);
         base = tu_fd_count(h.pid);
@@ -268,6 +269,7 @@ START_TEST(test_silent_connections_are_closed_and_do_not_lock_out_their_uid)
         long rss;
         int fds;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW "allow_uid = 0 65534\nhello_timeout_ms = 400\n");
         ck_assert_int_eq(chmod(h.sock, 0666), 0);
         fds = tu_fd_count(h.pid);
@@ -347,6 +349,7 @@ START_TEST(test_other_uids_cannot_take_the_connections_kept_for_root)
         long rss;
         int fds;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW "allow_uid = 0 65534 65533\nmax_connections = 8\n"
                                      "root_reserved_connections = 3\n");
         ck_assert_int_eq(chmod(h.sock, 0666), 0);
@@ -396,6 +399,7 @@ START_TEST(test_requests_piled_up_unread_stay_within_the_connection_budget)
         long rss, peak = 0;
         int fds, bad;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW);
         fds = tu_fd_count(h.pid);
         rss = th_rss_kib(h.pid);
@@ -436,6 +440,7 @@ START_TEST(test_a_client_that_never_takes_its_fds_delays_no_one)
         long rss;
         int fds, bad;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW);
         fds = tu_fd_count(h.pid);
         rss = th_rss_kib(h.pid);
@@ -507,6 +512,7 @@ START_TEST(test_fds_held_behind_a_long_exec_do_not_pin_the_helper)
         int bad[3], nsfd = tu_new_netns_fd(), fds, peak = 0;
         long rss;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW "max_connections_per_uid = 4\nmax_spawns = 1\n");
         fds = tu_fd_count(h.pid);
         rss = th_rss_kib(h.pid);
@@ -552,6 +558,7 @@ START_TEST(test_a_ping_is_answered_during_another_clients_long_batch)
         int fd, fds;
         long rss;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_veth("nbl0", "nbl1");
         tu_helper_start(&h, TU_ALLOW);
         fds = tu_fd_count(h.pid);
@@ -667,9 +674,65 @@ static void firewall_request_beside_pings(int n)
  * max_rules_per_request (131,072) allow. */
 START_TEST(test_the_largest_firewall_requests_let_pings_through)
 {
+        tu_private_netns(); /* what it leaves dies with it */
         tu_veths("nbw", 8);
         firewall_request_beside_pings(4096 / 26);
         firewall_request_beside_pings(131072 / 26 < 4096 ? 131072 / 26 : 4096);
+}
+END_TEST
+
+/* ---- rules that would outlive their interface ---- */
+
+static unsigned chains_bound_to(const char *dev)
+{
+        char *n =
+                tu_sh("nft list chains netdev 2>/dev/null | grep -o 'device \"%s\"' | wc -l", dev);
+        unsigned v = (unsigned)atoi(n);
+
+        free(n);
+        return v;
+}
+
+/* Owners whose interface went away by another hand (ip link del) are
+ * removed from the loop at once, and those whose interface went while no
+ * helper ran are removed at start-up: no chain is left to bind the next
+ * device of that name. */
+START_TEST(test_owners_go_with_their_interface_however_it_goes)
+{
+        nb_tap_opts persist = {.persist = true};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        struct tu_helper h;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        ck_assert_int_eq(nb_fw_rule_add(rs, &drop), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        nb_batch_tap_create(b, "nbgo0", &persist);
+        nb_batch_tap_create(b, "nbgo1", &persist);
+        nb_batch_firewall_apply(b, "go0", "nbgo0", rs, NB_FW_REPLACE);
+        nb_batch_firewall_apply(b, "go1", "nbgo1", rs, NB_FW_REPLACE);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_results_first_error(res), -1);
+        nb_results_free(res);
+        nb_batch_free(b);
+        ck_assert_uint_gt(chains_bound_to("nbgo0"), 0);
+        free(tu_sh("ip link del nbgo0"));
+        for (int i = 0; i < 200 && chains_bound_to("nbgo0"); i++)
+                usleep(10000);
+        ck_assert_uint_eq(chains_bound_to("nbgo0"), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+        /* Gone while no helper ran. */
+        free(tu_sh("ip link del nbgo1"));
+        ck_assert_uint_gt(chains_bound_to("nbgo1"), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_uint_eq(chains_bound_to("nbgo1"), 0);
+        tu_helper_stop(&h);
+        nb_fw_ruleset_free(rs);
 }
 END_TEST
 
@@ -677,13 +740,15 @@ END_TEST
 
 START_TEST(test_a_request_over_max_rules_is_refused_and_changes_nothing)
 {
-        nb_conn *c = tu_spawn(TU_ALLOW "max_rules_per_request = 10\n");
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         nb_fw_rule rule = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
         char *before, *after;
+        nb_conn *c;
 
+        tu_private_netns(); /* what it leaves dies with it */
+        c = tu_spawn(TU_ALLOW "max_rules_per_request = 10\n");
         tu_veth("nbr0", "nbr1");
         before = tu_sh("nft list ruleset");
         for (int i = 0; i < 6; i++)
@@ -719,6 +784,7 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
         nb_results *res = NULL;
         const char *log;
 
+        tu_private_netns(); /* what it leaves dies with it */
         th_helper_start_logged(&h, TU_ALLOW, path);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         nb_batch_ping(b);
@@ -764,6 +830,7 @@ START_TEST(test_close_during_an_exec_or_a_firewall_batch_never_crashes)
         struct tu_helper h;
         int base;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_veth("nbc0", "nbc1");
         tu_helper_start(&h, TU_ALLOW);
         base = tu_fd_count(h.pid);
@@ -825,7 +892,12 @@ Suite *hostile_suite(void)
         tcase_add_test(share, test_a_ping_is_answered_during_another_clients_long_batch);
         tcase_add_test(share, test_the_largest_firewall_requests_let_pings_through);
         suite_add_tcase(s, share);
+        TCase *gone = tcase_create("gone");
+        tcase_set_timeout(gone, 60);
+        tcase_add_test(gone, test_owners_go_with_their_interface_however_it_goes);
+        suite_add_tcase(s, gone);
         TCase *audit = tcase_create("audit");
+        tcase_set_timeout(audit, 60);
         tcase_add_test(audit, test_changes_and_execs_are_audited_with_uid_and_pid);
         suite_add_tcase(s, audit);
         return s;

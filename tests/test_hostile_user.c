@@ -124,6 +124,7 @@ START_TEST(test_user_closing_at_every_step_never_crashes_the_helper)
         struct attacker a;
         int fds;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_veth("nbup0", "nbup1");
         tu_helper_start(&h, TU_ALLOW USER_POLICY);
         fds = tu_fd_count(h.pid);
@@ -167,6 +168,7 @@ START_TEST(test_user_that_never_takes_its_fds_delays_no_one)
         long rss;
         int fds;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW USER_POLICY);
         fds = tu_fd_count(h.pid);
         rss = th_rss_kib(h.pid);
@@ -212,6 +214,7 @@ START_TEST(test_user_piling_up_unread_execs_stays_within_the_budget)
         uint64_t worst = 0;
         int fds;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW USER_POLICY);
         fds = tu_fd_count(h.pid);
         rss = th_rss_kib(h.pid);
@@ -274,6 +277,7 @@ START_TEST(test_user_holding_its_spawn_share_leaves_roots_slot)
         nb_results *res;
         uint64_t t0;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW "max_spawns = 3\nroot_reserved_spawns = 1\n" USER_POLICY);
         attack_start(&a, &h, spawns_held, NULL);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
@@ -327,6 +331,7 @@ START_TEST(test_user_request_over_its_rule_cap_is_refused_and_changes_nothing)
         struct attacker a;
         char *before, *after;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW USER_POLICY);
         before = tu_sh("nft list ruleset; ip -o link show | cut -d' ' -f2");
         attack_start(&a, &h, too_many_rules, NULL);
@@ -386,6 +391,7 @@ START_TEST(test_user_largest_firewall_request_lets_roots_pings_through)
         pid_t pinger;
         int pp[2];
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW USER_POLICY);
         fds = tu_fd_count(h.pid);
         rss = th_rss_kib(h.pid);
@@ -542,6 +548,7 @@ START_TEST(test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall)
         struct attacker a;
         nb_conn *c;
 
+        tu_private_netns(); /* what it leaves dies with it */
         tu_veth("nbur0", "nbur1");
         tu_helper_start(&h, TU_ALLOW USER_POLICY);
         attack_start(&a, &h, firewall_then_unread_fds, NULL);
@@ -562,6 +569,56 @@ START_TEST(test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall)
         nb_fw_ruleset_free(rs);
         nb_close(c);
         attack_end(&a);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- rules that would outlive their interface ---- */
+
+static int rules_then_delete(const char *sock, void *arg)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_tap_opts own = {.persist = true, .set_owner = true, .uid = NOBODY, .gid = NOBODY};
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+        int ok;
+
+        (void)arg;
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        nb_fw_rule_add(rs, &drop);
+        drop.direction = NB_FW_TO_GUEST;
+        nb_fw_rule_add(rs, &drop);
+        nb_batch_tap_create(b, "nbu5", &own);
+        nb_batch_firewall_apply(b, "fw5", "nbu5", rs, NB_FW_REPLACE);
+        nb_batch_link_delete(b, "nbu5");
+        ok = nb_submit(c, b, &res) == 0 && nb_results_first_error(res) == -1;
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+        return ok ? 0 : 2;
+}
+
+/* uid 65534 binds DROP rules to its tap and deletes the tap. The kernel
+ * (6.16 and later) would keep the chains and bind them to the next device
+ * of that name, root's included; the helper removes them with the tap. */
+START_TEST(test_user_rules_do_not_outlive_its_interface)
+{
+        struct tu_helper h;
+        struct attacker a;
+        char *chains;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        attack_start(&a, &h, rules_then_delete, NULL);
+        attack_end(&a);
+        tu_veth("nbu5", "nbu5p"); /* root's, by the same name */
+        chains = tu_sh("nft list chains netdev 2>/dev/null | grep -c 'device \"nbu5\"' || true");
+        ck_assert_msg(atoi(chains) == 0, "%s chains are bound to root's nbu5", chains);
+        free(chains);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -593,6 +650,7 @@ START_TEST(test_user_changes_are_audited_with_its_uid)
         struct attacker a;
         const char *log;
 
+        tu_private_netns(); /* what it leaves dies with it */
         th_helper_start_logged(&h, TU_ALLOW USER_POLICY, path);
         attack_start(&a, &h, make_a_tap, NULL);
         snprintf(want, sizeof(want), "audit: uid=65534 pid=%d op=tap_create object=nbu2 status=0",
@@ -618,6 +676,7 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_user_largest_firewall_request_lets_roots_pings_through);
         tcase_add_test(tc, test_user_changes_are_audited_with_its_uid);
+        tcase_add_test(tc, test_user_rules_do_not_outlive_its_interface);
         tcase_add_test(tc, test_user_cannot_exceed_max_devices_with_requests_that_run_later);
         tcase_add_test(tc, test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall);
         suite_add_tcase(s, tc);

@@ -82,8 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         NB_HARNESS_ASSERT(nb_fake_reset() == 0);
         NB_HARNESS_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) ==
                           0);
-        NB_HARNESS_ASSERT(
-                nb_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, h->ctx.bw, &srv) == 0);
+        NB_HARNESS_ASSERT(nb_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, NULL, h->ctx.bw,
+                                        &srv) == 0);
         NB_HARNESS_ASSERT(nb_server_adopt(srv, sv[1]) == 0);
         nb_frame_reader_init(&rd, 1u << 24, NB_FRAME_MAX_FDS);
         if (size >= 2 && data[size - 1] & 0x80)

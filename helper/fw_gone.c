@@ -1,0 +1,183 @@
+/* Owners removed with their interface; see fw_gone.h. */
+#include "fw_gone.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "stats.h"
+
+NB_LOG_CATEGORY(firewall);
+
+struct gone_owner {
+        char owner[NB_FW_OWNER_MAX + 1];
+        uid_t uid;
+};
+
+struct nb_fw_gone {
+        struct nb_fw *fw;
+        char (*names)[IFNAMSIZ]; /* interfaces gone since the last removal */
+        size_t n, cap;
+        struct gone_owner *removed; /* a ring of NB_FW_GONE_REMEMBERED */
+        size_t n_removed, next_removed;
+};
+
+/* Which owners to remove: those bound to one of names[n] (gone), or, with
+ * present, to none of them (the sweep). */
+struct pick {
+        const char (*names)[IFNAMSIZ];
+        size_t n;
+        bool present;
+        struct gone_owner *owners;
+        size_t n_owners, cap_owners;
+};
+
+static bool listed(const struct pick *p, const char *ifname)
+{
+        for (size_t i = 0; i < p->n; i++)
+                if (strcmp(p->names[i], ifname) == 0)
+                        return true;
+        return false;
+}
+
+static int pick_owner(const struct nb_fw_owner_info *o, void *data)
+{
+        struct pick *p = data;
+
+        if (listed(p, o->ifname) == p->present)
+                return 0;
+        if (p->n_owners == p->cap_owners) {
+                size_t cap = p->cap_owners ? 2 * p->cap_owners : 8;
+                void *grown = realloc(p->owners, cap * sizeof(*p->owners));
+                if (!grown)
+                        return -ENOMEM;
+                p->owners = grown;
+                p->cap_owners = cap;
+        }
+        snprintf(p->owners[p->n_owners].owner, NB_FW_OWNER_MAX + 1, "%s", o->owner);
+        p->owners[p->n_owners++].uid = o->uid;
+        return 0;
+}
+
+static void remember(struct nb_fw_gone *g, const struct gone_owner *o)
+{
+        if (!g->removed)
+                return; /* no memory for the ring: a later remove says ENOENT */
+        g->removed[g->next_removed] = *o;
+        g->next_removed = (g->next_removed + 1) % NB_FW_GONE_REMEMBERED;
+        if (g->n_removed < NB_FW_GONE_REMEMBERED)
+                g->n_removed++;
+}
+
+bool nb_fw_gone_removed(const struct nb_fw_gone *g, const char *owner, const uid_t *uid)
+{
+        for (size_t i = 0; g && i < g->n_removed; i++)
+                if (strcmp(g->removed[i].owner, owner) == 0 && (!uid || g->removed[i].uid == *uid))
+                        return true;
+        return false;
+}
+
+/* Remove the owners p picks, in one transaction. */
+static int remove_picked(struct nb_fw_gone *g, struct pick *p, const char *why)
+{
+        struct nb_fw *fw = g->fw;
+        char err[NB_FW_ERRLEN] = "";
+        struct nb_fw_txn *t = NULL;
+        int r = nb_fw_list(fw, pick_owner, p, err);
+
+        if (r < 0 || !p->n_owners)
+                goto out;
+        r = nb_fw_txn_begin(fw, &t, err);
+        for (size_t i = 0; r == 0 && i < p->n_owners; i++) {
+                r = nb_fw_txn_remove(t, p->owners[i].owner, NULL, err);
+                if (r == -ENOENT)
+                        r = 0; /* removed meanwhile: nothing to do */
+        }
+        if (r == 0)
+                r = nb_fw_txn_commit(t, err);
+        if (r == 0) {
+                nb_stats[NB_STAT_FW_OWNERS_GONE] += p->n_owners;
+                for (size_t i = 0; i < p->n_owners; i++) {
+                        nb_notice("owner %s removed: %s", p->owners[i].owner, why);
+                        remember(g, &p->owners[i]);
+                }
+        }
+out:
+        if (r < 0)
+                nb_warn("cannot remove the owners of interfaces that are gone: %s", err);
+        nb_fw_txn_free(t);
+        free(p->owners);
+        p->owners = NULL;
+        p->n_owners = p->cap_owners = 0;
+        return r;
+}
+
+int nb_fw_gone_new(struct nb_fw *fw, struct nb_fw_gone **ret)
+{
+        struct nb_fw_gone *g = calloc(1, sizeof(*g));
+
+        if (!g)
+                return -ENOMEM;
+        g->fw = fw;
+        g->removed = calloc(NB_FW_GONE_REMEMBERED, sizeof(*g->removed));
+        *ret = g;
+        return 0;
+}
+
+void nb_fw_gone_free(struct nb_fw_gone *g)
+{
+        if (!g)
+                return;
+        free(g->names);
+        free(g->removed);
+        free(g);
+}
+
+void nb_fw_gone_link(void *data, const struct nb_link_entry *e)
+{
+        struct nb_fw_gone *g = data;
+        struct pick p = {0};
+
+        if (e) {
+                if (g->n == g->cap) {
+                        size_t cap = g->cap ? 2 * g->cap : 8;
+                        void *grown = realloc(g->names, cap * sizeof(*g->names));
+                        if (!grown) {
+                                /* The start-up sweep removes it later; until
+                                 * then its rules may bind a device of its
+                                 * name: say so. */
+                                nb_warn("out of memory: the owners of %s stay", e->name);
+                                return;
+                        }
+                        g->names = grown;
+                        g->cap = cap;
+                }
+                snprintf(g->names[g->n++], IFNAMSIZ, "%s", e->name);
+                return;
+        }
+        if (!g->n)
+                return;
+        p.names = (const char(*)[IFNAMSIZ])g->names;
+        p.n = g->n;
+        remove_picked(g, &p, "its interface went away");
+        g->n = 0;
+}
+
+int nb_fw_gone_sweep(struct nb_fw_gone *g, const struct nb_link_entry *all, size_t n)
+{
+        struct pick p = {.present = true, .n = n};
+        char(*names)[IFNAMSIZ] = calloc(n ? n : 1, sizeof(*names));
+        int r;
+
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                snprintf(names[i], IFNAMSIZ, "%s", all[i].name);
+        p.names = (const char(*)[IFNAMSIZ])names;
+        r = remove_picked(g, &p, "its interface was gone at start-up");
+        free(names);
+        return r;
+}

@@ -1,0 +1,37 @@
+/* A guest's rules die with its interface.
+ *
+ * The kernel binds a netdev base chain to a device by name, and since
+ * Linux 6.16 a chain outlives its device and attaches to the next device
+ * of that name: a caller that deleted its interface could leave its DROP
+ * rules to whoever is given the name next (root's next vnet0 included).
+ * So when an interface goes away, every firewall owner bound to it is
+ * removed in a transaction of its own, before the reply of the request
+ * that deleted it (or at once, from the loop, when someone else did); and
+ * at start-up, owners whose interface is gone already are removed too.
+ * Uses only the firewall's public interface (firewall.h). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "firewall.h"
+#include "link.h"
+
+struct nb_fw_gone;
+
+int nb_fw_gone_new(struct nb_fw *fw, struct nb_fw_gone **ret);
+void nb_fw_gone_free(struct nb_fw_gone *g);
+
+/* An nb_links_on_gone() watcher: collects the names, and at the end of the
+ * list (e NULL) removes their owners. */
+void nb_fw_gone_link(void *data, const struct nb_link_entry *e);
+
+/* Whether owner was removed with its interface since start-up, and made
+ * for uid (any uid when uid is NULL): a later FirewallRemove of it is a
+ * success that writes nothing. The last NB_FW_GONE_REMEMBERED are kept. */
+#define NB_FW_GONE_REMEMBERED 4096
+bool nb_fw_gone_removed(const struct nb_fw_gone *g, const char *owner, const uid_t *uid);
+
+/* Start-up: remove the owners whose interface is not among all[n]. */
+int nb_fw_gone_sweep(struct nb_fw_gone *g, const struct nb_link_entry *all, size_t n);

@@ -64,18 +64,31 @@ static const char *describe(const Netbroker__Op *op, const Netbroker__Result *re
         }
 }
 
+/* One line a filter can split: no control byte, no '"' inside the quoted
+ * error (a message may quote what a client sent or the kernel said). */
+static void clean(char *s)
+{
+        for (; *s; s++)
+                if ((unsigned char)*s < 0x20 || *s == 0x7f || *s == '"')
+                        *s = '?';
+}
+
 void nb_audit_op(const struct nb_peer *peer, const Netbroker__Op *op, const Netbroker__Result *res,
                  enum nb_audit_outcome outcome)
 {
         static const char *const outcomes[] = {"done", "failed", "undone"};
-        char obj[128];
+        char obj[128], error[320] = "";
         const char *name;
 
         name = describe(op, res, obj, sizeof(obj));
         if (!name)
                 return;
+        clean(obj);
+        if (res->status) {
+                snprintf(error, sizeof(error), "%s", res->message ? res->message : "");
+                clean(error);
+        }
         nb_notice("uid=%u pid=%d op=%s object=%s status=%d result=%s%s%s%s", (unsigned)peer->uid,
                   (int)peer->pid, name, obj, (int)res->status, outcomes[outcome],
-                  res->status ? " error=\"" : "", res->status ? res->message : "",
-                  res->status ? "\"" : "");
+                  res->status ? " error=\"" : "", error, res->status ? "\"" : "");
 }

@@ -50,9 +50,18 @@ static const struct {
         {"IP_LIB_DIR", "ip loads code from it"},
         {"TC_LIB_DIR", "tc loads code from it"},
         {"XTABLES_LIBDIR", "iptables loads code from it"},
+        {"IPTABLES_LIB_DIR", "iptables loads code from it"},
+        {"IP6TABLES_LIB_DIR", "ip6tables loads code from it"},
+        {"OPENSSL_CONF", "OpenSSL loads engines it names"},
+        {"OPENSSL_MODULES", "OpenSSL loads code from it"},
         /* Files a shell reads and runs at start-up. */
         {"BASH_ENV", "a shell runs the file it names"},
         {"ENV", "a shell runs the file it names"},
+        {"SHELLOPTS", "bash takes options from it (xtrace runs PS4)"},
+        {"BASHOPTS", "bash takes options from it"},
+        {"PS4", "bash expands it, commands included, for xtrace"},
+        {"PYTHON*", "python loads code it names"},
+        {"PERL5*", "perl loads code it names"},
         {"PATH", "the environment's PATH is fixed"},
 };
 

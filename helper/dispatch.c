@@ -455,7 +455,7 @@ int nb_job_spawn_admit(struct nb_job *job, Netbroker__Result *res)
                 return nb_result_set(res, EAGAIN,
                                      "exec: uid %u has %u programs running or waiting "
                                      "(max_spawns_per_uid=%u)",
-                                     (unsigned)uid, cfg->max_spawns_per_uid,
+                                     (unsigned)uid, nb_children_running_of(uid) + waiting_of(uid),
                                      cfg->max_spawns_per_uid);
         if (n_waiting >= cfg->max_pending_spawns)
                 return nb_result_set(

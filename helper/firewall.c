@@ -1255,7 +1255,7 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
                 return -EINVAL;
         }
         if (o && s->own_only && o->uid != s->uid) {
-                errf(err, "owner %s was made for uid %u", s->owner, o->uid);
+                errf(err, "owner %s is another caller's", s->owner);
                 return -EPERM;
         }
         r = note_op(t, s->owner, &idx);
@@ -1325,7 +1325,7 @@ int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_f
                 return -ENOENT;
         }
         if (only_for && o->uid != *only_for) {
-                errf(err, "owner %s was made for uid %u", owner, o->uid);
+                errf(err, "owner %s is another caller's", owner);
                 return -EPERM;
         }
         if (o->touched) {

@@ -58,8 +58,11 @@ bool nb_ifname_valid(const char *name)
                 return false;
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                 return false;
+        /* Control bytes too: names go into logs, the audit trail and
+         * terminals (an ESC in a name would be a terminal sequence). */
         for (const char *c = name; *c; c++)
-                if (*c == '/' || *c == ':' || isspace((unsigned char)*c))
+                if (*c == '/' || *c == ':' || isspace((unsigned char)*c) ||
+                    iscntrl((unsigned char)*c))
                         return false;
         return true;
 }

@@ -25,6 +25,13 @@ static bool argv0_names_program(const char *argv0, const char *path)
         return !argv0[0] || strcmp(argv0, path) == 0 || strcmp(argv0, strrchr(path, '/') + 1) == 0;
 }
 
+static bool locale_variable(const char *name, size_t len)
+{
+        return (len >= 3 && strncmp(name, "LC_", 3) == 0) ||
+               (len == 4 && !strncmp(name, "LANG", 4)) ||
+               (len == 8 && strncmp(name, "LANGUAGE", 8) == 0);
+}
+
 static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const struct nb_config *cfg = v->ctx->cfg;
@@ -61,6 +68,13 @@ static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbr
                         return nb_result_set(res, EPERM,
                                              "exec: environment variable %.*s is not allowed: "
                                              "exec_env_allow does not list it",
+                                             (int)(eq - e->env[i]), e->env[i]);
+                /* A locale named by a path makes libc load that file (the
+                 * program is not set-uid, so libc does not refuse it). */
+                if (locale_variable(e->env[i], (size_t)(eq - e->env[i])) && strchr(eq, '/'))
+                        return nb_result_set(res, EPERM,
+                                             "exec: %.*s names a locale by a path: only locale "
+                                             "names (C.UTF-8, de_DE) are allowed",
                                              (int)(eq - e->env[i]), e->env[i]);
         }
         if (e->timeout_ms > cfg->exec_timeout_max_ms)

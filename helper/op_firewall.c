@@ -249,10 +249,12 @@ static int check_creator(struct nb_validation *v, const char *owner, Netbroker__
         }
         for (size_t i = 0; i < c->n; i++)
                 if (strcmp(c->v[i].owner, owner) == 0 && c->v[i].uid != v->peer->uid)
+                        /* Whose it is stays unsaid: FirewallList hides
+                         * other callers' owners too. */
                         return nb_result_set(res, EPERM,
                                              "policy: uid %u does not own firewall owner %s (it "
-                                             "was made for uid %u)",
-                                             (unsigned)v->peer->uid, owner, (unsigned)c->v[i].uid);
+                                             "is another caller's)",
+                                             (unsigned)v->peer->uid, owner);
         return 0;
 }
 

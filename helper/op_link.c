@@ -236,8 +236,8 @@ static int check_name_syntax(const char *name, Netbroker__Result *res, const cha
         if (!nb_ifname_valid(name))
                 return nb_result_set(
                         res, EINVAL,
-                        "%s: invalid interface name '%s' (1-15 bytes, no '/', ':' or white space, "
-                        "not '.' or '..')",
+                        "%s: invalid interface name '%s' (1-15 bytes, no '/', ':', white space or "
+                        "control characters, not '.' or '..')",
                         what, name);
         return 0;
 }

@@ -213,6 +213,23 @@ START_TEST(test_environment_is_refused_unless_exec_env_allow_lists_it)
         ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
         nb_results_free(res);
         nb_close(c);
+
+        /* A locale may be listed, but only by name: a path makes libc load
+         * locale data from a caller's directory. */
+        c = tu_spawn(TU_ALLOW "exec_env_allow = LC_ALL LANG\n");
+        {
+                const char *byname[] = {"LC_ALL=C.UTF-8", NULL};
+                const char *bypath[] = {"LANG=/tmp/nbtest-locale", NULL};
+                res = tu_exec1(c, "/usr/bin/env", NULL, byname, NULL, 0);
+                ck_assert_int_eq(nb_result_status(res, 0), 0);
+                nb_results_free(res);
+                res = tu_exec1(c, "/usr/bin/env", NULL, bypath, NULL, 0);
+                ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+                ck_assert_msg(strstr(nb_result_message(res, 0), "names a locale by a path"), "%s",
+                              nb_result_message(res, 0));
+                nb_results_free(res);
+        }
+        nb_close(c);
 }
 END_TEST
 

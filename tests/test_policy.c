@@ -629,10 +629,10 @@ START_TEST(test_a_uid_cannot_touch_another_uids_tap_or_roots_veth_and_bridge)
                        "policy: uid 65534 does not own interface pvb0");
         /* B's and root's firewall owners, even on A's own tap. */
         expect_refused(&a, (struct cmd[]){op(A_FW_REMOVE, NULL, "pvbfw")}, EPERM,
-                       "policy: uid 65534 does not own firewall owner pvbfw (it was made for "
-                       "uid 65533)");
+                       "policy: uid 65534 does not own firewall owner pvbfw (it is another "
+                       "caller's)");
         expect_refused(&a, (struct cmd[]){op(A_FW_REMOVE, NULL, "pvrootfw")}, EPERM,
-                       "does not own firewall owner pvrootfw (it was made for uid 0)");
+                       "does not own firewall owner pvrootfw (it is another caller's)");
         expect_refused(&a, (struct cmd[]){op(A_FW_APPLY, "pva0", "pvbfw")}, EPERM,
                        "does not own firewall owner pvbfw");
         /* Root's veth, bridge, and an interface nobody marked. */
@@ -687,7 +687,7 @@ START_TEST(test_firewall_owner_comment_records_its_creator)
         free(tu_sh("nft add chain netdev netbroker 'pvaold/from' '{ comment \"netbroker "
                    "0123456789abcdef0123456789abcdef pva0 0\"; }'"));
         expect_refused(&a, (struct cmd[]){op(A_FW_REMOVE, NULL, "pvaold")}, EPERM,
-                       "pvaold (it was made for uid 0)");
+                       "pvaold (it is another caller's)");
         agent_stop(&a);
         tu_helper_stop(&h);
 }

@@ -407,13 +407,31 @@ END_TEST
 START_TEST(test_config_exec_env_allow_is_an_allow_list_without_loader_variables)
 {
         static const char *const refused[] = {
-                "LD_PRELOAD",     "LD_LIBRARY_PATH",
-                "LD_ANYTHING",    "MALLOC_CHECK_",
-                "GCONV_PATH",     "GLIBC_TUNABLES",
-                "LOCPATH",        "NLSPATH",
-                "IP_LIB_DIR",     "TC_LIB_DIR",
-                "XTABLES_LIBDIR", "PATH",
-                "BASH_ENV",       "ENV",
+                "LD_PRELOAD",
+                "LD_LIBRARY_PATH",
+                "LD_ANYTHING",
+                "MALLOC_CHECK_",
+                "GCONV_PATH",
+                "GLIBC_TUNABLES",
+                "LOCPATH",
+                "NLSPATH",
+                "IP_LIB_DIR",
+                "TC_LIB_DIR",
+                "XTABLES_LIBDIR",
+                "PATH",
+                "BASH_ENV",
+                "ENV",
+                /* Found by an outside review: libxtables' other names for
+                 * its plugin directory, bash's option and trace variables,
+                 * and interpreters' code paths. */
+                "IPTABLES_LIB_DIR",
+                "IP6TABLES_LIB_DIR",
+                "SHELLOPTS",
+                "BASHOPTS",
+                "PS4",
+                "OPENSSL_CONF",
+                "PYTHONPATH",
+                "PERL5OPT",
         };
         static const char *const malformed[] = {"1FOO", "FOO=BAR", "FOO-BAR", "FÖÖ", "A.B"};
         struct nb_config c;
@@ -820,6 +838,11 @@ START_TEST(test_ifname_valid_as_the_kernel_says)
         ck_assert(!nb_ifname_valid("abcdefghijklmnop")); /* 16: never truncated */
         ck_assert(!nb_ifname_valid(""));
         ck_assert(!nb_ifname_valid("."));
+        /* Control bytes reach logs and terminals (an outside review made a
+         * tap named "atk\x1b[31mX"): refused, though the kernel takes them. */
+        ck_assert(!nb_ifname_valid("atk\x1b[31mX"));
+        ck_assert(!nb_ifname_valid("atk\x01"));
+        ck_assert(!nb_ifname_valid("atk\x7f"));
         ck_assert(!nb_ifname_valid(".."));
         ck_assert(nb_ifname_valid("..."));
         ck_assert(!nb_ifname_valid("a/b"));

@@ -42,7 +42,11 @@ struct nb_validation {
         void (*cache_free)(void *cache);
 };
 
-#define NB_OP_PARKED 1 /* run(): the op is under way; the job resumes later */
+/* run(): the op is under way; the job resumes later. Outside every errno
+ * value: it was 1, which is EPERM, so an op the kernel refused with EPERM
+ * parked its job with nothing to resume it, and the client waited forever
+ * (the structure issue gives "parked" a channel of its own). */
+#define NB_OP_PARKED 0x7ffffff0
 
 struct nb_op_handler {
         const char *name; /* feature name in Hello */

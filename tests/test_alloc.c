@@ -458,6 +458,27 @@ START_TEST(test_every_allocation_failure_ends_in_an_error_or_a_close)
 }
 END_TEST
 
+/* An op whose capability answers EPERM gets a reply: EPERM (1) was the
+ * value of "parked", so the job waited for a resume that never came. */
+START_TEST(test_an_op_refused_with_eperm_is_answered)
+{
+        struct nbt_packed rq = {0};
+        struct run *run = calloc(1, sizeof(*run));
+
+        ck_assert_ptr_nonnull(run);
+        request_build(nbt_build_eperm_tap, &rq);
+        run_once(&rq, 0, run);
+        ck_assert_int_eq(run->o.kind, OUT_REPLY);
+        ck_assert_uint_eq(run->o.msg->reply->n_results, 1);
+        ck_assert_int_eq(run->o.msg->reply->results[0]->status, EPERM);
+        ck_assert_msg(strstr(run->o.msg->reply->results[0]->message, "not permitted"), "%s",
+                      run->o.msg->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(run->o.msg, NULL);
+        request_free(&rq);
+        free(run);
+}
+END_TEST
+
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
 static const char *const env_names[] = {"FOO", "LC_ALL"};
 
@@ -486,6 +507,7 @@ int main(void)
         tcase_set_timeout(tc, 600);
         tcase_add_loop_test(tc, test_every_allocation_failure_ends_in_an_error_or_a_close, 0,
                             sizeof(requests) / sizeof(*requests));
+        tcase_add_test(tc, test_an_op_refused_with_eperm_is_answered);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -355,6 +355,12 @@ static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t cr
                 r = -EIO;
                 goto fail;
         }
+        /* As the kernel refuses a tap in a user namespace without rights. */
+        if (strncmp(ifname, "eperm", 5) == 0) {
+                errf(err, NB_ERRLEN, "fake kernel: %s: operation not permitted", ifname);
+                r = -EPERM;
+                goto fail;
+        }
         f = add_if(ifname, kind);
         if (!f) {
                 errf(err, NB_ERRLEN, "out of memory");

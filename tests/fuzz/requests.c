@@ -240,6 +240,12 @@ int nbt_build_every_op_but_exec(nb_batch *b, int netns_fd)
         return every_op(b, netns_fd, false);
 }
 
+int nbt_build_eperm_tap(nb_batch *b, int netns_fd)
+{
+        (void)netns_fd;
+        return nb_batch_tap_create(b, "eperm0", NULL);
+}
+
 /* Firewall ops that go on after a failure: each op's status must agree
  * with what the transaction commits. */
 int nbt_build_firewall_continue(nb_batch *b, int netns_fd)

@@ -30,6 +30,8 @@ extern const size_t nbt_n_requests;
  * nb_job_start. */
 int nbt_build_every_op(struct nb_batch *b, int netns_fd);
 int nbt_build_every_op_but_exec(struct nb_batch *b, int netns_fd);
+/* One TapCreate the fake kernel refuses with EPERM ("eperm0"). */
+int nbt_build_eperm_tap(struct nb_batch *b, int netns_fd);
 /* Two FirewallApply and a FirewallRemove, with CONTINUE_ON_ERROR. */
 int nbt_build_firewall_continue(struct nb_batch *b, int netns_fd);
 

@@ -72,7 +72,7 @@ struct nb_conn {
         bool reading;
         uint64_t next_id;
         struct waiter *waiters;
-        struct nb_frame_reader rd;
+        struct nbp_frame_reader rd;
         /* how to get a new connection */
         char *helper_path, *config_path, *log_level, *socket_path;
         char **features;
@@ -107,38 +107,38 @@ static void free_features(nb_conn *c)
 /* fds (borrowed) go with the frame's first byte; the frame sends copies. */
 static int send_msg_fds(int fd, const ProtobufCMessage *m, const int *fds, size_t nfds)
 {
-        struct nb_frame_out *f;
-        int r = nb_pack_frame(m, &f);
+        struct nbp_frame_out *f;
+        int r = nbp_pack_frame(m, &f);
 
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < nfds && i < NB_FRAME_MAX_FDS; i++) {
+        for (size_t i = 0; i < nfds && i < NBP_FRAME_MAX_FDS; i++) {
                 f->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
                 if (f->fds[i] < 0) {
                         r = -errno;
-                        nb_frame_out_free(f);
+                        nbp_frame_out_free(f);
                         return r;
                 }
                 f->nfds++;
         }
         do
-                r = nb_frame_write(fd, f);
+                r = nbp_frame_write(fd, f);
         while (r == 0);
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         return r < 0 ? r : 0;
 }
 
 static int send_msg(int fd, const ProtobufCMessage *m)
 {
-        struct nb_frame_out *f;
-        int r = nb_pack_frame(m, &f);
+        struct nbp_frame_out *f;
+        int r = nbp_pack_frame(m, &f);
 
         if (r < 0)
                 return r;
         do
-                r = nb_frame_write(fd, f);
+                r = nbp_frame_write(fd, f);
         while (r == 0);
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         return r < 0 ? r : 0;
 }
 
@@ -151,23 +151,23 @@ static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t
         int r;
 
         do
-                r = nb_frame_read(c->fd, &c->rd);
+                r = nbp_frame_read(c->fd, &c->rd);
         while (r == 0);
         if (r < 0) {
-                nb_frame_reader_reset(&c->rd);
+                nbp_frame_reader_reset(&c->rd);
                 return r;
         }
-        nb_frame_reader_take(&c->rd, &body, &len, fds, nfds, &truncated);
+        nbp_frame_reader_take(&c->rd, &body, &len, fds, nfds, &truncated);
         *ret = netbroker__server_message__unpack(NULL, len, body);
         free(body);
         if (!*ret) {
-                nb_close_fds(fds, *nfds);
+                nbp_close_fds(fds, *nfds);
                 return -EBADMSG;
         }
         if (truncated) {
                 /* We could not take every fd the helper sent. */
                 netbroker__server_message__free_unpacked(*ret, NULL);
-                nb_close_fds(fds, *nfds);
+                nbp_close_fds(fds, *nfds);
                 return -EBADF;
         }
         return 0;
@@ -199,11 +199,11 @@ static int hello(nb_conn *c)
         Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
         Netbroker__Hello h = NETBROKER__HELLO__INIT;
         Netbroker__ServerMessage *reply = NULL;
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         size_t nfds = 0;
         int r;
 
-        h.version = NB_PROTOCOL_VERSION;
+        h.version = NBP_PROTOCOL_VERSION;
         h.n_features = sizeof(client_features) / sizeof(*client_features);
         h.features = (char **)client_features;
         h.software = (char *)"libnetbroker " NB_VERSION;
@@ -218,7 +218,7 @@ static int hello(nb_conn *c)
                 r = r < 0 ? r : rr;
                 return r == -EPIPE ? -ECONNRESET : r;
         }
-        nb_close_fds(fds, nfds);
+        nbp_close_fds(fds, nfds);
         switch (reply->msg_case) {
         case NETBROKER__SERVER_MESSAGE__MSG_HELLO:
                 free_features(c);
@@ -395,7 +395,7 @@ static void drop_fd(nb_conn *c)
                 close(c->fd);
                 c->fd = -1;
         }
-        nb_frame_reader_reset(&c->rd);
+        nbp_frame_reader_reset(&c->rd);
 }
 
 /* With lock held, no reader and no writer: make a working connection. */
@@ -443,7 +443,7 @@ static nb_conn *conn_alloc(void)
         pthread_mutex_init(&c->write_lock, NULL);
         pthread_cond_init(&c->cond, NULL);
         c->fd = -1;
-        nb_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NB_FRAME_MAX_FDS);
+        nbp_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NBP_FRAME_MAX_FDS);
         return c;
 }
 
@@ -597,7 +597,7 @@ static struct waiter *find_waiter(nb_conn *c, uint64_t id)
 static void read_one(nb_conn *c)
 {
         Netbroker__ServerMessage *m = NULL;
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         size_t nfds = 0;
         unsigned gen = c->gen;
         struct waiter *w;
@@ -623,7 +623,7 @@ static void read_one(nb_conn *c)
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY &&
             (w = find_waiter(c, m->reply->id))) {
                 w->msg = m;
-                nb_close_fds(fds, nfds); /* a Reply carries none */
+                nbp_close_fds(fds, nfds); /* a Reply carries none */
                 w->done = true;
                 /* Its owner sleeps on the condition; wake it before this
                  * thread perhaps goes on reading for its own reply. */
@@ -641,7 +641,7 @@ static void read_one(nb_conn *c)
                 mark_broken(c, gen, -EPROTO, true);
         }
         /* A reply nobody waits for (its caller gave up) is dropped. */
-        nb_close_fds(fds, nfds);
+        nbp_close_fds(fds, nfds);
         netbroker__server_message__free_unpacked(m, NULL);
 }
 
@@ -677,9 +677,9 @@ static int check_limits(nb_conn *c, const nb_batch *b)
         req.id = UINT64_MAX; /* the largest an id can encode to */
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
         m.request = &req;
-        if (b->nfds > NB_FRAME_MAX_FDS || (c->hello_fds_known && b->nfds > c->max_fds)) {
+        if (b->nfds > NBP_FRAME_MAX_FDS || (c->hello_fds_known && b->nfds > c->max_fds)) {
                 set_error(c, "batch carries %zu fds; the helper takes at most %u", b->nfds,
-                          c->hello_fds_known ? c->max_fds : NB_FRAME_MAX_FDS);
+                          c->hello_fds_known ? c->max_fds : NBP_FRAME_MAX_FDS);
                 return -E2BIG;
         }
         if (c->max_ops && b->req.n_ops > c->max_ops) {
@@ -783,7 +783,7 @@ again:
                 w.err = -EBADF;
         }
         if (w.err < 0 || !w.msg) {
-                nb_close_fds(w.fds, w.nfds);
+                nbp_close_fds(w.fds, w.nfds);
                 free(w.fds);
                 if (w.msg)
                         netbroker__server_message__free_unpacked(w.msg, NULL);
@@ -791,7 +791,7 @@ again:
         }
         r = nb_results_new(w.msg, w.fds, w.nfds, ret);
         if (r < 0) {
-                nb_close_fds(w.fds, w.nfds);
+                nbp_close_fds(w.fds, w.nfds);
                 free(w.fds);
                 netbroker__server_message__free_unpacked(w.msg, NULL);
         }

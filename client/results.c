@@ -43,7 +43,7 @@ NB_EXPORT void nb_results_free(nb_results *r)
 {
         if (!r)
                 return;
-        nb_close_fds(r->fds, r->nfds);
+        nbp_close_fds(r->fds, r->nfds);
         free(r->fds);
         netbroker__server_message__free_unpacked(r->msg, NULL);
         free(r);

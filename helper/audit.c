@@ -6,7 +6,7 @@
 
 #include "log.h"
 
-NB_LOG_CATEGORY(audit);
+NBD_LOG_CATEGORY(audit);
 
 /* The op's name and the object it acts on; NULL for ops that change
  * nothing. Interface names and owners are validated before an op runs
@@ -73,8 +73,8 @@ static void clean(char *s)
                         *s = '?';
 }
 
-void nb_audit_op(const struct nb_peer *peer, const Netbroker__Op *op, const Netbroker__Result *res,
-                 enum nb_audit_outcome outcome)
+void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
+                  const Netbroker__Result *res, enum nbd_audit_outcome outcome)
 {
         static const char *const outcomes[] = {"done", "failed", "undone"};
         char obj[128], error[320] = "";
@@ -88,7 +88,7 @@ void nb_audit_op(const struct nb_peer *peer, const Netbroker__Op *op, const Netb
                 snprintf(error, sizeof(error), "%s", res->message ? res->message : "");
                 clean(error);
         }
-        nb_notice("uid=%u pid=%d op=%s object=%s status=%d result=%s%s%s%s", (unsigned)peer->uid,
-                  (int)peer->pid, name, obj, (int)res->status, outcomes[outcome],
-                  res->status ? " error=\"" : "", error, res->status ? "\"" : "");
+        nbd_notice("uid=%u pid=%d op=%s object=%s status=%d result=%s%s%s%s", (unsigned)peer->uid,
+                   (int)peer->pid, name, obj, (int)res->status, outcomes[outcome],
+                   res->status ? " error=\"" : "", error, res->status ? "\"" : "");
 }

@@ -12,12 +12,12 @@
 #include "peer.h"
 
 /* How an op ended, as the audit line says it. */
-enum nb_audit_outcome {
-        NB_AUDIT_DONE, /* status 0 */
-        NB_AUDIT_FAILED, /* ran, and failed (status, message) */
-        NB_AUDIT_UNDONE, /* done, then undone because a later op failed */
+enum nbd_audit_outcome {
+        NBD_AUDIT_DONE, /* status 0 */
+        NBD_AUDIT_FAILED, /* ran, and failed (status, message) */
+        NBD_AUDIT_UNDONE, /* done, then undone because a later op failed */
 };
 
 /* Log op's line if it is one that changes the kernel or runs a program. */
-void nb_audit_op(const struct nb_peer *peer, const Netbroker__Op *op, const Netbroker__Result *res,
-                 enum nb_audit_outcome outcome);
+void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
+                  const Netbroker__Result *res, enum nbd_audit_outcome outcome);

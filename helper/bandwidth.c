@@ -25,7 +25,7 @@
 #include "log.h"
 #include "netlink.h"
 
-NB_LOG_CATEGORY(bandwidth);
+NBD_LOG_CATEGORY(bandwidth);
 
 #define HTB_ROOT TC_HANDLE(1U, 0U)
 #define HTB_CLASS TC_HANDLE(1U, 1U)
@@ -44,13 +44,13 @@ enum out_state {
         OUT_NONE, /* an attempt failed: out_why says why */
 };
 
-struct nb_bw {
-        struct nb_netlink *nl; /* link.c's, borrowed */
+struct nbd_bw {
+        struct nbd_netlink *nl; /* link.c's, borrowed */
         enum out_state out;
         char out_mech[96];
         bool police; /* act_police is there (reported, not used: IFB shapes better) */
         int leaf; /* index into leaf_kinds, N_LEAF_KINDS: fifo, -1: not tried */
-        unsigned doomed; /* IFBs moved to NB_BW_DOOMED_GROUP since the last flush */
+        unsigned doomed; /* IFBs moved to NBD_BW_DOOMED_GROUP since the last flush */
 };
 
 static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -60,7 +60,7 @@ static void errf(char *err, const char *fmt, ...)
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(err, NB_BW_ERRLEN, fmt, ap);
+        vsnprintf(err, NBD_BW_ERRLEN, fmt, ap);
         va_end(ap);
 }
 
@@ -71,7 +71,7 @@ static uint64_t bytes(uint32_t kb)
 
 /* ---- checking ---- */
 
-static int check_rate(const struct nb_bw_rate *r, const char *way, bool floor_ok, char *err)
+static int check_rate(const struct nbd_bw_rate *r, const char *way, bool floor_ok, char *err)
 {
         if (!r->average) {
                 if (r->peak || r->burst || r->floor) {
@@ -80,9 +80,9 @@ static int check_rate(const struct nb_bw_rate *r, const char *way, bool floor_ok
                 }
                 return 0;
         }
-        if (r->average > NB_BW_MAX_RATE || r->peak > NB_BW_MAX_RATE) {
+        if (r->average > NBD_BW_MAX_RATE || r->peak > NBD_BW_MAX_RATE) {
                 errf(err, "%s: %u kB/s is above 100 Gbit/s (%llu kB/s)", way,
-                     r->average > r->peak ? r->average : r->peak, NB_BW_MAX_RATE);
+                     r->average > r->peak ? r->average : r->peak, NBD_BW_MAX_RATE);
                 return -EINVAL;
         }
         if (r->peak && r->peak < r->average) {
@@ -90,8 +90,8 @@ static int check_rate(const struct nb_bw_rate *r, const char *way, bool floor_ok
                      r->average);
                 return -EINVAL;
         }
-        if (r->burst > NB_BW_MAX_BURST) {
-                errf(err, "%s: burst %u kB is above %u kB", way, r->burst, NB_BW_MAX_BURST);
+        if (r->burst > NBD_BW_MAX_BURST) {
+                errf(err, "%s: burst %u kB is above %u kB", way, r->burst, NBD_BW_MAX_BURST);
                 return -EINVAL;
         }
         if (r->floor && !floor_ok) {
@@ -106,7 +106,7 @@ static int check_rate(const struct nb_bw_rate *r, const char *way, bool floor_ok
         return 0;
 }
 
-int nb_bw_check(const struct nb_bw_limits *l, char *err)
+int nbd_bw_check(const struct nbd_bw_limits *l, char *err)
 {
         int r = check_rate(&l->in, "inbound", true, err);
 
@@ -139,7 +139,7 @@ static int on_reply(struct nl_msg *msg, void *arg)
 /* Send a GET for one object and take its reply (NULL in *ret when the
  * reply was not an object libnl parses). -ENOENT and friends as the
  * kernel says. */
-static int get_one(struct nb_bw *bw, struct nl_msg *m, struct nl_object **ret)
+static int get_one(struct nbd_bw *bw, struct nl_msg *m, struct nl_object **ret)
 {
         struct nl_cb *sock_cb = nl_socket_get_cb(bw->nl->req), *cb = nl_cb_clone(sock_cb);
         struct nl_object *obj = NULL;
@@ -151,10 +151,10 @@ static int get_one(struct nb_bw *bw, struct nl_msg *m, struct nl_object **ret)
                 return -ENOMEM;
         }
         nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_reply, &obj);
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = nl_send_auto(bw->nl->req, m);
         nlmsg_free(m);
-        nb_netlink_sent(1);
+        nbd_netlink_sent(1);
         if (r >= 0)
                 r = nl_recvmsgs(bw->nl->req, cb);
         /* The reply came first; its ack is still to be read. */
@@ -163,7 +163,7 @@ static int get_one(struct nb_bw *bw, struct nl_msg *m, struct nl_object **ret)
         else if (r >= 0)
                 r = -NLE_OBJ_NOTFOUND;
         nl_cb_put(cb);
-        r = nb_netlink_errno(bw->nl, r);
+        r = nbd_netlink_errno(bw->nl, r);
         if (obj == (struct nl_object *)1)
                 obj = NULL;
         if (r < 0 || !ret)
@@ -176,7 +176,7 @@ static int get_one(struct nb_bw *bw, struct nl_msg *m, struct nl_object **ret)
 /* Does the kernel have tc action `kind`? Reading an action by index says
  * so without making anything: a missing kind is EINVAL, a missing index of
  * a known kind ENOENT. */
-static bool action_known(struct nb_bw *bw, const char *kind)
+static bool action_known(struct nbd_bw *bw, const char *kind)
 {
         struct tcamsg t = {.tca_family = AF_UNSPEC};
         struct nl_msg *m = nlmsg_alloc_simple(RTM_GETACTION, 0);
@@ -200,21 +200,21 @@ static bool is_marked_ifb(struct rtnl_link *link)
 {
         const char *alias = rtnl_link_get_ifalias(link);
 
-        return (alias && strcmp(alias, NB_BW_IFB_MARK) == 0) ||
-               rtnl_link_get_group(link) == NB_BW_MADE_GROUP;
+        return (alias && strcmp(alias, NBD_BW_IFB_MARK) == 0) ||
+               rtnl_link_get_group(link) == NBD_BW_MADE_GROUP;
 }
 
 /* ret_ours: it carries the IFB mark (netbroker made it as an IFB). */
-static int link_of(struct nb_bw *bw, const char *name, int *ret, uint32_t *ret_group,
+static int link_of(struct nbd_bw *bw, const char *name, int *ret, uint32_t *ret_group,
                    bool *ret_ours)
 {
         struct rtnl_link *link = NULL;
         int r;
 
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = rtnl_link_get_kernel(bw->nl->req, 0, name, &link);
-        nb_netlink_sent(1);
-        r = nb_netlink_errno(bw->nl, r);
+        nbd_netlink_sent(1);
+        r = nbd_netlink_errno(bw->nl, r);
         if (r == -EINVAL)
                 r = -ENODEV;
         if (r == 0) {
@@ -228,7 +228,7 @@ static int link_of(struct nb_bw *bw, const char *name, int *ret, uint32_t *ret_g
         return r;
 }
 
-static int ifindex_of(struct nb_bw *bw, const char *name, int *ret)
+static int ifindex_of(struct nbd_bw *bw, const char *name, int *ret)
 {
         return link_of(bw, name, ret, NULL, NULL);
 }
@@ -236,16 +236,16 @@ static int ifindex_of(struct nb_bw *bw, const char *name, int *ret)
 /* The IFB of an interface, unless it is doomed (deleted at the next
  * flush): then, for every reader, it is gone already. A device of that
  * name without the mark is no IFB of ours. */
-static int live_ifb_of(struct nb_bw *bw, const char *name, int *ret)
+static int live_ifb_of(struct nbd_bw *bw, const char *name, int *ret)
 {
         uint32_t group = 0;
         bool ours = false;
         int r = link_of(bw, name, ret, &group, &ours);
 
-        return r == 0 && (group == NB_BW_DOOMED_GROUP || !ours) ? -ENODEV : r;
+        return r == 0 && (group == NBD_BW_DOOMED_GROUP || !ours) ? -ENODEV : r;
 }
 
-static int delete_link(struct nb_bw *bw, int ifindex)
+static int delete_link(struct nbd_bw *bw, int ifindex)
 {
         struct rtnl_link *link = rtnl_link_alloc();
         int r;
@@ -253,24 +253,24 @@ static int delete_link(struct nb_bw *bw, int ifindex)
         if (!link)
                 return -ENOMEM;
         rtnl_link_set_ifindex(link, ifindex);
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = rtnl_link_delete(bw->nl->req, link);
-        nb_netlink_sent(1);
-        r = nb_netlink_errno(bw->nl, r);
+        nbd_netlink_sent(1);
+        r = nbd_netlink_errno(bw->nl, r);
         rtnl_link_put(link);
         return r;
 }
 
 static void ifb_name(int ifindex, char name[IFNAMSIZ])
 {
-        snprintf(name, IFNAMSIZ, NB_BW_IFB_PREFIX "%u", (unsigned)ifindex);
+        snprintf(name, IFNAMSIZ, NBD_BW_IFB_PREFIX "%u", (unsigned)ifindex);
 }
 
 /* ---- open ---- */
 
-int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret)
+int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
 {
-        struct nb_bw *bw = calloc(1, sizeof(*bw));
+        struct nbd_bw *bw = calloc(1, sizeof(*bw));
 
         if (!bw)
                 return -ENOMEM;
@@ -285,19 +285,19 @@ int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret)
                 snprintf(bw->out_mech, sizeof(bw->out_mech),
                          "ifb+htb (unverified: no act_mirred at start-up)");
         }
-        nb_info("bandwidth: inbound htb, outbound %s; act_police %s", bw->out_mech,
-                bw->police ? "present (unused: the IFB shapes instead of dropping)" : "absent");
+        nbd_info("bandwidth: inbound htb, outbound %s; act_police %s", bw->out_mech,
+                 bw->police ? "present (unused: the IFB shapes instead of dropping)" : "absent");
         *ret = bw;
         return 0;
 }
 
-void nb_bw_close(struct nb_bw *bw)
+void nbd_bw_close(struct nbd_bw *bw)
 {
-        nb_bw_flush(bw);
+        nbd_bw_flush(bw);
         free(bw);
 }
 
-void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **ret_out)
+void nbd_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out)
 {
         static const char *const leaf_names[] = {"htb+fq_codel", "htb+sfq", "htb"};
 
@@ -305,31 +305,31 @@ void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **
         *ret_out = bw->out_mech;
 }
 
-bool nb_bw_outbound_available(const struct nb_bw *bw)
+bool nbd_bw_outbound_available(const struct nbd_bw *bw)
 {
         return bw->out != OUT_NONE;
 }
 
 /* ---- building: one HTB tree, on an interface or on its IFB ---- */
 
-static int send_result(struct nb_bw *bw, int nlerr)
+static int send_result(struct nbd_bw *bw, int nlerr)
 {
-        nb_netlink_sent(1);
-        return nb_netlink_errno(bw->nl, nlerr);
+        nbd_netlink_sent(1);
+        return nbd_netlink_errno(bw->nl, nlerr);
 }
 
 /* libvirt's burst is optional. Without one, HTB gets 10 ms of the average
- * rate (at least NB_BW_MIN_BURST kB): tc's own default is one MTU on
+ * rate (at least NBD_BW_MIN_BURST kB): tc's own default is one MTU on
  * kernels with high-resolution timers, too little for HTB to reach rates
  * of hundreds of Mbit/s. Written explicitly, so a read-back sees it. */
-static uint64_t burst_bytes(const struct nb_bw_rate *rate)
+static uint64_t burst_bytes(const struct nbd_bw_rate *rate)
 {
         uint64_t b = rate->burst ? bytes(rate->burst) : bytes(rate->average) / 100;
 
-        return b < bytes(NB_BW_MIN_BURST) ? bytes(NB_BW_MIN_BURST) : b;
+        return b < bytes(NBD_BW_MIN_BURST) ? bytes(NBD_BW_MIN_BURST) : b;
 }
 
-static int set_htb_class(struct nb_bw *bw, int ifindex, const struct nb_bw_rate *rate,
+static int set_htb_class(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
                          const char *dev, char *err)
 {
         struct rtnl_class *c = rtnl_class_alloc();
@@ -351,7 +351,7 @@ static int set_htb_class(struct nb_bw *bw, int ifindex, const struct nb_bw_rate 
                 rtnl_class_put(c);
                 return -ENOMEM;
         }
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         /* REPLACE changes the class in place: no instant without a limit. */
         r = send_result(bw, rtnl_class_add(bw->nl->req, c, NLM_F_CREATE | NLM_F_REPLACE));
         rtnl_class_put(c);
@@ -380,7 +380,7 @@ static struct rtnl_qdisc *qdisc_new(int ifindex, uint32_t parent, uint32_t handl
         return q;
 }
 
-static int ensure_leaf(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+static int ensure_leaf(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
 {
         int start = bw->leaf < 0 ? 0 : bw->leaf;
 
@@ -392,7 +392,7 @@ static int ensure_leaf(struct nb_bw *bw, int ifindex, const char *dev, char *err
                         errf(err, "cannot add a leaf qdisc on %s: out of memory", dev);
                         return -ENOMEM;
                 }
-                nb_netlink_begin(bw->nl);
+                nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
                 rtnl_qdisc_put(q);
                 if (r == 0 || r == -EEXIST) {
@@ -405,15 +405,15 @@ static int ensure_leaf(struct nb_bw *bw, int ifindex, const char *dev, char *err
                         return r;
                 }
                 if (bw->leaf < 0 || bw->leaf == k)
-                        nb_notice("the kernel has no %s qdisc (%s): trying the next leaf",
-                                  leaf_kinds[k], strerror(-r));
+                        nbd_notice("the kernel has no %s qdisc (%s): trying the next leaf",
+                                   leaf_kinds[k], strerror(-r));
                 bw->leaf = k + 1;
         }
         bw->leaf = N_LEAF_KINDS;
         return 0;
 }
 
-static int add_htb_root(struct nb_bw *bw, int ifindex, int flags)
+static int add_htb_root(struct nbd_bw *bw, int ifindex, int flags)
 {
         struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, HTB_ROOT, "htb");
         int r;
@@ -424,7 +424,7 @@ static int add_htb_root(struct nb_bw *bw, int ifindex, int flags)
                 rtnl_qdisc_put(q);
                 return -ENOMEM;
         }
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, flags));
         rtnl_qdisc_put(q);
         return r;
@@ -433,7 +433,7 @@ static int add_htb_root(struct nb_bw *bw, int ifindex, int flags)
 /* Root htb 1: default 1 and class 1:1. HTB cannot change a qdisc's
  * options, so an htb 1: that is there already is kept and only its class
  * changes; any other root qdisc is replaced in one step. */
-static int set_htb_tree(struct nb_bw *bw, int ifindex, const struct nb_bw_rate *rate,
+static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
                         const char *dev, char *err)
 {
         int r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_EXCL);
@@ -456,7 +456,7 @@ static int set_htb_tree(struct nb_bw *bw, int ifindex, const struct nb_bw_rate *
 
 /* Delete the root qdisc if it is htb 1:: with kind and handle in the
  * request, the kernel refuses (EINVAL) to delete any other. */
-static int clear_htb_root(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
 {
         struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, HTB_ROOT, "htb");
         int r;
@@ -465,7 +465,7 @@ static int clear_htb_root(struct nb_bw *bw, int ifindex, const char *dev, char *
                 errf(err, "cannot delete the root qdisc of %s: out of memory", dev);
                 return -ENOMEM;
         }
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
         rtnl_qdisc_put(q);
         if (r == -ENOENT || r == -EINVAL)
@@ -478,7 +478,7 @@ static int clear_htb_root(struct nb_bw *bw, int ifindex, const char *dev, char *
 /* ---- outbound: ingress -> mirred -> IFB with HTB ---- */
 
 /* Move a device to a link group (RTM_NEWLINK with IFLA_GROUP). */
-static int set_group(struct nb_bw *bw, int ifindex, uint32_t group)
+static int set_group(struct nbd_bw *bw, int ifindex, uint32_t group)
 {
         struct rtnl_link *orig = rtnl_link_alloc(), *change = rtnl_link_alloc();
         int r = -ENOMEM;
@@ -486,7 +486,7 @@ static int set_group(struct nb_bw *bw, int ifindex, uint32_t group)
         if (orig && change) {
                 rtnl_link_set_ifindex(orig, ifindex);
                 rtnl_link_set_group(change, group);
-                nb_netlink_begin(bw->nl);
+                nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_link_change(bw->nl->req, orig, change, 0));
         }
         rtnl_link_put(orig);
@@ -499,7 +499,7 @@ static int set_group(struct nb_bw *bw, int ifindex, uint32_t group)
  * replaced. A device of its name that netbroker did not make as an IFB is
  * never used: the interface's outbound traffic would go to whoever made it
  * (a tap named nbifbN is read through its fd). */
-static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created, char *err)
+static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *created, char *err)
 {
         char name[IFNAMSIZ];
         struct rtnl_link *link;
@@ -512,17 +512,17 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
         r = link_of(bw, name, ret_ifb, &group, &ours);
         if (r == 0 && !ours) {
                 errf(err, "%s exists but is no IFB netbroker made (its alias is not %s)", name,
-                     NB_BW_IFB_MARK);
+                     NBD_BW_IFB_MARK);
                 return -EEXIST;
         }
         if (r == 0) {
                 /* Doomed by a clear earlier in this batch: keep it after all. */
-                if (group == NB_BW_DOOMED_GROUP &&
-                    (r = set_group(bw, *ret_ifb, NB_BW_MADE_GROUP)) < 0)
+                if (group == NBD_BW_DOOMED_GROUP &&
+                    (r = set_group(bw, *ret_ifb, NBD_BW_MADE_GROUP)) < 0)
                         errf(err, "cannot keep the IFB device %s: %s", name, strerror(-r));
-                else if (group == NB_BW_DOOMED_GROUP && bw->doomed)
+                else if (group == NBD_BW_DOOMED_GROUP && bw->doomed)
                         bw->doomed--;
-                return group == NB_BW_DOOMED_GROUP ? r : 0;
+                return group == NBD_BW_DOOMED_GROUP ? r : 0;
         }
         link = rtnl_link_alloc();
         if (!link || rtnl_link_set_type(link, "ifb") < 0) {
@@ -532,9 +532,9 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
         rtnl_link_set_name(link, name);
         rtnl_link_set_txqlen(link, IFB_TXQLEN);
         rtnl_link_set_flags(link, IFF_UP);
-        rtnl_link_set_ifalias(link, NB_BW_IFB_MARK);
-        rtnl_link_set_group(link, NB_BW_MADE_GROUP);
-        nb_netlink_begin(bw->nl);
+        rtnl_link_set_ifalias(link, NBD_BW_IFB_MARK);
+        rtnl_link_set_group(link, NBD_BW_MADE_GROUP);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_link_add(bw->nl->req, link, NLM_F_CREATE | NLM_F_EXCL));
         rtnl_link_put(link);
         if (r < 0) {
@@ -554,7 +554,7 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
         }
         /* The kernel drops an alias given with the create: set it now. An
          * IFB without its mark would never be cleaned up by a sweep. */
-        r = nb_netlink_set_alias(bw->nl, *ret_ifb, NB_BW_IFB_MARK);
+        r = nbd_netlink_set_alias(bw->nl, *ret_ifb, NBD_BW_IFB_MARK);
         if (r < 0) {
                 errf(err, "cannot mark the IFB device %s: %s", name, strerror(-r));
                 delete_link(bw, *ret_ifb);
@@ -564,7 +564,7 @@ static int ensure_ifb(struct nb_bw *bw, int ifindex, int *ret_ifb, bool *created
         return 0;
 }
 
-static int ensure_ingress(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+static int ensure_ingress(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
 {
         struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, "ingress");
         int r;
@@ -573,7 +573,7 @@ static int ensure_ingress(struct nb_bw *bw, int ifindex, const char *dev, char *
                 errf(err, "cannot add an ingress qdisc on %s: out of memory", dev);
                 return -ENOMEM;
         }
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
         rtnl_qdisc_put(q);
         if (r == -EEXIST)
@@ -585,7 +585,7 @@ static int ensure_ingress(struct nb_bw *bw, int ifindex, const char *dev, char *
 
 /* u32 "match everything", action mirred egress redirect to the IFB. With
  * replace false an existing filter of ours is left as it is. */
-static int ensure_redirect(struct nb_bw *bw, int ifindex, int ifb, bool replace, const char *dev,
+static int ensure_redirect(struct nbd_bw *bw, int ifindex, int ifb, bool replace, const char *dev,
                            char *err)
 {
         struct rtnl_cls *cls = rtnl_cls_alloc();
@@ -597,7 +597,7 @@ static int ensure_redirect(struct nb_bw *bw, int ifindex, int ifb, bool replace,
         rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
         rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
         rtnl_tc_set_handle(TC_CAST(cls), U32_HANDLE);
-        rtnl_cls_set_prio(cls, NB_BW_PRIO);
+        rtnl_cls_set_prio(cls, NBD_BW_PRIO);
         rtnl_cls_set_protocol(cls, ETH_P_ALL);
         if (rtnl_tc_set_kind(TC_CAST(cls), "u32") < 0 ||
             rtnl_tc_set_kind(TC_CAST(act), "mirred") < 0 ||
@@ -608,7 +608,7 @@ static int ensure_redirect(struct nb_bw *bw, int ifindex, int ifb, bool replace,
         rtnl_mirred_set_ifindex(act, (uint32_t)ifb);
         if (rtnl_u32_add_action(cls, act) < 0)
                 goto out;
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_cls_add(bw->nl->req, cls,
                                          NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL)));
         if (r == -EEXIST && !replace)
@@ -621,8 +621,8 @@ out:
         return r;
 }
 
-static int set_outbound(struct nb_bw *bw, int ifindex, const char *dev,
-                        const struct nb_bw_rate *rate, char *err)
+static int set_outbound(struct nbd_bw *bw, int ifindex, const char *dev,
+                        const struct nbd_bw_rate *rate, char *err)
 {
         char name[IFNAMSIZ];
         bool created;
@@ -656,12 +656,12 @@ static int set_outbound(struct nb_bw *bw, int ifindex, const char *dev,
         return r;
 }
 
-static int filters_left(struct nb_bw *bw, int ifindex, size_t *ret)
+static int filters_left(struct nbd_bw *bw, int ifindex, size_t *ret)
 {
         struct nl_cache *cache = NULL;
         int r;
 
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_cls_alloc_cache(bw->nl->req, ifindex, INGRESS_HANDLE, &cache));
         if (r == 0)
                 *ret = (size_t)nl_cache_nitems(cache);
@@ -672,10 +672,10 @@ static int filters_left(struct nb_bw *bw, int ifindex, size_t *ret)
 /* Deleting a device makes the kernel wait for RCU readers: 16-24 ms an IFB
  * here, so a batch clearing 100 interfaces, or 100 guests going at once,
  * would hold the helper for 2 s. An IFB to delete is moved to
- * NB_BW_DOOMED_GROUP instead (a cheap change), and nb_bw_flush() deletes
+ * NBD_BW_DOOMED_GROUP instead (a cheap change), and nbd_bw_flush() deletes
  * the whole group in one request: one wait for all of them (100 IFBs: 21
  * ms instead of 1.6 s). None there is success. */
-static int doom_ifb(struct nb_bw *bw, int ifindex, char *err)
+static int doom_ifb(struct nbd_bw *bw, int ifindex, char *err)
 {
         char name[IFNAMSIZ];
         uint32_t group = 0;
@@ -687,14 +687,14 @@ static int doom_ifb(struct nb_bw *bw, int ifindex, char *err)
         if (r == -ENODEV || r == -ENOENT)
                 return 0;
         if (r == 0 && !ours) {
-                nb_warn("%s is left alone: netbroker did not make it (its alias is not %s)", name,
-                        NB_BW_IFB_MARK);
+                nbd_warn("%s is left alone: netbroker did not make it (its alias is not %s)", name,
+                         NBD_BW_IFB_MARK);
                 return 0;
         }
-        if (r == 0 && group == NB_BW_DOOMED_GROUP)
+        if (r == 0 && group == NBD_BW_DOOMED_GROUP)
                 return 0;
         if (r == 0)
-                r = set_group(bw, ifb, NB_BW_DOOMED_GROUP);
+                r = set_group(bw, ifb, NBD_BW_DOOMED_GROUP);
         if (r == -ENODEV)
                 return 0;
         if (r < 0) {
@@ -717,11 +717,11 @@ static void note_member(struct nl_object *o, void *arg)
         struct doomed *d = arg;
         int *grown;
 
-        if (rtnl_link_get_group(link) != NB_BW_DOOMED_GROUP)
+        if (rtnl_link_get_group(link) != NBD_BW_DOOMED_GROUP)
                 return;
         if (!is_marked_ifb(link)) {
-                nb_warn("%s is in link group %#x but netbroker did not make it: it is left alone",
-                        rtnl_link_get_name(link), NB_BW_DOOMED_GROUP);
+                nbd_warn("%s is in link group %#x but netbroker did not make it: it is left alone",
+                         rtnl_link_get_name(link), NBD_BW_DOOMED_GROUP);
                 d->n_foreign++;
                 return;
         }
@@ -737,12 +737,12 @@ static void note_member(struct nl_object *o, void *arg)
 /* Who is in the group now: a device someone else put there is not ours to
  * delete, so the whole group goes in one request only when every member
  * carries the IFB mark. */
-static int doomed_members(struct nb_bw *bw, struct doomed *ret)
+static int doomed_members(struct nbd_bw *bw, struct doomed *ret)
 {
         struct nl_cache *cache = NULL;
         int r;
 
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_link_alloc_cache(bw->nl->req, AF_UNSPEC, &cache));
         if (r == 0)
                 nl_cache_foreach(cache, note_member, ret);
@@ -750,7 +750,7 @@ static int doomed_members(struct nb_bw *bw, struct doomed *ret)
         return r == 0 && ret->nomem ? -ENOMEM : r;
 }
 
-static int delete_group(struct nb_bw *bw)
+static int delete_group(struct nbd_bw *bw)
 {
         struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
         struct nl_msg *msg;
@@ -761,11 +761,11 @@ static int delete_group(struct nb_bw *bw)
                 return -ENOMEM;
         /* No index, no name: the kernel deletes every device of the group. */
         if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
-            nla_put_u32(msg, IFLA_GROUP, NB_BW_DOOMED_GROUP) < 0) {
+            nla_put_u32(msg, IFLA_GROUP, NBD_BW_DOOMED_GROUP) < 0) {
                 nlmsg_free(msg);
                 return -ENOMEM;
         }
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = nl_send_auto(bw->nl->req, msg);
         nlmsg_free(msg);
         if (r >= 0)
@@ -773,7 +773,7 @@ static int delete_group(struct nb_bw *bw)
         return send_result(bw, r);
 }
 
-int nb_bw_flush(struct nb_bw *bw)
+int nbd_bw_flush(struct nbd_bw *bw)
 {
         struct doomed d = {0};
         int r;
@@ -793,11 +793,11 @@ int nb_bw_flush(struct nb_bw *bw)
                                 r = 0;
         }
         if (r < 0)
-                nb_warn("cannot delete %u IFB device(s) of link group %#x: %s", bw->doomed,
-                        NB_BW_DOOMED_GROUP, strerror(-r));
+                nbd_warn("cannot delete %u IFB device(s) of link group %#x: %s", bw->doomed,
+                         NBD_BW_DOOMED_GROUP, strerror(-r));
         else
-                nb_debug("deleted %zu IFB device(s) in %s", d.n_ours,
-                         d.n_foreign ? "one request each" : "one request");
+                nbd_debug("deleted %zu IFB device(s) in %s", d.n_ours,
+                          d.n_foreign ? "one request each" : "one request");
         free(d.ours);
         bw->doomed = 0;
         return r;
@@ -808,9 +808,9 @@ static bool is_ifb_name(const char *name, int *ret_owner)
         char *end;
         unsigned long v;
 
-        if (strncmp(name, NB_BW_IFB_PREFIX, strlen(NB_BW_IFB_PREFIX)) != 0)
+        if (strncmp(name, NBD_BW_IFB_PREFIX, strlen(NBD_BW_IFB_PREFIX)) != 0)
                 return false;
-        name += strlen(NB_BW_IFB_PREFIX);
+        name += strlen(NBD_BW_IFB_PREFIX);
         errno = 0;
         v = strtoul(name, &end, 10);
         if (!*name || *end || errno || v == 0 || v > INT_MAX)
@@ -819,25 +819,25 @@ static bool is_ifb_name(const char *name, int *ret_owner)
         return true;
 }
 
-void nb_bw_link_gone(void *data, const struct nb_link_entry *e)
+void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e)
 {
-        struct nb_bw *bw = data;
-        char err[NB_BW_ERRLEN];
+        struct nbd_bw *bw = data;
+        char err[NBD_BW_ERRLEN];
         int owner;
 
         if (!e) {
-                nb_bw_flush(bw); /* the end of the list: delete them together */
+                nbd_bw_flush(bw); /* the end of the list: delete them together */
                 return;
         }
         if (is_ifb_name(e->name, &owner))
                 return; /* an IFB itself went: nothing hangs on it */
         if (doom_ifb(bw, e->ifindex, err) < 0)
-                nb_warn("%s is gone but its IFB stays: %s", e->name, err);
+                nbd_warn("%s is gone but its IFB stays: %s", e->name, err);
 }
 
-void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n)
+void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t n)
 {
-        char err[NB_BW_ERRLEN];
+        char err[NBD_BW_ERRLEN];
 
         for (size_t i = 0; i < n; i++) {
                 int owner;
@@ -849,18 +849,18 @@ void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n)
                         owned = links[j].ifindex == owner;
                 if (owned)
                         continue;
-                nb_info("removing %s: the interface it shaped (ifindex %d) is gone", links[i].name,
-                        owner);
+                nbd_info("removing %s: the interface it shaped (ifindex %d) is gone", links[i].name,
+                         owner);
                 if (doom_ifb(bw, owner, err) < 0)
-                        nb_warn("%s", err);
+                        nbd_warn("%s", err);
         }
         /* A helper killed between a clear and its flush left IFBs in the
          * group (their redirects are gone already): they go too. */
         bw->doomed++;
-        nb_bw_flush(bw);
+        nbd_bw_flush(bw);
 }
 
-static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *err)
+static int clear_outbound(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
 {
         struct rtnl_cls *cls = rtnl_cls_alloc();
         struct rtnl_qdisc *q = NULL;
@@ -871,9 +871,9 @@ static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *
                 goto out;
         rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
         rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
-        rtnl_cls_set_prio(cls, NB_BW_PRIO);
+        rtnl_cls_set_prio(cls, NBD_BW_PRIO);
         rtnl_cls_set_protocol(cls, ETH_P_ALL);
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_cls_delete(bw->nl->req, cls, 0));
         /* Nothing there: no ingress qdisc (EINVAL) or no such filter. */
         if (r < 0 && r != -ENOENT && r != -EINVAL) {
@@ -886,7 +886,7 @@ static int clear_outbound(struct nb_bw *bw, int ifindex, const char *dev, char *
                 r = -ENOMEM;
                 if (!q)
                         goto out;
-                nb_netlink_begin(bw->nl);
+                nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
                 if (r < 0 && r != -ENOENT && r != -EINVAL) {
                         errf(err, "cannot delete the ingress qdisc of %s: %s", dev, strerror(-r));
@@ -902,7 +902,7 @@ out:
 
 /* ---- the interface ---- */
 
-static int lookup(struct nb_bw *bw, const char *ifname, int *ret, char *err)
+static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, char *err)
 {
         int r = ifindex_of(bw, ifname, ret);
 
@@ -911,13 +911,13 @@ static int lookup(struct nb_bw *bw, const char *ifname, int *ret, char *err)
         return r;
 }
 
-int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l,
-              struct nb_bw_applied *ret, char *err)
+int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+               struct nbd_bw_applied *ret, char *err)
 {
         const char *in_mech, *out_mech;
         int ifindex, r;
 
-        r = nb_bw_check(l, err);
+        r = nbd_bw_check(l, err);
         if (r == 0)
                 r = lookup(bw, ifname, &ifindex, err);
         if (r < 0)
@@ -934,7 +934,7 @@ int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l
                 r = clear_outbound(bw, ifindex, ifname, err);
         if (r < 0)
                 return r;
-        nb_bw_mechanisms(bw, &in_mech, &out_mech);
+        nbd_bw_mechanisms(bw, &in_mech, &out_mech);
         memset(ret, 0, sizeof(*ret));
         if (l->in.average)
                 snprintf(ret->in, sizeof(ret->in), "%s", in_mech);
@@ -943,7 +943,7 @@ int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l
         return 0;
 }
 
-int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err)
+int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, char *err)
 {
         int ifindex, r = lookup(bw, ifname, &ifindex, err);
 
@@ -956,14 +956,14 @@ int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err)
 
 /* ---- reading back ---- */
 
-static void read_class(struct nb_bw *bw, int ifindex, struct nb_bw_rate *ret)
+static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
 {
         struct nl_cache *cache = NULL;
         struct rtnl_class *c = NULL;
         uint64_t rate = 0, ceil = 0;
 
         memset(ret, 0, sizeof(*ret));
-        nb_netlink_begin(bw->nl);
+        nbd_netlink_begin(bw->nl);
         if (send_result(bw, rtnl_class_alloc_cache(bw->nl->req, ifindex, &cache)) == 0)
                 c = rtnl_class_get(cache, ifindex, HTB_CLASS);
         if (c && rtnl_tc_get_kind(TC_CAST(c)) && strcmp(rtnl_tc_get_kind(TC_CAST(c)), "htb") == 0 &&
@@ -978,7 +978,7 @@ static void read_class(struct nb_bw *bw, int ifindex, struct nb_bw_rate *ret)
         nl_cache_free(cache);
 }
 
-int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret)
+int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         char name[IFNAMSIZ];
         int ifindex, ifb, r = ifindex_of(bw, ifname, &ifindex);

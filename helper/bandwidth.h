@@ -1,7 +1,7 @@
 /* Bandwidth: libvirt's <bandwidth> limits as tc objects, built over
  * rtnetlink with libnl-route-3 (no tc binary). Knows nothing of the wire
  * format. Every function returns 0 or -errno and, on failure, writes a
- * sentence for the caller into err (NB_BW_ERRLEN bytes).
+ * sentence for the caller into err (NBD_BW_ERRLEN bytes).
  *
  * What netbroker makes on an interface IF (ifindex N), and nothing else:
  *   inbound (toward the guest: IF's egress)
@@ -9,14 +9,14 @@
  *     average, burst), and a fair leaf qdisc 2: under it where the kernel
  *     has one (fq_codel, sfq; else HTB's own fifo)
  *   outbound (from the guest: IF's ingress), mechanism "ifb+htb"
- *     an IFB device "nbifbN" (up, alias NB_BW_IFB_MARK), with the same HTB tree at the outbound
+ *     an IFB device "nbifbN" (up, alias NBD_BW_IFB_MARK), with the same HTB tree at the outbound
  *     rates on its egress; an ingress qdisc ffff: on IF, and on it a u32
- *     filter of priority NB_BW_PRIO matching everything, whose mirred
+ *     filter of priority NBD_BW_PRIO matching everything, whose mirred
  *     action redirects to the IFB. The IFB shapes (queues) rather than
  *     drops, so TCP keeps its rate.
  * A change of rates changes class 1:1 in place (NLM_F_REPLACE): there is no
  * instant without a limit. Clear deletes the root qdisc if it is htb 1:,
- * the filter of priority NB_BW_PRIO, the ingress qdisc when no other filter
+ * the filter of priority NBD_BW_PRIO, the ingress qdisc when no other filter
  * is left on it, and the IFB. */
 #pragma once
 
@@ -24,77 +24,77 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NB_BW_ERRLEN 256
-#define NB_BW_PRIO 0x4e42 /* "NB": the ingress filter's priority */
-#define NB_BW_IFB_PREFIX "nbifb"
+#define NBD_BW_ERRLEN 256
+#define NBD_BW_PRIO 0x4e42 /* "NB": the ingress filter's priority */
+#define NBD_BW_IFB_PREFIX "nbifb"
 /* 100 Gbit/s in kB/s (1024 bytes): anything above is a mistake. */
-#define NB_BW_MAX_RATE (100000000000ull / 8 / 1024)
-#define NB_BW_MAX_BURST (1u << 20) /* kB: 1 GiB */
-/* The link group IFBs wait in to be deleted together (nb_bw_flush). Only
- * members that carry NB_BW_IFB_MARK are ever deleted. */
-#define NB_BW_DOOMED_GROUP 0x4e424446u /* "NBDF" */
+#define NBD_BW_MAX_RATE (100000000000ull / 8 / 1024)
+#define NBD_BW_MAX_BURST (1u << 20) /* kB: 1 GiB */
+/* The link group IFBs wait in to be deleted together (nbd_bw_flush). Only
+ * members that carry NBD_BW_IFB_MARK are ever deleted. */
+#define NBD_BW_DOOMED_GROUP 0x4e424446u /* "NBDF" */
 /* The alias of every IFB netbroker makes: the sweep at start-up and the
  * flush delete nothing without it. */
-#define NB_BW_IFB_MARK "netbroker:ifb"
+#define NBD_BW_IFB_MARK "netbroker:ifb"
 /* The link group every IFB is created in. The kernel takes a group with
  * the create (it drops an alias), so an IFB whose helper was killed before
  * the alias was set is still known as netbroker's: only root can put a
  * device in a group, and no caller of the helper can. */
-#define NB_BW_MADE_GROUP 0x4e424649u /* "NBFI" */
-#define NB_BW_MIN_BURST 2u /* kB: the least burst HTB gets (one full frame fits) */
+#define NBD_BW_MADE_GROUP 0x4e424649u /* "NBFI" */
+#define NBD_BW_MIN_BURST 2u /* kB: the least burst HTB gets (one full frame fits) */
 
-struct nb_bw;
-struct nb_netlink;
-struct nb_link_entry;
+struct nbd_bw;
+struct nbd_netlink;
+struct nbd_link_entry;
 
 /* kB/s and kB, as libvirt; average 0: no limit this way. */
-struct nb_bw_rate {
+struct nbd_bw_rate {
         uint32_t average, peak, burst, floor;
 };
 
-struct nb_bw_limits {
-        struct nb_bw_rate in, out;
+struct nbd_bw_limits {
+        struct nbd_bw_rate in, out;
 };
 
 /* What is in place each way after a set: "htb", "ifb+htb", ..., "" for
  * no limit. */
-struct nb_bw_applied {
+struct nbd_bw_applied {
         char in[96], out[96];
 };
 
 /* Uses nl (borrowed: it must outlive bw; link.c's request socket) and
  * finds out, without changing anything, which actions the kernel has (a
  * read of a tc action of each kind). */
-int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret);
-void nb_bw_close(struct nb_bw *bw);
+int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret);
+void nbd_bw_close(struct nbd_bw *bw);
 
 /* The mechanisms each way, for Stats ("htb", "ifb+htb", or "none: why"). */
-void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **ret_out);
+void nbd_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out);
 /* Outbound limits can be made: false when an attempt showed they cannot. */
-bool nb_bw_outbound_available(const struct nb_bw *bw);
+bool nbd_bw_outbound_available(const struct nbd_bw *bw);
 
 /* Check limits without the kernel: rates in range, peak not below
  * average, burst in range (0: 10 ms of the average, at least
- * NB_BW_MIN_BURST kB), floor only inbound. 0 or -EINVAL. */
-int nb_bw_check(const struct nb_bw_limits *l, char *err);
+ * NBD_BW_MIN_BURST kB), floor only inbound. 0 or -EINVAL. */
+int nbd_bw_check(const struct nbd_bw_limits *l, char *err);
 
 /* Put these limits on ifname (a direction with average 0 is cleared). */
-int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l,
-              struct nb_bw_applied *ret, char *err);
+int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+               struct nbd_bw_applied *ret, char *err);
 /* Remove everything netbroker made on ifname; nothing there is success.
  * The IFB (set and clear may remove one) is deleted by the next flush. */
-int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err);
+int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, char *err);
 /* Delete the IFBs clears left for it, in one request. The dispatcher calls
  * it when a job ends, before its reply (NULL bw: nothing). 0 or -errno. */
-int nb_bw_flush(struct nb_bw *bw);
-/* An interface went away (link.c's nb_links_on_gone; data is the nb_bw):
+int nbd_bw_flush(struct nbd_bw *bw);
+/* An interface went away (link.c's nbd_links_on_gone; data is the nbd_bw):
  * remove the IFB netbroker made for it, which nothing else would; e NULL
  * ends a list of them (the IFBs go then, together). */
-void nb_bw_link_gone(void *data, const struct nb_link_entry *e);
+void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e);
 /* At start-up: remove IFBs (marked ones only) whose interface went while
  * no helper ran, and the marked IFBs a killed helper left in the group. */
-void nb_bw_sweep(struct nb_bw *bw, const struct nb_link_entry *links, size_t n);
+void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t n);
 
 /* The limits netbroker has in place on ifname, read back from the kernel
  * (burst rounded to kB; floor is not kept by the kernel and reads 0). */
-int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret);
+int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);

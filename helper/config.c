@@ -1,5 +1,5 @@
 /* Configuration parsing. Everything is validated here, so the rest of the
- * helper can trust every value it reads from struct nb_config. */
+ * helper can trust every value it reads from struct nbd_config. */
 #include "config.h"
 
 #include <ctype.h>
@@ -15,7 +15,7 @@
 #include "log.h"
 #include "trust.h"
 
-NB_LOG_CATEGORY(config);
+NBD_LOG_CATEGORY(config);
 
 /* Programs libvirt and its peers run today; only those present are allowed. */
 static const char *const default_programs[] = {
@@ -87,11 +87,11 @@ static bool env_name_valid(const char *name)
         return true;
 }
 
-static int add_program(struct nb_config *c, const char *path)
+static int add_program(struct nbd_config *c, const char *path)
 {
         char *copy;
 
-        if (c->n_exec_allow >= NB_CONFIG_MAX_PROGRAMS)
+        if (c->n_exec_allow >= NBD_CONFIG_MAX_PROGRAMS)
                 return -E2BIG;
         /* A NULL on the list would crash the first Exec that is checked. */
         copy = strdup(path);
@@ -101,7 +101,7 @@ static int add_program(struct nb_config *c, const char *path)
         return 0;
 }
 
-void nb_config_defaults(struct nb_config *c)
+void nbd_config_defaults(struct nbd_config *c)
 {
         memset(c, 0, sizeof(*c));
         c->fd_limit = 64;
@@ -139,7 +139,7 @@ void nb_config_defaults(struct nb_config *c)
         c->max_rules_per_request_nonroot = 4096;
         c->allow_uids[0] = 0;
         c->n_allow_uids = 1;
-        c->log_level = NB_LOG_NOTICE;
+        c->log_level = NBD_LOG_NOTICE;
         for (size_t d = 0; d < sizeof(default_dirs) / sizeof(*default_dirs); d++)
                 for (size_t p = 0; p < sizeof(default_programs) / sizeof(*default_programs); p++) {
                         char path[PATH_MAX];
@@ -150,7 +150,7 @@ void nb_config_defaults(struct nb_config *c)
                 }
 }
 
-static void free_programs(struct nb_config *c)
+static void free_programs(struct nbd_config *c)
 {
         for (size_t i = 0; i < c->n_exec_allow; i++) {
                 free(c->exec_allow[i]);
@@ -160,23 +160,23 @@ static void free_programs(struct nb_config *c)
         c->n_exec_allow = 0;
 }
 
-static void free_env_names(struct nb_config *c)
+static void free_env_names(struct nbd_config *c)
 {
         for (size_t i = 0; i < c->n_exec_env_allow; i++)
                 free(c->exec_env_allow[i]);
         c->n_exec_env_allow = 0;
 }
 
-void nb_config_free(struct nb_config *c)
+void nbd_config_free(struct nbd_config *c)
 {
         free_programs(c);
         free_env_names(c);
         free(c->policy_dir);
         c->policy_dir = NULL;
-        nb_policy_free(&c->policy);
+        nbd_policy_free(&c->policy);
 }
 
-const char *nb_config_exec_file(const struct nb_config *c, const char *path)
+const char *nbd_config_exec_file(const struct nbd_config *c, const char *path)
 {
         for (size_t i = 0; i < c->n_exec_allow; i++)
                 if (c->exec_real[i] && strcmp(c->exec_allow[i], path) == 0)
@@ -184,12 +184,12 @@ const char *nb_config_exec_file(const struct nb_config *c, const char *path)
         return NULL;
 }
 
-bool nb_config_exec_allowed(const struct nb_config *c, const char *path)
+bool nbd_config_exec_allowed(const struct nbd_config *c, const char *path)
 {
-        return nb_config_exec_file(c, path) != NULL;
+        return nbd_config_exec_file(c, path) != NULL;
 }
 
-bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t name_len)
+bool nbd_config_env_allowed(const struct nbd_config *c, const char *name, size_t name_len)
 {
         for (size_t i = 0; i < c->n_exec_env_allow; i++)
                 if (strlen(c->exec_env_allow[i]) == name_len &&
@@ -200,16 +200,16 @@ bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t n
 
 /* A group admits its members by supplementary group too: "allow_gid = 990"
  * is written for the members of group 990, whatever their primary group. */
-bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p)
+bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *p)
 {
         for (size_t i = 0; i < c->n_allow_uids; i++)
                 if (c->allow_uids[i] == p->uid)
                         return true;
         for (size_t i = 0; i < c->n_allow_gids; i++)
-                if (nb_peer_in_group(p, c->allow_gids[i]))
+                if (nbd_peer_in_group(p, c->allow_gids[i]))
                         return true;
         /* Operators write one thing: a policy for a user admits that user. */
-        return nb_policy_admits(&c->policy, p);
+        return nbd_policy_admits(&c->policy, p);
 }
 
 static int parse_u64(const char *v, unsigned long long min, unsigned long long max,
@@ -237,11 +237,11 @@ struct num_key {
 
 #define UKEY(n, lo, hi)                                                                            \
         {                                                                                          \
-#n, offsetof(struct nb_config, n), false, lo, hi                                   \
+#n, offsetof(struct nbd_config, n), false, lo, hi                                  \
         }
 #define SKEY(n, lo, hi)                                                                            \
         {                                                                                          \
-#n, offsetof(struct nb_config, n), true, lo, hi                                    \
+#n, offsetof(struct nbd_config, n), true, lo, hi                                   \
         }
 
 static const struct num_key num_keys[] = {
@@ -279,7 +279,7 @@ struct parse_state {
         unsigned lineno;
         bool uids_seen, gids_seen, programs_seen, env_names_seen;
         char why[160]; /* a reason that names a value */
-        unsigned program_line[NB_CONFIG_MAX_PROGRAMS]; /* 0: a default entry */
+        unsigned program_line[NBD_CONFIG_MAX_PROGRAMS]; /* 0: a default entry */
         /* Where each number was last set (0: the default), so that settings
          * that conflict are reported at a line of the file. */
         unsigned line[N_NUM_KEYS];
@@ -297,7 +297,7 @@ static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **w
                 /* (uid_t)-1 means "no change" to the kernel: never an identity. */
                 if (parse_u64(w, 0, (uid_t)-2, &id) < 0)
                         return -EINVAL;
-                if (*n >= NB_CONFIG_MAX_IDS) {
+                if (*n >= NBD_CONFIG_MAX_IDS) {
                         *why = "more than 32 ids";
                         return -E2BIG;
                 }
@@ -306,7 +306,7 @@ static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **w
         return 0;
 }
 
-static int set_programs(struct nb_config *c, struct parse_state *st, char *v, const char **why)
+static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, const char **why)
 {
         char *save = NULL;
 
@@ -330,7 +330,7 @@ static int set_programs(struct nb_config *c, struct parse_state *st, char *v, co
         return 0;
 }
 
-static int set_env_names(struct nb_config *c, struct parse_state *st, char *v, const char **why)
+static int set_env_names(struct nbd_config *c, struct parse_state *st, char *v, const char **why)
 {
         char *save = NULL;
 
@@ -353,7 +353,7 @@ static int set_env_names(struct nb_config *c, struct parse_state *st, char *v, c
                         *why = st->why;
                         return -EPERM;
                 }
-                if (c->n_exec_env_allow >= NB_CONFIG_MAX_ENV_NAMES) {
+                if (c->n_exec_env_allow >= NBD_CONFIG_MAX_ENV_NAMES) {
                         *why = "more than 64 names";
                         return -E2BIG;
                 }
@@ -367,7 +367,7 @@ static int set_env_names(struct nb_config *c, struct parse_state *st, char *v, c
         return 0;
 }
 
-static int set_key(struct nb_config *c, struct parse_state *st, const char *key, char *v,
+static int set_key(struct nbd_config *c, struct parse_state *st, const char *key, char *v,
                    const char **why)
 {
         for (size_t i = 0; i < N_NUM_KEYS; i++) {
@@ -401,7 +401,7 @@ static int set_key(struct nb_config *c, struct parse_state *st, const char *key,
         if (strcmp(key, "exec_env_allow") == 0)
                 return set_env_names(c, st, v, why);
         if (strcmp(key, "log_level") == 0) {
-                int l = nb_log_parse_level(v);
+                int l = nbd_log_parse_level(v);
                 *why = "expected error, warning, notice, info or debug";
                 if (l < 0)
                         return l;
@@ -474,7 +474,7 @@ static void where(char *err, size_t errlen, const char *path, unsigned line)
  * deployment that sets those low without naming a reserve gets the
  * largest reserve that still leaves other uids one connection and one
  * slot. A reserve set in the file is taken as written (and checked). */
-static void clamp_reserves(struct nb_config *c, const struct parse_state *st)
+static void clamp_reserves(struct nbd_config *c, const struct parse_state *st)
 {
         if (!line_of(st, "root_reserved_connections") &&
             c->root_reserved_connections >= c->max_connections)
@@ -485,7 +485,7 @@ static void clamp_reserves(struct nb_config *c, const struct parse_state *st)
 
 /* Settings that are each valid but do not fit together, reported at the
  * last line that took part: the one that made the conflict. */
-static int check_consistency(const struct nb_config *c, const struct parse_state *st,
+static int check_consistency(const struct nbd_config *c, const struct parse_state *st,
                              const char *path, char *err, size_t errlen)
 {
         /* stdio, epoll, signalfd, listener, netlink sockets: a dozen; each
@@ -548,7 +548,7 @@ static int check_consistency(const struct nb_config *c, const struct parse_state
         return 0;
 }
 
-static void drop_program(struct nb_config *c, size_t i)
+static void drop_program(struct nbd_config *c, size_t i)
 {
         free(c->exec_allow[i]);
         free(c->exec_real[i]);
@@ -564,7 +564,7 @@ static void drop_program(struct nb_config *c, size_t i)
  * is the file it resolved to now. The operator named the programs of the
  * file, so one of them that fails stops start-up; the defaults are only
  * what happens to be installed, so one of them that fails is left off. */
-static int check_programs(struct nb_config *c, const struct parse_state *st, const char *path,
+static int check_programs(struct nbd_config *c, const struct parse_state *st, const char *path,
                           char *err, size_t errlen)
 {
         size_t i = 0;
@@ -572,13 +572,14 @@ static int check_programs(struct nb_config *c, const struct parse_state *st, con
         while (i < c->n_exec_allow) {
                 char why[PATH_MAX + 128], *real = NULL;
                 unsigned line = st->programs_seen ? st->program_line[i] : 0;
-                int r = nb_trust_program(c->exec_allow[i], &real, why, sizeof(why));
+                int r = nbd_trust_program(c->exec_allow[i], &real, why, sizeof(why));
 
                 if (r == 0) {
                         free(c->exec_real[i]);
                         c->exec_real[i++] = real;
                 } else if (!st->programs_seen) {
-                        nb_warn("%s is left off the default exec_allow: %s", c->exec_allow[i], why);
+                        nbd_warn("%s is left off the default exec_allow: %s", c->exec_allow[i],
+                                 why);
                         drop_program(c, i);
                 } else {
                         snprintf(err, errlen, "%s:%u: exec_allow: %s: %s", path, line,
@@ -591,10 +592,10 @@ static int check_programs(struct nb_config *c, const struct parse_state *st, con
 
 /* One line of a file: the helper's own key, or inside a [policy] section
  * (policy files have nothing else) a key of the section. */
-static int parse_line(struct nb_config *c, struct parse_state *st, const char *path, char *s,
+static int parse_line(struct nbd_config *c, struct parse_state *st, const char *path, char *s,
                       bool *in_section, bool policy_only, char *err, size_t errlen)
 {
-        char why[NB_POLICY_WHYLEN] = "", *eq, *key, *val;
+        char why[NBD_POLICY_WHYLEN] = "", *eq, *key, *val;
         const char *what = "";
         size_t n = strlen(s);
         int r;
@@ -605,7 +606,7 @@ static int parse_line(struct nb_config *c, struct parse_state *st, const char *p
                         return -EINVAL;
                 }
                 s[n - 1] = '\0';
-                r = nb_policy_begin(&c->policy, strip(s + 1), path, st->lineno, why, sizeof(why));
+                r = nbd_policy_begin(&c->policy, strip(s + 1), path, st->lineno, why, sizeof(why));
                 *in_section = r == 0;
                 goto out;
         }
@@ -618,7 +619,7 @@ static int parse_line(struct nb_config *c, struct parse_state *st, const char *p
         key = strip(s);
         val = strip(eq + 1);
         if (*in_section) {
-                r = nb_policy_set(&c->policy, key, val, st->lineno, why, sizeof(why));
+                r = nbd_policy_set(&c->policy, key, val, st->lineno, why, sizeof(why));
         } else if (policy_only) {
                 snprintf(why, sizeof(why), "%s: only [policy ...] sections belong in %s", key,
                          path);
@@ -634,7 +635,7 @@ out:
         return r;
 }
 
-static int parse_file(struct nb_config *c, struct parse_state *st, const char *path, FILE *f,
+static int parse_file(struct nbd_config *c, struct parse_state *st, const char *path, FILE *f,
                       bool policy_only, char *err, size_t errlen)
 {
         bool in_section = false;
@@ -677,9 +678,9 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 /* The policy files, in lexical order. A missing directory holds none; a
  * file that cannot be read stops start-up: a policy half read could grant
  * what its author meant to refuse only in a later file. */
-static int load_policy_dir(struct nb_config *c, struct parse_state *st, char *err, size_t errlen)
+static int load_policy_dir(struct nbd_config *c, struct parse_state *st, char *err, size_t errlen)
 {
-        const char *dir = c->policy_dir ? c->policy_dir : NB_POLICY_DEFAULT_DIR;
+        const char *dir = c->policy_dir ? c->policy_dir : NBD_POLICY_DEFAULT_DIR;
         struct dirent **names = NULL;
         int n = scandir(dir, &names, is_policy_file, by_name), r = 0;
 
@@ -710,7 +711,8 @@ static int load_policy_dir(struct nb_config *c, struct parse_state *st, char *er
         return r;
 }
 
-int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err, size_t errlen)
+int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, char *err,
+                    size_t errlen)
 {
         struct parse_state st = {0};
         int r = 0;
@@ -737,6 +739,6 @@ int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char 
         if (r == 0)
                 r = check_programs(c, &st, path, err, errlen);
         if (r == 0)
-                r = nb_policy_check(&c->policy, c, err, errlen);
+                r = nbd_policy_check(&c->policy, c, err, errlen);
         return r;
 }

@@ -15,12 +15,12 @@
 #include "peer.h"
 #include "policy.h"
 
-#define NB_CONFIG_DEFAULT_PATH "/etc/netbroker/netbrokerd.conf"
-#define NB_CONFIG_MAX_IDS 32
-#define NB_CONFIG_MAX_PROGRAMS 64
-#define NB_CONFIG_MAX_ENV_NAMES 64
+#define NBD_CONFIG_DEFAULT_PATH "/etc/netbroker/netbrokerd.conf"
+#define NBD_CONFIG_MAX_IDS 32
+#define NBD_CONFIG_MAX_PROGRAMS 64
+#define NBD_CONFIG_MAX_ENV_NAMES 64
 
-struct nb_config {
+struct nbd_config {
         unsigned fd_limit; /* RLIMIT_NOFILE set at start-up */
         size_t max_frame; /* bytes of one incoming frame */
         size_t max_reply; /* bytes of Exec output kept per request */
@@ -47,30 +47,30 @@ struct nb_config {
         unsigned max_fds_in_flight; /* fds sent and not yet taken, per connection */
         unsigned max_rules_per_request; /* firewall rules in one request */
         unsigned max_rules_per_request_nonroot; /* the same, for uids other than root */
-        uid_t allow_uids[NB_CONFIG_MAX_IDS];
+        uid_t allow_uids[NBD_CONFIG_MAX_IDS];
         size_t n_allow_uids;
-        gid_t allow_gids[NB_CONFIG_MAX_IDS];
+        gid_t allow_gids[NBD_CONFIG_MAX_IDS];
         size_t n_allow_gids;
-        char *exec_allow[NB_CONFIG_MAX_PROGRAMS];
+        char *exec_allow[NBD_CONFIG_MAX_PROGRAMS];
         /* What runs for each exec_allow entry: its realpath, set once the
-         * entry passed nb_trust_program() in nb_config_load(). An entry
+         * entry passed nbd_trust_program() in nbd_config_load(). An entry
          * without one is not allowed. */
-        char *exec_real[NB_CONFIG_MAX_PROGRAMS];
+        char *exec_real[NBD_CONFIG_MAX_PROGRAMS];
         size_t n_exec_allow;
         /* Names of the variables an Exec request may add to the fixed
          * environment; none by default. */
-        char *exec_env_allow[NB_CONFIG_MAX_ENV_NAMES];
+        char *exec_env_allow[NBD_CONFIG_MAX_ENV_NAMES];
         size_t n_exec_env_allow;
         int log_level;
         char log_filters[256];
         bool log_syslog;
-        char *policy_dir; /* NULL: NB_POLICY_DEFAULT_DIR */
-        struct nb_policy policy;
+        char *policy_dir; /* NULL: NBD_POLICY_DEFAULT_DIR */
+        struct nbd_policy policy;
 };
 
 /* Fill in the defaults: root only, the standard firewall and network tools
- * that exist on this machine (checked and resolved by nb_config_load()). */
-void nb_config_defaults(struct nb_config *c);
+ * that exist on this machine (checked and resolved by nbd_config_load()). */
+void nbd_config_defaults(struct nbd_config *c);
 
 /* Read `path` over the defaults, then the policy files of policy_dir. A
  * missing file is fine when !must_exist, a missing policy_dir always.
@@ -78,17 +78,17 @@ void nb_config_defaults(struct nb_config *c);
  * (see trust.h) and resolved: a default one that is not is dropped with a
  * warning, one the file names is an error at its line.
  * On error returns -errno and writes "path:line: what" to err. */
-int nb_config_load(struct nb_config *c, const char *path, bool must_exist, char *err,
-                   size_t errlen);
+int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, char *err,
+                    size_t errlen);
 
-bool nb_config_exec_allowed(const struct nb_config *c, const char *path);
+bool nbd_config_exec_allowed(const struct nbd_config *c, const char *path);
 /* The file to run for an allowed path (its realpath as checked at start-up,
  * so a symlink changed since does not change what runs), or NULL. */
-const char *nb_config_exec_file(const struct nb_config *c, const char *path);
+const char *nbd_config_exec_file(const struct nbd_config *c, const char *path);
 /* Whether an Exec request may set the variable whose name is the first
  * name_len bytes of name. */
-bool nb_config_env_allowed(const struct nb_config *c, const char *name, size_t name_len);
+bool nbd_config_env_allowed(const struct nbd_config *c, const char *name, size_t name_len);
 /* allow_uid, allow_gid, or a [policy] section written for the peer. */
-bool nb_config_peer_allowed(const struct nb_config *c, const struct nb_peer *p);
+bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *p);
 
-void nb_config_free(struct nb_config *c);
+void nbd_config_free(struct nbd_config *c);

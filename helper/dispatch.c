@@ -17,63 +17,63 @@
 #include "ops.h"
 #include "spawn.h"
 
-NB_LOG_CATEGORY(dispatch);
+NBD_LOG_CATEGORY(dispatch);
 
 /* One handler per op kind, indexed by the protobuf oneof case. */
-static const struct nb_op_handler *const handlers[] = {
-        [NETBROKER__OP__OP_PING] = &nb_op_ping,
-        [NETBROKER__OP__OP_STATS] = &nb_op_stats,
-        [NETBROKER__OP__OP_EXEC] = &nb_op_exec,
-        [NETBROKER__OP__OP_TAP_CREATE] = &nb_op_tap_create,
-        [NETBROKER__OP__OP_MACVTAP_CREATE] = &nb_op_macvtap_create,
-        [NETBROKER__OP__OP_MACVLAN_CREATE] = &nb_op_macvlan_create,
-        [NETBROKER__OP__OP_VETH_CREATE] = &nb_op_veth_create,
-        [NETBROKER__OP__OP_BRIDGE_CREATE] = &nb_op_bridge_create,
-        [NETBROKER__OP__OP_LINK_SET] = &nb_op_link_set,
-        [NETBROKER__OP__OP_LINK_DELETE] = &nb_op_link_delete,
-        [NETBROKER__OP__OP_NAMES_DUMP] = &nb_op_names_dump,
-        [NETBROKER__OP__OP_FIREWALL_APPLY] = &nb_op_firewall_apply,
-        [NETBROKER__OP__OP_FIREWALL_REMOVE] = &nb_op_firewall_remove,
-        [NETBROKER__OP__OP_FIREWALL_LIST] = &nb_op_firewall_list,
-        [NETBROKER__OP__OP_BANDWIDTH_SET] = &nb_op_bandwidth_set,
-        [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nb_op_bandwidth_clear,
+static const struct nbd_op_handler *const handlers[] = {
+        [NETBROKER__OP__OP_PING] = &nbd_op_ping,
+        [NETBROKER__OP__OP_STATS] = &nbd_op_stats,
+        [NETBROKER__OP__OP_EXEC] = &nbd_op_exec,
+        [NETBROKER__OP__OP_TAP_CREATE] = &nbd_op_tap_create,
+        [NETBROKER__OP__OP_MACVTAP_CREATE] = &nbd_op_macvtap_create,
+        [NETBROKER__OP__OP_MACVLAN_CREATE] = &nbd_op_macvlan_create,
+        [NETBROKER__OP__OP_VETH_CREATE] = &nbd_op_veth_create,
+        [NETBROKER__OP__OP_BRIDGE_CREATE] = &nbd_op_bridge_create,
+        [NETBROKER__OP__OP_LINK_SET] = &nbd_op_link_set,
+        [NETBROKER__OP__OP_LINK_DELETE] = &nbd_op_link_delete,
+        [NETBROKER__OP__OP_NAMES_DUMP] = &nbd_op_names_dump,
+        [NETBROKER__OP__OP_FIREWALL_APPLY] = &nbd_op_firewall_apply,
+        [NETBROKER__OP__OP_FIREWALL_REMOVE] = &nbd_op_firewall_remove,
+        [NETBROKER__OP__OP_FIREWALL_LIST] = &nbd_op_firewall_list,
+        [NETBROKER__OP__OP_BANDWIDTH_SET] = &nbd_op_bandwidth_set,
+        [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nbd_op_bandwidth_clear,
 };
 #define N_HANDLERS (sizeof(handlers) / sizeof(*handlers))
 
 /* Ops that need the kernel's interfaces (unavailable without ctx->links). */
-static bool needs_links(const struct nb_op_handler *h)
+static bool needs_links(const struct nbd_op_handler *h)
 {
-        return h != &nb_op_ping && h != &nb_op_stats && h != &nb_op_exec;
+        return h != &nbd_op_ping && h != &nbd_op_stats && h != &nbd_op_exec;
 }
 
-static bool is_fw(const struct nb_op_handler *h)
+static bool is_fw(const struct nbd_op_handler *h)
 {
-        return h == &nb_op_firewall_apply || h == &nb_op_firewall_remove ||
-               h == &nb_op_firewall_list;
+        return h == &nbd_op_firewall_apply || h == &nbd_op_firewall_remove ||
+               h == &nbd_op_firewall_list;
 }
 
-static bool is_bw(const struct nb_op_handler *h)
+static bool is_bw(const struct nbd_op_handler *h)
 {
-        return h == &nb_op_bandwidth_set || h == &nb_op_bandwidth_clear;
+        return h == &nbd_op_bandwidth_set || h == &nbd_op_bandwidth_clear;
 }
 
 /* Offered when the capability it needs opened at start-up. */
-static bool available(const struct nb_dispatch_ctx *ctx, const struct nb_op_handler *h)
+static bool available(const struct nbd_dispatch_ctx *ctx, const struct nbd_op_handler *h)
 {
         return (!needs_links(h) || ctx->links) && (!is_fw(h) || ctx->fw) && (!is_bw(h) || ctx->bw);
 }
 
-static const struct nb_op_handler *handler_for(const struct nb_dispatch_ctx *ctx,
-                                               const Netbroker__Op *op)
+static const struct nbd_op_handler *handler_for(const struct nbd_dispatch_ctx *ctx,
+                                                const Netbroker__Op *op)
 {
-        const struct nb_op_handler *h;
+        const struct nbd_op_handler *h;
 
         if ((size_t)op->op_case >= N_HANDLERS || !(h = handlers[op->op_case]))
                 return NULL;
         return available(ctx, h) ? h : NULL;
 }
 
-size_t nb_features(const struct nb_dispatch_ctx *ctx, const char **names, size_t max)
+size_t nbd_features(const struct nbd_dispatch_ctx *ctx, const char **names, size_t max)
 {
         size_t n = 0;
 
@@ -93,18 +93,18 @@ enum job_state {
 
 struct undo {
         size_t op;
-        void (*undo)(struct nb_job *job, void *data);
+        void (*undo)(struct nbd_job *job, void *data);
         void (*free_data)(void *data);
         void *data;
         struct undo *next;
 };
 
-struct nb_job {
-        const struct nb_dispatch_ctx *ctx;
-        struct nb_peer peer;
+struct nbd_job {
+        const struct nbd_dispatch_ctx *ctx;
+        struct nbd_peer peer;
         Netbroker__ClientMessage *msg;
         Netbroker__Request *req;
-        struct nb_pb_budget *budget;
+        struct nbp_pb_budget *budget;
         Netbroker__Result **results;
         int *fds; /* the request's */
         size_t nfds;
@@ -118,17 +118,17 @@ struct nb_job {
         struct undo *undos;
         void (*cancel_parked)(void *data);
         void *parked_data;
-        struct nb_timer resume_timer;
+        struct nbd_timer resume_timer;
         size_t last_batched; /* index of the last batched op, or SIZE_MAX */
         /* CONTINUE_ON_ERROR: ops validation refused, skipped when running
          * (NULL: none, or the flag is not set and nothing runs). */
         bool *refused;
         void *batch_data;
-        void (*batch_finish)(struct nb_job *job, void *data, size_t failed);
+        void (*batch_finish)(struct nbd_job *job, void *data, size_t failed);
         void (*batch_free)(void *data);
-        const struct nb_job_owner *owner;
+        const struct nbd_job_owner *owner;
         void *data;
-        struct nb_job *next_waiting;
+        struct nbd_job *next_waiting;
 };
 
 /* How long a job runs before it lets the loop serve others: between two
@@ -137,17 +137,17 @@ struct nb_job {
  * every other client waiting until it ends. */
 #define SLICE_US 2000
 
-static struct nb_job *waiting_head, *waiting_tail;
+static struct nbd_job *waiting_head, *waiting_tail;
 static unsigned n_waiting;
 
-unsigned nb_jobs_waiting(void)
+unsigned nbd_jobs_waiting(void)
 {
         return n_waiting;
 }
 
 /* ---- services for op files ---- */
 
-int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
+int nbd_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
 {
         char buf[512];
         va_list ap;
@@ -166,12 +166,12 @@ int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
         return err;
 }
 
-void nb_validation_created(struct nb_validation *v, const char *name)
+void nbd_validation_created(struct nbd_validation *v, const char *name)
 {
         snprintf(v->created[v->n_created++], 16, "%s", name);
 }
 
-bool nb_validation_claim(struct nb_validation *v, const char *key)
+bool nbd_validation_claim(struct nbd_validation *v, const char *key)
 {
         char **p;
 
@@ -188,26 +188,26 @@ bool nb_validation_claim(struct nb_validation *v, const char *key)
         return true;
 }
 
-bool nb_job_is_last_batched(const struct nb_job *job)
+bool nbd_job_is_last_batched(const struct nbd_job *job)
 {
         return job->next == job->last_batched;
 }
 
-void **nb_job_batch_slot(struct nb_job *job,
-                         void (*finish)(struct nb_job *job, void *data, size_t failed),
-                         void (*free_fn)(void *data))
+void **nbd_job_batch_slot(struct nbd_job *job,
+                          void (*finish)(struct nbd_job *job, void *data, size_t failed),
+                          void (*free_fn)(void *data))
 {
         job->batch_finish = finish;
         job->batch_free = free_fn;
         return &job->batch_data;
 }
 
-void nb_validation_exists(struct nb_validation *v, const char *name)
+void nbd_validation_exists(struct nbd_validation *v, const char *name)
 {
         snprintf(v->exists[v->n_exists++], 16, "%s", name);
 }
 
-void nb_validation_forget(struct nb_validation *v, const char *name)
+void nbd_validation_forget(struct nbd_validation *v, const char *name)
 {
         for (size_t i = 0; i < v->n_exists; i++)
                 if (strcmp(v->exists[i], name) == 0)
@@ -217,7 +217,7 @@ void nb_validation_forget(struct nb_validation *v, const char *name)
                         v->created[i][0] = '\0';
 }
 
-bool nb_validation_known_to_exist(const struct nb_validation *v, const char *name)
+bool nbd_validation_known_to_exist(const struct nbd_validation *v, const char *name)
 {
         for (size_t i = 0; i < v->n_exists; i++)
                 if (strcmp(v->exists[i], name) == 0)
@@ -225,7 +225,7 @@ bool nb_validation_known_to_exist(const struct nb_validation *v, const char *nam
         return false;
 }
 
-bool nb_validation_was_created(const struct nb_validation *v, const char *name)
+bool nbd_validation_was_created(const struct nbd_validation *v, const char *name)
 {
         for (size_t i = 0; i < v->n_created; i++)
                 if (strcmp(v->created[i], name) == 0)
@@ -233,32 +233,32 @@ bool nb_validation_was_created(const struct nb_validation *v, const char *name)
         return false;
 }
 
-const struct nb_dispatch_ctx *nb_job_ctx(const struct nb_job *job)
+const struct nbd_dispatch_ctx *nbd_job_ctx(const struct nbd_job *job)
 {
         return job->ctx;
 }
 
-const struct nb_peer *nb_job_peer(const struct nb_job *job)
+const struct nbd_peer *nbd_job_peer(const struct nbd_job *job)
 {
         return &job->peer;
 }
 
-int nb_job_request_fd(const struct nb_job *job, size_t i)
+int nbd_job_request_fd(const struct nbd_job *job, size_t i)
 {
         return i < job->nfds ? job->fds[i] : -1;
 }
 
-size_t nb_job_reply_budget(const struct nb_job *job)
+size_t nbd_job_reply_budget(const struct nbd_job *job)
 {
         return job->reply_budget;
 }
 
-void nb_job_spend_reply_budget(struct nb_job *job, size_t n)
+void nbd_job_spend_reply_budget(struct nbd_job *job, size_t n)
 {
         job->reply_budget -= n < job->reply_budget ? n : job->reply_budget;
 }
 
-int nb_job_give_fds(struct nb_job *job, Netbroker__Result *res, int *fds, size_t n)
+int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size_t n)
 {
         uint32_t *idx = realloc(res->fd_index, (res->n_fd_index + n) * sizeof(*idx));
         int r;
@@ -279,8 +279,8 @@ int nb_job_give_fds(struct nb_job *job, Netbroker__Result *res, int *fds, size_t
         return 0;
 }
 
-int nb_job_on_failure_undo(struct nb_job *job, void (*undo)(struct nb_job *job, void *data),
-                           void (*free_data)(void *data), void *data)
+int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
+                            void (*free_data)(void *data), void *data)
 {
         struct undo *u = malloc(sizeof(*u));
 
@@ -299,10 +299,10 @@ int nb_job_on_failure_undo(struct nb_job *job, void (*undo)(struct nb_job *job, 
 
 /* ---- validation: reads the system at most, never changes it ---- */
 
-static int validate_request(struct nb_job *job)
+static int validate_request(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
-        struct nb_validation v = {
+        struct nbd_validation v = {
                 .ctx = job->ctx, .peer = &job->peer, .nfds = job->nfds, .fds = job->fds};
         bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
         size_t bad = SIZE_MAX, n_refused = 0;
@@ -316,23 +316,24 @@ static int validate_request(struct nb_job *job)
                 free(v.exists);
                 free(v.fd_used);
                 for (size_t i = 0; i < req->n_ops; i++)
-                        nb_result_set(job->results[i], ENOMEM, "not run: out of memory");
+                        nbd_result_set(job->results[i], ENOMEM, "not run: out of memory");
                 return -ENOMEM;
         }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
-                const struct nb_op_handler *h = handler_for(job->ctx, req->ops[i]);
-                char why[NB_POLICY_WHYLEN];
+                const struct nbd_op_handler *h = handler_for(job->ctx, req->ops[i]);
+                char why[NBD_POLICY_WHYLEN];
                 bool refused = false;
 
                 if (!h) {
-                        nb_stat_inc(NB_STAT_OPS_UNKNOWN);
-                        nb_result_set(job->results[i], EOPNOTSUPP,
-                                      "unknown operation: this helper does not run it (see Hello's "
-                                      "features)");
+                        nbd_stat_inc(NBD_STAT_OPS_UNKNOWN);
+                        nbd_result_set(
+                                job->results[i], EOPNOTSUPP,
+                                "unknown operation: this helper does not run it (see Hello's "
+                                "features)");
                         refused = true;
-                } else if (nb_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, why,
-                                              sizeof(why)) < 0) {
-                        nb_result_set(job->results[i], EPERM, "%s", why);
+                } else if (nbd_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, why,
+                                               sizeof(why)) < 0) {
+                        nbd_result_set(job->results[i], EPERM, "%s", why);
                         refused = true;
                 } else if (h->validate && h->validate(&v, req->ops[i], job->results[i]) != 0) {
                         refused = true;
@@ -354,7 +355,7 @@ static int validate_request(struct nb_job *job)
                 }
         }
         if (n_refused)
-                nb_stats[NB_STAT_OP_ERRORS] += n_refused;
+                nbd_stats[NBD_STAT_OP_ERRORS] += n_refused;
         if (v.cache_free)
                 v.cache_free(v.cache);
         for (size_t i = 0; i < v.n_claims; i++)
@@ -374,18 +375,18 @@ static int validate_request(struct nb_job *job)
                 return 0;
         for (size_t i = 0; i < req->n_ops; i++)
                 if (i != bad)
-                        nb_result_set(job->results[i], ECANCELED, "not run: op %zu was refused",
-                                      bad);
+                        nbd_result_set(job->results[i], ECANCELED, "not run: op %zu was refused",
+                                       bad);
         return -EINVAL;
 }
 
 /* ---- running ---- */
 
-static void job_continue(struct nb_job *job);
+static void job_continue(struct nbd_job *job);
 
 /* An op has its result: count an error; after a failure, skip the rest
  * unless the request says to go on. */
-static void op_finished(struct nb_job *job)
+static void op_finished(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
         Netbroker__Result *res = job->results[job->next];
@@ -396,15 +397,16 @@ static void op_finished(struct nb_job *job)
         job->ran = job->next;
         if (!res->status)
                 return;
-        nb_stat_inc(NB_STAT_OP_ERRORS);
+        nbd_stat_inc(NBD_STAT_OP_ERRORS);
         if (keep_going)
                 return;
         job->failed = failed;
         for (; job->next < req->n_ops; job->next++)
-                nb_result_set(job->results[job->next], ECANCELED, "not run: op %zu failed", failed);
+                nbd_result_set(job->results[job->next], ECANCELED, "not run: op %zu failed",
+                               failed);
 }
 
-void nb_job_op_done(struct nb_job *job)
+void nbd_job_op_done(struct nbd_job *job)
 {
         job->state = JOB_RUNNING;
         job->cancel_parked = NULL;
@@ -413,7 +415,7 @@ void nb_job_op_done(struct nb_job *job)
         job_continue(job);
 }
 
-void nb_job_park(struct nb_job *job, void (*cancel)(void *data), void *data)
+void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data)
 {
         job->state = JOB_PARKED;
         job->cancel_parked = cancel;
@@ -423,42 +425,42 @@ void nb_job_park(struct nb_job *job, void (*cancel)(void *data), void *data)
 /* A spawn slot this job's caller may take now: root any of max_spawns;
  * another uid none of the root_reserved_spawns, and no more than
  * max_spawns_per_uid of its own. */
-static bool slot_free(const struct nb_job *job)
+static bool slot_free(const struct nbd_job *job)
 {
-        const struct nb_config *cfg = job->ctx->cfg;
-        unsigned running = nb_children_running();
+        const struct nbd_config *cfg = job->ctx->cfg;
+        unsigned running = nbd_children_running();
 
-        if (nb_peer_is_root(&job->peer))
+        if (nbd_peer_is_root(&job->peer))
                 return running < cfg->max_spawns;
         return running + cfg->root_reserved_spawns < cfg->max_spawns &&
-               nb_children_running_of(job->peer.uid) < cfg->max_spawns_per_uid;
+               nbd_children_running_of(job->peer.uid) < cfg->max_spawns_per_uid;
 }
 
 static unsigned waiting_of(uid_t uid)
 {
         unsigned n = 0;
 
-        for (const struct nb_job *j = waiting_head; j; j = j->next_waiting)
+        for (const struct nbd_job *j = waiting_head; j; j = j->next_waiting)
                 n += j->peer.uid == uid;
         return n;
 }
 
-int nb_job_spawn_admit(struct nb_job *job, Netbroker__Result *res)
+int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res)
 {
-        const struct nb_config *cfg = job->ctx->cfg;
+        const struct nbd_config *cfg = job->ctx->cfg;
         uid_t uid = job->peer.uid;
 
         if (slot_free(job))
                 return 0;
-        if (!nb_peer_is_root(&job->peer) &&
-            nb_children_running_of(uid) + waiting_of(uid) >= cfg->max_spawns_per_uid)
-                return nb_result_set(res, EAGAIN,
-                                     "exec: uid %u has %u programs running or waiting "
-                                     "(max_spawns_per_uid=%u)",
-                                     (unsigned)uid, nb_children_running_of(uid) + waiting_of(uid),
-                                     cfg->max_spawns_per_uid);
+        if (!nbd_peer_is_root(&job->peer) &&
+            nbd_children_running_of(uid) + waiting_of(uid) >= cfg->max_spawns_per_uid)
+                return nbd_result_set(res, EAGAIN,
+                                      "exec: uid %u has %u programs running or waiting "
+                                      "(max_spawns_per_uid=%u)",
+                                      (unsigned)uid, nbd_children_running_of(uid) + waiting_of(uid),
+                                      cfg->max_spawns_per_uid);
         if (n_waiting >= cfg->max_pending_spawns)
-                return nb_result_set(
+                return nbd_result_set(
                         res, EAGAIN,
                         "exec: %u programs are waiting to run already (max_pending_spawns)",
                         n_waiting);
@@ -471,23 +473,23 @@ int nb_job_spawn_admit(struct nb_job *job, Netbroker__Result *res)
                 waiting_head = job;
         waiting_tail = job;
         n_waiting++;
-        return NB_OP_PARKED;
+        return NBD_OP_PARKED;
 }
 
 /* Undo, newest first, what the ops before the failed one changed, and say
  * so in their results. */
-static void roll_back(struct nb_job *job)
+static void roll_back(struct nbd_job *job)
 {
         for (struct undo *u = job->undos; u; u = u->next) {
                 Netbroker__Result *res = job->results[u->op];
                 u->undo(job, u->data);
-                nb_result_set(res, ECANCELED, "undone: op %zu failed", job->failed);
+                nbd_result_set(res, ECANCELED, "undone: op %zu failed", job->failed);
                 res->n_fd_index = 0; /* the client closes fds nobody points at */
-                nb_audit_op(&job->peer, job->req->ops[u->op], res, NB_AUDIT_UNDONE);
+                nbd_audit_op(&job->peer, job->req->ops[u->op], res, NBD_AUDIT_UNDONE);
         }
 }
 
-static void free_undos(struct nb_job *job)
+static void free_undos(struct nbd_job *job)
 {
         while (job->undos) {
                 struct undo *u = job->undos;
@@ -499,9 +501,9 @@ static void free_undos(struct nb_job *job)
 
 static void job_free(void *p)
 {
-        struct nb_job *job = p;
+        struct nbd_job *job = p;
 
-        nb_timer_cancel(job->ctx->loop, &job->resume_timer);
+        nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
         free_undos(job);
         free(job->refused);
         if (job->batch_data && job->batch_free)
@@ -514,7 +516,7 @@ static void job_free(void *p)
         }
         bool large = job->budget->used > (4u << 20);
 
-        nb_close_fds(job->fds, job->nfds);
+        nbp_close_fds(job->fds, job->nfds);
         free(job->fds);
         protobuf_c_message_free_unpacked(&job->msg->base, &job->budget->allocator);
         free(job->budget);
@@ -526,7 +528,7 @@ static void job_free(void *p)
                 malloc_trim(0);
 }
 
-static void job_finish(struct nb_job *job)
+static void job_finish(struct nbd_job *job)
 {
         Netbroker__Reply reply = NETBROKER__REPLY__INIT;
 
@@ -544,32 +546,32 @@ static void job_finish(struct nb_job *job)
          * now); the undo below adds a line for each op it undoes. */
         for (size_t i = 0; i < job->ran; i++)
                 if (!job->refused || !job->refused[i])
-                        nb_audit_op(&job->peer, job->req->ops[i], job->results[i],
-                                    job->results[i]->status ? NB_AUDIT_FAILED : NB_AUDIT_DONE);
+                        nbd_audit_op(&job->peer, job->req->ops[i], job->results[i],
+                                     job->results[i]->status ? NBD_AUDIT_FAILED : NBD_AUDIT_DONE);
         if (job->failed != SIZE_MAX && !job->cancelled)
                 roll_back(job);
         if (job->ctx->job_end)
                 job->ctx->job_end(job->ctx);
         /* The request's own fds (netns fds) are of no use past this point. */
-        nb_close_fds(job->fds, job->nfds);
+        nbp_close_fds(job->fds, job->nfds);
         reply.id = job->req->id;
         reply.n_results = job->req->n_ops;
         reply.results = job->results;
         if (!job->cancelled)
                 job->owner->done(job, &reply, job->data);
-        nb_loop_defer_free(job->ctx->loop, job_free, job);
+        nbd_loop_defer_free(job->ctx->loop, job_free, job);
 }
 
 static void resume_from_timer(void *data);
 
-static void job_continue(struct nb_job *job)
+static void job_continue(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
-        uint64_t start = nb_now_us();
+        uint64_t start = nbd_now_us();
         size_t first = job->next;
 
         while (job->next < req->n_ops && !job->cancelled) {
-                const struct nb_op_handler *h = handler_for(job->ctx, req->ops[job->next]);
+                const struct nbd_op_handler *h = handler_for(job->ctx, req->ops[job->next]);
                 int r;
 
                 if (job->refused && job->refused[job->next]) {
@@ -582,24 +584,25 @@ static void job_continue(struct nb_job *job)
                         job->state = JOB_WAITING_OUTPUT;
                         return;
                 }
-                if (job->next > first && nb_now_us() - start > SLICE_US) {
+                if (job->next > first && nbd_now_us() - start > SLICE_US) {
                         job->state = JOB_YIELDED;
-                        nb_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume_from_timer, job);
+                        nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume_from_timer,
+                                      job);
                         return;
                 }
                 /* An op resumed after waiting for a slot was counted already. */
                 if (!job->resuming)
-                        nb_stat_inc(h->stat);
+                        nbd_stat_inc(h->stat);
                 job->resuming = false;
                 /* Per op, so that debug logging traces a batch; off, each is
                  * two integer compares (the bench's `log` scenario). */
-                nb_debug("request %" PRIu64 ": op %zu of %zu, %s", req->id, job->next, req->n_ops,
-                         h->name);
+                nbd_debug("request %" PRIu64 ": op %zu of %zu, %s", req->id, job->next, req->n_ops,
+                          h->name);
                 r = h->run(job, req->ops[job->next], job->results[job->next]);
-                if (r == NB_OP_PARKED)
+                if (r == NBD_OP_PARKED)
                         return;
-                nb_debug("request %" PRIu64 ": op %zu: status %d", req->id, job->next,
-                         (int)job->results[job->next]->status);
+                nbd_debug("request %" PRIu64 ": op %zu: status %d", req->id, job->next,
+                          (int)job->results[job->next]->status);
                 op_finished(job);
         }
         job_finish(job);
@@ -608,7 +611,7 @@ static void job_continue(struct nb_job *job)
 /* A yielded job goes on. */
 static void resume_from_timer(void *data)
 {
-        struct nb_job *job = data;
+        struct nbd_job *job = data;
 
         if (job->state != JOB_YIELDED)
                 return;
@@ -618,7 +621,7 @@ static void resume_from_timer(void *data)
 
 static void resume(void *data)
 {
-        struct nb_job *job = data;
+        struct nbd_job *job = data;
 
         if (job->state != JOB_WAITING_OUTPUT || job->output_blocked)
                 return;
@@ -626,24 +629,24 @@ static void resume(void *data)
         job_continue(job);
 }
 
-void nb_job_output_drained(struct nb_job *job)
+void nbd_job_output_drained(struct nbd_job *job)
 {
         job->output_blocked = false;
         /* Not from inside the owner's flush: resume from the loop. */
         if (job->state == JOB_WAITING_OUTPUT)
-                nb_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
+                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
 }
 
-static void unlink_waiting(struct nb_job *job);
+static void unlink_waiting(struct nbd_job *job);
 
 /* Start, in order, every waiting job whose caller may take a slot now: a
  * job of a uid at its share does not hold up root's or another uid's. */
-void nb_jobs_kick(const struct nb_dispatch_ctx *ctx)
+void nbd_jobs_kick(const struct nbd_dispatch_ctx *ctx)
 {
-        struct nb_job *job = waiting_head;
+        struct nbd_job *job = waiting_head;
 
-        while (job && nb_children_running() < ctx->cfg->max_spawns) {
-                struct nb_job *next = job->next_waiting;
+        while (job && nbd_children_running() < ctx->cfg->max_spawns) {
+                struct nbd_job *next = job->next_waiting;
                 if (slot_free(job)) {
                         unlink_waiting(job);
                         job->waiting_slot = false;
@@ -658,11 +661,11 @@ void nb_jobs_kick(const struct nb_dispatch_ctx *ctx)
         }
 }
 
-static void unlink_waiting(struct nb_job *job)
+static void unlink_waiting(struct nbd_job *job)
 {
-        struct nb_job *prev = NULL;
+        struct nbd_job *prev = NULL;
 
-        for (struct nb_job *j = waiting_head; j; prev = j, j = j->next_waiting) {
+        for (struct nbd_job *j = waiting_head; j; prev = j, j = j->next_waiting) {
                 if (j != job)
                         continue;
                 if (prev)
@@ -676,7 +679,7 @@ static void unlink_waiting(struct nb_job *job)
         }
 }
 
-void nb_job_cancel(struct nb_job *job)
+void nbd_job_cancel(struct nbd_job *job)
 {
         if (!job || job->state == JOB_DONE)
                 return;
@@ -688,7 +691,7 @@ void nb_job_cancel(struct nb_job *job)
         if (job->cancel_parked) {
                 /* The op under way (an Exec) is stopped: it ran, and the
                  * audit trail says how it ended. */
-                nb_result_set(job->results[job->next], ECANCELED, "stopped: the client went away");
+                nbd_result_set(job->results[job->next], ECANCELED, "stopped: the client went away");
                 job->ran = job->next + 1;
                 job->cancel_parked(job->parked_data);
         }
@@ -696,11 +699,11 @@ void nb_job_cancel(struct nb_job *job)
         job_finish(job);
 }
 
-int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_job_origin *origin,
-                 Netbroker__ClientMessage *msg, struct nb_pb_budget *budget, int *fds, size_t nfds,
-                 const struct nb_job_owner *owner, void *data, struct nb_job **ret)
+int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origin *origin,
+                  Netbroker__ClientMessage *msg, struct nbp_pb_budget *budget, int *fds,
+                  size_t nfds, const struct nbd_job_owner *owner, void *data, struct nbd_job **ret)
 {
-        struct nb_job *job = calloc(1, sizeof(*job));
+        struct nbd_job *job = calloc(1, sizeof(*job));
 
         if (!job)
                 return -ENOMEM;
@@ -730,7 +733,7 @@ int nb_job_start(const struct nb_dispatch_ctx *ctx, const struct nb_job_origin *
         job->nfds = nfds;
         *ret = job;
         if (validate_request(job) < 0) {
-                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
                 job_finish(job);
                 return 0;
         }

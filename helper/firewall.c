@@ -28,16 +28,16 @@
 #include "netlink.h"
 #include "stats.h"
 
-NB_LOG_CATEGORY(firewall);
+NBD_LOG_CATEGORY(firewall);
 
 /* nft's own udata type for a chain's comment: `nft list` shows ours. */
 #define UDATA_CHAIN_COMMENT 0
 
-struct nb_fw {
+struct nbd_fw {
         struct mnl_socket *nl; /* requests and dumps */
         struct mnl_socket *mon; /* NFNLGRP_NFTABLES: our table being deleted */
-        struct nb_loop *loop;
-        struct nb_watch monw;
+        struct nbd_loop *loop;
+        struct nbd_watch monw;
         uint32_t seq;
 };
 
@@ -48,7 +48,7 @@ static void errf(char *err, const char *fmt, ...)
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(err, NB_FW_ERRLEN, fmt, ap);
+        vsnprintf(err, NBD_FW_ERRLEN, fmt, ap);
         va_end(ap);
 }
 
@@ -60,11 +60,11 @@ static const char *why(int r)
 
 /* ---- parsing and checking the model ---- */
 
-bool nb_fw_owner_valid(const char *o)
+bool nbd_fw_owner_valid(const char *o)
 {
         size_t n = strlen(o);
 
-        if (n == 0 || n > NB_FW_OWNER_MAX)
+        if (n == 0 || n > NBD_FW_OWNER_MAX)
                 return false;
         for (; *o; o++)
                 if (!isalnum((unsigned char)*o) && !strchr("_.:@-", *o))
@@ -72,11 +72,11 @@ bool nb_fw_owner_valid(const char *o)
         return true;
 }
 
-bool nb_fw_group_valid(const char *g)
+bool nbd_fw_group_valid(const char *g)
 {
         size_t n = strlen(g);
 
-        if (n == 0 || n > NB_FW_GROUP_MAX)
+        if (n == 0 || n > NBD_FW_GROUP_MAX)
                 return false;
         for (; *g; g++)
                 if (!isalnum((unsigned char)*g) && *g != '_' && *g != '-')
@@ -84,15 +84,15 @@ bool nb_fw_group_valid(const char *g)
         return true;
 }
 
-int nb_fw_parse_mac(const char *s, struct nb_fw_mac *ret)
+int nbd_fw_parse_mac(const char *s, struct nbd_fw_mac *ret)
 {
         const char *slash = strchr(s, '/');
-        struct nb_fw_mac m = {.set = true};
+        struct nbd_fw_mac m = {.set = true};
 
-        if (nb_mac_parse_n(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
+        if (nbd_mac_parse_n(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
                 return -EINVAL;
         if (slash) {
-                if (nb_mac_parse_n(slash + 1, strlen(slash + 1), m.mask) < 0)
+                if (nbd_mac_parse_n(slash + 1, strlen(slash + 1), m.mask) < 0)
                         return -EINVAL;
         } else {
                 memset(m.mask, 0xff, 6);
@@ -103,9 +103,9 @@ int nb_fw_parse_mac(const char *s, struct nb_fw_mac *ret)
         return 0;
 }
 
-int nb_fw_parse_ip(const char *s, struct nb_fw_ip *ret)
+int nbd_fw_parse_ip(const char *s, struct nbd_fw_ip *ret)
 {
-        struct nb_fw_ip ip = {.set = true};
+        struct nbd_fw_ip ip = {.set = true};
         char buf[INET6_ADDRSTRLEN + 8];
         char *slash;
         int bits, max;
@@ -145,7 +145,7 @@ static bool port_proto(uint8_t p)
         return p == IPPROTO_TCP || p == IPPROTO_UDP || p == IPPROTO_SCTP || p == IPPROTO_UDPLITE;
 }
 
-int nb_fw_rule_check(const struct nb_fw_rule *r, bool reversed, char *err)
+int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, char *err)
 {
         bool arp = r->arp_op.set || r->arp_sha.set || r->arp_spa.set || r->arp_tpa.set;
         bool ip = r->ip_src.set || r->ip_dst.set;
@@ -202,7 +202,7 @@ int nb_fw_rule_check(const struct nb_fw_rule *r, bool reversed, char *err)
                 return -EINVAL;
         }
         /* The kernel rejects only at an ingress hook. */
-        if (r->verdict == NB_FW_V_REJECT && (r->dir == NB_FW_DIR_FROM) == reversed) {
+        if (r->verdict == NBD_FW_V_REJECT && (r->dir == NBD_FW_DIR_FROM) == reversed) {
                 errf(err,
                      "reject works only on traffic entering the interface: from the guest on a "
                      "tap, to the guest on a macvtap");
@@ -343,12 +343,12 @@ static int add_reject(struct nftnl_rule *r)
         return add_expr(r, e);
 }
 
-static int compile_matches(struct nftnl_rule *nr, const struct nb_fw_rule *r)
+static int compile_matches(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
 {
         bool arp = r->arp_op.set || r->arp_sha.set || r->arp_spa.set || r->arp_tpa.set;
-        const struct nb_fw_ip *any_ip = r->ip_src.set   ? &r->ip_src
-                                        : r->ip_dst.set ? &r->ip_dst
-                                                        : NULL;
+        const struct nbd_fw_ip *any_ip = r->ip_src.set   ? &r->ip_src
+                                         : r->ip_dst.set ? &r->ip_dst
+                                                         : NULL;
         uint32_t nh = NFT_PAYLOAD_NETWORK_HEADER;
         int ret = 0;
 
@@ -418,7 +418,7 @@ static struct nftnl_rule *new_rule(const char *chain)
 
         if (!r)
                 return NULL;
-        if (nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NB_FW_TABLE) < 0 ||
+        if (nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NBD_FW_TABLE) < 0 ||
             nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain) < 0) {
                 nftnl_rule_free(r);
                 return NULL;
@@ -427,11 +427,11 @@ static struct nftnl_rule *new_rule(const char *chain)
         return r;
 }
 
-static struct nftnl_rule *compile_rule(const char *chain, const struct nb_fw_rule *r)
+static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_rule *r)
 {
-        static const int verdicts[] = {[NB_FW_V_ACCEPT] = NF_ACCEPT,
-                                       [NB_FW_V_DROP] = NF_DROP,
-                                       [NB_FW_V_RETURN] = NFT_RETURN};
+        static const int verdicts[] = {[NBD_FW_V_ACCEPT] = NF_ACCEPT,
+                                       [NBD_FW_V_DROP] = NF_DROP,
+                                       [NBD_FW_V_RETURN] = NFT_RETURN};
         struct nftnl_rule *nr = new_rule(chain);
         int ret;
 
@@ -439,8 +439,8 @@ static struct nftnl_rule *compile_rule(const char *chain, const struct nb_fw_rul
                 return NULL;
         ret = compile_matches(nr, r);
         if (ret == 0)
-                ret = r->verdict == NB_FW_V_REJECT ? add_reject(nr)
-                                                   : add_verdict(nr, verdicts[r->verdict], NULL);
+                ret = r->verdict == NBD_FW_V_REJECT ? add_reject(nr)
+                                                    : add_verdict(nr, verdicts[r->verdict], NULL);
         if (ret < 0) {
                 nftnl_rule_free(nr);
                 return NULL;
@@ -496,7 +496,7 @@ static struct nftnl_chain *new_chain(const char *name)
 
         if (!c)
                 return NULL;
-        if (nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NB_FW_TABLE) < 0 ||
+        if (nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NBD_FW_TABLE) < 0 ||
             nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0) {
                 nftnl_chain_free(c);
                 return NULL;
@@ -567,9 +567,9 @@ static void fnv_add(struct fnv128 *f, const void *data, size_t len)
         }
 }
 
-static void fnv_hex(const struct fnv128 *f, char out[NB_FW_HASH_HEX])
+static void fnv_hex(const struct fnv128 *f, char out[NBD_FW_HASH_HEX])
 {
-        snprintf(out, NB_FW_HASH_HEX, "%016llx%016llx", (unsigned long long)(f->h >> 64),
+        snprintf(out, NBD_FW_HASH_HEX, "%016llx%016llx", (unsigned long long)(f->h >> 64),
                  (unsigned long long)f->h);
 }
 
@@ -588,7 +588,7 @@ static void hash_u32(struct fnv128 *f, uint32_t v)
         fnv_add(f, b, 4);
 }
 
-static void hash_mac(struct fnv128 *f, const struct nb_fw_mac *m)
+static void hash_mac(struct fnv128 *f, const struct nbd_fw_mac *m)
 {
         hash_u32(f, (uint32_t)m->set << 1 | m->neg);
         if (m->set) {
@@ -597,7 +597,7 @@ static void hash_mac(struct fnv128 *f, const struct nb_fw_mac *m)
         }
 }
 
-static void hash_ip(struct fnv128 *f, const struct nb_fw_ip *ip)
+static void hash_ip(struct fnv128 *f, const struct nbd_fw_ip *ip)
 {
         hash_u32(f, (uint32_t)ip->set << 1 | ip->neg);
         if (ip->set) {
@@ -607,13 +607,13 @@ static void hash_ip(struct fnv128 *f, const struct nb_fw_ip *ip)
         }
 }
 
-static void hash_num(struct fnv128 *f, const struct nb_fw_num *n)
+static void hash_num(struct fnv128 *f, const struct nbd_fw_num *n)
 {
         hash_u32(f, (uint32_t)n->set << 1 | n->neg);
         hash_u32(f, n->set ? n->v : 0);
 }
 
-static void hash_rule(struct fnv128 *f, const struct nb_fw_rule *r)
+static void hash_rule(struct fnv128 *f, const struct nbd_fw_rule *r)
 {
         hash_u32(f, (uint32_t)r->dir);
         hash_u32(f, (uint32_t)r->verdict);
@@ -633,7 +633,7 @@ static void hash_rule(struct fnv128 *f, const struct nb_fw_rule *r)
         hash_u32(f, (uint32_t)r->has_icmp_type << 8 | (r->has_icmp_type ? r->icmp_type : 0));
 }
 
-static void hash_owner(const struct nb_fw_owner_spec *s, char out[NB_FW_HASH_HEX],
+static void hash_owner(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_HEX],
                        unsigned *ret_rules)
 {
         struct fnv128 f;
@@ -670,7 +670,7 @@ static int push_chain(struct items *it, struct nftnl_chain *c, size_t owner_idx)
 /* Compile one owner into items (group chains and their rules first, then
  * the base chains and their jumps) and its hash. The base chains' comment
  * carries the hash, so it is built last. */
-static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, struct items *it,
+static int compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx, struct items *it,
                          const char *hash, unsigned rules, char *err)
 {
         size_t start = it->n;
@@ -684,11 +684,11 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                 return -E2BIG;
         }
         for (size_t g = 0; g < s->n_groups; g++) {
-                const struct nb_fw_group *grp = &s->groups[g];
+                const struct nbd_fw_group *grp = &s->groups[g];
                 for (int d = 0; d < 2; d++) {
                         bool any = false;
                         for (size_t i = 0; i < grp->n_rules; i++)
-                                any |= grp->rules[i].dir == (enum nb_fw_dir)d;
+                                any |= grp->rules[i].dir == (enum nbd_fw_dir)d;
                         if (!any)
                                 continue;
                         snprintf(name, sizeof(name), "%s/%s/%s", s->owner, dir_names[d], grp->name);
@@ -696,7 +696,7 @@ static int compile_owner(const struct nb_fw_owner_spec *s, size_t owner_idx, str
                                 goto fail_jumps;
                         for (size_t i = 0; i < grp->n_rules; i++) {
                                 struct nftnl_rule *r;
-                                if (grp->rules[i].dir != (enum nb_fw_dir)d)
+                                if (grp->rules[i].dir != (enum nbd_fw_dir)d)
                                         continue;
                                 r = compile_rule(name, &grp->rules[i]);
                                 if (!r || items_push(it, (struct item){ITEM_RULE, NULL, r,
@@ -741,9 +741,9 @@ fail_jumps:
         return ret;
 }
 
-int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err)
+int nbd_fw_render(const struct nbd_fw_owner_spec *s, char **ret_text, char *err)
 {
-        char hash[NB_FW_HASH_HEX], buf[MNL_SOCKET_BUFFER_SIZE], line[4096];
+        char hash[NBD_FW_HASH_HEX], buf[MNL_SOCKET_BUFFER_SIZE], line[4096];
         struct items it = {0};
         unsigned rules;
         size_t len = 0;
@@ -818,8 +818,8 @@ int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err)
         return 0;
 }
 
-int nb_fw_hash(const struct nb_fw_owner_spec *s, char hash[NB_FW_HASH_HEX], unsigned *ret_rules,
-               char *err)
+int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], unsigned *ret_rules,
+                char *err)
 {
         struct items it = {0};
         int r;
@@ -835,9 +835,9 @@ int nb_fw_hash(const struct nb_fw_owner_spec *s, char hash[NB_FW_HASH_HEX], unsi
 /* ---- reading the table back ---- */
 
 struct owner_state {
-        char owner[NB_FW_OWNER_MAX + 1];
+        char owner[NBD_FW_OWNER_MAX + 1];
         char ifname[IFNAMSIZ];
-        char hash[NB_FW_HASH_HEX];
+        char hash[NBD_FW_HASH_HEX];
         unsigned rules;
         unsigned uid; /* its creator, from the comment (0 when it names none) */
         bool has_base;
@@ -890,7 +890,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
         struct nftnl_chain *c = nftnl_chain_alloc();
         const char *name, *slash, *comment = NULL;
         struct owner_state *o;
-        char owner[NB_FW_OWNER_MAX + 1];
+        char owner[NBD_FW_OWNER_MAX + 1];
         uint32_t len = 0;
         const void *ud;
         char **chains, *copy;
@@ -909,7 +909,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
         }
         name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
         slash = name ? strchr(name, '/') : NULL;
-        if (!slash || (size_t)(slash - name) > NB_FW_OWNER_MAX)
+        if (!slash || (size_t)(slash - name) > NBD_FW_OWNER_MAX)
                 goto out; /* not one of ours: never touched */
         memcpy(owner, name, (size_t)(slash - name));
         owner[slash - name] = '\0';
@@ -958,7 +958,7 @@ struct rule_count {
         struct owner_state *owners;
 };
 
-static int dump(struct nb_fw *fw, uint16_t type, mnl_cb_t cb, void *data);
+static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data);
 
 static int rule_attr_cb(const struct nlattr *attr, void *data)
 {
@@ -1002,7 +1002,7 @@ static int on_rule(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-static int count_rules(struct nb_fw *fw, struct owner_state *owners)
+static int count_rules(struct nbd_fw *fw, struct owner_state *owners)
 {
         struct rule_count rc = {owners};
 
@@ -1017,7 +1017,7 @@ static int count_rules(struct nb_fw *fw, struct owner_state *owners)
 }
 
 /* One dump of chains or rules of our table. A missing table is empty. */
-static int dump(struct nb_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
+static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
 {
         static char buf[65536];
         uint32_t portid = mnl_socket_get_portid(fw->nl);
@@ -1046,7 +1046,7 @@ static int dump(struct nb_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
                 }
                 if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
                         return -errno;
-                nb_netlink_sent_nf(1);
+                nbd_netlink_sent_nf(1);
                 do {
                         n = mnl_socket_recvfrom(fw->nl, buf, sizeof(buf));
                         if (n < 0) {
@@ -1063,7 +1063,7 @@ static int dump(struct nb_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
         return r < 0 ? r : 0;
 }
 
-static int read_owners(struct nb_fw *fw, struct owner_state **ret)
+static int read_owners(struct nbd_fw *fw, struct owner_state **ret)
 {
         struct chain_dump d = {0};
         int r = dump(fw, NFT_MSG_GETCHAIN, on_chain, &d);
@@ -1078,21 +1078,21 @@ static int read_owners(struct nb_fw *fw, struct owner_state **ret)
         return 0;
 }
 
-int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
+int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, char *err)
 {
         struct owner_state *owners = NULL;
         int r = read_owners(fw, &owners);
 
         if (r < 0) {
-                errf(err, "cannot read table %s: %s", NB_FW_TABLE, why(r));
+                errf(err, "cannot read table %s: %s", NBD_FW_TABLE, why(r));
                 return r;
         }
         /* Count what is really there, not what the comment says. */
         r = count_rules(fw, owners);
         if (r < 0)
-                errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE, why(r));
+                errf(err, "cannot read the rules of table %s: %s", NBD_FW_TABLE, why(r));
         for (struct owner_state *o = owners; o && r == 0; o = o->next) {
-                struct nb_fw_owner_info info = {.rules = o->kernel_rules};
+                struct nbd_fw_owner_info info = {.rules = o->kernel_rules};
                 if (!o->has_base)
                         continue;
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
@@ -1107,24 +1107,24 @@ int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
 
 /* ---- transactions ---- */
 
-struct nb_fw_txn {
-        struct nb_fw *fw;
+struct nbd_fw_txn {
+        struct nbd_fw *fw;
         struct owner_state *owners; /* as read at the start */
         struct items items;
         char **op_owner; /* owner of each queued op, for error messages */
         size_t n_ops;
         struct {
-                char owner[NB_FW_OWNER_MAX + 1];
-                char hash[NB_FW_HASH_HEX];
+                char owner[NBD_FW_OWNER_MAX + 1];
+                char hash[NBD_FW_HASH_HEX];
         } * expect; /* what must be in the kernel after commit */
         size_t n_expect;
         unsigned rules_queued;
         bool rules_counted; /* the rule dump ensure needs, done once */
 };
 
-int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
+int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, char *err)
 {
-        struct nb_fw_txn *t = calloc(1, sizeof(*t));
+        struct nbd_fw_txn *t = calloc(1, sizeof(*t));
         int r;
 
         if (!t) {
@@ -1134,7 +1134,7 @@ int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
         t->fw = fw;
         r = read_owners(fw, &t->owners);
         if (r < 0) {
-                errf(err, "cannot read table %s: %s", NB_FW_TABLE, why(r));
+                errf(err, "cannot read table %s: %s", NBD_FW_TABLE, why(r));
                 free(t);
                 return r;
         }
@@ -1142,7 +1142,7 @@ int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
         return 0;
 }
 
-void nb_fw_txn_free(struct nb_fw_txn *t)
+void nbd_fw_txn_free(struct nbd_fw_txn *t)
 {
         if (!t)
                 return;
@@ -1156,7 +1156,7 @@ void nb_fw_txn_free(struct nb_fw_txn *t)
         free(t);
 }
 
-static int note_op(struct nb_fw_txn *t, const char *owner, size_t *ret_idx)
+static int note_op(struct nbd_fw_txn *t, const char *owner, size_t *ret_idx)
 {
         char **p = realloc(t->op_owner, (t->n_ops + 1) * sizeof(*p));
 
@@ -1170,7 +1170,7 @@ static int note_op(struct nb_fw_txn *t, const char *owner, size_t *ret_idx)
         return 0;
 }
 
-static int queue_delete(struct nb_fw_txn *t, struct owner_state *o, size_t idx)
+static int queue_delete(struct nbd_fw_txn *t, struct owner_state *o, size_t idx)
 {
         for (size_t i = 0; i < o->n_chains; i++) {
                 struct nftnl_chain *c = new_chain(o->chains[i]);
@@ -1209,7 +1209,7 @@ static long chain_rules(const struct owner_state *o, const char *name)
  * also hold exactly the chains the spec makes, each with its number of
  * rules, and the jumps to them (a chain flushed or deleted by hand makes
  * the owner changed, and ensure rebuilds it). */
-static bool in_place(const struct owner_state *o, const struct nb_fw_owner_spec *s,
+static bool in_place(const struct owner_state *o, const struct nbd_fw_owner_spec *s,
                      const char *hash)
 {
         size_t chains = 2;
@@ -1222,7 +1222,7 @@ static bool in_place(const struct owner_state *o, const struct nb_fw_owner_spec 
                 for (int d = 0; d < 2; d++) {
                         long n = 0;
                         for (size_t i = 0; i < s->groups[g].n_rules; i++)
-                                n += s->groups[g].rules[i].dir == (enum nb_fw_dir)d;
+                                n += s->groups[g].rules[i].dir == (enum nbd_fw_dir)d;
                         if (!n)
                                 continue;
                         snprintf(name, sizeof(name), "%s/%s/%s", s->owner, dir_names[d],
@@ -1240,8 +1240,8 @@ static bool in_place(const struct owner_state *o, const struct nb_fw_owner_spec 
         return o->n_chains == chains;
 }
 
-int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
-                    struct nb_fw_applied *ret, char *err)
+int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                     struct nbd_fw_applied *ret, char *err)
 {
         struct owner_state *o = owner_find(t->owners, s->owner);
         struct items fresh = {0};
@@ -1268,7 +1268,7 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
         if (s->ensure && o && !t->rules_counted) {
                 r = count_rules(t->fw, t->owners);
                 if (r < 0) {
-                        errf(err, "cannot read the rules of table %s: %s", NB_FW_TABLE, why(r));
+                        errf(err, "cannot read the rules of table %s: %s", NBD_FW_TABLE, why(r));
                         goto out;
                 }
                 t->rules_counted = true;
@@ -1276,7 +1276,7 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
         /* Nothing to write: no need to compile. */
         if (s->ensure && in_place(o, s, ret->hash)) {
                 ret->unchanged = true;
-                nb_stat_inc(NB_STAT_FW_OWNERS_UNCHANGED);
+                nbd_stat_inc(NBD_STAT_FW_OWNERS_UNCHANGED);
                 goto out;
         }
         r = compile_owner(s, idx, &fresh, ret->hash, ret->rules, err);
@@ -1313,7 +1313,7 @@ out:
         return r;
 }
 
-int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
+int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
 {
         struct owner_state *o = owner_find(t->owners, owner);
         size_t idx, mark = t->items.n;
@@ -1338,7 +1338,7 @@ int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_f
         if (r == 0 && !(grown = realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect))))
                 r = -ENOMEM;
         if (r < 0) {
-                /* As in nb_fw_txn_apply: nothing of a failed op stays queued. */
+                /* As in nbd_fw_txn_apply: nothing of a failed op stays queued. */
                 items_clear(&t->items, mark);
                 errf(err, "owner %s: out of memory", owner);
                 return r;
@@ -1380,7 +1380,8 @@ static int put_item(struct nftnl_batch *b, const struct item *it, uint32_t seq, 
 }
 
 /* NULL when out of memory. */
-static struct nftnl_batch *build_batch(struct nb_fw_txn *t, uint32_t *ret_first, uint32_t *ret_last)
+static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first,
+                                       uint32_t *ret_last)
 {
         struct nftnl_batch *b = nftnl_batch_alloc(32 * 4096, 64 * 1024);
         struct nftnl_table *tb = nftnl_table_alloc();
@@ -1394,7 +1395,7 @@ static struct nftnl_batch *build_batch(struct nb_fw_txn *t, uint32_t *ret_first,
         if (nftnl_batch_update(b) < 0)
                 goto out;
         /* The table is created if missing (never exclusive: it is ours). */
-        if (nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NB_FW_TABLE) < 0)
+        if (nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NBD_FW_TABLE) < 0)
                 goto out;
         nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE, NFPROTO_NETDEV,
                                           NLM_F_CREATE, seq++);
@@ -1424,7 +1425,7 @@ out:
 
 /* Does the kernel have what the transaction was to leave? (After acks were
  * lost to ENOBUFS, the state itself is the answer.) */
-static int verify(struct nb_fw_txn *t)
+static int verify(struct nbd_fw_txn *t)
 {
         struct owner_state *now = NULL;
         int r = read_owners(t->fw, &now);
@@ -1440,7 +1441,7 @@ static int verify(struct nb_fw_txn *t)
         return r;
 }
 
-static int read_acks(struct nb_fw_txn *t, uint32_t first, uint32_t last, char *err)
+static int read_acks(struct nbd_fw_txn *t, uint32_t first, uint32_t last, char *err)
 {
         static char buf[65536];
         bool acked = false, lost = false;
@@ -1489,7 +1490,7 @@ static int read_acks(struct nb_fw_txn *t, uint32_t first, uint32_t last, char *e
         return -EIO;
 }
 
-int nb_fw_txn_commit(struct nb_fw_txn *t, char *err)
+int nbd_fw_txn_commit(struct nbd_fw_txn *t, char *err)
 {
         struct nftnl_batch *b;
         uint32_t first = 0, last = 0;
@@ -1529,12 +1530,12 @@ int nb_fw_txn_commit(struct nb_fw_txn *t, char *err)
                 errf(err, "cannot send the transaction: %s", strerror(-r));
                 return r;
         }
-        nb_netlink_sent_nf((unsigned)(t->items.n + 3));
+        nbd_netlink_sent_nf((unsigned)(t->items.n + 3));
         r = read_acks(t, first, last, err);
         if (r == 0) {
-                nb_stat_inc(NB_STAT_FW_TRANSACTIONS);
-                nb_stats[NB_STAT_FW_OWNERS_WRITTEN] += t->n_expect;
-                nb_stats[NB_STAT_FW_RULES_WRITTEN] += t->rules_queued;
+                nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
+                nbd_stats[NBD_STAT_FW_OWNERS_WRITTEN] += t->n_expect;
+                nbd_stats[NBD_STAT_FW_RULES_WRITTEN] += t->rules_queued;
         }
         return r;
 }
@@ -1551,21 +1552,21 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
         t = nftnl_table_alloc();
         if (t && nftnl_table_nlmsg_parse(nlh, t) == 0 &&
             nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY) == NFPROTO_NETDEV &&
-            strcmp(nftnl_table_get_str(t, NFTNL_TABLE_NAME), NB_FW_TABLE) == 0) {
+            strcmp(nftnl_table_get_str(t, NFTNL_TABLE_NAME), NBD_FW_TABLE) == 0) {
                 /* The daemon owns the policy: it learns from Stats and its
                  * next ensure rebuilds; the helper does not on its own. */
-                nb_notice("table %s was deleted (nft flush ruleset, a firewall reload?)",
-                          NB_FW_TABLE);
-                nb_stat_inc(NB_STAT_FW_TABLE_DELETED);
+                nbd_notice("table %s was deleted (nft flush ruleset, a firewall reload?)",
+                           NBD_FW_TABLE);
+                nbd_stat_inc(NBD_STAT_FW_TABLE_DELETED);
         }
         if (t)
                 nftnl_table_free(t);
         return MNL_CB_OK;
 }
 
-static void on_monitor(struct nb_watch *w, uint32_t events)
+static void on_monitor(struct nbd_watch *w, uint32_t events)
 {
-        struct nb_fw *fw = w->data;
+        struct nbd_fw *fw = w->data;
         static char buf[65536];
 
         (void)events;
@@ -1582,9 +1583,9 @@ static void on_monitor(struct nb_watch *w, uint32_t events)
         }
 }
 
-int nb_fw_open(struct nb_loop *loop, struct nb_fw **ret)
+int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
 {
-        struct nb_fw *fw = calloc(1, sizeof(*fw));
+        struct nbd_fw *fw = calloc(1, sizeof(*fw));
         int r, big = 4 << 20;
 
         if (!fw)
@@ -1602,24 +1603,24 @@ int nb_fw_open(struct nb_loop *loop, struct nb_fw **ret)
         setsockopt(mnl_socket_get_fd(fw->mon), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
         fw->loop = loop;
         if (loop) {
-                r = nb_loop_add(loop, &fw->monw, mnl_socket_get_fd(fw->mon), EPOLLIN, on_monitor,
-                                fw);
+                r = nbd_loop_add(loop, &fw->monw, mnl_socket_get_fd(fw->mon), EPOLLIN, on_monitor,
+                                 fw);
                 if (r < 0)
                         goto fail;
         }
         *ret = fw;
         return 0;
 fail:
-        nb_fw_close(fw);
+        nbd_fw_close(fw);
         return r ? r : -EIO;
 }
 
-void nb_fw_close(struct nb_fw *fw)
+void nbd_fw_close(struct nbd_fw *fw)
 {
         if (!fw)
                 return;
         if (fw->loop && fw->monw.fd >= 0)
-                nb_loop_remove(fw->loop, &fw->monw);
+                nbd_loop_remove(fw->loop, &fw->monw);
         if (fw->nl)
                 mnl_socket_close(fw->nl);
         if (fw->mon)

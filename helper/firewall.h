@@ -27,116 +27,116 @@
 
 #include "loop.h"
 
-#define NB_FW_TABLE "netbroker"
-#define NB_FW_OWNER_MAX 64
-#define NB_FW_GROUP_MAX 32
-#define NB_FW_HASH_HEX 33 /* 128 bits in hex, and a NUL */
-#define NB_FW_ERRLEN 256
+#define NBD_FW_TABLE "netbroker"
+#define NBD_FW_OWNER_MAX 64
+#define NBD_FW_GROUP_MAX 32
+#define NBD_FW_HASH_HEX 33 /* 128 bits in hex, and a NUL */
+#define NBD_FW_ERRLEN 256
 
-enum nb_fw_dir { NB_FW_DIR_FROM, NB_FW_DIR_TO };
-enum nb_fw_verdict { NB_FW_V_ACCEPT, NB_FW_V_DROP, NB_FW_V_REJECT, NB_FW_V_RETURN };
+enum nbd_fw_dir { NBD_FW_DIR_FROM, NBD_FW_DIR_TO };
+enum nbd_fw_verdict { NBD_FW_V_ACCEPT, NBD_FW_V_DROP, NBD_FW_V_REJECT, NBD_FW_V_RETURN };
 
-struct nb_fw_mac {
+struct nbd_fw_mac {
         bool set, neg;
         uint8_t addr[6], mask[6];
 };
 
-struct nb_fw_ip {
+struct nbd_fw_ip {
         bool set, neg;
         int family; /* 4 or 6 */
         uint8_t addr[16], mask[16];
 };
 
-struct nb_fw_num {
+struct nbd_fw_num {
         bool set, neg;
         uint32_t v;
 };
 
-/* One rule, parsed and checked (nb_fw_rule_check) before compiling. */
-struct nb_fw_rule {
-        enum nb_fw_dir dir;
-        enum nb_fw_verdict verdict;
-        struct nb_fw_mac ether_src, ether_dst, arp_sha;
-        struct nb_fw_num ether_type, vlan_id, arp_op;
-        struct nb_fw_ip arp_spa, arp_tpa, ip_src, ip_dst;
+/* One rule, parsed and checked (nbd_fw_rule_check) before compiling. */
+struct nbd_fw_rule {
+        enum nbd_fw_dir dir;
+        enum nbd_fw_verdict verdict;
+        struct nbd_fw_mac ether_src, ether_dst, arp_sha;
+        struct nbd_fw_num ether_type, vlan_id, arp_op;
+        struct nbd_fw_ip arp_spa, arp_tpa, ip_src, ip_dst;
         uint8_t l4proto;
         uint16_t sport[2], dport[2]; /* [0] = 0: any */
         bool has_icmp_type;
         uint8_t icmp_type;
 };
 
-struct nb_fw_group {
-        char name[NB_FW_GROUP_MAX + 1];
-        struct nb_fw_rule *rules;
+struct nbd_fw_group {
+        char name[NBD_FW_GROUP_MAX + 1];
+        struct nbd_fw_rule *rules;
         size_t n_rules;
 };
 
-struct nb_fw_owner_spec {
+struct nbd_fw_owner_spec {
         const char *owner;
         const char *ifname;
         /* The guest's traffic leaves through the interface's egress (a
          * macvtap); on a tap it enters through its ingress. */
         bool reversed;
-        const struct nb_fw_group *groups;
+        const struct nbd_fw_group *groups;
         size_t n_groups;
         bool ensure;
         uid_t uid; /* whose request: recorded as the creator */
         bool own_only; /* -EPERM when the owner exists for another uid */
 };
 
-struct nb_fw;
-struct nb_fw_txn;
+struct nbd_fw;
+struct nbd_fw_txn;
 
-int nb_fw_open(struct nb_loop *loop, struct nb_fw **ret);
-void nb_fw_close(struct nb_fw *fw);
+int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret);
+void nbd_fw_close(struct nbd_fw *fw);
 
 /* Parse helpers for the model (0 or -EINVAL). */
-int nb_fw_parse_mac(const char *s, struct nb_fw_mac *ret);
-int nb_fw_parse_ip(const char *s, struct nb_fw_ip *ret);
-bool nb_fw_owner_valid(const char *owner);
-bool nb_fw_group_valid(const char *name);
+int nbd_fw_parse_mac(const char *s, struct nbd_fw_mac *ret);
+int nbd_fw_parse_ip(const char *s, struct nbd_fw_ip *ret);
+bool nbd_fw_owner_valid(const char *owner);
+bool nbd_fw_group_valid(const char *name);
 /* Rules that are well-formed but cannot work (a port without tcp/udp, an
  * ARP match on IPv6, reject on egress, ...): 0, or -EINVAL with a sentence. */
-int nb_fw_rule_check(const struct nb_fw_rule *r, bool reversed, char *err);
+int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, char *err);
 
 /* A transaction: starts from one read of the table (for ensure and for
  * knowing what to delete), collects applies and removes, and commits them
  * all in one nfnetlink batch. */
-int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err);
+int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, char *err);
 
-struct nb_fw_applied {
-        char hash[NB_FW_HASH_HEX];
+struct nbd_fw_applied {
+        char hash[NBD_FW_HASH_HEX];
         bool unchanged; /* ensure: already in place, nothing queued */
         unsigned rules;
 };
 
-int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
-                    struct nb_fw_applied *ret, char *err);
+int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                     struct nbd_fw_applied *ret, char *err);
 /* -ENOENT when the owner has no rules; -EPERM when only_for is given and
  * the owner was made for another uid. */
-int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_for, char *err);
+int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for, char *err);
 /* Send everything queued as one transaction and read every ack. Nothing to
  * send is a success that writes nothing. */
-int nb_fw_txn_commit(struct nb_fw_txn *t, char *err);
-void nb_fw_txn_free(struct nb_fw_txn *t);
+int nbd_fw_txn_commit(struct nbd_fw_txn *t, char *err);
+void nbd_fw_txn_free(struct nbd_fw_txn *t);
 
 /* The owners in the kernel. */
-struct nb_fw_owner_info {
-        char owner[NB_FW_OWNER_MAX + 1];
+struct nbd_fw_owner_info {
+        char owner[NBD_FW_OWNER_MAX + 1];
         char ifname[IFNAMSIZ];
-        char hash[NB_FW_HASH_HEX];
+        char hash[NBD_FW_HASH_HEX];
         unsigned rules;
         uid_t uid; /* its creator */
 };
-typedef int (*nb_fw_owner_fn)(const struct nb_fw_owner_info *o, void *data);
-int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err);
+typedef int (*nbd_fw_owner_fn)(const struct nbd_fw_owner_info *o, void *data);
+int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, char *err);
 
 /* Compile one owner and write every chain and rule as libnftnl prints it,
  * after a round trip through the netlink encoding and libnftnl's parser
  * (what the kernel would be sent, read back). For tests and debugging. */
-int nb_fw_render(const struct nb_fw_owner_spec *s, char **ret_text, char *err);
+int nbd_fw_render(const struct nbd_fw_owner_spec *s, char **ret_text, char *err);
 
 /* Compile one owner and hash it, without the kernel (unit tests): the hash,
  * and the number of rules it makes. */
-int nb_fw_hash(const struct nb_fw_owner_spec *s, char hash[NB_FW_HASH_HEX], unsigned *ret_rules,
-               char *err);
+int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], unsigned *ret_rules,
+                char *err);

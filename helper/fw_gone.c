@@ -10,18 +10,18 @@
 #include "log.h"
 #include "stats.h"
 
-NB_LOG_CATEGORY(firewall);
+NBD_LOG_CATEGORY(firewall);
 
 struct gone_owner {
-        char owner[NB_FW_OWNER_MAX + 1];
+        char owner[NBD_FW_OWNER_MAX + 1];
         uid_t uid;
 };
 
-struct nb_fw_gone {
-        struct nb_fw *fw;
+struct nbd_fw_gone {
+        struct nbd_fw *fw;
         char (*names)[IFNAMSIZ]; /* interfaces gone since the last removal */
         size_t n, cap;
-        struct gone_owner *removed; /* a ring of NB_FW_GONE_REMEMBERED */
+        struct gone_owner *removed; /* a ring of NBD_FW_GONE_REMEMBERED */
         size_t n_removed, next_removed;
 };
 
@@ -43,7 +43,7 @@ static bool listed(const struct pick *p, const char *ifname)
         return false;
 }
 
-static int pick_owner(const struct nb_fw_owner_info *o, void *data)
+static int pick_owner(const struct nbd_fw_owner_info *o, void *data)
 {
         struct pick *p = data;
 
@@ -57,22 +57,22 @@ static int pick_owner(const struct nb_fw_owner_info *o, void *data)
                 p->owners = grown;
                 p->cap_owners = cap;
         }
-        snprintf(p->owners[p->n_owners].owner, NB_FW_OWNER_MAX + 1, "%s", o->owner);
+        snprintf(p->owners[p->n_owners].owner, NBD_FW_OWNER_MAX + 1, "%s", o->owner);
         p->owners[p->n_owners++].uid = o->uid;
         return 0;
 }
 
-static void remember(struct nb_fw_gone *g, const struct gone_owner *o)
+static void remember(struct nbd_fw_gone *g, const struct gone_owner *o)
 {
         if (!g->removed)
                 return; /* no memory for the ring: a later remove says ENOENT */
         g->removed[g->next_removed] = *o;
-        g->next_removed = (g->next_removed + 1) % NB_FW_GONE_REMEMBERED;
-        if (g->n_removed < NB_FW_GONE_REMEMBERED)
+        g->next_removed = (g->next_removed + 1) % NBD_FW_GONE_REMEMBERED;
+        if (g->n_removed < NBD_FW_GONE_REMEMBERED)
                 g->n_removed++;
 }
 
-bool nb_fw_gone_removed(const struct nb_fw_gone *g, const char *owner, const uid_t *uid)
+bool nbd_fw_gone_removed(const struct nbd_fw_gone *g, const char *owner, const uid_t *uid)
 {
         for (size_t i = 0; g && i < g->n_removed; i++)
                 if (strcmp(g->removed[i].owner, owner) == 0 && (!uid || g->removed[i].uid == *uid))
@@ -81,53 +81,53 @@ bool nb_fw_gone_removed(const struct nb_fw_gone *g, const char *owner, const uid
 }
 
 /* Remove the owners p picks, in one transaction. */
-static int remove_picked(struct nb_fw_gone *g, struct pick *p, const char *why)
+static int remove_picked(struct nbd_fw_gone *g, struct pick *p, const char *why)
 {
-        struct nb_fw *fw = g->fw;
-        char err[NB_FW_ERRLEN] = "";
-        struct nb_fw_txn *t = NULL;
-        int r = nb_fw_list(fw, pick_owner, p, err);
+        struct nbd_fw *fw = g->fw;
+        char err[NBD_FW_ERRLEN] = "";
+        struct nbd_fw_txn *t = NULL;
+        int r = nbd_fw_list(fw, pick_owner, p, err);
 
         if (r < 0 || !p->n_owners)
                 goto out;
-        r = nb_fw_txn_begin(fw, &t, err);
+        r = nbd_fw_txn_begin(fw, &t, err);
         for (size_t i = 0; r == 0 && i < p->n_owners; i++) {
-                r = nb_fw_txn_remove(t, p->owners[i].owner, NULL, err);
+                r = nbd_fw_txn_remove(t, p->owners[i].owner, NULL, err);
                 if (r == -ENOENT)
                         r = 0; /* removed meanwhile: nothing to do */
         }
         if (r == 0)
-                r = nb_fw_txn_commit(t, err);
+                r = nbd_fw_txn_commit(t, err);
         if (r == 0) {
-                nb_stats[NB_STAT_FW_OWNERS_GONE] += p->n_owners;
+                nbd_stats[NBD_STAT_FW_OWNERS_GONE] += p->n_owners;
                 for (size_t i = 0; i < p->n_owners; i++) {
-                        nb_notice("owner %s removed: %s", p->owners[i].owner, why);
+                        nbd_notice("owner %s removed: %s", p->owners[i].owner, why);
                         remember(g, &p->owners[i]);
                 }
         }
 out:
         if (r < 0)
-                nb_warn("cannot remove the owners of interfaces that are gone: %s", err);
-        nb_fw_txn_free(t);
+                nbd_warn("cannot remove the owners of interfaces that are gone: %s", err);
+        nbd_fw_txn_free(t);
         free(p->owners);
         p->owners = NULL;
         p->n_owners = p->cap_owners = 0;
         return r;
 }
 
-int nb_fw_gone_new(struct nb_fw *fw, struct nb_fw_gone **ret)
+int nbd_fw_gone_new(struct nbd_fw *fw, struct nbd_fw_gone **ret)
 {
-        struct nb_fw_gone *g = calloc(1, sizeof(*g));
+        struct nbd_fw_gone *g = calloc(1, sizeof(*g));
 
         if (!g)
                 return -ENOMEM;
         g->fw = fw;
-        g->removed = calloc(NB_FW_GONE_REMEMBERED, sizeof(*g->removed));
+        g->removed = calloc(NBD_FW_GONE_REMEMBERED, sizeof(*g->removed));
         *ret = g;
         return 0;
 }
 
-void nb_fw_gone_free(struct nb_fw_gone *g)
+void nbd_fw_gone_free(struct nbd_fw_gone *g)
 {
         if (!g)
                 return;
@@ -136,9 +136,9 @@ void nb_fw_gone_free(struct nb_fw_gone *g)
         free(g);
 }
 
-void nb_fw_gone_link(void *data, const struct nb_link_entry *e)
+void nbd_fw_gone_link(void *data, const struct nbd_link_entry *e)
 {
-        struct nb_fw_gone *g = data;
+        struct nbd_fw_gone *g = data;
         struct pick p = {0};
 
         if (e) {
@@ -149,7 +149,7 @@ void nb_fw_gone_link(void *data, const struct nb_link_entry *e)
                                 /* The start-up sweep removes it later; until
                                  * then its rules may bind a device of its
                                  * name: say so. */
-                                nb_warn("out of memory: the owners of %s stay", e->name);
+                                nbd_warn("out of memory: the owners of %s stay", e->name);
                                 return;
                         }
                         g->names = grown;
@@ -166,7 +166,7 @@ void nb_fw_gone_link(void *data, const struct nb_link_entry *e)
         g->n = 0;
 }
 
-int nb_fw_gone_sweep(struct nb_fw_gone *g, const struct nb_link_entry *all, size_t n)
+int nbd_fw_gone_sweep(struct nbd_fw_gone *g, const struct nbd_link_entry *all, size_t n)
 {
         struct pick p = {.present = true, .n = n};
         char(*names)[IFNAMSIZ] = calloc(n ? n : 1, sizeof(*names));

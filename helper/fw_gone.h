@@ -18,20 +18,20 @@
 #include "firewall.h"
 #include "link.h"
 
-struct nb_fw_gone;
+struct nbd_fw_gone;
 
-int nb_fw_gone_new(struct nb_fw *fw, struct nb_fw_gone **ret);
-void nb_fw_gone_free(struct nb_fw_gone *g);
+int nbd_fw_gone_new(struct nbd_fw *fw, struct nbd_fw_gone **ret);
+void nbd_fw_gone_free(struct nbd_fw_gone *g);
 
-/* An nb_links_on_gone() watcher: collects the names, and at the end of the
+/* An nbd_links_on_gone() watcher: collects the names, and at the end of the
  * list (e NULL) removes their owners. */
-void nb_fw_gone_link(void *data, const struct nb_link_entry *e);
+void nbd_fw_gone_link(void *data, const struct nbd_link_entry *e);
 
 /* Whether owner was removed with its interface since start-up, and made
  * for uid (any uid when uid is NULL): a later FirewallRemove of it is a
- * success that writes nothing. The last NB_FW_GONE_REMEMBERED are kept. */
-#define NB_FW_GONE_REMEMBERED 4096
-bool nb_fw_gone_removed(const struct nb_fw_gone *g, const char *owner, const uid_t *uid);
+ * success that writes nothing. The last NBD_FW_GONE_REMEMBERED are kept. */
+#define NBD_FW_GONE_REMEMBERED 4096
+bool nbd_fw_gone_removed(const struct nbd_fw_gone *g, const char *owner, const uid_t *uid);
 
 /* Start-up: remove the owners whose interface is not among all[n]. */
-int nb_fw_gone_sweep(struct nb_fw_gone *g, const struct nb_link_entry *all, size_t n);
+int nbd_fw_gone_sweep(struct nbd_fw_gone *g, const struct nbd_link_entry *all, size_t n);

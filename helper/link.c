@@ -26,7 +26,7 @@
 #include "names.h"
 #include "netlink.h"
 
-NB_LOG_CATEGORY(link);
+NBD_LOG_CATEGORY(link);
 
 /* How often a template allocation may find its name taken by someone else
  * (a race with another creator) before giving up. */
@@ -53,24 +53,24 @@ struct if_index_map {
         size_t n_buckets, n;
 };
 
-struct nb_links {
+struct nbd_links {
         struct if_index_map ifs;
-        struct nb_loop *loop;
-        struct nb_netlink nl;
-        struct nb_names *names;
-        struct nb_watch monw;
+        struct nbd_loop *loop;
+        struct nbd_netlink nl;
+        struct nbd_names *names;
+        struct nbd_watch monw;
         char *devdir;
         unsigned node_seq;
         /* Interfaces gone since the loop last told the watchers (on_gone):
          * bandwidth (the IFB goes) and the firewall (the owners go). */
         struct {
-                void (*fn)(void *data, const struct nb_link_entry *e);
+                void (*fn)(void *data, const struct nbd_link_entry *e);
                 void *data;
         } gone_watch[4];
         size_t n_gone_watch;
-        struct nb_link_entry *gone;
+        struct nbd_link_entry *gone;
         size_t n_gone, cap_gone;
-        struct nb_timer gone_timer;
+        struct nbd_timer gone_timer;
 };
 
 static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -80,7 +80,7 @@ static void errf(char *err, const char *fmt, ...)
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(err, NB_ERRLEN, fmt, ap);
+        vsnprintf(err, NBD_ERRLEN, fmt, ap);
         va_end(ap);
 }
 
@@ -206,7 +206,7 @@ static void ifidx_set_owner(struct if_index_map *m, const char *name, const char
         p = ifidx_slot(m, name);
         if (!*p)
                 return;
-        (*p)->owned = alias && nb_link_parse_owner_mark(alias, &uid);
+        (*p)->owned = alias && nbd_link_parse_owner_mark(alias, &uid);
         (*p)->owner = uid;
 }
 
@@ -232,9 +232,9 @@ static int link_is_macvtap(struct nlattr *linkinfo)
 
 static void run_gone(void *data)
 {
-        struct nb_links *l = data;
+        struct nbd_links *l = data;
         /* fn may make requests that read more notifications: take the list. */
-        struct nb_link_entry *gone = l->gone;
+        struct nbd_link_entry *gone = l->gone;
         size_t n = l->n_gone;
 
         l->gone = NULL;
@@ -249,13 +249,13 @@ static void run_gone(void *data)
 
 /* Queue a gone interface for gone_fn; a lost entry (no memory) costs an
  * IFB left behind until the next start-up's sweep, nothing worse. */
-static void note_gone(struct nb_links *l, const char *name, int ifindex)
+static void note_gone(struct nbd_links *l, const char *name, int ifindex)
 {
         if (!l->n_gone_watch || !l->loop)
                 return;
         if (l->n_gone == l->cap_gone) {
                 size_t cap = l->cap_gone ? 2 * l->cap_gone : 8;
-                struct nb_link_entry *g = realloc(l->gone, cap * sizeof(*g));
+                struct nbd_link_entry *g = realloc(l->gone, cap * sizeof(*g));
                 if (!g)
                         return;
                 l->gone = g;
@@ -264,12 +264,12 @@ static void note_gone(struct nb_links *l, const char *name, int ifindex)
         snprintf(l->gone[l->n_gone].name, IFNAMSIZ, "%s", name);
         l->gone[l->n_gone++].ifindex = ifindex;
         if (!l->gone_timer.deadline_ms)
-                nb_timer_arm(l->loop, &l->gone_timer, 0, run_gone, l);
+                nbd_timer_arm(l->loop, &l->gone_timer, 0, run_gone, l);
 }
 
 static int on_link_msg(struct nl_msg *msg, void *arg)
 {
-        struct nb_links *l = arg;
+        struct nbd_links *l = arg;
         struct nlmsghdr *h = nlmsg_hdr(msg);
         struct nlattr *tb[IFLA_MAX + 1];
         const struct ifinfomsg *ifi;
@@ -286,7 +286,7 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
          * without the alias, which are no news about its owner. */
         if (ifi->ifi_family != AF_UNSPEC)
                 return NL_OK;
-        nb_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
+        nbd_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
         ifidx_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
                         link_is_macvtap(tb[IFLA_LINKINFO]));
         if (present)
@@ -298,7 +298,7 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
 }
 
 /* One RTM_GETLINK dump: every name there is. */
-static int rebuild(struct nb_links *l)
+static int rebuild(struct nbd_links *l)
 {
         struct nl_cb *sock_cb = nl_socket_get_cb(l->nl.req); /* a reference */
         struct nl_cb *cb = nl_cb_clone(sock_cb);
@@ -311,19 +311,19 @@ static int rebuild(struct nb_links *l)
         /* A dump interrupted by concurrent changes is retried. */
         ifidx_clear(&l->ifs);
         for (int i = 0; i < 5 && r == -EINTR; i++) {
-                nb_names_clear(l->names);
-                nb_netlink_begin(&l->nl);
+                nbd_names_clear(l->names);
+                nbd_netlink_begin(&l->nl);
                 r = nl_rtgen_request(l->nl.req, RTM_GETLINK, AF_UNSPEC, NLM_F_DUMP);
-                nb_netlink_sent(1);
+                nbd_netlink_sent(1);
                 if (r >= 0)
                         r = nl_recvmsgs(l->nl.req, cb);
-                r = nb_netlink_errno(&l->nl, r);
+                r = nbd_netlink_errno(&l->nl, r);
         }
         nl_cb_put(cb);
         return r;
 }
 
-void nb_links_sync(struct nb_links *l)
+void nbd_links_sync(struct nbd_links *l)
 {
         for (;;) {
                 int r = nl_recvmsgs_default(l->nl.mon);
@@ -332,11 +332,11 @@ void nb_links_sync(struct nb_links *l)
                 if (r == -NLE_NOMEM) {
                         /* The socket overflowed (ENOBUFS): notifications were
                          * lost. Drop the rest and read the truth again. */
-                        nb_notice("link notifications overflowed; rebuilding the name bitmaps");
+                        nbd_notice("link notifications overflowed; rebuilding the name bitmaps");
                         while (nl_recvmsgs_default(l->nl.mon) != -NLE_AGAIN)
                                 ;
                         if (rebuild(l) < 0)
-                                nb_err("rebuilding the name bitmaps failed");
+                                nbd_err("rebuilding the name bitmaps failed");
                         return;
                 }
                 if (r < 0)
@@ -344,24 +344,24 @@ void nb_links_sync(struct nb_links *l)
         }
 }
 
-static void on_monitor(struct nb_watch *w, uint32_t events)
+static void on_monitor(struct nbd_watch *w, uint32_t events)
 {
         (void)events;
-        nb_links_sync(w->data);
+        nbd_links_sync(w->data);
 }
 
-struct nb_names *nb_links_names(struct nb_links *l)
+struct nbd_names *nbd_links_names(struct nbd_links *l)
 {
         return l->names;
 }
 
-struct nb_netlink *nb_links_netlink(struct nb_links *l)
+struct nbd_netlink *nbd_links_netlink(struct nbd_links *l)
 {
         return &l->nl;
 }
 
-void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb_link_entry *e),
-                      void *data)
+void nbd_links_on_gone(struct nbd_links *l, void (*fn)(void *data, const struct nbd_link_entry *e),
+                       void *data)
 {
         if (l->n_gone_watch == sizeof(l->gone_watch) / sizeof(*l->gone_watch))
                 return; /* a fixed set of capabilities: never more */
@@ -369,20 +369,20 @@ void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb
         l->gone_watch[l->n_gone_watch++].data = data;
 }
 
-void nb_links_flush_gone(struct nb_links *l)
+void nbd_links_flush_gone(struct nbd_links *l)
 {
         if (!l || !l->n_gone)
                 return;
-        nb_timer_cancel(l->loop, &l->gone_timer);
+        nbd_timer_cancel(l->loop, &l->gone_timer);
         run_gone(l);
 }
 
-int nb_links_list(struct nb_links *l, struct nb_link_entry **ret, size_t *n)
+int nbd_links_list(struct nbd_links *l, struct nbd_link_entry **ret, size_t *n)
 {
-        struct nb_link_entry *e;
+        struct nbd_link_entry *e;
         size_t k = 0;
 
-        nb_links_sync(l);
+        nbd_links_sync(l);
         e = calloc(l->ifs.n ? l->ifs.n : 1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
@@ -396,9 +396,9 @@ int nb_links_list(struct nb_links *l, struct nb_link_entry **ret, size_t *n)
         return 0;
 }
 
-int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret)
+int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret)
 {
-        struct nb_links *l = calloc(1, sizeof(*l));
+        struct nbd_links *l = calloc(1, sizeof(*l));
         int r;
 
         if (!l)
@@ -409,10 +409,10 @@ int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **re
                 r = -ENOMEM;
                 goto fail;
         }
-        r = nb_names_new(&l->names);
+        r = nbd_names_new(&l->names);
         if (r < 0)
                 goto fail;
-        r = nb_netlink_open(&l->nl);
+        r = nbd_netlink_open(&l->nl);
         if (r < 0)
                 goto fail;
         nl_socket_modify_cb(l->nl.mon, NL_CB_VALID, NL_CB_CUSTOM, on_link_msg, l);
@@ -420,29 +420,29 @@ int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **re
         if (r < 0)
                 goto fail;
         if (loop) {
-                r = nb_loop_add(loop, &l->monw, nl_socket_get_fd(l->nl.mon), EPOLLIN, on_monitor,
-                                l);
+                r = nbd_loop_add(loop, &l->monw, nl_socket_get_fd(l->nl.mon), EPOLLIN, on_monitor,
+                                 l);
                 if (r < 0)
                         goto fail;
         }
         *ret = l;
         return 0;
 fail:
-        nb_links_close(l);
+        nbd_links_close(l);
         return r;
 }
 
-void nb_links_close(struct nb_links *l)
+void nbd_links_close(struct nbd_links *l)
 {
         if (!l)
                 return;
         if (l->loop && l->monw.fd >= 0)
-                nb_loop_remove(l->loop, &l->monw);
+                nbd_loop_remove(l->loop, &l->monw);
         if (l->loop)
-                nb_timer_cancel(l->loop, &l->gone_timer);
+                nbd_timer_cancel(l->loop, &l->gone_timer);
         free(l->gone);
-        nb_netlink_close(&l->nl);
-        nb_names_free(l->names);
+        nbd_netlink_close(&l->nl);
+        nbd_names_free(l->names);
         ifidx_clear(&l->ifs);
         free(l->ifs.buckets);
         free(l->devdir);
@@ -451,41 +451,41 @@ void nb_links_close(struct nb_links *l)
 
 /* ---- lookups ---- */
 
-static int get_link(struct nb_links *l, const char *name, struct rtnl_link **ret)
+static int get_link(struct nbd_links *l, const char *name, struct rtnl_link **ret)
 {
         int r;
 
-        nb_netlink_begin(&l->nl);
+        nbd_netlink_begin(&l->nl);
         r = rtnl_link_get_kernel(l->nl.req, 0, name, ret);
-        nb_netlink_sent(1);
-        r = nb_netlink_errno(&l->nl, r);
+        nbd_netlink_sent(1);
+        r = nbd_netlink_errno(&l->nl, r);
         return r == -ENODEV || r == -EINVAL ? -ENODEV : r;
 }
 
-bool nb_link_is_macvtap(struct nb_links *l, const char *name)
+bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
 {
         struct ifnode **p;
 
-        nb_links_sync(l);
+        nbd_links_sync(l);
         if (!l->ifs.n_buckets)
                 return false;
         p = ifidx_slot(&l->ifs, name);
         return *p && (*p)->macvtap;
 }
 
-int nb_link_exists(struct nb_links *l, const char *name)
+int nbd_link_exists(struct nbd_links *l, const char *name)
 {
-        nb_links_sync(l);
+        nbd_links_sync(l);
         return ifidx_ifindex(&l->ifs, name) ? 1 : 0;
 }
 
-bool nb_link_parse_owner_mark(const char *alias, uid_t *ret)
+bool nbd_link_parse_owner_mark(const char *alias, uid_t *ret)
 {
-        size_t n = strlen(NB_LINK_OWNER_MARK);
+        size_t n = strlen(NBD_LINK_OWNER_MARK);
         unsigned long long v;
         char *end;
 
-        if (strncmp(alias, NB_LINK_OWNER_MARK, n) != 0 || alias[n] < '0' || alias[n] > '9')
+        if (strncmp(alias, NBD_LINK_OWNER_MARK, n) != 0 || alias[n] < '0' || alias[n] > '9')
                 return false;
         errno = 0;
         v = strtoull(alias + n, &end, 10);
@@ -496,11 +496,11 @@ bool nb_link_parse_owner_mark(const char *alias, uid_t *ret)
         return true;
 }
 
-int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret)
+int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
 {
         struct ifnode **p;
 
-        nb_links_sync(l);
+        nbd_links_sync(l);
         if (!l->ifs.n_buckets)
                 return -ENODEV;
         p = ifidx_slot(&l->ifs, name);
@@ -512,23 +512,23 @@ int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret)
         return 0;
 }
 
-unsigned nb_links_owned_by(struct nb_links *l, uid_t uid)
+unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid)
 {
         unsigned n = 0;
 
-        nb_links_sync(l);
+        nbd_links_sync(l);
         for (size_t b = 0; b < l->ifs.n_buckets; b++)
                 for (const struct ifnode *i = l->ifs.buckets[b]; i; i = i->next)
                         n += i->owned && i->owner == uid;
         return n;
 }
 
-static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
+static int ifindex_of(struct nbd_links *l, const char *name, int *ret, char *err)
 {
         struct rtnl_link *link = NULL;
         int r;
 
-        nb_links_sync(l);
+        nbd_links_sync(l);
         *ret = ifidx_ifindex(&l->ifs, name);
         if (*ret)
                 return 0;
@@ -547,24 +547,25 @@ static int ifindex_of(struct nb_links *l, const char *name, int *ret, char *err)
 
 static void owner_mark(uid_t uid, char mark[32])
 {
-        snprintf(mark, 32, NB_LINK_OWNER_MARK "%u", (unsigned)uid);
+        snprintf(mark, 32, NBD_LINK_OWNER_MARK "%u", (unsigned)uid);
 }
 
 /* Mark an interface just made here as made for creator. The RTM_NEWLINK
  * that made it carried the alias too, but kernels drop it there
  * (rtnl_create_link() does not read IFLA_IFALIAS): unless the map shows it
  * took, it is set now, before the op reports the interface. */
-static int mark_created(struct nb_links *l, const char *name, int ifindex, uid_t creator, char *err)
+static int mark_created(struct nbd_links *l, const char *name, int ifindex, uid_t creator,
+                        char *err)
 {
         char mark[32];
         uid_t now;
         int r;
 
-        if (nb_link_owner(l, name, &now) == 0 && now == creator &&
+        if (nbd_link_owner(l, name, &now) == 0 && now == creator &&
             ifidx_ifindex(&l->ifs, name) == ifindex)
                 return 0;
         owner_mark(creator, mark);
-        r = nb_netlink_set_alias(&l->nl, ifindex, mark);
+        r = nbd_netlink_set_alias(&l->nl, ifindex, mark);
         if (r < 0) {
                 errf(err, "cannot mark %s as made for uid %u: %s", name, (unsigned)creator,
                      strerror(-r));
@@ -576,18 +577,18 @@ static int mark_created(struct nb_links *l, const char *name, int ifindex, uid_t
 
 /* ---- creating under a name or a template ---- */
 
-typedef int (*create_fn)(struct nb_links *l, const char *name, void *ctx, char *err);
+typedef int (*create_fn)(struct nbd_links *l, const char *name, void *ctx, char *err);
 
 /* Reserve and create in one step: the kernel's NLM_F_EXCL (or
  * IFF_TUN_EXCL) is the reservation. A template's candidate that turns out
  * to be taken is marked used and the next one is tried. */
-static int create_named(struct nb_links *l, const char *name, create_fn fn, void *ctx,
+static int create_named(struct nbd_links *l, const char *name, create_fn fn, void *ctx,
                         char ret_name[IFNAMSIZ], char *err)
 {
         char prefix[IFNAMSIZ], cand[IFNAMSIZ];
         int r;
 
-        if (!nb_is_template(name)) {
+        if (!nbd_is_template(name)) {
                 r = fn(l, name, ctx, err);
                 if (r == -EEXIST || r == -EBUSY)
                         errf(err, "interface %s already exists", name);
@@ -595,16 +596,16 @@ static int create_named(struct nb_links *l, const char *name, create_fn fn, void
                         snprintf(ret_name, IFNAMSIZ, "%s", name);
                 return r == -EBUSY ? -EEXIST : r;
         }
-        if (nb_template_parse(name, prefix) < 0) {
+        if (nbd_template_parse(name, prefix) < 0) {
                 errf(err, "bad template '%s': a name prefix followed by %%d", name);
                 return -EINVAL;
         }
-        nb_links_sync(l);
+        nbd_links_sync(l);
         for (int tries = 0; tries < MAX_NAME_TRIES; tries++) {
-                r = nb_names_allocate(l->names, prefix, cand);
+                r = nbd_names_allocate(l->names, prefix, cand);
                 if (r == -ENOSPC) {
                         errf(err, "every name from %s0 to %s%u is in use", prefix, prefix,
-                             nb_names_max_suffix(prefix));
+                             nbd_names_max_suffix(prefix));
                         return r;
                 }
                 if (r < 0)
@@ -613,16 +614,16 @@ static int create_named(struct nb_links *l, const char *name, create_fn fn, void
                 if (r == -EEXIST || r == -EBUSY) {
                         /* Taken behind our back, or is it another name the op
                          * needs (a veth's peer)? Only the first is retried. */
-                        if (nb_link_exists(l, cand) == 0) {
-                                nb_names_mark(l->names, cand, false);
+                        if (nbd_link_exists(l, cand) == 0) {
+                                nbd_names_mark(l->names, cand, false);
                                 errf(err, "another interface this op names already exists");
                                 return -EEXIST;
                         }
-                        nb_debug("%s was taken behind our back; trying the next name", cand);
+                        nbd_debug("%s was taken behind our back; trying the next name", cand);
                         continue;
                 }
                 if (r < 0) {
-                        nb_names_mark(l->names, cand, false);
+                        nbd_names_mark(l->names, cand, false);
                         return r;
                 }
                 snprintf(ret_name, IFNAMSIZ, "%s", cand);
@@ -635,7 +636,7 @@ static int create_named(struct nb_links *l, const char *name, create_fn fn, void
 /* ---- taps ---- */
 
 struct tap_ctx {
-        const struct nb_tap_spec *s;
+        const struct nbd_tap_spec *s;
         int *fds;
         unsigned nfds;
 };
@@ -664,10 +665,10 @@ static void close_fds(int *fds, unsigned *n)
                 close(fds[--*n]);
 }
 
-static int tap_create_one(struct nb_links *l, const char *name, void *data, char *err)
+static int tap_create_one(struct nbd_links *l, const char *name, void *data, char *err)
 {
         struct tap_ctx *t = data;
-        const struct nb_tap_spec *s = t->s;
+        const struct nbd_tap_spec *s = t->s;
         unsigned queues = s->queues > 1 ? s->queues : 1;
         short flags = IFF_TAP | IFF_NO_PI | (s->vnet_hdr ? IFF_VNET_HDR : 0) |
                       (queues > 1 ? IFF_MULTI_QUEUE : 0);
@@ -707,8 +708,8 @@ fail:
         return r;
 }
 
-int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct nb_link_made *ret,
-                       char *err)
+int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
+                        struct nbd_link_made *ret, char *err)
 {
         struct tap_ctx t = {.s = s, .fds = ret->fds};
         int r = create_named(l, s->name, tap_create_one, &t, ret->ifname, err);
@@ -720,10 +721,10 @@ int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct n
         if (r == 0)
                 r = mark_created(l, ret->ifname, ret->ifindex, s->creator, err);
         if (r < 0) {
-                char ignored[NB_ERRLEN];
+                char ignored[NBD_ERRLEN];
                 /* The error that stands is the one above. */
                 if (s->persist)
-                        nb_link_delete(l, ret->ifname, ignored);
+                        nbd_link_delete(l, ret->ifname, ignored);
                 close_fds(ret->fds, &ret->nfds);
         }
         return r;
@@ -731,35 +732,35 @@ int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct n
 
 /* ---- netlink-made kinds ---- */
 
-static int add_link(struct nb_links *l, struct rtnl_link *link, const char *name, char *err,
+static int add_link(struct nbd_links *l, struct rtnl_link *link, const char *name, char *err,
                     const char *what)
 {
         int r;
 
         rtnl_link_set_name(link, name);
-        nb_netlink_begin(&l->nl);
+        nbd_netlink_begin(&l->nl);
         r = rtnl_link_add(l->nl.req, link, NLM_F_CREATE | NLM_F_EXCL);
-        nb_netlink_sent(1);
-        r = nb_netlink_errno(&l->nl, r);
+        nbd_netlink_sent(1);
+        r = nbd_netlink_errno(&l->nl, r);
         if (r < 0 && r != -EEXIST)
                 errf(err, "cannot create %s %s: %s", what, name, strerror(-r));
         return r;
 }
 
 static const uint32_t macvlan_modes[] = {
-        [NB_MACVLAN_BRIDGE] = MACVLAN_MODE_BRIDGE,
-        [NB_MACVLAN_VEPA] = MACVLAN_MODE_VEPA,
-        [NB_MACVLAN_PRIVATE] = MACVLAN_MODE_PRIVATE,
-        [NB_MACVLAN_PASSTHRU] = MACVLAN_MODE_PASSTHRU,
+        [NBD_MACVLAN_BRIDGE] = MACVLAN_MODE_BRIDGE,
+        [NBD_MACVLAN_VEPA] = MACVLAN_MODE_VEPA,
+        [NBD_MACVLAN_PRIVATE] = MACVLAN_MODE_PRIVATE,
+        [NBD_MACVLAN_PASSTHRU] = MACVLAN_MODE_PASSTHRU,
 };
 
 struct macvlan_ctx {
-        const struct nb_macvlan_spec *s;
+        const struct nbd_macvlan_spec *s;
         int parent;
         char mark[32];
 };
 
-static int macvlan_create_one(struct nb_links *l, const char *name, void *data, char *err)
+static int macvlan_create_one(struct nbd_links *l, const char *name, void *data, char *err)
 {
         struct macvlan_ctx *m = data;
         struct rtnl_link *link = m->s->tap ? rtnl_link_macvtap_alloc() : rtnl_link_macvlan_alloc();
@@ -791,7 +792,7 @@ out:
  * network namespace: the helper mounts its own, see main.c), made as a node
  * in the helper's private directory, opened, and removed again: no udev, and
  * no /dev/tapN that a device of another namespace could own. */
-static int open_macvtap(struct nb_links *l, const char *name, int ifindex, bool vnet_hdr,
+static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool vnet_hdr,
                         int *ret_fd, char *err)
 {
         char path[128], node[PATH_MAX], buf[32];
@@ -861,8 +862,8 @@ static int open_macvtap(struct nb_links *l, const char *name, int ifindex, bool 
         return 0;
 }
 
-int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
-                           struct nb_link_made *ret, char *err)
+int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
+                            struct nbd_link_made *ret, char *err)
 {
         struct macvlan_ctx m = {.s = s};
         int r, fd;
@@ -883,19 +884,19 @@ int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
                         ret->fds[ret->nfds++] = fd;
         }
         if (r < 0) {
-                char ignored[NB_ERRLEN];
-                nb_link_delete(l, ret->ifname, ignored);
+                char ignored[NBD_ERRLEN];
+                nbd_link_delete(l, ret->ifname, ignored);
         }
         return r;
 }
 
 struct veth_ctx {
-        const struct nb_veth_spec *s;
+        const struct nbd_veth_spec *s;
         char peer[IFNAMSIZ];
         char mark[32];
 };
 
-static int veth_create_one(struct nb_links *l, const char *name, void *data, char *err)
+static int veth_create_one(struct nbd_links *l, const char *name, void *data, char *err)
 {
         struct veth_ctx *v = data;
         struct rtnl_link *link = rtnl_link_veth_alloc(), *peer;
@@ -921,7 +922,7 @@ static int veth_create_one(struct nb_links *l, const char *name, void *data, cha
  * CAP_SYS_ADMIN), and IFLA_TARGET_NETNSID on a change does not reach into
  * it but moves the device named by ifindex here over there. The helper
  * never acts on it anyway: it acts on interfaces of its own namespace. */
-static int mark_peer(struct nb_links *l, const struct veth_ctx *v, char *err)
+static int mark_peer(struct nbd_links *l, const struct veth_ctx *v, char *err)
 {
         int r, peer;
 
@@ -931,8 +932,8 @@ static int mark_peer(struct nb_links *l, const struct veth_ctx *v, char *err)
         return r < 0 ? r : mark_created(l, v->peer, peer, v->s->creator, err);
 }
 
-int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
-                        char *err)
+int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
+                         struct nbd_link_made *ret, char *err)
 {
         struct veth_ctx v = {.s = s};
         int r;
@@ -940,7 +941,7 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
         owner_mark(s->creator, v.mark);
         snprintf(v.peer, IFNAMSIZ, "%s", s->peer);
         r = create_named(l, s->name, veth_create_one, &v, ret->ifname, err);
-        if (r == -EEXIST && !nb_is_template(s->name))
+        if (r == -EEXIST && !nbd_is_template(s->name))
                 errf(err, "interface %s or its peer %s already exists", s->name, s->peer);
         else if (r == -EEXIST)
                 errf(err, "the peer name %s is taken%s", s->peer,
@@ -954,13 +955,13 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
         if (r == 0)
                 r = mark_peer(l, &v, err);
         if (r < 0) {
-                char ignored[NB_ERRLEN];
-                nb_link_delete(l, ret->ifname, ignored);
+                char ignored[NBD_ERRLEN];
+                nbd_link_delete(l, ret->ifname, ignored);
         }
         return r;
 }
 
-static int bridge_create_one(struct nb_links *l, const char *name, void *data, char *err)
+static int bridge_create_one(struct nbd_links *l, const char *name, void *data, char *err)
 {
         struct rtnl_link *link = rtnl_link_alloc();
         int r;
@@ -975,8 +976,8 @@ static int bridge_create_one(struct nb_links *l, const char *name, void *data, c
         return r;
 }
 
-int nb_link_bridge_create(struct nb_links *l, const char *name, uid_t creator,
-                          struct nb_link_made *ret, char *err)
+int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
+                           struct nbd_link_made *ret, char *err)
 {
         char mark[32];
         int r;
@@ -989,25 +990,25 @@ int nb_link_bridge_create(struct nb_links *l, const char *name, uid_t creator,
         if (r == 0)
                 r = mark_created(l, ret->ifname, ret->ifindex, creator, err);
         if (r < 0) {
-                char ignored[NB_ERRLEN];
-                nb_link_delete(l, ret->ifname, ignored);
+                char ignored[NBD_ERRLEN];
+                nbd_link_delete(l, ret->ifname, ignored);
         }
         return r;
 }
 
 /* ---- changing and deleting ---- */
 
-static int apply_change(struct nb_links *l, struct rtnl_link *orig, struct rtnl_link *changes)
+static int apply_change(struct nbd_links *l, struct rtnl_link *orig, struct rtnl_link *changes)
 {
         int r;
 
-        nb_netlink_begin(&l->nl);
+        nbd_netlink_begin(&l->nl);
         r = rtnl_link_change(l->nl.req, orig, changes, 0);
-        nb_netlink_sent(1);
-        return nb_netlink_errno(&l->nl, r);
+        nbd_netlink_sent(1);
+        return nbd_netlink_errno(&l->nl, r);
 }
 
-int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err)
+int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex, char *err)
 {
         struct rtnl_link *orig = NULL, *changes = rtnl_link_alloc();
         struct nl_addr *addr = NULL;
@@ -1055,7 +1056,7 @@ out:
         return r;
 }
 
-int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret)
+int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret)
 {
         struct rtnl_link *link = NULL;
         struct nl_addr *addr;
@@ -1074,7 +1075,7 @@ int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state
         return 0;
 }
 
-int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st)
+int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
 {
         struct rtnl_link *orig = NULL, *changes = rtnl_link_alloc();
         struct nl_addr *addr = nl_addr_build(AF_LLC, st->mac, 6);
@@ -1100,7 +1101,7 @@ out:
         return r;
 }
 
-int nb_link_delete(struct nb_links *l, const char *name, char *err)
+int nbd_link_delete(struct nbd_links *l, const char *name, char *err)
 {
         struct rtnl_link *link = rtnl_link_alloc();
         int r;
@@ -1108,10 +1109,10 @@ int nb_link_delete(struct nb_links *l, const char *name, char *err)
         if (!link)
                 return -ENOMEM;
         rtnl_link_set_name(link, name);
-        nb_netlink_begin(&l->nl);
+        nbd_netlink_begin(&l->nl);
         r = rtnl_link_delete(l->nl.req, link);
-        nb_netlink_sent(1);
-        r = nb_netlink_errno(&l->nl, r);
+        nbd_netlink_sent(1);
+        r = nbd_netlink_errno(&l->nl, r);
         rtnl_link_put(link);
         if (r == -ENODEV || r == -EINVAL)
                 r = -ENODEV;

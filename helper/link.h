@@ -12,24 +12,24 @@
 
 #include "loop.h"
 
-#define NB_LINK_MAX_QUEUES 16
-#define NB_ERRLEN 256
+#define NBD_LINK_MAX_QUEUES 16
+#define NBD_ERRLEN 256
 /* Every interface netbroker makes carries, in its alias (IFLA_IFALIAS), the
  * uid whose request made it: "netbroker:uid=1000", root's "netbroker:uid=0".
  * The kernel keeps it, so a helper started later knows every owner; only
  * CAP_NET_ADMIN can change it. */
-#define NB_LINK_OWNER_MARK "netbroker:uid="
+#define NBD_LINK_OWNER_MARK "netbroker:uid="
 
-struct nb_links;
+struct nbd_links;
 
-enum nb_macvlan_mode {
-        NB_MACVLAN_BRIDGE,
-        NB_MACVLAN_VEPA,
-        NB_MACVLAN_PRIVATE,
-        NB_MACVLAN_PASSTHRU,
+enum nbd_macvlan_mode {
+        NBD_MACVLAN_BRIDGE,
+        NBD_MACVLAN_VEPA,
+        NBD_MACVLAN_PRIVATE,
+        NBD_MACVLAN_PASSTHRU,
 };
 
-struct nb_tap_spec {
+struct nbd_tap_spec {
         const char *name; /* name or template */
         bool vnet_hdr;
         unsigned queues; /* 0 or 1: one queue */
@@ -40,10 +40,10 @@ struct nb_tap_spec {
         uid_t creator; /* whose request: its owner mark */
 };
 
-struct nb_macvlan_spec {
+struct nbd_macvlan_spec {
         const char *name; /* name or template */
         const char *parent;
-        enum nb_macvlan_mode mode;
+        enum nbd_macvlan_mode mode;
         bool has_mac;
         uint8_t mac[6];
         bool tap; /* macvtap: open its character device */
@@ -51,14 +51,14 @@ struct nb_macvlan_spec {
         uid_t creator;
 };
 
-struct nb_veth_spec {
+struct nbd_veth_spec {
         const char *name;
         const char *peer;
         int peer_netns_fd; /* -1: keep the peer here */
         uid_t creator; /* marks both ends (a peer moved elsewhere: see link.c) */
 };
 
-struct nb_link_change {
+struct nbd_link_change {
         const char *name;
         int up; /* -1 unchanged, 0 down, 1 up */
         unsigned mtu; /* 0 unchanged */
@@ -71,16 +71,16 @@ struct nb_link_change {
 /* What a create op made, marked as made for its spec's creator (a mark
  * that cannot be set fails the op, and the device goes again). fds are the
  * caller's to pass on and close. */
-struct nb_link_made {
+struct nbd_link_made {
         char ifname[IFNAMSIZ];
         int ifindex;
         char peer[IFNAMSIZ];
-        int fds[NB_LINK_MAX_QUEUES];
+        int fds[NBD_LINK_MAX_QUEUES];
         unsigned nfds;
 };
 
 /* A link's state before a change, to put it back on rollback. */
-struct nb_link_state {
+struct nbd_link_state {
         bool up;
         unsigned mtu;
         uint8_t mac[6];
@@ -90,17 +90,17 @@ struct nb_link_state {
 /* devdir: a directory on a filesystem that allows device nodes, private to
  * the helper, where macvtap nodes are made, opened and removed; NULL to use
  * /dev/tapN only when it is the right device. */
-int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret);
-void nb_links_close(struct nb_links *l);
+int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret);
+void nbd_links_close(struct nbd_links *l);
 
 /* Take in every link notification that has arrived (names others made or
  * removed). Called before each allocation, and by the loop. */
-void nb_links_sync(struct nb_links *l);
+void nbd_links_sync(struct nbd_links *l);
 
-struct nb_names *nb_links_names(struct nb_links *l);
+struct nbd_names *nbd_links_names(struct nbd_links *l);
 
 /* An interface of the namespace, as the name map knows it. */
-struct nb_link_entry {
+struct nbd_link_entry {
         char name[IFNAMSIZ];
         int ifindex;
 };
@@ -111,44 +111,44 @@ struct nb_link_entry {
  * so fn may make requests; then fn(data, NULL) ends the list. Bandwidth
  * uses it to remove the IFB it made for the interface, the firewall to
  * remove the owners bound to it (fw_gone.h). */
-void nb_links_on_gone(struct nb_links *l, void (*fn)(void *data, const struct nb_link_entry *e),
-                      void *data);
+void nbd_links_on_gone(struct nbd_links *l, void (*fn)(void *data, const struct nbd_link_entry *e),
+                       void *data);
 
 /* Run fn for the interfaces gone so far now, not from the loop: before a
  * reply, so a LinkDelete's reply comes after its IFB is gone too. */
-void nb_links_flush_gone(struct nb_links *l);
+void nbd_links_flush_gone(struct nbd_links *l);
 
 /* Every interface there is now, in a malloc'ed array (free it). */
-int nb_links_list(struct nb_links *l, struct nb_link_entry **ret, size_t *n);
+int nbd_links_list(struct nbd_links *l, struct nbd_link_entry **ret, size_t *n);
 /* The request socket, lent to bandwidth.c: one fewer fd of the few the
  * helper has. */
-struct nb_netlink *nb_links_netlink(struct nb_links *l);
+struct nbd_netlink *nbd_links_netlink(struct nbd_links *l);
 
-int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct nb_link_made *ret,
-                       char *err);
-int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
-                           struct nb_link_made *ret, char *err);
-int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
-                        char *err);
-int nb_link_bridge_create(struct nb_links *l, const char *name, uid_t creator,
-                          struct nb_link_made *ret, char *err);
-int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err);
-int nb_link_delete(struct nb_links *l, const char *name, char *err);
+int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
+                        struct nbd_link_made *ret, char *err);
+int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
+                            struct nbd_link_made *ret, char *err);
+int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
+                         struct nbd_link_made *ret, char *err);
+int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
+                           struct nbd_link_made *ret, char *err);
+int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex, char *err);
+int nbd_link_delete(struct nbd_links *l, const char *name, char *err);
 
 /* A macvtap: what its guest sends leaves through its egress, what the
  * guest receives comes through its ingress (the reverse of a tap). */
-bool nb_link_is_macvtap(struct nb_links *l, const char *name);
+bool nbd_link_is_macvtap(struct nbd_links *l, const char *name);
 
 /* 1 if an interface of that name exists here, 0 if not, or -errno. */
-int nb_link_exists(struct nb_links *l, const char *name);
+int nbd_link_exists(struct nbd_links *l, const char *name);
 
 /* The uid interface `name` was made for, from its mark, as the map knows it
  * (no netlink round trip): 0, -ENOENT when it carries no owner mark (made by
  * others than netbroker), -ENODEV when there is no such interface. */
-int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret);
+int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret);
 /* Interfaces here marked as made for uid. */
-unsigned nb_links_owned_by(struct nb_links *l, uid_t uid);
+unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid);
 /* An alias that is an owner mark: true, and its uid in *ret. */
-bool nb_link_parse_owner_mark(const char *alias, uid_t *ret);
-int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret);
-int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st);
+bool nbd_link_parse_owner_mark(const char *alias, uid_t *ret);
+int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret);
+int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st);

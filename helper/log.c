@@ -8,20 +8,20 @@
 #include <string.h>
 #include <syslog.h>
 
-unsigned nb_log_serial = 1;
+unsigned nbd_log_serial = 1;
 
-static int default_level = NB_LOG_NOTICE;
+static int default_level = NBD_LOG_NOTICE;
 static char filters[512];
 static bool use_syslog;
 
 static const char *const level_names[] = {
-        [NB_LOG_ERR] = "error", [NB_LOG_WARNING] = "warning", [NB_LOG_NOTICE] = "notice",
-        [NB_LOG_INFO] = "info", [NB_LOG_DEBUG] = "debug",
+        [NBD_LOG_ERR] = "error", [NBD_LOG_WARNING] = "warning", [NBD_LOG_NOTICE] = "notice",
+        [NBD_LOG_INFO] = "info", [NBD_LOG_DEBUG] = "debug",
 };
 
-int nb_log_parse_level(const char *s)
+int nbd_log_parse_level(const char *s)
 {
-        for (int i = NB_LOG_ERR; i <= NB_LOG_DEBUG; i++)
+        for (int i = NBD_LOG_ERR; i <= NBD_LOG_DEBUG; i++)
                 if (strcmp(s, level_names[i]) == 0)
                         return i;
         return -EINVAL;
@@ -37,15 +37,15 @@ static int validate_filters(const char *f)
         strcpy(buf, f);
         for (char *w = strtok_r(buf, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
                 char *colon = strchr(w, ':');
-                if (!colon || colon == w || nb_log_parse_level(colon + 1) < 0)
+                if (!colon || colon == w || nbd_log_parse_level(colon + 1) < 0)
                         return -EINVAL;
         }
         return 0;
 }
 
-int nb_log_configure(int level, const char *f, bool syslog_output)
+int nbd_log_configure(int level, const char *f, bool syslog_output)
 {
-        if (level < NB_LOG_ERR || level > NB_LOG_DEBUG)
+        if (level < NBD_LOG_ERR || level > NBD_LOG_DEBUG)
                 return -EINVAL;
         if (f && validate_filters(f) < 0)
                 return -EINVAL;
@@ -54,11 +54,11 @@ int nb_log_configure(int level, const char *f, bool syslog_output)
         if (syslog_output && !use_syslog)
                 openlog("netbrokerd", LOG_PID, LOG_DAEMON);
         use_syslog = syslog_output;
-        nb_log_serial++;
+        nbd_log_serial++;
         return 0;
 }
 
-int nb_log_refresh(struct nb_log_category *cat)
+int nbd_log_refresh(struct nbd_log_category *cat)
 {
         size_t n = strlen(cat->name);
         int level = default_level;
@@ -71,16 +71,16 @@ int nb_log_refresh(struct nb_log_category *cat)
                         if (len < sizeof(name)) {
                                 memcpy(name, p + n + 1, len);
                                 name[len] = '\0';
-                                level = nb_log_parse_level(name);
+                                level = nbd_log_parse_level(name);
                         }
                 }
         }
         cat->level = level;
-        cat->serial = nb_log_serial;
+        cat->serial = nbd_log_serial;
         return level;
 }
 
-void nb_log_emit(const struct nb_log_category *cat, int level, const char *fmt, ...)
+void nbd_log_emit(const struct nbd_log_category *cat, int level, const char *fmt, ...)
 {
         char msg[1024];
         va_list ap;

@@ -18,14 +18,14 @@ struct deferred {
  * connection's job, the connection itself). Refilled every iteration. */
 #define DEFER_RESERVE 64
 
-struct nb_loop {
+struct nbd_loop {
         int epfd;
-        struct nb_timer *timers;
+        struct nbd_timer *timers;
         struct deferred *deferred;
         struct deferred reserve[DEFER_RESERVE];
 };
 
-uint64_t nb_now_us(void)
+uint64_t nbd_now_us(void)
 {
         struct timespec ts;
 
@@ -33,14 +33,14 @@ uint64_t nb_now_us(void)
         return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-uint64_t nb_now_ms(void)
+uint64_t nbd_now_ms(void)
 {
-        return nb_now_us() / 1000u;
+        return nbd_now_us() / 1000u;
 }
 
-int nb_loop_new(struct nb_loop **ret)
+int nbd_loop_new(struct nbd_loop **ret)
 {
-        struct nb_loop *l = calloc(1, sizeof(*l));
+        struct nbd_loop *l = calloc(1, sizeof(*l));
 
         if (!l)
                 return -ENOMEM;
@@ -54,7 +54,7 @@ int nb_loop_new(struct nb_loop **ret)
         return 0;
 }
 
-static void run_deferred(struct nb_loop *l)
+static void run_deferred(struct nbd_loop *l)
 {
         while (l->deferred) {
                 struct deferred *d = l->deferred;
@@ -67,7 +67,7 @@ static void run_deferred(struct nb_loop *l)
         }
 }
 
-void nb_loop_free(struct nb_loop *l)
+void nbd_loop_free(struct nbd_loop *l)
 {
         if (!l)
                 return;
@@ -76,8 +76,8 @@ void nb_loop_free(struct nb_loop *l)
         free(l);
 }
 
-int nb_loop_add(struct nb_loop *l, struct nb_watch *w, int fd, uint32_t events, nb_watch_fn fn,
-                void *data)
+int nbd_loop_add(struct nbd_loop *l, struct nbd_watch *w, int fd, uint32_t events, nbd_watch_fn fn,
+                 void *data)
 {
         struct epoll_event ev = {.events = events, .data.ptr = w};
 
@@ -91,14 +91,14 @@ int nb_loop_add(struct nb_loop *l, struct nb_watch *w, int fd, uint32_t events, 
         return 0;
 }
 
-int nb_loop_modify(struct nb_loop *l, struct nb_watch *w, uint32_t events)
+int nbd_loop_modify(struct nbd_loop *l, struct nbd_watch *w, uint32_t events)
 {
         struct epoll_event ev = {.events = events, .data.ptr = w};
 
         return epoll_ctl(l->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0 ? -errno : 0;
 }
 
-void nb_loop_remove(struct nb_loop *l, struct nb_watch *w)
+void nbd_loop_remove(struct nbd_loop *l, struct nbd_watch *w)
 {
         if (w->fd < 0)
                 return;
@@ -106,9 +106,9 @@ void nb_loop_remove(struct nb_loop *l, struct nb_watch *w)
         w->fd = -1;
 }
 
-void nb_timer_cancel(struct nb_loop *l, struct nb_timer *t)
+void nbd_timer_cancel(struct nbd_loop *l, struct nbd_timer *t)
 {
-        for (struct nb_timer **p = &l->timers; *p; p = &(*p)->next)
+        for (struct nbd_timer **p = &l->timers; *p; p = &(*p)->next)
                 if (*p == t) {
                         *p = t->next;
                         break;
@@ -117,17 +117,18 @@ void nb_timer_cancel(struct nb_loop *l, struct nb_timer *t)
         t->next = NULL;
 }
 
-void nb_timer_arm(struct nb_loop *l, struct nb_timer *t, uint64_t ms, nb_timer_fn fn, void *data)
+void nbd_timer_arm(struct nbd_loop *l, struct nbd_timer *t, uint64_t ms, nbd_timer_fn fn,
+                   void *data)
 {
-        nb_timer_cancel(l, t);
-        t->deadline_ms = nb_now_ms() + ms;
+        nbd_timer_cancel(l, t);
+        t->deadline_ms = nbd_now_ms() + ms;
         t->fn = fn;
         t->data = data;
         t->next = l->timers;
         l->timers = t;
 }
 
-int nb_loop_defer_free(struct nb_loop *l, void (*fn)(void *), void *p)
+int nbd_loop_defer_free(struct nbd_loop *l, void (*fn)(void *), void *p)
 {
         struct deferred *d = malloc(sizeof(*d));
 
@@ -152,11 +153,11 @@ int nb_loop_defer_free(struct nb_loop *l, void (*fn)(void *), void *p)
         return 0;
 }
 
-static int next_timeout(struct nb_loop *l)
+static int next_timeout(struct nbd_loop *l)
 {
-        uint64_t now = nb_now_ms(), first = UINT64_MAX;
+        uint64_t now = nbd_now_ms(), first = UINT64_MAX;
 
-        for (struct nb_timer *t = l->timers; t; t = t->next)
+        for (struct nbd_timer *t = l->timers; t; t = t->next)
                 if (t->deadline_ms < first)
                         first = t->deadline_ms;
         if (first == UINT64_MAX)
@@ -164,18 +165,18 @@ static int next_timeout(struct nb_loop *l)
         return first <= now ? 0 : (int)(first - now > 60000 ? 60000 : first - now);
 }
 
-static void run_timers(struct nb_loop *l)
+static void run_timers(struct nbd_loop *l)
 {
-        uint64_t now = nb_now_ms();
+        uint64_t now = nbd_now_ms();
         bool again = true;
 
         /* A timer callback may arm or cancel others: restart the scan after each. */
         while (again) {
                 again = false;
-                for (struct nb_timer *t = l->timers; t; t = t->next) {
+                for (struct nbd_timer *t = l->timers; t; t = t->next) {
                         if (t->deadline_ms > now)
                                 continue;
-                        nb_timer_cancel(l, t);
+                        nbd_timer_cancel(l, t);
                         t->fn(t->data);
                         again = true;
                         break;
@@ -183,7 +184,7 @@ static void run_timers(struct nb_loop *l)
         }
 }
 
-int nb_loop_iterate(struct nb_loop *l)
+int nbd_loop_iterate(struct nbd_loop *l)
 {
         struct epoll_event evs[32];
         int n = epoll_wait(l->epfd, evs, 32, next_timeout(l));
@@ -191,7 +192,7 @@ int nb_loop_iterate(struct nb_loop *l)
         if (n < 0 && errno != EINTR)
                 return -errno;
         for (int i = 0; i < n; i++) {
-                struct nb_watch *w = evs[i].data.ptr;
+                struct nbd_watch *w = evs[i].data.ptr;
                 if (w->fd >= 0)
                         w->fn(w, evs[i].events);
         }

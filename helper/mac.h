@@ -8,7 +8,7 @@
 /* Parse exactly six pairs of hex digits separated by ':' ("52:54:00:AB:cd:01"),
  * nothing before, between or after them. Returns 0 or -EINVAL; ret is
  * untouched on failure. */
-int nb_mac_parse(const char *s, uint8_t ret[6]);
+int nbd_mac_parse(const char *s, uint8_t ret[6]);
 
 /* The same for the first len bytes of s (the firewall's "addr/mask"). */
-int nb_mac_parse_n(const char *s, size_t len, uint8_t ret[6]);
+int nbd_mac_parse_n(const char *s, size_t len, uint8_t ret[6]);

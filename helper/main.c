@@ -87,7 +87,7 @@
 #include "server.h"
 #include "spawn.h"
 
-NB_LOG_CATEGORY(main);
+NBD_LOG_CATEGORY(main);
 
 /* The capabilities netbrokerd keeps, and why:
  * - CAP_NET_ADMIN: everything it exists for: links, tc, nftables over
@@ -129,7 +129,7 @@ static void usage(FILE *f)
                 "usage: netbrokerd [--config PATH] (--fd N | --listen PATH | <socket activation>)\n"
                 "  --fd N          serve the connected socket N (the client library's socketpair)\n"
                 "  --listen PATH   listen on a unix socket at PATH\n"
-                "  --config PATH   configuration file (default " NB_CONFIG_DEFAULT_PATH ")\n"
+                "  --config PATH   configuration file (default " NBD_CONFIG_DEFAULT_PATH ")\n"
                 "  --version\n");
 }
 
@@ -180,7 +180,7 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return -EINVAL;
         }
         if (!o->config_path)
-                o->config_path = strdup(NB_CONFIG_DEFAULT_PATH);
+                o->config_path = strdup(NBD_CONFIG_DEFAULT_PATH);
         return o->config_path ? 0 : -ENOMEM;
 }
 
@@ -253,16 +253,16 @@ static int listen_on(const char *path)
 static const char *private_mounts(void)
 {
         if (unshare(CLONE_NEWNS) < 0) {
-                nb_warn("no mount namespace of its own (%s): using the host's /sys and /dev",
-                        strerror(errno));
+                nbd_warn("no mount namespace of its own (%s): using the host's /sys and /dev",
+                         strerror(errno));
                 return NULL;
         }
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
-                nb_err("cannot make mounts one-way: %s", strerror(errno));
+                nbd_err("cannot make mounts one-way: %s", strerror(errno));
                 return NULL;
         }
         if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL) < 0)
-                nb_warn("cannot mount a sysfs for this network namespace: %s", strerror(errno));
+                nbd_warn("cannot mount a sysfs for this network namespace: %s", strerror(errno));
         if ((mkdir(DEVDIR_PARENT, 0755) < 0 && errno != EEXIST) ||
             (mkdir(DEVDIR, 0700) < 0 && errno != EEXIST) ||
             /* An unlinked node keeps its inode while a client holds the
@@ -270,7 +270,7 @@ static const char *private_mounts(void)
              * limit); nodes take no blocks. */
             mount("tmpfs", DEVDIR, "tmpfs", MS_NOSUID | MS_NOEXEC,
                   "mode=0700,size=4k,nr_inodes=0") < 0) {
-                nb_warn("cannot make %s for device nodes: %s", DEVDIR, strerror(errno));
+                nbd_warn("cannot make %s for device nodes: %s", DEVDIR, strerror(errno));
                 return NULL;
         }
         return DEVDIR;
@@ -298,7 +298,7 @@ static int drop_capabilities(void)
         if (r < 0)
                 return -EPERM;
         if (!can_bound)
-                nb_warn("not started with CAP_SETPCAP: the bounding set is left as it was");
+                nbd_warn("not started with CAP_SETPCAP: the bounding set is left as it was");
         return 0;
 }
 
@@ -318,133 +318,133 @@ static int reset_signals(sigset_t *handled)
 }
 
 struct sig_state {
-        struct nb_watch w;
+        struct nbd_watch w;
         bool quit;
 };
 
-static void on_signal(struct nb_watch *w, uint32_t events)
+static void on_signal(struct nbd_watch *w, uint32_t events)
 {
         struct sig_state *st = w->data;
         struct signalfd_siginfo si;
 
         (void)events;
         if (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
-                nb_notice("signal %u: shutting down", si.ssi_signo);
+                nbd_notice("signal %u: shutting down", si.ssi_signo);
                 st->quit = true;
         }
 }
 
 /* Wait for children that were killed on shutdown, so none is left a zombie
  * for our parent to inherit. */
-static void reap_children(struct nb_loop *loop)
+static void reap_children(struct nbd_loop *loop)
 {
-        for (int i = 0; i < 500 && nb_children_running() > 0; i++)
-                nb_loop_iterate(loop);
+        for (int i = 0; i < 500 && nbd_children_running() > 0; i++)
+                nbd_loop_iterate(loop);
 }
 
-static int serve(const struct nb_config *cfg, const struct options *o, int n_activated,
+static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
                  int listen_fd, const sigset_t *handled, const char *devdir)
 {
-        struct nb_loop *loop = NULL;
-        struct nb_server *srv = NULL;
-        struct nb_links *links = NULL;
-        struct nb_fw *fw = NULL;
-        struct nb_bw *bw = NULL;
-        struct nb_fw_gone *fw_gone = NULL;
+        struct nbd_loop *loop = NULL;
+        struct nbd_server *srv = NULL;
+        struct nbd_links *links = NULL;
+        struct nbd_fw *fw = NULL;
+        struct nbd_bw *bw = NULL;
+        struct nbd_fw_gone *fw_gone = NULL;
         struct sig_state sig = {0};
         int r, sfd = -1;
 
-        r = nb_loop_new(&loop);
+        r = nbd_loop_new(&loop);
         if (r < 0)
                 return r;
-        r = nb_links_open(loop, devdir, &links);
+        r = nbd_links_open(loop, devdir, &links);
         if (r < 0) {
                 /* Exec still works; interface ops are not offered. */
-                nb_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
+                nbd_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
                 links = NULL;
         }
-        r = nb_fw_open(loop, &fw);
+        r = nbd_fw_open(loop, &fw);
         if (r < 0) {
-                nb_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
+                nbd_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
                 fw = NULL;
         }
-        r = links ? nb_bw_open(nb_links_netlink(links), &bw) : -ENOTCONN;
+        r = links ? nbd_bw_open(nbd_links_netlink(links), &bw) : -ENOTCONN;
         if (r < 0) {
-                nb_warn("bandwidth ops are disabled: %s", strerror(-r));
+                nbd_warn("bandwidth ops are disabled: %s", strerror(-r));
                 bw = NULL;
         }
-        if (links && fw && nb_fw_gone_new(fw, &fw_gone) < 0) {
+        if (links && fw && nbd_fw_gone_new(fw, &fw_gone) < 0) {
                 /* Without it, rules could outlive their interface and bind
                  * the next device of its name: no firewall then. */
-                nb_err("out of memory: firewall ops are disabled");
-                nb_fw_close(fw);
+                nbd_err("out of memory: firewall ops are disabled");
+                nbd_fw_close(fw);
                 fw = NULL;
         }
         if (links && (bw || fw_gone)) {
-                struct nb_link_entry *all;
+                struct nbd_link_entry *all;
                 size_t n;
 
                 /* An IFB outlives the interface it shapes unless removed;
                  * a netdev chain binds the next device of its name. */
                 if (bw)
-                        nb_links_on_gone(links, nb_bw_link_gone, bw);
+                        nbd_links_on_gone(links, nbd_bw_link_gone, bw);
                 if (fw_gone)
-                        nb_links_on_gone(links, nb_fw_gone_link, fw_gone);
-                if (nb_links_list(links, &all, &n) == 0) {
+                        nbd_links_on_gone(links, nbd_fw_gone_link, fw_gone);
+                if (nbd_links_list(links, &all, &n) == 0) {
                         if (bw)
-                                nb_bw_sweep(bw, all, n);
+                                nbd_bw_sweep(bw, all, n);
                         if (fw_gone)
-                                nb_fw_gone_sweep(fw_gone, all, n);
+                                nbd_fw_gone_sweep(fw_gone, all, n);
                         free(all);
                 }
         }
-        r = nb_server_new(cfg, loop, links, fw, fw_gone, bw, &srv);
+        r = nbd_server_new(cfg, loop, links, fw, fw_gone, bw, &srv);
         if (r < 0)
                 goto out;
         sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (sfd < 0 || nb_loop_add(loop, &sig.w, sfd, EPOLLIN, on_signal, &sig) < 0) {
+        if (sfd < 0 || nbd_loop_add(loop, &sig.w, sfd, EPOLLIN, on_signal, &sig) < 0) {
                 r = -errno;
                 goto out;
         }
         for (int i = 0; i < n_activated; i++)
-                if ((r = nb_server_add_listener(srv, 3 + i)) < 0)
+                if ((r = nbd_server_add_listener(srv, 3 + i)) < 0)
                         goto out;
-        if (listen_fd >= 0 && (r = nb_server_add_listener(srv, listen_fd)) < 0)
+        if (listen_fd >= 0 && (r = nbd_server_add_listener(srv, listen_fd)) < 0)
                 goto out;
         if (o->conn_fd >= 0) {
                 fcntl(o->conn_fd, F_SETFL, fcntl(o->conn_fd, F_GETFL) | O_NONBLOCK);
-                r = nb_server_adopt(srv, o->conn_fd);
+                r = nbd_server_adopt(srv, o->conn_fd);
                 if (r < 0) {
-                        nb_err("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
+                        nbd_err("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
                         r = -ECANCELED; /* said already */
                         goto out;
                 }
         }
-        nb_info("serving (fd limit %u, %zu programs allowed)", cfg->fd_limit, cfg->n_exec_allow);
-        while (!sig.quit && !nb_server_done(srv)) {
-                r = nb_loop_iterate(loop);
+        nbd_info("serving (fd limit %u, %zu programs allowed)", cfg->fd_limit, cfg->n_exec_allow);
+        while (!sig.quit && !nbd_server_done(srv)) {
+                r = nbd_loop_iterate(loop);
                 if (r < 0)
                         break;
-                nb_jobs_kick(nb_server_dispatch_ctx(srv));
+                nbd_jobs_kick(nbd_server_dispatch_ctx(srv));
         }
-        r = sig.quit || nb_server_done(srv) ? 0 : r;
+        r = sig.quit || nbd_server_done(srv) ? 0 : r;
 out:
-        nb_server_free(srv);
+        nbd_server_free(srv);
         reap_children(loop);
-        nb_bw_close(bw); /* before links: it borrows their socket */
-        nb_links_close(links);
-        nb_fw_gone_free(fw_gone);
-        nb_fw_close(fw);
+        nbd_bw_close(bw); /* before links: it borrows their socket */
+        nbd_links_close(links);
+        nbd_fw_gone_free(fw_gone);
+        nbd_fw_close(fw);
         if (sfd >= 0)
                 close(sfd);
-        nb_loop_free(loop);
+        nbd_loop_free(loop);
         return r;
 }
 
 int main(int argc, char **argv)
 {
         struct options o = {0};
-        struct nb_config cfg = {0}; /* nb_config_free() works on it from the start */
+        struct nbd_config cfg = {0}; /* nbd_config_free() works on it from the start */
         sigset_t handled;
         char err[512] = "";
         const char *devdir;
@@ -495,8 +495,8 @@ int main(int argc, char **argv)
         }
 
         /* Stage 3. */
-        nb_config_defaults(&cfg);
-        r = nb_config_load(&cfg, o.config_path, o.config_required, err, sizeof(err));
+        nbd_config_defaults(&cfg);
+        r = nbd_config_load(&cfg, o.config_path, o.config_required, err, sizeof(err));
         if (r < 0) {
                 fprintf(stderr, "netbrokerd: %s\n", err);
                 goto out;
@@ -504,9 +504,9 @@ int main(int argc, char **argv)
         {
                 const char *lvl = getenv("NETBROKERD_LOG_LEVEL");
                 const char *filters = getenv("NETBROKERD_LOG_FILTERS");
-                int level = lvl ? nb_log_parse_level(lvl) : cfg.log_level;
-                if (level < 0 || nb_log_configure(level, filters ? filters : cfg.log_filters,
-                                                  cfg.log_syslog) < 0) {
+                int level = lvl ? nbd_log_parse_level(lvl) : cfg.log_level;
+                if (level < 0 || nbd_log_configure(level, filters ? filters : cfg.log_filters,
+                                                   cfg.log_syslog) < 0) {
                         fprintf(stderr, "netbrokerd: bad log level or filters\n");
                         goto out;
                 }
@@ -516,28 +516,28 @@ int main(int argc, char **argv)
         /* Stage 5. */
         r = lower_fd_limit(cfg.fd_limit);
         if (r < 0) {
-                nb_err("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
+                nbd_err("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
                 goto out;
         }
         /* Stage 6. */
         r = drop_capabilities();
         if (r < 0) {
-                nb_err("cannot drop capabilities");
+                nbd_err("cannot drop capabilities");
                 goto out;
         }
         /* Stage 7. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-                nb_err("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+                nbd_err("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
                 goto out;
         }
         /* Stage 8. */
         r = serve(&cfg, &o, n_activated, listen_fd, &handled, devdir);
         if (r < 0 && r != -ECANCELED)
-                nb_err("%s", strerror(-r));
+                nbd_err("%s", strerror(-r));
         ret = r < 0 ? 1 : 0;
 out:
         /* Also on the early exits, so that valgrind sees nothing lost. */
-        nb_config_free(&cfg);
+        nbd_config_free(&cfg);
         free(o.config_path);
         free(o.listen_path);
         return ret;

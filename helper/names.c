@@ -17,13 +17,13 @@ struct prefix {
         struct prefix *next;
 };
 
-struct nb_names {
+struct nbd_names {
         struct prefix *prefixes;
 };
 
-int nb_names_new(struct nb_names **ret)
+int nbd_names_new(struct nbd_names **ret)
 {
-        struct nb_names *n = calloc(1, sizeof(*n));
+        struct nbd_names *n = calloc(1, sizeof(*n));
 
         if (!n)
                 return -ENOMEM;
@@ -31,7 +31,7 @@ int nb_names_new(struct nb_names **ret)
         return 0;
 }
 
-void nb_names_free(struct nb_names *n)
+void nbd_names_free(struct nbd_names *n)
 {
         if (!n)
                 return;
@@ -44,13 +44,13 @@ void nb_names_free(struct nb_names *n)
         free(n);
 }
 
-void nb_names_clear(struct nb_names *n)
+void nbd_names_clear(struct nbd_names *n)
 {
         for (struct prefix *p = n->prefixes; p; p = p->next)
                 memset(p->bits, 0, p->nwords * sizeof(*p->bits));
 }
 
-bool nb_ifname_valid(const char *name)
+bool nbd_ifname_valid(const char *name)
 {
         size_t len = strnlen(name, IFNAMSIZ);
 
@@ -67,24 +67,24 @@ bool nb_ifname_valid(const char *name)
         return true;
 }
 
-bool nb_is_template(const char *s)
+bool nbd_is_template(const char *s)
 {
         return strchr(s, '%') != NULL;
 }
 
-unsigned nb_names_max_suffix(const char *prefix)
+unsigned nbd_names_max_suffix(const char *prefix)
 {
         size_t room = IFNAMSIZ - 1 - strlen(prefix);
         unsigned max = 0;
 
         if (strlen(prefix) >= IFNAMSIZ - 1)
                 return 0;
-        for (size_t i = 0; i < room && max <= NB_NAMES_MAX_SUFFIX; i++)
+        for (size_t i = 0; i < room && max <= NBD_NAMES_MAX_SUFFIX; i++)
                 max = max * 10 + 9;
-        return max > NB_NAMES_MAX_SUFFIX ? NB_NAMES_MAX_SUFFIX : max;
+        return max > NBD_NAMES_MAX_SUFFIX ? NBD_NAMES_MAX_SUFFIX : max;
 }
 
-int nb_template_parse(const char *tmpl, char ret_prefix[IFNAMSIZ])
+int nbd_template_parse(const char *tmpl, char ret_prefix[IFNAMSIZ])
 {
         size_t len = strlen(tmpl);
         char prefix[IFNAMSIZ];
@@ -95,7 +95,7 @@ int nb_template_parse(const char *tmpl, char ret_prefix[IFNAMSIZ])
         prefix[len - 2] = '\0';
         /* Exactly one conversion, and no other '%' anywhere: the caller never
          * supplies a printf format. */
-        if (strchr(prefix, '%') || !nb_ifname_valid(prefix) ||
+        if (strchr(prefix, '%') || !nbd_ifname_valid(prefix) ||
             isdigit((unsigned char)prefix[len - 3]))
                 return -EINVAL;
         strcpy(ret_prefix, prefix);
@@ -117,7 +117,7 @@ static bool split(const char *ifname, char prefix[IFNAMSIZ], unsigned *ret)
         if (ifname[i] == '0' && i + 1 < len) /* leading zero: not ours */
                 return false;
         v = strtoul(ifname + i, NULL, 10);
-        if (v > NB_NAMES_MAX_SUFFIX)
+        if (v > NBD_NAMES_MAX_SUFFIX)
                 return false;
         memcpy(prefix, ifname, i);
         prefix[i] = '\0';
@@ -125,7 +125,7 @@ static bool split(const char *ifname, char prefix[IFNAMSIZ], unsigned *ret)
         return true;
 }
 
-static struct prefix *find(struct nb_names *n, const char *name, bool create)
+static struct prefix *find(struct nbd_names *n, const char *name, bool create)
 {
         struct prefix *p;
 
@@ -138,7 +138,7 @@ static struct prefix *find(struct nb_names *n, const char *name, bool create)
         if (!p)
                 return NULL;
         strcpy(p->name, name);
-        p->max = nb_names_max_suffix(name);
+        p->max = nbd_names_max_suffix(name);
         p->next = n->prefixes;
         n->prefixes = p;
         return p;
@@ -177,7 +177,7 @@ static bool test_bit(const struct prefix *p, unsigned v)
         return word < p->nwords && (p->bits[word] >> (v % 64)) & 1;
 }
 
-void nb_names_mark(struct nb_names *n, const char *ifname, bool used)
+void nbd_names_mark(struct nbd_names *n, const char *ifname, bool used)
 {
         char name[IFNAMSIZ];
         unsigned v;
@@ -207,7 +207,7 @@ static unsigned first_clear(const struct prefix *p, unsigned from, unsigned to)
         return UINT32_MAX;
 }
 
-int nb_names_allocate(struct nb_names *n, const char *prefix, char ret_name[IFNAMSIZ])
+int nbd_names_allocate(struct nbd_names *n, const char *prefix, char ret_name[IFNAMSIZ])
 {
         struct prefix *p = find(n, prefix, true);
         unsigned v;
@@ -232,7 +232,7 @@ int nb_names_allocate(struct nb_names *n, const char *prefix, char ret_name[IFNA
         return 0;
 }
 
-int nb_names_foreach(struct nb_names *n, nb_names_fn fn, void *data)
+int nbd_names_foreach(struct nbd_names *n, nbd_names_fn fn, void *data)
 {
         for (struct prefix *p = n->prefixes; p; p = p->next) {
                 unsigned *used = NULL;

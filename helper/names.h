@@ -17,45 +17,45 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct nb_names;
+struct nbd_names;
 
-int nb_names_new(struct nb_names **ret);
-void nb_names_free(struct nb_names *n);
+int nbd_names_new(struct nbd_names **ret);
+void nbd_names_free(struct nbd_names *n);
 
 /* Forget every used bit (before a rebuild from a dump); cursors stay, so a
  * rebuild does not make recently freed names the next ones out. */
-void nb_names_clear(struct nb_names *n);
+void nbd_names_clear(struct nbd_names *n);
 
 /* A device `ifname` exists (used) or is gone (!used). Names without a
  * numeric suffix, or with one over the prefix's range, are ignored. */
-void nb_names_mark(struct nb_names *n, const char *ifname, bool used);
+void nbd_names_mark(struct nbd_names *n, const char *ifname, bool used);
 
 /* The next free suffix for prefix, from its cursor, wrapping once. Moves the
  * cursor past it and marks it used (the caller is about to create it; if the
- * create fails for another reason, nb_names_mark(..., false) gives it back).
+ * create fails for another reason, nbd_names_mark(..., false) gives it back).
  * Writes the full name to ret_name. Returns 0 or -ENOSPC when every suffix
  * of the prefix is in use. */
-int nb_names_allocate(struct nb_names *n, const char *prefix, char ret_name[IFNAMSIZ]);
+int nbd_names_allocate(struct nbd_names *n, const char *prefix, char ret_name[IFNAMSIZ]);
 
 /* Largest suffix for a prefix: what still fits in IFNAMSIZ-1 characters,
- * and at most NB_NAMES_MAX_SUFFIX. */
-#define NB_NAMES_MAX_SUFFIX 65535u
-unsigned nb_names_max_suffix(const char *prefix);
+ * and at most NBD_NAMES_MAX_SUFFIX. */
+#define NBD_NAMES_MAX_SUFFIX 65535u
+unsigned nbd_names_max_suffix(const char *prefix);
 
 /* The kernel's dev_valid_name(): 1-15 bytes, not "." or "..", no '/', ':'
  * or white space. */
-bool nb_ifname_valid(const char *name);
+bool nbd_ifname_valid(const char *name);
 
 /* A template is a prefix followed by "%d" and nothing else; the prefix is
  * a valid name with room for at least one digit and does not end in a
  * digit. Writes the prefix to ret_prefix. Returns 0, or -EINVAL. */
-int nb_template_parse(const char *tmpl, char ret_prefix[IFNAMSIZ]);
+int nbd_template_parse(const char *tmpl, char ret_prefix[IFNAMSIZ]);
 
 /* True when the string is meant as a template (contains '%'). */
-bool nb_is_template(const char *s);
+bool nbd_is_template(const char *s);
 
 /* Walk the prefixes for NamesDump: fn is called once per prefix with its
  * used suffixes in ascending order. */
-typedef int (*nb_names_fn)(const char *prefix, const unsigned *used, size_t n_used, unsigned cursor,
-                           void *data);
-int nb_names_foreach(struct nb_names *n, nb_names_fn fn, void *data);
+typedef int (*nbd_names_fn)(const char *prefix, const unsigned *used, size_t n_used,
+                            unsigned cursor, void *data);
+int nbd_names_foreach(struct nbd_names *n, nbd_names_fn fn, void *data);

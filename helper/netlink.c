@@ -11,19 +11,19 @@
 
 static int on_error_ack(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 {
-        struct nb_netlink *nl = arg;
+        struct nbd_netlink *nl = arg;
 
         (void)who;
         nl->kernel_errno = -e->error;
         return NL_STOP;
 }
 
-void nb_netlink_sent(unsigned n)
+void nbd_netlink_sent(unsigned n)
 {
-        nb_stats[NB_STAT_NETLINK_MESSAGES] += n;
+        nbd_stats[NBD_STAT_NETLINK_MESSAGES] += n;
 }
 
-int nb_netlink_errno(struct nb_netlink *nl, int nlerr)
+int nbd_netlink_errno(struct nbd_netlink *nl, int nlerr)
 {
         if (nlerr >= 0)
                 return 0;
@@ -61,7 +61,7 @@ int nb_netlink_errno(struct nb_netlink *nl, int nlerr)
         }
 }
 
-int nb_netlink_open(struct nb_netlink *nl)
+int nbd_netlink_open(struct nbd_netlink *nl)
 {
         int r;
 
@@ -78,7 +78,7 @@ int nb_netlink_open(struct nb_netlink *nl)
             (r = nl_connect(nl->mon, NETLINK_ROUTE)) < 0 ||
             (r = nl_socket_add_membership(nl->mon, RTNLGRP_LINK)) < 0 ||
             (r = nl_socket_set_nonblocking(nl->mon)) < 0) {
-                r = nb_netlink_errno(nl, r);
+                r = nbd_netlink_errno(nl, r);
                 goto fail;
         }
         /* A burst of 1000 creates makes 1000 notifications: give them room,
@@ -86,30 +86,30 @@ int nb_netlink_open(struct nb_netlink *nl)
         nl_socket_set_buffer_size(nl->mon, 4 << 20, 0);
         return 0;
 fail:
-        nb_netlink_close(nl);
+        nbd_netlink_close(nl);
         return r;
 }
 
-int nb_netlink_set_alias(struct nb_netlink *nl, int ifindex, const char *alias)
+int nbd_netlink_set_alias(struct nbd_netlink *nl, int ifindex, const char *alias)
 {
         struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex};
         struct nl_msg *msg = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_ACK);
         int r = -NLE_NOMEM;
 
-        nb_netlink_begin(nl);
+        nbd_netlink_begin(nl);
         if (!msg || nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
             nla_put_string(msg, IFLA_IFALIAS, alias) < 0)
                 goto out;
         r = nl_send_auto(nl->req, msg);
         if (r >= 0)
                 r = nl_wait_for_ack(nl->req);
-        nb_netlink_sent(1);
+        nbd_netlink_sent(1);
 out:
         nlmsg_free(msg);
-        return nb_netlink_errno(nl, r);
+        return nbd_netlink_errno(nl, r);
 }
 
-void nb_netlink_close(struct nb_netlink *nl)
+void nbd_netlink_close(struct nbd_netlink *nl)
 {
         nl_socket_free(nl->req);
         nl_socket_free(nl->mon);

@@ -8,29 +8,29 @@
 #include <netlink/route/link.h>
 #include <stdbool.h>
 
-struct nb_netlink {
+struct nbd_netlink {
         struct nl_sock *req; /* requests; blocking, acks checked */
         struct nl_sock *mon; /* RTNLGRP_LINK notifications; non-blocking */
         int kernel_errno; /* from the last error ack on req, 0 if none */
 };
 
-int nb_netlink_open(struct nb_netlink *nl);
-void nb_netlink_close(struct nb_netlink *nl);
+int nbd_netlink_open(struct nbd_netlink *nl);
+void nbd_netlink_close(struct nbd_netlink *nl);
 
 /* Turn a libnl return value into 0 or -errno, preferring the errno the
  * kernel sent. Call right after the libnl call on nl->req. */
-int nb_netlink_errno(struct nb_netlink *nl, int nlerr);
+int nbd_netlink_errno(struct nbd_netlink *nl, int nlerr);
 
 /* Set the alias of interface ifindex of this namespace. 0 or -errno. */
-int nb_netlink_set_alias(struct nb_netlink *nl, int ifindex, const char *alias);
+int nbd_netlink_set_alias(struct nbd_netlink *nl, int ifindex, const char *alias);
 
 /* Count messages sent to the kernel (Stats: netlink_messages), over
  * rtnetlink and over nfnetlink. */
-void nb_netlink_sent(unsigned n);
-#define nb_netlink_sent_nf nb_netlink_sent
+void nbd_netlink_sent(unsigned n);
+#define nbd_netlink_sent_nf nbd_netlink_sent
 
 /* Before a request on nl->req: forget the previous error. */
-static inline void nb_netlink_begin(struct nb_netlink *nl)
+static inline void nbd_netlink_begin(struct nbd_netlink *nl)
 {
         nl->kernel_errno = 0;
 }

@@ -14,12 +14,12 @@
 #include "bandwidth.h"
 #include "ops.h"
 
-static struct nb_bw *bw_of(const struct nb_job *job)
+static struct nbd_bw *bw_of(const struct nbd_job *job)
 {
-        return nb_job_ctx(job)->bw;
+        return nbd_job_ctx(job)->bw;
 }
 
-static void rate_from(const Netbroker__Rate *r, struct nb_bw_rate *out)
+static void rate_from(const Netbroker__Rate *r, struct nbd_bw_rate *out)
 {
         memset(out, 0, sizeof(*out));
         if (!r)
@@ -30,7 +30,7 @@ static void rate_from(const Netbroker__Rate *r, struct nb_bw_rate *out)
         out->floor = r->floor;
 }
 
-static void limits_from(const Netbroker__BandwidthSet *s, struct nb_bw_limits *out)
+static void limits_from(const Netbroker__BandwidthSet *s, struct nbd_bw_limits *out)
 {
         rate_from(s->inbound, &out->in);
         rate_from(s->outbound, &out->out);
@@ -38,62 +38,62 @@ static void limits_from(const Netbroker__BandwidthSet *s, struct nb_bw_limits *o
 
 /* ---- validation ---- */
 
-static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__BandwidthSet *s = op->bandwidth_set;
-        struct nb_bw_limits l;
-        char err[NB_BW_ERRLEN];
+        struct nbd_bw_limits l;
+        char err[NBD_BW_ERRLEN];
         int r;
 
-        if ((r = nb_check_interface(v, s->ifname, res, "bandwidth set")) ||
-            (r = nb_check_owned(v, s->ifname, res)))
+        if ((r = nbd_check_interface(v, s->ifname, res, "bandwidth set")) ||
+            (r = nbd_check_owned(v, s->ifname, res)))
                 return r;
         limits_from(s, &l);
-        if (nb_bw_check(&l, err) < 0)
-                return nb_result_set(res, EINVAL, "bandwidth set %s: %s", s->ifname, err);
-        if (l.out.average && !nb_bw_outbound_available(v->ctx->bw)) {
+        if (nbd_bw_check(&l, err) < 0)
+                return nbd_result_set(res, EINVAL, "bandwidth set %s: %s", s->ifname, err);
+        if (l.out.average && !nbd_bw_outbound_available(v->ctx->bw)) {
                 const char *in, *out;
-                nb_bw_mechanisms(v->ctx->bw, &in, &out);
-                return nb_result_set(res, EOPNOTSUPP,
-                                     "bandwidth set %s: outbound limits are not available: %s",
-                                     s->ifname, out);
+                nbd_bw_mechanisms(v->ctx->bw, &in, &out);
+                return nbd_result_set(res, EOPNOTSUPP,
+                                      "bandwidth set %s: outbound limits are not available: %s",
+                                      s->ifname, out);
         }
         return 0;
 }
 
-static int validate_clear(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_clear(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *ifname = op->bandwidth_clear->ifname;
-        int r = nb_check_interface(v, ifname, res, "bandwidth clear");
+        int r = nbd_check_interface(v, ifname, res, "bandwidth clear");
 
-        return r ? r : nb_check_owned(v, ifname, res);
+        return r ? r : nbd_check_owned(v, ifname, res);
 }
 
 /* ---- undo ---- */
 
 struct undo_bw {
         char ifname[IFNAMSIZ];
-        struct nb_bw_limits before;
+        struct nbd_bw_limits before;
 };
 
-static void undo_bw(struct nb_job *job, void *data)
+static void undo_bw(struct nbd_job *job, void *data)
 {
         struct undo_bw *u = data;
-        struct nb_bw_applied ignored;
-        char err[NB_BW_ERRLEN];
+        struct nbd_bw_applied ignored;
+        char err[NBD_BW_ERRLEN];
 
-        nb_bw_set(bw_of(job), u->ifname, &u->before, &ignored, err);
+        nbd_bw_set(bw_of(job), u->ifname, &u->before, &ignored, err);
 }
 
 /* What netbroker has on ifname now, to put back on failure. */
-static struct undo_bw *snapshot(struct nb_job *job, const char *ifname)
+static struct undo_bw *snapshot(struct nbd_job *job, const char *ifname)
 {
         struct undo_bw *u = calloc(1, sizeof(*u));
 
         if (!u)
                 return NULL;
         snprintf(u->ifname, sizeof(u->ifname), "%s", ifname);
-        if (nb_bw_get(bw_of(job), ifname, &u->before) < 0)
+        if (nbd_bw_get(bw_of(job), ifname, &u->before) < 0)
                 memset(&u->before, 0, sizeof(u->before));
         return u;
 }
@@ -110,36 +110,36 @@ static int set_ifname(Netbroker__Result *res, const char *ifname)
 
 /* ---- running ---- */
 
-static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__BandwidthSet *s = op->bandwidth_set;
         Netbroker__BandwidthResult *br;
         struct undo_bw *u, before;
-        struct nb_bw_applied applied;
-        struct nb_bw_limits l;
-        char err[NB_BW_ERRLEN];
+        struct nbd_bw_applied applied;
+        struct nbd_bw_limits l;
+        char err[NBD_BW_ERRLEN];
         int r;
 
-        if ((r = nb_job_check_owned(job, s->ifname, res)))
+        if ((r = nbd_job_check_owned(job, s->ifname, res)))
                 return r;
         br = malloc(sizeof(*br));
         u = snapshot(job, s->ifname);
         if (!br || !u) {
                 free(br);
                 free(u);
-                return nb_result_set(res, ENOMEM, "bandwidth set: out of memory");
+                return nbd_result_set(res, ENOMEM, "bandwidth set: out of memory");
         }
         before = *u;
         netbroker__bandwidth_result__init(br);
         res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH;
         res->bandwidth = br;
         limits_from(s, &l);
-        r = nb_bw_set(bw_of(job), s->ifname, &l, &applied, err);
+        r = nbd_bw_set(bw_of(job), s->ifname, &l, &applied, err);
         if (r < 0) {
                 /* Part of it may be in place: put back what was there. */
                 undo_bw(job, u);
                 free(u);
-                return nb_result_set(res, -r, "bandwidth set %s: %s", s->ifname, err);
+                return nbd_result_set(res, -r, "bandwidth set %s: %s", s->ifname, err);
         }
         br->inbound_mechanism = strdup(applied.in);
         br->outbound_mechanism = strdup(applied.out);
@@ -152,50 +152,50 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 r = -ENOMEM;
         if (r < 0)
                 free(u);
-        else if (nb_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
+        else if (nbd_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);
-        return nb_result_set(res, ENOMEM, "bandwidth set: out of memory");
+        return nbd_result_set(res, ENOMEM, "bandwidth set: out of memory");
 }
 
-static int run_clear(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *ifname = op->bandwidth_clear->ifname;
         struct undo_bw *u, before;
-        char err[NB_BW_ERRLEN];
+        char err[NBD_BW_ERRLEN];
         int r;
 
-        if ((r = nb_job_check_owned(job, ifname, res)))
+        if ((r = nbd_job_check_owned(job, ifname, res)))
                 return r;
         u = snapshot(job, ifname);
         if (!u)
-                return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
-        r = nb_bw_clear(bw_of(job), ifname, err);
+                return nbd_result_set(res, ENOMEM, "bandwidth clear: out of memory");
+        r = nbd_bw_clear(bw_of(job), ifname, err);
         if (r < 0) {
                 undo_bw(job, u);
                 free(u);
-                return nb_result_set(res, -r, "bandwidth clear %s: %s", ifname, err);
+                return nbd_result_set(res, -r, "bandwidth clear %s: %s", ifname, err);
         }
         before = *u;
         if (set_ifname(res, ifname) < 0)
                 free(u);
-        else if (nb_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
+        else if (nbd_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);
-        return nb_result_set(res, ENOMEM, "bandwidth clear: out of memory");
+        return nbd_result_set(res, ENOMEM, "bandwidth clear: out of memory");
 }
 
-const struct nb_op_handler nb_op_bandwidth_set = {
+const struct nbd_op_handler nbd_op_bandwidth_set = {
         .name = "bandwidth_set",
-        .stat = NB_STAT_OPS_BANDWIDTH,
+        .stat = NBD_STAT_OPS_BANDWIDTH,
         .validate = validate_set,
         .run = run_set,
 };
-const struct nb_op_handler nb_op_bandwidth_clear = {
+const struct nbd_op_handler nbd_op_bandwidth_clear = {
         .name = "bandwidth_clear",
-        .stat = NB_STAT_OPS_BANDWIDTH,
+        .stat = NBD_STAT_OPS_BANDWIDTH,
         .validate = validate_clear,
         .run = run_clear,
 };

@@ -7,15 +7,15 @@
 #include "ops.h"
 #include "spawn.h"
 
-static int run_ping(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_ping(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         (void)job, (void)op, (void)res;
         return 0;
 }
 
-const struct nb_op_handler nb_op_ping = {
+const struct nbd_op_handler nbd_op_ping = {
         .name = "ping",
-        .stat = NB_STAT_OPS_PING,
+        .stat = NBD_STAT_OPS_PING,
         .run = run_ping,
 };
 
@@ -56,7 +56,7 @@ static int add_setting(Netbroker__StatsResult *st, const char *name, const char 
 }
 
 /* Which mechanisms this helper uses, for a reader of Stats. */
-static int add_settings(const struct nb_dispatch_ctx *ctx, Netbroker__StatsResult *st)
+static int add_settings(const struct nbd_dispatch_ctx *ctx, Netbroker__StatsResult *st)
 {
         const char *in = "none: no rtnetlink", *out = in;
 
@@ -64,41 +64,41 @@ static int add_settings(const struct nb_dispatch_ctx *ctx, Netbroker__StatsResul
         if (!st->settings)
                 return -ENOMEM;
         if (ctx->bw)
-                nb_bw_mechanisms(ctx->bw, &in, &out);
+                nbd_bw_mechanisms(ctx->bw, &in, &out);
         if (add_setting(st, "bandwidth_inbound", in) < 0 ||
             add_setting(st, "bandwidth_outbound", out) < 0)
                 return -ENOMEM;
         return 0;
 }
 
-static int run_stats(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_stats(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         Netbroker__StatsResult *st = malloc(sizeof(*st));
         int r = 0;
 
         (void)op;
         if (!st)
-                return nb_result_set(res, ENOMEM, "stats: out of memory");
+                return nbd_result_set(res, ENOMEM, "stats: out of memory");
         netbroker__stats_result__init(st);
         res->out_case = NETBROKER__RESULT__OUT_STATS;
         res->stats = st;
-        st->counters = calloc(NB_STAT__MAX + 2, sizeof(*st->counters));
+        st->counters = calloc(NBD_STAT__MAX + 2, sizeof(*st->counters));
         if (!st->counters)
-                return nb_result_set(res, ENOMEM, "stats: out of memory");
-        for (size_t i = 0; i < NB_STAT__MAX && r == 0; i++)
-                r = add_counter(st, nb_stat_name((enum nb_stat)i), nb_stats[i]);
+                return nbd_result_set(res, ENOMEM, "stats: out of memory");
+        for (size_t i = 0; i < NBD_STAT__MAX && r == 0; i++)
+                r = add_counter(st, nbd_stat_name((enum nbd_stat)i), nbd_stats[i]);
         /* Gauges, not counters: what is under way right now. */
         if (r == 0)
-                r = add_counter(st, "children_running", nb_children_running());
+                r = add_counter(st, "children_running", nbd_children_running());
         if (r == 0)
-                r = add_counter(st, "spawns_waiting", nb_jobs_waiting());
+                r = add_counter(st, "spawns_waiting", nbd_jobs_waiting());
         if (r == 0)
-                r = add_settings(nb_job_ctx(job), st);
-        return r < 0 ? nb_result_set(res, ENOMEM, "stats: out of memory") : 0;
+                r = add_settings(nbd_job_ctx(job), st);
+        return r < 0 ? nbd_result_set(res, ENOMEM, "stats: out of memory") : 0;
 }
 
-const struct nb_op_handler nb_op_stats = {
+const struct nbd_op_handler nbd_op_stats = {
         .name = "stats",
-        .stat = NB_STAT_OPS_STATS,
+        .stat = NBD_STAT_OPS_STATS,
         .run = run_stats,
 };

@@ -32,65 +32,65 @@ static bool locale_variable(const char *name, size_t len)
                (len == 8 && strncmp(name, "LANGUAGE", 8) == 0);
 }
 
-static int validate_exec(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        const struct nb_config *cfg = v->ctx->cfg;
+        const struct nbd_config *cfg = v->ctx->cfg;
         const Netbroker__Exec *e = op->exec;
-        char why[NB_POLICY_WHYLEN];
+        char why[NBD_POLICY_WHYLEN];
 
         if (e->path[0] != '/')
-                return nb_result_set(res, EINVAL, "exec: program path must be absolute, got '%s'",
-                                     e->path);
-        if (!nb_config_exec_allowed(cfg, e->path))
-                return nb_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
+                return nbd_result_set(res, EINVAL, "exec: program path must be absolute, got '%s'",
+                                      e->path);
+        if (!nbd_config_exec_allowed(cfg, e->path))
+                return nbd_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
         /* Root runs all of exec_allow; others only what their policy names. */
-        if (nb_policy_check_exec(&cfg->policy, v->peer, e->path, why, sizeof(why)) < 0)
-                return nb_result_set(res, EPERM, "exec: %s", why);
+        if (nbd_policy_check_exec(&cfg->policy, v->peer, e->path, why, sizeof(why)) < 0)
+                return nbd_result_set(res, EPERM, "exec: %s", why);
         if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
-                return nb_result_set(res, E2BIG,
-                                     "exec: more than %u arguments or environment entries",
-                                     cfg->max_args);
+                return nbd_result_set(res, E2BIG,
+                                      "exec: more than %u arguments or environment entries",
+                                      cfg->max_args);
         if (e->n_argv > 0 && !argv0_names_program(e->argv[0], e->path))
-                return nb_result_set(res, EINVAL,
-                                     "exec: argv[0] '%s' is neither empty, %s nor %s: the "
-                                     "program's argv[0] is always its path",
-                                     e->argv[0], e->path, strrchr(e->path, '/') + 1);
+                return nbd_result_set(res, EINVAL,
+                                      "exec: argv[0] '%s' is neither empty, %s nor %s: the "
+                                      "program's argv[0] is always its path",
+                                      e->argv[0], e->path, strrchr(e->path, '/') + 1);
         for (size_t i = 0; i < e->n_env; i++) {
                 const char *eq = strchr(e->env[i], '=');
                 if (!eq || eq == e->env[i])
-                        return nb_result_set(res, EINVAL,
-                                             "exec: environment entry %zu is not KEY=VALUE", i);
+                        return nbd_result_set(res, EINVAL,
+                                              "exec: environment entry %zu is not KEY=VALUE", i);
                 /* An allow-list: the tools read more variables than any
                  * deny-list would keep up with (IP_LIB_DIR made ip load a
                  * caller's plugin as root). config.c keeps the loader's
                  * and the plugin directories' variables off it. */
-                if (!nb_config_env_allowed(cfg, e->env[i], (size_t)(eq - e->env[i])))
-                        return nb_result_set(res, EPERM,
-                                             "exec: environment variable %.*s is not allowed: "
-                                             "exec_env_allow does not list it",
-                                             (int)(eq - e->env[i]), e->env[i]);
+                if (!nbd_config_env_allowed(cfg, e->env[i], (size_t)(eq - e->env[i])))
+                        return nbd_result_set(res, EPERM,
+                                              "exec: environment variable %.*s is not allowed: "
+                                              "exec_env_allow does not list it",
+                                              (int)(eq - e->env[i]), e->env[i]);
                 /* A locale named by a path makes libc load that file (the
                  * program is not set-uid, so libc does not refuse it). */
                 if (locale_variable(e->env[i], (size_t)(eq - e->env[i])) && strchr(eq, '/'))
-                        return nb_result_set(res, EPERM,
-                                             "exec: %.*s names a locale by a path: only locale "
-                                             "names (C.UTF-8, de_DE) are allowed",
-                                             (int)(eq - e->env[i]), e->env[i]);
+                        return nbd_result_set(res, EPERM,
+                                              "exec: %.*s names a locale by a path: only locale "
+                                              "names (C.UTF-8, de_DE) are allowed",
+                                              (int)(eq - e->env[i]), e->env[i]);
         }
         if (e->timeout_ms > cfg->exec_timeout_max_ms)
-                return nb_result_set(res, EINVAL,
-                                     "exec: timeout %u ms is above the maximum of %u ms",
-                                     e->timeout_ms, cfg->exec_timeout_max_ms);
+                return nbd_result_set(res, EINVAL,
+                                      "exec: timeout %u ms is above the maximum of %u ms",
+                                      e->timeout_ms, cfg->exec_timeout_max_ms);
         return 0;
 }
 
 /* One running program. Strings in argv/envp are borrowed from the request,
  * which outlives it. */
 struct exec_run {
-        struct nb_job *job;
+        struct nbd_job *job;
         Netbroker__Result *res;
         const Netbroker__Exec *e;
-        struct nb_child *child;
+        struct nbd_child *child;
         char **argv, **envp;
 };
 
@@ -139,7 +139,7 @@ static char **build_argv(const Netbroker__Exec *e)
         return argv;
 }
 
-static void take_buf(struct nb_buf *b, ProtobufCBinaryData *out)
+static void take_buf(struct nbd_buf *b, ProtobufCBinaryData *out)
 {
         out->data = b->data;
         out->len = b->len;
@@ -147,18 +147,18 @@ static void take_buf(struct nb_buf *b, ProtobufCBinaryData *out)
         b->len = b->cap = 0;
 }
 
-static void exec_done(struct nb_child *child, void *data)
+static void exec_done(struct nbd_child *child, void *data)
 {
         struct exec_run *x = data;
-        struct nb_job *job = x->job;
+        struct nbd_job *job = x->job;
         Netbroker__Result *res = x->res;
-        struct nb_child_result *cr = nb_child_result(child);
+        struct nbd_child_result *cr = nbd_child_result(child);
         Netbroker__ExecResult *er = malloc(sizeof(*er));
         unsigned timeout =
-                x->e->timeout_ms ? x->e->timeout_ms : nb_job_ctx(job)->cfg->exec_timeout_ms;
+                x->e->timeout_ms ? x->e->timeout_ms : nbd_job_ctx(job)->cfg->exec_timeout_ms;
 
         if (!er) {
-                nb_result_set(res, ENOMEM, "exec: out of memory");
+                nbd_result_set(res, ENOMEM, "exec: out of memory");
         } else {
                 netbroker__exec_result__init(er);
                 er->exit_code = cr->exit_code;
@@ -167,22 +167,22 @@ static void exec_done(struct nb_child *child, void *data)
                 er->stdout_truncated = cr->out_truncated;
                 er->stderr_truncated = cr->err_truncated;
                 er->duration_us = cr->duration_us;
-                nb_job_spend_reply_budget(job, cr->out.len + cr->err.len);
+                nbd_job_spend_reply_budget(job, cr->out.len + cr->err.len);
                 take_buf(&cr->out, &er->stdout_data);
                 take_buf(&cr->err, &er->stderr_data);
                 res->out_case = NETBROKER__RESULT__OUT_EXEC;
                 res->exec = er;
                 if (cr->timed_out)
-                        nb_result_set(res, ETIMEDOUT, "exec: killed after the %u ms timeout",
-                                      timeout);
+                        nbd_result_set(res, ETIMEDOUT, "exec: killed after the %u ms timeout",
+                                       timeout);
                 else if (cr->signal)
-                        nb_result_set(res, EIO, "exec: killed by signal %d", cr->signal);
+                        nbd_result_set(res, EIO, "exec: killed by signal %d", cr->signal);
                 else if (cr->exit_code)
-                        nb_result_set(res, EIO, "exec: exited with status %d", cr->exit_code);
+                        nbd_result_set(res, EIO, "exec: exited with status %d", cr->exit_code);
         }
-        nb_child_free(child);
+        nbd_child_free(child);
         exec_run_free(x);
-        nb_job_op_done(job);
+        nbd_job_op_done(job);
 }
 
 /* The client went away: the program is killed and reaped by spawn.c. */
@@ -190,37 +190,37 @@ static void exec_cancel(void *data)
 {
         struct exec_run *x = data;
 
-        nb_child_abandon(x->child);
+        nbd_child_abandon(x->child);
         exec_run_free(x);
 }
 
-static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        const struct nb_config *cfg = nb_job_ctx(job)->cfg;
+        const struct nbd_config *cfg = nbd_job_ctx(job)->cfg;
         const Netbroker__Exec *e = op->exec;
-        const char *file = nb_config_exec_file(cfg, e->path);
+        const char *file = nbd_config_exec_file(cfg, e->path);
         size_t cap = cfg->exec_output_cap;
-        struct nb_exec_spec spec;
+        struct nbd_exec_spec spec;
         struct exec_run *x;
         int r;
 
         /* validate_exec() found it; the configuration does not change. */
         if (!file)
-                return nb_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
-        if ((r = nb_job_spawn_admit(job, res)))
+                return nbd_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
+        if ((r = nbd_job_spawn_admit(job, res)))
                 return r;
         x = calloc(1, sizeof(*x));
         if (!x)
-                return nb_result_set(res, ENOMEM, "exec: out of memory");
+                return nbd_result_set(res, ENOMEM, "exec: out of memory");
         *x = (struct exec_run){
                 .job = job, .res = res, .e = e, .argv = build_argv(e), .envp = build_env(e)};
         if (!x->argv || !x->envp) {
                 exec_run_free(x);
-                return nb_result_set(res, ENOMEM, "exec: out of memory");
+                return nbd_result_set(res, ENOMEM, "exec: out of memory");
         }
-        if (cap > nb_job_reply_budget(job) / 2)
-                cap = nb_job_reply_budget(job) / 2;
-        spec = (struct nb_exec_spec){
+        if (cap > nbd_job_reply_budget(job) / 2)
+                cap = nbd_job_reply_budget(job) / 2;
+        spec = (struct nbd_exec_spec){
                 /* The file checked at start-up, not e->path again: a
                  * symlink on the way may have been changed since. */
                 .path = file,
@@ -230,20 +230,20 @@ static int run_exec(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resu
                 .stdin_len = e->stdin_data.len,
                 .timeout_ms = e->timeout_ms ? e->timeout_ms : cfg->exec_timeout_ms,
                 .output_cap = cap,
-                .uid = nb_job_peer(job)->uid,
+                .uid = nbd_job_peer(job)->uid,
         };
-        r = nb_child_spawn(nb_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
+        r = nbd_child_spawn(nbd_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
         if (r < 0) {
                 exec_run_free(x);
-                return nb_result_set(res, -r, "exec: cannot run %s: %s", e->path, strerror(-r));
+                return nbd_result_set(res, -r, "exec: cannot run %s: %s", e->path, strerror(-r));
         }
-        nb_job_park(job, exec_cancel, x);
-        return NB_OP_PARKED;
+        nbd_job_park(job, exec_cancel, x);
+        return NBD_OP_PARKED;
 }
 
-const struct nb_op_handler nb_op_exec = {
+const struct nbd_op_handler nbd_op_exec = {
         .name = "exec",
-        .stat = NB_STAT_OPS_EXEC,
+        .stat = NBD_STAT_OPS_EXEC,
         .validate = validate_exec,
         .run = run_exec,
 };

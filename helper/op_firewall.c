@@ -14,7 +14,7 @@
 /* ---- protobuf to the firewall's model ---- */
 
 struct model {
-        struct nb_fw_group *groups;
+        struct nbd_fw_group *groups;
         size_t n_groups;
 };
 
@@ -27,12 +27,12 @@ static void model_free(struct model *m)
         m->n_groups = 0;
 }
 
-static int mac_field(const char *s, bool neg, struct nb_fw_mac *out, const char *what, char *err)
+static int mac_field(const char *s, bool neg, struct nbd_fw_mac *out, const char *what, char *err)
 {
         if (!s[0])
                 return 0;
-        if (nb_fw_parse_mac(s, out) < 0) {
-                snprintf(err, NB_FW_ERRLEN, "%s: bad MAC '%s' (aa:bb:cc:dd:ee:ff or MAC/MASK)",
+        if (nbd_fw_parse_mac(s, out) < 0) {
+                snprintf(err, NBD_FW_ERRLEN, "%s: bad MAC '%s' (aa:bb:cc:dd:ee:ff or MAC/MASK)",
                          what, s);
                 return -EINVAL;
         }
@@ -40,12 +40,12 @@ static int mac_field(const char *s, bool neg, struct nb_fw_mac *out, const char 
         return 0;
 }
 
-static int ip_field(const char *s, bool neg, struct nb_fw_ip *out, const char *what, char *err)
+static int ip_field(const char *s, bool neg, struct nbd_fw_ip *out, const char *what, char *err)
 {
         if (!s[0])
                 return 0;
-        if (nb_fw_parse_ip(s, out) < 0) {
-                snprintf(err, NB_FW_ERRLEN,
+        if (nbd_fw_parse_ip(s, out) < 0) {
+                snprintf(err, NBD_FW_ERRLEN,
                          "%s: bad address '%s' (an IPv4 or IPv6 address or prefix)", what, s);
                 return -EINVAL;
         }
@@ -58,7 +58,7 @@ static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *w
         if (!min && !max)
                 return 0;
         if (!min || min > 65535 || max > 65535) {
-                snprintf(err, NB_FW_ERRLEN, "%s: ports are 1-65535", what);
+                snprintf(err, NBD_FW_ERRLEN, "%s: ports are 1-65535", what);
                 return -EINVAL;
         }
         out[0] = (uint16_t)min;
@@ -66,7 +66,7 @@ static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *w
         return 0;
 }
 
-static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nb_fw_rule *r,
+static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd_fw_rule *r,
                            char *err)
 {
         int ret = 0;
@@ -74,20 +74,20 @@ static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nb_
         memset(r, 0, sizeof(*r));
         if (p->direction > NETBROKER__FW_DIRECTION__FW_TO_GUEST ||
             p->verdict > NETBROKER__FW_VERDICT__FW_RETURN) {
-                snprintf(err, NB_FW_ERRLEN, "unknown direction %d or verdict %d", p->direction,
+                snprintf(err, NBD_FW_ERRLEN, "unknown direction %d or verdict %d", p->direction,
                          p->verdict);
                 return -EINVAL;
         }
         if (p->ct_state) {
-                snprintf(err, NB_FW_ERRLEN,
+                snprintf(err, NBD_FW_ERRLEN,
                          "conntrack state cannot be matched: the rules run at the interface's "
                          "netdev hooks, "
                          "before conntrack has seen the packet");
                 return -EOPNOTSUPP;
         }
-        r->dir = p->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST ? NB_FW_DIR_TO
-                                                                      : NB_FW_DIR_FROM;
-        r->verdict = (enum nb_fw_verdict)p->verdict;
+        r->dir = p->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST ? NBD_FW_DIR_TO
+                                                                      : NBD_FW_DIR_FROM;
+        r->verdict = (enum nbd_fw_verdict)p->verdict;
         if ((ret = mac_field(p->ether_src, p->ether_src_not, &r->ether_src, "ether source", err)) ||
             (ret = mac_field(p->ether_dst, p->ether_dst_not, &r->ether_dst, "ether destination",
                              err)) ||
@@ -103,35 +103,35 @@ static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nb_
             (ret = port_field(p->dport_min, p->dport_max, r->dport, "destination port", err)))
                 return ret;
         if (p->ether_type)
-                r->ether_type = (struct nb_fw_num){true, p->ether_type_not, p->ether_type};
+                r->ether_type = (struct nbd_fw_num){true, p->ether_type_not, p->ether_type};
         if (p->has_vlan_id)
-                r->vlan_id = (struct nb_fw_num){true, false, p->vlan_id};
+                r->vlan_id = (struct nbd_fw_num){true, false, p->vlan_id};
         if (p->arp_op)
-                r->arp_op = (struct nb_fw_num){true, p->arp_op_not, p->arp_op};
+                r->arp_op = (struct nbd_fw_num){true, p->arp_op_not, p->arp_op};
         if (p->l4_proto > 255) {
-                snprintf(err, NB_FW_ERRLEN, "protocol %u is over 255", p->l4_proto);
+                snprintf(err, NBD_FW_ERRLEN, "protocol %u is over 255", p->l4_proto);
                 return -EINVAL;
         }
         r->l4proto = (uint8_t)p->l4_proto;
         if (p->has_icmp_type) {
                 if (p->icmp_type > 255) {
-                        snprintf(err, NB_FW_ERRLEN, "ICMP type %u is over 255", p->icmp_type);
+                        snprintf(err, NBD_FW_ERRLEN, "ICMP type %u is over 255", p->icmp_type);
                         return -EINVAL;
                 }
                 r->has_icmp_type = true;
                 r->icmp_type = (uint8_t)p->icmp_type;
         }
-        return nb_fw_rule_check(r, reversed, err);
+        return nbd_fw_rule_check(r, reversed, err);
 }
 
 /* Parse and check every group and rule; err names the group and rule. */
 static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, struct model *m,
                             char *err)
 {
-        char why[NB_FW_ERRLEN];
+        char why[NBD_FW_ERRLEN];
 
         if (a->n_groups > 64) {
-                snprintf(err, NB_FW_ERRLEN, "%zu groups; at most 64", a->n_groups);
+                snprintf(err, NBD_FW_ERRLEN, "%zu groups; at most 64", a->n_groups);
                 return -E2BIG;
         }
         m->groups = calloc(a->n_groups ? a->n_groups : 1, sizeof(*m->groups));
@@ -139,16 +139,16 @@ static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, st
                 return -ENOMEM;
         for (size_t g = 0; g < a->n_groups; g++) {
                 const Netbroker__FwGroup *pg = a->groups[g];
-                struct nb_fw_group *mg = &m->groups[m->n_groups++];
-                if (!nb_fw_group_valid(pg->name)) {
-                        snprintf(err, NB_FW_ERRLEN,
+                struct nbd_fw_group *mg = &m->groups[m->n_groups++];
+                if (!nbd_fw_group_valid(pg->name)) {
+                        snprintf(err, NBD_FW_ERRLEN,
                                  "group %zu: bad name '%s' ([A-Za-z0-9_-], 1-%d bytes)", g,
-                                 pg->name, NB_FW_GROUP_MAX);
+                                 pg->name, NBD_FW_GROUP_MAX);
                         return -EINVAL;
                 }
                 for (size_t k = 0; k < g; k++)
                         if (strcmp(a->groups[k]->name, pg->name) == 0) {
-                                snprintf(err, NB_FW_ERRLEN, "group %s appears twice", pg->name);
+                                snprintf(err, NBD_FW_ERRLEN, "group %s appears twice", pg->name);
                                 return -EINVAL;
                         }
                 strcpy(mg->name, pg->name);
@@ -159,7 +159,7 @@ static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, st
                         int r = rule_from_proto(pg->rules[i], reversed, &mg->rules[mg->n_rules],
                                                 why);
                         if (r < 0) {
-                                snprintf(err, NB_FW_ERRLEN, "group %s rule %zu: %.200s", pg->name,
+                                snprintf(err, NBD_FW_ERRLEN, "group %s rule %zu: %.200s", pg->name,
                                          i, why);
                                 return r;
                         }
@@ -171,27 +171,27 @@ static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, st
 
 /* ---- validation ---- */
 
-static int claim_owner(struct nb_validation *v, const char *owner, Netbroker__Result *res)
+static int claim_owner(struct nbd_validation *v, const char *owner, Netbroker__Result *res)
 {
-        char key[NB_FW_OWNER_MAX + 4];
+        char key[NBD_FW_OWNER_MAX + 4];
 
-        if (!nb_fw_owner_valid(owner))
-                return nb_result_set(res, EINVAL,
-                                     "firewall: bad owner '%s' ([A-Za-z0-9_.:@-], 1-%d bytes)",
-                                     owner, NB_FW_OWNER_MAX);
+        if (!nbd_fw_owner_valid(owner))
+                return nbd_result_set(res, EINVAL,
+                                      "firewall: bad owner '%s' ([A-Za-z0-9_.:@-], 1-%d bytes)",
+                                      owner, NBD_FW_OWNER_MAX);
         snprintf(key, sizeof(key), "fw:%s", owner);
-        if (!nb_validation_claim(v, key))
-                return nb_result_set(res, EINVAL, "firewall: owner %s appears twice in this batch",
-                                     owner);
+        if (!nbd_validation_claim(v, key))
+                return nbd_result_set(res, EINVAL, "firewall: owner %s appears twice in this batch",
+                                      owner);
         return 0;
 }
 
 /* Rules one request may carry: its commit holds the loop. */
-static unsigned max_rules(const struct nb_validation *v)
+static unsigned max_rules(const struct nbd_validation *v)
 {
-        const struct nb_config *cfg = v->ctx->cfg;
+        const struct nbd_config *cfg = v->ctx->cfg;
 
-        if (nb_peer_is_root(v->peer) ||
+        if (nbd_peer_is_root(v->peer) ||
             cfg->max_rules_per_request < cfg->max_rules_per_request_nonroot)
                 return cfg->max_rules_per_request;
         return cfg->max_rules_per_request_nonroot;
@@ -200,7 +200,7 @@ static unsigned max_rules(const struct nb_validation *v)
 /* The owners' creators, read from the kernel once per batch, when a
  * non-root caller names an owner (v->cache). */
 struct creators {
-        struct nb_fw_owner_info *v;
+        struct nbd_fw_owner_info *v;
         size_t n;
 };
 
@@ -213,10 +213,10 @@ static void creators_free(void *data)
         free(c);
 }
 
-static int add_creator(const struct nb_fw_owner_info *o, void *data)
+static int add_creator(const struct nbd_fw_owner_info *o, void *data)
 {
         struct creators *c = data;
-        struct nb_fw_owner_info *grown = realloc(c->v, (c->n + 1) * sizeof(*grown));
+        struct nbd_fw_owner_info *grown = realloc(c->v, (c->n + 1) * sizeof(*grown));
 
         if (!grown)
                 return -ENOMEM;
@@ -227,22 +227,22 @@ static int add_creator(const struct nb_fw_owner_info *o, void *data)
 
 /* A non-root caller may change an owner only if it does not exist yet or
  * was made for it. */
-static int check_creator(struct nb_validation *v, const char *owner, Netbroker__Result *res)
+static int check_creator(struct nbd_validation *v, const char *owner, Netbroker__Result *res)
 {
         struct creators *c = v->cache;
-        char err[NB_FW_ERRLEN];
+        char err[NBD_FW_ERRLEN];
         int r;
 
-        if (nb_peer_is_root(v->peer))
+        if (nbd_peer_is_root(v->peer))
                 return 0;
         if (!c) {
                 c = calloc(1, sizeof(*c));
-                r = c ? nb_fw_list(v->ctx->fw, add_creator, c, err) : -ENOMEM;
+                r = c ? nbd_fw_list(v->ctx->fw, add_creator, c, err) : -ENOMEM;
                 if (r < 0) {
                         creators_free(c);
                         /* Not knowing who made it is no licence to change it. */
-                        return nb_result_set(res, -r, "firewall: cannot read the owners: %s",
-                                             r == -ENOMEM ? "out of memory" : err);
+                        return nbd_result_set(res, -r, "firewall: cannot read the owners: %s",
+                                              r == -ENOMEM ? "out of memory" : err);
                 }
                 v->cache = c;
                 v->cache_free = creators_free;
@@ -251,17 +251,17 @@ static int check_creator(struct nb_validation *v, const char *owner, Netbroker__
                 if (strcmp(c->v[i].owner, owner) == 0 && c->v[i].uid != v->peer->uid)
                         /* Whose it is stays unsaid: FirewallList hides
                          * other callers' owners too. */
-                        return nb_result_set(res, EPERM,
-                                             "policy: uid %u does not own firewall owner %s (it "
-                                             "is another caller's)",
-                                             (unsigned)v->peer->uid, owner);
+                        return nbd_result_set(res, EPERM,
+                                              "policy: uid %u does not own firewall owner %s (it "
+                                              "is another caller's)",
+                                              (unsigned)v->peer->uid, owner);
         return 0;
 }
 
-static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
-        char err[NB_FW_ERRLEN];
+        char err[NBD_FW_ERRLEN];
         struct model m = {0};
         int r;
 
@@ -272,27 +272,28 @@ static int validate_apply(struct nb_validation *v, const Netbroker__Op *op, Netb
         for (size_t g = 0; g < a->n_groups; g++)
                 v->n_rules += a->groups[g]->n_rules;
         if (v->n_rules > max_rules(v))
-                return nb_result_set(res, E2BIG,
-                                     "firewall %s: the request has more than %u rules (%s)",
-                                     a->owner, max_rules(v),
-                                     nb_peer_is_root(v->peer) ? "max_rules_per_request"
-                                                              : "max_rules_per_request_nonroot");
+                return nbd_result_set(res, E2BIG,
+                                      "firewall %s: the request has more than %u rules (%s)",
+                                      a->owner, max_rules(v),
+                                      nbd_peer_is_root(v->peer) ? "max_rules_per_request"
+                                                                : "max_rules_per_request_nonroot");
         if (a->mode > NETBROKER__FW_MODE__FW_ENSURE)
-                return nb_result_set(res, EINVAL, "firewall %s: unknown mode %d", a->owner,
-                                     a->mode);
+                return nbd_result_set(res, EINVAL, "firewall %s: unknown mode %d", a->owner,
+                                      a->mode);
         /* Unknown interfaces are refused here, before anything is sent. */
-        if ((r = nb_check_interface(v, a->ifname, res, "firewall")) ||
-            (r = nb_check_owned(v, a->ifname, res)) || (r = check_creator(v, a->owner, res)))
+        if ((r = nbd_check_interface(v, a->ifname, res, "firewall")) ||
+            (r = nbd_check_owned(v, a->ifname, res)) || (r = check_creator(v, a->owner, res)))
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
-        r = model_from_proto(a, nb_link_is_macvtap(v->ctx->links, a->ifname), &m, err);
+        r = model_from_proto(a, nbd_link_is_macvtap(v->ctx->links, a->ifname), &m, err);
         model_free(&m);
         if (r < 0)
-                return nb_result_set(res, -r, "firewall %s: %s", a->owner, err);
+                return nbd_result_set(res, -r, "firewall %s: %s", a->owner, err);
         return 0;
 }
 
-static int validate_remove(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
+                           Netbroker__Result *res)
 {
         int r = claim_owner(v, op->firewall_remove->owner, res);
 
@@ -302,7 +303,7 @@ static int validate_remove(struct nb_validation *v, const Netbroker__Op *op, Net
 /* ---- running: one transaction for the batch ---- */
 
 struct fw_batch {
-        struct nb_fw_txn *txn;
+        struct nbd_fw_txn *txn;
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
         bool committed;
@@ -311,16 +312,16 @@ struct fw_batch {
 static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const char *why)
 {
         for (size_t i = 0; i + skip_last < b->n_queued; i++)
-                nb_result_set(b->queued[i], err, "firewall: not applied: %s", why);
+                nbd_result_set(b->queued[i], err, "firewall: not applied: %s", why);
 }
 
 /* The batch ends and the transaction was not committed: its last firewall
  * op failed before queueing, or an op before it stopped the batch. Without
  * this, the ops queued so far would report success for rules never sent. */
-static void fw_batch_finish(struct nb_job *job, void *data, size_t failed)
+static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
 {
         struct fw_batch *b = data;
-        char err[NB_FW_ERRLEN], why[NB_FW_ERRLEN + 64];
+        char err[NBD_FW_ERRLEN], why[NBD_FW_ERRLEN + 64];
         int r;
 
         (void)job;
@@ -332,7 +333,7 @@ static void fw_batch_finish(struct nb_job *job, void *data, size_t failed)
                 return;
         }
         /* The request said to go on after failures: what was queued goes. */
-        r = nb_fw_txn_commit(b->txn, err);
+        r = nbd_fw_txn_commit(b->txn, err);
         b->committed = r == 0;
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err);
@@ -344,29 +345,29 @@ static void fw_batch_free(void *data)
 {
         struct fw_batch *b = data;
 
-        nb_fw_txn_free(b->txn);
+        nbd_fw_txn_free(b->txn);
         free(b->queued);
         free(b);
 }
 
-static struct fw_batch *batch_of(struct nb_job *job, Netbroker__Result *res)
+static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 {
-        void **slot = nb_job_batch_slot(job, fw_batch_finish, fw_batch_free);
+        void **slot = nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
         struct fw_batch *b = *slot;
-        char err[NB_FW_ERRLEN];
+        char err[NBD_FW_ERRLEN];
         int r;
 
         if (b)
                 return b;
         b = calloc(1, sizeof(*b));
         if (!b) {
-                nb_result_set(res, ENOMEM, "firewall: out of memory");
+                nbd_result_set(res, ENOMEM, "firewall: out of memory");
                 return NULL;
         }
-        r = nb_fw_txn_begin(nb_job_ctx(job)->fw, &b->txn, err);
+        r = nbd_fw_txn_begin(nbd_job_ctx(job)->fw, &b->txn, err);
         if (r < 0) {
                 free(b);
-                nb_result_set(res, -r, "firewall: %s", err);
+                nbd_result_set(res, -r, "firewall: %s", err);
                 return NULL;
         }
         *slot = b;
@@ -388,73 +389,73 @@ static int reserve_queue(struct fw_batch *b)
         return 0;
 }
 
-static int queue_and_maybe_commit(struct nb_job *job, struct fw_batch *b, Netbroker__Result *res)
+static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res)
 {
-        char err[NB_FW_ERRLEN];
+        char err[NBD_FW_ERRLEN];
         int r;
 
         b->queued[b->n_queued++] = res; /* reserve_queue() made room */
-        if (!nb_job_is_last_batched(job))
+        if (!nbd_job_is_last_batched(job))
                 return 0;
-        r = nb_fw_txn_commit(b->txn, err);
+        r = nbd_fw_txn_commit(b->txn, err);
         b->committed = true; /* sent, well or not: finish has nothing to do */
         if (r == 0)
                 return 0;
         {
-                char why[NB_FW_ERRLEN + 64];
+                char why[NBD_FW_ERRLEN + 64];
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err);
                 fail_queued(b, 1, -r, why);
         }
-        return nb_result_set(res, -r, "firewall: %s", err);
+        return nbd_result_set(res, -r, "firewall: %s", err);
 }
 
-static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
         struct fw_batch *b = batch_of(job, res);
         Netbroker__FirewallApplyResult *out;
-        struct nb_fw_applied applied;
-        struct nb_fw_owner_spec spec;
-        char err[NB_FW_ERRLEN], *hash;
+        struct nbd_fw_applied applied;
+        struct nbd_fw_owner_spec spec;
+        char err[NBD_FW_ERRLEN], *hash;
         struct model m = {0};
         int r;
 
         if (!b)
                 return res->status;
-        if ((r = nb_job_check_owned(job, a->ifname, res)))
+        if ((r = nbd_job_check_owned(job, a->ifname, res)))
                 return r;
         /* All the result needs, before the transaction changes. */
         out = malloc(sizeof(*out));
-        hash = malloc(NB_FW_HASH_HEX);
+        hash = malloc(NBD_FW_HASH_HEX);
         if (!out || !hash || reserve_queue(b) < 0) {
                 free(out);
                 free(hash);
-                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+                return nbd_result_set(res, ENOMEM, "firewall: out of memory");
         }
-        bool reversed = nb_link_is_macvtap(nb_job_ctx(job)->links, a->ifname);
+        bool reversed = nbd_link_is_macvtap(nbd_job_ctx(job)->links, a->ifname);
 
         r = model_from_proto(a, reversed, &m, err);
         if (r == 0) {
-                spec = (struct nb_fw_owner_spec){
+                spec = (struct nbd_fw_owner_spec){
                         .owner = a->owner,
                         .ifname = a->ifname,
                         .reversed = reversed,
                         .groups = m.groups,
                         .n_groups = m.n_groups,
                         .ensure = a->mode == NETBROKER__FW_MODE__FW_ENSURE,
-                        .uid = nb_job_peer(job)->uid,
-                        .own_only = !nb_peer_is_root(nb_job_peer(job)),
+                        .uid = nbd_job_peer(job)->uid,
+                        .own_only = !nbd_peer_is_root(nbd_job_peer(job)),
                 };
-                r = nb_fw_txn_apply(b->txn, &spec, &applied, err);
+                r = nbd_fw_txn_apply(b->txn, &spec, &applied, err);
         }
         model_free(&m);
         if (r < 0) {
                 free(out);
                 free(hash);
-                return nb_result_set(res, -r, "firewall %s: %s", a->owner, err);
+                return nbd_result_set(res, -r, "firewall %s: %s", a->owner, err);
         }
         netbroker__firewall_apply_result__init(out);
-        memcpy(hash, applied.hash, NB_FW_HASH_HEX);
+        memcpy(hash, applied.hash, NBD_FW_HASH_HEX);
         out->hash = hash;
         out->unchanged = applied.unchanged;
         out->rules = applied.rules;
@@ -463,43 +464,44 @@ static int run_apply(struct nb_job *job, const Netbroker__Op *op, Netbroker__Res
         return queue_and_maybe_commit(job, b, res);
 }
 
-static int run_remove(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         struct fw_batch *b = batch_of(job, res);
-        const struct nb_peer *p = nb_job_peer(job);
-        char err[NB_FW_ERRLEN];
+        const struct nbd_peer *p = nbd_job_peer(job);
+        char err[NBD_FW_ERRLEN];
         int r;
 
         if (!b)
                 return res->status;
         if (reserve_queue(b) < 0)
-                return nb_result_set(res, ENOMEM, "firewall: out of memory");
-        r = nb_fw_txn_remove(b->txn, op->firewall_remove->owner,
-                             nb_peer_is_root(p) ? NULL : &p->uid, err);
+                return nbd_result_set(res, ENOMEM, "firewall: out of memory");
+        r = nbd_fw_txn_remove(b->txn, op->firewall_remove->owner,
+                              nbd_peer_is_root(p) ? NULL : &p->uid, err);
         /* Removed with its interface already: what the caller asks is
          * done, and nothing is written. */
-        if (r == -ENOENT && nb_fw_gone_removed(nb_job_ctx(job)->fw_gone, op->firewall_remove->owner,
-                                               nb_peer_is_root(p) ? NULL : &p->uid))
-                return nb_result_set(res, 0, "firewall: owner %s went with its interface",
-                                     op->firewall_remove->owner);
+        if (r == -ENOENT &&
+            nbd_fw_gone_removed(nbd_job_ctx(job)->fw_gone, op->firewall_remove->owner,
+                                nbd_peer_is_root(p) ? NULL : &p->uid))
+                return nbd_result_set(res, 0, "firewall: owner %s went with its interface",
+                                      op->firewall_remove->owner);
         if (r < 0)
-                return nb_result_set(res, -r, "firewall: %s", err);
+                return nbd_result_set(res, -r, "firewall: %s", err);
         return queue_and_maybe_commit(job, b, res);
 }
 
 struct listing {
         Netbroker__FirewallListResult *l;
-        const struct nb_peer *peer;
+        const struct nbd_peer *peer;
 };
 
-static int add_owner(const struct nb_fw_owner_info *o, void *data)
+static int add_owner(const struct nbd_fw_owner_info *o, void *data)
 {
         struct listing *ls = data;
         Netbroker__FirewallListResult *l = ls->l;
         Netbroker__FwOwner *p, **grown;
 
         /* Others' owners are not a non-root caller's business. */
-        if (!nb_peer_is_root(ls->peer) && o->uid != ls->peer->uid)
+        if (!nbd_peer_is_root(ls->peer) && o->uid != ls->peer->uid)
                 return 0;
         p = malloc(sizeof(*p));
         if (!p)
@@ -525,40 +527,40 @@ static int add_owner(const struct nb_fw_owner_info *o, void *data)
         return 0;
 }
 
-static int run_list(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         Netbroker__FirewallListResult *l = malloc(sizeof(*l));
-        struct listing ls = {l, nb_job_peer(job)};
-        char err[NB_FW_ERRLEN];
+        struct listing ls = {l, nbd_job_peer(job)};
+        char err[NBD_FW_ERRLEN];
         int r;
 
         (void)op;
         if (!l)
-                return nb_result_set(res, ENOMEM, "firewall: out of memory");
+                return nbd_result_set(res, ENOMEM, "firewall: out of memory");
         netbroker__firewall_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
         res->firewall_list = l;
-        r = nb_fw_list(nb_job_ctx(job)->fw, add_owner, &ls, err);
-        return r < 0 ? nb_result_set(res, -r, "firewall: %s", r == -ENOMEM ? "out of memory" : err)
+        r = nbd_fw_list(nbd_job_ctx(job)->fw, add_owner, &ls, err);
+        return r < 0 ? nbd_result_set(res, -r, "firewall: %s", r == -ENOMEM ? "out of memory" : err)
                      : 0;
 }
 
-const struct nb_op_handler nb_op_firewall_apply = {
+const struct nbd_op_handler nbd_op_firewall_apply = {
         .name = "firewall_apply",
-        .stat = NB_STAT_OPS_FIREWALL,
+        .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_apply,
         .run = run_apply,
         .batched = true,
 };
-const struct nb_op_handler nb_op_firewall_remove = {
+const struct nbd_op_handler nbd_op_firewall_remove = {
         .name = "firewall_remove",
-        .stat = NB_STAT_OPS_FIREWALL,
+        .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_remove,
         .run = run_remove,
         .batched = true,
 };
-const struct nb_op_handler nb_op_firewall_list = {
+const struct nbd_op_handler nbd_op_firewall_list = {
         .name = "firewall_list",
-        .stat = NB_STAT_OPS_FIREWALL,
+        .stat = NBD_STAT_OPS_FIREWALL,
         .run = run_list,
 };

@@ -16,202 +16,205 @@
 #include "names.h"
 #include "ops.h"
 
-static struct nb_links *links_of(const struct nb_job *job)
+static struct nbd_links *links_of(const struct nbd_job *job)
 {
-        return nb_job_ctx(job)->links;
+        return nbd_job_ctx(job)->links;
 }
 
 /* ---- policy: what a non-root caller may make and change ----
  * The op itself was granted already (dispatch.c); these are the checks of
  * its objects. Root is never asked. */
 
-static const struct nb_policy_section *policy_of(const struct nb_validation *v)
+static const struct nbd_policy_section *policy_of(const struct nbd_validation *v)
 {
-        return nb_policy_for(&v->ctx->cfg->policy, v->peer);
+        return nbd_policy_for(&v->ctx->cfg->policy, v->peer);
 }
 
-static const char *label_of(const struct nb_policy_section *s)
+static const char *label_of(const struct nbd_policy_section *s)
 {
         return s ? s->label : "policy: none";
 }
 
 /* A name a non-root caller creates here. Never an IFB's: bandwidth.c
  * takes nbifbN for the IFB of interface N. */
-static int check_policy_name(struct nb_validation *v, const char *name, Netbroker__Result *res)
+static int check_policy_name(struct nbd_validation *v, const char *name, Netbroker__Result *res)
 {
-        const struct nb_policy_section *s = policy_of(v);
-        char prefixes[NB_POLICY_MAX_NAMES * IFNAMSIZ];
+        const struct nbd_policy_section *s = policy_of(v);
+        char prefixes[NBD_POLICY_MAX_NAMES * IFNAMSIZ];
 
-        if (nb_peer_is_root(v->peer))
+        if (nbd_peer_is_root(v->peer))
                 return 0;
-        if (strncmp(name, NB_BW_IFB_PREFIX, strlen(NB_BW_IFB_PREFIX)) == 0)
-                return nb_result_set(res, EPERM,
-                                     "policy: uid %u may not create %s (names starting with %s are "
-                                     "the helper's own IFBs)",
-                                     (unsigned)v->peer->uid, name, NB_BW_IFB_PREFIX);
-        if (nb_policy_may_name(s, name))
+        if (strncmp(name, NBD_BW_IFB_PREFIX, strlen(NBD_BW_IFB_PREFIX)) == 0)
+                return nbd_result_set(
+                        res, EPERM,
+                        "policy: uid %u may not create %s (names starting with %s are "
+                        "the helper's own IFBs)",
+                        (unsigned)v->peer->uid, name, NBD_BW_IFB_PREFIX);
+        if (nbd_policy_may_name(s, name))
                 return 0;
-        nb_policy_prefixes(s, prefixes, sizeof(prefixes));
-        return nb_result_set(res, EPERM,
-                             "policy: uid %u may not create interface %s (it starts with none of "
-                             "'name_prefixes' of [%s]: %s)",
-                             (unsigned)v->peer->uid, name, label_of(s), prefixes);
+        nbd_policy_prefixes(s, prefixes, sizeof(prefixes));
+        return nbd_result_set(res, EPERM,
+                              "policy: uid %u may not create interface %s (it starts with none of "
+                              "'name_prefixes' of [%s]: %s)",
+                              (unsigned)v->peer->uid, name, label_of(s), prefixes);
 }
 
 /* The interfaces a non-root caller owns, and those its batch makes, stay
  * within max_devices. n: interfaces this op makes here. */
-static int check_policy_count(struct nb_validation *v, unsigned n, Netbroker__Result *res)
+static int check_policy_count(struct nbd_validation *v, unsigned n, Netbroker__Result *res)
 {
-        const struct nb_policy_section *s = policy_of(v);
+        const struct nbd_policy_section *s = policy_of(v);
         unsigned max = s ? s->max_devices : 0;
 
-        if (nb_peer_is_root(v->peer))
+        if (nbd_peer_is_root(v->peer))
                 return 0;
         if (!v->owned_counted) {
-                v->owned = nb_links_owned_by(v->ctx->links, v->peer->uid);
+                v->owned = nbd_links_owned_by(v->ctx->links, v->peer->uid);
                 v->owned_counted = true;
         }
         if (v->owned + v->creating + n > max)
-                return nb_result_set(res, EDQUOT,
-                                     "policy: uid %u may own at most %u interfaces (max_devices "
-                                     "of [%s]): it owns %u, and this batch would make %u more",
-                                     (unsigned)v->peer->uid, max, label_of(s), v->owned,
-                                     v->creating + n);
+                return nbd_result_set(res, EDQUOT,
+                                      "policy: uid %u may own at most %u interfaces (max_devices "
+                                      "of [%s]): it owns %u, and this batch would make %u more",
+                                      (unsigned)v->peer->uid, max, label_of(s), v->owned,
+                                      v->creating + n);
         v->creating += n;
         return 0;
 }
 
-int nb_check_owned(struct nb_validation *v, const char *name, Netbroker__Result *res)
+int nbd_check_owned(struct nbd_validation *v, const char *name, Netbroker__Result *res)
 {
         uid_t owner;
 
-        if (nb_peer_is_root(v->peer) || nb_validation_was_created(v, name))
+        if (nbd_peer_is_root(v->peer) || nbd_validation_was_created(v, name))
                 return 0;
-        if (nb_link_owner(v->ctx->links, name, &owner) == 0 && owner == v->peer->uid)
+        if (nbd_link_owner(v->ctx->links, name, &owner) == 0 && owner == v->peer->uid)
                 return 0;
-        return nb_result_set(res, EPERM, "policy: uid %u does not own interface %s",
-                             (unsigned)v->peer->uid, name);
+        return nbd_result_set(res, EPERM, "policy: uid %u does not own interface %s",
+                              (unsigned)v->peer->uid, name);
 }
 
-int nb_job_check_owned(struct nb_job *job, const char *name, Netbroker__Result *res)
+int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result *res)
 {
-        const struct nb_peer *p = nb_job_peer(job);
+        const struct nbd_peer *p = nbd_job_peer(job);
         uid_t owner;
         int r;
 
-        if (nb_peer_is_root(p))
+        if (nbd_peer_is_root(p))
                 return 0;
-        r = nb_link_owner(links_of(job), name, &owner);
+        r = nbd_link_owner(links_of(job), name, &owner);
         /* Gone: the op fails on its own, with ENODEV. */
         if (r == -ENODEV || (r == 0 && owner == p->uid))
                 return 0;
-        return nb_result_set(res, EPERM, "policy: uid %u does not own interface %s",
-                             (unsigned)p->uid, name);
+        return nbd_result_set(res, EPERM, "policy: uid %u does not own interface %s",
+                              (unsigned)p->uid, name);
 }
 
 /* A bridge the caller's interface may join: one the policy lists, or one
  * it owns (a missing one: the op fails on its own, with ENODEV). Else
  * sets res. */
-static int check_attach(const struct nb_policy_section *s, const struct nb_peer *p,
-                        struct nb_links *links, const char *name, const char *master,
+static int check_attach(const struct nbd_policy_section *s, const struct nbd_peer *p,
+                        struct nbd_links *links, const char *name, const char *master,
                         Netbroker__Result *res)
 {
         uid_t owner;
         int r;
 
-        if (nb_peer_is_root(p) || nb_policy_may_bridge(s, master))
+        if (nbd_peer_is_root(p) || nbd_policy_may_bridge(s, master))
                 return 0;
-        r = nb_link_owner(links, master, &owner);
+        r = nbd_link_owner(links, master, &owner);
         if (r == -ENODEV || (r == 0 && owner == p->uid))
                 return 0;
-        return nb_result_set(res, EPERM,
-                             "policy: uid %u may not attach %s to %s (not in 'bridges' of [%s], "
-                             "and not a bridge made for uid %u)",
-                             (unsigned)p->uid, name, master, label_of(s), (unsigned)p->uid);
+        return nbd_result_set(res, EPERM,
+                              "policy: uid %u may not attach %s to %s (not in 'bridges' of [%s], "
+                              "and not a bridge made for uid %u)",
+                              (unsigned)p->uid, name, master, label_of(s), (unsigned)p->uid);
 }
 
-static int check_policy_master(struct nb_validation *v, const char *name, const char *master,
+static int check_policy_master(struct nbd_validation *v, const char *name, const char *master,
                                Netbroker__Result *res)
 {
-        if (nb_validation_was_created(v, master))
+        if (nbd_validation_was_created(v, master))
                 return 0;
         return check_attach(policy_of(v), v->peer, v->ctx->links, name, master, res);
 }
 
-static int check_policy_parent(struct nb_validation *v, const char *parent, int mode,
+static int check_policy_parent(struct nbd_validation *v, const char *parent, int mode,
                                Netbroker__Result *res, const char *what)
 {
-        const struct nb_policy_section *s = policy_of(v);
+        const struct nbd_policy_section *s = policy_of(v);
 
-        if (nb_peer_is_root(v->peer))
+        if (nbd_peer_is_root(v->peer))
                 return 0;
-        if (!nb_policy_may_parent(s, parent))
-                return nb_result_set(res, EPERM,
-                                     "policy: uid %u may not make a %s on %s (not in 'parents' of "
-                                     "[%s])",
-                                     (unsigned)v->peer->uid, what, parent, label_of(s));
-        if (!nb_policy_may_mode(s, (unsigned)mode))
-                return nb_result_set(res, EPERM,
-                                     "policy: uid %u may not make a %s in mode %s (not in "
-                                     "'macvlan_modes' of [%s])",
-                                     (unsigned)v->peer->uid, what, nb_policy_mode_names[mode],
-                                     label_of(s));
+        if (!nbd_policy_may_parent(s, parent))
+                return nbd_result_set(res, EPERM,
+                                      "policy: uid %u may not make a %s on %s (not in 'parents' of "
+                                      "[%s])",
+                                      (unsigned)v->peer->uid, what, parent, label_of(s));
+        if (!nbd_policy_may_mode(s, (unsigned)mode))
+                return nbd_result_set(res, EPERM,
+                                      "policy: uid %u may not make a %s in mode %s (not in "
+                                      "'macvlan_modes' of [%s])",
+                                      (unsigned)v->peer->uid, what, nbd_policy_mode_names[mode],
+                                      label_of(s));
         return 0;
 }
 
 /* A persistent tap outlives the connection and TUNSETOWNER lets its owner
  * open it: both only for the caller itself. */
-static int check_policy_tap(struct nb_validation *v, const Netbroker__TapCreate *t,
+static int check_policy_tap(struct nbd_validation *v, const Netbroker__TapCreate *t,
                             Netbroker__Result *res)
 {
-        const struct nb_peer *p = v->peer;
+        const struct nbd_peer *p = v->peer;
 
-        if (nb_peer_is_root(p) || (!t->persist && !t->set_owner) ||
-            (t->set_owner && t->owner_uid == p->uid && nb_peer_in_group(p, t->owner_gid)))
+        if (nbd_peer_is_root(p) || (!t->persist && !t->set_owner) ||
+            (t->set_owner && t->owner_uid == p->uid && nbd_peer_in_group(p, t->owner_gid)))
                 return 0;
         if (!t->set_owner)
-                return nb_result_set(res, EPERM,
-                                     "policy: uid %u may make a persistent tap only with itself "
-                                     "as its owner (set_owner, owner uid %u and one of its groups)",
-                                     (unsigned)p->uid, (unsigned)p->uid);
-        return nb_result_set(res, EPERM,
-                             "policy: uid %u may give a tap only to itself (owner uid %u and one "
-                             "of its groups), not to %u:%u",
-                             (unsigned)p->uid, (unsigned)p->uid, t->owner_uid, t->owner_gid);
+                return nbd_result_set(
+                        res, EPERM,
+                        "policy: uid %u may make a persistent tap only with itself "
+                        "as its owner (set_owner, owner uid %u and one of its groups)",
+                        (unsigned)p->uid, (unsigned)p->uid);
+        return nbd_result_set(res, EPERM,
+                              "policy: uid %u may give a tap only to itself (owner uid %u and one "
+                              "of its groups), not to %u:%u",
+                              (unsigned)p->uid, (unsigned)p->uid, t->owner_uid, t->owner_gid);
 }
 
 /* A veth peer may go only to a network namespace whose user namespace
  * belongs to the caller: one it made with unshare(CLONE_NEWUSER), where it
  * is root already. */
-static int check_policy_netns(struct nb_validation *v, int fd, unsigned index,
+static int check_policy_netns(struct nbd_validation *v, int fd, unsigned index,
                               Netbroker__Result *res)
 {
-        const struct nb_policy_section *s = policy_of(v);
+        const struct nbd_policy_section *s = policy_of(v);
         uid_t owner = 0;
         int userns, r = 0;
 
-        if (nb_peer_is_root(v->peer))
+        if (nbd_peer_is_root(v->peer))
                 return 0;
         if (!s || !s->netns_own)
-                return nb_result_set(res, EPERM,
-                                     "policy: uid %u may not move a veth peer into another network "
-                                     "namespace (no 'netns = own' in [%s])",
-                                     (unsigned)v->peer->uid, label_of(s));
+                return nbd_result_set(
+                        res, EPERM,
+                        "policy: uid %u may not move a veth peer into another network "
+                        "namespace (no 'netns = own' in [%s])",
+                        (unsigned)v->peer->uid, label_of(s));
         userns = ioctl(fd, NS_GET_USERNS);
         if (userns < 0 || ioctl(userns, NS_GET_OWNER_UID, &owner) < 0)
                 r = -errno;
         if (userns >= 0)
                 close(userns);
         if (r < 0)
-                return nb_result_set(res, EPERM,
-                                     "policy: cannot tell who owns the network namespace of fd "
-                                     "%u: %s",
-                                     index, strerror(-r));
+                return nbd_result_set(res, EPERM,
+                                      "policy: cannot tell who owns the network namespace of fd "
+                                      "%u: %s",
+                                      index, strerror(-r));
         if (owner != v->peer->uid)
-                return nb_result_set(res, EPERM,
-                                     "policy: uid %u does not own the network namespace of fd %u "
-                                     "(its user namespace belongs to uid %u)",
-                                     (unsigned)v->peer->uid, index, (unsigned)owner);
+                return nbd_result_set(res, EPERM,
+                                      "policy: uid %u does not own the network namespace of fd %u "
+                                      "(its user namespace belongs to uid %u)",
+                                      (unsigned)v->peer->uid, index, (unsigned)owner);
         return 0;
 }
 
@@ -221,9 +224,9 @@ static int check_name_syntax(const char *name, Netbroker__Result *res, const cha
 {
         char prefix[IFNAMSIZ];
 
-        if (nb_is_template(name)) {
-                if (nb_template_parse(name, prefix) < 0)
-                        return nb_result_set(
+        if (nbd_is_template(name)) {
+                if (nbd_template_parse(name, prefix) < 0)
+                        return nbd_result_set(
                                 res, EINVAL,
                                 "%s: bad template '%s': a name prefix (no digit at its end, "
                                 "at most 14 bytes) followed by %%d and nothing else",
@@ -231,10 +234,11 @@ static int check_name_syntax(const char *name, Netbroker__Result *res, const cha
                 return 0;
         }
         if (strlen(name) >= IFNAMSIZ)
-                return nb_result_set(res, EINVAL, "%s: interface name '%s' is longer than %d bytes",
-                                     what, name, IFNAMSIZ - 1);
-        if (!nb_ifname_valid(name))
-                return nb_result_set(
+                return nbd_result_set(res, EINVAL,
+                                      "%s: interface name '%s' is longer than %d bytes", what, name,
+                                      IFNAMSIZ - 1);
+        if (!nbd_ifname_valid(name))
+                return nbd_result_set(
                         res, EINVAL,
                         "%s: invalid interface name '%s' (1-15 bytes, no '/', ':', white space or "
                         "control characters, not '.' or '..')",
@@ -243,80 +247,80 @@ static int check_name_syntax(const char *name, Netbroker__Result *res, const cha
 }
 
 /* A name the op will create: a template, or a free explicit name. */
-static int check_new_name(struct nb_validation *v, const char *name, Netbroker__Result *res,
+static int check_new_name(struct nbd_validation *v, const char *name, Netbroker__Result *res,
                           const char *what)
 {
         int r = check_name_syntax(name, res, what);
 
         if (r == 0)
                 r = check_policy_name(v, name, res);
-        if (r || nb_is_template(name))
+        if (r || nbd_is_template(name))
                 return r;
-        if (nb_validation_was_created(v, name))
-                return nb_result_set(res, EEXIST,
-                                     "%s: %s is created by an earlier op of this batch", what,
-                                     name);
-        r = nb_link_exists(v->ctx->links, name);
+        if (nbd_validation_was_created(v, name))
+                return nbd_result_set(res, EEXIST,
+                                      "%s: %s is created by an earlier op of this batch", what,
+                                      name);
+        r = nbd_link_exists(v->ctx->links, name);
         if (r < 0)
-                return nb_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
-                                     strerror(-r));
+                return nbd_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
+                                      strerror(-r));
         if (r > 0)
-                return nb_result_set(res, EEXIST, "%s: interface %s already exists", what, name);
-        nb_validation_created(v, name);
+                return nbd_result_set(res, EEXIST, "%s: interface %s already exists", what, name);
+        nbd_validation_created(v, name);
         return 0;
 }
 
 /* A name the op refers to: it exists now or an earlier op creates it. */
-int nb_check_interface(struct nb_validation *v, const char *name, Netbroker__Result *res,
-                       const char *what)
+int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__Result *res,
+                        const char *what)
 {
         int r;
 
-        if (nb_is_template(name))
-                return nb_result_set(res, EINVAL,
-                                     "%s: '%s': an existing interface is named, not a template",
-                                     what, name);
+        if (nbd_is_template(name))
+                return nbd_result_set(res, EINVAL,
+                                      "%s: '%s': an existing interface is named, not a template",
+                                      what, name);
         r = check_name_syntax(name, res, what);
-        if (r || nb_validation_was_created(v, name) || nb_validation_known_to_exist(v, name))
+        if (r || nbd_validation_was_created(v, name) || nbd_validation_known_to_exist(v, name))
                 return r;
-        r = nb_link_exists(v->ctx->links, name);
+        r = nbd_link_exists(v->ctx->links, name);
         if (r < 0)
-                return nb_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
-                                     strerror(-r));
+                return nbd_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
+                                      strerror(-r));
         if (r == 0)
-                return nb_result_set(res, ENODEV, "%s: no interface %s", what, name);
-        nb_validation_exists(v, name);
+                return nbd_result_set(res, ENODEV, "%s: no interface %s", what, name);
+        nbd_validation_exists(v, name);
         return 0;
 }
 
 static int check_mac(const char *mac, Netbroker__Result *res, const char *what, uint8_t out[6])
 {
-        if (nb_mac_parse(mac, out) < 0)
-                return nb_result_set(res, EINVAL,
-                                     "%s: bad MAC address '%s' (want aa:bb:cc:dd:ee:ff)", what,
-                                     mac);
+        if (nbd_mac_parse(mac, out) < 0)
+                return nbd_result_set(res, EINVAL,
+                                      "%s: bad MAC address '%s' (want aa:bb:cc:dd:ee:ff)", what,
+                                      mac);
         if (out[0] & 1)
-                return nb_result_set(res, EINVAL, "%s: %s is a multicast address", what, mac);
+                return nbd_result_set(res, EINVAL, "%s: %s is a multicast address", what, mac);
         if (!(out[0] | out[1] | out[2] | out[3] | out[4] | out[5]))
-                return nb_result_set(res, EINVAL, "%s: the all-zero MAC address is not allowed",
-                                     what);
+                return nbd_result_set(res, EINVAL, "%s: the all-zero MAC address is not allowed",
+                                      what);
         return 0;
 }
 
-static int validate_tap(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_tap(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__TapCreate *t = op->tap_create;
         int r;
 
-        if (t->queues > NB_LINK_MAX_QUEUES)
-                return nb_result_set(res, EINVAL, "tap: %u queues; at most %d", t->queues,
-                                     NB_LINK_MAX_QUEUES);
+        if (t->queues > NBD_LINK_MAX_QUEUES)
+                return nbd_result_set(res, EINVAL, "tap: %u queues; at most %d", t->queues,
+                                      NBD_LINK_MAX_QUEUES);
         if ((r = check_policy_tap(v, t, res)) || (r = check_new_name(v, t->name, res, "tap")))
                 return r;
         return check_policy_count(v, 1, res);
 }
 
-static int validate_macvlan_common(struct nb_validation *v, const char *name, const char *parent,
+static int validate_macvlan_common(struct nbd_validation *v, const char *name, const char *parent,
                                    int mode, const char *mac, Netbroker__Result *res,
                                    const char *what)
 {
@@ -325,17 +329,17 @@ static int validate_macvlan_common(struct nb_validation *v, const char *name, co
 
         if (mode < NETBROKER__MACVLAN_MODE__MACVLAN_MODE_BRIDGE ||
             mode > NETBROKER__MACVLAN_MODE__MACVLAN_MODE_PASSTHRU)
-                return nb_result_set(res, EINVAL, "%s: unknown mode %d", what, mode);
+                return nbd_result_set(res, EINVAL, "%s: unknown mode %d", what, mode);
         if (mac[0] && (r = check_mac(mac, res, what, m)))
                 return r;
-        if ((r = nb_check_interface(v, parent, res, what)) ||
+        if ((r = nbd_check_interface(v, parent, res, what)) ||
             (r = check_policy_parent(v, parent, mode, res, what)) ||
             (r = check_new_name(v, name, res, what)))
                 return r;
         return check_policy_count(v, 1, res);
 }
 
-static int validate_macvtap(struct nb_validation *v, const Netbroker__Op *op,
+static int validate_macvtap(struct nbd_validation *v, const Netbroker__Op *op,
                             Netbroker__Result *res)
 {
         const Netbroker__MacvtapCreate *m = op->macvtap_create;
@@ -343,7 +347,7 @@ static int validate_macvtap(struct nb_validation *v, const Netbroker__Op *op,
         return validate_macvlan_common(v, m->name, m->parent, m->mode, m->mac, res, "macvtap");
 }
 
-static int validate_macvlan(struct nb_validation *v, const Netbroker__Op *op,
+static int validate_macvlan(struct nbd_validation *v, const Netbroker__Op *op,
                             Netbroker__Result *res)
 {
         const Netbroker__MacvlanCreate *m = op->macvlan_create;
@@ -351,21 +355,21 @@ static int validate_macvlan(struct nb_validation *v, const Netbroker__Op *op,
         return validate_macvlan_common(v, m->name, m->parent, m->mode, m->mac, res, "macvlan");
 }
 
-static int validate_veth(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_veth(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__VethCreate *e = op->veth_create;
         int r;
 
-        if (nb_is_template(e->peer_name))
-                return nb_result_set(res, EINVAL, "veth: the peer needs a name, not a template");
+        if (nbd_is_template(e->peer_name))
+                return nbd_result_set(res, EINVAL, "veth: the peer needs a name, not a template");
         if (e->has_peer_netns) {
                 int fd = e->peer_netns_fd < v->nfds ? v->fds[e->peer_netns_fd] : -1;
                 if (fd < 0)
-                        return nb_result_set(res, EBADF, "veth: no fd %u came with the request",
-                                             e->peer_netns_fd);
+                        return nbd_result_set(res, EBADF, "veth: no fd %u came with the request",
+                                              e->peer_netns_fd);
                 if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
-                        return nb_result_set(res, EINVAL, "veth: fd %u is not a network namespace",
-                                             e->peer_netns_fd);
+                        return nbd_result_set(res, EINVAL, "veth: fd %u is not a network namespace",
+                                              e->peer_netns_fd);
                 if ((r = check_policy_netns(v, fd, e->peer_netns_fd, res)))
                         return r;
                 v->fd_used[e->peer_netns_fd] = true;
@@ -375,54 +379,56 @@ static int validate_veth(struct nb_validation *v, const Netbroker__Op *op, Netbr
         } else if ((r = check_new_name(v, e->peer_name, res, "veth peer"))) {
                 return r;
         }
-        if (!nb_is_template(e->name) && strcmp(e->name, e->peer_name) == 0)
-                return nb_result_set(res, EINVAL, "veth: both ends are named %s", e->name);
+        if (!nbd_is_template(e->name) && strcmp(e->name, e->peer_name) == 0)
+                return nbd_result_set(res, EINVAL, "veth: both ends are named %s", e->name);
         if ((r = check_new_name(v, e->name, res, "veth")))
                 return r;
         /* A peer in another namespace is no device here. */
         return check_policy_count(v, e->has_peer_netns ? 1 : 2, res);
 }
 
-static int validate_bridge(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_bridge(struct nbd_validation *v, const Netbroker__Op *op,
+                           Netbroker__Result *res)
 {
         int r = check_new_name(v, op->bridge_create->name, res, "bridge");
 
         return r ? r : check_policy_count(v, 1, res);
 }
 
-static int validate_set(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__LinkSet *s = op->link_set;
         uint8_t m[6];
         int r;
 
-        if ((r = nb_check_interface(v, s->name, res, "link set")) ||
-            (r = nb_check_owned(v, s->name, res)))
+        if ((r = nbd_check_interface(v, s->name, res, "link set")) ||
+            (r = nbd_check_owned(v, s->name, res)))
                 return r;
         if (s->state < NETBROKER__LINK_STATE__LINK_STATE_UNCHANGED ||
             s->state > NETBROKER__LINK_STATE__LINK_STATE_DOWN)
-                return nb_result_set(res, EINVAL, "link set: unknown state %d", s->state);
+                return nbd_result_set(res, EINVAL, "link set: unknown state %d", s->state);
         if (s->mtu && (s->mtu < 68 || s->mtu > 65535))
-                return nb_result_set(res, EINVAL, "link set: MTU %u is outside 68-65535", s->mtu);
+                return nbd_result_set(res, EINVAL, "link set: MTU %u is outside 68-65535", s->mtu);
         if (s->mac[0] && (r = check_mac(s->mac, res, "link set", m)))
                 return r;
         if (s->master[0] && s->nomaster)
-                return nb_result_set(res, EINVAL, "link set: both a master and nomaster");
-        if (s->master[0] && ((r = nb_check_interface(v, s->master, res, "link set master")) ||
+                return nbd_result_set(res, EINVAL, "link set: both a master and nomaster");
+        if (s->master[0] && ((r = nbd_check_interface(v, s->master, res, "link set master")) ||
                              (r = check_policy_master(v, s->name, s->master, res))))
                 return r;
         return 0;
 }
 
-static int validate_delete(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+static int validate_delete(struct nbd_validation *v, const Netbroker__Op *op,
+                           Netbroker__Result *res)
 {
-        int r = nb_check_interface(v, op->link_delete->name, res, "link delete");
+        int r = nbd_check_interface(v, op->link_delete->name, res, "link delete");
 
         if (r == 0)
-                r = nb_check_owned(v, op->link_delete->name, res);
+                r = nbd_check_owned(v, op->link_delete->name, res);
         /* Later ops of the batch cannot count on it any more. */
         if (r == 0)
-                nb_validation_forget(v, op->link_delete->name);
+                nbd_validation_forget(v, op->link_delete->name);
         return r;
 }
 
@@ -431,28 +437,28 @@ static int validate_delete(struct nb_validation *v, const Netbroker__Op *op, Net
 struct undo_link {
         char name[IFNAMSIZ];
         bool restore;
-        struct nb_link_state state;
+        struct nbd_link_state state;
 };
 
-static void undo_link(struct nb_job *job, void *data)
+static void undo_link(struct nbd_job *job, void *data)
 {
         struct undo_link *u = data;
-        char err[NB_ERRLEN];
+        char err[NBD_ERRLEN];
 
         if (u->restore)
-                nb_link_restore(links_of(job), u->name, &u->state);
+                nbd_link_restore(links_of(job), u->name, &u->state);
         else
-                nb_link_delete(links_of(job), u->name, err);
+                nbd_link_delete(links_of(job), u->name, err);
 }
 
-static int remember_created(struct nb_job *job, const char *name)
+static int remember_created(struct nbd_job *job, const char *name)
 {
         struct undo_link *u = calloc(1, sizeof(*u));
 
         if (!u)
                 return -ENOMEM;
         strcpy(u->name, name);
-        return nb_job_on_failure_undo(job, undo_link, free, u);
+        return nbd_job_on_failure_undo(job, undo_link, free, u);
 }
 
 /* ---- running ---- */
@@ -460,31 +466,31 @@ static int remember_created(struct nb_job *job, const char *name)
 /* max_devices again, now: validation counted what existed when the request
  * was read, but a caller's requests run one after another, and one
  * validated earlier may not have run yet. The interface map is current
- * (nb_links_owned_by reads the notifications first), so the count here is
+ * (nbd_links_owned_by reads the notifications first), so the count here is
  * exact. n: interfaces the op is about to make here. */
-static int check_count_at_run(struct nb_job *job, unsigned n, Netbroker__Result *res,
+static int check_count_at_run(struct nbd_job *job, unsigned n, Netbroker__Result *res,
                               const char *what)
 {
-        const struct nb_peer *peer = nb_job_peer(job);
-        const struct nb_policy_section *s;
+        const struct nbd_peer *peer = nbd_job_peer(job);
+        const struct nbd_policy_section *s;
         unsigned owned, max;
 
-        if (nb_peer_is_root(peer))
+        if (nbd_peer_is_root(peer))
                 return 0;
-        s = nb_policy_for(&nb_job_ctx(job)->cfg->policy, peer);
+        s = nbd_policy_for(&nbd_job_ctx(job)->cfg->policy, peer);
         max = s ? s->max_devices : 0;
-        owned = nb_links_owned_by(links_of(job), peer->uid);
+        owned = nbd_links_owned_by(links_of(job), peer->uid);
         if (owned + n <= max)
                 return 0;
-        return nb_result_set(res, EDQUOT,
-                             "%s: policy: uid %u may own at most %u interfaces (max_devices of "
-                             "[%s]) and owns %u",
-                             what, (unsigned)peer->uid, max, label_of(s), owned);
+        return nbd_result_set(res, EDQUOT,
+                              "%s: policy: uid %u may own at most %u interfaces (max_devices of "
+                              "[%s]) and owns %u",
+                              what, (unsigned)peer->uid, max, label_of(s), owned);
 }
 
-static int made(struct nb_job *job, Netbroker__Result *res, struct nb_link_made *m)
+static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_made *m)
 {
-        char err[NB_ERRLEN];
+        char err[NBD_ERRLEN];
         int r = 0;
 
         res->ifname = strdup(m->ifname);
@@ -499,24 +505,24 @@ static int made(struct nb_job *job, Netbroker__Result *res, struct nb_link_made 
                 for (unsigned i = 0; i < m->nfds; i++)
                         close(m->fds[i]);
         } else if (m->nfds) {
-                r = nb_job_give_fds(job, res, m->fds, m->nfds);
+                r = nbd_job_give_fds(job, res, m->fds, m->nfds);
         }
         /* Recorded last: if handing over failed, this op's own error stands
          * (it is not turned into "undone"), and the device goes here. */
         if (r == 0)
                 r = remember_created(job, m->ifname);
         if (r < 0) {
-                nb_link_delete(links_of(job), m->ifname, err);
-                return nb_result_set(res, -r, "%s: %s", m->ifname, strerror(-r));
+                nbd_link_delete(links_of(job), m->ifname, err);
+                return nbd_result_set(res, -r, "%s: %s", m->ifname, strerror(-r));
         }
-        nb_stat_inc(NB_STAT_LINKS_CREATED);
+        nbd_stat_inc(NBD_STAT_LINKS_CREATED);
         return 0;
 }
 
-static int run_tap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_tap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__TapCreate *t = op->tap_create;
-        struct nb_tap_spec s = {
+        struct nbd_tap_spec s = {
                 .name = t->name,
                 .vnet_hdr = t->vnet_hdr,
                 .queues = t->queues,
@@ -524,115 +530,115 @@ static int run_tap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 .set_owner = t->set_owner,
                 .uid = t->owner_uid,
                 .gid = t->owner_gid,
-                .creator = nb_job_peer(job)->uid,
+                .creator = nbd_job_peer(job)->uid,
         };
-        struct nb_link_made m = {0};
-        char err[NB_ERRLEN];
+        struct nbd_link_made m = {0};
+        char err[NBD_ERRLEN];
         int r = check_count_at_run(job, 1, res, "tap");
 
         if (r)
                 return r;
-        r = nb_link_tap_create(links_of(job), &s, &m, err);
+        r = nbd_link_tap_create(links_of(job), &s, &m, err);
         if (r < 0)
-                return nb_result_set(res, -r, "tap: %s", err);
+                return nbd_result_set(res, -r, "tap: %s", err);
         return made(job, res, &m);
 }
 
-static int run_macvlan_common(struct nb_job *job, Netbroker__Result *res, struct nb_macvlan_spec *s,
-                              const char *mac)
+static int run_macvlan_common(struct nbd_job *job, Netbroker__Result *res,
+                              struct nbd_macvlan_spec *s, const char *mac)
 {
-        struct nb_link_made m = {0};
-        char err[NB_ERRLEN];
+        struct nbd_link_made m = {0};
+        char err[NBD_ERRLEN];
         int r;
 
         r = check_count_at_run(job, 1, res, s->tap ? "macvtap" : "macvlan");
         if (r)
                 return r;
-        s->has_mac = mac[0] && nb_mac_parse(mac, s->mac) == 0;
-        r = nb_link_macvlan_create(links_of(job), s, &m, err);
+        s->has_mac = mac[0] && nbd_mac_parse(mac, s->mac) == 0;
+        r = nbd_link_macvlan_create(links_of(job), s, &m, err);
         if (r < 0)
-                return nb_result_set(res, -r, "%s: %s", s->tap ? "macvtap" : "macvlan", err);
+                return nbd_result_set(res, -r, "%s: %s", s->tap ? "macvtap" : "macvlan", err);
         return made(job, res, &m);
 }
 
-static int run_macvtap(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_macvtap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__MacvtapCreate *m = op->macvtap_create;
-        struct nb_macvlan_spec s = {
+        struct nbd_macvlan_spec s = {
                 .name = m->name,
                 .parent = m->parent,
-                .mode = (enum nb_macvlan_mode)m->mode,
+                .mode = (enum nbd_macvlan_mode)m->mode,
                 .tap = true,
                 .vnet_hdr = m->vnet_hdr,
-                .creator = nb_job_peer(job)->uid,
+                .creator = nbd_job_peer(job)->uid,
         };
 
         return run_macvlan_common(job, res, &s, m->mac);
 }
 
-static int run_macvlan(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_macvlan(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__MacvlanCreate *m = op->macvlan_create;
-        struct nb_macvlan_spec s = {
+        struct nbd_macvlan_spec s = {
                 .name = m->name,
                 .parent = m->parent,
-                .mode = (enum nb_macvlan_mode)m->mode,
-                .creator = nb_job_peer(job)->uid,
+                .mode = (enum nbd_macvlan_mode)m->mode,
+                .creator = nbd_job_peer(job)->uid,
         };
 
         return run_macvlan_common(job, res, &s, m->mac);
 }
 
-static int run_veth(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_veth(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__VethCreate *e = op->veth_create;
-        struct nb_veth_spec s = {
+        struct nbd_veth_spec s = {
                 .name = e->name,
                 .peer = e->peer_name,
-                .peer_netns_fd = e->has_peer_netns ? nb_job_request_fd(job, e->peer_netns_fd) : -1,
-                .creator = nb_job_peer(job)->uid,
+                .peer_netns_fd = e->has_peer_netns ? nbd_job_request_fd(job, e->peer_netns_fd) : -1,
+                .creator = nbd_job_peer(job)->uid,
         };
-        struct nb_link_made m = {0};
-        char err[NB_ERRLEN];
+        struct nbd_link_made m = {0};
+        char err[NBD_ERRLEN];
         /* A peer that goes to another namespace is not counted here. */
         int r = check_count_at_run(job, e->has_peer_netns ? 1 : 2, res, "veth");
 
         if (r)
                 return r;
-        r = nb_link_veth_create(links_of(job), &s, &m, err);
+        r = nbd_link_veth_create(links_of(job), &s, &m, err);
         if (r < 0)
-                return nb_result_set(res, -r, "veth: %s", err);
+                return nbd_result_set(res, -r, "veth: %s", err);
         return made(job, res, &m);
 }
 
-static int run_bridge(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_bridge(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        struct nb_link_made m = {0};
-        char err[NB_ERRLEN];
+        struct nbd_link_made m = {0};
+        char err[NBD_ERRLEN];
         int r = check_count_at_run(job, 1, res, "bridge");
 
         if (r)
                 return r;
-        r = nb_link_bridge_create(links_of(job), op->bridge_create->name, nb_job_peer(job)->uid, &m,
-                                  err);
+        r = nbd_link_bridge_create(links_of(job), op->bridge_create->name, nbd_job_peer(job)->uid,
+                                   &m, err);
         if (r < 0)
-                return nb_result_set(res, -r, "bridge: %s", err);
+                return nbd_result_set(res, -r, "bridge: %s", err);
         return made(job, res, &m);
 }
 
-static int recheck_master(struct nb_job *job, const char *name, const char *master,
+static int recheck_master(struct nbd_job *job, const char *name, const char *master,
                           Netbroker__Result *res)
 {
-        const struct nb_peer *p = nb_job_peer(job);
+        const struct nbd_peer *p = nbd_job_peer(job);
 
-        return check_attach(nb_policy_for(&nb_job_ctx(job)->cfg->policy, p), p, links_of(job), name,
-                            master, res);
+        return check_attach(nbd_policy_for(&nbd_job_ctx(job)->cfg->policy, p), p, links_of(job),
+                            name, master, res);
 }
 
-static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__LinkSet *s = op->link_set;
-        struct nb_link_change c = {
+        struct nbd_link_change c = {
                 .name = s->name,
                 .up = s->state == NETBROKER__LINK_STATE__LINK_STATE_UP     ? 1
                       : s->state == NETBROKER__LINK_STATE__LINK_STATE_DOWN ? 0
@@ -642,26 +648,26 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
                 .nomaster = s->nomaster,
         };
         struct undo_link *u;
-        struct nb_link_state before;
-        char err[NB_ERRLEN];
+        struct nbd_link_state before;
+        char err[NBD_ERRLEN];
         int r, ifindex = 0;
 
-        if ((r = nb_job_check_owned(job, s->name, res)) ||
+        if ((r = nbd_job_check_owned(job, s->name, res)) ||
             (s->master[0] && (r = recheck_master(job, s->name, s->master, res))))
                 return r;
         u = calloc(1, sizeof(*u));
         if (!u)
-                return nb_result_set(res, ENOMEM, "link set: out of memory");
-        c.has_mac = s->mac[0] && nb_mac_parse(s->mac, c.mac) == 0;
+                return nbd_result_set(res, ENOMEM, "link set: out of memory");
+        c.has_mac = s->mac[0] && nbd_mac_parse(s->mac, c.mac) == 0;
         /* Take the state to put back before changing anything. */
-        r = nb_link_get_state(links_of(job), s->name, &u->state);
+        r = nbd_link_get_state(links_of(job), s->name, &u->state);
         if (r == 0)
-                r = nb_link_set(links_of(job), &c, &ifindex, err);
+                r = nbd_link_set(links_of(job), &c, &ifindex, err);
         else
                 snprintf(err, sizeof(err), "no interface %s: %s", s->name, strerror(-r));
         if (r < 0) {
                 free(u);
-                return nb_result_set(res, -r, "link set: %s", err);
+                return nbd_result_set(res, -r, "link set: %s", err);
         }
         strcpy(u->name, s->name);
         u->restore = true;
@@ -671,31 +677,31 @@ static int run_set(struct nb_job *job, const Netbroker__Op *op, Netbroker__Resul
         if (!res->ifname) {
                 res->ifname = (char *)protobuf_c_empty_string;
                 free(u);
-        } else if (nb_job_on_failure_undo(job, undo_link, free, u) == 0) { /* frees u */
+        } else if (nbd_job_on_failure_undo(job, undo_link, free, u) == 0) { /* frees u */
                 return 0;
         }
         /* This op fails, so no undo of it runs: put back what it changed. */
-        nb_link_restore(links_of(job), s->name, &before);
-        return nb_result_set(res, ENOMEM, "link set: out of memory");
+        nbd_link_restore(links_of(job), s->name, &before);
+        return nbd_result_set(res, ENOMEM, "link set: out of memory");
 }
 
 /* A deleted interface cannot be made again as it was (its fds, its
  * addresses, its peers are gone): LinkDelete is not undone. */
-static int run_delete(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        char err[NB_ERRLEN];
+        char err[NBD_ERRLEN];
         int r;
 
-        if ((r = nb_job_check_owned(job, op->link_delete->name, res)))
+        if ((r = nbd_job_check_owned(job, op->link_delete->name, res)))
                 return r;
         /* The memory first: once deleted, the interface cannot be put back. */
         res->ifname = strdup(op->link_delete->name);
         if (!res->ifname) {
                 res->ifname = (char *)protobuf_c_empty_string;
-                return nb_result_set(res, ENOMEM, "link delete: out of memory");
+                return nbd_result_set(res, ENOMEM, "link delete: out of memory");
         }
-        r = nb_link_delete(links_of(job), op->link_delete->name, err);
-        return r < 0 ? nb_result_set(res, -r, "link delete: %s", err) : 0;
+        r = nbd_link_delete(links_of(job), op->link_delete->name, err);
+        return r < 0 ? nbd_result_set(res, -r, "link delete: %s", err) : 0;
 }
 
 static int add_prefix(const char *prefix, const unsigned *used, size_t n_used, unsigned cursor,
@@ -726,67 +732,67 @@ static int add_prefix(const char *prefix, const unsigned *used, size_t n_used, u
         return p->prefix ? 0 : (p->prefix = (char *)protobuf_c_empty_string, -ENOMEM);
 }
 
-static int run_names_dump(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+static int run_names_dump(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         Netbroker__NamesResult *nr = malloc(sizeof(*nr));
 
         (void)op;
         if (!nr)
-                return nb_result_set(res, ENOMEM, "names: out of memory");
+                return nbd_result_set(res, ENOMEM, "names: out of memory");
         netbroker__names_result__init(nr);
         res->out_case = NETBROKER__RESULT__OUT_NAMES;
         res->names = nr;
-        nb_links_sync(links_of(job));
-        if (nb_names_foreach(nb_links_names(links_of(job)), add_prefix, nr) < 0)
-                return nb_result_set(res, ENOMEM, "names: out of memory");
+        nbd_links_sync(links_of(job));
+        if (nbd_names_foreach(nbd_links_names(links_of(job)), add_prefix, nr) < 0)
+                return nbd_result_set(res, ENOMEM, "names: out of memory");
         return 0;
 }
 
-const struct nb_op_handler nb_op_tap_create = {
+const struct nbd_op_handler nbd_op_tap_create = {
         .name = "tap_create",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = validate_tap,
         .run = run_tap,
 };
-const struct nb_op_handler nb_op_macvtap_create = {
+const struct nbd_op_handler nbd_op_macvtap_create = {
         .name = "macvtap_create",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = validate_macvtap,
         .run = run_macvtap,
 };
-const struct nb_op_handler nb_op_macvlan_create = {
+const struct nbd_op_handler nbd_op_macvlan_create = {
         .name = "macvlan_create",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = validate_macvlan,
         .run = run_macvlan,
 };
-const struct nb_op_handler nb_op_veth_create = {
+const struct nbd_op_handler nbd_op_veth_create = {
         .name = "veth_create",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = validate_veth,
         .run = run_veth,
 };
-const struct nb_op_handler nb_op_bridge_create = {
+const struct nbd_op_handler nbd_op_bridge_create = {
         .name = "bridge_create",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = validate_bridge,
         .run = run_bridge,
 };
-const struct nb_op_handler nb_op_link_set = {
+const struct nbd_op_handler nbd_op_link_set = {
         .name = "link_set",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = validate_set,
         .run = run_set,
 };
-const struct nb_op_handler nb_op_link_delete = {
+const struct nbd_op_handler nbd_op_link_delete = {
         .name = "link_delete",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = validate_delete,
         .run = run_delete,
 };
-const struct nb_op_handler nb_op_names_dump = {
+const struct nbd_op_handler nbd_op_names_dump = {
         .name = "names_dump",
-        .stat = NB_STAT_OPS_LINK,
+        .stat = NBD_STAT_OPS_LINK,
         .validate = NULL,
         .run = run_names_dump,
 };

@@ -10,13 +10,13 @@
 #include "dispatch.h"
 #include "stats.h"
 
-struct nb_job;
+struct nbd_job;
 
 /* What validation may look at. Validation never changes the system; it
  * may read it (does a parent interface exist?). */
-struct nb_validation {
-        const struct nb_dispatch_ctx *ctx;
-        const struct nb_peer *peer; /* who asked */
+struct nbd_validation {
+        const struct nbd_dispatch_ctx *ctx;
+        const struct nbd_peer *peer; /* who asked */
         size_t nfds; /* fds that came with the request */
         const int *fds;
         /* Explicit names created by earlier ops of the batch, so a later op
@@ -46,87 +46,87 @@ struct nb_validation {
  * value: it was 1, which is EPERM, so an op the kernel refused with EPERM
  * parked its job with nothing to resume it, and the client waited forever
  * (the structure issue gives "parked" a channel of its own). */
-#define NB_OP_PARKED 0x7ffffff0
+#define NBD_OP_PARKED 0x7ffffff0
 
-struct nb_op_handler {
+struct nbd_op_handler {
         const char *name; /* feature name in Hello */
-        enum nb_stat stat; /* counted when the op runs */
+        enum nbd_stat stat; /* counted when the op runs */
         /* Returns 0, or a positive errno with the result's message set. */
-        int (*validate)(struct nb_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
-        /* Returns 0, a positive errno (message set), or NB_OP_PARKED. */
-        int (*run)(struct nb_job *job, const Netbroker__Op *op, Netbroker__Result *res);
+        int (*validate)(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
+        /* Returns 0, a positive errno (message set), or NBD_OP_PARKED. */
+        int (*run)(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res);
         /* Ops of this kind go to the kernel together, at the batch's last
          * op of the kind (the firewall's one transaction). */
         bool batched;
 };
 
-extern const struct nb_op_handler nb_op_ping, nb_op_stats, nb_op_exec, nb_op_tap_create,
-        nb_op_macvtap_create, nb_op_macvlan_create, nb_op_veth_create, nb_op_bridge_create,
-        nb_op_link_set, nb_op_link_delete, nb_op_names_dump, nb_op_firewall_apply,
-        nb_op_firewall_remove, nb_op_firewall_list, nb_op_bandwidth_set, nb_op_bandwidth_clear;
+extern const struct nbd_op_handler nbd_op_ping, nbd_op_stats, nbd_op_exec, nbd_op_tap_create,
+        nbd_op_macvtap_create, nbd_op_macvlan_create, nbd_op_veth_create, nbd_op_bridge_create,
+        nbd_op_link_set, nbd_op_link_delete, nbd_op_names_dump, nbd_op_firewall_apply,
+        nbd_op_firewall_remove, nbd_op_firewall_list, nbd_op_bandwidth_set, nbd_op_bandwidth_clear;
 
 /* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
-bool nb_validation_claim(struct nb_validation *v, const char *key);
+bool nbd_validation_claim(struct nbd_validation *v, const char *key);
 
 /* The interface `name` exists now or an earlier op of the batch creates it;
  * else sets res (ENODEV, EINVAL) and returns its status. (op_link.c) */
-int nb_check_interface(struct nb_validation *v, const char *name, Netbroker__Result *res,
-                       const char *what);
+int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__Result *res,
+                        const char *what);
 /* A non-root caller owns interface `name` (the kernel keeps the uid it was
  * made for in its alias) or an earlier op of the batch creates it; else
  * sets res (EPERM) and returns its status. Root owns everything. */
-int nb_check_owned(struct nb_validation *v, const char *name, Netbroker__Result *res);
+int nbd_check_owned(struct nbd_validation *v, const char *name, Netbroker__Result *res);
 /* The same when the op runs (an op may wait between validation and run,
  * and the interface of that name may be another by then): for a non-root
  * caller the interface, if it exists, must be marked as made for it. */
-int nb_job_check_owned(struct nb_job *job, const char *name, Netbroker__Result *res);
+int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result *res);
 
 /* For batched ops: is this the batch's last op of its kind, and a slot for
  * the state they share. When the job ends, before its reply, finish(job,
  * data, failed) runs (failed: the op that stopped the batch, or SIZE_MAX),
  * unless the client is gone; then free_fn(data). */
-bool nb_job_is_last_batched(const struct nb_job *job);
-void **nb_job_batch_slot(struct nb_job *job,
-                         void (*finish)(struct nb_job *job, void *data, size_t failed),
-                         void (*free_fn)(void *data));
+bool nbd_job_is_last_batched(const struct nbd_job *job);
+void **nbd_job_batch_slot(struct nbd_job *job,
+                          void (*finish)(struct nbd_job *job, void *data, size_t failed),
+                          void (*free_fn)(void *data));
 
 /* Set a result's status and message; returns err. */
-int nb_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
+int nbd_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
 /* Record an explicit name created by an op being validated. */
-void nb_validation_created(struct nb_validation *v, const char *name);
-bool nb_validation_was_created(const struct nb_validation *v, const char *name);
-void nb_validation_exists(struct nb_validation *v, const char *name);
+void nbd_validation_created(struct nbd_validation *v, const char *name);
+bool nbd_validation_was_created(const struct nbd_validation *v, const char *name);
+void nbd_validation_exists(struct nbd_validation *v, const char *name);
 /* An op of the batch deletes name: it neither exists nor was created. */
-void nb_validation_forget(struct nb_validation *v, const char *name);
-bool nb_validation_known_to_exist(const struct nb_validation *v, const char *name);
+void nbd_validation_forget(struct nbd_validation *v, const char *name);
+bool nbd_validation_known_to_exist(const struct nbd_validation *v, const char *name);
 
-const struct nb_dispatch_ctx *nb_job_ctx(const struct nb_job *job);
-const struct nb_peer *nb_job_peer(const struct nb_job *job);
+const struct nbd_dispatch_ctx *nbd_job_ctx(const struct nbd_job *job);
+const struct nbd_peer *nbd_job_peer(const struct nbd_job *job);
 /* The request fd at index i (still owned by the job), or -1. */
-int nb_job_request_fd(const struct nb_job *job, size_t i);
+int nbd_job_request_fd(const struct nbd_job *job, size_t i);
 /* Bytes of program output this request may still carry in its reply. */
-size_t nb_job_reply_budget(const struct nb_job *job);
-void nb_job_spend_reply_budget(struct nb_job *job, size_t n);
+size_t nbd_job_reply_budget(const struct nbd_job *job);
+void nbd_job_spend_reply_budget(struct nbd_job *job, size_t n);
 
 /* Hand fds an op made to the client (they are sent at once, before the
  * reply) and note their indices in res. Takes ownership of the fds. */
-int nb_job_give_fds(struct nb_job *job, Netbroker__Result *res, int *fds, size_t n);
+int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size_t n);
 
 /* Run undo(data) if a later op of the batch fails (and the request did not
  * ask to go on); free_data(data) in any case when the job ends. */
-int nb_job_on_failure_undo(struct nb_job *job, void (*undo)(struct nb_job *job, void *data),
-                           void (*free_data)(void *data), void *data);
+int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
+                            void (*free_data)(void *data), void *data);
 
-/* The op is under way and will call nb_job_op_done(); cancel(data) stops
+/* The op is under way and will call nbd_job_op_done(); cancel(data) stops
  * it if the client goes away first. */
-void nb_job_park(struct nb_job *job, void (*cancel)(void *data), void *data);
+void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data);
 
 /* An op that parked is done: record its status and go on. */
-void nb_job_op_done(struct nb_job *job);
+void nbd_job_op_done(struct nbd_job *job);
 
-/* For Exec: 0 when the caller may spawn now; NB_OP_PARKED when the job
+/* For Exec: 0 when the caller may spawn now; NBD_OP_PARKED when the job
  * waits for a slot (it resumes by running the op again); or a positive
  * errno with res set (the caller's share, or max_pending_spawns, is full). */
-int nb_job_spawn_admit(struct nb_job *job, Netbroker__Result *res);
+int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res);

@@ -9,12 +9,12 @@
 #define SO_PEERGROUPS 59
 #endif
 
-int nb_peer_from_socket(int fd, struct nb_peer *ret)
+int nbd_peer_from_socket(int fd, struct nbd_peer *ret)
 {
-        struct nb_peer p = {0};
+        struct nbd_peer p = {0};
         struct ucred cred;
         socklen_t len = sizeof(cred);
-        gid_t groups[NB_PEER_MAX_GROUPS];
+        gid_t groups[NBD_PEER_MAX_GROUPS];
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return -errno;
@@ -34,7 +34,7 @@ int nb_peer_from_socket(int fd, struct nb_peer *ret)
                 socklen_t blen = len <= sizeof(big) ? len : sizeof(big);
                 if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, big, &blen) == 0) {
                         memcpy(groups, big, sizeof(groups));
-                        p.n_groups = NB_PEER_MAX_GROUPS;
+                        p.n_groups = NBD_PEER_MAX_GROUPS;
                 }
         } else if (errno != ENOPROTOOPT) {
                 return -errno;
@@ -44,7 +44,7 @@ int nb_peer_from_socket(int fd, struct nb_peer *ret)
         return 0;
 }
 
-bool nb_peer_in_group(const struct nb_peer *p, gid_t g)
+bool nbd_peer_in_group(const struct nbd_peer *p, gid_t g)
 {
         if (p->gid == g)
                 return true;

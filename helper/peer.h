@@ -7,27 +7,27 @@
 #include <sys/types.h>
 
 /* Supplementary groups kept per peer; a peer in more is judged on the first
- * NB_PEER_MAX_GROUPS the kernel reports (a group grant it misses is a
+ * NBD_PEER_MAX_GROUPS the kernel reports (a group grant it misses is a
  * refusal, never a grant it should not have). */
-#define NB_PEER_MAX_GROUPS 64
+#define NBD_PEER_MAX_GROUPS 64
 
-struct nb_peer {
+struct nbd_peer {
         uid_t uid;
         gid_t gid;
         pid_t pid;
-        gid_t groups[NB_PEER_MAX_GROUPS]; /* supplementary (SO_PEERGROUPS) */
+        gid_t groups[NBD_PEER_MAX_GROUPS]; /* supplementary (SO_PEERGROUPS) */
         size_t n_groups;
 };
 
 /* SO_PEERCRED and SO_PEERGROUPS of a connected AF_UNIX socket. Returns 0 or
  * -errno; *ret is untouched on failure. A kernel without SO_PEERGROUPS
  * (before 4.13) gives the effective gid alone. */
-int nb_peer_from_socket(int fd, struct nb_peer *ret);
+int nbd_peer_from_socket(int fd, struct nbd_peer *ret);
 
-static inline bool nb_peer_is_root(const struct nb_peer *p)
+static inline bool nbd_peer_is_root(const struct nbd_peer *p)
 {
         return p->uid == 0;
 }
 
 /* The effective gid or one of the supplementary groups is g. */
-bool nb_peer_in_group(const struct nb_peer *p, gid_t g);
+bool nbd_peer_in_group(const struct nbd_peer *p, gid_t g);

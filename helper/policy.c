@@ -15,7 +15,7 @@
 #include "names.h"
 
 /* Ops a section may grant, by the name of their handler (dispatch.c), in
- * the order of the bits of nb_policy_section.ops. */
+ * the order of the bits of nbd_policy_section.ops. */
 static const char *const grantable[] = {
         "tap_create",      "macvtap_create", "macvlan_create",  "veth_create",
         "bridge_create",   "link_set",       "link_delete",     "firewall_apply",
@@ -32,7 +32,7 @@ static const char *const grantable[] = {
 static const char *const always[] = {"ping", "stats", "names_dump", "firewall_list"};
 #define N_ALWAYS (sizeof(always) / sizeof(*always))
 
-const char *const nb_policy_mode_names[4] = {"bridge", "vepa", "private", "passthru"};
+const char *const nbd_policy_mode_names[4] = {"bridge", "vepa", "private", "passthru"};
 /* Without a macvlan_modes key: every mode but passthru, which hands the
  * whole uplink (and every frame on it) to the caller. */
 #define DEFAULT_MODES 0x7u
@@ -48,7 +48,7 @@ static void whyf(char *why, size_t len, const char *fmt, ...)
         va_end(ap);
 }
 
-static void section_free(struct nb_policy_section *s)
+static void section_free(struct nbd_policy_section *s)
 {
         if (!s)
                 return;
@@ -57,7 +57,7 @@ static void section_free(struct nb_policy_section *s)
         free(s);
 }
 
-void nb_policy_free(struct nb_policy *p)
+void nbd_policy_free(struct nbd_policy *p)
 {
         for (size_t i = 0; i < p->n; i++)
                 section_free(p->sections[i]);
@@ -87,7 +87,7 @@ static int parse_id(const char *w, unsigned *ret)
 }
 
 /* The file name, kept once for all the sections read from it. */
-static const char *intern_file(struct nb_policy *p, const char *file)
+static const char *intern_file(struct nbd_policy *p, const char *file)
 {
         char **grown;
 
@@ -136,11 +136,11 @@ static int resolve(const char *kind, const char *name, bool *ret_group, unsigned
         return 0;
 }
 
-int nb_policy_begin(struct nb_policy *p, const char *header, const char *file, unsigned line,
-                    char *why, size_t len)
+int nbd_policy_begin(struct nbd_policy *p, const char *header, const char *file, unsigned line,
+                     char *why, size_t len)
 {
         char words[3][64], extra[2];
-        struct nb_policy_section *s, **grown;
+        struct nbd_policy_section *s, **grown;
         bool group = false;
         unsigned id = 0;
         int r;
@@ -184,12 +184,12 @@ int nb_policy_begin(struct nb_policy *p, const char *header, const char *file, u
         snprintf(s->label, sizeof(s->label), "policy %s %s", words[1], words[2]);
         s->line = line;
         s->modes = DEFAULT_MODES;
-        s->max_devices = NB_POLICY_DEFAULT_MAX_DEVICES;
+        s->max_devices = NBD_POLICY_DEFAULT_MAX_DEVICES;
         p->sections[p->n++] = s;
         return 0;
 }
 
-static int set_ops(struct nb_policy_section *s, char *v, unsigned line, char *why, size_t len)
+static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, char *why, size_t len)
 {
         char *save = NULL;
 
@@ -225,15 +225,15 @@ static int set_names(char (*names)[IFNAMSIZ], size_t *n, const char *key, char *
         char *save = NULL;
 
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-                if (!nb_ifname_valid(w)) {
+                if (!nbd_ifname_valid(w)) {
                         whyf(why, len,
                              "%s: '%s' is not an interface name (1-15 bytes, no '/', ':' or "
                              "white space)",
                              key, w);
                         return -EINVAL;
                 }
-                if (*n >= NB_POLICY_MAX_NAMES) {
-                        whyf(why, len, "%s: more than %d names", key, NB_POLICY_MAX_NAMES);
+                if (*n >= NBD_POLICY_MAX_NAMES) {
+                        whyf(why, len, "%s: more than %d names", key, NBD_POLICY_MAX_NAMES);
                         return -E2BIG;
                 }
                 snprintf(names[(*n)++], IFNAMSIZ, "%s", w);
@@ -241,7 +241,7 @@ static int set_names(char (*names)[IFNAMSIZ], size_t *n, const char *key, char *
         return 0;
 }
 
-static int set_modes(struct nb_policy_section *s, char *v, char *why, size_t len)
+static int set_modes(struct nbd_policy_section *s, char *v, char *why, size_t len)
 {
         char *save = NULL;
 
@@ -250,7 +250,7 @@ static int set_modes(struct nb_policy_section *s, char *v, char *why, size_t len
         s->modes_set = true;
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 unsigned m;
-                for (m = 0; m < 4 && strcmp(w, nb_policy_mode_names[m]) != 0; m++)
+                for (m = 0; m < 4 && strcmp(w, nbd_policy_mode_names[m]) != 0; m++)
                         ;
                 if (m == 4) {
                         whyf(why, len,
@@ -264,7 +264,7 @@ static int set_modes(struct nb_policy_section *s, char *v, char *why, size_t len
         return 0;
 }
 
-static int set_exec(struct nb_policy_section *s, char *v, unsigned line, char *why, size_t len)
+static int set_exec(struct nbd_policy_section *s, char *v, unsigned line, char *why, size_t len)
 {
         char *save = NULL;
 
@@ -273,8 +273,8 @@ static int set_exec(struct nb_policy_section *s, char *v, unsigned line, char *w
                         whyf(why, len, "exec: '%s' is not an absolute path", w);
                         return -EINVAL;
                 }
-                if (s->n_exec >= NB_POLICY_MAX_PROGRAMS) {
-                        whyf(why, len, "exec: more than %d programs", NB_POLICY_MAX_PROGRAMS);
+                if (s->n_exec >= NBD_POLICY_MAX_PROGRAMS) {
+                        whyf(why, len, "exec: more than %d programs", NBD_POLICY_MAX_PROGRAMS);
                         return -E2BIG;
                 }
                 s->exec[s->n_exec] = strdup(w);
@@ -287,10 +287,10 @@ static int set_exec(struct nb_policy_section *s, char *v, unsigned line, char *w
         return 0;
 }
 
-int nb_policy_set(struct nb_policy *p, const char *key, char *v, unsigned line, char *why,
-                  size_t len)
+int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line, char *why,
+                   size_t len)
 {
-        struct nb_policy_section *s = p->n ? p->sections[p->n - 1] : NULL;
+        struct nbd_policy_section *s = p->n ? p->sections[p->n - 1] : NULL;
         unsigned n;
 
         if (!s) {
@@ -333,7 +333,7 @@ int nb_policy_set(struct nb_policy *p, const char *key, char *v, unsigned line, 
         return -EINVAL;
 }
 
-static int check_section(const struct nb_policy_section *s, const struct nb_config *c, char *err,
+static int check_section(const struct nbd_policy_section *s, const struct nbd_config *c, char *err,
                          size_t len)
 {
         if ((s->ops & CREATE_OPS) && !s->n_prefixes) {
@@ -356,7 +356,7 @@ static int check_section(const struct nb_policy_section *s, const struct nb_conf
                                  s->file, s->exec_line[i], s->label);
                         return -EINVAL;
                 }
-                if (!nb_config_exec_allowed(c, s->exec[i])) {
+                if (!nbd_config_exec_allowed(c, s->exec[i])) {
                         snprintf(err, len, "%s:%u: exec: %s is not on exec_allow", s->file,
                                  s->exec_line[i], s->exec[i]);
                         return -EINVAL;
@@ -365,7 +365,7 @@ static int check_section(const struct nb_policy_section *s, const struct nb_conf
         return 0;
 }
 
-int nb_policy_check(const struct nb_policy *p, const struct nb_config *c, char *err, size_t len)
+int nbd_policy_check(const struct nbd_policy *p, const struct nbd_config *c, char *err, size_t len)
 {
         for (size_t i = 0; i < p->n; i++) {
                 int r = check_section(p->sections[i], c, err, len);
@@ -377,36 +377,37 @@ int nb_policy_check(const struct nb_policy *p, const struct nb_config *c, char *
 
 /* ---- queries ---- */
 
-const struct nb_policy_section *nb_policy_for(const struct nb_policy *p, const struct nb_peer *peer)
+const struct nbd_policy_section *nbd_policy_for(const struct nbd_policy *p,
+                                                const struct nbd_peer *peer)
 {
-        if (nb_peer_is_root(peer))
+        if (nbd_peer_is_root(peer))
                 return NULL;
         for (size_t i = 0; i < p->n; i++)
                 if (!p->sections[i]->is_group && p->sections[i]->id == peer->uid)
                         return p->sections[i];
         for (size_t i = 0; i < p->n; i++)
-                if (p->sections[i]->is_group && nb_peer_in_group(peer, p->sections[i]->id))
+                if (p->sections[i]->is_group && nbd_peer_in_group(peer, p->sections[i]->id))
                         return p->sections[i];
         return NULL;
 }
 
-bool nb_policy_admits(const struct nb_policy *p, const struct nb_peer *peer)
+bool nbd_policy_admits(const struct nbd_policy *p, const struct nbd_peer *peer)
 {
-        return nb_policy_for(p, peer) != NULL;
+        return nbd_policy_for(p, peer) != NULL;
 }
 
-int nb_policy_check_op(const struct nb_policy *p, const struct nb_peer *peer, const char *op,
-                       char *why, size_t len)
+int nbd_policy_check_op(const struct nbd_policy *p, const struct nbd_peer *peer, const char *op,
+                        char *why, size_t len)
 {
-        const struct nb_policy_section *s;
+        const struct nbd_policy_section *s;
         size_t i;
 
-        if (nb_peer_is_root(peer))
+        if (nbd_peer_is_root(peer))
                 return 0;
         for (i = 0; i < N_ALWAYS; i++)
                 if (strcmp(op, always[i]) == 0)
                         return 0;
-        s = nb_policy_for(p, peer);
+        s = nbd_policy_for(p, peer);
         for (i = 0; i < N_GRANTABLE && strcmp(op, grantable[i]) != 0; i++)
                 ;
         if (s && i < N_GRANTABLE && (s->ops & OP_BIT(i)))
@@ -425,14 +426,14 @@ int nb_policy_check_op(const struct nb_policy *p, const struct nb_peer *peer, co
         return -EPERM;
 }
 
-int nb_policy_check_exec(const struct nb_policy *p, const struct nb_peer *peer, const char *path,
-                         char *why, size_t len)
+int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *peer, const char *path,
+                          char *why, size_t len)
 {
-        const struct nb_policy_section *s;
+        const struct nbd_policy_section *s;
 
-        if (nb_peer_is_root(peer))
+        if (nbd_peer_is_root(peer))
                 return 0;
-        s = nb_policy_for(p, peer);
+        s = nbd_policy_for(p, peer);
         for (size_t i = 0; s && i < s->n_exec; i++)
                 if (strcmp(s->exec[i], path) == 0)
                         return 0;
@@ -453,22 +454,22 @@ static bool in_names(const char (*names)[IFNAMSIZ], size_t n, const char *name)
         return false;
 }
 
-bool nb_policy_may_bridge(const struct nb_policy_section *s, const char *name)
+bool nbd_policy_may_bridge(const struct nbd_policy_section *s, const char *name)
 {
         return s && in_names(s->bridges, s->n_bridges, name);
 }
 
-bool nb_policy_may_parent(const struct nb_policy_section *s, const char *name)
+bool nbd_policy_may_parent(const struct nbd_policy_section *s, const char *name)
 {
         return s && in_names(s->parents, s->n_parents, name);
 }
 
-bool nb_policy_may_mode(const struct nb_policy_section *s, unsigned mode)
+bool nbd_policy_may_mode(const struct nbd_policy_section *s, unsigned mode)
 {
         return s && mode < 4 && (s->modes & (1u << mode));
 }
 
-bool nb_policy_may_name(const struct nb_policy_section *s, const char *name)
+bool nbd_policy_may_name(const struct nbd_policy_section *s, const char *name)
 {
         for (size_t i = 0; s && i < s->n_prefixes; i++)
                 if (strncmp(name, s->prefixes[i], strlen(s->prefixes[i])) == 0)
@@ -476,7 +477,7 @@ bool nb_policy_may_name(const struct nb_policy_section *s, const char *name)
         return false;
 }
 
-void nb_policy_prefixes(const struct nb_policy_section *s, char *buf, size_t len)
+void nbd_policy_prefixes(const struct nbd_policy_section *s, char *buf, size_t len)
 {
         size_t at = 0;
 

@@ -17,7 +17,7 @@
  * anyone else the section that applies is the one of its uid, else the
  * first group section, in the order read, whose gid is its effective gid or
  * one of its supplementary groups; no section grants nothing. A section
- * also admits its uid or group (nb_policy_admits).
+ * also admits its uid or group (nbd_policy_admits).
  *
  * The ops and the limits are checked by the dispatcher and the op files;
  * this file only parses and answers. Ownership of objects is kept in the
@@ -32,51 +32,51 @@
 
 #include "peer.h"
 
-#define NB_POLICY_DEFAULT_DIR "/etc/netbroker/policy.d"
-#define NB_POLICY_MAX_NAMES 32 /* entries of bridges, parents and name_prefixes */
-#define NB_POLICY_MAX_PROGRAMS 64
-#define NB_POLICY_DEFAULT_MAX_DEVICES 16
-#define NB_POLICY_WHYLEN 384
+#define NBD_POLICY_DEFAULT_DIR "/etc/netbroker/policy.d"
+#define NBD_POLICY_MAX_NAMES 32 /* entries of bridges, parents and name_prefixes */
+#define NBD_POLICY_MAX_PROGRAMS 64
+#define NBD_POLICY_DEFAULT_MAX_DEVICES 16
+#define NBD_POLICY_WHYLEN 384
 
-struct nb_config;
+struct nbd_config;
 
-struct nb_policy_section {
+struct nbd_policy_section {
         bool is_group; /* else a uid section */
         unsigned id; /* the uid or gid */
         char label[136]; /* "policy user alice", for messages: "[policy user alice]" */
-        const char *file; /* where it was read (owned by struct nb_policy) */
+        const char *file; /* where it was read (owned by struct nbd_policy) */
         unsigned line;
         uint32_t ops; /* one bit per grantable op */
-        char bridges[NB_POLICY_MAX_NAMES][IFNAMSIZ];
+        char bridges[NBD_POLICY_MAX_NAMES][IFNAMSIZ];
         size_t n_bridges;
-        char parents[NB_POLICY_MAX_NAMES][IFNAMSIZ];
+        char parents[NBD_POLICY_MAX_NAMES][IFNAMSIZ];
         size_t n_parents;
-        char prefixes[NB_POLICY_MAX_NAMES][IFNAMSIZ];
+        char prefixes[NBD_POLICY_MAX_NAMES][IFNAMSIZ];
         size_t n_prefixes;
-        unsigned modes; /* one bit per macvlan mode, in the order of nb_policy_mode_names */
+        unsigned modes; /* one bit per macvlan mode, in the order of nbd_policy_mode_names */
         bool modes_set;
         unsigned max_devices;
         bool netns_own;
-        char *exec[NB_POLICY_MAX_PROGRAMS];
-        unsigned exec_line[NB_POLICY_MAX_PROGRAMS];
+        char *exec[NBD_POLICY_MAX_PROGRAMS];
+        unsigned exec_line[NBD_POLICY_MAX_PROGRAMS];
         size_t n_exec;
         /* Lines for the checks made once everything is read (0: none). */
         unsigned create_line; /* the first 'ops' that granted a create op */
         unsigned exec_op_line; /* the 'ops' that granted exec */
 };
 
-struct nb_policy {
-        struct nb_policy_section **sections; /* in the order read */
+struct nbd_policy {
+        struct nbd_policy_section **sections; /* in the order read */
         size_t n;
         char **files;
         size_t n_files;
 };
 
 /* "bridge", "vepa", "private", "passthru": the order of link.h's
- * enum nb_macvlan_mode and of the protocol's. */
-extern const char *const nb_policy_mode_names[4];
+ * enum nbd_macvlan_mode and of the protocol's. */
+extern const char *const nbd_policy_mode_names[4];
 
-void nb_policy_free(struct nb_policy *p);
+void nbd_policy_free(struct nbd_policy *p);
 
 /* ---- reading (driven by config.c, one line at a time) ----
  * Each returns 0 or -errno and, on failure, writes why into why (without
@@ -84,35 +84,35 @@ void nb_policy_free(struct nb_policy *p);
 
 /* A section starts: header is the text between the brackets ("policy uid
  * 1000"). Users and groups are resolved now. */
-int nb_policy_begin(struct nb_policy *p, const char *header, const char *file, unsigned line,
-                    char *why, size_t len);
+int nbd_policy_begin(struct nbd_policy *p, const char *header, const char *file, unsigned line,
+                     char *why, size_t len);
 /* A "key = value" line inside the current section. */
-int nb_policy_set(struct nb_policy *p, const char *key, char *value, unsigned line, char *why,
-                  size_t len);
+int nbd_policy_set(struct nbd_policy *p, const char *key, char *value, unsigned line, char *why,
+                   size_t len);
 /* Checks that need everything read (exec_allow may come later in the
  * file): a create op granted without name_prefixes, exec programs not on
  * exec_allow, exec without its op. On error writes "path:line: why" to err. */
-int nb_policy_check(const struct nb_policy *p, const struct nb_config *c, char *err, size_t len);
+int nbd_policy_check(const struct nbd_policy *p, const struct nbd_config *c, char *err, size_t len);
 
 /* ---- queries ---- */
 
 /* The section that applies to peer, or NULL (none, or root). */
-const struct nb_policy_section *nb_policy_for(const struct nb_policy *p,
-                                              const struct nb_peer *peer);
+const struct nbd_policy_section *nbd_policy_for(const struct nbd_policy *p,
+                                                const struct nbd_peer *peer);
 /* A section is written for peer's uid or one of its groups. */
-bool nb_policy_admits(const struct nb_policy *p, const struct nb_peer *peer);
+bool nbd_policy_admits(const struct nbd_policy *p, const struct nbd_peer *peer);
 /* May peer run op (a handler's name, "tap_create")? 0, or -EPERM with a
  * sentence in why that names the uid, the op and what would grant it. */
-int nb_policy_check_op(const struct nb_policy *p, const struct nb_peer *peer, const char *op,
-                       char *why, size_t len);
+int nbd_policy_check_op(const struct nbd_policy *p, const struct nbd_peer *peer, const char *op,
+                        char *why, size_t len);
 /* May peer Exec path (which is on exec_allow)? 0 or -EPERM, as above. */
-int nb_policy_check_exec(const struct nb_policy *p, const struct nb_peer *peer, const char *path,
-                         char *why, size_t len);
+int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *peer, const char *path,
+                          char *why, size_t len);
 
-bool nb_policy_may_bridge(const struct nb_policy_section *s, const char *name);
-bool nb_policy_may_parent(const struct nb_policy_section *s, const char *name);
-bool nb_policy_may_mode(const struct nb_policy_section *s, unsigned mode);
+bool nbd_policy_may_bridge(const struct nbd_policy_section *s, const char *name);
+bool nbd_policy_may_parent(const struct nbd_policy_section *s, const char *name);
+bool nbd_policy_may_mode(const struct nbd_policy_section *s, unsigned mode);
 /* name (or template) starts with one of the section's name_prefixes. */
-bool nb_policy_may_name(const struct nb_policy_section *s, const char *name);
+bool nbd_policy_may_name(const struct nbd_policy_section *s, const char *name);
 /* The name_prefixes, space-separated, for messages. */
-void nb_policy_prefixes(const struct nb_policy_section *s, char *buf, size_t len);
+void nbd_policy_prefixes(const struct nbd_policy_section *s, char *buf, size_t len);

@@ -20,7 +20,7 @@
 #include "peer.h"
 #include "stats.h"
 
-NB_LOG_CATEGORY(server);
+NBD_LOG_CATEGORY(server);
 
 #define MAX_LISTENERS 8
 /* Frames handled per wake-up, so one busy client cannot starve the others;
@@ -35,7 +35,7 @@ struct conn;
 
 struct conn_job {
         struct conn *conn;
-        struct nb_job *job;
+        struct nbd_job *job;
         size_t mem; /* the decoded request and the reply room it was given */
         unsigned nfds; /* fds that came with the request, held until it ends */
         bool finished;
@@ -43,10 +43,10 @@ struct conn_job {
 };
 
 struct conn {
-        struct nb_server *srv;
-        struct nb_watch w;
+        struct nbd_server *srv;
+        struct nbd_watch w;
         int fd;
-        struct nb_peer peer; /* from the kernel, at accept */
+        struct nbd_peer peer; /* from the kernel, at accept */
         bool hello_done;
         bool closing; /* an Error is queued: close once it is sent */
         /* The socket failed or the Error is out: nothing more is read or
@@ -56,9 +56,9 @@ struct conn {
         bool closed;
         bool refs_blocked; /* fds cannot go now (see conn_fds_may_go): the retry timer flushes */
         uint32_t events; /* what the connection is watched for now */
-        struct nb_frame_reader rd;
-        struct nb_frame_out *out_head, *out_tail;
-        struct nb_timer frame_timer, idle_timer, retry_timer, close_timer, hello_timer;
+        struct nbp_frame_reader rd;
+        struct nbp_frame_out *out_head, *out_tail;
+        struct nbd_timer frame_timer, idle_timer, retry_timer, close_timer, hello_timer;
         struct conn_job *jobs;
         unsigned n_jobs;
         /* Memory this connection holds: requests being run (with the reply
@@ -72,18 +72,18 @@ struct conn {
         struct conn *next;
 };
 
-struct nb_server {
-        const struct nb_config *cfg;
-        struct nb_loop *loop;
-        struct nb_dispatch_ctx dctx;
-        struct nb_watch listeners[MAX_LISTENERS];
+struct nbd_server {
+        const struct nbd_config *cfg;
+        struct nbd_loop *loop;
+        struct nbd_dispatch_ctx dctx;
+        struct nbd_watch listeners[MAX_LISTENERS];
         size_t n_listeners;
         struct conn *conns;
         unsigned n_conns;
         unsigned n_conns_nonroot;
         unsigned fds_in_flight_nonroot; /* the sum over non-root connections */
         unsigned fds_held_nonroot; /* the sum of fds_held over non-root connections */
-        struct nb_timer accept_pause;
+        struct nbd_timer accept_pause;
 };
 
 static void conn_close(struct conn *c);
@@ -92,7 +92,7 @@ static bool conn_fds_may_go(struct conn *c, size_t n);
 static void conn_fds_sent(struct conn *c, size_t n);
 static void conn_arm_idle(struct conn *c);
 static void conn_flush(struct conn *c);
-static void conn_push(struct conn *c, struct nb_frame_out *f);
+static void conn_push(struct conn *c, struct nbp_frame_out *f);
 
 /* ---- output ---- */
 
@@ -104,11 +104,11 @@ static void conn_push(struct conn *c, struct nb_frame_out *f);
  * its fd limit and keep root from connecting. */
 static bool conn_may_read(const struct conn *c)
 {
-        const struct nb_config *cfg = c->srv->cfg;
+        const struct nbd_config *cfg = c->srv->cfg;
 
         if (c->mem >= cfg->max_connection_memory || c->fds_held)
                 return false;
-        return nb_peer_is_root(&c->peer) ||
+        return nbd_peer_is_root(&c->peer) ||
                c->srv->fds_held_nonroot + cfg->max_fds_per_frame <= cfg->fd_limit / 8;
 }
 
@@ -132,7 +132,7 @@ static void conn_update_events(struct conn *c)
         if (events == c->events)
                 return;
         c->events = events;
-        nb_loop_modify(c->srv->loop, &c->w, events);
+        nbd_loop_modify(c->srv->loop, &c->w, events);
 }
 
 static void on_retry_flush(void *data)
@@ -149,7 +149,7 @@ static void conn_fds_refresh(struct conn *c)
 
         if (!c->fds_in_flight || ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
                 return;
-        if (!nb_peer_is_root(&c->peer))
+        if (!nbd_peer_is_root(&c->peer))
                 c->srv->fds_in_flight_nonroot -= c->fds_in_flight;
         c->fds_in_flight = 0;
 }
@@ -161,19 +161,19 @@ static void conn_fds_refresh(struct conn *c)
  * quarter of the helper's fd limit, so the others always have room. */
 static bool conn_fds_may_go(struct conn *c, size_t n)
 {
-        const struct nb_config *cfg = c->srv->cfg;
+        const struct nbd_config *cfg = c->srv->cfg;
 
         conn_fds_refresh(c);
         if (c->fds_in_flight && c->fds_in_flight + n > cfg->max_fds_in_flight)
                 return false;
-        return nb_peer_is_root(&c->peer) || !c->srv->fds_in_flight_nonroot ||
+        return nbd_peer_is_root(&c->peer) || !c->srv->fds_in_flight_nonroot ||
                c->srv->fds_in_flight_nonroot + n <= cfg->fd_limit / 4;
 }
 
 static void conn_fds_sent(struct conn *c, size_t n)
 {
         c->fds_in_flight += (unsigned)n;
-        if (!nb_peer_is_root(&c->peer))
+        if (!nbd_peer_is_root(&c->peer))
                 c->srv->fds_in_flight_nonroot += (unsigned)n;
 }
 
@@ -185,10 +185,10 @@ static void conn_flush(struct conn *c)
                 return;
         c->refs_blocked = false;
         while (c->out_head) {
-                struct nb_frame_out *head = c->out_head;
+                struct nbp_frame_out *head = c->out_head;
                 size_t nfds = head->off == 0 ? head->nfds : 0;
                 int r = nfds && !conn_fds_may_go(c, nfds) ? -ETOOMANYREFS
-                                                          : nb_frame_write(c->fd, head);
+                                                          : nbp_frame_write(c->fd, head);
                 if (r == 0)
                         break;
                 if (r == -ETOOMANYREFS) {
@@ -196,11 +196,11 @@ static void conn_flush(struct conn *c)
                          * by the client: the socket is writable, so EPOLLOUT
                          * would spin. Try again in a moment. */
                         c->refs_blocked = true;
-                        nb_timer_arm(c->srv->loop, &c->retry_timer, 2, on_retry_flush, c);
+                        nbd_timer_arm(c->srv->loop, &c->retry_timer, 2, on_retry_flush, c);
                         break;
                 }
                 if (r < 0) {
-                        nb_debug("write to pid %d failed: %s", (int)c->peer.pid, strerror(-r));
+                        nbd_debug("write to pid %d failed: %s", (int)c->peer.pid, strerror(-r));
                         conn_close_later(c);
                         return;
                 }
@@ -209,7 +209,7 @@ static void conn_flush(struct conn *c)
                         c->out_tail = NULL;
                 conn_fds_sent(c, nfds);
                 c->mem -= head->len;
-                nb_frame_out_free(head);
+                nbp_frame_out_free(head);
         }
         if (!c->out_head && c->closing) {
                 conn_close_later(c);
@@ -219,14 +219,14 @@ static void conn_flush(struct conn *c)
         if (had_output && !c->out_head)
                 for (struct conn_job *cj = c->jobs; cj; cj = cj->next)
                         if (!cj->finished && cj->job)
-                                nb_job_output_drained(cj->job);
+                                nbd_job_output_drained(cj->job);
 }
 
 /* Queue a frame (taking it) and send what the socket takes. */
-static void conn_push(struct conn *c, struct nb_frame_out *f)
+static void conn_push(struct conn *c, struct nbp_frame_out *f)
 {
         if (c->closed || c->dead) {
-                nb_frame_out_free(f);
+                nbp_frame_out_free(f);
                 return;
         }
         if (c->out_tail)
@@ -240,8 +240,8 @@ static void conn_push(struct conn *c, struct nb_frame_out *f)
 
 static int conn_queue(struct conn *c, const Netbroker__ServerMessage *m)
 {
-        struct nb_frame_out *f;
-        int r = nb_pack_frame(&m->base, &f);
+        struct nbp_frame_out *f;
+        int r = nbp_pack_frame(&m->base, &f);
 
         if (r < 0)
                 return r;
@@ -263,7 +263,7 @@ static void conn_fail(struct conn *c, int status, uint64_t request_id, const cha
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        nb_info("closing connection of pid %d: %s", (int)c->peer.pid, msg);
+        nbd_info("closing connection of pid %d: %s", (int)c->peer.pid, msg);
         e.status = status;
         e.message = msg;
         e.request_id = request_id;
@@ -271,8 +271,8 @@ static void conn_fail(struct conn *c, int status, uint64_t request_id, const cha
         m.error = &e;
         c->closing = true;
         /* Nothing more is read from a connection that is being closed. */
-        nb_frame_reader_reset(&c->rd);
-        nb_timer_cancel(c->srv->loop, &c->frame_timer);
+        nbp_frame_reader_reset(&c->rd);
+        nbd_timer_cancel(c->srv->loop, &c->frame_timer);
         if (conn_queue(c, &m) < 0)
                 conn_close_later(c);
 }
@@ -288,12 +288,12 @@ static void free_conn_job(void *p)
  * non-root ones the shared bound held back, may be read again. */
 static void conn_release_fds(struct conn *c, struct conn_job *cj)
 {
-        struct nb_server *s = c->srv;
+        struct nbd_server *s = c->srv;
 
         if (!cj->nfds)
                 return;
         c->fds_held -= cj->nfds;
-        if (!nb_peer_is_root(&c->peer)) {
+        if (!nbd_peer_is_root(&c->peer)) {
                 s->fds_held_nonroot -= cj->nfds;
                 for (struct conn *o = s->conns; o; o = o->next)
                         if (o != c)
@@ -303,7 +303,7 @@ static void conn_release_fds(struct conn *c, struct conn_job *cj)
         conn_update_events(c);
 }
 
-static void on_job_done(struct nb_job *job, const Netbroker__Reply *reply, void *data)
+static void on_job_done(struct nbd_job *job, const Netbroker__Reply *reply, void *data)
 {
         struct conn_job *cj = data;
         struct conn *c = cj->conn;
@@ -319,7 +319,7 @@ static void on_job_done(struct nb_job *job, const Netbroker__Reply *reply, void 
                         break;
                 }
         c->n_jobs--;
-        nb_loop_defer_free(c->srv->loop, free_conn_job, cj);
+        nbd_loop_defer_free(c->srv->loop, free_conn_job, cj);
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_REPLY;
         m.reply = (Netbroker__Reply *)reply;
         if (conn_queue(c, &m) < 0)
@@ -336,7 +336,7 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         struct conn *c = cj->conn;
         Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
         Netbroker__Fds f = NETBROKER__FDS__INIT;
-        struct nb_frame_out *frame;
+        struct nbp_frame_out *frame;
         int r;
 
         f.request_id = request_id;
@@ -344,7 +344,7 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         f.count = (uint32_t)n;
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_FDS;
         m.fds = &f;
-        r = n <= NB_FRAME_MAX_FDS ? nb_pack_frame(&m.base, &frame) : -E2BIG;
+        r = n <= NBP_FRAME_MAX_FDS ? nbp_pack_frame(&m.base, &frame) : -E2BIG;
         if (r < 0) {
                 for (size_t i = 0; i < n; i++)
                         close(fds[i]);
@@ -356,7 +356,7 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         return c->closed || c->dead ? -ECONNRESET : c->out_head != NULL;
 }
 
-static const struct nb_job_owner job_owner = {
+static const struct nbd_job_owner job_owner = {
         .done = on_job_done,
         .send_fds = send_job_fds,
 };
@@ -400,16 +400,16 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
         Netbroker__Hello me = NETBROKER__HELLO__INIT;
 
-        if (h->version != NB_PROTOCOL_VERSION) {
+        if (h->version != NBP_PROTOCOL_VERSION) {
                 conn_fail(c, EPROTONOSUPPORT, 0,
                           "protocol version %u is not supported: this helper speaks version %u",
-                          h->version, NB_PROTOCOL_VERSION);
+                          h->version, NBP_PROTOCOL_VERSION);
                 return;
         }
         const char *features[32];
 
-        me.version = NB_PROTOCOL_VERSION;
-        me.n_features = nb_features(&c->srv->dctx, features, 32);
+        me.version = NBP_PROTOCOL_VERSION;
+        me.n_features = nbd_features(&c->srv->dctx, features, 32);
         me.features = (char **)features;
         me.software = (char *)"netbrokerd " NB_VERSION;
         me.max_frame = (uint32_t)c->srv->cfg->max_frame;
@@ -418,7 +418,7 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
         m.hello = &me;
         c->hello_done = true;
-        nb_timer_cancel(c->srv->loop, &c->hello_timer);
+        nbd_timer_cancel(c->srv->loop, &c->hello_timer);
         if (conn_queue(c, &m) < 0)
                 conn_fail(c, ENOMEM, 0, "cannot encode Hello");
 }
@@ -429,7 +429,7 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
  * gets truncated output, not a helper that grows. */
 static size_t reply_room(const struct conn *c, const Netbroker__Request *req)
 {
-        const struct nb_config *cfg = c->srv->cfg;
+        const struct nbd_config *cfg = c->srv->cfg;
         size_t want = 0, room;
 
         for (size_t i = 0; i < req->n_ops && want < cfg->max_reply; i++)
@@ -442,24 +442,24 @@ static size_t reply_room(const struct conn *c, const Netbroker__Request *req)
 }
 
 static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
-                           struct nb_pb_budget *budget, int *fds, size_t nfds)
+                           struct nbp_pb_budget *budget, int *fds, size_t nfds)
 {
         Netbroker__Request *req = msg->request;
-        struct nb_job_origin origin;
+        struct nbd_job_origin origin;
         struct conn_job *cj;
         int r;
 
-        nb_stat_inc(NB_STAT_REQUESTS);
+        nbd_stat_inc(NBD_STAT_REQUESTS);
         if (req->n_ops > c->srv->cfg->max_ops) {
                 /* One Error, not one result per op: a request of millions of
                  * empty ops must not become a reply of hundreds of MB. */
-                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
                 conn_fail(c, E2BIG, req->id, "request has %zu ops, over max_ops=%u", req->n_ops,
                           c->srv->cfg->max_ops);
                 goto drop;
         }
         if (c->n_jobs >= c->srv->cfg->max_requests_per_connection) {
-                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
                 reply_all(c, req, EBUSY,
                           "too many requests in flight on this connection "
                           "(max_requests_per_connection)");
@@ -467,7 +467,7 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         }
         cj = calloc(1, sizeof(*cj));
         if (!cj) {
-                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
                 reply_all(c, req, ENOMEM, "out of memory");
                 goto drop;
         }
@@ -477,30 +477,30 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         cj->mem = budget->used + origin.reply_budget;
         cj->nfds = (unsigned)nfds;
         c->fds_held += cj->nfds;
-        if (!nb_peer_is_root(&c->peer))
+        if (!nbd_peer_is_root(&c->peer))
                 c->srv->fds_held_nonroot += cj->nfds;
         cj->next = c->jobs;
         c->jobs = cj;
         c->n_jobs++;
         c->mem += cj->mem;
-        nb_timer_cancel(c->srv->loop, &c->idle_timer);
+        nbd_timer_cancel(c->srv->loop, &c->idle_timer);
         /* cj->job is set before the job runs anything, so a connection that
          * fails while the job runs finds the job to cancel. */
-        r = nb_job_start(&c->srv->dctx, &origin, msg, budget, fds, nfds, &job_owner, cj, &cj->job);
+        r = nbd_job_start(&c->srv->dctx, &origin, msg, budget, fds, nfds, &job_owner, cj, &cj->job);
         if (r < 0) {
                 c->jobs = cj->next;
                 c->n_jobs--;
                 c->mem -= cj->mem;
                 conn_release_fds(c, cj);
                 free(cj);
-                nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
                 reply_all(c, req, -r, "out of memory");
                 goto drop;
         }
         conn_update_events(c);
         return;
 drop:
-        nb_close_fds(fds, nfds);
+        nbp_close_fds(fds, nfds);
         protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
         free(budget);
 }
@@ -517,19 +517,19 @@ static size_t decode_budget(size_t frame_len)
 static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, size_t nfds,
                          bool truncated)
 {
-        struct nb_pb_budget *budget = malloc(sizeof(*budget));
+        struct nbp_pb_budget *budget = malloc(sizeof(*budget));
         Netbroker__ClientMessage *msg = NULL;
 
         if (!budget) {
-                nb_close_fds(fds, nfds);
+                nbp_close_fds(fds, nfds);
                 conn_fail(c, ENOMEM, 0, "out of memory");
                 return;
         }
-        nb_pb_budget_init(budget, decode_budget(len));
+        nbp_pb_budget_init(budget, decode_budget(len));
         msg = netbroker__client_message__unpack(&budget->allocator, len, body);
         if (!msg) {
-                nb_stat_inc(NB_STAT_FRAMES_REFUSED);
-                nb_close_fds(fds, nfds);
+                nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
+                nbp_close_fds(fds, nfds);
                 free(budget);
                 conn_fail(c, EBADMSG, 0, "cannot decode the frame (%zu bytes): not a ClientMessage",
                           len);
@@ -550,9 +550,9 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
                 if (truncated && msg->request->n_ops <= c->srv->cfg->max_ops) {
                         /* Close what arrived before answering: once the
                          * client has the reply, the helper holds none of it. */
-                        nb_close_fds(fds, nfds);
-                        nb_stat_inc(NB_STAT_REQUESTS);
-                        nb_stat_inc(NB_STAT_REQUESTS_REFUSED);
+                        nbp_close_fds(fds, nfds);
+                        nbd_stat_inc(NBD_STAT_REQUESTS);
+                        nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
                         reply_all(c, msg->request, EBADF,
                                   "file descriptors sent with the request were lost (MSG_CTRUNC: "
                                   "more than max_fds_per_frame, or the helper is at its fd limit)");
@@ -565,7 +565,7 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
                 goto drop;
         }
 drop:
-        nb_close_fds(fds, nfds);
+        nbp_close_fds(fds, nfds);
         protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
         free(budget);
 }
@@ -598,53 +598,53 @@ static void on_idle_timeout(void *data)
 static void conn_arm_idle(struct conn *c)
 {
         if (c->srv->cfg->idle_timeout_ms && c->n_jobs == 0 && !c->closing && !c->closed && !c->dead)
-                nb_timer_arm(c->srv->loop, &c->idle_timer, c->srv->cfg->idle_timeout_ms,
-                             on_idle_timeout, c);
+                nbd_timer_arm(c->srv->loop, &c->idle_timer, c->srv->cfg->idle_timeout_ms,
+                              on_idle_timeout, c);
 }
 
 static void conn_read(struct conn *c)
 {
-        uint64_t start = nb_now_us();
+        uint64_t start = nbd_now_us();
 
         /* Output waiting ends the round (see conn_update_events); one frame
          * is still read, so a hang-up reported meanwhile reaches its EOF. */
         for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead &&
-                        (i == 0 || (!c->out_head && nb_now_us() - start < WAKEUP_BUDGET_US &&
+                        (i == 0 || (!c->out_head && nbd_now_us() - start < WAKEUP_BUDGET_US &&
                                     conn_may_read(c)));
              i++) {
-                int fds[NB_FRAME_MAX_FDS];
+                int fds[NBP_FRAME_MAX_FDS];
                 uint8_t *body;
                 size_t len, nfds;
                 bool truncated;
-                int r = nb_frame_read(c->fd, &c->rd);
+                int r = nbp_frame_read(c->fd, &c->rd);
 
                 if (r == 0) {
-                        if (nb_frame_reader_busy(&c->rd) && !c->frame_timer.deadline_ms)
-                                nb_timer_arm(c->srv->loop, &c->frame_timer,
-                                             c->srv->cfg->frame_timeout_ms, on_frame_timeout, c);
+                        if (nbp_frame_reader_busy(&c->rd) && !c->frame_timer.deadline_ms)
+                                nbd_timer_arm(c->srv->loop, &c->frame_timer,
+                                              c->srv->cfg->frame_timeout_ms, on_frame_timeout, c);
                         return;
                 }
                 if (r == -EMSGSIZE) {
-                        nb_stat_inc(NB_STAT_FRAMES_REFUSED);
+                        nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
                         conn_fail(c, EMSGSIZE, 0, "frame of %zu bytes is over the cap of %zu bytes",
                                   c->rd.oversize, c->srv->cfg->max_frame);
                         return;
                 }
                 if (r < 0) {
                         if (r != -EPIPE)
-                                nb_debug("connection of pid %d: %s", (int)c->peer.pid,
-                                         strerror(-r));
+                                nbd_debug("connection of pid %d: %s", (int)c->peer.pid,
+                                          strerror(-r));
                         conn_close(c);
                         return;
                 }
-                nb_timer_cancel(c->srv->loop, &c->frame_timer);
-                nb_frame_reader_take(&c->rd, &body, &len, fds, &nfds, &truncated);
+                nbd_timer_cancel(c->srv->loop, &c->frame_timer);
+                nbp_frame_reader_take(&c->rd, &body, &len, fds, &nfds, &truncated);
                 handle_frame(c, body, len, fds, nfds, truncated);
                 free(body);
         }
 }
 
-static void on_conn_event(struct nb_watch *w, uint32_t events)
+static void on_conn_event(struct nbd_watch *w, uint32_t events)
 {
         struct conn *c = w->data;
 
@@ -674,20 +674,20 @@ static void conn_close_later(struct conn *c)
         if (c->closed || c->dead)
                 return;
         c->dead = true;
-        nb_loop_modify(c->srv->loop, &c->w, 0);
+        nbd_loop_modify(c->srv->loop, &c->w, 0);
         c->events = 0;
-        nb_timer_cancel(c->srv->loop, &c->frame_timer);
-        nb_timer_cancel(c->srv->loop, &c->idle_timer);
-        nb_timer_cancel(c->srv->loop, &c->retry_timer);
-        nb_timer_cancel(c->srv->loop, &c->hello_timer);
-        nb_timer_arm(c->srv->loop, &c->close_timer, 0, on_close_timer, c);
+        nbd_timer_cancel(c->srv->loop, &c->frame_timer);
+        nbd_timer_cancel(c->srv->loop, &c->idle_timer);
+        nbd_timer_cancel(c->srv->loop, &c->retry_timer);
+        nbd_timer_cancel(c->srv->loop, &c->hello_timer);
+        nbd_timer_arm(c->srv->loop, &c->close_timer, 0, on_close_timer, c);
 }
 
 /* Only from the loop (an event or a timer of this connection), or at
  * shutdown: never while a job of the connection is on the stack. */
 static void conn_close(struct conn *c)
 {
-        struct nb_server *s = c->srv;
+        struct nbd_server *s = c->srv;
 
         if (c->closed)
                 return;
@@ -696,24 +696,24 @@ static void conn_close(struct conn *c)
                 struct conn_job *cj = c->jobs;
                 c->jobs = cj->next;
                 if (!cj->finished)
-                        nb_job_cancel(cj->job);
-                if (!nb_peer_is_root(&c->peer))
+                        nbd_job_cancel(cj->job);
+                if (!nbd_peer_is_root(&c->peer))
                         s->fds_held_nonroot -= cj->nfds;
-                nb_loop_defer_free(s->loop, free_conn_job, cj);
+                nbd_loop_defer_free(s->loop, free_conn_job, cj);
         }
         c->fds_held = 0;
-        nb_timer_cancel(s->loop, &c->frame_timer);
-        nb_timer_cancel(s->loop, &c->idle_timer);
-        nb_timer_cancel(s->loop, &c->retry_timer);
-        nb_timer_cancel(s->loop, &c->close_timer);
-        nb_timer_cancel(s->loop, &c->hello_timer);
-        nb_loop_remove(s->loop, &c->w);
+        nbd_timer_cancel(s->loop, &c->frame_timer);
+        nbd_timer_cancel(s->loop, &c->idle_timer);
+        nbd_timer_cancel(s->loop, &c->retry_timer);
+        nbd_timer_cancel(s->loop, &c->close_timer);
+        nbd_timer_cancel(s->loop, &c->hello_timer);
+        nbd_loop_remove(s->loop, &c->w);
         close(c->fd);
-        nb_frame_reader_reset(&c->rd);
+        nbp_frame_reader_reset(&c->rd);
         while (c->out_head) {
-                struct nb_frame_out *f = c->out_head;
+                struct nbp_frame_out *f = c->out_head;
                 c->out_head = f->next;
-                nb_frame_out_free(f);
+                nbp_frame_out_free(f);
         }
         for (struct conn **p = &s->conns; *p; p = &(*p)->next)
                 if (*p == c) {
@@ -721,18 +721,18 @@ static void conn_close(struct conn *c)
                         break;
                 }
         s->n_conns--;
-        if (!nb_peer_is_root(&c->peer)) {
+        if (!nbd_peer_is_root(&c->peer)) {
                 s->n_conns_nonroot--;
                 s->fds_in_flight_nonroot -= c->fds_in_flight;
                 /* Room it held is free for the others. */
                 for (struct conn *o = s->conns; o; o = o->next)
                         conn_update_events(o);
         }
-        nb_debug("connection of pid %d closed", (int)c->peer.pid);
-        nb_loop_defer_free(s->loop, free_conn, c);
+        nbd_debug("connection of pid %d closed", (int)c->peer.pid);
+        nbd_loop_defer_free(s->loop, free_conn, c);
 }
 
-static unsigned conns_of_uid(const struct nb_server *s, uid_t uid)
+static unsigned conns_of_uid(const struct nbd_server *s, uid_t uid)
 {
         unsigned n = 0;
 
@@ -742,16 +742,16 @@ static unsigned conns_of_uid(const struct nb_server *s, uid_t uid)
 }
 
 /* Takes ownership of fd. The peer's identity comes from the kernel only. */
-static int conn_new(struct nb_server *s, int fd)
+static int conn_new(struct nbd_server *s, int fd)
 {
-        struct nb_peer peer;
+        struct nbd_peer peer;
         struct conn *c;
         int r;
 
-        r = nb_peer_from_socket(fd, &peer);
+        r = nbd_peer_from_socket(fd, &peer);
         if (r < 0) {
-                nb_warn("cannot identify a peer (%s): refused", strerror(-r));
-                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                nbd_warn("cannot identify a peer (%s): refused", strerror(-r));
+                nbd_stat_inc(NBD_STAT_CONNECTIONS_REFUSED);
                 close(fd);
                 return r;
         }
@@ -763,9 +763,9 @@ static int conn_new(struct nb_server *s, int fd)
         c->srv = s;
         c->fd = fd;
         c->peer = peer;
-        nb_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
+        nbp_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
         c->events = EPOLLIN;
-        r = nb_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
+        r = nbd_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
         if (r < 0) {
                 close(fd);
                 free(c);
@@ -774,23 +774,23 @@ static int conn_new(struct nb_server *s, int fd)
         c->next = s->conns;
         s->conns = c;
         s->n_conns++;
-        if (!nb_peer_is_root(&peer))
+        if (!nbd_peer_is_root(&peer))
                 s->n_conns_nonroot++;
-        if (!nb_config_peer_allowed(s->cfg, &peer)) {
-                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+        if (!nbd_config_peer_allowed(s->cfg, &peer)) {
+                nbd_stat_inc(NBD_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EACCES, 0, "uid %u gid %u is not allowed to use netbrokerd",
                           (unsigned)peer.uid, (unsigned)peer.gid);
                 return -EACCES;
         }
         if (s->n_conns > s->cfg->max_connections) {
-                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                nbd_stat_inc(NBD_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EUSERS, 0, "too many connections (max_connections=%u)",
                           s->cfg->max_connections);
                 return -EUSERS;
         }
-        if (!nb_peer_is_root(&peer) &&
+        if (!nbd_peer_is_root(&peer) &&
             s->n_conns_nonroot > s->cfg->max_connections - s->cfg->root_reserved_connections) {
-                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                nbd_stat_inc(NBD_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EUSERS, 0,
                           "no connection free for uid %u: %u of max_connections=%u are kept for "
                           "root (root_reserved_connections)",
@@ -799,32 +799,32 @@ static int conn_new(struct nb_server *s, int fd)
                 return -EUSERS;
         }
         if (conns_of_uid(s, peer.uid) > s->cfg->max_connections_per_uid) {
-                nb_stat_inc(NB_STAT_CONNECTIONS_REFUSED);
+                nbd_stat_inc(NBD_STAT_CONNECTIONS_REFUSED);
                 conn_fail(c, EUSERS, 0,
                           "too many connections for uid %u (max_connections_per_uid=%u)",
                           (unsigned)peer.uid, s->cfg->max_connections_per_uid);
                 return -EUSERS;
         }
-        nb_stat_inc(NB_STAT_CONNECTIONS);
-        nb_debug("connection from pid %d uid %u", (int)c->peer.pid, (unsigned)c->peer.uid);
-        nb_timer_arm(s->loop, &c->hello_timer, s->cfg->hello_timeout_ms, on_hello_timeout, c);
+        nbd_stat_inc(NBD_STAT_CONNECTIONS);
+        nbd_debug("connection from pid %d uid %u", (int)c->peer.pid, (unsigned)c->peer.uid);
+        nbd_timer_arm(s->loop, &c->hello_timer, s->cfg->hello_timeout_ms, on_hello_timeout, c);
         conn_arm_idle(c);
         return 0;
 }
 
-static void on_accept(struct nb_watch *w, uint32_t events);
+static void on_accept(struct nbd_watch *w, uint32_t events);
 
 static void resume_accept(void *data)
 {
-        struct nb_server *s = data;
+        struct nbd_server *s = data;
 
         for (size_t i = 0; i < s->n_listeners; i++)
-                nb_loop_modify(s->loop, &s->listeners[i], EPOLLIN);
+                nbd_loop_modify(s->loop, &s->listeners[i], EPOLLIN);
 }
 
-static void on_accept(struct nb_watch *w, uint32_t events)
+static void on_accept(struct nbd_watch *w, uint32_t events)
 {
-        struct nb_server *s = w->data;
+        struct nbd_server *s = w->data;
         int fd;
 
         (void)events;
@@ -836,25 +836,25 @@ static void on_accept(struct nb_watch *w, uint32_t events)
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* Out of fds: stop accepting for a moment instead of spinning
                  * on a listener that stays readable. */
-                nb_warn("accept: %s; pausing for 100 ms", strerror(errno));
+                nbd_warn("accept: %s; pausing for 100 ms", strerror(errno));
                 for (size_t i = 0; i < s->n_listeners; i++)
-                        nb_loop_modify(s->loop, &s->listeners[i], 0);
-                nb_timer_arm(s->loop, &s->accept_pause, 100, resume_accept, s);
+                        nbd_loop_modify(s->loop, &s->listeners[i], 0);
+                nbd_timer_arm(s->loop, &s->accept_pause, 100, resume_accept, s);
         }
 }
 
-int nb_server_add_listener(struct nb_server *s, int fd)
+int nbd_server_add_listener(struct nbd_server *s, int fd)
 {
         if (s->n_listeners >= MAX_LISTENERS)
                 return -EMFILE;
-        int r = nb_loop_add(s->loop, &s->listeners[s->n_listeners], fd, EPOLLIN, on_accept, s);
+        int r = nbd_loop_add(s->loop, &s->listeners[s->n_listeners], fd, EPOLLIN, on_accept, s);
         if (r < 0)
                 return r;
         s->n_listeners++;
         return 0;
 }
 
-int nb_server_adopt(struct nb_server *s, int fd)
+int nbd_server_adopt(struct nbd_server *s, int fd)
 {
         int type;
         socklen_t len = sizeof(type);
@@ -869,20 +869,20 @@ int nb_server_adopt(struct nb_server *s, int fd)
         return 0;
 }
 
-bool nb_server_done(const struct nb_server *s)
+bool nbd_server_done(const struct nbd_server *s)
 {
         return s->n_listeners == 0 && s->n_conns == 0;
 }
 
-void nb_server_shutdown(struct nb_server *s)
+void nbd_server_shutdown(struct nbd_server *s)
 {
         for (size_t i = 0; i < s->n_listeners; i++) {
                 int fd = s->listeners[i].fd;
-                nb_loop_remove(s->loop, &s->listeners[i]);
+                nbd_loop_remove(s->loop, &s->listeners[i]);
                 close(fd);
         }
         s->n_listeners = 0;
-        nb_timer_cancel(s->loop, &s->accept_pause);
+        nbd_timer_cancel(s->loop, &s->accept_pause);
         while (s->conns)
                 conn_close(s->conns);
 }
@@ -890,17 +890,17 @@ void nb_server_shutdown(struct nb_server *s)
 /* Bandwidth clears leave their IFBs to be deleted together (bandwidth.c),
  * and interfaces the job deleted leave theirs to the loop (link.c): delete
  * them before the reply, so the client sees them gone. */
-static void end_of_job(const struct nb_dispatch_ctx *ctx)
+static void end_of_job(const struct nbd_dispatch_ctx *ctx)
 {
-        nb_links_flush_gone(ctx->links);
-        nb_bw_flush(ctx->bw);
+        nbd_links_flush_gone(ctx->links);
+        nbd_bw_flush(ctx->bw);
 }
 
-int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_links *links,
-                  struct nb_fw *fw, struct nb_fw_gone *fw_gone, struct nb_bw *bw,
-                  struct nb_server **ret)
+int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop, struct nbd_links *links,
+                   struct nbd_fw *fw, struct nbd_fw_gone *fw_gone, struct nbd_bw *bw,
+                   struct nbd_server **ret)
 {
-        struct nb_server *s = calloc(1, sizeof(*s));
+        struct nbd_server *s = calloc(1, sizeof(*s));
 
         if (!s)
                 return -ENOMEM;
@@ -917,15 +917,15 @@ int nb_server_new(const struct nb_config *cfg, struct nb_loop *loop, struct nb_l
         return 0;
 }
 
-void nb_server_free(struct nb_server *s)
+void nbd_server_free(struct nbd_server *s)
 {
         if (!s)
                 return;
-        nb_server_shutdown(s);
+        nbd_server_shutdown(s);
         free(s);
 }
 
-const struct nb_dispatch_ctx *nb_server_dispatch_ctx(const struct nb_server *s)
+const struct nbd_dispatch_ctx *nbd_server_dispatch_ctx(const struct nbd_server *s)
 {
         return &s->dctx;
 }

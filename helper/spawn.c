@@ -15,43 +15,43 @@
 #include "log.h"
 #include "stats.h"
 
-NB_LOG_CATEGORY(spawn);
+NBD_LOG_CATEGORY(spawn);
 
-struct nb_child {
-        struct nb_loop *loop;
+struct nbd_child {
+        struct nbd_loop *loop;
         pid_t pid;
-        struct nb_watch pidw, inw, outw, errw;
-        struct nb_timer timer;
+        struct nbd_watch pidw, inw, outw, errw;
+        struct nbd_timer timer;
         const uint8_t *in_data;
         size_t in_len, in_off;
         size_t cap;
         uint64_t start_us;
         bool reaped, abandoned;
         uid_t uid; /* who asked: spawn slots are shared per uid */
-        struct nb_child *prev, *next; /* running (not yet reaped) */
-        nb_child_done_fn done;
+        struct nbd_child *prev, *next; /* running (not yet reaped) */
+        nbd_child_done_fn done;
         void *data;
-        struct nb_child_result res;
+        struct nbd_child_result res;
 };
 
 static unsigned running;
-static struct nb_child *running_list;
+static struct nbd_child *running_list;
 
-unsigned nb_children_running(void)
+unsigned nbd_children_running(void)
 {
         return running;
 }
 
-unsigned nb_children_running_of(uid_t uid)
+unsigned nbd_children_running_of(uid_t uid)
 {
         unsigned n = 0;
 
-        for (const struct nb_child *c = running_list; c; c = c->next)
+        for (const struct nbd_child *c = running_list; c; c = c->next)
                 n += c->uid == uid;
         return n;
 }
 
-static void running_add(struct nb_child *c)
+static void running_add(struct nbd_child *c)
 {
         running++;
         c->prev = NULL;
@@ -61,7 +61,7 @@ static void running_add(struct nb_child *c)
         running_list = c;
 }
 
-static void running_remove(struct nb_child *c)
+static void running_remove(struct nbd_child *c)
 {
         running--;
         if (c->prev)
@@ -73,50 +73,50 @@ static void running_remove(struct nb_child *c)
         c->prev = c->next = NULL;
 }
 
-struct nb_child_result *nb_child_result(struct nb_child *c)
+struct nbd_child_result *nbd_child_result(struct nbd_child *c)
 {
         return &c->res;
 }
 
-static void close_watch(struct nb_child *c, struct nb_watch *w)
+static void close_watch(struct nbd_child *c, struct nbd_watch *w)
 {
         int fd = w->fd;
 
         if (fd < 0)
                 return;
-        nb_loop_remove(c->loop, w);
+        nbd_loop_remove(c->loop, w);
         close(fd);
 }
 
-static void close_all(struct nb_child *c)
+static void close_all(struct nbd_child *c)
 {
         close_watch(c, &c->pidw);
         close_watch(c, &c->inw);
         close_watch(c, &c->outw);
         close_watch(c, &c->errw);
-        nb_timer_cancel(c->loop, &c->timer);
+        nbd_timer_cancel(c->loop, &c->timer);
 }
 
 static void free_child(void *p)
 {
-        struct nb_child *c = p;
+        struct nbd_child *c = p;
 
         free(c->res.out.data);
         free(c->res.err.data);
         free(c);
 }
 
-void nb_child_free(struct nb_child *c)
+void nbd_child_free(struct nbd_child *c)
 {
         if (!c)
                 return;
         close_all(c);
-        nb_loop_defer_free(c->loop, free_child, c);
+        nbd_loop_defer_free(c->loop, free_child, c);
 }
 
 /* Append what the pipe has; beyond the cap, read and drop so the child never
  * blocks on a full pipe. Returns true at end of file or on error. */
-static bool drain(int fd, struct nb_buf *b, size_t cap, bool *truncated)
+static bool drain(int fd, struct nbd_buf *b, size_t cap, bool *truncated)
 {
         uint8_t scratch[16384];
 
@@ -156,9 +156,9 @@ static bool drain(int fd, struct nb_buf *b, size_t cap, bool *truncated)
         }
 }
 
-static void on_out(struct nb_watch *w, uint32_t events)
+static void on_out(struct nbd_watch *w, uint32_t events)
 {
-        struct nb_child *c = w->data;
+        struct nbd_child *c = w->data;
         bool eof;
 
         (void)events;
@@ -170,9 +170,9 @@ static void on_out(struct nb_watch *w, uint32_t events)
                 close_watch(c, w);
 }
 
-static void on_in(struct nb_watch *w, uint32_t events)
+static void on_in(struct nbd_watch *w, uint32_t events)
 {
-        struct nb_child *c = w->data;
+        struct nbd_child *c = w->data;
 
         (void)events;
         while (c->in_off < c->in_len) {
@@ -188,7 +188,7 @@ static void on_in(struct nb_watch *w, uint32_t events)
         close_watch(c, w);
 }
 
-static void finish(struct nb_child *c)
+static void finish(struct nbd_child *c)
 {
         /* The child is gone; what it wrote is in the pipes. Take it now. A
          * grandchild still holding a pipe open does not keep us waiting. */
@@ -197,18 +197,18 @@ static void finish(struct nb_child *c)
         if (c->errw.fd >= 0)
                 drain(c->errw.fd, &c->res.err, c->cap, &c->res.err_truncated);
         close_all(c);
-        c->res.duration_us = nb_now_us() - c->start_us;
+        c->res.duration_us = nbd_now_us() - c->start_us;
         running_remove(c);
         if (c->abandoned) {
-                nb_loop_defer_free(c->loop, free_child, c);
+                nbd_loop_defer_free(c->loop, free_child, c);
                 return;
         }
         c->done(c, c->data);
 }
 
-static void on_exit_ready(struct nb_watch *w, uint32_t events)
+static void on_exit_ready(struct nbd_watch *w, uint32_t events)
 {
-        struct nb_child *c = w->data;
+        struct nbd_child *c = w->data;
         siginfo_t si = {0};
 
         (void)events;
@@ -219,11 +219,11 @@ static void on_exit_ready(struct nb_watch *w, uint32_t events)
                 c->res.exit_code = si.si_status;
         else
                 c->res.signal = si.si_status;
-        nb_debug("pid %d ended: code %d signal %d", (int)c->pid, c->res.exit_code, c->res.signal);
+        nbd_debug("pid %d ended: code %d signal %d", (int)c->pid, c->res.exit_code, c->res.signal);
         finish(c);
 }
 
-static void kill_child(struct nb_child *c)
+static void kill_child(struct nbd_child *c)
 {
         /* The child leads its own process group (POSIX_SPAWN_SETPGROUP) and
          * is not reaped yet, so the group id cannot have been reused. */
@@ -234,27 +234,27 @@ static void kill_child(struct nb_child *c)
 
 static void on_timeout(void *data)
 {
-        struct nb_child *c = data;
+        struct nbd_child *c = data;
 
-        nb_info("pid %d (%s) timed out; killing it", (int)c->pid, c->data ? "exec" : "abandoned");
+        nbd_info("pid %d (%s) timed out; killing it", (int)c->pid, c->data ? "exec" : "abandoned");
         c->res.timed_out = true;
-        nb_stat_inc(NB_STAT_EXEC_TIMEOUTS);
+        nbd_stat_inc(NBD_STAT_EXEC_TIMEOUTS);
         kill_child(c);
 }
 
-void nb_child_abandon(struct nb_child *c)
+void nbd_child_abandon(struct nbd_child *c)
 {
         if (!c)
                 return;
         if (c->reaped) {
-                nb_child_free(c);
+                nbd_child_free(c);
                 return;
         }
         c->abandoned = true;
         close_watch(c, &c->inw);
         close_watch(c, &c->outw);
         close_watch(c, &c->errw);
-        nb_timer_cancel(c->loop, &c->timer);
+        nbd_timer_cancel(c->loop, &c->timer);
         kill_child(c);
 }
 
@@ -282,7 +282,7 @@ static int make_attrs(posix_spawnattr_t *attr)
         return 0;
 }
 
-static int start(struct nb_child *c, const struct nb_exec_spec *s, int in[2], int out[2],
+static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int in[2], int out[2],
                  int err[2])
 {
         posix_spawn_file_actions_t fa;
@@ -310,27 +310,27 @@ out:
         return r;
 }
 
-static int watch_child(struct nb_loop *l, struct nb_child *c, int in[2], int out[2], int err[2])
+static int watch_child(struct nbd_loop *l, struct nbd_child *c, int in[2], int out[2], int err[2])
 {
         int pidfd = pidfd_open(c->pid, 0), r;
 
         if (pidfd < 0)
                 return -errno;
-        r = nb_loop_add(l, &c->pidw, pidfd, EPOLLIN, on_exit_ready, c);
+        r = nbd_loop_add(l, &c->pidw, pidfd, EPOLLIN, on_exit_ready, c);
         if (r < 0) {
                 close(pidfd);
                 return r;
         }
         if (set_nonblock(out[0]) < 0 || set_nonblock(err[0]) < 0 || set_nonblock(in[1]) < 0)
                 return -errno;
-        if ((r = nb_loop_add(l, &c->outw, out[0], EPOLLIN, on_out, c)) < 0)
+        if ((r = nbd_loop_add(l, &c->outw, out[0], EPOLLIN, on_out, c)) < 0)
                 return r;
         out[0] = -1;
-        if ((r = nb_loop_add(l, &c->errw, err[0], EPOLLIN, on_out, c)) < 0)
+        if ((r = nbd_loop_add(l, &c->errw, err[0], EPOLLIN, on_out, c)) < 0)
                 return r;
         err[0] = -1;
         if (c->in_len > 0) {
-                if ((r = nb_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
+                if ((r = nbd_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
                         return r;
                 in[1] = -1;
         }
@@ -350,11 +350,11 @@ static void close_pipes(int in[2], int out[2], int err[2])
         }
 }
 
-int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_done_fn done,
-                   void *data, struct nb_child **ret)
+int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child_done_fn done,
+                    void *data, struct nbd_child **ret)
 {
         int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-        struct nb_child *c = calloc(1, sizeof(*c));
+        struct nbd_child *c = calloc(1, sizeof(*c));
         int r;
 
         if (!c)
@@ -366,7 +366,7 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
         c->cap = s->output_cap;
         c->done = done;
         c->data = data;
-        c->start_us = nb_now_us();
+        c->start_us = nbd_now_us();
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 r = -errno;
                 goto fail;
@@ -374,7 +374,7 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
         r = start(c, s, in, out, err);
         if (r < 0)
                 goto fail;
-        nb_stat_inc(NB_STAT_SPAWNS);
+        nbd_stat_inc(NBD_STAT_SPAWNS);
         c->uid = s->uid;
         running_add(c);
         /* The child has its copies; ours of its ends must go now so that EOF
@@ -394,12 +394,12 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
                 free_child(c);
                 return r;
         }
-        nb_timer_arm(l, &c->timer, s->timeout_ms, on_timeout, c);
-        nb_debug("spawned %s as pid %d", s->path, (int)c->pid);
+        nbd_timer_arm(l, &c->timer, s->timeout_ms, on_timeout, c);
+        nbd_debug("spawned %s as pid %d", s->path, (int)c->pid);
         *ret = c;
         return 0;
 fail:
-        nb_stat_inc(NB_STAT_SPAWN_FAILURES);
+        nbd_stat_inc(NBD_STAT_SPAWN_FAILURES);
         close_pipes(in, out, err);
         free_child(c);
         return r;

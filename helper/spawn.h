@@ -14,7 +14,7 @@
 
 #include "loop.h"
 
-struct nb_exec_spec {
+struct nbd_exec_spec {
         const char *path;
         char *const *argv; /* NULL-terminated */
         char *const *envp; /* NULL-terminated */
@@ -25,39 +25,39 @@ struct nb_exec_spec {
         uid_t uid; /* the caller it runs for (counted per uid, not run as) */
 };
 
-struct nb_buf {
+struct nbd_buf {
         uint8_t *data;
         size_t len, cap;
 };
 
-struct nb_child_result {
+struct nbd_child_result {
         int exit_code;
         int signal;
         bool timed_out;
-        struct nb_buf out, err;
+        struct nbd_buf out, err;
         bool out_truncated, err_truncated;
         uint64_t duration_us;
 };
 
-struct nb_child;
-typedef void (*nb_child_done_fn)(struct nb_child *c, void *data);
+struct nbd_child;
+typedef void (*nbd_child_done_fn)(struct nbd_child *c, void *data);
 
 /* Start a child; `done` is called from the loop once it has been reaped and
  * its output read. Returns 0 or -errno (nothing is left running on error). */
-int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_done_fn done,
-                   void *data, struct nb_child **ret);
+int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child_done_fn done,
+                    void *data, struct nbd_child **ret);
 
-/* The result; valid inside and after `done`, until nb_child_free(). */
-struct nb_child_result *nb_child_result(struct nb_child *c);
+/* The result; valid inside and after `done`, until nbd_child_free(). */
+struct nbd_child_result *nbd_child_result(struct nbd_child *c);
 
 /* Free a finished child. Accepts NULL. */
-void nb_child_free(struct nb_child *c);
+void nbd_child_free(struct nbd_child *c);
 
 /* Give up on a running child: it is killed, reaped later and freed by the
  * loop; `done` is not called. */
-void nb_child_abandon(struct nb_child *c);
+void nbd_child_abandon(struct nbd_child *c);
 
 /* Children spawned and not yet reaped (abandoned ones included). */
-unsigned nb_children_running(void);
+unsigned nbd_children_running(void);
 /* The same, of those spawned for uid. */
-unsigned nb_children_running_of(uid_t uid);
+unsigned nbd_children_running_of(uid_t uid);

@@ -4,39 +4,39 @@
 
 #include <stdint.h>
 
-enum nb_stat {
-        NB_STAT_CONNECTIONS,
-        NB_STAT_CONNECTIONS_REFUSED,
-        NB_STAT_REQUESTS,
-        NB_STAT_REQUESTS_REFUSED,
-        NB_STAT_OPS_PING,
-        NB_STAT_OPS_STATS,
-        NB_STAT_OPS_EXEC,
-        NB_STAT_OPS_LINK,
-        NB_STAT_LINKS_CREATED,
-        NB_STAT_OPS_UNKNOWN,
-        NB_STAT_OP_ERRORS,
-        NB_STAT_SPAWNS,
-        NB_STAT_SPAWN_FAILURES,
-        NB_STAT_EXEC_TIMEOUTS,
-        NB_STAT_NETLINK_MESSAGES,
-        NB_STAT_FRAMES_REFUSED,
-        NB_STAT_OPS_FIREWALL,
-        NB_STAT_FW_TRANSACTIONS,
-        NB_STAT_FW_OWNERS_WRITTEN,
-        NB_STAT_FW_OWNERS_UNCHANGED,
-        NB_STAT_FW_RULES_WRITTEN,
-        NB_STAT_FW_TABLE_DELETED,
-        NB_STAT_FW_OWNERS_GONE, /* removed because their interface went away */
-        NB_STAT_OPS_BANDWIDTH,
-        NB_STAT__MAX,
+enum nbd_stat {
+        NBD_STAT_CONNECTIONS,
+        NBD_STAT_CONNECTIONS_REFUSED,
+        NBD_STAT_REQUESTS,
+        NBD_STAT_REQUESTS_REFUSED,
+        NBD_STAT_OPS_PING,
+        NBD_STAT_OPS_STATS,
+        NBD_STAT_OPS_EXEC,
+        NBD_STAT_OPS_LINK,
+        NBD_STAT_LINKS_CREATED,
+        NBD_STAT_OPS_UNKNOWN,
+        NBD_STAT_OP_ERRORS,
+        NBD_STAT_SPAWNS,
+        NBD_STAT_SPAWN_FAILURES,
+        NBD_STAT_EXEC_TIMEOUTS,
+        NBD_STAT_NETLINK_MESSAGES,
+        NBD_STAT_FRAMES_REFUSED,
+        NBD_STAT_OPS_FIREWALL,
+        NBD_STAT_FW_TRANSACTIONS,
+        NBD_STAT_FW_OWNERS_WRITTEN,
+        NBD_STAT_FW_OWNERS_UNCHANGED,
+        NBD_STAT_FW_RULES_WRITTEN,
+        NBD_STAT_FW_TABLE_DELETED,
+        NBD_STAT_FW_OWNERS_GONE, /* removed because their interface went away */
+        NBD_STAT_OPS_BANDWIDTH,
+        NBD_STAT__MAX,
 };
 
-extern uint64_t nb_stats[NB_STAT__MAX];
+extern uint64_t nbd_stats[NBD_STAT__MAX];
 
-const char *nb_stat_name(enum nb_stat s);
+const char *nbd_stat_name(enum nbd_stat s);
 
-static inline void nb_stat_inc(enum nb_stat s)
+static inline void nbd_stat_inc(enum nbd_stat s)
 {
-        nb_stats[s]++;
+        nbd_stats[s]++;
 }

@@ -46,7 +46,7 @@ static int check_one(const char *p, bool is_dir, char *why, size_t whylen)
         return 0;
 }
 
-int nb_trust_program(const char *path, char **ret_real, char *why, size_t whylen)
+int nbd_trust_program(const char *path, char **ret_real, char *why, size_t whylen)
 {
         char *real = realpath(path, NULL);
         int r = 0;

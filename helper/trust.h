@@ -11,4 +11,4 @@
  * execute bit. Returns 0 and the resolved path in *ret_real (the caller
  * frees it), or -errno with why (a sentence naming the file or directory
  * at fault) in why; *ret_real is untouched on failure. */
-int nb_trust_program(const char *path, char **ret_real, char *why, size_t whylen);
+int nbd_trust_program(const char *path, char **ret_real, char *why, size_t whylen);

@@ -11,7 +11,7 @@ struct block {
 
 static void *budget_alloc(void *data, size_t size)
 {
-        struct nb_pb_budget *b = data;
+        struct nbp_pb_budget *b = data;
         struct block *blk;
 
         b->count++;
@@ -29,7 +29,7 @@ static void *budget_alloc(void *data, size_t size)
 
 static void budget_free(void *data, void *ptr)
 {
-        struct nb_pb_budget *b = data;
+        struct nbp_pb_budget *b = data;
         struct block *blk;
 
         if (!ptr)
@@ -39,7 +39,7 @@ static void budget_free(void *data, void *ptr)
         free(blk);
 }
 
-void nb_pb_budget_init(struct nb_pb_budget *b, size_t limit)
+void nbp_pb_budget_init(struct nbp_pb_budget *b, size_t limit)
 {
         b->allocator.alloc = budget_alloc;
         b->allocator.free = budget_free;
@@ -50,15 +50,15 @@ void nb_pb_budget_init(struct nb_pb_budget *b, size_t limit)
         b->fail_at = 0;
 }
 
-int nb_pack_frame(const ProtobufCMessage *msg, struct nb_frame_out **ret)
+int nbp_pack_frame(const ProtobufCMessage *msg, struct nbp_frame_out **ret)
 {
-        struct nb_frame_out *f;
+        struct nbp_frame_out *f;
         size_t len = protobuf_c_message_get_packed_size(msg);
-        int r = nb_frame_out_new(len, &f);
+        int r = nbp_frame_out_new(len, &f);
 
         if (r < 0)
                 return r;
-        protobuf_c_message_pack(msg, f->buf + NB_FRAME_HEADER_SIZE);
+        protobuf_c_message_pack(msg, f->buf + NBP_FRAME_HEADER_SIZE);
         *ret = f;
         return 0;
 }

@@ -8,13 +8,13 @@
 #include "frame.h"
 #include "netbroker.pb-c.h"
 
-#define NB_PROTOCOL_VERSION 1
+#define NBP_PROTOCOL_VERSION 1
 
 /* An allocator that refuses to hand out more than `limit` bytes in all, so a
  * small frame cannot unpack into a huge tree (protobuf-c sizes repeated
  * fields from the input). `fail_at`, when non-zero, fails the fail_at-th
  * allocation: the fault-injection hook for the allocation-failure tests. */
-struct nb_pb_budget {
+struct nbp_pb_budget {
         ProtobufCAllocator allocator;
         size_t limit;
         size_t used;
@@ -22,7 +22,7 @@ struct nb_pb_budget {
         size_t fail_at;
 };
 
-void nb_pb_budget_init(struct nb_pb_budget *b, size_t limit);
+void nbp_pb_budget_init(struct nbp_pb_budget *b, size_t limit);
 
 /* Pack `msg` into a new frame. Returns 0 or -errno. */
-int nb_pack_frame(const ProtobufCMessage *msg, struct nb_frame_out **ret);
+int nbp_pack_frame(const ProtobufCMessage *msg, struct nbp_frame_out **ret);

@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-void nb_close_fds(int *fds, size_t n)
+void nbp_close_fds(int *fds, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
                 if (fds[i] >= 0)
@@ -16,30 +16,30 @@ void nb_close_fds(int *fds, size_t n)
         }
 }
 
-void nb_frame_reader_init(struct nb_frame_reader *r, size_t cap, size_t max_fds)
+void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds)
 {
         memset(r, 0, sizeof(*r));
         r->cap = cap;
-        r->max_fds = max_fds > NB_FRAME_MAX_FDS ? NB_FRAME_MAX_FDS : max_fds;
+        r->max_fds = max_fds > NBP_FRAME_MAX_FDS ? NBP_FRAME_MAX_FDS : max_fds;
 }
 
-void nb_frame_reader_reset(struct nb_frame_reader *r)
+void nbp_frame_reader_reset(struct nbp_frame_reader *r)
 {
-        nb_close_fds(r->fds, r->nfds);
+        nbp_close_fds(r->fds, r->nfds);
         free(r->body);
         r->body = NULL;
         r->hdr_got = r->len = r->got = r->nfds = r->oversize = 0;
         r->fds_truncated = false;
 }
 
-bool nb_frame_reader_busy(const struct nb_frame_reader *r)
+bool nbp_frame_reader_busy(const struct nbp_frame_reader *r)
 {
         return r->hdr_got > 0;
 }
 
 /* Collect SCM_RIGHTS from one recvmsg. Fds beyond max_fds are closed at once
  * and the frame is marked truncated, exactly like a kernel-side MSG_CTRUNC. */
-static void collect_fds(struct nb_frame_reader *r, struct msghdr *msg)
+static void collect_fds(struct nbp_frame_reader *r, struct msghdr *msg)
 {
         if (msg->msg_flags & MSG_CTRUNC)
                 r->fds_truncated = true;
@@ -61,10 +61,10 @@ static void collect_fds(struct nb_frame_reader *r, struct msghdr *msg)
         }
 }
 
-static ssize_t recv_some(int fd, struct nb_frame_reader *r, void *buf, size_t len)
+static ssize_t recv_some(int fd, struct nbp_frame_reader *r, void *buf, size_t len)
 {
         union {
-                char buf[CMSG_SPACE(sizeof(int) * NB_FRAME_MAX_FDS)];
+                char buf[CMSG_SPACE(sizeof(int) * NBP_FRAME_MAX_FDS)];
                 struct cmsghdr align;
         } ctrl;
         struct iovec iov = {.iov_base = buf, .iov_len = len};
@@ -85,11 +85,11 @@ static ssize_t recv_some(int fd, struct nb_frame_reader *r, void *buf, size_t le
         return n;
 }
 
-int nb_frame_read(int fd, struct nb_frame_reader *r)
+int nbp_frame_read(int fd, struct nbp_frame_reader *r)
 {
-        while (r->hdr_got < NB_FRAME_HEADER_SIZE) {
+        while (r->hdr_got < NBP_FRAME_HEADER_SIZE) {
                 ssize_t n =
-                        recv_some(fd, r, r->hdr + r->hdr_got, NB_FRAME_HEADER_SIZE - r->hdr_got);
+                        recv_some(fd, r, r->hdr + r->hdr_got, NBP_FRAME_HEADER_SIZE - r->hdr_got);
                 if (n == -EAGAIN)
                         return 0;
                 if (n < 0)
@@ -97,7 +97,7 @@ int nb_frame_read(int fd, struct nb_frame_reader *r)
                 if (n == 0)
                         return r->hdr_got == 0 && r->nfds == 0 ? -EPIPE : -ECONNRESET;
                 r->hdr_got += (size_t)n;
-                if (r->hdr_got < NB_FRAME_HEADER_SIZE)
+                if (r->hdr_got < NBP_FRAME_HEADER_SIZE)
                         continue;
                 r->len = (size_t)r->hdr[0] << 24 | (size_t)r->hdr[1] << 16 |
                          (size_t)r->hdr[2] << 8 | (size_t)r->hdr[3];
@@ -123,8 +123,8 @@ int nb_frame_read(int fd, struct nb_frame_reader *r)
         return 1;
 }
 
-void nb_frame_reader_take(struct nb_frame_reader *r, uint8_t **ret_body, size_t *ret_len,
-                          int *ret_fds, size_t *ret_nfds, bool *ret_truncated)
+void nbp_frame_reader_take(struct nbp_frame_reader *r, uint8_t **ret_body, size_t *ret_len,
+                           int *ret_fds, size_t *ret_nfds, bool *ret_truncated)
 {
         *ret_body = r->body;
         *ret_len = r->len;
@@ -133,24 +133,24 @@ void nb_frame_reader_take(struct nb_frame_reader *r, uint8_t **ret_body, size_t 
         *ret_truncated = r->fds_truncated;
         r->body = NULL;
         r->nfds = 0;
-        nb_frame_reader_reset(r);
+        nbp_frame_reader_reset(r);
 }
 
-int nb_frame_out_new(size_t body_len, struct nb_frame_out **ret)
+int nbp_frame_out_new(size_t body_len, struct nbp_frame_out **ret)
 {
-        struct nb_frame_out *f;
+        struct nbp_frame_out *f;
 
         if (body_len > UINT32_MAX)
                 return -EMSGSIZE;
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
-        f->buf = malloc(NB_FRAME_HEADER_SIZE + body_len);
+        f->buf = malloc(NBP_FRAME_HEADER_SIZE + body_len);
         if (!f->buf) {
                 free(f);
                 return -ENOMEM;
         }
-        f->len = NB_FRAME_HEADER_SIZE + body_len;
+        f->len = NBP_FRAME_HEADER_SIZE + body_len;
         f->buf[0] = (uint8_t)(body_len >> 24);
         f->buf[1] = (uint8_t)(body_len >> 16);
         f->buf[2] = (uint8_t)(body_len >> 8);
@@ -159,20 +159,20 @@ int nb_frame_out_new(size_t body_len, struct nb_frame_out **ret)
         return 0;
 }
 
-void nb_frame_out_free(struct nb_frame_out *f)
+void nbp_frame_out_free(struct nbp_frame_out *f)
 {
         if (!f)
                 return;
-        nb_close_fds(f->fds, f->nfds);
+        nbp_close_fds(f->fds, f->nfds);
         free(f->buf);
         free(f);
 }
 
-int nb_frame_write(int fd, struct nb_frame_out *f)
+int nbp_frame_write(int fd, struct nbp_frame_out *f)
 {
         while (f->off < f->len) {
                 union {
-                        char buf[CMSG_SPACE(sizeof(int) * NB_FRAME_MAX_FDS)];
+                        char buf[CMSG_SPACE(sizeof(int) * NBP_FRAME_MAX_FDS)];
                         struct cmsghdr align;
                 } ctrl;
                 struct iovec iov = {.iov_base = f->buf + f->off, .iov_len = f->len - f->off};
@@ -196,7 +196,7 @@ int nb_frame_write(int fd, struct nb_frame_out *f)
                         return errno == EAGAIN ? 0 : -errno;
                 /* The fds went with the first byte: they are the peer's now. */
                 if (f->off == 0)
-                        nb_close_fds(f->fds, f->nfds), f->nfds = 0;
+                        nbp_close_fds(f->fds, f->nfds), f->nfds = 0;
                 f->off += (size_t)n;
         }
         return 1;

@@ -14,68 +14,68 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NB_FRAME_HEADER_SIZE 4
-#define NB_FRAME_DEFAULT_CAP (16u * 1024 * 1024)
+#define NBP_FRAME_HEADER_SIZE 4
+#define NBP_FRAME_DEFAULT_CAP (16u * 1024 * 1024)
 /* Upper bound for fds on one frame; the effective cap is configurable below it. */
-#define NB_FRAME_MAX_FDS 64
+#define NBP_FRAME_MAX_FDS 64
 
-struct nb_frame_reader {
+struct nbp_frame_reader {
         size_t cap; /* largest body accepted */
-        size_t max_fds; /* fds accepted per frame (<= NB_FRAME_MAX_FDS) */
-        uint8_t hdr[NB_FRAME_HEADER_SIZE];
+        size_t max_fds; /* fds accepted per frame (<= NBP_FRAME_MAX_FDS) */
+        uint8_t hdr[NBP_FRAME_HEADER_SIZE];
         size_t hdr_got;
         uint8_t *body; /* allocated once the header is complete and checked */
         size_t len; /* body length from the header */
         size_t got; /* body bytes read so far */
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         size_t nfds;
         bool fds_truncated; /* MSG_CTRUNC seen: some fds were lost */
         size_t oversize; /* length of a refused oversize frame, else 0 */
 };
 
-void nb_frame_reader_init(struct nb_frame_reader *r, size_t cap, size_t max_fds);
+void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds);
 
 /* Read what is available of one frame.
- * Returns 1 when a whole frame is ready (take it with nb_frame_reader_take()),
+ * Returns 1 when a whole frame is ready (take it with nbp_frame_reader_take()),
  * 0 when the socket would block (non-blocking sockets only), -EPIPE on a clean
  * end of stream at a frame boundary, -ECONNRESET on an end of stream inside a
  * frame, -EMSGSIZE when the header announces more than the cap (r->oversize
  * holds the length; nothing was allocated), or another -errno. */
-int nb_frame_read(int fd, struct nb_frame_reader *r);
+int nbp_frame_read(int fd, struct nbp_frame_reader *r);
 
 /* Take the assembled frame: the body (caller frees) and its fds (caller owns
  * them). Resets the reader for the next frame. *ret_truncated reports
  * MSG_CTRUNC: the caller must treat the frame's fds as incomplete. */
-void nb_frame_reader_take(struct nb_frame_reader *r, uint8_t **ret_body, size_t *ret_len,
-                          int *ret_fds, size_t *ret_nfds, bool *ret_truncated);
+void nbp_frame_reader_take(struct nbp_frame_reader *r, uint8_t **ret_body, size_t *ret_len,
+                           int *ret_fds, size_t *ret_nfds, bool *ret_truncated);
 
 /* Close any fds held and free the partial body. */
-void nb_frame_reader_reset(struct nb_frame_reader *r);
+void nbp_frame_reader_reset(struct nbp_frame_reader *r);
 
 /* True while a frame is partly read. */
-bool nb_frame_reader_busy(const struct nb_frame_reader *r);
+bool nbp_frame_reader_busy(const struct nbp_frame_reader *r);
 
 /* An outgoing frame: header and body in one buffer, fds sent with byte 0.
  * The fds are borrowed: the sender closes them after the frame is sent. */
-struct nb_frame_out {
+struct nbp_frame_out {
         uint8_t *buf;
         size_t len;
         size_t off;
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         size_t nfds;
-        struct nb_frame_out *next;
+        struct nbp_frame_out *next;
 };
 
 /* Allocate a frame with room for a body of body_len bytes after the header;
- * the body starts at buf + NB_FRAME_HEADER_SIZE. */
-int nb_frame_out_new(size_t body_len, struct nb_frame_out **ret);
+ * the body starts at buf + NBP_FRAME_HEADER_SIZE. */
+int nbp_frame_out_new(size_t body_len, struct nbp_frame_out **ret);
 /* Frees the buffer and closes every fd still attached. Accepts NULL. */
-void nb_frame_out_free(struct nb_frame_out *f);
+void nbp_frame_out_free(struct nbp_frame_out *f);
 
 /* Write what the socket takes of the frame, with MSG_NOSIGNAL (a closed peer
  * is -EPIPE, never SIGPIPE). Returns 1 when the frame is fully sent (its fds
  * have then been closed), 0 when the socket would block, or -errno. */
-int nb_frame_write(int fd, struct nb_frame_out *f);
+int nbp_frame_write(int fd, struct nbp_frame_out *f);
 
 /* Close an array of fds, skipping negative entries. */
-void nb_close_fds(int *fds, size_t n);
+void nbp_close_fds(int *fds, size_t n);

@@ -55,14 +55,14 @@ struct outcome {
 
 /* One helper, its client end and the fake kernel behind it. */
 struct rig {
-        struct nb_loop *loop;
-        struct nb_server *srv;
-        struct nb_links *links;
+        struct nbd_loop *loop;
+        struct nbd_server *srv;
+        struct nbd_links *links;
         int client;
-        struct nb_frame_reader rd;
+        struct nbp_frame_reader rd;
 };
 
-static struct nb_config cfg;
+static struct nbd_config cfg;
 
 static void tick(void *data)
 {
@@ -72,11 +72,11 @@ static void tick(void *data)
 /* One loop iteration of the helper, never blocking, counted by the hook. */
 static void step(struct rig *r)
 {
-        static struct nb_timer t;
+        static struct nbd_timer t;
 
-        nb_timer_arm(r->loop, &t, 0, tick, NULL);
-        nb_loop_iterate(r->loop);
-        nb_jobs_kick(nb_server_dispatch_ctx(r->srv));
+        nbd_timer_arm(r->loop, &t, 0, tick, NULL);
+        nbd_loop_iterate(r->loop);
+        nbd_jobs_kick(nbd_server_dispatch_ctx(r->srv));
 }
 
 /* Read what the helper sent, as the client (not counted): fds are closed,
@@ -85,12 +85,12 @@ static void client_read(struct rig *r, struct outcome *o)
 {
         nbt_alloc_pause();
         while (o->kind == OUT_NONE) {
-                int fds[NB_FRAME_MAX_FDS];
+                int fds[NBP_FRAME_MAX_FDS];
                 uint8_t *body;
                 size_t len, nfds;
                 bool truncated;
                 Netbroker__ServerMessage *m;
-                int n = nb_frame_read(r->client, &r->rd);
+                int n = nbp_frame_read(r->client, &r->rd);
 
                 if (n == 0)
                         break;
@@ -98,8 +98,8 @@ static void client_read(struct rig *r, struct outcome *o)
                         o->kind = OUT_CLOSED;
                         break;
                 }
-                nb_frame_reader_take(&r->rd, &body, &len, fds, &nfds, &truncated);
-                nb_close_fds(fds, nfds);
+                nbp_frame_reader_take(&r->rd, &body, &len, fds, &nfds, &truncated);
+                nbp_close_fds(fds, nfds);
                 m = netbroker__server_message__unpack(NULL, len, body);
                 free(body);
                 ck_assert_msg(m != NULL, "the helper sent a frame that is not a ServerMessage");
@@ -124,42 +124,43 @@ static void pump(struct rig *r, struct outcome *o)
         }
 }
 
-static struct nb_frame_out *make_frame(const uint8_t *body, size_t len, const int *fds, size_t nfds)
+static struct nbp_frame_out *make_frame(const uint8_t *body, size_t len, const int *fds,
+                                        size_t nfds)
 {
-        struct nb_frame_out *f;
+        struct nbp_frame_out *f;
 
-        ck_assert_int_eq(nb_frame_out_new(len, &f), 0);
-        memcpy(f->buf + NB_FRAME_HEADER_SIZE, body, len);
+        ck_assert_int_eq(nbp_frame_out_new(len, &f), 0);
+        memcpy(f->buf + NBP_FRAME_HEADER_SIZE, body, len);
         for (size_t i = 0; i < nfds; i++)
                 f->fds[f->nfds++] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
         return f;
 }
 
-static void send_frame(int fd, struct nb_frame_out *f)
+static void send_frame(int fd, struct nbp_frame_out *f)
 {
-        ck_assert_int_eq(nb_frame_write(fd, f), 1);
-        nb_frame_out_free(f);
+        ck_assert_int_eq(nbp_frame_write(fd, f), 1);
+        nbp_frame_out_free(f);
 }
 
 /* A helper that has answered Hello. Not counted. */
 static void rig_up(struct rig *r)
 {
         struct outcome o = {0};
-        struct nb_fw *fw;
-        struct nb_bw *bw;
+        struct nbd_fw *fw;
+        struct nbd_bw *bw;
         uint8_t *hello;
         size_t len;
         int sv[2];
 
-        ck_assert_int_eq(nb_loop_new(&r->loop), 0);
-        ck_assert_int_eq(nb_links_open(r->loop, NULL, &r->links), 0);
-        ck_assert_int_eq(nb_fw_open(r->loop, &fw), 0);
-        ck_assert_int_eq(nb_bw_open(NULL, &bw), 0);
-        ck_assert_int_eq(nb_server_new(&cfg, r->loop, r->links, fw, NULL, bw, &r->srv), 0);
+        ck_assert_int_eq(nbd_loop_new(&r->loop), 0);
+        ck_assert_int_eq(nbd_links_open(r->loop, NULL, &r->links), 0);
+        ck_assert_int_eq(nbd_fw_open(r->loop, &fw), 0);
+        ck_assert_int_eq(nbd_bw_open(NULL, &bw), 0);
+        ck_assert_int_eq(nbd_server_new(&cfg, r->loop, r->links, fw, NULL, bw, &r->srv), 0);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
-        ck_assert_int_eq(nb_server_adopt(r->srv, sv[1]), 0);
+        ck_assert_int_eq(nbd_server_adopt(r->srv, sv[1]), 0);
         r->client = sv[0];
-        nb_frame_reader_init(&r->rd, NB_FRAME_DEFAULT_CAP, NB_FRAME_MAX_FDS);
+        nbp_frame_reader_init(&r->rd, NBP_FRAME_DEFAULT_CAP, NBP_FRAME_MAX_FDS);
         ck_assert_int_eq(nbt_pack_hello(&hello, &len), 0);
         send_frame(r->client, make_frame(hello, len, NULL, 0));
         free(hello);
@@ -172,13 +173,13 @@ static void rig_up(struct rig *r)
 static void rig_down(struct rig *r)
 {
         close(r->client);
-        for (int i = 0; i < MAX_ITERATIONS && !nb_server_done(r->srv); i++)
+        for (int i = 0; i < MAX_ITERATIONS && !nbd_server_done(r->srv); i++)
                 step(r);
-        ck_assert(nb_server_done(r->srv));
-        nb_server_free(r->srv);
-        nb_links_close(r->links);
-        nb_loop_free(r->loop);
-        nb_frame_reader_reset(&r->rd);
+        ck_assert(nbd_server_done(r->srv));
+        nbd_server_free(r->srv);
+        nbd_links_close(r->links);
+        nbd_loop_free(r->loop);
+        nbp_frame_reader_reset(&r->rd);
 }
 
 static int count_fds(void)
@@ -228,7 +229,7 @@ static void request_build(nbt_build_fn build, struct nbt_packed *rq)
 static void request_free(struct nbt_packed *rq)
 {
         free(rq->body);
-        nb_close_fds(rq->fds, rq->nfds);
+        nbp_close_fds(rq->fds, rq->nfds);
 }
 
 struct run {
@@ -245,7 +246,7 @@ static void run_once(const struct nbt_packed *rq, unsigned long n, struct run *r
 {
         size_t outstanding = nbt_alloc_outstanding();
         int fds = count_fds();
-        struct nb_frame_out *f;
+        struct nbp_frame_out *f;
         struct rig r = {0};
         int sent;
 
@@ -254,12 +255,12 @@ static void run_once(const struct nbt_packed *rq, unsigned long n, struct run *r
         nb_fake_describe(run->initial, sizeof(run->initial));
         f = make_frame(rq->body, rq->len, rq->fds, rq->nfds);
         nbt_alloc_arm(n);
-        sent = nb_frame_write(r.client, f);
+        sent = nbp_frame_write(r.client, f);
         pump(&r, &run->o);
         nbt_alloc_disarm();
         ck_assert_int_eq(sent, 1);
         expect(run->o.kind != OUT_NONE, n, "the helper neither answers nor closes");
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         run->failed = nbt_alloc_failed();
         run->allocations = nbt_alloc_count();
         ck_assert_uint_lt(nb_fake_describe(run->state, sizeof(run->state)), sizeof(run->state));
@@ -398,7 +399,7 @@ static void judge(const struct run *run, const struct run *ref, const struct nbt
 }
 
 /* Every op kind with an Exec (the job parks and resumes from the loop),
- * and without (the batch runs to its end inside nb_job_start); firewall
+ * and without (the batch runs to its end inside nbd_job_start); firewall
  * ops that go on after a failure. */
 static const struct {
         const char *name;
@@ -489,10 +490,10 @@ int main(void)
         SRunner *sr;
         int failed;
 
-        nb_log_configure(NB_LOG_ERR, NULL, false);
-        nb_config_defaults(&cfg);
-        nb_config_free(&cfg);
-        /* Set as nb_config_load() would after checking them (the spawn
+        nbd_log_configure(NBD_LOG_ERR, NULL, false);
+        nbd_config_defaults(&cfg);
+        nbd_config_free(&cfg);
+        /* Set as nbd_config_load() would after checking them (the spawn
          * here is the fake kernel's, which runs nothing). */
         for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++) {
                 cfg.exec_allow[i] = strdup(programs[i]);
@@ -513,6 +514,6 @@ int main(void)
         srunner_run_all(sr, CK_NORMAL);
         failed = srunner_ntests_failed(sr);
         srunner_free(sr);
-        nb_config_free(&cfg);
+        nbd_config_free(&cfg);
         return failed ? 1 : 0;
 }

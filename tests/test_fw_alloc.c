@@ -17,32 +17,32 @@
 #include "firewall.h"
 #include "log.h"
 
-static struct nb_fw_rule rules[4];
-static struct nb_fw_group groups[2];
+static struct nbd_fw_rule rules[4];
+static struct nbd_fw_group groups[2];
 
 /* Two owners, each with a group of MAC, IP, port and reject rules and a
  * group with a plain drop: chains, jumps, comments and every kind of
  * expression. */
-static void make_spec(struct nb_fw_owner_spec *s, const char *owner, const char *ifname)
+static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char *ifname)
 {
         /* Check allocates in its assertions: not the firewall's to fail. */
         nbt_alloc_pause();
         memset(rules, 0, sizeof(rules));
-        rules[0].dir = NB_FW_DIR_FROM;
-        rules[0].verdict = NB_FW_V_DROP;
-        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:00:00:01", &rules[0].ether_src), 0);
+        rules[0].dir = NBD_FW_DIR_FROM;
+        rules[0].verdict = NBD_FW_V_DROP;
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:01", &rules[0].ether_src), 0);
         rules[0].ether_src.neg = true;
-        rules[1].dir = NB_FW_DIR_FROM;
-        rules[1].verdict = NB_FW_V_REJECT;
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.0/8", &rules[1].ip_dst), 0);
+        rules[1].dir = NBD_FW_DIR_FROM;
+        rules[1].verdict = NBD_FW_V_REJECT;
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/8", &rules[1].ip_dst), 0);
         rules[1].l4proto = 6;
         rules[1].dport[0] = 22;
-        rules[2].dir = NB_FW_DIR_TO;
-        rules[2].verdict = NB_FW_V_ACCEPT;
+        rules[2].dir = NBD_FW_DIR_TO;
+        rules[2].verdict = NBD_FW_V_ACCEPT;
         ck_assert_int_eq(
-                nb_fw_parse_mac("52:54:00:00:00:01/ff:ff:ff:00:00:00", &rules[2].ether_dst), 0);
-        rules[3].dir = NB_FW_DIR_TO;
-        rules[3].verdict = NB_FW_V_DROP;
+                nbd_fw_parse_mac("52:54:00:00:00:01/ff:ff:ff:00:00:00", &rules[2].ether_dst), 0);
+        rules[3].dir = NBD_FW_DIR_TO;
+        rules[3].verdict = NBD_FW_V_DROP;
         memset(groups, 0, sizeof(groups));
         snprintf(groups[0].name, sizeof(groups[0].name), "no-spoofing");
         groups[0].rules = rules;
@@ -50,12 +50,12 @@ static void make_spec(struct nb_fw_owner_spec *s, const char *owner, const char 
         snprintf(groups[1].name, sizeof(groups[1].name), "default-drop");
         groups[1].rules = &rules[3];
         groups[1].n_rules = 1;
-        *s = (struct nb_fw_owner_spec){
+        *s = (struct nbd_fw_owner_spec){
                 .owner = owner, .ifname = ifname, .groups = groups, .n_groups = 2};
         nbt_alloc_resume();
 }
 
-static int count_owner(const struct nb_fw_owner_info *o, void *data)
+static int count_owner(const struct nbd_fw_owner_info *o, void *data)
 {
         (void)o;
         ++*(unsigned *)data;
@@ -63,12 +63,12 @@ static int count_owner(const struct nb_fw_owner_info *o, void *data)
 }
 
 /* Owners in the table, read with no failure armed. */
-static unsigned owners(struct nb_fw *fw)
+static unsigned owners(struct nbd_fw *fw)
 {
-        char err[NB_FW_ERRLEN];
+        char err[NBD_FW_ERRLEN];
         unsigned n = 0;
 
-        ck_assert_msg(nb_fw_list(fw, count_owner, &n, err) == 0, "list: %s", err);
+        ck_assert_msg(nbd_fw_list(fw, count_owner, &n, err) == 0, "list: %s", err);
         return n;
 }
 
@@ -89,29 +89,29 @@ static bool failed(const char *step, unsigned long fail_at, int r, const char *e
 
 /* One transaction: begin, then apply or remove each owner, then commit.
  * Returns true when a step failed (then nothing was committed). */
-static bool transaction(struct nb_fw *fw, unsigned long fail_at, bool apply)
+static bool transaction(struct nbd_fw *fw, unsigned long fail_at, bool apply)
 {
         static const char *const names[][2] = {{"guest-a", "fwa0"}, {"guest-b", "fwa1"}};
-        struct nb_fw_txn *t = NULL;
-        char err[NB_FW_ERRLEN] = "";
+        struct nbd_fw_txn *t = NULL;
+        char err[NBD_FW_ERRLEN] = "";
         bool bad;
 
-        bad = failed("txn_begin", fail_at, nb_fw_txn_begin(fw, &t, err), err);
+        bad = failed("txn_begin", fail_at, nbd_fw_txn_begin(fw, &t, err), err);
         for (size_t i = 0; !bad && i < 2; i++) {
-                struct nb_fw_owner_spec s;
-                struct nb_fw_applied a;
+                struct nbd_fw_owner_spec s;
+                struct nbd_fw_applied a;
                 err[0] = '\0';
                 make_spec(&s, names[i][0], names[i][1]);
                 if (apply)
-                        bad = failed("txn_apply", fail_at, nb_fw_txn_apply(t, &s, &a, err), err);
+                        bad = failed("txn_apply", fail_at, nbd_fw_txn_apply(t, &s, &a, err), err);
                 else if (i == 0)
                         bad = failed("txn_remove", fail_at,
-                                     nb_fw_txn_remove(t, names[i][0], NULL, err), err);
+                                     nbd_fw_txn_remove(t, names[i][0], NULL, err), err);
         }
         err[0] = '\0';
         if (!bad)
-                bad = failed("txn_commit", fail_at, nb_fw_txn_commit(t, err), err);
-        nb_fw_txn_free(t);
+                bad = failed("txn_commit", fail_at, nbd_fw_txn_commit(t, err), err);
+        nbd_fw_txn_free(t);
         return bad;
 }
 
@@ -126,23 +126,23 @@ static int sh(const char *cmd)
  * 2, ... failing, until a run has no allocation left to fail. */
 START_TEST(test_every_allocation_failure_of_the_firewall_is_enomem_with_its_message)
 {
-        struct nb_fw *fw;
+        struct nbd_fw *fw;
         unsigned long n;
 
         ck_assert_int_eq(sh("ip link add fwa0 type veth peer name fwa0p && "
                             "ip link add fwa1 type veth peer name fwa1p"),
                          0);
-        ck_assert_int_eq(nb_fw_open(NULL, &fw), 0);
+        ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
         for (n = 1; n < 100000; n++) {
-                char err[NB_FW_ERRLEN] = "", *text = NULL;
-                struct nb_fw_owner_spec s;
+                char err[NBD_FW_ERRLEN] = "", *text = NULL;
+                struct nbd_fw_owner_spec s;
                 unsigned listed = 0;
                 int stage = 0; /* steps that worked: 1 applied, 2 listed, 3 removed */
 
                 nbt_alloc_arm(n);
                 if (!transaction(fw, n, true)) {
                         stage = 1;
-                        if (!failed("list", n, nb_fw_list(fw, count_owner, &listed, err), err)) {
+                        if (!failed("list", n, nbd_fw_list(fw, count_owner, &listed, err), err)) {
                                 stage = 2;
                                 if (!transaction(fw, n, false))
                                         stage = 3;
@@ -151,7 +151,7 @@ START_TEST(test_every_allocation_failure_of_the_firewall_is_enomem_with_its_mess
                 if (stage == 3) {
                         make_spec(&s, "guest-a", "fwa0");
                         err[0] = '\0';
-                        if (!failed("render", n, nb_fw_render(&s, &text, err), err))
+                        if (!failed("render", n, nbd_fw_render(&s, &text, err), err))
                                 free(text);
                 }
                 nbt_alloc_disarm();
@@ -162,13 +162,13 @@ START_TEST(test_every_allocation_failure_of_the_firewall_is_enomem_with_its_mess
                 if (!nbt_alloc_failed())
                         break;
                 if (stage > 0)
-                        ck_assert_int_eq(sh("nft delete table netdev " NB_FW_TABLE), 0);
+                        ck_assert_int_eq(sh("nft delete table netdev " NBD_FW_TABLE), 0);
         }
         ck_assert_msg(n > 50, "only %lu allocations: the hooks are not linked in", n - 1);
         printf("test-fw-alloc: allocations 1..%lu failed in turn, each ended in -ENOMEM and "
                "\"out of memory\"\n",
                n - 1);
-        nb_fw_close(fw);
+        nbd_fw_close(fw);
 }
 END_TEST
 
@@ -189,7 +189,7 @@ int main(void)
                 return 1;
         }
         setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
-        nb_log_configure(NB_LOG_ERR, NULL, false);
+        nbd_log_configure(NBD_LOG_ERR, NULL, false);
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc,
                        test_every_allocation_failure_of_the_firewall_is_enomem_with_its_message);

@@ -9,9 +9,9 @@
 #include "firewall.h"
 #include "tests_unit.h"
 
-static struct nb_fw_rule rule(enum nb_fw_dir dir, enum nb_fw_verdict v)
+static struct nbd_fw_rule rule(enum nbd_fw_dir dir, enum nbd_fw_verdict v)
 {
-        struct nb_fw_rule r;
+        struct nbd_fw_rule r;
 
         memset(&r, 0, sizeof(r));
         r.dir = dir;
@@ -19,14 +19,14 @@ static struct nb_fw_rule rule(enum nb_fw_dir dir, enum nb_fw_verdict v)
         return r;
 }
 
-static char *render(struct nb_fw_rule *rules, size_t n)
+static char *render(struct nbd_fw_rule *rules, size_t n)
 {
-        struct nb_fw_group g = {.name = "g", .rules = rules, .n_rules = n};
-        struct nb_fw_owner_spec s = {
+        struct nbd_fw_group g = {.name = "g", .rules = rules, .n_rules = n};
+        struct nbd_fw_owner_spec s = {
                 .owner = "vnet0", .ifname = "vnet0", .groups = &g, .n_groups = 1};
-        char err[NB_FW_ERRLEN], *text = NULL;
+        char err[NBD_FW_ERRLEN], *text = NULL;
 
-        ck_assert_msg(nb_fw_render(&s, &text, err) == 0, "render: %s", err);
+        ck_assert_msg(nbd_fw_render(&s, &text, err) == 0, "render: %s", err);
         return text;
 }
 
@@ -37,16 +37,16 @@ static void assert_has(const char *text, const char *needle)
 
 START_TEST(test_fw_mac_and_ip_rules_compile_to_the_expected_expressions)
 {
-        struct nb_fw_rule r[3];
+        struct nbd_fw_rule r[3];
         char *t;
 
-        r[0] = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
-        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:AB:cd:01", &r[0].ether_src), 0);
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:AB:cd:01", &r[0].ether_src), 0);
         r[0].ether_src.neg = true;
-        r[1] = rule(NB_FW_DIR_FROM, NB_FW_V_RETURN);
-        ck_assert_int_eq(nb_fw_parse_ip("10.1.2.0/24", &r[1].ip_src), 0);
-        r[2] = rule(NB_FW_DIR_TO, NB_FW_V_ACCEPT);
-        ck_assert_int_eq(nb_fw_parse_mac("01:00:00:00:00:00/01:00:00:00:00:00", &r[2].ether_dst),
+        r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_RETURN);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.1.2.0/24", &r[1].ip_src), 0);
+        r[2] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
+        ck_assert_int_eq(nbd_fw_parse_mac("01:00:00:00:00:00/01:00:00:00:00:00", &r[2].ether_dst),
                          0);
         t = render(r, 3);
         /* The chains: a group chain per direction, then the base chains. */
@@ -78,23 +78,23 @@ END_TEST
 
 START_TEST(test_fw_arp_port_icmp_vlan_and_reject_compile)
 {
-        struct nb_fw_rule r[4];
+        struct nbd_fw_rule r[4];
         char *t;
 
-        r[0] = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
-        r[0].arp_op = (struct nb_fw_num){true, true, 1};
-        ck_assert_int_eq(nb_fw_parse_ip("192.168.0.7", &r[0].arp_spa), 0);
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[0].arp_op = (struct nbd_fw_num){true, true, 1};
+        ck_assert_int_eq(nbd_fw_parse_ip("192.168.0.7", &r[0].arp_spa), 0);
         r[0].arp_spa.neg = true;
-        r[1] = rule(NB_FW_DIR_FROM, NB_FW_V_REJECT);
+        r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_REJECT);
         r[1].l4proto = 6;
         r[1].dport[0] = 22;
         r[1].dport[1] = 80;
-        r[2] = rule(NB_FW_DIR_TO, NB_FW_V_ACCEPT);
+        r[2] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
         r[2].l4proto = 58;
         r[2].has_icmp_type = true;
         r[2].icmp_type = 135;
-        r[3] = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
-        r[3].vlan_id = (struct nb_fw_num){true, false, 42};
+        r[3] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[3].vlan_id = (struct nbd_fw_num){true, false, 42};
         t = render(r, 4);
         /* arp operation != request: ARP protocol, then the opcode */
         assert_has(
@@ -122,33 +122,33 @@ START_TEST(test_fw_arp_port_icmp_vlan_and_reject_compile)
 }
 END_TEST
 
-static void hash_of(struct nb_fw_rule *r, size_t n, const char *ifname, char out[NB_FW_HASH_HEX])
+static void hash_of(struct nbd_fw_rule *r, size_t n, const char *ifname, char out[NBD_FW_HASH_HEX])
 {
-        struct nb_fw_group g = {.name = "g", .rules = r, .n_rules = n};
-        struct nb_fw_owner_spec s = {
+        struct nbd_fw_group g = {.name = "g", .rules = r, .n_rules = n};
+        struct nbd_fw_owner_spec s = {
                 .owner = "vnet0", .ifname = ifname, .groups = &g, .n_groups = 1};
-        char err[NB_FW_ERRLEN];
+        char err[NBD_FW_ERRLEN];
         unsigned rules;
 
-        ck_assert_msg(nb_fw_hash(&s, out, &rules, err) == 0, "%s", err);
+        ck_assert_msg(nbd_fw_hash(&s, out, &rules, err) == 0, "%s", err);
         ck_assert_uint_eq(rules, n);
 }
 
 START_TEST(test_fw_hash_is_stable_canonical_and_sensitive)
 {
-        struct nb_fw_rule a = rule(NB_FW_DIR_FROM, NB_FW_V_DROP), b;
-        char h1[NB_FW_HASH_HEX], h2[NB_FW_HASH_HEX];
+        struct nbd_fw_rule a = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP), b;
+        char h1[NBD_FW_HASH_HEX], h2[NBD_FW_HASH_HEX];
 
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.5", &a.ip_src), 0);
-        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:00:00:01", &a.ether_src), 0);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.5", &a.ip_src), 0);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:01", &a.ether_src), 0);
         hash_of(&a, 1, "vnet0", h1);
         hash_of(&a, 1, "vnet0", h2);
         ck_assert_str_eq(h1, h2);
         ck_assert_uint_eq(strlen(h1), 32);
         /* The same rule written differently hashes the same. */
-        b = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.5/32", &b.ip_src), 0);
-        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:00:00:01/ff:ff:ff:ff:ff:ff", &b.ether_src), 0);
+        b = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.5/32", &b.ip_src), 0);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:01/ff:ff:ff:ff:ff:ff", &b.ether_src), 0);
         hash_of(&b, 1, "vnet0", h2);
         ck_assert_str_eq(h1, h2);
         /* Any change changes it: each field in turn, and the interface. */
@@ -156,19 +156,19 @@ START_TEST(test_fw_hash_is_stable_canonical_and_sensitive)
                 b = a;
                 switch (field) {
                 case 0:
-                        b.verdict = NB_FW_V_ACCEPT;
+                        b.verdict = NBD_FW_V_ACCEPT;
                         break;
                 case 1:
-                        b.dir = NB_FW_DIR_TO;
+                        b.dir = NBD_FW_DIR_TO;
                         break;
                 case 2:
                         b.ip_src.neg = true;
                         break;
                 case 3:
-                        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.6", &b.ip_src), 0);
+                        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.6", &b.ip_src), 0);
                         break;
                 case 4:
-                        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:00:00:02", &b.ether_src), 0);
+                        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:02", &b.ether_src), 0);
                         break;
                 case 5:
                         b.l4proto = 17;
@@ -178,7 +178,7 @@ START_TEST(test_fw_hash_is_stable_canonical_and_sensitive)
                         memset(b.ether_dst.mask, 0xff, 6);
                         break;
                 case 7:
-                        b.vlan_id = (struct nb_fw_num){true, false, 1};
+                        b.vlan_id = (struct nbd_fw_num){true, false, 1};
                         break;
                 }
                 hash_of(&b, 1, "vnet0", h2);
@@ -202,10 +202,10 @@ static void __attribute__((noinline)) dirty_stack(unsigned char byte)
  * hash must not depend on what was in memory before. */
 START_TEST(test_fw_hash_does_not_depend_on_memory_contents)
 {
-        struct nb_fw_rule r = rule(NB_FW_DIR_FROM, NB_FW_V_RETURN);
-        char h1[NB_FW_HASH_HEX], h2[NB_FW_HASH_HEX];
+        struct nbd_fw_rule r = rule(NBD_FW_DIR_FROM, NBD_FW_V_RETURN);
+        char h1[NBD_FW_HASH_HEX], h2[NBD_FW_HASH_HEX];
 
-        ck_assert_int_eq(nb_fw_parse_ip("0.0.0.0", &r.ip_src), 0);
+        ck_assert_int_eq(nbd_fw_parse_ip("0.0.0.0", &r.ip_src), 0);
         r.l4proto = 17;
         r.sport[0] = r.sport[1] = 68;
         r.dport[0] = r.dport[1] = 67;
@@ -219,51 +219,51 @@ END_TEST
 
 START_TEST(test_fw_bad_rules_are_refused_before_anything_is_sent)
 {
-        struct nb_fw_ip ip;
-        struct nb_fw_mac mac;
-        struct nb_fw_rule r;
-        char err[NB_FW_ERRLEN];
+        struct nbd_fw_ip ip;
+        struct nbd_fw_mac mac;
+        struct nbd_fw_rule r;
+        char err[NBD_FW_ERRLEN];
 
-        ck_assert_int_eq(nb_fw_parse_ip("fe80::/129", &ip), -EINVAL);
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.0/33", &ip), -EINVAL);
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.0/", &ip), -EINVAL);
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.256", &ip), -EINVAL);
-        ck_assert_int_eq(nb_fw_parse_ip("fe80::/64", &ip), 0);
-        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:00:00", &mac), -EINVAL);
-        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:00:00:0g", &mac), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("fe80::/129", &ip), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/33", &ip), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/", &ip), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.256", &ip), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("fe80::/64", &ip), 0);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00", &mac), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:0g", &mac), -EINVAL);
         /* A reversed port range. */
-        r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
+        r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         r.l4proto = 6;
         r.dport[0] = 80;
         r.dport[1] = 22;
-        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
         ck_assert_msg(strstr(err, "reversed"), "%s", err);
         /* Ports without a protocol that has ports. */
-        r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
+        r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         r.dport[0] = r.dport[1] = 53;
-        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
         /* Reject toward the guest. */
-        r = rule(NB_FW_DIR_TO, NB_FW_V_REJECT);
-        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
+        r = rule(NBD_FW_DIR_TO, NBD_FW_V_REJECT);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
         /* ARP and IP at once; IPv6 addresses in ARP; contradicting type. */
-        r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
-        r.arp_op = (struct nb_fw_num){true, false, 1};
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.1", &r.ip_src), 0);
-        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
-        r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
-        ck_assert_int_eq(nb_fw_parse_ip("fe80::1", &r.arp_spa), 0);
-        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
-        r = rule(NB_FW_DIR_FROM, NB_FW_V_DROP);
-        r.ether_type = (struct nb_fw_num){true, false, 0x86dd};
-        ck_assert_int_eq(nb_fw_parse_ip("10.0.0.1", &r.ip_dst), 0);
-        ck_assert_int_eq(nb_fw_rule_check(&r, false, err), -EINVAL);
+        r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r.arp_op = (struct nbd_fw_num){true, false, 1};
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1", &r.ip_src), 0);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
+        r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        ck_assert_int_eq(nbd_fw_parse_ip("fe80::1", &r.arp_spa), 0);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
+        r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r.ether_type = (struct nbd_fw_num){true, false, 0x86dd};
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1", &r.ip_dst), 0);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
         /* Names. */
-        ck_assert(nb_fw_owner_valid("vnet12"));
-        ck_assert(nb_fw_owner_valid("eth0.100"));
-        ck_assert(!nb_fw_owner_valid("a/b"));
-        ck_assert(!nb_fw_owner_valid(""));
-        ck_assert(!nb_fw_group_valid("no spaces"));
-        ck_assert(nb_fw_group_valid("no-mac-spoofing"));
+        ck_assert(nbd_fw_owner_valid("vnet12"));
+        ck_assert(nbd_fw_owner_valid("eth0.100"));
+        ck_assert(!nbd_fw_owner_valid("a/b"));
+        ck_assert(!nbd_fw_owner_valid(""));
+        ck_assert(!nbd_fw_group_valid("no spaces"));
+        ck_assert(nbd_fw_group_valid("no-mac-spoofing"));
 }
 END_TEST
 

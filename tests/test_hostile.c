@@ -305,7 +305,7 @@ static int hold_connections(const char *sock, void *arg)
                 Netbroker__Hello hello = NETBROKER__HELLO__INIT;
                 Netbroker__ServerMessage *r;
 
-                hello.version = NB_PROTOCOL_VERSION;
+                hello.version = NBP_PROTOCOL_VERSION;
                 m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
                 m.hello = &hello;
                 tu_raw_send_msg(fd, &m.base, NULL, 0);

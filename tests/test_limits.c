@@ -174,7 +174,7 @@ static void assert_helper_serves(struct tu_helper *h)
         Netbroker__ServerMessage *m = NULL;
         int fd = -1;
 
-        hello.version = NB_PROTOCOL_VERSION;
+        hello.version = NBP_PROTOCOL_VERSION;
         cm.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
         cm.hello = &hello;
         for (int i = 0; i < 500; i++) {
@@ -873,11 +873,11 @@ struct key_range {
 
 #define U(n, lo, hi)                                                                               \
         {                                                                                          \
-#n, offsetof(struct nb_config, n), false, lo, hi                                   \
+#n, offsetof(struct nbd_config, n), false, lo, hi                                  \
         }
 #define S(n, lo, hi)                                                                               \
         {                                                                                          \
-#n, offsetof(struct nb_config, n), true, lo, hi                                    \
+#n, offsetof(struct nbd_config, n), true, lo, hi                                   \
         }
 
 /* The ranges netbrokerd(8) documents. */
@@ -909,21 +909,21 @@ static const char room_large[] = "fd_limit = 1048576\nmax_connections = 4096\n"
                                  "max_connections_per_uid = 1\nmax_spawns = 1\n"
                                  "exec_timeout_ms = 1\nexec_timeout_max_ms = 86400000\n";
 
-static int load_config(const char *body, struct nb_config *c, char *err, size_t errlen)
+static int load_config(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
         char *path = tu_config(body);
         int r;
 
-        nb_config_defaults(c);
+        nbd_config_defaults(c);
         err[0] = '\0';
-        r = nb_config_load(c, path, true, err, errlen);
+        r = nbd_config_load(c, path, true, err, errlen);
         /* Over a hundred of these: remove each at once. */
         unlink(path);
         free(path);
         return r;
 }
 
-static unsigned long long field(const struct nb_config *c, const struct key_range *k)
+static unsigned long long field(const struct nbd_config *c, const struct key_range *k)
 {
         const char *p = (const char *)c + k->offset;
 
@@ -932,19 +932,19 @@ static unsigned long long field(const struct nb_config *c, const struct key_rang
 
 static void expect_loads(const char *room, const struct key_range *k, unsigned long long v)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char body[512], err[512];
 
         snprintf(body, sizeof(body), "%s%s = %llu\n", room, k->name, v);
         ck_assert_msg(load_config(body, &c, err, sizeof(err)) == 0, "%s = %llu: %s", k->name, v,
                       err);
         ck_assert_msg(field(&c, k) == v, "%s = %llu read as %llu", k->name, v, field(&c, k));
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 
 static void expect_refused_at_line_7(const struct key_range *k, const char *v)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char body[512], err[512], want[128];
 
         snprintf(body, sizeof(body), "%s%s = %s\n", room_large, k->name, v);
@@ -952,7 +952,7 @@ static void expect_refused_at_line_7(const struct key_range *k, const char *v)
         ck_assert_msg(load_config(body, &c, err, sizeof(err)) < 0, "%s = '%s' was accepted",
                       k->name, v);
         ck_assert_msg(strstr(err, want), "%s = '%s': %s", k->name, v, err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 
 START_TEST(test_config_every_limit_parses_in_range_and_refuses_outside_naming_the_line)
@@ -980,7 +980,7 @@ END_TEST
 
 START_TEST(test_config_limits_that_conflict_name_the_line)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char err[512];
 
         ck_assert_int_lt(load_config("max_connections = 4\n# the next one is too many\n"
@@ -989,28 +989,28 @@ START_TEST(test_config_limits_that_conflict_name_the_line)
                          0);
         ck_assert_msg(strstr(err, ":3: max_connections_per_uid (5) is above max_connections (4)"),
                       "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         ck_assert_int_lt(load_config("exec_timeout_ms = 5000\nexec_timeout_max_ms = 1000\n", &c,
                                      err, sizeof(err)),
                          0);
         ck_assert_msg(strstr(err, ":2: exec_timeout_ms (5000) is above exec_timeout_max_ms (1000)"),
                       "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         ck_assert_int_lt(load_config("max_spawns = 16\nfd_limit = 64\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":2: fd_limit is too small (64) for max_connections (12) and "
                                   "max_spawns (16): it needs 19 + max_connections + 4 * "
                                   "max_spawns = 95"),
                       "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         /* Defaults fit: the defaults alone always load. */
         ck_assert_int_eq(load_config("# nothing\n", &c, err, sizeof(err)), 0);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
 START_TEST(test_config_lists_refuse_more_entries_than_they_hold)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char body[4096], err[512];
         size_t n;
 
@@ -1020,7 +1020,7 @@ START_TEST(test_config_lists_refuse_more_entries_than_they_hold)
         snprintf(body + n, sizeof(body) - n, "\n");
         ck_assert_int_lt(load_config(body, &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":1: allow_uid: more than 32 ids"), "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 
         n = (size_t)snprintf(body, sizeof(body), "# programs\nexec_allow =");
         for (int i = 0; i < 65; i++)
@@ -1028,12 +1028,12 @@ START_TEST(test_config_lists_refuse_more_entries_than_they_hold)
         snprintf(body + n, sizeof(body) - n, "\n");
         ck_assert_int_lt(load_config(body, &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":2: exec_allow: more than 64 programs"), "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 
         /* uid -1 means "unchanged" to the kernel: never an identity. */
         ck_assert_int_lt(load_config("allow_uid = 4294967295\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":1: allow_uid: expected numeric uids"), "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 

@@ -1,5 +1,5 @@
 /* The one MAC address parser (helper/mac.c) and its two users, the
- * interface ops' nb_mac_parse and the firewall's nb_fw_parse_mac with its
+ * interface ops' nbd_mac_parse and the firewall's nbd_fw_parse_mac with its
  * optional mask: which forms are taken and which are refused. */
 #include <check.h>
 #include <errno.h>
@@ -27,17 +27,17 @@ START_TEST(test_mac_parser_takes_six_hex_pairs_and_nothing_else)
 {
         const char *s = bad_macs[_i];
         uint8_t mac[6] = {1, 2, 3, 4, 5, 6}, was[6] = {1, 2, 3, 4, 5, 6};
-        struct nb_fw_mac fw = {0};
+        struct nbd_fw_mac fw = {0};
         char with_mask[64];
 
-        ck_assert_msg(nb_mac_parse(s, mac) == -EINVAL, "'%s' was taken as a MAC address", s);
+        ck_assert_msg(nbd_mac_parse(s, mac) == -EINVAL, "'%s' was taken as a MAC address", s);
         ck_assert_mem_eq(mac, was, 6);
-        ck_assert_msg(nb_fw_parse_mac(s, &fw) == -EINVAL, "the firewall took '%s'", s);
+        ck_assert_msg(nbd_fw_parse_mac(s, &fw) == -EINVAL, "the firewall took '%s'", s);
         snprintf(with_mask, sizeof(with_mask), "%s/ff:ff:ff:ff:ff:ff", s);
-        ck_assert_msg(nb_fw_parse_mac(with_mask, &fw) == -EINVAL, "the firewall took '%s'",
+        ck_assert_msg(nbd_fw_parse_mac(with_mask, &fw) == -EINVAL, "the firewall took '%s'",
                       with_mask);
         snprintf(with_mask, sizeof(with_mask), "52:54:00:00:00:01/%s", s);
-        ck_assert_msg(nb_fw_parse_mac(with_mask, &fw) == -EINVAL, "the firewall took '%s'",
+        ck_assert_msg(nbd_fw_parse_mac(with_mask, &fw) == -EINVAL, "the firewall took '%s'",
                       with_mask);
         ck_assert(!fw.set);
 }
@@ -47,24 +47,24 @@ START_TEST(test_mac_parser_accepts_both_cases)
 {
         const uint8_t want[6] = {0x52, 0x54, 0x00, 0xab, 0xcd, 0xef};
         uint8_t mac[6];
-        struct nb_fw_mac fw;
+        struct nbd_fw_mac fw;
 
-        ck_assert_int_eq(nb_mac_parse("52:54:00:ab:cd:ef", mac), 0);
+        ck_assert_int_eq(nbd_mac_parse("52:54:00:ab:cd:ef", mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nb_mac_parse("52:54:00:AB:CD:EF", mac), 0);
+        ck_assert_int_eq(nbd_mac_parse("52:54:00:AB:CD:EF", mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nb_mac_parse("52:54:00:aB:Cd:eF", mac), 0);
+        ck_assert_int_eq(nbd_mac_parse("52:54:00:aB:Cd:eF", mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nb_mac_parse("ff:FF:00:00:00:00", mac), 0);
+        ck_assert_int_eq(nbd_mac_parse("ff:FF:00:00:00:00", mac), 0);
         ck_assert_mem_eq(mac, ((uint8_t[6]){0xff, 0xff, 0, 0, 0, 0}), 6);
         /* The firewall's mask is parsed the same way and applied. */
-        ck_assert_int_eq(nb_fw_parse_mac("52:54:00:AB:CD:EF/FF:ff:FF:00:00:00", &fw), 0);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:AB:CD:EF/FF:ff:FF:00:00:00", &fw), 0);
         ck_assert_mem_eq(fw.addr, ((uint8_t[6]){0x52, 0x54, 0, 0, 0, 0}), 6);
         ck_assert_mem_eq(fw.mask, ((uint8_t[6]){0xff, 0xff, 0xff, 0, 0, 0}), 6);
-        /* Only the first len bytes count for nb_mac_parse_n. */
-        ck_assert_int_eq(nb_mac_parse_n("52:54:00:ab:cd:ef/junk", 17, mac), 0);
+        /* Only the first len bytes count for nbd_mac_parse_n. */
+        ck_assert_int_eq(nbd_mac_parse_n("52:54:00:ab:cd:ef/junk", 17, mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nb_mac_parse_n("52:54:00:ab:cd:ef", 16, mac), -EINVAL);
+        ck_assert_int_eq(nbd_mac_parse_n("52:54:00:ab:cd:ef", 16, mac), -EINVAL);
 }
 END_TEST
 

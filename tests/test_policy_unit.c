@@ -18,38 +18,38 @@
 /* Never the host's /etc/netbroker/policy.d. */
 #define NO_DIR "policy_dir = /nonexistent/nbtest-policy.d\n"
 
-static int load(const char *body, struct nb_config *c, char *err, size_t errlen)
+static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
         char *path = tu_config(body);
         int r;
 
-        nb_config_defaults(c);
+        nbd_config_defaults(c);
         err[0] = '\0';
-        r = nb_config_load(c, path, true, err, errlen);
+        r = nbd_config_load(c, path, true, err, errlen);
         free(path);
         return r;
 }
 
-static const struct nb_policy_section *section_for(const struct nb_config *c, uid_t uid, gid_t gid,
-                                                   const gid_t *groups, size_t n)
+static const struct nbd_policy_section *section_for(const struct nbd_config *c, uid_t uid,
+                                                    gid_t gid, const gid_t *groups, size_t n)
 {
-        struct nb_peer p = tu_peer(uid, gid, groups, n);
+        struct nbd_peer p = tu_peer(uid, gid, groups, n);
 
-        return nb_policy_for(&c->policy, &p);
+        return nbd_policy_for(&c->policy, &p);
 }
 
-static bool may_run(const struct nb_config *c, uid_t uid, gid_t gid, const char *op)
+static bool may_run(const struct nbd_config *c, uid_t uid, gid_t gid, const char *op)
 {
-        struct nb_peer p = tu_peer(uid, gid, NULL, 0);
-        char why[NB_POLICY_WHYLEN];
+        struct nbd_peer p = tu_peer(uid, gid, NULL, 0);
+        char why[NBD_POLICY_WHYLEN];
 
-        return nb_policy_check_op(&c->policy, &p, op, why, sizeof(why)) == 0;
+        return nbd_policy_check_op(&c->policy, &p, op, why, sizeof(why)) == 0;
 }
 
 START_TEST(test_policy_sections_parse_with_their_keys_and_defaults)
 {
-        const struct nb_policy_section *s;
-        struct nb_config c;
+        const struct nbd_policy_section *s;
+        struct nbd_config c;
         char err[512];
 
         ck_assert_msg(load(NO_DIR "exec_allow = /bin/true /bin/false\n"
@@ -82,17 +82,18 @@ START_TEST(test_policy_sections_parse_with_their_keys_and_defaults)
         ck_assert(may_run(&c, 1000, 1000, "exec"));
         ck_assert(!may_run(&c, 1000, 1000, "bridge_create"));
         ck_assert(!may_run(&c, 1000, 1000, "link_delete"));
-        ck_assert(nb_policy_may_bridge(s, "virbr0") && nb_policy_may_bridge(s, "br0"));
-        ck_assert(!nb_policy_may_bridge(s, "br1"));
-        ck_assert(nb_policy_may_parent(s, "eth0") && !nb_policy_may_parent(s, "eth1"));
-        ck_assert(nb_policy_may_name(s, "vnet7") && nb_policy_may_name(s, "vnet%d"));
-        ck_assert(nb_policy_may_name(s, "macvtap%d") && !nb_policy_may_name(s, "vn%d"));
-        ck_assert(!nb_policy_may_name(s, "eth5"));
+        ck_assert(nbd_policy_may_bridge(s, "virbr0") && nbd_policy_may_bridge(s, "br0"));
+        ck_assert(!nbd_policy_may_bridge(s, "br1"));
+        ck_assert(nbd_policy_may_parent(s, "eth0") && !nbd_policy_may_parent(s, "eth1"));
+        ck_assert(nbd_policy_may_name(s, "vnet7") && nbd_policy_may_name(s, "vnet%d"));
+        ck_assert(nbd_policy_may_name(s, "macvtap%d") && !nbd_policy_may_name(s, "vn%d"));
+        ck_assert(!nbd_policy_may_name(s, "eth5"));
         ck_assert_uint_eq(s->max_devices, 4);
         ck_assert(s->netns_own);
         /* Without macvlan_modes: every mode but passthru. */
-        ck_assert(nb_policy_may_mode(s, 0) && nb_policy_may_mode(s, 1) && nb_policy_may_mode(s, 2));
-        ck_assert(!nb_policy_may_mode(s, 3));
+        ck_assert(nbd_policy_may_mode(s, 0) && nbd_policy_may_mode(s, 1) &&
+                  nbd_policy_may_mode(s, 2));
+        ck_assert(!nbd_policy_may_mode(s, 3));
         /* A user by name, with the defaults: nothing granted, 16 devices. */
         s = c.policy.sections[1];
         ck_assert(!s->is_group);
@@ -106,12 +107,12 @@ START_TEST(test_policy_sections_parse_with_their_keys_and_defaults)
         s = c.policy.sections[2];
         ck_assert(s->is_group);
         ck_assert_uint_eq(s->id, 990);
-        ck_assert(nb_policy_may_mode(s, 3) && nb_policy_may_mode(s, 1));
-        ck_assert(!nb_policy_may_mode(s, 0) && !nb_policy_may_mode(s, 2));
+        ck_assert(nbd_policy_may_mode(s, 3) && nbd_policy_may_mode(s, 1));
+        ck_assert(!nbd_policy_may_mode(s, 0) && !nbd_policy_may_mode(s, 2));
         s = c.policy.sections[3];
         ck_assert(s->is_group);
         ck_assert_uint_eq(s->id, 65534);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
@@ -159,7 +160,7 @@ START_TEST(test_policy_config_errors_name_their_line)
                 {"[policy uid 1000]\nmax_devices = 65536\n", ":3: max_devices: expected a number"},
                 {"[policy uid 1000]\nops\n", ":3: expected 'key = value'"},
         };
-        struct nb_config c;
+        struct nbd_config c;
         char err[512], body[512];
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
@@ -167,7 +168,7 @@ START_TEST(test_policy_config_errors_name_their_line)
                 ck_assert_int_lt(load(body, &c, err, sizeof(err)), 0);
                 ck_assert_msg(strstr(err, cases[i].want), "case %zu: error was: %s", i, err);
                 ck_assert_msg(strncmp(err, "/tmp/nbtest-conf-", 17) == 0, "case %zu: %s", i, err);
-                nb_config_free(&c);
+                nbd_config_free(&c);
         }
 }
 END_TEST
@@ -177,8 +178,8 @@ END_TEST
 START_TEST(test_policy_section_of_a_uid_beats_groups_and_the_first_group_wins)
 {
         const gid_t both[] = {27, 4242, 4243}, second[] = {4243}, none[] = {27, 100};
-        const struct nb_policy_section *s;
-        struct nb_config c;
+        const struct nbd_policy_section *s;
+        struct nbd_config c;
         char err[512];
 
         ck_assert_msg(load(NO_DIR "[policy gid 4242]\n"
@@ -205,7 +206,7 @@ START_TEST(test_policy_section_of_a_uid_beats_groups_and_the_first_group_wins)
         ck_assert_ptr_null(section_for(&c, 2000, 2000, none, 2));
         /* Root is never restricted, so no section applies to it. */
         ck_assert_ptr_null(section_for(&c, 0, 4242, both, 3));
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
@@ -214,22 +215,22 @@ END_TEST
 START_TEST(test_policy_section_admits_its_uid_and_group)
 {
         const gid_t member[] = {4242};
-        struct nb_config c;
-        struct nb_peer p;
+        struct nbd_config c;
+        struct nbd_peer p;
         char err[512];
 
         ck_assert_msg(load(NO_DIR "allow_uid = 0\n[policy uid 1000]\n[policy gid 4242]\n", &c, err,
                            sizeof(err)) == 0,
                       "%s", err);
         p = tu_peer(1000, 1000, NULL, 0);
-        ck_assert(nb_config_peer_allowed(&c, &p));
+        ck_assert(nbd_config_peer_allowed(&c, &p));
         p = tu_peer(3000, 3000, member, 1);
-        ck_assert(nb_config_peer_allowed(&c, &p));
+        ck_assert(nbd_config_peer_allowed(&c, &p));
         p = tu_peer(3000, 3000, NULL, 0);
-        ck_assert(!nb_config_peer_allowed(&c, &p));
+        ck_assert(!nbd_config_peer_allowed(&c, &p));
         p = tu_peer(0, 0, NULL, 0);
-        ck_assert(nb_config_peer_allowed(&c, &p));
-        nb_config_free(&c);
+        ck_assert(nbd_config_peer_allowed(&c, &p));
+        nbd_config_free(&c);
 }
 END_TEST
 
@@ -237,9 +238,9 @@ END_TEST
  * grant it; what needs no grant is open to everyone admitted. */
 START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
 {
-        struct nb_config c;
-        struct nb_peer p;
-        char err[512], why[NB_POLICY_WHYLEN];
+        struct nbd_config c;
+        struct nbd_peer p;
+        char err[512], why[NBD_POLICY_WHYLEN];
 
         ck_assert_msg(load(NO_DIR "exec_allow = /bin/true /bin/false\n"
                                   "[policy uid 1000]\n"
@@ -248,26 +249,26 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
                            &c, err, sizeof(err)) == 0,
                       "%s", err);
         p = tu_peer(1000, 1000, NULL, 0);
-        ck_assert_int_eq(nb_policy_check_op(&c.policy, &p, "bridge_create", why, sizeof(why)),
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "bridge_create", why, sizeof(why)),
                          -EPERM);
         ck_assert_str_eq(why,
                          "policy: uid 1000 may not run bridge_create (not in 'ops' of [policy uid "
                          "1000])");
-        ck_assert_int_eq(nb_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)),
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)),
                          -EPERM);
         ck_assert_str_eq(why, "policy: uid 1000 may not run /bin/false (not in 'exec' of [policy "
                               "uid 1000])");
-        ck_assert_int_eq(nb_policy_check_exec(&c.policy, &p, "/bin/true", why, sizeof(why)), 0);
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/true", why, sizeof(why)), 0);
         /* No section at all. */
         p = tu_peer(2000, 2000, NULL, 0);
-        ck_assert_int_eq(nb_policy_check_op(&c.policy, &p, "link_delete", why, sizeof(why)),
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "link_delete", why, sizeof(why)),
                          -EPERM);
         ck_assert_msg(strstr(why, "policy: uid 2000 may not run link_delete (no [policy] section "
                                   "for uid 2000"),
                       "%s", why);
         /* An op the policy does not know (a newer one): root's only. */
         p = tu_peer(1000, 1000, NULL, 0);
-        ck_assert_int_eq(nb_policy_check_op(&c.policy, &p, "route_add", why, sizeof(why)), -EPERM);
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "route_add", why, sizeof(why)), -EPERM);
         for (size_t i = 0; i < 4; i++) {
                 static const char *const open_ops[] = {"ping", "stats", "names_dump",
                                                        "firewall_list"};
@@ -277,8 +278,8 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
         ck_assert(may_run(&c, 0, 0, "bridge_create"));
         ck_assert(may_run(&c, 0, 0, "route_add"));
         p = tu_peer(0, 0, NULL, 0);
-        ck_assert_int_eq(nb_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)), 0);
-        nb_config_free(&c);
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)), 0);
+        nbd_config_free(&c);
 }
 END_TEST
 
@@ -315,7 +316,7 @@ static void remove_dir(char *dir)
         free(dir);
 }
 
-static int load_with_dir(const char *dir, const char *body, struct nb_config *c, char *err,
+static int load_with_dir(const char *dir, const char *body, struct nbd_config *c, char *err,
                          size_t errlen)
 {
         char conf[1024];
@@ -329,9 +330,9 @@ static int load_with_dir(const char *dir, const char *body, struct nb_config *c,
 START_TEST(test_policy_dir_files_follow_the_main_file_in_lexical_order)
 {
         const gid_t all[] = {4242, 4243, 4244}, two[] = {4242, 4243};
-        const struct nb_policy_section *s;
+        const struct nbd_policy_section *s;
         char *dir = make_dir(), err[512];
-        struct nb_config c;
+        struct nbd_config c;
 
         put_file(dir, "20-b.conf", "[policy gid 4243]\n");
         put_file(dir, "10-a.conf", "# users of group 4242\n[policy gid 4242]\nops = link_set\n");
@@ -350,7 +351,7 @@ START_TEST(test_policy_dir_files_follow_the_main_file_in_lexical_order)
         s = section_for(&c, 2000, 2000, two, 2);
         ck_assert_str_eq(s->label, "policy gid 4242");
         ck_assert(may_run(&c, 2000, 4242, "link_set"));
-        nb_config_free(&c);
+        nbd_config_free(&c);
         remove_dir(dir);
 }
 END_TEST
@@ -358,37 +359,37 @@ END_TEST
 START_TEST(test_policy_dir_missing_is_fine_an_unreadable_file_is_not)
 {
         char *dir = make_dir(), err[512], path[512], missing[512];
-        struct nb_config c;
+        struct nbd_config c;
 
         /* No directory: no policy files. */
         snprintf(missing, sizeof(missing), "%s/none", dir);
         ck_assert_msg(load_with_dir(missing, "", &c, err, sizeof(err)) == 0, "%s", err);
         ck_assert_uint_eq(c.policy.n, 0);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         /* A policy file that cannot be read (here: a dangling link). */
         snprintf(path, sizeof(path), "%s/30-gone.conf", dir);
         ck_assert_int_eq(symlink("/nonexistent/nbtest", path), 0);
         ck_assert_int_lt(load_with_dir(dir, "", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, "/30-gone.conf: No such file or directory"), "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         unlink(path);
         /* One that cannot be read as a file. */
         snprintf(path, sizeof(path), "%s/40-dir.conf", dir);
         ck_assert_int_eq(mkdir(path, 0700), 0);
         ck_assert_int_lt(load_with_dir(dir, "", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, "/40-dir.conf: Is a directory"), "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         rmdir(path);
         /* A policy_dir that is no directory. */
         put_file(dir, "plain", "");
         snprintf(path, sizeof(path), "%s/plain", dir);
         ck_assert_int_lt(load_with_dir(path, "", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, "/plain: Not a directory"), "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         /* Relative: the helper runs in / */
         ck_assert_int_lt(load("policy_dir = policy.d\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":1: policy_dir: expected an absolute path"), "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         remove_dir(dir);
 }
 END_TEST
@@ -412,7 +413,7 @@ START_TEST(test_policy_dir_errors_name_the_policy_file_and_line)
                 {"[policy uid 4000]\n", "[policy uid 4000]: uid 4000 has a section already, at "},
         };
         char *dir = make_dir(), err[512];
-        struct nb_config c;
+        struct nbd_config c;
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
                 put_file(dir, "50-x.conf", cases[i].body);
@@ -420,13 +421,13 @@ START_TEST(test_policy_dir_errors_name_the_policy_file_and_line)
                                                &c, err, sizeof(err)),
                                  0);
                 ck_assert_msg(strstr(err, cases[i].want), "case %zu: error was: %s", i, err);
-                nb_config_free(&c);
+                nbd_config_free(&c);
         }
         /* The same file, fixed, loads. */
         put_file(dir, "50-x.conf", "[policy uid 1000]\nops = exec\nexec = /bin/true\n");
         ck_assert_msg(load_with_dir(dir, "exec_allow = /bin/true\n", &c, err, sizeof(err)) == 0,
                       "%s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         remove_dir(dir);
 }
 END_TEST

@@ -23,50 +23,50 @@
 #include "tests_unit.h"
 #include "trust.h"
 
-NB_LOG_CATEGORY(unittest);
+NBD_LOG_CATEGORY(unittest);
 
 static void nonblocking_pair(int sv[2])
 {
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
 }
 
-static int frame_with(const char *body, struct nb_frame_out **ret)
+static int frame_with(const char *body, struct nbp_frame_out **ret)
 {
-        int r = nb_frame_out_new(strlen(body), ret);
+        int r = nbp_frame_out_new(strlen(body), ret);
 
         if (r == 0)
-                memcpy((*ret)->buf + NB_FRAME_HEADER_SIZE, body, strlen(body));
+                memcpy((*ret)->buf + NBP_FRAME_HEADER_SIZE, body, strlen(body));
         return r;
 }
 
 START_TEST(test_frame_reassembled_from_one_byte_writes)
 {
         int sv[2];
-        struct nb_frame_out *f;
-        struct nb_frame_reader rd;
+        struct nbp_frame_out *f;
+        struct nbp_frame_reader rd;
         uint8_t *body;
         size_t len, nfds;
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         bool trunc;
 
         nonblocking_pair(sv);
         ck_assert_int_eq(frame_with("hello, frames", &f), 0);
-        nb_frame_reader_init(&rd, 1024, 4);
+        nbp_frame_reader_init(&rd, 1024, 4);
         /* Feed the frame one byte at a time: the reader must report "not yet"
          * until the last byte and never read ahead. */
         for (size_t i = 0; i < f->len; i++) {
                 ck_assert_int_eq(write(sv[0], f->buf + i, 1), 1);
-                int r = nb_frame_read(sv[1], &rd);
+                int r = nbp_frame_read(sv[1], &rd);
                 ck_assert_int_eq(r, i + 1 == f->len ? 1 : 0);
         }
-        nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+        nbp_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
         ck_assert_uint_eq(len, strlen("hello, frames"));
         ck_assert_mem_eq(body, "hello, frames", len);
         ck_assert_uint_eq(nfds, 0);
         ck_assert(!trunc);
-        ck_assert(!nb_frame_reader_busy(&rd));
+        ck_assert(!nbp_frame_reader_busy(&rd));
         free(body);
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         close(sv[0]);
         close(sv[1]);
 }
@@ -75,22 +75,22 @@ END_TEST
 START_TEST(test_frame_writer_resumes_after_eagain)
 {
         int sv[2], sndbuf = 4096;
-        struct nb_frame_out *f;
-        struct nb_frame_reader rd;
+        struct nbp_frame_out *f;
+        struct nbp_frame_reader rd;
         size_t big = 1u << 20;
         int r, rounds = 0;
 
         nonblocking_pair(sv);
         setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-        ck_assert_int_eq(nb_frame_out_new(big, &f), 0);
+        ck_assert_int_eq(nbp_frame_out_new(big, &f), 0);
         for (size_t i = 0; i < big; i++)
-                f->buf[NB_FRAME_HEADER_SIZE + i] = (uint8_t)(i * 7);
-        nb_frame_reader_init(&rd, big, 4);
+                f->buf[NBP_FRAME_HEADER_SIZE + i] = (uint8_t)(i * 7);
+        nbp_frame_reader_init(&rd, big, 4);
         /* Alternate partial writes and partial reads until both are done. */
         do {
-                r = nb_frame_write(sv[0], f);
+                r = nbp_frame_write(sv[0], f);
                 ck_assert_int_ge(r, 0);
-                int rr = nb_frame_read(sv[1], &rd);
+                int rr = nbp_frame_read(sv[1], &rd);
                 ck_assert_int_ge(rr, 0);
                 rounds++;
                 if (r == 1 && rr == 1)
@@ -98,9 +98,9 @@ START_TEST(test_frame_writer_resumes_after_eagain)
         } while (rounds < 100000);
         ck_assert_int_gt(rounds, 2);
         ck_assert_uint_eq(rd.got, big);
-        ck_assert_mem_eq(rd.body, f->buf + NB_FRAME_HEADER_SIZE, big);
-        nb_frame_reader_reset(&rd);
-        nb_frame_out_free(f);
+        ck_assert_mem_eq(rd.body, f->buf + NBP_FRAME_HEADER_SIZE, big);
+        nbp_frame_reader_reset(&rd);
+        nbp_frame_out_free(f);
         close(sv[0]);
         close(sv[1]);
 }
@@ -109,16 +109,16 @@ END_TEST
 START_TEST(test_frame_over_cap_is_refused_before_allocation)
 {
         int sv[2];
-        struct nb_frame_reader rd;
+        struct nbp_frame_reader rd;
         uint8_t hdr[4] = {0x00, 0x00, 0x04, 0x01}; /* 1025 */
 
         nonblocking_pair(sv);
-        nb_frame_reader_init(&rd, 1024, 4);
+        nbp_frame_reader_init(&rd, 1024, 4);
         ck_assert_int_eq(write(sv[0], hdr, 4), 4);
-        ck_assert_int_eq(nb_frame_read(sv[1], &rd), -EMSGSIZE);
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), -EMSGSIZE);
         ck_assert_uint_eq(rd.oversize, 1025);
         ck_assert_ptr_null(rd.body);
-        nb_frame_reader_reset(&rd);
+        nbp_frame_reader_reset(&rd);
         close(sv[0]);
         close(sv[1]);
 }
@@ -127,11 +127,11 @@ END_TEST
 START_TEST(test_frame_carries_fds_close_on_exec)
 {
         int sv[2], p[2];
-        struct nb_frame_out *f;
-        struct nb_frame_reader rd;
+        struct nbp_frame_out *f;
+        struct nbp_frame_reader rd;
         uint8_t *body;
         size_t len, nfds;
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         bool trunc;
         int before = tu_fd_count(getpid());
 
@@ -139,11 +139,11 @@ START_TEST(test_frame_carries_fds_close_on_exec)
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         ck_assert_int_eq(frame_with("x", &f), 0);
         f->fds[f->nfds++] = dup(p[1]);
-        ck_assert_int_eq(nb_frame_write(sv[0], f), 1);
+        ck_assert_int_eq(nbp_frame_write(sv[0], f), 1);
         ck_assert_int_eq(f->nfds, 0); /* sent fds are closed by the sender */
-        nb_frame_reader_init(&rd, 16, 4);
-        ck_assert_int_eq(nb_frame_read(sv[1], &rd), 1);
-        nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+        nbp_frame_reader_init(&rd, 16, 4);
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), 1);
+        nbp_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
         ck_assert_uint_eq(nfds, 1);
         ck_assert(!trunc);
         ck_assert_int_eq(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
@@ -154,7 +154,7 @@ START_TEST(test_frame_carries_fds_close_on_exec)
         ck_assert_int_eq(c, 'z');
         close(fds[0]);
         free(body);
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         close(p[0]);
         close(p[1]);
         close(sv[0]);
@@ -166,11 +166,11 @@ END_TEST
 START_TEST(test_frame_fds_over_reader_cap_are_closed_and_flagged)
 {
         int sv[2];
-        struct nb_frame_out *f;
-        struct nb_frame_reader rd;
+        struct nbp_frame_out *f;
+        struct nbp_frame_reader rd;
         uint8_t *body;
         size_t len, nfds;
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         bool trunc;
         int before;
 
@@ -179,15 +179,15 @@ START_TEST(test_frame_fds_over_reader_cap_are_closed_and_flagged)
         ck_assert_int_eq(frame_with("y", &f), 0);
         for (int i = 0; i < 5; i++)
                 f->fds[f->nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        ck_assert_int_eq(nb_frame_write(sv[0], f), 1);
-        nb_frame_reader_init(&rd, 16, 2);
-        ck_assert_int_eq(nb_frame_read(sv[1], &rd), 1);
-        nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+        ck_assert_int_eq(nbp_frame_write(sv[0], f), 1);
+        nbp_frame_reader_init(&rd, 16, 2);
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), 1);
+        nbp_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
         ck_assert(trunc);
         ck_assert_uint_eq(nfds, 2);
-        nb_close_fds(fds, nfds);
+        nbp_close_fds(fds, nfds);
         free(body);
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         ck_assert_int_eq(tu_fd_count(getpid()), before);
         close(sv[0]);
         close(sv[1]);
@@ -207,10 +207,10 @@ START_TEST(test_frame_ctrunc_at_fd_limit_leaves_no_fd_behind)
         child = fork();
         ck_assert_int_ge(child, 0);
         if (child == 0) {
-                struct nb_frame_reader rd;
+                struct nbp_frame_reader rd;
                 uint8_t *body;
                 size_t len, nfds;
-                int fds[NB_FRAME_MAX_FDS], fill[512], nfill = 0;
+                int fds[NBP_FRAME_MAX_FDS], fill[512], nfill = 0;
                 bool trunc;
                 int before, r;
                 struct rlimit rl;
@@ -225,34 +225,34 @@ START_TEST(test_frame_ctrunc_at_fd_limit_leaves_no_fd_behind)
                 close(fill[--nfill]);
                 close(fill[--nfill]);
                 before = tu_fd_count(getpid());
-                nb_frame_reader_init(&rd, 16, NB_FRAME_MAX_FDS);
+                nbp_frame_reader_init(&rd, 16, NBP_FRAME_MAX_FDS);
                 do
-                        r = nb_frame_read(sv[1], &rd);
+                        r = nbp_frame_read(sv[1], &rd);
                 while (r == 0);
                 if (r != 1)
                         _exit(10);
-                nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+                nbp_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
                 if (!trunc)
                         _exit(11);
                 if (nfds > 2)
                         _exit(12);
-                nb_close_fds(fds, nfds);
+                nbp_close_fds(fds, nfds);
                 free(body);
                 _exit(tu_fd_count(getpid()) == before ? 0 : 13);
         }
         close(sv[1]);
         int before = tu_fd_count(getpid());
-        struct nb_frame_out *f;
+        struct nbp_frame_out *f;
         ck_assert_int_eq(frame_with("many fds", &f), 0);
         for (int i = 0; i < 8; i++)
                 f->fds[f->nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
         ck_assert_int_eq(tu_fd_count(getpid()), before + 8);
         int r;
         do
-                r = nb_frame_write(sv[0], f);
+                r = nbp_frame_write(sv[0], f);
         while (r == 0);
         ck_assert_int_eq(r, 1);
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         ck_assert_int_eq(tu_fd_count(getpid()), before);
         ck_assert_int_eq(waitpid(child, &status, 0), child);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "receiver status %d",
@@ -264,16 +264,16 @@ END_TEST
 START_TEST(test_frame_eof_inside_frame_is_connreset)
 {
         int sv[2];
-        struct nb_frame_reader rd;
+        struct nbp_frame_reader rd;
         uint8_t partial[6] = {0, 0, 0, 10, 'a', 'b'};
 
         nonblocking_pair(sv);
-        nb_frame_reader_init(&rd, 1024, 4);
+        nbp_frame_reader_init(&rd, 1024, 4);
         ck_assert_int_eq(write(sv[0], partial, sizeof(partial)), (ssize_t)sizeof(partial));
         close(sv[0]);
-        ck_assert_int_eq(nb_frame_read(sv[1], &rd), -ECONNRESET);
-        nb_frame_reader_reset(&rd);
-        ck_assert_int_eq(nb_frame_read(sv[1], &rd), -EPIPE);
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), -ECONNRESET);
+        nbp_frame_reader_reset(&rd);
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), -EPIPE);
         close(sv[1]);
 }
 END_TEST
@@ -281,82 +281,82 @@ END_TEST
 START_TEST(test_frame_write_to_closed_peer_is_epipe_not_sigpipe)
 {
         int sv[2];
-        struct nb_frame_out *f;
+        struct nbp_frame_out *f;
 
         signal(SIGPIPE, SIG_DFL);
         nonblocking_pair(sv);
         close(sv[1]);
         ck_assert_int_eq(frame_with("nobody listens", &f), 0);
-        ck_assert_int_eq(nb_frame_write(sv[0], f), -EPIPE);
-        nb_frame_out_free(f);
+        ck_assert_int_eq(nbp_frame_write(sv[0], f), -EPIPE);
+        nbp_frame_out_free(f);
         close(sv[0]);
 }
 END_TEST
 
 /* ---- config ---- */
 
-static int load(const char *body, struct nb_config *c, char *err, size_t errlen)
+static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
         char *path = tu_config(body);
         int r;
 
-        nb_config_defaults(c);
-        r = nb_config_load(c, path, true, err, errlen);
+        nbd_config_defaults(c);
+        r = nbd_config_load(c, path, true, err, errlen);
         free(path);
         return r;
 }
 
 START_TEST(test_config_bad_line_is_reported_with_its_number)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char err[256];
 
         ck_assert_int_lt(
                 load("# comment\nfd_limit = 64\n\nmax_spawns = lots\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":4: max_spawns") != NULL, "error was: %s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         ck_assert_int_lt(load("fd_limit = 64\nno_such_key = 1\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":2: no_such_key: unknown key") != NULL, "error was: %s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         ck_assert_int_lt(load("just words\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":1: expected 'key = value'") != NULL, "error was: %s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         ck_assert_int_lt(load("exec_allow = relative/path\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":1: exec_allow") != NULL, "error was: %s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
-struct nb_peer tu_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
+struct nbd_peer tu_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
 {
-        struct nb_peer p = {.uid = uid, .gid = gid, .pid = 1, .n_groups = n};
+        struct nbd_peer p = {.uid = uid, .gid = gid, .pid = 1, .n_groups = n};
 
         if (n)
                 memcpy(p.groups, groups, n * sizeof(*groups));
         return p;
 }
 
-static bool admitted(const struct nb_config *c, uid_t uid, gid_t gid)
+static bool admitted(const struct nbd_config *c, uid_t uid, gid_t gid)
 {
-        struct nb_peer p = tu_peer(uid, gid, NULL, 0);
+        struct nbd_peer p = tu_peer(uid, gid, NULL, 0);
 
-        return nb_config_peer_allowed(c, &p);
+        return nbd_config_peer_allowed(c, &p);
 }
 
 START_TEST(test_config_defaults_allow_root_only_and_64_fds)
 {
-        struct nb_config c;
+        struct nbd_config c;
 
-        nb_config_defaults(&c);
+        nbd_config_defaults(&c);
         ck_assert_uint_eq(c.fd_limit, 64);
         ck_assert_uint_eq(c.max_frame, 16u << 20);
         ck_assert(admitted(&c, 0, 0));
         ck_assert(!admitted(&c, 1000, 1000));
-        ck_assert(!nb_config_exec_allowed(&c, "/bin/sh"));
+        ck_assert(!nbd_config_exec_allowed(&c, "/bin/sh"));
         /* Only tools that exist are on the default list. */
         for (size_t i = 0; i < c.n_exec_allow; i++)
                 ck_assert_int_eq(access(c.exec_allow[i], X_OK), 0);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
@@ -366,24 +366,24 @@ END_TEST
 START_TEST(test_config_gid_admits_members_by_supplementary_group)
 {
         const gid_t member[] = {24, 990, 1000}, other[] = {24, 27};
-        struct nb_config c;
-        struct nb_peer p;
+        struct nbd_config c;
+        struct nbd_peer p;
         char err[256];
 
         ck_assert_int_eq(load("allow_gid = 990\n", &c, err, sizeof(err)), 0);
         p = tu_peer(65534, 65534, member, 3);
-        ck_assert(nb_config_peer_allowed(&c, &p));
+        ck_assert(nbd_config_peer_allowed(&c, &p));
         p = tu_peer(65534, 990, NULL, 0);
-        ck_assert(nb_config_peer_allowed(&c, &p));
+        ck_assert(nbd_config_peer_allowed(&c, &p));
         p = tu_peer(65534, 65534, other, 2);
-        ck_assert(!nb_config_peer_allowed(&c, &p));
-        nb_config_free(&c);
+        ck_assert(!nbd_config_peer_allowed(&c, &p));
+        nbd_config_free(&c);
 }
 END_TEST
 
 START_TEST(test_config_lists_replace_defaults_and_accumulate)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char err[256];
 
         ck_assert_int_eq(load("allow_uid = 1000 1001\nallow_uid = 1002\nallow_gid = 50\n"
@@ -393,11 +393,11 @@ START_TEST(test_config_lists_replace_defaults_and_accumulate)
         ck_assert(!admitted(&c, 0, 0)); /* root no longer listed */
         ck_assert(admitted(&c, 1002, 7));
         ck_assert(admitted(&c, 4242, 50));
-        ck_assert(nb_config_exec_allowed(&c, "/bin/true"));
-        ck_assert(nb_config_exec_allowed(&c, "/bin/false"));
-        ck_assert(!nb_config_exec_allowed(&c, "/usr/sbin/iptables-restore"));
+        ck_assert(nbd_config_exec_allowed(&c, "/bin/true"));
+        ck_assert(nbd_config_exec_allowed(&c, "/bin/false"));
+        ck_assert(!nbd_config_exec_allowed(&c, "/usr/sbin/iptables-restore"));
         ck_assert_uint_eq(c.n_exec_allow, 2);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
@@ -434,24 +434,24 @@ START_TEST(test_config_exec_env_allow_is_an_allow_list_without_loader_variables)
                 "PERL5OPT",
         };
         static const char *const malformed[] = {"1FOO", "FOO=BAR", "FOO-BAR", "FÖÖ", "A.B"};
-        struct nb_config c;
+        struct nbd_config c;
         char err[256], body[128], want[128];
 
-        nb_config_defaults(&c);
+        nbd_config_defaults(&c);
         ck_assert_uint_eq(c.n_exec_env_allow, 0);
-        ck_assert(!nb_config_env_allowed(&c, "LC_ALL", 6));
-        nb_config_free(&c);
+        ck_assert(!nbd_config_env_allowed(&c, "LC_ALL", 6));
+        nbd_config_free(&c);
 
         ck_assert_int_eq(load("exec_env_allow = XTABLES_LOCKFILE _X1\nexec_env_allow = LC_ALL\n",
                               &c, err, sizeof(err)),
                          0);
-        ck_assert(nb_config_env_allowed(&c, "XTABLES_LOCKFILE", 16));
-        ck_assert(nb_config_env_allowed(&c, "_X1", 3));
-        ck_assert(nb_config_env_allowed(&c, "LC_ALL=C", 6)); /* only the name's bytes count */
-        ck_assert(!nb_config_env_allowed(&c, "LC_AL", 5));
-        ck_assert(!nb_config_env_allowed(&c, "XTABLES_LOCKFILEX", 17));
-        ck_assert(!nb_config_env_allowed(&c, "FOO", 3));
-        nb_config_free(&c);
+        ck_assert(nbd_config_env_allowed(&c, "XTABLES_LOCKFILE", 16));
+        ck_assert(nbd_config_env_allowed(&c, "_X1", 3));
+        ck_assert(nbd_config_env_allowed(&c, "LC_ALL=C", 6)); /* only the name's bytes count */
+        ck_assert(!nbd_config_env_allowed(&c, "LC_AL", 5));
+        ck_assert(!nbd_config_env_allowed(&c, "XTABLES_LOCKFILEX", 17));
+        ck_assert(!nbd_config_env_allowed(&c, "FOO", 3));
+        nbd_config_free(&c);
 
         for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
                 snprintf(body, sizeof(body), "# env\nexec_env_allow = FOO %s BAR\n", refused[i]);
@@ -459,7 +459,7 @@ START_TEST(test_config_exec_env_allow_is_an_allow_list_without_loader_variables)
                          refused[i]);
                 ck_assert_msg(load(body, &c, err, sizeof(err)) < 0, "%s was allowed", refused[i]);
                 ck_assert_msg(strstr(err, want), "error was: %s", err);
-                nb_config_free(&c);
+                nbd_config_free(&c);
         }
         for (size_t i = 0; i < sizeof(malformed) / sizeof(*malformed); i++) {
                 snprintf(body, sizeof(body), "exec_env_allow = %s\n", malformed[i]);
@@ -467,7 +467,7 @@ START_TEST(test_config_exec_env_allow_is_an_allow_list_without_loader_variables)
                               malformed[i]);
                 ck_assert_msg(strstr(err, ":1: exec_env_allow: '"), "error was: %s", err);
                 ck_assert_msg(strstr(err, "is not a variable name"), "error was: %s", err);
-                nb_config_free(&c);
+                nbd_config_free(&c);
         }
 }
 END_TEST
@@ -480,7 +480,7 @@ END_TEST
 START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realpath)
 {
         char dir[] = "/tmp/nbtest-trust-XXXXXX", prog[64], body[128], real[PATH_MAX];
-        struct nb_config c;
+        struct nbd_config c;
         char err[512], *path;
         size_t n_defaults;
         int fd;
@@ -497,39 +497,39 @@ START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realp
                               strstr(err, "not safe to run as root") &&
                               strstr(err, "writable by its group or others"),
                       "error was: %s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 
         ck_assert_int_lt(load("exec_allow = /nonexistent/nbtest\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, ":1: exec_allow: /nonexistent/nbtest: cannot resolve it"),
                       "error was: %s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 
         /* The same program among the defaults is dropped, the others stay. */
-        nb_config_defaults(&c);
+        nbd_config_defaults(&c);
         n_defaults = 0; /* those that pass here, wherever this runs */
         for (size_t i = 0; i < c.n_exec_allow; i++) {
                 char *r = NULL;
-                if (nb_trust_program(c.exec_allow[i], &r, err, sizeof(err)) == 0)
+                if (nbd_trust_program(c.exec_allow[i], &r, err, sizeof(err)) == 0)
                         n_defaults++;
                 free(r);
         }
         c.exec_allow[c.n_exec_allow++] = strdup(prog);
         path = tu_config("log_level = error\n");
-        ck_assert_int_eq(nb_config_load(&c, path, true, err, sizeof(err)), 0);
+        ck_assert_int_eq(nbd_config_load(&c, path, true, err, sizeof(err)), 0);
         free(path);
-        ck_assert(!nb_config_exec_allowed(&c, prog));
+        ck_assert(!nbd_config_exec_allowed(&c, prog));
         ck_assert_uint_eq(c.n_exec_allow, n_defaults);
         for (size_t i = 0; i < c.n_exec_allow; i++)
-                ck_assert_msg(nb_config_exec_allowed(&c, c.exec_allow[i]), "%s", c.exec_allow[i]);
-        nb_config_free(&c);
+                ck_assert_msg(nbd_config_exec_allowed(&c, c.exec_allow[i]), "%s", c.exec_allow[i]);
+        nbd_config_free(&c);
 
         /* /bin/true runs as the file it resolves to (/usr/bin/true where
          * /bin is a symlink). */
         ck_assert_int_eq(load("exec_allow = /bin/true\n", &c, err, sizeof(err)), 0);
         ck_assert_ptr_nonnull(realpath("/bin/true", real));
-        ck_assert_str_eq(nb_config_exec_file(&c, "/bin/true"), real);
-        ck_assert_ptr_null(nb_config_exec_file(&c, "/usr/bin/true"));
-        nb_config_free(&c);
+        ck_assert_str_eq(nbd_config_exec_file(&c, "/bin/true"), real);
+        ck_assert_ptr_null(nbd_config_exec_file(&c, "/usr/bin/true"));
+        nbd_config_free(&c);
 
         unlink(prog);
         rmdir(dir);
@@ -538,30 +538,30 @@ END_TEST
 
 START_TEST(test_config_fd_limit_must_fit_connections_and_spawns)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char err[256];
 
         ck_assert_int_lt(load("fd_limit = 32\n", &c, err, sizeof(err)), 0);
         ck_assert_msg(strstr(err, "fd_limit is too small") != NULL, "error was: %s", err);
-        nb_config_free(&c);
+        nbd_config_free(&c);
         ck_assert_int_eq(load("fd_limit = 32\nmax_connections = 4\nmax_connections_per_uid = "
                               "4\nmax_spawns = 2\n",
                               &c, err, sizeof(err)),
                          0);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
 START_TEST(test_config_missing_file_is_an_error_only_when_required)
 {
-        struct nb_config c;
+        struct nbd_config c;
         char err[256];
 
-        nb_config_defaults(&c);
-        ck_assert_int_eq(nb_config_load(&c, "/nonexistent/nb.conf", false, err, sizeof(err)), 0);
-        ck_assert_int_eq(nb_config_load(&c, "/nonexistent/nb.conf", true, err, sizeof(err)),
+        nbd_config_defaults(&c);
+        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", false, err, sizeof(err)), 0);
+        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", true, err, sizeof(err)),
                          -ENOENT);
-        nb_config_free(&c);
+        nbd_config_free(&c);
 }
 END_TEST
 
@@ -576,26 +576,26 @@ static int side_effect(void)
 
 START_TEST(test_log_disabled_message_evaluates_nothing)
 {
-        ck_assert_int_eq(nb_log_configure(NB_LOG_ERR, NULL, false), 0);
+        ck_assert_int_eq(nbd_log_configure(NBD_LOG_ERR, NULL, false), 0);
         formatted = 0;
         for (int i = 0; i < 1000; i++)
-                nb_info("value %d", side_effect());
+                nbd_info("value %d", side_effect());
         ck_assert_int_eq(formatted, 0);
-        ck_assert_int_eq(nb_log_configure(NB_LOG_ERR, "unittest:info", false), 0);
-        nb_info("value %d", side_effect());
+        ck_assert_int_eq(nbd_log_configure(NBD_LOG_ERR, "unittest:info", false), 0);
+        nbd_info("value %d", side_effect());
         ck_assert_int_eq(formatted, 1);
 }
 END_TEST
 
 START_TEST(test_log_filters_set_one_category)
 {
-        struct nb_log_category other = {"server", 0, 0}, mine = {"spawn", 0, 0};
+        struct nbd_log_category other = {"server", 0, 0}, mine = {"spawn", 0, 0};
 
-        ck_assert_int_eq(nb_log_configure(NB_LOG_WARNING, "spawn:debug", false), 0);
-        ck_assert_int_eq(nb_log_refresh(&mine), NB_LOG_DEBUG);
-        ck_assert_int_eq(nb_log_refresh(&other), NB_LOG_WARNING);
-        ck_assert_int_lt(nb_log_configure(NB_LOG_WARNING, "spawn:loud", false), 0);
-        ck_assert_int_lt(nb_log_configure(NB_LOG_WARNING, "nocolon", false), 0);
+        ck_assert_int_eq(nbd_log_configure(NBD_LOG_WARNING, "spawn:debug", false), 0);
+        ck_assert_int_eq(nbd_log_refresh(&mine), NBD_LOG_DEBUG);
+        ck_assert_int_eq(nbd_log_refresh(&other), NBD_LOG_WARNING);
+        ck_assert_int_lt(nbd_log_configure(NBD_LOG_WARNING, "spawn:loud", false), 0);
+        ck_assert_int_lt(nbd_log_configure(NBD_LOG_WARNING, "nocolon", false), 0);
 }
 END_TEST
 
@@ -607,7 +607,7 @@ START_TEST(test_decode_budget_refuses_a_tree_larger_than_allowed)
         Netbroker__Request req = NETBROKER__REQUEST__INIT;
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1000];
         Netbroker__Ping ping = NETBROKER__PING__INIT;
-        struct nb_pb_budget b;
+        struct nbp_pb_budget b;
         uint8_t *buf;
         size_t len;
         Netbroker__ClientMessage *out;
@@ -624,11 +624,11 @@ START_TEST(test_decode_budget_refuses_a_tree_larger_than_allowed)
         buf = malloc(len);
         netbroker__client_message__pack(&m, buf);
         /* 1000 ops in ~4 KB of frame decode to far more than 16 KB. */
-        nb_pb_budget_init(&b, 16 * 1024);
+        nbp_pb_budget_init(&b, 16 * 1024);
         out = netbroker__client_message__unpack(&b.allocator, len, buf);
         ck_assert_ptr_null(out);
         ck_assert_uint_eq(b.used, 0); /* everything taken was given back */
-        nb_pb_budget_init(&b, 1u << 20);
+        nbp_pb_budget_init(&b, 1u << 20);
         out = netbroker__client_message__unpack(&b.allocator, len, buf);
         ck_assert_ptr_nonnull(out);
         ck_assert_uint_eq(out->request->n_ops, 1000);
@@ -645,7 +645,7 @@ START_TEST(test_decode_fails_cleanly_at_every_allocation)
         Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
         Netbroker__Exec e = NETBROKER__EXEC__INIT;
         char *argv[] = {(char *)"iptables-restore", (char *)"-w"};
-        struct nb_pb_budget b;
+        struct nbp_pb_budget b;
         uint8_t buf[512];
         size_t len, n = 1;
 
@@ -662,7 +662,7 @@ START_TEST(test_decode_fails_cleanly_at_every_allocation)
         /* Fail the 1st, 2nd, ... allocation until decoding no longer fails:
          * each failure must give back everything it took. */
         for (;; n++) {
-                nb_pb_budget_init(&b, 1u << 20);
+                nbp_pb_budget_init(&b, 1u << 20);
                 b.fail_at = n;
                 Netbroker__ClientMessage *out =
                         netbroker__client_message__unpack(&b.allocator, len, buf);
@@ -680,102 +680,102 @@ END_TEST
 
 /* ---- name allocator (no kernel: the bitmaps are fed by hand) ---- */
 
-static void alloc_is(struct nb_names *n, const char *prefix, const char *want)
+static void alloc_is(struct nbd_names *n, const char *prefix, const char *want)
 {
         char name[IFNAMSIZ];
 
-        ck_assert_int_eq(nb_names_allocate(n, prefix, name), 0);
+        ck_assert_int_eq(nbd_names_allocate(n, prefix, name), 0);
         ck_assert_str_eq(name, want);
 }
 
 START_TEST(test_names_next_fit_does_not_reuse_a_just_freed_name)
 {
-        struct nb_names *n;
+        struct nbd_names *n;
 
-        ck_assert_int_eq(nb_names_new(&n), 0);
+        ck_assert_int_eq(nbd_names_new(&n), 0);
         alloc_is(n, "vnet", "vnet0");
         alloc_is(n, "vnet", "vnet1");
-        nb_names_mark(n, "vnet0", false); /* vnet0 deleted */
+        nbd_names_mark(n, "vnet0", false); /* vnet0 deleted */
         alloc_is(n, "vnet", "vnet2"); /* lowest-free would say vnet0 */
-        nb_names_mark(n, "vnet2", false);
+        nbd_names_mark(n, "vnet2", false);
         alloc_is(n, "vnet", "vnet3");
-        nb_names_free(n);
+        nbd_names_free(n);
 }
 END_TEST
 
 START_TEST(test_names_made_by_others_are_skipped)
 {
-        struct nb_names *n;
+        struct nbd_names *n;
 
-        ck_assert_int_eq(nb_names_new(&n), 0);
-        nb_names_mark(n, "macvtap0", true);
-        nb_names_mark(n, "macvtap1", true);
-        nb_names_mark(n, "macvtap3", true); /* ip link add ... macvtap3 */
+        ck_assert_int_eq(nbd_names_new(&n), 0);
+        nbd_names_mark(n, "macvtap0", true);
+        nbd_names_mark(n, "macvtap1", true);
+        nbd_names_mark(n, "macvtap3", true); /* ip link add ... macvtap3 */
         alloc_is(n, "macvtap", "macvtap2");
         alloc_is(n, "macvtap", "macvtap4");
         /* A name with a leading zero or another prefix is not ours. */
-        nb_names_mark(n, "macvtap05", true);
-        nb_names_mark(n, "macvtapx6", true);
+        nbd_names_mark(n, "macvtap05", true);
+        nbd_names_mark(n, "macvtapx6", true);
         alloc_is(n, "macvtap", "macvtap5");
         alloc_is(n, "macvtap", "macvtap6");
-        nb_names_free(n);
+        nbd_names_free(n);
 }
 END_TEST
 
 START_TEST(test_names_wrap_around_and_exhaustion)
 {
-        struct nb_names *n;
+        struct nbd_names *n;
         char name[IFNAMSIZ];
         const char *prefix = "abcdefghijklmn"; /* 14 bytes: room for one digit */
 
-        ck_assert_int_eq(nb_names_new(&n), 0);
-        ck_assert_uint_eq(nb_names_max_suffix(prefix), 9);
+        ck_assert_int_eq(nbd_names_new(&n), 0);
+        ck_assert_uint_eq(nbd_names_max_suffix(prefix), 9);
         for (int i = 0; i < 10; i++)
-                ck_assert_int_eq(nb_names_allocate(n, prefix, name), 0);
+                ck_assert_int_eq(nbd_names_allocate(n, prefix, name), 0);
         ck_assert_str_eq(name, "abcdefghijklmn9");
-        ck_assert_int_eq(nb_names_allocate(n, prefix, name), -ENOSPC);
-        nb_names_mark(n, "abcdefghijklmn3", false);
-        nb_names_mark(n, "abcdefghijklmn7", false);
+        ck_assert_int_eq(nbd_names_allocate(n, prefix, name), -ENOSPC);
+        nbd_names_mark(n, "abcdefghijklmn3", false);
+        nbd_names_mark(n, "abcdefghijklmn7", false);
         /* The cursor is past 9: it wraps and finds 3 first, then 7. */
         alloc_is(n, prefix, "abcdefghijklmn3");
         alloc_is(n, prefix, "abcdefghijklmn7");
-        ck_assert_int_eq(nb_names_allocate(n, prefix, name), -ENOSPC);
-        nb_names_free(n);
+        ck_assert_int_eq(nbd_names_allocate(n, prefix, name), -ENOSPC);
+        nbd_names_free(n);
 }
 END_TEST
 
 START_TEST(test_names_rebuild_keeps_the_cursor)
 {
-        struct nb_names *n;
+        struct nbd_names *n;
 
-        ck_assert_int_eq(nb_names_new(&n), 0);
+        ck_assert_int_eq(nbd_names_new(&n), 0);
         for (int i = 0; i < 5; i++) {
                 char name[IFNAMSIZ];
-                ck_assert_int_eq(nb_names_allocate(n, "vnet", name), 0);
+                ck_assert_int_eq(nbd_names_allocate(n, "vnet", name), 0);
         }
         /* A rebuild from a dump that shows only vnet1 still does not send the
          * next allocation back to vnet0. */
-        nb_names_clear(n);
-        nb_names_mark(n, "vnet1", true);
+        nbd_names_clear(n);
+        nbd_names_mark(n, "vnet1", true);
         alloc_is(n, "vnet", "vnet5");
-        nb_names_free(n);
+        nbd_names_free(n);
 }
 END_TEST
 
 START_TEST(test_names_large_suffixes_cross_bitmap_words)
 {
-        struct nb_names *n;
+        struct nbd_names *n;
 
-        ck_assert_int_eq(nb_names_new(&n), 0);
+        ck_assert_int_eq(nbd_names_new(&n), 0);
         for (int i = 0; i < 200; i++) {
                 char name[IFNAMSIZ];
                 snprintf(name, sizeof(name), "veth%d", i);
-                nb_names_mark(n, name, true);
+                nbd_names_mark(n, name, true);
         }
-        nb_names_mark(n, "veth130", false);
+        nbd_names_mark(n, "veth130", false);
         alloc_is(n, "veth", "veth130");
         alloc_is(n, "veth", "veth200");
-        nb_names_free(n);
+        nbd_names_free(n);
 }
 END_TEST
 
@@ -796,15 +796,15 @@ static int count_prefixes(const char *prefix, const unsigned *used, size_t n_use
 
 START_TEST(test_names_dump_lists_used_suffixes_in_order)
 {
-        struct nb_names *n;
+        struct nbd_names *n;
         int seen = 0;
 
-        ck_assert_int_eq(nb_names_new(&n), 0);
-        nb_names_mark(n, "vnet70", true);
+        ck_assert_int_eq(nbd_names_new(&n), 0);
+        nbd_names_mark(n, "vnet70", true);
         alloc_is(n, "vnet", "vnet0");
-        ck_assert_int_eq(nb_names_foreach(n, count_prefixes, &seen), 0);
+        ck_assert_int_eq(nbd_names_foreach(n, count_prefixes, &seen), 0);
         ck_assert_int_eq(seen, 1);
-        nb_names_free(n);
+        nbd_names_free(n);
 }
 END_TEST
 
@@ -812,44 +812,44 @@ START_TEST(test_template_is_a_prefix_and_percent_d_only)
 {
         char prefix[IFNAMSIZ];
 
-        ck_assert_int_eq(nb_template_parse("vnet%d", prefix), 0);
+        ck_assert_int_eq(nbd_template_parse("vnet%d", prefix), 0);
         ck_assert_str_eq(prefix, "vnet");
-        ck_assert_int_eq(nb_template_parse("abcdefghijklmn%d", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("abcdefghijklmno%d", prefix),
+        ck_assert_int_eq(nbd_template_parse("abcdefghijklmn%d", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("abcdefghijklmno%d", prefix),
                          0); /* no room for a digit */
-        ck_assert_int_lt(nb_template_parse("%d", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vnet%s", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vnet%x", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vn%det%d", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vnet%d%d", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vnet%%d", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vnet1%d", prefix), 0); /* vnet1 + 2 = vnet12 */
-        ck_assert_int_lt(nb_template_parse("a/b%d", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("a b%d", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vnet%d ", prefix), 0);
-        ck_assert_int_lt(nb_template_parse("vnet%n", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("%d", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vnet%s", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vnet%x", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vn%det%d", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vnet%d%d", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vnet%%d", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vnet1%d", prefix), 0); /* vnet1 + 2 = vnet12 */
+        ck_assert_int_lt(nbd_template_parse("a/b%d", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("a b%d", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vnet%d ", prefix), 0);
+        ck_assert_int_lt(nbd_template_parse("vnet%n", prefix), 0);
 }
 END_TEST
 
 START_TEST(test_ifname_valid_as_the_kernel_says)
 {
-        ck_assert(nb_ifname_valid("eth0"));
-        ck_assert(nb_ifname_valid("abcdefghijklmno")); /* 15 */
-        ck_assert(!nb_ifname_valid("abcdefghijklmnop")); /* 16: never truncated */
-        ck_assert(!nb_ifname_valid(""));
-        ck_assert(!nb_ifname_valid("."));
+        ck_assert(nbd_ifname_valid("eth0"));
+        ck_assert(nbd_ifname_valid("abcdefghijklmno")); /* 15 */
+        ck_assert(!nbd_ifname_valid("abcdefghijklmnop")); /* 16: never truncated */
+        ck_assert(!nbd_ifname_valid(""));
+        ck_assert(!nbd_ifname_valid("."));
         /* Control bytes reach logs and terminals (an outside review made a
          * tap named "atk\x1b[31mX"): refused, though the kernel takes them. */
-        ck_assert(!nb_ifname_valid("atk\x1b[31mX"));
-        ck_assert(!nb_ifname_valid("atk\x01"));
-        ck_assert(!nb_ifname_valid("atk\x7f"));
-        ck_assert(!nb_ifname_valid(".."));
-        ck_assert(nb_ifname_valid("..."));
-        ck_assert(!nb_ifname_valid("a/b"));
-        ck_assert(!nb_ifname_valid("a:b"));
-        ck_assert(!nb_ifname_valid("a b"));
-        ck_assert(!nb_ifname_valid("a\tb"));
-        ck_assert(!nb_ifname_valid("a\nb"));
+        ck_assert(!nbd_ifname_valid("atk\x1b[31mX"));
+        ck_assert(!nbd_ifname_valid("atk\x01"));
+        ck_assert(!nbd_ifname_valid("atk\x7f"));
+        ck_assert(!nbd_ifname_valid(".."));
+        ck_assert(nbd_ifname_valid("..."));
+        ck_assert(!nbd_ifname_valid("a/b"));
+        ck_assert(!nbd_ifname_valid("a:b"));
+        ck_assert(!nbd_ifname_valid("a b"));
+        ck_assert(!nbd_ifname_valid("a\tb"));
+        ck_assert(!nbd_ifname_valid("a\nb"));
 }
 END_TEST
 

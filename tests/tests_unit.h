@@ -8,7 +8,7 @@
 #include "peer.h"
 
 /* A peer as SO_PEERCRED and SO_PEERGROUPS would report it (test_unit.c). */
-struct nb_peer tu_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n);
+struct nbd_peer tu_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n);
 
 TCase *fw_unit_tcase(void);
 TCase *fw_client_tcase(void);

@@ -142,18 +142,18 @@ int tu_raw_connect(const char *sock)
 
 int tu_raw_send(int fd, const void *body, size_t len, const int *fds, size_t nfds)
 {
-        struct nb_frame_out *f;
-        int r = nb_frame_out_new(len, &f);
+        struct nbp_frame_out *f;
+        int r = nbp_frame_out_new(len, &f);
 
         ck_assert_int_eq(r, 0);
-        memcpy(f->buf + NB_FRAME_HEADER_SIZE, body, len);
+        memcpy(f->buf + NBP_FRAME_HEADER_SIZE, body, len);
         /* The frame closes the fds it sent: give it copies. */
         for (size_t i = 0; i < nfds; i++)
                 f->fds[f->nfds++] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
         do
-                r = nb_frame_write(fd, f);
+                r = nbp_frame_write(fd, f);
         while (r == 0);
-        nb_frame_out_free(f);
+        nbp_frame_out_free(f);
         return r < 0 ? r : 0;
 }
 
@@ -171,26 +171,26 @@ int tu_raw_send_msg(int fd, const ProtobufCMessage *m, const int *fds, size_t nf
 
 Netbroker__ServerMessage *tu_raw_recv(int fd, int *ret_err)
 {
-        struct nb_frame_reader rd;
+        struct nbp_frame_reader rd;
         Netbroker__ServerMessage *m;
         uint8_t *body;
         size_t len, nfds;
-        int fds[NB_FRAME_MAX_FDS];
+        int fds[NBP_FRAME_MAX_FDS];
         bool trunc;
         int r;
 
-        nb_frame_reader_init(&rd, 64u << 20, NB_FRAME_MAX_FDS);
+        nbp_frame_reader_init(&rd, 64u << 20, NBP_FRAME_MAX_FDS);
         do
-                r = nb_frame_read(fd, &rd);
+                r = nbp_frame_read(fd, &rd);
         while (r == 0);
         if (r < 0) {
-                nb_frame_reader_reset(&rd);
+                nbp_frame_reader_reset(&rd);
                 if (ret_err)
                         *ret_err = r;
                 return NULL;
         }
-        nb_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
-        nb_close_fds(fds, nfds);
+        nbp_frame_reader_take(&rd, &body, &len, fds, &nfds, &trunc);
+        nbp_close_fds(fds, nfds);
         m = netbroker__server_message__unpack(NULL, len, body);
         free(body);
         if (ret_err)
@@ -204,7 +204,7 @@ void tu_raw_hello(int fd)
         Netbroker__Hello h = NETBROKER__HELLO__INIT;
         Netbroker__ServerMessage *r;
 
-        h.version = NB_PROTOCOL_VERSION;
+        h.version = NBP_PROTOCOL_VERSION;
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
         m.hello = &h;
         ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);

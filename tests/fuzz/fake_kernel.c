@@ -27,41 +27,41 @@ struct fake_if {
         int ifindex;
         enum fake_kind kind;
         bool initial;
-        struct nb_link_state st;
+        struct nbd_link_state st;
         char peer[IFNAMSIZ]; /* a veth's other end in this namespace */
-        struct nb_bw_limits bw;
+        struct nbd_bw_limits bw;
         bool owned; /* made by the helper for uid owner (its owner mark) */
         uid_t owner;
         struct fake_if *next;
 };
 
 struct fake_owner {
-        char owner[NB_FW_OWNER_MAX + 1];
+        char owner[NBD_FW_OWNER_MAX + 1];
         char ifname[IFNAMSIZ];
-        char hash[NB_FW_HASH_HEX];
+        char hash[NBD_FW_HASH_HEX];
         unsigned rules;
         uid_t uid;
         struct fake_owner *next;
 };
 
-struct nb_links {
+struct nbd_links {
         struct fake_if *ifs; /* ascending ifindex */
-        struct nb_names *names;
+        struct nbd_names *names;
         int next_ifindex;
         struct fake_owner *owners;
 };
 
-struct nb_fw {
+struct nbd_fw {
         int unused;
 };
 
-struct nb_bw {
+struct nbd_bw {
         int unused;
 };
 
-static struct nb_links world;
-static struct nb_fw the_fw;
-static struct nb_bw the_bw;
+static struct nbd_links world;
+static struct nbd_fw the_fw;
+static struct nbd_bw the_bw;
 
 static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -121,7 +121,7 @@ static struct fake_if *add_if(const char *name, enum fake_kind kind)
         while (*tail)
                 tail = &(*tail)->next;
         *tail = f;
-        nb_names_mark(world.names, name, true);
+        nbd_names_mark(world.names, name, true);
         return f;
 }
 
@@ -136,7 +136,7 @@ static void remove_if(struct fake_if *f)
         for (struct fake_if *o = world.ifs; o; o = o->next)
                 if (o->st.master == f->ifindex)
                         o->st.master = 0;
-        nb_names_mark(world.names, f->name, false);
+        nbd_names_mark(world.names, f->name, false);
         free(f);
 }
 
@@ -152,8 +152,8 @@ void nb_fake_free(void)
                 world.owners = o->next;
                 free(o);
         }
-        nb_names_free(world.names);
-        world = (struct nb_links){0};
+        nbd_names_free(world.names);
+        world = (struct nbd_links){0};
 }
 
 int nb_fake_reset(void)
@@ -169,7 +169,7 @@ int nb_fake_reset(void)
 
         nb_fake_free();
         world.next_ifindex = 1;
-        r = nb_names_new(&world.names);
+        r = nbd_names_new(&world.names);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < sizeof(start) / sizeof(*start); i++) {
@@ -180,7 +180,7 @@ int nb_fake_reset(void)
                 f->st.up = true;
         }
         f = find_if("vnet0");
-        f->bw = (struct nb_bw_limits){.in = {1000, 2000, 64, 0}, .out = {500, 0, 32, 0}};
+        f->bw = (struct nbd_bw_limits){.in = {1000, 2000, 64, 0}, .out = {500, 0, 32, 0}};
         o = calloc(1, sizeof(*o));
         if (!o)
                 goto oom;
@@ -225,7 +225,7 @@ size_t nb_fake_describe(char *buf, size_t len)
         if (len)
                 buf[0] = '\0';
         for (const struct fake_if *f = world.ifs; f; f = f->next) {
-                const struct nb_bw_rate *i = &f->bw.in, *o = &f->bw.out;
+                const struct nbd_bw_rate *i = &f->bw.in, *o = &f->bw.out;
                 at = put(buf, len, at,
                          "%d %s %s up=%d mtu=%u mac=%02x:%02x:%02x:%02x:%02x:%02x master=%d "
                          "peer=%s bw=%u/%u/%u/%u,%u/%u/%u owner=%ld\n",
@@ -242,7 +242,7 @@ size_t nb_fake_describe(char *buf, size_t len)
 
 /* ---- link.h ---- */
 
-int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **ret)
+int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret)
 {
         int r = nb_fake_reset();
 
@@ -253,34 +253,34 @@ int nb_links_open(struct nb_loop *loop, const char *devdir, struct nb_links **re
         return 0;
 }
 
-void nb_links_close(struct nb_links *l)
+void nbd_links_close(struct nbd_links *l)
 {
         if (l)
                 nb_fake_free();
 }
 
-void nb_links_flush_gone(struct nb_links *l)
+void nbd_links_flush_gone(struct nbd_links *l)
 {
         (void)l; /* nothing goes behind the fake's back */
 }
 
-void nb_links_sync(struct nb_links *l)
+void nbd_links_sync(struct nbd_links *l)
 {
         (void)l; /* nobody else changes the fake */
 }
 
-struct nb_names *nb_links_names(struct nb_links *l)
+struct nbd_names *nbd_links_names(struct nbd_links *l)
 {
         return l->names;
 }
 
-struct nb_netlink *nb_links_netlink(struct nb_links *l)
+struct nbd_netlink *nbd_links_netlink(struct nbd_links *l)
 {
         (void)l;
         return NULL;
 }
 
-bool nb_link_is_macvtap(struct nb_links *l, const char *name)
+bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
 {
         struct fake_if *f = find_if(name);
 
@@ -288,13 +288,13 @@ bool nb_link_is_macvtap(struct nb_links *l, const char *name)
         return f && f->kind == K_MACVTAP;
 }
 
-int nb_link_exists(struct nb_links *l, const char *name)
+int nbd_link_exists(struct nbd_links *l, const char *name)
 {
         (void)l;
         return find_if(name) != NULL;
 }
 
-int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret)
+int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
 {
         struct fake_if *f = find_if(name);
 
@@ -307,7 +307,7 @@ int nb_link_owner(struct nb_links *l, const char *name, uid_t *ret)
         return 0;
 }
 
-unsigned nb_links_owned_by(struct nb_links *l, uid_t uid)
+unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid)
 {
         unsigned n = 0;
 
@@ -324,25 +324,25 @@ static int claim_name(const char *name, char ret[IFNAMSIZ], char *err)
         char prefix[IFNAMSIZ];
         int r;
 
-        if (!nb_is_template(name)) {
+        if (!nbd_is_template(name)) {
                 if (find_if(name)) {
-                        errf(err, NB_ERRLEN, "%s exists", name);
+                        errf(err, NBD_ERRLEN, "%s exists", name);
                         return -EEXIST;
                 }
                 snprintf(ret, IFNAMSIZ, "%s", name);
                 return 0;
         }
-        r = nb_template_parse(name, prefix);
+        r = nbd_template_parse(name, prefix);
         if (r == 0)
-                r = nb_names_allocate(world.names, prefix, ret);
+                r = nbd_names_allocate(world.names, prefix, ret);
         if (r < 0)
-                errf(err, NB_ERRLEN, "no name from %s: %s", name, strerror(-r));
+                errf(err, NBD_ERRLEN, "no name from %s: %s", name, strerror(-r));
         return r;
 }
 
 /* Make the interface, marked as made for creator, or give its name back. */
 static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t creator,
-                  struct nb_link_made *ret, char *err)
+                  struct nbd_link_made *ret, char *err)
 {
         char ifname[IFNAMSIZ];
         struct fake_if *f;
@@ -351,19 +351,19 @@ static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t cr
         if (r < 0)
                 return r;
         if (refused(ifname)) {
-                errf(err, NB_ERRLEN, "fake kernel: %s refused", ifname);
+                errf(err, NBD_ERRLEN, "fake kernel: %s refused", ifname);
                 r = -EIO;
                 goto fail;
         }
         /* As the kernel refuses a tap in a user namespace without rights. */
         if (strncmp(ifname, "eperm", 5) == 0) {
-                errf(err, NB_ERRLEN, "fake kernel: %s: operation not permitted", ifname);
+                errf(err, NBD_ERRLEN, "fake kernel: %s: operation not permitted", ifname);
                 r = -EPERM;
                 goto fail;
         }
         f = add_if(ifname, kind);
         if (!f) {
-                errf(err, NB_ERRLEN, "out of memory");
+                errf(err, NBD_ERRLEN, "out of memory");
                 r = -ENOMEM;
                 goto fail;
         }
@@ -376,7 +376,7 @@ static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t cr
                 ret->fds[ret->nfds] = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (ret->fds[ret->nfds] < 0) {
                         r = -errno;
-                        errf(err, NB_ERRLEN, "open: %s", strerror(-r));
+                        errf(err, NBD_ERRLEN, "open: %s", strerror(-r));
                         while (ret->nfds)
                                 close(ret->fds[--ret->nfds]);
                         remove_if(f);
@@ -385,30 +385,30 @@ static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t cr
         }
         return 0;
 fail:
-        nb_names_mark(world.names, ifname, false);
+        nbd_names_mark(world.names, ifname, false);
         return r;
 }
 
-int nb_link_tap_create(struct nb_links *l, const struct nb_tap_spec *s, struct nb_link_made *ret,
-                       char *err)
+int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
+                        struct nbd_link_made *ret, char *err)
 {
         (void)l;
-        if (s->queues > NB_LINK_MAX_QUEUES) {
-                errf(err, NB_ERRLEN, "%u queues", s->queues);
+        if (s->queues > NBD_LINK_MAX_QUEUES) {
+                errf(err, NBD_ERRLEN, "%u queues", s->queues);
                 return -EINVAL;
         }
         return create(s->name, K_TAP, s->queues ? s->queues : 1, s->creator, ret, err);
 }
 
-int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
-                           struct nb_link_made *ret, char *err)
+int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
+                            struct nbd_link_made *ret, char *err)
 {
         struct fake_if *f;
         int r;
 
         (void)l;
         if (!find_if(s->parent)) {
-                errf(err, NB_ERRLEN, "no interface %s", s->parent);
+                errf(err, NBD_ERRLEN, "no interface %s", s->parent);
                 return -ENODEV;
         }
         r = create(s->name, s->tap ? K_MACVTAP : K_MACVLAN, s->tap ? 1 : 0, s->creator, ret, err);
@@ -417,15 +417,15 @@ int nb_link_macvlan_create(struct nb_links *l, const struct nb_macvlan_spec *s,
         return r;
 }
 
-int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct nb_link_made *ret,
-                        char *err)
+int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
+                         struct nbd_link_made *ret, char *err)
 {
         struct fake_if *f, *p;
         int r;
 
         (void)l;
         if (s->peer_netns_fd < 0 && find_if(s->peer)) {
-                errf(err, NB_ERRLEN, "%s exists", s->peer);
+                errf(err, NBD_ERRLEN, "%s exists", s->peer);
                 return -EEXIST;
         }
         r = create(s->name, K_VETH, 0, s->creator, ret, err);
@@ -437,7 +437,7 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
                 return 0;
         f = find_if(ret->ifname);
         if (refused(s->peer) || !(p = add_if(s->peer, K_VETH))) {
-                errf(err, NB_ERRLEN, "%s", refused(s->peer) ? "peer refused" : "out of memory");
+                errf(err, NBD_ERRLEN, "%s", refused(s->peer) ? "peer refused" : "out of memory");
                 remove_if(f);
                 return refused(s->peer) ? -EIO : -ENOMEM;
         }
@@ -448,34 +448,34 @@ int nb_link_veth_create(struct nb_links *l, const struct nb_veth_spec *s, struct
         return 0;
 }
 
-int nb_link_bridge_create(struct nb_links *l, const char *name, uid_t creator,
-                          struct nb_link_made *ret, char *err)
+int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
+                           struct nbd_link_made *ret, char *err)
 {
         (void)l;
         return create(name, K_BRIDGE, 0, creator, ret, err);
 }
 
-int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifindex, char *err)
+int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex, char *err)
 {
         struct fake_if *f = find_if(c->name), *m = NULL;
 
         (void)l;
         if (!f) {
-                errf(err, NB_ERRLEN, "no interface %s", c->name);
+                errf(err, NBD_ERRLEN, "no interface %s", c->name);
                 return -ENODEV;
         }
         if (refused(c->name)) {
-                errf(err, NB_ERRLEN, "fake kernel: %s refused", c->name);
+                errf(err, NBD_ERRLEN, "fake kernel: %s refused", c->name);
                 return -EIO;
         }
         if (c->master) {
                 m = find_if(c->master);
                 if (!m) {
-                        errf(err, NB_ERRLEN, "no interface %s", c->master);
+                        errf(err, NBD_ERRLEN, "no interface %s", c->master);
                         return -ENODEV;
                 }
                 if (m->kind != K_BRIDGE || m == f) {
-                        errf(err, NB_ERRLEN, "%s cannot be the master of %s", m->name, f->name);
+                        errf(err, NBD_ERRLEN, "%s cannot be the master of %s", m->name, f->name);
                         return -EINVAL;
                 }
         }
@@ -493,7 +493,7 @@ int nb_link_set(struct nb_links *l, const struct nb_link_change *c, int *ret_ifi
         return 0;
 }
 
-int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state *ret)
+int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret)
 {
         struct fake_if *f = find_if(name);
 
@@ -504,7 +504,7 @@ int nb_link_get_state(struct nb_links *l, const char *name, struct nb_link_state
         return 0;
 }
 
-int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_state *st)
+int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
 {
         struct fake_if *f = find_if(name);
 
@@ -517,17 +517,17 @@ int nb_link_restore(struct nb_links *l, const char *name, const struct nb_link_s
         return 0;
 }
 
-int nb_link_delete(struct nb_links *l, const char *name, char *err)
+int nbd_link_delete(struct nbd_links *l, const char *name, char *err)
 {
         struct fake_if *f = find_if(name), *p;
 
         (void)l;
         if (!f) {
-                errf(err, NB_ERRLEN, "no interface %s", name);
+                errf(err, NBD_ERRLEN, "no interface %s", name);
                 return -ENODEV;
         }
         if (refused(name)) {
-                errf(err, NB_ERRLEN, "fake kernel: %s refused", name);
+                errf(err, NBD_ERRLEN, "fake kernel: %s refused", name);
                 return -EIO;
         }
         /* A veth goes with its peer. */
@@ -539,26 +539,26 @@ int nb_link_delete(struct nb_links *l, const char *name, char *err)
 
 /* ---- bandwidth.h ---- */
 
-int nb_bw_open(struct nb_netlink *nl, struct nb_bw **ret)
+int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
 {
         (void)nl;
         *ret = &the_bw;
         return 0;
 }
 
-void nb_bw_close(struct nb_bw *bw)
+void nbd_bw_close(struct nbd_bw *bw)
 {
         (void)bw;
 }
 
-void nb_bw_mechanisms(const struct nb_bw *bw, const char **ret_in, const char **ret_out)
+void nbd_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out)
 {
         (void)bw;
         *ret_in = "htb";
         *ret_out = "ifb+htb";
 }
 
-bool nb_bw_outbound_available(const struct nb_bw *bw)
+bool nbd_bw_outbound_available(const struct nbd_bw *bw)
 {
         (void)bw;
         return true;
@@ -569,14 +569,14 @@ static struct fake_if *bw_target(const char *ifname, char *err)
         struct fake_if *f = find_if(ifname);
 
         if (!f)
-                errf(err, NB_BW_ERRLEN, "no interface %s", ifname);
+                errf(err, NBD_BW_ERRLEN, "no interface %s", ifname);
         else if (refused(ifname))
-                errf(err, NB_BW_ERRLEN, "fake kernel: %s refused", ifname);
+                errf(err, NBD_BW_ERRLEN, "fake kernel: %s refused", ifname);
         return f && !refused(ifname) ? f : NULL;
 }
 
-int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l,
-              struct nb_bw_applied *ret, char *err)
+int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+               struct nbd_bw_applied *ret, char *err)
 {
         struct fake_if *f = bw_target(ifname, err);
 
@@ -589,13 +589,13 @@ int nb_bw_set(struct nb_bw *bw, const char *ifname, const struct nb_bw_limits *l
         return 0;
 }
 
-int nb_bw_flush(struct nb_bw *bw)
+int nbd_bw_flush(struct nbd_bw *bw)
 {
         (void)bw; /* clears take effect at once here: nothing waits */
         return 0;
 }
 
-int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err)
+int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, char *err)
 {
         struct fake_if *f = bw_target(ifname, err);
 
@@ -606,7 +606,7 @@ int nb_bw_clear(struct nb_bw *bw, const char *ifname, char *err)
         return 0;
 }
 
-int nb_bw_get(struct nb_bw *bw, const char *ifname, struct nb_bw_limits *ret)
+int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         struct fake_if *f = find_if(ifname);
 
@@ -627,29 +627,29 @@ struct txn_op {
         struct txn_op *next;
 };
 
-struct nb_fw_txn {
+struct nbd_fw_txn {
         struct txn_op *ops, **tail;
 };
 
-int nb_fw_open(struct nb_loop *loop, struct nb_fw **ret)
+int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
 {
         (void)loop;
         *ret = &the_fw;
         return 0;
 }
 
-void nb_fw_close(struct nb_fw *fw)
+void nbd_fw_close(struct nbd_fw *fw)
 {
         (void)fw;
 }
 
-int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
+int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, char *err)
 {
-        struct nb_fw_txn *t = calloc(1, sizeof(*t));
+        struct nbd_fw_txn *t = calloc(1, sizeof(*t));
 
         (void)fw;
         if (!t) {
-                errf(err, NB_FW_ERRLEN, "out of memory");
+                errf(err, NBD_FW_ERRLEN, "out of memory");
                 return -ENOMEM;
         }
         t->tail = &t->ops;
@@ -657,7 +657,7 @@ int nb_fw_txn_begin(struct nb_fw *fw, struct nb_fw_txn **ret, char *err)
         return 0;
 }
 
-void nb_fw_txn_free(struct nb_fw_txn *t)
+void nbd_fw_txn_free(struct nbd_fw_txn *t)
 {
         if (!t)
                 return;
@@ -670,8 +670,8 @@ void nb_fw_txn_free(struct nb_fw_txn *t)
         free(t);
 }
 
-static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char *ifname,
-                 const struct nb_fw_applied *a, uid_t uid, char *err)
+static int queue(struct nbd_fw_txn *t, bool remove, const char *owner, const char *ifname,
+                 const struct nbd_fw_applied *a, uid_t uid, char *err)
 {
         struct txn_op *op = calloc(1, sizeof(*op));
         struct fake_owner *rec = calloc(1, sizeof(*rec));
@@ -679,7 +679,7 @@ static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char
         if (!op || !rec) {
                 free(op);
                 free(rec);
-                errf(err, NB_FW_ERRLEN, "out of memory");
+                errf(err, NBD_FW_ERRLEN, "out of memory");
                 return -ENOMEM;
         }
         snprintf(rec->owner, sizeof(rec->owner), "%s", owner);
@@ -696,24 +696,25 @@ static int queue(struct nb_fw_txn *t, bool remove, const char *owner, const char
         return 0;
 }
 
-int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
-                    struct nb_fw_applied *ret, char *err)
+int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                     struct nbd_fw_applied *ret, char *err)
 {
-        struct nb_fw_applied a = {0};
+        struct nbd_fw_applied a = {0};
         struct fake_owner *o;
         int r;
 
         if (!find_if(s->ifname)) {
-                errf(err, NB_FW_ERRLEN, "no interface %s", s->ifname);
+                errf(err, NBD_FW_ERRLEN, "no interface %s", s->ifname);
                 return -ENODEV;
         }
         /* The real compiler and hash: what would go to the kernel. */
-        r = nb_fw_hash(s, a.hash, &a.rules, err);
+        r = nbd_fw_hash(s, a.hash, &a.rules, err);
         if (r < 0)
                 return r;
         o = find_owner(s->owner);
         if (o && s->own_only && o->uid != s->uid) {
-                errf(err, NB_FW_ERRLEN, "owner %s was made for uid %u", s->owner, (unsigned)o->uid);
+                errf(err, NBD_FW_ERRLEN, "owner %s was made for uid %u", s->owner,
+                     (unsigned)o->uid);
                 return -EPERM;
         }
         if (s->ensure && o && strcmp(o->hash, a.hash) == 0 && strcmp(o->ifname, s->ifname) == 0) {
@@ -727,16 +728,16 @@ int nb_fw_txn_apply(struct nb_fw_txn *t, const struct nb_fw_owner_spec *s,
         return r;
 }
 
-int nb_fw_txn_remove(struct nb_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
+int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
 {
         struct fake_owner *o = find_owner(owner);
 
         if (!o) {
-                errf(err, NB_FW_ERRLEN, "owner %s has no rules", owner);
+                errf(err, NBD_FW_ERRLEN, "owner %s has no rules", owner);
                 return -ENOENT;
         }
         if (only_for && o->uid != *only_for) {
-                errf(err, NB_FW_ERRLEN, "owner %s was made for uid %u", owner, (unsigned)o->uid);
+                errf(err, NBD_FW_ERRLEN, "owner %s was made for uid %u", owner, (unsigned)o->uid);
                 return -EPERM;
         }
         return queue(t, true, owner, NULL, NULL, 0, err);
@@ -753,12 +754,12 @@ static void unlink_owner(const char *owner)
                 }
 }
 
-int nb_fw_txn_commit(struct nb_fw_txn *t, char *err)
+int nbd_fw_txn_commit(struct nbd_fw_txn *t, char *err)
 {
         /* All or nothing, as one nfnetlink batch. */
         for (struct txn_op *op = t->ops; op; op = op->next)
                 if (refused(op->rec->owner)) {
-                        errf(err, NB_FW_ERRLEN, "fake kernel: owner %s refused", op->rec->owner);
+                        errf(err, NBD_FW_ERRLEN, "fake kernel: owner %s refused", op->rec->owner);
                         return -EIO;
                 }
         for (struct txn_op *op = t->ops; op; op = op->next) {
@@ -779,18 +780,18 @@ int nb_fw_txn_commit(struct nb_fw_txn *t, char *err)
         return 0;
 }
 
-int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
+int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, char *err)
 {
         (void)fw;
         for (const struct fake_owner *o = world.owners; o; o = o->next) {
-                struct nb_fw_owner_info info = {.rules = o->rules, .uid = o->uid};
+                struct nbd_fw_owner_info info = {.rules = o->rules, .uid = o->uid};
                 int r;
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
                 snprintf(info.ifname, sizeof(info.ifname), "%s", o->ifname);
                 memcpy(info.hash, o->hash, sizeof(info.hash));
                 r = fn(&info, data);
                 if (r < 0) {
-                        errf(err, NB_FW_ERRLEN, "%s", strerror(-r));
+                        errf(err, NBD_FW_ERRLEN, "%s", strerror(-r));
                         return r;
                 }
         }
@@ -799,30 +800,30 @@ int nb_fw_list(struct nb_fw *fw, nb_fw_owner_fn fn, void *data, char *err)
 
 /* ---- spawn.h ---- */
 
-struct nb_child {
-        struct nb_loop *loop;
-        struct nb_timer timer;
+struct nbd_child {
+        struct nbd_loop *loop;
+        struct nbd_timer timer;
         bool running;
         uid_t uid;
-        struct nb_child *next_running;
-        nb_child_done_fn done;
+        struct nbd_child *next_running;
+        nbd_child_done_fn done;
         void *data;
-        struct nb_child_result res;
+        struct nbd_child_result res;
 };
 
 static unsigned running;
-static struct nb_child *running_list;
+static struct nbd_child *running_list;
 
-unsigned nb_children_running(void)
+unsigned nbd_children_running(void)
 {
         return running;
 }
 
-unsigned nb_children_running_of(uid_t uid)
+unsigned nbd_children_running_of(uid_t uid)
 {
         unsigned n = 0;
 
-        for (const struct nb_child *c = running_list; c; c = c->next_running)
+        for (const struct nbd_child *c = running_list; c; c = c->next_running)
                 n += c->uid == uid;
         return n;
 }
@@ -832,26 +833,26 @@ unsigned nb_fake_children(void)
         return running;
 }
 
-struct nb_child_result *nb_child_result(struct nb_child *c)
+struct nbd_child_result *nbd_child_result(struct nbd_child *c)
 {
         return &c->res;
 }
 
-static void stop(struct nb_child *c)
+static void stop(struct nbd_child *c)
 {
         if (!c->running)
                 return;
         c->running = false;
         running--;
-        for (struct nb_child **p = &running_list; *p; p = &(*p)->next_running)
+        for (struct nbd_child **p = &running_list; *p; p = &(*p)->next_running)
                 if (*p == c) {
                         *p = c->next_running;
                         break;
                 }
-        nb_timer_cancel(c->loop, &c->timer);
+        nbd_timer_cancel(c->loop, &c->timer);
 }
 
-void nb_child_free(struct nb_child *c)
+void nbd_child_free(struct nbd_child *c)
 {
         if (!c)
                 return;
@@ -861,21 +862,21 @@ void nb_child_free(struct nb_child *c)
         free(c);
 }
 
-void nb_child_abandon(struct nb_child *c)
+void nbd_child_abandon(struct nbd_child *c)
 {
-        nb_child_free(c);
+        nbd_child_free(c);
 }
 
 static void on_exit_timer(void *data)
 {
-        struct nb_child *c = data;
+        struct nbd_child *c = data;
 
         stop(c);
         c->done(c, c->data);
 }
 
 /* Keep at most cap bytes of src in b. */
-static int capture(struct nb_buf *b, const void *src, size_t len, size_t cap, bool *truncated)
+static int capture(struct nbd_buf *b, const void *src, size_t len, size_t cap, bool *truncated)
 {
         size_t n = len < cap ? len : cap;
 
@@ -890,12 +891,12 @@ static int capture(struct nb_buf *b, const void *src, size_t len, size_t cap, bo
         return 0;
 }
 
-int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_done_fn done,
-                   void *data, struct nb_child **ret)
+int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child_done_fn done,
+                    void *data, struct nbd_child **ret)
 {
         const char *base = strrchr(s->path, '/') ? strrchr(s->path, '/') + 1 : s->path;
-        struct nb_child_result *res;
-        struct nb_child *c;
+        struct nbd_child_result *res;
+        struct nbd_child *c;
         int r = 0;
 
         if (strstr(s->path, "missing"))
@@ -916,7 +917,7 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
                 res->signal = 9;
         }
         if (r < 0) {
-                nb_child_free(c);
+                nbd_child_free(c);
                 return r;
         }
         c->loop = l;
@@ -927,7 +928,7 @@ int nb_child_spawn(struct nb_loop *l, const struct nb_exec_spec *s, nb_child_don
         c->uid = s->uid;
         c->next_running = running_list;
         running_list = c;
-        nb_timer_arm(l, &c->timer, 0, on_exit_timer, c);
+        nbd_timer_arm(l, &c->timer, 0, on_exit_timer, c);
         *ret = c;
         return 0;
 }

@@ -1,5 +1,5 @@
 /* The dispatcher end to end over the fake kernel: decode a ClientMessage as
- * server.c does (bounded budget), nb_job_start, run the loop until the job
+ * server.c does (bounded budget), nbd_job_start, run the loop until the job
  * is done, pack the reply and read it back.
  *
  * The request id steers what the owner does, so the fuzzer reaches the
@@ -30,7 +30,7 @@
 #include "harness.h"
 
 struct run {
-        struct nb_job *job;
+        struct nbd_job *job;
         size_t n_ops;
         bool done, blocked, failed, cancelled;
         bool queue_fds; /* report fds as queued behind other output */
@@ -44,7 +44,7 @@ struct run {
  * within the request's reply budget. */
 static void check_reply(const struct run *run, const Netbroker__Reply *reply)
 {
-        bool seen[NB_FRAME_MAX_FDS * 64] = {false};
+        bool seen[NBP_FRAME_MAX_FDS * 64] = {false};
         size_t output = 0;
 
         NB_HARNESS_ASSERT(reply->n_results == run->n_ops);
@@ -63,12 +63,12 @@ static void check_reply(const struct run *run, const Netbroker__Reply *reply)
         NB_HARNESS_ASSERT(output <= run->max_reply);
 }
 
-static void on_done(struct nb_job *job, const Netbroker__Reply *reply, void *data)
+static void on_done(struct nbd_job *job, const Netbroker__Reply *reply, void *data)
 {
         struct run *run = data;
         Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
         Netbroker__ServerMessage *back;
-        struct nb_frame_out *f;
+        struct nbp_frame_out *f;
 
         (void)job;
         nbt_alloc_pause(); /* the client's side */
@@ -84,12 +84,12 @@ static void on_done(struct nb_job *job, const Netbroker__Reply *reply, void *dat
         }
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_REPLY;
         m.reply = (Netbroker__Reply *)reply;
-        if (nb_pack_frame(&m.base, &f) == 0) {
-                back = netbroker__server_message__unpack(NULL, f->len - NB_FRAME_HEADER_SIZE,
-                                                         f->buf + NB_FRAME_HEADER_SIZE);
+        if (nbp_pack_frame(&m.base, &f) == 0) {
+                back = netbroker__server_message__unpack(NULL, f->len - NBP_FRAME_HEADER_SIZE,
+                                                         f->buf + NBP_FRAME_HEADER_SIZE);
                 NB_HARNESS_ASSERT(back && back->reply && back->reply->n_results == run->n_ops);
                 netbroker__server_message__free_unpacked(back, NULL);
-                nb_frame_out_free(f);
+                nbp_frame_out_free(f);
         }
         run->done = true;
         nbt_alloc_resume();
@@ -106,7 +106,7 @@ static int on_send_fds(void *data, uint64_t request_id, uint32_t op_index, int *
                 close(fds[i]);
         if (run->die_in_send && !run->cancelled) {
                 run->cancelled = true;
-                nb_job_cancel(run->job);
+                nbd_job_cancel(run->job);
                 return -ECONNRESET;
         }
         run->fds_sent += n;
@@ -116,20 +116,20 @@ static int on_send_fds(void *data, uint64_t request_id, uint32_t op_index, int *
         return 1;
 }
 
-static const struct nb_job_owner owner = {.done = on_done, .send_fds = on_send_fds};
+static const struct nbd_job_owner owner = {.done = on_done, .send_fds = on_send_fds};
 
 /* Decode and start one job; false when the input is not a request the
  * server would hand to the dispatcher. */
 static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct run *run,
                   uint64_t *ret_id, bool *ret_keep_going)
 {
-        struct nb_pb_budget *budget = malloc(sizeof(*budget));
+        struct nbp_pb_budget *budget = malloc(sizeof(*budget));
         Netbroker__ClientMessage *msg;
         int fds[2];
 
         if (!budget)
                 return false;
-        nb_pb_budget_init(budget, nb_harness_decode_budget(size));
+        nbp_pb_budget_init(budget, nb_harness_decode_budget(size));
         msg = netbroker__client_message__unpack(&budget->allocator, size, data);
         /* server.c refuses these before dispatch. */
         if (!msg || msg->msg_case != NETBROKER__CLIENT_MESSAGE__MSG_REQUEST ||
@@ -146,13 +146,13 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
         run->queue_fds = msg->request->id & 1;
         run->die_in_send = msg->request->id % 11 == 5;
         run->max_reply = h->cfg.max_reply;
-        const struct nb_job_origin root = {.peer = {.uid = 0, .gid = 0, .pid = getpid()},
-                                           .reply_budget = h->cfg.max_reply};
+        const struct nbd_job_origin root = {.peer = {.uid = 0, .gid = 0, .pid = getpid()},
+                                            .reply_budget = h->cfg.max_reply};
 
         fds[0] = nb_harness_dup(h->netns_fd);
         fds[1] = nb_harness_dup(h->null_fd);
-        if (nb_job_start(&h->ctx, &root, msg, budget, fds, 2, &owner, run, &run->job) < 0) {
-                nb_close_fds(fds, 2);
+        if (nbd_job_start(&h->ctx, &root, msg, budget, fds, 2, &owner, run, &run->job) < 0) {
+                nbp_close_fds(fds, 2);
                 protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
                 free(budget);
                 return false;
@@ -163,11 +163,11 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
 /* The allocation to fail, from the request id (0: none). */
 static unsigned long fail_at_of(const uint8_t *data, size_t size)
 {
-        struct nb_pb_budget budget;
+        struct nbp_pb_budget budget;
         Netbroker__ClientMessage *msg;
         unsigned long n = 0;
 
-        nb_pb_budget_init(&budget, nb_harness_decode_budget(size));
+        nbp_pb_budget_init(&budget, nb_harness_decode_budget(size));
         msg = netbroker__client_message__unpack(&budget.allocator, size, data);
         if (msg && msg->msg_case == NETBROKER__CLIENT_MESSAGE__MSG_REQUEST)
                 n = (unsigned long)(msg->request->id >> 32) & 0xfff;
@@ -199,10 +199,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (size_t i = 0; i < n; i++)
                         if (!runs[i].done && !runs[i].cancelled && runs[i].blocked) {
                                 runs[i].blocked = false;
-                                nb_job_output_drained(runs[i].job);
+                                nbd_job_output_drained(runs[i].job);
                         }
                 if (iter == 1 && n && id % 7 == 3 && !runs[n - 1].done && !runs[n - 1].cancelled) {
-                        nb_job_cancel(runs[n - 1].job);
+                        nbd_job_cancel(runs[n - 1].job);
                         runs[n - 1].cancelled = true;
                 }
                 nb_harness_step(h);

@@ -18,7 +18,7 @@
 #include "frame.h"
 #include "harness.h"
 
-static const size_t caps[8] = {0, 1, 8, 64, 512, 4096, 65536, NB_FRAME_DEFAULT_CAP};
+static const size_t caps[8] = {0, 1, 8, 64, 512, 4096, 65536, NBP_FRAME_DEFAULT_CAP};
 
 struct cutter {
         uint32_t state;
@@ -53,11 +53,11 @@ static size_t frame_end(const uint8_t *s, size_t len, size_t at, size_t cap, siz
 {
         size_t flen;
 
-        if (len - at < NB_FRAME_HEADER_SIZE)
+        if (len - at < NBP_FRAME_HEADER_SIZE)
                 return 0;
         flen = (size_t)s[at] << 24 | (size_t)s[at + 1] << 16 | (size_t)s[at + 2] << 8 | s[at + 3];
         *ret_flen = flen;
-        return flen > cap ? SIZE_MAX : at + NB_FRAME_HEADER_SIZE + flen;
+        return flen > cap ? SIZE_MAX : at + NBP_FRAME_HEADER_SIZE + flen;
 }
 
 struct state {
@@ -69,14 +69,14 @@ struct state {
 
 /* Take every frame the reader has. Returns what ended it: 0 (would
  * block), -EMSGSIZE (refused), or the end of the stream. */
-static int read_frames(int fd, struct nb_frame_reader *rd, struct state *st)
+static int read_frames(int fd, struct nbp_frame_reader *rd, struct state *st)
 {
         for (;;) {
-                int fds[NB_FRAME_MAX_FDS];
+                int fds[NBP_FRAME_MAX_FDS];
                 uint8_t *body;
                 size_t len, nfds, flen = 0, end;
                 bool truncated;
-                int r = nb_frame_read(fd, rd);
+                int r = nbp_frame_read(fd, rd);
 
                 end = frame_end(st->s, st->len, st->parsed, st->cap, &flen);
                 if (r == -EMSGSIZE) {
@@ -87,12 +87,12 @@ static int read_frames(int fd, struct nb_frame_reader *rd, struct state *st)
                 if (r != 1)
                         return r;
                 NB_HARNESS_ASSERT(end != 0 && end != SIZE_MAX && end <= st->sent);
-                nb_frame_reader_take(rd, &body, &len, fds, &nfds, &truncated);
+                nbp_frame_reader_take(rd, &body, &len, fds, &nfds, &truncated);
                 NB_HARNESS_ASSERT(len == flen && len <= st->cap && nfds <= st->max_fds);
-                NB_HARNESS_ASSERT(memcmp(body, st->s + st->parsed + NB_FRAME_HEADER_SIZE, len) ==
+                NB_HARNESS_ASSERT(memcmp(body, st->s + st->parsed + NBP_FRAME_HEADER_SIZE, len) ==
                                   0);
-                NB_HARNESS_ASSERT(!nb_frame_reader_busy(rd));
-                nb_close_fds(fds, nfds);
+                NB_HARNESS_ASSERT(!nbp_frame_reader_busy(rd));
+                nbp_close_fds(fds, nfds);
                 free(body);
                 st->parsed = end;
         }
@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct nb_harness *h = nb_harness_begin();
-        struct nb_frame_reader rd;
+        struct nbp_frame_reader rd;
         struct cutter cut;
         struct state st = {0};
         int sv[2], r;
@@ -117,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         st.len = size - 2;
         NB_HARNESS_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) ==
                           0);
-        nb_frame_reader_init(&rd, st.cap, st.max_fds);
+        nbp_frame_reader_init(&rd, st.cap, st.max_fds);
         while (st.sent < st.len && !st.refused) {
                 size_t len = st.len - st.sent, nfds = 0;
                 ssize_t n;
@@ -143,8 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         NB_HARNESS_ASSERT((r == -EPIPE) == (st.parsed == st.len));
                 }
         }
-        nb_frame_reader_reset(&rd);
-        NB_HARNESS_ASSERT(!nb_frame_reader_busy(&rd) && rd.nfds == 0 && rd.body == NULL);
+        nbp_frame_reader_reset(&rd);
+        NB_HARNESS_ASSERT(!nbp_frame_reader_busy(&rd) && rd.nfds == 0 && rd.body == NULL);
         close(sv[0]);
         close(sv[1]);
         nb_harness_check_clean(h);

@@ -39,25 +39,25 @@
 
 /* Read what the helper sent; every frame must decode. Returns false at the
  * end of the stream. */
-static bool drain(int fd, struct nb_frame_reader *rd)
+static bool drain(int fd, struct nbp_frame_reader *rd)
 {
         bool open = true;
 
         nbt_alloc_pause(); /* the client's side */
         while (open) {
-                int fds[NB_FRAME_MAX_FDS];
+                int fds[NBP_FRAME_MAX_FDS];
                 uint8_t *body;
                 size_t len, nfds;
                 bool truncated;
                 Netbroker__ServerMessage *m;
-                int r = nb_frame_read(fd, rd);
+                int r = nbp_frame_read(fd, rd);
 
                 if (r <= 0) {
                         open = r == 0;
                         break;
                 }
-                nb_frame_reader_take(rd, &body, &len, fds, &nfds, &truncated);
-                nb_close_fds(fds, nfds);
+                nbp_frame_reader_take(rd, &body, &len, fds, &nfds, &truncated);
+                nbp_close_fds(fds, nfds);
                 m = netbroker__server_message__unpack(NULL, len, body);
                 NB_HARNESS_ASSERT(m != NULL);
                 netbroker__server_message__free_unpacked(m, NULL);
@@ -72,8 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct nb_harness *h = nb_harness_begin();
-        struct nb_frame_reader rd;
-        struct nb_server *srv;
+        struct nbp_frame_reader rd;
+        struct nbd_server *srv;
         size_t off = 0, next_frame = 0, frames = 0;
         bool open = true, full_close = size >= 3 && data[size - 3] & 1;
         size_t close_after = size >= 3 ? (size_t)(data[size - 3] >> 1 & 7) : 0;
@@ -82,10 +82,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         NB_HARNESS_ASSERT(nb_fake_reset() == 0);
         NB_HARNESS_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) ==
                           0);
-        NB_HARNESS_ASSERT(nb_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, NULL, h->ctx.bw,
-                                        &srv) == 0);
-        NB_HARNESS_ASSERT(nb_server_adopt(srv, sv[1]) == 0);
-        nb_frame_reader_init(&rd, 1u << 24, NB_FRAME_MAX_FDS);
+        NB_HARNESS_ASSERT(nbd_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, NULL, h->ctx.bw,
+                                         &srv) == 0);
+        NB_HARNESS_ASSERT(nbd_server_adopt(srv, sv[1]) == 0);
+        nbp_frame_reader_init(&rd, 1u << 24, NBP_FRAME_MAX_FDS);
         if (size >= 2 && data[size - 1] & 0x80)
                 nbt_alloc_arm(1 +
                               ((unsigned long)(data[size - 1] >> 3 & 0xf) << 8 | data[size - 2]));
@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (next_frame > off && next_frame - off < len)
                         len = next_frame - off;
                 n = nb_harness_send(sv[0], data + off, len, fds, nfds);
-                nb_close_fds(fds, nfds); /* sent copies are the helper's */
+                nbp_close_fds(fds, nfds); /* sent copies are the helper's */
                 if (n > 0) {
                         off += (size_t)n;
                         continue;
@@ -142,15 +142,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else {
                 shutdown(sv[0], SHUT_WR);
         }
-        for (int iter = 0; iter < 1000 && !nb_server_done(srv); iter++) {
+        for (int iter = 0; iter < 1000 && !nbd_server_done(srv); iter++) {
                 nb_harness_step(h);
                 if (sv[0] >= 0)
                         drain(sv[0], &rd);
         }
         nbt_alloc_disarm();
-        NB_HARNESS_ASSERT(nb_server_done(srv));
-        nb_server_free(srv);
-        nb_frame_reader_reset(&rd);
+        NB_HARNESS_ASSERT(nbd_server_done(srv));
+        nbd_server_free(srv);
+        nbp_frame_reader_reset(&rd);
         if (sv[0] >= 0)
                 close(sv[0]);
         nb_harness_check_clean(h);

@@ -46,16 +46,16 @@ static struct nb_harness *harness_get(void)
 {
         static struct nb_harness h;
         static bool ready;
-        struct nb_links *links;
-        struct nb_fw *fw;
-        struct nb_bw *bw;
+        struct nbd_links *links;
+        struct nbd_fw *fw;
+        struct nbd_bw *bw;
 
         if (ready)
                 return &h;
-        nb_log_configure(NB_LOG_ERR, NULL, false);
-        nb_config_defaults(&h.cfg);
-        nb_config_free(&h.cfg);
-        /* Set as nb_config_load() would after checking them (the spawn
+        nbd_log_configure(NBD_LOG_ERR, NULL, false);
+        nbd_config_defaults(&h.cfg);
+        nbd_config_free(&h.cfg);
+        /* Set as nbd_config_load() would after checking them (the spawn
          * here is the fake kernel's, which runs nothing). */
         for (size_t i = 0; i < sizeof(programs) / sizeof(*programs); i++) {
                 h.cfg.exec_allow[i] = strdup(programs[i]);
@@ -76,10 +76,10 @@ static struct nb_harness *harness_get(void)
         h.cfg.max_reply = 512;
         h.cfg.exec_timeout_max_ms = 10000;
         h.cfg.allow_uids[0] = geteuid();
-        if (nb_loop_new(&h.loop) < 0 || nb_links_open(h.loop, NULL, &links) < 0 ||
-            nb_fw_open(h.loop, &fw) < 0 || nb_bw_open(NULL, &bw) < 0)
+        if (nbd_loop_new(&h.loop) < 0 || nbd_links_open(h.loop, NULL, &links) < 0 ||
+            nbd_fw_open(h.loop, &fw) < 0 || nbd_bw_open(NULL, &bw) < 0)
                 nb_harness_fail(__FILE__, __LINE__, "set-up");
-        h.ctx = (struct nb_dispatch_ctx){
+        h.ctx = (struct nbd_dispatch_ctx){
                 .cfg = &h.cfg, .loop = h.loop, .links = links, .fw = fw, .bw = bw};
         h.netns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
         h.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -106,12 +106,12 @@ static void tick(void *data)
 
 void nb_harness_step(struct nb_harness *h)
 {
-        /* A timer due now keeps nb_loop_iterate from blocking. */
-        static struct nb_timer t;
+        /* A timer due now keeps nbd_loop_iterate from blocking. */
+        static struct nbd_timer t;
 
-        nb_timer_arm(h->loop, &t, 0, tick, NULL);
-        nb_loop_iterate(h->loop);
-        nb_jobs_kick(&h->ctx);
+        nbd_timer_arm(h->loop, &t, 0, tick, NULL);
+        nbd_loop_iterate(h->loop);
+        nbd_jobs_kick(&h->ctx);
 }
 
 int nb_harness_dup(int fd)
@@ -124,7 +124,7 @@ void nb_harness_check_clean(struct nb_harness *h)
         /* Deferred frees run at the end of an iteration. */
         nb_harness_step(h);
         NB_HARNESS_ASSERT(nb_fake_children() == 0);
-        NB_HARNESS_ASSERT(nb_jobs_waiting() == 0);
+        NB_HARNESS_ASSERT(nbd_jobs_waiting() == 0);
         NB_HARNESS_ASSERT(count_fds() == h->fd_count);
 }
 

@@ -11,9 +11,9 @@
 #include "dispatch.h"
 
 struct nb_harness {
-        struct nb_config cfg;
-        struct nb_loop *loop;
-        struct nb_dispatch_ctx ctx;
+        struct nbd_config cfg;
+        struct nbd_loop *loop;
+        struct nbd_dispatch_ctx ctx;
         int netns_fd, null_fd; /* copies of these go with requests */
         int fd_count; /* open fds when the input began */
 };
@@ -24,7 +24,7 @@ struct nb_harness {
 struct nb_harness *nb_harness_begin(void);
 
 /* Run one loop iteration without blocking, then what main.c runs after
- * each (nb_jobs_kick). */
+ * each (nbd_jobs_kick). */
 void nb_harness_step(struct nb_harness *h);
 
 /* An fd (F_DUPFD_CLOEXEC) of the netns or /dev/null, for a request. */

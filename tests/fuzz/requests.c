@@ -410,7 +410,7 @@ int nbt_pack_hello(uint8_t **ret, size_t *ret_len)
         Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
         Netbroker__Hello h = NETBROKER__HELLO__INIT;
 
-        h.version = NB_PROTOCOL_VERSION;
+        h.version = NBP_PROTOCOL_VERSION;
         h.software = (char *)"netbroker-fuzz";
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
         m.hello = &h;

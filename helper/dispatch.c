@@ -152,7 +152,12 @@ int nbd_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
         char buf[512];
         va_list ap;
 
-        res->status = err;
+        /* 0 or -errno in, a positive errno on the wire. A positive value
+         * is a caller's bug: report it as EIO rather than as success or as
+         * some other errno. */
+        if (err > 0)
+                err = -EIO;
+        res->status = -err;
         if (!fmt)
                 return err;
         va_start(ap, fmt);
@@ -316,10 +321,12 @@ static int validate_request(struct nbd_job *job)
                 free(v.exists);
                 free(v.fd_used);
                 for (size_t i = 0; i < req->n_ops; i++)
-                        nbd_result_set(job->results[i], ENOMEM, "not run: out of memory");
+                        nbd_result_set(job->results[i], -ENOMEM, "not run: out of memory");
                 return -ENOMEM;
         }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
+                int r;
+
                 const struct nbd_op_handler *h = handler_for(job->ctx, req->ops[i]);
                 char why[NBD_POLICY_WHYLEN];
                 bool refused = false;
@@ -327,15 +334,17 @@ static int validate_request(struct nbd_job *job)
                 if (!h) {
                         nbd_stat_inc(NBD_STAT_OPS_UNKNOWN);
                         nbd_result_set(
-                                job->results[i], EOPNOTSUPP,
+                                job->results[i], -EOPNOTSUPP,
                                 "unknown operation: this helper does not run it (see Hello's "
                                 "features)");
                         refused = true;
                 } else if (nbd_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, why,
                                                sizeof(why)) < 0) {
-                        nbd_result_set(job->results[i], EPERM, "%s", why);
+                        nbd_result_set(job->results[i], -EPERM, "%s", why);
                         refused = true;
-                } else if (h->validate && h->validate(&v, req->ops[i], job->results[i]) != 0) {
+                } else if (h->validate && (r = h->validate(&v, req->ops[i], job->results[i]))) {
+                        if (!job->results[i]->status)
+                                nbd_result_set(job->results[i], r, "%s: %s", h->name, strerror(-r));
                         refused = true;
                 } else if (h->batched) {
                         job->last_batched = i;
@@ -375,7 +384,7 @@ static int validate_request(struct nbd_job *job)
                 return 0;
         for (size_t i = 0; i < req->n_ops; i++)
                 if (i != bad)
-                        nbd_result_set(job->results[i], ECANCELED, "not run: op %zu was refused",
+                        nbd_result_set(job->results[i], -ECANCELED, "not run: op %zu was refused",
                                        bad);
         return -EINVAL;
 }
@@ -402,7 +411,7 @@ static void op_finished(struct nbd_job *job)
                 return;
         job->failed = failed;
         for (; job->next < req->n_ops; job->next++)
-                nbd_result_set(job->results[job->next], ECANCELED, "not run: op %zu failed",
+                nbd_result_set(job->results[job->next], -ECANCELED, "not run: op %zu failed",
                                failed);
 }
 
@@ -445,23 +454,25 @@ static unsigned waiting_of(uid_t uid)
         return n;
 }
 
-int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res)
+int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_admitted)
 {
         const struct nbd_config *cfg = job->ctx->cfg;
         uid_t uid = job->peer.uid;
 
-        if (slot_free(job))
+        if (slot_free(job)) {
+                *ret_admitted = true;
                 return 0;
+        }
         if (!nbd_peer_is_root(&job->peer) &&
             nbd_children_running_of(uid) + waiting_of(uid) >= cfg->max_spawns_per_uid)
-                return nbd_result_set(res, EAGAIN,
+                return nbd_result_set(res, -EAGAIN,
                                       "exec: uid %u has %u programs running or waiting "
                                       "(max_spawns_per_uid=%u)",
                                       (unsigned)uid, nbd_children_running_of(uid) + waiting_of(uid),
                                       cfg->max_spawns_per_uid);
         if (n_waiting >= cfg->max_pending_spawns)
                 return nbd_result_set(
-                        res, EAGAIN,
+                        res, -EAGAIN,
                         "exec: %u programs are waiting to run already (max_pending_spawns)",
                         n_waiting);
         job->state = JOB_PARKED;
@@ -473,7 +484,8 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res)
                 waiting_head = job;
         waiting_tail = job;
         n_waiting++;
-        return NBD_OP_PARKED;
+        *ret_admitted = false;
+        return 0;
 }
 
 /* Undo, newest first, what the ops before the failed one changed, and say
@@ -483,7 +495,7 @@ static void roll_back(struct nbd_job *job)
         for (struct undo *u = job->undos; u; u = u->next) {
                 Netbroker__Result *res = job->results[u->op];
                 u->undo(job, u->data);
-                nbd_result_set(res, ECANCELED, "undone: op %zu failed", job->failed);
+                nbd_result_set(res, -ECANCELED, "undone: op %zu failed", job->failed);
                 res->n_fd_index = 0; /* the client closes fds nobody points at */
                 nbd_audit_op(&job->peer, job->req->ops[u->op], res, NBD_AUDIT_UNDONE);
         }
@@ -599,8 +611,12 @@ static void job_continue(struct nbd_job *job)
                 nbd_debug("request %" PRIu64 ": op %zu of %zu, %s", req->id, job->next, req->n_ops,
                           h->name);
                 r = h->run(job, req->ops[job->next], job->results[job->next]);
-                if (r == NBD_OP_PARKED)
+                /* Parking is the job's state, never a return value: any
+                 * errno, EPERM included, is an answer. */
+                if (job->state == JOB_PARKED)
                         return;
+                if (r < 0 && !job->results[job->next]->status)
+                        nbd_result_set(job->results[job->next], r, "%s: %s", h->name, strerror(-r));
                 nbd_debug("request %" PRIu64 ": op %zu: status %d", req->id, job->next,
                           (int)job->results[job->next]->status);
                 op_finished(job);
@@ -691,7 +707,8 @@ void nbd_job_cancel(struct nbd_job *job)
         if (job->cancel_parked) {
                 /* The op under way (an Exec) is stopped: it ran, and the
                  * audit trail says how it ended. */
-                nbd_result_set(job->results[job->next], ECANCELED, "stopped: the client went away");
+                nbd_result_set(job->results[job->next], -ECANCELED,
+                               "stopped: the client went away");
                 job->ran = job->next + 1;
                 job->cancel_parked(job->parked_data);
         }

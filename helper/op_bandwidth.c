@@ -50,11 +50,11 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
                 return r;
         limits_from(s, &l);
         if (nbd_bw_check(&l, err) < 0)
-                return nbd_result_set(res, EINVAL, "bandwidth set %s: %s", s->ifname, err);
+                return nbd_result_set(res, -EINVAL, "bandwidth set %s: %s", s->ifname, err);
         if (l.out.average && !nbd_bw_outbound_available(v->ctx->bw)) {
                 const char *in, *out;
                 nbd_bw_mechanisms(v->ctx->bw, &in, &out);
-                return nbd_result_set(res, EOPNOTSUPP,
+                return nbd_result_set(res, -EOPNOTSUPP,
                                       "bandwidth set %s: outbound limits are not available: %s",
                                       s->ifname, out);
         }
@@ -127,7 +127,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         if (!br || !u) {
                 free(br);
                 free(u);
-                return nbd_result_set(res, ENOMEM, "bandwidth set: out of memory");
+                return nbd_result_set(res, -ENOMEM, "bandwidth set: out of memory");
         }
         before = *u;
         netbroker__bandwidth_result__init(br);
@@ -139,7 +139,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 /* Part of it may be in place: put back what was there. */
                 undo_bw(job, u);
                 free(u);
-                return nbd_result_set(res, -r, "bandwidth set %s: %s", s->ifname, err);
+                return nbd_result_set(res, r, "bandwidth set %s: %s", s->ifname, err);
         }
         br->inbound_mechanism = strdup(applied.in);
         br->outbound_mechanism = strdup(applied.out);
@@ -156,7 +156,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);
-        return nbd_result_set(res, ENOMEM, "bandwidth set: out of memory");
+        return nbd_result_set(res, -ENOMEM, "bandwidth set: out of memory");
 }
 
 static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -170,12 +170,12 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                 return r;
         u = snapshot(job, ifname);
         if (!u)
-                return nbd_result_set(res, ENOMEM, "bandwidth clear: out of memory");
+                return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
         r = nbd_bw_clear(bw_of(job), ifname, err);
         if (r < 0) {
                 undo_bw(job, u);
                 free(u);
-                return nbd_result_set(res, -r, "bandwidth clear %s: %s", ifname, err);
+                return nbd_result_set(res, r, "bandwidth clear %s: %s", ifname, err);
         }
         before = *u;
         if (set_ifname(res, ifname) < 0)
@@ -184,7 +184,7 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);
-        return nbd_result_set(res, ENOMEM, "bandwidth clear: out of memory");
+        return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
 }
 
 const struct nbd_op_handler nbd_op_bandwidth_set = {

@@ -78,13 +78,13 @@ static int run_stats(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
 
         (void)op;
         if (!st)
-                return nbd_result_set(res, ENOMEM, "stats: out of memory");
+                return nbd_result_set(res, -ENOMEM, "stats: out of memory");
         netbroker__stats_result__init(st);
         res->out_case = NETBROKER__RESULT__OUT_STATS;
         res->stats = st;
         st->counters = calloc(NBD_STAT__MAX + 2, sizeof(*st->counters));
         if (!st->counters)
-                return nbd_result_set(res, ENOMEM, "stats: out of memory");
+                return nbd_result_set(res, -ENOMEM, "stats: out of memory");
         for (size_t i = 0; i < NBD_STAT__MAX && r == 0; i++)
                 r = add_counter(st, nbd_stat_name((enum nbd_stat)i), nbd_stats[i]);
         /* Gauges, not counters: what is under way right now. */
@@ -94,7 +94,7 @@ static int run_stats(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                 r = add_counter(st, "spawns_waiting", nbd_jobs_waiting());
         if (r == 0)
                 r = add_settings(nbd_job_ctx(job), st);
-        return r < 0 ? nbd_result_set(res, ENOMEM, "stats: out of memory") : 0;
+        return r < 0 ? nbd_result_set(res, -ENOMEM, "stats: out of memory") : 0;
 }
 
 const struct nbd_op_handler nbd_op_stats = {

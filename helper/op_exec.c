@@ -39,46 +39,46 @@ static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netb
         char why[NBD_POLICY_WHYLEN];
 
         if (e->path[0] != '/')
-                return nbd_result_set(res, EINVAL, "exec: program path must be absolute, got '%s'",
+                return nbd_result_set(res, -EINVAL, "exec: program path must be absolute, got '%s'",
                                       e->path);
         if (!nbd_config_exec_allowed(cfg, e->path))
-                return nbd_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
+                return nbd_result_set(res, -EPERM, "exec: %s is not on the allow-list", e->path);
         /* Root runs all of exec_allow; others only what their policy names. */
         if (nbd_policy_check_exec(&cfg->policy, v->peer, e->path, why, sizeof(why)) < 0)
-                return nbd_result_set(res, EPERM, "exec: %s", why);
+                return nbd_result_set(res, -EPERM, "exec: %s", why);
         if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
-                return nbd_result_set(res, E2BIG,
+                return nbd_result_set(res, -E2BIG,
                                       "exec: more than %u arguments or environment entries",
                                       cfg->max_args);
         if (e->n_argv > 0 && !argv0_names_program(e->argv[0], e->path))
-                return nbd_result_set(res, EINVAL,
+                return nbd_result_set(res, -EINVAL,
                                       "exec: argv[0] '%s' is neither empty, %s nor %s: the "
                                       "program's argv[0] is always its path",
                                       e->argv[0], e->path, strrchr(e->path, '/') + 1);
         for (size_t i = 0; i < e->n_env; i++) {
                 const char *eq = strchr(e->env[i], '=');
                 if (!eq || eq == e->env[i])
-                        return nbd_result_set(res, EINVAL,
+                        return nbd_result_set(res, -EINVAL,
                                               "exec: environment entry %zu is not KEY=VALUE", i);
                 /* An allow-list: the tools read more variables than any
                  * deny-list would keep up with (IP_LIB_DIR made ip load a
                  * caller's plugin as root). config.c keeps the loader's
                  * and the plugin directories' variables off it. */
                 if (!nbd_config_env_allowed(cfg, e->env[i], (size_t)(eq - e->env[i])))
-                        return nbd_result_set(res, EPERM,
+                        return nbd_result_set(res, -EPERM,
                                               "exec: environment variable %.*s is not allowed: "
                                               "exec_env_allow does not list it",
                                               (int)(eq - e->env[i]), e->env[i]);
                 /* A locale named by a path makes libc load that file (the
                  * program is not set-uid, so libc does not refuse it). */
                 if (locale_variable(e->env[i], (size_t)(eq - e->env[i])) && strchr(eq, '/'))
-                        return nbd_result_set(res, EPERM,
+                        return nbd_result_set(res, -EPERM,
                                               "exec: %.*s names a locale by a path: only locale "
                                               "names (C.UTF-8, de_DE) are allowed",
                                               (int)(eq - e->env[i]), e->env[i]);
         }
         if (e->timeout_ms > cfg->exec_timeout_max_ms)
-                return nbd_result_set(res, EINVAL,
+                return nbd_result_set(res, -EINVAL,
                                       "exec: timeout %u ms is above the maximum of %u ms",
                                       e->timeout_ms, cfg->exec_timeout_max_ms);
         return 0;
@@ -158,7 +158,7 @@ static void exec_done(struct nbd_child *child, void *data)
                 x->e->timeout_ms ? x->e->timeout_ms : nbd_job_ctx(job)->cfg->exec_timeout_ms;
 
         if (!er) {
-                nbd_result_set(res, ENOMEM, "exec: out of memory");
+                nbd_result_set(res, -ENOMEM, "exec: out of memory");
         } else {
                 netbroker__exec_result__init(er);
                 er->exit_code = cr->exit_code;
@@ -173,12 +173,12 @@ static void exec_done(struct nbd_child *child, void *data)
                 res->out_case = NETBROKER__RESULT__OUT_EXEC;
                 res->exec = er;
                 if (cr->timed_out)
-                        nbd_result_set(res, ETIMEDOUT, "exec: killed after the %u ms timeout",
+                        nbd_result_set(res, -ETIMEDOUT, "exec: killed after the %u ms timeout",
                                        timeout);
                 else if (cr->signal)
-                        nbd_result_set(res, EIO, "exec: killed by signal %d", cr->signal);
+                        nbd_result_set(res, -EIO, "exec: killed by signal %d", cr->signal);
                 else if (cr->exit_code)
-                        nbd_result_set(res, EIO, "exec: exited with status %d", cr->exit_code);
+                        nbd_result_set(res, -EIO, "exec: exited with status %d", cr->exit_code);
         }
         nbd_child_free(child);
         exec_run_free(x);
@@ -202,21 +202,24 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         size_t cap = cfg->exec_output_cap;
         struct nbd_exec_spec spec;
         struct exec_run *x;
+        bool admitted;
         int r;
 
         /* validate_exec() found it; the configuration does not change. */
         if (!file)
-                return nbd_result_set(res, EPERM, "exec: %s is not on the allow-list", e->path);
-        if ((r = nbd_job_spawn_admit(job, res)))
+                return nbd_result_set(res, -EPERM, "exec: %s is not on the allow-list", e->path);
+        if ((r = nbd_job_spawn_admit(job, res, &admitted)) < 0)
                 return r;
+        if (!admitted)
+                return 0; /* parked until a slot is free; run again then */
         x = calloc(1, sizeof(*x));
         if (!x)
-                return nbd_result_set(res, ENOMEM, "exec: out of memory");
+                return nbd_result_set(res, -ENOMEM, "exec: out of memory");
         *x = (struct exec_run){
                 .job = job, .res = res, .e = e, .argv = build_argv(e), .envp = build_env(e)};
         if (!x->argv || !x->envp) {
                 exec_run_free(x);
-                return nbd_result_set(res, ENOMEM, "exec: out of memory");
+                return nbd_result_set(res, -ENOMEM, "exec: out of memory");
         }
         if (cap > nbd_job_reply_budget(job) / 2)
                 cap = nbd_job_reply_budget(job) / 2;
@@ -235,10 +238,10 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         r = nbd_child_spawn(nbd_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
         if (r < 0) {
                 exec_run_free(x);
-                return nbd_result_set(res, -r, "exec: cannot run %s: %s", e->path, strerror(-r));
+                return nbd_result_set(res, r, "exec: cannot run %s: %s", e->path, strerror(-r));
         }
         nbd_job_park(job, exec_cancel, x);
-        return NBD_OP_PARKED;
+        return 0;
 }
 
 const struct nbd_op_handler nbd_op_exec = {

@@ -176,13 +176,13 @@ static int claim_owner(struct nbd_validation *v, const char *owner, Netbroker__R
         char key[NBD_FW_OWNER_MAX + 4];
 
         if (!nbd_fw_owner_valid(owner))
-                return nbd_result_set(res, EINVAL,
+                return nbd_result_set(res, -EINVAL,
                                       "firewall: bad owner '%s' ([A-Za-z0-9_.:@-], 1-%d bytes)",
                                       owner, NBD_FW_OWNER_MAX);
         snprintf(key, sizeof(key), "fw:%s", owner);
         if (!nbd_validation_claim(v, key))
-                return nbd_result_set(res, EINVAL, "firewall: owner %s appears twice in this batch",
-                                      owner);
+                return nbd_result_set(res, -EINVAL,
+                                      "firewall: owner %s appears twice in this batch", owner);
         return 0;
 }
 
@@ -241,7 +241,7 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
                 if (r < 0) {
                         creators_free(c);
                         /* Not knowing who made it is no licence to change it. */
-                        return nbd_result_set(res, -r, "firewall: cannot read the owners: %s",
+                        return nbd_result_set(res, r, "firewall: cannot read the owners: %s",
                                               r == -ENOMEM ? "out of memory" : err);
                 }
                 v->cache = c;
@@ -251,7 +251,7 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
                 if (strcmp(c->v[i].owner, owner) == 0 && c->v[i].uid != v->peer->uid)
                         /* Whose it is stays unsaid: FirewallList hides
                          * other callers' owners too. */
-                        return nbd_result_set(res, EPERM,
+                        return nbd_result_set(res, -EPERM,
                                               "policy: uid %u does not own firewall owner %s (it "
                                               "is another caller's)",
                                               (unsigned)v->peer->uid, owner);
@@ -272,13 +272,13 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
         for (size_t g = 0; g < a->n_groups; g++)
                 v->n_rules += a->groups[g]->n_rules;
         if (v->n_rules > max_rules(v))
-                return nbd_result_set(res, E2BIG,
+                return nbd_result_set(res, -E2BIG,
                                       "firewall %s: the request has more than %u rules (%s)",
                                       a->owner, max_rules(v),
                                       nbd_peer_is_root(v->peer) ? "max_rules_per_request"
                                                                 : "max_rules_per_request_nonroot");
         if (a->mode > NETBROKER__FW_MODE__FW_ENSURE)
-                return nbd_result_set(res, EINVAL, "firewall %s: unknown mode %d", a->owner,
+                return nbd_result_set(res, -EINVAL, "firewall %s: unknown mode %d", a->owner,
                                       a->mode);
         /* Unknown interfaces are refused here, before anything is sent. */
         if ((r = nbd_check_interface(v, a->ifname, res, "firewall")) ||
@@ -288,7 +288,7 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
         r = model_from_proto(a, nbd_link_is_macvtap(v->ctx->links, a->ifname), &m, err);
         model_free(&m);
         if (r < 0)
-                return nbd_result_set(res, -r, "firewall %s: %s", a->owner, err);
+                return nbd_result_set(res, r, "firewall %s: %s", a->owner, err);
         return 0;
 }
 
@@ -361,13 +361,13 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                 return b;
         b = calloc(1, sizeof(*b));
         if (!b) {
-                nbd_result_set(res, ENOMEM, "firewall: out of memory");
+                nbd_result_set(res, -ENOMEM, "firewall: out of memory");
                 return NULL;
         }
         r = nbd_fw_txn_begin(nbd_job_ctx(job)->fw, &b->txn, err);
         if (r < 0) {
                 free(b);
-                nbd_result_set(res, -r, "firewall: %s", err);
+                nbd_result_set(res, r, "firewall: %s", err);
                 return NULL;
         }
         *slot = b;
@@ -406,7 +406,7 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err);
                 fail_queued(b, 1, -r, why);
         }
-        return nbd_result_set(res, -r, "firewall: %s", err);
+        return nbd_result_set(res, r, "firewall: %s", err);
 }
 
 static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -430,7 +430,7 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         if (!out || !hash || reserve_queue(b) < 0) {
                 free(out);
                 free(hash);
-                return nbd_result_set(res, ENOMEM, "firewall: out of memory");
+                return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         }
         bool reversed = nbd_link_is_macvtap(nbd_job_ctx(job)->links, a->ifname);
 
@@ -452,7 +452,7 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         if (r < 0) {
                 free(out);
                 free(hash);
-                return nbd_result_set(res, -r, "firewall %s: %s", a->owner, err);
+                return nbd_result_set(res, r, "firewall %s: %s", a->owner, err);
         }
         netbroker__firewall_apply_result__init(out);
         memcpy(hash, applied.hash, NBD_FW_HASH_HEX);
@@ -474,7 +474,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         if (!b)
                 return res->status;
         if (reserve_queue(b) < 0)
-                return nbd_result_set(res, ENOMEM, "firewall: out of memory");
+                return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         r = nbd_fw_txn_remove(b->txn, op->firewall_remove->owner,
                               nbd_peer_is_root(p) ? NULL : &p->uid, err);
         /* Removed with its interface already: what the caller asks is
@@ -485,7 +485,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 return nbd_result_set(res, 0, "firewall: owner %s went with its interface",
                                       op->firewall_remove->owner);
         if (r < 0)
-                return nbd_result_set(res, -r, "firewall: %s", err);
+                return nbd_result_set(res, r, "firewall: %s", err);
         return queue_and_maybe_commit(job, b, res);
 }
 
@@ -536,12 +536,12 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
 
         (void)op;
         if (!l)
-                return nbd_result_set(res, ENOMEM, "firewall: out of memory");
+                return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         netbroker__firewall_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
         res->firewall_list = l;
         r = nbd_fw_list(nbd_job_ctx(job)->fw, add_owner, &ls, err);
-        return r < 0 ? nbd_result_set(res, -r, "firewall: %s", r == -ENOMEM ? "out of memory" : err)
+        return r < 0 ? nbd_result_set(res, r, "firewall: %s", r == -ENOMEM ? "out of memory" : err)
                      : 0;
 }
 

@@ -46,14 +46,14 @@ static int check_policy_name(struct nbd_validation *v, const char *name, Netbrok
                 return 0;
         if (strncmp(name, NBD_BW_IFB_PREFIX, strlen(NBD_BW_IFB_PREFIX)) == 0)
                 return nbd_result_set(
-                        res, EPERM,
+                        res, -EPERM,
                         "policy: uid %u may not create %s (names starting with %s are "
                         "the helper's own IFBs)",
                         (unsigned)v->peer->uid, name, NBD_BW_IFB_PREFIX);
         if (nbd_policy_may_name(s, name))
                 return 0;
         nbd_policy_prefixes(s, prefixes, sizeof(prefixes));
-        return nbd_result_set(res, EPERM,
+        return nbd_result_set(res, -EPERM,
                               "policy: uid %u may not create interface %s (it starts with none of "
                               "'name_prefixes' of [%s]: %s)",
                               (unsigned)v->peer->uid, name, label_of(s), prefixes);
@@ -73,7 +73,7 @@ static int check_policy_count(struct nbd_validation *v, unsigned n, Netbroker__R
                 v->owned_counted = true;
         }
         if (v->owned + v->creating + n > max)
-                return nbd_result_set(res, EDQUOT,
+                return nbd_result_set(res, -EDQUOT,
                                       "policy: uid %u may own at most %u interfaces (max_devices "
                                       "of [%s]): it owns %u, and this batch would make %u more",
                                       (unsigned)v->peer->uid, max, label_of(s), v->owned,
@@ -90,7 +90,7 @@ int nbd_check_owned(struct nbd_validation *v, const char *name, Netbroker__Resul
                 return 0;
         if (nbd_link_owner(v->ctx->links, name, &owner) == 0 && owner == v->peer->uid)
                 return 0;
-        return nbd_result_set(res, EPERM, "policy: uid %u does not own interface %s",
+        return nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
                               (unsigned)v->peer->uid, name);
 }
 
@@ -106,7 +106,7 @@ int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result
         /* Gone: the op fails on its own, with ENODEV. */
         if (r == -ENODEV || (r == 0 && owner == p->uid))
                 return 0;
-        return nbd_result_set(res, EPERM, "policy: uid %u does not own interface %s",
+        return nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
                               (unsigned)p->uid, name);
 }
 
@@ -125,7 +125,7 @@ static int check_attach(const struct nbd_policy_section *s, const struct nbd_pee
         r = nbd_link_owner(links, master, &owner);
         if (r == -ENODEV || (r == 0 && owner == p->uid))
                 return 0;
-        return nbd_result_set(res, EPERM,
+        return nbd_result_set(res, -EPERM,
                               "policy: uid %u may not attach %s to %s (not in 'bridges' of [%s], "
                               "and not a bridge made for uid %u)",
                               (unsigned)p->uid, name, master, label_of(s), (unsigned)p->uid);
@@ -147,12 +147,12 @@ static int check_policy_parent(struct nbd_validation *v, const char *parent, int
         if (nbd_peer_is_root(v->peer))
                 return 0;
         if (!nbd_policy_may_parent(s, parent))
-                return nbd_result_set(res, EPERM,
+                return nbd_result_set(res, -EPERM,
                                       "policy: uid %u may not make a %s on %s (not in 'parents' of "
                                       "[%s])",
                                       (unsigned)v->peer->uid, what, parent, label_of(s));
         if (!nbd_policy_may_mode(s, (unsigned)mode))
-                return nbd_result_set(res, EPERM,
+                return nbd_result_set(res, -EPERM,
                                       "policy: uid %u may not make a %s in mode %s (not in "
                                       "'macvlan_modes' of [%s])",
                                       (unsigned)v->peer->uid, what, nbd_policy_mode_names[mode],
@@ -172,11 +172,11 @@ static int check_policy_tap(struct nbd_validation *v, const Netbroker__TapCreate
                 return 0;
         if (!t->set_owner)
                 return nbd_result_set(
-                        res, EPERM,
+                        res, -EPERM,
                         "policy: uid %u may make a persistent tap only with itself "
                         "as its owner (set_owner, owner uid %u and one of its groups)",
                         (unsigned)p->uid, (unsigned)p->uid);
-        return nbd_result_set(res, EPERM,
+        return nbd_result_set(res, -EPERM,
                               "policy: uid %u may give a tap only to itself (owner uid %u and one "
                               "of its groups), not to %u:%u",
                               (unsigned)p->uid, (unsigned)p->uid, t->owner_uid, t->owner_gid);
@@ -196,7 +196,7 @@ static int check_policy_netns(struct nbd_validation *v, int fd, unsigned index,
                 return 0;
         if (!s || !s->netns_own)
                 return nbd_result_set(
-                        res, EPERM,
+                        res, -EPERM,
                         "policy: uid %u may not move a veth peer into another network "
                         "namespace (no 'netns = own' in [%s])",
                         (unsigned)v->peer->uid, label_of(s));
@@ -206,12 +206,12 @@ static int check_policy_netns(struct nbd_validation *v, int fd, unsigned index,
         if (userns >= 0)
                 close(userns);
         if (r < 0)
-                return nbd_result_set(res, EPERM,
+                return nbd_result_set(res, -EPERM,
                                       "policy: cannot tell who owns the network namespace of fd "
                                       "%u: %s",
                                       index, strerror(-r));
         if (owner != v->peer->uid)
-                return nbd_result_set(res, EPERM,
+                return nbd_result_set(res, -EPERM,
                                       "policy: uid %u does not own the network namespace of fd %u "
                                       "(its user namespace belongs to uid %u)",
                                       (unsigned)v->peer->uid, index, (unsigned)owner);
@@ -227,19 +227,19 @@ static int check_name_syntax(const char *name, Netbroker__Result *res, const cha
         if (nbd_is_template(name)) {
                 if (nbd_template_parse(name, prefix) < 0)
                         return nbd_result_set(
-                                res, EINVAL,
+                                res, -EINVAL,
                                 "%s: bad template '%s': a name prefix (no digit at its end, "
                                 "at most 14 bytes) followed by %%d and nothing else",
                                 what, name);
                 return 0;
         }
         if (strlen(name) >= IFNAMSIZ)
-                return nbd_result_set(res, EINVAL,
+                return nbd_result_set(res, -EINVAL,
                                       "%s: interface name '%s' is longer than %d bytes", what, name,
                                       IFNAMSIZ - 1);
         if (!nbd_ifname_valid(name))
                 return nbd_result_set(
-                        res, EINVAL,
+                        res, -EINVAL,
                         "%s: invalid interface name '%s' (1-15 bytes, no '/', ':', white space or "
                         "control characters, not '.' or '..')",
                         what, name);
@@ -257,15 +257,15 @@ static int check_new_name(struct nbd_validation *v, const char *name, Netbroker_
         if (r || nbd_is_template(name))
                 return r;
         if (nbd_validation_was_created(v, name))
-                return nbd_result_set(res, EEXIST,
+                return nbd_result_set(res, -EEXIST,
                                       "%s: %s is created by an earlier op of this batch", what,
                                       name);
         r = nbd_link_exists(v->ctx->links, name);
         if (r < 0)
-                return nbd_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
+                return nbd_result_set(res, r, "%s: cannot look up %s: %s", what, name,
                                       strerror(-r));
         if (r > 0)
-                return nbd_result_set(res, EEXIST, "%s: interface %s already exists", what, name);
+                return nbd_result_set(res, -EEXIST, "%s: interface %s already exists", what, name);
         nbd_validation_created(v, name);
         return 0;
 }
@@ -277,7 +277,7 @@ int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__R
         int r;
 
         if (nbd_is_template(name))
-                return nbd_result_set(res, EINVAL,
+                return nbd_result_set(res, -EINVAL,
                                       "%s: '%s': an existing interface is named, not a template",
                                       what, name);
         r = check_name_syntax(name, res, what);
@@ -285,10 +285,10 @@ int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__R
                 return r;
         r = nbd_link_exists(v->ctx->links, name);
         if (r < 0)
-                return nbd_result_set(res, -r, "%s: cannot look up %s: %s", what, name,
+                return nbd_result_set(res, r, "%s: cannot look up %s: %s", what, name,
                                       strerror(-r));
         if (r == 0)
-                return nbd_result_set(res, ENODEV, "%s: no interface %s", what, name);
+                return nbd_result_set(res, -ENODEV, "%s: no interface %s", what, name);
         nbd_validation_exists(v, name);
         return 0;
 }
@@ -296,13 +296,13 @@ int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__R
 static int check_mac(const char *mac, Netbroker__Result *res, const char *what, uint8_t out[6])
 {
         if (nbd_mac_parse(mac, out) < 0)
-                return nbd_result_set(res, EINVAL,
+                return nbd_result_set(res, -EINVAL,
                                       "%s: bad MAC address '%s' (want aa:bb:cc:dd:ee:ff)", what,
                                       mac);
         if (out[0] & 1)
-                return nbd_result_set(res, EINVAL, "%s: %s is a multicast address", what, mac);
+                return nbd_result_set(res, -EINVAL, "%s: %s is a multicast address", what, mac);
         if (!(out[0] | out[1] | out[2] | out[3] | out[4] | out[5]))
-                return nbd_result_set(res, EINVAL, "%s: the all-zero MAC address is not allowed",
+                return nbd_result_set(res, -EINVAL, "%s: the all-zero MAC address is not allowed",
                                       what);
         return 0;
 }
@@ -313,7 +313,7 @@ static int validate_tap(struct nbd_validation *v, const Netbroker__Op *op, Netbr
         int r;
 
         if (t->queues > NBD_LINK_MAX_QUEUES)
-                return nbd_result_set(res, EINVAL, "tap: %u queues; at most %d", t->queues,
+                return nbd_result_set(res, -EINVAL, "tap: %u queues; at most %d", t->queues,
                                       NBD_LINK_MAX_QUEUES);
         if ((r = check_policy_tap(v, t, res)) || (r = check_new_name(v, t->name, res, "tap")))
                 return r;
@@ -329,7 +329,7 @@ static int validate_macvlan_common(struct nbd_validation *v, const char *name, c
 
         if (mode < NETBROKER__MACVLAN_MODE__MACVLAN_MODE_BRIDGE ||
             mode > NETBROKER__MACVLAN_MODE__MACVLAN_MODE_PASSTHRU)
-                return nbd_result_set(res, EINVAL, "%s: unknown mode %d", what, mode);
+                return nbd_result_set(res, -EINVAL, "%s: unknown mode %d", what, mode);
         if (mac[0] && (r = check_mac(mac, res, what, m)))
                 return r;
         if ((r = nbd_check_interface(v, parent, res, what)) ||
@@ -361,14 +361,15 @@ static int validate_veth(struct nbd_validation *v, const Netbroker__Op *op, Netb
         int r;
 
         if (nbd_is_template(e->peer_name))
-                return nbd_result_set(res, EINVAL, "veth: the peer needs a name, not a template");
+                return nbd_result_set(res, -EINVAL, "veth: the peer needs a name, not a template");
         if (e->has_peer_netns) {
                 int fd = e->peer_netns_fd < v->nfds ? v->fds[e->peer_netns_fd] : -1;
                 if (fd < 0)
-                        return nbd_result_set(res, EBADF, "veth: no fd %u came with the request",
+                        return nbd_result_set(res, -EBADF, "veth: no fd %u came with the request",
                                               e->peer_netns_fd);
                 if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
-                        return nbd_result_set(res, EINVAL, "veth: fd %u is not a network namespace",
+                        return nbd_result_set(res, -EINVAL,
+                                              "veth: fd %u is not a network namespace",
                                               e->peer_netns_fd);
                 if ((r = check_policy_netns(v, fd, e->peer_netns_fd, res)))
                         return r;
@@ -380,7 +381,7 @@ static int validate_veth(struct nbd_validation *v, const Netbroker__Op *op, Netb
                 return r;
         }
         if (!nbd_is_template(e->name) && strcmp(e->name, e->peer_name) == 0)
-                return nbd_result_set(res, EINVAL, "veth: both ends are named %s", e->name);
+                return nbd_result_set(res, -EINVAL, "veth: both ends are named %s", e->name);
         if ((r = check_new_name(v, e->name, res, "veth")))
                 return r;
         /* A peer in another namespace is no device here. */
@@ -406,13 +407,13 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
                 return r;
         if (s->state < NETBROKER__LINK_STATE__LINK_STATE_UNCHANGED ||
             s->state > NETBROKER__LINK_STATE__LINK_STATE_DOWN)
-                return nbd_result_set(res, EINVAL, "link set: unknown state %d", s->state);
+                return nbd_result_set(res, -EINVAL, "link set: unknown state %d", s->state);
         if (s->mtu && (s->mtu < 68 || s->mtu > 65535))
-                return nbd_result_set(res, EINVAL, "link set: MTU %u is outside 68-65535", s->mtu);
+                return nbd_result_set(res, -EINVAL, "link set: MTU %u is outside 68-65535", s->mtu);
         if (s->mac[0] && (r = check_mac(s->mac, res, "link set", m)))
                 return r;
         if (s->master[0] && s->nomaster)
-                return nbd_result_set(res, EINVAL, "link set: both a master and nomaster");
+                return nbd_result_set(res, -EINVAL, "link set: both a master and nomaster");
         if (s->master[0] && ((r = nbd_check_interface(v, s->master, res, "link set master")) ||
                              (r = check_policy_master(v, s->name, s->master, res))))
                 return r;
@@ -482,7 +483,7 @@ static int check_count_at_run(struct nbd_job *job, unsigned n, Netbroker__Result
         owned = nbd_links_owned_by(links_of(job), peer->uid);
         if (owned + n <= max)
                 return 0;
-        return nbd_result_set(res, EDQUOT,
+        return nbd_result_set(res, -EDQUOT,
                               "%s: policy: uid %u may own at most %u interfaces (max_devices of "
                               "[%s]) and owns %u",
                               what, (unsigned)peer->uid, max, label_of(s), owned);
@@ -513,7 +514,7 @@ static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_mad
                 r = remember_created(job, m->ifname);
         if (r < 0) {
                 nbd_link_delete(links_of(job), m->ifname, err);
-                return nbd_result_set(res, -r, "%s: %s", m->ifname, strerror(-r));
+                return nbd_result_set(res, r, "%s: %s", m->ifname, strerror(-r));
         }
         nbd_stat_inc(NBD_STAT_LINKS_CREATED);
         return 0;
@@ -540,7 +541,7 @@ static int run_tap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return r;
         r = nbd_link_tap_create(links_of(job), &s, &m, err);
         if (r < 0)
-                return nbd_result_set(res, -r, "tap: %s", err);
+                return nbd_result_set(res, r, "tap: %s", err);
         return made(job, res, &m);
 }
 
@@ -557,7 +558,7 @@ static int run_macvlan_common(struct nbd_job *job, Netbroker__Result *res,
         s->has_mac = mac[0] && nbd_mac_parse(mac, s->mac) == 0;
         r = nbd_link_macvlan_create(links_of(job), s, &m, err);
         if (r < 0)
-                return nbd_result_set(res, -r, "%s: %s", s->tap ? "macvtap" : "macvlan", err);
+                return nbd_result_set(res, r, "%s: %s", s->tap ? "macvtap" : "macvlan", err);
         return made(job, res, &m);
 }
 
@@ -607,7 +608,7 @@ static int run_veth(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                 return r;
         r = nbd_link_veth_create(links_of(job), &s, &m, err);
         if (r < 0)
-                return nbd_result_set(res, -r, "veth: %s", err);
+                return nbd_result_set(res, r, "veth: %s", err);
         return made(job, res, &m);
 }
 
@@ -622,7 +623,7 @@ static int run_bridge(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         r = nbd_link_bridge_create(links_of(job), op->bridge_create->name, nbd_job_peer(job)->uid,
                                    &m, err);
         if (r < 0)
-                return nbd_result_set(res, -r, "bridge: %s", err);
+                return nbd_result_set(res, r, "bridge: %s", err);
         return made(job, res, &m);
 }
 
@@ -657,7 +658,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return r;
         u = calloc(1, sizeof(*u));
         if (!u)
-                return nbd_result_set(res, ENOMEM, "link set: out of memory");
+                return nbd_result_set(res, -ENOMEM, "link set: out of memory");
         c.has_mac = s->mac[0] && nbd_mac_parse(s->mac, c.mac) == 0;
         /* Take the state to put back before changing anything. */
         r = nbd_link_get_state(links_of(job), s->name, &u->state);
@@ -667,7 +668,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 snprintf(err, sizeof(err), "no interface %s: %s", s->name, strerror(-r));
         if (r < 0) {
                 free(u);
-                return nbd_result_set(res, -r, "link set: %s", err);
+                return nbd_result_set(res, r, "link set: %s", err);
         }
         strcpy(u->name, s->name);
         u->restore = true;
@@ -682,7 +683,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         }
         /* This op fails, so no undo of it runs: put back what it changed. */
         nbd_link_restore(links_of(job), s->name, &before);
-        return nbd_result_set(res, ENOMEM, "link set: out of memory");
+        return nbd_result_set(res, -ENOMEM, "link set: out of memory");
 }
 
 /* A deleted interface cannot be made again as it was (its fds, its
@@ -698,10 +699,10 @@ static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         res->ifname = strdup(op->link_delete->name);
         if (!res->ifname) {
                 res->ifname = (char *)protobuf_c_empty_string;
-                return nbd_result_set(res, ENOMEM, "link delete: out of memory");
+                return nbd_result_set(res, -ENOMEM, "link delete: out of memory");
         }
         r = nbd_link_delete(links_of(job), op->link_delete->name, err);
-        return r < 0 ? nbd_result_set(res, -r, "link delete: %s", err) : 0;
+        return r < 0 ? nbd_result_set(res, r, "link delete: %s", err) : 0;
 }
 
 static int add_prefix(const char *prefix, const unsigned *used, size_t n_used, unsigned cursor,
@@ -738,13 +739,13 @@ static int run_names_dump(struct nbd_job *job, const Netbroker__Op *op, Netbroke
 
         (void)op;
         if (!nr)
-                return nbd_result_set(res, ENOMEM, "names: out of memory");
+                return nbd_result_set(res, -ENOMEM, "names: out of memory");
         netbroker__names_result__init(nr);
         res->out_case = NETBROKER__RESULT__OUT_NAMES;
         res->names = nr;
         nbd_links_sync(links_of(job));
         if (nbd_names_foreach(nbd_links_names(links_of(job)), add_prefix, nr) < 0)
-                return nbd_result_set(res, ENOMEM, "names: out of memory");
+                return nbd_result_set(res, -ENOMEM, "names: out of memory");
         return 0;
 }
 

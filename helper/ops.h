@@ -42,18 +42,15 @@ struct nbd_validation {
         void (*cache_free)(void *cache);
 };
 
-/* run(): the op is under way; the job resumes later. Outside every errno
- * value: it was 1, which is EPERM, so an op the kernel refused with EPERM
- * parked its job with nothing to resume it, and the client waited forever
- * (the structure issue gives "parked" a channel of its own). */
-#define NBD_OP_PARKED 0x7ffffff0
-
 struct nbd_op_handler {
         const char *name; /* feature name in Hello */
         enum nbd_stat stat; /* counted when the op runs */
-        /* Returns 0, or a positive errno with the result's message set. */
+        /* Returns 0, or -errno with the result's message set. */
         int (*validate)(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
-        /* Returns 0, a positive errno (message set), or NBD_OP_PARKED. */
+        /* Returns 0 or -errno (message set). An op that goes on after
+         * run() returns calls nbd_job_park() and returns 0: "parked" is
+         * the job's state, never an errno value (it was 1, EPERM, and a
+         * kernel EPERM once parked a job forever). */
         int (*run)(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res);
         /* Ops of this kind go to the kernel together, at the batch's last
          * op of the kind (the firewall's one transaction). */
@@ -90,7 +87,8 @@ void **nbd_job_batch_slot(struct nbd_job *job,
                           void (*finish)(struct nbd_job *job, void *data, size_t failed),
                           void (*free_fn)(void *data));
 
-/* Set a result's status and message; returns err. */
+/* Set a result's status (err is 0 or -errno; the wire carries a positive
+ * errno) and message; returns err. */
 int nbd_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
@@ -126,7 +124,8 @@ void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data);
 /* An op that parked is done: record its status and go on. */
 void nbd_job_op_done(struct nbd_job *job);
 
-/* For Exec: 0 when the caller may spawn now; NBD_OP_PARKED when the job
- * waits for a slot (it resumes by running the op again); or a positive
- * errno with res set (the caller's share, or max_pending_spawns, is full). */
-int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res);
+/* For Exec: 0 with *ret_admitted true when the caller may spawn now, or
+ * false when the job waits for a slot (it is parked, and resumes by running
+ * the op again); or -errno with res set (the caller's share, or
+ * max_pending_spawns, is full). */
+int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_admitted);

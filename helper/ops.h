@@ -42,8 +42,17 @@ struct nbd_validation {
         void (*cache_free)(void *cache);
 };
 
+/* The capabilities an op kind needs (struct nbd_op_handler.needs): it is
+ * offered in Hello, and run, only when each opened at start-up. */
+enum nbd_op_needs {
+        NBD_NEEDS_LINKS = 1u << 0, /* rtnetlink: ctx->links */
+        NBD_NEEDS_FIREWALL = 1u << 1, /* nfnetlink: ctx->fw */
+        NBD_NEEDS_BANDWIDTH = 1u << 2, /* tc: ctx->bw */
+};
+
 struct nbd_op_handler {
         const char *name; /* feature name in Hello */
+        unsigned needs; /* enum nbd_op_needs bits; 0: runs anywhere */
         enum nbd_stat stat; /* counted when the op runs */
         /* Returns 0, or -errno with the result's message set. */
         int (*validate)(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res);

@@ -60,7 +60,7 @@ struct nbd_job_owner {
         void (*done)(struct nbd_job *job, const Netbroker__Reply *reply, void *data);
         /* Send fds for the request now (they are the owner's to close once
          * sent). Returns 0 when sent, 1 when queued behind other output (the
-         * job then parks until nbd_job_output_drained()), or -errno. */
+         * job then waits before its next op until nbd_job_output_drained()), or -errno. */
         int (*send_fds)(void *data, uint64_t request_id, uint32_t op_index, int *fds, size_t n);
 };
 

@@ -118,7 +118,9 @@ size_t nbd_job_reply_budget(const struct nbd_job *job);
 void nbd_job_spend_reply_budget(struct nbd_job *job, size_t n);
 
 /* Hand fds an op made to the client (they are sent at once, before the
- * reply) and note their indices in res. Takes ownership of the fds. */
+ * reply) and note their indices in res. Takes ownership of the fds. If
+ * they queue behind other output the job waits before its next op: an op
+ * that gives fds finishes in run() (it does not park). */
 int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size_t n);
 
 /* Run undo(data) if a later op of the batch fails (and the request did not
@@ -134,7 +136,8 @@ void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data);
 void nbd_job_op_done(struct nbd_job *job);
 
 /* For Exec: 0 with *ret_admitted true when the caller may spawn now, or
- * false when the job waits for a slot (it is parked, and resumes by running
- * the op again); or -errno with res set (the caller's share, or
+ * false when the job waits for a slot (the op returns 0 without parking;
+ * when a child is reaped and a slot is the caller's, the op runs again from
+ * the loop); or -errno with res set (the caller's share, or
  * max_pending_spawns, is full). */
 int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_admitted);

@@ -19,8 +19,8 @@
 
 NBD_LOG_CATEGORY(dispatch);
 
-/* One handler per op kind, indexed by the protobuf oneof case. */
-static const struct nbd_op_handler *const handlers[] = {
+/* The helper's own handler per op kind, indexed by the protobuf oneof case. */
+static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_PING] = &nbd_op_ping,
         [NETBROKER__OP__OP_STATS] = &nbd_op_stats,
         [NETBROKER__OP__OP_EXEC] = &nbd_op_exec,
@@ -38,57 +38,67 @@ static const struct nbd_op_handler *const handlers[] = {
         [NETBROKER__OP__OP_BANDWIDTH_SET] = &nbd_op_bandwidth_set,
         [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nbd_op_bandwidth_clear,
 };
-#define N_HANDLERS (sizeof(handlers) / sizeof(*handlers))
 
-/* Ops that need the kernel's interfaces (unavailable without ctx->links). */
-static bool needs_links(const struct nbd_op_handler *h)
+/* The handler of op kind i in ctx's table, or NULL. */
+static const struct nbd_op_handler *table_entry(const struct nbd_dispatch_ctx *ctx, size_t i)
 {
-        return h != &nbd_op_ping && h != &nbd_op_stats && h != &nbd_op_exec;
+        if (!ctx->handlers)
+                return i < sizeof(own_handlers) / sizeof(*own_handlers) ? own_handlers[i] : NULL;
+        return i < ctx->n_handlers ? ctx->handlers[i] : NULL;
 }
 
-static bool is_fw(const struct nbd_op_handler *h)
+static size_t table_size(const struct nbd_dispatch_ctx *ctx)
 {
-        return h == &nbd_op_firewall_apply || h == &nbd_op_firewall_remove ||
-               h == &nbd_op_firewall_list;
+        return ctx->handlers ? ctx->n_handlers : sizeof(own_handlers) / sizeof(*own_handlers);
 }
 
-static bool is_bw(const struct nbd_op_handler *h)
-{
-        return h == &nbd_op_bandwidth_set || h == &nbd_op_bandwidth_clear;
-}
-
-/* Offered when the capability it needs opened at start-up. */
+/* Offered when each capability it declares it needs opened at start-up. */
 static bool available(const struct nbd_dispatch_ctx *ctx, const struct nbd_op_handler *h)
 {
-        return (!needs_links(h) || ctx->links) && (!is_fw(h) || ctx->fw) && (!is_bw(h) || ctx->bw);
+        return (!(h->needs & NBD_NEEDS_LINKS) || ctx->links) &&
+               (!(h->needs & NBD_NEEDS_FIREWALL) || ctx->fw) &&
+               (!(h->needs & NBD_NEEDS_BANDWIDTH) || ctx->bw);
 }
 
 static const struct nbd_op_handler *handler_for(const struct nbd_dispatch_ctx *ctx,
                                                 const Netbroker__Op *op)
 {
-        const struct nbd_op_handler *h;
+        const struct nbd_op_handler *h = table_entry(ctx, (size_t)op->op_case);
 
-        if ((size_t)op->op_case >= N_HANDLERS || !(h = handlers[op->op_case]))
-                return NULL;
-        return available(ctx, h) ? h : NULL;
+        return h && available(ctx, h) ? h : NULL;
 }
 
 size_t nbd_features(const struct nbd_dispatch_ctx *ctx, const char **names, size_t max)
 {
         size_t n = 0;
 
-        for (size_t i = 0; i < N_HANDLERS && n < max; i++)
-                if (handlers[i] && available(ctx, handlers[i]))
-                        names[n++] = handlers[i]->name;
+        for (size_t i = 0; i < table_size(ctx) && n < max; i++) {
+                const struct nbd_op_handler *h = table_entry(ctx, i);
+                if (h && available(ctx, h))
+                        names[n++] = h->name;
+        }
         return n;
 }
 
+int nbd_dispatch_on_job_end(struct nbd_dispatch_ctx *ctx, void (*fn)(void *data), void *data)
+{
+        if (ctx->n_job_end >= NBD_JOB_END_HOOKS)
+                return -ENOSPC;
+        ctx->job_end[ctx->n_job_end++] = (struct nbd_job_end_hook){.fn = fn, .data = data};
+        return 0;
+}
+
+/* Where a job is in its life: one state, no flags beside it. */
 enum job_state {
-        JOB_RUNNING,
-        JOB_PARKED, /* an op is under way (child, slot) */
-        JOB_WAITING_OUTPUT, /* fds queued behind other output */
+        JOB_RUNNING, /* running ops, or between two */
+        JOB_PARKED, /* an op is under way (a child): nbd_job_op_done() */
+        JOB_WAITING_SLOT, /* an Exec waits for a spawn slot (the waiting list) */
+        JOB_SLOT_FREE, /* it got one: its op runs again, counted already */
+        JOB_OUTPUT_BLOCKED, /* fds an op gave are queued behind other output */
+        JOB_OUTPUT_DRAINED, /* they are out: resumes from a timer */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
-        JOB_DONE,
+        JOB_DONE, /* its reply went to the owner */
+        JOB_CANCELLED, /* its owner went away: no reply */
 };
 
 struct undo {
@@ -114,7 +124,6 @@ struct nbd_job {
         size_t reply_budget;
         uint32_t fds_given;
         enum job_state state;
-        bool cancelled, resuming, output_blocked, waiting_slot;
         struct undo *undos;
         void (*cancel_parked)(void *data);
         void *parked_data;
@@ -139,6 +148,11 @@ struct nbd_job {
 
 static struct nbd_job *waiting_head, *waiting_tail;
 static unsigned n_waiting;
+
+static bool job_ended(const struct nbd_job *job)
+{
+        return job->state == JOB_DONE || job->state == JOB_CANCELLED;
+}
 
 unsigned nbd_jobs_waiting(void)
 {
@@ -279,8 +293,9 @@ int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size
                 return r;
         for (size_t i = 0; i < n; i++)
                 res->fd_index[res->n_fd_index++] = job->fds_given++;
+        /* The op goes on; the job waits before its next one. */
         if (r == 1)
-                job->output_blocked = true;
+                job->state = JOB_OUTPUT_BLOCKED;
         return 0;
 }
 
@@ -445,6 +460,20 @@ static bool slot_free(const struct nbd_job *job)
                nbd_children_running_of(job->peer.uid) < cfg->max_spawns_per_uid;
 }
 
+static void kick_waiting(void *data);
+
+/* From inside spawn.c's handling of a child's exit: resuming jobs there
+ * would spawn and run ops under its feet, so they resume from the loop. */
+static void on_child_reaped(void *data)
+{
+        (void)data;
+        /* The first waiting job's timer (idle while it waits) tries them
+         * all; if that job is cancelled first, the next one's is armed. */
+        if (waiting_head)
+                nbd_timer_arm(waiting_head->ctx->loop, &waiting_head->resume_timer, 0, kick_waiting,
+                              NULL);
+}
+
 static unsigned waiting_of(uid_t uid)
 {
         unsigned n = 0;
@@ -475,8 +504,8 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
                         res, -EAGAIN,
                         "exec: %u programs are waiting to run already (max_pending_spawns)",
                         n_waiting);
-        job->state = JOB_PARKED;
-        job->waiting_slot = true;
+        job->state = JOB_WAITING_SLOT;
+        nbd_children_on_reaped(on_child_reaped, NULL);
         job->next_waiting = NULL;
         if (waiting_tail)
                 waiting_tail->next_waiting = job;
@@ -540,19 +569,22 @@ static void job_free(void *p)
                 malloc_trim(0);
 }
 
-static void job_finish(struct nbd_job *job)
+/* End the job as end (JOB_DONE: its reply goes to the owner; or
+ * JOB_CANCELLED). */
+static void job_finish(struct nbd_job *job, enum job_state end)
 {
         Netbroker__Reply reply = NETBROKER__REPLY__INIT;
+        bool cancelled = end == JOB_CANCELLED;
 
         /* Once: a job cancelled while one of its ops runs (its owner went
          * away in the middle of it) is finished by the cancel, and the op's
          * return must not finish it again. */
-        if (job->state == JOB_DONE)
+        if (job_ended(job))
                 return;
-        job->state = JOB_DONE;
+        job->state = end;
         /* Batched ops not yet sent learn how the batch ended first (they
          * may still commit, and a failure of theirs is undone too). */
-        if (job->batch_data && job->batch_finish && !job->cancelled)
+        if (job->batch_data && job->batch_finish && !cancelled)
                 job->batch_finish(job, job->batch_data, job->failed);
         /* Every op that ran, as it ended (a firewall op's commit is done by
          * now); the undo below adds a line for each op it undoes. */
@@ -560,16 +592,16 @@ static void job_finish(struct nbd_job *job)
                 if (!job->refused || !job->refused[i])
                         nbd_audit_op(&job->peer, job->req->ops[i], job->results[i],
                                      job->results[i]->status ? NBD_AUDIT_FAILED : NBD_AUDIT_DONE);
-        if (job->failed != SIZE_MAX && !job->cancelled)
+        if (job->failed != SIZE_MAX && !cancelled)
                 roll_back(job);
-        if (job->ctx->job_end)
-                job->ctx->job_end(job->ctx);
+        for (size_t i = 0; i < job->ctx->n_job_end; i++)
+                job->ctx->job_end[i].fn(job->ctx->job_end[i].data);
         /* The request's own fds (netns fds) are of no use past this point. */
         nbp_close_fds(job->fds, job->nfds);
         reply.id = job->req->id;
         reply.n_results = job->req->n_ops;
         reply.results = job->results;
-        if (!job->cancelled)
+        if (!cancelled)
                 job->owner->done(job, &reply, job->data);
         nbd_loop_defer_free(job->ctx->loop, job_free, job);
 }
@@ -582,7 +614,7 @@ static void job_continue(struct nbd_job *job)
         uint64_t start = nbd_now_us();
         size_t first = job->next;
 
-        while (job->next < req->n_ops && !job->cancelled) {
+        while (job->next < req->n_ops && !job_ended(job)) {
                 const struct nbd_op_handler *h = handler_for(job->ctx, req->ops[job->next]);
                 int r;
 
@@ -590,12 +622,10 @@ static void job_continue(struct nbd_job *job)
                         job->next++; /* its result says why; counted already */
                         continue;
                 }
-                if (job->output_blocked) {
-                        /* Fds are queued: wait until they are out, so the
-                         * helper never holds more than a handful. */
-                        job->state = JOB_WAITING_OUTPUT;
+                /* Fds are queued: wait until they are out, so the
+                 * helper never holds more than a handful. */
+                if (job->state == JOB_OUTPUT_BLOCKED)
                         return;
-                }
                 if (job->next > first && nbd_now_us() - start > SLICE_US) {
                         job->state = JOB_YIELDED;
                         nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume_from_timer,
@@ -603,9 +633,9 @@ static void job_continue(struct nbd_job *job)
                         return;
                 }
                 /* An op resumed after waiting for a slot was counted already. */
-                if (!job->resuming)
+                if (job->state != JOB_SLOT_FREE)
                         nbd_stat_inc(h->stat);
-                job->resuming = false;
+                job->state = JOB_RUNNING;
                 /* Per op, so that debug logging traces a batch; off, each is
                  * two integer compares (the bench's `log` scenario). */
                 nbd_debug("request %" PRIu64 ": op %zu of %zu, %s", req->id, job->next, req->n_ops,
@@ -613,7 +643,7 @@ static void job_continue(struct nbd_job *job)
                 r = h->run(job, req->ops[job->next], job->results[job->next]);
                 /* Parking is the job's state, never a return value: any
                  * errno, EPERM included, is an answer. */
-                if (job->state == JOB_PARKED)
+                if (job->state == JOB_PARKED || job->state == JOB_WAITING_SLOT)
                         return;
                 if (r < 0 && !job->results[job->next]->status)
                         nbd_result_set(job->results[job->next], r, "%s: %s", h->name, strerror(-r));
@@ -621,7 +651,7 @@ static void job_continue(struct nbd_job *job)
                           (int)job->results[job->next]->status);
                 op_finished(job);
         }
-        job_finish(job);
+        job_finish(job, JOB_DONE);
 }
 
 /* A yielded job goes on. */
@@ -639,7 +669,7 @@ static void resume(void *data)
 {
         struct nbd_job *job = data;
 
-        if (job->state != JOB_WAITING_OUTPUT || job->output_blocked)
+        if (job->state != JOB_OUTPUT_DRAINED)
                 return;
         job->state = JOB_RUNNING;
         job_continue(job);
@@ -647,27 +677,27 @@ static void resume(void *data)
 
 void nbd_job_output_drained(struct nbd_job *job)
 {
-        job->output_blocked = false;
         /* Not from inside the owner's flush: resume from the loop. */
-        if (job->state == JOB_WAITING_OUTPUT)
-                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
+        if (job->state != JOB_OUTPUT_BLOCKED)
+                return;
+        job->state = JOB_OUTPUT_DRAINED;
+        nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
 }
 
 static void unlink_waiting(struct nbd_job *job);
 
 /* Start, in order, every waiting job whose caller may take a slot now: a
  * job of a uid at its share does not hold up root's or another uid's. */
-void nbd_jobs_kick(const struct nbd_dispatch_ctx *ctx)
+static void kick_waiting(void *data)
 {
         struct nbd_job *job = waiting_head;
 
-        while (job && nbd_children_running() < ctx->cfg->max_spawns) {
+        (void)data;
+        while (job && nbd_children_running() < job->ctx->cfg->max_spawns) {
                 struct nbd_job *next = job->next_waiting;
                 if (slot_free(job)) {
                         unlink_waiting(job);
-                        job->waiting_slot = false;
-                        job->state = JOB_RUNNING;
-                        job->resuming = true;
+                        job->state = JOB_SLOT_FREE;
                         job_continue(job);
                         /* The job may have ended others (its connection's);
                          * start again from the head. */
@@ -697,12 +727,15 @@ static void unlink_waiting(struct nbd_job *job)
 
 void nbd_job_cancel(struct nbd_job *job)
 {
-        if (!job || job->state == JOB_DONE)
+        if (!job || job_ended(job))
                 return;
-        job->cancelled = true;
-        if (job->waiting_slot) {
+        if (job->state == JOB_WAITING_SLOT) {
+                bool kicked = job->resume_timer.deadline_ms != 0;
+
                 unlink_waiting(job);
-                job->waiting_slot = false;
+                nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
+                if (kicked)
+                        on_child_reaped(NULL);
         }
         if (job->cancel_parked) {
                 /* The op under way (an Exec) is stopped: it ran, and the
@@ -713,7 +746,7 @@ void nbd_job_cancel(struct nbd_job *job)
                 job->cancel_parked(job->parked_data);
         }
         job->cancel_parked = NULL;
-        job_finish(job);
+        job_finish(job, JOB_CANCELLED);
 }
 
 int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origin *origin,
@@ -751,7 +784,7 @@ int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origi
         *ret = job;
         if (validate_request(job) < 0) {
                 nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
-                job_finish(job);
+                job_finish(job, JOB_DONE);
                 return 0;
         }
         job_continue(job);

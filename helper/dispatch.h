@@ -22,6 +22,17 @@ struct nbd_fw;
 struct nbd_fw_gone;
 struct nbd_bw;
 
+struct nbd_op_handler;
+
+/* Work the ops of a job leave to do together (interfaces gone, IFBs to
+ * delete): fn(data) runs when a job ends, after any undo and before its
+ * reply. Registered by whoever made the capability (main.c). */
+struct nbd_job_end_hook {
+        void (*fn)(void *data);
+        void *data;
+};
+#define NBD_JOB_END_HOOKS 4
+
 struct nbd_dispatch_ctx {
         const struct nbd_config *cfg;
         struct nbd_loop *loop;
@@ -29,10 +40,18 @@ struct nbd_dispatch_ctx {
         struct nbd_fw *fw; /* NULL: no firewall ops */
         struct nbd_fw_gone *fw_gone; /* owners removed with their interface */
         struct nbd_bw *bw; /* NULL: no bandwidth ops */
-        /* Run when a job ends, after any undo and before its reply (NULL:
-         * nothing): work the job's ops left to do together. */
-        void (*job_end)(const struct nbd_dispatch_ctx *ctx);
+        /* The handler of each op kind, indexed by the protobuf oneof case
+         * (NULL: the helper's own, ops.h). A test runs the real dispatcher
+         * with handlers of its own. */
+        const struct nbd_op_handler *const *handlers;
+        size_t n_handlers;
+        struct nbd_job_end_hook job_end[NBD_JOB_END_HOOKS];
+        size_t n_job_end;
 };
+
+/* Add a hook run when each job ends, in the order added. 0, or -ENOSPC
+ * when NBD_JOB_END_HOOKS are there already. */
+int nbd_dispatch_on_job_end(struct nbd_dispatch_ctx *ctx, void (*fn)(void *data), void *data);
 
 /* What the owner of a job (a connection) provides. */
 struct nbd_job_owner {
@@ -41,7 +60,7 @@ struct nbd_job_owner {
         void (*done)(struct nbd_job *job, const Netbroker__Reply *reply, void *data);
         /* Send fds for the request now (they are the owner's to close once
          * sent). Returns 0 when sent, 1 when queued behind other output (the
-         * job then parks until nbd_job_output_drained()), or -errno. */
+         * job then waits before its next op until nbd_job_output_drained()), or -errno. */
         int (*send_fds)(void *data, uint64_t request_id, uint32_t op_index, int *fds, size_t n);
 };
 
@@ -67,10 +86,8 @@ void nbd_job_cancel(struct nbd_job *job);
 /* The owner's output queue is empty again: a job parked on it resumes. */
 void nbd_job_output_drained(struct nbd_job *job);
 
-/* Resume jobs that wait for a free spawn slot. Called by the loop. */
-void nbd_jobs_kick(const struct nbd_dispatch_ctx *ctx);
-
-/* Number of jobs waiting for a spawn slot. */
+/* Number of jobs waiting for a spawn slot. They resume, from the loop,
+ * when a child is reaped (spawn.h's nbd_children_on_reaped). */
 unsigned nbd_jobs_waiting(void);
 
 /* Hello's feature list: the names of the ops this helper runs. Returns the

@@ -78,7 +78,6 @@
 
 #include "bandwidth.h"
 #include "config.h"
-#include "dispatch.h"
 #include "firewall.h"
 #include "fw_gone.h"
 #include "link.h"
@@ -342,6 +341,19 @@ static void reap_children(struct nbd_loop *loop)
                 nbd_loop_iterate(loop);
 }
 
+/* Deletions that jobs leave to be done together, run before each reply so
+ * the client sees them done: interfaces a job deleted leave their
+ * clean-up to the loop (link.c), bandwidth clears their IFBs (bandwidth.c). */
+static void flush_gone_links(void *links)
+{
+        nbd_links_flush_gone(links);
+}
+
+static void flush_ifbs(void *bw)
+{
+        nbd_bw_flush(bw);
+}
+
 static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
                  int listen_fd, const sigset_t *handled, const char *devdir)
 {
@@ -401,6 +413,9 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         r = nbd_server_new(cfg, loop, links, fw, fw_gone, bw, &srv);
         if (r < 0)
                 goto out;
+        if ((links && (r = nbd_server_on_job_end(srv, flush_gone_links, links)) < 0) ||
+            (bw && (r = nbd_server_on_job_end(srv, flush_ifbs, bw)) < 0))
+                goto out;
         sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0 || nbd_loop_add(loop, &sig.w, sfd, EPOLLIN, on_signal, &sig) < 0) {
                 r = -errno;
@@ -425,7 +440,6 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 r = nbd_loop_iterate(loop);
                 if (r < 0)
                         break;
-                nbd_jobs_kick(nbd_server_dispatch_ctx(srv));
         }
         r = sig.quit || nbd_server_done(srv) ? 0 : r;
 out:

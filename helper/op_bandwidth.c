@@ -189,12 +189,14 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
 
 const struct nbd_op_handler nbd_op_bandwidth_set = {
         .name = "bandwidth_set",
+        .needs = NBD_NEEDS_LINKS | NBD_NEEDS_BANDWIDTH,
         .stat = NBD_STAT_OPS_BANDWIDTH,
         .validate = validate_set,
         .run = run_set,
 };
 const struct nbd_op_handler nbd_op_bandwidth_clear = {
         .name = "bandwidth_clear",
+        .needs = NBD_NEEDS_LINKS | NBD_NEEDS_BANDWIDTH,
         .stat = NBD_STAT_OPS_BANDWIDTH,
         .validate = validate_clear,
         .run = run_clear,

@@ -547,6 +547,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
 
 const struct nbd_op_handler nbd_op_firewall_apply = {
         .name = "firewall_apply",
+        .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_apply,
         .run = run_apply,
@@ -554,6 +555,7 @@ const struct nbd_op_handler nbd_op_firewall_apply = {
 };
 const struct nbd_op_handler nbd_op_firewall_remove = {
         .name = "firewall_remove",
+        .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_remove,
         .run = run_remove,
@@ -561,6 +563,7 @@ const struct nbd_op_handler nbd_op_firewall_remove = {
 };
 const struct nbd_op_handler nbd_op_firewall_list = {
         .name = "firewall_list",
+        .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
         .stat = NBD_STAT_OPS_FIREWALL,
         .run = run_list,
 };

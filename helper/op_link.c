@@ -751,48 +751,56 @@ static int run_names_dump(struct nbd_job *job, const Netbroker__Op *op, Netbroke
 
 const struct nbd_op_handler nbd_op_tap_create = {
         .name = "tap_create",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_tap,
         .run = run_tap,
 };
 const struct nbd_op_handler nbd_op_macvtap_create = {
         .name = "macvtap_create",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_macvtap,
         .run = run_macvtap,
 };
 const struct nbd_op_handler nbd_op_macvlan_create = {
         .name = "macvlan_create",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_macvlan,
         .run = run_macvlan,
 };
 const struct nbd_op_handler nbd_op_veth_create = {
         .name = "veth_create",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_veth,
         .run = run_veth,
 };
 const struct nbd_op_handler nbd_op_bridge_create = {
         .name = "bridge_create",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_bridge,
         .run = run_bridge,
 };
 const struct nbd_op_handler nbd_op_link_set = {
         .name = "link_set",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_set,
         .run = run_set,
 };
 const struct nbd_op_handler nbd_op_link_delete = {
         .name = "link_delete",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_delete,
         .run = run_delete,
 };
 const struct nbd_op_handler nbd_op_names_dump = {
         .name = "names_dump",
+        .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = NULL,
         .run = run_names_dump,

@@ -42,8 +42,17 @@ struct nbd_validation {
         void (*cache_free)(void *cache);
 };
 
+/* The capabilities an op kind needs (struct nbd_op_handler.needs): it is
+ * offered in Hello, and run, only when each opened at start-up. */
+enum nbd_op_needs {
+        NBD_NEEDS_LINKS = 1u << 0, /* rtnetlink: ctx->links */
+        NBD_NEEDS_FIREWALL = 1u << 1, /* nfnetlink: ctx->fw */
+        NBD_NEEDS_BANDWIDTH = 1u << 2, /* tc: ctx->bw */
+};
+
 struct nbd_op_handler {
         const char *name; /* feature name in Hello */
+        unsigned needs; /* enum nbd_op_needs bits; 0: runs anywhere */
         enum nbd_stat stat; /* counted when the op runs */
         /* Returns 0, or -errno with the result's message set. */
         int (*validate)(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
@@ -109,7 +118,9 @@ size_t nbd_job_reply_budget(const struct nbd_job *job);
 void nbd_job_spend_reply_budget(struct nbd_job *job, size_t n);
 
 /* Hand fds an op made to the client (they are sent at once, before the
- * reply) and note their indices in res. Takes ownership of the fds. */
+ * reply) and note their indices in res. Takes ownership of the fds. If
+ * they queue behind other output the job waits before its next op: an op
+ * that gives fds finishes in run() (it does not park). */
 int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size_t n);
 
 /* Run undo(data) if a later op of the batch fails (and the request did not
@@ -125,7 +136,8 @@ void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data);
 void nbd_job_op_done(struct nbd_job *job);
 
 /* For Exec: 0 with *ret_admitted true when the caller may spawn now, or
- * false when the job waits for a slot (it is parked, and resumes by running
- * the op again); or -errno with res set (the caller's share, or
+ * false when the job waits for a slot (the op returns 0 without parking;
+ * when a child is reaped and a slot is the caller's, the op runs again from
+ * the loop); or -errno with res set (the caller's share, or
  * max_pending_spawns, is full). */
 int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_admitted);

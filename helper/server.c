@@ -12,10 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bandwidth.h"
 #include "codec.h"
 #include "dispatch.h"
-#include "link.h"
 #include "log.h"
 #include "peer.h"
 #include "stats.h"
@@ -30,6 +28,17 @@ NBD_LOG_CATEGORY(server);
  * in a row while a Ping on another connection waits 300 ms or more. */
 #define FRAMES_PER_WAKEUP 16
 #define WAKEUP_BUDGET_US 1000
+
+/* Remove item from the singly linked list at *head (by its `next`); an
+ * item not on it is left alone. Connections and their jobs both use it. */
+#define LIST_REMOVE(head, item)                                                                    \
+        do {                                                                                       \
+                for (__typeof__(item) *p_ = (head); *p_; p_ = &(*p_)->next)                        \
+                        if (*p_ == (item)) {                                                       \
+                                *p_ = (item)->next;                                                \
+                                break;                                                             \
+                        }                                                                          \
+        } while (0)
 
 struct conn;
 
@@ -313,11 +322,7 @@ static void on_job_done(struct nbd_job *job, const Netbroker__Reply *reply, void
         cj->finished = true;
         c->mem -= cj->mem;
         conn_release_fds(c, cj);
-        for (struct conn_job **p = &c->jobs; *p; p = &(*p)->next)
-                if (*p == cj) {
-                        *p = cj->next;
-                        break;
-                }
+        LIST_REMOVE(&c->jobs, cj);
         c->n_jobs--;
         nbd_loop_defer_free(c->srv->loop, free_conn_job, cj);
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_REPLY;
@@ -715,11 +720,7 @@ static void conn_close(struct conn *c)
                 c->out_head = f->next;
                 nbp_frame_out_free(f);
         }
-        for (struct conn **p = &s->conns; *p; p = &(*p)->next)
-                if (*p == c) {
-                        *p = c->next;
-                        break;
-                }
+        LIST_REMOVE(&s->conns, c);
         s->n_conns--;
         if (!nbd_peer_is_root(&c->peer)) {
                 s->n_conns_nonroot--;
@@ -887,15 +888,6 @@ void nbd_server_shutdown(struct nbd_server *s)
                 conn_close(s->conns);
 }
 
-/* Bandwidth clears leave their IFBs to be deleted together (bandwidth.c),
- * and interfaces the job deleted leave theirs to the loop (link.c): delete
- * them before the reply, so the client sees them gone. */
-static void end_of_job(const struct nbd_dispatch_ctx *ctx)
-{
-        nbd_links_flush_gone(ctx->links);
-        nbd_bw_flush(ctx->bw);
-}
-
 int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop, struct nbd_links *links,
                    struct nbd_fw *fw, struct nbd_fw_gone *fw_gone, struct nbd_bw *bw,
                    struct nbd_server **ret)
@@ -912,7 +904,6 @@ int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop, struct n
         s->dctx.fw = fw;
         s->dctx.fw_gone = fw_gone;
         s->dctx.bw = bw;
-        s->dctx.job_end = end_of_job;
         *ret = s;
         return 0;
 }
@@ -923,6 +914,11 @@ void nbd_server_free(struct nbd_server *s)
                 return;
         nbd_server_shutdown(s);
         free(s);
+}
+
+int nbd_server_on_job_end(struct nbd_server *s, void (*fn)(void *data), void *data)
+{
+        return nbd_dispatch_on_job_end(&s->dctx, fn, data);
 }
 
 const struct nbd_dispatch_ctx *nbd_server_dispatch_ctx(const struct nbd_server *s)

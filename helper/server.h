@@ -35,5 +35,9 @@ bool nbd_server_done(const struct nbd_server *s);
 /* Close every connection and stop listening (SIGTERM). */
 void nbd_server_shutdown(struct nbd_server *s);
 
+/* fn(data) runs when each request's job ends, before its reply (see
+ * nbd_dispatch_on_job_end): the capabilities' own end-of-job work. */
+int nbd_server_on_job_end(struct nbd_server *s, void (*fn)(void *data), void *data);
+
 struct nbd_dispatch_ctx;
 const struct nbd_dispatch_ctx *nbd_server_dispatch_ctx(const struct nbd_server *s);

@@ -36,6 +36,14 @@ struct nbd_child {
 
 static unsigned running;
 static struct nbd_child *running_list;
+static void (*reaped_fn)(void *data);
+static void *reaped_data;
+
+void nbd_children_on_reaped(void (*fn)(void *data), void *data)
+{
+        reaped_fn = fn;
+        reaped_data = data;
+}
 
 unsigned nbd_children_running(void)
 {
@@ -199,6 +207,8 @@ static void finish(struct nbd_child *c)
         close_all(c);
         c->res.duration_us = nbd_now_us() - c->start_us;
         running_remove(c);
+        if (reaped_fn)
+                reaped_fn(reaped_data);
         if (c->abandoned) {
                 nbd_loop_defer_free(c->loop, free_child, c);
                 return;

@@ -61,3 +61,8 @@ void nbd_child_abandon(struct nbd_child *c);
 unsigned nbd_children_running(void);
 /* The same, of those spawned for uid. */
 unsigned nbd_children_running_of(uid_t uid);
+
+/* fn(data) runs each time a child is reaped (its spawn slot is free
+ * again), from inside the loop's handling of its exit: fn must not run
+ * jobs there, only schedule them. One callback; NULL removes it. */
+void nbd_children_on_reaped(void (*fn)(void *data), void *data);

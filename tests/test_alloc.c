@@ -76,7 +76,6 @@ static void step(struct rig *r)
 
         nbd_timer_arm(r->loop, &t, 0, tick, NULL);
         nbd_loop_iterate(r->loop);
-        nbd_jobs_kick(nbd_server_dispatch_ctx(r->srv));
 }
 
 /* Read what the helper sent, as the client (not counted): fds are closed,
@@ -142,6 +141,17 @@ static void send_frame(int fd, struct nbp_frame_out *f)
         nbp_frame_out_free(f);
 }
 
+/* What main.c runs at the end of each job. */
+static void flush_gone(void *links)
+{
+        nbd_links_flush_gone(links);
+}
+
+static void flush_ifbs(void *bw)
+{
+        nbd_bw_flush(bw);
+}
+
 /* A helper that has answered Hello. Not counted. */
 static void rig_up(struct rig *r)
 {
@@ -157,6 +167,8 @@ static void rig_up(struct rig *r)
         ck_assert_int_eq(nbd_fw_open(r->loop, &fw), 0);
         ck_assert_int_eq(nbd_bw_open(NULL, &bw), 0);
         ck_assert_int_eq(nbd_server_new(&cfg, r->loop, r->links, fw, NULL, bw, &r->srv), 0);
+        ck_assert_int_eq(nbd_server_on_job_end(r->srv, flush_gone, r->links), 0);
+        ck_assert_int_eq(nbd_server_on_job_end(r->srv, flush_ifbs, bw), 0);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
         ck_assert_int_eq(nbd_server_adopt(r->srv, sv[1]), 0);
         r->client = sv[0];

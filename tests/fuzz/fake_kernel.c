@@ -813,6 +813,14 @@ struct nbd_child {
 
 static unsigned running;
 static struct nbd_child *running_list;
+static void (*reaped_fn)(void *data);
+static void *reaped_data;
+
+void nbd_children_on_reaped(void (*fn)(void *data), void *data)
+{
+        reaped_fn = fn;
+        reaped_data = data;
+}
 
 unsigned nbd_children_running(void)
 {
@@ -850,6 +858,8 @@ static void stop(struct nbd_child *c)
                         break;
                 }
         nbd_timer_cancel(c->loop, &c->timer);
+        if (reaped_fn)
+                reaped_fn(reaped_data);
 }
 
 void nbd_child_free(struct nbd_child *c)

@@ -31,11 +31,24 @@
 #include <unistd.h>
 
 #include "alloc_hook.h"
+#include "bandwidth.h"
 #include "codec.h"
 #include "fake_kernel.h"
 #include "frame.h"
 #include "harness.h"
+#include "link.h"
 #include "server.h"
+
+/* What main.c runs at the end of each job. */
+static void flush_gone(void *links)
+{
+        nbd_links_flush_gone(links);
+}
+
+static void flush_ifbs(void *bw)
+{
+        nbd_bw_flush(bw);
+}
 
 /* Read what the helper sent; every frame must decode. Returns false at the
  * end of the stream. */
@@ -84,6 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           0);
         NB_HARNESS_ASSERT(nbd_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, NULL, h->ctx.bw,
                                          &srv) == 0);
+        NB_HARNESS_ASSERT(nbd_server_on_job_end(srv, flush_gone, h->ctx.links) == 0);
+        NB_HARNESS_ASSERT(nbd_server_on_job_end(srv, flush_ifbs, h->ctx.bw) == 0);
         NB_HARNESS_ASSERT(nbd_server_adopt(srv, sv[1]) == 0);
         nbp_frame_reader_init(&rd, 1u << 24, NBP_FRAME_MAX_FDS);
         if (size >= 2 && data[size - 1] & 0x80)

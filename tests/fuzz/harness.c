@@ -111,7 +111,6 @@ void nb_harness_step(struct nb_harness *h)
 
         nbd_timer_arm(h->loop, &t, 0, tick, NULL);
         nbd_loop_iterate(h->loop);
-        nbd_jobs_kick(&h->ctx);
 }
 
 int nb_harness_dup(int fd)

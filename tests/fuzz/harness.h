@@ -23,8 +23,7 @@ struct nb_harness {
  * on the allow-list; and the count of open fds to compare at the end. */
 struct nb_harness *nb_harness_begin(void);
 
-/* Run one loop iteration without blocking, then what main.c runs after
- * each (nbd_jobs_kick). */
+/* Run one loop iteration without blocking, as main.c's loop does. */
 void nb_harness_step(struct nb_harness *h);
 
 /* An fd (F_DUPFD_CLOEXEC) of the netns or /dev/null, for a request. */

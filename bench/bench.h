@@ -354,6 +354,7 @@ struct bench_method {
         unsigned per_round; /* runs each round (0: 1) */
         unsigned runs; /* rounds it runs in, spread over all of them (0: every one) */
         bench_method_fn fn; /* BENCH_CUSTOM */
+        const void *arg; /* BENCH_CUSTOM: the fn's own */
         const char *program; /* its row's program column; NULL: cmd->label */
 };
 
@@ -371,9 +372,11 @@ int bench_method_once(struct bench_ctx *c, const struct bench_method *m, bool ti
 int bench_time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
                       struct bench_samples *s);
 /* `warmup` untimed rounds, then `rounds` taking turns; ret[i] summarizes
- * ms[i]. `who` starts the progress lines. Returns 0 or -errno. */
+ * ms[i]. keep (NULL: none) gets the samples, for the caller to clear.
+ * `who` starts the progress lines. Returns 0 or -errno. */
 int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_method *ms, size_t n,
-                     unsigned warmup, unsigned rounds, struct bench_summary *ret);
+                     unsigned warmup, unsigned rounds, struct bench_summary *ret,
+                     struct bench_samples *keep);
 
 /* A comparison's report: a row per method (vs the first), then the
  * ratios "X/Y[ suffix]" of medians for each pair of names in `ratios`

@@ -91,7 +91,7 @@ int bench_roundtrip(const struct bench_opts *o, struct bench_report *r)
         k = bench_ctx_start(&c, o, r, true, allow, NULL);
         if (k < 0)
                 return k;
-        k = bench_run_rounds(&c, "roundtrip", methods, N_METHODS, WARMUP, rounds, s);
+        k = bench_run_rounds(&c, "roundtrip", methods, N_METHODS, WARMUP, rounds, s, NULL);
         if (k == 0)
                 k = bench_report_methods(r, methods, s, N_METHODS, NULL, NULL);
         if (k == 0)

@@ -264,7 +264,8 @@ static bool due(const struct bench_method *m, unsigned i, unsigned rounds)
 }
 
 int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_method *ms, size_t n,
-                     unsigned warmup, unsigned rounds, struct bench_summary *ret)
+                     unsigned warmup, unsigned rounds, struct bench_summary *ret,
+                     struct bench_samples *keep)
 {
         struct bench_samples *s = calloc(n, sizeof(*s));
         int r = s ? 0 : -ENOMEM;
@@ -290,7 +291,10 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
                                   ret[j].n, ret[j].median_us, ret[j].p99_us);
         }
         for (size_t j = 0; s && j < n; j++)
-                bench_samples_clear(&s[j]);
+                if (keep)
+                        keep[j] = s[j];
+                else
+                        bench_samples_clear(&s[j]);
         free(s);
         return r;
 }

@@ -54,7 +54,7 @@ static int bench_program(struct bench_ctx *c, const struct bench_cmd *p, const c
         };
         struct bench_summary s[4];
         char what[56];
-        int k = bench_run_rounds(c, "spawn", ms, 4, WARMUP, n_cmds, s);
+        int k = bench_run_rounds(c, "spawn", ms, 4, WARMUP, n_cmds, s, NULL);
 
         if (k == 0)
                 k = bench_report_methods(r, ms, s, 4, ratios, suffix);

@@ -61,9 +61,6 @@
 
 #include "netbroker.h"
 
-#define FAT_FD_LIMIT 8192u
-#define FAT_FDS 500u
-#define FAT_HEAP (1024ul * 1024 * 1024)
 #define DEFAULT_IFACES 100u
 #define QUICK_IFACES 10u
 #define RUNS 3u
@@ -222,10 +219,8 @@ struct ctx {
         char (*ifname)[IFNAMSIZ];
         int *ifindex;
         const char *tc;
-        struct bench_fat_parent fp;
-        long open_max;
+        struct bench_ctx b; /* the fat parent and the helper */
         struct nl_sock *sk;
-        nb_conn *conn;
         bool ready; /* the helper offers what the scenario needs */
         /* The variant of each step this kernel takes, and why. */
         const char *const *words[N_STEPS];
@@ -241,7 +236,7 @@ struct ctx {
 /* Untimed listings: bench_spawn_capture, which must exit 0. */
 static int spawn_capture(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *ret_len)
 {
-        int st, r = bench_spawn_capture(&c->fp, c->tc, argv, -1, out, cap, ret_len, &st);
+        int st, r = bench_spawn_capture(&c->b.fp, c->tc, argv, -1, out, cap, ret_len, &st);
 
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: bandwidth: %s %s failed: %s\n", argv[0], argv[1], out);
@@ -296,8 +291,9 @@ static int exec_step(struct ctx *c, bool close_range, const char *const *words, 
 
         make_argv(words, c->ifname[i], argv);
         /* virCommandRun's way, stdout and stderr into c->out_buf. */
-        r = bench_fork_exec(&c->fp, close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP, c->open_max,
-                            c->tc, argv, c->out_buf, sizeof(c->out_buf), &len, ret_status);
+        r = bench_fork_exec(&c->b.fp, close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
+                            c->b.open_max, c->tc, argv, c->out_buf, sizeof(c->out_buf), &len,
+                            ret_status);
         if (r < 0)
                 bench_log("netbroker-bench: bandwidth: cannot run tc: %s\n", strerror(-r));
         return r;
@@ -367,11 +363,11 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
         for (unsigned i = 0; i < n && r == 0; i++)
                 r = nb_batch_bandwidth_set(b, c->ifname[i], &in, &out);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
+                r = nb_submit(c->b.conn, b, &res);
         t1 = bench_now_ns();
         if (r < 0) {
                 bench_log("netbroker-bench: bandwidth: B: submit of %u ops failed: %s (%s)\n", n,
-                          strerror(-r), nb_conn_error(c->conn));
+                          strerror(-r), nb_conn_error(c->b.conn));
                 goto out;
         }
         r = check_results(res, n, "BandwidthSet");
@@ -404,12 +400,12 @@ static int bandwidth_clear(struct ctx *c)
         for (unsigned i = 0; i < c->n && r == 0; i++)
                 r = nb_batch_bandwidth_clear(b, c->ifname[i]);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
+                r = nb_submit(c->b.conn, b, &res);
         if (r == 0)
                 r = check_results(res, c->n, "BandwidthClear");
         else
                 bench_log("netbroker-bench: bandwidth: BandwidthClear: %s (%s)\n", strerror(-r),
-                          nb_conn_error(c->conn));
+                          nb_conn_error(c->b.conn));
         nb_results_free(res);
         nb_batch_free(b);
         return r;
@@ -637,12 +633,12 @@ static int run_helper(struct ctx *c)
         struct outcome *o = &c->out[M_B];
         uint64_t nl0, nl1;
         double us;
-        int r = helper_netlink_messages(c->conn, &nl0);
+        int r = helper_netlink_messages(c->b.conn, &nl0);
 
         if (r == 0)
                 r = bandwidth_set(c, c->n, &us);
         if (r == 0)
-                r = helper_netlink_messages(c->conn, &nl1);
+                r = helper_netlink_messages(c->b.conn, &nl1);
         if (r < 0)
                 return r;
         /* The Stats requests around the batch send nothing to the kernel. */
@@ -883,28 +879,17 @@ static int setup(struct ctx *c, struct bench_report *r)
                 k = make_pair(c, i);
         if (k < 0)
                 return k;
-        k = bench_fat_parent_setup(FAT_FD_LIMIT, FAT_FDS, FAT_HEAP, &c->fp);
-        if (k < 0) {
-                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-k));
-                return k;
-        }
-        r->has_parent = true;
-        r->parent = c->fp;
-        r->parent.heap = NULL;
-        r->parent.fds = NULL;
-        c->open_max = sysconf(_SC_OPEN_MAX);
-        k = bench_broker_start(c->o->helper, allow, &c->conn);
+        c->b.open_max = sysconf(_SC_OPEN_MAX);
+        k = bench_ctx_start(&c->b, c->o, r, true, allow, NULL);
         if (k < 0)
                 return k;
-        if (!nb_conn_has_feature(c->conn, "bandwidth_set") ||
-            !nb_conn_has_feature(c->conn, "bandwidth_clear") ||
-            !nb_conn_has_feature(c->conn, "stats")) {
+        if (!nb_conn_has_feature(c->b.conn, "bandwidth_set") ||
+            !nb_conn_has_feature(c->b.conn, "bandwidth_clear") ||
+            !nb_conn_has_feature(c->b.conn, "stats")) {
                 bench_log("netbroker-bench: bandwidth: the helper offers no bandwidth_set, "
                           "bandwidth_clear or stats\n");
                 return -EOPNOTSUPP;
         }
-        r->helper_pid = nb_conn_helper_pid(c->conn);
-        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
         c->ready = true;
         return 0;
 }
@@ -914,8 +899,7 @@ static void teardown(struct ctx *c)
         /* The namespace goes with us; leave no IFB in case it does not. */
         if (c->ready)
                 (void)bandwidth_clear(c);
-        bench_broker_stop(c->conn);
-        bench_fat_parent_release(&c->fp);
+        bench_ctx_stop(&c->b);
         nl_socket_free(c->sk);
         for (int m = 0; m < N_METHODS; m++) {
                 bench_samples_clear(&c->out[m].totals);
@@ -935,7 +919,6 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
         if (!c)
                 return -ENOMEM;
         c->o = o;
-        c->fp.devnull = -1;
         c->n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
         r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
                    "one batch";

@@ -304,3 +304,87 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r);
 int bench_log_scenario(const struct bench_opts *o, struct bench_report *r);
 int bench_roundtrip(const struct bench_opts *o, struct bench_report *r);
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r);
+
+/* ---- the method runners (run.c) ----
+ *
+ * A scenario describes its methods (what each runs and how it is timed)
+ * and hands them to the runner, which warms them up, runs them in rounds
+ * that take turns (the order reversed every other round, so that drift on
+ * the machine hits every method alike), times every run and summarizes
+ * each method: median, min, max, p99. */
+
+/* What a scenario sets up before its methods run: the fat parent every
+ * fork baseline forks from, and the helper spawned from that same parent. */
+struct bench_ctx {
+        struct bench_fat_parent fp;
+        long open_max; /* fork loop: 0 takes sysconf(_SC_OPEN_MAX) before each fork */
+        struct nb_conn *conn;
+        void *scenario; /* the scenario's own state, for BENCH_CUSTOM methods */
+};
+
+/* A program a method runs: by fork/exec from the fat parent, or as Exec
+ * ops through the helper. Every run must succeed (exit 0, and print
+ * `expect` where it is set): a fast failure is not a result. */
+struct bench_cmd {
+        const char *label; /* the rows' program column */
+        const char *path;
+        const char *const *argv;
+        const char *expect; /* in its output when it really ran, or NULL */
+};
+
+enum bench_how {
+        BENCH_FORK_LOOP, /* fork, close every fd 3..open_max-1, exec (libvirt 2018) */
+        BENCH_FORK_RANGE, /* fork, close_range(3, ~0), exec (libvirt today) */
+        BENCH_BROKER_EXEC, /* one request of `ops` Exec ops; time per op */
+        BENCH_BROKER_PING, /* one request of one Ping op */
+        BENCH_CUSTOM, /* fn */
+};
+
+struct bench_method;
+/* One timed run of a BENCH_CUSTOM method into *ret_us (per unit of work);
+ * `timed` is false for warm-up runs. Returns 0 or -errno. */
+typedef int (*bench_method_fn)(struct bench_ctx *c, const struct bench_method *m, bool timed,
+                               double *ret_us);
+
+struct bench_method {
+        const char *name; /* "A", "A2", "B" */
+        enum bench_how how;
+        const struct bench_cmd *cmd; /* BENCH_FORK_*, BENCH_BROKER_EXEC */
+        unsigned ops; /* BENCH_BROKER_EXEC: ops per request (0: 1) */
+        unsigned per_round; /* runs each round (0: 1) */
+        unsigned runs; /* rounds it runs in, spread over all of them (0: every one) */
+        bench_method_fn fn; /* BENCH_CUSTOM */
+        const void *arg; /* BENCH_CUSTOM: the fn's own */
+        const char *program; /* its row's program column; NULL: cmd->label */
+};
+
+/* Set up ctx: the fat parent (fat: false for none), recorded in r, then the
+ * helper with `programs` allowed and `extra` config lines (NULL: none),
+ * recorded in r. Returns 0 or -errno; on failure nothing is left. */
+int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
+                    bool fat, const char *const *programs, const char *extra);
+void bench_ctx_stop(struct bench_ctx *c);
+
+/* One timed run of m (the one place a method is timed). */
+int bench_method_once(struct bench_ctx *c, const struct bench_method *m, bool timed,
+                      double *ret_us);
+/* m n times into s (NULL: untimed, a warm-up). */
+int bench_time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
+                      struct bench_samples *s);
+/* `warmup` untimed rounds, then `rounds` taking turns; ret[i] summarizes
+ * ms[i]. keep (NULL: none) gets the samples, for the caller to clear.
+ * `who` starts the progress lines. Returns 0 or -errno. */
+int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_method *ms, size_t n,
+                     unsigned warmup, unsigned rounds, struct bench_summary *ret,
+                     struct bench_samples *keep);
+
+/* A comparison's report: a row per method (vs the first), then the
+ * ratios "X/Y[ suffix]" of medians for each pair of names in `ratios`
+ * (NULL-terminated pairs). Returns 0 or -ENOSPC. */
+int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
+                         const struct bench_summary *s, size_t n, const char *const (*ratios)[2],
+                         const char *suffix);
+/* The summary of the method named `name` in ms, or NULL. */
+const struct bench_summary *bench_method_summary(const struct bench_method *ms,
+                                                 const struct bench_summary *s, size_t n,
+                                                 const char *name);

@@ -53,9 +53,14 @@ static const char *const legend[] = {
 struct side {
         nb_conn *conn;
         int pid;
-        struct bench_samples wall, cpu;
+        struct bench_samples cpu; /* the runner keeps the wall times */
         uint64_t cpu0; /* at the start of its last batch */
         bool pending; /* that batch's cpu time is still to be recorded */
+};
+
+struct log_state {
+        struct side sd[N_HELPERS];
+        nb_batch *b; /* OPS Pings, built once, submitted again each time */
 };
 
 /* Nanoseconds the process has run on a CPU, or -errno. */
@@ -122,8 +127,11 @@ static int flush_cpu(struct side *s)
         return r < 0 ? r : close_cpu(s, now);
 }
 
-static int one_batch(struct side *s, const nb_batch *b, bool record)
+/* The method of both O and X: one batch to the helper of m->arg. */
+static int one_batch(struct bench_ctx *c, const struct bench_method *m, bool timed, double *ret_us)
 {
+        struct log_state *st = c->scenario;
+        struct side *s = &st->sd[*(const int *)m->arg];
         nb_results *res = NULL;
         uint64_t c0, t0, t1;
         int r;
@@ -135,7 +143,7 @@ static int one_batch(struct side *s, const nb_batch *b, bool record)
                 return r;
         s->cpu0 = c0;
         t0 = bench_now_ns();
-        r = nb_submit(s->conn, b, &res);
+        r = nb_submit(s->conn, st->b, &res);
         t1 = bench_now_ns();
         if (r < 0) {
                 bench_log("netbroker-bench: log: submit: %s (%s)\n", strerror(-r),
@@ -144,10 +152,11 @@ static int one_batch(struct side *s, const nb_batch *b, bool record)
         }
         r = check_results(res);
         nb_results_free(res);
-        if (r < 0 || !record)
+        if (r < 0)
                 return r;
-        s->pending = true;
-        return bench_samples_add(&s->wall, (double)(t1 - t0) / 1000.0);
+        s->pending = timed;
+        *ret_us = (double)(t1 - t0) / 1000.0;
+        return 0;
 }
 
 /* The nolog helper: --helper-nolog, $NETBROKERD_NOLOG, the build tree's,
@@ -204,27 +213,22 @@ static const struct bench_column columns[N_COLS] = {
         [C_PER_PING] = {"us_per_ping", "us/Ping", 8, 3},
 };
 
-static int add_results(struct bench_report *r, struct side *sd, unsigned reps)
+static int add_results(struct bench_report *r, const struct log_state *st,
+                       const struct bench_summary *w, const struct bench_samples *wall,
+                       unsigned reps)
 {
-        static const char *const programs[2] = {"10,000 Pings, wall", "10,000 Pings, cpu"};
-        struct bench_summary w[N_HELPERS], c[N_HELPERS];
+        struct bench_summary c[N_HELPERS];
         double dw, dc;
         int k = 0;
 
-        for (int h = 0; h < N_HELPERS && k == 0; h++) {
-                k = bench_samples_summarize(&sd[h].wall, &w[h]);
-                if (k == 0)
-                        k = bench_samples_summarize(&sd[h].cpu, &c[h]);
-        }
         for (int h = 0; h < N_HELPERS && k == 0; h++)
-                k = bench_report_add_row(r, helper_names[h], programs[0], &w[h], &w[H_OFF]);
+                k = bench_samples_summarize(&st->sd[h].cpu, &c[h]);
         for (int h = 0; h < N_HELPERS && k == 0; h++)
-                k = bench_report_add_row(r, helper_names[h], programs[1], &c[h], &c[H_OFF]);
-        if (k < 0)
-                return k;
-        k = paired_pct(&sd[H_OFF].wall, &sd[H_OUT].wall, &dw);
+                k = bench_report_add_row(r, helper_names[h], "10,000 Pings, cpu", &c[h], &c[H_OFF]);
         if (k == 0)
-                k = paired_pct(&sd[H_OFF].cpu, &sd[H_OUT].cpu, &dc);
+                k = paired_pct(&wall[H_OFF], &wall[H_OUT], &dw);
+        if (k == 0)
+                k = paired_pct(&st->sd[H_OFF].cpu, &st->sd[H_OUT].cpu, &dc);
         if (k < 0)
                 return k;
         /* Baseline first, as in every other scenario: X is the floor. */
@@ -252,73 +256,83 @@ static int add_results(struct bench_report *r, struct side *sd, unsigned reps)
         return 0;
 }
 
+static const int helper_index[N_HELPERS] = {H_OFF, H_OUT};
+
+static const struct bench_method methods[N_HELPERS] = {
+        {.name = "O",
+         .how = BENCH_CUSTOM,
+         .fn = one_batch,
+         .arg = &helper_index[H_OFF],
+         .program = "10,000 Pings, wall"},
+        {.name = "X",
+         .how = BENCH_CUSTOM,
+         .fn = one_batch,
+         .arg = &helper_index[H_OUT],
+         .program = "10,000 Pings, wall"},
+};
+
 int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
 {
         static const char *const allow[] = {"/bin/true", NULL};
         static const char extra[] = "max_ops = 10000\nlog_level = notice\n";
-        struct side sd[N_HELPERS] = {0};
-        const char *paths[N_HELPERS];
         unsigned reps = o->reps ? o->reps : o->quick ? REPS_QUICK : REPS_FULL;
+        struct log_state st = {0};
+        struct bench_ctx c = {.scenario = &st};
+        struct bench_samples wall[N_HELPERS] = {0};
+        struct bench_summary w[N_HELPERS];
+        const char *nolog;
         char buf[4096];
-        nb_batch *b = NULL;
         int k = 0;
 
         r->title = "10,000 Pings in one batch: debug messages off versus compiled out";
         r->legend = legend;
         r->ratios_title = "ratios of medians";
-        r->figures.cols = columns;
-        r->figures.n_cols = N_COLS;
-        r->figures.text_key = "what";
-        r->figures.text_heading = "what (medians; O-X: median of (O - X) / X per pair, in %)";
-        paths[H_OFF] = o->helper;
-        paths[H_OUT] = find_nolog(o, buf, sizeof(buf));
-        if (!paths[H_OUT]) {
+        r->figures = (struct bench_figures){
+                .cols = columns,
+                .n_cols = N_COLS,
+                .text_key = "what",
+                .text_heading = "what (medians; O-X: median of (O - X) / X per pair, in %)"};
+        nolog = find_nolog(o, buf, sizeof(buf));
+        if (!nolog) {
                 bench_log("netbroker-bench: log: no netbrokerd-nolog (build with -DNB_BENCH=ON "
                           "and run from the build tree, or give --helper-nolog PATH)\n");
                 return -ENOENT;
         }
+        /* Both spawned alike from this process, with no fat parent. */
+        k = bench_ctx_start(&c, o, r, false, allow, extra);
+        if (k < 0)
+                return k;
+        st.sd[H_OFF].conn = c.conn;
+        k = bench_broker_start_cfg(nolog, allow, extra, &st.sd[H_OUT].conn);
         for (int h = 0; h < N_HELPERS && k == 0; h++) {
-                k = bench_broker_start_cfg(paths[h], allow, extra, &sd[h].conn);
-                if (k == 0)
-                        sd[h].pid = nb_conn_helper_pid(sd[h].conn);
-                if (k == 0 && sd[h].pid <= 0)
+                st.sd[h].pid = nb_conn_helper_pid(st.sd[h].conn);
+                if (st.sd[h].pid <= 0)
                         k = -ESRCH;
         }
         if (k < 0)
                 goto out;
-        r->helper_pid = sd[H_OFF].pid;
-        r->helper_fds = bench_count_fds(sd[H_OFF].pid);
-        bench_report_add_note(r, "X: %s", paths[H_OUT]);
-
-        b = nb_batch_new();
-        for (unsigned i = 0; b && i < OPS && k == 0; i++)
-                k = nb_batch_ping(b);
-        if (!b)
+        bench_report_add_note(r, "X: %s", nolog);
+        st.b = nb_batch_new();
+        for (unsigned i = 0; st.b && i < OPS && k == 0; i++)
+                k = nb_batch_ping(st.b);
+        if (!st.b)
                 k = -ENOMEM;
-        /* Unrecorded: both helpers' allocators and caches warm. */
-        for (unsigned i = 0; i < WARMUP && k == 0; i++)
-                for (int h = 0; h < N_HELPERS && k == 0; h++)
-                        k = one_batch(&sd[h], b, false);
-        for (unsigned i = 0; i < reps && k == 0; i++) {
-                int first = i % 2;
-                k = one_batch(&sd[first], b, true);
-                if (k == 0)
-                        k = one_batch(&sd[!first], b, true);
-        }
+        if (k == 0)
+                k = bench_run_rounds(&c, "log", methods, N_HELPERS, WARMUP, reps, w, wall);
         for (int h = 0; h < N_HELPERS && k == 0; h++)
-                k = flush_cpu(&sd[h]);
+                k = flush_cpu(&st.sd[h]);
         if (k == 0)
-                k = add_results(r, sd, reps);
+                k = bench_report_methods(r, methods, w, N_HELPERS, NULL, NULL);
         if (k == 0)
-                bench_log("log: %u batches of %u Pings each: O %.2f ms, X %.2f ms (medians)\n",
-                          reps, OPS, r->rows[0].s.median_us / 1000, r->rows[1].s.median_us / 1000);
+                k = add_results(r, &st, w, wall, reps);
 out:
-        nb_batch_free(b);
+        nb_batch_free(st.b);
+        if (st.sd[H_OUT].conn)
+                bench_broker_stop(st.sd[H_OUT].conn);
+        bench_ctx_stop(&c);
         for (int h = 0; h < N_HELPERS; h++) {
-                if (sd[h].conn)
-                        bench_broker_stop(sd[h].conn);
-                bench_samples_clear(&sd[h].wall);
-                bench_samples_clear(&sd[h].cpu);
+                bench_samples_clear(&st.sd[h].cpu);
+                bench_samples_clear(&wall[h]);
         }
         return k;
 }

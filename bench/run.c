@@ -1,0 +1,335 @@
+/* The method runners: samples and their summary, one timed run of a
+ * method, rounds of methods taking turns, and the rows and ratios of a
+ * comparison. Every scenario times through here.
+ *
+ * Figures are medians, not means: one page-cache miss or a scheduler
+ * hiccup must not move them. */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netbroker.h"
+
+uint64_t bench_now_ns(void)
+{
+        struct timespec ts;
+
+        /* Monotonic: an NTP step in the middle of a run must not count. */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int bench_samples_add(struct bench_samples *s, double us)
+{
+        if (s->n == s->cap) {
+                size_t ncap = s->cap ? s->cap * 2 : 64;
+                double *p = realloc(s->us, ncap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                s->us = p;
+                s->cap = ncap;
+        }
+        s->us[s->n++] = us;
+        return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return (x > y) - (x < y);
+}
+
+int bench_samples_summarize(const struct bench_samples *s, struct bench_summary *ret)
+{
+        double *v;
+        size_t n = s->n;
+
+        if (n == 0)
+                return -ENODATA;
+        /* Sort a copy: the samples stay in the order they were taken. */
+        v = malloc(n * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        memcpy(v, s->us, n * sizeof(*v));
+        qsort(v, n, sizeof(*v), cmp_double);
+        ret->n = n;
+        ret->min_us = v[0];
+        ret->max_us = v[n - 1];
+        ret->median_us = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        /* Nearest rank, ceil(0.99 n): with fewer than 100 samples it is the
+         * maximum, never an interpolation between two samples. */
+        ret->p99_us = v[(n * 99 + 99) / 100 - 1];
+        free(v);
+        return 0;
+}
+
+void bench_samples_clear(struct bench_samples *s)
+{
+        free(s->us);
+        *s = (struct bench_samples){0};
+}
+
+/* ---- setting up: the fat parent, then the helper ---- */
+
+int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
+                    bool fat, const char *const *programs, const char *extra)
+{
+        int k = 0;
+
+        if (fat) {
+                k = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP,
+                                           &c->fp);
+                if (k < 0) {
+                        bench_log("netbroker-bench: cannot set up the fat parent: %s\n",
+                                  strerror(-k));
+                        return k;
+                }
+                r->has_parent = true;
+                r->parent = c->fp;
+                r->parent.heap = NULL;
+                r->parent.fds = NULL;
+        }
+        /* After the fat setup: the helper is spawned from the parent a
+         * daemon would spawn it from, fds and all. */
+        k = bench_broker_start_cfg(o->helper, programs, extra, &c->conn);
+        if (k < 0) {
+                if (fat)
+                        bench_fat_parent_release(&c->fp);
+                return k;
+        }
+        r->helper_pid = nb_conn_helper_pid(c->conn);
+        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
+        return 0;
+}
+
+void bench_ctx_stop(struct bench_ctx *c)
+{
+        if (c->conn)
+                bench_broker_stop(c->conn);
+        c->conn = NULL;
+        bench_fat_parent_release(&c->fp);
+}
+
+/* ---- one run of each kind ---- */
+
+static int check_child(const struct bench_method *m, int status, const char *out)
+{
+        const struct bench_cmd *p = m->cmd;
+
+        if (WIFSIGNALED(status))
+                bench_log("netbroker-bench: %s %s: killed by signal %d\n", m->name, p->label,
+                          WTERMSIG(status));
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                bench_log("netbroker-bench: %s %s: exited with status %d\n", m->name, p->label,
+                          WEXITSTATUS(status));
+        else if (p->expect && !strstr(out, p->expect))
+                bench_log("netbroker-bench: %s %s: exited 0 without printing \"%s\"\n", m->name,
+                          p->label, p->expect);
+        else
+                return 0;
+        if (out[0])
+                bench_log("  its output: %s\n", out);
+        return -EIO;
+}
+
+static int fork_once(struct bench_ctx *c, const struct bench_method *m, double *ret_us)
+{
+        enum bench_close how = m->how == BENCH_FORK_RANGE ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP;
+        char out[1024];
+        size_t len;
+        uint64_t t0 = bench_now_ns(), t1;
+        int status, r;
+
+        r = bench_fork_exec(&c->fp, how, c->open_max, m->cmd->path, (char *const *)m->cmd->argv,
+                            out, sizeof(out), &len, &status);
+        t1 = bench_now_ns();
+        if (r < 0) {
+                bench_log("netbroker-bench: %s %s: %s\n", m->name, m->cmd->label, strerror(-r));
+                return r;
+        }
+        r = check_child(m, status, out);
+        if (r == 0)
+                *ret_us = (double)(t1 - t0) / 1000.0;
+        return r;
+}
+
+static int check_exec(const struct bench_method *m, const nb_results *res, size_t i)
+{
+        const struct bench_cmd *p = m->cmd;
+        int status = nb_result_status(res, i);
+        nb_exec_result er;
+        bool have = nb_result_exec(res, i, &er) == 0;
+
+        if (status == 0 && have && er.signal == 0 && er.exit_code == 0) {
+                if (!p->expect || memmem(er.out, er.out_len, p->expect, strlen(p->expect)))
+                        return 0;
+                bench_log("netbroker-bench: %s %s: op %zu: exited 0, but \"%s\" is not in its "
+                          "%zu bytes of stdout\n",
+                          m->name, p->label, i, p->expect, er.out_len);
+                return -EIO;
+        }
+        bench_log("netbroker-bench: %s %s: op %zu: status %d (%s) \"%s\"", m->name, p->label, i,
+                  status, strerror(status < 0 ? -status : status), nb_result_message(res, i));
+        if (have)
+                bench_log(", exit %d, signal %d, stderr: %.*s", er.exit_code, er.signal,
+                          (int)(er.err_len > 512 ? 512 : er.err_len), (const char *)er.err);
+        bench_log("\n");
+        /* A status of 0 with a failed program is a helper bug; still a failure. */
+        return status < 0 ? status : -EIO;
+}
+
+/* Building the batch is part of what a client pays per request. */
+static int broker_once(struct bench_ctx *c, const struct bench_method *m, double *ret_us)
+{
+        unsigned ops = m->how == BENCH_BROKER_PING || !m->ops ? 1 : m->ops;
+        const char *label = m->cmd ? m->cmd->label : "Ping";
+        nb_results *res = NULL;
+        uint64_t t0 = bench_now_ns(), t1;
+        nb_batch *b = nb_batch_new();
+        int r = b ? 0 : -ENOMEM;
+
+        for (unsigned i = 0; i < ops && r == 0; i++)
+                r = m->how == BENCH_BROKER_PING
+                            ? nb_batch_ping(b)
+                            : nb_batch_exec(b, m->cmd->path, m->cmd->argv, NULL, NULL, 0, 0);
+        if (r == 0)
+                r = nb_submit(c->conn, b, &res);
+        t1 = bench_now_ns();
+        if (r < 0) {
+                bench_log("netbroker-bench: %s %s: %s (%s)\n", m->name, label, strerror(-r),
+                          nb_conn_error(c->conn));
+                goto out;
+        }
+        if (nb_results_count(res) != ops) {
+                bench_log("netbroker-bench: %s %s: %zu results for %u ops\n", m->name, label,
+                          nb_results_count(res), ops);
+                r = -EPROTO;
+                goto out;
+        }
+        for (size_t i = 0; i < ops && r == 0; i++)
+                if (m->how == BENCH_BROKER_EXEC)
+                        r = check_exec(m, res, i);
+                else if (nb_result_status(res, i) != 0)
+                        r = -EPROTO;
+        if (r == 0)
+                *ret_us = (double)(t1 - t0) / 1000.0 / ops;
+out:
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+int bench_method_once(struct bench_ctx *c, const struct bench_method *m, bool timed, double *ret_us)
+{
+        switch (m->how) {
+        case BENCH_FORK_LOOP:
+        case BENCH_FORK_RANGE:
+                return fork_once(c, m, ret_us);
+        case BENCH_BROKER_EXEC:
+        case BENCH_BROKER_PING:
+                return broker_once(c, m, ret_us);
+        case BENCH_CUSTOM:
+                return m->fn(c, m, timed, ret_us);
+        }
+        return -EINVAL;
+}
+
+int bench_time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
+                      struct bench_samples *s)
+{
+        double us;
+        int r = 0;
+
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                r = bench_method_once(c, m, s != NULL, &us);
+                if (r == 0 && s)
+                        r = bench_samples_add(s, us);
+        }
+        return r;
+}
+
+/* ---- rounds ---- */
+
+/* A method with `runs` runs over `rounds` rounds runs in the rounds where
+ * the count of its runs due moves on. */
+static bool due(const struct bench_method *m, unsigned i, unsigned rounds)
+{
+        return !m->runs || (i + 1) * (uint64_t)m->runs / rounds != i * (uint64_t)m->runs / rounds;
+}
+
+int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_method *ms, size_t n,
+                     unsigned warmup, unsigned rounds, struct bench_summary *ret,
+                     struct bench_samples *keep)
+{
+        struct bench_samples *s = calloc(n, sizeof(*s));
+        int r = s ? 0 : -ENOMEM;
+
+        /* Unrecorded runs first: the program's pages into the page cache,
+         * the helper's first spawn, the allocators and caches warm. */
+        for (unsigned i = 0; i < warmup && r == 0; i++)
+                for (size_t j = 0; j < n && r == 0; j++)
+                        r = bench_time_method(c, &ms[j], ms[j].per_round ? ms[j].per_round : 1,
+                                              NULL);
+        for (unsigned i = 0; i < rounds && r == 0; i++)
+                for (size_t j = 0; j < n && r == 0; j++) {
+                        const struct bench_method *m = &ms[i % 2 ? n - 1 - j : j];
+                        if (due(m, i, rounds))
+                                r = bench_time_method(c, m, m->per_round ? m->per_round : 1,
+                                                      &s[m - ms]);
+                }
+        for (size_t j = 0; j < n && r == 0; j++) {
+                r = bench_samples_summarize(&s[j], &ret[j]);
+                if (r == 0)
+                        bench_log("%s: %-2s %-24s %6zu runs, median %10.1f us, p99 %10.1f us\n",
+                                  who, ms[j].name, ms[j].program ? ms[j].program : ms[j].cmd->label,
+                                  ret[j].n, ret[j].median_us, ret[j].p99_us);
+        }
+        for (size_t j = 0; s && j < n; j++)
+                if (keep)
+                        keep[j] = s[j];
+                else
+                        bench_samples_clear(&s[j]);
+        free(s);
+        return r;
+}
+
+/* ---- a comparison's rows and ratios ---- */
+
+const struct bench_summary *bench_method_summary(const struct bench_method *ms,
+                                                 const struct bench_summary *s, size_t n,
+                                                 const char *name)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(ms[i].name, name) == 0)
+                        return &s[i];
+        return NULL;
+}
+
+int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
+                         const struct bench_summary *s, size_t n, const char *const (*ratios)[2],
+                         const char *suffix)
+{
+        char name[48];
+        int k = 0;
+
+        for (size_t i = 0; i < n && k == 0; i++)
+                k = bench_report_add_row(r, ms[i].name,
+                                         ms[i].program ? ms[i].program : ms[i].cmd->label, &s[i],
+                                         &s[0]);
+        for (size_t i = 0; ratios && ratios[i][0] && k == 0; i++) {
+                const struct bench_summary *a = bench_method_summary(ms, s, n, ratios[i][0]);
+                const struct bench_summary *b = bench_method_summary(ms, s, n, ratios[i][1]);
+                if (!a || !b)
+                        return -EINVAL;
+                snprintf(name, sizeof(name), "%s/%s%s%s", ratios[i][0], ratios[i][1],
+                         suffix && *suffix ? " " : "", suffix ? suffix : "");
+                k = bench_report_add_ratio(r, name, a->median_us / b->median_us);
+        }
+        return k;
+}

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "firewall.h"
+#include "fw_kernel.h"
 #include "link.h"
 
 struct nbd_fw_gone;

@@ -305,6 +305,7 @@ struct fw_batch {
         bool committed;
 };
 
+/* err: a negative errno, as nbd_result_set() takes it. */
 static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const char *why)
 {
         for (size_t i = 0; i + skip_last < b->n_queued; i++)
@@ -326,7 +327,7 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
                 return;
         if (failed != SIZE_MAX) {
                 snprintf(why, sizeof(why), "op %zu failed", failed);
-                fail_queued(b, 0, ECANCELED, why);
+                fail_queued(b, 0, -ECANCELED, why);
                 return;
         }
         /* The request said to go on after failures: what was queued goes. */
@@ -334,7 +335,7 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
         b->committed = r == 0;
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                fail_queued(b, 0, -r, why);
+                fail_queued(b, 0, r, why);
         }
 }
 
@@ -401,7 +402,7 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
         {
                 char why[NBD_ERR_MSG_MAX + 64];
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                fail_queued(b, 1, -r, why);
+                fail_queued(b, 1, r, why);
         }
         return nbd_result_set(res, r, "firewall: %s", err.msg);
 }

@@ -8,7 +8,7 @@
  * removed in a transaction of its own, before the reply of the request
  * that deleted it (or at once, from the loop, when someone else did); and
  * at start-up, owners whose interface is gone already are removed too.
- * Uses only the firewall's public interface (firewall.h). */
+ * Uses only the firewall's public interface (fw_kernel.h). */
 #pragma once
 
 #include <stdbool.h>

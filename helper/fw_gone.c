@@ -84,20 +84,20 @@ bool nbd_fw_gone_removed(const struct nbd_fw_gone *g, const char *owner, const u
 static int remove_picked(struct nbd_fw_gone *g, struct pick *p, const char *why)
 {
         struct nbd_fw *fw = g->fw;
-        char err[NBD_FW_ERRLEN] = "";
+        struct nbd_err err = {0};
         struct nbd_fw_txn *t = NULL;
-        int r = nbd_fw_list(fw, pick_owner, p, err);
+        int r = nbd_fw_list(fw, pick_owner, p, &err);
 
         if (r < 0 || !p->n_owners)
                 goto out;
-        r = nbd_fw_txn_begin(fw, &t, err);
+        r = nbd_fw_txn_begin(fw, &t, &err);
         for (size_t i = 0; r == 0 && i < p->n_owners; i++) {
-                r = nbd_fw_txn_remove(t, p->owners[i].owner, NULL, err);
+                r = nbd_fw_txn_remove(t, p->owners[i].owner, NULL, &err);
                 if (r == -ENOENT)
                         r = 0; /* removed meanwhile: nothing to do */
         }
         if (r == 0)
-                r = nbd_fw_txn_commit(t, err);
+                r = nbd_fw_txn_commit(t, &err);
         if (r == 0) {
                 nbd_stats[NBD_STAT_FW_OWNERS_GONE] += p->n_owners;
                 for (size_t i = 0; i < p->n_owners; i++) {
@@ -107,7 +107,7 @@ static int remove_picked(struct nbd_fw_gone *g, struct pick *p, const char *why)
         }
 out:
         if (r < 0)
-                nbd_warn("cannot remove the owners of interfaces that are gone: %s", err);
+                nbd_warn("cannot remove the owners of interfaces that are gone: %s", err.msg);
         nbd_fw_txn_free(t);
         free(p->owners);
         p->owners = NULL;

@@ -8,14 +8,14 @@
  * removed in a transaction of its own, before the reply of the request
  * that deleted it (or at once, from the loop, when someone else did); and
  * at start-up, owners whose interface is gone already are removed too.
- * Uses only the firewall's public interface (firewall.h). */
+ * Uses only the firewall's public interface (fw_kernel.h). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "firewall.h"
+#include "fw_kernel.h"
 #include "link.h"
 
 struct nbd_fw_gone;

@@ -1,4 +1,4 @@
-/* Firewall ops: protobuf in, firewall.c calls out. Every rule is parsed and
+/* Firewall ops: protobuf in, fw_kernel.h calls out. Every rule is parsed and
  * checked in validation; all FirewallApply and FirewallRemove ops of a batch
  * form one transaction, committed at the batch's last of them. */
 #include <errno.h>
@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "firewall.h"
+#include "err.h"
+#include "fw_kernel.h"
+#include "fw_model.h"
 #include "fw_gone.h"
 #include "link.h"
 #include "ops.h"
@@ -27,39 +29,40 @@ static void model_free(struct model *m)
         m->n_groups = 0;
 }
 
-static int mac_field(const char *s, bool neg, struct nbd_fw_mac *out, const char *what, char *err)
+static int mac_field(const char *s, bool neg, struct nbd_fw_mac *out, const char *what,
+                     struct nbd_err *e)
 {
         if (!s[0])
                 return 0;
         if (nbd_fw_parse_mac(s, out) < 0) {
-                snprintf(err, NBD_FW_ERRLEN, "%s: bad MAC '%s' (aa:bb:cc:dd:ee:ff or MAC/MASK)",
-                         what, s);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL, "%s: bad MAC '%s' (aa:bb:cc:dd:ee:ff or MAC/MASK)",
+                                   what, s);
         }
         out->neg = neg;
         return 0;
 }
 
-static int ip_field(const char *s, bool neg, struct nbd_fw_ip *out, const char *what, char *err)
+static int ip_field(const char *s, bool neg, struct nbd_fw_ip *out, const char *what,
+                    struct nbd_err *e)
 {
         if (!s[0])
                 return 0;
         if (nbd_fw_parse_ip(s, out) < 0) {
-                snprintf(err, NBD_FW_ERRLEN,
-                         "%s: bad address '%s' (an IPv4 or IPv6 address or prefix)", what, s);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL,
+                                   "%s: bad address '%s' (an IPv4 or IPv6 address or prefix)", what,
+                                   s);
         }
         out->neg = neg;
         return 0;
 }
 
-static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *what, char *err)
+static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *what,
+                      struct nbd_err *e)
 {
         if (!min && !max)
                 return 0;
         if (!min || min > 65535 || max > 65535) {
-                snprintf(err, NBD_FW_ERRLEN, "%s: ports are 1-65535", what);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL, "%s: ports are 1-65535", what);
         }
         out[0] = (uint16_t)min;
         out[1] = (uint16_t)(max ? max : min);
@@ -67,40 +70,39 @@ static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *w
 }
 
 static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd_fw_rule *r,
-                           char *err)
+                           struct nbd_err *e)
 {
         int ret = 0;
 
         memset(r, 0, sizeof(*r));
         if (p->direction > NETBROKER__FW_DIRECTION__FW_TO_GUEST ||
             p->verdict > NETBROKER__FW_VERDICT__FW_RETURN) {
-                snprintf(err, NBD_FW_ERRLEN, "unknown direction %d or verdict %d", p->direction,
-                         p->verdict);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL, "unknown direction %d or verdict %d", p->direction,
+                                   p->verdict);
         }
         if (p->ct_state) {
-                snprintf(err, NBD_FW_ERRLEN,
-                         "conntrack state cannot be matched: the rules run at the interface's "
-                         "netdev hooks, "
-                         "before conntrack has seen the packet");
-                return -EOPNOTSUPP;
+                return nbd_err_set(
+                        e, -EOPNOTSUPP,
+                        "conntrack state cannot be matched: the rules run at the interface's "
+                        "netdev hooks, "
+                        "before conntrack has seen the packet");
         }
         r->dir = p->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST ? NBD_FW_DIR_TO
                                                                       : NBD_FW_DIR_FROM;
         r->verdict = (enum nbd_fw_verdict)p->verdict;
-        if ((ret = mac_field(p->ether_src, p->ether_src_not, &r->ether_src, "ether source", err)) ||
+        if ((ret = mac_field(p->ether_src, p->ether_src_not, &r->ether_src, "ether source", e)) ||
             (ret = mac_field(p->ether_dst, p->ether_dst_not, &r->ether_dst, "ether destination",
-                             err)) ||
+                             e)) ||
             (ret = mac_field(p->arp_sender_mac, p->arp_sender_mac_not, &r->arp_sha,
-                             "ARP sender MAC", err)) ||
+                             "ARP sender MAC", e)) ||
             (ret = ip_field(p->arp_sender_ip, p->arp_sender_ip_not, &r->arp_spa, "ARP sender IP",
-                            err)) ||
+                            e)) ||
             (ret = ip_field(p->arp_target_ip, p->arp_target_ip_not, &r->arp_tpa, "ARP target IP",
-                            err)) ||
-            (ret = ip_field(p->ip_src, p->ip_src_not, &r->ip_src, "IP source", err)) ||
-            (ret = ip_field(p->ip_dst, p->ip_dst_not, &r->ip_dst, "IP destination", err)) ||
-            (ret = port_field(p->sport_min, p->sport_max, r->sport, "source port", err)) ||
-            (ret = port_field(p->dport_min, p->dport_max, r->dport, "destination port", err)))
+                            e)) ||
+            (ret = ip_field(p->ip_src, p->ip_src_not, &r->ip_src, "IP source", e)) ||
+            (ret = ip_field(p->ip_dst, p->ip_dst_not, &r->ip_dst, "IP destination", e)) ||
+            (ret = port_field(p->sport_min, p->sport_max, r->sport, "source port", e)) ||
+            (ret = port_field(p->dport_min, p->dport_max, r->dport, "destination port", e)))
                 return ret;
         if (p->ether_type)
                 r->ether_type = (struct nbd_fw_num){true, p->ether_type_not, p->ether_type};
@@ -109,60 +111,53 @@ static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd
         if (p->arp_op)
                 r->arp_op = (struct nbd_fw_num){true, p->arp_op_not, p->arp_op};
         if (p->l4_proto > 255) {
-                snprintf(err, NBD_FW_ERRLEN, "protocol %u is over 255", p->l4_proto);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL, "protocol %u is over 255", p->l4_proto);
         }
         r->l4proto = (uint8_t)p->l4_proto;
         if (p->has_icmp_type) {
                 if (p->icmp_type > 255) {
-                        snprintf(err, NBD_FW_ERRLEN, "ICMP type %u is over 255", p->icmp_type);
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "ICMP type %u is over 255", p->icmp_type);
                 }
                 r->has_icmp_type = true;
                 r->icmp_type = (uint8_t)p->icmp_type;
         }
-        return nbd_fw_rule_check(r, reversed, err);
+        return nbd_fw_rule_check(r, reversed, e);
 }
 
 /* Parse and check every group and rule; err names the group and rule. */
 static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, struct model *m,
-                            char *err)
+                            struct nbd_err *e)
 {
-        char why[NBD_FW_ERRLEN];
+        struct nbd_err why;
 
         if (a->n_groups > 64) {
-                snprintf(err, NBD_FW_ERRLEN, "%zu groups; at most 64", a->n_groups);
-                return -E2BIG;
+                return nbd_err_set(e, -E2BIG, "%zu groups; at most 64", a->n_groups);
         }
         m->groups = calloc(a->n_groups ? a->n_groups : 1, sizeof(*m->groups));
         if (!m->groups)
-                return -ENOMEM;
+                return nbd_err_oom(e, "parsing the rules");
         for (size_t g = 0; g < a->n_groups; g++) {
                 const Netbroker__FwGroup *pg = a->groups[g];
                 struct nbd_fw_group *mg = &m->groups[m->n_groups++];
                 if (!nbd_fw_group_valid(pg->name)) {
-                        snprintf(err, NBD_FW_ERRLEN,
-                                 "group %zu: bad name '%s' ([A-Za-z0-9_-], 1-%d bytes)", g,
-                                 pg->name, NBD_FW_GROUP_MAX);
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL,
+                                           "group %zu: bad name '%s' ([A-Za-z0-9_-], 1-%d bytes)",
+                                           g, pg->name, NBD_FW_GROUP_MAX);
                 }
                 for (size_t k = 0; k < g; k++)
                         if (strcmp(a->groups[k]->name, pg->name) == 0) {
-                                snprintf(err, NBD_FW_ERRLEN, "group %s appears twice", pg->name);
-                                return -EINVAL;
+                                return nbd_err_set(e, -EINVAL, "group %s appears twice", pg->name);
                         }
                 strcpy(mg->name, pg->name);
                 mg->rules = calloc(pg->n_rules ? pg->n_rules : 1, sizeof(*mg->rules));
                 if (!mg->rules)
-                        return -ENOMEM;
+                        return nbd_err_oom(e, "parsing the rules");
                 for (size_t i = 0; i < pg->n_rules; i++) {
                         int r = rule_from_proto(pg->rules[i], reversed, &mg->rules[mg->n_rules],
-                                                why);
-                        if (r < 0) {
-                                snprintf(err, NBD_FW_ERRLEN, "group %s rule %zu: %.200s", pg->name,
-                                         i, why);
-                                return r;
-                        }
+                                                &why);
+                        if (r < 0)
+                                return nbd_err_set(e, r, "group %s rule %zu: %.200s", pg->name, i,
+                                                   why.msg);
                         mg->n_rules++;
                 }
         }
@@ -230,19 +225,20 @@ static int add_creator(const struct nbd_fw_owner_info *o, void *data)
 static int check_creator(struct nbd_validation *v, const char *owner, Netbroker__Result *res)
 {
         struct creators *c = v->cache;
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         if (nbd_peer_is_root(v->peer))
                 return 0;
         if (!c) {
                 c = calloc(1, sizeof(*c));
-                r = c ? nbd_fw_list(v->ctx->fw, add_creator, c, err) : -ENOMEM;
+                r = c ? nbd_fw_list(v->ctx->fw, add_creator, c, &err)
+                      : nbd_err_oom(&err, "reading the owners");
                 if (r < 0) {
                         creators_free(c);
                         /* Not knowing who made it is no licence to change it. */
                         return nbd_result_set(res, r, "firewall: cannot read the owners: %s",
-                                              r == -ENOMEM ? "out of memory" : err);
+                                              err.msg);
                 }
                 v->cache = c;
                 v->cache_free = creators_free;
@@ -261,7 +257,7 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
 static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         struct model m = {0};
         int r;
 
@@ -285,10 +281,10 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
             (r = nbd_check_owned(v, a->ifname, res)) || (r = check_creator(v, a->owner, res)))
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
-        r = model_from_proto(a, nbd_link_is_macvtap(v->ctx->links, a->ifname), &m, err);
+        r = model_from_proto(a, nbd_link_is_macvtap(v->ctx->links, a->ifname), &m, &err);
         model_free(&m);
         if (r < 0)
-                return nbd_result_set(res, r, "firewall %s: %s", a->owner, err);
+                return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
         return 0;
 }
 
@@ -309,6 +305,7 @@ struct fw_batch {
         bool committed;
 };
 
+/* err: a negative errno, as nbd_result_set() takes it. */
 static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const char *why)
 {
         for (size_t i = 0; i + skip_last < b->n_queued; i++)
@@ -321,7 +318,8 @@ static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const cha
 static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
 {
         struct fw_batch *b = data;
-        char err[NBD_FW_ERRLEN], why[NBD_FW_ERRLEN + 64];
+        struct nbd_err err;
+        char why[NBD_ERR_MSG_MAX + 64];
         int r;
 
         (void)job;
@@ -329,15 +327,15 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
                 return;
         if (failed != SIZE_MAX) {
                 snprintf(why, sizeof(why), "op %zu failed", failed);
-                fail_queued(b, 0, ECANCELED, why);
+                fail_queued(b, 0, -ECANCELED, why);
                 return;
         }
         /* The request said to go on after failures: what was queued goes. */
-        r = nbd_fw_txn_commit(b->txn, err);
+        r = nbd_fw_txn_commit(b->txn, &err);
         b->committed = r == 0;
         if (r < 0) {
-                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err);
-                fail_queued(b, 0, -r, why);
+                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
+                fail_queued(b, 0, r, why);
         }
 }
 
@@ -354,7 +352,7 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 {
         void **slot = nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
         struct fw_batch *b = *slot;
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         if (b)
@@ -364,10 +362,10 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                 nbd_result_set(res, -ENOMEM, "firewall: out of memory");
                 return NULL;
         }
-        r = nbd_fw_txn_begin(nbd_job_ctx(job)->fw, &b->txn, err);
+        r = nbd_fw_txn_begin(nbd_job_ctx(job)->fw, &b->txn, &err);
         if (r < 0) {
                 free(b);
-                nbd_result_set(res, r, "firewall: %s", err);
+                nbd_result_set(res, r, "firewall: %s", err.msg);
                 return NULL;
         }
         *slot = b;
@@ -391,22 +389,22 @@ static int reserve_queue(struct fw_batch *b)
 
 static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res)
 {
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         b->queued[b->n_queued++] = res; /* reserve_queue() made room */
         if (!nbd_job_is_last_batched(job))
                 return 0;
-        r = nbd_fw_txn_commit(b->txn, err);
+        r = nbd_fw_txn_commit(b->txn, &err);
         b->committed = true; /* sent, well or not: finish has nothing to do */
         if (r == 0)
                 return 0;
         {
-                char why[NBD_FW_ERRLEN + 64];
-                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err);
-                fail_queued(b, 1, -r, why);
+                char why[NBD_ERR_MSG_MAX + 64];
+                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
+                fail_queued(b, 1, r, why);
         }
-        return nbd_result_set(res, r, "firewall: %s", err);
+        return nbd_result_set(res, r, "firewall: %s", err.msg);
 }
 
 static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -416,7 +414,8 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         Netbroker__FirewallApplyResult *out;
         struct nbd_fw_applied applied;
         struct nbd_fw_owner_spec spec;
-        char err[NBD_FW_ERRLEN], *hash;
+        struct nbd_err err;
+        char *hash;
         struct model m = {0};
         int r;
 
@@ -434,7 +433,7 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         }
         bool reversed = nbd_link_is_macvtap(nbd_job_ctx(job)->links, a->ifname);
 
-        r = model_from_proto(a, reversed, &m, err);
+        r = model_from_proto(a, reversed, &m, &err);
         if (r == 0) {
                 spec = (struct nbd_fw_owner_spec){
                         .owner = a->owner,
@@ -446,13 +445,13 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                         .uid = nbd_job_peer(job)->uid,
                         .own_only = !nbd_peer_is_root(nbd_job_peer(job)),
                 };
-                r = nbd_fw_txn_apply(b->txn, &spec, &applied, err);
+                r = nbd_fw_txn_apply(b->txn, &spec, &applied, &err);
         }
         model_free(&m);
         if (r < 0) {
                 free(out);
                 free(hash);
-                return nbd_result_set(res, r, "firewall %s: %s", a->owner, err);
+                return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
         }
         netbroker__firewall_apply_result__init(out);
         memcpy(hash, applied.hash, NBD_FW_HASH_HEX);
@@ -468,7 +467,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
 {
         struct fw_batch *b = batch_of(job, res);
         const struct nbd_peer *p = nbd_job_peer(job);
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         if (!b)
@@ -476,7 +475,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         if (reserve_queue(b) < 0)
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         r = nbd_fw_txn_remove(b->txn, op->firewall_remove->owner,
-                              nbd_peer_is_root(p) ? NULL : &p->uid, err);
+                              nbd_peer_is_root(p) ? NULL : &p->uid, &err);
         /* Removed with its interface already: what the caller asks is
          * done, and nothing is written. */
         if (r == -ENOENT &&
@@ -485,7 +484,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 return nbd_result_set(res, 0, "firewall: owner %s went with its interface",
                                       op->firewall_remove->owner);
         if (r < 0)
-                return nbd_result_set(res, r, "firewall: %s", err);
+                return nbd_result_set(res, r, "firewall: %s", err.msg);
         return queue_and_maybe_commit(job, b, res);
 }
 
@@ -531,7 +530,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
 {
         Netbroker__FirewallListResult *l = malloc(sizeof(*l));
         struct listing ls = {l, nbd_job_peer(job)};
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         (void)op;
@@ -540,9 +539,8 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         netbroker__firewall_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
         res->firewall_list = l;
-        r = nbd_fw_list(nbd_job_ctx(job)->fw, add_owner, &ls, err);
-        return r < 0 ? nbd_result_set(res, r, "firewall: %s", r == -ENOMEM ? "out of memory" : err)
-                     : 0;
+        r = nbd_fw_list(nbd_job_ctx(job)->fw, add_owner, &ls, &err);
+        return r < 0 ? nbd_result_set(res, r, "firewall: %s", err.msg) : 0;
 }
 
 const struct nbd_op_handler nbd_op_firewall_apply = {

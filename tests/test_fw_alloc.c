@@ -2,9 +2,10 @@
  * allocations failing in turn, libc's (tests/alloc_hook.c) and libnftnl's
  * (tests/nftnl_hook.c) in one sequence. A firewall op's message goes to the
  * client as it is, so every step must either work or fail with -ENOMEM and
- * say "out of memory"; nothing may crash, and the kernel must hold either
- * what it held before the failed transaction or what that transaction
- * made (never a part of it). Root, in a network namespace of its own. */
+ * a struct nbd_err that says so ("out of memory ...", the sentence
+ * nbd_err_oom() writes, never text nobody wrote); nothing may crash, and the kernel must hold
+ * either what it held before the failed transaction or what that transaction made (never a part of
+ * it). Root, in a network namespace of its own. */
 #include <check.h>
 #include <errno.h>
 #include <sched.h>
@@ -14,7 +15,10 @@
 #include <unistd.h>
 
 #include "alloc_hook.h"
-#include "firewall.h"
+#include "fw_compile.h"
+#include "fw_kernel.h"
+#include "fw_model.h"
+#include "fw_render.h"
 #include "log.h"
 
 static struct nbd_fw_rule rules[4];
@@ -65,26 +69,40 @@ static int count_owner(const struct nbd_fw_owner_info *o, void *data)
 /* Owners in the table, read with no failure armed. */
 static unsigned owners(struct nbd_fw *fw)
 {
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         unsigned n = 0;
 
-        ck_assert_msg(nbd_fw_list(fw, count_owner, &n, err) == 0, "list: %s", err);
+        ck_assert_msg(nbd_fw_list(fw, count_owner, &n, &err) == 0, "list: %s", err.msg);
         return n;
 }
 
-/* What one step returned: fine, or out of memory and saying so. Returns
+/* What one step returned: fine, or out of memory and saying so: e holds
+ * the code returned and a sentence that starts "out of memory". e was
+ * filled with garbage before the step, so text nobody wrote shows. Returns
  * true when it failed. */
-static bool failed(const char *step, unsigned long fail_at, int r, const char *err)
+static bool failed(const char *step, unsigned long fail_at, int r, const struct nbd_err *e)
 {
         if (r == 0)
                 return false;
         nbt_alloc_pause(); /* as in make_spec() */
-        ck_assert_msg(r == -ENOMEM, "allocation %lu: %s returned %d (%s), not -ENOMEM", fail_at,
-                      step, r, err);
-        ck_assert_msg(strstr(err, "out of memory"),
-                      "allocation %lu: %s failed for memory and said '%s'", fail_at, step, err);
+        ck_assert_msg(r == -ENOMEM, "allocation %lu: %s returned %d (%.200s), not -ENOMEM", fail_at,
+                      step, r, e->msg);
+        ck_assert_msg(e->code == r, "allocation %lu: %s returned %d but its error says %d", fail_at,
+                      step, r, e->code);
+        ck_assert_msg(strncmp(e->msg, "out of memory ", 14) == 0,
+                      "allocation %lu: %s failed for memory and said '%.200s'", fail_at, step,
+                      e->msg);
         nbt_alloc_resume();
         return true;
+}
+
+/* An error nobody has written yet: what a step that forgets to fill it
+ * leaves behind. */
+static void garbage(struct nbd_err *e)
+{
+        memset(e, 'x', sizeof(*e));
+        e->msg[sizeof(e->msg) - 1] = '\0';
+        e->code = 12345;
 }
 
 /* One transaction: begin, then apply or remove each owner, then commit.
@@ -93,24 +111,25 @@ static bool transaction(struct nbd_fw *fw, unsigned long fail_at, bool apply)
 {
         static const char *const names[][2] = {{"guest-a", "fwa0"}, {"guest-b", "fwa1"}};
         struct nbd_fw_txn *t = NULL;
-        char err[NBD_FW_ERRLEN] = "";
+        struct nbd_err err;
         bool bad;
 
-        bad = failed("txn_begin", fail_at, nbd_fw_txn_begin(fw, &t, err), err);
+        garbage(&err);
+        bad = failed("txn_begin", fail_at, nbd_fw_txn_begin(fw, &t, &err), &err);
         for (size_t i = 0; !bad && i < 2; i++) {
                 struct nbd_fw_owner_spec s;
                 struct nbd_fw_applied a;
-                err[0] = '\0';
+                garbage(&err);
                 make_spec(&s, names[i][0], names[i][1]);
                 if (apply)
-                        bad = failed("txn_apply", fail_at, nbd_fw_txn_apply(t, &s, &a, err), err);
+                        bad = failed("txn_apply", fail_at, nbd_fw_txn_apply(t, &s, &a, &err), &err);
                 else if (i == 0)
                         bad = failed("txn_remove", fail_at,
-                                     nbd_fw_txn_remove(t, names[i][0], NULL, err), err);
+                                     nbd_fw_txn_remove(t, names[i][0], NULL, &err), &err);
         }
-        err[0] = '\0';
+        garbage(&err);
         if (!bad)
-                bad = failed("txn_commit", fail_at, nbd_fw_txn_commit(t, err), err);
+                bad = failed("txn_commit", fail_at, nbd_fw_txn_commit(t, &err), &err);
         nbd_fw_txn_free(t);
         return bad;
 }
@@ -134,15 +153,17 @@ START_TEST(test_every_allocation_failure_of_the_firewall_is_enomem_with_its_mess
                          0);
         ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
         for (n = 1; n < 100000; n++) {
-                char err[NBD_FW_ERRLEN] = "", *text = NULL;
+                struct nbd_err err;
+                char *text = NULL;
                 struct nbd_fw_owner_spec s;
                 unsigned listed = 0;
                 int stage = 0; /* steps that worked: 1 applied, 2 listed, 3 removed */
 
                 nbt_alloc_arm(n);
+                garbage(&err);
                 if (!transaction(fw, n, true)) {
                         stage = 1;
-                        if (!failed("list", n, nbd_fw_list(fw, count_owner, &listed, err), err)) {
+                        if (!failed("list", n, nbd_fw_list(fw, count_owner, &listed, &err), &err)) {
                                 stage = 2;
                                 if (!transaction(fw, n, false))
                                         stage = 3;
@@ -150,8 +171,8 @@ START_TEST(test_every_allocation_failure_of_the_firewall_is_enomem_with_its_mess
                 }
                 if (stage == 3) {
                         make_spec(&s, "guest-a", "fwa0");
-                        err[0] = '\0';
-                        if (!failed("render", n, nbd_fw_render(&s, &text, err), err))
+                        garbage(&err);
+                        if (!failed("render", n, nbd_fw_render(&s, &text, &err), &err))
                                 free(text);
                 }
                 nbt_alloc_disarm();
@@ -168,6 +189,107 @@ START_TEST(test_every_allocation_failure_of_the_firewall_is_enomem_with_its_mess
         printf("test-fw-alloc: allocations 1..%lu failed in turn, each ended in -ENOMEM and "
                "\"out of memory\"\n",
                n - 1);
+        nbd_fw_close(fw);
+}
+END_TEST
+
+/* Allocation `at` of call fails: -ENOMEM and exactly the sentence want. */
+#define EXPECT_OOM(at, call, e, want)                                                              \
+        do {                                                                                       \
+                int r_;                                                                            \
+                garbage(e);                                                                        \
+                nbt_alloc_arm(at);                                                                 \
+                r_ = (call);                                                                       \
+                nbt_alloc_disarm();                                                                \
+                ck_assert_msg(nbt_alloc_failed(), "allocation %d of %s was not made", at, #call);  \
+                ck_assert_int_eq(r_, -ENOMEM);                                                     \
+                ck_assert_int_eq((e)->code, -ENOMEM);                                              \
+                ck_assert_str_eq((e)->msg, want);                                                  \
+        } while (0)
+
+/* The transaction's own memory and the table it starts from: before the
+ * error convention, a failed read said "cannot read table netbroker: out
+ * of memory", and callers had to guess which failures wrote a sentence. */
+START_TEST(test_txn_begin_out_of_memory_says_so)
+{
+        struct nbd_fw_txn *t = NULL;
+        struct nbd_fw *fw;
+        struct nbd_err err;
+
+        ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
+        /* 1: the transaction itself (calloc); 2: the chain the dump asks
+         * for (nftnl_chain_alloc). */
+        EXPECT_OOM(1, nbd_fw_txn_begin(fw, &t, &err), &err,
+                   "out of memory beginning a firewall transaction");
+        ck_assert_ptr_null(t);
+        EXPECT_OOM(2, nbd_fw_txn_begin(fw, &t, &err), &err,
+                   "out of memory reading table " NBD_FW_TABLE);
+        ck_assert_ptr_null(t);
+        nbd_fw_close(fw);
+}
+END_TEST
+
+/* The compiler's first object, and the commit's batch. */
+START_TEST(test_compile_and_commit_out_of_memory_say_so)
+{
+        char hash[NBD_FW_HASH_HEX];
+        struct nbd_fw_owner_spec s;
+        struct nbd_fw_applied a;
+        struct nbd_fw_txn *t;
+        struct nbd_fw *fw;
+        struct nbd_err err;
+        unsigned n_rules, before;
+
+        ck_assert_int_eq(sh("ip link add fwo0 type veth peer name fwo0p"), 0);
+        make_spec(&s, "guest-o", "fwo0");
+        EXPECT_OOM(1, nbd_fw_hash(&s, hash, &n_rules, &err), &err,
+                   "out of memory compiling the rules of owner guest-o");
+        ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
+        before = owners(fw);
+        ck_assert_int_eq(nbd_fw_txn_begin(fw, &t, &err), 0);
+        ck_assert_msg(nbd_fw_txn_apply(t, &s, &a, &err) == 0, "%s", err.msg);
+        /* 1: the batch (nftnl_batch_alloc). */
+        EXPECT_OOM(1, nbd_fw_txn_commit(t, &err), &err, "out of memory building the transaction");
+        nbd_fw_txn_free(t);
+        ck_assert_uint_eq(owners(fw), before); /* nothing was sent */
+        nbd_fw_close(fw);
+}
+END_TEST
+
+static int refuse(const struct nbd_fw_owner_info *o, void *data)
+{
+        (void)o;
+        return *(int *)data;
+}
+
+/* A listing stopped by its callback: the callback's errno, and a sentence
+ * (before, nbd_fw_list returned it with the error unwritten). */
+START_TEST(test_list_stopped_by_its_callback_says_why)
+{
+        struct nbd_fw_owner_spec s;
+        struct nbd_fw_applied a;
+        struct nbd_fw_txn *t;
+        struct nbd_fw *fw;
+        struct nbd_err err;
+        int why = -ENOMEM;
+
+        ck_assert_int_eq(sh("ip link add fwl0 type veth peer name fwl0p"), 0);
+        make_spec(&s, "guest-l", "fwl0");
+        ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
+        ck_assert_int_eq(nbd_fw_txn_begin(fw, &t, &err), 0);
+        ck_assert_msg(nbd_fw_txn_apply(t, &s, &a, &err) == 0, "%s", err.msg);
+        ck_assert_msg(nbd_fw_txn_commit(t, &err) == 0, "%s", err.msg);
+        nbd_fw_txn_free(t);
+        garbage(&err);
+        ck_assert_int_eq(nbd_fw_list(fw, refuse, &why, &err), -ENOMEM);
+        ck_assert_int_eq(err.code, -ENOMEM);
+        ck_assert_str_eq(err.msg, "out of memory listing the owners");
+        why = -EPERM;
+        garbage(&err);
+        ck_assert_int_eq(nbd_fw_list(fw, refuse, &why, &err), -EPERM);
+        ck_assert_int_eq(err.code, -EPERM);
+        ck_assert_str_eq(err.msg, "listing owner guest-l: Operation not permitted");
+        ck_assert_int_eq(sh("nft delete table netdev " NBD_FW_TABLE), 0);
         nbd_fw_close(fw);
 }
 END_TEST
@@ -193,6 +315,9 @@ int main(void)
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc,
                        test_every_allocation_failure_of_the_firewall_is_enomem_with_its_message);
+        tcase_add_test(tc, test_txn_begin_out_of_memory_says_so);
+        tcase_add_test(tc, test_compile_and_commit_out_of_memory_say_so);
+        tcase_add_test(tc, test_list_stopped_by_its_callback_says_why);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

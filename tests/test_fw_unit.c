@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "firewall.h"
+#include "fw_compile.h"
+#include "fw_model.h"
+#include "fw_render.h"
 #include "tests_unit.h"
 
 static struct nbd_fw_rule rule(enum nbd_fw_dir dir, enum nbd_fw_verdict v)
@@ -24,9 +26,10 @@ static char *render(struct nbd_fw_rule *rules, size_t n)
         struct nbd_fw_group g = {.name = "g", .rules = rules, .n_rules = n};
         struct nbd_fw_owner_spec s = {
                 .owner = "vnet0", .ifname = "vnet0", .groups = &g, .n_groups = 1};
-        char err[NBD_FW_ERRLEN], *text = NULL;
+        struct nbd_err err;
+        char *text = NULL;
 
-        ck_assert_msg(nbd_fw_render(&s, &text, err) == 0, "render: %s", err);
+        ck_assert_msg(nbd_fw_render(&s, &text, &err) == 0, "render: %s", err.msg);
         return text;
 }
 
@@ -127,10 +130,10 @@ static void hash_of(struct nbd_fw_rule *r, size_t n, const char *ifname, char ou
         struct nbd_fw_group g = {.name = "g", .rules = r, .n_rules = n};
         struct nbd_fw_owner_spec s = {
                 .owner = "vnet0", .ifname = ifname, .groups = &g, .n_groups = 1};
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
         unsigned rules;
 
-        ck_assert_msg(nbd_fw_hash(&s, out, &rules, err) == 0, "%s", err);
+        ck_assert_msg(nbd_fw_hash(&s, out, &rules, &err) == 0, "%s", err.msg);
         ck_assert_uint_eq(rules, n);
 }
 
@@ -222,7 +225,7 @@ START_TEST(test_fw_bad_rules_are_refused_before_anything_is_sent)
         struct nbd_fw_ip ip;
         struct nbd_fw_mac mac;
         struct nbd_fw_rule r;
-        char err[NBD_FW_ERRLEN];
+        struct nbd_err err;
 
         ck_assert_int_eq(nbd_fw_parse_ip("fe80::/129", &ip), -EINVAL);
         ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/33", &ip), -EINVAL);
@@ -236,27 +239,27 @@ START_TEST(test_fw_bad_rules_are_refused_before_anything_is_sent)
         r.l4proto = 6;
         r.dport[0] = 80;
         r.dport[1] = 22;
-        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
-        ck_assert_msg(strstr(err, "reversed"), "%s", err);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "reversed"), "%s", err.msg);
         /* Ports without a protocol that has ports. */
         r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         r.dport[0] = r.dport[1] = 53;
-        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), -EINVAL);
         /* Reject toward the guest. */
         r = rule(NBD_FW_DIR_TO, NBD_FW_V_REJECT);
-        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), -EINVAL);
         /* ARP and IP at once; IPv6 addresses in ARP; contradicting type. */
         r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         r.arp_op = (struct nbd_fw_num){true, false, 1};
         ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1", &r.ip_src), 0);
-        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), -EINVAL);
         r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         ck_assert_int_eq(nbd_fw_parse_ip("fe80::1", &r.arp_spa), 0);
-        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), -EINVAL);
         r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         r.ether_type = (struct nbd_fw_num){true, false, 0x86dd};
         ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1", &r.ip_dst), 0);
-        ck_assert_int_eq(nbd_fw_rule_check(&r, false, err), -EINVAL);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), -EINVAL);
         /* Names. */
         ck_assert(nbd_fw_owner_valid("vnet12"));
         ck_assert(nbd_fw_owner_valid("eth0.100"));

@@ -13,6 +13,7 @@
 
 #include "bandwidth.h"
 #include "firewall.h"
+#include "fw_compile.h"
 #include "link.h"
 #include "loop.h"
 #include "names.h"
@@ -619,7 +620,7 @@ int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
         return 0;
 }
 
-/* ---- firewall.h ---- */
+/* ---- fw_kernel.h: the same contract, err filled on every failure ---- */
 
 struct txn_op {
         bool remove;
@@ -643,15 +644,13 @@ void nbd_fw_close(struct nbd_fw *fw)
         (void)fw;
 }
 
-int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, char *err)
+int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
 {
         struct nbd_fw_txn *t = calloc(1, sizeof(*t));
 
         (void)fw;
-        if (!t) {
-                errf(err, NBD_FW_ERRLEN, "out of memory");
-                return -ENOMEM;
-        }
+        if (!t)
+                return nbd_err_oom(e, "beginning a firewall transaction");
         t->tail = &t->ops;
         *ret = t;
         return 0;
@@ -671,7 +670,7 @@ void nbd_fw_txn_free(struct nbd_fw_txn *t)
 }
 
 static int queue(struct nbd_fw_txn *t, bool remove, const char *owner, const char *ifname,
-                 const struct nbd_fw_applied *a, uid_t uid, char *err)
+                 const struct nbd_fw_applied *a, uid_t uid, struct nbd_err *e)
 {
         struct txn_op *op = calloc(1, sizeof(*op));
         struct fake_owner *rec = calloc(1, sizeof(*rec));
@@ -679,8 +678,9 @@ static int queue(struct nbd_fw_txn *t, bool remove, const char *owner, const cha
         if (!op || !rec) {
                 free(op);
                 free(rec);
-                errf(err, NBD_FW_ERRLEN, "out of memory");
-                return -ENOMEM;
+                return remove ? nbd_err_set(e, -ENOMEM,
+                                            "out of memory queueing the removal of owner %s", owner)
+                              : nbd_err_set(e, -ENOMEM, "out of memory queueing owner %s", owner);
         }
         snprintf(rec->owner, sizeof(rec->owner), "%s", owner);
         if (a) {
@@ -697,50 +697,44 @@ static int queue(struct nbd_fw_txn *t, bool remove, const char *owner, const cha
 }
 
 int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
-                     struct nbd_fw_applied *ret, char *err)
+                     struct nbd_fw_applied *ret, struct nbd_err *e)
 {
         struct nbd_fw_applied a = {0};
         struct fake_owner *o;
         int r;
 
-        if (!find_if(s->ifname)) {
-                errf(err, NBD_FW_ERRLEN, "no interface %s", s->ifname);
-                return -ENODEV;
-        }
+        if (!find_if(s->ifname))
+                return nbd_err_set(e, -ENODEV, "no interface %s", s->ifname);
         /* The real compiler and hash: what would go to the kernel. */
-        r = nbd_fw_hash(s, a.hash, &a.rules, err);
+        r = nbd_fw_hash(s, a.hash, &a.rules, e);
         if (r < 0)
                 return r;
         o = find_owner(s->owner);
-        if (o && s->own_only && o->uid != s->uid) {
-                errf(err, NBD_FW_ERRLEN, "owner %s was made for uid %u", s->owner,
-                     (unsigned)o->uid);
-                return -EPERM;
-        }
+        if (o && s->own_only && o->uid != s->uid)
+                return nbd_err_set(e, -EPERM, "owner %s was made for uid %u", s->owner,
+                                   (unsigned)o->uid);
         if (s->ensure && o && strcmp(o->hash, a.hash) == 0 && strcmp(o->ifname, s->ifname) == 0) {
                 a.unchanged = true;
                 *ret = a;
                 return 0;
         }
-        r = queue(t, false, s->owner, s->ifname, &a, s->uid, err);
+        r = queue(t, false, s->owner, s->ifname, &a, s->uid, e);
         if (r == 0)
                 *ret = a;
         return r;
 }
 
-int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for, char *err)
+int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
+                      struct nbd_err *e)
 {
         struct fake_owner *o = find_owner(owner);
 
-        if (!o) {
-                errf(err, NBD_FW_ERRLEN, "owner %s has no rules", owner);
-                return -ENOENT;
-        }
-        if (only_for && o->uid != *only_for) {
-                errf(err, NBD_FW_ERRLEN, "owner %s was made for uid %u", owner, (unsigned)o->uid);
-                return -EPERM;
-        }
-        return queue(t, true, owner, NULL, NULL, 0, err);
+        if (!o)
+                return nbd_err_set(e, -ENOENT, "owner %s has no rules", owner);
+        if (only_for && o->uid != *only_for)
+                return nbd_err_set(e, -EPERM, "owner %s was made for uid %u", owner,
+                                   (unsigned)o->uid);
+        return queue(t, true, owner, NULL, NULL, 0, e);
 }
 
 static void unlink_owner(const char *owner)
@@ -754,14 +748,13 @@ static void unlink_owner(const char *owner)
                 }
 }
 
-int nbd_fw_txn_commit(struct nbd_fw_txn *t, char *err)
+int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
 {
         /* All or nothing, as one nfnetlink batch. */
         for (struct txn_op *op = t->ops; op; op = op->next)
-                if (refused(op->rec->owner)) {
-                        errf(err, NBD_FW_ERRLEN, "fake kernel: owner %s refused", op->rec->owner);
-                        return -EIO;
-                }
+                if (refused(op->rec->owner))
+                        return nbd_err_set(e, -EIO, "fake kernel: owner %s refused",
+                                           op->rec->owner);
         for (struct txn_op *op = t->ops; op; op = op->next) {
                 unlink_owner(op->rec->owner);
                 if (op->remove)
@@ -780,7 +773,7 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, char *err)
         return 0;
 }
 
-int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, char *err)
+int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
         (void)fw;
         for (const struct fake_owner *o = world.owners; o; o = o->next) {
@@ -790,10 +783,11 @@ int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, char *err)
                 snprintf(info.ifname, sizeof(info.ifname), "%s", o->ifname);
                 memcpy(info.hash, o->hash, sizeof(info.hash));
                 r = fn(&info, data);
-                if (r < 0) {
-                        errf(err, NBD_FW_ERRLEN, "%s", strerror(-r));
-                        return r;
-                }
+                /* As fw_kernel.c words it. */
+                if (r == -ENOMEM)
+                        return nbd_err_oom(e, "listing the owners");
+                if (r < 0)
+                        return nbd_err_set(e, r, "listing owner %s: %s", o->owner, strerror(-r));
         }
         return 0;
 }

@@ -1,6 +1,6 @@
 /* An in-memory kernel for the fuzzers and the allocation-failure test.
  *
- * fake_kernel.c implements the kernel-facing half of link.h, firewall.h,
+ * fake_kernel.c implements the kernel-facing half of link.h, fw_kernel.h,
  * bandwidth.h and spawn.h (those headers are the contract) over a table of
  * fake interfaces, firewall owners and bandwidth limits, so dispatch.c, the
  * op files and server.c run unchanged without touching the kernel. It is a

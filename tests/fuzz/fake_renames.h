@@ -1,6 +1,7 @@
-/* The real link.c, firewall.c and bandwidth.c go into the fake kernel
- * library for their pure functions: the firewall's parsers, rule checker and
- * compiler (nbd_fw_hash), nbd_bw_check. Fuzzing those is the
+/* The real link.c and bandwidth.c go into the fake kernel library for
+ * their pure functions: nbd_bw_check and the like (the firewall's model and
+ * compiler are files of their own, fw_model.c and fw_compile.c, linked as
+ * they are, with no renaming; fw_kernel.c stays out). Fuzzing those is the
  * point; faking them would fuzz the fake. Every function of theirs that
  * talks to the kernel is renamed out of the way here (it stays in the
  * object, never called), and fake_kernel.c provides it instead. A kernel
@@ -28,15 +29,6 @@
 #define nbd_links_owned_by nbd_real_links_owned_by
 #define nbd_link_get_state nbd_real_link_get_state
 #define nbd_link_restore nbd_real_link_restore
-
-#define nbd_fw_open nbd_real_fw_open
-#define nbd_fw_close nbd_real_fw_close
-#define nbd_fw_txn_begin nbd_real_fw_txn_begin
-#define nbd_fw_txn_apply nbd_real_fw_txn_apply
-#define nbd_fw_txn_remove nbd_real_fw_txn_remove
-#define nbd_fw_txn_commit nbd_real_fw_txn_commit
-#define nbd_fw_txn_free nbd_real_fw_txn_free
-#define nbd_fw_list nbd_real_fw_list
 
 #define nbd_bw_open nbd_real_bw_open
 #define nbd_bw_close nbd_real_bw_close

@@ -1,0 +1,80 @@
+/* The nftables compiler: an owner's model (fw_model.h) made into libnftnl
+ * chains and rules, and those into nfnetlink batch messages. Pure: it builds
+ * objects and messages, and sends nothing (fw_kernel.h does).
+ *
+ * Layout, in the table "netbroker" (netdev family, so it works the same for
+ * taps on a bridge, macvtaps and routed taps):
+ *   chain "OWNER/from"  what the guest sends: the ingress hook of its tap,
+ *                       the egress hook of its macvtap
+ *   chain "OWNER/to"    what the guest receives: the other hook
+ *   chain "OWNER/from/GROUP", "OWNER/to/GROUP"  one regular chain per group
+ *                       and direction; the base chain jumps to them in order,
+ *                       so RETURN leaves a group as in libvirt's filters.
+ * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
+ * uid=<uid>": the hash lives and dies with the rules (nft flush ruleset
+ * removes both), and so does the uid whose request made them, the owner's
+ * creator (a comment without one, from before, counts as uid 0).
+ * A replace deletes the owner's chains and adds the new ones in the same
+ * transaction: the old hook filters until the new rules take over at
+ * commit, so there is no instant without filtering. */
+#pragma once
+
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/rule.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "fw_model.h"
+
+/* nft's own udata type for a chain's comment: `nft list` shows ours. */
+#define NBD_FW_UDATA_CHAIN_COMMENT 0
+
+/* The chain names' direction parts, by enum nbd_fw_dir. */
+extern const char *const nbd_fw_dir_names[2];
+
+/* ---- an owner's chains and rules, in the order they are sent ---- */
+
+enum nbd_fw_item_kind { NBD_FW_ITEM_CHAIN, NBD_FW_ITEM_RULE, NBD_FW_ITEM_DELCHAIN };
+
+struct nbd_fw_item {
+        enum nbd_fw_item_kind kind;
+        struct nftnl_chain *chain; /* NBD_FW_ITEM_CHAIN, NBD_FW_ITEM_DELCHAIN */
+        struct nftnl_rule *rule;
+        size_t owner; /* index of the owner op, for error messages */
+};
+
+struct nbd_fw_items {
+        struct nbd_fw_item *v;
+        size_t n, cap;
+};
+
+int nbd_fw_items_push(struct nbd_fw_items *it, struct nbd_fw_item x);
+/* Free the items from index `from` on; the array stays. */
+void nbd_fw_items_clear(struct nbd_fw_items *it, size_t from);
+/* Move every item of from to the end of to: 0, or -ENOMEM with what was
+ * not moved still from's. */
+int nbd_fw_items_append(struct nbd_fw_items *to, struct nbd_fw_items *from);
+
+/* A chain or rule of our table, named (the rule: of its chain); NULL when
+ * out of memory. */
+struct nftnl_chain *nbd_fw_new_chain(const char *name);
+struct nftnl_rule *nbd_fw_new_rule(const char *chain);
+
+/* Compile one owner into items (group chains and their rules first, then
+ * the base chains and their jumps), owner_idx naming the op in each; hash
+ * and rules are nbd_fw_model_hash()'s, for the base chains' comment.
+ * 0, or -errno with e filled and nothing added to it. */
+int nbd_fw_compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx,
+                         struct nbd_fw_items *it, const char *hash, unsigned rules,
+                         struct nbd_err *e);
+
+/* Put one item into a batch as its nfnetlink message: 0, or -ENOMEM. */
+int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_t seq, bool ack);
+
+/* Compile one owner and hash it, without the kernel (unit tests, the fake
+ * kernel): the hash, and the number of rules it makes. */
+int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], unsigned *ret_rules,
+                struct nbd_err *e);

@@ -1,0 +1,502 @@
+/* The firewall's kernel side: transactions and the monitor, over the
+ * table as fw_table.c reads it; see fw_kernel.h. */
+#include "fw_kernel.h"
+
+#include <arpa/inet.h> /* first: <linux/netfilter.h> defers to its in.h */
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fw_compile.h"
+#include "fw_table.h"
+#include "log.h"
+#include "netlink.h"
+#include "stats.h"
+
+NBD_LOG_CATEGORY(firewall);
+
+/* ---- transactions ---- */
+
+struct nbd_fw_txn {
+        struct nbd_fw *fw;
+        struct nbd_fw_owner_state *owners; /* as read at the start */
+        struct nbd_fw_items items;
+        char **op_owner; /* owner of each queued op, for error messages */
+        size_t n_ops;
+        struct {
+                char owner[NBD_FW_OWNER_MAX + 1];
+                char hash[NBD_FW_HASH_HEX];
+        } * expect; /* what must be in the kernel after commit */
+        size_t n_expect;
+        unsigned rules_queued;
+        bool rules_counted; /* the rule dump ensure needs, done once */
+};
+
+int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
+{
+        struct nbd_fw_txn *t = calloc(1, sizeof(*t));
+        int r;
+
+        if (!t)
+                return nbd_err_oom(e, "beginning a firewall transaction");
+        t->fw = fw;
+        r = nbd_fw_read_owners(fw, &t->owners);
+        if (r < 0) {
+                free(t);
+                return nbd_fw_read_failed(e, r, false);
+        }
+        *ret = t;
+        return 0;
+}
+
+void nbd_fw_txn_free(struct nbd_fw_txn *t)
+{
+        if (!t)
+                return;
+        nbd_fw_items_clear(&t->items, 0);
+        free(t->items.v);
+        for (size_t i = 0; i < t->n_ops; i++)
+                free(t->op_owner[i]);
+        free(t->op_owner);
+        free(t->expect);
+        nbd_fw_owners_free(t->owners);
+        free(t);
+}
+
+static int note_op(struct nbd_fw_txn *t, const char *owner, size_t *ret_idx)
+{
+        char **p = realloc(t->op_owner, (t->n_ops + 1) * sizeof(*p));
+
+        if (!p)
+                return -ENOMEM;
+        t->op_owner = p;
+        p[t->n_ops] = strdup(owner);
+        if (!p[t->n_ops])
+                return -ENOMEM;
+        *ret_idx = t->n_ops++;
+        return 0;
+}
+
+static int queue_delete(struct nbd_fw_txn *t, struct nbd_fw_owner_state *o, size_t idx)
+{
+        for (size_t i = 0; i < o->n_chains; i++) {
+                struct nftnl_chain *c = nbd_fw_new_chain(o->chains[i]);
+                if (!c || nbd_fw_items_push(&t->items, (struct nbd_fw_item){NBD_FW_ITEM_DELCHAIN, c,
+                                                                            NULL, idx}) < 0) {
+                        if (c)
+                                nftnl_chain_free(c);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+static long chain_rules(const struct nbd_fw_owner_state *o, const char *name)
+{
+        for (size_t i = 0; i < o->n_chains; i++)
+                if (strcmp(o->chains[i], name) == 0)
+                        return o->chain_rules ? (long)o->chain_rules[i] : -1;
+        return -1;
+}
+
+/* Ensure's test: the hash in the comment is only a claim; the kernel must
+ * also hold exactly the chains the spec makes, each with its number of
+ * rules, and the jumps to them (a chain flushed or deleted by hand makes
+ * the owner changed, and ensure rebuilds it). */
+static bool in_place(const struct nbd_fw_owner_state *o, const struct nbd_fw_owner_spec *s,
+                     const char *hash)
+{
+        size_t chains = 2;
+        long jumps[2] = {0, 0};
+        char name[256];
+
+        if (!o || !o->has_base || strcmp(o->hash, hash) != 0 || strcmp(o->ifname, s->ifname) != 0)
+                return false;
+        for (size_t g = 0; g < s->n_groups; g++)
+                for (int d = 0; d < 2; d++) {
+                        long n = 0;
+                        for (size_t i = 0; i < s->groups[g].n_rules; i++)
+                                n += s->groups[g].rules[i].dir == (enum nbd_fw_dir)d;
+                        if (!n)
+                                continue;
+                        snprintf(name, sizeof(name), "%s/%s/%s", s->owner, nbd_fw_dir_names[d],
+                                 s->groups[g].name);
+                        if (chain_rules(o, name) != n)
+                                return false;
+                        jumps[d]++;
+                        chains++;
+                }
+        for (int d = 0; d < 2; d++) {
+                snprintf(name, sizeof(name), "%s/%s", s->owner, nbd_fw_dir_names[d]);
+                if (chain_rules(o, name) != jumps[d])
+                        return false;
+        }
+        return o->n_chains == chains;
+}
+
+int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                     struct nbd_fw_applied *ret, struct nbd_err *e)
+{
+        struct nbd_fw_owner_state *o = nbd_fw_owner_find(t->owners, s->owner);
+        struct nbd_fw_items fresh = {0};
+        size_t idx, mark = t->items.n;
+        void *grown;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        if (o && o->touched) {
+                return nbd_err_set(e, -EINVAL, "owner %s is changed twice in one transaction",
+                                   s->owner);
+        }
+        if (o && s->own_only && o->uid != s->uid) {
+                return nbd_err_set(e, -EPERM, "owner %s is another caller's", s->owner);
+        }
+        r = note_op(t, s->owner, &idx);
+        if (r < 0) {
+                nbd_err_set(e, r, "out of memory queueing owner %s", s->owner);
+                goto out;
+        }
+        /* The hash of the model decides whether anything is written. */
+        nbd_fw_model_hash(s, ret->hash, &ret->rules);
+        if (s->ensure && o && !t->rules_counted) {
+                r = nbd_fw_count_rules(t->fw, t->owners);
+                if (r < 0) {
+                        nbd_fw_read_failed(e, r, true);
+                        goto out;
+                }
+                t->rules_counted = true;
+        }
+        /* Nothing to write: no need to compile. */
+        if (s->ensure && in_place(o, s, ret->hash)) {
+                ret->unchanged = true;
+                nbd_stat_inc(NBD_STAT_FW_OWNERS_UNCHANGED);
+                goto out;
+        }
+        r = nbd_fw_compile_owner(s, idx, &fresh, ret->hash, ret->rules, e);
+        if (r < 0)
+                goto out;
+        /* The old chains go, and the new come, in the same transaction. */
+        if (o) {
+                r = queue_delete(t, o, idx);
+                o->touched = true;
+        }
+        if (r == 0)
+                r = nbd_fw_items_append(&t->items, &fresh);
+        grown = r == 0 ? realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect)) : NULL;
+        if (r == 0 && !grown)
+                r = -ENOMEM;
+        if (r < 0) {
+                /* Nothing of a failed op stays queued: with CONTINUE_ON_ERROR
+                 * the transaction is still committed (a delete of the old
+                 * chains without the new would leave the guest unfiltered). */
+                nbd_fw_items_clear(&t->items, mark);
+                if (o)
+                        o->touched = false;
+                nbd_err_set(e, r, "out of memory queueing owner %s", s->owner);
+                goto out;
+        }
+        t->expect = grown;
+        snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", s->owner);
+        snprintf(t->expect[t->n_expect].hash, sizeof(t->expect[0].hash), "%s", ret->hash);
+        t->n_expect++;
+        t->rules_queued += ret->rules;
+out:
+        nbd_fw_items_clear(&fresh, 0);
+        free(fresh.v);
+        return r;
+}
+
+int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
+                      struct nbd_err *e)
+{
+        struct nbd_fw_owner_state *o = nbd_fw_owner_find(t->owners, owner);
+        size_t idx, mark = t->items.n;
+        void *grown = NULL;
+        int r;
+
+        if (!o) {
+                return nbd_err_set(e, -ENOENT, "owner %s has no rules", owner);
+        }
+        if (only_for && o->uid != *only_for) {
+                return nbd_err_set(e, -EPERM, "owner %s is another caller's", owner);
+        }
+        if (o->touched) {
+                return nbd_err_set(e, -EINVAL, "owner %s is changed twice in one transaction",
+                                   owner);
+        }
+        r = note_op(t, owner, &idx);
+        if (r == 0)
+                r = queue_delete(t, o, idx);
+        if (r == 0 && !(grown = realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect))))
+                r = -ENOMEM;
+        if (r < 0) {
+                /* As in nbd_fw_txn_apply: nothing of a failed op stays queued. */
+                nbd_fw_items_clear(&t->items, mark);
+                return nbd_err_set(e, r, "out of memory queueing the removal of owner %s", owner);
+        }
+        o->touched = true;
+        t->expect = grown;
+        snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", owner);
+        t->expect[t->n_expect].hash[0] = '\0';
+        t->n_expect++;
+        return 0;
+}
+
+/* NULL when out of memory. */
+static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first,
+                                       uint32_t *ret_last)
+{
+        struct nftnl_batch *b = nftnl_batch_alloc(32 * 4096, 64 * 1024);
+        struct nftnl_table *tb = nftnl_table_alloc();
+        struct nlmsghdr *nlh;
+        uint32_t seq = t->fw->seq + 1, first;
+        int r = -ENOMEM;
+
+        if (!b || !tb)
+                goto out;
+        nftnl_batch_begin(nftnl_batch_buffer(b), seq++);
+        if (nftnl_batch_update(b) < 0)
+                goto out;
+        /* The table is created if missing (never exclusive: it is ours). */
+        if (nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NBD_FW_TABLE) < 0)
+                goto out;
+        nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE, NFPROTO_NETDEV,
+                                          NLM_F_CREATE, seq++);
+        nftnl_table_nlmsg_build_payload(nlh, tb);
+        if (nftnl_batch_update(b) < 0)
+                goto out;
+        first = seq;
+        for (size_t i = 0; i < t->items.n; i++)
+                if (nbd_fw_item_put(b, &t->items.v[i], seq++, i + 1 == t->items.n) < 0)
+                        goto out;
+        nftnl_batch_end(nftnl_batch_buffer(b), seq++);
+        if (nftnl_batch_update(b) < 0)
+                goto out;
+        *ret_first = first;
+        *ret_last = seq - 2;
+        t->fw->seq = seq;
+        r = 0;
+out:
+        if (tb)
+                nftnl_table_free(tb);
+        if (r < 0 && b) {
+                nftnl_batch_free(b);
+                b = NULL;
+        }
+        return b;
+}
+
+/* Does the kernel have what the transaction was to leave? (After acks were
+ * lost to ENOBUFS, the state itself is the answer.) */
+static int verify(struct nbd_fw_txn *t)
+{
+        struct nbd_fw_owner_state *now = NULL;
+        int r = nbd_fw_read_owners(t->fw, &now);
+
+        for (size_t i = 0; r == 0 && i < t->n_expect; i++) {
+                struct nbd_fw_owner_state *o = nbd_fw_owner_find(now, t->expect[i].owner);
+                /* An empty hash stands for a removed owner. */
+                if (t->expect[i].hash[0] ? !o || strcmp(o->hash, t->expect[i].hash) != 0
+                                         : o != NULL)
+                        r = -EIO;
+        }
+        nbd_fw_owners_free(now);
+        return r;
+}
+
+static int read_acks(struct nbd_fw_txn *t, uint32_t first, uint32_t last, struct nbd_err *e)
+{
+        static char buf[65536];
+        bool acked = false, lost = false;
+        int first_err = 0;
+        uint32_t err_seq = 0;
+
+        /* The kernel handles the whole batch inside sendmsg(): every ack and
+         * error is queued by now, so read until the socket is empty. */
+        for (;;) {
+                ssize_t n = recv(mnl_socket_get_fd(t->fw->nl), buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == ENOBUFS) {
+                        lost = true;
+                        continue;
+                }
+                if (n < 0)
+                        break;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
+                     h = mnl_nlmsg_next(h, (int *)&n)) {
+                        const struct nlmsgerr *ack;
+                        if (h->nlmsg_type != NLMSG_ERROR)
+                                continue;
+                        ack = mnl_nlmsg_get_payload(h);
+                        if (ack->error && !first_err) {
+                                first_err = ack->error;
+                                err_seq = h->nlmsg_seq;
+                        } else if (!ack->error && h->nlmsg_seq == last) {
+                                acked = true;
+                        }
+                }
+        }
+        if (first_err) {
+                size_t item = err_seq >= first && err_seq <= last ? err_seq - first : SIZE_MAX;
+                const char *owner = item != SIZE_MAX ? t->op_owner[t->items.v[item].owner] : NULL;
+                return nbd_err_set(e, first_err, "the kernel refused the transaction%s%s%s: %s",
+                                   owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
+                                   strerror(-first_err));
+        }
+        if (acked)
+                return 0;
+        if (lost && verify(t) == 0)
+                return 0;
+        return nbd_err_set(e, -EIO, "%s",
+                           lost ? "acknowledgements were lost and the table does not show the "
+                                  "new rules"
+                                : "no acknowledgement for the transaction");
+}
+
+int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        struct nftnl_batch *b;
+        uint32_t first = 0, last = 0;
+        struct iovec *iov;
+        struct msghdr msg = {0};
+        struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
+        int n_iov, r, total = 0;
+
+        if (t->items.n == 0)
+                return 0; /* nothing changes: nothing is written */
+        b = build_batch(t, &first, &last);
+        if (!b) {
+                return nbd_err_oom(e, "building the transaction");
+        }
+        n_iov = nftnl_batch_iovec_len(b);
+        iov = calloc((size_t)n_iov, sizeof(*iov));
+        if (!iov) {
+                nftnl_batch_free(b);
+                return nbd_err_oom(e, "building the transaction");
+        }
+        nftnl_batch_iovec(b, iov, (uint32_t)n_iov);
+        for (int i = 0; i < n_iov; i++)
+                total += (int)iov[i].iov_len;
+        /* A large batch must fit the socket's send buffer whole. */
+        total += 65536;
+        setsockopt(mnl_socket_get_fd(t->fw->nl), SOL_SOCKET, SO_SNDBUFFORCE, &total, sizeof(total));
+        msg.msg_name = &snl;
+        msg.msg_namelen = sizeof(snl);
+        msg.msg_iov = iov;
+        msg.msg_iovlen = (size_t)n_iov;
+        r = sendmsg(mnl_socket_get_fd(t->fw->nl), &msg, 0) < 0 ? -errno : 0;
+        free(iov);
+        nftnl_batch_free(b);
+        if (r < 0)
+                return nbd_err_set(e, r, "cannot send the transaction: %s", strerror(-r));
+        nbd_netlink_sent_nf((unsigned)(t->items.n + 3));
+        r = read_acks(t, first, last, e);
+        if (r == 0) {
+                nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
+                nbd_stats[NBD_STAT_FW_OWNERS_WRITTEN] += t->n_expect;
+                nbd_stats[NBD_STAT_FW_RULES_WRITTEN] += t->rules_queued;
+        }
+        return r;
+}
+
+/* ---- the table being deleted behind our back ---- */
+
+static int on_nft_event(const struct nlmsghdr *nlh, void *data)
+{
+        struct nftnl_table *t;
+
+        (void)data;
+        if (NFNL_MSG_TYPE(nlh->nlmsg_type) != NFT_MSG_DELTABLE)
+                return MNL_CB_OK;
+        t = nftnl_table_alloc();
+        if (t && nftnl_table_nlmsg_parse(nlh, t) == 0 &&
+            nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY) == NFPROTO_NETDEV &&
+            strcmp(nftnl_table_get_str(t, NFTNL_TABLE_NAME), NBD_FW_TABLE) == 0) {
+                /* The daemon owns the policy: it learns from Stats and its
+                 * next ensure rebuilds; the helper does not on its own. */
+                nbd_notice("table %s was deleted (nft flush ruleset, a firewall reload?)",
+                           NBD_FW_TABLE);
+                nbd_stat_inc(NBD_STAT_FW_TABLE_DELETED);
+        }
+        if (t)
+                nftnl_table_free(t);
+        return MNL_CB_OK;
+}
+
+static void on_monitor(struct nbd_watch *w, uint32_t events)
+{
+        struct nbd_fw *fw = w->data;
+        static char buf[65536];
+
+        (void)events;
+        for (;;) {
+                ssize_t n = recv(w->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && errno == ENOBUFS) {
+                        /* Our own big transactions make one event per rule;
+                         * losing some of those is harmless. */
+                        continue;
+                }
+                if (n <= 0)
+                        return;
+                mnl_cb_run(buf, (size_t)n, 0, 0, on_nft_event, fw);
+        }
+}
+
+int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
+{
+        struct nbd_fw *fw = calloc(1, sizeof(*fw));
+        int r, big = 4 << 20;
+
+        if (!fw)
+                return -ENOMEM;
+        fw->monw.fd = -1;
+        fw->seq = (uint32_t)time(NULL);
+        fw->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+        fw->mon = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (!fw->nl || !fw->mon || mnl_socket_bind(fw->nl, 0, MNL_SOCKET_AUTOPID) < 0 ||
+            mnl_socket_bind(fw->mon, 1 << (NFNLGRP_NFTABLES - 1), MNL_SOCKET_AUTOPID) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        setsockopt(mnl_socket_get_fd(fw->nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+        setsockopt(mnl_socket_get_fd(fw->mon), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+        fw->loop = loop;
+        if (loop) {
+                r = nbd_loop_add(loop, &fw->monw, mnl_socket_get_fd(fw->mon), EPOLLIN, on_monitor,
+                                 fw);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = fw;
+        return 0;
+fail:
+        nbd_fw_close(fw);
+        return r ? r : -EIO;
+}
+
+void nbd_fw_close(struct nbd_fw *fw)
+{
+        if (!fw)
+                return;
+        if (fw->loop && fw->monw.fd >= 0)
+                nbd_loop_remove(fw->loop, &fw->monw);
+        if (fw->nl)
+                mnl_socket_close(fw->nl);
+        if (fw->mon)
+                mnl_socket_close(fw->mon);
+        free(fw);
+}

@@ -1,0 +1,58 @@
+/* The firewall's kernel side: every change of a batch in one nfnetlink
+ * transaction (libmnl), the table read back for ensure and listing, and a
+ * monitor that notices the table being deleted behind our back. What goes
+ * into a transaction is compiled by fw_compile.h; this is all that talks to
+ * the kernel, and all the fake kernel of tests/fuzz replaces.
+ *
+ * Every function taking a struct nbd_err fills it on every failure path,
+ * out of memory included: its sentence goes to the client as it is. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "fw_model.h"
+#include "loop.h"
+
+struct nbd_fw;
+struct nbd_fw_txn;
+
+int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret);
+void nbd_fw_close(struct nbd_fw *fw);
+
+/* A transaction: starts from one read of the table (for ensure and for
+ * knowing what to delete), collects applies and removes, and commits them
+ * all in one nfnetlink batch. */
+int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e);
+
+struct nbd_fw_applied {
+        char hash[NBD_FW_HASH_HEX];
+        bool unchanged; /* ensure: already in place, nothing queued */
+        unsigned rules;
+};
+
+int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                     struct nbd_fw_applied *ret, struct nbd_err *e);
+/* -ENOENT when the owner has no rules; -EPERM when only_for is given and
+ * the owner was made for another uid. */
+int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
+                      struct nbd_err *e);
+/* Send everything queued as one transaction and read every ack. Nothing to
+ * send is a success that writes nothing. */
+int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e);
+void nbd_fw_txn_free(struct nbd_fw_txn *t);
+
+/* The owners in the kernel. */
+struct nbd_fw_owner_info {
+        char owner[NBD_FW_OWNER_MAX + 1];
+        char ifname[IFNAMSIZ];
+        char hash[NBD_FW_HASH_HEX];
+        unsigned rules;
+        uid_t uid; /* its creator */
+};
+/* fn returns 0, or -errno to stop the listing; nbd_fw_list then returns
+ * that errno with e filled ("out of memory listing ..." for -ENOMEM). */
+typedef int (*nbd_fw_owner_fn)(const struct nbd_fw_owner_info *o, void *data);
+int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);

@@ -1,0 +1,83 @@
+/* The firewall's model: an owner's groups of rules as parsed from a
+ * request, the checks a rule must pass before it is compiled, and the
+ * canonical hash of an owner's rules. Pure: no sockets, no libnftnl; what
+ * the rules become in nftables is fw_compile.h's, the kernel fw_kernel.h's. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define NBD_FW_TABLE "netbroker"
+#define NBD_FW_OWNER_MAX 64
+#define NBD_FW_GROUP_MAX 32
+#define NBD_FW_HASH_HEX 33 /* 128 bits in hex, and a NUL */
+
+enum nbd_fw_dir { NBD_FW_DIR_FROM, NBD_FW_DIR_TO };
+enum nbd_fw_verdict { NBD_FW_V_ACCEPT, NBD_FW_V_DROP, NBD_FW_V_REJECT, NBD_FW_V_RETURN };
+
+struct nbd_fw_mac {
+        bool set, neg;
+        uint8_t addr[6], mask[6];
+};
+
+struct nbd_fw_ip {
+        bool set, neg;
+        int family; /* 4 or 6 */
+        uint8_t addr[16], mask[16];
+};
+
+struct nbd_fw_num {
+        bool set, neg;
+        uint32_t v;
+};
+
+/* One rule, parsed and checked (nbd_fw_rule_check) before compiling. */
+struct nbd_fw_rule {
+        enum nbd_fw_dir dir;
+        enum nbd_fw_verdict verdict;
+        struct nbd_fw_mac ether_src, ether_dst, arp_sha;
+        struct nbd_fw_num ether_type, vlan_id, arp_op;
+        struct nbd_fw_ip arp_spa, arp_tpa, ip_src, ip_dst;
+        uint8_t l4proto;
+        uint16_t sport[2], dport[2]; /* [0] = 0: any */
+        bool has_icmp_type;
+        uint8_t icmp_type;
+};
+
+struct nbd_fw_group {
+        char name[NBD_FW_GROUP_MAX + 1];
+        struct nbd_fw_rule *rules;
+        size_t n_rules;
+};
+
+struct nbd_fw_owner_spec {
+        const char *owner;
+        const char *ifname;
+        /* The guest's traffic leaves through the interface's egress (a
+         * macvtap); on a tap it enters through its ingress. */
+        bool reversed;
+        const struct nbd_fw_group *groups;
+        size_t n_groups;
+        bool ensure;
+        uid_t uid; /* whose request: recorded as the creator */
+        bool own_only; /* -EPERM when the owner exists for another uid */
+};
+
+/* Parse helpers for the model (0 or -EINVAL). */
+int nbd_fw_parse_mac(const char *s, struct nbd_fw_mac *ret);
+int nbd_fw_parse_ip(const char *s, struct nbd_fw_ip *ret);
+bool nbd_fw_owner_valid(const char *owner);
+bool nbd_fw_group_valid(const char *name);
+/* Rules that are well-formed but cannot work (a port without tcp/udp, an
+ * ARP match on IPv6, reject on egress, ...): 0, or -EINVAL with a sentence. */
+int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err *e);
+
+/* The hash of an owner's model (its interface, hooks, groups and every
+ * field of every rule) in hex, and the number of rules it has. The base
+ * chains' comment carries it: ensure compares it without compiling. */
+void nbd_fw_model_hash(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_HEX],
+                       unsigned *ret_rules);

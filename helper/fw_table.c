@@ -1,0 +1,289 @@
+/* Reading the firewall's table back; see fw_table.h. */
+#include "fw_table.h"
+
+#include <arpa/inet.h> /* first: <linux/netfilter.h> defers to its in.h */
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/udata.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fw_compile.h"
+#include "netlink.h"
+
+/* ---- reading the table back ---- */
+
+void nbd_fw_owners_free(struct nbd_fw_owner_state *o)
+{
+        while (o) {
+                struct nbd_fw_owner_state *next = o->next;
+                for (size_t i = 0; i < o->n_chains; i++)
+                        free(o->chains[i]);
+                free(o->chains);
+                free(o->chain_rules);
+                free(o);
+                o = next;
+        }
+}
+
+struct nbd_fw_owner_state *nbd_fw_owner_find(struct nbd_fw_owner_state *list, const char *owner)
+{
+        for (; list; list = list->next)
+                if (strcmp(list->owner, owner) == 0)
+                        return list;
+        return NULL;
+}
+
+static int comment_cb(const struct nftnl_udata *attr, void *data)
+{
+        const char **out = data;
+
+        if (nftnl_udata_type(attr) == NBD_FW_UDATA_CHAIN_COMMENT && nftnl_udata_len(attr) > 0)
+                *out = nftnl_udata_get(attr);
+        return MNL_CB_OK;
+}
+
+struct chain_dump {
+        struct nbd_fw_owner_state *owners;
+        int err;
+};
+
+static int on_chain(const struct nlmsghdr *nlh, void *data)
+{
+        struct chain_dump *d = data;
+        struct nftnl_chain *c = nftnl_chain_alloc();
+        const char *name, *slash, *comment = NULL;
+        struct nbd_fw_owner_state *o;
+        char owner[NBD_FW_OWNER_MAX + 1];
+        uint32_t len = 0;
+        const void *ud;
+        char **chains, *copy;
+
+        /* A chain of ours left out of the list would be left behind when
+         * its owner is replaced or removed: out of memory fails the dump. */
+        if (!c) {
+                d->err = -ENOMEM;
+                goto out;
+        }
+        errno = 0;
+        if (nftnl_chain_nlmsg_parse(nlh, c) < 0) {
+                if (errno == ENOMEM)
+                        d->err = -ENOMEM;
+                goto out;
+        }
+        name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
+        slash = name ? strchr(name, '/') : NULL;
+        if (!slash || (size_t)(slash - name) > NBD_FW_OWNER_MAX)
+                goto out; /* not one of ours: never touched */
+        memcpy(owner, name, (size_t)(slash - name));
+        owner[slash - name] = '\0';
+        o = nbd_fw_owner_find(d->owners, owner);
+        if (!o) {
+                o = calloc(1, sizeof(*o));
+                if (!o) {
+                        d->err = -ENOMEM;
+                        goto out;
+                }
+                strcpy(o->owner, owner);
+                o->next = d->owners;
+                d->owners = o;
+        }
+        chains = realloc(o->chains, (o->n_chains + 1) * sizeof(*chains));
+        if (chains)
+                o->chains = chains;
+        copy = chains ? strdup(name) : NULL;
+        if (!copy) {
+                d->err = -ENOMEM;
+                goto out;
+        }
+        if (!strchr(slash + 1, '/')) {
+                /* A base chain: first in the list (deleted before the group
+                 * chains its rules jump to), and it has the comment. */
+                memmove(o->chains + 1, o->chains, o->n_chains * sizeof(*chains));
+                o->chains[0] = copy;
+                o->has_base = true;
+                ud = nftnl_chain_get_data(c, NFTNL_CHAIN_USERDATA, &len);
+                /* "uid=N" came later: a comment without it was written
+                 * for root, when only root could ask. */
+                if (ud && nftnl_udata_parse(ud, len, comment_cb, &comment) >= 0 && comment)
+                        sscanf(comment, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname,
+                               &o->rules, &o->uid);
+        } else {
+                o->chains[o->n_chains] = copy;
+        }
+        o->n_chains++;
+out:
+        if (c)
+                nftnl_chain_free(c);
+        return MNL_CB_OK;
+}
+
+struct rule_count {
+        struct nbd_fw_owner_state *owners;
+};
+
+static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data);
+
+static int rule_attr_cb(const struct nlattr *attr, void *data)
+{
+        const struct nlattr **tb = data;
+
+        if (mnl_attr_get_type(attr) == NFTA_RULE_CHAIN &&
+            mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) == 0)
+                tb[NFTA_RULE_CHAIN] = attr;
+        return MNL_CB_OK;
+}
+
+/* Count rules per chain from a rule dump. Only the chain's name is read:
+ * parsing every expression of thousands of rules is what ensure must not
+ * pay for. */
+static int on_rule(const struct nlmsghdr *nlh, void *data)
+{
+        struct rule_count *d = data;
+        const struct nlattr *tb[NFTA_RULE_MAX + 1] = {0};
+        const char *chain, *slash;
+
+        if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), rule_attr_cb, tb) < 0 ||
+            !tb[NFTA_RULE_CHAIN])
+                return MNL_CB_OK;
+        chain = mnl_attr_get_str(tb[NFTA_RULE_CHAIN]);
+        slash = strchr(chain, '/');
+        if (!slash)
+                return MNL_CB_OK;
+        for (struct nbd_fw_owner_state *o = d->owners; o; o = o->next) {
+                if (strlen(o->owner) != (size_t)(slash - chain) ||
+                    strncmp(o->owner, chain, (size_t)(slash - chain)))
+                        continue;
+                for (size_t i = 0; i < o->n_chains; i++)
+                        if (strcmp(o->chains[i], chain) == 0 && o->chain_rules)
+                                o->chain_rules[i]++;
+                /* Rules in group chains are the owner's; the base chains
+                 * hold only the jumps to them. */
+                if (strchr(slash + 1, '/'))
+                        o->kernel_rules++;
+                break;
+        }
+        return MNL_CB_OK;
+}
+
+int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owner_state *owners)
+{
+        struct rule_count rc = {owners};
+
+        for (struct nbd_fw_owner_state *o = owners; o; o = o->next) {
+                o->kernel_rules = 0;
+                free(o->chain_rules);
+                o->chain_rules = calloc(o->n_chains ? o->n_chains : 1, sizeof(*o->chain_rules));
+                if (!o->chain_rules)
+                        return -ENOMEM;
+        }
+        return dump(fw, NFT_MSG_GETRULE, on_rule, &rc);
+}
+
+/* One dump of chains or rules of our table. A missing table is empty. */
+static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
+{
+        static char buf[65536];
+        uint32_t portid = mnl_socket_get_portid(fw->nl);
+        int r = -EINTR;
+
+        for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
+                uint32_t seq = ++fw->seq;
+                struct nlmsghdr *nlh =
+                        nftnl_nlmsg_build_hdr(buf, type, NFPROTO_NETDEV, NLM_F_DUMP, seq);
+                ssize_t n;
+
+                if (type == NFT_MSG_GETCHAIN) {
+                        struct nftnl_chain *c = nbd_fw_new_chain("");
+                        if (!c)
+                                return -ENOMEM;
+                        nftnl_chain_unset(c, NFTNL_CHAIN_NAME);
+                        nftnl_chain_nlmsg_build_payload(nlh, c);
+                        nftnl_chain_free(c);
+                } else {
+                        struct nftnl_rule *rl = nbd_fw_new_rule("");
+                        if (!rl)
+                                return -ENOMEM;
+                        nftnl_rule_unset(rl, NFTNL_RULE_CHAIN);
+                        nftnl_rule_nlmsg_build_payload(nlh, rl);
+                        nftnl_rule_free(rl);
+                }
+                if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
+                        return -errno;
+                nbd_netlink_sent_nf(1);
+                do {
+                        n = mnl_socket_recvfrom(fw->nl, buf, sizeof(buf));
+                        if (n < 0) {
+                                r = -errno;
+                                break;
+                        }
+                        r = mnl_cb_run(buf, (size_t)n, seq, portid, cb, data);
+                        if (r < 0)
+                                r = -errno;
+                } while (r > 0);
+                if (r == -ENOENT)
+                        r = 0; /* no table: no owners */
+        }
+        return r < 0 ? r : 0;
+}
+
+int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owner_state **ret)
+{
+        struct chain_dump d = {0};
+        int r = dump(fw, NFT_MSG_GETCHAIN, on_chain, &d);
+
+        if (r == 0)
+                r = d.err;
+        if (r < 0) {
+                nbd_fw_owners_free(d.owners);
+                return r;
+        }
+        *ret = d.owners;
+        return 0;
+}
+
+/* A failed read of the table, or of its rules: out of memory says so as
+ * every out of memory does, other errors name the errno. */
+int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules)
+{
+        const char *what = rules ? "the rules of table" : "table";
+
+        if (r == -ENOMEM)
+                return nbd_err_set(e, r, "out of memory reading %s %s", what, NBD_FW_TABLE);
+        return nbd_err_set(e, r, "cannot read %s %s: %s", what, NBD_FW_TABLE, strerror(-r));
+}
+
+int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
+{
+        struct nbd_fw_owner_state *owners = NULL;
+        int r = nbd_fw_read_owners(fw, &owners);
+
+        if (r < 0)
+                return nbd_fw_read_failed(e, r, false);
+        /* Count what is really there, not what the comment says. */
+        r = nbd_fw_count_rules(fw, owners);
+        if (r < 0)
+                nbd_fw_read_failed(e, r, true);
+        for (struct nbd_fw_owner_state *o = owners; o && r == 0; o = o->next) {
+                struct nbd_fw_owner_info info = {.rules = o->kernel_rules};
+                if (!o->has_base)
+                        continue;
+                snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
+                snprintf(info.ifname, sizeof(info.ifname), "%s", o->ifname);
+                snprintf(info.hash, sizeof(info.hash), "%s", o->hash);
+                info.uid = o->uid;
+                r = fn(&info, data);
+                if (r == -ENOMEM)
+                        nbd_err_oom(e, "listing the owners");
+                else if (r < 0)
+                        nbd_err_set(e, r, "listing owner %s: %s", o->owner, strerror(-r));
+        }
+        nbd_fw_owners_free(owners);
+        return r;
+}

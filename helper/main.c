@@ -76,6 +76,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 
+#include "backend.h"
 #include "bandwidth.h"
 #include "config.h"
 #include "firewall.h"
@@ -84,7 +85,6 @@
 #include "log.h"
 #include "loop.h"
 #include "server.h"
-#include "spawn.h"
 
 NBD_LOG_CATEGORY(main);
 
@@ -335,9 +335,9 @@ static void on_signal(struct nbd_watch *w, uint32_t events)
 
 /* Wait for children that were killed on shutdown, so none is left a zombie
  * for our parent to inherit. */
-static void reap_children(struct nbd_loop *loop)
+static void reap_children(const struct nbd_backend *be, struct nbd_loop *loop)
 {
-        for (int i = 0; i < 500 && nbd_children_running() > 0; i++)
+        for (int i = 0; i < 500 && be->spawn.running() > 0; i++)
                 nbd_loop_iterate(loop);
 }
 
@@ -357,6 +357,7 @@ static void flush_ifbs(void *bw)
 static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
                  int listen_fd, const sigset_t *handled, const char *devdir)
 {
+        const struct nbd_backend *be = &nbd_kernel_backend;
         struct nbd_loop *loop = NULL;
         struct nbd_server *srv = NULL;
         struct nbd_links *links = NULL;
@@ -375,7 +376,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 nbd_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
                 links = NULL;
         }
-        r = nbd_fw_open(loop, &fw);
+        r = be->fw.open(loop, &fw);
         if (r < 0) {
                 nbd_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
                 fw = NULL;
@@ -385,11 +386,11 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 nbd_warn("bandwidth ops are disabled: %s", strerror(-r));
                 bw = NULL;
         }
-        if (links && fw && nbd_fw_gone_new(fw, &fw_gone) < 0) {
+        if (links && fw && nbd_fw_gone_new(be, fw, &fw_gone) < 0) {
                 /* Without it, rules could outlive their interface and bind
                  * the next device of its name: no firewall then. */
                 nbd_err("out of memory: firewall ops are disabled");
-                nbd_fw_close(fw);
+                be->fw.close(fw);
                 fw = NULL;
         }
         if (links && (bw || fw_gone)) {
@@ -410,7 +411,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                         free(all);
                 }
         }
-        r = nbd_server_new(cfg, loop, links, fw, fw_gone, bw, &srv);
+        r = nbd_server_new(cfg, loop, be, links, fw, fw_gone, bw, &srv);
         if (r < 0)
                 goto out;
         if ((links && (r = nbd_server_on_job_end(srv, flush_gone_links, links)) < 0) ||
@@ -444,11 +445,11 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         r = sig.quit || nbd_server_done(srv) ? 0 : r;
 out:
         nbd_server_free(srv);
-        reap_children(loop);
+        reap_children(be, loop);
         nbd_bw_close(bw); /* before links: it borrows their socket */
         nbd_links_close(links);
         nbd_fw_gone_free(fw_gone);
-        nbd_fw_close(fw);
+        be->fw.close(fw);
         if (sfd >= 0)
                 close(sfd);
         nbd_loop_free(loop);

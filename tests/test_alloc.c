@@ -29,6 +29,7 @@
 #endif
 
 #include "alloc_hook.h"
+#include "backend_check.h"
 #include "bandwidth.h"
 #include "codec.h"
 #include "config.h"
@@ -164,9 +165,11 @@ static void rig_up(struct rig *r)
 
         ck_assert_int_eq(nbd_loop_new(&r->loop), 0);
         ck_assert_int_eq(nbd_links_open(r->loop, NULL, &r->links), 0);
-        ck_assert_int_eq(nbd_fw_open(r->loop, &fw), 0);
+        ck_assert_int_eq(nbd_fake_backend.fw.open(r->loop, &fw), 0);
         ck_assert_int_eq(nbd_bw_open(NULL, &bw), 0);
-        ck_assert_int_eq(nbd_server_new(&cfg, r->loop, r->links, fw, NULL, bw, &r->srv), 0);
+        ck_assert_int_eq(
+                nbd_server_new(&cfg, r->loop, &nbd_fake_backend, r->links, fw, NULL, bw, &r->srv),
+                0);
         ck_assert_int_eq(nbd_server_on_job_end(r->srv, flush_gone, r->links), 0);
         ck_assert_int_eq(nbd_server_on_job_end(r->srv, flush_ifbs, bw), 0);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
@@ -492,6 +495,16 @@ START_TEST(test_an_op_refused_with_eperm_is_answered)
 }
 END_TEST
 
+/* The fake kernel fakes every entry of the contract: an entry it left NULL
+ * would crash the first request that reaches it. */
+START_TEST(test_the_fake_backend_sets_every_entry)
+{
+        ck_assert_msg(nbt_backend_unset(&nbd_fake_backend) == SIZE_MAX,
+                      "nbd_fake_backend: the entry at byte %zu is NULL",
+                      nbt_backend_unset(&nbd_fake_backend));
+}
+END_TEST
+
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
 static const char *const env_names[] = {"FOO", "LC_ALL"};
 
@@ -521,6 +534,7 @@ int main(void)
         tcase_add_loop_test(tc, test_every_allocation_failure_ends_in_an_error_or_a_close, 0,
                             sizeof(requests) / sizeof(*requests));
         tcase_add_test(tc, test_an_op_refused_with_eperm_is_answered);
+        tcase_add_test(tc, test_the_fake_backend_sets_every_entry);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

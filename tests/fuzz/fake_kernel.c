@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "bandwidth.h"
 #include "firewall.h"
 #include "fw_compile.h"
@@ -632,19 +633,19 @@ struct nbd_fw_txn {
         struct txn_op *ops, **tail;
 };
 
-int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
+static int fake_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
 {
         (void)loop;
         *ret = &the_fw;
         return 0;
 }
 
-void nbd_fw_close(struct nbd_fw *fw)
+static void fake_fw_close(struct nbd_fw *fw)
 {
         (void)fw;
 }
 
-int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
+static int fake_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
 {
         struct nbd_fw_txn *t = calloc(1, sizeof(*t));
 
@@ -656,7 +657,7 @@ int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err 
         return 0;
 }
 
-void nbd_fw_txn_free(struct nbd_fw_txn *t)
+static void fake_fw_txn_free(struct nbd_fw_txn *t)
 {
         if (!t)
                 return;
@@ -696,8 +697,8 @@ static int queue(struct nbd_fw_txn *t, bool remove, const char *owner, const cha
         return 0;
 }
 
-int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
-                     struct nbd_fw_applied *ret, struct nbd_err *e)
+static int fake_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                             struct nbd_fw_applied *ret, struct nbd_err *e)
 {
         struct nbd_fw_applied a = {0};
         struct fake_owner *o;
@@ -724,8 +725,8 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         return r;
 }
 
-int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
-                      struct nbd_err *e)
+static int fake_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
+                              struct nbd_err *e)
 {
         struct fake_owner *o = find_owner(owner);
 
@@ -748,7 +749,7 @@ static void unlink_owner(const char *owner)
                 }
 }
 
-int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
+static int fake_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
 {
         /* All or nothing, as one nfnetlink batch. */
         for (struct txn_op *op = t->ops; op; op = op->next)
@@ -773,7 +774,7 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
         return 0;
 }
 
-int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
+static int fake_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
         (void)fw;
         for (const struct fake_owner *o = world.owners; o; o = o->next) {
@@ -810,18 +811,18 @@ static struct nbd_child *running_list;
 static void (*reaped_fn)(void *data);
 static void *reaped_data;
 
-void nbd_children_on_reaped(void (*fn)(void *data), void *data)
+static void fake_children_on_reaped(void (*fn)(void *data), void *data)
 {
         reaped_fn = fn;
         reaped_data = data;
 }
 
-unsigned nbd_children_running(void)
+static unsigned fake_children_running(void)
 {
         return running;
 }
 
-unsigned nbd_children_running_of(uid_t uid)
+static unsigned fake_children_running_of(uid_t uid)
 {
         unsigned n = 0;
 
@@ -835,7 +836,7 @@ unsigned nb_fake_children(void)
         return running;
 }
 
-struct nbd_child_result *nbd_child_result(struct nbd_child *c)
+static struct nbd_child_result *fake_child_result(struct nbd_child *c)
 {
         return &c->res;
 }
@@ -856,7 +857,7 @@ static void stop(struct nbd_child *c)
                 reaped_fn(reaped_data);
 }
 
-void nbd_child_free(struct nbd_child *c)
+static void fake_child_free(struct nbd_child *c)
 {
         if (!c)
                 return;
@@ -866,9 +867,9 @@ void nbd_child_free(struct nbd_child *c)
         free(c);
 }
 
-void nbd_child_abandon(struct nbd_child *c)
+static void fake_child_abandon(struct nbd_child *c)
 {
-        nbd_child_free(c);
+        fake_child_free(c);
 }
 
 static void on_exit_timer(void *data)
@@ -895,8 +896,8 @@ static int capture(struct nbd_buf *b, const void *src, size_t len, size_t cap, b
         return 0;
 }
 
-int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child_done_fn done,
-                    void *data, struct nbd_child **ret)
+static int fake_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s,
+                            nbd_child_done_fn done, void *data, struct nbd_child **ret)
 {
         const char *base = strrchr(s->path, '/') ? strrchr(s->path, '/') + 1 : s->path;
         struct nbd_child_result *res;
@@ -921,7 +922,7 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
                 res->signal = 9;
         }
         if (r < 0) {
-                nbd_child_free(c);
+                fake_child_free(c);
                 return r;
         }
         c->loop = l;
@@ -936,3 +937,29 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
         *ret = c;
         return 0;
 }
+
+/* ---- the table the dispatcher is given ---- */
+
+const struct nbd_backend nbd_fake_backend = {
+        .fw =
+                {
+                        .open = fake_fw_open,
+                        .close = fake_fw_close,
+                        .txn_begin = fake_fw_txn_begin,
+                        .txn_apply = fake_fw_txn_apply,
+                        .txn_remove = fake_fw_txn_remove,
+                        .txn_commit = fake_fw_txn_commit,
+                        .txn_free = fake_fw_txn_free,
+                        .list = fake_fw_list,
+                },
+        .spawn =
+                {
+                        .spawn = fake_child_spawn,
+                        .result = fake_child_result,
+                        .free = fake_child_free,
+                        .abandon = fake_child_abandon,
+                        .running = fake_children_running,
+                        .running_of = fake_children_running_of,
+                        .on_reaped = fake_children_on_reaped,
+                },
+};

@@ -9,7 +9,7 @@
 # counting Check's individual checks from its TAP logs and every other test
 # from ctest's JUnit report (tests/py/ctest_count.py).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 bash scripts/deps.sh || exit 1
 

@@ -576,6 +576,20 @@ static int link_delete(struct ctl *c, int argc, char **argv)
         return submit_one(c, b, "deleted");
 }
 
+/* A read op that failed: with --json, its status and message on stdout
+ * (as report_link gives them), else the reason on stderr. */
+static int report_read_failure(const struct ctl *c, const nb_results *res)
+{
+        int st = nb_result_status(res, 0);
+
+        if (st == 0 || !c->json)
+                return report_failure(res, 0);
+        printf("{\"status\":%d,\"message\":", -st);
+        json_str(nb_result_message(res, 0), strlen(nb_result_message(res, 0)));
+        printf("}\n");
+        return EXIT_OP_FAILED;
+}
+
 static void print_link_json(const nb_link_info *l, bool first)
 {
         /* Interface names may hold '"' or '\\': escape them. */
@@ -624,7 +638,7 @@ static int link_list(struct ctl *c, int argc, char **argv)
         }
         rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
         if (rc == 0)
-                rc = report_failure(res, 0);
+                rc = report_read_failure(c, res);
         if (rc == 0) {
                 size_t n = nb_result_link_count(res, 0);
                 nb_link_info l;
@@ -1013,7 +1027,7 @@ static int bw_show(struct ctl *c, int argc, char **argv)
         }
         rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
         if (rc == 0)
-                rc = report_failure(res, 0);
+                rc = report_read_failure(c, res);
         if (rc == 0 && (nb_result_bandwidth_show(res, 0, &has_in, &in, &has_out, &out) < 0 ||
                         nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech) < 0)) {
                 fprintf(stderr, "netbrokerctl: the helper sent no bandwidth result\n");

@@ -443,6 +443,36 @@ NB_EXPORT int nb_batch_bandwidth_clear(nb_batch *b, const char *ifname)
         return nb_batch_add_sub(b, NETBROKER__OP__OP_BANDWIDTH_CLEAR, c, oom);
 }
 
+NB_EXPORT int nb_batch_bandwidth_show(nb_batch *b, const char *ifname)
+{
+        Netbroker__BandwidthShow *s;
+        bool oom = false;
+
+        if (!b || !name_ok(ifname) || strchr(ifname, '%'))
+                return -EINVAL;
+        s = malloc(sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        netbroker__bandwidth_show__init(s);
+        s->ifname = nb_dup_or_empty(ifname, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_BANDWIDTH_SHOW, s, oom);
+}
+
+NB_EXPORT int nb_batch_link_list(nb_batch *b, const char *name)
+{
+        Netbroker__LinkList *l;
+        bool oom = false;
+
+        if (!b || (name && name[0] && (!name_ok(name) || strchr(name, '%'))))
+                return -EINVAL;
+        l = malloc(sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        netbroker__link_list__init(l);
+        l->name = nb_dup_or_empty(name, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_LINK_LIST, l, oom);
+}
+
 NB_EXPORT int nb_batch_names_dump(nb_batch *b)
 {
         Netbroker__NamesDump *n;

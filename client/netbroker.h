@@ -294,6 +294,18 @@ int nb_batch_bandwidth_set(nb_batch *batch, const char *ifname, const nb_rate *i
                            const nb_rate *out);
 /* Remove every limit netbroker put on ifname; none there is a success. */
 int nb_batch_bandwidth_clear(nb_batch *batch, const char *ifname);
+/* The limits in force on ifname, as the helper reads them back from the
+ * kernel (nb_result_bandwidth_show). A caller that is not root may read only
+ * interfaces it owns (-EPERM). */
+int nb_batch_bandwidth_show(nb_batch *batch, const char *ifname);
+
+/* ---- reading interfaces back ---- */
+
+/* The interfaces of the helper's namespace (name NULL), or only `name`
+ * (-ENODEV in the result when there is none), read from the kernel by the
+ * helper (nb_result_link_count, nb_result_link_at). A caller that is not
+ * root sees only the interfaces marked as made for it. */
+int nb_batch_link_list(nb_batch *batch, const char *name);
 
 /* ---- submitting ---- */
 
@@ -356,6 +368,51 @@ int nb_result_stat_setting_at(const nb_results *res, size_t i, size_t k, const c
  * "" for no limit). Returns 0, -ENODATA (op i has no such result: refused
  * or not run) or -ERANGE. */
 int nb_result_bandwidth(const nb_results *res, size_t i, const char **ret_in, const char **ret_out);
+
+/* BandwidthShow: the limits each way, in nb_batch_bandwidth_set's units
+ * (peak 0: the average; burst as the kernel keeps it, in kB; floor is not
+ * kept by the kernel and reads 0), and whether there is one each way
+ * (false: "none", the rate is zeroed). ret_* may be NULL. Returns 0,
+ * -ENODATA (op i has no such result) or -ERANGE. */
+int nb_result_bandwidth_show(const nb_results *res, size_t i, bool *ret_has_in, nb_rate *ret_in,
+                             bool *ret_has_out, nb_rate *ret_out);
+/* BandwidthShow: the mechanism in place each way ("htb+fq_codel",
+ * "ifb+htb", ...; "" for none). Returns 0, -ENODATA or -ERANGE. */
+int nb_result_bandwidth_show_mechanisms(const nb_results *res, size_t i, const char **ret_in,
+                                        const char **ret_out);
+
+typedef enum nb_link_kind {
+        NB_LINK_KIND_OTHER = 0,
+        NB_LINK_KIND_TAP = 1,
+        NB_LINK_KIND_MACVTAP = 2,
+        NB_LINK_KIND_MACVLAN = 3,
+        NB_LINK_KIND_VETH = 4,
+        NB_LINK_KIND_BRIDGE = 5,
+        NB_LINK_KIND_IFB = 6,
+} nb_link_kind;
+
+/* One interface of a LinkList result; strings valid until
+ * nb_results_free(). */
+typedef struct nb_link_info {
+        const char *name;
+        int ifindex;
+        nb_link_kind kind;
+        const char *kind_name; /* the kernel's kind ("tun", "veth", ...; "" none) */
+        const char *mac; /* "aa:bb:cc:dd:ee:ff", "" without one */
+        unsigned mtu;
+        bool up;
+        const char *master; /* its bridge, "" for none */
+        bool has_owner; /* marked "netbroker:uid=N" by the helper */
+        unsigned owner_uid; /* N, with has_owner */
+        bool made_by_helper; /* the helper made it (an owner mark, or its IFB) */
+} nb_link_info;
+
+/* LinkList: how many interfaces (ascending ifindex), and the k-th. Returns
+ * 0, -ENODATA or -ERANGE. */
+size_t nb_result_link_count(const nb_results *res, size_t i);
+int nb_result_link_at(const nb_results *res, size_t i, size_t k, nb_link_info *ret);
+/* The name of a kind ("tap", "macvtap", ..., "other"). */
+const char *nb_link_kind_name(nb_link_kind kind);
 
 /* The interface op i created or changed ("" if none), its ifindex (0 if
  * none), and a veth's peer. */

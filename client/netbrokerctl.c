@@ -14,12 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <net/if.h>
-#include <netlink/cache.h>
-#include <netlink/route/class.h>
-#include <netlink/route/link.h>
-#include <netlink/route/qdisc/htb.h>
-
 #include "fwfile.h"
 #include "netbroker.h"
 
@@ -52,7 +46,7 @@ static void usage(FILE *f)
                 "        NAME may be a template such as vnet%%d\n"
                 "  link set NAME [--up | --down] [--mtu N] [--mac MAC] [--master BR | --nomaster]\n"
                 "  link delete NAME\n"
-                "  link list                              interfaces here (name, index, kind)\n"
+                "  link list [NAME]                       interfaces, as the helper reads them\n"
                 "  names                                  the helper's name allocator\n"
                 "  fw apply [--ensure] FILE               install the owners and rules of FILE\n"
                 "                                         (- for stdin) in one transaction\n"
@@ -582,47 +576,89 @@ static int link_delete(struct ctl *c, int argc, char **argv)
         return submit_one(c, b, "deleted");
 }
 
-/* Reading links needs no privilege: netbrokerctl dumps them itself. */
+/* A read op that failed: with --json, its status and message on stdout
+ * (as report_link gives them), else the reason on stderr. */
+static int report_read_failure(const struct ctl *c, const nb_results *res)
+{
+        int st = nb_result_status(res, 0);
+
+        if (st == 0 || !c->json)
+                return report_failure(res, 0);
+        printf("{\"status\":%d,\"message\":", -st);
+        json_str(nb_result_message(res, 0), strlen(nb_result_message(res, 0)));
+        printf("}\n");
+        return EXIT_OP_FAILED;
+}
+
+static void print_link_json(const nb_link_info *l, bool first)
+{
+        /* Interface names may hold '"' or '\\': escape them. */
+        printf("%s{\"ifname\":", first ? "" : ",");
+        json_str(l->name, strlen(l->name));
+        printf(",\"ifindex\":%d,\"kind\":\"%s\",\"kind_name\":", l->ifindex,
+               nb_link_kind_name(l->kind));
+        json_str(l->kind_name, strlen(l->kind_name));
+        printf(",\"mac\":\"%s\",\"mtu\":%u,\"up\":%s,\"master\":", l->mac, l->mtu,
+               l->up ? "true" : "false");
+        json_str(l->master, strlen(l->master));
+        if (l->has_owner)
+                printf(",\"owner_uid\":%u", l->owner_uid);
+        else
+                printf(",\"owner_uid\":null");
+        printf(",\"made_by_helper\":%s}", l->made_by_helper ? "true" : "false");
+}
+
+static void print_link_text(const nb_link_info *l)
+{
+        char owner[16] = "-";
+
+        if (l->has_owner)
+                snprintf(owner, sizeof(owner), "%u", l->owner_uid);
+        printf("%-16s %6d  %-8s %-4s %5u  %-17s %-16s %-6s %s\n", l->name, l->ifindex,
+               nb_link_kind_name(l->kind), l->up ? "up" : "down", l->mtu, l->mac[0] ? l->mac : "-",
+               l->master[0] ? l->master : "-", owner, l->made_by_helper ? "helper" : "-");
+}
+
+/* The helper reads the links (a non-root caller sees its own only). */
 static int link_list(struct ctl *c, int argc, char **argv)
 {
-        struct nl_sock *sk;
-        struct nl_cache *cache = NULL;
-        int n = 0;
+        nb_batch *b;
+        nb_results *res = NULL;
+        int rc;
 
-        (void)argv;
-        if (argc != 1) {
+        if (argc > 2) {
                 usage(stderr);
                 return EXIT_USAGE;
         }
-        sk = nl_socket_alloc();
-        if (!sk || nl_connect(sk, NETLINK_ROUTE) < 0 ||
-            rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache) < 0) {
-                fprintf(stderr, "netbrokerctl: cannot list links\n");
-                nl_socket_free(sk);
-                return EXIT_OP_FAILED;
+        b = nb_batch_new();
+        if (!b || nb_batch_link_list(b, argc == 2 ? argv[1] : NULL) < 0) {
+                fprintf(stderr, "netbrokerctl: bad interface name\n");
+                nb_batch_free(b);
+                return EXIT_USAGE;
         }
-        if (c->json)
-                putchar('[');
-        for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-                struct rtnl_link *l = (struct rtnl_link *)o;
-                const char *kind = rtnl_link_get_type(l);
-                if (c->json) {
-                        /* Interface names may hold '"' or '\\': escape them. */
-                        printf("%s{\"ifname\":", n++ ? "," : "");
-                        json_str(rtnl_link_get_name(l), strlen(rtnl_link_get_name(l)));
-                        printf(",\"ifindex\":%d,\"kind\":\"%s\",\"up\":%s}",
-                               rtnl_link_get_ifindex(l), kind ? kind : "",
-                               rtnl_link_get_flags(l) & IFF_UP ? "true" : "false");
-                } else
-                        printf("%-16s %6d  %-8s %s\n", rtnl_link_get_name(l),
-                               rtnl_link_get_ifindex(l), kind ? kind : "-",
-                               rtnl_link_get_flags(l) & IFF_UP ? "up" : "down");
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0)
+                rc = report_read_failure(c, res);
+        if (rc == 0) {
+                size_t n = nb_result_link_count(res, 0);
+                nb_link_info l;
+                if (c->json)
+                        putchar('[');
+                else
+                        printf("%-16s %6s  %-8s %-4s %5s  %-17s %-16s %-6s %s\n", "NAME", "INDEX",
+                               "KIND", "STATE", "MTU", "MAC", "MASTER", "OWNER", "MADE");
+                for (size_t k = 0; k < n && nb_result_link_at(res, 0, k, &l) == 0; k++) {
+                        if (c->json)
+                                print_link_json(&l, k == 0);
+                        else
+                                print_link_text(&l);
+                }
+                if (c->json)
+                        puts("]");
         }
-        if (c->json)
-                puts("]");
-        nl_cache_free(cache);
-        nl_socket_free(sk);
-        return 0;
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
 }
 
 static int cmd_link(struct ctl *c, int argc, char **argv)
@@ -952,78 +988,69 @@ static int bw_clear(struct ctl *c, int argc, char **argv)
         return rc;
 }
 
-/* Class 1:1 of the htb netbroker puts on dev (its limits), printed. */
-static void bw_print_class(const struct ctl *c, struct nl_sock *sk, int ifindex, const char *what,
-                           const char *mech)
+static void bw_print_rate(const struct ctl *c, const char *what, bool has, const nb_rate *r,
+                          const char *mech)
 {
-        struct nl_cache *cache = NULL;
-        struct rtnl_class *cl = NULL;
-        uint64_t rate = 0, ceil = 0;
-
-        if (ifindex > 0 && rtnl_class_alloc_cache(sk, ifindex, &cache) == 0)
-                cl = rtnl_class_get(cache, ifindex, TC_HANDLE(1, 1));
-        if (cl &&
-            (!rtnl_tc_get_kind(TC_CAST(cl)) || strcmp(rtnl_tc_get_kind(TC_CAST(cl)), "htb") != 0 ||
-             rtnl_htb_get_rate64(cl, &rate) < 0 || rtnl_htb_get_ceil64(cl, &ceil) < 0)) {
-                rtnl_class_put(cl);
-                cl = NULL;
-        }
-        if (c->json && !cl)
+        if (c->json && !has)
                 printf("\"%s\":null", what);
         else if (c->json)
-                printf("\"%s\":{\"mechanism\":\"%s\",\"average\":%llu,\"peak\":%llu,"
-                       "\"burst\":%u}",
-                       what, mech, (unsigned long long)(rate / 1024),
-                       (unsigned long long)(ceil / 1024), (rtnl_htb_get_rbuffer(cl) + 1023) / 1024);
-        else if (!cl)
-                printf("  %-9s unlimited\n", what);
+                printf("\"%s\":{\"mechanism\":\"%s\",\"average\":%u,\"peak\":%u,\"burst\":%u,"
+                       "\"floor\":%u}",
+                       what, mech, r->average, r->peak ? r->peak : r->average, r->burst, r->floor);
+        else if (!has)
+                printf("  %-9s none\n", what);
         else
-                printf("  %-9s average %llu kB/s, peak %llu kB/s, burst %u kB (%s)\n", what,
-                       (unsigned long long)(rate / 1024), (unsigned long long)(ceil / 1024),
-                       (rtnl_htb_get_rbuffer(cl) + 1023) / 1024, mech);
-        rtnl_class_put(cl);
-        nl_cache_free(cache);
+                printf("  %-9s average %u kB/s, peak %u kB/s, burst %u kB (%s)\n", what, r->average,
+                       r->peak ? r->peak : r->average, r->burst, mech);
 }
 
-/* Reading tc objects needs no privilege: netbrokerctl reads them itself. */
+/* The helper reads the limits back (a non-root caller: of its own
+ * interfaces only). */
 static int bw_show(struct ctl *c, int argc, char **argv)
 {
-        struct rtnl_link *link = NULL, *ifb = NULL;
-        struct nl_sock *sk;
-        char ifb_name[IFNAMSIZ];
-        int ifindex;
+        nb_batch *b;
+        nb_results *res = NULL;
+        bool has_in = false, has_out = false;
+        nb_rate in, out;
+        const char *in_mech = "", *out_mech = "";
+        int rc;
 
         if (argc != 2) {
                 usage(stderr);
                 return EXIT_USAGE;
         }
-        sk = nl_socket_alloc();
-        if (!sk || nl_connect(sk, NETLINK_ROUTE) < 0 ||
-            rtnl_link_get_kernel(sk, 0, argv[1], &link) < 0) {
-                fprintf(stderr, "netbrokerctl: no interface %s\n", argv[1]);
-                nl_socket_free(sk);
-                return EXIT_OP_FAILED;
+        b = nb_batch_new();
+        if (!b || nb_batch_bandwidth_show(b, argv[1]) < 0) {
+                fprintf(stderr, "netbrokerctl: bad interface name %s\n", argv[1]);
+                nb_batch_free(b);
+                return EXIT_USAGE;
         }
-        ifindex = rtnl_link_get_ifindex(link);
-        snprintf(ifb_name, sizeof(ifb_name), "nbifb%u", (unsigned)ifindex);
-        rtnl_link_get_kernel(sk, 0, ifb_name, &ifb);
-        if (c->json) {
-                printf("{\"ifname\":");
-                json_str(argv[1], strlen(argv[1]));
-                putchar(',');
-        } else {
-                printf("%s:\n", argv[1]);
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
+        if (rc == 0)
+                rc = report_read_failure(c, res);
+        if (rc == 0 && (nb_result_bandwidth_show(res, 0, &has_in, &in, &has_out, &out) < 0 ||
+                        nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech) < 0)) {
+                fprintf(stderr, "netbrokerctl: the helper sent no bandwidth result\n");
+                rc = EXIT_OP_FAILED;
         }
-        bw_print_class(c, sk, ifindex, "inbound", "htb");
-        if (c->json)
-                putchar(',');
-        bw_print_class(c, sk, ifb ? rtnl_link_get_ifindex(ifb) : 0, "outbound", "ifb+htb");
-        if (c->json)
-                puts("}");
-        rtnl_link_put(ifb);
-        rtnl_link_put(link);
-        nl_socket_free(sk);
-        return 0;
+        if (rc == 0) {
+                if (c->json) {
+                        printf("{\"ifname\":");
+                        json_str(argv[1], strlen(argv[1]));
+                        putchar(',');
+                } else {
+                        printf("%s:\n", argv[1]);
+                }
+                bw_print_rate(c, "inbound", has_in, &in, in_mech);
+                if (c->json)
+                        putchar(',');
+                bw_print_rate(c, "outbound", has_out, &out, out_mech);
+                if (c->json)
+                        puts("}");
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
 }
 
 static int cmd_bw(struct ctl *c, int argc, char **argv)

@@ -316,3 +316,92 @@ NB_EXPORT int nb_result_fw_owner_at(const nb_results *r, size_t i, size_t k, con
                 *ret_rules = o->rules;
         return 0;
 }
+
+static void rate_out(const Netbroker__Rate *m, bool *ret_has, nb_rate *ret)
+{
+        if (ret_has)
+                *ret_has = m != NULL;
+        if (!ret)
+                return;
+        memset(ret, 0, sizeof(*ret));
+        if (m) {
+                ret->average = m->average;
+                ret->peak = m->peak;
+                ret->burst = m->burst;
+                ret->floor = m->floor;
+        }
+}
+
+NB_EXPORT int nb_result_bandwidth_show(const nb_results *r, size_t i, bool *ret_has_in,
+                                       nb_rate *ret_in, bool *ret_has_out, nb_rate *ret_out)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_BANDWIDTH_SHOW)
+                return -ENODATA;
+        rate_out(res->bandwidth_show->inbound, ret_has_in, ret_in);
+        rate_out(res->bandwidth_show->outbound, ret_has_out, ret_out);
+        return 0;
+}
+
+NB_EXPORT int nb_result_bandwidth_show_mechanisms(const nb_results *r, size_t i,
+                                                  const char **ret_in, const char **ret_out)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_BANDWIDTH_SHOW)
+                return -ENODATA;
+        if (ret_in)
+                *ret_in = res->bandwidth_show->inbound_mechanism;
+        if (ret_out)
+                *ret_out = res->bandwidth_show->outbound_mechanism;
+        return 0;
+}
+
+NB_EXPORT size_t nb_result_link_count(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res && res->out_case == NETBROKER__RESULT__OUT_LINK_LIST ? res->link_list->n_links
+                                                                        : 0;
+}
+
+NB_EXPORT int nb_result_link_at(const nb_results *r, size_t i, size_t k, nb_link_info *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__LinkInfo *l;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_LINK_LIST)
+                return -ENODATA;
+        if (k >= res->link_list->n_links)
+                return -ERANGE;
+        l = res->link_list->links[k];
+        ret->name = l->name;
+        ret->ifindex = l->ifindex;
+        /* A kind newer than this library: other. */
+        ret->kind =
+                (unsigned)l->kind <= NB_LINK_KIND_IFB ? (nb_link_kind)l->kind : NB_LINK_KIND_OTHER;
+        ret->kind_name = l->kind_name;
+        ret->mac = l->mac;
+        ret->mtu = l->mtu;
+        ret->up = l->up;
+        ret->master = l->master;
+        ret->has_owner = l->has_owner;
+        ret->owner_uid = l->owner_uid;
+        ret->made_by_helper = l->made_by_helper;
+        return 0;
+}
+
+NB_EXPORT const char *nb_link_kind_name(nb_link_kind kind)
+{
+        static const char *const names[] = {"other", "tap",    "macvtap", "macvlan",
+                                            "veth",  "bridge", "ifb"};
+
+        return (unsigned)kind < sizeof(names) / sizeof(*names) ? names[kind] : "other";
+}

@@ -98,3 +98,11 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
 /* The limits netbroker has in place on ifname, read back from the kernel
  * (burst rounded to kB; floor is not kept by the kernel and reads 0). */
 int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);
+
+/* Layout facts a reader of the kernel's state needs (bandwidth_show.c):
+ * the root HTB's handle 1:, its one class 1:1, the leaf qdisc's handle 2:
+ * under it, and the IFB's name for an interface of ifindex N. */
+#define NBD_BW_HTB_ROOT 0x00010000u
+#define NBD_BW_HTB_CLASS 0x00010001u
+#define NBD_BW_LEAF_HANDLE 0x00020000u
+#define NBD_BW_IFB_NAME_FMT NBD_BW_IFB_PREFIX "%u"

@@ -37,6 +37,8 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_FIREWALL_LIST] = &nbd_op_firewall_list,
         [NETBROKER__OP__OP_BANDWIDTH_SET] = &nbd_op_bandwidth_set,
         [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nbd_op_bandwidth_clear,
+        [NETBROKER__OP__OP_LINK_LIST] = &nbd_op_link_list,
+        [NETBROKER__OP__OP_BANDWIDTH_SHOW] = &nbd_op_bandwidth_show,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */

@@ -17,9 +17,9 @@
 /* Ops a section may grant, by the name of their handler (dispatch.c), in
  * the order of the bits of nbd_policy_section.ops. */
 static const char *const grantable[] = {
-        "tap_create",      "macvtap_create", "macvlan_create",  "veth_create",
-        "bridge_create",   "link_set",       "link_delete",     "firewall_apply",
-        "firewall_remove", "bandwidth_set",  "bandwidth_clear", "exec",
+        "tap_create",      "macvtap_create", "macvlan_create", "veth_create",     "bridge_create",
+        "link_set",        "link_delete",    "firewall_apply", "firewall_remove", "bandwidth_set",
+        "bandwidth_clear", "exec",           "link_list",      "bandwidth_show",
 };
 #define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
 #define OP_BIT(i) (1u << (i))
@@ -206,7 +206,8 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, char *w
                         whyf(why, len,
                              "ops: unknown operation '%s' (tap_create macvtap_create "
                              "macvlan_create veth_create bridge_create link_set link_delete "
-                             "firewall_apply firewall_remove bandwidth_set bandwidth_clear exec)",
+                             "firewall_apply firewall_remove bandwidth_set bandwidth_clear exec "
+                             "link_list bandwidth_show)",
                              w);
                         return -EINVAL;
                 }

@@ -27,6 +27,7 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_FW_TABLE_DELETED] = "fw_table_deleted",
         [NBD_STAT_FW_OWNERS_GONE] = "fw_owners_gone",
         [NBD_STAT_OPS_BANDWIDTH] = "ops_bandwidth",
+        [NBD_STAT_OPS_SHOW] = "ops_show",
 };
 
 const char *nbd_stat_name(enum nbd_stat s)

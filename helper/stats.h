@@ -29,6 +29,7 @@ enum nbd_stat {
         NBD_STAT_FW_TABLE_DELETED,
         NBD_STAT_FW_OWNERS_GONE, /* removed because their interface went away */
         NBD_STAT_OPS_BANDWIDTH,
+        NBD_STAT_OPS_SHOW, /* LinkList, BandwidthShow */
         NBD_STAT__MAX,
 };
 

@@ -12,6 +12,7 @@ packages=(
   systemd      # systemd-socket-activate, for the socket-activation test
   man-db groff-base
   clang-format python3
+  python3-pyflakes # lints the tests' Python (tests/py, ctest -L lint)
   clang libclang-rt-14-dev  # libFuzzer (clang_rt.fuzzer) for tests/fuzz
   qemu-system-x86  # the link tests start QEMU on a tap fd from TapCreate
   iperf3           # the bandwidth conformance test measures TCP between namespaces

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # netbrokerd under valgrind memcheck, for the tests: NB_TEST_HELPER=this
-# script runs every helper a test starts through it (scripts/test.sh).
+# script runs every helper a test starts through it (tests/CMakeLists.txt,
+# the *-helper-valgrind tests).
 #   NB_VALGRIND_HELPER  the real netbrokerd binary
 #   NB_VALGRIND_LOGDIR  one log per helper process: helper.PID.log
+# Two more uses, as the ctest fixture around those tests:
+#   valgrind-helper.sh --reset DIR   empties DIR (the logs of a former run)
+#   valgrind-helper.sh --check DIR   fails unless at least one helper ran and
+#                                    every log in DIR shows no leak, no error
 #
 # Two things valgrind 3.19 (Debian 12) needs:
 # * The helper lowers RLIMIT_NOFILE, soft and hard, to its fd_limit.
@@ -14,6 +19,29 @@
 #   under valgrind, so only tests that run no program can use this.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+
+case ${1:-} in
+--reset)
+  rm -rf "${2:?--reset DIR}"
+  mkdir -p "$2"
+  exit 0
+  ;;
+--check)
+  n=0 bad=0
+  for f in "${2:?--check DIR}"/helper.*.log; do
+    [ -e "$f" ] || continue
+    n=$((n + 1))
+    if ! grep -q 'ERROR SUMMARY: 0 errors' "$f"; then
+      cat "$f"
+      bad=$((bad + 1))
+    fi
+  done
+  echo "$n helper processes ran under valgrind; $bad had a leak or an error"
+  [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
+  exit
+  ;;
+esac
+
 helper=${NB_VALGRIND_HELPER:?NB_VALGRIND_HELPER: the netbrokerd binary}
 logdir=${NB_VALGRIND_LOGDIR:?NB_VALGRIND_LOGDIR: a directory for the logs}
 

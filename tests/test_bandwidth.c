@@ -121,31 +121,18 @@ static char *tc_state(void)
 }
 
 /* A value from `tc -s -j KIND show dev DEV`, found by a Python expression
- * on the list `d` (e.g. "[q['kind'] for q in d]"). */
+ * on the list `d` (e.g. "[q['kind'] for q in d]"): tests/py/tc_json.py. */
 static char *tc_json(const char *what, const char *dev, const char *expr)
 {
-        return tu_sh("tc -s -j %s show dev %s | python3 -c \"import json, sys; d = "
-                     "json.load(sys.stdin); print(%s)\"",
-                     what, dev, expr);
+        return tu_sh("python3 '" TU_PY("tc_json.py") "' %s %s \"%s\"", what, dev, expr);
 }
 
 /* tc of Debian 12 prints classes as text only: "HANDLE AVG PEAK BURST"
- * per HTB class, in kB/s and kB, from `tc class show dev DEV`. */
+ * per HTB class, in kB/s and kB, from `tc class show dev DEV`
+ * (tests/py/tc_classes.py). */
 static void assert_classes(const char *dev, const char *want)
 {
-        char *got = tu_sh(
-                "tc class show dev %s | python3 -c \"import re, sys\n"
-                "u = {'': 1, 'K': 1e3, 'M': 1e6, 'G': 1e9}\n"
-                "b = {'b': 1, 'Kb': 1024, 'Mb': 1048576}\n"
-                "for l in sys.stdin:\n"
-                "    m = re.match(r'class htb (\\S+) .*rate (\\d+)(\\w?)bit ceil (\\d+)(\\w?)bit "
-                "burst (\\d+)(\\w+)', l)\n"
-                "    if m:\n"
-                "        g = m.groups()\n"
-                "        print(g[0], round(int(g[1]) * u[g[2]] / 8192), round(int(g[3]) * u[g[4]] "
-                "/ "
-                "8192), round(int(g[5]) * b[g[6]] / 1024))\"",
-                dev);
+        char *got = tu_sh("python3 '" TU_PY("tc_classes.py") "' %s", dev);
 
         got[strcspn(got, "\n")] = '\0';
         ck_assert_msg(strcmp(got, want) == 0, "tc class show dev %s: '%s', wanted '%s'", dev, got,
@@ -504,10 +491,9 @@ static double iperf(bool from_guest)
                 tu_sh("nsenter --net=%s timeout 30 iperf3 -s -1 -B " GUEST_IP " >/dev/null 2>&1 &\n"
                       "for i in $(seq 100); do nsenter --net=%s ss -ltn | grep -q '" GUEST_IP
                       ":5201' && break; sleep 0.05; done\n"
-                      "iperf3 -c " GUEST_IP " -B " HOST_IP " -t 3 -O 2 %s -J | python3 -c "
-                      "\"import json, sys; print(json.load(sys.stdin)['end']['sum_received']"
-                      "['bits_per_second'])\"\n"
-                      "wait",
+                      "iperf3 -c " GUEST_IP " -B " HOST_IP
+                      " -t 3 -O 2 %s -J | python3 '" TU_PY("iperf_bps.py") "'\n"
+                                                                           "wait",
                       guest_ns, guest_ns, from_guest ? "-R" : "");
         double bps = atof(out);
 

@@ -180,30 +180,8 @@ static nb_batch *owners_batch(bool gen_b)
 /* Per owner in our table: its chains and rules from `nft -j`, and the
  * hashes in its base chains' comments from the text listing (nft 1.0's
  * JSON leaves chain comments out). One line "OWNER CHAINS RULES HASHES". */
-static const char owners_py[] = TU_NFT_PY
-        "if p.returncode:\n"
-        "    sys.exit(0)\n"
-        "own = {}\n"
-        "def get(chain):\n"
-        "    return own.setdefault(chain.split('/')[0], [0, 0, set()])\n"
-        "for o in json.loads(p.stdout)['nftables']:\n"
-        "    if 'chain' in o:\n"
-        "        get(o['chain']['name'])[0] += 1\n"
-        "    elif 'rule' in o:\n"
-        "        get(o['rule']['chain'])[1] += 1\n"
-        "cur = None\n"
-        "for line in run('nft', 'list', 'table', 'netdev', 'netbroker').stdout.splitlines():\n"
-        "    s = line.strip()\n"
-        "    m = re.match(r'chain (\\S+) \\{$', s)\n"
-        "    if m:\n"
-        "        cur = m.group(1)\n"
-        "    m = re.match(r'comment \"netbroker (\\S+) ', s)\n"
-        "    if m and cur:\n"
-        "        get(cur)[2].add(m.group(1))\n"
-        "for k in sorted(own):\n"
-        "    c, r, h = own[k]\n"
-        "    print(k, c, r, ','.join(sorted(h)) or '-')\n";
-
+/* Per owner in our table: its chains, rules and the hashes in its base
+ * chains' comments, read by tests/py/nft_owners.py. */
 struct owner_sig {
         unsigned chains, rules;
         char hash[40];
@@ -218,7 +196,9 @@ static int read_owners(struct owner_sig sig[OWNERS])
 
         memset(sig, 0, OWNERS * sizeof(*sig));
         ck_assert_int_eq(
-                tu_run((const char *const[]){"/usr/bin/python3", "-c", owners_py, NULL}, &out), 0);
+                tu_run((const char *const[]){"/usr/bin/python3", TU_PY("nft_owners.py"), NULL},
+                       &out),
+                0);
         for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 char owner[80], hashes[200];
                 unsigned chains, rules;

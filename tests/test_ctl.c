@@ -82,6 +82,60 @@ START_TEST(test_ctl_link_create_and_names_in_json)
 }
 END_TEST
 
+/* link list and bw show come from the helper (LinkList, BandwidthShow). */
+START_TEST(test_ctl_link_list_and_bw_show_read_through_the_helper)
+{
+        char *conf = tu_config(TU_ALLOW);
+        char *out = NULL, want[256];
+        const char *text[] = {NB_TEST_CTL, "--spawn", NB_TEST_HELPER, "--config", conf,
+                              "bw",        "show",    "ct0",          NULL};
+
+        tu_private_netns();
+        ck_assert_int_eq(ctl(conf, &out, "link", "create", "tap", "ct0", NULL), 0);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "link", "list", "ct0", NULL, NULL), 0);
+        snprintf(want, sizeof(want),
+                 "[{\"ifname\":\"ct0\",\"ifindex\":%s,\"kind\":\"tap\",\"kind_name\":\"tun\","
+                 "\"mac\":\"%s\",\"mtu\":1500,\"up\":false,\"master\":\"\",\"owner_uid\":0,"
+                 "\"made_by_helper\":true}]\n",
+                 tu_link_get("ct0", "ifindex"), tu_link_get("ct0", "address"));
+        ck_assert_str_eq(out, want);
+        free(out);
+        /* Every interface: lo, unmarked, too. */
+        ck_assert_int_eq(ctl(conf, &out, "link", "list", NULL, NULL, NULL), 0);
+        ck_assert_msg(strstr(out, "{\"ifname\":\"lo\",\"ifindex\":1,\"kind\":\"other\"") &&
+                              strstr(out, "\"owner_uid\":null,\"made_by_helper\":false") &&
+                              strstr(out, "\"ifname\":\"ct0\""),
+                      "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "link", "list", "ctnone", NULL, NULL), 1);
+        ck_assert_msg(strstr(out, "\"status\":19,"), "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "bw", "set", "ct0", "--in-average", "100"), 0);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "bw", "show", "ct0", NULL, NULL), 0);
+        ck_assert_msg(strstr(out, "\"inbound\":{\"mechanism\":\"htb") &&
+                              strstr(out, "\"average\":100,\"peak\":100,") &&
+                              strstr(out, "\"outbound\":null}"),
+                      "%s", out);
+        free(out);
+        ck_assert_int_eq(tu_run(text, &out), 0);
+        ck_assert_msg(strstr(out, "inbound   average 100 kB/s, peak 100 kB/s") &&
+                              strstr(out, "outbound  none"),
+                      "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "bw", "clear", "ct0", NULL, NULL), 0);
+        free(out);
+        ck_assert_int_eq(tu_run(text, &out), 0);
+        ck_assert_msg(strstr(out, "inbound   none") && strstr(out, "outbound  none"), "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "bw", "show", "ctnone", NULL, NULL), 1);
+        ck_assert_msg(strstr(out, "\"status\":19,"), "%s", out);
+        free(out);
+        free(conf);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
         Suite *s = suite_create("netbrokerctl");
@@ -90,6 +144,7 @@ Suite *ctl_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_ctl_exit_statuses_are_what_scripts_rely_on);
         tcase_add_test(tc, test_ctl_link_create_and_names_in_json);
+        tcase_add_test(tc, test_ctl_link_list_and_bw_show_read_through_the_helper);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -143,57 +143,14 @@ static char *ruleset_text(void)
  * policy, comment and device, then its rule count and its rules as nft
  * prints them. The rule count comes from the JSON, the rules from the
  * text; the two must agree. "(no table)" when there is none. */
-static const char summary_py[] = TU_NFT_PY
-        "if p.returncode:\n"
-        "    print('(no table)')\n"
-        "    sys.exit(0)\n"
-        "j = json.loads(p.stdout)['nftables']\n"
-        "text = run('nft', 'list', 'table', 'netdev', 'netbroker').stdout\n"
-        "info, body, cur = {}, {}, None\n"
-        "for line in text.splitlines():\n"
-        "    s = line.strip()\n"
-        "    m = re.match(r'chain (\\S+) \\{$', s)\n"
-        "    if m:\n"
-        "        cur = m.group(1)\n"
-        "        body[cur], info[cur] = [], ''\n"
-        "        continue\n"
-        "    if cur is None or s == '':\n"
-        "        continue\n"
-        "    if s == '}':\n"
-        "        cur = None\n"
-        "        continue\n"
-        "    m = re.match(r'comment \"(.*)\"$', s)\n"
-        "    if m:\n"
-        "        info[cur] += ' comment=\"%s\"' % m.group(1)\n"
-        "        continue\n"
-        "    m = re.search(r'hook \\S+ device \"([^\"]+)\"', s)\n"
-        "    if m:\n"
-        "        info[cur] += ' dev=%s' % m.group(1)\n"
-        "        continue\n"
-        "    body[cur].append(s)\n"
-        "count = {}\n"
-        "for o in j:\n"
-        "    if 'rule' in o:\n"
-        "        count[o['rule']['chain']] = count.get(o['rule']['chain'], 0) + 1\n"
-        "for o in j:\n"
-        "    if 'chain' not in o:\n"
-        "        continue\n"
-        "    c = o['chain']\n"
-        "    n = c['name']\n"
-        "    hook = ''\n"
-        "    if 'hook' in c:\n"
-        "        hook = ' hook=%s type=%s prio=%s policy=%s' % (c['hook'], c['type'],\n"
-        "                                                       c['prio'], c['policy'])\n"
-        "    if count.get(n, 0) != len(body.get(n, [])):\n"
-        "        sys.exit('json and text disagree on %s' % n)\n"
-        "    print('\\n%s%s%s rules=%d: %s' % (n, hook, info.get(n, ''), count.get(n, 0),\n"
-        "                                     '; '.join(body.get(n, []))), end='')\n"
-        "print()\n";
-
+/* One line per chain of our table, each starting with a newline: its
+ * name, hook, comment, device, rule count and rules; "(no table)" when
+ * there is none (tests/py/nft_summary.py). */
 static char *nft_summary(void)
 {
         char *out;
-        int r = tu_run((const char *const[]){"/usr/bin/python3", "-c", summary_py, NULL}, &out);
+        int r = tu_run((const char *const[]){"/usr/bin/python3", TU_PY("nft_summary.py"), NULL},
+                       &out);
 
         ck_assert_msg(r == 0, "reading table netdev netbroker failed (%d)", r);
         return out;

@@ -487,9 +487,7 @@ START_TEST(test_user_cannot_exceed_max_devices_with_requests_that_run_later)
                                      "exec = /bin/sleep\n");
         attack_start(&a, &h, creates_after_a_wait, NULL);
         attack_end(&a);
-        owned = tu_sh("ip -d -j link show | python3 -c 'import json,sys; "
-                      "print(sum(1 for l in json.load(sys.stdin) "
-                      "if l.get(\"ifalias\") == \"netbroker:uid=65534\"))'");
+        owned = tu_sh("python3 '" TU_PY("link_names.py") "' --alias netbroker:uid=65534");
         /* The first request to run makes its three; a later one that would
          * pass four is refused at its second tap and undone whole. */
         ck_assert_msg(atoi(owned) == 3, "uid 65534 owns %s interfaces (max_devices 4)", owned);

@@ -119,31 +119,15 @@ static int settled_fd_count(pid_t pid)
  * line, so an object deleted and made again shows as a change. The
  * helper's own table is made at its first apply and stays, empty, after
  * its last owner is removed: it is not counted, but anything in it is. */
-static const char snapshot_py[] =
-        "import json, subprocess\n"
-        "def run(*a):\n"
-        "    return subprocess.run(a, stdout=subprocess.PIPE, check=True, text=True).stdout\n"
-        "out = []\n"
-        "for l in json.loads(run('ip', '-j', 'link', 'show')):\n"
-        "    out.append('link %s' % l['ifname'])\n"
-        "for o in json.loads(run('nft', '-j', 'list', 'ruleset'))['nftables']:\n"
-        "    for k, v in o.items():\n"
-        "        if k == 'table' and (v['family'], v['name']) == ('netdev', 'netbroker'):\n"
-        "            continue\n"
-        "        if k != 'metainfo':\n"
-        "            out.append('nft %s %s %s %s %s' % (k, v.get('family'), v.get('table', ''),\n"
-        "                       v.get('name', v.get('chain', '')), v.get('handle', '')))\n"
-        "for q in json.loads(run('tc', '-j', 'qdisc', 'show') or '[]'):\n"
-        "    out.append('qdisc %s %s %s %s' % (q.get('dev'), q.get('kind'), q.get('handle'),\n"
-        "               q.get('parent', 'root')))\n"
-        "print('\\n'.join(sorted(out)))\n";
-
+/* Every device, nftables object and qdisc in this namespace, one per line,
+ * sorted, so two snapshots compare as strings (tests/py/ns_snapshot.py). */
 static char *namespace_snapshot(void)
 {
         char *out;
 
         ck_assert_int_eq(
-                tu_run((const char *const[]){"/usr/bin/python3", "-c", snapshot_py, NULL}, &out),
+                tu_run((const char *const[]){"/usr/bin/python3", TU_PY("ns_snapshot.py"), NULL},
+                       &out),
                 0);
         return out;
 }

@@ -288,26 +288,15 @@ static struct cmd veth_into(const char *name, const char *peer, int netns)
 
 /* Every link (ip -d -j link show, without the bridges' running timers) and
  * the whole nftables ruleset, in one text. */
-static const char world_py[] =
-        "import json, subprocess\n"
-        "def strip(v):\n"
-        "    if isinstance(v, dict):\n"
-        "        return {k: strip(x) for k, x in v.items() if 'timer' not in k}\n"
-        "    if isinstance(v, list):\n"
-        "        return [strip(x) for x in v]\n"
-        "    return v\n"
-        "def out(*a):\n"
-        "    return subprocess.run(a, stdout=subprocess.PIPE, check=True, text=True).stdout\n"
-        "print(json.dumps(strip(json.loads(out('ip', '-d', '-j', 'link', 'show'))), "
-        "sort_keys=True))\n"
-        "print(out('nft', '-j', 'list', 'ruleset'))\n";
-
+/* Every link and the whole nftables ruleset, in one text
+ * (tests/py/world.py). */
 static char *world(void)
 {
         char *out;
 
         ck_assert_int_eq(
-                tu_run((const char *const[]){"/usr/bin/python3", "-c", world_py, NULL}, &out), 0);
+                tu_run((const char *const[]){"/usr/bin/python3", TU_PY("world.py"), NULL}, &out),
+                0);
         return out;
 }
 

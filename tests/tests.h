@@ -13,3 +13,4 @@ Suite *limits_suite(void);
 Suite *hostile_suite(void);
 Suite *hostile_user_suite(void);
 Suite *policy_suite(void);
+Suite *show_suite(void);

@@ -481,31 +481,14 @@ char *tu_sh(const char *fmt, ...)
         return out;
 }
 
-/* Walks a dotted path through `ip -d -s -j link show dev DEV`; exit 3 when
- * there is no such device. */
-static const char link_get_py[] =
-        "import json, subprocess, sys\n"
-        "ns, dev, path = sys.argv[1:4]\n"
-        "cmd = ['ip', '-d', '-s', '-j', 'link', 'show', 'dev', dev]\n"
-        "if ns:\n"
-        "    cmd = ['nsenter', '--net=' + ns] + cmd\n"
-        "p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)\n"
-        "if p.returncode:\n"
-        "    sys.exit(3)\n"
-        "v = json.loads(p.stdout)[0]\n"
-        "for k in path.split('.') if path else []:\n"
-        "    if not isinstance(v, dict) or k not in v:\n"
-        "        print('" TU_ABSENT "', end='')\n"
-        "        sys.exit(0)\n"
-        "    v = v[k]\n"
-        "print(v if isinstance(v, str) else json.dumps(v), end='')\n";
-
+/* tests/py/link_get.py walks the path; it exits 3 when there is no such
+ * device. */
 const char *tu_link_get_ns(const char *netns, const char *dev, const char *path)
 {
         static char ring[16][1024];
         static unsigned next;
         char *out, *slot = ring[next++ % 16];
-        int r = tu_run((const char *const[]){"/usr/bin/python3", "-c", link_get_py,
+        int r = tu_run((const char *const[]){"/usr/bin/python3", TU_PY("link_get.py"),
                                              netns ? netns : "", dev, path, NULL},
                        &out);
 
@@ -527,9 +510,7 @@ bool tu_link_exists(const char *dev)
 
 char *tu_link_names(void)
 {
-        char *names =
-                tu_sh("ip -j link show | /usr/bin/python3 -c 'import json, sys; "
-                      "print(\"\".join(\"\\n\" + l[\"ifname\"] for l in json.load(sys.stdin)))'");
+        char *names = tu_sh("/usr/bin/python3 '" TU_PY("link_names.py") "'");
 
         return names;
 }

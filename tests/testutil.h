@@ -121,15 +121,10 @@ void tu_veths(const char *prefix, int n);
 int tu_main_in_netns(const char *prog, const char *why_root, int argc, char **argv,
                      Suite *(*const suites[])(void));
 
-/* The start of a python3 script (for python3 -c) that reads our nftables
- * table: run(*argv) gives stdout as text, p is `nft -j list table netdev
- * netbroker` (p.returncode is not 0 when there is no such table). */
-#define TU_NFT_PY                                                                                  \
-        "import json, re, subprocess, sys\n"                                                       \
-        "def run(*a):\n"                                                                           \
-        "    return subprocess.run(a, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,\n"        \
-        "                          text=True)\n"                                                   \
-        "p = run('nft', '-j', 'list', 'table', 'netdev', 'netbroker')\n"
+/* The path of a helper script in tests/py/ (each says what it does and
+ * its arguments: python3 tests/py/NAME --help). NB_TEST_PY_DIR is the
+ * source tree's tests/py, set by tests/CMakeLists.txt. */
+#define TU_PY(name) NB_TEST_PY_DIR "/" name
 
 /* The allow-list every test config starts from. */
 #define TU_ALLOW                                                                                   \

@@ -1,0 +1,159 @@
+/* Reading limits back; see bandwidth_show.h. */
+#include "bandwidth_show.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <netlink/route/class.h>
+#include <netlink/route/link.h>
+#include <netlink/route/qdisc.h>
+#include <netlink/route/qdisc/htb.h>
+#include <netlink/route/tc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "netlink.h"
+
+static bool kind_is(struct rtnl_tc *tc, const char *kind)
+{
+        const char *k = rtnl_tc_get_kind(tc);
+
+        return k && strcmp(k, kind) == 0;
+}
+
+/* One interface by name: -ENODEV when there is none. */
+static int get_link(struct nbd_netlink *nl, const char *name, struct rtnl_link **ret)
+{
+        int r;
+
+        nbd_netlink_begin(nl);
+        r = rtnl_link_get_kernel(nl->req, 0, name, ret);
+        nbd_netlink_sent(1);
+        r = nbd_netlink_errno(nl, r);
+        return r == -EINVAL ? -ENODEV : r;
+}
+
+/* The root qdisc is netbroker's htb 1: (then *ret_leaf is the kind of the
+ * leaf qdisc 2: under class 1:1, or "" for HTB's own fifo). */
+static int read_root(struct nbd_netlink *nl, int ifindex, bool *ret_ours, char *ret_leaf,
+                     size_t leaf_len, struct nbd_err *e)
+{
+        struct nl_cache *cache = NULL;
+        struct rtnl_qdisc *root = NULL, *leaf = NULL;
+        int r;
+
+        nbd_netlink_begin(nl);
+        r = nbd_netlink_errno(nl, rtnl_qdisc_alloc_cache(nl->req, &cache));
+        nbd_netlink_sent(1);
+        if (r < 0)
+                return nbd_err_set(e, r, "reading the qdiscs of ifindex %d: %s", ifindex,
+                                   strerror(-r));
+        root = rtnl_qdisc_get_by_parent(cache, ifindex, TC_H_ROOT);
+        *ret_ours = root && kind_is(TC_CAST(root), "htb") &&
+                    rtnl_tc_get_handle(TC_CAST(root)) == NBD_BW_HTB_ROOT;
+        leaf = rtnl_qdisc_get_by_parent(cache, ifindex, NBD_BW_HTB_CLASS);
+        snprintf(ret_leaf, leaf_len, "%s",
+                 leaf && rtnl_tc_get_kind(TC_CAST(leaf)) ? rtnl_tc_get_kind(TC_CAST(leaf)) : "");
+        rtnl_qdisc_put(leaf);
+        rtnl_qdisc_put(root);
+        nl_cache_free(cache);
+        return 0;
+}
+
+/* Class 1:1's rates, in kB/s and kB. *ret_found false: there is none. */
+static int read_class(struct nbd_netlink *nl, int ifindex, struct nbd_bw_rate *ret, bool *ret_found,
+                      struct nbd_err *e)
+{
+        struct nl_cache *cache = NULL;
+        struct rtnl_class *c = NULL;
+        uint64_t rate = 0, ceil = 0;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        *ret_found = false;
+        nbd_netlink_begin(nl);
+        r = nbd_netlink_errno(nl, rtnl_class_alloc_cache(nl->req, ifindex, &cache));
+        nbd_netlink_sent(1);
+        if (r < 0)
+                return nbd_err_set(e, r, "reading the classes of ifindex %d: %s", ifindex,
+                                   strerror(-r));
+        c = rtnl_class_get(cache, ifindex, NBD_BW_HTB_CLASS);
+        if (c && kind_is(TC_CAST(c), "htb") && rtnl_htb_get_rate64(c, &rate) == 0 &&
+            rtnl_htb_get_ceil64(c, &ceil) == 0 && rate >= 1024) {
+                ret->average = (uint32_t)(rate / 1024);
+                ret->peak = ceil != rate ? (uint32_t)(ceil / 1024) : 0;
+                ret->burst = (rtnl_htb_get_rbuffer(c) + 1023) / 1024;
+                *ret_found = true;
+        }
+        rtnl_class_put(c);
+        nl_cache_free(cache);
+        return 0;
+}
+
+/* netbroker's HTB tree on ifindex, if it has one there. */
+static int read_tree(struct nbd_netlink *nl, int ifindex, bool *ret_has, struct nbd_bw_rate *ret,
+                     char *ret_leaf, size_t leaf_len, struct nbd_err *e)
+{
+        bool ours = false;
+        int r = read_root(nl, ifindex, &ours, ret_leaf, leaf_len, e);
+
+        *ret_has = false;
+        if (r == 0 && ours)
+                r = read_class(nl, ifindex, ret, ret_has, e);
+        return r;
+}
+
+/* The live IFB netbroker made for ifindex: marked, not waiting to be
+ * deleted. 0 with *ret_ifb 0 when there is none. */
+static int find_ifb(struct nbd_netlink *nl, int ifindex, int *ret_ifb, struct nbd_err *e)
+{
+        struct rtnl_link *link = NULL;
+        char name[IFNAMSIZ];
+        const char *alias;
+        int r;
+
+        snprintf(name, sizeof(name), NBD_BW_IFB_NAME_FMT, (unsigned)ifindex);
+        *ret_ifb = 0;
+        r = get_link(nl, name, &link);
+        if (r == -ENODEV)
+                return 0;
+        if (r < 0)
+                return nbd_err_set(e, r, "reading %s: %s", name, strerror(-r));
+        alias = rtnl_link_get_ifalias(link);
+        if (((alias && strcmp(alias, NBD_BW_IFB_MARK) == 0) ||
+             rtnl_link_get_group(link) == NBD_BW_MADE_GROUP) &&
+            rtnl_link_get_group(link) != NBD_BW_DOOMED_GROUP)
+                *ret_ifb = rtnl_link_get_ifindex(link);
+        rtnl_link_put(link);
+        return 0;
+}
+
+int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                struct nbd_err *e)
+{
+        struct nbd_bw_shown s = {0};
+        struct rtnl_link *link = NULL;
+        char leaf[16];
+        int ifindex, ifb, r;
+
+        if (!nl)
+                return nbd_err_set(e, -EOPNOTSUPP, "bandwidth show: no rtnetlink here");
+        r = get_link(nl, ifname, &link);
+        if (r < 0)
+                return nbd_err_set(e, r, "no interface %s: %s", ifname, strerror(-r));
+        ifindex = rtnl_link_get_ifindex(link);
+        rtnl_link_put(link);
+        r = read_tree(nl, ifindex, &s.has_in, &s.in, leaf, sizeof(leaf), e);
+        if (r < 0)
+                return r;
+        if (s.has_in)
+                snprintf(s.in_mech, sizeof(s.in_mech), "htb%s%s", leaf[0] ? "+" : "", leaf);
+        r = find_ifb(nl, ifindex, &ifb, e);
+        if (r == 0 && ifb)
+                r = read_tree(nl, ifb, &s.has_out, &s.out, leaf, sizeof(leaf), e);
+        if (r < 0)
+                return r;
+        if (s.has_out)
+                snprintf(s.out_mech, sizeof(s.out_mech), "ifb+htb");
+        *ret = s;
+        return 0;
+}

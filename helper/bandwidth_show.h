@@ -1,0 +1,27 @@
+/* Reading back the limits netbroker has on an interface, from the kernel's
+ * tc objects (the layout bandwidth.h describes), for BandwidthShow. Only
+ * reads: nothing here changes the kernel. Knows nothing of the wire. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "bandwidth.h"
+#include "err.h"
+
+struct nbd_netlink;
+
+/* What is in force each way. A direction without netbroker's limit has
+ * has_* false, a zero rate and an empty mechanism. Rates in bandwidth.h's
+ * units: peak 0 when it equals the average (as BandwidthSet takes it),
+ * burst in kB rounded up, floor 0 (the kernel does not keep it). */
+struct nbd_bw_shown {
+        bool has_in, has_out;
+        struct nbd_bw_rate in, out;
+        char in_mech[32], out_mech[32]; /* "htb+fq_codel", "ifb+htb", ... */
+};
+
+/* Read the limits on ifname over nl (link.c's request socket; NULL: there
+ * is no kernel to read, -EOPNOTSUPP). 0, or -errno with e set (-ENODEV: no
+ * such interface). */
+int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                struct nbd_err *e);

@@ -1,0 +1,205 @@
+/* The reading ops: LinkList (link_show.c) and BandwidthShow
+ * (bandwidth_show.c): protobuf in, a read of the kernel out. Nothing here
+ * changes the system, so nothing is undone. A non-root caller sees only
+ * the interfaces marked as made for it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bandwidth_show.h"
+#include "link.h"
+#include "link_show.h"
+#include "ops.h"
+
+static struct nbd_netlink *nl_of(const struct nbd_job *job)
+{
+        struct nbd_links *l = nbd_job_ctx(job)->links;
+
+        return l ? nbd_links_netlink(l) : NULL;
+}
+
+/* A copy of s for a result ("" needs none). Out of memory: "", and *oom
+ * set, so the result stays one that packs. */
+static char *dup_str(const char *s, bool *oom)
+{
+        char *d;
+
+        if (!s[0])
+                return (char *)protobuf_c_empty_string;
+        d = strdup(s);
+        if (!d) {
+                *oom = true;
+                return (char *)protobuf_c_empty_string;
+        }
+        return d;
+}
+
+/* ---- LinkList ---- */
+
+static int validate_list(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const char *name = op->link_list->name;
+        int r;
+
+        if (!name[0])
+                return 0;
+        if ((r = nbd_check_interface(v, name, res, "link list")))
+                return r;
+        return nbd_check_owned(v, name, res);
+}
+
+static const Netbroker__LinkKind wire_kinds[] = {
+        [NBD_LINK_KIND_OTHER] = NETBROKER__LINK_KIND__LINK_KIND_OTHER,
+        [NBD_LINK_KIND_TAP] = NETBROKER__LINK_KIND__LINK_KIND_TAP,
+        [NBD_LINK_KIND_MACVTAP] = NETBROKER__LINK_KIND__LINK_KIND_MACVTAP,
+        [NBD_LINK_KIND_MACVLAN] = NETBROKER__LINK_KIND__LINK_KIND_MACVLAN,
+        [NBD_LINK_KIND_VETH] = NETBROKER__LINK_KIND__LINK_KIND_VETH,
+        [NBD_LINK_KIND_BRIDGE] = NETBROKER__LINK_KIND__LINK_KIND_BRIDGE,
+        [NBD_LINK_KIND_IFB] = NETBROKER__LINK_KIND__LINK_KIND_IFB,
+};
+
+/* Append one interface to the listing; -ENOMEM. */
+static int add_link(Netbroker__LinkListResult *l, const struct nbd_link_info *in)
+{
+        Netbroker__LinkInfo *o = malloc(sizeof(*o));
+        bool oom = false;
+
+        if (!o)
+                return -ENOMEM;
+        netbroker__link_info__init(o);
+        l->links[l->n_links++] = o; /* freed with the result from here on */
+        o->ifindex = in->ifindex;
+        o->kind = wire_kinds[in->kind];
+        o->mtu = in->mtu;
+        o->up = in->up;
+        o->has_owner = in->has_owner;
+        o->owner_uid = in->has_owner ? (uint32_t)in->owner : 0;
+        o->made_by_helper = in->made_by_helper;
+        o->name = dup_str(in->name, &oom);
+        o->kind_name = dup_str(in->kind_name, &oom);
+        o->mac = dup_str(in->mac, &oom);
+        o->master = dup_str(in->master, &oom);
+        return oom ? -ENOMEM : 0;
+}
+
+/* Interfaces a non-root caller may see: those marked as made for it (the
+ * same mark nbd_check_owned() asks the link map about). */
+static bool visible(const struct nbd_peer *p, const struct nbd_link_info *in)
+{
+        return nbd_peer_is_root(p) || (in->has_owner && in->owner == p->uid);
+}
+
+static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const char *name = op->link_list->name;
+        const struct nbd_peer *peer = nbd_job_peer(job);
+        Netbroker__LinkListResult *l;
+        struct nbd_link_info *all = NULL;
+        struct nbd_err e = {0};
+        size_t n = 0;
+        int r;
+
+        if (name[0] && (r = nbd_job_check_owned(job, name, res)))
+                return r;
+        r = nbd_link_show(nl_of(job), name, &all, &n, &e);
+        if (r < 0)
+                return nbd_result_set(res, r, "link list: %s", e.msg);
+        l = malloc(sizeof(*l));
+        if (!l) {
+                r = nbd_result_set(res, -ENOMEM, "link list: out of memory");
+                goto out;
+        }
+        netbroker__link_list_result__init(l);
+        res->out_case = NETBROKER__RESULT__OUT_LINK_LIST;
+        res->link_list = l;
+        l->links = calloc(n ? n : 1, sizeof(*l->links));
+        if (!l->links) {
+                r = nbd_result_set(res, -ENOMEM, "link list: out of memory");
+                goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (visible(peer, &all[i]) && add_link(l, &all[i]) < 0) {
+                        r = nbd_result_set(res, -ENOMEM, "link list: out of memory");
+                        goto out;
+                }
+        /* A named interface that changed hands since the check. */
+        if (name[0] && !l->n_links)
+                r = nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
+                                   (unsigned)peer->uid, name);
+out:
+        free(all);
+        return r;
+}
+
+const struct nbd_op_handler nbd_op_link_list = {
+        .name = "link_list",
+        .stat = NBD_STAT_OPS_SHOW,
+        .validate = validate_list,
+        .run = run_list,
+};
+
+/* ---- BandwidthShow ---- */
+
+static int validate_bw(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const char *ifname = op->bandwidth_show->ifname;
+        int r = nbd_check_interface(v, ifname, res, "bandwidth show");
+
+        return r ? r : nbd_check_owned(v, ifname, res);
+}
+
+/* A Rate for a direction with a limit; NULL in *ret for one without. */
+static int rate_msg(bool has, const struct nbd_bw_rate *in, Netbroker__Rate **ret)
+{
+        Netbroker__Rate *m;
+
+        *ret = NULL;
+        if (!has)
+                return 0;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__rate__init(m);
+        m->average = in->average;
+        m->peak = in->peak;
+        m->burst = in->burst;
+        m->floor = in->floor;
+        *ret = m;
+        return 0;
+}
+
+static int run_bw(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const char *ifname = op->bandwidth_show->ifname;
+        Netbroker__BandwidthShowResult *b;
+        struct nbd_bw_shown s;
+        struct nbd_err e = {0};
+        bool oom = false;
+        int r;
+
+        if ((r = nbd_job_check_owned(job, ifname, res)))
+                return r;
+        r = nbd_bw_show(nl_of(job), ifname, &s, &e);
+        if (r < 0)
+                return nbd_result_set(res, r, "bandwidth show: %s", e.msg);
+        b = malloc(sizeof(*b));
+        if (!b)
+                return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
+        netbroker__bandwidth_show_result__init(b);
+        res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH_SHOW;
+        res->bandwidth_show = b;
+        b->inbound_mechanism = dup_str(s.in_mech, &oom);
+        b->outbound_mechanism = dup_str(s.out_mech, &oom);
+        res->ifname = dup_str(ifname, &oom);
+        if (oom || rate_msg(s.has_in, &s.in, &b->inbound) < 0 ||
+            rate_msg(s.has_out, &s.out, &b->outbound) < 0)
+                return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
+        return 0;
+}
+
+const struct nbd_op_handler nbd_op_bandwidth_show = {
+        .name = "bandwidth_show",
+        .stat = NBD_STAT_OPS_SHOW,
+        .validate = validate_bw,
+        .run = run_bw,
+};

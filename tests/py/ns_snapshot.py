@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Every device, nftables object and qdisc in the current network
+namespace, one per line, sorted, so two snapshots compare as strings.
+
+Handles are part of a line, so an object deleted and made again shows as a
+change. netbroker's own table (netdev netbroker) is made at its first apply
+and stays, empty, after its last owner is removed: it is not listed, but
+anything in it is. No arguments. Used by tests/test_load.c.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+
+
+def run(*argv):
+    return subprocess.run(argv, stdout=subprocess.PIPE, check=True, text=True).stdout
+
+
+def main():
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    out = []
+    for link in json.loads(run("ip", "-j", "link", "show")):
+        out.append("link %s" % link["ifname"])
+    for o in json.loads(run("nft", "-j", "list", "ruleset"))["nftables"]:
+        for k, v in o.items():
+            if k == "table" and (v["family"], v["name"]) == ("netdev", "netbroker"):
+                continue
+            if k != "metainfo":
+                out.append("nft %s %s %s %s %s" % (k, v.get("family"), v.get("table", ""),
+                                                   v.get("name", v.get("chain", "")),
+                                                   v.get("handle", "")))
+    for q in json.loads(run("tc", "-j", "qdisc", "show") or "[]"):
+        out.append("qdisc %s %s %s %s" % (q.get("dev"), q.get("kind"), q.get("handle"),
+                                          q.get("parent", "root")))
+    print("\n".join(sorted(out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -911,12 +911,19 @@ static const char room_large[] = "fd_limit = 1048576\nmax_connections = 4096\n"
 
 static int load_config(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
+        struct nbd_err e = {0};
         char *path = tu_config(body);
         int r;
 
         nbd_config_defaults(c);
         err[0] = '\0';
-        r = nbd_config_load(c, path, true, err, errlen);
+        r = nbd_config_load(c, path, true, &e);
+        /* Every failure fills e: its code, and a sentence. */
+        if (r < 0) {
+                ck_assert_int_eq(e.code, r);
+                ck_assert(e.msg[0] != '\0');
+        }
+        snprintf(err, errlen, "%s", e.msg);
         /* Over a hundred of these: remove each at once. */
         unlink(path);
         free(path);

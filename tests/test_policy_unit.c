@@ -20,12 +20,19 @@
 
 static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
+        struct nbd_err e = {0};
         char *path = tu_config(body);
         int r;
 
         nbd_config_defaults(c);
         err[0] = '\0';
-        r = nbd_config_load(c, path, true, err, errlen);
+        r = nbd_config_load(c, path, true, &e);
+        /* Every failure fills e: its code, and a sentence. */
+        if (r < 0) {
+                ck_assert_int_eq(e.code, r);
+                ck_assert(e.msg[0] != '\0');
+        }
+        snprintf(err, errlen, "%s", e.msg);
         free(path);
         return r;
 }
@@ -41,9 +48,9 @@ static const struct nbd_policy_section *section_for(const struct nbd_config *c, 
 static bool may_run(const struct nbd_config *c, uid_t uid, gid_t gid, const char *op)
 {
         struct nbd_peer p = tu_peer(uid, gid, NULL, 0);
-        char why[NBD_POLICY_WHYLEN];
+        struct nbd_err why = {0};
 
-        return nbd_policy_check_op(&c->policy, &p, op, why, sizeof(why)) == 0;
+        return nbd_policy_check_op(&c->policy, &p, op, &why) == 0;
 }
 
 START_TEST(test_policy_sections_parse_with_their_keys_and_defaults)
@@ -240,7 +247,8 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
 {
         struct nbd_config c;
         struct nbd_peer p;
-        char err[512], why[NBD_POLICY_WHYLEN];
+        char err[512];
+        struct nbd_err why = {0};
 
         ck_assert_msg(load(NO_DIR "exec_allow = /bin/true /bin/false\n"
                                   "[policy uid 1000]\n"
@@ -249,26 +257,25 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
                            &c, err, sizeof(err)) == 0,
                       "%s", err);
         p = tu_peer(1000, 1000, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "bridge_create", why, sizeof(why)),
-                         -EPERM);
-        ck_assert_str_eq(why,
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "bridge_create", &why), -EPERM);
+        ck_assert_str_eq(why.msg,
                          "policy: uid 1000 may not run bridge_create (not in 'ops' of [policy uid "
                          "1000])");
-        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)),
-                         -EPERM);
-        ck_assert_str_eq(why, "policy: uid 1000 may not run /bin/false (not in 'exec' of [policy "
-                              "uid 1000])");
-        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/true", why, sizeof(why)), 0);
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", &why), -EPERM);
+        ck_assert_str_eq(why.msg,
+                         "policy: uid 1000 may not run /bin/false (not in 'exec' of [policy "
+                         "uid 1000])");
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/true", &why), 0);
         /* No section at all. */
         p = tu_peer(2000, 2000, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "link_delete", why, sizeof(why)),
-                         -EPERM);
-        ck_assert_msg(strstr(why, "policy: uid 2000 may not run link_delete (no [policy] section "
-                                  "for uid 2000"),
-                      "%s", why);
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "link_delete", &why), -EPERM);
+        ck_assert_msg(strstr(why.msg,
+                             "policy: uid 2000 may not run link_delete (no [policy] section "
+                             "for uid 2000"),
+                      "%s", why.msg);
         /* An op the policy does not know (a newer one): root's only. */
         p = tu_peer(1000, 1000, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "route_add", why, sizeof(why)), -EPERM);
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "route_add", &why), -EPERM);
         for (size_t i = 0; i < 4; i++) {
                 static const char *const open_ops[] = {"ping", "stats", "names_dump",
                                                        "firewall_list"};
@@ -278,7 +285,7 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
         ck_assert(may_run(&c, 0, 0, "bridge_create"));
         ck_assert(may_run(&c, 0, 0, "route_add"));
         p = tu_peer(0, 0, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)), 0);
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", &why), 0);
         nbd_config_free(&c);
 }
 END_TEST

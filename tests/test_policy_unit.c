@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_load.h"
 #include "policy.h"
 #include "testutil.h"
 #include "tests_unit.h"
@@ -20,21 +21,7 @@
 
 static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
-        struct nbd_err e = {0};
-        char *path = tu_config(body);
-        int r;
-
-        nbd_config_defaults(c);
-        err[0] = '\0';
-        r = nbd_config_load(c, path, true, &e);
-        /* Every failure fills e: its code, and a sentence. */
-        if (r < 0) {
-                ck_assert_int_eq(e.code, r);
-                ck_assert(e.msg[0] != '\0');
-        }
-        snprintf(err, errlen, "%s", e.msg);
-        free(path);
-        return r;
+        return tu_config_load(body, c, err, errlen);
 }
 
 static const struct nbd_policy_section *section_for(const struct nbd_config *c, uid_t uid,

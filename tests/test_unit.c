@@ -16,6 +16,7 @@
 
 #include "codec.h"
 #include "config.h"
+#include "config_load.h"
 #include "frame.h"
 #include "log.h"
 #include "names.h"
@@ -297,20 +298,7 @@ END_TEST
 
 static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
-        struct nbd_err e = {0};
-        char *path = tu_config(body);
-        int r;
-
-        nbd_config_defaults(c);
-        r = nbd_config_load(c, path, true, &e);
-        /* Every failure fills e: its code, and a sentence. */
-        if (r < 0) {
-                ck_assert_int_eq(e.code, r);
-                ck_assert(e.msg[0] != '\0');
-        }
-        snprintf(err, errlen, "%s", e.msg);
-        free(path);
-        return r;
+        return tu_config_load(body, c, err, errlen);
 }
 
 START_TEST(test_config_bad_line_is_reported_with_its_number)

@@ -278,14 +278,14 @@ static const struct num_key num_keys[] = {
 struct parse_state {
         unsigned lineno;
         bool uids_seen, gids_seen, programs_seen, env_names_seen;
-        char why[160]; /* a reason that names a value */
         unsigned program_line[NBD_CONFIG_MAX_PROGRAMS]; /* 0: a default entry */
         /* Where each number was last set (0: the default), so that settings
          * that conflict are reported at a line of the file. */
         unsigned line[N_NUM_KEYS];
 };
 
-static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **why)
+static int set_ids(unsigned *ids, size_t *n, bool *seen, const char *key, char *v,
+                   struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -296,17 +296,16 @@ static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **w
                 unsigned long long id;
                 /* (uid_t)-1 means "no change" to the kernel: never an identity. */
                 if (nbd_parse_u64(w, 0, (uid_t)-2, &id) < 0)
-                        return -EINVAL;
-                if (*n >= NBD_CONFIG_MAX_IDS) {
-                        *why = "more than 32 ids";
-                        return -E2BIG;
-                }
+                        return nbd_err_set(e, -EINVAL, "%s: expected numeric %s", key,
+                                           strcmp(key, "allow_uid") == 0 ? "uids" : "gids");
+                if (*n >= NBD_CONFIG_MAX_IDS)
+                        return nbd_err_set(e, -E2BIG, "%s: more than 32 ids", key);
                 ids[(*n)++] = (unsigned)id;
         }
         return 0;
 }
 
-static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, const char **why)
+static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -316,21 +315,18 @@ static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, c
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 int r;
                 if (w[0] != '/')
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "exec_allow: expected absolute paths");
                 r = add_program(c, w);
-                if (r == 0)
-                        st->program_line[c->n_exec_allow - 1] = st->lineno;
                 if (r == -E2BIG)
-                        *why = "more than 64 programs";
-                else if (r < 0)
-                        *why = "out of memory";
+                        return nbd_err_set(e, r, "exec_allow: more than 64 programs");
                 if (r < 0)
-                        return r;
+                        return nbd_err_set(e, r, "exec_allow: out of memory");
+                st->program_line[c->n_exec_allow - 1] = st->lineno;
         }
         return 0;
 }
 
-static int set_env_names(struct nbd_config *c, struct parse_state *st, char *v, const char **why)
+static int set_env_names(struct nbd_config *c, struct parse_state *st, char *v, struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -340,45 +336,37 @@ static int set_env_names(struct nbd_config *c, struct parse_state *st, char *v, 
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 const char *refused;
                 char *copy;
-                if (!env_name_valid(w)) {
-                        snprintf(st->why, sizeof(st->why),
-                                 "'%.64s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", w);
-                        *why = st->why;
-                        return -EINVAL;
-                }
+                if (!env_name_valid(w))
+                        return nbd_err_set(e, -EINVAL,
+                                           "exec_env_allow: '%.64s' is not a variable name "
+                                           "([A-Za-z_][A-Za-z0-9_]*)",
+                                           w);
                 refused = env_name_refused(w);
-                if (refused) {
-                        snprintf(st->why, sizeof(st->why), "%.64s may never be allowed: %s", w,
-                                 refused);
-                        *why = st->why;
-                        return -EPERM;
-                }
-                if (c->n_exec_env_allow >= NBD_CONFIG_MAX_ENV_NAMES) {
-                        *why = "more than 64 names";
-                        return -E2BIG;
-                }
+                if (refused)
+                        return nbd_err_set(e, -EPERM,
+                                           "exec_env_allow: %.64s may never be allowed: %s", w,
+                                           refused);
+                if (c->n_exec_env_allow >= NBD_CONFIG_MAX_ENV_NAMES)
+                        return nbd_err_set(e, -E2BIG, "exec_env_allow: more than 64 names");
                 copy = strdup(w);
-                if (!copy) {
-                        *why = "out of memory";
-                        return -ENOMEM;
-                }
+                if (!copy)
+                        return nbd_err_set(e, -ENOMEM, "exec_env_allow: out of memory");
                 c->exec_env_allow[c->n_exec_env_allow++] = copy;
         }
         return 0;
 }
 
 static int set_key(struct nbd_config *c, struct parse_state *st, const char *key, char *v,
-                   const char **why)
+                   struct nbd_err *e)
 {
         for (size_t i = 0; i < N_NUM_KEYS; i++) {
                 const struct num_key *k = &num_keys[i];
                 unsigned long long n;
                 if (strcmp(key, k->name) != 0)
                         continue;
-                if (nbd_parse_u64(v, k->min, k->max, &n) < 0) {
-                        *why = "not a number in the allowed range";
-                        return -ERANGE;
-                }
+                if (nbd_parse_u64(v, k->min, k->max, &n) < 0)
+                        return nbd_err_set(e, -ERANGE, "%s: not a number in the allowed range",
+                                           key);
                 if (k->is_size)
                         *(size_t *)((char *)c + k->offset) = (size_t)n;
                 else
@@ -386,53 +374,43 @@ static int set_key(struct nbd_config *c, struct parse_state *st, const char *key
                 st->line[i] = st->lineno;
                 return 0;
         }
-        if (strcmp(key, "allow_uid") == 0) {
-                *why = "expected numeric uids";
-                return set_ids(c->allow_uids, &c->n_allow_uids, &st->uids_seen, v, why);
-        }
-        if (strcmp(key, "allow_gid") == 0) {
-                *why = "expected numeric gids";
-                return set_ids(c->allow_gids, &c->n_allow_gids, &st->gids_seen, v, why);
-        }
-        if (strcmp(key, "exec_allow") == 0) {
-                *why = "expected absolute paths";
-                return set_programs(c, st, v, why);
-        }
+        if (strcmp(key, "allow_uid") == 0)
+                return set_ids(c->allow_uids, &c->n_allow_uids, &st->uids_seen, key, v, e);
+        if (strcmp(key, "allow_gid") == 0)
+                return set_ids(c->allow_gids, &c->n_allow_gids, &st->gids_seen, key, v, e);
+        if (strcmp(key, "exec_allow") == 0)
+                return set_programs(c, st, v, e);
         if (strcmp(key, "exec_env_allow") == 0)
-                return set_env_names(c, st, v, why);
+                return set_env_names(c, st, v, e);
         if (strcmp(key, "log_level") == 0) {
                 int l = nbd_log_parse_level(v);
-                *why = "expected error, warning, notice, info or debug";
                 if (l < 0)
-                        return l;
+                        return nbd_err_set(e, l,
+                                           "log_level: expected error, warning, notice, info or "
+                                           "debug");
                 c->log_level = l;
                 return 0;
         }
         if (strcmp(key, "log_filters") == 0) {
-                *why = "too long";
                 if (strlen(v) >= sizeof(c->log_filters))
-                        return -E2BIG;
+                        return nbd_err_set(e, -E2BIG, "log_filters: too long");
                 strcpy(c->log_filters, v);
                 return 0;
         }
         if (strcmp(key, "log_output") == 0) {
-                *why = "expected stderr or syslog";
                 if (strcmp(v, "stderr") != 0 && strcmp(v, "syslog") != 0)
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "log_output: expected stderr or syslog");
                 c->log_syslog = strcmp(v, "syslog") == 0;
                 return 0;
         }
         if (strcmp(key, "policy_dir") == 0) {
-                *why = "expected an absolute path";
                 if (v[0] != '/')
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "policy_dir: expected an absolute path");
                 free(c->policy_dir);
                 c->policy_dir = strdup(v);
-                *why = "out of memory";
-                return c->policy_dir ? 0 : -ENOMEM;
+                return c->policy_dir ? 0 : nbd_err_set(e, -ENOMEM, "policy_dir: out of memory");
         }
-        *why = "unknown key";
-        return -EINVAL;
+        return nbd_err_set(e, -EINVAL, "%s: unknown key", key);
 }
 
 static char *strip(char *s)
@@ -590,7 +568,6 @@ static int parse_line(struct nbd_config *c, struct parse_state *st, const char *
 {
         struct nbd_err why = {0};
         char *eq, *key, *val;
-        const char *what = "";
         size_t n = strlen(s);
         int r;
 
@@ -615,9 +592,7 @@ static int parse_line(struct nbd_config *c, struct parse_state *st, const char *
                 r = nbd_err_set(&why, -EINVAL, "%s: only [policy ...] sections belong in %s", key,
                                 path);
         } else {
-                r = set_key(c, st, key, val, &what);
-                if (r < 0)
-                        nbd_err_set(&why, r, "%s: %s", key, what);
+                r = set_key(c, st, key, val, &why);
         }
 out:
         if (r < 0)

@@ -492,6 +492,52 @@ START_TEST(test_an_op_refused_with_eperm_is_answered)
 }
 END_TEST
 
+/* Loading a config fails with -ENOMEM and a sentence at whichever of its
+ * allocations fails (the file's exec_allow, exec_env_allow and policy_dir,
+ * a [policy] section, its exec list), and loads once none does. */
+START_TEST(test_config_load_out_of_memory_is_a_sentence)
+{
+        static const char body[] = "policy_dir = /nonexistent/nbtest-policy\n"
+                                   "exec_allow = /bin/true\n"
+                                   "exec_env_allow = LANG\n"
+                                   "[policy uid 1000]\n"
+                                   "ops = exec\n"
+                                   "exec = /bin/true\n";
+        char path[] = "/tmp/nbtest-alloc-conf-XXXXXX";
+        int fd = mkstemp(path), r = -ENOMEM;
+        unsigned long n, failures = 0;
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, body, sizeof(body) - 1), (ssize_t)(sizeof(body) - 1));
+        close(fd);
+        for (n = 1; r == -ENOMEM && n < 1000; n++) {
+                struct nbd_config c;
+                struct nbd_err e = {0};
+
+                nbd_config_defaults(&c);
+                nbt_alloc_arm(n);
+                r = nbd_config_load(&c, path, true, &e);
+                nbt_alloc_disarm();
+                nbd_config_free(&c);
+                if (r == 0) {
+                        ck_assert(!nbt_alloc_failed());
+                        break;
+                }
+                failures++;
+                ck_assert_int_eq(r, -ENOMEM);
+                ck_assert_int_eq(e.code, -ENOMEM);
+                ck_assert_msg(strncmp(e.msg, path, strlen(path)) == 0 &&
+                                      strstr(e.msg, "out of memory"),
+                              "allocation %lu: %s", n, e.msg);
+        }
+        unlink(path);
+        ck_assert_int_eq(r, 0);
+        /* exec_allow, exec_env_allow, policy_dir, the section (calloc,
+         * realloc, the file name's realloc and strdup), exec. */
+        ck_assert_uint_ge(failures, 6);
+}
+END_TEST
+
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
 static const char *const env_names[] = {"FOO", "LC_ALL"};
 
@@ -521,6 +567,7 @@ int main(void)
         tcase_add_loop_test(tc, test_every_allocation_failure_ends_in_an_error_or_a_close, 0,
                             sizeof(requests) / sizeof(*requests));
         tcase_add_test(tc, test_an_op_refused_with_eperm_is_answered);
+        tcase_add_test(tc, test_config_load_out_of_memory_is_a_sentence);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

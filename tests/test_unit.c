@@ -16,6 +16,7 @@
 
 #include "codec.h"
 #include "config.h"
+#include "config_load.h"
 #include "frame.h"
 #include "log.h"
 #include "names.h"
@@ -297,13 +298,7 @@ END_TEST
 
 static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
-        char *path = tu_config(body);
-        int r;
-
-        nbd_config_defaults(c);
-        r = nbd_config_load(c, path, true, err, errlen);
-        free(path);
-        return r;
+        return tu_config_load(body, c, err, errlen);
 }
 
 START_TEST(test_config_bad_line_is_reported_with_its_number)
@@ -482,6 +477,7 @@ START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realp
         char dir[] = "/tmp/nbtest-trust-XXXXXX", prog[64], body[128], real[PATH_MAX];
         struct nbd_config c;
         char err[512], *path;
+        struct nbd_err e = {0};
         size_t n_defaults;
         int fd;
 
@@ -509,13 +505,13 @@ START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realp
         n_defaults = 0; /* those that pass here, wherever this runs */
         for (size_t i = 0; i < c.n_exec_allow; i++) {
                 char *r = NULL;
-                if (nbd_trust_program(c.exec_allow[i], &r, err, sizeof(err)) == 0)
+                if (nbd_trust_program(c.exec_allow[i], &r, &e) == 0)
                         n_defaults++;
                 free(r);
         }
         c.exec_allow[c.n_exec_allow++] = strdup(prog);
         path = tu_config("log_level = error\n");
-        ck_assert_int_eq(nbd_config_load(&c, path, true, err, sizeof(err)), 0);
+        ck_assert_int_eq(nbd_config_load(&c, path, true, &e), 0);
         free(path);
         ck_assert(!nbd_config_exec_allowed(&c, prog));
         ck_assert_uint_eq(c.n_exec_allow, n_defaults);
@@ -555,12 +551,13 @@ END_TEST
 START_TEST(test_config_missing_file_is_an_error_only_when_required)
 {
         struct nbd_config c;
-        char err[256];
+        struct nbd_err err = {0};
 
         nbd_config_defaults(&c);
-        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", false, err, sizeof(err)), 0);
-        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", true, err, sizeof(err)),
-                         -ENOENT);
+        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", false, &err), 0);
+        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", true, &err), -ENOENT);
+        ck_assert_int_eq(err.code, -ENOENT);
+        ck_assert_str_eq(err.msg, "/nonexistent/nb.conf: No such file or directory");
         nbd_config_free(&c);
 }
 END_TEST

@@ -619,7 +619,7 @@ static int set_outbound(struct nbd_bw *bw, int ifindex, const char *dev,
 {
         char name[IFNAMSIZ];
         bool created;
-        int ifb, r;
+        int ifb = 0, r;
 
         if (bw->out == OUT_NONE) {
                 return nbd_err_set(err, -EOPNOTSUPP, "outbound limits are not available: %s",
@@ -673,7 +673,7 @@ static int doom_ifb(struct nbd_bw *bw, int ifindex, struct nbd_err *err)
         char name[IFNAMSIZ];
         uint32_t group = 0;
         bool ours = false;
-        int ifb, r;
+        int ifb = 0, r;
 
         ifb_name(ifindex, name);
         r = link_of(bw, name, &ifb, &group, &ours);
@@ -913,7 +913,7 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
                struct nbd_bw_applied *ret, struct nbd_err *err)
 {
         const char *in_mech, *out_mech;
-        int ifindex, r;
+        int ifindex = 0, r; /* set by lookup(); gcc 12 cannot tell */
 
         r = nbd_bw_check(l, err);
         if (r == 0)
@@ -943,7 +943,7 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
 
 int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
-        int ifindex, r = lookup(bw, ifname, &ifindex, err);
+        int ifindex = 0, r = lookup(bw, ifname, &ifindex, err);
 
         if (r == 0)
                 r = clear_htb_root(bw, ifindex, ifname, err);
@@ -979,7 +979,7 @@ static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
 int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         char name[IFNAMSIZ];
-        int ifindex, ifb, r = ifindex_of(bw, ifname, &ifindex);
+        int ifindex = 0, ifb = 0, r = ifindex_of(bw, ifname, &ifindex);
 
         if (r < 0)
                 return r;

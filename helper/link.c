@@ -505,7 +505,7 @@ static int tap_create_one(struct nbd_links *l, const char *name, void *data, str
         unsigned queues = s->queues > 1 ? s->queues : 1;
         short flags = IFF_TAP | IFF_NO_PI | (s->vnet_hdr ? IFF_VNET_HDR : 0) |
                       (queues > 1 ? IFF_MULTI_QUEUE : 0);
-        int r, fd;
+        int r, fd = -1; /* set by tap_open_queue(); gcc 12 cannot tell */
 
         (void)l;
         /* IFF_TUN_EXCL: an existing device is never silently attached to. */

@@ -302,7 +302,7 @@ static int get_link(struct nbd_links *l, const char *name, struct rtnl_link **re
         r = rtnl_link_get_kernel(l->nl.req, 0, name, ret);
         nbd_netlink_sent(1);
         r = nbd_netlink_errno(&l->nl, r);
-        return r == -ENODEV || r == -EINVAL ? -ENODEV : r;
+        return r == -ENODEV || r == -EINVAL || r == -ENOENT ? -ENODEV : r;
 }
 
 bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)

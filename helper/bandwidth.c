@@ -569,8 +569,6 @@ static int ensure_ingress(struct nbd_bw *bw, int ifindex, const char *dev, struc
         return r;
 }
 
-/* u32 "match everything", action mirred egress redirect to the IFB. With
- * replace false an existing filter of ours is left as it is. */
 /* The filter: u32 "match everything", action mirred egress redirect to
  * ifb. false when out of memory. */
 static bool build_redirect(struct rtnl_cls *cls, struct rtnl_act *act, int ifindex, int ifb)
@@ -590,6 +588,8 @@ static bool build_redirect(struct rtnl_cls *cls, struct rtnl_act *act, int ifind
         return rtnl_u32_add_action(cls, act) == 0;
 }
 
+/* u32 "match everything", action mirred egress redirect to the IFB. With
+ * replace false an existing filter of ours is left as it is. */
 static int ensure_redirect(struct nbd_bw *bw, int ifindex, int ifb, bool replace, const char *dev,
                            struct nbd_err *err)
 {

@@ -116,8 +116,8 @@ int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, cha
 
 /* ---- this process's netlink (netlink.c) ---- */
 
-/* A libnl error (negative or not) as -errno: NLE_OBJ_NOTFOUND -ENOENT,
- * NLE_NODEV -ENODEV, ...; -EIO for one without a match. */
+/* A libnl error (negative or not) as -errno, by the helper's one map
+ * (nbd_netlink_nle_errno in helper/netlink.c). */
 int bench_nl_errno(int nlerr);
 /* Devices named prefix + digits ("macvtap12") in this namespace, or -errno. */
 int bench_count_devices(const char *prefix);

@@ -7,33 +7,11 @@
 #include <net/if.h>
 #include <string.h>
 
-#include <netlink/errno.h>
+#include "netlink.h" /* helper/netlink.h */
 
 int bench_nl_errno(int nlerr)
 {
-        switch (nlerr < 0 ? -nlerr : nlerr) {
-        case 0:
-                return 0;
-        case NLE_EXIST:
-                return -EEXIST;
-        case NLE_NOMEM:
-                return -ENOMEM;
-        case NLE_OBJ_NOTFOUND:
-                return -ENOENT;
-        case NLE_NODEV:
-                return -ENODEV;
-        case NLE_PERM:
-        case NLE_NOACCESS:
-                return -EPERM;
-        case NLE_OPNOTSUPP:
-                return -EOPNOTSUPP;
-        case NLE_BUSY:
-                return -EBUSY;
-        case NLE_INVAL:
-                return -EINVAL;
-        default:
-                return -EIO;
-        }
+        return nbd_netlink_nle_errno(nlerr); /* the helper's one map */
 }
 
 int bench_count_devices(const char *prefix)

@@ -53,17 +53,6 @@ struct nbd_bw {
         unsigned doomed; /* IFBs moved to NBD_BW_DOOMED_GROUP since the last flush */
 };
 
-static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void errf(char *err, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(err, NBD_BW_ERRLEN, fmt, ap);
-        va_end(ap);
-}
-
 static uint64_t bytes(uint32_t kb)
 {
         return (uint64_t)kb * 1024;
@@ -71,42 +60,39 @@ static uint64_t bytes(uint32_t kb)
 
 /* ---- checking ---- */
 
-static int check_rate(const struct nbd_bw_rate *r, const char *way, bool floor_ok, char *err)
+static int check_rate(const struct nbd_bw_rate *r, const char *way, bool floor_ok,
+                      struct nbd_err *err)
 {
         if (!r->average) {
                 if (r->peak || r->burst || r->floor) {
-                        errf(err, "%s: peak, burst or floor without an average", way);
-                        return -EINVAL;
+                        return nbd_err_set(err, -EINVAL,
+                                           "%s: peak, burst or floor without an average", way);
                 }
                 return 0;
         }
         if (r->average > NBD_BW_MAX_RATE || r->peak > NBD_BW_MAX_RATE) {
-                errf(err, "%s: %u kB/s is above 100 Gbit/s (%llu kB/s)", way,
-                     r->average > r->peak ? r->average : r->peak, NBD_BW_MAX_RATE);
-                return -EINVAL;
+                return nbd_err_set(err, -EINVAL, "%s: %u kB/s is above 100 Gbit/s (%llu kB/s)", way,
+                                   r->average > r->peak ? r->average : r->peak, NBD_BW_MAX_RATE);
         }
         if (r->peak && r->peak < r->average) {
-                errf(err, "%s: peak %u kB/s is below the average %u kB/s", way, r->peak,
-                     r->average);
-                return -EINVAL;
+                return nbd_err_set(err, -EINVAL, "%s: peak %u kB/s is below the average %u kB/s",
+                                   way, r->peak, r->average);
         }
         if (r->burst > NBD_BW_MAX_BURST) {
-                errf(err, "%s: burst %u kB is above %u kB", way, r->burst, NBD_BW_MAX_BURST);
-                return -EINVAL;
+                return nbd_err_set(err, -EINVAL, "%s: burst %u kB is above %u kB", way, r->burst,
+                                   NBD_BW_MAX_BURST);
         }
         if (r->floor && !floor_ok) {
-                errf(err, "%s: floor is for inbound traffic only", way);
-                return -EINVAL;
+                return nbd_err_set(err, -EINVAL, "%s: floor is for inbound traffic only", way);
         }
         if (r->floor > r->average) {
-                errf(err, "%s: floor %u kB/s is above the average %u kB/s", way, r->floor,
-                     r->average);
-                return -EINVAL;
+                return nbd_err_set(err, -EINVAL, "%s: floor %u kB/s is above the average %u kB/s",
+                                   way, r->floor, r->average);
         }
         return 0;
 }
 
-int nbd_bw_check(const struct nbd_bw_limits *l, char *err)
+int nbd_bw_check(const struct nbd_bw_limits *l, struct nbd_err *err)
 {
         int r = check_rate(&l->in, "inbound", true, err);
 
@@ -330,7 +316,7 @@ static uint64_t burst_bytes(const struct nbd_bw_rate *rate)
 }
 
 static int set_htb_class(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
-                         const char *dev, char *err)
+                         const char *dev, struct nbd_err *err)
 {
         struct rtnl_class *c = rtnl_class_alloc();
         uint64_t avg = bytes(rate->average), ceil = bytes(rate->peak ? rate->peak : rate->average);
@@ -338,7 +324,7 @@ static int set_htb_class(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rat
         int r;
 
         if (!c)
-                return -ENOMEM;
+                return nbd_err_oom(err, "setting an htb class");
         /* The kernel warns of quanta outside 1000-200000 at every change. */
         quantum = quantum < 1600 ? 1600 : quantum > 200000 ? 200000 : quantum;
         rtnl_tc_set_ifindex(TC_CAST(c), ifindex);
@@ -349,14 +335,14 @@ static int set_htb_class(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rat
             (r = rtnl_htb_set_rbuffer(c, (uint32_t)burst_bytes(rate))) < 0 ||
             (r = rtnl_htb_set_quantum(c, (uint32_t)quantum)) < 0) {
                 rtnl_class_put(c);
-                return -ENOMEM;
+                return nbd_err_oom(err, "setting an htb class");
         }
         nbd_netlink_begin(bw->nl);
         /* REPLACE changes the class in place: no instant without a limit. */
         r = send_result(bw, rtnl_class_add(bw->nl->req, c, NLM_F_CREATE | NLM_F_REPLACE));
         rtnl_class_put(c);
         if (r < 0)
-                errf(err, "cannot set htb class 1:1 on %s: %s", dev, strerror(-r));
+                nbd_err_set(err, r, "cannot set htb class 1:1 on %s: %s", dev, strerror(-r));
         return r;
 }
 
@@ -380,7 +366,7 @@ static struct rtnl_qdisc *qdisc_new(int ifindex, uint32_t parent, uint32_t handl
         return q;
 }
 
-static int ensure_leaf(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
+static int ensure_leaf(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
 {
         int start = bw->leaf < 0 ? 0 : bw->leaf;
 
@@ -389,8 +375,8 @@ static int ensure_leaf(struct nbd_bw *bw, int ifindex, const char *dev, char *er
                 int r;
 
                 if (!q) {
-                        errf(err, "cannot add a leaf qdisc on %s: out of memory", dev);
-                        return -ENOMEM;
+                        return nbd_err_set(err, -ENOMEM,
+                                           "cannot add a leaf qdisc on %s: out of memory", dev);
                 }
                 nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
@@ -400,9 +386,8 @@ static int ensure_leaf(struct nbd_bw *bw, int ifindex, const char *dev, char *er
                         return 0;
                 }
                 if (r != -ENOENT && r != -EOPNOTSUPP && r != -EINVAL) {
-                        errf(err, "cannot add the %s leaf qdisc on %s: %s", leaf_kinds[k], dev,
-                             strerror(-r));
-                        return r;
+                        return nbd_err_set(err, r, "cannot add the %s leaf qdisc on %s: %s",
+                                           leaf_kinds[k], dev, strerror(-r));
                 }
                 if (bw->leaf < 0 || bw->leaf == k)
                         nbd_notice("the kernel has no %s qdisc (%s): trying the next leaf",
@@ -434,7 +419,7 @@ static int add_htb_root(struct nbd_bw *bw, int ifindex, int flags)
  * options, so an htb 1: that is there already is kept and only its class
  * changes; any other root qdisc is replaced in one step. */
 static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
-                        const char *dev, char *err)
+                        const char *dev, struct nbd_err *err)
 {
         int r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_EXCL);
 
@@ -445,8 +430,8 @@ static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate
                 r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_REPLACE);
         }
         if (r < 0) {
-                errf(err, "cannot add the root htb qdisc on %s: %s", dev, strerror(-r));
-                return r;
+                return nbd_err_set(err, r, "cannot add the root htb qdisc on %s: %s", dev,
+                                   strerror(-r));
         }
         r = set_htb_class(bw, ifindex, rate, dev, err);
         if (r == 0)
@@ -456,14 +441,14 @@ static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate
 
 /* Delete the root qdisc if it is htb 1:: with kind and handle in the
  * request, the kernel refuses (EINVAL) to delete any other. */
-static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
+static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
 {
         struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, HTB_ROOT, "htb");
         int r;
 
         if (!q) {
-                errf(err, "cannot delete the root qdisc of %s: out of memory", dev);
-                return -ENOMEM;
+                return nbd_err_set(err, -ENOMEM,
+                                   "cannot delete the root qdisc of %s: out of memory", dev);
         }
         nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
@@ -471,7 +456,7 @@ static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, char 
         if (r == -ENOENT || r == -EINVAL)
                 r = 0;
         if (r < 0)
-                errf(err, "cannot delete the root qdisc of %s: %s", dev, strerror(-r));
+                nbd_err_set(err, r, "cannot delete the root qdisc of %s: %s", dev, strerror(-r));
         return r;
 }
 
@@ -499,7 +484,8 @@ static int set_group(struct nbd_bw *bw, int ifindex, uint32_t group)
  * replaced. A device of its name that netbroker did not make as an IFB is
  * never used: the interface's outbound traffic would go to whoever made it
  * (a tap named nbifbN is read through its fd). */
-static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *created, char *err)
+static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *created,
+                      struct nbd_err *err)
 {
         char name[IFNAMSIZ];
         struct rtnl_link *link;
@@ -511,15 +497,16 @@ static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *create
         *created = false;
         r = link_of(bw, name, ret_ifb, &group, &ours);
         if (r == 0 && !ours) {
-                errf(err, "%s exists but is no IFB netbroker made (its alias is not %s)", name,
-                     NBD_BW_IFB_MARK);
-                return -EEXIST;
+                return nbd_err_set(err, -EEXIST,
+                                   "%s exists but is no IFB netbroker made (its alias is not %s)",
+                                   name, NBD_BW_IFB_MARK);
         }
         if (r == 0) {
                 /* Doomed by a clear earlier in this batch: keep it after all. */
                 if (group == NBD_BW_DOOMED_GROUP &&
                     (r = set_group(bw, *ret_ifb, NBD_BW_MADE_GROUP)) < 0)
-                        errf(err, "cannot keep the IFB device %s: %s", name, strerror(-r));
+                        nbd_err_set(err, r, "cannot keep the IFB device %s: %s", name,
+                                    strerror(-r));
                 else if (group == NBD_BW_DOOMED_GROUP && bw->doomed)
                         bw->doomed--;
                 return group == NBD_BW_DOOMED_GROUP ? r : 0;
@@ -527,7 +514,7 @@ static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *create
         link = rtnl_link_alloc();
         if (!link || rtnl_link_set_type(link, "ifb") < 0) {
                 rtnl_link_put(link);
-                return -ENOMEM;
+                return nbd_err_oom(err, "making an IFB device");
         }
         rtnl_link_set_name(link, name);
         rtnl_link_set_txqlen(link, IFB_TXQLEN);
@@ -539,7 +526,7 @@ static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *create
         rtnl_link_put(link);
         if (r < 0) {
                 /* EEXIST: made behind our back since the look-up: not ours. */
-                errf(err, "cannot create the IFB device %s: %s", name, strerror(-r));
+                nbd_err_set(err, r, "cannot create the IFB device %s: %s", name, strerror(-r));
                 if (r == -EOPNOTSUPP || r == -ENOENT) {
                         bw->out = OUT_NONE;
                         snprintf(bw->out_mech, sizeof(bw->out_mech),
@@ -549,14 +536,13 @@ static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *create
         }
         r = ifindex_of(bw, name, ret_ifb);
         if (r < 0) {
-                errf(err, "the IFB device %s vanished: %s", name, strerror(-r));
-                return r;
+                return nbd_err_set(err, r, "the IFB device %s vanished: %s", name, strerror(-r));
         }
         /* The kernel drops an alias given with the create: set it now. An
          * IFB without its mark would never be cleaned up by a sweep. */
         r = nbd_netlink_set_alias(bw->nl, *ret_ifb, NBD_BW_IFB_MARK);
         if (r < 0) {
-                errf(err, "cannot mark the IFB device %s: %s", name, strerror(-r));
+                nbd_err_set(err, r, "cannot mark the IFB device %s: %s", name, strerror(-r));
                 delete_link(bw, *ret_ifb);
                 return r;
         }
@@ -564,14 +550,14 @@ static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *create
         return 0;
 }
 
-static int ensure_ingress(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
+static int ensure_ingress(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
 {
         struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, "ingress");
         int r;
 
         if (!q) {
-                errf(err, "cannot add an ingress qdisc on %s: out of memory", dev);
-                return -ENOMEM;
+                return nbd_err_set(err, -ENOMEM, "cannot add an ingress qdisc on %s: out of memory",
+                                   dev);
         }
         nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
@@ -579,21 +565,14 @@ static int ensure_ingress(struct nbd_bw *bw, int ifindex, const char *dev, char 
         if (r == -EEXIST)
                 return 0; /* there already: ours from before, or shared */
         if (r < 0)
-                errf(err, "cannot add an ingress qdisc on %s: %s", dev, strerror(-r));
+                nbd_err_set(err, r, "cannot add an ingress qdisc on %s: %s", dev, strerror(-r));
         return r;
 }
 
-/* u32 "match everything", action mirred egress redirect to the IFB. With
- * replace false an existing filter of ours is left as it is. */
-static int ensure_redirect(struct nbd_bw *bw, int ifindex, int ifb, bool replace, const char *dev,
-                           char *err)
+/* The filter: u32 "match everything", action mirred egress redirect to
+ * ifb. false when out of memory. */
+static bool build_redirect(struct rtnl_cls *cls, struct rtnl_act *act, int ifindex, int ifb)
 {
-        struct rtnl_cls *cls = rtnl_cls_alloc();
-        struct rtnl_act *act = rtnl_act_alloc();
-        int r = -ENOMEM;
-
-        if (!cls || !act)
-                goto out;
         rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
         rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
         rtnl_tc_set_handle(TC_CAST(cls), U32_HANDLE);
@@ -602,19 +581,33 @@ static int ensure_redirect(struct nbd_bw *bw, int ifindex, int ifb, bool replace
         if (rtnl_tc_set_kind(TC_CAST(cls), "u32") < 0 ||
             rtnl_tc_set_kind(TC_CAST(act), "mirred") < 0 ||
             rtnl_u32_add_key_uint32(cls, 0, 0, 0, 0) < 0 || rtnl_u32_set_cls_terminal(cls) < 0)
-                goto out;
+                return false;
         rtnl_mirred_set_action(act, TCA_EGRESS_REDIR);
         rtnl_mirred_set_policy(act, TC_ACT_STOLEN);
         rtnl_mirred_set_ifindex(act, (uint32_t)ifb);
-        if (rtnl_u32_add_action(cls, act) < 0)
+        return rtnl_u32_add_action(cls, act) == 0;
+}
+
+/* u32 "match everything", action mirred egress redirect to the IFB. With
+ * replace false an existing filter of ours is left as it is. */
+static int ensure_redirect(struct nbd_bw *bw, int ifindex, int ifb, bool replace, const char *dev,
+                           struct nbd_err *err)
+{
+        struct rtnl_cls *cls = rtnl_cls_alloc();
+        struct rtnl_act *act = rtnl_act_alloc();
+        int r;
+
+        if (!cls || !act || !build_redirect(cls, act, ifindex, ifb)) {
+                r = nbd_err_oom(err, "adding the redirect filter");
                 goto out;
+        }
         nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_cls_add(bw->nl->req, cls,
                                          NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL)));
         if (r == -EEXIST && !replace)
                 r = 0;
         if (r < 0)
-                errf(err, "cannot add the redirect filter on %s: %s", dev, strerror(-r));
+                nbd_err_set(err, r, "cannot add the redirect filter on %s: %s", dev, strerror(-r));
 out:
         rtnl_act_put(act);
         rtnl_cls_put(cls);
@@ -622,15 +615,15 @@ out:
 }
 
 static int set_outbound(struct nbd_bw *bw, int ifindex, const char *dev,
-                        const struct nbd_bw_rate *rate, char *err)
+                        const struct nbd_bw_rate *rate, struct nbd_err *err)
 {
         char name[IFNAMSIZ];
         bool created;
-        int ifb, r;
+        int ifb = 0, r;
 
         if (bw->out == OUT_NONE) {
-                errf(err, "outbound limits are not available: %s", bw->out_mech);
-                return -EOPNOTSUPP;
+                return nbd_err_set(err, -EOPNOTSUPP, "outbound limits are not available: %s",
+                                   bw->out_mech);
         }
         ifb_name(ifindex, name);
         /* Shape on the IFB first, then redirect to it: the limit is in
@@ -675,12 +668,12 @@ static int filters_left(struct nbd_bw *bw, int ifindex, size_t *ret)
  * NBD_BW_DOOMED_GROUP instead (a cheap change), and nbd_bw_flush() deletes
  * the whole group in one request: one wait for all of them (100 IFBs: 21
  * ms instead of 1.6 s). None there is success. */
-static int doom_ifb(struct nbd_bw *bw, int ifindex, char *err)
+static int doom_ifb(struct nbd_bw *bw, int ifindex, struct nbd_err *err)
 {
         char name[IFNAMSIZ];
         uint32_t group = 0;
         bool ours = false;
-        int ifb, r;
+        int ifb = 0, r;
 
         ifb_name(ifindex, name);
         r = link_of(bw, name, &ifb, &group, &ours);
@@ -698,8 +691,8 @@ static int doom_ifb(struct nbd_bw *bw, int ifindex, char *err)
         if (r == -ENODEV)
                 return 0;
         if (r < 0) {
-                errf(err, "cannot delete the IFB device %s: %s", name, strerror(-r));
-                return r;
+                return nbd_err_set(err, r, "cannot delete the IFB device %s: %s", name,
+                                   strerror(-r));
         }
         bw->doomed++;
         return 0;
@@ -822,7 +815,7 @@ static bool is_ifb_name(const char *name, int *ret_owner)
 void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e)
 {
         struct nbd_bw *bw = data;
-        char err[NBD_BW_ERRLEN];
+        struct nbd_err err;
         int owner;
 
         if (!e) {
@@ -831,13 +824,13 @@ void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e)
         }
         if (is_ifb_name(e->name, &owner))
                 return; /* an IFB itself went: nothing hangs on it */
-        if (doom_ifb(bw, e->ifindex, err) < 0)
-                nbd_warn("%s is gone but its IFB stays: %s", e->name, err);
+        if (doom_ifb(bw, e->ifindex, &err) < 0)
+                nbd_warn("%s is gone but its IFB stays: %s", e->name, err.msg);
 }
 
 void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t n)
 {
-        char err[NBD_BW_ERRLEN];
+        struct nbd_err err;
 
         for (size_t i = 0; i < n; i++) {
                 int owner;
@@ -851,8 +844,8 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
                         continue;
                 nbd_info("removing %s: the interface it shaped (ifindex %d) is gone", links[i].name,
                          owner);
-                if (doom_ifb(bw, owner, err) < 0)
-                        nbd_warn("%s", err);
+                if (doom_ifb(bw, owner, &err) < 0)
+                        nbd_warn("%s", err.msg);
         }
         /* A helper killed between a clear and its flush left IFBs in the
          * group (their redirects are gone already): they go too. */
@@ -860,15 +853,17 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
         nbd_bw_flush(bw);
 }
 
-static int clear_outbound(struct nbd_bw *bw, int ifindex, const char *dev, char *err)
+static int clear_outbound(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
 {
         struct rtnl_cls *cls = rtnl_cls_alloc();
         struct rtnl_qdisc *q = NULL;
         size_t left = 1;
-        int r = -ENOMEM;
+        int r;
 
-        if (!cls)
+        if (!cls) {
+                r = nbd_err_oom(err, "deleting the redirect filter");
                 goto out;
+        }
         rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
         rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
         rtnl_cls_set_prio(cls, NBD_BW_PRIO);
@@ -877,19 +872,22 @@ static int clear_outbound(struct nbd_bw *bw, int ifindex, const char *dev, char 
         r = send_result(bw, rtnl_cls_delete(bw->nl->req, cls, 0));
         /* Nothing there: no ingress qdisc (EINVAL) or no such filter. */
         if (r < 0 && r != -ENOENT && r != -EINVAL) {
-                errf(err, "cannot delete the redirect filter on %s: %s", dev, strerror(-r));
+                nbd_err_set(err, r, "cannot delete the redirect filter on %s: %s", dev,
+                            strerror(-r));
                 goto out;
         }
         /* The ingress qdisc goes when nobody else has a filter on it. */
         if (filters_left(bw, ifindex, &left) == 0 && left == 0) {
                 q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, NULL);
-                r = -ENOMEM;
-                if (!q)
+                if (!q) {
+                        r = nbd_err_oom(err, "deleting the ingress qdisc");
                         goto out;
+                }
                 nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
                 if (r < 0 && r != -ENOENT && r != -EINVAL) {
-                        errf(err, "cannot delete the ingress qdisc of %s: %s", dev, strerror(-r));
+                        nbd_err_set(err, r, "cannot delete the ingress qdisc of %s: %s", dev,
+                                    strerror(-r));
                         goto out;
                 }
         }
@@ -902,20 +900,20 @@ out:
 
 /* ---- the interface ---- */
 
-static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, char *err)
+static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, struct nbd_err *err)
 {
         int r = ifindex_of(bw, ifname, ret);
 
         if (r < 0)
-                errf(err, "no interface %s: %s", ifname, strerror(-r));
+                nbd_err_set(err, r, "no interface %s: %s", ifname, strerror(-r));
         return r;
 }
 
 int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
-               struct nbd_bw_applied *ret, char *err)
+               struct nbd_bw_applied *ret, struct nbd_err *err)
 {
         const char *in_mech, *out_mech;
-        int ifindex, r;
+        int ifindex = 0, r; /* set by lookup(); gcc 12 cannot tell */
 
         r = nbd_bw_check(l, err);
         if (r == 0)
@@ -943,9 +941,9 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
         return 0;
 }
 
-int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, char *err)
+int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
-        int ifindex, r = lookup(bw, ifname, &ifindex, err);
+        int ifindex = 0, r = lookup(bw, ifname, &ifindex, err);
 
         if (r == 0)
                 r = clear_htb_root(bw, ifindex, ifname, err);
@@ -981,7 +979,7 @@ static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
 int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         char name[IFNAMSIZ];
-        int ifindex, ifb, r = ifindex_of(bw, ifname, &ifindex);
+        int ifindex = 0, ifb = 0, r = ifindex_of(bw, ifname, &ifindex);
 
         if (r < 0)
                 return r;

@@ -1,7 +1,8 @@
 /* Bandwidth: libvirt's <bandwidth> limits as tc objects, built over
  * rtnetlink with libnl-route-3 (no tc binary). Knows nothing of the wire
- * format. Every function returns 0 or -errno and, on failure, writes a
- * sentence for the caller into err (NBD_BW_ERRLEN bytes).
+ * format. Every function returns 0 or -errno; one that takes a struct
+ * nbd_err fills it on every failure path, out of memory included (err may
+ * be NULL: only the errno is wanted).
  *
  * What netbroker makes on an interface IF (ifindex N), and nothing else:
  *   inbound (toward the guest: IF's egress)
@@ -24,7 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NBD_BW_ERRLEN 256
+#include "err.h"
+
 #define NBD_BW_PRIO 0x4e42 /* "NB": the ingress filter's priority */
 #define NBD_BW_IFB_PREFIX "nbifb"
 /* 100 Gbit/s in kB/s (1024 bytes): anything above is a mistake. */
@@ -76,14 +78,14 @@ bool nbd_bw_outbound_available(const struct nbd_bw *bw);
 /* Check limits without the kernel: rates in range, peak not below
  * average, burst in range (0: 10 ms of the average, at least
  * NBD_BW_MIN_BURST kB), floor only inbound. 0 or -EINVAL. */
-int nbd_bw_check(const struct nbd_bw_limits *l, char *err);
+int nbd_bw_check(const struct nbd_bw_limits *l, struct nbd_err *err);
 
 /* Put these limits on ifname (a direction with average 0 is cleared). */
 int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
-               struct nbd_bw_applied *ret, char *err);
+               struct nbd_bw_applied *ret, struct nbd_err *err);
 /* Remove everything netbroker made on ifname; nothing there is success.
  * The IFB (set and clear may remove one) is deleted by the next flush. */
-int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, char *err);
+int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
 /* Delete the IFBs clears left for it, in one request. The dispatcher calls
  * it when a job ends, before its reply (NULL bw: nothing). 0 or -errno. */
 int nbd_bw_flush(struct nbd_bw *bw);

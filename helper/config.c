@@ -212,8 +212,8 @@ bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *
         return nbd_policy_admits(&c->policy, p);
 }
 
-static int parse_u64(const char *v, unsigned long long min, unsigned long long max,
-                     unsigned long long *ret)
+int nbd_parse_u64(const char *v, unsigned long long min, unsigned long long max,
+                  unsigned long long *ret)
 {
         char *end;
         unsigned long long n;
@@ -278,14 +278,14 @@ static const struct num_key num_keys[] = {
 struct parse_state {
         unsigned lineno;
         bool uids_seen, gids_seen, programs_seen, env_names_seen;
-        char why[160]; /* a reason that names a value */
         unsigned program_line[NBD_CONFIG_MAX_PROGRAMS]; /* 0: a default entry */
         /* Where each number was last set (0: the default), so that settings
          * that conflict are reported at a line of the file. */
         unsigned line[N_NUM_KEYS];
 };
 
-static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **why)
+static int set_ids(unsigned *ids, size_t *n, bool *seen, const char *key, char *v,
+                   struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -295,18 +295,17 @@ static int set_ids(unsigned *ids, size_t *n, bool *seen, char *v, const char **w
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 unsigned long long id;
                 /* (uid_t)-1 means "no change" to the kernel: never an identity. */
-                if (parse_u64(w, 0, (uid_t)-2, &id) < 0)
-                        return -EINVAL;
-                if (*n >= NBD_CONFIG_MAX_IDS) {
-                        *why = "more than 32 ids";
-                        return -E2BIG;
-                }
+                if (nbd_parse_u64(w, 0, (uid_t)-2, &id) < 0)
+                        return nbd_err_set(e, -EINVAL, "%s: expected numeric %s", key,
+                                           strcmp(key, "allow_uid") == 0 ? "uids" : "gids");
+                if (*n >= NBD_CONFIG_MAX_IDS)
+                        return nbd_err_set(e, -E2BIG, "%s: more than 32 ids", key);
                 ids[(*n)++] = (unsigned)id;
         }
         return 0;
 }
 
-static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, const char **why)
+static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -316,21 +315,18 @@ static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, c
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 int r;
                 if (w[0] != '/')
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "exec_allow: expected absolute paths");
                 r = add_program(c, w);
-                if (r == 0)
-                        st->program_line[c->n_exec_allow - 1] = st->lineno;
                 if (r == -E2BIG)
-                        *why = "more than 64 programs";
-                else if (r < 0)
-                        *why = "out of memory";
+                        return nbd_err_set(e, r, "exec_allow: more than 64 programs");
                 if (r < 0)
-                        return r;
+                        return nbd_err_set(e, r, "exec_allow: out of memory");
+                st->program_line[c->n_exec_allow - 1] = st->lineno;
         }
         return 0;
 }
 
-static int set_env_names(struct nbd_config *c, struct parse_state *st, char *v, const char **why)
+static int set_env_names(struct nbd_config *c, struct parse_state *st, char *v, struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -340,45 +336,37 @@ static int set_env_names(struct nbd_config *c, struct parse_state *st, char *v, 
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 const char *refused;
                 char *copy;
-                if (!env_name_valid(w)) {
-                        snprintf(st->why, sizeof(st->why),
-                                 "'%.64s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", w);
-                        *why = st->why;
-                        return -EINVAL;
-                }
+                if (!env_name_valid(w))
+                        return nbd_err_set(e, -EINVAL,
+                                           "exec_env_allow: '%.64s' is not a variable name "
+                                           "([A-Za-z_][A-Za-z0-9_]*)",
+                                           w);
                 refused = env_name_refused(w);
-                if (refused) {
-                        snprintf(st->why, sizeof(st->why), "%.64s may never be allowed: %s", w,
-                                 refused);
-                        *why = st->why;
-                        return -EPERM;
-                }
-                if (c->n_exec_env_allow >= NBD_CONFIG_MAX_ENV_NAMES) {
-                        *why = "more than 64 names";
-                        return -E2BIG;
-                }
+                if (refused)
+                        return nbd_err_set(e, -EPERM,
+                                           "exec_env_allow: %.64s may never be allowed: %s", w,
+                                           refused);
+                if (c->n_exec_env_allow >= NBD_CONFIG_MAX_ENV_NAMES)
+                        return nbd_err_set(e, -E2BIG, "exec_env_allow: more than 64 names");
                 copy = strdup(w);
-                if (!copy) {
-                        *why = "out of memory";
-                        return -ENOMEM;
-                }
+                if (!copy)
+                        return nbd_err_set(e, -ENOMEM, "exec_env_allow: out of memory");
                 c->exec_env_allow[c->n_exec_env_allow++] = copy;
         }
         return 0;
 }
 
 static int set_key(struct nbd_config *c, struct parse_state *st, const char *key, char *v,
-                   const char **why)
+                   struct nbd_err *e)
 {
         for (size_t i = 0; i < N_NUM_KEYS; i++) {
                 const struct num_key *k = &num_keys[i];
                 unsigned long long n;
                 if (strcmp(key, k->name) != 0)
                         continue;
-                if (parse_u64(v, k->min, k->max, &n) < 0) {
-                        *why = "not a number in the allowed range";
-                        return -ERANGE;
-                }
+                if (nbd_parse_u64(v, k->min, k->max, &n) < 0)
+                        return nbd_err_set(e, -ERANGE, "%s: not a number in the allowed range",
+                                           key);
                 if (k->is_size)
                         *(size_t *)((char *)c + k->offset) = (size_t)n;
                 else
@@ -386,53 +374,43 @@ static int set_key(struct nbd_config *c, struct parse_state *st, const char *key
                 st->line[i] = st->lineno;
                 return 0;
         }
-        if (strcmp(key, "allow_uid") == 0) {
-                *why = "expected numeric uids";
-                return set_ids(c->allow_uids, &c->n_allow_uids, &st->uids_seen, v, why);
-        }
-        if (strcmp(key, "allow_gid") == 0) {
-                *why = "expected numeric gids";
-                return set_ids(c->allow_gids, &c->n_allow_gids, &st->gids_seen, v, why);
-        }
-        if (strcmp(key, "exec_allow") == 0) {
-                *why = "expected absolute paths";
-                return set_programs(c, st, v, why);
-        }
+        if (strcmp(key, "allow_uid") == 0)
+                return set_ids(c->allow_uids, &c->n_allow_uids, &st->uids_seen, key, v, e);
+        if (strcmp(key, "allow_gid") == 0)
+                return set_ids(c->allow_gids, &c->n_allow_gids, &st->gids_seen, key, v, e);
+        if (strcmp(key, "exec_allow") == 0)
+                return set_programs(c, st, v, e);
         if (strcmp(key, "exec_env_allow") == 0)
-                return set_env_names(c, st, v, why);
+                return set_env_names(c, st, v, e);
         if (strcmp(key, "log_level") == 0) {
                 int l = nbd_log_parse_level(v);
-                *why = "expected error, warning, notice, info or debug";
                 if (l < 0)
-                        return l;
+                        return nbd_err_set(e, l,
+                                           "log_level: expected error, warning, notice, info or "
+                                           "debug");
                 c->log_level = l;
                 return 0;
         }
         if (strcmp(key, "log_filters") == 0) {
-                *why = "too long";
                 if (strlen(v) >= sizeof(c->log_filters))
-                        return -E2BIG;
+                        return nbd_err_set(e, -E2BIG, "log_filters: too long");
                 strcpy(c->log_filters, v);
                 return 0;
         }
         if (strcmp(key, "log_output") == 0) {
-                *why = "expected stderr or syslog";
                 if (strcmp(v, "stderr") != 0 && strcmp(v, "syslog") != 0)
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "log_output: expected stderr or syslog");
                 c->log_syslog = strcmp(v, "syslog") == 0;
                 return 0;
         }
         if (strcmp(key, "policy_dir") == 0) {
-                *why = "expected an absolute path";
                 if (v[0] != '/')
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "policy_dir: expected an absolute path");
                 free(c->policy_dir);
                 c->policy_dir = strdup(v);
-                *why = "out of memory";
-                return c->policy_dir ? 0 : -ENOMEM;
+                return c->policy_dir ? 0 : nbd_err_set(e, -ENOMEM, "policy_dir: out of memory");
         }
-        *why = "unknown key";
-        return -EINVAL;
+        return nbd_err_set(e, -EINVAL, "%s: unknown key", key);
 }
 
 static char *strip(char *s)
@@ -462,12 +440,12 @@ static unsigned latest(unsigned a, unsigned b)
 }
 
 /* "path:line: " or, when every key involved kept its default, "path: ". */
-static void where(char *err, size_t errlen, const char *path, unsigned line)
+static void where(char *at, size_t len, const char *path, unsigned line)
 {
         if (line)
-                snprintf(err, errlen, "%s:%u: ", path, line);
+                snprintf(at, len, "%s:%u: ", path, line);
         else
-                snprintf(err, errlen, "%s: ", path);
+                snprintf(at, len, "%s: ", path);
 }
 
 /* The reserves for root are shares of max_connections and max_spawns: a
@@ -486,64 +464,57 @@ static void clamp_reserves(struct nbd_config *c, const struct parse_state *st)
 /* Settings that are each valid but do not fit together, reported at the
  * last line that took part: the one that made the conflict. */
 static int check_consistency(const struct nbd_config *c, const struct parse_state *st,
-                             const char *path, char *err, size_t errlen)
+                             const char *path, struct nbd_err *e)
 {
         /* stdio, epoll, signalfd, listener, netlink sockets: a dozen; each
          * running child holds a pidfd and three pipe ends, plus three more
          * while it is being spawned. */
         unsigned long need = 16ul + c->max_connections + 4ul * c->max_spawns + 3;
-        size_t n;
+        char at[PATH_MAX + 16];
 
         if (c->exec_timeout_ms > c->exec_timeout_max_ms) {
-                where(err, errlen, path,
+                where(at, sizeof(at), path,
                       latest(line_of(st, "exec_timeout_ms"), line_of(st, "exec_timeout_max_ms")));
-                n = strlen(err);
-                snprintf(err + n, errlen - n,
-                         "exec_timeout_ms (%u) is above exec_timeout_max_ms (%u)",
-                         c->exec_timeout_ms, c->exec_timeout_max_ms);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL,
+                                   "%sexec_timeout_ms (%u) is above exec_timeout_max_ms (%u)", at,
+                                   c->exec_timeout_ms, c->exec_timeout_max_ms);
         }
         if (c->max_connections_per_uid > c->max_connections) {
-                where(err, errlen, path,
+                where(at, sizeof(at), path,
                       latest(line_of(st, "max_connections_per_uid"),
                              line_of(st, "max_connections")));
-                n = strlen(err);
-                snprintf(err + n, errlen - n,
-                         "max_connections_per_uid (%u) is above max_connections (%u)",
-                         c->max_connections_per_uid, c->max_connections);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL,
+                                   "%smax_connections_per_uid (%u) is above max_connections (%u)",
+                                   at, c->max_connections_per_uid, c->max_connections);
         }
         if (c->root_reserved_connections >= c->max_connections) {
-                where(err, errlen, path,
+                where(at, sizeof(at), path,
                       latest(line_of(st, "root_reserved_connections"),
                              line_of(st, "max_connections")));
-                n = strlen(err);
-                snprintf(err + n, errlen - n,
-                         "root_reserved_connections (%u) leaves no connection for other uids "
-                         "(max_connections %u)",
-                         c->root_reserved_connections, c->max_connections);
-                return -EINVAL;
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "%sroot_reserved_connections (%u) leaves no connection for other uids "
+                        "(max_connections %u)",
+                        at, c->root_reserved_connections, c->max_connections);
         }
         if (c->root_reserved_spawns >= c->max_spawns) {
-                where(err, errlen, path,
+                where(at, sizeof(at), path,
                       latest(line_of(st, "root_reserved_spawns"), line_of(st, "max_spawns")));
-                n = strlen(err);
-                snprintf(err + n, errlen - n,
-                         "root_reserved_spawns (%u) leaves no spawn slot for other uids "
-                         "(max_spawns %u)",
-                         c->root_reserved_spawns, c->max_spawns);
-                return -EINVAL;
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "%sroot_reserved_spawns (%u) leaves no spawn slot for other uids "
+                        "(max_spawns %u)",
+                        at, c->root_reserved_spawns, c->max_spawns);
         }
         if (need > c->fd_limit) {
-                where(err, errlen, path,
+                where(at, sizeof(at), path,
                       latest(line_of(st, "fd_limit"),
                              latest(line_of(st, "max_connections"), line_of(st, "max_spawns"))));
-                n = strlen(err);
-                snprintf(err + n, errlen - n,
-                         "fd_limit is too small (%u) for max_connections (%u) and max_spawns "
-                         "(%u): it needs 19 + max_connections + 4 * max_spawns = %lu",
-                         c->fd_limit, c->max_connections, c->max_spawns, need);
-                return -EINVAL;
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "%sfd_limit is too small (%u) for max_connections (%u) and max_spawns "
+                        "(%u): it needs 19 + max_connections + 4 * max_spawns = %lu",
+                        at, c->fd_limit, c->max_connections, c->max_spawns, need);
         }
         return 0;
 }
@@ -565,26 +536,26 @@ static void drop_program(struct nbd_config *c, size_t i)
  * file, so one of them that fails stops start-up; the defaults are only
  * what happens to be installed, so one of them that fails is left off. */
 static int check_programs(struct nbd_config *c, const struct parse_state *st, const char *path,
-                          char *err, size_t errlen)
+                          struct nbd_err *e)
 {
         size_t i = 0;
 
         while (i < c->n_exec_allow) {
-                char why[PATH_MAX + 128], *real = NULL;
+                struct nbd_err why = {0};
+                char *real = NULL;
                 unsigned line = st->programs_seen ? st->program_line[i] : 0;
-                int r = nbd_trust_program(c->exec_allow[i], &real, why, sizeof(why));
+                int r = nbd_trust_program(c->exec_allow[i], &real, &why);
 
                 if (r == 0) {
                         free(c->exec_real[i]);
                         c->exec_real[i++] = real;
                 } else if (!st->programs_seen) {
                         nbd_warn("%s is left off the default exec_allow: %s", c->exec_allow[i],
-                                 why);
+                                 why.msg);
                         drop_program(c, i);
                 } else {
-                        snprintf(err, errlen, "%s:%u: exec_allow: %s: %s", path, line,
-                                 c->exec_allow[i], why);
-                        return r;
+                        return nbd_err_set(e, r, "%s:%u: exec_allow: %s: %s", path, line,
+                                           c->exec_allow[i], why.msg);
                 }
         }
         return 0;
@@ -593,50 +564,44 @@ static int check_programs(struct nbd_config *c, const struct parse_state *st, co
 /* One line of a file: the helper's own key, or inside a [policy] section
  * (policy files have nothing else) a key of the section. */
 static int parse_line(struct nbd_config *c, struct parse_state *st, const char *path, char *s,
-                      bool *in_section, bool policy_only, char *err, size_t errlen)
+                      bool *in_section, bool policy_only, struct nbd_err *e)
 {
-        char why[NBD_POLICY_WHYLEN] = "", *eq, *key, *val;
-        const char *what = "";
+        struct nbd_err why = {0};
+        char *eq, *key, *val;
         size_t n = strlen(s);
         int r;
 
         if (s[0] == '[') {
-                if (s[n - 1] != ']') {
-                        snprintf(err, errlen, "%s:%u: expected '[policy ...]'", path, st->lineno);
-                        return -EINVAL;
-                }
+                if (s[n - 1] != ']')
+                        return nbd_err_set(e, -EINVAL, "%s:%u: expected '[policy ...]'", path,
+                                           st->lineno);
                 s[n - 1] = '\0';
-                r = nbd_policy_begin(&c->policy, strip(s + 1), path, st->lineno, why, sizeof(why));
+                r = nbd_policy_begin(&c->policy, strip(s + 1), path, st->lineno, &why);
                 *in_section = r == 0;
                 goto out;
         }
         eq = strchr(s, '=');
-        if (!eq) {
-                snprintf(err, errlen, "%s:%u: expected 'key = value'", path, st->lineno);
-                return -EINVAL;
-        }
+        if (!eq)
+                return nbd_err_set(e, -EINVAL, "%s:%u: expected 'key = value'", path, st->lineno);
         *eq = '\0';
         key = strip(s);
         val = strip(eq + 1);
         if (*in_section) {
-                r = nbd_policy_set(&c->policy, key, val, st->lineno, why, sizeof(why));
+                r = nbd_policy_set(&c->policy, key, val, st->lineno, &why);
         } else if (policy_only) {
-                snprintf(why, sizeof(why), "%s: only [policy ...] sections belong in %s", key,
-                         path);
-                r = -EINVAL;
+                r = nbd_err_set(&why, -EINVAL, "%s: only [policy ...] sections belong in %s", key,
+                                path);
         } else {
-                r = set_key(c, st, key, val, &what);
-                if (r < 0)
-                        snprintf(why, sizeof(why), "%s: %s", key, what);
+                r = set_key(c, st, key, val, &why);
         }
 out:
         if (r < 0)
-                snprintf(err, errlen, "%s:%u: %s", path, st->lineno, why);
-        return r;
+                return nbd_err_set(e, r, "%s:%u: %s", path, st->lineno, why.msg);
+        return 0;
 }
 
 static int parse_file(struct nbd_config *c, struct parse_state *st, const char *path, FILE *f,
-                      bool policy_only, char *err, size_t errlen)
+                      bool policy_only, struct nbd_err *e)
 {
         bool in_section = false;
         char *line = NULL;
@@ -651,12 +616,12 @@ static int parse_file(struct nbd_config *c, struct parse_state *st, const char *
                 s[strcspn(s, "#")] = '\0';
                 s = strip(s);
                 if (*s)
-                        r = parse_line(c, st, path, s, &in_section, policy_only, err, errlen);
+                        r = parse_line(c, st, path, s, &in_section, policy_only, e);
         }
         /* A read error is not the end of the file: nothing of it is skipped. */
         if (r == 0 && ferror(f)) {
                 r = errno ? -errno : -EIO;
-                snprintf(err, errlen, "%s: %s", path, strerror(-r));
+                nbd_err_set(e, r, "%s: %s", path, strerror(-r));
         }
         free(line);
         return r;
@@ -678,7 +643,7 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 /* The policy files, in lexical order. A missing directory holds none; a
  * file that cannot be read stops start-up: a policy half read could grant
  * what its author meant to refuse only in a later file. */
-static int load_policy_dir(struct nbd_config *c, struct parse_state *st, char *err, size_t errlen)
+static int load_policy_dir(struct nbd_config *c, struct parse_state *st, struct nbd_err *e)
 {
         const char *dir = c->policy_dir ? c->policy_dir : NBD_POLICY_DEFAULT_DIR;
         struct dirent **names = NULL;
@@ -688,8 +653,7 @@ static int load_policy_dir(struct nbd_config *c, struct parse_state *st, char *e
                 if (errno == ENOENT)
                         return 0;
                 r = -errno;
-                snprintf(err, errlen, "%s: %s", dir, strerror(-r));
-                return r;
+                return nbd_err_set(e, r, "%s: %s", dir, strerror(-r));
         }
         for (int i = 0; i < n; i++) {
                 char path[PATH_MAX];
@@ -699,9 +663,9 @@ static int load_policy_dir(struct nbd_config *c, struct parse_state *st, char *e
                         f = fopen(path, "re");
                         if (!f) {
                                 r = -errno;
-                                snprintf(err, errlen, "%s: %s", path, strerror(-r));
+                                nbd_err_set(e, r, "%s: %s", path, strerror(-r));
                         } else {
-                                r = parse_file(c, st, path, f, true, err, errlen);
+                                r = parse_file(c, st, path, f, true, e);
                                 fclose(f);
                         }
                 }
@@ -711,8 +675,7 @@ static int load_policy_dir(struct nbd_config *c, struct parse_state *st, char *e
         return r;
 }
 
-int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, char *err,
-                    size_t errlen)
+int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, struct nbd_err *e)
 {
         struct parse_state st = {0};
         int r = 0;
@@ -721,24 +684,23 @@ int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, cha
         if (!f) {
                 if (errno != ENOENT || must_exist) {
                         r = -errno;
-                        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                        return r;
+                        return nbd_err_set(e, r, "%s: %s", path, strerror(-r));
                 }
         } else {
-                r = parse_file(c, &st, path, f, false, err, errlen);
+                r = parse_file(c, &st, path, f, false, e);
                 fclose(f);
         }
         if (r == 0)
-                r = load_policy_dir(c, &st, err, errlen);
+                r = load_policy_dir(c, &st, e);
         /* The numbers' and programs' lines are those of the main file. */
         if (r == 0) {
                 clamp_reserves(c, &st);
-                r = check_consistency(c, &st, path, err, errlen);
+                r = check_consistency(c, &st, path, e);
         }
         /* Programs first: a section may grant only what stays allowed. */
         if (r == 0)
-                r = check_programs(c, &st, path, err, errlen);
+                r = check_programs(c, &st, path, e);
         if (r == 0)
-                r = nbd_policy_check(&c->policy, c, err, errlen);
+                r = nbd_policy_check(&c->policy, c, e);
         return r;
 }

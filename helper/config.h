@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "err.h"
 #include "peer.h"
 #include "policy.h"
 
@@ -77,9 +78,15 @@ void nbd_config_defaults(struct nbd_config *c);
  * Then every program on exec_allow is checked to be safe for root to run
  * (see trust.h) and resolved: a default one that is not is dropped with a
  * warning, one the file names is an error at its line.
- * On error returns -errno and writes "path:line: what" to err. */
-int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, char *err,
-                    size_t errlen);
+ * On error returns -errno and fills e with "path:line: what" (out of
+ * memory included). */
+int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, struct nbd_err *e);
+
+/* A decimal number from min to max, digits only: 0, -EINVAL (not a number)
+ * or -ERANGE; *ret is untouched on failure. Shared by the helper's keys
+ * and the [policy] sections'. */
+int nbd_parse_u64(const char *v, unsigned long long min, unsigned long long max,
+                  unsigned long long *ret);
 
 bool nbd_config_exec_allowed(const struct nbd_config *c, const char *path);
 /* The file to run for an allowed path (its realpath as checked at start-up,

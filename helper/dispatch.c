@@ -345,7 +345,7 @@ static int validate_request(struct nbd_job *job)
                 int r;
 
                 const struct nbd_op_handler *h = handler_for(job->ctx, req->ops[i]);
-                char why[NBD_POLICY_WHYLEN];
+                struct nbd_err why = {0};
                 bool refused = false;
 
                 if (!h) {
@@ -355,9 +355,9 @@ static int validate_request(struct nbd_job *job)
                                 "unknown operation: this helper does not run it (see Hello's "
                                 "features)");
                         refused = true;
-                } else if (nbd_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, why,
-                                               sizeof(why)) < 0) {
-                        nbd_result_set(job->results[i], -EPERM, "%s", why);
+                } else if (nbd_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, &why) <
+                           0) {
+                        nbd_result_set(job->results[i], -EPERM, "%s", why.msg);
                         refused = true;
                 } else if (h->validate && (r = h->validate(&v, req->ops[i], job->results[i]))) {
                         if (!job->results[i]->status)

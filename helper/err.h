@@ -10,7 +10,7 @@
 
 #include <errno.h>
 
-#define NBD_ERR_MSG_MAX 256
+#define NBD_ERR_MSG_MAX 512
 
 struct nbd_err {
         int code; /* 0, or the -errno returned with the message */

@@ -22,6 +22,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "ifmap.h"
 #include "log.h"
 #include "names.h"
 #include "netlink.h"
@@ -32,29 +33,8 @@ NBD_LOG_CATEGORY(link);
  * (a race with another creator) before giving up. */
 #define MAX_NAME_TRIES 32
 
-/* Every interface of the namespace, name to ifindex: built from the dump at
- * start-up and kept current by link notifications like the name bitmaps,
- * so "does vnet7 exist?" and "what is p0's ifindex?" need no netlink round
- * trip (100 firewall owners validate without 100 lookups). The kernel sends
- * a notification before it acknowledges the request that caused it, so a
- * device we just made is in the map once the ack is read and the
- * notifications are taken in. */
-struct ifnode {
-        char name[IFNAMSIZ];
-        int ifindex;
-        bool macvtap; /* its traffic flows the other way round (firewall.c) */
-        bool owned; /* it carries an owner mark (its alias), for uid owner */
-        uid_t owner;
-        struct ifnode *next;
-};
-
-struct if_index_map {
-        struct ifnode **buckets;
-        size_t n_buckets, n;
-};
-
 struct nbd_links {
-        struct if_index_map ifs;
+        struct nbd_ifmap ifs; /* every interface here (ifmap.h) */
         struct nbd_loop *loop;
         struct nbd_netlink nl;
         struct nbd_names *names;
@@ -73,152 +53,7 @@ struct nbd_links {
         struct nbd_timer gone_timer;
 };
 
-static void errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void errf(char *err, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(err, NBD_ERRLEN, fmt, ap);
-        va_end(ap);
-}
-
 /* ---- the allocator's view of the kernel ---- */
-
-static size_t name_hash(const char *s, size_t n_buckets)
-{
-        uint32_t h = 2166136261u;
-
-        for (; *s; s++)
-                h = (h ^ (uint8_t)*s) * 16777619u;
-        return h % n_buckets;
-}
-
-static struct ifnode **ifidx_slot(struct if_index_map *m, const char *name)
-{
-        struct ifnode **p = &m->buckets[name_hash(name, m->n_buckets)];
-
-        while (*p && strcmp((*p)->name, name) != 0)
-                p = &(*p)->next;
-        return p;
-}
-
-static void ifidx_clear(struct if_index_map *m)
-{
-        for (size_t b = 0; b < m->n_buckets; b++)
-                while (m->buckets[b]) {
-                        struct ifnode *n = m->buckets[b];
-                        m->buckets[b] = n->next;
-                        free(n);
-                }
-        m->n = 0;
-}
-
-static void ifidx_grow(struct if_index_map *m)
-{
-        size_t nb = m->n_buckets ? m->n_buckets * 4 : 256;
-        struct ifnode **b = calloc(nb, sizeof(*b));
-
-        if (!b)
-                return; /* longer chains, still correct */
-        for (size_t i = 0; i < m->n_buckets; i++)
-                while (m->buckets[i]) {
-                        struct ifnode *n = m->buckets[i];
-                        m->buckets[i] = n->next;
-                        n->next = b[name_hash(n->name, nb)];
-                        b[name_hash(n->name, nb)] = n;
-                }
-        free(m->buckets);
-        m->buckets = b;
-        m->n_buckets = nb;
-}
-
-static void ifidx_remove_index(struct if_index_map *m, int ifindex)
-{
-        for (size_t b = 0; b < m->n_buckets; b++)
-                for (struct ifnode **p = &m->buckets[b]; *p; p = &(*p)->next)
-                        if ((*p)->ifindex == ifindex) {
-                                struct ifnode *n = *p;
-                                *p = n->next;
-                                free(n);
-                                m->n--;
-                                return;
-                        }
-}
-
-/* A link exists (present) or is gone. A new name for a known ifindex is a
- * rename: the old name goes. */
-static void ifidx_note_kind(struct if_index_map *m, const char *name, int ifindex, bool present,
-                            int macvtap);
-
-static void ifidx_note(struct if_index_map *m, const char *name, int ifindex, bool present)
-{
-        ifidx_note_kind(m, name, ifindex, present, -1);
-}
-
-/* macvtap: 1 or 0 when the message said, -1 to keep what is known. */
-static void ifidx_note_kind(struct if_index_map *m, const char *name, int ifindex, bool present,
-                            int macvtap)
-{
-        struct ifnode **p, *n;
-
-        if (m->n >= m->n_buckets)
-                ifidx_grow(m);
-        if (!m->n_buckets)
-                return;
-        p = ifidx_slot(m, name);
-        if (!present) {
-                if (*p) {
-                        n = *p;
-                        *p = n->next;
-                        free(n);
-                        m->n--;
-                }
-                return;
-        }
-        if (*p) {
-                (*p)->ifindex = ifindex;
-                if (macvtap >= 0)
-                        (*p)->macvtap = macvtap;
-                return;
-        }
-        ifidx_remove_index(m, ifindex);
-        n = calloc(1, sizeof(*n));
-        if (!n)
-                return;
-        snprintf(n->name, IFNAMSIZ, "%s", name);
-        n->ifindex = ifindex;
-        n->macvtap = macvtap > 0;
-        p = ifidx_slot(m, name);
-        *p = n;
-        m->n++;
-}
-
-/* Every RTM_NEWLINK carries the whole alias, or none when there is none. */
-static void ifidx_set_owner(struct if_index_map *m, const char *name, const char *alias)
-{
-        struct ifnode **p;
-        uid_t uid = 0;
-
-        if (!m->n_buckets)
-                return;
-        p = ifidx_slot(m, name);
-        if (!*p)
-                return;
-        (*p)->owned = alias && nbd_link_parse_owner_mark(alias, &uid);
-        (*p)->owner = uid;
-}
-
-static int ifidx_ifindex(struct if_index_map *m, const char *name)
-{
-        struct ifnode **p;
-
-        if (!m->n_buckets)
-                return 0;
-        p = ifidx_slot(m, name);
-        return *p ? (*p)->ifindex : 0;
-}
 
 /* From IFLA_LINKINFO: 1 for a macvtap, 0 for anything else, -1 unknown. */
 static int link_is_macvtap(struct nlattr *linkinfo)
@@ -267,6 +102,15 @@ static void note_gone(struct nbd_links *l, const char *name, int ifindex)
                 nbd_timer_arm(l->loop, &l->gone_timer, 0, run_gone, l);
 }
 
+/* Every RTM_NEWLINK carries the whole alias, or none when there is none. */
+static void set_owner(struct nbd_ifmap *m, const char *name, const char *alias)
+{
+        uid_t uid = 0;
+        bool owned = alias && nbd_link_parse_owner_mark(alias, &uid);
+
+        nbd_ifmap_set_owner(m, name, owned, uid);
+}
+
 static int on_link_msg(struct nl_msg *msg, void *arg)
 {
         struct nbd_links *l = arg;
@@ -287,11 +131,11 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
         if (ifi->ifi_family != AF_UNSPEC)
                 return NL_OK;
         nbd_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
-        ifidx_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
-                        link_is_macvtap(tb[IFLA_LINKINFO]));
+        nbd_ifmap_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
+                            link_is_macvtap(tb[IFLA_LINKINFO]));
         if (present)
-                ifidx_set_owner(&l->ifs, nla_get_string(tb[IFLA_IFNAME]),
-                                tb[IFLA_IFALIAS] ? nla_get_string(tb[IFLA_IFALIAS]) : NULL);
+                set_owner(&l->ifs, nla_get_string(tb[IFLA_IFNAME]),
+                          tb[IFLA_IFALIAS] ? nla_get_string(tb[IFLA_IFALIAS]) : NULL);
         if (!present)
                 note_gone(l, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index);
         return NL_OK;
@@ -309,7 +153,7 @@ static int rebuild(struct nbd_links *l)
                 return -ENOMEM;
         nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_link_msg, l);
         /* A dump interrupted by concurrent changes is retried. */
-        ifidx_clear(&l->ifs);
+        nbd_ifmap_clear(&l->ifs);
         for (int i = 0; i < 5 && r == -EINTR; i++) {
                 nbd_names_clear(l->names);
                 nbd_netlink_begin(&l->nl);
@@ -387,7 +231,7 @@ int nbd_links_list(struct nbd_links *l, struct nbd_link_entry **ret, size_t *n)
         if (!e)
                 return -ENOMEM;
         for (size_t b = 0; b < l->ifs.n_buckets; b++)
-                for (struct ifnode *i = l->ifs.buckets[b]; i && k < l->ifs.n; i = i->next) {
+                for (struct nbd_ifnode *i = l->ifs.buckets[b]; i && k < l->ifs.n; i = i->next) {
                         snprintf(e[k].name, IFNAMSIZ, "%s", i->name);
                         e[k++].ifindex = i->ifindex;
                 }
@@ -443,8 +287,7 @@ void nbd_links_close(struct nbd_links *l)
         free(l->gone);
         nbd_netlink_close(&l->nl);
         nbd_names_free(l->names);
-        ifidx_clear(&l->ifs);
-        free(l->ifs.buckets);
+        nbd_ifmap_free(&l->ifs);
         free(l->devdir);
         free(l);
 }
@@ -459,24 +302,22 @@ static int get_link(struct nbd_links *l, const char *name, struct rtnl_link **re
         r = rtnl_link_get_kernel(l->nl.req, 0, name, ret);
         nbd_netlink_sent(1);
         r = nbd_netlink_errno(&l->nl, r);
-        return r == -ENODEV || r == -EINVAL ? -ENODEV : r;
+        return r == -ENODEV || r == -EINVAL || r == -ENOENT ? -ENODEV : r;
 }
 
 bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
 {
-        struct ifnode **p;
+        const struct nbd_ifnode *n;
 
         nbd_links_sync(l);
-        if (!l->ifs.n_buckets)
-                return false;
-        p = ifidx_slot(&l->ifs, name);
-        return *p && (*p)->macvtap;
+        n = nbd_ifmap_get(&l->ifs, name);
+        return n && n->macvtap;
 }
 
 int nbd_link_exists(struct nbd_links *l, const char *name)
 {
         nbd_links_sync(l);
-        return ifidx_ifindex(&l->ifs, name) ? 1 : 0;
+        return nbd_ifmap_ifindex(&l->ifs, name) ? 1 : 0;
 }
 
 bool nbd_link_parse_owner_mark(const char *alias, uid_t *ret)
@@ -498,17 +339,15 @@ bool nbd_link_parse_owner_mark(const char *alias, uid_t *ret)
 
 int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
 {
-        struct ifnode **p;
+        const struct nbd_ifnode *n;
 
         nbd_links_sync(l);
-        if (!l->ifs.n_buckets)
+        n = nbd_ifmap_get(&l->ifs, name);
+        if (!n)
                 return -ENODEV;
-        p = ifidx_slot(&l->ifs, name);
-        if (!*p)
-                return -ENODEV;
-        if (!(*p)->owned)
+        if (!n->owned)
                 return -ENOENT;
-        *ret = (*p)->owner;
+        *ret = n->owner;
         return 0;
 }
 
@@ -518,27 +357,25 @@ unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid)
 
         nbd_links_sync(l);
         for (size_t b = 0; b < l->ifs.n_buckets; b++)
-                for (const struct ifnode *i = l->ifs.buckets[b]; i; i = i->next)
+                for (const struct nbd_ifnode *i = l->ifs.buckets[b]; i; i = i->next)
                         n += i->owned && i->owner == uid;
         return n;
 }
 
-static int ifindex_of(struct nbd_links *l, const char *name, int *ret, char *err)
+static int ifindex_of(struct nbd_links *l, const char *name, int *ret, struct nbd_err *err)
 {
         struct rtnl_link *link = NULL;
         int r;
 
         nbd_links_sync(l);
-        *ret = ifidx_ifindex(&l->ifs, name);
+        *ret = nbd_ifmap_ifindex(&l->ifs, name);
         if (*ret)
                 return 0;
         r = get_link(l, name, &link);
-        if (r < 0) {
-                errf(err, "no interface %s: %s", name, strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return nbd_err_set(err, r, "no interface %s: %s", name, strerror(-r));
         *ret = rtnl_link_get_ifindex(link);
-        ifidx_note(&l->ifs, name, *ret, true);
+        nbd_ifmap_note(&l->ifs, name, *ret, true);
         rtnl_link_put(link);
         return 0;
 }
@@ -555,35 +392,33 @@ static void owner_mark(uid_t uid, char mark[32])
  * (rtnl_create_link() does not read IFLA_IFALIAS): unless the map shows it
  * took, it is set now, before the op reports the interface. */
 static int mark_created(struct nbd_links *l, const char *name, int ifindex, uid_t creator,
-                        char *err)
+                        struct nbd_err *err)
 {
         char mark[32];
         uid_t now;
         int r;
 
         if (nbd_link_owner(l, name, &now) == 0 && now == creator &&
-            ifidx_ifindex(&l->ifs, name) == ifindex)
+            nbd_ifmap_ifindex(&l->ifs, name) == ifindex)
                 return 0;
         owner_mark(creator, mark);
         r = nbd_netlink_set_alias(&l->nl, ifindex, mark);
-        if (r < 0) {
-                errf(err, "cannot mark %s as made for uid %u: %s", name, (unsigned)creator,
-                     strerror(-r));
-                return r;
-        }
-        ifidx_set_owner(&l->ifs, name, mark);
+        if (r < 0)
+                return nbd_err_set(err, r, "cannot mark %s as made for uid %u: %s", name,
+                                   (unsigned)creator, strerror(-r));
+        set_owner(&l->ifs, name, mark);
         return 0;
 }
 
 /* ---- creating under a name or a template ---- */
 
-typedef int (*create_fn)(struct nbd_links *l, const char *name, void *ctx, char *err);
+typedef int (*create_fn)(struct nbd_links *l, const char *name, void *ctx, struct nbd_err *err);
 
 /* Reserve and create in one step: the kernel's NLM_F_EXCL (or
  * IFF_TUN_EXCL) is the reservation. A template's candidate that turns out
  * to be taken is marked used and the next one is tried. */
 static int create_named(struct nbd_links *l, const char *name, create_fn fn, void *ctx,
-                        char ret_name[IFNAMSIZ], char *err)
+                        char ret_name[IFNAMSIZ], struct nbd_err *err)
 {
         char prefix[IFNAMSIZ], cand[IFNAMSIZ];
         int r;
@@ -591,33 +426,31 @@ static int create_named(struct nbd_links *l, const char *name, create_fn fn, voi
         if (!nbd_is_template(name)) {
                 r = fn(l, name, ctx, err);
                 if (r == -EEXIST || r == -EBUSY)
-                        errf(err, "interface %s already exists", name);
+                        nbd_err_set(err, -EEXIST, "interface %s already exists", name);
                 if (r == 0)
                         snprintf(ret_name, IFNAMSIZ, "%s", name);
                 return r == -EBUSY ? -EEXIST : r;
         }
-        if (nbd_template_parse(name, prefix) < 0) {
-                errf(err, "bad template '%s': a name prefix followed by %%d", name);
-                return -EINVAL;
-        }
+        if (nbd_template_parse(name, prefix) < 0)
+                return nbd_err_set(err, -EINVAL, "bad template '%s': a name prefix followed by %%d",
+                                   name);
         nbd_links_sync(l);
         for (int tries = 0; tries < MAX_NAME_TRIES; tries++) {
                 r = nbd_names_allocate(l->names, prefix, cand);
-                if (r == -ENOSPC) {
-                        errf(err, "every name from %s0 to %s%u is in use", prefix, prefix,
-                             nbd_names_max_suffix(prefix));
-                        return r;
-                }
+                if (r == -ENOSPC)
+                        return nbd_err_set(err, r, "every name from %s0 to %s%u is in use", prefix,
+                                           prefix, nbd_names_max_suffix(prefix));
                 if (r < 0)
-                        return r;
+                        return nbd_err_set(err, r, "no name from %s: %s", name, strerror(-r));
                 r = fn(l, cand, ctx, err);
                 if (r == -EEXIST || r == -EBUSY) {
                         /* Taken behind our back, or is it another name the op
                          * needs (a veth's peer)? Only the first is retried. */
                         if (nbd_link_exists(l, cand) == 0) {
                                 nbd_names_mark(l->names, cand, false);
-                                errf(err, "another interface this op names already exists");
-                                return -EEXIST;
+                                return nbd_err_set(
+                                        err, -EEXIST,
+                                        "another interface this op names already exists");
                         }
                         nbd_debug("%s was taken behind our back; trying the next name", cand);
                         continue;
@@ -629,8 +462,8 @@ static int create_named(struct nbd_links *l, const char *name, create_fn fn, voi
                 snprintf(ret_name, IFNAMSIZ, "%s", cand);
                 return 0;
         }
-        errf(err, "%d names for %s were taken by others while we tried them", MAX_NAME_TRIES, name);
-        return -EEXIST;
+        return nbd_err_set(err, -EEXIST, "%d names for %s were taken by others while we tried them",
+                           MAX_NAME_TRIES, name);
 }
 
 /* ---- taps ---- */
@@ -665,28 +498,29 @@ static void close_fds(int *fds, unsigned *n)
                 close(fds[--*n]);
 }
 
-static int tap_create_one(struct nbd_links *l, const char *name, void *data, char *err)
+static int tap_create_one(struct nbd_links *l, const char *name, void *data, struct nbd_err *err)
 {
         struct tap_ctx *t = data;
         const struct nbd_tap_spec *s = t->s;
         unsigned queues = s->queues > 1 ? s->queues : 1;
         short flags = IFF_TAP | IFF_NO_PI | (s->vnet_hdr ? IFF_VNET_HDR : 0) |
                       (queues > 1 ? IFF_MULTI_QUEUE : 0);
-        int r, fd;
+        int r, fd = -1; /* set by tap_open_queue(); gcc 12 cannot tell */
 
         (void)l;
         /* IFF_TUN_EXCL: an existing device is never silently attached to. */
         r = tap_open_queue(name, flags | IFF_TUN_EXCL, &fd);
         if (r < 0) {
                 if (r != -EBUSY && r != -EEXIST)
-                        errf(err, "cannot create tap %s: %s", name, strerror(-r));
+                        nbd_err_set(err, r, "cannot create tap %s: %s", name, strerror(-r));
                 return r;
         }
         t->fds[t->nfds++] = fd;
         for (unsigned q = 1; q < queues; q++) {
                 r = tap_open_queue(name, flags, &fd);
                 if (r < 0) {
-                        errf(err, "cannot attach queue %u of tap %s: %s", q, name, strerror(-r));
+                        nbd_err_set(err, r, "cannot attach queue %u of tap %s: %s", q, name,
+                                    strerror(-r));
                         goto fail;
                 }
                 t->fds[t->nfds++] = fd;
@@ -694,12 +528,12 @@ static int tap_create_one(struct nbd_links *l, const char *name, void *data, cha
         if (s->set_owner && (ioctl(t->fds[0], TUNSETOWNER, (unsigned long)s->uid) < 0 ||
                              ioctl(t->fds[0], TUNSETGROUP, (unsigned long)s->gid) < 0)) {
                 r = -errno;
-                errf(err, "cannot set the owner of tap %s: %s", name, strerror(-r));
+                nbd_err_set(err, r, "cannot set the owner of tap %s: %s", name, strerror(-r));
                 goto fail;
         }
         if (s->persist && ioctl(t->fds[0], TUNSETPERSIST, 1UL) < 0) {
                 r = -errno;
-                errf(err, "cannot make tap %s persistent: %s", name, strerror(-r));
+                nbd_err_set(err, r, "cannot make tap %s persistent: %s", name, strerror(-r));
                 goto fail;
         }
         return 0;
@@ -709,7 +543,7 @@ fail:
 }
 
 int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
-                        struct nbd_link_made *ret, char *err)
+                        struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct tap_ctx t = {.s = s, .fds = ret->fds};
         int r = create_named(l, s->name, tap_create_one, &t, ret->ifname, err);
@@ -721,10 +555,9 @@ int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
         if (r == 0)
                 r = mark_created(l, ret->ifname, ret->ifindex, s->creator, err);
         if (r < 0) {
-                char ignored[NBD_ERRLEN];
-                /* The error that stands is the one above. */
+                /* The error that stands is the one above: no err for the delete. */
                 if (s->persist)
-                        nbd_link_delete(l, ret->ifname, ignored);
+                        nbd_link_delete(l, ret->ifname, NULL);
                 close_fds(ret->fds, &ret->nfds);
         }
         return r;
@@ -732,8 +565,8 @@ int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
 
 /* ---- netlink-made kinds ---- */
 
-static int add_link(struct nbd_links *l, struct rtnl_link *link, const char *name, char *err,
-                    const char *what)
+static int add_link(struct nbd_links *l, struct rtnl_link *link, const char *name,
+                    struct nbd_err *err, const char *what)
 {
         int r;
 
@@ -743,7 +576,7 @@ static int add_link(struct nbd_links *l, struct rtnl_link *link, const char *nam
         nbd_netlink_sent(1);
         r = nbd_netlink_errno(&l->nl, r);
         if (r < 0 && r != -EEXIST)
-                errf(err, "cannot create %s %s: %s", what, name, strerror(-r));
+                nbd_err_set(err, r, "cannot create %s %s: %s", what, name, strerror(-r));
         return r;
 }
 
@@ -760,15 +593,18 @@ struct macvlan_ctx {
         char mark[32];
 };
 
-static int macvlan_create_one(struct nbd_links *l, const char *name, void *data, char *err)
+static int macvlan_create_one(struct nbd_links *l, const char *name, void *data,
+                              struct nbd_err *err)
 {
         struct macvlan_ctx *m = data;
         struct rtnl_link *link = m->s->tap ? rtnl_link_macvtap_alloc() : rtnl_link_macvlan_alloc();
         struct nl_addr *addr = NULL;
-        int r = -ENOMEM;
+        int r;
 
-        if (!link)
+        if (!link) {
+                r = nbd_err_oom(err, "making a macvlan");
                 goto out;
+        }
         rtnl_link_set_link(link, m->parent);
         rtnl_link_set_ifalias(link, m->mark);
         if (m->s->tap)
@@ -777,8 +613,10 @@ static int macvlan_create_one(struct nbd_links *l, const char *name, void *data,
                 rtnl_link_macvlan_set_mode(link, macvlan_modes[m->s->mode]);
         if (m->s->has_mac) {
                 addr = nl_addr_build(AF_LLC, m->s->mac, 6);
-                if (!addr)
+                if (!addr) {
+                        r = nbd_err_oom(err, "making a macvlan");
                         goto out;
+                }
                 rtnl_link_set_addr(link, addr);
         }
         r = add_link(l, link, name, err, m->s->tap ? "macvtap" : "macvlan");
@@ -793,7 +631,7 @@ out:
  * in the helper's private directory, opened, and removed again: no udev, and
  * no /dev/tapN that a device of another namespace could own. */
 static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool vnet_hdr,
-                        int *ret_fd, char *err)
+                        int *ret_fd, struct nbd_err *err)
 {
         char path[128], node[PATH_MAX], buf[32];
         unsigned maj, min;
@@ -805,24 +643,22 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
                 r = -errno;
-                errf(err,
-                     "cannot find the character device of %s (%s): sysfs must show this network "
-                     "namespace",
-                     name, strerror(errno));
-                return r;
+                return nbd_err_set(err, r,
+                                   "cannot find the character device of %s (%s): sysfs must show "
+                                   "this network namespace",
+                                   name, strerror(-r));
         }
         n = read(fd, buf, sizeof(buf) - 1);
         close(fd);
         if (n <= 0 || (buf[n] = '\0', sscanf(buf, "%u:%u", &maj, &min) != 2)) {
-                errf(err, "cannot read %s", path);
-                return -EIO;
+                return nbd_err_set(err, -EIO, "cannot read %s", path);
         }
         if (l->devdir) {
                 snprintf(node, sizeof(node), "%s/tap%d.%u", l->devdir, ifindex, l->node_seq++);
                 if (mknod(node, S_IFCHR | 0600, makedev(maj, min)) < 0) {
                         r = -errno;
-                        errf(err, "cannot make a device node for %s: %s", name, strerror(errno));
-                        return r;
+                        return nbd_err_set(err, r, "cannot make a device node for %s: %s", name,
+                                           strerror(-r));
                 }
                 fd = open(node, O_RDWR | O_CLOEXEC);
                 r = -errno;
@@ -832,18 +668,17 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
                 snprintf(node, sizeof(node), "/dev/tap%d", ifindex);
                 if (stat(node, &st) < 0 || !S_ISCHR(st.st_mode) ||
                     st.st_rdev != makedev(maj, min)) {
-                        errf(err,
-                             "no device node for %s: %s is missing or belongs to another device",
-                             name, node);
-                        return -ENODEV;
+                        return nbd_err_set(
+                                err, -ENODEV,
+                                "no device node for %s: %s is missing or belongs to another device",
+                                name, node);
                 }
                 fd = open(node, O_RDWR | O_CLOEXEC);
                 r = -errno;
         }
-        if (fd < 0) {
-                errf(err, "cannot open the character device of %s: %s", name, strerror(-r));
-                return r;
-        }
+        if (fd < 0)
+                return nbd_err_set(err, r, "cannot open the character device of %s: %s", name,
+                                   strerror(-r));
         {
                 /* The macvtap driver turns vnet headers on for every open;
                  * make the flag what was asked, both ways. */
@@ -854,8 +689,8 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
                      ioctl(fd, TUNSETIFF, &ifr) < 0)) {
                         r = -errno;
                         close(fd);
-                        errf(err, "cannot set vnet headers on %s: %s", name, strerror(-r));
-                        return r;
+                        return nbd_err_set(err, r, "cannot set vnet headers on %s: %s", name,
+                                           strerror(-r));
                 }
         }
         *ret_fd = fd;
@@ -863,7 +698,7 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
 }
 
 int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
-                            struct nbd_link_made *ret, char *err)
+                            struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct macvlan_ctx m = {.s = s};
         int r, fd;
@@ -883,10 +718,8 @@ int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *
                 if (r == 0)
                         ret->fds[ret->nfds++] = fd;
         }
-        if (r < 0) {
-                char ignored[NBD_ERRLEN];
-                nbd_link_delete(l, ret->ifname, ignored);
-        }
+        if (r < 0)
+                nbd_link_delete(l, ret->ifname, NULL); /* the error above stands */
         return r;
 }
 
@@ -896,14 +729,14 @@ struct veth_ctx {
         char mark[32];
 };
 
-static int veth_create_one(struct nbd_links *l, const char *name, void *data, char *err)
+static int veth_create_one(struct nbd_links *l, const char *name, void *data, struct nbd_err *err)
 {
         struct veth_ctx *v = data;
         struct rtnl_link *link = rtnl_link_veth_alloc(), *peer;
         int r;
 
         if (!link)
-                return -ENOMEM;
+                return nbd_err_oom(err, "making a veth");
         peer = rtnl_link_veth_get_peer(link);
         rtnl_link_set_name(peer, v->peer);
         rtnl_link_set_ifalias(peer, v->mark);
@@ -922,7 +755,7 @@ static int veth_create_one(struct nbd_links *l, const char *name, void *data, ch
  * CAP_SYS_ADMIN), and IFLA_TARGET_NETNSID on a change does not reach into
  * it but moves the device named by ifindex here over there. The helper
  * never acts on it anyway: it acts on interfaces of its own namespace. */
-static int mark_peer(struct nbd_links *l, const struct veth_ctx *v, char *err)
+static int mark_peer(struct nbd_links *l, const struct veth_ctx *v, struct nbd_err *err)
 {
         int r, peer;
 
@@ -933,7 +766,7 @@ static int mark_peer(struct nbd_links *l, const struct veth_ctx *v, char *err)
 }
 
 int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
-                         struct nbd_link_made *ret, char *err)
+                         struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct veth_ctx v = {.s = s};
         int r;
@@ -942,10 +775,10 @@ int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
         snprintf(v.peer, IFNAMSIZ, "%s", s->peer);
         r = create_named(l, s->name, veth_create_one, &v, ret->ifname, err);
         if (r == -EEXIST && !nbd_is_template(s->name))
-                errf(err, "interface %s or its peer %s already exists", s->name, s->peer);
+                nbd_err_set(err, r, "interface %s or its peer %s already exists", s->name, s->peer);
         else if (r == -EEXIST)
-                errf(err, "the peer name %s is taken%s", s->peer,
-                     s->peer_netns_fd >= 0 ? " in the target namespace" : "");
+                nbd_err_set(err, r, "the peer name %s is taken%s", s->peer,
+                            s->peer_netns_fd >= 0 ? " in the target namespace" : "");
         if (r < 0)
                 return r;
         snprintf(ret->peer, IFNAMSIZ, "%s", v.peer);
@@ -954,21 +787,19 @@ int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
                 r = mark_created(l, ret->ifname, ret->ifindex, s->creator, err);
         if (r == 0)
                 r = mark_peer(l, &v, err);
-        if (r < 0) {
-                char ignored[NBD_ERRLEN];
-                nbd_link_delete(l, ret->ifname, ignored);
-        }
+        if (r < 0)
+                nbd_link_delete(l, ret->ifname, NULL); /* the error above stands */
         return r;
 }
 
-static int bridge_create_one(struct nbd_links *l, const char *name, void *data, char *err)
+static int bridge_create_one(struct nbd_links *l, const char *name, void *data, struct nbd_err *err)
 {
         struct rtnl_link *link = rtnl_link_alloc();
         int r;
 
         if (!link || rtnl_link_set_type(link, "bridge") < 0) {
                 rtnl_link_put(link);
-                return -ENOMEM;
+                return nbd_err_oom(err, "making a bridge");
         }
         rtnl_link_set_ifalias(link, data);
         r = add_link(l, link, name, err, "bridge");
@@ -977,7 +808,7 @@ static int bridge_create_one(struct nbd_links *l, const char *name, void *data, 
 }
 
 int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
-                           struct nbd_link_made *ret, char *err)
+                           struct nbd_link_made *ret, struct nbd_err *err)
 {
         char mark[32];
         int r;
@@ -989,10 +820,8 @@ int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
         r = ifindex_of(l, ret->ifname, &ret->ifindex, err);
         if (r == 0)
                 r = mark_created(l, ret->ifname, ret->ifindex, creator, err);
-        if (r < 0) {
-                char ignored[NBD_ERRLEN];
-                nbd_link_delete(l, ret->ifname, ignored);
-        }
+        if (r < 0)
+                nbd_link_delete(l, ret->ifname, NULL); /* the error above stands */
         return r;
 }
 
@@ -1008,17 +837,18 @@ static int apply_change(struct nbd_links *l, struct rtnl_link *orig, struct rtnl
         return nbd_netlink_errno(&l->nl, r);
 }
 
-int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex, char *err)
+int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
+                 struct nbd_err *err)
 {
         struct rtnl_link *orig = NULL, *changes = rtnl_link_alloc();
         struct nl_addr *addr = NULL;
         int r, master;
 
         if (!changes)
-                return -ENOMEM;
+                return nbd_err_oom(err, "changing an interface");
         r = get_link(l, c->name, &orig);
         if (r < 0) {
-                errf(err, "no interface %s: %s", c->name, strerror(-r));
+                nbd_err_set(err, r, "no interface %s: %s", c->name, strerror(-r));
                 goto out;
         }
         if (c->up == 1)
@@ -1030,7 +860,7 @@ int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_
         if (c->has_mac) {
                 addr = nl_addr_build(AF_LLC, c->mac, 6);
                 if (!addr) {
-                        r = -ENOMEM;
+                        r = nbd_err_oom(err, "changing an interface");
                         goto out;
                 }
                 rtnl_link_set_addr(changes, addr);
@@ -1045,7 +875,7 @@ int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_
         }
         r = apply_change(l, orig, changes);
         if (r < 0) {
-                errf(err, "cannot change %s: %s", c->name, strerror(-r));
+                nbd_err_set(err, r, "cannot change %s: %s", c->name, strerror(-r));
                 goto out;
         }
         *ret_ifindex = rtnl_link_get_ifindex(orig);
@@ -1101,13 +931,13 @@ out:
         return r;
 }
 
-int nbd_link_delete(struct nbd_links *l, const char *name, char *err)
+int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
 {
         struct rtnl_link *link = rtnl_link_alloc();
         int r;
 
         if (!link)
-                return -ENOMEM;
+                return nbd_err_oom(err, "deleting an interface");
         rtnl_link_set_name(link, name);
         nbd_netlink_begin(&l->nl);
         r = rtnl_link_delete(l->nl.req, link);
@@ -1117,6 +947,6 @@ int nbd_link_delete(struct nbd_links *l, const char *name, char *err)
         if (r == -ENODEV || r == -EINVAL)
                 r = -ENODEV;
         if (r < 0)
-                errf(err, "cannot delete %s: %s", name, strerror(-r));
+                nbd_err_set(err, r, "cannot delete %s: %s", name, strerror(-r));
         return r;
 }

@@ -1,7 +1,8 @@
 /* Interfaces: create, change and delete them over rtnetlink (libnl-route-3),
  * taps through /dev/net/tun, macvtap character devices opened without udev.
- * Knows nothing of the wire format. Every function returns 0 or -errno and,
- * on failure, writes a sentence for the caller into err. */
+ * Knows nothing of the wire format. Every function returns 0 or -errno; one
+ * that takes a struct nbd_err fills it on every failure path, out of memory
+ * included (err may be NULL: only the errno is wanted). */
 #pragma once
 
 #include <net/if.h>
@@ -10,10 +11,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "err.h"
 #include "loop.h"
 
 #define NBD_LINK_MAX_QUEUES 16
-#define NBD_ERRLEN 256
 /* Every interface netbroker makes carries, in its alias (IFLA_IFALIAS), the
  * uid whose request made it: "netbroker:uid=1000", root's "netbroker:uid=0".
  * The kernel keeps it, so a helper started later knows every owner; only
@@ -125,15 +126,16 @@ int nbd_links_list(struct nbd_links *l, struct nbd_link_entry **ret, size_t *n);
 struct nbd_netlink *nbd_links_netlink(struct nbd_links *l);
 
 int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
-                        struct nbd_link_made *ret, char *err);
+                        struct nbd_link_made *ret, struct nbd_err *err);
 int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
-                            struct nbd_link_made *ret, char *err);
+                            struct nbd_link_made *ret, struct nbd_err *err);
 int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
-                         struct nbd_link_made *ret, char *err);
+                         struct nbd_link_made *ret, struct nbd_err *err);
 int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
-                           struct nbd_link_made *ret, char *err);
-int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex, char *err);
-int nbd_link_delete(struct nbd_links *l, const char *name, char *err);
+                           struct nbd_link_made *ret, struct nbd_err *err);
+int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
+                 struct nbd_err *err);
+int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err);
 
 /* A macvtap: what its guest sends leaves through its egress, what the
  * guest receives comes through its ingress (the reverse of a tap). */

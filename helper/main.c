@@ -461,7 +461,7 @@ int main(int argc, char **argv)
         struct options o = {0};
         struct nbd_config cfg = {0}; /* nbd_config_free() works on it from the start */
         sigset_t handled;
-        char err[512] = "";
+        struct nbd_err err = {0};
         const char *devdir;
         int r, n_activated, first_stray, listen_fd = -1, ret = 1;
 
@@ -511,9 +511,9 @@ int main(int argc, char **argv)
 
         /* Stage 3. */
         nbd_config_defaults(&cfg);
-        r = nbd_config_load(&cfg, o.config_path, o.config_required, err, sizeof(err));
+        r = nbd_config_load(&cfg, o.config_path, o.config_required, &err);
         if (r < 0) {
-                fprintf(stderr, "netbrokerd: %s\n", err);
+                fprintf(stderr, "netbrokerd: %s\n", err.msg);
                 goto out;
         }
         {

@@ -23,42 +23,64 @@ void nbd_netlink_sent(unsigned n)
         nbd_stats[NBD_STAT_NETLINK_MESSAGES] += n;
 }
 
+/* libnl's own codes, back to the errno each stands for. Where libnl made
+ * the code from a kernel errno (lib/error.c, nl_syserr2nlerr), the map is
+ * that function's inverse; where several errnos fold into one code, the
+ * first of them. The kernel's own errno, when an ack carried one, is taken
+ * before this (nbd_netlink_errno). */
+int nbd_netlink_nle_errno(int nlerr)
+{
+        switch (nlerr < 0 ? -nlerr : nlerr) {
+        case 0:
+                return 0;
+        case NLE_NOMEM: /* ENOMEM, and ENOBUFS folded in */
+                return -ENOMEM;
+        case NLE_EXIST: /* EEXIST, and EADDRINUSE folded in */
+                return -EEXIST;
+        case NLE_OBJ_NOTFOUND:
+                /* libnl's own "no such object" (a look-up or a reply that
+                 * held none), not the kernel's: a missing device comes as
+                 * the kernel's ENODEV through kernel_errno. ENOENT, as
+                 * for any missing entry; callers that look up devices
+                 * treat it as ENODEV themselves. */
+                return -ENOENT;
+        case NLE_NODEV: /* ENODEV */
+                return -ENODEV;
+        case NLE_INVAL: /* EINVAL */
+        case NLE_MISSING_ATTR: /* a required attribute libnl did not have */
+                return -EINVAL;
+        case NLE_PERM: /* EPERM */
+                return -EPERM;
+        case NLE_NOACCESS: /* EACCES: not folded into EPERM, the kernel tells them apart */
+                return -EACCES;
+        case NLE_BUSY: /* EBUSY */
+                return -EBUSY;
+        case NLE_RANGE: /* ERANGE */
+                return -ERANGE;
+        case NLE_OPNOTSUPP: /* EOPNOTSUPP */
+                return -EOPNOTSUPP;
+        case NLE_AGAIN: /* EAGAIN */
+                return -EAGAIN;
+        case NLE_MSGSIZE: /* EMSGSIZE */
+                return -EMSGSIZE;
+        case NLE_DUMP_INTR: /* NLM_F_DUMP_INTR: the dump must be redone, as libmnl's EINTR */
+                return -EINTR;
+        case NLE_INTR: /* EINTR */
+                return -EINTR;
+        case NLE_AF_NOSUPPORT: /* EAFNOSUPPORT */
+                return -EAFNOSUPPORT;
+        default: /* a libnl failure with no errno of its own */
+                return -EIO;
+        }
+}
+
 int nbd_netlink_errno(struct nbd_netlink *nl, int nlerr)
 {
         if (nlerr >= 0)
                 return 0;
         if (nl->kernel_errno > 0)
                 return -nl->kernel_errno;
-        switch (-nlerr) {
-        case NLE_NOMEM:
-                return -ENOMEM;
-        case NLE_EXIST:
-                return -EEXIST;
-        case NLE_OBJ_NOTFOUND:
-        case NLE_NODEV:
-                return -ENODEV;
-        case NLE_INVAL:
-        case NLE_MISSING_ATTR:
-                return -EINVAL;
-        case NLE_PERM:
-                return -EPERM;
-        case NLE_BUSY:
-                return -EBUSY;
-        case NLE_RANGE:
-                return -ERANGE;
-        case NLE_OPNOTSUPP:
-                return -EOPNOTSUPP;
-        case NLE_AGAIN:
-                return -EAGAIN;
-        case NLE_NOACCESS:
-                return -EACCES;
-        case NLE_MSGSIZE:
-                return -EMSGSIZE;
-        case NLE_DUMP_INTR:
-                return -EINTR;
-        default:
-                return -EIO;
-        }
+        return nbd_netlink_nle_errno(nlerr);
 }
 
 int nbd_netlink_open(struct nbd_netlink *nl)

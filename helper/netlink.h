@@ -21,6 +21,11 @@ void nbd_netlink_close(struct nbd_netlink *nl);
  * kernel sent. Call right after the libnl call on nl->req. */
 int nbd_netlink_errno(struct nbd_netlink *nl, int nlerr);
 
+/* The one map of libnl codes to errno values (negative or not; 0 is 0, a
+ * code without an errno -EIO), also for sockets other than nl->req (the
+ * bench's). */
+int nbd_netlink_nle_errno(int nlerr);
+
 /* Set the alias of interface ifindex of this namespace. 0 or -errno. */
 int nbd_netlink_set_alias(struct nbd_netlink *nl, int ifindex, const char *alias);
 

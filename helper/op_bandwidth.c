@@ -42,15 +42,15 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
 {
         const Netbroker__BandwidthSet *s = op->bandwidth_set;
         struct nbd_bw_limits l;
-        char err[NBD_BW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         if ((r = nbd_check_interface(v, s->ifname, res, "bandwidth set")) ||
             (r = nbd_check_owned(v, s->ifname, res)))
                 return r;
         limits_from(s, &l);
-        if (nbd_bw_check(&l, err) < 0)
-                return nbd_result_set(res, -EINVAL, "bandwidth set %s: %s", s->ifname, err);
+        if (nbd_bw_check(&l, &err) < 0)
+                return nbd_result_set(res, -EINVAL, "bandwidth set %s: %s", s->ifname, err.msg);
         if (l.out.average && !nbd_bw_outbound_available(v->ctx->bw)) {
                 const char *in, *out;
                 nbd_bw_mechanisms(v->ctx->bw, &in, &out);
@@ -80,9 +80,8 @@ static void undo_bw(struct nbd_job *job, void *data)
 {
         struct undo_bw *u = data;
         struct nbd_bw_applied ignored;
-        char err[NBD_BW_ERRLEN];
 
-        nbd_bw_set(bw_of(job), u->ifname, &u->before, &ignored, err);
+        nbd_bw_set(bw_of(job), u->ifname, &u->before, &ignored, NULL);
 }
 
 /* What netbroker has on ifname now, to put back on failure. */
@@ -117,7 +116,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         struct undo_bw *u, before;
         struct nbd_bw_applied applied;
         struct nbd_bw_limits l;
-        char err[NBD_BW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         if ((r = nbd_job_check_owned(job, s->ifname, res)))
@@ -134,12 +133,12 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH;
         res->bandwidth = br;
         limits_from(s, &l);
-        r = nbd_bw_set(bw_of(job), s->ifname, &l, &applied, err);
+        r = nbd_bw_set(bw_of(job), s->ifname, &l, &applied, &err);
         if (r < 0) {
                 /* Part of it may be in place: put back what was there. */
                 undo_bw(job, u);
                 free(u);
-                return nbd_result_set(res, r, "bandwidth set %s: %s", s->ifname, err);
+                return nbd_result_set(res, r, "bandwidth set %s: %s", s->ifname, err.msg);
         }
         br->inbound_mechanism = strdup(applied.in);
         br->outbound_mechanism = strdup(applied.out);
@@ -163,7 +162,7 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
 {
         const char *ifname = op->bandwidth_clear->ifname;
         struct undo_bw *u, before;
-        char err[NBD_BW_ERRLEN];
+        struct nbd_err err;
         int r;
 
         if ((r = nbd_job_check_owned(job, ifname, res)))
@@ -171,11 +170,11 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         u = snapshot(job, ifname);
         if (!u)
                 return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
-        r = nbd_bw_clear(bw_of(job), ifname, err);
+        r = nbd_bw_clear(bw_of(job), ifname, &err);
         if (r < 0) {
                 undo_bw(job, u);
                 free(u);
-                return nbd_result_set(res, r, "bandwidth clear %s: %s", ifname, err);
+                return nbd_result_set(res, r, "bandwidth clear %s: %s", ifname, err.msg);
         }
         before = *u;
         if (set_ifname(res, ifname) < 0)

@@ -37,7 +37,7 @@ static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netb
 {
         const struct nbd_config *cfg = v->ctx->cfg;
         const Netbroker__Exec *e = op->exec;
-        char why[NBD_POLICY_WHYLEN];
+        struct nbd_err why = {0};
 
         if (e->path[0] != '/')
                 return nbd_result_set(res, -EINVAL, "exec: program path must be absolute, got '%s'",
@@ -45,8 +45,8 @@ static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netb
         if (!nbd_config_exec_allowed(cfg, e->path))
                 return nbd_result_set(res, -EPERM, "exec: %s is not on the allow-list", e->path);
         /* Root runs all of exec_allow; others only what their policy names. */
-        if (nbd_policy_check_exec(&cfg->policy, v->peer, e->path, why, sizeof(why)) < 0)
-                return nbd_result_set(res, -EPERM, "exec: %s", why);
+        if (nbd_policy_check_exec(&cfg->policy, v->peer, e->path, &why) < 0)
+                return nbd_result_set(res, -EPERM, "exec: %s", why.msg);
         if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
                 return nbd_result_set(res, -E2BIG,
                                       "exec: more than %u arguments or environment entries",

@@ -444,12 +444,11 @@ struct undo_link {
 static void undo_link(struct nbd_job *job, void *data)
 {
         struct undo_link *u = data;
-        char err[NBD_ERRLEN];
 
         if (u->restore)
                 nbd_link_restore(links_of(job), u->name, &u->state);
         else
-                nbd_link_delete(links_of(job), u->name, err);
+                nbd_link_delete(links_of(job), u->name, NULL);
 }
 
 static int remember_created(struct nbd_job *job, const char *name)
@@ -491,7 +490,6 @@ static int check_count_at_run(struct nbd_job *job, unsigned n, Netbroker__Result
 
 static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_made *m)
 {
-        char err[NBD_ERRLEN];
         int r = 0;
 
         res->ifname = strdup(m->ifname);
@@ -513,7 +511,7 @@ static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_mad
         if (r == 0)
                 r = remember_created(job, m->ifname);
         if (r < 0) {
-                nbd_link_delete(links_of(job), m->ifname, err);
+                nbd_link_delete(links_of(job), m->ifname, NULL);
                 return nbd_result_set(res, r, "%s: %s", m->ifname, strerror(-r));
         }
         nbd_stat_inc(NBD_STAT_LINKS_CREATED);
@@ -534,14 +532,14 @@ static int run_tap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 .creator = nbd_job_peer(job)->uid,
         };
         struct nbd_link_made m = {0};
-        char err[NBD_ERRLEN];
+        struct nbd_err err;
         int r = check_count_at_run(job, 1, res, "tap");
 
         if (r)
                 return r;
-        r = nbd_link_tap_create(links_of(job), &s, &m, err);
+        r = nbd_link_tap_create(links_of(job), &s, &m, &err);
         if (r < 0)
-                return nbd_result_set(res, r, "tap: %s", err);
+                return nbd_result_set(res, r, "tap: %s", err.msg);
         return made(job, res, &m);
 }
 
@@ -549,16 +547,16 @@ static int run_macvlan_common(struct nbd_job *job, Netbroker__Result *res,
                               struct nbd_macvlan_spec *s, const char *mac)
 {
         struct nbd_link_made m = {0};
-        char err[NBD_ERRLEN];
+        struct nbd_err err;
         int r;
 
         r = check_count_at_run(job, 1, res, s->tap ? "macvtap" : "macvlan");
         if (r)
                 return r;
         s->has_mac = mac[0] && nbd_mac_parse(mac, s->mac) == 0;
-        r = nbd_link_macvlan_create(links_of(job), s, &m, err);
+        r = nbd_link_macvlan_create(links_of(job), s, &m, &err);
         if (r < 0)
-                return nbd_result_set(res, r, "%s: %s", s->tap ? "macvtap" : "macvlan", err);
+                return nbd_result_set(res, r, "%s: %s", s->tap ? "macvtap" : "macvlan", err.msg);
         return made(job, res, &m);
 }
 
@@ -600,30 +598,30 @@ static int run_veth(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                 .creator = nbd_job_peer(job)->uid,
         };
         struct nbd_link_made m = {0};
-        char err[NBD_ERRLEN];
+        struct nbd_err err;
         /* A peer that goes to another namespace is not counted here. */
         int r = check_count_at_run(job, e->has_peer_netns ? 1 : 2, res, "veth");
 
         if (r)
                 return r;
-        r = nbd_link_veth_create(links_of(job), &s, &m, err);
+        r = nbd_link_veth_create(links_of(job), &s, &m, &err);
         if (r < 0)
-                return nbd_result_set(res, r, "veth: %s", err);
+                return nbd_result_set(res, r, "veth: %s", err.msg);
         return made(job, res, &m);
 }
 
 static int run_bridge(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         struct nbd_link_made m = {0};
-        char err[NBD_ERRLEN];
+        struct nbd_err err;
         int r = check_count_at_run(job, 1, res, "bridge");
 
         if (r)
                 return r;
         r = nbd_link_bridge_create(links_of(job), op->bridge_create->name, nbd_job_peer(job)->uid,
-                                   &m, err);
+                                   &m, &err);
         if (r < 0)
-                return nbd_result_set(res, r, "bridge: %s", err);
+                return nbd_result_set(res, r, "bridge: %s", err.msg);
         return made(job, res, &m);
 }
 
@@ -650,7 +648,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         };
         struct undo_link *u;
         struct nbd_link_state before;
-        char err[NBD_ERRLEN];
+        struct nbd_err err;
         int r, ifindex = 0;
 
         if ((r = nbd_job_check_owned(job, s->name, res)) ||
@@ -663,12 +661,12 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         /* Take the state to put back before changing anything. */
         r = nbd_link_get_state(links_of(job), s->name, &u->state);
         if (r == 0)
-                r = nbd_link_set(links_of(job), &c, &ifindex, err);
+                r = nbd_link_set(links_of(job), &c, &ifindex, &err);
         else
-                snprintf(err, sizeof(err), "no interface %s: %s", s->name, strerror(-r));
+                nbd_err_set(&err, r, "no interface %s: %s", s->name, strerror(-r));
         if (r < 0) {
                 free(u);
-                return nbd_result_set(res, r, "link set: %s", err);
+                return nbd_result_set(res, r, "link set: %s", err.msg);
         }
         strcpy(u->name, s->name);
         u->restore = true;
@@ -690,7 +688,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
  * addresses, its peers are gone): LinkDelete is not undone. */
 static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        char err[NBD_ERRLEN];
+        struct nbd_err err;
         int r;
 
         if ((r = nbd_job_check_owned(job, op->link_delete->name, res)))
@@ -701,8 +699,8 @@ static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 res->ifname = (char *)protobuf_c_empty_string;
                 return nbd_result_set(res, -ENOMEM, "link delete: out of memory");
         }
-        r = nbd_link_delete(links_of(job), op->link_delete->name, err);
-        return r < 0 ? nbd_result_set(res, r, "link delete: %s", err) : 0;
+        r = nbd_link_delete(links_of(job), op->link_delete->name, &err);
+        return r < 0 ? nbd_result_set(res, r, "link delete: %s", err.msg) : 0;
 }
 
 static int add_prefix(const char *prefix, const unsigned *used, size_t n_used, unsigned cursor,

@@ -37,17 +37,6 @@ const char *const nbd_policy_mode_names[4] = {"bridge", "vepa", "private", "pass
  * whole uplink (and every frame on it) to the caller. */
 #define DEFAULT_MODES 0x7u
 
-static void whyf(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void whyf(char *why, size_t len, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-}
-
 static void section_free(struct nbd_policy_section *s)
 {
         if (!s)
@@ -70,20 +59,16 @@ void nbd_policy_free(struct nbd_policy *p)
 
 /* ---- reading ---- */
 
+/* A uid or gid; (uid_t)-1 means "no change" to the kernel: never an
+ * identity. */
 static int parse_id(const char *w, unsigned *ret)
 {
-        char *end;
         unsigned long long n;
+        int r = nbd_parse_u64(w, 0, (uid_t)-2, &n);
 
-        if (!isdigit((unsigned char)*w))
-                return -EINVAL;
-        errno = 0;
-        n = strtoull(w, &end, 10);
-        /* (uid_t)-1 means "no change" to the kernel: never an identity. */
-        if (errno || *end || n > (uid_t)-2)
-                return -ERANGE;
-        *ret = (unsigned)n;
-        return 0;
+        if (r == 0)
+                *ret = (unsigned)n;
+        return r;
 }
 
 /* The file name, kept once for all the sections read from it. */
@@ -102,8 +87,8 @@ static const char *intern_file(struct nbd_policy *p, const char *file)
 }
 
 /* kind and name of "policy KIND NAME" to a uid or gid. */
-static int resolve(const char *kind, const char *name, bool *ret_group, unsigned *ret_id, char *why,
-                   size_t len)
+static int resolve(const char *kind, const char *name, bool *ret_group, unsigned *ret_id,
+                   struct nbd_err *e)
 {
         bool group = strcmp(kind, "gid") == 0 || strcmp(kind, "group") == 0;
         struct passwd *pw;
@@ -111,33 +96,31 @@ static int resolve(const char *kind, const char *name, bool *ret_group, unsigned
 
         if (strcmp(kind, "uid") == 0 || strcmp(kind, "gid") == 0) {
                 if (parse_id(name, ret_id) < 0) {
-                        whyf(why, len, "[policy %s %s]: not a numeric %s", kind, name, kind);
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "[policy %s %s]: not a numeric %s", kind,
+                                           name, kind);
                 }
         } else if (strcmp(kind, "user") == 0) {
                 pw = getpwnam(name);
                 if (!pw) {
-                        whyf(why, len, "[policy user %s]: no such user", name);
-                        return -ENOENT;
+                        return nbd_err_set(e, -ENOENT, "[policy user %s]: no such user", name);
                 }
                 *ret_id = pw->pw_uid;
         } else if (strcmp(kind, "group") == 0) {
                 gr = getgrnam(name);
                 if (!gr) {
-                        whyf(why, len, "[policy group %s]: no such group", name);
-                        return -ENOENT;
+                        return nbd_err_set(e, -ENOENT, "[policy group %s]: no such group", name);
                 }
                 *ret_id = gr->gr_gid;
         } else {
-                whyf(why, len, "[policy %s ...]: expected uid, user, gid or group", kind);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL, "[policy %s ...]: expected uid, user, gid or group",
+                                   kind);
         }
         *ret_group = group;
         return 0;
 }
 
 int nbd_policy_begin(struct nbd_policy *p, const char *header, const char *file, unsigned line,
-                     char *why, size_t len)
+                     struct nbd_err *e)
 {
         char words[3][64], extra[2];
         struct nbd_policy_section *s, **grown;
@@ -147,28 +130,28 @@ int nbd_policy_begin(struct nbd_policy *p, const char *header, const char *file,
 
         if (sscanf(header, "%63s %63s %63s %1s", words[0], words[1], words[2], extra) != 3 ||
             strcmp(words[0], "policy") != 0) {
-                whyf(why, len,
-                     "[%s]: unknown section (expected [policy uid N], [policy user NAME], "
-                     "[policy gid N] or [policy group NAME])",
-                     header);
-                return -EINVAL;
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "[%s]: unknown section (expected [policy uid N], [policy user NAME], "
+                        "[policy gid N] or [policy group NAME])",
+                        header);
         }
-        r = resolve(words[1], words[2], &group, &id, why, len);
+        r = resolve(words[1], words[2], &group, &id, e);
         if (r < 0)
                 return r;
         if (!group && id == 0) {
-                whyf(why, len,
-                     "[policy %s %s]: root (uid 0) is allowed everything; a policy for it would "
-                     "mean nothing",
-                     words[1], words[2]);
-                return -EINVAL;
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "[policy %s %s]: root (uid 0) is allowed everything; a policy for it would "
+                        "mean nothing",
+                        words[1], words[2]);
         }
         for (size_t i = 0; i < p->n; i++)
                 if (p->sections[i]->is_group == group && p->sections[i]->id == id) {
-                        whyf(why, len, "[policy %s %s]: %s %u has a section already, at %s:%u",
-                             words[1], words[2], group ? "gid" : "uid", id, p->sections[i]->file,
-                             p->sections[i]->line);
-                        return -EEXIST;
+                        return nbd_err_set(e, -EEXIST,
+                                           "[policy %s %s]: %s %u has a section already, at %s:%u",
+                                           words[1], words[2], group ? "gid" : "uid", id,
+                                           p->sections[i]->file, p->sections[i]->line);
                 }
         s = calloc(1, sizeof(*s));
         grown = s ? realloc(p->sections, (p->n + 1) * sizeof(*grown)) : NULL;
@@ -176,8 +159,7 @@ int nbd_policy_begin(struct nbd_policy *p, const char *header, const char *file,
                 p->sections = grown;
         if (!grown || !(s->file = intern_file(p, file))) {
                 free(s);
-                whyf(why, len, "out of memory");
-                return -ENOMEM;
+                return nbd_err_set(e, -ENOMEM, "out of memory");
         }
         s->is_group = group;
         s->id = id;
@@ -189,7 +171,7 @@ int nbd_policy_begin(struct nbd_policy *p, const char *header, const char *file,
         return 0;
 }
 
-static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, char *why, size_t len)
+static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -203,13 +185,13 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, char *w
                 for (i = 0; i < N_GRANTABLE && strcmp(w, grantable[i]) != 0; i++)
                         ;
                 if (i == N_GRANTABLE) {
-                        whyf(why, len,
-                             "ops: unknown operation '%s' (tap_create macvtap_create "
-                             "macvlan_create veth_create bridge_create link_set link_delete "
-                             "firewall_apply firewall_remove bandwidth_set bandwidth_clear exec "
-                             "link_list bandwidth_show)",
-                             w);
-                        return -EINVAL;
+                        return nbd_err_set(
+                                e, -EINVAL,
+                                "ops: unknown operation '%s' (tap_create macvtap_create "
+                                "macvlan_create veth_create bridge_create link_set link_delete "
+                                "firewall_apply firewall_remove bandwidth_set bandwidth_clear "
+                                "exec link_list bandwidth_show)",
+                                w);
                 }
                 if ((CREATE_OPS & OP_BIT(i)) && !s->create_line)
                         s->create_line = line;
@@ -220,29 +202,29 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, char *w
         return 0;
 }
 
-static int set_names(char (*names)[IFNAMSIZ], size_t *n, const char *key, char *v, char *why,
-                     size_t len)
+static int set_names(char (*names)[IFNAMSIZ], size_t *n, const char *key, char *v,
+                     struct nbd_err *e)
 {
         char *save = NULL;
 
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 if (!nbd_ifname_valid(w)) {
-                        whyf(why, len,
-                             "%s: '%s' is not an interface name (1-15 bytes, no '/', ':' or "
-                             "white space)",
-                             key, w);
-                        return -EINVAL;
+                        return nbd_err_set(
+                                e, -EINVAL,
+                                "%s: '%s' is not an interface name (1-15 bytes, no '/', ':' or "
+                                "white space)",
+                                key, w);
                 }
                 if (*n >= NBD_POLICY_MAX_NAMES) {
-                        whyf(why, len, "%s: more than %d names", key, NBD_POLICY_MAX_NAMES);
-                        return -E2BIG;
+                        return nbd_err_set(e, -E2BIG, "%s: more than %d names", key,
+                                           NBD_POLICY_MAX_NAMES);
                 }
                 snprintf(names[(*n)++], IFNAMSIZ, "%s", w);
         }
         return 0;
 }
 
-static int set_modes(struct nbd_policy_section *s, char *v, char *why, size_t len)
+static int set_modes(struct nbd_policy_section *s, char *v, struct nbd_err *e)
 {
         char *save = NULL;
 
@@ -254,122 +236,116 @@ static int set_modes(struct nbd_policy_section *s, char *v, char *why, size_t le
                 for (m = 0; m < 4 && strcmp(w, nbd_policy_mode_names[m]) != 0; m++)
                         ;
                 if (m == 4) {
-                        whyf(why, len,
-                             "macvlan_modes: unknown mode '%s' (bridge, vepa, private or "
-                             "passthru)",
-                             w);
-                        return -EINVAL;
+                        return nbd_err_set(
+                                e, -EINVAL,
+                                "macvlan_modes: unknown mode '%s' (bridge, vepa, private or "
+                                "passthru)",
+                                w);
                 }
                 s->modes |= 1u << m;
         }
         return 0;
 }
 
-static int set_exec(struct nbd_policy_section *s, char *v, unsigned line, char *why, size_t len)
+static int set_exec(struct nbd_policy_section *s, char *v, unsigned line, struct nbd_err *e)
 {
         char *save = NULL;
 
         for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 if (w[0] != '/') {
-                        whyf(why, len, "exec: '%s' is not an absolute path", w);
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "exec: '%s' is not an absolute path", w);
                 }
                 if (s->n_exec >= NBD_POLICY_MAX_PROGRAMS) {
-                        whyf(why, len, "exec: more than %d programs", NBD_POLICY_MAX_PROGRAMS);
-                        return -E2BIG;
+                        return nbd_err_set(e, -E2BIG, "exec: more than %d programs",
+                                           NBD_POLICY_MAX_PROGRAMS);
                 }
                 s->exec[s->n_exec] = strdup(w);
                 if (!s->exec[s->n_exec]) {
-                        whyf(why, len, "out of memory");
-                        return -ENOMEM;
+                        return nbd_err_set(e, -ENOMEM, "out of memory");
                 }
                 s->exec_line[s->n_exec++] = line;
         }
         return 0;
 }
 
-int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line, char *why,
-                   size_t len)
+int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line, struct nbd_err *e)
 {
         struct nbd_policy_section *s = p->n ? p->sections[p->n - 1] : NULL;
-        unsigned n;
+        unsigned long long n;
 
         if (!s) {
-                whyf(why, len, "%s: only [policy ...] sections belong here", key);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL, "%s: only [policy ...] sections belong here", key);
         }
         if (strcmp(key, "ops") == 0)
-                return set_ops(s, v, line, why, len);
+                return set_ops(s, v, line, e);
         if (strcmp(key, "bridges") == 0)
-                return set_names(s->bridges, &s->n_bridges, key, v, why, len);
+                return set_names(s->bridges, &s->n_bridges, key, v, e);
         if (strcmp(key, "parents") == 0)
-                return set_names(s->parents, &s->n_parents, key, v, why, len);
+                return set_names(s->parents, &s->n_parents, key, v, e);
         if (strcmp(key, "name_prefixes") == 0)
-                return set_names(s->prefixes, &s->n_prefixes, key, v, why, len);
+                return set_names(s->prefixes, &s->n_prefixes, key, v, e);
         if (strcmp(key, "macvlan_modes") == 0)
-                return set_modes(s, v, why, len);
+                return set_modes(s, v, e);
         if (strcmp(key, "exec") == 0)
-                return set_exec(s, v, line, why, len);
+                return set_exec(s, v, line, e);
         if (strcmp(key, "max_devices") == 0) {
-                if (parse_id(v, &n) < 0 || n > 65535) {
-                        whyf(why, len, "max_devices: expected a number from 0 to 65535");
-                        return -ERANGE;
+                if (nbd_parse_u64(v, 0, 65535, &n) < 0) {
+                        return nbd_err_set(e, -ERANGE,
+                                           "max_devices: expected a number from 0 to 65535");
                 }
-                s->max_devices = n;
+                s->max_devices = (unsigned)n;
                 return 0;
         }
         if (strcmp(key, "netns") == 0) {
                 if (strcmp(v, "own") != 0 && strcmp(v, "none") != 0) {
-                        whyf(why, len, "netns: expected own or none");
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "netns: expected own or none");
                 }
                 s->netns_own = strcmp(v, "own") == 0;
                 return 0;
         }
-        whyf(why, len,
-             "%s: not a key of a [policy] section (ops, bridges, parents, macvlan_modes, "
-             "name_prefixes, max_devices, netns, exec); settings of the helper go before the "
-             "first section",
-             key);
-        return -EINVAL;
+        return nbd_err_set(
+                e, -EINVAL,
+                "%s: not a key of a [policy] section (ops, bridges, parents, macvlan_modes, "
+                "name_prefixes, max_devices, netns, exec); settings of the helper go before the "
+                "first section",
+                key);
 }
 
-static int check_section(const struct nbd_policy_section *s, const struct nbd_config *c, char *err,
-                         size_t len)
+static int check_section(const struct nbd_policy_section *s, const struct nbd_config *c,
+                         struct nbd_err *e)
 {
         if ((s->ops & CREATE_OPS) && !s->n_prefixes) {
-                snprintf(err, len,
-                         "%s:%u: ops: interfaces may be created but [%s] has no name_prefixes "
-                         "for their names",
-                         s->file, s->create_line, s->label);
-                return -EINVAL;
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "%s:%u: ops: interfaces may be created but [%s] has no name_prefixes "
+                        "for their names",
+                        s->file, s->create_line, s->label);
         }
         if ((s->ops & EXEC_OP) && !s->n_exec) {
-                snprintf(err, len, "%s:%u: ops: exec is granted but [%s] lists no 'exec' programs",
-                         s->file, s->exec_op_line, s->label);
-                return -EINVAL;
+                return nbd_err_set(e, -EINVAL,
+                                   "%s:%u: ops: exec is granted but [%s] lists no 'exec' programs",
+                                   s->file, s->exec_op_line, s->label);
         }
         for (size_t i = 0; i < s->n_exec; i++) {
                 if (!(s->ops & EXEC_OP)) {
-                        snprintf(err, len,
-                                 "%s:%u: exec: programs are listed but 'exec' is not in 'ops' of "
-                                 "[%s]",
-                                 s->file, s->exec_line[i], s->label);
-                        return -EINVAL;
+                        return nbd_err_set(
+                                e, -EINVAL,
+                                "%s:%u: exec: programs are listed but 'exec' is not in 'ops' of "
+                                "[%s]",
+                                s->file, s->exec_line[i], s->label);
                 }
                 if (!nbd_config_exec_allowed(c, s->exec[i])) {
-                        snprintf(err, len, "%s:%u: exec: %s is not on exec_allow", s->file,
-                                 s->exec_line[i], s->exec[i]);
-                        return -EINVAL;
+                        return nbd_err_set(e, -EINVAL, "%s:%u: exec: %s is not on exec_allow",
+                                           s->file, s->exec_line[i], s->exec[i]);
                 }
         }
         return 0;
 }
 
-int nbd_policy_check(const struct nbd_policy *p, const struct nbd_config *c, char *err, size_t len)
+int nbd_policy_check(const struct nbd_policy *p, const struct nbd_config *c, struct nbd_err *e)
 {
         for (size_t i = 0; i < p->n; i++) {
-                int r = check_section(p->sections[i], c, err, len);
+                int r = check_section(p->sections[i], c, e);
                 if (r < 0)
                         return r;
         }
@@ -398,7 +374,7 @@ bool nbd_policy_admits(const struct nbd_policy *p, const struct nbd_peer *peer)
 }
 
 int nbd_policy_check_op(const struct nbd_policy *p, const struct nbd_peer *peer, const char *op,
-                        char *why, size_t len)
+                        struct nbd_err *e)
 {
         const struct nbd_policy_section *s;
         size_t i;
@@ -414,21 +390,20 @@ int nbd_policy_check_op(const struct nbd_policy *p, const struct nbd_peer *peer,
         if (s && i < N_GRANTABLE && (s->ops & OP_BIT(i)))
                 return 0;
         if (!s)
-                whyf(why, len,
-                     "policy: uid %u may not run %s (no [policy] section for uid %u or its "
-                     "groups grants it in 'ops')",
-                     (unsigned)peer->uid, op, (unsigned)peer->uid);
-        else if (i == N_GRANTABLE)
-                whyf(why, len, "policy: uid %u may not run %s (only root may)", (unsigned)peer->uid,
-                     op);
-        else
-                whyf(why, len, "policy: uid %u may not run %s (not in 'ops' of [%s])",
-                     (unsigned)peer->uid, op, s->label);
-        return -EPERM;
+                return nbd_err_set(
+                        e, -EPERM,
+                        "policy: uid %u may not run %s (no [policy] section for uid %u or its "
+                        "groups grants it in 'ops')",
+                        (unsigned)peer->uid, op, (unsigned)peer->uid);
+        if (i == N_GRANTABLE)
+                return nbd_err_set(e, -EPERM, "policy: uid %u may not run %s (only root may)",
+                                   (unsigned)peer->uid, op);
+        return nbd_err_set(e, -EPERM, "policy: uid %u may not run %s (not in 'ops' of [%s])",
+                           (unsigned)peer->uid, op, s->label);
 }
 
 int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *peer, const char *path,
-                          char *why, size_t len)
+                          struct nbd_err *e)
 {
         const struct nbd_policy_section *s;
 
@@ -439,12 +414,11 @@ int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *pee
                 if (strcmp(s->exec[i], path) == 0)
                         return 0;
         if (s)
-                whyf(why, len, "policy: uid %u may not run %s (not in 'exec' of [%s])",
-                     (unsigned)peer->uid, path, s->label);
-        else
-                whyf(why, len, "policy: uid %u may not run %s (no [policy] section for it)",
-                     (unsigned)peer->uid, path);
-        return -EPERM;
+                return nbd_err_set(e, -EPERM,
+                                   "policy: uid %u may not run %s (not in 'exec' of [%s])",
+                                   (unsigned)peer->uid, path, s->label);
+        return nbd_err_set(e, -EPERM, "policy: uid %u may not run %s (no [policy] section for it)",
+                           (unsigned)peer->uid, path);
 }
 
 static bool in_names(const char (*names)[IFNAMSIZ], size_t n, const char *name)

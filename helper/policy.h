@@ -30,13 +30,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "err.h"
 #include "peer.h"
 
 #define NBD_POLICY_DEFAULT_DIR "/etc/netbroker/policy.d"
 #define NBD_POLICY_MAX_NAMES 32 /* entries of bridges, parents and name_prefixes */
 #define NBD_POLICY_MAX_PROGRAMS 64
 #define NBD_POLICY_DEFAULT_MAX_DEVICES 16
-#define NBD_POLICY_WHYLEN 384
 
 struct nbd_config;
 
@@ -79,20 +79,20 @@ extern const char *const nbd_policy_mode_names[4];
 void nbd_policy_free(struct nbd_policy *p);
 
 /* ---- reading (driven by config.c, one line at a time) ----
- * Each returns 0 or -errno and, on failure, writes why into why (without
+ * Each returns 0 or -errno and, on failure, fills e with why (without
  * the "path:line: " that the caller puts before it). */
 
 /* A section starts: header is the text between the brackets ("policy uid
  * 1000"). Users and groups are resolved now. */
 int nbd_policy_begin(struct nbd_policy *p, const char *header, const char *file, unsigned line,
-                     char *why, size_t len);
+                     struct nbd_err *e);
 /* A "key = value" line inside the current section. */
-int nbd_policy_set(struct nbd_policy *p, const char *key, char *value, unsigned line, char *why,
-                   size_t len);
+int nbd_policy_set(struct nbd_policy *p, const char *key, char *value, unsigned line,
+                   struct nbd_err *e);
 /* Checks that need everything read (exec_allow may come later in the
  * file): a create op granted without name_prefixes, exec programs not on
- * exec_allow, exec without its op. On error writes "path:line: why" to err. */
-int nbd_policy_check(const struct nbd_policy *p, const struct nbd_config *c, char *err, size_t len);
+ * exec_allow, exec without its op. On error fills e with "path:line: why". */
+int nbd_policy_check(const struct nbd_policy *p, const struct nbd_config *c, struct nbd_err *e);
 
 /* ---- queries ---- */
 
@@ -102,12 +102,12 @@ const struct nbd_policy_section *nbd_policy_for(const struct nbd_policy *p,
 /* A section is written for peer's uid or one of its groups. */
 bool nbd_policy_admits(const struct nbd_policy *p, const struct nbd_peer *peer);
 /* May peer run op (a handler's name, "tap_create")? 0, or -EPERM with a
- * sentence in why that names the uid, the op and what would grant it. */
+ * sentence in e that names the uid, the op and what would grant it. */
 int nbd_policy_check_op(const struct nbd_policy *p, const struct nbd_peer *peer, const char *op,
-                        char *why, size_t len);
+                        struct nbd_err *e);
 /* May peer Exec path (which is on exec_allow)? 0 or -EPERM, as above. */
 int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *peer, const char *path,
-                          char *why, size_t len);
+                          struct nbd_err *e);
 
 bool nbd_policy_may_bridge(const struct nbd_policy_section *s, const char *name);
 bool nbd_policy_may_parent(const struct nbd_policy_section *s, const char *name);

@@ -15,6 +15,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -505,6 +506,148 @@ START_TEST(test_the_fake_backend_sets_every_entry)
 }
 END_TEST
 
+/* Loading a config fails with -ENOMEM and a sentence at whichever of its
+ * allocations fails (the file's exec_allow, exec_env_allow and policy_dir,
+ * a [policy] section, its exec list), and loads once none does. */
+START_TEST(test_config_load_out_of_memory_is_a_sentence)
+{
+        static const char body[] = "policy_dir = /nonexistent/nbtest-policy\n"
+                                   "exec_allow = /bin/true\n"
+                                   "exec_env_allow = LANG\n"
+                                   "[policy uid 1000]\n"
+                                   "ops = exec\n"
+                                   "exec = /bin/true\n";
+        char path[] = "/tmp/nbtest-alloc-conf-XXXXXX";
+        int fd = mkstemp(path), r = -ENOMEM;
+        unsigned long n, failures = 0;
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, body, sizeof(body) - 1), (ssize_t)(sizeof(body) - 1));
+        close(fd);
+        for (n = 1; r == -ENOMEM && n < 1000; n++) {
+                struct nbd_config c;
+                struct nbd_err e = {0};
+
+                nbd_config_defaults(&c);
+                nbt_alloc_arm(n);
+                r = nbd_config_load(&c, path, true, &e);
+                nbt_alloc_disarm();
+                nbd_config_free(&c);
+                if (r == 0) {
+                        ck_assert(!nbt_alloc_failed());
+                        break;
+                }
+                failures++;
+                ck_assert_int_eq(r, -ENOMEM);
+                ck_assert_int_eq(e.code, -ENOMEM);
+                ck_assert_msg(strncmp(e.msg, path, strlen(path)) == 0 &&
+                                      strstr(e.msg, "out of memory"),
+                              "allocation %lu: %s", n, e.msg);
+        }
+        unlink(path);
+        ck_assert_int_eq(r, 0);
+        /* exec_allow, exec_env_allow, policy_dir, the section (calloc,
+         * realloc, the file name's realloc and strdup), exec. */
+        ck_assert_uint_ge(failures, 6);
+}
+END_TEST
+
+/* The real link.c and bandwidth.c, renamed away for the fake kernel
+ * (tests/fuzz/fake_renames.h), against a real kernel in a network
+ * namespace of this test's own. */
+int nbd_real_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret);
+void nbd_real_links_close(struct nbd_links *l);
+struct nbd_netlink *nbd_real_links_netlink(struct nbd_links *l);
+int nbd_real_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
+                                struct nbd_link_made *ret, struct nbd_err *err);
+int nbd_real_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
+                      struct nbd_err *err);
+int nbd_real_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err);
+int nbd_real_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret);
+void nbd_real_bw_close(struct nbd_bw *bw);
+int nbd_real_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+                    struct nbd_bw_applied *ret, struct nbd_err *err);
+int nbd_real_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
+
+#define UNWRITTEN "unwritten"
+
+struct kernel_tally {
+        unsigned long failures, oom_sentences, wrong;
+};
+
+/* A failure reports its errno and a sentence written for it. */
+static void judge_err(struct kernel_tally *t, const char *what, unsigned long n, int r,
+                      struct nbd_err *e)
+{
+        if (r < 0) {
+                t->failures++;
+                if (e->code != r || strcmp(e->msg, UNWRITTEN) == 0) {
+                        printf("allocation %lu: %s returned %d, err says %d \"%s\"\n", n, what, r,
+                               e->code, e->msg);
+                        t->wrong++;
+                }
+                if (strstr(e->msg, "out of memory"))
+                        t->oom_sentences++;
+        }
+        e->code = 0;
+        snprintf(e->msg, sizeof(e->msg), "%s", UNWRITTEN);
+}
+
+START_TEST(test_link_and_bandwidth_fill_err_when_out_of_memory)
+{
+        struct nbd_links *l = NULL;
+        struct nbd_bw *bw = NULL;
+        struct kernel_tally t = {0};
+        struct nbd_err e = {.msg = UNWRITTEN};
+        const struct nbd_bw_limits lim = {.in = {.average = 1000}, .out = {.average = 1000}};
+        unsigned long n;
+
+        ck_assert_msg(unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0,
+                      "no network namespace of our own: %s", strerror(errno));
+        ck_assert_int_eq(nbd_real_links_open(NULL, NULL, &l), 0);
+        ck_assert_int_eq(nbd_real_bw_open(nbd_real_links_netlink(l), &bw), 0);
+        for (n = 1; n < MAX_ITERATIONS; n++) {
+                struct nbd_link_made m = {0};
+                struct nbd_link_change c = {
+                        .up = 1, .has_mac = true, .mac = {0x52, 0x54, 0, 1, 2, 3}};
+                struct nbd_bw_applied applied;
+                int r, ifindex;
+
+                nbt_alloc_arm(n);
+                r = nbd_real_link_bridge_create(l, "nbt%d", 0, &m, &e);
+                judge_err(&t, "bridge create", n, r, &e);
+                c.name = m.ifname;
+                if (r == 0) {
+                        judge_err(&t, "link set", n, nbd_real_link_set(l, &c, &ifindex, &e), &e);
+                        judge_err(&t, "bandwidth set", n,
+                                  nbd_real_bw_set(bw, m.ifname, &lim, &applied, &e), &e);
+                        judge_err(&t, "bandwidth clear", n, nbd_real_bw_clear(bw, m.ifname, &e),
+                                  &e);
+                        judge_err(&t, "link delete", n, nbd_real_link_delete(l, m.ifname, &e), &e);
+                }
+                judge_err(&t, "link set (no such interface)", n,
+                          nbd_real_link_set(l,
+                                            &(struct nbd_link_change){.name = "nbtnone", .up = -1},
+                                            &ifindex, &e),
+                          &e);
+                nbt_alloc_disarm();
+                if (r == 0)
+                        nbd_real_link_delete(l, m.ifname, NULL); /* if the one above failed */
+                if (!nbt_alloc_failed())
+                        break;
+        }
+        printf("test-alloc: link.c and bandwidth.c, allocations 1..%lu failed in turn: %lu "
+               "failures, %lu \"out of memory\" sentences; %lu checks failed\n",
+               n - 1, t.failures, t.oom_sentences, t.wrong);
+        fflush(stdout);
+        ck_assert_msg(t.wrong == 0, "%lu checks failed (listed above)", t.wrong);
+        ck_assert_uint_lt(n, MAX_ITERATIONS);
+        ck_assert_uint_gt(t.oom_sentences, 0);
+        nbd_real_bw_close(bw);
+        nbd_real_links_close(l);
+}
+END_TEST
+
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
 static const char *const env_names[] = {"FOO", "LC_ALL"};
 
@@ -535,6 +678,8 @@ int main(void)
                             sizeof(requests) / sizeof(*requests));
         tcase_add_test(tc, test_an_op_refused_with_eperm_is_answered);
         tcase_add_test(tc, test_the_fake_backend_sets_every_entry);
+        tcase_add_test(tc, test_config_load_out_of_memory_is_a_sentence);
+        tcase_add_test(tc, test_link_and_bandwidth_fill_err_when_out_of_memory);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_load.h"
 #include "testutil.h"
 #include "tests.h"
 
@@ -911,16 +912,7 @@ static const char room_large[] = "fd_limit = 1048576\nmax_connections = 4096\n"
 
 static int load_config(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
-        char *path = tu_config(body);
-        int r;
-
-        nbd_config_defaults(c);
-        err[0] = '\0';
-        r = nbd_config_load(c, path, true, err, errlen);
-        /* Over a hundred of these: remove each at once. */
-        unlink(path);
-        free(path);
-        return r;
+        return tu_config_load(body, c, err, errlen);
 }
 
 static unsigned long long field(const struct nbd_config *c, const struct key_range *k)

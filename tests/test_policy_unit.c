@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_load.h"
 #include "policy.h"
 #include "testutil.h"
 #include "tests_unit.h"
@@ -20,14 +21,7 @@
 
 static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
-        char *path = tu_config(body);
-        int r;
-
-        nbd_config_defaults(c);
-        err[0] = '\0';
-        r = nbd_config_load(c, path, true, err, errlen);
-        free(path);
-        return r;
+        return tu_config_load(body, c, err, errlen);
 }
 
 static const struct nbd_policy_section *section_for(const struct nbd_config *c, uid_t uid,
@@ -41,9 +35,9 @@ static const struct nbd_policy_section *section_for(const struct nbd_config *c, 
 static bool may_run(const struct nbd_config *c, uid_t uid, gid_t gid, const char *op)
 {
         struct nbd_peer p = tu_peer(uid, gid, NULL, 0);
-        char why[NBD_POLICY_WHYLEN];
+        struct nbd_err why = {0};
 
-        return nbd_policy_check_op(&c->policy, &p, op, why, sizeof(why)) == 0;
+        return nbd_policy_check_op(&c->policy, &p, op, &why) == 0;
 }
 
 START_TEST(test_policy_sections_parse_with_their_keys_and_defaults)
@@ -240,7 +234,8 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
 {
         struct nbd_config c;
         struct nbd_peer p;
-        char err[512], why[NBD_POLICY_WHYLEN];
+        char err[512];
+        struct nbd_err why = {0};
 
         ck_assert_msg(load(NO_DIR "exec_allow = /bin/true /bin/false\n"
                                   "[policy uid 1000]\n"
@@ -249,26 +244,25 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
                            &c, err, sizeof(err)) == 0,
                       "%s", err);
         p = tu_peer(1000, 1000, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "bridge_create", why, sizeof(why)),
-                         -EPERM);
-        ck_assert_str_eq(why,
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "bridge_create", &why), -EPERM);
+        ck_assert_str_eq(why.msg,
                          "policy: uid 1000 may not run bridge_create (not in 'ops' of [policy uid "
                          "1000])");
-        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)),
-                         -EPERM);
-        ck_assert_str_eq(why, "policy: uid 1000 may not run /bin/false (not in 'exec' of [policy "
-                              "uid 1000])");
-        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/true", why, sizeof(why)), 0);
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", &why), -EPERM);
+        ck_assert_str_eq(why.msg,
+                         "policy: uid 1000 may not run /bin/false (not in 'exec' of [policy "
+                         "uid 1000])");
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/true", &why), 0);
         /* No section at all. */
         p = tu_peer(2000, 2000, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "link_delete", why, sizeof(why)),
-                         -EPERM);
-        ck_assert_msg(strstr(why, "policy: uid 2000 may not run link_delete (no [policy] section "
-                                  "for uid 2000"),
-                      "%s", why);
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "link_delete", &why), -EPERM);
+        ck_assert_msg(strstr(why.msg,
+                             "policy: uid 2000 may not run link_delete (no [policy] section "
+                             "for uid 2000"),
+                      "%s", why.msg);
         /* An op the policy does not know (a newer one): root's only. */
         p = tu_peer(1000, 1000, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "route_add", why, sizeof(why)), -EPERM);
+        ck_assert_int_eq(nbd_policy_check_op(&c.policy, &p, "route_add", &why), -EPERM);
         for (size_t i = 0; i < 4; i++) {
                 static const char *const open_ops[] = {"ping", "stats", "names_dump",
                                                        "firewall_list"};
@@ -278,7 +272,7 @@ START_TEST(test_policy_refusals_name_the_uid_the_op_and_the_key)
         ck_assert(may_run(&c, 0, 0, "bridge_create"));
         ck_assert(may_run(&c, 0, 0, "route_add"));
         p = tu_peer(0, 0, NULL, 0);
-        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", why, sizeof(why)), 0);
+        ck_assert_int_eq(nbd_policy_check_exec(&c.policy, &p, "/bin/false", &why), 0);
         nbd_config_free(&c);
 }
 END_TEST

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netlink/errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,12 @@
 
 #include "codec.h"
 #include "config.h"
+#include "config_load.h"
 #include "frame.h"
+#include "ifmap.h"
 #include "log.h"
 #include "names.h"
+#include "netlink.h"
 #include "testutil.h"
 #include "tests_unit.h"
 #include "trust.h"
@@ -297,13 +301,7 @@ END_TEST
 
 static int load(const char *body, struct nbd_config *c, char *err, size_t errlen)
 {
-        char *path = tu_config(body);
-        int r;
-
-        nbd_config_defaults(c);
-        r = nbd_config_load(c, path, true, err, errlen);
-        free(path);
-        return r;
+        return tu_config_load(body, c, err, errlen);
 }
 
 START_TEST(test_config_bad_line_is_reported_with_its_number)
@@ -482,6 +480,7 @@ START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realp
         char dir[] = "/tmp/nbtest-trust-XXXXXX", prog[64], body[128], real[PATH_MAX];
         struct nbd_config c;
         char err[512], *path;
+        struct nbd_err e = {0};
         size_t n_defaults;
         int fd;
 
@@ -509,13 +508,13 @@ START_TEST(test_config_programs_must_be_safe_for_root_and_resolve_to_their_realp
         n_defaults = 0; /* those that pass here, wherever this runs */
         for (size_t i = 0; i < c.n_exec_allow; i++) {
                 char *r = NULL;
-                if (nbd_trust_program(c.exec_allow[i], &r, err, sizeof(err)) == 0)
+                if (nbd_trust_program(c.exec_allow[i], &r, &e) == 0)
                         n_defaults++;
                 free(r);
         }
         c.exec_allow[c.n_exec_allow++] = strdup(prog);
         path = tu_config("log_level = error\n");
-        ck_assert_int_eq(nbd_config_load(&c, path, true, err, sizeof(err)), 0);
+        ck_assert_int_eq(nbd_config_load(&c, path, true, &e), 0);
         free(path);
         ck_assert(!nbd_config_exec_allowed(&c, prog));
         ck_assert_uint_eq(c.n_exec_allow, n_defaults);
@@ -555,12 +554,13 @@ END_TEST
 START_TEST(test_config_missing_file_is_an_error_only_when_required)
 {
         struct nbd_config c;
-        char err[256];
+        struct nbd_err err = {0};
 
         nbd_config_defaults(&c);
-        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", false, err, sizeof(err)), 0);
-        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", true, err, sizeof(err)),
-                         -ENOENT);
+        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", false, &err), 0);
+        ck_assert_int_eq(nbd_config_load(&c, "/nonexistent/nb.conf", true, &err), -ENOENT);
+        ck_assert_int_eq(err.code, -ENOENT);
+        ck_assert_str_eq(err.msg, "/nonexistent/nb.conf: No such file or directory");
         nbd_config_free(&c);
 }
 END_TEST
@@ -853,12 +853,95 @@ START_TEST(test_ifname_valid_as_the_kernel_says)
 }
 END_TEST
 
+/* The one libnl-to-errno map: each code the errno libnl made it from
+ * (NLE_OBJ_NOTFOUND, libnl's own, ENOENT: the kernel's ENODEV comes
+ * through the ack), either sign, and the kernel's errno first. */
+START_TEST(test_netlink_maps_libnl_codes_to_errno)
+{
+        static const struct {
+                int nle, err;
+        } map[] = {
+                {0, 0},
+                {NLE_NOMEM, ENOMEM},
+                {NLE_EXIST, EEXIST},
+                {NLE_OBJ_NOTFOUND, ENOENT},
+                {NLE_NODEV, ENODEV},
+                {NLE_INVAL, EINVAL},
+                {NLE_MISSING_ATTR, EINVAL},
+                {NLE_PERM, EPERM},
+                {NLE_NOACCESS, EACCES},
+                {NLE_BUSY, EBUSY},
+                {NLE_RANGE, ERANGE},
+                {NLE_OPNOTSUPP, EOPNOTSUPP},
+                {NLE_AGAIN, EAGAIN},
+                {NLE_MSGSIZE, EMSGSIZE},
+                {NLE_DUMP_INTR, EINTR},
+                {NLE_INTR, EINTR},
+                {NLE_AF_NOSUPPORT, EAFNOSUPPORT},
+                {NLE_FAILURE, EIO},
+                {NLE_SEQ_MISMATCH, EIO},
+        };
+        struct nbd_netlink nl = {0};
+
+        for (size_t i = 0; i < sizeof(map) / sizeof(*map); i++) {
+                ck_assert_int_eq(nbd_netlink_nle_errno(-map[i].nle), -map[i].err);
+                ck_assert_int_eq(nbd_netlink_nle_errno(map[i].nle), -map[i].err);
+                ck_assert_int_eq(nbd_netlink_errno(&nl, -map[i].nle), -map[i].err);
+        }
+        /* The kernel said ENODEV, libnl made it NLE_OBJ_NOTFOUND: ENODEV. */
+        nl.kernel_errno = ENODEV;
+        ck_assert_int_eq(nbd_netlink_errno(&nl, -NLE_OBJ_NOTFOUND), -ENODEV);
+        /* EADDRINUSE, folded into NLE_EXIST by libnl, stays itself. */
+        nl.kernel_errno = EADDRINUSE;
+        ck_assert_int_eq(nbd_netlink_errno(&nl, -NLE_EXIST), -EADDRINUSE);
+        ck_assert_int_eq(nbd_netlink_errno(&nl, 0), 0);
+}
+END_TEST
+
+/* The interface map (ifmap.c): a rename drops the old name, a delete the
+ * entry, owner marks and the macvtap flag stick to the name. */
+START_TEST(test_ifmap_follows_renames_deletes_and_owners)
+{
+        struct nbd_ifmap m = {0};
+        const struct nbd_ifnode *n;
+
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "p0"), 0);
+        ck_assert_ptr_null(nbd_ifmap_get(&m, "p0"));
+        nbd_ifmap_note_kind(&m, "p0", 7, true, 1);
+        nbd_ifmap_set_owner(&m, "p0", true, 1000);
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "p0"), 7);
+        n = nbd_ifmap_get(&m, "p0");
+        ck_assert(n->macvtap && n->owned && n->owner == 1000);
+        nbd_ifmap_note(&m, "p0", 7, true); /* -1: what is known stays */
+        ck_assert(nbd_ifmap_get(&m, "p0")->macvtap);
+        nbd_ifmap_note(&m, "p1", 7, true); /* renamed */
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "p0"), 0);
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "p1"), 7);
+        ck_assert_uint_eq(m.n, 1);
+        for (int i = 1; i <= 1000; i++) {
+                char name[IFNAMSIZ];
+
+                snprintf(name, sizeof(name), "v%d", i);
+                nbd_ifmap_note(&m, name, 100 + i, true);
+        }
+        ck_assert_uint_eq(m.n, 1001);
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "v999"), 1099);
+        nbd_ifmap_set_owner(&m, "v5", false, 1000);
+        ck_assert(!nbd_ifmap_get(&m, "v5")->owned);
+        nbd_ifmap_note(&m, "v5", 105, false);
+        ck_assert_ptr_null(nbd_ifmap_get(&m, "v5"));
+        ck_assert_uint_eq(m.n, 1000);
+        nbd_ifmap_free(&m);
+        ck_assert_uint_eq(m.n, 0);
+}
+END_TEST
+
 static Suite *unit_suite(void)
 {
         Suite *s = suite_create("unit");
         TCase *frames = tcase_create("frames"), *config = tcase_create("config");
         TCase *logging = tcase_create("log"), *codec = tcase_create("codec");
-        TCase *names = tcase_create("names");
+        TCase *names = tcase_create("names"), *netlink = tcase_create("netlink");
         /* Apart: it needs the kernel to enforce the fd limit it sets, and
          * valgrind emulates setrlimit(RLIMIT_NOFILE) instead (test.sh runs
          * this binary under valgrind without the "rlimit" tag). */
@@ -895,7 +978,10 @@ static Suite *unit_suite(void)
         tcase_add_test(names, test_names_dump_lists_used_suffixes_in_order);
         tcase_add_test(names, test_template_is_a_prefix_and_percent_d_only);
         tcase_add_test(names, test_ifname_valid_as_the_kernel_says);
+        tcase_add_test(netlink, test_netlink_maps_libnl_codes_to_errno);
+        tcase_add_test(netlink, test_ifmap_follows_renames_deletes_and_owners);
         suite_add_tcase(s, names);
+        suite_add_tcase(s, netlink);
         suite_add_tcase(s, fw_unit_tcase());
         suite_add_tcase(s, mac_tcase());
         suite_add_tcase(s, frames);

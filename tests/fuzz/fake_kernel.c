@@ -65,17 +65,6 @@ static struct nbd_links world;
 static struct nbd_fw the_fw;
 static struct nbd_bw the_bw;
 
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-}
-
 static bool refused(const char *name)
 {
         return strncmp(name, "fail", 4) == 0;
@@ -321,15 +310,14 @@ unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid)
 
 /* A free name for a create: the template's next name from the allocator,
  * or the explicit name if nothing has it. */
-static int claim_name(const char *name, char ret[IFNAMSIZ], char *err)
+static int claim_name(const char *name, char ret[IFNAMSIZ], struct nbd_err *err)
 {
         char prefix[IFNAMSIZ];
         int r;
 
         if (!nbd_is_template(name)) {
                 if (find_if(name)) {
-                        errf(err, NBD_ERRLEN, "%s exists", name);
-                        return -EEXIST;
+                        return nbd_err_set(err, -EEXIST, "%s exists", name);
                 }
                 snprintf(ret, IFNAMSIZ, "%s", name);
                 return 0;
@@ -338,13 +326,13 @@ static int claim_name(const char *name, char ret[IFNAMSIZ], char *err)
         if (r == 0)
                 r = nbd_names_allocate(world.names, prefix, ret);
         if (r < 0)
-                errf(err, NBD_ERRLEN, "no name from %s: %s", name, strerror(-r));
+                nbd_err_set(err, r, "no name from %s: %s", name, strerror(-r));
         return r;
 }
 
 /* Make the interface, marked as made for creator, or give its name back. */
 static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t creator,
-                  struct nbd_link_made *ret, char *err)
+                  struct nbd_link_made *ret, struct nbd_err *err)
 {
         char ifname[IFNAMSIZ];
         struct fake_if *f;
@@ -353,20 +341,17 @@ static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t cr
         if (r < 0)
                 return r;
         if (refused(ifname)) {
-                errf(err, NBD_ERRLEN, "fake kernel: %s refused", ifname);
-                r = -EIO;
+                r = nbd_err_set(err, -EIO, "fake kernel: %s refused", ifname);
                 goto fail;
         }
         /* As the kernel refuses a tap in a user namespace without rights. */
         if (strncmp(ifname, "eperm", 5) == 0) {
-                errf(err, NBD_ERRLEN, "fake kernel: %s: operation not permitted", ifname);
-                r = -EPERM;
+                r = nbd_err_set(err, -EPERM, "fake kernel: %s: operation not permitted", ifname);
                 goto fail;
         }
         f = add_if(ifname, kind);
         if (!f) {
-                errf(err, NBD_ERRLEN, "out of memory");
-                r = -ENOMEM;
+                r = nbd_err_oom(err, "making an interface");
                 goto fail;
         }
         f->owned = true;
@@ -378,7 +363,7 @@ static int create(const char *name, enum fake_kind kind, unsigned nfds, uid_t cr
                 ret->fds[ret->nfds] = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (ret->fds[ret->nfds] < 0) {
                         r = -errno;
-                        errf(err, NBD_ERRLEN, "open: %s", strerror(-r));
+                        nbd_err_set(err, r, "open: %s", strerror(-r));
                         while (ret->nfds)
                                 close(ret->fds[--ret->nfds]);
                         remove_if(f);
@@ -392,26 +377,24 @@ fail:
 }
 
 int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
-                        struct nbd_link_made *ret, char *err)
+                        struct nbd_link_made *ret, struct nbd_err *err)
 {
         (void)l;
         if (s->queues > NBD_LINK_MAX_QUEUES) {
-                errf(err, NBD_ERRLEN, "%u queues", s->queues);
-                return -EINVAL;
+                return nbd_err_set(err, -EINVAL, "%u queues", s->queues);
         }
         return create(s->name, K_TAP, s->queues ? s->queues : 1, s->creator, ret, err);
 }
 
 int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
-                            struct nbd_link_made *ret, char *err)
+                            struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct fake_if *f;
         int r;
 
         (void)l;
         if (!find_if(s->parent)) {
-                errf(err, NBD_ERRLEN, "no interface %s", s->parent);
-                return -ENODEV;
+                return nbd_err_set(err, -ENODEV, "no interface %s", s->parent);
         }
         r = create(s->name, s->tap ? K_MACVTAP : K_MACVLAN, s->tap ? 1 : 0, s->creator, ret, err);
         if (r == 0 && s->has_mac && (f = find_if(ret->ifname)))
@@ -420,15 +403,14 @@ int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *
 }
 
 int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
-                         struct nbd_link_made *ret, char *err)
+                         struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct fake_if *f, *p;
         int r;
 
         (void)l;
         if (s->peer_netns_fd < 0 && find_if(s->peer)) {
-                errf(err, NBD_ERRLEN, "%s exists", s->peer);
-                return -EEXIST;
+                return nbd_err_set(err, -EEXIST, "%s exists", s->peer);
         }
         r = create(s->name, K_VETH, 0, s->creator, ret, err);
         if (r < 0)
@@ -439,9 +421,10 @@ int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
                 return 0;
         f = find_if(ret->ifname);
         if (refused(s->peer) || !(p = add_if(s->peer, K_VETH))) {
-                errf(err, NBD_ERRLEN, "%s", refused(s->peer) ? "peer refused" : "out of memory");
                 remove_if(f);
-                return refused(s->peer) ? -EIO : -ENOMEM;
+                if (refused(s->peer))
+                        return nbd_err_set(err, -EIO, "fake kernel: peer %s refused", s->peer);
+                return nbd_err_oom(err, "making a veth");
         }
         snprintf(f->peer, sizeof(f->peer), "%s", p->name);
         snprintf(p->peer, sizeof(p->peer), "%s", f->name);
@@ -451,34 +434,32 @@ int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
 }
 
 int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
-                           struct nbd_link_made *ret, char *err)
+                           struct nbd_link_made *ret, struct nbd_err *err)
 {
         (void)l;
         return create(name, K_BRIDGE, 0, creator, ret, err);
 }
 
-int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex, char *err)
+int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
+                 struct nbd_err *err)
 {
         struct fake_if *f = find_if(c->name), *m = NULL;
 
         (void)l;
         if (!f) {
-                errf(err, NBD_ERRLEN, "no interface %s", c->name);
-                return -ENODEV;
+                return nbd_err_set(err, -ENODEV, "no interface %s", c->name);
         }
         if (refused(c->name)) {
-                errf(err, NBD_ERRLEN, "fake kernel: %s refused", c->name);
-                return -EIO;
+                return nbd_err_set(err, -EIO, "fake kernel: %s refused", c->name);
         }
         if (c->master) {
                 m = find_if(c->master);
                 if (!m) {
-                        errf(err, NBD_ERRLEN, "no interface %s", c->master);
-                        return -ENODEV;
+                        return nbd_err_set(err, -ENODEV, "no interface %s", c->master);
                 }
                 if (m->kind != K_BRIDGE || m == f) {
-                        errf(err, NBD_ERRLEN, "%s cannot be the master of %s", m->name, f->name);
-                        return -EINVAL;
+                        return nbd_err_set(err, -EINVAL, "%s cannot be the master of %s", m->name,
+                                           f->name);
                 }
         }
         if (c->up >= 0)
@@ -519,18 +500,16 @@ int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_lin
         return 0;
 }
 
-int nbd_link_delete(struct nbd_links *l, const char *name, char *err)
+int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
 {
         struct fake_if *f = find_if(name), *p;
 
         (void)l;
         if (!f) {
-                errf(err, NBD_ERRLEN, "no interface %s", name);
-                return -ENODEV;
+                return nbd_err_set(err, -ENODEV, "no interface %s", name);
         }
         if (refused(name)) {
-                errf(err, NBD_ERRLEN, "fake kernel: %s refused", name);
-                return -EIO;
+                return nbd_err_set(err, -EIO, "fake kernel: %s refused", name);
         }
         /* A veth goes with its peer. */
         if (f->kind == K_VETH && f->peer[0] && (p = find_if(f->peer)))
@@ -566,25 +545,31 @@ bool nbd_bw_outbound_available(const struct nbd_bw *bw)
         return true;
 }
 
-static struct fake_if *bw_target(const char *ifname, char *err)
+/* As the real nbd_bw_set and nbd_bw_clear: limits checked first (set
+ * only), then the interface looked up, err filled on every failure. */
+static int bw_target(const char *ifname, struct fake_if **ret, struct nbd_err *err)
 {
         struct fake_if *f = find_if(ifname);
 
         if (!f)
-                errf(err, NBD_BW_ERRLEN, "no interface %s", ifname);
-        else if (refused(ifname))
-                errf(err, NBD_BW_ERRLEN, "fake kernel: %s refused", ifname);
-        return f && !refused(ifname) ? f : NULL;
+                return nbd_err_set(err, -ENODEV, "no interface %s: %s", ifname, strerror(ENODEV));
+        if (refused(ifname))
+                return nbd_err_set(err, -EIO, "fake kernel: %s refused", ifname);
+        *ret = f;
+        return 0;
 }
 
 int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
-               struct nbd_bw_applied *ret, char *err)
+               struct nbd_bw_applied *ret, struct nbd_err *err)
 {
-        struct fake_if *f = bw_target(ifname, err);
+        struct fake_if *f;
+        int r = nbd_bw_check(l, err);
 
         (void)bw;
-        if (!f)
-                return find_if(ifname) ? -EIO : -ENODEV;
+        if (r == 0)
+                r = bw_target(ifname, &f, err);
+        if (r < 0)
+                return r;
         f->bw = *l;
         snprintf(ret->in, sizeof(ret->in), "%s", l->in.average ? "htb" : "");
         snprintf(ret->out, sizeof(ret->out), "%s", l->out.average ? "ifb+htb" : "");
@@ -597,13 +582,14 @@ int nbd_bw_flush(struct nbd_bw *bw)
         return 0;
 }
 
-int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, char *err)
+int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
-        struct fake_if *f = bw_target(ifname, err);
+        struct fake_if *f;
+        int r = bw_target(ifname, &f, err);
 
         (void)bw;
-        if (!f)
-                return find_if(ifname) ? -EIO : -ENODEV;
+        if (r < 0)
+                return r;
         memset(&f->bw, 0, sizeof(f->bw));
         return 0;
 }

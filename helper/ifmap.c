@@ -1,0 +1,145 @@
+/* The interface map; see ifmap.h. */
+#include "ifmap.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t name_hash(const char *s, size_t n_buckets)
+{
+        uint32_t h = 2166136261u;
+
+        for (; *s; s++)
+                h = (h ^ (uint8_t)*s) * 16777619u;
+        return h % n_buckets;
+}
+
+static struct nbd_ifnode **ifidx_slot(const struct nbd_ifmap *m, const char *name)
+{
+        struct nbd_ifnode **p = &m->buckets[name_hash(name, m->n_buckets)];
+
+        while (*p && strcmp((*p)->name, name) != 0)
+                p = &(*p)->next;
+        return p;
+}
+
+void nbd_ifmap_clear(struct nbd_ifmap *m)
+{
+        for (size_t b = 0; b < m->n_buckets; b++)
+                while (m->buckets[b]) {
+                        struct nbd_ifnode *n = m->buckets[b];
+                        m->buckets[b] = n->next;
+                        free(n);
+                }
+        m->n = 0;
+}
+
+void nbd_ifmap_free(struct nbd_ifmap *m)
+{
+        nbd_ifmap_clear(m);
+        free(m->buckets);
+        m->buckets = NULL;
+        m->n_buckets = 0;
+}
+
+static void ifidx_grow(struct nbd_ifmap *m)
+{
+        size_t nb = m->n_buckets ? m->n_buckets * 4 : 256;
+        struct nbd_ifnode **b = calloc(nb, sizeof(*b));
+
+        if (!b)
+                return; /* longer chains, still correct */
+        for (size_t i = 0; i < m->n_buckets; i++)
+                while (m->buckets[i]) {
+                        struct nbd_ifnode *n = m->buckets[i];
+                        m->buckets[i] = n->next;
+                        n->next = b[name_hash(n->name, nb)];
+                        b[name_hash(n->name, nb)] = n;
+                }
+        free(m->buckets);
+        m->buckets = b;
+        m->n_buckets = nb;
+}
+
+static void ifidx_remove_index(struct nbd_ifmap *m, int ifindex)
+{
+        for (size_t b = 0; b < m->n_buckets; b++)
+                for (struct nbd_ifnode **p = &m->buckets[b]; *p; p = &(*p)->next)
+                        if ((*p)->ifindex == ifindex) {
+                                struct nbd_ifnode *n = *p;
+                                *p = n->next;
+                                free(n);
+                                m->n--;
+                                return;
+                        }
+}
+
+void nbd_ifmap_note(struct nbd_ifmap *m, const char *name, int ifindex, bool present)
+{
+        nbd_ifmap_note_kind(m, name, ifindex, present, -1);
+}
+
+void nbd_ifmap_note_kind(struct nbd_ifmap *m, const char *name, int ifindex, bool present,
+                         int macvtap)
+{
+        struct nbd_ifnode **p, *n;
+
+        if (m->n >= m->n_buckets)
+                ifidx_grow(m);
+        if (!m->n_buckets)
+                return;
+        p = ifidx_slot(m, name);
+        if (!present) {
+                if (*p) {
+                        n = *p;
+                        *p = n->next;
+                        free(n);
+                        m->n--;
+                }
+                return;
+        }
+        if (*p) {
+                (*p)->ifindex = ifindex;
+                if (macvtap >= 0)
+                        (*p)->macvtap = macvtap;
+                return;
+        }
+        ifidx_remove_index(m, ifindex);
+        n = calloc(1, sizeof(*n));
+        if (!n)
+                return;
+        snprintf(n->name, IFNAMSIZ, "%s", name);
+        n->ifindex = ifindex;
+        n->macvtap = macvtap > 0;
+        p = ifidx_slot(m, name);
+        *p = n;
+        m->n++;
+}
+
+void nbd_ifmap_set_owner(struct nbd_ifmap *m, const char *name, bool owned, uid_t owner)
+{
+        struct nbd_ifnode **p;
+
+        if (!m->n_buckets)
+                return;
+        p = ifidx_slot(m, name);
+        if (!*p)
+                return;
+        (*p)->owned = owned;
+        (*p)->owner = owned ? owner : 0;
+}
+
+const struct nbd_ifnode *nbd_ifmap_get(const struct nbd_ifmap *m, const char *name)
+{
+        if (!m->n_buckets)
+                return NULL;
+        return *ifidx_slot(m, name);
+}
+
+int nbd_ifmap_ifindex(const struct nbd_ifmap *m, const char *name)
+{
+        const struct nbd_ifnode *n = nbd_ifmap_get(m, name);
+
+        return n ? n->ifindex : 0;
+}

@@ -346,12 +346,12 @@ static void reap_children(const struct nbd_backend *be, struct nbd_loop *loop)
  * clean-up to the loop (link.c), bandwidth clears their IFBs (bandwidth.c). */
 static void flush_gone_links(void *links)
 {
-        nbd_links_flush_gone(links);
+        nbd_kernel_backend.links.flush_gone(links);
 }
 
 static void flush_ifbs(void *bw)
 {
-        nbd_bw_flush(bw);
+        nbd_kernel_backend.bw.flush(bw);
 }
 
 static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
@@ -370,7 +370,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         r = nbd_loop_new(&loop);
         if (r < 0)
                 return r;
-        r = nbd_links_open(loop, devdir, &links);
+        r = be->links.open(loop, devdir, &links);
         if (r < 0) {
                 /* Exec still works; interface ops are not offered. */
                 nbd_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
@@ -381,7 +381,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 nbd_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
                 fw = NULL;
         }
-        r = links ? nbd_bw_open(nbd_links_netlink(links), &bw) : -ENOTCONN;
+        r = links ? be->bw.open(be->links.netlink(links), &bw) : -ENOTCONN;
         if (r < 0) {
                 nbd_warn("bandwidth ops are disabled: %s", strerror(-r));
                 bw = NULL;
@@ -398,7 +398,8 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 size_t n;
 
                 /* An IFB outlives the interface it shapes unless removed;
-                 * a netdev chain binds the next device of its name. */
+                 * a netdev chain binds the next device of its name. (The
+                 * kernel's own start-up: no backend table entries.) */
                 if (bw)
                         nbd_links_on_gone(links, nbd_bw_link_gone, bw);
                 if (fw_gone)
@@ -446,8 +447,8 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
 out:
         nbd_server_free(srv);
         reap_children(be, loop);
-        nbd_bw_close(bw); /* before links: it borrows their socket */
-        nbd_links_close(links);
+        be->bw.close(bw); /* before links: it borrows their socket */
+        be->links.close(links);
         nbd_fw_gone_free(fw_gone);
         be->fw.close(fw);
         if (sfd >= 0)

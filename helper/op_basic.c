@@ -64,7 +64,7 @@ static int add_settings(const struct nbd_dispatch_ctx *ctx, Netbroker__StatsResu
         if (!st->settings)
                 return -ENOMEM;
         if (ctx->bw)
-                nbd_bw_mechanisms(ctx->bw, &in, &out);
+                ctx->be->bw.mechanisms(ctx->bw, &in, &out);
         if (add_setting(st, "bandwidth_inbound", in) < 0 ||
             add_setting(st, "bandwidth_outbound", out) < 0)
                 return -ENOMEM;

@@ -282,7 +282,7 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
             (r = nbd_check_owned(v, a->ifname, res)) || (r = check_creator(v, a->owner, res)))
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
-        r = model_from_proto(a, nbd_link_is_macvtap(v->ctx->links, a->ifname), &m, &err);
+        r = model_from_proto(a, v->ctx->be->links.is_macvtap(v->ctx->links, a->ifname), &m, &err);
         model_free(&m);
         if (r < 0)
                 return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
@@ -434,7 +434,7 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                 free(hash);
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         }
-        bool reversed = nbd_link_is_macvtap(nbd_job_ctx(job)->links, a->ifname);
+        bool reversed = nbd_job_ctx(job)->be->links.is_macvtap(nbd_job_ctx(job)->links, a->ifname);
 
         r = model_from_proto(a, reversed, &m, &err);
         if (r == 0) {

@@ -13,9 +13,11 @@
 
 #include "backend.h"
 #include "bandwidth.h"
+#include "bandwidth_show.h"
 #include "firewall.h"
 #include "fw_compile.h"
 #include "link.h"
+#include "link_show.h"
 #include "loop.h"
 #include "names.h"
 #include "spawn.h"
@@ -233,7 +235,7 @@ size_t nb_fake_describe(char *buf, size_t len)
 
 /* ---- link.h ---- */
 
-int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret)
+static int fake_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret)
 {
         int r = nb_fake_reset();
 
@@ -244,34 +246,34 @@ int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links *
         return 0;
 }
 
-void nbd_links_close(struct nbd_links *l)
+static void fake_links_close(struct nbd_links *l)
 {
         if (l)
                 nb_fake_free();
 }
 
-void nbd_links_flush_gone(struct nbd_links *l)
+static void fake_links_flush_gone(struct nbd_links *l)
 {
         (void)l; /* nothing goes behind the fake's back */
 }
 
-void nbd_links_sync(struct nbd_links *l)
+static void fake_links_sync(struct nbd_links *l)
 {
         (void)l; /* nobody else changes the fake */
 }
 
-struct nbd_names *nbd_links_names(struct nbd_links *l)
+static struct nbd_names *fake_links_names(struct nbd_links *l)
 {
         return l->names;
 }
 
-struct nbd_netlink *nbd_links_netlink(struct nbd_links *l)
+static struct nbd_netlink *fake_links_netlink(struct nbd_links *l)
 {
         (void)l;
         return NULL;
 }
 
-bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
+static bool fake_link_is_macvtap(struct nbd_links *l, const char *name)
 {
         struct fake_if *f = find_if(name);
 
@@ -279,13 +281,13 @@ bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
         return f && f->kind == K_MACVTAP;
 }
 
-int nbd_link_exists(struct nbd_links *l, const char *name)
+static int fake_link_exists(struct nbd_links *l, const char *name)
 {
         (void)l;
         return find_if(name) != NULL;
 }
 
-int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
+static int fake_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
 {
         struct fake_if *f = find_if(name);
 
@@ -298,7 +300,7 @@ int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
         return 0;
 }
 
-unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid)
+static unsigned fake_links_owned_by(struct nbd_links *l, uid_t uid)
 {
         unsigned n = 0;
 
@@ -376,8 +378,8 @@ fail:
         return r;
 }
 
-int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
-                        struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
+                                struct nbd_link_made *ret, struct nbd_err *err)
 {
         (void)l;
         if (s->queues > NBD_LINK_MAX_QUEUES) {
@@ -386,8 +388,8 @@ int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
         return create(s->name, K_TAP, s->queues ? s->queues : 1, s->creator, ret, err);
 }
 
-int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
-                            struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
+                                    struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct fake_if *f;
         int r;
@@ -402,8 +404,8 @@ int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *
         return r;
 }
 
-int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
-                         struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
+                                 struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct fake_if *f, *p;
         int r;
@@ -433,15 +435,15 @@ int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
         return 0;
 }
 
-int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
-                           struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
+                                   struct nbd_link_made *ret, struct nbd_err *err)
 {
         (void)l;
         return create(name, K_BRIDGE, 0, creator, ret, err);
 }
 
-int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
-                 struct nbd_err *err)
+static int fake_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
+                         struct nbd_err *err)
 {
         struct fake_if *f = find_if(c->name), *m = NULL;
 
@@ -476,7 +478,7 @@ int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_
         return 0;
 }
 
-int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret)
+static int fake_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret)
 {
         struct fake_if *f = find_if(name);
 
@@ -487,7 +489,7 @@ int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_st
         return 0;
 }
 
-int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
+static int fake_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
 {
         struct fake_if *f = find_if(name);
 
@@ -500,7 +502,7 @@ int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_lin
         return 0;
 }
 
-int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
+static int fake_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
 {
         struct fake_if *f = find_if(name), *p;
 
@@ -518,28 +520,82 @@ int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
         return 0;
 }
 
+/* ---- link_show.h ---- */
+
+static const enum nbd_link_kind show_kinds[] = {
+        [K_DEVICE] = NBD_LINK_KIND_OTHER,    [K_TAP] = NBD_LINK_KIND_TAP,
+        [K_MACVTAP] = NBD_LINK_KIND_MACVTAP, [K_MACVLAN] = NBD_LINK_KIND_MACVLAN,
+        [K_VETH] = NBD_LINK_KIND_VETH,       [K_BRIDGE] = NBD_LINK_KIND_BRIDGE,
+};
+/* IFLA_INFO_KIND as the kernel names them ("" for a plain device). */
+static const char *const info_kinds[] = {"", "tun", "macvtap", "macvlan", "veth", "bridge"};
+
+static void show_one(const struct fake_if *f, struct nbd_link_info *o)
+{
+        const struct fake_if *m = f->st.master ? find_ifindex(f->st.master) : NULL;
+        const uint8_t *a = f->st.mac;
+
+        snprintf(o->name, sizeof(o->name), "%s", f->name);
+        o->ifindex = f->ifindex;
+        o->kind = show_kinds[f->kind];
+        snprintf(o->kind_name, sizeof(o->kind_name), "%s", info_kinds[f->kind]);
+        snprintf(o->mac, sizeof(o->mac), "%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3],
+                 a[4], a[5]);
+        o->mtu = f->st.mtu;
+        o->up = f->st.up;
+        snprintf(o->master, sizeof(o->master), "%s", m ? m->name : "");
+        o->has_owner = o->made_by_helper = f->owned;
+        o->owner = f->owned ? f->owner : 0;
+}
+
+static int fake_link_show(struct nbd_netlink *nl, const char *name, struct nbd_link_info **ret,
+                          size_t *ret_n, struct nbd_err *e)
+{
+        bool one = name && name[0];
+        struct nbd_link_info *all;
+        size_t n = 0;
+
+        (void)nl; /* the fake lends no socket: it reads its world */
+        if (one && !find_if(name))
+                return nbd_err_set(e, -ENODEV, "no interface %s", name);
+        if (one && refused(name))
+                return nbd_err_set(e, -EIO, "fake kernel: %s refused", name);
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                n += !one || strcmp(f->name, name) == 0;
+        all = calloc(n ? n : 1, sizeof(*all));
+        if (!all)
+                return nbd_err_oom(e, "listing the interfaces");
+        n = 0;
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                if (!one || strcmp(f->name, name) == 0)
+                        show_one(f, &all[n++]);
+        *ret = all;
+        *ret_n = n;
+        return 0;
+}
+
 /* ---- bandwidth.h ---- */
 
-int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
+static int fake_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
 {
         (void)nl;
         *ret = &the_bw;
         return 0;
 }
 
-void nbd_bw_close(struct nbd_bw *bw)
+static void fake_bw_close(struct nbd_bw *bw)
 {
         (void)bw;
 }
 
-void nbd_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out)
+static void fake_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out)
 {
         (void)bw;
         *ret_in = "htb";
         *ret_out = "ifb+htb";
 }
 
-bool nbd_bw_outbound_available(const struct nbd_bw *bw)
+static bool fake_bw_outbound_available(const struct nbd_bw *bw)
 {
         (void)bw;
         return true;
@@ -559,8 +615,8 @@ static int bw_target(const char *ifname, struct fake_if **ret, struct nbd_err *e
         return 0;
 }
 
-int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
-               struct nbd_bw_applied *ret, struct nbd_err *err)
+static int fake_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+                       struct nbd_bw_applied *ret, struct nbd_err *err)
 {
         struct fake_if *f;
         int r = nbd_bw_check(l, err);
@@ -576,13 +632,13 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
         return 0;
 }
 
-int nbd_bw_flush(struct nbd_bw *bw)
+static int fake_bw_flush(struct nbd_bw *bw)
 {
         (void)bw; /* clears take effect at once here: nothing waits */
         return 0;
 }
 
-int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
+static int fake_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
         struct fake_if *f;
         int r = bw_target(ifname, &f, err);
@@ -594,7 +650,7 @@ int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
         return 0;
 }
 
-int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
+static int fake_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         struct fake_if *f = find_if(ifname);
 
@@ -604,6 +660,39 @@ int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
         *ret = f->bw;
         /* The kernel does not keep a floor. */
         ret->in.floor = ret->out.floor = 0;
+        return 0;
+}
+
+/* ---- bandwidth_show.h ---- */
+
+/* One direction as the kernel gives it back: peak 0 when it is the
+ * average, no floor. */
+static bool show_rate(const struct nbd_bw_rate *in, const char *mech, struct nbd_bw_rate *out,
+                      char mech_out[32])
+{
+        if (!in->average)
+                return false;
+        *out = *in;
+        if (out->peak == out->average)
+                out->peak = 0;
+        out->floor = 0;
+        snprintf(mech_out, 32, "%s", mech);
+        return true;
+}
+
+static int fake_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                        struct nbd_err *e)
+{
+        struct nbd_bw_shown s = {0};
+        struct fake_if *f;
+        int r = bw_target(ifname, &f, e);
+
+        (void)nl;
+        if (r < 0)
+                return r;
+        s.has_in = show_rate(&f->bw.in, "htb", &s.in, s.in_mech);
+        s.has_out = show_rate(&f->bw.out, "ifb+htb", &s.out, s.out_mech);
+        *ret = s;
         return 0;
 }
 
@@ -927,6 +1016,40 @@ static int fake_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s,
 /* ---- the table the dispatcher is given ---- */
 
 const struct nbd_backend nbd_fake_backend = {
+        .links =
+                {
+                        .open = fake_links_open,
+                        .close = fake_links_close,
+                        .sync = fake_links_sync,
+                        .names = fake_links_names,
+                        .flush_gone = fake_links_flush_gone,
+                        .netlink = fake_links_netlink,
+                        .tap_create = fake_link_tap_create,
+                        .macvlan_create = fake_link_macvlan_create,
+                        .veth_create = fake_link_veth_create,
+                        .bridge_create = fake_link_bridge_create,
+                        .set = fake_link_set,
+                        .delete = fake_link_delete,
+                        .is_macvtap = fake_link_is_macvtap,
+                        .exists = fake_link_exists,
+                        .owner = fake_link_owner,
+                        .owned_by = fake_links_owned_by,
+                        .get_state = fake_link_get_state,
+                        .restore = fake_link_restore,
+                        .show = fake_link_show,
+                },
+        .bw =
+                {
+                        .open = fake_bw_open,
+                        .close = fake_bw_close,
+                        .mechanisms = fake_bw_mechanisms,
+                        .outbound_available = fake_bw_outbound_available,
+                        .set = fake_bw_set,
+                        .clear = fake_bw_clear,
+                        .flush = fake_bw_flush,
+                        .get = fake_bw_get,
+                        .show = fake_bw_show,
+                },
         .fw =
                 {
                         .open = fake_fw_open,

@@ -42,12 +42,12 @@
 /* What main.c runs at the end of each job. */
 static void flush_gone(void *links)
 {
-        nbd_links_flush_gone(links);
+        nbd_fake_backend.links.flush_gone(links);
 }
 
 static void flush_ifbs(void *bw)
 {
-        nbd_bw_flush(bw);
+        nbd_fake_backend.bw.flush(bw);
 }
 
 /* Read what the helper sent; every frame must decode. Returns false at the

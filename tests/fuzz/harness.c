@@ -76,8 +76,8 @@ static struct nb_harness *harness_get(void)
         h.cfg.max_reply = 512;
         h.cfg.exec_timeout_max_ms = 10000;
         h.cfg.allow_uids[0] = geteuid();
-        if (nbd_loop_new(&h.loop) < 0 || nbd_links_open(h.loop, NULL, &links) < 0 ||
-            nbd_fake_backend.fw.open(h.loop, &fw) < 0 || nbd_bw_open(NULL, &bw) < 0)
+        if (nbd_loop_new(&h.loop) < 0 || nbd_fake_backend.links.open(h.loop, NULL, &links) < 0 ||
+            nbd_fake_backend.fw.open(h.loop, &fw) < 0 || nbd_fake_backend.bw.open(NULL, &bw) < 0)
                 nb_harness_fail(__FILE__, __LINE__, "set-up");
         h.ctx = (struct nbd_dispatch_ctx){.cfg = &h.cfg,
                                           .loop = h.loop,

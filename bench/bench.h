@@ -269,6 +269,9 @@ void bench_compare_print_heading(FILE *f);
 /* One line per baseline: scenario, what, baseline, broker, ratio. */
 void bench_compare_print(const struct bench_compare *c, const char *scenario, FILE *f);
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f);
+/* Every comparison of r as bench_compare_print, labelled `label`; whether
+ * there was one. */
+bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f);
 /* JSON pieces for `all`: a string, a number (null when not finite), the
  * member "machine" (without a leading comma). */
 void bench_json_string(FILE *f, const char *s);

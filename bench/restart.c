@@ -121,10 +121,9 @@ struct tools {
 
 struct ctx {
         const struct bench_opts *o;
-        const char *helper;
-        struct bench_fat_parent fp;
+        struct bench_ctx b; /* the fat parent and the helper */
+        const char *allow[RS_N_TOOLS + 1]; /* the helper's programs */
         struct tools tools;
-        nb_conn *conn;
         struct rs_nftmon mon;
         struct rs_guest *guests;
         unsigned n;
@@ -140,21 +139,11 @@ struct ctx {
 
 /* ---- running a program from the fat parent ---- */
 
-/* An untimed helper command (reset, checks): must exit 0. */
+/* An untimed command (reset, checks): must exit 0. */
 static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *len)
 {
-        size_t l;
-        int st, r;
-
-        r = bench_spawn_capture(&c->fp, argv[0][0] == '/' ? argv[0] : c->tools.nft, argv, -1, out,
-                                cap, &l, &st);
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: restart: %s %s failed: %s\n", argv[0], argv[1], out);
-                r = -EIO;
-        }
-        if (len)
-                *len = l;
-        return r;
+        return bench_run_quiet(&c->b.fp, "restart: ", argv[0][0] == '/' ? argv[0] : c->tools.nft,
+                               argv, -1, out, cap, len);
 }
 
 /* ---- the helper ---- */
@@ -197,19 +186,6 @@ static void fw_deltas(const struct bench_stats *a, const struct bench_stats *b, 
         }
 }
 
-static int helper_start(struct ctx *c)
-{
-        const char *allow[RS_N_TOOLS + 1] = {0};
-        int r;
-
-        for (int t = 0; t < RS_N_TOOLS; t++)
-                allow[t] = c->tools.path[t];
-        r = bench_broker_start(c->helper, allow, &c->conn);
-        if (r < 0)
-                c->conn = NULL;
-        return r;
-}
-
 /* ---- resetting the namespace's ruleset ---- */
 
 static int reset(struct ctx *c)
@@ -244,10 +220,10 @@ static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *
         r = nb_batch_exec(b, c->tools.path[cmd->tool], (const char *const *)cmd->argv, NULL, NULL,
                           0, 0);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
+                r = nb_submit(c->b.conn, b, &res);
         if (r < 0) {
                 bench_log("netbroker-bench: restart: B: submit failed: %s (%s)\n", strerror(-r),
-                          nb_conn_error(c->conn));
+                          nb_conn_error(c->b.conn));
                 goto out;
         }
         st = nb_result_status(res, 0);
@@ -281,9 +257,9 @@ static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd, stru
 
         if (m == M_B || m == M_BR)
                 return exec_helper(c, cmd, cr);
-        r = bench_fork_exec(&c->fp, m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
-                            0, c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out),
-                            &cr->len, &st);
+        r = bench_fork_exec(
+                &c->b.fp, m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP, 0,
+                c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out), &cr->len, &st);
         if (r < 0)
                 return r;
         if (WIFSIGNALED(st)) {
@@ -355,7 +331,7 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         /* Building the list is libvirt's in-memory work: not timed. */
         r = rs_cmds_instantiate(&l, &c->guests[g], phase);
         if (r == 0 && via_helper(m))
-                r = bench_helper_stats(c->conn, "", &s0);
+                r = bench_helper_stats(c->b.conn, "", &s0);
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
         mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
@@ -374,7 +350,7 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
         if (r == 0 && via_helper(m))
-                r = bench_helper_stats(c->conn, "", &s1);
+                r = bench_helper_stats(c->b.conn, "", &s1);
         if (r < 0)
                 return r;
         if (via_helper(m))
@@ -508,8 +484,7 @@ static int fill(struct ctx *c)
 {
         char *argv[] = {"ebtables-restore", NULL};
         FILE *f;
-        size_t len;
-        int st, r;
+        int r;
 
         if (c->timed == c->n)
                 return 0;
@@ -520,13 +495,9 @@ static int fill(struct ctx *c)
         if (r == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
                 r = -errno;
         if (r == 0)
-                r = bench_spawn_capture(&c->fp, c->tools.eb_restore, argv, fileno(f), listing,
-                                        sizeof(listing), &len, &st);
+                r = bench_run_quiet(&c->b.fp, "restart: ", c->tools.eb_restore, argv, fileno(f),
+                                    listing, sizeof(listing), NULL);
         fclose(f);
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: restart: ebtables-restore failed: %s\n", listing);
-                r = -EIO;
-        }
         /* What the fill produced is nobody's. */
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
@@ -538,26 +509,23 @@ static int fill(struct ctx *c)
 static const enum method starts[] = {M_A, M_A2, M_B}, restarts[] = {M_AR, M_A2R, M_BR};
 #define N_LIBVIRT (sizeof(starts) / sizeof(*starts))
 
+static double mean_s(const struct outcome *o)
+{
+        return o->per_guest.n ? o->wall_us / o->per_guest.n / 1e6 : 0;
+}
+
 static void progress(const struct ctx *c, const char *what, unsigned done)
 {
         unsigned step = c->timed / 5 ? c->timed / 5 : 1;
+        double total = 0;
 
+        for (int m = M_A; m < N_METHODS; m++)
+                total += c->out[m].wall_us;
         if (done % step == 0 || done == c->timed)
                 bench_log("restart: %s %u/%u guests, %.0f s so far (A %.1f s, A2 %.1f s, B %.1f s "
                           "per guest)\n",
-                          what, done, c->timed,
-                          (c->out[M_A].wall_us + c->out[M_A2].wall_us + c->out[M_B].wall_us +
-                           c->out[M_AR].wall_us + c->out[M_A2R].wall_us + c->out[M_BR].wall_us) /
-                                  1e6,
-                          c->out[M_A].per_guest.n
-                                  ? c->out[M_A].wall_us / c->out[M_A].per_guest.n / 1e6
-                                  : 0,
-                          c->out[M_A2].per_guest.n
-                                  ? c->out[M_A2].wall_us / c->out[M_A2].per_guest.n / 1e6
-                                  : 0,
-                          c->out[M_B].per_guest.n
-                                  ? c->out[M_B].wall_us / c->out[M_B].per_guest.n / 1e6
-                                  : 0);
+                          what, done, c->timed, total / 1e6, mean_s(&c->out[M_A]),
+                          mean_s(&c->out[M_A2]), mean_s(&c->out[M_B]));
 }
 
 /* One start pass: every timed guest started by one method, the method
@@ -633,8 +601,7 @@ static int run_nft_file(struct ctx *c)
         char path[] = "/tmp/netbroker-bench-nft.XXXXXX";
         char *argv[] = {"nft", "-f", path, NULL};
         uint64_t mon_c, mon_ch, mon_r, t0;
-        int fd, st, r;
-        size_t len;
+        int fd, r;
         long size;
         FILE *f;
 
@@ -657,15 +624,11 @@ static int run_nft_file(struct ctx *c)
         mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
         if (r == 0) {
                 t0 = bench_now_ns();
-                r = bench_spawn_capture(&c->fp, c->tools.nft, argv, -1, cmd_run_buf.out,
-                                        sizeof(cmd_run_buf.out), &len, &st);
+                r = bench_run_quiet(&c->b.fp, "restart: N: ", c->tools.nft, argv, -1,
+                                    cmd_run_buf.out, sizeof(cmd_run_buf.out), NULL);
                 o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         }
         unlink(path);
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: restart: N: nft -f failed: %s\n", cmd_run_buf.out);
-                r = -EIO;
-        }
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
         if (r < 0)
@@ -733,7 +696,7 @@ static int run_fw(struct ctx *c, enum method m)
         unsigned unchanged = 0, rules = 0;
         int r;
 
-        r = bench_helper_stats(c->conn, "", &s0);
+        r = bench_helper_stats(c->b.conn, "", &s0);
         if (r < 0)
                 return r;
         r = rs_nftmon_drain(&c->mon);
@@ -743,11 +706,11 @@ static int run_fw(struct ctx *c, enum method m)
         t0 = bench_now_ns();
         r = build_fw_batch(c, mode, &b);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
+                r = nb_submit(c->b.conn, b, &res);
         o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         if (r < 0) {
                 bench_log("netbroker-bench: restart: %s: submit failed: %s (%s)\n", method_names[m],
-                          strerror(-r), nb_conn_error(c->conn));
+                          strerror(-r), nb_conn_error(c->b.conn));
                 goto out;
         }
         if (nb_results_count(res) != c->n) {
@@ -783,7 +746,7 @@ static int run_fw(struct ctx *c, enum method m)
         }
         r = rs_nftmon_drain(&c->mon);
         if (r == 0)
-                r = bench_helper_stats(c->conn, "", &s1);
+                r = bench_helper_stats(c->b.conn, "", &s1);
         if (r == 0)
                 r = bench_samples_add(&o->reps, o->wall_us);
         if (r < 0)
@@ -831,7 +794,7 @@ static int fw_list_count(struct ctx *c, size_t *ret)
         int r = b ? nb_batch_firewall_list(b) : -ENOMEM;
 
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
+                r = nb_submit(c->b.conn, b, &res);
         if (r == 0)
                 r = nb_result_status(res, 0);
         if (r == 0)
@@ -861,9 +824,9 @@ static int run_c_and_d(struct ctx *c)
         /* The daemon restarts: its connection goes, the helper exits; the
          * next daemon spawns a new one. */
         t0 = bench_now_ns();
-        bench_broker_stop(c->conn);
-        c->conn = NULL;
-        r = helper_start(c);
+        bench_broker_stop(c->b.conn);
+        c->b.conn = NULL;
+        r = bench_broker_start(c->o->helper, c->allow, &c->b.conn);
         c->helper_restart_us = (double)(bench_now_ns() - t0) / 1000.0;
         if (r < 0)
                 return r;
@@ -892,23 +855,6 @@ static int run_broker_rep(struct ctx *c)
 
 /* ---- setup ---- */
 
-static const char *find_tool(const char *name)
-{
-        static char buf[8][64]; /* every tool found stays valid */
-        static int next;
-        static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin"};
-
-        for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
-                char *p = buf[next % 8];
-                snprintf(p, sizeof(buf[0]), "%s/%s", dirs[i], name);
-                if (access(p, X_OK) == 0) {
-                        next++;
-                        return p;
-                }
-        }
-        return NULL;
-}
-
 static int find_tools(struct tools *t)
 {
         static const char *const names[RS_N_TOOLS] = {[RS_EBTABLES] = "ebtables",
@@ -916,13 +862,13 @@ static int find_tools(struct tools *t)
                                                       [RS_IP6TABLES] = "ip6tables"};
 
         for (int i = 0; i < RS_N_TOOLS; i++) {
-                t->path[i] = find_tool(names[i]);
+                t->path[i] = bench_find_tool(names[i]);
                 if (!t->path[i]) {
                         bench_log("netbroker-bench: restart: %s not found\n", names[i]);
                         return -ENOENT;
                 }
         }
-        t->nft = find_tool("nft");
+        t->nft = bench_find_tool("nft");
         if (!t->nft) {
                 bench_log("netbroker-bench: restart: nft not found\n");
                 return -ENOENT;
@@ -941,16 +887,7 @@ static int make_taps(struct ctx *c)
         for (unsigned g = 0; g < c->n && r == 0; g++)
                 r = nb_batch_tap_create(b, c->guests[g].ifname, &opts);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
-        if (r == 0 && nb_results_first_error(res) >= 0) {
-                long i = nb_results_first_error(res);
-                bench_log("netbroker-bench: restart: TapCreate %s: %s\n", c->guests[i].ifname,
-                          nb_result_message(res, (size_t)i));
-                r = nb_result_status(res, (size_t)i);
-        }
-        if (r < 0)
-                bench_log("netbroker-bench: restart: cannot make the taps: %s (%s)\n", strerror(-r),
-                          c->conn ? nb_conn_error(c->conn) : "");
+                r = bench_submit_all(c->b.conn, b, c->n, "restart: TapCreate: ", &res);
         nb_results_free(res);
         nb_batch_free(b);
         return r;
@@ -963,14 +900,11 @@ static int warm_up(struct ctx *c)
         char *ip4[] = {(char *)c->tools.path[RS_IPTABLES], "-w", "-n", "-L", NULL};
         char *ip6[] = {(char *)c->tools.path[RS_IP6TABLES], "-w", "-n", "-L", NULL};
         char *nft[] = {"nft", "list", "ruleset", NULL};
-        int r = run_quiet(c, eb, listing, sizeof(listing), NULL);
+        char **all[] = {eb, ip4, ip6, nft};
+        int r = 0;
 
-        if (r == 0)
-                r = run_quiet(c, ip4, listing, sizeof(listing), NULL);
-        if (r == 0)
-                r = run_quiet(c, ip6, listing, sizeof(listing), NULL);
-        if (r == 0)
-                r = run_quiet(c, nft, listing, sizeof(listing), NULL);
+        for (size_t i = 0; i < 4 && r == 0; i++)
+                r = run_quiet(c, all[i], listing, sizeof(listing), NULL);
         return r;
 }
 
@@ -990,13 +924,9 @@ static int per_guest(const struct ctx *c, enum method m, struct bench_summary *r
         if (!is_batch(m))
                 return bench_samples_summarize(&o->per_guest, ret);
         k = bench_samples_summarize(&o->reps, ret);
-        if (k < 0)
-                return k;
-        ret->median_us /= c->n;
-        ret->min_us /= c->n;
-        ret->max_us /= c->n;
-        ret->p99_us /= c->n;
-        return 0;
+        if (k == 0)
+                bench_summary_per(ret, c->n);
+        return k;
 }
 
 static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
@@ -1019,10 +949,7 @@ static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
 
 static int add_results(struct ctx *c, struct bench_report *r)
 {
-        static const struct {
-                enum method num, den;
-                const char *name;
-        } pairs[] = {
+        static const struct bench_pair pairs[] = {
                 {M_A, M_C, "A/C"},  {M_A2, M_C, "A2/C"}, {M_B, M_C, "B/C"},
                 {M_N, M_C, "N/C"},  {M_AR, M_D, "A/D"},  {M_A2R, M_D, "A2/D"},
                 {M_BR, M_D, "B/D"}, {M_A, M_N, "A/N"},   {M_AR, M_A, "Ar/A"},
@@ -1030,6 +957,7 @@ static int add_results(struct ctx *c, struct bench_report *r)
         static const enum method row_order[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR, M_N, M_C, M_D};
         static char programs[N_METHODS][32];
         struct bench_summary s[N_METHODS] = {0};
+        double med[N_METHODS];
         struct rs_cmdlist l = {0};
         unsigned per_tool[RS_N_TOOLS] = {0};
         size_t n_start, n_restart;
@@ -1056,14 +984,11 @@ static int add_results(struct ctx *c, struct bench_report *r)
                 if (k < 0)
                         return k;
         }
-        for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
-                enum method a = pairs[i].num, b = pairs[i].den;
-                if (!c->out[a].ran || !c->out[b].ran || !(s[b].median_us > 0))
-                        continue;
-                k = bench_report_add_ratio(r, pairs[i].name, s[a].median_us / s[b].median_us);
-                if (k < 0)
-                        return k;
-        }
+        for (int m = 0; m < N_METHODS; m++)
+                med[m] = c->out[m].ran ? s[m].median_us : 0;
+        k = bench_report_pairs(r, pairs, sizeof(pairs) / sizeof(*pairs), med, NULL);
+        if (k < 0)
+                return k;
         if (c->out[M_A].ran && c->out[M_C].ran) {
                 snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
                 bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
@@ -1132,6 +1057,51 @@ static int add_results(struct ctx *c, struct bench_report *r)
 
 /* ---- the scenario ---- */
 
+/* The tools, the notification socket, then the fat parent and the helper
+ * (bench_ctx_start), and the guests' taps. */
+static int setup(struct ctx *c, struct bench_report *r)
+{
+        int k = find_tools(&c->tools);
+
+        if (k == 0 && c->timed < c->n) {
+                c->tools.eb_save = bench_find_tool("ebtables-save");
+                c->tools.eb_restore = bench_find_tool("ebtables-restore");
+                if (!c->tools.eb_save || !c->tools.eb_restore) {
+                        bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
+                                  "ebtables-restore\n");
+                        k = -ENOENT;
+                }
+        }
+        if (k < 0)
+                return k;
+        for (int t = 0; t < RS_N_TOOLS; t++)
+                c->allow[t] = c->tools.path[t];
+        k = rs_nftmon_open(&c->mon);
+        if (k < 0) {
+                bench_log("netbroker-bench: restart: cannot listen to nftables notifications: "
+                          "%s\n",
+                          strerror(-k));
+                return k;
+        }
+        k = bench_ctx_start(&c->b, c->o, r, true, c->allow, NULL);
+        if (k < 0)
+                return k;
+        if (!nb_conn_has_feature(c->b.conn, "tap_create") ||
+            !nb_conn_has_feature(c->b.conn, "stats")) {
+                bench_log("netbroker-bench: restart: the helper offers no tap_create or stats\n");
+                return -EOPNOTSUPP;
+        }
+        c->have_fw = nb_conn_has_feature(c->b.conn, "firewall_apply") &&
+                     nb_conn_has_feature(c->b.conn, "firewall_list");
+        bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
+        k = make_taps(c);
+        if (k == 0)
+                k = warm_up(c);
+        if (k == 0 && c->timed < c->n)
+                k = make_template(c);
+        return k;
+}
+
 int bench_restart(const struct bench_opts *o, struct bench_report *r)
 {
         struct ctx *c = calloc(1, sizeof(*c));
@@ -1140,7 +1110,6 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         if (!c)
                 return -ENOMEM;
         c->o = o;
-        c->helper = o->helper;
         c->mon.fd = -1;
         c->n = o->guests ? o->guests : o->quick ? 1 : 100;
         c->timed = o->sample && o->sample < c->n ? o->sample : c->n;
@@ -1162,61 +1131,9 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
                 return -ERANGE;
         }
         c->guests = calloc(c->n, sizeof(*c->guests));
-        if (!c->guests) {
-                free(c);
-                return -ENOMEM;
-        }
-        for (unsigned g = 0; g < c->n; g++)
+        for (unsigned g = 0; g < c->n && c->guests; g++)
                 rs_guest_init(&c->guests[g], g);
-        k = find_tools(&c->tools);
-        if (k == 0 && c->timed < c->n) {
-                c->tools.eb_save = find_tool("ebtables-save");
-                c->tools.eb_restore = find_tool("ebtables-restore");
-                if (!c->tools.eb_save || !c->tools.eb_restore) {
-                        bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
-                                  "ebtables-restore\n");
-                        k = -ENOENT;
-                }
-        }
-        if (k < 0)
-                goto out;
-
-        k = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, &c->fp);
-        if (k < 0) {
-                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-k));
-                goto out;
-        }
-        r->has_parent = true;
-        r->parent = c->fp;
-        r->parent.heap = NULL;
-        r->parent.fds = NULL;
-
-        k = rs_nftmon_open(&c->mon);
-        if (k < 0) {
-                bench_log("netbroker-bench: restart: cannot listen to nftables notifications: "
-                          "%s\n",
-                          strerror(-k));
-                goto release;
-        }
-        k = helper_start(c);
-        if (k < 0)
-                goto release;
-        if (!nb_conn_has_feature(c->conn, "tap_create") || !nb_conn_has_feature(c->conn, "stats")) {
-                bench_log("netbroker-bench: restart: the helper offers no tap_create or stats\n");
-                k = -EOPNOTSUPP;
-                goto stop;
-        }
-        c->have_fw = nb_conn_has_feature(c->conn, "firewall_apply") &&
-                     nb_conn_has_feature(c->conn, "firewall_list");
-        r->helper_pid = nb_conn_helper_pid(c->conn);
-        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
-
-        bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
-        k = make_taps(c);
-        if (k == 0)
-                k = warm_up(c);
-        if (k == 0 && c->timed < c->n)
-                k = make_template(c);
+        k = c->guests ? setup(c, r) : -ENOMEM;
         if (k == 0)
                 k = run_broker_rep(c);
         if (k == 0)
@@ -1226,13 +1143,10 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         if (k == 0)
                 k = add_results(c, r);
         /* Leave an empty ruleset behind. */
-        (void)reset(c);
-stop:
-        bench_broker_stop(c->conn);
-release:
+        if (c->b.conn)
+                (void)reset(c);
+        bench_ctx_stop(&c->b);
         rs_nftmon_close(&c->mon);
-        bench_fat_parent_release(&c->fp);
-out:
         for (int m = 0; m < N_METHODS; m++) {
                 bench_samples_clear(&c->out[m].per_guest);
                 bench_samples_clear(&c->out[m].reps);

@@ -277,7 +277,7 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
 {
         const nb_rate in = {.average = IN_AVERAGE, .peak = IN_PEAK, .burst = IN_BURST};
         const nb_rate out = {.average = OUT_AVERAGE, .burst = OUT_BURST};
-        uint64_t t0 = bench_now_ns(), t1;
+        uint64_t t0 = bench_now_ns(), t1 = t0;
         nb_results *res = NULL;
         const char *mi, *mo;
         nb_batch *b = nb_batch_new();
@@ -286,8 +286,7 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
         for (unsigned i = 0; i < n && r == 0; i++)
                 r = nb_batch_bandwidth_set(b, c->ifname[i], &in, &out);
         if (r == 0)
-                r = bench_submit_all(c->b.conn, b, n, "bandwidth: BandwidthSet: ", &res);
-        t1 = bench_now_ns();
+                r = bench_submit_all(c->b.conn, b, n, "bandwidth: BandwidthSet: ", &t1, &res);
         for (unsigned i = 0; i < n && r == 0; i++) {
                 r = nb_result_bandwidth(res, i, &mi, &mo);
                 if (r == 0 && (!mi[0] || !mo[0])) {
@@ -316,7 +315,7 @@ static int bandwidth_clear(struct ctx *c)
         for (unsigned i = 0; i < c->n && r == 0; i++)
                 r = nb_batch_bandwidth_clear(b, c->ifname[i]);
         if (r == 0)
-                r = bench_submit_all(c->b.conn, b, c->n, "bandwidth: BandwidthClear: ", &res);
+                r = bench_submit_all(c->b.conn, b, c->n, "bandwidth: BandwidthClear: ", NULL, &res);
         nb_results_free(res);
         nb_batch_free(b);
         return r;

@@ -404,12 +404,13 @@ int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const ch
 /* s per unit of work: every time divided by n. */
 void bench_summary_per(struct bench_summary *s, double n);
 /* Submit b and expect n results, every one a success; `who` starts the
- * message otherwise. *ret (freed by the caller) holds them. Returns 0 or
- * -errno. */
+ * message otherwise. *ret_done_ns (NULL: not wanted) is the time the reply
+ * was in, before any check; *ret (freed by the caller) the results.
+ * Returns 0 or -errno. */
 struct nb_batch;
 struct nb_results;
 int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
-                     struct nb_results **ret);
+                     uint64_t *ret_done_ns, struct nb_results **ret);
 /* The ratios v[num] / v[den], named name + suffix; a pair where either is
  * not positive (a method that did not run) is left out. Returns 0 or
  * -ENOSPC. */

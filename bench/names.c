@@ -129,11 +129,13 @@ struct outcome {
         char first[24], last[24]; /* the last run's: B's names move on (next-fit) */
 };
 
+/* "macvtap, N=82": the rows' program column, which the report keeps. */
+static char programs[BENCH_MAX_COUNTS][24];
+
 struct ctx {
         struct bench_ctx b; /* the helper (no fat parent) */
         struct bench_method ms[BENCH_MAX_COUNTS * N_METHODS]; /* every method at every N */
         struct outcome out[BENCH_MAX_COUNTS][N_METHODS]; /* the same, one each */
-        char programs[BENCH_MAX_COUNTS][24]; /* "macvtap, N=82" */
         struct nl_sock *sk;
         int probe_fd; /* A1's socket for SIOCGIFFLAGS */
         int parent_ifindex;
@@ -760,8 +762,8 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct probe
                         if (m != M_B && (k = bench_samples_summarize(&out[i][m].per_dev, &s[m])))
                                 return k;
                 for (int m = 0; m < N_METHODS; m++)
-                        if (m != M_B && (k = bench_report_add_row(r, method_names[m],
-                                                                  c->programs[i], &s[m], &s[M_A])))
+                        if (m != M_B && (k = bench_report_add_row(r, method_names[m], programs[i],
+                                                                  &s[m], &s[M_A])))
                                 return k;
         }
         /* A/B first: the figures the issue asks for, "A/B@82", "A/B@1000". */
@@ -844,14 +846,14 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
         c->b.scenario = c;
         c->probe_fd = -1;
         for (size_t i = 0; i < n_counts; i++) {
-                snprintf(c->programs[i], sizeof(c->programs[i]), "macvtap, N=%u", counts[i]);
+                snprintf(programs[i], sizeof(programs[i]), "macvtap, N=%u", counts[i]);
                 for (int m = 0; m < N_METHODS; m++) {
                         c->out[i][m].n = counts[i];
                         c->ms[i * N_METHODS + m] = (struct bench_method){
                                 .name = method_names[m],
                                 .how = BENCH_CUSTOM,
                                 .fn = run_method,
-                                .program = c->programs[i],
+                                .program = programs[i],
                         };
                 }
         }

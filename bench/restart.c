@@ -200,6 +200,20 @@ static int reset(struct ctx *c)
         return r;
 }
 
+/* What the kernel said since `mark` (c->mon as it was after a drain), added
+ * to o's counts. */
+static int kernel_since(struct ctx *c, const struct rs_nftmon *mark, struct outcome *o)
+{
+        int r = rs_nftmon_drain(&c->mon);
+
+        if (r == 0) {
+                o->commits += c->mon.commits - mark->commits;
+                o->changes += c->mon.changes - mark->changes;
+                o->rules += c->mon.rules - mark->rules;
+        }
+        return r;
+}
+
 /* ---- A, A2, B: the commands ---- */
 
 struct cmd_run {
@@ -324,7 +338,8 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         struct outcome *o = &c->out[m];
         struct bench_stats s0 = {0}, s1 = {0};
         struct rs_cmdlist l = {0};
-        uint64_t mon_c, mon_ch, mon_r, t0;
+        struct rs_nftmon mark;
+        uint64_t t0;
         double us;
         int r;
 
@@ -334,7 +349,7 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
                 r = bench_helper_stats(c->b.conn, "", &s0);
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
-        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        mark = c->mon;
         t0 = bench_now_ns();
         for (size_t i = 0; i < l.n && r == 0; i++) {
                 r = exec_cmd(c, m, &l.v[i], &cmd_run_buf);
@@ -348,7 +363,7 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         if (r == 0)
                 r = bench_samples_add(&o->per_guest, us);
         if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
+                r = kernel_since(c, &mark, o);
         if (r == 0 && via_helper(m))
                 r = bench_helper_stats(c->b.conn, "", &s1);
         if (r < 0)
@@ -358,9 +373,6 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
                                stat_delta(&s0, &s1, "netlink_messages");
         o->guests++;
         o->wall_us += us;
-        o->commits += c->mon.commits - mon_c;
-        o->changes += c->mon.changes - mon_ch;
-        o->rules += c->mon.rules - mon_r;
         o->ran = true;
         return 0;
 }
@@ -600,7 +612,8 @@ static int run_nft_file(struct ctx *c)
         struct outcome *o = &c->out[M_N];
         char path[] = "/tmp/netbroker-bench-nft.XXXXXX";
         char *argv[] = {"nft", "-f", path, NULL};
-        uint64_t mon_c, mon_ch, mon_r, t0;
+        struct rs_nftmon mark;
+        uint64_t t0;
         int fd, r;
         long size;
         FILE *f;
@@ -621,7 +634,7 @@ static int run_nft_file(struct ctx *c)
                 r = -errno;
         if (r == 0)
                 r = reset(c);
-        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        mark = c->mon;
         if (r == 0) {
                 t0 = bench_now_ns();
                 r = bench_run_quiet(&c->b.fp, "restart: N: ", c->tools.nft, argv, -1,
@@ -629,8 +642,9 @@ static int run_nft_file(struct ctx *c)
                 o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         }
         unlink(path);
+        o->commits = o->changes = o->rules = 0;
         if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
+                r = kernel_since(c, &mark, o);
         if (r < 0)
                 return r;
         r = bench_samples_add(&o->reps, o->wall_us);
@@ -639,9 +653,6 @@ static int run_nft_file(struct ctx *c)
         o->guests = c->n;
         o->procs = 1;
         o->helper_nl = NAN;
-        o->commits = c->mon.commits - mon_c;
-        o->changes = c->mon.changes - mon_ch;
-        o->rules = c->mon.rules - mon_r;
         o->ran = true;
         snprintf(o->text, sizeof(o->text), "one nft -f, a file of %ld bytes", size);
         bench_log("restart: N   %u guests, nft -f: %.2f ms\n", c->n, o->wall_us / 1000.0);
@@ -692,7 +703,8 @@ static int run_fw(struct ctx *c, enum method m)
         struct bench_stats s0 = {0}, s1 = {0};
         nb_results *res = NULL;
         nb_batch *b = NULL;
-        uint64_t mon_c, mon_ch, mon_r, t0;
+        struct rs_nftmon mark;
+        uint64_t t0, t1;
         unsigned unchanged = 0, rules = 0;
         int r;
 
@@ -702,34 +714,24 @@ static int run_fw(struct ctx *c, enum method m)
         r = rs_nftmon_drain(&c->mon);
         if (r < 0)
                 return r;
-        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
-        t0 = bench_now_ns();
+        mark = c->mon;
+        t0 = t1 = bench_now_ns();
         r = build_fw_batch(c, mode, &b);
         if (r == 0)
-                r = nb_submit(c->b.conn, b, &res);
-        o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
-        if (r < 0) {
-                bench_log("netbroker-bench: restart: %s: submit failed: %s (%s)\n", method_names[m],
-                          strerror(-r), nb_conn_error(c->b.conn));
+                r = bench_submit_all(c->b.conn, b, c->n,
+                                     m == M_C ? "restart: C: " : "restart: D: ", &t1, &res);
+        o->wall_us = (double)(t1 - t0) / 1000.0;
+        if (r < 0)
                 goto out;
-        }
-        if (nb_results_count(res) != c->n) {
-                bench_log("netbroker-bench: restart: %s: %zu results for %u ops\n", method_names[m],
-                          nb_results_count(res), c->n);
-                r = -EPROTO;
-                goto out;
-        }
         for (unsigned g = 0; g < c->n; g++) {
-                int st = nb_result_status(res, g);
                 const char *hash;
                 bool same;
                 unsigned n_rules;
 
-                if (st < 0 || nb_result_firewall(res, g, &hash, &same, &n_rules) < 0) {
-                        bench_log("netbroker-bench: restart: %s: op %u (%s): %s (%s)\n",
-                                  method_names[m], g, c->guests[g].ifname, strerror(-st),
-                                  nb_result_message(res, g));
-                        r = st < 0 ? st : -EPROTO;
+                r = nb_result_firewall(res, g, &hash, &same, &n_rules);
+                if (r < 0) {
+                        bench_log("netbroker-bench: restart: %s: op %u (%s): no firewall result\n",
+                                  method_names[m], g, c->guests[g].ifname);
                         goto out;
                 }
                 unchanged += same;
@@ -744,7 +746,8 @@ static int run_fw(struct ctx *c, enum method m)
                         c->d_ok = false;
                 }
         }
-        r = rs_nftmon_drain(&c->mon);
+        o->commits = o->changes = o->rules = 0;
+        r = kernel_since(c, &mark, o);
         if (r == 0)
                 r = bench_helper_stats(c->b.conn, "", &s1);
         if (r == 0)
@@ -753,9 +756,6 @@ static int run_fw(struct ctx *c, enum method m)
                 goto out;
         o->guests = c->n;
         o->helper_nl = stat_delta(&s0, &s1, "netlink_messages");
-        o->commits = c->mon.commits - mon_c;
-        o->changes = c->mon.changes - mon_ch;
-        o->rules = c->mon.rules - mon_r;
         o->ran = true;
         fw_deltas(&s0, &s1, m == M_C ? c->fw_note_c : c->fw_note_d, sizeof(c->fw_note_c));
         snprintf(o->text, sizeof(o->text), "%s: %u rules, %u/%u unchanged",
@@ -887,7 +887,7 @@ static int make_taps(struct ctx *c)
         for (unsigned g = 0; g < c->n && r == 0; g++)
                 r = nb_batch_tap_create(b, c->guests[g].ifname, &opts);
         if (r == 0)
-                r = bench_submit_all(c->b.conn, b, c->n, "restart: TapCreate: ", &res);
+                r = bench_submit_all(c->b.conn, b, c->n, "restart: TapCreate: ", NULL, &res);
         nb_results_free(res);
         nb_batch_free(b);
         return r;

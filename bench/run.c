@@ -378,11 +378,14 @@ void bench_summary_per(struct bench_summary *s, double n)
 }
 
 int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
-                     struct nb_results **ret)
+                     uint64_t *ret_done_ns, struct nb_results **ret)
 {
         nb_results *res = NULL;
         int r = nb_submit(conn, b, &res);
         long bad;
+
+        if (ret_done_ns)
+                *ret_done_ns = bench_now_ns();
 
         if (r < 0) {
                 bench_log("netbroker-bench: %ssubmit of %zu ops failed: %s (%s)\n", who, n,

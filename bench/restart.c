@@ -166,24 +166,27 @@ static bool counts_writes(const char *name)
 }
 
 /* "fw_rules_written +0, fw_owners_unchanged +100": the firewall counters
- * that moved, and those that count writes even when they did not. */
-static void fw_deltas(const struct bench_stats *a, const struct bench_stats *b, char *buf,
+ * that moved, and those that count writes even when they did not. Returns
+ * whether a write counter moved. */
+static bool fw_deltas(const struct bench_stats *a, const struct bench_stats *b, char *buf,
                       size_t len)
 {
+        bool wrote = false;
         size_t o = 0;
 
         buf[0] = '\0';
-        for (size_t i = 0; i < b->n && o < len; i++) {
+        for (size_t i = 0; i < b->n; i++) {
                 uint64_t x = 0;
                 const char *nm = b->name[i];
                 if (strncmp(nm, "fw_", 3) != 0)
                         continue;
                 (void)bench_stat_get(a, nm, &x);
-                if (b->v[i] == x && !counts_writes(nm))
-                        continue;
-                o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
-                                      (unsigned long long)(b->v[i] - x));
+                wrote |= counts_writes(nm) && b->v[i] != x;
+                if ((b->v[i] != x || counts_writes(nm)) && o < len)
+                        o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
+                                              (unsigned long long)(b->v[i] - x));
         }
+        return wrote;
 }
 
 /* ---- resetting the namespace's ruleset ---- */
@@ -222,6 +225,17 @@ struct cmd_run {
         size_t len;
 };
 
+/* What fits of data (NULL when there was none) after cr's output. */
+static void append(struct cmd_run *cr, const void *data, size_t len)
+{
+        size_t k = len < OUT_CAP - 1 - cr->len ? len : OUT_CAP - 1 - cr->len;
+
+        if (k)
+                memcpy(cr->out + cr->len, data, k);
+        cr->len += k;
+        cr->out[cr->len] = '\0';
+}
+
 static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *cr)
 {
         nb_results *res = NULL;
@@ -250,15 +264,9 @@ static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *
         }
         cr->ok = st == 0 && er.exit_code == 0;
         /* libvirt's query callbacks read stdout; stderr after it for errors. */
-        cr->len = er.out_len < OUT_CAP - 1 ? er.out_len : OUT_CAP - 1;
-        if (cr->len) /* er.out is NULL when there was none */
-                memcpy(cr->out, er.out, cr->len);
-        if (er.err_len && cr->len < OUT_CAP - 1) {
-                size_t k = er.err_len < OUT_CAP - 1 - cr->len ? er.err_len : OUT_CAP - 1 - cr->len;
-                memcpy(cr->out + cr->len, er.err, k);
-                cr->len += k;
-        }
-        cr->out[cr->len] = '\0';
+        cr->len = 0;
+        append(cr, er.out, er.out_len);
+        append(cr, er.err, er.err_len);
 out:
         nb_results_free(res);
         nb_batch_free(b);
@@ -706,6 +714,7 @@ static int run_fw(struct ctx *c, enum method m)
         struct rs_nftmon mark;
         uint64_t t0, t1;
         unsigned unchanged = 0, rules = 0;
+        bool wrote;
         int r;
 
         r = bench_helper_stats(c->b.conn, "", &s0);
@@ -757,19 +766,11 @@ static int run_fw(struct ctx *c, enum method m)
         o->guests = c->n;
         o->helper_nl = stat_delta(&s0, &s1, "netlink_messages");
         o->ran = true;
-        fw_deltas(&s0, &s1, m == M_C ? c->fw_note_c : c->fw_note_d, sizeof(c->fw_note_c));
+        wrote = fw_deltas(&s0, &s1, m == M_C ? c->fw_note_c : c->fw_note_d, sizeof(c->fw_note_c));
         snprintf(o->text, sizeof(o->text), "%s: %u rules, %u/%u unchanged",
                  m == M_C ? "replace" : "ensure", rules, unchanged, c->n);
         if (m == M_D) {
                 /* The helper's own write counters, and the kernel's view. */
-                bool wrote = false;
-                for (size_t i = 0; i < s1.n; i++) {
-                        uint64_t x = 0;
-                        if (!counts_writes(s1.name[i]))
-                                continue;
-                        (void)bench_stat_get(&s0, s1.name[i], &x);
-                        wrote |= s1.v[i] != x;
-                }
                 if (unchanged != c->n || wrote || o->commits || o->changes)
                         c->d_ok = false;
                 snprintf(c->d_check, sizeof(c->d_check),

@@ -126,16 +126,6 @@ static struct bench_opts sized(const struct bench_opts *o, const struct size *z)
         return so;
 }
 
-/* Held across the scenarios: they all fork from this one. */
-static int hold_parent(struct bench_fat_parent *fp)
-{
-        int r = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, fp);
-
-        if (r < 0)
-                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-r));
-        return r;
-}
-
 /* ---- the scale table: one row per method, one column per N ---- */
 
 struct scale_row {
@@ -239,15 +229,9 @@ static void print_summary(const struct run *run, FILE *f)
                         run->res[i].secs, run->res[i].err < 0 ? "  FAILED" : "");
         fprintf(f, "  total %.1f s (%.1f min)\n\n", run->secs, run->secs / 60);
         bench_compare_print_heading(f);
-        for (size_t i = 0; i < run->n; i++) {
-                const struct result *res = &run->res[i];
-                if (res->err < 0)
-                        continue;
-                for (size_t k = 0; k < res->r->n_compares; k++) {
-                        bench_compare_print(&res->r->compares[k], res->label, f);
-                        any = true;
-                }
-        }
+        for (size_t i = 0; i < run->n; i++)
+                if (run->res[i].err == 0)
+                        any |= bench_report_print_compares(run->res[i].r, run->res[i].label, f);
         if (!any)
                 fprintf(f, "(no figures)\n");
         fprintf(f, "\nmedians; base/brk = baseline median / broker median. A: fork, close every fd "
@@ -355,34 +339,25 @@ static void print_json(const struct run *run, FILE *f)
         fputs("}}\n", f);
 }
 
-static int write_json_file(const char *path, void (*print)(const void *, FILE *), const void *arg)
+/* run's JSON, or (run NULL) r's, into path. */
+static int write_json_file(const char *path, const struct run *run, const struct bench_report *r)
 {
         FILE *f = fopen(path, "we");
-        int r = 0;
+        int k = 0;
 
-        if (!f) {
-                r = -errno;
-                bench_log("netbroker-bench: %s: %s\n", path, strerror(-r));
-                return r;
+        if (f) {
+                if (run)
+                        print_json(run, f);
+                else
+                        bench_report_print_json(r, f);
         }
-        print(arg, f);
-        if (fclose(f) != 0)
-                r = -errno;
-        if (r < 0)
-                bench_log("netbroker-bench: %s: %s\n", path, strerror(-r));
+        if (!f || fclose(f) != 0)
+                k = -errno;
+        if (k < 0)
+                bench_log("netbroker-bench: %s: %s\n", path, strerror(-k));
         else
                 bench_log("netbroker-bench: JSON written to %s\n", path);
-        return r;
-}
-
-static void print_run_json(const void *run, FILE *f)
-{
-        print_json(run, f);
-}
-
-static void print_report_json(const void *r, FILE *f)
-{
-        bench_report_print_json(r, f);
+        return k;
 }
 
 static int chart(const char *png, const char *title, const struct bench_report *const *reports,
@@ -420,7 +395,7 @@ static int finish(struct run *run, const struct bench_opts *o)
                 print_json(run, stdout);
         else
                 print_tables(run, stdout);
-        if (o->json_out && (k = write_json_file(o->json_out, print_run_json, run)) < 0 && r == 0)
+        if (o->json_out && (k = write_json_file(o->json_out, run, NULL)) < 0 && r == 0)
                 r = k;
         snprintf(title, sizeof(title),
                  "netbroker-bench %s%s: fork/exec and probing versus netbrokerd (baseline / "
@@ -435,74 +410,71 @@ static int finish(struct run *run, const struct bench_opts *o)
 
 /* ---- the two commands ---- */
 
+/* Every result of run with its options so[i], from one fat parent held
+ * across them all (they all fork from it), then the report. */
+static int run_all(struct run *run, const struct bench_opts *o, const struct bench_opts *so)
+{
+        struct bench_fat_parent fp;
+        uint64_t t0 = bench_now_ns();
+        int r = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, &fp);
+
+        if (r < 0) {
+                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-r));
+                return r;
+        }
+        run->quick = o->quick;
+        for (size_t i = 0; i < run->n; i++)
+                (void)run_step(&so[i], &run->res[i]);
+        bench_fat_parent_release(&fp);
+        run->secs = (double)(bench_now_ns() - t0) / 1e9;
+        return finish(run, o);
+}
+
 int bench_all(const struct bench_opts *o)
 {
         static struct run run = {.kind = "all"};
-        struct bench_fat_parent fp;
-        uint64_t t0 = bench_now_ns();
-        int r = hold_parent(&fp);
+        struct bench_opts so[N_ALL];
 
-        if (r < 0)
-                return r;
-        run.quick = o->quick;
         for (size_t i = 0; i < N_ALL; i++) {
                 const struct step *st = &all_steps[i];
                 const struct size *z = o->quick ? &st->quick : &st->full;
                 struct result *res = &run.res[run.n++];
-                struct bench_opts so = sized(o, z);
 
+                so[i] = sized(o, z);
                 res->name = st->name;
                 snprintf(res->label, sizeof(res->label), "%s", st->name);
-                if (so.guests && (so.guests != z->guests || so.sample != z->sample))
+                if (so[i].guests && (so[i].guests != z->guests || so[i].sample != z->sample))
                         snprintf(res->size, sizeof(res->size),
-                                 "%u guests, %u timed (--guests, "
-                                 "--sample)",
-                                 so.guests,
-                                 so.sample && so.sample < so.guests ? so.sample : so.guests);
+                                 "%u guests, %u timed (--guests, --sample)", so[i].guests,
+                                 so[i].sample && so[i].sample < so[i].guests ? so[i].sample
+                                                                             : so[i].guests);
                 else
                         snprintf(res->size, sizeof(res->size), "%s", z->text);
-                (void)run_step(&so, res);
         }
-        bench_fat_parent_release(&fp);
-        run.secs = (double)(bench_now_ns() - t0) / 1e9;
-        return finish(&run, o);
+        return run_all(&run, o, so);
 }
 
 int bench_scale(const struct bench_opts *o)
 {
-        static struct run run = {.kind = "scale"};
-        struct bench_fat_parent fp;
-        uint64_t t0 = bench_now_ns();
-        int r = hold_parent(&fp);
+        static struct run run = {.kind = "scale", .n = 1};
+        const struct size names = {.counts = {10, 100, 1000}, .n_counts = 3, .reps = 3};
+        struct bench_opts so[N_SCALE] = {sized(o, &names)};
 
-        if (r < 0)
-                return r;
-        {
-                struct size z = {.counts = {10, 100, 1000}, .n_counts = 3, .reps = 3};
-                struct bench_opts so = sized(o, &z);
-                struct result *res = &run.res[run.n++];
-
-                res->name = "names";
-                snprintf(res->label, sizeof(res->label), "names");
-                snprintf(res->size, sizeof(res->size), "10, 100 and 1000 macvtaps, 3 times");
-                (void)run_step(&so, res);
-        }
-        for (size_t i = 0; i < sizeof(scale_ns) / sizeof(*scale_ns); i++) {
+        run.res[0] = (struct result){
+                .label = "names", .name = "names", .size = "10, 100 and 1000 macvtaps, 3 times"};
+        for (size_t i = 0; i < N_SCALE_NS; i++) {
                 unsigned n = scale_ns[i], k = n < SCALE_SAMPLE ? n : SCALE_SAMPLE;
                 struct size z = {.guests = n, .sample = k};
-                struct bench_opts so = sized(o, &z);
-                struct result *res = &run.res[run.n++];
+                struct result *res = &run.res[run.n];
 
-                so.guests = n;
+                so[run.n] = sized(o, &z);
+                so[run.n++].guests = n;
                 res->name = "restart";
                 snprintf(res->label, sizeof(res->label), "restart@%u", n);
                 snprintf(res->size, sizeof(res->size), "%u guests, %u timed, the rest restored", n,
                          k);
-                (void)run_step(&so, res);
         }
-        bench_fat_parent_release(&fp);
-        run.secs = (double)(bench_now_ns() - t0) / 1e9;
-        return finish(&run, o);
+        return run_all(&run, o, so);
 }
 
 int bench_write_files(const struct bench_opts *o, const struct bench_report *r)
@@ -512,7 +484,7 @@ int bench_write_files(const struct bench_opts *o, const struct bench_report *r)
         char title[128];
         int k, ret = 0;
 
-        if (o->json_out && (k = write_json_file(o->json_out, print_report_json, r)) < 0)
+        if (o->json_out && (k = write_json_file(o->json_out, NULL, r)) < 0)
                 ret = k;
         snprintf(title, sizeof(title), "netbroker-bench %s (baseline / broker above each group)",
                  r->scenario);

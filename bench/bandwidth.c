@@ -87,10 +87,7 @@ _Static_assert(IN_QUANTUM == IN_AVERAGE * 1024 / 8 / 1500, "libvirt's quantum");
 #define XSTR(x) #x
 #define STR(x) XSTR(x)
 
-/* Where a command's words name the interface. */
-static const char IFNAME[] = "<interface>";
-
-/* ---- libvirt's commands, in its order ---- */
+/* ---- libvirt's commands, in its order; X is the interface ---- */
 
 enum step {
         S_DEL_ROOT,
@@ -104,71 +101,33 @@ enum step {
         N_STEPS
 };
 
-static const char *const w_del_root[] = {"qdisc", "del", "dev", IFNAME, "root", NULL};
-static const char *const w_del_ingress[] = {"qdisc", "del", "dev", IFNAME, "ingress", NULL};
-static const char *const w_root[] = {"qdisc", "add", "dev",     IFNAME, "root", "handle",
-                                     "1:",    "htb", "default", "1",    NULL};
-static const char *const w_class[] = {"class",
-                                      "add",
-                                      "dev",
-                                      IFNAME,
-                                      "parent",
-                                      "1:",
-                                      "classid",
-                                      "1:1",
-                                      "htb",
-                                      "rate",
-                                      STR(IN_AVERAGE) "kbps",
-                                      "ceil",
-                                      STR(IN_PEAK) "kbps",
-                                      "burst",
-                                      STR(IN_BURST) "kb",
-                                      "quantum",
-                                      STR(IN_QUANTUM),
-                                      NULL};
-static const char *const w_sfq[] = {"qdisc",  "add", "dev", IFNAME,    "parent", "1:1",
-                                    "handle", "2:",  "sfq", "perturb", "10",     NULL};
-static const char *const w_pfifo[] = {"qdisc", "add",    "dev", IFNAME,  "parent",
-                                      "1:1",   "handle", "2:",  "pfifo", NULL};
-static const char *const w_fw[] = {"filter",   "add",    "dev",  IFNAME, "parent", "1:0",
-                                   "protocol", "all",    "prio", "1",    "handle", "1",
-                                   "fw",       "flowid", "1",    NULL};
-static const char *const w_u32[] = {"filter",   "add", "dev",  IFNAME,   "parent", "1:0",
-                                    "protocol", "all", "prio", "1",      "u32",    "match",
-                                    "u32",      "0",   "0",    "flowid", "1:1",    NULL};
-static const char *const w_ingress[] = {"qdisc", "add", "dev", IFNAME, "ingress", NULL};
-static const char *const w_police[] = {"filter",   "add",
-                                       "dev",      IFNAME,
-                                       "parent",   "ffff:",
-                                       "protocol", "all",
-                                       "u32",      "match",
-                                       "u32",      "0",
-                                       "0",        "police",
-                                       "rate",     STR(OUT_AVERAGE) "kbps",
-                                       "burst",    STR(OUT_BURST) "kb",
-                                       "mtu",      "64kb",
-                                       "drop",     "flowid",
-                                       ":1",       NULL};
-static const char *const w_nopolice[] = {
-        "filter", "add",   "dev", IFNAME, "parent", "ffff:",  "protocol", "all",
-        "u32",    "match", "u32", "0",    "0",      "flowid", ":1",       NULL};
+#define W_POLICE_HEAD "filter add dev X parent ffff: protocol all u32 match u32 0 0 "
 
 struct step_def {
-        const char *const *libvirt; /* what libvirt runs */
-        const char *const *fallback; /* NULL, or the same without what a kernel may lack */
+        const char *libvirt; /* what libvirt runs after "tc" */
+        const char *fallback; /* NULL, or the same without what a kernel may lack */
         const char *lacks; /* that part, for the report */
         bool clear; /* virNetDevBandwidthClear's: exit status ignored */
 };
 
 static const struct step_def steps[N_STEPS] = {
-        [S_DEL_ROOT] = {w_del_root, NULL, NULL, true},
-        [S_DEL_INGRESS] = {w_del_ingress, NULL, NULL, true},
-        [S_ROOT] = {w_root, NULL, NULL, false},
-        [S_CLASS] = {w_class, NULL, NULL, false},
-        [S_LEAF] = {w_sfq, w_pfifo, "sch_sfq", false},
-        [S_FILTER] = {w_fw, w_u32, "cls_fw", false},
-        [S_INGRESS] = {w_ingress, NULL, NULL, false},
-        [S_POLICE] = {w_police, w_nopolice, "act_police", false},
+        [S_DEL_ROOT] = {"qdisc del dev X root", NULL, NULL, true},
+        [S_DEL_INGRESS] = {"qdisc del dev X ingress", NULL, NULL, true},
+        [S_ROOT] = {"qdisc add dev X root handle 1: htb default 1", NULL, NULL, false},
+        [S_CLASS] =
+                {"class add dev X parent 1: classid 1:1 htb rate " STR(IN_AVERAGE) "kbps ceil " STR(
+                         IN_PEAK) "kbps burst " STR(IN_BURST) "kb quantum " STR(IN_QUANTUM),
+                 NULL, NULL, false},
+        [S_LEAF] = {"qdisc add dev X parent 1:1 handle 2: sfq perturb 10",
+                    "qdisc add dev X parent 1:1 handle 2: pfifo", "sch_sfq", false},
+        [S_FILTER] = {"filter add dev X parent 1:0 protocol all prio 1 handle 1 fw flowid 1",
+                      "filter add dev X parent 1:0 protocol all prio 1 u32 match u32 0 0 flowid "
+                      "1:1",
+                      "cls_fw", false},
+        [S_INGRESS] = {"qdisc add dev X ingress", NULL, NULL, false},
+        [S_POLICE] = {W_POLICE_HEAD "police rate " STR(OUT_AVERAGE) "kbps burst " STR(
+                              OUT_BURST) "kb mtu 64kb drop flowid :1",
+                      W_POLICE_HEAD "flowid :1", "act_police", false},
 };
 
 /* ---- the methods and the report ---- */
@@ -205,7 +164,6 @@ static const struct bench_column columns[N_COLS] = {
 };
 
 struct outcome {
-        struct bench_samples totals; /* us, one per run */
         struct bench_samples per_if; /* us; A, A2: each interface alone; B: run / N */
         uint64_t procs, failed; /* over all runs */
         uint64_t helper_nl; /* B, over all runs */
@@ -223,7 +181,7 @@ struct ctx {
         struct nl_sock *sk;
         bool ready; /* the helper offers what the scenario needs */
         /* The variant of each step this kernel takes, and why. */
-        const char *const *words[N_STEPS];
+        const char *words[N_STEPS];
         char refused[N_STEPS][96];
         char clear_msg[2][96]; /* what the kernel said to each clear */
         char mech_in[64], mech_out[96]; /* what B's results say is in place */
@@ -233,36 +191,26 @@ struct ctx {
 
 /* ---- running tc ---- */
 
-/* Untimed listings: bench_spawn_capture, which must exit 0. */
-static int spawn_capture(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *ret_len)
-{
-        int st, r = bench_spawn_capture(&c->b.fp, c->tc, argv, -1, out, cap, ret_len, &st);
-
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: bandwidth: %s %s failed: %s\n", argv[0], argv[1], out);
-                r = -EIO;
-        }
-        return r;
-}
-
-/* argv of one command for one interface; argv[0] is "tc". */
-static void make_argv(const char *const *words, const char *ifname, char **argv)
+/* argv of one command for one interface, its words in buf; argv[0] is "tc". */
+static void make_argv(const char *words, const char *ifname, char *buf, size_t len, char **argv)
 {
         size_t i = 0;
 
+        snprintf(buf, len, "%s", words);
         argv[i++] = "tc";
-        for (; words[i - 1] && i < MAX_ARGS - 1; i++)
-                argv[i] = words[i - 1] == IFNAME ? (char *)ifname : (char *)words[i - 1];
+        for (char *w = strtok(buf, " "); w && i < MAX_ARGS - 1; w = strtok(NULL, " "))
+                argv[i++] = strcmp(w, "X") == 0 ? (char *)ifname : w;
         argv[i] = NULL;
 }
 
-static void format_cmd(const char *const *words, const char *ifname, char *buf, size_t len)
+static void format_cmd(const char *words, const char *ifname, char *buf, size_t len)
 {
-        size_t o = (size_t)snprintf(buf, len, "tc");
+        char *argv[MAX_ARGS], w[256];
+        size_t o = 0;
 
-        for (size_t i = 0; words[i] && o < len; i++)
-                o += (size_t)snprintf(buf + o, len - o, " %s",
-                                      words[i] == IFNAME ? ifname : words[i]);
+        make_argv(words, ifname, w, sizeof(w), argv);
+        for (size_t i = 0; argv[i] && o < len; i++)
+                o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "", argv[i]);
 }
 
 /* The first line of a command's output, for messages. */
@@ -282,14 +230,14 @@ static bool clear_refusal_ok(const char *out)
 }
 
 /* One command of step s, in the variant chosen, for interface i. */
-static int exec_step(struct ctx *c, bool close_range, const char *const *words, unsigned i,
+static int exec_step(struct ctx *c, bool close_range, const char *words, unsigned i,
                      int *ret_status)
 {
-        char *argv[MAX_ARGS];
+        char *argv[MAX_ARGS], w[256];
         size_t len;
         int r;
 
-        make_argv(words, c->ifname[i], argv);
+        make_argv(words, c->ifname[i], w, sizeof(w), argv);
         /* virCommandRun's way, stdout and stderr into c->out_buf. */
         r = bench_fork_exec(&c->b.fp, close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
                             c->b.open_max, c->tc, argv, c->out_buf, sizeof(c->out_buf), &len,
@@ -323,38 +271,13 @@ static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
 
 /* ---- the helper ---- */
 
-static int helper_netlink_messages(nb_conn *conn, uint64_t *ret)
-{
-        static const char *const names[] = {"netlink_messages"};
-
-        return bench_helper_counters(conn, "bandwidth: ", names, ret, 1);
-}
-
-static int check_results(nb_results *res, unsigned n, const char *what)
-{
-        long bad;
-
-        if (nb_results_count(res) != n) {
-                bench_log("netbroker-bench: bandwidth: %s: %zu results for %u ops\n", what,
-                          nb_results_count(res), n);
-                return -EPROTO;
-        }
-        bad = nb_results_first_error(res);
-        if (bad >= 0) {
-                bench_log("netbroker-bench: bandwidth: %s: op %ld: %s\n", what, bad,
-                          nb_result_message(res, (size_t)bad));
-                return nb_result_status(res, (size_t)bad);
-        }
-        return 0;
-}
-
 /* B's request, or the warm-up's (n 1): timed from building the batch, which
  * a client pays for too, to the reply. */
 static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
 {
         const nb_rate in = {.average = IN_AVERAGE, .peak = IN_PEAK, .burst = IN_BURST};
         const nb_rate out = {.average = OUT_AVERAGE, .burst = OUT_BURST};
-        uint64_t t0 = bench_now_ns(), t1;
+        uint64_t t0 = bench_now_ns(), t1 = t0;
         nb_results *res = NULL;
         const char *mi, *mo;
         nb_batch *b = nb_batch_new();
@@ -363,14 +286,7 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
         for (unsigned i = 0; i < n && r == 0; i++)
                 r = nb_batch_bandwidth_set(b, c->ifname[i], &in, &out);
         if (r == 0)
-                r = nb_submit(c->b.conn, b, &res);
-        t1 = bench_now_ns();
-        if (r < 0) {
-                bench_log("netbroker-bench: bandwidth: B: submit of %u ops failed: %s (%s)\n", n,
-                          strerror(-r), nb_conn_error(c->b.conn));
-                goto out;
-        }
-        r = check_results(res, n, "BandwidthSet");
+                r = bench_submit_all(c->b.conn, b, n, "bandwidth: BandwidthSet: ", &t1, &res);
         for (unsigned i = 0; i < n && r == 0; i++) {
                 r = nb_result_bandwidth(res, i, &mi, &mo);
                 if (r == 0 && (!mi[0] || !mo[0])) {
@@ -385,7 +301,6 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
                 }
         }
         *ret_us = (double)(t1 - t0) / 1000.0;
-out:
         nb_results_free(res);
         nb_batch_free(b);
         return r;
@@ -400,12 +315,7 @@ static int bandwidth_clear(struct ctx *c)
         for (unsigned i = 0; i < c->n && r == 0; i++)
                 r = nb_batch_bandwidth_clear(b, c->ifname[i]);
         if (r == 0)
-                r = nb_submit(c->b.conn, b, &res);
-        if (r == 0)
-                r = check_results(res, c->n, "BandwidthClear");
-        else
-                bench_log("netbroker-bench: bandwidth: BandwidthClear: %s (%s)\n", strerror(-r),
-                          nb_conn_error(c->b.conn));
+                r = bench_submit_all(c->b.conn, b, c->n, "bandwidth: BandwidthClear: ", NULL, &res);
         nb_results_free(res);
         nb_batch_free(b);
         return r;
@@ -518,7 +428,9 @@ static int read_state(struct ctx *c, struct tc_state *ret)
         static const char start[] = "{\"kind\":\"";
         char kind[32], dev[IFNAMSIZ + 1], handle[16], parent[16];
         size_t len;
-        int r = spawn_capture(c, argv, listing, sizeof(listing), &len), k;
+        int r = bench_run_quiet(&c->b.fp, "bandwidth: ", c->tc, argv, -1, listing, sizeof(listing),
+                                &len),
+            k;
 
         if (r < 0)
                 return r;
@@ -598,14 +510,15 @@ static int check_limited(struct ctx *c, enum method m)
         return 0;
 }
 
-/* ---- one run of a method ---- */
+/* ---- one run of a method: from a clean state, checked after ---- */
 
-static int run_tc(struct ctx *c, enum method m)
+/* A, A2: every interface's 8 commands, each interface timed alone. */
+static int run_tc(struct ctx *c, enum method m, double *ret_us)
 {
         struct outcome *o = &c->out[m];
-        double total = 0;
         int r = 0;
 
+        *ret_us = 0;
         for (unsigned i = 0; i < c->n && r == 0; i++) {
                 uint64_t t0 = bench_now_ns();
                 double us;
@@ -613,59 +526,54 @@ static int run_tc(struct ctx *c, enum method m)
                 for (int s = 0; s < N_STEPS && r >= 0; s++) {
                         r = run_step(c, m == M_A2, (enum step)s, i);
                         o->procs++;
-                        if (r == 1) {
-                                o->failed++;
-                                r = 0;
-                        }
+                        o->failed += r == 1;
                 }
                 us = (double)(bench_now_ns() - t0) / 1000.0;
-                total += us;
-                if (r == 0)
-                        r = bench_samples_add(&o->per_if, us);
+                *ret_us += us;
+                r = r < 0 ? r : bench_samples_add(&o->per_if, us);
         }
-        if (r == 0)
-                r = bench_samples_add(&o->totals, total);
         return r;
 }
 
-static int run_helper(struct ctx *c)
+/* B: one request; the Stats requests around it send nothing to the kernel. */
+static int run_helper(struct ctx *c, double *ret_us)
 {
-        struct outcome *o = &c->out[M_B];
+        static const char *const names[] = {"netlink_messages"};
         uint64_t nl0, nl1;
-        double us;
-        int r = helper_netlink_messages(c->b.conn, &nl0);
+        int r = bench_helper_counters(c->b.conn, "bandwidth: ", names, &nl0, 1);
 
         if (r == 0)
-                r = bandwidth_set(c, c->n, &us);
+                r = bandwidth_set(c, c->n, ret_us);
         if (r == 0)
-                r = helper_netlink_messages(c->b.conn, &nl1);
+                r = bench_helper_counters(c->b.conn, "bandwidth: ", names, &nl1, 1);
         if (r < 0)
                 return r;
-        /* The Stats requests around the batch send nothing to the kernel. */
-        o->helper_nl += nl1 - nl0;
-        r = bench_samples_add(&o->totals, us);
-        if (r == 0)
-                r = bench_samples_add(&o->per_if, us / c->n);
-        return r;
+        c->out[M_B].helper_nl += nl1 - nl0;
+        return bench_samples_add(&c->out[M_B].per_if, *ret_us / c->n);
 }
 
-static int run_method(struct ctx *c, enum method m, unsigned run)
+static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool timed,
+                      double *ret_us)
 {
-        struct outcome *o = &c->out[m];
+        struct ctx *c = b->scenario;
+        enum method m = *(const enum method *)bm->arg;
         int r = reset(c);
 
+        (void)timed; /* no warm-up round: choose_commands() and warm_up_helper() are it */
         if (r == 0)
-                r = m == M_B ? run_helper(c) : run_tc(c, m);
+                r = m == M_B ? run_helper(c, ret_us) : run_tc(c, m, ret_us);
         if (r == 0)
                 r = check_limited(c, m);
-        if (r < 0)
-                return r;
-        o->runs++;
-        bench_log("bandwidth: run %u/%u %-2s %u interfaces: %9.1f ms, %8.3f ms/interface\n",
-                  run + 1, RUNS, method_names[m], c->n, o->totals.us[o->totals.n - 1] / 1000.0,
-                  o->totals.us[o->totals.n - 1] / 1000.0 / c->n);
-        return 0;
+        c->out[m].runs += r == 0;
+        return r;
 }
+
+static const enum method ids[N_METHODS] = {M_A, M_A2, M_B};
+static const struct bench_method methods[N_METHODS] = {
+        {"A", BENCH_CUSTOM, .fn = run_method, .arg = &ids[M_A], .program = "8 tc, per interface"},
+        {"A2", BENCH_CUSTOM, .fn = run_method, .arg = &ids[M_A2], .program = "8 tc, per interface"},
+        {"B", BENCH_CUSTOM, .fn = run_method, .arg = &ids[M_B], .program = "batch / N"},
+};
 
 /* ---- before anything is timed ---- */
 
@@ -704,16 +612,6 @@ static int warm_up_helper(struct ctx *c)
         if (r == 0)
                 r = bandwidth_set(c, 1, &us);
         return r;
-}
-
-static const char *find_tc(void)
-{
-        static const char *const paths[] = {"/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"};
-
-        for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++)
-                if (access(paths[i], X_OK) == 0)
-                        return paths[i];
-        return NULL;
 }
 
 /* ---- the report ---- */
@@ -816,40 +714,27 @@ static void add_notes(struct bench_report *r, const struct ctx *c, const struct 
                               c->n, c->n);
 }
 
-static int add_results(struct bench_report *r, struct ctx *c)
+/* t: the runs' totals; the rows are per interface. */
+static int add_results(struct bench_report *r, struct ctx *c, const struct bench_summary *t)
 {
-        static const struct {
-                enum method num, den;
-                const char *name;
-        } pairs[] = {{M_A, M_B, "A/B"}, {M_A2, M_B, "A2/B"}, {M_A, M_A2, "A/A2"}};
-        static const char *const programs[N_METHODS] = {
-                [M_A] = "8 tc, per interface",
-                [M_A2] = "8 tc, per interface",
-                [M_B] = "batch / N",
-        };
-        struct bench_summary t[N_METHODS], s[N_METHODS];
-        int k;
+        static const struct bench_pair pairs[] = {
+                {M_A, M_B, "A/B"}, {M_A2, M_B, "A2/B"}, {M_A, M_A2, "A/A2"}};
+        struct bench_summary s[N_METHODS];
+        double med[N_METHODS];
+        int k = 0;
 
-        for (int m = 0; m < N_METHODS; m++) {
-                k = bench_samples_summarize(&c->out[m].totals, &t[m]);
-                if (k == 0)
-                        k = bench_samples_summarize(&c->out[m].per_if, &s[m]);
+        for (int m = 0; m < N_METHODS && k == 0; m++) {
+                med[m] = t[m].median_us;
+                k = bench_samples_summarize(&c->out[m].per_if, &s[m]);
                 if (k == 0)
                         k = add_line(r, c, (enum method)m, &t[m]);
-                if (k < 0)
-                        return k;
         }
-        for (int m = 0; m < N_METHODS; m++) {
-                k = bench_report_add_row(r, method_names[m], programs[m], &s[m], &s[M_A]);
-                if (k < 0)
-                        return k;
-        }
-        for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
-                k = bench_report_add_ratio(r, pairs[i].name,
-                                           t[pairs[i].num].median_us / t[pairs[i].den].median_us);
-                if (k < 0)
-                        return k;
-        }
+        if (k == 0)
+                k = bench_report_methods(r, methods, s, N_METHODS, NULL, NULL);
+        if (k == 0)
+                k = bench_report_pairs(r, pairs, N_METHODS, med, NULL);
+        if (k < 0)
+                return k;
         build_legend(c);
         add_notes(r, c, t);
         return 0;
@@ -862,19 +747,12 @@ static int setup(struct ctx *c, struct bench_report *r)
         static const char *const allow[] = {"/bin/true", NULL};
         int k;
 
-        c->tc = find_tc();
+        c->tc = bench_find_tool("tc");
         if (!c->tc) {
                 bench_log("netbroker-bench: bandwidth: tc not found\n");
                 return -ENOENT;
         }
-        c->sk = nl_socket_alloc();
-        if (!c->sk)
-                return -ENOMEM;
-        k = bench_nl_errno(nl_connect(c->sk, NETLINK_ROUTE));
-        if (k < 0) {
-                bench_log("netbroker-bench: bandwidth: cannot open rtnetlink: %s\n", strerror(-k));
-                return k;
-        }
+        k = bench_nl_open("bandwidth: ", &c->sk);
         for (unsigned i = 0; i < c->n && k == 0; i++)
                 k = make_pair(c, i);
         if (k < 0)
@@ -902,7 +780,6 @@ static void teardown(struct ctx *c)
         bench_ctx_stop(&c->b);
         nl_socket_free(c->sk);
         for (int m = 0; m < N_METHODS; m++) {
-                bench_samples_clear(&c->out[m].totals);
                 bench_samples_clear(&c->out[m].per_if);
         }
         free(c->ifname);
@@ -912,13 +789,14 @@ static void teardown(struct ctx *c)
 
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
 {
-        static const enum method order[] = {M_A, M_A2, M_B};
+        struct bench_summary t[N_METHODS];
         struct ctx *c = calloc(1, sizeof(*c));
         int k;
 
         if (!c)
                 return -ENOMEM;
         c->o = o;
+        c->b.scenario = c;
         c->n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
         r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
                    "one batch";
@@ -947,11 +825,10 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
                 k = choose_commands(c);
         if (k == 0)
                 k = warm_up_helper(c);
-        for (unsigned run = 0; run < RUNS && k == 0; run++)
-                for (size_t i = 0; i < sizeof(order) / sizeof(*order) && k == 0; i++)
-                        k = run_method(c, order[i], run);
         if (k == 0)
-                k = add_results(r, c);
+                k = bench_run_rounds(&c->b, "bandwidth", methods, N_METHODS, 0, RUNS, t, NULL);
+        if (k == 0)
+                k = add_results(r, c, t);
 out:
         teardown(c);
         return k;

@@ -161,6 +161,38 @@ static int parse_counts(const char *s, struct bench_opts *o)
         return 0;
 }
 
+/* An option with a value: a count 1..max, or a string. */
+static int set_option(int ch, struct bench_opts *o)
+{
+        const struct {
+                int ch;
+                const char *name;
+                unsigned max;
+                unsigned *count;
+                const char **str;
+        } opts[] = {
+                {'n', "count", COUNT_MAX, &o->count, NULL},
+                {'g', "guests", BENCH_RESTART_MAX_GUESTS, &o->guests, NULL},
+                {'r', "reps", COUNT_MAX, &o->reps, NULL},
+                {'s', "sample", COUNT_MAX, &o->sample, NULL},
+                {'H', NULL, 0, NULL, &o->helper},
+                {'o', NULL, 0, NULL, &o->json_out},
+                {'p', NULL, 0, NULL, &o->png},
+                {'L', NULL, 0, NULL, &o->helper_nolog},
+        };
+
+        for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++) {
+                if (opts[i].ch != ch)
+                        continue;
+                if (opts[i].str) {
+                        *opts[i].str = optarg;
+                        return 0;
+                }
+                return parse_count_opt(opts[i].name, opts[i].max, opts[i].count);
+        }
+        return -EINVAL;
+}
+
 /* argv[0] is the scenario name here, so getopt starts after it. */
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
@@ -186,10 +218,6 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                 case 'j':
                         o->json = true;
                         break;
-                case 'n':
-                        if (parse_count_opt("count", COUNT_MAX, &o->count) < 0)
-                                return -EINVAL;
-                        break;
                 case 'N':
                         if (parse_counts(optarg, o) < 0) {
                                 fprintf(stderr,
@@ -199,38 +227,15 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
                                 return -EINVAL;
                         }
                         break;
-                case 'g':
-                        if (parse_count_opt("guests", BENCH_RESTART_MAX_GUESTS, &o->guests) < 0)
-                                return -EINVAL;
-                        break;
                 case 'q':
                         o->quick = true;
-                        break;
-                case 'H':
-                        o->helper = optarg;
-                        break;
-                case 'r':
-                        if (parse_count_opt("reps", COUNT_MAX, &o->reps) < 0)
-                                return -EINVAL;
-                        break;
-                case 's':
-                        if (parse_count_opt("sample", COUNT_MAX, &o->sample) < 0)
-                                return -EINVAL;
-                        break;
-                case 'o':
-                        o->json_out = optarg;
-                        break;
-                case 'p':
-                        o->png = optarg;
-                        break;
-                case 'L':
-                        o->helper_nolog = optarg;
                         break;
                 case 'h':
                         usage(stdout);
                         exit(EXIT_SUCCESS);
                 default:
-                        return -EINVAL;
+                        if (set_option(ch, o) < 0)
+                                return -EINVAL;
                 }
         }
         if (optind < argc) {

@@ -121,6 +121,10 @@ int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, cha
 int bench_nl_errno(int nlerr);
 /* Devices named prefix + digits ("macvtap12") in this namespace, or -errno. */
 int bench_count_devices(const char *prefix);
+struct nl_sock;
+/* A connected rtnetlink socket; `who` ("bandwidth: ") starts the message
+ * on failure. Returns 0 or -errno. */
+int bench_nl_open(const char *who, struct nl_sock **ret);
 
 /* ---- the helper (broker.c) ---- */
 
@@ -265,6 +269,9 @@ void bench_compare_print_heading(FILE *f);
 /* One line per baseline: scenario, what, baseline, broker, ratio. */
 void bench_compare_print(const struct bench_compare *c, const char *scenario, FILE *f);
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f);
+/* Every comparison of r as bench_compare_print, labelled `label`; whether
+ * there was one. */
+bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f);
 /* JSON pieces for `all`: a string, a number (null when not finite), the
  * member "machine" (without a leading comma). */
 void bench_json_string(FILE *f, const char *s);
@@ -384,6 +391,36 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
 int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
                          const struct bench_summary *s, size_t n, const char *const (*ratios)[2],
                          const char *suffix);
+/* ---- shared set-up and checks (run.c) ---- */
+
+/* An executable `name` in /usr/sbin, /sbin, /usr/bin or /bin, or NULL.
+ * The string stays valid. */
+const char *bench_find_tool(const char *name);
+/* An untimed command (a reset, a listing, a check) as bench_spawn_capture,
+ * which must exit 0; `who` ("restart: ") starts the message otherwise.
+ * Returns 0 or -errno. */
+int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const char *path,
+                    char *const *argv, int in_fd, char *out, size_t cap, size_t *ret_len);
+/* s per unit of work: every time divided by n. */
+void bench_summary_per(struct bench_summary *s, double n);
+/* Submit b and expect n results, every one a success; `who` starts the
+ * message otherwise. *ret_done_ns (NULL: not wanted) is the time the reply
+ * was in, before any check; *ret (freed by the caller) the results.
+ * Returns 0 or -errno. */
+struct nb_batch;
+struct nb_results;
+int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
+                     uint64_t *ret_done_ns, struct nb_results **ret);
+/* The ratios v[num] / v[den], named name + suffix; a pair where either is
+ * not positive (a method that did not run) is left out. Returns 0 or
+ * -ENOSPC. */
+struct bench_pair {
+        int num, den;
+        const char *name;
+};
+int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_t n,
+                       const double *v, const char *suffix);
+
 /* The summary of the method named `name` in ms, or NULL. */
 const struct bench_summary *bench_method_summary(const struct bench_method *ms,
                                                  const struct bench_summary *s, size_t n,

@@ -121,23 +121,27 @@ static const struct bench_column columns[N_COLS] = {
         [C_LAST] = {"last10_us_per_device", "last10%", 8, 1},
 };
 
+struct outcome {
+        unsigned n;
+        uint64_t probes, nl_msgs, created; /* of the last run: the same every time */
+        double wall_us; /* of one run; after every repetition, their median */
+        struct bench_samples per_dev; /* every repetition's; empty for B */
+        char first[24], last[24]; /* the last run's: B's names move on (next-fit) */
+};
+
+/* "macvtap, N=82": the rows' program column, which the report keeps. */
+static char programs[BENCH_MAX_COUNTS][24];
+
 struct ctx {
+        struct bench_ctx b; /* the helper (no fat parent) */
+        struct bench_method ms[BENCH_MAX_COUNTS * N_METHODS]; /* every method at every N */
+        struct outcome out[BENCH_MAX_COUNTS][N_METHODS]; /* the same, one each */
         struct nl_sock *sk;
         int probe_fd; /* A1's socket for SIOCGIFFLAGS */
         int parent_ifindex;
-        nb_conn *conn;
         int *fds; /* B's and B1's /dev/tapN fds, closed after the clock stops */
         size_t nfds, cap;
         struct bench_samples close_us; /* closing one of them, alone */
-};
-
-struct outcome {
-        unsigned n;
-        uint64_t probes, nl_msgs, created;
-        double wall_us; /* of one run; after every repetition, their median */
-        struct bench_samples walls; /* us, one per repetition */
-        struct bench_samples per_dev; /* empty for B */
-        char first[24], last[24];
 };
 
 /* ---- this process's netlink: the parent, and K's, A's and A1's creates ---- */
@@ -416,11 +420,11 @@ static int submit_timed(struct ctx *c, enum method m, unsigned ops, struct outco
                           strerror(-r));
                 goto out;
         }
-        r = nb_submit(c->conn, b, &res);
+        r = nb_submit(c->b.conn, b, &res);
         t1 = bench_now_ns();
         if (r < 0) {
                 bench_log("netbroker-bench: %s: submit of %u ops failed: %s (%s)\n",
-                          method_names[m], ops, strerror(-r), nb_conn_error(c->conn));
+                          method_names[m], ops, strerror(-r), nb_conn_error(c->b.conn));
                 goto out;
         }
         r = check_made(c, m, res, ops);
@@ -448,7 +452,7 @@ static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *
         double us;
         int r;
 
-        r = bench_helper_counters(c->conn, "", stat_names, v0, 2);
+        r = bench_helper_counters(c->b.conn, "", stat_names, v0, 2);
         if (r < 0)
                 return r;
         if (m == M_B) {
@@ -467,7 +471,7 @@ static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *
         close_kept(c);
         if (r < 0)
                 return r;
-        r = bench_helper_counters(c->conn, "", stat_names, v1, 2);
+        r = bench_helper_counters(c->b.conn, "", stat_names, v1, 2);
         if (r < 0)
                 return r;
         o->nl_msgs = v1[0] - v0[0];
@@ -519,11 +523,21 @@ static void settle(void)
         }
 }
 
-static int run_method(struct ctx *c, enum method m, unsigned n, struct outcome *o)
+/* One method at one N, from an empty parent: a BENCH_CUSTOM fn, its time
+ * the run's wall time. */
+static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool timed,
+                      double *ret_us)
 {
+        struct ctx *c = b->scenario;
+        size_t k = (size_t)(bm - c->ms);
+        enum method m = (enum method)(k % N_METHODS);
+        struct outcome *o = &c->out[k / N_METHODS][m];
+        unsigned n = o->n;
         int r, have;
 
-        *o = (struct outcome){.n = n};
+        (void)timed; /* no warm-up round: warm_up() is it */
+        o->probes = o->nl_msgs = o->created = 0;
+        o->first[0] = '\0';
         r = parent_reset(c);
         if (r < 0)
                 return r;
@@ -541,6 +555,7 @@ static int run_method(struct ctx *c, enum method m, unsigned n, struct outcome *
                   "messages, %s..%s\n",
                   method_names[m], n, o->wall_us / 1000.0, o->wall_us / n,
                   (unsigned long long)o->probes, (unsigned long long)o->nl_msgs, o->first, o->last);
+        *ret_us = o->wall_us;
         return 0;
 }
 
@@ -574,38 +589,6 @@ static int add_line(struct bench_report *r, enum method m, const struct outcome 
         v[C_LAST] = o->per_dev.n >= tenth ? mean_of(&o->per_dev, o->per_dev.n - tenth, tenth) : NAN;
         snprintf(text, sizeof(text), "%s..%s", o->first, o->last);
         return bench_report_add_line(r, method_names[m], v, N_COLS, text) ? 0 : -ENOSPC;
-}
-
-/* ---- repetitions ---- */
-
-/* One run into the repetitions so far: its time, its devices' times; the
- * counts and names are the same every time but B's, whose names move on
- * (next-fit), so they are the last run's. */
-static int merge(struct outcome *all, const struct outcome *one)
-{
-        int r = bench_samples_add(&all->walls, one->wall_us);
-
-        for (size_t i = 0; i < one->per_dev.n && r == 0; i++)
-                r = bench_samples_add(&all->per_dev, one->per_dev.us[i]);
-        if (r < 0)
-                return r;
-        all->n = one->n;
-        all->probes = one->probes;
-        all->nl_msgs = one->nl_msgs;
-        all->created = one->created;
-        memcpy(all->first, one->first, sizeof(all->first));
-        memcpy(all->last, one->last, sizeof(all->last));
-        return 0;
-}
-
-static int settle_wall(struct outcome *o)
-{
-        struct bench_summary s;
-        int r = bench_samples_summarize(&o->walls, &s);
-
-        if (r == 0)
-                o->wall_us = s.median_us;
-        return r;
 }
 
 /* ---- the scenario ---- */
@@ -755,27 +738,14 @@ static int add_notes(struct bench_report *r, const struct ctx *c, const struct p
         return 0;
 }
 
-/* A run's wall time per device, over the repetitions. */
-static int per_device(const struct outcome *o, struct bench_summary *ret)
+/* wall: the runs' wall times, per method at each N as in c->ms. */
+static int add_results(struct bench_report *r, struct ctx *c, const struct probe_costs *pc,
+                       const unsigned *counts, size_t n_counts, const struct bench_summary *wall)
 {
-        int r = bench_samples_summarize(&o->walls, ret);
-
-        if (r < 0)
-                return r;
-        ret->median_us /= o->n;
-        ret->min_us /= o->n;
-        ret->max_us /= o->n;
-        ret->p99_us /= o->n;
-        return 0;
-}
-
-static int add_results(struct bench_report *r, const struct ctx *c, const struct probe_costs *pc,
-                       const unsigned *counts, size_t n_counts, struct outcome (*out)[N_METHODS])
-{
+        struct outcome(*out)[N_METHODS] = c->out;
         static const struct {
                 enum method num, den;
         } pairs[] = {{M_A, M_B}, {M_A1, M_B}, {M_A, M_B1}, {M_A, M_K}, {M_A1, M_K}, {M_B, M_K}};
-        static char programs[BENCH_MAX_COUNTS][N_METHODS][24];
         struct bench_summary s[N_METHODS];
         char name[48];
         int k;
@@ -788,23 +758,13 @@ static int add_results(struct bench_report *r, const struct ctx *c, const struct
                 }
         /* Per-device time distributions where devices were timed one by one. */
         for (size_t i = 0; i < n_counts; i++) {
-                for (int m = 0; m < N_METHODS; m++) {
-                        if (m == M_B)
-                                continue;
-                        k = bench_samples_summarize(&out[i][m].per_dev, &s[m]);
-                        if (k < 0)
+                for (int m = 0; m < N_METHODS; m++)
+                        if (m != M_B && (k = bench_samples_summarize(&out[i][m].per_dev, &s[m])))
                                 return k;
-                }
-                for (int m = 0; m < N_METHODS; m++) {
-                        if (m == M_B)
-                                continue;
-                        snprintf(programs[i][m], sizeof(programs[i][m]), "macvtap, N=%u",
-                                 counts[i]);
-                        k = bench_report_add_row(r, method_names[m], programs[i][m], &s[m],
-                                                 &s[M_A]);
-                        if (k < 0)
+                for (int m = 0; m < N_METHODS; m++)
+                        if (m != M_B && (k = bench_report_add_row(r, method_names[m], programs[i],
+                                                                  &s[m], &s[M_A])))
                                 return k;
-                }
         }
         /* A/B first: the figures the issue asks for, "A/B@82", "A/B@1000". */
         for (size_t p = 0; p < sizeof(pairs) / sizeof(*pairs); p++)
@@ -818,27 +778,51 @@ static int add_results(struct bench_report *r, const struct ctx *c, const struct
                                 return k;
                 }
         for (size_t i = 0; i < n_counts; i++) {
-                struct bench_summary a, b;
-                k = per_device(&out[i][M_A], &a);
-                if (k == 0)
-                        k = per_device(&out[i][M_B], &b);
+                struct bench_summary a = wall[i * N_METHODS + M_A], b = wall[i * N_METHODS + M_B];
+                bench_summary_per(&a, counts[i]);
+                bench_summary_per(&b, counts[i]);
                 snprintf(name, sizeof(name), "%u macvtaps, per device", counts[i]);
-                if (k == 0)
-                        k = bench_report_add_compare(r, name, "A", &a, NULL, NULL, "B", &b);
+                k = bench_report_add_compare(r, name, "A", &a, NULL, NULL, "B", &b);
                 if (k < 0)
                         return k;
         }
         return add_notes(r, c, pc, n_counts, out);
 }
 
-int bench_names(const struct bench_opts *o, struct bench_report *r)
+/* The rtnetlink socket, A1's probe socket, then the helper. */
+static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report *r, unsigned max)
 {
         static const char *const allow[] = {"/bin/true", NULL};
-        struct outcome out[BENCH_MAX_COUNTS][N_METHODS] = {0};
+        /* B's reply holds N fds until they are closed. */
+        int k = raise_fd_limit(max + 256);
+
+        if (k < 0) {
+                bench_log("netbroker-bench: cannot raise RLIMIT_NOFILE to %u: %s\n", max + 256,
+                          strerror(-k));
+                return k;
+        }
+        k = bench_nl_open("names: ", &c->sk);
+        if (k < 0)
+                return k;
+        c->probe_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (c->probe_fd < 0)
+                return -errno;
+        k = bench_ctx_start(&c->b, o, r, false, allow, NULL);
+        if (k == 0 && (!nb_conn_has_feature(c->b.conn, "macvtap_create") ||
+                       !nb_conn_has_feature(c->b.conn, "stats"))) {
+                bench_log("netbroker-bench: the helper offers no macvtap_create or stats\n");
+                k = -EOPNOTSUPP;
+        }
+        return k;
+}
+
+int bench_names(const struct bench_opts *o, struct bench_report *r)
+{
+        struct bench_summary wall[BENCH_MAX_COUNTS * N_METHODS];
         unsigned counts[BENCH_MAX_COUNTS], max = 0;
-        struct ctx c = {.probe_fd = -1};
+        struct ctx *c = calloc(1, sizeof(*c));
         struct probe_costs pc = {0};
-        size_t n_counts = plan(o, counts);
+        size_t n_counts = plan(o, counts), n = n_counts * N_METHODS;
         unsigned reps = o->reps ? o->reps : 3;
         int k;
 
@@ -856,77 +840,51 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
                           BENCH_NAMES_MAX_COUNT);
                 return -ERANGE;
         }
-
-        /* B's reply holds N fds until they are closed. */
-        k = raise_fd_limit(max + 256);
-        if (k < 0) {
-                bench_log("netbroker-bench: cannot raise RLIMIT_NOFILE to %u: %s\n", max + 256,
-                          strerror(-k));
-                return k;
-        }
-        c.sk = nl_socket_alloc();
-        if (!c.sk)
+        if (!c)
                 return -ENOMEM;
-        k = bench_nl_errno(nl_connect(c.sk, NETLINK_ROUTE));
-        if (k < 0) {
-                bench_log("netbroker-bench: cannot open rtnetlink: %s\n", strerror(-k));
-                goto out;
+        /* Every method at every N, one BENCH_CUSTOM method each. */
+        c->b.scenario = c;
+        c->probe_fd = -1;
+        for (size_t i = 0; i < n_counts; i++) {
+                snprintf(programs[i], sizeof(programs[i]), "macvtap, N=%u", counts[i]);
+                for (int m = 0; m < N_METHODS; m++) {
+                        c->out[i][m].n = counts[i];
+                        c->ms[i * N_METHODS + m] = (struct bench_method){
+                                .name = method_names[m],
+                                .how = BENCH_CUSTOM,
+                                .fn = run_method,
+                                .program = programs[i],
+                        };
+                }
         }
-        c.probe_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (c.probe_fd < 0) {
-                k = -errno;
-                goto out;
-        }
-        k = bench_broker_start(o->helper, allow, &c.conn);
-        if (k < 0)
-                goto out;
-        if (!nb_conn_has_feature(c.conn, "macvtap_create") ||
-            !nb_conn_has_feature(c.conn, "stats")) {
-                bench_log("netbroker-bench: the helper offers no macvtap_create or stats\n");
-                k = -EOPNOTSUPP;
-                goto stop;
-        }
-        r->helper_pid = nb_conn_helper_pid(c.conn);
-        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
-
-        k = warm_up(&c);
+        k = setup(c, o, r, max);
         if (k == 0)
-                k = measure_probes(&c, &pc);
-        for (unsigned rep = 0; rep < reps && k == 0; rep++)
-                for (size_t i = 0; i < n_counts && k == 0; i++)
-                        for (int j = 0; j < N_METHODS && k == 0; j++) {
-                                int m = rep % 2 ? N_METHODS - 1 - j : j;
-                                struct outcome one;
-                                k = run_method(&c, (enum method)m, counts[i], &one);
-                                if (k == 0)
-                                        k = merge(&out[i][m], &one);
-                                bench_samples_clear(&one.per_dev);
-                        }
-        for (size_t i = 0; i < n_counts && k == 0; i++)
-                for (int m = 0; m < N_METHODS && k == 0; m++)
-                        k = settle_wall(&out[i][m]);
+                k = warm_up(c);
         if (k == 0)
-                k = add_results(r, &c, &pc, counts, n_counts, out);
+                k = measure_probes(c, &pc);
+        if (k == 0)
+                k = bench_run_rounds(&c->b, "names", c->ms, n, 0, reps, wall, NULL);
+        for (size_t i = 0; i < n && k == 0; i++)
+                c->out[i / N_METHODS][i % N_METHODS].wall_us = wall[i].median_us;
+        if (k == 0)
+                k = add_results(r, c, &pc, counts, n_counts, wall);
         if (k == 0 && reps > 1)
                 bench_report_add_note(r,
                                       "%u repetitions, methods in turn (order reversed every "
                                       "other one); wall times are their medians",
                                       reps);
         /* Leave no macvtap behind, in case the namespace outlives us. */
-        link_delete(c.sk, PARENT);
-stop:
-        bench_broker_stop(c.conn);
-out:
-        for (size_t i = 0; i < BENCH_MAX_COUNTS; i++)
-                for (int m = 0; m < N_METHODS; m++) {
-                        bench_samples_clear(&out[i][m].per_dev);
-                        bench_samples_clear(&out[i][m].walls);
-                }
-        close_kept(&c);
-        free(c.fds);
-        bench_samples_clear(&c.close_us);
-        if (c.probe_fd >= 0)
-                close(c.probe_fd);
-        nl_socket_free(c.sk);
+        if (c->sk)
+                link_delete(c->sk, PARENT);
+        bench_ctx_stop(&c->b);
+        for (size_t i = 0; i < n; i++)
+                bench_samples_clear(&c->out[i / N_METHODS][i % N_METHODS].per_dev);
+        close_kept(c);
+        free(c->fds);
+        bench_samples_clear(&c->close_us);
+        if (c->probe_fd >= 0)
+                close(c->probe_fd);
+        nl_socket_free(c->sk);
+        free(c);
         return k;
 }

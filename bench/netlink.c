@@ -7,6 +7,9 @@
 #include <net/if.h>
 #include <string.h>
 
+#include <netlink/errno.h>
+#include <netlink/netlink.h>
+
 #include "netlink.h" /* helper/netlink.h */
 
 int bench_nl_errno(int nlerr)
@@ -30,4 +33,18 @@ int bench_count_devices(const char *prefix)
         }
         if_freenameindex(all);
         return n;
+}
+
+int bench_nl_open(const char *who, struct nl_sock **ret)
+{
+        struct nl_sock *sk = nl_socket_alloc();
+        int r = sk ? bench_nl_errno(nl_connect(sk, NETLINK_ROUTE)) : -ENOMEM;
+
+        if (r < 0) {
+                bench_log("netbroker-bench: %scannot open rtnetlink: %s\n", who, strerror(-r));
+                nl_socket_free(sk);
+                return r;
+        }
+        *ret = sk;
+        return 0;
 }

@@ -157,6 +157,13 @@ void bench_compare_print(const struct bench_compare *c, const char *scenario, FI
         }
 }
 
+bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f)
+{
+        for (size_t i = 0; i < r->n_compares; i++)
+                bench_compare_print(&r->compares[i], label, f);
+        return r->n_compares > 0;
+}
+
 void bench_compare_print_heading(FILE *f)
 {
         fprintf(f, "%-10s %-40s %-33s  %-33s  %9s\n", "scenario", "what",
@@ -253,12 +260,11 @@ void bench_report_print_table(const struct bench_report *r, FILE *f)
         if (r->n_compares) {
                 fputc('\n', f);
                 bench_compare_print_heading(f);
-                for (size_t i = 0; i < r->n_compares; i++)
-                        bench_compare_print(&r->compares[i], r->scenario, f);
+                bench_report_print_compares(r, r->scenario, f);
         }
 }
 
-static void json_string(FILE *f, const char *s)
+void bench_json_string(FILE *f, const char *s)
 {
         fputc('"', f);
         for (; *s; s++) {
@@ -274,7 +280,7 @@ static void json_string(FILE *f, const char *s)
 }
 
 /* JSON has no NaN or infinity; a ratio that could not be computed is null. */
-static void json_number(FILE *f, double v, int decimals)
+void bench_json_number(FILE *f, double v, int decimals)
 {
         if (isfinite(v))
                 fprintf(f, "%.*f", decimals, v);
@@ -282,36 +288,36 @@ static void json_number(FILE *f, double v, int decimals)
                 fputs("null", f);
 }
 
-static void json_machine(FILE *f)
+void bench_json_machine(FILE *f)
 {
         struct machine m;
 
         get_machine(&m);
         fprintf(f, "\"machine\":{\"nproc\":%ld,\"cpu\":", m.nproc);
-        json_string(f, m.cpu);
+        bench_json_string(f, m.cpu);
         fputs(",\"kernel\":", f);
-        json_string(f, m.u.release);
+        bench_json_string(f, m.u.release);
         fputs(",\"arch\":", f);
-        json_string(f, m.u.machine);
+        bench_json_string(f, m.u.machine);
         fputc('}', f);
 }
 
 static void json_row(FILE *f, const struct bench_row *w)
 {
         fputs("{\"method\":", f);
-        json_string(f, w->method);
+        bench_json_string(f, w->method);
         fputs(",\"program\":", f);
-        json_string(f, w->program);
+        bench_json_string(f, w->program);
         fprintf(f, ",\"runs\":%zu,\"median_us\":", w->s.n);
-        json_number(f, w->s.median_us, 3);
+        bench_json_number(f, w->s.median_us, 3);
         fputs(",\"min_us\":", f);
-        json_number(f, w->s.min_us, 3);
+        bench_json_number(f, w->s.min_us, 3);
         fputs(",\"max_us\":", f);
-        json_number(f, w->s.max_us, 3);
+        bench_json_number(f, w->s.max_us, 3);
         fputs(",\"p99_us\":", f);
-        json_number(f, w->s.p99_us, 3);
+        bench_json_number(f, w->s.p99_us, 3);
         fputs(",\"vs_A\":", f);
-        json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
+        bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
         fputc('}', f);
 }
 
@@ -321,19 +327,19 @@ static void json_figures(const struct bench_figures *g, FILE *f)
         for (size_t i = 0; i < g->n_lines; i++) {
                 const struct bench_line *l = &g->lines[i];
                 fputs(i ? ",{\"method\":" : "{\"method\":", f);
-                json_string(f, l->method);
+                bench_json_string(f, l->method);
                 for (size_t c = 0; c < g->n_cols; c++) {
                         fputc(',', f);
-                        json_string(f, g->cols[c].key);
+                        bench_json_string(f, g->cols[c].key);
                         fputc(':', f);
                         /* Counts stay integers; measured figures get 3 decimals. */
-                        json_number(f, l->v[c], g->cols[c].decimals ? 3 : 0);
+                        bench_json_number(f, l->v[c], g->cols[c].decimals ? 3 : 0);
                 }
                 if (g->text_key) {
                         fputc(',', f);
-                        json_string(f, g->text_key);
+                        bench_json_string(f, g->text_key);
                         fputc(':', f);
-                        json_string(f, l->text);
+                        bench_json_string(f, l->text);
                 }
                 fputc('}', f);
         }
@@ -343,33 +349,33 @@ static void json_figures(const struct bench_figures *g, FILE *f)
 static void json_side(FILE *f, const char *key, const char *name, const struct bench_summary *s)
 {
         fprintf(f, ",\"%s\":{\"method\":", key);
-        json_string(f, name);
+        bench_json_string(f, name);
         fprintf(f, ",\"runs\":%zu,\"median_us\":", s->n);
-        json_number(f, s->median_us, 3);
+        bench_json_number(f, s->median_us, 3);
         fputs(",\"min_us\":", f);
-        json_number(f, s->min_us, 3);
+        bench_json_number(f, s->min_us, 3);
         fputs(",\"max_us\":", f);
-        json_number(f, s->max_us, 3);
+        bench_json_number(f, s->max_us, 3);
         fputs(",\"p99_us\":", f);
-        json_number(f, s->p99_us, 3);
+        bench_json_number(f, s->p99_us, 3);
         fputc('}', f);
 }
 
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f)
 {
         fputs("{\"scenario\":", f);
-        json_string(f, scenario);
+        bench_json_string(f, scenario);
         fputs(",\"what\":", f);
-        json_string(f, c->what);
+        bench_json_string(f, c->what);
         json_side(f, "baseline", c->base_name, &c->base);
         if (c->base2.n)
                 json_side(f, "baseline2", c->base2_name, &c->base2);
         json_side(f, "broker", c->broker_name, &c->broker);
         fputs(",\"ratio\":", f);
-        json_number(f, bench_compare_ratio(&c->base, &c->broker), 3);
+        bench_json_number(f, bench_compare_ratio(&c->base, &c->broker), 3);
         if (c->base2.n) {
                 fputs(",\"ratio2\":", f);
-                json_number(f, bench_compare_ratio(&c->base2, &c->broker), 3);
+                bench_json_number(f, bench_compare_ratio(&c->base2, &c->broker), 3);
         }
         fputc('}', f);
 }
@@ -377,9 +383,9 @@ void bench_compare_print_json(const struct bench_compare *c, const char *scenari
 void bench_report_print_json_object(const struct bench_report *r, FILE *f)
 {
         fputs("{\"scenario\":", f);
-        json_string(f, r->scenario);
+        bench_json_string(f, r->scenario);
         fputc(',', f);
-        json_machine(f);
+        bench_json_machine(f);
         if (r->has_parent)
                 fprintf(f, ",\"parent\":{\"fd_limit\":%u,\"fds_open\":%u,\"heap_bytes\":%zu}",
                         r->parent.fd_limit, r->parent.fds_open, r->parent.heap_bytes);
@@ -396,9 +402,9 @@ void bench_report_print_json_object(const struct bench_report *r, FILE *f)
         for (size_t i = 0; i < r->n_ratios; i++) {
                 if (i)
                         fputc(',', f);
-                json_string(f, r->ratios[i].name);
+                bench_json_string(f, r->ratios[i].name);
                 fputc(':', f);
-                json_number(f, r->ratios[i].value, 3);
+                bench_json_number(f, r->ratios[i].value, 3);
         }
         fputc('}', f);
         if (r->figures.n_cols)
@@ -413,7 +419,7 @@ void bench_report_print_json_object(const struct bench_report *r, FILE *f)
         for (size_t i = 0; i < r->n_notes; i++) {
                 if (i)
                         fputc(',', f);
-                json_string(f, r->notes[i]);
+                bench_json_string(f, r->notes[i]);
         }
         fputs("]}", f);
 }
@@ -422,19 +428,4 @@ void bench_report_print_json(const struct bench_report *r, FILE *f)
 {
         bench_report_print_json_object(r, f);
         fputc('\n', f);
-}
-
-void bench_json_string(FILE *f, const char *s)
-{
-        json_string(f, s);
-}
-
-void bench_json_number(FILE *f, double v, int decimals)
-{
-        json_number(f, v, decimals);
-}
-
-void bench_json_machine(FILE *f)
-{
-        json_machine(f);
 }

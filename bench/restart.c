@@ -121,10 +121,9 @@ struct tools {
 
 struct ctx {
         const struct bench_opts *o;
-        const char *helper;
-        struct bench_fat_parent fp;
+        struct bench_ctx b; /* the fat parent and the helper */
+        const char *allow[RS_N_TOOLS + 1]; /* the helper's programs */
         struct tools tools;
-        nb_conn *conn;
         struct rs_nftmon mon;
         struct rs_guest *guests;
         unsigned n;
@@ -140,21 +139,11 @@ struct ctx {
 
 /* ---- running a program from the fat parent ---- */
 
-/* An untimed helper command (reset, checks): must exit 0. */
+/* An untimed command (reset, checks): must exit 0. */
 static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *len)
 {
-        size_t l;
-        int st, r;
-
-        r = bench_spawn_capture(&c->fp, argv[0][0] == '/' ? argv[0] : c->tools.nft, argv, -1, out,
-                                cap, &l, &st);
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: restart: %s %s failed: %s\n", argv[0], argv[1], out);
-                r = -EIO;
-        }
-        if (len)
-                *len = l;
-        return r;
+        return bench_run_quiet(&c->b.fp, "restart: ", argv[0][0] == '/' ? argv[0] : c->tools.nft,
+                               argv, -1, out, cap, len);
 }
 
 /* ---- the helper ---- */
@@ -177,37 +166,27 @@ static bool counts_writes(const char *name)
 }
 
 /* "fw_rules_written +0, fw_owners_unchanged +100": the firewall counters
- * that moved, and those that count writes even when they did not. */
-static void fw_deltas(const struct bench_stats *a, const struct bench_stats *b, char *buf,
+ * that moved, and those that count writes even when they did not. Returns
+ * whether a write counter moved. */
+static bool fw_deltas(const struct bench_stats *a, const struct bench_stats *b, char *buf,
                       size_t len)
 {
+        bool wrote = false;
         size_t o = 0;
 
         buf[0] = '\0';
-        for (size_t i = 0; i < b->n && o < len; i++) {
+        for (size_t i = 0; i < b->n; i++) {
                 uint64_t x = 0;
                 const char *nm = b->name[i];
                 if (strncmp(nm, "fw_", 3) != 0)
                         continue;
                 (void)bench_stat_get(a, nm, &x);
-                if (b->v[i] == x && !counts_writes(nm))
-                        continue;
-                o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
-                                      (unsigned long long)(b->v[i] - x));
+                wrote |= counts_writes(nm) && b->v[i] != x;
+                if ((b->v[i] != x || counts_writes(nm)) && o < len)
+                        o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
+                                              (unsigned long long)(b->v[i] - x));
         }
-}
-
-static int helper_start(struct ctx *c)
-{
-        const char *allow[RS_N_TOOLS + 1] = {0};
-        int r;
-
-        for (int t = 0; t < RS_N_TOOLS; t++)
-                allow[t] = c->tools.path[t];
-        r = bench_broker_start(c->helper, allow, &c->conn);
-        if (r < 0)
-                c->conn = NULL;
-        return r;
+        return wrote;
 }
 
 /* ---- resetting the namespace's ruleset ---- */
@@ -224,6 +203,20 @@ static int reset(struct ctx *c)
         return r;
 }
 
+/* What the kernel said since `mark` (c->mon as it was after a drain), added
+ * to o's counts. */
+static int kernel_since(struct ctx *c, const struct rs_nftmon *mark, struct outcome *o)
+{
+        int r = rs_nftmon_drain(&c->mon);
+
+        if (r == 0) {
+                o->commits += c->mon.commits - mark->commits;
+                o->changes += c->mon.changes - mark->changes;
+                o->rules += c->mon.rules - mark->rules;
+        }
+        return r;
+}
+
 /* ---- A, A2, B: the commands ---- */
 
 struct cmd_run {
@@ -231,6 +224,17 @@ struct cmd_run {
         char out[OUT_CAP];
         size_t len;
 };
+
+/* What fits of data (NULL when there was none) after cr's output. */
+static void append(struct cmd_run *cr, const void *data, size_t len)
+{
+        size_t k = len < OUT_CAP - 1 - cr->len ? len : OUT_CAP - 1 - cr->len;
+
+        if (k)
+                memcpy(cr->out + cr->len, data, k);
+        cr->len += k;
+        cr->out[cr->len] = '\0';
+}
 
 static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *cr)
 {
@@ -244,10 +248,10 @@ static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *
         r = nb_batch_exec(b, c->tools.path[cmd->tool], (const char *const *)cmd->argv, NULL, NULL,
                           0, 0);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
+                r = nb_submit(c->b.conn, b, &res);
         if (r < 0) {
                 bench_log("netbroker-bench: restart: B: submit failed: %s (%s)\n", strerror(-r),
-                          nb_conn_error(c->conn));
+                          nb_conn_error(c->b.conn));
                 goto out;
         }
         st = nb_result_status(res, 0);
@@ -260,15 +264,9 @@ static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *
         }
         cr->ok = st == 0 && er.exit_code == 0;
         /* libvirt's query callbacks read stdout; stderr after it for errors. */
-        cr->len = er.out_len < OUT_CAP - 1 ? er.out_len : OUT_CAP - 1;
-        if (cr->len) /* er.out is NULL when there was none */
-                memcpy(cr->out, er.out, cr->len);
-        if (er.err_len && cr->len < OUT_CAP - 1) {
-                size_t k = er.err_len < OUT_CAP - 1 - cr->len ? er.err_len : OUT_CAP - 1 - cr->len;
-                memcpy(cr->out + cr->len, er.err, k);
-                cr->len += k;
-        }
-        cr->out[cr->len] = '\0';
+        cr->len = 0;
+        append(cr, er.out, er.out_len);
+        append(cr, er.err, er.err_len);
 out:
         nb_results_free(res);
         nb_batch_free(b);
@@ -281,9 +279,9 @@ static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd, stru
 
         if (m == M_B || m == M_BR)
                 return exec_helper(c, cmd, cr);
-        r = bench_fork_exec(&c->fp, m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
-                            0, c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out),
-                            &cr->len, &st);
+        r = bench_fork_exec(
+                &c->b.fp, m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP, 0,
+                c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out), &cr->len, &st);
         if (r < 0)
                 return r;
         if (WIFSIGNALED(st)) {
@@ -348,17 +346,18 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         struct outcome *o = &c->out[m];
         struct bench_stats s0 = {0}, s1 = {0};
         struct rs_cmdlist l = {0};
-        uint64_t mon_c, mon_ch, mon_r, t0;
+        struct rs_nftmon mark;
+        uint64_t t0;
         double us;
         int r;
 
         /* Building the list is libvirt's in-memory work: not timed. */
         r = rs_cmds_instantiate(&l, &c->guests[g], phase);
         if (r == 0 && via_helper(m))
-                r = bench_helper_stats(c->conn, "", &s0);
+                r = bench_helper_stats(c->b.conn, "", &s0);
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
-        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        mark = c->mon;
         t0 = bench_now_ns();
         for (size_t i = 0; i < l.n && r == 0; i++) {
                 r = exec_cmd(c, m, &l.v[i], &cmd_run_buf);
@@ -372,9 +371,9 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         if (r == 0)
                 r = bench_samples_add(&o->per_guest, us);
         if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
+                r = kernel_since(c, &mark, o);
         if (r == 0 && via_helper(m))
-                r = bench_helper_stats(c->conn, "", &s1);
+                r = bench_helper_stats(c->b.conn, "", &s1);
         if (r < 0)
                 return r;
         if (via_helper(m))
@@ -382,9 +381,6 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
                                stat_delta(&s0, &s1, "netlink_messages");
         o->guests++;
         o->wall_us += us;
-        o->commits += c->mon.commits - mon_c;
-        o->changes += c->mon.changes - mon_ch;
-        o->rules += c->mon.rules - mon_r;
         o->ran = true;
         return 0;
 }
@@ -508,8 +504,7 @@ static int fill(struct ctx *c)
 {
         char *argv[] = {"ebtables-restore", NULL};
         FILE *f;
-        size_t len;
-        int st, r;
+        int r;
 
         if (c->timed == c->n)
                 return 0;
@@ -520,13 +515,9 @@ static int fill(struct ctx *c)
         if (r == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
                 r = -errno;
         if (r == 0)
-                r = bench_spawn_capture(&c->fp, c->tools.eb_restore, argv, fileno(f), listing,
-                                        sizeof(listing), &len, &st);
+                r = bench_run_quiet(&c->b.fp, "restart: ", c->tools.eb_restore, argv, fileno(f),
+                                    listing, sizeof(listing), NULL);
         fclose(f);
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: restart: ebtables-restore failed: %s\n", listing);
-                r = -EIO;
-        }
         /* What the fill produced is nobody's. */
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
@@ -538,26 +529,23 @@ static int fill(struct ctx *c)
 static const enum method starts[] = {M_A, M_A2, M_B}, restarts[] = {M_AR, M_A2R, M_BR};
 #define N_LIBVIRT (sizeof(starts) / sizeof(*starts))
 
+static double mean_s(const struct outcome *o)
+{
+        return o->per_guest.n ? o->wall_us / o->per_guest.n / 1e6 : 0;
+}
+
 static void progress(const struct ctx *c, const char *what, unsigned done)
 {
         unsigned step = c->timed / 5 ? c->timed / 5 : 1;
+        double total = 0;
 
+        for (int m = M_A; m < N_METHODS; m++)
+                total += c->out[m].wall_us;
         if (done % step == 0 || done == c->timed)
                 bench_log("restart: %s %u/%u guests, %.0f s so far (A %.1f s, A2 %.1f s, B %.1f s "
                           "per guest)\n",
-                          what, done, c->timed,
-                          (c->out[M_A].wall_us + c->out[M_A2].wall_us + c->out[M_B].wall_us +
-                           c->out[M_AR].wall_us + c->out[M_A2R].wall_us + c->out[M_BR].wall_us) /
-                                  1e6,
-                          c->out[M_A].per_guest.n
-                                  ? c->out[M_A].wall_us / c->out[M_A].per_guest.n / 1e6
-                                  : 0,
-                          c->out[M_A2].per_guest.n
-                                  ? c->out[M_A2].wall_us / c->out[M_A2].per_guest.n / 1e6
-                                  : 0,
-                          c->out[M_B].per_guest.n
-                                  ? c->out[M_B].wall_us / c->out[M_B].per_guest.n / 1e6
-                                  : 0);
+                          what, done, c->timed, total / 1e6, mean_s(&c->out[M_A]),
+                          mean_s(&c->out[M_A2]), mean_s(&c->out[M_B]));
 }
 
 /* One start pass: every timed guest started by one method, the method
@@ -632,9 +620,9 @@ static int run_nft_file(struct ctx *c)
         struct outcome *o = &c->out[M_N];
         char path[] = "/tmp/netbroker-bench-nft.XXXXXX";
         char *argv[] = {"nft", "-f", path, NULL};
-        uint64_t mon_c, mon_ch, mon_r, t0;
-        int fd, st, r;
-        size_t len;
+        struct rs_nftmon mark;
+        uint64_t t0;
+        int fd, r;
         long size;
         FILE *f;
 
@@ -654,20 +642,17 @@ static int run_nft_file(struct ctx *c)
                 r = -errno;
         if (r == 0)
                 r = reset(c);
-        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
+        mark = c->mon;
         if (r == 0) {
                 t0 = bench_now_ns();
-                r = bench_spawn_capture(&c->fp, c->tools.nft, argv, -1, cmd_run_buf.out,
-                                        sizeof(cmd_run_buf.out), &len, &st);
+                r = bench_run_quiet(&c->b.fp, "restart: N: ", c->tools.nft, argv, -1,
+                                    cmd_run_buf.out, sizeof(cmd_run_buf.out), NULL);
                 o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         }
         unlink(path);
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: restart: N: nft -f failed: %s\n", cmd_run_buf.out);
-                r = -EIO;
-        }
+        o->commits = o->changes = o->rules = 0;
         if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
+                r = kernel_since(c, &mark, o);
         if (r < 0)
                 return r;
         r = bench_samples_add(&o->reps, o->wall_us);
@@ -676,9 +661,6 @@ static int run_nft_file(struct ctx *c)
         o->guests = c->n;
         o->procs = 1;
         o->helper_nl = NAN;
-        o->commits = c->mon.commits - mon_c;
-        o->changes = c->mon.changes - mon_ch;
-        o->rules = c->mon.rules - mon_r;
         o->ran = true;
         snprintf(o->text, sizeof(o->text), "one nft -f, a file of %ld bytes", size);
         bench_log("restart: N   %u guests, nft -f: %.2f ms\n", c->n, o->wall_us / 1000.0);
@@ -729,44 +711,36 @@ static int run_fw(struct ctx *c, enum method m)
         struct bench_stats s0 = {0}, s1 = {0};
         nb_results *res = NULL;
         nb_batch *b = NULL;
-        uint64_t mon_c, mon_ch, mon_r, t0;
+        struct rs_nftmon mark;
+        uint64_t t0, t1;
         unsigned unchanged = 0, rules = 0;
+        bool wrote;
         int r;
 
-        r = bench_helper_stats(c->conn, "", &s0);
+        r = bench_helper_stats(c->b.conn, "", &s0);
         if (r < 0)
                 return r;
         r = rs_nftmon_drain(&c->mon);
         if (r < 0)
                 return r;
-        mon_c = c->mon.commits, mon_ch = c->mon.changes, mon_r = c->mon.rules;
-        t0 = bench_now_ns();
+        mark = c->mon;
+        t0 = t1 = bench_now_ns();
         r = build_fw_batch(c, mode, &b);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
-        o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
-        if (r < 0) {
-                bench_log("netbroker-bench: restart: %s: submit failed: %s (%s)\n", method_names[m],
-                          strerror(-r), nb_conn_error(c->conn));
+                r = bench_submit_all(c->b.conn, b, c->n,
+                                     m == M_C ? "restart: C: " : "restart: D: ", &t1, &res);
+        o->wall_us = (double)(t1 - t0) / 1000.0;
+        if (r < 0)
                 goto out;
-        }
-        if (nb_results_count(res) != c->n) {
-                bench_log("netbroker-bench: restart: %s: %zu results for %u ops\n", method_names[m],
-                          nb_results_count(res), c->n);
-                r = -EPROTO;
-                goto out;
-        }
         for (unsigned g = 0; g < c->n; g++) {
-                int st = nb_result_status(res, g);
                 const char *hash;
                 bool same;
                 unsigned n_rules;
 
-                if (st < 0 || nb_result_firewall(res, g, &hash, &same, &n_rules) < 0) {
-                        bench_log("netbroker-bench: restart: %s: op %u (%s): %s (%s)\n",
-                                  method_names[m], g, c->guests[g].ifname, strerror(-st),
-                                  nb_result_message(res, g));
-                        r = st < 0 ? st : -EPROTO;
+                r = nb_result_firewall(res, g, &hash, &same, &n_rules);
+                if (r < 0) {
+                        bench_log("netbroker-bench: restart: %s: op %u (%s): no firewall result\n",
+                                  method_names[m], g, c->guests[g].ifname);
                         goto out;
                 }
                 unchanged += same;
@@ -781,32 +755,22 @@ static int run_fw(struct ctx *c, enum method m)
                         c->d_ok = false;
                 }
         }
-        r = rs_nftmon_drain(&c->mon);
+        o->commits = o->changes = o->rules = 0;
+        r = kernel_since(c, &mark, o);
         if (r == 0)
-                r = bench_helper_stats(c->conn, "", &s1);
+                r = bench_helper_stats(c->b.conn, "", &s1);
         if (r == 0)
                 r = bench_samples_add(&o->reps, o->wall_us);
         if (r < 0)
                 goto out;
         o->guests = c->n;
         o->helper_nl = stat_delta(&s0, &s1, "netlink_messages");
-        o->commits = c->mon.commits - mon_c;
-        o->changes = c->mon.changes - mon_ch;
-        o->rules = c->mon.rules - mon_r;
         o->ran = true;
-        fw_deltas(&s0, &s1, m == M_C ? c->fw_note_c : c->fw_note_d, sizeof(c->fw_note_c));
+        wrote = fw_deltas(&s0, &s1, m == M_C ? c->fw_note_c : c->fw_note_d, sizeof(c->fw_note_c));
         snprintf(o->text, sizeof(o->text), "%s: %u rules, %u/%u unchanged",
                  m == M_C ? "replace" : "ensure", rules, unchanged, c->n);
         if (m == M_D) {
                 /* The helper's own write counters, and the kernel's view. */
-                bool wrote = false;
-                for (size_t i = 0; i < s1.n; i++) {
-                        uint64_t x = 0;
-                        if (!counts_writes(s1.name[i]))
-                                continue;
-                        (void)bench_stat_get(&s0, s1.name[i], &x);
-                        wrote |= s1.v[i] != x;
-                }
                 if (unchanged != c->n || wrote || o->commits || o->changes)
                         c->d_ok = false;
                 snprintf(c->d_check, sizeof(c->d_check),
@@ -831,7 +795,7 @@ static int fw_list_count(struct ctx *c, size_t *ret)
         int r = b ? nb_batch_firewall_list(b) : -ENOMEM;
 
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
+                r = nb_submit(c->b.conn, b, &res);
         if (r == 0)
                 r = nb_result_status(res, 0);
         if (r == 0)
@@ -861,9 +825,9 @@ static int run_c_and_d(struct ctx *c)
         /* The daemon restarts: its connection goes, the helper exits; the
          * next daemon spawns a new one. */
         t0 = bench_now_ns();
-        bench_broker_stop(c->conn);
-        c->conn = NULL;
-        r = helper_start(c);
+        bench_broker_stop(c->b.conn);
+        c->b.conn = NULL;
+        r = bench_broker_start(c->o->helper, c->allow, &c->b.conn);
         c->helper_restart_us = (double)(bench_now_ns() - t0) / 1000.0;
         if (r < 0)
                 return r;
@@ -892,23 +856,6 @@ static int run_broker_rep(struct ctx *c)
 
 /* ---- setup ---- */
 
-static const char *find_tool(const char *name)
-{
-        static char buf[8][64]; /* every tool found stays valid */
-        static int next;
-        static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin"};
-
-        for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
-                char *p = buf[next % 8];
-                snprintf(p, sizeof(buf[0]), "%s/%s", dirs[i], name);
-                if (access(p, X_OK) == 0) {
-                        next++;
-                        return p;
-                }
-        }
-        return NULL;
-}
-
 static int find_tools(struct tools *t)
 {
         static const char *const names[RS_N_TOOLS] = {[RS_EBTABLES] = "ebtables",
@@ -916,13 +863,13 @@ static int find_tools(struct tools *t)
                                                       [RS_IP6TABLES] = "ip6tables"};
 
         for (int i = 0; i < RS_N_TOOLS; i++) {
-                t->path[i] = find_tool(names[i]);
+                t->path[i] = bench_find_tool(names[i]);
                 if (!t->path[i]) {
                         bench_log("netbroker-bench: restart: %s not found\n", names[i]);
                         return -ENOENT;
                 }
         }
-        t->nft = find_tool("nft");
+        t->nft = bench_find_tool("nft");
         if (!t->nft) {
                 bench_log("netbroker-bench: restart: nft not found\n");
                 return -ENOENT;
@@ -941,16 +888,7 @@ static int make_taps(struct ctx *c)
         for (unsigned g = 0; g < c->n && r == 0; g++)
                 r = nb_batch_tap_create(b, c->guests[g].ifname, &opts);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
-        if (r == 0 && nb_results_first_error(res) >= 0) {
-                long i = nb_results_first_error(res);
-                bench_log("netbroker-bench: restart: TapCreate %s: %s\n", c->guests[i].ifname,
-                          nb_result_message(res, (size_t)i));
-                r = nb_result_status(res, (size_t)i);
-        }
-        if (r < 0)
-                bench_log("netbroker-bench: restart: cannot make the taps: %s (%s)\n", strerror(-r),
-                          c->conn ? nb_conn_error(c->conn) : "");
+                r = bench_submit_all(c->b.conn, b, c->n, "restart: TapCreate: ", NULL, &res);
         nb_results_free(res);
         nb_batch_free(b);
         return r;
@@ -963,14 +901,11 @@ static int warm_up(struct ctx *c)
         char *ip4[] = {(char *)c->tools.path[RS_IPTABLES], "-w", "-n", "-L", NULL};
         char *ip6[] = {(char *)c->tools.path[RS_IP6TABLES], "-w", "-n", "-L", NULL};
         char *nft[] = {"nft", "list", "ruleset", NULL};
-        int r = run_quiet(c, eb, listing, sizeof(listing), NULL);
+        char **all[] = {eb, ip4, ip6, nft};
+        int r = 0;
 
-        if (r == 0)
-                r = run_quiet(c, ip4, listing, sizeof(listing), NULL);
-        if (r == 0)
-                r = run_quiet(c, ip6, listing, sizeof(listing), NULL);
-        if (r == 0)
-                r = run_quiet(c, nft, listing, sizeof(listing), NULL);
+        for (size_t i = 0; i < 4 && r == 0; i++)
+                r = run_quiet(c, all[i], listing, sizeof(listing), NULL);
         return r;
 }
 
@@ -990,13 +925,9 @@ static int per_guest(const struct ctx *c, enum method m, struct bench_summary *r
         if (!is_batch(m))
                 return bench_samples_summarize(&o->per_guest, ret);
         k = bench_samples_summarize(&o->reps, ret);
-        if (k < 0)
-                return k;
-        ret->median_us /= c->n;
-        ret->min_us /= c->n;
-        ret->max_us /= c->n;
-        ret->p99_us /= c->n;
-        return 0;
+        if (k == 0)
+                bench_summary_per(ret, c->n);
+        return k;
 }
 
 static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
@@ -1019,10 +950,7 @@ static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
 
 static int add_results(struct ctx *c, struct bench_report *r)
 {
-        static const struct {
-                enum method num, den;
-                const char *name;
-        } pairs[] = {
+        static const struct bench_pair pairs[] = {
                 {M_A, M_C, "A/C"},  {M_A2, M_C, "A2/C"}, {M_B, M_C, "B/C"},
                 {M_N, M_C, "N/C"},  {M_AR, M_D, "A/D"},  {M_A2R, M_D, "A2/D"},
                 {M_BR, M_D, "B/D"}, {M_A, M_N, "A/N"},   {M_AR, M_A, "Ar/A"},
@@ -1030,6 +958,7 @@ static int add_results(struct ctx *c, struct bench_report *r)
         static const enum method row_order[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR, M_N, M_C, M_D};
         static char programs[N_METHODS][32];
         struct bench_summary s[N_METHODS] = {0};
+        double med[N_METHODS];
         struct rs_cmdlist l = {0};
         unsigned per_tool[RS_N_TOOLS] = {0};
         size_t n_start, n_restart;
@@ -1056,14 +985,11 @@ static int add_results(struct ctx *c, struct bench_report *r)
                 if (k < 0)
                         return k;
         }
-        for (size_t i = 0; i < sizeof(pairs) / sizeof(*pairs); i++) {
-                enum method a = pairs[i].num, b = pairs[i].den;
-                if (!c->out[a].ran || !c->out[b].ran || !(s[b].median_us > 0))
-                        continue;
-                k = bench_report_add_ratio(r, pairs[i].name, s[a].median_us / s[b].median_us);
-                if (k < 0)
-                        return k;
-        }
+        for (int m = 0; m < N_METHODS; m++)
+                med[m] = c->out[m].ran ? s[m].median_us : 0;
+        k = bench_report_pairs(r, pairs, sizeof(pairs) / sizeof(*pairs), med, NULL);
+        if (k < 0)
+                return k;
         if (c->out[M_A].ran && c->out[M_C].ran) {
                 snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
                 bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
@@ -1132,6 +1058,51 @@ static int add_results(struct ctx *c, struct bench_report *r)
 
 /* ---- the scenario ---- */
 
+/* The tools, the notification socket, then the fat parent and the helper
+ * (bench_ctx_start), and the guests' taps. */
+static int setup(struct ctx *c, struct bench_report *r)
+{
+        int k = find_tools(&c->tools);
+
+        if (k == 0 && c->timed < c->n) {
+                c->tools.eb_save = bench_find_tool("ebtables-save");
+                c->tools.eb_restore = bench_find_tool("ebtables-restore");
+                if (!c->tools.eb_save || !c->tools.eb_restore) {
+                        bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
+                                  "ebtables-restore\n");
+                        k = -ENOENT;
+                }
+        }
+        if (k < 0)
+                return k;
+        for (int t = 0; t < RS_N_TOOLS; t++)
+                c->allow[t] = c->tools.path[t];
+        k = rs_nftmon_open(&c->mon);
+        if (k < 0) {
+                bench_log("netbroker-bench: restart: cannot listen to nftables notifications: "
+                          "%s\n",
+                          strerror(-k));
+                return k;
+        }
+        k = bench_ctx_start(&c->b, c->o, r, true, c->allow, NULL);
+        if (k < 0)
+                return k;
+        if (!nb_conn_has_feature(c->b.conn, "tap_create") ||
+            !nb_conn_has_feature(c->b.conn, "stats")) {
+                bench_log("netbroker-bench: restart: the helper offers no tap_create or stats\n");
+                return -EOPNOTSUPP;
+        }
+        c->have_fw = nb_conn_has_feature(c->b.conn, "firewall_apply") &&
+                     nb_conn_has_feature(c->b.conn, "firewall_list");
+        bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
+        k = make_taps(c);
+        if (k == 0)
+                k = warm_up(c);
+        if (k == 0 && c->timed < c->n)
+                k = make_template(c);
+        return k;
+}
+
 int bench_restart(const struct bench_opts *o, struct bench_report *r)
 {
         struct ctx *c = calloc(1, sizeof(*c));
@@ -1140,7 +1111,6 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         if (!c)
                 return -ENOMEM;
         c->o = o;
-        c->helper = o->helper;
         c->mon.fd = -1;
         c->n = o->guests ? o->guests : o->quick ? 1 : 100;
         c->timed = o->sample && o->sample < c->n ? o->sample : c->n;
@@ -1162,61 +1132,9 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
                 return -ERANGE;
         }
         c->guests = calloc(c->n, sizeof(*c->guests));
-        if (!c->guests) {
-                free(c);
-                return -ENOMEM;
-        }
-        for (unsigned g = 0; g < c->n; g++)
+        for (unsigned g = 0; g < c->n && c->guests; g++)
                 rs_guest_init(&c->guests[g], g);
-        k = find_tools(&c->tools);
-        if (k == 0 && c->timed < c->n) {
-                c->tools.eb_save = find_tool("ebtables-save");
-                c->tools.eb_restore = find_tool("ebtables-restore");
-                if (!c->tools.eb_save || !c->tools.eb_restore) {
-                        bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
-                                  "ebtables-restore\n");
-                        k = -ENOENT;
-                }
-        }
-        if (k < 0)
-                goto out;
-
-        k = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, &c->fp);
-        if (k < 0) {
-                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-k));
-                goto out;
-        }
-        r->has_parent = true;
-        r->parent = c->fp;
-        r->parent.heap = NULL;
-        r->parent.fds = NULL;
-
-        k = rs_nftmon_open(&c->mon);
-        if (k < 0) {
-                bench_log("netbroker-bench: restart: cannot listen to nftables notifications: "
-                          "%s\n",
-                          strerror(-k));
-                goto release;
-        }
-        k = helper_start(c);
-        if (k < 0)
-                goto release;
-        if (!nb_conn_has_feature(c->conn, "tap_create") || !nb_conn_has_feature(c->conn, "stats")) {
-                bench_log("netbroker-bench: restart: the helper offers no tap_create or stats\n");
-                k = -EOPNOTSUPP;
-                goto stop;
-        }
-        c->have_fw = nb_conn_has_feature(c->conn, "firewall_apply") &&
-                     nb_conn_has_feature(c->conn, "firewall_list");
-        r->helper_pid = nb_conn_helper_pid(c->conn);
-        r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
-
-        bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
-        k = make_taps(c);
-        if (k == 0)
-                k = warm_up(c);
-        if (k == 0 && c->timed < c->n)
-                k = make_template(c);
+        k = c->guests ? setup(c, r) : -ENOMEM;
         if (k == 0)
                 k = run_broker_rep(c);
         if (k == 0)
@@ -1226,13 +1144,10 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         if (k == 0)
                 k = add_results(c, r);
         /* Leave an empty ruleset behind. */
-        (void)reset(c);
-stop:
-        bench_broker_stop(c->conn);
-release:
+        if (c->b.conn)
+                (void)reset(c);
+        bench_ctx_stop(&c->b);
         rs_nftmon_close(&c->mon);
-        bench_fat_parent_release(&c->fp);
-out:
         for (int m = 0; m < N_METHODS; m++) {
                 bench_samples_clear(&c->out[m].per_guest);
                 bench_samples_clear(&c->out[m].reps);

@@ -333,3 +333,93 @@ int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
         }
         return k;
 }
+
+/* ---- shared set-up and checks ---- */
+
+const char *bench_find_tool(const char *name)
+{
+        static char found[8][64]; /* every tool found stays valid */
+        static unsigned next;
+        static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
+
+        for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+                char *p = found[next % 8];
+                snprintf(p, sizeof(found[0]), "%s/%s", dirs[i], name);
+                if (access(p, X_OK) == 0) {
+                        next++;
+                        return p;
+                }
+        }
+        return NULL;
+}
+
+int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const char *path,
+                    char *const *argv, int in_fd, char *out, size_t cap, size_t *ret_len)
+{
+        size_t len;
+        int st, r = bench_spawn_capture(fp, path, argv, in_fd, out, cap, &len, &st);
+
+        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                bench_log("netbroker-bench: %s%s %s failed: %s\n", who, argv[0],
+                          argv[1] ? argv[1] : "", out);
+                r = -EIO;
+        }
+        if (r == 0 && ret_len)
+                *ret_len = len;
+        return r;
+}
+
+void bench_summary_per(struct bench_summary *s, double n)
+{
+        s->median_us /= n;
+        s->min_us /= n;
+        s->max_us /= n;
+        s->p99_us /= n;
+}
+
+int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
+                     uint64_t *ret_done_ns, struct nb_results **ret)
+{
+        nb_results *res = NULL;
+        int r = nb_submit(conn, b, &res);
+        long bad;
+
+        if (ret_done_ns)
+                *ret_done_ns = bench_now_ns();
+
+        if (r < 0) {
+                bench_log("netbroker-bench: %ssubmit of %zu ops failed: %s (%s)\n", who, n,
+                          strerror(-r), nb_conn_error(conn));
+                return r;
+        }
+        if (nb_results_count(res) != n) {
+                bench_log("netbroker-bench: %s%zu results for %zu ops\n", who,
+                          nb_results_count(res), n);
+                r = -EPROTO;
+        } else if ((bad = nb_results_first_error(res)) >= 0) {
+                bench_log("netbroker-bench: %sop %ld: %s\n", who, bad,
+                          nb_result_message(res, (size_t)bad));
+                r = nb_result_status(res, (size_t)bad);
+                r = r < 0 ? r : -EPROTO;
+        }
+        if (r < 0)
+                nb_results_free(res);
+        else
+                *ret = res;
+        return r;
+}
+
+int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_t n,
+                       const double *v, const char *suffix)
+{
+        char name[48];
+        int k = 0;
+
+        for (size_t i = 0; i < n && k == 0; i++) {
+                if (!(v[p[i].num] > 0) || !(v[p[i].den] > 0))
+                        continue;
+                snprintf(name, sizeof(name), "%s%s", p[i].name, suffix ? suffix : "");
+                k = bench_report_add_ratio(r, name, v[p[i].num] / v[p[i].den]);
+        }
+        return k;
+}

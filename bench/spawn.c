@@ -67,21 +67,11 @@ static int bench_program(struct bench_ctx *c, const struct bench_cmd *p, const c
         return k;
 }
 
-static const char *find_iptables(void)
-{
-        static const char *const candidates[] = {"/usr/sbin/iptables", "/sbin/iptables"};
-
-        for (size_t i = 0; i < sizeof(candidates) / sizeof(*candidates); i++)
-                if (access(candidates[i], X_OK) == 0)
-                        return candidates[i];
-        return NULL;
-}
-
 int bench_spawn(const struct bench_opts *o, struct bench_report *r)
 {
         const struct bench_cmd t = {"/bin/true", "/bin/true", true_argv, NULL};
-        const struct bench_cmd ipt = {"iptables -w -L -n", find_iptables(), iptables_argv,
-                                      "Chain INPUT"};
+        const struct bench_cmd ipt = {"iptables -w -L -n", bench_find_tool("iptables"),
+                                      iptables_argv, "Chain INPUT"};
         const char *allow[3] = {t.path, ipt.path, NULL};
         unsigned n = o->count ? o->count : o->quick ? 20 : 200;
         struct bench_ctx c = {.open_max = sysconf(_SC_OPEN_MAX)};
@@ -95,8 +85,9 @@ int bench_spawn(const struct bench_opts *o, struct bench_report *r)
                 return k;
         }
         if (!ipt.path)
-                bench_report_add_note(r, "iptables: not found in /usr/sbin or /sbin; "
-                                         "its rows are skipped");
+                bench_report_add_note(r,
+                                      "iptables: not found in /usr/sbin, /sbin, /usr/bin or /bin; "
+                                      "its rows are skipped");
         k = bench_ctx_start(&c, o, r, true, allow, NULL);
         if (k < 0)
                 return k;

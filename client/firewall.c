@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "mac.h"
 
 #define ET_IPV4 0x0800
 #define ET_ARP 0x0806
@@ -226,12 +227,9 @@ NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule)
  * guest. */
 static bool mac_ok(const char *s)
 {
-        if (!s || strlen(s) != 17)
-                return false;
-        for (int i = 0; i < 17; i++)
-                if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
-                        return false;
-        return true;
+        uint8_t m[6];
+
+        return s && nbp_mac_parse(s, m) == 0;
 }
 
 /* An IPv4 address, or a prefix "a.b.c.d/N". */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fwfile.h"
+#include "mac.h"
 
 #define MAX_WORDS 256
 
@@ -86,12 +87,9 @@ static bool number(const char *s, const struct sym *syms, unsigned long min, uns
 
 static bool plain_mac(const char *s, size_t len)
 {
-        if (len != 17)
-                return false;
-        for (size_t i = 0; i < 17; i++)
-                if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
-                        return false;
-        return true;
+        uint8_t m[6];
+
+        return nbp_mac_parse_n(s, len, m) == 0;
 }
 
 /* MAC, or MAC/MASK where mask_ok. */

@@ -42,10 +42,10 @@ int nbd_fw_parse_mac(const char *s, struct nbd_fw_mac *ret)
         const char *slash = strchr(s, '/');
         struct nbd_fw_mac m = {.set = true};
 
-        if (nbd_mac_parse_n(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
+        if (nbp_mac_parse_n(s, slash ? (size_t)(slash - s) : strlen(s), m.addr) < 0)
                 return -EINVAL;
         if (slash) {
-                if (nbd_mac_parse_n(slash + 1, strlen(slash + 1), m.mask) < 0)
+                if (nbp_mac_parse_n(slash + 1, strlen(slash + 1), m.mask) < 0)
                         return -EINVAL;
         } else {
                 memset(m.mask, 0xff, 6);

@@ -302,7 +302,7 @@ int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__R
 
 static int check_mac(const char *mac, Netbroker__Result *res, const char *what, uint8_t out[6])
 {
-        if (nbd_mac_parse(mac, out) < 0)
+        if (nbp_mac_parse(mac, out) < 0)
                 return nbd_result_set(res, -EINVAL,
                                       "%s: bad MAC address '%s' (want aa:bb:cc:dd:ee:ff)", what,
                                       mac);
@@ -560,7 +560,7 @@ static int run_macvlan_common(struct nbd_job *job, Netbroker__Result *res,
         r = check_count_at_run(job, 1, res, s->tap ? "macvtap" : "macvlan");
         if (r)
                 return r;
-        s->has_mac = mac[0] && nbd_mac_parse(mac, s->mac) == 0;
+        s->has_mac = mac[0] && nbp_mac_parse(mac, s->mac) == 0;
         r = kernel_of(job)->macvlan_create(links_of(job), s, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "%s: %s", s->tap ? "macvtap" : "macvlan", err.msg);
@@ -664,7 +664,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         u = calloc(1, sizeof(*u));
         if (!u)
                 return nbd_result_set(res, -ENOMEM, "link set: out of memory");
-        c.has_mac = s->mac[0] && nbd_mac_parse(s->mac, c.mac) == 0;
+        c.has_mac = s->mac[0] && nbp_mac_parse(s->mac, c.mac) == 0;
         /* Take the state to put back before changing anything. */
         r = kernel_of(job)->get_state(links_of(job), s->name, &u->state);
         if (r == 0)

@@ -1,6 +1,7 @@
-/* The one MAC address parser (helper/mac.c) and its two users, the
- * interface ops' nbd_mac_parse and the firewall's nbd_fw_parse_mac with its
- * optional mask: which forms are taken and which are refused. */
+/* The one MAC address parser (proto/mac.c) and its users, the helper's
+ * interface ops (nbp_mac_parse), its firewall (nbd_fw_parse_mac, with an
+ * optional mask) and the client library's firewall builder: which forms are
+ * taken and which are refused. */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -8,6 +9,7 @@
 
 #include "firewall.h"
 #include "mac.h"
+#include "netbroker.h"
 #include "tests_unit.h"
 
 /* Forms strtoul/sscanf("%2x") once let through (a sign, a blank, one
@@ -30,7 +32,7 @@ START_TEST(test_mac_parser_takes_six_hex_pairs_and_nothing_else)
         struct nbd_fw_mac fw = {0};
         char with_mask[64];
 
-        ck_assert_msg(nbd_mac_parse(s, mac) == -EINVAL, "'%s' was taken as a MAC address", s);
+        ck_assert_msg(nbp_mac_parse(s, mac) == -EINVAL, "'%s' was taken as a MAC address", s);
         ck_assert_mem_eq(mac, was, 6);
         ck_assert_msg(nbd_fw_parse_mac(s, &fw) == -EINVAL, "the firewall took '%s'", s);
         snprintf(with_mask, sizeof(with_mask), "%s/ff:ff:ff:ff:ff:ff", s);
@@ -40,6 +42,12 @@ START_TEST(test_mac_parser_takes_six_hex_pairs_and_nothing_else)
         ck_assert_msg(nbd_fw_parse_mac(with_mask, &fw) == -EINVAL, "the firewall took '%s'",
                       with_mask);
         ck_assert(!fw.set);
+        /* The client library's builder, which parses with the same code. */
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_msg(nb_fw_add_no_mac_spoofing(rs, s) == -EINVAL, "the client library took '%s'",
+                      s);
+        nb_fw_ruleset_free(rs);
 }
 END_TEST
 
@@ -49,22 +57,26 @@ START_TEST(test_mac_parser_accepts_both_cases)
         uint8_t mac[6];
         struct nbd_fw_mac fw;
 
-        ck_assert_int_eq(nbd_mac_parse("52:54:00:ab:cd:ef", mac), 0);
+        ck_assert_int_eq(nbp_mac_parse("52:54:00:ab:cd:ef", mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nbd_mac_parse("52:54:00:AB:CD:EF", mac), 0);
+        ck_assert_int_eq(nbp_mac_parse("52:54:00:AB:CD:EF", mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nbd_mac_parse("52:54:00:aB:Cd:eF", mac), 0);
+        ck_assert_int_eq(nbp_mac_parse("52:54:00:aB:Cd:eF", mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nbd_mac_parse("ff:FF:00:00:00:00", mac), 0);
+        ck_assert_int_eq(nbp_mac_parse("ff:FF:00:00:00:00", mac), 0);
         ck_assert_mem_eq(mac, ((uint8_t[6]){0xff, 0xff, 0, 0, 0, 0}), 6);
         /* The firewall's mask is parsed the same way and applied. */
         ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:AB:CD:EF/FF:ff:FF:00:00:00", &fw), 0);
         ck_assert_mem_eq(fw.addr, ((uint8_t[6]){0x52, 0x54, 0, 0, 0, 0}), 6);
         ck_assert_mem_eq(fw.mask, ((uint8_t[6]){0xff, 0xff, 0xff, 0, 0, 0}), 6);
-        /* Only the first len bytes count for nbd_mac_parse_n. */
-        ck_assert_int_eq(nbd_mac_parse_n("52:54:00:ab:cd:ef/junk", 17, mac), 0);
+        /* Only the first len bytes count for nbp_mac_parse_n. */
+        ck_assert_int_eq(nbp_mac_parse_n("52:54:00:ab:cd:ef/junk", 17, mac), 0);
         ck_assert_mem_eq(mac, want, 6);
-        ck_assert_int_eq(nbd_mac_parse_n("52:54:00:ab:cd:ef", 16, mac), -EINVAL);
+        ck_assert_int_eq(nbp_mac_parse_n("52:54:00:ab:cd:ef", 16, mac), -EINVAL);
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, "52:54:00:aB:Cd:eF"), 0);
+        nb_fw_ruleset_free(rs);
 }
 END_TEST
 

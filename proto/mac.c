@@ -18,7 +18,7 @@ static int hex_digit(char c)
         return -1;
 }
 
-int nbd_mac_parse_n(const char *s, size_t len, uint8_t ret[6])
+int nbp_mac_parse_n(const char *s, size_t len, uint8_t ret[6])
 {
         uint8_t b[6];
 
@@ -36,7 +36,7 @@ int nbd_mac_parse_n(const char *s, size_t len, uint8_t ret[6])
         return 0;
 }
 
-int nbd_mac_parse(const char *s, uint8_t ret[6])
+int nbp_mac_parse(const char *s, uint8_t ret[6])
 {
-        return nbd_mac_parse_n(s, strlen(s), ret);
+        return nbp_mac_parse_n(s, strlen(s), ret);
 }

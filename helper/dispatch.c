@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "backend.h"
 #include "log.h"
 #include "ops.h"
-#include "spawn.h"
 
 NBD_LOG_CATEGORY(dispatch);
 
@@ -454,12 +454,12 @@ void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data)
 static bool slot_free(const struct nbd_job *job)
 {
         const struct nbd_config *cfg = job->ctx->cfg;
-        unsigned running = nbd_children_running();
+        unsigned running = job->ctx->be->spawn.running();
 
         if (nbd_peer_is_root(&job->peer))
                 return running < cfg->max_spawns;
         return running + cfg->root_reserved_spawns < cfg->max_spawns &&
-               nbd_children_running_of(job->peer.uid) < cfg->max_spawns_per_uid;
+               job->ctx->be->spawn.running_of(job->peer.uid) < cfg->max_spawns_per_uid;
 }
 
 static void kick_waiting(void *data);
@@ -488,6 +488,7 @@ static unsigned waiting_of(uid_t uid)
 int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_admitted)
 {
         const struct nbd_config *cfg = job->ctx->cfg;
+        const struct nbd_backend_spawn *sp = &job->ctx->be->spawn;
         uid_t uid = job->peer.uid;
 
         if (slot_free(job)) {
@@ -495,11 +496,11 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
                 return 0;
         }
         if (!nbd_peer_is_root(&job->peer) &&
-            nbd_children_running_of(uid) + waiting_of(uid) >= cfg->max_spawns_per_uid)
+            sp->running_of(uid) + waiting_of(uid) >= cfg->max_spawns_per_uid)
                 return nbd_result_set(res, -EAGAIN,
                                       "exec: uid %u has %u programs running or waiting "
                                       "(max_spawns_per_uid=%u)",
-                                      (unsigned)uid, nbd_children_running_of(uid) + waiting_of(uid),
+                                      (unsigned)uid, sp->running_of(uid) + waiting_of(uid),
                                       cfg->max_spawns_per_uid);
         if (n_waiting >= cfg->max_pending_spawns)
                 return nbd_result_set(
@@ -507,7 +508,7 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
                         "exec: %u programs are waiting to run already (max_pending_spawns)",
                         n_waiting);
         job->state = JOB_WAITING_SLOT;
-        nbd_children_on_reaped(on_child_reaped, NULL);
+        sp->on_reaped(on_child_reaped, NULL);
         job->next_waiting = NULL;
         if (waiting_tail)
                 waiting_tail->next_waiting = job;
@@ -695,7 +696,7 @@ static void kick_waiting(void *data)
         struct nbd_job *job = waiting_head;
 
         (void)data;
-        while (job && nbd_children_running() < job->ctx->cfg->max_spawns) {
+        while (job && job->ctx->be->spawn.running() < job->ctx->cfg->max_spawns) {
                 struct nbd_job *next = job->next_waiting;
                 if (slot_free(job)) {
                         unlink_waiting(job);

@@ -17,6 +17,7 @@
 #include "peer.h"
 
 struct nbd_job;
+struct nbd_backend;
 struct nbd_links;
 struct nbd_fw;
 struct nbd_fw_gone;
@@ -36,6 +37,9 @@ struct nbd_job_end_hook {
 struct nbd_dispatch_ctx {
         const struct nbd_config *cfg;
         struct nbd_loop *loop;
+        /* The kernel half of the capabilities below (backend.h): the
+         * helper's nbd_kernel_backend, or a test's fake. Never NULL. */
+        const struct nbd_backend *be;
         struct nbd_links *links; /* NULL: no interface ops (EOPNOTSUPP) */
         struct nbd_fw *fw; /* NULL: no firewall ops */
         struct nbd_fw_gone *fw_gone; /* owners removed with their interface */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "log.h"
 #include "stats.h"
 
@@ -18,6 +19,7 @@ struct gone_owner {
 };
 
 struct nbd_fw_gone {
+        const struct nbd_backend_fw *be;
         struct nbd_fw *fw;
         char (*names)[IFNAMSIZ]; /* interfaces gone since the last removal */
         size_t n, cap;
@@ -83,21 +85,21 @@ bool nbd_fw_gone_removed(const struct nbd_fw_gone *g, const char *owner, const u
 /* Remove the owners p picks, in one transaction. */
 static int remove_picked(struct nbd_fw_gone *g, struct pick *p, const char *why)
 {
-        struct nbd_fw *fw = g->fw;
+        const struct nbd_backend_fw *be = g->be;
         struct nbd_err err = {0};
         struct nbd_fw_txn *t = NULL;
-        int r = nbd_fw_list(fw, pick_owner, p, &err);
+        int r = be->list(g->fw, pick_owner, p, &err);
 
         if (r < 0 || !p->n_owners)
                 goto out;
-        r = nbd_fw_txn_begin(fw, &t, &err);
+        r = be->txn_begin(g->fw, &t, &err);
         for (size_t i = 0; r == 0 && i < p->n_owners; i++) {
-                r = nbd_fw_txn_remove(t, p->owners[i].owner, NULL, &err);
+                r = be->txn_remove(t, p->owners[i].owner, NULL, &err);
                 if (r == -ENOENT)
                         r = 0; /* removed meanwhile: nothing to do */
         }
         if (r == 0)
-                r = nbd_fw_txn_commit(t, &err);
+                r = be->txn_commit(t, &err);
         if (r == 0) {
                 nbd_stats[NBD_STAT_FW_OWNERS_GONE] += p->n_owners;
                 for (size_t i = 0; i < p->n_owners; i++) {
@@ -108,19 +110,20 @@ static int remove_picked(struct nbd_fw_gone *g, struct pick *p, const char *why)
 out:
         if (r < 0)
                 nbd_warn("cannot remove the owners of interfaces that are gone: %s", err.msg);
-        nbd_fw_txn_free(t);
+        be->txn_free(t);
         free(p->owners);
         p->owners = NULL;
         p->n_owners = p->cap_owners = 0;
         return r;
 }
 
-int nbd_fw_gone_new(struct nbd_fw *fw, struct nbd_fw_gone **ret)
+int nbd_fw_gone_new(const struct nbd_backend *be, struct nbd_fw *fw, struct nbd_fw_gone **ret)
 {
         struct nbd_fw_gone *g = calloc(1, sizeof(*g));
 
         if (!g)
                 return -ENOMEM;
+        g->be = &be->fw;
         g->fw = fw;
         g->removed = calloc(NBD_FW_GONE_REMEMBERED, sizeof(*g->removed));
         *ret = g;

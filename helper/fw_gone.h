@@ -8,7 +8,8 @@
  * removed in a transaction of its own, before the reply of the request
  * that deleted it (or at once, from the loop, when someone else did); and
  * at start-up, owners whose interface is gone already are removed too.
- * Uses only the firewall's public interface (fw_kernel.h). */
+ * Uses only the firewall's public interface (fw_kernel.h), through the
+ * backend table it is given (backend.h). */
 #pragma once
 
 #include <stdbool.h>
@@ -18,9 +19,11 @@
 #include "fw_kernel.h"
 #include "link.h"
 
+struct nbd_backend;
 struct nbd_fw_gone;
 
-int nbd_fw_gone_new(struct nbd_fw *fw, struct nbd_fw_gone **ret);
+/* be (its firewall table) must outlive the nbd_fw_gone. */
+int nbd_fw_gone_new(const struct nbd_backend *be, struct nbd_fw *fw, struct nbd_fw_gone **ret);
 void nbd_fw_gone_free(struct nbd_fw_gone *g);
 
 /* An nbd_links_on_gone() watcher: collects the names, and at the end of the

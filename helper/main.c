@@ -76,6 +76,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 
+#include "backend.h"
 #include "bandwidth.h"
 #include "config.h"
 #include "firewall.h"
@@ -84,7 +85,6 @@
 #include "log.h"
 #include "loop.h"
 #include "server.h"
-#include "spawn.h"
 
 NBD_LOG_CATEGORY(main);
 
@@ -335,9 +335,9 @@ static void on_signal(struct nbd_watch *w, uint32_t events)
 
 /* Wait for children that were killed on shutdown, so none is left a zombie
  * for our parent to inherit. */
-static void reap_children(struct nbd_loop *loop)
+static void reap_children(const struct nbd_backend *be, struct nbd_loop *loop)
 {
-        for (int i = 0; i < 500 && nbd_children_running() > 0; i++)
+        for (int i = 0; i < 500 && be->spawn.running() > 0; i++)
                 nbd_loop_iterate(loop);
 }
 
@@ -346,17 +346,18 @@ static void reap_children(struct nbd_loop *loop)
  * clean-up to the loop (link.c), bandwidth clears their IFBs (bandwidth.c). */
 static void flush_gone_links(void *links)
 {
-        nbd_links_flush_gone(links);
+        nbd_kernel_backend.links.flush_gone(links);
 }
 
 static void flush_ifbs(void *bw)
 {
-        nbd_bw_flush(bw);
+        nbd_kernel_backend.bw.flush(bw);
 }
 
 static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
                  int listen_fd, const sigset_t *handled, const char *devdir)
 {
+        const struct nbd_backend *be = &nbd_kernel_backend;
         struct nbd_loop *loop = NULL;
         struct nbd_server *srv = NULL;
         struct nbd_links *links = NULL;
@@ -369,27 +370,27 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         r = nbd_loop_new(&loop);
         if (r < 0)
                 return r;
-        r = nbd_links_open(loop, devdir, &links);
+        r = be->links.open(loop, devdir, &links);
         if (r < 0) {
                 /* Exec still works; interface ops are not offered. */
                 nbd_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
                 links = NULL;
         }
-        r = nbd_fw_open(loop, &fw);
+        r = be->fw.open(loop, &fw);
         if (r < 0) {
                 nbd_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
                 fw = NULL;
         }
-        r = links ? nbd_bw_open(nbd_links_netlink(links), &bw) : -ENOTCONN;
+        r = links ? be->bw.open(be->links.netlink(links), &bw) : -ENOTCONN;
         if (r < 0) {
                 nbd_warn("bandwidth ops are disabled: %s", strerror(-r));
                 bw = NULL;
         }
-        if (links && fw && nbd_fw_gone_new(fw, &fw_gone) < 0) {
+        if (links && fw && nbd_fw_gone_new(be, fw, &fw_gone) < 0) {
                 /* Without it, rules could outlive their interface and bind
                  * the next device of its name: no firewall then. */
                 nbd_err("out of memory: firewall ops are disabled");
-                nbd_fw_close(fw);
+                be->fw.close(fw);
                 fw = NULL;
         }
         if (links && (bw || fw_gone)) {
@@ -397,7 +398,8 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 size_t n;
 
                 /* An IFB outlives the interface it shapes unless removed;
-                 * a netdev chain binds the next device of its name. */
+                 * a netdev chain binds the next device of its name. (The
+                 * kernel's own start-up: no backend table entries.) */
                 if (bw)
                         nbd_links_on_gone(links, nbd_bw_link_gone, bw);
                 if (fw_gone)
@@ -410,7 +412,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                         free(all);
                 }
         }
-        r = nbd_server_new(cfg, loop, links, fw, fw_gone, bw, &srv);
+        r = nbd_server_new(cfg, loop, be, links, fw, fw_gone, bw, &srv);
         if (r < 0)
                 goto out;
         if ((links && (r = nbd_server_on_job_end(srv, flush_gone_links, links)) < 0) ||
@@ -444,11 +446,11 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         r = sig.quit || nbd_server_done(srv) ? 0 : r;
 out:
         nbd_server_free(srv);
-        reap_children(loop);
-        nbd_bw_close(bw); /* before links: it borrows their socket */
-        nbd_links_close(links);
+        reap_children(be, loop);
+        be->bw.close(bw); /* before links: it borrows their socket */
+        be->links.close(links);
         nbd_fw_gone_free(fw_gone);
-        nbd_fw_close(fw);
+        be->fw.close(fw);
         if (sfd >= 0)
                 close(sfd);
         nbd_loop_free(loop);

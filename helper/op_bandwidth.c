@@ -11,12 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "bandwidth.h"
 #include "ops.h"
 
 static struct nbd_bw *bw_of(const struct nbd_job *job)
 {
         return nbd_job_ctx(job)->bw;
+}
+
+/* The kernel half the job's limits are set through. */
+static const struct nbd_backend_bw *kernel_of(const struct nbd_job *job)
+{
+        return &nbd_job_ctx(job)->be->bw;
 }
 
 static void rate_from(const Netbroker__Rate *r, struct nbd_bw_rate *out)
@@ -51,9 +58,9 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
         limits_from(s, &l);
         if (nbd_bw_check(&l, &err) < 0)
                 return nbd_result_set(res, -EINVAL, "bandwidth set %s: %s", s->ifname, err.msg);
-        if (l.out.average && !nbd_bw_outbound_available(v->ctx->bw)) {
+        if (l.out.average && !v->ctx->be->bw.outbound_available(v->ctx->bw)) {
                 const char *in, *out;
-                nbd_bw_mechanisms(v->ctx->bw, &in, &out);
+                v->ctx->be->bw.mechanisms(v->ctx->bw, &in, &out);
                 return nbd_result_set(res, -EOPNOTSUPP,
                                       "bandwidth set %s: outbound limits are not available: %s",
                                       s->ifname, out);
@@ -81,7 +88,7 @@ static void undo_bw(struct nbd_job *job, void *data)
         struct undo_bw *u = data;
         struct nbd_bw_applied ignored;
 
-        nbd_bw_set(bw_of(job), u->ifname, &u->before, &ignored, NULL);
+        kernel_of(job)->set(bw_of(job), u->ifname, &u->before, &ignored, NULL);
 }
 
 /* What netbroker has on ifname now, to put back on failure. */
@@ -92,7 +99,7 @@ static struct undo_bw *snapshot(struct nbd_job *job, const char *ifname)
         if (!u)
                 return NULL;
         snprintf(u->ifname, sizeof(u->ifname), "%s", ifname);
-        if (nbd_bw_get(bw_of(job), ifname, &u->before) < 0)
+        if (kernel_of(job)->get(bw_of(job), ifname, &u->before) < 0)
                 memset(&u->before, 0, sizeof(u->before));
         return u;
 }
@@ -133,7 +140,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH;
         res->bandwidth = br;
         limits_from(s, &l);
-        r = nbd_bw_set(bw_of(job), s->ifname, &l, &applied, &err);
+        r = kernel_of(job)->set(bw_of(job), s->ifname, &l, &applied, &err);
         if (r < 0) {
                 /* Part of it may be in place: put back what was there. */
                 undo_bw(job, u);
@@ -170,7 +177,7 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         u = snapshot(job, ifname);
         if (!u)
                 return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
-        r = nbd_bw_clear(bw_of(job), ifname, &err);
+        r = kernel_of(job)->clear(bw_of(job), ifname, &err);
         if (r < 0) {
                 undo_bw(job, u);
                 free(u);

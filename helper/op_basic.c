@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "bandwidth.h"
 #include "ops.h"
-#include "spawn.h"
 
 static int run_ping(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
@@ -64,7 +64,7 @@ static int add_settings(const struct nbd_dispatch_ctx *ctx, Netbroker__StatsResu
         if (!st->settings)
                 return -ENOMEM;
         if (ctx->bw)
-                nbd_bw_mechanisms(ctx->bw, &in, &out);
+                ctx->be->bw.mechanisms(ctx->bw, &in, &out);
         if (add_setting(st, "bandwidth_inbound", in) < 0 ||
             add_setting(st, "bandwidth_outbound", out) < 0)
                 return -ENOMEM;
@@ -89,7 +89,7 @@ static int run_stats(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                 r = add_counter(st, nbd_stat_name((enum nbd_stat)i), nbd_stats[i]);
         /* Gauges, not counters: what is under way right now. */
         if (r == 0)
-                r = add_counter(st, "children_running", nbd_children_running());
+                r = add_counter(st, "children_running", nbd_job_ctx(job)->be->spawn.running());
         if (r == 0)
                 r = add_counter(st, "spawns_waiting", nbd_jobs_waiting());
         if (r == 0)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "ops.h"
 #include "spawn.h"
 
@@ -87,6 +88,7 @@ static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netb
 /* One running program. Strings in argv/envp are borrowed from the request,
  * which outlives it. */
 struct exec_run {
+        const struct nbd_backend_spawn *sp; /* the job's backend's */
         struct nbd_job *job;
         Netbroker__Result *res;
         const Netbroker__Exec *e;
@@ -152,7 +154,7 @@ static void exec_done(struct nbd_child *child, void *data)
         struct exec_run *x = data;
         struct nbd_job *job = x->job;
         Netbroker__Result *res = x->res;
-        struct nbd_child_result *cr = nbd_child_result(child);
+        struct nbd_child_result *cr = x->sp->result(child);
         Netbroker__ExecResult *er = malloc(sizeof(*er));
         unsigned timeout =
                 x->e->timeout_ms ? x->e->timeout_ms : nbd_job_ctx(job)->cfg->exec_timeout_ms;
@@ -180,7 +182,7 @@ static void exec_done(struct nbd_child *child, void *data)
                 else if (cr->exit_code)
                         nbd_result_set(res, -EIO, "exec: exited with status %d", cr->exit_code);
         }
-        nbd_child_free(child);
+        x->sp->free(child);
         exec_run_free(x);
         nbd_job_op_done(job);
 }
@@ -190,7 +192,7 @@ static void exec_cancel(void *data)
 {
         struct exec_run *x = data;
 
-        nbd_child_abandon(x->child);
+        x->sp->abandon(x->child);
         exec_run_free(x);
 }
 
@@ -215,8 +217,12 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         x = calloc(1, sizeof(*x));
         if (!x)
                 return nbd_result_set(res, -ENOMEM, "exec: out of memory");
-        *x = (struct exec_run){
-                .job = job, .res = res, .e = e, .argv = build_argv(e), .envp = build_env(e)};
+        *x = (struct exec_run){.sp = &nbd_job_ctx(job)->be->spawn,
+                               .job = job,
+                               .res = res,
+                               .e = e,
+                               .argv = build_argv(e),
+                               .envp = build_env(e)};
         if (!x->argv || !x->envp) {
                 exec_run_free(x);
                 return nbd_result_set(res, -ENOMEM, "exec: out of memory");
@@ -235,7 +241,7 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                 .output_cap = cap,
                 .uid = nbd_job_peer(job)->uid,
         };
-        r = nbd_child_spawn(nbd_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
+        r = x->sp->spawn(nbd_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
         if (r < 0) {
                 exec_run_free(x);
                 return nbd_result_set(res, r, "exec: cannot run %s: %s", e->path, strerror(-r));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "err.h"
 #include "fw_kernel.h"
 #include "fw_model.h"
@@ -232,7 +233,7 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
                 return 0;
         if (!c) {
                 c = calloc(1, sizeof(*c));
-                r = c ? nbd_fw_list(v->ctx->fw, add_creator, c, &err)
+                r = c ? v->ctx->be->fw.list(v->ctx->fw, add_creator, c, &err)
                       : nbd_err_oom(&err, "reading the owners");
                 if (r < 0) {
                         creators_free(c);
@@ -281,7 +282,7 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
             (r = nbd_check_owned(v, a->ifname, res)) || (r = check_creator(v, a->owner, res)))
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
-        r = model_from_proto(a, nbd_link_is_macvtap(v->ctx->links, a->ifname), &m, &err);
+        r = model_from_proto(a, v->ctx->be->links.is_macvtap(v->ctx->links, a->ifname), &m, &err);
         model_free(&m);
         if (r < 0)
                 return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
@@ -299,6 +300,7 @@ static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
 /* ---- running: one transaction for the batch ---- */
 
 struct fw_batch {
+        const struct nbd_backend_fw *be; /* the job's backend's */
         struct nbd_fw_txn *txn;
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
@@ -331,7 +333,7 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
                 return;
         }
         /* The request said to go on after failures: what was queued goes. */
-        r = nbd_fw_txn_commit(b->txn, &err);
+        r = b->be->txn_commit(b->txn, &err);
         b->committed = r == 0;
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
@@ -343,7 +345,7 @@ static void fw_batch_free(void *data)
 {
         struct fw_batch *b = data;
 
-        nbd_fw_txn_free(b->txn);
+        b->be->txn_free(b->txn);
         free(b->queued);
         free(b);
 }
@@ -362,7 +364,8 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                 nbd_result_set(res, -ENOMEM, "firewall: out of memory");
                 return NULL;
         }
-        r = nbd_fw_txn_begin(nbd_job_ctx(job)->fw, &b->txn, &err);
+        b->be = &nbd_job_ctx(job)->be->fw;
+        r = b->be->txn_begin(nbd_job_ctx(job)->fw, &b->txn, &err);
         if (r < 0) {
                 free(b);
                 nbd_result_set(res, r, "firewall: %s", err.msg);
@@ -395,7 +398,7 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
         b->queued[b->n_queued++] = res; /* reserve_queue() made room */
         if (!nbd_job_is_last_batched(job))
                 return 0;
-        r = nbd_fw_txn_commit(b->txn, &err);
+        r = b->be->txn_commit(b->txn, &err);
         b->committed = true; /* sent, well or not: finish has nothing to do */
         if (r == 0)
                 return 0;
@@ -431,7 +434,7 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                 free(hash);
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         }
-        bool reversed = nbd_link_is_macvtap(nbd_job_ctx(job)->links, a->ifname);
+        bool reversed = nbd_job_ctx(job)->be->links.is_macvtap(nbd_job_ctx(job)->links, a->ifname);
 
         r = model_from_proto(a, reversed, &m, &err);
         if (r == 0) {
@@ -445,7 +448,7 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                         .uid = nbd_job_peer(job)->uid,
                         .own_only = !nbd_peer_is_root(nbd_job_peer(job)),
                 };
-                r = nbd_fw_txn_apply(b->txn, &spec, &applied, &err);
+                r = b->be->txn_apply(b->txn, &spec, &applied, &err);
         }
         model_free(&m);
         if (r < 0) {
@@ -474,7 +477,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 return res->status;
         if (reserve_queue(b) < 0)
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
-        r = nbd_fw_txn_remove(b->txn, op->firewall_remove->owner,
+        r = b->be->txn_remove(b->txn, op->firewall_remove->owner,
                               nbd_peer_is_root(p) ? NULL : &p->uid, &err);
         /* Removed with its interface already: what the caller asks is
          * done, and nothing is written. */
@@ -539,7 +542,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         netbroker__firewall_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
         res->firewall_list = l;
-        r = nbd_fw_list(nbd_job_ctx(job)->fw, add_owner, &ls, &err);
+        r = nbd_job_ctx(job)->be->fw.list(nbd_job_ctx(job)->fw, add_owner, &ls, &err);
         return r < 0 ? nbd_result_set(res, r, "firewall: %s", err.msg) : 0;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "bandwidth.h"
 #include "link.h"
 #include "mac.h"
@@ -19,6 +20,12 @@
 static struct nbd_links *links_of(const struct nbd_job *job)
 {
         return nbd_job_ctx(job)->links;
+}
+
+/* The kernel half the job's interfaces are made and changed through. */
+static const struct nbd_backend_links *kernel_of(const struct nbd_job *job)
+{
+        return &nbd_job_ctx(job)->be->links;
 }
 
 /* ---- policy: what a non-root caller may make and change ----
@@ -69,7 +76,7 @@ static int check_policy_count(struct nbd_validation *v, unsigned n, Netbroker__R
         if (nbd_peer_is_root(v->peer))
                 return 0;
         if (!v->owned_counted) {
-                v->owned = nbd_links_owned_by(v->ctx->links, v->peer->uid);
+                v->owned = v->ctx->be->links.owned_by(v->ctx->links, v->peer->uid);
                 v->owned_counted = true;
         }
         if (v->owned + v->creating + n > max)
@@ -88,7 +95,7 @@ int nbd_check_owned(struct nbd_validation *v, const char *name, Netbroker__Resul
 
         if (nbd_peer_is_root(v->peer) || nbd_validation_was_created(v, name))
                 return 0;
-        if (nbd_link_owner(v->ctx->links, name, &owner) == 0 && owner == v->peer->uid)
+        if (v->ctx->be->links.owner(v->ctx->links, name, &owner) == 0 && owner == v->peer->uid)
                 return 0;
         return nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
                               (unsigned)v->peer->uid, name);
@@ -102,7 +109,7 @@ int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result
 
         if (nbd_peer_is_root(p))
                 return 0;
-        r = nbd_link_owner(links_of(job), name, &owner);
+        r = kernel_of(job)->owner(links_of(job), name, &owner);
         /* Gone: the op fails on its own, with ENODEV. */
         if (r == -ENODEV || (r == 0 && owner == p->uid))
                 return 0;
@@ -114,7 +121,7 @@ int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result
  * it owns (a missing one: the op fails on its own, with ENODEV). Else
  * sets res. */
 static int check_attach(const struct nbd_policy_section *s, const struct nbd_peer *p,
-                        struct nbd_links *links, const char *name, const char *master,
+                        const struct nbd_dispatch_ctx *ctx, const char *name, const char *master,
                         Netbroker__Result *res)
 {
         uid_t owner;
@@ -122,7 +129,7 @@ static int check_attach(const struct nbd_policy_section *s, const struct nbd_pee
 
         if (nbd_peer_is_root(p) || nbd_policy_may_bridge(s, master))
                 return 0;
-        r = nbd_link_owner(links, master, &owner);
+        r = ctx->be->links.owner(ctx->links, master, &owner);
         if (r == -ENODEV || (r == 0 && owner == p->uid))
                 return 0;
         return nbd_result_set(res, -EPERM,
@@ -136,7 +143,7 @@ static int check_policy_master(struct nbd_validation *v, const char *name, const
 {
         if (nbd_validation_was_created(v, master))
                 return 0;
-        return check_attach(policy_of(v), v->peer, v->ctx->links, name, master, res);
+        return check_attach(policy_of(v), v->peer, v->ctx, name, master, res);
 }
 
 static int check_policy_parent(struct nbd_validation *v, const char *parent, int mode,
@@ -260,7 +267,7 @@ static int check_new_name(struct nbd_validation *v, const char *name, Netbroker_
                 return nbd_result_set(res, -EEXIST,
                                       "%s: %s is created by an earlier op of this batch", what,
                                       name);
-        r = nbd_link_exists(v->ctx->links, name);
+        r = v->ctx->be->links.exists(v->ctx->links, name);
         if (r < 0)
                 return nbd_result_set(res, r, "%s: cannot look up %s: %s", what, name,
                                       strerror(-r));
@@ -283,7 +290,7 @@ int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__R
         r = check_name_syntax(name, res, what);
         if (r || nbd_validation_was_created(v, name) || nbd_validation_known_to_exist(v, name))
                 return r;
-        r = nbd_link_exists(v->ctx->links, name);
+        r = v->ctx->be->links.exists(v->ctx->links, name);
         if (r < 0)
                 return nbd_result_set(res, r, "%s: cannot look up %s: %s", what, name,
                                       strerror(-r));
@@ -446,9 +453,9 @@ static void undo_link(struct nbd_job *job, void *data)
         struct undo_link *u = data;
 
         if (u->restore)
-                nbd_link_restore(links_of(job), u->name, &u->state);
+                kernel_of(job)->restore(links_of(job), u->name, &u->state);
         else
-                nbd_link_delete(links_of(job), u->name, NULL);
+                kernel_of(job)->delete (links_of(job), u->name, NULL);
 }
 
 static int remember_created(struct nbd_job *job, const char *name)
@@ -479,7 +486,7 @@ static int check_count_at_run(struct nbd_job *job, unsigned n, Netbroker__Result
                 return 0;
         s = nbd_policy_for(&nbd_job_ctx(job)->cfg->policy, peer);
         max = s ? s->max_devices : 0;
-        owned = nbd_links_owned_by(links_of(job), peer->uid);
+        owned = kernel_of(job)->owned_by(links_of(job), peer->uid);
         if (owned + n <= max)
                 return 0;
         return nbd_result_set(res, -EDQUOT,
@@ -511,7 +518,7 @@ static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_mad
         if (r == 0)
                 r = remember_created(job, m->ifname);
         if (r < 0) {
-                nbd_link_delete(links_of(job), m->ifname, NULL);
+                kernel_of(job)->delete (links_of(job), m->ifname, NULL);
                 return nbd_result_set(res, r, "%s: %s", m->ifname, strerror(-r));
         }
         nbd_stat_inc(NBD_STAT_LINKS_CREATED);
@@ -537,7 +544,7 @@ static int run_tap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
 
         if (r)
                 return r;
-        r = nbd_link_tap_create(links_of(job), &s, &m, &err);
+        r = kernel_of(job)->tap_create(links_of(job), &s, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "tap: %s", err.msg);
         return made(job, res, &m);
@@ -554,7 +561,7 @@ static int run_macvlan_common(struct nbd_job *job, Netbroker__Result *res,
         if (r)
                 return r;
         s->has_mac = mac[0] && nbp_mac_parse(mac, s->mac) == 0;
-        r = nbd_link_macvlan_create(links_of(job), s, &m, &err);
+        r = kernel_of(job)->macvlan_create(links_of(job), s, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "%s: %s", s->tap ? "macvtap" : "macvlan", err.msg);
         return made(job, res, &m);
@@ -604,7 +611,7 @@ static int run_veth(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
 
         if (r)
                 return r;
-        r = nbd_link_veth_create(links_of(job), &s, &m, &err);
+        r = kernel_of(job)->veth_create(links_of(job), &s, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "veth: %s", err.msg);
         return made(job, res, &m);
@@ -618,8 +625,8 @@ static int run_bridge(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
 
         if (r)
                 return r;
-        r = nbd_link_bridge_create(links_of(job), op->bridge_create->name, nbd_job_peer(job)->uid,
-                                   &m, &err);
+        r = kernel_of(job)->bridge_create(links_of(job), op->bridge_create->name,
+                                          nbd_job_peer(job)->uid, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "bridge: %s", err.msg);
         return made(job, res, &m);
@@ -630,7 +637,7 @@ static int recheck_master(struct nbd_job *job, const char *name, const char *mas
 {
         const struct nbd_peer *p = nbd_job_peer(job);
 
-        return check_attach(nbd_policy_for(&nbd_job_ctx(job)->cfg->policy, p), p, links_of(job),
+        return check_attach(nbd_policy_for(&nbd_job_ctx(job)->cfg->policy, p), p, nbd_job_ctx(job),
                             name, master, res);
 }
 
@@ -659,9 +666,9 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return nbd_result_set(res, -ENOMEM, "link set: out of memory");
         c.has_mac = s->mac[0] && nbp_mac_parse(s->mac, c.mac) == 0;
         /* Take the state to put back before changing anything. */
-        r = nbd_link_get_state(links_of(job), s->name, &u->state);
+        r = kernel_of(job)->get_state(links_of(job), s->name, &u->state);
         if (r == 0)
-                r = nbd_link_set(links_of(job), &c, &ifindex, &err);
+                r = kernel_of(job)->set(links_of(job), &c, &ifindex, &err);
         else
                 nbd_err_set(&err, r, "no interface %s: %s", s->name, strerror(-r));
         if (r < 0) {
@@ -680,7 +687,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return 0;
         }
         /* This op fails, so no undo of it runs: put back what it changed. */
-        nbd_link_restore(links_of(job), s->name, &before);
+        kernel_of(job)->restore(links_of(job), s->name, &before);
         return nbd_result_set(res, -ENOMEM, "link set: out of memory");
 }
 
@@ -699,7 +706,7 @@ static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 res->ifname = (char *)protobuf_c_empty_string;
                 return nbd_result_set(res, -ENOMEM, "link delete: out of memory");
         }
-        r = nbd_link_delete(links_of(job), op->link_delete->name, &err);
+        r = kernel_of(job)->delete (links_of(job), op->link_delete->name, &err);
         return r < 0 ? nbd_result_set(res, r, "link delete: %s", err.msg) : 0;
 }
 
@@ -741,8 +748,8 @@ static int run_names_dump(struct nbd_job *job, const Netbroker__Op *op, Netbroke
         netbroker__names_result__init(nr);
         res->out_case = NETBROKER__RESULT__OUT_NAMES;
         res->names = nr;
-        nbd_links_sync(links_of(job));
-        if (nbd_names_foreach(nbd_links_names(links_of(job)), add_prefix, nr) < 0)
+        kernel_of(job)->sync(links_of(job));
+        if (nbd_names_foreach(kernel_of(job)->names(links_of(job)), add_prefix, nr) < 0)
                 return nbd_result_set(res, -ENOMEM, "names: out of memory");
         return 0;
 }

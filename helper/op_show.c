@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "bandwidth_show.h"
 #include "link.h"
 #include "link_show.h"
@@ -13,9 +14,9 @@
 
 static struct nbd_netlink *nl_of(const struct nbd_job *job)
 {
-        struct nbd_links *l = nbd_job_ctx(job)->links;
+        const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
 
-        return l ? nbd_links_netlink(l) : NULL;
+        return ctx->links ? ctx->be->links.netlink(ctx->links) : NULL;
 }
 
 /* A copy of s for a result ("" needs none). Out of memory: "", and *oom
@@ -101,7 +102,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
 
         if (name[0] && (r = nbd_job_check_owned(job, name, res)))
                 return r;
-        r = nbd_link_show(nl_of(job), name, &all, &n, &e);
+        r = nbd_job_ctx(job)->be->links.show(nl_of(job), name, &all, &n, &e);
         if (r < 0)
                 return nbd_result_set(res, r, "link list: %s", e.msg);
         l = malloc(sizeof(*l));
@@ -179,7 +180,7 @@ static int run_bw(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resul
 
         if ((r = nbd_job_check_owned(job, ifname, res)))
                 return r;
-        r = nbd_bw_show(nl_of(job), ifname, &s, &e);
+        r = nbd_job_ctx(job)->be->bw.show(nl_of(job), ifname, &s, &e);
         if (r < 0)
                 return nbd_result_set(res, r, "bandwidth show: %s", e.msg);
         b = malloc(sizeof(*b));

@@ -888,9 +888,9 @@ void nbd_server_shutdown(struct nbd_server *s)
                 conn_close(s->conns);
 }
 
-int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop, struct nbd_links *links,
-                   struct nbd_fw *fw, struct nbd_fw_gone *fw_gone, struct nbd_bw *bw,
-                   struct nbd_server **ret)
+int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop,
+                   const struct nbd_backend *be, struct nbd_links *links, struct nbd_fw *fw,
+                   struct nbd_fw_gone *fw_gone, struct nbd_bw *bw, struct nbd_server **ret)
 {
         struct nbd_server *s = calloc(1, sizeof(*s));
 
@@ -900,6 +900,7 @@ int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop, struct n
         s->loop = loop;
         s->dctx.cfg = cfg;
         s->dctx.loop = loop;
+        s->dctx.be = be;
         s->dctx.links = links;
         s->dctx.fw = fw;
         s->dctx.fw_gone = fw_gone;

@@ -10,16 +10,18 @@
 
 struct nbd_server;
 
+struct nbd_backend;
 struct nbd_links;
 
 /* links may be NULL: the interface ops are then not offered. */
 struct nbd_fw;
 struct nbd_bw;
-/* links, fw may be NULL: those ops are then not offered. */
+/* links, fw may be NULL: those ops are then not offered. be (backend.h) is
+ * the kernel half they were opened with, for the dispatcher. */
 struct nbd_fw_gone;
-int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop, struct nbd_links *links,
-                   struct nbd_fw *fw, struct nbd_fw_gone *fw_gone, struct nbd_bw *bw,
-                   struct nbd_server **ret);
+int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop,
+                   const struct nbd_backend *be, struct nbd_links *links, struct nbd_fw *fw,
+                   struct nbd_fw_gone *fw_gone, struct nbd_bw *bw, struct nbd_server **ret);
 void nbd_server_free(struct nbd_server *s);
 
 /* A listening socket (systemd's or our own). */

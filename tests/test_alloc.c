@@ -30,6 +30,7 @@
 #endif
 
 #include "alloc_hook.h"
+#include "backend_check.h"
 #include "bandwidth.h"
 #include "codec.h"
 #include "config.h"
@@ -145,12 +146,12 @@ static void send_frame(int fd, struct nbp_frame_out *f)
 /* What main.c runs at the end of each job. */
 static void flush_gone(void *links)
 {
-        nbd_links_flush_gone(links);
+        nbd_fake_backend.links.flush_gone(links);
 }
 
 static void flush_ifbs(void *bw)
 {
-        nbd_bw_flush(bw);
+        nbd_fake_backend.bw.flush(bw);
 }
 
 /* A helper that has answered Hello. Not counted. */
@@ -164,10 +165,12 @@ static void rig_up(struct rig *r)
         int sv[2];
 
         ck_assert_int_eq(nbd_loop_new(&r->loop), 0);
-        ck_assert_int_eq(nbd_links_open(r->loop, NULL, &r->links), 0);
-        ck_assert_int_eq(nbd_fw_open(r->loop, &fw), 0);
-        ck_assert_int_eq(nbd_bw_open(NULL, &bw), 0);
-        ck_assert_int_eq(nbd_server_new(&cfg, r->loop, r->links, fw, NULL, bw, &r->srv), 0);
+        ck_assert_int_eq(nbd_fake_backend.links.open(r->loop, NULL, &r->links), 0);
+        ck_assert_int_eq(nbd_fake_backend.fw.open(r->loop, &fw), 0);
+        ck_assert_int_eq(nbd_fake_backend.bw.open(NULL, &bw), 0);
+        ck_assert_int_eq(
+                nbd_server_new(&cfg, r->loop, &nbd_fake_backend, r->links, fw, NULL, bw, &r->srv),
+                0);
         ck_assert_int_eq(nbd_server_on_job_end(r->srv, flush_gone, r->links), 0);
         ck_assert_int_eq(nbd_server_on_job_end(r->srv, flush_ifbs, bw), 0);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
@@ -190,7 +193,7 @@ static void rig_down(struct rig *r)
                 step(r);
         ck_assert(nbd_server_done(r->srv));
         nbd_server_free(r->srv);
-        nbd_links_close(r->links);
+        nbd_fake_backend.links.close(r->links);
         nbd_loop_free(r->loop);
         nbp_frame_reader_reset(&r->rd);
 }
@@ -411,6 +414,15 @@ static void judge(const struct run *run, const struct run *ref, const struct nbt
         }
 }
 
+/* The reading ops, then a batch that changes the fake (the runs must), its
+ * firewall ops last as every batch's: they are not undone. */
+static int shows_then_every_op(struct nb_batch *b, int netns_fd)
+{
+        int r = nbt_build_shows(b, netns_fd);
+
+        return r ? r : nbt_build_every_op_but_exec(b, netns_fd);
+}
+
 /* Every op kind with an Exec (the job parks and resumes from the loop),
  * and without (the batch runs to its end inside nbd_job_start); firewall
  * ops that go on after a failure. */
@@ -422,6 +434,7 @@ static const struct {
         {"every op", nbt_build_every_op, false},
         {"every op but Exec", nbt_build_every_op_but_exec, false},
         {"firewall, continue on error", nbt_build_firewall_continue, true},
+        {"the reading ops, then every op but Exec", shows_then_every_op, false},
 };
 
 START_TEST(test_every_allocation_failure_ends_in_an_error_or_a_close)
@@ -493,6 +506,66 @@ START_TEST(test_an_op_refused_with_eperm_is_answered)
 }
 END_TEST
 
+/* The reading ops read the fake kernel's world through the backend table
+ * (the real link_show.c and bandwidth_show.c, given no socket, would
+ * answer EOPNOTSUPP). */
+START_TEST(test_the_reading_ops_read_the_fake_world)
+{
+        struct nbt_packed rq = {0};
+        struct run *run = calloc(1, sizeof(*run));
+        Netbroker__Result **res;
+        Netbroker__LinkInfo *vnet0;
+        Netbroker__BandwidthShowResult *bw;
+
+        ck_assert_ptr_nonnull(run);
+        request_build(nbt_build_shows, &rq);
+        run_once(&rq, 0, run);
+        ck_assert_int_eq(run->o.kind, OUT_REPLY);
+        ck_assert_uint_eq(run->o.msg->reply->n_results, 3);
+        res = run->o.msg->reply->results;
+        for (size_t i = 0; i < 3; i++)
+                ck_assert_msg(res[i]->status == 0, "op %zu: %d %s", i, res[i]->status,
+                              res[i]->message);
+        /* lo eth0 br0 vnet0 macvtap0 fail0, as fake_kernel.h starts. */
+        ck_assert_uint_eq(res[0]->link_list->n_links, 6);
+        ck_assert_str_eq(res[0]->link_list->links[4]->name, "macvtap0");
+        ck_assert_int_eq(res[0]->link_list->links[4]->kind,
+                         NETBROKER__LINK_KIND__LINK_KIND_MACVTAP);
+        ck_assert_uint_eq(res[1]->link_list->n_links, 1);
+        vnet0 = res[1]->link_list->links[0];
+        ck_assert_str_eq(vnet0->name, "vnet0");
+        ck_assert_int_eq(vnet0->ifindex, 4);
+        ck_assert_int_eq(vnet0->kind, NETBROKER__LINK_KIND__LINK_KIND_TAP);
+        ck_assert(vnet0->up);
+        ck_assert_uint_eq(vnet0->mtu, 1500);
+        ck_assert_str_eq(vnet0->mac, "52:54:00:00:00:04");
+        /* vnet0's limits: in 1000/2000/64, out 500/-/32. */
+        bw = res[2]->bandwidth_show;
+        ck_assert_ptr_nonnull(bw->inbound);
+        ck_assert_uint_eq(bw->inbound->average, 1000);
+        ck_assert_uint_eq(bw->inbound->peak, 2000);
+        ck_assert_uint_eq(bw->inbound->burst, 64);
+        ck_assert_str_eq(bw->inbound_mechanism, "htb");
+        ck_assert_ptr_nonnull(bw->outbound);
+        ck_assert_uint_eq(bw->outbound->average, 500);
+        ck_assert_uint_eq(bw->outbound->peak, 0);
+        ck_assert_str_eq(bw->outbound_mechanism, "ifb+htb");
+        netbroker__server_message__free_unpacked(run->o.msg, NULL);
+        request_free(&rq);
+        free(run);
+}
+END_TEST
+
+/* The fake kernel fakes every entry of the contract: an entry it left NULL
+ * would crash the first request that reaches it. */
+START_TEST(test_the_fake_backend_sets_every_entry)
+{
+        ck_assert_msg(nbt_backend_unset(&nbd_fake_backend) == SIZE_MAX,
+                      "nbd_fake_backend: the entry at byte %zu is NULL",
+                      nbt_backend_unset(&nbd_fake_backend));
+}
+END_TEST
+
 /* Loading a config fails with -ENOMEM and a sentence at whichever of its
  * allocations fails (the file's exec_allow, exec_env_allow and policy_dir,
  * a [policy] section, its exec list), and loads once none does. */
@@ -539,23 +612,6 @@ START_TEST(test_config_load_out_of_memory_is_a_sentence)
 }
 END_TEST
 
-/* The real link.c and bandwidth.c, renamed away for the fake kernel
- * (tests/fuzz/fake_renames.h), against a real kernel in a network
- * namespace of this test's own. */
-int nbd_real_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret);
-void nbd_real_links_close(struct nbd_links *l);
-struct nbd_netlink *nbd_real_links_netlink(struct nbd_links *l);
-int nbd_real_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
-                                struct nbd_link_made *ret, struct nbd_err *err);
-int nbd_real_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
-                      struct nbd_err *err);
-int nbd_real_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err);
-int nbd_real_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret);
-void nbd_real_bw_close(struct nbd_bw *bw);
-int nbd_real_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
-                    struct nbd_bw_applied *ret, struct nbd_err *err);
-int nbd_real_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
-
 #define UNWRITTEN "unwritten"
 
 struct kernel_tally {
@@ -580,6 +636,9 @@ static void judge_err(struct kernel_tally *t, const char *what, unsigned long n,
         snprintf(e->msg, sizeof(e->msg), "%s", UNWRITTEN);
 }
 
+/* The real link.c and bandwidth.c (linked with the fake kernel, whose
+ * users never call them) against a real kernel in a network namespace of
+ * this test's own. */
 START_TEST(test_link_and_bandwidth_fill_err_when_out_of_memory)
 {
         struct nbd_links *l = NULL;
@@ -591,8 +650,8 @@ START_TEST(test_link_and_bandwidth_fill_err_when_out_of_memory)
 
         ck_assert_msg(unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0,
                       "no network namespace of our own: %s", strerror(errno));
-        ck_assert_int_eq(nbd_real_links_open(NULL, NULL, &l), 0);
-        ck_assert_int_eq(nbd_real_bw_open(nbd_real_links_netlink(l), &bw), 0);
+        ck_assert_int_eq(nbd_links_open(NULL, NULL, &l), 0);
+        ck_assert_int_eq(nbd_bw_open(nbd_links_netlink(l), &bw), 0);
         for (n = 1; n < MAX_ITERATIONS; n++) {
                 struct nbd_link_made m = {0};
                 struct nbd_link_change c = {
@@ -601,25 +660,23 @@ START_TEST(test_link_and_bandwidth_fill_err_when_out_of_memory)
                 int r, ifindex;
 
                 nbt_alloc_arm(n);
-                r = nbd_real_link_bridge_create(l, "nbt%d", 0, &m, &e);
+                r = nbd_link_bridge_create(l, "nbt%d", 0, &m, &e);
                 judge_err(&t, "bridge create", n, r, &e);
                 c.name = m.ifname;
                 if (r == 0) {
-                        judge_err(&t, "link set", n, nbd_real_link_set(l, &c, &ifindex, &e), &e);
+                        judge_err(&t, "link set", n, nbd_link_set(l, &c, &ifindex, &e), &e);
                         judge_err(&t, "bandwidth set", n,
-                                  nbd_real_bw_set(bw, m.ifname, &lim, &applied, &e), &e);
-                        judge_err(&t, "bandwidth clear", n, nbd_real_bw_clear(bw, m.ifname, &e),
-                                  &e);
-                        judge_err(&t, "link delete", n, nbd_real_link_delete(l, m.ifname, &e), &e);
+                                  nbd_bw_set(bw, m.ifname, &lim, &applied, &e), &e);
+                        judge_err(&t, "bandwidth clear", n, nbd_bw_clear(bw, m.ifname, &e), &e);
+                        judge_err(&t, "link delete", n, nbd_link_delete(l, m.ifname, &e), &e);
                 }
                 judge_err(&t, "link set (no such interface)", n,
-                          nbd_real_link_set(l,
-                                            &(struct nbd_link_change){.name = "nbtnone", .up = -1},
-                                            &ifindex, &e),
+                          nbd_link_set(l, &(struct nbd_link_change){.name = "nbtnone", .up = -1},
+                                       &ifindex, &e),
                           &e);
                 nbt_alloc_disarm();
                 if (r == 0)
-                        nbd_real_link_delete(l, m.ifname, NULL); /* if the one above failed */
+                        nbd_link_delete(l, m.ifname, NULL); /* if the one above failed */
                 if (!nbt_alloc_failed())
                         break;
         }
@@ -630,8 +687,8 @@ START_TEST(test_link_and_bandwidth_fill_err_when_out_of_memory)
         ck_assert_msg(t.wrong == 0, "%lu checks failed (listed above)", t.wrong);
         ck_assert_uint_lt(n, MAX_ITERATIONS);
         ck_assert_uint_gt(t.oom_sentences, 0);
-        nbd_real_bw_close(bw);
-        nbd_real_links_close(l);
+        nbd_bw_close(bw);
+        nbd_links_close(l);
 }
 END_TEST
 
@@ -664,7 +721,9 @@ int main(void)
         tcase_add_loop_test(tc, test_every_allocation_failure_ends_in_an_error_or_a_close, 0,
                             sizeof(requests) / sizeof(*requests));
         tcase_add_test(tc, test_an_op_refused_with_eperm_is_answered);
+        tcase_add_test(tc, test_the_fake_backend_sets_every_entry);
         tcase_add_test(tc, test_config_load_out_of_memory_is_a_sentence);
+        tcase_add_test(tc, test_the_reading_ops_read_the_fake_world);
         tcase_add_test(tc, test_link_and_bandwidth_fill_err_when_out_of_memory);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);

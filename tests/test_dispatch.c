@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "backend_check.h"
 #include "codec.h"
 #include "config.h"
 #include "dispatch.h"
@@ -62,7 +64,7 @@ static void parked_free(void *data)
         struct parked *p = data;
 
         nbd_timer_cancel(nbd_job_ctx(p->job)->loop, &p->timer);
-        nbd_child_abandon(p->child);
+        nbd_job_ctx(p->job)->be->spawn.abandon(p->child);
         free(p);
 }
 
@@ -80,10 +82,11 @@ static void child_done(struct nbd_child *c, void *data)
 {
         struct parked *p = data;
         struct nbd_job *job = p->job;
+        const struct nbd_backend_spawn *sp = &nbd_job_ctx(job)->be->spawn;
 
-        if (nbd_child_result(c)->exit_code)
+        if (sp->result(c)->exit_code)
                 nbd_result_set(p->res, -EIO, "fake: the program failed");
-        nbd_child_free(c);
+        sp->free(c);
         free(p);
         nbd_job_op_done(job);
 }
@@ -103,7 +106,8 @@ static int run_spawn(struct nbd_job *job, Netbroker__Result *res)
         if (!p)
                 return nbd_result_set(res, -ENOMEM, "fake: out of memory");
         *p = (struct parked){.job = job, .res = res};
-        r = nbd_child_spawn(nbd_job_ctx(job)->loop, &spec, child_done, p, &p->child);
+        r = nbd_job_ctx(job)->be->spawn.spawn(nbd_job_ctx(job)->loop, &spec, child_done, p,
+                                              &p->child);
         if (r < 0) {
                 free(p);
                 return nbd_result_set(res, r, "fake: cannot spawn");
@@ -186,6 +190,7 @@ static void setup(void)
         ck_assert_int_eq(nbd_loop_new(&loop), 0);
         ctx = (struct nbd_dispatch_ctx){.cfg = &cfg,
                                         .loop = loop,
+                                        .be = &nbd_kernel_backend,
                                         .handlers = fake_table,
                                         .n_handlers = sizeof(fake_table) / sizeof(*fake_table)};
 }
@@ -367,6 +372,75 @@ START_TEST(test_features_read_the_handlers_needs)
 }
 END_TEST
 
+/* A spawn table that says how many programs run, whatever spawn.c knows. */
+static unsigned said_running;
+static void (*said_reaped_fn)(void *data);
+static void *said_reaped_data;
+
+static unsigned say_running(void)
+{
+        return said_running;
+}
+
+static unsigned say_running_of(uid_t uid)
+{
+        (void)uid;
+        return said_running;
+}
+
+static void say_on_reaped(void (*fn)(void *data), void *data)
+{
+        said_reaped_fn = fn;
+        said_reaped_data = data;
+}
+
+START_TEST(test_the_dispatcher_counts_children_through_its_backend)
+{
+        static struct nbd_backend be;
+        struct reply_seen seen = {0};
+
+        be = nbd_kernel_backend;
+        be.spawn.running = say_running;
+        be.spawn.running_of = say_running_of;
+        be.spawn.on_reaped = say_on_reaped;
+        ctx.be = &be;
+        /* max_spawns is 1, and the table says one runs: the job waits,
+         * though spawn.c runs nothing. */
+        said_running = 1;
+        mode = SPAWN;
+        start(1, &seen);
+        ck_assert_uint_eq(nbd_jobs_waiting(), 1);
+        ck_assert_ptr_nonnull(said_reaped_fn);
+        step();
+        ck_assert_uint_eq(seen.replies, 0);
+        /* The table's child is reaped: the job resumes, from the loop. */
+        said_running = 0;
+        said_reaped_fn(said_reaped_data);
+        ck_assert_uint_eq(seen.replies, 0);
+        run_until_replied(&seen);
+        ck_assert_uint_eq(seen.replies, 1);
+        ck_assert_int_eq(seen.status, 0);
+        ck_assert_uint_eq(nbd_jobs_waiting(), 0);
+        step();
+}
+END_TEST
+
+START_TEST(test_the_kernel_backend_sets_every_entry)
+{
+        struct nbd_backend be = nbd_kernel_backend;
+
+        ck_assert_msg(nbt_backend_unset(&nbd_kernel_backend) == SIZE_MAX,
+                      "nbd_kernel_backend: the entry at byte %zu is NULL",
+                      nbt_backend_unset(&nbd_kernel_backend));
+        /* The check sees a missing entry, in either table. */
+        be.fw.open = NULL;
+        ck_assert_uint_eq(nbt_backend_unset(&be), offsetof(struct nbd_backend, fw.open));
+        be = nbd_kernel_backend;
+        be.spawn.on_reaped = NULL;
+        ck_assert_uint_eq(nbt_backend_unset(&be), offsetof(struct nbd_backend, spawn.on_reaped));
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
         Suite *s = suite_create("dispatch");
@@ -380,6 +454,8 @@ static Suite *dispatch_suite(void)
         tcase_add_test(tc, test_waiting_job_resumes_when_a_child_is_reaped);
         tcase_add_test(tc, test_job_end_hooks_run_before_the_reply);
         tcase_add_test(tc, test_features_read_the_handlers_needs);
+        tcase_add_test(tc, test_the_dispatcher_counts_children_through_its_backend);
+        tcase_add_test(tc, test_the_kernel_backend_sets_every_entry);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -11,10 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "bandwidth.h"
+#include "bandwidth_show.h"
 #include "firewall.h"
 #include "fw_compile.h"
 #include "link.h"
+#include "link_show.h"
 #include "loop.h"
 #include "names.h"
 #include "spawn.h"
@@ -232,7 +235,7 @@ size_t nb_fake_describe(char *buf, size_t len)
 
 /* ---- link.h ---- */
 
-int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret)
+static int fake_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret)
 {
         int r = nb_fake_reset();
 
@@ -243,34 +246,34 @@ int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links *
         return 0;
 }
 
-void nbd_links_close(struct nbd_links *l)
+static void fake_links_close(struct nbd_links *l)
 {
         if (l)
                 nb_fake_free();
 }
 
-void nbd_links_flush_gone(struct nbd_links *l)
+static void fake_links_flush_gone(struct nbd_links *l)
 {
         (void)l; /* nothing goes behind the fake's back */
 }
 
-void nbd_links_sync(struct nbd_links *l)
+static void fake_links_sync(struct nbd_links *l)
 {
         (void)l; /* nobody else changes the fake */
 }
 
-struct nbd_names *nbd_links_names(struct nbd_links *l)
+static struct nbd_names *fake_links_names(struct nbd_links *l)
 {
         return l->names;
 }
 
-struct nbd_netlink *nbd_links_netlink(struct nbd_links *l)
+static struct nbd_netlink *fake_links_netlink(struct nbd_links *l)
 {
         (void)l;
         return NULL;
 }
 
-bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
+static bool fake_link_is_macvtap(struct nbd_links *l, const char *name)
 {
         struct fake_if *f = find_if(name);
 
@@ -278,13 +281,13 @@ bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
         return f && f->kind == K_MACVTAP;
 }
 
-int nbd_link_exists(struct nbd_links *l, const char *name)
+static int fake_link_exists(struct nbd_links *l, const char *name)
 {
         (void)l;
         return find_if(name) != NULL;
 }
 
-int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
+static int fake_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
 {
         struct fake_if *f = find_if(name);
 
@@ -297,7 +300,7 @@ int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
         return 0;
 }
 
-unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid)
+static unsigned fake_links_owned_by(struct nbd_links *l, uid_t uid)
 {
         unsigned n = 0;
 
@@ -375,8 +378,8 @@ fail:
         return r;
 }
 
-int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
-                        struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
+                                struct nbd_link_made *ret, struct nbd_err *err)
 {
         (void)l;
         if (s->queues > NBD_LINK_MAX_QUEUES) {
@@ -385,8 +388,8 @@ int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
         return create(s->name, K_TAP, s->queues ? s->queues : 1, s->creator, ret, err);
 }
 
-int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
-                            struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
+                                    struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct fake_if *f;
         int r;
@@ -401,8 +404,8 @@ int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *
         return r;
 }
 
-int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
-                         struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
+                                 struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct fake_if *f, *p;
         int r;
@@ -432,15 +435,15 @@ int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
         return 0;
 }
 
-int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
-                           struct nbd_link_made *ret, struct nbd_err *err)
+static int fake_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
+                                   struct nbd_link_made *ret, struct nbd_err *err)
 {
         (void)l;
         return create(name, K_BRIDGE, 0, creator, ret, err);
 }
 
-int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
-                 struct nbd_err *err)
+static int fake_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
+                         struct nbd_err *err)
 {
         struct fake_if *f = find_if(c->name), *m = NULL;
 
@@ -475,7 +478,7 @@ int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_
         return 0;
 }
 
-int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret)
+static int fake_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret)
 {
         struct fake_if *f = find_if(name);
 
@@ -486,7 +489,7 @@ int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_st
         return 0;
 }
 
-int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
+static int fake_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
 {
         struct fake_if *f = find_if(name);
 
@@ -499,7 +502,7 @@ int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_lin
         return 0;
 }
 
-int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
+static int fake_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
 {
         struct fake_if *f = find_if(name), *p;
 
@@ -517,28 +520,82 @@ int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
         return 0;
 }
 
+/* ---- link_show.h ---- */
+
+static const enum nbd_link_kind show_kinds[] = {
+        [K_DEVICE] = NBD_LINK_KIND_OTHER,    [K_TAP] = NBD_LINK_KIND_TAP,
+        [K_MACVTAP] = NBD_LINK_KIND_MACVTAP, [K_MACVLAN] = NBD_LINK_KIND_MACVLAN,
+        [K_VETH] = NBD_LINK_KIND_VETH,       [K_BRIDGE] = NBD_LINK_KIND_BRIDGE,
+};
+/* IFLA_INFO_KIND as the kernel names them ("" for a plain device). */
+static const char *const info_kinds[] = {"", "tun", "macvtap", "macvlan", "veth", "bridge"};
+
+static void show_one(const struct fake_if *f, struct nbd_link_info *o)
+{
+        const struct fake_if *m = f->st.master ? find_ifindex(f->st.master) : NULL;
+        const uint8_t *a = f->st.mac;
+
+        snprintf(o->name, sizeof(o->name), "%s", f->name);
+        o->ifindex = f->ifindex;
+        o->kind = show_kinds[f->kind];
+        snprintf(o->kind_name, sizeof(o->kind_name), "%s", info_kinds[f->kind]);
+        snprintf(o->mac, sizeof(o->mac), "%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3],
+                 a[4], a[5]);
+        o->mtu = f->st.mtu;
+        o->up = f->st.up;
+        snprintf(o->master, sizeof(o->master), "%s", m ? m->name : "");
+        o->has_owner = o->made_by_helper = f->owned;
+        o->owner = f->owned ? f->owner : 0;
+}
+
+static int fake_link_show(struct nbd_netlink *nl, const char *name, struct nbd_link_info **ret,
+                          size_t *ret_n, struct nbd_err *e)
+{
+        bool one = name && name[0];
+        struct nbd_link_info *all;
+        size_t n = 0;
+
+        (void)nl; /* the fake lends no socket: it reads its world */
+        if (one && !find_if(name))
+                return nbd_err_set(e, -ENODEV, "no interface %s", name);
+        if (one && refused(name))
+                return nbd_err_set(e, -EIO, "fake kernel: %s refused", name);
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                n += !one || strcmp(f->name, name) == 0;
+        all = calloc(n ? n : 1, sizeof(*all));
+        if (!all)
+                return nbd_err_oom(e, "listing the interfaces");
+        n = 0;
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                if (!one || strcmp(f->name, name) == 0)
+                        show_one(f, &all[n++]);
+        *ret = all;
+        *ret_n = n;
+        return 0;
+}
+
 /* ---- bandwidth.h ---- */
 
-int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
+static int fake_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
 {
         (void)nl;
         *ret = &the_bw;
         return 0;
 }
 
-void nbd_bw_close(struct nbd_bw *bw)
+static void fake_bw_close(struct nbd_bw *bw)
 {
         (void)bw;
 }
 
-void nbd_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out)
+static void fake_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out)
 {
         (void)bw;
         *ret_in = "htb";
         *ret_out = "ifb+htb";
 }
 
-bool nbd_bw_outbound_available(const struct nbd_bw *bw)
+static bool fake_bw_outbound_available(const struct nbd_bw *bw)
 {
         (void)bw;
         return true;
@@ -558,8 +615,8 @@ static int bw_target(const char *ifname, struct fake_if **ret, struct nbd_err *e
         return 0;
 }
 
-int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
-               struct nbd_bw_applied *ret, struct nbd_err *err)
+static int fake_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+                       struct nbd_bw_applied *ret, struct nbd_err *err)
 {
         struct fake_if *f;
         int r = nbd_bw_check(l, err);
@@ -575,13 +632,13 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
         return 0;
 }
 
-int nbd_bw_flush(struct nbd_bw *bw)
+static int fake_bw_flush(struct nbd_bw *bw)
 {
         (void)bw; /* clears take effect at once here: nothing waits */
         return 0;
 }
 
-int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
+static int fake_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
         struct fake_if *f;
         int r = bw_target(ifname, &f, err);
@@ -593,7 +650,7 @@ int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
         return 0;
 }
 
-int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
+static int fake_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         struct fake_if *f = find_if(ifname);
 
@@ -603,6 +660,39 @@ int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
         *ret = f->bw;
         /* The kernel does not keep a floor. */
         ret->in.floor = ret->out.floor = 0;
+        return 0;
+}
+
+/* ---- bandwidth_show.h ---- */
+
+/* One direction as the kernel gives it back: peak 0 when it is the
+ * average, no floor. */
+static bool show_rate(const struct nbd_bw_rate *in, const char *mech, struct nbd_bw_rate *out,
+                      char mech_out[32])
+{
+        if (!in->average)
+                return false;
+        *out = *in;
+        if (out->peak == out->average)
+                out->peak = 0;
+        out->floor = 0;
+        snprintf(mech_out, 32, "%s", mech);
+        return true;
+}
+
+static int fake_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                        struct nbd_err *e)
+{
+        struct nbd_bw_shown s = {0};
+        struct fake_if *f;
+        int r = bw_target(ifname, &f, e);
+
+        (void)nl;
+        if (r < 0)
+                return r;
+        s.has_in = show_rate(&f->bw.in, "htb", &s.in, s.in_mech);
+        s.has_out = show_rate(&f->bw.out, "ifb+htb", &s.out, s.out_mech);
+        *ret = s;
         return 0;
 }
 
@@ -618,19 +708,19 @@ struct nbd_fw_txn {
         struct txn_op *ops, **tail;
 };
 
-int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
+static int fake_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
 {
         (void)loop;
         *ret = &the_fw;
         return 0;
 }
 
-void nbd_fw_close(struct nbd_fw *fw)
+static void fake_fw_close(struct nbd_fw *fw)
 {
         (void)fw;
 }
 
-int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
+static int fake_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
 {
         struct nbd_fw_txn *t = calloc(1, sizeof(*t));
 
@@ -642,7 +732,7 @@ int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err 
         return 0;
 }
 
-void nbd_fw_txn_free(struct nbd_fw_txn *t)
+static void fake_fw_txn_free(struct nbd_fw_txn *t)
 {
         if (!t)
                 return;
@@ -682,8 +772,8 @@ static int queue(struct nbd_fw_txn *t, bool remove, const char *owner, const cha
         return 0;
 }
 
-int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
-                     struct nbd_fw_applied *ret, struct nbd_err *e)
+static int fake_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                             struct nbd_fw_applied *ret, struct nbd_err *e)
 {
         struct nbd_fw_applied a = {0};
         struct fake_owner *o;
@@ -710,8 +800,8 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         return r;
 }
 
-int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
-                      struct nbd_err *e)
+static int fake_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
+                              struct nbd_err *e)
 {
         struct fake_owner *o = find_owner(owner);
 
@@ -734,7 +824,7 @@ static void unlink_owner(const char *owner)
                 }
 }
 
-int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
+static int fake_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
 {
         /* All or nothing, as one nfnetlink batch. */
         for (struct txn_op *op = t->ops; op; op = op->next)
@@ -759,7 +849,7 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
         return 0;
 }
 
-int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
+static int fake_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
         (void)fw;
         for (const struct fake_owner *o = world.owners; o; o = o->next) {
@@ -796,18 +886,18 @@ static struct nbd_child *running_list;
 static void (*reaped_fn)(void *data);
 static void *reaped_data;
 
-void nbd_children_on_reaped(void (*fn)(void *data), void *data)
+static void fake_children_on_reaped(void (*fn)(void *data), void *data)
 {
         reaped_fn = fn;
         reaped_data = data;
 }
 
-unsigned nbd_children_running(void)
+static unsigned fake_children_running(void)
 {
         return running;
 }
 
-unsigned nbd_children_running_of(uid_t uid)
+static unsigned fake_children_running_of(uid_t uid)
 {
         unsigned n = 0;
 
@@ -821,7 +911,7 @@ unsigned nb_fake_children(void)
         return running;
 }
 
-struct nbd_child_result *nbd_child_result(struct nbd_child *c)
+static struct nbd_child_result *fake_child_result(struct nbd_child *c)
 {
         return &c->res;
 }
@@ -842,7 +932,7 @@ static void stop(struct nbd_child *c)
                 reaped_fn(reaped_data);
 }
 
-void nbd_child_free(struct nbd_child *c)
+static void fake_child_free(struct nbd_child *c)
 {
         if (!c)
                 return;
@@ -852,9 +942,9 @@ void nbd_child_free(struct nbd_child *c)
         free(c);
 }
 
-void nbd_child_abandon(struct nbd_child *c)
+static void fake_child_abandon(struct nbd_child *c)
 {
-        nbd_child_free(c);
+        fake_child_free(c);
 }
 
 static void on_exit_timer(void *data)
@@ -881,8 +971,8 @@ static int capture(struct nbd_buf *b, const void *src, size_t len, size_t cap, b
         return 0;
 }
 
-int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child_done_fn done,
-                    void *data, struct nbd_child **ret)
+static int fake_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s,
+                            nbd_child_done_fn done, void *data, struct nbd_child **ret)
 {
         const char *base = strrchr(s->path, '/') ? strrchr(s->path, '/') + 1 : s->path;
         struct nbd_child_result *res;
@@ -907,7 +997,7 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
                 res->signal = 9;
         }
         if (r < 0) {
-                nbd_child_free(c);
+                fake_child_free(c);
                 return r;
         }
         c->loop = l;
@@ -922,3 +1012,63 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
         *ret = c;
         return 0;
 }
+
+/* ---- the table the dispatcher is given ---- */
+
+const struct nbd_backend nbd_fake_backend = {
+        .links =
+                {
+                        .open = fake_links_open,
+                        .close = fake_links_close,
+                        .sync = fake_links_sync,
+                        .names = fake_links_names,
+                        .flush_gone = fake_links_flush_gone,
+                        .netlink = fake_links_netlink,
+                        .tap_create = fake_link_tap_create,
+                        .macvlan_create = fake_link_macvlan_create,
+                        .veth_create = fake_link_veth_create,
+                        .bridge_create = fake_link_bridge_create,
+                        .set = fake_link_set,
+                        .delete = fake_link_delete,
+                        .is_macvtap = fake_link_is_macvtap,
+                        .exists = fake_link_exists,
+                        .owner = fake_link_owner,
+                        .owned_by = fake_links_owned_by,
+                        .get_state = fake_link_get_state,
+                        .restore = fake_link_restore,
+                        .show = fake_link_show,
+                },
+        .bw =
+                {
+                        .open = fake_bw_open,
+                        .close = fake_bw_close,
+                        .mechanisms = fake_bw_mechanisms,
+                        .outbound_available = fake_bw_outbound_available,
+                        .set = fake_bw_set,
+                        .clear = fake_bw_clear,
+                        .flush = fake_bw_flush,
+                        .get = fake_bw_get,
+                        .show = fake_bw_show,
+                },
+        .fw =
+                {
+                        .open = fake_fw_open,
+                        .close = fake_fw_close,
+                        .txn_begin = fake_fw_txn_begin,
+                        .txn_apply = fake_fw_txn_apply,
+                        .txn_remove = fake_fw_txn_remove,
+                        .txn_commit = fake_fw_txn_commit,
+                        .txn_free = fake_fw_txn_free,
+                        .list = fake_fw_list,
+                },
+        .spawn =
+                {
+                        .spawn = fake_child_spawn,
+                        .result = fake_child_result,
+                        .free = fake_child_free,
+                        .abandon = fake_child_abandon,
+                        .running = fake_children_running,
+                        .running_of = fake_children_running_of,
+                        .on_reaped = fake_children_on_reaped,
+                },
+};

@@ -1,10 +1,13 @@
 /* An in-memory kernel for the fuzzers and the allocation-failure test.
  *
- * fake_kernel.c implements the kernel-facing half of link.h, fw_kernel.h,
- * bandwidth.h and spawn.h (those headers are the contract) over a table of
+ * fake_kernel.c implements the kernel-facing half of link.h, link_show.h,
+ * fw_kernel.h, bandwidth.h, bandwidth_show.h and spawn.h over a table of
  * fake interfaces, firewall owners and bandwidth limits, so dispatch.c, the
- * op files and server.c run unchanged without touching the kernel. It is a
- * link-time seam: a test links libnbfake instead of the real backends.
+ * op files and server.c run unchanged without touching the kernel. All of
+ * it is one table, nbd_fake_backend (helper/backend.h is the contract),
+ * which a test gives the dispatcher in place of nbd_kernel_backend; the
+ * real kernel code is linked beside it, never called, and nothing is
+ * renamed.
  *
  * The world it starts from (nb_fake_reset):
  *   lo(1)  eth0(2)  br0(3, bridge)  vnet0(4, tap, limits in and out,
@@ -21,6 +24,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "backend.h"
+
+/* The fake's half of every capability: give it to the dispatcher (struct
+ * nbd_dispatch_ctx's be, nbd_server_new's be) and open the objects with
+ * its links.open, fw.open and bw.open. */
+extern const struct nbd_backend nbd_fake_backend;
 
 /* Forget everything and build the starting world again. Returns 0 or
  * -ENOMEM. */

@@ -42,12 +42,12 @@
 /* What main.c runs at the end of each job. */
 static void flush_gone(void *links)
 {
-        nbd_links_flush_gone(links);
+        nbd_fake_backend.links.flush_gone(links);
 }
 
 static void flush_ifbs(void *bw)
 {
-        nbd_bw_flush(bw);
+        nbd_fake_backend.bw.flush(bw);
 }
 
 /* Read what the helper sent; every frame must decode. Returns false at the
@@ -95,8 +95,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         NB_HARNESS_ASSERT(nb_fake_reset() == 0);
         NB_HARNESS_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) ==
                           0);
-        NB_HARNESS_ASSERT(nbd_server_new(&h->cfg, h->loop, h->ctx.links, h->ctx.fw, NULL, h->ctx.bw,
-                                         &srv) == 0);
+        NB_HARNESS_ASSERT(nbd_server_new(&h->cfg, h->loop, h->ctx.be, h->ctx.links, h->ctx.fw, NULL,
+                                         h->ctx.bw, &srv) == 0);
         NB_HARNESS_ASSERT(nbd_server_on_job_end(srv, flush_gone, h->ctx.links) == 0);
         NB_HARNESS_ASSERT(nbd_server_on_job_end(srv, flush_ifbs, h->ctx.bw) == 0);
         NB_HARNESS_ASSERT(nbd_server_adopt(srv, sv[1]) == 0);

@@ -76,11 +76,15 @@ static struct nb_harness *harness_get(void)
         h.cfg.max_reply = 512;
         h.cfg.exec_timeout_max_ms = 10000;
         h.cfg.allow_uids[0] = geteuid();
-        if (nbd_loop_new(&h.loop) < 0 || nbd_links_open(h.loop, NULL, &links) < 0 ||
-            nbd_fw_open(h.loop, &fw) < 0 || nbd_bw_open(NULL, &bw) < 0)
+        if (nbd_loop_new(&h.loop) < 0 || nbd_fake_backend.links.open(h.loop, NULL, &links) < 0 ||
+            nbd_fake_backend.fw.open(h.loop, &fw) < 0 || nbd_fake_backend.bw.open(NULL, &bw) < 0)
                 nb_harness_fail(__FILE__, __LINE__, "set-up");
-        h.ctx = (struct nbd_dispatch_ctx){
-                .cfg = &h.cfg, .loop = h.loop, .links = links, .fw = fw, .bw = bw};
+        h.ctx = (struct nbd_dispatch_ctx){.cfg = &h.cfg,
+                                          .loop = h.loop,
+                                          .be = &nbd_fake_backend,
+                                          .links = links,
+                                          .fw = fw,
+                                          .bw = bw};
         h.netns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
         h.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (h.netns_fd < 0 || h.null_fd < 0)

@@ -246,6 +246,19 @@ int nbt_build_eperm_tap(nb_batch *b, int netns_fd)
         return nb_batch_tap_create(b, "eperm0", NULL);
 }
 
+/* The reading ops over the fake kernel's world: every interface, one, and
+ * the limits on vnet0 (in and out). */
+int nbt_build_shows(nb_batch *b, int netns_fd)
+{
+        int r = 0;
+
+        (void)netns_fd;
+        r = r ?: nb_batch_link_list(b, NULL);
+        r = r ?: nb_batch_link_list(b, "vnet0");
+        r = r ?: nb_batch_bandwidth_show(b, "vnet0");
+        return r;
+}
+
 /* Firewall ops that go on after a failure: each op's status must agree
  * with what the transaction commits. */
 int nbt_build_firewall_continue(nb_batch *b, int netns_fd)
@@ -346,6 +359,18 @@ static int exec_outputs(nb_batch *b, int fd)
         return r;
 }
 
+static int op_link_list(nb_batch *b, int fd)
+{
+        (void)fd;
+        return nb_batch_link_list(b, NULL);
+}
+
+static int op_bw_show(nb_batch *b, int fd)
+{
+        (void)fd;
+        return nb_batch_bandwidth_show(b, "vnet0");
+}
+
 static int firewall_rich(nb_batch *b, int fd)
 {
         (void)fd;
@@ -378,6 +403,10 @@ const struct nbt_request nbt_requests[] = {
         {"exec-outputs", exec_outputs},
         {"firewall-rich", firewall_rich},
         {"firewall-continue", nbt_build_firewall_continue},
+        /* Last, so the seeds above keep their request ids. */
+        {"op17-link-list", op_link_list},
+        {"op18-bandwidth-show", op_bw_show},
+        {"shows", nbt_build_shows},
 };
 const size_t nbt_n_requests = sizeof(nbt_requests) / sizeof(*nbt_requests);
 

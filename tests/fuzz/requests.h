@@ -32,6 +32,8 @@ int nbt_build_every_op(struct nb_batch *b, int netns_fd);
 int nbt_build_every_op_but_exec(struct nb_batch *b, int netns_fd);
 /* One TapCreate the fake kernel refuses with EPERM ("eperm0"). */
 int nbt_build_eperm_tap(struct nb_batch *b, int netns_fd);
+/* LinkList (all, then vnet0) and BandwidthShow of vnet0. */
+int nbt_build_shows(struct nb_batch *b, int netns_fd);
 /* Two FirewallApply and a FirewallRemove, with CONTINUE_ON_ERROR. */
 int nbt_build_firewall_continue(struct nb_batch *b, int netns_fd);
 

@@ -1,0 +1,67 @@
+/* The real backend table; see backend.h. */
+#include "backend.h"
+
+#include "bandwidth.h"
+#include "bandwidth_show.h"
+#include "fw_kernel.h"
+#include "link.h"
+#include "link_show.h"
+#include "spawn.h"
+
+const struct nbd_backend nbd_kernel_backend = {
+        .links =
+                {
+                        .open = nbd_links_open,
+                        .close = nbd_links_close,
+                        .sync = nbd_links_sync,
+                        .names = nbd_links_names,
+                        .flush_gone = nbd_links_flush_gone,
+                        .netlink = nbd_links_netlink,
+                        .tap_create = nbd_link_tap_create,
+                        .macvlan_create = nbd_link_macvlan_create,
+                        .veth_create = nbd_link_veth_create,
+                        .bridge_create = nbd_link_bridge_create,
+                        .set = nbd_link_set,
+                        .delete = nbd_link_delete,
+                        .is_macvtap = nbd_link_is_macvtap,
+                        .exists = nbd_link_exists,
+                        .owner = nbd_link_owner,
+                        .owned_by = nbd_links_owned_by,
+                        .get_state = nbd_link_get_state,
+                        .restore = nbd_link_restore,
+                        .show = nbd_link_show,
+                },
+        .bw =
+                {
+                        .open = nbd_bw_open,
+                        .close = nbd_bw_close,
+                        .mechanisms = nbd_bw_mechanisms,
+                        .outbound_available = nbd_bw_outbound_available,
+                        .set = nbd_bw_set,
+                        .clear = nbd_bw_clear,
+                        .flush = nbd_bw_flush,
+                        .get = nbd_bw_get,
+                        .show = nbd_bw_show,
+                },
+        .fw =
+                {
+                        .open = nbd_fw_open,
+                        .close = nbd_fw_close,
+                        .txn_begin = nbd_fw_txn_begin,
+                        .txn_apply = nbd_fw_txn_apply,
+                        .txn_remove = nbd_fw_txn_remove,
+                        .txn_commit = nbd_fw_txn_commit,
+                        .txn_free = nbd_fw_txn_free,
+                        .list = nbd_fw_list,
+                },
+        .spawn =
+                {
+                        .spawn = nbd_child_spawn,
+                        .result = nbd_child_result,
+                        .free = nbd_child_free,
+                        .abandon = nbd_child_abandon,
+                        .running = nbd_children_running,
+                        .running_of = nbd_children_running_of,
+                        .on_reaped = nbd_children_on_reaped,
+                },
+};

@@ -1,0 +1,111 @@
+/* The kernel half of each capability the ops use, as tables of functions.
+ *
+ * The dispatcher is given one (struct nbd_dispatch_ctx's be) and the op
+ * files, fw_gone.c and main.c call the kernel only through it. The helper
+ * runs nbd_kernel_backend (backend.c: the real link.c, link_show.c,
+ * fw_kernel.c, bandwidth.c, bandwidth_show.c and spawn.c); the fuzzers and
+ * the allocation test run tests/fuzz's nbd_fake_backend over the same
+ * dispatcher, ops and pure code (fw_model.c, fw_compile.c, names.c,
+ * nbd_bw_check, ...), without a kernel and without renaming anything: the
+ * real kernel code is linked there too, and never called. This header is
+ * the whole contract between the two: a kernel function an op needs is
+ * added here, to the real table and to the fake one (test-dispatch and
+ * test-alloc check that no entry is NULL).
+ *
+ * Each entry has the meaning, arguments and errors of the function of the
+ * real header it names; only that header documents them. What only
+ * main.c's start-up uses (nbd_links_on_gone, nbd_links_list,
+ * nbd_bw_link_gone, nbd_bw_sweep) is the kernel's alone and stays out. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "bandwidth.h"
+#include "bandwidth_show.h"
+#include "err.h"
+#include "fw_kernel.h"
+#include "link.h"
+#include "link_show.h"
+#include "loop.h"
+#include "spawn.h"
+
+/* Interfaces: link.h, and link_show.h's show. */
+struct nbd_backend_links {
+        int (*open)(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret);
+        void (*close)(struct nbd_links *l);
+        void (*sync)(struct nbd_links *l);
+        struct nbd_names *(*names)(struct nbd_links *l);
+        void (*flush_gone)(struct nbd_links *l);
+        struct nbd_netlink *(*netlink)(struct nbd_links *l);
+        int (*tap_create)(struct nbd_links *l, const struct nbd_tap_spec *s,
+                          struct nbd_link_made *ret, struct nbd_err *err);
+        int (*macvlan_create)(struct nbd_links *l, const struct nbd_macvlan_spec *s,
+                              struct nbd_link_made *ret, struct nbd_err *err);
+        int (*veth_create)(struct nbd_links *l, const struct nbd_veth_spec *s,
+                           struct nbd_link_made *ret, struct nbd_err *err);
+        int (*bridge_create)(struct nbd_links *l, const char *name, uid_t creator,
+                             struct nbd_link_made *ret, struct nbd_err *err);
+        int (*set)(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
+                   struct nbd_err *err);
+        int (*delete)(struct nbd_links *l, const char *name, struct nbd_err *err);
+        bool (*is_macvtap)(struct nbd_links *l, const char *name);
+        int (*exists)(struct nbd_links *l, const char *name);
+        int (*owner)(struct nbd_links *l, const char *name, uid_t *ret);
+        unsigned (*owned_by)(struct nbd_links *l, uid_t uid);
+        int (*get_state)(struct nbd_links *l, const char *name, struct nbd_link_state *ret);
+        int (*restore)(struct nbd_links *l, const char *name, const struct nbd_link_state *st);
+        int (*show)(struct nbd_netlink *nl, const char *name, struct nbd_link_info **ret,
+                    size_t *ret_n, struct nbd_err *e);
+};
+
+/* Bandwidth: bandwidth.h, and bandwidth_show.h's show. */
+struct nbd_backend_bw {
+        int (*open)(struct nbd_netlink *nl, struct nbd_bw **ret);
+        void (*close)(struct nbd_bw *bw);
+        void (*mechanisms)(const struct nbd_bw *bw, const char **ret_in, const char **ret_out);
+        bool (*outbound_available)(const struct nbd_bw *bw);
+        int (*set)(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+                   struct nbd_bw_applied *ret, struct nbd_err *err);
+        int (*clear)(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
+        int (*flush)(struct nbd_bw *bw);
+        int (*get)(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);
+        int (*show)(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                    struct nbd_err *e);
+};
+
+/* The firewall: fw_kernel.h. */
+struct nbd_backend_fw {
+        int (*open)(struct nbd_loop *loop, struct nbd_fw **ret);
+        void (*close)(struct nbd_fw *fw);
+        int (*txn_begin)(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e);
+        int (*txn_apply)(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                         struct nbd_fw_applied *ret, struct nbd_err *e);
+        int (*txn_remove)(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
+                          struct nbd_err *e);
+        int (*txn_commit)(struct nbd_fw_txn *t, struct nbd_err *e);
+        void (*txn_free)(struct nbd_fw_txn *t);
+        int (*list)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+};
+
+/* Programs: spawn.h. */
+struct nbd_backend_spawn {
+        int (*spawn)(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child_done_fn done,
+                     void *data, struct nbd_child **ret);
+        struct nbd_child_result *(*result)(struct nbd_child *c);
+        void (*free)(struct nbd_child *c);
+        void (*abandon)(struct nbd_child *c);
+        unsigned (*running)(void);
+        unsigned (*running_of)(uid_t uid);
+        void (*on_reaped)(void (*fn)(void *data), void *data);
+};
+
+struct nbd_backend {
+        struct nbd_backend_links links;
+        struct nbd_backend_bw bw;
+        struct nbd_backend_fw fw;
+        struct nbd_backend_spawn spawn;
+};
+
+/* The kernel: what netbrokerd runs. */
+extern const struct nbd_backend nbd_kernel_backend;

@@ -1,5 +1,0 @@
-/* The real helper/bandwidth.c with its kernel functions renamed away (see
- * fake_renames.h): only its pure functions are used. */
-#include "fake_renames.h"
-
-#include "bandwidth.c"

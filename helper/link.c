@@ -180,7 +180,7 @@ void nbd_links_sync(struct nbd_links *l)
                         while (nl_recvmsgs_default(l->nl.mon) != -NLE_AGAIN)
                                 ;
                         if (rebuild(l) < 0)
-                                nbd_err("rebuilding the name bitmaps failed");
+                                nbd_error("rebuilding the name bitmaps failed");
                         return;
                 }
                 if (r < 0)

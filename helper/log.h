@@ -49,7 +49,7 @@ int nbd_log_parse_level(const char *s);
                         nbd_log_emit(&nbd_log_cat_, (lvl), __VA_ARGS__);                           \
         } while (0)
 
-#define nbd_err(...) nbd_log(NBD_LOG_ERR, __VA_ARGS__)
+#define nbd_error(...) nbd_log(NBD_LOG_ERR, __VA_ARGS__) /* not nbd_err: that is err.h's type */
 #define nbd_warn(...) nbd_log(NBD_LOG_WARNING, __VA_ARGS__)
 #define nbd_notice(...) nbd_log(NBD_LOG_NOTICE, __VA_ARGS__)
 #define nbd_info(...) nbd_log(NBD_LOG_INFO, __VA_ARGS__)

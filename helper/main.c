@@ -257,7 +257,7 @@ static const char *private_mounts(void)
                 return NULL;
         }
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
-                nbd_err("cannot make mounts one-way: %s", strerror(errno));
+                nbd_error("cannot make mounts one-way: %s", strerror(errno));
                 return NULL;
         }
         if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL) < 0)
@@ -389,7 +389,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         if (links && fw && nbd_fw_gone_new(be, fw, &fw_gone) < 0) {
                 /* Without it, rules could outlive their interface and bind
                  * the next device of its name: no firewall then. */
-                nbd_err("out of memory: firewall ops are disabled");
+                nbd_error("out of memory: firewall ops are disabled");
                 be->fw.close(fw);
                 fw = NULL;
         }
@@ -432,7 +432,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 fcntl(o->conn_fd, F_SETFL, fcntl(o->conn_fd, F_GETFL) | O_NONBLOCK);
                 r = nbd_server_adopt(srv, o->conn_fd);
                 if (r < 0) {
-                        nbd_err("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
+                        nbd_error("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
                         r = -ECANCELED; /* said already */
                         goto out;
                 }
@@ -532,24 +532,24 @@ int main(int argc, char **argv)
         /* Stage 5. */
         r = lower_fd_limit(cfg.fd_limit);
         if (r < 0) {
-                nbd_err("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
+                nbd_error("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
                 goto out;
         }
         /* Stage 6. */
         r = drop_capabilities();
         if (r < 0) {
-                nbd_err("cannot drop capabilities");
+                nbd_error("cannot drop capabilities");
                 goto out;
         }
         /* Stage 7. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-                nbd_err("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+                nbd_error("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
                 goto out;
         }
         /* Stage 8. */
         r = serve(&cfg, &o, n_activated, listen_fd, &handled, devdir);
         if (r < 0 && r != -ECANCELED)
-                nbd_err("%s", strerror(-r));
+                nbd_error("%s", strerror(-r));
         ret = r < 0 ? 1 : 0;
 out:
         /* Also on the early exits, so that valgrind sees nothing lost. */

@@ -354,89 +354,126 @@ static void flush_ifbs(void *bw)
         nbd_kernel_backend.bw.flush(bw);
 }
 
+/* The capabilities the helper offers; any may be NULL (its ops are then
+ * not offered). */
+struct caps {
+        struct nbd_links *links;
+        struct nbd_fw *fw;
+        struct nbd_bw *bw;
+        struct nbd_fw_gone *fw_gone;
+};
+
+/* Open what the kernel offers; a capability that cannot open is left out
+ * with a warning, never fatal: Exec works without any of them. */
+static void caps_open(const struct nbd_backend *be, struct nbd_loop *loop, const char *devdir,
+                      struct caps *c)
+{
+        int r;
+
+        if ((r = be->links.open(loop, devdir, &c->links)) < 0) {
+                nbd_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
+                c->links = NULL;
+        }
+        if ((r = be->fw.open(loop, &c->fw)) < 0) {
+                nbd_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
+                c->fw = NULL;
+        }
+        r = c->links ? be->bw.open(be->links.netlink(c->links), &c->bw) : -ENOTCONN;
+        if (r < 0) {
+                nbd_warn("bandwidth ops are disabled: %s", strerror(-r));
+                c->bw = NULL;
+        }
+        if (c->links && c->fw && nbd_fw_gone_new(be, c->fw, &c->fw_gone) < 0) {
+                /* Without it, rules could outlive their interface and bind
+                 * the next device of its name: no firewall then. */
+                nbd_error("out of memory: firewall ops are disabled");
+                be->fw.close(c->fw);
+                c->fw = NULL;
+        }
+}
+
+/* An IFB outlives the interface it shapes unless removed; a netdev chain
+ * binds the next device of its name. Watch interfaces go, and sweep what
+ * went while no helper ran. (The kernel's own start-up: no backend table
+ * entries.) */
+static void caps_watch_gone(const struct caps *c)
+{
+        struct nbd_link_entry *all;
+        size_t n;
+
+        if (!c->links || (!c->bw && !c->fw_gone))
+                return;
+        if (c->bw)
+                nbd_links_on_gone(c->links, nbd_bw_link_gone, c->bw);
+        if (c->fw_gone)
+                nbd_links_on_gone(c->links, nbd_fw_gone_link, c->fw_gone);
+        if (nbd_links_list(c->links, &all, &n) == 0) {
+                if (c->bw)
+                        nbd_bw_sweep(c->bw, all, n);
+                if (c->fw_gone)
+                        nbd_fw_gone_sweep(c->fw_gone, all, n);
+                free(all);
+        }
+}
+
+static void caps_close(const struct nbd_backend *be, struct caps *c)
+{
+        be->bw.close(c->bw); /* before links: it borrows their socket */
+        be->links.close(c->links);
+        nbd_fw_gone_free(c->fw_gone);
+        be->fw.close(c->fw);
+}
+
+/* The server's sockets: systemd's, --listen's and --fd's. */
+static int add_sockets(struct nbd_server *srv, const struct options *o, int n_activated,
+                       int listen_fd)
+{
+        int r;
+
+        for (int i = 0; i < n_activated; i++)
+                if ((r = nbd_server_add_listener(srv, 3 + i)) < 0)
+                        return r;
+        if (listen_fd >= 0 && (r = nbd_server_add_listener(srv, listen_fd)) < 0)
+                return r;
+        if (o->conn_fd >= 0) {
+                fcntl(o->conn_fd, F_SETFL, fcntl(o->conn_fd, F_GETFL) | O_NONBLOCK);
+                r = nbd_server_adopt(srv, o->conn_fd);
+                if (r < 0) {
+                        nbd_error("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
+                        return -ECANCELED; /* said already */
+                }
+        }
+        return 0;
+}
+
 static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
                  int listen_fd, const sigset_t *handled, const char *devdir)
 {
         const struct nbd_backend *be = &nbd_kernel_backend;
         struct nbd_loop *loop = NULL;
         struct nbd_server *srv = NULL;
-        struct nbd_links *links = NULL;
-        struct nbd_fw *fw = NULL;
-        struct nbd_bw *bw = NULL;
-        struct nbd_fw_gone *fw_gone = NULL;
+        struct caps c = {0};
         struct sig_state sig = {0};
         int r, sfd = -1;
 
         r = nbd_loop_new(&loop);
         if (r < 0)
                 return r;
-        r = be->links.open(loop, devdir, &links);
-        if (r < 0) {
-                /* Exec still works; interface ops are not offered. */
-                nbd_warn("rtnetlink unavailable (%s): interface ops are disabled", strerror(-r));
-                links = NULL;
-        }
-        r = be->fw.open(loop, &fw);
-        if (r < 0) {
-                nbd_warn("nfnetlink unavailable (%s): firewall ops are disabled", strerror(-r));
-                fw = NULL;
-        }
-        r = links ? be->bw.open(be->links.netlink(links), &bw) : -ENOTCONN;
-        if (r < 0) {
-                nbd_warn("bandwidth ops are disabled: %s", strerror(-r));
-                bw = NULL;
-        }
-        if (links && fw && nbd_fw_gone_new(be, fw, &fw_gone) < 0) {
-                /* Without it, rules could outlive their interface and bind
-                 * the next device of its name: no firewall then. */
-                nbd_error("out of memory: firewall ops are disabled");
-                be->fw.close(fw);
-                fw = NULL;
-        }
-        if (links && (bw || fw_gone)) {
-                struct nbd_link_entry *all;
-                size_t n;
-
-                /* An IFB outlives the interface it shapes unless removed;
-                 * a netdev chain binds the next device of its name. (The
-                 * kernel's own start-up: no backend table entries.) */
-                if (bw)
-                        nbd_links_on_gone(links, nbd_bw_link_gone, bw);
-                if (fw_gone)
-                        nbd_links_on_gone(links, nbd_fw_gone_link, fw_gone);
-                if (nbd_links_list(links, &all, &n) == 0) {
-                        if (bw)
-                                nbd_bw_sweep(bw, all, n);
-                        if (fw_gone)
-                                nbd_fw_gone_sweep(fw_gone, all, n);
-                        free(all);
-                }
-        }
-        r = nbd_server_new(cfg, loop, be, links, fw, fw_gone, bw, &srv);
+        caps_open(be, loop, devdir, &c);
+        caps_watch_gone(&c);
+        r = nbd_server_new(cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);
         if (r < 0)
                 goto out;
-        if ((links && (r = nbd_server_on_job_end(srv, flush_gone_links, links)) < 0) ||
-            (bw && (r = nbd_server_on_job_end(srv, flush_ifbs, bw)) < 0))
+        if ((c.links && (r = nbd_server_on_job_end(srv, flush_gone_links, c.links)) < 0) ||
+            (c.bw && (r = nbd_server_on_job_end(srv, flush_ifbs, c.bw)) < 0))
                 goto out;
         sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0 || nbd_loop_add(loop, &sig.w, sfd, EPOLLIN, on_signal, &sig) < 0) {
                 r = -errno;
                 goto out;
         }
-        for (int i = 0; i < n_activated; i++)
-                if ((r = nbd_server_add_listener(srv, 3 + i)) < 0)
-                        goto out;
-        if (listen_fd >= 0 && (r = nbd_server_add_listener(srv, listen_fd)) < 0)
+        if ((r = add_sockets(srv, o, n_activated, listen_fd)) < 0)
                 goto out;
-        if (o->conn_fd >= 0) {
-                fcntl(o->conn_fd, F_SETFL, fcntl(o->conn_fd, F_GETFL) | O_NONBLOCK);
-                r = nbd_server_adopt(srv, o->conn_fd);
-                if (r < 0) {
-                        nbd_error("--fd %d: not a usable connection: %s", o->conn_fd, strerror(-r));
-                        r = -ECANCELED; /* said already */
-                        goto out;
-                }
-        }
         nbd_info("serving (fd limit %u, %zu programs allowed)", cfg->fd_limit, cfg->n_exec_allow);
         while (!sig.quit && !nbd_server_done(srv)) {
                 r = nbd_loop_iterate(loop);
@@ -447,14 +484,46 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
 out:
         nbd_server_free(srv);
         reap_children(be, loop);
-        be->bw.close(bw); /* before links: it borrows their socket */
-        be->links.close(links);
-        nbd_fw_gone_free(fw_gone);
-        be->fw.close(fw);
+        caps_close(be, &c);
         if (sfd >= 0)
                 close(sfd);
         nbd_loop_free(loop);
         return r;
+}
+
+/* Stage 1: keep 0-2 and our sockets (systemd's from 3, --fd's), close every
+ * other fd we were started with. Returns 0 or -1 (said on stderr). */
+static int keep_only_our_fds(const struct options *o, int n_activated)
+{
+        int first_stray = 3 + n_activated;
+
+        if (o->conn_fd >= 0) {
+                if (o->conn_fd >= first_stray && o->conn_fd > 3)
+                        close_range((unsigned)first_stray, (unsigned)o->conn_fd - 1, 0);
+                if (o->conn_fd >= first_stray)
+                        first_stray = o->conn_fd + 1;
+                if (fcntl(o->conn_fd, F_SETFD, FD_CLOEXEC) < 0) {
+                        fprintf(stderr, "netbrokerd: --fd %d: %s\n", o->conn_fd, strerror(errno));
+                        return -1;
+                }
+        }
+        close_range((unsigned)first_stray, ~0u, 0);
+        return 0;
+}
+
+/* The environment overrides the file's log level and filters. */
+static int configure_logging(const struct nbd_config *cfg)
+{
+        const char *lvl = getenv("NETBROKERD_LOG_LEVEL");
+        const char *filters = getenv("NETBROKERD_LOG_FILTERS");
+        int level = lvl ? nbd_log_parse_level(lvl) : cfg->log_level;
+
+        if (level < 0 ||
+            nbd_log_configure(level, filters ? filters : cfg->log_filters, cfg->log_syslog) < 0) {
+                fprintf(stderr, "netbrokerd: bad log level or filters\n");
+                return -1;
+        }
+        return 0;
 }
 
 int main(int argc, char **argv)
@@ -464,7 +533,7 @@ int main(int argc, char **argv)
         sigset_t handled;
         struct nbd_err err = {0};
         const char *devdir;
-        int r, n_activated, first_stray, listen_fd = -1, ret = 1;
+        int r, n_activated, listen_fd = -1, ret = 1;
 
         if (parse_args(argc, argv, &o) < 0) {
                 ret = 2;
@@ -483,18 +552,8 @@ int main(int argc, char **argv)
                 ret = 2;
                 goto out;
         }
-        first_stray = 3 + n_activated;
-        if (o.conn_fd >= 0) {
-                if (o.conn_fd >= first_stray && o.conn_fd > 3)
-                        close_range((unsigned)first_stray, (unsigned)o.conn_fd - 1, 0);
-                if (o.conn_fd >= first_stray)
-                        first_stray = o.conn_fd + 1;
-                if (fcntl(o.conn_fd, F_SETFD, FD_CLOEXEC) < 0) {
-                        fprintf(stderr, "netbrokerd: --fd %d: %s\n", o.conn_fd, strerror(errno));
-                        goto out;
-                }
-        }
-        close_range((unsigned)first_stray, ~0u, 0);
+        if (keep_only_our_fds(&o, n_activated) < 0)
+                goto out;
         if (o.listen_path) {
                 listen_fd = listen_on(o.listen_path);
                 if (listen_fd < 0) {
@@ -517,16 +576,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "netbrokerd: %s\n", err.msg);
                 goto out;
         }
-        {
-                const char *lvl = getenv("NETBROKERD_LOG_LEVEL");
-                const char *filters = getenv("NETBROKERD_LOG_FILTERS");
-                int level = lvl ? nbd_log_parse_level(lvl) : cfg.log_level;
-                if (level < 0 || nbd_log_configure(level, filters ? filters : cfg.log_filters,
-                                                   cfg.log_syslog) < 0) {
-                        fprintf(stderr, "netbrokerd: bad log level or filters\n");
-                        goto out;
-                }
-        }
+        if (configure_logging(&cfg) < 0)
+                goto out;
         /* Stage 4. */
         devdir = private_mounts();
         /* Stage 5. */

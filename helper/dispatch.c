@@ -321,6 +321,53 @@ int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *jo
 
 /* ---- validation: reads the system at most, never changes it ---- */
 
+/* Op i, alone: known to this helper, allowed to this peer by policy, and
+ * valid by its handler. Returns 0, or -errno with its result set. */
+static int validate_op(struct nbd_job *job, struct nbd_validation *v, size_t i)
+{
+        const Netbroker__Op *op = job->req->ops[i];
+        const struct nbd_op_handler *h = handler_for(job->ctx, op);
+        Netbroker__Result *res = job->results[i];
+        struct nbd_err why = {0};
+        int r;
+
+        if (!h) {
+                nbd_stat_inc(NBD_STAT_OPS_UNKNOWN);
+                return nbd_result_set(res, -EOPNOTSUPP,
+                                      "unknown operation: this helper does not run it (see "
+                                      "Hello's features)");
+        }
+        if ((r = nbd_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, &why)) < 0)
+                return nbd_result_set(res, -EPERM, "%s", why.msg);
+        if (h->validate && (r = h->validate(v, op, res)) < 0) {
+                if (!res->status)
+                        nbd_result_set(res, r, "%s: %s", h->name, strerror(-r));
+                return r;
+        }
+        if (h->batched)
+                job->last_batched = i;
+        return 0;
+}
+
+/* What validation kept for the batch goes; fds no op asked for are closed
+ * at once: the client's mistake must not cost the helper its few fds. */
+static void validation_end(struct nbd_job *job, struct nbd_validation *v)
+{
+        if (v->cache_free)
+                v->cache_free(v->cache);
+        for (size_t i = 0; i < v->n_claims; i++)
+                free(v->claims[i]);
+        free(v->claims);
+        for (size_t i = 0; i < job->nfds; i++)
+                if (!v->fd_used[i] && job->fds[i] >= 0) {
+                        close(job->fds[i]);
+                        job->fds[i] = -1;
+                }
+        free(v->created);
+        free(v->exists);
+        free(v->fd_used);
+}
+
 static int validate_request(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
@@ -342,31 +389,7 @@ static int validate_request(struct nbd_job *job)
                 return -ENOMEM;
         }
         for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
-                int r;
-
-                const struct nbd_op_handler *h = handler_for(job->ctx, req->ops[i]);
-                struct nbd_err why = {0};
-                bool refused = false;
-
-                if (!h) {
-                        nbd_stat_inc(NBD_STAT_OPS_UNKNOWN);
-                        nbd_result_set(
-                                job->results[i], -EOPNOTSUPP,
-                                "unknown operation: this helper does not run it (see Hello's "
-                                "features)");
-                        refused = true;
-                } else if (nbd_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, &why) <
-                           0) {
-                        nbd_result_set(job->results[i], -EPERM, "%s", why.msg);
-                        refused = true;
-                } else if (h->validate && (r = h->validate(&v, req->ops[i], job->results[i]))) {
-                        if (!job->results[i]->status)
-                                nbd_result_set(job->results[i], r, "%s: %s", h->name, strerror(-r));
-                        refused = true;
-                } else if (h->batched) {
-                        job->last_batched = i;
-                }
-                if (!refused)
+                if (validate_op(job, &v, i) == 0)
                         continue;
                 /* Going on after failures goes on after refusals too: a
                  * guest's clean-up batch still removes its firewall when its
@@ -382,21 +405,7 @@ static int validate_request(struct nbd_job *job)
         }
         if (n_refused)
                 nbd_stats[NBD_STAT_OP_ERRORS] += n_refused;
-        if (v.cache_free)
-                v.cache_free(v.cache);
-        for (size_t i = 0; i < v.n_claims; i++)
-                free(v.claims[i]);
-        free(v.claims);
-        /* fds no op asked for are closed at once: the client's mistake must
-         * not cost the helper its few fds. */
-        for (size_t i = 0; i < job->nfds; i++)
-                if (!v.fd_used[i] && job->fds[i] >= 0) {
-                        close(job->fds[i]);
-                        job->fds[i] = -1;
-                }
-        free(v.created);
-        free(v.exists);
-        free(v.fd_used);
+        validation_end(job, &v);
         if (bad == SIZE_MAX)
                 return 0;
         for (size_t i = 0; i < req->n_ops; i++)

@@ -155,16 +155,12 @@ struct bench_stats {
 int bench_helper_stats(struct nb_conn *conn, const char *who, struct bench_stats *ret);
 /* Counter `name` of s, or false when s has none. */
 bool bench_stat_get(const struct bench_stats *s, const char *name, uint64_t *ret);
-/* One Stats request for the counters names[0..n-1], into values[]: 0, or
- * -errno (-ENOENT: the helper has no such counter), said as above. */
-int bench_helper_counters(struct nb_conn *conn, const char *who, const char *const *names,
-                          uint64_t *values, size_t n);
 
 /* ---- the report (report.c) ---- */
 
 #define BENCH_MAX_ROWS 32
 #define BENCH_MAX_RATIOS 32
-#define BENCH_MAX_NOTES 12
+#define BENCH_MAX_NOTES 2
 
 struct bench_row {
         const char *method; /* short name: "A", "B", ... */
@@ -176,33 +172,6 @@ struct bench_row {
 struct bench_ratio {
         char name[48]; /* "A/B", "A/B iptables" */
         double value;
-};
-
-/* A scenario's own figures, beyond the timing rows: one table whose columns
- * the scenario names, printed before the rows, and in the JSON as the member
- * "figures", an array of objects keyed by the columns' keys. A NAN cell is
- * printed as "-" in the table and as null in the JSON. */
-#define BENCH_MAX_COLS 12
-#define BENCH_MAX_LINES 24
-
-struct bench_column {
-        const char *key; /* JSON key */
-        const char *heading; /* table heading, at most `width` bytes */
-        int width, decimals;
-};
-
-struct bench_line {
-        const char *method;
-        double v[BENCH_MAX_COLS];
-        char text[64]; /* the last column, free text (the JSON key is text_key) */
-};
-
-struct bench_figures {
-        const struct bench_column *cols;
-        size_t n_cols;
-        const char *text_key, *text_heading;
-        struct bench_line lines[BENCH_MAX_LINES];
-        size_t n_lines;
 };
 
 /* A headline comparison: what a scenario gives `all`'s summary table and
@@ -221,7 +190,6 @@ struct bench_compare {
 struct bench_report {
         const char *scenario;
         const char *title; /* one line under the header */
-        const char *const *legend; /* "A  fork, ..." lines, NULL-terminated */
         const char *ratios_title; /* what the ratios are; NULL: "ratios of medians" */
         bool has_parent; /* the scenario measured from a fat parent: */
         struct bench_fat_parent parent; /* a copy of its figures (heap already freed) */
@@ -232,7 +200,6 @@ struct bench_report {
         size_t n_ratios;
         char notes[BENCH_MAX_NOTES][160]; /* skipped programs and the like */
         size_t n_notes;
-        struct bench_figures figures; /* n_cols 0: none */
         struct bench_compare compares[BENCH_MAX_COMPARES];
         size_t n_compares;
 };
@@ -243,10 +210,6 @@ int bench_report_add_row(struct bench_report *r, const char *method, const char 
 int bench_report_add_ratio(struct bench_report *r, const char *name, double value);
 int bench_report_add_note(struct bench_report *r, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
-/* A line of figures: values for the first n of r->figures.cols (the rest
- * are NAN) and the text column. Returns the line, or NULL when full. */
-struct bench_line *bench_report_add_line(struct bench_report *r, const char *method,
-                                         const double *v, size_t n, const char *text);
 /* base2 NULL (or base2->n == 0): no second baseline. Returns 0, -ENOSPC. */
 int bench_report_add_compare(struct bench_report *r, const char *what, const char *base_name,
                              const struct bench_summary *base, const char *base2_name,

@@ -177,17 +177,3 @@ bool bench_stat_get(const struct bench_stats *s, const char *name, uint64_t *ret
                 }
         return false;
 }
-
-int bench_helper_counters(struct nb_conn *conn, const char *who, const char *const *names,
-                          uint64_t *values, size_t n)
-{
-        struct bench_stats s;
-        int r = bench_helper_stats(conn, who, &s);
-
-        for (size_t i = 0; r == 0 && i < n; i++)
-                if (!bench_stat_get(&s, names[i], &values[i])) {
-                        r = -ENOENT;
-                        stats_failed(conn, who, r);
-                }
-        return r;
-}

@@ -532,7 +532,7 @@ static int add_note(struct bench_report *r, const struct ctx *c)
         size_t o = 0;
 
         for (int s = 0; s < N_STEPS; s++)
-                if (c->words[s] != steps[s].libvirt && o < sizeof(lacks))
+                if (steps[s].lacks && c->words[s] != steps[s].libvirt && o < sizeof(lacks))
                         o += (size_t)snprintf(lacks + o, sizeof(lacks) - o, " %s", steps[s].lacks);
         return o ? bench_report_add_note(r, "A: the kernel lacks%s: those commands ran without it",
                                          lacks)

@@ -178,7 +178,7 @@ void bench_fat_parent_release(struct bench_fat_parent *p)
         p->devnull = -1;
 }
 
-int bench_drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
+static int drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
 {
         char scratch[4096];
         size_t len = 0;
@@ -250,7 +250,7 @@ int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, lon
                 child_fail("netbroker-bench: execve failed in the child\n");
         }
         close(pfd[1]);
-        r = bench_drain_fd(pfd[0], out, cap, ret_len);
+        r = drain_fd(pfd[0], out, cap, ret_len);
         close(pfd[0]);
         /* Reap even when reading failed: no zombie left behind. */
         k = bench_wait_child(pid, ret_status);
@@ -278,7 +278,7 @@ int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, cha
                 close(pfd[0]);
                 return r;
         }
-        r = bench_drain_fd(pfd[0], out, cap, ret_len);
+        r = drain_fd(pfd[0], out, cap, ret_len);
         close(pfd[0]);
         k = bench_wait_child(pid, ret_status);
         return r < 0 ? r : k;

@@ -139,7 +139,7 @@ static int probe(int fd, const char *name)
 {
         struct ifreq ifr = {0};
 
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%.*s", IFNAMSIZ - 1, name);
         if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
                 return 1;
         return errno == ENODEV || errno == ENXIO ? 0 : -errno;
@@ -167,7 +167,7 @@ static int probe_libvirt(int family, const char *name)
 
 static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o)
 {
-        char name[24]; /* "macvtap" and a suffix of at most 4 digits here */
+        char name[24]; /* "macvtap" and at most 4 digits (BENCH_NAMES_MAX_COUNT) */
         uint64_t t0 = bench_now_ns(), t;
         int r = 0;
 
@@ -206,14 +206,11 @@ static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o
 
 static int keep_fd(struct ctx *c, int fd)
 {
-        if (c->nfds == c->cap) {
-                size_t ncap = c->cap ? c->cap * 2 : 256;
-                int *p = realloc(c->fds, ncap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                c->fds = p;
-                c->cap = ncap;
-        }
+        int *p = bench_grow(c->fds, &c->cap, c->nfds, sizeof(*p));
+
+        if (!p)
+                return -ENOMEM;
+        c->fds = p;
         c->fds[c->nfds++] = fd;
         return 0;
 }

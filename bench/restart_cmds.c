@@ -97,14 +97,10 @@ static int add_line(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phas
 
         if (e == '-')
                 return 0;
-        if (l->n == l->cap) {
-                size_t ncap = l->cap ? l->cap * 2 : 256;
-                struct rs_cmd *p = realloc(l->v, ncap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                l->v = p;
-                l->cap = ncap;
-        }
+        c = bench_grow(l->v, &l->cap, l->n, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        l->v = c;
         c = &l->v[l->n];
         *c = (struct rs_cmd){.expect = e == 'M'   ? RS_MUST_SUCCEED
                                        : e == 'O' ? RS_EXPECT_OK
@@ -188,75 +184,51 @@ void rs_cmd_print(const struct rs_cmd *c, FILE *f)
 
 /* N: what netbrokerd installs for no-promisc + clean-traffic, in nft's
  * language, so that C and N differ only in how the rules reach the kernel. */
+static const char nft_guest[] =
+        "\tchain $X-to-no-promisc {\n"
+        "\t\tether daddr $MAC return\n"
+        "\t\tether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00 return\n"
+        "\t\tdrop\n\t}\n"
+        "\tchain $X-from-no-mac-spoofing {\n\t\tether saddr $MAC return\n\t\tdrop\n\t}\n"
+        "\tchain $X-from-no-ip-spoofing {\n"
+        "\t\tip saddr 0.0.0.0 udp sport 68 udp dport 67 return\n"
+        "\t\tip saddr $IP return\n"
+        "\t\tmeta protocol ip drop\n\t}\n"
+        "\tchain $X-from-no-arp-spoofing {\n"
+        "\t\tarp saddr ether != $MAC drop\n"
+        "\t\tarp operation request arp saddr ip $IP return\n"
+        "\t\tarp operation reply arp saddr ip $IP return\n"
+        "\t\tmeta protocol arp drop\n\t}\n"
+        "\tchain $X-from-clean-traffic {\n"
+        "\t\tmeta protocol ip accept\n\t\tmeta protocol arp accept\n"
+        "\t\tmeta protocol 0x0835 accept\n"
+        "\t\tmeta protocol 0x8035 ether saddr $MAC ether daddr ff:ff:ff:ff:ff:ff accept\n\t}\n"
+        "\tchain $X-to-clean-traffic {\n"
+        "\t\tmeta protocol ip accept\n\t\tmeta protocol arp accept\n"
+        "\t\tmeta protocol 0x8035 ether daddr ff:ff:ff:ff:ff:ff accept\n\t}\n"
+        "\tchain $X-from-no-other-l2-traffic {\n\t\tdrop\n\t}\n"
+        "\tchain $X-to-no-other-l2-traffic {\n\t\tdrop\n\t}\n"
+        "\tchain $X-from {\n\t\tcomment \"$X $MAC\"\n"
+        "\t\ttype filter hook ingress device \"$X\" priority filter; policy accept;\n"
+        "\t\tjump $X-from-no-mac-spoofing\n\t\tjump $X-from-no-ip-spoofing\n"
+        "\t\tjump $X-from-no-arp-spoofing\n\t\tjump $X-from-clean-traffic\n"
+        "\t\tjump $X-from-no-other-l2-traffic\n\t}\n"
+        "\tchain $X-to {\n\t\tcomment \"$X $MAC\"\n"
+        "\t\ttype filter hook egress device \"$X\" priority filter; policy accept;\n"
+        "\t\tjump $X-to-no-promisc\n\t\tjump $X-to-clean-traffic\n"
+        "\t\tjump $X-to-no-other-l2-traffic\n\t}\n";
+
 int rs_nft_write(FILE *f, const struct rs_guest *guests, size_t n)
 {
-        static const char *const from[] = {"no-mac-spoofing", "no-ip-spoofing", "no-arp-spoofing",
-                                           "clean-traffic", "no-other-l2-traffic"};
-        static const char *const to[] = {"no-promisc", "clean-traffic", "no-other-l2-traffic"};
+        char buf[4096];
+        int r = 0;
 
         fprintf(f, "table netdev " RS_NFT_TABLE " {\n");
-        for (size_t i = 0; i < n; i++) {
-                const struct rs_guest *g = &guests[i];
-                const char *x = g->ifname;
-
-                fprintf(f,
-                        "\tchain %s-to-no-promisc {\n"
-                        "\t\tether daddr %s return\n"
-                        "\t\tether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00 return\n"
-                        "\t\tdrop\n\t}\n",
-                        x, g->mac);
-                fprintf(f,
-                        "\tchain %s-from-no-mac-spoofing {\n"
-                        "\t\tether saddr %s return\n"
-                        "\t\tdrop\n\t}\n",
-                        x, g->mac);
-                fprintf(f,
-                        "\tchain %s-from-no-ip-spoofing {\n"
-                        "\t\tip saddr 0.0.0.0 udp sport 68 udp dport 67 return\n"
-                        "\t\tip saddr %s return\n"
-                        "\t\tmeta protocol ip drop\n\t}\n",
-                        x, g->ip);
-                fprintf(f,
-                        "\tchain %s-from-no-arp-spoofing {\n"
-                        "\t\tarp saddr ether != %s drop\n"
-                        "\t\tarp operation request arp saddr ip %s return\n"
-                        "\t\tarp operation reply arp saddr ip %s return\n"
-                        "\t\tmeta protocol arp drop\n\t}\n",
-                        x, g->mac, g->ip, g->ip);
-                fprintf(f,
-                        "\tchain %s-from-clean-traffic {\n"
-                        "\t\tmeta protocol ip accept\n"
-                        "\t\tmeta protocol arp accept\n"
-                        "\t\tmeta protocol 0x0835 accept\n"
-                        "\t\tmeta protocol 0x8035 ether saddr %s ether daddr ff:ff:ff:ff:ff:ff "
-                        "accept\n\t}\n",
-                        x, g->mac);
-                fprintf(f,
-                        "\tchain %s-to-clean-traffic {\n"
-                        "\t\tmeta protocol ip accept\n"
-                        "\t\tmeta protocol arp accept\n"
-                        "\t\tmeta protocol 0x8035 ether daddr ff:ff:ff:ff:ff:ff accept\n\t}\n",
-                        x);
-                fprintf(f, "\tchain %s-from-no-other-l2-traffic {\n\t\tdrop\n\t}\n", x);
-                fprintf(f, "\tchain %s-to-no-other-l2-traffic {\n\t\tdrop\n\t}\n", x);
-                fprintf(f,
-                        "\tchain %s-from {\n"
-                        "\t\tcomment \"%s %s\"\n"
-                        "\t\ttype filter hook ingress device \"%s\" priority filter; policy "
-                        "accept;\n",
-                        x, x, g->mac, x);
-                for (size_t k = 0; k < sizeof(from) / sizeof(*from); k++)
-                        fprintf(f, "\t\tjump %s-from-%s\n", x, from[k]);
-                fprintf(f,
-                        "\t}\n\tchain %s-to {\n"
-                        "\t\tcomment \"%s %s\"\n"
-                        "\t\ttype filter hook egress device \"%s\" priority filter; policy "
-                        "accept;\n",
-                        x, x, g->mac, x);
-                for (size_t k = 0; k < sizeof(to) / sizeof(*to); k++)
-                        fprintf(f, "\t\tjump %s-to-%s\n", x, to[k]);
-                fprintf(f, "\t}\n");
+        for (size_t i = 0; i < n && r == 0; i++) {
+                r = expand(&guests[i], nft_guest, sizeof(nft_guest) - 1, buf, sizeof(buf));
+                if (r == 0)
+                        fputs(buf, f);
         }
         fprintf(f, "}\n");
-        return ferror(f) ? -EIO : 0;
+        return r < 0 ? r : ferror(f) ? -EIO : 0;
 }

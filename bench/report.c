@@ -1,6 +1,5 @@
-/* One report per run, printed as a table for people or as one JSON object
- * for scripts. The JSON carries the same figures as the table, so neither
- * has to be parsed to get at the other. */
+/* One report per run: a table for people, or one JSON object with the same
+ * figures for scripts. */
 #include "bench.h"
 
 #include <errno.h>
@@ -263,20 +262,26 @@ void bench_json_machine(FILE *f)
         fputc('}', f);
 }
 
+/* ,"runs":..,"median_us":..,"min_us":..,"max_us":..,"p99_us":.. */
+static void json_summary(FILE *f, const struct bench_summary *s)
+{
+        fprintf(f, ",\"runs\":%zu,\"median_us\":", s->n);
+        bench_json_number(f, s->median_us, 3);
+        fputs(",\"min_us\":", f);
+        bench_json_number(f, s->min_us, 3);
+        fputs(",\"max_us\":", f);
+        bench_json_number(f, s->max_us, 3);
+        fputs(",\"p99_us\":", f);
+        bench_json_number(f, s->p99_us, 3);
+}
+
 static void json_row(FILE *f, const struct bench_row *w)
 {
         fputs("{\"method\":", f);
         bench_json_string(f, w->method);
         fputs(",\"program\":", f);
         bench_json_string(f, w->program);
-        fprintf(f, ",\"runs\":%zu,\"median_us\":", w->s.n);
-        bench_json_number(f, w->s.median_us, 3);
-        fputs(",\"min_us\":", f);
-        bench_json_number(f, w->s.min_us, 3);
-        fputs(",\"max_us\":", f);
-        bench_json_number(f, w->s.max_us, 3);
-        fputs(",\"p99_us\":", f);
-        bench_json_number(f, w->s.p99_us, 3);
+        json_summary(f, &w->s);
         fputs(",\"vs_A\":", f);
         bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
         fputc('}', f);
@@ -286,14 +291,7 @@ static void json_side(FILE *f, const char *key, const char *name, const struct b
 {
         fprintf(f, ",\"%s\":{\"method\":", key);
         bench_json_string(f, name);
-        fprintf(f, ",\"runs\":%zu,\"median_us\":", s->n);
-        bench_json_number(f, s->median_us, 3);
-        fputs(",\"min_us\":", f);
-        bench_json_number(f, s->min_us, 3);
-        fputs(",\"max_us\":", f);
-        bench_json_number(f, s->max_us, 3);
-        fputs(",\"p99_us\":", f);
-        bench_json_number(f, s->p99_us, 3);
+        json_summary(f, s);
         fputc('}', f);
 }
 

@@ -52,7 +52,6 @@ struct ctx {
         unsigned n;
         unsigned timed; /* the last `timed` guests are timed; the others are filled */
         char *tmpl; /* ebtables-save after guest 0's start, for filling */
-        unsigned n_reps; /* repetitions of N, C, D so far */
         struct outcome out[N_METHODS];
         char *fw_hash[MAX_GUESTS]; /* C's hashes, for D */
         char d_check[160];
@@ -724,8 +723,6 @@ static int run_broker_rep(struct ctx *c)
                 r = run_nft_file(c);
                 if (r == 0 && c->have_fw)
                         r = run_c_and_d(c);
-                if (r == 0)
-                        c->n_reps++;
         }
         return r;
 }

@@ -1,19 +1,6 @@
-/* `netbroker-bench all`: every scenario in one process run, and
- * `netbroker-bench --scale`: names and restart at 10, 100 and 1,000.
- *
- * One process, so every scenario forks from the same fat parent (set up
- * once, held for the whole run) and runs against the same helper binary;
- * each scenario gets a network namespace of its own, so what one leaves
- * behind (restart's taps, names' veth) cannot slow the next. Within each
- * scenario the baseline and broker methods take turns (see each file), and
- * every figure is a median with its min and max. The sizes are chosen so
- * that a full run takes minutes, not hours; each scenario's own command
- * still runs any size (restart --guests 100, names --counts 82,1000,4096).
- *
- * Output: each scenario's report, then one summary line per baseline and
- * comparison (baseline / broker, ratio of medians); --json as one object
- * with the summary, a flat "ratios" map and every scenario's report;
- * --json-out FILE the same into a file; --png FILE the chart. */
+/* `all`: every scenario in one process, each in a network namespace of its
+ * own, all forking from one fat parent; `--scale`: names and restart at 10,
+ * 100 and 1,000. Then each report, the summary, --json, --png. */
 #include "bench.h"
 
 #include <errno.h>
@@ -189,10 +176,7 @@ static void print_scale(const struct run *run, FILE *f)
                 }
                 fprintf(f, " %7.2fx\n", scale_growth(run, w));
         }
-        fprintf(f,
-                "growth: at N=%u over N=%u. restart: %u guests timed at each N, the others' "
-                "rules restored\nuntimed, so each figure is the cost of one guest with N "
-                "guests in place, measured.\n",
+        fprintf(f, "growth: at N=%u over N=%u; restart: %u guests timed at each N\n",
                 scale_ns[N_SCALE_NS - 1], scale_ns[0], SCALE_SAMPLE);
 }
 
@@ -233,11 +217,7 @@ static void print_summary(const struct run *run, FILE *f)
                 if (run->res[i].err == 0)
                         any |= bench_report_print_compares(run->res[i].r, run->res[i].label, f);
         if (!any)
-                fprintf(f, "(no figures)\n");
-        fprintf(f, "\nmedians; base/brk = baseline median / broker median. A: fork, close every fd "
-                   "to 8192, exec from\nthe fat parent (libvirt 2018); A2: the same with "
-                   "close_range (today); names A: probing for a\nfree name; log: X (debug "
-                   "compiled out) over O (debug off at run time).\n");
+                fprintf(f, "(no comparisons)\n");
 }
 
 static bool is_scale(const struct run *run)

@@ -1,46 +1,9 @@
-/* Scenario "bandwidth": inbound and outbound limits on N interfaces (issue
- * 5; seeds/003 is the tc report whose commands these are).
- *
- *  A   libvirt's virNetDevBandwidthSet (src/util/virnetdevbandwidth.c),
- *      one tc process per command, forked from the fat parent (8192-fd
- *      limit, 1 GiB of heap), which closes fds 3..limit-1 one by one before
- *      exec, as virExec did; one command at a time. Per interface:
- *        virNetDevBandwidthClear: tc qdisc del dev X root
- *                                 tc qdisc del dev X ingress
- *        (libvirt ignores their exit status: on a clean interface both
- *        fail, the kernel having nothing to delete)
- *        inbound:  tc qdisc add dev X root handle 1: htb default 1
- *                  tc class add dev X parent 1: classid 1:1 htb rate ..kbps
- *                     ceil ..kbps burst ..kb quantum ..
- *                  tc qdisc add dev X parent 1:1 handle 2: sfq perturb 10
- *                  tc filter add dev X parent 1:0 protocol all prio 1
- *                     handle 1 fw flowid 1
- *        outbound: tc qdisc add dev X ingress
- *                  tc filter add dev X parent ffff: protocol all u32 match
- *                     u32 0 0 police rate ..kbps burst ..kb mtu 64kb drop
- *                     flowid :1
- *      Three of these need kernel parts a kernel may lack (sch_sfq, cls_fw,
- *      act_police; this one has none of them). Each is tried once, before
- *      anything is timed; where the kernel refuses it, the same command
- *      without the missing part runs instead (pfifo for sfq, u32 match-all
- *      for fw, the u32 filter without its police action), so that A forks
- *      and execs exactly as many processes as libvirt and each one does
- *      real work. Every command must succeed, but for the two clears,
- *      whose refusal must come from the kernel ("... qdisc ...").
- *      The report lists the exact commands run.
- *  A2  the same commands with close_range(3, ~0) instead of the loop
- *      (libvirt today).
- *  B   one request of N BandwidthSet ops (the same rates) to netbrokerd.
- *
- * Every run starts from the same state: no limit anywhere (the helper's
- * BandwidthClear, then the root and ingress qdiscs deleted over netlink
- * from here), checked with `tc -j qdisc show` and the device list. After
- * every run the same listing must show an htb root and an ingress qdisc on
- * each interface, and for B an IFB with its htb root per interface. A, A2
- * and B take turns, RUNS times; the figures are the medians of the runs.
- *
- * The interfaces are veth pairs (vbw0/vbp0, ...) in the bench's private
- * namespace; the limits go on the vbw ends, as on a guest's tap. */
+/* Scenario "bandwidth": inbound and outbound limits on N veth interfaces:
+ * libvirt's 8 tc processes per interface (virNetDevBandwidthSet, seeds/003)
+ * from the fat parent (A: close loop, A2: close_range) against one request
+ * of N BandwidthSet ops (B). A kernel part libvirt's command needs and this
+ * kernel lacks is replaced by the same command without it, so A still forks
+ * as often; every run starts with no limit and is checked with tc -j. */
 #include "bench.h"
 
 #include <errno.h>
@@ -136,39 +99,8 @@ enum method { M_A, M_A2, M_B, N_METHODS };
 
 static const char *const method_names[N_METHODS] = {"A", "A2", "B"};
 
-enum col {
-        C_N,
-        C_RUNS,
-        C_PROCS_IF,
-        C_FAILED_IF,
-        C_NL_IF,
-        C_IFB_IF,
-        C_TOTAL,
-        C_MIN,
-        C_MAX,
-        C_MS_IF,
-        N_COLS
-};
-
-static const struct bench_column columns[N_COLS] = {
-        [C_N] = {"interfaces", "N", 4, 0},
-        [C_RUNS] = {"runs", "runs", 4, 0},
-        [C_PROCS_IF] = {"processes_per_interface", "procs/if", 8, 1},
-        [C_FAILED_IF] = {"ignored_failures_per_interface", "fail/if", 7, 1},
-        [C_NL_IF] = {"helper_netlink_messages_per_interface", "nl/if", 6, 1},
-        [C_IFB_IF] = {"ifbs_per_interface", "ifb/if", 6, 1},
-        [C_TOTAL] = {"total_ms", "total ms", 10, 2},
-        [C_MIN] = {"min_total_ms", "min ms", 10, 2},
-        [C_MAX] = {"max_total_ms", "max ms", 10, 2},
-        [C_MS_IF] = {"ms_per_interface", "ms/if", 8, 3},
-};
-
 struct outcome {
         struct bench_samples per_if; /* us; A, A2: each interface alone; B: run / N */
-        uint64_t procs, failed; /* over all runs */
-        uint64_t helper_nl; /* B, over all runs */
-        uint64_t ifbs; /* IFB devices found after each run, summed */
-        unsigned runs;
 };
 
 struct ctx {
@@ -183,8 +115,6 @@ struct ctx {
         /* The variant of each step this kernel takes, and why. */
         const char *words[N_STEPS];
         char refused[N_STEPS][96];
-        char clear_msg[2][96]; /* what the kernel said to each clear */
-        char mech_in[64], mech_out[96]; /* what B's results say is in place */
         struct outcome out[N_METHODS];
         char out_buf[OUT_CAP];
 };
@@ -258,10 +188,8 @@ static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
                 return r;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
                 return 0;
-        if (steps[s].clear && WIFEXITED(st) && clear_refusal_ok(c->out_buf)) {
-                first_line(c->out_buf, c->clear_msg[s == S_DEL_INGRESS], sizeof(c->clear_msg[0]));
+        if (steps[s].clear && WIFEXITED(st) && clear_refusal_ok(c->out_buf))
                 return 1;
-        }
         format_cmd(c->words[s], c->ifname[i], cmd, sizeof(cmd));
         bench_log("netbroker-bench: bandwidth: %s: exit status %d%s: %s\n", cmd,
                   WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? " (signal)" : "",
@@ -294,10 +222,6 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
                                   "(inbound '%s', outbound '%s')\n",
                                   c->ifname[i], mi, mo);
                         r = -EPROTO;
-                }
-                if (r == 0 && i == 0) {
-                        snprintf(c->mech_in, sizeof(c->mech_in), "%s", mi);
-                        snprintf(c->mech_out, sizeof(c->mech_out), "%s", mo);
                 }
         }
         *ret_us = (double)(t1 - t0) / 1000.0;
@@ -506,7 +430,6 @@ static int check_limited(struct ctx *c, enum method m)
                           s.ifb_htb_roots, c->n, c->n, leaves, ifbs, ifbs);
                 return -EPROTO;
         }
-        c->out[m].ifbs += s.ifbs;
         return 0;
 }
 
@@ -523,11 +446,8 @@ static int run_tc(struct ctx *c, enum method m, double *ret_us)
                 uint64_t t0 = bench_now_ns();
                 double us;
 
-                for (int s = 0; s < N_STEPS && r >= 0; s++) {
+                for (int s = 0; s < N_STEPS && r >= 0; s++)
                         r = run_step(c, m == M_A2, (enum step)s, i);
-                        o->procs++;
-                        o->failed += r == 1;
-                }
                 us = (double)(bench_now_ns() - t0) / 1000.0;
                 *ret_us += us;
                 r = r < 0 ? r : bench_samples_add(&o->per_if, us);
@@ -535,21 +455,11 @@ static int run_tc(struct ctx *c, enum method m, double *ret_us)
         return r;
 }
 
-/* B: one request; the Stats requests around it send nothing to the kernel. */
 static int run_helper(struct ctx *c, double *ret_us)
 {
-        static const char *const names[] = {"netlink_messages"};
-        uint64_t nl0, nl1;
-        int r = bench_helper_counters(c->b.conn, "bandwidth: ", names, &nl0, 1);
+        int r = bandwidth_set(c, c->n, ret_us);
 
-        if (r == 0)
-                r = bandwidth_set(c, c->n, ret_us);
-        if (r == 0)
-                r = bench_helper_counters(c->b.conn, "bandwidth: ", names, &nl1, 1);
-        if (r < 0)
-                return r;
-        c->out[M_B].helper_nl += nl1 - nl0;
-        return bench_samples_add(&c->out[M_B].per_if, *ret_us / c->n);
+        return r < 0 ? r : bench_samples_add(&c->out[M_B].per_if, *ret_us / c->n);
 }
 
 static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool timed,
@@ -564,7 +474,6 @@ static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool t
                 r = m == M_B ? run_helper(c, ret_us) : run_tc(c, m, ret_us);
         if (r == 0)
                 r = check_limited(c, m);
-        c->out[m].runs += r == 0;
         return r;
 }
 
@@ -616,102 +525,18 @@ static int warm_up_helper(struct ctx *c)
 
 /* ---- the report ---- */
 
-#define LEGEND_LINES (2 + 2 * N_STEPS + 8)
-
-static char legend_buf[2 * N_STEPS][200];
-static const char *legend[LEGEND_LINES + 1];
-
-static void build_legend(struct ctx *c)
+/* The one note: what this kernel lacked, so that A ran another command. */
+static int add_note(struct bench_report *r, const struct ctx *c)
 {
-        static const char *const head[] = {
-                "A   libvirt's virNetDevBandwidthSet: per interface, these tc processes, each "
-                "forked from",
-                "    the fat parent, fds 3..8191 closed one by one before exec (virExec), one at "
-                "a time:",
-        };
-        static const char *const tail[] = {
-                "    (the two clears fail on a clean interface, as libvirt's do; it ignores "
-                "their status)",
-                "    *: libvirt's own command needs what this kernel lacks: the line above it "
-                "ran instead",
-                "A2  the same commands, fork + close_range(3, ~0) + exec (libvirt today)",
-                "B   one request of N BandwidthSet ops to netbrokerd (same rates; IFB + htb "
-                "for outbound)",
-                "procs/if: tc processes per interface; fail/if: clears refused by the kernel "
-                "(ignored);",
-                "nl/if: the helper's netlink_messages delta per interface; ifb/if: IFB "
-                "devices after a run;",
-                "total ms: median of the runs (min, max beside it); ms/if = total / N.",
-                "Rows below: A, A2 each interface timed alone; B a run's time / N.",
-        };
-        size_t k = 0, b = 0;
-        char cmd[180];
+        char lacks[96] = "";
+        size_t o = 0;
 
-        for (size_t i = 0; i < sizeof(head) / sizeof(*head); i++)
-                legend[k++] = head[i];
-        for (int s = 0; s < N_STEPS; s++) {
-                format_cmd(c->words[s], "X", cmd, sizeof(cmd));
-                snprintf(legend_buf[b], sizeof(legend_buf[b]), "      %s", cmd);
-                legend[k++] = legend_buf[b++];
-                if (c->words[s] == steps[s].libvirt)
-                        continue;
-                format_cmd(steps[s].libvirt, "X", cmd, sizeof(cmd));
-                snprintf(legend_buf[b], sizeof(legend_buf[b]), "    * %s", cmd);
-                legend[k++] = legend_buf[b++];
-        }
-        for (size_t i = 0; i < sizeof(tail) / sizeof(*tail); i++)
-                legend[k++] = tail[i];
-        legend[k] = NULL;
-}
-
-static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
-                    const struct bench_summary *t)
-{
-        static const char *const what[N_METHODS] = {
-                [M_A] = "tc from the fat parent, close loop",
-                [M_A2] = "tc from the fat parent, close_range",
-                [M_B] = "one BandwidthSet batch",
-        };
-        const struct outcome *o = &c->out[m];
-        double v[N_COLS], per_run = (double)c->n * o->runs;
-
-        v[C_N] = c->n;
-        v[C_RUNS] = o->runs;
-        v[C_PROCS_IF] = m == M_B ? 0 : (double)o->procs / per_run;
-        v[C_FAILED_IF] = m == M_B ? NAN : (double)o->failed / per_run;
-        v[C_NL_IF] = m == M_B ? (double)o->helper_nl / per_run : NAN;
-        v[C_IFB_IF] = (double)o->ifbs / per_run;
-        v[C_TOTAL] = t->median_us / 1000.0;
-        v[C_MIN] = t->min_us / 1000.0;
-        v[C_MAX] = t->max_us / 1000.0;
-        v[C_MS_IF] = t->median_us / 1000.0 / c->n;
-        return bench_report_add_line(r, method_names[m], v, N_COLS, what[m]) ? 0 : -ENOSPC;
-}
-
-static void add_notes(struct bench_report *r, const struct ctx *c, const struct bench_summary *t)
-{
-        char cmd[120];
-
-        for (int s = 0; s < N_STEPS; s++) {
-                if (c->words[s] == steps[s].libvirt)
-                        continue;
-                format_cmd(c->words[s], "X", cmd, sizeof(cmd));
-                bench_report_add_note(r, "no %s: A ran \"%s\" instead (%s)", steps[s].lacks, cmd,
-                                      c->refused[s]);
-        }
-        bench_report_add_note(r, "the clears on a clean interface: \"%s\", \"%s\"", c->clear_msg[0],
-                              c->clear_msg[1]);
-        bench_report_add_note(r,
-                              "one tc process: %.1f ms (A), %.1f ms (A2), mean of the %d per "
-                              "interface",
-                              t[M_A].median_us / 1000.0 / c->n / N_STEPS,
-                              t[M_A2].median_us / 1000.0 / c->n / N_STEPS, N_STEPS);
-        bench_report_add_note(r, "B: the helper reports inbound \"%s\", outbound \"%s\"",
-                              c->mech_in, c->mech_out);
-        bench_report_add_note(r,
-                              "checked after every run (tc -j qdisc show): an htb root and an "
-                              "ingress qdisc on each of the %u interfaces; B: %u IFBs with htb",
-                              c->n, c->n);
+        for (int s = 0; s < N_STEPS; s++)
+                if (steps[s].lacks && c->words[s] != steps[s].libvirt && o < sizeof(lacks))
+                        o += (size_t)snprintf(lacks + o, sizeof(lacks) - o, " %s", steps[s].lacks);
+        return o ? bench_report_add_note(r, "A: the kernel lacks%s: those commands ran without it",
+                                         lacks)
+                 : 0;
 }
 
 /* t: the runs' totals; the rows are per interface. */
@@ -726,18 +551,14 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct bench
         for (int m = 0; m < N_METHODS && k == 0; m++) {
                 med[m] = t[m].median_us;
                 k = bench_samples_summarize(&c->out[m].per_if, &s[m]);
-                if (k == 0)
-                        k = add_line(r, c, (enum method)m, &t[m]);
         }
         if (k == 0)
                 k = bench_report_methods(r, methods, s, N_METHODS, NULL, NULL);
         if (k == 0)
                 k = bench_report_pairs(r, pairs, N_METHODS, med, NULL);
-        if (k < 0)
-                return k;
-        build_legend(c);
-        add_notes(r, c, t);
-        return 0;
+        if (k == 0)
+                k = add_note(r, c);
+        return k;
 }
 
 /* ---- the scenario ---- */
@@ -800,12 +621,7 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
         c->n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
         r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
                    "one batch";
-        r->legend = legend;
         r->ratios_title = "ratios of median totals";
-        r->figures.cols = columns;
-        r->figures.n_cols = N_COLS;
-        r->figures.text_key = "what";
-        r->figures.text_heading = "what";
         if (c->n > BENCH_BANDWIDTH_MAX_IFACES) {
                 bench_log("netbroker-bench: bandwidth: at most %d interfaces\n",
                           BENCH_BANDWIDTH_MAX_IFACES);

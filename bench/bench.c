@@ -1,10 +1,6 @@
-/* netbroker-bench: fork/exec versus the broker, one run, one report.
- *
- * Each scenario is a function in the table below (the shape of
- * wireguard-tools' subcommand table); adding one means adding a file and a
- * row. Every run happens in a network namespace of its own, created here
- * before anything else, so neither the helper nor the programs it runs can
- * touch the host's network. */
+/* netbroker-bench: fork/exec versus the broker, one run, one report. Each
+ * scenario is a row of the table below; every run is in a network
+ * namespace of its own, so nothing it does touches the host's network. */
 #include "bench.h"
 
 #include <errno.h>
@@ -17,72 +13,24 @@
 struct scenario {
         const char *name;
         int (*run)(const struct bench_opts *o, struct bench_report *r);
-        const char *description;
 };
 
 static const struct scenario scenarios[] = {
-        {"spawn", bench_spawn,
-         "cost per command of /bin/true and iptables: fork/exec from a fat parent (A, A2)\n"
-         "             versus one Exec per request (B) and 100 per request (C)"},
-        {"names", bench_names,
-         "N macvtaps on a veth parent: probing macvtap0, macvtap1, ... with SIOCGIFFLAGS\n"
-         "             and creating from this process (A) versus one batch of N MacvtapCreate\n"
-         "             \"macvtap%d\" to netbrokerd's name allocator (B)"},
-        {"restart", bench_restart,
-         "N guests' firewalls (clean-traffic + no-promisc), at VM start and daemon restart:\n"
-         "             libvirt 2018's ebtables/iptables processes (A, A2), the same through\n"
-         "             netbrokerd's Exec (B), one FirewallApply batch (C), ensure after a\n"
-         "             helper restart (D), one nft -f file (N)"},
-        {"log", bench_log_scenario,
-         "10,000 Pings in one batch to netbrokerd with debug messages off (O) versus\n"
-         "             netbrokerd-nolog, where they are compiled out (X): must be within 2%"},
-        {"roundtrip", bench_roundtrip,
-         "latency (p50, p99) of a one-op Ping request (P) versus fork/exec of /bin/true\n"
-         "             from the fat parent (A, A2)"},
-        {"bandwidth", bench_bandwidth,
-         "inbound and outbound limits on N interfaces: libvirt's 8 tc processes per\n"
-         "             interface from a fat parent (A, A2) versus one batch of N BandwidthSet (B)"},
+        {"spawn", bench_spawn},      {"names", bench_names},         {"restart", bench_restart},
+        {"log", bench_log_scenario}, {"roundtrip", bench_roundtrip}, {"bandwidth", bench_bandwidth},
 };
 
+/* The scenarios and options are described in netbroker-bench(1). */
 static void usage(FILE *f)
 {
         fprintf(f, "usage: netbroker-bench SCENARIO|all|--scale [--json] [--json-out FILE] "
                    "[--png FILE] [--quick]\n"
                    "                       [--count N] [--counts N,N...] [--guests N] "
                    "[--sample K] [--reps N]\n"
-                   "                       [--helper PATH] [--helper-nolog PATH]\n\nscenarios:\n");
+                   "                       [--helper PATH] [--helper-nolog PATH]\nscenarios:");
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(*scenarios); i++)
-                fprintf(f, "  %-10s %s\n", scenarios[i].name, scenarios[i].description);
-        fprintf(f, "  all        every scenario in one run, at sizes that take about 15 minutes\n"
-                   "             (--quick: under a minute); a summary of baseline/broker ratios\n"
-                   "  --scale    names and restart at 10, 100 and 1,000 devices or guests: the\n"
-                   "             cost per device or guest as N grows (restart: 5 guests timed at\n"
-                   "             each N, the others' rules restored untimed)\n");
-        fprintf(f,
-                "\noptions:\n"
-                "  --json         print one JSON object on stdout (progress goes to stderr)\n"
-                "  --count N      spawn: commands per method (default 200, iptables a quarter);\n"
-                "                 C runs N/40 requests of 100 (at least 2), iptables half as\n"
-                "                 many. names: one device count, as --counts N. bandwidth:\n"
-                "                 the number of interfaces, 1..%d (default 100)\n"
-                "  --counts N,N   names: the device counts to run, at most %d of them, each\n"
-                "                 1..%d (default 82,1000)\n"
-                "  --guests N     restart: the number of guests, 1..%d (default 100)\n"
-                "  --sample K     restart: time only the last K guests; the others' rules are\n"
-                "                 put in place untimed (ebtables-restore) before each pass\n"
-                "  --reps N       names: repetitions (default 3); log: batches per helper\n"
-                "                 (default 1001); roundtrip: rounds (default 300)\n"
-                "  --quick        a short run: spawn 20 commands, 5 for iptables; names N = 82\n"
-                "                 and 200; restart 1 guest; bandwidth 10 interfaces\n"
-                "  --helper PATH  netbrokerd to spawn (default: $NETBROKERD, else the one in\n"
-                "                 the build tree, else the installed one)\n"
-                "  --helper-nolog PATH  log: the helper built with NB_LOG_NO_DEBUG (default:\n"
-                "                 $NETBROKERD_NOLOG, else the build tree's netbrokerd-nolog)\n"
-                "  --json-out FILE  write the JSON report to FILE as well\n"
-                "  --png FILE     draw the comparisons with gnuplot into FILE\n"
-                "\nRuns as root, in a network namespace of its own.\n",
-                BENCH_BANDWIDTH_MAX_IFACES, BENCH_MAX_COUNTS, BENCH_NAMES_MAX_COUNT,
-                BENCH_RESTART_MAX_GUESTS);
+                fprintf(f, " %s", scenarios[i].name);
+        fprintf(f, "\nSee netbroker-bench(1). Runs as root, in a network namespace of its own.\n");
 }
 
 static const struct scenario *find_scenario(const char *name)

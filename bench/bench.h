@@ -1,9 +1,6 @@
-/* netbroker-bench: shared pieces of the scenarios.
- *
- * A scenario is one function in the table in bench.c. It measures, fills a
- * struct bench_report with rows and ratios, and bench.c prints the report as
- * a table or as one JSON object. Everything returns 0 or -errno; a scenario
- * prints what went wrong where it happened. */
+/* netbroker-bench: shared pieces of the scenarios. A scenario fills a
+ * struct bench_report; everything returns 0 or -errno and says what went
+ * wrong where it happened. */
 #pragma once
 
 #include <stdbool.h>
@@ -55,6 +52,9 @@ struct bench_summary {
         double p99_us; /* nearest rank: the smallest sample >= 99% of them */
 };
 
+/* arr (of *cap elements of `size` bytes) with room for element n: arr, or
+ * arr reallocated to twice the size; NULL (arr untouched) when out of memory. */
+void *bench_grow(void *arr, size_t *cap, size_t n, size_t size);
 int bench_samples_add(struct bench_samples *s, double us);
 /* Returns 0, or -ENODATA for no samples, -ENOMEM. */
 int bench_samples_summarize(const struct bench_samples *s, struct bench_summary *ret);
@@ -81,10 +81,7 @@ void bench_fat_parent_release(struct bench_fat_parent *p);
 /* Open fds of a process (pid 0: this one), or -errno. */
 int bench_count_fds(int pid);
 
-/* A baseline's child, as libvirt's virCommandRun handled it: read its output
- * until EOF, keeping the first cap - 1 bytes NUL-terminated (for error
- * messages), and reap it. Both return 0 or -errno. */
-int bench_drain_fd(int fd, char *buf, size_t cap, size_t *ret_len);
+/* Reap pid (EINTR retried). Returns 0 or -errno. */
 int bench_wait_child(pid_t pid, int *ret_status);
 
 /* The fat parent every fork baseline uses: libvirt's daemon as the seeds
@@ -98,19 +95,14 @@ enum bench_close {
         BENCH_CLOSE_RANGE, /* A2: close_range(3, ~0) (libvirt today) */
 };
 
-/* A baseline's command, as virCommandRun ran it: fork from this process,
- * stdin on /dev/null, stdout and stderr into a pipe, close the other fds
- * `how` (the loop: 3..open_max-1; open_max 0: sysconf(_SC_OPEN_MAX) taken
- * now, before fork, as virExec did), exec with a fixed environment; read the
- * output into out (as bench_drain_fd) and reap. Returns 0 or -errno;
- * *ret_status as waitpid's (127: the exec failed, and why is in out). */
+/* A baseline's command as virCommandRun ran it: fork, stdin /dev/null,
+ * output into a pipe read into out, the other fds closed `how` (loop up to
+ * open_max, 0: sysconf before fork), exec, reap. *ret_status as waitpid's. */
 int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, long open_max,
                     const char *path, char *const *argv, char *out, size_t cap, size_t *ret_len,
                     int *ret_status);
-/* An untimed command: posix_spawn (no copy of the fat parent's page
- * tables), stdin in_fd (negative: /dev/null), stdout and stderr into out,
- * fds 3 and up closed in the child, the same environment. Returns 0 or
- * -errno; *ret_status as waitpid's. */
+/* An untimed command: posix_spawn, stdin in_fd (negative: /dev/null),
+ * output into out. */
 int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, char *const *argv,
                         int in_fd, char *out, size_t cap, size_t *ret_len, int *ret_status);
 
@@ -130,13 +122,9 @@ int bench_nl_open(const char *who, struct nl_sock **ret);
 
 struct nb_conn;
 
-/* Write a temporary config allowing exactly `programs` (NULL-terminated) and
- * spawn the helper with it over nb_spawn(). The config file is removed once
- * the helper has read it (after its Hello), and on SIGINT/SIGTERM before
- * that. Returns 0 or -errno. */
+/* Spawn the helper with a temporary config allowing exactly `programs`,
+ * plus `extra` config lines (NULL: none); the file is gone once it runs. */
 int bench_broker_start(const char *helper, const char *const *programs, struct nb_conn **ret);
-/* The same with `extra` (NULL: none), lines of configuration appended to
- * the file: "max_ops = 10000\n". The file is gone once the helper runs. */
 int bench_broker_start_cfg(const char *helper, const char *const *programs, const char *extra,
                            struct nb_conn **ret);
 void bench_broker_stop(struct nb_conn *conn);
@@ -155,16 +143,12 @@ struct bench_stats {
 int bench_helper_stats(struct nb_conn *conn, const char *who, struct bench_stats *ret);
 /* Counter `name` of s, or false when s has none. */
 bool bench_stat_get(const struct bench_stats *s, const char *name, uint64_t *ret);
-/* One Stats request for the counters names[0..n-1], into values[]: 0, or
- * -errno (-ENOENT: the helper has no such counter), said as above. */
-int bench_helper_counters(struct nb_conn *conn, const char *who, const char *const *names,
-                          uint64_t *values, size_t n);
 
 /* ---- the report (report.c) ---- */
 
 #define BENCH_MAX_ROWS 32
 #define BENCH_MAX_RATIOS 32
-#define BENCH_MAX_NOTES 12
+#define BENCH_MAX_NOTES 2
 
 struct bench_row {
         const char *method; /* short name: "A", "B", ... */
@@ -178,38 +162,8 @@ struct bench_ratio {
         double value;
 };
 
-/* A scenario's own figures, beyond the timing rows: one table whose columns
- * the scenario names, printed before the rows, and in the JSON as the member
- * "figures", an array of objects keyed by the columns' keys. A NAN cell is
- * printed as "-" in the table and as null in the JSON. */
-#define BENCH_MAX_COLS 12
-#define BENCH_MAX_LINES 24
-
-struct bench_column {
-        const char *key; /* JSON key */
-        const char *heading; /* table heading, at most `width` bytes */
-        int width, decimals;
-};
-
-struct bench_line {
-        const char *method;
-        double v[BENCH_MAX_COLS];
-        char text[64]; /* the last column, free text (the JSON key is text_key) */
-};
-
-struct bench_figures {
-        const struct bench_column *cols;
-        size_t n_cols;
-        const char *text_key, *text_heading;
-        struct bench_line lines[BENCH_MAX_LINES];
-        size_t n_lines;
-};
-
-/* A headline comparison: what a scenario gives `all`'s summary table and
- * chart. Baselines, then the broker, each a summary of the same unit of
- * work (per command, per guest, ...); the ratio is baseline median /
- * broker median. base2 is today's libvirt where that differs from the
- * 2018 way (spawn, restart, bandwidth); n == 0 where it does not apply. */
+/* A headline comparison for `all`'s summary and chart: baseline (base2,
+ * today's libvirt, n == 0 where none) and broker per the same unit of work. */
 struct bench_compare {
         char what[56]; /* "/bin/true, per command" */
         char base_name[8], base2_name[8], broker_name[8]; /* method names: "A", "A2", "B" */
@@ -221,7 +175,6 @@ struct bench_compare {
 struct bench_report {
         const char *scenario;
         const char *title; /* one line under the header */
-        const char *const *legend; /* "A  fork, ..." lines, NULL-terminated */
         const char *ratios_title; /* what the ratios are; NULL: "ratios of medians" */
         bool has_parent; /* the scenario measured from a fat parent: */
         struct bench_fat_parent parent; /* a copy of its figures (heap already freed) */
@@ -232,7 +185,6 @@ struct bench_report {
         size_t n_ratios;
         char notes[BENCH_MAX_NOTES][160]; /* skipped programs and the like */
         size_t n_notes;
-        struct bench_figures figures; /* n_cols 0: none */
         struct bench_compare compares[BENCH_MAX_COMPARES];
         size_t n_compares;
 };
@@ -243,10 +195,6 @@ int bench_report_add_row(struct bench_report *r, const char *method, const char 
 int bench_report_add_ratio(struct bench_report *r, const char *name, double value);
 int bench_report_add_note(struct bench_report *r, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
-/* A line of figures: values for the first n of r->figures.cols (the rest
- * are NAN) and the text column. Returns the line, or NULL when full. */
-struct bench_line *bench_report_add_line(struct bench_report *r, const char *method,
-                                         const double *v, size_t n, const char *text);
 /* base2 NULL (or base2->n == 0): no second baseline. Returns 0, -ENOSPC. */
 int bench_report_add_compare(struct bench_report *r, const char *what, const char *base_name,
                              const struct bench_summary *base, const char *base2_name,
@@ -312,16 +260,10 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r);
 int bench_roundtrip(const struct bench_opts *o, struct bench_report *r);
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r);
 
-/* ---- the method runners (run.c) ----
- *
- * A scenario describes its methods (what each runs and how it is timed)
- * and hands them to the runner, which warms them up, runs them in rounds
- * that take turns (the order reversed every other round, so that drift on
- * the machine hits every method alike), times every run and summarizes
- * each method: median, min, max, p99. */
+/* ---- the method runners (run.c) ---- */
 
-/* What a scenario sets up before its methods run: the fat parent every
- * fork baseline forks from, and the helper spawned from that same parent. */
+/* The fat parent every fork baseline forks from, and the helper spawned
+ * from that same parent. */
 struct bench_ctx {
         struct bench_fat_parent fp;
         long open_max; /* fork loop: 0 takes sysconf(_SC_OPEN_MAX) before each fork */
@@ -329,9 +271,8 @@ struct bench_ctx {
         void *scenario; /* the scenario's own state, for BENCH_CUSTOM methods */
 };
 
-/* A program a method runs: by fork/exec from the fat parent, or as Exec
- * ops through the helper. Every run must succeed (exit 0, and print
- * `expect` where it is set): a fast failure is not a result. */
+/* A program a method runs; every run must exit 0 (and print `expect`): a
+ * fast failure is not a result. */
 struct bench_cmd {
         const char *label; /* the rows' program column */
         const char *path;
@@ -372,12 +313,6 @@ int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct benc
                     bool fat, const char *const *programs, const char *extra);
 void bench_ctx_stop(struct bench_ctx *c);
 
-/* One timed run of m (the one place a method is timed). */
-int bench_method_once(struct bench_ctx *c, const struct bench_method *m, bool timed,
-                      double *ret_us);
-/* m n times into s (NULL: untimed, a warm-up). */
-int bench_time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
-                      struct bench_samples *s);
 /* `warmup` untimed rounds, then `rounds` taking turns; ret[i] summarizes
  * ms[i]. keep (NULL: none) gets the samples, for the caller to clear.
  * `who` starts the progress lines. Returns 0 or -errno. */
@@ -420,8 +355,3 @@ struct bench_pair {
 };
 int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_t n,
                        const double *v, const char *suffix);
-
-/* The summary of the method named `name` in ms, or NULL. */
-const struct bench_summary *bench_method_summary(const struct bench_method *ms,
-                                                 const struct bench_summary *s, size_t n,
-                                                 const char *name);

@@ -46,24 +46,9 @@ static void install_cleanup(void)
         atexit(remove_config);
 }
 
-static int write_all(int fd, const char *s)
-{
-        size_t len = strlen(s);
-
-        while (len > 0) {
-                ssize_t n = write(fd, s, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                s += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
 static int write_config(const char *const *programs, const char *extra)
 {
+        FILE *f;
         int fd, r = 0;
 
         if (config_exists)
@@ -74,17 +59,19 @@ static int write_config(const char *const *programs, const char *extra)
         if (fd < 0)
                 return -errno;
         config_exists = 1;
-        r = write_all(fd, "# netbroker-bench: temporary, removed at exit\nexec_allow =");
-        for (size_t i = 0; r == 0 && programs[i]; i++) {
-                r = write_all(fd, " ");
-                if (r == 0)
-                        r = write_all(fd, programs[i]);
+        f = fdopen(fd, "w");
+        if (!f) {
+                close(fd);
+                remove_config();
+                return -ENOMEM;
         }
-        if (r == 0)
-                r = write_all(fd, "\n");
-        if (r == 0 && extra)
-                r = write_all(fd, extra);
-        if (close(fd) < 0 && r == 0)
+        fputs("# netbroker-bench: temporary, removed at exit\nexec_allow =", f);
+        for (size_t i = 0; programs[i]; i++)
+                fprintf(f, " %s", programs[i]);
+        fprintf(f, "\n%s", extra ? extra : "");
+        if (ferror(f))
+                r = -EIO;
+        if (fclose(f) != 0 && r == 0)
                 r = -errno;
         if (r < 0)
                 remove_config();
@@ -176,18 +163,4 @@ bool bench_stat_get(const struct bench_stats *s, const char *name, uint64_t *ret
                         return true;
                 }
         return false;
-}
-
-int bench_helper_counters(struct nb_conn *conn, const char *who, const char *const *names,
-                          uint64_t *values, size_t n)
-{
-        struct bench_stats s;
-        int r = bench_helper_stats(conn, who, &s);
-
-        for (size_t i = 0; r == 0 && i < n; i++)
-                if (!bench_stat_get(&s, names[i], &values[i])) {
-                        r = -ENOENT;
-                        stats_failed(conn, who, r);
-                }
-        return r;
 }

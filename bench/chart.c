@@ -6,13 +6,11 @@
 
 #include <errno.h>
 #include <math.h>
-#include <spawn.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* Three columns: median, min, max in ms, or "- - -" where none. */
 static void put_side(FILE *f, const struct bench_summary *s)
@@ -90,7 +88,7 @@ static int write_data(FILE *f, const struct bench_chart_item *items, size_t n)
         return ferror(f) ? -EIO : 0;
 }
 
-static int write_script(FILE *f, const char *png, const char *data, const char *title,
+static int write_script(FILE *f, const char *png, const char *title,
                         const struct bench_chart_item *items, size_t n)
 {
         double lo, hi;
@@ -119,44 +117,23 @@ static int write_script(FILE *f, const char *png, const char *data, const char *
 
                 "set lmargin 30\n"
                 "set key outside right top vertical Left reverse font ',9'\n"
-                "plot '%s' using 2:3:4:xtic(1) title 'A: libvirt 2018 (names: probing; log: "
+                "plot $data using 2:3:4:xtic(1) title 'A: libvirt 2018 (names: probing; log: "
                 "X)' lc rgb '#c0392b', \\\n"
-                "     '' using 5:6:7 title 'A2: libvirt today (close_range)' lc rgb '#e67e22', "
+                "     $data using 5:6:7 title 'A2: libvirt today (close_range)' lc rgb '#e67e22', "
                 "\\\n"
-                "     '' using 8:9:10 title 'netbrokerd' lc rgb '#2471a3', \\\n"
-                "     '' using 0:12:11 with labels font ',9' notitle\n",
-                width, png, title, lo, hi, (double)n - 0.4, data);
+                "     $data using 8:9:10 title 'netbrokerd' lc rgb '#2471a3', \\\n"
+                "     $data using 0:12:11 with labels font ',9' notitle\n",
+                width, png, title, lo, hi, (double)n - 0.4);
         return ferror(f) ? -EIO : 0;
 }
 
-static int run_gnuplot(const char *script)
-{
-        char *argv[] = {"gnuplot", (char *)script, NULL};
-        pid_t pid;
-        int st, r;
-
-        r = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
-        if (r != 0) {
-                bench_log("netbroker-bench: cannot run gnuplot: %s (apt-get install "
-                          "gnuplot-nox)\n",
-                          strerror(r));
-                return -r;
-        }
-        r = bench_wait_child(pid, &st);
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: gnuplot failed (status %d)\n", st);
-                r = -EIO;
-        }
-        return r;
-}
-
+/* The data go inline as a datablock: gnuplot reads everything from a pipe. */
 int bench_chart_png(const char *png, const char *title, const struct bench_chart_item *items,
                     size_t n)
 {
-        char data[] = "/tmp/netbroker-bench-chart.XXXXXX";
-        char script[] = "/tmp/netbroker-bench-plot.XXXXXX";
-        int fd_data = -1, fd_script = -1, r = 0;
-        FILE *fd = NULL, *fs = NULL;
+        void (*old)(int);
+        FILE *f;
+        int st, r;
 
         if (n == 0)
                 return -ENODATA;
@@ -165,42 +142,25 @@ int bench_chart_png(const char *png, const char *title, const struct bench_chart
                 bench_log("netbroker-bench: --png: no quotes or newlines in the path, please\n");
                 return -EINVAL;
         }
-        fd_data = mkstemp(data);
-        fd_script = mkstemp(script);
-        if (fd_data < 0 || fd_script < 0) {
+        /* A gnuplot that is missing or dies early must not kill us. */
+        old = signal(SIGPIPE, SIG_IGN);
+        f = popen("gnuplot", "we");
+        if (!f) {
                 r = -errno;
-                goto out;
+                signal(SIGPIPE, old);
+                return r;
         }
-        fd = fdopen(fd_data, "w");
-        if (fd)
-                fd_data = -1;
-        fs = fdopen(fd_script, "w");
-        if (fs)
-                fd_script = -1;
-        if (!fd || !fs) {
-                r = -ENOMEM;
-                goto out;
+        fputs("$data << EOD\n", f);
+        r = write_data(f, items, n);
+        fputs("EOD\n", f);
+        if (r == 0)
+                r = write_script(f, png, title, items, n);
+        st = pclose(f);
+        signal(SIGPIPE, old);
+        if (r == 0 && st != 0) {
+                r = WIFEXITED(st) && WEXITSTATUS(st) == 127 ? -ENOENT : -EIO;
+                bench_log("netbroker-bench: gnuplot failed (status %d)%s\n", st,
+                          r == -ENOENT ? ": apt-get install gnuplot-nox" : "");
         }
-        r = write_data(fd, items, n);
-        if (r == 0)
-                r = write_script(fs, png, data, title, items, n);
-        if (fclose(fd) != 0 && r == 0)
-                r = -errno;
-        if (fclose(fs) != 0 && r == 0)
-                r = -errno;
-        fd = fs = NULL;
-        if (r == 0)
-                r = run_gnuplot(script);
-out:
-        if (fd)
-                fclose(fd);
-        if (fs)
-                fclose(fs);
-        if (fd_data >= 0)
-                close(fd_data);
-        if (fd_script >= 0)
-                close(fd_script);
-        unlink(data);
-        unlink(script);
         return r;
 }

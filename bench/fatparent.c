@@ -178,7 +178,7 @@ void bench_fat_parent_release(struct bench_fat_parent *p)
         p->devnull = -1;
 }
 
-int bench_drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
+static int drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
 {
         char scratch[4096];
         size_t len = 0;
@@ -202,6 +202,17 @@ int bench_drain_fd(int fd, char *buf, size_t cap, size_t *ret_len)
         return 0;
 }
 
+/* The child's output until EOF, then the child reaped, even when reading
+ * failed: no zombie left behind. */
+static int collect(int fd, pid_t pid, char *out, size_t cap, size_t *ret_len, int *ret_status)
+{
+        int r = drain_fd(fd, out, cap, ret_len), k;
+
+        close(fd);
+        k = bench_wait_child(pid, ret_status);
+        return r < 0 ? r : k;
+}
+
 /* The fixed environment the helper gives its children; the baselines'
  * children get the same, as libvirt's virCommand gave them a cleaned one. */
 static const char *const child_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
@@ -218,7 +229,7 @@ int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, lon
                     const char *path, char *const *argv, char *out, size_t cap, size_t *ret_len,
                     int *ret_status)
 {
-        int pfd[2], r, k;
+        int pfd[2], r;
         pid_t pid;
 
         /* Taken before fork, as virExec did: the child calls nothing it
@@ -250,18 +261,14 @@ int bench_fork_exec(const struct bench_fat_parent *fp, enum bench_close how, lon
                 child_fail("netbroker-bench: execve failed in the child\n");
         }
         close(pfd[1]);
-        r = bench_drain_fd(pfd[0], out, cap, ret_len);
-        close(pfd[0]);
-        /* Reap even when reading failed: no zombie left behind. */
-        k = bench_wait_child(pid, ret_status);
-        return r < 0 ? r : k;
+        return collect(pfd[0], pid, out, cap, ret_len, ret_status);
 }
 
 int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, char *const *argv,
                         int in_fd, char *out, size_t cap, size_t *ret_len, int *ret_status)
 {
         posix_spawn_file_actions_t fa;
-        int pfd[2], r, k;
+        int pfd[2], r;
         pid_t pid;
 
         if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -278,10 +285,7 @@ int bench_spawn_capture(const struct bench_fat_parent *fp, const char *path, cha
                 close(pfd[0]);
                 return r;
         }
-        r = bench_drain_fd(pfd[0], out, cap, ret_len);
-        close(pfd[0]);
-        k = bench_wait_child(pid, ret_status);
-        return r < 0 ? r : k;
+        return collect(pfd[0], pid, out, cap, ret_len, ret_status);
 }
 
 int bench_wait_child(pid_t pid, int *ret_status)

@@ -1,24 +1,7 @@
 /* Scenario "log": what disabled debug messages cost the helper's hot path
- * (seeds/004: libvirt's 2014 fix made a disabled message two lockless
- * integer compares; an always-on ring buffer had cost 97% of the CPU).
- *
- *  O   netbrokerd as built and installed, debug off (log_level = notice,
- *      the default, no filter): every op of a batch passes two nb_debug()
- *      calls in dispatch.c, each a compare of the category's cached serial
- *      and level.
- *  X   netbrokerd-nolog: the same sources built with NB_LOG_NO_DEBUG, where
- *      nb_debug() expands to nothing (helper/log.h).
- *
- * Both helpers run at once, spawned alike from this process, each with
- * max_ops = 10000 in its config (the default max_ops, 4096, is less than
- * one batch). A batch is one request of 10,000 Ping ops, built once and
- * submitted again each time, so what is timed is the round trip: encode,
- * the helper's decode, validation, dispatch and reply, and the client's
- * decode. Each repetition sends one batch to each helper, in alternating
- * order (O X, X O, ...), so drift and caches hit both alike. Two figures
- * per batch: its wall time, and the helper's own CPU time from
- * /proc/PID/schedstat (nanoseconds on the CPU), which leaves out the
- * client's half. The difference of medians must be under 2%. */
+ * (seeds/004): netbrokerd with debug off at run time (O) against
+ * netbrokerd-nolog, debug compiled out (X), each sent batches of 10,000
+ * Pings in turn; wall time and the helper's CPU time (schedstat). */
 #include "bench.h"
 
 #include <errno.h>
@@ -40,15 +23,6 @@
 enum helper { H_OFF, H_OUT, N_HELPERS };
 
 static const char *const helper_names[N_HELPERS] = {"O", "X"};
-
-static const char *const legend[] = {
-        "O   netbrokerd, debug off at run time (log_level notice): 2 nb_debug() per op",
-        "X   netbrokerd-nolog: the same sources, NB_LOG_NO_DEBUG, nb_debug() compiled out",
-        "A batch: one request of 10,000 Ping ops (max_ops raised to 10000 in both helpers'",
-        "config); O and X take turns, the order alternating. wall: the client's round trip;",
-        "cpu: the helper's time on the CPU for the batch (/proc/PID/schedstat).",
-        NULL,
-};
 
 struct side {
         nb_conn *conn;
@@ -101,11 +75,9 @@ static int check_results(const nb_results *res)
         return 0;
 }
 
-/* A batch's cpu time is read when the helper has gone back to waiting:
- * the kernel brings a task's run time up to date when it stops running,
- * and right after the reply the helper may still be freeing the request.
- * So it is read at the start of that helper's next batch (the other
- * helper's batch in between), or after a pause at the end. */
+/* A batch's cpu time is read once the helper waits again (the kernel
+ * updates run time when a task stops): at its next batch, or after a
+ * pause at the end. */
 static int close_cpu(struct side *s, uint64_t now)
 {
         int r = 0;
@@ -119,7 +91,7 @@ static int close_cpu(struct side *s, uint64_t now)
 static int flush_cpu(struct side *s)
 {
         struct timespec pause = {0, 5 * 1000 * 1000};
-        uint64_t now;
+        uint64_t now = 0;
         int r;
 
         nanosleep(&pause, NULL);
@@ -133,7 +105,7 @@ static int one_batch(struct bench_ctx *c, const struct bench_method *m, bool tim
         struct log_state *st = c->scenario;
         struct side *s = &st->sd[*(const int *)m->arg];
         nb_results *res = NULL;
-        uint64_t c0, t0, t1;
+        uint64_t c0 = 0, t0, t1;
         int r;
 
         r = cpu_ns(s->pid, &c0);
@@ -182,11 +154,8 @@ static const char *find_nolog(const struct bench_opts *o, char *buf, size_t len)
         return NULL;
 }
 
-/* The median over the repetitions of (O - X) / X in percent, each O
- * against the X of its own repetition, taken a few milliseconds apart:
- * load that comes and goes over seconds (two cores shared with builds)
- * moves both halves of a pair alike and cancels, where it would widen two
- * separate distributions. */
+/* The median of (O - X) / X in percent, each O against the X of its own
+ * round: slow drift moves both halves of a pair alike and cancels. */
 static int paired_pct(const struct bench_samples *o, const struct bench_samples *x, double *ret)
 {
         struct bench_samples d = {0};
@@ -203,19 +172,8 @@ static int paired_pct(const struct bench_samples *o, const struct bench_samples 
         return r;
 }
 
-enum col { C_WALL, C_CPU, C_WALL_DIFF, C_CPU_DIFF, C_PER_PING, N_COLS };
-
-static const struct bench_column columns[N_COLS] = {
-        [C_WALL] = {"wall_ms", "wall ms", 8, 3},
-        [C_CPU] = {"helper_cpu_ms", "cpu ms", 8, 3},
-        [C_WALL_DIFF] = {"wall_diff_pct", "wall O-X", 9, 2},
-        [C_CPU_DIFF] = {"cpu_diff_pct", "cpu O-X", 9, 2},
-        [C_PER_PING] = {"us_per_ping", "us/Ping", 8, 3},
-};
-
 static int add_results(struct bench_report *r, const struct log_state *st,
-                       const struct bench_summary *w, const struct bench_samples *wall,
-                       unsigned reps)
+                       const struct bench_summary *w, const struct bench_samples *wall)
 {
         struct bench_summary c[N_HELPERS];
         double dw, dc;
@@ -234,26 +192,12 @@ static int add_results(struct bench_report *r, const struct log_state *st,
         /* Baseline first, as in every other scenario: X is the floor. */
         bench_report_add_ratio(r, "X/O", w[H_OUT].median_us / w[H_OFF].median_us);
         bench_report_add_ratio(r, "X/O cpu", c[H_OUT].median_us / c[H_OFF].median_us);
-        for (int h = 0; h < N_HELPERS; h++) {
-                double v[N_COLS] = {
-                        [C_WALL] = w[h].median_us / 1000.0,    [C_CPU] = c[h].median_us / 1000.0,
-                        [C_WALL_DIFF] = h == H_OFF ? dw : NAN, [C_CPU_DIFF] = h == H_OFF ? dc : NAN,
-                        [C_PER_PING] = w[h].median_us / OPS,
-                };
-                if (!bench_report_add_line(r, helper_names[h], v, N_COLS,
-                                           h == H_OFF ? "debug off" : "compiled out"))
-                        return -ENOSPC;
-        }
         bench_report_add_compare(r, "10,000 Pings, debug compiled out / off", "X", &w[H_OUT], NULL,
                                  NULL, "O", &w[H_OFF]);
-        bench_report_add_note(r,
-                              "debug off versus compiled out, median of the paired differences "
-                              "(O - X) / X: %+.2f%% wall, %+.2f%% helper cpu (limit %.0f%%): %s",
-                              dw, dc, LIMIT_PCT,
-                              fabs(dw) < LIMIT_PCT && fabs(dc) < LIMIT_PCT ? "within" : "OVER");
-        bench_report_add_note(r, "per Ping: %.2f us wall, %.2f us helper cpu (O); %u batches each",
-                              w[H_OFF].median_us / OPS, c[H_OFF].median_us / OPS, reps);
-        return 0;
+        return bench_report_add_note(
+                r, "O - X, median of pairs: %+.2f%% wall, %+.2f%% helper cpu (limit %.0f%%): %s",
+                dw, dc, LIMIT_PCT,
+                fabs(dw) < LIMIT_PCT && fabs(dc) < LIMIT_PCT ? "within" : "OVER");
 }
 
 static const int helper_index[N_HELPERS] = {H_OFF, H_OUT};
@@ -285,13 +229,6 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
         int k = 0;
 
         r->title = "10,000 Pings in one batch: debug messages off versus compiled out";
-        r->legend = legend;
-        r->ratios_title = "ratios of medians";
-        r->figures = (struct bench_figures){
-                .cols = columns,
-                .n_cols = N_COLS,
-                .text_key = "what",
-                .text_heading = "what (medians; O-X: median of (O - X) / X per pair, in %)"};
         nolog = find_nolog(o, buf, sizeof(buf));
         if (!nolog) {
                 bench_log("netbroker-bench: log: no netbrokerd-nolog (build with -DNB_BENCH=ON "
@@ -311,7 +248,6 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
         }
         if (k < 0)
                 goto out;
-        bench_report_add_note(r, "X: %s", nolog);
         st.b = nb_batch_new();
         for (unsigned i = 0; st.b && i < OPS && k == 0; i++)
                 k = nb_batch_ping(st.b);
@@ -324,7 +260,7 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
         if (k == 0)
                 k = bench_report_methods(r, methods, w, N_HELPERS, NULL, NULL);
         if (k == 0)
-                k = add_results(r, &st, w, wall, reps);
+                k = add_results(r, &st, w, wall);
 out:
         nb_batch_free(st.b);
         if (st.sd[H_OUT].conn)

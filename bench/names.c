@@ -1,47 +1,8 @@
-/* Scenario "names": N macvtaps on one veth parent, named by probing as the
- * 2015 code did (seeds/000) and by netbrokerd's name allocator.
- *
- *  K   the kernel's own create, the floor: N RTM_NEWLINK requests (libnl,
- *      NLM_F_CREATE | NLM_F_EXCL) with known-free explicit names, macvtap0
- *      to macvtapN-1, from this process. No probes.
- *  A   the 2015 way: for each device, probe macvtap0, macvtap1, ... until
- *      one fails with ENODEV, then the same create as K. Device i (from 0)
- *      makes i + 1 probes, N(N+1)/2 in all. A probe is libvirt's
- *      virNetDevExists: socket(SOCK_DGRAM), FD_CLOEXEC with two fcntl calls,
- *      SIOCGIFFLAGS, close. In 2015 that socket was AF_PACKET, whose close
- *      waits for an RCU grace period (packet_release -> synchronize_net),
- *      milliseconds per probe: N = 1000 would take hours, so A uses
- *      AF_UNIX, as libvirt does today, and the AF_PACKET probe is only
- *      timed a few times for the notes.
- *  A1  as A, with one AF_UNIX socket for every probe: the cheapest probe
- *      loop there is, a lower bound for any probing.
- *  B   one request to netbrokerd with N MacvtapCreate "macvtap%d" ops. The
- *      reply carries one fd per device, its /dev/tapN (the helper makes the
- *      node, opens it and removes it; K, A and A1 open none); they are
- *      closed after the clock stops. A reply has no per-op times, so B's time per
- *      device is the request's time / N.
- *  B1  the same ops as N requests of one op, each timed: per-device times,
- *      and so the first and last 10% of devices, that one batch cannot give.
- *
- * Repetitions (--reps, default 3): every method at every N once per
- * repetition, the order of the methods reversed every other time, so drift
- * hits them alike; wall times are the medians of the repetitions, and the
- * per-device rows pool every repetition's devices.
- *
- * Every method starts from the same state: the veth parent is deleted,
- * which takes its macvtaps with it, and made again, and the machine is let
- * settle (see settle()). The helper is spawned
- * once; its allocator moves on next-fit after each method's devices are
- * deleted, so B and B1 get other numbers than K and A: the report names
- * them.
- *
- * Counting: probes are counted here; the helper makes none (its names come
- * from a bitmap kept by one dump and link notifications), which its counter
- * of netlink messages confirms: it stays the same per device at every N.
- * Netlink messages are K's, A's and A1's creates (probes are ioctls); for B
- * and B1 the helper's netlink_messages counter from Stats before and after,
- * its lookups included. Creates per device are links_created / N.
- */
+/* Scenario "names": N macvtaps on one veth parent, named by probing
+ * macvtap0, macvtap1, ... as the 2015 code did (A; A1 with one socket; K
+ * the kernel's create alone) and by netbrokerd's allocator (B: one request
+ * of N ops; B1: N requests of one). Every method starts from an empty
+ * parent; netbroker-bench(1) says more. */
 #include "bench.h"
 
 #include <errno.h>
@@ -76,57 +37,11 @@ enum method { M_K, M_A, M_A1, M_B, M_B1, N_METHODS };
 
 static const char *const method_names[N_METHODS] = {"K", "A", "A1", "B", "B1"};
 
-static const char *const legend[] = {
-        "K   kernel create only: N RTM_NEWLINK with known-free explicit names from this process",
-        "A   2015: per device, probe macvtap0, macvtap1, ... until ENODEV, then the same create",
-        "    as K (device i makes i+1 probes). A probe is libvirt's virNetDevExists: socket",
-        "    (AF_UNIX; AF_PACKET in 2015, see notes), 2 fcntl for FD_CLOEXEC, SIOCGIFFLAGS, close",
-        "A1  as A with one socket for all probes: SIOCGIFFLAGS only, the cheapest probe loop",
-        "B   netbrokerd: ONE request of N MacvtapCreate \"macvtap%d\", one /dev/tapN fd back per",
-        "    device; us/dev = request time / N (a reply has no per-op times, so no 10% columns)",
-        "B1  netbrokerd: N requests of one MacvtapCreate, each timed; wall ms = their sum",
-        "Fds are closed after the clock stops (see notes). us/dev = wall / N.",
-        "nl msgs: K, A, A1 count their creates; B, B1 the helper's netlink_messages delta,",
-        "    lookups included. creates/dev: K, A, A1 their creates / N; B, B1 links_created / N.",
-        "first/last 10%: mean us per device over the first and last max(1, N/10) devices.",
-        "Rows below: per-device times (median, min, max) where each device was timed alone.",
-        NULL,
-};
-
-/* The figures table: one line per method and N. */
-enum col {
-        C_N,
-        C_PROBES,
-        C_PROBES_DEV,
-        C_NL,
-        C_NL_DEV,
-        C_CREATES_DEV,
-        C_WALL_MS,
-        C_US_DEV,
-        C_FIRST,
-        C_LAST,
-        N_COLS,
-};
-
-static const struct bench_column columns[N_COLS] = {
-        [C_N] = {"n", "N", 5, 0},
-        [C_PROBES] = {"name_probes", "probes", 7, 0},
-        [C_PROBES_DEV] = {"probes_per_device", "probes/dev", 10, 1},
-        [C_NL] = {"netlink_messages", "nl msgs", 7, 0},
-        [C_NL_DEV] = {"netlink_messages_per_device", "nl/dev", 6, 2},
-        [C_CREATES_DEV] = {"creates_per_device", "creates/dev", 11, 2},
-        [C_WALL_MS] = {"wall_ms", "wall ms", 9, 1},
-        [C_US_DEV] = {"us_per_device", "us/dev", 8, 1},
-        [C_FIRST] = {"first10_us_per_device", "first10%", 8, 1},
-        [C_LAST] = {"last10_us_per_device", "last10%", 8, 1},
-};
-
 struct outcome {
         unsigned n;
-        uint64_t probes, nl_msgs, created; /* of the last run: the same every time */
+        uint64_t probes; /* of the last run: the same every time */
         double wall_us; /* of one run; after every repetition, their median */
         struct bench_samples per_dev; /* every repetition's; empty for B */
-        char first[24], last[24]; /* the last run's: B's names move on (next-fit) */
 };
 
 /* "macvtap, N=82": the rows' program column, which the report keeps. */
@@ -141,7 +56,6 @@ struct ctx {
         int parent_ifindex;
         int *fds; /* B's and B1's /dev/tapN fds, closed after the clock stops */
         size_t nfds, cap;
-        struct bench_samples close_us; /* closing one of them, alone */
 };
 
 /* ---- this process's netlink: the parent, and K's, A's and A1's creates ---- */
@@ -225,7 +139,7 @@ static int probe(int fd, const char *name)
 {
         struct ifreq ifr = {0};
 
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%.*s", IFNAMSIZ - 1, name);
         if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
                 return 1;
         return errno == ENODEV || errno == ENXIO ? 0 : -errno;
@@ -253,7 +167,7 @@ static int probe_libvirt(int family, const char *name)
 
 static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o)
 {
-        char name[24]; /* "macvtap" and a suffix of at most 4 digits here */
+        char name[24]; /* "macvtap" and at most 4 digits (BENCH_NAMES_MAX_COUNT) */
         uint64_t t0 = bench_now_ns(), t;
         int r = 0;
 
@@ -279,39 +193,24 @@ static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o
                 r = macvtap_create(c, name);
                 if (r < 0)
                         break;
-                o->nl_msgs++;
-                o->created++;
                 r = bench_samples_add(&o->per_dev, (double)(bench_now_ns() - t) / 1000.0);
-                if (i == 0)
-                        snprintf(o->first, sizeof(o->first), "%s", name);
-                snprintf(o->last, sizeof(o->last), "%s", name);
         }
         o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         return r;
 }
 
-/* ---- the macvtap fds B gets ----
- *
- * Closing a macvtap fd is slow: the kernel's tap_release() ends in
- * tap_put_queue(), which waits for an RCU grace period (synchronize_rcu,
- * drivers/net/tap.c), some milliseconds each. A VM holds its fd for its
- * lifetime, so that is no part of naming and creating: the fds are closed
- * after the clock stops, a few alone to report what one close costs, the
- * rest from many threads at once, whose waits share grace periods. */
-
-#define CLOSE_TIMED 5u
+/* B's macvtap fds: each close waits for an RCU grace period (tap_release),
+ * which a VM pays at its end, not at naming: they are closed after the
+ * clock stops, from many threads, whose waits share grace periods. */
 #define CLOSE_THREADS 64u
 
 static int keep_fd(struct ctx *c, int fd)
 {
-        if (c->nfds == c->cap) {
-                size_t ncap = c->cap ? c->cap * 2 : 256;
-                int *p = realloc(c->fds, ncap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                c->fds = p;
-                c->cap = ncap;
-        }
+        int *p = bench_grow(c->fds, &c->cap, c->nfds, sizeof(*p));
+
+        if (!p)
+                return -ENOMEM;
+        c->fds = p;
         c->fds[c->nfds++] = fd;
         return 0;
 }
@@ -334,14 +233,8 @@ static void close_kept(struct ctx *c)
 {
         struct closer w[CLOSE_THREADS];
         pthread_t tid[CLOSE_THREADS];
-        size_t i = 0, nthreads = 0, left, per;
+        size_t i = 0, nthreads = 0, left = c->nfds, per;
 
-        for (; i < c->nfds && c->close_us.n < CLOSE_TIMED; i++) {
-                uint64_t t = bench_now_ns();
-                close(c->fds[i]);
-                bench_samples_add(&c->close_us, (double)(bench_now_ns() - t) / 1000.0);
-        }
-        left = c->nfds - i;
         per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
         for (; left > 0; nthreads++) {
                 w[nthreads].fds = c->fds + i;
@@ -428,12 +321,8 @@ static int submit_timed(struct ctx *c, enum method m, unsigned ops, struct outco
                 goto out;
         }
         r = check_made(c, m, res, ops);
-        if (r < 0)
-                goto out;
-        if (!o->first[0])
-                snprintf(o->first, sizeof(o->first), "%s", nb_result_ifname(res, 0));
-        snprintf(o->last, sizeof(o->last), "%s", nb_result_ifname(res, ops - 1));
-        *ret_us = (double)(t1 - t0) / 1000.0;
+        if (r == 0)
+                *ret_us = (double)(t1 - t0) / 1000.0;
 out:
         /* Closes every fd not taken: none is left open here. */
         nb_results_free(res);
@@ -443,18 +332,11 @@ out:
 
 /* ---- B and B1: through the helper ---- */
 
-static const char *const stat_names[] = {"netlink_messages", "links_created"};
-
 static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *o)
 {
-        /* The helper's netlink_messages and links_created, before and after. */
-        uint64_t v0[2], v1[2];
         double us;
-        int r;
+        int r = 0;
 
-        r = bench_helper_counters(c->b.conn, "", stat_names, v0, 2);
-        if (r < 0)
-                return r;
         if (m == M_B) {
                 r = submit_timed(c, m, n, o, &us);
                 o->wall_us = us;
@@ -469,14 +351,7 @@ static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *
                 }
         }
         close_kept(c);
-        if (r < 0)
-                return r;
-        r = bench_helper_counters(c->b.conn, "", stat_names, v1, 2);
-        if (r < 0)
-                return r;
-        o->nl_msgs = v1[0] - v0[0];
-        o->created = v1[1] - v0[1];
-        return 0;
+        return r;
 }
 
 /* ---- one method at one N ---- */
@@ -536,8 +411,7 @@ static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool t
         int r, have;
 
         (void)timed; /* no warm-up round: warm_up() is it */
-        o->probes = o->nl_msgs = o->created = 0;
-        o->first[0] = '\0';
+        o->probes = 0;
         r = parent_reset(c);
         if (r < 0)
                 return r;
@@ -551,44 +425,10 @@ static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool t
                           method_names[m], n, have, n);
                 return have < 0 ? have : -EIO;
         }
-        bench_log("names: %-2s N=%-5u %9.1f ms, %8.1f us/device, %llu probes, %llu netlink "
-                  "messages, %s..%s\n",
-                  method_names[m], n, o->wall_us / 1000.0, o->wall_us / n,
-                  (unsigned long long)o->probes, (unsigned long long)o->nl_msgs, o->first, o->last);
+        bench_log("names: %-2s N=%-5u %9.1f ms, %8.1f us/device, %llu probes\n", method_names[m], n,
+                  o->wall_us / 1000.0, o->wall_us / n, (unsigned long long)o->probes);
         *ret_us = o->wall_us;
         return 0;
-}
-
-/* Mean us per device over samples [from, from + k). */
-static double mean_of(const struct bench_samples *s, size_t from, size_t k)
-{
-        double sum = 0;
-
-        if (k == 0 || s->n < k || from > s->n - k)
-                return NAN;
-        for (size_t i = from; i < from + k; i++)
-                sum += s->us[i];
-        return sum / (double)k;
-}
-
-static int add_line(struct bench_report *r, enum method m, const struct outcome *o)
-{
-        size_t tenth = o->n / 10 ? o->n / 10 : 1;
-        double v[N_COLS], n = o->n;
-        char text[64];
-
-        v[C_N] = n;
-        v[C_PROBES] = (double)o->probes;
-        v[C_PROBES_DEV] = (double)o->probes / n;
-        v[C_NL] = (double)o->nl_msgs;
-        v[C_NL_DEV] = (double)o->nl_msgs / n;
-        v[C_CREATES_DEV] = (double)o->created / n;
-        v[C_WALL_MS] = o->wall_us / 1000.0;
-        v[C_US_DEV] = o->wall_us / n;
-        v[C_FIRST] = mean_of(&o->per_dev, 0, tenth);
-        v[C_LAST] = o->per_dev.n >= tenth ? mean_of(&o->per_dev, o->per_dev.n - tenth, tenth) : NAN;
-        snprintf(text, sizeof(text), "%s..%s", o->first, o->last);
-        return bench_report_add_line(r, method_names[m], v, N_COLS, text) ? 0 : -ENOSPC;
 }
 
 /* ---- the scenario ---- */
@@ -635,7 +475,6 @@ static int warm_up(struct ctx *c)
         if (r == 0)
                 r = submit_timed(c, M_B1, 1, &o, &us);
         close_kept(c);
-        bench_samples_clear(&c->close_us);
         bench_samples_clear(&o.per_dev);
         return r;
 }
@@ -681,63 +520,6 @@ static int measure_probes(struct ctx *c, struct probe_costs *pc)
         return 0;
 }
 
-static double per_dev(const struct outcome *o)
-{
-        return o->wall_us / o->n;
-}
-
-static int add_notes(struct bench_report *r, const struct ctx *c, const struct probe_costs *pc,
-                     size_t n_counts, struct outcome (*out)[N_METHODS])
-{
-        const struct outcome *lo = out[0], *hi = out[n_counts - 1];
-        double lookups = (double)(hi[M_B].nl_msgs - hi[M_B].created) / hi[M_B].n;
-        double probes_lo = (double)lo[M_A].probes, probes_hi = (double)hi[M_A].probes;
-        struct bench_summary cs;
-
-        bench_report_add_note(r,
-                              "one probe here: %.2f us on one socket (A1), %.2f us as libvirt's "
-                              "virNetDevExists with AF_UNIX (A)",
-                              pc->one_us, pc->libvirt_us);
-        if (pc->n_packet)
-                bench_report_add_note(
-                        r,
-                        "2015's AF_PACKET probe: %.1f ms each (%u timed; close waits for RCU), "
-                        "so %.0f probes (N=%u) would take %.0f s, %.0f (N=%u) %.0f s",
-                        pc->packet_us / 1000.0, pc->n_packet, probes_lo, lo[M_A].n,
-                        probes_lo * pc->packet_us / 1e6, probes_hi, hi[M_A].n,
-                        probes_hi * pc->packet_us / 1e6);
-        bench_report_add_note(r,
-                              "B makes no name probes: the helper's netlink messages per device "
-                              "are %.2f at N=%u and %.2f at N=%u, flat in N",
-                              (double)lo[M_B].nl_msgs / lo[M_B].n, lo[M_B].n,
-                              (double)hi[M_B].nl_msgs / hi[M_B].n, hi[M_B].n);
-        bench_report_add_note(r,
-                              "B at N=%u: %llu netlink messages = %llu creates (links_created) + "
-                              "%.2f other messages (lookups) per device",
-                              hi[M_B].n, (unsigned long long)hi[M_B].nl_msgs,
-                              (unsigned long long)hi[M_B].created, lookups);
-        if (n_counts > 1)
-                bench_report_add_note(r,
-                                      "us/device, N=%u -> N=%u: K %.0f -> %.0f, A %.0f -> %.0f, "
-                                      "A1 %.0f -> %.0f, B %.0f -> %.0f, B1 %.0f -> %.0f",
-                                      lo[M_K].n, hi[M_K].n, per_dev(&lo[M_K]), per_dev(&hi[M_K]),
-                                      per_dev(&lo[M_A]), per_dev(&hi[M_A]), per_dev(&lo[M_A1]),
-                                      per_dev(&hi[M_A1]), per_dev(&lo[M_B]), per_dev(&hi[M_B]),
-                                      per_dev(&lo[M_B1]), per_dev(&hi[M_B1]));
-        bench_report_add_note(r,
-                              "the kernel's own create (K) at N=%u is %.0f%% of A's time, %.0f%% "
-                              "of A1's, %.0f%% of B's; the rest is probing (A, A1) or the helper",
-                              hi[M_K].n, 100.0 * hi[M_K].wall_us / hi[M_A].wall_us,
-                              100.0 * hi[M_K].wall_us / hi[M_A1].wall_us,
-                              100.0 * hi[M_K].wall_us / hi[M_B].wall_us);
-        if (bench_samples_summarize(&c->close_us, &cs) == 0)
-                bench_report_add_note(r,
-                                      "not timed: closing one /dev/tapN fd takes %.1f ms (median "
-                                      "of %zu; the kernel's tap_release waits for RCU)",
-                                      cs.median_us / 1000.0, cs.n);
-        return 0;
-}
-
 /* wall: the runs' wall times, per method at each N as in c->ms. */
 static int add_results(struct bench_report *r, struct ctx *c, const struct probe_costs *pc,
                        const unsigned *counts, size_t n_counts, const struct bench_summary *wall)
@@ -750,12 +532,6 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct probe
         char name[48];
         int k;
 
-        for (size_t i = 0; i < n_counts; i++)
-                for (int m = 0; m < N_METHODS; m++) {
-                        k = add_line(r, (enum method)m, &out[i][m]);
-                        if (k < 0)
-                                return k;
-                }
         /* Per-device time distributions where devices were timed one by one. */
         for (size_t i = 0; i < n_counts; i++) {
                 for (int m = 0; m < N_METHODS; m++)
@@ -786,7 +562,10 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct probe
                 if (k < 0)
                         return k;
         }
-        return add_notes(r, c, pc, n_counts, out);
+        return bench_report_add_note(r,
+                                     "one probe: %.2f us (AF_UNIX, A), %.1f ms (AF_PACKET, 2015: "
+                                     "its close waits for RCU)",
+                                     pc->libvirt_us, pc->packet_us / 1000.0);
 }
 
 /* The rtnetlink socket, A1's probe socket, then the helper. */
@@ -827,12 +606,7 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
         int k;
 
         r->title = "N macvtaps on a veth parent: probing for a free name versus netbrokerd";
-        r->legend = legend;
         r->ratios_title = "ratios of wall times";
-        r->figures.cols = columns;
-        r->figures.n_cols = N_COLS;
-        r->figures.text_key = "names";
-        r->figures.text_heading = "names (first..last)";
         for (size_t i = 0; i < n_counts; i++)
                 max = counts[i] > max ? counts[i] : max;
         if (max > BENCH_NAMES_MAX_COUNT) {
@@ -868,11 +642,6 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
                 c->out[i / N_METHODS][i % N_METHODS].wall_us = wall[i].median_us;
         if (k == 0)
                 k = add_results(r, c, &pc, counts, n_counts, wall);
-        if (k == 0 && reps > 1)
-                bench_report_add_note(r,
-                                      "%u repetitions, methods in turn (order reversed every "
-                                      "other one); wall times are their medians",
-                                      reps);
         /* Leave no macvtap behind, in case the namespace outlives us. */
         if (c->sk)
                 link_delete(c->sk, PARENT);
@@ -881,7 +650,6 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
                 bench_samples_clear(&c->out[i / N_METHODS][i % N_METHODS].per_dev);
         close_kept(c);
         free(c->fds);
-        bench_samples_clear(&c->close_us);
         if (c->probe_fd >= 0)
                 close(c->probe_fd);
         nl_socket_free(c->sk);

@@ -71,8 +71,6 @@ int rs_nftmon_drain(struct rs_nftmon *m)
                                 continue;
                         }
                         m->changes++;
-                        if (type == NFT_MSG_NEWRULE || type == NFT_MSG_DELRULE)
-                                m->rules++;
                 }
         }
 }

@@ -1,6 +1,5 @@
-/* One report per run, printed as a table for people or as one JSON object
- * for scripts. The JSON carries the same figures as the table, so neither
- * has to be parsed to get at the other. */
+/* One report per run: a table for people, or one JSON object with the same
+ * figures for scripts. */
 #include "bench.h"
 
 #include <errno.h>
@@ -47,22 +46,6 @@ int bench_report_add_note(struct bench_report *r, const char *fmt, ...)
         vsnprintf(r->notes[r->n_notes++], sizeof(r->notes[0]), fmt, ap);
         va_end(ap);
         return 0;
-}
-
-struct bench_line *bench_report_add_line(struct bench_report *r, const char *method,
-                                         const double *v, size_t n, const char *text)
-{
-        struct bench_figures *f = &r->figures;
-        struct bench_line *line;
-
-        if (f->n_lines >= BENCH_MAX_LINES)
-                return NULL;
-        line = &f->lines[f->n_lines++];
-        line->method = method;
-        for (size_t i = 0; i < BENCH_MAX_COLS; i++)
-                line->v[i] = i < n ? v[i] : NAN;
-        snprintf(line->text, sizeof(line->text), "%s", text ? text : "");
-        return line;
 }
 
 int bench_report_add_compare(struct bench_report *r, const char *what, const char *base_name,
@@ -204,26 +187,6 @@ static void get_machine(struct machine *m)
         read_cpu_model(m->cpu, sizeof(m->cpu));
 }
 
-static void print_figures(const struct bench_figures *g, FILE *f)
-{
-        fprintf(f, "\n%-6s", "method");
-        for (size_t c = 0; c < g->n_cols; c++)
-                fprintf(f, " %*s", g->cols[c].width, g->cols[c].heading);
-        fprintf(f, "  %s\n", g->text_heading ? g->text_heading : "");
-        for (size_t i = 0; i < g->n_lines; i++) {
-                const struct bench_line *l = &g->lines[i];
-                fprintf(f, "%-6s", l->method);
-                for (size_t c = 0; c < g->n_cols; c++) {
-                        if (isfinite(l->v[c]))
-                                fprintf(f, " %*.*f", g->cols[c].width, g->cols[c].decimals,
-                                        l->v[c]);
-                        else
-                                fprintf(f, " %*s", g->cols[c].width, "-");
-                }
-                fprintf(f, "  %s\n", l->text);
-        }
-}
-
 void bench_report_print_table(const struct bench_report *r, FILE *f)
 {
         struct machine m;
@@ -239,17 +202,14 @@ void bench_report_print_table(const struct bench_report *r, FILE *f)
                 fprintf(f, "helper:  netbrokerd pid %d with %d fds open\n", r->helper_pid,
                         r->helper_fds);
         fputc('\n', f);
-        for (size_t i = 0; r->legend && r->legend[i]; i++)
-                fprintf(f, "  %s\n", r->legend[i]);
-        if (r->figures.n_cols)
-                print_figures(&r->figures, f);
         if (r->n_rows)
-                fprintf(f, "\n%-6s %-22s %6s %12s %12s %12s %8s\n", "method", "program", "runs",
-                        "median us", "min us", "max us", "vs A");
+                fprintf(f, "\n%-6s %-22s %6s %12s %12s %12s %12s %8s\n", "method", "program",
+                        "runs", "median us", "min us", "max us", "p99 us", "vs A");
         for (size_t i = 0; i < r->n_rows; i++) {
                 const struct bench_row *w = &r->rows[i];
-                fprintf(f, "%-6s %-22s %6zu %12.1f %12.1f %12.1f %8.2f\n", w->method, w->program,
-                        w->s.n, w->s.median_us, w->s.min_us, w->s.max_us, w->vs_baseline);
+                fprintf(f, "%-6s %-22s %6zu %12.1f %12.1f %12.1f %12.1f %8.2f\n", w->method,
+                        w->program, w->s.n, w->s.median_us, w->s.min_us, w->s.max_us, w->s.p99_us,
+                        w->vs_baseline);
         }
         fprintf(f, "\n%s:", r->ratios_title ? r->ratios_title : "ratios of medians");
         for (size_t i = 0; i < r->n_ratios; i++)
@@ -302,54 +262,9 @@ void bench_json_machine(FILE *f)
         fputc('}', f);
 }
 
-static void json_row(FILE *f, const struct bench_row *w)
+/* ,"runs":..,"median_us":..,"min_us":..,"max_us":..,"p99_us":.. */
+static void json_summary(FILE *f, const struct bench_summary *s)
 {
-        fputs("{\"method\":", f);
-        bench_json_string(f, w->method);
-        fputs(",\"program\":", f);
-        bench_json_string(f, w->program);
-        fprintf(f, ",\"runs\":%zu,\"median_us\":", w->s.n);
-        bench_json_number(f, w->s.median_us, 3);
-        fputs(",\"min_us\":", f);
-        bench_json_number(f, w->s.min_us, 3);
-        fputs(",\"max_us\":", f);
-        bench_json_number(f, w->s.max_us, 3);
-        fputs(",\"p99_us\":", f);
-        bench_json_number(f, w->s.p99_us, 3);
-        fputs(",\"vs_A\":", f);
-        bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
-        fputc('}', f);
-}
-
-static void json_figures(const struct bench_figures *g, FILE *f)
-{
-        fputs(",\"figures\":[", f);
-        for (size_t i = 0; i < g->n_lines; i++) {
-                const struct bench_line *l = &g->lines[i];
-                fputs(i ? ",{\"method\":" : "{\"method\":", f);
-                bench_json_string(f, l->method);
-                for (size_t c = 0; c < g->n_cols; c++) {
-                        fputc(',', f);
-                        bench_json_string(f, g->cols[c].key);
-                        fputc(':', f);
-                        /* Counts stay integers; measured figures get 3 decimals. */
-                        bench_json_number(f, l->v[c], g->cols[c].decimals ? 3 : 0);
-                }
-                if (g->text_key) {
-                        fputc(',', f);
-                        bench_json_string(f, g->text_key);
-                        fputc(':', f);
-                        bench_json_string(f, l->text);
-                }
-                fputc('}', f);
-        }
-        fputc(']', f);
-}
-
-static void json_side(FILE *f, const char *key, const char *name, const struct bench_summary *s)
-{
-        fprintf(f, ",\"%s\":{\"method\":", key);
-        bench_json_string(f, name);
         fprintf(f, ",\"runs\":%zu,\"median_us\":", s->n);
         bench_json_number(f, s->median_us, 3);
         fputs(",\"min_us\":", f);
@@ -358,6 +273,25 @@ static void json_side(FILE *f, const char *key, const char *name, const struct b
         bench_json_number(f, s->max_us, 3);
         fputs(",\"p99_us\":", f);
         bench_json_number(f, s->p99_us, 3);
+}
+
+static void json_row(FILE *f, const struct bench_row *w)
+{
+        fputs("{\"method\":", f);
+        bench_json_string(f, w->method);
+        fputs(",\"program\":", f);
+        bench_json_string(f, w->program);
+        json_summary(f, &w->s);
+        fputs(",\"vs_A\":", f);
+        bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
+        fputc('}', f);
+}
+
+static void json_side(FILE *f, const char *key, const char *name, const struct bench_summary *s)
+{
+        fprintf(f, ",\"%s\":{\"method\":", key);
+        bench_json_string(f, name);
+        json_summary(f, s);
         fputc('}', f);
 }
 
@@ -407,8 +341,6 @@ void bench_report_print_json_object(const struct bench_report *r, FILE *f)
                 bench_json_number(f, r->ratios[i].value, 3);
         }
         fputc('}', f);
-        if (r->figures.n_cols)
-                json_figures(&r->figures, f);
         fputs(",\"compares\":[", f);
         for (size_t i = 0; i < r->n_compares; i++) {
                 if (i)

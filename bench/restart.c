@@ -1,47 +1,8 @@
-/* Scenario "restart": N guests' firewalls at VM start and at daemon
- * restart (seeds/001: 100 VMs with nwfilter rules, 140 s to restart
- * libvirtd). Each guest is a tap (vnet0, vnet1, ...) with clean-traffic
- * and no-promisc.
- *
- *  A   libvirt 2018: the commands of restart_cmds.c, one process each,
- *      forked from the fat parent (8192-fd limit, 1 GiB of heap), which
- *      closes fds 3..limit-1 one by one before exec; one command at a time
- *      (libvirt serialised them: updateMutex, execCLIMutex).
- *  A2  libvirt today: the same, with close_range(3, ~0) instead of the loop.
- *  B   the same commands through netbrokerd's Exec, one op per request: a
- *      command at a time, since libvirt reads each query's output before it
- *      knows the next commands.
- *  C   one request of 100 FirewallApply ops, mode replace.
- *  D   the daemon restart: nb_close (the helper exits), nb_spawn a new one,
- *      then the same 100 FirewallApply ops in mode ensure. Timed: the
- *      request only (the spawn is in the notes). Checked: every result says
- *      unchanged, the helper's counters and the kernel's notifications show
- *      no write.
- *  N   reference: the same rules as one `nft -f` file, one nft process.
- * A, A2 and B run twice: "start" on a clean ruleset (VM start), then
- * "restart" with the rules of the start in place (libvirtd restart: tear
- * down and rebuild). C is compared with the starts, D with the restarts.
- *
- * Turns, so that drift hits every method alike: the starts run in three
- * passes from a clean ruleset, and in each pass every guest is started by
- * one of A, A2, B, the method rotating with the guest and the pass; after
- * the third pass each method has started each guest once, and every start
- * found the same rules in place whatever method it was. Then every guest
- * is restarted by all three in turn (a restart leaves what it found). C, D
- * and N are repeated between the passes and at the end. All figures are
- * per guest: A, A2, B the median of the guests, each timed alone; C, D, N
- * the median of their repetitions divided by N.
- *
- * Large N (--sample K): only the last K guests are timed; the rules of the
- * others are put in place first, untimed, by one ebtables-restore of what
- * ebtables-save shows after guest 0's start, with each guest's name, MAC
- * and IP. The timed guests find the kernel as libvirt's commands would have
- * left it for N guests (the listing is checked after every pass); their
- * time is the per-guest cost at N, measured, never extrapolated.
- *
- * Everything runs in the bench's private network namespace; between
- * methods `nft flush ruleset` empties it (ebtables-nft and iptables-nft
- * keep their tables in nftables too). */
+/* Scenario "restart": N guests' firewalls (clean-traffic + no-promisc) at VM
+ * start and at a daemon restart, libvirt's commands (restart_cmds.txt) by
+ * A, A2, B against one FirewallApply batch (C) and its ensure after a helper
+ * restart (D); N is one nft -f of the same rules. netbroker-bench(1) says
+ * how the passes take turns and how --sample fills the untimed guests. */
 #include "bench.h"
 #include "restart.h"
 
@@ -65,52 +26,14 @@ static const char *const method_names[N_METHODS] = {
         [M_A2] = "A2", [M_A2R] = "A2r", [M_B] = "B", [M_BR] = "Br",
 };
 
-static const char *const legend[] = {
-        "A    libvirt 2018: one ebtables/iptables/ip6tables process per command, forked from",
-        "     the fat parent, fds 3..8191 closed one by one before exec (virExec); serial",
-        "A2   libvirt today: the same commands, fork + close_range(3, ~0) + exec",
-        "B    the same commands through netbrokerd's Exec, one op per request (each query's",
-        "     output decides the next commands, as in libvirt)",
-        "     A, A2, B: the rows without r are VM start (clean ruleset), the rows with r",
-        "     (Ar, A2r, Br) libvirtd restart (the start's rules in place: teardown + rebuild)",
-        "C    one request of N FirewallApply ops (clean-traffic + no-promisc), mode replace",
-        "D    after nb_close + nb_spawn of the helper: the same N ops in mode ensure",
-        "N    reference: the same rules as one nft -f file (netdev, ingress/egress per tap),",
-        "     one nft process (posix_spawn from the fat parent)",
-        "procs: processes spawned; failed: commands that failed (libvirt ignored them);",
-        "nl msgs: the helper's netlink_messages delta (B, C, D; its children's not counted);",
-        "commits, changes: nf_tables notifications seen in the namespace (NEWGEN; objects).",
-        "Rows below: time per guest where each guest was timed alone.",
-        NULL,
-};
-
-enum col { C_N, C_TIMED, C_PROCS_G, C_FAILED, C_NL, C_COMMITS, C_CHANGES, C_WALL, C_MS_G, N_COLS };
-
-static const struct bench_column columns[N_COLS] = {
-        [C_N] = {"guests", "N", 4, 0},
-        [C_TIMED] = {"timed", "timed", 5, 0},
-        [C_PROCS_G] = {"processes_per_guest", "procs/g", 7, 1},
-        [C_FAILED] = {"failed_commands", "failed", 6, 0},
-        [C_NL] = {"helper_netlink_messages", "nl msgs", 7, 0},
-        [C_COMMITS] = {"kernel_commits", "commits", 7, 0},
-        [C_CHANGES] = {"kernel_changes", "changes", 7, 0},
-        [C_WALL] = {"wall_ms", "wall ms", 10, 2},
-        [C_MS_G] = {"ms_per_guest", "ms/guest", 9, 3},
-};
-
-/* A, A2, B (start and restart): one sample per guest timed, and counts
- * summed over them. N, C, D: one sample per repetition, and the counts of
- * one repetition (the same every time; D's are checked every time). */
+/* A, A2, B: one sample per guest; N, C, D: one per repetition. */
 struct outcome {
         bool ran;
-        unsigned guests; /* guests timed (A, A2, B) or in the batch (N, C, D) */
-        uint64_t procs, failed, mismatches;
-        double helper_nl; /* NAN: no helper involved */
-        uint64_t commits, changes, rules;
+        uint64_t mismatches;
+        uint64_t commits, changes;
         double wall_us; /* A, A2, B: the sum of the per-guest times */
         struct bench_samples per_guest; /* A, A2, B: us per guest */
         struct bench_samples reps; /* N, C, D: us per repetition */
-        char text[64];
 };
 
 struct tools {
@@ -129,11 +52,9 @@ struct ctx {
         unsigned n;
         unsigned timed; /* the last `timed` guests are timed; the others are filled */
         char *tmpl; /* ebtables-save after guest 0's start, for filling */
-        unsigned n_reps; /* repetitions of N, C, D so far */
         struct outcome out[N_METHODS];
         char *fw_hash[MAX_GUESTS]; /* C's hashes, for D */
-        double helper_restart_us;
-        char fw_note_c[160], fw_note_d[160], d_check[160];
+        char d_check[160];
         bool d_ok, have_fw;
 };
 
@@ -147,15 +68,6 @@ static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, si
 }
 
 /* ---- the helper ---- */
-
-static double stat_delta(const struct bench_stats *a, const struct bench_stats *b, const char *name)
-{
-        uint64_t x, y;
-
-        if (!bench_stat_get(a, name, &x) || !bench_stat_get(b, name, &y))
-                return NAN;
-        return (double)(y - x);
-}
 
 /* The helper's counters of what it sent the kernel: fw_transactions,
  * fw_owners_written, fw_rules_written. */
@@ -212,7 +124,6 @@ static int kernel_since(struct ctx *c, const struct rs_nftmon *mark, struct outc
         if (r == 0) {
                 o->commits += c->mon.commits - mark->commits;
                 o->changes += c->mon.changes - mark->changes;
-                o->rules += c->mon.rules - mark->rules;
         }
         return r;
 }
@@ -300,8 +211,6 @@ static int check_cmd(enum method m, const struct rs_cmd *cmd, const struct cmd_r
 {
         int jumps;
 
-        if (!cr->ok)
-                o->failed++;
         if (cmd->expect == RS_MUST_SUCCEED && !cr->ok) {
                 bench_log("netbroker-bench: restart: %s: this command failed, libvirt would have "
                           "rolled back:\n  ",
@@ -334,17 +243,11 @@ static int check_cmd(enum method m, const struct rs_cmd *cmd, const struct cmd_r
 
 static struct cmd_run cmd_run_buf; /* 64 KiB: not on the stack */
 
-static bool via_helper(enum method m)
-{
-        return m == M_B || m == M_BR;
-}
-
 /* One guest's commands by one method, timed alone; its counts, time and
  * notifications go to that method's outcome. */
 static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase phase)
 {
         struct outcome *o = &c->out[m];
-        struct bench_stats s0 = {0}, s1 = {0};
         struct rs_cmdlist l = {0};
         struct rs_nftmon mark;
         uint64_t t0;
@@ -353,18 +256,14 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
 
         /* Building the list is libvirt's in-memory work: not timed. */
         r = rs_cmds_instantiate(&l, &c->guests[g], phase);
-        if (r == 0 && via_helper(m))
-                r = bench_helper_stats(c->b.conn, "", &s0);
         if (r == 0)
                 r = rs_nftmon_drain(&c->mon);
         mark = c->mon;
         t0 = bench_now_ns();
         for (size_t i = 0; i < l.n && r == 0; i++) {
                 r = exec_cmd(c, m, &l.v[i], &cmd_run_buf);
-                if (r == 0) {
-                        o->procs++;
+                if (r == 0)
                         r = check_cmd(m, &l.v[i], &cmd_run_buf, o);
-                }
         }
         us = (double)(bench_now_ns() - t0) / 1000.0;
         rs_cmdlist_clear(&l);
@@ -372,14 +271,8 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
                 r = bench_samples_add(&o->per_guest, us);
         if (r == 0)
                 r = kernel_since(c, &mark, o);
-        if (r == 0 && via_helper(m))
-                r = bench_helper_stats(c->b.conn, "", &s1);
         if (r < 0)
                 return r;
-        if (via_helper(m))
-                o->helper_nl = (isnan(o->helper_nl) ? 0 : o->helper_nl) +
-                               stat_delta(&s0, &s1, "netlink_messages");
-        o->guests++;
         o->wall_us += us;
         o->ran = true;
         return 0;
@@ -426,7 +319,7 @@ static int make_template(struct ctx *c)
 {
         /* All tables: this ebtables-save takes no -t; the nat one is used. */
         char *save[] = {(char *)c->tools.eb_save, NULL};
-        struct outcome scratch = {.helper_nl = NAN};
+        struct outcome scratch = {0};
         struct rs_cmdlist l = {0};
         size_t len;
         int r = reset(c);
@@ -593,8 +486,6 @@ static int run_broker_rep(struct ctx *c);
 
 static int run_libvirt(struct ctx *c)
 {
-        static const char *const what[N_LIBVIRT] = {"fork, close loop", "fork, close_range",
-                                                    "netbrokerd Exec"};
         int r = 0;
 
         for (unsigned p = 0; p < N_LIBVIRT && r == 0; p++) {
@@ -605,11 +496,6 @@ static int run_libvirt(struct ctx *c)
         }
         if (r == 0)
                 r = restart_all(c);
-        for (size_t i = 0; i < N_LIBVIRT; i++) {
-                snprintf(c->out[starts[i]].text, sizeof(c->out[0].text), "%s, VM start", what[i]);
-                snprintf(c->out[restarts[i]].text, sizeof(c->out[0].text), "%s, libvirtd restart",
-                         what[i]);
-        }
         return r;
 }
 
@@ -650,21 +536,15 @@ static int run_nft_file(struct ctx *c)
                 o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         }
         unlink(path);
-        o->commits = o->changes = o->rules = 0;
+        o->commits = o->changes = 0;
         if (r == 0)
                 r = kernel_since(c, &mark, o);
-        if (r < 0)
-                return r;
-        r = bench_samples_add(&o->reps, o->wall_us);
-        if (r < 0)
-                return r;
-        o->guests = c->n;
-        o->procs = 1;
-        o->helper_nl = NAN;
-        o->ran = true;
-        snprintf(o->text, sizeof(o->text), "one nft -f, a file of %ld bytes", size);
-        bench_log("restart: N   %u guests, nft -f: %.2f ms\n", c->n, o->wall_us / 1000.0);
-        return 0;
+        if (r == 0)
+                r = bench_samples_add(&o->reps, o->wall_us);
+        o->ran = r == 0;
+        bench_log("restart: N   %u guests, nft -f of %ld bytes: %.2f ms\n", c->n, size,
+                  o->wall_us / 1000.0);
+        return r;
 }
 
 /* ---- C and D ---- */
@@ -713,7 +593,8 @@ static int run_fw(struct ctx *c, enum method m)
         nb_batch *b = NULL;
         struct rs_nftmon mark;
         uint64_t t0, t1;
-        unsigned unchanged = 0, rules = 0;
+        unsigned unchanged = 0;
+        char deltas[160];
         bool wrote;
         int r;
 
@@ -744,7 +625,6 @@ static int run_fw(struct ctx *c, enum method m)
                         goto out;
                 }
                 unchanged += same;
-                rules += n_rules;
                 if (m == M_C) {
                         free(c->fw_hash[g]);
                         c->fw_hash[g] = strdup(hash);
@@ -755,7 +635,7 @@ static int run_fw(struct ctx *c, enum method m)
                         c->d_ok = false;
                 }
         }
-        o->commits = o->changes = o->rules = 0;
+        o->commits = o->changes = 0;
         r = kernel_since(c, &mark, o);
         if (r == 0)
                 r = bench_helper_stats(c->b.conn, "", &s1);
@@ -763,25 +643,23 @@ static int run_fw(struct ctx *c, enum method m)
                 r = bench_samples_add(&o->reps, o->wall_us);
         if (r < 0)
                 goto out;
-        o->guests = c->n;
-        o->helper_nl = stat_delta(&s0, &s1, "netlink_messages");
         o->ran = true;
-        wrote = fw_deltas(&s0, &s1, m == M_C ? c->fw_note_c : c->fw_note_d, sizeof(c->fw_note_c));
-        snprintf(o->text, sizeof(o->text), "%s: %u rules, %u/%u unchanged",
-                 m == M_C ? "replace" : "ensure", rules, unchanged, c->n);
-        if (m == M_D) {
-                /* The helper's own write counters, and the kernel's view. */
-                if (unchanged != c->n || wrote || o->commits || o->changes)
-                        c->d_ok = false;
-                snprintf(c->d_check, sizeof(c->d_check),
-                         "D check %s: %u/%u owners unchanged, helper write counters %s, kernel: "
-                         "%llu commits, %llu changes",
-                         c->d_ok ? "passed" : "FAILED", unchanged, c->n,
-                         wrote ? "MOVED" : "unmoved", (unsigned long long)o->commits,
-                         (unsigned long long)o->changes);
-        }
+        wrote = fw_deltas(&s0, &s1, deltas, sizeof(deltas));
         bench_log("restart: %-3s %u guests, one request: %.2f ms (%s)\n", method_names[m], c->n,
-                  o->wall_us / 1000.0, o->text);
+                  o->wall_us / 1000.0, deltas);
+        /* D writes nothing: by its results, the helper's write counters and
+         * the kernel's notifications. */
+        if (m == M_D && (unchanged != c->n || wrote || o->commits || o->changes))
+                c->d_ok = false;
+        snprintf(c->d_check, sizeof(c->d_check),
+                 "D check %s: %u/%u owners unchanged, helper write counters %s, kernel: %llu "
+                 "commits, %llu changes",
+                 c->d_ok ? "passed" : "FAILED", unchanged, c->n, wrote ? "MOVED" : "unmoved",
+                 (unsigned long long)o->commits, (unsigned long long)o->changes);
+        if (!c->d_ok) {
+                bench_log("netbroker-bench: restart: %s\n", c->d_check);
+                r = -EPROTO;
+        }
 out:
         nb_results_free(res);
         nb_batch_free(b);
@@ -808,7 +686,6 @@ static int fw_list_count(struct ctx *c, size_t *ret)
 static int run_c_and_d(struct ctx *c)
 {
         size_t owners = 0;
-        uint64_t t0;
         int r = reset(c);
 
         if (r == 0)
@@ -824,11 +701,9 @@ static int run_c_and_d(struct ctx *c)
                 return r;
         /* The daemon restarts: its connection goes, the helper exits; the
          * next daemon spawns a new one. */
-        t0 = bench_now_ns();
         bench_broker_stop(c->b.conn);
         c->b.conn = NULL;
         r = bench_broker_start(c->o->helper, c->allow, &c->b.conn);
-        c->helper_restart_us = (double)(bench_now_ns() - t0) / 1000.0;
         if (r < 0)
                 return r;
         return run_fw(c, M_D);
@@ -848,8 +723,6 @@ static int run_broker_rep(struct ctx *c)
                 r = run_nft_file(c);
                 if (r == 0 && c->have_fw)
                         r = run_c_and_d(c);
-                if (r == 0)
-                        c->n_reps++;
         }
         return r;
 }
@@ -930,24 +803,6 @@ static int per_guest(const struct ctx *c, enum method m, struct bench_summary *r
         return k;
 }
 
-static int add_line(struct bench_report *r, const struct ctx *c, enum method m,
-                    const struct bench_summary *pg)
-{
-        const struct outcome *o = &c->out[m];
-        double v[N_COLS];
-
-        v[C_N] = c->n;
-        v[C_TIMED] = is_batch(m) ? NAN : o->guests;
-        v[C_PROCS_G] = is_batch(m) ? (double)o->procs / c->n : (double)o->procs / o->guests;
-        v[C_FAILED] = m == M_C || m == M_D ? NAN : (double)o->failed;
-        v[C_NL] = o->helper_nl;
-        v[C_COMMITS] = (double)o->commits;
-        v[C_CHANGES] = (double)o->changes;
-        v[C_WALL] = (is_batch(m) ? pg->median_us * c->n : o->wall_us) / 1000.0;
-        v[C_MS_G] = pg->median_us / 1000.0;
-        return bench_report_add_line(r, method_names[m], v, N_COLS, o->text) ? 0 : -ENOSPC;
-}
-
 static int add_results(struct ctx *c, struct bench_report *r)
 {
         static const struct bench_pair pairs[] = {
@@ -956,104 +811,40 @@ static int add_results(struct ctx *c, struct bench_report *r)
                 {M_BR, M_D, "B/D"}, {M_A, M_N, "A/N"},   {M_AR, M_A, "Ar/A"},
         };
         static const enum method row_order[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR, M_N, M_C, M_D};
-        static char programs[N_METHODS][32];
         struct bench_summary s[N_METHODS] = {0};
         double med[N_METHODS];
-        struct rs_cmdlist l = {0};
-        unsigned per_tool[RS_N_TOOLS] = {0};
-        size_t n_start, n_restart;
         char what[56];
-        int k;
+        int k = 0;
 
-        for (int m = 0; m < N_METHODS; m++) {
-                if (!c->out[m].ran)
-                        continue;
-                k = per_guest(c, (enum method)m, &s[m]);
-                if (k == 0)
-                        k = add_line(r, c, (enum method)m, &s[m]);
-                if (k < 0)
-                        return k;
-        }
-        for (size_t i = 0; i < sizeof(row_order) / sizeof(*row_order); i++) {
+        for (size_t i = 0; i < N_METHODS && k == 0; i++) {
                 enum method m = row_order[i];
                 if (!c->out[m].ran)
                         continue;
-                snprintf(programs[m], sizeof(programs[m]), "%s per guest",
-                         m == M_AR || m == M_A2R || m == M_BR || m == M_D ? "restart" : "start");
-                k = bench_report_add_row(r, method_names[m], programs[m], &s[m],
-                                         c->out[M_A].ran ? &s[M_A] : NULL);
-                if (k < 0)
-                        return k;
+                k = per_guest(c, m, &s[m]);
+                if (k == 0)
+                        k = bench_report_add_row(r, method_names[m],
+                                                 m == M_AR || m == M_A2R || m == M_BR || m == M_D
+                                                         ? "restart per guest"
+                                                         : "start per guest",
+                                                 &s[m], c->out[M_A].ran ? &s[M_A] : NULL);
         }
         for (int m = 0; m < N_METHODS; m++)
                 med[m] = c->out[m].ran ? s[m].median_us : 0;
-        k = bench_report_pairs(r, pairs, sizeof(pairs) / sizeof(*pairs), med, NULL);
-        if (k < 0)
-                return k;
-        if (c->out[M_A].ran && c->out[M_C].ran) {
-                snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
-                bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
-        }
-        if (c->out[M_AR].ran && c->out[M_D].ran) {
-                snprintf(what, sizeof(what), "daemon restart, per guest, N=%u", c->n);
-                bench_report_add_compare(r, what, "Ar", &s[M_AR], "A2r", &s[M_A2R], "D", &s[M_D]);
-        }
-
-        /* How many commands libvirt's driver ran per guest, and of which tool. */
-        k = rs_cmds_instantiate(&l, &c->guests[0], RS_START);
-        n_start = l.n;
-        for (size_t i = 0; i < l.n; i++)
-                per_tool[l.v[i].tool]++;
-        rs_cmdlist_clear(&l);
         if (k == 0)
-                k = rs_cmds_instantiate(&l, &c->guests[0], RS_RESTART);
-        n_restart = l.n;
-        rs_cmdlist_clear(&l);
-        if (k < 0)
-                return k;
-        bench_report_add_note(r,
-                              "libvirt's commands per guest (restart_cmds.c): %zu at VM start "
-                              "(%u ebtables, %u iptables, %u ip6tables), %zu at libvirtd restart",
-                              n_start, per_tool[RS_EBTABLES], per_tool[RS_IPTABLES],
-                              per_tool[RS_IP6TABLES], n_restart);
-        for (int m = 0; m < N_METHODS; m++)
-                if (c->out[m].mismatches)
-                        bench_report_add_note(r,
-                                              "%s: %llu commands succeeded or failed against the "
-                                              "list's prediction (see stderr)",
-                                              method_names[m],
-                                              (unsigned long long)c->out[m].mismatches);
-        if (c->have_fw) {
-                bench_report_add_note(r, "C: helper counters: %s",
-                                      c->fw_note_c[0] ? c->fw_note_c : "no fw_* counter moved");
-                bench_report_add_note(r, "D: helper counters: %s",
-                                      c->fw_note_d[0] ? c->fw_note_d : "no fw_* counter moved");
-                bench_report_add_note(r, "%s", c->d_check);
-                bench_report_add_note(r,
-                                      "D's helper restart (nb_close, nb_spawn, Hello), not in D: "
-                                      "%.1f ms",
-                                      c->helper_restart_us / 1000.0);
-        } else {
-                bench_report_add_note(r, "C, D: skipped, the helper does not offer "
-                                         "firewall_apply");
+                k = bench_report_pairs(r, pairs, sizeof(pairs) / sizeof(*pairs), med, NULL);
+        if (k == 0 && c->out[M_A].ran && c->out[M_C].ran) {
+                snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
+                k = bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
         }
-        if (c->mon.lost)
-                bench_report_add_note(r,
-                                      "the notification socket overflowed %llu times: commits "
-                                      "and changes are lower bounds",
-                                      (unsigned long long)c->mon.lost);
-        bench_report_add_note(r,
-                              "turns: each timed guest started once by each of A, A2, B over "
-                              "3 passes, then restarted by each; N, C, D repeated %u times "
-                              "between the passes and at the end",
-                              c->n_reps);
-        if (c->timed < c->n)
-                bench_report_add_note(r,
-                                      "sampled: %u of %u guests timed (vnet%u..); the other %u "
-                                      "guests' rules restored untimed before each pass "
-                                      "(ebtables-restore); C, D, N: all %u",
-                                      c->timed, c->n, c->n - c->timed, c->n - c->timed, c->n);
-        return 0;
+        if (k == 0 && c->out[M_AR].ran && c->out[M_D].ran) {
+                snprintf(what, sizeof(what), "daemon restart, per guest, N=%u", c->n);
+                k = bench_report_add_compare(r, what, "Ar", &s[M_AR], "A2r", &s[M_A2R], "D",
+                                             &s[M_D]);
+        }
+        if (k == 0)
+                k = bench_report_add_note(
+                        r, "%s", c->have_fw ? c->d_check : "C, D: the helper has no firewall");
+        return k;
 }
 
 /* ---- the scenario ---- */
@@ -1115,17 +906,8 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         c->n = o->guests ? o->guests : o->quick ? 1 : 100;
         c->timed = o->sample && o->sample < c->n ? o->sample : c->n;
         c->d_ok = true;
-        for (int m = 0; m < N_METHODS; m++)
-                c->out[m].helper_nl = NAN;
         r->title = "N guests' firewalls (clean-traffic + no-promisc) at VM start and daemon "
                    "restart";
-        r->legend = legend;
-        r->ratios_title = "ratios of medians per guest (X/C: at VM start; X/D: at libvirtd "
-                          "restart)";
-        r->figures.cols = columns;
-        r->figures.n_cols = N_COLS;
-        r->figures.text_key = "what";
-        r->figures.text_heading = "what";
         if (c->n > MAX_GUESTS) {
                 bench_log("netbroker-bench: restart: at most %u guests\n", MAX_GUESTS);
                 free(c);

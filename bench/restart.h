@@ -1,6 +1,5 @@
-/* Scenario "restart": the per-guest firewall commands libvirt's nwfilter
- * ebiptables driver ran in 2018 (restart_cmds.c), and the same filters as
- * one nftables file (the reference N). */
+/* Scenario "restart": libvirt's per-guest firewall commands (restart_cmds.txt)
+ * and the same filters as one nftables file (N). */
 #pragma once
 
 #include <stdbool.h>
@@ -23,10 +22,8 @@ struct rs_cmd {
         char *argv[RS_MAX_ARGS]; /* NULL-terminated; argv[0] is the tool's name */
         char *buf; /* owns the strings of argv */
         enum rs_expect expect;
-        /* A query (ebtables -L): libvirt reads its output and adds commands
-         * for each line "-j X-..." with X in jump_prefixes. The list below
-         * already holds those commands for the state we model; `jumps` is
-         * how many such lines the output must have. -1: not a query. */
+        /* A query (ebtables -L): the lines "-j X-..." (X in jump_prefixes)
+         * its output must have; -1: not a query. */
         int jumps;
         char jump_prefixes[3];
 };
@@ -64,17 +61,12 @@ void rs_cmd_print(const struct rs_cmd *c, FILE *f);
 #define RS_NFT_TABLE "nbbench"
 int rs_nft_write(FILE *f, const struct rs_guest *guests, size_t n);
 
-/* ---- what reaches the kernel (nftmon.c) ----
- *
- * A netlink socket in the nftables notification group of this namespace:
- * every committed nf_tables transaction sends NFT_MSG_NEWGEN, and every
- * table, chain, rule, set or element it adds, changes or deletes one
- * message more. The same view `nft monitor` has, for every method alike. */
+/* What reaches the kernel (nftmon.c), as `nft monitor` sees it: a socket in
+ * the nftables notification group of this namespace. */
 struct rs_nftmon {
         int fd;
         uint64_t commits; /* NFT_MSG_NEWGEN */
         uint64_t changes; /* every other nf_tables notification */
-        uint64_t rules; /* of which NFT_MSG_NEWRULE and NFT_MSG_DELRULE */
         uint64_t lost; /* ENOBUFS: the counts above are lower bounds */
 };
 

@@ -1,9 +1,6 @@
-/* The method runners: samples and their summary, one timed run of a
- * method, rounds of methods taking turns, and the rows and ratios of a
- * comparison. Every scenario times through here.
- *
- * Figures are medians, not means: one page-cache miss or a scheduler
- * hiccup must not move them. */
+/* The method runners: samples and medians (one page-cache miss must not
+ * move a figure), one timed run of a method, rounds taking turns, and a
+ * comparison's rows and ratios. Every scenario times through here. */
 #include "bench.h"
 
 #include <errno.h>
@@ -24,16 +21,26 @@ uint64_t bench_now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void *bench_grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+        size_t ncap = *cap ? *cap * 2 : 64;
+        void *q;
+
+        if (n < *cap)
+                return arr;
+        q = realloc(arr, ncap * size);
+        if (q)
+                *cap = ncap;
+        return q;
+}
+
 int bench_samples_add(struct bench_samples *s, double us)
 {
-        if (s->n == s->cap) {
-                size_t ncap = s->cap ? s->cap * 2 : 64;
-                double *p = realloc(s->us, ncap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                s->us = p;
-                s->cap = ncap;
-        }
+        double *p = bench_grow(s->us, &s->cap, s->n, sizeof(*p));
+
+        if (!p)
+                return -ENOMEM;
+        s->us = p;
         s->us[s->n++] = us;
         return 0;
 }
@@ -225,7 +232,8 @@ out:
         return r;
 }
 
-int bench_method_once(struct bench_ctx *c, const struct bench_method *m, bool timed, double *ret_us)
+static int method_once(struct bench_ctx *c, const struct bench_method *m, bool timed,
+                       double *ret_us)
 {
         switch (m->how) {
         case BENCH_FORK_LOOP:
@@ -240,14 +248,14 @@ int bench_method_once(struct bench_ctx *c, const struct bench_method *m, bool ti
         return -EINVAL;
 }
 
-int bench_time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
-                      struct bench_samples *s)
+static int time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
+                       struct bench_samples *s)
 {
         double us;
         int r = 0;
 
         for (unsigned i = 0; i < n && r == 0; i++) {
-                r = bench_method_once(c, m, s != NULL, &us);
+                r = method_once(c, m, s != NULL, &us);
                 if (r == 0 && s)
                         r = bench_samples_add(s, us);
         }
@@ -274,14 +282,12 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
          * the helper's first spawn, the allocators and caches warm. */
         for (unsigned i = 0; i < warmup && r == 0; i++)
                 for (size_t j = 0; j < n && r == 0; j++)
-                        r = bench_time_method(c, &ms[j], ms[j].per_round ? ms[j].per_round : 1,
-                                              NULL);
+                        r = time_method(c, &ms[j], ms[j].per_round ? ms[j].per_round : 1, NULL);
         for (unsigned i = 0; i < rounds && r == 0; i++)
                 for (size_t j = 0; j < n && r == 0; j++) {
                         const struct bench_method *m = &ms[i % 2 ? n - 1 - j : j];
                         if (due(m, i, rounds))
-                                r = bench_time_method(c, m, m->per_round ? m->per_round : 1,
-                                                      &s[m - ms]);
+                                r = time_method(c, m, m->per_round ? m->per_round : 1, &s[m - ms]);
                 }
         for (size_t j = 0; j < n && r == 0; j++) {
                 r = bench_samples_summarize(&s[j], &ret[j]);
@@ -301,9 +307,9 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
 
 /* ---- a comparison's rows and ratios ---- */
 
-const struct bench_summary *bench_method_summary(const struct bench_method *ms,
-                                                 const struct bench_summary *s, size_t n,
-                                                 const char *name)
+static const struct bench_summary *method_summary(const struct bench_method *ms,
+                                                  const struct bench_summary *s, size_t n,
+                                                  const char *name)
 {
         for (size_t i = 0; i < n; i++)
                 if (strcmp(ms[i].name, name) == 0)
@@ -323,8 +329,8 @@ int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
                                          ms[i].program ? ms[i].program : ms[i].cmd->label, &s[i],
                                          &s[0]);
         for (size_t i = 0; ratios && ratios[i][0] && k == 0; i++) {
-                const struct bench_summary *a = bench_method_summary(ms, s, n, ratios[i][0]);
-                const struct bench_summary *b = bench_method_summary(ms, s, n, ratios[i][1]);
+                const struct bench_summary *a = method_summary(ms, s, n, ratios[i][0]);
+                const struct bench_summary *b = method_summary(ms, s, n, ratios[i][1]);
                 if (!a || !b)
                         return -EINVAL;
                 snprintf(name, sizeof(name), "%s/%s%s%s", ratios[i][0], ratios[i][1],

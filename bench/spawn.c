@@ -1,18 +1,5 @@
-/* Scenario "spawn": what one command costs a management daemon.
- *
- *  A   the 2018 way (seeds/001): fork() from the fat parent, close every fd
- *      from 3 up to the fd limit one by one, exec.
- *  A2  today's libvirt: fork(), close_range(3, ~0), exec. The page-table
- *      copy of fork() stays; only the close loop is gone.
- *  B   the same parent sends each command to netbrokerd as a request with
- *      one Exec op; the helper posix_spawns it from a small process.
- *  C   100 Exec ops in one request; the cost per command is the request's
- *      time divided by 100.
- *
- * One round runs one command of A, A2 and B each (C: a request every n/40
- * rounds), the order reversed every other round (run.c). Every command is
- * timed on its own (C: every request), from the first system call it needs
- * until its exit status is known, and every one must succeed. */
+/* Scenario "spawn": one command by fork/exec from the fat parent (A: close
+ * loop, A2: close_range) against one Exec op a request (B) and 100 (C). */
 #include "bench.h"
 
 #include <errno.h>
@@ -24,15 +11,6 @@
 
 static const char *const true_argv[] = {"true", NULL};
 static const char *const iptables_argv[] = {"iptables", "-w", "-L", "-n", NULL};
-
-static const char *const legend[] = {
-        "A   fork from the fat parent, close fds 3..limit-1 one by one, exec (libvirt 2018)",
-        "A2  fork from the fat parent, close_range(3, ~0), exec (libvirt today)",
-        "B   one Exec per request to netbrokerd (posix_spawn in the helper)",
-        "C   100 Exec ops in one request to netbrokerd, time per command",
-        "vs A: median of A / median of the row; runs of C are requests of 100",
-        NULL,
-};
 
 static const char *const ratios[][2] = {{"A", "B"},  {"A", "C"}, {"A2", "B"},
                                         {"A2", "C"}, {"B", "C"}, {NULL, NULL}};
@@ -78,16 +56,13 @@ int bench_spawn(const struct bench_opts *o, struct bench_report *r)
         int k;
 
         r->title = "cost per command, fork/exec from a fat parent versus netbrokerd";
-        r->legend = legend;
         if (access(t.path, X_OK) < 0) {
                 k = -errno;
                 bench_log("netbroker-bench: %s: %s\n", t.path, strerror(-k));
                 return k;
         }
         if (!ipt.path)
-                bench_report_add_note(r,
-                                      "iptables: not found in /usr/sbin, /sbin, /usr/bin or /bin; "
-                                      "its rows are skipped");
+                bench_report_add_note(r, "iptables not found: its rows are skipped");
         k = bench_ctx_start(&c, o, r, true, allow, NULL);
         if (k < 0)
                 return k;

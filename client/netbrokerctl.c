@@ -142,6 +142,23 @@ static int report_failure(const nb_results *res, size_t i)
         return EXIT_OP_FAILED;
 }
 
+/* A command or subcommand: argv[0] names it. */
+struct command {
+        const char *name;
+        int (*fn)(struct ctl *c, int argc, char **argv);
+};
+
+/* Run the entry of cmds that argv[0] names (argv[0] is the subcommand). */
+static int run_subcommand(struct ctl *c, const struct command *cmds, size_t n, int argc,
+                          char **argv)
+{
+        for (size_t i = 0; argc >= 1 && i < n; i++)
+                if (strcmp(argv[0], cmds[i].name) == 0)
+                        return cmds[i].fn(c, argc, argv);
+        usage(stderr);
+        return EXIT_USAGE;
+}
+
 static int cmd_ping(struct ctl *c, int argc, char **argv)
 {
         nb_batch *b = nb_batch_new();
@@ -663,16 +680,14 @@ static int link_list(struct ctl *c, int argc, char **argv)
 
 static int cmd_link(struct ctl *c, int argc, char **argv)
 {
-        if (argc >= 2 && strcmp(argv[1], "create") == 0)
-                return link_create(c, argc - 1, argv + 1);
-        if (argc >= 2 && strcmp(argv[1], "set") == 0)
-                return link_set(c, argc - 1, argv + 1);
-        if (argc >= 2 && strcmp(argv[1], "delete") == 0)
-                return link_delete(c, argc - 1, argv + 1);
-        if (argc >= 2 && strcmp(argv[1], "list") == 0)
-                return link_list(c, argc - 1, argv + 1);
-        usage(stderr);
-        return EXIT_USAGE;
+        static const struct command sub[] = {
+                {"create", link_create},
+                {"set", link_set},
+                {"delete", link_delete},
+                {"list", link_list},
+        };
+
+        return run_subcommand(c, sub, sizeof(sub) / sizeof(*sub), argc - 1, argv + 1);
 }
 
 static int cmd_names(struct ctl *c, int argc, char **argv)
@@ -889,14 +904,13 @@ static int fw_remove(struct ctl *c, int argc, char **argv)
 
 static int cmd_fw(struct ctl *c, int argc, char **argv)
 {
-        if (argc >= 2 && strcmp(argv[1], "apply") == 0)
-                return fw_apply(c, argc - 1, argv + 1);
-        if (argc >= 2 && strcmp(argv[1], "list") == 0)
-                return fw_list(c, argc - 1, argv + 1);
-        if (argc >= 2 && strcmp(argv[1], "remove") == 0)
-                return fw_remove(c, argc - 1, argv + 1);
-        usage(stderr);
-        return EXIT_USAGE;
+        static const struct command sub[] = {
+                {"apply", fw_apply},
+                {"list", fw_list},
+                {"remove", fw_remove},
+        };
+
+        return run_subcommand(c, sub, sizeof(sub) / sizeof(*sub), argc - 1, argv + 1);
 }
 
 /* ---- bandwidth ---- */
@@ -1055,20 +1069,16 @@ static int bw_show(struct ctl *c, int argc, char **argv)
 
 static int cmd_bw(struct ctl *c, int argc, char **argv)
 {
-        if (argc >= 2 && strcmp(argv[1], "set") == 0)
-                return bw_set(c, argc - 1, argv + 1);
-        if (argc >= 2 && strcmp(argv[1], "show") == 0)
-                return bw_show(c, argc - 1, argv + 1);
-        if (argc >= 2 && strcmp(argv[1], "clear") == 0)
-                return bw_clear(c, argc - 1, argv + 1);
-        usage(stderr);
-        return EXIT_USAGE;
+        static const struct command sub[] = {
+                {"set", bw_set},
+                {"show", bw_show},
+                {"clear", bw_clear},
+        };
+
+        return run_subcommand(c, sub, sizeof(sub) / sizeof(*sub), argc - 1, argv + 1);
 }
 
-static const struct {
-        const char *name;
-        int (*fn)(struct ctl *c, int argc, char **argv);
-} commands[] = {
+static const struct command commands[] = {
         {"ping", cmd_ping},   {"stats", cmd_stats}, {"exec", cmd_exec}, {"link", cmd_link},
         {"names", cmd_names}, {"fw", cmd_fw},       {"bw", cmd_bw},
 };

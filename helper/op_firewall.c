@@ -423,7 +423,7 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         int r;
 
         if (!b)
-                return res->status;
+                return -(int)res->status; /* batch_of() set it; the wire's is positive */
         if ((r = nbd_job_check_owned(job, a->ifname, res)))
                 return r;
         /* All the result needs, before the transaction changes. */
@@ -474,7 +474,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         int r;
 
         if (!b)
-                return res->status;
+                return -(int)res->status; /* batch_of() set it; the wire's is positive */
         if (reserve_queue(b) < 0)
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         r = b->be->txn_remove(b->txn, op->firewall_remove->owner,

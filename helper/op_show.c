@@ -135,6 +135,9 @@ out:
 const struct nbd_op_handler nbd_op_link_list = {
         .name = "link_list",
         .stat = NBD_STAT_OPS_SHOW,
+        /* Its checks look interfaces up (nbd_check_interface): without
+         * rtnetlink they would dereference no links at all. */
+        .needs = NBD_NEEDS_LINKS,
         .validate = validate_list,
         .run = run_list,
 };
@@ -201,6 +204,7 @@ static int run_bw(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resul
 const struct nbd_op_handler nbd_op_bandwidth_show = {
         .name = "bandwidth_show",
         .stat = NBD_STAT_OPS_SHOW,
+        .needs = NBD_NEEDS_LINKS, /* reads tc over the links' socket */
         .validate = validate_bw,
         .run = run_bw,
 };

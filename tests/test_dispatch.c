@@ -372,6 +372,29 @@ START_TEST(test_features_read_the_handlers_needs)
 }
 END_TEST
 
+/* The real table: with no rtnetlink (links NULL) no op that looks up an
+ * interface is offered. LinkList and BandwidthShow once lacked their needs,
+ * were offered, and their validation dereferenced the missing links. */
+START_TEST(test_real_ops_without_links_are_not_offered)
+{
+        struct nbd_dispatch_ctx bare = ctx;
+        const char *names[64];
+        size_t n;
+
+        bare.handlers = NULL; /* the real table */
+        bare.n_handlers = 0;
+        bare.links = NULL;
+        bare.fw = NULL;
+        bare.bw = NULL;
+        n = nbd_features(&bare, names, 64);
+        for (size_t i = 0; i < n; i++)
+                ck_assert_msg(strcmp(names[i], "ping") == 0 || strcmp(names[i], "stats") == 0 ||
+                                      strcmp(names[i], "exec") == 0,
+                              "%s is offered without rtnetlink", names[i]);
+        ck_assert_uint_ge(n, 3);
+}
+END_TEST
+
 /* A spawn table that says how many programs run, whatever spawn.c knows. */
 static unsigned said_running;
 static void (*said_reaped_fn)(void *data);
@@ -454,6 +477,7 @@ static Suite *dispatch_suite(void)
         tcase_add_test(tc, test_waiting_job_resumes_when_a_child_is_reaped);
         tcase_add_test(tc, test_job_end_hooks_run_before_the_reply);
         tcase_add_test(tc, test_features_read_the_handlers_needs);
+        tcase_add_test(tc, test_real_ops_without_links_are_not_offered);
         tcase_add_test(tc, test_the_dispatcher_counts_children_through_its_backend);
         tcase_add_test(tc, test_the_kernel_backend_sets_every_entry);
         suite_add_tcase(s, tc);

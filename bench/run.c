@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -428,4 +429,56 @@ int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_
                 k = bench_report_add_ratio(r, name, v[p[i].num] / v[p[i].den]);
         }
         return k;
+}
+
+int bench_raise_fd_limit(unsigned need)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        if (rl.rlim_cur >= need)
+                return 0;
+        rl.rlim_cur = need;
+        if (rl.rlim_max < need)
+                rl.rlim_max = need;
+        return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
+}
+
+/* Busy and total jiffies of all CPUs so far, from /proc/stat. */
+static int cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+        unsigned long long v[8] = {0};
+        FILE *f = fopen("/proc/stat", "re");
+        int n;
+
+        if (!f)
+                return -errno;
+        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+        fclose(f);
+        if (n < 5)
+                return -EIO;
+        *total = 0;
+        for (int i = 0; i < 8; i++)
+                *total += v[i];
+        *busy = *total - v[3] - v[4]; /* idle, iowait */
+        return 0;
+}
+
+void bench_settle(void)
+{
+        struct timespec tick = {0, 50 * 1000 * 1000};
+        unsigned long long b0, t0, b1, t1;
+
+        for (int i = 0; i < 40; i++) {
+                if (cpu_jiffies(&b0, &t0) < 0)
+                        return;
+                nanosleep(&tick, NULL);
+                if (cpu_jiffies(&b1, &t1) < 0)
+                        return;
+                /* Less than 5% of the machine busy: only us, reading. */
+                if (t1 > t0 && (b1 - b0) * 20 < t1 - t0)
+                        return;
+        }
 }

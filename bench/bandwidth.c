@@ -91,10 +91,6 @@ static const struct step_def steps[N_STEPS] = {
 
 enum method { M_A, M_A2, M_B, N_METHODS };
 
-struct outcome {
-        struct bench_samples per_if; /* us; A, A2: each interface alone; B: run / N */
-};
-
 struct ctx {
         const struct bench_opts *o;
         unsigned n;
@@ -107,7 +103,7 @@ struct ctx {
         /* The variant of each step this kernel takes, and why. */
         const char *words[N_STEPS];
         char refused[N_STEPS][96];
-        struct outcome out[N_METHODS];
+        struct bench_samples per_if[N_METHODS]; /* us; A, A2: each interface alone; B: run / N */
         char out_buf[OUT_CAP];
 };
 
@@ -362,7 +358,7 @@ static int run_tc(struct ctx *c, enum method m, double *ret_us)
                         r = run_step(c, m == M_A2, (enum step)s, i);
                 us = (double)(bench_now_ns() - t0) / 1000.0;
                 *ret_us += us;
-                r = r < 0 ? r : bench_samples_add(&c->out[m].per_if, us);
+                r = r < 0 ? r : bench_samples_add(&c->per_if[m], us);
         }
         return r;
 }
@@ -372,7 +368,7 @@ static int run_helper(struct ctx *c, enum method m, double *ret_us)
 {
         int r = bandwidth_request(c, c->n, true, ret_us);
 
-        return r < 0 ? r : bench_samples_add(&c->out[m].per_if, *ret_us / c->n);
+        return r < 0 ? r : bench_samples_add(&c->per_if[m], *ret_us / c->n);
 }
 
 struct bw_method {
@@ -472,7 +468,7 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct bench
 
         for (int m = 0; m < N_METHODS && k == 0; m++) {
                 med[m] = t[m].median_us;
-                k = bench_samples_summarize(&c->out[m].per_if, &s[m]);
+                k = bench_samples_summarize(&c->per_if[m], &s[m]);
         }
         if (k == 0)
                 k = bench_report_methods(r, methods, s, N_METHODS, NULL, NULL);
@@ -488,6 +484,7 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct bench
 static int setup(struct ctx *c, struct bench_report *r)
 {
         static const char *const allow[] = {"/bin/true", NULL};
+        static const char *const features[] = {"bandwidth_set", "bandwidth_clear", "stats", NULL};
         char peer[IFNAMSIZ];
         int k;
 
@@ -509,15 +506,9 @@ static int setup(struct ctx *c, struct bench_report *r)
         k = bench_ctx_start(&c->b, c->o, r, true, allow, NULL);
         if (k < 0)
                 return k;
-        if (!nb_conn_has_feature(c->b.conn, "bandwidth_set") ||
-            !nb_conn_has_feature(c->b.conn, "bandwidth_clear") ||
-            !nb_conn_has_feature(c->b.conn, "stats")) {
-                bench_log("netbroker-bench: bandwidth: the helper offers no bandwidth_set, "
-                          "bandwidth_clear or stats\n");
-                return -EOPNOTSUPP;
-        }
-        c->ready = true;
-        return 0;
+        k = bench_need_features(c->b.conn, "bandwidth: ", features);
+        c->ready = k == 0;
+        return k;
 }
 
 static void teardown(struct ctx *c)
@@ -528,7 +519,7 @@ static void teardown(struct ctx *c)
         bench_ctx_stop(&c->b);
         nl_socket_free(c->sk);
         for (int m = 0; m < N_METHODS; m++)
-                bench_samples_clear(&c->out[m].per_if);
+                bench_samples_clear(&c->per_if[m]);
         free(c->ifname);
         free(c->ifindex);
         free(c);

@@ -348,6 +348,9 @@ const char *bench_find_tool(const char *name);
  * Returns 0 or -errno. */
 int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const char *path,
                     char *const *argv, int in_fd, char *out, size_t cap, size_t *ret_len);
+/* Every one of `features` (NULL-terminated) offered by the helper, or a
+ * message starting with `who` and -EOPNOTSUPP. */
+int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features);
 /* RLIMIT_NOFILE at least `need` (a reply holding that many fds). Returns
  * 0 or -errno. */
 int bench_raise_fd_limit(unsigned need);

@@ -437,6 +437,7 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct probe
 static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report *r, unsigned max)
 {
         static const char *const allow[] = {"/bin/true", NULL};
+        static const char *const features[] = {"macvtap_create", "stats", NULL};
         /* B's reply holds N fds until they are closed. */
         int k = bench_raise_fd_limit(max + 256);
 
@@ -452,12 +453,7 @@ static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report 
         if (c->probe_fd < 0)
                 return -errno;
         k = bench_ctx_start(&c->b, o, r, false, allow, NULL);
-        if (k == 0 && (!nb_conn_has_feature(c->b.conn, "macvtap_create") ||
-                       !nb_conn_has_feature(c->b.conn, "stats"))) {
-                bench_log("netbroker-bench: the helper offers no macvtap_create or stats\n");
-                k = -EOPNOTSUPP;
-        }
-        return k;
+        return k < 0 ? k : bench_need_features(c->b.conn, "names: ", features);
 }
 
 int bench_names(const struct bench_opts *o, struct bench_report *r)

@@ -431,6 +431,17 @@ int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_
         return k;
 }
 
+int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features)
+{
+        for (size_t i = 0; features[i]; i++)
+                if (!nb_conn_has_feature(conn, features[i])) {
+                        bench_log("netbroker-bench: %sthe helper does not offer %s\n", who,
+                                  features[i]);
+                        return -EOPNOTSUPP;
+                }
+        return 0;
+}
+
 int bench_raise_fd_limit(unsigned need)
 {
         struct rlimit rl;

@@ -94,8 +94,8 @@ enum method { M_A, M_A2, M_B, N_METHODS };
 struct ctx {
         const struct bench_opts *o;
         unsigned n;
-        char (*ifname)[IFNAMSIZ];
-        int *ifindex;
+        char ifname[BENCH_BANDWIDTH_MAX_IFACES][IFNAMSIZ];
+        int ifindex[BENCH_BANDWIDTH_MAX_IFACES];
         const char *tc;
         struct bench_ctx b; /* the fat parent and the helper */
         struct nl_sock *sk;
@@ -119,22 +119,6 @@ static void make_argv(const char *words, const char *ifname, char *buf, size_t l
         for (char *w = strtok(buf, " "); w && i < MAX_ARGS - 1; w = strtok(NULL, " "))
                 argv[i++] = strcmp(w, "X") == 0 ? (char *)ifname : w;
         argv[i] = NULL;
-}
-
-static void format_cmd(const char *words, const char *ifname, char *buf, size_t len)
-{
-        char *argv[MAX_ARGS], w[256];
-        size_t o = 0;
-
-        make_argv(words, ifname, w, sizeof(w), argv);
-        for (size_t i = 0; argv[i] && o < len; i++)
-                o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "", argv[i]);
-}
-
-/* The first line of a command's output, for messages. */
-static void first_line(const char *out, char *buf, size_t len)
-{
-        snprintf(buf, len, "%.*s", (int)strcspn(out, "\n"), out);
 }
 
 /* A clear that fails must have been refused by the kernel (tc prints its
@@ -169,7 +153,6 @@ static int exec_step(struct ctx *c, bool close_range, const char *words, unsigne
  * -errno. */
 static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
 {
-        char cmd[512];
         int st, r = exec_step(c, close_range, c->words[s], i, &st);
 
         if (r < 0)
@@ -178,10 +161,9 @@ static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
                 return 0;
         if (steps[s].clear && WIFEXITED(st) && clear_refusal_ok(c->out_buf))
                 return 1;
-        format_cmd(c->words[s], c->ifname[i], cmd, sizeof(cmd));
-        bench_log("netbroker-bench: bandwidth: %s: exit status %d%s: %s\n", cmd,
-                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? " (signal)" : "",
-                  c->out_buf);
+        bench_log("netbroker-bench: bandwidth: tc %s (X: %s): exit status %d%s: %s\n", c->words[s],
+                  c->ifname[i], WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                  WIFSIGNALED(st) ? " (signal)" : "", c->out_buf);
         return -EIO;
 }
 
@@ -418,7 +400,9 @@ static int choose_commands(struct ctx *c)
                         r = exec_step(c, false, steps[s].libvirt, 0, &st);
                         if (r < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
                                 continue;
-                        first_line(c->out_buf, c->refused[s], sizeof(c->refused[s]));
+                        /* The first line of its output. */
+                        snprintf(c->refused[s], sizeof(c->refused[s]), "%.*s",
+                                 (int)strcspn(c->out_buf, "\n"), c->out_buf);
                         bench_log("bandwidth: no %s in this kernel (libvirt's command: %s): "
                                   "the same command without it runs instead\n",
                                   steps[s].lacks, c->refused[s]);
@@ -520,37 +504,30 @@ static void teardown(struct ctx *c)
         nl_socket_free(c->sk);
         for (int m = 0; m < N_METHODS; m++)
                 bench_samples_clear(&c->per_if[m]);
-        free(c->ifname);
-        free(c->ifindex);
         free(c);
 }
 
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
 {
         struct bench_summary t[N_METHODS];
-        struct ctx *c = calloc(1, sizeof(*c));
+        unsigned n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
+        struct ctx *c;
         int k;
 
+        r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
+                   "one batch";
+        r->ratios_title = "ratios of median totals";
+        if (n > BENCH_BANDWIDTH_MAX_IFACES) {
+                bench_log("netbroker-bench: bandwidth: at most %d interfaces\n",
+                          BENCH_BANDWIDTH_MAX_IFACES);
+                return -ERANGE;
+        }
+        c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
         c->o = o;
         c->b.scenario = c;
-        c->n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
-        r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
-                   "one batch";
-        r->ratios_title = "ratios of median totals";
-        if (c->n > BENCH_BANDWIDTH_MAX_IFACES) {
-                bench_log("netbroker-bench: bandwidth: at most %d interfaces\n",
-                          BENCH_BANDWIDTH_MAX_IFACES);
-                free(c);
-                return -ERANGE;
-        }
-        c->ifname = calloc(c->n, sizeof(*c->ifname));
-        c->ifindex = calloc(c->n, sizeof(*c->ifindex));
-        if (!c->ifname || !c->ifindex) {
-                k = -ENOMEM;
-                goto out;
-        }
+        c->n = n;
         bench_log("bandwidth: %u interfaces (%s0..%s%u), %u runs of each method\n", c->n, IF_PREFIX,
                   IF_PREFIX, c->n - 1, RUNS);
         k = setup(c, r);
@@ -562,7 +539,6 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
                 k = bench_run_rounds(&c->b, "bandwidth", methods, N_METHODS, 0, RUNS, t, NULL);
         if (k == 0)
                 k = add_results(r, c, t);
-out:
         teardown(c);
         return k;
 }

@@ -351,6 +351,9 @@ int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const ch
 /* Every one of `features` (NULL-terminated) offered by the helper, or a
  * message starting with `who` and -EOPNOTSUPP. */
 int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features);
+/* Close fds[0..n-1] from up to 64 threads, whose waits (a macvtap's close
+ * waits for an RCU grace period) overlap. */
+void bench_close_fds(const int *fds, size_t n);
 /* RLIMIT_NOFILE at least `need` (a reply holding that many fds). Returns
  * 0 or -errno. */
 int bench_raise_fd_limit(unsigned need);

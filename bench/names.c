@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -167,43 +166,10 @@ static int run_local(struct ctx *c, const struct names_method *nm, unsigned n, s
 
 /* B's macvtap fds: each close waits for an RCU grace period (tap_release),
  * which a VM pays at its end, not at naming: they are closed after the
- * clock stops, from many threads, whose waits share grace periods. */
-#define CLOSE_THREADS 64u
-
-struct closer {
-        const int *fds;
-        size_t n;
-};
-
-static void *close_some(void *arg)
-{
-        struct closer *w = arg;
-
-        for (size_t i = 0; i < w->n; i++)
-                close(w->fds[i]);
-        return NULL;
-}
-
+ * clock stops, by bench_close_fds. */
 static void close_kept(struct ctx *c)
 {
-        struct closer w[CLOSE_THREADS];
-        pthread_t tid[CLOSE_THREADS];
-        size_t i = 0, nthreads = 0, left = c->nfds, per;
-
-        per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
-        for (; left > 0; nthreads++) {
-                w[nthreads].fds = c->fds + i;
-                w[nthreads].n = left < per ? left : per;
-                if (pthread_create(&tid[nthreads], NULL, close_some, &w[nthreads]) != 0)
-                        break;
-                i += w[nthreads].n;
-                left -= w[nthreads].n;
-        }
-        /* What no thread took (pthread_create failed), this one closes. */
-        for (; i < c->nfds; i++)
-                close(c->fds[i]);
-        for (size_t t = 0; t < nthreads; t++)
-                pthread_join(tid[t], NULL);
+        bench_close_fds(c->fds, c->nfds);
         c->nfds = 0;
 }
 

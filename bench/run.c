@@ -4,6 +4,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -492,4 +493,44 @@ void bench_settle(void)
                 if (t1 > t0 && (b1 - b0) * 20 < t1 - t0)
                         return;
         }
+}
+
+/* Closes that wait (a macvtap's for an RCU grace period) share their waits
+ * when many threads close at once. */
+#define CLOSE_THREADS 64u
+
+struct closer {
+        const int *fds;
+        size_t n;
+};
+
+static void *close_some(void *arg)
+{
+        struct closer *w = arg;
+
+        for (size_t i = 0; i < w->n; i++)
+                close(w->fds[i]);
+        return NULL;
+}
+
+void bench_close_fds(const int *fds, size_t n)
+{
+        struct closer w[CLOSE_THREADS];
+        pthread_t tid[CLOSE_THREADS];
+        size_t i = 0, nthreads = 0, left = n, per;
+
+        per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
+        for (; left > 0; nthreads++) {
+                w[nthreads].fds = fds + i;
+                w[nthreads].n = left < per ? left : per;
+                if (pthread_create(&tid[nthreads], NULL, close_some, &w[nthreads]) != 0)
+                        break;
+                i += w[nthreads].n;
+                left -= w[nthreads].n;
+        }
+        /* What no thread took (pthread_create failed), this one closes. */
+        for (; i < n; i++)
+                close(fds[i]);
+        for (size_t t = 0; t < nthreads; t++)
+                pthread_join(tid[t], NULL);
 }

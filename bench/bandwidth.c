@@ -7,7 +7,6 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <math.h>
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +14,7 @@
 #include <unistd.h>
 
 #include <linux/pkt_sched.h>
-#include <netlink/errno.h>
 #include <netlink/netlink.h>
-#include <netlink/route/link.h>
-#include <netlink/route/link/veth.h>
-#include <netlink/route/qdisc.h>
-#include <netlink/route/tc.h>
 
 #include "netbroker.h"
 
@@ -97,17 +91,11 @@ static const struct step_def steps[N_STEPS] = {
 
 enum method { M_A, M_A2, M_B, N_METHODS };
 
-static const char *const method_names[N_METHODS] = {"A", "A2", "B"};
-
-struct outcome {
-        struct bench_samples per_if; /* us; A, A2: each interface alone; B: run / N */
-};
-
 struct ctx {
         const struct bench_opts *o;
         unsigned n;
-        char (*ifname)[IFNAMSIZ];
-        int *ifindex;
+        char ifname[BENCH_BANDWIDTH_MAX_IFACES][IFNAMSIZ];
+        int ifindex[BENCH_BANDWIDTH_MAX_IFACES];
         const char *tc;
         struct bench_ctx b; /* the fat parent and the helper */
         struct nl_sock *sk;
@@ -115,7 +103,7 @@ struct ctx {
         /* The variant of each step this kernel takes, and why. */
         const char *words[N_STEPS];
         char refused[N_STEPS][96];
-        struct outcome out[N_METHODS];
+        struct bench_samples per_if[N_METHODS]; /* us; A, A2: each interface alone; B: run / N */
         char out_buf[OUT_CAP];
 };
 
@@ -131,22 +119,6 @@ static void make_argv(const char *words, const char *ifname, char *buf, size_t l
         for (char *w = strtok(buf, " "); w && i < MAX_ARGS - 1; w = strtok(NULL, " "))
                 argv[i++] = strcmp(w, "X") == 0 ? (char *)ifname : w;
         argv[i] = NULL;
-}
-
-static void format_cmd(const char *words, const char *ifname, char *buf, size_t len)
-{
-        char *argv[MAX_ARGS], w[256];
-        size_t o = 0;
-
-        make_argv(words, ifname, w, sizeof(w), argv);
-        for (size_t i = 0; argv[i] && o < len; i++)
-                o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "", argv[i]);
-}
-
-/* The first line of a command's output, for messages. */
-static void first_line(const char *out, char *buf, size_t len)
-{
-        snprintf(buf, len, "%.*s", (int)strcspn(out, "\n"), out);
 }
 
 /* A clear that fails must have been refused by the kernel (tc prints its
@@ -181,7 +153,6 @@ static int exec_step(struct ctx *c, bool close_range, const char *words, unsigne
  * -errno. */
 static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
 {
-        char cmd[512];
         int st, r = exec_step(c, close_range, c->words[s], i, &st);
 
         if (r < 0)
@@ -190,18 +161,18 @@ static int run_step(struct ctx *c, bool close_range, enum step s, unsigned i)
                 return 0;
         if (steps[s].clear && WIFEXITED(st) && clear_refusal_ok(c->out_buf))
                 return 1;
-        format_cmd(c->words[s], c->ifname[i], cmd, sizeof(cmd));
-        bench_log("netbroker-bench: bandwidth: %s: exit status %d%s: %s\n", cmd,
-                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? " (signal)" : "",
-                  c->out_buf);
+        bench_log("netbroker-bench: bandwidth: tc %s (X: %s): exit status %d%s: %s\n", c->words[s],
+                  c->ifname[i], WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                  WIFSIGNALED(st) ? " (signal)" : "", c->out_buf);
         return -EIO;
 }
 
 /* ---- the helper ---- */
 
-/* B's request, or the warm-up's (n 1): timed from building the batch, which
- * a client pays for too, to the reply. */
-static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
+/* One request of n BandwidthSet ops (every interface's limits, checked in
+ * place) or, `set` false, BandwidthClear ops: timed from building the
+ * batch, which a client pays for too, to the reply. */
+static int bandwidth_request(struct ctx *c, unsigned n, bool set, double *ret_us)
 {
         const nb_rate in = {.average = IN_AVERAGE, .peak = IN_PEAK, .burst = IN_BURST};
         const nb_rate out = {.average = OUT_AVERAGE, .burst = OUT_BURST};
@@ -212,10 +183,14 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
         int r = b ? 0 : -ENOMEM;
 
         for (unsigned i = 0; i < n && r == 0; i++)
-                r = nb_batch_bandwidth_set(b, c->ifname[i], &in, &out);
+                r = set ? nb_batch_bandwidth_set(b, c->ifname[i], &in, &out)
+                        : nb_batch_bandwidth_clear(b, c->ifname[i]);
         if (r == 0)
-                r = bench_submit_all(c->b.conn, b, n, "bandwidth: BandwidthSet: ", &t1, &res);
-        for (unsigned i = 0; i < n && r == 0; i++) {
+                r = bench_submit_all(
+                        c->b.conn, b, n,
+                        set ? "bandwidth: BandwidthSet: " : "bandwidth: BandwidthClear: ", &t1,
+                        &res);
+        for (unsigned i = 0; set && i < n && r == 0; i++) {
                 r = nb_result_bandwidth(res, i, &mi, &mo);
                 if (r == 0 && (!mi[0] || !mo[0])) {
                         bench_log("netbroker-bench: bandwidth: B: %s: no limit in place "
@@ -224,96 +199,14 @@ static int bandwidth_set(struct ctx *c, unsigned n, double *ret_us)
                         r = -EPROTO;
                 }
         }
-        *ret_us = (double)(t1 - t0) / 1000.0;
+        if (ret_us)
+                *ret_us = (double)(t1 - t0) / 1000.0;
         nb_results_free(res);
         nb_batch_free(b);
         return r;
 }
 
-static int bandwidth_clear(struct ctx *c)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-        int r = b ? 0 : -ENOMEM;
-
-        for (unsigned i = 0; i < c->n && r == 0; i++)
-                r = nb_batch_bandwidth_clear(b, c->ifname[i]);
-        if (r == 0)
-                r = bench_submit_all(c->b.conn, b, c->n, "bandwidth: BandwidthClear: ", NULL, &res);
-        nb_results_free(res);
-        nb_batch_free(b);
-        return r;
-}
-
-/* ---- the interfaces and their state ---- */
-
-static int link_up(struct ctx *c, const char *name)
-{
-        struct rtnl_link *link = NULL, *change = rtnl_link_alloc();
-        int r = -ENOMEM;
-
-        if (change)
-                r = bench_nl_errno(rtnl_link_get_kernel(c->sk, 0, name, &link));
-        if (r == 0) {
-                rtnl_link_set_flags(change, IFF_UP);
-                r = bench_nl_errno(rtnl_link_change(c->sk, link, change, 0));
-        }
-        rtnl_link_put(link);
-        rtnl_link_put(change);
-        return r;
-}
-
-/* vbwI and its peer vbpI, both up, as a guest's tap is. */
-static int make_pair(struct ctx *c, unsigned i)
-{
-        struct rtnl_link *link = rtnl_link_veth_alloc(), *peer;
-        char name[IFNAMSIZ];
-        int r;
-
-        if (!link)
-                return -ENOMEM;
-        peer = rtnl_link_veth_get_peer(link);
-        snprintf(c->ifname[i], IFNAMSIZ, IF_PREFIX "%u", i);
-        snprintf(name, sizeof(name), PEER_PREFIX "%u", i);
-        rtnl_link_set_name(link, c->ifname[i]);
-        rtnl_link_set_flags(link, IFF_UP);
-        rtnl_link_set_name(peer, name);
-        r = bench_nl_errno(rtnl_link_add(c->sk, link, NLM_F_CREATE | NLM_F_EXCL));
-        rtnl_link_put(peer);
-        rtnl_link_veth_release(link);
-        if (r == 0) {
-                c->ifindex[i] = (int)if_nametoindex(c->ifname[i]);
-                if (!c->ifindex[i])
-                        r = -errno;
-        }
-        /* The peer's flags in the same request make libnl fail. */
-        if (r == 0)
-                r = link_up(c, name);
-        if (r < 0)
-                bench_log("netbroker-bench: bandwidth: cannot make the veth pair %s/%s: %s\n",
-                          c->ifname[i], name, strerror(-r));
-        return r;
-}
-
-static int delete_qdisc(struct ctx *c, unsigned i, uint32_t parent)
-{
-        struct rtnl_qdisc *q = rtnl_qdisc_alloc();
-        int r;
-
-        if (!q)
-                return -ENOMEM;
-        rtnl_tc_set_ifindex(TC_CAST(q), c->ifindex[i]);
-        rtnl_tc_set_parent(TC_CAST(q), parent);
-        r = bench_nl_errno(rtnl_qdisc_delete(c->sk, q));
-        rtnl_qdisc_put(q);
-        /* Nothing there: ENOENT, or EINVAL for the default root qdisc. */
-        if (r == -ENOENT || r == -EINVAL)
-                r = 0;
-        if (r < 0)
-                bench_log("netbroker-bench: bandwidth: cannot delete a qdisc of %s: %s\n",
-                          c->ifname[i], strerror(-r));
-        return r;
-}
+/* ---- the interfaces' state ---- */
 
 struct tc_state {
         unsigned htb_roots; /* htb 1: at the root of a vbw interface */
@@ -391,31 +284,32 @@ static int read_state(struct ctx *c, struct tc_state *ret)
 static int reset(struct ctx *c)
 {
         struct tc_state s;
-        int r = bandwidth_clear(c), k;
+        int r = bandwidth_request(c, c->n, false, NULL);
 
         for (unsigned i = 0; i < c->n && r == 0; i++) {
-                r = delete_qdisc(c, i, TC_H_ROOT);
+                r = bench_qdisc_delete(c->sk, "bandwidth: ", c->ifindex[i], TC_H_ROOT);
                 if (r == 0)
-                        r = delete_qdisc(c, i, TC_H_INGRESS);
+                        r = bench_qdisc_delete(c->sk, "bandwidth: ", c->ifindex[i], TC_H_INGRESS);
         }
         if (r == 0)
+                r = bench_expect_devices("bandwidth: ", IF_PREFIX, c->n);
+        if (r == 0)
                 r = read_state(c, &s);
-        if (r < 0)
-                return r;
-        k = bench_count_devices(IF_PREFIX);
-        if (k != (int)c->n || s.htb_roots || s.ingress || s.leaves || s.ifbs) {
-                bench_log("netbroker-bench: bandwidth: not clean after clearing: %d interfaces "
-                          "(expected %u), %u htb roots, %u ingress, %u leaves, %u IFBs\n",
-                          k, c->n, s.htb_roots, s.ingress, s.leaves, s.ifbs);
-                return -EPROTO;
+        if (r == 0 && (s.htb_roots || s.ingress || s.leaves || s.ifbs)) {
+                bench_log("netbroker-bench: bandwidth: not clean after clearing: %u htb roots, "
+                          "%u ingress, %u leaves, %u IFBs\n",
+                          s.htb_roots, s.ingress, s.leaves, s.ifbs);
+                r = -EPROTO;
         }
-        return 0;
+        return r;
 }
 
+/* ---- the methods: one run from a clean state, checked with tc -j ---- */
+
 /* After a run: every interface limited both ways, in the method's way. */
-static int check_limited(struct ctx *c, enum method m)
+static int check_limited(struct ctx *c, const char *name, bool ifb)
 {
-        unsigned ifbs = m == M_B ? c->n : 0, leaves = m == M_B ? 0 : c->n;
+        unsigned ifbs = ifb ? c->n : 0, leaves = ifb ? 0 : c->n;
         struct tc_state s;
         int r = read_state(c, &s);
 
@@ -426,19 +320,15 @@ static int check_limited(struct ctx *c, enum method m)
                 bench_log("netbroker-bench: bandwidth: after %s, tc -j qdisc show has %u htb "
                           "roots, %u ingress qdiscs, %u leaf qdiscs on the %u interfaces, %u "
                           "IFBs with %u htb roots (expected %u, %u, %u, %u, %u)\n",
-                          method_names[m], s.htb_roots, s.ingress, s.leaves, c->n, s.ifbs,
-                          s.ifb_htb_roots, c->n, c->n, leaves, ifbs, ifbs);
+                          name, s.htb_roots, s.ingress, s.leaves, c->n, s.ifbs, s.ifb_htb_roots,
+                          c->n, c->n, leaves, ifbs, ifbs);
                 return -EPROTO;
         }
         return 0;
 }
-
-/* ---- one run of a method: from a clean state, checked after ---- */
-
 /* A, A2: every interface's 8 commands, each interface timed alone. */
 static int run_tc(struct ctx *c, enum method m, double *ret_us)
 {
-        struct outcome *o = &c->out[m];
         int r = 0;
 
         *ret_us = 0;
@@ -450,38 +340,48 @@ static int run_tc(struct ctx *c, enum method m, double *ret_us)
                         r = run_step(c, m == M_A2, (enum step)s, i);
                 us = (double)(bench_now_ns() - t0) / 1000.0;
                 *ret_us += us;
-                r = r < 0 ? r : bench_samples_add(&o->per_if, us);
+                r = r < 0 ? r : bench_samples_add(&c->per_if[m], us);
         }
         return r;
 }
 
-static int run_helper(struct ctx *c, double *ret_us)
+/* B: one request of N BandwidthSet ops; its row per interface. */
+static int run_helper(struct ctx *c, enum method m, double *ret_us)
 {
-        int r = bandwidth_set(c, c->n, ret_us);
+        int r = bandwidth_request(c, c->n, true, ret_us);
 
-        return r < 0 ? r : bench_samples_add(&c->out[M_B].per_if, *ret_us / c->n);
+        return r < 0 ? r : bench_samples_add(&c->per_if[m], *ret_us / c->n);
 }
+
+struct bw_method {
+        int (*run)(struct ctx *c, enum method m, double *ret_us);
+        bool ifb; /* B: limited in the helper's way, an IFB each; A, A2: leaf qdiscs */
+};
+
+static const struct bw_method kinds[N_METHODS] = {
+        [M_A] = {run_tc, false},
+        [M_A2] = {run_tc, false},
+        [M_B] = {run_helper, true},
+};
 
 static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool timed,
                       double *ret_us)
 {
         struct ctx *c = b->scenario;
-        enum method m = *(const enum method *)bm->arg;
+        const struct bw_method *k = bm->arg;
         int r = reset(c);
 
         (void)timed; /* no warm-up round: choose_commands() and warm_up_helper() are it */
         if (r == 0)
-                r = m == M_B ? run_helper(c, ret_us) : run_tc(c, m, ret_us);
-        if (r == 0)
-                r = check_limited(c, m);
-        return r;
+                r = k->run(c, (enum method)(k - kinds), ret_us);
+        return r < 0 ? r : check_limited(c, bm->name, k->ifb);
 }
 
-static const enum method ids[N_METHODS] = {M_A, M_A2, M_B};
 static const struct bench_method methods[N_METHODS] = {
-        {"A", BENCH_CUSTOM, .fn = run_method, .arg = &ids[M_A], .program = "8 tc, per interface"},
-        {"A2", BENCH_CUSTOM, .fn = run_method, .arg = &ids[M_A2], .program = "8 tc, per interface"},
-        {"B", BENCH_CUSTOM, .fn = run_method, .arg = &ids[M_B], .program = "batch / N"},
+        {"A", BENCH_CUSTOM, .fn = run_method, .arg = &kinds[M_A], .program = "8 tc, per interface"},
+        {"A2", BENCH_CUSTOM, .fn = run_method, .arg = &kinds[M_A2],
+         .program = "8 tc, per interface"},
+        {"B", BENCH_CUSTOM, .fn = run_method, .arg = &kinds[M_B], .program = "batch / N"},
 };
 
 /* ---- before anything is timed ---- */
@@ -500,7 +400,9 @@ static int choose_commands(struct ctx *c)
                         r = exec_step(c, false, steps[s].libvirt, 0, &st);
                         if (r < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
                                 continue;
-                        first_line(c->out_buf, c->refused[s], sizeof(c->refused[s]));
+                        /* The first line of its output. */
+                        snprintf(c->refused[s], sizeof(c->refused[s]), "%.*s",
+                                 (int)strcspn(c->out_buf, "\n"), c->out_buf);
                         bench_log("bandwidth: no %s in this kernel (libvirt's command: %s): "
                                   "the same command without it runs instead\n",
                                   steps[s].lacks, c->refused[s]);
@@ -519,7 +421,7 @@ static int warm_up_helper(struct ctx *c)
         int r = reset(c);
 
         if (r == 0)
-                r = bandwidth_set(c, 1, &us);
+                r = bandwidth_request(c, 1, true, &us);
         return r;
 }
 
@@ -550,7 +452,7 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct bench
 
         for (int m = 0; m < N_METHODS && k == 0; m++) {
                 med[m] = t[m].median_us;
-                k = bench_samples_summarize(&c->out[m].per_if, &s[m]);
+                k = bench_samples_summarize(&c->per_if[m], &s[m]);
         }
         if (k == 0)
                 k = bench_report_methods(r, methods, s, N_METHODS, NULL, NULL);
@@ -566,6 +468,8 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct bench
 static int setup(struct ctx *c, struct bench_report *r)
 {
         static const char *const allow[] = {"/bin/true", NULL};
+        static const char *const features[] = {"bandwidth_set", "bandwidth_clear", "stats", NULL};
+        char peer[IFNAMSIZ];
         int k;
 
         c->tc = bench_find_tool("tc");
@@ -574,66 +478,56 @@ static int setup(struct ctx *c, struct bench_report *r)
                 return -ENOENT;
         }
         k = bench_nl_open("bandwidth: ", &c->sk);
-        for (unsigned i = 0; i < c->n && k == 0; i++)
-                k = make_pair(c, i);
+        /* vbwI and its peer vbpI, both up, as a guest's tap is. */
+        for (unsigned i = 0; i < c->n && k == 0; i++) {
+                snprintf(c->ifname[i], IFNAMSIZ, IF_PREFIX "%u", i);
+                snprintf(peer, sizeof(peer), PEER_PREFIX "%u", i);
+                k = bench_veth_add(c->sk, "bandwidth: ", c->ifname[i], peer, true, &c->ifindex[i]);
+        }
         if (k < 0)
                 return k;
         c->b.open_max = sysconf(_SC_OPEN_MAX);
         k = bench_ctx_start(&c->b, c->o, r, true, allow, NULL);
         if (k < 0)
                 return k;
-        if (!nb_conn_has_feature(c->b.conn, "bandwidth_set") ||
-            !nb_conn_has_feature(c->b.conn, "bandwidth_clear") ||
-            !nb_conn_has_feature(c->b.conn, "stats")) {
-                bench_log("netbroker-bench: bandwidth: the helper offers no bandwidth_set, "
-                          "bandwidth_clear or stats\n");
-                return -EOPNOTSUPP;
-        }
-        c->ready = true;
-        return 0;
+        k = bench_need_features(c->b.conn, "bandwidth: ", features);
+        c->ready = k == 0;
+        return k;
 }
 
 static void teardown(struct ctx *c)
 {
         /* The namespace goes with us; leave no IFB in case it does not. */
         if (c->ready)
-                (void)bandwidth_clear(c);
+                (void)bandwidth_request(c, c->n, false, NULL);
         bench_ctx_stop(&c->b);
         nl_socket_free(c->sk);
-        for (int m = 0; m < N_METHODS; m++) {
-                bench_samples_clear(&c->out[m].per_if);
-        }
-        free(c->ifname);
-        free(c->ifindex);
+        for (int m = 0; m < N_METHODS; m++)
+                bench_samples_clear(&c->per_if[m]);
         free(c);
 }
 
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
 {
         struct bench_summary t[N_METHODS];
-        struct ctx *c = calloc(1, sizeof(*c));
+        unsigned n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
+        struct ctx *c;
         int k;
 
+        r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
+                   "one batch";
+        r->ratios_title = "ratios of median totals";
+        if (n > BENCH_BANDWIDTH_MAX_IFACES) {
+                bench_log("netbroker-bench: bandwidth: at most %d interfaces\n",
+                          BENCH_BANDWIDTH_MAX_IFACES);
+                return -ERANGE;
+        }
+        c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
         c->o = o;
         c->b.scenario = c;
-        c->n = o->count ? o->count : o->quick ? QUICK_IFACES : DEFAULT_IFACES;
-        r->title = "inbound and outbound limits on N interfaces: libvirt's tc processes versus "
-                   "one batch";
-        r->ratios_title = "ratios of median totals";
-        if (c->n > BENCH_BANDWIDTH_MAX_IFACES) {
-                bench_log("netbroker-bench: bandwidth: at most %d interfaces\n",
-                          BENCH_BANDWIDTH_MAX_IFACES);
-                free(c);
-                return -ERANGE;
-        }
-        c->ifname = calloc(c->n, sizeof(*c->ifname));
-        c->ifindex = calloc(c->n, sizeof(*c->ifindex));
-        if (!c->ifname || !c->ifindex) {
-                k = -ENOMEM;
-                goto out;
-        }
+        c->n = n;
         bench_log("bandwidth: %u interfaces (%s0..%s%u), %u runs of each method\n", c->n, IF_PREFIX,
                   IF_PREFIX, c->n - 1, RUNS);
         k = setup(c, r);
@@ -645,7 +539,6 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
                 k = bench_run_rounds(&c->b, "bandwidth", methods, N_METHODS, 0, RUNS, t, NULL);
         if (k == 0)
                 k = add_results(r, c, t);
-out:
         teardown(c);
         return k;
 }

@@ -117,6 +117,18 @@ struct nl_sock;
 /* A connected rtnetlink socket; `who` ("bandwidth: ") starts the message
  * on failure. Returns 0 or -errno. */
 int bench_nl_open(const char *who, struct nl_sock **ret);
+/* Exactly `want` devices prefix + digits, or a message starting with `who`
+ * and -EPROTO (-errno when they cannot be counted). */
+int bench_expect_devices(const char *who, const char *prefix, unsigned want);
+/* Delete link `name`; one not there is no error. Returns 0 or -errno. */
+int bench_link_delete(struct nl_sock *sk, const char *who, const char *name);
+/* A veth pair name/peer in this namespace, both up when `up`; *ret_ifindex
+ * (NULL: not wanted) is name's. Returns 0 or -errno, with a message. */
+int bench_veth_add(struct nl_sock *sk, const char *who, const char *name, const char *peer, bool up,
+                   int *ret_ifindex);
+/* Delete ifindex's qdisc at `parent` (TC_H_ROOT, TC_H_INGRESS); none there
+ * is no error. Returns 0 or -errno, with a message. */
+int bench_qdisc_delete(struct nl_sock *sk, const char *who, int ifindex, uint32_t parent);
 
 /* ---- the helper (broker.c) ---- */
 
@@ -336,6 +348,19 @@ const char *bench_find_tool(const char *name);
  * Returns 0 or -errno. */
 int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const char *path,
                     char *const *argv, int in_fd, char *out, size_t cap, size_t *ret_len);
+/* Every one of `features` (NULL-terminated) offered by the helper, or a
+ * message starting with `who` and -EOPNOTSUPP. */
+int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features);
+/* Close fds[0..n-1] from up to 64 threads, whose waits (a macvtap's close
+ * waits for an RCU grace period) overlap. */
+void bench_close_fds(const int *fds, size_t n);
+/* RLIMIT_NOFILE at least `need` (a reply holding that many fds). Returns
+ * 0 or -errno. */
+int bench_raise_fd_limit(unsigned need);
+/* Wait until the CPUs have been idle for a 50 ms window, at most 2 s: the
+ * kernel's work after a run's ack (freeing devices, kdevtmpfs removing
+ * their nodes) must not be paid by the next run. */
+void bench_settle(void);
 /* s per unit of work: every time divided by n. */
 void bench_summary_per(struct bench_summary *s, double n);
 /* Submit b and expect n results, every one a success; `who` starts the

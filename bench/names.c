@@ -7,16 +7,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <net/if.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/if_link.h>
@@ -24,7 +20,6 @@
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/macvtap.h>
-#include <netlink/route/link/veth.h>
 
 #include "netbroker.h"
 
@@ -34,8 +29,6 @@
 #define TEMPLATE PREFIX "%d"
 
 enum method { M_K, M_A, M_A1, M_B, M_B1, N_METHODS };
-
-static const char *const method_names[N_METHODS] = {"K", "A", "A1", "B", "B1"};
 
 struct outcome {
         unsigned n;
@@ -58,32 +51,7 @@ struct ctx {
         size_t nfds, cap;
 };
 
-/* ---- this process's netlink: the parent, and K's, A's and A1's creates ---- */
-
-static int link_delete(struct nl_sock *sk, const char *name)
-{
-        struct rtnl_link *link = rtnl_link_alloc();
-        int r;
-
-        if (!link)
-                return -ENOMEM;
-        rtnl_link_set_name(link, name);
-        r = rtnl_link_delete(sk, link);
-        rtnl_link_put(link);
-        return bench_nl_errno(r);
-}
-
-static int link_ifindex(struct nl_sock *sk, const char *name, int *ret)
-{
-        struct rtnl_link *link = NULL;
-        int r = rtnl_link_get_kernel(sk, 0, name, &link);
-
-        if (r < 0)
-                return bench_nl_errno(r);
-        *ret = rtnl_link_get_ifindex(link);
-        rtnl_link_put(link);
-        return 0;
-}
+/* ---- the parent, and K's, A's and A1's creates ---- */
 
 /* The same create for K, A and A1: libnl, as the helper makes its macvtaps. */
 static int macvtap_create(struct ctx *c, const char *name)
@@ -109,27 +77,11 @@ static int macvtap_create(struct ctx *c, const char *name)
  * method starts from an empty parent. */
 static int parent_reset(struct ctx *c)
 {
-        int r = link_delete(c->sk, PARENT);
+        int r = bench_link_delete(c->sk, "names: ", PARENT);
 
-        /* Not there: ENODEV, ENOENT or EINVAL. */
-        if (r < 0 && r != -ENODEV && r != -ENOENT && r != -EINVAL) {
-                bench_log("netbroker-bench: cannot delete %s: %s\n", PARENT, strerror(-r));
-                return r;
-        }
-        r = bench_nl_errno(rtnl_link_veth_add(c->sk, PARENT, PEER, getpid()));
         if (r == 0)
-                r = link_ifindex(c->sk, PARENT, &c->parent_ifindex);
-        if (r < 0) {
-                bench_log("netbroker-bench: cannot make the veth parent %s: %s\n", PARENT,
-                          strerror(-r));
-                return r;
-        }
-        r = bench_count_devices(PREFIX);
-        if (r != 0) {
-                bench_log("netbroker-bench: %d macvtaps left after deleting %s\n", r, PARENT);
-                return r < 0 ? r : -EEXIST;
-        }
-        return 0;
+                r = bench_veth_add(c->sk, "names: ", PARENT, PEER, false, &c->parent_ifindex);
+        return r < 0 ? r : bench_expect_devices("names: after deleting " PARENT ": ", PREFIX, 0);
 }
 
 /* ---- K, A and A1 ---- */
@@ -165,7 +117,34 @@ static int probe_libvirt(int family, const char *name)
         return r;
 }
 
-static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o)
+/* A method: its create, and for K, A and A1 how it finds a free name. */
+struct names_method {
+        const char *name;
+        int (*run)(struct ctx *c, const struct names_method *nm, unsigned n, struct outcome *o);
+        bool probes; /* A, A1: probe from macvtap0 on; K: the i-th name */
+        int family; /* A: libvirt's socket of this family per probe; A1: 0, one kept */
+        unsigned batch; /* B: 0, one request of N ops; B1: 1, N requests */
+};
+
+/* A, A1: the first name macvtapK that no device has, probing from K = 0. */
+static int find_free(struct ctx *c, const struct names_method *nm, char *name, size_t len,
+                     uint64_t *probes)
+{
+        int r;
+
+        for (unsigned k = 0;; k++) {
+                snprintf(name, len, PREFIX "%u", k);
+                (*probes)++;
+                r = nm->family ? probe_libvirt(nm->family, name) : probe(c->probe_fd, name);
+                if (r <= 0)
+                        break;
+        }
+        if (r < 0)
+                bench_log("netbroker-bench: SIOCGIFFLAGS %s: %s\n", name, strerror(-r));
+        return r;
+}
+
+static int run_local(struct ctx *c, const struct names_method *nm, unsigned n, struct outcome *o)
 {
         char name[24]; /* "macvtap" and at most 4 digits (BENCH_NAMES_MAX_COUNT) */
         uint64_t t0 = bench_now_ns(), t;
@@ -173,27 +152,13 @@ static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o
 
         for (unsigned i = 0; i < n && r == 0; i++) {
                 t = bench_now_ns();
-                if (m == M_K) {
-                        snprintf(name, sizeof(name), PREFIX "%u", i);
-                } else {
-                        for (unsigned k = 0;; k++) {
-                                snprintf(name, sizeof(name), PREFIX "%u", k);
-                                o->probes++;
-                                r = m == M_A ? probe_libvirt(AF_UNIX, name)
-                                             : probe(c->probe_fd, name);
-                                if (r <= 0)
-                                        break;
-                        }
-                        if (r < 0) {
-                                bench_log("netbroker-bench: SIOCGIFFLAGS %s: %s\n", name,
-                                          strerror(-r));
-                                break;
-                        }
-                }
-                r = macvtap_create(c, name);
-                if (r < 0)
-                        break;
-                r = bench_samples_add(&o->per_dev, (double)(bench_now_ns() - t) / 1000.0);
+                snprintf(name, sizeof(name), PREFIX "%u", i);
+                if (nm->probes)
+                        r = find_free(c, nm, name, sizeof(name), &o->probes);
+                if (r == 0)
+                        r = macvtap_create(c, name);
+                if (r == 0)
+                        r = bench_samples_add(&o->per_dev, (double)(bench_now_ns() - t) / 1000.0);
         }
         o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
         return r;
@@ -201,251 +166,123 @@ static int run_local(struct ctx *c, enum method m, unsigned n, struct outcome *o
 
 /* B's macvtap fds: each close waits for an RCU grace period (tap_release),
  * which a VM pays at its end, not at naming: they are closed after the
- * clock stops, from many threads, whose waits share grace periods. */
-#define CLOSE_THREADS 64u
-
-static int keep_fd(struct ctx *c, int fd)
+ * clock stops, by bench_close_fds. */
+static void close_kept(struct ctx *c)
 {
-        int *p = bench_grow(c->fds, &c->cap, c->nfds, sizeof(*p));
+        bench_close_fds(c->fds, c->nfds);
+        c->nfds = 0;
+}
+
+/* Op i made a device with a name and gave exactly one fd, a character
+ * device: it is taken here and closed by close_kept(). */
+static int take_fd(struct ctx *c, const char *who, nb_results *res, size_t i)
+{
+        int *p = bench_grow(c->fds, &c->cap, c->nfds, sizeof(*p)), fd = -1;
+        struct stat sb;
 
         if (!p)
                 return -ENOMEM;
         c->fds = p;
-        c->fds[c->nfds++] = fd;
-        return 0;
-}
-
-struct closer {
-        const int *fds;
-        size_t n;
-};
-
-static void *close_some(void *arg)
-{
-        struct closer *w = arg;
-
-        for (size_t i = 0; i < w->n; i++)
-                close(w->fds[i]);
-        return NULL;
-}
-
-static void close_kept(struct ctx *c)
-{
-        struct closer w[CLOSE_THREADS];
-        pthread_t tid[CLOSE_THREADS];
-        size_t i = 0, nthreads = 0, left = c->nfds, per;
-
-        per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
-        for (; left > 0; nthreads++) {
-                w[nthreads].fds = c->fds + i;
-                w[nthreads].n = left < per ? left : per;
-                if (pthread_create(&tid[nthreads], NULL, close_some, &w[nthreads]) != 0)
-                        break;
-                i += w[nthreads].n;
-                left -= w[nthreads].n;
-        }
-        /* What no thread took (pthread_create failed), this one closes. */
-        for (; i < c->nfds; i++)
-                close(c->fds[i]);
-        for (size_t t = 0; t < nthreads; t++)
-                pthread_join(tid[t], NULL);
-        c->nfds = 0;
-}
-
-/* Every op made a device with a name and gave exactly one fd, a character
- * device; the fds are taken here and closed by close_kept(). */
-static int check_made(struct ctx *c, enum method m, nb_results *res, size_t ops)
-{
-        if (nb_results_count(res) != ops) {
-                bench_log("netbroker-bench: %s: %zu results for %zu ops\n", method_names[m],
-                          nb_results_count(res), ops);
+        if (nb_result_ifname(res, i)[0] && nb_result_fd_count(res, i) == 1)
+                fd = nb_result_take_fd(res, i, 0);
+        if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISCHR(sb.st_mode)) {
+                bench_log("netbroker-bench: %sop %zu (ifname '%s'): not one character device "
+                          "fd\n",
+                          who, i, nb_result_ifname(res, i));
+                if (fd >= 0)
+                        close(fd);
                 return -EPROTO;
         }
-        for (size_t i = 0; i < ops; i++) {
-                int st = nb_result_status(res, i), fd;
-                struct stat sb;
-
-                if (st < 0) {
-                        bench_log("netbroker-bench: %s: op %zu: %s (%s)\n", method_names[m], i,
-                                  strerror(-st), nb_result_message(res, i));
-                        return st;
-                }
-                if (!nb_result_ifname(res, i)[0] || nb_result_fd_count(res, i) != 1) {
-                        bench_log("netbroker-bench: %s: op %zu: ifname '%s', %zu fds\n",
-                                  method_names[m], i, nb_result_ifname(res, i),
-                                  nb_result_fd_count(res, i));
-                        return -EPROTO;
-                }
-                fd = nb_result_take_fd(res, i, 0);
-                if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISCHR(sb.st_mode)) {
-                        bench_log("netbroker-bench: %s: op %zu (%s): its fd is not a character "
-                                  "device\n",
-                                  method_names[m], i, nb_result_ifname(res, i));
-                        if (fd >= 0)
-                                close(fd);
-                        return -EPROTO;
-                }
-                if (keep_fd(c, fd) < 0) {
-                        close(fd);
-                        return -ENOMEM;
-                }
-        }
+        c->fds[c->nfds++] = fd;
         return 0;
 }
 
 /* One request of `ops` MacvtapCreate ops, timed from building the batch
  * (a client pays for that per device too) to the reply with its fds. */
-static int submit_timed(struct ctx *c, enum method m, unsigned ops, struct outcome *o,
-                        double *ret_us)
+static int submit_timed(struct ctx *c, const char *who, unsigned ops, double *ret_us)
 {
-        nb_results *res = NULL;
-        nb_batch *b;
         uint64_t t0 = bench_now_ns(), t1;
-        int r = 0;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r = b ? 0 : -ENOMEM;
 
-        b = nb_batch_new();
-        if (!b)
-                return -ENOMEM;
         for (unsigned i = 0; i < ops && r == 0; i++)
                 r = nb_batch_macvtap_create(b, TEMPLATE, PARENT, NB_MACVLAN_BRIDGE, NULL, false);
-        if (r < 0) {
-                bench_log("netbroker-bench: %s: cannot build the batch: %s\n", method_names[m],
-                          strerror(-r));
-                goto out;
-        }
-        r = nb_submit(c->b.conn, b, &res);
-        t1 = bench_now_ns();
-        if (r < 0) {
-                bench_log("netbroker-bench: %s: submit of %u ops failed: %s (%s)\n",
-                          method_names[m], ops, strerror(-r), nb_conn_error(c->b.conn));
-                goto out;
-        }
-        r = check_made(c, m, res, ops);
+        if (r == 0)
+                r = bench_submit_all(c->b.conn, b, ops, who, &t1, &res);
+        for (size_t i = 0; i < ops && r == 0; i++)
+                r = take_fd(c, who, res, i);
         if (r == 0)
                 *ret_us = (double)(t1 - t0) / 1000.0;
-out:
         /* Closes every fd not taken: none is left open here. */
         nb_results_free(res);
         nb_batch_free(b);
         return r;
 }
 
-/* ---- B and B1: through the helper ---- */
-
-static int run_helper(struct ctx *c, enum method m, unsigned n, struct outcome *o)
+/* B: one request; B1: the sum of its N requests' times, like B's. */
+static int run_helper(struct ctx *c, const struct names_method *nm, unsigned n, struct outcome *o)
 {
+        unsigned per = nm->batch ? nm->batch : n;
+        char who[16];
         double us;
         int r = 0;
 
-        if (m == M_B) {
-                r = submit_timed(c, m, n, o, &us);
-                o->wall_us = us;
-        } else {
-                /* The sum of the requests' times: like B's, without closing. */
-                o->wall_us = 0;
-                for (unsigned i = 0; i < n && r == 0; i++) {
-                        r = submit_timed(c, m, 1, o, &us);
-                        if (r == 0)
-                                r = bench_samples_add(&o->per_dev, us);
+        snprintf(who, sizeof(who), "names: %s: ", nm->name);
+        o->wall_us = 0;
+        for (unsigned i = 0; i < n && r == 0; i += per) {
+                r = submit_timed(c, who, per, &us);
+                if (r == 0)
                         o->wall_us += us;
-                }
+                if (r == 0 && nm->batch)
+                        r = bench_samples_add(&o->per_dev, us);
         }
         close_kept(c);
         return r;
 }
 
+static const struct names_method methods[N_METHODS] = {
+        [M_K] = {"K", run_local},
+        [M_A] = {"A", run_local, .probes = true, .family = AF_UNIX},
+        [M_A1] = {"A1", run_local, .probes = true},
+        [M_B] = {"B", run_helper},
+        [M_B1] = {"B1", run_helper, .batch = 1},
+};
+
 /* ---- one method at one N ---- */
 
-/* Busy and total jiffies of all CPUs so far, from /proc/stat. */
-static int cpu_jiffies(unsigned long long *busy, unsigned long long *total)
-{
-        unsigned long long v[8] = {0};
-        FILE *f = fopen("/proc/stat", "re");
-        int n;
-
-        if (!f)
-                return -errno;
-        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-        fclose(f);
-        if (n < 5)
-                return -EIO;
-        *total = 0;
-        for (int i = 0; i < 8; i++)
-                *total += v[i];
-        *busy = *total - v[3] - v[4]; /* idle, iowait */
-        return 0;
-}
-
-/* Deleting the parent leaves the kernel work to do after the ack (freeing
- * the devices, kdevtmpfs removing their /dev/tapN nodes): wait until the
- * CPUs have been idle for a 50 ms window, at most 2 s, so that no method
- * pays for the one before it. */
-static void settle(void)
-{
-        struct timespec tick = {0, 50 * 1000 * 1000};
-        unsigned long long b0, t0, b1, t1;
-
-        for (int i = 0; i < 40; i++) {
-                if (cpu_jiffies(&b0, &t0) < 0)
-                        return;
-                nanosleep(&tick, NULL);
-                if (cpu_jiffies(&b1, &t1) < 0)
-                        return;
-                /* Less than 5% of the machine busy: only us, reading. */
-                if (t1 > t0 && (b1 - b0) * 20 < t1 - t0)
-                        return;
-        }
-}
-
-/* One method at one N, from an empty parent: a BENCH_CUSTOM fn, its time
- * the run's wall time. */
+/* One method at one N, from an empty parent (the kernel's work after
+ * deleting the last one settled), checked by counting the macvtaps: a
+ * BENCH_CUSTOM fn, its time the run's wall time. */
 static int run_method(struct bench_ctx *b, const struct bench_method *bm, bool timed,
                       double *ret_us)
 {
         struct ctx *c = b->scenario;
         size_t k = (size_t)(bm - c->ms);
-        enum method m = (enum method)(k % N_METHODS);
-        struct outcome *o = &c->out[k / N_METHODS][m];
-        unsigned n = o->n;
-        int r, have;
+        const struct names_method *nm = &methods[k % N_METHODS];
+        struct outcome *o = &c->out[k / N_METHODS][k % N_METHODS];
+        char who[32];
+        int r;
 
         (void)timed; /* no warm-up round: warm_up() is it */
         o->probes = 0;
         r = parent_reset(c);
-        if (r < 0)
-                return r;
-        settle();
-        r = m == M_B || m == M_B1 ? run_helper(c, m, n, o) : run_local(c, m, n, o);
-        if (r < 0)
-                return r;
-        have = bench_count_devices(PREFIX);
-        if (have != (int)n) {
-                bench_log("netbroker-bench: %s@%u: %d macvtaps exist after making %u\n",
-                          method_names[m], n, have, n);
-                return have < 0 ? have : -EIO;
+        if (r == 0) {
+                bench_settle();
+                r = nm->run(c, nm, o->n, o);
         }
-        bench_log("names: %-2s N=%-5u %9.1f ms, %8.1f us/device, %llu probes\n", method_names[m], n,
-                  o->wall_us / 1000.0, o->wall_us / n, (unsigned long long)o->probes);
+        snprintf(who, sizeof(who), "names: %s@%u: ", nm->name, o->n);
+        if (r == 0)
+                r = bench_expect_devices(who, PREFIX, o->n);
+        if (r < 0)
+                return r;
+        bench_log("names: %-2s N=%-5u %9.1f ms, %8.1f us/device, %llu probes\n", nm->name, o->n,
+                  o->wall_us / 1000.0, o->wall_us / o->n, (unsigned long long)o->probes);
         *ret_us = o->wall_us;
         return 0;
 }
 
 /* ---- the scenario ---- */
-
-static int raise_fd_limit(unsigned need)
-{
-        struct rlimit rl;
-
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-                return -errno;
-        if (rl.rlim_cur >= need)
-                return 0;
-        rl.rlim_cur = need;
-        if (rl.rlim_max < need)
-                rl.rlim_max = need;
-        return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
-}
 
 static size_t plan(const struct bench_opts *o, unsigned *counts)
 {
@@ -466,16 +303,14 @@ static size_t plan(const struct bench_opts *o, unsigned *counts)
  * first macvtap and its device directory. */
 static int warm_up(struct ctx *c)
 {
-        struct outcome o = {0};
         double us;
         int r = parent_reset(c);
 
         if (r == 0)
                 r = macvtap_create(c, PREFIX "0");
         if (r == 0)
-                r = submit_timed(c, M_B1, 1, &o, &us);
+                r = submit_timed(c, "names: warm-up: ", 1, &us);
         close_kept(c);
-        bench_samples_clear(&o.per_dev);
         return r;
 }
 
@@ -524,56 +359,53 @@ static int measure_probes(struct ctx *c, struct probe_costs *pc)
 static int add_results(struct bench_report *r, struct ctx *c, const struct probe_costs *pc,
                        const unsigned *counts, size_t n_counts, const struct bench_summary *wall)
 {
-        struct outcome(*out)[N_METHODS] = c->out;
-        static const struct {
-                enum method num, den;
-        } pairs[] = {{M_A, M_B}, {M_A1, M_B}, {M_A, M_B1}, {M_A, M_K}, {M_A1, M_K}, {M_B, M_K}};
+        static const struct bench_pair pairs[] = {{M_A, M_B, "A/B"},   {M_A1, M_B, "A1/B"},
+                                                  {M_A, M_B1, "A/B1"}, {M_A, M_K, "A/K"},
+                                                  {M_A1, M_K, "A1/K"}, {M_B, M_K, "B/K"}};
+        double med[BENCH_MAX_COUNTS * N_METHODS];
         struct bench_summary s[N_METHODS];
         char name[48];
-        int k;
+        int k = 0;
 
         /* Per-device time distributions where devices were timed one by one. */
         for (size_t i = 0; i < n_counts; i++) {
-                for (int m = 0; m < N_METHODS; m++)
-                        if (m != M_B && (k = bench_samples_summarize(&out[i][m].per_dev, &s[m])))
-                                return k;
-                for (int m = 0; m < N_METHODS; m++)
-                        if (m != M_B && (k = bench_report_add_row(r, method_names[m], programs[i],
-                                                                  &s[m], &s[M_A])))
-                                return k;
+                for (int m = 0; m < N_METHODS && k == 0; m++)
+                        if (m != M_B)
+                                k = bench_samples_summarize(&c->out[i][m].per_dev, &s[m]);
+                for (int m = 0; m < N_METHODS && k == 0; m++)
+                        if (m != M_B)
+                                k = bench_report_add_row(r, methods[m].name, programs[i], &s[m],
+                                                         &s[M_A]);
         }
+        for (size_t i = 0; i < n_counts * N_METHODS; i++)
+                med[i] = wall[i].median_us;
         /* A/B first: the figures the issue asks for, "A/B@82", "A/B@1000". */
-        for (size_t p = 0; p < sizeof(pairs) / sizeof(*pairs); p++)
-                for (size_t i = 0; i < n_counts; i++) {
-                        const struct outcome *o = out[i];
-                        snprintf(name, sizeof(name), "%s/%s@%u", method_names[pairs[p].num],
-                                 method_names[pairs[p].den], counts[i]);
-                        k = bench_report_add_ratio(
-                                r, name, o[pairs[p].num].wall_us / o[pairs[p].den].wall_us);
-                        if (k < 0)
-                                return k;
+        for (size_t p = 0; p < sizeof(pairs) / sizeof(*pairs) && k == 0; p++)
+                for (size_t i = 0; i < n_counts && k == 0; i++) {
+                        snprintf(name, sizeof(name), "@%u", counts[i]);
+                        k = bench_report_pairs(r, &pairs[p], 1, &med[i * N_METHODS], name);
                 }
-        for (size_t i = 0; i < n_counts; i++) {
+        for (size_t i = 0; i < n_counts && k == 0; i++) {
                 struct bench_summary a = wall[i * N_METHODS + M_A], b = wall[i * N_METHODS + M_B];
                 bench_summary_per(&a, counts[i]);
                 bench_summary_per(&b, counts[i]);
                 snprintf(name, sizeof(name), "%u macvtaps, per device", counts[i]);
                 k = bench_report_add_compare(r, name, "A", &a, NULL, NULL, "B", &b);
-                if (k < 0)
-                        return k;
         }
-        return bench_report_add_note(r,
-                                     "one probe: %.2f us (AF_UNIX, A), %.1f ms (AF_PACKET, 2015: "
-                                     "its close waits for RCU)",
-                                     pc->libvirt_us, pc->packet_us / 1000.0);
+        return k ? k
+                 : bench_report_add_note(r,
+                                         "one probe: %.2f us (AF_UNIX, A), %.1f ms (AF_PACKET, "
+                                         "2015: its close waits for RCU)",
+                                         pc->libvirt_us, pc->packet_us / 1000.0);
 }
 
 /* The rtnetlink socket, A1's probe socket, then the helper. */
 static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report *r, unsigned max)
 {
         static const char *const allow[] = {"/bin/true", NULL};
+        static const char *const features[] = {"macvtap_create", "stats", NULL};
         /* B's reply holds N fds until they are closed. */
-        int k = raise_fd_limit(max + 256);
+        int k = bench_raise_fd_limit(max + 256);
 
         if (k < 0) {
                 bench_log("netbroker-bench: cannot raise RLIMIT_NOFILE to %u: %s\n", max + 256,
@@ -587,12 +419,7 @@ static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report 
         if (c->probe_fd < 0)
                 return -errno;
         k = bench_ctx_start(&c->b, o, r, false, allow, NULL);
-        if (k == 0 && (!nb_conn_has_feature(c->b.conn, "macvtap_create") ||
-                       !nb_conn_has_feature(c->b.conn, "stats"))) {
-                bench_log("netbroker-bench: the helper offers no macvtap_create or stats\n");
-                k = -EOPNOTSUPP;
-        }
-        return k;
+        return k < 0 ? k : bench_need_features(c->b.conn, "names: ", features);
 }
 
 int bench_names(const struct bench_opts *o, struct bench_report *r)
@@ -624,7 +451,7 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
                 for (int m = 0; m < N_METHODS; m++) {
                         c->out[i][m].n = counts[i];
                         c->ms[i * N_METHODS + m] = (struct bench_method){
-                                .name = method_names[m],
+                                .name = methods[m].name,
                                 .how = BENCH_CUSTOM,
                                 .fn = run_method,
                                 .program = programs[i],
@@ -638,13 +465,11 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
                 k = measure_probes(c, &pc);
         if (k == 0)
                 k = bench_run_rounds(&c->b, "names", c->ms, n, 0, reps, wall, NULL);
-        for (size_t i = 0; i < n && k == 0; i++)
-                c->out[i / N_METHODS][i % N_METHODS].wall_us = wall[i].median_us;
         if (k == 0)
                 k = add_results(r, c, &pc, counts, n_counts, wall);
         /* Leave no macvtap behind, in case the namespace outlives us. */
         if (c->sk)
-                link_delete(c->sk, PARENT);
+                bench_link_delete(c->sk, "names: ", PARENT);
         bench_ctx_stop(&c->b);
         for (size_t i = 0; i < n; i++)
                 bench_samples_clear(&c->out[i / N_METHODS][i % N_METHODS].per_dev);

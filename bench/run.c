@@ -4,8 +4,10 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -428,4 +430,107 @@ int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_
                 k = bench_report_add_ratio(r, name, v[p[i].num] / v[p[i].den]);
         }
         return k;
+}
+
+int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features)
+{
+        for (size_t i = 0; features[i]; i++)
+                if (!nb_conn_has_feature(conn, features[i])) {
+                        bench_log("netbroker-bench: %sthe helper does not offer %s\n", who,
+                                  features[i]);
+                        return -EOPNOTSUPP;
+                }
+        return 0;
+}
+
+int bench_raise_fd_limit(unsigned need)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        if (rl.rlim_cur >= need)
+                return 0;
+        rl.rlim_cur = need;
+        if (rl.rlim_max < need)
+                rl.rlim_max = need;
+        return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
+}
+
+/* Busy and total jiffies of all CPUs so far, from /proc/stat. */
+static int cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+        unsigned long long v[8] = {0};
+        FILE *f = fopen("/proc/stat", "re");
+        int n;
+
+        if (!f)
+                return -errno;
+        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+        fclose(f);
+        if (n < 5)
+                return -EIO;
+        *total = 0;
+        for (int i = 0; i < 8; i++)
+                *total += v[i];
+        *busy = *total - v[3] - v[4]; /* idle, iowait */
+        return 0;
+}
+
+void bench_settle(void)
+{
+        struct timespec tick = {0, 50 * 1000 * 1000};
+        unsigned long long b0, t0, b1, t1;
+
+        for (int i = 0; i < 40; i++) {
+                if (cpu_jiffies(&b0, &t0) < 0)
+                        return;
+                nanosleep(&tick, NULL);
+                if (cpu_jiffies(&b1, &t1) < 0)
+                        return;
+                /* Less than 5% of the machine busy: only us, reading. */
+                if (t1 > t0 && (b1 - b0) * 20 < t1 - t0)
+                        return;
+        }
+}
+
+/* Closes that wait (a macvtap's for an RCU grace period) share their waits
+ * when many threads close at once. */
+#define CLOSE_THREADS 64u
+
+struct closer {
+        const int *fds;
+        size_t n;
+};
+
+static void *close_some(void *arg)
+{
+        struct closer *w = arg;
+
+        for (size_t i = 0; i < w->n; i++)
+                close(w->fds[i]);
+        return NULL;
+}
+
+void bench_close_fds(const int *fds, size_t n)
+{
+        struct closer w[CLOSE_THREADS];
+        pthread_t tid[CLOSE_THREADS];
+        size_t i = 0, nthreads = 0, left = n, per;
+
+        per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
+        for (; left > 0; nthreads++) {
+                w[nthreads].fds = fds + i;
+                w[nthreads].n = left < per ? left : per;
+                if (pthread_create(&tid[nthreads], NULL, close_some, &w[nthreads]) != 0)
+                        break;
+                i += w[nthreads].n;
+                left -= w[nthreads].n;
+        }
+        /* What no thread took (pthread_create failed), this one closes. */
+        for (; i < n; i++)
+                close(fds[i]);
+        for (size_t t = 0; t < nthreads; t++)
+                pthread_join(tid[t], NULL);
 }

@@ -463,6 +463,10 @@ static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struc
 /* ---- outbound: ingress -> mirred -> IFB with HTB ---- */
 
 /* Move a device to a link group (RTM_NEWLINK with IFLA_GROUP). */
+/* Move one of our IFBs to group, writing its mark in the same message: an
+ * IFB of a helper killed between its create and its alias is ours by its
+ * group alone, and once doomed that group is gone, so the flush would
+ * leave it for ever as a stranger's. */
 static int set_group(struct nbd_bw *bw, int ifindex, uint32_t group)
 {
         struct rtnl_link *orig = rtnl_link_alloc(), *change = rtnl_link_alloc();
@@ -471,6 +475,7 @@ static int set_group(struct nbd_bw *bw, int ifindex, uint32_t group)
         if (orig && change) {
                 rtnl_link_set_ifindex(orig, ifindex);
                 rtnl_link_set_group(change, group);
+                rtnl_link_set_ifalias(change, NBD_BW_IFB_MARK);
                 nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_link_change(bw->nl->req, orig, change, 0));
         }

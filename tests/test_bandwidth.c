@@ -475,6 +475,18 @@ START_TEST(test_clears_in_a_batch_delete_their_ifbs_together)
         ck_assert(tu_link_exists(ifb_of_h0()));
         ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "1312966217");
         assert_classes(ifb_of_h0(), "1:1 8192 8192 82");
+        /* An IFB marked by its group alone (its helper was killed between
+         * the create and the alias) still goes with a clear: dooming it
+         * writes the alias, or the flush would see a stranger's device in
+         * the doomed group and leave it (the crash stress test met this). */
+        free(tu_sh("ip link set %s alias ''", ifb_of_h0()));
+        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "ifalias"), TU_ABSENT);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_results_first_error(res), -1);
+        nb_results_free(res);
+        ck_assert_msg(!tu_link_exists(ifb_of_h0()), "%s outlived its clear", ifb_of_h0());
         nb_close(c);
 }
 END_TEST

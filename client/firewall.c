@@ -32,6 +32,7 @@ struct nb_fw_ruleset {
         Netbroker__FwGroup **groups;
         size_t n_groups;
         size_t cap;
+        size_t cur; /* the group rules are added to (nb_fw_group_ex selects one) */
 };
 
 NB_EXPORT nb_fw_ruleset *nb_fw_ruleset_new(void)
@@ -45,6 +46,8 @@ static void truncate_groups(nb_fw_ruleset *rs, size_t keep)
 {
         while (rs->n_groups > keep)
                 protobuf_c_message_free_unpacked(&rs->groups[--rs->n_groups]->base, NULL);
+        if (rs->cur >= rs->n_groups)
+                rs->cur = rs->n_groups ? rs->n_groups - 1 : 0;
 }
 
 NB_EXPORT void nb_fw_ruleset_free(nb_fw_ruleset *rs)
@@ -68,15 +71,24 @@ static bool group_name_ok(const char *name)
         return n >= 1 && n <= 32;
 }
 
-NB_EXPORT int nb_fw_group(nb_fw_ruleset *rs, const char *name)
+static Netbroker__FwRule *rule_to_proto(const nb_fw_rule *r);
+static bool rule_ok(const nb_fw_rule *r);
+
+static ssize_t group_find(const nb_fw_ruleset *rs, const char *name)
+{
+        for (size_t i = 0; i < rs->n_groups; i++)
+                if (strcmp(rs->groups[i]->name, name) == 0)
+                        return (ssize_t)i;
+        return -1;
+}
+
+/* Start group `name` with the given options (guard already converted, and
+ * owned by the group from here on, also on failure). */
+static int group_start(nb_fw_ruleset *rs, const char *name, int32_t priority, bool root,
+                       Netbroker__FwRule *guard)
 {
         Netbroker__FwGroup *g;
 
-        if (!rs || !group_name_ok(name))
-                return -EINVAL;
-        for (size_t i = 0; i < rs->n_groups; i++)
-                if (strcmp(rs->groups[i]->name, name) == 0)
-                        return -EEXIST;
         if (rs->n_groups == rs->cap) {
                 size_t ncap = rs->cap ? rs->cap * 2 : 4;
                 Netbroker__FwGroup **p = realloc(rs->groups, ncap * sizeof(*p));
@@ -87,14 +99,92 @@ NB_EXPORT int nb_fw_group(nb_fw_ruleset *rs, const char *name)
         }
         g = malloc(sizeof(*g));
         if (!g)
-                return -ENOMEM;
+                goto oom;
         netbroker__fw_group__init(g);
         g->name = strdup(name);
         if (!g->name) {
                 free(g);
-                return -ENOMEM;
+                goto oom;
         }
+        g->priority = priority;
+        g->root = root;
+        g->guard = guard;
+        rs->cur = rs->n_groups;
         rs->groups[rs->n_groups++] = g;
+        return 0;
+oom:
+        if (guard)
+                protobuf_c_message_free_unpacked(&guard->base, NULL);
+        return -ENOMEM;
+}
+
+NB_EXPORT int nb_fw_group(nb_fw_ruleset *rs, const char *name)
+{
+        if (!rs || !group_name_ok(name))
+                return -EINVAL;
+        if (group_find(rs, name) >= 0)
+                return -EEXIST;
+        return group_start(rs, name, 0, false, NULL);
+}
+
+/* Two guards are the same when their wire forms are. */
+static bool same_guard(const Netbroker__FwRule *a, const Netbroker__FwRule *b)
+{
+        size_t la, lb;
+        uint8_t *pa, *pb;
+        bool same;
+
+        if (!a || !b)
+                return !a && !b;
+        la = netbroker__fw_rule__get_packed_size(a);
+        lb = netbroker__fw_rule__get_packed_size(b);
+        if (la != lb)
+                return false;
+        pa = malloc(la ? la : 1);
+        pb = malloc(lb ? lb : 1);
+        same = pa && pb;
+        if (same) {
+                netbroker__fw_rule__pack(a, pa);
+                netbroker__fw_rule__pack(b, pb);
+                same = memcmp(pa, pb, la) == 0;
+        }
+        free(pa);
+        free(pb);
+        return same;
+}
+
+NB_EXPORT int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *o)
+{
+        Netbroker__FwRule *guard = NULL;
+        ssize_t at;
+
+        if (!rs || !group_name_ok(name) || !o || o->priority < -1000 || o->priority > 1000 ||
+            (o->guard && !rule_ok(o->guard)))
+                return -EINVAL;
+        if (o->guard) {
+                guard = rule_to_proto(o->guard);
+                if (!guard)
+                        return -ENOMEM;
+                /* Only the matches guard a jump. */
+                guard->direction = 0;
+                guard->verdict = 0;
+                guard->priority = 0;
+                if (guard->comment != protobuf_c_empty_string)
+                        free(guard->comment);
+                guard->comment = (char *)protobuf_c_empty_string;
+        }
+        at = group_find(rs, name);
+        if (at < 0)
+                return group_start(rs, name, o->priority, o->root, guard);
+        if (rs->groups[at]->priority != o->priority || rs->groups[at]->root != o->root ||
+            !same_guard(rs->groups[at]->guard, guard)) {
+                if (guard)
+                        protobuf_c_message_free_unpacked(&guard->base, NULL);
+                return -EEXIST;
+        }
+        if (guard)
+                protobuf_c_message_free_unpacked(&guard->base, NULL);
+        rs->cur = (size_t)at;
         return 0;
 }
 
@@ -117,7 +207,16 @@ static bool rule_ok(const nb_fw_rule *r)
                (!r->arp_sender_mac_not || str_set(r->arp_sender_mac)) &&
                (!r->arp_sender_ip_not || str_set(r->arp_sender_ip)) &&
                (!r->arp_target_ip_not || str_set(r->arp_target_ip)) &&
-               (!r->ip_src_not || str_set(r->ip_src)) && (!r->ip_dst_not || str_set(r->ip_dst));
+               (!r->ip_src_not || str_set(r->ip_src)) && (!r->ip_dst_not || str_set(r->ip_dst)) &&
+               (!r->l4_proto_not || r->l4_proto) && (!r->sport_not || r->sport_min) &&
+               (!r->dport_not || r->dport_min) && (!r->vlan_id_not || r->has_vlan_id) &&
+               (!r->vlan_encap_not || r->vlan_encap) && (!r->arp_htype_not || r->arp_htype) &&
+               (!r->arp_ptype_not || r->arp_ptype) &&
+               (!r->arp_target_mac_not || str_set(r->arp_target_mac)) &&
+               (!r->arp_gratuitous_not || r->arp_gratuitous) && (!r->dscp_not || r->has_dscp) &&
+               (!r->icmp_not || r->has_icmp_type) && (!r->tcp_flags_not || r->tcp_flags_mask) &&
+               r->priority >= -1000 && r->priority <= 1000 &&
+               (!r->comment || strlen(r->comment) <= 256);
 }
 
 static Netbroker__FwRule *rule_to_proto(const nb_fw_rule *r)
@@ -157,6 +256,31 @@ static Netbroker__FwRule *rule_to_proto(const nb_fw_rule *r)
         p->dport_max = r->dport_max;
         p->has_icmp_type = r->has_icmp_type;
         p->icmp_type = r->icmp_type;
+        p->priority = r->priority;
+        p->l4_proto_not = r->l4_proto_not;
+        p->sport_not = r->sport_not;
+        p->dport_not = r->dport_not;
+        p->vlan_id_not = r->vlan_id_not;
+        p->vlan_encap = r->vlan_encap;
+        p->vlan_encap_not = r->vlan_encap_not;
+        p->arp_htype = r->arp_htype;
+        p->arp_htype_not = r->arp_htype_not;
+        p->arp_ptype = r->arp_ptype;
+        p->arp_ptype_not = r->arp_ptype_not;
+        p->arp_target_mac = nb_dup_or_empty(r->arp_target_mac, &oom);
+        p->arp_target_mac_not = r->arp_target_mac_not;
+        p->arp_gratuitous = r->arp_gratuitous;
+        p->arp_gratuitous_not = r->arp_gratuitous_not;
+        p->has_dscp = r->has_dscp;
+        p->dscp = r->dscp;
+        p->dscp_not = r->dscp_not;
+        p->has_icmp_code = r->has_icmp_code;
+        p->icmp_code = r->icmp_code;
+        p->icmp_not = r->icmp_not;
+        p->tcp_flags_mask = r->tcp_flags_mask;
+        p->tcp_flags = r->tcp_flags;
+        p->tcp_flags_not = r->tcp_flags_not;
+        p->comment = nb_dup_or_empty(r->comment, &oom);
         /* ct_state stays 0: the netdev hooks have no conntrack. */
         if (oom) {
                 protobuf_c_message_free_unpacked(&p->base, NULL);
@@ -196,7 +320,7 @@ NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule)
                 started = true;
         }
         p = rule_to_proto(rule);
-        if (!p || append_rule(rs->groups[rs->n_groups - 1], p) < 0) {
+        if (!p || append_rule(rs->groups[rs->cur], p) < 0) {
                 if (p)
                         protobuf_c_message_free_unpacked(&p->base, NULL);
                 if (started)

@@ -191,7 +191,13 @@ typedef enum nb_fw_mode {
 /* One rule. A zeroed struct matches everything (from the guest) and
  * accepts. Every match that is set must hold; each *_not negates its match.
  * MACs: "aa:bb:cc:dd:ee:ff" or "MAC/MASK"; IPs: "10.0.0.5", "10.0.0.0/24",
- * "fe80::1", "fe80::/64" (an IP match implies its family). */
+ * "10.0.0.5-10.0.0.9", "fe80::1", "fe80::/64" (an IP match implies its
+ * family). ether_type is the type on the wire, as ebtables' -p: a tagged
+ * frame is 0x8100 whatever it carries ("any VLAN" is ether_type 0x8100), so
+ * an IPv4 rule never matches a tagged frame. ARP fields imply ARP unless
+ * ether_type is 0x8035 (RARP); as ebtables' arp match, MAC fields hold only
+ * for Ethernet with 6-byte addresses, IP fields only for IPv4 with 4-byte
+ * ones. */
 typedef struct nb_fw_rule {
         nb_fw_direction direction;
         nb_fw_verdict verdict;
@@ -220,7 +226,39 @@ typedef struct nb_fw_rule {
         uint16_t dport_min, dport_max;
         bool has_icmp_type;
         uint8_t icmp_type;
+        /* Added for libvirt's rule model (netbroker-protocol(7) has each
+         * field's exact meaning). */
+        int16_t priority; /* -1000..1000; equal priorities keep their order */
+        bool l4_proto_not, sport_not, dport_not, vlan_id_not;
+        uint16_t vlan_encap; /* 0 any: the type inside an 802.1Q tag */
+        bool vlan_encap_not;
+        uint16_t arp_htype; /* 0 any; 1 Ethernet */
+        bool arp_htype_not;
+        uint16_t arp_ptype; /* 0 any; 0x0800 IPv4 */
+        bool arp_ptype_not;
+        const char *arp_target_mac;
+        bool arp_target_mac_not;
+        bool arp_gratuitous, arp_gratuitous_not; /* sender IP == target IP */
+        bool has_dscp;
+        uint8_t dscp; /* 0-63, IPv4 */
+        bool dscp_not;
+        bool has_icmp_code; /* needs has_icmp_type */
+        uint8_t icmp_code;
+        bool icmp_not; /* negates type and code together */
+        uint8_t tcp_flags_mask, tcp_flags; /* (flags & mask) == tcp_flags */
+        bool tcp_flags_not;
+        const char *comment; /* up to 256 bytes, kept with the rule */
 } nb_fw_rule;
+
+/* TCP flag bits for tcp_flags and tcp_flags_mask. */
+#define NB_TCP_FIN 0x01
+#define NB_TCP_SYN 0x02
+#define NB_TCP_RST 0x04
+#define NB_TCP_PSH 0x08
+#define NB_TCP_ACK 0x10
+#define NB_TCP_URG 0x20
+#define NB_TCP_ECE 0x40
+#define NB_TCP_CWR 0x80
 
 typedef struct nb_fw_ruleset nb_fw_ruleset;
 
@@ -229,6 +267,34 @@ void nb_fw_ruleset_free(nb_fw_ruleset *rs);
 /* Start a new group (name: [A-Za-z0-9_-], 1-32 bytes, unique in the
  * ruleset); the following rules go into it. Returns 0, -EINVAL, -EEXIST. */
 int nb_fw_group(nb_fw_ruleset *rs, const char *name);
+/* A group with libvirt's chain semantics: it is entered, at its priority
+ * among the other groups' jumps and the root groups' rules, only for frames
+ * the guard's matches hold for (NULL: every frame); a root group's rules go
+ * into the owner's base chain itself (libvirt's root chain). Selects the
+ * group if it exists with the same options (so that several filters can add
+ * to one chain, as libvirt's filterref does), else starts it. Returns 0,
+ * -EINVAL, -EEXIST (there with other options), -ENOMEM. */
+typedef struct nb_fw_group_opts {
+        int16_t priority; /* -1000..1000 */
+        bool root;
+        const nb_fw_rule *guard;
+} nb_fw_group_opts;
+int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *opts);
+
+/* libvirt's stock filters by name ("clean-traffic", "no-arp-spoofing", ...,
+ * all 24 of them: nb_fw_filter_names()), with their filterrefs, chains,
+ * priorities and variables (MAC, IP, IPV6, DHCPSERVER, ...; a variable with
+ * several values is iterated as libvirt iterates it). Any order of calls
+ * gives libvirt's result. Returns 0, -EINVAL (a value that is not valid for
+ * its variable), -ENOENT (no such filter), -ENOMEM; nothing added on
+ * failure. */
+typedef struct nb_fw_var {
+        const char *name; /* "MAC", "IP", ... */
+        const char *const *values; /* NULL-terminated */
+} nb_fw_var;
+int nb_fw_add_filter(nb_fw_ruleset *rs, const char *filter, const nb_fw_var *vars, size_t n_vars);
+/* The filters nb_fw_add_filter() knows, NULL-terminated. */
+const char *const *nb_fw_filter_names(void);
 /* Add a rule to the current group (a group "rules" is started if there is
  * none). Strings are copied. Returns 0, -EINVAL (checked fully by the
  * helper), -ENOMEM. */
@@ -266,6 +332,8 @@ int nb_batch_firewall_apply(nb_batch *batch, const char *owner, const char *ifna
 int nb_batch_firewall_remove(nb_batch *batch, const char *owner);
 /* The owners in the kernel, read back: owner, interface, hash, rules. */
 int nb_batch_firewall_list(nb_batch *batch);
+/* The same, with every rule's packet and byte counters and its text. */
+int nb_batch_firewall_list_counters(nb_batch *batch);
 
 /* ---- bandwidth ----
  *
@@ -434,6 +502,19 @@ int nb_result_firewall(const nb_results *res, size_t i, const char **ret_hash, b
 size_t nb_result_fw_owner_count(const nb_results *res, size_t i);
 int nb_result_fw_owner_at(const nb_results *res, size_t i, size_t k, const char **ret_owner,
                           const char **ret_ifname, const char **ret_hash, unsigned *ret_rules);
+/* With nb_batch_firewall_list_counters(): the rules of owner k, each with
+ * its group ("" for the base chain's own rules), direction, position in its
+ * chain, counters and text (libvirt's terms). Strings live as long as res. */
+typedef struct nb_fw_counter {
+        const char *group;
+        nb_fw_direction direction;
+        unsigned index;
+        uint64_t packets, bytes;
+        const char *text;
+} nb_fw_counter;
+size_t nb_result_fw_counter_count(const nb_results *res, size_t i, size_t k);
+int nb_result_fw_counter_at(const nb_results *res, size_t i, size_t k, size_t j,
+                            nb_fw_counter *ret);
 
 /* File descriptors returned for op i (created devices): how many, and take
  * the k-th (the caller owns it afterwards). Returns the fd, -ERANGE, or

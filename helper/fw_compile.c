@@ -196,10 +196,11 @@ static int compile_matches(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
                                                           r->ip_dst.mask, r->ip_dst.neg)
                                             : match_bytes(nr, nh, 24, 16, r->ip_dst.addr,
                                                           r->ip_dst.mask, r->ip_dst.neg);
-        if (ret == 0 && r->l4proto) {
+        if (ret == 0 && r->l4proto.set) {
+                uint8_t proto = (uint8_t)r->l4proto.v;
                 ret = load_meta(nr, NFT_META_L4PROTO);
                 if (ret == 0)
-                        ret = cmp_reg(nr, NFT_CMP_EQ, &r->l4proto, 1);
+                        ret = cmp_reg(nr, NFT_CMP_EQ, &proto, 1);
         }
         if (ret == 0 && r->sport[0])
                 ret = match_port(nr, 0, r->sport);

@@ -108,7 +108,7 @@ int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err
                 return nbd_err_set(e, -EINVAL,
                                    "source and destination are of different IP families");
         }
-        if (arp && (ip || r->l4proto)) {
+        if (arp && (ip || r->l4proto.set)) {
                 return nbd_err_set(e, -EINVAL,
                                    "ARP and IP matches in one rule can never both hold");
         }
@@ -133,18 +133,18 @@ int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err
         if (r->arp_op.set && (r->arp_op.v == 0 || r->arp_op.v > 0xffff)) {
                 return nbd_err_set(e, -EINVAL, "ARP operation %u is out of range", r->arp_op.v);
         }
-        if ((r->sport[0] || r->dport[0]) && !port_proto(r->l4proto)) {
+        if ((r->sport[0] || r->dport[0]) && !port_proto((uint8_t)r->l4proto.v)) {
                 return nbd_err_set(e, -EINVAL, "ports need the protocol tcp, udp, sctp or udplite");
         }
         if ((r->sport[0] && r->sport[1] < r->sport[0]) ||
             (r->dport[0] && r->dport[1] < r->dport[0])) {
                 return nbd_err_set(e, -EINVAL, "a port range is reversed");
         }
-        if (r->has_icmp_type && r->l4proto != IPPROTO_ICMP && r->l4proto != IPPROTO_ICMPV6) {
+        if (r->has_icmp_type && r->l4proto.v != IPPROTO_ICMP && r->l4proto.v != IPPROTO_ICMPV6) {
                 return nbd_err_set(e, -EINVAL,
                                    "an ICMP type needs the protocol icmp (1) or icmpv6 (58)");
         }
-        if (r->has_icmp_type && r->l4proto == IPPROTO_ICMP && ip && family == 6) {
+        if (r->has_icmp_type && r->l4proto.v == IPPROTO_ICMP && ip && family == 6) {
                 return nbd_err_set(e, -EINVAL, "icmp (1) with IPv6 addresses: use icmpv6 (58)");
         }
         /* The kernel rejects only at an ingress hook. */
@@ -241,7 +241,7 @@ static void hash_rule(struct fnv128 *f, const struct nbd_fw_rule *r)
         hash_ip(f, &r->arp_tpa);
         hash_ip(f, &r->ip_src);
         hash_ip(f, &r->ip_dst);
-        hash_u32(f, r->l4proto);
+        hash_num(f, &r->l4proto);
         hash_u32(f, (uint32_t)r->sport[0] << 16 | (r->sport[0] ? r->sport[1] : 0));
         hash_u32(f, (uint32_t)r->dport[0] << 16 | (r->dport[0] ? r->dport[1] : 0));
         hash_u32(f, (uint32_t)r->has_icmp_type << 8 | (r->has_icmp_type ? r->icmp_type : 0));

@@ -27,6 +27,7 @@ struct nbd_fw_mac {
 struct nbd_fw_ip {
         bool set, neg;
         int family; /* 4 or 6 */
+        bool is_range; /* addr..mask (the last address) instead of addr/mask */
         uint8_t addr[16], mask[16];
 };
 
@@ -35,23 +36,43 @@ struct nbd_fw_num {
         uint32_t v;
 };
 
-/* One rule, parsed and checked (nbd_fw_rule_check) before compiling. */
+#define NBD_FW_COMMENT_MAX 256
+
+/* One rule, parsed and checked (nbd_fw_rule_check) before compiling. The
+ * wire's FwRule says what each field means (proto/netbroker.proto). */
 struct nbd_fw_rule {
         enum nbd_fw_dir dir;
         enum nbd_fw_verdict verdict;
-        struct nbd_fw_mac ether_src, ether_dst, arp_sha;
-        struct nbd_fw_num ether_type, vlan_id, arp_op;
+        int16_t priority; /* -1000..1000; equal ones keep their order */
+        struct nbd_fw_mac ether_src, ether_dst, arp_sha, arp_tha;
+        /* ether_type: the outer type, the tag's when the frame has one. */
+        struct nbd_fw_num ether_type, vlan_id, vlan_encap, arp_op, arp_htype, arp_ptype;
+        struct nbd_fw_num arp_gratuitous; /* v unused: set/neg only */
+        /* ip_src/ip_dst: a prefix (addr/mask), or a range when is_range. */
         struct nbd_fw_ip arp_spa, arp_tpa, ip_src, ip_dst;
-        uint8_t l4proto;
+        struct nbd_fw_num l4proto; /* v 0..255 */
+        struct nbd_fw_num dscp; /* v 0..63 */
         uint16_t sport[2], dport[2]; /* [0] = 0: any */
-        bool has_icmp_type;
-        uint8_t icmp_type;
+        bool sport_neg, dport_neg;
+        bool has_icmp_type, has_icmp_code, icmp_neg;
+        uint8_t icmp_type, icmp_code;
+        uint8_t tcp_flags_mask, tcp_flags; /* mask 0: any */
+        bool tcp_flags_neg;
+        char comment[NBD_FW_COMMENT_MAX + 1];
 };
 
+/* One of libvirt's chains: entered through a jump at `priority` in the
+ * base chain when the guard's matches hold (no guard: always), or, for a
+ * root group, its rules placed in the base chain itself by their own
+ * priorities. */
 struct nbd_fw_group {
         char name[NBD_FW_GROUP_MAX + 1];
         struct nbd_fw_rule *rules;
         size_t n_rules;
+        int16_t priority;
+        bool root;
+        bool has_guard;
+        struct nbd_fw_rule guard; /* matches only */
 };
 
 struct nbd_fw_owner_spec {

@@ -114,7 +114,8 @@ static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd
         if (p->l4_proto > 255) {
                 return nbd_err_set(e, -EINVAL, "protocol %u is over 255", p->l4_proto);
         }
-        r->l4proto = (uint8_t)p->l4_proto;
+        if (p->l4_proto)
+                r->l4proto = (struct nbd_fw_num){true, false, p->l4_proto};
         if (p->has_icmp_type) {
                 if (p->icmp_type > 255) {
                         return nbd_err_set(e, -EINVAL, "ICMP type %u is over 255", p->icmp_type);

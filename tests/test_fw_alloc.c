@@ -39,7 +39,7 @@ static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char
         rules[1].dir = NBD_FW_DIR_FROM;
         rules[1].verdict = NBD_FW_V_REJECT;
         ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/8", &rules[1].ip_dst), 0);
-        rules[1].l4proto = 6;
+        rules[1].l4proto = (struct nbd_fw_num){true, false, 6};
         rules[1].dport[0] = 22;
         rules[2].dir = NBD_FW_DIR_TO;
         rules[2].verdict = NBD_FW_V_ACCEPT;

@@ -89,11 +89,11 @@ START_TEST(test_fw_arp_port_icmp_vlan_and_reject_compile)
         ck_assert_int_eq(nbd_fw_parse_ip("192.168.0.7", &r[0].arp_spa), 0);
         r[0].arp_spa.neg = true;
         r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_REJECT);
-        r[1].l4proto = 6;
+        r[1].l4proto = (struct nbd_fw_num){true, false, 6};
         r[1].dport[0] = 22;
         r[1].dport[1] = 80;
         r[2] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
-        r[2].l4proto = 58;
+        r[2].l4proto = (struct nbd_fw_num){true, false, 58};
         r[2].has_icmp_type = true;
         r[2].icmp_type = 135;
         r[3] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
@@ -174,7 +174,7 @@ START_TEST(test_fw_hash_is_stable_canonical_and_sensitive)
                         ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:02", &b.ether_src), 0);
                         break;
                 case 5:
-                        b.l4proto = 17;
+                        b.l4proto = (struct nbd_fw_num){true, false, 17};
                         break;
                 case 6:
                         b.ether_dst.set = true;
@@ -209,7 +209,7 @@ START_TEST(test_fw_hash_does_not_depend_on_memory_contents)
         char h1[NBD_FW_HASH_HEX], h2[NBD_FW_HASH_HEX];
 
         ck_assert_int_eq(nbd_fw_parse_ip("0.0.0.0", &r.ip_src), 0);
-        r.l4proto = 17;
+        r.l4proto = (struct nbd_fw_num){true, false, 17};
         r.sport[0] = r.sport[1] = 68;
         r.dport[0] = r.dport[1] = 67;
         dirty_stack(0x00);
@@ -236,7 +236,7 @@ START_TEST(test_fw_bad_rules_are_refused_before_anything_is_sent)
         ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:0g", &mac), -EINVAL);
         /* A reversed port range. */
         r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
-        r.l4proto = 6;
+        r.l4proto = (struct nbd_fw_num){true, false, 6};
         r.dport[0] = 80;
         r.dport[1] = 22;
         ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), -EINVAL);

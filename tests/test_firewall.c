@@ -806,7 +806,8 @@ START_TEST(test_installed_chains_hooks_comment_and_rules_are_what_was_asked)
         assert_has_line(s, "vnet0/from/no-mac-spoofing rules=2: @ll,48,48 0x525400000002 "
                            "counter return; counter drop");
         assert_has_line(s, "vnet0/from/no-ip-spoofing rules=3: "
-                           "@ll,96,16 0x800 @nh,96,32 0x0 @nh,72,8 0x11 th sport 68 th dport 67 "
+                           "@ll,96,16 0x800 @nh,96,32 0x0 @nh,72,8 0x11 @nh,48,16 & 0x1fff == 0x0 "
+                           "th sport 68 th dport 67 "
                            "counter return; @ll,96,16 0x800 @nh,96,32 0xa000002 counter return; "
                            "@ll,96,16 0x800 counter drop");
         /* ebt_arp: MAC fields only for Ethernet with 6-byte addresses, IP

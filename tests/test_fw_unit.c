@@ -410,6 +410,8 @@ START_TEST(test_fw_ipv4_fields_compile_to_header_loads)
                     "[ bitwise reg 1 = ( reg 1 & 0x000000fc ) ^ 0x00000000 ] "
                     "[ cmp eq reg 1 0x000000b8 ] "
                     "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+                    "[ payload load 2b @ network header + 6 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
+                    "0x0000ff1f ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000000 ] "
                     "[ payload load 2b @ transport header + 2 => reg 1 ] "
                     "[ range neq reg 1 0x00001600 0x00005000 ] "
                     "[ payload load 1b @ transport header + 13 => reg 1 ] "
@@ -420,6 +422,8 @@ START_TEST(test_fw_ipv4_fields_compile_to_header_loads)
                    "[ bitwise reg 1 = ( reg 1 & 0x000000fc ) ^ 0x00000000 ] "
                    "[ cmp neq reg 1 0x00000000 ] "
                    "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+                   "[ payload load 2b @ network header + 6 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
+                   "0x0000ff1f ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000000 ] "
                    "[ payload load 2b @ transport header + 0 => reg 1 ] "
                    "[ cmp neq reg 1 0x00000108 ] [ counter pkts 0 bytes 0 ]");
         assert_has(t, "[ payload load 2b @ transport header + 0 => reg 1 ] "

@@ -221,6 +221,11 @@ static int check_layers(const struct nbd_fw_rule *r, struct nbd_err *e)
                 return nbd_err_set(e, -EINVAL,
                                    "ether type not 0x%04x contradicts the rule's %s matches", want,
                                    what);
+        if (ip && !want && r->ether_type.set && !r->ether_type.neg)
+                return nbd_err_set(e, -EINVAL,
+                                   "ether type 0x%04x contradicts the rule's IP matches (they "
+                                   "need 0x0800 or 0x86dd)",
+                                   r->ether_type.v);
         if (r->dscp.set && nbd_fw_rule_family(r) == 6)
                 return nbd_err_set(e, -EINVAL, "DSCP is matched for IPv4 only");
         return 0;

@@ -1959,8 +1959,14 @@ START_TEST(test_ipv6_protocol_of_a_later_fragment_is_44)
                              .ip_src = "2001:db8::/64",
                              .l4_proto = IPPROTO_UDP,
                              .l4_proto_not = true});
-        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        /* 3 rules, 6 nft rules: ensure counts the alternatives */
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 3);
         run_probes(&l, p, 6, true);
+        {
+                bool same = false;
+                apply1(l.c, "vnet0", "vnet0", rs, NB_FW_ENSURE, NULL, &same);
+                ck_assert_msg(same, "ensure rebuilt what it had just installed");
+        }
         nb_fw_ruleset_free(rs);
         lab_down(&l);
 }
@@ -2105,9 +2111,14 @@ START_TEST(test_priorities_give_the_same_verdicts_in_any_order)
         run_probes(&l, p, 5, false);
         for (int reverse = 0; reverse < 2; reverse++) {
                 nb_fw_ruleset *rs = nb_fw_ruleset_new();
+                bool same = false;
                 priority_ruleset(rs, reverse);
                 apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
                 run_probes(&l, p, 5, true);
+                /* ensure finds the layout in place: root rules in the base
+                 * chain, the guarded jump */
+                apply1(l.c, "vnet0", "vnet0", rs, NB_FW_ENSURE, NULL, &same);
+                ck_assert_msg(same, "ensure rebuilt what it had just installed");
                 nb_fw_ruleset_free(rs);
         }
         lab_down(&l);
@@ -2115,7 +2126,7 @@ START_TEST(test_priorities_give_the_same_verdicts_in_any_order)
 END_TEST
 
 /* What no netdev hook can do is refused with why; a bad new field too. */
-START_TEST(test_new_fields_bad_input_and_connlimit_are_refused_with_a_sentence)
+START_TEST(test_new_fields_bad_input_is_refused_with_a_sentence)
 {
         struct lab l;
         static const struct {
@@ -2156,6 +2167,108 @@ START_TEST(test_new_fields_bad_input_and_connlimit_are_refused_with_a_sentence)
 }
 END_TEST
 
+/* What the client cannot send, straight on the wire: connlimit, a priority
+ * out of range, a bad guard, a comment with a control character. */
+START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
+{
+        static const struct {
+                int field;
+                int status;
+                const char *needle;
+        } cases[] = {
+                {0, EOPNOTSUPP, "group g rule 0: connections cannot be counted (connlimit_above)"},
+                {1, EINVAL, "group g rule 0: priority: 1001 is outside -1000..1000"},
+                {2, EINVAL, "group g: priority -1001 is outside -1000..1000"},
+                {3, EINVAL, "group g guard: TCP flags need the protocol tcp"},
+                {4, EINVAL, "a root group has no jump, so it cannot have a guard"},
+                {5, EINVAL, "group g rule 0: comment: byte 1 is a control character"},
+                {6, EINVAL, "group g rule 0: tcp_flags: mask 0x100"},
+        };
+        struct tu_helper h;
+        char *before;
+
+        tu_private_netns();
+        tu_veth("vnet0", "vnet0p");
+        tu_helper_start(&h, TU_ALLOW);
+        before = ruleset_text();
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+                Netbroker__Request req = NETBROKER__REQUEST__INIT;
+                Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+                Netbroker__FirewallApply fa = NETBROKER__FIREWALL_APPLY__INIT;
+                Netbroker__FwGroup grp = NETBROKER__FW_GROUP__INIT, *groups[1] = {&grp};
+                Netbroker__FwRule rule = NETBROKER__FW_RULE__INIT, *rules[1] = {&rule};
+                Netbroker__FwRule guard = NETBROKER__FW_RULE__INIT;
+                Netbroker__ServerMessage *reply;
+                char *after;
+                int fd;
+
+                rule.verdict = NETBROKER__FW_VERDICT__FW_ACCEPT;
+                switch (cases[i].field) {
+                case 0:
+                        rule.connlimit_above = 10;
+                        break;
+                case 1:
+                        rule.priority = 1001;
+                        break;
+                case 2:
+                        grp.priority = -1001;
+                        break;
+                case 3:
+                        guard.tcp_flags_mask = 2;
+                        grp.guard = &guard;
+                        break;
+                case 4:
+                        guard.ether_type = 0x0800;
+                        grp.guard = &guard;
+                        grp.root = true;
+                        break;
+                case 5:
+                        rule.comment = (char *)"a\nb";
+                        break;
+                case 6:
+                        rule.l4_proto = 6;
+                        rule.tcp_flags_mask = 0x100;
+                        break;
+                }
+                grp.name = (char *)"g";
+                grp.rules = rules;
+                grp.n_rules = 1;
+                fa.owner = (char *)"vnet0";
+                fa.ifname = (char *)"vnet0";
+                fa.groups = groups;
+                fa.n_groups = 1;
+                op.op_case = NETBROKER__OP__OP_FIREWALL_APPLY;
+                op.firewall_apply = &fa;
+                req.id = 1;
+                req.ops = ops;
+                req.n_ops = 1;
+                m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+                m.request = &req;
+                fd = tu_raw_connect(h.sock);
+                tu_raw_hello(fd);
+                ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+                reply = tu_raw_recv(fd, NULL);
+                ck_assert_ptr_nonnull(reply);
+                ck_assert_int_eq(reply->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+                ck_assert_uint_eq(reply->reply->n_results, 1);
+                ck_assert_msg(reply->reply->results[0]->status == cases[i].status,
+                              "case %zu: status %d (%s)", i, reply->reply->results[0]->status,
+                              reply->reply->results[0]->message);
+                ck_assert_msg(strstr(reply->reply->results[0]->message, cases[i].needle),
+                              "case %zu: '%s' lacks '%s'", i, reply->reply->results[0]->message,
+                              cases[i].needle);
+                netbroker__server_message__free_unpacked(reply, NULL);
+                close(fd);
+                after = ruleset_text();
+                ck_assert_str_eq(before, after);
+                free(after);
+        }
+        free(before);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *firewall_suite(void)
 {
         Suite *s = suite_create("firewall");
@@ -2173,7 +2286,8 @@ Suite *firewall_suite(void)
         tcase_add_test(model, test_ipv6_protocol_of_a_later_fragment_is_44);
         tcase_add_test(model, test_ipv4_dscp_flags_icmp_ranges_and_negations);
         tcase_add_test(model, test_priorities_give_the_same_verdicts_in_any_order);
-        tcase_add_test(model, test_new_fields_bad_input_and_connlimit_are_refused_with_a_sentence);
+        tcase_add_test(model, test_new_fields_bad_input_is_refused_with_a_sentence);
+        tcase_add_test(model, test_wire_only_bad_fields_are_refused_with_a_sentence);
         tcase_add_test(enforce, test_macvtap_owner_filters_what_the_guest_sends);
         tcase_add_test(enforce, test_no_mac_spoofing_ping_works_until_the_guest_changes_its_mac);
         tcase_add_test(enforce, test_no_ip_spoofing_drops_a_spoofed_source_address);

@@ -689,6 +689,7 @@ START_TEST(test_fw_new_bad_combinations_are_refused_with_a_sentence)
                 {"flags outside mask", -EINVAL, "outside their mask"},
                 {"priority", -EINVAL, "-1000..1000"},
                 {"not 0x8100 with vlan", -EINVAL, "not 0x8100"},
+                {"protocol with ether type 0x8100", -EINVAL, "need 0x0800 or 0x86dd"},
         };
         struct nbd_err err;
 
@@ -737,6 +738,10 @@ START_TEST(test_fw_new_bad_combinations_are_refused_with_a_sentence)
                 case 10:
                         r.ether_type = num(0x8100, true);
                         r.vlan_id = num(1, false);
+                        break;
+                case 11:
+                        r.ether_type = num(0x8100, false);
+                        r.l4proto = num(6, false);
                         break;
                 }
                 ck_assert_msg(nbd_fw_rule_check(&r, false, &err) == want[i].code,

@@ -346,17 +346,8 @@ static int match_frag(struct nftnl_rule *r, enum frag_test t)
  *   not P  : fragment offset not 0        | l4proto neither P nor 59
  *   44     : fragment offset not 0
  *   not 44 : no fragment header           | fragment offset 0
- * (59, no next header, makes ebt_ip6 fail even when negated.) */
-static bool v6_proto(const struct nbd_fw_rule *r)
-{
-        return r->l4proto.set && nbd_fw_rule_family(r) == 6;
-}
-
-unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
-{
-        return v6_proto(r) && !(r->l4proto.v == 44 && !r->l4proto.neg) ? 2 : 1;
-}
-
+ * (59, no next header, makes ebt_ip6 fail even when negated.)
+ * nbd_fw_rule_alts() counts them. */
 static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
         bool neg = r->l4proto.neg, frag = r->l4proto.v == 44;

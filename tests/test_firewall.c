@@ -1927,6 +1927,30 @@ START_TEST(test_arp_and_rarp_fields_hold_as_in_ebtables_arp_match)
 }
 END_TEST
 
+/* The rules FirewallList reports for owner. */
+static unsigned listed_rules(nb_conn *c, const char *owner)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        unsigned rules = 0;
+        bool found = false;
+
+        ck_assert_int_eq(nb_batch_firewall_list(b), 0);
+        res = submit_ok(c, b);
+        for (size_t k = 0; k < nb_result_fw_owner_count(res, 0); k++) {
+                const char *o;
+                unsigned n;
+                ck_assert_int_eq(nb_result_fw_owner_at(res, 0, k, &o, NULL, NULL, &n), 0);
+                if (strcmp(o, owner) == 0) {
+                        rules = n;
+                        found = true;
+                }
+        }
+        nb_results_free(res);
+        ck_assert_msg(found, "owner %s not listed", owner);
+        return rules;
+}
+
 /* ebt_ip6's protocol is 44 for a fragment other than the first (meta
  * l4proto sees through it: such a fragment from fe80::/10 was accepted
  * as ICMPv6 here where libvirt drops it). */
@@ -1959,8 +1983,10 @@ START_TEST(test_ipv6_protocol_of_a_later_fragment_is_44)
                              .ip_src = "2001:db8::/64",
                              .l4_proto = IPPROTO_UDP,
                              .l4_proto_not = true});
-        /* 3 rules, 6 nft rules: ensure counts the alternatives */
-        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 3);
+        /* 3 rules, 5 nft rules with counters (an IPv6 protocol is two):
+         * apply, list and ensure count them alike */
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 5);
+        ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 5);
         run_probes(&l, p, 6, true);
         {
                 bool same = false;
@@ -2113,7 +2139,9 @@ START_TEST(test_priorities_give_the_same_verdicts_in_any_order)
                 nb_fw_ruleset *rs = nb_fw_ruleset_new();
                 bool same = false;
                 priority_ruleset(rs, reverse);
-                apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+                /* 5 rules: 2 in groups, 1 in the base chain (root) */
+                ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 5);
+                ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 5);
                 run_probes(&l, p, 5, true);
                 /* ensure finds the layout in place: root rules in the base
                  * chain, the guarded jump */

@@ -277,12 +277,13 @@ static struct nbd_fw_num num(uint32_t v, bool neg)
         return (struct nbd_fw_num){true, neg, v};
 }
 
-/* The line (rule) of t that contains needle, for exact comparisons. */
+/* A whole rule of t: its expressions from the first (whatever follows
+ * them: a rule may carry userdata). */
 static void assert_rule(const char *t, const char *rule_text)
 {
         char *needle;
 
-        ck_assert_int_ge(asprintf(&needle, "  %s \n", rule_text), 0);
+        ck_assert_int_ge(asprintf(&needle, "\n  %s ", rule_text), 0);
         assert_has(t, needle);
         free(needle);
 }
@@ -535,14 +536,33 @@ START_TEST(test_fw_priorities_order_groups_jumps_and_root_rules)
         ck_assert_msg(!strstr(t, "vnet0/from/root"), "%s", t);
         p = strstr(t, "chain vnet0/from\n");
         ck_assert_ptr_nonnull(p);
-        assert_has(p,
-                   "  [ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000500 ] "
-                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ] \n"
-                   "  [ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
-                   "[ immediate reg 0 jump -> vnet0/from/b ] \n"
-                   "  [ immediate reg 0 jump -> vnet0/from/a ] \n"
-                   "  [ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000400 ] "
-                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ] \n");
+        {
+                /* one line each, in this order */
+                static const char *const lines[] = {
+                        "\n  [ payload load 2b @ link header + 12 => reg 1 ] "
+                        "[ cmp eq reg 1 0x00000500 ] [ counter pkts 0 bytes 0 ] "
+                        "[ immediate reg 0 drop ] ",
+                        "\n  [ payload load 2b @ link header + 12 => reg 1 ] "
+                        "[ cmp eq reg 1 0x00000008 ] [ immediate reg 0 jump -> vnet0/from/b ] ",
+                        "\n  [ immediate reg 0 jump -> vnet0/from/a ] ",
+                        "\n  [ payload load 2b @ link header + 12 => reg 1 ] "
+                        "[ cmp eq reg 1 0x00000400 ] [ counter pkts 0 bytes 0 ] "
+                        "[ immediate reg 0 drop ] ",
+                };
+                const char *at = p;
+                for (size_t i = 0; i < 4; i++) {
+                        const char *next = strstr(at, lines[i]);
+                        ck_assert_msg(next, "base chain line %zu missing or out of order in\n%s", i,
+                                      p);
+                        /* the next rule follows directly */
+                        if (i > 0)
+                                ck_assert_ptr_null(memchr(at + 1, '\n', (size_t)(next - at - 1)));
+                        at = next;
+                }
+                ck_assert_msg(strncmp(p, "chain vnet0/from", 16) == 0 &&
+                                      strstr(p, lines[0]) == p + strlen("chain vnet0/from"),
+                              "the root rule at -100 is not first:\n%s", p);
+        }
         free(t);
 }
 END_TEST

@@ -79,7 +79,7 @@ static int group_start(nb_fw_ruleset *rs, const char *name, int32_t priority, bo
                 size_t ncap = rs->cap ? rs->cap * 2 : 4;
                 Netbroker__FwGroup **p = realloc(rs->groups, ncap * sizeof(*p));
                 if (!p)
-                        return -ENOMEM;
+                        goto oom; /* the guard is ours to free here too */
                 rs->groups = p;
                 rs->cap = ncap;
         }
@@ -113,29 +113,35 @@ NB_EXPORT int nb_fw_group(nb_fw_ruleset *rs, const char *name)
         return group_start(rs, name, 0, false, NULL);
 }
 
-/* Two guards are the same when their wire forms are. */
-static bool same_guard(const Netbroker__FwRule *a, const Netbroker__FwRule *b)
+/* Two rules (or guards) are the same when their wire forms are: 1 when
+ * they are, 0 when not, -ENOMEM. A rule packs to a few hundred bytes, so
+ * the stack takes it unless its strings are long. */
+static int same_wire(const Netbroker__FwRule *a, const Netbroker__FwRule *b)
 {
+        uint8_t sa[1024], sb[1024], *pa = sa, *pb = sb;
         size_t la, lb;
-        uint8_t *pa, *pb;
-        bool same;
+        int same;
 
         if (!a || !b)
                 return !a && !b;
         la = netbroker__fw_rule__get_packed_size(a);
         lb = netbroker__fw_rule__get_packed_size(b);
         if (la != lb)
-                return false;
-        pa = malloc(la ? la : 1);
-        pb = malloc(lb ? lb : 1);
-        same = pa && pb;
-        if (same) {
+                return 0;
+        if (la > sizeof(sa)) {
+                pa = malloc(la);
+                pb = malloc(lb);
+        }
+        same = pa && pb ? 0 : -ENOMEM;
+        if (same == 0) {
                 netbroker__fw_rule__pack(a, pa);
                 netbroker__fw_rule__pack(b, pb);
                 same = memcmp(pa, pb, la) == 0;
         }
-        free(pa);
-        free(pb);
+        if (pa != sa) {
+                free(pa);
+                free(pb);
+        }
         return same;
 }
 
@@ -143,6 +149,7 @@ NB_EXPORT int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_gr
 {
         Netbroker__FwRule *guard = NULL;
         ssize_t at;
+        int same;
 
         if (!rs || !group_name_ok(name) || !o || o->priority < -1000 || o->priority > 1000 ||
             (o->guard && !rule_ok(o->guard)))
@@ -162,14 +169,13 @@ NB_EXPORT int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_gr
         at = group_find(rs, name);
         if (at < 0)
                 return group_start(rs, name, o->priority, o->root, guard);
-        if (rs->groups[at]->priority != o->priority || rs->groups[at]->root != o->root ||
-            !same_guard(rs->groups[at]->guard, guard)) {
-                if (guard)
-                        protobuf_c_message_free_unpacked(&guard->base, NULL);
-                return -EEXIST;
-        }
+        same = same_wire(rs->groups[at]->guard, guard);
         if (guard)
                 protobuf_c_message_free_unpacked(&guard->base, NULL);
+        if (same < 0)
+                return same; /* not -EEXIST: out of memory while comparing */
+        if (rs->groups[at]->priority != o->priority || rs->groups[at]->root != o->root || !same)
+                return -EEXIST;
         rs->cur = (size_t)at;
         return 0;
 }
@@ -291,12 +297,6 @@ static int append_rule(Netbroker__FwGroup *g, Netbroker__FwRule *p)
         return 0;
 }
 
-/* Two rules are the same when their wire forms are. */
-static bool same_rule(const Netbroker__FwRule *a, const Netbroker__FwRule *b)
-{
-        return same_guard(a, b);
-}
-
 int nb_fw_rule_add_once(nb_fw_ruleset *rs, const nb_fw_rule *rule)
 {
         Netbroker__FwGroup *g;
@@ -308,11 +308,13 @@ int nb_fw_rule_add_once(nb_fw_ruleset *rs, const nb_fw_rule *rule)
         p = rule_to_proto(rule);
         if (!p)
                 return -ENOMEM;
-        for (size_t i = 0; i < g->n_rules; i++)
-                if (same_rule(g->rules[i], p)) {
+        for (size_t i = 0; i < g->n_rules; i++) {
+                int same = same_wire(g->rules[i], p);
+                if (same != 0) {
                         protobuf_c_message_free_unpacked(&p->base, NULL);
-                        return 0;
+                        return same < 0 ? same : 0;
                 }
+        }
         if (append_rule(g, p) < 0) {
                 protobuf_c_message_free_unpacked(&p->base, NULL);
                 return -ENOMEM;

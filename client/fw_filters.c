@@ -239,13 +239,37 @@ static const struct stock *stock_find(const char *name)
 
 NB_EXPORT const char *const *nb_fw_filter_names(void)
 {
-        static const char *names[N_STOCK + 1];
+        /* The table's names, in its order (test_fw_filters.c checks that
+         * each is there); constant, so any thread may read it. */
+        static const char *const names[] = {
+                "allow-arp",
+                "allow-dhcp",
+                "allow-dhcp-server",
+                "allow-dhcpv6",
+                "allow-dhcpv6-server",
+                "allow-incoming-ipv4",
+                "allow-incoming-ipv6",
+                "allow-ipv4",
+                "allow-ipv6",
+                "clean-traffic",
+                "clean-traffic-gateway",
+                "no-arp-ip-spoofing",
+                "no-arp-mac-spoofing",
+                "no-arp-spoofing",
+                "no-ip-multicast",
+                "no-ip-spoofing",
+                "no-ipv6-multicast",
+                "no-ipv6-spoofing",
+                "no-mac-broadcast",
+                "no-mac-spoofing",
+                "no-other-l2-traffic",
+                "no-other-rarp-traffic",
+                "qemu-announce-self",
+                "qemu-announce-self-rarp",
+                NULL,
+        };
+        _Static_assert(sizeof(names) / sizeof(*names) == N_STOCK + 1, "one name per filter");
 
-        /* Filled from the table, so the list cannot drift from it; the
-         * same values every time, so a concurrent first call is harmless. */
-        for (size_t i = 0; i < N_STOCK; i++)
-                names[i] = stock[i].name;
-        names[N_STOCK] = NULL;
         return names;
 }
 

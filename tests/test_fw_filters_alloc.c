@@ -1,0 +1,135 @@
+/* The stock filters with each allocation failing in turn: the library's
+ * own sources linked in (tests/alloc_hook.h wraps them at link time), so
+ * a filter that runs out of memory half-way must leave the ruleset as it
+ * was (the chains it started gone, the rules it appended to chains that
+ * were there taken back) and nothing allocated behind. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_hook.h"
+#include "internal.h"
+
+#define MAC "52:54:00:12:34:56"
+
+/* The ruleset as the helper would receive it, packed (not counted). */
+static uint8_t *packed(const nb_fw_ruleset *rs, size_t *ret_len)
+{
+        nb_batch *b;
+        uint8_t *buf;
+
+        nbt_alloc_pause();
+        b = nb_batch_new();
+        ck_assert_ptr_nonnull(b);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
+        *ret_len = protobuf_c_message_get_packed_size(&b->req.base);
+        buf = malloc(*ret_len ? *ret_len : 1);
+        ck_assert_ptr_nonnull(buf);
+        protobuf_c_message_pack(&b->req.base, buf);
+        nb_batch_free(b);
+        nbt_alloc_resume();
+        return buf;
+}
+
+/* Chains there already: ipv4 (allow-dhcp) and mac (no-mac-spoofing), which
+ * clean-traffic and no-promisc append to, and a group of the caller's. */
+static nb_fw_ruleset *populated(void)
+{
+        static const char *const mac[] = {MAC, NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "allow-dhcp", NULL, 0), 0);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){{"MAC", mac}}, 1),
+                         0);
+        ck_assert_int_eq(nb_fw_group(rs, "mine"), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_DROP}), 0);
+        return rs;
+}
+
+static int add_clean_traffic(nb_fw_ruleset *rs)
+{
+        static const char *const ips[] = {"10.0.0.1", "10.0.0.2", NULL};
+
+        return nb_fw_add_clean_traffic(rs, MAC, ips);
+}
+
+static int add_no_promisc(nb_fw_ruleset *rs)
+{
+        return nb_fw_add_no_promisc(rs, MAC);
+}
+
+static int add_gateway(nb_fw_ruleset *rs)
+{
+        static const char *const mac[] = {MAC, NULL}, *const ips[] = {"10.0.0.1", NULL},
+                                 *const gw[] = {"52:54:00:00:00:01", NULL};
+
+        return nb_fw_add_filter(rs, "clean-traffic-gateway",
+                                (nb_fw_var[]){{"MAC", mac}, {"IP", ips}, {"GATEWAY_MAC", gw}}, 3);
+}
+
+static const struct {
+        const char *name;
+        int (*add)(nb_fw_ruleset *rs);
+} calls[] = {
+        {"clean-traffic", add_clean_traffic},
+        {"no-promisc", add_no_promisc},
+        {"clean-traffic-gateway", add_gateway},
+};
+
+START_TEST(test_every_allocation_failing_leaves_the_ruleset_as_it_was)
+{
+        unsigned long n;
+
+        for (n = 1;; n++) {
+                nb_fw_ruleset *rs = populated();
+                size_t len_before, len_after, live;
+                uint8_t *before = packed(rs, &len_before), *after;
+                int r;
+
+                live = nbt_alloc_outstanding();
+                nbt_alloc_arm(n);
+                r = calls[_i].add(rs);
+                nbt_alloc_disarm();
+                if (!nbt_alloc_failed()) {
+                        ck_assert_msg(r == 0, "%s: %d with no allocation failing", calls[_i].name,
+                                      r);
+                        free(before);
+                        nb_fw_ruleset_free(rs);
+                        break;
+                }
+                ck_assert_msg(r == -ENOMEM, "%s, allocation %lu failing: %d", calls[_i].name, n, r);
+                ck_assert_msg(nbt_alloc_outstanding() == live,
+                              "%s, allocation %lu: %zu left behind", calls[_i].name, n,
+                              nbt_alloc_outstanding() - live);
+                after = packed(rs, &len_after);
+                ck_assert_msg(len_after == len_before && memcmp(before, after, len_before) == 0,
+                              "%s, allocation %lu failing changed the ruleset", calls[_i].name, n);
+                /* And it still works once memory is back. */
+                ck_assert_int_eq(calls[_i].add(rs), 0);
+                free(before);
+                free(after);
+                nb_fw_ruleset_free(rs);
+        }
+        ck_assert_uint_gt(n, 3); /* the failures were reached */
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("fw-filters-alloc");
+        TCase *tc = tcase_create("fw-filters-alloc");
+        SRunner *sr;
+        int failed;
+
+        tcase_set_timeout(tc, 120);
+        tcase_add_loop_test(tc, test_every_allocation_failing_leaves_the_ruleset_as_it_was, 0,
+                            (int)(sizeof(calls) / sizeof(*calls)));
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -990,6 +990,7 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, logging);
         suite_add_tcase(s, codec);
         suite_add_tcase(s, fw_client_tcase());
+        suite_add_tcase(s, fw_text_tcase());
         suite_add_tcase(s, policy_unit_tcase());
         return s;
 }

@@ -1,32 +1,18 @@
-/* Firewall rulesets, libvirt's standard filters, and the firewall ops.
+/* Firewall rulesets and the firewall ops (libvirt's stock filters are
+ * fw_filters.c's).
  *
  * A ruleset is kept as the wire messages themselves (FwGroup with FwRule),
  * so adding it to a batch is a copy, not a translation. Checks here are the
- * quick ones that need no knowledge of the kernel (names, enum ranges, the
- * builders' own MAC and address arguments); the helper validates every rule
- * fully before anything of a batch reaches the kernel. */
-#include <arpa/inet.h>
+ * quick ones that need no knowledge of the kernel (names, enum ranges); the
+ * helper validates every rule fully before anything of a batch reaches the
+ * kernel. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_ruleset.h"
 #include "internal.h"
-#include "mac.h"
-
-#define ET_IPV4 0x0800
-#define ET_ARP 0x0806
-#define ET_RARP 0x8035
-/* What QEMU's announce-self sent before it used RARP (libvirt still lets
- * it through, and so do we). */
-#define ET_QEMU_ANNOUNCE 0x0835
-#define PROTO_UDP 17
-#define ARP_REQUEST 1
-#define ARP_REPLY 2
-
-#define BROADCAST_MAC "ff:ff:ff:ff:ff:ff"
-/* The group bit: multicast, broadcast included. */
-#define MULTICAST_MAC "01:00:00:00:00:00/01:00:00:00:00:00"
 
 struct nb_fw_ruleset {
         Netbroker__FwGroup **groups;
@@ -305,6 +291,64 @@ static int append_rule(Netbroker__FwGroup *g, Netbroker__FwRule *p)
         return 0;
 }
 
+/* Two rules are the same when their wire forms are. */
+static bool same_rule(const Netbroker__FwRule *a, const Netbroker__FwRule *b)
+{
+        return same_guard(a, b);
+}
+
+int nb_fw_rule_add_once(nb_fw_ruleset *rs, const nb_fw_rule *rule)
+{
+        Netbroker__FwGroup *g;
+        Netbroker__FwRule *p;
+
+        if (!rs || !rule || !rule_ok(rule) || rs->n_groups == 0)
+                return -EINVAL;
+        g = rs->groups[rs->cur];
+        p = rule_to_proto(rule);
+        if (!p)
+                return -ENOMEM;
+        for (size_t i = 0; i < g->n_rules; i++)
+                if (same_rule(g->rules[i], p)) {
+                        protobuf_c_message_free_unpacked(&p->base, NULL);
+                        return 0;
+                }
+        if (append_rule(g, p) < 0) {
+                protobuf_c_message_free_unpacked(&p->base, NULL);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int nb_fw_mark_take(const nb_fw_ruleset *rs, struct nb_fw_mark *ret)
+{
+        size_t *n = malloc((rs->n_groups ? rs->n_groups : 1) * sizeof(*n));
+
+        if (!n)
+                return -ENOMEM;
+        for (size_t i = 0; i < rs->n_groups; i++)
+                n[i] = rs->groups[i]->n_rules;
+        *ret = (struct nb_fw_mark){.n_groups = rs->n_groups, .cur = rs->cur, .n_rules = n};
+        return 0;
+}
+
+void nb_fw_mark_rollback(nb_fw_ruleset *rs, const struct nb_fw_mark *m)
+{
+        truncate_groups(rs, m->n_groups);
+        for (size_t i = 0; i < m->n_groups; i++) {
+                Netbroker__FwGroup *g = rs->groups[i];
+                while (g->n_rules > m->n_rules[i])
+                        protobuf_c_message_free_unpacked(&g->rules[--g->n_rules]->base, NULL);
+        }
+        rs->cur = m->cur;
+}
+
+void nb_fw_mark_release(struct nb_fw_mark *m)
+{
+        free(m->n_rules);
+        m->n_rules = NULL;
+}
+
 NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule)
 {
         Netbroker__FwRule *p;
@@ -330,326 +374,7 @@ NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule)
         return 0;
 }
 
-/* ---- libvirt's standard filters ----
- *
- * libvirt's filters live in chains per protocol (a "mac" chain sees every
- * frame, an "ipv4" or "arp" chain only its protocol), ordered by priority
- * across filters, where RETURN goes back to the root chain. Here a filter is
- * a group and every rule names its protocol (ether type) itself, so a
- * group behaves like the protocol chain it mirrors; groups run in the order
- * they are added, which replaces libvirt's priorities. In libvirt terms,
- * direction "out" is NB_FW_FROM_GUEST and "in" is NB_FW_TO_GUEST; "inout"
- * becomes one rule for each. Where libvirt uses $MAC and $IP, the builders
- * take the guest's MAC and its IPv4 addresses (one rule per address, as
- * libvirt expands a list variable). */
-
-#define ADD(rs, ...) nb_fw_rule_add((rs), &(const nb_fw_rule){__VA_ARGS__})
-#define FROM .direction = NB_FW_FROM_GUEST
-#define TO .direction = NB_FW_TO_GUEST
-
-/* "aa:bb:cc:dd:ee:ff", nothing else: the builders' MAC arguments name one
- * guest. */
-static bool mac_ok(const char *s)
-{
-        uint8_t m[6];
-
-        return s && nbp_mac_parse(s, m) == 0;
-}
-
-/* An IPv4 address, or a prefix "a.b.c.d/N". */
-static bool ipv4_ok(const char *s)
-{
-        char buf[INET_ADDRSTRLEN];
-        const char *slash;
-        struct in_addr a;
-        size_t len;
-
-        if (!s)
-                return false;
-        slash = strchr(s, '/');
-        len = slash ? (size_t)(slash - s) : strlen(s);
-        if (len >= sizeof(buf))
-                return false;
-        memcpy(buf, s, len);
-        buf[len] = '\0';
-        if (inet_pton(AF_INET, buf, &a) != 1)
-                return false;
-        if (slash) {
-                const char *p = slash + 1;
-                unsigned n = 0;
-                if (!*p || strlen(p) > 2)
-                        return false;
-                for (; *p; p++) {
-                        if (!isdigit((unsigned char)*p))
-                                return false;
-                        n = n * 10 + (unsigned)(*p - '0');
-                }
-                return n <= 32;
-        }
-        return true;
-}
-
-static bool ips_ok(const char *const *ips)
-{
-        for (size_t i = 0; ips && ips[i]; i++)
-                if (!ipv4_ok(ips[i]))
-                        return false;
-        return true;
-}
-
-/* Mirrors no-mac-spoofing: from the guest, frames whose source MAC is the
- * guest's leave the group, everything else is dropped. */
-static int build_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac)
-{
-        int r = nb_fw_group(rs, "no-mac-spoofing");
-
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_src = mac);
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_DROP);
-        return r;
-}
-
-/* Mirrors no-ip-spoofing (libvirt's "ipv4-ip" chain, so IPv4 only): IPv4
- * from one of the guest's addresses leaves the group, so does a DHCP
- * request from 0.0.0.0, and any other IPv4 from the guest is dropped.
- * Deliberate difference: libvirt lets any UDP from 0.0.0.0 through (and
- * leaves the rest to later filters); here it must be a DHCP request, UDP
- * 68 to 67. */
-static int build_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips)
-{
-        int r = nb_fw_group(rs, "no-ip-spoofing");
-
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_IPV4,
-                        .ip_src = "0.0.0.0", .l4_proto = PROTO_UDP, .sport_min = 68,
-                        .dport_min = 67);
-        for (size_t i = 0; r == 0 && ips && ips[i]; i++)
-                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_IPV4, .ip_src = ips[i]);
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_DROP, .ether_type = ET_IPV4);
-        return r;
-}
-
-/* Mirrors no-arp-spoofing, which is no-arp-mac-spoofing followed by
- * no-arp-ip-spoofing (both "arp" chains, direction out): from the guest, an
- * ARP packet whose sender MAC is not the guest's is dropped; one whose
- * sender IP is one of the guest's addresses leaves the group; any other ARP
- * is dropped. libvirt's two chains become one group: the MAC check, having
- * a single value, is a negated drop, so the addresses can keep RETURN.
- * Like libvirt, a probe from sender 0.0.0.0 (RFC 5227) is dropped: add it
- * with a rule of your own before this group if the guests need it.
- * Deliberate difference: only opcodes request and reply pass, as in the
- * no-arp-spoofing of libvirt's documentation (the published filter no
- * longer checks opcodes), hence two rules per address. */
-static int build_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
-{
-        int r = nb_fw_group(rs, "no-arp-spoofing");
-
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_DROP, .ether_type = ET_ARP,
-                        .arp_sender_mac = mac, .arp_sender_mac_not = true);
-        for (size_t i = 0; r == 0 && ips && ips[i]; i++) {
-                r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_ARP,
-                        .arp_op = ARP_REQUEST, .arp_sender_ip = ips[i]);
-                if (r == 0)
-                        r = ADD(rs, FROM, .verdict = NB_FW_RETURN, .ether_type = ET_ARP,
-                                .arp_op = ARP_REPLY, .arp_sender_ip = ips[i]);
-        }
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_DROP, .ether_type = ET_ARP);
-        return r;
-}
-
-/* libvirt publishes no no-promisc filter (its src/nwfilter/xml/ has none):
- * this is the filter the name promises. To the guest, frames addressed to
- * its MAC, and multicast frames (the group bit, which broadcast has too),
- * leave the group; any other frame, which only a promiscuous guest would
- * take, is dropped. It must come before a group that accepts traffic to the
- * guest (clean-traffic accepts incoming IPv4), or it never sees it. */
-static int build_no_promisc(nb_fw_ruleset *rs, const char *mac)
-{
-        int r = nb_fw_group(rs, "no-promisc");
-
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_RETURN, .ether_dst = mac);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_RETURN, .ether_dst = MULTICAST_MAC);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_DROP);
-        return r;
-}
-
-/* Mirrors allow-dhcp, or allow-dhcp-server when a server is given ($DHCPSERVER):
- * accepts the guest's DHCP requests (UDP 68 to 67 from 0.0.0.0 to
- * 255.255.255.255) and DHCP answers to it (UDP 67 to 68, from the server
- * only when one is given). Like libvirt's, it accepts: add it after the
- * anti-spoofing groups (libvirt's "ipv4" chain runs after its "mac" one). */
-static int build_allow_dhcp(nb_fw_ruleset *rs, const char *server)
-{
-        int r = nb_fw_group(rs, server ? "allow-dhcp-server" : "allow-dhcp");
-
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4,
-                        .ip_src = "0.0.0.0", .ip_dst = "255.255.255.255", .l4_proto = PROTO_UDP,
-                        .sport_min = 68, .dport_min = 67);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4, .ip_src = server,
-                        .l4_proto = PROTO_UDP, .sport_min = 67, .dport_min = 68);
-        return r;
-}
-
-/* Mirrors allow-arp: ARP is accepted both ways. */
-static int build_allow_arp(nb_fw_ruleset *rs)
-{
-        int r = nb_fw_group(rs, "allow-arp");
-
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
-        return r;
-}
-
-/* clean-traffic's own rules, after its anti-spoofing groups: accept IPv4
- * both ways (libvirt's rule accepting IPv4 out, and allow-incoming-ipv4),
- * accept ARP both ways, and qemu-announce-self: the 0x0835 frame QEMU sent
- * after migration before it used RARP, and its RARP announcement (broadcast,
- * from the guest's MAC). Deliberate difference: libvirt also checks the RARP
- * payload (opcode 3, sender and target MAC, addresses 0.0.0.0), which the
- * rule model has no match for outside ARP; the Ethernet addresses are
- * checked, and no-mac-spoofing already pins the source. libvirt's
- * no-other-rarp-traffic drop is left to no-other-l2-traffic, which follows. */
-static int build_clean_traffic_accepts(nb_fw_ruleset *rs, const char *mac)
-{
-        int r = nb_fw_group(rs, "clean-traffic");
-
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_IPV4);
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_ARP);
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_QEMU_ANNOUNCE);
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_ACCEPT, .ether_type = ET_RARP, .ether_src = mac,
-                        .ether_dst = BROADCAST_MAC);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_ACCEPT, .ether_type = ET_RARP,
-                        .ether_dst = BROADCAST_MAC);
-        return r;
-}
-
-/* Mirrors no-other-l2-traffic: whatever earlier groups did not accept is
- * dropped, both ways. */
-static int build_no_other_l2_traffic(nb_fw_ruleset *rs)
-{
-        int r = nb_fw_group(rs, "no-other-l2-traffic");
-
-        if (r == 0)
-                r = ADD(rs, FROM, .verdict = NB_FW_DROP);
-        if (r == 0)
-                r = ADD(rs, TO, .verdict = NB_FW_DROP);
-        return r;
-}
-
-/* Mirrors clean-traffic, in libvirt's order of chain priorities:
- * no-mac-spoofing, no-ip-spoofing, no-arp-spoofing, then IPv4 and ARP
- * accepted both ways with qemu-announce-self (group "clean-traffic"), then
- * no-other-l2-traffic: from the guest and to it, nothing but IPv4, ARP and
- * the announcement passes (no IPv6, as in libvirt). libvirt's accept of
- * outgoing IPv4 and allow-incoming-ipv4 run before its ARP chains; they
- * run after no-arp-spoofing here, which is the same since the two never
- * look at the same packets. */
-static int build_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
-{
-        int r = build_no_mac_spoofing(rs, mac);
-
-        if (r == 0)
-                r = build_no_ip_spoofing(rs, ips);
-        if (r == 0)
-                r = build_no_arp_spoofing(rs, mac, ips);
-        if (r == 0)
-                r = build_clean_traffic_accepts(rs, mac);
-        if (r == 0)
-                r = build_no_other_l2_traffic(rs);
-        return r;
-}
-
-/* Every public builder checks its arguments, then builds; on failure it
- * takes back the groups it added (no half-added filter). */
-static int finish(nb_fw_ruleset *rs, size_t keep, int r)
-{
-        if (r < 0)
-                truncate_groups(rs, keep);
-        return r;
-}
-
-NB_EXPORT int nb_fw_add_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac)
-{
-        if (!rs || !mac_ok(mac))
-                return -EINVAL;
-        size_t keep = rs->n_groups;
-
-        return finish(rs, keep, build_no_mac_spoofing(rs, mac));
-}
-
-NB_EXPORT int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips)
-{
-        if (!rs || !ips_ok(ips))
-                return -EINVAL;
-        size_t keep = rs->n_groups;
-
-        return finish(rs, keep, build_no_ip_spoofing(rs, ips));
-}
-
-NB_EXPORT int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
-{
-        if (!rs || !mac_ok(mac) || !ips_ok(ips))
-                return -EINVAL;
-        size_t keep = rs->n_groups;
-
-        return finish(rs, keep, build_no_arp_spoofing(rs, mac, ips));
-}
-
-NB_EXPORT int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac)
-{
-        if (!rs || !mac_ok(mac))
-                return -EINVAL;
-        size_t keep = rs->n_groups;
-
-        return finish(rs, keep, build_no_promisc(rs, mac));
-}
-
-NB_EXPORT int nb_fw_add_allow_dhcp(nb_fw_ruleset *rs, const char *dhcp_server)
-{
-        if (!rs || (dhcp_server && !ipv4_ok(dhcp_server)))
-                return -EINVAL;
-        size_t keep = rs->n_groups;
-
-        return finish(rs, keep, build_allow_dhcp(rs, dhcp_server));
-}
-
-NB_EXPORT int nb_fw_add_allow_arp(nb_fw_ruleset *rs)
-{
-        if (!rs)
-                return -EINVAL;
-        size_t keep = rs->n_groups;
-
-        return finish(rs, keep, build_allow_arp(rs));
-}
-
-NB_EXPORT int nb_fw_add_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
-{
-        if (!rs || !mac_ok(mac) || !ips_ok(ips))
-                return -EINVAL;
-        size_t keep = rs->n_groups;
-
-        return finish(rs, keep, build_clean_traffic(rs, mac, ips));
-}
+/* libvirt's stock filters and the nb_fw_add_* builders are fw_filters.c's. */
 
 /* ---- ops ---- */
 

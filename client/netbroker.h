@@ -283,10 +283,17 @@ int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *
 
 /* libvirt's stock filters by name ("clean-traffic", "no-arp-spoofing", ...,
  * all 24 of them: nb_fw_filter_names()), with their filterrefs, chains,
- * priorities and variables (MAC, IP, IPV6, DHCPSERVER, ...; a variable with
- * several values is iterated as libvirt iterates it). Any order of calls
- * gives libvirt's result. Returns 0, -EINVAL (a value that is not valid for
- * its variable), -ENOENT (no such filter), -ENOMEM; nothing added on
+ * priorities and variables (MAC, IP, IPV6, DHCPSERVER, GATEWAY_MAC; a
+ * variable with several values gives one rule per value, as libvirt
+ * iterates it). Each of libvirt's chains is a group of its name ("mac",
+ * "ipv4-ip", "arp-mac", ..., "root" the root group): filters add to the
+ * chains they share, and a rule already there is not added again. Any
+ * order of calls gives libvirt's result. Every variable a filter uses must
+ * be given (netbroker learns no IP); one given with no values drops the
+ * rules that use it; others are ignored (CTRL_IP_LEARNING must be any, dhcp
+ * or none). Returns 0, -EINVAL (a variable missing, or a value that is not
+ * valid where it is used), -ENOENT (no such filter), -EEXIST (a group of a
+ * chain's name is there with other options), -ENOMEM; nothing added on
  * failure. */
 typedef struct nb_fw_var {
         const char *name; /* "MAC", "IP", ... */
@@ -300,29 +307,31 @@ const char *const *nb_fw_filter_names(void);
  * helper), -ENOMEM. */
 int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule);
 
-/* libvirt's standard filters, each added as its own group named after it.
- * mac: the guest's MAC ("aa:bb:cc:dd:ee:ff"); ips: its IPv4 addresses or
- * prefixes, NULL-terminated (NULL or empty: the guest may send no IPv4 but
- * a DHCP request, and no ARP). Groups run in the order they are added, so
- * add filters that return (no-promisc, the no-*-spoofing ones) before those
- * that accept. Return 0, -EINVAL (bad MAC or address), -EEXIST (a group of
- * that name is there already), -ENOMEM; on failure nothing is added. */
+/* libvirt's stock filters of the same names, through nb_fw_add_filter()
+ * with MAC = mac ("aa:bb:cc:dd:ee:ff") and IP = ips (IPv4 addresses or
+ * prefixes, NULL-terminated; NULL or empty: the guest may send no IPv4 but
+ * UDP from 0.0.0.0, and no ARP). They carry libvirt's priorities, so the
+ * order of calls does not matter, and adding one twice adds it once.
+ * Return 0, -EINVAL (bad MAC or address), -EEXIST (a group named as one of
+ * the filter's chains is there with other options), -ENOMEM; on failure
+ * nothing is added. */
 int nb_fw_add_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac);
 int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips);
-/* Sender MAC and IP checked; only ARP requests and replies pass. */
+/* Sender MAC and sender IP checked, whatever the opcode (chains arp-mac and
+ * arp-ip). */
 int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips);
-/* To the guest, only frames to its MAC, broadcast and multicast pass. */
-/* no-promisc must come before clean-traffic, whose last groups accept IPv4
- * and ARP toward the guest: added after it, no-promisc sees nothing. */
+/* netbroker's own (libvirt ships none): to the guest, only frames to its
+ * MAC and multicast (broadcast included) pass; in chain mac (-800), before
+ * every accept of the stock filters. */
 int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac);
-/* dhcp_server: the only server the guest may take an answer from, or NULL
- * (the group is then "allow-dhcp-server", else "allow-dhcp"). */
+/* dhcp_server: the only server the guest may take an answer from
+ * (allow-dhcp-server), or NULL (allow-dhcp). */
 int nb_fw_add_allow_dhcp(nb_fw_ruleset *rs, const char *dhcp_server);
 int nb_fw_add_allow_arp(nb_fw_ruleset *rs);
-/* clean-traffic, as libvirt composes it: the groups no-mac-spoofing,
- * no-ip-spoofing, no-arp-spoofing, clean-traffic (accepts IPv4 and ARP both
- * ways, and QEMU's announcement after migration) and no-other-l2-traffic
- * (drops everything else, both ways: no IPv6). */
+/* clean-traffic: no-mac-spoofing, no-ip-spoofing, IPv4 out accepted,
+ * allow-incoming-ipv4, no-arp-spoofing, ARP accepted both ways,
+ * no-other-l2-traffic (the rest dropped, IPv6 and tagged frames included)
+ * and qemu-announce-self. */
 int nb_fw_add_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips);
 
 /* Install (or ensure) owner's rules on ifname. The ruleset is copied. */

@@ -41,6 +41,7 @@ static const char *rule_str(const Netbroker__FwRule *r)
         if (r->arp_op)
                 PUT(" arp-op%s %u", r->arp_op_not ? " !" : "", r->arp_op);
         PUT_STR("arp-sender-mac", arp_sender_mac);
+        PUT_STR("arp-target-mac", arp_target_mac);
         PUT_STR("arp-sender-ip", arp_sender_ip);
         PUT_STR("arp-target-ip", arp_target_ip);
         PUT_STR("ip-src", ip_src);
@@ -100,8 +101,10 @@ START_TEST(test_no_mac_spoofing_returns_the_guests_mac_and_drops_the_rest)
         nb_batch *b = BATCH_OF(nb_fw_add_no_mac_spoofing(rs, MAC));
         const Netbroker__FirewallApply *a = apply_op(b, 0);
 
+        /* The groups are libvirt's chains now (here "mac"), not the filters:
+         * several filters share a chain, which runs at its priority. */
         ck_assert_uint_eq(a->n_groups, 1);
-        expect_group(a->groups[0], "no-mac-spoofing",
+        expect_group(a->groups[0], "mac",
                      (const char *[]){"from return ether-src " MAC, "from drop", NULL});
         nb_batch_free(b);
 }
@@ -112,14 +115,17 @@ START_TEST(test_no_ip_spoofing_returns_each_address_and_dhcp_and_drops_other_ipv
         nb_batch *b = BATCH_OF(nb_fw_add_no_ip_spoofing(rs, ips));
         const Netbroker__FirewallApply *a = apply_op(b, 0);
 
+        /* As libvirt's: any UDP from 0.0.0.0 goes on (DHCP is checked by a
+         * later filter, if any), and the catch-all drop has no ether type
+         * of its own: the group "ipv4-ip" is entered for IPv4 only. */
         ck_assert_uint_eq(a->n_groups, 1);
-        expect_group(a->groups[0], "no-ip-spoofing",
+        ck_assert_uint_eq(a->groups[0]->guard->ether_type, 0x0800);
+        expect_group(a->groups[0], "ipv4-ip",
                      (const char *[]){
-                             "from return ether-type 0x0800 ip-src 0.0.0.0 proto 17 sport 68 "
-                             "dport 67",
+                             "from return ether-type 0x0800 ip-src 0.0.0.0 proto 17",
                              "from return ether-type 0x0800 ip-src 192.0.2.10",
                              "from return ether-type 0x0800 ip-src 198.51.100.0/24",
-                             "from drop ether-type 0x0800",
+                             "from drop",
                              NULL,
                      });
         nb_batch_free(b);
@@ -131,15 +137,18 @@ START_TEST(test_no_arp_spoofing_checks_sender_mac_ip_and_opcode)
         nb_batch *b = BATCH_OF(nb_fw_add_no_arp_spoofing(rs, MAC, ips));
         const Netbroker__FirewallApply *a = apply_op(b, 0);
 
-        ck_assert_uint_eq(a->n_groups, 1);
-        expect_group(a->groups[0], "no-arp-spoofing",
+        /* libvirt's two chains, arp-mac then arp-ip; no opcode check (the
+         * published filter has none: opcodes 3, 4, 8, 9 with the right
+         * sender pass, as in libvirt). */
+        ck_assert_uint_eq(a->n_groups, 2);
+        expect_group(a->groups[0], "arp-mac",
+                     (const char *[]){"from return ether-type 0x0806 arp-sender-mac " MAC,
+                                      "from drop", NULL});
+        expect_group(a->groups[1], "arp-ip",
                      (const char *[]){
-                             "from drop ether-type 0x0806 arp-sender-mac ! " MAC,
-                             "from return ether-type 0x0806 arp-op 1 arp-sender-ip 192.0.2.10",
-                             "from return ether-type 0x0806 arp-op 2 arp-sender-ip 192.0.2.10",
-                             "from return ether-type 0x0806 arp-op 1 arp-sender-ip 198.51.100.0/24",
-                             "from return ether-type 0x0806 arp-op 2 arp-sender-ip 198.51.100.0/24",
-                             "from drop ether-type 0x0806",
+                             "from return ether-type 0x0806 arp-sender-ip 192.0.2.10",
+                             "from return ether-type 0x0806 arp-sender-ip 198.51.100.0/24",
+                             "from drop",
                              NULL,
                      });
         nb_batch_free(b);
@@ -151,8 +160,10 @@ START_TEST(test_no_promisc_lets_unicast_to_the_guest_and_multicast_through)
         nb_batch *b = BATCH_OF(nb_fw_add_no_promisc(rs, MAC));
         const Netbroker__FirewallApply *a = apply_op(b, 0);
 
+        /* In libvirt's chain mac (-800): before every accept of the stock
+         * filters, whatever the order of calls. */
         ck_assert_uint_eq(a->n_groups, 1);
-        expect_group(a->groups[0], "no-promisc",
+        expect_group(a->groups[0], "mac",
                      (const char *[]){
                              "to return ether-dst " MAC,
                              "to return ether-dst 01:00:00:00:00:00/01:00:00:00:00:00",
@@ -170,14 +181,15 @@ START_TEST(test_allow_dhcp_with_and_without_a_server)
         const char *request = "from accept ether-type 0x0800 ip-src 0.0.0.0 ip-dst "
                               "255.255.255.255 proto 17 sport 68 dport 67";
 
-        expect_group(a->groups[0], "allow-dhcp",
+        /* Both variants share libvirt's chain "ipv4". */
+        expect_group(a->groups[0], "ipv4",
                      (const char *[]){request,
                                       "to accept ether-type 0x0800 proto 17 sport 67 dport 68",
                                       NULL});
         nb_batch_free(b);
         b = BATCH_OF(nb_fw_add_allow_dhcp(rs, "192.0.2.1"));
         a = apply_op(b, 0);
-        expect_group(a->groups[0], "allow-dhcp-server",
+        expect_group(a->groups[0], "ipv4",
                      (const char *[]){request,
                                       "to accept ether-type 0x0800 ip-src 192.0.2.1 proto 17 "
                                       "sport 67 dport 68",
@@ -190,9 +202,11 @@ START_TEST(test_allow_arp_accepts_arp_both_ways)
 {
         nb_batch *b = BATCH_OF(nb_fw_add_allow_arp(rs));
 
-        expect_group(apply_op(b, 0)->groups[0], "allow-arp",
-                     (const char *[]){"from accept ether-type 0x0806",
-                                      "to accept ether-type 0x0806", NULL});
+        /* libvirt's rule has no protocol: the group "arp" is entered for
+         * ARP only. */
+        ck_assert_uint_eq(apply_op(b, 0)->groups[0]->guard->ether_type, 0x0806);
+        expect_group(apply_op(b, 0)->groups[0], "arp",
+                     (const char *[]){"from accept", "to accept", NULL});
         nb_batch_free(b);
 }
 END_TEST
@@ -203,39 +217,52 @@ START_TEST(test_clean_traffic_is_libvirts_composition)
         nb_batch *b = BATCH_OF(nb_fw_add_clean_traffic(rs, MAC, one));
         const Netbroker__FirewallApply *a = apply_op(b, 0);
 
-        ck_assert_uint_eq(a->n_groups, 5);
-        expect_group(a->groups[0], "no-mac-spoofing",
+        /* libvirt's chains, in the order the filters first use them; the
+         * helper orders them by priority (test_fw_filters.c has the base
+         * chain as libvirt builds it). Changed with libvirt's priorities:
+         * any UDP from 0.0.0.0 passes no-ip-spoofing, ARP opcodes are not
+         * checked, the RARP announcement is checked to its payload, and
+         * other RARP is dropped in the rarp chain. */
+        ck_assert_uint_eq(a->n_groups, 7);
+        expect_group(a->groups[0], "mac",
                      (const char *[]){"from return ether-src " MAC, "from drop", NULL});
-        expect_group(a->groups[1], "no-ip-spoofing",
+        expect_group(a->groups[1], "ipv4-ip",
                      (const char *[]){
-                             "from return ether-type 0x0800 ip-src 0.0.0.0 proto 17 sport 68 "
-                             "dport 67",
+                             "from return ether-type 0x0800 ip-src 0.0.0.0 proto 17",
                              "from return ether-type 0x0800 ip-src 192.0.2.10",
-                             "from drop ether-type 0x0800",
+                             "from drop",
                              NULL,
                      });
-        expect_group(a->groups[2], "no-arp-spoofing",
-                     (const char *[]){
-                             "from drop ether-type 0x0806 arp-sender-mac ! " MAC,
-                             "from return ether-type 0x0806 arp-op 1 arp-sender-ip 192.0.2.10",
-                             "from return ether-type 0x0806 arp-op 2 arp-sender-ip 192.0.2.10",
-                             "from drop ether-type 0x0806",
-                             NULL,
-                     });
-        expect_group(a->groups[3], "clean-traffic",
+        expect_group(a->groups[2], "root",
                      (const char *[]){
                              "from accept ether-type 0x0800",
-                             "to accept ether-type 0x0800",
                              "from accept ether-type 0x0806",
                              "to accept ether-type 0x0806",
+                             "from drop",
+                             "to drop",
                              "from accept ether-type 0x0835",
-                             "from accept ether-src " MAC " ether-dst ff:ff:ff:ff:ff:ff ether-type "
-                             "0x8035",
-                             "to accept ether-dst ff:ff:ff:ff:ff:ff ether-type 0x8035",
                              NULL,
                      });
-        expect_group(a->groups[4], "no-other-l2-traffic",
-                     (const char *[]){"from drop", "to drop", NULL});
+        ck_assert(a->groups[2]->root);
+        expect_group(a->groups[3], "ipv4", (const char *[]){"to accept", NULL});
+        expect_group(a->groups[4], "arp-mac",
+                     (const char *[]){"from return ether-type 0x0806 arp-sender-mac " MAC,
+                                      "from drop", NULL});
+        expect_group(a->groups[5], "arp-ip",
+                     (const char *[]){"from return ether-type 0x0806 arp-sender-ip 192.0.2.10",
+                                      "from drop", NULL});
+        expect_group(a->groups[6], "rarp",
+                     (const char *[]){
+                             "from accept ether-src " MAC " ether-dst ff:ff:ff:ff:ff:ff ether-type "
+                             "0x8035 arp-op 3 arp-sender-mac " MAC " arp-target-mac " MAC
+                             " arp-sender-ip 0.0.0.0 arp-target-ip 0.0.0.0",
+                             "to accept ether-dst ff:ff:ff:ff:ff:ff ether-type 0x8035 arp-op 3 "
+                             "arp-sender-mac " MAC " arp-target-mac " MAC
+                             " arp-sender-ip 0.0.0.0 arp-target-ip 0.0.0.0",
+                             "from drop",
+                             "to drop",
+                             NULL,
+                     });
         nb_batch_free(b);
 }
 END_TEST
@@ -263,9 +290,9 @@ START_TEST(test_ruleset_and_strings_are_copied_into_the_batch)
         ck_assert_str_eq(a->owner, "vnet7");
         ck_assert_str_eq(a->ifname, "vnet7");
         ck_assert_int_eq(a->mode, NETBROKER__FW_MODE__FW_ENSURE);
-        ck_assert_uint_eq(a->n_groups, 6);
+        ck_assert_uint_eq(a->n_groups, 8); /* "rules" and clean-traffic's 7 chains */
         expect_group(a->groups[0], "rules", (const char *[]){"to drop ether-src " MAC, NULL});
-        ck_assert_str_eq(a->groups[5]->name, "no-other-l2-traffic");
+        ck_assert_str_eq(a->groups[7]->name, "rarp");
         /* The whole request still encodes: no pointer into freed memory
          * (run under the sanitizers to be sure). The generic calls, since
          * this binary's descriptors are not the library's own copies. */
@@ -359,16 +386,23 @@ START_TEST(test_bad_rules_and_filter_arguments_add_nothing)
         ck_assert_int_eq(nb_fw_add_clean_traffic(rs, MAC, bad_prefix), -EINVAL);
         ck_assert_int_eq(nb_fw_add_allow_dhcp(rs, "dhcp.example"), -EINVAL);
         ck_assert_int_eq(nb_fw_add_no_promisc(NULL, MAC), -EINVAL);
-        /* A filter whose group is taken fails whole: clean-traffic's first
-         * groups are not left behind when its no-arp-spoofing clashes. */
+        /* A filter whose chain is taken (a group of that name with other
+         * options) fails whole: clean-traffic's first chains, and the
+         * rules it added to no-arp-spoofing's chains, are not left behind
+         * when its rarp chain clashes. (A filter added twice is no clash
+         * any more: its chains are selected again, its rules there once,
+         * as libvirt's filterref shares chains.) */
         ck_assert_int_eq(nb_fw_add_no_arp_spoofing(rs, MAC, NULL), 0);
+        ck_assert_int_eq(nb_fw_group(rs, "rarp"), 0);
         ck_assert_int_eq(nb_fw_add_clean_traffic(rs, MAC, NULL), -EEXIST);
         ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
-        ck_assert_uint_eq(apply_op(b, 0)->n_groups, 1);
+        ck_assert_uint_eq(apply_op(b, 0)->n_groups, 3);
         /* With no address, the guest may send no ARP at all. */
-        expect_group(apply_op(b, 0)->groups[0], "no-arp-spoofing",
-                     (const char *[]){"from drop ether-type 0x0806 arp-sender-mac ! " MAC,
-                                      "from drop ether-type 0x0806", NULL});
+        expect_group(apply_op(b, 0)->groups[0], "arp-mac",
+                     (const char *[]){"from return ether-type 0x0806 arp-sender-mac " MAC,
+                                      "from drop", NULL});
+        expect_group(apply_op(b, 0)->groups[1], "arp-ip", (const char *[]){"from drop", NULL});
+        ck_assert_uint_eq(apply_op(b, 0)->groups[2]->n_rules, 0);
         nb_fw_ruleset_free(rs);
         nb_batch_free(b);
 }
@@ -469,10 +503,12 @@ START_TEST(test_fw_file_good_file_gives_one_apply_per_owner)
         ck_assert_str_eq(a->owner, "vnet0");
         ck_assert_str_eq(a->ifname, "vnet0");
         ck_assert_int_eq(a->mode, NETBROKER__FW_MODE__FW_ENSURE);
-        ck_assert_uint_eq(a->n_groups, 6);
-        ck_assert_str_eq(a->groups[0]->name, "no-promisc");
-        ck_assert_str_eq(a->groups[1]->name, "no-mac-spoofing");
-        ck_assert_str_eq(a->groups[5]->name, "no-other-l2-traffic");
+        /* no-promisc and clean-traffic share libvirt's chain mac. */
+        ck_assert_uint_eq(a->n_groups, 7);
+        ck_assert_str_eq(a->groups[0]->name, "mac");
+        ck_assert_uint_eq(a->groups[0]->n_rules, 5);
+        ck_assert_str_eq(a->groups[1]->name, "ipv4-ip");
+        ck_assert_str_eq(a->groups[6]->name, "rarp");
 
         a = apply_op(b, 1);
         ck_assert_str_eq(a->owner, "guest1.net0");
@@ -550,7 +586,9 @@ START_TEST(test_fw_file_bad_lines_are_reported_with_their_number)
                 {"owner a\nfilter no-such-filter\n", "t.fw:2:", "usage: filter"},
                 {"owner a\nfilter clean-traffic " MAC " 2001:db8::1\n",
                  "t.fw:2:", "bad MAC or IPv4"},
-                {"owner a\nfilter no-mac-spoofing " MAC "\nfilter clean-traffic " MAC "\n",
+                /* A group named as one of the filter's chains, with other
+                 * options (a filter added twice is no clash). */
+                {"owner a\ngroup mac\nfilter clean-traffic " MAC "\n",
                  "t.fw:3:", "already has a group"},
                 {"owner a\nfirewall on\n", "t.fw:2:", "unknown statement 'firewall'"},
         };

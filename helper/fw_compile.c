@@ -95,25 +95,73 @@ static int match_bytes(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32
         return ret;
 }
 
-static int match_proto(struct nftnl_rule *r, uint16_t ethertype, bool neg)
+/* The outer ether type: the frame's bytes 12-13 as on the wire. The kernel
+ * puts a tag it took off (vlan_tci) back for link-layer loads, so a tagged
+ * frame is 0x8100 (0x88a8) here, as ebtables' -p sees it, and never the
+ * type it carries (meta protocol would be that inner type). */
+static int load_outer_type(struct nftnl_rule *r)
 {
-        uint16_t be = htons(ethertype);
-        int ret = load_meta(r, NFT_META_PROTOCOL);
-
-        return ret ? ret : cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &be, 2);
+        return load_payload(r, NFT_PAYLOAD_LL_HEADER, 12, 2);
 }
 
-static int match_port(struct nftnl_rule *r, uint32_t off, const uint16_t range[2])
+static int cmp_u16(struct nftnl_rule *r, uint16_t v, bool neg)
+{
+        uint16_t be = htons(v);
+
+        return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &be, 2);
+}
+
+static int cmp_u8(struct nftnl_rule *r, uint8_t v, bool neg)
+{
+        return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &v, 1);
+}
+
+/* reg1 in [lo, hi] (big-endian bytes compare in numeric order). */
+static int range_reg(struct nftnl_rule *r, const void *lo, const void *hi, uint32_t len, bool neg)
+{
+        struct nftnl_expr *e = nftnl_expr_alloc("range");
+
+        if (!e)
+                return -ENOMEM;
+        nftnl_expr_set_u32(e, NFTNL_EXPR_RANGE_SREG, NFT_REG_1);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_RANGE_OP, neg ? NFT_RANGE_NEQ : NFT_RANGE_EQ);
+        nftnl_expr_set_data(e, NFTNL_EXPR_RANGE_FROM_DATA, lo, len);
+        nftnl_expr_set_data(e, NFTNL_EXPR_RANGE_TO_DATA, hi, len);
+        return add_expr(r, e);
+}
+
+static int match_u16(struct nftnl_rule *r, uint32_t base, uint32_t off, uint16_t v, bool neg)
+{
+        int ret = load_payload(r, base, off, 2);
+
+        return ret ? ret : cmp_u16(r, v, neg);
+}
+
+static int match_port(struct nftnl_rule *r, uint32_t off, const uint16_t range[2], bool neg)
 {
         uint16_t lo = htons(range[0]), hi = htons(range[1] ? range[1] : range[0]);
         int ret = load_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, off, 2);
 
-        /* Big-endian bytes compare in numeric order. */
         if (ret == 0 && lo == hi)
-                return cmp_reg(r, NFT_CMP_EQ, &lo, 2);
+                return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &lo, 2);
+        if (ret == 0 && neg)
+                return range_reg(r, &lo, &hi, 2, true);
         if (ret == 0)
                 ret = cmp_reg(r, NFT_CMP_GTE, &lo, 2);
         return ret ? ret : cmp_reg(r, NFT_CMP_LTE, &hi, 2);
+}
+
+/* An address: a prefix (masked compare) or a range. */
+static int match_ip(struct nftnl_rule *r, uint32_t off, const struct nbd_fw_ip *ip)
+{
+        uint32_t len = ip->family == 4 ? 4 : 16;
+        int ret;
+
+        if (!ip->is_range)
+                return match_bytes(r, NFT_PAYLOAD_NETWORK_HEADER, off, len, ip->addr, ip->mask,
+                                   ip->neg);
+        ret = load_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, len);
+        return ret ? ret : range_reg(r, ip->addr, ip->mask, len, ip->neg);
 }
 
 static int add_verdict(struct nftnl_rule *r, int verdict, const char *chain)
@@ -145,72 +193,249 @@ static int add_reject(struct nftnl_rule *r)
         return add_expr(r, e);
 }
 
-static int compile_matches(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+/* ---- one model rule's matches ----
+ *
+ * Each match is ebtables' (the kernel's ebt_*.c, as ebtables-nft runs
+ * them): see netbroker-protocol(7) for the few places this differs. */
+
+/* The outer type the rule needs (0: none), as nbd_fw_rule_check knows it. */
+static uint16_t implied_type(const struct nbd_fw_rule *r)
 {
-        bool arp = r->arp_op.set || r->arp_sha.set || r->arp_spa.set || r->arp_tpa.set;
-        const struct nbd_fw_ip *any_ip = r->ip_src.set   ? &r->ip_src
-                                         : r->ip_dst.set ? &r->ip_dst
-                                                         : NULL;
-        uint32_t nh = NFT_PAYLOAD_NETWORK_HEADER;
+        int family = nbd_fw_rule_family(r);
+
+        if (nbd_fw_rule_is_arp(r))
+                return r->ether_type.set && !r->ether_type.neg && r->ether_type.v == 0x8035
+                               ? 0x8035
+                               : 0x0806;
+        if (r->vlan_id.set || r->vlan_encap.set)
+                return 0x8100;
+        return family == 4 ? 0x0800 : family == 6 ? 0x86dd : 0;
+}
+
+static int match_l2(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+{
+        uint16_t want = implied_type(r);
+        bool any_ip = !want && nbd_fw_rule_is_ip(r);
         int ret = 0;
 
-        /* Protocol first: the later loads of the network header depend on it. */
-        if (r->ether_type.set)
-                ret = match_proto(nr, (uint16_t)r->ether_type.v, r->ether_type.neg);
-        if (ret == 0 && arp && !(r->ether_type.set && !r->ether_type.neg))
-                ret = match_proto(nr, 0x0806, false);
-        if (ret == 0 && any_ip && !(r->ether_type.set && !r->ether_type.neg))
-                ret = match_proto(nr, any_ip->family == 4 ? 0x0800 : 0x86dd, false);
+        /* The type first: the later loads of the network header depend on it. */
+        if (r->ether_type.set || want || any_ip)
+                ret = load_outer_type(nr);
+        if (ret == 0 && r->ether_type.set)
+                ret = cmp_u16(nr, (uint16_t)r->ether_type.v, r->ether_type.neg);
+        if (ret == 0 && want && !(r->ether_type.set && !r->ether_type.neg))
+                ret = cmp_u16(nr, want, false);
+        /* IP of either family (a protocol without an address or type, which
+         * ebtables cannot say): any untagged frame; meta l4proto below
+         * needs IPv4 or IPv6. */
+        if (ret == 0 && any_ip)
+                ret = cmp_u16(nr, 0x8100, true);
+        if (ret == 0 && any_ip)
+                ret = cmp_u16(nr, 0x88a8, true);
         if (ret == 0 && r->ether_src.set)
                 ret = match_bytes(nr, NFT_PAYLOAD_LL_HEADER, 6, 6, r->ether_src.addr,
                                   r->ether_src.mask, r->ether_src.neg);
         if (ret == 0 && r->ether_dst.set)
                 ret = match_bytes(nr, NFT_PAYLOAD_LL_HEADER, 0, 6, r->ether_dst.addr,
                                   r->ether_dst.mask, r->ether_dst.neg);
+        /* ebt_vlan: the tag as on the wire (put back for LL loads). */
         if (ret == 0 && r->vlan_id.set) {
-                /* The tag as it is on the wire; the kernel puts an offloaded
-                 * tag back for LL-header loads. */
-                uint16_t tpid = htons(0x8100), vid = htons((uint16_t)r->vlan_id.v);
+                uint16_t vid = htons((uint16_t)r->vlan_id.v);
                 const uint8_t vmask[2] = {0x0f, 0xff};
-                ret = match_bytes(nr, NFT_PAYLOAD_LL_HEADER, 12, 2, (uint8_t *)&tpid, NULL, false);
-                if (ret == 0)
-                        ret = match_bytes(nr, NFT_PAYLOAD_LL_HEADER, 14, 2, (uint8_t *)&vid, vmask,
-                                          r->vlan_id.neg);
+                ret = match_bytes(nr, NFT_PAYLOAD_LL_HEADER, 14, 2, (uint8_t *)&vid, vmask,
+                                  r->vlan_id.neg);
         }
-        if (ret == 0 && r->arp_op.set) {
-                uint16_t op = htons((uint16_t)r->arp_op.v);
-                ret = match_bytes(nr, nh, 6, 2, (uint8_t *)&op, NULL, r->arp_op.neg);
-        }
+        if (ret == 0 && r->vlan_encap.set)
+                ret = match_u16(nr, NFT_PAYLOAD_LL_HEADER, 16, (uint16_t)r->vlan_encap.v,
+                                r->vlan_encap.neg);
+        return ret;
+}
+
+/* ebt_arp: operation and types compared as they are; IP fields only for
+ * protocol type IPv4 with 4-byte addresses, MAC fields only for hardware
+ * type Ethernet with 6-byte ones (both fail even when negated). The
+ * addresses are read at fixed offsets, so the IP fields (and the target
+ * MAC) need the other length to be 6 (4) too: ebt_arp reads them behind
+ * addresses of any length. */
+static int match_arp(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+{
+        uint32_t nh = NFT_PAYLOAD_NETWORK_HEADER;
+        const uint8_t eth_ip4[2] = {6, 4};
+        bool ipf = r->arp_spa.set || r->arp_tpa.set, macf = r->arp_sha.set || r->arp_tha.set;
+        int ret = 0;
+
+        if (r->arp_htype.set)
+                ret = match_u16(nr, nh, 0, (uint16_t)r->arp_htype.v, r->arp_htype.neg);
+        if (ret == 0 && r->arp_ptype.set)
+                ret = match_u16(nr, nh, 2, (uint16_t)r->arp_ptype.v, r->arp_ptype.neg);
+        if (ret == 0 && r->arp_op.set)
+                ret = match_u16(nr, nh, 6, (uint16_t)r->arp_op.v, r->arp_op.neg);
+        if (ret == 0 && macf)
+                ret = match_u16(nr, nh, 0, 1, false);
+        if (ret == 0 && ipf)
+                ret = match_u16(nr, nh, 2, 0x0800, false);
+        if (ret == 0 && (ipf || r->arp_tha.set))
+                ret = match_bytes(nr, nh, 4, 2, eth_ip4, NULL, false);
+        else if (ret == 0 && macf)
+                ret = match_bytes(nr, nh, 4, 1, eth_ip4, NULL, false);
         if (ret == 0 && r->arp_sha.set)
                 ret = match_bytes(nr, nh, 8, 6, r->arp_sha.addr, r->arp_sha.mask, r->arp_sha.neg);
         if (ret == 0 && r->arp_spa.set)
-                ret = match_bytes(nr, nh, 14, 4, r->arp_spa.addr, r->arp_spa.mask, r->arp_spa.neg);
+                ret = match_ip(nr, 14, &r->arp_spa);
+        if (ret == 0 && r->arp_tha.set)
+                ret = match_bytes(nr, nh, 18, 6, r->arp_tha.addr, r->arp_tha.mask, r->arp_tha.neg);
         if (ret == 0 && r->arp_tpa.set)
-                ret = match_bytes(nr, nh, 24, 4, r->arp_tpa.addr, r->arp_tpa.mask, r->arp_tpa.neg);
-        if (ret == 0 && r->ip_src.set)
-                ret = r->ip_src.family == 4 ? match_bytes(nr, nh, 12, 4, r->ip_src.addr,
-                                                          r->ip_src.mask, r->ip_src.neg)
-                                            : match_bytes(nr, nh, 8, 16, r->ip_src.addr,
-                                                          r->ip_src.mask, r->ip_src.neg);
-        if (ret == 0 && r->ip_dst.set)
-                ret = r->ip_dst.family == 4 ? match_bytes(nr, nh, 16, 4, r->ip_dst.addr,
-                                                          r->ip_dst.mask, r->ip_dst.neg)
-                                            : match_bytes(nr, nh, 24, 16, r->ip_dst.addr,
-                                                          r->ip_dst.mask, r->ip_dst.neg);
-        if (ret == 0 && r->l4proto.set) {
-                uint8_t proto = (uint8_t)r->l4proto.v;
-                ret = load_meta(nr, NFT_META_L4PROTO);
-                if (ret == 0)
-                        ret = cmp_reg(nr, NFT_CMP_EQ, &proto, 1);
-        }
-        if (ret == 0 && r->sport[0])
-                ret = match_port(nr, 0, r->sport);
-        if (ret == 0 && r->dport[0])
-                ret = match_port(nr, 2, r->dport);
-        if (ret == 0 && r->has_icmp_type)
-                ret = match_bytes(nr, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1, &r->icmp_type, NULL,
-                                  false);
+                ret = match_ip(nr, 24, &r->arp_tpa);
         return ret;
+}
+
+static int match_l3(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+{
+        int ret = 0;
+
+        if (r->ip_src.set)
+                ret = match_ip(nr, r->ip_src.family == 4 ? 12 : 8, &r->ip_src);
+        if (ret == 0 && r->ip_dst.set)
+                ret = match_ip(nr, r->ip_dst.family == 4 ? 16 : 24, &r->ip_dst);
+        if (ret == 0 && r->dscp.set) {
+                uint8_t tos = (uint8_t)(r->dscp.v << 2);
+                const uint8_t dmask = 0xfc;
+                ret = match_bytes(nr, NFT_PAYLOAD_NETWORK_HEADER, 1, 1, &tos, &dmask, r->dscp.neg);
+        }
+        return ret;
+}
+
+/* The IPv6 fragment header's offset field: present, or 0 (first), or not. */
+static int load_frag(struct nftnl_rule *r, bool present_only)
+{
+        struct nftnl_expr *e = nftnl_expr_alloc("exthdr");
+
+        if (!e)
+                return -ENOMEM;
+        nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_DREG, NFT_REG_1);
+        nftnl_expr_set_u8(e, NFTNL_EXPR_EXTHDR_TYPE, 44);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_OP, NFT_EXTHDR_OP_IPV6);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_OFFSET, present_only ? 0 : 2);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_LEN, present_only ? 1 : 2);
+        if (present_only)
+                nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_FLAGS, NFT_EXTHDR_F_PRESENT);
+        return add_expr(r, e);
+}
+
+enum frag_test { FRAG_NONE, FRAG_ABSENT, FRAG_FIRST, FRAG_LATER };
+
+static int match_frag(struct nftnl_rule *r, enum frag_test t)
+{
+        const uint8_t off_mask[2] = {0xff, 0xf8}, zero[2] = {0, 0};
+        int ret;
+
+        if (t == FRAG_NONE)
+                return 0;
+        ret = load_frag(r, t == FRAG_ABSENT);
+        if (ret == 0 && t == FRAG_ABSENT)
+                return cmp_u8(r, 0, false);
+        if (ret == 0)
+                ret = mask_reg(r, off_mask, 2);
+        return ret ? ret : cmp_reg(r, t == FRAG_FIRST ? NFT_CMP_EQ : NFT_CMP_NEQ, zero, 2);
+}
+
+/* ebt_ip6's protocol is the header after the extension headers, and 44 for
+ * a fragment other than the first; meta l4proto looks through that
+ * fragment header. So an IPv6 protocol match is one of two alternatives
+ * (nft rules with the same verdict, one after the other):
+ *   P      : l4proto P, no fragment header | l4proto P, fragment offset 0
+ *   not P  : fragment offset not 0        | l4proto neither P nor 59
+ *   44     : fragment offset not 0
+ *   not 44 : no fragment header           | fragment offset 0
+ * (59, no next header, makes ebt_ip6 fail even when negated.) */
+static bool v6_proto(const struct nbd_fw_rule *r)
+{
+        return r->l4proto.set && nbd_fw_rule_family(r) == 6;
+}
+
+unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
+{
+        return v6_proto(r) && !(r->l4proto.v == 44 && !r->l4proto.neg) ? 2 : 1;
+}
+
+static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
+{
+        bool neg = r->l4proto.neg, frag = r->l4proto.v == 44;
+        enum frag_test t;
+        bool l4;
+        int ret = 0;
+
+        if (frag) {
+                t = !neg ? FRAG_LATER : alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
+                l4 = false;
+        } else if (!neg) {
+                t = alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
+                l4 = true;
+        } else {
+                t = alt == 0 ? FRAG_LATER : FRAG_NONE;
+                l4 = alt == 1;
+        }
+        if (l4 || (frag && neg && alt == 0)) {
+                /* Also where nothing else is loaded: the header chain parses. */
+                ret = load_meta(nr, NFT_META_L4PROTO);
+                if (ret == 0 && l4)
+                        ret = cmp_u8(nr, (uint8_t)r->l4proto.v, neg);
+                if (ret == 0 && neg)
+                        ret = cmp_u8(nr, 59, true);
+        }
+        return ret ? ret : match_frag(nr, t);
+}
+
+static int match_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
+{
+        int family = nbd_fw_rule_family(r);
+        int ret;
+
+        if (!r->l4proto.set)
+                return 0;
+        if (family == 6)
+                return match_v6_proto(nr, r, alt);
+        if (family == 4) {
+                /* ebt_ip: the header's protocol field, whatever the fragment. */
+                ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 9, 1);
+                return ret ? ret : cmp_u8(nr, (uint8_t)r->l4proto.v, r->l4proto.neg);
+        }
+        ret = load_meta(nr, NFT_META_L4PROTO);
+        return ret ? ret : cmp_u8(nr, (uint8_t)r->l4proto.v, r->l4proto.neg);
+}
+
+/* Ports, ICMP and TCP flags. A transport header load fails for a fragment
+ * other than the first, so these never match one, as in ebt_ip. */
+static int match_l4(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+{
+        uint32_t th = NFT_PAYLOAD_TRANSPORT_HEADER;
+        int ret = 0;
+
+        if (r->sport[0])
+                ret = match_port(nr, 0, r->sport, r->sport_neg);
+        if (ret == 0 && r->dport[0])
+                ret = match_port(nr, 2, r->dport, r->dport_neg);
+        if (ret == 0 && r->has_icmp_type) {
+                const uint8_t tc[2] = {r->icmp_type, r->icmp_code};
+                ret = match_bytes(nr, th, 0, r->has_icmp_code ? 2 : 1, tc, NULL, r->icmp_neg);
+        }
+        if (ret == 0 && r->tcp_flags_mask)
+                ret = match_bytes(nr, th, 13, 1, &r->tcp_flags, &r->tcp_flags_mask,
+                                  r->tcp_flags_neg);
+        return ret;
+}
+
+static int compile_matches(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
+{
+        int ret = match_l2(nr, r);
+
+        if (ret == 0)
+                ret = match_arp(nr, r);
+        if (ret == 0)
+                ret = match_l3(nr, r);
+        if (ret == 0)
+                ret = match_proto(nr, r, alt);
+        return ret ? ret : match_l4(nr, r);
 }
 
 /* NULL when out of memory. The names are copies (libnftnl strdup()s
@@ -230,7 +455,14 @@ struct nftnl_rule *nbd_fw_new_rule(const char *chain)
         return r;
 }
 
-static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_rule *r)
+static int add_counter(struct nftnl_rule *r)
+{
+        return add_expr(r, nftnl_expr_alloc("counter"));
+}
+
+/* Alternative `alt` (nbd_fw_rule_alts) of one model rule: its matches, a
+ * counter, its verdict. */
+static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_rule *r, unsigned alt)
 {
         static const int verdicts[] = {[NBD_FW_V_ACCEPT] = NF_ACCEPT,
                                        [NBD_FW_V_DROP] = NF_DROP,
@@ -240,11 +472,32 @@ static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_ru
 
         if (!nr)
                 return NULL;
-        ret = compile_matches(nr, r);
+        ret = compile_matches(nr, r, alt);
+        if (ret == 0)
+                ret = add_counter(nr);
         if (ret == 0)
                 ret = r->verdict == NBD_FW_V_REJECT ? add_reject(nr)
                                                     : add_verdict(nr, verdicts[r->verdict], NULL);
         ret = ret ?: nbd_fw_rule_udata(nr, r);
+        if (ret < 0) {
+                nftnl_rule_free(nr);
+                return NULL;
+        }
+        return nr;
+}
+
+/* A group's jump, behind its guard's matches. */
+static struct nftnl_rule *compile_jump(const char *chain, const struct nbd_fw_group *g,
+                                       const char *to, unsigned alt)
+{
+        struct nftnl_rule *nr = nbd_fw_new_rule(chain);
+        int ret;
+
+        if (!nr)
+                return NULL;
+        ret = g->has_guard ? compile_matches(nr, &g->guard, alt) : 0;
+        if (ret == 0)
+                ret = add_verdict(nr, NFT_JUMP, to);
         if (ret < 0) {
                 nftnl_rule_free(nr);
                 return NULL;
@@ -361,78 +614,198 @@ static int push_chain(struct nbd_fw_items *it, struct nftnl_chain *c, size_t own
         return -ENOMEM;
 }
 
+/* ---- an owner's layout ----
+ *
+ * A group's rules run in priority order (equal priorities keep the order
+ * given). A base chain holds, in priority order, the jump to each group
+ * that has rules in its direction (at the group's priority) and the rules
+ * of the root groups (at their own); equal priorities keep the order of
+ * the groups, and within a root group of its rules. With every priority 0
+ * and no root group, that is the groups' jumps in the order given. */
+
+struct entry {
+        int prio;
+        size_t seq; /* order given: the tie-break */
+        const struct nbd_fw_group *g;
+        const struct nbd_fw_rule *r; /* NULL: the jump to g */
+};
+
+static int entry_cmp(const void *a, const void *b)
+{
+        const struct entry *x = a, *y = b;
+
+        if (x->prio != y->prio)
+                return x->prio < y->prio ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static bool group_has(const struct nbd_fw_group *g, int d)
+{
+        for (size_t i = 0; i < g->n_rules; i++)
+                if (g->rules[i].dir == (enum nbd_fw_dir)d)
+                        return true;
+        return false;
+}
+
+/* The entries of group g's chain (root: false) or of the base chain (root:
+ * true, g NULL) in direction d, sorted; *ret NULL when there are none. */
+static int entries(const struct nbd_fw_owner_spec *s, const struct nbd_fw_group *g, int d,
+                   struct entry **ret, size_t *ret_n)
+{
+        size_t n = 0, cap = 0;
+        struct entry *v;
+
+        for (size_t k = 0; k < (g ? 1 : s->n_groups); k++)
+                cap += g ? g->n_rules : s->groups[k].n_rules + 1;
+        v = calloc(cap ? cap : 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t k = 0; k < (g ? 1 : s->n_groups); k++) {
+                const struct nbd_fw_group *grp = g ? g : &s->groups[k];
+                if (!g && !grp->root) {
+                        if (group_has(grp, d)) {
+                                v[n] = (struct entry){grp->priority, n, grp, NULL};
+                                n++;
+                        }
+                        continue;
+                }
+                for (size_t i = 0; i < grp->n_rules; i++) {
+                        if (grp->rules[i].dir != (enum nbd_fw_dir)d)
+                                continue;
+                        v[n] = (struct entry){grp->rules[i].priority, n, grp, &grp->rules[i]};
+                        n++;
+                }
+        }
+        qsort(v, n, sizeof(*v), entry_cmp);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static size_t entry_alts(const struct entry *x)
+{
+        if (x->r)
+                return nbd_fw_rule_alts(x->r);
+        return x->g->has_guard ? nbd_fw_rule_alts(&x->g->guard) : 1;
+}
+
+int nbd_fw_layout(const struct nbd_fw_owner_spec *s,
+                  int (*chain)(const char *name, size_t rules, void *data), void *data)
+{
+        char name[256];
+        struct entry *v;
+        size_t n, rules;
+        int ret = 0;
+
+        for (size_t g = 0; ret == 0 && g < s->n_groups; g++)
+                for (int d = 0; ret == 0 && d < 2; d++) {
+                        if (s->groups[g].root || !group_has(&s->groups[g], d))
+                                continue;
+                        if ((ret = entries(s, &s->groups[g], d, &v, &n)) < 0)
+                                return ret;
+                        rules = 0;
+                        for (size_t i = 0; i < n; i++)
+                                rules += entry_alts(&v[i]);
+                        free(v);
+                        snprintf(name, sizeof(name), "%s/%s/%s", s->owner, nbd_fw_dir_names[d],
+                                 s->groups[g].name);
+                        ret = chain(name, rules, data);
+                }
+        for (int d = 0; ret == 0 && d < 2; d++) {
+                if ((ret = entries(s, NULL, d, &v, &n)) < 0)
+                        return ret;
+                rules = 0;
+                for (size_t i = 0; i < n; i++)
+                        rules += entry_alts(&v[i]);
+                free(v);
+                snprintf(name, sizeof(name), "%s/%s", s->owner, nbd_fw_dir_names[d]);
+                ret = chain(name, rules, data);
+        }
+        return ret;
+}
+
+static int push_rule(struct nbd_fw_items *it, struct nftnl_rule *r, size_t owner_idx)
+{
+        if (r &&
+            nbd_fw_items_push(it, (struct nbd_fw_item){NBD_FW_ITEM_RULE, NULL, r, owner_idx}) == 0)
+                return 0;
+        if (r)
+                nftnl_rule_free(r);
+        return -ENOMEM;
+}
+
+/* Push the rules of sorted entries into chain `name`. */
+static int push_entries(const struct nbd_fw_owner_spec *s, const struct entry *v, size_t n, int d,
+                        const char *name, size_t owner_idx, struct nbd_fw_items *it)
+{
+        char to[256];
+
+        for (size_t i = 0; i < n; i++)
+                for (unsigned alt = 0; alt < entry_alts(&v[i]); alt++) {
+                        struct nftnl_rule *r;
+                        if (v[i].r) {
+                                r = compile_rule(name, v[i].r, alt);
+                        } else {
+                                snprintf(to, sizeof(to), "%s/%s/%s", s->owner, nbd_fw_dir_names[d],
+                                         v[i].g->name);
+                                r = compile_jump(name, v[i].g, to, alt);
+                        }
+                        if (push_rule(it, r, owner_idx) < 0)
+                                return -ENOMEM;
+                }
+        return 0;
+}
+
+/* One chain and its rules: group g's (non-root), or the base chain (g NULL). */
+static int push_chain_of(const struct nbd_fw_owner_spec *s, const struct nbd_fw_group *g, int d,
+                         const char *comment, size_t owner_idx, struct nbd_fw_items *it)
+{
+        char name[256];
+        struct entry *v = NULL;
+        size_t n = 0;
+        struct nftnl_chain *c;
+        int ret;
+
+        if (g)
+                snprintf(name, sizeof(name), "%s/%s/%s", s->owner, nbd_fw_dir_names[d], g->name);
+        else
+                snprintf(name, sizeof(name), "%s/%s", s->owner, nbd_fw_dir_names[d]);
+        c = g ? nbd_fw_new_chain(name)
+              : new_base_chain(name, s->ifname, (d == 0) != s->reversed, comment);
+        ret = push_chain(it, c, owner_idx);
+        if (ret == 0)
+                ret = entries(s, g, d, &v, &n);
+        if (ret == 0)
+                ret = push_entries(s, v, n, d, name, owner_idx, it);
+        free(v);
+        return ret;
+}
+
 /* Compile one owner into items (group chains and their rules first, then
- * the base chains and their jumps) and its hash. The base chains' comment
+ * the base chains and their rules) and its hash. The base chains' comment
  * carries the hash, so it is built last. */
 int nbd_fw_compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx,
                          struct nbd_fw_items *it, const char *hash, unsigned rules,
                          struct nbd_err *e)
 {
         size_t start = it->n;
-        char name[256], comment[128];
-        struct nftnl_rule *jumps[2][64];
-        size_t n_jumps[2] = {0, 0};
-        int ret = -ENOMEM;
+        char comment[128];
+        int ret = 0;
 
         if (s->n_groups > 64) {
                 return nbd_err_set(e, -E2BIG, "owner %s: %zu groups; at most 64", s->owner,
                                    s->n_groups);
         }
-        for (size_t g = 0; g < s->n_groups; g++) {
-                const struct nbd_fw_group *grp = &s->groups[g];
-                for (int d = 0; d < 2; d++) {
-                        bool any = false;
-                        for (size_t i = 0; i < grp->n_rules; i++)
-                                any |= grp->rules[i].dir == (enum nbd_fw_dir)d;
-                        if (!any)
-                                continue;
-                        snprintf(name, sizeof(name), "%s/%s/%s", s->owner, nbd_fw_dir_names[d],
-                                 grp->name);
-                        if (push_chain(it, nbd_fw_new_chain(name), owner_idx) < 0)
-                                goto fail_jumps;
-                        for (size_t i = 0; i < grp->n_rules; i++) {
-                                struct nftnl_rule *r;
-                                if (grp->rules[i].dir != (enum nbd_fw_dir)d)
-                                        continue;
-                                r = compile_rule(name, &grp->rules[i]);
-                                if (!r || nbd_fw_items_push(
-                                                  it, (struct nbd_fw_item){NBD_FW_ITEM_RULE, NULL,
-                                                                           r, owner_idx}) < 0) {
-                                        if (r)
-                                                nftnl_rule_free(r);
-                                        goto fail_jumps;
-                                }
-                        }
-                        /* Counted at once, so that fail_jumps frees it. */
-                        jumps[d][n_jumps[d]++] = nbd_fw_new_rule("");
-                        if (!jumps[d][n_jumps[d] - 1] ||
-                            add_verdict(jumps[d][n_jumps[d] - 1], NFT_JUMP, name) < 0)
-                                goto fail_jumps;
-                }
-        }
-        for (int d = 0; d < 2; d++) {
-                snprintf(name, sizeof(name), "%s/%s", s->owner, nbd_fw_dir_names[d]);
-                snprintf(comment, sizeof(comment), "netbroker %s %s %u uid=%u", hash, s->ifname,
-                         rules, (unsigned)s->uid);
-                if (push_chain(it,
-                               new_base_chain(name, s->ifname, (d == 0) != s->reversed, comment),
-                               owner_idx) < 0)
-                        goto fail_jumps;
-                for (size_t j = 0; j < n_jumps[d]; j++) {
-                        if (nftnl_rule_set_str(jumps[d][j], NFTNL_RULE_CHAIN, name) < 0 ||
-                            nbd_fw_items_push(it, (struct nbd_fw_item){NBD_FW_ITEM_RULE, NULL,
-                                                                       jumps[d][j], owner_idx}) < 0)
-                                goto fail_jumps;
-                        jumps[d][j] = NULL;
-                }
-                n_jumps[d] = 0;
-        }
-        return 0;
-fail_jumps:
-        for (int d = 0; d < 2; d++)
-                for (size_t j = 0; j < n_jumps[d]; j++)
-                        if (jumps[d][j])
-                                nftnl_rule_free(jumps[d][j]);
+        snprintf(comment, sizeof(comment), "netbroker %s %s %u uid=%u", hash, s->ifname, rules,
+                 (unsigned)s->uid);
+        for (size_t g = 0; ret == 0 && g < s->n_groups; g++)
+                for (int d = 0; ret == 0 && d < 2; d++)
+                        if (!s->groups[g].root && group_has(&s->groups[g], d))
+                                ret = push_chain_of(s, &s->groups[g], d, NULL, owner_idx, it);
+        for (int d = 0; ret == 0 && d < 2; d++)
+                ret = push_chain_of(s, NULL, d, comment, owner_idx, it);
+        if (ret == 0)
+                return 0;
         nbd_fw_items_clear(it, start);
         return nbd_err_set(e, ret, "out of memory compiling the rules of owner %s", s->owner);
 }

@@ -8,8 +8,14 @@
  *                       the egress hook of its macvtap
  *   chain "OWNER/to"    what the guest receives: the other hook
  *   chain "OWNER/from/GROUP", "OWNER/to/GROUP"  one regular chain per group
- *                       and direction; the base chain jumps to them in order,
- *                       so RETURN leaves a group as in libvirt's filters.
+ *                       and direction (none for a root group); the base chain
+ *                       holds the jumps to them (behind the group's guard)
+ *                       and the root groups' rules, in priority order, so
+ *                       RETURN leaves a group as in libvirt's filters.
+ * Every model rule has a counter before its verdict. A model rule is one
+ * nft rule, or two consecutive ones with the same verdict where one nft
+ * rule cannot say it (nbd_fw_rule_alts: an IPv6 protocol, as ebtables sees
+ * it around fragments).
  * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
  * uid=<uid>": the hash lives and dies with the rules (nft flush ruleset
  * removes both), and so does the uid whose request made them, the owner's
@@ -62,6 +68,15 @@ int nbd_fw_items_append(struct nbd_fw_items *to, struct nbd_fw_items *from);
  * out of memory. */
 struct nftnl_chain *nbd_fw_new_chain(const char *name);
 struct nftnl_rule *nbd_fw_new_rule(const char *chain);
+
+/* How many nft rules a model rule makes (1 or 2, one after the other). */
+unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
+
+/* The chains one owner's spec makes, each with the number of nft rules it
+ * has: group chains, then the two base chains. Stops at the first
+ * callback that returns non-zero, and returns that (or -ENOMEM). */
+int nbd_fw_layout(const struct nbd_fw_owner_spec *s,
+                  int (*chain)(const char *name, size_t rules, void *data), void *data);
 
 /* Compile one owner into items (group chains and their rules first, then
  * the base chains and their jumps), owner_idx naming the op in each; hash

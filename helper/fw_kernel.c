@@ -112,39 +112,32 @@ static long chain_rules(const struct nbd_fw_owner_state *o, const char *name)
         return -1;
 }
 
+struct expect {
+        const struct nbd_fw_owner_state *o;
+        size_t chains;
+};
+
+static int expect_chain(const char *name, size_t rules, void *data)
+{
+        struct expect *x = data;
+
+        x->chains++;
+        return chain_rules(x->o, name) == (long)rules ? 0 : 1;
+}
+
 /* Ensure's test: the hash in the comment is only a claim; the kernel must
  * also hold exactly the chains the spec makes, each with its number of
- * rules, and the jumps to them (a chain flushed or deleted by hand makes
- * the owner changed, and ensure rebuilds it). */
+ * rules (nbd_fw_layout: a chain flushed or deleted by hand makes the owner
+ * changed, and ensure rebuilds it). */
 static bool in_place(const struct nbd_fw_owner_state *o, const struct nbd_fw_owner_spec *s,
                      const char *hash)
 {
-        size_t chains = 2;
-        long jumps[2] = {0, 0};
-        char name[256];
+        struct expect x = {o, 0};
 
         if (!o || !o->has_base || strcmp(o->hash, hash) != 0 || strcmp(o->ifname, s->ifname) != 0)
                 return false;
-        for (size_t g = 0; g < s->n_groups; g++)
-                for (int d = 0; d < 2; d++) {
-                        long n = 0;
-                        for (size_t i = 0; i < s->groups[g].n_rules; i++)
-                                n += s->groups[g].rules[i].dir == (enum nbd_fw_dir)d;
-                        if (!n)
-                                continue;
-                        snprintf(name, sizeof(name), "%s/%s/%s", s->owner, nbd_fw_dir_names[d],
-                                 s->groups[g].name);
-                        if (chain_rules(o, name) != n)
-                                return false;
-                        jumps[d]++;
-                        chains++;
-                }
-        for (int d = 0; d < 2; d++) {
-                snprintf(name, sizeof(name), "%s/%s", s->owner, nbd_fw_dir_names[d]);
-                if (chain_rules(o, name) != jumps[d])
-                        return false;
-        }
-        return o->n_chains == chains;
+        /* Out of memory counts as changed: ensure rebuilds. */
+        return nbd_fw_layout(s, expect_chain, &x) == 0 && o->n_chains == x.chains;
 }
 
 int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,

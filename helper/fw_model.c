@@ -56,7 +56,7 @@ int nbd_fw_parse_mac(const char *s, struct nbd_fw_mac *ret)
         return 0;
 }
 
-int nbd_fw_parse_ip(const char *s, struct nbd_fw_ip *ret)
+static int parse_prefix(const char *s, struct nbd_fw_ip *ret)
 {
         struct nbd_fw_ip ip = {.set = true};
         char buf[INET6_ADDRSTRLEN + 8];
@@ -93,60 +93,187 @@ int nbd_fw_parse_ip(const char *s, struct nbd_fw_ip *ret)
         return 0;
 }
 
-static bool port_proto(uint8_t p)
+/* "A-B": two plain addresses of one family, A <= B; mask holds B. */
+static int parse_range(const char *s, const char *dash, struct nbd_fw_ip *ret)
+{
+        char lo_s[INET6_ADDRSTRLEN + 8];
+        struct nbd_fw_ip lo, hi;
+        size_t n = (size_t)(dash - s);
+
+        if (n >= sizeof(lo_s) || strchr(s, '/'))
+                return -EINVAL;
+        memcpy(lo_s, s, n);
+        lo_s[n] = '\0';
+        if (parse_prefix(lo_s, &lo) < 0 || parse_prefix(dash + 1, &hi) < 0 ||
+            lo.family != hi.family || memcmp(lo.addr, hi.addr, lo.family == 4 ? 4 : 16) > 0)
+                return -EINVAL;
+        memcpy(lo.mask, hi.addr, sizeof(lo.mask));
+        lo.is_range = true;
+        *ret = lo;
+        return 0;
+}
+
+int nbd_fw_parse_ip(const char *s, struct nbd_fw_ip *ret)
+{
+        const char *dash = strchr(s, '-');
+
+        return dash ? parse_range(s, dash, ret) : parse_prefix(s, ret);
+}
+
+bool nbd_fw_rule_is_arp(const struct nbd_fw_rule *r)
+{
+        return r->arp_op.set || r->arp_sha.set || r->arp_tha.set || r->arp_spa.set ||
+               r->arp_tpa.set || r->arp_htype.set || r->arp_ptype.set || r->arp_gratuitous.set;
+}
+
+bool nbd_fw_rule_is_ip(const struct nbd_fw_rule *r)
+{
+        return r->ip_src.set || r->ip_dst.set || r->l4proto.set || r->dscp.set || r->sport[0] ||
+               r->dport[0] || r->has_icmp_type || r->tcp_flags_mask;
+}
+
+int nbd_fw_rule_family(const struct nbd_fw_rule *r)
+{
+        if (r->ip_src.set || r->ip_dst.set)
+                return r->ip_src.set ? r->ip_src.family : r->ip_dst.family;
+        if (r->ether_type.set && !r->ether_type.neg && r->ether_type.v == 0x0800)
+                return 4;
+        if (r->ether_type.set && !r->ether_type.neg && r->ether_type.v == 0x86dd)
+                return 6;
+        return r->dscp.set ? 4 : 0;
+}
+
+static int check_ranges(const struct nbd_fw_rule *r, struct nbd_err *e)
+{
+        if (r->ether_type.set && r->ether_type.v > 0xffff)
+                return nbd_err_set(e, -EINVAL, "ether type 0x%x is over 0xffff", r->ether_type.v);
+        if (r->vlan_id.set && r->vlan_id.v > 4095)
+                return nbd_err_set(e, -EINVAL, "VLAN id %u is over 4095", r->vlan_id.v);
+        if (r->vlan_encap.set && r->vlan_encap.v > 0xffff)
+                return nbd_err_set(e, -EINVAL, "VLAN encapsulated type 0x%x is over 0xffff",
+                                   r->vlan_encap.v);
+        if (r->arp_op.set && (r->arp_op.v == 0 || r->arp_op.v > 0xffff))
+                return nbd_err_set(e, -EINVAL, "ARP operation %u is out of range", r->arp_op.v);
+        if (r->arp_htype.set && r->arp_htype.v > 0xffff)
+                return nbd_err_set(e, -EINVAL, "ARP hardware type %u is over 65535",
+                                   r->arp_htype.v);
+        if (r->arp_ptype.set && r->arp_ptype.v > 0xffff)
+                return nbd_err_set(e, -EINVAL, "ARP protocol type 0x%x is over 0xffff",
+                                   r->arp_ptype.v);
+        if (r->l4proto.set && r->l4proto.v > 255)
+                return nbd_err_set(e, -EINVAL, "protocol %u is over 255", r->l4proto.v);
+        if (r->dscp.set && r->dscp.v > 63)
+                return nbd_err_set(e, -EINVAL, "DSCP %u is over 63", r->dscp.v);
+        if (r->priority < -1000 || r->priority > 1000)
+                return nbd_err_set(e, -EINVAL, "priority %d is outside -1000..1000", r->priority);
+        if ((r->sport[0] && r->sport[1] < r->sport[0]) ||
+            (r->dport[0] && r->dport[1] < r->dport[0]))
+                return nbd_err_set(e, -EINVAL, "a port range is reversed");
+        return 0;
+}
+
+/* The outer ether type a rule's other matches need (0: none), and which. */
+static uint32_t implied_type(const struct nbd_fw_rule *r, const char **what)
+{
+        bool rarp = r->ether_type.set && !r->ether_type.neg && r->ether_type.v == 0x8035;
+        int family = nbd_fw_rule_family(r);
+
+        if (nbd_fw_rule_is_arp(r)) {
+                *what = "ARP";
+                return rarp ? 0x8035 : 0x0806;
+        }
+        if (r->vlan_id.set || r->vlan_encap.set) {
+                *what = "VLAN";
+                return 0x8100;
+        }
+        *what = "IP";
+        return family == 4 ? 0x0800 : family == 6 ? 0x86dd : 0;
+}
+
+static int check_layers(const struct nbd_fw_rule *r, struct nbd_err *e)
+{
+        bool arp = nbd_fw_rule_is_arp(r), ip = nbd_fw_rule_is_ip(r);
+        bool vlan = r->vlan_id.set || r->vlan_encap.set;
+        const char *what = "";
+        uint32_t want = implied_type(r, &what);
+
+        if (r->ip_src.set && r->ip_dst.set && r->ip_src.family != r->ip_dst.family)
+                return nbd_err_set(e, -EINVAL,
+                                   "source and destination are of different IP families");
+        if (arp && ip)
+                return nbd_err_set(e, -EINVAL,
+                                   "ARP and IP matches in one rule can never both hold");
+        if (vlan && (arp || ip))
+                return nbd_err_set(e, -EINVAL,
+                                   "a tagged frame's ether type is 0x8100: VLAN and %s matches "
+                                   "in one rule can never both hold",
+                                   arp ? "ARP" : "IP");
+        if ((r->arp_spa.set && r->arp_spa.family != 4) ||
+            (r->arp_tpa.set && r->arp_tpa.family != 4))
+                return nbd_err_set(e, -EINVAL, "ARP addresses are IPv4");
+        if (r->ether_type.set && want && !r->ether_type.neg && r->ether_type.v != want &&
+            !(arp && r->ether_type.v == 0x8035))
+                return nbd_err_set(e, -EINVAL,
+                                   "ether type 0x%04x contradicts the rule's %s matches "
+                                   "(they need 0x%04x%s)",
+                                   r->ether_type.v, what, want, arp ? " or 0x8035" : "");
+        if (r->ether_type.set && want && r->ether_type.neg && r->ether_type.v == want)
+                return nbd_err_set(e, -EINVAL,
+                                   "ether type not 0x%04x contradicts the rule's %s matches", want,
+                                   what);
+        if (r->dscp.set && nbd_fw_rule_family(r) == 6)
+                return nbd_err_set(e, -EINVAL, "DSCP is matched for IPv4 only");
+        return 0;
+}
+
+static bool port_proto(uint32_t p)
 {
         return p == IPPROTO_TCP || p == IPPROTO_UDP || p == IPPROTO_SCTP || p == IPPROTO_UDPLITE;
 }
 
+static int check_l4(const struct nbd_fw_rule *r, struct nbd_err *e)
+{
+        bool proto = r->l4proto.set && !r->l4proto.neg;
+        int family = nbd_fw_rule_family(r);
+
+        if ((r->sport[0] || r->dport[0]) && !(proto && port_proto(r->l4proto.v)))
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "ports need the protocol tcp, udp, sctp or udplite (not negated)");
+        if (r->has_icmp_type &&
+            !(proto && (r->l4proto.v == IPPROTO_ICMP || r->l4proto.v == IPPROTO_ICMPV6)))
+                return nbd_err_set(e, -EINVAL,
+                                   "an ICMP type needs the protocol icmp (1) or icmpv6 (58), not "
+                                   "negated");
+        if ((r->has_icmp_code || r->icmp_neg) && !r->has_icmp_type)
+                return nbd_err_set(e, -EINVAL, "an ICMP code or its negation needs an ICMP type");
+        if (r->has_icmp_type && r->l4proto.v == IPPROTO_ICMP && family == 6)
+                return nbd_err_set(e, -EINVAL, "icmp (1) with IPv6 addresses: use icmpv6 (58)");
+        if ((r->tcp_flags_mask || r->tcp_flags_neg) && !(proto && r->l4proto.v == IPPROTO_TCP))
+                return nbd_err_set(e, -EINVAL, "TCP flags need the protocol tcp (6), not negated");
+        if (r->tcp_flags & ~r->tcp_flags_mask)
+                return nbd_err_set(e, -EINVAL,
+                                   "TCP flags 0x%02x are outside their mask 0x%02x: they can "
+                                   "never match",
+                                   r->tcp_flags, r->tcp_flags_mask);
+        if (proto && family == 6 && r->l4proto.v == 59)
+                return nbd_err_set(e, -EINVAL,
+                                   "IPv6 protocol 59 (no next header) never matches, as in "
+                                   "ebtables' ip6 match");
+        return 0;
+}
+
 int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err *e)
 {
-        bool arp = r->arp_op.set || r->arp_sha.set || r->arp_spa.set || r->arp_tpa.set;
-        bool ip = r->ip_src.set || r->ip_dst.set;
-        int family = r->ip_src.set ? r->ip_src.family : r->ip_dst.family;
+        int ret;
 
-        if (r->ip_src.set && r->ip_dst.set && r->ip_src.family != r->ip_dst.family) {
-                return nbd_err_set(e, -EINVAL,
-                                   "source and destination are of different IP families");
-        }
-        if (arp && (ip || r->l4proto.set)) {
-                return nbd_err_set(e, -EINVAL,
-                                   "ARP and IP matches in one rule can never both hold");
-        }
-        if ((r->arp_spa.set && r->arp_spa.family != 4) ||
-            (r->arp_tpa.set && r->arp_tpa.family != 4)) {
-                return nbd_err_set(e, -EINVAL, "ARP addresses are IPv4");
-        }
-        if (r->ether_type.set && !r->ether_type.neg && (arp || ip)) {
-                uint32_t want = arp ? 0x0806 : family == 4 ? 0x0800 : 0x86dd;
-                if (r->ether_type.v != want) {
-                        return nbd_err_set(e, -EINVAL,
-                                           "ether type 0x%04x contradicts the rule's %s matches",
-                                           r->ether_type.v, arp ? "ARP" : "IP");
-                }
-        }
-        if (r->ether_type.set && r->ether_type.v > 0xffff) {
-                return nbd_err_set(e, -EINVAL, "ether type 0x%x is over 0xffff", r->ether_type.v);
-        }
-        if (r->vlan_id.set && r->vlan_id.v > 4095) {
-                return nbd_err_set(e, -EINVAL, "VLAN id %u is over 4095", r->vlan_id.v);
-        }
-        if (r->arp_op.set && (r->arp_op.v == 0 || r->arp_op.v > 0xffff)) {
-                return nbd_err_set(e, -EINVAL, "ARP operation %u is out of range", r->arp_op.v);
-        }
-        if ((r->sport[0] || r->dport[0]) && !port_proto((uint8_t)r->l4proto.v)) {
-                return nbd_err_set(e, -EINVAL, "ports need the protocol tcp, udp, sctp or udplite");
-        }
-        if ((r->sport[0] && r->sport[1] < r->sport[0]) ||
-            (r->dport[0] && r->dport[1] < r->dport[0])) {
-                return nbd_err_set(e, -EINVAL, "a port range is reversed");
-        }
-        if (r->has_icmp_type && r->l4proto.v != IPPROTO_ICMP && r->l4proto.v != IPPROTO_ICMPV6) {
-                return nbd_err_set(e, -EINVAL,
-                                   "an ICMP type needs the protocol icmp (1) or icmpv6 (58)");
-        }
-        if (r->has_icmp_type && r->l4proto.v == IPPROTO_ICMP && ip && family == 6) {
-                return nbd_err_set(e, -EINVAL, "icmp (1) with IPv6 addresses: use icmpv6 (58)");
-        }
+        if ((ret = check_ranges(r, e)) || (ret = check_layers(r, e)) || (ret = check_l4(r, e)))
+                return ret;
+        if (r->arp_gratuitous.set)
+                return nbd_err_set(e, -EOPNOTSUPP,
+                                   "gratuitous ARP (sender IP equals target IP) cannot be "
+                                   "matched: nftables compares a field with constants only, "
+                                   "never with another field");
         /* The kernel rejects only at an ingress hook. */
         if (r->verdict == NBD_FW_V_REJECT && (r->dir == NBD_FW_DIR_FROM) == reversed) {
                 return nbd_err_set(
@@ -213,7 +340,7 @@ static void hash_mac(struct fnv128 *f, const struct nbd_fw_mac *m)
 
 static void hash_ip(struct fnv128 *f, const struct nbd_fw_ip *ip)
 {
-        hash_u32(f, (uint32_t)ip->set << 1 | ip->neg);
+        hash_u32(f, (uint32_t)ip->is_range << 2 | (uint32_t)ip->set << 1 | ip->neg);
         if (ip->set) {
                 hash_u32(f, (uint32_t)ip->family);
                 fnv_add(f, ip->addr, 16);
@@ -231,20 +358,46 @@ static void hash_rule(struct fnv128 *f, const struct nbd_fw_rule *r)
 {
         hash_u32(f, (uint32_t)r->dir);
         hash_u32(f, (uint32_t)r->verdict);
+        hash_u32(f, (uint32_t)(int32_t)r->priority);
         hash_mac(f, &r->ether_src);
         hash_mac(f, &r->ether_dst);
         hash_mac(f, &r->arp_sha);
+        hash_mac(f, &r->arp_tha);
         hash_num(f, &r->ether_type);
         hash_num(f, &r->vlan_id);
+        hash_num(f, &r->vlan_encap);
         hash_num(f, &r->arp_op);
+        hash_num(f, &r->arp_htype);
+        hash_num(f, &r->arp_ptype);
+        hash_num(f, &r->arp_gratuitous);
         hash_ip(f, &r->arp_spa);
         hash_ip(f, &r->arp_tpa);
         hash_ip(f, &r->ip_src);
         hash_ip(f, &r->ip_dst);
         hash_num(f, &r->l4proto);
+        hash_num(f, &r->dscp);
         hash_u32(f, (uint32_t)r->sport[0] << 16 | (r->sport[0] ? r->sport[1] : 0));
         hash_u32(f, (uint32_t)r->dport[0] << 16 | (r->dport[0] ? r->dport[1] : 0));
+        hash_u32(f, (uint32_t)r->sport_neg << 1 | r->dport_neg);
         hash_u32(f, (uint32_t)r->has_icmp_type << 8 | (r->has_icmp_type ? r->icmp_type : 0));
+        hash_u32(f, (uint32_t)r->has_icmp_code << 8 | (r->has_icmp_code ? r->icmp_code : 0));
+        hash_u32(f, r->icmp_neg);
+        hash_u32(f, (uint32_t)r->tcp_flags_neg << 16 | (uint32_t)r->tcp_flags_mask << 8 |
+                            r->tcp_flags);
+        /* The comment is kept with the rule (its text): a new one is a change. */
+        fnv_add(f, r->comment, strnlen(r->comment, sizeof(r->comment)) + 1);
+}
+
+static void hash_group(struct fnv128 *f, const struct nbd_fw_group *g)
+{
+        fnv_add(f, g->name, strlen(g->name) + 1);
+        hash_u32(f, (uint32_t)(int32_t)g->priority);
+        hash_u32(f, (uint32_t)g->root << 1 | g->has_guard);
+        if (g->has_guard)
+                hash_rule(f, &g->guard);
+        hash_u32(f, (uint32_t)g->n_rules);
+        for (size_t i = 0; i < g->n_rules; i++)
+                hash_rule(f, &g->rules[i]);
 }
 
 void nbd_fw_model_hash(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_HEX],
@@ -254,14 +407,11 @@ void nbd_fw_model_hash(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_H
         unsigned rules = 0;
 
         fnv_init(&f);
-        fnv_add(&f, "netbroker-fw-2", 15);
+        fnv_add(&f, "netbroker-fw-3", 15);
         fnv_add(&f, s->ifname, strlen(s->ifname) + 1);
         hash_u32(&f, s->reversed);
         for (size_t g = 0; g < s->n_groups; g++) {
-                fnv_add(&f, s->groups[g].name, strlen(s->groups[g].name) + 1);
-                hash_u32(&f, (uint32_t)s->groups[g].n_rules);
-                for (size_t i = 0; i < s->groups[g].n_rules; i++)
-                        hash_rule(&f, &s->groups[g].rules[i]);
+                hash_group(&f, &s->groups[g]);
                 rules += (unsigned)s->groups[g].n_rules;
         }
         fnv_hex(&f, out);

@@ -88,7 +88,8 @@ struct nbd_fw_owner_spec {
         bool own_only; /* -EPERM when the owner exists for another uid */
 };
 
-/* Parse helpers for the model (0 or -EINVAL). */
+/* Parse helpers for the model (0 or -EINVAL). An IP is "ADDR", "ADDR/BITS"
+ * or "LO-HI" (one family, LO <= HI: is_range, HI in mask). */
 int nbd_fw_parse_mac(const char *s, struct nbd_fw_mac *ret);
 int nbd_fw_parse_ip(const char *s, struct nbd_fw_ip *ret);
 bool nbd_fw_owner_valid(const char *owner);
@@ -96,6 +97,12 @@ bool nbd_fw_group_valid(const char *name);
 /* Rules that are well-formed but cannot work (a port without tcp/udp, an
  * ARP match on IPv6, reject on egress, ...): 0, or -EINVAL with a sentence. */
 int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err *e);
+/* What a rule matches on: ARP/RARP header fields; IP (addresses, protocol,
+ * DSCP, ports, ICMP, TCP flags); the IP family its matches need (4, 6, or 0
+ * when nothing says, as for a bare l4proto). */
+bool nbd_fw_rule_is_arp(const struct nbd_fw_rule *r);
+bool nbd_fw_rule_is_ip(const struct nbd_fw_rule *r);
+int nbd_fw_rule_family(const struct nbd_fw_rule *r);
 
 /* The hash of an owner's model (its interface, hooks, groups and every
  * field of every rule) in hex, and the number of rules it has. The base

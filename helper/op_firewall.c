@@ -50,8 +50,9 @@ static int ip_field(const char *s, bool neg, struct nbd_fw_ip *out, const char *
                 return 0;
         if (nbd_fw_parse_ip(s, out) < 0) {
                 return nbd_err_set(e, -EINVAL,
-                                   "%s: bad address '%s' (an IPv4 or IPv6 address or prefix)", what,
-                                   s);
+                                   "%s: bad address '%s' (an IPv4 or IPv6 address, prefix, or "
+                                   "range LO-HI of one family with LO <= HI)",
+                                   what, s);
         }
         out->neg = neg;
         return 0;
@@ -70,32 +71,56 @@ static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *w
         return 0;
 }
 
-static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd_fw_rule *r,
-                           struct nbd_err *e)
+static int comment_field(const char *s, char out[NBD_FW_COMMENT_MAX + 1], struct nbd_err *e)
+{
+        size_t n = strlen(s);
+
+        if (n > NBD_FW_COMMENT_MAX)
+                return nbd_err_set(e, -EINVAL, "comment: %zu bytes; at most %d", n,
+                                   NBD_FW_COMMENT_MAX);
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+                        return nbd_err_set(e, -EINVAL, "comment: byte %zu is a control character",
+                                           i);
+        memcpy(out, s, n + 1);
+        return 0;
+}
+
+/* A number that is matched when it is not 0 (0 means "any"). */
+static struct nbd_fw_num num_field(uint32_t v, bool neg)
+{
+        return v ? (struct nbd_fw_num){true, neg, v} : (struct nbd_fw_num){0};
+}
+
+/* What no netdev hook can do: refused, with why. */
+static int unsupported(const Netbroker__FwRule *p, struct nbd_err *e)
+{
+        if (p->ct_state)
+                return nbd_err_set(e, -EOPNOTSUPP,
+                                   "ct_state: conntrack state cannot be matched: the rules run "
+                                   "at the interface's netdev hooks, where connection tracking "
+                                   "is not available, and this kernel has no bridge-family "
+                                   "conntrack");
+        if (p->connlimit_above)
+                return nbd_err_set(e, -EOPNOTSUPP,
+                                   "connlimit_above: connections cannot be counted: the rules "
+                                   "run at the interface's netdev hooks, where connection "
+                                   "tracking is not available, and this kernel has no "
+                                   "bridge-family conntrack");
+        return 0;
+}
+
+static int addr_fields(const Netbroker__FwRule *p, struct nbd_fw_rule *r, struct nbd_err *e)
 {
         int ret = 0;
 
-        memset(r, 0, sizeof(*r));
-        if (p->direction > NETBROKER__FW_DIRECTION__FW_TO_GUEST ||
-            p->verdict > NETBROKER__FW_VERDICT__FW_RETURN) {
-                return nbd_err_set(e, -EINVAL, "unknown direction %d or verdict %d", p->direction,
-                                   p->verdict);
-        }
-        if (p->ct_state) {
-                return nbd_err_set(
-                        e, -EOPNOTSUPP,
-                        "conntrack state cannot be matched: the rules run at the interface's "
-                        "netdev hooks, "
-                        "before conntrack has seen the packet");
-        }
-        r->dir = p->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST ? NBD_FW_DIR_TO
-                                                                      : NBD_FW_DIR_FROM;
-        r->verdict = (enum nbd_fw_verdict)p->verdict;
         if ((ret = mac_field(p->ether_src, p->ether_src_not, &r->ether_src, "ether source", e)) ||
             (ret = mac_field(p->ether_dst, p->ether_dst_not, &r->ether_dst, "ether destination",
                              e)) ||
             (ret = mac_field(p->arp_sender_mac, p->arp_sender_mac_not, &r->arp_sha,
                              "ARP sender MAC", e)) ||
+            (ret = mac_field(p->arp_target_mac, p->arp_target_mac_not, &r->arp_tha,
+                             "ARP target MAC", e)) ||
             (ret = ip_field(p->arp_sender_ip, p->arp_sender_ip_not, &r->arp_spa, "ARP sender IP",
                             e)) ||
             (ret = ip_field(p->arp_target_ip, p->arp_target_ip_not, &r->arp_tpa, "ARP target IP",
@@ -105,25 +130,115 @@ static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd
             (ret = port_field(p->sport_min, p->sport_max, r->sport, "source port", e)) ||
             (ret = port_field(p->dport_min, p->dport_max, r->dport, "destination port", e)))
                 return ret;
-        if (p->ether_type)
-                r->ether_type = (struct nbd_fw_num){true, p->ether_type_not, p->ether_type};
+        r->sport_neg = p->sport_not;
+        r->dport_neg = p->dport_not;
+        return 0;
+}
+
+static int l4_fields(const Netbroker__FwRule *p, struct nbd_fw_rule *r, struct nbd_err *e)
+{
+        if (p->l4_proto > 255)
+                return nbd_err_set(e, -EINVAL, "l4_proto: protocol %u is over 255", p->l4_proto);
+        r->l4proto = num_field(p->l4_proto, p->l4_proto_not);
+        if (p->has_dscp && p->dscp > 63)
+                return nbd_err_set(e, -EINVAL, "dscp: %u is over 63", p->dscp);
+        if (p->has_dscp)
+                r->dscp = (struct nbd_fw_num){true, p->dscp_not, p->dscp};
+        if ((p->has_icmp_type && p->icmp_type > 255) || (p->has_icmp_code && p->icmp_code > 255))
+                return nbd_err_set(e, -EINVAL, "icmp_type/icmp_code: %u/%u is over 255",
+                                   p->icmp_type, p->icmp_code);
+        r->has_icmp_type = p->has_icmp_type;
+        r->icmp_type = (uint8_t)p->icmp_type;
+        r->has_icmp_code = p->has_icmp_code;
+        r->icmp_code = (uint8_t)p->icmp_code;
+        r->icmp_neg = p->icmp_not;
+        if (p->tcp_flags_mask > 255 || p->tcp_flags > 255)
+                return nbd_err_set(e, -EINVAL, "tcp_flags: mask 0x%x or flags 0x%x is over 0xff",
+                                   p->tcp_flags_mask, p->tcp_flags);
+        r->tcp_flags_mask = (uint8_t)p->tcp_flags_mask;
+        r->tcp_flags = (uint8_t)p->tcp_flags;
+        r->tcp_flags_neg = p->tcp_flags_not;
+        return 0;
+}
+
+/* The matches of a rule (also a guard's): everything but direction,
+ * verdict, priority and comment. */
+static int match_fields(const Netbroker__FwRule *p, struct nbd_fw_rule *r, struct nbd_err *e)
+{
+        int ret;
+
+        if ((ret = unsupported(p, e)) || (ret = addr_fields(p, r, e)) || (ret = l4_fields(p, r, e)))
+                return ret;
+        r->ether_type = num_field(p->ether_type, p->ether_type_not);
         if (p->has_vlan_id)
-                r->vlan_id = (struct nbd_fw_num){true, false, p->vlan_id};
-        if (p->arp_op)
-                r->arp_op = (struct nbd_fw_num){true, p->arp_op_not, p->arp_op};
-        if (p->l4_proto > 255) {
-                return nbd_err_set(e, -EINVAL, "protocol %u is over 255", p->l4_proto);
+                r->vlan_id = (struct nbd_fw_num){true, p->vlan_id_not, p->vlan_id};
+        r->vlan_encap = num_field(p->vlan_encap, p->vlan_encap_not);
+        r->arp_op = num_field(p->arp_op, p->arp_op_not);
+        r->arp_htype = num_field(p->arp_htype, p->arp_htype_not);
+        r->arp_ptype = num_field(p->arp_ptype, p->arp_ptype_not);
+        if (p->arp_gratuitous)
+                r->arp_gratuitous = (struct nbd_fw_num){true, p->arp_gratuitous_not, 1};
+        return 0;
+}
+
+static int rule_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd_fw_rule *r,
+                           struct nbd_err *e)
+{
+        int ret;
+
+        memset(r, 0, sizeof(*r));
+        if (p->direction > NETBROKER__FW_DIRECTION__FW_TO_GUEST ||
+            p->verdict > NETBROKER__FW_VERDICT__FW_RETURN) {
+                return nbd_err_set(e, -EINVAL, "unknown direction %d or verdict %d", p->direction,
+                                   p->verdict);
         }
-        if (p->l4_proto)
-                r->l4proto = (struct nbd_fw_num){true, false, p->l4_proto};
-        if (p->has_icmp_type) {
-                if (p->icmp_type > 255) {
-                        return nbd_err_set(e, -EINVAL, "ICMP type %u is over 255", p->icmp_type);
-                }
-                r->has_icmp_type = true;
-                r->icmp_type = (uint8_t)p->icmp_type;
-        }
+        if (p->priority < -1000 || p->priority > 1000)
+                return nbd_err_set(e, -EINVAL, "priority: %d is outside -1000..1000", p->priority);
+        r->dir = p->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST ? NBD_FW_DIR_TO
+                                                                      : NBD_FW_DIR_FROM;
+        r->verdict = (enum nbd_fw_verdict)p->verdict;
+        r->priority = (int16_t)p->priority;
+        if ((ret = comment_field(p->comment, r->comment, e)) || (ret = match_fields(p, r, e)))
+                return ret;
         return nbd_fw_rule_check(r, reversed, e);
+}
+
+/* A group's guard: its matches only (an accepting rule, so that the checks
+ * for verdicts and directions have nothing to say). */
+static int guard_from_proto(const Netbroker__FwRule *p, bool reversed, struct nbd_fw_rule *r,
+                            struct nbd_err *e)
+{
+        int ret;
+
+        memset(r, 0, sizeof(*r));
+        r->dir = NBD_FW_DIR_FROM;
+        r->verdict = NBD_FW_V_ACCEPT;
+        ret = match_fields(p, r, e);
+        return ret ? ret : nbd_fw_rule_check(r, reversed, e);
+}
+
+static int group_from_proto(const Netbroker__FwGroup *pg, bool reversed, struct nbd_fw_group *mg,
+                            struct nbd_err *e)
+{
+        struct nbd_err why;
+        int r;
+
+        if (pg->priority < -1000 || pg->priority > 1000)
+                return nbd_err_set(e, -EINVAL, "group %s: priority %d is outside -1000..1000",
+                                   pg->name, pg->priority);
+        mg->priority = (int16_t)pg->priority;
+        mg->root = pg->root;
+        if (pg->guard && pg->root)
+                return nbd_err_set(e, -EINVAL,
+                                   "group %s: a root group has no jump, so it cannot have a guard",
+                                   pg->name);
+        if (pg->guard) {
+                r = guard_from_proto(pg->guard, reversed, &mg->guard, &why);
+                if (r < 0)
+                        return nbd_err_set(e, r, "group %s guard: %.200s", pg->name, why.msg);
+                mg->has_guard = true;
+        }
+        return 0;
 }
 
 /* Parse and check every group and rule; err names the group and rule. */
@@ -131,6 +246,7 @@ static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, st
                             struct nbd_err *e)
 {
         struct nbd_err why;
+        int r;
 
         if (a->n_groups > 64) {
                 return nbd_err_set(e, -E2BIG, "%zu groups; at most 64", a->n_groups);
@@ -151,12 +267,13 @@ static int model_from_proto(const Netbroker__FirewallApply *a, bool reversed, st
                                 return nbd_err_set(e, -EINVAL, "group %s appears twice", pg->name);
                         }
                 strcpy(mg->name, pg->name);
+                if ((r = group_from_proto(pg, reversed, mg, e)) < 0)
+                        return r;
                 mg->rules = calloc(pg->n_rules ? pg->n_rules : 1, sizeof(*mg->rules));
                 if (!mg->rules)
                         return nbd_err_oom(e, "parsing the rules");
                 for (size_t i = 0; i < pg->n_rules; i++) {
-                        int r = rule_from_proto(pg->rules[i], reversed, &mg->rules[mg->n_rules],
-                                                &why);
+                        r = rule_from_proto(pg->rules[i], reversed, &mg->rules[mg->n_rules], &why);
                         if (r < 0)
                                 return nbd_err_set(e, r, "group %s rule %zu: %.200s", pg->name, i,
                                                    why.msg);

@@ -57,22 +57,24 @@ START_TEST(test_fw_mac_and_ip_rules_compile_to_the_expected_expressions)
         assert_has(t, "chain vnet0/to/g\n");
         assert_has(t, "chain vnet0/from\n");
         assert_has(t, "chain vnet0/to\n");
-        /* ether saddr != 52:54:00:ab:cd:01 drop */
+        /* ether saddr != 52:54:00:ab:cd:01 counter drop */
         assert_has(t, "[ payload load 6b @ link header + 6 => reg 1 ] [ cmp neq reg 1 0xab005452 "
                       "0x000001cd ] "
-                      "[ immediate reg 0 drop ]");
-        /* ip saddr 10.1.2.0/24 return, with its protocol dependency first */
-        assert_has(t, "[ meta load protocol => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                      "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]");
+        /* ip saddr 10.1.2.0/24 return, with its protocol dependency first:
+         * the outer type (bytes 12-13 as on the wire; it was meta protocol,
+         * the inner type of a tagged frame, before issue 13) */
+        assert_has(t, "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
                       "[ payload load 4b @ network header + 12 => reg 1 ] "
                       "[ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x00000000 ] [ cmp eq reg 1 "
                       "0x0002010a ] "
-                      "[ immediate reg 0 return ]");
+                      "[ counter pkts 0 bytes 0 ] [ immediate reg 0 return ]");
         /* multicast destination: masked */
         assert_has(t,
                    "[ payload load 6b @ link header + 0 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
                    "0x00000001 "
                    "0x00000000 ) ^ 0x00000000 0x00000000 ] [ cmp eq reg 1 0x00000001 0x00000000 ] "
-                   "[ immediate reg 0 accept ]");
+                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
         /* the base chain jumps to the group */
         assert_has(t, "[ immediate reg 0 jump -> vnet0/from/g ]");
         free(t);
@@ -99,10 +101,10 @@ START_TEST(test_fw_arp_port_icmp_vlan_and_reject_compile)
         r[3] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         r[3].vlan_id = (struct nbd_fw_num){true, false, 42};
         t = render(r, 4);
-        /* arp operation != request: ARP protocol, then the opcode */
+        /* arp operation != request: ARP protocol (the outer type), then the opcode */
         assert_has(
                 t,
-                "[ meta load protocol => reg 1 ] [ cmp eq reg 1 0x00000608 ] "
+                "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000608 ] "
                 "[ payload load 2b @ network header + 6 => reg 1 ] [ cmp neq reg 1 0x00000100 ]");
         assert_has(
                 t,
@@ -112,7 +114,7 @@ START_TEST(test_fw_arp_port_icmp_vlan_and_reject_compile)
                 t,
                 "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
                 "[ payload load 2b @ transport header + 2 => reg 1 ] [ cmp gte reg 1 0x00001600 ] "
-                "[ cmp lte reg 1 0x00005000 ] [ reject type 2 code 1 ]");
+                "[ cmp lte reg 1 0x00005000 ] [ counter pkts 0 bytes 0 ] [ reject type 2 code 1 ]");
         assert_has(
                 t,
                 "[ payload load 1b @ transport header + 0 => reg 1 ] [ cmp eq reg 1 0x00000087 ]");

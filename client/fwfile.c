@@ -659,9 +659,12 @@ static int filter_vars(struct parse *p, const char *name, int nargs, char **args
                         if (strcmp(args[b], args[a]) != 0)
                                 continue;
                         for (char *v = strtok_r(args[b] + strlen(args[b]) + 1, ",", &save); v;
-                             v = strtok_r(NULL, ",", &save))
-                                if (n_vals + 2 < sizeof(vals) / sizeof(*vals))
-                                        vals[n_vals++] = v;
+                             v = strtok_r(NULL, ",", &save)) {
+                                if (n_vals + 2 >= sizeof(vals) / sizeof(*vals))
+                                        return fail(p, "filter %s: more than %zu values", name,
+                                                    sizeof(vals) / sizeof(*vals) - 2);
+                                vals[n_vals++] = v;
+                        }
                 }
                 vals[n_vals++] = NULL;
         }

@@ -77,10 +77,17 @@ static void usage(FILE *f)
                 "MATCH ('!' negates where shown):\n"
                 "  ether-src [!] MAC[/MASK]  ether-dst [!] MAC[/MASK]  ether-type [!] "
                 "N|ipv4|arp|ipv6|rarp|vlan\n"
-                "  vlan ID  arp-op [!] N|request|reply  arp-sender-mac [!] MAC\n"
+                "  arp-op [!] N|request|reply  arp-sender-mac [!] MAC\n"
                 "  arp-sender-ip [!] ADDR  arp-target-ip [!] ADDR  ip-src [!] ADDR[/LEN]  "
                 "ip-dst [!] ADDR[/LEN]\n"
-                "  proto N|tcp|udp|sctp|icmp|icmpv6  sport P[-Q]  dport P[-Q]  icmp-type N\n");
+                "  proto [!] N|tcp|udp|sctp|icmp|icmpv6  sport [!] P[-Q]  dport [!] P[-Q]\n"
+                "  icmp-type [!] N  icmp-code N  vlan [!] ID  vlan-encap [!] TYPE  dscp [!] N\n"
+                "  arp-target-mac [!] MAC  arp-htype [!] N  arp-ptype [!] N  arp-gratuitous [!] "
+                "true\n"
+                "  tcp-flags [!] MASK/SET  priority P  comment \"TEXT\"  (ip-src/ip-dst: also "
+                "A-B)\n"
+                "  group NAME [priority P] [root] [guard MATCH...]\n"
+                "  filter NAME [VAR=VALUE...]   any of libvirt's stock filters\n");
 }
 
 /* JSON string output: enough escaping for program output and messages. */

@@ -477,6 +477,10 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 
         if (b)
                 return b;
+        /* Owners of interfaces gone so far go now, in fw_gone's own
+         * transaction: left to the job's end, they would take along those
+         * this batch applies to a new interface of the same name. */
+        nbd_job_ctx(job)->be->links.flush_gone(nbd_job_ctx(job)->links);
         b = calloc(1, sizeof(*b));
         if (!b) {
                 nbd_result_set(res, -ENOMEM, "firewall: out of memory");

@@ -12,7 +12,9 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +427,72 @@ START_TEST(test_rules_applied_after_the_interface_went_stay)
 }
 END_TEST
 
+struct submitter {
+        nb_conn *c;
+        nb_batch *b;
+        nb_results *res;
+};
+
+static void *submit_thread(void *data)
+{
+        struct submitter *s = data;
+
+        s->res = submit(s->c, s->b);
+        return NULL;
+}
+
+/* The helper learns that an interface went and gets a request for the new
+ * interface of that name in the same turn of its loop (it was busy when
+ * both came: here, stopped). The old owner goes; the owner the request
+ * applies to the new interface stays, and its rules filter the new guest. */
+START_TEST(test_an_owner_applied_in_the_turn_the_interface_went_stays)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        struct submitter s;
+        struct lab l;
+        pthread_t t;
+        uint8_t f[60];
+        nb_batch *b;
+        nb_results *res;
+        const char *name;
+        pid_t helper;
+
+        lab_up(&l, TU_ALLOW);
+        helper = nb_conn_helper_pid(l.c);
+        ck_assert_int_gt(helper, 0);
+        test_frame(f, HOST_MAC, GUEST_MAC, "nbturn-frame");
+        ck_assert_int_eq(nb_fw_rule_add(rs, &drop), 0);
+        b = nb_batch_new();
+        nb_batch_firewall_apply(b, "old-guest", "vnet0", rs, NB_FW_REPLACE);
+        expect_ok(submit(l.c, b));
+
+        ck_assert_int_eq(kill(helper, SIGSTOP), 0);
+        free(tu_sh("ip link del vnet0"));
+        pair_up(&l);
+        s.c = l.c;
+        s.b = nb_batch_new();
+        nb_batch_firewall_apply(s.b, "new-guest", "vnet0", rs, NB_FW_REPLACE);
+        ck_assert_int_eq(pthread_create(&t, NULL, submit_thread, &s), 0);
+        usleep(200000); /* the request is in the socket */
+        ck_assert_int_eq(kill(helper, SIGCONT), 0);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        expect_ok(s.res);
+        usleep(100000);
+
+        b = nb_batch_new();
+        nb_batch_firewall_list(b);
+        res = submit(l.c, b);
+        ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 1);
+        ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 0, &name, NULL, NULL, NULL), 0);
+        ck_assert_str_eq(name, "new-guest");
+        nb_results_free(res);
+        ck_assert_uint_eq(send_frames(&l, true, f, "nbturn-frame", 3), 0);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
 Suite *fw_counters_suite(void)
 {
         Suite *s = suite_create("fw-counters");
@@ -437,6 +505,7 @@ Suite *fw_counters_suite(void)
         tcase_set_timeout(gone, 60);
         tcase_add_test(gone, test_a_new_interface_of_the_name_inherits_no_rule);
         tcase_add_test(gone, test_rules_applied_after_the_interface_went_stay);
+        tcase_add_test(gone, test_an_owner_applied_in_the_turn_the_interface_went_stays);
         suite_add_tcase(s, gone);
         return s;
 }

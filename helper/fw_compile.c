@@ -347,17 +347,8 @@ static int match_frag(struct nftnl_rule *r, enum frag_test t)
  *   not P  : fragment offset not 0        | l4proto neither P nor 59
  *   44     : fragment offset not 0
  *   not 44 : no fragment header           | fragment offset 0
- * (59, no next header, makes ebt_ip6 fail even when negated.) */
-static bool v6_proto(const struct nbd_fw_rule *r)
-{
-        return r->l4proto.set && nbd_fw_rule_family(r) == 6;
-}
-
-unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
-{
-        return v6_proto(r) && !(r->l4proto.v == 44 && !r->l4proto.neg) ? 2 : 1;
-}
-
+ * (59, no next header, makes ebt_ip6 fail even when negated.)
+ * nbd_fw_rule_alts() counts them. */
 static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
         bool neg = r->l4proto.neg, frag = r->l4proto.v == 44;
@@ -404,14 +395,25 @@ static int match_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsig
         return ret ? ret : cmp_u8(nr, (uint8_t)r->l4proto.v, r->l4proto.neg);
 }
 
-/* Ports, ICMP and TCP flags. A transport header load fails for a fragment
- * other than the first, so these never match one, as in ebt_ip. */
+static bool has_l4_fields(const struct nbd_fw_rule *r)
+{
+        return r->sport[0] || r->dport[0] || r->has_icmp_type || r->tcp_flags_mask;
+}
+
+/* Ports, ICMP and TCP flags never match a fragment other than the first,
+ * as in ebt_ip (negated or not). The kernel's fast path for short
+ * transport header loads reads such a fragment's bytes as if they were
+ * the header, so IPv4 says so itself: the fragment offset is 0. IPv6's
+ * protocol match has already excluded later fragments. */
 static int match_l4(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
 {
+        const uint8_t off_mask[2] = {0x1f, 0xff}, zero[2] = {0, 0};
         uint32_t th = NFT_PAYLOAD_TRANSPORT_HEADER;
         int ret = 0;
 
-        if (r->sport[0])
+        if (has_l4_fields(r) && nbd_fw_rule_family(r) == 4)
+                ret = match_bytes(nr, NFT_PAYLOAD_NETWORK_HEADER, 6, 2, zero, off_mask, false);
+        if (ret == 0 && r->sport[0])
                 ret = match_port(nr, 0, r->sport, r->sport_neg);
         if (ret == 0 && r->dport[0])
                 ret = match_port(nr, 2, r->dport, r->dport_neg);

@@ -14,8 +14,8 @@
  *                       RETURN leaves a group as in libvirt's filters.
  * Every model rule has a counter before its verdict. A model rule is one
  * nft rule, or two consecutive ones with the same verdict where one nft
- * rule cannot say it (nbd_fw_rule_alts: an IPv6 protocol, as ebtables sees
- * it around fragments).
+ * rule cannot say it (nbd_fw_rule_alts() in fw_model.h: an IPv6 protocol,
+ * as ebtables sees it around fragments).
  * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
  * uid=<uid>": the hash lives and dies with the rules (nft flush ruleset
  * removes both), and so does the uid whose request made them, the owner's
@@ -68,9 +68,6 @@ int nbd_fw_items_append(struct nbd_fw_items *to, struct nbd_fw_items *from);
  * out of memory. */
 struct nftnl_chain *nbd_fw_new_chain(const char *name);
 struct nftnl_rule *nbd_fw_new_rule(const char *chain);
-
-/* How many nft rules a model rule makes (1 or 2, one after the other). */
-unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
 
 /* The chains one owner's spec makes, each with the number of nft rules it
  * has: group chains, then the two base chains. Stops at the first

@@ -143,6 +143,13 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r)
         return r->dscp.set ? 4 : 0;
 }
 
+unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
+{
+        bool v6 = r->l4proto.set && nbd_fw_rule_family(r) == 6;
+
+        return v6 && !(r->l4proto.v == 44 && !r->l4proto.neg) ? 2 : 1;
+}
+
 static int check_ranges(const struct nbd_fw_rule *r, struct nbd_err *e)
 {
         if (r->ether_type.set && r->ether_type.v > 0xffff)
@@ -221,6 +228,11 @@ static int check_layers(const struct nbd_fw_rule *r, struct nbd_err *e)
                 return nbd_err_set(e, -EINVAL,
                                    "ether type not 0x%04x contradicts the rule's %s matches", want,
                                    what);
+        if (ip && !want && r->ether_type.set && !r->ether_type.neg)
+                return nbd_err_set(e, -EINVAL,
+                                   "ether type 0x%04x contradicts the rule's IP matches (they "
+                                   "need 0x0800 or 0x86dd)",
+                                   r->ether_type.v);
         if (r->dscp.set && nbd_fw_rule_family(r) == 6)
                 return nbd_err_set(e, -EINVAL, "DSCP is matched for IPv4 only");
         return 0;
@@ -412,7 +424,8 @@ void nbd_fw_model_hash(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_H
         hash_u32(&f, s->reversed);
         for (size_t g = 0; g < s->n_groups; g++) {
                 hash_group(&f, &s->groups[g]);
-                rules += (unsigned)s->groups[g].n_rules;
+                for (size_t i = 0; i < s->groups[g].n_rules; i++)
+                        rules += nbd_fw_rule_alts(&s->groups[g].rules[i]);
         }
         fnv_hex(&f, out);
         *ret_rules = rules;

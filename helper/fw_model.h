@@ -103,9 +103,14 @@ int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err
 bool nbd_fw_rule_is_arp(const struct nbd_fw_rule *r);
 bool nbd_fw_rule_is_ip(const struct nbd_fw_rule *r);
 int nbd_fw_rule_family(const struct nbd_fw_rule *r);
+/* How many nftables rules the compiler makes of a rule: 1, or 2 one after
+ * the other where one cannot say it (an IPv6 protocol, which ebtables sees
+ * as 44 in a fragment other than the first). */
+unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
 
 /* The hash of an owner's model (its interface, hooks, groups and every
- * field of every rule) in hex, and the number of rules it has. The base
+ * field of every rule) in hex, and the number of rules it has in the
+ * kernel (nftables rules with a counter: nbd_fw_rule_alts() of each). The base
  * chains' comment carries it: ensure compares it without compiling. */
 void nbd_fw_model_hash(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_HEX],
                        unsigned *ret_rules);

@@ -140,7 +140,31 @@ static int rule_attr_cb(const struct nlattr *attr, void *data)
         if (mnl_attr_get_type(attr) == NFTA_RULE_CHAIN &&
             mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) == 0)
                 tb[NFTA_RULE_CHAIN] = attr;
+        if (mnl_attr_get_type(attr) == NFTA_RULE_EXPRESSIONS &&
+            mnl_attr_validate(attr, MNL_TYPE_NESTED) == 0)
+                tb[NFTA_RULE_EXPRESSIONS] = attr;
         return MNL_CB_OK;
+}
+
+/* Whether a rule has a counter: every rule the compiler makes of the
+ * model does, a jump does not. Only the expressions' names are read. */
+static bool has_counter(const struct nlattr *exprs)
+{
+        const struct nlattr *e, *a;
+
+        if (!exprs)
+                return false;
+        mnl_attr_for_each_nested(e, exprs)
+        {
+                mnl_attr_for_each_nested(a, e)
+                {
+                        if (mnl_attr_get_type(a) == NFTA_EXPR_NAME &&
+                            mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0 &&
+                            strcmp(mnl_attr_get_str(a), "counter") == 0)
+                                return true;
+                }
+        }
+        return false;
 }
 
 /* Count rules per chain from a rule dump. Only the chain's name is read:
@@ -166,9 +190,10 @@ static int on_rule(const struct nlmsghdr *nlh, void *data)
                 for (size_t i = 0; i < o->n_chains; i++)
                         if (strcmp(o->chains[i], chain) == 0 && o->chain_rules)
                                 o->chain_rules[i]++;
-                /* Rules in group chains are the owner's; the base chains
-                 * hold only the jumps to them. */
-                if (strchr(slash + 1, '/'))
+                /* The owner's rules have counters (root groups' rules in
+                 * the base chains too; jumps have none). Rules in group
+                 * chains made before counters existed count as well. */
+                if (strchr(slash + 1, '/') || has_counter(tb[NFTA_RULE_EXPRESSIONS]))
                         o->kernel_rules++;
                 break;
         }

@@ -97,13 +97,13 @@ static int unsupported(const Netbroker__FwRule *p, struct nbd_err *e)
 {
         if (p->ct_state)
                 return nbd_err_set(e, -EOPNOTSUPP,
-                                   "ct_state: conntrack state cannot be matched: the rules run "
+                                   "conntrack state cannot be matched (ct_state): the rules run "
                                    "at the interface's netdev hooks, where connection tracking "
                                    "is not available, and this kernel has no bridge-family "
                                    "conntrack");
         if (p->connlimit_above)
                 return nbd_err_set(e, -EOPNOTSUPP,
-                                   "connlimit_above: connections cannot be counted: the rules "
+                                   "connections cannot be counted (connlimit_above): the rules "
                                    "run at the interface's netdev hooks, where connection "
                                    "tracking is not available, and this kernel has no "
                                    "bridge-family conntrack");

@@ -21,12 +21,13 @@
 #include "fw_render.h"
 #include "log.h"
 
-static struct nbd_fw_rule rules[4];
-static struct nbd_fw_group groups[2];
+static struct nbd_fw_rule rules[5];
+static struct nbd_fw_group groups[3];
 
-/* Two owners, each with a group of MAC, IP, port and reject rules and a
- * group with a plain drop: chains, jumps, comments and every kind of
- * expression. */
+/* Two owners, each with a guarded group of MAC, IP, port and reject rules,
+ * a group with a plain drop and a root group with an IPv6 protocol rule
+ * (two nft rules) and an address range: chains, jumps, comments and every
+ * kind of expression. */
 static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char *ifname)
 {
         /* Check allocates in its assertions: not the firewall's to fail. */
@@ -47,7 +48,18 @@ static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char
                 nbd_fw_parse_mac("52:54:00:00:00:01/ff:ff:ff:00:00:00", &rules[2].ether_dst), 0);
         rules[3].dir = NBD_FW_DIR_TO;
         rules[3].verdict = NBD_FW_V_DROP;
+        rules[4].dir = NBD_FW_DIR_FROM;
+        rules[4].verdict = NBD_FW_V_ACCEPT;
+        rules[4].priority = -10;
+        ck_assert_int_eq(nbd_fw_parse_ip("fe80::1-fe80::9", &rules[4].ip_src), 0);
+        rules[4].l4proto = (struct nbd_fw_num){true, true, 17};
         memset(groups, 0, sizeof(groups));
+        groups[0].has_guard = true;
+        groups[0].guard.ether_type = (struct nbd_fw_num){true, true, 0x0806};
+        snprintf(groups[2].name, sizeof(groups[2].name), "root");
+        groups[2].rules = &rules[4];
+        groups[2].n_rules = 1;
+        groups[2].root = true;
         snprintf(groups[0].name, sizeof(groups[0].name), "no-spoofing");
         groups[0].rules = rules;
         groups[0].n_rules = 3;
@@ -55,7 +67,7 @@ static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char
         groups[1].rules = &rules[3];
         groups[1].n_rules = 1;
         *s = (struct nbd_fw_owner_spec){
-                .owner = owner, .ifname = ifname, .groups = groups, .n_groups = 2};
+                .owner = owner, .ifname = ifname, .groups = groups, .n_groups = 3};
         nbt_alloc_resume();
 }
 

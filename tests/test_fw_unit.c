@@ -272,6 +272,508 @@ START_TEST(test_fw_bad_rules_are_refused_before_anything_is_sent)
 }
 END_TEST
 
+static struct nbd_fw_num num(uint32_t v, bool neg)
+{
+        return (struct nbd_fw_num){true, neg, v};
+}
+
+/* The line (rule) of t that contains needle, for exact comparisons. */
+static void assert_rule(const char *t, const char *rule_text)
+{
+        char *needle;
+
+        ck_assert_int_ge(asprintf(&needle, "  %s \n", rule_text), 0);
+        assert_has(t, needle);
+        free(needle);
+}
+
+START_TEST(test_fw_vlan_and_outer_type_compile_as_ebtables_sees_them)
+{
+        struct nbd_fw_rule r[3];
+        char *t;
+
+        /* ether type != 0x0800 and not 0x8100... with a VLAN id != 5 */
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[0].vlan_id = num(5, true);
+        r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+        r[1].vlan_encap = num(0x0806, false);
+        r[2] = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+        r[2].ether_type = num(0x8100, false);
+        t = render(r, 3);
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000081 ] "
+                    "[ payload load 2b @ link header + 14 => reg 1 ] "
+                    "[ bitwise reg 1 = ( reg 1 & 0x0000ff0f ) ^ 0x00000000 ] "
+                    "[ cmp neq reg 1 0x00000500 ] [ counter pkts 0 bytes 0 ] "
+                    "[ immediate reg 0 drop ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000081 ] "
+                    "[ payload load 2b @ link header + 16 => reg 1 ] "
+                    "[ cmp eq reg 1 0x00000608 ] [ counter pkts 0 bytes 0 ] "
+                    "[ immediate reg 0 accept ]");
+        /* "any VLAN": the outer type, never meta protocol */
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000081 ] "
+                    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
+        ck_assert_msg(!strstr(t, "meta load protocol"), "%s", t);
+        free(t);
+}
+END_TEST
+
+START_TEST(test_fw_arp_and_rarp_fields_compile_with_ebt_arp_header_checks)
+{
+        struct nbd_fw_rule r[3];
+        char *t;
+
+        /* RARP, opcode 3, hardware type not 6, sender MAC */
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[0].ether_type = num(0x8035, false);
+        r[0].arp_op = num(3, false);
+        r[0].arp_htype = num(6, true);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:02", &r[0].arp_sha), 0);
+        /* ARP target MAC and a target IP range */
+        r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_RETURN);
+        ck_assert_int_eq(nbd_fw_parse_mac("52:54:00:00:00:01", &r[1].arp_tha), 0);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1-10.0.0.9", &r[1].arp_tpa), 0);
+        r[1].arp_tpa.neg = true;
+        r[2] = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+        r[2].arp_ptype = num(0x0800, false);
+        t = render(r, 3);
+        assert_rule(
+                t, "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00003580 ] "
+                   "[ payload load 2b @ network header + 0 => reg 1 ] [ cmp neq reg 1 0x00000600 ] "
+                   "[ payload load 2b @ network header + 6 => reg 1 ] [ cmp eq reg 1 0x00000300 ] "
+                   "[ payload load 2b @ network header + 0 => reg 1 ] [ cmp eq reg 1 0x00000100 ] "
+                   "[ payload load 1b @ network header + 4 => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+                   "[ payload load 6b @ network header + 8 => reg 1 ] "
+                   "[ cmp eq reg 1 0x00005452 0x00000200 ] [ counter pkts 0 bytes 0 ] "
+                   "[ immediate reg 0 drop ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000608 ] "
+                    "[ payload load 2b @ network header + 0 => reg 1 ] [ cmp eq reg 1 0x00000100 ] "
+                    "[ payload load 2b @ network header + 2 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                    "[ payload load 2b @ network header + 4 => reg 1 ] [ cmp eq reg 1 0x00000406 ] "
+                    "[ payload load 6b @ network header + 18 => reg 1 ] "
+                    "[ cmp eq reg 1 0x00005452 0x00000100 ] "
+                    "[ payload load 4b @ network header + 24 => reg 1 ] "
+                    "[ range neq reg 1 0x0100000a 0x0900000a ] [ counter pkts 0 bytes 0 ] "
+                    "[ immediate reg 0 return ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000608 ] "
+                    "[ payload load 2b @ network header + 2 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
+        free(t);
+}
+END_TEST
+
+START_TEST(test_fw_ipv4_fields_compile_to_header_loads)
+{
+        struct nbd_fw_rule r[4];
+        char *t;
+
+        /* IPv4 protocol != 17: the header's field, not meta l4proto */
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[0].ether_type = num(0x0800, false);
+        r[0].l4proto = num(17, true);
+        /* dscp 46, src range, tcp flags SYN of SYN|ACK, dport not 22-80 */
+        r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.50-10.0.0.60", &r[1].ip_src), 0);
+        r[1].dscp = num(46, false);
+        r[1].l4proto = num(6, false);
+        r[1].dport[0] = 22;
+        r[1].dport[1] = 80;
+        r[1].dport_neg = true;
+        r[1].tcp_flags_mask = 0x12;
+        r[1].tcp_flags = 0x02;
+        /* icmp not (8, 1) */
+        r[2] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[2].dscp = num(0, true);
+        r[2].l4proto = num(1, false);
+        r[2].has_icmp_type = r[2].has_icmp_code = r[2].icmp_neg = true;
+        r[2].icmp_type = 8;
+        r[2].icmp_code = 1;
+        r[3] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[3].ether_type = num(0x0800, false);
+        r[3].l4proto = num(17, false);
+        r[3].sport[0] = 68;
+        r[3].sport_neg = true;
+        t = render(r, 4);
+        assert_rule(
+                t, "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                   "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
+                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                    "[ payload load 4b @ network header + 12 => reg 1 ] "
+                    "[ range eq reg 1 0x3200000a 0x3c00000a ] "
+                    "[ payload load 1b @ network header + 1 => reg 1 ] "
+                    "[ bitwise reg 1 = ( reg 1 & 0x000000fc ) ^ 0x00000000 ] "
+                    "[ cmp eq reg 1 0x000000b8 ] "
+                    "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+                    "[ payload load 2b @ network header + 6 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
+                    "0x0000ff1f ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000000 ] "
+                    "[ payload load 2b @ transport header + 2 => reg 1 ] "
+                    "[ range neq reg 1 0x00001600 0x00005000 ] "
+                    "[ payload load 1b @ transport header + 13 => reg 1 ] "
+                    "[ bitwise reg 1 = ( reg 1 & 0x00000012 ) ^ 0x00000000 ] "
+                    "[ cmp eq reg 1 0x00000002 ] [ counter pkts 0 bytes 0 ] "
+                    "[ immediate reg 0 drop ]");
+        assert_has(t,
+                   "[ bitwise reg 1 = ( reg 1 & 0x000000fc ) ^ 0x00000000 ] "
+                   "[ cmp neq reg 1 0x00000000 ] "
+                   "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
+                   "[ payload load 2b @ network header + 6 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
+                   "0x0000ff1f ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000000 ] "
+                   "[ payload load 2b @ transport header + 0 => reg 1 ] "
+                   "[ cmp neq reg 1 0x00000108 ] [ counter pkts 0 bytes 0 ]");
+        assert_has(t, "[ payload load 2b @ transport header + 0 => reg 1 ] "
+                      "[ cmp neq reg 1 0x00004400 ] [ counter pkts 0 bytes 0 ]");
+        free(t);
+}
+END_TEST
+
+/* ebt_ip6's protocol around fragments: two nft rules where one cannot say it. */
+START_TEST(test_fw_ipv6_protocol_tells_later_fragments_apart)
+{
+        struct nbd_fw_rule r[3];
+        char *t;
+
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+        ck_assert_int_eq(nbd_fw_parse_ip("fe80::/10", &r[0].ip_src), 0);
+        r[0].l4proto = num(58, false);
+        r[1] = rule(NBD_FW_DIR_TO, NBD_FW_V_DROP);
+        r[1].ether_type = num(0x86dd, false);
+        r[1].l4proto = num(17, true);
+        r[2] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
+        r[2].ether_type = num(0x86dd, false);
+        r[2].l4proto = num(44, false);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 2);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 2);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[2]), 1);
+        t = render(r, 3);
+        /* 58: no fragment header, or offset 0 */
+        assert_has(t,
+                   "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
+                   "[ exthdr load ipv6 1b @ 44 + 0 present => reg 1 ] [ cmp eq reg 1 0x00000000 ] "
+                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
+        assert_has(t, "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
+                      "[ exthdr load ipv6 2b @ 44 + 2 => reg 1 ] "
+                      "[ bitwise reg 1 = ( reg 1 & 0x0000f8ff ) ^ 0x00000000 ] "
+                      "[ cmp eq reg 1 0x00000000 ] [ counter pkts 0 bytes 0 ] "
+                      "[ immediate reg 0 accept ]");
+        /* not 17: a later fragment (44), or a protocol neither 17 nor 59 */
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
+                    "[ exthdr load ipv6 2b @ 44 + 2 => reg 1 ] "
+                    "[ bitwise reg 1 = ( reg 1 & 0x0000f8ff ) ^ 0x00000000 ] "
+                    "[ cmp neq reg 1 0x00000000 ] [ counter pkts 0 bytes 0 ] "
+                    "[ immediate reg 0 drop ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
+                    "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
+                    "[ cmp neq reg 1 0x0000003b ] [ counter pkts 0 bytes 0 ] "
+                    "[ immediate reg 0 drop ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
+                    "[ exthdr load ipv6 2b @ 44 + 2 => reg 1 ] "
+                    "[ bitwise reg 1 = ( reg 1 & 0x0000f8ff ) ^ 0x00000000 ] "
+                    "[ cmp neq reg 1 0x00000000 ] [ counter pkts 0 bytes 0 ] "
+                    "[ immediate reg 0 accept ]");
+        free(t);
+}
+END_TEST
+
+static char *__attribute__((noinline)) render_groups(struct nbd_fw_group *g, size_t n)
+{
+        struct nbd_fw_owner_spec s = {
+                .owner = "vnet0", .ifname = "vnet0", .groups = g, .n_groups = n};
+        struct nbd_err err;
+        char *text = NULL;
+
+        ck_assert_msg(nbd_fw_render(&s, &text, &err) == 0, "render: %s", err.msg);
+        return text;
+}
+
+/* The base chain's order, and a group's, by priority; equal ones as given. */
+START_TEST(test_fw_priorities_order_groups_jumps_and_root_rules)
+{
+        struct nbd_fw_rule a[3], b[1], root[2];
+        struct nbd_fw_group g[3] = {
+                {.name = "a", .rules = a, .n_rules = 3, .priority = 10},
+                {.name = "b", .rules = b, .n_rules = 1, .priority = -5, .has_guard = true},
+                {.name = "root", .rules = root, .n_rules = 2, .root = true},
+        };
+        const char *p, *q;
+        char *t;
+
+        for (int i = 0; i < 3; i++)
+                a[i] = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+        a[0].priority = 7;
+        a[0].ether_type = num(0x0001, false);
+        a[1].priority = -3;
+        a[1].ether_type = num(0x0002, false);
+        a[2].priority = 7;
+        a[2].ether_type = num(0x0003, false);
+        b[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        g[1].guard = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+        g[1].guard.ether_type = num(0x0800, false);
+        root[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        root[0].priority = 10;
+        root[0].ether_type = num(0x0004, false);
+        root[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        root[1].priority = -100;
+        root[1].ether_type = num(0x0005, false);
+        t = render_groups(g, 3);
+        /* group a: -3 (0x0002), then 7 as given (0x0001, 0x0003) */
+        p = strstr(t, "chain vnet0/from/a\n");
+        ck_assert_ptr_nonnull(p);
+        p = strstr(p, "0x00000200");
+        q = strstr(t, "0x00000100");
+        ck_assert_msg(p && q && p < q && q < strstr(t, "0x00000300"), "%s", t);
+        /* the root group has no chain; the base chain: root -100, jump b
+         * (-5, guarded), jump a (10), root 10 (a before it: groups first) */
+        ck_assert_msg(!strstr(t, "vnet0/from/root"), "%s", t);
+        p = strstr(t, "chain vnet0/from\n");
+        ck_assert_ptr_nonnull(p);
+        assert_has(p,
+                   "  [ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000500 ] "
+                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ] \n"
+                   "  [ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                   "[ immediate reg 0 jump -> vnet0/from/b ] \n"
+                   "  [ immediate reg 0 jump -> vnet0/from/a ] \n"
+                   "  [ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000400 ] "
+                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ] \n");
+        free(t);
+}
+END_TEST
+
+/* Every new field, each group option: a change is a new hash. */
+START_TEST(test_fw_hash_sees_every_new_field_and_group_option)
+{
+        struct nbd_fw_rule a = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP), b;
+        struct nbd_fw_group g = {.name = "g", .rules = &b, .n_rules = 1};
+        struct nbd_fw_owner_spec s = {
+                .owner = "vnet0", .ifname = "vnet0", .groups = &g, .n_groups = 1};
+        char h0[NBD_FW_HASH_HEX], h[NBD_FW_HASH_HEX];
+        unsigned rules;
+
+        b = a;
+        nbd_fw_model_hash(&s, h0, &rules);
+        for (int field = 0; field < 22; field++) {
+                b = a;
+                g = (struct nbd_fw_group){.name = "g", .rules = &b, .n_rules = 1};
+                switch (field) {
+                case 0:
+                        b.priority = 1;
+                        break;
+                case 1:
+                        b.vlan_encap = num(0x0800, false);
+                        break;
+                case 2:
+                        b.arp_htype = num(1, false);
+                        break;
+                case 3:
+                        b.arp_ptype = num(0x0800, false);
+                        break;
+                case 4:
+                        b.arp_tha.set = true;
+                        break;
+                case 5:
+                        b.arp_gratuitous = num(1, false);
+                        break;
+                case 6:
+                        b.dscp = num(0, false);
+                        break;
+                case 7:
+                        b.sport_neg = true;
+                        break;
+                case 8:
+                        b.dport_neg = true;
+                        break;
+                case 9:
+                        b.has_icmp_code = true;
+                        break;
+                case 10:
+                        b.icmp_neg = true;
+                        break;
+                case 11:
+                        b.tcp_flags_mask = 2;
+                        break;
+                case 12:
+                        b.tcp_flags_neg = true;
+                        break;
+                case 13:
+                        strcpy(b.comment, "x");
+                        break;
+                case 14:
+                        b.l4proto = num(6, true);
+                        break;
+                case 15:
+                        b.vlan_id = num(1, true);
+                        break;
+                case 16:
+                        b.ip_src.set = b.ip_src.is_range = true;
+                        break;
+                case 17:
+                        g.priority = 1;
+                        break;
+                case 18:
+                        g.root = true;
+                        break;
+                case 19:
+                        g.has_guard = true;
+                        break;
+                case 20:
+                        g.has_guard = true;
+                        g.guard.ether_type = num(0x0800, false);
+                        break;
+                case 21:
+                        b.tcp_flags = 2;
+                        break;
+                }
+                nbd_fw_model_hash(&s, h, &rules);
+                ck_assert_msg(strcmp(h0, h) != 0, "field %d did not change the hash", field);
+                if (field == 20) { /* the guard's contents, not just that there is one */
+                        char h2[NBD_FW_HASH_HEX];
+                        g.guard.ether_type = num(0x86dd, false);
+                        nbd_fw_model_hash(&s, h2, &rules);
+                        ck_assert_str_ne(h, h2);
+                }
+        }
+}
+END_TEST
+
+static int count_chain(const char *name, size_t rules, void *data)
+{
+        char *out = data;
+
+        snprintf(out + strlen(out), 512 - strlen(out), "%s=%zu ", name, rules);
+        return 0;
+}
+
+/* ensure's check counts what the compiler makes. */
+START_TEST(test_fw_layout_counts_the_rules_compiled)
+{
+        struct nbd_fw_rule r[2], root[1];
+        struct nbd_fw_group g[2] = {{.name = "g", .rules = r, .n_rules = 2},
+                                    {.name = "r", .rules = root, .n_rules = 1, .root = true}};
+        struct nbd_fw_owner_spec s = {
+                .owner = "vnet0", .ifname = "vnet0", .groups = g, .n_groups = 2};
+        char out[512] = "";
+
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[0].ether_type = num(0x86dd, false);
+        r[0].l4proto = num(6, false);
+        r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        root[0] = rule(NBD_FW_DIR_TO, NBD_FW_V_DROP);
+        ck_assert_int_eq(nbd_fw_layout(&s, count_chain, out), 0);
+        ck_assert_str_eq(out, "vnet0/from/g=3 vnet0/from=1 vnet0/to=1 ");
+}
+END_TEST
+
+START_TEST(test_fw_new_bad_combinations_are_refused_with_a_sentence)
+{
+        static const struct {
+                const char *why;
+                int code;
+                const char *needle;
+        } want[] = {
+                {"tcp flags without tcp", -EINVAL, "TCP flags need the protocol tcp"},
+                {"icmp code without type", -EINVAL, "ICMP code"},
+                {"dscp on IPv6", -EINVAL, "DSCP is matched for IPv4 only"},
+                {"vlan with ether type ipv4", -EINVAL, "contradicts"},
+                {"ARP with ether type ipv6", -EINVAL, "contradicts"},
+                {"gratuitous", -EOPNOTSUPP, "gratuitous ARP"},
+                {"vlan with IP", -EINVAL, "VLAN and IP"},
+                {"ports with negated protocol", -EINVAL, "not negated"},
+                {"flags outside mask", -EINVAL, "outside their mask"},
+                {"priority", -EINVAL, "-1000..1000"},
+                {"not 0x8100 with vlan", -EINVAL, "not 0x8100"},
+                {"protocol with ether type 0x8100", -EINVAL, "need 0x0800 or 0x86dd"},
+        };
+        struct nbd_err err;
+
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+                struct nbd_fw_rule r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+                switch (i) {
+                case 0:
+                        r.l4proto = num(17, false);
+                        r.tcp_flags_mask = 2;
+                        break;
+                case 1:
+                        r.l4proto = num(1, false);
+                        r.has_icmp_code = true;
+                        break;
+                case 2:
+                        ck_assert_int_eq(nbd_fw_parse_ip("fe80::1", &r.ip_src), 0);
+                        r.dscp = num(1, false);
+                        break;
+                case 3:
+                        r.ether_type = num(0x0800, false);
+                        r.vlan_id = num(1, false);
+                        break;
+                case 4:
+                        r.ether_type = num(0x86dd, false);
+                        r.arp_htype = num(1, false);
+                        break;
+                case 5:
+                        r.arp_gratuitous = num(1, false);
+                        break;
+                case 6:
+                        r.vlan_encap = num(0x0800, false);
+                        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1", &r.ip_src), 0);
+                        break;
+                case 7:
+                        r.l4proto = num(6, true);
+                        r.dport[0] = r.dport[1] = 80;
+                        break;
+                case 8:
+                        r.l4proto = num(6, false);
+                        r.tcp_flags_mask = 0x02;
+                        r.tcp_flags = 0x12;
+                        break;
+                case 9:
+                        r.priority = 1001;
+                        break;
+                case 10:
+                        r.ether_type = num(0x8100, true);
+                        r.vlan_id = num(1, false);
+                        break;
+                case 11:
+                        r.ether_type = num(0x8100, false);
+                        r.l4proto = num(6, false);
+                        break;
+                }
+                ck_assert_msg(nbd_fw_rule_check(&r, false, &err) == want[i].code,
+                              "%s: not refused with %d", want[i].why, want[i].code);
+                ck_assert_msg(strstr(err.msg, want[i].needle), "%s: '%s' lacks '%s'", want[i].why,
+                              err.msg, want[i].needle);
+        }
+}
+END_TEST
+
+START_TEST(test_fw_ip_ranges_parse_one_family_in_order)
+{
+        struct nbd_fw_ip ip;
+        struct nbd_err err;
+        struct nbd_fw_rule r = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1-10.0.0.9", &ip), 0);
+        ck_assert(ip.is_range && ip.family == 4);
+        ck_assert_int_eq(ip.addr[3], 1);
+        ck_assert_int_eq(ip.mask[3], 9);
+        ck_assert_int_eq(nbd_fw_parse_ip("fe80::1-fe80::2", &ip), 0);
+        ck_assert_int_eq(ip.family, 6);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.9-10.0.0.1", &ip), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1-fe80::1", &ip), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/24-10.0.1.0", &ip), -EINVAL);
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1-", &ip), -EINVAL);
+        /* A single-address range is fine; ARP addresses may be ranges. */
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.1-10.0.0.1", &r.arp_spa), 0);
+        ck_assert_int_eq(nbd_fw_rule_check(&r, false, &err), 0);
+}
+END_TEST
+
 TCase *fw_unit_tcase(void)
 {
         TCase *tc = tcase_create("firewall");
@@ -281,5 +783,14 @@ TCase *fw_unit_tcase(void)
         tcase_add_test(tc, test_fw_hash_is_stable_canonical_and_sensitive);
         tcase_add_test(tc, test_fw_hash_does_not_depend_on_memory_contents);
         tcase_add_test(tc, test_fw_bad_rules_are_refused_before_anything_is_sent);
+        tcase_add_test(tc, test_fw_vlan_and_outer_type_compile_as_ebtables_sees_them);
+        tcase_add_test(tc, test_fw_arp_and_rarp_fields_compile_with_ebt_arp_header_checks);
+        tcase_add_test(tc, test_fw_ipv4_fields_compile_to_header_loads);
+        tcase_add_test(tc, test_fw_ipv6_protocol_tells_later_fragments_apart);
+        tcase_add_test(tc, test_fw_priorities_order_groups_jumps_and_root_rules);
+        tcase_add_test(tc, test_fw_hash_sees_every_new_field_and_group_option);
+        tcase_add_test(tc, test_fw_layout_counts_the_rules_compiled);
+        tcase_add_test(tc, test_fw_new_bad_combinations_are_refused_with_a_sentence);
+        tcase_add_test(tc, test_fw_ip_ranges_parse_one_family_in_order);
         return tc;
 }

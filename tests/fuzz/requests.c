@@ -32,6 +32,70 @@ static int add_guest_firewall(nb_batch *b, const char *owner, const char *ifname
         return r;
 }
 
+/* libvirt's fields (issue 13): priorities, a guarded group, a root group,
+ * RARP, VLAN encapsulation, DSCP, ICMP code, TCP flags, ranges, negations
+ * and a comment. */
+static int add_libvirt_fields(nb_fw_ruleset *rs)
+{
+        const nb_fw_rule guard = {.ether_type = 0x86dd};
+        nb_fw_rule v6 = {.verdict = NB_FW_DROP,
+                         .priority = -10,
+                         .ether_type = 0x86dd,
+                         .l4_proto = 17,
+                         .l4_proto_not = true,
+                         .comment = "not udp"};
+        nb_fw_rule tcp = {.verdict = NB_FW_RETURN,
+                          .ip_src = "10.0.0.1-10.0.0.9",
+                          .has_dscp = true,
+                          .dscp = 46,
+                          .dscp_not = true,
+                          .l4_proto = 6,
+                          .dport_min = 1,
+                          .dport_max = 1023,
+                          .dport_not = true,
+                          .tcp_flags_mask = 0x12,
+                          .tcp_flags = 0x02};
+        nb_fw_rule icmp = {.verdict = NB_FW_DROP,
+                           .ether_type = 0x0800,
+                           .l4_proto = 1,
+                           .has_icmp_type = true,
+                           .icmp_type = 3,
+                           .has_icmp_code = true,
+                           .icmp_code = 4,
+                           .icmp_not = true};
+        nb_fw_rule rarp = {.verdict = NB_FW_ACCEPT,
+                           .priority = -500,
+                           .ether_type = 0x8035,
+                           .arp_op = 3,
+                           .arp_htype = 1,
+                           .arp_ptype = 0x0800,
+                           .arp_target_mac = MAC,
+                           .arp_target_mac_not = true};
+        nb_fw_rule vlan = {.direction = NB_FW_TO_GUEST,
+                           .verdict = NB_FW_DROP,
+                           .has_vlan_id = true,
+                           .vlan_id = 7,
+                           .vlan_id_not = true,
+                           .vlan_encap = 0x0806};
+        int r = nb_fw_group_ex(rs, "ipv6", &(nb_fw_group_opts){.priority = -300, .guard = &guard});
+
+        if (r == 0)
+                r = nb_fw_rule_add(rs, &v6);
+        if (r == 0)
+                r = nb_fw_group_ex(rs, "root", &(nb_fw_group_opts){.priority = 0, .root = true});
+        if (r == 0)
+                r = nb_fw_rule_add(rs, &rarp);
+        if (r == 0)
+                r = nb_fw_rule_add(rs, &vlan);
+        if (r == 0)
+                r = nb_fw_group_ex(rs, "ipv4", &(nb_fw_group_opts){.priority = 100});
+        if (r == 0)
+                r = nb_fw_rule_add(rs, &tcp);
+        if (r == 0)
+                r = nb_fw_rule_add(rs, &icmp);
+        return r;
+}
+
 /* Rules that use every match the protocol has. */
 static int add_rich_firewall(nb_batch *b, const char *owner, const char *ifname)
 {
@@ -79,6 +143,8 @@ static int add_rich_firewall(nb_batch *b, const char *owner, const char *ifname)
                 r = nb_fw_rule_add(rs, &arp);
         if (r == 0)
                 r = nb_fw_rule_add(rs, &vlan);
+        if (r == 0)
+                r = add_libvirt_fields(rs);
         if (r == 0)
                 r = nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE);
         nb_fw_ruleset_free(rs);

@@ -1,6 +1,7 @@
 /* The fw text format's fields for libvirt's rule model (fwfile.h): every
  * new match, negations, quoted comments, group options and stock filters
- * by name with variables, read into a batch and checked on the wire form. */
+ * by name with variables, read into a batch and checked on the wire form;
+ * and the accessors of FirewallList's counters, on a reply built here. */
 #include <check.h>
 #include <errno.h>
 #include <string.h>
@@ -175,6 +176,84 @@ START_TEST(test_fw_file_bad_new_fields_are_reported_with_their_line)
 }
 END_TEST
 
+START_TEST(test_counter_accessors_read_each_owners_rules)
+{
+        Netbroker__FwRuleCounter c0 = NETBROKER__FW_RULE_COUNTER__INIT;
+        Netbroker__FwRuleCounter c1 = NETBROKER__FW_RULE_COUNTER__INIT;
+        Netbroker__FwRuleCounter *counters[] = {&c0, &c1};
+        Netbroker__FwOwner o0 = NETBROKER__FW_OWNER__INIT, o1 = NETBROKER__FW_OWNER__INIT;
+        Netbroker__FwOwner *owners[] = {&o0, &o1};
+        Netbroker__FirewallListResult fl = NETBROKER__FIREWALL_LIST_RESULT__INIT;
+        Netbroker__FirewallApplyResult fa = NETBROKER__FIREWALL_APPLY_RESULT__INIT;
+        Netbroker__Result r0 = NETBROKER__RESULT__INIT, r1 = NETBROKER__RESULT__INIT;
+        Netbroker__Result *results[] = {&r0, &r1};
+        Netbroker__Reply reply = NETBROKER__REPLY__INIT;
+        Netbroker__ServerMessage msg = NETBROKER__SERVER_MESSAGE__INIT;
+        nb_results res = {.msg = &msg};
+        nb_fw_counter c;
+
+        c0.group = "web";
+        c0.direction = NETBROKER__FW_DIRECTION__FW_TO_GUEST;
+        c0.index = 1;
+        c0.packets = 5;
+        c0.bytes = 300;
+        c0.text = "in accept";
+        c1.direction = NETBROKER__FW_DIRECTION__FW_FROM_GUEST;
+        c1.text = "jump web";
+        o1.counters = counters;
+        o1.n_counters = 2;
+        fl.owners = owners;
+        fl.n_owners = 2;
+        r0.out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
+        r0.firewall_list = &fl;
+        r1.out_case = NETBROKER__RESULT__OUT_FIREWALL;
+        r1.firewall = &fa;
+        reply.results = results;
+        reply.n_results = 2;
+        msg.msg_case = NETBROKER__SERVER_MESSAGE__MSG_REPLY;
+        msg.reply = &reply;
+
+        ck_assert_uint_eq(nb_result_fw_counter_count(&res, 0, 0), 0);
+        ck_assert_uint_eq(nb_result_fw_counter_count(&res, 0, 1), 2);
+        ck_assert_uint_eq(nb_result_fw_counter_count(&res, 0, 2), 0);
+        ck_assert_uint_eq(nb_result_fw_counter_count(&res, 1, 0), 0);
+        ck_assert_uint_eq(nb_result_fw_counter_count(&res, 5, 0), 0);
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 0, 1, 0, &c), 0);
+        ck_assert_str_eq(c.group, "web");
+        ck_assert_int_eq(c.direction, NB_FW_TO_GUEST);
+        ck_assert_uint_eq(c.index, 1);
+        ck_assert_uint_eq(c.packets, 5);
+        ck_assert_uint_eq(c.bytes, 300);
+        ck_assert_str_eq(c.text, "in accept");
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 0, 1, 1, &c), 0);
+        ck_assert_str_eq(c.group, "");
+        ck_assert_int_eq(c.direction, NB_FW_FROM_GUEST);
+        ck_assert_str_eq(c.text, "jump web");
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 0, 1, 2, &c), -ERANGE);
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 0, 0, 0, &c), -ERANGE);
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 0, 2, 0, &c), -ERANGE);
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 1, 0, 0, &c), -ENODATA);
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 2, 0, 0, &c), -ERANGE);
+        ck_assert_int_eq(nb_result_fw_counter_at(&res, 0, 1, 0, NULL), 0);
+}
+END_TEST
+
+/* The request: FirewallList with counters set; the plain one without. */
+START_TEST(test_list_counters_asks_for_counters)
+{
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_firewall_list(b), 0);
+        ck_assert_int_eq(nb_batch_firewall_list_counters(b), 0);
+        ck_assert_int_eq(b->req.ops[0]->op_case, NETBROKER__OP__OP_FIREWALL_LIST);
+        ck_assert(!b->req.ops[0]->firewall_list->counters);
+        ck_assert_int_eq(b->req.ops[1]->op_case, NETBROKER__OP__OP_FIREWALL_LIST);
+        ck_assert(b->req.ops[1]->firewall_list->counters);
+        ck_assert_int_eq(nb_batch_firewall_list_counters(NULL), -EINVAL);
+        nb_batch_free(b);
+}
+END_TEST
+
 TCase *fwfile_tcase(void)
 {
         TCase *tc = tcase_create("fw-file");
@@ -183,5 +262,7 @@ TCase *fwfile_tcase(void)
         tcase_add_test(tc, test_fw_file_group_options_select_or_start_a_group);
         tcase_add_test(tc, test_fw_file_stock_filters_by_name_with_variables);
         tcase_add_test(tc, test_fw_file_bad_new_fields_are_reported_with_their_line);
+        tcase_add_test(tc, test_counter_accessors_read_each_owners_rules);
+        tcase_add_test(tc, test_list_counters_asks_for_counters);
         return tc;
 }

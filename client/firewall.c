@@ -474,3 +474,17 @@ NB_EXPORT int nb_batch_firewall_list(nb_batch *b)
         netbroker__firewall_list__init(l);
         return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_LIST, l, false);
 }
+
+NB_EXPORT int nb_batch_firewall_list_counters(nb_batch *b)
+{
+        Netbroker__FirewallList *l;
+
+        if (!b)
+                return -EINVAL;
+        l = malloc(sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        netbroker__firewall_list__init(l);
+        l->counters = true;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_LIST, l, false);
+}

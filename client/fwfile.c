@@ -57,6 +57,18 @@ struct sym {
 static const struct sym ether_types[] = {{"ipv4", 0x0800}, {"arp", 0x0806},  {"ipv6", 0x86dd},
                                          {"rarp", 0x8035}, {"vlan", 0x8100}, {NULL, 0}};
 static const struct sym arp_ops[] = {{"request", 1}, {"reply", 2}, {NULL, 0}};
+static const struct sym arp_ptypes[] = {{"ipv4", 0x0800}, {NULL, 0}};
+static const struct sym tcp_flag_names[] = {{"FIN", NB_TCP_FIN},
+                                            {"SYN", NB_TCP_SYN},
+                                            {"RST", NB_TCP_RST},
+                                            {"PSH", NB_TCP_PSH},
+                                            {"ACK", NB_TCP_ACK},
+                                            {"URG", NB_TCP_URG},
+                                            {"ECE", NB_TCP_ECE},
+                                            {"CWR", NB_TCP_CWR},
+                                            {"ALL", 0x3f},
+                                            {"NONE", 0},
+                                            {NULL, 0}};
 static const struct sym protos[] = {{"icmp", 1},   {"tcp", 6},     {"udp", 17},
                                     {"sctp", 132}, {"icmpv6", 58}, {NULL, 0}};
 
@@ -103,24 +115,48 @@ static bool mac(const char *s, bool mask_ok)
                plain_mac(slash + 1, strlen(slash + 1));
 }
 
-/* An IPv4 or IPv6 address, or a prefix ADDR/LEN where prefix_ok. */
-static bool addr(const char *s, bool prefix_ok)
+/* An IPv4 or IPv6 address, or a prefix ADDR/LEN where prefix_ok; its
+ * family (AF_INET, AF_INET6) or 0 when it is neither. */
+static int addr_family(const char *s, size_t len, bool prefix_ok)
 {
-        const char *slash = strchr(s, '/');
-        size_t len = slash ? (size_t)(slash - s) : strlen(s);
-        char buf[INET6_ADDRSTRLEN];
+        const char *slash = memchr(s, '/', len);
+        size_t alen = slash ? (size_t)(slash - s) : len;
+        char buf[INET6_ADDRSTRLEN], num[8];
         unsigned char a[16];
         unsigned long plen;
         int family;
 
-        if (len >= sizeof(buf) || (slash && !prefix_ok))
-                return false;
-        memcpy(buf, s, len);
-        buf[len] = '\0';
+        if (alen >= sizeof(buf) || (slash && !prefix_ok))
+                return 0;
+        memcpy(buf, s, alen);
+        buf[alen] = '\0';
         family = strchr(buf, ':') ? AF_INET6 : AF_INET;
         if (inet_pton(family, buf, a) != 1)
-                return false;
-        return !slash || number(slash + 1, NULL, 0, family == AF_INET ? 32 : 128, &plen);
+                return 0;
+        if (!slash)
+                return family;
+        if (len - alen - 1 >= sizeof(num))
+                return 0;
+        memcpy(num, slash + 1, len - alen - 1);
+        num[len - alen - 1] = '\0';
+        return number(num, NULL, 0, family == AF_INET ? 32 : 128, &plen) ? family : 0;
+}
+
+static bool addr(const char *s, bool prefix_ok)
+{
+        return addr_family(s, strlen(s), prefix_ok) != 0;
+}
+
+/* ADDR[/LEN], or a range A-B of one family (IPv6 addresses hold no '-'). */
+static bool addr_or_range(const char *s)
+{
+        const char *dash = strchr(s, '-');
+        int f;
+
+        if (!dash)
+                return addr(s, true);
+        f = addr_family(s, (size_t)(dash - s), false);
+        return f && f == addr_family(dash + 1, strlen(dash + 1), false);
 }
 
 /* P or P-Q, 1-65535, P <= Q. A single port leaves max 0, as the API
@@ -166,6 +202,16 @@ enum match {
         M_SPORT,
         M_DPORT,
         M_ICMP_TYPE,
+        M_PRIORITY,
+        M_VLAN_ENCAP,
+        M_ARP_HTYPE,
+        M_ARP_PTYPE,
+        M_ARP_TARGET_MAC,
+        M_ARP_GRATUITOUS,
+        M_DSCP,
+        M_ICMP_CODE,
+        M_TCP_FLAGS,
+        M_COMMENT,
         M_COUNT
 };
 
@@ -177,18 +223,73 @@ static const struct {
         [M_ETHER_SRC] = {"ether-src", true, "a MAC or MAC/MASK"},
         [M_ETHER_DST] = {"ether-dst", true, "a MAC or MAC/MASK"},
         [M_ETHER_TYPE] = {"ether-type", true, "1-65535 or ipv4, arp, ipv6, rarp, vlan"},
-        [M_VLAN] = {"vlan", false, "0-4095"},
+        [M_VLAN] = {"vlan", true, "0-4095"},
         [M_ARP_OP] = {"arp-op", true, "1-65535 or request, reply"},
         [M_ARP_SENDER_MAC] = {"arp-sender-mac", true, "a MAC"},
         [M_ARP_SENDER_IP] = {"arp-sender-ip", true, "an IPv4 address or prefix"},
         [M_ARP_TARGET_IP] = {"arp-target-ip", true, "an IPv4 address or prefix"},
-        [M_IP_SRC] = {"ip-src", true, "an IP address or prefix"},
-        [M_IP_DST] = {"ip-dst", true, "an IP address or prefix"},
-        [M_PROTO] = {"proto", false, "1-255 or tcp, udp, sctp, icmp, icmpv6"},
-        [M_SPORT] = {"sport", false, "a port (1-65535) or a range P-Q"},
-        [M_DPORT] = {"dport", false, "a port (1-65535) or a range P-Q"},
-        [M_ICMP_TYPE] = {"icmp-type", false, "0-255"},
+        [M_IP_SRC] = {"ip-src", true, "an IP address, prefix or range A-B"},
+        [M_IP_DST] = {"ip-dst", true, "an IP address, prefix or range A-B"},
+        [M_PROTO] = {"proto", true, "1-255 or tcp, udp, sctp, icmp, icmpv6"},
+        [M_SPORT] = {"sport", true, "a port (1-65535) or a range P-Q"},
+        [M_DPORT] = {"dport", true, "a port (1-65535) or a range P-Q"},
+        [M_ICMP_TYPE] = {"icmp-type", true, "0-255"},
+        [M_PRIORITY] = {"priority", false, "-1000 to 1000"},
+        [M_VLAN_ENCAP] = {"vlan-encap", true, "1-65535 or ipv4, arp, ipv6, rarp, vlan"},
+        [M_ARP_HTYPE] = {"arp-htype", true, "1-65535"},
+        [M_ARP_PTYPE] = {"arp-ptype", true, "1-65535 or ipv4"},
+        [M_ARP_TARGET_MAC] = {"arp-target-mac", true, "a MAC"},
+        [M_ARP_GRATUITOUS] = {"arp-gratuitous", true, "true"},
+        [M_DSCP] = {"dscp", true, "0-63"},
+        [M_ICMP_CODE] = {"icmp-code", false, "0-255"},
+        [M_TCP_FLAGS] = {"tcp-flags", true,
+                         "MASK/SET, each FIN,SYN,RST,PSH,ACK,URG,ECE,CWR, ALL, NONE or 0-255"},
+        [M_COMMENT] = {"comment", false, "a text of up to 256 bytes"},
 };
+
+/* -1000..1000, decimal. */
+static bool priority(const char *s, int16_t *ret)
+{
+        bool neg = s[0] == '-';
+        unsigned long v;
+
+        if (!number(neg ? s + 1 : s, NULL, 0, 1000, &v))
+                return false;
+        *ret = (int16_t)(neg ? -(long)v : (long)v);
+        return true;
+}
+
+/* One side of MASK/SET: names joined by ',', or a number. */
+static bool flag_set(const char *s, size_t len, uint8_t *ret)
+{
+        char buf[64];
+        unsigned long v = 0, one;
+        char *save = NULL;
+
+        if (len == 0 || len >= sizeof(buf))
+                return false;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        if (isdigit((unsigned char)buf[0]))
+                return number(buf, NULL, 0, 255, &one) && (*ret = (uint8_t)one, true);
+        for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                /* Names only: no number is in [256, 0]. */
+                if (!number(w, tcp_flag_names, 256, 0, &one))
+                        return false;
+                v |= one;
+        }
+        *ret = (uint8_t)v;
+        return true;
+}
+
+static bool tcp_flags(const char *s, uint8_t *ret_mask, uint8_t *ret_set)
+{
+        const char *slash = strchr(s, '/');
+
+        return slash && flag_set(s, (size_t)(slash - s), ret_mask) &&
+               flag_set(slash + 1, strlen(slash + 1), ret_set) && (*ret_set & ~*ret_mask) == 0 &&
+               *ret_mask;
+}
 
 /* Set match m of r from val; false when val is not what m takes. The
  * strings point into the line, which outlives r (nb_fw_rule_add copies). */
@@ -216,6 +317,7 @@ static bool set_match(nb_fw_rule *r, enum match m, bool neg, const char *val)
                         return false;
                 r->has_vlan_id = true;
                 r->vlan_id = (uint16_t)n;
+                r->vlan_id_not = neg;
                 return true;
         case M_ARP_OP:
                 if (!number(val, arp_ops, 1, 0xffff, &n))
@@ -238,26 +340,77 @@ static bool set_match(nb_fw_rule *r, enum match m, bool neg, const char *val)
         case M_IP_SRC:
                 r->ip_src = val;
                 r->ip_src_not = neg;
-                return addr(val, true);
+                return addr_or_range(val);
         case M_IP_DST:
                 r->ip_dst = val;
                 r->ip_dst_not = neg;
-                return addr(val, true);
+                return addr_or_range(val);
         case M_PROTO:
                 if (!number(val, protos, 1, 255, &n))
                         return false;
                 r->l4_proto = (uint8_t)n;
+                r->l4_proto_not = neg;
                 return true;
         case M_SPORT:
+                r->sport_not = neg;
                 return ports(val, &r->sport_min, &r->sport_max);
         case M_DPORT:
+                r->dport_not = neg;
                 return ports(val, &r->dport_min, &r->dport_max);
         case M_ICMP_TYPE:
                 if (!number(val, NULL, 0, 255, &n))
                         return false;
                 r->has_icmp_type = true;
                 r->icmp_type = (uint8_t)n;
+                r->icmp_not = neg;
                 return true;
+        case M_PRIORITY:
+                return priority(val, &r->priority);
+        case M_VLAN_ENCAP:
+                if (!number(val, ether_types, 1, 0xffff, &n))
+                        return false;
+                r->vlan_encap = (uint16_t)n;
+                r->vlan_encap_not = neg;
+                return true;
+        case M_ARP_HTYPE:
+                if (!number(val, NULL, 1, 0xffff, &n))
+                        return false;
+                r->arp_htype = (uint16_t)n;
+                r->arp_htype_not = neg;
+                return true;
+        case M_ARP_PTYPE:
+                if (!number(val, arp_ptypes, 1, 0xffff, &n))
+                        return false;
+                r->arp_ptype = (uint16_t)n;
+                r->arp_ptype_not = neg;
+                return true;
+        case M_ARP_TARGET_MAC:
+                r->arp_target_mac = val;
+                r->arp_target_mac_not = neg;
+                return mac(val, false);
+        case M_ARP_GRATUITOUS:
+                r->arp_gratuitous = true;
+                r->arp_gratuitous_not = neg;
+                return strcmp(val, "true") == 0;
+        case M_DSCP:
+                if (!number(val, NULL, 0, 63, &n))
+                        return false;
+                r->has_dscp = true;
+                r->dscp = (uint8_t)n;
+                r->dscp_not = neg;
+                return true;
+        case M_ICMP_CODE:
+                if (!number(val, NULL, 0, 255, &n))
+                        return false;
+                r->has_icmp_code = true;
+                r->icmp_code = (uint8_t)n;
+                return true;
+        case M_TCP_FLAGS:
+                r->tcp_flags_not = neg;
+                return tcp_flags(val, &r->tcp_flags_mask, &r->tcp_flags);
+        case M_COMMENT:
+                r->comment = val;
+                return strlen(val) <= 256;
         case M_COUNT:
                 break;
         }
@@ -367,26 +520,42 @@ static int st_owner(struct parse *p, int argc, char **argv)
         return 0;
 }
 
-static int st_group(struct parse *p, int argc, char **argv)
+/* MATCH... from argv[i] on into r. */
+static int parse_matches(struct parse *p, int argc, char **argv, int i, nb_fw_rule *r)
 {
-        int r = need_owner(p, "group");
+        uint32_t seen = 0;
 
-        if (r < 0)
-                return r;
-        if (argc != 2)
-                return fail(p, "usage: group NAME");
-        r = nb_fw_group(p->rs, argv[1]);
-        if (r == -EINVAL)
-                return fail(p, "bad group name '%s' ([A-Za-z0-9_-], 1-32 bytes)", argv[1]);
-        if (r == -EEXIST)
-                return fail(p, "group '%s' already defined for owner '%s'", argv[1], p->owner);
-        return r < 0 ? oom(p) : 0;
+        while (i < argc) {
+                enum match m = 0;
+                bool neg = false;
+
+                while (m < M_COUNT && strcmp(argv[i], matches[m].name) != 0)
+                        m++;
+                if (m == M_COUNT)
+                        return fail(p, "unknown match '%s'", argv[i]);
+                if (seen & (1u << m))
+                        return fail(p, "'%s' given twice", matches[m].name);
+                seen |= 1u << m;
+                i++;
+                if (i < argc && strcmp(argv[i], "!") == 0) {
+                        if (!matches[m].negatable)
+                                return fail(p, "'%s' cannot be negated", matches[m].name);
+                        neg = true;
+                        i++;
+                }
+                if (i >= argc)
+                        return fail(p, "'%s' needs a value: %s", matches[m].name, matches[m].value);
+                if (!set_match(r, m, neg, argv[i]))
+                        return fail(p, "%s '%s': not %s", matches[m].name, argv[i],
+                                    matches[m].value);
+                i++;
+        }
+        return 0;
 }
 
 static int st_rule(struct parse *p, int argc, char **argv)
 {
         nb_fw_rule rule = {0};
-        unsigned seen = 0;
         int r = need_owner(p, "rule");
 
         if (r < 0)
@@ -409,35 +578,123 @@ static int st_rule(struct parse *p, int argc, char **argv)
                 rule.verdict = NB_FW_RETURN;
         else
                 return fail(p, "verdict '%s': accept, drop, reject or return", argv[2]);
-        for (int i = 3; i < argc;) {
-                enum match m = 0;
-                bool neg = false;
-
-                while (m < M_COUNT && strcmp(argv[i], matches[m].name) != 0)
-                        m++;
-                if (m == M_COUNT)
-                        return fail(p, "unknown match '%s'", argv[i]);
-                if (seen & (1u << m))
-                        return fail(p, "'%s' given twice", matches[m].name);
-                seen |= 1u << m;
-                i++;
-                if (i < argc && strcmp(argv[i], "!") == 0) {
-                        if (!matches[m].negatable)
-                                return fail(p, "'%s' cannot be negated", matches[m].name);
-                        neg = true;
-                        i++;
-                }
-                if (i >= argc)
-                        return fail(p, "'%s' needs a value: %s", matches[m].name, matches[m].value);
-                if (!set_match(&rule, m, neg, argv[i]))
-                        return fail(p, "%s '%s': not %s", matches[m].name, argv[i],
-                                    matches[m].value);
-                i++;
-        }
+        r = parse_matches(p, argc, argv, 3, &rule);
+        if (r < 0)
+                return r;
         r = nb_fw_rule_add(p->rs, &rule);
         if (r == -EINVAL)
                 return fail(p, "rule refused");
         return r < 0 ? oom(p) : 0;
+}
+
+/* group NAME [priority P] [root] [guard MATCH...] */
+static int st_group(struct parse *p, int argc, char **argv)
+{
+        nb_fw_group_opts o = {0};
+        nb_fw_rule guard = {0};
+        bool ex = false;
+        int i = 2, r = need_owner(p, "group");
+
+        if (r < 0)
+                return r;
+        if (argc < 2)
+                return fail(p, "usage: group NAME [priority P] [root] [guard MATCH...]");
+        for (; i < argc && !o.guard; i++) {
+                ex = true;
+                if (strcmp(argv[i], "priority") == 0) {
+                        if (i + 1 >= argc || !priority(argv[i + 1], &o.priority))
+                                return fail(p, "group priority: -1000 to 1000");
+                        i++;
+                } else if (strcmp(argv[i], "root") == 0) {
+                        o.root = true;
+                } else if (strcmp(argv[i], "guard") == 0) {
+                        r = parse_matches(p, argc, argv, i + 1, &guard);
+                        if (r < 0)
+                                return r;
+                        o.guard = &guard;
+                } else {
+                        return fail(p,
+                                    "unexpected '%s' (usage: group NAME [priority P] [root] "
+                                    "[guard MATCH...])",
+                                    argv[i]);
+                }
+        }
+        /* A plain group is new; one with options may be selected again
+         * with the same options (libvirt's filterref into one chain). */
+        r = ex ? nb_fw_group_ex(p->rs, argv[1], &o) : nb_fw_group(p->rs, argv[1]);
+        if (r == -EINVAL)
+                return fail(p, "bad group name '%s' ([A-Za-z0-9_-], 1-32 bytes) or guard", argv[1]);
+        if (r == -EEXIST)
+                return fail(p, "group '%s' already defined for owner '%s'%s", argv[1], p->owner,
+                            ex ? " with other options" : "");
+        return r < 0 ? oom(p) : 0;
+}
+
+/* filter NAME VAR=VALUE...: libvirt's stock filter by name; a variable
+ * given again, or with values joined by ',', has several values. */
+static int filter_vars(struct parse *p, const char *name, int nargs, char **args)
+{
+        nb_fw_var vars[MAX_WORDS];
+        const char *vals[2 * MAX_WORDS];
+        size_t n_vars = 0, n_vals = 0;
+        int r;
+
+        /* Values by variable, each list NULL-terminated, in vals. */
+        for (int a = 0; a < nargs; a++) {
+                char *eq = strchr(args[a], '=');
+                if (!eq || eq == args[a])
+                        return fail(p, "filter %s: '%s' is not VAR=VALUE", name, args[a]);
+                *eq = '\0';
+        }
+        for (int a = 0; a < nargs; a++) {
+                bool seen = false;
+                for (size_t v = 0; v < n_vars && !seen; v++)
+                        seen = strcmp(vars[v].name, args[a]) == 0;
+                if (seen)
+                        continue;
+                vars[n_vars].name = args[a];
+                vars[n_vars++].values = vals + n_vals;
+                for (int b = a; b < nargs; b++) {
+                        char *save = NULL;
+                        if (strcmp(args[b], args[a]) != 0)
+                                continue;
+                        for (char *v = strtok_r(args[b] + strlen(args[b]) + 1, ",", &save); v;
+                             v = strtok_r(NULL, ",", &save)) {
+                                if (n_vals + 2 >= sizeof(vals) / sizeof(*vals))
+                                        return fail(p, "filter %s: more than %zu values", name,
+                                                    sizeof(vals) / sizeof(*vals) - 2);
+                                vals[n_vals++] = v;
+                        }
+                }
+                vals[n_vals++] = NULL;
+        }
+        r = nb_fw_add_filter(p->rs, name, vars, n_vars);
+        if (r == -ENOENT)
+                return fail(p,
+                            "unknown filter '%s' (usage: filter NAME [VAR=VALUE...], "
+                            "or one of the forms in fwfile.h)",
+                            name);
+        if (r == -EINVAL)
+                return fail(p, "filter %s: a value is not valid for its variable", name);
+        if (r == -EEXIST)
+                return fail(p, "filter %s: owner '%s' already has a group of that name", name,
+                            p->owner);
+        return r < 0 ? oom(p) : 0;
+}
+
+static bool old_filter_form(const char *name, int nargs, char **args)
+{
+        static const char *const names[] = {"no-mac-spoofing", "no-ip-spoofing", "no-arp-spoofing",
+                                            "no-promisc",      "allow-dhcp",     "allow-arp",
+                                            "clean-traffic"};
+        bool known = false;
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+                known |= strcmp(name, names[i]) == 0;
+        for (int a = 0; known && a < nargs; a++)
+                if (strchr(args[a], '='))
+                        return false;
+        return known;
 }
 
 static int st_filter(struct parse *p, int argc, char **argv)
@@ -448,6 +705,10 @@ static int st_filter(struct parse *p, int argc, char **argv)
 
         if (r < 0)
                 return r;
+        if (argc < 2)
+                return fail(p, "usage: filter NAME [VAR=VALUE...]");
+        if (!old_filter_form(name, nargs, argv + 2))
+                return filter_vars(p, name, nargs, argv + 2);
         if (strcmp(name, "no-mac-spoofing") == 0 && nargs == 1)
                 r = nb_fw_add_no_mac_spoofing(p->rs, args[0]);
         else if (strcmp(name, "no-ip-spoofing") == 0)
@@ -484,16 +745,43 @@ static const struct {
         {"filter", st_filter},
 };
 
-/* Split line (modified in place) into words, NULL-terminated. */
+/* Split line (modified in place) into words, NULL-terminated. A word in
+ * double quotes may hold blanks and '#'; \" and \\ stand for " and \ in
+ * it. '#' elsewhere starts a comment. */
 static int split(struct parse *p, char *line, char **argv, int *ret_argc)
 {
-        char *save = NULL, *w;
+        char *in = line;
         int argc = 0;
 
-        for (w = strtok_r(line, " \t\r\v\f", &save); w; w = strtok_r(NULL, " \t\r\v\f", &save)) {
+        for (;;) {
+                char *out;
+                while (*in && strchr(" \t\r\v\f", *in))
+                        in++;
+                if (!*in || *in == '#')
+                        break;
                 if (argc == MAX_WORDS)
                         return fail(p, "more than %d words on one line", MAX_WORDS);
-                argv[argc++] = w;
+                out = argv[argc++] = in;
+                if (*in == '"') {
+                        for (in++; *in && *in != '"'; in++) {
+                                if (*in == '\\' && (in[1] == '"' || in[1] == '\\'))
+                                        in++;
+                                *out++ = *in;
+                        }
+                        if (*in != '"')
+                                return fail(p, "a quote is not closed");
+                        in++;
+                        if (*in && !strchr(" \t\r\v\f#", *in))
+                                return fail(p, "a blank must follow a closing quote");
+                } else {
+                        while (*in && !strchr(" \t\r\v\f#", *in))
+                                *out++ = *in++;
+                }
+                if (*in == '#')
+                        *in = '\0';
+                else if (*in)
+                        in++;
+                *out = '\0';
         }
         argv[argc] = NULL;
         *ret_argc = argc;
@@ -503,11 +791,8 @@ static int split(struct parse *p, char *line, char **argv, int *ret_argc)
 static int parse_line(struct parse *p, char *line)
 {
         char *argv[MAX_WORDS + 1];
-        char *hash = strchr(line, '#');
         int argc = 0, r;
 
-        if (hash)
-                *hash = '\0';
         r = split(p, line, argv, &argc);
         if (r < 0 || argc == 0)
                 return r;

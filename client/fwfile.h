@@ -2,16 +2,22 @@
  * read into one batch of FirewallApply ops (one transaction).
  *
  * One statement per line; words are separated by blanks; '#' starts a
- * comment that runs to the end of the line.
+ * comment that runs to the end of the line. A word in double quotes may
+ * hold blanks and '#'; \" and \\ in it stand for " and \.
  *
  *   owner NAME [on IFNAME] [replace|ensure]
  *           Starts an owner: NAME is [A-Za-z0-9_.:@-], 1-64 bytes; IFNAME
  *           (1-15 bytes) defaults to NAME; the mode defaults to replace.
  *           Every statement below belongs to the last owner. Each owner
  *           appears once in a file.
- *   group NAME
- *           Starts a group ([A-Za-z0-9_-], 1-32 bytes, once per owner).
- *           Rules before any group go into a group named "rules".
+ *   group NAME [priority P] [root] [guard MATCH...]
+ *           Starts a group ([A-Za-z0-9_-], 1-32 bytes). Without options,
+ *           once per owner (nb_fw_group); with them (nb_fw_group_ex), it
+ *           selects the group again when it exists with the same options.
+ *           priority -1000..1000 orders the groups as libvirt's chains;
+ *           guard: entered only for frames its matches hold for; root:
+ *           its rules sit in the base chain. Rules before any group go
+ *           into a group named "rules".
  *   rule from|to accept|drop|reject|return [MATCH...]
  *           One rule. "from" is what the guest sends, "to" what it
  *           receives. Every MATCH given must hold; each at most once.
@@ -24,18 +30,30 @@
  *   filter clean-traffic MAC [IPV4...]
  *           libvirt's standard filters (see libnetbroker's nb_fw_add_*),
  *           each its own groups, named after it.
+ *   filter NAME [VAR=VALUE...]
+ *           Any of libvirt's stock filters (nb_fw_add_filter); a variable
+ *           given again, or with values joined by ',', has several values.
+ *           The seven forms above are taken by position when no argument
+ *           holds a '='.
  *
  * MATCH ("!" before the value negates it, where shown):
  *   ether-src [!] MAC[/MASK]      ether-dst [!] MAC[/MASK]
  *   ether-type [!] N|ipv4|arp|ipv6|rarp|vlan
- *   vlan ID                       (0-4095)
+ *   vlan [!] ID                   (0-4095)
+ *   vlan-encap [!] N|ipv4|arp|ipv6|rarp|vlan
  *   arp-op [!] N|request|reply
  *   arp-sender-mac [!] MAC        arp-sender-ip [!] ADDR
- *   arp-target-ip [!] ADDR
- *   ip-src [!] ADDR[/LEN]         ip-dst [!] ADDR[/LEN]   (IPv4 or IPv6)
- *   proto N|tcp|udp|sctp|icmp|icmpv6
- *   sport P[-Q]                   dport P[-Q]
- *   icmp-type N
+ *   arp-target-mac [!] MAC        arp-target-ip [!] ADDR
+ *   arp-htype [!] N               arp-ptype [!] N|ipv4
+ *   arp-gratuitous [!] true
+ *   ip-src [!] ADDR[/LEN]|A-B     ip-dst [!] ADDR[/LEN]|A-B  (IPv4 or IPv6)
+ *   proto [!] N|tcp|udp|sctp|icmp|icmpv6
+ *   sport [!] P[-Q]               dport [!] P[-Q]
+ *   dscp [!] N                    (0-63)
+ *   icmp-type [!] N               icmp-code N  ('!' negates both)
+ *   tcp-flags [!] MASK/SET        (FIN,SYN,RST,PSH,ACK,URG,ECE,CWR, ALL, NONE, N)
+ *   priority P                    (-1000..1000)
+ *   comment TEXT                  (up to 256 bytes)
  * Numbers are decimal or 0x-prefixed hex.
  *
  * Example:

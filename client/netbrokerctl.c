@@ -50,7 +50,11 @@ static void usage(FILE *f)
                 "  names                                  the helper's name allocator\n"
                 "  fw apply [--ensure] FILE               install the owners and rules of FILE\n"
                 "                                         (- for stdin) in one transaction\n"
-                "  fw list                                owners in the kernel, with hashes\n"
+                "  fw list [--counters]                   owners in the kernel, with hashes;\n"
+                "                                         --counters: every rule, its counters\n"
+                "                                         and its text\n"
+                "  fw show OWNER                          OWNER's installed rules in libvirt's "
+                "terms\n"
                 "  fw remove OWNER                        remove an owner's rules\n"
                 "  bw set IFACE [--in-average N --in-peak N --in-burst N --in-floor N]\n"
                 "               [--out-average N --out-peak N --out-burst N]\n"
@@ -73,10 +77,17 @@ static void usage(FILE *f)
                 "MATCH ('!' negates where shown):\n"
                 "  ether-src [!] MAC[/MASK]  ether-dst [!] MAC[/MASK]  ether-type [!] "
                 "N|ipv4|arp|ipv6|rarp|vlan\n"
-                "  vlan ID  arp-op [!] N|request|reply  arp-sender-mac [!] MAC\n"
+                "  arp-op [!] N|request|reply  arp-sender-mac [!] MAC\n"
                 "  arp-sender-ip [!] ADDR  arp-target-ip [!] ADDR  ip-src [!] ADDR[/LEN]  "
                 "ip-dst [!] ADDR[/LEN]\n"
-                "  proto N|tcp|udp|sctp|icmp|icmpv6  sport P[-Q]  dport P[-Q]  icmp-type N\n");
+                "  proto [!] N|tcp|udp|sctp|icmp|icmpv6  sport [!] P[-Q]  dport [!] P[-Q]\n"
+                "  icmp-type [!] N  icmp-code N  vlan [!] ID  vlan-encap [!] TYPE  dscp [!] N\n"
+                "  arp-target-mac [!] MAC  arp-htype [!] N  arp-ptype [!] N  arp-gratuitous [!] "
+                "true\n"
+                "  tcp-flags [!] MASK/SET  priority P  comment \"TEXT\"  (ip-src/ip-dst: also "
+                "A-B)\n"
+                "  group NAME [priority P] [root] [guard MATCH...]\n"
+                "  filter NAME [VAR=VALUE...]   any of libvirt's stock filters\n");
 }
 
 /* JSON string output: enough escaping for program output and messages. */
@@ -818,7 +829,50 @@ out:
         return rc;
 }
 
-static void print_fw_list(const struct ctl *c, const nb_results *res)
+static const char *dir_name(nb_fw_direction d)
+{
+        return d == NB_FW_TO_GUEST ? "to" : "from";
+}
+
+/* ,"counters":[...] of owner k. */
+static void print_counters_json(const nb_results *res, size_t k)
+{
+        nb_fw_counter fc;
+
+        printf(",\"counters\":[");
+        for (size_t j = 0; nb_result_fw_counter_at(res, 0, k, j, &fc) == 0; j++) {
+                printf("%s{\"group\":", j ? "," : "");
+                json_str(fc.group, strlen(fc.group));
+                printf(",\"direction\":\"%s\",\"index\":%u,\"packets\":%llu,\"bytes\":%llu,"
+                       "\"text\":",
+                       dir_name(fc.direction), fc.index, (unsigned long long)fc.packets,
+                       (unsigned long long)fc.bytes);
+                json_str(fc.text, strlen(fc.text));
+                putchar('}');
+        }
+        putchar(']');
+}
+
+/* One line per rule of owner k: its chain (DIR or DIR/GROUP), position,
+ * counters, text. */
+static void print_counters_text(const nb_results *res, size_t k, bool counts)
+{
+        nb_fw_counter fc;
+        char chain[64];
+
+        for (size_t j = 0; nb_result_fw_counter_at(res, 0, k, j, &fc) == 0; j++) {
+                snprintf(chain, sizeof(chain), "%s%s%s", dir_name(fc.direction),
+                         fc.group[0] ? "/" : "", fc.group);
+                if (counts)
+                        printf("  %-28s %3u %10llu %12llu  %s\n", chain, fc.index,
+                               (unsigned long long)fc.packets, (unsigned long long)fc.bytes,
+                               fc.text);
+                else
+                        printf("  %-28s %3u  %s\n", chain, fc.index, fc.text);
+        }
+}
+
+static void print_fw_list(const struct ctl *c, const nb_results *res, bool counters)
 {
         const char *owner, *ifname, *hash;
         unsigned rules;
@@ -834,34 +888,97 @@ static void print_fw_list(const struct ctl *c, const nb_results *res)
                         json_str(ifname, strlen(ifname));
                         printf(",\"hash\":");
                         json_str(hash, strlen(hash));
-                        printf(",\"rules\":%u}", rules);
+                        printf(",\"rules\":%u", rules);
+                        if (counters)
+                                print_counters_json(res, k);
+                        putchar('}');
                 } else {
                         printf("%-24s %-16s %6u  %s\n", owner, ifname, rules, hash);
+                        if (counters)
+                                print_counters_text(res, k, true);
                 }
         }
         if (c->json)
                 puts("]");
 }
 
-static int fw_list(struct ctl *c, int argc, char **argv)
+/* A FirewallList, with counters or not; 0 or an exit status. */
+static int fw_read(struct ctl *c, bool counters, nb_batch **ret_b, nb_results **ret_res)
 {
-        nb_batch *b;
-        nb_results *res = NULL;
+        nb_batch *b = nb_batch_new();
         int rc;
 
-        (void)argv;
-        if (argc != 1) {
+        *ret_b = b;
+        *ret_res = NULL;
+        if (!b || (counters ? nb_batch_firewall_list_counters(b) : nb_batch_firewall_list(b)) < 0)
+                return EXIT_OP_FAILED;
+        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, ret_res);
+        return rc ? rc : report_read_failure(c, *ret_res);
+}
+
+static int fw_list(struct ctl *c, int argc, char **argv)
+{
+        bool counters = argc == 2 && strcmp(argv[1], "--counters") == 0;
+        nb_batch *b;
+        nb_results *res;
+        int rc;
+
+        if (argc != 1 && !counters) {
                 usage(stderr);
                 return EXIT_USAGE;
         }
-        b = nb_batch_new();
-        if (!b || nb_batch_firewall_list(b) < 0) {
-                nb_batch_free(b);
-                return EXIT_OP_FAILED;
+        rc = fw_read(c, counters, &b, &res);
+        if (rc == 0)
+                print_fw_list(c, res, counters);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return rc;
+}
+
+/* The installed rules of one owner in libvirt's terms (the text each rule
+ * carries), chain by chain, with their counters in JSON. */
+static int fw_show(struct ctl *c, int argc, char **argv)
+{
+        const char *owner, *ifname, *hash;
+        unsigned rules;
+        nb_batch *b;
+        nb_results *res;
+        size_t k;
+        int rc;
+
+        if (argc != 2) {
+                usage(stderr);
+                return EXIT_USAGE;
         }
-        rc = open_conn(c) ? EXIT_UNREACHABLE : submit(c, b, &res);
-        if (rc == 0 && !(rc = report_failure(res, 0)))
-                print_fw_list(c, res);
+        rc = fw_read(c, true, &b, &res);
+        for (k = 0;
+             rc == 0 && nb_result_fw_owner_at(res, 0, k, &owner, &ifname, &hash, &rules) == 0; k++)
+                if (strcmp(owner, argv[1]) == 0)
+                        break;
+        if (rc == 0 && k == nb_result_fw_owner_count(res, 0)) {
+                if (c->json) {
+                        printf("{\"status\":%d,\"message\":", ENOENT);
+                        json_str("no such owner", strlen("no such owner"));
+                        puts("}");
+                } else {
+                        fprintf(stderr, "netbrokerctl: fw show: no owner %s\n", argv[1]);
+                }
+                rc = EXIT_OP_FAILED;
+        }
+        if (rc == 0 && c->json) {
+                printf("{\"owner\":");
+                json_str(owner, strlen(owner));
+                printf(",\"ifname\":");
+                json_str(ifname, strlen(ifname));
+                printf(",\"hash\":");
+                json_str(hash, strlen(hash));
+                printf(",\"rules\":%u", rules);
+                print_counters_json(res, k);
+                puts("}");
+        } else if (rc == 0) {
+                printf("%s on %s, %u rules, hash %s\n", owner, ifname, rules, hash);
+                print_counters_text(res, k, false);
+        }
         nb_results_free(res);
         nb_batch_free(b);
         return rc;
@@ -908,6 +1025,7 @@ static int cmd_fw(struct ctl *c, int argc, char **argv)
                 {"apply", fw_apply},
                 {"list", fw_list},
                 {"remove", fw_remove},
+                {"show", fw_show},
         };
 
         return run_subcommand(c, sub, sizeof(sub) / sizeof(*sub), argc - 1, argv + 1);

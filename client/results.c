@@ -317,6 +317,51 @@ NB_EXPORT int nb_result_fw_owner_at(const nb_results *r, size_t i, size_t k, con
         return 0;
 }
 
+/* Owner k of op i's listing, or NULL. */
+static const Netbroker__FwOwner *fw_owner(const nb_results *r, size_t i, size_t k)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res || res->out_case != NETBROKER__RESULT__OUT_FIREWALL_LIST ||
+            k >= res->firewall_list->n_owners)
+                return NULL;
+        return res->firewall_list->owners[k];
+}
+
+NB_EXPORT size_t nb_result_fw_counter_count(const nb_results *r, size_t i, size_t k)
+{
+        const Netbroker__FwOwner *o = fw_owner(r, i, k);
+
+        return o ? o->n_counters : 0;
+}
+
+NB_EXPORT int nb_result_fw_counter_at(const nb_results *r, size_t i, size_t k, size_t j,
+                                      nb_fw_counter *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__FwOwner *o = fw_owner(r, i, k);
+        const Netbroker__FwRuleCounter *c;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_FIREWALL_LIST)
+                return -ENODATA;
+        if (!o || j >= o->n_counters)
+                return -ERANGE;
+        c = o->counters[j];
+        if (ret) {
+                ret->group = c->group;
+                ret->direction = c->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST
+                                         ? NB_FW_TO_GUEST
+                                         : NB_FW_FROM_GUEST;
+                ret->index = c->index;
+                ret->packets = c->packets;
+                ret->bytes = c->bytes;
+                ret->text = c->text;
+        }
+        return 0;
+}
+
 static void rate_out(const Netbroker__Rate *m, bool *ret_has, nb_rate *ret)
 {
         if (ret_has)

@@ -53,6 +53,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .txn_commit = nbd_fw_txn_commit,
                         .txn_free = nbd_fw_txn_free,
                         .list = nbd_fw_list,
+                        .list_rules = nbd_fw_list_rules,
                 },
         .spawn =
                 {

@@ -86,6 +86,7 @@ struct nbd_backend_fw {
         int (*txn_commit)(struct nbd_fw_txn *t, struct nbd_err *e);
         void (*txn_free)(struct nbd_fw_txn *t);
         int (*list)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+        int (*list_rules)(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e);
 };
 
 /* Programs: spawn.h. */

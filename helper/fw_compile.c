@@ -1,5 +1,6 @@
 /* The nftables compiler; see fw_compile.h for the layout it makes. */
 #include "fw_compile.h"
+#include "fw_text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -479,6 +480,7 @@ static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_ru
         if (ret == 0)
                 ret = r->verdict == NBD_FW_V_REJECT ? add_reject(nr)
                                                     : add_verdict(nr, verdicts[r->verdict], NULL);
+        ret = ret ?: nbd_fw_rule_udata(nr, r);
         if (ret < 0) {
                 nftnl_rule_free(nr);
                 return NULL;

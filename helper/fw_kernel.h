@@ -10,6 +10,7 @@
 
 #include <net/if.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -56,3 +57,19 @@ struct nbd_fw_owner_info {
  * that errno with e filled ("out of memory listing ..." for -ENOMEM). */
 typedef int (*nbd_fw_owner_fn)(const struct nbd_fw_owner_info *o, void *data);
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+
+/* One rule of an owner's chains as the kernel holds it (FirewallList with
+ * counters): the group ("" for a base chain's own rule), its direction and
+ * position in its chain, its counter (0 when it has none) and its text
+ * (fw_text.h; a jump without one reads "jump GROUP"). */
+struct nbd_fw_rule_info {
+        char owner[NBD_FW_OWNER_MAX + 1];
+        char group[NBD_FW_GROUP_MAX + 1];
+        enum nbd_fw_dir dir;
+        unsigned index;
+        uint64_t packets, bytes;
+        const char *text;
+};
+/* fn as nbd_fw_list()'s; every rule of every owner, in one rule dump. */
+typedef int (*nbd_fw_rule_fn)(const struct nbd_fw_rule_info *r, void *data);
+int nbd_fw_list_rules(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/udata.h>
 #include <linux/netfilter.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "fw_compile.h"
+#include "fw_text.h"
 #include "netlink.h"
 
 /* ---- reading the table back ---- */
@@ -128,7 +130,8 @@ struct rule_count {
         struct nbd_fw_owner_state *owners;
 };
 
-static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data);
+static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(void *data),
+                void *data);
 
 static int rule_attr_cb(const struct nlattr *attr, void *data)
 {
@@ -197,6 +200,17 @@ static int on_rule(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
+static void restart_count(void *data)
+{
+        struct rule_count *rc = data;
+
+        for (struct nbd_fw_owner_state *o = rc->owners; o; o = o->next) {
+                o->kernel_rules = 0;
+                memset(o->chain_rules, 0,
+                       (o->n_chains ? o->n_chains : 1) * sizeof(*o->chain_rules));
+        }
+}
+
 int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owner_state *owners)
 {
         struct rule_count rc = {owners};
@@ -208,11 +222,15 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owner_state *owners)
                 if (!o->chain_rules)
                         return -ENOMEM;
         }
-        return dump(fw, NFT_MSG_GETRULE, on_rule, &rc);
+        return dump(fw, NFT_MSG_GETRULE, on_rule, restart_count, &rc);
 }
 
-/* One dump of chains or rules of our table. A missing table is empty. */
-static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
+/* One dump of chains or rules of our table. A missing table is empty. A
+ * dump the kernel interrupted (NLM_F_DUMP_INTR) is read again from the
+ * start, after restart() has forgotten what the callbacks collected: else
+ * the chains and rules read before the interruption would count twice. */
+static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(void *data),
+                void *data)
 {
         static char buf[65536];
         uint32_t portid = mnl_socket_get_portid(fw->nl);
@@ -224,6 +242,8 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
                         nftnl_nlmsg_build_hdr(buf, type, NFPROTO_NETDEV, NLM_F_DUMP, seq);
                 ssize_t n;
 
+                if (attempt > 0)
+                        restart(data);
                 if (type == NFT_MSG_GETCHAIN) {
                         struct nftnl_chain *c = nbd_fw_new_chain("");
                         if (!c)
@@ -258,10 +278,19 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void *data)
         return r < 0 ? r : 0;
 }
 
+static void restart_chains(void *data)
+{
+        struct chain_dump *d = data;
+
+        nbd_fw_owners_free(d->owners);
+        d->owners = NULL;
+        d->err = 0;
+}
+
 int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owner_state **ret)
 {
         struct chain_dump d = {0};
-        int r = dump(fw, NFT_MSG_GETCHAIN, on_chain, &d);
+        int r = dump(fw, NFT_MSG_GETCHAIN, on_chain, restart_chains, &d);
 
         if (r == 0)
                 r = d.err;
@@ -310,5 +339,171 @@ int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_er
                         nbd_err_set(e, r, "listing owner %s: %s", o->owner, strerror(-r));
         }
         nbd_fw_owners_free(owners);
+        return r;
+}
+
+/* ---- every rule with its counters and text (FirewallList counters) ---- */
+
+struct rule_rec {
+        char *chain;
+        unsigned index;
+        uint64_t packets, bytes;
+        char text[NBD_FW_TEXT_STORED_MAX + 1];
+};
+
+struct rule_dump {
+        struct rule_rec *v;
+        size_t n, cap;
+        int err;
+};
+
+static void rule_dump_clear(struct rule_dump *d)
+{
+        for (size_t i = 0; i < d->n; i++)
+                free(d->v[i].chain);
+        d->n = 0;
+}
+
+static void restart_rules(void *data)
+{
+        struct rule_dump *d = data;
+
+        rule_dump_clear(d);
+        d->err = 0;
+}
+
+static int rule_comment_cb(const struct nftnl_udata *attr, void *data)
+{
+        struct rule_rec *rec = data;
+
+        if (nftnl_udata_type(attr) == NFTNL_UDATA_RULE_COMMENT && nftnl_udata_len(attr) > 0)
+                snprintf(rec->text, sizeof(rec->text), "%.*s", (int)nftnl_udata_len(attr),
+                         (const char *)nftnl_udata_get(attr));
+        return MNL_CB_OK;
+}
+
+/* The counter's figures; a jump says where it goes when the rule has no
+ * text of its own (the compiler gives its jumps none). */
+static int rule_expr_cb(struct nftnl_expr *e, void *data)
+{
+        struct rule_rec *rec = data;
+        const char *name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
+
+        if (name && strcmp(name, "counter") == 0) {
+                rec->packets = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
+                rec->bytes = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_BYTES);
+        } else if (name && strcmp(name, "immediate") == 0 && !rec->text[0] &&
+                   nftnl_expr_is_set(e, NFTNL_EXPR_IMM_CHAIN)) {
+                const char *to = nftnl_expr_get_str(e, NFTNL_EXPR_IMM_CHAIN);
+                const char *group = to ? strrchr(to, '/') : NULL;
+                snprintf(rec->text, sizeof(rec->text), "jump %s", group ? group + 1 : to);
+        }
+        return MNL_CB_OK;
+}
+
+static int on_rule_full(const struct nlmsghdr *nlh, void *data)
+{
+        struct rule_dump *d = data;
+        struct nftnl_rule *nr = nftnl_rule_alloc();
+        struct rule_rec rec = {0};
+        const char *chain;
+        const void *ud;
+        uint32_t len = 0;
+
+        /* A rule left out would be a rule whose counters are not shown:
+         * out of memory fails the listing. */
+        if (!nr) {
+                d->err = -ENOMEM;
+                goto out;
+        }
+        errno = 0;
+        if (nftnl_rule_nlmsg_parse(nlh, nr) < 0) {
+                if (errno == ENOMEM)
+                        d->err = -ENOMEM;
+                goto out;
+        }
+        chain = nftnl_rule_get_str(nr, NFTNL_RULE_CHAIN);
+        if (!chain || !strchr(chain, '/'))
+                goto out; /* not one of ours */
+        ud = nftnl_rule_get_data(nr, NFTNL_RULE_USERDATA, &len);
+        if (ud)
+                nftnl_udata_parse(ud, len, rule_comment_cb, &rec);
+        nftnl_expr_foreach(nr, rule_expr_cb, &rec);
+        /* The kernel dumps a chain's rules together and in order. */
+        rec.index = d->n && strcmp(d->v[d->n - 1].chain, chain) == 0 ? d->v[d->n - 1].index + 1 : 0;
+        if (d->n == d->cap) {
+                size_t cap = d->cap ? 2 * d->cap : 64;
+                struct rule_rec *grown = realloc(d->v, cap * sizeof(*grown));
+                if (!grown) {
+                        d->err = -ENOMEM;
+                        goto out;
+                }
+                d->v = grown;
+                d->cap = cap;
+        }
+        rec.chain = strdup(chain);
+        if (!rec.chain) {
+                d->err = -ENOMEM;
+                goto out;
+        }
+        d->v[d->n++] = rec;
+out:
+        if (nr)
+                nftnl_rule_free(nr);
+        return MNL_CB_OK;
+}
+
+/* A chain's name as OWNER/DIR[/GROUP] into info; false when it is not. */
+static bool split_chain(const char *chain, struct nbd_fw_rule_info *info)
+{
+        const char *s1 = strchr(chain, '/'), *dir, *s2;
+        size_t dlen;
+
+        if (!s1 || (size_t)(s1 - chain) > NBD_FW_OWNER_MAX)
+                return false;
+        dir = s1 + 1;
+        s2 = strchr(dir, '/');
+        dlen = s2 ? (size_t)(s2 - dir) : strlen(dir);
+        if (dlen == 4 && strncmp(dir, "from", 4) == 0)
+                info->dir = NBD_FW_DIR_FROM;
+        else if (dlen == 2 && strncmp(dir, "to", 2) == 0)
+                info->dir = NBD_FW_DIR_TO;
+        else
+                return false;
+        if (s2 && strlen(s2 + 1) > NBD_FW_GROUP_MAX)
+                return false;
+        memcpy(info->owner, chain, (size_t)(s1 - chain));
+        info->owner[s1 - chain] = '\0';
+        snprintf(info->group, sizeof(info->group), "%s", s2 ? s2 + 1 : "");
+        return true;
+}
+
+int nbd_fw_list_rules(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e)
+{
+        struct rule_dump d = {0};
+        int r = dump(fw, NFT_MSG_GETRULE, on_rule_full, restart_rules, &d);
+
+        if (r == 0)
+                r = d.err;
+        if (r < 0)
+                nbd_fw_read_failed(e, r, true);
+        for (size_t i = 0; r == 0 && i < d.n; i++) {
+                struct nbd_fw_rule_info info = {
+                        .index = d.v[i].index,
+                        .packets = d.v[i].packets,
+                        .bytes = d.v[i].bytes,
+                        .text = d.v[i].text,
+                };
+                if (!split_chain(d.v[i].chain, &info))
+                        continue;
+                r = fn(&info, data);
+                if (r == -ENOMEM)
+                        nbd_err_oom(e, "listing the rules");
+                else if (r < 0)
+                        nbd_err_set(e, r, "listing the rules of owner %s: %s", info.owner,
+                                    strerror(-r));
+        }
+        rule_dump_clear(&d);
+        free(d.v);
         return r;
 }

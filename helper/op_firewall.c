@@ -477,6 +477,10 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 
         if (b)
                 return b;
+        /* Owners of interfaces gone so far go now, in fw_gone's own
+         * transaction: left to the job's end, they would take along those
+         * this batch applies to a new interface of the same name. */
+        nbd_job_ctx(job)->be->links.flush_gone(nbd_job_ctx(job)->links);
         b = calloc(1, sizeof(*b));
         if (!b) {
                 nbd_result_set(res, -ENOMEM, "firewall: out of memory");
@@ -647,20 +651,63 @@ static int add_owner(const struct nbd_fw_owner_info *o, void *data)
         return 0;
 }
 
+/* A rule's counters go to its owner, if the listing has it: the owners the
+ * caller may see, with their base chains (what add_owner was given). */
+static int add_counter(const struct nbd_fw_rule_info *ri, void *data)
+{
+        Netbroker__FirewallListResult *l = ((struct listing *)data)->l;
+        Netbroker__FwOwner *o = NULL;
+        Netbroker__FwRuleCounter *c, **grown;
+
+        for (size_t i = 0; i < l->n_owners && !o; i++)
+                if (strcmp(l->owners[i]->owner, ri->owner) == 0)
+                        o = l->owners[i];
+        if (!o)
+                return 0;
+        c = malloc(sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        netbroker__fw_rule_counter__init(c);
+        grown = realloc(o->counters, (o->n_counters + 1) * sizeof(*grown));
+        if (!grown) {
+                free(c);
+                return -ENOMEM;
+        }
+        o->counters = grown;
+        o->counters[o->n_counters++] = c;
+        c->direction = ri->dir == NBD_FW_DIR_TO ? NETBROKER__FW_DIRECTION__FW_TO_GUEST
+                                                : NETBROKER__FW_DIRECTION__FW_FROM_GUEST;
+        c->index = ri->index;
+        c->packets = ri->packets;
+        c->bytes = ri->bytes;
+        c->group = ri->group[0] ? strdup(ri->group) : (char *)protobuf_c_empty_string;
+        c->text = ri->text[0] ? strdup(ri->text) : (char *)protobuf_c_empty_string;
+        if (!c->group || !c->text) {
+                c->group = c->group ? c->group : (char *)protobuf_c_empty_string;
+                c->text = c->text ? c->text : (char *)protobuf_c_empty_string;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The plain listing reads the chains and counts the rules; with counters,
+ * one more dump reads every rule whole. */
 static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
+        const struct nbd_backend_fw *be = &nbd_job_ctx(job)->be->fw;
         Netbroker__FirewallListResult *l = malloc(sizeof(*l));
         struct listing ls = {l, nbd_job_peer(job)};
         struct nbd_err err;
         int r;
 
-        (void)op;
         if (!l)
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         netbroker__firewall_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL_LIST;
         res->firewall_list = l;
-        r = nbd_job_ctx(job)->be->fw.list(nbd_job_ctx(job)->fw, add_owner, &ls, &err);
+        r = be->list(nbd_job_ctx(job)->fw, add_owner, &ls, &err);
+        if (r == 0 && op->firewall_list->counters && l->n_owners)
+                r = be->list_rules(nbd_job_ctx(job)->fw, add_counter, &ls, &err);
         return r < 0 ? nbd_result_set(res, r, "firewall: %s", err.msg) : 0;
 }
 

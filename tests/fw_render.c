@@ -42,6 +42,11 @@ int nbd_fw_render(const struct nbd_fw_owner_spec *s, char **ret_text, struct nbd
                                 nftnl_chain_get_str(it.v[i].chain, NFTNL_CHAIN_NAME));
                         continue;
                 }
+                /* The rule's text (fw_text.h) is derived from the model and
+                 * tested on its own: the expressions only. (Unset here, not
+                 * on the copy parsed back: libnftnl prints a rule's
+                 * userdata by its length, which unset leaves.) */
+                nftnl_rule_unset(it.v[i].rule, NFTNL_RULE_USERDATA);
                 /* Through the netlink encoding and back, as the kernel gets it. */
                 nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWRULE, NFPROTO_NETDEV, 0, 0);
                 nftnl_rule_nlmsg_build_payload(nlh, it.v[i].rule);

@@ -423,6 +423,15 @@ static int shows_then_every_op(struct nb_batch *b, int netns_fd)
         return r ? r : nbt_build_every_op_but_exec(b, netns_fd);
 }
 
+/* FirewallList with counters (the fake's owner and its rules), then the
+ * batch that changes the fake, as above. */
+static int counters_then_every_op(struct nb_batch *b, int netns_fd)
+{
+        int r = nbt_build_fw_counters(b, netns_fd);
+
+        return r ? r : nbt_build_every_op_but_exec(b, netns_fd);
+}
+
 /* Every op kind with an Exec (the job parks and resumes from the loop),
  * and without (the batch runs to its end inside nbd_job_start); firewall
  * ops that go on after a failure. */
@@ -435,6 +444,7 @@ static const struct {
         {"every op but Exec", nbt_build_every_op_but_exec, false},
         {"firewall, continue on error", nbt_build_firewall_continue, true},
         {"the reading ops, then every op but Exec", shows_then_every_op, false},
+        {"firewall counters, then every op but Exec", counters_then_every_op, false},
 };
 
 START_TEST(test_every_allocation_failure_ends_in_an_error_or_a_close)

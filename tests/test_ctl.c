@@ -136,6 +136,71 @@ START_TEST(test_ctl_link_list_and_bw_show_read_through_the_helper)
 }
 END_TEST
 
+/* fw apply with the new fields, fw list --counters and fw show: what a
+ * script reads, in JSON and as text. */
+START_TEST(test_ctl_fw_counters_and_show_print_the_rules_in_libvirts_terms)
+{
+        char *conf = tu_config(TU_ALLOW);
+        char path[] = "/tmp/nbctl-fw-XXXXXX", *out = NULL;
+        const char rules[] = "owner g0 on ctfw0\n"
+                             "group ssh priority -100\n"
+                             "rule to accept proto tcp dport ! 22 comment \"not ssh\"\n"
+                             "rule from drop priority 7 ether-type ! ipv4\n";
+        const char *show[] = {NB_TEST_CTL, "--spawn", NB_TEST_HELPER, "--config", conf,
+                              "fw",        "show",    "g0",           NULL};
+        const char *list[] = {NB_TEST_CTL, "--spawn", NB_TEST_HELPER, "--config", conf,
+                              "fw",        "list",    "--counters",   NULL};
+        int fd = mkstemp(path);
+
+        tu_private_netns();
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, rules, strlen(rules)), (int)strlen(rules));
+        close(fd);
+        ck_assert_int_eq(ctl(conf, &out, "link", "create", "tap", "ctfw0", NULL), 0);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "fw", "apply", path, NULL, NULL), 0);
+        ck_assert_msg(strstr(out, "\"owner\":\"g0\",\"status\":0"), "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "fw", "list", "--counters", NULL, NULL), 0);
+        ck_assert_msg(strstr(out, "{\"group\":\"ssh\",\"direction\":\"to\",\"index\":0,"
+                                  "\"packets\":0,\"bytes\":0,\"text\":\"comment='not ssh' in "
+                                  "accept ip/ipv6 protocol='tcp' "
+                                  "dstportstart='!22'\"}"),
+                      "%s", out);
+        ck_assert_msg(strstr(out, "\"direction\":\"from\",\"index\":0,\"packets\":0,\"bytes\":0,"
+                                  "\"text\":\"out drop priority='7' mac protocolid='!ipv4'\"}"),
+                      "%s", out);
+        free(out);
+        /* Without --counters, no counters. */
+        ck_assert_int_eq(ctl(conf, &out, "fw", "list", NULL, NULL, NULL), 0);
+        ck_assert_msg(strstr(out, "\"owner\":\"g0\"") && !strstr(out, "counters"), "%s", out);
+        free(out);
+        ck_assert_int_eq(tu_run(list, &out), 0);
+        ck_assert_msg(strstr(out, "  to/ssh                         0          0            0  "
+                                  "comment='not ssh' in accept"),
+                      "%s", out);
+        free(out);
+        ck_assert_int_eq(tu_run(show, &out), 0);
+        ck_assert_msg(strstr(out, "g0 on ctfw0, ") &&
+                              strstr(out, "  from/ssh                       0  out drop "
+                                          "priority='7' mac protocolid='!ipv4'\n"),
+                      "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "fw", "show", "g0", NULL, NULL), 0);
+        ck_assert_msg(strncmp(out, "{\"owner\":\"g0\",\"ifname\":\"ctfw0\"", 30) == 0 &&
+                              strstr(out, "\"counters\":[{"),
+                      "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "fw", "show", "nobody", NULL, NULL), 1);
+        ck_assert_msg(strstr(out, "\"status\":2,"), "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "fw", "list", "--countres", NULL, NULL), 2);
+        free(out);
+        unlink(path);
+        free(conf);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
         Suite *s = suite_create("netbrokerctl");
@@ -145,6 +210,7 @@ Suite *ctl_suite(void)
         tcase_add_test(tc, test_ctl_exit_statuses_are_what_scripts_rely_on);
         tcase_add_test(tc, test_ctl_link_create_and_names_in_json);
         tcase_add_test(tc, test_ctl_link_list_and_bw_show_read_through_the_helper);
+        tcase_add_test(tc, test_ctl_fw_counters_and_show_print_the_rules_in_libvirts_terms);
         suite_add_tcase(s, tc);
         return s;
 }

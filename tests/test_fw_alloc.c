@@ -306,6 +306,56 @@ START_TEST(test_list_stopped_by_its_callback_says_why)
 }
 END_TEST
 
+/* Rules, and those with a text (every rule of ours has one: the
+ * compiler's, or a jump's); no Check call, allocations may be failing. */
+static int count_rule(const struct nbd_fw_rule_info *r, void *data)
+{
+        unsigned *n = data;
+
+        n[0]++;
+        n[1] += r->text[0] != '\0';
+        return 0;
+}
+
+/* FirewallList's counters read every rule whole: each allocation of that
+ * read failing in turn is -ENOMEM with its sentence, and one that works
+ * gives every rule. */
+START_TEST(test_every_allocation_failure_of_the_rule_listing_is_enomem)
+{
+        struct nbd_fw *fw;
+        struct nbd_err err;
+        unsigned all[2] = {0, 0};
+        unsigned long n;
+
+        /* The first test may have made them: the tests share a namespace. */
+        ck_assert_int_eq(sh("{ ip link add fwa0 type veth peer name fwa0p; "
+                            "ip link add fwa1 type veth peer name fwa1p; } 2>/dev/null; "
+                            "ip link show fwa0 >/dev/null && ip link show fwa1 >/dev/null"),
+                         0);
+        ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
+        ck_assert(!transaction(fw, 0, true));
+        ck_assert_msg(nbd_fw_list_rules(fw, count_rule, all, &err) == 0, "%s", err.msg);
+        ck_assert_uint_gt(all[0], 4);
+        ck_assert_uint_eq(all[1], all[0]);
+        for (n = 1; n < 100000; n++) {
+                unsigned got[2] = {0, 0};
+                int r;
+
+                garbage(&err);
+                nbt_alloc_arm(n);
+                r = nbd_fw_list_rules(fw, count_rule, got, &err);
+                nbt_alloc_disarm();
+                if (!failed("list_rules", n, r, &err))
+                        ck_assert(got[0] == all[0] && got[1] == all[1]);
+                if (!nbt_alloc_failed())
+                        break;
+        }
+        ck_assert_msg(n > 2, "only %lu allocations", n - 1);
+        ck_assert_int_eq(sh("nft delete table netdev " NBD_FW_TABLE), 0);
+        nbd_fw_close(fw);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fw-alloc");
@@ -330,6 +380,7 @@ int main(void)
         tcase_add_test(tc, test_txn_begin_out_of_memory_says_so);
         tcase_add_test(tc, test_compile_and_commit_out_of_memory_say_so);
         tcase_add_test(tc, test_list_stopped_by_its_callback_says_why);
+        tcase_add_test(tc, test_every_allocation_failure_of_the_rule_listing_is_enomem);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -562,7 +562,7 @@ START_TEST(test_fw_file_bad_lines_are_reported_with_their_number)
                 {"owner a\nrule from frob\n", "t.fw:2:", "verdict"},
                 {"owner a\nrule from drop color red\n", "t.fw:2:", "unknown match 'color'"},
                 {"owner a\nrule from drop vlan 4096\n", "t.fw:2:", "vlan '4096'"},
-                {"owner a\nrule from drop vlan ! 3\n", "t.fw:2:", "cannot be negated"},
+                {"owner a\nrule from drop priority ! 3\n", "t.fw:2:", "cannot be negated"},
                 {"owner a\nrule from drop sport 9-3\n", "t.fw:2:", "sport '9-3'"},
                 {"owner a\nrule from drop dport -1\n", "t.fw:2:", "dport '-1'"},
                 {"owner a\nrule from drop dport 0\n", "t.fw:2:", "dport '0'"},

@@ -44,6 +44,7 @@ enum act {
         A_FW_REMOVE,
         A_EXEC,
         A_DELETE,
+        A_FW_COUNTERS,
         A_QUIT,
 };
 
@@ -63,7 +64,8 @@ struct cmd {
 struct reply {
         int status; /* the op's 0 or -errno; nb_submit's failure otherwise */
         char msg[512];
-        char list[512]; /* A_FW_LIST: " owner owner ... " */
+        char list[512]; /* A_FW_LIST: " owner owner ... "; A_FW_COUNTERS: " owner:rules ... "
+                           (or owner:none, when it has no rule counted) */
 };
 
 struct agent {
@@ -71,7 +73,7 @@ struct agent {
         int sock;
 };
 
-static void list_owners(const nb_results *res, char *out, size_t len)
+static void list_owners(const nb_results *res, char *out, size_t len, bool counters)
 {
         size_t at = 0;
 
@@ -82,7 +84,11 @@ static void list_owners(const nb_results *res, char *out, size_t len)
                 if (nb_result_fw_owner_at(res, 0, k, &owner, &ifname, &hash, &rules) < 0)
                         continue;
                 at = strlen(out);
-                snprintf(out + at, len - at, "%s ", owner);
+                if (counters)
+                        snprintf(out + at, len - at, "%s:%s ", owner,
+                                 nb_result_fw_counter_count(res, 0, k) ? "rules" : "none");
+                else
+                        snprintf(out + at, len - at, "%s ", owner);
         }
 }
 
@@ -106,6 +112,9 @@ static void build(nb_batch *b, const struct cmd *m, int own_netns)
                 break;
         case A_FW_LIST:
                 nb_batch_firewall_list(b);
+                break;
+        case A_FW_COUNTERS:
+                nb_batch_firewall_list_counters(b);
                 break;
         case A_TAP:
                 nb_batch_tap_create(b, m->a, &t);
@@ -162,8 +171,8 @@ static void run_cmd(nb_conn *c, const struct cmd *m, int own_netns, struct reply
         if (r->status == 0) {
                 r->status = nb_result_status(res, 0);
                 snprintf(r->msg, sizeof(r->msg), "%s", nb_result_message(res, 0));
-                if (m->act == A_FW_LIST)
-                        list_owners(res, r->list, sizeof(r->list));
+                if (m->act == A_FW_LIST || m->act == A_FW_COUNTERS)
+                        list_owners(res, r->list, sizeof(r->list), m->act == A_FW_COUNTERS);
         } else {
                 snprintf(r->msg, sizeof(r->msg), "%s", nb_conn_error(c));
         }
@@ -642,6 +651,13 @@ START_TEST(test_a_uid_cannot_touch_another_uids_tap_or_roots_veth_and_bridge)
         r = agent_do(&bb, (struct cmd[]){op(A_FW_LIST, NULL, NULL)});
         ck_assert_int_eq(r.status, 0);
         ck_assert_str_eq(r.list, " pvbfw ");
+        /* And the counters of their own owners' rules only. */
+        r = agent_do(&a, (struct cmd[]){op(A_FW_COUNTERS, NULL, NULL)});
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.list, " pvafw:rules ");
+        r = agent_do(&bb, (struct cmd[]){op(A_FW_COUNTERS, NULL, NULL)});
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.list, " pvbfw:rules ");
         /* What is its own, each may change and remove. */
         expect_ok(&bb, (struct cmd[]){op(A_BW_CLEAR, "pvb0", NULL)});
         expect_ok(&bb, (struct cmd[]){op(A_FW_REMOVE, NULL, "pvbfw")});

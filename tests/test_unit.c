@@ -991,6 +991,8 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, codec);
         suite_add_tcase(s, fw_client_tcase());
         suite_add_tcase(s, fw_filters_tcase());
+        suite_add_tcase(s, fw_text_tcase());
+        suite_add_tcase(s, fwfile_tcase());
         suite_add_tcase(s, policy_unit_tcase());
         return s;
 }

@@ -14,3 +14,4 @@ Suite *hostile_suite(void);
 Suite *hostile_user_suite(void);
 Suite *policy_suite(void);
 Suite *show_suite(void);
+Suite *fw_counters_suite(void);

@@ -13,5 +13,7 @@ struct nbd_peer tu_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n);
 TCase *fw_unit_tcase(void);
 TCase *fw_client_tcase(void);
 TCase *fw_filters_tcase(void);
+TCase *fw_text_tcase(void);
+TCase *fwfile_tcase(void);
 TCase *mac_tcase(void);
 TCase *policy_unit_tcase(void);

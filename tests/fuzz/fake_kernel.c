@@ -868,6 +868,26 @@ static int fake_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struc
         return 0;
 }
 
+/* The fake keeps no rules, only their number: it lists that many, in the
+ * base chain of "from", uncounted and without text. */
+static int fake_fw_list_rules(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e)
+{
+        (void)fw;
+        for (const struct fake_owner *o = world.owners; o; o = o->next)
+                for (unsigned k = 0; k < o->rules; k++) {
+                        struct nbd_fw_rule_info info = {.index = k, .text = ""};
+                        int r;
+                        snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
+                        r = fn(&info, data);
+                        if (r == -ENOMEM)
+                                return nbd_err_oom(e, "listing the rules");
+                        if (r < 0)
+                                return nbd_err_set(e, r, "listing the rules of owner %s: %s",
+                                                   o->owner, strerror(-r));
+                }
+        return 0;
+}
+
 /* ---- spawn.h ---- */
 
 struct nbd_child {
@@ -1060,6 +1080,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .txn_commit = fake_fw_txn_commit,
                         .txn_free = fake_fw_txn_free,
                         .list = fake_fw_list,
+                        .list_rules = fake_fw_list_rules,
                 },
         .spawn =
                 {

@@ -244,6 +244,12 @@ static int op_fw_list(nb_batch *b, int fd)
         return nb_batch_firewall_list(b);
 }
 
+int nbt_build_fw_counters(nb_batch *b, int netns_fd)
+{
+        (void)netns_fd;
+        return nb_batch_firewall_list_counters(b);
+}
+
 static int op_bw_set(nb_batch *b, int fd)
 {
         nb_rate in = {.average = 1000, .peak = 2000, .burst = 256, .floor = 500};
@@ -473,6 +479,7 @@ const struct nbt_request nbt_requests[] = {
         {"op17-link-list", op_link_list},
         {"op18-bandwidth-show", op_bw_show},
         {"shows", nbt_build_shows},
+        {"op19-firewall-list-counters", nbt_build_fw_counters},
 };
 const size_t nbt_n_requests = sizeof(nbt_requests) / sizeof(*nbt_requests);
 

@@ -36,6 +36,9 @@ int nbt_build_eperm_tap(struct nb_batch *b, int netns_fd);
 int nbt_build_shows(struct nb_batch *b, int netns_fd);
 /* Two FirewallApply and a FirewallRemove, with CONTINUE_ON_ERROR. */
 int nbt_build_firewall_continue(struct nb_batch *b, int netns_fd);
+/* FirewallList with every rule's counters (the fake's owner guest0 has
+ * three). */
+int nbt_build_fw_counters(struct nb_batch *b, int netns_fd);
 
 /* The body of a ClientMessage carrying b's request with this id, or of a
  * Hello; malloc'ed. Return 0 or -errno. */

@@ -2,7 +2,9 @@
 """One line per chain of netbroker's nftables table, in the kernel's order,
 each line starting with a newline: NAME, for a base chain its hook, type,
 prio, policy, comment and device, then its rule count and its rules as nft
-prints them. The rule count comes from the JSON, the rules from the text;
+prints them, without the comment each rule carries (its text in libvirt's
+terms, derived from the model and tested on its own). The rule count comes
+from the JSON, the rules from the text;
 the two must agree (exit 1 when they do not). Prints "(no table)" when
 there is no table.
 
@@ -46,7 +48,7 @@ def main():
         if m:
             info[cur] += " dev=%s" % m.group(1)
             continue
-        body[cur].append(s)
+        body[cur].append(re.sub(r' comment ".*"$', "", s))
     count = {}
     for o in j:
         if "rule" in o:

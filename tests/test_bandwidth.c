@@ -180,6 +180,17 @@ static void assert_tc(const char *what, const char *dev, const char *expr, const
         free(got);
 }
 
+static bool has_chain(const char *name)
+{
+        char *out = tu_sh("nft list chain netdev netbroker_bw %s >/dev/null 2>&1 && echo yes || "
+                          "echo no",
+                          name);
+        bool yes = strncmp(out, "yes", 3) == 0;
+
+        free(out);
+        return yes;
+}
+
 /* ---- what tc shows ---- */
 
 START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
@@ -332,6 +343,57 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
 }
 END_TEST
 
+/* Where nftables will not take the fwd rule the redirect needs, a limit on
+ * what enters an interface (a tap's outbound, a macvtap's inbound) is
+ * refused, with the reason: a tc redirect instead would take the guest's
+ * frames past its filter. The probe is made to fail by a table of its
+ * name that another socket owns (flags owner: only that socket may touch
+ * it), held by an nft(8) until the helper has started. */
+START_TEST(test_without_nft_fwd_a_limit_through_an_ifb_is_refused)
+{
+        nb_conn *c;
+        nb_rate r = {.average = 1024};
+        const char *setting = NULL;
+        nb_results *res;
+        nb_batch *b;
+        char *tables;
+
+        tu_private_netns();
+        free(tu_sh("{ echo 'add table netdev netbroker_bw_probe { flags owner; }'; sleep 5; } | "
+                   "nft -i >/dev/null 2>&1 &\n"
+                   "for i in $(seq 100); do nft list tables | grep -q netbroker_bw_probe && "
+                   "break; sleep 0.05; done"));
+        c = tu_spawn(TU_ALLOW);
+        b = nb_batch_new();
+        nb_batch_ping(b);
+        nb_results_free(submit(c, b));
+        free(tu_sh("ip link add h0 type veth peer name g0 && ip link set h0 up && "
+                   "ip link set g0 up && "
+                   "ip link add mv0 link h0 address 52:54:00:00:00:09 type macvtap mode bridge"));
+        assert_refused(c, "h0", NULL, &r, -EOPNOTSUPP, "outbound limits are not available");
+        assert_refused(c, "h0", NULL, &r, -EOPNOTSUPP, "refused a probe of fwd");
+        assert_refused(c, "mv0", &r, NULL, -EOPNOTSUPP, "a macvtap's inbound limits are not");
+        /* Nothing of it was made; the other way still works. */
+        ck_assert(!tu_link_exists(ifb_of_h0()));
+        ck_assert(!has_chain(ifb_of_h0()));
+        bw_set_ok(c, "h0", &r, NULL);
+        bw_set_ok(c, "mv0", NULL, &r);
+        assert_classes("h0", "1:1 1024 1024 10");
+        assert_classes("mv0", "1:1 1024 1024 10");
+        tables = tu_sh("nft list tables");
+        ck_assert_msg(!strstr(tables, "netbroker_bw\n"), "%s", tables);
+        free(tables);
+        b = nb_batch_new();
+        nb_batch_stats(b);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_outbound", &setting), 0);
+        ck_assert_msg(strncmp(setting, "none: nftables refused a probe of fwd", 37) == 0, "%s",
+                      setting);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
 START_TEST(test_set_is_undone_when_a_later_op_of_the_batch_fails)
 {
         nb_conn *c = setup();
@@ -378,17 +440,6 @@ START_TEST(test_without_a_burst_htb_gets_10_ms_of_the_average)
         nb_close(c);
 }
 END_TEST
-
-static bool has_chain(const char *name)
-{
-        char *out = tu_sh("nft list chain netdev netbroker_bw %s >/dev/null 2>&1 && echo yes || "
-                          "echo no",
-                          name);
-        bool yes = strncmp(out, "yes", 3) == 0;
-
-        free(out);
-        return yes;
-}
 
 /* Wait up to 2 s for dev to go (the helper removes IFBs from its loop). */
 static bool gone_soon(const char *dev)
@@ -682,6 +733,7 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
         tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);
         tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
+        tcase_add_test(ops, test_without_nft_fwd_a_limit_through_an_ifb_is_refused);
         tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);
         tcase_add_test(ops, test_the_ifb_goes_with_its_interface);
         tcase_add_test(ops, test_clears_in_a_batch_delete_their_ifbs_together);

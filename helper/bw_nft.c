@@ -496,8 +496,9 @@ static int read_one(struct mnl_socket *nl, uint32_t *seq, int ifindex, const cha
 
 /* A batch that makes a table, a regular chain and a fwd rule in it, then
  * deletes a table that is not there: the kernel aborts it whole, and
- * answers for the rule on its own. */
-static void probe(struct nbd_bw_nft *n)
+ * answers for the rule on its own. -ENOMEM, or 0 with n->missing set when
+ * fwd cannot be used. */
+static int probe(struct nbd_bw_nft *n)
 {
         struct msgs m = {0};
         uint32_t err_seq = 0, rule_seq;
@@ -511,10 +512,14 @@ static void probe(struct nbd_bw_nft *n)
         put_table(&m, NFT_MSG_DELTABLE, PROBE_TABLE "_absent", 0);
         batch_end(&m);
         n->seq = m.seq;
-        r = m.oom ? -ENOMEM : send_batch(n->nl, &m, &err_seq);
+        if (m.oom) {
+                free(m.buf);
+                return -ENOMEM;
+        }
+        r = send_batch(n->nl, &m, &err_seq);
         free(m.buf);
         if (r == -ENOENT && err_seq == rule_seq + 1)
-                return; /* only the deliberate error: fwd is there */
+                return 0; /* only the deliberate error: fwd is there */
         if (r == 0) {
                 /* Nothing failed, so it was committed: take it away. */
                 struct msgs d = {0};
@@ -525,12 +530,13 @@ static void probe(struct nbd_bw_nft *n)
                 if (!d.oom)
                         send_batch(n->nl, &d, NULL);
                 free(d.buf);
-                return;
+                return 0;
         }
         snprintf(n->missing, sizeof(n->missing), "%s (%s)",
                  err_seq == rule_seq ? "the kernel has no nftables fwd expression"
                                      : "nftables refused a probe of fwd",
                  strerror(-r));
+        return 0;
 }
 
 int nbd_bw_nft_open(struct nbd_bw_nft **ret)
@@ -542,10 +548,12 @@ int nbd_bw_nft_open(struct nbd_bw_nft **ret)
                 return -ENOMEM;
         n->seq = (uint32_t)time(NULL);
         r = open_socket(&n->nl);
+        if (r == 0 && probe(n) < 0) {
+                nbd_bw_nft_close(n);
+                return -ENOMEM;
+        }
         if (r < 0)
                 snprintf(n->missing, sizeof(n->missing), "no nfnetlink socket (%s)", strerror(-r));
-        else
-                probe(n);
         *ret = n;
         return 0;
 }

@@ -29,8 +29,11 @@ NBD_LOG_CATEGORY(bandwidth);
 #define PROBE_TABLE "netbroker_bw_probe"
 #define MSG_ROOM 1024 /* one message of ours fits, with room to spare */
 
+/* The socket is opened for each operation and closed after it: the helper
+ * has few fds (RLIMIT_NOFILE 64 by default), and bandwidth changes are
+ * rare. */
 struct nbd_bw_nft {
-        struct mnl_socket *nl;
+        struct mnl_socket *nl; /* during an operation only */
         uint32_t seq;
         char missing[160]; /* "" when fwd works */
 };
@@ -394,9 +397,11 @@ out:
         return MNL_CB_OK;
 }
 
-/* A dump of the table's chains (chain NULL) or of one chain's rules. A
- * table that is not there is an empty dump. */
-static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, mnl_cb_t cb, void *data)
+/* A dump of the table's chains (chain and one NULL), one chain (one: a
+ * get, not a dump), or one chain's rules (chain). A table or chain that is
+ * not there is an empty answer. */
+static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const char *one,
+                mnl_cb_t cb, void *data)
 {
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
@@ -417,19 +422,21 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, mnl_cb_t
                 nftnl_rule_free(ru);
         } else {
                 struct nftnl_chain *c = nftnl_chain_alloc();
-                if (!c || nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NBD_BW_NFT_TABLE) < 0) {
+                if (!c || nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NBD_BW_NFT_TABLE) < 0 ||
+                    (one && nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, one) < 0)) {
                         if (c)
                                 nftnl_chain_free(c);
                         return -ENOMEM;
                 }
-                nlh = nftnl_chain_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NFPROTO_NETDEV, NLM_F_DUMP,
-                                                  seq);
+                nlh = nftnl_chain_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NFPROTO_NETDEV,
+                                                  one ? NLM_F_ACK : NLM_F_DUMP, seq);
                 nftnl_chain_nlmsg_build_payload(nlh, c);
                 nftnl_chain_free(c);
         }
         if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(1);
+        /* A get answers with the chain and an ack, or an error. */
         do {
                 ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
                 if (n < 0)
@@ -441,10 +448,11 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, mnl_cb_t
         return 0;
 }
 
-static int read_chains(struct mnl_socket *nl, uint32_t seq, struct chain_list *ret)
+/* Our chains (one: only that one). */
+static int read_chains(struct mnl_socket *nl, uint32_t seq, const char *one, struct chain_list *ret)
 {
         struct chain_list l = {0};
-        int r = dump(nl, seq, NULL, on_chain, &l);
+        int r = dump(nl, seq, NULL, one, on_chain, &l);
 
         if (r == 0 && l.err)
                 r = l.err;
@@ -473,16 +481,17 @@ static int read_one(struct mnl_socket *nl, uint32_t *seq, int ifindex, const cha
         struct rule_list rules = {0};
         const struct chain_seen *s;
         char name[IFNAMSIZ];
-        int r = read_chains(nl, (*seq)++, &l);
+        int r;
 
+        chain_name(ifindex, name);
+        r = read_chains(nl, (*seq)++, name, &l);
         if (r < 0)
                 return r;
         s = find_chain(&l, ifindex);
         *ret_found = s != NULL;
         *ret_ifb = 0;
         if (s && s->ingress_at_prio && strcmp(s->dev, ifname) == 0) {
-                chain_name(ifindex, name);
-                r = dump(nl, (*seq)++, name, on_rule, &rules);
+                r = dump(nl, (*seq)++, name, NULL, on_rule, &rules);
                 if (r == 0 && rules.err)
                         r = rules.err;
                 if (r == 0 && rules.n == 1)
@@ -548,23 +557,41 @@ int nbd_bw_nft_open(struct nbd_bw_nft **ret)
                 return -ENOMEM;
         n->seq = (uint32_t)time(NULL);
         r = open_socket(&n->nl);
-        if (r == 0 && probe(n) < 0) {
-                nbd_bw_nft_close(n);
-                return -ENOMEM;
-        }
-        if (r < 0)
+        if (r == 0)
+                r = probe(n) < 0 ? -ENOMEM : 0;
+        else
                 snprintf(n->missing, sizeof(n->missing), "no nfnetlink socket (%s)", strerror(-r));
+        if (n->nl)
+                mnl_socket_close(n->nl);
+        n->nl = NULL;
+        if (r == -ENOMEM) {
+                free(n);
+                return r;
+        }
         *ret = n;
         return 0;
 }
 
 void nbd_bw_nft_close(struct nbd_bw_nft *n)
 {
-        if (!n)
-                return;
+        free(n);
+}
+
+/* The socket for one operation. */
+static int use(struct nbd_bw_nft *n, struct nbd_err *e)
+{
+        int r = open_socket(&n->nl);
+
+        if (r < 0)
+                nbd_err_set(e, r, "cannot open an nfnetlink socket: %s", strerror(-r));
+        return r;
+}
+
+static void done(struct nbd_bw_nft *n)
+{
         if (n->nl)
                 mnl_socket_close(n->nl);
-        free(n);
+        n->nl = NULL;
 }
 
 const char *nbd_bw_nft_missing(const struct nbd_bw_nft *n)
@@ -587,13 +614,17 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname, int if
                                    ifname, n->missing);
         }
         chain_name(ifindex, name);
+        r = use(n, e);
+        if (r < 0)
+                return r;
         r = read_one(n->nl, &n->seq, ifindex, ifname, &found, &target);
         if (r < 0) {
-                return nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
-                                   strerror(-r));
+                nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
+                            strerror(-r));
+                goto out;
         }
         if (found && target == ifb)
-                return 0; /* in place: nothing is written */
+                goto out; /* in place: nothing is written */
         batch_begin(&m, n->seq);
         put_table(&m, NFT_MSG_NEWTABLE, NBD_BW_NFT_TABLE, NLM_F_CREATE);
         /* The old chain goes and the new comes in one transaction. */
@@ -608,7 +639,9 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname, int if
         else if ((r = send_batch(n->nl, &m, NULL)) < 0)
                 nbd_err_set(e, r, "cannot redirect what enters %s to %s with nftables: %s", ifname,
                             name, strerror(-r));
+out:
         free(m.buf);
+        done(n);
         return r;
 }
 
@@ -642,19 +675,24 @@ static int delete_chains(struct nbd_bw_nft *n, const struct chain_list *have, co
         return r;
 }
 
-int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data, unsigned *ret_n,
-                     struct nbd_err *e)
+/* Delete those of our chains (one: only that one) stale picks. */
+static int prune(struct nbd_bw_nft *n, const char *one, nbd_bw_nft_stale_fn stale, void *data,
+                 unsigned *ret_n, struct nbd_err *e)
 {
         struct chain_list l = {0};
         bool *doomed = NULL;
         int r;
 
-        if (!n->nl)
-                return 0; /* no nftables: no chains of ours either */
-        r = read_chains(n->nl, n->seq++, &l);
+        if (nbd_bw_nft_missing(n))
+                return 0; /* no redirect was ever made here */
+        r = use(n, e);
+        if (r < 0)
+                return r;
+        r = read_chains(n->nl, n->seq++, one, &l);
         if (r < 0) {
-                return nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
-                                   strerror(-r));
+                nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
+                            strerror(-r));
+                goto out;
         }
         doomed = calloc(l.n ? l.n : 1, sizeof(*doomed));
         if (!doomed) {
@@ -667,7 +705,14 @@ int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data
 out:
         free(doomed);
         free(l.v);
+        done(n);
         return r;
+}
+
+int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data, unsigned *ret_n,
+                     struct nbd_err *e)
+{
+        return prune(n, NULL, stale, data, ret_n, e);
 }
 
 static bool is_ifindex(int ifindex, const char *dev, void *data)
@@ -678,18 +723,10 @@ static bool is_ifindex(int ifindex, const char *dev, void *data)
 
 int nbd_bw_nft_clear(struct nbd_bw_nft *n, int ifindex, struct nbd_err *e)
 {
-        return nbd_bw_nft_prune(n, is_ifindex, &ifindex, NULL, e);
-}
+        char name[IFNAMSIZ];
 
-int nbd_bw_nft_get(struct nbd_bw_nft *n, int ifindex, const char *ifname, int *ret_ifb)
-{
-        bool found = false;
-
-        if (!n->nl) {
-                *ret_ifb = 0;
-                return 0;
-        }
-        return read_one(n->nl, &n->seq, ifindex, ifname, &found, ret_ifb);
+        chain_name(ifindex, name);
+        return prune(n, name, is_ifindex, &ifindex, NULL, e);
 }
 
 int nbd_bw_nft_peek(int ifindex, const char *ifname, int *ret_ifb, struct nbd_err *e)

@@ -32,11 +32,11 @@
 
 struct nbd_bw_nft;
 
-/* Open an nfnetlink socket and find out, without changing anything, whether
- * the kernel takes the fwd expression (a batch that ends in a deliberate
- * error is aborted whole). Fails only when out of memory: a kernel without
- * nftables or fwd is a missing mechanism (nbd_bw_nft_missing), not an
- * error. */
+/* Find out, without changing anything, whether the kernel takes the fwd
+ * expression (a batch that ends in a deliberate error is aborted whole).
+ * Fails only when out of memory: a kernel without nftables or fwd is a
+ * missing mechanism (nbd_bw_nft_missing), not an error. Holds no fd: each
+ * operation below opens an nfnetlink socket and closes it. */
 int nbd_bw_nft_open(struct nbd_bw_nft **ret);
 void nbd_bw_nft_close(struct nbd_bw_nft *n);
 
@@ -52,10 +52,8 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname, int if
 int nbd_bw_nft_clear(struct nbd_bw_nft *n, int ifindex, struct nbd_err *e);
 
 /* Where the chain of ifindex forwards to: *ret_ifb is the ifindex of the
- * target, or 0 when there is no such chain of ours hooked on ifname. */
-int nbd_bw_nft_get(struct nbd_bw_nft *n, int ifindex, const char *ifname, int *ret_ifb);
-/* The same over a socket of its own, opened and closed here (BandwidthShow
- * has no nbd_bw_nft). */
+ * target, or 0 when there is no such chain of ours hooked on ifname. Needs
+ * no nbd_bw_nft (BandwidthShow has none). */
 int nbd_bw_nft_peek(int ifindex, const char *ifname, int *ret_ifb, struct nbd_err *e);
 
 /* Delete, in one transaction, every chain of ours for which stale(ifindex

@@ -268,8 +268,8 @@ static void send_n(int fd, const uint8_t *f, size_t len, int n)
                 ssize_t w = write(fd, f, len);
                 /* A packet socket on a tap hears of a drop at its egress
                  * hook (the to-guest chain) as ENOBUFS. */
-                ck_assert_msg(w == (ssize_t)len || (w < 0 && errno == ENOBUFS),
-                              "write: %zd (%s)", w, strerror(errno));
+                ck_assert_msg(w == (ssize_t)len || (w < 0 && errno == ENOBUFS), "write: %zd (%s)",
+                              w, strerror(errno));
         }
 }
 

@@ -309,19 +309,21 @@ static int reset(struct ctx *c)
 /* After a run: every interface limited both ways, in the method's way. */
 static int check_limited(struct ctx *c, const char *name, bool ifb)
 {
-        unsigned ifbs = ifb ? c->n : 0, leaves = ifb ? 0 : c->n;
+        /* The helper redirects to its IFBs with nftables (no ingress
+         * qdisc: helper/bw_nft.h); tc's way needs one per interface. */
+        unsigned ifbs = ifb ? c->n : 0, leaves = ifb ? 0 : c->n, ingress = ifb ? 0 : c->n;
         struct tc_state s;
         int r = read_state(c, &s);
 
         if (r < 0)
                 return r;
-        if (s.htb_roots != c->n || s.ingress != c->n || s.leaves != leaves || s.ifbs != ifbs ||
+        if (s.htb_roots != c->n || s.ingress != ingress || s.leaves != leaves || s.ifbs != ifbs ||
             s.ifb_htb_roots != ifbs) {
                 bench_log("netbroker-bench: bandwidth: after %s, tc -j qdisc show has %u htb "
                           "roots, %u ingress qdiscs, %u leaf qdiscs on the %u interfaces, %u "
                           "IFBs with %u htb roots (expected %u, %u, %u, %u, %u)\n",
                           name, s.htb_roots, s.ingress, s.leaves, c->n, s.ifbs, s.ifb_htb_roots,
-                          c->n, c->n, leaves, ifbs, ifbs);
+                          c->n, ingress, leaves, ifbs, ifbs);
                 return -EPROTO;
         }
         return 0;

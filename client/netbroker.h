@@ -347,10 +347,13 @@ int nb_batch_firewall_list_counters(nb_batch *batch);
 /* ---- bandwidth ----
  *
  * libvirt's <bandwidth>, in its units: kB means 1024 bytes. Inbound is
- * traffic toward the guest (the interface's egress), outbound traffic from
- * it (the interface's ingress). The helper builds the tc objects itself
- * (HTB; for outbound an IFB device the ingress is redirected to) and
- * removes only what it made. */
+ * traffic toward the guest, outbound traffic from it: on a tap the
+ * interface's egress and ingress, on a macvtap the other way round (its
+ * guest sends through its egress), as libvirt has them for direct
+ * interfaces. The helper builds the objects itself (an HTB at the root for
+ * the egress; for the ingress an IFB device, which an nftables chain
+ * forwards to after the firewall's chains, so a limit never takes frames
+ * past the guest's filter) and removes only what it made. */
 
 typedef struct nb_rate {
         unsigned average; /* kB/s; 1 to 100 Gbit/s */
@@ -364,9 +367,10 @@ typedef struct nb_rate {
  * change of rates takes effect in place (no instant without a limit). The
  * op fails with -EINVAL for a bad rate (zero average with other fields,
  * over 100 Gbit/s, peak below average, burst over 1 GiB, floor outbound), -ENODEV
- * for a missing interface, -EOPNOTSUPP when the kernel cannot limit
- * outbound traffic; nothing is changed then. Returns 0, -EINVAL (NULL
- * batch or bad name), -ENOMEM. */
+ * for a missing interface, -EOPNOTSUPP when the kernel cannot limit what
+ * enters the interface (a tap's outbound, a macvtap's inbound) without
+ * bypassing the firewall (no nftables fwd, no ifb); nothing is changed
+ * then. Returns 0, -EINVAL (NULL batch or bad name), -ENOMEM. */
 int nb_batch_bandwidth_set(nb_batch *batch, const char *ifname, const nb_rate *in,
                            const nb_rate *out);
 /* Remove every limit netbroker put on ifname; none there is a success. */

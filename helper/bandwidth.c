@@ -4,14 +4,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/if_ether.h>
-#include <linux/tc_act/tc_mirred.h>
 #include <net/if.h>
 #include <netlink/msg.h>
-#include <netlink/route/act/mirred.h>
 #include <netlink/route/action.h>
 #include <netlink/route/class.h>
 #include <netlink/route/classifier.h>
-#include <netlink/route/cls/u32.h>
 #include <netlink/route/link.h>
 #include <netlink/route/qdisc.h>
 #include <netlink/route/qdisc/htb.h>
@@ -21,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bw_nft.h"
 #include "link.h"
 #include "log.h"
 #include "netlink.h"
@@ -31,7 +29,6 @@ NBD_LOG_CATEGORY(bandwidth);
 #define HTB_CLASS TC_HANDLE(1U, 1U)
 #define LEAF_HANDLE TC_HANDLE(2U, 0U)
 #define INGRESS_HANDLE TC_HANDLE(0xffffU, 0U) /* unsigned: 0xffff << 16 overflows an int */
-#define U32_HANDLE 0x80000800u /* 800::800, fixed so a second add is EEXIST */
 #define IFB_TXQLEN 1000 /* the IFB's leaf fifo holds this many packets, not 32 */
 
 /* Fair leaf qdiscs, best first; the first the kernel accepts is kept. */
@@ -39,18 +36,20 @@ static const char *const leaf_kinds[] = {"fq_codel", "sfq"};
 #define N_LEAF_KINDS (sizeof(leaf_kinds) / sizeof(*leaf_kinds))
 
 enum out_state {
-        OUT_IFB, /* act_mirred seen at start-up */
-        OUT_IFB_UNVERIFIED, /* not seen (a module not loaded yet?): try it */
-        OUT_NONE, /* an attempt failed: out_why says why */
+        OUT_IFB, /* nftables' fwd is there (bw_nft.h) */
+        OUT_NONE, /* no fwd, or no ifb driver: out_mech says why */
 };
 
 struct nbd_bw {
         struct nbd_netlink *nl; /* link.c's, borrowed */
+        struct nbd_bw_nft *nft; /* the redirects to IFBs */
         enum out_state out;
         char out_mech[96];
         bool police; /* act_police is there (reported, not used: IFB shapes better) */
         int leaf; /* index into leaf_kinds, N_LEAF_KINDS: fifo, -1: not tried */
         unsigned doomed; /* IFBs moved to NBD_BW_DOOMED_GROUP since the last flush */
+        int *gone; /* ifindexes gone since the loop last said so (nbd_bw_link_gone) */
+        size_t n_gone, cap_gone;
 };
 
 static uint64_t bytes(uint32_t kb)
@@ -192,7 +191,7 @@ static bool is_marked_ifb(struct rtnl_link *link)
 
 /* ret_ours: it carries the IFB mark (netbroker made it as an IFB). */
 static int link_of(struct nbd_bw *bw, const char *name, int *ret, uint32_t *ret_group,
-                   bool *ret_ours)
+                   bool *ret_ours, bool *ret_macvtap)
 {
         struct rtnl_link *link = NULL;
         int r;
@@ -209,6 +208,9 @@ static int link_of(struct nbd_bw *bw, const char *name, int *ret, uint32_t *ret_
                         *ret_group = rtnl_link_get_group(link);
                 if (ret_ours)
                         *ret_ours = is_marked_ifb(link);
+                if (ret_macvtap)
+                        *ret_macvtap = rtnl_link_get_type(link) &&
+                                       strcmp(rtnl_link_get_type(link), "macvtap") == 0;
         }
         rtnl_link_put(link);
         return r;
@@ -216,7 +218,7 @@ static int link_of(struct nbd_bw *bw, const char *name, int *ret, uint32_t *ret_
 
 static int ifindex_of(struct nbd_bw *bw, const char *name, int *ret)
 {
-        return link_of(bw, name, ret, NULL, NULL);
+        return link_of(bw, name, ret, NULL, NULL, NULL);
 }
 
 /* The IFB of an interface, unless it is doomed (deleted at the next
@@ -226,7 +228,7 @@ static int live_ifb_of(struct nbd_bw *bw, const char *name, int *ret)
 {
         uint32_t group = 0;
         bool ours = false;
-        int r = link_of(bw, name, ret, &group, &ours);
+        int r = link_of(bw, name, ret, &group, &ours, NULL);
 
         return r == 0 && (group == NBD_BW_DOOMED_GROUP || !ours) ? -ENODEV : r;
 }
@@ -262,16 +264,25 @@ int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
                 return -ENOMEM;
         bw->nl = nl;
         bw->leaf = -1;
+        if (nbd_bw_nft_open(&bw->nft) < 0) {
+                free(bw);
+                return -ENOMEM;
+        }
         bw->police = action_known(bw, "police");
-        if (action_known(bw, "mirred")) {
+        /* Deny by default: a tc redirect would take the frames past the
+         * firewall's chains (bw_nft.h), and a limit that switches a
+         * guest's filter off is worse than none. */
+        if (nbd_bw_nft_missing(bw->nft)) {
+                bw->out = OUT_NONE;
+                snprintf(bw->out_mech, sizeof(bw->out_mech), "none: %.88s",
+                         nbd_bw_nft_missing(bw->nft));
+        } else {
                 bw->out = OUT_IFB;
                 snprintf(bw->out_mech, sizeof(bw->out_mech), "ifb+htb");
-        } else {
-                bw->out = OUT_IFB_UNVERIFIED;
-                snprintf(bw->out_mech, sizeof(bw->out_mech),
-                         "ifb+htb (unverified: no act_mirred at start-up)");
         }
-        nbd_info("bandwidth: inbound htb, outbound %s; act_police %s", bw->out_mech,
+        nbd_info("bandwidth: a tap's inbound (a macvtap's outbound) htb, the other way %s; "
+                 "act_police %s",
+                 bw->out_mech,
                  bw->police ? "present (unused: the IFB shapes instead of dropping)" : "absent");
         *ret = bw;
         return 0;
@@ -279,7 +290,11 @@ int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
 
 void nbd_bw_close(struct nbd_bw *bw)
 {
+        if (!bw)
+                return;
         nbd_bw_flush(bw);
+        nbd_bw_nft_close(bw->nft);
+        free(bw->gone);
         free(bw);
 }
 
@@ -460,9 +475,8 @@ static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struc
         return r;
 }
 
-/* ---- outbound: ingress -> mirred -> IFB with HTB ---- */
+/* ---- what enters the interface: nft fwd -> IFB with HTB ---- */
 
-/* Move a device to a link group (RTM_NEWLINK with IFLA_GROUP). */
 /* Move one of our IFBs to group, writing its mark in the same message: an
  * IFB of a helper killed between its create and its alias is ours by its
  * group alone, and once doomed that group is gone, so the flush would
@@ -500,7 +514,7 @@ static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *create
 
         ifb_name(ifindex, name);
         *created = false;
-        r = link_of(bw, name, ret_ifb, &group, &ours);
+        r = link_of(bw, name, ret_ifb, &group, &ours, NULL);
         if (r == 0 && !ours) {
                 return nbd_err_set(err, -EEXIST,
                                    "%s exists but is no IFB netbroker made (its alias is not %s)",
@@ -555,105 +569,6 @@ static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *create
         return 0;
 }
 
-static int ensure_ingress(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
-{
-        struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, "ingress");
-        int r;
-
-        if (!q) {
-                return nbd_err_set(err, -ENOMEM, "cannot add an ingress qdisc on %s: out of memory",
-                                   dev);
-        }
-        nbd_netlink_begin(bw->nl);
-        r = send_result(bw, rtnl_qdisc_add(bw->nl->req, q, NLM_F_CREATE | NLM_F_EXCL));
-        rtnl_qdisc_put(q);
-        if (r == -EEXIST)
-                return 0; /* there already: ours from before, or shared */
-        if (r < 0)
-                nbd_err_set(err, r, "cannot add an ingress qdisc on %s: %s", dev, strerror(-r));
-        return r;
-}
-
-/* The filter: u32 "match everything", action mirred egress redirect to
- * ifb. false when out of memory. */
-static bool build_redirect(struct rtnl_cls *cls, struct rtnl_act *act, int ifindex, int ifb)
-{
-        rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
-        rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
-        rtnl_tc_set_handle(TC_CAST(cls), U32_HANDLE);
-        rtnl_cls_set_prio(cls, NBD_BW_PRIO);
-        rtnl_cls_set_protocol(cls, ETH_P_ALL);
-        if (rtnl_tc_set_kind(TC_CAST(cls), "u32") < 0 ||
-            rtnl_tc_set_kind(TC_CAST(act), "mirred") < 0 ||
-            rtnl_u32_add_key_uint32(cls, 0, 0, 0, 0) < 0 || rtnl_u32_set_cls_terminal(cls) < 0)
-                return false;
-        rtnl_mirred_set_action(act, TCA_EGRESS_REDIR);
-        rtnl_mirred_set_policy(act, TC_ACT_STOLEN);
-        rtnl_mirred_set_ifindex(act, (uint32_t)ifb);
-        return rtnl_u32_add_action(cls, act) == 0;
-}
-
-/* u32 "match everything", action mirred egress redirect to the IFB. With
- * replace false an existing filter of ours is left as it is. */
-static int ensure_redirect(struct nbd_bw *bw, int ifindex, int ifb, bool replace, const char *dev,
-                           struct nbd_err *err)
-{
-        struct rtnl_cls *cls = rtnl_cls_alloc();
-        struct rtnl_act *act = rtnl_act_alloc();
-        int r;
-
-        if (!cls || !act || !build_redirect(cls, act, ifindex, ifb)) {
-                r = nbd_err_oom(err, "adding the redirect filter");
-                goto out;
-        }
-        nbd_netlink_begin(bw->nl);
-        r = send_result(bw, rtnl_cls_add(bw->nl->req, cls,
-                                         NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL)));
-        if (r == -EEXIST && !replace)
-                r = 0;
-        if (r < 0)
-                nbd_err_set(err, r, "cannot add the redirect filter on %s: %s", dev, strerror(-r));
-out:
-        rtnl_act_put(act);
-        rtnl_cls_put(cls);
-        return r;
-}
-
-static int set_outbound(struct nbd_bw *bw, int ifindex, const char *dev,
-                        const struct nbd_bw_rate *rate, struct nbd_err *err)
-{
-        char name[IFNAMSIZ];
-        bool created;
-        int ifb = 0, r;
-
-        if (bw->out == OUT_NONE) {
-                return nbd_err_set(err, -EOPNOTSUPP, "outbound limits are not available: %s",
-                                   bw->out_mech);
-        }
-        ifb_name(ifindex, name);
-        /* Shape on the IFB first, then redirect to it: the limit is in
-         * place when the first packet goes there. */
-        r = ensure_ifb(bw, ifindex, &ifb, &created, err);
-        if (r == 0)
-                r = set_htb_tree(bw, ifb, rate, name, err);
-        if (r == 0)
-                r = ensure_ingress(bw, ifindex, dev, err);
-        if (r == 0)
-                r = ensure_redirect(bw, ifindex, ifb, created, dev, err);
-        if (r == -EINVAL || r == -ENOENT || r == -EOPNOTSUPP) {
-                if (bw->out == OUT_IFB_UNVERIFIED) {
-                        bw->out = OUT_NONE;
-                        snprintf(bw->out_mech, sizeof(bw->out_mech),
-                                 "none: the kernel refused the ingress redirect (%s)",
-                                 strerror(-r));
-                }
-        } else if (r == 0 && bw->out == OUT_IFB_UNVERIFIED) {
-                bw->out = OUT_IFB;
-                snprintf(bw->out_mech, sizeof(bw->out_mech), "ifb+htb");
-        }
-        return r;
-}
-
 static int filters_left(struct nbd_bw *bw, int ifindex, size_t *ret)
 {
         struct nl_cache *cache = NULL;
@@ -664,6 +579,88 @@ static int filters_left(struct nbd_bw *bw, int ifindex, size_t *ret)
         if (r == 0)
                 *ret = (size_t)nl_cache_nitems(cache);
         nl_cache_free(cache);
+        return r;
+}
+
+/* The tc redirect helpers before this one made (an ingress qdisc, a u32
+ * filter of priority NBD_BW_PRIO with a mirred redirect): deleted, with
+ * the ingress qdisc when it was ours (our filter was there) and no other
+ * filter is left on it. None there is success. */
+static int clear_tc_redirect(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
+{
+        struct rtnl_cls *cls = rtnl_cls_alloc();
+        struct rtnl_qdisc *q = NULL;
+        size_t left = 1;
+        int r;
+
+        if (!cls) {
+                r = nbd_err_oom(err, "deleting the redirect filter");
+                goto out;
+        }
+        rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
+        rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
+        rtnl_cls_set_prio(cls, NBD_BW_PRIO);
+        rtnl_cls_set_protocol(cls, ETH_P_ALL);
+        nbd_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_cls_delete(bw->nl->req, cls, 0));
+        /* Nothing there: no ingress qdisc (EINVAL) or no such filter. */
+        if (r == -ENOENT || r == -EINVAL) {
+                r = 0;
+                goto out;
+        }
+        if (r < 0) {
+                nbd_err_set(err, r, "cannot delete the redirect filter on %s: %s", dev,
+                            strerror(-r));
+                goto out;
+        }
+        if (filters_left(bw, ifindex, &left) == 0 && left == 0) {
+                q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, "ingress");
+                if (!q) {
+                        r = nbd_err_oom(err, "deleting the ingress qdisc");
+                        goto out;
+                }
+                nbd_netlink_begin(bw->nl);
+                r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
+                if (r == -ENOENT || r == -EINVAL)
+                        r = 0;
+                if (r < 0)
+                        nbd_err_set(err, r, "cannot delete the ingress qdisc of %s: %s", dev,
+                                    strerror(-r));
+        }
+out:
+        rtnl_qdisc_put(q);
+        rtnl_cls_put(cls);
+        return r;
+}
+
+/* What enters ifindex (a tap's outbound, a macvtap's inbound), shaped on
+ * its IFB; the redirect is an nftables chain after the firewall's
+ * (bw_nft.h). */
+static int set_ifb_limit(struct nbd_bw *bw, int ifindex, const char *dev,
+                         const struct nbd_bw_rate *rate, struct nbd_err *err)
+{
+        char name[IFNAMSIZ];
+        bool created;
+        int ifb = 0, r;
+
+        if (bw->out == OUT_NONE) {
+                return nbd_err_set(err, -EOPNOTSUPP,
+                                   "limits on what enters %s (a tap's outbound, a macvtap's "
+                                   "inbound) are not available: %s",
+                                   dev, bw->out_mech);
+        }
+        ifb_name(ifindex, name);
+        /* Shape on the IFB first, then redirect to it: the limit is in
+         * place when the first packet goes there. */
+        r = ensure_ifb(bw, ifindex, &ifb, &created, err);
+        if (r == 0)
+                r = set_htb_tree(bw, ifb, rate, name, err);
+        if (r == 0)
+                r = nbd_bw_nft_set(bw->nft, ifindex, dev, ifb, err);
+        /* A tc redirect a helper of before left would still take the
+         * frames past the firewall: it goes once the chain is there. */
+        if (r == 0)
+                r = clear_tc_redirect(bw, ifindex, dev, err);
         return r;
 }
 
@@ -681,7 +678,7 @@ static int doom_ifb(struct nbd_bw *bw, int ifindex, struct nbd_err *err)
         int ifb = 0, r;
 
         ifb_name(ifindex, name);
-        r = link_of(bw, name, &ifb, &group, &ours);
+        r = link_of(bw, name, &ifb, &group, &ours, NULL);
         if (r == -ENODEV || r == -ENOENT)
                 return 0;
         if (r == 0 && !ours) {
@@ -817,6 +814,50 @@ static bool is_ifb_name(const char *name, int *ret_owner)
         return true;
 }
 
+static bool listed_gone(int ifindex, const char *dev, void *data)
+{
+        const struct nbd_bw *bw = data;
+
+        (void)dev;
+        for (size_t i = 0; i < bw->n_gone; i++)
+                if (bw->gone[i] == ifindex)
+                        return true;
+        return false;
+}
+
+/* Since Linux 6.16 a netdev base chain outlives its device and hooks the
+ * next device of its name: a redirect left there would send a new
+ * interface's frames to an IFB that is being deleted (and drop them). */
+static void prune_gone(struct nbd_bw *bw)
+{
+        struct nbd_err err;
+        unsigned n = 0;
+
+        if (!bw->n_gone)
+                return;
+        if (nbd_bw_nft_prune(bw->nft, listed_gone, bw, &n, &err) < 0)
+                nbd_warn("the redirects of interfaces that went stay: %s", err.msg);
+        else if (n)
+                nbd_debug("deleted %u redirect chain(s) of interfaces that went", n);
+        bw->n_gone = 0;
+}
+
+static void note_gone(struct nbd_bw *bw, const struct nbd_link_entry *e)
+{
+        if (bw->n_gone == bw->cap_gone) {
+                size_t cap = bw->cap_gone ? 2 * bw->cap_gone : 8;
+                int *grown = realloc(bw->gone, cap * sizeof(*grown));
+                if (!grown) {
+                        /* The start-up sweep removes it later. */
+                        nbd_warn("out of memory: the redirect of %s stays", e->name);
+                        return;
+                }
+                bw->gone = grown;
+                bw->cap_gone = cap;
+        }
+        bw->gone[bw->n_gone++] = e->ifindex;
+}
+
 void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e)
 {
         struct nbd_bw *bw = data;
@@ -824,19 +865,47 @@ void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e)
         int owner;
 
         if (!e) {
-                nbd_bw_flush(bw); /* the end of the list: delete them together */
+                /* The end of the list: the chains go in one transaction,
+                 * the IFBs together. */
+                prune_gone(bw);
+                nbd_bw_flush(bw);
                 return;
         }
         if (is_ifb_name(e->name, &owner))
                 return; /* an IFB itself went: nothing hangs on it */
+        note_gone(bw, e);
         if (doom_ifb(bw, e->ifindex, &err) < 0)
                 nbd_warn("%s is gone but its IFB stays: %s", e->name, err.msg);
 }
 
+struct present {
+        const struct nbd_link_entry *links;
+        size_t n;
+};
+
+/* A chain is stale when no interface has its ifindex, or the one that has
+ * it is not the device it hooks (a new one of the old name). */
+static bool not_present(int ifindex, const char *dev, void *data)
+{
+        const struct present *p = data;
+
+        for (size_t i = 0; i < p->n; i++)
+                if (p->links[i].ifindex == ifindex)
+                        return strcmp(p->links[i].name, dev) != 0;
+        return true;
+}
+
 void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t n)
 {
+        struct present p = {links, n};
         struct nbd_err err;
+        unsigned pruned = 0;
 
+        if (nbd_bw_nft_prune(bw->nft, not_present, &p, &pruned, &err) < 0)
+                nbd_warn("%s", err.msg);
+        else if (pruned)
+                nbd_info("removed %u redirect chain(s) of interfaces that went while no helper ran",
+                         pruned);
         for (size_t i = 0; i < n; i++) {
                 int owner;
                 bool owned = false;
@@ -858,102 +927,85 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
         nbd_bw_flush(bw);
 }
 
-static int clear_outbound(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
+static int clear_ifb_limit(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
 {
-        struct rtnl_cls *cls = rtnl_cls_alloc();
-        struct rtnl_qdisc *q = NULL;
-        size_t left = 1;
-        int r;
+        /* The redirect goes first: no frame reaches an IFB on its way out. */
+        int r = nbd_bw_nft_clear(bw->nft, ifindex, err);
 
-        if (!cls) {
-                r = nbd_err_oom(err, "deleting the redirect filter");
-                goto out;
-        }
-        rtnl_tc_set_ifindex(TC_CAST(cls), ifindex);
-        rtnl_tc_set_parent(TC_CAST(cls), INGRESS_HANDLE);
-        rtnl_cls_set_prio(cls, NBD_BW_PRIO);
-        rtnl_cls_set_protocol(cls, ETH_P_ALL);
-        nbd_netlink_begin(bw->nl);
-        r = send_result(bw, rtnl_cls_delete(bw->nl->req, cls, 0));
-        /* Nothing there: no ingress qdisc (EINVAL) or no such filter. */
-        if (r < 0 && r != -ENOENT && r != -EINVAL) {
-                nbd_err_set(err, r, "cannot delete the redirect filter on %s: %s", dev,
-                            strerror(-r));
-                goto out;
-        }
-        /* The ingress qdisc goes when nobody else has a filter on it. */
-        if (filters_left(bw, ifindex, &left) == 0 && left == 0) {
-                q = qdisc_new(ifindex, TC_H_INGRESS, INGRESS_HANDLE, NULL);
-                if (!q) {
-                        r = nbd_err_oom(err, "deleting the ingress qdisc");
-                        goto out;
-                }
-                nbd_netlink_begin(bw->nl);
-                r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
-                if (r < 0 && r != -ENOENT && r != -EINVAL) {
-                        nbd_err_set(err, r, "cannot delete the ingress qdisc of %s: %s", dev,
-                                    strerror(-r));
-                        goto out;
-                }
-        }
-        r = doom_ifb(bw, ifindex, err);
-out:
-        rtnl_qdisc_put(q);
-        rtnl_cls_put(cls);
+        if (r == 0)
+                r = clear_tc_redirect(bw, ifindex, dev, err);
+        if (r == 0)
+                r = doom_ifb(bw, ifindex, err);
         return r;
 }
 
 /* ---- the interface ---- */
 
-static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, struct nbd_err *err)
+static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, bool *ret_macvtap,
+                  struct nbd_err *err)
 {
-        int r = ifindex_of(bw, ifname, ret);
+        int r = link_of(bw, ifname, ret, NULL, NULL, ret_macvtap);
 
         if (r < 0)
                 nbd_err_set(err, r, "no interface %s: %s", ifname, strerror(-r));
         return r;
 }
 
+/* Which way is which: a tap's egress is what its guest receives, its
+ * ingress what the guest sends; a macvtap's are the other way round (the
+ * guest's frames leave through its egress), as libvirt has them for
+ * <interface type='direct'>. The root qdisc shapes the egress, the IFB the
+ * ingress. */
+static void split(const struct nbd_bw_limits *l, bool macvtap,
+                  const struct nbd_bw_rate **ret_egress, const struct nbd_bw_rate **ret_ingress)
+{
+        *ret_egress = macvtap ? &l->out : &l->in;
+        *ret_ingress = macvtap ? &l->in : &l->out;
+}
+
 int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
                struct nbd_bw_applied *ret, struct nbd_err *err)
 {
-        const char *in_mech, *out_mech;
+        const char *root_mech, *ifb_mech;
+        const struct nbd_bw_rate *egress, *ingress;
+        bool macvtap = false;
         int ifindex = 0, r; /* set by lookup(); gcc 12 cannot tell */
 
         r = nbd_bw_check(l, err);
         if (r == 0)
-                r = lookup(bw, ifname, &ifindex, err);
+                r = lookup(bw, ifname, &ifindex, &macvtap, err);
         if (r < 0)
                 return r;
-        if (l->in.average)
-                r = set_htb_tree(bw, ifindex, &l->in, ifname, err);
+        split(l, macvtap, &egress, &ingress);
+        if (egress->average)
+                r = set_htb_tree(bw, ifindex, egress, ifname, err);
         else
                 r = clear_htb_root(bw, ifindex, ifname, err);
         if (r < 0)
                 return r;
-        if (l->out.average)
-                r = set_outbound(bw, ifindex, ifname, &l->out, err);
+        if (ingress->average)
+                r = set_ifb_limit(bw, ifindex, ifname, ingress, err);
         else
-                r = clear_outbound(bw, ifindex, ifname, err);
+                r = clear_ifb_limit(bw, ifindex, ifname, err);
         if (r < 0)
                 return r;
-        nbd_bw_mechanisms(bw, &in_mech, &out_mech);
+        nbd_bw_mechanisms(bw, &root_mech, &ifb_mech);
         memset(ret, 0, sizeof(*ret));
         if (l->in.average)
-                snprintf(ret->in, sizeof(ret->in), "%s", in_mech);
+                snprintf(ret->in, sizeof(ret->in), "%s", macvtap ? ifb_mech : root_mech);
         if (l->out.average)
-                snprintf(ret->out, sizeof(ret->out), "%s", out_mech);
+                snprintf(ret->out, sizeof(ret->out), "%s", macvtap ? root_mech : ifb_mech);
         return 0;
 }
 
 int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
-        int ifindex = 0, r = lookup(bw, ifname, &ifindex, err);
+        int ifindex = 0, r = lookup(bw, ifname, &ifindex, NULL, err);
 
         if (r == 0)
                 r = clear_htb_root(bw, ifindex, ifname, err);
         if (r == 0)
-                r = clear_outbound(bw, ifindex, ifname, err);
+                r = clear_ifb_limit(bw, ifindex, ifname, err);
         return r;
 }
 
@@ -983,16 +1035,20 @@ static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
 
 int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
+        struct nbd_bw_rate egress, ingress;
         char name[IFNAMSIZ];
-        int ifindex = 0, ifb = 0, r = ifindex_of(bw, ifname, &ifindex);
+        bool macvtap = false;
+        int ifindex = 0, ifb = 0, r = lookup(bw, ifname, &ifindex, &macvtap, NULL);
 
         if (r < 0)
                 return r;
-        read_class(bw, ifindex, &ret->in);
+        read_class(bw, ifindex, &egress);
         ifb_name(ifindex, name);
         if (live_ifb_of(bw, name, &ifb) == 0)
-                read_class(bw, ifb, &ret->out);
+                read_class(bw, ifb, &ingress);
         else
-                memset(&ret->out, 0, sizeof(ret->out));
+                memset(&ingress, 0, sizeof(ingress));
+        ret->in = macvtap ? ingress : egress;
+        ret->out = macvtap ? egress : ingress;
         return 0;
 }

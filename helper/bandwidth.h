@@ -1,24 +1,35 @@
 /* Bandwidth: libvirt's <bandwidth> limits as tc objects, built over
- * rtnetlink with libnl-route-3 (no tc binary). Knows nothing of the wire
- * format. Every function returns 0 or -errno; one that takes a struct
- * nbd_err fills it on every failure path, out of memory included (err may
- * be NULL: only the errno is wanted).
+ * rtnetlink with libnl-route-3 (no tc binary), and the redirect to an IFB
+ * as an nftables chain (bw_nft.h). Knows nothing of the wire format. Every
+ * function returns 0 or -errno; one that takes a struct nbd_err fills it on
+ * every failure path, out of memory included (err may be NULL: only the
+ * errno is wanted).
+ *
+ * Directions: inbound is toward the guest, outbound from it. On a tap (and
+ * anything that is not a macvtap) inbound is IF's egress and outbound its
+ * ingress; on a macvtap it is the other way round: its guest's frames leave
+ * through its egress, and frames for the guest arrive at its ingress (as
+ * libvirt has it for direct interfaces; the firewall reverses its hooks the
+ * same way). The kind is read from the kernel with each request.
  *
  * What netbroker makes on an interface IF (ifindex N), and nothing else:
- *   inbound (toward the guest: IF's egress)
+ *   IF's egress
  *     root qdisc htb 1: default 1, class 1:1 (rate = average, ceil = peak or
  *     average, burst), and a fair leaf qdisc 2: under it where the kernel
  *     has one (fq_codel, sfq; else HTB's own fifo)
- *   outbound (from the guest: IF's ingress), mechanism "ifb+htb"
- *     an IFB device "nbifbN" (up, alias NBD_BW_IFB_MARK), with the same HTB tree at the outbound
- *     rates on its egress; an ingress qdisc ffff: on IF, and on it a u32
- *     filter of priority NBD_BW_PRIO matching everything, whose mirred
- *     action redirects to the IFB. The IFB shapes (queues) rather than
- *     drops, so TCP keeps its rate.
- * A change of rates changes class 1:1 in place (NLM_F_REPLACE): there is no
- * instant without a limit. Clear deletes the root qdisc if it is htb 1:,
- * the filter of priority NBD_BW_PRIO, the ingress qdisc when no other filter
- * is left on it, and the IFB. */
+ *   IF's ingress, mechanism "ifb+htb"
+ *     an IFB device "nbifbN" (up, alias NBD_BW_IFB_MARK), with the same
+ *     HTB tree on its egress; and chain "nbifbN" of table netdev
+ *     NBD_BW_NFT_TABLE on IF's ingress hook, after the firewall's chains,
+ *     whose one rule forwards to the IFB (bw_nft.h: a tc mirred redirect
+ *     would run before the firewall, and what the IFB hands back skips
+ *     it). The IFB shapes (queues) rather than drops, so TCP keeps its
+ *     rate.
+ * A change of rates changes class 1:1 in place (NLM_F_REPLACE), and a
+ * chain in place is kept: there is no instant without a limit. Clear
+ * deletes the root qdisc if it is htb 1:, the chain, the tc redirect of a
+ * helper from before (the u32 filter of priority NBD_BW_PRIO, and the
+ * ingress qdisc when no other filter is left on it), and the IFB. */
 #pragma once
 
 #include <stdbool.h>
@@ -27,7 +38,7 @@
 
 #include "err.h"
 
-#define NBD_BW_PRIO 0x4e42 /* "NB": the ingress filter's priority */
+#define NBD_BW_PRIO 0x4e42 /* "NB": the old tc redirect's priority (removed when met) */
 #define NBD_BW_IFB_PREFIX "nbifb"
 /* 100 Gbit/s in kB/s (1024 bytes): anything above is a mistake. */
 #define NBD_BW_MAX_RATE (100000000000ull / 8 / 1024)
@@ -59,20 +70,24 @@ struct nbd_bw_limits {
 };
 
 /* What is in place each way after a set: "htb", "ifb+htb", ..., "" for
- * no limit. */
+ * no limit (a macvtap's inbound is "ifb+htb"). */
 struct nbd_bw_applied {
         char in[96], out[96];
 };
 
-/* Uses nl (borrowed: it must outlive bw; link.c's request socket) and
- * finds out, without changing anything, which actions the kernel has (a
- * read of a tc action of each kind). */
+/* Uses nl (borrowed: it must outlive bw; link.c's request socket), opens
+ * an nfnetlink socket of its own, and finds out without changing anything
+ * whether the kernel has nftables' fwd (bw_nft.h) and act_police (a read
+ * of a tc action). */
 int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret);
 void nbd_bw_close(struct nbd_bw *bw);
 
-/* The mechanisms each way, for Stats ("htb", "ifb+htb", or "none: why"). */
+/* The mechanisms each way for a tap, for Stats ("htb", "ifb+htb", or
+ * "none: why"); a macvtap's are the other way round. */
 void nbd_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, const char **ret_out);
-/* Outbound limits can be made: false when an attempt showed they cannot. */
+/* Limits on what enters an interface (through an IFB: a tap's outbound, a
+ * macvtap's inbound) can be made: false without nftables' fwd expression
+ * (found out at open) or when the kernel showed it has no ifb driver. */
 bool nbd_bw_outbound_available(const struct nbd_bw *bw);
 
 /* Check limits without the kernel: rates in range, peak not below
@@ -90,11 +105,13 @@ int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
  * it when a job ends, before its reply (NULL bw: nothing). 0 or -errno. */
 int nbd_bw_flush(struct nbd_bw *bw);
 /* An interface went away (link.c's nbd_links_on_gone; data is the nbd_bw):
- * remove the IFB netbroker made for it, which nothing else would; e NULL
- * ends a list of them (the IFBs go then, together). */
+ * remove the IFB and the chain netbroker made for it, which nothing else
+ * would; e NULL ends a list of them (the chains go then, in one
+ * transaction, and the IFBs together). */
 void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e);
-/* At start-up: remove IFBs (marked ones only) whose interface went while
- * no helper ran, and the marked IFBs a killed helper left in the group. */
+/* At start-up: remove IFBs (marked ones only) and chains whose interface
+ * went while no helper ran (a chain also when its ifindex is now another
+ * device's), and the marked IFBs a killed helper left in the group. */
 void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t n);
 
 /* The limits netbroker has in place on ifname, read back from the kernel

@@ -2,8 +2,10 @@
 #include "bandwidth_show.h"
 
 #include <errno.h>
+#include <linux/if_ether.h>
 #include <net/if.h>
 #include <netlink/route/class.h>
+#include <netlink/route/classifier.h>
 #include <netlink/route/link.h>
 #include <netlink/route/qdisc.h>
 #include <netlink/route/qdisc/htb.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bw_nft.h"
 #include "netlink.h"
 
 static bool kind_is(struct rtnl_tc *tc, const char *kind)
@@ -127,13 +130,64 @@ static int find_ifb(struct nbd_netlink *nl, int ifindex, int *ret_ifb, struct nb
         return 0;
 }
 
+/* A tc redirect of a helper from before this one (u32 of priority
+ * NBD_BW_PRIO on the ingress qdisc): still shaping, and still taking the
+ * frames past the firewall, until a set or a clear replaces it. */
+static bool has_tc_redirect(struct nbd_netlink *nl, int ifindex)
+{
+        struct nl_cache *cache = NULL;
+        bool found = false;
+
+        nbd_netlink_begin(nl);
+        if (nbd_netlink_errno(nl, rtnl_cls_alloc_cache(nl->req, ifindex, TC_H_MAKE(TC_H_INGRESS, 0),
+                                                       &cache)) == 0) {
+                for (struct nl_object *o = nl_cache_get_first(cache); o && !found;
+                     o = nl_cache_get_next(o))
+                        found = rtnl_cls_get_prio((struct rtnl_cls *)o) == NBD_BW_PRIO;
+        }
+        nbd_netlink_sent(1);
+        nl_cache_free(cache);
+        return found;
+}
+
+/* The limit on what enters ifindex: the IFB's tree, in force only while
+ * something redirects there (bw_nft.h's chain; or an old tc redirect). */
+static int read_ifb_side(struct nbd_netlink *nl, int ifindex, const char *ifname, bool *ret_has,
+                         struct nbd_bw_rate *ret, char *ret_mech, size_t mech_len,
+                         struct nbd_err *e)
+{
+        char leaf[16];
+        int ifb = 0, target = 0, r = find_ifb(nl, ifindex, &ifb, e);
+
+        *ret_has = false;
+        if (r < 0 || !ifb)
+                return r;
+        r = read_tree(nl, ifb, ret_has, ret, leaf, sizeof(leaf), e);
+        if (r < 0 || !*ret_has)
+                return r;
+        r = nbd_bw_nft_peek(ifindex, ifname, &target, e);
+        if (r < 0)
+                return r;
+        if (target == ifb) {
+                snprintf(ret_mech, mech_len, "ifb+htb");
+        } else if (has_tc_redirect(nl, ifindex)) {
+                snprintf(ret_mech, mech_len, "tc-mirred+ifb+htb");
+        } else {
+                *ret_has = false; /* shaping nothing */
+                memset(ret, 0, sizeof(*ret));
+        }
+        return 0;
+}
+
 int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
                 struct nbd_err *e)
 {
         struct nbd_bw_shown s = {0};
         struct rtnl_link *link = NULL;
-        char leaf[16];
-        int ifindex, ifb, r;
+        struct nbd_bw_rate root = {0}, ifb = {0};
+        char leaf[16], root_mech[32] = "", ifb_mech[32] = "";
+        bool has_root, has_ifb, macvtap;
+        int ifindex, r;
 
         if (!nl)
                 return nbd_err_set(e, -EOPNOTSUPP, "bandwidth show: no rtnetlink here");
@@ -141,19 +195,23 @@ int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown 
         if (r < 0)
                 return nbd_err_set(e, r, "no interface %s: %s", ifname, strerror(-r));
         ifindex = rtnl_link_get_ifindex(link);
+        /* A macvtap's egress is what its guest sends (bandwidth.h). */
+        macvtap = rtnl_link_get_type(link) && strcmp(rtnl_link_get_type(link), "macvtap") == 0;
         rtnl_link_put(link);
-        r = read_tree(nl, ifindex, &s.has_in, &s.in, leaf, sizeof(leaf), e);
+        r = read_tree(nl, ifindex, &has_root, &root, leaf, sizeof(leaf), e);
         if (r < 0)
                 return r;
-        if (s.has_in)
-                snprintf(s.in_mech, sizeof(s.in_mech), "htb%s%s", leaf[0] ? "+" : "", leaf);
-        r = find_ifb(nl, ifindex, &ifb, e);
-        if (r == 0 && ifb)
-                r = read_tree(nl, ifb, &s.has_out, &s.out, leaf, sizeof(leaf), e);
+        if (has_root)
+                snprintf(root_mech, sizeof(root_mech), "htb%s%s", leaf[0] ? "+" : "", leaf);
+        r = read_ifb_side(nl, ifindex, ifname, &has_ifb, &ifb, ifb_mech, sizeof(ifb_mech), e);
         if (r < 0)
                 return r;
-        if (s.has_out)
-                snprintf(s.out_mech, sizeof(s.out_mech), "ifb+htb");
+        s.has_in = macvtap ? has_ifb : has_root;
+        s.in = macvtap ? ifb : root;
+        snprintf(s.in_mech, sizeof(s.in_mech), "%s", macvtap ? ifb_mech : root_mech);
+        s.has_out = macvtap ? has_root : has_ifb;
+        s.out = macvtap ? root : ifb;
+        snprintf(s.out_mech, sizeof(s.out_mech), "%s", macvtap ? root_mech : ifb_mech);
         *ret = s;
         return 0;
 }

@@ -50,6 +50,7 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
         const Netbroker__BandwidthSet *s = op->bandwidth_set;
         struct nbd_bw_limits l;
         struct nbd_err err;
+        bool macvtap;
         int r;
 
         if ((r = nbd_check_interface(v, s->ifname, res, "bandwidth set")) ||
@@ -58,12 +59,17 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
         limits_from(s, &l);
         if (nbd_bw_check(&l, &err) < 0)
                 return nbd_result_set(res, -EINVAL, "bandwidth set %s: %s", s->ifname, err.msg);
-        if (l.out.average && !v->ctx->be->bw.outbound_available(v->ctx->bw)) {
+        /* What enters the interface goes through an IFB: a tap's outbound,
+         * a macvtap's inbound (bandwidth.h). Without a redirect that
+         * keeps the firewall in force, such a limit is refused. */
+        macvtap = v->ctx->be->links.is_macvtap(v->ctx->links, s->ifname);
+        if ((macvtap ? l.in.average : l.out.average) &&
+            !v->ctx->be->bw.outbound_available(v->ctx->bw)) {
                 const char *in, *out;
                 v->ctx->be->bw.mechanisms(v->ctx->bw, &in, &out);
                 return nbd_result_set(res, -EOPNOTSUPP,
-                                      "bandwidth set %s: outbound limits are not available: %s",
-                                      s->ifname, out);
+                                      "bandwidth set %s: %s limits are not available: %s",
+                                      s->ifname, macvtap ? "a macvtap's inbound" : "outbound", out);
         }
         return 0;
 }

@@ -107,17 +107,47 @@ static const char *ifb_of_h0(void)
         return name;
 }
 
-/* Everything tc says about the tc objects of h0 and its IFB, without
- * counters: equal strings mean the same state. */
+/* h0's redirect to its IFB (bw_nft.h): chain nbifbN of table netdev
+ * netbroker_bw, with handles, so a chain made again is another state; or
+ * "no-chain". */
+static char *nft_chain_of_h0(void)
+{
+        return tu_sh("nft -a list chain netdev netbroker_bw %s 2>/dev/null || echo no-chain",
+                     ifb_of_h0());
+}
+
+/* Everything tc and nft say about the tc objects of h0 and its IFB, and
+ * its redirect, without counters: equal strings mean the same state. */
 static char *tc_state(void)
 {
         const char *ifb = ifb_of_h0();
+        char *tc = tu_sh("tc -j qdisc show dev h0; tc -j class show dev h0; "
+                         "tc -j filter show dev h0 ingress; "
+                         "if ip link show %s >/dev/null 2>&1; then tc -j qdisc show dev %s; "
+                         "tc -j class show dev %s; else echo no-ifb; fi",
+                         ifb, ifb, ifb);
+        char *nft = nft_chain_of_h0(), *both;
 
-        return tu_sh("tc -j qdisc show dev h0; tc -j class show dev h0; "
-                     "tc -j filter show dev h0 ingress; "
-                     "if ip link show %s >/dev/null 2>&1; then tc -j qdisc show dev %s; "
-                     "tc -j class show dev %s; else echo no-ifb; fi",
-                     ifb, ifb, ifb);
+        ck_assert_int_ge(asprintf(&both, "%s%s", tc, nft), 0);
+        free(tc);
+        free(nft);
+        return both;
+}
+
+/* h0's redirect is netbroker_bw's chain, on h0's ingress after the
+ * firewall's chains, forwarding to its IFB; no tc redirect is left. */
+static void assert_nft_redirect(void)
+{
+        char *text = nft_chain_of_h0(), want[64];
+
+        ck_assert_msg(strstr(text, "type filter hook ingress device \"h0\" priority 100;"),
+                      "no redirect chain on h0's ingress: %s", text);
+        snprintf(want, sizeof(want), "fwd to \"%s\"", ifb_of_h0());
+        ck_assert_msg(strstr(text, want), "no '%s' in %s", want, text);
+        free(text);
+        text = tu_sh("tc filter show dev h0 ingress");
+        ck_assert_msg(!strstr(text, "mirred"), "a tc redirect is left: %s", text);
+        free(text);
 }
 
 /* A value from `tc -s -j KIND show dev DEV`, found by a Python expression
@@ -150,6 +180,17 @@ static void assert_tc(const char *what, const char *dev, const char *expr, const
         free(got);
 }
 
+static bool has_chain(const char *name)
+{
+        char *out = tu_sh("nft list chain netdev netbroker_bw %s >/dev/null 2>&1 && echo yes || "
+                          "echo no",
+                          name);
+        bool yes = strncmp(out, "yes", 3) == 0;
+
+        free(out);
+        return yes;
+}
+
 /* ---- what tc shows ---- */
 
 START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
@@ -172,15 +213,11 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         assert_tc("qdisc", "h0", "[q['kind'] for q in d if q.get('root')]", "['htb']");
         assert_tc("qdisc", "h0", "[q['handle'] for q in d if q.get('root')]", "['1:']");
         assert_classes("h0", "1:1 1024 2048 64");
-        /* Outbound: ingress qdisc, a redirect to the IFB, HTB there. */
-        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "['ingress']");
-        {
-                char *f = tu_sh("tc filter show dev h0 ingress");
-                char want[64];
-                snprintf(want, sizeof(want), "Egress Redirect to device %s", ifb_of_h0());
-                ck_assert_msg(strstr(f, want), "no redirect to the IFB: %s", f);
-                free(f);
-        }
+        /* Outbound: an nft redirect to the IFB (after the firewall's
+         * chains; a tc one would run before them), HTB there; no ingress
+         * qdisc. */
+        assert_nft_redirect();
+        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "[]");
         assert_classes(ifb_of_h0(), "1:1 4096 4096 32");
         ck_assert_str_eq(tu_link_get(ifb_of_h0(), "linkinfo.info_kind"), "ifb");
         /* The same call again: the same state. */
@@ -306,6 +343,57 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
 }
 END_TEST
 
+/* Where nftables will not take the fwd rule the redirect needs, a limit on
+ * what enters an interface (a tap's outbound, a macvtap's inbound) is
+ * refused, with the reason: a tc redirect instead would take the guest's
+ * frames past its filter. The probe is made to fail by a table of its
+ * name that another socket owns (flags owner: only that socket may touch
+ * it), held by an nft(8) until the helper has started. */
+START_TEST(test_without_nft_fwd_a_limit_through_an_ifb_is_refused)
+{
+        nb_conn *c;
+        nb_rate r = {.average = 1024};
+        const char *setting = NULL;
+        nb_results *res;
+        nb_batch *b;
+        char *tables;
+
+        tu_private_netns();
+        free(tu_sh("{ echo 'add table netdev netbroker_bw_probe { flags owner; }'; sleep 5; } | "
+                   "nft -i >/dev/null 2>&1 &\n"
+                   "for i in $(seq 100); do nft list tables | grep -q netbroker_bw_probe && "
+                   "break; sleep 0.05; done"));
+        c = tu_spawn(TU_ALLOW);
+        b = nb_batch_new();
+        nb_batch_ping(b);
+        nb_results_free(submit(c, b));
+        free(tu_sh("ip link add h0 type veth peer name g0 && ip link set h0 up && "
+                   "ip link set g0 up && "
+                   "ip link add mv0 link h0 address 52:54:00:00:00:09 type macvtap mode bridge"));
+        assert_refused(c, "h0", NULL, &r, -EOPNOTSUPP, "outbound limits are not available");
+        assert_refused(c, "h0", NULL, &r, -EOPNOTSUPP, "refused a probe of fwd");
+        assert_refused(c, "mv0", &r, NULL, -EOPNOTSUPP, "a macvtap's inbound limits are not");
+        /* Nothing of it was made; the other way still works. */
+        ck_assert(!tu_link_exists(ifb_of_h0()));
+        ck_assert(!has_chain(ifb_of_h0()));
+        bw_set_ok(c, "h0", &r, NULL);
+        bw_set_ok(c, "mv0", NULL, &r);
+        assert_classes("h0", "1:1 1024 1024 10");
+        assert_classes("mv0", "1:1 1024 1024 10");
+        tables = tu_sh("nft list tables");
+        ck_assert_msg(!strstr(tables, "netbroker_bw\n"), "%s", tables);
+        free(tables);
+        b = nb_batch_new();
+        nb_batch_stats(b);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_outbound", &setting), 0);
+        ck_assert_msg(strncmp(setting, "none: nftables refused a probe of fwd", 37) == 0, "%s",
+                      setting);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
 START_TEST(test_set_is_undone_when_a_later_op_of_the_batch_fails)
 {
         nb_conn *c = setup();
@@ -382,13 +470,18 @@ START_TEST(test_the_ifb_goes_with_its_interface)
         nb_results_free(res);
         /* Gone by the reply: the helper deletes it before answering. */
         ck_assert_msg(!tu_link_exists(ifb), "%s outlived h0's LinkDelete reply", ifb);
+        /* And so is its redirect chain, which since Linux 6.16 would
+         * outlive h0 and hook the next device of its name. */
+        ck_assert_msg(!has_chain(ifb), "the redirect chain %s outlived h0", ifb);
         /* Deleted behind the helper's back (a guest's tap closes). */
         free(tu_sh("ip link add h1 type veth peer name g1"));
         bw_set_ok(c, "h1", NULL, &r);
         snprintf(other, sizeof(other), "nbifb%s", tu_link_get("h1", "ifindex"));
         ck_assert(tu_link_exists(other));
+        ck_assert(has_chain(other));
         free(tu_sh("ip link del h1"));
         ck_assert_msg(gone_soon(other), "%s outlived h1 (deleted by ip link)", other);
+        ck_assert_msg(!has_chain(other), "the redirect chain %s outlived h1", other);
         /* Left while no helper ran: the next one removes it at start-up,
          * and leaves an IFB whose interface is still there. Made as the
          * helper makes IFBs, with its mark: the sweep deletes nothing else
@@ -399,6 +492,16 @@ START_TEST(test_the_ifb_goes_with_its_interface)
                    "ip link add nbifbx type ifb && ip link set nbifbx group %u && "
                    "for d in nbifb999999 %s nbifbx; do ip link set $d alias netbroker:ifb; done",
                    lo_ifb, 0x4e424446u, lo_ifb));
+        /* Redirect chains too: one whose interface is gone, one on an
+         * ifindex that is now another device's (h2 is not h9), and lo's,
+         * which stays. */
+        free(tu_sh("ip link add h2 type veth peer name g2"));
+        snprintf(other, sizeof(other), "nbifb%s", tu_link_get("h2", "ifindex"));
+        free(tu_sh("nft add table netdev netbroker_bw && for c in 'nbifb999999 gone0' '%s h9' "
+                   "'%s lo'; do set -- $c; nft add chain netdev netbroker_bw $1 "
+                   "\"{ type filter hook ingress device \\\"$2\\\" priority 100; }\"; done",
+                   other, lo_ifb));
+        ck_assert(has_chain("nbifb999999") && has_chain(other) && has_chain(lo_ifb));
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);
@@ -406,6 +509,66 @@ START_TEST(test_the_ifb_goes_with_its_interface)
         ck_assert_msg(!tu_link_exists("nbifb999999"), "an orphaned IFB survived a start-up");
         ck_assert_msg(!tu_link_exists("nbifbx"), "a doomed IFB survived a start-up");
         ck_assert_msg(tu_link_exists(lo_ifb), "%s was removed though lo exists", lo_ifb);
+        ck_assert_msg(!has_chain("nbifb999999"), "an orphaned chain survived a start-up");
+        ck_assert_msg(!has_chain(other), "a chain hooking h9 survived though h2 has its ifindex");
+        ck_assert_msg(has_chain(lo_ifb), "chain %s was removed though lo exists", lo_ifb);
+        nb_close(c);
+}
+END_TEST
+
+static const char *out_mech_shown(nb_conn *c, char *buf, size_t len)
+{
+        nb_batch *b = nb_batch_new();
+        const char *in_mech, *out_mech;
+        nb_results *res;
+
+        ck_assert_int_eq(nb_batch_bandwidth_show(b, "h0"), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech), 0);
+        snprintf(buf, len, "%s", out_mech);
+        nb_results_free(res);
+        return buf;
+}
+
+/* A restarted helper keeps the redirect a set made (a set again writes
+ * nothing: the same handles), and replaces a tc redirect a helper from
+ * before left, which ran before the firewall's chains. */
+START_TEST(test_a_restarted_helper_keeps_the_redirect_and_replaces_a_tc_one)
+{
+        nb_conn *c = setup();
+        nb_rate r = {.average = 2048, .burst = 64};
+        char *first, *second, mech[64];
+        nb_batch *b;
+
+        bw_set_ok(c, "h0", NULL, &r);
+        first = tc_state();
+        nb_close(c);
+        c = tu_spawn(TU_ALLOW);
+        b = nb_batch_new();
+        nb_batch_ping(b);
+        nb_results_free(submit(c, b));
+        second = tc_state();
+        ck_assert_str_eq(first, second);
+        free(second);
+        bw_set_ok(c, "h0", NULL, &r);
+        second = tc_state();
+        ck_assert_str_eq(first, second);
+        ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "ifb+htb");
+        free(first);
+        free(second);
+        bw_clear_ok(c, "h0");
+        /* What a helper from before made. */
+        free(tu_sh("ip link add %s type ifb && ip link set %s alias netbroker:ifb up && "
+                   "tc qdisc add dev %s root handle 1: htb default 1 && "
+                   "tc class add dev %s parent 1: classid 1:1 htb rate 2048kbps burst 64k && "
+                   "tc qdisc add dev h0 ingress && tc filter add dev h0 parent ffff: prio %d "
+                   "protocol all u32 match u32 0 0 action mirred egress redirect dev %s",
+                   ifb_of_h0(), ifb_of_h0(), ifb_of_h0(), ifb_of_h0(), 0x4e42, ifb_of_h0()));
+        ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "tc-mirred+ifb+htb");
+        bw_set_ok(c, "h0", NULL, &r);
+        assert_nft_redirect();
+        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "[]");
+        ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "ifb+htb");
         nb_close(c);
 }
 END_TEST
@@ -570,9 +733,11 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
         tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);
         tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
+        tcase_add_test(ops, test_without_nft_fwd_a_limit_through_an_ifb_is_refused);
         tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);
         tcase_add_test(ops, test_the_ifb_goes_with_its_interface);
         tcase_add_test(ops, test_clears_in_a_batch_delete_their_ifbs_together);
+        tcase_add_test(ops, test_a_restarted_helper_keeps_the_redirect_and_replaces_a_tc_one);
         tcase_add_test(rate,
                        test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways);
         suite_add_tcase(s, ops);

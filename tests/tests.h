@@ -9,6 +9,7 @@ Suite *ctl_suite(void);
 Suite *link_suite(void);
 Suite *firewall_suite(void);
 Suite *bandwidth_suite(void);
+Suite *bw_filter_suite(void);
 Suite *limits_suite(void);
 Suite *hostile_suite(void);
 Suite *hostile_user_suite(void);

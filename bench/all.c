@@ -314,9 +314,9 @@ static void print_json(const struct run *run, FILE *f)
                 first = false;
                 bench_json_string(f, res->label);
                 fputc(':', f);
-                bench_report_print_json_object(res->r, f);
+                bench_report_print_json(res->r, f);
         }
-        fputs("}}\n", f);
+        fputs("}}", f);
 }
 
 /* run's JSON, or (run NULL) r's, into path. */
@@ -330,6 +330,7 @@ static int write_json_file(const char *path, const struct run *run, const struct
                         print_json(run, f);
                 else
                         bench_report_print_json(r, f);
+                fputc('\n', f);
         }
         if (!f || fclose(f) != 0)
                 k = -errno;
@@ -371,9 +372,10 @@ static int finish(struct run *run, const struct bench_opts *o)
                 if (run->res[i].err < 0 && r == 0)
                         r = run->res[i].err;
         }
-        if (o->json)
+        if (o->json) {
                 print_json(run, stdout);
-        else
+                fputc('\n', stdout);
+        } else
                 print_tables(run, stdout);
         if (o->json_out && (k = write_json_file(o->json_out, run, NULL)) < 0 && r == 0)
                 r = k;
@@ -394,18 +396,14 @@ static int finish(struct run *run, const struct bench_opts *o)
  * across them all (they all fork from it), then the report. */
 static int run_all(struct run *run, const struct bench_opts *o, const struct bench_opts *so)
 {
-        struct bench_fat_parent fp;
         uint64_t t0 = bench_now_ns();
-        int r = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, &fp);
+        int r = bench_fat_parent(NULL);
 
-        if (r < 0) {
-                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-r));
+        if (r < 0)
                 return r;
-        }
         run->quick = o->quick;
         for (size_t i = 0; i < run->n; i++)
                 (void)run_step(&so[i], &run->res[i]);
-        bench_fat_parent_release(&fp);
         run->secs = (double)(bench_now_ns() - t0) / 1e9;
         return finish(run, o);
 }

@@ -141,9 +141,8 @@ static int exec_step(struct ctx *c, bool close_range, const char *words, unsigne
 
         make_argv(words, c->ifname[i], w, sizeof(w), argv);
         /* virCommandRun's way, stdout and stderr into c->out_buf. */
-        r = bench_fork_exec(&c->b.fp, close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
-                            c->b.open_max, c->tc, argv, c->out_buf, sizeof(c->out_buf), &len,
-                            ret_status);
+        r = bench_fork_exec(close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP, c->b.open_max,
+                            c->tc, argv, c->out_buf, sizeof(c->out_buf), &len, ret_status);
         if (r < 0)
                 bench_log("netbroker-bench: bandwidth: cannot run tc: %s\n", strerror(-r));
         return r;
@@ -245,9 +244,7 @@ static int read_state(struct ctx *c, struct tc_state *ret)
         static const char start[] = "{\"kind\":\"";
         char kind[32], dev[IFNAMSIZ + 1], handle[16], parent[16];
         size_t len;
-        int r = bench_run_quiet(&c->b.fp, "bandwidth: ", c->tc, argv, -1, listing, sizeof(listing),
-                                &len),
-            k;
+        int r = bench_run_quiet("bandwidth: ", c->tc, argv, -1, listing, sizeof(listing), &len), k;
 
         if (r < 0)
                 return r;
@@ -444,8 +441,7 @@ static int add_note(struct bench_report *r, const struct ctx *c)
 /* t: the runs' totals; the rows are per interface. */
 static int add_results(struct bench_report *r, struct ctx *c, const struct bench_summary *t)
 {
-        static const struct bench_pair pairs[] = {
-                {M_A, M_B, "A/B"}, {M_A2, M_B, "A2/B"}, {M_A, M_A2, "A/A2"}};
+        static const char *const names[N_METHODS] = {"A", "A2", "B"};
         struct bench_summary s[N_METHODS];
         double med[N_METHODS];
         int k = 0;
@@ -457,7 +453,7 @@ static int add_results(struct bench_report *r, struct ctx *c, const struct bench
         if (k == 0)
                 k = bench_report_methods(r, methods, s, N_METHODS, NULL, NULL);
         if (k == 0)
-                k = bench_report_pairs(r, pairs, N_METHODS, med, NULL);
+                k = bench_report_ratios(r, "A/B A2/B A/A2", NULL, names, med, N_METHODS);
         if (k == 0)
                 k = add_note(r, c);
         return k;

@@ -290,9 +290,10 @@ int main(int argc, char **argv)
                 return 1;
         }
         bench_report_default_compares(report);
-        if (o.json)
+        if (o.json) {
                 bench_report_print_json(report, stdout);
-        else
+                putchar('\n');
+        } else
                 bench_report_print_table(report, stdout);
         r = bench_write_files(&o, report);
         free(report);

@@ -240,7 +240,7 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
         if (k < 0)
                 return k;
         st.sd[H_OFF].conn = c.conn;
-        k = bench_broker_start_cfg(nolog, allow, extra, &st.sd[H_OUT].conn);
+        k = bench_broker_start(nolog, allow, extra, &st.sd[H_OUT].conn);
         for (int h = 0; h < N_HELPERS && k == 0; h++) {
                 st.sd[h].pid = nb_conn_helper_pid(st.sd[h].conn);
                 if (st.sd[h].pid <= 0)
@@ -264,7 +264,7 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
 out:
         nb_batch_free(st.b);
         if (st.sd[H_OUT].conn)
-                bench_broker_stop(st.sd[H_OUT].conn);
+                nb_close(st.sd[H_OUT].conn);
         bench_ctx_stop(&c);
         for (int h = 0; h < N_HELPERS; h++) {
                 bench_samples_clear(&st.sd[h].cpu);

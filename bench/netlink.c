@@ -14,12 +14,7 @@
 #include <netlink/route/qdisc.h>
 #include <netlink/route/tc.h>
 
-#include "netlink.h" /* helper/netlink.h */
-
-int bench_nl_errno(int nlerr)
-{
-        return nbd_netlink_nle_errno(nlerr); /* the helper's one map */
-}
+#include "netlink.h" /* helper/netlink.h: libnl's codes as errnos, the helper's one map */
 
 int bench_count_devices(const char *prefix)
 {
@@ -42,7 +37,7 @@ int bench_count_devices(const char *prefix)
 int bench_nl_open(const char *who, struct nl_sock **ret)
 {
         struct nl_sock *sk = nl_socket_alloc();
-        int r = sk ? bench_nl_errno(nl_connect(sk, NETLINK_ROUTE)) : -ENOMEM;
+        int r = sk ? nbd_netlink_nle_errno(nl_connect(sk, NETLINK_ROUTE)) : -ENOMEM;
 
         if (r < 0) {
                 bench_log("netbroker-bench: %scannot open rtnetlink: %s\n", who, strerror(-r));
@@ -70,7 +65,7 @@ int bench_link_delete(struct nl_sock *sk, const char *who, const char *name)
 
         if (link) {
                 rtnl_link_set_name(link, name);
-                r = bench_nl_errno(rtnl_link_delete(sk, link));
+                r = nbd_netlink_nle_errno(rtnl_link_delete(sk, link));
                 rtnl_link_put(link);
         }
         /* Not there: ENODEV, ENOENT or EINVAL. */
@@ -87,10 +82,10 @@ static int link_up(struct nl_sock *sk, const char *name)
         int r = -ENOMEM;
 
         if (change)
-                r = bench_nl_errno(rtnl_link_get_kernel(sk, 0, name, &link));
+                r = nbd_netlink_nle_errno(rtnl_link_get_kernel(sk, 0, name, &link));
         if (r == 0) {
                 rtnl_link_set_flags(change, IFF_UP);
-                r = bench_nl_errno(rtnl_link_change(sk, link, change, 0));
+                r = nbd_netlink_nle_errno(rtnl_link_change(sk, link, change, 0));
         }
         rtnl_link_put(link);
         rtnl_link_put(change);
@@ -110,7 +105,7 @@ int bench_veth_add(struct nl_sock *sk, const char *who, const char *name, const 
         if (up)
                 rtnl_link_set_flags(link, IFF_UP);
         rtnl_link_set_name(peer, peer_name);
-        r = bench_nl_errno(rtnl_link_add(sk, link, NLM_F_CREATE | NLM_F_EXCL));
+        r = nbd_netlink_nle_errno(rtnl_link_add(sk, link, NLM_F_CREATE | NLM_F_EXCL));
         rtnl_link_put(peer);
         rtnl_link_veth_release(link);
         if (r == 0) {
@@ -137,7 +132,7 @@ int bench_qdisc_delete(struct nl_sock *sk, const char *who, int ifindex, uint32_
                 return -ENOMEM;
         rtnl_tc_set_ifindex(TC_CAST(q), ifindex);
         rtnl_tc_set_parent(TC_CAST(q), parent);
-        r = bench_nl_errno(rtnl_qdisc_delete(sk, q));
+        r = nbd_netlink_nle_errno(rtnl_qdisc_delete(sk, q));
         rtnl_qdisc_put(q);
         /* Nothing there: ENOENT, or EINVAL for the default root qdisc. */
         if (r == -ENOENT || r == -EINVAL)

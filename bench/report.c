@@ -159,32 +159,23 @@ struct machine {
         char cpu[128];
 };
 
-static void read_cpu_model(char *buf, size_t len)
-{
-        FILE *f = fopen("/proc/cpuinfo", "re");
-        char line[256];
-
-        snprintf(buf, len, "unknown");
-        if (!f)
-                return;
-        while (fgets(line, sizeof(line), f)) {
-                char *colon = strchr(line, ':');
-                if (strncmp(line, "model name", 10) != 0 || !colon)
-                        continue;
-                colon += strspn(colon + 1, " \t") + 1;
-                colon[strcspn(colon, "\n")] = '\0';
-                snprintf(buf, len, "%s", colon);
-                break;
-        }
-        fclose(f);
-}
-
 static void get_machine(struct machine *m)
 {
+        FILE *f = fopen("/proc/cpuinfo", "re");
+        char line[256], *colon;
+
         m->nproc = sysconf(_SC_NPROCESSORS_ONLN);
         if (uname(&m->u) < 0)
                 memset(&m->u, 0, sizeof(m->u));
-        read_cpu_model(m->cpu, sizeof(m->cpu));
+        snprintf(m->cpu, sizeof(m->cpu), "unknown");
+        while (f && fgets(line, sizeof(line), f))
+                if (strncmp(line, "model name", 10) == 0 && (colon = strchr(line, ':'))) {
+                        colon += strspn(colon + 1, " \t") + 1;
+                        snprintf(m->cpu, sizeof(m->cpu), "%.*s", (int)strcspn(colon, "\n"), colon);
+                        break;
+                }
+        if (f)
+                fclose(f);
 }
 
 void bench_report_print_table(const struct bench_report *r, FILE *f)
@@ -265,26 +256,14 @@ void bench_json_machine(FILE *f)
 /* ,"runs":..,"median_us":..,"min_us":..,"max_us":..,"p99_us":.. */
 static void json_summary(FILE *f, const struct bench_summary *s)
 {
-        fprintf(f, ",\"runs\":%zu,\"median_us\":", s->n);
-        bench_json_number(f, s->median_us, 3);
-        fputs(",\"min_us\":", f);
-        bench_json_number(f, s->min_us, 3);
-        fputs(",\"max_us\":", f);
-        bench_json_number(f, s->max_us, 3);
-        fputs(",\"p99_us\":", f);
-        bench_json_number(f, s->p99_us, 3);
-}
+        const double v[] = {s->median_us, s->min_us, s->max_us, s->p99_us};
+        static const char *const keys[] = {"median_us", "min_us", "max_us", "p99_us"};
 
-static void json_row(FILE *f, const struct bench_row *w)
-{
-        fputs("{\"method\":", f);
-        bench_json_string(f, w->method);
-        fputs(",\"program\":", f);
-        bench_json_string(f, w->program);
-        json_summary(f, &w->s);
-        fputs(",\"vs_A\":", f);
-        bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
-        fputc('}', f);
+        fprintf(f, ",\"runs\":%zu", s->n);
+        for (size_t i = 0; i < BENCH_N(v); i++) {
+                fprintf(f, ",\"%s\":", keys[i]);
+                bench_json_number(f, v[i], 3);
+        }
 }
 
 static void json_side(FILE *f, const char *key, const char *name, const struct bench_summary *s)
@@ -314,7 +293,7 @@ void bench_compare_print_json(const struct bench_compare *c, const char *scenari
         fputc('}', f);
 }
 
-void bench_report_print_json_object(const struct bench_report *r, FILE *f)
+void bench_report_print_json(const struct bench_report *r, FILE *f)
 {
         fputs("{\"scenario\":", f);
         bench_json_string(f, r->scenario);
@@ -328,36 +307,32 @@ void bench_report_print_json_object(const struct bench_report *r, FILE *f)
                         r->helper_fds);
         fputs(",\"rows\":[", f);
         for (size_t i = 0; i < r->n_rows; i++) {
-                if (i)
-                        fputc(',', f);
-                json_row(f, &r->rows[i]);
+                const struct bench_row *w = &r->rows[i];
+                fputs(i ? ",{\"method\":" : "{\"method\":", f);
+                bench_json_string(f, w->method);
+                fputs(",\"program\":", f);
+                bench_json_string(f, w->program);
+                json_summary(f, &w->s);
+                fputs(",\"vs_A\":", f);
+                bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
+                fputc('}', f);
         }
         fputs("],\"ratios\":{", f);
         for (size_t i = 0; i < r->n_ratios; i++) {
-                if (i)
-                        fputc(',', f);
+                fputs(i ? "," : "", f);
                 bench_json_string(f, r->ratios[i].name);
                 fputc(':', f);
                 bench_json_number(f, r->ratios[i].value, 3);
         }
-        fputc('}', f);
-        fputs(",\"compares\":[", f);
+        fputs("},\"compares\":[", f);
         for (size_t i = 0; i < r->n_compares; i++) {
-                if (i)
-                        fputc(',', f);
+                fputs(i ? "," : "", f);
                 bench_compare_print_json(&r->compares[i], r->scenario, f);
         }
         fputs("],\"notes\":[", f);
         for (size_t i = 0; i < r->n_notes; i++) {
-                if (i)
-                        fputc(',', f);
+                fputs(i ? "," : "", f);
                 bench_json_string(f, r->notes[i]);
         }
         fputs("]}", f);
-}
-
-void bench_report_print_json(const struct bench_report *r, FILE *f)
-{
-        bench_report_print_json_object(r, f);
-        fputc('\n', f);
 }

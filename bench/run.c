@@ -4,10 +4,8 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,29 +87,15 @@ void bench_samples_clear(struct bench_samples *s)
 int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
                     bool fat, const char *const *programs, const char *extra)
 {
-        int k = 0;
+        int k = fat ? bench_fat_parent(&r->parent) : 0;
 
-        if (fat) {
-                k = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP,
-                                           &c->fp);
-                if (k < 0) {
-                        bench_log("netbroker-bench: cannot set up the fat parent: %s\n",
-                                  strerror(-k));
-                        return k;
-                }
-                r->has_parent = true;
-                r->parent = c->fp;
-                r->parent.heap = NULL;
-                r->parent.fds = NULL;
-        }
+        r->has_parent = fat;
         /* After the fat setup: the helper is spawned from the parent a
          * daemon would spawn it from, fds and all. */
-        k = bench_broker_start_cfg(o->helper, programs, extra, &c->conn);
-        if (k < 0) {
-                if (fat)
-                        bench_fat_parent_release(&c->fp);
+        if (k == 0)
+                k = bench_broker_start(o->helper, programs, extra, &c->conn);
+        if (k < 0)
                 return k;
-        }
         r->helper_pid = nb_conn_helper_pid(c->conn);
         r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
         return 0;
@@ -119,10 +103,8 @@ int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct benc
 
 void bench_ctx_stop(struct bench_ctx *c)
 {
-        if (c->conn)
-                bench_broker_stop(c->conn);
+        nb_close(c->conn);
         c->conn = NULL;
-        bench_fat_parent_release(&c->fp);
 }
 
 /* ---- one run of each kind ---- */
@@ -155,8 +137,8 @@ static int fork_once(struct bench_ctx *c, const struct bench_method *m, double *
         uint64_t t0 = bench_now_ns(), t1;
         int status, r;
 
-        r = bench_fork_exec(&c->fp, how, c->open_max, m->cmd->path, (char *const *)m->cmd->argv,
-                            out, sizeof(out), &len, &status);
+        r = bench_fork_exec(how, c->open_max, m->cmd->path, (char *const *)m->cmd->argv, out,
+                            sizeof(out), &len, &status);
         t1 = bench_now_ns();
         if (r < 0) {
                 bench_log("netbroker-bench: %s %s: %s\n", m->name, m->cmd->label, strerror(-r));
@@ -309,35 +291,41 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
 
 /* ---- a comparison's rows and ratios ---- */
 
-static const struct bench_summary *method_summary(const struct bench_method *ms,
-                                                  const struct bench_summary *s, size_t n,
-                                                  const char *name)
-{
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(ms[i].name, name) == 0)
-                        return &s[i];
-        return NULL;
-}
-
 int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
-                         const struct bench_summary *s, size_t n, const char *const (*ratios)[2],
+                         const struct bench_summary *s, size_t n, const char *spec,
                          const char *suffix)
 {
-        char name[48];
+        const char *names[BENCH_MAX_ROWS];
+        double med[BENCH_MAX_ROWS];
         int k = 0;
 
-        for (size_t i = 0; i < n && k == 0; i++)
+        for (size_t i = 0; i < n && k == 0; i++) {
+                names[i] = ms[i].name;
+                med[i] = s[i].median_us;
                 k = bench_report_add_row(r, ms[i].name,
                                          ms[i].program ? ms[i].program : ms[i].cmd->label, &s[i],
                                          &s[0]);
-        for (size_t i = 0; ratios && ratios[i][0] && k == 0; i++) {
-                const struct bench_summary *a = method_summary(ms, s, n, ratios[i][0]);
-                const struct bench_summary *b = method_summary(ms, s, n, ratios[i][1]);
-                if (!a || !b)
-                        return -EINVAL;
-                snprintf(name, sizeof(name), "%s/%s%s%s", ratios[i][0], ratios[i][1],
-                         suffix && *suffix ? " " : "", suffix ? suffix : "");
-                k = bench_report_add_ratio(r, name, a->median_us / b->median_us);
+        }
+        return k ? k : bench_report_ratios(r, spec, suffix, names, med, n);
+}
+
+int bench_report_ratios(struct bench_report *r, const char *spec, const char *suffix,
+                        const char *const *names, const double *v, size_t n)
+{
+        char num[16], den[16], name[48];
+        int k = 0, len;
+
+        for (const char *p = spec; p && sscanf(p, " %15[^/]/%15s%n", num, den, &len) == 2 && k == 0;
+             p += len) {
+                double a = 0, b = 0;
+                for (size_t i = 0; i < n; i++) {
+                        a = strcmp(names[i], num) == 0 ? v[i] : a;
+                        b = strcmp(names[i], den) == 0 ? v[i] : b;
+                }
+                /* A method that did not run has no ratio. */
+                snprintf(name, sizeof(name), "%s/%s%s", num, den, suffix ? suffix : "");
+                if (a > 0 && b > 0)
+                        k = bench_report_add_ratio(r, name, a / b);
         }
         return k;
 }
@@ -359,22 +347,6 @@ const char *bench_find_tool(const char *name)
                 }
         }
         return NULL;
-}
-
-int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const char *path,
-                    char *const *argv, int in_fd, char *out, size_t cap, size_t *ret_len)
-{
-        size_t len;
-        int st, r = bench_spawn_capture(fp, path, argv, in_fd, out, cap, &len, &st);
-
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: %s%s %s failed: %s\n", who, argv[0],
-                          argv[1] ? argv[1] : "", out);
-                r = -EIO;
-        }
-        if (r == 0 && ret_len)
-                *ret_len = len;
-        return r;
 }
 
 void bench_summary_per(struct bench_summary *s, double n)
@@ -417,21 +389,6 @@ int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const c
         return r;
 }
 
-int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_t n,
-                       const double *v, const char *suffix)
-{
-        char name[48];
-        int k = 0;
-
-        for (size_t i = 0; i < n && k == 0; i++) {
-                if (!(v[p[i].num] > 0) || !(v[p[i].den] > 0))
-                        continue;
-                snprintf(name, sizeof(name), "%s%s", p[i].name, suffix ? suffix : "");
-                k = bench_report_add_ratio(r, name, v[p[i].num] / v[p[i].den]);
-        }
-        return k;
-}
-
 int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features)
 {
         for (size_t i = 0; features[i]; i++)
@@ -441,96 +398,4 @@ int bench_need_features(struct nb_conn *conn, const char *who, const char *const
                         return -EOPNOTSUPP;
                 }
         return 0;
-}
-
-int bench_raise_fd_limit(unsigned need)
-{
-        struct rlimit rl;
-
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-                return -errno;
-        if (rl.rlim_cur >= need)
-                return 0;
-        rl.rlim_cur = need;
-        if (rl.rlim_max < need)
-                rl.rlim_max = need;
-        return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
-}
-
-/* Busy and total jiffies of all CPUs so far, from /proc/stat. */
-static int cpu_jiffies(unsigned long long *busy, unsigned long long *total)
-{
-        unsigned long long v[8] = {0};
-        FILE *f = fopen("/proc/stat", "re");
-        int n;
-
-        if (!f)
-                return -errno;
-        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-        fclose(f);
-        if (n < 5)
-                return -EIO;
-        *total = 0;
-        for (int i = 0; i < 8; i++)
-                *total += v[i];
-        *busy = *total - v[3] - v[4]; /* idle, iowait */
-        return 0;
-}
-
-void bench_settle(void)
-{
-        struct timespec tick = {0, 50 * 1000 * 1000};
-        unsigned long long b0, t0, b1, t1;
-
-        for (int i = 0; i < 40; i++) {
-                if (cpu_jiffies(&b0, &t0) < 0)
-                        return;
-                nanosleep(&tick, NULL);
-                if (cpu_jiffies(&b1, &t1) < 0)
-                        return;
-                /* Less than 5% of the machine busy: only us, reading. */
-                if (t1 > t0 && (b1 - b0) * 20 < t1 - t0)
-                        return;
-        }
-}
-
-/* Closes that wait (a macvtap's for an RCU grace period) share their waits
- * when many threads close at once. */
-#define CLOSE_THREADS 64u
-
-struct closer {
-        const int *fds;
-        size_t n;
-};
-
-static void *close_some(void *arg)
-{
-        struct closer *w = arg;
-
-        for (size_t i = 0; i < w->n; i++)
-                close(w->fds[i]);
-        return NULL;
-}
-
-void bench_close_fds(const int *fds, size_t n)
-{
-        struct closer w[CLOSE_THREADS];
-        pthread_t tid[CLOSE_THREADS];
-        size_t i = 0, nthreads = 0, left = n, per;
-
-        per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
-        for (; left > 0; nthreads++) {
-                w[nthreads].fds = fds + i;
-                w[nthreads].n = left < per ? left : per;
-                if (pthread_create(&tid[nthreads], NULL, close_some, &w[nthreads]) != 0)
-                        break;
-                i += w[nthreads].n;
-                left -= w[nthreads].n;
-        }
-        /* What no thread took (pthread_create failed), this one closes. */
-        for (; i < n; i++)
-                close(fds[i]);
-        for (size_t t = 0; t < nthreads; t++)
-                pthread_join(tid[t], NULL);
 }

@@ -12,9 +12,6 @@
 static const char *const true_argv[] = {"true", NULL};
 static const char *const iptables_argv[] = {"iptables", "-w", "-L", "-n", NULL};
 
-static const char *const ratios[][2] = {{"A", "B"},  {"A", "C"}, {"A2", "B"},
-                                        {"A2", "C"}, {"B", "C"}, {NULL, NULL}};
-
 /* /bin/true gets n commands per method, iptables-nft (milliseconds a run)
  * a quarter; C one request of 100 per 40 commands. */
 static int bench_program(struct bench_ctx *c, const struct bench_cmd *p, const char *suffix,
@@ -35,7 +32,7 @@ static int bench_program(struct bench_ctx *c, const struct bench_cmd *p, const c
         int k = bench_run_rounds(c, "spawn", ms, 4, WARMUP, n_cmds, s, NULL);
 
         if (k == 0)
-                k = bench_report_methods(r, ms, s, 4, ratios, suffix);
+                k = bench_report_methods(r, ms, s, 4, "A/B A/C A2/B A2/C B/C", suffix);
         snprintf(what, sizeof(what), "%s, per command", p->label);
         if (k == 0)
                 k = bench_report_add_compare(r, what, "A", &s[0], "A2", &s[1], "B", &s[2]);
@@ -68,7 +65,7 @@ int bench_spawn(const struct bench_opts *o, struct bench_report *r)
                 return k;
         k = bench_program(&c, &t, "", n, n / 40 > 2 ? n / 40 : 2, r);
         if (k == 0 && ipt.path)
-                k = bench_program(&c, &ipt, "iptables", n / 4 > 3 ? n / 4 : 3,
+                k = bench_program(&c, &ipt, " iptables", n / 4 > 3 ? n / 4 : 3,
                                   (n / 40 + 1) / 2 > 1 ? (n / 40 + 1) / 2 : 1, r);
         bench_ctx_stop(&c);
         return k;

@@ -86,8 +86,6 @@ static void run_step(struct result *res)
                 bench_log("netbroker-bench %s: failed: %s\n", res->label, strerror(-res->err));
                 free(res->r);
                 res->r = NULL;
-        } else {
-                bench_report_default_compares(res->r);
         }
         bench_log("== %s: %.1f s\n", res->label, res->secs);
 }

@@ -374,6 +374,9 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
                 k = bench_report_methods(r, methods, s, N_METHODS, NULL, NULL);
         if (k == 0)
                 k = bench_report_ratios(r, "A/B A2/B A/A2", NULL, names, med, N_METHODS);
+        if (k == 0)
+                k = bench_report_add_compare(r, methods[M_A].program, "A", &s[M_A], "A2", &s[M_A2],
+                                             "B", &s[M_B]);
         /* The namespace goes with us; leave no IFB in case it does not. */
         if (c->ready)
                 (void)bandwidth_request(c, c->n, false, NULL);

@@ -196,7 +196,6 @@ int main(int argc, char **argv)
                         fprintf(stderr, "netbroker-bench %s: failed: %s\n", argv[1], strerror(-r));
         }
         if (report && r == 0) {
-                bench_report_default_compares(report);
                 if (o.json)
                         bench_report_print_json(report, stdout);
                 else

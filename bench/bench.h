@@ -185,8 +185,6 @@ int bench_report_add_compare(struct bench_report *r, const char *what, const cha
  * named names[i]; a pair with a value missing or not positive is left out. */
 int bench_report_ratios(struct bench_report *r, const char *spec, const char *suffix,
                         const char *const *names, const double *v, size_t n);
-/* A scenario with no comparison of its own gets one from its rows A, A2, B. */
-void bench_report_default_compares(struct bench_report *r);
 /* baseline median / broker median; NAN when either is missing. */
 double bench_compare_ratio(const struct bench_summary *base, const struct bench_summary *broker);
 /* "12.3 us", "4.56 ms", "7.89 s" into buf; returns buf. */

@@ -12,27 +12,20 @@
 int bench_report_add_row(struct bench_report *r, const char *method, const char *program,
                          const struct bench_summary *s, const struct bench_summary *baseline)
 {
-        struct bench_row *row;
-
         if (r->n_rows >= BENCH_MAX_ROWS)
                 return -ENOSPC;
-        row = &r->rows[r->n_rows++];
-        row->method = method;
-        row->program = program;
-        row->s = *s;
-        row->vs_baseline = baseline && s->median_us > 0 ? baseline->median_us / s->median_us : 0;
+        r->rows[r->n_rows++] = (struct bench_row){
+                method, program, *s,
+                baseline && s->median_us > 0 ? baseline->median_us / s->median_us : 0};
         return 0;
 }
 
 int bench_report_add_ratio(struct bench_report *r, const char *name, double value)
 {
-        struct bench_ratio *q;
-
         if (r->n_ratios >= BENCH_MAX_RATIOS)
                 return -ENOSPC;
-        q = &r->ratios[r->n_ratios++];
-        snprintf(q->name, sizeof(q->name), "%s", name);
-        q->value = value;
+        snprintf(r->ratios[r->n_ratios].name, sizeof(r->ratios[0].name), "%s", name);
+        r->ratios[r->n_ratios++].value = value;
         return 0;
 }
 
@@ -67,26 +60,6 @@ int bench_report_add_compare(struct bench_report *r, const char *what, const cha
                 snprintf(c->base2_name, sizeof(c->base2_name), "%s", base2_name);
         }
         return 0;
-}
-
-static const struct bench_row *find_row(const struct bench_report *r, const char *method)
-{
-        for (size_t i = 0; i < r->n_rows; i++)
-                if (strcmp(r->rows[i].method, method) == 0)
-                        return &r->rows[i];
-        return NULL;
-}
-
-void bench_report_default_compares(struct bench_report *r)
-{
-        const struct bench_row *a = find_row(r, "A"), *a2 = find_row(r, "A2"),
-                               *b = find_row(r, "B");
-        char what[56];
-
-        if (r->n_compares || !a || !b)
-                return;
-        snprintf(what, sizeof(what), "%s", a->program);
-        bench_report_add_compare(r, what, "A", &a->s, "A2", a2 ? &a2->s : NULL, "B", &b->s);
 }
 
 double bench_compare_ratio(const struct bench_summary *base, const struct bench_summary *broker)
@@ -124,26 +97,23 @@ static void print_compare_side(FILE *f, const char *name, const struct bench_sum
                 bench_fmt_time(s->max_us, hi, sizeof(hi)));
 }
 
-void bench_compare_print(const struct bench_compare *c, const char *scenario, FILE *f)
-{
-        const struct bench_summary *bases[2] = {&c->base, &c->base2};
-        const char *names[2] = {c->base_name, c->base2_name};
-
-        for (int i = 0; i < 2; i++) {
-                if (!bases[i]->n)
-                        continue;
-                fprintf(f, "%-10s %-40s ", scenario, c->what);
-                print_compare_side(f, names[i], bases[i]);
-                fputs("  ", f);
-                print_compare_side(f, c->broker_name, &c->broker);
-                fprintf(f, "  %9.2f\n", bench_compare_ratio(bases[i], &c->broker));
-        }
-}
-
+/* A line per baseline: scenario, what, baseline, broker, ratio. */
 bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f)
 {
-        for (size_t i = 0; i < r->n_compares; i++)
-                bench_compare_print(&r->compares[i], label, f);
+        for (size_t i = 0; i < r->n_compares; i++) {
+                const struct bench_compare *c = &r->compares[i];
+                const struct bench_summary *bases[2] = {&c->base, &c->base2};
+                const char *names[2] = {c->base_name, c->base2_name};
+                for (int k = 0; k < 2; k++) {
+                        if (!bases[k]->n)
+                                continue;
+                        fprintf(f, "%-10s %-40s ", label, c->what);
+                        print_compare_side(f, names[k], bases[k]);
+                        fputs("  ", f);
+                        print_compare_side(f, c->broker_name, &c->broker);
+                        fprintf(f, "  %9.2f\n", bench_compare_ratio(bases[k], &c->broker));
+                }
+        }
         return r->n_compares > 0;
 }
 

@@ -10,10 +10,19 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+
 #include "netbroker.h"
+
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
 
 #define OUT_CAP (64u * 1024)
 
@@ -42,7 +51,12 @@ struct ctx {
         struct bench_ctx b; /* the helper, spawned from the fat parent */
         const char *tool[RS_N_TOOLS + 1]; /* ebtables, iptables, ip6tables: the helper's programs */
         const char *nft, *eb_save, *eb_restore; /* the last two only with --sample */
-        struct rs_nftmon mon;
+        /* What reaches the kernel, as `nft monitor` sees it: a socket in
+         * the nftables notification group, read only between timed
+         * sections, whose buffer holds what one of them produces (1000
+         * guests' rules in one transaction). */
+        int mon_fd;
+        uint64_t commits, changes; /* NFT_MSG_NEWGEN, every other nf_tables message */
         struct rs_guest *guests;
         unsigned n;
         unsigned timed; /* the last `timed` guests are timed; the others are filled */
@@ -58,6 +72,46 @@ static bool cmd_ok;
 static char cmd_out[OUT_CAP], listing[4u << 20];
 static size_t cmd_len;
 
+static int monitor_open(struct ctx *c)
+{
+        struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+        int grp = NFNLGRP_NFTABLES, sz = 256 << 20;
+
+        c->mon_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER);
+        if (c->mon_fd < 0)
+                return -errno;
+        /* FORCE: past net.core.rmem_max; we are root. */
+        if (setsockopt(c->mon_fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+                (void)setsockopt(c->mon_fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+        if (bind(c->mon_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            setsockopt(c->mon_fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp, sizeof(grp)) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Count what has arrived so far; an overrun (ENOBUFS) loses counts, which
+ * then are lower bounds. */
+static int drain(struct ctx *c)
+{
+        static char buf[1 << 16] __attribute__((aligned(8)));
+        ssize_t n;
+
+        while ((n = recv(c->mon_fd, buf, sizeof(buf), MSG_DONTWAIT)) != 0) {
+                int len = (int)n;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return 0;
+                if (n < 0 && errno != EINTR && errno != ENOBUFS)
+                        return -errno;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; n > 0 && NLMSG_OK(h, len);
+                     h = NLMSG_NEXT(h, len))
+                        if (NFNL_SUBSYS_ID(h->nlmsg_type) == NFNL_SUBSYS_NFTABLES)
+                                *(NFNL_MSG_TYPE(h->nlmsg_type) == NFT_MSG_NEWGEN ? &c->commits
+                                                                                 : &c->changes) +=
+                                        1;
+        }
+        return 0;
+}
+
 /* An untimed command (a reset, a listing) that must exit 0, into listing. */
 static int run_quiet(char **argv, int in_fd, size_t *len)
 {
@@ -70,7 +124,7 @@ static int reset(struct ctx *c)
         char *argv[] = {(char *)c->nft, "flush", "ruleset", NULL};
         int r = run_quiet(argv, -1, NULL);
 
-        return r < 0 ? r : rs_nftmon_drain(&c->mon);
+        return r < 0 ? r : drain(c);
 }
 
 /* ---- A, A2, B: the commands ---- */
@@ -184,7 +238,7 @@ static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase pha
         int r = rs_cmds_instantiate(&l, &c->guests[g], phase);
 
         if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
+                r = drain(c);
         t0 = bench_now_ns();
         for (size_t i = 0; i < l.n && r == 0; i++) {
                 r = exec_cmd(c, m, &l.v[i]);
@@ -306,7 +360,7 @@ static int fill(struct ctx *c)
         if (r == 0)
                 r = run_quiet(argv, fileno(f), NULL);
         fclose(f);
-        return r < 0 ? r : rs_nftmon_drain(&c->mon);
+        return r < 0 ? r : drain(c);
 }
 
 /* ---- N: one nft -f of the same rules ---- */
@@ -431,9 +485,9 @@ static int run_fw(struct ctx *c, enum method m)
         char deltas[160];
         uint64_t t0, t1;
         double us;
-        int r = s0 ? rs_nftmon_drain(&c->mon) : -EIO;
+        int r = s0 ? drain(c) : -EIO;
 
-        c->mon.commits = c->mon.changes = 0;
+        c->commits = c->changes = 0;
         t0 = t1 = bench_now_ns();
         if (r == 0)
                 r = build_fw_batch(c, m == M_C ? NB_FW_REPLACE : NB_FW_ENSURE, &b);
@@ -462,7 +516,7 @@ static int run_fw(struct ctx *c, enum method m)
                         free(want);
         }
         if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
+                r = drain(c);
         if (r == 0 && !(s1 = fw_stats(c)))
                 r = -EIO;
         if (r == 0)
@@ -474,12 +528,12 @@ static int run_fw(struct ctx *c, enum method m)
                   us / 1000.0, deltas);
         if (m == M_C)
                 goto out;
-        ok &= unchanged == c->n && !wrote && !c->mon.commits && !c->mon.changes;
+        ok &= unchanged == c->n && !wrote && !c->commits && !c->changes;
         snprintf(c->d_check, sizeof(c->d_check),
                  "D check %s: %u/%u owners unchanged, helper write counters %s, kernel: %llu "
                  "commits, %llu changes",
                  ok ? "passed" : "FAILED", unchanged, c->n, wrote ? "MOVED" : "unmoved",
-                 (unsigned long long)c->mon.commits, (unsigned long long)c->mon.changes);
+                 (unsigned long long)c->commits, (unsigned long long)c->changes);
         if (!ok) {
                 bench_log("netbroker-bench: restart: %s\n", c->d_check);
                 r = -EPROTO;
@@ -664,7 +718,7 @@ static int setup(struct ctx *c, struct bench_report *r)
                           "ebtables-restore\n");
                 k = -ENOENT;
         }
-        if (k == 0 && (k = rs_nftmon_open(&c->mon)) < 0)
+        if (k == 0 && (k = monitor_open(c)) < 0)
                 bench_log("netbroker-bench: restart: cannot listen to nftables notifications: "
                           "%s\n",
                           strerror(-k));
@@ -711,7 +765,7 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         if (!c)
                 return -ENOMEM;
         *c = (struct ctx){.o = o, .n = n, .timed = o->sample && o->sample < n ? o->sample : n};
-        c->mon.fd = -1;
+        c->mon_fd = -1;
         c->guests = calloc(n, sizeof(*c->guests));
         c->fw_hash = calloc(n, sizeof(*c->fw_hash));
         for (unsigned g = 0; g < n && c->guests; g++)
@@ -729,7 +783,8 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         if (c->b.conn)
                 (void)reset(c);
         bench_ctx_stop(&c->b);
-        rs_nftmon_close(&c->mon);
+        if (c->mon_fd >= 0)
+                close(c->mon_fd);
         for (int m = 0; m < N_METHODS; m++)
                 bench_samples_clear(&c->out[m].s);
         for (unsigned g = 0; c->fw_hash && g < n; g++)

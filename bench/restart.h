@@ -60,17 +60,3 @@ void rs_cmd_print(const struct rs_cmd *c, FILE *f);
  * file (netdev family, one ingress and one egress chain per tap). */
 #define RS_NFT_TABLE "nbbench"
 int rs_nft_write(FILE *f, const struct rs_guest *guests, size_t n);
-
-/* What reaches the kernel (nftmon.c), as `nft monitor` sees it: a socket in
- * the nftables notification group of this namespace. */
-struct rs_nftmon {
-        int fd;
-        uint64_t commits; /* NFT_MSG_NEWGEN */
-        uint64_t changes; /* every other nf_tables notification */
-        uint64_t lost; /* ENOBUFS: the counts above are lower bounds */
-};
-
-int rs_nftmon_open(struct rs_nftmon *m);
-/* Count what has arrived so far. Returns 0 or -errno. */
-int rs_nftmon_drain(struct rs_nftmon *m);
-void rs_nftmon_close(struct rs_nftmon *m);

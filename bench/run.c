@@ -109,23 +109,17 @@ void bench_ctx_stop(struct bench_ctx *c)
 
 /* ---- one run of each kind ---- */
 
-static int check_child(const struct bench_method *m, int status, const char *out)
+/* Every run must exit 0 (and print cmd->expect): a fast failure is not a
+ * result. */
+static int check_run(const struct bench_method *m, int sig, int code, const char *out, size_t len)
 {
-        const struct bench_cmd *p = m->cmd;
+        const char *expect = m->cmd->expect;
 
-        if (WIFSIGNALED(status))
-                bench_log("netbroker-bench: %s %s: killed by signal %d\n", m->name, p->label,
-                          WTERMSIG(status));
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                bench_log("netbroker-bench: %s %s: exited with status %d\n", m->name, p->label,
-                          WEXITSTATUS(status));
-        else if (p->expect && !strstr(out, p->expect))
-                bench_log("netbroker-bench: %s %s: exited 0 without printing \"%s\"\n", m->name,
-                          p->label, p->expect);
-        else
+        if (sig == 0 && code == 0 && (!expect || memmem(out, len, expect, strlen(expect))))
                 return 0;
-        if (out[0])
-                bench_log("  its output: %s\n", out);
+        bench_log("netbroker-bench: %s %s: signal %d, exit status %d%s%s, output: %.*s\n", m->name,
+                  m->cmd->label, sig, code, expect ? ", to print " : "", expect ? expect : "",
+                  (int)(len > 512 ? 512 : len), out);
         return -EIO;
 }
 
@@ -134,112 +128,58 @@ static int fork_once(struct bench_ctx *c, const struct bench_method *m, double *
         enum bench_close how = m->how == BENCH_FORK_RANGE ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP;
         char out[1024];
         size_t len;
-        uint64_t t0 = bench_now_ns(), t1;
-        int status, r;
+        uint64_t t0 = bench_now_ns();
+        int st, r = bench_fork_exec(how, c->open_max, m->cmd->path, (char *const *)m->cmd->argv,
+                                    out, sizeof(out), &len, &st);
 
-        r = bench_fork_exec(how, c->open_max, m->cmd->path, (char *const *)m->cmd->argv, out,
-                            sizeof(out), &len, &status);
-        t1 = bench_now_ns();
-        if (r < 0) {
+        *ret_us = (double)(bench_now_ns() - t0) / 1000.0;
+        if (r < 0)
                 bench_log("netbroker-bench: %s %s: %s\n", m->name, m->cmd->label, strerror(-r));
-                return r;
-        }
-        r = check_child(m, status, out);
-        if (r == 0)
-                *ret_us = (double)(t1 - t0) / 1000.0;
-        return r;
+        return r < 0 ? r
+                     : check_run(m, WIFSIGNALED(st) ? WTERMSIG(st) : 0,
+                                 WIFEXITED(st) ? WEXITSTATUS(st) : -1, out, len);
 }
 
-static int check_exec(const struct bench_method *m, const nb_results *res, size_t i)
-{
-        const struct bench_cmd *p = m->cmd;
-        int status = nb_result_status(res, i);
-        nb_exec_result er;
-        bool have = nb_result_exec(res, i, &er) == 0;
-
-        if (status == 0 && have && er.signal == 0 && er.exit_code == 0) {
-                if (!p->expect || memmem(er.out, er.out_len, p->expect, strlen(p->expect)))
-                        return 0;
-                bench_log("netbroker-bench: %s %s: op %zu: exited 0, but \"%s\" is not in its "
-                          "%zu bytes of stdout\n",
-                          m->name, p->label, i, p->expect, er.out_len);
-                return -EIO;
-        }
-        bench_log("netbroker-bench: %s %s: op %zu: status %d (%s) \"%s\"", m->name, p->label, i,
-                  status, strerror(status < 0 ? -status : status), nb_result_message(res, i));
-        if (have)
-                bench_log(", exit %d, signal %d, stderr: %.*s", er.exit_code, er.signal,
-                          (int)(er.err_len > 512 ? 512 : er.err_len), (const char *)er.err);
-        bench_log("\n");
-        /* A status of 0 with a failed program is a helper bug; still a failure. */
-        return status < 0 ? status : -EIO;
-}
-
-/* Building the batch is part of what a client pays per request. */
+/* One request of `ops` Exec or Ping ops; building it is part of what a
+ * client pays per request. */
 static int broker_once(struct bench_ctx *c, const struct bench_method *m, double *ret_us)
 {
         unsigned ops = m->how == BENCH_BROKER_PING || !m->ops ? 1 : m->ops;
-        const char *label = m->cmd ? m->cmd->label : "Ping";
         nb_results *res = NULL;
+        nb_exec_result er;
         uint64_t t0 = bench_now_ns(), t1;
         nb_batch *b = nb_batch_new();
+        char who[48];
         int r = b ? 0 : -ENOMEM;
 
+        snprintf(who, sizeof(who), "%s %s: ", m->name, m->cmd ? m->cmd->label : "Ping");
         for (unsigned i = 0; i < ops && r == 0; i++)
                 r = m->how == BENCH_BROKER_PING
                             ? nb_batch_ping(b)
                             : nb_batch_exec(b, m->cmd->path, m->cmd->argv, NULL, NULL, 0, 0);
         if (r == 0)
-                r = nb_submit(c->conn, b, &res);
-        t1 = bench_now_ns();
-        if (r < 0) {
-                bench_log("netbroker-bench: %s %s: %s (%s)\n", m->name, label, strerror(-r),
-                          nb_conn_error(c->conn));
-                goto out;
-        }
-        if (nb_results_count(res) != ops) {
-                bench_log("netbroker-bench: %s %s: %zu results for %u ops\n", m->name, label,
-                          nb_results_count(res), ops);
-                r = -EPROTO;
-                goto out;
-        }
-        for (size_t i = 0; i < ops && r == 0; i++)
-                if (m->how == BENCH_BROKER_EXEC)
-                        r = check_exec(m, res, i);
-                else if (nb_result_status(res, i) != 0)
-                        r = -EPROTO;
+                r = bench_submit_all(c->conn, b, ops, who, &t1, &res);
+        for (size_t i = 0; i < ops && r == 0 && m->how == BENCH_BROKER_EXEC; i++)
+                r = nb_result_exec(res, i, &er) < 0 ? -EPROTO
+                                                    : check_run(m, er.signal, er.exit_code,
+                                                                (const char *)er.out, er.out_len);
         if (r == 0)
                 *ret_us = (double)(t1 - t0) / 1000.0 / ops;
-out:
         nb_results_free(res);
         nb_batch_free(b);
         return r;
 }
 
-static int method_once(struct bench_ctx *c, const struct bench_method *m, bool timed,
-                       double *ret_us)
-{
-        switch (m->how) {
-        case BENCH_FORK_LOOP:
-        case BENCH_FORK_RANGE:
-                return fork_once(c, m, ret_us);
-        case BENCH_BROKER_EXEC:
-        case BENCH_BROKER_PING:
-                return broker_once(c, m, ret_us);
-        case BENCH_CUSTOM:
-                return m->fn(c, m, timed, ret_us);
-        }
-        return -EINVAL;
-}
-
-static int time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
-                       struct bench_samples *s)
+/* A round's runs of m, recorded in s (NULL: warm-up runs). */
+static int time_method(struct bench_ctx *c, const struct bench_method *m, struct bench_samples *s)
 {
         double us;
         int r = 0;
 
-        for (unsigned i = 0; i < n && r == 0; i++) {
-                r = method_once(c, m, s != NULL, &us);
+        for (unsigned i = 0; i < (m->per_round ? m->per_round : 1) && r == 0; i++) {
+                r = m->how == BENCH_CUSTOM       ? m->fn(c, m, s != NULL, &us)
+                    : m->how <= BENCH_FORK_RANGE ? fork_once(c, m, &us)
+                                                 : broker_once(c, m, &us);
                 if (r == 0 && s)
                         r = bench_samples_add(s, us);
         }
@@ -266,12 +206,12 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
          * the helper's first spawn, the allocators and caches warm. */
         for (unsigned i = 0; i < warmup && r == 0; i++)
                 for (size_t j = 0; j < n && r == 0; j++)
-                        r = time_method(c, &ms[j], ms[j].per_round ? ms[j].per_round : 1, NULL);
+                        r = time_method(c, &ms[j], NULL);
         for (unsigned i = 0; i < rounds && r == 0; i++)
                 for (size_t j = 0; j < n && r == 0; j++) {
                         const struct bench_method *m = &ms[i % 2 ? n - 1 - j : j];
                         if (due(m, i, rounds))
-                                r = time_method(c, m, m->per_round ? m->per_round : 1, &s[m - ms]);
+                                r = time_method(c, m, &s[m - ms]);
                 }
         for (size_t j = 0; j < n && r == 0; j++) {
                 r = bench_samples_summarize(&s[j], &ret[j]);

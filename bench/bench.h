@@ -69,7 +69,7 @@ struct bench_fat_parent {
 };
 
 /* Set up on the first call, kept until exit; its figures into *ret (NULL:
- * not wanted). Returns 0 or -errno, the same every time. */
+ * not wanted). */
 int bench_fat_parent(struct bench_fat_parent *ret);
 /* Open fds of process pid, or -errno. */
 int bench_count_fds(int pid);
@@ -94,18 +94,16 @@ int bench_run_quiet(const char *who, const char *path, char *const *argv, int in
 struct nl_sock;
 /* Devices named prefix + digits ("macvtap12"), or -errno. */
 int bench_count_devices(const char *prefix);
-/* Each takes `who` ("bandwidth: ") to start its message on failure. */
+/* Each takes `who` ("bandwidth: ") to start its message on failure: exactly
+ * `want` devices prefix + digits (-EPROTO); a link or a qdisc (at TC_H_ROOT,
+ * TC_H_INGRESS) deleted, none there being no error; a veth pair, both up
+ * when `up`, *ret_ifindex (NULL: not wanted) name's. */
 int bench_nl_open(const char *who, struct nl_sock **ret);
-/* Exactly `want` devices prefix + digits, or -EPROTO (-errno). */
 int bench_expect_devices(const char *who, const char *prefix, unsigned want);
-/* Delete link `name`; one not there is no error. */
 int bench_link_delete(struct nl_sock *sk, const char *who, const char *name);
-/* A veth pair, both up when `up`; *ret_ifindex (NULL: not wanted) is name's. */
+int bench_qdisc_delete(struct nl_sock *sk, const char *who, int ifindex, uint32_t parent);
 int bench_veth_add(struct nl_sock *sk, const char *who, const char *name, const char *peer, bool up,
                    int *ret_ifindex);
-/* Delete ifindex's qdisc at `parent` (TC_H_ROOT, TC_H_INGRESS); none there
- * is no error. */
-int bench_qdisc_delete(struct nl_sock *sk, const char *who, int ifindex, uint32_t parent);
 
 /* ---- the helper (broker.c, run.c) ---- */
 
@@ -170,13 +168,13 @@ struct bench_report {
         size_t n_compares;
 };
 
-/* Each returns 0, or -ENOSPC when the report is full. */
+/* Each returns 0, or -ENOSPC when the report is full. base2 NULL or empty:
+ * no second baseline. */
 int bench_report_add_row(struct bench_report *r, const char *method, const char *program,
                          const struct bench_summary *s, const struct bench_summary *baseline);
 int bench_report_add_ratio(struct bench_report *r, const char *name, double value);
 int bench_report_add_note(struct bench_report *r, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
-/* base2 NULL or empty: no second baseline. */
 int bench_report_add_compare(struct bench_report *r, const char *what, const char *base_name,
                              const struct bench_summary *base, const char *base2_name,
                              const struct bench_summary *base2, const char *broker_name,
@@ -193,11 +191,12 @@ const char *bench_fmt_time(double us, char *buf, size_t len);
 void bench_report_print_table(const struct bench_report *r, FILE *f);
 /* The JSON object, without a newline. */
 void bench_report_print_json(const struct bench_report *r, FILE *f);
-/* The summary's heading, and r's comparisons under it labelled `label`. */
+/* The summary's heading; r's comparisons under it labelled `label`, or one
+ * as JSON; JSON pieces: a string, a number (null when not finite),
+ * "machine":{..}. */
 void bench_compare_print_heading(FILE *f);
 bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f);
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f);
-/* JSON pieces: a string, a number (null when not finite), "machine":{..}. */
 void bench_json_string(FILE *f, const char *s);
 void bench_json_number(FILE *f, double v, int decimals);
 void bench_json_machine(FILE *f);
@@ -217,13 +216,12 @@ int bench_chart_png(const char *png, const char *title, const struct bench_chart
 
 typedef int (*bench_scenario_fn)(const struct bench_opts *o, struct bench_report *r);
 
-/* The scenario table's function for name, or NULL. */
+/* The scenario table's function for name, or NULL. `all` and `--scale`:
+ * run, print, write the files asked for; -errno when a scenario failed (the
+ * others still ran). bench_write_files: one scenario's --json-out, --png. */
 bench_scenario_fn bench_find_scenario(const char *name);
-/* `all` and `--scale`: run, print, write the files asked for; -errno when
- * a scenario failed (the others still ran). */
 int bench_all(const struct bench_opts *o);
 int bench_scale(const struct bench_opts *o);
-/* One scenario's --json-out and --png. */
 int bench_write_files(const struct bench_opts *o, const struct bench_report *r);
 
 int bench_spawn(const struct bench_opts *o, struct bench_report *r);

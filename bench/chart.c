@@ -12,80 +12,55 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Three columns: median, min, max in ms, or "- - -" where none. */
-static void put_side(FILE *f, const struct bench_summary *s)
-{
-        if (!s->n) {
-                fputs(" - - -", f);
-                return;
-        }
-        fprintf(f, " %.6g %.6g %.6g", s->median_us / 1000.0, s->min_us / 1000.0,
-                s->max_us / 1000.0);
-}
-
-static void ratio_label(const struct bench_compare *c, char *buf, size_t len)
-{
-        double r1 = bench_compare_ratio(&c->base, &c->broker);
-        double r2 = bench_compare_ratio(&c->base2, &c->broker);
-        int d1 = r1 < 10 ? 2 : 0, d2 = r2 < 10 ? 2 : 0;
-
-        if (isfinite(r2))
-                snprintf(buf, len, "%.*fx, %.*fx", d1, r1, d2, r2);
-        else
-                snprintf(buf, len, "%.*fx", d1, r1);
-}
-
-/* Quotes would end gnuplot's string: the labels are ours, but say so. */
-static void put_label(FILE *f, const char *scenario, const struct bench_compare *c)
+/* A line per comparison: its label; median, min, max in ms of base, base2
+ * and broker ("-" where none); the ratio label and its height. Quotes would
+ * end gnuplot's string: the labels are ours, but say so. */
+static int write_data(FILE *f, const struct bench_chart_item *items, size_t n)
 {
         char buf[160];
 
-        snprintf(buf, sizeof(buf), "%s: %s (%s%s%s vs %s)", scenario, c->what, c->base_name,
-                 c->base2.n ? ", " : "", c->base2.n ? c->base2_name : "", c->broker_name);
-        fputc('"', f);
-        for (const char *p = buf; *p; p++)
-                fputc(*p == '"' ? '\'' : *p, f);
-        fputc('"', f);
+        for (size_t i = 0; i < n; i++) {
+                const struct bench_compare *c = items[i].c;
+                const struct bench_summary *s[3] = {&c->base, &c->base2, &c->broker};
+                double r1 = bench_compare_ratio(&c->base, &c->broker);
+                double r2 = bench_compare_ratio(&c->base2, &c->broker), top = 0;
+                snprintf(buf, sizeof(buf), "%s: %s (%s%s%s vs %s)", items[i].scenario, c->what,
+                         c->base_name, c->base2.n ? ", " : "", c->base2.n ? c->base2_name : "",
+                         c->broker_name);
+                for (char *p = buf; *p; p++)
+                        *p = *p == '"' ? '\'' : *p;
+                fprintf(f, "\"%s\"", buf);
+                for (int k = 0; k < 3; k++) {
+                        if (s[k]->n)
+                                fprintf(f, " %.6g %.6g %.6g", s[k]->median_us / 1000.0,
+                                        s[k]->min_us / 1000.0, s[k]->max_us / 1000.0);
+                        else
+                                fputs(" - - -", f);
+                        top = s[k]->n ? fmax(top, s[k]->max_us) : top;
+                }
+                fprintf(f, " \"%.*fx", r1 < 10 ? 2 : 0, r1);
+                if (isfinite(r2))
+                        fprintf(f, ", %.*fx", r2 < 10 ? 2 : 0, r2);
+                fprintf(f, "\" %.6g\n", top / 1000.0 * 2.2);
+        }
+        return ferror(f) ? -EIO : 0;
 }
 
+/* Whole decades, with room above for the ratio labels. */
 static void y_range(const struct bench_chart_item *items, size_t n, double *lo, double *hi)
 {
         *lo = INFINITY;
         *hi = 0;
         for (size_t i = 0; i < n; i++) {
-                const struct bench_compare *c = items[i].c;
-                const struct bench_summary *s[3] = {&c->base, &c->base2, &c->broker};
+                const struct bench_summary *s[3] = {&items[i].c->base, &items[i].c->base2,
+                                                    &items[i].c->broker};
                 for (int k = 0; k < 3; k++) {
-                        if (!s[k]->n)
-                                continue;
-                        *lo = fmin(*lo, s[k]->min_us / 1000.0);
-                        *hi = fmax(*hi, s[k]->max_us / 1000.0);
+                        *lo = s[k]->n ? fmin(*lo, s[k]->min_us / 1000.0) : *lo;
+                        *hi = s[k]->n ? fmax(*hi, s[k]->max_us / 1000.0) : *hi;
                 }
         }
-        /* Whole decades, with room above for the ratio labels. */
         *lo = pow(10, floor(log10(*lo > 0 ? *lo : 1e-3)));
         *hi = pow(10, ceil(log10(*hi > 0 ? *hi * 3 : 1)));
-}
-
-static int write_data(FILE *f, const struct bench_chart_item *items, size_t n)
-{
-        char ratio[64];
-
-        fputs("# label  base med min max  base2 med min max  broker med min max  ratio-label "
-              "label-y (ms)\n",
-              f);
-        for (size_t i = 0; i < n; i++) {
-                const struct bench_compare *c = items[i].c;
-                double top = fmax(c->base.max_us,
-                                  fmax(c->base2.n ? c->base2.max_us : 0, c->broker.max_us));
-                put_label(f, items[i].scenario, c);
-                put_side(f, &c->base);
-                put_side(f, &c->base2);
-                put_side(f, &c->broker);
-                ratio_label(c, ratio, sizeof(ratio));
-                fprintf(f, " \"%s\" %.6g\n", ratio, top / 1000.0 * 2.2);
-        }
-        return ferror(f) ? -EIO : 0;
 }
 
 static int write_script(FILE *f, const char *png, const char *title,

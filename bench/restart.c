@@ -344,63 +344,39 @@ static int write_fill(struct ctx *c, FILE *f)
         return ferror(f) ? -EIO : 0;
 }
 
-static int fill(struct ctx *c)
+static int write_nft(struct ctx *c, FILE *f)
 {
-        char *argv[] = {(char *)c->eb_restore, NULL};
-        FILE *f;
-        int r;
-
-        if (c->timed == c->n)
-                return 0;
-        if (!(f = tmpfile()))
-                return -errno;
-        r = write_fill(c, f);
-        if (r == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
-                r = -errno;
-        if (r == 0)
-                r = run_quiet(argv, fileno(f), NULL);
-        fclose(f);
-        return r < 0 ? r : drain(c);
+        return rs_nft_write(f, c->guests, c->n);
 }
 
-/* ---- N: one nft -f of the same rules ---- */
-
-static int run_nft_file(struct ctx *c)
+/* argv with stdin a file `write` fills; the ruleset reset first and its
+ * notifications drained after, as nobody's. N: timed, one sample. */
+static int run_input(struct ctx *c, int (*write)(struct ctx *, FILE *), char *const *argv,
+                     enum method m)
 {
-        char path[] = "/tmp/netbroker-bench-nft.XXXXXX";
-        char *argv[] = {(char *)c->nft, "-f", path, NULL};
-        int fd = mkstemp(path), r;
-        FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+        FILE *f = tmpfile();
         uint64_t t0;
-        double us;
-        long size = 0;
+        long size;
+        int r = f ? write(c, f) : -errno;
 
-        if (!f) {
+        size = f ? ftell(f) : 0;
+        if (r == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
                 r = -errno;
-                if (fd >= 0)
-                        close(fd);
-                goto out;
-        }
-        r = rs_nft_write(f, c->guests, c->n);
-        size = ftell(f);
-        if (fclose(f) != 0 && r == 0)
-                r = -errno;
-        if (r == 0)
+        if (r == 0 && m == M_N)
                 r = reset(c);
         t0 = bench_now_ns();
         if (r == 0)
-                r = bench_run_quiet("restart: N: ", c->nft, argv, -1, cmd_out, sizeof(cmd_out),
-                                    NULL);
-        us = (double)(bench_now_ns() - t0) / 1000.0;
-        if (r == 0)
-                r = bench_samples_add(&c->out[M_N].s, us);
-        if (r == 0)
+                r = bench_run_quiet(m == M_N ? "restart: N: " : "restart: ", argv[0], argv,
+                                    fileno(f), cmd_out, sizeof(cmd_out), NULL);
+        if (r == 0 && m == M_N) {
+                double us = (double)(bench_now_ns() - t0) / 1000.0;
                 bench_log("restart: N   %u guests, nft -f of %ld bytes: %.2f ms\n", c->n, size,
                           us / 1000.0);
-out:
-        if (fd >= 0)
-                unlink(path);
-        return r;
+                r = bench_samples_add(&c->out[M_N].s, us);
+        }
+        if (f)
+                fclose(f);
+        return r < 0 ? r : drain(c);
 }
 
 /* ---- C and D: one request of N FirewallApply ops ---- */
@@ -584,7 +560,8 @@ static int run_broker_rep(struct ctx *c)
         int r = 0;
 
         for (int i = 0; i < 5 && r == 0; i++) {
-                r = run_nft_file(c);
+                r = run_input(c, write_nft, (char *[]){(char *)c->nft, "-f", "/dev/stdin", NULL},
+                              M_N);
                 if (r == 0 && c->have_fw)
                         r = run_c_and_d(c);
         }
@@ -621,8 +598,8 @@ static int run_libvirt(struct ctx *c)
         for (unsigned p = 0; p < 3 && r == 0; p++) {
                 snprintf(what, sizeof(what), "start pass %u/3:", p + 1);
                 r = reset(c);
-                if (r == 0)
-                        r = fill(c);
+                if (r == 0 && c->timed < c->n)
+                        r = run_input(c, write_fill, (char *[]){(char *)c->eb_restore, NULL}, M_A);
                 for (unsigned j = 0; j < c->timed && r == 0; j++) {
                         r = run_guest(c, starts[(j + p) % 3], c->n - c->timed + j, RS_START);
                         if (r == 0)

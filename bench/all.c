@@ -158,8 +158,8 @@ static void print_scale(FILE *f, bool json)
         for (size_t w = 0; w < BENCH_N(scale_rows); w++) {
                 double growth = scale_cell(w, N_SCALE_NS - 1) / scale_cell(w, 0);
                 if (json) {
-                        fputs(w ? ",{\"what\":" : "{\"what\":", f);
-                        bench_json_string(f, scale_rows[w].what);
+                        fputs(w ? ",{" : "{", f);
+                        bench_json_str(f, "what", scale_rows[w].what);
                         fputs(",\"median_us\":{", f);
                 } else {
                         fprintf(f, "%-42s", scale_rows[w].what);
@@ -167,15 +167,15 @@ static void print_scale(FILE *f, bool json)
                 for (size_t i = 0; i < N_SCALE_NS; i++) {
                         if (json) {
                                 fprintf(f, "%s\"%u\":", i ? "," : "", scale_ns[i]);
-                                bench_json_number(f, scale_cell(w, i), 3);
+                                bench_json_num(f, NULL, scale_cell(w, i), 3);
                         } else {
                                 fprintf(f, " %14s",
                                         bench_fmt_time(scale_cell(w, i), buf, sizeof(buf)));
                         }
                 }
                 if (json) {
-                        fputs("},\"growth\":", f);
-                        bench_json_number(f, growth, 3);
+                        fputc('}', f);
+                        bench_json_num(f, ",growth", growth, 3);
                         fputc('}', f);
                 } else {
                         fprintf(f, " %7.2fx\n", growth);
@@ -236,11 +236,9 @@ static void print_compares_json(FILE *f, bool ratios)
                                         continue;
                                 snprintf(key, sizeof(key), "%s: %s %s/%s", res->label, c->what,
                                          bn[j], c->broker_name);
-                                fputs(first ? "" : ",", f);
+                                bench_json_str(f, first ? NULL : ",", key);
+                                bench_json_num(f, ":", bench_compare_ratio(b[j], &c->broker), 3);
                                 first = false;
-                                bench_json_string(f, key);
-                                fputc(':', f);
-                                bench_json_number(f, bench_compare_ratio(b[j], &c->broker), 3);
                         }
                         if (!ratios) {
                                 fputs(first ? "" : ",", f);
@@ -253,28 +251,20 @@ static void print_compares_json(FILE *f, bool ratios)
 
 static void print_json(FILE *f)
 {
-        fputs("{\"scenario\":", f);
-        bench_json_string(f, run.kind);
+        fputc('{', f);
+        bench_json_str(f, "scenario", run.kind);
         fprintf(f, ",\"quick\":%s,", run.quick ? "true" : "false");
         bench_json_machine(f);
-        fputs(",\"elapsed_s\":", f);
-        bench_json_number(f, run.secs, 1);
+        bench_json_num(f, ",elapsed_s", run.secs, 1);
         fputs(",\"runs\":[", f);
         for (size_t i = 0; i < run.n; i++) {
                 const struct result *res = &run.res[i];
-                fputs(i ? ",{\"label\":" : "{\"label\":", f);
-                bench_json_string(f, res->label);
-                fputs(",\"scenario\":", f);
-                bench_json_string(f, res->name);
-                fputs(",\"size\":", f);
-                bench_json_string(f, res->size);
-                fputs(",\"elapsed_s\":", f);
-                bench_json_number(f, res->secs, 1);
-                fputs(",\"error\":", f);
-                if (res->r)
-                        fputs("null", f);
-                else
-                        bench_json_string(f, strerror(-res->err));
+                fputs(i ? ",{" : "{", f);
+                bench_json_str(f, "label", res->label);
+                bench_json_str(f, ",scenario", res->name);
+                bench_json_str(f, ",size", res->size);
+                bench_json_num(f, ",elapsed_s", res->secs, 1);
+                bench_json_str(f, ",error", res->r ? NULL : strerror(-res->err));
                 fputc('}', f);
         }
         fputs("],\"summary\":[", f);
@@ -288,11 +278,10 @@ static void print_json(FILE *f)
         for (size_t i = 0, first = 1; i < run.n; i++) {
                 if (!run.res[i].r)
                         continue;
-                fputs(first ? "" : ",", f);
-                first = 0;
-                bench_json_string(f, run.res[i].label);
+                bench_json_str(f, first ? NULL : ",", run.res[i].label);
                 fputc(':', f);
                 bench_report_print_json(run.res[i].r, f);
+                first = 0;
         }
         fputs("}}", f);
 }

@@ -13,9 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <linux/pkt_sched.h>
-#include <netlink/netlink.h>
-
 #include "netbroker.h"
 
 #define DEFAULT_IFACES 100u
@@ -92,10 +89,8 @@ enum method { M_A, M_A2, M_B, N_METHODS };
 struct ctx {
         unsigned n;
         char ifname[BENCH_BANDWIDTH_MAX_IFACES][IFNAMSIZ];
-        int ifindex[BENCH_BANDWIDTH_MAX_IFACES];
         const char *tc;
         struct bench_ctx b; /* the helper, spawned from the fat parent */
-        struct nl_sock *sk;
         bool ready; /* the helper offers what the scenario needs */
         const char *words[N_STEPS]; /* the variant of each step this kernel takes */
         struct bench_samples per_if[N_METHODS]; /* A, A2: each interface alone; B: run / N */
@@ -237,11 +232,8 @@ static int reset(struct ctx *c)
 {
         int r = bandwidth_request(c, c->n, false, NULL);
 
-        for (unsigned i = 0; i < c->n && r == 0; i++) {
-                r = bench_qdisc_delete(c->sk, "bandwidth: ", c->ifindex[i], TC_H_ROOT);
-                if (r == 0)
-                        r = bench_qdisc_delete(c->sk, "bandwidth: ", c->ifindex[i], TC_H_INGRESS);
-        }
+        if (r == 0)
+                r = bench_veths(c->b.conn, "bandwidth: ", IF_PREFIX, PEER_PREFIX, c->n, true, NULL);
         if (r == 0)
                 r = bench_expect_devices("bandwidth: ", IF_PREFIX, c->n);
         return r < 0 ? r : check_state(c, "clearing", false, false);
@@ -293,24 +285,24 @@ static const struct bench_method methods[N_METHODS] = {
 static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report *r)
 {
         static const char *const allow[] = {"/bin/true", NULL};
-        static const char *const features[] = {"bandwidth_set", "bandwidth_clear", "stats", NULL};
-        char peer[IFNAMSIZ], lacks[96] = "";
+        static const char *const features[] = {"bandwidth_set", "bandwidth_clear", "veth_create",
+                                               "link_set",      "link_delete",     NULL};
+        char lacks[96] = "";
         size_t n = 0;
         double us;
-        int k = (c->tc = bench_find_tool("tc")) ? bench_nl_open("bandwidth: ", &c->sk) : -ENOENT;
+        int k = (c->tc = bench_find_tool("tc")) ? 0 : -ENOENT;
 
-        if (k == -ENOENT)
+        if (k < 0)
                 bench_log("netbroker-bench: bandwidth: tc not found\n");
-        for (unsigned i = 0; i < c->n && k == 0; i++) {
+        for (unsigned i = 0; i < c->n; i++)
                 snprintf(c->ifname[i], IFNAMSIZ, IF_PREFIX "%u", i);
-                snprintf(peer, sizeof(peer), PEER_PREFIX "%u", i);
-                k = bench_veth_add(c->sk, "bandwidth: ", c->ifname[i], peer, true, &c->ifindex[i]);
-        }
         c->b.open_max = sysconf(_SC_OPEN_MAX);
         if (k == 0)
                 k = bench_ctx_start(&c->b, o, r, true, allow, NULL);
         if (k == 0)
                 k = bench_need_features(c->b.conn, "bandwidth: ", features);
+        if (k == 0)
+                k = bench_veths(c->b.conn, "bandwidth: ", IF_PREFIX, PEER_PREFIX, c->n, true, NULL);
         c->ready = k == 0;
         if (k == 0)
                 k = reset(c);
@@ -381,7 +373,6 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
         if (c->ready)
                 (void)bandwidth_request(c, c->n, false, NULL);
         bench_ctx_stop(&c->b);
-        nl_socket_free(c->sk);
         for (int m = 0; m < N_METHODS; m++)
                 bench_samples_clear(&c->per_if[m]);
         free(c);

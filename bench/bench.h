@@ -94,16 +94,10 @@ int bench_run_quiet(const char *who, const char *path, char *const *argv, int in
 struct nl_sock;
 /* Devices named prefix + digits ("macvtap12"), or -errno. */
 int bench_count_devices(const char *prefix);
-/* Each takes `who` ("bandwidth: ") to start its message on failure: exactly
- * `want` devices prefix + digits (-EPROTO); a link or a qdisc (at TC_H_ROOT,
- * TC_H_INGRESS) deleted, none there being no error; a veth pair, both up
- * when `up`, *ret_ifindex (NULL: not wanted) name's. */
+/* Each takes `who` ("names: ") to start its message on failure; exactly
+ * `want` devices prefix + digits, or -EPROTO. */
 int bench_nl_open(const char *who, struct nl_sock **ret);
 int bench_expect_devices(const char *who, const char *prefix, unsigned want);
-int bench_link_delete(struct nl_sock *sk, const char *who, const char *name);
-int bench_qdisc_delete(struct nl_sock *sk, const char *who, int ifindex, uint32_t parent);
-int bench_veth_add(struct nl_sock *sk, const char *who, const char *name, const char *peer, bool up,
-                   int *ret_ifindex);
 
 /* ---- the helper (broker.c, run.c) ---- */
 
@@ -121,6 +115,11 @@ int bench_need_features(struct nb_conn *conn, const char *who, const char *const
  * not wanted) is when the reply was in; *ret the results, for the caller. */
 int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
                      uint64_t *ret_done_ns, struct nb_results **ret);
+/* Veth pairs prefix+i and peer+i (i < n) made by the helper in one request,
+ * both ends up when `up`, those there deleted first (and all they had
+ * with them); *ret_ifindex (NULL: not wanted) the first's. */
+int bench_veths(struct nb_conn *conn, const char *who, const char *prefix, const char *peer,
+                unsigned n, bool up, int *ret_ifindex);
 /* An executable `name` in /usr/sbin, /sbin, /usr/bin or /bin, or NULL. */
 const char *bench_find_tool(const char *name);
 
@@ -192,13 +191,13 @@ void bench_report_print_table(const struct bench_report *r, FILE *f);
 /* The JSON object, without a newline. */
 void bench_report_print_json(const struct bench_report *r, FILE *f);
 /* The summary's heading; r's comparisons under it labelled `label`, or one
- * as JSON; JSON pieces: a string, a number (null when not finite),
- * "machine":{..}. */
+ * as JSON; JSON pieces: "key": (",key": with a comma; NULL: no key) and a
+ * string or a number (null when not finite), "machine":{..}. */
 void bench_compare_print_heading(FILE *f);
 bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f);
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f);
-void bench_json_string(FILE *f, const char *s);
-void bench_json_number(FILE *f, double v, int decimals);
+void bench_json_str(FILE *f, const char *key, const char *s); /* s NULL: null */
+void bench_json_num(FILE *f, const char *key, double v, int decimals);
 void bench_json_machine(FILE *f);
 
 /* ---- the chart (chart.c) ---- */

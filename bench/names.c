@@ -107,10 +107,8 @@ static int macvtap_create(struct ctx *c, const char *name)
 /* Delete the parent (its macvtaps go with it) and make it again. */
 static int parent_reset(struct ctx *c)
 {
-        int r = bench_link_delete(c->sk, "names: ", PARENT);
+        int r = bench_veths(c->b.conn, "names: ", "p", "q", 1, false, &c->parent_ifindex);
 
-        if (r == 0)
-                r = bench_veth_add(c->sk, "names: ", PARENT, "p1", false, &c->parent_ifindex);
         return r < 0 ? r : bench_expect_devices("names: after deleting " PARENT ": ", PREFIX, 0);
 }
 
@@ -369,7 +367,8 @@ static int add_results(struct bench_report *r, struct ctx *c, size_t n_counts,
 static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report *r, unsigned max)
 {
         static const char *const allow[] = {"/bin/true", NULL};
-        static const char *const features[] = {"macvtap_create", "stats", NULL};
+        static const char *const features[] = {"macvtap_create", "veth_create", "link_delete",
+                                               NULL};
         struct rlimit rl;
         double us;
         int k = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
@@ -446,9 +445,6 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
                                      NULL);
         if (k == 0)
                 k = add_results(r, c, n_counts, wall, probe_us);
-        /* Leave no macvtap behind, in case the namespace outlives us. */
-        if (c->sk)
-                bench_link_delete(c->sk, "names: ", PARENT);
         bench_ctx_stop(&c->b);
         for (size_t i = 0; i < n; i++)
                 bench_samples_clear(&c->out[i].per_dev);

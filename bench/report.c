@@ -185,10 +185,21 @@ void bench_report_print_table(const struct bench_report *r, FILE *f)
         }
 }
 
-void bench_json_string(FILE *f, const char *s)
+/* "key": (",key": with the comma) before a value; key NULL: none; "," or
+ * ":" alone: that separator. */
+static void json_key(FILE *f, const char *key)
 {
-        fputc('"', f);
-        for (; *s; s++) {
+        if (key && (strcmp(key, ",") == 0 || strcmp(key, ":") == 0))
+                fputs(key, f); /* a separator alone */
+        else if (key)
+                fprintf(f, "%s\"%s\":", *key == ',' ? "," : "", key + (*key == ','));
+}
+
+void bench_json_str(FILE *f, const char *key, const char *s)
+{
+        json_key(f, key);
+        fputs(s ? "\"" : "null", f);
+        for (; s && *s; s++) {
                 unsigned char c = (unsigned char)*s;
                 if (c == '"' || c == '\\')
                         fprintf(f, "\\%c", c);
@@ -197,12 +208,13 @@ void bench_json_string(FILE *f, const char *s)
                 else
                         fputc(c, f);
         }
-        fputc('"', f);
+        fputs(s ? "\"" : "", f);
 }
 
 /* JSON has no NaN or infinity; a ratio that could not be computed is null. */
-void bench_json_number(FILE *f, double v, int decimals)
+void bench_json_num(FILE *f, const char *key, double v, int decimals)
 {
+        json_key(f, key);
         if (isfinite(v))
                 fprintf(f, "%.*f", decimals, v);
         else
@@ -214,59 +226,50 @@ void bench_json_machine(FILE *f)
         struct machine m;
 
         get_machine(&m);
-        fprintf(f, "\"machine\":{\"nproc\":%ld,\"cpu\":", m.nproc);
-        bench_json_string(f, m.cpu);
-        fputs(",\"kernel\":", f);
-        bench_json_string(f, m.u.release);
-        fputs(",\"arch\":", f);
-        bench_json_string(f, m.u.machine);
+        fprintf(f, "\"machine\":{\"nproc\":%ld", m.nproc);
+        bench_json_str(f, ",cpu", m.cpu);
+        bench_json_str(f, ",kernel", m.u.release);
+        bench_json_str(f, ",arch", m.u.machine);
         fputc('}', f);
 }
 
 /* ,"runs":..,"median_us":..,"min_us":..,"max_us":..,"p99_us":.. */
 static void json_summary(FILE *f, const struct bench_summary *s)
 {
-        const double v[] = {s->median_us, s->min_us, s->max_us, s->p99_us};
-        static const char *const keys[] = {"median_us", "min_us", "max_us", "p99_us"};
-
         fprintf(f, ",\"runs\":%zu", s->n);
-        for (size_t i = 0; i < BENCH_N(v); i++) {
-                fprintf(f, ",\"%s\":", keys[i]);
-                bench_json_number(f, v[i], 3);
-        }
+        bench_json_num(f, ",median_us", s->median_us, 3);
+        bench_json_num(f, ",min_us", s->min_us, 3);
+        bench_json_num(f, ",max_us", s->max_us, 3);
+        bench_json_num(f, ",p99_us", s->p99_us, 3);
 }
 
 static void json_side(FILE *f, const char *key, const char *name, const struct bench_summary *s)
 {
-        fprintf(f, ",\"%s\":{\"method\":", key);
-        bench_json_string(f, name);
+        fprintf(f, ",\"%s\":{", key);
+        bench_json_str(f, "method", name);
         json_summary(f, s);
         fputc('}', f);
 }
 
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f)
 {
-        fputs("{\"scenario\":", f);
-        bench_json_string(f, scenario);
-        fputs(",\"what\":", f);
-        bench_json_string(f, c->what);
+        fputc('{', f);
+        bench_json_str(f, "scenario", scenario);
+        bench_json_str(f, ",what", c->what);
         json_side(f, "baseline", c->base_name, &c->base);
         if (c->base2.n)
                 json_side(f, "baseline2", c->base2_name, &c->base2);
         json_side(f, "broker", c->broker_name, &c->broker);
-        fputs(",\"ratio\":", f);
-        bench_json_number(f, bench_compare_ratio(&c->base, &c->broker), 3);
-        if (c->base2.n) {
-                fputs(",\"ratio2\":", f);
-                bench_json_number(f, bench_compare_ratio(&c->base2, &c->broker), 3);
-        }
+        bench_json_num(f, ",ratio", bench_compare_ratio(&c->base, &c->broker), 3);
+        if (c->base2.n)
+                bench_json_num(f, ",ratio2", bench_compare_ratio(&c->base2, &c->broker), 3);
         fputc('}', f);
 }
 
 void bench_report_print_json(const struct bench_report *r, FILE *f)
 {
-        fputs("{\"scenario\":", f);
-        bench_json_string(f, r->scenario);
+        fputc('{', f);
+        bench_json_str(f, "scenario", r->scenario);
         fputc(',', f);
         bench_json_machine(f);
         if (r->has_parent)
@@ -278,21 +281,17 @@ void bench_report_print_json(const struct bench_report *r, FILE *f)
         fputs(",\"rows\":[", f);
         for (size_t i = 0; i < r->n_rows; i++) {
                 const struct bench_row *w = &r->rows[i];
-                fputs(i ? ",{\"method\":" : "{\"method\":", f);
-                bench_json_string(f, w->method);
-                fputs(",\"program\":", f);
-                bench_json_string(f, w->program);
+                fputs(i ? ",{" : "{", f);
+                bench_json_str(f, "method", w->method);
+                bench_json_str(f, ",program", w->program);
                 json_summary(f, &w->s);
-                fputs(",\"vs_A\":", f);
-                bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
+                bench_json_num(f, ",vs_A", w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
                 fputc('}', f);
         }
         fputs("],\"ratios\":{", f);
         for (size_t i = 0; i < r->n_ratios; i++) {
-                fputs(i ? "," : "", f);
-                bench_json_string(f, r->ratios[i].name);
-                fputc(':', f);
-                bench_json_number(f, r->ratios[i].value, 3);
+                bench_json_str(f, i ? "," : NULL, r->ratios[i].name);
+                bench_json_num(f, ":", r->ratios[i].value, 3);
         }
         fputs("},\"compares\":[", f);
         for (size_t i = 0; i < r->n_compares; i++) {
@@ -300,9 +299,7 @@ void bench_report_print_json(const struct bench_report *r, FILE *f)
                 bench_compare_print_json(&r->compares[i], r->scenario, f);
         }
         fputs("],\"notes\":[", f);
-        for (size_t i = 0; i < r->n_notes; i++) {
-                fputs(i ? "," : "", f);
-                bench_json_string(f, r->notes[i]);
-        }
+        for (size_t i = 0; i < r->n_notes; i++)
+                bench_json_str(f, i ? "," : NULL, r->notes[i]);
         fputs("]}", f);
 }

@@ -71,6 +71,7 @@ struct ctx {
 static bool cmd_ok;
 static char cmd_out[OUT_CAP], listing[4u << 20];
 static size_t cmd_len;
+static struct rs_cmdlist cmds; /* one guest's commands */
 
 static int monitor_open(struct ctx *c)
 {
@@ -208,7 +209,7 @@ static void cmd_log(const struct rs_cmd *cmd, const char *fmt, ...)
  * chains the list expects; a mismatch of an ignored one is only logged. */
 static int check_cmd(enum method m, const struct rs_cmd *cmd, struct outcome *o)
 {
-        int jumps = cmd->jumps < 0 || !cmd_ok ? 0 : rs_count_jumps(cmd, cmd_out, cmd_len);
+        int jumps = cmd->jumps < 0 || !cmd_ok ? 0 : rs_count_jumps(cmd, cmd_out);
 
         if (cmd->expect == RS_MUST_SUCCEED && !cmd_ok) {
                 cmd_log(cmd, "%s: this command failed, libvirt would have rolled back",
@@ -232,21 +233,20 @@ static int check_cmd(enum method m, const struct rs_cmd *cmd, struct outcome *o)
 static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase phase)
 {
         struct outcome *o = &c->out[m];
-        struct rs_cmdlist l = {0};
+        struct rs_cmdlist *l = &cmds;
         uint64_t t0;
         double us;
-        int r = rs_cmds_instantiate(&l, &c->guests[g], phase);
+        int r = rs_cmds_instantiate(l, &c->guests[g], phase);
 
         if (r == 0)
                 r = drain(c);
         t0 = bench_now_ns();
-        for (size_t i = 0; i < l.n && r == 0; i++) {
-                r = exec_cmd(c, m, &l.v[i]);
+        for (size_t i = 0; i < l->n && r == 0; i++) {
+                r = exec_cmd(c, m, &l->v[i]);
                 if (r == 0)
-                        r = check_cmd(m, &l.v[i], o);
+                        r = check_cmd(m, &l->v[i], o);
         }
         us = (double)(bench_now_ns() - t0) / 1000.0;
-        rs_cmdlist_clear(&l);
         o->wall_us += r == 0 ? us : 0;
         return r < 0 ? r : bench_samples_add(&o->s, us);
 }
@@ -286,15 +286,13 @@ static int make_template(struct ctx *c)
 {
         char *save[] = {(char *)c->eb_save, NULL}; /* all tables: it takes no -t */
         struct outcome scratch = {0};
-        struct rs_cmdlist l = {0};
         int r = reset(c);
 
         if (r == 0)
-                r = rs_cmds_instantiate(&l, &c->guests[0], RS_START);
-        for (size_t i = 0; i < l.n && r == 0; i++)
-                if ((r = exec_cmd(c, M_B, &l.v[i])) == 0)
-                        r = check_cmd(M_B, &l.v[i], &scratch);
-        rs_cmdlist_clear(&l);
+                r = rs_cmds_instantiate(&cmds, &c->guests[0], RS_START);
+        for (size_t i = 0; i < cmds.n && r == 0; i++)
+                if ((r = exec_cmd(c, M_B, &cmds.v[i])) == 0)
+                        r = check_cmd(M_B, &cmds.v[i], &scratch);
         if (r == 0)
                 r = run_quiet(save, -1, NULL);
         if (r == 0 && !(c->tmpl = strdup(listing)))

@@ -4,6 +4,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -338,4 +339,39 @@ int bench_need_features(struct nb_conn *conn, const char *who, const char *const
                         return -EOPNOTSUPP;
                 }
         return 0;
+}
+
+int bench_veths(struct nb_conn *conn, const char *who, const char *prefix, const char *peer,
+                unsigned n, bool up, int *ret_ifindex)
+{
+        const nb_link_change on = {.up = 1};
+        char a[IFNAMSIZ], p[IFNAMSIZ];
+        nb_batch *del = nb_batch_new(), *add = nb_batch_new();
+        nb_results *res = NULL;
+        int r = del && add ? 0 : -ENOMEM;
+
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                snprintf(a, sizeof(a), "%s%u", prefix, i);
+                snprintf(p, sizeof(p), "%s%u", peer, i);
+                r = nb_batch_link_delete(del, a);
+                if (r == 0)
+                        r = nb_batch_veth_create(add, a, p, -1);
+                if (r == 0 && up)
+                        r = nb_batch_link_set(add, a, &on);
+                if (r == 0 && up)
+                        r = nb_batch_link_set(add, p, &on);
+        }
+        /* Deleting what is not there fails: no error here. */
+        if (r == 0)
+                r = nb_submit(conn, del, &res);
+        nb_results_free(res);
+        res = NULL;
+        if (r == 0)
+                r = bench_submit_all(conn, add, n * (up ? 3 : 1), who, NULL, &res);
+        if (r == 0 && ret_ifindex)
+                *ret_ifindex = nb_result_ifindex(res, 0);
+        nb_results_free(res);
+        nb_batch_free(del);
+        nb_batch_free(add);
+        return r;
 }

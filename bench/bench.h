@@ -84,8 +84,8 @@ enum bench_close {
  * up to open_max; 0: sysconf before fork), exec, reap. */
 int bench_fork_exec(enum bench_close how, long open_max, const char *path, char *const *argv,
                     char *out, size_t cap, size_t *ret_len, int *ret_status);
-/* An untimed command (posix_spawn, stdin in_fd or /dev/null) that must
- * exit 0; `who` ("restart: ") starts the message otherwise. */
+/* An untimed command (close_range, stdin in_fd or /dev/null) that must exit
+ * 0; `who` ("restart: ") starts the message otherwise. */
 int bench_run_quiet(const char *who, const char *path, char *const *argv, int in_fd, char *out,
                     size_t cap, size_t *ret_len);
 

@@ -1,14 +1,13 @@
 /* Make this process look like the management daemon the seeds describe: a
  * high fd limit, hundreds of fds open, and a large heap whose every page is
  * mapped. Without this, fork() from a 2 MiB process costs next to nothing
- * and the comparison with the helper would flatter fork. Then the children:
- * libvirt's way (fork, close, exec) and an untimed posix_spawn. */
+ * and the comparison with the helper would flatter fork. Then its children,
+ * libvirt's way: fork, close, exec. */
 #include "bench.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -127,8 +126,8 @@ static _Noreturn void child_fail(const char *what)
         _exit(127);
 }
 
-int bench_fork_exec(enum bench_close how, long open_max, const char *path, char *const *argv,
-                    char *out, size_t cap, size_t *ret_len, int *ret_status)
+static int run_child(enum bench_close how, long open_max, int in_fd, const char *path,
+                     char *const *argv, char *out, size_t cap, size_t *ret_len, int *ret_status)
 {
         int pfd[2], r;
         pid_t pid;
@@ -147,7 +146,7 @@ int bench_fork_exec(enum bench_close how, long open_max, const char *path, char 
                 return r;
         }
         if (pid == 0) {
-                if (dup2(fat.devnull, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
+                if (dup2(in_fd, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
                         child_fail("netbroker-bench: dup2 failed in the child\n");
                 /* close_range by the raw call: glibc before 2.34 has no
                  * wrapper; the 2018 loop: every fd number, open or not. */
@@ -162,28 +161,19 @@ int bench_fork_exec(enum bench_close how, long open_max, const char *path, char 
         return collect(pfd[0], pid, out, cap, ret_len, ret_status);
 }
 
+int bench_fork_exec(enum bench_close how, long open_max, const char *path, char *const *argv,
+                    char *out, size_t cap, size_t *ret_len, int *ret_status)
+{
+        return run_child(how, open_max, fat.devnull, path, argv, out, cap, ret_len, ret_status);
+}
+
 int bench_run_quiet(const char *who, const char *path, char *const *argv, int in_fd, char *out,
                     size_t cap, size_t *ret_len)
 {
-        posix_spawn_file_actions_t fa;
-        int pfd[2], st, r;
         size_t len;
-        pid_t pid;
+        int st, r = run_child(BENCH_CLOSE_RANGE, 0, in_fd >= 0 ? in_fd : fat.devnull, path, argv,
+                              out, cap, &len, &st);
 
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return -errno;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in_fd >= 0 ? in_fd : fat.devnull, 0);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-        r = -posix_spawn(&pid, path, &fa, NULL, argv, (char *const *)child_env);
-        posix_spawn_file_actions_destroy(&fa);
-        close(pfd[1]);
-        if (r < 0)
-                close(pfd[0]);
-        else
-                r = collect(pfd[0], pid, out, cap, &len, &st);
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: %s%s %s failed: %s\n", who, argv[0],
                           argv[1] ? argv[1] : "", out);

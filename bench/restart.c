@@ -61,6 +61,7 @@ struct ctx {
         unsigned n;
         unsigned timed; /* the last `timed` guests are timed; the others are filled */
         char *tmpl; /* ebtables-save after guest 0's start, for filling */
+        char *nft_rules; /* nft list ruleset after C, for N */
         struct outcome out[N_METHODS];
         char **fw_hash; /* C's hashes, for D */
         char d_check[160];
@@ -342,9 +343,10 @@ static int write_fill(struct ctx *c, FILE *f)
         return ferror(f) ? -EIO : 0;
 }
 
+/* N's file: the rules C made, as nft lists them. */
 static int write_nft(struct ctx *c, FILE *f)
 {
-        return rs_nft_write(f, c->guests, c->n);
+        return fputs(c->nft_rules, f) < 0 ? -EIO : 0;
 }
 
 /* argv with stdin a file `write` fills; the ruleset reset first and its
@@ -524,12 +526,16 @@ out:
  * connection goes, the helper exits, the next daemon spawns a new one): D. */
 static int run_c_and_d(struct ctx *c)
 {
+        char *argv[] = {(char *)c->nft, "list", "ruleset", NULL};
         nb_batch *b = NULL;
         nb_results *res = NULL;
         int r = reset(c);
 
         if (r == 0)
                 r = run_fw(c, M_C);
+        if (r == 0 && !c->nft_rules && (r = run_quiet(argv, -1, NULL)) == 0 &&
+            !(c->nft_rules = strdup(listing)))
+                r = -ENOMEM;
         if (r == 0 && !(b = nb_batch_new()))
                 r = -ENOMEM;
         if (r == 0)
@@ -550,18 +556,18 @@ static int run_c_and_d(struct ctx *c)
         return r < 0 ? r : run_fw(c, M_D);
 }
 
-/* N, C and D a few times: between the start passes and at the end, so that
+/* C, D and N a few times: between the start passes and at the end, so that
  * they share the passes' drift. Each takes milliseconds where a pass takes
  * minutes: several at a time cost nothing and steady their medians. */
 static int run_broker_rep(struct ctx *c)
 {
         int r = 0;
 
-        for (int i = 0; i < 5 && r == 0; i++) {
-                r = run_input(c, write_nft, (char *[]){(char *)c->nft, "-f", "/dev/stdin", NULL},
-                              M_N);
-                if (r == 0 && c->have_fw)
-                        r = run_c_and_d(c);
+        for (int i = 0; i < 5 && r == 0 && c->have_fw; i++) {
+                r = run_c_and_d(c);
+                if (r == 0)
+                        r = run_input(c, write_nft,
+                                      (char *[]){(char *)c->nft, "-f", "/dev/stdin", NULL}, M_N);
         }
         return r;
 }
@@ -766,6 +772,7 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
                 free(c->fw_hash[g]);
         free(c->fw_hash);
         free(c->tmpl);
+        free(c->nft_rules);
         free(c->guests);
         free(c);
         return k;

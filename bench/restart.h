@@ -1,5 +1,4 @@
-/* Scenario "restart": libvirt's per-guest firewall commands (restart_cmds.txt)
- * and the same filters as one nftables file (N). */
+/* Scenario "restart": libvirt's per-guest firewall commands (restart_cmds.txt). */
 #pragma once
 
 #include <stddef.h>
@@ -50,6 +49,3 @@ int rs_cmds_instantiate(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_
  * with X in c->jump_prefixes. */
 int rs_count_jumps(const struct rs_cmd *c, const char *out);
 void rs_cmd_print(const struct rs_cmd *c, FILE *f);
-/* The reference ruleset: the same filters for the guests as one nftables
- * file (netdev family, one ingress and one egress chain per tap). */
-int rs_nft_write(FILE *f, const struct rs_guest *guests, size_t n);

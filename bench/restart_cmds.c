@@ -1,5 +1,5 @@
 /* libvirt's per-guest commands, read from restart_cmds.txt (what each
- * column means is said there), and the same filters as one nftables file. */
+ * column means is said there). */
 #include "restart.h"
 
 #include <errno.h>
@@ -127,55 +127,4 @@ void rs_cmd_print(const struct rs_cmd *c, FILE *f)
 {
         for (size_t i = 0; c->argv[i]; i++)
                 fprintf(f, "%s%s", i ? " " : "", c->argv[i]);
-}
-
-/* N: what netbrokerd installs for no-promisc + clean-traffic, in nft's
- * language, so that C and N differ only in how the rules reach the kernel. */
-static const char nft_guest[] =
-        "\tchain $X-to-no-promisc {\n"
-        "\t\tether daddr $MAC return\n"
-        "\t\tether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00 return\n"
-        "\t\tdrop\n\t}\n"
-        "\tchain $X-from-no-mac-spoofing {\n\t\tether saddr $MAC return\n\t\tdrop\n\t}\n"
-        "\tchain $X-from-no-ip-spoofing {\n"
-        "\t\tip saddr 0.0.0.0 udp sport 68 udp dport 67 return\n"
-        "\t\tip saddr $IP return\n"
-        "\t\tmeta protocol ip drop\n\t}\n"
-        "\tchain $X-from-no-arp-spoofing {\n"
-        "\t\tarp saddr ether != $MAC drop\n"
-        "\t\tarp operation request arp saddr ip $IP return\n"
-        "\t\tarp operation reply arp saddr ip $IP return\n"
-        "\t\tmeta protocol arp drop\n\t}\n"
-        "\tchain $X-from-clean-traffic {\n"
-        "\t\tmeta protocol ip accept\n\t\tmeta protocol arp accept\n"
-        "\t\tmeta protocol 0x0835 accept\n"
-        "\t\tmeta protocol 0x8035 ether saddr $MAC ether daddr ff:ff:ff:ff:ff:ff accept\n\t}\n"
-        "\tchain $X-to-clean-traffic {\n"
-        "\t\tmeta protocol ip accept\n\t\tmeta protocol arp accept\n"
-        "\t\tmeta protocol 0x8035 ether daddr ff:ff:ff:ff:ff:ff accept\n\t}\n"
-        "\tchain $X-from-no-other-l2-traffic {\n\t\tdrop\n\t}\n"
-        "\tchain $X-to-no-other-l2-traffic {\n\t\tdrop\n\t}\n"
-        "\tchain $X-from {\n\t\tcomment \"$X $MAC\"\n"
-        "\t\ttype filter hook ingress device \"$X\" priority filter; policy accept;\n"
-        "\t\tjump $X-from-no-mac-spoofing\n\t\tjump $X-from-no-ip-spoofing\n"
-        "\t\tjump $X-from-no-arp-spoofing\n\t\tjump $X-from-clean-traffic\n"
-        "\t\tjump $X-from-no-other-l2-traffic\n\t}\n"
-        "\tchain $X-to {\n\t\tcomment \"$X $MAC\"\n"
-        "\t\ttype filter hook egress device \"$X\" priority filter; policy accept;\n"
-        "\t\tjump $X-to-no-promisc\n\t\tjump $X-to-clean-traffic\n"
-        "\t\tjump $X-to-no-other-l2-traffic\n\t}\n";
-
-int rs_nft_write(FILE *f, const struct rs_guest *guests, size_t n)
-{
-        char buf[4096];
-        int r = 0;
-
-        fprintf(f, "table netdev nbbench {\n");
-        for (size_t i = 0; i < n && r == 0; i++) {
-                r = expand(&guests[i], nft_guest, sizeof(nft_guest) - 1, buf, sizeof(buf));
-                if (r == 0)
-                        fputs(buf, f);
-        }
-        fprintf(f, "}\n");
-        return r < 0 ? r : ferror(f) ? -EIO : 0;
 }

@@ -10,7 +10,6 @@
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "netbroker.h"
@@ -109,27 +108,23 @@ static int run_step(struct ctx *c, bool close_range, const char *words, bool cle
 {
         char *argv[MAX_ARGS] = {"tc"}, w[256];
         size_t k = 1, len;
-        int st, r;
+        bool ok;
+        int r;
 
         snprintf(w, sizeof(w), "%s", words);
         for (char *t = strtok(w, " "); t && k < MAX_ARGS - 1; t = strtok(NULL, " "))
                 argv[k++] = strcmp(t, "X") == 0 ? c->ifname[i] : t;
         argv[k] = NULL;
-        /* virCommandRun's way, stdout and stderr into out_buf. */
-        r = bench_fork_exec(close_range ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP, c->b.open_max,
-                            c->tc, argv, out_buf, sizeof(out_buf), &len, &st);
-        if (r < 0)
-                bench_log("netbroker-bench: bandwidth: cannot run tc: %s\n", strerror(-r));
-        else if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-                return 0;
-        else if (clear && WIFEXITED(st) && strncmp(out_buf, "Error: ", 7) == 0 &&
-                 !strstr(out_buf, "Cannot find device"))
+        r = bench_run_cmd(&c->b, close_range ? BENCH_FORK_RANGE : BENCH_FORK_LOOP, c->tc, argv,
+                          out_buf, sizeof(out_buf), &len, &ok);
+        if (r < 0 || ok)
+                return r;
+        if (clear && strncmp(out_buf, "Error: ", 7) == 0 && !strstr(out_buf, "Cannot find device"))
                 return 1;
-        else if (!quiet)
-                bench_log("netbroker-bench: bandwidth: tc %s (X: %s): exit status %d%s: %s\n",
-                          words, c->ifname[i], WIFEXITED(st) ? WEXITSTATUS(st) : -1,
-                          WIFSIGNALED(st) ? " (signal)" : "", out_buf);
-        return r < 0 ? r : -EIO;
+        if (!quiet)
+                bench_log("netbroker-bench: bandwidth: tc %s (X: %s) failed: %s\n", words,
+                          c->ifname[i], out_buf);
+        return -EIO;
 }
 
 /* One request of n BandwidthSet ops (every interface's limits, checked in

@@ -277,6 +277,11 @@ struct bench_method {
 int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
                     bool fat, const char *const *programs, const char *extra);
 void bench_ctx_stop(struct bench_ctx *c);
+/* One command run `how` (BENCH_FORK_*: from the fat parent; BENCH_BROKER_EXEC:
+ * one Exec op), stdout and stderr into out; *ret_ok when it exited 0.
+ * -errno when it could not run or was killed. */
+int bench_run_cmd(struct bench_ctx *c, enum bench_how how, const char *path, char *const *argv,
+                  char *out, size_t cap, size_t *ret_len, bool *ret_ok);
 /* `warmup` untimed rounds, then `rounds` taking turns (the order reversed
  * every other round); ret[i] summarizes ms[i]'s samples, which keep (NULL:
  * cleared) gets for the caller to clear. */

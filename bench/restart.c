@@ -24,8 +24,6 @@
 #define SOL_NETLINK 270
 #endif
 
-#define OUT_CAP (64u * 1024)
-
 enum method { M_N, M_C, M_D, M_A, M_AR, M_A2, M_A2R, M_B, M_BR, N_METHODS };
 
 static const char *const method_names[N_METHODS] = {
@@ -70,7 +68,7 @@ struct ctx {
 
 /* One command's outcome, and big buffers: not on the stack. */
 static bool cmd_ok;
-static char cmd_out[OUT_CAP], listing[4u << 20];
+static char cmd_out[64u << 10], listing[4u << 20];
 static size_t cmd_len;
 static struct rs_cmdlist cmds; /* one guest's commands */
 
@@ -131,63 +129,16 @@ static int reset(struct ctx *c)
 
 /* ---- A, A2, B: the commands ---- */
 
-static void append(const void *data, size_t len)
-{
-        size_t k = len < OUT_CAP - 1 - cmd_len ? len : OUT_CAP - 1 - cmd_len;
-
-        memcpy(cmd_out + cmd_len, data, k);
-        cmd_len += k;
-        cmd_out[cmd_len] = '\0';
-}
-
-/* B: one Exec op a request; libvirt's query callbacks read stdout, then
- * stderr for errors. A program's failure is an outcome, not an error. */
-static int exec_helper(struct ctx *c, const struct rs_cmd *cmd)
-{
-        nb_results *res = NULL;
-        nb_exec_result er;
-        nb_batch *b = nb_batch_new();
-        int r = b ? nb_batch_exec(b, c->tool[cmd->tool], (const char *const *)cmd->argv, NULL, NULL,
-                                  0, 0)
-                  : -ENOMEM,
-            st;
-
-        if (r == 0)
-                r = nb_submit(c->b.conn, b, &res);
-        st = r == 0 ? nb_result_status(res, 0) : r;
-        if (r < 0 || nb_result_exec(res, 0, &er) < 0 || (st != 0 && st != -EIO) || er.signal ||
-            er.timed_out) {
-                bench_log("netbroker-bench: restart: B: Exec status %d (%s) \"%s\"\n", st,
-                          strerror(st < 0 ? -st : st),
-                          res ? nb_result_message(res, 0) : nb_conn_error(c->b.conn));
-                r = st < 0 ? st : -EIO;
-        } else {
-                cmd_ok = st == 0 && er.exit_code == 0;
-                cmd_len = 0;
-                append(er.out, er.out_len);
-                append(er.err, er.err_len);
-        }
-        nb_results_free(res);
-        nb_batch_free(b);
-        return r;
-}
-
+/* B: one Exec op a request. A program's failure is an outcome, not an
+ * error. */
 static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd)
 {
-        enum bench_close how = m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP;
-        int st = 0, r;
+        enum bench_how how = m == M_B || m == M_BR     ? BENCH_BROKER_EXEC
+                             : m == M_A2 || m == M_A2R ? BENCH_FORK_RANGE
+                                                       : BENCH_FORK_LOOP;
 
-        if (m == M_B || m == M_BR)
-                return exec_helper(c, cmd);
-        r = bench_fork_exec(how, 0, c->tool[cmd->tool], cmd->argv, cmd_out, sizeof(cmd_out),
-                            &cmd_len, &st);
-        if (r == 0 && WIFSIGNALED(st)) {
-                bench_log("netbroker-bench: restart: %s killed by signal %d\n", cmd->argv[0],
-                          WTERMSIG(st));
-                r = -EIO;
-        }
-        cmd_ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        return r;
+        return bench_run_cmd(&c->b, how, c->tool[cmd->tool], cmd->argv, cmd_out, sizeof(cmd_out),
+                             &cmd_len, &cmd_ok);
 }
 
 static void cmd_log(const struct rs_cmd *cmd, const char *fmt, ...)

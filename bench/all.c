@@ -76,7 +76,9 @@ static void run_step(struct result *res)
         /* A namespace of its own: the last one goes with its last user. */
         if (res->err == 0 && unshare(CLONE_NEWNET) < 0)
                 res->err = -errno;
-        bench_log("\n== %s: %s (%s)\n", res->label, res->size, res->o.quick ? "quick" : "full");
+        if (run.n > 1 || strcmp(run.kind, "scale") == 0)
+                bench_log("\n== %s: %s (%s)\n", res->label, res->size,
+                          res->o.quick ? "quick" : "full");
         if (res->err == 0) {
                 res->r->scenario = res->name;
                 res->err = fn(&res->o, res->r);
@@ -318,51 +320,51 @@ static int write_files(const struct bench_opts *o, const struct bench_report *r,
         return ret < 0 ? ret : k;
 }
 
-int bench_write_files(const struct bench_opts *o, const struct bench_report *r)
-{
-        char title[128];
-
-        snprintf(title, sizeof(title), "netbroker-bench %s (baseline / broker above each group)",
-                 r->scenario);
-        return write_files(o, r, title);
-}
-
-/* Every result of the run from one fat parent (they all fork from it),
- * then the report. */
-static int run_all(const struct bench_opts *o)
+/* Every result of the run, `all` and `--scale` from one fat parent (they
+ * all fork from it), then the report: the run's, or one scenario's. */
+static int run_all(const struct bench_opts *o, bool one)
 {
         uint64_t t0 = bench_now_ns();
         char title[160];
-        int r = bench_fat_parent(NULL), k;
+        int r = one ? 0 : bench_fat_parent(NULL), k;
 
-        if (r < 0)
-                return r;
-        run.quick = o->quick;
-        for (size_t i = 0; i < run.n; i++) {
+        for (size_t i = 0; i < run.n && r == 0; i++)
                 run_step(&run.res[i]);
-                r = r < 0 ? r : run.res[i].err;
-        }
+        for (size_t i = 0; i < run.n && r == 0; i++)
+                r = run.res[i].err;
         run.secs = (double)(bench_now_ns() - t0) / 1e9;
-        if (o->json) {
+        if (one && r == 0 && o->json)
+                bench_report_print_json(run.res[0].r, stdout);
+        else if (one && r == 0)
+                bench_report_print_table(run.res[0].r, stdout);
+        else if (!one && o->json)
                 print_json(stdout);
-                fputc('\n', stdout);
-        } else {
+        else if (!one)
                 print_tables(stdout);
-        }
+        if (o->json && (!one || r == 0))
+                fputc('\n', stdout);
         snprintf(title, sizeof(title),
-                 "netbroker-bench %s%s: fork/exec and probing versus netbrokerd (baseline / "
-                 "broker above each group)",
+                 one ? "netbroker-bench %s (baseline / broker above each group)"
+                     : "netbroker-bench %s%s: fork/exec and probing versus netbrokerd (baseline / "
+                       "broker above each group)",
                  run.kind, run.quick ? " --quick" : "");
-        k = write_files(o, NULL, title);
+        k = one && r < 0 ? 0 : write_files(o, one ? run.res[0].r : NULL, title);
         for (size_t i = 0; i < run.n; i++)
                 free(run.res[i].r);
         return r < 0 ? r : k;
 }
 
-int bench_all(const struct bench_opts *o)
+int bench_run(const struct bench_opts *o, const char *what)
 {
-        run.kind = "all";
-        for (size_t i = 0; i < MAX_RUNS; i++) {
+        const struct size names = {.counts = {10, 100, 1000},
+                                   .n_counts = 3,
+                                   .reps = 3,
+                                   .text = "10, 100 and 1000 macvtaps, 3 times"};
+        bool all = strcmp(what, "all") == 0, scale = !all && bench_find_scenario(what) == NULL;
+
+        run.kind = scale ? "scale" : what;
+        run.quick = o->quick;
+        for (size_t i = 0; all && i < MAX_RUNS; i++) {
                 const struct size *z = o->quick ? &all_steps[i].quick : &all_steps[i].full;
                 struct result *res = add(o, all_steps[i].name, z);
                 if (res->o.guests && (res->o.guests != z->guests || res->o.sample != z->sample))
@@ -371,19 +373,9 @@ int bench_all(const struct bench_opts *o)
                                  res->o.sample && res->o.sample < res->o.guests ? res->o.sample
                                                                                 : res->o.guests);
         }
-        return run_all(o);
-}
-
-int bench_scale(const struct bench_opts *o)
-{
-        const struct size names = {.counts = {10, 100, 1000},
-                                   .n_counts = 3,
-                                   .reps = 3,
-                                   .text = "10, 100 and 1000 macvtaps, 3 times"};
-
-        run.kind = "scale";
-        add(o, "names", &names);
-        for (size_t i = 0; i < N_SCALE_NS; i++) {
+        if (scale)
+                add(o, "names", &names);
+        for (size_t i = 0; scale && i < N_SCALE_NS; i++) {
                 unsigned n = scale_ns[i], k = n < SCALE_SAMPLE ? n : SCALE_SAMPLE;
                 const struct size z = {.guests = n, .sample = k};
                 struct result *res = add(o, "restart", &z);
@@ -393,5 +385,7 @@ int bench_scale(const struct bench_opts *o)
                 snprintf(res->size, sizeof(res->size), "%u guests, %u timed, the rest restored", n,
                          k);
         }
-        return run_all(o);
+        if (!all && !scale)
+                add(o, what, &(struct size){0})->o = *o;
+        return run_all(o, !all && !scale);
 }

@@ -165,46 +165,24 @@ static int setup(int argc, char **argv, struct bench_opts *o)
 int main(int argc, char **argv)
 {
         struct bench_opts o = {0};
-        struct bench_report *report = NULL;
-        bench_scenario_fn run = argc < 2 ? NULL : bench_find_scenario(argv[1]);
-        bool many = argc >= 2 && (strcmp(argv[1], "all") == 0 || strcmp(argv[1], "--scale") == 0 ||
-                                  strcmp(argv[1], "scale") == 0);
-        int r;
+        int r = argc < 2 ? 2 : 0;
 
-        if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        if (r == 0 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
                 usage(stdout);
                 return 0;
         }
-        if (!run && !many) {
-                if (argc >= 2)
-                        fprintf(stderr, "netbroker-bench: no scenario '%s'\n\n", argv[1]);
-                usage(stderr);
-                return 2;
+        if (r == 0 && !bench_find_scenario(argv[1]) && strcmp(argv[1], "all") != 0 &&
+            strcmp(argv[1], "--scale") != 0 && strcmp(argv[1], "scale") != 0) {
+                fprintf(stderr, "netbroker-bench: no scenario '%s'\n\n", argv[1]);
+                r = 2;
         }
-        r = setup(argc, argv, &o);
+        if (r != 0)
+                usage(stderr);
+        else
+                r = setup(argc, argv, &o);
         if (r != 0)
                 return r;
-        /* `all` and `--scale` run several scenarios; all.c prints them. */
-        if (many) {
-                r = strcmp(argv[1], "all") == 0 ? bench_all(&o) : bench_scale(&o);
-        } else if (!(report = calloc(1, sizeof(*report)))) {
-                r = -ENOMEM;
-        } else {
-                report->scenario = argv[1];
-                r = run(&o, report);
-                if (r < 0)
-                        fprintf(stderr, "netbroker-bench %s: failed: %s\n", argv[1], strerror(-r));
-        }
-        if (report && r == 0) {
-                if (o.json)
-                        bench_report_print_json(report, stdout);
-                else
-                        bench_report_print_table(report, stdout);
-                if (o.json)
-                        putchar('\n');
-                r = bench_write_files(&o, report);
-        }
-        free(report);
+        r = bench_run(&o, argv[1]);
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 fprintf(stderr, "netbroker-bench: cannot write the report\n");
                 return 1;

@@ -215,13 +215,11 @@ int bench_chart_png(const char *png, const char *title, const struct bench_chart
 
 typedef int (*bench_scenario_fn)(const struct bench_opts *o, struct bench_report *r);
 
-/* The scenario table's function for name, or NULL. `all` and `--scale`:
- * run, print, write the files asked for; -errno when a scenario failed (the
- * others still ran). bench_write_files: one scenario's --json-out, --png. */
+/* The scenario table's function for name, or NULL. bench_run: scenario
+ * `what`, `all` or (any other) `--scale`; run, print, write the files asked
+ * for; -errno when a scenario failed (with `all`, the others still ran). */
 bench_scenario_fn bench_find_scenario(const char *name);
-int bench_all(const struct bench_opts *o);
-int bench_scale(const struct bench_opts *o);
-int bench_write_files(const struct bench_opts *o, const struct bench_report *r);
+int bench_run(const struct bench_opts *o, const char *what);
 
 int bench_spawn(const struct bench_opts *o, struct bench_report *r);
 int bench_names(const struct bench_opts *o, struct bench_report *r);

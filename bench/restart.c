@@ -55,13 +55,13 @@ struct ctx {
          * guests' rules in one transaction). */
         int mon_fd;
         uint64_t commits, changes; /* NFT_MSG_NEWGEN, every other nf_tables message */
-        struct rs_guest *guests;
+        struct rs_guest guests[BENCH_RESTART_MAX_GUESTS];
         unsigned n;
         unsigned timed; /* the last `timed` guests are timed; the others are filled */
         char *tmpl; /* ebtables-save after guest 0's start, for filling */
         char *nft_rules; /* nft list ruleset after C, for N */
         struct outcome out[N_METHODS];
-        char **fw_hash; /* C's hashes, for D */
+        char fw_hash[BENCH_RESTART_MAX_GUESTS][80]; /* C's hashes, for D */
         char d_check[160];
         bool have_fw;
 };
@@ -422,7 +422,6 @@ static int run_fw(struct ctx *c, enum method m)
         us = (double)(t1 - t0) / 1000.0;
         for (unsigned g = 0; g < c->n && r == 0; g++) {
                 const char *hash;
-                char *want = c->fw_hash[g];
                 bool same;
                 unsigned n_rules;
 
@@ -430,15 +429,13 @@ static int run_fw(struct ctx *c, enum method m)
                 if (r < 0)
                         bench_log("netbroker-bench: restart: %s: op %u (%s): no firewall result\n",
                                   method_names[m], g, c->guests[g].ifname);
-                else if (m == M_C && !(c->fw_hash[g] = strdup(hash)))
-                        r = -ENOMEM;
-                else if (m == M_D && (!want || strcmp(want, hash) != 0))
+                else if (m == M_C)
+                        snprintf(c->fw_hash[g], sizeof(c->fw_hash[g]), "%s", hash);
+                else if (strcmp(c->fw_hash[g], hash) != 0)
                         bench_log("netbroker-bench: restart: D: %s: hash %s, C had %s\n",
-                                  c->guests[g].ifname, hash, want ? want : "none");
-                ok &= m == M_C || (want && strcmp(want, hash) == 0);
+                                  c->guests[g].ifname, hash, c->fw_hash[g]);
+                ok &= m == M_C || (r == 0 && strcmp(c->fw_hash[g], hash) == 0);
                 unchanged += same;
-                if (m == M_C && c->fw_hash[g] != want)
-                        free(want);
         }
         if (r == 0)
                 r = drain(c);
@@ -689,11 +686,9 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
                 return -ENOMEM;
         *c = (struct ctx){.o = o, .n = n, .timed = o->sample && o->sample < n ? o->sample : n};
         c->mon_fd = -1;
-        c->guests = calloc(n, sizeof(*c->guests));
-        c->fw_hash = calloc(n, sizeof(*c->fw_hash));
-        for (unsigned g = 0; g < n && c->guests; g++)
+        for (unsigned g = 0; g < n; g++)
                 rs_guest_init(&c->guests[g], g);
-        k = c->guests && c->fw_hash ? setup(c, r) : -ENOMEM;
+        k = setup(c, r);
         if (k == 0)
                 k = run_broker_rep(c);
         if (k == 0)
@@ -710,12 +705,8 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
                 close(c->mon_fd);
         for (int m = 0; m < N_METHODS; m++)
                 bench_samples_clear(&c->out[m].s);
-        for (unsigned g = 0; c->fw_hash && g < n; g++)
-                free(c->fw_hash[g]);
-        free(c->fw_hash);
         free(c->tmpl);
         free(c->nft_rules);
-        free(c->guests);
         free(c);
         return k;
 }

@@ -1,12 +1,14 @@
 /* The method runners: samples and medians (one page-cache miss must not
- * move a figure), one timed run of a method, rounds taking turns, and a
- * comparison's rows and ratios. Every scenario times through here. */
+ * move a figure), the helper, one timed run of a method, rounds taking
+ * turns, and a comparison's rows and ratios. Every scenario times through
+ * here. */
 #include "bench.h"
 
 #include <errno.h>
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,6 +86,49 @@ void bench_samples_clear(struct bench_samples *s)
 }
 
 /* ---- setting up: the fat parent, then the helper ---- */
+
+/* The helper spawned the way a daemon would spawn it (nb_spawn, over a
+ * socketpair), with a configuration that allows exactly the programs a
+ * scenario runs: a memfd the helper reads by its /proc path, so that no
+ * file is left behind, whatever kills us. */
+int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
+                       struct nb_conn **ret)
+{
+        nb_spawn_opts opts = {0};
+        char path[64];
+        nb_conn *conn = NULL;
+        FILE *f = NULL;
+        int fd = memfd_create("netbroker-bench.conf", MFD_CLOEXEC), r = 0;
+
+        if (fd < 0 || !(f = fdopen(fd, "w")))
+                r = -errno;
+        for (size_t i = 0; r == 0 && programs[i]; i++)
+                fprintf(f, "%s %s", i ? "" : "exec_allow =", programs[i]);
+        if (r == 0 && (fprintf(f, "\n%s", extra ? extra : "") < 0 || fflush(f) != 0))
+                r = -EIO;
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", getpid(), fd);
+        opts.config_path = path;
+        if (r == 0)
+                r = nb_spawn(helper, &opts, &conn);
+        /* The helper has read it before its Hello. */
+        if (f)
+                fclose(f);
+        else if (fd >= 0)
+                close(fd);
+        if (r < 0) {
+                bench_log("netbroker-bench: cannot start %s: %s (%s)\n",
+                          helper ? helper : "the default netbrokerd", strerror(-r),
+                          nb_last_error());
+                return r;
+        }
+        if (!nb_conn_has_feature(conn, "exec")) {
+                bench_log("netbroker-bench: the helper does not offer exec\n");
+                nb_close(conn);
+                return -EOPNOTSUPP;
+        }
+        *ret = conn;
+        return 0;
+}
 
 int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
                     bool fat, const char *const *programs, const char *extra)

@@ -89,16 +89,6 @@ int bench_fork_exec(enum bench_close how, long open_max, const char *path, char 
 int bench_run_quiet(const char *who, const char *path, char *const *argv, int in_fd, char *out,
                     size_t cap, size_t *ret_len);
 
-/* ---- this process's netlink (netlink.c) ---- */
-
-struct nl_sock;
-/* Devices named prefix + digits ("macvtap12"), or -errno. */
-int bench_count_devices(const char *prefix);
-/* Each takes `who` ("names: ") to start its message on failure; exactly
- * `want` devices prefix + digits, or -EPROTO. */
-int bench_nl_open(const char *who, struct nl_sock **ret);
-int bench_expect_devices(const char *who, const char *prefix, unsigned want);
-
 /* ---- the helper (broker.c, run.c) ---- */
 
 struct nb_conn;
@@ -115,6 +105,10 @@ int bench_need_features(struct nb_conn *conn, const char *who, const char *const
  * not wanted) is when the reply was in; *ret the results, for the caller. */
 int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
                      uint64_t *ret_done_ns, struct nb_results **ret);
+/* Devices named prefix + digits ("macvtap12"), or -errno; exactly `want`
+ * of them, or -EPROTO with a message starting with `who` ("names: "). */
+int bench_count_devices(const char *prefix);
+int bench_expect_devices(const char *who, const char *prefix, unsigned want);
 /* Veth pairs prefix+i and peer+i (i < n) made by the helper in one request,
  * both ends up when `up`, those there deleted first (and all they had
  * with them); *ret_ifindex (NULL: not wanted) the first's. */

@@ -86,6 +86,20 @@ static void settle(void)
         }
 }
 
+static int nl_open(struct nl_sock **ret)
+{
+        struct nl_sock *sk = nl_socket_alloc();
+        int r = sk ? nbd_netlink_nle_errno(nl_connect(sk, NETLINK_ROUTE)) : -ENOMEM;
+
+        if (r < 0) {
+                bench_log("netbroker-bench: names: cannot open rtnetlink: %s\n", strerror(-r));
+                nl_socket_free(sk);
+                return r;
+        }
+        *ret = sk;
+        return 0;
+}
+
 /* K's, A's and A1's create: libnl, as the helper makes its macvtaps. */
 static int macvtap_create(struct ctx *c, const char *name)
 {
@@ -383,7 +397,7 @@ static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report 
                           strerror(-k));
                 return k;
         }
-        k = bench_nl_open("names: ", &c->sk);
+        k = nl_open(&c->sk);
         if (k == 0 && (c->probe_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
                 k = -errno;
         if (k == 0)

@@ -4,7 +4,6 @@
  * restart (D); N is one nft -f of the same rules. netbroker-bench(1) says
  * how the passes take turns and how --sample fills the untimed guests. */
 #include "bench.h"
-#include "restart.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,6 +22,168 @@
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
 #endif
+
+/* ---- libvirt's per-guest commands, read from restart_cmds.txt (what each
+ * column means is said there) ---- */
+
+enum rs_tool { RS_EBTABLES, RS_IPTABLES, RS_IP6TABLES, RS_N_TOOLS };
+
+#define RS_MAX_ARGS 32
+#define RS_MAX_CMDS 256
+
+enum rs_expect {
+        RS_MUST_SUCCEED, /* libvirt's transaction fails (and rolls back) otherwise */
+        RS_EXPECT_OK, /* errors ignored by libvirt; succeeds in the state we model */
+        RS_EXPECT_FAIL, /* errors ignored by libvirt; fails in the state we model */
+};
+
+struct rs_cmd {
+        enum rs_tool tool;
+        char *argv[RS_MAX_ARGS]; /* NULL-terminated, in buf; argv[0] is the tool's name */
+        char buf[512];
+        enum rs_expect expect;
+        /* A query (ebtables -L): the lines "-j X-..." (X in jump_prefixes)
+         * its output must have; -1: not a query. */
+        int jumps;
+        char jump_prefixes[3];
+};
+
+struct rs_cmdlist {
+        struct rs_cmd v[RS_MAX_CMDS];
+        size_t n;
+};
+
+struct rs_guest {
+        char ifname[16]; /* vnetN */
+        char mac[18]; /* 52:54:00:xx:xx:xx */
+        char ip[16]; /* 10.x.y.z */
+};
+
+/* START: the first instantiation on a host without any of the guest's
+ * chains (VM start). RESTART: the same again while the chains of the
+ * previous instantiation are in place (libvirtd restart). */
+enum rs_phase { RS_START, RS_RESTART };
+
+static void rs_guest_init(struct rs_guest *g, unsigned i)
+{
+        snprintf(g->ifname, sizeof(g->ifname), "vnet%u", i % 100000u);
+        snprintf(g->mac, sizeof(g->mac), "52:54:00:%02x:%02x:%02x", (i >> 16) & 0xffu,
+                 (i >> 8) & 0xffu, i & 0xffu);
+        snprintf(g->ip, sizeof(g->ip), "10.%u.%u.%u", 1u + (i / 250u / 250u) % 250u,
+                 (i / 250u) % 250u, i % 250u + 2u);
+}
+
+/* "-s $MAC -j RETURN" with the guest's values. */
+static int expand(const struct rs_guest *g, const char *args, size_t n, char *buf, size_t len)
+{
+        const char *const var[3] = {"$MAC", "$IP", "$X"}, *val[3] = {g->mac, g->ip, g->ifname};
+        size_t o = 0;
+
+        for (const char *p = args; p < args + n;) {
+                int k = 0;
+                while (k < 3 && strncmp(p, var[k], strlen(var[k])) != 0)
+                        k++;
+                if (o + (k < 3 ? strlen(val[k]) : 1) >= len)
+                        return -E2BIG;
+                if (k < 3) {
+                        memcpy(buf + o, val[k], strlen(val[k]));
+                        o += strlen(val[k]);
+                        p += strlen(var[k]);
+                } else {
+                        buf[o++] = *p++;
+                }
+        }
+        buf[o] = '\0';
+        return 0;
+}
+
+/* One line of the table for g in `phase` ("FO 0/5 IO ebtables ..."), into
+ * l's next command. */
+static int add_line(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phase phase,
+                    const char *line, size_t n)
+{
+        char e = line[phase == RS_START ? 0 : 1], jumps[16], pfx[3], *save = NULL, *cmd;
+        struct rs_cmd *c = &l->v[l->n];
+        size_t k = 0;
+
+        if (e == '-')
+                return 0;
+        if (l->n >= RS_MAX_CMDS)
+                return -E2BIG;
+        *c = (struct rs_cmd){.expect = e == 'M'   ? RS_MUST_SUCCEED
+                                       : e == 'O' ? RS_EXPECT_OK
+                                                  : RS_EXPECT_FAIL,
+                             .jumps = -1};
+        if (expand(g, line, n, c->buf, sizeof(c->buf)) < 0 ||
+            sscanf(c->buf, "%*s %15s %2s", jumps, pfx) != 2 ||
+            (strcmp(jumps, "-") != 0 && !strchr(jumps, '/')))
+                return -EINVAL;
+        if (strcmp(jumps, "-") != 0) {
+                c->jumps = atoi(phase == RS_START ? jumps : strchr(jumps, '/') + 1);
+                snprintf(c->jump_prefixes, sizeof(c->jump_prefixes), "%s", pfx);
+        }
+        cmd = c->buf;
+        for (int i = 0; i < 3; i++)
+                cmd += strcspn(cmd, " ") + 1;
+        for (char *t = strtok_r(cmd, " ", &save); t && k + 1 < RS_MAX_ARGS;
+             t = strtok_r(NULL, " ", &save))
+                c->argv[k++] = t;
+        c->argv[k] = NULL;
+        c->tool = strcmp(c->argv[0], "ebtables") == 0   ? RS_EBTABLES
+                  : strcmp(c->argv[0], "iptables") == 0 ? RS_IPTABLES
+                                                        : RS_IP6TABLES;
+        l->n++;
+        return 0;
+}
+
+static int rs_cmds_instantiate(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phase phase)
+{
+        static char *table; /* the file, read once; its lines stay in it */
+        FILE *f;
+        long size = 0;
+        int r = 0;
+
+        if (!table && !(f = fopen(NB_BENCH_RESTART_CMDS, "re")))
+                r = -errno;
+        else if (!table) {
+                if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+                    fseek(f, 0, SEEK_SET) != 0)
+                        r = -errno;
+                else if (!(table = calloc(1, (size_t)size + 1)))
+                        r = -ENOMEM;
+                else if (fread(table, 1, (size_t)size, f) != (size_t)size)
+                        r = -EIO;
+                fclose(f);
+        }
+        if (r < 0)
+                bench_log("netbroker-bench: restart: %s: %s\n", NB_BENCH_RESTART_CMDS,
+                          strerror(-r));
+        l->n = 0;
+        for (const char *p = table; r == 0 && *p;) {
+                size_t n = strcspn(p, "\n");
+                if (n && p[0] != '#')
+                        r = add_line(l, g, phase, p, n);
+                p += n + (p[n] == '\n');
+        }
+        return r;
+}
+
+/* ebtablesRemoveSubChainsQuery and ebtablesRenameTmpSubAndRootChainsQuery
+ * follow a line with "-j ", then a prefix letter and '-'. */
+static int rs_count_jumps(const struct rs_cmd *c, const char *out)
+{
+        int n = 0;
+
+        for (const char *p = out; (p = strstr(p, "-j ")); p += 3)
+                n += p[3] && strchr(c->jump_prefixes, p[3]) && p[4] == '-';
+        return n;
+}
+
+static void rs_cmd_print(const struct rs_cmd *c, FILE *f)
+{
+        for (size_t i = 0; c->argv[i]; i++)
+                fprintf(f, "%s%s", i ? " " : "", c->argv[i]);
+}
 
 enum method { M_N, M_C, M_D, M_A, M_AR, M_A2, M_A2R, M_B, M_BR, N_METHODS };
 

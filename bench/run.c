@@ -421,6 +421,34 @@ int bench_need_features(struct nb_conn *conn, const char *who, const char *const
         return 0;
 }
 
+int bench_count_devices(const char *prefix)
+{
+        struct if_nameindex *all = if_nameindex(), *d;
+        size_t plen = strlen(prefix);
+        int n = 0;
+
+        if (!all)
+                return -errno;
+        for (d = all; d->if_index; d++) {
+                const char *tail = d->if_name + plen;
+                if (strncmp(d->if_name, prefix, plen) == 0 && *tail &&
+                    strspn(tail, "0123456789") == strlen(tail))
+                        n++;
+        }
+        if_freenameindex(all);
+        return n;
+}
+
+int bench_expect_devices(const char *who, const char *prefix, unsigned want)
+{
+        int have = bench_count_devices(prefix);
+
+        if (have == (int)want)
+                return 0;
+        bench_log("netbroker-bench: %s%d %s devices, expected %u\n", who, have, prefix, want);
+        return have < 0 ? have : -EPROTO;
+}
+
 int bench_veths(struct nb_conn *conn, const char *who, const char *prefix, const char *peer,
                 unsigned n, bool up, int *ret_ifindex)
 {

@@ -293,9 +293,7 @@ static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report 
                 snprintf(c->ifname[i], IFNAMSIZ, IF_PREFIX "%u", i);
         c->b.open_max = sysconf(_SC_OPEN_MAX);
         if (k == 0)
-                k = bench_ctx_start(&c->b, o, r, true, allow, NULL);
-        if (k == 0)
-                k = bench_need_features(c->b.conn, "bandwidth: ", features);
+                k = bench_ctx_start(&c->b, o, r, true, allow, NULL, features);
         if (k == 0)
                 k = bench_veths(c->b.conn, "bandwidth: ", IF_PREFIX, PEER_PREFIX, c->n, true, NULL);
         c->ready = k == 0;

@@ -96,11 +96,10 @@ struct nb_batch;
 struct nb_results;
 
 /* Spawn the helper allowing exactly `programs`, plus `extra` config lines
- * (NULL: none). */
+ * (NULL: none); -EOPNOTSUPP unless it offers every one of `features`
+ * (NULL-terminated; NULL: none). */
 int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
-                       struct nb_conn **ret);
-/* Every one of `features` (NULL-terminated) offered, or -EOPNOTSUPP. */
-int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features);
+                       const char *const *features, struct nb_conn **ret);
 /* Submit b and expect n results, every one a success. *ret_done_ns (NULL:
  * not wanted) is when the reply was in; *ret the results, for the caller. */
 int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
@@ -267,7 +266,8 @@ struct bench_method {
 /* The fat parent (fat: false for none), then the helper with `programs`
  * allowed and `extra` config lines, both recorded in r. */
 int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
-                    bool fat, const char *const *programs, const char *extra);
+                    bool fat, const char *const *programs, const char *extra,
+                    const char *const *features);
 void bench_ctx_stop(struct bench_ctx *c);
 /* One command run `how` (BENCH_FORK_*: from the fat parent; BENCH_BROKER_EXEC:
  * one Exec op), stdout and stderr into out; *ret_ok when it exited 0.

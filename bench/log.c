@@ -188,10 +188,10 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r)
                 return -ENOENT;
         }
         /* Both spawned alike from this process, with no fat parent. */
-        k = bench_ctx_start(&c, o, r, false, allow, extra);
+        k = bench_ctx_start(&c, o, r, false, allow, extra, NULL);
         sides[H_OFF].conn = c.conn;
         if (k == 0)
-                k = bench_broker_start(nolog, allow, extra, &sides[H_OUT].conn);
+                k = bench_broker_start(nolog, allow, extra, NULL, &sides[H_OUT].conn);
         for (int h = 0; h < N_HELPERS && k == 0; h++)
                 if ((sides[h].pid = nb_conn_helper_pid(sides[h].conn)) <= 0)
                         k = -ESRCH;

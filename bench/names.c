@@ -401,9 +401,7 @@ static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report 
         if (k == 0 && (c->probe_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
                 k = -errno;
         if (k == 0)
-                k = bench_ctx_start(&c->b, o, r, false, allow, NULL);
-        if (k == 0)
-                k = bench_need_features(c->b.conn, "names: ", features);
+                k = bench_ctx_start(&c->b, o, r, false, allow, NULL, features);
         if (k == 0)
                 k = parent_reset(c);
         if (k == 0)

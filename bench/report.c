@@ -315,11 +315,15 @@ void bench_report_print_json(const struct bench_report *r, FILE *f)
 
 /* A line per comparison: its label; median, min, max in ms of base, base2
  * and broker ("-" where none); the ratio label and its height. Quotes would
- * end gnuplot's string: the labels are ours, but say so. */
-static int write_data(FILE *f, const struct bench_chart_item *items, size_t n)
+ * end gnuplot's string: the labels are ours, but say so. *lo, *hi: the
+ * y range, whole decades with room above for the ratio labels. */
+static int write_data(FILE *f, const struct bench_chart_item *items, size_t n, double *lo,
+                      double *hi)
 {
         char buf[160];
 
+        *lo = INFINITY;
+        *hi = 0;
         for (size_t i = 0; i < n; i++) {
                 const struct bench_compare *c = items[i].c;
                 const struct bench_summary *s[3] = {&c->base, &c->base2, &c->broker};
@@ -338,39 +342,21 @@ static int write_data(FILE *f, const struct bench_chart_item *items, size_t n)
                         else
                                 fputs(" - - -", f);
                         top = s[k]->n ? fmax(top, s[k]->max_us) : top;
+                        *lo = s[k]->n ? fmin(*lo, s[k]->min_us / 1000.0) : *lo;
                 }
+                *hi = fmax(*hi, top / 1000.0);
                 fprintf(f, " \"%.*fx", r1 < 10 ? 2 : 0, r1);
                 if (isfinite(r2))
                         fprintf(f, ", %.*fx", r2 < 10 ? 2 : 0, r2);
                 fprintf(f, "\" %.6g\n", top / 1000.0 * 2.2);
         }
+        *lo = pow(10, floor(log10(*lo > 0 ? *lo : 1e-3)));
+        *hi = pow(10, ceil(log10(*hi > 0 ? *hi * 3 : 1)));
         return ferror(f) ? -EIO : 0;
 }
 
-/* Whole decades, with room above for the ratio labels. */
-static void y_range(const struct bench_chart_item *items, size_t n, double *lo, double *hi)
+static int write_script(FILE *f, const char *png, const char *title, size_t n, double lo, double hi)
 {
-        *lo = INFINITY;
-        *hi = 0;
-        for (size_t i = 0; i < n; i++) {
-                const struct bench_summary *s[3] = {&items[i].c->base, &items[i].c->base2,
-                                                    &items[i].c->broker};
-                for (int k = 0; k < 3; k++) {
-                        *lo = s[k]->n ? fmin(*lo, s[k]->min_us / 1000.0) : *lo;
-                        *hi = s[k]->n ? fmax(*hi, s[k]->max_us / 1000.0) : *hi;
-                }
-        }
-        *lo = pow(10, floor(log10(*lo > 0 ? *lo : 1e-3)));
-        *hi = pow(10, ceil(log10(*hi > 0 ? *hi * 3 : 1)));
-}
-
-static int write_script(FILE *f, const char *png, const char *title,
-                        const struct bench_chart_item *items, size_t n)
-{
-        double lo, hi;
-        int width = 560 + 140 * (int)n;
-
-        y_range(items, n, &lo, &hi);
         fprintf(f,
                 /* noenhanced: labels hold '@' and '_', which enhanced text
                  * would take for markup. */
@@ -399,7 +385,7 @@ static int write_script(FILE *f, const char *png, const char *title,
                 "\\\n"
                 "     $data using 8:9:10 title 'netbrokerd' lc rgb '#2471a3', \\\n"
                 "     $data using 0:12:11 with labels font ',9' notitle\n",
-                width, png, title, lo, hi, (double)n - 0.4);
+                560 + 140 * (int)n, png, title, lo, hi, (double)n - 0.4);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -408,6 +394,7 @@ int bench_chart_png(const char *png, const char *title, const struct bench_chart
                     size_t n)
 {
         void (*old)(int);
+        double lo, hi;
         FILE *f;
         int st, r;
 
@@ -427,10 +414,10 @@ int bench_chart_png(const char *png, const char *title, const struct bench_chart
                 return r;
         }
         fputs("$data << EOD\n", f);
-        r = write_data(f, items, n);
+        r = write_data(f, items, n, &lo, &hi);
         fputs("EOD\n", f);
         if (r == 0)
-                r = write_script(f, png, title, items, n);
+                r = write_script(f, png, title, n, lo, hi);
         st = pclose(f);
         signal(SIGPIPE, old);
         if (r == 0 && st != 0) {

@@ -73,25 +73,24 @@ static void rs_guest_init(struct rs_guest *g, unsigned i)
                  (i / 250u) % 250u, i % 250u + 2u);
 }
 
-/* "-s $MAC -j RETURN" with the guest's values. */
-static int expand(const struct rs_guest *g, const char *args, size_t n, char *buf, size_t len)
+/* s[0..n) into buf with from[k] replaced by to[k]: "-s $MAC -j RETURN"
+ * with a guest's values, or guest 0's rules made another guest's. */
+static int subst(const char *const *from, const char *const *to, const char *s, size_t n, char *buf,
+                 size_t len)
 {
-        const char *const var[3] = {"$MAC", "$IP", "$X"}, *val[3] = {g->mac, g->ip, g->ifname};
         size_t o = 0;
 
-        for (const char *p = args; p < args + n;) {
+        for (const char *p = s; p < s + n;) {
                 int k = 0;
-                while (k < 3 && strncmp(p, var[k], strlen(var[k])) != 0)
+                while (k < 3 && strncmp(p, from[k], strlen(from[k])) != 0)
                         k++;
-                if (o + (k < 3 ? strlen(val[k]) : 1) >= len)
+                if (o + (k < 3 ? strlen(to[k]) : 1) >= len)
                         return -E2BIG;
-                if (k < 3) {
-                        memcpy(buf + o, val[k], strlen(val[k]));
-                        o += strlen(val[k]);
-                        p += strlen(var[k]);
-                } else {
-                        buf[o++] = *p++;
-                }
+                if (k < 3)
+                        o += (size_t)sprintf(buf + o, "%s", to[k]);
+                p += k < 3 ? strlen(from[k]) : 1;
+                if (k == 3)
+                        buf[o++] = p[-1];
         }
         buf[o] = '\0';
         return 0;
@@ -114,7 +113,8 @@ static int add_line(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phas
                                        : e == 'O' ? RS_EXPECT_OK
                                                   : RS_EXPECT_FAIL,
                              .jumps = -1};
-        if (expand(g, line, n, c->buf, sizeof(c->buf)) < 0 ||
+        if (subst((const char *[]){"$MAC", "$IP", "$X"}, (const char *[]){g->mac, g->ip, g->ifname},
+                  line, n, c->buf, sizeof(c->buf)) < 0 ||
             sscanf(c->buf, "%*s %15s %2s", jumps, pfx) != 2 ||
             (strcmp(jumps, "-") != 0 && !strchr(jumps, '/')))
                 return -EINVAL;
@@ -417,40 +417,32 @@ static int make_template(struct ctx *c)
 static int write_fill(struct ctx *c, FILE *f)
 {
         struct rs_guest t;
+        char buf[1024];
+        int r = 0;
 
         rs_guest_init(&t, 0);
         fputs("*nat\n:PREROUTING ACCEPT\n:OUTPUT ACCEPT\n:POSTROUTING ACCEPT\n", f);
         for (int pass = 0; pass < 2; pass++)
-                for (unsigned g = 0; g < c->n - c->timed; g++) {
-                        const char *from[3] = {t.ifname, t.mac, t.ip};
+                for (unsigned g = 0; g < c->n - c->timed && r == 0; g++) {
                         const struct rs_guest *to = &c->guests[g];
-                        const char *by[3] = {to->ifname, to->mac, to->ip};
                         bool nat = false;
-                        for (const char *p = c->tmpl; *p;) {
+                        for (const char *p = c->tmpl; *p && r == 0;) {
                                 size_t len = strcspn(p, "\n");
                                 bool base = strncmp(p, ":PREROUTING ", 12) == 0 ||
                                             strncmp(p, ":OUTPUT ", 8) == 0 ||
                                             strncmp(p, ":POSTROUTING ", 13) == 0;
-                                bool want = pass == 0 ? p[0] == ':' && !base
-                                                      : strncmp(p, "-A ", 3) == 0;
-                                if (p[0] == '*')
-                                        nat = strncmp(p, "*nat\n", 5) == 0;
-                                for (size_t i = 0; nat && want && i < len;) {
-                                        int k = 0;
-                                        while (k < 3 && strncmp(p + i, from[k], strlen(from[k])))
-                                                k++;
-                                        if (k < 3)
-                                                fputs(by[k], f);
-                                        else
-                                                fputc(p[i], f);
-                                        i += k < 3 ? strlen(from[k]) : 1;
-                                }
-                                if (nat && want)
-                                        fputc('\n', f);
+                                nat = p[0] == '*' ? strncmp(p, "*nat\n", 5) == 0 : nat;
+                                if (nat &&
+                                    (pass == 0 ? p[0] == ':' && !base
+                                               : strncmp(p, "-A ", 3) == 0) &&
+                                    (r = subst((const char *[]){t.ifname, t.mac, t.ip},
+                                               (const char *[]){to->ifname, to->mac, to->ip}, p,
+                                               len, buf, sizeof(buf))) == 0)
+                                        fprintf(f, "%s\n", buf);
                                 p += len + (p[len] == '\n');
                         }
                 }
-        return ferror(f) ? -EIO : 0;
+        return r < 0 ? r : ferror(f) ? -EIO : 0;
 }
 
 /* N's file: the rules C made, as nft lists them. */
@@ -629,13 +621,11 @@ out:
         return r;
 }
 
-/* C, FirewallList to count its owners, then the daemon restarts (its
+/* C (its rules kept, the first time, for N), then the daemon restarts (its
  * connection goes, the helper exits, the next daemon spawns a new one): D. */
 static int run_c_and_d(struct ctx *c)
 {
         char *argv[] = {(char *)c->nft, "list", "ruleset", NULL};
-        nb_batch *b = NULL;
-        nb_results *res = NULL;
         int r = reset(c);
 
         if (r == 0)
@@ -643,23 +633,10 @@ static int run_c_and_d(struct ctx *c)
         if (r == 0 && !c->nft_rules && (r = run_quiet(argv, -1, NULL)) == 0 &&
             !(c->nft_rules = strdup(listing)))
                 r = -ENOMEM;
-        if (r == 0 && !(b = nb_batch_new()))
-                r = -ENOMEM;
-        if (r == 0)
-                r = nb_batch_firewall_list(b);
-        if (r == 0)
-                r = bench_submit_all(c->b.conn, b, 1, "restart: FirewallList: ", NULL, &res);
-        if (r == 0 && nb_result_fw_owner_count(res, 0) != c->n) {
-                bench_log("netbroker-bench: restart: FirewallList after C: %zu owners, not %u\n",
-                          nb_result_fw_owner_count(res, 0), c->n);
-                r = -EPROTO;
-        }
-        nb_results_free(res);
-        nb_batch_free(b);
         if (r < 0)
                 return r;
         bench_ctx_stop(&c->b);
-        r = bench_broker_start(c->o->helper, c->tool, NULL, &c->b.conn);
+        r = bench_broker_start(c->o->helper, c->tool, NULL, NULL, &c->b.conn);
         return r < 0 ? r : run_fw(c, M_D);
 }
 
@@ -777,7 +754,7 @@ static int add_results(struct ctx *c, struct bench_report *r)
 static int setup(struct ctx *c, struct bench_report *r)
 {
         static const char *const names[] = {"ebtables", "iptables", "ip6tables", "nft"};
-        static const char *const features[] = {"tap_create", "stats", NULL};
+        static const char *const features[] = {"exec", "tap_create", "stats", NULL};
         static const char *const list[][3] = {
                 {"-t", "nat", "-L"}, {"-w", "-n", "-L"}, {"-w", "-n", "-L"}, {"list", "ruleset"}};
         const nb_tap_opts opts = {.persist = true};
@@ -804,13 +781,10 @@ static int setup(struct ctx *c, struct bench_report *r)
                           "%s\n",
                           strerror(-k));
         if (k == 0)
-                k = bench_ctx_start(&c->b, c->o, r, true, c->tool, NULL);
-        if (k == 0)
-                k = bench_need_features(c->b.conn, "restart: ", features);
+                k = bench_ctx_start(&c->b, c->o, r, true, c->tool, NULL, features);
         if (k < 0)
                 return k;
-        c->have_fw = nb_conn_has_feature(c->b.conn, "firewall_apply") &&
-                     nb_conn_has_feature(c->b.conn, "firewall_list");
+        c->have_fw = nb_conn_has_feature(c->b.conn, "firewall_apply");
         bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
         if (!(b = nb_batch_new()))
                 return -ENOMEM;

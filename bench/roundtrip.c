@@ -46,7 +46,7 @@ int bench_roundtrip(const struct bench_opts *o, struct bench_report *r)
         int k;
 
         r->title = "latency of one request: a one-op Ping batch versus fork/exec of /bin/true";
-        k = bench_ctx_start(&c, o, r, true, allow, NULL);
+        k = bench_ctx_start(&c, o, r, true, allow, NULL, NULL);
         if (k < 0)
                 return k;
         k = bench_run_rounds(&c, "roundtrip", methods, N_METHODS, WARMUP, rounds, s, NULL);

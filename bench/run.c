@@ -92,7 +92,7 @@ void bench_samples_clear(struct bench_samples *s)
  * scenario runs: a memfd the helper reads by its /proc path, so that no
  * file is left behind, whatever kills us. */
 int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
-                       struct nb_conn **ret)
+                       const char *const *features, struct nb_conn **ret)
 {
         nb_spawn_opts opts = {0};
         char path[64];
@@ -121,17 +121,19 @@ int bench_broker_start(const char *helper, const char *const *programs, const ch
                           nb_last_error());
                 return r;
         }
-        if (!nb_conn_has_feature(conn, "exec")) {
-                bench_log("netbroker-bench: the helper does not offer exec\n");
-                nb_close(conn);
-                return -EOPNOTSUPP;
-        }
+        for (size_t i = 0; features && features[i]; i++)
+                if (!nb_conn_has_feature(conn, features[i])) {
+                        bench_log("netbroker-bench: the helper does not offer %s\n", features[i]);
+                        nb_close(conn);
+                        return -EOPNOTSUPP;
+                }
         *ret = conn;
         return 0;
 }
 
 int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
-                    bool fat, const char *const *programs, const char *extra)
+                    bool fat, const char *const *programs, const char *extra,
+                    const char *const *features)
 {
         int k = fat ? bench_fat_parent(&r->parent) : 0;
 
@@ -139,7 +141,7 @@ int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct benc
         /* After the fat setup: the helper is spawned from the parent a
          * daemon would spawn it from, fds and all. */
         if (k == 0)
-                k = bench_broker_start(o->helper, programs, extra, &c->conn);
+                k = bench_broker_start(o->helper, programs, extra, features, &c->conn);
         if (k < 0)
                 return k;
         r->helper_pid = nb_conn_helper_pid(c->conn);
@@ -408,17 +410,6 @@ int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const c
         else
                 *ret = res;
         return r;
-}
-
-int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features)
-{
-        for (size_t i = 0; features[i]; i++)
-                if (!nb_conn_has_feature(conn, features[i])) {
-                        bench_log("netbroker-bench: %sthe helper does not offer %s\n", who,
-                                  features[i]);
-                        return -EOPNOTSUPP;
-                }
-        return 0;
 }
 
 int bench_count_devices(const char *prefix)

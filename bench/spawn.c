@@ -60,7 +60,7 @@ int bench_spawn(const struct bench_opts *o, struct bench_report *r)
         }
         if (!ipt.path)
                 bench_report_add_note(r, "iptables not found: its rows are skipped");
-        k = bench_ctx_start(&c, o, r, true, allow, NULL);
+        k = bench_ctx_start(&c, o, r, true, allow, NULL, (const char *const[]){"exec", NULL});
         if (k < 0)
                 return k;
         k = bench_program(&c, &t, "", n, n / 40 > 2 ? n / 40 : 2, r);

@@ -45,8 +45,6 @@ struct bench_summary {
 };
 
 uint64_t bench_now_ns(void);
-/* arr with room for element n (grown twofold), or NULL (arr untouched). */
-void *bench_grow(void *arr, size_t *cap, size_t n, size_t size);
 int bench_samples_add(struct bench_samples *s, double us);
 /* -ENODATA for no samples. */
 int bench_samples_summarize(const struct bench_samples *s, struct bench_summary *ret);

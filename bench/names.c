@@ -52,8 +52,8 @@ struct ctx {
         struct nl_sock *sk;
         int probe_fd; /* A1's socket for SIOCGIFFLAGS */
         int parent_ifindex;
-        int *fds; /* B's and B1's /dev/tapN fds, closed after the clock stops */
-        size_t nfds, cap;
+        int fds[BENCH_NAMES_MAX_COUNT]; /* B's and B1's /dev/tapN fds, closed after the clock */
+        size_t nfds;
 };
 
 /* Wait until the CPUs have been idle (under 5% busy) for a 50 ms window, at
@@ -228,12 +228,6 @@ static int submit_timed(struct ctx *c, const char *who, unsigned ops, double *re
         if (r == 0)
                 r = bench_submit_all(c->b.conn, b, ops, who, &t1, &res);
         for (size_t i = 0; i < ops && r == 0; i++) {
-                int *p = bench_grow(c->fds, &c->cap, c->nfds, sizeof(*p));
-                if (!p) {
-                        r = -ENOMEM;
-                        break;
-                }
-                c->fds = p;
                 fd = nb_result_ifname(res, i)[0] && nb_result_fd_count(res, i) == 1
                              ? nb_result_take_fd(res, i, 0)
                              : -1;
@@ -383,15 +377,14 @@ static int setup(struct ctx *c, const struct bench_opts *o, struct bench_report 
         static const char *const allow[] = {"/bin/true", NULL};
         static const char *const features[] = {"macvtap_create", "veth_create", "link_delete",
                                                NULL};
-        struct rlimit rl;
+        struct rlimit rl = {0};
         double us;
         int k = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
 
-        if (k == 0 && rl.rlim_cur < max + 256) {
-                rl.rlim_cur = max + 256;
-                rl.rlim_max = rl.rlim_max < rl.rlim_cur ? rl.rlim_cur : rl.rlim_max;
-                k = setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
-        }
+        rl.rlim_cur = rl.rlim_cur > max + 256 ? rl.rlim_cur : max + 256;
+        rl.rlim_max = rl.rlim_max > rl.rlim_cur ? rl.rlim_max : rl.rlim_cur;
+        if (k == 0 && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                k = -errno;
         if (k < 0) {
                 bench_log("netbroker-bench: cannot raise RLIMIT_NOFILE to %u: %s\n", max + 256,
                           strerror(-k));
@@ -461,7 +454,6 @@ int bench_names(const struct bench_opts *o, struct bench_report *r)
         for (size_t i = 0; i < n; i++)
                 bench_samples_clear(&c->out[i].per_dev);
         close_kept(c);
-        free(c->fds);
         if (c->probe_fd >= 0)
                 close(c->probe_fd);
         nl_socket_free(c->sk);

@@ -24,25 +24,14 @@ uint64_t bench_now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void *bench_grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-        size_t ncap = *cap ? *cap * 2 : 64;
-        void *q;
-
-        if (n < *cap)
-                return arr;
-        q = realloc(arr, ncap * size);
-        if (q)
-                *cap = ncap;
-        return q;
-}
-
 int bench_samples_add(struct bench_samples *s, double us)
 {
-        double *p = bench_grow(s->us, &s->cap, s->n, sizeof(*p));
+        double *p = s->n < s->cap ? s->us : realloc(s->us, (s->cap ? 2 * s->cap : 64) * sizeof(*p));
 
         if (!p)
                 return -ENOMEM;
+        if (s->n == s->cap)
+                s->cap = s->cap ? 2 * s->cap : 64;
         s->us = p;
         s->us[s->n++] = us;
         return 0;

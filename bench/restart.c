@@ -138,23 +138,16 @@ static int add_line(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phas
 
 static int rs_cmds_instantiate(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phase phase)
 {
-        static char *table; /* the file, read once; its lines stay in it */
-        FILE *f;
-        long size = 0;
+        static char *table; /* the file, read once (to its end: it has no NUL) */
+        size_t cap = 0;
+        FILE *f = table ? NULL : fopen(NB_BENCH_RESTART_CMDS, "re");
         int r = 0;
 
-        if (!table && !(f = fopen(NB_BENCH_RESTART_CMDS, "re")))
-                r = -errno;
-        else if (!table) {
-                if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
-                    fseek(f, 0, SEEK_SET) != 0)
-                        r = -errno;
-                else if (!(table = calloc(1, (size_t)size + 1)))
-                        r = -ENOMEM;
-                else if (fread(table, 1, (size_t)size, f) != (size_t)size)
-                        r = -EIO;
+        errno = 0;
+        if (!table && (!f || getdelim(&table, &cap, '\0', f) < 0))
+                r = errno ? -errno : -EIO;
+        if (f)
                 fclose(f);
-        }
         if (r < 0)
                 bench_log("netbroker-bench: restart: %s: %s\n", NB_BENCH_RESTART_CMDS,
                           strerror(-r));

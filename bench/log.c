@@ -58,27 +58,13 @@ static int one_batch(struct bench_ctx *c, const struct bench_method *m, bool tim
 {
         struct side *s = &sides[m - (const struct bench_method *)m->arg];
         nb_results *res = NULL;
-        uint64_t t0, t1;
-        long bad;
+        uint64_t t0, t1 = 0;
         int r = close_cpu(s, &s->cpu0);
 
         (void)c;
         t0 = bench_now_ns();
         if (r == 0)
-                r = nb_submit(s->conn, pings, &res);
-        t1 = bench_now_ns();
-        if (r < 0) {
-                bench_log("netbroker-bench: log: submit: %s (%s)\n", strerror(-r),
-                          nb_conn_error(s->conn));
-        } else if (nb_results_count(res) != OPS) {
-                bench_log("netbroker-bench: log: %zu results for %u Pings\n", nb_results_count(res),
-                          OPS);
-                r = -EPROTO;
-        } else if ((bad = nb_results_first_error(res)) >= 0) {
-                bench_log("netbroker-bench: log: Ping %ld: %s\n", bad,
-                          nb_result_message(res, (size_t)bad));
-                r = nb_result_status(res, (size_t)bad);
-        }
+                r = bench_submit_all(s->conn, pings, OPS, "log: ", &t1, &res);
         nb_results_free(res);
         s->pending = r == 0 && timed;
         *ret_us = (double)(t1 - t0) / 1000.0;

@@ -3,7 +3,7 @@
  * from the fat parent (A: close loop, A2: close_range) against one request
  * of N BandwidthSet ops (B). A kernel part libvirt's command needs and this
  * kernel lacks is replaced by the same command without it, so A still forks
- * as often; every run starts with no limit and is checked with tc -j. */
+ * as often; every run starts with no limit and is checked with tc. */
 #include "bench.h"
 
 #include <errno.h>
@@ -40,18 +40,6 @@ _Static_assert(IN_QUANTUM == IN_AVERAGE * 1024 / 8 / 1500, "libvirt's quantum");
 
 /* ---- libvirt's commands, in its order; X is the interface ---- */
 
-enum step {
-        S_DEL_ROOT,
-        S_DEL_INGRESS,
-        S_ROOT,
-        S_CLASS,
-        S_LEAF,
-        S_FILTER,
-        S_INGRESS,
-        S_POLICE,
-        N_STEPS
-};
-
 #define W_POLICE_HEAD "filter add dev X parent ffff: protocol all u32 match u32 0 0 "
 
 struct step_def {
@@ -61,24 +49,26 @@ struct step_def {
         bool clear; /* virNetDevBandwidthClear's: exit status ignored */
 };
 
+#define N_STEPS 8
+
+/* The clears, htb root, class, leaf, filter, ingress qdisc, police. */
 static const struct step_def steps[N_STEPS] = {
-        [S_DEL_ROOT] = {"qdisc del dev X root", NULL, NULL, true},
-        [S_DEL_INGRESS] = {"qdisc del dev X ingress", NULL, NULL, true},
-        [S_ROOT] = {"qdisc add dev X root handle 1: htb default 1", NULL, NULL, false},
-        [S_CLASS] =
-                {"class add dev X parent 1: classid 1:1 htb rate " STR(IN_AVERAGE) "kbps ceil " STR(
-                         IN_PEAK) "kbps burst " STR(IN_BURST) "kb quantum " STR(IN_QUANTUM),
-                 NULL, NULL, false},
-        [S_LEAF] = {"qdisc add dev X parent 1:1 handle 2: sfq perturb 10",
-                    "qdisc add dev X parent 1:1 handle 2: pfifo", "sch_sfq", false},
-        [S_FILTER] = {"filter add dev X parent 1:0 protocol all prio 1 handle 1 fw flowid 1",
-                      "filter add dev X parent 1:0 protocol all prio 1 u32 match u32 0 0 flowid "
-                      "1:1",
-                      "cls_fw", false},
-        [S_INGRESS] = {"qdisc add dev X ingress", NULL, NULL, false},
-        [S_POLICE] = {W_POLICE_HEAD "police rate " STR(OUT_AVERAGE) "kbps burst " STR(
-                              OUT_BURST) "kb mtu 64kb drop flowid :1",
-                      W_POLICE_HEAD "flowid :1", "act_police", false},
+        {"qdisc del dev X root", NULL, NULL, true},
+        {"qdisc del dev X ingress", NULL, NULL, true},
+        {"qdisc add dev X root handle 1: htb default 1", NULL, NULL, false},
+        {"class add dev X parent 1: classid 1:1 htb rate " STR(IN_AVERAGE) "kbps ceil " STR(
+                 IN_PEAK) "kbps burst " STR(IN_BURST) "kb quantum " STR(IN_QUANTUM),
+         NULL, NULL, false},
+        {"qdisc add dev X parent 1:1 handle 2: sfq perturb 10",
+         "qdisc add dev X parent 1:1 handle 2: pfifo", "sch_sfq", false},
+        {"filter add dev X parent 1:0 protocol all prio 1 handle 1 fw flowid 1",
+         "filter add dev X parent 1:0 protocol all prio 1 u32 match u32 0 0 flowid "
+         "1:1",
+         "cls_fw", false},
+        {"qdisc add dev X ingress", NULL, NULL, false},
+        {W_POLICE_HEAD
+         "police rate " STR(OUT_AVERAGE) "kbps burst " STR(OUT_BURST) "kb mtu 64kb drop flowid :1",
+         W_POLICE_HEAD "flowid :1", "act_police", false},
 };
 
 /* ---- the methods ---- */

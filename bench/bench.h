@@ -72,22 +72,18 @@ int bench_fat_parent(struct bench_fat_parent *ret);
 /* Open fds of process pid, or -errno. */
 int bench_count_fds(int pid);
 
-enum bench_close {
-        BENCH_CLOSE_LOOP, /* A: close(fd) for every fd 3..limit-1 (libvirt 2018) */
-        BENCH_CLOSE_RANGE, /* A2: close_range(3, ~0) (libvirt today) */
-};
-
 /* A baseline's command as virCommandRun ran it from the fat parent: fork,
- * stdin /dev/null, output into out, the other fds closed `how` (the loop
- * up to open_max; 0: sysconf before fork), exec, reap. */
-int bench_fork_exec(enum bench_close how, long open_max, const char *path, char *const *argv,
-                    char *out, size_t cap, size_t *ret_len, int *ret_status);
+ * stdin /dev/null, output into out, the other fds closed by close_range(3,
+ * ~0) (A2, libvirt today) or by close() of every fd 3..open_max-1 (A,
+ * libvirt 2018; open_max 0: sysconf before fork), exec, reap. */
+int bench_fork_exec(bool close_range, long open_max, const char *path, char *const *argv, char *out,
+                    size_t cap, size_t *ret_len, int *ret_status);
 /* An untimed command (close_range, stdin in_fd or /dev/null) that must exit
  * 0; `who` ("restart: ") starts the message otherwise. */
 int bench_run_quiet(const char *who, const char *path, char *const *argv, int in_fd, char *out,
                     size_t cap, size_t *ret_len);
 
-/* ---- the helper (broker.c, run.c) ---- */
+/* ---- the helper (run.c) ---- */
 
 struct nb_conn;
 struct nb_batch;

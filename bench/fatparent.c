@@ -126,7 +126,7 @@ static _Noreturn void child_fail(const char *what)
         _exit(127);
 }
 
-static int run_child(enum bench_close how, long open_max, int in_fd, const char *path,
+static int run_child(bool close_range, long open_max, int in_fd, const char *path,
                      char *const *argv, char *out, size_t cap, size_t *ret_len, int *ret_status)
 {
         int pfd[2], r;
@@ -150,9 +150,9 @@ static int run_child(enum bench_close how, long open_max, int in_fd, const char 
                         child_fail("netbroker-bench: dup2 failed in the child\n");
                 /* close_range by the raw call: glibc before 2.34 has no
                  * wrapper; the 2018 loop: every fd number, open or not. */
-                if (how == BENCH_CLOSE_RANGE && syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+                if (close_range && syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
                         child_fail("netbroker-bench: close_range failed in the child\n");
-                for (long fd = 3; how == BENCH_CLOSE_LOOP && fd < open_max; fd++)
+                for (long fd = 3; !close_range && fd < open_max; fd++)
                         close((int)fd);
                 execve(path, argv, (char *const *)child_env);
                 child_fail("netbroker-bench: execve failed in the child\n");
@@ -161,18 +161,19 @@ static int run_child(enum bench_close how, long open_max, int in_fd, const char 
         return collect(pfd[0], pid, out, cap, ret_len, ret_status);
 }
 
-int bench_fork_exec(enum bench_close how, long open_max, const char *path, char *const *argv,
-                    char *out, size_t cap, size_t *ret_len, int *ret_status)
+int bench_fork_exec(bool close_range, long open_max, const char *path, char *const *argv, char *out,
+                    size_t cap, size_t *ret_len, int *ret_status)
 {
-        return run_child(how, open_max, fat.devnull, path, argv, out, cap, ret_len, ret_status);
+        return run_child(close_range, open_max, fat.devnull, path, argv, out, cap, ret_len,
+                         ret_status);
 }
 
 int bench_run_quiet(const char *who, const char *path, char *const *argv, int in_fd, char *out,
                     size_t cap, size_t *ret_len)
 {
         size_t len;
-        int st, r = run_child(BENCH_CLOSE_RANGE, 0, in_fd >= 0 ? in_fd : fat.devnull, path, argv,
-                              out, cap, &len, &st);
+        int st, r = run_child(true, 0, in_fd >= 0 ? in_fd : fat.devnull, path, argv, out, cap, &len,
+                              &st);
 
         if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
                 bench_log("netbroker-bench: %s%s %s failed: %s\n", who, argv[0],

@@ -155,8 +155,8 @@ int bench_run_cmd(struct bench_ctx *c, enum bench_how how, const char *path, cha
         int st = 0, r;
 
         if (how != BENCH_BROKER_EXEC) {
-                r = bench_fork_exec(how == BENCH_FORK_RANGE ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP,
-                                    c->open_max, path, argv, out, cap, ret_len, &st);
+                r = bench_fork_exec(how == BENCH_FORK_RANGE, c->open_max, path, argv, out, cap,
+                                    ret_len, &st);
                 r = r == 0 && WIFSIGNALED(st) ? -EINTR : r;
                 *ret_ok = r == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
         } else {

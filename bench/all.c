@@ -17,14 +17,12 @@ struct size {
         const char *text;
 };
 
-struct step {
-        const char *name;
-        struct size full, quick;
-};
-
 /* The order of the run. Cheap and exact first; restart, the long one, in
  * the middle, so that a run cut short still has most of the report. */
-static const struct step all_steps[] = {
+static const struct {
+        const char *name;
+        struct size full, quick;
+} all_steps[] = {
         {"spawn",
          {.text = "200 commands per method (iptables 50), C: 5 requests of 100"},
          {.text = "20 commands per method (iptables 5), C: 2 requests of 100"}},
@@ -45,9 +43,8 @@ static const struct step all_steps[] = {
          {.reps = 30, .text = "30 rounds: 30 A, 30 A2, 3,000 Pings"}},
 };
 
-#define N_ALL (sizeof(all_steps) / sizeof(*all_steps))
-/* names once, restart at each N. */
-#define N_SCALE 4
+#define MAX_RUNS BENCH_N(all_steps)
+/* --scale: names once, restart at each N, SCALE_SAMPLE guests timed. */
 #define SCALE_SAMPLE 5u
 static const unsigned scale_ns[] = {10, 100, 1000};
 
@@ -55,74 +52,72 @@ struct result {
         char label[32]; /* "spawn", "restart@100" */
         const char *name; /* the scenario */
         char size[96];
-        struct bench_report *r;
+        struct bench_opts o;
+        struct bench_report *r; /* NULL when it failed */
         int err;
         double secs;
 };
 
-struct run {
+static struct run {
         const char *kind; /* "all", "scale" */
-        struct result res[N_ALL > N_SCALE ? N_ALL : N_SCALE];
+        struct result res[MAX_RUNS];
         size_t n;
         double secs;
         bool quick;
-};
+} run;
 
-/* ---- running ---- */
-
-static int run_step(const struct bench_opts *so, struct result *res)
+static void run_step(struct result *res)
 {
         bench_scenario_fn fn = bench_find_scenario(res->name);
         uint64_t t0 = bench_now_ns();
 
-        if (!fn) {
-                bench_log("netbroker-bench: no scenario '%s' in this build\n", res->name);
-                return res->err = -ENOENT;
-        }
         res->r = calloc(1, sizeof(*res->r));
-        if (!res->r)
-                return res->err = -ENOMEM;
-        res->r->scenario = res->name;
+        res->err = res->r ? 0 : -ENOMEM;
         /* A namespace of its own: the last one goes with its last user. */
-        if (unshare(CLONE_NEWNET) < 0) {
+        if (res->err == 0 && unshare(CLONE_NEWNET) < 0)
                 res->err = -errno;
-                bench_log("netbroker-bench: unshare(CLONE_NEWNET): %s\n", strerror(-res->err));
-                return res->err;
+        if (run.n > 1 || strcmp(run.kind, "scale") == 0)
+                bench_log("\n== %s: %s (%s)\n", res->label, res->size,
+                          res->o.quick ? "quick" : "full");
+        if (res->err == 0) {
+                res->r->scenario = res->name;
+                res->err = fn(&res->o, res->r);
         }
-        bench_log("\n== %s: %s (%s)\n", res->label, res->size, so->quick ? "quick" : "full");
-        res->err = fn(so, res->r);
         res->secs = (double)(bench_now_ns() - t0) / 1e9;
-        if (res->err < 0)
+        if (res->err < 0) {
                 bench_log("netbroker-bench %s: failed: %s\n", res->label, strerror(-res->err));
-        else
-                bench_report_default_compares(res->r);
+                free(res->r);
+                res->r = NULL;
+        }
         bench_log("== %s: %.1f s\n", res->label, res->secs);
-        return res->err;
 }
 
-static struct bench_opts sized(const struct bench_opts *o, const struct size *z)
+/* A result of the run: the scenario, its label, its options sized by z. */
+static struct result *add(const struct bench_opts *o, const char *name, const struct size *z)
 {
-        struct bench_opts so = *o;
+        struct result *res = &run.res[run.n++];
 
-        so.count = z->count;
-        so.guests = o->guests && z->guests ? o->guests : z->guests;
-        so.sample = o->sample && z->guests ? o->sample : z->sample;
-        so.reps = z->reps;
-        so.n_counts = z->n_counts;
-        memcpy(so.counts, z->counts, sizeof(z->counts));
-        return so;
+        res->name = name;
+        snprintf(res->label, sizeof(res->label), "%s", name);
+        snprintf(res->size, sizeof(res->size), "%s", z->text ? z->text : "");
+        res->o = *o;
+        res->o.count = z->count;
+        res->o.guests = o->guests && z->guests ? o->guests : z->guests;
+        res->o.sample = o->sample && z->guests ? o->sample : z->sample;
+        res->o.reps = z->reps;
+        res->o.n_counts = z->n_counts;
+        memcpy(res->o.counts, z->counts, sizeof(z->counts));
+        return res;
 }
 
 /* ---- the scale table: one row per method, one column per N ---- */
 
-struct scale_row {
+static const struct {
         const char *what;
         bool restart; /* else names */
         int cmp; /* restart: 0 VM start, 1 daemon restart */
         int side; /* 0 baseline, 1 baseline today, 2 broker */
-};
-
-static const struct scale_row scale_rows[] = {
+} scale_rows[] = {
         {"names A: probing, then create, per device", false, 0, 0},
         {"names B: netbrokerd, per device", false, 0, 2},
         {"restart A: VM start, per guest", true, 0, 0},
@@ -133,342 +128,264 @@ static const struct scale_row scale_rows[] = {
         {"restart D: daemon restart, per guest", true, 1, 2},
 };
 
-#define N_SCALE_NS (sizeof(scale_ns) / sizeof(*scale_ns))
+#define N_SCALE_NS BENCH_N(scale_ns)
 
-/* The summary of a row at the i-th N, or NULL where it did not run. The
- * names result holds a comparison per N; restart one result per N. */
-static const struct bench_summary *scale_cell(const struct run *run, const struct scale_row *w,
-                                              size_t i)
+/* Row w's median at the i-th N, NAN where it did not run: names holds a
+ * comparison per N, restart a result per N. */
+static double scale_cell(size_t w, size_t i)
 {
-        const struct result *res = &run->res[w->restart ? 1 + i : 0];
-        size_t k = w->restart ? (size_t)w->cmp : i;
-        const struct bench_compare *c;
+        const struct bench_report *r = run.res[scale_rows[w].restart ? 1 + i : 0].r;
+        size_t k = scale_rows[w].restart ? (size_t)scale_rows[w].cmp : i;
+        const struct bench_compare *c = r && k < r->n_compares ? &r->compares[k] : NULL;
+        const struct bench_summary *s = !c                        ? NULL
+                                        : scale_rows[w].side == 0 ? &c->base
+                                        : scale_rows[w].side == 1 ? &c->base2
+                                                                  : &c->broker;
 
-        if (res->err < 0 || !res->r || k >= res->r->n_compares)
-                return NULL;
-        c = &res->r->compares[k];
-        return w->side == 0 ? &c->base : w->side == 1 ? &c->base2 : &c->broker;
+        return s && s->n ? s->median_us : NAN;
 }
 
-static double scale_growth(const struct run *run, const struct scale_row *w)
-{
-        const struct bench_summary *a = scale_cell(run, w, 0);
-        const struct bench_summary *b = scale_cell(run, w, N_SCALE_NS - 1);
-
-        return a && b && a->n && b->n ? b->median_us / a->median_us : NAN;
-}
-
-static void print_scale(const struct run *run, FILE *f)
+static void print_scale(FILE *f, bool json)
 {
         char buf[24];
 
-        fprintf(f, "\ncost per unit as N grows (medians):\n%-42s", "");
-        for (size_t i = 0; i < N_SCALE_NS; i++)
+        if (json)
+                fputs(",\"per_unit\":[", f);
+        else
+                fprintf(f, "\ncost per unit as N grows (medians):\n%-42s", "");
+        for (size_t i = 0; !json && i < N_SCALE_NS; i++)
                 fprintf(f, " %9s%-5u", "N=", scale_ns[i]);
-        fprintf(f, " %8s\n", "growth");
-        for (size_t r = 0; r < sizeof(scale_rows) / sizeof(*scale_rows); r++) {
-                const struct scale_row *w = &scale_rows[r];
-                fprintf(f, "%-42s", w->what);
-                for (size_t i = 0; i < N_SCALE_NS; i++) {
-                        const struct bench_summary *s = scale_cell(run, w, i);
-                        fprintf(f, " %14s",
-                                bench_fmt_time(s && s->n ? s->median_us : NAN, buf, sizeof(buf)));
+        if (!json)
+                fprintf(f, " %8s\n", "growth");
+        for (size_t w = 0; w < BENCH_N(scale_rows); w++) {
+                double growth = scale_cell(w, N_SCALE_NS - 1) / scale_cell(w, 0);
+                if (json) {
+                        fputs(w ? ",{" : "{", f);
+                        bench_json_str(f, "what", scale_rows[w].what);
+                        fputs(",\"median_us\":{", f);
+                } else {
+                        fprintf(f, "%-42s", scale_rows[w].what);
                 }
-                fprintf(f, " %7.2fx\n", scale_growth(run, w));
-        }
-        fprintf(f, "growth: at N=%u over N=%u; restart: %u guests timed at each N\n",
-                scale_ns[N_SCALE_NS - 1], scale_ns[0], SCALE_SAMPLE);
-}
-
-static void print_scale_json(const struct run *run, FILE *f)
-{
-        fputs(",\"per_unit\":[", f);
-        for (size_t r = 0; r < sizeof(scale_rows) / sizeof(*scale_rows); r++) {
-                const struct scale_row *w = &scale_rows[r];
-                fputs(r ? ",{\"what\":" : "{\"what\":", f);
-                bench_json_string(f, w->what);
-                fputs(",\"median_us\":{", f);
                 for (size_t i = 0; i < N_SCALE_NS; i++) {
-                        const struct bench_summary *s = scale_cell(run, w, i);
-                        fprintf(f, "%s\"%u\":", i ? "," : "", scale_ns[i]);
-                        bench_json_number(f, s && s->n ? s->median_us : NAN, 3);
+                        if (json) {
+                                fprintf(f, "%s\"%u\":", i ? "," : "", scale_ns[i]);
+                                bench_json_num(f, NULL, scale_cell(w, i), 3);
+                        } else {
+                                fprintf(f, " %14s",
+                                        bench_fmt_time(scale_cell(w, i), buf, sizeof(buf)));
+                        }
                 }
-                fputs("},\"growth\":", f);
-                bench_json_number(f, scale_growth(run, w), 3);
-                fputc('}', f);
+                if (json) {
+                        fputc('}', f);
+                        bench_json_num(f, ",growth", growth, 3);
+                        fputc('}', f);
+                } else {
+                        fprintf(f, " %7.2fx\n", growth);
+                }
         }
-        fputc(']', f);
+        if (json)
+                fputc(']', f);
+        else
+                fprintf(f, "growth: at N=%u over N=%u; restart: %u guests timed at each N\n",
+                        scale_ns[N_SCALE_NS - 1], scale_ns[0], SCALE_SAMPLE);
 }
 
 /* ---- printing ---- */
 
-static void print_summary(const struct run *run, FILE *f)
+static void print_tables(FILE *f)
 {
         bool any = false;
 
-        fprintf(f, "\n==== netbroker-bench %s%s: summary ====\n", run->kind,
-                run->quick ? " --quick" : "");
-        for (size_t i = 0; i < run->n; i++)
-                fprintf(f, "  %-12s %-58s %7.1f s%s\n", run->res[i].label, run->res[i].size,
-                        run->res[i].secs, run->res[i].err < 0 ? "  FAILED" : "");
-        fprintf(f, "  total %.1f s (%.1f min)\n\n", run->secs, run->secs / 60);
+        for (size_t i = 0; i < run.n; i++) {
+                const struct result *res = &run.res[i];
+                fprintf(f, "%s==== %s: %s ====\n", i ? "\n" : "", res->label, res->size);
+                if (res->r)
+                        bench_report_print_table(res->r, f);
+                else
+                        fprintf(f, "FAILED: %s\n", strerror(-res->err));
+        }
+        fprintf(f, "\n==== netbroker-bench %s%s: summary ====\n", run.kind,
+                run.quick ? " --quick" : "");
+        for (size_t i = 0; i < run.n; i++)
+                fprintf(f, "  %-12s %-58s %7.1f s%s\n", run.res[i].label, run.res[i].size,
+                        run.res[i].secs, run.res[i].r ? "" : "  FAILED");
+        fprintf(f, "  total %.1f s (%.1f min)\n\n", run.secs, run.secs / 60);
         bench_compare_print_heading(f);
-        for (size_t i = 0; i < run->n; i++)
-                if (run->res[i].err == 0)
-                        any |= bench_report_print_compares(run->res[i].r, run->res[i].label, f);
+        for (size_t i = 0; i < run.n; i++)
+                if (run.res[i].r)
+                        any |= bench_report_print_compares(run.res[i].r, run.res[i].label, f);
         if (!any)
                 fprintf(f, "(no comparisons)\n");
+        if (strcmp(run.kind, "scale") == 0)
+                print_scale(f, false);
 }
 
-static bool is_scale(const struct run *run)
-{
-        return strcmp(run->kind, "scale") == 0;
-}
-
-static void print_tables(const struct run *run, FILE *f)
-{
-        for (size_t i = 0; i < run->n; i++) {
-                const struct result *res = &run->res[i];
-                fprintf(f, "%s==== %s: %s ====\n", i ? "\n" : "", res->label, res->size);
-                if (res->err < 0)
-                        fprintf(f, "FAILED: %s\n", strerror(-res->err));
-                else
-                        bench_report_print_table(res->r, f);
-        }
-        print_summary(run, f);
-        if (is_scale(run))
-                print_scale(run, f);
-}
-
-static void print_json(const struct run *run, FILE *f)
+/* "summary": every comparison; "ratios": "spawn: /bin/true, per command
+ * A/B", one number per summary line. */
+static void print_compares_json(FILE *f, bool ratios)
 {
         bool first = true;
 
-        fputs("{\"scenario\":", f);
-        bench_json_string(f, run->kind);
-        fprintf(f, ",\"quick\":%s,", run->quick ? "true" : "false");
-        bench_json_machine(f);
-        fputs(",\"elapsed_s\":", f);
-        bench_json_number(f, run->secs, 1);
-        fputs(",\"runs\":[", f);
-        for (size_t i = 0; i < run->n; i++) {
-                const struct result *res = &run->res[i];
-                fputs(i ? ",{\"label\":" : "{\"label\":", f);
-                bench_json_string(f, res->label);
-                fputs(",\"scenario\":", f);
-                bench_json_string(f, res->name);
-                fputs(",\"size\":", f);
-                bench_json_string(f, res->size);
-                fputs(",\"elapsed_s\":", f);
-                bench_json_number(f, res->secs, 1);
-                fputs(",\"error\":", f);
-                if (res->err < 0)
-                        bench_json_string(f, strerror(-res->err));
-                else
-                        fputs("null", f);
-                fputc('}', f);
-        }
-        fputs("],\"summary\":[", f);
-        for (size_t i = 0; i < run->n; i++) {
-                const struct result *res = &run->res[i];
-                for (size_t k = 0; res->err == 0 && k < res->r->n_compares; k++) {
-                        if (!first)
-                                fputc(',', f);
-                        first = false;
-                        bench_compare_print_json(&res->r->compares[k], res->label, f);
-                }
-        }
-        /* "spawn: /bin/true, per command A/B": one number per summary line. */
-        fputs("],\"ratios\":{", f);
-        first = true;
-        for (size_t i = 0; i < run->n; i++) {
-                const struct result *res = &run->res[i];
-                for (size_t k = 0; res->err == 0 && k < res->r->n_compares; k++) {
+        for (size_t i = 0; i < run.n; i++) {
+                const struct result *res = &run.res[i];
+                for (size_t k = 0; res->r && k < res->r->n_compares; k++) {
                         const struct bench_compare *c = &res->r->compares[k];
                         const struct bench_summary *b[2] = {&c->base, &c->base2};
                         const char *bn[2] = {c->base_name, c->base2_name};
-                        for (int j = 0; j < 2; j++) {
-                                char key[128];
+                        char key[128];
+                        for (int j = 0; ratios && j < 2; j++) {
                                 if (!b[j]->n)
                                         continue;
                                 snprintf(key, sizeof(key), "%s: %s %s/%s", res->label, c->what,
                                          bn[j], c->broker_name);
+                                bench_json_str(f, first ? NULL : ",", key);
+                                bench_json_num(f, ":", bench_compare_ratio(b[j], &c->broker), 3);
+                                first = false;
+                        }
+                        if (!ratios) {
                                 fputs(first ? "" : ",", f);
                                 first = false;
-                                bench_json_string(f, key);
-                                fputc(':', f);
-                                bench_json_number(f, bench_compare_ratio(b[j], &c->broker), 3);
+                                bench_compare_print_json(c, res->label, f);
                         }
                 }
         }
+}
+
+static void print_json(FILE *f)
+{
+        fputc('{', f);
+        bench_json_str(f, "scenario", run.kind);
+        fprintf(f, ",\"quick\":%s,", run.quick ? "true" : "false");
+        bench_json_machine(f);
+        bench_json_num(f, ",elapsed_s", run.secs, 1);
+        fputs(",\"runs\":[", f);
+        for (size_t i = 0; i < run.n; i++) {
+                const struct result *res = &run.res[i];
+                fputs(i ? ",{" : "{", f);
+                bench_json_str(f, "label", res->label);
+                bench_json_str(f, ",scenario", res->name);
+                bench_json_str(f, ",size", res->size);
+                bench_json_num(f, ",elapsed_s", res->secs, 1);
+                bench_json_str(f, ",error", res->r ? NULL : strerror(-res->err));
+                fputc('}', f);
+        }
+        fputs("],\"summary\":[", f);
+        print_compares_json(f, false);
+        fputs("],\"ratios\":{", f);
+        print_compares_json(f, true);
         fputc('}', f);
-        if (is_scale(run))
-                print_scale_json(run, f);
+        if (strcmp(run.kind, "scale") == 0)
+                print_scale(f, true);
         fputs(",\"scenarios\":{", f);
-        first = true;
-        for (size_t i = 0; i < run->n; i++) {
-                const struct result *res = &run->res[i];
-                if (res->err < 0)
+        for (size_t i = 0, first = 1; i < run.n; i++) {
+                if (!run.res[i].r)
                         continue;
-                fputs(first ? "" : ",", f);
-                first = false;
-                bench_json_string(f, res->label);
+                bench_json_str(f, first ? NULL : ",", run.res[i].label);
                 fputc(':', f);
-                bench_report_print_json_object(res->r, f);
+                bench_report_print_json(run.res[i].r, f);
+                first = 0;
         }
-        fputs("}}\n", f);
+        fputs("}}", f);
 }
 
-/* run's JSON, or (run NULL) r's, into path. */
-static int write_json_file(const char *path, const struct run *run, const struct bench_report *r)
+/* --json-out (the run's JSON, or with r, r's) and --png, as asked. */
+static int write_files(const struct bench_opts *o, const struct bench_report *r, const char *title)
 {
-        FILE *f = fopen(path, "we");
-        int k = 0;
+        struct bench_chart_item items[BENCH_MAX_COMPARES * MAX_RUNS];
+        FILE *f = o->json_out ? fopen(o->json_out, "we") : NULL;
+        size_t n = 0;
+        int ret = 0, k;
 
-        if (f) {
-                if (run)
-                        print_json(run, f);
-                else
-                        bench_report_print_json(r, f);
+        if (f && r)
+                bench_report_print_json(r, f);
+        else if (f)
+                print_json(f);
+        if (o->json_out && (!f || fputc('\n', f) == EOF || fclose(f) != 0)) {
+                ret = -errno;
+                bench_log("netbroker-bench: %s: %s\n", o->json_out, strerror(-ret));
+        } else if (o->json_out) {
+                bench_log("netbroker-bench: JSON written to %s\n", o->json_out);
         }
-        if (!f || fclose(f) != 0)
-                k = -errno;
-        if (k < 0)
-                bench_log("netbroker-bench: %s: %s\n", path, strerror(-k));
-        else
-                bench_log("netbroker-bench: JSON written to %s\n", path);
-        return k;
-}
-
-static int chart(const char *png, const char *title, const struct bench_report *const *reports,
-                 const char *const *labels, size_t n)
-{
-        struct bench_chart_item items[BENCH_MAX_COMPARES * (N_ALL > N_SCALE ? N_ALL : N_SCALE)];
-        size_t k = 0;
-        int r;
-
-        for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; reports[i] && j < reports[i]->n_compares; j++)
-                        items[k++] = (struct bench_chart_item){labels[i], &reports[i]->compares[j]};
-        r = bench_chart_png(png, title, items, k);
-        if (r == 0)
-                bench_log("netbroker-bench: chart written to %s\n", png);
-        else if (r == -ENODATA)
+        for (size_t i = 0; i < (r ? 1 : run.n); i++) {
+                const struct bench_report *ri = r ? r : run.res[i].r;
+                for (size_t j = 0; ri && j < ri->n_compares; j++)
+                        items[n++] = (struct bench_chart_item){r ? r->scenario : run.res[i].label,
+                                                               &ri->compares[j]};
+        }
+        k = o->png ? bench_chart_png(o->png, title, items, n) : 0;
+        if (o->png && k == 0)
+                bench_log("netbroker-bench: chart written to %s\n", o->png);
+        else if (k == -ENODATA)
                 bench_log("netbroker-bench: --png: nothing to draw\n");
-        return r;
+        return ret < 0 ? ret : k;
 }
 
-static int finish(struct run *run, const struct bench_opts *o)
+/* Every result of the run, `all` and `--scale` from one fat parent (they
+ * all fork from it), then the report: the run's, or one scenario's. */
+static int run_all(const struct bench_opts *o, bool one)
 {
-        const struct bench_report *reports[N_ALL > N_SCALE ? N_ALL : N_SCALE];
-        const char *labels[N_ALL > N_SCALE ? N_ALL : N_SCALE];
-        char title[160];
-        int r = 0, k;
-
-        for (size_t i = 0; i < run->n; i++) {
-                reports[i] = run->res[i].err < 0 ? NULL : run->res[i].r;
-                labels[i] = run->res[i].label;
-                if (run->res[i].err < 0 && r == 0)
-                        r = run->res[i].err;
-        }
-        if (o->json)
-                print_json(run, stdout);
-        else
-                print_tables(run, stdout);
-        if (o->json_out && (k = write_json_file(o->json_out, run, NULL)) < 0 && r == 0)
-                r = k;
-        snprintf(title, sizeof(title),
-                 "netbroker-bench %s%s: fork/exec and probing versus netbrokerd (baseline / "
-                 "broker above each group)",
-                 run->kind, run->quick ? " --quick" : "");
-        if (o->png && (k = chart(o->png, title, reports, labels, run->n)) < 0 && r == 0)
-                r = k;
-        for (size_t i = 0; i < run->n; i++)
-                free(run->res[i].r);
-        return r;
-}
-
-/* ---- the two commands ---- */
-
-/* Every result of run with its options so[i], from one fat parent held
- * across them all (they all fork from it), then the report. */
-static int run_all(struct run *run, const struct bench_opts *o, const struct bench_opts *so)
-{
-        struct bench_fat_parent fp;
         uint64_t t0 = bench_now_ns();
-        int r = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP, &fp);
+        char title[160];
+        int r = one ? 0 : bench_fat_parent(NULL), k;
 
-        if (r < 0) {
-                bench_log("netbroker-bench: cannot set up the fat parent: %s\n", strerror(-r));
-                return r;
-        }
-        run->quick = o->quick;
-        for (size_t i = 0; i < run->n; i++)
-                (void)run_step(&so[i], &run->res[i]);
-        bench_fat_parent_release(&fp);
-        run->secs = (double)(bench_now_ns() - t0) / 1e9;
-        return finish(run, o);
+        for (size_t i = 0; i < run.n && r == 0; i++)
+                run_step(&run.res[i]);
+        for (size_t i = 0; i < run.n && r == 0; i++)
+                r = run.res[i].err;
+        run.secs = (double)(bench_now_ns() - t0) / 1e9;
+        if (one && r == 0 && o->json)
+                bench_report_print_json(run.res[0].r, stdout);
+        else if (one && r == 0)
+                bench_report_print_table(run.res[0].r, stdout);
+        else if (!one && o->json)
+                print_json(stdout);
+        else if (!one)
+                print_tables(stdout);
+        if (o->json && (!one || r == 0))
+                fputc('\n', stdout);
+        snprintf(title, sizeof(title),
+                 one ? "netbroker-bench %s (baseline / broker above each group)"
+                     : "netbroker-bench %s%s: fork/exec and probing versus netbrokerd (baseline / "
+                       "broker above each group)",
+                 run.kind, run.quick ? " --quick" : "");
+        k = one && r < 0 ? 0 : write_files(o, one ? run.res[0].r : NULL, title);
+        for (size_t i = 0; i < run.n; i++)
+                free(run.res[i].r);
+        return r < 0 ? r : k;
 }
 
-int bench_all(const struct bench_opts *o)
+int bench_run(const struct bench_opts *o, const char *what)
 {
-        static struct run run = {.kind = "all"};
-        struct bench_opts so[N_ALL];
+        const struct size names = {.counts = {10, 100, 1000},
+                                   .n_counts = 3,
+                                   .reps = 3,
+                                   .text = "10, 100 and 1000 macvtaps, 3 times"};
+        bool all = strcmp(what, "all") == 0, scale = !all && bench_find_scenario(what) == NULL;
 
-        for (size_t i = 0; i < N_ALL; i++) {
-                const struct step *st = &all_steps[i];
-                const struct size *z = o->quick ? &st->quick : &st->full;
-                struct result *res = &run.res[run.n++];
-
-                so[i] = sized(o, z);
-                res->name = st->name;
-                snprintf(res->label, sizeof(res->label), "%s", st->name);
-                if (so[i].guests && (so[i].guests != z->guests || so[i].sample != z->sample))
+        run.kind = scale ? "scale" : what;
+        run.quick = o->quick;
+        for (size_t i = 0; all && i < MAX_RUNS; i++) {
+                const struct size *z = o->quick ? &all_steps[i].quick : &all_steps[i].full;
+                struct result *res = add(o, all_steps[i].name, z);
+                if (res->o.guests && (res->o.guests != z->guests || res->o.sample != z->sample))
                         snprintf(res->size, sizeof(res->size),
-                                 "%u guests, %u timed (--guests, --sample)", so[i].guests,
-                                 so[i].sample && so[i].sample < so[i].guests ? so[i].sample
-                                                                             : so[i].guests);
-                else
-                        snprintf(res->size, sizeof(res->size), "%s", z->text);
+                                 "%u guests, %u timed (--guests, --sample)", res->o.guests,
+                                 res->o.sample && res->o.sample < res->o.guests ? res->o.sample
+                                                                                : res->o.guests);
         }
-        return run_all(&run, o, so);
-}
-
-int bench_scale(const struct bench_opts *o)
-{
-        static struct run run = {.kind = "scale", .n = 1};
-        const struct size names = {.counts = {10, 100, 1000}, .n_counts = 3, .reps = 3};
-        struct bench_opts so[N_SCALE] = {sized(o, &names)};
-
-        run.res[0] = (struct result){
-                .label = "names", .name = "names", .size = "10, 100 and 1000 macvtaps, 3 times"};
-        for (size_t i = 0; i < N_SCALE_NS; i++) {
+        if (scale)
+                add(o, "names", &names);
+        for (size_t i = 0; scale && i < N_SCALE_NS; i++) {
                 unsigned n = scale_ns[i], k = n < SCALE_SAMPLE ? n : SCALE_SAMPLE;
-                struct size z = {.guests = n, .sample = k};
-                struct result *res = &run.res[run.n];
+                const struct size z = {.guests = n, .sample = k};
+                struct result *res = add(o, "restart", &z);
 
-                so[run.n] = sized(o, &z);
-                so[run.n++].guests = n;
-                res->name = "restart";
+                res->o.guests = n;
                 snprintf(res->label, sizeof(res->label), "restart@%u", n);
                 snprintf(res->size, sizeof(res->size), "%u guests, %u timed, the rest restored", n,
                          k);
         }
-        return run_all(&run, o, so);
-}
-
-int bench_write_files(const struct bench_opts *o, const struct bench_report *r)
-{
-        const struct bench_report *reports[1] = {r};
-        const char *labels[1] = {r->scenario};
-        char title[128];
-        int k, ret = 0;
-
-        if (o->json_out && (k = write_json_file(o->json_out, NULL, r)) < 0)
-                ret = k;
-        snprintf(title, sizeof(title), "netbroker-bench %s (baseline / broker above each group)",
-                 r->scenario);
-        if (o->png && (k = chart(o->png, title, reports, labels, 1)) < 0 && ret == 0)
-                ret = k;
-        return ret;
+        if (!all && !scale)
+                add(o, what, &(struct size){0})->o = *o;
+        return run_all(o, !all && !scale);
 }

@@ -1,38 +1,38 @@
-/* One report per run: a table for people, or one JSON object with the same
- * figures for scripts. */
+/* One report per run: a table for people, one JSON object with the same
+ * figures for scripts, and the chart: one group of bars per comparison,
+ * the baselines beside the broker, on a log scale (the figures span from
+ * microseconds to seconds), drawn by gnuplot from a data block and a script
+ * written here. A bar is the median, its whisker min..max; above each
+ * group, baseline / broker. */
 #include "bench.h"
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int bench_report_add_row(struct bench_report *r, const char *method, const char *program,
                          const struct bench_summary *s, const struct bench_summary *baseline)
 {
-        struct bench_row *row;
-
         if (r->n_rows >= BENCH_MAX_ROWS)
                 return -ENOSPC;
-        row = &r->rows[r->n_rows++];
-        row->method = method;
-        row->program = program;
-        row->s = *s;
-        row->vs_baseline = baseline && s->median_us > 0 ? baseline->median_us / s->median_us : 0;
+        r->rows[r->n_rows++] = (struct bench_row){
+                method, program, *s,
+                baseline && s->median_us > 0 ? baseline->median_us / s->median_us : 0};
         return 0;
 }
 
 int bench_report_add_ratio(struct bench_report *r, const char *name, double value)
 {
-        struct bench_ratio *q;
-
         if (r->n_ratios >= BENCH_MAX_RATIOS)
                 return -ENOSPC;
-        q = &r->ratios[r->n_ratios++];
-        snprintf(q->name, sizeof(q->name), "%s", name);
-        q->value = value;
+        snprintf(r->ratios[r->n_ratios].name, sizeof(r->ratios[0].name), "%s", name);
+        r->ratios[r->n_ratios++].value = value;
         return 0;
 }
 
@@ -67,26 +67,6 @@ int bench_report_add_compare(struct bench_report *r, const char *what, const cha
                 snprintf(c->base2_name, sizeof(c->base2_name), "%s", base2_name);
         }
         return 0;
-}
-
-static const struct bench_row *find_row(const struct bench_report *r, const char *method)
-{
-        for (size_t i = 0; i < r->n_rows; i++)
-                if (strcmp(r->rows[i].method, method) == 0)
-                        return &r->rows[i];
-        return NULL;
-}
-
-void bench_report_default_compares(struct bench_report *r)
-{
-        const struct bench_row *a = find_row(r, "A"), *a2 = find_row(r, "A2"),
-                               *b = find_row(r, "B");
-        char what[56];
-
-        if (r->n_compares || !a || !b)
-                return;
-        snprintf(what, sizeof(what), "%s", a->program);
-        bench_report_add_compare(r, what, "A", &a->s, "A2", a2 ? &a2->s : NULL, "B", &b->s);
 }
 
 double bench_compare_ratio(const struct bench_summary *base, const struct bench_summary *broker)
@@ -124,26 +104,23 @@ static void print_compare_side(FILE *f, const char *name, const struct bench_sum
                 bench_fmt_time(s->max_us, hi, sizeof(hi)));
 }
 
-void bench_compare_print(const struct bench_compare *c, const char *scenario, FILE *f)
-{
-        const struct bench_summary *bases[2] = {&c->base, &c->base2};
-        const char *names[2] = {c->base_name, c->base2_name};
-
-        for (int i = 0; i < 2; i++) {
-                if (!bases[i]->n)
-                        continue;
-                fprintf(f, "%-10s %-40s ", scenario, c->what);
-                print_compare_side(f, names[i], bases[i]);
-                fputs("  ", f);
-                print_compare_side(f, c->broker_name, &c->broker);
-                fprintf(f, "  %9.2f\n", bench_compare_ratio(bases[i], &c->broker));
-        }
-}
-
+/* A line per baseline: scenario, what, baseline, broker, ratio. */
 bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f)
 {
-        for (size_t i = 0; i < r->n_compares; i++)
-                bench_compare_print(&r->compares[i], label, f);
+        for (size_t i = 0; i < r->n_compares; i++) {
+                const struct bench_compare *c = &r->compares[i];
+                const struct bench_summary *bases[2] = {&c->base, &c->base2};
+                const char *names[2] = {c->base_name, c->base2_name};
+                for (int k = 0; k < 2; k++) {
+                        if (!bases[k]->n)
+                                continue;
+                        fprintf(f, "%-10s %-40s ", label, c->what);
+                        print_compare_side(f, names[k], bases[k]);
+                        fputs("  ", f);
+                        print_compare_side(f, c->broker_name, &c->broker);
+                        fprintf(f, "  %9.2f\n", bench_compare_ratio(bases[k], &c->broker));
+                }
+        }
         return r->n_compares > 0;
 }
 
@@ -159,32 +136,23 @@ struct machine {
         char cpu[128];
 };
 
-static void read_cpu_model(char *buf, size_t len)
-{
-        FILE *f = fopen("/proc/cpuinfo", "re");
-        char line[256];
-
-        snprintf(buf, len, "unknown");
-        if (!f)
-                return;
-        while (fgets(line, sizeof(line), f)) {
-                char *colon = strchr(line, ':');
-                if (strncmp(line, "model name", 10) != 0 || !colon)
-                        continue;
-                colon += strspn(colon + 1, " \t") + 1;
-                colon[strcspn(colon, "\n")] = '\0';
-                snprintf(buf, len, "%s", colon);
-                break;
-        }
-        fclose(f);
-}
-
 static void get_machine(struct machine *m)
 {
+        FILE *f = fopen("/proc/cpuinfo", "re");
+        char line[256], *colon;
+
         m->nproc = sysconf(_SC_NPROCESSORS_ONLN);
         if (uname(&m->u) < 0)
                 memset(&m->u, 0, sizeof(m->u));
-        read_cpu_model(m->cpu, sizeof(m->cpu));
+        snprintf(m->cpu, sizeof(m->cpu), "unknown");
+        while (f && fgets(line, sizeof(line), f))
+                if (strncmp(line, "model name", 10) == 0 && (colon = strchr(line, ':'))) {
+                        colon += strspn(colon + 1, " \t") + 1;
+                        snprintf(m->cpu, sizeof(m->cpu), "%.*s", (int)strcspn(colon, "\n"), colon);
+                        break;
+                }
+        if (f)
+                fclose(f);
 }
 
 void bench_report_print_table(const struct bench_report *r, FILE *f)
@@ -224,10 +192,21 @@ void bench_report_print_table(const struct bench_report *r, FILE *f)
         }
 }
 
-void bench_json_string(FILE *f, const char *s)
+/* "key": (",key": with the comma) before a value; key NULL: none; "," or
+ * ":" alone: that separator. */
+static void json_key(FILE *f, const char *key)
 {
-        fputc('"', f);
-        for (; *s; s++) {
+        if (key && (strcmp(key, ",") == 0 || strcmp(key, ":") == 0))
+                fputs(key, f); /* a separator alone */
+        else if (key)
+                fprintf(f, "%s\"%s\":", *key == ',' ? "," : "", key + (*key == ','));
+}
+
+void bench_json_str(FILE *f, const char *key, const char *s)
+{
+        json_key(f, key);
+        fputs(s ? "\"" : "null", f);
+        for (; s && *s; s++) {
                 unsigned char c = (unsigned char)*s;
                 if (c == '"' || c == '\\')
                         fprintf(f, "\\%c", c);
@@ -236,12 +215,13 @@ void bench_json_string(FILE *f, const char *s)
                 else
                         fputc(c, f);
         }
-        fputc('"', f);
+        fputs(s ? "\"" : "", f);
 }
 
 /* JSON has no NaN or infinity; a ratio that could not be computed is null. */
-void bench_json_number(FILE *f, double v, int decimals)
+void bench_json_num(FILE *f, const char *key, double v, int decimals)
 {
+        json_key(f, key);
         if (isfinite(v))
                 fprintf(f, "%.*f", decimals, v);
         else
@@ -253,71 +233,50 @@ void bench_json_machine(FILE *f)
         struct machine m;
 
         get_machine(&m);
-        fprintf(f, "\"machine\":{\"nproc\":%ld,\"cpu\":", m.nproc);
-        bench_json_string(f, m.cpu);
-        fputs(",\"kernel\":", f);
-        bench_json_string(f, m.u.release);
-        fputs(",\"arch\":", f);
-        bench_json_string(f, m.u.machine);
+        fprintf(f, "\"machine\":{\"nproc\":%ld", m.nproc);
+        bench_json_str(f, ",cpu", m.cpu);
+        bench_json_str(f, ",kernel", m.u.release);
+        bench_json_str(f, ",arch", m.u.machine);
         fputc('}', f);
 }
 
 /* ,"runs":..,"median_us":..,"min_us":..,"max_us":..,"p99_us":.. */
 static void json_summary(FILE *f, const struct bench_summary *s)
 {
-        fprintf(f, ",\"runs\":%zu,\"median_us\":", s->n);
-        bench_json_number(f, s->median_us, 3);
-        fputs(",\"min_us\":", f);
-        bench_json_number(f, s->min_us, 3);
-        fputs(",\"max_us\":", f);
-        bench_json_number(f, s->max_us, 3);
-        fputs(",\"p99_us\":", f);
-        bench_json_number(f, s->p99_us, 3);
-}
-
-static void json_row(FILE *f, const struct bench_row *w)
-{
-        fputs("{\"method\":", f);
-        bench_json_string(f, w->method);
-        fputs(",\"program\":", f);
-        bench_json_string(f, w->program);
-        json_summary(f, &w->s);
-        fputs(",\"vs_A\":", f);
-        bench_json_number(f, w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
-        fputc('}', f);
+        fprintf(f, ",\"runs\":%zu", s->n);
+        bench_json_num(f, ",median_us", s->median_us, 3);
+        bench_json_num(f, ",min_us", s->min_us, 3);
+        bench_json_num(f, ",max_us", s->max_us, 3);
+        bench_json_num(f, ",p99_us", s->p99_us, 3);
 }
 
 static void json_side(FILE *f, const char *key, const char *name, const struct bench_summary *s)
 {
-        fprintf(f, ",\"%s\":{\"method\":", key);
-        bench_json_string(f, name);
+        fprintf(f, ",\"%s\":{", key);
+        bench_json_str(f, "method", name);
         json_summary(f, s);
         fputc('}', f);
 }
 
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f)
 {
-        fputs("{\"scenario\":", f);
-        bench_json_string(f, scenario);
-        fputs(",\"what\":", f);
-        bench_json_string(f, c->what);
+        fputc('{', f);
+        bench_json_str(f, "scenario", scenario);
+        bench_json_str(f, ",what", c->what);
         json_side(f, "baseline", c->base_name, &c->base);
         if (c->base2.n)
                 json_side(f, "baseline2", c->base2_name, &c->base2);
         json_side(f, "broker", c->broker_name, &c->broker);
-        fputs(",\"ratio\":", f);
-        bench_json_number(f, bench_compare_ratio(&c->base, &c->broker), 3);
-        if (c->base2.n) {
-                fputs(",\"ratio2\":", f);
-                bench_json_number(f, bench_compare_ratio(&c->base2, &c->broker), 3);
-        }
+        bench_json_num(f, ",ratio", bench_compare_ratio(&c->base, &c->broker), 3);
+        if (c->base2.n)
+                bench_json_num(f, ",ratio2", bench_compare_ratio(&c->base2, &c->broker), 3);
         fputc('}', f);
 }
 
-void bench_report_print_json_object(const struct bench_report *r, FILE *f)
+void bench_report_print_json(const struct bench_report *r, FILE *f)
 {
-        fputs("{\"scenario\":", f);
-        bench_json_string(f, r->scenario);
+        fputc('{', f);
+        bench_json_str(f, "scenario", r->scenario);
         fputc(',', f);
         bench_json_machine(f);
         if (r->has_parent)
@@ -328,36 +287,143 @@ void bench_report_print_json_object(const struct bench_report *r, FILE *f)
                         r->helper_fds);
         fputs(",\"rows\":[", f);
         for (size_t i = 0; i < r->n_rows; i++) {
-                if (i)
-                        fputc(',', f);
-                json_row(f, &r->rows[i]);
+                const struct bench_row *w = &r->rows[i];
+                fputs(i ? ",{" : "{", f);
+                bench_json_str(f, "method", w->method);
+                bench_json_str(f, ",program", w->program);
+                json_summary(f, &w->s);
+                bench_json_num(f, ",vs_A", w->vs_baseline > 0 ? w->vs_baseline : NAN, 3);
+                fputc('}', f);
         }
         fputs("],\"ratios\":{", f);
         for (size_t i = 0; i < r->n_ratios; i++) {
-                if (i)
-                        fputc(',', f);
-                bench_json_string(f, r->ratios[i].name);
-                fputc(':', f);
-                bench_json_number(f, r->ratios[i].value, 3);
+                bench_json_str(f, i ? "," : NULL, r->ratios[i].name);
+                bench_json_num(f, ":", r->ratios[i].value, 3);
         }
-        fputc('}', f);
-        fputs(",\"compares\":[", f);
+        fputs("},\"compares\":[", f);
         for (size_t i = 0; i < r->n_compares; i++) {
-                if (i)
-                        fputc(',', f);
+                fputs(i ? "," : "", f);
                 bench_compare_print_json(&r->compares[i], r->scenario, f);
         }
         fputs("],\"notes\":[", f);
-        for (size_t i = 0; i < r->n_notes; i++) {
-                if (i)
-                        fputc(',', f);
-                bench_json_string(f, r->notes[i]);
-        }
+        for (size_t i = 0; i < r->n_notes; i++)
+                bench_json_str(f, i ? "," : NULL, r->notes[i]);
         fputs("]}", f);
 }
 
-void bench_report_print_json(const struct bench_report *r, FILE *f)
+/* ---- the chart ---- */
+
+/* A line per comparison: its label; median, min, max in ms of base, base2
+ * and broker ("-" where none); the ratio label and its height. Quotes would
+ * end gnuplot's string: the labels are ours, but say so. *lo, *hi: the
+ * y range, whole decades with room above for the ratio labels. */
+static int write_data(FILE *f, const struct bench_chart_item *items, size_t n, double *lo,
+                      double *hi)
 {
-        bench_report_print_json_object(r, f);
-        fputc('\n', f);
+        char buf[160];
+
+        *lo = INFINITY;
+        *hi = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct bench_compare *c = items[i].c;
+                const struct bench_summary *s[3] = {&c->base, &c->base2, &c->broker};
+                double r1 = bench_compare_ratio(&c->base, &c->broker);
+                double r2 = bench_compare_ratio(&c->base2, &c->broker), top = 0;
+                snprintf(buf, sizeof(buf), "%s: %s (%s%s%s vs %s)", items[i].scenario, c->what,
+                         c->base_name, c->base2.n ? ", " : "", c->base2.n ? c->base2_name : "",
+                         c->broker_name);
+                for (char *p = buf; *p; p++)
+                        *p = *p == '"' ? '\'' : *p;
+                fprintf(f, "\"%s\"", buf);
+                for (int k = 0; k < 3; k++) {
+                        if (s[k]->n)
+                                fprintf(f, " %.6g %.6g %.6g", s[k]->median_us / 1000.0,
+                                        s[k]->min_us / 1000.0, s[k]->max_us / 1000.0);
+                        else
+                                fputs(" - - -", f);
+                        top = s[k]->n ? fmax(top, s[k]->max_us) : top;
+                        *lo = s[k]->n ? fmin(*lo, s[k]->min_us / 1000.0) : *lo;
+                }
+                *hi = fmax(*hi, top / 1000.0);
+                fprintf(f, " \"%.*fx", r1 < 10 ? 2 : 0, r1);
+                if (isfinite(r2))
+                        fprintf(f, ", %.*fx", r2 < 10 ? 2 : 0, r2);
+                fprintf(f, "\" %.6g\n", top / 1000.0 * 2.2);
+        }
+        *lo = pow(10, floor(log10(*lo > 0 ? *lo : 1e-3)));
+        *hi = pow(10, ceil(log10(*hi > 0 ? *hi * 3 : 1)));
+        return ferror(f) ? -EIO : 0;
+}
+
+static int write_script(FILE *f, const char *png, const char *title, size_t n, double lo, double hi)
+{
+        fprintf(f,
+                /* noenhanced: labels hold '@' and '_', which enhanced text
+                 * would take for markup. */
+                "set terminal pngcairo noenhanced size %d,820 font 'DejaVu Sans,10'\n"
+                "set output '%s'\n"
+                "set title \"%s\" font ',12'\n"
+                "set logscale y\n"
+                "set yrange [%g:%g]\n"
+                "set xrange [-0.6:%g]\n"
+                "set format y '%%g'\n"
+                "set ylabel 'ms per unit of work (median; whiskers: min..max; log scale)'\n"
+                "set grid ytics mytics\n"
+                "set style data histogram\n"
+                "set style histogram errorbars gap 1.5 lw 1\n"
+                "set style fill solid 0.85 border -1\n"
+                "set bars front\n"
+                "set datafile missing '-'\n"
+                "set xtics rotate by 30 right scale 0 font ',9' nomirror offset 2,0\n"
+                "set bmargin 16\n"
+
+                "set lmargin 30\n"
+                "set key outside right top vertical Left reverse font ',9'\n"
+                "plot $data using 2:3:4:xtic(1) title 'A: libvirt 2018 (names: probing; log: "
+                "X)' lc rgb '#c0392b', \\\n"
+                "     $data using 5:6:7 title 'A2: libvirt today (close_range)' lc rgb '#e67e22', "
+                "\\\n"
+                "     $data using 8:9:10 title 'netbrokerd' lc rgb '#2471a3', \\\n"
+                "     $data using 0:12:11 with labels font ',9' notitle\n",
+                560 + 140 * (int)n, png, title, lo, hi, (double)n - 0.4);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* The data go inline as a datablock: gnuplot reads everything from a pipe. */
+int bench_chart_png(const char *png, const char *title, const struct bench_chart_item *items,
+                    size_t n)
+{
+        void (*old)(int);
+        double lo, hi;
+        FILE *f;
+        int st, r;
+
+        if (n == 0)
+                return -ENODATA;
+        /* The path goes into the script between single quotes. */
+        if (strchr(png, '\'') || strchr(png, '\n')) {
+                bench_log("netbroker-bench: --png: no quotes or newlines in the path, please\n");
+                return -EINVAL;
+        }
+        /* A gnuplot that is missing or dies early must not kill us. */
+        old = signal(SIGPIPE, SIG_IGN);
+        f = popen("gnuplot", "we");
+        if (!f) {
+                r = -errno;
+                signal(SIGPIPE, old);
+                return r;
+        }
+        fputs("$data << EOD\n", f);
+        r = write_data(f, items, n, &lo, &hi);
+        fputs("EOD\n", f);
+        if (r == 0)
+                r = write_script(f, png, title, n, lo, hi);
+        st = pclose(f);
+        signal(SIGPIPE, old);
+        if (r == 0 && st != 0) {
+                r = WIFEXITED(st) && WEXITSTATUS(st) == 127 ? -ENOENT : -EIO;
+                bench_log("netbroker-bench: gnuplot failed (status %d)%s\n", st,
+                          r == -ENOENT ? ": apt-get install gnuplot-nox" : "");
+        }
+        return r;
 }

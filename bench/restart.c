@@ -4,20 +4,179 @@
  * restart (D); N is one nft -f of the same rules. netbroker-bench(1) says
  * how the passes take turns and how --sample fills the untimed guests. */
 #include "bench.h"
-#include "restart.h"
 
 #include <errno.h>
-#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
 
 #include "netbroker.h"
 
-#define MAX_GUESTS BENCH_RESTART_MAX_GUESTS
-#define OUT_CAP (64u * 1024)
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+/* ---- libvirt's per-guest commands, read from restart_cmds.txt (what each
+ * column means is said there) ---- */
+
+enum rs_tool { RS_EBTABLES, RS_IPTABLES, RS_IP6TABLES, RS_N_TOOLS };
+
+#define RS_MAX_ARGS 32
+#define RS_MAX_CMDS 256
+
+enum rs_expect {
+        RS_MUST_SUCCEED, /* libvirt's transaction fails (and rolls back) otherwise */
+        RS_EXPECT_OK, /* errors ignored by libvirt; succeeds in the state we model */
+        RS_EXPECT_FAIL, /* errors ignored by libvirt; fails in the state we model */
+};
+
+struct rs_cmd {
+        enum rs_tool tool;
+        char *argv[RS_MAX_ARGS]; /* NULL-terminated, in buf; argv[0] is the tool's name */
+        char buf[512];
+        enum rs_expect expect;
+        /* A query (ebtables -L): the lines "-j X-..." (X in jump_prefixes)
+         * its output must have; -1: not a query. */
+        int jumps;
+        char jump_prefixes[3];
+};
+
+struct rs_cmdlist {
+        struct rs_cmd v[RS_MAX_CMDS];
+        size_t n;
+};
+
+struct rs_guest {
+        char ifname[16]; /* vnetN */
+        char mac[18]; /* 52:54:00:xx:xx:xx */
+        char ip[16]; /* 10.x.y.z */
+};
+
+/* START: the first instantiation on a host without any of the guest's
+ * chains (VM start). RESTART: the same again while the chains of the
+ * previous instantiation are in place (libvirtd restart). */
+enum rs_phase { RS_START, RS_RESTART };
+
+static void rs_guest_init(struct rs_guest *g, unsigned i)
+{
+        snprintf(g->ifname, sizeof(g->ifname), "vnet%u", i % 100000u);
+        snprintf(g->mac, sizeof(g->mac), "52:54:00:%02x:%02x:%02x", (i >> 16) & 0xffu,
+                 (i >> 8) & 0xffu, i & 0xffu);
+        snprintf(g->ip, sizeof(g->ip), "10.%u.%u.%u", 1u + (i / 250u / 250u) % 250u,
+                 (i / 250u) % 250u, i % 250u + 2u);
+}
+
+/* s[0..n) into buf with from[k] replaced by to[k]: "-s $MAC -j RETURN"
+ * with a guest's values, or guest 0's rules made another guest's. */
+static int subst(const char *const *from, const char *const *to, const char *s, size_t n, char *buf,
+                 size_t len)
+{
+        size_t o = 0;
+
+        for (const char *p = s; p < s + n;) {
+                int k = 0;
+                while (k < 3 && strncmp(p, from[k], strlen(from[k])) != 0)
+                        k++;
+                if (o + (k < 3 ? strlen(to[k]) : 1) >= len)
+                        return -E2BIG;
+                if (k < 3)
+                        o += (size_t)sprintf(buf + o, "%s", to[k]);
+                p += k < 3 ? strlen(from[k]) : 1;
+                if (k == 3)
+                        buf[o++] = p[-1];
+        }
+        buf[o] = '\0';
+        return 0;
+}
+
+/* One line of the table for g in `phase` ("FO 0/5 IO ebtables ..."), into
+ * l's next command. */
+static int add_line(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phase phase,
+                    const char *line, size_t n)
+{
+        char e = line[phase == RS_START ? 0 : 1], jumps[16], pfx[3], *save = NULL, *cmd;
+        struct rs_cmd *c = &l->v[l->n];
+        size_t k = 0;
+
+        if (e == '-')
+                return 0;
+        if (l->n >= RS_MAX_CMDS)
+                return -E2BIG;
+        *c = (struct rs_cmd){.expect = e == 'M'   ? RS_MUST_SUCCEED
+                                       : e == 'O' ? RS_EXPECT_OK
+                                                  : RS_EXPECT_FAIL,
+                             .jumps = -1};
+        if (subst((const char *[]){"$MAC", "$IP", "$X"}, (const char *[]){g->mac, g->ip, g->ifname},
+                  line, n, c->buf, sizeof(c->buf)) < 0 ||
+            sscanf(c->buf, "%*s %15s %2s", jumps, pfx) != 2 ||
+            (strcmp(jumps, "-") != 0 && !strchr(jumps, '/')))
+                return -EINVAL;
+        if (strcmp(jumps, "-") != 0) {
+                c->jumps = atoi(phase == RS_START ? jumps : strchr(jumps, '/') + 1);
+                snprintf(c->jump_prefixes, sizeof(c->jump_prefixes), "%s", pfx);
+        }
+        cmd = c->buf;
+        for (int i = 0; i < 3; i++)
+                cmd += strcspn(cmd, " ") + 1;
+        for (char *t = strtok_r(cmd, " ", &save); t && k + 1 < RS_MAX_ARGS;
+             t = strtok_r(NULL, " ", &save))
+                c->argv[k++] = t;
+        c->argv[k] = NULL;
+        c->tool = strcmp(c->argv[0], "ebtables") == 0   ? RS_EBTABLES
+                  : strcmp(c->argv[0], "iptables") == 0 ? RS_IPTABLES
+                                                        : RS_IP6TABLES;
+        l->n++;
+        return 0;
+}
+
+static int rs_cmds_instantiate(struct rs_cmdlist *l, const struct rs_guest *g, enum rs_phase phase)
+{
+        static char *table; /* the file, read once (to its end: it has no NUL) */
+        size_t cap = 0;
+        FILE *f = table ? NULL : fopen(NB_BENCH_RESTART_CMDS, "re");
+        int r = 0;
+
+        errno = 0;
+        if (!table && (!f || getdelim(&table, &cap, '\0', f) < 0))
+                r = errno ? -errno : -EIO;
+        if (f)
+                fclose(f);
+        if (r < 0)
+                bench_log("netbroker-bench: restart: %s: %s\n", NB_BENCH_RESTART_CMDS,
+                          strerror(-r));
+        l->n = 0;
+        for (const char *p = table; r == 0 && *p;) {
+                size_t n = strcspn(p, "\n");
+                if (n && p[0] != '#')
+                        r = add_line(l, g, phase, p, n);
+                p += n + (p[n] == '\n');
+        }
+        return r;
+}
+
+/* ebtablesRemoveSubChainsQuery and ebtablesRenameTmpSubAndRootChainsQuery
+ * follow a line with "-j ", then a prefix letter and '-'. */
+static int rs_count_jumps(const struct rs_cmd *c, const char *out)
+{
+        int n = 0;
+
+        for (const char *p = out; (p = strstr(p, "-j ")); p += 3)
+                n += p[3] && strchr(c->jump_prefixes, p[3]) && p[4] == '-';
+        return n;
+}
+
+static void rs_cmd_print(const struct rs_cmd *c, FILE *f)
+{
+        for (size_t i = 0; c->argv[i]; i++)
+                fprintf(f, "%s%s", i ? " " : "", c->argv[i]);
+}
 
 enum method { M_N, M_C, M_D, M_A, M_AR, M_A2, M_A2R, M_B, M_BR, N_METHODS };
 
@@ -25,530 +184,339 @@ static const char *const method_names[N_METHODS] = {
         [M_N] = "N",   [M_C] = "C",     [M_D] = "D", [M_A] = "A",   [M_AR] = "Ar",
         [M_A2] = "A2", [M_A2R] = "A2r", [M_B] = "B", [M_BR] = "Br",
 };
-
-/* A, A2, B: one sample per guest; N, C, D: one per repetition. */
-struct outcome {
-        bool ran;
-        uint64_t mismatches;
-        uint64_t commits, changes;
-        double wall_us; /* A, A2, B: the sum of the per-guest times */
-        struct bench_samples per_guest; /* A, A2, B: us per guest */
-        struct bench_samples reps; /* N, C, D: us per repetition */
+/* The restarts' ratios against D are named as their starts are. */
+static const char *const restart_names[N_METHODS] = {
+        [M_N] = "",  [M_C] = "",     [M_D] = "D", [M_A] = "",   [M_AR] = "A",
+        [M_A2] = "", [M_A2R] = "A2", [M_B] = "",  [M_BR] = "B",
 };
+static const enum method starts[] = {M_A, M_A2, M_B}, restarts[] = {M_AR, M_A2R, M_BR};
 
-struct tools {
-        const char *path[RS_N_TOOLS];
-        const char *nft;
-        const char *eb_save, *eb_restore; /* only with --sample */
+/* A, A2, B: us per guest; N, C, D: us per repetition. */
+struct outcome {
+        uint64_t mismatches;
+        double wall_us; /* A, A2, B: the sum of the per-guest times */
+        struct bench_samples s;
 };
 
 struct ctx {
         const struct bench_opts *o;
-        struct bench_ctx b; /* the fat parent and the helper */
-        const char *allow[RS_N_TOOLS + 1]; /* the helper's programs */
-        struct tools tools;
-        struct rs_nftmon mon;
-        struct rs_guest *guests;
+        struct bench_ctx b; /* the helper, spawned from the fat parent */
+        const char *tool[RS_N_TOOLS + 1]; /* ebtables, iptables, ip6tables: the helper's programs */
+        const char *nft, *eb_save, *eb_restore; /* the last two only with --sample */
+        /* What reaches the kernel, as `nft monitor` sees it: a socket in
+         * the nftables notification group, read only between timed
+         * sections, whose buffer holds what one of them produces (1000
+         * guests' rules in one transaction). */
+        int mon_fd;
+        uint64_t commits, changes; /* NFT_MSG_NEWGEN, every other nf_tables message */
+        struct rs_guest guests[BENCH_RESTART_MAX_GUESTS];
         unsigned n;
         unsigned timed; /* the last `timed` guests are timed; the others are filled */
         char *tmpl; /* ebtables-save after guest 0's start, for filling */
+        char *nft_rules; /* nft list ruleset after C, for N */
         struct outcome out[N_METHODS];
-        char *fw_hash[MAX_GUESTS]; /* C's hashes, for D */
+        char fw_hash[BENCH_RESTART_MAX_GUESTS][80]; /* C's hashes, for D */
         char d_check[160];
-        bool d_ok, have_fw;
+        bool have_fw;
 };
 
-/* ---- running a program from the fat parent ---- */
+/* One command's outcome, and big buffers: not on the stack. */
+static bool cmd_ok;
+static char cmd_out[64u << 10], listing[4u << 20];
+static size_t cmd_len;
+static struct rs_cmdlist cmds; /* one guest's commands */
 
-/* An untimed command (reset, checks): must exit 0. */
-static int run_quiet(struct ctx *c, char *const *argv, char *out, size_t cap, size_t *len)
+static int monitor_open(struct ctx *c)
 {
-        return bench_run_quiet(&c->b.fp, "restart: ", argv[0][0] == '/' ? argv[0] : c->tools.nft,
-                               argv, -1, out, cap, len);
+        struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+        int grp = NFNLGRP_NFTABLES, sz = 256 << 20;
+
+        c->mon_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER);
+        if (c->mon_fd < 0)
+                return -errno;
+        /* FORCE: past net.core.rmem_max; we are root. */
+        if (setsockopt(c->mon_fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+                (void)setsockopt(c->mon_fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+        if (bind(c->mon_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            setsockopt(c->mon_fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp, sizeof(grp)) < 0)
+                return -errno;
+        return 0;
 }
 
-/* ---- the helper ---- */
-
-/* The helper's counters of what it sent the kernel: fw_transactions,
- * fw_owners_written, fw_rules_written. */
-static bool counts_writes(const char *name)
+/* Count what has arrived so far; an overrun (ENOBUFS) loses counts, which
+ * then are lower bounds. */
+static int drain(struct ctx *c)
 {
-        return strncmp(name, "fw_", 3) == 0 &&
-               (strstr(name, "written") || strcmp(name, "fw_transactions") == 0);
-}
+        static char buf[1 << 16] __attribute__((aligned(8)));
+        ssize_t n;
 
-/* "fw_rules_written +0, fw_owners_unchanged +100": the firewall counters
- * that moved, and those that count writes even when they did not. Returns
- * whether a write counter moved. */
-static bool fw_deltas(const struct bench_stats *a, const struct bench_stats *b, char *buf,
-                      size_t len)
-{
-        bool wrote = false;
-        size_t o = 0;
-
-        buf[0] = '\0';
-        for (size_t i = 0; i < b->n; i++) {
-                uint64_t x = 0;
-                const char *nm = b->name[i];
-                if (strncmp(nm, "fw_", 3) != 0)
-                        continue;
-                (void)bench_stat_get(a, nm, &x);
-                wrote |= counts_writes(nm) && b->v[i] != x;
-                if ((b->v[i] != x || counts_writes(nm)) && o < len)
-                        o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
-                                              (unsigned long long)(b->v[i] - x));
+        while ((n = recv(c->mon_fd, buf, sizeof(buf), MSG_DONTWAIT)) != 0) {
+                int len = (int)n;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return 0;
+                if (n < 0 && errno != EINTR && errno != ENOBUFS)
+                        return -errno;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; n > 0 && NLMSG_OK(h, len);
+                     h = NLMSG_NEXT(h, len))
+                        if (NFNL_SUBSYS_ID(h->nlmsg_type) == NFNL_SUBSYS_NFTABLES)
+                                *(NFNL_MSG_TYPE(h->nlmsg_type) == NFT_MSG_NEWGEN ? &c->commits
+                                                                                 : &c->changes) +=
+                                        1;
         }
-        return wrote;
+        return 0;
 }
 
-/* ---- resetting the namespace's ruleset ---- */
+/* An untimed command (a reset, a listing) that must exit 0, into listing. */
+static int run_quiet(char **argv, int in_fd, size_t *len)
+{
+        return bench_run_quiet("restart: ", argv[0], argv, in_fd, listing, sizeof(listing), len);
+}
 
+/* An empty ruleset; what the flush produced is nobody's. */
 static int reset(struct ctx *c)
 {
-        char *argv[] = {"nft", "flush", "ruleset", NULL};
-        char out[1024];
-        int r = run_quiet(c, argv, out, sizeof(out), NULL);
+        char *argv[] = {(char *)c->nft, "flush", "ruleset", NULL};
+        int r = run_quiet(argv, -1, NULL);
 
-        /* What the flush itself produced is nobody's. */
-        if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
-        return r;
-}
-
-/* What the kernel said since `mark` (c->mon as it was after a drain), added
- * to o's counts. */
-static int kernel_since(struct ctx *c, const struct rs_nftmon *mark, struct outcome *o)
-{
-        int r = rs_nftmon_drain(&c->mon);
-
-        if (r == 0) {
-                o->commits += c->mon.commits - mark->commits;
-                o->changes += c->mon.changes - mark->changes;
-        }
-        return r;
+        return r < 0 ? r : drain(c);
 }
 
 /* ---- A, A2, B: the commands ---- */
 
-struct cmd_run {
-        bool ok;
-        char out[OUT_CAP];
-        size_t len;
-};
-
-/* What fits of data (NULL when there was none) after cr's output. */
-static void append(struct cmd_run *cr, const void *data, size_t len)
+/* B: one Exec op a request. A program's failure is an outcome, not an
+ * error. */
+static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd)
 {
-        size_t k = len < OUT_CAP - 1 - cr->len ? len : OUT_CAP - 1 - cr->len;
+        enum bench_how how = m == M_B || m == M_BR     ? BENCH_BROKER_EXEC
+                             : m == M_A2 || m == M_A2R ? BENCH_FORK_RANGE
+                                                       : BENCH_FORK_LOOP;
 
-        if (k)
-                memcpy(cr->out + cr->len, data, k);
-        cr->len += k;
-        cr->out[cr->len] = '\0';
+        return bench_run_cmd(&c->b, how, c->tool[cmd->tool], cmd->argv, cmd_out, sizeof(cmd_out),
+                             &cmd_len, &cmd_ok);
 }
 
-static int exec_helper(struct ctx *c, const struct rs_cmd *cmd, struct cmd_run *cr)
-{
-        nb_results *res = NULL;
-        nb_exec_result er;
-        nb_batch *b = nb_batch_new();
-        int r, st;
+static void cmd_log(const struct rs_cmd *cmd, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
 
-        if (!b)
-                return -ENOMEM;
-        r = nb_batch_exec(b, c->tools.path[cmd->tool], (const char *const *)cmd->argv, NULL, NULL,
-                          0, 0);
-        if (r == 0)
-                r = nb_submit(c->b.conn, b, &res);
-        if (r < 0) {
-                bench_log("netbroker-bench: restart: B: submit failed: %s (%s)\n", strerror(-r),
-                          nb_conn_error(c->b.conn));
-                goto out;
-        }
-        st = nb_result_status(res, 0);
-        if (nb_result_exec(res, 0, &er) < 0 || (st != 0 && st != -EIO) || er.signal ||
-            er.timed_out) {
-                bench_log("netbroker-bench: restart: B: Exec status %d (%s) \"%s\"\n", st,
-                          strerror(st < 0 ? -st : st), nb_result_message(res, 0));
-                r = st < 0 ? st : -EIO;
-                goto out;
-        }
-        cr->ok = st == 0 && er.exit_code == 0;
-        /* libvirt's query callbacks read stdout; stderr after it for errors. */
-        cr->len = 0;
-        append(cr, er.out, er.out_len);
-        append(cr, er.err, er.err_len);
-out:
-        nb_results_free(res);
-        nb_batch_free(b);
-        return r;
+static void cmd_log(const struct rs_cmd *cmd, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        fputs("netbroker-bench: restart: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs(":\n  ", stderr);
+        rs_cmd_print(cmd, stderr);
+        bench_log("\n  its output: %s\n", cmd_out);
 }
 
-static int exec_cmd(struct ctx *c, enum method m, const struct rs_cmd *cmd, struct cmd_run *cr)
+/* A command libvirt would not ignore must succeed; a query must list the
+ * chains the list expects; a mismatch of an ignored one is only logged. */
+static int check_cmd(enum method m, const struct rs_cmd *cmd, struct outcome *o)
 {
-        int st, r;
+        int jumps = cmd->jumps < 0 || !cmd_ok ? 0 : rs_count_jumps(cmd, cmd_out);
 
-        if (m == M_B || m == M_BR)
-                return exec_helper(c, cmd, cr);
-        r = bench_fork_exec(
-                &c->b.fp, m == M_A2 || m == M_A2R ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP, 0,
-                c->tools.path[cmd->tool], cmd->argv, cr->out, sizeof(cr->out), &cr->len, &st);
-        if (r < 0)
-                return r;
-        if (WIFSIGNALED(st)) {
-                bench_log("netbroker-bench: restart: %s killed by signal %d\n", cmd->argv[0],
-                          WTERMSIG(st));
+        if (cmd->expect == RS_MUST_SUCCEED && !cmd_ok) {
+                cmd_log(cmd, "%s: this command failed, libvirt would have rolled back",
+                        method_names[m]);
                 return -EIO;
         }
-        cr->ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        return 0;
-}
-
-/* Check a command's outcome against the list: a command libvirt would not
- * ignore must succeed, a query must list the chains the list expects. */
-static int check_cmd(enum method m, const struct rs_cmd *cmd, const struct cmd_run *cr,
-                     struct outcome *o)
-{
-        int jumps;
-
-        if (cmd->expect == RS_MUST_SUCCEED && !cr->ok) {
-                bench_log("netbroker-bench: restart: %s: this command failed, libvirt would have "
-                          "rolled back:\n  ",
-                          method_names[m]);
-                rs_cmd_print(cmd, stderr);
-                bench_log("\n  its output: %s\n", cr->out);
-                return -EIO;
-        }
-        if ((cmd->expect == RS_EXPECT_OK && !cr->ok) || (cmd->expect == RS_EXPECT_FAIL && cr->ok)) {
-                if (o->mismatches++ < 3) {
-                        bench_log("netbroker-bench: restart: %s: expected to %s: ", method_names[m],
-                                  cmd->expect == RS_EXPECT_OK ? "succeed" : "fail");
-                        rs_cmd_print(cmd, stderr);
-                        bench_log("\n  its output: %s\n", cr->out);
-                }
-        }
-        if (cmd->jumps < 0)
-                return 0;
-        jumps = cr->ok ? rs_count_jumps(cmd, cr->out, cr->len) : 0;
-        if (jumps != cmd->jumps) {
-                bench_log("netbroker-bench: restart: %s: the query found %d chains to follow, "
-                          "the command list has %d:\n  ",
-                          method_names[m], jumps, cmd->jumps);
-                rs_cmd_print(cmd, stderr);
-                bench_log("\n  its output: %s\n", cr->out);
+        if (((cmd->expect == RS_EXPECT_OK) != cmd_ok) && cmd->expect != RS_MUST_SUCCEED &&
+            o->mismatches++ < 3)
+                cmd_log(cmd, "%s: expected to %s", method_names[m],
+                        cmd->expect == RS_EXPECT_OK ? "succeed" : "fail");
+        if (cmd->jumps >= 0 && jumps != cmd->jumps) {
+                cmd_log(cmd, "%s: the query found %d chains to follow, the command list has %d",
+                        method_names[m], jumps, cmd->jumps);
                 return -EPROTO;
         }
         return 0;
 }
 
-static struct cmd_run cmd_run_buf; /* 64 KiB: not on the stack */
-
-/* One guest's commands by one method, timed alone; its counts, time and
- * notifications go to that method's outcome. */
+/* One guest's commands by one method, timed alone (building the list is
+ * libvirt's in-memory work: not timed). */
 static int run_guest(struct ctx *c, enum method m, unsigned g, enum rs_phase phase)
 {
         struct outcome *o = &c->out[m];
-        struct rs_cmdlist l = {0};
-        struct rs_nftmon mark;
+        struct rs_cmdlist *l = &cmds;
         uint64_t t0;
         double us;
-        int r;
+        int r = rs_cmds_instantiate(l, &c->guests[g], phase);
 
-        /* Building the list is libvirt's in-memory work: not timed. */
-        r = rs_cmds_instantiate(&l, &c->guests[g], phase);
         if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
-        mark = c->mon;
+                r = drain(c);
         t0 = bench_now_ns();
-        for (size_t i = 0; i < l.n && r == 0; i++) {
-                r = exec_cmd(c, m, &l.v[i], &cmd_run_buf);
+        for (size_t i = 0; i < l->n && r == 0; i++) {
+                r = exec_cmd(c, m, &l->v[i]);
                 if (r == 0)
-                        r = check_cmd(m, &l.v[i], &cmd_run_buf, o);
+                        r = check_cmd(m, &l->v[i], o);
         }
         us = (double)(bench_now_ns() - t0) / 1000.0;
-        rs_cmdlist_clear(&l);
-        if (r == 0)
-                r = bench_samples_add(&o->per_guest, us);
-        if (r == 0)
-                r = kernel_since(c, &mark, o);
-        if (r < 0)
-                return r;
-        o->wall_us += us;
-        o->ran = true;
-        return 0;
+        o->wall_us += r == 0 ? us : 0;
+        return r < 0 ? r : bench_samples_add(&o->s, us);
 }
 
 /* After a start or a restart: every guest has its 2 root and 8 sub-chains
- * under their final names in ebtables' nat table, jumped to from
- * PREROUTING/POSTROUTING, and no temporary chain is left. */
-static char listing[4u << 20];
-
+ * under their final names in ebtables' nat table (3 base chains besides),
+ * jumped to from PREROUTING/POSTROUTING, and no temporary chain is left. */
 static int check_ebtables(struct ctx *c, const char *after)
 {
-        char *argv[] = {(char *)c->tools.path[RS_EBTABLES], "-t", "nat", "-L", NULL};
+        char *argv[] = {(char *)c->tool[RS_EBTABLES], "-t", "nat", "-L", NULL};
         unsigned chains = 0, tmp = 0, links = 0;
-        size_t len;
-        int r = run_quiet(c, argv, listing, sizeof(listing), &len);
+        int r = run_quiet(argv, -1, NULL);
 
-        if (r < 0)
-                return r;
-        for (char *p = listing; (p = strstr(p, "Bridge chain: ")); p++) {
+        for (char *p = listing; r == 0 && (p = strstr(p, "Bridge chain: ")); p++) {
                 const char *name = p + strlen("Bridge chain: ");
                 chains++;
-                if (strncmp(name, "libvirt-J-", 10) == 0 || strncmp(name, "libvirt-P-", 10) == 0 ||
-                    ((name[0] == 'J' || name[0] == 'P') && name[1] == '-'))
-                        tmp++;
+                tmp += strncmp(name, "libvirt-J-", 10) == 0 ||
+                       strncmp(name, "libvirt-P-", 10) == 0 ||
+                       ((name[0] == 'J' || name[0] == 'P') && name[1] == '-');
         }
-        for (char *p = listing; (p = strstr(p, " -j libvirt-")); p++)
+        for (char *p = listing; r == 0 && (p = strstr(p, " -j libvirt-")); p++)
                 links++;
-        /* PREROUTING, OUTPUT, POSTROUTING + 10 per guest */
-        if (chains != 3 + 10 * c->n || tmp || links != 2 * c->n) {
+        if (r == 0 && (chains != 3 + 10 * c->n || tmp || links != 2 * c->n)) {
                 bench_log("netbroker-bench: restart: after %s: %u chains (expected %u), %u "
                           "temporary, %u links (expected %u)\n",
                           after, chains, 3 + 10 * c->n, tmp, links, 2 * c->n);
-                return -EPROTO;
+                r = -EPROTO;
         }
-        return 0;
+        return r;
 }
 
 /* ---- filling: the guests that are not timed (--sample) ---- */
 
-/* The rules libvirt's commands leave for guest 0, from ebtables-save, kept
- * to be written again for other guests. */
+/* The rules libvirt's commands leave for guest 0 (through the helper, the
+ * quickest), from ebtables-save, kept to be written for other guests. */
 static int make_template(struct ctx *c)
 {
-        /* All tables: this ebtables-save takes no -t; the nat one is used. */
-        char *save[] = {(char *)c->tools.eb_save, NULL};
-        struct outcome scratch = {0};
-        struct rs_cmdlist l = {0};
-        size_t len;
+        char *save[] = {(char *)c->eb_save, NULL}; /* all tables: it takes no -t */
         int r = reset(c);
 
         if (r == 0)
-                r = rs_cmds_instantiate(&l, &c->guests[0], RS_START);
-        /* Through the helper: the quickest of the three, and not timed. */
-        for (size_t i = 0; i < l.n && r == 0; i++) {
-                r = exec_cmd(c, M_B, &l.v[i], &cmd_run_buf);
-                if (r == 0)
-                        r = check_cmd(M_B, &l.v[i], &cmd_run_buf, &scratch);
-        }
-        rs_cmdlist_clear(&l);
+                r = run_guest(c, M_B, 0, RS_START);
+        bench_samples_clear(&c->out[M_B].s); /* not timed */
+        c->out[M_B].wall_us = 0;
         if (r == 0)
-                r = run_quiet(c, save, listing, sizeof(listing), &len);
+                r = run_quiet(save, -1, NULL);
         if (r == 0 && !(c->tmpl = strdup(listing)))
                 r = -ENOMEM;
-        if (r == 0)
-                r = reset(c);
-        return r;
+        return r < 0 ? r : reset(c);
 }
 
-/* `line` with guest 0's name, MAC and IP replaced by g's. */
-static void write_for_guest(FILE *f, const char *line, size_t len, const struct rs_guest *t,
-                            const struct rs_guest *g)
-{
-        const char *from[3] = {t->ifname, t->mac, t->ip}, *to[3] = {g->ifname, g->mac, g->ip};
-
-        for (size_t i = 0; i < len;) {
-                int k = 0;
-                while (k < 3 && strncmp(line + i, from[k], strlen(from[k])) != 0)
-                        k++;
-                if (k < 3) {
-                        fputs(to[k], f);
-                        i += strlen(from[k]);
-                } else {
-                        fputc(line[i++], f);
-                }
-        }
-        fputc('\n', f);
-}
-
-static bool is_base_chain(const char *line)
-{
-        return strncmp(line, ":PREROUTING ", 12) == 0 || strncmp(line, ":OUTPUT ", 8) == 0 ||
-               strncmp(line, ":POSTROUTING ", 13) == 0;
-}
-
-/* ebtables-restore input for guests 0..n-timed-1: every chain first, then
- * every rule, since a jump needs its target declared. */
+/* ebtables-restore input for the untimed guests: the template's nat lines
+ * with guest 0's name, MAC and IP replaced; every chain first (not the base
+ * chains), then every rule, since a jump needs its target declared. */
 static int write_fill(struct ctx *c, FILE *f)
 {
         struct rs_guest t;
+        char buf[1024];
+        int r = 0;
 
         rs_guest_init(&t, 0);
         fputs("*nat\n:PREROUTING ACCEPT\n:OUTPUT ACCEPT\n:POSTROUTING ACCEPT\n", f);
         for (int pass = 0; pass < 2; pass++)
-                for (unsigned g = 0; g < c->n - c->timed; g++) {
+                for (unsigned g = 0; g < c->n - c->timed && r == 0; g++) {
+                        const struct rs_guest *to = &c->guests[g];
                         bool nat = false;
-                        for (const char *p = c->tmpl; *p;) {
+                        for (const char *p = c->tmpl; *p && r == 0;) {
                                 size_t len = strcspn(p, "\n");
-                                bool want = pass == 0 ? p[0] == ':' && !is_base_chain(p)
-                                                      : strncmp(p, "-A ", 3) == 0;
-                                if (p[0] == '*')
-                                        nat = strncmp(p, "*nat\n", 5) == 0;
-                                else if (nat && want)
-                                        write_for_guest(f, p, len, &t, &c->guests[g]);
+                                bool base = strncmp(p, ":PREROUTING ", 12) == 0 ||
+                                            strncmp(p, ":OUTPUT ", 8) == 0 ||
+                                            strncmp(p, ":POSTROUTING ", 13) == 0;
+                                nat = p[0] == '*' ? strncmp(p, "*nat\n", 5) == 0 : nat;
+                                if (nat &&
+                                    (pass == 0 ? p[0] == ':' && !base
+                                               : strncmp(p, "-A ", 3) == 0) &&
+                                    (r = subst((const char *[]){t.ifname, t.mac, t.ip},
+                                               (const char *[]){to->ifname, to->mac, to->ip}, p,
+                                               len, buf, sizeof(buf))) == 0)
+                                        fprintf(f, "%s\n", buf);
                                 p += len + (p[len] == '\n');
                         }
                 }
-        return ferror(f) ? -EIO : 0;
+        return r < 0 ? r : ferror(f) ? -EIO : 0;
 }
 
-static int fill(struct ctx *c)
+/* N's file: the rules C made, as nft lists them. */
+static int write_nft(struct ctx *c, FILE *f)
 {
-        char *argv[] = {"ebtables-restore", NULL};
-        FILE *f;
-        int r;
+        return fputs(c->nft_rules, f) < 0 ? -EIO : 0;
+}
 
-        if (c->timed == c->n)
-                return 0;
-        f = tmpfile();
-        if (!f)
-                return -errno;
-        r = write_fill(c, f);
+/* argv with stdin a file `write` fills; the ruleset reset first and its
+ * notifications drained after, as nobody's. N: timed, one sample. */
+static int run_input(struct ctx *c, int (*write)(struct ctx *, FILE *), char *const *argv,
+                     enum method m)
+{
+        FILE *f = tmpfile();
+        uint64_t t0;
+        long size;
+        int r = f ? write(c, f) : -errno;
+
+        size = f ? ftell(f) : 0;
         if (r == 0 && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0))
                 r = -errno;
-        if (r == 0)
-                r = bench_run_quiet(&c->b.fp, "restart: ", c->tools.eb_restore, argv, fileno(f),
-                                    listing, sizeof(listing), NULL);
-        fclose(f);
-        /* What the fill produced is nobody's. */
-        if (r == 0)
-                r = rs_nftmon_drain(&c->mon);
-        return r;
-}
-
-/* ---- A, A2, B: the passes ---- */
-
-static const enum method starts[] = {M_A, M_A2, M_B}, restarts[] = {M_AR, M_A2R, M_BR};
-#define N_LIBVIRT (sizeof(starts) / sizeof(*starts))
-
-static double mean_s(const struct outcome *o)
-{
-        return o->per_guest.n ? o->wall_us / o->per_guest.n / 1e6 : 0;
-}
-
-static void progress(const struct ctx *c, const char *what, unsigned done)
-{
-        unsigned step = c->timed / 5 ? c->timed / 5 : 1;
-        double total = 0;
-
-        for (int m = M_A; m < N_METHODS; m++)
-                total += c->out[m].wall_us;
-        if (done % step == 0 || done == c->timed)
-                bench_log("restart: %s %u/%u guests, %.0f s so far (A %.1f s, A2 %.1f s, B %.1f s "
-                          "per guest)\n",
-                          what, done, c->timed, total / 1e6, mean_s(&c->out[M_A]),
-                          mean_s(&c->out[M_A2]), mean_s(&c->out[M_B]));
-}
-
-/* One start pass: every timed guest started by one method, the method
- * moving on with the guest and with the pass. */
-static int start_pass(struct ctx *c, unsigned pass)
-{
-        char what[32];
-        int r = reset(c);
-
-        if (r == 0)
-                r = fill(c);
-        for (unsigned j = 0; j < c->timed && r == 0; j++) {
-                r = run_guest(c, starts[(j + pass) % N_LIBVIRT], c->n - c->timed + j, RS_START);
-                if (r == 0) {
-                        snprintf(what, sizeof(what), "start pass %u/%zu:", pass + 1, N_LIBVIRT);
-                        progress(c, what, j + 1);
-                }
-        }
-        if (r == 0) {
-                snprintf(what, sizeof(what), "start pass %u", pass + 1);
-                r = check_ebtables(c, what);
-        }
-        return r;
-}
-
-/* Every timed guest restarted by each method in turn, the first moving on
- * with the guest. */
-static int restart_all(struct ctx *c)
-{
-        int r = 0;
-
-        for (unsigned j = 0; j < c->timed && r == 0; j++) {
-                for (unsigned k = 0; k < N_LIBVIRT && r == 0; k++)
-                        r = run_guest(c, restarts[(j + k) % N_LIBVIRT], c->n - c->timed + j,
-                                      RS_RESTART);
-                if (r == 0)
-                        progress(c, "restarts:", j + 1);
-        }
-        if (r == 0)
-                r = check_ebtables(c, "the restarts");
-        return r;
-}
-
-static int run_broker_rep(struct ctx *c);
-
-static int run_libvirt(struct ctx *c)
-{
-        int r = 0;
-
-        for (unsigned p = 0; p < N_LIBVIRT && r == 0; p++) {
-                r = start_pass(c, p);
-                /* Not after the last pass: the restarts need its rules. */
-                if (r == 0 && p + 1 < N_LIBVIRT)
-                        r = run_broker_rep(c);
-        }
-        if (r == 0)
-                r = restart_all(c);
-        return r;
-}
-
-/* ---- N ---- */
-
-static int run_nft_file(struct ctx *c)
-{
-        struct outcome *o = &c->out[M_N];
-        char path[] = "/tmp/netbroker-bench-nft.XXXXXX";
-        char *argv[] = {"nft", "-f", path, NULL};
-        struct rs_nftmon mark;
-        uint64_t t0;
-        int fd, r;
-        long size;
-        FILE *f;
-
-        fd = mkstemp(path);
-        if (fd < 0)
-                return -errno;
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                close(fd);
-                unlink(path);
-                return r;
-        }
-        r = rs_nft_write(f, c->guests, c->n);
-        size = ftell(f);
-        if (fclose(f) != 0 && r == 0)
-                r = -errno;
-        if (r == 0)
+        if (r == 0 && m == M_N)
                 r = reset(c);
-        mark = c->mon;
-        if (r == 0) {
-                t0 = bench_now_ns();
-                r = bench_run_quiet(&c->b.fp, "restart: N: ", c->tools.nft, argv, -1,
-                                    cmd_run_buf.out, sizeof(cmd_run_buf.out), NULL);
-                o->wall_us = (double)(bench_now_ns() - t0) / 1000.0;
+        t0 = bench_now_ns();
+        if (r == 0)
+                r = bench_run_quiet(m == M_N ? "restart: N: " : "restart: ", argv[0], argv,
+                                    fileno(f), cmd_out, sizeof(cmd_out), NULL);
+        if (r == 0 && m == M_N) {
+                double us = (double)(bench_now_ns() - t0) / 1000.0;
+                bench_log("restart: N   %u guests, nft -f of %ld bytes: %.2f ms\n", c->n, size,
+                          us / 1000.0);
+                r = bench_samples_add(&c->out[M_N].s, us);
         }
-        unlink(path);
-        o->commits = o->changes = 0;
-        if (r == 0)
-                r = kernel_since(c, &mark, o);
-        if (r == 0)
-                r = bench_samples_add(&o->reps, o->wall_us);
-        o->ran = r == 0;
-        bench_log("restart: N   %u guests, nft -f of %ld bytes: %.2f ms\n", c->n, size,
-                  o->wall_us / 1000.0);
-        return r;
+        if (f)
+                fclose(f);
+        return r < 0 ? r : drain(c);
 }
 
-/* ---- C and D ---- */
+/* ---- C and D: one request of N FirewallApply ops ---- */
 
+/* The helper's Stats, or NULL. */
+static nb_results *fw_stats(struct ctx *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r = b ? nb_batch_stats(b) : -ENOMEM;
+
+        if (r == 0)
+                r = bench_submit_all(c->b.conn, b, 1, "restart: Stats: ", NULL, &res);
+        nb_batch_free(b);
+        return r == 0 ? res : NULL;
+}
+
+/* "fw_rules_written +0, fw_owners_unchanged +100": the firewall counters
+ * that moved, and those that count writes (fw_transactions, fw_*_written)
+ * even when they did not. Returns whether one of those moved. */
+static bool fw_deltas(const nb_results *a, const nb_results *b, char *buf, size_t len)
+{
+        const char *nm;
+        uint64_t v, x;
+        bool wrote = false;
+        size_t o = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; nb_result_stat_at(b, 0, i, &nm, &v) == 0; i++) {
+                bool writes = strstr(nm, "written") || strcmp(nm, "fw_transactions") == 0;
+                if (strncmp(nm, "fw_", 3) != 0)
+                        continue;
+                if (nb_result_stat(a, 0, nm, &x) < 0)
+                        x = 0;
+                wrote |= writes && v != x;
+                if ((v != x || writes) && o < len)
+                        o += (size_t)snprintf(buf + o, len - o, "%s%s +%llu", o ? ", " : "", nm,
+                                              (unsigned long long)(v - x));
+        }
+        return wrote;
+}
+
+/* no-promisc first: clean-traffic accepts IPv4 and ARP to the guest, so
+ * no-promisc after it would see nothing (libvirt's chain priorities put
+ * its mac chain first too). */
 static int build_fw_batch(struct ctx *c, nb_fw_mode mode, nb_batch **ret)
 {
         nb_batch *b = nb_batch_new();
@@ -559,14 +527,7 @@ static int build_fw_batch(struct ctx *c, nb_fw_mode mode, nb_batch **ret)
                 const char *ips[] = {gu->ip, NULL};
                 nb_fw_ruleset *rs = nb_fw_ruleset_new();
 
-                if (!rs) {
-                        r = -ENOMEM;
-                        break;
-                }
-                /* no-promisc first: clean-traffic accepts IPv4 and ARP to the
-                 * guest, no-promisc after it would see nothing (libvirt's
-                 * chain priorities put its mac chain first too). */
-                r = nb_fw_add_no_promisc(rs, gu->mac);
+                r = rs ? nb_fw_add_no_promisc(rs, gu->mac) : -ENOMEM;
                 if (r == 0)
                         r = nb_fw_add_clean_traffic(rs, gu->mac, ips);
                 if (r == 0)
@@ -583,340 +544,279 @@ static int build_fw_batch(struct ctx *c, nb_fw_mode mode, nb_batch **ret)
         return 0;
 }
 
-/* One request of N FirewallApply ops, timed from building it to the reply. */
+/* C replaces, D ensures; D must write nothing: by its results, the
+ * helper's write counters and the kernel's notifications. Timed from
+ * building the request to the reply. */
 static int run_fw(struct ctx *c, enum method m)
 {
-        const nb_fw_mode mode = m == M_C ? NB_FW_REPLACE : NB_FW_ENSURE;
-        struct outcome *o = &c->out[m];
-        struct bench_stats s0 = {0}, s1 = {0};
-        nb_results *res = NULL;
-        nb_batch *b = NULL;
-        struct rs_nftmon mark;
-        uint64_t t0, t1;
+        nb_results *res = NULL, *s0 = fw_stats(c), *s1 = NULL;
         unsigned unchanged = 0;
+        bool ok = true, wrote;
+        nb_batch *b = NULL;
         char deltas[160];
-        bool wrote;
-        int r;
+        uint64_t t0, t1;
+        double us;
+        int r = s0 ? drain(c) : -EIO;
 
-        r = bench_helper_stats(c->b.conn, "", &s0);
-        if (r < 0)
-                return r;
-        r = rs_nftmon_drain(&c->mon);
-        if (r < 0)
-                return r;
-        mark = c->mon;
+        c->commits = c->changes = 0;
         t0 = t1 = bench_now_ns();
-        r = build_fw_batch(c, mode, &b);
+        if (r == 0)
+                r = build_fw_batch(c, m == M_C ? NB_FW_REPLACE : NB_FW_ENSURE, &b);
         if (r == 0)
                 r = bench_submit_all(c->b.conn, b, c->n,
                                      m == M_C ? "restart: C: " : "restart: D: ", &t1, &res);
-        o->wall_us = (double)(t1 - t0) / 1000.0;
-        if (r < 0)
-                goto out;
-        for (unsigned g = 0; g < c->n; g++) {
+        us = (double)(t1 - t0) / 1000.0;
+        for (unsigned g = 0; g < c->n && r == 0; g++) {
                 const char *hash;
                 bool same;
                 unsigned n_rules;
 
                 r = nb_result_firewall(res, g, &hash, &same, &n_rules);
-                if (r < 0) {
+                if (r < 0)
                         bench_log("netbroker-bench: restart: %s: op %u (%s): no firewall result\n",
                                   method_names[m], g, c->guests[g].ifname);
-                        goto out;
-                }
-                unchanged += same;
-                if (m == M_C) {
-                        free(c->fw_hash[g]);
-                        c->fw_hash[g] = strdup(hash);
-                } else if (!c->fw_hash[g] || strcmp(c->fw_hash[g], hash) != 0) {
+                else if (m == M_C)
+                        snprintf(c->fw_hash[g], sizeof(c->fw_hash[g]), "%s", hash);
+                else if (strcmp(c->fw_hash[g], hash) != 0)
                         bench_log("netbroker-bench: restart: D: %s: hash %s, C had %s\n",
-                                  c->guests[g].ifname, hash,
-                                  c->fw_hash[g] ? c->fw_hash[g] : "none");
-                        c->d_ok = false;
-                }
+                                  c->guests[g].ifname, hash, c->fw_hash[g]);
+                ok &= m == M_C || (r == 0 && strcmp(c->fw_hash[g], hash) == 0);
+                unchanged += same;
         }
-        o->commits = o->changes = 0;
-        r = kernel_since(c, &mark, o);
         if (r == 0)
-                r = bench_helper_stats(c->b.conn, "", &s1);
+                r = drain(c);
+        if (r == 0 && !(s1 = fw_stats(c)))
+                r = -EIO;
         if (r == 0)
-                r = bench_samples_add(&o->reps, o->wall_us);
+                r = bench_samples_add(&c->out[m].s, us);
         if (r < 0)
                 goto out;
-        o->ran = true;
-        wrote = fw_deltas(&s0, &s1, deltas, sizeof(deltas));
+        wrote = fw_deltas(s0, s1, deltas, sizeof(deltas));
         bench_log("restart: %-3s %u guests, one request: %.2f ms (%s)\n", method_names[m], c->n,
-                  o->wall_us / 1000.0, deltas);
-        /* D writes nothing: by its results, the helper's write counters and
-         * the kernel's notifications. */
-        if (m == M_D && (unchanged != c->n || wrote || o->commits || o->changes))
-                c->d_ok = false;
+                  us / 1000.0, deltas);
+        if (m == M_C)
+                goto out;
+        ok &= unchanged == c->n && !wrote && !c->commits && !c->changes;
         snprintf(c->d_check, sizeof(c->d_check),
                  "D check %s: %u/%u owners unchanged, helper write counters %s, kernel: %llu "
                  "commits, %llu changes",
-                 c->d_ok ? "passed" : "FAILED", unchanged, c->n, wrote ? "MOVED" : "unmoved",
-                 (unsigned long long)o->commits, (unsigned long long)o->changes);
-        if (!c->d_ok) {
+                 ok ? "passed" : "FAILED", unchanged, c->n, wrote ? "MOVED" : "unmoved",
+                 (unsigned long long)c->commits, (unsigned long long)c->changes);
+        if (!ok) {
                 bench_log("netbroker-bench: restart: %s\n", c->d_check);
                 r = -EPROTO;
         }
 out:
+        nb_results_free(s0);
+        nb_results_free(s1);
         nb_results_free(res);
         nb_batch_free(b);
         return r;
 }
 
-static int fw_list_count(struct ctx *c, size_t *ret)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-        int r = b ? nb_batch_firewall_list(b) : -ENOMEM;
-
-        if (r == 0)
-                r = nb_submit(c->b.conn, b, &res);
-        if (r == 0)
-                r = nb_result_status(res, 0);
-        if (r == 0)
-                *ret = nb_result_fw_owner_count(res, 0);
-        nb_results_free(res);
-        nb_batch_free(b);
-        return r;
-}
-
+/* C (its rules kept, the first time, for N), then the daemon restarts (its
+ * connection goes, the helper exits, the next daemon spawns a new one): D. */
 static int run_c_and_d(struct ctx *c)
 {
-        size_t owners = 0;
+        char *argv[] = {(char *)c->nft, "list", "ruleset", NULL};
         int r = reset(c);
 
         if (r == 0)
                 r = run_fw(c, M_C);
-        if (r == 0)
-                r = fw_list_count(c, &owners);
-        if (r == 0 && owners != c->n) {
-                bench_log("netbroker-bench: restart: FirewallList after C: %zu owners, not %u\n",
-                          owners, c->n);
-                r = -EPROTO;
-        }
+        if (r == 0 && !c->nft_rules && (r = run_quiet(argv, -1, NULL)) == 0 &&
+            !(c->nft_rules = strdup(listing)))
+                r = -ENOMEM;
         if (r < 0)
                 return r;
-        /* The daemon restarts: its connection goes, the helper exits; the
-         * next daemon spawns a new one. */
-        bench_broker_stop(c->b.conn);
-        c->b.conn = NULL;
-        r = bench_broker_start(c->o->helper, c->allow, &c->b.conn);
-        if (r < 0)
-                return r;
-        return run_fw(c, M_D);
+        bench_ctx_stop(&c->b);
+        r = bench_broker_start(c->o->helper, c->tool, NULL, NULL, &c->b.conn);
+        return r < 0 ? r : run_fw(c, M_D);
 }
 
-/* N, C and D a few times more: between the start passes and at the end,
- * so that they share the passes' drift. Each takes milliseconds, where a
- * pass takes minutes: several at a time cost nothing and steady their
- * medians. */
-#define BROKER_REPS 5
-
+/* C, D and N a few times: between the start passes and at the end, so that
+ * they share the passes' drift. Each takes milliseconds where a pass takes
+ * minutes: several at a time cost nothing and steady their medians. */
 static int run_broker_rep(struct ctx *c)
 {
         int r = 0;
 
-        for (int i = 0; i < BROKER_REPS && r == 0; i++) {
-                r = run_nft_file(c);
-                if (r == 0 && c->have_fw)
-                        r = run_c_and_d(c);
+        for (int i = 0; i < 5 && r == 0 && c->have_fw; i++) {
+                r = run_c_and_d(c);
+                if (r == 0)
+                        r = run_input(c, write_nft,
+                                      (char *[]){(char *)c->nft, "-f", "/dev/stdin", NULL}, M_N);
         }
         return r;
 }
 
-/* ---- setup ---- */
+/* ---- A, A2, B: the passes ---- */
 
-static int find_tools(struct tools *t)
+static void progress(const struct ctx *c, const char *what, unsigned done)
 {
-        static const char *const names[RS_N_TOOLS] = {[RS_EBTABLES] = "ebtables",
-                                                      [RS_IPTABLES] = "iptables",
-                                                      [RS_IP6TABLES] = "ip6tables"};
-
-        for (int i = 0; i < RS_N_TOOLS; i++) {
-                t->path[i] = bench_find_tool(names[i]);
-                if (!t->path[i]) {
-                        bench_log("netbroker-bench: restart: %s not found\n", names[i]);
-                        return -ENOENT;
-                }
-        }
-        t->nft = bench_find_tool("nft");
-        if (!t->nft) {
-                bench_log("netbroker-bench: restart: nft not found\n");
-                return -ENOENT;
-        }
-        return 0;
+        if (done % (c->timed / 5 ? c->timed / 5 : 1) == 0 || done == c->timed)
+                bench_log("restart: %s %u/%u guests, A %.0f s, A2 %.0f s, B %.0f s so far\n", what,
+                          done, c->timed, (c->out[M_A].wall_us + c->out[M_AR].wall_us) / 1e6,
+                          (c->out[M_A2].wall_us + c->out[M_A2R].wall_us) / 1e6,
+                          (c->out[M_B].wall_us + c->out[M_BR].wall_us) / 1e6);
 }
 
-/* The guests' taps, made by the helper, persistent: they outlive the fds. */
-static int make_taps(struct ctx *c)
+/* Three start passes, every timed guest started by one method, the method
+ * moving on with the guest and with the pass (N, C, D between them); then
+ * every timed guest restarted by each method in turn, the first moving on
+ * with the guest. */
+static int run_libvirt(struct ctx *c)
 {
-        const nb_tap_opts opts = {.persist = true};
-        nb_batch *b = nb_batch_new();
-        nb_results *res = NULL;
-        int r = b ? 0 : -ENOMEM;
-
-        for (unsigned g = 0; g < c->n && r == 0; g++)
-                r = nb_batch_tap_create(b, c->guests[g].ifname, &opts);
-        if (r == 0)
-                r = bench_submit_all(c->b.conn, b, c->n, "restart: TapCreate: ", NULL, &res);
-        nb_results_free(res);
-        nb_batch_free(b);
-        return r;
-}
-
-/* The programs' pages into the page cache, the kernel's modules loaded. */
-static int warm_up(struct ctx *c)
-{
-        char *eb[] = {(char *)c->tools.path[RS_EBTABLES], "-t", "nat", "-L", NULL};
-        char *ip4[] = {(char *)c->tools.path[RS_IPTABLES], "-w", "-n", "-L", NULL};
-        char *ip6[] = {(char *)c->tools.path[RS_IP6TABLES], "-w", "-n", "-L", NULL};
-        char *nft[] = {"nft", "list", "ruleset", NULL};
-        char **all[] = {eb, ip4, ip6, nft};
+        char what[32];
         int r = 0;
 
-        for (size_t i = 0; i < 4 && r == 0; i++)
-                r = run_quiet(c, all[i], listing, sizeof(listing), NULL);
-        return r;
+        for (unsigned p = 0; p < 3 && r == 0; p++) {
+                snprintf(what, sizeof(what), "start pass %u/3:", p + 1);
+                r = reset(c);
+                if (r == 0 && c->timed < c->n)
+                        r = run_input(c, write_fill, (char *[]){(char *)c->eb_restore, NULL}, M_A);
+                for (unsigned j = 0; j < c->timed && r == 0; j++) {
+                        r = run_guest(c, starts[(j + p) % 3], c->n - c->timed + j, RS_START);
+                        if (r == 0)
+                                progress(c, what, j + 1);
+                }
+                if (r == 0)
+                        r = check_ebtables(c, what);
+                /* Not after the last pass: the restarts need its rules. */
+                if (r == 0 && p < 2)
+                        r = run_broker_rep(c);
+        }
+        for (unsigned j = 0; j < c->timed && r == 0; j++) {
+                for (unsigned k = 0; k < 3 && r == 0; k++)
+                        r = run_guest(c, restarts[(j + k) % 3], c->n - c->timed + j, RS_RESTART);
+                if (r == 0)
+                        progress(c, "restarts:", j + 1);
+        }
+        return r < 0 ? r : check_ebtables(c, "the restarts");
 }
 
 /* ---- the report ---- */
 
-static bool is_batch(enum method m)
-{
-        return m == M_N || m == M_C || m == M_D;
-}
-
-/* Per guest: A, A2, B the guests' own times; N, C, D each repetition / N. */
-static int per_guest(const struct ctx *c, enum method m, struct bench_summary *ret)
-{
-        const struct outcome *o = &c->out[m];
-        int k;
-
-        if (!is_batch(m))
-                return bench_samples_summarize(&o->per_guest, ret);
-        k = bench_samples_summarize(&o->reps, ret);
-        if (k == 0)
-                bench_summary_per(ret, c->n);
-        return k;
-}
-
 static int add_results(struct ctx *c, struct bench_report *r)
 {
-        static const struct bench_pair pairs[] = {
-                {M_A, M_C, "A/C"},  {M_A2, M_C, "A2/C"}, {M_B, M_C, "B/C"},
-                {M_N, M_C, "N/C"},  {M_AR, M_D, "A/D"},  {M_A2R, M_D, "A2/D"},
-                {M_BR, M_D, "B/D"}, {M_A, M_N, "A/N"},   {M_AR, M_A, "Ar/A"},
-        };
         static const enum method row_order[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR, M_N, M_C, M_D};
         struct bench_summary s[N_METHODS] = {0};
-        double med[N_METHODS];
+        double med[N_METHODS] = {0};
         char what[56];
         int k = 0;
 
+        /* Per guest: A, A2, B the guests' own times; N, C, D each repetition / N. */
         for (size_t i = 0; i < N_METHODS && k == 0; i++) {
                 enum method m = row_order[i];
-                if (!c->out[m].ran)
+                bool batch = m == M_N || m == M_C || m == M_D;
+                if (!c->out[m].s.n)
                         continue;
-                k = per_guest(c, m, &s[m]);
+                k = bench_samples_summarize(&c->out[m].s, &s[m]);
+                if (batch)
+                        bench_summary_per(&s[m], c->n);
+                med[m] = s[m].median_us;
                 if (k == 0)
                         k = bench_report_add_row(r, method_names[m],
                                                  m == M_AR || m == M_A2R || m == M_BR || m == M_D
                                                          ? "restart per guest"
                                                          : "start per guest",
-                                                 &s[m], c->out[M_A].ran ? &s[M_A] : NULL);
+                                                 &s[m], s[M_A].n ? &s[M_A] : NULL);
         }
-        for (int m = 0; m < N_METHODS; m++)
-                med[m] = c->out[m].ran ? s[m].median_us : 0;
         if (k == 0)
-                k = bench_report_pairs(r, pairs, sizeof(pairs) / sizeof(*pairs), med, NULL);
-        if (k == 0 && c->out[M_A].ran && c->out[M_C].ran) {
-                snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
+                k = bench_report_ratios(r, "A/C A2/C B/C N/C", NULL, method_names, med, N_METHODS);
+        if (k == 0)
+                k = bench_report_ratios(r, "A/D A2/D B/D", NULL, restart_names, med, N_METHODS);
+        if (k == 0)
+                k = bench_report_ratios(r, "A/N Ar/A", NULL, method_names, med, N_METHODS);
+        snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
+        if (k == 0 && s[M_A].n && s[M_C].n)
                 k = bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
-        }
-        if (k == 0 && c->out[M_AR].ran && c->out[M_D].ran) {
-                snprintf(what, sizeof(what), "daemon restart, per guest, N=%u", c->n);
+        snprintf(what, sizeof(what), "daemon restart, per guest, N=%u", c->n);
+        if (k == 0 && s[M_AR].n && s[M_D].n)
                 k = bench_report_add_compare(r, what, "Ar", &s[M_AR], "A2r", &s[M_A2R], "D",
                                              &s[M_D]);
-        }
-        if (k == 0)
-                k = bench_report_add_note(
-                        r, "%s", c->have_fw ? c->d_check : "C, D: the helper has no firewall");
-        return k;
+        return k ? k
+                 : bench_report_add_note(
+                           r, "%s", c->have_fw ? c->d_check : "C, D: the helper has no firewall");
 }
 
 /* ---- the scenario ---- */
 
-/* The tools, the notification socket, then the fat parent and the helper
- * (bench_ctx_start), and the guests' taps. */
+/* The tools, the notification socket, the fat parent and the helper, the
+ * guests' taps (made by the helper, persistent: they outlive the fds), the
+ * programs' pages into the page cache and the kernel's modules loaded. */
 static int setup(struct ctx *c, struct bench_report *r)
 {
-        int k = find_tools(&c->tools);
+        static const char *const names[] = {"ebtables", "iptables", "ip6tables", "nft"};
+        static const char *const features[] = {"exec", "tap_create", "stats", NULL};
+        static const char *const list[][3] = {
+                {"-t", "nat", "-L"}, {"-w", "-n", "-L"}, {"-w", "-n", "-L"}, {"list", "ruleset"}};
+        const nb_tap_opts opts = {.persist = true};
+        nb_results *res = NULL;
+        nb_batch *b = NULL;
+        int k = 0;
 
-        if (k == 0 && c->timed < c->n) {
-                c->tools.eb_save = bench_find_tool("ebtables-save");
-                c->tools.eb_restore = bench_find_tool("ebtables-restore");
-                if (!c->tools.eb_save || !c->tools.eb_restore) {
-                        bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
-                                  "ebtables-restore\n");
+        for (size_t i = 0; i < 4 && k == 0; i++)
+                if (!(c->tool[i] = bench_find_tool(names[i]))) {
+                        bench_log("netbroker-bench: restart: %s not found\n", names[i]);
                         k = -ENOENT;
                 }
+        c->nft = c->tool[3];
+        c->tool[3] = NULL;
+        if (k == 0 && c->timed < c->n &&
+            (!(c->eb_save = bench_find_tool("ebtables-save")) ||
+             !(c->eb_restore = bench_find_tool("ebtables-restore")))) {
+                bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
+                          "ebtables-restore\n");
+                k = -ENOENT;
         }
-        if (k < 0)
-                return k;
-        for (int t = 0; t < RS_N_TOOLS; t++)
-                c->allow[t] = c->tools.path[t];
-        k = rs_nftmon_open(&c->mon);
-        if (k < 0) {
+        if (k == 0 && (k = monitor_open(c)) < 0)
                 bench_log("netbroker-bench: restart: cannot listen to nftables notifications: "
                           "%s\n",
                           strerror(-k));
-                return k;
-        }
-        k = bench_ctx_start(&c->b, c->o, r, true, c->allow, NULL);
+        if (k == 0)
+                k = bench_ctx_start(&c->b, c->o, r, true, c->tool, NULL, features);
         if (k < 0)
                 return k;
-        if (!nb_conn_has_feature(c->b.conn, "tap_create") ||
-            !nb_conn_has_feature(c->b.conn, "stats")) {
-                bench_log("netbroker-bench: restart: the helper offers no tap_create or stats\n");
-                return -EOPNOTSUPP;
-        }
-        c->have_fw = nb_conn_has_feature(c->b.conn, "firewall_apply") &&
-                     nb_conn_has_feature(c->b.conn, "firewall_list");
+        c->have_fw = nb_conn_has_feature(c->b.conn, "firewall_apply");
         bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
-        k = make_taps(c);
+        if (!(b = nb_batch_new()))
+                return -ENOMEM;
+        for (unsigned g = 0; g < c->n && k == 0; g++)
+                k = nb_batch_tap_create(b, c->guests[g].ifname, &opts);
         if (k == 0)
-                k = warm_up(c);
-        if (k == 0 && c->timed < c->n)
-                k = make_template(c);
-        return k;
+                k = bench_submit_all(c->b.conn, b, c->n, "restart: TapCreate: ", NULL, &res);
+        nb_results_free(res);
+        nb_batch_free(b);
+        for (size_t i = 0; i < 4 && k == 0; i++) {
+                const char *tool = i < 3 ? c->tool[i] : c->nft;
+                char *argv[] = {(char *)tool, (char *)list[i][0], (char *)list[i][1],
+                                (char *)list[i][2], NULL};
+                k = run_quiet(argv, -1, NULL);
+        }
+        return k == 0 && c->timed < c->n ? make_template(c) : k;
 }
 
 int bench_restart(const struct bench_opts *o, struct bench_report *r)
 {
         struct ctx *c = calloc(1, sizeof(*c));
+        unsigned n = o->guests ? o->guests : o->quick ? 1 : 100;
         int k;
 
-        if (!c)
-                return -ENOMEM;
-        c->o = o;
-        c->mon.fd = -1;
-        c->n = o->guests ? o->guests : o->quick ? 1 : 100;
-        c->timed = o->sample && o->sample < c->n ? o->sample : c->n;
-        c->d_ok = true;
         r->title = "N guests' firewalls (clean-traffic + no-promisc) at VM start and daemon "
                    "restart";
-        if (c->n > MAX_GUESTS) {
-                bench_log("netbroker-bench: restart: at most %u guests\n", MAX_GUESTS);
+        if (n > BENCH_RESTART_MAX_GUESTS) {
+                bench_log("netbroker-bench: restart: at most %u guests\n",
+                          BENCH_RESTART_MAX_GUESTS);
                 free(c);
                 return -ERANGE;
         }
-        c->guests = calloc(c->n, sizeof(*c->guests));
-        for (unsigned g = 0; g < c->n && c->guests; g++)
+        if (!c)
+                return -ENOMEM;
+        *c = (struct ctx){.o = o, .n = n, .timed = o->sample && o->sample < n ? o->sample : n};
+        c->mon_fd = -1;
+        for (unsigned g = 0; g < n; g++)
                 rs_guest_init(&c->guests[g], g);
-        k = c->guests ? setup(c, r) : -ENOMEM;
+        k = setup(c, r);
         if (k == 0)
                 k = run_broker_rep(c);
         if (k == 0)
@@ -929,15 +829,12 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
         if (c->b.conn)
                 (void)reset(c);
         bench_ctx_stop(&c->b);
-        rs_nftmon_close(&c->mon);
-        for (int m = 0; m < N_METHODS; m++) {
-                bench_samples_clear(&c->out[m].per_guest);
-                bench_samples_clear(&c->out[m].reps);
-        }
+        if (c->mon_fd >= 0)
+                close(c->mon_fd);
+        for (int m = 0; m < N_METHODS; m++)
+                bench_samples_clear(&c->out[m].s);
         free(c->tmpl);
-        for (unsigned g = 0; g < MAX_GUESTS; g++)
-                free(c->fw_hash[g]);
-        free(c->guests);
+        free(c->nft_rules);
         free(c);
         return k;
 }

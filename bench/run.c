@@ -1,13 +1,14 @@
 /* The method runners: samples and medians (one page-cache miss must not
- * move a figure), one timed run of a method, rounds taking turns, and a
- * comparison's rows and ratios. Every scenario times through here. */
+ * move a figure), the helper, one timed run of a method, rounds taking
+ * turns, and a comparison's rows and ratios. Every scenario times through
+ * here. */
 #include "bench.h"
 
 #include <errno.h>
-#include <pthread.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,25 +24,14 @@ uint64_t bench_now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void *bench_grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-        size_t ncap = *cap ? *cap * 2 : 64;
-        void *q;
-
-        if (n < *cap)
-                return arr;
-        q = realloc(arr, ncap * size);
-        if (q)
-                *cap = ncap;
-        return q;
-}
-
 int bench_samples_add(struct bench_samples *s, double us)
 {
-        double *p = bench_grow(s->us, &s->cap, s->n, sizeof(*p));
+        double *p = s->n < s->cap ? s->us : realloc(s->us, (s->cap ? 2 * s->cap : 64) * sizeof(*p));
 
         if (!p)
                 return -ENOMEM;
+        if (s->n == s->cap)
+                s->cap = s->cap ? 2 * s->cap : 64;
         s->us = p;
         s->us[s->n++] = us;
         return 0;
@@ -86,32 +76,63 @@ void bench_samples_clear(struct bench_samples *s)
 
 /* ---- setting up: the fat parent, then the helper ---- */
 
-int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
-                    bool fat, const char *const *programs, const char *extra)
+/* The helper spawned the way a daemon would spawn it (nb_spawn, over a
+ * socketpair), with a configuration that allows exactly the programs a
+ * scenario runs: a memfd the helper reads by its /proc path, so that no
+ * file is left behind, whatever kills us. */
+int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
+                       const char *const *features, struct nb_conn **ret)
 {
-        int k = 0;
+        nb_spawn_opts opts = {0};
+        char path[64];
+        nb_conn *conn = NULL;
+        FILE *f = NULL;
+        int fd = memfd_create("netbroker-bench.conf", MFD_CLOEXEC), r = 0;
 
-        if (fat) {
-                k = bench_fat_parent_setup(BENCH_FAT_FD_LIMIT, BENCH_FAT_FDS, BENCH_FAT_HEAP,
-                                           &c->fp);
-                if (k < 0) {
-                        bench_log("netbroker-bench: cannot set up the fat parent: %s\n",
-                                  strerror(-k));
-                        return k;
-                }
-                r->has_parent = true;
-                r->parent = c->fp;
-                r->parent.heap = NULL;
-                r->parent.fds = NULL;
+        if (fd < 0 || !(f = fdopen(fd, "w")))
+                r = -errno;
+        for (size_t i = 0; r == 0 && programs[i]; i++)
+                fprintf(f, "%s %s", i ? "" : "exec_allow =", programs[i]);
+        if (r == 0 && (fprintf(f, "\n%s", extra ? extra : "") < 0 || fflush(f) != 0))
+                r = -EIO;
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", getpid(), fd);
+        opts.config_path = path;
+        if (r == 0)
+                r = nb_spawn(helper, &opts, &conn);
+        /* The helper has read it before its Hello. */
+        if (f)
+                fclose(f);
+        else if (fd >= 0)
+                close(fd);
+        if (r < 0) {
+                bench_log("netbroker-bench: cannot start %s: %s (%s)\n",
+                          helper ? helper : "the default netbrokerd", strerror(-r),
+                          nb_last_error());
+                return r;
         }
+        for (size_t i = 0; features && features[i]; i++)
+                if (!nb_conn_has_feature(conn, features[i])) {
+                        bench_log("netbroker-bench: the helper does not offer %s\n", features[i]);
+                        nb_close(conn);
+                        return -EOPNOTSUPP;
+                }
+        *ret = conn;
+        return 0;
+}
+
+int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct bench_report *r,
+                    bool fat, const char *const *programs, const char *extra,
+                    const char *const *features)
+{
+        int k = fat ? bench_fat_parent(&r->parent) : 0;
+
+        r->has_parent = fat;
         /* After the fat setup: the helper is spawned from the parent a
          * daemon would spawn it from, fds and all. */
-        k = bench_broker_start_cfg(o->helper, programs, extra, &c->conn);
-        if (k < 0) {
-                if (fat)
-                        bench_fat_parent_release(&c->fp);
+        if (k == 0)
+                k = bench_broker_start(o->helper, programs, extra, features, &c->conn);
+        if (k < 0)
                 return k;
-        }
         r->helper_pid = nb_conn_helper_pid(c->conn);
         r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
         return 0;
@@ -119,145 +140,118 @@ int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct benc
 
 void bench_ctx_stop(struct bench_ctx *c)
 {
-        if (c->conn)
-                bench_broker_stop(c->conn);
+        nb_close(c->conn);
         c->conn = NULL;
-        bench_fat_parent_release(&c->fp);
 }
 
 /* ---- one run of each kind ---- */
 
-static int check_child(const struct bench_method *m, int status, const char *out)
+int bench_run_cmd(struct bench_ctx *c, enum bench_how how, const char *path, char *const *argv,
+                  char *out, size_t cap, size_t *ret_len, bool *ret_ok)
 {
-        const struct bench_cmd *p = m->cmd;
-
-        if (WIFSIGNALED(status))
-                bench_log("netbroker-bench: %s %s: killed by signal %d\n", m->name, p->label,
-                          WTERMSIG(status));
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                bench_log("netbroker-bench: %s %s: exited with status %d\n", m->name, p->label,
-                          WEXITSTATUS(status));
-        else if (p->expect && !strstr(out, p->expect))
-                bench_log("netbroker-bench: %s %s: exited 0 without printing \"%s\"\n", m->name,
-                          p->label, p->expect);
-        else
-                return 0;
-        if (out[0])
-                bench_log("  its output: %s\n", out);
-        return -EIO;
-}
-
-static int fork_once(struct bench_ctx *c, const struct bench_method *m, double *ret_us)
-{
-        enum bench_close how = m->how == BENCH_FORK_RANGE ? BENCH_CLOSE_RANGE : BENCH_CLOSE_LOOP;
-        char out[1024];
-        size_t len;
-        uint64_t t0 = bench_now_ns(), t1;
-        int status, r;
-
-        r = bench_fork_exec(&c->fp, how, c->open_max, m->cmd->path, (char *const *)m->cmd->argv,
-                            out, sizeof(out), &len, &status);
-        t1 = bench_now_ns();
-        if (r < 0) {
-                bench_log("netbroker-bench: %s %s: %s\n", m->name, m->cmd->label, strerror(-r));
-                return r;
-        }
-        r = check_child(m, status, out);
-        if (r == 0)
-                *ret_us = (double)(t1 - t0) / 1000.0;
-        return r;
-}
-
-static int check_exec(const struct bench_method *m, const nb_results *res, size_t i)
-{
-        const struct bench_cmd *p = m->cmd;
-        int status = nb_result_status(res, i);
-        nb_exec_result er;
-        bool have = nb_result_exec(res, i, &er) == 0;
-
-        if (status == 0 && have && er.signal == 0 && er.exit_code == 0) {
-                if (!p->expect || memmem(er.out, er.out_len, p->expect, strlen(p->expect)))
-                        return 0;
-                bench_log("netbroker-bench: %s %s: op %zu: exited 0, but \"%s\" is not in its "
-                          "%zu bytes of stdout\n",
-                          m->name, p->label, i, p->expect, er.out_len);
-                return -EIO;
-        }
-        bench_log("netbroker-bench: %s %s: op %zu: status %d (%s) \"%s\"", m->name, p->label, i,
-                  status, strerror(status < 0 ? -status : status), nb_result_message(res, i));
-        if (have)
-                bench_log(", exit %d, signal %d, stderr: %.*s", er.exit_code, er.signal,
-                          (int)(er.err_len > 512 ? 512 : er.err_len), (const char *)er.err);
-        bench_log("\n");
-        /* A status of 0 with a failed program is a helper bug; still a failure. */
-        return status < 0 ? status : -EIO;
-}
-
-/* Building the batch is part of what a client pays per request. */
-static int broker_once(struct bench_ctx *c, const struct bench_method *m, double *ret_us)
-{
-        unsigned ops = m->how == BENCH_BROKER_PING || !m->ops ? 1 : m->ops;
-        const char *label = m->cmd ? m->cmd->label : "Ping";
         nb_results *res = NULL;
-        uint64_t t0 = bench_now_ns(), t1;
-        nb_batch *b = nb_batch_new();
-        int r = b ? 0 : -ENOMEM;
+        nb_exec_result er;
+        nb_batch *b = NULL;
+        int st = 0, r;
 
-        for (unsigned i = 0; i < ops && r == 0; i++)
-                r = m->how == BENCH_BROKER_PING
-                            ? nb_batch_ping(b)
-                            : nb_batch_exec(b, m->cmd->path, m->cmd->argv, NULL, NULL, 0, 0);
-        if (r == 0)
-                r = nb_submit(c->conn, b, &res);
-        t1 = bench_now_ns();
-        if (r < 0) {
-                bench_log("netbroker-bench: %s %s: %s (%s)\n", m->name, label, strerror(-r),
-                          nb_conn_error(c->conn));
-                goto out;
+        if (how != BENCH_BROKER_EXEC) {
+                r = bench_fork_exec(how == BENCH_FORK_RANGE, c->open_max, path, argv, out, cap,
+                                    ret_len, &st);
+                r = r == 0 && WIFSIGNALED(st) ? -EINTR : r;
+                *ret_ok = r == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        } else {
+                r = (b = nb_batch_new())
+                            ? nb_batch_exec(b, path, (const char *const *)argv, NULL, NULL, 0, 0)
+                            : -ENOMEM;
+                if (r == 0 && (r = nb_submit(c->conn, b, &res)) == 0)
+                        st = nb_result_status(res, 0);
+                if (r == 0 && (nb_result_exec(res, 0, &er) < 0 || (st && st != -EIO) || er.signal ||
+                               er.timed_out))
+                        r = st < 0 ? st : -EIO;
+                /* stdout, then stderr: libvirt's callbacks read the first. */
+                if (r == 0)
+                        *ret_len = (size_t)snprintf(out, cap, "%.*s%.*s", (int)er.out_len,
+                                                    (const char *)er.out, (int)er.err_len,
+                                                    (const char *)er.err);
+                *ret_len = *ret_len < cap ? *ret_len : cap - 1;
+                *ret_ok = r == 0 && st == 0 && er.exit_code == 0;
         }
-        if (nb_results_count(res) != ops) {
-                bench_log("netbroker-bench: %s %s: %zu results for %u ops\n", m->name, label,
-                          nb_results_count(res), ops);
-                r = -EPROTO;
-                goto out;
-        }
-        for (size_t i = 0; i < ops && r == 0; i++)
-                if (m->how == BENCH_BROKER_EXEC)
-                        r = check_exec(m, res, i);
-                else if (nb_result_status(res, i) != 0)
-                        r = -EPROTO;
-        if (r == 0)
-                *ret_us = (double)(t1 - t0) / 1000.0 / ops;
-out:
+        if (r < 0)
+                bench_log("netbroker-bench: %s: %s (%s)\n", argv[0], strerror(-r),
+                          res ? nb_result_message(res, 0) : "killed, or not run");
         nb_results_free(res);
         nb_batch_free(b);
         return r;
 }
 
-static int method_once(struct bench_ctx *c, const struct bench_method *m, bool timed,
-                       double *ret_us)
+/* Every run must exit 0 and print cmd->expect: a fast failure is not a
+ * result. */
+static int fork_once(struct bench_ctx *c, const struct bench_method *m, double *ret_us)
 {
-        switch (m->how) {
-        case BENCH_FORK_LOOP:
-        case BENCH_FORK_RANGE:
-                return fork_once(c, m, ret_us);
-        case BENCH_BROKER_EXEC:
-        case BENCH_BROKER_PING:
-                return broker_once(c, m, ret_us);
-        case BENCH_CUSTOM:
-                return m->fn(c, m, timed, ret_us);
+        const char *expect = m->cmd->expect;
+        char out[1024];
+        size_t len = 0;
+        bool ok;
+        uint64_t t0 = bench_now_ns();
+        int r = bench_run_cmd(c, m->how, m->cmd->path, (char *const *)m->cmd->argv, out,
+                              sizeof(out), &len, &ok);
+
+        *ret_us = (double)(bench_now_ns() - t0) / 1000.0;
+        if (r == 0 && !(ok && (!expect || strstr(out, expect)))) {
+                bench_log("netbroker-bench: %s %s: failed%s%s, output: %s\n", m->name,
+                          m->cmd->label, expect ? " or did not print " : "", expect ? expect : "",
+                          out);
+                r = -EIO;
         }
-        return -EINVAL;
+        return r;
 }
 
-static int time_method(struct bench_ctx *c, const struct bench_method *m, unsigned n,
-                       struct bench_samples *s)
+/* One request of `ops` Exec or Ping ops; building it is part of what a
+ * client pays per request. */
+static int broker_once(struct bench_ctx *c, const struct bench_method *m, double *ret_us)
+{
+        unsigned ops = m->how == BENCH_BROKER_PING || !m->ops ? 1 : m->ops;
+        nb_results *res = NULL;
+        nb_exec_result er;
+        uint64_t t0 = bench_now_ns(), t1;
+        nb_batch *b = nb_batch_new();
+        char who[48];
+        int r = b ? 0 : -ENOMEM;
+
+        snprintf(who, sizeof(who), "%s %s: ", m->name, m->cmd ? m->cmd->label : "Ping");
+        for (unsigned i = 0; i < ops && r == 0; i++)
+                r = m->how == BENCH_BROKER_PING
+                            ? nb_batch_ping(b)
+                            : nb_batch_exec(b, m->cmd->path, m->cmd->argv, NULL, NULL, 0, 0);
+        if (r == 0)
+                r = bench_submit_all(c->conn, b, ops, who, &t1, &res);
+        /* Every run must exit 0 and print cmd->expect: a fast failure is not
+         * a result. */
+        for (size_t i = 0; i < ops && r == 0 && m->how == BENCH_BROKER_EXEC; i++)
+                if (nb_result_exec(res, i, &er) < 0 || er.signal || er.exit_code ||
+                    (m->cmd->expect &&
+                     !memmem(er.out, er.out_len, m->cmd->expect, strlen(m->cmd->expect)))) {
+                        bench_log("netbroker-bench: %sop %zu did not exit 0 printing \"%s\"\n", who,
+                                  i, m->cmd->expect ? m->cmd->expect : "");
+                        r = -EIO;
+                }
+        if (r == 0)
+                *ret_us = (double)(t1 - t0) / 1000.0 / ops;
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+/* A round's runs of m, recorded in s (NULL: warm-up runs). */
+static int time_method(struct bench_ctx *c, const struct bench_method *m, struct bench_samples *s)
 {
         double us;
         int r = 0;
 
-        for (unsigned i = 0; i < n && r == 0; i++) {
-                r = method_once(c, m, s != NULL, &us);
+        for (unsigned i = 0; i < (m->per_round ? m->per_round : 1) && r == 0; i++) {
+                r = m->how == BENCH_CUSTOM       ? m->fn(c, m, s != NULL, &us)
+                    : m->how <= BENCH_FORK_RANGE ? fork_once(c, m, &us)
+                                                 : broker_once(c, m, &us);
                 if (r == 0 && s)
                         r = bench_samples_add(s, us);
         }
@@ -284,12 +278,12 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
          * the helper's first spawn, the allocators and caches warm. */
         for (unsigned i = 0; i < warmup && r == 0; i++)
                 for (size_t j = 0; j < n && r == 0; j++)
-                        r = time_method(c, &ms[j], ms[j].per_round ? ms[j].per_round : 1, NULL);
+                        r = time_method(c, &ms[j], NULL);
         for (unsigned i = 0; i < rounds && r == 0; i++)
                 for (size_t j = 0; j < n && r == 0; j++) {
                         const struct bench_method *m = &ms[i % 2 ? n - 1 - j : j];
                         if (due(m, i, rounds))
-                                r = time_method(c, m, m->per_round ? m->per_round : 1, &s[m - ms]);
+                                r = time_method(c, m, &s[m - ms]);
                 }
         for (size_t j = 0; j < n && r == 0; j++) {
                 r = bench_samples_summarize(&s[j], &ret[j]);
@@ -309,35 +303,41 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
 
 /* ---- a comparison's rows and ratios ---- */
 
-static const struct bench_summary *method_summary(const struct bench_method *ms,
-                                                  const struct bench_summary *s, size_t n,
-                                                  const char *name)
-{
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(ms[i].name, name) == 0)
-                        return &s[i];
-        return NULL;
-}
-
 int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
-                         const struct bench_summary *s, size_t n, const char *const (*ratios)[2],
+                         const struct bench_summary *s, size_t n, const char *spec,
                          const char *suffix)
 {
-        char name[48];
+        const char *names[BENCH_MAX_ROWS];
+        double med[BENCH_MAX_ROWS];
         int k = 0;
 
-        for (size_t i = 0; i < n && k == 0; i++)
+        for (size_t i = 0; i < n && k == 0; i++) {
+                names[i] = ms[i].name;
+                med[i] = s[i].median_us;
                 k = bench_report_add_row(r, ms[i].name,
                                          ms[i].program ? ms[i].program : ms[i].cmd->label, &s[i],
                                          &s[0]);
-        for (size_t i = 0; ratios && ratios[i][0] && k == 0; i++) {
-                const struct bench_summary *a = method_summary(ms, s, n, ratios[i][0]);
-                const struct bench_summary *b = method_summary(ms, s, n, ratios[i][1]);
-                if (!a || !b)
-                        return -EINVAL;
-                snprintf(name, sizeof(name), "%s/%s%s%s", ratios[i][0], ratios[i][1],
-                         suffix && *suffix ? " " : "", suffix ? suffix : "");
-                k = bench_report_add_ratio(r, name, a->median_us / b->median_us);
+        }
+        return k ? k : bench_report_ratios(r, spec, suffix, names, med, n);
+}
+
+int bench_report_ratios(struct bench_report *r, const char *spec, const char *suffix,
+                        const char *const *names, const double *v, size_t n)
+{
+        char num[16], den[16], name[48];
+        int k = 0, len;
+
+        for (const char *p = spec; p && sscanf(p, " %15[^/]/%15s%n", num, den, &len) == 2 && k == 0;
+             p += len) {
+                double a = 0, b = 0;
+                for (size_t i = 0; i < n; i++) {
+                        a = strcmp(names[i], num) == 0 ? v[i] : a;
+                        b = strcmp(names[i], den) == 0 ? v[i] : b;
+                }
+                /* A method that did not run has no ratio. */
+                snprintf(name, sizeof(name), "%s/%s%s", num, den, suffix ? suffix : "");
+                if (a > 0 && b > 0)
+                        k = bench_report_add_ratio(r, name, a / b);
         }
         return k;
 }
@@ -359,22 +359,6 @@ const char *bench_find_tool(const char *name)
                 }
         }
         return NULL;
-}
-
-int bench_run_quiet(const struct bench_fat_parent *fp, const char *who, const char *path,
-                    char *const *argv, int in_fd, char *out, size_t cap, size_t *ret_len)
-{
-        size_t len;
-        int st, r = bench_spawn_capture(fp, path, argv, in_fd, out, cap, &len, &st);
-
-        if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                bench_log("netbroker-bench: %s%s %s failed: %s\n", who, argv[0],
-                          argv[1] ? argv[1] : "", out);
-                r = -EIO;
-        }
-        if (r == 0 && ret_len)
-                *ret_len = len;
-        return r;
 }
 
 void bench_summary_per(struct bench_summary *s, double n)
@@ -417,120 +401,65 @@ int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const c
         return r;
 }
 
-int bench_report_pairs(struct bench_report *r, const struct bench_pair *p, size_t n,
-                       const double *v, const char *suffix)
+int bench_count_devices(const char *prefix)
 {
-        char name[48];
-        int k = 0;
+        struct if_nameindex *all = if_nameindex(), *d;
+        size_t plen = strlen(prefix);
+        int n = 0;
 
-        for (size_t i = 0; i < n && k == 0; i++) {
-                if (!(v[p[i].num] > 0) || !(v[p[i].den] > 0))
-                        continue;
-                snprintf(name, sizeof(name), "%s%s", p[i].name, suffix ? suffix : "");
-                k = bench_report_add_ratio(r, name, v[p[i].num] / v[p[i].den]);
-        }
-        return k;
-}
-
-int bench_need_features(struct nb_conn *conn, const char *who, const char *const *features)
-{
-        for (size_t i = 0; features[i]; i++)
-                if (!nb_conn_has_feature(conn, features[i])) {
-                        bench_log("netbroker-bench: %sthe helper does not offer %s\n", who,
-                                  features[i]);
-                        return -EOPNOTSUPP;
-                }
-        return 0;
-}
-
-int bench_raise_fd_limit(unsigned need)
-{
-        struct rlimit rl;
-
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        if (!all)
                 return -errno;
-        if (rl.rlim_cur >= need)
+        for (d = all; d->if_index; d++) {
+                const char *tail = d->if_name + plen;
+                if (strncmp(d->if_name, prefix, plen) == 0 && *tail &&
+                    strspn(tail, "0123456789") == strlen(tail))
+                        n++;
+        }
+        if_freenameindex(all);
+        return n;
+}
+
+int bench_expect_devices(const char *who, const char *prefix, unsigned want)
+{
+        int have = bench_count_devices(prefix);
+
+        if (have == (int)want)
                 return 0;
-        rl.rlim_cur = need;
-        if (rl.rlim_max < need)
-                rl.rlim_max = need;
-        return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
+        bench_log("netbroker-bench: %s%d %s devices, expected %u\n", who, have, prefix, want);
+        return have < 0 ? have : -EPROTO;
 }
 
-/* Busy and total jiffies of all CPUs so far, from /proc/stat. */
-static int cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+int bench_veths(struct nb_conn *conn, const char *who, const char *prefix, const char *peer,
+                unsigned n, bool up, int *ret_ifindex)
 {
-        unsigned long long v[8] = {0};
-        FILE *f = fopen("/proc/stat", "re");
-        int n;
+        const nb_link_change on = {.up = 1};
+        char a[IFNAMSIZ], p[IFNAMSIZ];
+        nb_batch *del = nb_batch_new(), *add = nb_batch_new();
+        nb_results *res = NULL;
+        int r = del && add ? 0 : -ENOMEM;
 
-        if (!f)
-                return -errno;
-        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-        fclose(f);
-        if (n < 5)
-                return -EIO;
-        *total = 0;
-        for (int i = 0; i < 8; i++)
-                *total += v[i];
-        *busy = *total - v[3] - v[4]; /* idle, iowait */
-        return 0;
-}
-
-void bench_settle(void)
-{
-        struct timespec tick = {0, 50 * 1000 * 1000};
-        unsigned long long b0, t0, b1, t1;
-
-        for (int i = 0; i < 40; i++) {
-                if (cpu_jiffies(&b0, &t0) < 0)
-                        return;
-                nanosleep(&tick, NULL);
-                if (cpu_jiffies(&b1, &t1) < 0)
-                        return;
-                /* Less than 5% of the machine busy: only us, reading. */
-                if (t1 > t0 && (b1 - b0) * 20 < t1 - t0)
-                        return;
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                snprintf(a, sizeof(a), "%s%u", prefix, i);
+                snprintf(p, sizeof(p), "%s%u", peer, i);
+                r = nb_batch_link_delete(del, a);
+                if (r == 0)
+                        r = nb_batch_veth_create(add, a, p, -1);
+                if (r == 0 && up)
+                        r = nb_batch_link_set(add, a, &on);
+                if (r == 0 && up)
+                        r = nb_batch_link_set(add, p, &on);
         }
-}
-
-/* Closes that wait (a macvtap's for an RCU grace period) share their waits
- * when many threads close at once. */
-#define CLOSE_THREADS 64u
-
-struct closer {
-        const int *fds;
-        size_t n;
-};
-
-static void *close_some(void *arg)
-{
-        struct closer *w = arg;
-
-        for (size_t i = 0; i < w->n; i++)
-                close(w->fds[i]);
-        return NULL;
-}
-
-void bench_close_fds(const int *fds, size_t n)
-{
-        struct closer w[CLOSE_THREADS];
-        pthread_t tid[CLOSE_THREADS];
-        size_t i = 0, nthreads = 0, left = n, per;
-
-        per = (left + CLOSE_THREADS - 1) / CLOSE_THREADS;
-        for (; left > 0; nthreads++) {
-                w[nthreads].fds = fds + i;
-                w[nthreads].n = left < per ? left : per;
-                if (pthread_create(&tid[nthreads], NULL, close_some, &w[nthreads]) != 0)
-                        break;
-                i += w[nthreads].n;
-                left -= w[nthreads].n;
-        }
-        /* What no thread took (pthread_create failed), this one closes. */
-        for (; i < n; i++)
-                close(fds[i]);
-        for (size_t t = 0; t < nthreads; t++)
-                pthread_join(tid[t], NULL);
+        /* Deleting what is not there fails: no error here. */
+        if (r == 0)
+                r = nb_submit(conn, del, &res);
+        nb_results_free(res);
+        res = NULL;
+        if (r == 0)
+                r = bench_submit_all(conn, add, n * (up ? 3 : 1), who, NULL, &res);
+        if (r == 0 && ret_ifindex)
+                *ret_ifindex = nb_result_ifindex(res, 0);
+        nb_results_free(res);
+        nb_batch_free(del);
+        nb_batch_free(add);
+        return r;
 }

@@ -622,7 +622,9 @@ static int push_chain(struct nbd_fw_items *it, struct nftnl_chain *c, size_t own
  * given). A base chain holds, in priority order, the jump to each group
  * that has rules in its direction (at the group's priority) and the rules
  * of the root groups (at their own); equal priorities keep the order of
- * the groups, and within a root group of its rules. With every priority 0
+ * the groups, and within a root group of its rules, except that a jump
+ * goes before a root rule of the same priority, as libvirt puts it. With
+ * every priority 0
  * and no root group, that is the groups' jumps in the order given. */
 
 struct entry {
@@ -638,6 +640,9 @@ static int entry_cmp(const void *a, const void *b)
 
         if (x->prio != y->prio)
                 return x->prio < y->prio ? -1 : 1;
+        /* libvirt's root chain: a jump before a rule of the same priority. */
+        if (!x->r != !y->r)
+                return x->r ? 1 : -1;
         return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 

@@ -567,6 +567,31 @@ START_TEST(test_fw_priorities_order_groups_jumps_and_root_rules)
 }
 END_TEST
 
+/* libvirt sorts its root chain's entries by priority and puts a chain's
+ * jump before a root rule of the same priority, whatever the order they
+ * were defined in: a root group given first still comes after the jump. */
+START_TEST(test_fw_a_jump_goes_before_a_root_rule_of_equal_priority)
+{
+        struct nbd_fw_rule root[1], x[1];
+        struct nbd_fw_group g[2] = {
+                {.name = "root", .rules = root, .n_rules = 1, .root = true},
+                {.name = "x", .rules = x, .n_rules = 1, .priority = 0},
+        };
+        const char *p, *jump, *drop;
+        char *t;
+
+        root[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        x[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_RETURN);
+        t = render_groups(g, 2);
+        p = strstr(t, "chain vnet0/from\n");
+        ck_assert_ptr_nonnull(p);
+        jump = strstr(p, "jump -> vnet0/from/x");
+        drop = strstr(p, "[ immediate reg 0 drop ]");
+        ck_assert_msg(jump && drop && jump < drop, "the jump is not before the root rule:\n%s", p);
+        free(t);
+}
+END_TEST
+
 /* Every new field, each group option: a change is a new hash. */
 START_TEST(test_fw_hash_sees_every_new_field_and_group_option)
 {
@@ -808,6 +833,7 @@ TCase *fw_unit_tcase(void)
         tcase_add_test(tc, test_fw_ipv4_fields_compile_to_header_loads);
         tcase_add_test(tc, test_fw_ipv6_protocol_tells_later_fragments_apart);
         tcase_add_test(tc, test_fw_priorities_order_groups_jumps_and_root_rules);
+        tcase_add_test(tc, test_fw_a_jump_goes_before_a_root_rule_of_equal_priority);
         tcase_add_test(tc, test_fw_hash_sees_every_new_field_and_group_option);
         tcase_add_test(tc, test_fw_layout_counts_the_rules_compiled);
         tcase_add_test(tc, test_fw_new_bad_combinations_are_refused_with_a_sentence);

@@ -164,7 +164,10 @@ static const struct stock stock[] = {
                                RULE(INOUT, ACCEPT, -500, .ether_type = ET_ARP),
                                RULE(IN, ACCEPT, 500, .ether_src = "$GATEWAY_MAC"),
                                RULE(OUT, ACCEPT, 500, .ether_dst = "$GATEWAY_MAC"),
-                               REF("no-other-l2-traffic"), REF("qemu-announce-self-rarp"), END}},
+                               /* Debian 12's libvirt (9.0) refers to qemu-announce-self
+                                * here; later libvirt to qemu-announce-self-rarp. We
+                                * follow what the distribution ships. */
+                               REF("no-other-l2-traffic"), REF("qemu-announce-self"), END}},
         {"no-arp-ip-spoofing", "arp-ip", -510,
          (const struct tmpl[]){RULE(OUT, RETURN, 400, .ether_type = ET_ARP, .arp_sender_ip = "$IP"),
                                RULE(OUT, DROP, 1000), END}},

@@ -312,14 +312,17 @@ static const struct {
          "  -> ipv4-ip -710 ether-type 0x0800\n"
          "  -> arp-mac -520 ether-type 0x0806\n"
          "  -> arp-ip -510 ether-type 0x0806\n"
+         /* Debian 12's version: qemu-announce-self, so QEMU's old 0x0835
+          * announcement and no-other-rarp-traffic's drops too. */
          "  -500 accept ether-type 0x0806\n" JUMP_RARP "  500 accept ether-dst " GW "\n"
+         "  500 accept ether-type 0x0835\n"
          "  1000 drop\n" MAC_CHAIN IPV4_IP_CHAIN ARP_MAC_CHAIN ARP_IP_CHAIN "  rarp:\n"
-         "    " RARP_OUT "\n"
+         "    " RARP_OUT "\n    1000 drop\n"
          "to\n"
          "  -500 accept ether-type 0x0806\n" JUMP_RARP "  500 accept ether-src " GW "\n"
          "  1000 drop\n"
-         "  rarp:\n    " RARP_IN "\n",
-         19},
+         "  rarp:\n    " RARP_IN "\n    1000 drop\n",
+         22},
         {"no-arp-ip-spoofing", "from\n  -> arp-ip -510 ether-type 0x0806\n" ARP_IP_CHAIN "to\n", 3},
         {"no-arp-mac-spoofing", "from\n  -> arp-mac -520 ether-type 0x0806\n" ARP_MAC_CHAIN "to\n",
          2},

@@ -78,9 +78,11 @@ def run(*argv, check=True, quiet=False):
 
 
 class Side:
-    """One namespace with the bridge, its two ports and their far ends."""
+    """One namespace with the bridge, its peer port and one guest port per
+    filter (vnetK, guest end gstK: libvirt takes seconds to remove a
+    binding, so each filter gets a port of its own), and their far ends."""
 
-    def __init__(self, name):
+    def __init__(self, name, n_ports):
         self.ns = name
         run("ip", "netns", "add", name)
         x = ["ip", "netns", "exec", name]
@@ -92,28 +94,40 @@ class Side:
             run(*x, "sysctl", "-qw", "net.bridge.bridge-nf-call-%s=0" % t, check=False)
         run("ip", "-n", name, "link", "add", "br0", "type", "bridge", "stp_state", "0",
             "forward_delay", "0", "mcast_snooping", "0")
-        run("ip", "-n", name, "link", "add", "vnet0", "type", "veth", "peer", "name", "gst0")
+        ports = ["vnet%d" % k for k in range(n_ports)]
+        for k in range(n_ports):
+            run("ip", "-n", name, "link", "add", "vnet%d" % k, "type", "veth", "peer", "name",
+                "gst%d" % k)
         run("ip", "-n", name, "link", "add", "peerp", "type", "veth", "peer", "name", "peer0")
-        for port in ("vnet0", "peerp"):
+        for port in ports + ["peerp"]:
             run("ip", "-n", name, "link", "set", port, "master", "br0")
             # no learning: every unicast frame floods, whatever was sent before
             run("bridge", "-n", name, "link", "set", "dev", port, "learning", "off")
-        for dev in ("br0", "vnet0", "gst0", "peerp", "peer0"):
+        for dev in ["br0", "peerp", "peer0"] + ports + ["gst%d" % k for k in range(n_ports)]:
             run("ip", "-n", name, "link", "set", dev, "up")
         self.tx, self.rx = {}, {}
-        with netns(name):
-            for end in ("gst0", "peer0"):
+        self.use(0)
+
+    def use(self, k):
+        """Watch guest port k (and the peer): sockets on gstK and peer0."""
+        self.close_sockets()
+        with netns(self.ns):
+            for end, gst in (("peer", "peer0"), ("guest", "gst%d" % k)):
                 t = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-                t.bind((end, 0))
+                t.bind((gst, 0))
                 r = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 r.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-                r.bind((end, ETH_P_ALL))
+                r.bind((gst, ETH_P_ALL))
                 r.setblocking(False)
                 self.tx[end], self.rx[end] = t, r
 
-    def close(self):
+    def close_sockets(self):
         for s in list(self.tx.values()) + list(self.rx.values()):
             s.close()
+        self.tx, self.rx = {}, {}
+
+    def close(self):
+        self.close_sockets()
         run("ip", "netns", "del", self.ns, check=False)
 
 
@@ -169,26 +183,26 @@ class Libvirt:
             time.sleep(0.1)
         raise RuntimeError("libvirtd did not answer")
 
-    def bind(self, name, variables):
-        """Instantiate `name` on vnet0 (after removing what was there);
-        return libvirt's rules as ebtables-save prints them."""
-        run("virsh", "-q", "-c", self.uri, "nwfilter-binding-delete", "vnet0", check=False)
+    def bind(self, port, name, variables):
+        """Instantiate `name` on port; return libvirt's rules as
+        ebtables-save prints them."""
         ref = name.replace("+", "-")
         params = "".join("    <parameter name='%s' value='%s'/>\n" % (k, v)
                          for k, vals in sorted(variables.items()) for v in vals)
         xml = ("<filterbinding>\n  <owner><name>fwdiff</name>"
                "<uuid>d5c2c3f4-0000-4000-8000-000000000001</uuid></owner>\n"
-               "  <portdev name='vnet0'/>\n  <mac address='%s'/>\n"
+               "  <portdev name='%s'/>\n  <mac address='%s'/>\n"
                "  <filterref filter='%s'>\n%s  </filterref>\n</filterbinding>\n"
-               % (nf.GUEST_MAC, ref, params))
+               % (port, nf.GUEST_MAC, ref, params))
         path = self.work + "/binding.xml"
         with open(path, "w") as f:
             f.write(xml)
         run("virsh", "-q", "-c", self.uri, "nwfilter-binding-create", path)
         rules = run("ip", "netns", "exec", self.side.ns, "ebtables-save", "-t", "nat").stdout
-        if "-A PREROUTING -i vnet0" not in rules and "-A POSTROUTING -o vnet0" not in rules:
+        mine = [ln for ln in rules.splitlines() if "-%s " % port in ln or ln.endswith(port)]
+        if not [ln for ln in mine if ln.startswith("-A P")]:
             raise RuntimeError("libvirt installed no rules for %s:\n%s" % (name, rules))
-        return "\n".join(ln for ln in rules.splitlines() if not ln.startswith("#"))
+        return "\n".join(mine)
 
     def close(self):
         if self.proc.poll() is None:
@@ -200,9 +214,9 @@ class Libvirt:
                 self.proc.wait()
 
 
-def netbroker_apply(side, args, name, variables):
-    """Side B: netbroker's rules for `name`; None, or why not."""
-    argv = ["ip", "netns", "exec", side.ns, args.apply, args.helper, "vnet0", name]
+def netbroker_apply(side, args, port, name, variables):
+    """Side B: netbroker's rules for `name` on port; None, or why not."""
+    argv = ["ip", "netns", "exec", side.ns, args.apply, args.helper, port, name]
     argv += ["%s=%s" % (k, ",".join(v)) for k, v in sorted(variables.items())]
     p = run(*argv, check=False)
     if p.returncode == 4:
@@ -241,14 +255,14 @@ def send_corpus(sides, frames):
     for start in range(0, len(frames), CHUNK):
         for ident in range(start, min(start + CHUNK, len(frames))):
             direction, data, _ = frames[ident]
-            end = "gst0" if direction == "from-guest" else "peer0"
+            end = "guest" if direction == "from-guest" else "peer"
             for s in sides:
                 s.tx[end].send(data)
         drain(sides, got, QUIET)
     out = []
     for g in got:
         out.append({i for end, i in g
-                    if end == ("peer0" if frames[i][0] == "from-guest" else "gst0")})
+                    if end == ("peer" if frames[i][0] == "from-guest" else "guest")})
     return out
 
 
@@ -278,19 +292,26 @@ def variables_for(name, used):
     return v
 
 
-def check_filter(name, sides, lv, args, log):
+def check_filter(k, name, sides, lv, args, log):
     dirs = [os.path.join(lv.work, "xml")]
     fams, used = set(), set()
     for part in name.split("+"):
-        f, u = nf.filter_fields(part if part != "no-promisc" else "no-promisc", dirs)
+        f, u = nf.filter_fields(part, dirs)
         fams |= f
         used |= u
     variables = variables_for(name, used)
-    rules = lv.bind(COMPOSITION.replace("+", "-") if name == COMPOSITION else name, variables)
+    port = "vnet%d" % k
+    try:
+        rules = lv.bind(port, COMPOSITION.replace("+", "-") if name == COMPOSITION else name,
+                        variables)
+    except RuntimeError as e:
+        return {"name": name, "frames": 0, "mismatches": None, "why": "libvirt: %s" % e}
     log.write("== %s (%s)\n%s\n" % (name, ", ".join(sorted(fams)), rules))
-    why = netbroker_apply(sides[1], args, name, variables)
+    why = netbroker_apply(sides[1], args, port, name, variables)
     if why:
         return {"name": name, "frames": 0, "mismatches": None, "why": why}
+    for s in sides:
+        s.use(k)
     frames = nf.corpus(fams)
     a, b = send_corpus(sides, frames)
     bad = sorted(a ^ b)
@@ -337,12 +358,13 @@ def main():
     work = tempfile.mkdtemp(prefix="nwfilter-diff.")
     sides, lv, results = [], None, []
     try:
-        sides = [Side(tag + "a"), Side(tag + "b")]
+        names = a.filter or STOCK + [COMPOSITION]
+        sides = [Side(tag + "a", len(names)), Side(tag + "b", len(names))]
         lv = Libvirt(sides[0], work)
         control(sides)
         with open(work + "/libvirt-rules.txt", "w") as log:
-            for name in a.filter or STOCK + [COMPOSITION]:
-                results.append(check_filter(name, sides, lv, a, log))
+            for k, name in enumerate(names):
+                results.append(check_filter(k, name, sides, lv, a, log))
                 print("filter %s: %s" % (name, "%d mismatches" % results[-1]["mismatches"]
                                          if results[-1]["mismatches"] is not None
                                          else results[-1]["why"]), file=sys.stderr, flush=True)

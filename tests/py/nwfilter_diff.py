@@ -28,6 +28,7 @@ Arguments: --helper NETBROKERD --apply NWFILTER-NB-APPLY [--filter NAME...]
 import argparse
 import ctypes
 import os
+import re
 import select
 import shutil
 import socket
@@ -199,7 +200,8 @@ class Libvirt:
             f.write(xml)
         run("virsh", "-q", "-c", self.uri, "nwfilter-binding-create", path)
         rules = run("ip", "netns", "exec", self.side.ns, "ebtables-save", "-t", "nat").stdout
-        mine = [ln for ln in rules.splitlines() if "-%s " % port in ln or ln.endswith(port)]
+        mine = [ln for ln in rules.splitlines()
+                if re.search(r"-%s( |-|$)" % port, ln) and not ln.startswith("#")]
         if not [ln for ln in mine if ln.startswith("-A P")]:
             raise RuntimeError("libvirt installed no rules for %s:\n%s" % (name, rules))
         return "\n".join(mine)

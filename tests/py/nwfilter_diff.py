@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import nwfilter_frames as nf
@@ -83,7 +84,7 @@ class Side:
     filter (vnetK, guest end gstK: libvirt takes seconds to remove a
     binding, so each filter gets a port of its own), and their far ends."""
 
-    def __init__(self, name, n_ports):
+    def __init__(self, name, ks):
         self.ns = name
         run("ip", "netns", "add", name)
         x = ["ip", "netns", "exec", name]
@@ -93,21 +94,17 @@ class Side:
         # iptables: neither side has rules there, nor should it run them.
         for t in ("iptables", "ip6tables", "arptables"):
             run(*x, "sysctl", "-qw", "net.bridge.bridge-nf-call-%s=0" % t, check=False)
-        run("ip", "-n", name, "link", "add", "br0", "type", "bridge", "stp_state", "0",
-            "forward_delay", "0", "mcast_snooping", "0")
-        ports = ["vnet%d" % k for k in range(n_ports)]
-        for k in range(n_ports):
-            run("ip", "-n", name, "link", "add", "vnet%d" % k, "type", "veth", "peer", "name",
-                "gst%d" % k)
-        run("ip", "-n", name, "link", "add", "peerp", "type", "veth", "peer", "name", "peer0")
-        for port in ports + ["peerp"]:
-            run("ip", "-n", name, "link", "set", port, "master", "br0")
-            # no learning: every unicast frame floods, whatever was sent before
-            run("bridge", "-n", name, "link", "set", "dev", port, "learning", "off")
-        for dev in ["br0", "peerp", "peer0"] + ports + ["gst%d" % k for k in range(n_ports)]:
-            run("ip", "-n", name, "link", "set", dev, "up")
+        ports = ["vnet%d" % k for k in ks] + ["peerp"]
+        ends = ["gst%d" % k for k in ks] + ["peer0"]
+        cmds = ["link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0"]
+        cmds += ["link add %s type veth peer name %s" % pe for pe in zip(ports, ends)]
+        cmds += ["link set %s master br0" % p for p in ports]
+        cmds += ["link set %s up" % d for d in ["br0"] + ports + ends]
+        batch(["ip", "-n", name], cmds)
+        # no learning: every unicast frame floods, whatever was sent before
+        batch(["bridge", "-n", name], ["link set dev %s learning off" % p for p in ports])
         self.tx, self.rx = {}, {}
-        self.use(0)
+        self.use(ks[0])
 
     def use(self, k):
         """Watch guest port k (and the peer): sockets on gstK and peer0."""
@@ -130,6 +127,13 @@ class Side:
     def close(self):
         self.close_sockets()
         run("ip", "netns", "del", self.ns, check=False)
+
+
+def batch(tool, cmds):
+    p = subprocess.run(tool + ["-batch", "-"], input="\n".join(cmds) + "\n", text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode:
+        raise RuntimeError("%s: %s" % (" ".join(tool), p.stdout))
 
 
 class netns:
@@ -184,6 +188,19 @@ class Libvirt:
             time.sleep(0.1)
         raise RuntimeError("libvirtd did not answer")
 
+    def bind_all(self, jobs, done):
+        """bind() each (k, name, variables) of jobs in turn, in a thread of
+        its own; done[k] gets the rules or the RuntimeError."""
+        def work():
+            for k, name, variables in jobs:
+                try:
+                    done[k] = self.bind("vnet%d" % k, name, variables)
+                except Exception as e:  # the main thread reports it
+                    done[k] = RuntimeError(str(e))
+        t = threading.Thread(target=work, daemon=True)
+        t.start()
+        return t
+
     def bind(self, port, name, variables):
         """Instantiate `name` on port; return libvirt's rules as
         ebtables-save prints them."""
@@ -195,7 +212,7 @@ class Libvirt:
                "  <portdev name='%s'/>\n  <mac address='%s'/>\n"
                "  <filterref filter='%s'>\n%s  </filterref>\n</filterbinding>\n"
                % (port, nf.GUEST_MAC, ref, params))
-        path = self.work + "/binding.xml"
+        path = "%s/binding-%s.xml" % (self.work, port)
         with open(path, "w") as f:
             f.write(xml)
         run("virsh", "-q", "-c", self.uri, "nwfilter-binding-create", path)
@@ -294,20 +311,20 @@ def variables_for(name, used):
     return v
 
 
-def check_filter(k, name, sides, lv, args, log):
-    dirs = [os.path.join(lv.work, "xml")]
+def filter_plan(name, xml_dir):
+    """The families of name's corpus and the variables its binding gets."""
     fams, used = set(), set()
     for part in name.split("+"):
-        f, u = nf.filter_fields(part, dirs)
+        f, u = nf.filter_fields(part, [xml_dir])
         fams |= f
         used |= u
-    variables = variables_for(name, used)
+    return fams, variables_for(name, used)
+
+
+def check_filter(k, name, sides, rules, fams, variables, args, log):
     port = "vnet%d" % k
-    try:
-        rules = lv.bind(port, COMPOSITION.replace("+", "-") if name == COMPOSITION else name,
-                        variables)
-    except RuntimeError as e:
-        return {"name": name, "frames": 0, "mismatches": None, "why": "libvirt: %s" % e}
+    if isinstance(rules, RuntimeError):
+        return {"name": name, "frames": 0, "mismatches": None, "why": "libvirt: %s" % rules}
     log.write("== %s (%s)\n%s\n" % (name, ", ".join(sorted(fams)), rules))
     why = netbroker_apply(sides[1], args, port, name, variables)
     if why:
@@ -320,7 +337,7 @@ def check_filter(k, name, sides, lv, args, log):
     lines = ["  %s: libvirt %s, netbroker %s" % (frames[i][2], "passes" if i in a else "drops",
                                                  "passes" if i in b else "drops") for i in bad]
     return {"name": name, "frames": len(frames), "mismatches": len(bad), "lines": lines,
-            "passed": len(a)}
+            "passed": len(a), "rules": rules}
 
 
 def report(results, show, elapsed):
@@ -337,6 +354,9 @@ def report(results, show, elapsed):
         out.extend(r["lines"][:show])
         if len(r["lines"]) > show:
             out.append("  ... and %d more" % (len(r["lines"]) - show))
+        if r["mismatches"]:
+            out.append("  libvirt's rules (ebtables-save):")
+            out.extend("    " + ln for ln in r["rules"].splitlines() if not ln.startswith(":"))
     out.append("total: %d filters, %d frames, %d mismatches, %d filters not compared, %.1f s"
                % (len(results), total_f, total_m, broken, elapsed))
     return "\n".join(out) + "\n", total_m == 0 and broken == 0
@@ -351,6 +371,8 @@ def main():
     ap.add_argument("--status", help="also write the report to this file")
     ap.add_argument("--show", type=int, default=5, help="mismatching frames shown per filter")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--libvirtds", type=int, default=3,
+                    help="libvirtd instances binding in parallel (default 3)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("nwfilter_diff: needs root (namespaces, libvirtd)")
@@ -358,20 +380,37 @@ def main():
     t0 = time.monotonic()
     tag = "nbfwd%d" % os.getpid()
     work = tempfile.mkdtemp(prefix="nwfilter-diff.")
-    sides, lv, results = [], None, []
+    sides, lvs, results = [], [], []
     try:
         names = a.filter or STOCK + [COMPOSITION]
-        sides = [Side(tag + "a", len(names)), Side(tag + "b", len(names))]
-        lv = Libvirt(sides[0], work)
-        control(sides)
+        n_lv = max(1, min(a.libvirtds, len(names)))
+        # libvirt takes seconds per binding (some 70 ebtables processes):
+        # n_lv libvirtds, each in a namespace A<i> of its own with the
+        # ports of every n_lv-th filter, bind at the same time.
+        part = [list(range(i, len(names), n_lv)) for i in range(n_lv)]
+        a_sides = [Side("%sa%d" % (tag, i), part[i]) for i in range(n_lv)]
+        sides = a_sides + [Side(tag + "b", list(range(len(names))))]
+        lvs = [Libvirt(a_sides[i], "%s/libvirtd%d" % (work, i)) for i in range(n_lv)]
+        plans = [filter_plan(n, lvs[0].work + "/xml") for n in names]
+        done, threads = {}, []
+        for i, lv in enumerate(lvs):
+            jobs = [(k, COMPOSITION.replace("+", "-") if names[k] == COMPOSITION else names[k],
+                     plans[k][1]) for k in part[i]]
+            threads.append(lv.bind_all(jobs, done))
+        for i in range(n_lv):
+            control([a_sides[i], sides[-1]])
         with open(work + "/libvirt-rules.txt", "w") as log:
             for k, name in enumerate(names):
-                results.append(check_filter(k, name, sides, lv, a, log))
+                while k not in done:
+                    time.sleep(0.02)
+                pair = [a_sides[k % n_lv], sides[-1]]
+                results.append(check_filter(k, name, pair, done[k], plans[k][0], plans[k][1],
+                                            a, log))
                 print("filter %s: %s" % (name, "%d mismatches" % results[-1]["mismatches"]
                                          if results[-1]["mismatches"] is not None
                                          else results[-1]["why"]), file=sys.stderr, flush=True)
     finally:
-        if lv:
+        for lv in lvs:
             lv.close()
         for s in sides:
             s.close()

@@ -9,7 +9,9 @@ there (MAC source and destination, ether type, ARP opcode, hardware and
 protocol types and lengths, sender and target MAC and IP, RARP the same,
 IPv4 and IPv6 source, destination, protocol, DHCP ports, fragments, DSCP,
 multicast and broadcast destinations). Every probe is sent untagged,
-802.1Q-tagged and 802.1ad-tagged, from the guest and to the guest. The
+802.1Q-tagged (VLAN 5, and priority-tagged: VLAN 0), 802.1ad-tagged and
+double-tagged (802.1ad outside, 802.1Q inside), from the guest and to the
+guest. The
 "base" family (one frame of every ether type, right and wrong MACs) is in
 every filter's corpus.
 
@@ -43,7 +45,10 @@ DHCPSERVER_V4 = [PEER_IP]
 DHCPSERVER_V6 = [PEER_IP6]
 
 MARK = b"NBFWDIFF"
-TAGS = (None, "802.1Q", "802.1ad")
+# (name, the tags' (TPID, TCI) outermost first)
+TAGS = ((None, ()), ("802.1Q vid 5", ((0x8100, 5),)), ("802.1ad vid 5", ((0x88A8, 5),)),
+        ("802.1Q vid 0 (priority 3)", ((0x8100, 3 << 13),)),
+        ("802.1ad vid 5 + 802.1Q vid 7", ((0x88A8, 5), (0x8100, 7))))
 DIRECTIONS = ("from-guest", "to-guest")
 
 
@@ -98,16 +103,18 @@ def l4(proto, sport=1234, dport=80):
     raise ValueError(proto)
 
 
-def ipv4(src, dst, proto="udp", sport=1234, dport=80, frag=0, mf=False, tos=0):
+def ipv4(src, dst, proto="udp", sport=1234, dport=80, frag=0, mf=False, tos=0, opts=b""):
     pnum, payload, text = l4(proto, sport, dport)
+    if opts:
+        text += ", %d bytes of IP options" % len(opts)
     if frag:
         payload = b"fragment"  # a non-first fragment has no L4 header
         text = "%s, fragment offset %d" % (proto, frag * 8)
     elif mf:
         text += ", first fragment"
     flags = (0x2000 if mf else 0) | frag
-    h = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(payload), 1, flags, 64, pnum, 0,
-                    ip4(src), ip4(dst))
+    h = struct.pack("!BBHHHBBH4s4s", 0x45 + len(opts) // 4, tos, 20 + len(opts) + len(payload),
+                    1, flags, 64, pnum, 0, ip4(src), ip4(dst)) + opts
     h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
     if tos:
         text += ", dscp %d ecn %d" % (tos >> 2, tos & 3)
@@ -148,6 +155,12 @@ def other_type(etype=0x88B5):
     return etype, b"experimental", "ether type 0x%04x" % etype
 
 
+def llc():
+    """An 802.3 frame: a length where the type would be, then LLC."""
+    body = b"\x42\x42\x03" + bytes(35)
+    return len(body) + 12, body, "802.3 length %d, LLC (STP SAPs)" % (len(body) + 12)
+
+
 # ---- families: each a list of (src kind, dst kind, layer-3 builder result) ----
 # src kind: "sender" (the guest from the guest, the peer to the guest) or
 # "other"; dst kind: "receiver" (the peer from the guest, the guest to it),
@@ -156,7 +169,7 @@ def other_type(etype=0x88B5):
 def fam_base():
     out = []
     l3s = [ipv4(GUEST_IPS[0], PEER_IP), arp(), rarp(), ipv6(GUEST_IP6, PEER_IP6),
-           rarp(etype=0x0835), other_type()]
+           rarp(etype=0x0835), other_type(), llc()]
     for l3 in l3s:
         out.append(("sender", "receiver", l3))
         out.append(("other", "receiver", l3))
@@ -209,6 +222,8 @@ def fam_ipv4():
            ipv4("0.0.0.0", PEER_IP, "udp", 68, 67), ipv4("0.0.0.0", b, "udp", 1234, 67),
            ipv4("0.0.0.0", b, "udp", 68, 1234), ipv4("0.0.0.0", b, "tcp", 68, 67),
            ipv4("0.0.0.0", b, "udp", 67, 68),
+           ipv4("0.0.0.0", b, "udp", 68, 67, opts=b"\x94\x04\0\0"),  # router alert
+           ipv4("0.0.0.0", b, "udp", 1234, 67, opts=b"\x94\x04\0\0"),
            # DHCP answers: from the server, another one, wrong ports
            ipv4(PEER_IP, g, "udp", 67, 68), ipv4(PEER_IP, b, "udp", 67, 68),
            ipv4(OTHER_IP, g, "udp", 67, 68), ipv4(PEER_IP, g, "udp", 1234, 68),
@@ -318,9 +333,10 @@ def with_mark(etype, body, mark):
     if etype == 0x0800:
         struct.pack_into("!H", b, 2, len(b))
         struct.pack_into("!H", b, 10, 0)
-        struct.pack_into("!H", b, 10, csum(bytes(b[:20])))
+        ihl = (b[0] & 15) * 4
+        struct.pack_into("!H", b, 10, csum(bytes(b[:ihl])))
         if b[9] == 17 and not struct.unpack_from("!H", b, 6)[0] & 0x1FFF:
-            struct.pack_into("!H", b, 24, len(b) - 20)
+            struct.pack_into("!H", b, ihl + 4, len(b) - ihl)
     elif etype == 0x86DD:
         struct.pack_into("!H", b, 4, len(b) - 40)
         udp_at = {17: 40, 0: 48 if b[40] == 17 else None}.get(b[6])
@@ -333,12 +349,13 @@ def frame(direction, tag, src_kind, dst_kind, l3, ident):
     """One frame, with its unique trailer, and its readable text."""
     etype, body, text = l3
     src, dst = addr_of(src_kind, direction), addr_of(dst_kind, direction)
+    name, tags = tag
     hdr = mac(dst) + mac(src)
-    if tag:
-        hdr += struct.pack("!HH", 0x8100 if tag == "802.1Q" else 0x88A8, 5)
+    for tpid, tci in tags:
+        hdr += struct.pack("!HH", tpid, tci)
     hdr += struct.pack("!H", etype)
     body = with_mark(etype, body, MARK + struct.pack("!I", ident))
-    desc = "%s %s%s > %s: %s" % (direction, (tag + " vid 5, ") if tag else "", src, dst, text)
+    desc = "%s %s%s > %s: %s" % (direction, (name + ", ") if name else "", src, dst, text)
     return hdr + body, desc
 
 

@@ -31,6 +31,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -55,12 +56,14 @@ ETH_P_ALL = 3
 PACKET_OUTGOING = 4
 SO_RCVBUFFORCE = 33
 CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
 CHUNK = 150
 QUIET = 0.03
 
 LIBVIRTD_SH = r"""
 set -e
 mount --make-rprivate /
+mount -t sysfs sysfs /sys  # this network namespace's, as ip netns exec does
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /var
 ln -s /run /var/run
@@ -159,6 +162,20 @@ class netns:
         os.close(self.old)
 
 
+def in_netns_dying_with_parent(name):
+    """For Popen's preexec_fn: the child enters network namespace `name`
+    and gets SIGTERM when the test dies (a ctest timeout kills it without
+    its finally), so no libvirtd outlives it. No `ip netns exec`: it forks,
+    and the signal would go to it."""
+    def pre():
+        libc = ctypes.CDLL(None)
+        fd = os.open("/run/netns/" + name, os.O_RDONLY)
+        if libc.setns(fd, CLONE_NEWNET) != 0 or libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM):
+            os._exit(127)
+        os.close(fd)
+    return pre
+
+
 class Libvirt:
     """libvirtd in side A's namespace, alone in its own mount namespace."""
 
@@ -176,9 +193,10 @@ class Libvirt:
             f.write('unix_sock_dir = "%s/sock"\n' % work)
             f.write('log_outputs = "3:file:%s/libvirtd.log"\n' % work)
         env = dict(os.environ, W=work, DRIVERS=DRIVERS)
-        self.proc = subprocess.Popen(["ip", "netns", "exec", side.ns, "unshare", "-m", "sh", "-c",
-                                      LIBVIRTD_SH], env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=open(work + "/libvirtd.err", "w"))
+        self.proc = subprocess.Popen(["unshare", "-m", "sh", "-c", LIBVIRTD_SH], env=env,
+                                     stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=open(work + "/libvirtd.err", "w"),
+                                     preexec_fn=in_netns_dying_with_parent(side.ns))
         self.uri = "nwfilter:///system?socket=%s/sock/libvirt-sock" % work
         for _ in range(100):
             if self.proc.poll() is not None:
@@ -362,6 +380,14 @@ def report(results, show, elapsed):
     return "\n".join(out) + "\n", total_m == 0 and broken == 0
 
 
+def remove_stale_netns():
+    """Namespaces an earlier run that was killed left (nbfwdPID...)."""
+    for name in os.listdir("/run/netns") if os.path.isdir("/run/netns") else []:
+        m = re.fullmatch(r"nbfwd(\d+)(a\d+|b)", name)
+        if m and not os.path.exists("/proc/" + m.group(1)):
+            run("ip", "netns", "del", name, check=False)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -378,6 +404,7 @@ def main():
         print("nwfilter_diff: needs root (namespaces, libvirtd)")
         return 1
     t0 = time.monotonic()
+    remove_stale_netns()
     tag = "nbfwd%d" % os.getpid()
     work = tempfile.mkdtemp(prefix="nwfilter-diff.")
     sides, lvs, results = [], [], []

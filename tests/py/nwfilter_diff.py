@@ -27,6 +27,7 @@ Arguments: --helper NETBROKERD --apply NWFILTER-NB-APPLY [--filter NAME...]
 
 import argparse
 import ctypes
+import glob
 import os
 import re
 import select
@@ -44,7 +45,8 @@ import nwfilter_frames as nf
 HERE = os.path.dirname(os.path.abspath(__file__))
 OWN_XML = os.path.join(os.path.dirname(HERE), "nwfilter")
 STOCK_XML = "/etc/libvirt/nwfilter"
-DRIVERS = "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver"
+DRIVERS = (glob.glob("/usr/lib/*/libvirt/connection-driver") or
+           ["/usr/lib/x86_64-linux-gnu/libvirt/connection-driver"])[0]  # Debian's multiarch
 COMPOSITION = "clean-traffic+no-promisc"
 STOCK = ["allow-arp", "allow-dhcp", "allow-dhcp-server", "allow-dhcpv6", "allow-dhcpv6-server",
          "allow-incoming-ipv4", "allow-incoming-ipv6", "allow-ipv4", "allow-ipv6",

@@ -298,6 +298,7 @@ def send_corpus(sides, frames):
             for s in sides:
                 s.tx[end].send(data)
         drain(sides, got, QUIET)
+    drain(sides, got, 5 * QUIET)  # stragglers of the last chunk on a loaded machine
     out = []
     for g in got:
         out.append({i for end, i in g

@@ -18,6 +18,9 @@ packages=(
   iperf3           # the bandwidth conformance test measures TCP between namespaces
   valgrind         # memcheck over the unit, protocol and limits tests
   gnuplot-nox      # netbroker-bench --png draws its chart (no X11 needed)
+  # the nwfilter differential test runs libvirt's own nwfilter driver (its
+  # ebtables are iptables' ebtables-nft, listed above)
+  libvirt-daemon libvirt-daemon-config-nwfilter libvirt-clients
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -161,13 +161,58 @@ static int l4_fields(const Netbroker__FwRule *p, struct nbd_fw_rule *r, struct n
         return 0;
 }
 
+/* A negation needs something to negate: a "not" on an unset match would
+ * otherwise be dropped here and the rule would match every frame (the
+ * client library refuses the same in its rule_ok). */
+static int negations_ok(const Netbroker__FwRule *p, struct nbd_err *e)
+{
+        const struct {
+                bool neg, set;
+                const char *what;
+        } n[] = {
+                {p->ether_src_not, p->ether_src[0], "ether_src_not: no ether_src to negate"},
+                {p->ether_dst_not, p->ether_dst[0], "ether_dst_not: no ether_dst to negate"},
+                {p->ether_type_not, p->ether_type, "ether_type_not: no ether_type to negate"},
+                {p->arp_op_not, p->arp_op, "arp_op_not: no arp_op to negate"},
+                {p->arp_sender_mac_not, p->arp_sender_mac[0],
+                 "arp_sender_mac_not: no arp_sender_mac to negate"},
+                {p->arp_sender_ip_not, p->arp_sender_ip[0],
+                 "arp_sender_ip_not: no arp_sender_ip to negate"},
+                {p->arp_target_ip_not, p->arp_target_ip[0],
+                 "arp_target_ip_not: no arp_target_ip to negate"},
+                {p->ip_src_not, p->ip_src[0], "ip_src_not: no ip_src to negate"},
+                {p->ip_dst_not, p->ip_dst[0], "ip_dst_not: no ip_dst to negate"},
+                {p->l4_proto_not, p->l4_proto, "l4_proto_not: no l4_proto to negate"},
+                {p->sport_not, p->sport_min || p->sport_max, "sport_not: no source port to negate"},
+                {p->dport_not, p->dport_min || p->dport_max,
+                 "dport_not: no destination port to negate"},
+                {p->vlan_id_not, p->has_vlan_id, "vlan_id_not: no vlan_id to negate"},
+                {p->vlan_encap_not, p->vlan_encap, "vlan_encap_not: no vlan_encap to negate"},
+                {p->arp_htype_not, p->arp_htype, "arp_htype_not: no arp_htype to negate"},
+                {p->arp_ptype_not, p->arp_ptype, "arp_ptype_not: no arp_ptype to negate"},
+                {p->arp_target_mac_not, p->arp_target_mac[0],
+                 "arp_target_mac_not: no arp_target_mac to negate"},
+                {p->arp_gratuitous_not, p->arp_gratuitous,
+                 "arp_gratuitous_not: arp_gratuitous is not set"},
+                {p->dscp_not, p->has_dscp, "dscp_not: no dscp to negate"},
+                {p->icmp_not, p->has_icmp_type, "icmp_not: no icmp_type to negate"},
+                {p->tcp_flags_not, p->tcp_flags_mask, "tcp_flags_not: tcp_flags_mask is 0"},
+        };
+
+        for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+                if (n[i].neg && !n[i].set)
+                        return nbd_err_set(e, -EINVAL, "%s", n[i].what);
+        return 0;
+}
+
 /* The matches of a rule (also a guard's): everything but direction,
  * verdict, priority and comment. */
 static int match_fields(const Netbroker__FwRule *p, struct nbd_fw_rule *r, struct nbd_err *e)
 {
         int ret;
 
-        if ((ret = unsupported(p, e)) || (ret = addr_fields(p, r, e)) || (ret = l4_fields(p, r, e)))
+        if ((ret = unsupported(p, e)) || (ret = negations_ok(p, e)) ||
+            (ret = addr_fields(p, r, e)) || (ret = l4_fields(p, r, e)))
                 return ret;
         r->ether_type = num_field(p->ether_type, p->ether_type_not);
         if (p->has_vlan_id)

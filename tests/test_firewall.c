@@ -29,6 +29,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2303,6 +2304,114 @@ START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
 }
 END_TEST
 
+/* Send one FirewallApply of group g holding `rule` (NULL: no rule) and
+ * `guard` (NULL: none) straight on the wire; return the result's status and
+ * copy its message. */
+static int wire_apply(const struct tu_helper *h, Netbroker__FwRule *rule, Netbroker__FwRule *guard,
+                      char *msg, size_t msg_size)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__FirewallApply fa = NETBROKER__FIREWALL_APPLY__INIT;
+        Netbroker__FwGroup grp = NETBROKER__FW_GROUP__INIT, *groups[1] = {&grp};
+        Netbroker__FwRule *rules[1] = {rule};
+        Netbroker__ServerMessage *reply;
+        int fd, status;
+
+        grp.name = (char *)"g";
+        grp.rules = rules;
+        grp.n_rules = rule ? 1 : 0;
+        grp.guard = guard;
+        fa.owner = (char *)"vnet0";
+        fa.ifname = (char *)"vnet0";
+        fa.groups = groups;
+        fa.n_groups = 1;
+        op.op_case = NETBROKER__OP__OP_FIREWALL_APPLY;
+        op.firewall_apply = &fa;
+        req.id = 1;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        fd = tu_raw_connect(h->sock);
+        tu_raw_hello(fd);
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        reply = tu_raw_recv(fd, NULL);
+        ck_assert_ptr_nonnull(reply);
+        ck_assert_int_eq(reply->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(reply->reply->n_results, 1);
+        status = reply->reply->results[0]->status;
+        snprintf(msg, msg_size, "%s", reply->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(reply, NULL);
+        close(fd);
+        return status;
+}
+
+/* A "not" with nothing to negate, sent on the wire past the client's
+ * checks, is refused (in a rule and in a guard) instead of being dropped,
+ * which would leave a rule that matches every frame. */
+START_TEST(test_wire_negation_of_nothing_is_refused_naming_the_field)
+{
+        static const struct {
+                size_t off;
+                const char *needle;
+        } cases[] = {
+#define NEG(f, needle) {offsetof(Netbroker__FwRule, f), needle}
+                NEG(ether_src_not, "ether_src_not"),
+                NEG(ether_dst_not, "ether_dst_not"),
+                NEG(ether_type_not, "ether_type_not"),
+                NEG(arp_op_not, "arp_op_not"),
+                NEG(arp_sender_mac_not, "arp_sender_mac_not"),
+                NEG(arp_sender_ip_not, "arp_sender_ip_not"),
+                NEG(arp_target_ip_not, "arp_target_ip_not"),
+                NEG(ip_src_not, "ip_src_not"),
+                NEG(ip_dst_not, "ip_dst_not"),
+                NEG(l4_proto_not, "l4_proto_not"),
+                NEG(sport_not, "sport_not"),
+                NEG(dport_not, "dport_not"),
+                NEG(vlan_id_not, "vlan_id_not"),
+                NEG(vlan_encap_not, "vlan_encap_not"),
+                NEG(arp_htype_not, "arp_htype_not"),
+                NEG(arp_ptype_not, "arp_ptype_not"),
+                NEG(arp_target_mac_not, "arp_target_mac_not"),
+                NEG(arp_gratuitous_not, "arp_gratuitous_not"),
+                NEG(dscp_not, "dscp_not"),
+                NEG(icmp_not, "icmp_not"),
+                NEG(tcp_flags_not, "tcp_flags_not"),
+#undef NEG
+        };
+        struct tu_helper h;
+        char *before, msg[600];
+
+        tu_private_netns();
+        tu_veth("vnet0", "vnet0p");
+        tu_helper_start(&h, TU_ALLOW);
+        before = ruleset_text();
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                for (int as_guard = 0; as_guard < 2; as_guard++) {
+                        Netbroker__FwRule rule = NETBROKER__FW_RULE__INIT;
+                        char *after;
+                        int status;
+
+                        rule.verdict = NETBROKER__FW_VERDICT__FW_DROP;
+                        *(protobuf_c_boolean *)((char *)&rule + cases[i].off) = 1;
+                        status = wire_apply(&h, as_guard ? NULL : &rule, as_guard ? &rule : NULL,
+                                            msg, sizeof(msg));
+                        ck_assert_msg(status == EINVAL, "%s (guard %d): status %d (%s)",
+                                      cases[i].needle, as_guard, status, msg);
+                        ck_assert_msg(strstr(msg, cases[i].needle), "'%s' lacks '%s'", msg,
+                                      cases[i].needle);
+                        after = ruleset_text();
+                        ck_assert_str_eq(before, after);
+                        free(after);
+                }
+        }
+        free(before);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *firewall_suite(void)
 {
         Suite *s = suite_create("firewall");
@@ -2322,6 +2431,7 @@ Suite *firewall_suite(void)
         tcase_add_test(model, test_priorities_give_the_same_verdicts_in_any_order);
         tcase_add_test(model, test_new_fields_bad_input_is_refused_with_a_sentence);
         tcase_add_test(model, test_wire_only_bad_fields_are_refused_with_a_sentence);
+        tcase_add_test(model, test_wire_negation_of_nothing_is_refused_naming_the_field);
         tcase_add_test(enforce, test_macvtap_owner_filters_what_the_guest_sends);
         tcase_add_test(enforce, test_no_mac_spoofing_ping_works_until_the_guest_changes_its_mac);
         tcase_add_test(enforce, test_no_ip_spoofing_drops_a_spoofed_source_address);

@@ -71,17 +71,53 @@ static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *w
         return 0;
 }
 
+/* The length of the UTF-8 sequence at s (n bytes left), or 0 when it is
+ * not one: overlong forms, surrogates and anything past U+10FFFF are not.
+ * *ret_cp is its code point. */
+static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *ret_cp)
+{
+        static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+        size_t len = s[0] < 0x80                    ? 1
+                     : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+                     : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                     : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                                    : 0;
+        uint32_t cp = len == 1 ? s[0] : s[0] & (0x7f >> len);
+
+        if (!len || len > n)
+                return 0;
+        for (size_t i = 1; i < len; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (s[i] & 0x3f);
+        }
+        if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        *ret_cp = cp;
+        return len;
+}
+
+/* A comment comes back in FirewallList and on terminals (fw list
+ * --counters): valid UTF-8 only (proto3 decoders refuse anything else in
+ * a string), and no C0 or C1 control character, DEL included (C1 holds
+ * CSI, U+009B, which starts a terminal escape). */
 static int comment_field(const char *s, char out[NBD_FW_COMMENT_MAX + 1], struct nbd_err *e)
 {
-        size_t n = strlen(s);
+        const unsigned char *u = (const unsigned char *)s;
+        size_t n = strlen(s), len;
+        uint32_t cp;
 
         if (n > NBD_FW_COMMENT_MAX)
                 return nbd_err_set(e, -EINVAL, "comment: %zu bytes; at most %d", n,
                                    NBD_FW_COMMENT_MAX);
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+        for (size_t i = 0; i < n; i += len) {
+                len = utf8_seq(u + i, n - i, &cp);
+                if (!len)
+                        return nbd_err_set(e, -EINVAL, "comment: byte %zu is not valid UTF-8", i);
+                if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
                         return nbd_err_set(e, -EINVAL, "comment: byte %zu is a control character",
                                            i);
+        }
         memcpy(out, s, n + 1);
         return 0;
 }

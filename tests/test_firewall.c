@@ -2202,6 +2202,50 @@ START_TEST(test_new_fields_bad_input_is_refused_with_a_sentence)
 }
 END_TEST
 
+/* Send one FirewallApply of group g holding `rule` (NULL: no rule) and
+ * `guard` (NULL: none) straight on the wire; return the result's status and
+ * copy its message. */
+static int wire_apply(const struct tu_helper *h, Netbroker__FwRule *rule, Netbroker__FwRule *guard,
+                      char *msg, size_t msg_size)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__FirewallApply fa = NETBROKER__FIREWALL_APPLY__INIT;
+        Netbroker__FwGroup grp = NETBROKER__FW_GROUP__INIT, *groups[1] = {&grp};
+        Netbroker__FwRule *rules[1] = {rule};
+        Netbroker__ServerMessage *reply;
+        int fd, status;
+
+        grp.name = (char *)"g";
+        grp.rules = rules;
+        grp.n_rules = rule ? 1 : 0;
+        grp.guard = guard;
+        fa.owner = (char *)"vnet0";
+        fa.ifname = (char *)"vnet0";
+        fa.groups = groups;
+        fa.n_groups = 1;
+        op.op_case = NETBROKER__OP__OP_FIREWALL_APPLY;
+        op.firewall_apply = &fa;
+        req.id = 1;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        fd = tu_raw_connect(h->sock);
+        tu_raw_hello(fd);
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        reply = tu_raw_recv(fd, NULL);
+        ck_assert_ptr_nonnull(reply);
+        ck_assert_int_eq(reply->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(reply->reply->n_results, 1);
+        status = reply->reply->results[0]->status;
+        snprintf(msg, msg_size, "%s", reply->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(reply, NULL);
+        close(fd);
+        return status;
+}
+
 /* What the client cannot send, straight on the wire: connlimit, a priority
  * out of range, a bad guard, a comment with a control character. */
 START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
@@ -2218,6 +2262,11 @@ START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
                 {4, EINVAL, "a root group has no jump, so it cannot have a guard"},
                 {5, EINVAL, "group g rule 0: comment: byte 1 is a control character"},
                 {6, EINVAL, "group g rule 0: tcp_flags: mask 0x100"},
+                {7, EINVAL, "group g rule 0: comment: byte 2 is a control character"},
+                {8, EINVAL, "group g rule 0: comment: byte 1 is not valid UTF-8"},
+                {9, EINVAL, "group g rule 0: comment: byte 0 is not valid UTF-8"},
+                {10, EINVAL, "group g rule 0: comment: byte 1 is not valid UTF-8"},
+                {11, EINVAL, "group g rule 0: comment: byte 3 is a control character"},
         };
         struct tu_helper h;
         char *before;
@@ -2265,6 +2314,21 @@ START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
                         rule.l4_proto = 6;
                         rule.tcp_flags_mask = 0x100;
                         break;
+                case 7: /* CSI, U+009B: a C1 control starting a terminal escape */
+                        rule.comment = (char *)"ok\xc2\x9b[2J";
+                        break;
+                case 8:
+                        rule.comment = (char *)"a\xff\xfe";
+                        break;
+                case 9: /* an overlong '/' */
+                        rule.comment = (char *)"\xc0\xaf";
+                        break;
+                case 10: /* a surrogate */
+                        rule.comment = (char *)"x\xed\xa0\x80";
+                        break;
+                case 11:
+                        rule.comment = (char *)"del\x7f";
+                        break;
                 }
                 grp.name = (char *)"g";
                 grp.rules = rules;
@@ -2300,53 +2364,18 @@ START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
                 free(after);
         }
         free(before);
+        {
+                /* Printable UTF-8 beyond ASCII is a comment like any other. */
+                Netbroker__FwRule rule = NETBROKER__FW_RULE__INIT;
+                char msg[600];
+
+                rule.verdict = NETBROKER__FW_VERDICT__FW_ACCEPT;
+                rule.comment = (char *)"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x90\xa7 \xc2\xa0";
+                ck_assert_msg(wire_apply(&h, &rule, NULL, msg, sizeof(msg)) == 0, "%s", msg);
+        }
         tu_helper_stop(&h);
 }
 END_TEST
-
-/* Send one FirewallApply of group g holding `rule` (NULL: no rule) and
- * `guard` (NULL: none) straight on the wire; return the result's status and
- * copy its message. */
-static int wire_apply(const struct tu_helper *h, Netbroker__FwRule *rule, Netbroker__FwRule *guard,
-                      char *msg, size_t msg_size)
-{
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = NETBROKER__REQUEST__INIT;
-        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
-        Netbroker__FirewallApply fa = NETBROKER__FIREWALL_APPLY__INIT;
-        Netbroker__FwGroup grp = NETBROKER__FW_GROUP__INIT, *groups[1] = {&grp};
-        Netbroker__FwRule *rules[1] = {rule};
-        Netbroker__ServerMessage *reply;
-        int fd, status;
-
-        grp.name = (char *)"g";
-        grp.rules = rules;
-        grp.n_rules = rule ? 1 : 0;
-        grp.guard = guard;
-        fa.owner = (char *)"vnet0";
-        fa.ifname = (char *)"vnet0";
-        fa.groups = groups;
-        fa.n_groups = 1;
-        op.op_case = NETBROKER__OP__OP_FIREWALL_APPLY;
-        op.firewall_apply = &fa;
-        req.id = 1;
-        req.ops = ops;
-        req.n_ops = 1;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        fd = tu_raw_connect(h->sock);
-        tu_raw_hello(fd);
-        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
-        reply = tu_raw_recv(fd, NULL);
-        ck_assert_ptr_nonnull(reply);
-        ck_assert_int_eq(reply->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
-        ck_assert_uint_eq(reply->reply->n_results, 1);
-        status = reply->reply->results[0]->status;
-        snprintf(msg, msg_size, "%s", reply->reply->results[0]->message);
-        netbroker__server_message__free_unpacked(reply, NULL);
-        close(fd);
-        return status;
-}
 
 /* A "not" with nothing to negate, sent on the wire past the client's
  * checks, is refused (in a rule and in a guard) instead of being dropped,

@@ -341,13 +341,18 @@ static int match_frag(struct nftnl_rule *r, enum frag_test t)
 
 /* ebt_ip6's protocol is the header after the extension headers, and 44 for
  * a fragment other than the first; meta l4proto looks through that
- * fragment header. So an IPv6 protocol match is one of two alternatives
+ * fragment header. So an IPv6 protocol match is one of a few alternatives
  * (nft rules with the same verdict, one after the other):
  *   P      : l4proto P, no fragment header | l4proto P, fragment offset 0
- *   not P  : fragment offset not 0        | l4proto neither P nor 59
+ *   not P  : fragment offset not 0 | l4proto neither P nor 59, no fragment
+ *            header | l4proto neither P nor 59, fragment offset 0
  *   44     : fragment offset not 0
  *   not 44 : no fragment header           | fragment offset 0
  * (59, no next header, makes ebt_ip6 fail even when negated.)
+ * No frame matches two alternatives of one rule: a rule's counter counts
+ * it once, and a guard's jump runs its group once (meta l4proto of a later
+ * fragment is its fragment header's next header, so "l4proto neither P nor
+ * 59" alone would also match later fragments).
  * nbd_fw_rule_alts() counts them. */
 static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
@@ -363,8 +368,8 @@ static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, un
                 t = alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
                 l4 = true;
         } else {
-                t = alt == 0 ? FRAG_LATER : FRAG_NONE;
-                l4 = alt == 1;
+                t = alt == 0 ? FRAG_LATER : alt == 1 ? FRAG_ABSENT : FRAG_FIRST;
+                l4 = alt != 0;
         }
         if (l4 || (frag && neg && alt == 0)) {
                 /* Also where nothing else is loaded: the header chain parses. */

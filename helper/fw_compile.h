@@ -13,7 +13,7 @@
  *                       and the root groups' rules, in priority order, so
  *                       RETURN leaves a group as in libvirt's filters.
  * Every model rule has a counter before its verdict. A model rule is one
- * nft rule, or two consecutive ones with the same verdict where one nft
+ * nft rule, or a few consecutive, disjoint ones with the same verdict where one nft
  * rule cannot say it (nbd_fw_rule_alts() in fw_model.h: an IPv6 protocol,
  * as ebtables sees it around fragments).
  * Both base chains carry the comment "netbroker <hash> <ifname> <rules>

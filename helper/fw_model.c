@@ -147,7 +147,9 @@ unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
 {
         bool v6 = r->l4proto.set && nbd_fw_rule_family(r) == 6;
 
-        return v6 && !(r->l4proto.v == 44 && !r->l4proto.neg) ? 2 : 1;
+        if (!v6 || (r->l4proto.v == 44 && !r->l4proto.neg))
+                return 1;
+        return r->l4proto.neg && r->l4proto.v != 44 ? 3 : 2;
 }
 
 static int check_ranges(const struct nbd_fw_rule *r, struct nbd_err *e)

@@ -103,9 +103,10 @@ int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err
 bool nbd_fw_rule_is_arp(const struct nbd_fw_rule *r);
 bool nbd_fw_rule_is_ip(const struct nbd_fw_rule *r);
 int nbd_fw_rule_family(const struct nbd_fw_rule *r);
-/* How many nftables rules the compiler makes of a rule: 1, or 2 one after
- * the other where one cannot say it (an IPv6 protocol, which ebtables sees
- * as 44 in a fragment other than the first). */
+/* How many nftables rules the compiler makes of a rule: 1, or 2 or 3 one
+ * after the other, matching disjoint sets of frames, where one cannot say
+ * it (an IPv6 protocol, which ebtables sees as 44 in a fragment other than
+ * the first). */
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
 
 /* The hash of an owner's model (its interface, hooks, groups and every

@@ -1990,16 +1990,55 @@ START_TEST(test_ipv6_protocol_of_a_later_fragment_is_44)
                              .ip_src = "2001:db8::/64",
                              .l4_proto = IPPROTO_UDP,
                              .l4_proto_not = true});
-        /* 3 rules, 5 nft rules with counters (an IPv6 protocol is two):
-         * apply, list and ensure count them alike */
-        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 5);
-        ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 5);
+        /* 3 rules, 6 nft rules with counters (an IPv6 protocol is two,
+         * a negated one three): apply, list and ensure count them alike */
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 6);
+        ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 6);
         run_probes(&l, p, 6, true);
         {
                 bool same = false;
                 apply1(l.c, "vnet0", "vnet0", rs, NB_FW_ENSURE, NULL, &same);
                 ck_assert_msg(same, "ensure rebuilt what it had just installed");
         }
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* The packets counted by the rule whose line in nft's listing carries
+ * `needle`. */
+static unsigned long long counted(const char *needle)
+{
+        char *text = tu_sh("nft list ruleset"), *at = strstr(text, needle), *line, *c;
+        unsigned long long n = 0;
+
+        ck_assert_msg(at, "no rule with '%s' in:\n%s", needle, text);
+        for (line = at; line > text && line[-1] != '\n'; line--)
+                ;
+        c = strstr(line, "counter packets ");
+        ck_assert_msg(c && c < at, "no counter before '%s'", needle);
+        ck_assert_int_eq(sscanf(c, "counter packets %llu", &n), 1);
+        free(text);
+        return n;
+}
+
+/* "Not UDP" on IPv6 is several nft rules; a later fragment (44 to
+ * ebtables) whose fragment header names ICMPv6 must match only one of
+ * them, or a guard's jump runs its group twice and counters double. */
+START_TEST(test_ipv6_negated_protocol_guard_jumps_once_per_frame)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule guard = {.ip_src = "2001:db8::7", .l4_proto = IPPROTO_UDP, .l4_proto_not = true};
+        struct probe p = PROBE("later fragment of ICMPv6", FROM_GUEST, PASSES, "nbfw-6-once");
+
+        lab_up(&l);
+        p.len = ip6_frame(p.frame, "2001:db8::7", IPPROTO_ICMPV6, true, 1, p.marker);
+        ck_assert_int_eq(nb_fw_group_ex(rs, "g", &(nb_fw_group_opts){.guard = &guard}), 0);
+        add(rs, (nb_fw_rule){.verdict = NB_FW_RETURN, .comment = "nbfw-once"});
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, &p, 1, true);
+        ck_assert_uint_eq(counted("nbfw-once"), 3);
         nb_fw_ruleset_free(rs);
         lab_down(&l);
 }
@@ -2456,6 +2495,7 @@ Suite *firewall_suite(void)
         tcase_add_test(model, test_outer_type_and_vlan_fields_match_the_tag_on_the_wire);
         tcase_add_test(model, test_arp_and_rarp_fields_hold_as_in_ebtables_arp_match);
         tcase_add_test(model, test_ipv6_protocol_of_a_later_fragment_is_44);
+        tcase_add_test(model, test_ipv6_negated_protocol_guard_jumps_once_per_frame);
         tcase_add_test(model, test_ipv4_dscp_flags_icmp_ranges_and_negations);
         tcase_add_test(model, test_priorities_give_the_same_verdicts_in_any_order);
         tcase_add_test(model, test_new_fields_bad_input_is_refused_with_a_sentence);

@@ -449,7 +449,7 @@ START_TEST(test_fw_ipv6_protocol_tells_later_fragments_apart)
         r[2].ether_type = num(0x86dd, false);
         r[2].l4proto = num(44, false);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 2);
-        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 2);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 3);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[2]), 1);
         t = render(r, 3);
         /* 58: no fragment header, or offset 0 */
@@ -469,10 +469,20 @@ START_TEST(test_fw_ipv6_protocol_tells_later_fragments_apart)
                     "[ bitwise reg 1 = ( reg 1 & 0x0000f8ff ) ^ 0x00000000 ] "
                     "[ cmp neq reg 1 0x00000000 ] [ counter pkts 0 bytes 0 ] "
                     "[ immediate reg 0 drop ]");
+        /* ... but not a later fragment: meta l4proto is then the fragment
+         * header's next header, and the alternatives must be disjoint */
         assert_rule(t,
                     "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
                     "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
-                    "[ cmp neq reg 1 0x0000003b ] [ counter pkts 0 bytes 0 ] "
+                    "[ cmp neq reg 1 0x0000003b ] "
+                    "[ exthdr load ipv6 1b @ 44 + 0 present => reg 1 ] [ cmp eq reg 1 0x00000000 ] "
+                    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
+                    "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
+                    "[ cmp neq reg 1 0x0000003b ] [ exthdr load ipv6 2b @ 44 + 2 => reg 1 ] "
+                    "[ bitwise reg 1 = ( reg 1 & 0x0000f8ff ) ^ 0x00000000 ] "
+                    "[ cmp eq reg 1 0x00000000 ] [ counter pkts 0 bytes 0 ] "
                     "[ immediate reg 0 drop ]");
         assert_rule(t,
                     "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "

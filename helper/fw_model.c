@@ -152,6 +152,32 @@ unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
         return r->l4proto.neg && r->l4proto.v != 44 ? 3 : 2;
 }
 
+static bool group_has_dir(const struct nbd_fw_group *g, enum nbd_fw_dir d)
+{
+        for (size_t i = 0; i < g->n_rules; i++)
+                if (g->rules[i].dir == d)
+                        return true;
+        return false;
+}
+
+size_t nbd_fw_installed_rules(const struct nbd_fw_group *groups, size_t n_groups)
+{
+        size_t n = 0;
+
+        for (size_t g = 0; g < n_groups; g++) {
+                const struct nbd_fw_group *grp = &groups[g];
+                for (size_t i = 0; i < grp->n_rules; i++)
+                        n += nbd_fw_rule_alts(&grp->rules[i]);
+                if (grp->root)
+                        continue;
+                /* A jump (behind its guard) per direction it has rules in. */
+                for (int d = NBD_FW_DIR_FROM; d <= NBD_FW_DIR_TO; d++)
+                        if (group_has_dir(grp, (enum nbd_fw_dir)d))
+                                n += grp->has_guard ? nbd_fw_rule_alts(&grp->guard) : 1;
+        }
+        return n;
+}
+
 static int check_ranges(const struct nbd_fw_rule *r, struct nbd_err *e)
 {
         if (r->ether_type.set && r->ether_type.v > 0xffff)

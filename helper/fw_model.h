@@ -109,6 +109,12 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r);
  * the first). */
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
 
+/* How many nftables rules the groups become in the kernel: every rule's
+ * alternatives, and the jumps to each non-root group (one per direction it
+ * has rules in, times its guard's alternatives), as nbd_fw_layout() lays
+ * them out. */
+size_t nbd_fw_installed_rules(const struct nbd_fw_group *groups, size_t n_groups);
+
 /* The hash of an owner's model (its interface, hooks, groups and every
  * field of every rule) in hex, and the number of rules it has in the
  * kernel (nftables rules with a counter: nbd_fw_rule_alts() of each). The base

@@ -454,25 +454,35 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
         return 0;
 }
 
+static int over_max_rules(const struct nbd_validation *v, const char *owner, const char *how,
+                          Netbroker__Result *res)
+{
+        if (v->n_rules <= max_rules(v))
+                return 0;
+        return nbd_result_set(res, -E2BIG, "firewall %s: the request has more than %u rules%s (%s)",
+                              owner, max_rules(v), how,
+                              nbd_peer_is_root(v->peer) ? "max_rules_per_request"
+                                                        : "max_rules_per_request_nonroot");
+}
+
 static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
         struct nbd_err err;
         struct model m = {0};
+        size_t written = 0;
         int r;
 
         if ((r = claim_owner(v, a->owner, res)))
                 return r;
         /* The whole request is compiled and committed in one go on the
-         * loop: its size bounds how long other clients wait. */
+         * loop: its size bounds how long other clients wait. The rules as
+         * written bound the parsing; they install as at least as many. */
         for (size_t g = 0; g < a->n_groups; g++)
-                v->n_rules += a->groups[g]->n_rules;
-        if (v->n_rules > max_rules(v))
-                return nbd_result_set(res, -E2BIG,
-                                      "firewall %s: the request has more than %u rules (%s)",
-                                      a->owner, max_rules(v),
-                                      nbd_peer_is_root(v->peer) ? "max_rules_per_request"
-                                                                : "max_rules_per_request_nonroot");
+                written += a->groups[g]->n_rules;
+        v->n_rules += written;
+        if ((r = over_max_rules(v, a->owner, "", res)))
+                return r;
         if (a->mode > NETBROKER__FW_MODE__FW_ENSURE)
                 return nbd_result_set(res, -EINVAL, "firewall %s: unknown mode %d", a->owner,
                                       a->mode);
@@ -482,10 +492,15 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
         r = model_from_proto(a, v->ctx->be->links.is_macvtap(v->ctx->links, a->ifname), &m, &err);
+        /* A non-root caller's limit counts what the kernel gets: an IPv6
+         * protocol is 2 or 3 nftables rules, a group adds its jumps. (Root's
+         * stays by rules as written, as max_rules_per_request documents.) */
+        if (r == 0 && !nbd_peer_is_root(v->peer))
+                v->n_rules += nbd_fw_installed_rules(m.groups, m.n_groups) - written;
         model_free(&m);
         if (r < 0)
                 return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
-        return 0;
+        return over_max_rules(v, a->owner, " as installed", res);
 }
 
 static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,

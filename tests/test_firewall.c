@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -2285,6 +2287,85 @@ static int wire_apply(const struct tu_helper *h, Netbroker__FwRule *rule, Netbro
         return status;
 }
 
+/* As uid 65534: a tap and its firewall in one request; the firewall op's
+ * status, its message in msg. */
+static int apply_as_nobody(const char *sock, const char *tap, const nb_fw_ruleset *rs, char *msg,
+                           size_t msg_size)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+        int status;
+
+        if (!b || nb_connect(sock, &c) != 0)
+                return -1000;
+        nb_batch_tap_create(b, tap, NULL);
+        nb_batch_firewall_apply(b, tap, tap, rs, NB_FW_REPLACE);
+        status = nb_submit(c, b, &res) == 0 ? nb_result_status(res, 1) : -1001;
+        snprintf(msg, msg_size, "%s", res ? nb_result_message(res, 1) : "");
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+        return status;
+}
+
+/* max_rules_per_request_nonroot counts the nftables rules a request
+ * installs: three plain rules and the jump to their group fit a limit of
+ * 4; two rules, one of them "not UDP" on IPv6 (3 nft rules), and their
+ * group's jump in each direction, are 6 and do not. */
+START_TEST(test_nonroot_rule_limit_counts_rules_as_installed)
+{
+        struct tu_helper h;
+        pid_t pid;
+        int status;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW "max_rules_per_request_nonroot = 4\n"
+                                     "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = tap_create firewall_apply\n"
+                                     "name_prefixes = nbu\n"
+                                     "max_devices = 4\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                nb_fw_ruleset *flat = nb_fw_ruleset_new(), *grouped = nb_fw_ruleset_new();
+                nb_fw_rule plain = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+                char msg[600];
+                int r;
+
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                for (int i = 0; i < 3; i++)
+                        nb_fw_rule_add(flat, &plain);
+                r = apply_as_nobody(h.sock, "nbu0", flat, msg, sizeof(msg));
+                if (r != 0) {
+                        fprintf(stderr, "3 plain rules: %d %s\n", r, msg);
+                        _exit(11);
+                }
+                nb_fw_group(grouped, "g");
+                nb_fw_rule_add(grouped, &(nb_fw_rule){.direction = NB_FW_FROM_GUEST,
+                                                      .verdict = NB_FW_ACCEPT,
+                                                      .ip_src = "2001:db8::1",
+                                                      .l4_proto = IPPROTO_UDP,
+                                                      .l4_proto_not = true});
+                nb_fw_rule_add(grouped,
+                               &(nb_fw_rule){.direction = NB_FW_TO_GUEST, .verdict = NB_FW_ACCEPT});
+                r = apply_as_nobody(h.sock, "nbu1", grouped, msg, sizeof(msg));
+                if (r != -E2BIG || !strstr(msg, "more than 4 rules as installed "
+                                                "(max_rules_per_request_nonroot)")) {
+                        fprintf(stderr, "2 rules installing as 6: %d %s\n", r, msg);
+                        _exit(12);
+                }
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* What the client cannot send, straight on the wire: connlimit, a priority
  * out of range, a bad guard, a comment with a control character. */
 START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
@@ -2518,6 +2599,7 @@ Suite *firewall_suite(void)
                        test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds);
         tcase_add_test(input, test_bad_input_is_refused_with_a_clear_error_and_changes_nothing);
         tcase_add_test(input, test_conntrack_match_is_refused_with_eopnotsupp);
+        tcase_add_test(input, test_nonroot_rule_limit_counts_rules_as_installed);
         tcase_add_test(input, test_firewall_op_before_a_failing_op_is_not_reported_applied);
         tcase_add_test(input, test_ensure_rebuilds_an_owner_whose_rules_were_flushed_by_hand);
         tcase_add_test(input, test_list_reads_back_what_apply_returned_and_remove_takes_one_owner);

@@ -468,8 +468,10 @@ static int add_counter(struct nftnl_rule *r)
 }
 
 /* Alternative `alt` (nbd_fw_rule_alts) of one model rule: its matches, a
- * counter, its verdict. */
-static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_rule *r, unsigned alt)
+ * counter, its verdict. -ENOMEM, or -E2BIG when its text does not fit the
+ * rule's comment (a bug in the sizes). */
+static int compile_rule(const char *chain, const struct nbd_fw_rule *r, unsigned alt,
+                        struct nftnl_rule **ret_rule)
 {
         static const int verdicts[] = {[NBD_FW_V_ACCEPT] = NF_ACCEPT,
                                        [NBD_FW_V_DROP] = NF_DROP,
@@ -478,7 +480,7 @@ static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_ru
         int ret;
 
         if (!nr)
-                return NULL;
+                return -ENOMEM;
         ret = compile_matches(nr, r, alt);
         if (ret == 0)
                 ret = add_counter(nr);
@@ -488,28 +490,30 @@ static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_ru
         ret = ret ?: nbd_fw_rule_udata(nr, r);
         if (ret < 0) {
                 nftnl_rule_free(nr);
-                return NULL;
+                return ret;
         }
-        return nr;
+        *ret_rule = nr;
+        return 0;
 }
 
 /* A group's jump, behind its guard's matches. */
-static struct nftnl_rule *compile_jump(const char *chain, const struct nbd_fw_group *g,
-                                       const char *to, unsigned alt)
+static int compile_jump(const char *chain, const struct nbd_fw_group *g, const char *to,
+                        unsigned alt, struct nftnl_rule **ret_rule)
 {
         struct nftnl_rule *nr = nbd_fw_new_rule(chain);
         int ret;
 
         if (!nr)
-                return NULL;
+                return -ENOMEM;
         ret = g->has_guard ? compile_matches(nr, &g->guard, alt) : 0;
         if (ret == 0)
                 ret = add_verdict(nr, NFT_JUMP, to);
         if (ret < 0) {
                 nftnl_rule_free(nr);
-                return NULL;
+                return ret;
         }
-        return nr;
+        *ret_rule = nr;
+        return 0;
 }
 
 /* ---- an owner's chains and rules, in the order they are sent ---- */
@@ -754,14 +758,17 @@ static int push_entries(const struct nbd_fw_owner_spec *s, const struct entry *v
 
         for (size_t i = 0; i < n; i++)
                 for (unsigned alt = 0; alt < entry_alts(&v[i]); alt++) {
-                        struct nftnl_rule *r;
+                        struct nftnl_rule *r = NULL;
+                        int ret;
                         if (v[i].r) {
-                                r = compile_rule(name, v[i].r, alt);
+                                ret = compile_rule(name, v[i].r, alt, &r);
                         } else {
                                 snprintf(to, sizeof(to), "%s/%s/%s", s->owner, nbd_fw_dir_names[d],
                                          v[i].g->name);
-                                r = compile_jump(name, v[i].g, to, alt);
+                                ret = compile_jump(name, v[i].g, to, alt, &r);
                         }
+                        if (ret < 0)
+                                return ret;
                         if (push_rule(it, r, owner_idx) < 0)
                                 return -ENOMEM;
                 }
@@ -819,21 +826,32 @@ int nbd_fw_compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx,
         if (ret == 0)
                 return 0;
         nbd_fw_items_clear(it, start);
-        return nbd_err_set(e, ret, "out of memory compiling the rules of owner %s", s->owner);
+        if (ret == -ENOMEM)
+                return nbd_err_set(e, ret, "out of memory compiling the rules of owner %s",
+                                   s->owner);
+        return nbd_err_set(e, ret, "owner %s: a rule cannot be compiled: %s", s->owner,
+                           ret == -E2BIG ? "its text does not fit the nftables comment"
+                                         : strerror(-ret));
 }
 
 int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], unsigned *ret_rules,
                 struct nbd_err *e)
 {
         struct nbd_fw_items it = {0};
+        char h[NBD_FW_HASH_HEX];
+        unsigned rules;
         int r;
 
-        nbd_fw_model_hash(s, hash, ret_rules);
+        nbd_fw_model_hash(s, h, &rules);
         /* Compile too: what cannot be compiled has no hash. */
-        r = nbd_fw_compile_owner(s, 0, &it, hash, *ret_rules, e);
+        r = nbd_fw_compile_owner(s, 0, &it, h, rules, e);
         nbd_fw_items_clear(&it, 0);
         free(it.v);
-        return r;
+        if (r < 0)
+                return r;
+        memcpy(hash, h, sizeof(h));
+        *ret_rules = rules;
+        return 0;
 }
 
 /* 0, or -ENOMEM when the batch needed a page it could not have (the

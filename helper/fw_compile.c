@@ -137,10 +137,11 @@ static int match_u16(struct nftnl_rule *r, uint32_t base, uint32_t off, uint16_t
         return ret ? ret : cmp_u16(r, v, neg);
 }
 
-static int match_port(struct nftnl_rule *r, uint32_t off, const uint16_t range[2], bool neg)
+static int match_port(struct nftnl_rule *r, uint32_t base, uint32_t off, const uint16_t range[2],
+                      bool neg)
 {
         uint16_t lo = htons(range[0]), hi = htons(range[1] ? range[1] : range[0]);
-        int ret = load_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, off, 2);
+        int ret = load_payload(r, base, off, 2);
 
         if (ret == 0 && lo == hi)
                 return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &lo, 2);
@@ -409,25 +410,38 @@ static bool has_l4_fields(const struct nbd_fw_rule *r)
  * as in ebt_ip (negated or not). The kernel's fast path for short
  * transport header loads reads such a fragment's bytes as if they were
  * the header, so IPv4 says so itself: the fragment offset is 0. IPv6's
- * protocol match has already excluded later fragments. */
-static int match_l4(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+ * protocol match has already excluded later fragments.
+ * The kernel has a transport header only for a packet whose lengths pass
+ * its validation; ebt_ip reads behind the header whatever the total
+ * length says. So IPv4 is two alternatives (nbd_fw_rule_alts), disjoint
+ * by the first byte: 0x45 (version 4, a 20-byte header), read at network
+ * header + 20 as ebt_ip does; anything else, read at the kernel's
+ * transport header. */
+static int match_l4(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
-        const uint8_t off_mask[2] = {0x1f, 0xff}, zero[2] = {0, 0};
-        uint32_t th = NFT_PAYLOAD_TRANSPORT_HEADER;
+        const uint8_t off_mask[2] = {0x1f, 0xff}, zero[2] = {0, 0}, v4_20 = 0x45;
+        bool v4 = has_l4_fields(r) && nbd_fw_rule_family(r) == 4;
+        uint32_t th = NFT_PAYLOAD_TRANSPORT_HEADER, at = 0;
         int ret = 0;
 
-        if (has_l4_fields(r) && nbd_fw_rule_family(r) == 4)
+        if (v4)
                 ret = match_bytes(nr, NFT_PAYLOAD_NETWORK_HEADER, 6, 2, zero, off_mask, false);
+        if (ret == 0 && v4)
+                ret = match_bytes(nr, NFT_PAYLOAD_NETWORK_HEADER, 0, 1, &v4_20, NULL, alt != 0);
+        if (v4 && alt == 0) {
+                th = NFT_PAYLOAD_NETWORK_HEADER;
+                at = 20;
+        }
         if (ret == 0 && r->sport[0])
-                ret = match_port(nr, 0, r->sport, r->sport_neg);
+                ret = match_port(nr, th, at + 0, r->sport, r->sport_neg);
         if (ret == 0 && r->dport[0])
-                ret = match_port(nr, 2, r->dport, r->dport_neg);
+                ret = match_port(nr, th, at + 2, r->dport, r->dport_neg);
         if (ret == 0 && r->has_icmp_type) {
                 const uint8_t tc[2] = {r->icmp_type, r->icmp_code};
-                ret = match_bytes(nr, th, 0, r->has_icmp_code ? 2 : 1, tc, NULL, r->icmp_neg);
+                ret = match_bytes(nr, th, at + 0, r->has_icmp_code ? 2 : 1, tc, NULL, r->icmp_neg);
         }
         if (ret == 0 && r->tcp_flags_mask)
-                ret = match_bytes(nr, th, 13, 1, &r->tcp_flags, &r->tcp_flags_mask,
+                ret = match_bytes(nr, th, at + 13, 1, &r->tcp_flags, &r->tcp_flags_mask,
                                   r->tcp_flags_neg);
         return ret;
 }
@@ -442,7 +456,7 @@ static int compile_matches(struct nftnl_rule *nr, const struct nbd_fw_rule *r, u
                 ret = match_l3(nr, r);
         if (ret == 0)
                 ret = match_proto(nr, r, alt);
-        return ret ? ret : match_l4(nr, r);
+        return ret ? ret : match_l4(nr, r, alt);
 }
 
 /* NULL when out of memory. The names are copies (libnftnl strdup()s

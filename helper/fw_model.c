@@ -147,6 +147,12 @@ unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
 {
         bool v6 = r->l4proto.set && nbd_fw_rule_family(r) == 6;
 
+        bool l4 = r->sport[0] || r->dport[0] || r->has_icmp_type || r->tcp_flags_mask;
+
+        /* IPv4 ports, ICMP and TCP flags: a 20-byte header, read behind
+         * it, or another, read where the kernel puts the transport header. */
+        if (l4 && nbd_fw_rule_family(r) == 4)
+                return 2;
         if (!v6 || (r->l4proto.v == 44 && !r->l4proto.neg))
                 return 1;
         return r->l4proto.neg && r->l4proto.v != 44 ? 3 : 2;
@@ -447,7 +453,7 @@ void nbd_fw_model_hash(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_H
         unsigned rules = 0;
 
         fnv_init(&f);
-        fnv_add(&f, "netbroker-fw-3", 15);
+        fnv_add(&f, "netbroker-fw-4", 15);
         fnv_add(&f, s->ifname, strlen(s->ifname) + 1);
         hash_u32(&f, s->reversed);
         for (size_t g = 0; g < s->n_groups; g++) {

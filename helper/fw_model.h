@@ -106,7 +106,8 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r);
 /* How many nftables rules the compiler makes of a rule: 1, or 2 or 3 one
  * after the other, matching disjoint sets of frames, where one cannot say
  * it (an IPv6 protocol, which ebtables sees as 44 in a fragment other than
- * the first). */
+ * the first; IPv4 ports, ICMP and TCP flags, which ebtables reads behind
+ * the header whatever the total length says). */
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
 
 /* How many nftables rules the groups become in the kernel: every rule's

@@ -2046,6 +2046,46 @@ START_TEST(test_ipv6_negated_protocol_guard_jumps_once_per_frame)
 }
 END_TEST
 
+/* An IPv4 packet whose total length says more than the frame holds fails
+ * the kernel's validation (no transport header), but ebt_ip reads its
+ * ports behind the 20-byte header anyway: "dport not 53" drops it too. */
+static size_t lying_udp4(uint8_t *f, unsigned dport, const char *marker)
+{
+        const uint8_t udp[8] = {0x0f, 0xa0, (uint8_t)(dport >> 8), (uint8_t)dport, 0, 8, 0, 0};
+        size_t len = ip4_frame(f, GUEST_IP, IPPROTO_UDP, 0, 0, udp, 0, marker);
+        uint8_t *ip = f + 14;
+
+        put16(ip + 2, 1000);
+        put16(ip + 10, 0);
+        put16(ip + 10, csum(ip, 20));
+        return len;
+}
+
+START_TEST(test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("UDP to 5000, total length 1000", FROM_GUEST, DROPPED, "nbfw-4-lie5000"),
+                PROBE("UDP to 53, total length 1000", FROM_GUEST, PASSES, "nbfw-4-lie53"),
+        };
+
+        lab_up(&l);
+        p[0].len = lying_udp4(p[0].frame, 5000, p[0].marker);
+        p[1].len = lying_udp4(p[1].frame, 53, p[1].marker);
+        run_probes(&l, p, 2, false);
+        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+                             .ether_type = 0x0800,
+                             .l4_proto = IPPROTO_UDP,
+                             .dport_min = 53,
+                             .dport_not = true});
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 2, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
 /* DSCP, TCP flags, ICMP type and code negated together, an address range,
  * port and protocol negation; ports of a later fragment never match. */
 START_TEST(test_ipv4_dscp_flags_icmp_ranges_and_negations)
@@ -2577,6 +2617,7 @@ Suite *firewall_suite(void)
         tcase_add_test(model, test_arp_and_rarp_fields_hold_as_in_ebtables_arp_match);
         tcase_add_test(model, test_ipv6_protocol_of_a_later_fragment_is_44);
         tcase_add_test(model, test_ipv6_negated_protocol_guard_jumps_once_per_frame);
+        tcase_add_test(model, test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables);
         tcase_add_test(model, test_ipv4_dscp_flags_icmp_ranges_and_negations);
         tcase_add_test(model, test_priorities_give_the_same_verdicts_in_any_order);
         tcase_add_test(model, test_new_fields_bad_input_is_refused_with_a_sentence);

@@ -344,17 +344,28 @@ static int match_frag(struct nftnl_rule *r, enum frag_test t)
  * a fragment other than the first; meta l4proto looks through that
  * fragment header. So an IPv6 protocol match is one of a few alternatives
  * (nft rules with the same verdict, one after the other):
- *   P      : l4proto P, no fragment header | l4proto P, fragment offset 0
+ *   P      : next header P | next header not P, l4proto P, no fragment
+ *            header | l4proto P, fragment offset 0
  *   not P  : fragment offset not 0 | l4proto neither P nor 59, no fragment
  *            header | l4proto neither P nor 59, fragment offset 0
  *   44     : fragment offset not 0
  *   not 44 : no fragment header           | fragment offset 0
- * (59, no next header, makes ebt_ip6 fail even when negated.)
+ * (59, no next header, makes ebt_ip6 fail even when negated.) meta l4proto
+ * and the transport header exist only for a packet whose payload length
+ * passes the kernel's validation; ebt_ip6 does not look at it, so "next
+ * header P" (no extension header) reads the ports behind the 40-byte
+ * header without either (v6_direct).
  * No frame matches two alternatives of one rule: a rule's counter counts
  * it once, and a guard's jump runs its group once (meta l4proto of a later
  * fragment is its fragment header's next header, so "l4proto neither P nor
  * 59" alone would also match later fragments).
  * nbd_fw_rule_alts() counts them. */
+static bool v6_direct(const struct nbd_fw_rule *r, unsigned alt)
+{
+        return alt == 0 && r->l4proto.set && !r->l4proto.neg && r->l4proto.v != 44 &&
+               nbd_fw_rule_family(r) == 6;
+}
+
 static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
         bool neg = r->l4proto.neg, frag = r->l4proto.v == 44;
@@ -366,7 +377,13 @@ static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, un
                 t = !neg ? FRAG_LATER : alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
                 l4 = false;
         } else if (!neg) {
-                t = alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
+                /* alt 0: the next header is P (v6_direct) */
+                ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
+                if (ret == 0)
+                        ret = cmp_u8(nr, (uint8_t)r->l4proto.v, alt != 0);
+                if (ret < 0 || alt == 0)
+                        return ret;
+                t = alt == 1 ? FRAG_ABSENT : FRAG_FIRST;
                 l4 = true;
         } else {
                 t = alt == 0 ? FRAG_LATER : alt == 1 ? FRAG_ABSENT : FRAG_FIRST;
@@ -431,6 +448,10 @@ static int match_l4(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned
         if (v4 && alt == 0) {
                 th = NFT_PAYLOAD_NETWORK_HEADER;
                 at = 20;
+        }
+        if (v6_direct(r, alt)) {
+                th = NFT_PAYLOAD_NETWORK_HEADER;
+                at = 40;
         }
         if (ret == 0 && r->sport[0])
                 ret = match_port(nr, th, at + 0, r->sport, r->sport_neg);

@@ -155,7 +155,7 @@ unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
                 return 2;
         if (!v6 || (r->l4proto.v == 44 && !r->l4proto.neg))
                 return 1;
-        return r->l4proto.neg && r->l4proto.v != 44 ? 3 : 2;
+        return r->l4proto.v != 44 ? 3 : 2;
 }
 
 static bool group_has_dir(const struct nbd_fw_group *g, enum nbd_fw_dir d)

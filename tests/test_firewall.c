@@ -1992,10 +1992,10 @@ START_TEST(test_ipv6_protocol_of_a_later_fragment_is_44)
                              .ip_src = "2001:db8::/64",
                              .l4_proto = IPPROTO_UDP,
                              .l4_proto_not = true});
-        /* 3 rules, 6 nft rules with counters (an IPv6 protocol is two,
-         * a negated one three): apply, list and ensure count them alike */
-        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 6);
-        ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 6);
+        /* 3 rules, 7 nft rules with counters (an IPv6 protocol is three):
+         * apply, list and ensure count them alike */
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 7);
+        ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 7);
         run_probes(&l, p, 6, true);
         {
                 bool same = false;
@@ -2060,6 +2060,42 @@ static size_t lying_udp4(uint8_t *f, unsigned dport, const char *marker)
         put16(ip + 10, csum(ip, 20));
         return len;
 }
+
+/* The same for IPv6: a payload length over the frame fails the kernel's
+ * validation (no l4proto, no transport header); ebt_ip6 reads on. */
+static size_t lying_udp6(uint8_t *f, unsigned dport, const char *marker)
+{
+        size_t len = ip6_frame(f, "2001:db8::2", IPPROTO_UDP, false, 0, marker);
+
+        put16(f + 14 + 4, 1000);
+        put16(f + 14 + 40 + 2, dport);
+        return len;
+}
+
+START_TEST(test_ipv6_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("UDP to 5000, payload length 1000", FROM_GUEST, DROPPED, "nbfw-6-lie5000"),
+                PROBE("UDP to 53, payload length 1000", FROM_GUEST, PASSES, "nbfw-6-lie53"),
+        };
+
+        lab_up(&l);
+        p[0].len = lying_udp6(p[0].frame, 5000, p[0].marker);
+        p[1].len = lying_udp6(p[1].frame, 53, p[1].marker);
+        run_probes(&l, p, 2, false);
+        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+                             .ether_type = 0x86dd,
+                             .l4_proto = IPPROTO_UDP,
+                             .dport_min = 53,
+                             .dport_not = true});
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 2, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
 
 START_TEST(test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables)
 {
@@ -2618,6 +2654,7 @@ Suite *firewall_suite(void)
         tcase_add_test(model, test_ipv6_protocol_of_a_later_fragment_is_44);
         tcase_add_test(model, test_ipv6_negated_protocol_guard_jumps_once_per_frame);
         tcase_add_test(model, test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables);
+        tcase_add_test(model, test_ipv6_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables);
         tcase_add_test(model, test_ipv4_dscp_flags_icmp_ranges_and_negations);
         tcase_add_test(model, test_priorities_give_the_same_verdicts_in_any_order);
         tcase_add_test(model, test_new_fields_bad_input_is_refused_with_a_sentence);

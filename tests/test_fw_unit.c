@@ -468,11 +468,20 @@ START_TEST(test_fw_ipv6_protocol_tells_later_fragments_apart)
         r[2] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
         r[2].ether_type = num(0x86dd, false);
         r[2].l4proto = num(44, false);
-        ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 2);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 3);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 3);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[2]), 1);
         t = render(r, 3);
-        /* 58: no fragment header, or offset 0 */
+        /* 58: the next header, read without the kernel's validation of the
+         * payload length (ebt_ip6 does not check it) */
+        assert_has(t,
+                   "[ payload load 1b @ network header + 6 => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
+                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
+        /* 58: behind other headers: no fragment header, or offset 0 */
+        assert_has(t,
+                   "[ payload load 1b @ network header + 6 => reg 1 ] [ cmp neq reg 1 0x0000003a ] "
+                   "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
+                   "[ exthdr load ipv6 1b @ 44 + 0 present => reg 1 ]");
         assert_has(t,
                    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
                    "[ exthdr load ipv6 1b @ 44 + 0 present => reg 1 ] [ cmp eq reg 1 0x00000000 ] "
@@ -742,7 +751,11 @@ START_TEST(test_fw_layout_counts_the_rules_compiled)
         r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         root[0] = rule(NBD_FW_DIR_TO, NBD_FW_V_DROP);
         ck_assert_int_eq(nbd_fw_layout(&s, count_chain, out), 0);
-        ck_assert_str_eq(out, "vnet0/from/g=3 vnet0/from=1 vnet0/to=1 ");
+        /* an IPv6 protocol is 3 (next header P; or behind extension
+         * headers, unfragmented or a first fragment) */
+        ck_assert_str_eq(out, "vnet0/from/g=4 vnet0/from=1 vnet0/to=1 ");
+        /* the non-root limit's count (op_firewall) is the same sum */
+        ck_assert_uint_eq(nbd_fw_installed_rules(g, 2), 6);
 }
 END_TEST
 

@@ -362,8 +362,8 @@ static int match_frag(struct nftnl_rule *r, enum frag_test t)
  * nbd_fw_rule_alts() counts them. */
 static bool v6_direct(const struct nbd_fw_rule *r, unsigned alt)
 {
-        return alt == 0 && r->l4proto.set && !r->l4proto.neg && r->l4proto.v != 44 &&
-               nbd_fw_rule_family(r) == 6;
+        return alt == 0 && r->l4proto.set && !r->l4proto.neg &&
+               !nbd_fw_ipv6_ext_hdr(r->l4proto.v) && nbd_fw_rule_family(r) == 6;
 }
 
 static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
@@ -377,7 +377,10 @@ static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, un
                 t = !neg ? FRAG_LATER : alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
                 l4 = false;
         } else if (!neg) {
-                /* alt 0: the next header is P (v6_direct) */
+                /* alt 0: the next header is P (v6_direct), unless P is one
+                 * that ebt_ip6 skips (no such alternative then) */
+                if (nbd_fw_ipv6_ext_hdr(r->l4proto.v))
+                        alt++;
                 ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
                 if (ret == 0)
                         ret = cmp_u8(nr, (uint8_t)r->l4proto.v, alt != 0);

@@ -143,6 +143,11 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r)
         return r->dscp.set ? 4 : 0;
 }
 
+bool nbd_fw_ipv6_ext_hdr(unsigned p)
+{
+        return p == 0 || p == 43 || p == 44 || p == 51 || p == 59 || p == 60;
+}
+
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
 {
         bool v6 = r->l4proto.set && nbd_fw_rule_family(r) == 6;
@@ -155,6 +160,10 @@ unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
                 return 2;
         if (!v6 || (r->l4proto.v == 44 && !r->l4proto.neg))
                 return 1;
+        /* A next header that ebt_ip6 skips is never the protocol: no
+         * "next header P" alternative for it. */
+        if (!r->l4proto.neg && nbd_fw_ipv6_ext_hdr(r->l4proto.v))
+                return 2;
         return r->l4proto.v != 44 ? 3 : 2;
 }
 

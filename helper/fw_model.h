@@ -109,6 +109,9 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r);
  * the first; IPv4 ports, ICMP and TCP flags, which ebtables reads behind
  * the header whatever the total length says). */
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
+/* An IPv6 next header that ebt_ip6 (ipv6_skip_exthdr) skips or stops at:
+ * hop-by-hop, routing, fragment, AH, no next header, destination options. */
+bool nbd_fw_ipv6_ext_hdr(unsigned p);
 
 /* How many nftables rules the groups become in the kernel: every rule's
  * alternatives, and the jumps to each non-root group (one per direction it

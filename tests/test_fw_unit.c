@@ -471,6 +471,19 @@ START_TEST(test_fw_ipv6_protocol_tells_later_fragments_apart)
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 3);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 3);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[2]), 1);
+        {
+                /* destination options (60) are skipped by ebt_ip6, never its
+                 * protocol: no "next header 60" alternative */
+                struct nbd_fw_rule d = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+                char *dt;
+
+                d.ether_type = num(0x86dd, false);
+                d.l4proto = num(60, false);
+                ck_assert_uint_eq(nbd_fw_rule_alts(&d), 2);
+                dt = render(&d, 1);
+                ck_assert_msg(!strstr(dt, "[ cmp eq reg 1 0x0000003c ] [ counter"), "%s", dt);
+                free(dt);
+        }
         t = render(r, 3);
         /* 58: the next header, read without the kernel's validation of the
          * payload length (ebt_ip6 does not check it) */

@@ -636,10 +636,13 @@ static int filter_vars(struct parse *p, const char *name, int nargs, char **args
 {
         nb_fw_var vars[MAX_WORDS];
         const char *vals[2 * MAX_WORDS];
+        const size_t cap = sizeof(vals) / sizeof(*vals);
         size_t n_vars = 0, n_vals = 0;
         int r;
 
-        /* Values by variable, each list NULL-terminated, in vals. */
+        /* Values by variable, each list NULL-terminated, in vals: every
+         * write, the end marks included, is bounded by cap (a variable
+         * with no value still takes a slot for its end mark). */
         for (int a = 0; a < nargs; a++) {
                 char *eq = strchr(args[a], '=');
                 if (!eq || eq == args[a])
@@ -660,12 +663,15 @@ static int filter_vars(struct parse *p, const char *name, int nargs, char **args
                                 continue;
                         for (char *v = strtok_r(args[b] + strlen(args[b]) + 1, ",", &save); v;
                              v = strtok_r(NULL, ",", &save)) {
-                                if (n_vals + 2 >= sizeof(vals) / sizeof(*vals))
+                                if (n_vals + 2 >= cap)
                                         return fail(p, "filter %s: more than %zu values", name,
-                                                    sizeof(vals) / sizeof(*vals) - 2);
+                                                    cap - 2);
                                 vals[n_vals++] = v;
                         }
                 }
+                if (n_vals >= cap)
+                        return fail(p, "filter %s: more than %zu values and variables", name,
+                                    cap - 2);
                 vals[n_vals++] = NULL;
         }
         r = nb_fw_add_filter(p->rs, name, vars, n_vars);

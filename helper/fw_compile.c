@@ -137,10 +137,11 @@ static int match_u16(struct nftnl_rule *r, uint32_t base, uint32_t off, uint16_t
         return ret ? ret : cmp_u16(r, v, neg);
 }
 
-static int match_port(struct nftnl_rule *r, uint32_t off, const uint16_t range[2], bool neg)
+static int match_port(struct nftnl_rule *r, uint32_t base, uint32_t off, const uint16_t range[2],
+                      bool neg)
 {
         uint16_t lo = htons(range[0]), hi = htons(range[1] ? range[1] : range[0]);
-        int ret = load_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, off, 2);
+        int ret = load_payload(r, base, off, 2);
 
         if (ret == 0 && lo == hi)
                 return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &lo, 2);
@@ -341,14 +342,30 @@ static int match_frag(struct nftnl_rule *r, enum frag_test t)
 
 /* ebt_ip6's protocol is the header after the extension headers, and 44 for
  * a fragment other than the first; meta l4proto looks through that
- * fragment header. So an IPv6 protocol match is one of two alternatives
+ * fragment header. So an IPv6 protocol match is one of a few alternatives
  * (nft rules with the same verdict, one after the other):
- *   P      : l4proto P, no fragment header | l4proto P, fragment offset 0
- *   not P  : fragment offset not 0        | l4proto neither P nor 59
+ *   P      : next header P | next header not P, l4proto P, no fragment
+ *            header | l4proto P, fragment offset 0
+ *   not P  : fragment offset not 0 | l4proto neither P nor 59, no fragment
+ *            header | l4proto neither P nor 59, fragment offset 0
  *   44     : fragment offset not 0
  *   not 44 : no fragment header           | fragment offset 0
- * (59, no next header, makes ebt_ip6 fail even when negated.)
+ * (59, no next header, makes ebt_ip6 fail even when negated.) meta l4proto
+ * and the transport header exist only for a packet whose payload length
+ * passes the kernel's validation; ebt_ip6 does not look at it, so "next
+ * header P" (no extension header) reads the ports behind the 40-byte
+ * header without either (v6_direct).
+ * No frame matches two alternatives of one rule: a rule's counter counts
+ * it once, and a guard's jump runs its group once (meta l4proto of a later
+ * fragment is its fragment header's next header, so "l4proto neither P nor
+ * 59" alone would also match later fragments).
  * nbd_fw_rule_alts() counts them. */
+static bool v6_direct(const struct nbd_fw_rule *r, unsigned alt)
+{
+        return alt == 0 && r->l4proto.set && !r->l4proto.neg &&
+               !nbd_fw_ipv6_ext_hdr(r->l4proto.v) && nbd_fw_rule_family(r) == 6;
+}
+
 static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
         bool neg = r->l4proto.neg, frag = r->l4proto.v == 44;
@@ -360,11 +377,20 @@ static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, un
                 t = !neg ? FRAG_LATER : alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
                 l4 = false;
         } else if (!neg) {
-                t = alt == 0 ? FRAG_ABSENT : FRAG_FIRST;
+                /* alt 0: the next header is P (v6_direct), unless P is one
+                 * that ebt_ip6 skips (no such alternative then) */
+                if (nbd_fw_ipv6_ext_hdr(r->l4proto.v))
+                        alt++;
+                ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
+                if (ret == 0)
+                        ret = cmp_u8(nr, (uint8_t)r->l4proto.v, alt != 0);
+                if (ret < 0 || alt == 0)
+                        return ret;
+                t = alt == 1 ? FRAG_ABSENT : FRAG_FIRST;
                 l4 = true;
         } else {
-                t = alt == 0 ? FRAG_LATER : FRAG_NONE;
-                l4 = alt == 1;
+                t = alt == 0 ? FRAG_LATER : alt == 1 ? FRAG_ABSENT : FRAG_FIRST;
+                l4 = alt != 0;
         }
         if (l4 || (frag && neg && alt == 0)) {
                 /* Also where nothing else is loaded: the header chain parses. */
@@ -404,25 +430,42 @@ static bool has_l4_fields(const struct nbd_fw_rule *r)
  * as in ebt_ip (negated or not). The kernel's fast path for short
  * transport header loads reads such a fragment's bytes as if they were
  * the header, so IPv4 says so itself: the fragment offset is 0. IPv6's
- * protocol match has already excluded later fragments. */
-static int match_l4(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+ * protocol match has already excluded later fragments.
+ * The kernel has a transport header only for a packet whose lengths pass
+ * its validation; ebt_ip reads behind the header whatever the total
+ * length says. So IPv4 is two alternatives (nbd_fw_rule_alts), disjoint
+ * by the first byte: 0x45 (version 4, a 20-byte header), read at network
+ * header + 20 as ebt_ip does; anything else, read at the kernel's
+ * transport header. */
+static int match_l4(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
-        const uint8_t off_mask[2] = {0x1f, 0xff}, zero[2] = {0, 0};
-        uint32_t th = NFT_PAYLOAD_TRANSPORT_HEADER;
+        const uint8_t off_mask[2] = {0x1f, 0xff}, zero[2] = {0, 0}, v4_20 = 0x45;
+        bool v4 = has_l4_fields(r) && nbd_fw_rule_family(r) == 4;
+        uint32_t th = NFT_PAYLOAD_TRANSPORT_HEADER, at = 0;
         int ret = 0;
 
-        if (has_l4_fields(r) && nbd_fw_rule_family(r) == 4)
+        if (v4)
                 ret = match_bytes(nr, NFT_PAYLOAD_NETWORK_HEADER, 6, 2, zero, off_mask, false);
+        if (ret == 0 && v4)
+                ret = match_bytes(nr, NFT_PAYLOAD_NETWORK_HEADER, 0, 1, &v4_20, NULL, alt != 0);
+        if (v4 && alt == 0) {
+                th = NFT_PAYLOAD_NETWORK_HEADER;
+                at = 20;
+        }
+        if (v6_direct(r, alt)) {
+                th = NFT_PAYLOAD_NETWORK_HEADER;
+                at = 40;
+        }
         if (ret == 0 && r->sport[0])
-                ret = match_port(nr, 0, r->sport, r->sport_neg);
+                ret = match_port(nr, th, at + 0, r->sport, r->sport_neg);
         if (ret == 0 && r->dport[0])
-                ret = match_port(nr, 2, r->dport, r->dport_neg);
+                ret = match_port(nr, th, at + 2, r->dport, r->dport_neg);
         if (ret == 0 && r->has_icmp_type) {
                 const uint8_t tc[2] = {r->icmp_type, r->icmp_code};
-                ret = match_bytes(nr, th, 0, r->has_icmp_code ? 2 : 1, tc, NULL, r->icmp_neg);
+                ret = match_bytes(nr, th, at + 0, r->has_icmp_code ? 2 : 1, tc, NULL, r->icmp_neg);
         }
         if (ret == 0 && r->tcp_flags_mask)
-                ret = match_bytes(nr, th, 13, 1, &r->tcp_flags, &r->tcp_flags_mask,
+                ret = match_bytes(nr, th, at + 13, 1, &r->tcp_flags, &r->tcp_flags_mask,
                                   r->tcp_flags_neg);
         return ret;
 }
@@ -437,7 +480,7 @@ static int compile_matches(struct nftnl_rule *nr, const struct nbd_fw_rule *r, u
                 ret = match_l3(nr, r);
         if (ret == 0)
                 ret = match_proto(nr, r, alt);
-        return ret ? ret : match_l4(nr, r);
+        return ret ? ret : match_l4(nr, r, alt);
 }
 
 /* NULL when out of memory. The names are copies (libnftnl strdup()s
@@ -463,8 +506,10 @@ static int add_counter(struct nftnl_rule *r)
 }
 
 /* Alternative `alt` (nbd_fw_rule_alts) of one model rule: its matches, a
- * counter, its verdict. */
-static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_rule *r, unsigned alt)
+ * counter, its verdict. -ENOMEM, or -E2BIG when its text does not fit the
+ * rule's comment (a bug in the sizes). */
+static int compile_rule(const char *chain, const struct nbd_fw_rule *r, unsigned alt,
+                        struct nftnl_rule **ret_rule)
 {
         static const int verdicts[] = {[NBD_FW_V_ACCEPT] = NF_ACCEPT,
                                        [NBD_FW_V_DROP] = NF_DROP,
@@ -473,7 +518,7 @@ static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_ru
         int ret;
 
         if (!nr)
-                return NULL;
+                return -ENOMEM;
         ret = compile_matches(nr, r, alt);
         if (ret == 0)
                 ret = add_counter(nr);
@@ -483,28 +528,30 @@ static struct nftnl_rule *compile_rule(const char *chain, const struct nbd_fw_ru
         ret = ret ?: nbd_fw_rule_udata(nr, r);
         if (ret < 0) {
                 nftnl_rule_free(nr);
-                return NULL;
+                return ret;
         }
-        return nr;
+        *ret_rule = nr;
+        return 0;
 }
 
 /* A group's jump, behind its guard's matches. */
-static struct nftnl_rule *compile_jump(const char *chain, const struct nbd_fw_group *g,
-                                       const char *to, unsigned alt)
+static int compile_jump(const char *chain, const struct nbd_fw_group *g, const char *to,
+                        unsigned alt, struct nftnl_rule **ret_rule)
 {
         struct nftnl_rule *nr = nbd_fw_new_rule(chain);
         int ret;
 
         if (!nr)
-                return NULL;
+                return -ENOMEM;
         ret = g->has_guard ? compile_matches(nr, &g->guard, alt) : 0;
         if (ret == 0)
                 ret = add_verdict(nr, NFT_JUMP, to);
         if (ret < 0) {
                 nftnl_rule_free(nr);
-                return NULL;
+                return ret;
         }
-        return nr;
+        *ret_rule = nr;
+        return 0;
 }
 
 /* ---- an owner's chains and rules, in the order they are sent ---- */
@@ -749,14 +796,17 @@ static int push_entries(const struct nbd_fw_owner_spec *s, const struct entry *v
 
         for (size_t i = 0; i < n; i++)
                 for (unsigned alt = 0; alt < entry_alts(&v[i]); alt++) {
-                        struct nftnl_rule *r;
+                        struct nftnl_rule *r = NULL;
+                        int ret;
                         if (v[i].r) {
-                                r = compile_rule(name, v[i].r, alt);
+                                ret = compile_rule(name, v[i].r, alt, &r);
                         } else {
                                 snprintf(to, sizeof(to), "%s/%s/%s", s->owner, nbd_fw_dir_names[d],
                                          v[i].g->name);
-                                r = compile_jump(name, v[i].g, to, alt);
+                                ret = compile_jump(name, v[i].g, to, alt, &r);
                         }
+                        if (ret < 0)
+                                return ret;
                         if (push_rule(it, r, owner_idx) < 0)
                                 return -ENOMEM;
                 }
@@ -814,21 +864,32 @@ int nbd_fw_compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx,
         if (ret == 0)
                 return 0;
         nbd_fw_items_clear(it, start);
-        return nbd_err_set(e, ret, "out of memory compiling the rules of owner %s", s->owner);
+        if (ret == -ENOMEM)
+                return nbd_err_set(e, ret, "out of memory compiling the rules of owner %s",
+                                   s->owner);
+        return nbd_err_set(e, ret, "owner %s: a rule cannot be compiled: %s", s->owner,
+                           ret == -E2BIG ? "its text does not fit the nftables comment"
+                                         : strerror(-ret));
 }
 
 int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], unsigned *ret_rules,
                 struct nbd_err *e)
 {
         struct nbd_fw_items it = {0};
+        char h[NBD_FW_HASH_HEX];
+        unsigned rules;
         int r;
 
-        nbd_fw_model_hash(s, hash, ret_rules);
+        nbd_fw_model_hash(s, h, &rules);
         /* Compile too: what cannot be compiled has no hash. */
-        r = nbd_fw_compile_owner(s, 0, &it, hash, *ret_rules, e);
+        r = nbd_fw_compile_owner(s, 0, &it, h, rules, e);
         nbd_fw_items_clear(&it, 0);
         free(it.v);
-        return r;
+        if (r < 0)
+                return r;
+        memcpy(hash, h, sizeof(h));
+        *ret_rules = rules;
+        return 0;
 }
 
 /* 0, or -ENOMEM when the batch needed a page it could not have (the

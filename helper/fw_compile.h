@@ -13,7 +13,7 @@
  *                       and the root groups' rules, in priority order, so
  *                       RETURN leaves a group as in libvirt's filters.
  * Every model rule has a counter before its verdict. A model rule is one
- * nft rule, or two consecutive ones with the same verdict where one nft
+ * nft rule, or a few consecutive, disjoint ones with the same verdict where one nft
  * rule cannot say it (nbd_fw_rule_alts() in fw_model.h: an IPv6 protocol,
  * as ebtables sees it around fragments).
  * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
@@ -87,6 +87,7 @@ int nbd_fw_compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx,
 int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_t seq, bool ack);
 
 /* Compile one owner and hash it, without the kernel (unit tests, the fake
- * kernel): the hash, and the number of rules it makes. */
+ * kernel): the hash, and the number of rules it makes; both untouched on
+ * failure. */
 int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], unsigned *ret_rules,
                 struct nbd_err *e);

@@ -143,11 +143,54 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r)
         return r->dscp.set ? 4 : 0;
 }
 
+bool nbd_fw_ipv6_ext_hdr(unsigned p)
+{
+        return p == 0 || p == 43 || p == 44 || p == 51 || p == 59 || p == 60;
+}
+
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
 {
         bool v6 = r->l4proto.set && nbd_fw_rule_family(r) == 6;
 
-        return v6 && !(r->l4proto.v == 44 && !r->l4proto.neg) ? 2 : 1;
+        bool l4 = r->sport[0] || r->dport[0] || r->has_icmp_type || r->tcp_flags_mask;
+
+        /* IPv4 ports, ICMP and TCP flags: a 20-byte header, read behind
+         * it, or another, read where the kernel puts the transport header. */
+        if (l4 && nbd_fw_rule_family(r) == 4)
+                return 2;
+        if (!v6 || (r->l4proto.v == 44 && !r->l4proto.neg))
+                return 1;
+        /* A next header that ebt_ip6 skips is never the protocol: no
+         * "next header P" alternative for it. */
+        if (!r->l4proto.neg && nbd_fw_ipv6_ext_hdr(r->l4proto.v))
+                return 2;
+        return r->l4proto.v != 44 ? 3 : 2;
+}
+
+static bool group_has_dir(const struct nbd_fw_group *g, enum nbd_fw_dir d)
+{
+        for (size_t i = 0; i < g->n_rules; i++)
+                if (g->rules[i].dir == d)
+                        return true;
+        return false;
+}
+
+size_t nbd_fw_installed_rules(const struct nbd_fw_group *groups, size_t n_groups)
+{
+        size_t n = 0;
+
+        for (size_t g = 0; g < n_groups; g++) {
+                const struct nbd_fw_group *grp = &groups[g];
+                for (size_t i = 0; i < grp->n_rules; i++)
+                        n += nbd_fw_rule_alts(&grp->rules[i]);
+                if (grp->root)
+                        continue;
+                /* A jump (behind its guard) per direction it has rules in. */
+                for (int d = NBD_FW_DIR_FROM; d <= NBD_FW_DIR_TO; d++)
+                        if (group_has_dir(grp, (enum nbd_fw_dir)d))
+                                n += grp->has_guard ? nbd_fw_rule_alts(&grp->guard) : 1;
+        }
+        return n;
 }
 
 static int check_ranges(const struct nbd_fw_rule *r, struct nbd_err *e)
@@ -419,7 +462,7 @@ void nbd_fw_model_hash(const struct nbd_fw_owner_spec *s, char out[NBD_FW_HASH_H
         unsigned rules = 0;
 
         fnv_init(&f);
-        fnv_add(&f, "netbroker-fw-3", 15);
+        fnv_add(&f, "netbroker-fw-4", 15);
         fnv_add(&f, s->ifname, strlen(s->ifname) + 1);
         hash_u32(&f, s->reversed);
         for (size_t g = 0; g < s->n_groups; g++) {

@@ -103,10 +103,21 @@ int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err
 bool nbd_fw_rule_is_arp(const struct nbd_fw_rule *r);
 bool nbd_fw_rule_is_ip(const struct nbd_fw_rule *r);
 int nbd_fw_rule_family(const struct nbd_fw_rule *r);
-/* How many nftables rules the compiler makes of a rule: 1, or 2 one after
- * the other where one cannot say it (an IPv6 protocol, which ebtables sees
- * as 44 in a fragment other than the first). */
+/* How many nftables rules the compiler makes of a rule: 1, or 2 or 3 one
+ * after the other, matching disjoint sets of frames, where one cannot say
+ * it (an IPv6 protocol, which ebtables sees as 44 in a fragment other than
+ * the first; IPv4 ports, ICMP and TCP flags, which ebtables reads behind
+ * the header whatever the total length says). */
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
+/* An IPv6 next header that ebt_ip6 (ipv6_skip_exthdr) skips or stops at:
+ * hop-by-hop, routing, fragment, AH, no next header, destination options. */
+bool nbd_fw_ipv6_ext_hdr(unsigned p);
+
+/* How many nftables rules the groups become in the kernel: every rule's
+ * alternatives, and the jumps to each non-root group (one per direction it
+ * has rules in, times its guard's alternatives), as nbd_fw_layout() lays
+ * them out. */
+size_t nbd_fw_installed_rules(const struct nbd_fw_group *groups, size_t n_groups);
 
 /* The hash of an owner's model (its interface, hooks, groups and every
  * field of every rule) in hex, and the number of rules it has in the

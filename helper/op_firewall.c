@@ -71,17 +71,53 @@ static int port_field(uint32_t min, uint32_t max, uint16_t out[2], const char *w
         return 0;
 }
 
+/* The length of the UTF-8 sequence at s (n bytes left), or 0 when it is
+ * not one: overlong forms, surrogates and anything past U+10FFFF are not.
+ * *ret_cp is its code point. */
+static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *ret_cp)
+{
+        static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+        size_t len = s[0] < 0x80                    ? 1
+                     : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+                     : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                     : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                                    : 0;
+        uint32_t cp = len == 1 ? s[0] : s[0] & (0x7f >> len);
+
+        if (!len || len > n)
+                return 0;
+        for (size_t i = 1; i < len; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (s[i] & 0x3f);
+        }
+        if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        *ret_cp = cp;
+        return len;
+}
+
+/* A comment comes back in FirewallList and on terminals (fw list
+ * --counters): valid UTF-8 only (proto3 decoders refuse anything else in
+ * a string), and no C0 or C1 control character, DEL included (C1 holds
+ * CSI, U+009B, which starts a terminal escape). */
 static int comment_field(const char *s, char out[NBD_FW_COMMENT_MAX + 1], struct nbd_err *e)
 {
-        size_t n = strlen(s);
+        const unsigned char *u = (const unsigned char *)s;
+        size_t n = strlen(s), len;
+        uint32_t cp;
 
         if (n > NBD_FW_COMMENT_MAX)
                 return nbd_err_set(e, -EINVAL, "comment: %zu bytes; at most %d", n,
                                    NBD_FW_COMMENT_MAX);
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+        for (size_t i = 0; i < n; i += len) {
+                len = utf8_seq(u + i, n - i, &cp);
+                if (!len)
+                        return nbd_err_set(e, -EINVAL, "comment: byte %zu is not valid UTF-8", i);
+                if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
                         return nbd_err_set(e, -EINVAL, "comment: byte %zu is a control character",
                                            i);
+        }
         memcpy(out, s, n + 1);
         return 0;
 }
@@ -161,13 +197,58 @@ static int l4_fields(const Netbroker__FwRule *p, struct nbd_fw_rule *r, struct n
         return 0;
 }
 
+/* A negation needs something to negate: a "not" on an unset match would
+ * otherwise be dropped here and the rule would match every frame (the
+ * client library refuses the same in its rule_ok). */
+static int negations_ok(const Netbroker__FwRule *p, struct nbd_err *e)
+{
+        const struct {
+                bool neg, set;
+                const char *what;
+        } n[] = {
+                {p->ether_src_not, p->ether_src[0], "ether_src_not: no ether_src to negate"},
+                {p->ether_dst_not, p->ether_dst[0], "ether_dst_not: no ether_dst to negate"},
+                {p->ether_type_not, p->ether_type, "ether_type_not: no ether_type to negate"},
+                {p->arp_op_not, p->arp_op, "arp_op_not: no arp_op to negate"},
+                {p->arp_sender_mac_not, p->arp_sender_mac[0],
+                 "arp_sender_mac_not: no arp_sender_mac to negate"},
+                {p->arp_sender_ip_not, p->arp_sender_ip[0],
+                 "arp_sender_ip_not: no arp_sender_ip to negate"},
+                {p->arp_target_ip_not, p->arp_target_ip[0],
+                 "arp_target_ip_not: no arp_target_ip to negate"},
+                {p->ip_src_not, p->ip_src[0], "ip_src_not: no ip_src to negate"},
+                {p->ip_dst_not, p->ip_dst[0], "ip_dst_not: no ip_dst to negate"},
+                {p->l4_proto_not, p->l4_proto, "l4_proto_not: no l4_proto to negate"},
+                {p->sport_not, p->sport_min || p->sport_max, "sport_not: no source port to negate"},
+                {p->dport_not, p->dport_min || p->dport_max,
+                 "dport_not: no destination port to negate"},
+                {p->vlan_id_not, p->has_vlan_id, "vlan_id_not: no vlan_id to negate"},
+                {p->vlan_encap_not, p->vlan_encap, "vlan_encap_not: no vlan_encap to negate"},
+                {p->arp_htype_not, p->arp_htype, "arp_htype_not: no arp_htype to negate"},
+                {p->arp_ptype_not, p->arp_ptype, "arp_ptype_not: no arp_ptype to negate"},
+                {p->arp_target_mac_not, p->arp_target_mac[0],
+                 "arp_target_mac_not: no arp_target_mac to negate"},
+                {p->arp_gratuitous_not, p->arp_gratuitous,
+                 "arp_gratuitous_not: arp_gratuitous is not set"},
+                {p->dscp_not, p->has_dscp, "dscp_not: no dscp to negate"},
+                {p->icmp_not, p->has_icmp_type, "icmp_not: no icmp_type to negate"},
+                {p->tcp_flags_not, p->tcp_flags_mask, "tcp_flags_not: tcp_flags_mask is 0"},
+        };
+
+        for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+                if (n[i].neg && !n[i].set)
+                        return nbd_err_set(e, -EINVAL, "%s", n[i].what);
+        return 0;
+}
+
 /* The matches of a rule (also a guard's): everything but direction,
  * verdict, priority and comment. */
 static int match_fields(const Netbroker__FwRule *p, struct nbd_fw_rule *r, struct nbd_err *e)
 {
         int ret;
 
-        if ((ret = unsupported(p, e)) || (ret = addr_fields(p, r, e)) || (ret = l4_fields(p, r, e)))
+        if ((ret = unsupported(p, e)) || (ret = negations_ok(p, e)) ||
+            (ret = addr_fields(p, r, e)) || (ret = l4_fields(p, r, e)))
                 return ret;
         r->ether_type = num_field(p->ether_type, p->ether_type_not);
         if (p->has_vlan_id)
@@ -373,25 +454,35 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
         return 0;
 }
 
+static int over_max_rules(const struct nbd_validation *v, const char *owner, const char *how,
+                          Netbroker__Result *res)
+{
+        if (v->n_rules <= max_rules(v))
+                return 0;
+        return nbd_result_set(res, -E2BIG, "firewall %s: the request has more than %u rules%s (%s)",
+                              owner, max_rules(v), how,
+                              nbd_peer_is_root(v->peer) ? "max_rules_per_request"
+                                                        : "max_rules_per_request_nonroot");
+}
+
 static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
         struct nbd_err err;
         struct model m = {0};
+        size_t written = 0;
         int r;
 
         if ((r = claim_owner(v, a->owner, res)))
                 return r;
         /* The whole request is compiled and committed in one go on the
-         * loop: its size bounds how long other clients wait. */
+         * loop: its size bounds how long other clients wait. The rules as
+         * written bound the parsing; they install as at least as many. */
         for (size_t g = 0; g < a->n_groups; g++)
-                v->n_rules += a->groups[g]->n_rules;
-        if (v->n_rules > max_rules(v))
-                return nbd_result_set(res, -E2BIG,
-                                      "firewall %s: the request has more than %u rules (%s)",
-                                      a->owner, max_rules(v),
-                                      nbd_peer_is_root(v->peer) ? "max_rules_per_request"
-                                                                : "max_rules_per_request_nonroot");
+                written += a->groups[g]->n_rules;
+        v->n_rules += written;
+        if ((r = over_max_rules(v, a->owner, "", res)))
+                return r;
         if (a->mode > NETBROKER__FW_MODE__FW_ENSURE)
                 return nbd_result_set(res, -EINVAL, "firewall %s: unknown mode %d", a->owner,
                                       a->mode);
@@ -401,10 +492,15 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
         r = model_from_proto(a, v->ctx->be->links.is_macvtap(v->ctx->links, a->ifname), &m, &err);
+        /* A non-root caller's limit counts what the kernel gets: an IPv6
+         * protocol is 2 or 3 nftables rules, a group adds its jumps. (Root's
+         * stays by rules as written, as max_rules_per_request documents.) */
+        if (r == 0 && !nbd_peer_is_root(v->peer))
+                v->n_rules += nbd_fw_installed_rules(m.groups, m.n_groups) - written;
         model_free(&m);
         if (r < 0)
                 return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
-        return 0;
+        return over_max_rules(v, a->owner, " as installed", res);
 }
 
 static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
@@ -29,11 +30,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1989,16 +1992,131 @@ START_TEST(test_ipv6_protocol_of_a_later_fragment_is_44)
                              .ip_src = "2001:db8::/64",
                              .l4_proto = IPPROTO_UDP,
                              .l4_proto_not = true});
-        /* 3 rules, 5 nft rules with counters (an IPv6 protocol is two):
+        /* 3 rules, 7 nft rules with counters (an IPv6 protocol is three):
          * apply, list and ensure count them alike */
-        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 5);
-        ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 5);
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 7);
+        ck_assert_uint_eq(listed_rules(l.c, "vnet0"), 7);
         run_probes(&l, p, 6, true);
         {
                 bool same = false;
                 apply1(l.c, "vnet0", "vnet0", rs, NB_FW_ENSURE, NULL, &same);
                 ck_assert_msg(same, "ensure rebuilt what it had just installed");
         }
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* The packets counted by the rule whose line in nft's listing carries
+ * `needle`. */
+static unsigned long long counted(const char *needle)
+{
+        char *text = tu_sh("nft list ruleset"), *at = strstr(text, needle), *line, *c;
+        unsigned long long n = 0;
+
+        ck_assert_msg(at, "no rule with '%s' in:\n%s", needle, text);
+        for (line = at; line > text && line[-1] != '\n'; line--)
+                ;
+        c = strstr(line, "counter packets ");
+        ck_assert_msg(c && c < at, "no counter before '%s'", needle);
+        ck_assert_int_eq(sscanf(c, "counter packets %llu", &n), 1);
+        free(text);
+        return n;
+}
+
+/* "Not UDP" on IPv6 is several nft rules; a later fragment (44 to
+ * ebtables) whose fragment header names ICMPv6 must match only one of
+ * them, or a guard's jump runs its group twice and counters double. */
+START_TEST(test_ipv6_negated_protocol_guard_jumps_once_per_frame)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule guard = {.ip_src = "2001:db8::7", .l4_proto = IPPROTO_UDP, .l4_proto_not = true};
+        struct probe p = PROBE("later fragment of ICMPv6", FROM_GUEST, PASSES, "nbfw-6-once");
+
+        lab_up(&l);
+        p.len = ip6_frame(p.frame, "2001:db8::7", IPPROTO_ICMPV6, true, 1, p.marker);
+        ck_assert_int_eq(nb_fw_group_ex(rs, "g", &(nb_fw_group_opts){.guard = &guard}), 0);
+        add(rs, (nb_fw_rule){.verdict = NB_FW_RETURN, .comment = "nbfw-once"});
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, &p, 1, true);
+        ck_assert_uint_eq(counted("nbfw-once"), 3);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+/* An IPv4 packet whose total length says more than the frame holds fails
+ * the kernel's validation (no transport header), but ebt_ip reads its
+ * ports behind the 20-byte header anyway: "dport not 53" drops it too. */
+static size_t lying_udp4(uint8_t *f, unsigned dport, const char *marker)
+{
+        const uint8_t udp[8] = {0x0f, 0xa0, (uint8_t)(dport >> 8), (uint8_t)dport, 0, 8, 0, 0};
+        size_t len = ip4_frame(f, GUEST_IP, IPPROTO_UDP, 0, 0, udp, 0, marker);
+        uint8_t *ip = f + 14;
+
+        put16(ip + 2, 1000);
+        put16(ip + 10, 0);
+        put16(ip + 10, csum(ip, 20));
+        return len;
+}
+
+/* The same for IPv6: a payload length over the frame fails the kernel's
+ * validation (no l4proto, no transport header); ebt_ip6 reads on. */
+static size_t lying_udp6(uint8_t *f, unsigned dport, const char *marker)
+{
+        size_t len = ip6_frame(f, "2001:db8::2", IPPROTO_UDP, false, 0, marker);
+
+        put16(f + 14 + 4, 1000);
+        put16(f + 14 + 40 + 2, dport);
+        return len;
+}
+
+START_TEST(test_ipv6_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("UDP to 5000, payload length 1000", FROM_GUEST, DROPPED, "nbfw-6-lie5000"),
+                PROBE("UDP to 53, payload length 1000", FROM_GUEST, PASSES, "nbfw-6-lie53"),
+        };
+
+        lab_up(&l);
+        p[0].len = lying_udp6(p[0].frame, 5000, p[0].marker);
+        p[1].len = lying_udp6(p[1].frame, 53, p[1].marker);
+        run_probes(&l, p, 2, false);
+        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+                             .ether_type = 0x86dd,
+                             .l4_proto = IPPROTO_UDP,
+                             .dport_min = 53,
+                             .dport_not = true});
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 2, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
+START_TEST(test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct probe p[] = {
+                PROBE("UDP to 5000, total length 1000", FROM_GUEST, DROPPED, "nbfw-4-lie5000"),
+                PROBE("UDP to 53, total length 1000", FROM_GUEST, PASSES, "nbfw-4-lie53"),
+        };
+
+        lab_up(&l);
+        p[0].len = lying_udp4(p[0].frame, 5000, p[0].marker);
+        p[1].len = lying_udp4(p[1].frame, 53, p[1].marker);
+        run_probes(&l, p, 2, false);
+        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+                             .ether_type = 0x0800,
+                             .l4_proto = IPPROTO_UDP,
+                             .dport_min = 53,
+                             .dport_not = true});
+        apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
+        run_probes(&l, p, 2, true);
         nb_fw_ruleset_free(rs);
         lab_down(&l);
 }
@@ -2201,6 +2319,129 @@ START_TEST(test_new_fields_bad_input_is_refused_with_a_sentence)
 }
 END_TEST
 
+/* Send one FirewallApply of group g holding `rule` (NULL: no rule) and
+ * `guard` (NULL: none) straight on the wire; return the result's status and
+ * copy its message. */
+static int wire_apply(const struct tu_helper *h, Netbroker__FwRule *rule, Netbroker__FwRule *guard,
+                      char *msg, size_t msg_size)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__FirewallApply fa = NETBROKER__FIREWALL_APPLY__INIT;
+        Netbroker__FwGroup grp = NETBROKER__FW_GROUP__INIT, *groups[1] = {&grp};
+        Netbroker__FwRule *rules[1] = {rule};
+        Netbroker__ServerMessage *reply;
+        int fd, status;
+
+        grp.name = (char *)"g";
+        grp.rules = rules;
+        grp.n_rules = rule ? 1 : 0;
+        grp.guard = guard;
+        fa.owner = (char *)"vnet0";
+        fa.ifname = (char *)"vnet0";
+        fa.groups = groups;
+        fa.n_groups = 1;
+        op.op_case = NETBROKER__OP__OP_FIREWALL_APPLY;
+        op.firewall_apply = &fa;
+        req.id = 1;
+        req.ops = ops;
+        req.n_ops = 1;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        fd = tu_raw_connect(h->sock);
+        tu_raw_hello(fd);
+        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
+        reply = tu_raw_recv(fd, NULL);
+        ck_assert_ptr_nonnull(reply);
+        ck_assert_int_eq(reply->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(reply->reply->n_results, 1);
+        status = reply->reply->results[0]->status;
+        snprintf(msg, msg_size, "%s", reply->reply->results[0]->message);
+        netbroker__server_message__free_unpacked(reply, NULL);
+        close(fd);
+        return status;
+}
+
+/* As uid 65534: a tap and its firewall in one request; the firewall op's
+ * status, its message in msg. */
+static int apply_as_nobody(const char *sock, const char *tap, const nb_fw_ruleset *rs, char *msg,
+                           size_t msg_size)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+        int status;
+
+        if (!b || nb_connect(sock, &c) != 0)
+                return -1000;
+        nb_batch_tap_create(b, tap, NULL);
+        nb_batch_firewall_apply(b, tap, tap, rs, NB_FW_REPLACE);
+        status = nb_submit(c, b, &res) == 0 ? nb_result_status(res, 1) : -1001;
+        snprintf(msg, msg_size, "%s", res ? nb_result_message(res, 1) : "");
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+        return status;
+}
+
+/* max_rules_per_request_nonroot counts the nftables rules a request
+ * installs: three plain rules and the jump to their group fit a limit of
+ * 4; two rules, one of them "not UDP" on IPv6 (3 nft rules), and their
+ * group's jump in each direction, are 6 and do not. */
+START_TEST(test_nonroot_rule_limit_counts_rules_as_installed)
+{
+        struct tu_helper h;
+        pid_t pid;
+        int status;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW "max_rules_per_request_nonroot = 4\n"
+                                     "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = tap_create firewall_apply\n"
+                                     "name_prefixes = nbu\n"
+                                     "max_devices = 4\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                nb_fw_ruleset *flat = nb_fw_ruleset_new(), *grouped = nb_fw_ruleset_new();
+                nb_fw_rule plain = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+                char msg[600];
+                int r;
+
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                for (int i = 0; i < 3; i++)
+                        nb_fw_rule_add(flat, &plain);
+                r = apply_as_nobody(h.sock, "nbu0", flat, msg, sizeof(msg));
+                if (r != 0) {
+                        fprintf(stderr, "3 plain rules: %d %s\n", r, msg);
+                        _exit(11);
+                }
+                nb_fw_group(grouped, "g");
+                nb_fw_rule_add(grouped, &(nb_fw_rule){.direction = NB_FW_FROM_GUEST,
+                                                      .verdict = NB_FW_ACCEPT,
+                                                      .ip_src = "2001:db8::1",
+                                                      .l4_proto = IPPROTO_UDP,
+                                                      .l4_proto_not = true});
+                nb_fw_rule_add(grouped,
+                               &(nb_fw_rule){.direction = NB_FW_TO_GUEST, .verdict = NB_FW_ACCEPT});
+                r = apply_as_nobody(h.sock, "nbu1", grouped, msg, sizeof(msg));
+                if (r != -E2BIG || !strstr(msg, "more than 4 rules as installed "
+                                                "(max_rules_per_request_nonroot)")) {
+                        fprintf(stderr, "2 rules installing as 6: %d %s\n", r, msg);
+                        _exit(12);
+                }
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* What the client cannot send, straight on the wire: connlimit, a priority
  * out of range, a bad guard, a comment with a control character. */
 START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
@@ -2217,6 +2458,11 @@ START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
                 {4, EINVAL, "a root group has no jump, so it cannot have a guard"},
                 {5, EINVAL, "group g rule 0: comment: byte 1 is a control character"},
                 {6, EINVAL, "group g rule 0: tcp_flags: mask 0x100"},
+                {7, EINVAL, "group g rule 0: comment: byte 2 is a control character"},
+                {8, EINVAL, "group g rule 0: comment: byte 1 is not valid UTF-8"},
+                {9, EINVAL, "group g rule 0: comment: byte 0 is not valid UTF-8"},
+                {10, EINVAL, "group g rule 0: comment: byte 1 is not valid UTF-8"},
+                {11, EINVAL, "group g rule 0: comment: byte 3 is a control character"},
         };
         struct tu_helper h;
         char *before;
@@ -2264,6 +2510,21 @@ START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
                         rule.l4_proto = 6;
                         rule.tcp_flags_mask = 0x100;
                         break;
+                case 7: /* CSI, U+009B: a C1 control starting a terminal escape */
+                        rule.comment = (char *)"ok\xc2\x9b[2J";
+                        break;
+                case 8:
+                        rule.comment = (char *)"a\xff\xfe";
+                        break;
+                case 9: /* an overlong '/' */
+                        rule.comment = (char *)"\xc0\xaf";
+                        break;
+                case 10: /* a surrogate */
+                        rule.comment = (char *)"x\xed\xa0\x80";
+                        break;
+                case 11:
+                        rule.comment = (char *)"del\x7f";
+                        break;
                 }
                 grp.name = (char *)"g";
                 grp.rules = rules;
@@ -2299,6 +2560,79 @@ START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
                 free(after);
         }
         free(before);
+        {
+                /* Printable UTF-8 beyond ASCII is a comment like any other. */
+                Netbroker__FwRule rule = NETBROKER__FW_RULE__INIT;
+                char msg[600];
+
+                rule.verdict = NETBROKER__FW_VERDICT__FW_ACCEPT;
+                rule.comment = (char *)"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x90\xa7 \xc2\xa0";
+                ck_assert_msg(wire_apply(&h, &rule, NULL, msg, sizeof(msg)) == 0, "%s", msg);
+        }
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A "not" with nothing to negate, sent on the wire past the client's
+ * checks, is refused (in a rule and in a guard) instead of being dropped,
+ * which would leave a rule that matches every frame. */
+START_TEST(test_wire_negation_of_nothing_is_refused_naming_the_field)
+{
+        static const struct {
+                size_t off;
+                const char *needle;
+        } cases[] = {
+#define NEG(f, needle) {offsetof(Netbroker__FwRule, f), needle}
+                NEG(ether_src_not, "ether_src_not"),
+                NEG(ether_dst_not, "ether_dst_not"),
+                NEG(ether_type_not, "ether_type_not"),
+                NEG(arp_op_not, "arp_op_not"),
+                NEG(arp_sender_mac_not, "arp_sender_mac_not"),
+                NEG(arp_sender_ip_not, "arp_sender_ip_not"),
+                NEG(arp_target_ip_not, "arp_target_ip_not"),
+                NEG(ip_src_not, "ip_src_not"),
+                NEG(ip_dst_not, "ip_dst_not"),
+                NEG(l4_proto_not, "l4_proto_not"),
+                NEG(sport_not, "sport_not"),
+                NEG(dport_not, "dport_not"),
+                NEG(vlan_id_not, "vlan_id_not"),
+                NEG(vlan_encap_not, "vlan_encap_not"),
+                NEG(arp_htype_not, "arp_htype_not"),
+                NEG(arp_ptype_not, "arp_ptype_not"),
+                NEG(arp_target_mac_not, "arp_target_mac_not"),
+                NEG(arp_gratuitous_not, "arp_gratuitous_not"),
+                NEG(dscp_not, "dscp_not"),
+                NEG(icmp_not, "icmp_not"),
+                NEG(tcp_flags_not, "tcp_flags_not"),
+#undef NEG
+        };
+        struct tu_helper h;
+        char *before, msg[600];
+
+        tu_private_netns();
+        tu_veth("vnet0", "vnet0p");
+        tu_helper_start(&h, TU_ALLOW);
+        before = ruleset_text();
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                for (int as_guard = 0; as_guard < 2; as_guard++) {
+                        Netbroker__FwRule rule = NETBROKER__FW_RULE__INIT;
+                        char *after;
+                        int status;
+
+                        rule.verdict = NETBROKER__FW_VERDICT__FW_DROP;
+                        *(protobuf_c_boolean *)((char *)&rule + cases[i].off) = 1;
+                        status = wire_apply(&h, as_guard ? NULL : &rule, as_guard ? &rule : NULL,
+                                            msg, sizeof(msg));
+                        ck_assert_msg(status == EINVAL, "%s (guard %d): status %d (%s)",
+                                      cases[i].needle, as_guard, status, msg);
+                        ck_assert_msg(strstr(msg, cases[i].needle), "'%s' lacks '%s'", msg,
+                                      cases[i].needle);
+                        after = ruleset_text();
+                        ck_assert_str_eq(before, after);
+                        free(after);
+                }
+        }
+        free(before);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -2318,10 +2652,14 @@ Suite *firewall_suite(void)
         tcase_add_test(model, test_outer_type_and_vlan_fields_match_the_tag_on_the_wire);
         tcase_add_test(model, test_arp_and_rarp_fields_hold_as_in_ebtables_arp_match);
         tcase_add_test(model, test_ipv6_protocol_of_a_later_fragment_is_44);
+        tcase_add_test(model, test_ipv6_negated_protocol_guard_jumps_once_per_frame);
+        tcase_add_test(model, test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables);
+        tcase_add_test(model, test_ipv6_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables);
         tcase_add_test(model, test_ipv4_dscp_flags_icmp_ranges_and_negations);
         tcase_add_test(model, test_priorities_give_the_same_verdicts_in_any_order);
         tcase_add_test(model, test_new_fields_bad_input_is_refused_with_a_sentence);
         tcase_add_test(model, test_wire_only_bad_fields_are_refused_with_a_sentence);
+        tcase_add_test(model, test_wire_negation_of_nothing_is_refused_naming_the_field);
         tcase_add_test(enforce, test_macvtap_owner_filters_what_the_guest_sends);
         tcase_add_test(enforce, test_no_mac_spoofing_ping_works_until_the_guest_changes_its_mac);
         tcase_add_test(enforce, test_no_ip_spoofing_drops_a_spoofed_source_address);
@@ -2339,6 +2677,7 @@ Suite *firewall_suite(void)
                        test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds);
         tcase_add_test(input, test_bad_input_is_refused_with_a_clear_error_and_changes_nothing);
         tcase_add_test(input, test_conntrack_match_is_refused_with_eopnotsupp);
+        tcase_add_test(input, test_nonroot_rule_limit_counts_rules_as_installed);
         tcase_add_test(input, test_firewall_op_before_a_failing_op_is_not_reported_applied);
         tcase_add_test(input, test_ensure_rebuilds_an_owner_whose_rules_were_flushed_by_hand);
         tcase_add_test(input, test_list_reads_back_what_apply_returned_and_remove_takes_one_owner);

@@ -254,8 +254,14 @@ START_TEST(test_compile_and_commit_out_of_memory_say_so)
 
         ck_assert_int_eq(sh("ip link add fwo0 type veth peer name fwo0p"), 0);
         make_spec(&s, "guest-o", "fwo0");
+        /* Outputs stay untouched on failure. */
+        memset(hash, 'x', sizeof(hash));
+        n_rules = 12345;
         EXPECT_OOM(1, nbd_fw_hash(&s, hash, &n_rules, &err), &err,
                    "out of memory compiling the rules of owner guest-o");
+        for (size_t i = 0; i < sizeof(hash); i++)
+                ck_assert_msg(hash[i] == 'x', "hash byte %zu written on failure", i);
+        ck_assert_uint_eq(n_rules, 12345);
         ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
         before = owners(fw);
         ck_assert_int_eq(nbd_fw_txn_begin(fw, &t, &err), 0);

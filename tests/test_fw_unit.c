@@ -135,8 +135,12 @@ static void hash_of(struct nbd_fw_rule *r, size_t n, const char *ifname, char ou
         struct nbd_err err;
         unsigned rules;
 
+        size_t want = 0;
+
+        for (size_t i = 0; i < n; i++)
+                want += nbd_fw_rule_alts(&r[i]);
         ck_assert_msg(nbd_fw_hash(&s, out, &rules, &err) == 0, "%s", err.msg);
-        ck_assert_uint_eq(rules, n);
+        ck_assert_uint_eq(rules, want);
 }
 
 START_TEST(test_fw_hash_is_stable_canonical_and_sensitive)
@@ -403,29 +407,45 @@ START_TEST(test_fw_ipv4_fields_compile_to_header_loads)
                 t, "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
                    "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
                    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]");
-        assert_rule(t,
-                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
-                    "[ payload load 4b @ network header + 12 => reg 1 ] "
-                    "[ range eq reg 1 0x3200000a 0x3c00000a ] "
-                    "[ payload load 1b @ network header + 1 => reg 1 ] "
-                    "[ bitwise reg 1 = ( reg 1 & 0x000000fc ) ^ 0x00000000 ] "
-                    "[ cmp eq reg 1 0x000000b8 ] "
-                    "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
-                    "[ payload load 2b @ network header + 6 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
-                    "0x0000ff1f ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000000 ] "
-                    "[ payload load 2b @ transport header + 2 => reg 1 ] "
-                    "[ range neq reg 1 0x00001600 0x00005000 ] "
-                    "[ payload load 1b @ transport header + 13 => reg 1 ] "
-                    "[ bitwise reg 1 = ( reg 1 & 0x00000012 ) ^ 0x00000000 ] "
-                    "[ cmp eq reg 1 0x00000002 ] [ counter pkts 0 bytes 0 ] "
-                    "[ immediate reg 0 drop ]");
+        assert_rule(
+                t, "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                   "[ payload load 4b @ network header + 12 => reg 1 ] "
+                   "[ range eq reg 1 0x3200000a 0x3c00000a ] "
+                   "[ payload load 1b @ network header + 1 => reg 1 ] "
+                   "[ bitwise reg 1 = ( reg 1 & 0x000000fc ) ^ 0x00000000 ] "
+                   "[ cmp eq reg 1 0x000000b8 ] "
+                   "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp eq reg 1 0x00000006 ] "
+                   "[ payload load 2b @ network header + 6 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
+                   "0x0000ff1f ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000000 ] "
+                   "[ payload load 1b @ network header + 0 => reg 1 ] [ cmp neq reg 1 0x00000045 ] "
+                   "[ payload load 2b @ transport header + 2 => reg 1 ] "
+                   "[ range neq reg 1 0x00001600 0x00005000 ] "
+                   "[ payload load 1b @ transport header + 13 => reg 1 ] "
+                   "[ bitwise reg 1 = ( reg 1 & 0x00000012 ) ^ 0x00000000 ] "
+                   "[ cmp eq reg 1 0x00000002 ] [ counter pkts 0 bytes 0 ] "
+                   "[ immediate reg 0 drop ]");
+        /* ... and, for a 20-byte header, read behind it whatever the total
+         * length says (as ebt_ip), disjoint from the above by that byte */
+        assert_has(t,
+                   "[ payload load 1b @ network header + 0 => reg 1 ] [ cmp eq reg 1 0x00000045 ] "
+                   "[ payload load 2b @ network header + 22 => reg 1 ] "
+                   "[ range neq reg 1 0x00001600 0x00005000 ] "
+                   "[ payload load 1b @ network header + 33 => reg 1 ] "
+                   "[ bitwise reg 1 = ( reg 1 & 0x00000012 ) ^ 0x00000000 ] "
+                   "[ cmp eq reg 1 0x00000002 ] [ counter pkts 0 bytes 0 ] "
+                   "[ immediate reg 0 drop ]");
         assert_has(t,
                    "[ bitwise reg 1 = ( reg 1 & 0x000000fc ) ^ 0x00000000 ] "
                    "[ cmp neq reg 1 0x00000000 ] "
                    "[ payload load 1b @ network header + 9 => reg 1 ] [ cmp eq reg 1 0x00000001 ] "
                    "[ payload load 2b @ network header + 6 => reg 1 ] [ bitwise reg 1 = ( reg 1 & "
                    "0x0000ff1f ) ^ 0x00000000 ] [ cmp eq reg 1 0x00000000 ] "
+                   "[ payload load 1b @ network header + 0 => reg 1 ] [ cmp neq reg 1 0x00000045 ] "
                    "[ payload load 2b @ transport header + 0 => reg 1 ] "
+                   "[ cmp neq reg 1 0x00000108 ] [ counter pkts 0 bytes 0 ]");
+        assert_has(t,
+                   "[ payload load 1b @ network header + 0 => reg 1 ] [ cmp eq reg 1 0x00000045 ] "
+                   "[ payload load 2b @ network header + 20 => reg 1 ] "
                    "[ cmp neq reg 1 0x00000108 ] [ counter pkts 0 bytes 0 ]");
         assert_has(t, "[ payload load 2b @ transport header + 0 => reg 1 ] "
                       "[ cmp neq reg 1 0x00004400 ] [ counter pkts 0 bytes 0 ]");
@@ -448,11 +468,33 @@ START_TEST(test_fw_ipv6_protocol_tells_later_fragments_apart)
         r[2] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
         r[2].ether_type = num(0x86dd, false);
         r[2].l4proto = num(44, false);
-        ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 2);
-        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 2);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 3);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 3);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[2]), 1);
+        {
+                /* destination options (60) are skipped by ebt_ip6, never its
+                 * protocol: no "next header 60" alternative */
+                struct nbd_fw_rule d = rule(NBD_FW_DIR_FROM, NBD_FW_V_ACCEPT);
+                char *dt;
+
+                d.ether_type = num(0x86dd, false);
+                d.l4proto = num(60, false);
+                ck_assert_uint_eq(nbd_fw_rule_alts(&d), 2);
+                dt = render(&d, 1);
+                ck_assert_msg(!strstr(dt, "[ cmp eq reg 1 0x0000003c ] [ counter"), "%s", dt);
+                free(dt);
+        }
         t = render(r, 3);
-        /* 58: no fragment header, or offset 0 */
+        /* 58: the next header, read without the kernel's validation of the
+         * payload length (ebt_ip6 does not check it) */
+        assert_has(t,
+                   "[ payload load 1b @ network header + 6 => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
+                   "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
+        /* 58: behind other headers: no fragment header, or offset 0 */
+        assert_has(t,
+                   "[ payload load 1b @ network header + 6 => reg 1 ] [ cmp neq reg 1 0x0000003a ] "
+                   "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
+                   "[ exthdr load ipv6 1b @ 44 + 0 present => reg 1 ]");
         assert_has(t,
                    "[ meta load l4proto => reg 1 ] [ cmp eq reg 1 0x0000003a ] "
                    "[ exthdr load ipv6 1b @ 44 + 0 present => reg 1 ] [ cmp eq reg 1 0x00000000 ] "
@@ -469,10 +511,20 @@ START_TEST(test_fw_ipv6_protocol_tells_later_fragments_apart)
                     "[ bitwise reg 1 = ( reg 1 & 0x0000f8ff ) ^ 0x00000000 ] "
                     "[ cmp neq reg 1 0x00000000 ] [ counter pkts 0 bytes 0 ] "
                     "[ immediate reg 0 drop ]");
+        /* ... but not a later fragment: meta l4proto is then the fragment
+         * header's next header, and the alternatives must be disjoint */
         assert_rule(t,
                     "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
                     "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
-                    "[ cmp neq reg 1 0x0000003b ] [ counter pkts 0 bytes 0 ] "
+                    "[ cmp neq reg 1 0x0000003b ] "
+                    "[ exthdr load ipv6 1b @ 44 + 0 present => reg 1 ] [ cmp eq reg 1 0x00000000 ] "
+                    "[ counter pkts 0 bytes 0 ] [ immediate reg 0 drop ]");
+        assert_rule(t,
+                    "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
+                    "[ meta load l4proto => reg 1 ] [ cmp neq reg 1 0x00000011 ] "
+                    "[ cmp neq reg 1 0x0000003b ] [ exthdr load ipv6 2b @ 44 + 2 => reg 1 ] "
+                    "[ bitwise reg 1 = ( reg 1 & 0x0000f8ff ) ^ 0x00000000 ] "
+                    "[ cmp eq reg 1 0x00000000 ] [ counter pkts 0 bytes 0 ] "
                     "[ immediate reg 0 drop ]");
         assert_rule(t,
                     "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x0000dd86 ] "
@@ -712,7 +764,11 @@ START_TEST(test_fw_layout_counts_the_rules_compiled)
         r[1] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
         root[0] = rule(NBD_FW_DIR_TO, NBD_FW_V_DROP);
         ck_assert_int_eq(nbd_fw_layout(&s, count_chain, out), 0);
-        ck_assert_str_eq(out, "vnet0/from/g=3 vnet0/from=1 vnet0/to=1 ");
+        /* an IPv6 protocol is 3 (next header P; or behind extension
+         * headers, unfragmented or a first fragment) */
+        ck_assert_str_eq(out, "vnet0/from/g=4 vnet0/from=1 vnet0/to=1 ");
+        /* the non-root limit's count (op_firewall) is the same sum */
+        ck_assert_uint_eq(nbd_fw_installed_rules(g, 2), 6);
 }
 END_TEST
 

@@ -4,6 +4,8 @@
  * and the accessors of FirewallList's counters, on a reply built here. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fwfile.h"
@@ -176,6 +178,33 @@ START_TEST(test_fw_file_bad_new_fields_are_reported_with_their_line)
 }
 END_TEST
 
+/* Variables after one with nearly all the value slots each still need a
+ * slot for their end mark: refused, not written past the array (this
+ * overflowed the stack by one slot, seen under ASan). */
+START_TEST(test_fw_file_filter_values_and_variables_are_bounded)
+{
+        static const char head[] = "owner a\nfilter clean-traffic MAC=", tail[] = " B= C= D=\n";
+        size_t len = sizeof(head) + 510 * 18 + sizeof(tail);
+        char *text = malloc(len), *t = text;
+        struct fwfile f = {.name = "t.fw"};
+        nb_batch *b = nb_batch_new();
+        int r;
+
+        ck_assert_ptr_nonnull(text);
+        t += sprintf(t, "%s", head);
+        for (int i = 0; i < 510; i++)
+                t += sprintf(t, "%s52:54:00:00:%02x:%02x", i ? "," : "", i >> 8, i & 0xff);
+        t += sprintf(t, "%s", tail);
+        ck_assert_uint_lt((size_t)(t - text), len);
+        r = fwfile_parse(&f, text, strlen(text), b);
+        ck_assert_msg(r == -EINVAL, "%d", r);
+        ck_assert_msg(strstr(f.err, "more than 510 values and variables"), "'%s'", f.err);
+        fwfile_done(&f);
+        nb_batch_free(b);
+        free(text);
+}
+END_TEST
+
 START_TEST(test_counter_accessors_read_each_owners_rules)
 {
         Netbroker__FwRuleCounter c0 = NETBROKER__FW_RULE_COUNTER__INIT;
@@ -262,6 +291,7 @@ TCase *fwfile_tcase(void)
         tcase_add_test(tc, test_fw_file_group_options_select_or_start_a_group);
         tcase_add_test(tc, test_fw_file_stock_filters_by_name_with_variables);
         tcase_add_test(tc, test_fw_file_bad_new_fields_are_reported_with_their_line);
+        tcase_add_test(tc, test_fw_file_filter_values_and_variables_are_bounded);
         tcase_add_test(tc, test_counter_accessors_read_each_owners_rules);
         tcase_add_test(tc, test_list_counters_asks_for_counters);
         return tc;

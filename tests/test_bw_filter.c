@@ -532,6 +532,94 @@ START_TEST(test_macvtap_filter_holds_and_each_limit_applies_its_way)
 }
 END_TEST
 
+/* ---- a limited guest and another guest's filter ---- */
+
+#define A_MAC "52:54:00:00:00:0a"
+#define B_MAC "52:54:00:00:00:0b"
+#define A_IP "10.0.0.10"
+#define B_IP "10.0.0.11"
+
+/* A tap made by the helper, up, on bridge br0; its guest's fd. */
+static int bridged_tap(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        int fd;
+
+        ck_assert_int_eq(nb_batch_tap_create(b, name, NULL), 0);
+        ck_assert_int_eq(nb_batch_link_set(b, name, &(nb_link_change){.up = 1}), 0);
+        res = submit_ok(c, b);
+        fd = take_guest_fd(res);
+        nb_results_free(res);
+        free(tu_sh("ip link set %s master br0", name));
+        return fd;
+}
+
+/* Guest A sends guest B, through the bridge, 10 frames of a type B's
+ * clean-traffic refuses and 10 IPv4 ones; how many of each B got. */
+static void a_to_b(int a, int b, unsigned *ret_odd, unsigned *ret_ip)
+{
+        uint8_t f[100];
+
+        drain(b);
+        for (int i = 0; i < 10; i++) {
+                frame(f, sizeof(f), B_MAC, A_MAC, ETH_P_NBTEST, NULL, NULL, "nb-a-odd");
+                send_n(a, f, sizeof(f), 1);
+                frame(f, sizeof(f), B_MAC, A_MAC, ETH_P_IP, A_IP, B_IP, "nb-a-ip");
+                send_n(a, f, sizeof(f), 1);
+        }
+        count2(b, "nb-a-odd", ret_odd, "nb-a-ip", ret_ip, 300);
+}
+
+/* What A sends B must meet B's to-guest chain (vb's egress hook) whatever
+ * limit A has. An outbound limit through an IFB broke this: the IFB hands
+ * frames back with nf_skip_egress set, the bridge forwards them to vb, and
+ * vb's egress hook is skipped. */
+START_TEST(test_a_limited_guest_does_not_pass_another_guests_filter)
+{
+        const nb_rate lim = {.average = LIMIT_KBS};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        unsigned odd, ip;
+        nb_batch *b;
+        nb_conn *c;
+        int ga, gb;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        free(tu_sh("ip link add br0 type bridge && ip link set br0 up"));
+        ga = bridged_tap(c, "va0");
+        gb = bridged_tap(c, "vb0");
+        /* Without B's filter, A's frames of both kinds arrive. */
+        a_to_b(ga, gb, &odd, &ip);
+        ck_assert_msg(odd == 10 && ip == 10, "no filter: %u/10 odd and %u/10 IPv4 arrived", odd,
+                      ip);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, B_MAC, (const char *const[]){B_IP, NULL}), 0);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vmb", "vb0", rs, NB_FW_REPLACE), 0);
+        nb_results_free(submit_ok(c, b));
+        nb_fw_ruleset_free(rs);
+        for (int limited = 0; limited < 2; limited++) {
+                if (limited) {
+                        b = nb_batch_new();
+                        ck_assert_int_eq(nb_batch_bandwidth_set(b, "va0", NULL, &lim), 0);
+                        nb_results_free(submit_ok(c, b));
+                }
+                a_to_b(ga, gb, &odd, &ip);
+                printf("bw-filter: A %s, B's filter on: %u/10 refused and %u/10 IPv4 frames "
+                       "reached B\n",
+                       limited ? "with an outbound limit" : "unlimited", odd, ip);
+                fflush(stdout);
+                ck_assert_msg(odd == 0, "A %s: %u frames B's filter refuses reached B",
+                              limited ? "limited" : "unlimited", odd);
+                ck_assert_msg(ip == 10, "A %s: %u/10 IPv4 frames reached B",
+                              limited ? "limited" : "unlimited", ip);
+        }
+        close(ga);
+        close(gb);
+        nb_close(c);
+}
+END_TEST
+
 Suite *bw_filter_suite(void)
 {
         Suite *s = suite_create("bw-filter");
@@ -540,6 +628,7 @@ Suite *bw_filter_suite(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_tap_filter_holds_and_each_limit_applies_its_way);
         tcase_add_test(tc, test_macvtap_filter_holds_and_each_limit_applies_its_way);
+        tcase_add_test(tc, test_a_limited_guest_does_not_pass_another_guests_filter);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -790,10 +790,12 @@ static void convert_old(struct nbd_bw *bw, const struct nbd_link_entry *e, int i
         int r;
 
         read_class(bw, ifb, &rate);
+        /* Without a limit to keep, its fwd chain goes with the prune of
+         * the sweep; the chains of ours stay. */
         if (rate.average && bw->out != OUT_NONE)
                 r = set_police(bw, e->ifindex, e->name, &rate, &err);
-        else
-                r = clear_police(bw, e->ifindex, e->name, &err);
+        else if ((r = clear_tc_redirect(bw, e->ifindex, e->name, &err)) == 0)
+                r = doom_ifb(bw, e->ifindex, &err);
         if (r < 0)
                 nbd_warn("%s: what an older helper left for its bandwidth stays: %s", e->name,
                          err.msg);

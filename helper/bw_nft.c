@@ -507,14 +507,39 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const ch
         return 0;
 }
 
-/* Our chains (one: only that one). */
-static int read_chains(struct mnl_socket *nl, uint32_t seq, const char *one, struct chain_list *ret)
+/* All our chains: a dump of the table. */
+static int read_chains(struct mnl_socket *nl, uint32_t seq, struct chain_list *ret)
 {
         struct chain_list l = {0};
-        int r = dump(nl, seq, NULL, one, on_chain, &l);
+        int r = dump(nl, seq, NULL, NULL, on_chain, &l);
 
         if (r == 0 && l.err)
                 r = l.err;
+        if (r < 0) {
+                free(l.v);
+                return r;
+        }
+        *ret = l;
+        return 0;
+}
+
+/* The chains of ifindex: ours (nbbwN) and an older helper's (nbifbN),
+ * each read by name (a GET), so the cost does not grow with the table. */
+static int read_ifindex_chains(struct mnl_socket *nl, uint32_t *seq, int ifindex,
+                               struct chain_list *ret)
+{
+        const struct chain_seen names[2] = {{.ifindex = ifindex},
+                                            {.ifindex = ifindex, .old = true}};
+        struct chain_list l = {0};
+        char name[IFNAMSIZ];
+        int r = 0;
+
+        for (size_t i = 0; r == 0 && i < 2; i++) {
+                name_of(&names[i], name);
+                r = dump(nl, (*seq)++, NULL, name, on_chain, &l);
+                if (r == 0 && l.err)
+                        r = l.err;
+        }
         if (r < 0) {
                 free(l.v);
                 return r;
@@ -551,7 +576,7 @@ static int read_ifindex(struct mnl_socket *nl, uint32_t *seq, int ifindex, const
         struct chain_list l = {0};
         struct nbd_bw_police police = {0};
         unsigned count = 0;
-        int fwd = 0, r = read_chains(nl, (*seq)++, NULL, &l);
+        int fwd = 0, r = read_ifindex_chains(nl, seq, ifindex, &l);
 
         for (size_t i = 0; r == 0 && i < l.n; i++) {
                 struct rule_list rules = {0};
@@ -687,7 +712,7 @@ static int in_place(struct nbd_bw_nft *n, int ifindex, const char *ifname,
         struct chain_list l = {0};
         bool ok = false;
         unsigned count = 0;
-        int r = read_chains(n->nl, n->seq++, NULL, &l);
+        int r = read_ifindex_chains(n->nl, &n->seq, ifindex, &l);
 
         for (size_t i = 0; r == 0 && i < l.n; i++) {
                 struct rule_list rules = {0};
@@ -789,8 +814,8 @@ static int delete_chains(struct nbd_bw_nft *n, const struct chain_list *have, co
         return r;
 }
 
-/* Delete those of our chains (one: only that one) stale picks. */
-static int prune(struct nbd_bw_nft *n, const char *one, nbd_bw_nft_stale_fn stale, void *data,
+/* Delete those of our chains (ifindex > 0: only that one's) stale picks. */
+static int prune(struct nbd_bw_nft *n, int ifindex, nbd_bw_nft_stale_fn stale, void *data,
                  unsigned *ret_n, struct nbd_err *e)
 {
         struct chain_list l = {0};
@@ -802,7 +827,8 @@ static int prune(struct nbd_bw_nft *n, const char *one, nbd_bw_nft_stale_fn stal
         r = use(n, e);
         if (r < 0)
                 return r;
-        r = read_chains(n->nl, n->seq++, one, &l);
+        r = ifindex > 0 ? read_ifindex_chains(n->nl, &n->seq, ifindex, &l)
+                        : read_chains(n->nl, n->seq++, &l);
         if (r < 0) {
                 nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
                             strerror(-r));
@@ -826,7 +852,7 @@ out:
 int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data, unsigned *ret_n,
                      struct nbd_err *e)
 {
-        return prune(n, NULL, stale, data, ret_n, e);
+        return prune(n, 0, stale, data, ret_n, e);
 }
 
 static bool is_ifindex(int ifindex, const char *dev, bool old, void *data)
@@ -838,7 +864,7 @@ static bool is_ifindex(int ifindex, const char *dev, bool old, void *data)
 
 int nbd_bw_nft_clear(struct nbd_bw_nft *n, int ifindex, struct nbd_err *e)
 {
-        return prune(n, NULL, is_ifindex, &ifindex, NULL, e);
+        return prune(n, ifindex, is_ifindex, &ifindex, NULL, e);
 }
 
 int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_police, int *ret_fwd,

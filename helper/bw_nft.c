@@ -568,21 +568,16 @@ static int rules_of(struct mnl_socket *nl, uint32_t *seq, const struct chain_see
         return r;
 }
 
-/* What the chains of ifindex do on ifname (nbd_bw_nft_peek); *ret_n: how
- * many chains ifindex has, whatever they hook. */
+/* What the chains of ifindex do on ifname (nbd_bw_nft_peek). */
 static int read_ifindex(struct mnl_socket *nl, uint32_t *seq, int ifindex, const char *ifname,
-                        unsigned *ret_n, struct nbd_bw_police *ret_police, int *ret_fwd)
+                        struct nbd_bw_police *ret_police, int *ret_fwd)
 {
         struct chain_list l = {0};
         struct nbd_bw_police police = {0};
-        unsigned count = 0;
         int fwd = 0, r = read_ifindex_chains(nl, seq, ifindex, &l);
 
         for (size_t i = 0; r == 0 && i < l.n; i++) {
                 struct rule_list rules = {0};
-                if (l.v[i].ifindex != ifindex)
-                        continue;
-                count++;
                 r = rules_of(nl, seq, &l.v[i], ifname, &rules);
                 if (r < 0 || rules.n != 1)
                         continue;
@@ -594,8 +589,6 @@ static int read_ifindex(struct mnl_socket *nl, uint32_t *seq, int ifindex, const
         free(l.v);
         if (r < 0)
                 return r;
-        if (ret_n)
-                *ret_n = count;
         *ret_police = police;
         *ret_fwd = fwd;
         return 0;
@@ -875,7 +868,7 @@ int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_p
         int r = open_socket(&nl);
 
         if (r == 0)
-                r = read_ifindex(nl, &seq, ifindex, ifname, NULL, ret_police, ret_fwd);
+                r = read_ifindex(nl, &seq, ifindex, ifname, ret_police, ret_fwd);
         if (nl)
                 mnl_socket_close(nl);
         if (r < 0)

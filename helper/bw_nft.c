@@ -252,6 +252,29 @@ static int open_socket(struct mnl_socket **ret)
         return 0;
 }
 
+int nbd_bw_nft_take_acks(struct nbd_bw_nft_acks *a, const void *buf, size_t len)
+{
+        int left = len > INT_MAX ? INT_MAX : (int)len;
+
+        for (const struct nlmsghdr *h = buf; mnl_nlmsg_ok(h, left); h = mnl_nlmsg_next(h, &left)) {
+                const struct nlmsgerr *ack = mnl_nlmsg_get_payload(h);
+                if (h->nlmsg_type != NLMSG_ERROR || !mnl_nlmsg_portid_ok(h, a->portid) ||
+                    h->nlmsg_len < mnl_nlmsg_size(sizeof(*ack)))
+                        continue;
+                /* A batch refused whole is one error, for its begin. */
+                if (h->nlmsg_seq == a->first - 1 && ack->error)
+                        return ack->error < 0 ? ack->error : -EPROTO;
+                if (h->nlmsg_seq < a->first || h->nlmsg_seq >= a->end)
+                        continue;
+                a->got++;
+                if (ack->error && !a->err) {
+                        a->err = ack->error < 0 ? ack->error : -EPROTO;
+                        a->err_seq = h->nlmsg_seq;
+                }
+        }
+        return 0;
+}
+
 /* Send a batch and read the answer to each of its messages (every one
  * asks for an ack): 0, or the first error the kernel sent (-errno) with
  * the sequence number of its message in *ret_seq. An answer that is not
@@ -262,38 +285,28 @@ static int open_socket(struct mnl_socket **ret)
 static int send_batch(struct mnl_socket *nl, const struct msgs *m, uint32_t *ret_seq)
 {
         static char buf[16384];
-        uint32_t portid = mnl_socket_get_portid(nl), end = m->seq - 1; /* batch end's */
-        unsigned expected = end - m->first, got = 0; /* without begin and end */
-        int first_err = 0;
+        struct nbd_bw_nft_acks a = {
+                .portid = mnl_socket_get_portid(nl), .first = m->first, .end = m->seq - 1};
+        unsigned expected = a.end - a.first; /* without begin and end */
+        int r = 0;
 
         if (mnl_socket_sendto(nl, m->buf, m->len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(expected + 2);
-        while (got < expected) {
+        while (r == 0 && a.got < expected) {
                 ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), MSG_DONTWAIT);
-                int left = (int)n;
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && errno == ENOBUFS)
-                        return -ENOBUFS;
-                if (n <= 0)
-                        return -EPROTO; /* nothing more: an answer is missing */
-                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, left);
-                     h = mnl_nlmsg_next(h, &left)) {
-                        const struct nlmsgerr *ack = mnl_nlmsg_get_payload(h);
-                        if (h->nlmsg_type != NLMSG_ERROR || !mnl_nlmsg_portid_ok(h, portid) ||
-                            h->nlmsg_seq < m->first || h->nlmsg_seq >= end ||
-                            h->nlmsg_len < mnl_nlmsg_size(sizeof(*ack)))
-                                continue;
-                        got++;
-                        if (ack->error && !first_err) {
-                                first_err = ack->error;
-                                if (ret_seq)
-                                        *ret_seq = h->nlmsg_seq;
-                        }
-                }
+                        r = -ENOBUFS;
+                else if (n <= 0)
+                        r = -EPROTO; /* nothing more: an answer is missing */
+                else
+                        r = nbd_bw_nft_take_acks(&a, buf, (size_t)n);
         }
-        return first_err;
+        if (r == 0 && a.err && ret_seq)
+                *ret_seq = a.err_seq;
+        return r < 0 ? r : a.err;
 }
 
 /* ---- reading: a dump of the table's chains, or of one chain's rules ---- */

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -78,3 +79,17 @@ int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_p
 typedef bool (*nbd_bw_nft_stale_fn)(int ifindex, const char *dev, bool old, void *data);
 int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data, unsigned *ret_n,
                      struct nbd_err *e);
+
+/* Reading the answers to a batch (each of its messages asks for an ack):
+ * its messages have sequence numbers [first, end), its begin first - 1. */
+struct nbd_bw_nft_acks {
+        uint32_t portid, first, end;
+        unsigned got; /* answers to the batch's messages taken so far */
+        int err; /* the first error among them (-errno), 0 if none */
+        uint32_t err_seq; /* its message's sequence number */
+};
+/* Take in one datagram of answers, skipping what is not for portid or not
+ * for the batch. Returns the error of a batch refused whole (an error for
+ * its begin), else 0. Pure: a caller counts a->got against the messages it
+ * sent, for an answer missing might have been the error. */
+int nbd_bw_nft_take_acks(struct nbd_bw_nft_acks *a, const void *buf, size_t len);

@@ -7,11 +7,13 @@
  * a second one that dies with the test, and iperf3 listens only there. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bw_nft.h"
 #include "testutil.h"
 #include "tests.h"
 
@@ -814,10 +816,72 @@ START_TEST(test_measured_tcp_throughput_is_within_15_percent_of_the_average_both
 }
 END_TEST
 
+/* ---- the acks of a batch (no kernel) ---- */
+
+/* Append to buf at *len an ack (error 0) or error of seq for portid. */
+static void put_ack(char *buf, size_t *len, uint32_t portid, uint32_t seq, int error)
+{
+        struct nlmsghdr *h = (struct nlmsghdr *)(buf + *len);
+        struct nlmsgerr *e = NLMSG_DATA(h);
+
+        memset(h, 0, NLMSG_SPACE(sizeof(*e)));
+        h->nlmsg_len = NLMSG_LENGTH(sizeof(*e));
+        h->nlmsg_type = NLMSG_ERROR;
+        h->nlmsg_seq = seq;
+        h->nlmsg_pid = portid;
+        e->error = error;
+        e->msg.nlmsg_seq = seq;
+        *len += NLMSG_SPACE(sizeof(*e));
+}
+
+/* A batch of messages 11..13 (begin 10, end 14) from port 77: answers for
+ * another port or outside the batch are not counted, so one missing is
+ * seen (got < 3) rather than read as success; the first error is kept with
+ * its sequence number; an error for the begin fails the batch whole. */
+START_TEST(test_acks_are_counted_by_port_and_sequence_number)
+{
+        char buf[1024];
+        size_t len = 0;
+        struct nbd_bw_nft_acks a = {.portid = 77, .first = 11, .end = 14};
+
+        put_ack(buf, &len, 77, 11, 0);
+        put_ack(buf, &len, 78, 12, 0); /* another socket's */
+        put_ack(buf, &len, 77, 9, 0); /* an earlier batch's */
+        put_ack(buf, &len, 77, 14, 0); /* the end message asked for none */
+        put_ack(buf, &len, 77, 12, -ENOENT);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, len), 0);
+        ck_assert_uint_eq(a.got, 2);
+        ck_assert_int_eq(a.err, -ENOENT);
+        ck_assert_uint_eq(a.err_seq, 12);
+        /* The last answer, in another datagram: a later error does not
+         * replace the first. */
+        len = 0;
+        put_ack(buf, &len, 77, 13, -EEXIST);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, len), 0);
+        ck_assert_uint_eq(a.got, 3);
+        ck_assert_int_eq(a.err, -ENOENT);
+        ck_assert_uint_eq(a.err_seq, 12);
+        /* A batch refused whole. */
+        a = (struct nbd_bw_nft_acks){.portid = 77, .first = 11, .end = 14};
+        len = 0;
+        put_ack(buf, &len, 77, 10, -EINVAL);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, len), -EINVAL);
+        ck_assert_uint_eq(a.got, 0);
+        /* A truncated message is no answer. */
+        a = (struct nbd_bw_nft_acks){.portid = 77, .first = 11, .end = 14};
+        len = 0;
+        put_ack(buf, &len, 77, 11, -EPERM);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, NLMSG_HDRLEN + 4), 0);
+        ck_assert_uint_eq(a.got, 0);
+        ck_assert_int_eq(a.err, 0);
+}
+END_TEST
+
 Suite *bandwidth_suite(void)
 {
         Suite *s = suite_create("bandwidth");
         TCase *ops = tcase_create("bandwidth-ops"), *rate = tcase_create("bandwidth-rate");
+        TCase *acks = tcase_create("bandwidth-acks");
 
         tcase_set_timeout(ops, 60);
         tcase_set_timeout(rate, 180);
@@ -834,6 +898,8 @@ Suite *bandwidth_suite(void)
                        test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpers);
         tcase_add_test(rate,
                        test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways);
+        tcase_add_test(acks, test_acks_are_counted_by_port_and_sequence_number);
+        suite_add_tcase(s, acks);
         suite_add_tcase(s, ops);
         suite_add_tcase(s, rate);
         return s;

@@ -729,16 +729,6 @@ static void police_of(const struct nbd_bw_rate *rate, struct nbd_bw_police *ret)
         ret->burst = bucket > r ? (uint32_t)(bucket - r) : 0; /* NBD_BW_MAX_BURST kB fits */
 }
 
-/* The other way: a policer's average, and its bucket as the burst. */
-static void rate_of(const struct nbd_bw_police *p, struct nbd_bw_rate *ret)
-{
-        memset(ret, 0, sizeof(*ret));
-        if (!p->rate)
-                return;
-        ret->average = (uint32_t)(p->rate / 1024);
-        ret->burst = (uint32_t)((p->rate + p->burst + 1023) / 1024);
-}
-
 /* What enters ifindex (a tap's outbound, a macvtap's inbound), policed in
  * an nftables chain after the firewall's (bw_nft.h). What an older helper
  * left for it (a tc redirect, an IFB; its fwd chain goes with the set) is
@@ -954,7 +944,7 @@ int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
         if (r < 0)
                 return r;
         read_class(bw, ifindex, &egress);
-        rate_of(&p, &ingress);
+        nbd_bw_nft_rate(&p, &ingress);
         ret->in = macvtap ? ingress : egress;
         ret->out = macvtap ? egress : ingress;
         return 0;

@@ -165,10 +165,7 @@ static int read_ingress(struct nbd_netlink *nl, int ifindex, const char *ifname,
         if (r < 0)
                 return r;
         if (p.rate) {
-                /* As bandwidth.c sets it: the bucket is the burst. */
-                memset(ret, 0, sizeof(*ret));
-                ret->average = (uint32_t)(p.rate / 1024);
-                ret->burst = (uint32_t)((p.rate + p.burst + 1023) / 1024);
+                nbd_bw_nft_rate(&p, ret);
                 *ret_has = true;
                 snprintf(ret_mech, mech_len, "nft-limit");
                 return 0;

@@ -230,6 +230,15 @@ static void chain_name(int ifindex, char name[IFNAMSIZ])
         snprintf(name, IFNAMSIZ, NBD_BW_NFT_PREFIX "%u", (unsigned)ifindex);
 }
 
+void nbd_bw_nft_rate(const struct nbd_bw_police *p, struct nbd_bw_rate *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (!p->rate)
+                return;
+        ret->average = (uint32_t)(p->rate / 1024);
+        ret->burst = (uint32_t)((p->rate + p->burst + 1023) / 1024);
+}
+
 /* ---- the kernel ---- */
 
 static int open_socket(struct mnl_socket **ret)

@@ -37,6 +37,7 @@
 #define NBD_BW_NFT_PREFIX "nbbw" /* chain nbbwN: the policer of ifindex N */
 
 struct nbd_bw_nft;
+struct nbd_bw_rate;
 
 /* The policer, as the kernel's nft limit in bytes takes it: a bucket of
  * one second of rate plus burst bytes, refilled at rate bytes/s; a frame
@@ -45,6 +46,11 @@ struct nbd_bw_police {
         uint64_t rate; /* bytes/s; 0: none */
         uint32_t burst; /* bytes beyond the one second of rate */
 };
+
+/* A policer in bandwidth.h's units: its average, and its bucket (one
+ * second of rate plus burst) as the burst, in kB rounded up; peak and
+ * floor 0 (rate 0: all 0). */
+void nbd_bw_nft_rate(const struct nbd_bw_police *p, struct nbd_bw_rate *ret);
 
 /* Find out, without changing anything, whether the kernel takes the limit
  * expression in bytes (a batch that ends in a deliberate error is aborted

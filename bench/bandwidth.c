@@ -19,7 +19,8 @@
 #define RUNS 3u
 #define IF_PREFIX "vbw"
 #define PEER_PREFIX "vbp"
-/* The helper's IFB devices (helper/bandwidth.h, NB_BW_IFB_PREFIX). */
+/* IFB devices of older helpers (helper/bandwidth.h, NB_BW_IFB_PREFIX):
+ * none may be there, the helper makes none. */
 #define IFB_PREFIX "nbifb"
 #define MAX_ARGS 32
 
@@ -192,14 +193,15 @@ static int read_state(struct ctx *c, struct tc_state *ret)
         return r;
 }
 
-/* Every interface limited both ways (A's leaves, B's IFBs), or none, as
- * want; `after` starts the message otherwise. */
-static int check_state(struct ctx *c, const char *after, bool limited, bool ifb)
+/* Every interface limited both ways (A's ingress qdiscs and leaves), or
+ * none, as want; never an IFB; `after` starts the message otherwise. */
+static int check_state(struct ctx *c, const char *after, bool limited, bool helper)
 {
-        /* The helper redirects to its IFBs with nftables (no ingress
-         * qdisc: helper/bw_nft.h); tc's way needs one per interface. */
-        unsigned want[5] = {limited ? c->n : 0, limited && !ifb ? c->n : 0,
-                            limited && !ifb ? c->n : 0, ifb ? c->n : 0, ifb ? c->n : 0};
+        /* The helper polices what enters an interface with nftables (no
+         * ingress qdisc, no IFB: helper/bw_nft.h); tc's way needs an
+         * ingress qdisc per interface. */
+        unsigned want[5] = {limited ? c->n : 0, limited && !helper ? c->n : 0,
+                            limited && !helper ? c->n : 0, 0, 0};
         struct tc_state s;
         int r = read_state(c, &s);
 
@@ -354,7 +356,7 @@ int bench_bandwidth(const struct bench_opts *o, struct bench_report *r)
         if (k == 0)
                 k = bench_report_add_compare(r, methods[M_A].program, "A", &s[M_A], "A2", &s[M_A2],
                                              "B", &s[M_B]);
-        /* The namespace goes with us; leave no IFB in case it does not. */
+        /* The namespace goes with us; leave no limit in case it does not. */
         if (c->ready)
                 (void)bandwidth_request(c, c->n, false, NULL);
         bench_ctx_stop(&c->b);

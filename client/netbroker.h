@@ -350,15 +350,22 @@ int nb_batch_firewall_list_counters(nb_batch *batch);
  * traffic toward the guest, outbound traffic from it: on a tap the
  * interface's egress and ingress, on a macvtap the other way round (its
  * guest sends through its egress), as libvirt has them for direct
- * interfaces. The helper builds the objects itself (an HTB at the root for
- * the egress; for the ingress an IFB device, which an nftables chain
- * forwards to after the firewall's chains, so a limit never takes frames
- * past the guest's filter) and removes only what it made. */
+ * interfaces. The helper builds the objects itself and removes only what
+ * it made: for the egress an HTB at the root (it shapes: average, peak,
+ * burst); for the ingress an nftables chain after the firewall's chains
+ * that polices (drops what is over the limit), so a limit never takes
+ * frames past the guest's filter or another guest's. As libvirt's tc
+ * police there, the policer honours average and burst and ignores peak
+ * (accepted, read back as 0); its bucket is the burst, without one a
+ * second of the average, and never below 64 kB nor one second of the
+ * average (nftables' limit keeps that much); floor is inbound only. No
+ * IFB is made; one an older helper left is removed. */
 
 typedef struct nb_rate {
         unsigned average; /* kB/s; 1 to 100 Gbit/s */
         unsigned peak; /* kB/s, not below average; 0: the average */
-        unsigned burst; /* kB at peak speed; 0: 10 ms of the average, at least 2 kB */
+        unsigned burst; /* kB at peak speed; 0: 10 ms of the average, at least 2 kB
+                           (a policer: its bucket, see above) */
         unsigned floor; /* kB/s guaranteed, not above average; inbound only */
 } nb_rate;
 
@@ -369,7 +376,7 @@ typedef struct nb_rate {
  * over 100 Gbit/s, peak below average, burst over 1 GiB, floor outbound), -ENODEV
  * for a missing interface, -EOPNOTSUPP when the kernel cannot limit what
  * enters the interface (a tap's outbound, a macvtap's inbound) without
- * bypassing the firewall (no nftables fwd, no ifb); nothing is changed
+ * bypassing the firewall (no nftables limit in bytes); nothing is changed
  * then. Returns 0, -EINVAL (NULL batch or bad name), -ENOMEM. */
 int nb_batch_bandwidth_set(nb_batch *batch, const char *ifname, const nb_rate *in,
                            const nb_rate *out);
@@ -445,20 +452,23 @@ int nb_result_stat_setting(const nb_results *res, size_t i, const char *name, co
 int nb_result_stat_setting_at(const nb_results *res, size_t i, size_t k, const char **ret_name,
                               const char **ret_value);
 
-/* BandwidthSet: the mechanism in place each way ("htb", "ifb+htb", ...;
+/* BandwidthSet: the mechanism in place each way ("htb", "nft-limit", ...;
  * "" for no limit). Returns 0, -ENODATA (op i has no such result: refused
  * or not run) or -ERANGE. */
 int nb_result_bandwidth(const nb_results *res, size_t i, const char **ret_in, const char **ret_out);
 
 /* BandwidthShow: the limits each way, in nb_batch_bandwidth_set's units
- * (peak 0: the average; burst as the kernel keeps it, in kB; floor is not
+ * (peak 0: the average, and for a policer; burst as the kernel keeps it,
+ * in kB, a policer's bucket; floor is not
  * kept by the kernel and reads 0), and whether there is one each way
  * (false: "none", the rate is zeroed). ret_* may be NULL. Returns 0,
  * -ENODATA (op i has no such result) or -ERANGE. */
 int nb_result_bandwidth_show(const nb_results *res, size_t i, bool *ret_has_in, nb_rate *ret_in,
                              bool *ret_has_out, nb_rate *ret_out);
 /* BandwidthShow: the mechanism in place each way ("htb+fq_codel",
- * "ifb+htb", ...; "" for none). Returns 0, -ENODATA or -ERANGE. */
+ * "nft-limit", ...; "" for none; "ifb+htb" and "tc-mirred+ifb+htb" for
+ * what an older helper left, until a set, a clear or a restart replaces
+ * it). Returns 0, -ENODATA or -ERANGE. */
 int nb_result_bandwidth_show_mechanisms(const nb_results *res, size_t i, const char **ret_in,
                                         const char **ret_out);
 

@@ -29,23 +29,24 @@ NBD_LOG_CATEGORY(bandwidth);
 #define HTB_CLASS TC_HANDLE(1U, 1U)
 #define LEAF_HANDLE TC_HANDLE(2U, 0U)
 #define INGRESS_HANDLE TC_HANDLE(0xffffU, 0U) /* unsigned: 0xffff << 16 overflows an int */
-#define IFB_TXQLEN 1000 /* the IFB's leaf fifo holds this many packets, not 32 */
+/* The least bucket of a policer: a GSO frame of 64 KiB must fit, or every
+ * such frame would be dropped. */
+#define POLICE_MIN_BUCKET 65536u
 
 /* Fair leaf qdiscs, best first; the first the kernel accepts is kept. */
 static const char *const leaf_kinds[] = {"fq_codel", "sfq"};
 #define N_LEAF_KINDS (sizeof(leaf_kinds) / sizeof(*leaf_kinds))
 
 enum out_state {
-        OUT_IFB, /* nftables' fwd is there (bw_nft.h) */
-        OUT_NONE, /* no fwd, or no ifb driver: out_mech says why */
+        OUT_POLICE, /* nftables' limit is there (bw_nft.h) */
+        OUT_NONE, /* no limit expression: out_mech says why */
 };
 
 struct nbd_bw {
         struct nbd_netlink *nl; /* link.c's, borrowed */
-        struct nbd_bw_nft *nft; /* the redirects to IFBs */
+        struct nbd_bw_nft *nft; /* the policers of what enters an interface */
         enum out_state out;
         char out_mech[96];
-        bool police; /* act_police is there (reported, not used: IFB shapes better) */
         int leaf; /* index into leaf_kinds, N_LEAF_KINDS: fifo, -1: not tried */
         unsigned doomed; /* IFBs moved to NBD_BW_DOOMED_GROUP since the last flush */
         int *gone; /* ifindexes gone since the loop last said so (nbd_bw_link_gone) */
@@ -102,85 +103,6 @@ int nbd_bw_check(const struct nbd_bw_limits *l, struct nbd_err *err)
 
 /* ---- netlink round trips ---- */
 
-static void keep_first(struct nl_object *o, void *arg)
-{
-        struct nl_object **p = arg;
-
-        if (!*p) {
-                nl_object_get(o);
-                *p = o;
-        }
-}
-
-static int on_reply(struct nl_msg *msg, void *arg)
-{
-        struct nl_object **p = arg;
-
-        if (nl_msg_parse(msg, keep_first, p) < 0 && !*p)
-                *p = (struct nl_object *)1; /* a reply libnl cannot parse: still a reply */
-        return NL_OK;
-}
-
-/* Send a GET for one object and take its reply (NULL in *ret when the
- * reply was not an object libnl parses). -ENOENT and friends as the
- * kernel says. */
-static int get_one(struct nbd_bw *bw, struct nl_msg *m, struct nl_object **ret)
-{
-        struct nl_cb *sock_cb = nl_socket_get_cb(bw->nl->req), *cb = nl_cb_clone(sock_cb);
-        struct nl_object *obj = NULL;
-        int r;
-
-        nl_cb_put(sock_cb);
-        if (!cb) {
-                nlmsg_free(m);
-                return -ENOMEM;
-        }
-        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_reply, &obj);
-        nbd_netlink_begin(bw->nl);
-        r = nl_send_auto(bw->nl->req, m);
-        nlmsg_free(m);
-        nbd_netlink_sent(1);
-        if (r >= 0)
-                r = nl_recvmsgs(bw->nl->req, cb);
-        /* The reply came first; its ack is still to be read. */
-        if (r >= 0 && obj)
-                r = nl_wait_for_ack(bw->nl->req);
-        else if (r >= 0)
-                r = -NLE_OBJ_NOTFOUND;
-        nl_cb_put(cb);
-        r = nbd_netlink_errno(bw->nl, r);
-        if (obj == (struct nl_object *)1)
-                obj = NULL;
-        if (r < 0 || !ret)
-                nl_object_put(obj);
-        else
-                *ret = obj;
-        return r == -ENODEV ? -ENOENT : r;
-}
-
-/* Does the kernel have tc action `kind`? Reading an action by index says
- * so without making anything: a missing kind is EINVAL, a missing index of
- * a known kind ENOENT. */
-static bool action_known(struct nbd_bw *bw, const char *kind)
-{
-        struct tcamsg t = {.tca_family = AF_UNSPEC};
-        struct nl_msg *m = nlmsg_alloc_simple(RTM_GETACTION, 0);
-        struct nlattr *tab, *one;
-        int r;
-
-        if (!m || nlmsg_append(m, &t, sizeof(t), NLMSG_ALIGNTO) < 0 ||
-            !(tab = nla_nest_start(m, TCA_ACT_TAB)) || !(one = nla_nest_start(m, 1)) ||
-            nla_put_string(m, TCA_ACT_KIND, kind) < 0 ||
-            nla_put_u32(m, TCA_ACT_INDEX, 0x7ffe4e42) < 0) {
-                nlmsg_free(m);
-                return false;
-        }
-        nla_nest_end(m, one);
-        nla_nest_end(m, tab);
-        r = get_one(bw, m, NULL);
-        return r == 0 || r == -ENOENT;
-}
-
 static bool is_marked_ifb(struct rtnl_link *link)
 {
         const char *alias = rtnl_link_get_ifalias(link);
@@ -214,11 +136,6 @@ static int link_of(struct nbd_bw *bw, const char *name, int *ret, uint32_t *ret_
         }
         rtnl_link_put(link);
         return r;
-}
-
-static int ifindex_of(struct nbd_bw *bw, const char *name, int *ret)
-{
-        return link_of(bw, name, ret, NULL, NULL, NULL);
 }
 
 /* The IFB of an interface, unless it is doomed (deleted at the next
@@ -268,22 +185,20 @@ int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
                 free(bw);
                 return -ENOMEM;
         }
-        bw->police = action_known(bw, "police");
-        /* Deny by default: a tc redirect would take the frames past the
-         * firewall's chains (bw_nft.h), and a limit that switches a
-         * guest's filter off is worse than none. */
+        /* Deny by default: a tc police on the ingress qdisc would run
+         * before the firewall's chains, and an IFB takes the frames past
+         * other ports' (bw_nft.h); a limit that switches a filter off is
+         * worse than none. */
         if (nbd_bw_nft_missing(bw->nft)) {
                 bw->out = OUT_NONE;
                 snprintf(bw->out_mech, sizeof(bw->out_mech), "none: %.88s",
                          nbd_bw_nft_missing(bw->nft));
         } else {
-                bw->out = OUT_IFB;
-                snprintf(bw->out_mech, sizeof(bw->out_mech), "ifb+htb");
+                bw->out = OUT_POLICE;
+                snprintf(bw->out_mech, sizeof(bw->out_mech), "nft-limit");
         }
-        nbd_info("bandwidth: a tap's inbound (a macvtap's outbound) htb, the other way %s; "
-                 "act_police %s",
-                 bw->out_mech,
-                 bw->police ? "present (unused: the IFB shapes instead of dropping)" : "absent");
+        nbd_info("bandwidth: a tap's inbound (a macvtap's outbound) htb, the other way %s",
+                 bw->out_mech);
         *ret = bw;
         return 0;
 }
@@ -311,7 +226,7 @@ bool nbd_bw_outbound_available(const struct nbd_bw *bw)
         return bw->out != OUT_NONE;
 }
 
-/* ---- building: one HTB tree, on an interface or on its IFB ---- */
+/* ---- building: one HTB tree, on the interface's egress ---- */
 
 static int send_result(struct nbd_bw *bw, int nlerr)
 {
@@ -475,7 +390,7 @@ static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struc
         return r;
 }
 
-/* ---- what enters the interface: nft fwd -> IFB with HTB ---- */
+/* ---- what an older helper left: IFBs, tc and nft redirects to them ---- */
 
 /* Move one of our IFBs to group, writing its mark in the same message: an
  * IFB of a helper killed between its create and its alias is ours by its
@@ -496,77 +411,6 @@ static int set_group(struct nbd_bw *bw, int ifindex, uint32_t group)
         rtnl_link_put(orig);
         rtnl_link_put(change);
         return r;
-}
-
-/* The IFB for ifindex, made (up, with a real queue, marked) when missing;
- * *created says it is new, so any redirect to an older one must be
- * replaced. A device of its name that netbroker did not make as an IFB is
- * never used: the interface's outbound traffic would go to whoever made it
- * (a tap named nbifbN is read through its fd). */
-static int ensure_ifb(struct nbd_bw *bw, int ifindex, int *ret_ifb, bool *created,
-                      struct nbd_err *err)
-{
-        char name[IFNAMSIZ];
-        struct rtnl_link *link;
-        uint32_t group = 0;
-        bool ours = false;
-        int r = 0;
-
-        ifb_name(ifindex, name);
-        *created = false;
-        r = link_of(bw, name, ret_ifb, &group, &ours, NULL);
-        if (r == 0 && !ours) {
-                return nbd_err_set(err, -EEXIST,
-                                   "%s exists but is no IFB netbroker made (its alias is not %s)",
-                                   name, NBD_BW_IFB_MARK);
-        }
-        if (r == 0) {
-                /* Doomed by a clear earlier in this batch: keep it after all. */
-                if (group == NBD_BW_DOOMED_GROUP &&
-                    (r = set_group(bw, *ret_ifb, NBD_BW_MADE_GROUP)) < 0)
-                        nbd_err_set(err, r, "cannot keep the IFB device %s: %s", name,
-                                    strerror(-r));
-                else if (group == NBD_BW_DOOMED_GROUP && bw->doomed)
-                        bw->doomed--;
-                return group == NBD_BW_DOOMED_GROUP ? r : 0;
-        }
-        link = rtnl_link_alloc();
-        if (!link || rtnl_link_set_type(link, "ifb") < 0) {
-                rtnl_link_put(link);
-                return nbd_err_oom(err, "making an IFB device");
-        }
-        rtnl_link_set_name(link, name);
-        rtnl_link_set_txqlen(link, IFB_TXQLEN);
-        rtnl_link_set_flags(link, IFF_UP);
-        rtnl_link_set_ifalias(link, NBD_BW_IFB_MARK);
-        rtnl_link_set_group(link, NBD_BW_MADE_GROUP);
-        nbd_netlink_begin(bw->nl);
-        r = send_result(bw, rtnl_link_add(bw->nl->req, link, NLM_F_CREATE | NLM_F_EXCL));
-        rtnl_link_put(link);
-        if (r < 0) {
-                /* EEXIST: made behind our back since the look-up: not ours. */
-                nbd_err_set(err, r, "cannot create the IFB device %s: %s", name, strerror(-r));
-                if (r == -EOPNOTSUPP || r == -ENOENT) {
-                        bw->out = OUT_NONE;
-                        snprintf(bw->out_mech, sizeof(bw->out_mech),
-                                 "none: the kernel has no ifb driver (%s)", strerror(-r));
-                }
-                return r;
-        }
-        r = ifindex_of(bw, name, ret_ifb);
-        if (r < 0) {
-                return nbd_err_set(err, r, "the IFB device %s vanished: %s", name, strerror(-r));
-        }
-        /* The kernel drops an alias given with the create: set it now. An
-         * IFB without its mark would never be cleaned up by a sweep. */
-        r = nbd_netlink_set_alias(bw->nl, *ret_ifb, NBD_BW_IFB_MARK);
-        if (r < 0) {
-                nbd_err_set(err, r, "cannot mark the IFB device %s: %s", name, strerror(-r));
-                delete_link(bw, *ret_ifb);
-                return r;
-        }
-        *created = true;
-        return 0;
 }
 
 static int filters_left(struct nbd_bw *bw, int ifindex, size_t *ret)
@@ -630,37 +474,6 @@ static int clear_tc_redirect(struct nbd_bw *bw, int ifindex, const char *dev, st
 out:
         rtnl_qdisc_put(q);
         rtnl_cls_put(cls);
-        return r;
-}
-
-/* What enters ifindex (a tap's outbound, a macvtap's inbound), shaped on
- * its IFB; the redirect is an nftables chain after the firewall's
- * (bw_nft.h). */
-static int set_ifb_limit(struct nbd_bw *bw, int ifindex, const char *dev,
-                         const struct nbd_bw_rate *rate, struct nbd_err *err)
-{
-        char name[IFNAMSIZ];
-        bool created;
-        int ifb = 0, r;
-
-        if (bw->out == OUT_NONE) {
-                return nbd_err_set(err, -EOPNOTSUPP,
-                                   "limits on what enters %s (a tap's outbound, a macvtap's "
-                                   "inbound) are not available: %s",
-                                   dev, bw->out_mech);
-        }
-        ifb_name(ifindex, name);
-        /* Shape on the IFB first, then redirect to it: the limit is in
-         * place when the first packet goes there. */
-        r = ensure_ifb(bw, ifindex, &ifb, &created, err);
-        if (r == 0)
-                r = set_htb_tree(bw, ifb, rate, name, err);
-        if (r == 0)
-                r = nbd_bw_nft_set(bw->nft, ifindex, dev, ifb, err);
-        /* A tc redirect a helper of before left would still take the
-         * frames past the firewall: it goes once the chain is there. */
-        if (r == 0)
-                r = clear_tc_redirect(bw, ifindex, dev, err);
         return r;
 }
 
@@ -814,11 +627,12 @@ static bool is_ifb_name(const char *name, int *ret_owner)
         return true;
 }
 
-static bool listed_gone(int ifindex, const char *dev, void *data)
+static bool listed_gone(int ifindex, const char *dev, bool old, void *data)
 {
         const struct nbd_bw *bw = data;
 
         (void)dev;
+        (void)old;
         for (size_t i = 0; i < bw->n_gone; i++)
                 if (bw->gone[i] == ifindex)
                         return true;
@@ -826,8 +640,9 @@ static bool listed_gone(int ifindex, const char *dev, void *data)
 }
 
 /* Since Linux 6.16 a netdev base chain outlives its device and hooks the
- * next device of its name: a redirect left there would send a new
- * interface's frames to an IFB that is being deleted (and drop them). */
+ * next device of its name: a policer left there would limit a new
+ * interface (an older helper's redirect would send its frames to an IFB
+ * that is being deleted, and drop them). */
 static void prune_gone(struct nbd_bw *bw)
 {
         struct nbd_err err;
@@ -836,9 +651,9 @@ static void prune_gone(struct nbd_bw *bw)
         if (!bw->n_gone)
                 return;
         if (nbd_bw_nft_prune(bw->nft, listed_gone, bw, &n, &err) < 0)
-                nbd_warn("the redirects of interfaces that went stay: %s", err.msg);
+                nbd_warn("the bandwidth chains of interfaces that went stay: %s", err.msg);
         else if (n)
-                nbd_debug("deleted %u redirect chain(s) of interfaces that went", n);
+                nbd_debug("deleted %u bandwidth chain(s) of interfaces that went", n);
         bw->n_gone = 0;
 }
 
@@ -849,7 +664,7 @@ static void note_gone(struct nbd_bw *bw, const struct nbd_link_entry *e)
                 int *grown = realloc(bw->gone, cap * sizeof(*grown));
                 if (!grown) {
                         /* The start-up sweep removes it later. */
-                        nbd_warn("out of memory: the redirect of %s stays", e->name);
+                        nbd_warn("out of memory: the bandwidth chain of %s stays", e->name);
                         return;
                 }
                 bw->gone = grown;
@@ -884,15 +699,99 @@ struct present {
 };
 
 /* A chain is stale when no interface has its ifindex, or the one that has
- * it is not the device it hooks (a new one of the old name). */
-static bool not_present(int ifindex, const char *dev, void *data)
+ * it is not the device it hooks (a new one of the old name); an older
+ * helper's fwd chain always is (convert_old() replaced those it could). */
+static bool not_present(int ifindex, const char *dev, bool old, void *data)
 {
         const struct present *p = data;
 
+        if (old)
+                return true;
         for (size_t i = 0; i < p->n; i++)
                 if (p->links[i].ifindex == ifindex)
                         return strcmp(p->links[i].name, dev) != 0;
         return true;
+}
+
+/* libvirt polices this direction with tc police: rate = average, a
+ * bucket of burst kB (without one: average kB, one second), peak
+ * ignored. nft's limit in bytes holds one second of its rate plus its
+ * burst, so the burst it gets is what the bucket has beyond that second
+ * (a bucket below it cannot be had: it is one second then), and the
+ * bucket is never below POLICE_MIN_BUCKET. */
+static void police_of(const struct nbd_bw_rate *rate, struct nbd_bw_police *ret)
+{
+        uint64_t r = bytes(rate->average), bucket = rate->burst ? bytes(rate->burst) : r;
+
+        if (bucket < POLICE_MIN_BUCKET)
+                bucket = POLICE_MIN_BUCKET;
+        ret->rate = r;
+        ret->burst = bucket > r ? (uint32_t)(bucket - r) : 0; /* NBD_BW_MAX_BURST kB fits */
+}
+
+/* What enters ifindex (a tap's outbound, a macvtap's inbound), policed in
+ * an nftables chain after the firewall's (bw_nft.h). What an older helper
+ * left for it (a tc redirect, an IFB; its fwd chain goes with the set) is
+ * removed once the policer is there. */
+static int set_police(struct nbd_bw *bw, int ifindex, const char *dev,
+                      const struct nbd_bw_rate *rate, struct nbd_err *err)
+{
+        struct nbd_bw_police p;
+        int r;
+
+        if (bw->out == OUT_NONE) {
+                return nbd_err_set(err, -EOPNOTSUPP,
+                                   "limits on what enters %s (a tap's outbound, a macvtap's "
+                                   "inbound) are not available: %s",
+                                   dev, bw->out_mech);
+        }
+        police_of(rate, &p);
+        r = nbd_bw_nft_set(bw->nft, ifindex, dev, &p, err);
+        if (r == 0)
+                r = clear_tc_redirect(bw, ifindex, dev, err);
+        if (r == 0)
+                r = doom_ifb(bw, ifindex, err);
+        return r;
+}
+
+/* The policer goes, and whatever an older helper left (its fwd chain goes
+ * with ours; its tc redirect, its IFB). */
+static int clear_police(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
+{
+        /* The redirect goes first: no frame reaches an IFB on its way out. */
+        int r = nbd_bw_nft_clear(bw->nft, ifindex, err);
+
+        if (r == 0)
+                r = clear_tc_redirect(bw, ifindex, dev, err);
+        if (r == 0)
+                r = doom_ifb(bw, ifindex, err);
+        return r;
+}
+
+static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret);
+
+/* An older helper shaped what enters links[i] on the IFB ifb (through an
+ * nft fwd or a tc redirect, both of which take frames past a firewall):
+ * the same limit goes on as a policer, and the IFB and redirects go. */
+static void convert_old(struct nbd_bw *bw, const struct nbd_link_entry *e, int ifb)
+{
+        struct nbd_bw_rate rate;
+        struct nbd_err err;
+        int r;
+
+        read_class(bw, ifb, &rate);
+        /* Without a limit to keep, its fwd chain goes with the prune of
+         * the sweep; the chains of ours stay. */
+        if (rate.average && bw->out != OUT_NONE)
+                r = set_police(bw, e->ifindex, e->name, &rate, &err);
+        else if ((r = clear_tc_redirect(bw, e->ifindex, e->name, &err)) == 0)
+                r = doom_ifb(bw, e->ifindex, &err);
+        if (r < 0)
+                nbd_warn("%s: what an older helper left for its bandwidth stays: %s", e->name,
+                         err.msg);
+        else
+                nbd_info("%s: an older helper's IFB replaced by %s", e->name,
+                         rate.average && bw->out != OUT_NONE ? "a policer" : "nothing");
 }
 
 void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t n)
@@ -901,10 +800,21 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
         struct nbd_err err;
         unsigned pruned = 0;
 
+        /* IFBs of an older helper whose interface is there: converted
+         * first, so the chains left after are stale. */
+        for (size_t i = 0; i < n; i++) {
+                int owner, ifb = 0;
+                if (!is_ifb_name(links[i].name, &owner))
+                        continue;
+                for (size_t j = 0; j < n; j++)
+                        if (links[j].ifindex == owner && live_ifb_of(bw, links[i].name, &ifb) == 0)
+                                convert_old(bw, &links[j], ifb);
+        }
         if (nbd_bw_nft_prune(bw->nft, not_present, &p, &pruned, &err) < 0)
                 nbd_warn("%s", err.msg);
         else if (pruned)
-                nbd_info("removed %u redirect chain(s) of interfaces that went while no helper ran",
+                nbd_info("removed %u bandwidth chain(s) of interfaces that went while no helper "
+                         "ran, or of an older helper",
                          pruned);
         for (size_t i = 0; i < n; i++) {
                 int owner;
@@ -927,18 +837,6 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
         nbd_bw_flush(bw);
 }
 
-static int clear_ifb_limit(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
-{
-        /* The redirect goes first: no frame reaches an IFB on its way out. */
-        int r = nbd_bw_nft_clear(bw->nft, ifindex, err);
-
-        if (r == 0)
-                r = clear_tc_redirect(bw, ifindex, dev, err);
-        if (r == 0)
-                r = doom_ifb(bw, ifindex, err);
-        return r;
-}
-
 /* ---- the interface ---- */
 
 static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, bool *ret_macvtap,
@@ -954,7 +852,7 @@ static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, bool *ret_mac
 /* Which way is which: a tap's egress is what its guest receives, its
  * ingress what the guest sends; a macvtap's are the other way round (the
  * guest's frames leave through its egress), as libvirt has them for
- * <interface type='direct'>. The root qdisc shapes the egress, the IFB the
+ * <interface type='direct'>. The root qdisc shapes the egress, the policer the
  * ingress. */
 static void split(const struct nbd_bw_limits *l, bool macvtap,
                   const struct nbd_bw_rate **ret_egress, const struct nbd_bw_rate **ret_ingress)
@@ -966,7 +864,7 @@ static void split(const struct nbd_bw_limits *l, bool macvtap,
 int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
                struct nbd_bw_applied *ret, struct nbd_err *err)
 {
-        const char *root_mech, *ifb_mech;
+        const char *root_mech, *police_mech;
         const struct nbd_bw_rate *egress, *ingress;
         bool macvtap = false;
         int ifindex = 0, r; /* set by lookup(); gcc 12 cannot tell */
@@ -984,17 +882,17 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
         if (r < 0)
                 return r;
         if (ingress->average)
-                r = set_ifb_limit(bw, ifindex, ifname, ingress, err);
+                r = set_police(bw, ifindex, ifname, ingress, err);
         else
-                r = clear_ifb_limit(bw, ifindex, ifname, err);
+                r = clear_police(bw, ifindex, ifname, err);
         if (r < 0)
                 return r;
-        nbd_bw_mechanisms(bw, &root_mech, &ifb_mech);
+        nbd_bw_mechanisms(bw, &root_mech, &police_mech);
         memset(ret, 0, sizeof(*ret));
         if (l->in.average)
-                snprintf(ret->in, sizeof(ret->in), "%s", macvtap ? ifb_mech : root_mech);
+                snprintf(ret->in, sizeof(ret->in), "%s", macvtap ? police_mech : root_mech);
         if (l->out.average)
-                snprintf(ret->out, sizeof(ret->out), "%s", macvtap ? root_mech : ifb_mech);
+                snprintf(ret->out, sizeof(ret->out), "%s", macvtap ? root_mech : police_mech);
         return 0;
 }
 
@@ -1005,7 +903,7 @@ int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
         if (r == 0)
                 r = clear_htb_root(bw, ifindex, ifname, err);
         if (r == 0)
-                r = clear_ifb_limit(bw, ifindex, ifname, err);
+                r = clear_police(bw, ifindex, ifname, err);
         return r;
 }
 
@@ -1036,18 +934,17 @@ static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
 int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         struct nbd_bw_rate egress, ingress;
-        char name[IFNAMSIZ];
+        struct nbd_bw_police p = {0};
         bool macvtap = false;
-        int ifindex = 0, ifb = 0, r = lookup(bw, ifname, &ifindex, &macvtap, NULL);
+        int ifindex = 0, fwd = 0, r = lookup(bw, ifname, &ifindex, &macvtap, NULL);
 
         if (r < 0)
                 return r;
+        r = nbd_bw_nft_peek(ifindex, ifname, &p, &fwd, NULL);
+        if (r < 0)
+                return r;
         read_class(bw, ifindex, &egress);
-        ifb_name(ifindex, name);
-        if (live_ifb_of(bw, name, &ifb) == 0)
-                read_class(bw, ifb, &ingress);
-        else
-                memset(&ingress, 0, sizeof(ingress));
+        nbd_bw_nft_rate(&p, &ingress);
         ret->in = macvtap ? ingress : egress;
         ret->out = macvtap ? egress : ingress;
         return 0;

@@ -150,25 +150,33 @@ static bool has_tc_redirect(struct nbd_netlink *nl, int ifindex)
         return found;
 }
 
-/* The limit on what enters ifindex: the IFB's tree, in force only while
- * something redirects there (bw_nft.h's chain; or an old tc redirect). */
-static int read_ifb_side(struct nbd_netlink *nl, int ifindex, const char *ifname, bool *ret_has,
-                         struct nbd_bw_rate *ret, char *ret_mech, size_t mech_len,
-                         struct nbd_err *e)
+/* The limit on what enters ifindex: bw_nft.h's policer; or, left by an
+ * older helper until a set, a clear or a restart replaces it, an IFB's
+ * tree, in force only while something redirects there (its nft fwd chain
+ * or its tc redirect). */
+static int read_ingress(struct nbd_netlink *nl, int ifindex, const char *ifname, bool *ret_has,
+                        struct nbd_bw_rate *ret, char *ret_mech, size_t mech_len, struct nbd_err *e)
 {
+        struct nbd_bw_police p = {0};
         char leaf[16];
-        int ifb = 0, target = 0, r = find_ifb(nl, ifindex, &ifb, e);
+        int ifb = 0, fwd = 0, r = nbd_bw_nft_peek(ifindex, ifname, &p, &fwd, e);
 
         *ret_has = false;
+        if (r < 0)
+                return r;
+        if (p.rate) {
+                nbd_bw_nft_rate(&p, ret);
+                *ret_has = true;
+                snprintf(ret_mech, mech_len, "nft-limit");
+                return 0;
+        }
+        r = find_ifb(nl, ifindex, &ifb, e);
         if (r < 0 || !ifb)
                 return r;
         r = read_tree(nl, ifb, ret_has, ret, leaf, sizeof(leaf), e);
         if (r < 0 || !*ret_has)
                 return r;
-        r = nbd_bw_nft_peek(ifindex, ifname, &target, e);
-        if (r < 0)
-                return r;
-        if (target == ifb) {
+        if (fwd == ifb) {
                 snprintf(ret_mech, mech_len, "ifb+htb");
         } else if (has_tc_redirect(nl, ifindex)) {
                 snprintf(ret_mech, mech_len, "tc-mirred+ifb+htb");
@@ -203,7 +211,7 @@ int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown 
                 return r;
         if (has_root)
                 snprintf(root_mech, sizeof(root_mech), "htb%s%s", leaf[0] ? "+" : "", leaf);
-        r = read_ifb_side(nl, ifindex, ifname, &has_ifb, &ifb, ifb_mech, sizeof(ifb_mech), e);
+        r = read_ingress(nl, ifindex, ifname, &has_ifb, &ifb, ifb_mech, sizeof(ifb_mech), e);
         if (r < 0)
                 return r;
         s.has_in = macvtap ? has_ifb : has_root;

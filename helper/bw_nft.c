@@ -1,4 +1,5 @@
-/* Bandwidth's redirect to an IFB as an nftables chain; see bw_nft.h. */
+/* Bandwidth's policer on what enters an interface, as an nftables chain;
+ * see bw_nft.h. */
 #include "bw_nft.h"
 
 #include <arpa/inet.h> /* first: <linux/netfilter.h> defers to its in.h */
@@ -35,7 +36,8 @@ NBD_LOG_CATEGORY(bandwidth);
 struct nbd_bw_nft {
         struct mnl_socket *nl; /* during an operation only */
         uint32_t seq;
-        char missing[160]; /* "" when fwd works */
+        char missing[160]; /* "" when the limit expression works */
+        bool no_socket; /* no nfnetlink at all: no chain of ours can be there */
 };
 
 /* ---- messages: a batch in a buffer that grows ---- */
@@ -191,29 +193,33 @@ static struct nftnl_chain *base_chain(const char *name, const char *ifname)
         return c;
 }
 
-/* `fwd to` the device of index ifb: immediate reg 1 <ifb>; fwd sreg_dev 1
- * (what nft makes of `fwd to "nbifbN"`). */
-static struct nftnl_rule *fwd_rule(const char *table, const char *chain, int ifb)
+/* `limit rate over RATE bytes/second burst BURST bytes drop`: limit
+ * (bytes, inverted) then an immediate drop verdict, as nft makes it. */
+static struct nftnl_rule *police_rule(const char *table, const char *chain,
+                                      const struct nbd_bw_police *p)
 {
         struct nftnl_rule *r = nftnl_rule_alloc();
-        struct nftnl_expr *imm = nftnl_expr_alloc("immediate"), *fwd = nftnl_expr_alloc("fwd");
-        uint32_t dev = (uint32_t)ifb;
+        struct nftnl_expr *lim = nftnl_expr_alloc("limit"), *imm = nftnl_expr_alloc("immediate");
 
-        if (!r || !imm || !fwd || nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table) < 0 ||
-            nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain) < 0 ||
-            nftnl_expr_set(imm, NFTNL_EXPR_IMM_DATA, &dev, sizeof(dev)) < 0)
+        if (!r || !lim || !imm || nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table) < 0 ||
+            nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain) < 0)
                 goto fail;
         nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_NETDEV);
-        nftnl_expr_set_u32(imm, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
-        nftnl_expr_set_u32(fwd, NFTNL_EXPR_FWD_SREG_DEV, NFT_REG_1);
+        nftnl_expr_set_u64(lim, NFTNL_EXPR_LIMIT_RATE, p->rate);
+        nftnl_expr_set_u64(lim, NFTNL_EXPR_LIMIT_UNIT, 1); /* per second */
+        nftnl_expr_set_u32(lim, NFTNL_EXPR_LIMIT_BURST, p->burst);
+        nftnl_expr_set_u32(lim, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKT_BYTES);
+        nftnl_expr_set_u32(lim, NFTNL_EXPR_LIMIT_FLAGS, NFT_LIMIT_F_INV);
+        nftnl_expr_set_u32(imm, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+        nftnl_expr_set_u32(imm, NFTNL_EXPR_IMM_VERDICT, NF_DROP);
+        nftnl_rule_add_expr(r, lim);
         nftnl_rule_add_expr(r, imm);
-        nftnl_rule_add_expr(r, fwd);
         return r;
 fail:
+        if (lim)
+                nftnl_expr_free(lim);
         if (imm)
                 nftnl_expr_free(imm);
-        if (fwd)
-                nftnl_expr_free(fwd);
         if (r)
                 nftnl_rule_free(r);
         return NULL;
@@ -221,7 +227,16 @@ fail:
 
 static void chain_name(int ifindex, char name[IFNAMSIZ])
 {
-        snprintf(name, IFNAMSIZ, NBD_BW_IFB_NAME_FMT, (unsigned)ifindex);
+        snprintf(name, IFNAMSIZ, NBD_BW_NFT_PREFIX "%u", (unsigned)ifindex);
+}
+
+void nbd_bw_nft_rate(const struct nbd_bw_police *p, struct nbd_bw_rate *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (!p->rate)
+                return;
+        ret->average = (uint32_t)(p->rate / 1024);
+        ret->burst = (uint32_t)((p->rate + p->burst + 1023) / 1024);
 }
 
 /* ---- the kernel ---- */
@@ -229,7 +244,7 @@ static void chain_name(int ifindex, char name[IFNAMSIZ])
 static int open_socket(struct mnl_socket **ret)
 {
         struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-        int r;
+        int r, one = 1, big = 4 << 20;
 
         if (!nl)
                 return -errno;
@@ -238,47 +253,76 @@ static int open_socket(struct mnl_socket **ret)
                 mnl_socket_close(nl);
                 return r;
         }
+        /* Short acks, and room for one per chain of a large prune: an ack
+         * the kernel drops might have been the error (send_batch). */
+        setsockopt(mnl_socket_get_fd(nl), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+        setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
         *ret = nl;
         return 0;
 }
 
-/* Send a batch and read every answer: 0, or the first error the kernel
- * sent (-errno) with the sequence number of its message in *ret_seq. The
- * kernel handles the whole batch inside sendmsg(), so every answer is
- * queued when it returns. */
+int nbd_bw_nft_take_acks(struct nbd_bw_nft_acks *a, const void *buf, size_t len)
+{
+        int left = len > INT_MAX ? INT_MAX : (int)len;
+
+        for (const struct nlmsghdr *h = buf; mnl_nlmsg_ok(h, left); h = mnl_nlmsg_next(h, &left)) {
+                const struct nlmsgerr *ack = mnl_nlmsg_get_payload(h);
+                if (h->nlmsg_type != NLMSG_ERROR || !mnl_nlmsg_portid_ok(h, a->portid) ||
+                    h->nlmsg_len < mnl_nlmsg_size(sizeof(*ack)))
+                        continue;
+                /* A batch refused whole is one error, for its begin. */
+                if (h->nlmsg_seq == a->first - 1 && ack->error)
+                        return ack->error < 0 ? ack->error : -EPROTO;
+                if (h->nlmsg_seq < a->first || h->nlmsg_seq >= a->end)
+                        continue;
+                a->got++;
+                if (ack->error && !a->err) {
+                        a->err = ack->error < 0 ? ack->error : -EPROTO;
+                        a->err_seq = h->nlmsg_seq;
+                }
+        }
+        return 0;
+}
+
+/* Send a batch and read the answer to each of its messages (every one
+ * asks for an ack): 0, or the first error the kernel sent (-errno) with
+ * the sequence number of its message in *ret_seq. An answer that is not
+ * for this socket or this batch is skipped; one that is missing is an
+ * error (-ENOBUFS when the kernel said it dropped some, else -EPROTO):
+ * it may have been the error. The kernel handles the whole batch inside
+ * sendmsg(), so every answer is queued when it returns. */
 static int send_batch(struct mnl_socket *nl, const struct msgs *m, uint32_t *ret_seq)
 {
         static char buf[16384];
-        int first_err = 0;
-        unsigned n_msgs = m->seq - m->first - 1; /* without begin and end */
+        struct nbd_bw_nft_acks a = {
+                .portid = mnl_socket_get_portid(nl), .first = m->first, .end = m->seq - 1};
+        unsigned expected = a.end - a.first; /* without begin and end */
+        int r = 0;
 
         if (mnl_socket_sendto(nl, m->buf, m->len) < 0)
                 return -errno;
-        nbd_netlink_sent_nf(n_msgs + 2);
-        for (;;) {
+        nbd_netlink_sent_nf(expected + 2);
+        while (r == 0 && a.got < expected) {
                 ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), MSG_DONTWAIT);
-                int left = (int)n;
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
-                        break;
-                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, left);
-                     h = mnl_nlmsg_next(h, &left)) {
-                        const struct nlmsgerr *ack = mnl_nlmsg_get_payload(h);
-                        if (h->nlmsg_type == NLMSG_ERROR && ack->error && !first_err) {
-                                first_err = ack->error;
-                                if (ret_seq)
-                                        *ret_seq = h->nlmsg_seq;
-                        }
-                }
+                if (n < 0 && errno == ENOBUFS)
+                        r = -ENOBUFS;
+                else if (n <= 0)
+                        r = -EPROTO; /* nothing more: an answer is missing */
+                else
+                        r = nbd_bw_nft_take_acks(&a, buf, (size_t)n);
         }
-        return first_err;
+        if (r == 0 && a.err && ret_seq)
+                *ret_seq = a.err_seq;
+        return r < 0 ? r : a.err;
 }
 
 /* ---- reading: a dump of the table's chains, or of one chain's rules ---- */
 
 struct chain_seen {
-        int ifindex; /* from the name nbifbN */
+        int ifindex; /* from the name nbbwN (or an older helper's nbifbN) */
+        bool old; /* nbifbN: an older helper's fwd to an IFB */
         char dev[IFNAMSIZ];
         bool ingress_at_prio; /* our hook and priority */
 };
@@ -289,13 +333,13 @@ struct chain_list {
         int err;
 };
 
-static bool parse_name(const char *name, int *ret)
+static bool parse_prefixed(const char *name, const char *prefix, int *ret)
 {
-        size_t plen = strlen(NBD_BW_IFB_PREFIX);
+        size_t plen = strlen(prefix);
         unsigned long v;
         char *end;
 
-        if (!name || strncmp(name, NBD_BW_IFB_PREFIX, plen) != 0 || !name[plen])
+        if (!name || strncmp(name, prefix, plen) != 0 || !name[plen])
                 return false;
         errno = 0;
         v = strtoul(name + plen, &end, 10);
@@ -303,6 +347,18 @@ static bool parse_name(const char *name, int *ret)
                 return false;
         *ret = (int)v;
         return true;
+}
+
+static bool parse_name(const char *name, int *ret, bool *ret_old)
+{
+        *ret_old = parse_prefixed(name, NBD_BW_IFB_PREFIX, ret);
+        return *ret_old || parse_prefixed(name, NBD_BW_NFT_PREFIX, ret);
+}
+
+static void name_of(const struct chain_seen *s, char name[IFNAMSIZ])
+{
+        snprintf(name, IFNAMSIZ, "%s%u", s->old ? NBD_BW_IFB_PREFIX : NBD_BW_NFT_PREFIX,
+                 (unsigned)s->ifindex);
 }
 
 static int on_chain(const struct nlmsghdr *nlh, void *data)
@@ -322,7 +378,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                 l->err = errno == ENOMEM ? -ENOMEM : -EIO;
                 goto out;
         }
-        if (!parse_name(nftnl_chain_get_str(c, NFTNL_CHAIN_NAME), &s.ifindex))
+        if (!parse_name(nftnl_chain_get_str(c, NFTNL_CHAIN_NAME), &s.ifindex, &s.old))
                 goto out; /* not one of ours */
         dev = nftnl_chain_is_set(c, NFTNL_CHAIN_DEV) ? nftnl_chain_get_str(c, NFTNL_CHAIN_DEV) : "";
         snprintf(s.dev, sizeof(s.dev), "%s", dev ? dev : "");
@@ -342,21 +398,42 @@ out:
         return MNL_CB_OK;
 }
 
-/* The target of a `fwd to` rule: immediate data then fwd. */
-struct fwd_seen {
+/* One rule of ours: a policer (limit, drop) or an older helper's `fwd to`
+ * (immediate data, fwd); anything else is `other`. */
+struct rule_seen {
+        struct nbd_bw_police police;
         uint32_t imm;
-        bool has_imm, has_fwd, other;
+        bool has_limit, has_drop, has_imm, has_fwd, other;
 };
+
+static void on_limit(struct nftnl_expr *e, struct rule_seen *f)
+{
+        if (f->has_limit || nftnl_expr_get_u32(e, NFTNL_EXPR_LIMIT_TYPE) != NFT_LIMIT_PKT_BYTES ||
+            nftnl_expr_get_u32(e, NFTNL_EXPR_LIMIT_FLAGS) != NFT_LIMIT_F_INV ||
+            nftnl_expr_get_u64(e, NFTNL_EXPR_LIMIT_UNIT) != 1) {
+                f->other = true;
+                return;
+        }
+        f->police.rate = nftnl_expr_get_u64(e, NFTNL_EXPR_LIMIT_RATE);
+        f->police.burst = nftnl_expr_get_u32(e, NFTNL_EXPR_LIMIT_BURST);
+        f->has_limit = true;
+}
 
 static int on_expr(struct nftnl_expr *e, void *data)
 {
-        struct fwd_seen *f = data;
+        struct rule_seen *f = data;
         const char *name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
         uint32_t len = 0;
         const void *v;
 
-        if (name && strcmp(name, "immediate") == 0 && !f->has_imm &&
-            (v = nftnl_expr_get(e, NFTNL_EXPR_IMM_DATA, &len)) && len == sizeof(uint32_t)) {
+        if (name && strcmp(name, "limit") == 0) {
+                on_limit(e, f);
+        } else if (name && strcmp(name, "immediate") == 0 && f->has_limit && !f->has_drop &&
+                   nftnl_expr_is_set(e, NFTNL_EXPR_IMM_VERDICT) &&
+                   nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_VERDICT) == NF_DROP) {
+                f->has_drop = true;
+        } else if (name && strcmp(name, "immediate") == 0 && !f->has_imm &&
+                   (v = nftnl_expr_get(e, NFTNL_EXPR_IMM_DATA, &len)) && len == sizeof(uint32_t)) {
                 memcpy(&f->imm, v, sizeof(f->imm));
                 f->has_imm = true;
         } else if (name && strcmp(name, "fwd") == 0 && f->has_imm) {
@@ -369,7 +446,8 @@ static int on_expr(struct nftnl_expr *e, void *data)
 
 struct rule_list {
         unsigned n;
-        int target; /* the only rule's fwd target, 0 if it is no fwd */
+        struct nbd_bw_police police; /* the only rule's policer, rate 0 if none */
+        int fwd; /* the only rule's fwd target, 0 if it is no fwd */
         int err;
 };
 
@@ -377,7 +455,7 @@ static int on_rule(const struct nlmsghdr *nlh, void *data)
 {
         struct rule_list *l = data;
         struct nftnl_rule *r = nftnl_rule_alloc();
-        struct fwd_seen f = {0};
+        struct rule_seen f = {0};
 
         if (!r) {
                 l->err = -ENOMEM;
@@ -389,7 +467,10 @@ static int on_rule(const struct nlmsghdr *nlh, void *data)
                 goto out;
         }
         nftnl_expr_foreach(r, on_expr, &f);
-        l->target = f.has_fwd && !f.other ? (int)f.imm : 0;
+        memset(&l->police, 0, sizeof(l->police));
+        if (f.has_limit && f.has_drop && !f.has_imm && !f.other)
+                l->police = f.police;
+        l->fwd = f.has_fwd && !f.has_limit && !f.other ? (int)f.imm : 0;
         l->n++;
 out:
         if (r)
@@ -448,11 +529,11 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const ch
         return 0;
 }
 
-/* Our chains (one: only that one). */
-static int read_chains(struct mnl_socket *nl, uint32_t seq, const char *one, struct chain_list *ret)
+/* All our chains: a dump of the table. */
+static int read_chains(struct mnl_socket *nl, uint32_t seq, struct chain_list *ret)
 {
         struct chain_list l = {0};
-        int r = dump(nl, seq, NULL, one, on_chain, &l);
+        int r = dump(nl, seq, NULL, NULL, on_chain, &l);
 
         if (r == 0 && l.err)
                 r = l.err;
@@ -464,51 +545,86 @@ static int read_chains(struct mnl_socket *nl, uint32_t seq, const char *one, str
         return 0;
 }
 
-static const struct chain_seen *find_chain(const struct chain_list *l, int ifindex)
+/* The chains of ifindex: ours (nbbwN) and an older helper's (nbifbN),
+ * each read by name (a GET), so the cost does not grow with the table. */
+static int read_ifindex_chains(struct mnl_socket *nl, uint32_t *seq, int ifindex,
+                               struct chain_list *ret)
 {
-        for (size_t i = 0; i < l->n; i++)
-                if (l->v[i].ifindex == ifindex)
-                        return &l->v[i];
-        return NULL;
+        const struct chain_seen names[2] = {{.ifindex = ifindex},
+                                            {.ifindex = ifindex, .old = true}};
+        struct chain_list l = {0};
+        char name[IFNAMSIZ];
+        int r = 0;
+
+        for (size_t i = 0; r == 0 && i < 2; i++) {
+                name_of(&names[i], name);
+                r = dump(nl, (*seq)++, NULL, name, on_chain, &l);
+                if (r == 0 && l.err)
+                        r = l.err;
+        }
+        if (r < 0) {
+                free(l.v);
+                return r;
+        }
+        *ret = l;
+        return 0;
 }
 
-/* The chain of ifindex as it is: *ret_found, and *ret_ifb the target of
- * its one rule when it hooks ifname's ingress at our priority (else 0). */
-static int read_one(struct mnl_socket *nl, uint32_t *seq, int ifindex, const char *ifname,
-                    bool *ret_found, int *ret_ifb)
+/* The rules of chain s, read when it hooks ifname's ingress at our
+ * priority (else none: it polices nothing of ifname's). */
+static int rules_of(struct mnl_socket *nl, uint32_t *seq, const struct chain_seen *s,
+                    const char *ifname, struct rule_list *ret)
 {
-        struct chain_list l = {0};
         struct rule_list rules = {0};
-        const struct chain_seen *s;
         char name[IFNAMSIZ];
-        int r;
+        int r = 0;
 
-        chain_name(ifindex, name);
-        r = read_chains(nl, (*seq)++, name, &l);
-        if (r < 0)
-                return r;
-        s = find_chain(&l, ifindex);
-        *ret_found = s != NULL;
-        *ret_ifb = 0;
-        if (s && s->ingress_at_prio && strcmp(s->dev, ifname) == 0) {
+        if (s->ingress_at_prio && strcmp(s->dev, ifname) == 0) {
+                name_of(s, name);
                 r = dump(nl, (*seq)++, name, NULL, on_rule, &rules);
                 if (r == 0 && rules.err)
                         r = rules.err;
-                if (r == 0 && rules.n == 1)
-                        *ret_ifb = rules.target;
+        }
+        if (r == 0)
+                *ret = rules;
+        return r;
+}
+
+/* What the chains of ifindex do on ifname (nbd_bw_nft_peek). */
+static int read_ifindex(struct mnl_socket *nl, uint32_t *seq, int ifindex, const char *ifname,
+                        struct nbd_bw_police *ret_police, int *ret_fwd)
+{
+        struct chain_list l = {0};
+        struct nbd_bw_police police = {0};
+        int fwd = 0, r = read_ifindex_chains(nl, seq, ifindex, &l);
+
+        for (size_t i = 0; r == 0 && i < l.n; i++) {
+                struct rule_list rules = {0};
+                r = rules_of(nl, seq, &l.v[i], ifname, &rules);
+                if (r < 0 || rules.n != 1)
+                        continue;
+                if (l.v[i].old)
+                        fwd = rules.fwd;
+                else
+                        police = rules.police;
         }
         free(l.v);
-        return r;
+        if (r < 0)
+                return r;
+        *ret_police = police;
+        *ret_fwd = fwd;
+        return 0;
 }
 
 /* ---- the probe ---- */
 
-/* A batch that makes a table, a regular chain and a fwd rule in it, then
+/* A batch that makes a table, a regular chain and a policer in it, then
  * deletes a table that is not there: the kernel aborts it whole, and
  * answers for the rule on its own. -ENOMEM, or 0 with n->missing set when
- * fwd cannot be used. */
+ * the limit expression cannot be used. */
 static int probe(struct nbd_bw_nft *n)
 {
+        const struct nbd_bw_police p = {.rate = 1 << 20, .burst = 1 << 16};
         struct msgs m = {0};
         uint32_t err_seq = 0, rule_seq;
         int r;
@@ -517,7 +633,7 @@ static int probe(struct nbd_bw_nft *n)
         put_table(&m, NFT_MSG_NEWTABLE, PROBE_TABLE, NLM_F_CREATE);
         put_chain(&m, NFT_MSG_NEWCHAIN, chain_named(PROBE_TABLE, "probe"), NLM_F_CREATE);
         rule_seq = m.seq;
-        put_rule(&m, fwd_rule(PROBE_TABLE, "probe", 1));
+        put_rule(&m, police_rule(PROBE_TABLE, "probe", &p));
         put_table(&m, NFT_MSG_DELTABLE, PROBE_TABLE "_absent", 0);
         batch_end(&m);
         n->seq = m.seq;
@@ -528,7 +644,7 @@ static int probe(struct nbd_bw_nft *n)
         r = send_batch(n->nl, &m, &err_seq);
         free(m.buf);
         if (r == -ENOENT && err_seq == rule_seq + 1)
-                return 0; /* only the deliberate error: fwd is there */
+                return 0; /* only the deliberate error: limit is there */
         if (r == 0) {
                 /* Nothing failed, so it was committed: take it away. */
                 struct msgs d = {0};
@@ -542,8 +658,8 @@ static int probe(struct nbd_bw_nft *n)
                 return 0;
         }
         snprintf(n->missing, sizeof(n->missing), "%s (%s)",
-                 err_seq == rule_seq ? "the kernel has no nftables fwd expression"
-                                     : "nftables refused a probe of fwd",
+                 err_seq == rule_seq ? "the kernel has no nftables limit expression in bytes"
+                                     : "nftables refused a probe of its limit expression",
                  strerror(-r));
         return 0;
 }
@@ -561,6 +677,7 @@ int nbd_bw_nft_open(struct nbd_bw_nft **ret)
                 r = probe(n) < 0 ? -ENOMEM : 0;
         else
                 snprintf(n->missing, sizeof(n->missing), "no nfnetlink socket (%s)", strerror(-r));
+        n->no_socket = r < 0 && r != -ENOMEM;
         if (n->nl)
                 mnl_socket_close(n->nl);
         n->nl = NULL;
@@ -601,45 +718,82 @@ const char *nbd_bw_nft_missing(const struct nbd_bw_nft *n)
 
 /* ---- changing ---- */
 
-int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname, int ifb,
-                   struct nbd_err *e)
+/* The chain of ifindex that is in place: ours (not an older helper's),
+ * hooked on ifname, with one rule that polices at p; then *ret_in_place.
+ * The chains of ifindex are in *ret (to replace them). */
+static int in_place(struct nbd_bw_nft *n, int ifindex, const char *ifname,
+                    const struct nbd_bw_police *p, struct chain_list *ret, bool *ret_in_place)
 {
+        struct chain_list l = {0};
+        bool ok = false;
+        unsigned count = 0;
+        int r = read_ifindex_chains(n->nl, &n->seq, ifindex, &l);
+
+        for (size_t i = 0; r == 0 && i < l.n; i++) {
+                struct rule_list rules = {0};
+                if (l.v[i].ifindex != ifindex)
+                        continue;
+                count++;
+                if (l.v[i].old)
+                        continue;
+                r = rules_of(n->nl, &n->seq, &l.v[i], ifname, &rules);
+                ok = r == 0 && rules.n == 1 && rules.police.rate == p->rate &&
+                     rules.police.burst == p->burst;
+        }
+        if (r < 0) {
+                free(l.v);
+                return r;
+        }
+        *ret = l;
+        *ret_in_place = ok && count == 1;
+        return 0;
+}
+
+int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname,
+                   const struct nbd_bw_police *p, struct nbd_err *e)
+{
+        struct chain_list have = {0};
         struct msgs m = {0};
         char name[IFNAMSIZ];
-        bool found = false;
-        int target = 0, r;
+        bool done_already = false;
+        int r;
 
         if (nbd_bw_nft_missing(n)) {
-                return nbd_err_set(e, -EOPNOTSUPP, "cannot redirect what enters %s to an IFB: %s",
-                                   ifname, n->missing);
+                return nbd_err_set(e, -EOPNOTSUPP, "cannot police what enters %s: %s", ifname,
+                                   n->missing);
         }
-        chain_name(ifindex, name);
         r = use(n, e);
         if (r < 0)
                 return r;
-        r = read_one(n->nl, &n->seq, ifindex, ifname, &found, &target);
+        r = in_place(n, ifindex, ifname, p, &have, &done_already);
         if (r < 0) {
                 nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
                             strerror(-r));
                 goto out;
         }
-        if (found && target == ifb)
-                goto out; /* in place: nothing is written */
+        if (done_already)
+                goto out; /* nothing is written */
         batch_begin(&m, n->seq);
         put_table(&m, NFT_MSG_NEWTABLE, NBD_BW_NFT_TABLE, NLM_F_CREATE);
-        /* The old chain goes and the new comes in one transaction. */
-        if (found)
+        /* The old chains go and the new comes in one transaction. */
+        for (size_t i = 0; i < have.n; i++) {
+                if (have.v[i].ifindex != ifindex)
+                        continue;
+                name_of(&have.v[i], name);
                 put_chain(&m, NFT_MSG_DELCHAIN, chain_named(NBD_BW_NFT_TABLE, name), 0);
+        }
+        chain_name(ifindex, name);
         put_chain(&m, NFT_MSG_NEWCHAIN, base_chain(name, ifname), NLM_F_CREATE | NLM_F_EXCL);
-        put_rule(&m, fwd_rule(NBD_BW_NFT_TABLE, name, ifb));
+        put_rule(&m, police_rule(NBD_BW_NFT_TABLE, name, p));
         batch_end(&m);
         n->seq = m.seq;
         if (m.oom)
-                r = nbd_err_oom(e, "building the redirect to the IFB");
+                r = nbd_err_oom(e, "building the policer");
         else if ((r = send_batch(n->nl, &m, NULL)) < 0)
-                nbd_err_set(e, r, "cannot redirect what enters %s to %s with nftables: %s", ifname,
-                            name, strerror(-r));
+                nbd_err_set(e, r, "cannot police what enters %s with nftables (chain %s): %s",
+                            ifname, name, strerror(-r));
 out:
+        free(have.v);
         free(m.buf);
         done(n);
         return r;
@@ -659,36 +813,37 @@ static int delete_chains(struct nbd_bw_nft *n, const struct chain_list *have, co
         for (size_t i = 0; i < have->n; i++) {
                 if (!doomed[i])
                         continue;
-                chain_name(have->v[i].ifindex, name);
+                name_of(&have->v[i], name);
                 put_chain(&m, NFT_MSG_DELCHAIN, chain_named(NBD_BW_NFT_TABLE, name), 0);
                 count++;
         }
         batch_end(&m);
         n->seq = m.seq;
         if (count && m.oom)
-                r = nbd_err_oom(e, "deleting redirects to IFBs");
+                r = nbd_err_oom(e, "deleting bandwidth chains");
         else if (count && (r = send_batch(n->nl, &m, NULL)) < 0)
-                nbd_err_set(e, r, "cannot delete %u redirect(s) to IFBs: %s", count, strerror(-r));
+                nbd_err_set(e, r, "cannot delete %u bandwidth chain(s): %s", count, strerror(-r));
         free(m.buf);
         if (r == 0 && ret_n)
                 *ret_n = count;
         return r;
 }
 
-/* Delete those of our chains (one: only that one) stale picks. */
-static int prune(struct nbd_bw_nft *n, const char *one, nbd_bw_nft_stale_fn stale, void *data,
+/* Delete those of our chains (ifindex > 0: only that one's) stale picks. */
+static int prune(struct nbd_bw_nft *n, int ifindex, nbd_bw_nft_stale_fn stale, void *data,
                  unsigned *ret_n, struct nbd_err *e)
 {
         struct chain_list l = {0};
         bool *doomed = NULL;
         int r;
 
-        if (nbd_bw_nft_missing(n))
-                return 0; /* no redirect was ever made here */
+        if (n->no_socket)
+                return 0; /* nftables is not there: neither are our chains */
         r = use(n, e);
         if (r < 0)
                 return r;
-        r = read_chains(n->nl, n->seq++, one, &l);
+        r = ifindex > 0 ? read_ifindex_chains(n->nl, &n->seq, ifindex, &l)
+                        : read_chains(n->nl, n->seq++, &l);
         if (r < 0) {
                 nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
                             strerror(-r));
@@ -696,11 +851,11 @@ static int prune(struct nbd_bw_nft *n, const char *one, nbd_bw_nft_stale_fn stal
         }
         doomed = calloc(l.n ? l.n : 1, sizeof(*doomed));
         if (!doomed) {
-                r = nbd_err_oom(e, "deleting redirects to IFBs");
+                r = nbd_err_oom(e, "deleting bandwidth chains");
                 goto out;
         }
         for (size_t i = 0; i < l.n; i++)
-                doomed[i] = stale(l.v[i].ifindex, l.v[i].dev, data);
+                doomed[i] = stale(l.v[i].ifindex, l.v[i].dev, l.v[i].old, data);
         r = delete_chains(n, &l, doomed, ret_n, e);
 out:
         free(doomed);
@@ -712,32 +867,30 @@ out:
 int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data, unsigned *ret_n,
                      struct nbd_err *e)
 {
-        return prune(n, NULL, stale, data, ret_n, e);
+        return prune(n, 0, stale, data, ret_n, e);
 }
 
-static bool is_ifindex(int ifindex, const char *dev, void *data)
+static bool is_ifindex(int ifindex, const char *dev, bool old, void *data)
 {
         (void)dev;
+        (void)old;
         return ifindex == *(const int *)data;
 }
 
 int nbd_bw_nft_clear(struct nbd_bw_nft *n, int ifindex, struct nbd_err *e)
 {
-        char name[IFNAMSIZ];
-
-        chain_name(ifindex, name);
-        return prune(n, name, is_ifindex, &ifindex, NULL, e);
+        return prune(n, ifindex, is_ifindex, &ifindex, NULL, e);
 }
 
-int nbd_bw_nft_peek(int ifindex, const char *ifname, int *ret_ifb, struct nbd_err *e)
+int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_police, int *ret_fwd,
+                    struct nbd_err *e)
 {
         struct mnl_socket *nl = NULL;
         uint32_t seq = (uint32_t)time(NULL);
-        bool found = false;
         int r = open_socket(&nl);
 
         if (r == 0)
-                r = read_one(nl, &seq, ifindex, ifname, &found, ret_ifb);
+                r = read_ifindex(nl, &seq, ifindex, ifname, ret_police, ret_fwd);
         if (nl)
                 mnl_socket_close(nl);
         if (r < 0)

@@ -59,9 +59,10 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
         limits_from(s, &l);
         if (nbd_bw_check(&l, &err) < 0)
                 return nbd_result_set(res, -EINVAL, "bandwidth set %s: %s", s->ifname, err.msg);
-        /* What enters the interface goes through an IFB: a tap's outbound,
-         * a macvtap's inbound (bandwidth.h). Without a redirect that
-         * keeps the firewall in force, such a limit is refused. */
+        /* What enters the interface is policed after the firewall: a
+         * tap's outbound, a macvtap's inbound (bandwidth.h). Without the
+         * nft limit that keeps the firewall in force, such a limit is
+         * refused. */
         macvtap = v->ctx->be->links.is_macvtap(v->ctx->links, s->ifname);
         if ((macvtap ? l.in.average : l.out.average) &&
             !v->ctx->be->bw.outbound_available(v->ctx->bw)) {

@@ -559,7 +559,7 @@ START_TEST(test_the_reading_ops_read_the_fake_world)
         ck_assert_ptr_nonnull(bw->outbound);
         ck_assert_uint_eq(bw->outbound->average, 500);
         ck_assert_uint_eq(bw->outbound->peak, 0);
-        ck_assert_str_eq(bw->outbound_mechanism, "ifb+htb");
+        ck_assert_str_eq(bw->outbound_mechanism, "nft-limit");
         netbroker__server_message__free_unpacked(run->o.msg, NULL);
         request_free(&rq);
         free(run);

@@ -7,11 +7,13 @@
  * a second one that dies with the test, and iperf3 listens only there. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bw_nft.h"
 #include "testutil.h"
 #include "tests.h"
 
@@ -98,7 +100,7 @@ static void bw_clear_ok(nb_conn *c, const char *dev)
         nb_results_free(res);
 }
 
-/* The IFB netbroker makes for h0. */
+/* The IFB an older helper made for h0 (none is made now). */
 static const char *ifb_of_h0(void)
 {
         static char name[16];
@@ -107,17 +109,27 @@ static const char *ifb_of_h0(void)
         return name;
 }
 
-/* h0's redirect to its IFB (bw_nft.h): chain nbifbN of table netdev
- * netbroker_bw, with handles, so a chain made again is another state; or
- * "no-chain". */
-static char *nft_chain_of_h0(void)
+/* h0's policer (bw_nft.h): chain nbbwN of table netdev netbroker_bw. */
+static const char *police_of_h0(void)
 {
-        return tu_sh("nft -a list chain netdev netbroker_bw %s 2>/dev/null || echo no-chain",
-                     ifb_of_h0());
+        static char name[16];
+
+        snprintf(name, sizeof(name), "nbbw%s", tu_link_get("h0", "ifindex"));
+        return name;
 }
 
-/* Everything tc and nft say about the tc objects of h0 and its IFB, and
- * its redirect, without counters: equal strings mean the same state. */
+/* h0's chains, ours and an older helper's (nbifbN), with handles, so a
+ * chain made again is another state; "no-chain" for each that is not
+ * there. */
+static char *nft_chain_of_h0(void)
+{
+        return tu_sh("nft -a list chain netdev netbroker_bw %s 2>/dev/null || echo no-chain; "
+                     "nft -a list chain netdev netbroker_bw %s 2>/dev/null || echo no-chain",
+                     police_of_h0(), ifb_of_h0());
+}
+
+/* Everything tc and nft say about the tc objects of h0 and of an IFB, and
+ * its chains, without counters: equal strings mean the same state. */
 static char *tc_state(void)
 {
         const char *ifb = ifb_of_h0();
@@ -134,19 +146,27 @@ static char *tc_state(void)
         return both;
 }
 
-/* h0's redirect is netbroker_bw's chain, on h0's ingress after the
- * firewall's chains, forwarding to its IFB; no tc redirect is left. */
-static void assert_nft_redirect(void)
+/* What enters h0 is policed at average kB/s by netbroker_bw's chain, on
+ * h0's ingress after the firewall's chains; no tc redirect, no ingress
+ * qdisc, no IFB, no older helper's chain is left. */
+static void assert_policer(unsigned average)
 {
         char *text = nft_chain_of_h0(), want[64];
 
         ck_assert_msg(strstr(text, "type filter hook ingress device \"h0\" priority 100;"),
-                      "no redirect chain on h0's ingress: %s", text);
-        snprintf(want, sizeof(want), "fwd to \"%s\"", ifb_of_h0());
-        ck_assert_msg(strstr(text, want), "no '%s' in %s", want, text);
+                      "no policer chain on h0's ingress: %s", text);
+        /* nft(8) writes whole MiB/s as mbytes. */
+        if (average % 1024 == 0)
+                snprintf(want, sizeof(want), "limit rate over %u mbytes/second", average / 1024);
+        else
+                snprintf(want, sizeof(want), "limit rate over %u kbytes/second", average);
+        ck_assert_msg(strstr(text, want) && strstr(text, " drop"), "no '%s ... drop' in %s", want,
+                      text);
+        ck_assert_msg(!strstr(text, "fwd"), "an older helper's redirect is left: %s", text);
         free(text);
-        text = tu_sh("tc filter show dev h0 ingress");
-        ck_assert_msg(!strstr(text, "mirred"), "a tc redirect is left: %s", text);
+        text = tu_sh("tc qdisc show dev h0 ingress; ip -br link | grep '^nbifb' || true");
+        ck_assert_msg(!strstr(text, "ingress") && !strstr(text, "nbifb"),
+                      "an ingress qdisc or an IFB is left: %s", text);
         free(text);
 }
 
@@ -207,19 +227,15 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         ck_assert_int_eq(bw_set(c, "h0", &in, &out, &res), 0);
         ck_assert_int_eq(nb_result_bandwidth(res, 0, &in_mech, &out_mech), 0);
         ck_assert_str_eq(in_mech, "htb");
-        ck_assert_str_eq(out_mech, "ifb+htb");
+        ck_assert_str_eq(out_mech, "nft-limit");
         nb_results_free(res);
         /* Inbound: htb 1: at the root, class 1:1 at average/peak/burst. */
         assert_tc("qdisc", "h0", "[q['kind'] for q in d if q.get('root')]", "['htb']");
         assert_tc("qdisc", "h0", "[q['handle'] for q in d if q.get('root')]", "['1:']");
         assert_classes("h0", "1:1 1024 2048 64");
-        /* Outbound: an nft redirect to the IFB (after the firewall's
-         * chains; a tc one would run before them), HTB there; no ingress
-         * qdisc. */
-        assert_nft_redirect();
-        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "[]");
-        assert_classes(ifb_of_h0(), "1:1 4096 4096 32");
-        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "linkinfo.info_kind"), "ifb");
+        /* Outbound: an nft policer (after the firewall's chains; a tc
+         * one would run before them), no IFB, no ingress qdisc. */
+        assert_policer(4096);
         /* The same call again: the same state. */
         first = tc_state();
         bw_set_ok(c, "h0", &in, &out);
@@ -234,7 +250,7 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         nb_batch_stats(b);
         res = submit(c, b);
         ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_outbound", &setting), 0);
-        ck_assert_str_eq(setting, "ifb+htb");
+        ck_assert_str_eq(setting, "nft-limit");
         ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_inbound", &setting), 0);
         ck_assert_msg(strncmp(setting, "htb", 3) == 0, "inbound mechanism '%s'", setting);
         ck_assert_int_eq(nb_result_stat(res, 0, "ops_bandwidth", &n), 0);
@@ -255,18 +271,18 @@ START_TEST(test_clear_leaves_the_interface_as_it_was)
         before = tc_state();
         links_before = tu_link_names();
         bw_set_ok(c, "h0", &in, &out);
-        ck_assert(tu_link_exists(ifb_of_h0()));
+        ck_assert(has_chain(police_of_h0()));
         bw_clear_ok(c, "h0");
         after = tc_state();
         links_after = tu_link_names();
         ck_assert_str_eq(before, after);
         ck_assert_str_eq(links_before, links_after);
-        ck_assert(!tu_link_exists(ifb_of_h0()));
+        ck_assert(!has_chain(police_of_h0()));
         /* Clear is idempotent, and a set without a direction clears it. */
         bw_clear_ok(c, "h0");
         bw_set_ok(c, "h0", &in, &out);
         bw_set_ok(c, "h0", &in, NULL);
-        ck_assert(!tu_link_exists(ifb_of_h0()));
+        ck_assert(!has_chain(police_of_h0()));
         assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "[]");
         bw_set_ok(c, "h0", NULL, NULL);
         free(after);
@@ -343,13 +359,13 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
 }
 END_TEST
 
-/* Where nftables will not take the fwd rule the redirect needs, a limit on
- * what enters an interface (a tap's outbound, a macvtap's inbound) is
- * refused, with the reason: a tc redirect instead would take the guest's
- * frames past its filter. The probe is made to fail by a table of its
+/* Where nftables will not take the limit rule the policer needs, a limit
+ * on what enters an interface (a tap's outbound, a macvtap's inbound) is
+ * refused, with the reason: a tc police or redirect instead would run
+ * before the guest's filter. The probe is made to fail by a table of its
  * name that another socket owns (flags owner: only that socket may touch
  * it), held by an nft(8) until the helper has started. */
-START_TEST(test_without_nft_fwd_a_limit_through_an_ifb_is_refused)
+START_TEST(test_without_nft_limit_a_limit_on_what_enters_is_refused)
 {
         nb_conn *c;
         nb_rate r = {.average = 1024};
@@ -371,11 +387,11 @@ START_TEST(test_without_nft_fwd_a_limit_through_an_ifb_is_refused)
                    "ip link set g0 up && "
                    "ip link add mv0 link h0 address 52:54:00:00:00:09 type macvtap mode bridge"));
         assert_refused(c, "h0", NULL, &r, -EOPNOTSUPP, "outbound limits are not available");
-        assert_refused(c, "h0", NULL, &r, -EOPNOTSUPP, "refused a probe of fwd");
+        assert_refused(c, "h0", NULL, &r, -EOPNOTSUPP, "refused a probe of its limit");
         assert_refused(c, "mv0", &r, NULL, -EOPNOTSUPP, "a macvtap's inbound limits are not");
         /* Nothing of it was made; the other way still works. */
         ck_assert(!tu_link_exists(ifb_of_h0()));
-        ck_assert(!has_chain(ifb_of_h0()));
+        ck_assert(!has_chain(police_of_h0()));
         bw_set_ok(c, "h0", &r, NULL);
         bw_set_ok(c, "mv0", NULL, &r);
         assert_classes("h0", "1:1 1024 1024 10");
@@ -387,8 +403,9 @@ START_TEST(test_without_nft_fwd_a_limit_through_an_ifb_is_refused)
         nb_batch_stats(b);
         res = submit(c, b);
         ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_outbound", &setting), 0);
-        ck_assert_msg(strncmp(setting, "none: nftables refused a probe of fwd", 37) == 0, "%s",
-                      setting);
+        ck_assert_msg(strncmp(setting, "none: nftables refused a probe of its limit",
+                              strlen("none: nftables refused a probe of its limit")) == 0,
+                      "%s", setting);
         nb_results_free(res);
         nb_close(c);
 }
@@ -414,23 +431,53 @@ START_TEST(test_set_is_undone_when_a_later_op_of_the_batch_fails)
         after = tc_state();
         ck_assert_str_eq(before, after);
         ck_assert(!tu_link_exists(ifb_of_h0()));
+        ck_assert(!has_chain(police_of_h0()));
         free(before);
         free(after);
         nb_close(c);
 }
 END_TEST
 
+/* The burst a BandwidthShow of h0 gives outbound. */
+static unsigned out_burst_shown(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_rate in, out;
+        bool has_in, has_out;
+        nb_results *res;
+        unsigned burst;
+
+        ck_assert_int_eq(nb_batch_bandwidth_show(b, "h0"), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &in, &has_out, &out), 0);
+        ck_assert(has_out);
+        burst = out.burst;
+        nb_results_free(res);
+        return burst;
+}
+
 START_TEST(test_without_a_burst_htb_gets_10_ms_of_the_average)
 {
         nb_conn *c = setup();
-        /* libvirt's burst is optional: 8192 kB/s for 10 ms is 82 kB; 100 kB/s
-         * would give 1 kB, below the 2 kB floor. */
+        /* libvirt's burst is optional: 8192 kB/s for 10 ms is 82 kB. The
+         * policer gets libvirt's one second of the average, but never
+         * less than 64 kB (a GSO frame must fit); a burst beyond one
+         * second is added to it (nft's limit holds one second of its
+         * rate plus its burst). */
         nb_rate in = {.average = 8192}, out = {.average = 100};
+        nb_rate small = {.average = 10}, big = {.average = 100, .burst = 300};
         char *first, *second;
 
+        bw_set_ok(c, "h0", &in, &small);
+        assert_policer(10);
+        ck_assert_uint_eq(out_burst_shown(c), 64);
+        bw_set_ok(c, "h0", &in, &big);
+        assert_policer(100);
+        ck_assert_uint_eq(out_burst_shown(c), 300);
         bw_set_ok(c, "h0", &in, &out);
         assert_classes("h0", "1:1 8192 8192 82");
-        assert_classes(ifb_of_h0(), "1:1 100 100 2");
+        assert_policer(100);
+        ck_assert_uint_eq(out_burst_shown(c), 100);
         first = tc_state();
         bw_set_ok(c, "h0", &in, &out);
         second = tc_state();
@@ -452,66 +499,100 @@ static bool gone_soon(const char *dev)
         return false;
 }
 
-START_TEST(test_the_ifb_goes_with_its_interface)
+/* The same for a chain of netbroker_bw. */
+static bool chain_gone_soon(const char *name)
+{
+        for (int i = 0; i < 200; i++) {
+                if (!has_chain(name))
+                        return true;
+                usleep(10000);
+        }
+        return false;
+}
+
+/* An older helper's state for dev (ifindex-named IFB, marked, with its
+ * htb at rate kB/s (of 1024 bytes, as netbroker's), and its fwd chain after the firewall's). */
+static void old_helper_ifb(const char *dev, unsigned rate)
+{
+        const char *ix = tu_link_get(dev, "ifindex");
+
+        free(tu_sh("ip link add nbifb%s type ifb && ip link set nbifb%s alias netbroker:ifb up && "
+                   "tc qdisc add dev nbifb%s root handle 1: htb default 1 && "
+                   "tc class add dev nbifb%s parent 1: classid 1:1 htb rate %ubps burst 64k && "
+                   "nft add table netdev netbroker_bw && "
+                   "nft add chain netdev netbroker_bw nbifb%s "
+                   "'{ type filter hook ingress device \"%s\" priority 100; }' && "
+                   "nft add rule netdev netbroker_bw nbifb%s fwd to nbifb%s",
+                   ix, ix, ix, ix, rate * 1024, ix, dev, ix, ix));
+}
+
+START_TEST(test_the_policer_goes_with_its_interface)
 {
         nb_conn *c = setup();
         nb_rate r = {.average = 1024};
         nb_batch *b = nb_batch_new();
         nb_results *res;
-        char ifb[16], lo_ifb[16], other[16];
+        char chain[16], lo_ifb[16], lo_chain[16], other[16], old[16];
 
         /* Deleted through the helper. */
         bw_set_ok(c, "h0", NULL, &r);
-        snprintf(ifb, sizeof(ifb), "%s", ifb_of_h0());
-        ck_assert(tu_link_exists(ifb));
+        snprintf(chain, sizeof(chain), "%s", police_of_h0());
+        ck_assert(has_chain(chain));
         ck_assert_int_eq(nb_batch_link_delete(b, "h0"), 0);
         res = submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "delete h0: %s", nb_result_message(res, 0));
         nb_results_free(res);
-        /* Gone by the reply: the helper deletes it before answering. */
-        ck_assert_msg(!tu_link_exists(ifb), "%s outlived h0's LinkDelete reply", ifb);
-        /* And so is its redirect chain, which since Linux 6.16 would
-         * outlive h0 and hook the next device of its name. */
-        ck_assert_msg(!has_chain(ifb), "the redirect chain %s outlived h0", ifb);
+        /* Gone by the reply: since Linux 6.16 the chain would outlive h0
+         * and hook the next device of its name. */
+        ck_assert_msg(!has_chain(chain), "the policer chain %s outlived h0", chain);
         /* Deleted behind the helper's back (a guest's tap closes). */
         free(tu_sh("ip link add h1 type veth peer name g1"));
         bw_set_ok(c, "h1", NULL, &r);
-        snprintf(other, sizeof(other), "nbifb%s", tu_link_get("h1", "ifindex"));
-        ck_assert(tu_link_exists(other));
+        snprintf(other, sizeof(other), "nbbw%s", tu_link_get("h1", "ifindex"));
         ck_assert(has_chain(other));
         free(tu_sh("ip link del h1"));
-        ck_assert_msg(gone_soon(other), "%s outlived h1 (deleted by ip link)", other);
-        ck_assert_msg(!has_chain(other), "the redirect chain %s outlived h1", other);
-        /* Left while no helper ran: the next one removes it at start-up,
-         * and leaves an IFB whose interface is still there. Made as the
-         * helper makes IFBs, with its mark: the sweep deletes nothing else
-         * (tests/test_policy.c). */
+        ck_assert_msg(chain_gone_soon(other), "the policer chain %s outlived h1", other);
+        /* An older helper's IFB and fwd chain go with their interface too. */
+        free(tu_sh("ip link add h3 type veth peer name g3"));
+        old_helper_ifb("h3", 1024);
+        snprintf(old, sizeof(old), "nbifb%s", tu_link_get("h3", "ifindex"));
+        free(tu_sh("ip link del h3"));
+        ck_assert_msg(gone_soon(old), "an older helper's %s outlived h3", old);
+        ck_assert_msg(chain_gone_soon(old), "an older helper's chain %s outlived h3", old);
+        /* Left while no helper ran: the next one removes it at start-up.
+         * IFBs as an older helper made them, with its mark (the sweep
+         * deletes nothing else: tests/test_policy.c): one orphaned, one
+         * doomed, and lo's, whose interface is there but which no helper
+         * makes any more. */
         nb_close(c);
         snprintf(lo_ifb, sizeof(lo_ifb), "nbifb%s", tu_link_get("lo", "ifindex"));
+        snprintf(lo_chain, sizeof(lo_chain), "nbbw%s", tu_link_get("lo", "ifindex"));
         free(tu_sh("ip link add nbifb999999 type ifb && ip link add %s type ifb && "
                    "ip link add nbifbx type ifb && ip link set nbifbx group %u && "
                    "for d in nbifb999999 %s nbifbx; do ip link set $d alias netbroker:ifb; done",
                    lo_ifb, 0x4e424446u, lo_ifb));
-        /* Redirect chains too: one whose interface is gone, one on an
-         * ifindex that is now another device's (h2 is not h9), and lo's,
-         * which stays. */
+        /* Chains too: one whose interface is gone, one on an ifindex that
+         * is now another device's (h2 is not h9), an older helper's on lo,
+         * and ours on lo, which stays. */
         free(tu_sh("ip link add h2 type veth peer name g2"));
-        snprintf(other, sizeof(other), "nbifb%s", tu_link_get("h2", "ifindex"));
-        free(tu_sh("nft add table netdev netbroker_bw && for c in 'nbifb999999 gone0' '%s h9' "
-                   "'%s lo'; do set -- $c; nft add chain netdev netbroker_bw $1 "
+        snprintf(other, sizeof(other), "nbbw%s", tu_link_get("h2", "ifindex"));
+        free(tu_sh("nft add table netdev netbroker_bw && for c in 'nbbw999999 gone0' '%s h9' "
+                   "'%s lo' '%s lo'; do set -- $c; nft add chain netdev netbroker_bw $1 "
                    "\"{ type filter hook ingress device \\\"$2\\\" priority 100; }\"; done",
-                   other, lo_ifb));
-        ck_assert(has_chain("nbifb999999") && has_chain(other) && has_chain(lo_ifb));
+                   other, lo_ifb, lo_chain));
+        ck_assert(has_chain("nbbw999999") && has_chain(other) && has_chain(lo_ifb) &&
+                  has_chain(lo_chain));
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);
         nb_results_free(submit(c, b));
         ck_assert_msg(!tu_link_exists("nbifb999999"), "an orphaned IFB survived a start-up");
         ck_assert_msg(!tu_link_exists("nbifbx"), "a doomed IFB survived a start-up");
-        ck_assert_msg(tu_link_exists(lo_ifb), "%s was removed though lo exists", lo_ifb);
-        ck_assert_msg(!has_chain("nbifb999999"), "an orphaned chain survived a start-up");
+        ck_assert_msg(!tu_link_exists(lo_ifb), "an older helper's %s survived a start-up", lo_ifb);
+        ck_assert_msg(!has_chain("nbbw999999"), "an orphaned chain survived a start-up");
         ck_assert_msg(!has_chain(other), "a chain hooking h9 survived though h2 has its ifindex");
-        ck_assert_msg(has_chain(lo_ifb), "chain %s was removed though lo exists", lo_ifb);
+        ck_assert_msg(!has_chain(lo_ifb), "an older helper's chain %s survived", lo_ifb);
+        ck_assert_msg(has_chain(lo_chain), "chain %s was removed though lo exists", lo_chain);
         nb_close(c);
 }
 END_TEST
@@ -530,10 +611,13 @@ static const char *out_mech_shown(nb_conn *c, char *buf, size_t len)
         return buf;
 }
 
-/* A restarted helper keeps the redirect a set made (a set again writes
- * nothing: the same handles), and replaces a tc redirect a helper from
- * before left, which ran before the firewall's chains. */
-START_TEST(test_a_restarted_helper_keeps_the_redirect_and_replaces_a_tc_one)
+/* A restarted helper keeps the policer a set made (a set again writes
+ * nothing: the same handles). What an older helper left goes: a tc
+ * redirect to an IFB (before the firewall's chains) with the next set;
+ * an nft fwd to an IFB (whose frames skip other ports' egress chains)
+ * with the next clear, and at start-up, where its limit becomes a
+ * policer of the IFB's rate. */
+START_TEST(test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpers)
 {
         nb_conn *c = setup();
         nb_rate r = {.average = 2048, .burst = 64};
@@ -553,11 +637,11 @@ START_TEST(test_a_restarted_helper_keeps_the_redirect_and_replaces_a_tc_one)
         bw_set_ok(c, "h0", NULL, &r);
         second = tc_state();
         ck_assert_str_eq(first, second);
-        ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "ifb+htb");
+        ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "nft-limit");
         free(first);
         free(second);
         bw_clear_ok(c, "h0");
-        /* What a helper from before made. */
+        /* A tc redirect of a helper from before: replaced by a set. */
         free(tu_sh("ip link add %s type ifb && ip link set %s alias netbroker:ifb up && "
                    "tc qdisc add dev %s root handle 1: htb default 1 && "
                    "tc class add dev %s parent 1: classid 1:1 htb rate 2048kbps burst 64k && "
@@ -566,22 +650,42 @@ START_TEST(test_a_restarted_helper_keeps_the_redirect_and_replaces_a_tc_one)
                    ifb_of_h0(), ifb_of_h0(), ifb_of_h0(), ifb_of_h0(), 0x4e42, ifb_of_h0()));
         ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "tc-mirred+ifb+htb");
         bw_set_ok(c, "h0", NULL, &r);
-        assert_nft_redirect();
-        assert_tc("qdisc", "h0", "[q['kind'] for q in d if q['kind'] == 'ingress']", "[]");
+        assert_policer(2048);
+        ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "nft-limit");
+        bw_clear_ok(c, "h0");
+        /* An nft fwd to an IFB: gone with a clear, */
+        old_helper_ifb("h0", 2048);
         ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "ifb+htb");
+        bw_clear_ok(c, "h0");
+        first = tc_state();
+        ck_assert_msg(strstr(first, "no-ifb") && !strstr(first, "fwd"), "%s", first);
+        free(first);
+        /* replaced by a set, */
+        old_helper_ifb("h0", 2048);
+        bw_set_ok(c, "h0", NULL, &r);
+        assert_policer(2048);
+        bw_clear_ok(c, "h0");
+        /* and at start-up its limit becomes a policer. */
+        old_helper_ifb("h0", 3072);
+        nb_close(c);
+        c = tu_spawn(TU_ALLOW);
+        b = nb_batch_new();
+        nb_batch_ping(b);
+        nb_results_free(submit(c, b));
+        assert_policer(3072);
+        ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "nft-limit");
         nb_close(c);
 }
 END_TEST
 
-/* The IFBs of a batch's clears go in one request at the end of the batch
- * (a device deletion waits for RCU: 16-24 ms each here); an IFB a clear
- * doomed that a later op, or an undo, sets again is kept. */
-START_TEST(test_clears_in_a_batch_delete_their_ifbs_together)
+/* The IFBs an older helper left go, with a batch of clears, in one request
+ * at the end of the batch (a device deletion waits for RCU: 16-24 ms each
+ * here), before the reply; a set makes none. */
+START_TEST(test_clears_in_a_batch_delete_older_ifbs_together)
 {
         enum { N = 20 };
         nb_conn *c = setup();
         nb_rate r = {.average = 8192};
-        const char *const argv[] = {"/bin/false", NULL};
         char name[16], *left;
         nb_results *res;
         nb_batch *b = nb_batch_new();
@@ -591,58 +695,49 @@ START_TEST(test_clears_in_a_batch_delete_their_ifbs_together)
                    N - 1));
         for (int i = 0; i < N; i++) {
                 snprintf(name, sizeof(name), "b%d", i);
-                ck_assert_int_eq(nb_batch_bandwidth_set(b, name, NULL, &r), 0);
+                old_helper_ifb(name, 8192);
         }
-        res = submit(c, b);
-        ck_assert_int_eq(nb_results_first_error(res), -1);
-        nb_results_free(res);
         left = tu_sh("ip -br link | grep -c '^nbifb' || true");
         ck_assert_int_eq(atoi(left), N);
         free(left);
-        b = nb_batch_new();
         for (int i = 0; i < N; i++) {
                 snprintf(name, sizeof(name), "b%d", i);
                 ck_assert_int_eq(nb_batch_bandwidth_clear(b, name), 0);
         }
         t0 = tu_now_us();
         res = submit(c, b);
-        printf("bandwidth: %d clears with their IFBs in one batch: %.1f ms\n", N,
+        printf("bandwidth: %d clears with their older IFBs in one batch: %.1f ms\n", N,
                (double)(tu_now_us() - t0) / 1000);
         ck_assert_int_eq(nb_results_first_error(res), -1);
         nb_results_free(res);
-        /* Gone when the reply came, not later. */
-        left = tu_sh("ip -br link | grep -c '^nbifb' || true");
-        ck_assert_msg(atoi(left) == 0, "%s IFBs left after the clears' reply", left);
+        /* Gone when the reply came, not later; chains too. */
+        left = tu_sh("ip -br link | grep -c '^nbifb' || true; "
+                     "nft list table netdev netbroker_bw | grep -c chain || true");
+        ck_assert_msg(strcmp(left, "0\n0\n") == 0,
+                      "IFBs and chains left after the clears' reply: %s", left);
         free(left);
-
-        /* Clear, then set again in the same batch: the IFB stays, back in
-         * the group IFBs are made in (0x4e424649, not the doomed one),
-         * shaping. */
-        bw_set_ok(c, "h0", NULL, &r);
+        /* Sets on all of them: policers, no IFB. */
         b = nb_batch_new();
-        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
-        ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", NULL, &r), 0);
+        for (int i = 0; i < N; i++) {
+                snprintf(name, sizeof(name), "b%d", i);
+                ck_assert_int_eq(nb_batch_bandwidth_set(b, name, NULL, &r), 0);
+        }
         res = submit(c, b);
         ck_assert_int_eq(nb_results_first_error(res), -1);
         nb_results_free(res);
-        ck_assert(tu_link_exists(ifb_of_h0()));
-        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "1312966217");
-        assert_classes(ifb_of_h0(), "1:1 8192 8192 82");
-        /* A clear undone by a later failure keeps it too. */
-        b = nb_batch_new();
-        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
-        ck_assert_int_eq(nb_batch_exec(b, "/bin/false", argv, NULL, NULL, 0, 0), 0);
-        res = submit(c, b);
-        ck_assert_int_ne(nb_result_status(res, 1), 0);
-        nb_results_free(res);
-        ck_assert(tu_link_exists(ifb_of_h0()));
-        ck_assert_str_eq(tu_link_get(ifb_of_h0(), "group"), "1312966217");
-        assert_classes(ifb_of_h0(), "1:1 8192 8192 82");
+        left = tu_sh(
+                "ip -br link | grep -c '^nbifb' || true; "
+                "nft list table netdev netbroker_bw | grep -c 'limit rate over 8 mbytes/second' "
+                "|| true");
+        ck_assert_msg(strcmp(left, "0\n20\n") == 0, "after %d sets: %s", N, left);
+        free(left);
         /* An IFB marked by its group alone (its helper was killed between
          * the create and the alias) still goes with a clear: dooming it
          * writes the alias, or the flush would see a stranger's device in
          * the doomed group and leave it (the crash stress test met this). */
-        free(tu_sh("ip link set %s alias ''", ifb_of_h0()));
+        old_helper_ifb("h0", 8192);
+        free(tu_sh("ip link set %s alias '' && ip link set %s group %u", ifb_of_h0(), ifb_of_h0(),
+                   0x4e424649u));
         ck_assert_str_eq(tu_link_get(ifb_of_h0(), "ifalias"), TU_ABSENT);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
@@ -721,10 +816,72 @@ START_TEST(test_measured_tcp_throughput_is_within_15_percent_of_the_average_both
 }
 END_TEST
 
+/* ---- the acks of a batch (no kernel) ---- */
+
+/* Append to buf at *len an ack (error 0) or error of seq for portid. */
+static void put_ack(char *buf, size_t *len, uint32_t portid, uint32_t seq, int error)
+{
+        struct nlmsghdr *h = (struct nlmsghdr *)(buf + *len);
+        struct nlmsgerr *e = NLMSG_DATA(h);
+
+        memset(h, 0, NLMSG_SPACE(sizeof(*e)));
+        h->nlmsg_len = NLMSG_LENGTH(sizeof(*e));
+        h->nlmsg_type = NLMSG_ERROR;
+        h->nlmsg_seq = seq;
+        h->nlmsg_pid = portid;
+        e->error = error;
+        e->msg.nlmsg_seq = seq;
+        *len += NLMSG_SPACE(sizeof(*e));
+}
+
+/* A batch of messages 11..13 (begin 10, end 14) from port 77: answers for
+ * another port or outside the batch are not counted, so one missing is
+ * seen (got < 3) rather than read as success; the first error is kept with
+ * its sequence number; an error for the begin fails the batch whole. */
+START_TEST(test_acks_are_counted_by_port_and_sequence_number)
+{
+        char buf[1024];
+        size_t len = 0;
+        struct nbd_bw_nft_acks a = {.portid = 77, .first = 11, .end = 14};
+
+        put_ack(buf, &len, 77, 11, 0);
+        put_ack(buf, &len, 78, 12, 0); /* another socket's */
+        put_ack(buf, &len, 77, 9, 0); /* an earlier batch's */
+        put_ack(buf, &len, 77, 14, 0); /* the end message asked for none */
+        put_ack(buf, &len, 77, 12, -ENOENT);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, len), 0);
+        ck_assert_uint_eq(a.got, 2);
+        ck_assert_int_eq(a.err, -ENOENT);
+        ck_assert_uint_eq(a.err_seq, 12);
+        /* The last answer, in another datagram: a later error does not
+         * replace the first. */
+        len = 0;
+        put_ack(buf, &len, 77, 13, -EEXIST);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, len), 0);
+        ck_assert_uint_eq(a.got, 3);
+        ck_assert_int_eq(a.err, -ENOENT);
+        ck_assert_uint_eq(a.err_seq, 12);
+        /* A batch refused whole. */
+        a = (struct nbd_bw_nft_acks){.portid = 77, .first = 11, .end = 14};
+        len = 0;
+        put_ack(buf, &len, 77, 10, -EINVAL);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, len), -EINVAL);
+        ck_assert_uint_eq(a.got, 0);
+        /* A truncated message is no answer. */
+        a = (struct nbd_bw_nft_acks){.portid = 77, .first = 11, .end = 14};
+        len = 0;
+        put_ack(buf, &len, 77, 11, -EPERM);
+        ck_assert_int_eq(nbd_bw_nft_take_acks(&a, buf, NLMSG_HDRLEN + 4), 0);
+        ck_assert_uint_eq(a.got, 0);
+        ck_assert_int_eq(a.err, 0);
+}
+END_TEST
+
 Suite *bandwidth_suite(void)
 {
         Suite *s = suite_create("bandwidth");
         TCase *ops = tcase_create("bandwidth-ops"), *rate = tcase_create("bandwidth-rate");
+        TCase *acks = tcase_create("bandwidth-acks");
 
         tcase_set_timeout(ops, 60);
         tcase_set_timeout(rate, 180);
@@ -733,13 +890,16 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
         tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);
         tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
-        tcase_add_test(ops, test_without_nft_fwd_a_limit_through_an_ifb_is_refused);
+        tcase_add_test(ops, test_without_nft_limit_a_limit_on_what_enters_is_refused);
         tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);
-        tcase_add_test(ops, test_the_ifb_goes_with_its_interface);
-        tcase_add_test(ops, test_clears_in_a_batch_delete_their_ifbs_together);
-        tcase_add_test(ops, test_a_restarted_helper_keeps_the_redirect_and_replaces_a_tc_one);
+        tcase_add_test(ops, test_the_policer_goes_with_its_interface);
+        tcase_add_test(ops, test_clears_in_a_batch_delete_older_ifbs_together);
+        tcase_add_test(ops,
+                       test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpers);
         tcase_add_test(rate,
                        test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways);
+        tcase_add_test(acks, test_acks_are_counted_by_port_and_sequence_number);
+        suite_add_tcase(s, acks);
         suite_add_tcase(s, ops);
         suite_add_tcase(s, rate);
         return s;

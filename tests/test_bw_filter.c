@@ -4,8 +4,9 @@
  * The test plays the guest through the interface's fd: what it writes
  * there is what the guest sends, what it reads is what the guest receives.
  * The host side is a pair of packet sockets: on the tap itself (a receiver
- * bound to ETH_P_IP is served after the ingress hooks and after the IFB
- * handed the frame back, so it counts only what the filter let through),
+ * bound to ETH_P_IP is served after the ingress hooks, the firewall's and
+ * the policer's, so it counts only what the filter and the limit let
+ * through),
  * or on the far end of the veth the macvtap sits on.
  *
  * Two things are checked for each combination:
@@ -391,16 +392,11 @@ static void assert_limited(const struct lab *l, const char *what, double limited
 
 /* ---- what is in place ---- */
 
-/* The device a direction's limit is shaped on: the root qdisc of the
- * interface (its egress) or of its IFB (what enters it). */
-static const char *shaped_on(const struct lab *l, bool inbound)
+/* Whether a direction's limit is the root htb of the interface (its
+ * egress) or the policer of what enters it. */
+static bool shaped(const struct lab *l, bool inbound)
 {
-        static char ifb[IFNAMSIZ];
-
-        if (inbound != l->macvtap)
-                return l->ifname; /* a tap's inbound, a macvtap's outbound */
-        snprintf(ifb, sizeof(ifb), "nbifb%s", tu_link_get(l->ifname, "ifindex"));
-        return ifb;
+        return inbound != l->macvtap; /* a tap's inbound, a macvtap's outbound */
 }
 
 /* tc's count of bytes the root htb of dev sent. */
@@ -417,28 +413,32 @@ static long long root_htb_bytes(const char *dev)
         return n;
 }
 
-/* The redirect of what enters the interface: netbroker_bw's chain, after
- * the firewall's, forwarding to the IFB; or no chain at all. */
-static void assert_redirect(const struct lab *l, bool present)
+/* The policer of what enters the interface: netbroker_bw's chain, after
+ * the firewall's, dropping what is over the limit; or no chain at all.
+ * Never an IFB, nor a tc redirect or police (they would run before the
+ * firewall, or take frames past other ports' chains). */
+static void assert_policer(const struct lab *l, bool present)
 {
-        char want[160], *text;
-        const char *ifb = shaped_on(l, l->macvtap); /* the way that enters it */
+        char want[160], chain[32], *text;
 
-        text = tu_sh("nft list chain netdev netbroker_bw %s 2>&1 || true", ifb);
+        snprintf(chain, sizeof(chain), "nbbw%s", tu_link_get(l->ifname, "ifindex"));
+        text = tu_sh("nft list chain netdev netbroker_bw %s 2>&1 || true", chain);
         if (!present) {
-                ck_assert_msg(strstr(text, "No such file"), "a redirect chain stayed: %s", text);
+                ck_assert_msg(strstr(text, "No such file"), "a policer chain stayed: %s", text);
                 free(text);
-                return;
+        } else {
+                snprintf(want, sizeof(want), "type filter hook ingress device \"%s\" priority 100;",
+                         l->ifname);
+                ck_assert_msg(strstr(text, want), "no '%s' in:\n%s", want, text);
+                snprintf(want, sizeof(want), "limit rate over %u kbytes/second", LIMIT_KBS);
+                ck_assert_msg(strstr(text, want) && strstr(text, "drop"),
+                              "no '%s ... drop' in:\n%s", want, text);
+                free(text);
         }
-        snprintf(want, sizeof(want), "type filter hook ingress device \"%s\" priority 100;",
-                 l->ifname);
-        ck_assert_msg(strstr(text, want), "no '%s' in:\n%s", want, text);
-        snprintf(want, sizeof(want), "fwd to \"%s\"", ifb);
-        ck_assert_msg(strstr(text, want), "no '%s' in:\n%s", want, text);
-        free(text);
-        /* And no tc redirect, which would run before the firewall. */
-        text = tu_sh("tc filter show dev %s ingress", l->ifname);
-        ck_assert_msg(!strstr(text, "mirred"), "a tc redirect on %s: %s", l->ifname, text);
+        text = tu_sh("tc filter show dev %s ingress; ip -br link | grep '^nbifb' || true",
+                     l->ifname);
+        ck_assert_msg(!strstr(text, "mirred") && !strstr(text, "police") && !strstr(text, "nbifb"),
+                      "a tc redirect, tc police or IFB on %s: %s", l->ifname, text);
         free(text);
 }
 
@@ -457,9 +457,9 @@ static void assert_shown(const struct lab *l, bool inbound)
         ck_assert_msg(has_in == inbound && has_out == !inbound,
                       "%s: BandwidthShow has inbound %d, outbound %d", l->ifname, has_in, has_out);
         ck_assert_uint_eq(inbound ? in.average : out.average, LIMIT_KBS);
-        /* The IFB's mechanism on the way that enters the interface. */
-        if (inbound == l->macvtap)
-                ck_assert_str_eq(inbound ? in_mech : out_mech, "ifb+htb");
+        /* The policer on the way that enters the interface. */
+        if (!shaped(l, inbound))
+                ck_assert_str_eq(inbound ? in_mech : out_mech, "nft-limit");
         else
                 ck_assert_msg(strncmp(inbound ? in_mech : out_mech, "htb", 3) == 0,
                               "mechanism '%s'", inbound ? in_mech : out_mech);
@@ -482,24 +482,23 @@ static void each_way(struct lab *l)
         assert_filter_holds(l, true, "filter, no limit");
         for (int inbound = 0; inbound < 2; inbound++) {
                 const char *what = inbound ? "inbound" : "outbound";
-                const char *dev;
                 long long before;
                 bw_set(l, inbound ? &lim : NULL, inbound ? NULL : &lim);
-                dev = shaped_on(l, inbound);
-                before = root_htb_bytes(dev);
+                before = shaped(l, inbound) ? root_htb_bytes(l->ifname) : 0;
                 assert_filter_holds(l, true,
                                     inbound ? "filter, inbound limit" : "filter, outbound limit");
                 rates(l, &in, &out);
                 assert_limited(l, what, inbound ? in : out, inbound ? out : in);
-                assert_redirect(l, inbound == l->macvtap);
+                assert_policer(l, !shaped(l, inbound));
                 assert_shown(l, inbound);
-                /* The shaping was on the device this way's limit names. */
-                ck_assert_msg(root_htb_bytes(dev) > before + 100000,
-                              "%s: the htb of %s sent %lld bytes, then %lld", what, dev, before,
-                              root_htb_bytes(dev));
+                /* The shaping was on the interface when this way is its egress. */
+                if (shaped(l, inbound))
+                        ck_assert_msg(root_htb_bytes(l->ifname) > before + 100000,
+                                      "%s: the htb of %s sent %lld bytes, then %lld", what,
+                                      l->ifname, before, root_htb_bytes(l->ifname));
         }
         bw_clear(l);
-        assert_redirect(l, false);
+        assert_policer(l, false);
         rates(l, &in, &out);
         printf("bw-filter: %s no limit: inbound %.2f Mbit/s, outbound %.2f Mbit/s\n", l->ifname,
                in / 1e6, out / 1e6);
@@ -507,8 +506,9 @@ static void each_way(struct lab *l)
 }
 
 /* A tap: inbound is its egress (the root htb), outbound its ingress,
- * redirected to the IFB after the firewall's chains. The outbound limit
- * used to be a tc redirect, before those chains: spoofed frames passed. */
+ * policed after the firewall's chains. The outbound limit used to be a
+ * tc redirect, before those chains: spoofed frames passed; then a fwd to
+ * an IFB, whose frames skipped other ports' egress chains. */
 START_TEST(test_tap_filter_holds_and_each_limit_applies_its_way)
 {
         struct lab l;
@@ -532,6 +532,94 @@ START_TEST(test_macvtap_filter_holds_and_each_limit_applies_its_way)
 }
 END_TEST
 
+/* ---- a limited guest and another guest's filter ---- */
+
+#define A_MAC "52:54:00:00:00:0a"
+#define B_MAC "52:54:00:00:00:0b"
+#define A_IP "10.0.0.10"
+#define B_IP "10.0.0.11"
+
+/* A tap made by the helper, up, on bridge br0; its guest's fd. */
+static int bridged_tap(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        int fd;
+
+        ck_assert_int_eq(nb_batch_tap_create(b, name, NULL), 0);
+        ck_assert_int_eq(nb_batch_link_set(b, name, &(nb_link_change){.up = 1}), 0);
+        res = submit_ok(c, b);
+        fd = take_guest_fd(res);
+        nb_results_free(res);
+        free(tu_sh("ip link set %s master br0", name));
+        return fd;
+}
+
+/* Guest A sends guest B, through the bridge, 10 frames of a type B's
+ * clean-traffic refuses and 10 IPv4 ones; how many of each B got. */
+static void a_to_b(int a, int b, unsigned *ret_odd, unsigned *ret_ip)
+{
+        uint8_t f[100];
+
+        drain(b);
+        for (int i = 0; i < 10; i++) {
+                frame(f, sizeof(f), B_MAC, A_MAC, ETH_P_NBTEST, NULL, NULL, "nb-a-odd");
+                send_n(a, f, sizeof(f), 1);
+                frame(f, sizeof(f), B_MAC, A_MAC, ETH_P_IP, A_IP, B_IP, "nb-a-ip");
+                send_n(a, f, sizeof(f), 1);
+        }
+        count2(b, "nb-a-odd", ret_odd, "nb-a-ip", ret_ip, 300);
+}
+
+/* What A sends B must meet B's to-guest chain (vb's egress hook) whatever
+ * limit A has. An outbound limit through an IFB broke this: the IFB hands
+ * frames back with nf_skip_egress set, the bridge forwards them to vb, and
+ * vb's egress hook is skipped. */
+START_TEST(test_a_limited_guest_does_not_pass_another_guests_filter)
+{
+        const nb_rate lim = {.average = LIMIT_KBS};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        unsigned odd, ip;
+        nb_batch *b;
+        nb_conn *c;
+        int ga, gb;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        free(tu_sh("ip link add br0 type bridge && ip link set br0 up"));
+        ga = bridged_tap(c, "va0");
+        gb = bridged_tap(c, "vb0");
+        /* Without B's filter, A's frames of both kinds arrive. */
+        a_to_b(ga, gb, &odd, &ip);
+        ck_assert_msg(odd == 10 && ip == 10, "no filter: %u/10 odd and %u/10 IPv4 arrived", odd,
+                      ip);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, B_MAC, (const char *const[]){B_IP, NULL}), 0);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vmb", "vb0", rs, NB_FW_REPLACE), 0);
+        nb_results_free(submit_ok(c, b));
+        nb_fw_ruleset_free(rs);
+        for (int limited = 0; limited < 2; limited++) {
+                if (limited) {
+                        b = nb_batch_new();
+                        ck_assert_int_eq(nb_batch_bandwidth_set(b, "va0", NULL, &lim), 0);
+                        nb_results_free(submit_ok(c, b));
+                }
+                a_to_b(ga, gb, &odd, &ip);
+                printf("bw-filter: A %s, B's filter on: %u/10 refused and %u/10 IPv4 frames "
+                       "reached B\n",
+                       limited ? "with an outbound limit" : "unlimited", odd, ip);
+                fflush(stdout);
+                ck_assert_msg(odd == 0, "A %s: %u frames B's filter refuses reached B",
+                              limited ? "limited" : "unlimited", odd);
+                ck_assert_msg(ip == 10, "A %s: %u/10 IPv4 frames reached B",
+                              limited ? "limited" : "unlimited", ip);
+        }
+        close(ga);
+        close(gb);
+        nb_close(c);
+}
+END_TEST
+
 Suite *bw_filter_suite(void)
 {
         Suite *s = suite_create("bw-filter");
@@ -540,6 +628,7 @@ Suite *bw_filter_suite(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_tap_filter_holds_and_each_limit_applies_its_way);
         tcase_add_test(tc, test_macvtap_filter_holds_and_each_limit_applies_its_way);
+        tcase_add_test(tc, test_a_limited_guest_does_not_pass_another_guests_filter);
         suite_add_tcase(s, tc);
         return s;
 }

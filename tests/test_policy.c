@@ -743,12 +743,12 @@ END_TEST
 
 /* A bridge reports its ports with AF_BRIDGE messages of the link types,
  * RTM_DELLINK when one leaves it: neither the owner a port carries nor the
- * IFB of its outbound limit is lost by joining or leaving a bridge. */
+ * policer of its outbound limit is lost by joining or leaving a bridge. */
 START_TEST(test_owner_and_limit_of_an_interface_survive_joining_and_leaving_a_bridge)
 {
         struct tu_helper h;
         struct agent a;
-        char ifb[16];
+        char chain[16], *has;
 
         tu_private_netns();
         tu_helper_start(&h, TU_ALLOW NO_DIR "[policy uid 65534]\n"
@@ -759,15 +759,19 @@ START_TEST(test_owner_and_limit_of_an_interface_survive_joining_and_leaving_a_br
         expect_ok(&a, (struct cmd[]){tap("pva0", true, true, NOBODY, NOBODY)});
         expect_ok(&a, (struct cmd[]){op(A_BRIDGE, "pvabr", NULL)});
         expect_ok(&a, (struct cmd[]){op(A_BW_SET, "pva0", NULL)});
-        snprintf(ifb, sizeof(ifb), "nbifb%s", tu_link_get("pva0", "ifindex"));
-        ck_assert(tu_link_exists(ifb));
+        snprintf(chain, sizeof(chain), "nbbw%s", tu_link_get("pva0", "ifindex"));
+        has = tu_sh("nft list chain netdev netbroker_bw %s >/dev/null 2>&1 && echo yes", chain);
+        ck_assert_str_eq(has, "yes\n");
+        free(has);
         expect_ok(&a, (struct cmd[]){op(A_SET, "pva0", "pvabr")});
         /* Still its own: it may change it again. */
         expect_ok(&a, (struct cmd[]){op(A_SET, "pva0", "pvabr")});
         free(tu_sh("ip link set pva0 nomaster"));
         usleep(100000);
         expect_ok(&a, (struct cmd[]){op(A_SET, "pva0", NULL)});
-        ck_assert_msg(tu_link_exists(ifb), "%s went when pva0 left its bridge", ifb);
+        has = tu_sh("nft list chain netdev netbroker_bw %s >/dev/null 2>&1 && echo yes", chain);
+        ck_assert_msg(strcmp(has, "yes\n") == 0, "%s went when pva0 left its bridge", chain);
+        free(has);
         expect_ok(&a, (struct cmd[]){op(A_DELETE, "pva0", NULL)});
         agent_stop(&a);
         tu_helper_stop(&h);
@@ -1019,7 +1023,8 @@ START_TEST(test_sweep_and_flush_delete_only_ifbs_the_helper_marked)
         ck_assert_str_eq(tu_link_get("pvforeign", "group"), "1312965702");
         ck_assert(!tu_link_exists("nbifb98"));
         ck_assert(!tu_link_exists("nbifb97"));
-        /* A clear deletes its IFB; the stranger in the group stays. */
+        /* A clear deletes an older helper's IFB (a set makes none); the
+         * stranger in the group stays. */
         tu_veth("pvlim", "pvlimp");
         ifindex = atoi(tu_link_get("pvlim", "ifindex"));
         snprintf(ifb, sizeof(ifb), "nbifb%d", ifindex);
@@ -1027,6 +1032,8 @@ START_TEST(test_sweep_and_flush_delete_only_ifbs_the_helper_marked)
         b = nb_batch_new();
         nb_batch_bandwidth_set(b, "pvlim", &rate, &rate);
         root_batch(c, b);
+        ck_assert(!tu_link_exists(ifb));
+        free(tu_sh("ip link add %s type ifb && ip link set %s alias netbroker:ifb", ifb, ifb));
         assert_alias(ifb, "netbroker:ifb");
         b = nb_batch_new();
         nb_batch_bandwidth_clear(b, "pvlim");
@@ -1039,8 +1046,9 @@ START_TEST(test_sweep_and_flush_delete_only_ifbs_the_helper_marked)
 }
 END_TEST
 
-/* An interface named like the IFB of another and made by someone else is
- * never taken for it: its maker would read that interface's traffic. */
+/* An interface named like an older helper's IFB of another and made by
+ * someone else is never taken for it (its maker would read that
+ * interface's traffic), nor deleted: a limit makes no IFB any more. */
 START_TEST(test_a_device_named_like_an_ifb_is_not_used_as_one)
 {
         struct tu_helper h;
@@ -1048,25 +1056,31 @@ START_TEST(test_a_device_named_like_an_ifb_is_not_used_as_one)
         nb_batch *b;
         nb_results *res = NULL;
         nb_rate rate = {.average = 1000};
-        char qdisc[32];
+        char qdisc[32], tap[16];
         int ifindex;
 
         tu_private_netns();
         tu_veth("pvlim", "pvlimp");
         ifindex = atoi(tu_link_get("pvlim", "ifindex"));
-        free(tu_sh("ip tuntap add dev nbifb%d mode tap", ifindex));
+        snprintf(tap, sizeof(tap), "nbifb%d", ifindex);
+        free(tu_sh("ip tuntap add dev %s mode tap", tap));
         snprintf(qdisc, sizeof(qdisc), "%s", tu_link_get("pvlim", "qdisc"));
         tu_helper_start(&h, TU_ALLOW NO_DIR);
         c = root_conn(&h);
         b = nb_batch_new();
         nb_batch_bandwidth_set(b, "pvlim", NULL, &rate);
         ck_assert_int_eq(nb_submit(c, b, &res), 0);
-        ck_assert_int_eq(nb_result_status(res, 0), -EEXIST);
-        ck_assert_msg(strstr(nb_result_message(res, 0), "is no IFB netbroker made"), "%s",
-                      nb_result_message(res, 0));
+        ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
         ck_assert_str_eq(tu_link_get("pvlim", "qdisc"), qdisc);
         nb_results_free(res);
         nb_batch_free(b);
+        b = nb_batch_new();
+        nb_batch_bandwidth_clear(b, "pvlim");
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        ck_assert_str_eq(tu_link_get(tap, "linkinfo.info_kind"), "tun");
         nb_close(c);
         tu_helper_stop(&h);
 }

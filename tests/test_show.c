@@ -182,18 +182,33 @@ static nb_results *show(nb_conn *c, const char *dev)
         return run_ok(c, b);
 }
 
-/* dev's limits as BandwidthShow gives them and as tc shows them agree:
- * inbound (to the guest) on a tap's root qdisc, outbound on its IFB; on a
- * macvtap the other way round (its guest sends through its egress). */
-static void assert_show_is_tc(nb_conn *c, const char *dev)
+/* The bucket a policer has for rate r, in kB: the burst (the average
+ * without one), at least one second of the average (nft's limit in bytes
+ * holds that much) and 64 kB. */
+static unsigned bucket_of(const nb_rate *r)
 {
-        char want[128], ifb[32], *got;
+        unsigned b = r->burst ? r->burst : r->average;
+
+        b = b > r->average ? b : r->average;
+        return b > 64 ? b : 64;
+}
+
+/* dev's limits as BandwidthShow gives them and as tc and nft show them
+ * agree: inbound (to the guest) on a tap's root qdisc, outbound policed in
+ * nft on its ingress; on a macvtap the other way round (its guest sends
+ * through its egress). The policer has no peak (libvirt ignores it there
+ * too) and reads back its bucket as the burst. */
+static void assert_show_is_tc(nb_conn *c, const char *dev, const nb_rate *set_in,
+                              const nb_rate *set_out)
+{
+        char want[128], *got;
         const char *in_mech, *out_mech;
         nb_results *res = show(c, dev);
         bool has_in, has_out,
                 macvtap = strcmp(tu_link_get(dev, "linkinfo.info_kind"), "macvtap") == 0;
         nb_rate in, out;
-        const nb_rate *root = macvtap ? &out : &in, *on_ifb = macvtap ? &in : &out;
+        const nb_rate *root = macvtap ? &out : &in, *policed = macvtap ? &in : &out;
+        const nb_rate *set_policed = macvtap ? set_in : set_out;
 
         ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &in, &has_out, &out), 0);
         ck_assert_int_eq(nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech), 0);
@@ -207,13 +222,18 @@ static void assert_show_is_tc(nb_conn *c, const char *dev)
         got = tc_qdiscs(dev);
         ck_assert_str_eq(got, macvtap ? out_mech : in_mech);
         free(got);
-        snprintf(ifb, sizeof(ifb), "nbifb%s", tu_link_get(dev, "ifindex"));
-        snprintf(want, sizeof(want), "1:1 %u %u %u", on_ifb->average,
-                 on_ifb->peak ? on_ifb->peak : on_ifb->average, on_ifb->burst);
-        got = tc_classes(ifb);
-        ck_assert_str_eq(got, want);
+        ck_assert_str_eq(macvtap ? in_mech : out_mech, "nft-limit");
+        ck_assert_uint_eq(policed->average, set_policed->average);
+        ck_assert_uint_eq(policed->peak, 0);
+        ck_assert_uint_eq(policed->burst, bucket_of(set_policed));
+        got = tu_sh("nft list chain netdev netbroker_bw nbbw%s", tu_link_get(dev, "ifindex"));
+        snprintf(want, sizeof(want), "limit rate over %u kbytes/second", policed->average);
+        ck_assert_msg(strstr(got, want) && strstr(got, " drop"), "no '%s ... drop' in %s", want,
+                      got);
         free(got);
-        ck_assert_str_eq(macvtap ? in_mech : out_mech, "ifb+htb");
+        got = tu_sh("ip -br link | grep -c '^nbifb' || true");
+        ck_assert_int_eq(atoi(got), 0);
+        free(got);
         nb_results_free(res);
 }
 
@@ -254,14 +274,15 @@ START_TEST(test_bandwidth_show_is_what_tc_shows_and_none_after_clear)
                 b = nb_batch_new();
                 ck_assert_int_eq(nb_batch_bandwidth_set(b, devs[i], &in, &out), 0);
                 nb_results_free(run_ok(c, b));
-                assert_show_is_tc(c, devs[i]);
-                /* The rates each way are the ones set. */
+                assert_show_is_tc(c, devs[i], &in, &out);
+                /* The rates each way are the ones set (the policer's peak
+                 * is ignored and its burst is its bucket: assert_show_is_tc). */
                 res = show(c, devs[i]);
                 ck_assert_int_eq(
                         nb_result_bandwidth_show(res, 0, &has_in, &got_in, &has_out, &got_out), 0);
                 ck_assert_uint_eq(got_in.average, 1000);
-                ck_assert_uint_eq(got_in.peak, 2000);
-                ck_assert_uint_eq(got_in.burst, 64);
+                ck_assert_uint_eq(got_in.peak, i == 0 ? 2000 : 0);
+                ck_assert_uint_eq(got_in.burst, i == 0 ? 64 : 1000);
                 ck_assert_uint_eq(got_out.average, 500);
                 ck_assert_uint_eq(got_out.peak, 0);
                 nb_results_free(res);
@@ -269,7 +290,7 @@ START_TEST(test_bandwidth_show_is_what_tc_shows_and_none_after_clear)
                 b = nb_batch_new();
                 ck_assert_int_eq(nb_batch_bandwidth_set(b, devs[i], &in2, &out), 0);
                 nb_results_free(run_ok(c, b));
-                assert_show_is_tc(c, devs[i]);
+                assert_show_is_tc(c, devs[i], &in2, &out);
                 b = nb_batch_new();
                 ck_assert_int_eq(nb_batch_bandwidth_clear(b, devs[i]), 0);
                 nb_results_free(run_ok(c, b));

@@ -592,7 +592,7 @@ static void fake_bw_mechanisms(const struct nbd_bw *bw, const char **ret_in, con
 {
         (void)bw;
         *ret_in = "htb";
-        *ret_out = "ifb+htb";
+        *ret_out = "nft-limit";
 }
 
 static bool fake_bw_outbound_available(const struct nbd_bw *bw)
@@ -628,7 +628,7 @@ static int fake_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_b
                 return r;
         f->bw = *l;
         snprintf(ret->in, sizeof(ret->in), "%s", l->in.average ? "htb" : "");
-        snprintf(ret->out, sizeof(ret->out), "%s", l->out.average ? "ifb+htb" : "");
+        snprintf(ret->out, sizeof(ret->out), "%s", l->out.average ? "nft-limit" : "");
         return 0;
 }
 
@@ -691,7 +691,7 @@ static int fake_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_b
         if (r < 0)
                 return r;
         s.has_in = show_rate(&f->bw.in, "htb", &s.in, s.in_mech);
-        s.has_out = show_rate(&f->bw.out, "ifb+htb", &s.out, s.out_mech);
+        s.has_out = show_rate(&f->bw.out, "nft-limit", &s.out, s.out_mech);
         *ret = s;
         return 0;
 }

@@ -43,9 +43,11 @@
  * when too small). Returns the length of the whole line, as snprintf(). */
 int nbd_fw_rule_text(const struct nbd_fw_rule *r, char *buf, size_t len);
 
-/* Room for the line in a rule's userdata: NFT_USERDATA_MAXLEN (256) less
- * the TLV header and the NUL. */
-#define NBD_FW_TEXT_STORED_MAX 253
+/* The longest line stored: the kernel's userdata would hold 253 bytes,
+ * but nft(8) refuses to read back a comment over 128 characters, and a
+ * ruleset `nft list ruleset` printed must load again with `nft -f`
+ * (an operator's backup, the bench's N). */
+#define NBD_FW_TEXT_STORED_MAX 128
 
 /* The line as it is stored: the whole line when it fits in
  * NBD_FW_TEXT_STORED_MAX bytes; else the comment is kept first (whole, or

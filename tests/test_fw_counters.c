@@ -306,6 +306,41 @@ START_TEST(test_plain_list_carries_no_counters)
 }
 END_TEST
 
+/* What nft lists loads again: the stored rule text stays within the 128
+ * characters nft(8) reads back, even for clean-traffic's longest rules
+ * and a rule with the longest comment. */
+START_TEST(test_the_listed_table_loads_again_with_nft_f)
+{
+        const char *ips[] = {"10.0.0.2", NULL};
+        nb_fw_rule long_comment = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+        char comment[257];
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct lab l;
+        nb_batch *b;
+        char *out;
+
+        lab_up(&l, TU_ALLOW);
+        memset(comment, 'c', 256);
+        comment[256] = '\0';
+        long_comment.comment = comment;
+        long_comment.ether_type = 0x88b5;
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, GUEST_MAC), 0);
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, GUEST_MAC, ips), 0);
+        ck_assert_int_eq(nb_fw_group(rs, "long"), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &long_comment), 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
+        expect_ok(submit(l.c, b));
+        out = tu_sh("nft list table netdev netbroker > /tmp/nbfw-listed.$$ && "
+                    "nft delete table netdev netbroker && nft -f /tmp/nbfw-listed.$$ 2>&1; "
+                    "echo rc=$?; rm -f /tmp/nbfw-listed.$$");
+        ck_assert_msg(strstr(out, "rc=0"), "nft -f of the listed table failed:\n%s", out);
+        free(out);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
 /* ---- a guest's rules die with its interface ---- */
 
 static uint64_t stat_of(nb_conn *c, const char *name)
@@ -501,6 +536,7 @@ Suite *fw_counters_suite(void)
         tcase_set_timeout(counters, 60);
         tcase_add_test(counters, test_counters_move_by_the_frames_each_rule_matched);
         tcase_add_test(counters, test_plain_list_carries_no_counters);
+        tcase_add_test(counters, test_the_listed_table_loads_again_with_nft_f);
         suite_add_tcase(s, counters);
         tcase_set_timeout(gone, 60);
         tcase_add_test(gone, test_a_new_interface_of_the_name_inherits_no_rule);

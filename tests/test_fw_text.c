@@ -355,12 +355,13 @@ START_TEST(test_fw_text_udata_is_the_rule_comment_nft_reads)
         ck_assert_int_ge(nftnl_udata_parse(ud, len, comment_cb, &got), 0);
         ck_assert_ptr_nonnull(got);
         ck_assert_str_eq(got, "comment='no vlan 5' in drop vlan vlanid='5'");
-        /* The longest line fills the 256 bytes nft allows, no more. */
+        /* The longest line is the 128 characters nft(8) reads back (and a
+         * NUL, behind the TLV's 2-byte header), no more. */
         memset(r.comment, 'x', NBD_FW_COMMENT_MAX);
         r.comment[NBD_FW_COMMENT_MAX] = '\0';
         ck_assert_int_eq(nbd_fw_rule_udata(nr, &r), 0);
         ud = nftnl_rule_get_data(nr, NFTNL_RULE_USERDATA, &len);
-        ck_assert_uint_eq(len, 256);
+        ck_assert_uint_eq(len, 2 + NBD_FW_TEXT_STORED_MAX + 1);
         nftnl_rule_free(nr);
 }
 END_TEST

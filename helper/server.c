@@ -511,10 +511,16 @@ drop:
 }
 
 /* protobuf-c sizes repeated fields from the input, so the decoded tree can
- * be much larger than the frame: allow a multiple, within a hard bound. */
+ * be much larger than the frame: an empty FwRule, the largest message a
+ * request repeats, is 2 bytes on the wire and a whole struct (with the
+ * allocator's size word and the array's pointer) decoded. Allow that
+ * multiple, within a hard bound; what is really used is what the job is
+ * charged. */
+#define DECODE_MULTIPLE ((sizeof(Netbroker__FwRule) + sizeof(size_t) + sizeof(void *) + 1) / 2)
+
 static size_t decode_budget(size_t frame_len)
 {
-        size_t b = 32 * frame_len + (1u << 20);
+        size_t b = DECODE_MULTIPLE * frame_len + (1u << 20);
 
         return b > (128u << 20) ? (128u << 20) : b;
 }

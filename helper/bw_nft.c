@@ -484,10 +484,14 @@ out:
 static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const char *one,
                 mnl_cb_t cb, void *data)
 {
+        /* Zeroed: the message builders leave attribute padding as they
+         * find it, and it is sent (valgrind: uninitialised bytes). */
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
         uint32_t portid = mnl_socket_get_portid(nl);
         int r;
+
+        memset(buf, 0, sizeof(buf));
 
         if (chain) {
                 struct nftnl_rule *ru = nftnl_rule_alloc();

@@ -462,7 +462,7 @@ NB_EXPORT int nb_batch_firewall_remove(nb_batch *b, const char *owner)
         return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_REMOVE, rm, oom);
 }
 
-NB_EXPORT int nb_batch_firewall_list(nb_batch *b)
+static int add_list(nb_batch *b, bool counters)
 {
         Netbroker__FirewallList *l;
 
@@ -472,19 +472,16 @@ NB_EXPORT int nb_batch_firewall_list(nb_batch *b)
         if (!l)
                 return -ENOMEM;
         netbroker__firewall_list__init(l);
+        l->counters = counters;
         return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_LIST, l, false);
+}
+
+NB_EXPORT int nb_batch_firewall_list(nb_batch *b)
+{
+        return add_list(b, false);
 }
 
 NB_EXPORT int nb_batch_firewall_list_counters(nb_batch *b)
 {
-        Netbroker__FirewallList *l;
-
-        if (!b)
-                return -EINVAL;
-        l = malloc(sizeof(*l));
-        if (!l)
-                return -ENOMEM;
-        netbroker__firewall_list__init(l);
-        l->counters = true;
-        return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_LIST, l, false);
+        return add_list(b, true);
 }

@@ -26,7 +26,11 @@ for b in "${builds[@]}"; do
   read -r dir labels opts <<<"$b"
   t0=$SECONDS
   targets=()
-  [ "$dir" = build-fuzz ] && targets=("${fuzz_targets[@]}")
+  jobs=1
+  # The fuzzers share the machine: each runs for NB_FUZZ_SECONDS of wall
+  # time, all three at once (the others run one at a time: the kernel
+  # suites measure and wait on the kernel).
+  [ "$dir" = build-fuzz ] && targets=("${fuzz_targets[@]}") && jobs=3
   echo "== $dir: configure and build"
   # shellcheck disable=SC2086
   if ! { cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo $opts >/dev/null &&
@@ -38,7 +42,7 @@ for b in "${builds[@]}"; do
   echo "== $dir: ctest -L '$labels'"
   # The helpers' audit lines (one per change: thousands in the stress
   # tests) are left out of the log; test_hostile.c checks their content.
-  (cd "$dir" && ctest --output-on-failure -V -L "$labels" --output-junit "$PWD/ctest-junit.xml") 2>&1 |
+  (cd "$dir" && ctest -j"$jobs" --output-on-failure -V -L "$labels" --output-junit "$PWD/ctest-junit.xml") 2>&1 |
     grep -v -E -e '^([0-9]+: )?netbrokerd\[notice\] (main: signal 15|audit: uid=)'
   ran+=("$dir")
   echo "-- $dir: $((SECONDS - t0)) s"

@@ -154,6 +154,11 @@ unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
 
         bool l4 = r->sport[0] || r->dport[0] || r->has_icmp_type || r->tcp_flags_mask;
 
+        /* Not gratuitous: the sender's IP differs from the target's in its
+         * last byte, or is equal there and differs in the third, ... (an
+         * ARP rule has no IP matches: nothing else to multiply). */
+        if (r->arp_gratuitous.set && r->arp_gratuitous.neg)
+                return 4;
         /* IPv4 ports, ICMP and TCP flags: a 20-byte header, read behind
          * it, or another, read where the kernel puts the transport header. */
         if (l4 && nbd_fw_rule_family(r) == 4)
@@ -324,11 +329,6 @@ int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err
 
         if ((ret = check_ranges(r, e)) || (ret = check_layers(r, e)) || (ret = check_l4(r, e)))
                 return ret;
-        if (r->arp_gratuitous.set)
-                return nbd_err_set(e, -EOPNOTSUPP,
-                                   "gratuitous ARP (sender IP equals target IP) cannot be "
-                                   "matched: nftables compares a field with constants only, "
-                                   "never with another field");
         /* The kernel rejects only at an ingress hook. */
         if (r->verdict == NBD_FW_V_REJECT && (r->dir == NBD_FW_DIR_FROM) == reversed) {
                 return nbd_err_set(

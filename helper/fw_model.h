@@ -107,7 +107,8 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r);
  * after the other, matching disjoint sets of frames, where one cannot say
  * it (an IPv6 protocol, which ebtables sees as 44 in a fragment other than
  * the first; IPv4 ports, ICMP and TCP flags, which ebtables reads behind
- * the header whatever the total length says). */
+ * the header whatever the total length says; not gratuitous, which is
+ * "some byte of the two IPs differs", in 4 alternatives). */
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
 /* An IPv6 next header that ebt_ip6 (ipv6_skip_exthdr) skips or stops at:
  * hop-by-hop, routing, fragment, AH, no next header, destination options. */

@@ -706,7 +706,7 @@ const char *const nbd_fw_dir_names[2] = {"from", "to"};
  * and `nft -f` reads that back. nft's udata numbering (src/rule.h,
  * src/expression.h): key type typeof 3, a typeof's expression 0 and data
  * 1; concat 13, payload 7; a raw payload's desc, type, base, offset, len
- * 0-4. */
+ * 0-4; bases are nft's (network header 2, where the kernel's is 1). */
 static int same_byte_udata(struct nftnl_set *set)
 {
         struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
@@ -722,7 +722,7 @@ static int same_byte_udata(struct nftnl_set *set)
                 ok = (sub = nftnl_udata_nest_start(u, (uint8_t)i)) &&
                      nftnl_udata_put_u32(u, 0, 7) && (payload = nftnl_udata_nest_start(u, 1)) &&
                      nftnl_udata_put_u32(u, 0, 0) && nftnl_udata_put_u32(u, 1, 0) &&
-                     nftnl_udata_put_u32(u, 2, NFT_PAYLOAD_NETWORK_HEADER) &&
+                     nftnl_udata_put_u32(u, 2, 2 /* nft's network header */) &&
                      nftnl_udata_put_u32(u, 3, i ? 192 : 112) && nftnl_udata_put_u32(u, 4, 8);
                 if (ok) {
                         nftnl_udata_nest_end(u, payload);
@@ -757,6 +757,9 @@ static struct nftnl_set *new_same_byte(bool elems)
                 goto fail;
         nftnl_set_set_u32(set, NFTNL_SET_FAMILY, NFPROTO_NETDEV);
         if (!elems) {
+                /* The kernel wants an id for a set, to be named by in its
+                 * transaction; our references are by name. */
+                nftnl_set_set_u32(set, NFTNL_SET_ID, 1);
                 nftnl_set_set_u32(set, NFTNL_SET_FLAGS, 0);
                 /* nft's concat of two "integer" (type 4): (4 << 6) | 4 */
                 nftnl_set_set_u32(set, NFTNL_SET_KEY_TYPE, (4u << 6) | 4u);

@@ -308,6 +308,7 @@ static int match_arp(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigne
         const uint8_t eth_ip4[2] = {6, 4};
         bool ipf = r->arp_spa.set || r->arp_tpa.set || r->arp_gratuitous.set;
         bool macf = r->arp_sha.set || r->arp_tha.set;
+        bool odd_hlen = nbd_fw_arp_odd_hlen_alt(r) && alt == 4;
         int ret = 0;
 
         if (r->arp_htype.set)
@@ -320,6 +321,14 @@ static int match_arp(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigne
                 ret = match_u16(nr, nh, 0, 1, false);
         if (ret == 0 && ipf)
                 ret = match_u16(nr, nh, 2, 0x0800, false);
+        if (ret == 0 && odd_hlen) {
+                /* nbd_fw_arp_odd_hlen_alt: IPv4 addresses behind hardware
+                 * addresses that are not 6 bytes long */
+                ret = match_bytes(nr, nh, 4, 1, &eth_ip4[0], NULL, true);
+                if (ret == 0)
+                        ret = match_bytes(nr, nh, 5, 1, &eth_ip4[1], NULL, false);
+                return ret;
+        }
         if (ret == 0 && (ipf || r->arp_tha.set))
                 ret = match_bytes(nr, nh, 4, 2, eth_ip4, NULL, false);
         else if (ret == 0 && macf)

@@ -1943,14 +1943,14 @@ END_TEST
  * it looks up: nft lists it (text and JSON) and reads the listing back. */
 START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
 {
-        enum { EQ, LAST, FIRST, MIDDLE, PTYPE6, PLEN5, HTYPE6, TO_EQ, TO_NE, N };
+        enum { EQ, LAST, FIRST, MIDDLE, PTYPE6, PLEN5, HTYPE6, HLEN8, TO_EQ, TO_NE, N };
         static const struct {
                 const char *spa, *tpa;
         } ips[N] = {[EQ] = {GUEST_IP, GUEST_IP},      [LAST] = {GUEST_IP, "10.0.0.3"},
                     [FIRST] = {GUEST_IP, "11.0.0.2"}, [MIDDLE] = {GUEST_IP, "10.0.7.2"},
                     [PTYPE6] = {GUEST_IP, GUEST_IP},  [PLEN5] = {GUEST_IP, GUEST_IP},
-                    [HTYPE6] = {GUEST_IP, GUEST_IP},  [TO_EQ] = {HOST_IP, HOST_IP},
-                    [TO_NE] = {HOST_IP, GUEST_IP}};
+                    [HTYPE6] = {GUEST_IP, GUEST_IP},  [HLEN8] = {GUEST_IP, HOST_IP},
+                    [TO_EQ] = {HOST_IP, HOST_IP},     [TO_NE] = {HOST_IP, GUEST_IP}};
         /* Dropped by "gratuitous", then by "not gratuitous". */
         struct probe grat[N] = {
                 PROBE("gratuitous ARP", FROM_GUEST, DROPPED, "nbfw-g-eq"),
@@ -1960,12 +1960,14 @@ START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
                 PROBE("sender == target, protocol type IPv6", FROM_GUEST, PASSES, "nbfw-g-pt6"),
                 PROBE("sender == target, 5-byte addresses", FROM_GUEST, PASSES, "nbfw-g-pl5"),
                 PROBE("sender == target, hardware type 6", FROM_GUEST, DROPPED, "nbfw-g-ht6"),
+                /* netbroker-protocol(7): taken for not gratuitous */
+                PROBE("ARP with 8-byte hardware addresses", FROM_GUEST, PASSES, "nbfw-g-hl8"),
                 PROBE("gratuitous ARP to the guest", TO_GUEST, DROPPED, "nbfw-g-toeq"),
                 PROBE("ARP to the guest", TO_GUEST, PASSES, "nbfw-g-tone"),
         };
         struct probe not_grat[N];
         const bool not_grat_drops[N] = {
-                [LAST] = true, [FIRST] = true, [MIDDLE] = true, [TO_NE] = true};
+                [LAST] = true, [FIRST] = true, [MIDDLE] = true, [HLEN8] = true, [TO_NE] = true};
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         struct lab l;
         char *out;
@@ -1981,6 +1983,7 @@ START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
         put16(grat[PTYPE6].frame + 16, 0x86dd);
         grat[PLEN5].frame[19] = 5;
         put16(grat[HTYPE6].frame + 14, 6);
+        grat[HLEN8].frame[18] = 8;
         for (size_t i = 0; i < N; i++) {
                 not_grat[i] = grat[i];
                 not_grat[i].passes = !not_grat_drops[i];
@@ -2004,8 +2007,9 @@ START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
                              .verdict = NB_FW_DROP,
                              .arp_gratuitous = true,
                              .arp_gratuitous_not = true});
-        /* each negated rule is 4 nft rules, one per byte that differs */
-        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 8);
+        /* each negated rule is 5 nft rules: one per byte that differs
+         * first, one for hardware addresses not 6 bytes long */
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 10);
         run_probes(&l, not_grat, N, true);
 
         /* nothing on stderr either */

@@ -374,7 +374,8 @@ END_TEST
 /* ebt_arp's gratuitous (sender IP == target IP): the ARP/IPv4 header
  * checks of the IP fields, then each byte pair looked up in the shared
  * set of pairs (b . b), the target's last byte first; negated, one
- * alternative per byte that differs first, from the last. */
+ * alternative per byte that differs first, from the last, and one for
+ * hardware addresses that are not 6 bytes long. */
 START_TEST(test_fw_gratuitous_compiles_to_byte_pair_lookups)
 {
         static const char head[] =
@@ -401,7 +402,7 @@ START_TEST(test_fw_gratuitous_compiles_to_byte_pair_lookups)
         r[1] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
         r[1].arp_gratuitous = num(1, true);
         ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 1);
-        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 4);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 5);
         t = render(r, 2);
         /* the set and its elements go first, ahead of the chains */
         ck_assert_msg(strncmp(t, "set same_byte\nelements same_byte\nchain ",
@@ -422,7 +423,20 @@ START_TEST(test_fw_gratuitous_compiles_to_byte_pair_lookups)
                          "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
                 assert_rule(t, want);
         }
+        /* the 5th: hardware addresses not 6 bytes long, IPv4 ones */
+        assert_rule(t, "[ payload load 2b @ link header + 12 => reg 1 ] "
+                       "[ cmp eq reg 1 0x00000608 ] "
+                       "[ payload load 2b @ network header + 2 => reg 1 ] "
+                       "[ cmp eq reg 1 0x00000008 ] "
+                       "[ payload load 1b @ network header + 4 => reg 1 ] "
+                       "[ cmp neq reg 1 0x00000006 ] "
+                       "[ payload load 1b @ network header + 5 => reg 1 ] "
+                       "[ cmp eq reg 1 0x00000004 ] [ counter pkts 0 bytes 0 ] "
+                       "[ immediate reg 0 accept ]");
         free(t);
+        /* a field read at the offsets of 6-byte addresses: no 5th */
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/8", &r[1].arp_spa), 0);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 4);
 
         /* an owner without gratuitous has no set item */
         r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);

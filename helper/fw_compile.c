@@ -272,7 +272,8 @@ static int match_l2(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
  * i), each padded to a register, is looked up in NBD_FW_SET_SAME_BYTE.
  * Equal: all four pairs found. Not equal: some pair not found, which is 4
  * disjoint alternatives (nbd_fw_rule_alts): alternative k has the last k
- * bytes equal and the one before them differing. The last byte first:
+ * bytes equal and the one before them differing (match_arp makes the 5th,
+ * nbd_fw_arp_odd_hlen_alt's). The last byte first:
  * every alternative reads the target's last byte, so a packet too short
  * to hold both addresses never matches, as in ebt_arp, negated or not. */
 static int match_gratuitous(struct nftnl_rule *nr, bool neg, unsigned alt)

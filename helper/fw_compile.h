@@ -15,7 +15,11 @@
  * Every model rule has a counter before its verdict. A model rule is one
  * nft rule, or a few consecutive, disjoint ones with the same verdict where one nft
  * rule cannot say it (nbd_fw_rule_alts() in fw_model.h: an IPv6 protocol,
- * as ebtables sees it around fragments).
+ * as ebtables sees it around fragments; not gratuitous).
+ *   set "same_byte"     the pairs (b . b) of every byte, which gratuitous
+ *                       ARP looks up; sent with each owner that uses it
+ *                       (created if missing), never removed
+ *                       (NBD_FW_ITEM_SET below).
  * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
  * uid=<uid>": the hash lives and dies with the rules (nft flush ruleset
  * removes both), and so does the uid whose request made them, the owner's

@@ -4,7 +4,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <libnftnl/common.h>
 #include <libnftnl/expr.h>
+#include <libnftnl/set.h>
 #include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netlink.h>
@@ -23,17 +25,23 @@ static int add_expr(struct nftnl_rule *r, struct nftnl_expr *e)
         return 0;
 }
 
-static int load_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
+static int load_payload_to(struct nftnl_rule *r, uint32_t reg, uint32_t base, uint32_t off,
+                           uint32_t len)
 {
         struct nftnl_expr *e = nftnl_expr_alloc("payload");
 
         if (!e)
                 return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, reg);
         nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
         nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
         nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
         return add_expr(r, e);
+}
+
+static int load_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
+{
+        return load_payload_to(r, NFT_REG_1, base, off, len);
 }
 
 static int load_meta(struct nftnl_rule *r, uint32_t key)
@@ -258,11 +266,50 @@ static int match_l2(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
  * addresses are read at fixed offsets, so the IP fields (and the target
  * MAC) need the other length to be 6 (4) too: ebt_arp reads them behind
  * addresses of any length. */
-static int match_arp(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
+/* ebt_arp's gratuitous: the sender's IP is the target's (its header
+ * checks are match_arp's, as for the IP fields). nft compares a field with
+ * constants only, so byte by byte: the pair (sender byte i . target byte
+ * i), each padded to a register, is looked up in NBD_FW_SET_SAME_BYTE.
+ * Equal: all four pairs found. Not equal: some pair not found, which is 4
+ * disjoint alternatives (nbd_fw_rule_alts): alternative k has the last k
+ * bytes equal and the one before them differing (match_arp makes the 5th,
+ * nbd_fw_arp_odd_hlen_alt's). The last byte first:
+ * every alternative reads the target's last byte, so a packet too short
+ * to hold both addresses never matches, as in ebt_arp, negated or not. */
+static int match_gratuitous(struct nftnl_rule *nr, bool neg, unsigned alt)
+{
+        unsigned equal = neg ? alt : 4; /* pairs found before the one that is not */
+        int ret = 0;
+
+        for (unsigned k = 0; ret == 0 && k < 4 && k <= equal; k++) {
+                struct nftnl_expr *e;
+                ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 17 - k, 1);
+                if (ret == 0)
+                        ret = load_payload_to(nr, NFT_REG32_01, NFT_PAYLOAD_NETWORK_HEADER, 27 - k,
+                                              1);
+                if (ret < 0)
+                        break;
+                if (!(e = nftnl_expr_alloc("lookup")))
+                        return -ENOMEM;
+                nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+                if (k == equal)
+                        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+                if (nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, NBD_FW_SET_SAME_BYTE) < 0) {
+                        nftnl_expr_free(e);
+                        return -ENOMEM;
+                }
+                ret = add_expr(nr, e);
+        }
+        return ret;
+}
+
+static int match_arp(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsigned alt)
 {
         uint32_t nh = NFT_PAYLOAD_NETWORK_HEADER;
         const uint8_t eth_ip4[2] = {6, 4};
-        bool ipf = r->arp_spa.set || r->arp_tpa.set, macf = r->arp_sha.set || r->arp_tha.set;
+        bool ipf = r->arp_spa.set || r->arp_tpa.set || r->arp_gratuitous.set;
+        bool macf = r->arp_sha.set || r->arp_tha.set;
+        bool odd_hlen = nbd_fw_arp_odd_hlen_alt(r) && alt == 4;
         int ret = 0;
 
         if (r->arp_htype.set)
@@ -275,6 +322,14 @@ static int match_arp(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
                 ret = match_u16(nr, nh, 0, 1, false);
         if (ret == 0 && ipf)
                 ret = match_u16(nr, nh, 2, 0x0800, false);
+        if (ret == 0 && odd_hlen) {
+                /* nbd_fw_arp_odd_hlen_alt: IPv4 addresses behind hardware
+                 * addresses that are not 6 bytes long */
+                ret = match_bytes(nr, nh, 4, 1, &eth_ip4[0], NULL, true);
+                if (ret == 0)
+                        ret = match_bytes(nr, nh, 5, 1, &eth_ip4[1], NULL, false);
+                return ret;
+        }
         if (ret == 0 && (ipf || r->arp_tha.set))
                 ret = match_bytes(nr, nh, 4, 2, eth_ip4, NULL, false);
         else if (ret == 0 && macf)
@@ -287,6 +342,8 @@ static int match_arp(struct nftnl_rule *nr, const struct nbd_fw_rule *r)
                 ret = match_bytes(nr, nh, 18, 6, r->arp_tha.addr, r->arp_tha.mask, r->arp_tha.neg);
         if (ret == 0 && r->arp_tpa.set)
                 ret = match_ip(nr, 24, &r->arp_tpa);
+        if (ret == 0 && r->arp_gratuitous.set)
+                ret = match_gratuitous(nr, r->arp_gratuitous.neg, alt);
         return ret;
 }
 
@@ -475,7 +532,7 @@ static int compile_matches(struct nftnl_rule *nr, const struct nbd_fw_rule *r, u
         int ret = match_l2(nr, r);
 
         if (ret == 0)
-                ret = match_arp(nr, r);
+                ret = match_arp(nr, r, alt);
         if (ret == 0)
                 ret = match_l3(nr, r);
         if (ret == 0)
@@ -650,6 +707,115 @@ static struct nftnl_chain *new_base_chain(const char *name, const char *ifname, 
 }
 
 const char *const nbd_fw_dir_names[2] = {"from", "to"};
+
+/* ---- the set gratuitous ARP looks up ---- */
+
+/* The set's key as nft(8) describes one it makes itself (its udata: key
+ * byte order, and "typeof @nh,112,8 . @nh,192,8", sender IP byte . target
+ * IP byte), so `nft list ruleset` prints it and the rules that look it up,
+ * and `nft -f` reads that back. nft's udata numbering (src/rule.h,
+ * src/expression.h): key type typeof 3, a typeof's expression 0 and data
+ * 1; concat 13, payload 7; a raw payload's desc, type, base, offset, len
+ * 0-4; bases are nft's (network header 2, where the kernel's is 1). */
+static int same_byte_udata(struct nftnl_set *set)
+{
+        struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
+        struct nftnl_udata *typeof_nest = NULL, *data = NULL, *sub = NULL, *payload = NULL;
+        bool ok;
+        int r = -ENOMEM;
+
+        if (!u)
+                return -ENOMEM;
+        ok = nftnl_udata_put_u32(u, 0, 0) && (typeof_nest = nftnl_udata_nest_start(u, 3)) &&
+             nftnl_udata_put_u32(u, 0, 13) && (data = nftnl_udata_nest_start(u, 1));
+        for (uint32_t i = 0; ok && i < 2; i++) {
+                ok = (sub = nftnl_udata_nest_start(u, (uint8_t)i)) &&
+                     nftnl_udata_put_u32(u, 0, 7) && (payload = nftnl_udata_nest_start(u, 1)) &&
+                     nftnl_udata_put_u32(u, 0, 0) && nftnl_udata_put_u32(u, 1, 0) &&
+                     nftnl_udata_put_u32(u, 2, 2 /* nft's network header */) &&
+                     nftnl_udata_put_u32(u, 3, i ? 192 : 112) && nftnl_udata_put_u32(u, 4, 8);
+                if (ok) {
+                        nftnl_udata_nest_end(u, payload);
+                        nftnl_udata_nest_end(u, sub);
+                }
+        }
+        if (ok) {
+                nftnl_udata_nest_end(u, data);
+                nftnl_udata_nest_end(u, typeof_nest);
+                if (nftnl_set_set_data(set, NFTNL_SET_USERDATA, nftnl_udata_buf_data(u),
+                                       nftnl_udata_buf_len(u)) == 0)
+                        r = 0;
+        }
+        nftnl_udata_buf_free(u);
+        return r;
+}
+
+/* The set (elems false) or a copy carrying its 256 elements (elems true);
+ * NULL when out of memory. Not constant: a second owner adding the same
+ * elements finds them there (a constant set refuses elements once a rule
+ * uses it). */
+static struct nftnl_set *new_same_byte(bool elems)
+{
+        struct nftnl_set *set = nftnl_set_alloc();
+        /* Two 1-byte integers, each padded to a 4-byte register. */
+        uint8_t key[8] = {0};
+
+        if (!set)
+                return NULL;
+        if (nftnl_set_set_str(set, NFTNL_SET_TABLE, NBD_FW_TABLE) < 0 ||
+            nftnl_set_set_str(set, NFTNL_SET_NAME, NBD_FW_SET_SAME_BYTE) < 0)
+                goto fail;
+        nftnl_set_set_u32(set, NFTNL_SET_FAMILY, NFPROTO_NETDEV);
+        if (!elems) {
+                /* The kernel wants an id for a set, to be named by in its
+                 * transaction; our references are by name. */
+                nftnl_set_set_u32(set, NFTNL_SET_ID, 1);
+                nftnl_set_set_u32(set, NFTNL_SET_FLAGS, 0);
+                /* nft's concat of two "integer" (type 4): (4 << 6) | 4 */
+                nftnl_set_set_u32(set, NFTNL_SET_KEY_TYPE, (4u << 6) | 4u);
+                nftnl_set_set_u32(set, NFTNL_SET_KEY_LEN, sizeof(key));
+                if (same_byte_udata(set) < 0)
+                        goto fail;
+                return set;
+        }
+        for (unsigned b = 0; b < 256; b++) {
+                struct nftnl_set_elem *el = nftnl_set_elem_alloc();
+                if (!el)
+                        goto fail;
+                key[0] = key[4] = (uint8_t)b;
+                if (nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, key, sizeof(key)) < 0) {
+                        nftnl_set_elem_free(el);
+                        goto fail;
+                }
+                nftnl_set_elem_add(set, el);
+        }
+        return set;
+fail:
+        nftnl_set_free(set);
+        return NULL;
+}
+
+static bool uses_same_byte(const struct nbd_fw_owner_spec *s)
+{
+        for (size_t g = 0; g < s->n_groups; g++) {
+                if (s->groups[g].has_guard && s->groups[g].guard.arp_gratuitous.set)
+                        return true;
+                for (size_t i = 0; i < s->groups[g].n_rules; i++)
+                        if (s->groups[g].rules[i].arp_gratuitous.set)
+                                return true;
+        }
+        return false;
+}
+
+static int push_same_byte(struct nbd_fw_items *it, size_t owner_idx)
+{
+        int ret =
+                nbd_fw_items_push(it, (struct nbd_fw_item){NBD_FW_ITEM_SET, NULL, NULL, owner_idx});
+
+        return ret ? ret
+                   : nbd_fw_items_push(
+                             it, (struct nbd_fw_item){NBD_FW_ITEM_SETELEMS, NULL, NULL, owner_idx});
+}
 
 /* Push a chain just made; it is freed if it was not made whole or cannot
  * be pushed. */
@@ -855,6 +1021,8 @@ int nbd_fw_compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx,
         }
         snprintf(comment, sizeof(comment), "netbroker %s %s %u uid=%u", hash, s->ifname, rules,
                  (unsigned)s->uid);
+        if (uses_same_byte(s))
+                ret = push_same_byte(it, owner_idx);
         for (size_t g = 0; ret == 0 && g < s->n_groups; g++)
                 for (int d = 0; ret == 0 && d < 2; d++)
                         if (!s->groups[g].root && group_has(&s->groups[g], d))
@@ -893,10 +1061,12 @@ int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], u
 }
 
 /* 0, or -ENOMEM when the batch needed a page it could not have (the
- * message would be overwritten by the next: a transaction short of it). */
+ * message would be overwritten by the next: a transaction short of it) or
+ * the set's message could not be built. */
 int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_t seq, bool ack)
 {
         uint16_t flags = ack ? NLM_F_ACK : 0;
+        struct nftnl_set *set;
         struct nlmsghdr *nlh;
 
         switch (it->kind) {
@@ -904,6 +1074,20 @@ int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_
                 nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_DELCHAIN,
                                                   NFPROTO_NETDEV, flags, seq);
                 nftnl_chain_nlmsg_build_payload(nlh, it->chain);
+                break;
+        case NBD_FW_ITEM_SET:
+        case NBD_FW_ITEM_SETELEMS:
+                if (!(set = new_same_byte(it->kind == NBD_FW_ITEM_SETELEMS)))
+                        return -ENOMEM;
+                nlh = nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b),
+                                            it->kind == NBD_FW_ITEM_SET ? NFT_MSG_NEWSET
+                                                                        : NFT_MSG_NEWSETELEM,
+                                            NFPROTO_NETDEV, flags | NLM_F_CREATE, seq);
+                if (it->kind == NBD_FW_ITEM_SET)
+                        nftnl_set_nlmsg_build_payload(nlh, set);
+                else
+                        nftnl_set_elems_nlmsg_build_payload(nlh, set);
+                nftnl_set_free(set);
                 break;
         case NBD_FW_ITEM_CHAIN:
                 nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWCHAIN,

@@ -15,7 +15,11 @@
  * Every model rule has a counter before its verdict. A model rule is one
  * nft rule, or a few consecutive, disjoint ones with the same verdict where one nft
  * rule cannot say it (nbd_fw_rule_alts() in fw_model.h: an IPv6 protocol,
- * as ebtables sees it around fragments).
+ * as ebtables sees it around fragments; not gratuitous).
+ *   set "same_byte"     the pairs (b . b) of every byte, which gratuitous
+ *                       ARP looks up; sent with each owner that uses it
+ *                       (created if missing), never removed
+ *                       (NBD_FW_ITEM_SET below).
  * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
  * uid=<uid>": the hash lives and dies with the rules (nft flush ruleset
  * removes both), and so does the uid whose request made them, the owner's
@@ -43,7 +47,21 @@ extern const char *const nbd_fw_dir_names[2];
 
 /* ---- an owner's chains and rules, in the order they are sent ---- */
 
-enum nbd_fw_item_kind { NBD_FW_ITEM_CHAIN, NBD_FW_ITEM_RULE, NBD_FW_ITEM_DELCHAIN };
+/* NBD_FW_ITEM_SET, NBD_FW_ITEM_SETELEMS: the set NBD_FW_SET_SAME_BYTE and
+ * its elements, ahead of the chains of an owner whose rules look it up
+ * (gratuitous ARP). Constant, so they carry no object: nbd_fw_item_put
+ * builds their messages. Created if missing, never exclusive: owners share
+ * the set, and it stays in the table when they are gone. */
+enum nbd_fw_item_kind {
+        NBD_FW_ITEM_CHAIN,
+        NBD_FW_ITEM_RULE,
+        NBD_FW_ITEM_DELCHAIN,
+        NBD_FW_ITEM_SET,
+        NBD_FW_ITEM_SETELEMS
+};
+
+/* The pairs (b . b) for every byte b: a lookup of (x . y) finds x == y. */
+#define NBD_FW_SET_SAME_BYTE "same_byte"
 
 struct nbd_fw_item {
         enum nbd_fw_item_kind kind;

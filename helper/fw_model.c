@@ -148,12 +148,25 @@ bool nbd_fw_ipv6_ext_hdr(unsigned p)
         return p == 0 || p == 43 || p == 44 || p == 51 || p == 59 || p == 60;
 }
 
+bool nbd_fw_arp_odd_hlen_alt(const struct nbd_fw_rule *r)
+{
+        return r->arp_gratuitous.set && r->arp_gratuitous.neg && !r->arp_sha.set &&
+               !r->arp_tha.set && !r->arp_spa.set && !r->arp_tpa.set;
+}
+
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r)
 {
         bool v6 = r->l4proto.set && nbd_fw_rule_family(r) == 6;
 
         bool l4 = r->sport[0] || r->dport[0] || r->has_icmp_type || r->tcp_flags_mask;
 
+        /* Not gratuitous: the two IPs differ in their last byte, or are
+         * equal there and differ in the third, ... (4); and, unless
+         * another field needs 6-byte hardware addresses, an ARP whose are
+         * not 6 bytes long (fw_compile.c). An ARP rule has no IP matches:
+         * nothing else to multiply. */
+        if (r->arp_gratuitous.set && r->arp_gratuitous.neg)
+                return nbd_fw_arp_odd_hlen_alt(r) ? 5 : 4;
         /* IPv4 ports, ICMP and TCP flags: a 20-byte header, read behind
          * it, or another, read where the kernel puts the transport header. */
         if (l4 && nbd_fw_rule_family(r) == 4)
@@ -324,11 +337,6 @@ int nbd_fw_rule_check(const struct nbd_fw_rule *r, bool reversed, struct nbd_err
 
         if ((ret = check_ranges(r, e)) || (ret = check_layers(r, e)) || (ret = check_l4(r, e)))
                 return ret;
-        if (r->arp_gratuitous.set)
-                return nbd_err_set(e, -EOPNOTSUPP,
-                                   "gratuitous ARP (sender IP equals target IP) cannot be "
-                                   "matched: nftables compares a field with constants only, "
-                                   "never with another field");
         /* The kernel rejects only at an ingress hook. */
         if (r->verdict == NBD_FW_V_REJECT && (r->dir == NBD_FW_DIR_FROM) == reversed) {
                 return nbd_err_set(

@@ -107,8 +107,16 @@ int nbd_fw_rule_family(const struct nbd_fw_rule *r);
  * after the other, matching disjoint sets of frames, where one cannot say
  * it (an IPv6 protocol, which ebtables sees as 44 in a fragment other than
  * the first; IPv4 ports, ICMP and TCP flags, which ebtables reads behind
- * the header whatever the total length says). */
+ * the header whatever the total length says; not gratuitous, which is
+ * "some byte of the two IPs differs", in 4 alternatives, and a 5th when
+ * nbd_fw_arp_odd_hlen_alt()). */
 unsigned nbd_fw_rule_alts(const struct nbd_fw_rule *r);
+/* Not gratuitous, and no other field that reads ARP at the offsets of
+ * 6-byte hardware addresses: an ARP whose hardware addresses are not 6
+ * bytes long is taken for not gratuitous (ebt_arp compares its IPs where
+ * nft cannot read them; they differ but in a gratuitous ARP, which no
+ * Ethernet receiver takes with such addresses). */
+bool nbd_fw_arp_odd_hlen_alt(const struct nbd_fw_rule *r);
 /* An IPv6 next header that ebt_ip6 (ipv6_skip_exthdr) skips or stops at:
  * hop-by-hop, routing, fragment, AH, no next header, destination options. */
 bool nbd_fw_ipv6_ext_hdr(unsigned p);

@@ -227,8 +227,12 @@ static void arp_attrs(struct out *o, const struct nbd_fw_rule *r)
         mac_attrs(o, "arpdstmacaddr", "arpdstmacmask", &r->arp_tha);
         ip_attrs(o, &spa, &r->arp_spa);
         ip_attrs(o, &tpa, &r->arp_tpa);
-        if (r->arp_gratuitous.set)
-                attr(o, "gratuitous", r->arp_gratuitous.neg, "true");
+        /* No value of its own to negate ('!true' is false to libvirt,
+         * which then leaves the match out): negated, as libvirt writes it. */
+        if (r->arp_gratuitous.set && r->arp_gratuitous.neg)
+                put(o, " match='no' gratuitous='true'");
+        else if (r->arp_gratuitous.set)
+                attr(o, "gratuitous", false, "true");
 }
 
 static void ip_rule_attrs(struct out *o, const struct nbd_fw_rule *r)

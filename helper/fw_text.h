@@ -29,9 +29,12 @@
  * of its first attribute, and the '!' negates the match as a whole:
  * srcipaddr='!10.0.0.0' srcipmask='8' is every source outside 10/8,
  * dstportstart='!1' dstportend='1023' every port above 1023, type='!8'
- * code='0' everything but an echo request with code 0, gratuitous='!true'
- * an ARP whose sender and target IP differ. protocolid is written only
- * when the element does not imply it. */
+ * code='0' everything but an echo request with code 0. gratuitous (the
+ * element's last attribute) has no value of its own to negate: an ARP
+ * whose sender and target IP differ is match='no' gratuitous='true', as
+ * libvirt writes it; the match='no' negates gratuitous alone (to libvirt,
+ * the whole element: the same when gratuitous is its only attribute).
+ * protocolid is written only when the element does not imply it. */
 #pragma once
 
 #include <libnftnl/rule.h>

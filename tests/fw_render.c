@@ -37,6 +37,12 @@ int nbd_fw_render(const struct nbd_fw_owner_spec *s, char **ret_text, struct nbd
                 struct nftnl_rule *back;
                 struct nlmsghdr *nlh;
 
+                /* The shared set is a constant of the compiler's. */
+                if (it.v[i].kind == NBD_FW_ITEM_SET || it.v[i].kind == NBD_FW_ITEM_SETELEMS) {
+                        fprintf(f, "%s %s\n", it.v[i].kind == NBD_FW_ITEM_SET ? "set" : "elements",
+                                NBD_FW_SET_SAME_BYTE);
+                        continue;
+                }
                 if (it.v[i].kind == NBD_FW_ITEM_CHAIN) {
                         fprintf(f, "chain %s\n",
                                 nftnl_chain_get_str(it.v[i].chain, NFTNL_CHAIN_NAME));

@@ -10,6 +10,7 @@
 #include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/table.h>
+#include <libnftnl/set.h>
 #include <libnftnl/udata.h>
 #include <stdint.h>
 
@@ -36,6 +37,13 @@ struct nftnl_table *__real_nftnl_table_alloc(void);
 struct nftnl_expr *__real_nftnl_expr_alloc(const char *name);
 struct nftnl_batch *__real_nftnl_batch_alloc(uint32_t pg_size, uint32_t pg_overrun_size);
 struct nftnl_udata_buf *__real_nftnl_udata_buf_alloc(uint32_t data_size);
+struct nftnl_set *__real_nftnl_set_alloc(void);
+struct nftnl_set_elem *__real_nftnl_set_elem_alloc(void);
+int __real_nftnl_set_set_str(struct nftnl_set *s, uint16_t attr, const char *str);
+int __real_nftnl_set_set_data(struct nftnl_set *s, uint16_t attr, const void *data,
+                              uint32_t data_len);
+int __real_nftnl_set_elem_set(struct nftnl_set_elem *e, uint16_t attr, const void *data,
+                              uint32_t data_len);
 int __real_nftnl_rule_set_str(struct nftnl_rule *r, uint16_t attr, const char *str);
 int __real_nftnl_chain_set_str(struct nftnl_chain *c, uint16_t attr, const char *str);
 int __real_nftnl_chain_set_data(struct nftnl_chain *c, uint16_t attr, const void *data,
@@ -52,6 +60,13 @@ struct nftnl_table *__wrap_nftnl_table_alloc(void);
 struct nftnl_expr *__wrap_nftnl_expr_alloc(const char *name);
 struct nftnl_batch *__wrap_nftnl_batch_alloc(uint32_t pg_size, uint32_t pg_overrun_size);
 struct nftnl_udata_buf *__wrap_nftnl_udata_buf_alloc(uint32_t data_size);
+struct nftnl_set *__wrap_nftnl_set_alloc(void);
+struct nftnl_set_elem *__wrap_nftnl_set_elem_alloc(void);
+int __wrap_nftnl_set_set_str(struct nftnl_set *s, uint16_t attr, const char *str);
+int __wrap_nftnl_set_set_data(struct nftnl_set *s, uint16_t attr, const void *data,
+                              uint32_t data_len);
+int __wrap_nftnl_set_elem_set(struct nftnl_set_elem *e, uint16_t attr, const void *data,
+                              uint32_t data_len);
 int __wrap_nftnl_rule_set_str(struct nftnl_rule *r, uint16_t attr, const char *str);
 int __wrap_nftnl_chain_set_str(struct nftnl_chain *c, uint16_t attr, const char *str);
 int __wrap_nftnl_chain_set_data(struct nftnl_chain *c, uint16_t attr, const void *data,
@@ -96,6 +111,39 @@ struct nftnl_udata_buf *__wrap_nftnl_udata_buf_alloc(uint32_t data_size)
 {
         FAIL_PTR();
         return __real_nftnl_udata_buf_alloc(data_size);
+}
+
+/* The set gratuitous ARP looks up (fw_compile.c). */
+struct nftnl_set *__wrap_nftnl_set_alloc(void)
+{
+        FAIL_PTR();
+        return __real_nftnl_set_alloc();
+}
+
+struct nftnl_set_elem *__wrap_nftnl_set_elem_alloc(void)
+{
+        FAIL_PTR();
+        return __real_nftnl_set_elem_alloc();
+}
+
+int __wrap_nftnl_set_set_str(struct nftnl_set *s, uint16_t attr, const char *str)
+{
+        FAIL_INT();
+        return __real_nftnl_set_set_str(s, attr, str);
+}
+
+int __wrap_nftnl_set_set_data(struct nftnl_set *s, uint16_t attr, const void *data,
+                              uint32_t data_len)
+{
+        FAIL_INT();
+        return __real_nftnl_set_set_data(s, attr, data, data_len);
+}
+
+int __wrap_nftnl_set_elem_set(struct nftnl_set_elem *e, uint16_t attr, const void *data,
+                              uint32_t data_len)
+{
+        FAIL_INT();
+        return __real_nftnl_set_elem_set(e, attr, data, data_len);
 }
 
 /* The setters strdup() or malloc() a copy. */

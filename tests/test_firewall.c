@@ -1936,6 +1936,102 @@ START_TEST(test_arp_and_rarp_fields_hold_as_in_ebtables_arp_match)
 }
 END_TEST
 
+/* ebt_arp's --arp-gratuitous: the sender's IP equals the target's, checked
+ * only for protocol type IPv4 with 4-byte addresses (negated or not; the
+ * hardware type is not looked at). Negated, any byte may be the one that
+ * differs. Both directions, the flag and its negation, and the shared set
+ * it looks up: nft lists it (text and JSON) and reads the listing back. */
+START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
+{
+        enum { EQ, LAST, FIRST, MIDDLE, PTYPE6, PLEN5, HTYPE6, HLEN8, TO_EQ, TO_NE, N };
+        static const struct {
+                const char *spa, *tpa;
+        } ips[N] = {[EQ] = {GUEST_IP, GUEST_IP},      [LAST] = {GUEST_IP, "10.0.0.3"},
+                    [FIRST] = {GUEST_IP, "11.0.0.2"}, [MIDDLE] = {GUEST_IP, "10.0.7.2"},
+                    [PTYPE6] = {GUEST_IP, GUEST_IP},  [PLEN5] = {GUEST_IP, GUEST_IP},
+                    [HTYPE6] = {GUEST_IP, GUEST_IP},  [HLEN8] = {GUEST_IP, HOST_IP},
+                    [TO_EQ] = {HOST_IP, HOST_IP},     [TO_NE] = {HOST_IP, GUEST_IP}};
+        /* Dropped by "gratuitous", then by "not gratuitous". */
+        struct probe grat[N] = {
+                PROBE("gratuitous ARP", FROM_GUEST, DROPPED, "nbfw-g-eq"),
+                PROBE("ARP, last byte differs", FROM_GUEST, PASSES, "nbfw-g-last"),
+                PROBE("ARP, first byte differs", FROM_GUEST, PASSES, "nbfw-g-first"),
+                PROBE("ARP, third byte differs", FROM_GUEST, PASSES, "nbfw-g-mid"),
+                PROBE("sender == target, protocol type IPv6", FROM_GUEST, PASSES, "nbfw-g-pt6"),
+                PROBE("sender == target, 5-byte addresses", FROM_GUEST, PASSES, "nbfw-g-pl5"),
+                PROBE("sender == target, hardware type 6", FROM_GUEST, DROPPED, "nbfw-g-ht6"),
+                /* netbroker-protocol(7): taken for not gratuitous */
+                PROBE("ARP with 8-byte hardware addresses", FROM_GUEST, PASSES, "nbfw-g-hl8"),
+                PROBE("gratuitous ARP to the guest", TO_GUEST, DROPPED, "nbfw-g-toeq"),
+                PROBE("ARP to the guest", TO_GUEST, PASSES, "nbfw-g-tone"),
+        };
+        struct probe not_grat[N];
+        const bool not_grat_drops[N] = {
+                [LAST] = true, [FIRST] = true, [MIDDLE] = true, [HLEN8] = true, [TO_NE] = true};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        struct lab l;
+        char *out;
+
+        lab_up(&l);
+        for (size_t i = 0; i < N; i++) {
+                bool from = grat[i].from_guest;
+                grat[i].len =
+                        arp_frame(grat[i].frame, from ? HOST_MAC : GUEST_MAC,
+                                  from ? GUEST_MAC : HOST_MAC, 1, from ? GUEST_MAC : HOST_MAC,
+                                  ips[i].spa, "00:00:00:00:00:00", ips[i].tpa, grat[i].marker);
+        }
+        put16(grat[PTYPE6].frame + 16, 0x86dd);
+        grat[PLEN5].frame[19] = 5;
+        put16(grat[HTYPE6].frame + 14, 6);
+        grat[HLEN8].frame[18] = 8;
+        for (size_t i = 0; i < N; i++) {
+                not_grat[i] = grat[i];
+                not_grat[i].passes = !not_grat_drops[i];
+        }
+        run_probes(&l, grat, N, false);
+
+        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_gratuitous = true});
+        add(rs, (nb_fw_rule){.direction = NB_FW_TO_GUEST,
+                             .verdict = NB_FW_DROP,
+                             .arp_gratuitous = true});
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 2);
+        run_probes(&l, grat, N, true);
+        nb_fw_ruleset_free(rs);
+
+        /* The set is there and used by rules now: replacing with the
+         * negation sends it again (created if missing, never exclusive). */
+        rs = nb_fw_ruleset_new();
+        add(rs, (nb_fw_rule){
+                        .verdict = NB_FW_DROP, .arp_gratuitous = true, .arp_gratuitous_not = true});
+        add(rs, (nb_fw_rule){.direction = NB_FW_TO_GUEST,
+                             .verdict = NB_FW_DROP,
+                             .arp_gratuitous = true,
+                             .arp_gratuitous_not = true});
+        /* each negated rule is 5 nft rules: one per byte that differs
+         * first, one for hardware addresses not 6 bytes long */
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 10);
+        run_probes(&l, not_grat, N, true);
+
+        /* nothing on stderr either */
+        out = tu_sh("{ nft list ruleset && nft -j list ruleset; } 2>&1 >/dev/null; echo rc=$?");
+        ck_assert_msg(strncmp(out, "rc=0", 4) == 0, "nft cannot list the table:\n%s", out);
+        free(out);
+        out = tu_sh("nft list set netdev netbroker same_byte | tr -d ' \t\n'");
+        ck_assert_msg(strstr(out, "typeof@nh,112,8.@nh,192,8"), "%s", out);
+        ck_assert_msg(strstr(out, "{0x0.0x0,") && strstr(out, "0xff.0xff}"), "%s", out);
+        free(out);
+        out = tu_sh("nft list table netdev netbroker > /tmp/nbfw-grat.$$ && "
+                    "nft delete table netdev netbroker && nft -f /tmp/nbfw-grat.$$ 2>&1; "
+                    "echo rc=$?; rm -f /tmp/nbfw-grat.$$");
+        ck_assert_msg(strstr(out, "rc=0"), "nft -f of the listed table failed:\n%s", out);
+        free(out);
+        /* what nft read back filters the same */
+        run_probes(&l, not_grat, N, true);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
 /* The rules FirewallList reports for owner. */
 static unsigned listed_rules(nb_conn *c, const char *owner)
 {
@@ -2286,7 +2382,7 @@ START_TEST(test_new_fields_bad_input_is_refused_with_a_sentence)
                 int status;
                 const char *message;
         } cases[] = {
-                {{.ether_type = 0x0806, .arp_gratuitous = true}, -EOPNOTSUPP, "gratuitous ARP"},
+                {{.ether_type = 0x86dd, .arp_gratuitous = true}, -EINVAL, "contradicts"},
                 {{.ip_src = "10.0.0.9-10.0.0.1"}, -EINVAL, "IP source: bad address"},
                 {{.l4_proto = 6, .tcp_flags_mask = 2, .tcp_flags = 4},
                  -EINVAL,
@@ -2651,6 +2747,7 @@ Suite *firewall_suite(void)
         tcase_set_timeout(model, 60);
         tcase_add_test(model, test_outer_type_and_vlan_fields_match_the_tag_on_the_wire);
         tcase_add_test(model, test_arp_and_rarp_fields_hold_as_in_ebtables_arp_match);
+        tcase_add_test(model, test_arp_gratuitous_and_its_negation_hold_as_in_ebtables);
         tcase_add_test(model, test_ipv6_protocol_of_a_later_fragment_is_44);
         tcase_add_test(model, test_ipv6_negated_protocol_guard_jumps_once_per_frame);
         tcase_add_test(model, test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables);

@@ -21,13 +21,14 @@
 #include "fw_render.h"
 #include "log.h"
 
-static struct nbd_fw_rule rules[5];
-static struct nbd_fw_group groups[3];
+static struct nbd_fw_rule rules[6];
+static struct nbd_fw_group groups[4];
 
 /* Two owners, each with a guarded group of MAC, IP, port and reject rules,
  * a group with a plain drop and a root group with an IPv6 protocol rule
- * (two nft rules) and an address range: chains, jumps, comments and every
- * kind of expression. */
+ * (two nft rules) and an address range, and a group with a negated
+ * gratuitous ARP rule (the set it looks up, its elements, lookups):
+ * chains, jumps, comments and every kind of expression. */
 static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char *ifname)
 {
         /* Check allocates in its assertions: not the firewall's to fail. */
@@ -53,6 +54,9 @@ static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char
         rules[4].priority = -10;
         ck_assert_int_eq(nbd_fw_parse_ip("fe80::1-fe80::9", &rules[4].ip_src), 0);
         rules[4].l4proto = (struct nbd_fw_num){true, true, 17};
+        rules[5].dir = NBD_FW_DIR_FROM;
+        rules[5].verdict = NBD_FW_V_DROP;
+        rules[5].arp_gratuitous = (struct nbd_fw_num){true, true, 0};
         memset(groups, 0, sizeof(groups));
         groups[0].has_guard = true;
         groups[0].guard.ether_type = (struct nbd_fw_num){true, true, 0x0806};
@@ -66,8 +70,11 @@ static void make_spec(struct nbd_fw_owner_spec *s, const char *owner, const char
         snprintf(groups[1].name, sizeof(groups[1].name), "default-drop");
         groups[1].rules = &rules[3];
         groups[1].n_rules = 1;
+        snprintf(groups[3].name, sizeof(groups[3].name), "arp");
+        groups[3].rules = &rules[5];
+        groups[3].n_rules = 1;
         *s = (struct nbd_fw_owner_spec){
-                .owner = owner, .ifname = ifname, .groups = groups, .n_groups = 3};
+                .owner = owner, .ifname = ifname, .groups = groups, .n_groups = 4};
         nbt_alloc_resume();
 }
 

@@ -141,7 +141,7 @@ START_TEST(test_fw_text_arp_and_rarp)
         r.arp_gratuitous = (struct nbd_fw_num){.set = true};
         ck_assert_str_eq(text(&r), "out drop arp gratuitous='true'");
         r.arp_gratuitous.neg = true;
-        ck_assert_str_eq(text(&r), "out drop arp gratuitous='!true'");
+        ck_assert_str_eq(text(&r), "out drop arp match='no' gratuitous='true'");
         r = base(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
         r.ether_type = NUM(0x8035, false);
         r.arp_op = NUM(3, false);

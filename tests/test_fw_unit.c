@@ -371,6 +371,82 @@ START_TEST(test_fw_arp_and_rarp_fields_compile_with_ebt_arp_header_checks)
 }
 END_TEST
 
+/* ebt_arp's gratuitous (sender IP == target IP): the ARP/IPv4 header
+ * checks of the IP fields, then each byte pair looked up in the shared
+ * set of pairs (b . b), the target's last byte first; negated, one
+ * alternative per byte that differs first, from the last, and one for
+ * hardware addresses that are not 6 bytes long. */
+START_TEST(test_fw_gratuitous_compiles_to_byte_pair_lookups)
+{
+        static const char head[] =
+                "[ payload load 2b @ link header + 12 => reg 1 ] [ cmp eq reg 1 0x00000608 ] "
+                "[ payload load 2b @ network header + 2 => reg 1 ] [ cmp eq reg 1 0x00000008 ] "
+                "[ payload load 2b @ network header + 4 => reg 1 ] [ cmp eq reg 1 0x00000406 ] ";
+        static const char *const pair[4] = {"[ payload load 1b @ network header + 17 => reg 1 ] "
+                                            "[ payload load 1b @ network header + 27 => reg 9 ] ",
+                                            "[ payload load 1b @ network header + 16 => reg 1 ] "
+                                            "[ payload load 1b @ network header + 26 => reg 9 ] ",
+                                            "[ payload load 1b @ network header + 15 => reg 1 ] "
+                                            "[ payload load 1b @ network header + 25 => reg 9 ] ",
+                                            "[ payload load 1b @ network header + 14 => reg 1 ] "
+                                            "[ payload load 1b @ network header + 24 => reg 9 ] "};
+        static const char found[] = "[ lookup reg 1 set same_byte ] ";
+        static const char missing[] = "[ lookup reg 1 set same_byte 0x1 ] ";
+        struct nbd_fw_rule r[2];
+        char want[1024];
+        char *t;
+        int n;
+
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[0].arp_gratuitous = num(1, false);
+        r[1] = rule(NBD_FW_DIR_TO, NBD_FW_V_ACCEPT);
+        r[1].arp_gratuitous = num(1, true);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[0]), 1);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 5);
+        t = render(r, 2);
+        /* the set and its elements go first, ahead of the chains */
+        ck_assert_msg(strncmp(t, "set same_byte\nelements same_byte\nchain ",
+                              strlen("set same_byte\nelements same_byte\nchain ")) == 0,
+                      "%s", t);
+        n = snprintf(want, sizeof(want),
+                     "%s%s%s%s%s%s%s%s%s[ counter pkts 0 bytes 0 ] "
+                     "[ immediate reg 0 drop ]",
+                     head, pair[0], found, pair[1], found, pair[2], found, pair[3], found);
+        ck_assert_int_lt(n, (int)sizeof(want));
+        assert_rule(t, want);
+        for (int alt = 0; alt < 4; alt++) {
+                n = snprintf(want, sizeof(want), "%s", head);
+                for (int k = 0; k <= alt; k++)
+                        n += snprintf(want + n, sizeof(want) - (size_t)n, "%s%s", pair[k],
+                                      k == alt ? missing : found);
+                snprintf(want + n, sizeof(want) - (size_t)n,
+                         "[ counter pkts 0 bytes 0 ] [ immediate reg 0 accept ]");
+                assert_rule(t, want);
+        }
+        /* the 5th: hardware addresses not 6 bytes long, IPv4 ones */
+        assert_rule(t, "[ payload load 2b @ link header + 12 => reg 1 ] "
+                       "[ cmp eq reg 1 0x00000608 ] "
+                       "[ payload load 2b @ network header + 2 => reg 1 ] "
+                       "[ cmp eq reg 1 0x00000008 ] "
+                       "[ payload load 1b @ network header + 4 => reg 1 ] "
+                       "[ cmp neq reg 1 0x00000006 ] "
+                       "[ payload load 1b @ network header + 5 => reg 1 ] "
+                       "[ cmp eq reg 1 0x00000004 ] [ counter pkts 0 bytes 0 ] "
+                       "[ immediate reg 0 accept ]");
+        free(t);
+        /* a field read at the offsets of 6-byte addresses: no 5th */
+        ck_assert_int_eq(nbd_fw_parse_ip("10.0.0.0/8", &r[1].arp_spa), 0);
+        ck_assert_uint_eq(nbd_fw_rule_alts(&r[1]), 4);
+
+        /* an owner without gratuitous has no set item */
+        r[0] = rule(NBD_FW_DIR_FROM, NBD_FW_V_DROP);
+        r[0].arp_op = num(1, false);
+        t = render(r, 1);
+        ck_assert_msg(!strstr(t, "same_byte"), "%s", t);
+        free(t);
+}
+END_TEST
+
 START_TEST(test_fw_ipv4_fields_compile_to_header_loads)
 {
         struct nbd_fw_rule r[4];
@@ -784,7 +860,7 @@ START_TEST(test_fw_new_bad_combinations_are_refused_with_a_sentence)
                 {"dscp on IPv6", -EINVAL, "DSCP is matched for IPv4 only"},
                 {"vlan with ether type ipv4", -EINVAL, "contradicts"},
                 {"ARP with ether type ipv6", -EINVAL, "contradicts"},
-                {"gratuitous", -EOPNOTSUPP, "gratuitous ARP"},
+                {"gratuitous with ether type ipv6", -EINVAL, "contradicts"},
                 {"vlan with IP", -EINVAL, "VLAN and IP"},
                 {"ports with negated protocol", -EINVAL, "not negated"},
                 {"flags outside mask", -EINVAL, "outside their mask"},
@@ -818,6 +894,7 @@ START_TEST(test_fw_new_bad_combinations_are_refused_with_a_sentence)
                         r.arp_htype = num(1, false);
                         break;
                 case 5:
+                        r.ether_type = num(0x86dd, false);
                         r.arp_gratuitous = num(1, false);
                         break;
                 case 6:
@@ -886,6 +963,7 @@ TCase *fw_unit_tcase(void)
         tcase_add_test(tc, test_fw_bad_rules_are_refused_before_anything_is_sent);
         tcase_add_test(tc, test_fw_vlan_and_outer_type_compile_as_ebtables_sees_them);
         tcase_add_test(tc, test_fw_arp_and_rarp_fields_compile_with_ebt_arp_header_checks);
+        tcase_add_test(tc, test_fw_gratuitous_compiles_to_byte_pair_lookups);
         tcase_add_test(tc, test_fw_ipv4_fields_compile_to_header_loads);
         tcase_add_test(tc, test_fw_ipv6_protocol_tells_later_fragments_apart);
         tcase_add_test(tc, test_fw_priorities_order_groups_jumps_and_root_rules);

@@ -86,10 +86,31 @@ static int add_legacy(nb_fw_ruleset *rs, const char *f, const struct vars *vs)
         return -ENOSYS;
 }
 
+/* nb-gratuitous-arp.xml here: from the guest only gratuitous ARP, to it
+ * every ARP but gratuitous dropped. */
+static int add_gratuitous(nb_fw_ruleset *rs)
+{
+        nb_fw_rule out_grat = {
+                .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT, .arp_gratuitous = true};
+        nb_fw_rule out_arp = {
+                .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP, .ether_type = 0x0806};
+        nb_fw_rule in = {.direction = NB_FW_TO_GUEST,
+                         .verdict = NB_FW_DROP,
+                         .arp_gratuitous = true,
+                         .arp_gratuitous_not = true};
+        int r = nb_fw_rule_add(rs, &out_grat);
+
+        if (r == 0)
+                r = nb_fw_rule_add(rs, &out_arp);
+        return r < 0 ? r : nb_fw_rule_add(rs, &in);
+}
+
 static int add_one(nb_fw_ruleset *rs, const char *f, const struct vars *vs)
 {
         if (strcmp(f, "no-promisc") == 0)
                 return nb_fw_add_no_promisc(rs, var_first(vs, "MAC"));
+        if (strcmp(f, "nb-gratuitous-arp") == 0)
+                return add_gratuitous(rs);
         if (nb_fw_add_filter)
                 return nb_fw_add_filter(rs, f, vs->v, vs->n);
         return add_legacy(rs, f, vs);

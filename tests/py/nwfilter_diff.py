@@ -48,6 +48,9 @@ STOCK_XML = "/etc/libvirt/nwfilter"
 DRIVERS = (glob.glob("/usr/lib/*/libvirt/connection-driver") or
            ["/usr/lib/x86_64-linux-gnu/libvirt/connection-driver"])[0]  # Debian's multiarch
 COMPOSITION = "clean-traffic+no-promisc"
+# Filters of tests/nwfilter/ that are not stock ones and not COMPOSITION's
+# parts: a field no stock filter uses (gratuitous ARP and its negation).
+CUSTOM = ["nb-gratuitous-arp"]
 STOCK = ["allow-arp", "allow-dhcp", "allow-dhcp-server", "allow-dhcpv6", "allow-dhcpv6-server",
          "allow-incoming-ipv4", "allow-incoming-ipv6", "allow-ipv4", "allow-ipv6",
          "clean-traffic", "clean-traffic-gateway", "no-arp-ip-spoofing", "no-arp-mac-spoofing",
@@ -435,7 +438,7 @@ def main():
     work = tempfile.mkdtemp(prefix="nwfilter-diff.")
     sides, lvs, results = [], [], []
     try:
-        names = a.filter or STOCK + [COMPOSITION]
+        names = a.filter or STOCK + [COMPOSITION] + CUSTOM
         n_lv = max(1, min(a.libvirtds, len(names)))
         # libvirt takes seconds per binding (some 70 ebtables processes):
         # n_lv libvirtds, each in a namespace A<i> of its own with the

@@ -192,6 +192,11 @@ def fam_arp():
             arp(sha=PEER_MAC, spa=PEER_IP, tpa=g, op=2, tha=GUEST_MAC),
             arp(tpa=g), arp(spa=g, tpa=g), arp(tha=GUEST_MAC), arp(tha=BCAST_MAC),
             arp(htype=6), arp(ptype=0x86DD), arp(hlen=8), arp(plen=16), arp(op=2, htype=6)]
+    # gratuitous (sender IP == target IP) or not, whichever byte differs,
+    # and behind the header checks ebt_arp makes for it
+    l3s += [arp(spa=g, tpa="11.0.0.5"), arp(spa=g, tpa="10.0.9.5"), arp(spa=g, tpa="10.0.0.6"),
+            arp(spa=OTHER_IP, tpa=OTHER_IP), arp(spa=g, tpa=g, op=2), arp(spa=g, tpa=g, htype=6),
+            arp(spa=g, tpa=g, ptype=0x86DD), arp(spa=g, tpa=g, plen=16), arp(spa=g, tpa=g, hlen=8)]
     out = [("sender", "bcast", l3) for l3 in l3s]
     out += [("sender", "receiver", arp(op=2)), ("other", "bcast", arp())]
     return out

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Build the test guest (tests/guest/README): Debian 12's own kernel and a
+# busybox initramfs with tests/guest/init.sh as /init, from Debian packages
+# only, into OUT (default build/tests/guest): OUT/vmlinuz, OUT/initrd.gz.
+# The kernel package is downloaded with apt-get download and unpacked with
+# dpkg-deb -x into a scratch directory: it is never installed on the host.
+# Reruns are free while OUT/stamp names the same kernel, busybox and init.
+set -euo pipefail
+
+out=$(realpath -m "${1:-build/tests/guest}")
+here=$(dirname "$(realpath "$0")")
+# The guest's drivers and the VLAN stack, in load order (each after what it
+# depends on; checked against the modules' own depends= below). Debian's
+# config has all of them as modules (virtio, virtio_pci, virtio_net, 8021q,
+# ...), none built in.
+mods=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci
+      failover net_failover virtio_net llc stp garp mrp 8021q)
+
+# Debian 12's current kernel: what linux-image-amd64 depends on now.
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+       sed -n 's/^ *Depends: \(linux-image-[0-9.]*-[0-9]*-amd64\)$/\1/p' | head -1)
+if [ -z "$kpkg" ]; then
+  echo "guest build: apt knows no linux-image-amd64 (run apt-get update?)" >&2
+  exit 1
+fi
+kver=$(apt-cache policy "$kpkg" | sed -n 's/^ *Candidate: //p')
+bbver=$(apt-cache policy busybox-static | sed -n 's/^ *Candidate: //p')
+stamp="$kpkg $kver busybox-static $bbver init $(sha256sum "$here/init.sh" "$0" | sha256sum | cut -c1-16)"
+if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ] &&
+   [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.gz" ]; then
+  echo "guest build: $out is up to date ($kpkg $kver)"
+  exit 0
+fi
+
+# The packages stay in OUT/debs: a change to init.sh downloads nothing.
+debs="$out/debs"
+mkdir -p "$debs"
+kdeb="$debs/${kpkg}_${kver//:/%3a}_amd64.deb"
+bbdeb="$debs/busybox-static_${bbver//:/%3a}_amd64.deb"
+if [ ! -f "$kdeb" ] || [ ! -f "$bbdeb" ]; then
+  find "$debs" -name '*.deb' -delete
+  chmod 755 "$out" "$debs"  # apt-get download drops privileges to _apt where it can
+  (cd "$debs" && apt-get download -q "$kpkg=$kver" "busybox-static=$bbver" >/dev/null 2>&1) || {
+    echo "guest build: apt-get download $kpkg=$kver busybox-static=$bbver failed" >&2
+    exit 1
+  }
+fi
+work=$(mktemp -d "$out/work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+dpkg-deb -x "$kdeb" "$work/k"
+dpkg-deb -x "$bbdeb" "$work/bb"
+krel=$(ls "$work/k/lib/modules")
+root="$work/root"
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,lib/modules}
+cp "$work/bb/bin/busybox" "$root/bin/busybox"
+cp "$here/init.sh" "$root/init"
+chmod 755 "$root/init" "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"
+
+loaded=" "
+for m in "${mods[@]}"; do
+  ko=$(find "$work/k/lib/modules/$krel" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
+  if [ -z "$ko" ]; then
+    if grep -qx "kernel/.*/$m.ko" "$work/k/lib/modules/$krel/modules.builtin" 2>/dev/null; then
+      echo "guest build: $m is built into $krel"
+      continue
+    fi
+    echo "guest build: $krel has no module $m" >&2
+    exit 1
+  fi
+  case $ko in *.xz) xz -dc "$ko" >"$root/lib/modules/$m.ko" ;; *) cp "$ko" "$root/lib/modules/$m.ko" ;; esac
+  deps=$(tr '\0' '\n' <"$root/lib/modules/$m.ko" | sed -n 's/^depends=//p' | tr ',' ' ')
+  for d in $deps; do
+    case $loaded in *" $d "*) ;; *) echo "guest build: $m needs $d first" >&2; exit 1 ;; esac
+  done
+  loaded="$loaded$m "
+  echo "$m" >>"$root/lib/modules/order"
+done
+
+cp "$work/k/boot/vmlinuz-$krel" "$work/vmlinuz"
+(cd "$root" && find . | "$work/bb/bin/busybox" cpio -o -H newc -R 0:0 2>/dev/null) |
+  gzip -9 >"$work/initrd.gz"
+mv "$work/vmlinuz" "$out/vmlinuz"
+mv "$work/initrd.gz" "$out/initrd.gz"
+echo "$krel" >"$out/release"
+echo "$stamp" >"$out/stamp"
+echo "guest build: $out: $krel, $(du -k "$out/initrd.gz" | cut -f1) kB initramfs"

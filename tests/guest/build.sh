@@ -24,7 +24,11 @@ if [ -z "$kpkg" ]; then
   exit 1
 fi
 kver=$(apt-cache policy "$kpkg" | sed -n 's/^ *Candidate: //p')
-bbver=$(apt-cache policy busybox-static | sed -n 's/^ *Candidate: //p')
+# busybox: the installed busybox-static (scripts/deps.sh), else downloaded.
+bbver=$(dpkg-query -W -f '${Status} ${Version}' busybox-static 2>/dev/null |
+        sed -n 's/^install ok installed //p' || true)
+bbhost=$bbver
+[ -n "$bbver" ] || bbver=$(apt-cache policy busybox-static | sed -n 's/^ *Candidate: //p')
 stamp="$kpkg $kver busybox-static $bbver init $(sha256sum "$here/init.sh" "$0" | sha256sum | cut -c1-16)"
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ] &&
    [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.gz" ]; then
@@ -37,18 +41,25 @@ debs="$out/debs"
 mkdir -p "$debs"
 kdeb="$debs/${kpkg}_${kver//:/%3a}_amd64.deb"
 bbdeb="$debs/busybox-static_${bbver//:/%3a}_amd64.deb"
-if [ ! -f "$kdeb" ] || [ ! -f "$bbdeb" ]; then
-  find "$debs" -name '*.deb' -delete
+want=("$kpkg=$kver")
+[ -f "$kdeb" ] || find "$debs" -name 'linux-image-*.deb' -delete
+[ -n "$bbhost" ] || [ -f "$bbdeb" ] || want+=("busybox-static=$bbver")
+if [ ! -f "$kdeb" ] || [ ${#want[@]} -gt 1 ]; then
   chmod 755 "$out" "$debs"  # apt-get download drops privileges to _apt where it can
-  (cd "$debs" && apt-get download -q "$kpkg=$kver" "busybox-static=$bbver" >/dev/null 2>&1) || {
-    echo "guest build: apt-get download $kpkg=$kver busybox-static=$bbver failed" >&2
+  (cd "$debs" && apt-get download -q "${want[@]}" >/dev/null 2>&1) || {
+    echo "guest build: apt-get download ${want[*]} failed" >&2
     exit 1
   }
 fi
 work=$(mktemp -d "$out/work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 dpkg-deb -x "$kdeb" "$work/k"
-dpkg-deb -x "$bbdeb" "$work/bb"
+if [ -n "$bbhost" ]; then
+  mkdir -p "$work/bb/bin"
+  cp "$(dpkg-query -L busybox-static | grep '/bin/busybox$' | head -1)" "$work/bb/bin/busybox"
+else
+  dpkg-deb -x "$bbdeb" "$work/bb"
+fi
 krel=$(ls "$work/k/lib/modules")
 root="$work/root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,lib/modules}

@@ -220,7 +220,8 @@ class Test:
         delta = {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS}
         for line in said:
             print("  guest: " + line)
-        print("  peer counted: " + " ".join("%s=%d" % (k, delta[k]) for k in COUNTERS))
+        print("  peer counted: " + " ".join("%s=%d" % (k, delta[k]) for k in COUNTERS) +
+              "  [%.1f s]" % (time.monotonic() - self.start))
         return said, delta
 
     def sent(self, said, what):
@@ -379,6 +380,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=240)
     ap.add_argument("--log", help="the guest's console (default: GUEST_DIR/console-LINK.log)")
     a = ap.parse_args()
+    for k in ("helper", "ctl", "tap_exec", "build_script", "guest_dir"):
+        setattr(a, k, os.path.abspath(getattr(a, k)))
     why = missing(a)
     if why:
         print("guest-vlan: FAIL: " + why)

@@ -20,7 +20,7 @@ mods=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci
 # A guest built from these sources less than a day ago is taken as it is,
 # without asking apt (seconds on a loaded machine); then apt's current
 # kernel and busybox are compared with the ones it was built from.
-src=$(sha256sum "$here/init.sh" "$0" | sha256sum | cut -c1-16)
+src=$(cat "$here/init.sh" "$0" | sha256sum | cut -c1-16)
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.gz" ] && [ -f "$out/stamp" ] &&
    [ "$(sed -n 's/.* init //p' "$out/stamp")" = "$src" ] &&
    [ -z "${NB_GUEST_REFRESH:-}" ] && [ -n "$(find "$out/stamp" -mmin -1440)" ]; then

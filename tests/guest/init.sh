@@ -1,13 +1,14 @@
 #!/bin/sh
 # /init of the test guest (tests/guest/README). Loads the drivers, sets eth0
 # up from the kernel command line (nbg.ip=ADDR/LEN nbg.peer=ADDR
-# nbg.vip=ADDR/LEN nbg.vpeer=ADDR nbg.peermac=MAC nbg.spoofmac=MAC), says
+# nbg.vpeer=ADDR nbg.peermac=MAC nbg.spoofmac=MAC), says
 # "NBG ready", then runs the steps the host names on the serial console, one
 # a line, each answered with "NBG <step> ..." lines and "NBG done <step>".
 # Every line for the host starts with "NBG ". Steps:
 #   plain       ping the peer from eth0's own address: "NBG plain answered=N/3"
-#   vlan        (once) make eth0.10, VLAN 10 on eth0, with the guest's MAC and
-#               nbg.vip
+#   vlan        (once) make eth0.10, VLAN 10 on eth0, with the guest's own
+#               MAC and IP, and a route to nbg.vpeer through it: what goes
+#               over the tag is from the guest's own addresses
 #   send        3 ARP requests and 3 pings to nbg.vpeer over the tag (the
 #               peer's MAC a static neighbour: it cannot answer), from
 #               eth0.10's MAC and address: "NBG send mac=M tx=N arping_tx=N
@@ -31,7 +32,7 @@ for m in $(cat /lib/modules/order); do
 done
 echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6
 echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6
-IP=$(arg ip) PEER=$(arg peer) VIP=$(arg vip) VPEER=$(arg vpeer)
+IP=$(arg ip) PEER=$(arg peer) VPEER=$(arg vpeer)
 PEERMAC=$(arg peermac) SPOOFMAC=$(arg spoofmac)
 ip link set lo up
 n=0
@@ -51,7 +52,7 @@ burst() {
   # flushes its neighbours, permanent ones included.
   arp -i eth0.10 -s "$VPEER" "$PEERMAC"
   a=$(tx)
-  arping -c 3 -w 3 -I eth0.10 -s "${VIP%/*}" "$VPEER" >/dev/null 2>&1
+  arping -c 3 -w 3 -I eth0.10 -s "${IP%/*}" "$VPEER" >/dev/null 2>&1
   b=$(tx)
   ping -c 3 -i 0.3 -W 1 -I eth0.10 "$VPEER" >/dev/null 2>&1
   say "$1 mac=$(cat /sys/class/net/eth0.10/address) tx=$(($(tx) - a)) arping_tx=$((b - a)) ping_tx=$(($(tx) - b))"
@@ -69,7 +70,8 @@ step() {
       return
     fi
     ip link set eth0.10 up
-    ip addr add "$VIP" dev eth0.10
+    ip addr add "${IP%/*}/32" dev eth0.10
+    ip route add "$VPEER/32" dev eth0.10 src "${IP%/*}"
     say "vlan dev=eth0.10 id=$(sed -n 's/.*VID: \([0-9]*\).*/\1/p' /proc/net/vlan/eth0.10) mac=$(cat /sys/class/net/eth0.10/address)"
     ;;
   send) burst send ;;

@@ -58,7 +58,7 @@ GMAC = "52:54:00:4e:42:02"
 SPOOFMAC = "52:54:00:66:66:66"
 PEERMAC = "02:00:00:4e:42:01"
 GUEST_IP, PEER_IP = "10.77.0.2", "10.77.0.1"
-VGUEST_IP, VPEER_IP = "10.77.10.2", "10.77.10.1"
+VPEER_IP = "10.77.10.1"  # routed over the tag; the guest's address there is GUEST_IP
 VLAN_RULE_PRIORITY = -750
 PR_SET_PDEATHSIG = 1
 
@@ -265,9 +265,9 @@ class Test:
 
     def boot(self):
         g = self.a.guest_dir
-        append = ("console=ttyS0 quiet panic=-1 nbg.ip=%s/24 nbg.peer=%s nbg.vip=%s/24 "
-                  "nbg.vpeer=%s nbg.peermac=%s nbg.spoofmac=%s" %
-                  (GUEST_IP, PEER_IP, VGUEST_IP, VPEER_IP, PEERMAC, SPOOFMAC))
+        append = ("console=ttyS0 quiet panic=-1 nbg.ip=%s/24 nbg.peer=%s nbg.vpeer=%s "
+                  "nbg.peermac=%s nbg.spoofmac=%s" %
+                  (GUEST_IP, PEER_IP, VPEER_IP, PEERMAC, SPOOFMAC))
         qemu = ["qemu-system-x86_64", "-nodefaults", "-display", "none", "-serial", "stdio",
                 "-no-reboot", "-m", "256", "-machine", "pc,accel=tcg",
                 "-kernel", os.path.join(g, "vmlinuz"), "-initrd", os.path.join(g, "initrd.gz"),

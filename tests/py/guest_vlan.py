@@ -147,7 +147,7 @@ class Guest:
             if line.startswith(prefix):
                 return line
 
-    def step(self, name, limit=60):
+    def step(self, name, limit=90):
         """Run one of the guest's steps; its NBG lines (without "done")."""
         self.p.stdin.write(name + "\n")
         self.p.stdin.flush()
@@ -188,7 +188,10 @@ class Test:
             self.failures.append(what)
 
     def ctl(self, *args, stdin=None):
-        return run(self.a.ctl, "--spawn", self.a.helper, *args, ns=self.ns, stdin=stdin)
+        t = time.monotonic()
+        out = run(self.a.ctl, "--spawn", self.a.helper, *args, ns=self.ns, stdin=stdin).stdout
+        print("  %s  [netbrokerctl %.1f s, at %.1f s]" % (out.strip(), time.monotonic() - t,
+                                                        time.monotonic() - self.start))
 
     def counters(self):
         j = json.loads(run("nft", "-j", "list", "counters", "table", "netdev", "nbgv",
@@ -214,14 +217,16 @@ class Test:
 
     def guest_step(self, name):
         before = self.counters()
+        t = time.monotonic()
         said = self.guest.step(name)
+        took = time.monotonic() - t
         time.sleep(0.5)  # the last frame through veth and bridge
         after = self.counters()
         delta = {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS}
         for line in said:
             print("  guest: " + line)
         print("  peer counted: " + " ".join("%s=%d" % (k, delta[k]) for k in COUNTERS) +
-              "  [%.1f s]" % (time.monotonic() - self.start))
+              "  [guest %.1f s, at %.1f s]" % (took, time.monotonic() - self.start))
         return said, delta
 
     def sent(self, said, what):
@@ -296,8 +301,7 @@ class Test:
     def phases(self):
         print("phase A: no-promisc + clean-traffic for %s %s on %s %s" %
               (GMAC, GUEST_IP, self.a.link, self.ifname))
-        print("  " + self.ctl("fw", "apply", "-", stdin=firewall(self.ifname, False))
-              .stdout.strip())
+        self.ctl("fw", "apply", "-", stdin=firewall(self.ifname, False))
         self.plain()
         said, _ = self.guest_step("vlan")
         self.check(any(s.startswith("NBG vlan dev=eth0.10 ") and " id=10 " in s for s in said),
@@ -318,8 +322,7 @@ class Test:
 
         print("phase B: the same + VLAN 10 from %s, accept, priority %d" %
               (GMAC, VLAN_RULE_PRIORITY))
-        print("  " + self.ctl("fw", "apply", "-", stdin=firewall(self.ifname, True))
-              .stdout.strip())
+        self.ctl("fw", "apply", "-", stdin=firewall(self.ifname, True))
         self.plain()
         v0 = self.fw_packets("vlanid='10'")
         said, delta = self.guest_step("send")
@@ -337,7 +340,7 @@ class Test:
                    "VLAN 10 allowed: nothing tagged from the spoofed MAC reaches the peer")
 
         print("phase C: no filter (fw remove %s)" % self.ifname)
-        print("  " + self.ctl("fw", "remove", self.ifname).stdout.strip())
+        self.ctl("fw", "remove", self.ifname)
         said, delta = self.guest_step("spoof")
         self.sent(said, "spoof")
         self.check(delta["spoof_v10_arp"] > 0 and delta["spoof_v10_ip"] > 0,

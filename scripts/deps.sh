@@ -15,6 +15,8 @@ packages=(
   python3-pyflakes # lints the tests' Python (tests/py, ctest -L lint)
   clang libclang-rt-14-dev  # libFuzzer (clang_rt.fuzzer) for tests/fuzz
   qemu-system-x86  # the link tests start QEMU on a tap fd from TapCreate
+  busybox-static   # the guest VLAN test's initramfs (tests/guest/build.sh; the
+                   # guest's kernel is downloaded there, never installed)
   iperf3           # the bandwidth conformance test measures TCP between namespaces
   valgrind         # memcheck over the unit, protocol and limits tests
   gnuplot-nox      # netbroker-bench --png draws its chart (no X11 needed)

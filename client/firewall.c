@@ -7,6 +7,7 @@
  * helper validates every rule fully before anything of a batch reaches the
  * kernel. */
 #include <ctype.h>
+#include <stdint.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +15,24 @@
 #include "fw_ruleset.h"
 #include "internal.h"
 
+#define NO_GROUP SIZE_MAX
+
 struct nb_fw_ruleset {
         Netbroker__FwGroup **groups;
         size_t n_groups;
         size_t cap;
-        size_t cur; /* the group rules are added to (nb_fw_group_ex selects one) */
+        /* The group nb_fw_rule_add() adds to (nb_fw_group_ex selects one);
+         * NO_GROUP: none chosen yet, the next rule starts group "rules". */
+        size_t cur;
 };
 
 NB_EXPORT nb_fw_ruleset *nb_fw_ruleset_new(void)
 {
-        return calloc(1, sizeof(nb_fw_ruleset));
+        nb_fw_ruleset *rs = calloc(1, sizeof(nb_fw_ruleset));
+
+        if (rs)
+                rs->cur = NO_GROUP;
+        return rs;
 }
 
 /* Drop the groups from index `keep` on: a builder that fails half-way
@@ -32,8 +41,8 @@ static void truncate_groups(nb_fw_ruleset *rs, size_t keep)
 {
         while (rs->n_groups > keep)
                 protobuf_c_message_free_unpacked(&rs->groups[--rs->n_groups]->base, NULL);
-        if (rs->cur >= rs->n_groups)
-                rs->cur = rs->n_groups ? rs->n_groups - 1 : 0;
+        if (rs->cur != NO_GROUP && rs->cur >= rs->n_groups)
+                rs->cur = rs->n_groups ? rs->n_groups - 1 : NO_GROUP;
 }
 
 NB_EXPORT void nb_fw_ruleset_free(nb_fw_ruleset *rs)
@@ -302,7 +311,7 @@ int nb_fw_rule_add_once(nb_fw_ruleset *rs, const nb_fw_rule *rule)
         Netbroker__FwGroup *g;
         Netbroker__FwRule *p;
 
-        if (!rs || !rule || !rule_ok(rule) || rs->n_groups == 0)
+        if (!rs || !rule || !rule_ok(rule) || rs->cur == NO_GROUP)
                 return -EINVAL;
         g = rs->groups[rs->cur];
         p = rule_to_proto(rule);
@@ -345,6 +354,11 @@ void nb_fw_mark_rollback(nb_fw_ruleset *rs, const struct nb_fw_mark *m)
         rs->cur = m->cur;
 }
 
+void nb_fw_mark_restore_group(nb_fw_ruleset *rs, const struct nb_fw_mark *m)
+{
+        rs->cur = m->cur;
+}
+
 void nb_fw_mark_release(struct nb_fw_mark *m)
 {
         free(m->n_rules);
@@ -359,7 +373,7 @@ NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule)
 
         if (!rs || !rule || !rule_ok(rule))
                 return -EINVAL;
-        if (rs->n_groups == 0) {
+        if (rs->cur == NO_GROUP) {
                 r = nb_fw_group(rs, "rules");
                 if (r < 0)
                         return r;

@@ -564,6 +564,11 @@ static int instantiate(nb_fw_ruleset *rs, const struct stock *f, const nb_fw_var
         r = walk(rs, f, vars, n_vars, 0);
         if (r < 0)
                 nb_fw_mark_rollback(rs, &mark);
+        else
+                /* A rule the caller adds next goes where it would have
+                 * gone without the filter, never into the filter's last
+                 * chain (which only some frames enter). */
+                nb_fw_mark_restore_group(rs, &mark);
         nb_fw_mark_release(&mark);
         return r;
 }

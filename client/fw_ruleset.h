@@ -18,6 +18,9 @@ int nb_fw_mark_take(const nb_fw_ruleset *rs, struct nb_fw_mark *ret);
 /* Drops every group started and every rule added since the mark. */
 void nb_fw_mark_rollback(nb_fw_ruleset *rs, const struct nb_fw_mark *m);
 void nb_fw_mark_release(struct nb_fw_mark *m);
+/* Make the group that was current at the mark current again (none: the
+ * next nb_fw_rule_add() starts group "rules"). */
+void nb_fw_mark_restore_group(nb_fw_ruleset *rs, const struct nb_fw_mark *m);
 
 /* nb_fw_rule_add() into the current group, unless the group has a rule
  * that is the same in every field (a filter instantiated twice adds its

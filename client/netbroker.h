@@ -302,9 +302,11 @@ typedef struct nb_fw_var {
 int nb_fw_add_filter(nb_fw_ruleset *rs, const char *filter, const nb_fw_var *vars, size_t n_vars);
 /* The filters nb_fw_add_filter() knows, NULL-terminated. */
 const char *const *nb_fw_filter_names(void);
-/* Add a rule to the current group (a group "rules" is started if there is
- * none). Strings are copied. Returns 0, -EINVAL (checked fully by the
- * helper), -ENOMEM. */
+/* Add a rule to the current group: the last one nb_fw_group() or
+ * nb_fw_group_ex() started or selected (a group "rules" is started if there
+ * is none). The stock filters leave the current group as they found it, so
+ * a rule added after one never lands in the filter's chains. Strings are
+ * copied. Returns 0, -EINVAL (checked fully by the helper), -ENOMEM. */
 int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule);
 
 /* libvirt's stock filters of the same names, through nb_fw_add_filter()

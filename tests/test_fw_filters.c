@@ -552,6 +552,52 @@ START_TEST(test_failure_rolls_back_groups_and_appended_rules)
 }
 END_TEST
 
+static unsigned count(const char *s, const char *what)
+{
+        unsigned n = 0;
+
+        for (s = strstr(s, what); s; s = strstr(s + 1, what))
+                n++;
+        return n;
+}
+
+/* A rule added after a filter goes where it would have gone without the
+ * filter: into the caller's group, or a new group "rules", never into the
+ * filter's last chain (clean-traffic's is rarp, which only RARP enters:
+ * an "accept VLAN 10" there would never match). */
+START_TEST(test_a_rule_after_a_filter_is_not_in_the_filters_chain)
+{
+        nb_fw_var v[5];
+        size_t n = sample_vars("clean-traffic", v);
+        nb_fw_rule vlan = {.verdict = NB_FW_ACCEPT, .ether_type = 0x8100}; /* any VLAN */
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        char *s;
+
+        ck_assert_int_eq(nb_fw_add_filter(rs, "clean-traffic", v, n), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &vlan), 0);
+        s = render(rs);
+        /* Once, as the first rule of a group of its own. */
+        ck_assert_msg(count(s, "0x8100") == 1 &&
+                              strstr(s, "  rules:\n    0 accept ether-type 0x8100\n"),
+                      "the rule is not alone in group \"rules\":\n%s", s);
+        free(s);
+        nb_fw_ruleset_free(rs);
+
+        rs = nb_fw_ruleset_new();
+        ck_assert_int_eq(nb_fw_group(rs, "mine"), 0);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, MAC), 0);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "clean-traffic", v, n), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &vlan), 0);
+        s = render(rs);
+        ck_assert_msg(count(s, "0x8100") == 1 &&
+                              strstr(s, "  mine:\n    0 accept ether-type 0x8100\n") &&
+                              !strstr(s, "  rules:\n"),
+                      "the rule is not in the caller's group:\n%s", s);
+        free(s);
+        nb_fw_ruleset_free(rs);
+}
+END_TEST
+
 static char *render_calls(const char *const *filters, bool promisc_first, bool promisc_last)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
@@ -647,6 +693,7 @@ TCase *fw_filters_tcase(void)
         tcase_add_test(tc, test_missing_and_invalid_variables_are_refused);
         tcase_add_test(tc, test_failure_rolls_back_groups_and_appended_rules);
         tcase_add_test(tc, test_order_of_calls_does_not_matter);
+        tcase_add_test(tc, test_a_rule_after_a_filter_is_not_in_the_filters_chain);
         tcase_add_test(tc, test_builders_are_the_stock_filters);
         return tc;
 }

@@ -37,12 +37,12 @@ struct nbd_fw_txn {
         struct nbd_fw_owners owners; /* as read at the start */
         struct nbd_fw_items items;
         char **op_owner; /* owner of each queued op, for error messages */
-        size_t n_ops;
+        size_t n_ops, cap_ops;
         struct {
                 char owner[NBD_FW_OWNER_MAX + 1];
                 char hash[NBD_FW_HASH_HEX];
         } * expect; /* what must be in the kernel after commit */
-        size_t n_expect;
+        size_t n_expect, cap_expect;
         unsigned rules_queued;
         bool rules_counted; /* the rule dump ensure needs, done once */
         uint32_t gen; /* the kernel's generation, read after the chains */
@@ -93,13 +93,30 @@ void nbd_fw_txn_free(struct nbd_fw_txn *t)
         free(t);
 }
 
-static int note_op(struct nbd_fw_txn *t, const char *owner, size_t *ret_idx)
+/* Room for one more in *v (n used of *cap, each size bytes), doubling:
+ * a batch of thousands of owners grew these by one, copying them all. */
+static int grow(void **v, size_t n, size_t *cap, size_t size)
 {
-        char **p = realloc(t->op_owner, (t->n_ops + 1) * sizeof(*p));
+        size_t ncap = *cap ? 2 * *cap : 64;
+        void *p;
 
+        if (n < *cap)
+                return 0;
+        p = realloc(*v, ncap * size);
         if (!p)
                 return -ENOMEM;
-        t->op_owner = p;
+        *v = p;
+        *cap = ncap;
+        return 0;
+}
+
+static int note_op(struct nbd_fw_txn *t, const char *owner, size_t *ret_idx)
+{
+        char **p;
+
+        if (grow((void **)&t->op_owner, t->n_ops, &t->cap_ops, sizeof(*p)) < 0)
+                return -ENOMEM;
+        p = t->op_owner;
         p[t->n_ops] = strdup(owner);
         if (!p[t->n_ops])
                 return -ENOMEM;
@@ -179,7 +196,6 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, s->owner);
         struct nbd_fw_items fresh = {0};
         size_t idx, mark = t->items.n;
-        void *grown;
         int r;
 
         memset(ret, 0, sizeof(*ret));
@@ -222,9 +238,8 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         }
         if (r == 0)
                 r = nbd_fw_items_append(&t->items, &fresh);
-        grown = r == 0 ? realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect)) : NULL;
-        if (r == 0 && !grown)
-                r = -ENOMEM;
+        if (r == 0)
+                r = grow((void **)&t->expect, t->n_expect, &t->cap_expect, sizeof(*t->expect));
         if (r < 0) {
                 /* Nothing of a failed op stays queued: with CONTINUE_ON_ERROR
                  * the transaction is still committed (a delete of the old
@@ -235,7 +250,6 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                 nbd_err_set(e, r, "out of memory queueing owner %s", s->owner);
                 goto out;
         }
-        t->expect = grown;
         snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", s->owner);
         snprintf(t->expect[t->n_expect].hash, sizeof(t->expect[0].hash), "%s", ret->hash);
         t->n_expect++;
@@ -251,7 +265,7 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
 {
         struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, owner);
         size_t idx, mark = t->items.n;
-        void *grown = NULL;
+
         int r;
 
         if (!o) {
@@ -267,15 +281,14 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
         r = note_op(t, owner, &idx);
         if (r == 0)
                 r = queue_delete(t, o, idx);
-        if (r == 0 && !(grown = realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect))))
-                r = -ENOMEM;
+        if (r == 0)
+                r = grow((void **)&t->expect, t->n_expect, &t->cap_expect, sizeof(*t->expect));
         if (r < 0) {
                 /* As in nbd_fw_txn_apply: nothing of a failed op stays queued. */
                 nbd_fw_items_clear(&t->items, mark);
                 return nbd_err_set(e, r, "out of memory queueing the removal of owner %s", owner);
         }
         o->touched = true;
-        t->expect = grown;
         snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", owner);
         t->expect[t->n_expect].hash[0] = '\0';
         t->n_expect++;

@@ -296,7 +296,7 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
 }
 
 static int put_table(struct nftnl_batch *b, uint16_t type, uint16_t flags, const char *name,
-                     uint32_t seq)
+                     uint16_t family, uint32_t seq)
 {
         struct nftnl_table *tb = nftnl_table_alloc();
         struct nlmsghdr *nlh;
@@ -304,7 +304,7 @@ static int put_table(struct nftnl_batch *b, uint16_t type, uint16_t flags, const
 
         if (!tb || nftnl_table_set_str(tb, NFTNL_TABLE_NAME, name) < 0)
                 goto out;
-        nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), type, NFPROTO_NETDEV, flags, seq);
+        nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), type, family, flags, seq);
         nftnl_table_nlmsg_build_payload(nlh, tb);
         r = nftnl_batch_update(b) < 0 ? -ENOMEM : 0;
 out:
@@ -328,8 +328,8 @@ static int put_mark_chain(struct nftnl_batch *b, uint32_t gen, uint32_t seq)
             nftnl_chain_set_data(c, NFTNL_CHAIN_USERDATA, nftnl_udata_buf_data(u),
                                  nftnl_udata_buf_len(u)) < 0)
                 goto out;
-        nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWCHAIN, NFPROTO_NETDEV,
-                                          NLM_F_CREATE | NLM_F_EXCL, seq);
+        nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWCHAIN,
+                                          NBD_FW_GEN_FAMILY, NLM_F_CREATE | NLM_F_EXCL, seq);
         nftnl_chain_nlmsg_build_payload(nlh, c);
         r = nftnl_batch_update(b) < 0 ? -ENOMEM : 0;
 out:
@@ -347,13 +347,18 @@ out:
  * kernel has already passed: the next reader counts, as it must. */
 static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
 {
+        const uint16_t fam = NBD_FW_GEN_FAMILY;
         uint32_t from = *seq;
-        int r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, (*seq)++);
+        int r = 0;
 
+        t->mark_msgs = 0;
+        if (!t->fw->can_mark)
+                return 0;
+        r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
         if (r == 0)
-                r = put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE, (*seq)++);
+                r = put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE, fam, (*seq)++);
         if (r == 0 && t->intact)
-                r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, (*seq)++);
+                r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
         if (r == 0 && t->intact)
                 r = put_mark_chain(b, t->gen + 1, (*seq)++);
         t->mark_msgs = *seq - from;
@@ -584,6 +589,61 @@ static void on_monitor(struct nbd_watch *w, uint32_t events)
         nbd_fw_monitor_drain(w->data);
 }
 
+/* Can the mark's table be made? A batch that makes it, then deletes a
+ * table that is not there: the kernel aborts it whole (no commit, no
+ * generation), and refuses the first message only if it cannot. */
+static bool mark_table_works(struct nbd_fw *fw)
+{
+        struct nftnl_batch *b = nftnl_batch_alloc(4096, 4096);
+        uint32_t seq = ++fw->seq, absent = 0;
+        int fd = mnl_socket_get_fd(fw->nl), err = 0, err_seq = -1;
+        struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
+        struct iovec iov;
+        struct msghdr msg = {
+                .msg_name = &snl, .msg_namelen = sizeof(snl), .msg_iov = &iov, .msg_iovlen = 1};
+        char buf[4096];
+        bool ok = false;
+        ssize_t n;
+
+        if (!b)
+                return false;
+        nftnl_batch_begin(nftnl_batch_buffer(b), seq++);
+        if (nftnl_batch_update(b) < 0 ||
+            put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, NBD_FW_GEN_FAMILY,
+                      seq++) < 0 ||
+            put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE "_absent", NFPROTO_NETDEV,
+                      absent = seq++) < 0)
+                goto out;
+        nftnl_batch_end(nftnl_batch_buffer(b), seq++);
+        fw->seq = seq;
+        if (nftnl_batch_update(b) < 0 || nftnl_batch_iovec_len(b) != 1)
+                goto out;
+        nftnl_batch_iovec(b, &iov, 1);
+        if (sendmsg(fd, &msg, 0) < 0)
+                goto out;
+        nbd_netlink_sent_nf(4);
+        /* Handled inside send(): the errors are queued by now. */
+        while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0 || (n < 0 && errno == EINTR)) {
+                int len = (int)n;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; n > 0 && mnl_nlmsg_ok(h, len);
+                     h = mnl_nlmsg_next(h, &len)) {
+                        const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+                        if (h->nlmsg_type == NLMSG_ERROR && e->error && err_seq < 0) {
+                                err = e->error;
+                                err_seq = (int)h->nlmsg_seq;
+                        }
+                }
+        }
+        ok = err == -ENOENT && err_seq == (int)absent;
+        if (!ok)
+                nbd_info("no generation mark (the kernel refused a table in the arp family: "
+                         "%s); ensure reads every rule",
+                         strerror(err ? -err : EIO));
+out:
+        nftnl_batch_free(b);
+        return ok;
+}
+
 int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
 {
         struct nbd_fw *fw = calloc(1, sizeof(*fw));
@@ -607,6 +667,7 @@ int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
         if (r < 0)
                 goto fail;
         fw->gen_known = true;
+        fw->can_mark = mark_table_works(fw);
         fw->loop = loop;
         if (loop) {
                 r = nbd_loop_add(loop, &fw->monw, mnl_socket_get_fd(fw->mon), EPOLLIN, on_monitor,

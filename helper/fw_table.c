@@ -173,6 +173,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
         const char *name, *slash;
         struct nbd_fw_owner_state *o;
         char **chains, *copy;
+        uint8_t family;
 
         /* A chain of ours left out of the list would be left behind when
          * its owner is replaced or removed: out of memory fails the dump. */
@@ -180,13 +181,16 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
             !tb[NFTA_CHAIN_NAME] || !tb[NFTA_CHAIN_TABLE])
                 return MNL_CB_OK;
         name = mnl_attr_get_str(tb[NFTA_CHAIN_NAME]);
-        /* The dump has every netdev table's chains: the mark's and ours. */
-        if (strcmp(mnl_attr_get_str(tb[NFTA_CHAIN_TABLE]), NBD_FW_GEN_TABLE) == 0) {
+        /* The dump has every family's chains: the mark's and ours. */
+        family = ((const struct nfgenmsg *)mnl_nlmsg_get_payload(nlh))->nfgen_family;
+        if (family == NBD_FW_GEN_FAMILY &&
+            strcmp(mnl_attr_get_str(tb[NFTA_CHAIN_TABLE]), NBD_FW_GEN_TABLE) == 0) {
                 if (strcmp(name, NBD_FW_GEN_CHAIN) == 0)
                         read_mark(&d->owners, tb[NFTA_CHAIN_USERDATA]);
                 return MNL_CB_OK;
         }
-        if (strcmp(mnl_attr_get_str(tb[NFTA_CHAIN_TABLE]), NBD_FW_TABLE) != 0)
+        if (family != NFPROTO_NETDEV ||
+            strcmp(mnl_attr_get_str(tb[NFTA_CHAIN_TABLE]), NBD_FW_TABLE))
                 return MNL_CB_OK;
         slash = strchr(name, '/');
         if (!slash || (size_t)(slash - name) > NBD_FW_OWNER_MAX)
@@ -335,8 +339,10 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
 
         for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
                 uint32_t seq = ++fw->seq;
-                struct nlmsghdr *nlh =
-                        nftnl_nlmsg_build_hdr(buf, type, NFPROTO_NETDEV, NLM_F_DUMP, seq);
+                /* Chains of every family: the mark is in the arp one. */
+                struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(
+                        buf, type, type == NFT_MSG_GETCHAIN ? NFPROTO_UNSPEC : NFPROTO_NETDEV,
+                        NLM_F_DUMP, seq);
                 ssize_t n;
 
                 if (attempt > 0)
@@ -345,7 +351,6 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                         struct nftnl_chain *c = nbd_fw_new_chain("");
                         if (!c)
                                 return -ENOMEM;
-                        /* Every netdev table's: the mark is in its own. */
                         nftnl_chain_unset(c, NFTNL_CHAIN_NAME);
                         nftnl_chain_unset(c, NFTNL_CHAIN_TABLE);
                         nftnl_chain_nlmsg_build_payload(nlh, c);

@@ -25,6 +25,7 @@ struct nbd_fw {
          * NEWGEN read after it may be older than one lost). */
         uint32_t gen;
         bool gen_known;
+        bool can_mark; /* the kernel has the arp family (probed at open) */
 };
 
 struct nbd_fw_owner_state {
@@ -58,8 +59,11 @@ struct nbd_fw_owners {
 };
 
 /* Where the generation mark lives: a table of its own, so that ours holds
- * owners' chains only; its one chain's comment is "netbroker generation N". */
+ * owners' chains only; its one chain's comment is "netbroker generation N".
+ * In the arp family: nft (1.0.6) lists a table by dumping every rule of its
+ * family, so a netdev table would double what `nft list ruleset` reads. */
 #define NBD_FW_GEN_TABLE "netbroker_gen"
+#define NBD_FW_GEN_FAMILY NFPROTO_ARP
 #define NBD_FW_GEN_CHAIN "generation"
 
 void nbd_fw_owners_free(struct nbd_fw_owners *o);

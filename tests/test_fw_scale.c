@@ -111,7 +111,7 @@ static uint32_t kernel_gen(void)
 /* The generation the mark names; false when there is no mark. */
 static bool mark_of(uint32_t *ret)
 {
-        char *out = tu_sh("nft list chain netdev " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
+        char *out = tu_sh("nft list chain arp " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
                           " 2>/dev/null || true");
         const char *at = strstr(out, "comment \"netbroker generation ");
         bool ok = at && sscanf(at, "comment \"netbroker generation %" SCNu32, ret) == 1;
@@ -166,8 +166,8 @@ START_TEST(test_ensure_believes_a_current_mark_and_reads_no_rule)
         ck_assert_uint_eq(apply(c, 2, NB_FW_REPLACE, -1), 0);
         gen = kernel_gen();
         out = tu_sh("printf '%%s\\n' 'flush chain netdev netbroker sc000/from/mac' "
-                    "'delete table netdev " NBD_FW_GEN_TABLE "' 'add table netdev " NBD_FW_GEN_TABLE
-                    "' 'add chain netdev " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
+                    "'delete table arp " NBD_FW_GEN_TABLE "' 'add table arp " NBD_FW_GEN_TABLE
+                    "' 'add chain arp " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
                     " { comment \"netbroker generation %" PRIu32
                     "\"; }' | nft -f - 2>&1; echo rc=$?",
                     gen + 1);

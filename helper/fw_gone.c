@@ -37,12 +37,16 @@ struct pick {
         size_t n_owners, cap_owners;
 };
 
+static int name_cmp(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+/* names is sorted (remove_picked): the sweep at start-up asks once per
+ * owner among every interface of the host. */
 static bool listed(const struct pick *p, const char *ifname)
 {
-        for (size_t i = 0; i < p->n; i++)
-                if (strcmp(p->names[i], ifname) == 0)
-                        return true;
-        return false;
+        return p->n && bsearch(ifname, p->names, p->n, sizeof(*p->names), name_cmp) != NULL;
 }
 
 static int pick_owner(const struct nbd_fw_owner_info *o, void *data)
@@ -88,7 +92,10 @@ static int remove_picked(struct nbd_fw_gone *g, struct pick *p, const char *why)
         const struct nbd_backend_fw *be = g->be;
         struct nbd_err err = {0};
         struct nbd_fw_txn *t = NULL;
-        int r = be->list(g->fw, pick_owner, p, &err);
+        int r;
+
+        qsort((void *)p->names, p->n, sizeof(*p->names), name_cmp);
+        r = be->list(g->fw, pick_owner, p, &err);
 
         if (r < 0 || !p->n_owners)
                 goto out;

@@ -4,11 +4,13 @@
 
 #include <arpa/inet.h> /* first: <linux/netfilter.h> defers to its in.h */
 #include <errno.h>
+#include <inttypes.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/batch.h>
 #include <libnftnl/chain.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/table.h>
+#include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -32,17 +34,23 @@ NBD_LOG_CATEGORY(firewall);
 
 struct nbd_fw_txn {
         struct nbd_fw *fw;
-        struct nbd_fw_owner_state *owners; /* as read at the start */
+        struct nbd_fw_owners owners; /* as read at the start */
         struct nbd_fw_items items;
         char **op_owner; /* owner of each queued op, for error messages */
-        size_t n_ops;
+        size_t n_ops, cap_ops;
         struct {
                 char owner[NBD_FW_OWNER_MAX + 1];
                 char hash[NBD_FW_HASH_HEX];
         } * expect; /* what must be in the kernel after commit */
-        size_t n_expect;
+        size_t n_expect, cap_expect;
         unsigned rules_queued;
         bool rules_counted; /* the rule dump ensure needs, done once */
+        uint32_t gen; /* the kernel's generation, read after the chains */
+        /* Every owner is what its comment says: the table has the mark of
+         * our last commit and nobody has committed since, or the rules were
+         * counted and agree. The commit then marks what it makes. */
+        bool intact;
+        unsigned mark_msgs; /* the messages the mark took, in the last batch built */
 };
 
 int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
@@ -58,6 +66,15 @@ int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err 
                 free(t);
                 return nbd_fw_read_failed(e, r, false);
         }
+        /* Read after the chains: a change since our mark, even one made
+         * while they were being read, makes the generation another. */
+        r = nbd_fw_current_gen(fw, &t->gen);
+        if (r < 0) {
+                nbd_fw_owners_free(&t->owners);
+                free(t);
+                return nbd_err_set(e, r, "cannot read the ruleset generation: %s", strerror(-r));
+        }
+        t->intact = t->owners.n == 0 || (t->owners.marked && t->owners.mark == t->gen);
         *ret = t;
         return 0;
 }
@@ -72,17 +89,34 @@ void nbd_fw_txn_free(struct nbd_fw_txn *t)
                 free(t->op_owner[i]);
         free(t->op_owner);
         free(t->expect);
-        nbd_fw_owners_free(t->owners);
+        nbd_fw_owners_free(&t->owners);
         free(t);
+}
+
+/* Room for one more in *v (n used of *cap, each size bytes), doubling:
+ * a batch of thousands of owners grew these by one, copying them all. */
+static int grow(void **v, size_t n, size_t *cap, size_t size)
+{
+        size_t ncap = *cap ? 2 * *cap : 64;
+        void *p;
+
+        if (n < *cap)
+                return 0;
+        p = realloc(*v, ncap * size);
+        if (!p)
+                return -ENOMEM;
+        *v = p;
+        *cap = ncap;
+        return 0;
 }
 
 static int note_op(struct nbd_fw_txn *t, const char *owner, size_t *ret_idx)
 {
-        char **p = realloc(t->op_owner, (t->n_ops + 1) * sizeof(*p));
+        char **p;
 
-        if (!p)
+        if (grow((void **)&t->op_owner, t->n_ops, &t->cap_ops, sizeof(*p)) < 0)
                 return -ENOMEM;
-        t->op_owner = p;
+        p = t->op_owner;
         p[t->n_ops] = strdup(owner);
         if (!p[t->n_ops])
                 return -ENOMEM;
@@ -104,35 +138,41 @@ static int queue_delete(struct nbd_fw_txn *t, struct nbd_fw_owner_state *o, size
         return 0;
 }
 
-static long chain_rules(const struct nbd_fw_owner_state *o, const char *name)
+/* The rules in chain `name` of o; -1 when it has no such chain, and 0
+ * without a count (counted false: the table is intact, see struct
+ * nbd_fw_txn). */
+static long chain_rules(const struct nbd_fw_owner_state *o, const char *name, bool counted)
 {
         for (size_t i = 0; i < o->n_chains; i++)
                 if (strcmp(o->chains[i], name) == 0)
-                        return o->chain_rules ? (long)o->chain_rules[i] : -1;
+                        return !counted ? 0 : o->chain_rules ? (long)o->chain_rules[i] : -1;
         return -1;
 }
 
 struct expect {
         const struct nbd_fw_owner_state *o;
+        bool counted;
         size_t chains;
 };
 
 static int expect_chain(const char *name, size_t rules, void *data)
 {
         struct expect *x = data;
+        long have = chain_rules(x->o, name, x->counted);
 
         x->chains++;
-        return chain_rules(x->o, name) == (long)rules ? 0 : 1;
+        return have >= 0 && (!x->counted || have == (long)rules) ? 0 : 1;
 }
 
 /* Ensure's test: the hash in the comment is only a claim; the kernel must
  * also hold exactly the chains the spec makes, each with its number of
  * rules (nbd_fw_layout: a chain flushed or deleted by hand makes the owner
- * changed, and ensure rebuilds it). */
+ * changed, and ensure rebuilds it). When the table is intact, the rules
+ * are what the comment says and need no count. */
 static bool in_place(const struct nbd_fw_owner_state *o, const struct nbd_fw_owner_spec *s,
-                     const char *hash)
+                     const char *hash, bool counted)
 {
-        struct expect x = {o, 0};
+        struct expect x = {o, counted, 0};
 
         if (!o || !o->has_base || strcmp(o->hash, hash) != 0 || strcmp(o->ifname, s->ifname) != 0)
                 return false;
@@ -140,13 +180,22 @@ static bool in_place(const struct nbd_fw_owner_state *o, const struct nbd_fw_own
         return nbd_fw_layout(s, expect_chain, &x) == 0 && o->n_chains == x.chains;
 }
 
+/* After a count: does every owner have its base chains and, in all, the
+ * rules its comment claims? Then a commit may mark the table. */
+static bool all_as_claimed(const struct nbd_fw_owners *owners)
+{
+        for (const struct nbd_fw_owner_state *o = owners->list; o; o = o->next)
+                if (!o->has_base || o->kernel_rules != o->rules)
+                        return false;
+        return true;
+}
+
 int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                      struct nbd_fw_applied *ret, struct nbd_err *e)
 {
-        struct nbd_fw_owner_state *o = nbd_fw_owner_find(t->owners, s->owner);
+        struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, s->owner);
         struct nbd_fw_items fresh = {0};
         size_t idx, mark = t->items.n;
-        void *grown;
         int r;
 
         memset(ret, 0, sizeof(*ret));
@@ -164,16 +213,17 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         }
         /* The hash of the model decides whether anything is written. */
         nbd_fw_model_hash(s, ret->hash, &ret->rules);
-        if (s->ensure && o && !t->rules_counted) {
-                r = nbd_fw_count_rules(t->fw, t->owners);
+        if (s->ensure && o && !t->intact && !t->rules_counted) {
+                r = nbd_fw_count_rules(t->fw, &t->owners);
                 if (r < 0) {
                         nbd_fw_read_failed(e, r, true);
                         goto out;
                 }
                 t->rules_counted = true;
+                t->intact = all_as_claimed(&t->owners);
         }
         /* Nothing to write: no need to compile. */
-        if (s->ensure && in_place(o, s, ret->hash)) {
+        if (s->ensure && in_place(o, s, ret->hash, t->rules_counted)) {
                 ret->unchanged = true;
                 nbd_stat_inc(NBD_STAT_FW_OWNERS_UNCHANGED);
                 goto out;
@@ -188,9 +238,8 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         }
         if (r == 0)
                 r = nbd_fw_items_append(&t->items, &fresh);
-        grown = r == 0 ? realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect)) : NULL;
-        if (r == 0 && !grown)
-                r = -ENOMEM;
+        if (r == 0)
+                r = grow((void **)&t->expect, t->n_expect, &t->cap_expect, sizeof(*t->expect));
         if (r < 0) {
                 /* Nothing of a failed op stays queued: with CONTINUE_ON_ERROR
                  * the transaction is still committed (a delete of the old
@@ -201,7 +250,6 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                 nbd_err_set(e, r, "out of memory queueing owner %s", s->owner);
                 goto out;
         }
-        t->expect = grown;
         snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", s->owner);
         snprintf(t->expect[t->n_expect].hash, sizeof(t->expect[0].hash), "%s", ret->hash);
         t->n_expect++;
@@ -215,9 +263,9 @@ out:
 int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
                       struct nbd_err *e)
 {
-        struct nbd_fw_owner_state *o = nbd_fw_owner_find(t->owners, owner);
+        struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, owner);
         size_t idx, mark = t->items.n;
-        void *grown = NULL;
+
         int r;
 
         if (!o) {
@@ -233,19 +281,88 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
         r = note_op(t, owner, &idx);
         if (r == 0)
                 r = queue_delete(t, o, idx);
-        if (r == 0 && !(grown = realloc(t->expect, (t->n_expect + 1) * sizeof(*t->expect))))
-                r = -ENOMEM;
+        if (r == 0)
+                r = grow((void **)&t->expect, t->n_expect, &t->cap_expect, sizeof(*t->expect));
         if (r < 0) {
                 /* As in nbd_fw_txn_apply: nothing of a failed op stays queued. */
                 nbd_fw_items_clear(&t->items, mark);
                 return nbd_err_set(e, r, "out of memory queueing the removal of owner %s", owner);
         }
         o->touched = true;
-        t->expect = grown;
         snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", owner);
         t->expect[t->n_expect].hash[0] = '\0';
         t->n_expect++;
         return 0;
+}
+
+static int put_table(struct nftnl_batch *b, uint16_t type, uint16_t flags, const char *name,
+                     uint16_t family, uint32_t seq)
+{
+        struct nftnl_table *tb = nftnl_table_alloc();
+        struct nlmsghdr *nlh;
+        int r = -ENOMEM;
+
+        if (!tb || nftnl_table_set_str(tb, NFTNL_TABLE_NAME, name) < 0)
+                goto out;
+        nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), type, family, flags, seq);
+        nftnl_table_nlmsg_build_payload(nlh, tb);
+        r = nftnl_batch_update(b) < 0 ? -ENOMEM : 0;
+out:
+        if (tb)
+                nftnl_table_free(tb);
+        return r;
+}
+
+static int put_mark_chain(struct nftnl_batch *b, uint32_t gen, uint32_t seq)
+{
+        struct nftnl_chain *c = nftnl_chain_alloc();
+        struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
+        char text[64];
+        struct nlmsghdr *nlh;
+        int r = -ENOMEM;
+
+        snprintf(text, sizeof(text), "netbroker generation %" PRIu32, gen);
+        if (!c || !u || !nftnl_udata_put_strz(u, NBD_FW_UDATA_CHAIN_COMMENT, text) ||
+            nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NBD_FW_GEN_TABLE) < 0 ||
+            nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, NBD_FW_GEN_CHAIN) < 0 ||
+            nftnl_chain_set_data(c, NFTNL_CHAIN_USERDATA, nftnl_udata_buf_data(u),
+                                 nftnl_udata_buf_len(u)) < 0)
+                goto out;
+        nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWCHAIN,
+                                          NBD_FW_GEN_FAMILY, NLM_F_CREATE | NLM_F_EXCL, seq);
+        nftnl_chain_nlmsg_build_payload(nlh, c);
+        r = nftnl_batch_update(b) < 0 ? -ENOMEM : 0;
+out:
+        if (c)
+                nftnl_chain_free(c);
+        if (u)
+                nftnl_udata_buf_free(u);
+        return r;
+}
+
+/* The generation mark goes, whatever it said (made and deleted: no error
+ * when it is missing); it comes back, saying the generation this commit
+ * will make, only when the table was intact before it. If anyone commits
+ * between our read and this commit, the mark names a generation the
+ * kernel has already passed: the next reader counts, as it must. */
+static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
+{
+        const uint16_t fam = NBD_FW_GEN_FAMILY;
+        uint32_t from = *seq;
+        int r = 0;
+
+        t->mark_msgs = 0;
+        if (!t->fw->can_mark)
+                return 0;
+        r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
+        if (r == 0)
+                r = put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE, fam, (*seq)++);
+        if (r == 0 && t->intact)
+                r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
+        if (r == 0 && t->intact)
+                r = put_mark_chain(b, t->gen + 1, (*seq)++);
+        t->mark_msgs = *seq - from;
+        return r;
 }
 
 /* NULL when out of memory. */
@@ -269,7 +386,7 @@ static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first
         nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE, NFPROTO_NETDEV,
                                           NLM_F_CREATE, seq++);
         nftnl_table_nlmsg_build_payload(nlh, tb);
-        if (nftnl_batch_update(b) < 0)
+        if (nftnl_batch_update(b) < 0 || put_mark(t, b, &seq) < 0)
                 goto out;
         first = seq;
         for (size_t i = 0; i < t->items.n; i++)
@@ -296,17 +413,17 @@ out:
  * lost to ENOBUFS, the state itself is the answer.) */
 static int verify(struct nbd_fw_txn *t)
 {
-        struct nbd_fw_owner_state *now = NULL;
+        struct nbd_fw_owners now = {0};
         int r = nbd_fw_read_owners(t->fw, &now);
 
         for (size_t i = 0; r == 0 && i < t->n_expect; i++) {
-                struct nbd_fw_owner_state *o = nbd_fw_owner_find(now, t->expect[i].owner);
+                struct nbd_fw_owner_state *o = nbd_fw_owner_find(&now, t->expect[i].owner);
                 /* An empty hash stands for a removed owner. */
                 if (t->expect[i].hash[0] ? !o || strcmp(o->hash, t->expect[i].hash) != 0
                                          : o != NULL)
                         r = -EIO;
         }
-        nbd_fw_owners_free(now);
+        nbd_fw_owners_free(&now);
         return r;
 }
 
@@ -396,7 +513,7 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
         nftnl_batch_free(b);
         if (r < 0)
                 return nbd_err_set(e, r, "cannot send the transaction: %s", strerror(-r));
-        nbd_netlink_sent_nf((unsigned)(t->items.n + 3));
+        nbd_netlink_sent_nf((unsigned)(t->items.n + 3 + t->mark_msgs));
         r = read_acks(t, first, last, e);
         if (r == 0) {
                 nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
@@ -408,11 +525,27 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
 
 /* ---- the table being deleted behind our back ---- */
 
+static int gen_cb(const struct nlattr *attr, void *data)
+{
+        const struct nlattr **id = data;
+
+        if (mnl_attr_get_type(attr) == NFTA_GEN_ID && mnl_attr_validate(attr, MNL_TYPE_U32) == 0)
+                *id = attr;
+        return MNL_CB_OK;
+}
+
 static int on_nft_event(const struct nlmsghdr *nlh, void *data)
 {
+        struct nbd_fw *fw = data;
+        const struct nlattr *id = NULL;
         struct nftnl_table *t;
 
-        (void)data;
+        /* Every commit ends with one: the generation it made. */
+        if (NFNL_MSG_TYPE(nlh->nlmsg_type) == NFT_MSG_NEWGEN) {
+                if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), gen_cb, &id) >= 0 && id)
+                        fw->gen = ntohl(mnl_attr_get_u32(id));
+                return MNL_CB_OK;
+        }
         if (NFNL_MSG_TYPE(nlh->nlmsg_type) != NFT_MSG_DELTABLE)
                 return MNL_CB_OK;
         t = nftnl_table_alloc();
@@ -430,23 +563,85 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-static void on_monitor(struct nbd_watch *w, uint32_t events)
+void nbd_fw_monitor_drain(struct nbd_fw *fw)
 {
-        struct nbd_fw *fw = w->data;
         static char buf[65536];
 
-        (void)events;
         for (;;) {
-                ssize_t n = recv(w->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                ssize_t n = recv(mnl_socket_get_fd(fw->mon), buf, sizeof(buf), MSG_DONTWAIT);
                 if (n < 0 && errno == ENOBUFS) {
                         /* Our own big transactions make one event per rule;
-                         * losing some of those is harmless. */
+                         * losing some of those is harmless, but a NEWGEN may
+                         * have been among them: the generation is read
+                         * again when next needed. */
+                        fw->gen_known = false;
                         continue;
                 }
                 if (n <= 0)
                         return;
                 mnl_cb_run(buf, (size_t)n, 0, 0, on_nft_event, fw);
         }
+}
+
+static void on_monitor(struct nbd_watch *w, uint32_t events)
+{
+        (void)events;
+        nbd_fw_monitor_drain(w->data);
+}
+
+/* Can the mark's table be made? A batch that makes it, then deletes a
+ * table that is not there: the kernel aborts it whole (no commit, no
+ * generation), and refuses the first message only if it cannot. */
+static bool mark_table_works(struct nbd_fw *fw)
+{
+        struct nftnl_batch *b = nftnl_batch_alloc(4096, 4096);
+        uint32_t seq = ++fw->seq, absent = 0;
+        int fd = mnl_socket_get_fd(fw->nl), err = 0, err_seq = -1;
+        struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
+        struct iovec iov;
+        struct msghdr msg = {
+                .msg_name = &snl, .msg_namelen = sizeof(snl), .msg_iov = &iov, .msg_iovlen = 1};
+        char buf[4096];
+        bool ok = false;
+        ssize_t n;
+
+        if (!b)
+                return false;
+        nftnl_batch_begin(nftnl_batch_buffer(b), seq++);
+        if (nftnl_batch_update(b) < 0 ||
+            put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, NBD_FW_GEN_FAMILY,
+                      seq++) < 0 ||
+            put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE "_absent", NFPROTO_NETDEV,
+                      absent = seq++) < 0)
+                goto out;
+        nftnl_batch_end(nftnl_batch_buffer(b), seq++);
+        fw->seq = seq;
+        if (nftnl_batch_update(b) < 0 || nftnl_batch_iovec_len(b) != 1)
+                goto out;
+        nftnl_batch_iovec(b, &iov, 1);
+        if (sendmsg(fd, &msg, 0) < 0)
+                goto out;
+        nbd_netlink_sent_nf(4);
+        /* Handled inside send(): the errors are queued by now. */
+        while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0 || (n < 0 && errno == EINTR)) {
+                int len = (int)n;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; n > 0 && mnl_nlmsg_ok(h, len);
+                     h = mnl_nlmsg_next(h, &len)) {
+                        const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+                        if (h->nlmsg_type == NLMSG_ERROR && e->error && err_seq < 0) {
+                                err = e->error;
+                                err_seq = (int)h->nlmsg_seq;
+                        }
+                }
+        }
+        ok = err == -ENOENT && err_seq == (int)absent;
+        if (!ok)
+                nbd_info("no generation mark (the kernel refused a table in the arp family: "
+                         "%s); ensure reads every rule",
+                         strerror(err ? -err : EIO));
+out:
+        nftnl_batch_free(b);
+        return ok;
 }
 
 int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
@@ -467,6 +662,12 @@ int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
         }
         setsockopt(mnl_socket_get_fd(fw->nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
         setsockopt(mnl_socket_get_fd(fw->mon), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+        /* After the monitor's bind: every later commit's NEWGEN follows. */
+        r = nbd_fw_read_gen(fw, &fw->gen);
+        if (r < 0)
+                goto fail;
+        fw->gen_known = true;
+        fw->can_mark = mark_table_works(fw);
         fw->loop = loop;
         if (loop) {
                 r = nbd_loop_add(loop, &fw->monw, mnl_socket_get_fd(fw->mon), EPOLLIN, on_monitor,

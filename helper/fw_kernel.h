@@ -25,7 +25,9 @@ void nbd_fw_close(struct nbd_fw *fw);
 
 /* A transaction: starts from one read of the table (for ensure and for
  * knowing what to delete), collects applies and removes, and commits them
- * all in one nfnetlink batch. */
+ * all in one nfnetlink batch. The read is one dump of the chains; the
+ * rules are dumped (once, for ensure) only when the generation mark of
+ * our last commit is not the kernel's generation: see fw_table.h. */
 int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e);
 
 struct nbd_fw_applied {

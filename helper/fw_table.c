@@ -11,6 +11,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,10 @@
 
 /* ---- reading the table back ---- */
 
-void nbd_fw_owners_free(struct nbd_fw_owner_state *o)
+void nbd_fw_owners_free(struct nbd_fw_owners *owners)
 {
+        struct nbd_fw_owner_state *o = owners ? owners->list : NULL;
+
         while (o) {
                 struct nbd_fw_owner_state *next = o->next;
                 for (size_t i = 0; i < o->n_chains; i++)
@@ -32,69 +35,179 @@ void nbd_fw_owners_free(struct nbd_fw_owner_state *o)
                 free(o);
                 o = next;
         }
+        if (owners) {
+                free(owners->buckets);
+                *owners = (struct nbd_fw_owners){0};
+        }
 }
 
-struct nbd_fw_owner_state *nbd_fw_owner_find(struct nbd_fw_owner_state *list, const char *owner)
+/* FNV-1a: owner names are short and ours; nothing to defend against. */
+static size_t name_hash(const char *name, size_t len)
 {
-        for (; list; list = list->next)
-                if (strcmp(list->owner, owner) == 0)
-                        return list;
+        uint32_t h = 2166136261u;
+
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ (unsigned char)name[i]) * 16777619u;
+        return h;
+}
+
+struct nbd_fw_owner_state *nbd_fw_owner_find_n(const struct nbd_fw_owners *owners, const char *name,
+                                               size_t len)
+{
+        struct nbd_fw_owner_state *o;
+
+        if (!owners->n_buckets || len > NBD_FW_OWNER_MAX)
+                return NULL;
+        o = owners->buckets[name_hash(name, len) & (owners->n_buckets - 1)];
+        for (; o; o = o->hnext)
+                if (strncmp(o->owner, name, len) == 0 && o->owner[len] == '\0')
+                        return o;
         return NULL;
 }
 
+struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *owners, const char *owner)
+{
+        return nbd_fw_owner_find_n(owners, owner, strlen(owner));
+}
+
+/* Put o in the table, which doubles when it has as many owners as
+ * buckets: 0 or -ENOMEM, with o in neither list nor table. */
+static int owner_add(struct nbd_fw_owners *owners, struct nbd_fw_owner_state *o)
+{
+        size_t len = strlen(o->owner), b;
+
+        if (owners->n >= owners->n_buckets) {
+                size_t nb = owners->n_buckets ? 2 * owners->n_buckets : 64;
+                struct nbd_fw_owner_state **v = calloc(nb, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                for (struct nbd_fw_owner_state *p = owners->list; p; p = p->next) {
+                        size_t pb = name_hash(p->owner, strlen(p->owner)) & (nb - 1);
+                        p->hnext = v[pb];
+                        v[pb] = p;
+                }
+                free(owners->buckets);
+                owners->buckets = v;
+                owners->n_buckets = nb;
+        }
+        b = name_hash(o->owner, len) & (owners->n_buckets - 1);
+        o->hnext = owners->buckets[b];
+        owners->buckets[b] = o;
+        o->next = owners->list;
+        owners->list = o;
+        owners->n++;
+        return 0;
+}
+
+struct comment {
+        const char *text;
+        size_t len;
+};
+
 static int comment_cb(const struct nftnl_udata *attr, void *data)
 {
-        const char **out = data;
+        struct comment *out = data;
 
-        if (nftnl_udata_type(attr) == NBD_FW_UDATA_CHAIN_COMMENT && nftnl_udata_len(attr) > 0)
-                *out = nftnl_udata_get(attr);
+        if (nftnl_udata_type(attr) == NBD_FW_UDATA_CHAIN_COMMENT && nftnl_udata_len(attr) > 0) {
+                out->text = nftnl_udata_get(attr);
+                out->len = nftnl_udata_len(attr);
+        }
         return MNL_CB_OK;
 }
 
 struct chain_dump {
-        struct nbd_fw_owner_state *owners;
+        struct nbd_fw_owners owners;
         int err;
 };
 
+static int chain_attr_cb(const struct nlattr *attr, void *data)
+{
+        const struct nlattr **tb = data;
+        uint16_t type = mnl_attr_get_type(attr);
+
+        if ((type == NFTA_CHAIN_TABLE || type == NFTA_CHAIN_NAME) &&
+            mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) == 0)
+                tb[type] = attr;
+        if (type == NFTA_CHAIN_USERDATA)
+                tb[type] = attr;
+        return MNL_CB_OK;
+}
+
+/* The comment of a base chain into o. "uid=N" came later: a comment
+ * without it was written for root, when only root could ask. A comment
+ * is read up to its NUL or its end, whichever comes first. */
+static void read_comment(struct nbd_fw_owner_state *o, const struct nlattr *ud)
+{
+        struct comment c = {0};
+        char text[NFT_USERDATA_MAXLEN + 1];
+
+        if (!ud ||
+            nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud), comment_cb,
+                              &c) < 0 ||
+            !c.text)
+                return;
+        snprintf(text, sizeof(text), "%.*s", (int)strnlen(c.text, c.len), c.text);
+        sscanf(text, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname, &o->rules, &o->uid);
+}
+
+static void read_mark(struct nbd_fw_owners *owners, const struct nlattr *ud)
+{
+        struct comment c = {0};
+        char text[NFT_USERDATA_MAXLEN + 1];
+
+        if (!ud ||
+            nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud), comment_cb,
+                              &c) < 0 ||
+            !c.text)
+                return;
+        snprintf(text, sizeof(text), "%.*s", (int)strnlen(c.text, c.len), c.text);
+        owners->marked = sscanf(text, "netbroker generation %" SCNu32, &owners->mark) == 1;
+}
+
+/* Only the chain's table, name and comment are read: parsing all of
+ * forty thousand chains with libnftnl is what ensure must not pay for. */
 static int on_chain(const struct nlmsghdr *nlh, void *data)
 {
         struct chain_dump *d = data;
-        struct nftnl_chain *c = nftnl_chain_alloc();
-        const char *name, *slash, *comment = NULL;
+        const struct nlattr *tb[NFTA_CHAIN_MAX + 1] = {0};
+        const char *name, *slash;
         struct nbd_fw_owner_state *o;
-        char owner[NBD_FW_OWNER_MAX + 1];
-        uint32_t len = 0;
-        const void *ud;
         char **chains, *copy;
+        uint8_t family;
 
         /* A chain of ours left out of the list would be left behind when
          * its owner is replaced or removed: out of memory fails the dump. */
-        if (!c) {
-                d->err = -ENOMEM;
-                goto out;
+        if (d->err < 0 || mnl_attr_parse(nlh, sizeof(struct nfgenmsg), chain_attr_cb, tb) < 0 ||
+            !tb[NFTA_CHAIN_NAME] || !tb[NFTA_CHAIN_TABLE])
+                return MNL_CB_OK;
+        name = mnl_attr_get_str(tb[NFTA_CHAIN_NAME]);
+        /* The dump has every family's chains: the mark's and ours. */
+        family = ((const struct nfgenmsg *)mnl_nlmsg_get_payload(nlh))->nfgen_family;
+        if (family == NBD_FW_GEN_FAMILY &&
+            strcmp(mnl_attr_get_str(tb[NFTA_CHAIN_TABLE]), NBD_FW_GEN_TABLE) == 0) {
+                if (strcmp(name, NBD_FW_GEN_CHAIN) == 0)
+                        read_mark(&d->owners, tb[NFTA_CHAIN_USERDATA]);
+                return MNL_CB_OK;
         }
-        errno = 0;
-        if (nftnl_chain_nlmsg_parse(nlh, c) < 0) {
-                if (errno == ENOMEM)
-                        d->err = -ENOMEM;
-                goto out;
-        }
-        name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
-        slash = name ? strchr(name, '/') : NULL;
+        if (family != NFPROTO_NETDEV ||
+            strcmp(mnl_attr_get_str(tb[NFTA_CHAIN_TABLE]), NBD_FW_TABLE))
+                return MNL_CB_OK;
+        slash = strchr(name, '/');
         if (!slash || (size_t)(slash - name) > NBD_FW_OWNER_MAX)
-                goto out; /* not one of ours: never touched */
-        memcpy(owner, name, (size_t)(slash - name));
-        owner[slash - name] = '\0';
-        o = nbd_fw_owner_find(d->owners, owner);
+                return MNL_CB_OK; /* not one of ours: never touched */
+        o = nbd_fw_owner_find_n(&d->owners, name, (size_t)(slash - name));
         if (!o) {
                 o = calloc(1, sizeof(*o));
                 if (!o) {
                         d->err = -ENOMEM;
-                        goto out;
+                        return MNL_CB_OK;
                 }
-                strcpy(o->owner, owner);
-                o->next = d->owners;
-                d->owners = o;
+                memcpy(o->owner, name, (size_t)(slash - name));
+                if (owner_add(&d->owners, o) < 0) {
+                        free(o);
+                        d->err = -ENOMEM;
+                        return MNL_CB_OK;
+                }
         }
         chains = realloc(o->chains, (o->n_chains + 1) * sizeof(*chains));
         if (chains)
@@ -102,7 +215,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
         copy = chains ? strdup(name) : NULL;
         if (!copy) {
                 d->err = -ENOMEM;
-                goto out;
+                return MNL_CB_OK;
         }
         if (!strchr(slash + 1, '/')) {
                 /* A base chain: first in the list (deleted before the group
@@ -110,24 +223,16 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                 memmove(o->chains + 1, o->chains, o->n_chains * sizeof(*chains));
                 o->chains[0] = copy;
                 o->has_base = true;
-                ud = nftnl_chain_get_data(c, NFTNL_CHAIN_USERDATA, &len);
-                /* "uid=N" came later: a comment without it was written
-                 * for root, when only root could ask. */
-                if (ud && nftnl_udata_parse(ud, len, comment_cb, &comment) >= 0 && comment)
-                        sscanf(comment, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname,
-                               &o->rules, &o->uid);
+                read_comment(o, tb[NFTA_CHAIN_USERDATA]);
         } else {
                 o->chains[o->n_chains] = copy;
         }
         o->n_chains++;
-out:
-        if (c)
-                nftnl_chain_free(c);
         return MNL_CB_OK;
 }
 
 struct rule_count {
-        struct nbd_fw_owner_state *owners;
+        struct nbd_fw_owners *owners;
 };
 
 static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(void *data),
@@ -175,28 +280,24 @@ static int on_rule(const struct nlmsghdr *nlh, void *data)
         struct rule_count *d = data;
         const struct nlattr *tb[NFTA_RULE_MAX + 1] = {0};
         const char *chain, *slash;
+        struct nbd_fw_owner_state *o;
 
         if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), rule_attr_cb, tb) < 0 ||
             !tb[NFTA_RULE_CHAIN])
                 return MNL_CB_OK;
         chain = mnl_attr_get_str(tb[NFTA_RULE_CHAIN]);
         slash = strchr(chain, '/');
-        if (!slash)
+        o = slash ? nbd_fw_owner_find_n(d->owners, chain, (size_t)(slash - chain)) : NULL;
+        if (!o)
                 return MNL_CB_OK;
-        for (struct nbd_fw_owner_state *o = d->owners; o; o = o->next) {
-                if (strlen(o->owner) != (size_t)(slash - chain) ||
-                    strncmp(o->owner, chain, (size_t)(slash - chain)))
-                        continue;
-                for (size_t i = 0; i < o->n_chains; i++)
-                        if (strcmp(o->chains[i], chain) == 0 && o->chain_rules)
-                                o->chain_rules[i]++;
-                /* The owner's rules have counters (root groups' rules in
-                 * the base chains too; jumps have none). Rules in group
-                 * chains made before counters existed count as well. */
-                if (strchr(slash + 1, '/') || has_counter(tb[NFTA_RULE_EXPRESSIONS]))
-                        o->kernel_rules++;
-                break;
-        }
+        for (size_t i = 0; i < o->n_chains; i++)
+                if (strcmp(o->chains[i], chain) == 0 && o->chain_rules)
+                        o->chain_rules[i]++;
+        /* The owner's rules have counters (root groups' rules in the base
+         * chains too; jumps have none). Rules in group chains made before
+         * counters existed count as well. */
+        if (strchr(slash + 1, '/') || has_counter(tb[NFTA_RULE_EXPRESSIONS]))
+                o->kernel_rules++;
         return MNL_CB_OK;
 }
 
@@ -204,18 +305,18 @@ static void restart_count(void *data)
 {
         struct rule_count *rc = data;
 
-        for (struct nbd_fw_owner_state *o = rc->owners; o; o = o->next) {
+        for (struct nbd_fw_owner_state *o = rc->owners->list; o; o = o->next) {
                 o->kernel_rules = 0;
                 memset(o->chain_rules, 0,
                        (o->n_chains ? o->n_chains : 1) * sizeof(*o->chain_rules));
         }
 }
 
-int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owner_state *owners)
+int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners)
 {
         struct rule_count rc = {owners};
 
-        for (struct nbd_fw_owner_state *o = owners; o; o = o->next) {
+        for (struct nbd_fw_owner_state *o = owners->list; o; o = o->next) {
                 o->kernel_rules = 0;
                 free(o->chain_rules);
                 o->chain_rules = calloc(o->n_chains ? o->n_chains : 1, sizeof(*o->chain_rules));
@@ -238,8 +339,10 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
 
         for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
                 uint32_t seq = ++fw->seq;
-                struct nlmsghdr *nlh =
-                        nftnl_nlmsg_build_hdr(buf, type, NFPROTO_NETDEV, NLM_F_DUMP, seq);
+                /* Chains of every family: the mark is in the arp one. */
+                struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(
+                        buf, type, type == NFT_MSG_GETCHAIN ? NFPROTO_UNSPEC : NFPROTO_NETDEV,
+                        NLM_F_DUMP, seq);
                 ssize_t n;
 
                 if (attempt > 0)
@@ -249,6 +352,7 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                         if (!c)
                                 return -ENOMEM;
                         nftnl_chain_unset(c, NFTNL_CHAIN_NAME);
+                        nftnl_chain_unset(c, NFTNL_CHAIN_TABLE);
                         nftnl_chain_nlmsg_build_payload(nlh, c);
                         nftnl_chain_free(c);
                 } else {
@@ -282,12 +386,11 @@ static void restart_chains(void *data)
 {
         struct chain_dump *d = data;
 
-        nbd_fw_owners_free(d->owners);
-        d->owners = NULL;
+        nbd_fw_owners_free(&d->owners);
         d->err = 0;
 }
 
-int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owner_state **ret)
+int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owners *ret)
 {
         struct chain_dump d = {0};
         int r = dump(fw, NFT_MSG_GETCHAIN, on_chain, restart_chains, &d);
@@ -295,10 +398,68 @@ int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owner_state **ret)
         if (r == 0)
                 r = d.err;
         if (r < 0) {
-                nbd_fw_owners_free(d.owners);
+                nbd_fw_owners_free(&d.owners);
                 return r;
         }
         *ret = d.owners;
+        return 0;
+}
+
+static int gen_attr_cb(const struct nlattr *attr, void *data)
+{
+        const struct nlattr **id = data;
+
+        if (mnl_attr_get_type(attr) == NFTA_GEN_ID && mnl_attr_validate(attr, MNL_TYPE_U32) == 0)
+                *id = attr;
+        return MNL_CB_OK;
+}
+
+static int on_gen(const struct nlmsghdr *nlh, void *data)
+{
+        const struct nlattr *id = NULL;
+        uint32_t *gen = data;
+
+        if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), gen_attr_cb, &id) < 0 || !id)
+                return MNL_CB_ERROR;
+        *gen = ntohl(mnl_attr_get_u32(id));
+        return MNL_CB_OK;
+}
+
+int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret)
+{
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        uint32_t seq = ++fw->seq, portid = mnl_socket_get_portid(fw->nl), gen = 0;
+        struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, AF_UNSPEC, 0, seq);
+        ssize_t n;
+
+        if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        /* One NEWGEN comes back (no ack was asked for). */
+        n = mnl_socket_recvfrom(fw->nl, buf, sizeof(buf));
+        if (n < 0)
+                return -errno;
+        errno = 0;
+        if (mnl_cb_run(buf, (size_t)n, seq, portid, on_gen, &gen) < 0)
+                return errno ? -errno : -EIO;
+        *ret = gen;
+        return 0;
+}
+
+int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret)
+{
+        uint32_t gen;
+        int r;
+
+        nbd_fw_monitor_drain(fw);
+        if (!fw->gen_known) {
+                r = nbd_fw_read_gen(fw, &gen);
+                if (r < 0)
+                        return r;
+                fw->gen = gen;
+                fw->gen_known = true;
+        }
+        *ret = fw->gen;
         return 0;
 }
 
@@ -315,17 +476,26 @@ int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules)
 
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
-        struct nbd_fw_owner_state *owners = NULL;
+        struct nbd_fw_owners owners = {0};
         int r = nbd_fw_read_owners(fw, &owners);
+
+        uint32_t gen = 0;
+        bool intact;
 
         if (r < 0)
                 return nbd_fw_read_failed(e, r, false);
-        /* Count what is really there, not what the comment says. */
-        r = nbd_fw_count_rules(fw, owners);
-        if (r < 0)
+        r = nbd_fw_current_gen(fw, &gen);
+        if (r < 0) {
+                nbd_fw_owners_free(&owners);
+                return nbd_err_set(e, r, "cannot read the ruleset generation: %s", strerror(-r));
+        }
+        /* Count what is really there, not what the comment says, unless
+         * nobody has changed anything since our last commit marked it. */
+        intact = owners.marked && owners.mark == gen;
+        if (!intact && (r = nbd_fw_count_rules(fw, &owners)) < 0)
                 nbd_fw_read_failed(e, r, true);
-        for (struct nbd_fw_owner_state *o = owners; o && r == 0; o = o->next) {
-                struct nbd_fw_owner_info info = {.rules = o->kernel_rules};
+        for (struct nbd_fw_owner_state *o = owners.list; o && r == 0; o = o->next) {
+                struct nbd_fw_owner_info info = {.rules = intact ? o->rules : o->kernel_rules};
                 if (!o->has_base)
                         continue;
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);
@@ -338,7 +508,7 @@ int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_er
                 else if (r < 0)
                         nbd_err_set(e, r, "listing owner %s: %s", o->owner, strerror(-r));
         }
-        nbd_fw_owners_free(owners);
+        nbd_fw_owners_free(&owners);
         return r;
 }
 

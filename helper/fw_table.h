@@ -20,6 +20,12 @@ struct nbd_fw {
         struct nbd_loop *loop;
         struct nbd_watch monw;
         uint32_t seq;
+        /* The kernel's ruleset generation, as of the last NEWGEN the
+         * monitor read; unknown after the monitor lost events (ENOBUFS: a
+         * NEWGEN read after it may be older than one lost). */
+        uint32_t gen;
+        bool gen_known;
+        bool can_mark; /* the kernel has the arp family (probed at open) */
 };
 
 struct nbd_fw_owner_state {
@@ -34,16 +40,51 @@ struct nbd_fw_owner_state {
         size_t n_chains;
         unsigned kernel_rules; /* rules in its group chains, when counted */
         bool touched; /* an op of this transaction queued a change */
-        struct nbd_fw_owner_state *next;
+        struct nbd_fw_owner_state *next; /* every owner */
+        struct nbd_fw_owner_state *hnext; /* the next in its bucket */
 };
 
-void nbd_fw_owners_free(struct nbd_fw_owner_state *o);
-struct nbd_fw_owner_state *nbd_fw_owner_find(struct nbd_fw_owner_state *list, const char *owner);
+/* Our owners as read, in a list for walks and a hash table by name: a
+ * batch of thousands of owners finds each in constant time. */
+struct nbd_fw_owners {
+        struct nbd_fw_owner_state *list;
+        struct nbd_fw_owner_state **buckets;
+        size_t n, n_buckets;
+        /* The generation our last commit made, when it knew the table
+         * whole (NBD_FW_GEN_TABLE's chain): while the kernel's ruleset
+         * generation still is that, nobody has changed anything since, and
+         * every owner's rules are what its comment says. */
+        bool marked;
+        uint32_t mark;
+};
+
+/* Where the generation mark lives: a table of its own, so that ours holds
+ * owners' chains only; its one chain's comment is "netbroker generation N".
+ * In the arp family: nft (1.0.6) lists a table by dumping every rule of its
+ * family, so a netdev table would double what `nft list ruleset` reads. */
+#define NBD_FW_GEN_TABLE "netbroker_gen"
+#define NBD_FW_GEN_FAMILY NFPROTO_ARP
+#define NBD_FW_GEN_CHAIN "generation"
+
+void nbd_fw_owners_free(struct nbd_fw_owners *o);
+struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *o, const char *owner);
+/* The same, for an owner named by the first len bytes of name. */
+struct nbd_fw_owner_state *nbd_fw_owner_find_n(const struct nbd_fw_owners *o, const char *name,
+                                               size_t len);
 /* Our owners as their chains show them: 0, or -errno with *ret untouched. */
-int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owner_state **ret);
+int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owners *ret);
 /* Count the rules in each of the owners' chains (what ensure compares):
  * 0 or -errno. */
-int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owner_state *owners);
+int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners);
+/* The kernel's ruleset generation (NFT_MSG_GETGEN): bumped by every commit
+ * of anyone's in this network namespace. 0 or -errno. */
+int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret);
+/* The generation now: the monitor's events read to the end (every commit
+ * finished by now has sent its NEWGEN there), and a GETGEN only when they
+ * were lost. 0 or -errno. */
+int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret);
+/* Read what the monitor has queued (fw_kernel.c). */
+void nbd_fw_monitor_drain(struct nbd_fw *fw);
 /* Fill e for a failed nbd_fw_read_owners (rules false) or
  * nbd_fw_count_rules (rules true); returns r. */
 int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules);

@@ -408,6 +408,13 @@ static void creators_free(void *data)
         free(c);
 }
 
+static int creator_cmp(const void *a, const void *b)
+{
+        const struct nbd_fw_owner_info *x = a, *y = b;
+
+        return strcmp(x->owner, y->owner);
+}
+
 static int add_creator(const struct nbd_fw_owner_info *o, void *data)
 {
         struct creators *c = data;
@@ -425,6 +432,8 @@ static int add_creator(const struct nbd_fw_owner_info *o, void *data)
 static int check_creator(struct nbd_validation *v, const char *owner, Netbroker__Result *res)
 {
         struct creators *c = v->cache;
+        struct nbd_fw_owner_info key = {0};
+        const struct nbd_fw_owner_info *found;
         struct nbd_err err;
         int r;
 
@@ -440,17 +449,21 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
                         return nbd_result_set(res, r, "firewall: cannot read the owners: %s",
                                               err.msg);
                 }
+                /* Sorted once: a batch names thousands of owners. */
+                if (c->n)
+                        qsort(c->v, c->n, sizeof(*c->v), creator_cmp);
                 v->cache = c;
                 v->cache_free = creators_free;
         }
-        for (size_t i = 0; i < c->n; i++)
-                if (strcmp(c->v[i].owner, owner) == 0 && c->v[i].uid != v->peer->uid)
-                        /* Whose it is stays unsaid: FirewallList hides
-                         * other callers' owners too. */
-                        return nbd_result_set(res, -EPERM,
-                                              "policy: uid %u does not own firewall owner %s (it "
-                                              "is another caller's)",
-                                              (unsigned)v->peer->uid, owner);
+        snprintf(key.owner, sizeof(key.owner), "%s", owner);
+        found = c->n ? bsearch(&key, c->v, c->n, sizeof(*c->v), creator_cmp) : NULL;
+        if (found && found->uid != v->peer->uid)
+                /* Whose it is stays unsaid: FirewallList hides other
+                 * callers' owners too. */
+                return nbd_result_set(res, -EPERM,
+                                      "policy: uid %u does not own firewall owner %s (it is "
+                                      "another caller's)",
+                                      (unsigned)v->peer->uid, owner);
         return 0;
 }
 

@@ -1203,7 +1203,7 @@ static void monitor_start(struct monitor *m)
         /* It listens once a marker made after its start shows up. */
         for (int i = 0; i < 20 && !seen; i++) {
                 free(tu_sh("nft add table netdev nbmark%d", i));
-                seen = file_has(m->path, "add table netdev nbmark", 100);
+                seen = file_has(m->path, "add table netdev nbmark", 500);
         }
         ck_assert_msg(seen, "nft monitor saw nothing");
 }

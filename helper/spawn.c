@@ -268,11 +268,12 @@ void nbd_child_abandon(struct nbd_child *c)
         kill_child(c);
 }
 
+/* Only for a pipe end pipe2() just made: its one status flag is its access
+ * mode, which F_SETFL leaves alone, so there is nothing to read first (a
+ * syscall costs 1.5 us on a paravirtualised guest). */
 static int set_nonblock(int fd)
 {
-        int fl = fcntl(fd, F_GETFL);
-
-        return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+        return fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
 }
 
 static int make_attrs(posix_spawnattr_t *attr)
@@ -292,30 +293,55 @@ static int make_attrs(posix_spawnattr_t *attr)
         return 0;
 }
 
+/* The file actions of the last spawn, kept while the child's ends of its
+ * pipes get the same numbers (one child at a time, they always do): glibc's
+ * posix_spawn_file_actions_adddup2() asks the kernel for RLIMIT_NOFILE for
+ * both of its fds, six syscalls a spawn otherwise. Only the loop's thread
+ * spawns, like the rest of this file's state. */
+static struct {
+        bool valid;
+        int fds[3];
+        posix_spawn_file_actions_t fa;
+} actions;
+
+static int file_actions(const int fds[3], posix_spawn_file_actions_t **ret)
+{
+        if (actions.valid && memcmp(actions.fds, fds, sizeof(actions.fds)) == 0) {
+                *ret = &actions.fa;
+                return 0;
+        }
+        if (actions.valid)
+                posix_spawn_file_actions_destroy(&actions.fa);
+        actions.valid = false;
+        if (posix_spawn_file_actions_init(&actions.fa))
+                return -ENOMEM;
+        /* dup2 clears close-on-exec on the copies; everything else the helper
+         * holds is close-on-exec, so the child gets exactly fds 0-2. */
+        for (int i = 0; i < 3; i++)
+                if (posix_spawn_file_actions_adddup2(&actions.fa, fds[i], i)) {
+                        posix_spawn_file_actions_destroy(&actions.fa);
+                        return -ENOMEM;
+                }
+        memcpy(actions.fds, fds, sizeof(actions.fds));
+        actions.valid = true;
+        *ret = &actions.fa;
+        return 0;
+}
+
 static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int in[2], int out[2],
                  int err[2])
 {
-        posix_spawn_file_actions_t fa;
+        const int fds[3] = {in[0], out[1], err[1]};
+        posix_spawn_file_actions_t *fa;
         posix_spawnattr_t attr;
         int r;
 
         r = make_attrs(&attr);
         if (r < 0)
                 return r;
-        if (posix_spawn_file_actions_init(&fa)) {
-                posix_spawnattr_destroy(&attr);
-                return -ENOMEM;
-        }
-        /* dup2 clears close-on-exec on the copies; everything else the helper
-         * holds is close-on-exec, so the child gets exactly fds 0-2. */
-        r = -ENOMEM;
-        if (posix_spawn_file_actions_adddup2(&fa, in[0], 0) ||
-            posix_spawn_file_actions_adddup2(&fa, out[1], 1) ||
-            posix_spawn_file_actions_adddup2(&fa, err[1], 2))
-                goto out;
-        r = -posix_spawn(&c->pid, s->path, &fa, &attr, s->argv, s->envp);
-out:
-        posix_spawn_file_actions_destroy(&fa);
+        r = file_actions(fds, &fa);
+        if (r == 0)
+                r = -posix_spawn(&c->pid, s->path, fa, &attr, s->argv, s->envp);
         posix_spawnattr_destroy(&attr);
         return r;
 }
@@ -331,16 +357,18 @@ static int watch_child(struct nbd_loop *l, struct nbd_child *c, int in[2], int o
                 close(pidfd);
                 return r;
         }
-        if (set_nonblock(out[0]) < 0 || set_nonblock(err[0]) < 0 || set_nonblock(in[1]) < 0)
-                return -errno;
+        if ((r = set_nonblock(out[0])) < 0 || (r = set_nonblock(err[0])) < 0)
+                return r;
         if ((r = nbd_loop_add(l, &c->outw, out[0], EPOLLIN, on_out, c)) < 0)
                 return r;
         out[0] = -1;
         if ((r = nbd_loop_add(l, &c->errw, err[0], EPOLLIN, on_out, c)) < 0)
                 return r;
         err[0] = -1;
+        /* Without input its end is closed as it is: the child reads EOF. */
         if (c->in_len > 0) {
-                if ((r = nbd_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
+                if ((r = set_nonblock(in[1])) < 0 ||
+                    (r = nbd_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
                         return r;
                 in[1] = -1;
         }

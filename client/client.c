@@ -104,8 +104,10 @@ static void free_features(nb_conn *c)
 
 /* ---- blocking frame I/O ---- */
 
-/* fds (borrowed) go with the frame's first byte; the frame sends copies. */
-static int send_msg_fds(int fd, const ProtobufCMessage *m, const int *fds, size_t nfds)
+/* Pack m with copies of fds (borrowed), which go with the frame's first
+ * byte. */
+static int pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
+                        struct nbp_frame_out **ret)
 {
         struct nbp_frame_out *f;
         int r = nbp_pack_frame(m, &f);
@@ -121,11 +123,8 @@ static int send_msg_fds(int fd, const ProtobufCMessage *m, const int *fds, size_
                 }
                 f->nfds++;
         }
-        do
-                r = nbp_frame_write(fd, f);
-        while (r == 0);
-        nbp_frame_out_free(f);
-        return r < 0 ? r : 0;
+        *ret = f;
+        return 0;
 }
 
 static int send_msg(int fd, const ProtobufCMessage *m)
@@ -667,16 +666,10 @@ static int ensure_connected(nb_conn *c)
         return establish(c);
 }
 
-/* Lock held: refuse what the helper would refuse, without sending it (the
- * helper would close the connection over an oversize frame). */
+/* Lock held: refuse what the helper would refuse, without sending it. The
+ * frame's size is checked once it is packed (pack_request). */
 static int check_limits(nb_conn *c, const nb_batch *b)
 {
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = b->req;
-
-        req.id = UINT64_MAX; /* the largest an id can encode to */
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
         if (b->nfds > NBP_FRAME_MAX_FDS || (c->hello_fds_known && b->nfds > c->max_fds)) {
                 set_error(c, "batch carries %zu fds; the helper takes at most %u", b->nfds,
                           c->hello_fds_known ? c->max_fds : NBP_FRAME_MAX_FDS);
@@ -687,11 +680,35 @@ static int check_limits(nb_conn *c, const nb_batch *b)
                           c->max_ops);
                 return -E2BIG;
         }
-        if (c->max_frame && protobuf_c_message_get_packed_size(&m.base) > c->max_frame) {
-                set_error(c, "batch encodes to %zu bytes; the helper takes at most %u",
-                          protobuf_c_message_get_packed_size(&m.base), c->max_frame);
+        return 0;
+}
+
+/* The request's frame, packed once: its size is the one the helper checks
+ * (a second pass over the batch only to measure it cost as much as the
+ * packing). Over max_frame (0: unknown) it is -EMSGSIZE, with the size in
+ * *ret_len, and nothing is sent: the helper would close the connection. */
+static int pack_request(const nb_batch *b, uint64_t id, uint32_t max_frame,
+                        struct nbp_frame_out **ret, size_t *ret_len)
+{
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = b->req;
+        struct nbp_frame_out *f = NULL;
+        int r;
+
+        req.id = id;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        r = pack_msg_fds(&m.base, b->fds, b->nfds, &f);
+        if (r == -EMSGSIZE) /* over 4 GiB: no frame can say its length */
+                *ret_len = protobuf_c_message_get_packed_size(&m.base);
+        if (r < 0)
+                return r;
+        *ret_len = f->len - NBP_FRAME_HEADER_SIZE;
+        if (max_frame && *ret_len > max_frame) {
+                nbp_frame_out_free(f);
                 return -EMSGSIZE;
         }
+        *ret = f;
         return 0;
 }
 
@@ -699,25 +716,26 @@ static int check_limits(nb_conn *c, const nb_batch *b)
  * meanwhile: fd may be the new connection's number by now, and a request
  * sent there would run although its caller is told it failed. (establish()
  * changes gen only with write_lock held.) */
-static int write_request(nb_conn *c, int fd, unsigned gen, const nb_batch *b, uint64_t id)
+static int write_request(nb_conn *c, int fd, unsigned gen, struct nbp_frame_out *f)
 {
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = b->req;
-        int r;
+        int r = -ECONNRESET;
 
-        req.id = id;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
         pthread_mutex_lock(&c->write_lock);
-        r = c->gen == gen ? send_msg_fds(fd, &m.base, b->fds, b->nfds) : -ECONNRESET;
+        if (c->gen == gen)
+                do
+                        r = nbp_frame_write(fd, f);
+                while (r == 0);
         pthread_mutex_unlock(&c->write_lock);
-        return r;
+        return r < 0 ? r : 0;
 }
 
 NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
 {
         struct waiter w = {0};
+        struct nbp_frame_out *f = NULL;
         bool retried = false;
+        uint32_t max_frame;
+        size_t len = 0;
         int r, fd;
 
         if (!c || !b || !ret)
@@ -736,9 +754,22 @@ again:
         w.next = c->waiters;
         c->waiters = &w;
         fd = c->fd;
+        max_frame = c->max_frame;
         pthread_mutex_unlock(&c->lock);
 
-        r = write_request(c, fd, w.gen, b, w.id);
+        r = pack_request(b, w.id, max_frame, &f, &len);
+        if (r < 0) {
+                /* Nothing was sent: the connection goes on. */
+                pthread_mutex_lock(&c->lock);
+                unlink_waiter(c, &w);
+                if (r == -EMSGSIZE)
+                        set_error(c, "batch encodes to %zu bytes; the helper takes at most %u", len,
+                                  max_frame);
+                pthread_mutex_unlock(&c->lock);
+                return r;
+        }
+        r = write_request(c, fd, w.gen, f);
+        nbp_frame_out_free(f);
 
         pthread_mutex_lock(&c->lock);
         if (r < 0) {

@@ -17,11 +17,21 @@
 
 NBD_LOG_CATEGORY(spawn);
 
+/* How long a child runs before its output pipes are watched. Most allowed
+ * programs (ip, tc, iptables) end well within it, having written less than
+ * a pipe holds (64 KiB): their output is read once, after the exit, and the
+ * helper wakes once for them, not once more for each pipe's end of file
+ * (the child closes its pipes just before it exits, and each close woke the
+ * helper on its own). A program that writes more waits at most this long
+ * once. */
+#define OUTPUT_WATCH_DELAY_MS 10
+
 struct nbd_child {
         struct nbd_loop *loop;
         pid_t pid;
         struct nbd_watch pidw, inw, outw, errw;
-        struct nbd_timer timer;
+        struct nbd_timer timer, output_timer;
+        bool out_watched, err_watched; /* see OUTPUT_WATCH_DELAY_MS */
         const uint8_t *in_data;
         size_t in_len, in_off;
         size_t cap;
@@ -86,13 +96,24 @@ struct nbd_child_result *nbd_child_result(struct nbd_child *c)
         return &c->res;
 }
 
+static bool watched(const struct nbd_child *c, const struct nbd_watch *w)
+{
+        if (w == &c->outw)
+                return c->out_watched;
+        if (w == &c->errw)
+                return c->err_watched;
+        return true;
+}
+
 static void close_watch(struct nbd_child *c, struct nbd_watch *w)
 {
         int fd = w->fd;
 
         if (fd < 0)
                 return;
-        nbd_loop_remove(c->loop, w);
+        if (watched(c, w))
+                nbd_loop_remove(c->loop, w);
+        w->fd = -1;
         close(fd);
 }
 
@@ -103,6 +124,7 @@ static void close_all(struct nbd_child *c)
         close_watch(c, &c->outw);
         close_watch(c, &c->errw);
         nbd_timer_cancel(c->loop, &c->timer);
+        nbd_timer_cancel(c->loop, &c->output_timer);
 }
 
 static void free_child(void *p)
@@ -265,14 +287,16 @@ void nbd_child_abandon(struct nbd_child *c)
         close_watch(c, &c->outw);
         close_watch(c, &c->errw);
         nbd_timer_cancel(c->loop, &c->timer);
+        nbd_timer_cancel(c->loop, &c->output_timer);
         kill_child(c);
 }
 
+/* Only for a pipe end pipe2() just made: its one status flag is its access
+ * mode, which F_SETFL leaves alone, so there is nothing to read first (a
+ * syscall costs 1.5 us on a paravirtualised guest). */
 static int set_nonblock(int fd)
 {
-        int fl = fcntl(fd, F_GETFL);
-
-        return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+        return fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
 }
 
 static int make_attrs(posix_spawnattr_t *attr)
@@ -292,30 +316,55 @@ static int make_attrs(posix_spawnattr_t *attr)
         return 0;
 }
 
+/* The file actions of the last spawn, kept while the child's ends of its
+ * pipes get the same numbers (one child at a time, they always do): glibc's
+ * posix_spawn_file_actions_adddup2() asks the kernel for RLIMIT_NOFILE for
+ * both of its fds, six syscalls a spawn otherwise. Only the loop's thread
+ * spawns, like the rest of this file's state. */
+static struct {
+        bool valid;
+        int fds[3];
+        posix_spawn_file_actions_t fa;
+} actions;
+
+static int file_actions(const int fds[3], posix_spawn_file_actions_t **ret)
+{
+        if (actions.valid && memcmp(actions.fds, fds, sizeof(actions.fds)) == 0) {
+                *ret = &actions.fa;
+                return 0;
+        }
+        if (actions.valid)
+                posix_spawn_file_actions_destroy(&actions.fa);
+        actions.valid = false;
+        if (posix_spawn_file_actions_init(&actions.fa))
+                return -ENOMEM;
+        /* dup2 clears close-on-exec on the copies; everything else the helper
+         * holds is close-on-exec, so the child gets exactly fds 0-2. */
+        for (int i = 0; i < 3; i++)
+                if (posix_spawn_file_actions_adddup2(&actions.fa, fds[i], i)) {
+                        posix_spawn_file_actions_destroy(&actions.fa);
+                        return -ENOMEM;
+                }
+        memcpy(actions.fds, fds, sizeof(actions.fds));
+        actions.valid = true;
+        *ret = &actions.fa;
+        return 0;
+}
+
 static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int in[2], int out[2],
                  int err[2])
 {
-        posix_spawn_file_actions_t fa;
+        const int fds[3] = {in[0], out[1], err[1]};
+        posix_spawn_file_actions_t *fa;
         posix_spawnattr_t attr;
         int r;
 
         r = make_attrs(&attr);
         if (r < 0)
                 return r;
-        if (posix_spawn_file_actions_init(&fa)) {
-                posix_spawnattr_destroy(&attr);
-                return -ENOMEM;
-        }
-        /* dup2 clears close-on-exec on the copies; everything else the helper
-         * holds is close-on-exec, so the child gets exactly fds 0-2. */
-        r = -ENOMEM;
-        if (posix_spawn_file_actions_adddup2(&fa, in[0], 0) ||
-            posix_spawn_file_actions_adddup2(&fa, out[1], 1) ||
-            posix_spawn_file_actions_adddup2(&fa, err[1], 2))
-                goto out;
-        r = -posix_spawn(&c->pid, s->path, &fa, &attr, s->argv, s->envp);
-out:
-        posix_spawn_file_actions_destroy(&fa);
+        r = file_actions(fds, &fa);
+        if (r == 0)
+                r = -posix_spawn(&c->pid, s->path, fa, &attr, s->argv, s->envp);
         posix_spawnattr_destroy(&attr);
         return r;
 }
@@ -331,20 +380,47 @@ static int watch_child(struct nbd_loop *l, struct nbd_child *c, int in[2], int o
                 close(pidfd);
                 return r;
         }
-        if (set_nonblock(out[0]) < 0 || set_nonblock(err[0]) < 0 || set_nonblock(in[1]) < 0)
-                return -errno;
-        if ((r = nbd_loop_add(l, &c->outw, out[0], EPOLLIN, on_out, c)) < 0)
+        if ((r = set_nonblock(out[0])) < 0 || (r = set_nonblock(err[0])) < 0)
                 return r;
-        out[0] = -1;
-        if ((r = nbd_loop_add(l, &c->errw, err[0], EPOLLIN, on_out, c)) < 0)
-                return r;
-        err[0] = -1;
+        /* Taken now, watched from on_output_timer(); finish() reads what a
+         * child that ended sooner wrote. */
+        c->outw = (struct nbd_watch){.fd = out[0], .fn = on_out, .data = c};
+        c->errw = (struct nbd_watch){.fd = err[0], .fn = on_out, .data = c};
+        out[0] = err[0] = -1;
+        /* Without input its end is closed as it is: the child reads EOF. */
         if (c->in_len > 0) {
-                if ((r = nbd_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
+                if ((r = set_nonblock(in[1])) < 0 ||
+                    (r = nbd_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
                         return r;
                 in[1] = -1;
         }
         return 0;
+}
+
+/* The child still runs: read its output as it comes, so that it never
+ * blocks on a full pipe. If a pipe cannot be watched (no memory for it),
+ * what the child wrote is still read when it ends; only a child that
+ * fills the pipe waits, until its timeout. */
+static void on_output_timer(void *data)
+{
+        struct nbd_child *c = data;
+        int r = 0;
+
+        if (c->outw.fd >= 0 && !c->out_watched) {
+                int fd = c->outw.fd;
+                r = nbd_loop_add(c->loop, &c->outw, fd, EPOLLIN, on_out, c);
+                c->out_watched = r == 0;
+                c->outw.fd = fd;
+        }
+        if (r == 0 && c->errw.fd >= 0 && !c->err_watched) {
+                int fd = c->errw.fd;
+                r = nbd_loop_add(c->loop, &c->errw, fd, EPOLLIN, on_out, c);
+                c->err_watched = r == 0;
+                c->errw.fd = fd;
+        }
+        if (r < 0)
+                nbd_warn("pid %d: cannot watch its output (%s): it is read when it ends",
+                         (int)c->pid, strerror(-r));
 }
 
 static void close_pipes(int in[2], int out[2], int err[2])
@@ -405,6 +481,7 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
                 return r;
         }
         nbd_timer_arm(l, &c->timer, s->timeout_ms, on_timeout, c);
+        nbd_timer_arm(l, &c->output_timer, OUTPUT_WATCH_DELAY_MS, on_output_timer, c);
         nbd_debug("spawned %s as pid %d", s->path, (int)c->pid);
         *ret = c;
         return 0;

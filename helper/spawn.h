@@ -3,8 +3,10 @@
  * Children are started with posix_spawn (vfork semantics: no page-table copy)
  * and get exactly fds 0-2: every fd the helper holds is close-on-exec, so
  * there is no loop closing fds. The helper watches each child through a
- * pidfd and its pipes, reaps it as soon as it exits, and kills its process
- * group at the timeout. No child is ever left a zombie. */
+ * pidfd, and its output pipes once it has run 10 ms (a shorter run's output
+ * is read at its exit: one wake-up for it); it reaps it as soon as it exits,
+ * and kills its process group at the timeout. No child is ever left a
+ * zombie. */
 #pragma once
 
 #include <stdbool.h>

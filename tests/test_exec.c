@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loop.h"
+#include "spawn.h"
 #include "testutil.h"
 #include "tests.h"
 
@@ -790,6 +792,102 @@ START_TEST(test_spawns_beyond_the_slots_queue_and_overflow_is_refused)
 }
 END_TEST
 
+/* ---- spawn.c driven directly, with a loop of the test's own ---- */
+
+/* The fds registered in the epoll set epfd, from its fdinfo. */
+static unsigned epoll_watches(int epfd)
+{
+        char path[64], line[256];
+        unsigned n = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+        f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f))
+                n += strncmp(line, "tfd:", 4) == 0;
+        fclose(f);
+        return n;
+}
+
+/* The loop's epoll fd: the one eventpoll fd among fds from `from` on. */
+static int find_epoll_fd(int from)
+{
+        for (int fd = from; fd < from + 64; fd++) {
+                char path[64], target[64];
+                ssize_t n;
+
+                snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+                n = readlink(path, target, sizeof(target) - 1);
+                if (n > 0 && (target[n] = '\0', strcmp(target, "anon_inode:[eventpoll]") == 0))
+                        return fd;
+        }
+        return -1;
+}
+
+static void on_spawned_done(struct nbd_child *c, void *data)
+{
+        (void)c;
+        *(bool *)data = true;
+}
+
+static struct nbd_child *run_child(struct nbd_loop *l, int epfd, const char *script,
+                                   unsigned watches_at_start)
+{
+        char *const argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+        char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+        struct nbd_exec_spec spec = {
+                .path = "/bin/sh",
+                .argv = argv,
+                .envp = envp,
+                .timeout_ms = 20000,
+                .output_cap = 1u << 20,
+        };
+        struct nbd_child *c = NULL;
+        bool done = false;
+
+        ck_assert_int_eq(nbd_child_spawn(l, &spec, on_spawned_done, &done, &c), 0);
+        ck_assert_uint_eq(epoll_watches(epfd), watches_at_start);
+        while (!done)
+                ck_assert_int_eq(nbd_loop_iterate(l), 0);
+        ck_assert_int_eq(nbd_child_result(c)->exit_code, 0);
+        return c;
+}
+
+/* Until it has run 10 ms, only a child's pidfd is watched: its pipes'
+ * ends of file (it closes them as it exits) wake the helper no more than
+ * its exit does, and what it wrote is read then. A child that writes more
+ * than a pipe holds has its output read as it comes once it is watched. */
+START_TEST(test_a_child_is_watched_by_its_pidfd_alone_until_10_ms)
+{
+        int first = dup(0);
+        struct nbd_loop *l = NULL;
+        struct nbd_child *c;
+        struct nbd_child_result *res;
+        int epfd;
+
+        close(first);
+        ck_assert_int_eq(nbd_loop_new(&l), 0);
+        epfd = find_epoll_fd(first);
+        ck_assert_int_ge(epfd, 0);
+        /* The pidfd alone: no stdin was given. */
+        c = run_child(l, epfd, "echo out; echo err >&2", 1);
+        res = nbd_child_result(c);
+        ck_assert_uint_eq(res->out.len, 4);
+        ck_assert_int_eq(memcmp(res->out.data, "out\n", 4), 0);
+        ck_assert_uint_eq(res->err.len, 4);
+        ck_assert_int_eq(memcmp(res->err.data, "err\n", 4), 0);
+        nbd_child_free(c);
+        /* Five pipes' worth: the child waits for the pipes to be watched. */
+        c = run_child(l, epfd, "head -c 327680 /dev/zero", 1);
+        res = nbd_child_result(c);
+        ck_assert_uint_eq(res->out.len, 327680);
+        ck_assert(!res->out_truncated);
+        nbd_child_free(c);
+        nbd_loop_free(l);
+}
+END_TEST
+
 Suite *exec_suite(void)
 {
         Suite *s = suite_create("exec");
@@ -816,6 +914,7 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_output_is_capped_and_flagged);
         tcase_add_test(exec, test_stop_at_first_failure_unless_told_otherwise);
         tcase_add_test(exec, test_spawns_beyond_the_slots_queue_and_overflow_is_refused);
+        tcase_add_test(exec, test_a_child_is_watched_by_its_pidfd_alone_until_10_ms);
         tcase_add_test(load, test_ten_thousand_spawns_leave_no_zombie);
         tcase_add_test(client, test_slow_child_does_not_stall_others);
         tcase_add_test(client, test_32_threads_share_one_connection);

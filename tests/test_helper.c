@@ -455,6 +455,61 @@ START_TEST(test_batch_over_max_frame_is_refused_before_sending)
 }
 END_TEST
 
+/* The size the helper checks of a one-Exec request of /bin/cat with
+ * stdin_len bytes of input, as nb_batch_exec() builds it. */
+static size_t exec_request_size(uint64_t id, size_t stdin_len)
+{
+        static uint8_t input[1024];
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+
+        e.path = "/bin/cat";
+        e.stdin_data.data = input;
+        e.stdin_data.len = stdin_len;
+        op.op_case = NETBROKER__OP__OP_EXEC;
+        op.exec = &e;
+        req.id = id;
+        req.n_ops = 1;
+        req.ops = ops;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        return protobuf_c_message_get_packed_size(&m.base);
+}
+
+/* The client measures the frame it sends, with its real id: a batch of
+ * exactly max_frame bytes goes (the largest id's ten bytes used to be
+ * counted instead), one byte more does not. */
+START_TEST(test_batch_of_exactly_max_frame_is_sent)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW "max_frame = 1024\n");
+        uint8_t input[1024] = {0};
+        nb_results *res = NULL;
+        size_t len = 0;
+        nb_batch *b;
+
+        /* The first request of a connection has id 1. */
+        while (exec_request_size(1, len + 1) <= 1024)
+                len++;
+        ck_assert_uint_eq(exec_request_size(1, len), 1024);
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/cat", NULL, NULL, input, len, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        /* id 2 encodes in as many bytes as id 1. */
+        ck_assert_uint_eq(exec_request_size(2, len + 1), 1025);
+        b = nb_batch_new();
+        nb_batch_exec(b, "/bin/cat", NULL, NULL, input, len + 1, 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), -EMSGSIZE);
+        ck_assert_msg(strstr(nb_conn_error(c), "encodes to 1025 bytes"), "%s", nb_conn_error(c));
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
 static void assert_status_line(const char *status, const char *key, const char *value)
 {
         char want[128];
@@ -637,6 +692,7 @@ Suite *protocol_suite(void)
         tcase_add_test(proto, test_too_many_fds_fail_the_request_cleanly);
         tcase_add_test(proto, test_ops_over_max_ops_are_refused_by_client_and_helper);
         tcase_add_test(proto_exec, test_batch_over_max_frame_is_refused_before_sending);
+        tcase_add_test(proto_exec, test_batch_of_exactly_max_frame_is_sent);
         tcase_add_test(proto_exec, test_stats_count_requests_ops_and_errors);
         tcase_add_test(access_tc, test_peer_with_other_uid_is_refused_even_with_mode_0666);
         tcase_add_test(access_tc, test_allowed_gid_admits_another_uid);

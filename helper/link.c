@@ -622,13 +622,15 @@ int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
 static int add_link(struct nbd_links *l, struct rtnl_link *link, const char *name,
                     struct nbd_err *err, const char *what)
 {
+        struct nl_msg *msg = NULL;
         int r;
 
         rtnl_link_set_name(link, name);
         nbd_netlink_begin(&l->nl);
-        r = rtnl_link_add(l->nl.req, link, NLM_F_CREATE | NLM_F_EXCL);
+        r = rtnl_link_build_add_request(link, NLM_F_CREATE | NLM_F_EXCL, &msg);
+        r = r < 0 ? nbd_netlink_errno(&l->nl, r) : nbd_netlink_call(&l->nl, msg);
+        nlmsg_free(msg);
         nbd_netlink_sent(1);
-        r = nbd_netlink_errno(&l->nl, r);
         if (r < 0 && r != -EEXIST)
                 nbd_err_set(err, r, "cannot create %s %s: %s", what, name, strerror(-r));
         return r;

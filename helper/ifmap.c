@@ -15,6 +15,11 @@ static size_t name_hash(const char *s, size_t n_buckets)
         return h % n_buckets;
 }
 
+static size_t index_hash(int ifindex, size_t n_buckets)
+{
+        return ((uint32_t)ifindex * 2654435761u) % n_buckets;
+}
+
 static struct nbd_ifnode **ifidx_slot(const struct nbd_ifmap *m, const char *name)
 {
         struct nbd_ifnode **p = &m->buckets[name_hash(name, m->n_buckets)];
@@ -24,14 +29,34 @@ static struct nbd_ifnode **ifidx_slot(const struct nbd_ifmap *m, const char *nam
         return p;
 }
 
+/* Where n is linked in by_index (it must be there). */
+static struct nbd_ifnode **index_slot_of(const struct nbd_ifmap *m, const struct nbd_ifnode *n)
+{
+        struct nbd_ifnode **p = &m->by_index[index_hash(n->ifindex, m->n_buckets)];
+
+        while (*p != n)
+                p = &(*p)->next_index;
+        return p;
+}
+
+static void index_link(struct nbd_ifmap *m, struct nbd_ifnode *n)
+{
+        struct nbd_ifnode **b = &m->by_index[index_hash(n->ifindex, m->n_buckets)];
+
+        n->next_index = *b;
+        *b = n;
+}
+
 void nbd_ifmap_clear(struct nbd_ifmap *m)
 {
-        for (size_t b = 0; b < m->n_buckets; b++)
+        for (size_t b = 0; b < m->n_buckets; b++) {
                 while (m->buckets[b]) {
                         struct nbd_ifnode *n = m->buckets[b];
                         m->buckets[b] = n->next;
                         free(n);
                 }
+                m->by_index[b] = NULL;
+        }
         m->n = 0;
 }
 
@@ -39,40 +64,56 @@ void nbd_ifmap_free(struct nbd_ifmap *m)
 {
         nbd_ifmap_clear(m);
         free(m->buckets);
-        m->buckets = NULL;
+        free(m->by_index);
+        m->buckets = m->by_index = NULL;
         m->n_buckets = 0;
 }
 
 static void ifidx_grow(struct nbd_ifmap *m)
 {
         size_t nb = m->n_buckets ? m->n_buckets * 4 : 256;
-        struct nbd_ifnode **b = calloc(nb, sizeof(*b));
+        struct nbd_ifnode **b = calloc(nb, sizeof(*b)), **x = calloc(nb, sizeof(*x));
 
-        if (!b)
+        if (!b || !x) {
+                free(b);
+                free(x);
                 return; /* longer chains, still correct */
+        }
         for (size_t i = 0; i < m->n_buckets; i++)
                 while (m->buckets[i]) {
                         struct nbd_ifnode *n = m->buckets[i];
                         m->buckets[i] = n->next;
                         n->next = b[name_hash(n->name, nb)];
                         b[name_hash(n->name, nb)] = n;
+                        n->next_index = x[index_hash(n->ifindex, nb)];
+                        x[index_hash(n->ifindex, nb)] = n;
                 }
         free(m->buckets);
+        free(m->by_index);
         m->buckets = b;
+        m->by_index = x;
         m->n_buckets = nb;
+}
+
+/* Unlink n, found at *slot in its name chain, from both tables; free it. */
+static void ifidx_drop(struct nbd_ifmap *m, struct nbd_ifnode **slot)
+{
+        struct nbd_ifnode *n = *slot;
+
+        *index_slot_of(m, n) = n->next_index;
+        *slot = n->next;
+        free(n);
+        m->n--;
 }
 
 static void ifidx_remove_index(struct nbd_ifmap *m, int ifindex)
 {
-        for (size_t b = 0; b < m->n_buckets; b++)
-                for (struct nbd_ifnode **p = &m->buckets[b]; *p; p = &(*p)->next)
-                        if ((*p)->ifindex == ifindex) {
-                                struct nbd_ifnode *n = *p;
-                                *p = n->next;
-                                free(n);
-                                m->n--;
-                                return;
-                        }
+        struct nbd_ifnode *n = m->by_index[index_hash(ifindex, m->n_buckets)];
+
+        while (n && n->ifindex != ifindex)
+                n = n->next_index;
+        if (n)
+                ifidx_drop(m, ifidx_slot(m, n->name));
 }
 
 void nbd_ifmap_note(struct nbd_ifmap *m, const char *name, int ifindex, bool present)
@@ -91,16 +132,16 @@ void nbd_ifmap_note_kind(struct nbd_ifmap *m, const char *name, int ifindex, boo
                 return;
         p = ifidx_slot(m, name);
         if (!present) {
-                if (*p) {
-                        n = *p;
-                        *p = n->next;
-                        free(n);
-                        m->n--;
-                }
+                if (*p)
+                        ifidx_drop(m, p);
                 return;
         }
         if (*p) {
-                (*p)->ifindex = ifindex;
+                if ((*p)->ifindex != ifindex) {
+                        *index_slot_of(m, *p) = (*p)->next_index;
+                        (*p)->ifindex = ifindex;
+                        index_link(m, *p);
+                }
                 if (macvtap >= 0)
                         (*p)->macvtap = macvtap;
                 return;
@@ -114,6 +155,7 @@ void nbd_ifmap_note_kind(struct nbd_ifmap *m, const char *name, int ifindex, boo
         n->macvtap = macvtap > 0;
         p = ifidx_slot(m, name);
         *p = n;
+        index_link(m, n);
         m->n++;
 }
 

@@ -18,12 +18,17 @@ struct nbd_ifnode {
         bool macvtap; /* its traffic flows the other way round (firewall.c) */
         bool owned; /* it carries an owner mark (its alias), for uid owner */
         uid_t owner;
-        struct nbd_ifnode *next;
+        struct nbd_ifnode *next; /* in buckets, by name */
+        struct nbd_ifnode *next_index; /* in by_index, by ifindex */
 };
 
-/* Zero-initialised is empty. */
+/* Zero-initialised is empty. Two hash tables over the same nodes: by name
+ * (look-ups), and by ifindex, so that a rename or a new device finds the
+ * entry its ifindex had without a walk over every interface (10,000 macvtaps
+ * made one by one would cost 10,000 walks of a growing map). */
 struct nbd_ifmap {
         struct nbd_ifnode **buckets;
+        struct nbd_ifnode **by_index;
         size_t n_buckets, n;
 };
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -33,12 +34,20 @@ NBD_LOG_CATEGORY(link);
  * (a race with another creator) before giving up. */
 #define MAX_NAME_TRIES 32
 
+/* Link notifications are read straight from the monitor socket, up to
+ * MON_SLOTS datagrams a system call (a create makes four or five of them),
+ * each at most MON_SLOT_SIZE bytes: a notification carries no VF list, and
+ * one that does not fit counts as lost (a rebuild follows). */
+#define MON_SLOTS 16
+#define MON_SLOT_SIZE 32768
+
 struct nbd_links {
         struct nbd_ifmap ifs; /* every interface here (ifmap.h) */
         struct nbd_loop *loop;
         struct nbd_netlink nl;
         struct nbd_names *names;
         struct nbd_watch monw;
+        unsigned char *mon_buf; /* MON_SLOTS * MON_SLOT_SIZE */
         char *devdir;
         unsigned node_seq;
         /* Interfaces gone since the loop last told the watchers (on_gone):
@@ -111,25 +120,23 @@ static void set_owner(struct nbd_ifmap *m, const char *name, const char *alias)
         nbd_ifmap_set_owner(m, name, owned, uid);
 }
 
-static int on_link_msg(struct nl_msg *msg, void *arg)
+static void on_link_hdr(struct nbd_links *l, struct nlmsghdr *h)
 {
-        struct nbd_links *l = arg;
-        struct nlmsghdr *h = nlmsg_hdr(msg);
         struct nlattr *tb[IFLA_MAX + 1];
         const struct ifinfomsg *ifi;
         bool present = h->nlmsg_type == RTM_NEWLINK;
 
         if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK)
-                return NL_OK;
+                return;
         if (nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME])
-                return NL_OK;
+                return;
         ifi = nlmsg_data(h);
         /* A bridge reports its ports in AF_BRIDGE messages of the same
          * types: an RTM_DELLINK when a port leaves it, which is no
          * interface going away (its IFB must stay), and RTM_NEWLINKs
          * without the alias, which are no news about its owner. */
         if (ifi->ifi_family != AF_UNSPEC)
-                return NL_OK;
+                return;
         nbd_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
         nbd_ifmap_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
                             link_is_macvtap(tb[IFLA_LINKINFO]));
@@ -138,6 +145,12 @@ static int on_link_msg(struct nl_msg *msg, void *arg)
                           tb[IFLA_IFALIAS] ? nla_get_string(tb[IFLA_IFALIAS]) : NULL);
         if (!present)
                 note_gone(l, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index);
+}
+
+/* The dump's messages (rebuild) come through libnl. */
+static int on_link_msg(struct nl_msg *msg, void *arg)
+{
+        on_link_hdr(arg, nlmsg_hdr(msg));
         return NL_OK;
 }
 
@@ -167,25 +180,58 @@ static int rebuild(struct nbd_links *l)
         return r;
 }
 
+/* Read what the monitor socket holds, MON_SLOTS datagrams a call; stops at
+ * the first call that returns fewer (the queue was empty then). Only the
+ * kernel's datagrams count: any process of this namespace may send to the
+ * socket's port, and a forged RTM_NEWLINK would mark names used or carry an
+ * owner mark. Returns 0, or -ENOBUFS when notifications were lost (the
+ * socket overflowed, or one did not fit its slot), or -errno. */
+static int mon_read(struct nbd_links *l)
+{
+        struct mmsghdr mm[MON_SLOTS];
+        struct iovec iov[MON_SLOTS];
+        struct sockaddr_nl from[MON_SLOTS];
+        int fd = nl_socket_get_fd(l->nl.mon), n;
+
+        do {
+                for (int i = 0; i < MON_SLOTS; i++) {
+                        iov[i] = (struct iovec){l->mon_buf + (size_t)i * MON_SLOT_SIZE,
+                                                MON_SLOT_SIZE};
+                        from[i] = (struct sockaddr_nl){0};
+                        mm[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &from[i],
+                                                             .msg_namelen = sizeof(from[i]),
+                                                             .msg_iov = &iov[i],
+                                                             .msg_iovlen = 1}};
+                }
+                n = recvmmsg(fd, mm, MON_SLOTS, MSG_DONTWAIT, NULL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno == EAGAIN ? 0 : -errno;
+                for (int i = 0; i < n; i++) {
+                        struct nlmsghdr *h = iov[i].iov_base;
+                        int len = (int)mm[i].msg_len;
+                        if (mm[i].msg_hdr.msg_flags & MSG_TRUNC)
+                                return -ENOBUFS;
+                        if (from[i].nl_pid != 0)
+                                continue;
+                        for (; nlmsg_ok(h, len); h = nlmsg_next(h, &len))
+                                on_link_hdr(l, h);
+                }
+        } while (n == MON_SLOTS);
+        return 0;
+}
+
 void nbd_links_sync(struct nbd_links *l)
 {
-        for (;;) {
-                int r = nl_recvmsgs_default(l->nl.mon);
-                if (r == -NLE_AGAIN)
-                        return;
-                if (r == -NLE_NOMEM) {
-                        /* The socket overflowed (ENOBUFS): notifications were
-                         * lost. Drop the rest and read the truth again. */
-                        nbd_notice("link notifications overflowed; rebuilding the name bitmaps");
-                        while (nl_recvmsgs_default(l->nl.mon) != -NLE_AGAIN)
-                                ;
-                        if (rebuild(l) < 0)
-                                nbd_error("rebuilding the name bitmaps failed");
-                        return;
-                }
-                if (r < 0)
-                        return;
-        }
+        if (mon_read(l) != -ENOBUFS)
+                return;
+        /* Notifications were lost. Drop the rest and read the truth again. */
+        nbd_notice("link notifications overflowed; rebuilding the name bitmaps");
+        while (mon_read(l) == -ENOBUFS)
+                ;
+        if (rebuild(l) < 0)
+                nbd_error("rebuilding the name bitmaps failed");
 }
 
 static void on_monitor(struct nbd_watch *w, uint32_t events)
@@ -253,13 +299,17 @@ int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links *
                 r = -ENOMEM;
                 goto fail;
         }
+        l->mon_buf = malloc((size_t)MON_SLOTS * MON_SLOT_SIZE);
+        if (!l->mon_buf) {
+                r = -ENOMEM;
+                goto fail;
+        }
         r = nbd_names_new(&l->names);
         if (r < 0)
                 goto fail;
         r = nbd_netlink_open(&l->nl);
         if (r < 0)
                 goto fail;
-        nl_socket_modify_cb(l->nl.mon, NL_CB_VALID, NL_CB_CUSTOM, on_link_msg, l);
         r = rebuild(l);
         if (r < 0)
                 goto fail;
@@ -285,6 +335,7 @@ void nbd_links_close(struct nbd_links *l)
         if (l->loop)
                 nbd_timer_cancel(l->loop, &l->gone_timer);
         free(l->gone);
+        free(l->mon_buf);
         nbd_netlink_close(&l->nl);
         nbd_names_free(l->names);
         nbd_ifmap_free(&l->ifs);
@@ -394,12 +445,12 @@ static void owner_mark(uid_t uid, char mark[32])
 static int mark_created(struct nbd_links *l, const char *name, int ifindex, uid_t creator,
                         struct nbd_err *err)
 {
+        const struct nbd_ifnode *n = nbd_ifmap_get(&l->ifs, name);
         char mark[32];
-        uid_t now;
         int r;
 
-        if (nbd_link_owner(l, name, &now) == 0 && now == creator &&
-            nbd_ifmap_ifindex(&l->ifs, name) == ifindex)
+        /* The map was read just now (ifindex_of): no other sync here. */
+        if (n && n->owned && n->owner == creator && n->ifindex == ifindex)
                 return 0;
         owner_mark(creator, mark);
         r = nbd_netlink_set_alias(&l->nl, ifindex, mark);
@@ -434,7 +485,7 @@ static int create_named(struct nbd_links *l, const char *name, create_fn fn, voi
         if (nbd_template_parse(name, prefix) < 0)
                 return nbd_err_set(err, -EINVAL, "bad template '%s': a name prefix followed by %%d",
                                    name);
-        nbd_links_sync(l);
+        /* The callers read the notifications just before (one read an op). */
         for (int tries = 0; tries < MAX_NAME_TRIES; tries++) {
                 r = nbd_names_allocate(l->names, prefix, cand);
                 if (r == -ENOSPC)
@@ -546,7 +597,10 @@ int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
                         struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct tap_ctx t = {.s = s, .fds = ret->fds};
-        int r = create_named(l, s->name, tap_create_one, &t, ret->ifname, err);
+        int r;
+
+        nbd_links_sync(l);
+        r = create_named(l, s->name, tap_create_one, &t, ret->ifname, err);
 
         if (r < 0)
                 return r;
@@ -568,13 +622,15 @@ int nbd_link_tap_create(struct nbd_links *l, const struct nbd_tap_spec *s,
 static int add_link(struct nbd_links *l, struct rtnl_link *link, const char *name,
                     struct nbd_err *err, const char *what)
 {
+        struct nl_msg *msg = NULL;
         int r;
 
         rtnl_link_set_name(link, name);
         nbd_netlink_begin(&l->nl);
-        r = rtnl_link_add(l->nl.req, link, NLM_F_CREATE | NLM_F_EXCL);
+        r = rtnl_link_build_add_request(link, NLM_F_CREATE | NLM_F_EXCL, &msg);
+        r = r < 0 ? nbd_netlink_errno(&l->nl, r) : nbd_netlink_call(&l->nl, msg);
+        nlmsg_free(msg);
         nbd_netlink_sent(1);
-        r = nbd_netlink_errno(&l->nl, r);
         if (r < 0 && r != -EEXIST)
                 nbd_err_set(err, r, "cannot create %s %s: %s", what, name, strerror(-r));
         return r;
@@ -681,12 +737,12 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
                                    strerror(-r));
         {
                 /* The macvtap driver turns vnet headers on for every open;
-                 * make the flag what was asked, both ways. */
-                struct ifreq ifr = {0};
-                if (ioctl(fd, TUNGETIFF, &ifr) < 0 ||
-                    (ifr.ifr_flags = (short)(vnet_hdr ? ifr.ifr_flags | IFF_VNET_HDR
-                                                      : ifr.ifr_flags & ~IFF_VNET_HDR),
-                     ioctl(fd, TUNSETIFF, &ifr) < 0)) {
+                 * make the flag what was asked, both ways. Its TUNSETIFF
+                 * takes exactly IFF_TAP | IFF_NO_PI and the feature bits, and
+                 * sets those: one call, no TUNGETIFF first. */
+                struct ifreq ifr = {
+                        .ifr_flags = (short)(IFF_TAP | IFF_NO_PI | (vnet_hdr ? IFF_VNET_HDR : 0))};
+                if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
                         r = -errno;
                         close(fd);
                         return nbd_err_set(err, r, "cannot set vnet headers on %s: %s", name,
@@ -704,6 +760,8 @@ int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *
         int r, fd;
 
         owner_mark(s->creator, m.mark);
+        /* This reads the notifications for the whole op; create_named()
+         * does not read them again. */
         r = ifindex_of(l, s->parent, &m.parent, err);
         if (r < 0)
                 return r;
@@ -773,6 +831,7 @@ int nbd_link_veth_create(struct nbd_links *l, const struct nbd_veth_spec *s,
 
         owner_mark(s->creator, v.mark);
         snprintf(v.peer, IFNAMSIZ, "%s", s->peer);
+        nbd_links_sync(l);
         r = create_named(l, s->name, veth_create_one, &v, ret->ifname, err);
         if (r == -EEXIST && !nbd_is_template(s->name))
                 nbd_err_set(err, r, "interface %s or its peer %s already exists", s->name, s->peer);
@@ -814,6 +873,7 @@ int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
         int r;
 
         owner_mark(creator, mark);
+        nbd_links_sync(l);
         r = create_named(l, name, bridge_create_one, mark, ret->ifname, err);
         if (r < 0)
                 return r;

@@ -9,6 +9,10 @@
 
 #include "stats.h"
 
+/* An ack: its header, the error, the request it answers (no ext-ack
+ * attributes are asked for), with room to spare. */
+#define ACK_BUF_SIZE 8192
+
 static int on_error_ack(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 {
         struct nbd_netlink *nl = arg;
@@ -112,6 +116,23 @@ fail:
         return r;
 }
 
+int nbd_netlink_call(struct nbd_netlink *nl, struct nl_msg *msg)
+{
+        int r;
+
+        nbd_netlink_begin(nl);
+        r = nl_send_auto(nl->req, msg); /* sets the sequence, NLM_F_REQUEST and NLM_F_ACK */
+        /* A buffer of our own size is what keeps libnl from reading every
+         * datagram twice (a MSG_PEEK for its size, then the datagram). An
+         * ack is small; dumps and look-ups keep the peek (size 0), whose
+         * replies can be any size. libnl still checks the ack's sequence. */
+        if (r >= 0 && (r = nl_socket_set_msg_buf_size(nl->req, ACK_BUF_SIZE)) >= 0) {
+                r = nl_wait_for_ack(nl->req);
+                nl_socket_set_msg_buf_size(nl->req, 0);
+        }
+        return nbd_netlink_errno(nl, r);
+}
+
 int nbd_netlink_set_alias(struct nbd_netlink *nl, int ifindex, const char *alias)
 {
         struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex};
@@ -120,15 +141,14 @@ int nbd_netlink_set_alias(struct nbd_netlink *nl, int ifindex, const char *alias
 
         nbd_netlink_begin(nl);
         if (!msg || nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
-            nla_put_string(msg, IFLA_IFALIAS, alias) < 0)
-                goto out;
-        r = nl_send_auto(nl->req, msg);
-        if (r >= 0)
-                r = nl_wait_for_ack(nl->req);
+            nla_put_string(msg, IFLA_IFALIAS, alias) < 0) {
+                nlmsg_free(msg);
+                return nbd_netlink_errno(nl, r);
+        }
+        r = nbd_netlink_call(nl, msg);
         nbd_netlink_sent(1);
-out:
         nlmsg_free(msg);
-        return nbd_netlink_errno(nl, r);
+        return r;
 }
 
 void nbd_netlink_close(struct nbd_netlink *nl)

@@ -26,6 +26,11 @@ int nbd_netlink_errno(struct nbd_netlink *nl, int nlerr);
  * bench's). */
 int nbd_netlink_nle_errno(int nlerr);
 
+/* Send msg (NLM_F_ACK is added) on nl->req and wait for its ack, read
+ * with one recvmsg (libnl's default peeks first: two). Returns 0 or
+ * -errno, preferring the kernel's. */
+int nbd_netlink_call(struct nbd_netlink *nl, struct nl_msg *msg);
+
 /* Set the alias of interface ifindex of this namespace. 0 or -errno. */
 int nbd_netlink_set_alias(struct nbd_netlink *nl, int ifindex, const char *alias);
 

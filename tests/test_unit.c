@@ -984,6 +984,7 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, netlink);
         suite_add_tcase(s, fw_unit_tcase());
         suite_add_tcase(s, mac_tcase());
+        suite_add_tcase(s, names_scale_tcase());
         suite_add_tcase(s, frames);
         suite_add_tcase(s, rlimit);
         suite_add_tcase(s, config);

@@ -17,3 +17,4 @@ Suite *policy_suite(void);
 Suite *show_suite(void);
 Suite *fw_counters_suite(void);
 Suite *fw_scale_suite(void);
+Suite *names_suite(void);

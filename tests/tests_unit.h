@@ -16,4 +16,5 @@ TCase *fw_filters_tcase(void);
 TCase *fw_text_tcase(void);
 TCase *fwfile_tcase(void);
 TCase *mac_tcase(void);
+TCase *names_scale_tcase(void);
 TCase *policy_unit_tcase(void);

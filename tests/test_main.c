@@ -11,7 +11,7 @@ int main(int argc, char **argv)
                 link_suite,         firewall_suite, bandwidth_suite,
                 bw_filter_suite,    limits_suite,   hostile_suite,
                 hostile_user_suite, policy_suite,   show_suite,
-                fw_counters_suite,  NULL,
+                fw_counters_suite,  lanes_suite,    NULL,
         };
 
         return tu_main_in_netns("test-helper", "peer-uid checks, capabilities, /proc", argc, argv,

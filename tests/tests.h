@@ -16,3 +16,4 @@ Suite *hostile_user_suite(void);
 Suite *policy_suite(void);
 Suite *show_suite(void);
 Suite *fw_counters_suite(void);
+Suite *lanes_suite(void);

@@ -229,22 +229,38 @@ static void ping_ok(nb_conn *c)
         nb_results_free(res);
 }
 
-/* Client A's batch is under way; client B pings three times in a row, and
- * every reply must come before A's. A is one op: on one thread, its commit
- * (seconds of the kernel's time inside one sendmsg) held B's Pings until A
- * was answered. */
-static void assert_pings_pass(struct tu_helper *h, nb_batch *slow)
+static uint64_t stat_of(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        uint64_t v = 0;
+
+        nb_batch_stats(b);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_stat(res, 0, name, &v), 0);
+        nb_results_free(res);
+        return v;
+}
+
+/* Client A's batch runs; client B asks Stats until they count A's ops as
+ * started (`stat` grown by n: A's last op is under way), then pings twice;
+ * every answer must come before A's reply. On one thread the op under way
+ * ran to its end, kernel call included (seconds of the kernel's time
+ * inside one sendmsg), before B was read: B's answers came after A's. */
+static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *stat, uint64_t n)
 {
         struct slow_client a = {.sock = h->sock, .b = slow};
+        uint64_t base;
         pthread_t t;
         nb_conn *b;
 
         ck_assert_int_eq(nb_connect(h->sock, &b), 0);
-        ping_ok(b); /* connected and served before A starts */
+        base = stat_of(b, stat);
         pthread_create(&t, NULL, slow_client_run, &a);
-        usleep(100 * 1000); /* A's request is in the helper */
-        for (int i = 0; i < 3; i++)
-                ping_ok(b);
+        while (stat_of(b, stat) < base + n)
+                ck_assert_msg(!atomic_load(&a.done), "client A was answered before B saw it run");
+        ping_ok(b);
+        ping_ok(b);
         ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's batch");
         pthread_join(t, NULL);
         ck_assert_msg(a.first_error == -1, "client A's batch: op %d failed", a.first_error);
@@ -258,7 +274,7 @@ START_TEST(test_ping_of_one_client_passes_another_clients_big_firewall_commit)
         tu_private_netns();
         tu_veth("hl0", "hl1");
         tu_helper_start(&h, TU_ALLOW);
-        assert_pings_pass(&h, big_apply("hol", "hl0", 100000));
+        assert_pings_pass(&h, big_apply("hol", "hl0", 100000), "ops_firewall", 1);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -282,7 +298,7 @@ START_TEST(test_ping_of_one_client_passes_another_clients_tap_deletion)
                         snprintf(name, sizeof(name), "hd%03d", i);
                         nb_batch_link_delete(b, name);
                 }
-                assert_pings_pass(&h, b);
+                assert_pings_pass(&h, b, "ops_link", 400);
         }
         ck_assert(!tu_link_exists("hd000") && !tu_link_exists("hd399"));
         tu_helper_stop(&h);

@@ -46,12 +46,16 @@
  *     pidfd. A job's firewall ops go to the kernel in one transaction at
  *     its last firewall op, built on a read of the table at its first: of
  *     two jobs that change the same owner at once, the later commit wins
- *     or fails whole (the kernel's transaction is all or nothing), and no
- *     job waits for another's. What a caller
- *     may hold (connections, spawn slots, memory, fds) is shared out in
- *     server.c and dispatch.c, with a reserve kept for root. One op that
- *     takes long in the kernel (a commit of many rules) still holds the
- *     loop for its duration; max_rules_per_request bounds it.
+ *     or fails whole (the kernel's transaction is all or nothing). What a
+ *     caller may hold (connections, spawn slots, memory, fds) is shared
+ *     out in server.c and dispatch.c, with a reserve kept for root.
+ *  9. Lanes (lane.h), made here, after stage 6: a thread for the
+ *     firewall's commits and one for the links' group deletions, the
+ *     kernel calls that block inside one syscall. A thread takes the
+ *     capability sets of the thread that creates it, so they hold what the
+ *     loop holds; every signal is blocked in them. The loop stays the only
+ *     owner of state; a job waits for its call, and jobs needing the same
+ *     capability wait behind it, while every other client is served.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
  */

@@ -704,7 +704,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
  * deleted, a deleted interface cannot be made again as it was (its fds,
  * its addresses, its peers are gone): LinkDelete is not undone. */
 
-/* Groups of runs under way, one each: NBD_LINK_RUN_GROUP + a counter. */
+/* Groups of runs under way, one each: RUN_GROUP_BASE + a counter. */
 #define RUN_GROUP_BASE 0x4e4c0000u /* "NL" */
 #define RUN_GROUPS 0x10000u
 

@@ -49,6 +49,10 @@ struct nbd_backend_links {
         int (*set)(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
                    struct nbd_err *err);
         int (*delete)(struct nbd_links *l, const char *name, struct nbd_err *err);
+        int (*doom)(struct nbd_links *l, const char *name, uint32_t group,
+                    struct nbd_link_doomed *ret, struct nbd_err *err);
+        int (*undoom)(struct nbd_links *l, const struct nbd_link_doomed *d);
+        int (*delete_group)(struct nbd_links *l, uint32_t group, struct nbd_err *err);
         bool (*is_macvtap)(struct nbd_links *l, const char *name);
         int (*exists)(struct nbd_links *l, const char *name);
         int (*owner)(struct nbd_links *l, const char *name, uid_t *ret);
@@ -84,6 +88,9 @@ struct nbd_backend_fw {
         int (*txn_remove)(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
                           struct nbd_err *e);
         int (*txn_commit)(struct nbd_fw_txn *t, struct nbd_err *e);
+        int (*txn_commit_prepare)(struct nbd_fw_txn *t, struct nbd_err *e);
+        void (*txn_commit_send)(struct nbd_fw_txn *t);
+        int (*txn_commit_finish)(struct nbd_fw_txn *t, struct nbd_err *e);
         void (*txn_free)(struct nbd_fw_txn *t);
         int (*list)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
         int (*list_rules)(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e);

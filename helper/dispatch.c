@@ -14,6 +14,7 @@
 
 #include "audit.h"
 #include "backend.h"
+#include "lane.h"
 #include "log.h"
 #include "ops.h"
 
@@ -94,6 +95,8 @@ int nbd_dispatch_on_job_end(struct nbd_dispatch_ctx *ctx, void (*fn)(void *data)
 enum job_state {
         JOB_RUNNING, /* running ops, or between two */
         JOB_PARKED, /* an op is under way (a child): nbd_job_op_done() */
+        JOB_ON_LANE, /* an op's kernel call runs on a lane (nbd_job_on_lane) */
+        JOB_WAITING_LANE, /* its next op's capability is busy on its lane */
         JOB_WAITING_SLOT, /* an Exec waits for a spawn slot (the waiting list) */
         JOB_SLOT_FREE, /* it got one: its op runs again, counted already */
         JOB_OUTPUT_BLOCKED, /* fds an op gave are queued behind other output */
@@ -106,6 +109,8 @@ enum job_state {
 struct undo {
         size_t op;
         void (*undo)(struct nbd_job *job, void *data);
+        /* Instead of undo: says in the results itself what it undid. */
+        void (*call)(struct nbd_job *job, void *data, size_t failed);
         void (*free_data)(void *data);
         void *data;
         struct undo *next;
@@ -137,10 +142,32 @@ struct nbd_job {
         void *batch_data;
         void (*batch_finish)(struct nbd_job *job, void *data, size_t failed);
         void (*batch_free)(void *data);
+        struct {
+                const void *key;
+                void *p;
+        } slots[NBD_JOB_SLOTS]; /* nbd_job_slot() */
         const struct nbd_job_owner *owner;
         void *data;
         struct nbd_job *next_waiting;
+        /* A kernel call on a lane: lane is set from submit to completion,
+         * and the job is not freed before (the call uses its data). */
+        struct nbd_lane_work work;
+        struct nbd_lane *lane;
+        void (*lane_fn)(void *data);
+        void (*lane_done)(struct nbd_job *job, void *data);
+        void *lane_data;
+        struct nbd_job *next_lane_wait; /* JOB_WAITING_LANE: its queue's */
+        size_t lane_queue;
 };
+
+/* Jobs waiting for a busy lane, first come first served: one queue per
+ * lane (the firewall's, the links'). They resume when it is idle. */
+static struct lane_queue {
+        unsigned need;
+        struct nbd_lane *lane;
+        struct nbd_job *head, *tail;
+} lane_queues[] = {{.need = NBD_NEEDS_FIREWALL}, {.need = NBD_NEEDS_LINKS}};
+#define N_LANE_QUEUES (sizeof(lane_queues) / sizeof(*lane_queues))
 
 /* How long a job runs before it lets the loop serve others: between two
  * ops, never inside one. A batch of 100 tap deletions (each waits for the
@@ -317,6 +344,67 @@ int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *jo
                            .next = job->undos};
         job->undos = u;
         return 0;
+}
+
+int nbd_job_on_failure_call(struct nbd_job *job,
+                            void (*fn)(struct nbd_job *job, void *data, size_t failed),
+                            void (*free_data)(void *data), void *data)
+{
+        struct undo *u = malloc(sizeof(*u));
+
+        if (!u) {
+                free_data(data);
+                return -ENOMEM;
+        }
+        *u = (struct undo){.op = job->next,
+                           .call = fn,
+                           .free_data = free_data,
+                           .data = data,
+                           .next = job->undos};
+        job->undos = u;
+        return 0;
+}
+
+void nbd_job_mark_undone(struct nbd_job *job, size_t op)
+{
+        Netbroker__Result *res = job->results[op];
+
+        nbd_result_set(res, -ECANCELED, "undone: op %zu failed", job->failed);
+        res->n_fd_index = 0; /* the client closes fds nobody points at */
+        nbd_audit_op(&job->peer, job->req->ops[op], res, NBD_AUDIT_UNDONE);
+}
+
+size_t nbd_job_op_index(const struct nbd_job *job)
+{
+        return job->next;
+}
+
+bool nbd_job_next_is_same_kind(const struct nbd_job *job)
+{
+        const Netbroker__Request *req = job->req;
+        size_t i = job->next + 1;
+
+        while (i < req->n_ops && job->refused && job->refused[i])
+                i++;
+        return i < req->n_ops && req->ops[i]->op_case == req->ops[job->next]->op_case;
+}
+
+bool nbd_job_goes_on_after_failure(const struct nbd_job *job)
+{
+        return job->req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
+}
+
+void **nbd_job_slot(struct nbd_job *job, const void *key)
+{
+        for (size_t i = 0; i < NBD_JOB_SLOTS; i++)
+                if (job->slots[i].key == key)
+                        return &job->slots[i].p;
+        for (size_t i = 0; i < NBD_JOB_SLOTS; i++)
+                if (!job->slots[i].key) {
+                        job->slots[i].key = key;
+                        return &job->slots[i].p;
+                }
+        return NULL;
 }
 
 /* ---- validation: reads the system at most, never changes it ---- */
@@ -534,11 +622,12 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
 static void roll_back(struct nbd_job *job)
 {
         for (struct undo *u = job->undos; u; u = u->next) {
-                Netbroker__Result *res = job->results[u->op];
+                if (u->call) {
+                        u->call(job, u->data, job->failed);
+                        continue;
+                }
                 u->undo(job, u->data);
-                nbd_result_set(res, -ECANCELED, "undone: op %zu failed", job->failed);
-                res->n_fd_index = 0; /* the client closes fds nobody points at */
-                nbd_audit_op(&job->peer, job->req->ops[u->op], res, NBD_AUDIT_UNDONE);
+                nbd_job_mark_undone(job, u->op);
         }
 }
 
@@ -615,10 +704,189 @@ static void job_finish(struct nbd_job *job, enum job_state end)
         reply.results = job->results;
         if (!cancelled)
                 job->owner->done(job, &reply, job->data);
-        nbd_loop_defer_free(job->ctx->loop, job_free, job);
+        /* A call still on a lane uses the job's data: freed when it ends. */
+        if (!job->lane)
+                nbd_loop_defer_free(job->ctx->loop, job_free, job);
 }
 
 static void resume_from_timer(void *data);
+
+/* ---- lanes ---- */
+
+static struct nbd_lane *lane_for(const struct nbd_dispatch_ctx *ctx, unsigned need)
+{
+        if (need & NBD_NEEDS_FIREWALL)
+                return ctx->lane_fw;
+        if (need & NBD_NEEDS_LINKS)
+                return ctx->lane_links;
+        return NULL;
+}
+
+/* The op h is next and a capability it needs is busy on its lane: the job
+ * waits its turn, so that what it reads of the kernel is what the call
+ * under way left. Ping, Stats and other capabilities go on. */
+static bool wait_for_lane(struct nbd_job *job, const struct nbd_op_handler *h)
+{
+        for (size_t i = 0; i < N_LANE_QUEUES; i++) {
+                struct lane_queue *q = &lane_queues[i];
+                if (!(h->needs & q->need) || !nbd_lane_busy(lane_for(job->ctx, q->need)))
+                        continue;
+                job->state = JOB_WAITING_LANE;
+                job->lane_queue = i;
+                job->next_lane_wait = NULL;
+                if (q->tail)
+                        q->tail->next_lane_wait = job;
+                else
+                        q->head = job;
+                q->tail = job;
+                return true;
+        }
+        return false;
+}
+
+static void unlink_lane_wait(struct nbd_job *job)
+{
+        struct lane_queue *q = &lane_queues[job->lane_queue];
+        struct nbd_job *prev = NULL;
+
+        for (struct nbd_job *j = q->head; j; prev = j, j = j->next_lane_wait) {
+                if (j != job)
+                        continue;
+                if (prev)
+                        prev->next_lane_wait = j->next_lane_wait;
+                else
+                        q->head = j->next_lane_wait;
+                if (q->tail == j)
+                        q->tail = prev;
+                return;
+        }
+}
+
+/* A lane has done all it was given: its waiting jobs go on, in order,
+ * until one of them gives it work again. */
+static void lane_idle(void *data)
+{
+        struct lane_queue *q = data;
+
+        while (q->head && !nbd_lane_busy(q->lane)) {
+                struct nbd_job *job = q->head;
+                q->head = job->next_lane_wait;
+                if (!q->head)
+                        q->tail = NULL;
+                job->state = JOB_RUNNING;
+                job_continue(job);
+        }
+}
+
+void nbd_dispatch_set_lanes(struct nbd_dispatch_ctx *ctx, struct nbd_lane *fw,
+                            struct nbd_lane *links)
+{
+        ctx->lane_fw = fw;
+        ctx->lane_links = links;
+        for (size_t i = 0; i < N_LANE_QUEUES; i++) {
+                struct lane_queue *q = &lane_queues[i];
+                q->lane = lane_for(ctx, q->need);
+                if (q->lane)
+                        nbd_lane_on_idle(q->lane, lane_idle, q);
+        }
+}
+
+static void job_lane_run(void *data)
+{
+        struct nbd_job *job = data;
+
+        job->lane_fn(job->lane_data);
+}
+
+/* On the loop: the call returned (or, when the helper stops, never ran). */
+static void job_lane_finished(void *data, bool not_run)
+{
+        struct nbd_job *job = data;
+
+        job->lane = NULL;
+        if (job->state == JOB_CANCELLED) {
+                nbd_loop_defer_free(job->ctx->loop, job_free, job);
+                return;
+        }
+        if (not_run)
+                nbd_result_set(job->results[job->next], -ECANCELED,
+                               "not run: the helper is stopping");
+        else
+                job->lane_done(job, job->lane_data);
+        nbd_job_op_done(job);
+}
+
+void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
+                     void (*done)(struct nbd_job *job, void *data), void *data)
+{
+        struct nbd_lane *lane = lane_for(job->ctx, need);
+
+        if (!lane) {
+                fn(data);
+                done(job, data);
+                return;
+        }
+        job->lane = lane;
+        job->lane_fn = fn;
+        job->lane_done = done;
+        job->lane_data = data;
+        job->work =
+                (struct nbd_lane_work){.run = job_lane_run, .done = job_lane_finished, .data = job};
+        job->state = JOB_ON_LANE;
+        if (nbd_lane_submit(lane, &job->work) < 0) {
+                /* No fd for the lane's eventfd: here, which is only slower. */
+                job->lane = NULL;
+                job->state = JOB_RUNNING;
+                fn(data);
+                done(job, data);
+        }
+}
+
+struct detached {
+        struct nbd_lane_work work;
+        void (*fn)(void *data);
+        void (*release)(void *data);
+        void *data;
+};
+
+static void detached_run(void *data)
+{
+        struct detached *d = data;
+
+        d->fn(d->data);
+}
+
+static void detached_done(void *data, bool not_run)
+{
+        struct detached *d = data;
+
+        (void)not_run;
+        d->release(d->data);
+        free(d);
+}
+
+void nbd_dispatch_on_lane(const struct nbd_dispatch_ctx *ctx, unsigned need, void (*fn)(void *data),
+                          void (*release)(void *data), void *data)
+{
+        struct nbd_lane *lane = lane_for(ctx, need);
+        struct detached *d = lane ? malloc(sizeof(*d)) : NULL;
+
+        /* Out of memory: on the loop, which is only slower. */
+        if (!d) {
+                fn(data);
+                release(data);
+                return;
+        }
+        *d = (struct detached){.work = {.run = detached_run, .done = detached_done, .data = d},
+                               .fn = fn,
+                               .release = release,
+                               .data = data};
+        if (nbd_lane_submit(lane, &d->work) < 0) {
+                free(d);
+                fn(data);
+                release(data);
+        }
+}
 
 static void job_continue(struct nbd_job *job)
 {
@@ -644,6 +912,8 @@ static void job_continue(struct nbd_job *job)
                                       job);
                         return;
                 }
+                if (wait_for_lane(job, h))
+                        return;
                 /* An op resumed after waiting for a slot was counted already. */
                 if (job->state != JOB_SLOT_FREE)
                         nbd_stat_inc(h->stat);
@@ -655,7 +925,8 @@ static void job_continue(struct nbd_job *job)
                 r = h->run(job, req->ops[job->next], job->results[job->next]);
                 /* Parking is the job's state, never a return value: any
                  * errno, EPERM included, is an answer. */
-                if (job->state == JOB_PARKED || job->state == JOB_WAITING_SLOT)
+                if (job->state == JOB_PARKED || job->state == JOB_WAITING_SLOT ||
+                    job->state == JOB_ON_LANE)
                         return;
                 if (r < 0 && !job->results[job->next]->status)
                         nbd_result_set(job->results[job->next], r, "%s: %s", h->name, strerror(-r));
@@ -748,6 +1019,15 @@ void nbd_job_cancel(struct nbd_job *job)
                 nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
                 if (kicked)
                         on_child_reaped(NULL);
+        }
+        if (job->state == JOB_WAITING_LANE)
+                unlink_lane_wait(job);
+        if (job->state == JOB_ON_LANE) {
+                /* The call runs to its end; the job is freed after it. */
+                nbd_result_set(job->results[job->next], -ECANCELED,
+                               "stopped: the client went away");
+                job->ran = job->next + 1;
+                nbd_lane_cancel(job->lane, &job->work);
         }
         if (job->cancel_parked) {
                 /* The op under way (an Exec) is stopped: it ran, and the

@@ -24,6 +24,7 @@ struct nbd_fw_gone;
 struct nbd_bw;
 
 struct nbd_op_handler;
+struct nbd_lane;
 
 /* Work the ops of a job leave to do together (interfaces gone, IFBs to
  * delete): fn(data) runs when a job ends, after any undo and before its
@@ -51,7 +52,15 @@ struct nbd_dispatch_ctx {
         size_t n_handlers;
         struct nbd_job_end_hook job_end[NBD_JOB_END_HOOKS];
         size_t n_job_end;
+        /* The lanes (lane.h) of the firewall and of the links: their
+         * blocking calls run there. NULL: they run on the loop (tests, the
+         * fake kernel). Set with nbd_dispatch_set_lanes(). */
+        struct nbd_lane *lane_fw, *lane_links;
 };
+
+/* Give the dispatcher its lanes (either may be NULL). */
+void nbd_dispatch_set_lanes(struct nbd_dispatch_ctx *ctx, struct nbd_lane *fw,
+                            struct nbd_lane *links);
 
 /* Add a hook run when each job ends, in the order added. 0, or -ENOSPC
  * when NBD_JOB_END_HOOKS are there already. */

@@ -51,6 +51,21 @@ struct nbd_fw_txn {
          * counted and agree. The commit then marks what it makes. */
         bool intact;
         unsigned mark_msgs; /* the messages the mark took, in the last batch built */
+        /* A commit in its three steps (nbd_fw_txn_commit_prepare): what
+         * the send takes, and what it found, for the finish. */
+        struct {
+                bool pending; /* prepared; the send and finish are to come */
+                struct nftnl_batch *b;
+                struct iovec *iov;
+                int n_iov, fd, sndbuf;
+                bool own_fd; /* fd is the lane's, opened by send */
+                uint32_t first, last;
+                int sent; /* 0, or sendmsg's -errno */
+                int first_err; /* the first error ack */
+                uint32_t err_seq;
+                bool acked, lost;
+                char *buf; /* for the acks */
+        } c;
 };
 
 int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
@@ -79,10 +94,20 @@ int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err 
         return 0;
 }
 
+static void commit_clear(struct nbd_fw_txn *t)
+{
+        if (t->c.b)
+                nftnl_batch_free(t->c.b);
+        free(t->c.iov);
+        free(t->c.buf);
+        memset(&t->c, 0, sizeof(t->c));
+}
+
 void nbd_fw_txn_free(struct nbd_fw_txn *t)
 {
         if (!t)
                 return;
+        commit_clear(t);
         nbd_fw_items_clear(&t->items, 0);
         free(t->items.v);
         for (size_t i = 0; i < t->n_ops; i++)
@@ -427,100 +452,162 @@ static int verify(struct nbd_fw_txn *t)
         return r;
 }
 
-static int read_acks(struct nbd_fw_txn *t, uint32_t first, uint32_t last, struct nbd_err *e)
-{
-        static char buf[65536];
-        bool acked = false, lost = false;
-        int first_err = 0;
-        uint32_t err_seq = 0;
+#define ACK_BUF 65536
 
-        /* The kernel handles the whole batch inside sendmsg(): every ack and
-         * error is queued by now, so read until the socket is empty. */
+/* On the lane: the whole batch is handled by the kernel inside sendmsg():
+ * every ack and error is queued by the time it returns, so read until the
+ * socket is empty. Touches t->c and the socket alone. */
+static void read_acks(struct nbd_fw_txn *t)
+{
         for (;;) {
-                ssize_t n = recv(mnl_socket_get_fd(t->fw->nl), buf, sizeof(buf), MSG_DONTWAIT);
+                ssize_t n = recv(t->c.fd, t->c.buf, ACK_BUF, MSG_DONTWAIT);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && errno == ENOBUFS) {
-                        lost = true;
+                        t->c.lost = true;
                         continue;
                 }
                 if (n < 0)
                         break;
-                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
+                for (struct nlmsghdr *h = (struct nlmsghdr *)t->c.buf; mnl_nlmsg_ok(h, (int)n);
                      h = mnl_nlmsg_next(h, (int *)&n)) {
                         const struct nlmsgerr *ack;
                         if (h->nlmsg_type != NLMSG_ERROR)
                                 continue;
                         ack = mnl_nlmsg_get_payload(h);
-                        if (ack->error && !first_err) {
-                                first_err = ack->error;
-                                err_seq = h->nlmsg_seq;
-                        } else if (!ack->error && h->nlmsg_seq == last) {
-                                acked = true;
+                        if (ack->error && !t->c.first_err) {
+                                t->c.first_err = ack->error;
+                                t->c.err_seq = h->nlmsg_seq;
+                        } else if (!ack->error && h->nlmsg_seq == t->c.last) {
+                                t->c.acked = true;
                         }
                 }
         }
-        if (first_err) {
-                size_t item = err_seq >= first && err_seq <= last ? err_seq - first : SIZE_MAX;
-                const char *owner = item != SIZE_MAX ? t->op_owner[t->items.v[item].owner] : NULL;
-                return nbd_err_set(e, first_err, "the kernel refused the transaction%s%s%s: %s",
-                                   owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
-                                   strerror(-first_err));
-        }
-        if (acked)
-                return 0;
-        if (lost && verify(t) == 0)
-                return 0;
-        return nbd_err_set(e, -EIO, "%s",
-                           lost ? "acknowledgements were lost and the table does not show the "
-                                  "new rules"
-                                : "no acknowledgement for the transaction");
 }
 
-int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
+/* The batch built and its acks' buffer, for sending on sock. */
+static int commit_prepare(struct nbd_fw_txn *t, int fd, struct nbd_err *e)
 {
-        struct nftnl_batch *b;
-        uint32_t first = 0, last = 0;
-        struct iovec *iov;
-        struct msghdr msg = {0};
-        struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
-        int n_iov, r, total = 0;
+        int total = 0;
 
+        commit_clear(t);
         if (t->items.n == 0)
                 return 0; /* nothing changes: nothing is written */
-        b = build_batch(t, &first, &last);
-        if (!b) {
-                return nbd_err_oom(e, "building the transaction");
-        }
-        n_iov = nftnl_batch_iovec_len(b);
-        iov = calloc((size_t)n_iov, sizeof(*iov));
-        if (!iov) {
-                nftnl_batch_free(b);
-                return nbd_err_oom(e, "building the transaction");
-        }
-        nftnl_batch_iovec(b, iov, (uint32_t)n_iov);
-        for (int i = 0; i < n_iov; i++)
-                total += (int)iov[i].iov_len;
+        t->c.b = build_batch(t, &t->c.first, &t->c.last);
+        t->c.buf = malloc(ACK_BUF);
+        if (!t->c.b || !t->c.buf)
+                goto oom;
+        t->c.n_iov = nftnl_batch_iovec_len(t->c.b);
+        t->c.iov = calloc((size_t)t->c.n_iov, sizeof(*t->c.iov));
+        if (!t->c.iov)
+                goto oom;
+        nftnl_batch_iovec(t->c.b, t->c.iov, (uint32_t)t->c.n_iov);
+        for (int i = 0; i < t->c.n_iov; i++)
+                total += (int)t->c.iov[i].iov_len;
+        t->c.fd = fd;
         /* A large batch must fit the socket's send buffer whole. */
-        total += 65536;
-        setsockopt(mnl_socket_get_fd(t->fw->nl), SOL_SOCKET, SO_SNDBUFFORCE, &total, sizeof(total));
-        msg.msg_name = &snl;
-        msg.msg_namelen = sizeof(snl);
-        msg.msg_iov = iov;
-        msg.msg_iovlen = (size_t)n_iov;
-        r = sendmsg(mnl_socket_get_fd(t->fw->nl), &msg, 0) < 0 ? -errno : 0;
-        free(iov);
-        nftnl_batch_free(b);
-        if (r < 0)
-                return nbd_err_set(e, r, "cannot send the transaction: %s", strerror(-r));
+        t->c.sndbuf = total + 65536;
+        t->c.pending = true;
+        return 0;
+oom:
+        commit_clear(t);
+        return nbd_err_oom(e, "building the transaction");
+}
+
+int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        /* The lane opens a socket of its own for the commit (fd -1): the
+         * loop goes on using fw->nl meanwhile. */
+        return commit_prepare(t, -1, e);
+}
+
+/* The lane's socket, for one commit: open only while it runs, so the
+ * helper's fd count at rest is what it was. 0 or -errno. */
+static int open_lane_socket(struct nbd_fw_txn *t)
+{
+        struct sockaddr_nl local = {.nl_family = AF_NETLINK};
+        int big = 4 << 20;
+
+        t->c.fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        if (t->c.fd < 0)
+                return -errno;
+        if (bind(t->c.fd, (struct sockaddr *)&local, sizeof(local)) < 0) {
+                int r = -errno;
+                close(t->c.fd);
+                t->c.fd = -1;
+                return r;
+        }
+        setsockopt(t->c.fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+        t->c.own_fd = true;
+        return 0;
+}
+
+void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
+{
+        struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
+        struct msghdr msg = {.msg_name = &snl,
+                             .msg_namelen = sizeof(snl),
+                             .msg_iov = t->c.iov,
+                             .msg_iovlen = (size_t)t->c.n_iov};
+
+        if (!t->c.pending)
+                return;
+        if (t->c.fd < 0 && (t->c.sent = open_lane_socket(t)) < 0)
+                return;
+        setsockopt(t->c.fd, SOL_SOCKET, SO_SNDBUFFORCE, &t->c.sndbuf, sizeof(t->c.sndbuf));
+        t->c.sent = sendmsg(t->c.fd, &msg, 0) < 0 ? -errno : 0;
+        if (t->c.sent == 0)
+                read_acks(t);
+        if (t->c.own_fd) {
+                close(t->c.fd);
+                t->c.fd = -1;
+                t->c.own_fd = false;
+        }
+}
+
+int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        int r = 0;
+
+        if (!t->c.pending)
+                goto out; /* nothing was to be written */
+        if (t->c.sent < 0) {
+                r = nbd_err_set(e, t->c.sent, "cannot send the transaction: %s",
+                                strerror(-t->c.sent));
+                goto out;
+        }
         nbd_netlink_sent_nf((unsigned)(t->items.n + 3 + t->mark_msgs));
-        r = read_acks(t, first, last, e);
+        if (t->c.first_err) {
+                uint32_t s = t->c.err_seq;
+                size_t item = s >= t->c.first && s <= t->c.last ? s - t->c.first : SIZE_MAX;
+                const char *owner = item != SIZE_MAX ? t->op_owner[t->items.v[item].owner] : NULL;
+                r = nbd_err_set(e, t->c.first_err, "the kernel refused the transaction%s%s%s: %s",
+                                owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
+                                strerror(-t->c.first_err));
+        } else if (!t->c.acked && !(t->c.lost && verify(t) == 0)) {
+                r = nbd_err_set(e, -EIO, "%s",
+                                t->c.lost ? "acknowledgements were lost and the table does not "
+                                            "show the new rules"
+                                          : "no acknowledgement for the transaction");
+        }
         if (r == 0) {
                 nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
                 nbd_stats[NBD_STAT_FW_OWNERS_WRITTEN] += t->n_expect;
                 nbd_stats[NBD_STAT_FW_RULES_WRITTEN] += t->rules_queued;
         }
+out:
+        commit_clear(t);
         return r;
+}
+
+int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        int r = commit_prepare(t, mnl_socket_get_fd(t->fw->nl), e);
+
+        if (r < 0)
+                return r;
+        nbd_fw_txn_commit_send(t);
+        return nbd_fw_txn_commit_finish(t, e);
 }
 
 /* ---- the table being deleted behind our back ---- */

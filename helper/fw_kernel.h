@@ -45,6 +45,18 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
 /* Send everything queued as one transaction and read every ack. Nothing to
  * send is a success that writes nothing. */
 int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e);
+/* The same in three steps, so that the wait for the kernel (nfnetlink
+ * handles the whole batch inside sendmsg: seconds for 400,000 rules) can
+ * run on the firewall's lane (lane.h): prepare builds the batch (on the
+ * loop), send sends it and reads every ack (on the lane, over a socket of
+ * its own that it opens and closes around the commit; it touches the
+ * transaction's commit state and that socket, nothing else: no logging,
+ * no counters), finish turns
+ * what send found into 0 or -errno with e set (on the loop). A transaction
+ * prepared is finished (or freed) before it is changed again. */
+int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e);
+void nbd_fw_txn_commit_send(struct nbd_fw_txn *t);
+int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e);
 void nbd_fw_txn_free(struct nbd_fw_txn *t);
 
 /* The owners in the kernel. */

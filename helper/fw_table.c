@@ -326,6 +326,21 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners)
         return dump(fw, NFT_MSG_GETRULE, on_rule, restart_count, &rc);
 }
 
+/* Read what is left of dump seq, up to its NLMSG_DONE (or error). */
+static void drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
+{
+        for (;;) {
+                ssize_t n = mnl_socket_recvfrom(fw->nl, buf, size);
+                if (n <= 0)
+                        return;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
+                     h = mnl_nlmsg_next(h, (int *)&n))
+                        if (h->nlmsg_seq == seq &&
+                            (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR))
+                                return;
+        }
+}
+
 /* One dump of chains or rules of our table. A missing table is empty. A
  * dump the kernel interrupted (NLM_F_DUMP_INTR) is read again from the
  * start, after restart() has forgotten what the callbacks collected: else
@@ -376,6 +391,11 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                         if (r < 0)
                                 r = -errno;
                 } while (r > 0);
+                /* The rest of an interrupted dump is still coming: read it
+                 * out, else the next request reads it as its answer. (A
+                 * commit on the firewall's lane can interrupt a dump.) */
+                if (r == -EINTR)
+                        drain_dump(fw, buf, sizeof(buf), seq);
                 if (r == -ENOENT)
                         r = 0; /* no table: no owners */
         }

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <linux/if_link.h>
 #include <linux/if_tun.h>
+#include <linux/rtnetlink.h>
 #include <netlink/msg.h>
 #include <netlink/route/link/bridge.h>
 #include <netlink/route/link/macvlan.h>
@@ -1008,5 +1009,120 @@ int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
                 r = -ENODEV;
         if (r < 0)
                 nbd_err_set(err, r, "cannot delete %s: %s", name, strerror(-r));
+        return r;
+}
+
+/* ---- deletion in batches ---- */
+
+int nbd_link_doom(struct nbd_links *l, const char *name, uint32_t group,
+                  struct nbd_link_doomed *ret, struct nbd_err *err)
+{
+        struct rtnl_link *orig = NULL, *change = rtnl_link_alloc();
+        struct nbd_link_doomed d = {0};
+        int r;
+
+        if (!change)
+                return nbd_err_oom(err, "deleting an interface");
+        r = get_link(l, name, &orig);
+        if (r < 0) {
+                nbd_err_set(err, r, "cannot delete %s: %s", name, strerror(-r));
+                goto out;
+        }
+        /* The kernel deletes only devices of a link kind; one other in the
+         * group would fail the whole group's deletion. */
+        if (!rtnl_link_get_type(orig)) {
+                r = nbd_err_set(err, -EOPNOTSUPP, "cannot delete %s: %s", name,
+                                strerror(EOPNOTSUPP));
+                goto out;
+        }
+        snprintf(d.name, sizeof(d.name), "%s", name);
+        d.ifindex = rtnl_link_get_ifindex(orig);
+        d.group = rtnl_link_get_group(orig);
+        rtnl_link_set_group(change, group);
+        r = apply_change(l, orig, change);
+        if (r == -EINVAL)
+                r = -ENODEV; /* gone since it was read */
+        if (r < 0) {
+                nbd_err_set(err, r, "cannot delete %s: %s", name, strerror(-r));
+                goto out;
+        }
+        *ret = d;
+out:
+        rtnl_link_put(orig);
+        rtnl_link_put(change);
+        return r;
+}
+
+int nbd_link_undoom(struct nbd_links *l, const struct nbd_link_doomed *d)
+{
+        struct rtnl_link *orig = rtnl_link_alloc(), *change = rtnl_link_alloc();
+        int r = -ENOMEM;
+
+        if (orig && change) {
+                rtnl_link_set_ifindex(orig, d->ifindex);
+                rtnl_link_set_group(change, d->group);
+                r = apply_change(l, orig, change);
+        }
+        rtnl_link_put(orig);
+        rtnl_link_put(change);
+        return r;
+}
+
+/* The ack of request seq on fd: its errno (0 or negative). */
+static int read_ack(int fd, uint32_t seq)
+{
+        char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+
+        for (;;) {
+                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+                     h = NLMSG_NEXT(h, n)) {
+                        const struct nlmsgerr *e = NLMSG_DATA(h);
+                        if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_seq == seq)
+                                return e->error;
+                }
+        }
+}
+
+/* No logging and no counting here: this runs on the links' lane, which
+ * touches its arguments and a socket of its own, opened for the request
+ * (the loop goes on using l->nl meanwhile; and at rest the helper holds
+ * no more fds than before). */
+int nbd_link_delete_group(struct nbd_links *l, uint32_t group, struct nbd_err *err)
+{
+        struct {
+                struct nlmsghdr h;
+                struct ifinfomsg ifi;
+                struct rtattr rta;
+                uint32_t group;
+        } req = {
+                .h = {.nlmsg_len = sizeof(req),
+                      .nlmsg_type = RTM_DELLINK,
+                      .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+                      .nlmsg_seq = 1},
+                .ifi = {.ifi_family = AF_UNSPEC},
+                /* No index and no name: every device of the group. */
+                .rta = {.rta_len = RTA_LENGTH(sizeof(uint32_t)), .rta_type = IFLA_GROUP},
+                .group = group,
+        };
+        struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), r;
+
+        (void)l;
+        if (fd < 0)
+                return nbd_err_set(err, -errno, "cannot open a socket to delete interfaces: %s",
+                                   strerror(errno));
+        if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+                r = -errno;
+        else
+                r = read_ack(fd, req.h.nlmsg_seq);
+        close(fd);
+        if (r < 0)
+                nbd_err_set(err, r, "cannot delete the interfaces of link group %#x: %s",
+                            (unsigned)group, strerror(-r));
         return r;
 }

@@ -137,6 +137,27 @@ int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_
                  struct nbd_err *err);
 int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err);
 
+/* Deleting a device makes the kernel wait for an RCU grace period (16-24
+ * ms here), inside the request. A batch of deletions pays it once: each
+ * device is moved to a link group of the batch's own (a cheap change),
+ * then one RTM_DELLINK deletes the whole group, all or nothing.
+ *
+ * nbd_link_doom() moves interface `name` to `group` and says where it was
+ * (ret, untouched on failure). -ENODEV: no such interface; -EOPNOTSUPP:
+ * one the kernel cannot delete (no link kind: lo, a physical NIC), found
+ * here so that it fails alone and before anything is deleted. */
+struct nbd_link_doomed {
+        char name[IFNAMSIZ];
+        int ifindex;
+        uint32_t group; /* before */
+};
+int nbd_link_doom(struct nbd_links *l, const char *name, uint32_t group,
+                  struct nbd_link_doomed *ret, struct nbd_err *err);
+/* Put a doomed interface back in the group it was in. 0 or -errno. */
+int nbd_link_undoom(struct nbd_links *l, const struct nbd_link_doomed *d);
+/* Delete every interface of `group` in one request. 0 or -errno (err set). */
+int nbd_link_delete_group(struct nbd_links *l, uint32_t group, struct nbd_err *err);
+
 /* A macvtap: what its guest sends leaves through its egress, what the
  * guest receives comes through its ingress (the reverse of a tap). */
 bool nbd_link_is_macvtap(struct nbd_links *l, const char *name);

@@ -67,6 +67,11 @@ static void run_deferred(struct nbd_loop *l)
         }
 }
 
+void nbd_loop_run_deferred(struct nbd_loop *l)
+{
+        run_deferred(l);
+}
+
 void nbd_loop_free(struct nbd_loop *l)
 {
         if (!l)

@@ -42,6 +42,8 @@ void nbd_timer_cancel(struct nbd_loop *l, struct nbd_timer *t);
 
 /* Call fn(p) after the current batch of events has been handled. */
 int nbd_loop_defer_free(struct nbd_loop *l, void (*fn)(void *), void *p);
+/* Run the deferred frees now (at shutdown, before what they use goes). */
+void nbd_loop_run_deferred(struct nbd_loop *l);
 
 /* Wait for and handle one batch of events and due timers. */
 int nbd_loop_iterate(struct nbd_loop *l);

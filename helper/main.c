@@ -46,12 +46,16 @@
  *     pidfd. A job's firewall ops go to the kernel in one transaction at
  *     its last firewall op, built on a read of the table at its first: of
  *     two jobs that change the same owner at once, the later commit wins
- *     or fails whole (the kernel's transaction is all or nothing), and no
- *     job waits for another's. What a caller
- *     may hold (connections, spawn slots, memory, fds) is shared out in
- *     server.c and dispatch.c, with a reserve kept for root. One op that
- *     takes long in the kernel (a commit of many rules) still holds the
- *     loop for its duration; max_rules_per_request bounds it.
+ *     or fails whole (the kernel's transaction is all or nothing). What a
+ *     caller may hold (connections, spawn slots, memory, fds) is shared
+ *     out in server.c and dispatch.c, with a reserve kept for root.
+ *  9. Lanes (lane.h), made here, after stage 6: a thread for the
+ *     firewall's commits and one for the links' group deletions, the
+ *     kernel calls that block inside one syscall. A thread takes the
+ *     capability sets of the thread that creates it, so they hold what the
+ *     loop holds; every signal is blocked in them. The loop stays the only
+ *     owner of state; a job waits for its call, and jobs needing the same
+ *     capability wait behind it, while every other client is served.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
  */
@@ -81,6 +85,7 @@
 #include "config.h"
 #include "firewall.h"
 #include "fw_gone.h"
+#include "lane.h"
 #include "link.h"
 #include "log.h"
 #include "loop.h"
@@ -446,6 +451,32 @@ static int add_sockets(struct nbd_server *srv, const struct options *o, int n_ac
         return 0;
 }
 
+/* The lanes (lane.h): a thread for the firewall's commits and one for the
+ * links' group deletions. Made here, after the privilege drop (stage 6), so
+ * they hold the capabilities the loop holds and no more: a thread takes
+ * the sets of the thread that creates it. Without them (no memory, no
+ * threads), those calls run on the loop as before. fds: one eventfd, and
+ * a socket per lane at its first use. */
+struct lanes {
+        struct nbd_lanes *all;
+        struct nbd_lane *fw, *links;
+};
+
+static void lanes_open(struct nbd_loop *loop, const struct caps *c, struct lanes *ls)
+{
+        int r = nbd_lanes_new(loop, &ls->all);
+
+        if (r == 0 && c->fw)
+                r = nbd_lane_new(ls->all, "fw", &ls->fw);
+        if (r == 0 && c->links)
+                r = nbd_lane_new(ls->all, "links", &ls->links);
+        if (r < 0) {
+                nbd_warn("no lanes (%s): long kernel calls hold the loop", strerror(-r));
+                nbd_lanes_free(ls->all);
+                *ls = (struct lanes){0};
+        }
+}
+
 static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
                  int listen_fd, const sigset_t *handled, const char *devdir)
 {
@@ -453,6 +484,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         struct nbd_loop *loop = NULL;
         struct nbd_server *srv = NULL;
         struct caps c = {0};
+        struct lanes lanes = {0};
         struct sig_state sig = {0};
         int r, sfd = -1;
 
@@ -464,6 +496,8 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         r = nbd_server_new(cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);
         if (r < 0)
                 goto out;
+        lanes_open(loop, &c, &lanes);
+        nbd_server_set_lanes(srv, lanes.fw, lanes.links);
         if ((c.links && (r = nbd_server_on_job_end(srv, flush_gone_links, c.links)) < 0) ||
             (c.bw && (r = nbd_server_on_job_end(srv, flush_ifbs, c.bw)) < 0))
                 goto out;
@@ -482,6 +516,15 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         }
         r = sig.quit || nbd_server_done(srv) ? 0 : r;
 out:
+        /* Jobs whose call is on a lane are freed once it returned: the
+         * lanes stop (a call under way ends first), then those frees run,
+         * while what they use is still there. */
+        if (srv) {
+                nbd_server_shutdown(srv);
+                nbd_server_set_lanes(srv, NULL, NULL);
+        }
+        nbd_lanes_free(lanes.all);
+        nbd_loop_run_deferred(loop);
         nbd_server_free(srv);
         reap_children(be, loop);
         caps_close(be, &c);

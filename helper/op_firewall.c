@@ -621,6 +621,31 @@ static int reserve_queue(struct fw_batch *b)
         return 0;
 }
 
+/* On the firewall's lane: the batch goes to the kernel, the acks come back. */
+static void commit_send(void *data)
+{
+        struct fw_batch *b = data;
+
+        b->be->txn_commit_send(b->txn);
+}
+
+/* On the loop again: the outcome, for the last op (res) and the others. */
+static void commit_done(struct nbd_job *job, void *data)
+{
+        struct fw_batch *b = data;
+        Netbroker__Result *res = b->queued[b->n_queued - 1];
+        char why[NBD_ERR_MSG_MAX + 64];
+        struct nbd_err err;
+        int r = b->be->txn_commit_finish(b->txn, &err);
+
+        (void)job;
+        if (r == 0)
+                return;
+        snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
+        fail_queued(b, 1, r, why);
+        nbd_result_set(res, r, "firewall: %s", err.msg);
+}
+
 static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res)
 {
         struct nbd_err err;
@@ -629,16 +654,18 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
         b->queued[b->n_queued++] = res; /* reserve_queue() made room */
         if (!nbd_job_is_last_batched(job))
                 return 0;
-        r = b->be->txn_commit(b->txn, &err);
         b->committed = true; /* sent, well or not: finish has nothing to do */
-        if (r == 0)
-                return 0;
-        {
+        r = b->be->txn_commit_prepare(b->txn, &err);
+        if (r < 0) {
                 char why[NBD_ERR_MSG_MAX + 64];
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
                 fail_queued(b, 1, r, why);
+                return nbd_result_set(res, r, "firewall: %s", err.msg);
         }
-        return nbd_result_set(res, r, "firewall: %s", err.msg);
+        /* The kernel takes the whole batch inside one sendmsg(): off the
+         * loop, so that other clients are served meanwhile. */
+        nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, commit_send, commit_done, b);
+        return -(int)res->status;
 }
 
 static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)

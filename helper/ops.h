@@ -129,6 +129,45 @@ int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size
 int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
                             void (*free_data)(void *data), void *data);
 
+/* Like nbd_job_on_failure_undo(), for an undo that covers several ops:
+ * fn(job, data, failed) runs instead of undo and marks each op it undid
+ * with nbd_job_mark_undone() itself. */
+int nbd_job_on_failure_call(struct nbd_job *job,
+                            void (*fn)(struct nbd_job *job, void *data, size_t failed),
+                            void (*free_data)(void *data), void *data);
+void nbd_job_mark_undone(struct nbd_job *job, size_t op);
+
+/* The index of the op running now. */
+size_t nbd_job_op_index(const struct nbd_job *job);
+/* The next op this job runs (refused ones skipped) is of the same kind as
+ * the one running now: ops that go to the kernel together (LinkDeletes
+ * next to each other) know where their run ends. */
+bool nbd_job_next_is_same_kind(const struct nbd_job *job);
+/* The request says to go on after a failed op (CONTINUE_ON_ERROR). */
+bool nbd_job_goes_on_after_failure(const struct nbd_job *job);
+/* A pointer slot of the job's for an op file's state, one per key (any
+ * address of the op file's); NULL when all NBD_JOB_SLOTS are taken. The
+ * job never frees what it holds. */
+#define NBD_JOB_SLOTS 4
+void **nbd_job_slot(struct nbd_job *job, const void *key);
+
+/* Run fn(data), a blocking kernel call of capability `need`
+ * (NBD_NEEDS_FIREWALL or NBD_NEEDS_LINKS), on that capability's lane
+ * (lane.h): fn touches data and the capability's lane socket, nothing
+ * else. The job parks; when fn returns, done(job, data) runs on the loop
+ * and sets the op's result, and the job goes on. Without a lane, fn and
+ * done run here and now. The op returns its result's status either way:
+ *         nbd_job_on_lane(job, NBD_NEEDS_LINKS, fn, done, data);
+ *         return -(int)res->status;
+ * If the client goes away while fn runs, fn finishes, done does not run,
+ * and the job is freed (batch data, undo data) only after fn returned. */
+void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
+                     void (*done)(struct nbd_job *job, void *data), void *data);
+/* Run fn(data) on the lane of `need` for no job (a clean-up), then
+ * release(data) on the loop; without a lane, both here and now. */
+void nbd_dispatch_on_lane(const struct nbd_dispatch_ctx *ctx, unsigned need, void (*fn)(void *data),
+                          void (*release)(void *data), void *data);
+
 /* The op is under way and will call nbd_job_op_done(); cancel(data) stops
  * it if the client goes away first. */
 void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data);

@@ -932,3 +932,8 @@ const struct nbd_dispatch_ctx *nbd_server_dispatch_ctx(const struct nbd_server *
 {
         return &s->dctx;
 }
+
+void nbd_server_set_lanes(struct nbd_server *s, struct nbd_lane *fw, struct nbd_lane *links)
+{
+        nbd_dispatch_set_lanes(&s->dctx, fw, links);
+}

@@ -43,3 +43,7 @@ int nbd_server_on_job_end(struct nbd_server *s, void (*fn)(void *data), void *da
 
 struct nbd_dispatch_ctx;
 const struct nbd_dispatch_ctx *nbd_server_dispatch_ctx(const struct nbd_server *s);
+
+/* The lanes blocking kernel calls run on (nbd_dispatch_set_lanes). */
+struct nbd_lane;
+void nbd_server_set_lanes(struct nbd_server *s, struct nbd_lane *fw, struct nbd_lane *links);

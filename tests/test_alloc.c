@@ -680,6 +680,18 @@ START_TEST(test_link_and_bandwidth_fill_err_when_out_of_memory)
                         judge_err(&t, "bandwidth clear", n, nbd_bw_clear(bw, m.ifname, &e), &e);
                         judge_err(&t, "link delete", n, nbd_link_delete(l, m.ifname, &e), &e);
                 }
+                /* A batch's deletion: doomed into a group, the group deleted. */
+                r = nbd_link_bridge_create(l, "nbt%d", 0, &m, &e);
+                judge_err(&t, "bridge create", n, r, &e);
+                if (r == 0) {
+                        struct nbd_link_doomed d;
+                        int dr = nbd_link_doom(l, m.ifname, 0x4e4cfff0u, &d, &e);
+                        judge_err(&t, "link doom", n, dr, &e);
+                        if (dr == 0)
+                                judge_err(&t, "link delete group", n,
+                                          nbd_link_delete_group(l, 0x4e4cfff0u, &e), &e);
+                        nbd_link_delete(l, m.ifname, NULL); /* if one above failed */
+                }
                 judge_err(&t, "link set (no such interface)", n,
                           nbd_link_set(l, &(struct nbd_link_change){.name = "nbtnone", .up = -1},
                                        &ifindex, &e),

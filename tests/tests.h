@@ -18,3 +18,4 @@ Suite *show_suite(void);
 Suite *fw_counters_suite(void);
 Suite *fw_scale_suite(void);
 Suite *names_suite(void);
+Suite *lanes_suite(void);

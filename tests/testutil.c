@@ -308,22 +308,51 @@ static int scan_children(pid_t pid, bool zombies_only)
         return n;
 }
 
-bool tu_process_alive(pid_t pid)
+/* The state letter of /proc/PID/task/TID/stat (or /proc/PID/stat), 0 if
+ * it cannot be read. */
+static char task_state(const char *path)
 {
-        char path[64], buf[512], state = 0;
-        FILE *f;
+        char buf[512], state = 0;
+        FILE *f = fopen(path, "re");
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        f = fopen(path, "re");
         if (!f)
-                return false;
+                return 0;
         if (fgets(buf, sizeof(buf), f)) {
                 char *p = strrchr(buf, ')');
                 if (p)
                         state = p[2];
         }
         fclose(f);
-        return state != 0 && state != 'Z' && state != 'X';
+        return state;
+}
+
+/* Alive while any of its threads is: the helper's lanes are threads, and
+ * its leader shows 'Z' while they are still exiting, its fds still open. */
+bool tu_process_alive(pid_t pid)
+{
+        char path[96];
+        struct dirent *e;
+        bool alive = false;
+        DIR *d;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        d = opendir(path);
+        if (!d) {
+                char state;
+                snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+                state = task_state(path);
+                return state != 0 && state != 'Z' && state != 'X';
+        }
+        while (!alive && (e = readdir(d))) {
+                char state;
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
+                state = task_state(path);
+                alive = state != 0 && state != 'Z' && state != 'X';
+        }
+        closedir(d);
+        return alive;
 }
 
 int tu_zombies_of(pid_t pid)

@@ -36,6 +36,7 @@ struct fake_if {
         struct nbd_bw_limits bw;
         bool owned; /* made by the helper for uid owner (its owner mark) */
         uid_t owner;
+        uint32_t group; /* link group (nbd_link_doom) */
         struct fake_if *next;
 };
 
@@ -520,6 +521,57 @@ static int fake_link_delete(struct nbd_links *l, const char *name, struct nbd_er
         return 0;
 }
 
+static int fake_link_doom(struct nbd_links *l, const char *name, uint32_t group,
+                          struct nbd_link_doomed *ret, struct nbd_err *err)
+{
+        struct fake_if *f = find_if(name);
+
+        (void)l;
+        if (!f)
+                return nbd_err_set(err, -ENODEV, "cannot delete %s: no such device", name);
+        /* As fake_link_delete: found at once, so it fails alone. */
+        if (refused(name))
+                return nbd_err_set(err, -EIO, "fake kernel: %s refused", name);
+        snprintf(ret->name, sizeof(ret->name), "%s", name);
+        ret->ifindex = f->ifindex;
+        ret->group = f->group;
+        f->group = group;
+        return 0;
+}
+
+static int fake_link_undoom(struct nbd_links *l, const struct nbd_link_doomed *d)
+{
+        struct fake_if *f = find_ifindex(d->ifindex);
+
+        (void)l;
+        if (!f)
+                return -ENODEV;
+        f->group = d->group;
+        return 0;
+}
+
+static int fake_link_delete_group(struct nbd_links *l, uint32_t group, struct nbd_err *err)
+{
+        bool found = false;
+
+        for (struct fake_if *f = world.ifs, *next; f; f = next) {
+                struct fake_if *p;
+                next = f->next;
+                if (f->group != group)
+                        continue;
+                found = true;
+                /* A veth goes with its peer (which may be the next). */
+                if (f->kind == K_VETH && f->peer[0] && (p = find_if(f->peer))) {
+                        if (p == next)
+                                next = p->next;
+                        remove_if(p);
+                }
+                remove_if(f);
+        }
+        (void)l;
+        return found ? 0 : nbd_err_set(err, -ENODEV, "no interface in group %#x", group);
+}
+
 /* ---- link_show.h ---- */
 
 static const enum nbd_link_kind show_kinds[] = {
@@ -824,6 +876,20 @@ static void unlink_owner(const char *owner)
                 }
 }
 
+/* The commit in three steps: the fake has no lane and no wait, so the
+ * whole commit is its finish. */
+static int fake_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        (void)t;
+        (void)e;
+        return 0;
+}
+
+static void fake_fw_txn_commit_send(struct nbd_fw_txn *t)
+{
+        (void)t;
+}
+
 static int fake_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
 {
         /* All or nothing, as one nfnetlink batch. */
@@ -1050,6 +1116,9 @@ const struct nbd_backend nbd_fake_backend = {
                         .bridge_create = fake_link_bridge_create,
                         .set = fake_link_set,
                         .delete = fake_link_delete,
+                        .doom = fake_link_doom,
+                        .undoom = fake_link_undoom,
+                        .delete_group = fake_link_delete_group,
                         .is_macvtap = fake_link_is_macvtap,
                         .exists = fake_link_exists,
                         .owner = fake_link_owner,
@@ -1078,6 +1147,9 @@ const struct nbd_backend nbd_fake_backend = {
                         .txn_apply = fake_fw_txn_apply,
                         .txn_remove = fake_fw_txn_remove,
                         .txn_commit = fake_fw_txn_commit,
+                        .txn_commit_prepare = fake_fw_txn_commit_prepare,
+                        .txn_commit_send = fake_fw_txn_commit_send,
+                        .txn_commit_finish = fake_fw_txn_commit,
                         .txn_free = fake_fw_txn_free,
                         .list = fake_fw_list,
                         .list_rules = fake_fw_list_rules,

@@ -1,0 +1,274 @@
+/* Lanes: one thread per capability for the kernel calls that block; see
+ * lane.h for the design. Everything a lane shares with the loop (its
+ * queue, the completion list) is under the one mutex. */
+#include "lane.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct nbd_lane {
+        struct nbd_lanes *ls;
+        pthread_t thread;
+        pthread_cond_t cond;
+        struct nbd_lane_work *head, *tail; /* queued (mu) */
+        /* The loop's alone: */
+        unsigned outstanding; /* submitted, done() not yet run */
+        bool finished_some; /* a done() ran in this round of completions */
+        void (*idle_fn)(void *data);
+        void *idle_data;
+        struct nbd_lane *next;
+};
+
+struct nbd_lanes {
+        struct nbd_loop *loop;
+        struct nbd_watch watch;
+        int efd; /* open only while closures are outstanding (-1) */
+        unsigned outstanding; /* the loop's: of all lanes */
+        pthread_mutex_t mu;
+        bool stopping; /* mu */
+        struct nbd_lane_work *done_head, *done_tail; /* mu */
+        struct nbd_lane *lanes;
+};
+
+static void push(struct nbd_lane_work **head, struct nbd_lane_work **tail, struct nbd_lane_work *w)
+{
+        w->next = NULL;
+        if (*tail)
+                (*tail)->next = w;
+        else
+                *head = w;
+        *tail = w;
+}
+
+/* Wake the loop. An eventfd write fails only when its counter would
+ * overflow, and then the loop has a wake-up pending anyway. */
+static void post(struct nbd_lanes *ls)
+{
+        uint64_t one = 1;
+        ssize_t n = write(ls->efd, &one, sizeof(one));
+
+        (void)n;
+}
+
+static void *lane_main(void *p)
+{
+        struct nbd_lane *lane = p;
+        struct nbd_lanes *ls = lane->ls;
+
+        pthread_mutex_lock(&ls->mu);
+        for (;;) {
+                struct nbd_lane_work *w;
+                bool skip;
+
+                while (!lane->head && !ls->stopping)
+                        pthread_cond_wait(&lane->cond, &ls->mu);
+                if (ls->stopping)
+                        break; /* nbd_lanes_free() takes what is queued */
+                w = lane->head;
+                lane->head = w->next;
+                if (!lane->head)
+                        lane->tail = NULL;
+                skip = w->cancelled;
+                pthread_mutex_unlock(&ls->mu);
+                if (!skip)
+                        w->run(w->data);
+                pthread_mutex_lock(&ls->mu);
+                push(&ls->done_head, &ls->done_tail, w);
+                post(ls);
+        }
+        pthread_mutex_unlock(&ls->mu);
+        return NULL;
+}
+
+static void on_done(struct nbd_watch *watch, uint32_t events);
+
+static void close_efd(struct nbd_lanes *ls)
+{
+        if (ls->efd < 0)
+                return;
+        nbd_loop_remove(ls->loop, &ls->watch);
+        close(ls->efd);
+        ls->efd = -1;
+}
+
+/* The eventfd, for the closures about to be outstanding: opened on demand,
+ * so that a helper at rest holds the fds it always held. 0 or -errno. */
+static int open_efd(struct nbd_lanes *ls)
+{
+        int r;
+
+        if (ls->efd >= 0)
+                return 0;
+        ls->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (ls->efd < 0)
+                return -errno;
+        r = nbd_loop_add(ls->loop, &ls->watch, ls->efd, EPOLLIN, on_done, ls);
+        if (r < 0) {
+                close(ls->efd);
+                ls->efd = -1;
+        }
+        return r;
+}
+
+/* On the loop: every closure the lanes finished gets its done(). */
+static void on_done(struct nbd_watch *watch, uint32_t events)
+{
+        struct nbd_lanes *ls = watch->data;
+        struct nbd_lane_work *w;
+        uint64_t n;
+
+        (void)events;
+        if (read(ls->efd, &n, sizeof(n)) < 0)
+                n = 0; /* EAGAIN: an earlier read took the count; the list is the truth */
+        pthread_mutex_lock(&ls->mu);
+        w = ls->done_head;
+        ls->done_head = ls->done_tail = NULL;
+        pthread_mutex_unlock(&ls->mu);
+        while (w) {
+                struct nbd_lane_work *next = w->next;
+                struct nbd_lane *lane = w->lane;
+                bool cancelled = w->cancelled;
+
+                lane->outstanding--;
+                ls->outstanding--;
+                lane->finished_some = true;
+                w->done(w->data, cancelled); /* may free w, may submit again */
+                w = next;
+        }
+        /* Every closure given is done, and posted: no lane writes to the
+         * eventfd before the next submit, which opens it again. */
+        if (ls->outstanding == 0)
+                close_efd(ls);
+        for (struct nbd_lane *lane = ls->lanes; lane; lane = lane->next) {
+                bool idle = lane->finished_some && lane->outstanding == 0;
+
+                lane->finished_some = false;
+                if (idle && lane->idle_fn)
+                        lane->idle_fn(lane->idle_data);
+        }
+}
+
+int nbd_lanes_new(struct nbd_loop *loop, struct nbd_lanes **ret)
+{
+        struct nbd_lanes *ls = calloc(1, sizeof(*ls));
+
+        if (!ls)
+                return -ENOMEM;
+        ls->loop = loop;
+        ls->watch.fd = -1;
+        ls->efd = -1;
+        pthread_mutex_init(&ls->mu, NULL);
+        *ret = ls;
+        return 0;
+}
+
+int nbd_lane_new(struct nbd_lanes *ls, const char *name, struct nbd_lane **ret)
+{
+        struct nbd_lane *lane = calloc(1, sizeof(*lane));
+        sigset_t all, old;
+        char tname[16];
+        int r;
+
+        if (!lane)
+                return -ENOMEM;
+        lane->ls = ls;
+        pthread_cond_init(&lane->cond, NULL);
+        /* The thread starts with every signal blocked: SIGTERM is the
+         * loop's, through its signalfd. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        r = -pthread_create(&lane->thread, NULL, lane_main, lane);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r < 0) {
+                pthread_cond_destroy(&lane->cond);
+                free(lane);
+                return r;
+        }
+        snprintf(tname, sizeof(tname), "nbd-%s", name);
+        pthread_setname_np(lane->thread, tname);
+        lane->next = ls->lanes;
+        ls->lanes = lane;
+        *ret = lane;
+        return 0;
+}
+
+int nbd_lane_submit(struct nbd_lane *lane, struct nbd_lane_work *w)
+{
+        struct nbd_lanes *ls = lane->ls;
+        int r = open_efd(ls);
+
+        if (r < 0)
+                return r;
+        w->cancelled = false;
+        w->lane = lane;
+        lane->outstanding++;
+        ls->outstanding++;
+        pthread_mutex_lock(&ls->mu);
+        push(&lane->head, &lane->tail, w);
+        pthread_cond_signal(&lane->cond);
+        pthread_mutex_unlock(&ls->mu);
+        return 0;
+}
+
+void nbd_lane_cancel(struct nbd_lane *lane, struct nbd_lane_work *w)
+{
+        pthread_mutex_lock(&lane->ls->mu);
+        w->cancelled = true;
+        pthread_mutex_unlock(&lane->ls->mu);
+}
+
+bool nbd_lane_busy(const struct nbd_lane *lane)
+{
+        return lane && lane->outstanding > 0;
+}
+
+void nbd_lane_on_idle(struct nbd_lane *lane, void (*fn)(void *data), void *data)
+{
+        lane->idle_fn = fn;
+        lane->idle_data = data;
+}
+
+void nbd_lanes_free(struct nbd_lanes *ls)
+{
+        struct nbd_lane_work *left = NULL, *left_tail = NULL;
+
+        if (!ls)
+                return;
+        pthread_mutex_lock(&ls->mu);
+        ls->stopping = true;
+        for (struct nbd_lane *lane = ls->lanes; lane; lane = lane->next)
+                pthread_cond_signal(&lane->cond);
+        pthread_mutex_unlock(&ls->mu);
+        for (struct nbd_lane *lane = ls->lanes; lane; lane = lane->next)
+                pthread_join(lane->thread, NULL);
+        /* The threads are gone: no lock needed. Finished ones first. */
+        left = ls->done_head;
+        left_tail = ls->done_tail;
+        for (struct nbd_lane *lane = ls->lanes; lane; lane = lane->next)
+                for (struct nbd_lane_work *w = lane->head, *next; w; w = next) {
+                        next = w->next;
+                        w->cancelled = true;
+                        push(&left, &left_tail, w);
+                }
+        while (left) {
+                struct nbd_lane_work *next = left->next;
+                left->done(left->data, left->cancelled);
+                left = next;
+        }
+        while (ls->lanes) {
+                struct nbd_lane *lane = ls->lanes;
+                ls->lanes = lane->next;
+                pthread_cond_destroy(&lane->cond);
+                free(lane);
+        }
+        close_efd(ls);
+        pthread_mutex_destroy(&ls->mu);
+        free(ls);
+}

@@ -1,0 +1,427 @@
+/* Lanes and batch deletion (helper/lane.h, op_link.c's runs): a client's
+ * Ping is answered while another client's long kernel call runs, a client
+ * that goes away in the middle of one leaves nothing behind, the lanes hold
+ * what the loop holds, and LinkDeletes of one batch go in one request, all
+ * or nothing. Every test runs in a network namespace of its own. */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hostile.h"
+#include "testutil.h"
+#include "tests.h"
+
+static nb_results *submit(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+        int r = nb_submit(c, b, &res);
+
+        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
+        nb_batch_free(b);
+        return res;
+}
+
+static void assert_status(const nb_results *res, size_t i, int status, const char *needle)
+{
+        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
+                      nb_result_status(res, i), nb_result_message(res, i), status);
+        ck_assert_msg(!needle || strstr(nb_result_message(res, i), needle),
+                      "op %zu: message '%s' lacks '%s'", i, nb_result_message(res, i), needle);
+}
+
+/* n persistent taps PREFIX0.., made through the helper. */
+static void make_taps(nb_conn *c, const char *prefix, int n)
+{
+        nb_tap_opts o = {.persist = true};
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        for (int i = 0; i < n; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "%s%d", prefix, i);
+                ck_assert_int_eq(nb_batch_tap_create(b, name, &o), 0);
+        }
+        res = submit(c, b);
+        ck_assert_msg(nb_results_first_error(res) < 0, "making the taps failed");
+        nb_results_free(res); /* closes the fds: persistent, they stay */
+}
+
+static nb_batch *delete_batch(const char *prefix, int n)
+{
+        nb_batch *b = nb_batch_new();
+
+        for (int i = 0; i < n; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "%s%d", prefix, i);
+                ck_assert_int_eq(nb_batch_link_delete(b, name), 0);
+        }
+        return b;
+}
+
+/* ---- LinkDelete: one request per run of deletions ---- */
+
+START_TEST(test_100_taps_deleted_in_one_batch_leave_none_and_each_result_is_its_own)
+{
+        nb_conn *c;
+        nb_results *res;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        make_taps(c, "dt", 100);
+        res = submit(c, delete_batch("dt", 100));
+        for (size_t i = 0; i < 100; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "dt%zu", i);
+                assert_status(res, i, 0, NULL);
+                ck_assert_str_eq(nb_result_ifname(res, i), name);
+                ck_assert_msg(!tu_link_exists(name), "%s is still there", name);
+        }
+        nb_results_free(res);
+        /* The run's group went with its devices: none is left in a group
+         * of the helper's. */
+        char *left = tu_sh("ip -d link show | grep -c 'group 0x4e4c' || true");
+        ck_assert_int_eq(atoi(left), 0);
+        free(left);
+        nb_close(c);
+}
+END_TEST
+
+/* As root every name passes validation; lo cannot be deleted by anyone.
+ * Found when its op runs, before the run's request: it fails alone, the
+ * ops before it are undone (their devices back in their group), and the
+ * ones after are not run. Deleting one by one, d0 and d1 were gone. */
+START_TEST(test_undeletable_name_in_a_delete_batch_fails_alone_and_changes_nothing)
+{
+        nb_conn *c;
+        nb_batch *b;
+        nb_results *res;
+        char *before, *after;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        make_taps(c, "ud", 3);
+        free(tu_sh("ip link set ud1 group 7"));
+        before = tu_links_snapshot();
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "ud0");
+        nb_batch_link_delete(b, "ud1");
+        nb_batch_link_delete(b, "lo");
+        nb_batch_link_delete(b, "ud2");
+        res = submit(c, b);
+        assert_status(res, 0, -ECANCELED, "undone: op 2 failed");
+        assert_status(res, 1, -ECANCELED, "undone: op 2 failed");
+        assert_status(res, 2, -EOPNOTSUPP, "cannot delete lo");
+        assert_status(res, 3, -ECANCELED, "not run: op 2 failed");
+        nb_results_free(res);
+        after = tu_links_snapshot();
+        ck_assert_str_eq(after, before); /* groups included: ud1 is in 7 again */
+        free(before);
+        free(after);
+
+        /* Asked to go on, the others go, in one request all the same. */
+        b = nb_batch_new();
+        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+        nb_batch_link_delete(b, "ud0");
+        nb_batch_link_delete(b, "lo");
+        nb_batch_link_delete(b, "ud1");
+        nb_batch_link_delete(b, "ud2");
+        res = submit(c, b);
+        assert_status(res, 0, 0, NULL);
+        assert_status(res, 1, -EOPNOTSUPP, "cannot delete lo");
+        assert_status(res, 2, 0, NULL);
+        assert_status(res, 3, 0, NULL);
+        nb_results_free(res);
+        ck_assert(!tu_link_exists("ud0") && !tu_link_exists("ud1") && !tu_link_exists("ud2"));
+        ck_assert(tu_link_exists("lo"));
+        nb_close(c);
+}
+END_TEST
+
+/* A run ends where another kind of op comes: each run's devices go in
+ * their own request, before the op after it runs. */
+START_TEST(test_deletions_split_by_another_op_go_as_two_runs)
+{
+        nb_conn *c;
+        nb_batch *b;
+        nb_results *res;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        make_taps(c, "rc", 3);
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "rc0");
+        nb_batch_link_delete(b, "rc1");
+        nb_batch_tap_create(b, "rc9", &(nb_tap_opts){.persist = true});
+        nb_batch_link_delete(b, "rc2");
+        res = submit(c, b);
+        ck_assert_msg(nb_results_first_error(res) < 0, "an op failed");
+        nb_results_free(res);
+        ck_assert(!tu_link_exists("rc0") && !tu_link_exists("rc1") && !tu_link_exists("rc2"));
+        ck_assert(tu_link_exists("rc9"));
+        nb_close(c);
+}
+END_TEST
+
+/* ---- no head-of-line blocking ---- */
+
+/* One FirewallApply of n rules on ifname: one op, so the helper compiles it
+ * and goes to the kernel without a pause between ops. */
+static nb_batch *big_apply(const char *owner, const char *ifname, int n)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_batch *b = nb_batch_new();
+
+        for (int i = 0; i < n; i++) {
+                char ip[32];
+                nb_fw_rule r = {.direction = NB_FW_FROM_GUEST,
+                                .verdict = NB_FW_ACCEPT,
+                                .ether_type = 0x0800};
+                snprintf(ip, sizeof(ip), "10.%d.%d.%d", (i >> 16) & 0xff, (i >> 8) & 0xff,
+                         i & 0xff);
+                r.ip_src = ip;
+                r.priority = -1;
+                ck_assert_int_eq(nb_fw_rule_add(rs, &r), 0);
+        }
+        ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE), 0);
+        nb_fw_ruleset_free(rs);
+        return b;
+}
+
+struct slow_client {
+        const char *sock;
+        nb_batch *b;
+        atomic_bool done;
+        int first_error; /* -1: every op worked */
+};
+
+static void *slow_client_run(void *p)
+{
+        struct slow_client *s = p;
+        nb_results *res = NULL;
+        nb_conn *c;
+
+        s->first_error = -2;
+        if (nb_connect(s->sock, &c) == 0) {
+                if (nb_submit(c, s->b, &res) == 0)
+                        s->first_error = (int)nb_results_first_error(res);
+                nb_results_free(res);
+                nb_close(c);
+        }
+        atomic_store(&s->done, true);
+        return NULL;
+}
+
+static void ping_ok(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        nb_batch_ping(b);
+        res = submit(c, b);
+        assert_status(res, 0, 0, NULL);
+        nb_results_free(res);
+}
+
+static uint64_t stat_of(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        uint64_t v = 0;
+
+        nb_batch_stats(b);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_stat(res, 0, name, &v), 0);
+        nb_results_free(res);
+        return v;
+}
+
+/* Client A's batch runs; client B asks Stats until they count A's ops as
+ * started (`stat` grown by n: A's last op is under way), then pings twice;
+ * every answer must come before A's reply. On one thread the op under way
+ * ran to its end, kernel call included (seconds of the kernel's time
+ * inside one sendmsg), before B was read: B's answers came after A's. */
+static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *stat, uint64_t n)
+{
+        struct slow_client a = {.sock = h->sock, .b = slow};
+        uint64_t base;
+        pthread_t t;
+        nb_conn *b;
+
+        ck_assert_int_eq(nb_connect(h->sock, &b), 0);
+        base = stat_of(b, stat);
+        pthread_create(&t, NULL, slow_client_run, &a);
+        while (stat_of(b, stat) < base + n)
+                ck_assert_msg(!atomic_load(&a.done), "client A was answered before B saw it run");
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's batch");
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's batch: op %d failed", a.first_error);
+        nb_close(b);
+}
+
+START_TEST(test_ping_of_one_client_passes_another_clients_big_firewall_commit)
+{
+        struct tu_helper h;
+
+        tu_private_netns();
+        tu_veth("hl0", "hl1");
+        tu_helper_start(&h, TU_ALLOW);
+        assert_pings_pass(&h, big_apply("hol", "hl0", 100000), "ops_firewall", 1);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_ping_of_one_client_passes_another_clients_tap_deletion)
+{
+        struct tu_helper h;
+        nb_conn *c;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        /* Many devices to delete, so that their one RCU wait is long
+         * enough to see: veths, made by ip. */
+        tu_veths("hd", 400);
+        nb_close(c);
+        {
+                nb_batch *b = nb_batch_new();
+                for (int i = 0; i < 400; i++) {
+                        char name[16];
+                        snprintf(name, sizeof(name), "hd%03d", i);
+                        nb_batch_link_delete(b, name);
+                }
+                assert_pings_pass(&h, b, "ops_link", 400);
+        }
+        ck_assert(!tu_link_exists("hd000") && !tu_link_exists("hd399"));
+        tu_helper_stop(&h);
+}
+END_TEST
+
+static int exit_status(pid_t pid)
+{
+        int st;
+
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        return st;
+}
+
+/* A client killed while its commit runs on the lane: the commit ends (its
+ * result is dropped), the job is freed once, after it, and the helper
+ * serves on with the fds it had. The valgrind and ASan runs of this suite
+ * find a leak or a double free. */
+START_TEST(test_client_gone_while_its_commit_runs_leaves_nothing_behind)
+{
+        struct tu_helper h;
+        nb_batch *slow = big_apply("gone", "hg0", 100000);
+        int base;
+        nb_conn *b;
+        pid_t client;
+
+        tu_private_netns();
+        tu_veth("hg0", "hg1");
+        tu_helper_start(&h, TU_ALLOW);
+        base = tu_fd_count(h.pid);
+        client = fork();
+        ck_assert_int_ge(client, 0);
+        if (client == 0) {
+                nb_results *res = NULL;
+                nb_conn *c;
+                if (nb_connect(h.sock, &c) == 0)
+                        nb_submit(c, slow, &res);
+                _exit(0);
+        }
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+        usleep(100 * 1000);
+        /* Answered: the loop is free, so A's one op is on the lane. */
+        ping_ok(b);
+        kill(client, SIGKILL);
+        exit_status(client);
+        ping_ok(b);
+        nb_close(b);
+        nb_batch_free(slow);
+        /* The commit went through: what the client asked is there. */
+        for (int i = 0; i < 200; i++) {
+                char *n = tu_sh("nft list chains netdev 2>/dev/null | grep -c gone || true");
+                int found = atoi(n);
+                free(n);
+                if (found)
+                        break;
+                usleep(50 * 1000);
+        }
+        tu_assert_fd_count_settles(h.pid, base, 6000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Threads share credentials but capabilities are per thread: every thread
+ * of the helper (the loop and its lanes) holds the same sets. */
+START_TEST(test_lanes_hold_the_capabilities_of_the_loop)
+{
+        struct tu_helper h;
+        char path[64], first[512] = "";
+        int threads = 0;
+        DIR *d;
+        struct dirent *e;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)h.pid);
+        d = opendir(path);
+        ck_assert_ptr_nonnull(d);
+        while ((e = readdir(d))) {
+                char status[320], caps[512] = "";
+                const char *st, *p;
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(status, sizeof(status), "%.63s/%.32s/status", path, e->d_name);
+                st = tu_read_file(status);
+                ck_assert_ptr_nonnull(st);
+                for (p = strstr(st, "\nCap"); p; p = strstr(p + 1, "\nCap")) {
+                        size_t n = strcspn(p + 1, "\n") + 1;
+                        strncat(caps, p,
+                                n < sizeof(caps) - strlen(caps) - 1
+                                        ? n
+                                        : sizeof(caps) - strlen(caps) - 1);
+                }
+                ck_assert_msg(strstr(caps, "CapEff"), "no capability lines in %s", status);
+                if (!threads++)
+                        snprintf(first, sizeof(first), "%s", caps);
+                else
+                        ck_assert_msg(strcmp(caps, first) == 0, "thread %s holds\n%s\nnot\n%s",
+                                      e->d_name, caps, first);
+        }
+        closedir(d);
+        ck_assert_int_eq(threads, 3); /* the loop, the firewall's lane, the links' */
+        tu_helper_stop(&h);
+}
+END_TEST
+
+Suite *lanes_suite(void)
+{
+        Suite *s = suite_create("lanes");
+        TCase *del = tcase_create("lanes-delete"), *hol = tcase_create("lanes-hol");
+
+        tcase_set_timeout(del, 60);
+        tcase_set_timeout(hol, 180);
+        tcase_add_test(del,
+                       test_100_taps_deleted_in_one_batch_leave_none_and_each_result_is_its_own);
+        tcase_add_test(del,
+                       test_undeletable_name_in_a_delete_batch_fails_alone_and_changes_nothing);
+        tcase_add_test(del, test_deletions_split_by_another_op_go_as_two_runs);
+        tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_big_firewall_commit);
+        tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_tap_deletion);
+        tcase_add_test(hol, test_client_gone_while_its_commit_runs_leaves_nothing_behind);
+        tcase_add_test(hol, test_lanes_hold_the_capabilities_of_the_loop);
+        suite_add_tcase(s, del);
+        suite_add_tcase(s, hol);
+        return s;
+}

@@ -179,6 +179,18 @@ const struct nbd_ifnode *nbd_ifmap_get(const struct nbd_ifmap *m, const char *na
         return *ifidx_slot(m, name);
 }
 
+const char *nbd_ifmap_name_of(const struct nbd_ifmap *m, int ifindex)
+{
+        const struct nbd_ifnode *n;
+
+        if (!m->n_buckets)
+                return NULL;
+        n = m->by_index[index_hash(ifindex, m->n_buckets)];
+        while (n && n->ifindex != ifindex)
+                n = n->next_index;
+        return n ? n->name : NULL;
+}
+
 int nbd_ifmap_ifindex(const struct nbd_ifmap *m, const char *name)
 {
         const struct nbd_ifnode *n = nbd_ifmap_get(m, name);

@@ -48,5 +48,7 @@ void nbd_ifmap_set_owner(struct nbd_ifmap *m, const char *name, bool owned, uid_
 
 /* The entry for name, or NULL. */
 const struct nbd_ifnode *nbd_ifmap_get(const struct nbd_ifmap *m, const char *name);
+/* The name the map knows for ifindex, or NULL; valid until the next change. */
+const char *nbd_ifmap_name_of(const struct nbd_ifmap *m, int ifindex);
 /* Its ifindex, or 0 when the map does not know name. */
 int nbd_ifmap_ifindex(const struct nbd_ifmap *m, const char *name);

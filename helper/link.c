@@ -121,6 +121,22 @@ static void set_owner(struct nbd_ifmap *m, const char *name, const char *alias)
         nbd_ifmap_set_owner(m, name, owned, uid);
 }
 
+/* A known ifindex under a new name: for everything keyed by name the old
+ * name is gone (since Linux 6.16 a netdev base chain stays with the name,
+ * and would bind the next device of that name: the owner's rules and the
+ * policer must go, as when the device is deleted), and it is free again. */
+static void note_renamed(struct nbd_links *l, const char *name, int ifindex)
+{
+        const char *known = nbd_ifmap_name_of(&l->ifs, ifindex);
+        char old[IFNAMSIZ];
+
+        if (!known || strcmp(known, name) == 0)
+                return;
+        snprintf(old, sizeof(old), "%s", known);
+        nbd_names_mark(l->names, old, false);
+        note_gone(l, old, ifindex);
+}
+
 static void on_link_hdr(struct nbd_links *l, struct nlmsghdr *h)
 {
         struct nlattr *tb[IFLA_MAX + 1];
@@ -138,6 +154,8 @@ static void on_link_hdr(struct nbd_links *l, struct nlmsghdr *h)
          * without the alias, which are no news about its owner. */
         if (ifi->ifi_family != AF_UNSPEC)
                 return;
+        if (present)
+                note_renamed(l, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index);
         nbd_names_mark(l->names, nla_get_string(tb[IFLA_IFNAME]), present);
         nbd_ifmap_note_kind(&l->ifs, nla_get_string(tb[IFLA_IFNAME]), ifi->ifi_index, present,
                             link_is_macvtap(tb[IFLA_LINKINFO]));

@@ -423,6 +423,48 @@ START_TEST(test_a_new_interface_of_the_name_inherits_no_rule)
 }
 END_TEST
 
+/* A rename is the old name going: the owner's chains are bound to the
+ * name (since Linux 6.16 they stay with it), so they go, and a new device
+ * of the old name inherits no rule. */
+START_TEST(test_a_renamed_interface_leaves_no_rule_for_its_old_name)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        uint8_t f[60];
+        struct lab l;
+        nb_batch *b;
+        uint64_t gone0;
+        unsigned got = 0;
+        char *ruleset;
+
+        lab_up(&l, TU_ALLOW);
+        test_frame(f, HOST_MAC, GUEST_MAC, "nbgone-frame");
+        ck_assert_int_eq(nb_fw_rule_add(rs, &drop), 0);
+        b = nb_batch_new();
+        nb_batch_firewall_apply(b, "old-guest", "vnet0", rs, NB_FW_REPLACE);
+        expect_ok(submit(l.c, b));
+        ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 0);
+        gone0 = stat_of(l.c, "fw_owners_gone");
+
+        free(tu_sh("ip link set vnet0 down && ip link set vnet0 name nbrenamed0 && "
+                   "nsenter --net=%s ip link set geth0 name gold0",
+                   l.ns_path));
+        ck_assert(tu_link_exists("nbrenamed0") && !tu_link_exists("vnet0"));
+        pair_up(&l);
+        for (int i = 0; i < 50 && got == 0; i++)
+                got = send_frames(&l, true, f, "nbgone-frame", 1);
+        ck_assert_uint_eq(got, 1);
+        ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 3);
+        ck_assert_uint_eq(owners_listed(l.c), 0);
+        ck_assert_uint_eq(stat_of(l.c, "fw_owners_gone"), gone0 + 1);
+        ruleset = tu_sh("nft list table netdev netbroker 2>/dev/null");
+        ck_assert_msg(!strstr(ruleset, "old-guest"), "the owner's chains stayed:\n%s", ruleset);
+        free(ruleset);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
 /* A guest's tap is deleted; the next guest's tap of the same name is made
  * and given its own rules: the old owner went, the new one stays (the
  * removal is for the interface that went, not for its name). */
@@ -541,6 +583,7 @@ Suite *fw_counters_suite(void)
         tcase_set_timeout(gone, 60);
         tcase_add_test(gone, test_a_new_interface_of_the_name_inherits_no_rule);
         tcase_add_test(gone, test_rules_applied_after_the_interface_went_stay);
+        tcase_add_test(gone, test_a_renamed_interface_leaves_no_rule_for_its_old_name);
         tcase_add_test(gone, test_an_owner_applied_in_the_turn_the_interface_went_stays);
         suite_add_tcase(s, gone);
         return s;

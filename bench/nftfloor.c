@@ -134,13 +134,17 @@ static int dump(struct bench_nft_table *t)
                 }
                 if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
                         r = -errno;
-                do {
-                        n = r == 0 ? mnl_socket_recvfrom(nl, buf, sizeof(buf)) : -1;
-                        r = n < 0 ? (r ? r : -errno)
-                                  : mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl),
-                                               k ? on_rule : on_chain, t);
-                        r = r < 0 ? (errno ? -errno : -EIO) : r;
-                } while (r > 0);
+                /* MNL_CB_OK: more to come; MNL_CB_STOP: the end of the dump. */
+                for (bool more = r == 0; more;) {
+                        int cb =
+                                (n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) < 0
+                                        ? -1
+                                        : mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl),
+                                                     k ? on_rule : on_chain, t);
+                        if (cb < 0)
+                                r = errno ? -errno : -EIO;
+                        more = cb > 0;
+                }
         }
         if (nl)
                 mnl_socket_close(nl);

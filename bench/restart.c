@@ -676,15 +676,15 @@ static int run_floor(struct ctx *c)
         return r < 0 ? r : drain(c);
 }
 
-/* C, D, N and F a few times: between the start passes and at the end, so
- * that they share the passes' drift. Each takes milliseconds where a pass
+/* C, D, N and F a few times (--reps, 5): between the start passes and at
+ * the end, so that they share the passes' drift. Each takes milliseconds where a pass
  * takes minutes: several at a time cost nothing and steady their
  * medians. */
 static int run_broker_rep(struct ctx *c)
 {
         int r = 0;
 
-        for (int i = 0; i < 5 && r == 0 && c->have_fw; i++) {
+        for (unsigned i = 0; i < (c->o->reps ? c->o->reps : 5) && r == 0 && c->have_fw; i++) {
                 r = run_c_and_d(c);
                 if (r == 0)
                         r = run_input(c, write_nft,

@@ -115,7 +115,8 @@ static struct result *add(const struct bench_opts *o, const char *name, const st
         res->o.count = z->count;
         res->o.guests = o->guests && z->guests ? o->guests : z->guests;
         res->o.sample = o->sample && z->guests ? o->sample : z->sample;
-        res->o.reps = z->reps;
+        /* --scale --reps N: every scale step's repetitions. */
+        res->o.reps = strcmp(run.kind, "scale") == 0 && o->reps ? o->reps : z->reps;
         res->o.n_counts = z->n_counts;
         memcpy(res->o.counts, z->counts, sizeof(z->counts));
         return res;

@@ -154,8 +154,8 @@ static double pick(const struct bench_summary *const *s, const char *const *name
 }
 
 /* Method m's median in r where a comparison's or floor's `what` starts
- * (names: "82 macvtaps,") or ends (restart: "N=82") with needle. */
-static double find_median(const struct bench_report *r, const char *needle, bool end, const char *m)
+ * with needle ("82 macvtaps,"). */
+static double find_median(const struct bench_report *r, const char *needle, const char *m)
 {
         size_t nl = strlen(needle);
         double v = NAN;
@@ -165,8 +165,7 @@ static double find_median(const struct bench_report *r, const char *needle, bool
                 const struct bench_compare *c = cmp ? &r->compares[i] : NULL;
                 const struct bench_floor *f = cmp ? NULL : &r->floors[i - r->n_compares];
                 const char *what = cmp ? c->what : f->what;
-                size_t wl = strlen(what);
-                if (wl < nl || strncmp(end ? what + wl - nl : what, needle, nl) != 0)
+                if (strncmp(what, needle, nl) != 0)
                         continue;
                 v = cmp ? pick((const struct bench_summary *[]){&c->base, &c->base2, &c->broker},
                                (const char *[]){c->base_name, c->base2_name, c->broker_name}, 3, m)
@@ -181,14 +180,19 @@ static unsigned scale_n(size_t w, size_t i)
         return scale_rows[w].restart ? restart_ns[i] : names_ns[i];
 }
 
-/* Row w's median at the i-th N, NAN where it did not run. */
+/* Row w's median at the i-th N, NAN where it did not run: restart's rows
+ * are per guest, one result per N; names' per device where each device
+ * was timed alone, so its comparisons' and floors' (wall time / N). */
 static double scale_cell(size_t w, size_t i)
 {
+        const struct bench_report *r = run.res[scale_rows[w].restart ? 1 + i : 0].r;
         char needle[32];
-        bool restart = scale_rows[w].restart;
 
-        snprintf(needle, sizeof(needle), restart ? "N=%u" : "%u macvtaps,", scale_n(w, i));
-        return find_median(run.res[restart ? 1 + i : 0].r, needle, restart, scale_rows[w].method);
+        for (size_t k = 0; scale_rows[w].restart && r && k < r->n_rows; k++)
+                if (strcmp(r->rows[k].method, scale_rows[w].method) == 0)
+                        return r->rows[k].s.median_us;
+        snprintf(needle, sizeof(needle), "%u macvtaps,", scale_n(w, i));
+        return scale_rows[w].restart ? NAN : find_median(r, needle, scale_rows[w].method);
 }
 
 /* The largest N's figure over N=100's: the largest N the row has. */

@@ -83,8 +83,11 @@ static int on_rule(const struct nlmsghdr *nlh, void *data)
                         nftnl_rule_free(r);
                 return MNL_CB_ERROR;
         }
-        /* A handle would make the NEWRULE a replace. */
+        /* A handle would make the NEWRULE a replace, a position (the
+         * previous rule's handle, which the dump gives) an insert after a
+         * rule the new table does not have: appended, in dump order. */
         nftnl_rule_unset(r, NFTNL_RULE_HANDLE);
+        nftnl_rule_unset(r, NFTNL_RULE_POSITION);
         return MNL_CB_OK;
 }
 
@@ -240,7 +243,7 @@ static struct nftnl_batch *build(const struct bench_nft_table *t, uint32_t seq, 
 
 /* Every ack queued by the time sendmsg() returned: the first error, or 0
  * once the last message's ack is in. */
-static int read_acks(struct mnl_socket *nl, uint32_t last)
+static int read_acks(struct mnl_socket *nl, uint32_t last, uint32_t *ret_seq)
 {
         static char buf[1 << 16];
         bool acked = false;
@@ -255,8 +258,10 @@ static int read_acks(struct mnl_socket *nl, uint32_t last)
                 for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, len);
                      h = mnl_nlmsg_next(h, &len)) {
                         const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
-                        if (h->nlmsg_type == NLMSG_ERROR && e->error)
+                        if (h->nlmsg_type == NLMSG_ERROR && e->error) {
+                                *ret_seq = h->nlmsg_seq;
                                 return e->error;
+                        }
                         acked |= h->nlmsg_type == NLMSG_ERROR && h->nlmsg_seq == last;
                 }
         }
@@ -270,13 +275,13 @@ int bench_nft_send(const struct bench_nft_table *t, double *ret_us)
         struct mnl_socket *nl = NULL;
         struct nftnl_batch *b = NULL;
         struct iovec *iov = NULL;
-        uint32_t last = 0;
+        uint32_t last = 0, bad = 0, first = (uint32_t)time(NULL);
         uint64_t t0;
         int r = open_nl(&nl), n_iov = 0, total = 65536;
 
         /* The socket is the program's: not timed, as the helper's is open. */
         t0 = bench_now_ns();
-        if (r == 0 && !(b = build(t, (uint32_t)time(NULL), &last)))
+        if (r == 0 && !(b = build(t, first, &last)))
                 r = -ENOMEM;
         if (r == 0 && !(iov = calloc((size_t)(n_iov = nftnl_batch_iovec_len(b)), sizeof(*iov))))
                 r = -ENOMEM;
@@ -291,12 +296,28 @@ int bench_nft_send(const struct bench_nft_table *t, double *ret_us)
                 r = sendmsg(mnl_socket_get_fd(nl), &msg, 0) < 0 ? -errno : 0;
         }
         if (r == 0)
-                r = read_acks(nl, last);
+                r = read_acks(nl, last, &bad);
         if (r == 0)
                 *ret_us = (double)(bench_now_ns() - t0) / 1000.0;
         else
-                bench_log("netbroker-bench: the floor's transaction (%zu chains, %zu rules): %s\n",
-                          t->n_chains, t->n_rules, strerror(-r));
+                bench_log("netbroker-bench: the floor's transaction (%zu chains, %zu rules): %s "
+                          "(at message %ld, the table's is 0)\n",
+                          t->n_chains, t->n_rules, strerror(-r),
+                          bad ? (long)(bad - first - 1) : -1L);
+        if (r < 0 && bad > first + 1) {
+                /* What the kernel refused, in nft's words. */
+                size_t i = bad - first - 2;
+                char buf[1024];
+                if (i < t->n_chains)
+                        nftnl_chain_snprintf(buf, sizeof(buf), t->chains[i], NFTNL_OUTPUT_DEFAULT,
+                                             0);
+                else if (i - t->n_chains < t->n_rules)
+                        nftnl_rule_snprintf(buf, sizeof(buf), t->rules[i - t->n_chains],
+                                            NFTNL_OUTPUT_DEFAULT, 0);
+                else
+                        buf[0] = '\0';
+                bench_log("netbroker-bench: refused: %s\n", buf);
+        }
         free(iov);
         if (b)
                 nftnl_batch_free(b);

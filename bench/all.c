@@ -1,6 +1,8 @@
 /* `all`: every scenario in one process, each in a network namespace of its
- * own, all forking from one fat parent; `--scale`: names and restart at 10,
- * 100 and 1,000. Then each report, the summary, --json, --png. */
+ * own, all forking from one fat parent; `--scale`: names at 10 to 10,000
+ * devices, restart at 10 to 4,096 guests, fairness at 4,096. Then each
+ * report, the summary (comparisons, floors, the scale table), --json,
+ * --png. */
 #include "bench.h"
 
 #include <errno.h>
@@ -12,7 +14,7 @@
 
 struct size {
         unsigned count, guests, sample, reps;
-        unsigned counts[3];
+        unsigned counts[BENCH_MAX_COUNTS];
         size_t n_counts;
         const char *text;
 };
@@ -30,11 +32,16 @@ static const struct {
          {.counts = {82, 1000}, .n_counts = 2, .reps = 5, .text = "82 and 1000 macvtaps, 5 times"},
          {.counts = {82}, .n_counts = 1, .reps = 2, .text = "82 macvtaps, twice"}},
         {"restart",
-         {.guests = 20, .text = "20 guests, all timed; N, C, D 20 times"},
-         {.guests = 1, .text = "1 guest; N, C, D 20 times"}},
+         {.guests = 20, .text = "20 guests, all timed; N, C, D, F 20 times"},
+         {.guests = 1, .text = "1 guest; N, C, D, F 20 times"}},
         {"bandwidth",
          {.text = "100 interfaces, 3 runs"},
          {.count = 2, .text = "2 interfaces, 3 runs"}},
+        {"fairness",
+         {.guests = 1000,
+          .count = 100,
+          .text = "Pings during 1000 guests' replace, 100 taps' deletion"},
+         {.guests = 50, .count = 20, .text = "Pings during 50 guests' replace, 20 taps' deletion"}},
         {"log",
          {.reps = 1001, .text = "1001 batches of 10,000 Pings per helper"},
          {.reps = 101, .text = "101 batches of 10,000 Pings per helper"}},
@@ -44,9 +51,13 @@ static const struct {
 };
 
 #define MAX_RUNS BENCH_N(all_steps)
-/* --scale: names once, restart at each N, SCALE_SAMPLE guests timed. */
+/* --scale: names once at each of names_ns, restart at each of restart_ns
+ * (SCALE_SAMPLE guests timed by the baselines, none above
+ * BENCH_BASELINE_MAX), fairness at the largest. */
 #define SCALE_SAMPLE 5u
-static const unsigned scale_ns[] = {10, 100, 1000};
+#define N_SCALE_NS 4
+static const unsigned names_ns[N_SCALE_NS] = {10, 100, 1000, 10000},
+                      restart_ns[N_SCALE_NS] = {10, 100, 1000, BENCH_RESTART_MAX_GUESTS};
 
 struct result {
         char label[32]; /* "spawn", "restart@100" */
@@ -104,7 +115,8 @@ static struct result *add(const struct bench_opts *o, const char *name, const st
         res->o.count = z->count;
         res->o.guests = o->guests && z->guests ? o->guests : z->guests;
         res->o.sample = o->sample && z->guests ? o->sample : z->sample;
-        res->o.reps = z->reps;
+        /* --scale --reps N: every scale step's repetitions. */
+        res->o.reps = strcmp(run.kind, "scale") == 0 && o->reps ? o->reps : z->reps;
         res->o.n_counts = z->n_counts;
         memcpy(res->o.counts, z->counts, sizeof(z->counts));
         return res;
@@ -112,63 +124,109 @@ static struct result *add(const struct bench_opts *o, const char *name, const st
 
 /* ---- the scale table: one row per method, one column per N ---- */
 
+/* Each row's figures are a method's per-unit medians, found by its name in
+ * the comparisons and floors of the result for that N. */
 static const struct {
         const char *what;
         bool restart; /* else names */
-        int cmp; /* restart: 0 VM start, 1 daemon restart */
-        int side; /* 0 baseline, 1 baseline today, 2 broker */
+        const char *method;
 } scale_rows[] = {
-        {"names A: probing, then create, per device", false, 0, 0},
-        {"names B: netbrokerd, per device", false, 0, 2},
-        {"restart A: VM start, per guest", true, 0, 0},
-        {"restart A2: VM start, per guest", true, 0, 1},
-        {"restart C: VM start, per guest", true, 0, 2},
-        {"restart Ar: daemon restart, per guest", true, 1, 0},
-        {"restart A2r: daemon restart, per guest", true, 1, 1},
-        {"restart D: daemon restart, per guest", true, 1, 2},
+        {"names K: the kernel's create (floor), per device", false, "K"},
+        {"names A: probing, then create, per device", false, "A"},
+        {"names B: netbrokerd, per device", false, "B"},
+        {"restart A: VM start, per guest", true, "A"},
+        {"restart A2: VM start, per guest", true, "A2"},
+        {"restart C: VM start, per guest", true, "C"},
+        {"restart F: C's floor (libmnl), per guest", true, "F"},
+        {"restart N: one nft -f, per guest", true, "N"},
+        {"restart Ar: daemon restart, per guest", true, "Ar"},
+        {"restart A2r: daemon restart, per guest", true, "A2r"},
+        {"restart D: daemon restart, per guest", true, "D"},
 };
 
-#define N_SCALE_NS BENCH_N(scale_ns)
+static double pick(const struct bench_summary *const *s, const char *const *names, size_t n,
+                   const char *m)
+{
+        for (size_t i = 0; i < n; i++)
+                if (s[i]->n && strcmp(names[i], m) == 0)
+                        return s[i]->median_us;
+        return NAN;
+}
 
-/* Row w's median at the i-th N, NAN where it did not run: names holds a
- * comparison per N, restart a result per N. */
+/* Method m's median in r where a comparison's or floor's `what` starts
+ * with needle ("82 macvtaps,"). */
+static double find_median(const struct bench_report *r, const char *needle, const char *m)
+{
+        size_t nl = strlen(needle);
+        double v = NAN;
+
+        for (size_t i = 0; r && i < r->n_compares + r->n_floors && !isfinite(v); i++) {
+                bool cmp = i < r->n_compares;
+                const struct bench_compare *c = cmp ? &r->compares[i] : NULL;
+                const struct bench_floor *f = cmp ? NULL : &r->floors[i - r->n_compares];
+                const char *what = cmp ? c->what : f->what;
+                if (strncmp(what, needle, nl) != 0)
+                        continue;
+                v = cmp ? pick((const struct bench_summary *[]){&c->base, &c->base2, &c->broker},
+                               (const char *[]){c->base_name, c->base2_name, c->broker_name}, 3, m)
+                        : pick((const struct bench_summary *[]){&f->floor, &f->helper},
+                               (const char *[]){f->floor_name, f->helper_name}, 2, m);
+        }
+        return v;
+}
+
+static unsigned scale_n(size_t w, size_t i)
+{
+        return scale_rows[w].restart ? restart_ns[i] : names_ns[i];
+}
+
+/* Row w's median at the i-th N, NAN where it did not run: restart's rows
+ * are per guest, one result per N; names' per device where each device
+ * was timed alone, so its comparisons' and floors' (wall time / N). */
 static double scale_cell(size_t w, size_t i)
 {
         const struct bench_report *r = run.res[scale_rows[w].restart ? 1 + i : 0].r;
-        size_t k = scale_rows[w].restart ? (size_t)scale_rows[w].cmp : i;
-        const struct bench_compare *c = r && k < r->n_compares ? &r->compares[k] : NULL;
-        const struct bench_summary *s = !c                        ? NULL
-                                        : scale_rows[w].side == 0 ? &c->base
-                                        : scale_rows[w].side == 1 ? &c->base2
-                                                                  : &c->broker;
+        char needle[32];
 
-        return s && s->n ? s->median_us : NAN;
+        for (size_t k = 0; scale_rows[w].restart && r && k < r->n_rows; k++)
+                if (strcmp(r->rows[k].method, scale_rows[w].method) == 0)
+                        return r->rows[k].s.median_us;
+        snprintf(needle, sizeof(needle), "%u macvtaps,", scale_n(w, i));
+        return scale_rows[w].restart ? NAN : find_median(r, needle, scale_rows[w].method);
+}
+
+/* The largest N's figure over N=100's: the largest N the row has. */
+static double scale_growth(size_t w)
+{
+        for (size_t i = N_SCALE_NS; i-- > 2;)
+                if (isfinite(scale_cell(w, i)))
+                        return scale_cell(w, i) / scale_cell(w, 1);
+        return NAN;
 }
 
 static void print_scale(FILE *f, bool json)
 {
         char buf[24];
 
-        if (json)
-                fputs(",\"per_unit\":[", f);
-        else
-                fprintf(f, "\ncost per unit as N grows (medians):\n%-42s", "");
-        for (size_t i = 0; !json && i < N_SCALE_NS; i++)
-                fprintf(f, " %9s%-5u", "N=", scale_ns[i]);
-        if (!json)
-                fprintf(f, " %8s\n", "growth");
+        fputs(json ? ",\"per_unit\":[" : "\ncost per unit as N grows (medians):", f);
         for (size_t w = 0; w < BENCH_N(scale_rows); w++) {
-                double growth = scale_cell(w, N_SCALE_NS - 1) / scale_cell(w, 0);
+                bool head = !json && (w == 0 || scale_rows[w].restart != scale_rows[w - 1].restart);
+                if (head) {
+                        fprintf(f, "\n%-50s", scale_rows[w].restart ? "restart" : "names");
+                        for (size_t i = 0; i < N_SCALE_NS; i++)
+                                fprintf(f, " %8s%-6u", "N=", scale_n(w, i));
+                        fprintf(f, " %8s\n", "growth");
+                }
                 if (json) {
                         fputs(w ? ",{" : "{", f);
                         bench_json_str(f, "what", scale_rows[w].what);
                         fputs(",\"median_us\":{", f);
                 } else {
-                        fprintf(f, "%-42s", scale_rows[w].what);
+                        fprintf(f, "%-50s", scale_rows[w].what);
                 }
                 for (size_t i = 0; i < N_SCALE_NS; i++) {
                         if (json) {
-                                fprintf(f, "%s\"%u\":", i ? "," : "", scale_ns[i]);
+                                fprintf(f, "%s\"%u\":", i ? "," : "", scale_n(w, i));
                                 bench_json_num(f, NULL, scale_cell(w, i), 3);
                         } else {
                                 fprintf(f, " %14s",
@@ -177,17 +235,19 @@ static void print_scale(FILE *f, bool json)
                 }
                 if (json) {
                         fputc('}', f);
-                        bench_json_num(f, ",growth", growth, 3);
+                        bench_json_num(f, ",growth", scale_growth(w), 3);
                         fputc('}', f);
                 } else {
-                        fprintf(f, " %7.2fx\n", growth);
+                        fprintf(f, " %7.2fx\n", scale_growth(w));
                 }
         }
         if (json)
                 fputc(']', f);
         else
-                fprintf(f, "growth: at N=%u over N=%u; restart: %u guests timed at each N\n",
-                        scale_ns[N_SCALE_NS - 1], scale_ns[0], SCALE_SAMPLE);
+                fprintf(f,
+                        "growth: per unit at the largest N measured over N=100; restart: the "
+                        "baselines time %u guests at each N up to %u\n",
+                        SCALE_SAMPLE, BENCH_BASELINE_MAX);
 }
 
 /* ---- printing ---- */
@@ -216,12 +276,39 @@ static void print_tables(FILE *f)
                         any |= bench_report_print_compares(run.res[i].r, run.res[i].label, f);
         if (!any)
                 fprintf(f, "(no comparisons)\n");
+        fprintf(f, "\nfloors, helper / floor:\n");
+        bench_floor_print_heading(f);
+        for (size_t i = 0; i < run.n; i++)
+                if (run.res[i].r)
+                        bench_report_print_floors(run.res[i].r, run.res[i].label, f);
         if (strcmp(run.kind, "scale") == 0)
                 print_scale(f, false);
 }
 
 /* "summary": every comparison; "ratios": "spawn: /bin/true, per command
- * A/B", one number per summary line. */
+ * A/B", one number per summary line. "floors", "floor_ratios": the same of
+ * the floors ("spawn: /bin/true, per command B/F"). */
+static void print_floors_json(FILE *f, bool ratios)
+{
+        bool first = true;
+        char key[128];
+
+        for (size_t i = 0; i < run.n; i++)
+                for (size_t k = 0; run.res[i].r && k < run.res[i].r->n_floors; k++) {
+                        const struct bench_floor *fl = &run.res[i].r->floors[k];
+                        fputs(first ? "" : ",", f);
+                        first = false;
+                        if (!ratios) {
+                                bench_floor_print_json(fl, run.res[i].label, f);
+                                continue;
+                        }
+                        snprintf(key, sizeof(key), "%s: %s %s/%s%s", run.res[i].label, fl->what,
+                                 fl->helper_name, fl->floor_name, fl->p99 ? " p99" : "");
+                        bench_json_str(f, NULL, key);
+                        bench_json_num(f, ":", bench_floor_ratio(fl), 3);
+                }
+}
+
 static void print_compares_json(FILE *f, bool ratios)
 {
         bool first = true;
@@ -273,6 +360,10 @@ static void print_json(FILE *f)
         print_compares_json(f, false);
         fputs("],\"ratios\":{", f);
         print_compares_json(f, true);
+        fputs("},\"floors\":[", f);
+        print_floors_json(f, false);
+        fputs("],\"floor_ratios\":{", f);
+        print_floors_json(f, true);
         fputc('}', f);
         if (strcmp(run.kind, "scale") == 0)
                 print_scale(f, true);
@@ -356,10 +447,14 @@ static int run_all(const struct bench_opts *o, bool one)
 
 int bench_run(const struct bench_opts *o, const char *what)
 {
-        const struct size names = {.counts = {10, 100, 1000},
-                                   .n_counts = 3,
+        const struct size names = {.counts = {10, 100, 1000, 10000},
+                                   .n_counts = 4,
                                    .reps = 3,
-                                   .text = "10, 100 and 1000 macvtaps, 3 times"};
+                                   .text = "10, 100, 1000 and 10000 macvtaps, 3 times"};
+        const struct size fair = {.guests = BENCH_RESTART_MAX_GUESTS,
+                                  .count = 100,
+                                  .reps = 3,
+                                  .text = "Pings during 4096 guests' replace, 100 taps' deletion"};
         bool all = strcmp(what, "all") == 0, scale = !all && bench_find_scenario(what) == NULL;
 
         run.kind = scale ? "scale" : what;
@@ -367,7 +462,8 @@ int bench_run(const struct bench_opts *o, const char *what)
         for (size_t i = 0; all && i < MAX_RUNS; i++) {
                 const struct size *z = o->quick ? &all_steps[i].quick : &all_steps[i].full;
                 struct result *res = add(o, all_steps[i].name, z);
-                if (res->o.guests && (res->o.guests != z->guests || res->o.sample != z->sample))
+                if (strcmp(res->name, "restart") == 0 && res->o.guests &&
+                    (res->o.guests != z->guests || res->o.sample != z->sample))
                         snprintf(res->size, sizeof(res->size),
                                  "%u guests, %u timed (--guests, --sample)", res->o.guests,
                                  res->o.sample && res->o.sample < res->o.guests ? res->o.sample
@@ -376,15 +472,21 @@ int bench_run(const struct bench_opts *o, const char *what)
         if (scale)
                 add(o, "names", &names);
         for (size_t i = 0; scale && i < N_SCALE_NS; i++) {
-                unsigned n = scale_ns[i], k = n < SCALE_SAMPLE ? n : SCALE_SAMPLE;
-                const struct size z = {.guests = n, .sample = k};
+                unsigned n = restart_ns[i], k = n < SCALE_SAMPLE ? n : SCALE_SAMPLE;
+                /* Minutes a repetition at 4,096: 3, not 5. */
+                const struct size z = {.guests = n, .sample = k, .reps = n > 1000 ? 3 : 0};
                 struct result *res = add(o, "restart", &z);
 
                 res->o.guests = n;
                 snprintf(res->label, sizeof(res->label), "restart@%u", n);
-                snprintf(res->size, sizeof(res->size), "%u guests, %u timed, the rest restored", n,
-                         k);
+                if (n > BENCH_BASELINE_MAX)
+                        snprintf(res->size, sizeof(res->size), "%u guests, C, D, N, F only", n);
+                else
+                        snprintf(res->size, sizeof(res->size),
+                                 "%u guests, %u timed, the rest restored", n, k);
         }
+        if (scale)
+                add(o, "fairness", &fair);
         if (!all && !scale)
                 add(o, what, &(struct size){0})->o = *o;
         return run_all(o, !all && !scale);

@@ -14,8 +14,10 @@ static const struct {
         const char *name;
         bench_scenario_fn run;
 } scenarios[] = {
-        {"spawn", bench_spawn},      {"names", bench_names},         {"restart", bench_restart},
-        {"log", bench_log_scenario}, {"roundtrip", bench_roundtrip}, {"bandwidth", bench_bandwidth},
+        {"spawn", bench_spawn},         {"names", bench_names},
+        {"restart", bench_restart},     {"log", bench_log_scenario},
+        {"roundtrip", bench_roundtrip}, {"bandwidth", bench_bandwidth},
+        {"fairness", bench_fairness},
 };
 
 /* The scenarios and options are described in netbroker-bench(1). */
@@ -167,6 +169,9 @@ int main(int argc, char **argv)
         struct bench_opts o = {0};
         int r = argc < 2 ? 2 : 0;
 
+        /* The floor process (floor.c): no root, no namespace of its own. */
+        if (r == 0 && strcmp(argv[1], "--floor") == 0)
+                return bench_floor_main(argc - 2, argv + 2);
         if (r == 0 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
                 usage(stdout);
                 return 0;

@@ -10,8 +10,11 @@
 #include <sys/types.h>
 
 #define BENCH_MAX_COUNTS 4
-#define BENCH_NAMES_MAX_COUNT 4096 /* the helper's default max_ops: one request */
-#define BENCH_RESTART_MAX_GUESTS 1000 /* vnet0..vnet999 */
+#define BENCH_NAMES_MAX_COUNT 10000 /* one request: the helper's max_ops is raised to it */
+#define BENCH_RESTART_MAX_GUESTS 4096 /* vnet0..vnet4095: the helper's default max_ops */
+/* Above this, restart's baselines (hours of ebtables) and names' probing (N^2/2
+ * probes) are skipped, with the reason printed. */
+#define BENCH_BASELINE_MAX 1000
 #define BENCH_BANDWIDTH_MAX_IFACES 1000 /* vbw0..vbw999 */
 #define BENCH_N(a) (sizeof(a) / sizeof(*(a)))
 
@@ -94,6 +97,10 @@ struct nb_results;
  * (NULL-terminated; NULL: none). */
 int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
                        const char *const *features, struct nb_conn **ret);
+/* The helper run with --listen sock (helper NULL: -ENOENT), n clients
+ * connected to it in ret[0..n); *ret_pid to SIGTERM and reap. */
+int bench_broker_listen(const char *helper, const char *const *programs, const char *extra,
+                        const char *sock, size_t n, struct nb_conn **ret, int *ret_pid);
 /* Submit b and expect n results, every one a success. *ret_done_ns (NULL:
  * not wanted) is when the reply was in; *ret the results, for the caller. */
 int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,
@@ -107,6 +114,11 @@ int bench_expect_devices(const char *who, const char *prefix, unsigned want);
  * with them); *ret_ifindex (NULL: not wanted) the first's. */
 int bench_veths(struct nb_conn *conn, const char *who, const char *prefix, const char *peer,
                 unsigned n, bool up, int *ret_ifindex);
+/* Persistent taps prefix0..prefix(n-1), made in one request. */
+int bench_taps(struct nb_conn *conn, const char *who, const char *prefix, unsigned n);
+/* The FirewallApply batch of restart: guests 0..n-1 (taps vnetI), each
+ * with no-promisc + clean-traffic, replace or ensure (restart.c). */
+int bench_fw_batch(unsigned n, bool replace, struct nb_batch **ret);
 /* An executable `name` in /usr/sbin, /sbin, /usr/bin or /bin, or NULL. */
 const char *bench_find_tool(const char *name);
 
@@ -114,8 +126,9 @@ const char *bench_find_tool(const char *name);
 
 #define BENCH_MAX_ROWS 32
 #define BENCH_MAX_RATIOS 32
-#define BENCH_MAX_NOTES 2
+#define BENCH_MAX_NOTES 4
 #define BENCH_MAX_COMPARES 8
+#define BENCH_MAX_FLOORS 8
 
 struct bench_row {
         const char *method; /* "A", "B", ... */
@@ -137,6 +150,16 @@ struct bench_compare {
         struct bench_summary base, base2, broker;
 };
 
+/* A floor: what the kernel or the OS alone costs for the work a helper
+ * method does, measured in the same run; its ratio is helper / floor, of
+ * the medians (p99: of the p99s). */
+struct bench_floor {
+        char what[56]; /* "/bin/true, per command" */
+        char floor_name[8], helper_name[8]; /* "F", "B" */
+        bool p99;
+        struct bench_summary floor, helper;
+};
+
 struct bench_report {
         const char *scenario;
         const char *title; /* one line under the header */
@@ -152,6 +175,8 @@ struct bench_report {
         size_t n_notes;
         struct bench_compare compares[BENCH_MAX_COMPARES];
         size_t n_compares;
+        struct bench_floor floors[BENCH_MAX_FLOORS];
+        size_t n_floors;
 };
 
 /* Each returns 0, or -ENOSPC when the report is full. base2 NULL or empty:
@@ -165,6 +190,12 @@ int bench_report_add_compare(struct bench_report *r, const char *what, const cha
                              const struct bench_summary *base, const char *base2_name,
                              const struct bench_summary *base2, const char *broker_name,
                              const struct bench_summary *broker);
+/* A floor and the helper method it bounds: 0, or -ENOSPC. */
+int bench_report_add_floor(struct bench_report *r, const char *what, const char *floor_name,
+                           const struct bench_summary *floor, const char *helper_name,
+                           const struct bench_summary *helper, bool p99);
+/* helper / floor (medians, or p99s); NAN when either is missing. */
+double bench_floor_ratio(const struct bench_floor *f);
 /* The ratios "X/Y" + suffix for each pair of spec ("A/B A2/B"), of v[i]
  * named names[i]; a pair with a value missing or not positive is left out. */
 int bench_report_ratios(struct bench_report *r, const char *spec, const char *suffix,
@@ -183,6 +214,11 @@ void bench_report_print_json(const struct bench_report *r, FILE *f);
 void bench_compare_print_heading(FILE *f);
 bool bench_report_print_compares(const struct bench_report *r, const char *label, FILE *f);
 void bench_compare_print_json(const struct bench_compare *c, const char *scenario, FILE *f);
+/* The floors, as the comparisons: a heading, r's lines labelled `label`
+ * (false: none), one as JSON. */
+void bench_floor_print_heading(FILE *f);
+bool bench_report_print_floors(const struct bench_report *r, const char *label, FILE *f);
+void bench_floor_print_json(const struct bench_floor *fl, const char *scenario, FILE *f);
 void bench_json_str(FILE *f, const char *key, const char *s); /* s NULL: null */
 void bench_json_num(FILE *f, const char *key, double v, int decimals);
 void bench_json_machine(FILE *f);
@@ -214,6 +250,7 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r);
 int bench_log_scenario(const struct bench_opts *o, struct bench_report *r);
 int bench_roundtrip(const struct bench_opts *o, struct bench_report *r);
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r);
+int bench_fairness(const struct bench_opts *o, struct bench_report *r);
 
 /* ---- the method runners (run.c) ---- */
 
@@ -278,3 +315,36 @@ int bench_run_rounds(struct bench_ctx *c, const char *who, const struct bench_me
 int bench_report_methods(struct bench_report *r, const struct bench_method *ms,
                          const struct bench_summary *s, size_t n, const char *spec,
                          const char *suffix);
+
+/* ---- the floor process (floor.c) ---- */
+
+/* A small process that measures a floor: this program run again with
+ * --floor (bench.c hands it to bench_floor_main), fds 0-3 only. */
+struct bench_floor_proc {
+        int fd, pid;
+        const void *req; /* pong: what each round trip sends, req_len bytes */
+        size_t req_len, reply_len;
+};
+
+int bench_floor_main(int argc, char **argv);
+/* args: "spawn", PATH, ARG..., NULL or "pong", "Q", "R", NULL. */
+int bench_floor_start(const char *const *args, struct bench_floor_proc *ret);
+void bench_floor_stop(struct bench_floor_proc *p); /* accepts a stopped one */
+/* BENCH_CUSTOM methods, arg the process: its posix_spawn+waitpid as it
+ * timed it; one ping-pong as we time it. */
+int bench_floor_spawn_once(struct bench_ctx *c, const struct bench_method *m, bool timed,
+                           double *ret_us);
+int bench_floor_pong_once(struct bench_ctx *c, const struct bench_method *m, bool timed,
+                          double *ret_us);
+
+/* ---- restart's floor (nftfloor.c) ---- */
+
+/* A table's chains and rules as the kernel dumps them (keep: as objects,
+ * to send again; else counted only). */
+struct bench_nft_table;
+int bench_nft_capture(const char *table, bool keep, struct bench_nft_table **ret);
+void bench_nft_counts(const struct bench_nft_table *t, size_t *ret_chains, size_t *ret_rules);
+/* One transaction that creates it all (on an empty ruleset), by libmnl;
+ * *ret_us from building the batch to the last ack. */
+int bench_nft_send(const struct bench_nft_table *t, double *ret_us);
+void bench_nft_free(struct bench_nft_table *t); /* accepts NULL */

@@ -69,6 +69,30 @@ int bench_report_add_compare(struct bench_report *r, const char *what, const cha
         return 0;
 }
 
+int bench_report_add_floor(struct bench_report *r, const char *what, const char *floor_name,
+                           const struct bench_summary *floor, const char *helper_name,
+                           const struct bench_summary *helper, bool p99)
+{
+        struct bench_floor *fl;
+
+        if (r->n_floors >= BENCH_MAX_FLOORS)
+                return -ENOSPC;
+        fl = &r->floors[r->n_floors++];
+        *fl = (struct bench_floor){.p99 = p99, .floor = *floor, .helper = *helper};
+        snprintf(fl->what, sizeof(fl->what), "%s", what);
+        snprintf(fl->floor_name, sizeof(fl->floor_name), "%s", floor_name);
+        snprintf(fl->helper_name, sizeof(fl->helper_name), "%s", helper_name);
+        return 0;
+}
+
+double bench_floor_ratio(const struct bench_floor *f)
+{
+        double a = f->p99 ? f->helper.p99_us : f->helper.median_us;
+        double b = f->p99 ? f->floor.p99_us : f->floor.median_us;
+
+        return f->floor.n && f->helper.n && b > 0 ? a / b : NAN;
+}
+
 double bench_compare_ratio(const struct bench_summary *base, const struct bench_summary *broker)
 {
         return base->n && broker->n && broker->median_us > 0 ? base->median_us / broker->median_us
@@ -122,6 +146,31 @@ bool bench_report_print_compares(const struct bench_report *r, const char *label
                 }
         }
         return r->n_compares > 0;
+}
+
+void bench_floor_print_heading(FILE *f)
+{
+        fprintf(f, "%-10s %-40s %-33s  %-33s  %9s\n", "scenario", "what (floor: medians or p99s)",
+                "floor [min .. max]", "helper [min .. max]", "hlp/floor");
+}
+
+bool bench_report_print_floors(const struct bench_report *r, const char *label, FILE *f)
+{
+        for (size_t i = 0; i < r->n_floors; i++) {
+                const struct bench_floor *fl = &r->floors[i];
+                struct bench_summary a = fl->floor, b = fl->helper;
+                char what[64];
+                /* A p99 floor prints its p99s where the medians go. */
+                a.median_us = fl->p99 ? a.p99_us : a.median_us;
+                b.median_us = fl->p99 ? b.p99_us : b.median_us;
+                snprintf(what, sizeof(what), "%s%s", fl->what, fl->p99 ? ", p99" : "");
+                fprintf(f, "%-10s %-40s ", label, what);
+                print_compare_side(f, fl->floor_name, &a);
+                fputs("  ", f);
+                print_compare_side(f, fl->helper_name, &b);
+                fprintf(f, "  %9.2f\n", bench_floor_ratio(fl));
+        }
+        return r->n_floors > 0;
 }
 
 void bench_compare_print_heading(FILE *f)
@@ -189,6 +238,11 @@ void bench_report_print_table(const struct bench_report *r, FILE *f)
                 fputc('\n', f);
                 bench_compare_print_heading(f);
                 bench_report_print_compares(r, r->scenario, f);
+        }
+        if (r->n_floors) {
+                fputc('\n', f);
+                bench_floor_print_heading(f);
+                bench_report_print_floors(r, r->scenario, f);
         }
 }
 
@@ -273,6 +327,18 @@ void bench_compare_print_json(const struct bench_compare *c, const char *scenari
         fputc('}', f);
 }
 
+void bench_floor_print_json(const struct bench_floor *fl, const char *scenario, FILE *f)
+{
+        fputc('{', f);
+        bench_json_str(f, "scenario", scenario);
+        bench_json_str(f, ",what", fl->what);
+        bench_json_str(f, ",of", fl->p99 ? "p99" : "median");
+        json_side(f, "floor", fl->floor_name, &fl->floor);
+        json_side(f, "helper", fl->helper_name, &fl->helper);
+        bench_json_num(f, ",ratio", bench_floor_ratio(fl), 3);
+        fputc('}', f);
+}
+
 void bench_report_print_json(const struct bench_report *r, FILE *f)
 {
         fputc('{', f);
@@ -304,6 +370,11 @@ void bench_report_print_json(const struct bench_report *r, FILE *f)
         for (size_t i = 0; i < r->n_compares; i++) {
                 fputs(i ? "," : "", f);
                 bench_compare_print_json(&r->compares[i], r->scenario, f);
+        }
+        fputs("],\"floors\":[", f);
+        for (size_t i = 0; i < r->n_floors; i++) {
+                fputs(i ? "," : "", f);
+                bench_floor_print_json(&r->floors[i], r->scenario, f);
         }
         fputs("],\"notes\":[", f);
         for (size_t i = 0; i < r->n_notes; i++)

@@ -1,8 +1,10 @@
 /* Scenario "restart": N guests' firewalls (clean-traffic + no-promisc) at VM
  * start and at a daemon restart, libvirt's commands (restart_cmds.txt) by
  * A, A2, B against one FirewallApply batch (C) and its ensure after a helper
- * restart (D); N is one nft -f of the same rules. netbroker-bench(1) says
- * how the passes take turns and how --sample fills the untimed guests. */
+ * restart (D); N is one nft -f of the same rules, F C's floor: the same
+ * transaction by a minimal libmnl program (nftfloor.c). netbroker-bench(1)
+ * says how the passes take turns and how --sample fills the untimed
+ * guests. Above BENCH_BASELINE_MAX guests only C, D, N and F run. */
 #include "bench.h"
 
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 
+#include "fw_model.h" /* helper/: NBD_FW_TABLE */
 #include "netbroker.h"
 
 #ifndef SOL_NETLINK
@@ -178,20 +181,20 @@ static void rs_cmd_print(const struct rs_cmd *c, FILE *f)
                 fprintf(f, "%s%s", i ? " " : "", c->argv[i]);
 }
 
-enum method { M_N, M_C, M_D, M_A, M_AR, M_A2, M_A2R, M_B, M_BR, N_METHODS };
+enum method { M_N, M_C, M_D, M_F, M_A, M_AR, M_A2, M_A2R, M_B, M_BR, N_METHODS };
 
 static const char *const method_names[N_METHODS] = {
-        [M_N] = "N",   [M_C] = "C",     [M_D] = "D", [M_A] = "A",   [M_AR] = "Ar",
-        [M_A2] = "A2", [M_A2R] = "A2r", [M_B] = "B", [M_BR] = "Br",
+        [M_N] = "N",   [M_C] = "C",   [M_D] = "D",     [M_F] = "F", [M_A] = "A",
+        [M_AR] = "Ar", [M_A2] = "A2", [M_A2R] = "A2r", [M_B] = "B", [M_BR] = "Br",
 };
 /* The restarts' ratios against D are named as their starts are. */
 static const char *const restart_names[N_METHODS] = {
-        [M_N] = "",  [M_C] = "",     [M_D] = "D", [M_A] = "",   [M_AR] = "A",
-        [M_A2] = "", [M_A2R] = "A2", [M_B] = "",  [M_BR] = "B",
+        [M_N] = "",   [M_C] = "",  [M_D] = "D",    [M_F] = "", [M_A] = "",
+        [M_AR] = "A", [M_A2] = "", [M_A2R] = "A2", [M_B] = "", [M_BR] = "B",
 };
 static const enum method starts[] = {M_A, M_A2, M_B}, restarts[] = {M_AR, M_A2R, M_BR};
 
-/* A, A2, B: us per guest; N, C, D: us per repetition. */
+/* A, A2, B: us per guest; N, C, D, F: us per repetition. */
 struct outcome {
         uint64_t mismatches;
         double wall_us; /* A, A2, B: the sum of the per-guest times */
@@ -214,6 +217,8 @@ struct ctx {
         unsigned timed; /* the last `timed` guests are timed; the others are filled */
         char *tmpl; /* ebtables-save after guest 0's start, for filling */
         char *nft_rules; /* nft list ruleset after C, for N */
+        struct bench_nft_table *table; /* the table after C, for F */
+        bool f_checked; /* F made as many chains and rules as C */
         struct outcome out[N_METHODS];
         char fw_hash[BENCH_RESTART_MAX_GUESTS][80]; /* C's hashes, for D */
         char d_check[160];
@@ -222,7 +227,7 @@ struct ctx {
 
 /* One command's outcome, and big buffers: not on the stack. */
 static bool cmd_ok;
-static char cmd_out[64u << 10], listing[4u << 20];
+static char cmd_out[64u << 10], listing[32u << 20];
 static size_t cmd_len;
 static struct rs_cmdlist cmds; /* one guest's commands */
 
@@ -517,21 +522,23 @@ static bool fw_deltas(const nb_results *a, const nb_results *b, char *buf, size_
 /* no-promisc first: clean-traffic accepts IPv4 and ARP to the guest, so
  * no-promisc after it would see nothing (libvirt's chain priorities put
  * its mac chain first too). */
-static int build_fw_batch(struct ctx *c, nb_fw_mode mode, nb_batch **ret)
+int bench_fw_batch(unsigned n, bool replace, nb_batch **ret)
 {
         nb_batch *b = nb_batch_new();
         int r = b ? 0 : -ENOMEM;
 
-        for (unsigned g = 0; g < c->n && r == 0; g++) {
-                const struct rs_guest *gu = &c->guests[g];
-                const char *ips[] = {gu->ip, NULL};
+        for (unsigned g = 0; g < n && r == 0; g++) {
+                struct rs_guest gu;
+                const char *ips[] = {gu.ip, NULL};
                 nb_fw_ruleset *rs = nb_fw_ruleset_new();
 
-                r = rs ? nb_fw_add_no_promisc(rs, gu->mac) : -ENOMEM;
+                rs_guest_init(&gu, g);
+                r = rs ? nb_fw_add_no_promisc(rs, gu.mac) : -ENOMEM;
                 if (r == 0)
-                        r = nb_fw_add_clean_traffic(rs, gu->mac, ips);
+                        r = nb_fw_add_clean_traffic(rs, gu.mac, ips);
                 if (r == 0)
-                        r = nb_batch_firewall_apply(b, gu->ifname, gu->ifname, rs, mode);
+                        r = nb_batch_firewall_apply(b, gu.ifname, gu.ifname, rs,
+                                                    replace ? NB_FW_REPLACE : NB_FW_ENSURE);
                 nb_fw_ruleset_free(rs);
         }
         if (r < 0) {
@@ -561,7 +568,7 @@ static int run_fw(struct ctx *c, enum method m)
         c->commits = c->changes = 0;
         t0 = t1 = bench_now_ns();
         if (r == 0)
-                r = build_fw_batch(c, m == M_C ? NB_FW_REPLACE : NB_FW_ENSURE, &b);
+                r = bench_fw_batch(c->n, m == M_C, &b);
         if (r == 0)
                 r = bench_submit_all(c->b.conn, b, c->n,
                                      m == M_C ? "restart: C: " : "restart: D: ", &t1, &res);
@@ -614,18 +621,26 @@ out:
         return r;
 }
 
-/* C (its rules kept, the first time, for N), then the daemon restarts (its
- * connection goes, the helper exits, the next daemon spawns a new one): D. */
+/* C (its rules kept, the first time, for N and F), then the daemon restarts
+ * (its connection goes, the helper exits, the next daemon spawns a new
+ * one): D. */
 static int run_c_and_d(struct ctx *c)
 {
         char *argv[] = {(char *)c->nft, "list", "ruleset", NULL};
+        size_t len = 0;
         int r = reset(c);
 
         if (r == 0)
                 r = run_fw(c, M_C);
-        if (r == 0 && !c->nft_rules && (r = run_quiet(argv, -1, NULL)) == 0 &&
-            !(c->nft_rules = strdup(listing)))
+        if (r == 0 && !c->nft_rules && (r = run_quiet(argv, -1, &len)) == 0 &&
+            len + 1 >= sizeof(listing)) {
+                bench_log("netbroker-bench: restart: nft list ruleset is over %zu bytes\n", len);
+                r = -E2BIG;
+        }
+        if (r == 0 && !c->nft_rules && !(c->nft_rules = strdup(listing)))
                 r = -ENOMEM;
+        if (r == 0 && !c->table)
+                r = bench_nft_capture(NBD_FW_TABLE, true, &c->table);
         if (r < 0)
                 return r;
         bench_ctx_stop(&c->b);
@@ -633,18 +648,49 @@ static int run_c_and_d(struct ctx *c)
         return r < 0 ? r : run_fw(c, M_D);
 }
 
-/* C, D and N a few times: between the start passes and at the end, so that
- * they share the passes' drift. Each takes milliseconds where a pass takes
- * minutes: several at a time cost nothing and steady their medians. */
+/* F: C's table again, from an empty ruleset, by libmnl; the first time,
+ * checked to leave as many chains and rules as C did. */
+static int run_floor(struct ctx *c)
+{
+        struct bench_nft_table *now = NULL;
+        size_t chains[2], rules[2];
+        double us = 0;
+        int r = reset(c);
+
+        if (r == 0)
+                r = bench_nft_send(c->table, &us);
+        if (r == 0)
+                r = bench_samples_add(&c->out[M_F].s, us);
+        if (r == 0 && !c->f_checked && (r = bench_nft_capture(NBD_FW_TABLE, false, &now)) == 0) {
+                bench_nft_counts(c->table, &chains[0], &rules[0]);
+                bench_nft_counts(now, &chains[1], &rules[1]);
+                bench_nft_free(now);
+                c->f_checked = chains[0] == chains[1] && rules[0] == rules[1];
+                bench_log("restart: F   %zu chains, %zu rules: the kernel has %zu and %zu\n",
+                          chains[0], rules[0], chains[1], rules[1]);
+                r = c->f_checked ? 0 : -EPROTO;
+        }
+        if (r == 0)
+                bench_log("restart: F   %u guests, one libmnl transaction: %.2f ms\n", c->n,
+                          us / 1000.0);
+        return r < 0 ? r : drain(c);
+}
+
+/* C, D, N and F a few times (--reps, 5): between the start passes and at
+ * the end, so that they share the passes' drift. Each takes milliseconds where a pass
+ * takes minutes: several at a time cost nothing and steady their
+ * medians. */
 static int run_broker_rep(struct ctx *c)
 {
         int r = 0;
 
-        for (int i = 0; i < 5 && r == 0 && c->have_fw; i++) {
+        for (unsigned i = 0; i < (c->o->reps ? c->o->reps : 5) && r == 0 && c->have_fw; i++) {
                 r = run_c_and_d(c);
                 if (r == 0)
                         r = run_input(c, write_nft,
                                       (char *[]){(char *)c->nft, "-f", "/dev/stdin", NULL}, M_N);
+                if (r == 0)
+                        r = run_floor(c);
         }
         return r;
 }
@@ -698,7 +744,8 @@ static int run_libvirt(struct ctx *c)
 
 static int add_results(struct ctx *c, struct bench_report *r)
 {
-        static const enum method row_order[] = {M_A, M_AR, M_A2, M_A2R, M_B, M_BR, M_N, M_C, M_D};
+        static const enum method row_order[] = {M_A,  M_AR, M_A2, M_A2R, M_B,
+                                                M_BR, M_N,  M_C,  M_D,   M_F};
         struct bench_summary s[N_METHODS] = {0};
         double med[N_METHODS] = {0};
         char what[56];
@@ -707,7 +754,7 @@ static int add_results(struct ctx *c, struct bench_report *r)
         /* Per guest: A, A2, B the guests' own times; N, C, D each repetition / N. */
         for (size_t i = 0; i < N_METHODS && k == 0; i++) {
                 enum method m = row_order[i];
-                bool batch = m == M_N || m == M_C || m == M_D;
+                bool batch = m == M_N || m == M_C || m == M_D || m == M_F;
                 if (!c->out[m].s.n)
                         continue;
                 k = bench_samples_summarize(&c->out[m].s, &s[m]);
@@ -726,7 +773,7 @@ static int add_results(struct ctx *c, struct bench_report *r)
         if (k == 0)
                 k = bench_report_ratios(r, "A/D A2/D B/D", NULL, restart_names, med, N_METHODS);
         if (k == 0)
-                k = bench_report_ratios(r, "A/N Ar/A", NULL, method_names, med, N_METHODS);
+                k = bench_report_ratios(r, "A/N Ar/A C/F N/F", NULL, method_names, med, N_METHODS);
         snprintf(what, sizeof(what), "VM start, per guest, N=%u", c->n);
         if (k == 0 && s[M_A].n && s[M_C].n)
                 k = bench_report_add_compare(r, what, "A", &s[M_A], "A2", &s[M_A2], "C", &s[M_C]);
@@ -734,6 +781,17 @@ static int add_results(struct ctx *c, struct bench_report *r)
         if (k == 0 && s[M_AR].n && s[M_D].n)
                 k = bench_report_add_compare(r, what, "Ar", &s[M_AR], "A2r", &s[M_A2R], "D",
                                              &s[M_D]);
+        snprintf(what, sizeof(what), "replace vs nft -f, per guest, N=%u", c->n);
+        if (k == 0 && s[M_N].n && s[M_C].n)
+                k = bench_report_add_compare(r, what, "N", &s[M_N], NULL, NULL, "C", &s[M_C]);
+        snprintf(what, sizeof(what), "replace, per guest, N=%u", c->n);
+        if (k == 0 && s[M_F].n && s[M_C].n)
+                k = bench_report_add_floor(r, what, "F", &s[M_F], "C", &s[M_C], false);
+        if (k == 0 && !c->timed)
+                k = bench_report_add_note(r,
+                                          "A, A2, B skipped above %u guests (hours of "
+                                          "ebtables processes)",
+                                          BENCH_BASELINE_MAX);
         return k ? k
                  : bench_report_add_note(
                            r, "%s", c->have_fw ? c->d_check : "C, D: the helper has no firewall");
@@ -750,9 +808,6 @@ static int setup(struct ctx *c, struct bench_report *r)
         static const char *const features[] = {"exec", "tap_create", "stats", NULL};
         static const char *const list[][3] = {
                 {"-t", "nat", "-L"}, {"-w", "-n", "-L"}, {"-w", "-n", "-L"}, {"list", "ruleset"}};
-        const nb_tap_opts opts = {.persist = true};
-        nb_results *res = NULL;
-        nb_batch *b = NULL;
         int k = 0;
 
         for (size_t i = 0; i < 4 && k == 0; i++)
@@ -762,7 +817,7 @@ static int setup(struct ctx *c, struct bench_report *r)
                 }
         c->nft = c->tool[3];
         c->tool[3] = NULL;
-        if (k == 0 && c->timed < c->n &&
+        if (k == 0 && c->timed && c->timed < c->n &&
             (!(c->eb_save = bench_find_tool("ebtables-save")) ||
              !(c->eb_restore = bench_find_tool("ebtables-restore")))) {
                 bench_log("netbroker-bench: restart: --sample needs ebtables-save and "
@@ -779,21 +834,14 @@ static int setup(struct ctx *c, struct bench_report *r)
                 return k;
         c->have_fw = nb_conn_has_feature(c->b.conn, "firewall_apply");
         bench_log("restart: %u guests (taps vnet0..vnet%u), %u timed\n", c->n, c->n - 1, c->timed);
-        if (!(b = nb_batch_new()))
-                return -ENOMEM;
-        for (unsigned g = 0; g < c->n && k == 0; g++)
-                k = nb_batch_tap_create(b, c->guests[g].ifname, &opts);
-        if (k == 0)
-                k = bench_submit_all(c->b.conn, b, c->n, "restart: TapCreate: ", NULL, &res);
-        nb_results_free(res);
-        nb_batch_free(b);
+        k = bench_taps(c->b.conn, "restart: TapCreate: ", "vnet", c->n);
         for (size_t i = 0; i < 4 && k == 0; i++) {
                 const char *tool = i < 3 ? c->tool[i] : c->nft;
                 char *argv[] = {(char *)tool, (char *)list[i][0], (char *)list[i][1],
                                 (char *)list[i][2], NULL};
                 k = run_quiet(argv, -1, NULL);
         }
-        return k == 0 && c->timed < c->n ? make_template(c) : k;
+        return k == 0 && c->timed && c->timed < c->n ? make_template(c) : k;
 }
 
 int bench_restart(const struct bench_opts *o, struct bench_report *r)
@@ -814,14 +862,19 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
                 return -ENOMEM;
         *c = (struct ctx){.o = o, .n = n, .timed = o->sample && o->sample < n ? o->sample : n};
         c->mon_fd = -1;
+        if (n > BENCH_BASELINE_MAX) {
+                bench_log("restart: A, A2, B skipped at %u guests: hours of ebtables processes\n",
+                          n);
+                c->timed = 0;
+        }
         for (unsigned g = 0; g < n; g++)
                 rs_guest_init(&c->guests[g], g);
         k = setup(c, r);
         if (k == 0)
                 k = run_broker_rep(c);
-        if (k == 0)
+        if (k == 0 && c->timed)
                 k = run_libvirt(c);
-        if (k == 0)
+        if (k == 0 && c->timed)
                 k = run_broker_rep(c);
         if (k == 0)
                 k = add_results(c, r);
@@ -835,6 +888,7 @@ int bench_restart(const struct bench_opts *o, struct bench_report *r)
                 bench_samples_clear(&c->out[m].s);
         free(c->tmpl);
         free(c->nft_rules);
+        bench_nft_free(c->table);
         free(c);
         return k;
 }

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -80,12 +82,11 @@ void bench_samples_clear(struct bench_samples *s)
  * socketpair), with a configuration that allows exactly the programs a
  * scenario runs: a memfd the helper reads by its /proc path, so that no
  * file is left behind, whatever kills us. */
-int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
-                       const char *const *features, struct nb_conn **ret)
+/* The configuration as a memfd: *ret_f to close once the helper has read
+ * it, path its name. */
+static int config_memfd(const char *const *programs, const char *extra, char *path, size_t len,
+                        FILE **ret_f)
 {
-        nb_spawn_opts opts = {0};
-        char path[64];
-        nb_conn *conn = NULL;
         FILE *f = NULL;
         int fd = memfd_create("netbroker-bench.conf", MFD_CLOEXEC), r = 0;
 
@@ -95,15 +96,31 @@ int bench_broker_start(const char *helper, const char *const *programs, const ch
                 fprintf(f, "%s %s", i ? "" : "exec_allow =", programs[i]);
         if (r == 0 && (fprintf(f, "\n%s", extra ? extra : "") < 0 || fflush(f) != 0))
                 r = -EIO;
-        snprintf(path, sizeof(path), "/proc/%d/fd/%d", getpid(), fd);
+        snprintf(path, len, "/proc/%d/fd/%d", getpid(), fd);
+        if (r < 0 && f)
+                fclose(f);
+        else if (r < 0 && fd >= 0)
+                close(fd);
+        else
+                *ret_f = f;
+        return r;
+}
+
+int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
+                       const char *const *features, struct nb_conn **ret)
+{
+        nb_spawn_opts opts = {0};
+        char path[64];
+        nb_conn *conn = NULL;
+        FILE *f = NULL;
+        int r = config_memfd(programs, extra, path, sizeof(path), &f);
+
         opts.config_path = path;
         if (r == 0)
                 r = nb_spawn(helper, &opts, &conn);
         /* The helper has read it before its Hello. */
         if (f)
                 fclose(f);
-        else if (fd >= 0)
-                close(fd);
         if (r < 0) {
                 bench_log("netbroker-bench: cannot start %s: %s (%s)\n",
                           helper ? helper : "the default netbrokerd", strerror(-r),
@@ -135,6 +152,45 @@ int bench_ctx_start(struct bench_ctx *c, const struct bench_opts *o, struct benc
                 return k;
         r->helper_pid = nb_conn_helper_pid(c->conn);
         r->helper_fds = r->helper_pid > 0 ? bench_count_fds(r->helper_pid) : 0;
+        return 0;
+}
+
+int bench_broker_listen(const char *helper, const char *const *programs, const char *extra,
+                        const char *sock, size_t n, struct nb_conn **ret, int *ret_pid)
+{
+        extern char **environ;
+        char path[64];
+        char *argv[] = {(char *)helper, "--config", path, "--listen", (char *)sock, NULL};
+        FILE *f = NULL;
+        pid_t pid = 0;
+        size_t got = 0;
+        int r = helper ? config_memfd(programs, extra, path, sizeof(path), &f) : -ENOENT;
+
+        if (r == 0)
+                r = -posix_spawn(&pid, helper, NULL, NULL, argv, environ);
+        /* Bound first thing, served soon after: up to 10 s. */
+        for (int i = 0; r == 0 && got < n && i < 5000; i++) {
+                if (nb_connect(sock, &ret[got]) == 0)
+                        got++;
+                else
+                        usleep(2000);
+        }
+        r = r == 0 && got < n ? -ETIMEDOUT : r;
+        if (f)
+                fclose(f);
+        if (r < 0) {
+                bench_log("netbroker-bench: cannot start %s --listen %s: %s (%s)\n",
+                          helper ? helper : "(no helper: --helper or $NETBROKERD)", sock,
+                          strerror(-r), nb_last_error());
+                while (got > 0)
+                        nb_close(ret[--got]);
+                if (pid > 0) {
+                        kill(pid, SIGTERM);
+                        waitpid(pid, NULL, 0);
+                }
+                return r;
+        }
+        *ret_pid = pid;
         return 0;
 }
 
@@ -427,6 +483,25 @@ int bench_expect_devices(const char *who, const char *prefix, unsigned want)
                 return 0;
         bench_log("netbroker-bench: %s%d %s devices, expected %u\n", who, have, prefix, want);
         return have < 0 ? have : -EPROTO;
+}
+
+int bench_taps(struct nb_conn *conn, const char *who, const char *prefix, unsigned n)
+{
+        const nb_tap_opts opts = {.persist = true};
+        nb_results *res = NULL;
+        nb_batch *b = nb_batch_new();
+        char name[IFNAMSIZ];
+        int r = b ? 0 : -ENOMEM;
+
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                snprintf(name, sizeof(name), "%s%u", prefix, i);
+                r = nb_batch_tap_create(b, name, &opts);
+        }
+        if (r == 0)
+                r = bench_submit_all(conn, b, n, who, NULL, &res);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
 }
 
 int bench_veths(struct nb_conn *conn, const char *who, const char *prefix, const char *peer,

@@ -660,7 +660,7 @@ static void job_free(void *p)
 
         nbp_close_fds(job->fds, job->nfds);
         free(job->fds);
-        protobuf_c_message_free_unpacked(&job->msg->base, &job->budget->allocator);
+        nbp_pb_budget_release(job->budget);
         free(job->budget);
         free(job);
         /* A large request (thousands of firewall owners) leaves the heap

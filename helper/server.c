@@ -506,7 +506,7 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         return;
 drop:
         nbp_close_fds(fds, nfds);
-        protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
+        nbp_pb_budget_release(budget);
         free(budget);
 }
 
@@ -541,6 +541,7 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
         if (!msg) {
                 nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
                 nbp_close_fds(fds, nfds);
+                nbp_pb_budget_release(budget);
                 free(budget);
                 conn_fail(c, EBADMSG, 0, "cannot decode the frame (%zu bytes): not a ClientMessage",
                           len);
@@ -577,7 +578,7 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
         }
 drop:
         nbp_close_fds(fds, nfds);
-        protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
+        nbp_pb_budget_release(budget);
         free(budget);
 }
 

@@ -628,12 +628,14 @@ START_TEST(test_decode_budget_refuses_a_tree_larger_than_allowed)
         out = netbroker__client_message__unpack(&b.allocator, len, buf);
         ck_assert_ptr_null(out);
         ck_assert_uint_eq(b.used, 0); /* everything taken was given back */
+        nbp_pb_budget_release(&b);
         nbp_pb_budget_init(&b, 1u << 20);
         out = netbroker__client_message__unpack(&b.allocator, len, buf);
         ck_assert_ptr_nonnull(out);
         ck_assert_uint_eq(out->request->n_ops, 1000);
         netbroker__client_message__free_unpacked(out, &b.allocator);
         ck_assert_uint_eq(b.used, 0);
+        nbp_pb_budget_release(&b);
         free(buf);
 }
 END_TEST
@@ -669,9 +671,11 @@ START_TEST(test_decode_fails_cleanly_at_every_allocation)
                 if (out) {
                         netbroker__client_message__free_unpacked(out, &b.allocator);
                         ck_assert_uint_eq(b.used, 0);
+                        nbp_pb_budget_release(&b);
                         break;
                 }
                 ck_assert_uint_eq(b.used, 0);
+                nbp_pb_budget_release(&b);
                 ck_assert_uint_lt(n, 100);
         }
         ck_assert_uint_gt(n, 3);

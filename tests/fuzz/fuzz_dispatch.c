@@ -134,8 +134,7 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
         /* server.c refuses these before dispatch. */
         if (!msg || msg->msg_case != NETBROKER__CLIENT_MESSAGE__MSG_REQUEST ||
             msg->request->n_ops > h->cfg.max_ops) {
-                if (msg)
-                        protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
+                nbp_pb_budget_release(budget);
                 free(budget);
                 return false;
         }
@@ -153,7 +152,7 @@ static bool start(struct nb_harness *h, const uint8_t *data, size_t size, struct
         fds[1] = nb_harness_dup(h->null_fd);
         if (nbd_job_start(&h->ctx, &root, msg, budget, fds, 2, &owner, run, &run->job) < 0) {
                 nbp_close_fds(fds, 2);
-                protobuf_c_message_free_unpacked(&msg->base, &budget->allocator);
+                nbp_pb_budget_release(budget);
                 free(budget);
                 return false;
         }
@@ -171,8 +170,7 @@ static unsigned long fail_at_of(const uint8_t *data, size_t size)
         msg = netbroker__client_message__unpack(&budget.allocator, size, data);
         if (msg && msg->msg_case == NETBROKER__CLIENT_MESSAGE__MSG_REQUEST)
                 n = (unsigned long)(msg->request->id >> 32) & 0xfff;
-        if (msg)
-                protobuf_c_message_free_unpacked(&msg->base, &budget.allocator);
+        nbp_pb_budget_release(&budget);
         return n;
 }
 

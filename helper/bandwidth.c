@@ -627,18 +627,6 @@ static bool is_ifb_name(const char *name, int *ret_owner)
         return true;
 }
 
-static bool listed_gone(int ifindex, const char *dev, bool old, void *data)
-{
-        const struct nbd_bw *bw = data;
-
-        (void)dev;
-        (void)old;
-        for (size_t i = 0; i < bw->n_gone; i++)
-                if (bw->gone[i] == ifindex)
-                        return true;
-        return false;
-}
-
 /* Since Linux 6.16 a netdev base chain outlives its device and hooks the
  * next device of its name: a policer left there would limit a new
  * interface (an older helper's redirect would send its frames to an IFB
@@ -650,7 +638,7 @@ static void prune_gone(struct nbd_bw *bw)
 
         if (!bw->n_gone)
                 return;
-        if (nbd_bw_nft_prune(bw->nft, listed_gone, bw, &n, &err) < 0)
+        if (nbd_bw_nft_prune_ifindexes(bw->nft, bw->gone, bw->n_gone, &n, &err) < 0)
                 nbd_warn("the bandwidth chains of interfaces that went stay: %s", err.msg);
         else if (n)
                 nbd_debug("deleted %u bandwidth chain(s) of interfaces that went", n);

@@ -874,6 +874,60 @@ int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data
         return prune(n, 0, stale, data, ret_n, e);
 }
 
+int nbd_bw_nft_prune_ifindexes(struct nbd_bw_nft *n, const int *ifindexes, size_t count,
+                               unsigned *ret_n, struct nbd_err *e)
+{
+        struct chain_list all = {0};
+        bool *doomed = NULL;
+        int r = 0;
+
+        if (n->no_socket || count == 0)
+                return 0;
+        r = use(n, e);
+        if (r < 0)
+                return r;
+        /* Each interface's chains by name: a chain dump would walk every
+         * chain of the netdev family, the firewall's thousands included,
+         * once per message. */
+        for (size_t i = 0; r == 0 && i < count; i++) {
+                struct chain_list l = {0};
+                struct chain_seen *grown;
+
+                r = read_ifindex_chains(n->nl, &n->seq, ifindexes[i], &l);
+                if (r < 0) {
+                        nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
+                                    strerror(-r));
+                        break;
+                }
+                grown = l.n ? realloc(all.v, (all.n + l.n) * sizeof(*all.v)) : all.v;
+                if (l.n && !grown) {
+                        free(l.v);
+                        r = nbd_err_oom(e, "deleting bandwidth chains");
+                        break;
+                }
+                all.v = grown;
+                memcpy(all.v + all.n, l.v, l.n * sizeof(*l.v));
+                all.n += l.n;
+                free(l.v);
+        }
+        if (r == 0 && all.n) {
+                doomed = malloc(all.n * sizeof(*doomed));
+                if (!doomed)
+                        r = nbd_err_oom(e, "deleting bandwidth chains");
+        }
+        if (r == 0 && all.n) {
+                for (size_t i = 0; i < all.n; i++)
+                        doomed[i] = true;
+                r = delete_chains(n, &all, doomed, ret_n, e);
+        } else if (r == 0 && ret_n) {
+                *ret_n = 0;
+        }
+        free(doomed);
+        free(all.v);
+        done(n);
+        return r;
+}
+
 static bool is_ifindex(int ifindex, const char *dev, bool old, void *data)
 {
         (void)dev;

@@ -85,6 +85,10 @@ int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_p
 typedef bool (*nbd_bw_nft_stale_fn)(int ifindex, const char *dev, bool old, void *data);
 int nbd_bw_nft_prune(struct nbd_bw_nft *n, nbd_bw_nft_stale_fn stale, void *data, unsigned *ret_n,
                      struct nbd_err *e);
+/* The same for the chains of ifindexes[count] (interfaces that went), read
+ * by name: the cost follows count, not the size of the netdev family. */
+int nbd_bw_nft_prune_ifindexes(struct nbd_bw_nft *n, const int *ifindexes, size_t count,
+                               unsigned *ret_n, struct nbd_err *e);
 
 /* Reading the answers to a batch (each of its messages asks for an ack):
  * its messages have sequence numbers [first, end), its begin first - 1. */

@@ -52,7 +52,8 @@ struct nbd_backend_links {
         int (*doom)(struct nbd_links *l, const char *name, uint32_t group,
                     struct nbd_link_doomed *ret, struct nbd_err *err);
         int (*undoom)(struct nbd_links *l, const struct nbd_link_doomed *d);
-        int (*delete_group)(struct nbd_links *l, uint32_t group, struct nbd_err *err);
+        int (*delete_group)(struct nbd_links *l, uint32_t group, const int *ifindexes, size_t n,
+                            struct nbd_err *err);
         bool (*is_macvtap)(struct nbd_links *l, const char *name);
         int (*exists)(struct nbd_links *l, const char *name);
         int (*owner)(struct nbd_links *l, const char *name, uid_t *ret);

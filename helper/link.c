@@ -1106,11 +1106,91 @@ static int read_ack(int fd, uint32_t seq)
         }
 }
 
+/* Whether every device in `group` is one of ifindexes[n]: a device that
+ * someone else put there (an administrator's group, another helper's run
+ * in this namespace) must not go with ours. One RTM_GETLINK dump on fd.
+ * 0, -EBUSY (err names the intruder) or -errno. */
+static int group_holds_only(int fd, uint32_t group, const int *ifindexes, size_t n,
+                            struct nbd_err *err)
+{
+        struct {
+                struct nlmsghdr h;
+                struct ifinfomsg ifi;
+        } req = {.h = {.nlmsg_len = sizeof(req),
+                       .nlmsg_type = RTM_GETLINK,
+                       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+                       .nlmsg_seq = 2},
+                 .ifi = {.ifi_family = AF_UNSPEC}};
+        struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+        size_t cap = 65536;
+        char *buf = malloc(cap);
+        int r = 0;
+        bool done = false;
+
+        if (!buf)
+                return nbd_err_oom(err, "checking a deletion's link group");
+        if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+                r = nbd_err_set(err, -errno, "cannot list interfaces: %s", strerror(errno));
+                goto out;
+        }
+        while (!done) {
+                ssize_t got = recv(fd, buf, cap, 0);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0) {
+                        r = nbd_err_set(err, -errno, "cannot list interfaces: %s", strerror(errno));
+                        goto out;
+                }
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)got);
+                     h = NLMSG_NEXT(h, got)) {
+                        const struct ifinfomsg *ifi = NLMSG_DATA(h);
+                        int len;
+                        if (h->nlmsg_seq != req.h.nlmsg_seq)
+                                continue;
+                        if (h->nlmsg_type == NLMSG_DONE) {
+                                done = true;
+                                break;
+                        }
+                        if (h->nlmsg_type == NLMSG_ERROR) {
+                                const struct nlmsgerr *e = NLMSG_DATA(h);
+                                r = nbd_err_set(err, e->error ? e->error : -EIO,
+                                                "cannot list interfaces: %s",
+                                                strerror(e->error ? -e->error : EIO));
+                                goto out;
+                        }
+                        if (h->nlmsg_type != RTM_NEWLINK || r < 0)
+                                continue;
+                        len = (int)IFLA_PAYLOAD(h);
+                        for (const struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, len);
+                             a = RTA_NEXT(a, len)) {
+                                bool ours = false;
+                                if (a->rta_type != IFLA_GROUP ||
+                                    RTA_PAYLOAD(a) < sizeof(uint32_t) ||
+                                    *(const uint32_t *)RTA_DATA(a) != group)
+                                        continue;
+                                for (size_t i = 0; i < n && !ours; i++)
+                                        ours = ifindexes[i] == ifi->ifi_index;
+                                if (!ours)
+                                        /* Read the dump to its end first. */
+                                        r = nbd_err_set(err, -EBUSY,
+                                                        "link group %#x also holds interface "
+                                                        "%d, which this request did not put "
+                                                        "there: nothing deleted",
+                                                        (unsigned)group, ifi->ifi_index);
+                        }
+                }
+        }
+out:
+        free(buf);
+        return r;
+}
+
 /* No logging and no counting here: this runs on the links' lane, which
  * touches its arguments and a socket of its own, opened for the request
  * (the loop goes on using l->nl meanwhile; and at rest the helper holds
  * no more fds than before). */
-int nbd_link_delete_group(struct nbd_links *l, uint32_t group, struct nbd_err *err)
+int nbd_link_delete_group(struct nbd_links *l, uint32_t group, const int *ifindexes, size_t n,
+                          struct nbd_err *err)
 {
         struct {
                 struct nlmsghdr h;
@@ -1134,6 +1214,11 @@ int nbd_link_delete_group(struct nbd_links *l, uint32_t group, struct nbd_err *e
         if (fd < 0)
                 return nbd_err_set(err, -errno, "cannot open a socket to delete interfaces: %s",
                                    strerror(errno));
+        r = group_holds_only(fd, group, ifindexes, n, err);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
         if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
                 r = -errno;
         else

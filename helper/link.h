@@ -155,8 +155,10 @@ int nbd_link_doom(struct nbd_links *l, const char *name, uint32_t group,
                   struct nbd_link_doomed *ret, struct nbd_err *err);
 /* Put a doomed interface back in the group it was in. 0 or -errno. */
 int nbd_link_undoom(struct nbd_links *l, const struct nbd_link_doomed *d);
-/* Delete every interface of `group` in one request. 0 or -errno (err set). */
-int nbd_link_delete_group(struct nbd_links *l, uint32_t group, struct nbd_err *err);
+/* Delete every interface of `group` in one request, if the group holds
+ * only ifindexes[n] (else -EBUSY: nothing deleted). 0 or -errno (err set). */
+int nbd_link_delete_group(struct nbd_links *l, uint32_t group, const int *ifindexes, size_t n,
+                          struct nbd_err *err);
 
 /* A macvtap: what its guest sends leaves through its egress, what the
  * guest receives comes through its ingress (the reverse of a tap). */

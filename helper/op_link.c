@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -754,7 +755,16 @@ static void run_send(void *data)
 {
         struct delete_run *run = data;
 
-        run->r = run->be->delete_group(run->links, run->group, &run->err);
+        int *ifindexes = malloc((run->n ? run->n : 1) * sizeof(*ifindexes));
+
+        if (!ifindexes) {
+                run->r = nbd_err_oom(&run->err, "deleting a link group");
+                return;
+        }
+        for (size_t i = 0; i < run->n; i++)
+                ifindexes[i] = run->v[i].d.ifindex;
+        run->r = run->be->delete_group(run->links, run->group, ifindexes, run->n, &run->err);
+        free(ifindexes);
         if (run->r == 0)
                 run->n = 0;
 }
@@ -801,6 +811,10 @@ static struct delete_run *run_of(struct nbd_job *job)
         run->ctx = nbd_job_ctx(job);
         run->be = kernel_of(job);
         run->links = links_of(job);
+        /* Start at a random group, so that two helpers in one namespace
+         * rarely pick the same (the deletion checks the group anyway). */
+        if (!next_group && getrandom(&next_group, sizeof(next_group), GRND_NONBLOCK) < 0)
+                next_group = (uint32_t)getpid();
         run->group = RUN_GROUP_BASE + next_group++ % RUN_GROUPS;
         if (nbd_job_on_failure_call(job, run_undo, run_free, run) < 0) /* frees run */
                 return NULL;

@@ -689,7 +689,8 @@ START_TEST(test_link_and_bandwidth_fill_err_when_out_of_memory)
                         judge_err(&t, "link doom", n, dr, &e);
                         if (dr == 0)
                                 judge_err(&t, "link delete group", n,
-                                          nbd_link_delete_group(l, 0x4e4cfff0u, &e), &e);
+                                          nbd_link_delete_group(l, 0x4e4cfff0u, &d.ifindex, 1, &e),
+                                          &e);
                         nbd_link_delete(l, m.ifname, NULL); /* if one above failed */
                 }
                 judge_err(&t, "link set (no such interface)", n,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hostile.h"
+#include "link.h"
 #include "testutil.h"
 #include "tests.h"
 
@@ -405,6 +406,31 @@ START_TEST(test_lanes_hold_the_capabilities_of_the_loop)
 }
 END_TEST
 
+/* A run's group may also hold a device that someone else put there (an
+ * administrator's group, another helper in this namespace): the deletion
+ * checks the group first and deletes nothing then; with exactly the run's
+ * devices in it, they go. */
+START_TEST(test_group_delete_refuses_a_group_holding_a_device_not_its_own)
+{
+        const uint32_t group = 0x4e4c1234;
+        int ours[2];
+        struct nbd_err err;
+
+        tu_private_netns();
+        free(tu_sh("ip link add rv0 type veth peer name rv1 && ip link add adm0 type veth peer "
+                   "name adm1 && ip link set rv0 group %u && ip link set adm0 group %u",
+                   group, group));
+        ck_assert(tu_link_exists("rv0") && tu_link_exists("adm0"));
+        ours[0] = (int)if_nametoindex("rv0");
+        ours[1] = (int)if_nametoindex("adm0");
+        ck_assert_int_eq(nbd_link_delete_group(NULL, group, ours, 1, &err), -EBUSY);
+        ck_assert_msg(strstr(err.msg, "nothing deleted"), "%s", err.msg);
+        ck_assert(tu_link_exists("rv0") && tu_link_exists("adm0"));
+        ck_assert_int_eq(nbd_link_delete_group(NULL, group, ours, 2, &err), 0);
+        ck_assert(!tu_link_exists("rv0") && !tu_link_exists("adm0"));
+}
+END_TEST
+
 Suite *lanes_suite(void)
 {
         Suite *s = suite_create("lanes");
@@ -417,6 +443,7 @@ Suite *lanes_suite(void)
         tcase_add_test(del,
                        test_undeletable_name_in_a_delete_batch_fails_alone_and_changes_nothing);
         tcase_add_test(del, test_deletions_split_by_another_op_go_as_two_runs);
+        tcase_add_test(del, test_group_delete_refuses_a_group_holding_a_device_not_its_own);
         tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_big_firewall_commit);
         tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_tap_deletion);
         tcase_add_test(hol, test_client_gone_while_its_commit_runs_leaves_nothing_behind);

@@ -550,8 +550,11 @@ static int fake_link_undoom(struct nbd_links *l, const struct nbd_link_doomed *d
         return 0;
 }
 
-static int fake_link_delete_group(struct nbd_links *l, uint32_t group, struct nbd_err *err)
+static int fake_link_delete_group(struct nbd_links *l, uint32_t group, const int *ifindexes,
+                                  size_t n, struct nbd_err *err)
 {
+        (void)ifindexes;
+        (void)n;
         bool found = false;
 
         for (struct fake_if *f = world.ifs, *next; f; f = next) {

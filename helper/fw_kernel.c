@@ -655,7 +655,10 @@ void nbd_fw_monitor_drain(struct nbd_fw *fw)
         static char buf[65536];
 
         for (;;) {
-                ssize_t n = recv(mnl_socket_get_fd(fw->mon), buf, sizeof(buf), MSG_DONTWAIT);
+                struct sockaddr_nl from = {0};
+                socklen_t len = sizeof(from);
+                ssize_t n = recvfrom(mnl_socket_get_fd(fw->mon), buf, sizeof(buf), MSG_DONTWAIT,
+                                     (struct sockaddr *)&from, &len);
                 if (n < 0 && errno == ENOBUFS) {
                         /* Our own big transactions make one event per rule;
                          * losing some of those is harmless, but a NEWGEN may
@@ -666,6 +669,10 @@ void nbd_fw_monitor_drain(struct nbd_fw *fw)
                 }
                 if (n <= 0)
                         return;
+                /* Only the kernel's events: a NEWGEN from a process would
+                 * make the generation mark look current. */
+                if (from.nl_pid != 0)
+                        continue;
                 mnl_cb_run(buf, (size_t)n, 0, 0, on_nft_event, fw);
         }
 }

@@ -348,15 +348,10 @@ START_TEST(test_client_gone_while_its_commit_runs_leaves_nothing_behind)
         ping_ok(b);
         nb_close(b);
         nb_batch_free(slow);
-        /* The commit went through: what the client asked is there. */
-        for (int i = 0; i < 200; i++) {
-                char *n = tu_sh("nft list chains netdev 2>/dev/null | grep -c gone || true");
-                int found = atoi(n);
-                free(n);
-                if (found)
-                        break;
-                usleep(50 * 1000);
-        }
+        /* Whether the commit went through depends on where the kill found
+         * the job (still decoding or validating on the loop, or on the
+         * lane): either is right. What must hold is below: nothing leaks
+         * and the helper goes on serving. */
         tu_assert_fd_count_settles(h.pid, base, 6000);
         th_assert_serves(&h);
         tu_helper_stop(&h);

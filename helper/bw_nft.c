@@ -906,7 +906,8 @@ int nbd_bw_nft_prune_ifindexes(struct nbd_bw_nft *n, const int *ifindexes, size_
                         break;
                 }
                 all.v = grown;
-                memcpy(all.v + all.n, l.v, l.n * sizeof(*l.v));
+                if (l.n) /* l.v may be NULL (memcpy's arguments must not) */
+                        memcpy(all.v + all.n, l.v, l.n * sizeof(*l.v));
                 all.n += l.n;
                 free(l.v);
         }

@@ -266,6 +266,7 @@ static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *s
         pthread_join(t, NULL);
         ck_assert_msg(a.first_error == -1, "client A's batch: op %d failed", a.first_error);
         nb_close(b);
+        nb_batch_free(slow);
 }
 
 START_TEST(test_ping_of_one_client_passes_another_clients_big_firewall_commit)

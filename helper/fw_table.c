@@ -133,35 +133,38 @@ static int chain_attr_cb(const struct nlattr *attr, void *data)
         return MNL_CB_OK;
 }
 
-/* The comment of a base chain into o. "uid=N" came later: a comment
- * without it was written for root, when only root could ask. A comment
- * is read up to its NUL or its end, whichever comes first. */
-static void read_comment(struct nbd_fw_owner_state *o, const struct nlattr *ud)
+/* A chain's comment into text (up to its NUL or its end, whichever comes
+ * first); false when it has none. */
+static bool comment_text(const struct nlattr *ud, char text[NFT_USERDATA_MAXLEN + 1])
 {
         struct comment c = {0};
-        char text[NFT_USERDATA_MAXLEN + 1];
 
         if (!ud ||
             nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud), comment_cb,
                               &c) < 0 ||
             !c.text)
-                return;
-        snprintf(text, sizeof(text), "%.*s", (int)strnlen(c.text, c.len), c.text);
-        sscanf(text, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname, &o->rules, &o->uid);
+                return false;
+        snprintf(text, NFT_USERDATA_MAXLEN + 1, "%.*s", (int)strnlen(c.text, c.len), c.text);
+        return true;
+}
+
+/* The comment of a base chain into o. "uid=N" came later: a comment
+ * without it was written for root, when only root could ask. */
+static void read_comment(struct nbd_fw_owner_state *o, const struct nlattr *ud)
+{
+        char text[NFT_USERDATA_MAXLEN + 1];
+
+        if (comment_text(ud, text))
+                sscanf(text, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname, &o->rules,
+                       &o->uid);
 }
 
 static void read_mark(struct nbd_fw_owners *owners, const struct nlattr *ud)
 {
-        struct comment c = {0};
         char text[NFT_USERDATA_MAXLEN + 1];
 
-        if (!ud ||
-            nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud), comment_cb,
-                              &c) < 0 ||
-            !c.text)
-                return;
-        snprintf(text, sizeof(text), "%.*s", (int)strnlen(c.text, c.len), c.text);
-        owners->marked = sscanf(text, "netbroker generation %" SCNu32, &owners->mark) == 1;
+        if (comment_text(ud, text))
+                owners->marked = sscanf(text, "netbroker generation %" SCNu32, &owners->mark) == 1;
 }
 
 /* Only the chain's table, name and comment are read: parsing all of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* `all`: every scenario in one process, each in a network namespace of its
  * own, all forking from one fat parent; `--scale`: names at 10 to 10,000
  * devices, restart at 10 to 4,096 guests, fairness at 4,096. Then each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Scenario "bandwidth": inbound and outbound limits on N veth interfaces:
  * libvirt's 8 tc processes per interface (virNetDevBandwidthSet, seeds/003)
  * from the fat parent (A: close loop, A2: close_range) against one request

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbroker-bench: fork/exec versus the broker, one run, one report. Each
  * scenario is a row of the table below; every run is in a network
  * namespace of its own, so nothing it does touches the host's network. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbroker-bench: shared pieces of the scenarios. A scenario fills a
  * struct bench_report; everything returns 0 or -errno and says what went
  * wrong where it happened. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Scenario "fairness": does one client wait behind another's kernel work?
  * Two clients of one helper (run with --listen): one sends one-op Pings
  * back to back from a thread of its own, all the time; the other runs the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Make this process look like the management daemon the seeds describe: a
  * high fd limit, hundreds of fds open, and a large heap whose every page is
  * mapped. Without this, fork() from a 2 MiB process costs next to nothing

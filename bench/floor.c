@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The floors of spawn and roundtrip: a small process (this program run
  * again as `netbroker-bench --floor MODE ...`, a fresh image with fds 0-3
  * only), so that neither the fat parent's size nor its 500 fds inflate

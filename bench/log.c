@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Scenario "log": what disabled debug messages cost the helper's hot path
  * (seeds/004): netbrokerd with debug off at run time (O) against
  * netbrokerd-nolog, debug compiled out (X), each sent batches of 10,000

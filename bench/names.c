@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Scenario "names": N macvtaps on one veth parent, named by probing
  * macvtap0, macvtap1, ... as the 2015 code did (A; A1 with one socket; K
  * the kernel's create alone) and by netbrokerd's allocator (B: one request

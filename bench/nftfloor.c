@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* restart's floor: the helper's replace transaction sent by a minimal
  * libmnl program. The table the helper's replace left (on an empty
  * ruleset: what its transaction created) is dumped once into libnftnl

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* One report per run: a table for people, one JSON object with the same
  * figures for scripts, and the chart: one group of bars per comparison,
  * the baselines beside the broker, on a log scale (the figures span from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Scenario "restart": N guests' firewalls (clean-traffic + no-promisc) at VM
  * start and at a daemon restart, libvirt's commands (restart_cmds.txt) by
  * A, A2, B against one FirewallApply batch (C) and its ensure after a helper

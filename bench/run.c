@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The method runners: samples and medians (one page-cache miss must not
  * move a figure), the helper, one timed run of a method, rounds taking
  * turns, and a comparison's rows and ratios. Every scenario times through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Scenarios "spawn": one command by fork/exec from the fat parent (A: close
  * loop, A2: close_range) against one Exec op a request (B) and 100 (C),
  * with their floor F, a bare posix_spawn from a small process; and

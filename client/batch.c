@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Building batches. Every call copies what it is given, so the caller's
  * buffers can go as soon as the call returns, and fails at once on bad
  * input: no error is kept for later (no sticky errors). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Connections: spawning or connecting, Hello, and thread-safe submits.
  *
  * Many threads may submit on one connection. Writes are serialised by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Firewall rulesets and the firewall ops (libvirt's stock filters are
  * fw_filters.c's).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* libvirt's stock network filters (its src/nwfilter/xml/, all 24 of them),
  * as data and one expander, and the nb_fw_add_* builders on top of them.
  *

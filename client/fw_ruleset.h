@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Private to libnetbroker: what the stock filters (fw_filters.c) need of a
  * ruleset beyond the public calls (firewall.c keeps the ruleset itself). */
 #pragma once

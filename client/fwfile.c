@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reading the fw text format (see fwfile.h) into a batch. Errors name the
  * file and line at once; what needs the kernel's view (does the interface
  * exist, is this rule compilable) is left to the helper. */

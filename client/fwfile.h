@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The text format of `netbrokerctl fw apply FILE`: owners and their rules,
  * read into one batch of FirewallApply ops (one transaction).
  *

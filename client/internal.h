@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Private to libnetbroker: how batches and results look inside. */
 #pragma once
 

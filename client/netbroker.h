@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* libnetbroker: the client side of netbrokerd.
  *
  * A daemon spawns the helper once (nb_spawn) or connects to a running one

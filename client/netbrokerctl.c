@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbrokerctl: talk to netbrokerd from a shell.
  *
  * Exit status: 0 success, 1 an op failed (for exec: the program could not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reading a reply. The results own the unpacked message and every fd that
  * came with it until the caller takes them. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbroker-demo: what a daemon sees when it adopts netbroker.
  *
  * It moves into a private network namespace (the host's network is never

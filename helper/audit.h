@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The audit trail: one line at notice level for every op that changed the
  * kernel or ran a program, with who asked (uid, pid), the op, the object
  * and the outcome, in a form a log filter can read:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The real backend table; see backend.h. */
 #include "backend.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The kernel half of each capability the ops use, as tables of functions.
  *
  * The dispatcher is given one (struct nbd_dispatch_ctx's be) and the op

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth; see bandwidth.h. */
 #include "bandwidth.h"
 

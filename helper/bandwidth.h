@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth: libvirt's <bandwidth> limits as tc objects, built over
  * rtnetlink with libnl-route-3 (no tc binary), and a policer as an
  * nftables chain (bw_nft.h). Knows nothing of the wire format. Every

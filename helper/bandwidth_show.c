@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reading limits back; see bandwidth_show.h. */
 #include "bandwidth_show.h"
 

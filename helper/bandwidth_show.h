@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reading back the limits netbroker has on an interface, from the kernel's
  * tc objects (the layout bandwidth.h describes), for BandwidthShow. Only
  * reads: nothing here changes the kernel. Knows nothing of the wire. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth's policer on what enters an interface, as an nftables chain;
  * see bw_nft.h. */
 #include "bw_nft.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth's policer on what enters an interface, made with nftables
  * (libnftnl + libmnl), not with tc and not through an IFB.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Configuration parsing. Everything is validated here, so the rest of the
  * helper can trust every value it reads from struct nbd_config. */
 #include "config.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbrokerd configuration: defaults, and the file that overrides them.
  *
  * Format: one "key = value" per line; '#' starts a comment. List keys

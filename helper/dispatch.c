@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Jobs: validation, running, undo, fd streaming; see dispatch.h. */
 #include "dispatch.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Requests: validate every op, then run them in order.
  *
  * A request becomes a job. The job runs its ops until one has to wait (an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* One setter for struct nbd_err; see err.h. */
 #include "err.h"
 

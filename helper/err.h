@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The helper's one error convention.
  *
  * Every internal function returns 0 or -errno; outputs are untouched on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The nftables compiler; see fw_compile.h for the layout it makes. */
 #include "fw_compile.h"
 #include "fw_text.h"

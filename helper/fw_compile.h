@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The nftables compiler: an owner's model (fw_model.h) made into libnftnl
  * chains and rules, and those into nfnetlink batch messages. Pure: it builds
  * objects and messages, and sends nothing (fw_kernel.h does).

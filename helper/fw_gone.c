@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Owners removed with their interface; see fw_gone.h. */
 #include "fw_gone.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A guest's rules die with its interface.
  *
  * The kernel binds a netdev base chain to a device by name, and since

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall's kernel side: transactions and the monitor, over the
  * table as fw_table.c reads it; see fw_kernel.h. */
 #include "fw_kernel.h"

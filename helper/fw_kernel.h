@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall's kernel side: every change of a batch in one nfnetlink
  * transaction (libmnl), the table read back for ensure and listing, and a
  * monitor that notices the table being deleted behind our back. What goes

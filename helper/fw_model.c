@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall's model: parsing, checking and hashing; see fw_model.h. */
 #include "fw_model.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall's model: an owner's groups of rules as parsed from a
  * request, the checks a rule must pass before it is compiled, and the
  * canonical hash of an owner's rules. Pure: no sockets, no libnftnl; what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reading the firewall's table back; see fw_table.h. */
 #include "fw_table.h"
 

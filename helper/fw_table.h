@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall's table as the kernel holds it: our owners, their chains
  * and the comment their base chains carry, read with a dump. Shared by the
  * kernel side only (fw_table.c reads, fw_kernel.c's transactions use what

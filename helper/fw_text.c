@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A model rule in libvirt's terms; see fw_text.h for the line's form. */
 #include "fw_text.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A model rule in libvirt's nwfilter terms, one line, and that line kept
  * with the rule in nftables (its userdata comment, as nft keeps a rule's
  * comment): FirewallList and `netbrokerctl fw show` read it back, and

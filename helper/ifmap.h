@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Every interface of the namespace, name to ifindex: a hash map that
  * link.c builds from the dump at start-up and keeps current from link
  * notifications, so "does vnet7 exist?" and "what is p0's ifindex?" need no

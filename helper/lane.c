@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Lanes: one thread per capability for the kernel calls that block; see
  * lane.h for the design. Everything a lane shares with the loop (its
  * queue, the completion list) is under the one mutex. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Lanes: the kernel calls that cannot be sliced, off the event loop.
  *
  * One op's kernel call may take long, and inside a single syscall: an

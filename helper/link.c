@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Interfaces; see link.h. */
 #include "link.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Interfaces: create, change and delete them over rtnetlink (libnl-route-3),
  * taps through /dev/net/tun, macvtap character devices opened without udev.
  * Knows nothing of the wire format. Every function returns 0 or -errno; one

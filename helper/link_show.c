@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reading interfaces back; see link_show.h. */
 #include "link_show.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reading the interfaces of the namespace back from the kernel, for
  * LinkList: one RTM_GETLINK dump, nothing changed. Knows nothing of the
  * wire format. */

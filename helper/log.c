@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Log output and level resolution; see log.h for the cost model. */
 #include "log.h"
 

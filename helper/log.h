@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Logging with per-file categories (seeds/004: libvirt's 2014 fix).
  *
  * Each .c file declares NBD_LOG_CATEGORY(name). Whether a message is emitted

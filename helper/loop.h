@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The event loop: epoll for fds, a short list of deadlines for timers, and
  * deferred frees so an object closed while handling one event is never
  * touched by a later event of the same epoll batch. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbrokerd: the privileged network helper.
  *
  * Theory of operation

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Device-name allocator; see names.h. */
 #include "names.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The device-name allocator: one bitmap of used suffixes per prefix.
  *
  * The kernel is the source of truth: the bitmaps are built from one

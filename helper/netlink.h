@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The helper's rtnetlink sockets (libnl-route-3): one for requests, one
  * subscribed to link notifications. Owns the conversion of libnl errors to
  * errno values, in one place, keeping the kernel's own errno: libnl folds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth ops: protobuf in, bandwidth.c calls out. Validation checks the
  * interface and every rate before the batch runs; running first reads back
  * the limits netbroker had on the interface, so that a later failure of the

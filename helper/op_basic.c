@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Ping and Stats: the session ops. */
 #include <errno.h>
 #include <stdlib.h>

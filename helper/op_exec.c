@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Exec: validation of the program, its arguments and environment, and
  * running it through spawn.c. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Firewall ops: protobuf in, fw_kernel.h calls out. Every rule is parsed and
  * checked in validation; all FirewallApply and FirewallRemove ops of a batch
  * form one transaction, committed at the batch's last of them. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Interface ops: protobuf in, link.c calls out. Validation checks every
  * name, template, MAC and reference before the batch runs; running records
  * how to undo each change in case a later op fails. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The reading ops: LinkList (link_show.c) and BandwidthShow
  * (bandwidth_show.c): protobuf in, a read of the kernel out. Nothing here
  * changes the system, so nothing is undone. A non-root caller sees only

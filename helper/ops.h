@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* What an op file (op_*.c) sees of a request: one handler per op kind, and
  * the job services it may use. dispatch.c runs the handlers; the op files
  * translate protobuf into calls on one capability (spawn.c, link.c, ...). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Peer credentials; see peer.h. */
 #include "peer.h"
 

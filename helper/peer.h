@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Who is on the other end of a connection, as the kernel says: never what a
  * message claims. */
 #pragma once

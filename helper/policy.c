@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The policy model: parsing of [policy ...] sections and the answers the
  * dispatcher and the op files ask for; see policy.h. */
 #include "policy.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* What a non-root caller may do: the [policy ...] sections of the
  * configuration, deny by default.
  *

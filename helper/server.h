@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Connections: accept, check the peer, read frames, decode, hand requests to
  * dispatch.c, queue replies. The only file that knows both sockets and the
  * wire format. */

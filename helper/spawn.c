@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Child processes; see spawn.h. */
 #include "spawn.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Running allow-listed programs without stalling the event loop.
  *
  * Children are started with posix_spawn (vfork semantics: no page-table copy)

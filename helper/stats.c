@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 #include "stats.h"
 
 uint64_t nbd_stats[NBD_STAT__MAX];

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Counters reported by the Stats op. One table, so adding a counter is one
  * line here and one in stats.c. */
 #pragma once

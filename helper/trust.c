@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The start-up check of allow-listed programs; see trust.h. */
 #include "trust.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Whether a program is safe for root to run: the test OpenSSH's
  * StrictModes and sudo apply to the files they trust. */
 #pragma once

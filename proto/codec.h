@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* protobuf-c glue shared by both sides: a bounded allocator and packing a
  * message into a frame. */
 #pragma once

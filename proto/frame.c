@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Framing: see frame.h for the format and the rules. */
 #include "frame.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Framing shared by netbrokerd and libnetbroker.
  *
  * A frame is a 4-byte big-endian length followed by that many bytes. File

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* MAC address parsing; see mac.h. */
 #include "mac.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* MAC addresses as text: the one parser of the project. The helper's
  * interface ops and firewall, and the client library's firewall builder and
  * rule-file reader, all use it, so a MAC one side takes the other takes. */

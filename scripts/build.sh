@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Configure and build into DIR (default: build) with any extra cmake options.
 set -euo pipefail
 dir=${1:-build}

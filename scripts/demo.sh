@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The main job: install, build, and run the demo in a private network
 # namespace (the demo moves itself into one; the host's network is never
 # touched).

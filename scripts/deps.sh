@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Install what netbroker needs to build, test and demo, from Debian 12's
 # packages. Safe to run again.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every test, as ctest runs them (labels: tests/CMakeLists.txt, README):
 # install the dependencies, then per build configure, build and run its
 # labels. The plain build runs everything but the sanitizers and fuzzers

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # netbrokerd under valgrind memcheck, for the tests: NB_TEST_HELPER=this
 # script runs every helper a test starts through it (tests/CMakeLists.txt,
 # the *-helper-valgrind tests).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Allocation-failure injection; see alloc_hook.h. */
 #include "alloc_hook.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Allocation-failure injection, for tests only, by link-time wrapping.
  *
  * A binary linked with NB_ALLOC_HOOK_LINK_OPTIONS (tests/CMakeLists.txt:

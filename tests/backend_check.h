@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Whether a backend table (helper/backend.h) is complete: a NULL entry
  * would crash the helper, or the fuzzer, the first time an op reaches it.
  * The tables hold nothing but function pointers, so every entry is checked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Loading a config body in a unit test: one helper for test_unit.c,
  * test_policy_unit.c and test_limits.c. Needs the helper's objects
  * (nbhelper), which is why it is not in testutil.c. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The compiled rules of one owner as text, for tests: what the kernel
  * would be sent, read back through libnftnl's parser. Only tests link it;
  * netbrokerd has no use for it. */

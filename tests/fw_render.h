@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Compile one owner and write every chain and rule as libnftnl prints it,
  * after a round trip through the netlink encoding and libnftnl's parser
  * (what the kernel would be sent, read back). For tests: netbrokerd does

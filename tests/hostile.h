@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Shared by the hostile-client suites (test_hostile.c as root,
  * test_hostile_user.c as an admitted uid with a policy). */
 #pragma once

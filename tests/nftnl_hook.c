@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* libnftnl's allocating calls, failed in turn with the malloc family's
  * (tests/alloc_hook.h): link with --wrap=nftnl_rule_alloc and the others
  * below (tests/CMakeLists.txt). libnftnl is a shared library, so its own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* libnl-route-3's allocating calls, failed in turn with the malloc
  * family's (tests/alloc_hook.h): link with --wrap=rtnl_link_alloc and the
  * others below (tests/CMakeLists.txt). libnl is a shared library, so its own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The test-stress binary's suites: load and crash recovery. They take
  * minutes, so they live apart from test-helper. */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Allocation failure, as dbus-daemon tests its out-of-memory paths: a
  * representative request (every op kind, built by libnetbroker as a client
  * builds it: tests/fuzz/requests.c) is served by the real server.c and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The decode arena (proto/codec.h) on its own: pieces aligned and apart,
  * blocks that grow, the budget in requested bytes, the bound on what the
  * arena holds, and every block's malloc failing in turn (tests/alloc_hook.h

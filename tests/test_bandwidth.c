@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth through the helper, against the real kernel: what `tc -j`
  * shows after a set, a set twice, a clear, bad input, a batch that fails
  * after a set, and the conformance table: iperf3 TCP on a veth pair

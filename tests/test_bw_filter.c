@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth limits and the firewall together, with real traffic, on a tap
  * and on a macvtap, each direction limited in turn, clean-traffic on.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Crash recovery: the helper is SIGKILLed at a random moment while it works
  * through a big batch, NB_CRASH_ROUNDS times (default 50), in turns:
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbrokerctl as a script sees it: exit statuses and JSON. */
 #include <stdio.h>
 #include <stdlib.h>

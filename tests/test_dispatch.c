@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The real dispatcher (dispatch.c) with handlers of the test's own, given
  * through struct nbd_dispatch_ctx's table: whatever errno a handler answers
  * with, from validate() or run(), directly or after parking, the request

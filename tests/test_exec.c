@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Exec through the helper: the allow-list, exactly what the child sees,
  * timeouts, output caps, statuses, many spawns, and the client library
  * under threads and helper death. */

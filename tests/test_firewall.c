@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall through the helper, against the real kernel and real
  * traffic. Every test runs in a network namespace of its own (unshared in
  * Check's forked child), where the helper runs too; a second namespace is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* test-fw-alloc: the firewall against the real kernel with each of its
  * allocations failing in turn, libc's (tests/alloc_hook.c) and libnftnl's
  * (tests/nftnl_hook.c) in one sequence. A firewall op's message goes to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The client side of the firewall, without a helper: libvirt's standard
  * filters as rules, rulesets copied into batches, name checks, the result
  * accessors, and the fw text format of netbrokerctl. Batches are inspected

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* FirewallList's counters and rule text against the real kernel and real
  * frames, and an owner's rules dying with its interface (issue 13). As in
  * test_firewall.c, a guest namespace holds geth0, joined by a veth pair to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* libvirt's stock filters through nb_fw_add_filter(), without a helper.
  *
  * Each filter's ruleset is rendered as libvirt's ebtables driver lays it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The stock filters with each allocation failing in turn: the library's
  * own sources linked in (tests/alloc_hook.h wraps them at link time), so
  * a filter that runs out of memory half-way must leave the ruleset as it

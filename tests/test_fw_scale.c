@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall's table read once per batch, and its rules not at all
  * while the generation mark says nobody has touched them (helper/fw_kernel.c,
  * struct nbd_fw_txn's intact): what the mark lets ensure skip, and every way

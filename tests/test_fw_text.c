@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The rule text (fw_text.h): every field of the model in libvirt's terms,
  * and the line as it is kept in a rule's userdata (cut to fit, the comment
  * first), read back through libnftnl as nft reads it. */

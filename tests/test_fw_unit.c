@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The firewall compiler without a kernel: what rules compile to (read back
  * through libnftnl's parser), the content hash, and what is refused. */
 #include <check.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The fw text format's fields for libvirt's rule model (fwfile.h): every
  * new match, negations, quoted comments, group options and stock filters
  * by name with variables, read into a batch and checked on the wire form;

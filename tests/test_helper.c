@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The helper as a process: Hello, framing errors, access control, limits,
  * and the start-up hardening as the kernel reports it in /proc. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Hostile clients: what a peer that closes mid-reply, never reads, floods or
  * lies can do to the helper, and to the other clients. Each test attacks a
  * running helper as a real process and then requires it to be alive, to

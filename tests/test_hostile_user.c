@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The attacks of test_hostile.c again, made by an admitted uid other than
  * root (65534) whose [policy] section grants what each attack needs: what
  * the policy allows it must not turn against the helper or against root.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Lanes and batch deletion (helper/lane.h, op_link.c's runs): a client's
  * Ping is answered while another client's long kernel call runs, a client
  * that goes away in the middle of one leaves nothing behind, the lanes hold

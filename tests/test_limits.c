@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Limits: every cap of the config file, set small, exercised at N (served)
  * and at N+1 (refused cleanly: an error result, or an Error and a closed
  * connection), with the helper still serving others afterwards and nothing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Interfaces through the helper, against the real kernel: every op as
  * `ip -d -j link` sees it, frames through the returned fds, QEMU on a tap
  * fd, the name allocator under outside changes, restarts and two clients,

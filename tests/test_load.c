@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Load: 64 client threads over 4 connections to one helper, each running
  * a guest's life in a loop for NB_LOAD_SECONDS (default 60):
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The one MAC address parser (proto/mac.c) and its users, the helper's
  * interface ops (nbp_mac_parse), its firewall (nbd_fw_parse_mac, with an
  * optional mask) and the client library's firewall builder: which forms are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* test-helper: runs the helper as a real process. As root it first moves
  * into a private network namespace, so nothing the helper or a program it
  * runs does can touch the host's network. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The helper's view of the namespace's names as a process (test-helper,
  * suite "names"): what it takes from the link notifications. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The name allocator and the interface map at the scale of a host with
  * 10,000 guests and more (test-unit): what must stay flat per device. */
 #include <errno.h>

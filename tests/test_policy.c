@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The policy and ownership against the real kernel, from the other side:
  * callers of other uids (an agent process that drops to them) talk to a
  * helper run by root, and what they may and may not change is checked with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The policy sections without a kernel: what they parse to, which section
  * applies to whom, what a refusal says, and every configuration error with
  * the file and line that caused it. */

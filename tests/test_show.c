@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* LinkList and BandwidthShow against the real kernel: what the helper reads
  * back is what `ip -d -j link` and `tc` show, and a caller of another uid
  * sees only its own interfaces. Each test runs in a network namespace of

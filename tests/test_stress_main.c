@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* test-stress: the load and crash-recovery tests. As root it first moves
  * into a private network namespace (and each test into one more of its
  * own), so nothing the helper does can touch the host's network.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Unit tests: no privileges, no helper process. Framing, configuration,
  * logging and the decode budget, each on the real code. */
 #include <check.h>

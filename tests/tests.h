@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The test-helper binary's suites. */
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Test cases of the test-unit binary that live in their own files. */
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Shared by the test suites: starting the helper under test, raw protocol
  * access, and /proc inspection. */
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Build tests/consumer/consumer.c against an installed prefix with
 # pkg-config alone, then run it (in a private network namespace).
 set -euo pipefail

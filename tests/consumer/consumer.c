@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A program outside the tree: built only from what `cmake --install` put in
  * a prefix, found through pkg-config. It spawns the installed helper, pings
  * it, runs `ip -V` through it and creates a tap, whose fd it checks is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The in-memory kernel; see fake_kernel.h. Every allocation here can fail
  * (the allocation-failure test fails them too) and then reports -ENOMEM, as
  * libnl and libnftnl do, leaving the state as it was. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* An in-memory kernel for the fuzzers and the allocation-failure test.
  *
  * fake_kernel.c implements the kernel-facing half of link.h, link_show.h,

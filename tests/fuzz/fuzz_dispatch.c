@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The dispatcher end to end over the fake kernel: decode a ClientMessage as
  * server.c does (bounded budget), nbd_job_start, run the loop until the job
  * is done, pack the reply and read it back.

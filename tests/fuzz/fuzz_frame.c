@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The frame reader (proto/frame.c) on a real socketpair.
  *
  * Input: byte 0 picks the reader's cap (bits 0-2) and fds per frame (bits

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Request decoding and validation where a client meets them: the input is
  * the byte stream a client writes on its connection (frames: Hello, then
  * requests), served by the real server.c over a socketpair, with the fake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Writes the fuzzers' seed corpus from real requests (requests.c), as
  * libnetbroker packs them:
  *   DIR/dispatch/NAME  a ClientMessage carrying the request (fuzz-dispatch)

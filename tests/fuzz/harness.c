@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Shared fuzzing set-up; see harness.h. */
 #include "harness.h"
 

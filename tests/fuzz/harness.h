@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* What the fuzzers share: one helper set up once per process over the fake
  * kernel, and checks that an input left nothing behind. */
 #pragma once

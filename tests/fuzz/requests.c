@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Requests for the corpus and the allocation-failure test; see requests.h. */
 #include "requests.h"
 

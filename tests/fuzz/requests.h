@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Requests as libnetbroker builds them: the seed corpus of the fuzzers
  * (gen_corpus.c) and the representative batch of the allocation-failure
  * test are made from these, so both start from what a real client sends.

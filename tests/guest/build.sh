@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Build the test guest (tests/guest/README): Debian 12's own kernel and a
 # busybox initramfs with tests/guest/init.sh as /init, from Debian packages
 # only, into OUT (default build/tests/guest): OUT/vmlinuz, OUT/initrd.gz.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # /init of the test guest (tests/guest/README). Loads the drivers, sets eth0
 # up from the kernel command line (nbg.ip=ADDR/LEN nbg.peer=ADDR
 # nbg.vpeer=ADDR nbg.peermac=MAC nbg.spoofmac=MAC), says

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* guest-tap-exec: make a guest's interface through netbrokerd, as a
  * libvirt-like daemon does, and run QEMU on its fd. The guest VLAN test
  * (tests/py/guest_vlan.py) starts its guest with it.

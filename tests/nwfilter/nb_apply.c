@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* nwfilter-nb-apply: install one of libvirt's stock filters (or a
  * composition of them) on an interface through netbrokerd, as a libvirt
  * adopter would: FirewallApply of nb_fw_add_filter(), owner = interface.

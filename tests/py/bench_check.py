@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Runs every bench scenario at a small size (`netbroker-bench all --quick
 --json --png`), so the bench never rots: it must run and exit 0, its JSON
 parse, every scenario end without error and give finite positive ratios,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Counts the results of scripts/test.sh's ctest runs, from machine-readable
 output only, and prints the total as its last line: "N passed, N failed".
 

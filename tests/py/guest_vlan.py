@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The VLAN case tried from a real guest on a tagged link (issue 13).
 
 Boots Debian 12's own kernel with a busybox initramfs (tests/guest/build.sh,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Reads iperf3's JSON report (iperf3 -J) on stdin and prints the bits/s
 the receiver counted (end.sum_received.bits_per_second).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Walks a dotted path (e.g. "mtu", "linkinfo.info_data.mode",
 "stats64.rx.packets") through `ip -d -s -j link show dev DEV`, and prints
 the value there with no newline: a string as is, anything else as JSON;

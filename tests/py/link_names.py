@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The names of the links in the current network namespace (`ip -j link
 show`), each preceded by a newline, so "\\nNAME\\n" can be searched for.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Lints the tests' Python helpers (tests/py/*.py, or the FILEs given):
 each must compile, pass pyflakes (Debian's python3-pyflakes,
 installed by scripts/deps.sh; missing pyflakes is a failure, not a skip),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Per owner in netbroker's nftables table: its chains and rules (from
 `nft -j`) and the hashes in its base chains' comments (from the text
 listing: nft 1.0's JSON leaves chain comments out).

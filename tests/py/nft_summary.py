@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """One line per chain of netbroker's nftables table, in the kernel's order,
 each line starting with a newline: NAME, for a base chain its hook, type,
 prio, policy, comment and device, then its rule count and its rules as nft

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Shared by nft_owners.py and nft_summary.py (imported by them): it
 reads netbroker's nftables table, `table netdev netbroker`. Run alone (no
 arguments) it prints the table as `nft -j` does.

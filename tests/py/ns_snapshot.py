@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Every device, nftables object and qdisc in the current network
 namespace, one per line, sorted, so two snapshots compare as strings.
 

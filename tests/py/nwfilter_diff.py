@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The nwfilter differential test (issue 13): libvirt's own rules against
 netbroker's, frame for frame, for each of libvirt's 24 stock filters and
 the clean-traffic + no-promisc composition.

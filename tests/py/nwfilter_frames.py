@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The frame corpus of the nwfilter differential test (nwfilter_diff.py),
 generated systematically, not at random.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Checks that a Check binary split into one ctest test per suite
 (tests/CMakeLists.txt) has a ctest test for every suite its sources
 create (suite_create("NAME")), and no ctest test for a suite that does

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The HTB classes of a device, one line each: "HANDLE AVG PEAK BURST",
 rates in kB/s (1024 bytes) and burst in kB, parsed from the text of
 `tc class show dev DEV` (tc of Debian 12 prints classes as text only).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A value from `tc -s -j KIND show dev DEV`: evaluates the Python
 expression EXPR on the parsed list `d` and prints the result, e.g.
     tc_json.py qdisc h0 "[q['kind'] for q in d if q.get('root')]"

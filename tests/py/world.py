@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The network world as the real tools see it, in one text: every link
 (`ip -d -j link show`, as sorted JSON on one line, without the bridges'
 running timers, which change by themselves), then the whole nftables

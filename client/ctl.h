@@ -63,6 +63,9 @@ extern const struct command ctl_cmd_ping, ctl_cmd_stats, ctl_cmd_exec, ctl_cmd_n
 void ctl_pick_source(struct ctl *c);
 /* A sentence naming the helper chosen: "socket X (from NETBROKER_SOCKET)". */
 const char *ctl_source_text(const struct ctl *c, char *buf, size_t size);
+/* Connect or spawn, saying nothing but -v's line; 0 or -errno
+ * (nb_last_error() says more). */
+int ctl_connect(struct ctl *c);
 /* Connect or spawn; 0, or EXIT_UNREACHABLE after saying why. */
 int ctl_open(struct ctl *c);
 /* Connect if not yet and submit; 0 or EXIT_UNREACHABLE after saying why.

@@ -109,16 +109,16 @@ static int spawn_quietly(struct ctl *c, const nb_spawn_opts *o, int *ret_log_fd)
         return r;
 }
 
-int ctl_open(struct ctl *c)
+int ctl_connect(struct ctl *c)
 {
         char where[512];
         int r, log_fd = -1;
 
         if (c->conn)
                 return 0;
-        ctl_source_text(c, where, sizeof(where));
         if (c->verbose)
-                fprintf(stderr, "netbrokerctl: using %s\n", where);
+                fprintf(stderr, "netbrokerctl: using %s\n",
+                        ctl_source_text(c, where, sizeof(where)));
         if (c->socket_path) {
                 r = nb_connect(c->socket_path, &c->conn);
         } else {
@@ -135,13 +135,22 @@ int ctl_open(struct ctl *c)
                 if (log_fd >= 0)
                         close(log_fd);
         }
-        if (r < 0) {
-                const char *why = nb_last_error();
+        if (r < 0)
                 c->conn = NULL;
-                return ctl_fail(c, EXIT_UNREACHABLE, -r, "cannot reach %s%s%s", where,
-                                why[0] ? ": " : "", why);
-        }
-        return 0;
+        return r;
+}
+
+int ctl_open(struct ctl *c)
+{
+        char where[512];
+        const char *why;
+        int r = ctl_connect(c);
+
+        if (r == 0)
+                return 0;
+        why = nb_last_error();
+        return ctl_fail(c, EXIT_UNREACHABLE, -r, "cannot reach %s%s%s",
+                        ctl_source_text(c, where, sizeof(where)), why[0] ? ": " : "", why);
 }
 
 int ctl_submit(struct ctl *c, nb_batch *b, nb_results **ret)

@@ -6,6 +6,7 @@
  * Commands are a table (wireguard-tools' wg.c), one file per family; the
  * table also gives every command its --help and usage text, and the hidden
  * --list-commands that the tests walk, so no command can miss them. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,12 +66,80 @@ static void list_commands(void)
         }
 }
 
-static void version(const struct ctl *c)
+/* libnetbroker 0.2 reads the library's and the helper's versions. */
+#ifdef NB_VERSION_CHECK
+#if NB_VERSION_CHECK(0, 2, 0)
+#define CTL_VERSIONS 1
+#endif
+#endif
+
+#ifdef CTL_VERSIONS
+/* "X.Y.Z" of an NB_VERSION_ENCODE()d number. */
+static const char *version_text(unsigned v, char *buf, size_t size)
 {
-        if (c->json)
-                printf("{\"ok\":true,\"netbrokerctl\":\"%s\"}\n", NB_VERSION);
+        snprintf(buf, size, "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+        return buf;
+}
+#endif
+
+/* The helper's version, from its Hello, when a helper was named (a socket
+ * or --spawn): a private helper is not started just to ask. 0, or -errno
+ * with *ret_why saying why not. */
+static int helper_version(struct ctl *c, char *buf, size_t size, const char **ret_why)
+{
+        int r;
+
+        if (c->source == CTL_SRC_PRIVATE) {
+                *ret_why = "no helper named (no socket, no --spawn)";
+                return -ENOENT;
+        }
+        r = ctl_connect(c);
+        if (r < 0) {
+                *ret_why = "not reached";
+                return r;
+        }
+#ifdef CTL_VERSIONS
+        unsigned v;
+        r = nb_conn_helper_version(c->conn, &v);
+        if (r < 0) {
+                *ret_why = "it did not say";
+                return r;
+        }
+        version_text(v, buf, size);
+        return 0;
+#else
+        (void)buf, (void)size;
+        *ret_why = "this libnetbroker cannot tell";
+        return -EOPNOTSUPP;
+#endif
+}
+
+/* The tool's version, the library's it runs with, and the helper's. */
+static void version(struct ctl *c)
+{
+        char lib[32] = NB_VERSION, helper[32];
+        const char *why = "";
+        int r;
+
+#ifdef CTL_VERSIONS
+        version_text(nb_version(), lib, sizeof(lib));
+#endif
+        r = helper_version(c, helper, sizeof(helper), &why);
+        if (c->json) {
+                printf("{\"ok\":true,\"netbrokerctl\":\"%s\",\"libnetbroker\":\"%s\","
+                       "\"netbrokerd\":",
+                       NB_VERSION, lib);
+                if (r < 0)
+                        puts("null}");
+                else
+                        printf("\"%s\"}\n", helper);
+                return;
+        }
+        printf("netbrokerctl %s\nlibnetbroker %s\n", NB_VERSION, lib);
+        if (r < 0)
+                printf("netbrokerd: unknown, %s\n", why);
         else
-                printf("netbrokerctl %s\n", NB_VERSION);
+                printf("netbrokerd %s\n", helper);
 }
 
 /* --help or -h among a leaf's arguments, before any "--". */
@@ -168,7 +237,9 @@ int main(int argc, char **argv)
                 }
         }
         if (show_version) {
+                ctl_pick_source(&c);
                 version(&c);
+                nb_close(c.conn);
                 return 0;
         }
         if (c.socket_path && c.helper_path) {

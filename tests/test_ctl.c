@@ -291,6 +291,7 @@ START_TEST(test_ctl_netbroker_socket_names_the_helper)
         const char *verbose_ping[] = {"-v", "ping", NULL};
         const char *opt_wins[] = {"--socket", NULL, "ping", NULL};
         const char *json_ping[] = {"-j", "ping", NULL};
+        const char *version[] = {"--version", NULL};
 
         tu_private_netns();
         tu_helper_start(&h, TU_ALLOW);
@@ -318,6 +319,25 @@ START_TEST(test_ctl_netbroker_socket_names_the_helper)
                       "%s", out);
         free(out);
         free(err);
+        /* --version asks the helper named, and says so when it cannot. */
+        ck_assert_int_eq(ctl_run(version, &out, &err), 0);
+        ck_assert_msg(strncmp(out, "netbrokerctl " NB_VERSION "\n", strlen(NB_VERSION) + 14) == 0 &&
+                              strstr(out, "\nnetbrokerd: unknown, not reached\n"),
+                      "%s", out);
+        free(out);
+        free(err);
+        setenv("NETBROKER_SOCKET", h.sock, 1);
+        ck_assert_int_eq(ctl_run(version, &out, &err), 0);
+#ifdef NB_VERSION_CHECK
+        ck_assert_msg(strstr(out, "\nnetbrokerd " NB_VERSION "\n"), "%s", out);
+#else
+        /* A library without nb_conn_helper_version(). */
+        ck_assert_msg(strstr(out, "\nnetbrokerd: unknown, this libnetbroker cannot tell\n"), "%s",
+                      out);
+#endif
+        free(out);
+        free(err);
+        setenv("NETBROKER_SOCKET", "/nonexistent/netbrokerd.sock", 1);
         /* --socket wins over the environment. */
         opt_wins[1] = h.sock;
         ck_assert_int_eq(ctl_run(opt_wins, &out, &err), 0);

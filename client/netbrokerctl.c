@@ -67,8 +67,8 @@ static void list_commands(void)
 }
 
 /* libnetbroker 0.2 reads the library's and the helper's versions. */
-#ifdef NB_VERSION_CHECK
-#if NB_VERSION_CHECK(0, 2, 0)
+#ifdef NB_VERSION_MAJOR
+#if NB_VERSION_MAJOR > 0 || NB_VERSION_MINOR >= 2
 #define CTL_VERSIONS 1
 #endif
 #endif

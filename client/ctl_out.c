@@ -93,7 +93,8 @@ static void fail_v(struct ctl *c, int err, const char *fmt, va_list ap)
                 json_error_member(err, msg);
                 puts("}");
         } else {
-                fprintf(stderr, "netbrokerctl: %s: %s (%s)\n", c->cmd_name, msg, errno_name(err));
+                fprintf(stderr, "netbrokerctl: %s%s%s (%s)\n", c->cmd_name,
+                        c->cmd_name[0] ? ": " : "", msg, errno_name(err));
         }
 }
 

@@ -201,7 +201,7 @@ int main(int argc, char **argv)
         bool show_version = false;
         int ch, rc;
 
-        snprintf(c.cmd_name, sizeof(c.cmd_name), "netbrokerctl");
+        opterr = 0;
         while ((ch = getopt_long(argc, argv, "+s:p:c:jvVh", opts, NULL)) != -1) {
                 switch (ch) {
                 case 's':
@@ -232,6 +232,8 @@ int main(int argc, char **argv)
                         list_commands();
                         return 0;
                 default:
+                        ctl_usage_error(&c, "unknown option or missing argument '%s'",
+                                        argv[optind - 1]);
                         usage(stderr);
                         return EXIT_USAGE;
                 }

@@ -121,6 +121,13 @@ def main():
             c.check("  %s" % " ".join(words) in top.stdout,
                     "--help names %s" % " ".join(words), top)
         check_command(c, words, example)
+    for bad in (["--no-such-option", "ping"], ["no-such-command"], []):
+        p = c.run(bad)
+        c.check(p.returncode == 2 and p.stdout == "" and p.stderr.startswith("netbrokerctl: ")
+                and "usage:" in p.stderr, "top-level usage error %r" % bad, p)
+        p = c.run(["--json"] + bad)
+        c.check(p.returncode == 2, "--json top-level usage error %r: exit 2" % bad, p)
+        c.json_failure(p, 22, "--json top-level usage error %r" % bad)
     p = c.run(["--version"])
     c.check(p.returncode == 0 and p.stdout.startswith("netbrokerctl ")
             and p.stdout.strip().split()[1][0].isdigit(), "--version", p)

@@ -120,6 +120,11 @@ int ctl_connect(struct ctl *c)
                 fprintf(stderr, "netbrokerctl: using %s\n",
                         ctl_source_text(c, where, sizeof(where)));
         if (c->socket_path) {
+                /* Not an error: a script written before the system socket
+                 * existed keeps working, but nobody is misled. */
+                if (c->config_path)
+                        fprintf(stderr, "netbrokerctl: --config %s ignored: using %s\n",
+                                c->config_path, ctl_source_text(c, where, sizeof(where)));
                 r = nb_connect(c->socket_path, &c->conn);
         } else {
                 nb_spawn_opts o = {.config_path = c->config_path};

@@ -391,7 +391,9 @@ START_TEST(test_ctl_system_socket_is_the_default_when_it_exists)
 
         ck_assert_int_eq(symlink(h.sock, NB_SYSTEM_SOCKET), 0);
         ck_assert_int_eq(ctl_run(verbose_ping, &out, &err), 0);
-        ck_assert_msg(strstr(err, "(the system socket)"), "%s", err);
+        ck_assert_msg(strstr(err, "(the system socket)") &&
+                              strstr(err, "netbrokerctl: --config ") && strstr(err, " ignored: "),
+                      "%s", err);
         free(out);
         free(err);
         assert_same_helper_twice("nbsys", none);

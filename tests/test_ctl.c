@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* netbrokerctl as a script sees it: exit statuses and JSON. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -96,9 +105,10 @@ START_TEST(test_ctl_link_list_and_bw_show_read_through_the_helper)
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "link", "list", "ct0", NULL, NULL), 0);
         snprintf(want, sizeof(want),
-                 "[{\"ifname\":\"ct0\",\"ifindex\":%s,\"kind\":\"tap\",\"kind_name\":\"tun\","
+                 "{\"ok\":true,\"links\":[{\"ifname\":\"ct0\",\"ifindex\":%s,\"kind\":\"tap\","
+                 "\"kind_name\":\"tun\","
                  "\"mac\":\"%s\",\"mtu\":1500,\"up\":false,\"master\":\"\",\"owner_uid\":0,"
-                 "\"made_by_helper\":true}]\n",
+                 "\"made_by_helper\":true}]}\n",
                  tu_link_get("ct0", "ifindex"), tu_link_get("ct0", "address"));
         ck_assert_str_eq(out, want);
         free(out);
@@ -110,7 +120,7 @@ START_TEST(test_ctl_link_list_and_bw_show_read_through_the_helper)
                       "%s", out);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "link", "list", "ctnone", NULL, NULL), 1);
-        ck_assert_msg(strstr(out, "\"status\":19,"), "%s", out);
+        ck_assert_msg(strstr(out, "\"errno\":19,"), "%s", out);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "bw", "set", "ct0", "--in-average", "100"), 0);
         free(out);
@@ -131,7 +141,7 @@ START_TEST(test_ctl_link_list_and_bw_show_read_through_the_helper)
         ck_assert_msg(strstr(out, "inbound   none") && strstr(out, "outbound  none"), "%s", out);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "bw", "show", "ctnone", NULL, NULL), 1);
-        ck_assert_msg(strstr(out, "\"status\":19,"), "%s", out);
+        ck_assert_msg(strstr(out, "\"errno\":19,"), "%s", out);
         free(out);
         free(conf);
 }
@@ -160,7 +170,7 @@ START_TEST(test_ctl_fw_counters_and_show_print_the_rules_in_libvirts_terms)
         ck_assert_int_eq(ctl(conf, &out, "link", "create", "tap", "ctfw0", NULL), 0);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "fw", "apply", path, NULL, NULL), 0);
-        ck_assert_msg(strstr(out, "\"owner\":\"g0\",\"status\":0"), "%s", out);
+        ck_assert_msg(strstr(out, "{\"ok\":true,\"owner\":\"g0\",\"hash\":"), "%s", out);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "fw", "list", "--counters", NULL, NULL), 0);
         ck_assert_msg(strstr(out, "{\"group\":\"ssh\",\"direction\":\"to\",\"index\":0,"
@@ -188,14 +198,271 @@ START_TEST(test_ctl_fw_counters_and_show_print_the_rules_in_libvirts_terms)
                       "%s", out);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "fw", "show", "g0", NULL, NULL), 0);
-        ck_assert_msg(strncmp(out, "{\"owner\":\"g0\",\"ifname\":\"ctfw0\"", 30) == 0 &&
+        ck_assert_msg(strncmp(out, "{\"ok\":true,\"owner\":\"g0\",\"ifname\":\"ctfw0\"", 40) == 0 &&
                               strstr(out, "\"counters\":[{"),
                       "%s", out);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "fw", "show", "nobody", NULL, NULL), 1);
-        ck_assert_msg(strstr(out, "\"status\":2,"), "%s", out);
+        ck_assert_msg(strstr(out, "\"errno\":2,"), "%s", out);
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "fw", "list", "--countres", NULL, NULL), 2);
+        free(out);
+        unlink(path);
+        free(conf);
+}
+END_TEST
+
+/* A memfd's whole content, NUL-terminated (caller frees). */
+static char *slurp_fd(int fd)
+{
+        off_t len = lseek(fd, 0, SEEK_END);
+        char *buf = malloc((size_t)len + 1);
+
+        ck_assert_ptr_nonnull(buf);
+        ck_assert_int_eq(pread(fd, buf, (size_t)len, 0), len);
+        buf[len] = '\0';
+        close(fd);
+        return buf;
+}
+
+/* Run netbrokerctl with argv (NULL-terminated, without argv[0]) in our
+ * environment; its exit status, stdout and stderr (caller frees). */
+static int ctl_run(const char *const *args, char **ret_out, char **ret_err)
+{
+        const char *argv[16] = {NB_TEST_CTL};
+        int out = memfd_create("out", MFD_CLOEXEC), err = memfd_create("err", MFD_CLOEXEC);
+        int status;
+        pid_t pid;
+
+        for (size_t i = 0; args[i]; i++) {
+                ck_assert_uint_lt(i + 2, sizeof(argv) / sizeof(*argv));
+                argv[i + 1] = args[i];
+        }
+        ck_assert_int_ge(out, 0);
+        ck_assert_int_ge(err, 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDONLY);
+                if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+                        _exit(126);
+                execv(argv[0], (char *const *)argv);
+                _exit(127);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status), "netbrokerctl died: %d", status);
+        *ret_out = slurp_fd(out);
+        *ret_err = slurp_fd(err);
+        return WEXITSTATUS(status);
+}
+
+/* The helper that answers is the one listening: its allocator's cursor
+ * moves on from name to name, where a private helper would start again at
+ * 0 (DESIGN: next-fit). Creates and deletes PREFIX0, then creates PREFIX1. */
+static void assert_same_helper_twice(const char *prefix, const char *const *via)
+{
+        char tmpl[32], name[32], *out, *err;
+        const char *args[12];
+        size_t n = 0;
+
+        snprintf(tmpl, sizeof(tmpl), "%s%%d", prefix);
+        while (via[n])
+                args[n] = via[n], n++;
+        for (int round = 0; round < 2; round++) {
+                snprintf(name, sizeof(name), "%s%d", prefix, round);
+                args[n] = "-j", args[n + 1] = "link", args[n + 2] = "create";
+                args[n + 3] = "bridge", args[n + 4] = tmpl, args[n + 5] = NULL;
+                ck_assert_int_eq(ctl_run(args, &out, &err), 0);
+                ck_assert_msg(strstr(out, "\"ok\":true") && strstr(out, name), "%s%s", out, err);
+                free(out);
+                free(err);
+                args[n + 2] = "delete", args[n + 3] = name, args[n + 4] = NULL;
+                ck_assert_int_eq(ctl_run(args, &out, &err), 0);
+                free(out);
+                free(err);
+        }
+}
+
+START_TEST(test_ctl_netbroker_socket_names_the_helper)
+{
+        struct tu_helper h;
+        char *out, *err, *conf = tu_config(TU_ALLOW);
+        const char *none[] = {NULL};
+        const char *verbose_ping[] = {"-v", "ping", NULL};
+        const char *opt_wins[] = {"--socket", NULL, "ping", NULL};
+        const char *json_ping[] = {"-j", "ping", NULL};
+        const char *version[] = {"--version", NULL};
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        setenv("NETBROKER_SOCKET", h.sock, 1);
+        assert_same_helper_twice("nbenv", none);
+        ck_assert_int_eq(ctl_run(verbose_ping, &out, &err), 0);
+        ck_assert_msg(strstr(err, "(from NETBROKER_SOCKET)") && strstr(err, h.sock), "%s", err);
+        free(out);
+        free(err);
+
+        /* A missing socket is an error that says where it looked; no
+         * private helper stands in, though one is at hand. */
+        setenv("NETBROKERD", NB_TEST_HELPER, 1);
+        setenv("NETBROKER_SOCKET", "/nonexistent/netbrokerd.sock", 1);
+        ck_assert_int_eq(ctl_run(verbose_ping + 1, &out, &err), 3);
+        ck_assert_msg(strstr(err, "netbrokerctl: ping: cannot reach netbrokerd at "
+                                  "/nonexistent/netbrokerd.sock (from NETBROKER_SOCKET)") &&
+                              strstr(err, "(ENOENT)\n"),
+                      "%s", err);
+        ck_assert_str_eq(out, "");
+        free(out);
+        free(err);
+        ck_assert_int_eq(ctl_run(json_ping, &out, &err), 3);
+        ck_assert_msg(strstr(out, "{\"ok\":false,\"error\":{\"errno\":2,\"name\":\"ENOENT\","),
+                      "%s", out);
+        free(out);
+        free(err);
+        /* --version asks the helper named, and says so when it cannot. */
+        ck_assert_int_eq(ctl_run(version, &out, &err), 0);
+        ck_assert_msg(strncmp(out, "netbrokerctl " NB_VERSION "\n", strlen(NB_VERSION) + 14) == 0 &&
+                              strstr(out, "\nnetbrokerd: unknown, not reached\n"),
+                      "%s", out);
+        free(out);
+        free(err);
+        setenv("NETBROKER_SOCKET", h.sock, 1);
+        ck_assert_int_eq(ctl_run(version, &out, &err), 0);
+#ifdef NB_VERSION_MAJOR
+        ck_assert_msg(strstr(out, "\nnetbrokerd " NB_VERSION "\n"), "%s", out);
+#else
+        /* A library without nb_conn_helper_version(). */
+        ck_assert_msg(strstr(out, "\nnetbrokerd: unknown, this libnetbroker cannot tell\n"), "%s",
+                      out);
+#endif
+        free(out);
+        free(err);
+        setenv("NETBROKER_SOCKET", "/nonexistent/netbrokerd.sock", 1);
+        /* --socket wins over the environment. */
+        opt_wins[1] = h.sock;
+        ck_assert_int_eq(ctl_run(opt_wins, &out, &err), 0);
+        free(out);
+        free(err);
+        tu_helper_stop(&h);
+        free(conf);
+}
+END_TEST
+
+/* A unix socket file at path that nobody listens on. */
+static void stale_socket(const char *path)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(fd, 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        close(fd);
+}
+
+/* Without --socket or NETBROKER_SOCKET the system socket is used when it
+ * exists: here, in a mount namespace of the test's own, a tmpfs on /run
+ * with NB_SYSTEM_SOCKET a symlink to a listening helper's socket. */
+START_TEST(test_ctl_system_socket_is_the_default_when_it_exists)
+{
+        struct tu_helper h;
+        char *out, *err, *conf = tu_config(TU_ALLOW), dir[sizeof(NB_SYSTEM_SOCKET)];
+        const char *none[] = {NULL};
+        const char *verbose_ping[] = {"-v", "--config", conf, "ping", NULL};
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKER_SOCKET");
+        setenv("NETBROKERD", NB_TEST_HELPER, 1);
+        ck_assert_msg(unshare(CLONE_NEWNS) == 0, "unshare(CLONE_NEWNS): %s", strerror(errno));
+        ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        ck_assert_msg(strncmp(NB_SYSTEM_SOCKET, "/run/", 5) == 0, "%s", NB_SYSTEM_SOCKET);
+        ck_assert_int_eq(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0);
+        snprintf(dir, sizeof(dir), "%s", NB_SYSTEM_SOCKET);
+        *strrchr(dir, '/') = '\0';
+        free(tu_sh("mkdir -p %s", dir));
+
+        /* No system socket: a private helper, and -v says so. */
+        ck_assert_int_eq(ctl_run(verbose_ping, &out, &err), 0);
+        ck_assert_msg(strstr(err, "using a private netbrokerd") && strstr(err, NB_SYSTEM_SOCKET),
+                      "%s", err);
+        free(out);
+        free(err);
+
+        ck_assert_int_eq(symlink(h.sock, NB_SYSTEM_SOCKET), 0);
+        ck_assert_int_eq(ctl_run(verbose_ping, &out, &err), 0);
+        ck_assert_msg(strstr(err, "(the system socket)") &&
+                              strstr(err, "netbrokerctl: --config ") && strstr(err, " ignored: "),
+                      "%s", err);
+        free(out);
+        free(err);
+        assert_same_helper_twice("nbsys", none);
+        tu_helper_stop(&h);
+        /* A stale socket, nobody listening: an error, not a private
+         * helper. */
+        ck_assert_int_eq(unlink(NB_SYSTEM_SOCKET), 0);
+        stale_socket(NB_SYSTEM_SOCKET);
+        ck_assert_int_eq(ctl_run(verbose_ping + 3, &out, &err), 3);
+        ck_assert_msg(strstr(err, "(the system socket)") && strstr(err, "(ECONNREFUSED)"), "%s",
+                      err);
+        free(out);
+        free(err);
+        free(conf);
+}
+END_TEST
+
+/* A private helper's log is its own business unless -v asks: here a
+ * helper at log level debug, which says a lot. */
+START_TEST(test_ctl_private_helper_log_stays_off_the_terminal)
+{
+        char *conf = tu_config(TU_ALLOW "log_level = debug\n"), *out, *err;
+        const char *quiet[] = {"--spawn", NB_TEST_HELPER, "--config", conf, "ping", NULL};
+        const char *verbose[] = {"-v", "--spawn", NB_TEST_HELPER, "--config", conf, "ping", NULL};
+        const char *bad[] = {"--spawn",           NB_TEST_HELPER, "--config",
+                             "/nonexistent.conf", "ping",         NULL};
+
+        tu_private_netns();
+        ck_assert_int_eq(ctl_run(quiet, &out, &err), 0);
+        ck_assert_msg(strstr(out, "pong from netbrokerd"), "%s", out);
+        ck_assert_str_eq(err, "");
+        free(out);
+        free(err);
+        ck_assert_int_eq(ctl_run(verbose, &out, &err), 0);
+        ck_assert_msg(strstr(err, "netbrokerd[debug]"), "%s", err);
+        free(out);
+        free(err);
+        /* A helper that cannot start says why, even without -v. */
+        ck_assert_int_eq(ctl_run(bad, &out, &err), 3);
+        ck_assert_msg(strstr(err, "netbrokerd: /nonexistent.conf: No such file") &&
+                              strstr(err, "netbrokerctl: ping: cannot reach a private netbrokerd"),
+                      "%s", err);
+        free(out);
+        free(err);
+        free(conf);
+}
+END_TEST
+
+/* A batch command: each op's result in the common shape, and the first
+ * failure as the whole command's error. */
+START_TEST(test_ctl_fw_apply_gives_each_owner_the_common_shape)
+{
+        char *conf = tu_config(TU_ALLOW);
+        char path[] = "/tmp/nbctl-fw2-XXXXXX", *out = NULL;
+        const char rules[] = "owner ok0 on ctok0\nrule to accept\n"
+                             "owner bad0 on ctnone0\nrule to accept\n";
+        int fd = mkstemp(path);
+
+        tu_private_netns();
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, rules, strlen(rules)), (int)strlen(rules));
+        close(fd);
+        ck_assert_int_eq(ctl(conf, &out, "link", "create", "tap", "ctok0", NULL), 0);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, "fw", "apply", path, NULL, NULL), 1);
+        ck_assert_msg(strncmp(out, "{\"ok\":false,\"error\":{\"errno\":", 29) == 0 &&
+                              strstr(out, ",\"results\":[{\"ok\":") &&
+                              strstr(out, "{\"ok\":false,\"owner\":\"bad0\",\"error\":{\"errno\":"),
+                      "%s", out);
         free(out);
         unlink(path);
         free(conf);
@@ -207,11 +474,17 @@ Suite *ctl_suite(void)
         Suite *s = suite_create("netbrokerctl");
         TCase *tc = tcase_create("ctl");
 
-        tcase_set_timeout(tc, 60);
+        /* Each test runs 5 to 15 netbrokerctl commands, most starting a
+         * helper: 2 s each in the ASan build on a loaded machine. */
+        tcase_set_timeout(tc, 240);
         tcase_add_test(tc, test_ctl_exit_statuses_are_what_scripts_rely_on);
         tcase_add_test(tc, test_ctl_link_create_and_names_in_json);
         tcase_add_test(tc, test_ctl_link_list_and_bw_show_read_through_the_helper);
         tcase_add_test(tc, test_ctl_fw_counters_and_show_print_the_rules_in_libvirts_terms);
+        tcase_add_test(tc, test_ctl_netbroker_socket_names_the_helper);
+        tcase_add_test(tc, test_ctl_system_socket_is_the_default_when_it_exists);
+        tcase_add_test(tc, test_ctl_private_helper_log_stays_off_the_terminal);
+        tcase_add_test(tc, test_ctl_fw_apply_gives_each_owner_the_common_shape);
         suite_add_tcase(s, tc);
         return s;
 }

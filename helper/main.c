@@ -36,9 +36,11 @@
  *  5. RLIMIT_NOFILE lowered (fd_limit, 64 by default), soft and hard. With
  *     few fds and all of them close-on-exec, posix_spawn needs no loop over
  *     fds: the child gets exactly 0-2 (seeds/001: closing 8k fds per spawn).
- *  6. Capabilities dropped to the keep-list below, in all sets and in the
- *     bounding set (libcap-ng), so neither the helper nor any program it runs
- *     can hold more. CAP_SYS_ADMIN goes here.
+ *  6. Capabilities dropped to the keep-list below, in all sets and, when
+ *     it holds CAP_SETPCAP, in the bounding set (libcap-ng); the unit gives
+ *     none and its CapabilityBoundingSet= is the bound. With stage 7 no
+ *     program it runs holds more than the keep-list either way.
+ *     CAP_SYS_ADMIN goes here.
  *  7. PR_SET_NO_NEW_PRIVS: no program it runs can gain privileges through
  *     set-uid bits or file capabilities.
  *  8. Serve: rtnetlink sockets and one dump of the interfaces for the name
@@ -326,13 +328,17 @@ static int drop_capabilities(void)
         for (size_t i = 0; i < sizeof(keep_caps) / sizeof(*keep_caps); i++)
                 capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
                              (unsigned)keep_caps[i]);
-        /* Without CAP_SETPCAP (not started as root) the bounding set cannot
-         * be changed; the capability sets still can. */
+        /* Without CAP_SETPCAP the bounding set cannot be changed; the
+         * capability sets still can. */
         r = capng_apply(can_bound ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS);
         if (r < 0)
                 return -EPERM;
+        /* As systemd starts it: the unit's CapabilityBoundingSet= is the
+         * bound, and NO_NEW_PRIVS (stage 7) keeps every program it runs at
+         * the permitted set above, whatever the bounding set holds. */
         if (!can_bound)
-                nbd_warn("not started with CAP_SETPCAP: the bounding set is left as it was");
+                nbd_info("not started with CAP_SETPCAP: the bounding set is the one it was "
+                         "given");
         return 0;
 }
 

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -372,6 +374,47 @@ START_TEST(test_listening_socket_from_systemd_is_served)
 }
 END_TEST
 
+/* The unit gives no CAP_SETPCAP, so the helper cannot shrink its bounding
+ * set (CAP_SYS_ADMIN stays in it): a program it runs must still hold its
+ * three capabilities and no more, through NO_NEW_PRIVS. */
+START_TEST(test_without_setpcap_programs_get_only_the_three_capabilities)
+{
+        struct notify n;
+        struct served s;
+        nb_conn *c;
+        const char *argv[] = {"/bin/cat", "/proc/self/status", NULL};
+        const unsigned long long three = 1ull << 12 | 1ull << 13 | 1ull << 27; /* NET_ADMIN,
+                                                                                   NET_RAW, MKNOD */
+        unsigned long long prm = ~0ull, eff = ~0ull, bnd = 0;
+        nb_results *res;
+        nb_exec_result e;
+        char out[4096];
+        const char *p;
+
+        notify_open(&n);
+        /* As systemd would start it: the bounding set without CAP_SETPCAP. */
+        ck_assert_int_eq(prctl(PR_CAPBSET_DROP, CAP_SETPCAP, 0, 0, 0), 0);
+        serve_start(&s, &n, TU_ALLOW, NULL);
+        ck_assert_int_eq(nb_connect(s.sock, &c), 0);
+        res = tu_exec1(c, "/bin/cat", argv, NULL, NULL, 5000);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
+        ck_assert_uint_lt(e.out_len, sizeof(out));
+        memcpy(out, e.out, e.out_len);
+        out[e.out_len] = '\0';
+        p = strstr(out, "CapPrm:");
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(sscanf(p, "CapPrm: %llx CapEff: %llx CapBnd: %llx", &prm, &eff, &bnd), 3);
+        ck_assert_msg(prm == three && eff == three, "CapPrm %llx CapEff %llx", prm, eff);
+        /* The bounding set was left as given: the test means something. */
+        ck_assert_msg(bnd & 1ull << 21, "CapBnd %llx has no CAP_SYS_ADMIN", bnd);
+        nb_results_free(res);
+        nb_close(c);
+        serve_stop(&s, &n);
+        notify_close(&n);
+}
+END_TEST
+
 /* Start-up with a configuration that cannot be used: exit 1 and a
  * sentence naming it, before any socket is served. */
 static void expect_startup_refused(const char *conf, uid_t uid, const char *needle)
@@ -464,6 +507,7 @@ Suite *systemd_suite(void)
         tcase_add_test(notify, test_log_lines_carry_priorities_only_for_the_journal);
         tcase_add_test(sockets, test_connected_socket_from_systemd_is_refused);
         tcase_add_test(sockets, test_listening_socket_from_systemd_is_served);
+        tcase_add_test(sockets, test_without_setpcap_programs_get_only_the_three_capabilities);
         tcase_add_test(config, test_config_that_is_a_directory_stops_startup);
         tcase_add_test(config, test_unreadable_config_stops_startup);
         tcase_add_test(config, test_config_syntax_error_stops_startup);

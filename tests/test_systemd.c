@@ -324,6 +324,7 @@ START_TEST(test_log_lines_carry_priorities_only_for_the_journal)
         unlink(other);
         free(err);
         free(other);
+        free(conf);
 }
 END_TEST
 
@@ -344,6 +345,7 @@ START_TEST(test_connected_socket_from_systemd_is_refused)
         close(sv[1]);
         unlink(err);
         free(err);
+        free(conf);
 }
 END_TEST
 
@@ -371,6 +373,7 @@ START_TEST(test_listening_socket_from_systemd_is_served)
         unlink(path);
         unlink(err);
         free(err);
+        free(conf);
 }
 END_TEST
 
@@ -452,13 +455,16 @@ START_TEST(test_unreadable_config_stops_startup)
          * another uid meets the permission check. */
         ck_assert_int_eq(chmod(conf, 0), 0);
         expect_startup_refused(conf, 65534, "Permission denied");
+        free(conf);
 }
 END_TEST
 
 START_TEST(test_config_syntax_error_stops_startup)
 {
-        expect_startup_refused(tu_config(TU_ALLOW "max_spawns 3\n"), 0,
-                               ":2: expected 'key = value'");
+        char *conf = tu_config(TU_ALLOW "max_spawns 3\n");
+
+        expect_startup_refused(conf, 0, ":2: expected 'key = value'");
+        free(conf);
 }
 END_TEST
 
@@ -489,6 +495,8 @@ START_TEST(test_check_config_says_valid_or_not_and_touches_nothing)
         ck_assert_int_eq(exit_status(start(&r)), 1);
         unlink(err);
         free(err);
+        free(good);
+        free(bad);
 }
 END_TEST
 
@@ -499,7 +507,11 @@ Suite *systemd_suite(void)
         TCase *sockets = tcase_create("sockets");
         TCase *config = tcase_create("config");
 
+        /* Each test starts the helper a few times: seconds under ASan or
+         * valgrind on a loaded machine. */
         tcase_set_timeout(notify, 60);
+        tcase_set_timeout(sockets, 60);
+        tcase_set_timeout(config, 60);
         tcase_add_test(notify, test_notify_says_ready_reloading_and_stopping);
         tcase_add_test(notify, test_spawned_helper_notifies_nobody);
         tcase_add_test(notify, test_reload_takes_new_rules_on_an_open_connection);

@@ -66,7 +66,9 @@ int nbd_log_configure(int level, const char *f, bool syslog_output)
         if (syslog_output && !use_syslog)
                 openlog("netbrokerd", LOG_PID, LOG_DAEMON);
         use_syslog = syslog_output;
-        stderr_journal = -1;
+        /* Looked at here, on the main thread before any lane thread logs,
+         * and never again: stderr does not change after start-up. */
+        (void)nbd_log_stderr_is_journal();
         nbd_log_serial++;
         return 0;
 }
@@ -94,7 +96,8 @@ int nbd_log_refresh(struct nbd_log_category *cat)
 }
 
 /* $JOURNAL_STREAM is "DEVICE:INODE" of the stream journald gave us; it is
- * inherited, so it counts only while stderr is still that stream. */
+ * inherited, so it counts only while stderr is still that stream. Decided
+ * at the first call. */
 bool nbd_log_stderr_is_journal(void)
 {
         const char *js = getenv("JOURNAL_STREAM");

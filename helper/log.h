@@ -41,7 +41,7 @@ int nbd_log_parse_level(const char *s);
 int nbd_log_filters_check(const char *filters);
 
 /* stderr is the stream systemd connected to the journal ($JOURNAL_STREAM
- * names it), looked at once after each nbd_log_configure(). */
+ * names it), looked at once, at the first log line or nbd_log_configure(). */
 bool nbd_log_stderr_is_journal(void);
 /* "<3>" for NBD_LOG_ERR and so on when stderr is the journal, else "":
  * what goes before a line written to stderr so that journald files it at

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -684,26 +685,34 @@ static int load_policy_dir(struct nbd_config *c, struct parse_state *st, struct 
 }
 
 /* Only a regular file is a configuration: a directory opens, and reads as
- * an error only on some file systems; a FIFO or a device would block or
- * read forever. */
+ * an error only on some file systems; a FIFO would hold start-up until a
+ * writer came (hence O_NONBLOCK, which means nothing to a regular file). */
 static int open_config(const char *path, FILE **ret)
 {
         struct stat st;
-        FILE *f = fopen(path, "re");
+        FILE *f;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), r;
 
-        if (!f)
+        if (fd < 0)
                 return -errno;
-        if (fstat(fileno(f), &st) < 0) {
-                int r = -errno;
-                fclose(f);
-                return r;
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                goto fail;
         }
         if (!S_ISREG(st.st_mode)) {
-                fclose(f);
-                return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+                r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+                goto fail;
+        }
+        f = fdopen(fd, "re");
+        if (!f) {
+                r = -errno;
+                goto fail;
         }
         *ret = f;
         return 0;
+fail:
+        close(fd);
+        return r;
 }
 
 int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, struct nbd_err *e)

@@ -447,6 +447,21 @@ START_TEST(test_config_that_is_a_directory_stops_startup)
 }
 END_TEST
 
+START_TEST(test_config_that_is_a_fifo_stops_startup_at_once)
+{
+        char dir[] = "/tmp/nbtest-fifo-XXXXXX", fifo[64];
+
+        /* Opened for reading, a FIFO with no writer would hold start-up
+         * forever. */
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(fifo, sizeof(fifo), "%s/netbrokerd.conf", dir);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        expect_startup_refused(fifo, 0, "not a regular file");
+        unlink(fifo);
+        rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_unreadable_config_stops_startup)
 {
         char *conf = tu_config(TU_ALLOW);
@@ -521,6 +536,7 @@ Suite *systemd_suite(void)
         tcase_add_test(sockets, test_listening_socket_from_systemd_is_served);
         tcase_add_test(sockets, test_without_setpcap_programs_get_only_the_three_capabilities);
         tcase_add_test(config, test_config_that_is_a_directory_stops_startup);
+        tcase_add_test(config, test_config_that_is_a_fifo_stops_startup_at_once);
         tcase_add_test(config, test_unreadable_config_stops_startup);
         tcase_add_test(config, test_config_syntax_error_stops_startup);
         tcase_add_test(config, test_check_config_says_valid_or_not_and_touches_nothing);

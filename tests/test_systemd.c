@@ -265,6 +265,71 @@ START_TEST(test_reload_takes_new_rules_on_an_open_connection)
 }
 END_TEST
 
+static int ping(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r = b ? nb_batch_ping(b) : -ENOMEM;
+
+        if (r == 0)
+                r = nb_submit(c, b, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+/* Admission is decided at accept: a reload that no longer admits a uid
+ * leaves its open connection working and refuses its next one. */
+START_TEST(test_reload_changes_admission_for_new_connections_only)
+{
+        struct notify n;
+        struct served s;
+        int to_child[2], to_parent[2], status;
+        char byte = 0;
+        pid_t child;
+
+        notify_open(&n);
+        serve_start(&s, &n, TU_ALLOW "allow_uid = 0 65534\n", NULL);
+        ck_assert_int_eq(chmod(s.sock, 0666), 0);
+        ck_assert_int_eq(pipe(to_child), 0);
+        ck_assert_int_eq(pipe(to_parent), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                nb_conn *c = NULL, *again = NULL;
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                if (nb_connect(s.sock, &c) != 0 || ping(c) != 0)
+                        _exit(11);
+                if (write(to_parent[1], &byte, 1) != 1 || read(to_child[0], &byte, 1) != 1)
+                        _exit(12);
+                if (ping(c) != 0)
+                        _exit(13); /* the open connection stays */
+                if (nb_connect(s.sock, &again) != -EACCES)
+                        _exit(14); /* a new one is refused */
+                nb_close(c);
+                _exit(0);
+        }
+        ck_assert_int_eq(read(to_parent[0], &byte, 1), 1);
+        rewrite(s.conf, TU_ALLOW "allow_uid = 0\n");
+        kill(s.pid, SIGHUP);
+        notify_expect(&n, "RELOADING=1", NULL);
+        notify_expect(&n, "READY=1", "STATUS=Serving");
+        ck_assert_int_eq(write(to_child[1], &byte, 1), 1);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d",
+                      WEXITSTATUS(status));
+        close(to_child[0]);
+        close(to_child[1]);
+        close(to_parent[0]);
+        close(to_parent[1]);
+        serve_stop(&s, &n);
+        notify_close(&n);
+}
+END_TEST
+
 START_TEST(test_bad_reload_keeps_the_old_configuration)
 {
         static const char *const bad[] = {
@@ -530,6 +595,7 @@ Suite *systemd_suite(void)
         tcase_add_test(notify, test_notify_says_ready_reloading_and_stopping);
         tcase_add_test(notify, test_spawned_helper_notifies_nobody);
         tcase_add_test(notify, test_reload_takes_new_rules_on_an_open_connection);
+        tcase_add_test(notify, test_reload_changes_admission_for_new_connections_only);
         tcase_add_test(notify, test_bad_reload_keeps_the_old_configuration);
         tcase_add_test(notify, test_log_lines_carry_priorities_only_for_the_journal);
         tcase_add_test(sockets, test_connected_socket_from_systemd_is_refused);

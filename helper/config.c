@@ -6,11 +6,13 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -395,6 +397,12 @@ static int set_key(struct nbd_config *c, struct parse_state *st, const char *key
         if (strcmp(key, "log_filters") == 0) {
                 if (strlen(v) >= sizeof(c->log_filters))
                         return nbd_err_set(e, -E2BIG, "log_filters: too long");
+                /* Checked here, not when applied: a reload must be refused
+                 * whole, before anything of it is in force. */
+                if (nbd_log_filters_check(v) < 0)
+                        return nbd_err_set(e, -EINVAL,
+                                           "log_filters: expected 'name:level ...' with levels "
+                                           "error, warning, notice, info or debug");
                 strcpy(c->log_filters, v);
                 return 0;
         }
@@ -676,18 +684,51 @@ static int load_policy_dir(struct nbd_config *c, struct parse_state *st, struct 
         return r;
 }
 
+/* Only a regular file is a configuration: a directory opens, and reads as
+ * an error only on some file systems; a FIFO would hold start-up until a
+ * writer came (hence O_NONBLOCK, which means nothing to a regular file). */
+static int open_config(const char *path, FILE **ret)
+{
+        struct stat st;
+        FILE *f;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), r;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+                goto fail;
+        }
+        f = fdopen(fd, "re");
+        if (!f) {
+                r = -errno;
+                goto fail;
+        }
+        *ret = f;
+        return 0;
+fail:
+        close(fd);
+        return r;
+}
+
 int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, struct nbd_err *e)
 {
         struct parse_state st = {0};
-        int r = 0;
-        FILE *f = fopen(path, "re");
+        FILE *f = NULL;
+        int r = open_config(path, &f);
 
-        if (!f) {
-                if (errno != ENOENT || must_exist) {
-                        r = -errno;
+        if (r == -EINVAL)
+                return nbd_err_set(e, r, "%s: not a regular file", path);
+        if (r < 0) {
+                if (r != -ENOENT || must_exist)
                         return nbd_err_set(e, r, "%s: %s", path, strerror(-r));
-                }
-        } else {
+                r = 0;
+        }
+        if (f) {
                 r = parse_file(c, &st, path, f, false, e);
                 fclose(f);
         }
@@ -704,4 +745,30 @@ int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, str
         if (r == 0)
                 r = nbd_policy_check(&c->policy, c, e);
         return r;
+}
+
+int nbd_config_reload(const struct nbd_config *cur, const char *path, bool must_exist,
+                      struct nbd_config **ret, struct nbd_err *e)
+{
+        struct nbd_config *next = malloc(sizeof(*next));
+        int r;
+
+        if (!next)
+                return nbd_err_oom(e, "reading the configuration");
+        nbd_config_defaults(next);
+        r = nbd_config_load(next, path, must_exist, e);
+        /* The fd limit was set soft and hard at start-up and the helper may
+         * not raise it again; a lower one could be below what is open. */
+        if (r == 0 && next->fd_limit != cur->fd_limit)
+                r = nbd_err_set(e, -EINVAL,
+                                "%s: fd_limit changes only at start-up (%u in force, %u in the "
+                                "file): restart netbrokerd for it",
+                                path, cur->fd_limit, next->fd_limit);
+        if (r < 0) {
+                nbd_config_free(next);
+                free(next);
+                return r;
+        }
+        *ret = next;
+        return 0;
 }

@@ -83,6 +83,13 @@ void nbd_config_defaults(struct nbd_config *c);
  * memory included). */
 int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, struct nbd_err *e);
 
+/* SIGHUP: read path afresh over the defaults, exactly as at start-up, into
+ * a new configuration (*ret, the caller's to nbd_config_free() and free()).
+ * Fails, and changes nothing, on anything nbd_config_load() refuses and on
+ * an fd_limit other than cur's (set once at start-up). */
+int nbd_config_reload(const struct nbd_config *cur, const char *path, bool must_exist,
+                      struct nbd_config **ret, struct nbd_err *e);
+
 /* A decimal number from min to max, digits only: 0, -EINVAL (not a number)
  * or -ERANGE; *ret is untouched on failure. Shared by the helper's keys
  * and the [policy] sections'. */

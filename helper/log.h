@@ -37,6 +37,16 @@ void nbd_log_emit(const struct nbd_log_category *cat, int level, const char *fmt
  * name:level ..." or NULL. Returns 0 or -EINVAL for an unknown level name. */
 int nbd_log_configure(int level, const char *filters, bool syslog_output);
 int nbd_log_parse_level(const char *s);
+/* 0, or -EINVAL when a word of "name:level name:level" is not one. */
+int nbd_log_filters_check(const char *filters);
+
+/* stderr is the stream systemd connected to the journal ($JOURNAL_STREAM
+ * names it), looked at once, at the first log line or nbd_log_configure(). */
+bool nbd_log_stderr_is_journal(void);
+/* "<3>" for NBD_LOG_ERR and so on when stderr is the journal, else "":
+ * what goes before a line written to stderr so that journald files it at
+ * its priority. */
+const char *nbd_log_prefix(int level);
 
 #define NBD_LOG_CATEGORY(n)                                                                        \
         static struct nbd_log_category nbd_log_cat_ __attribute__((unused)) = {#n, 0, 0}

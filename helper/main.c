@@ -9,14 +9,16 @@
  *
  *  1. Sockets in hand. The one connection it was spawned with (--fd, the
  *     client library's socketpair), the listening sockets systemd passed
- *     (LISTEN_FDS, checked as sd_listen_fds() does), or its own listener
- *     (--listen PATH, bound now). Every other fd it inherited is closed: a
- *     daemon that leaks fds into us must not have them held open by a
- *     privileged process.
+ *     (libsystemd's sd_listen_fds(); each must be a listening unix stream
+ *     socket: a connected one, what Accept=yes hands over, is refused), or
+ *     its own listener (--listen PATH, bound now). Every other fd it
+ *     inherited is closed: a daemon that leaks fds into us must not have
+ *     them held open by a privileged process.
  *  2. Signals and working directory reset. Default SIGCHLD (children are
  *     reaped through pidfds, which needs SIGCHLD not ignored), SIGPIPE
  *     ignored (a vanished peer is an EPIPE, not a death), SIGTERM/SIGINT
- *     blocked for a signalfd and everything else unblocked; the working
+ *     (stop) and SIGHUP (reload) blocked for a signalfd and everything
+ *     else unblocked; the working
  *     directory is "/", not whatever the embedding daemon had (paths given
  *     on the command line were made absolute first).
  *  3. Configuration read. A bad line stops start-up, naming the line. Each
@@ -34,9 +36,11 @@
  *  5. RLIMIT_NOFILE lowered (fd_limit, 64 by default), soft and hard. With
  *     few fds and all of them close-on-exec, posix_spawn needs no loop over
  *     fds: the child gets exactly 0-2 (seeds/001: closing 8k fds per spawn).
- *  6. Capabilities dropped to the keep-list below, in all sets and in the
- *     bounding set (libcap-ng), so neither the helper nor any program it runs
- *     can hold more. CAP_SYS_ADMIN goes here.
+ *  6. Capabilities dropped to the keep-list below, in all sets and, when
+ *     it holds CAP_SETPCAP, in the bounding set (libcap-ng); the unit gives
+ *     none and its CapabilityBoundingSet= is the bound. With stage 7 no
+ *     program it runs holds more than the keep-list either way.
+ *     CAP_SYS_ADMIN goes here.
  *  7. PR_SET_NO_NEW_PRIVS: no program it runs can gain privileges through
  *     set-uid bits or file capabilities.
  *  8. Serve: rtnetlink sockets and one dump of the interfaces for the name
@@ -59,11 +63,19 @@
  *     capability wait behind it, while every other client is served.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
+ *
+ * Under systemd (Type=notify) it says READY=1 once it serves, STOPPING=1
+ * when told to stop, and RELOADING=1 ... READY=1 around a SIGHUP, which
+ * reads the configuration and the policy again, whole, and puts them in
+ * force only if every check of stage 3 passes; otherwise the old ones stay
+ * and the error is logged. Spawned by a client (--fd) it is no service:
+ * it tells systemd nothing, whatever NOTIFY_SOCKET it inherited.
  */
 #include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +87,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <limits.h>
@@ -109,9 +123,13 @@ static const int keep_caps[] = {CAP_NET_ADMIN, CAP_NET_RAW, CAP_MKNOD};
 #define DEVDIR_PARENT "/run/netbroker"
 #define DEVDIR DEVDIR_PARENT "/dev"
 
+/* Sockets systemd may pass: the server's listeners, less --listen's. */
+#define NBD_MAX_ACTIVATED 7
+
 struct options {
         char *config_path;
         bool config_required;
+        bool check_config;
         int conn_fd;
         char *listen_path;
 };
@@ -132,18 +150,25 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: netbrokerd [--config PATH] (--fd N | --listen PATH | <socket activation>)\n"
+                "       netbrokerd --check-config [--config PATH]\n"
                 "  --fd N          serve the connected socket N (the client library's socketpair)\n"
                 "  --listen PATH   listen on a unix socket at PATH\n"
                 "  --config PATH   configuration file (default " NBD_CONFIG_DEFAULT_PATH ")\n"
+                "  --check-config  read and check the configuration and its policy files,\n"
+                "                  exit 0 if the helper would start with them, else 1\n"
                 "  --version\n");
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
         static const struct option longopts[] = {
-                {"config", required_argument, NULL, 'c'}, {"fd", required_argument, NULL, 'f'},
-                {"listen", required_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'},
-                {"version", no_argument, NULL, 'V'},      {0},
+                {"config", required_argument, NULL, 'c'},
+                {"fd", required_argument, NULL, 'f'},
+                {"listen", required_argument, NULL, 'l'},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, 'V'},
+                {"check-config", no_argument, NULL, 'C'},
+                {0},
         };
         int ch;
 
@@ -159,7 +184,7 @@ static int parse_args(int argc, char **argv, struct options *o)
                         char *end;
                         long fd = strtol(optarg, &end, 10);
                         if (*end || fd < 3 || fd > 1023) {
-                                fprintf(stderr, "netbrokerd: --fd needs a number from 3 to 1023\n");
+                                nbd_error("--fd needs a number from 3 to 1023");
                                 return -EINVAL;
                         }
                         o->conn_fd = (int)fd;
@@ -168,6 +193,9 @@ static int parse_args(int argc, char **argv, struct options *o)
                 case 'l':
                         free(o->listen_path);
                         o->listen_path = absolute(optarg);
+                        break;
+                case 'C':
+                        o->check_config = true;
                         break;
                 case 'h':
                         usage(stdout);
@@ -189,38 +217,41 @@ static int parse_args(int argc, char **argv, struct options *o)
         return o->config_path ? 0 : -ENOMEM;
 }
 
-/* sd_listen_fds(), as systemd does it: only ours if LISTEN_PID is us, fds
- * from 3, each made close-on-exec, and the variables removed so nothing we
- * run sees them. Returns the count (0 if not socket-activated) or -errno. */
-static int listen_fds(void)
+/* systemd's sockets (stage 1): sd_listen_fds() takes them only if
+ * LISTEN_PID is us, sets close-on-exec and removes the variables so that
+ * nothing we run sees them. Each must be a listening unix stream socket:
+ * Accept=yes in a .socket unit hands over one connection instead, and
+ * polling that as a listener would hang its client (accept() on it never
+ * succeeds). Returns the count (0: not socket-activated) or -1 (said). */
+static int activated_sockets(void)
 {
-        const char *pid_s = getenv("LISTEN_PID"), *n_s = getenv("LISTEN_FDS");
-        char *end;
-        long pid, n;
-        int r = 0;
+        int n = sd_listen_fds(1);
 
-        if (!pid_s || !n_s)
-                goto out;
-        errno = 0;
-        pid = strtol(pid_s, &end, 10);
-        if (errno || *end || pid != getpid())
-                goto out;
-        n = strtol(n_s, &end, 10);
-        if (errno || *end || n < 0 || n > 8) {
-                r = -EINVAL;
-                goto out;
+        if (n < 0) {
+                nbd_error("LISTEN_FDS: %s", strerror(-n));
+                return -1;
         }
-        for (int fd = 3; fd < 3 + n; fd++)
-                if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-                        r = -errno;
-                        goto out;
-                }
-        r = (int)n;
-out:
-        unsetenv("LISTEN_PID");
-        unsetenv("LISTEN_FDS");
-        unsetenv("LISTEN_FDNAMES");
-        return r;
+        if (n > NBD_MAX_ACTIVATED) {
+                nbd_error("systemd passed %d sockets; netbrokerd serves at most %d", n,
+                          NBD_MAX_ACTIVATED);
+                return -1;
+        }
+        for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+                int r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+                if (r > 0)
+                        continue;
+                if (r < 0)
+                        nbd_error("socket %d from systemd: %s", fd, strerror(-r));
+                else if (sd_is_socket_unix(fd, SOCK_STREAM, 0, NULL, 0) > 0)
+                        nbd_error("socket %d from systemd is a connected socket, not a listening "
+                                  "one (SO_ACCEPTCONN is 0): the .socket unit must not have "
+                                  "Accept=yes",
+                                  fd);
+                else
+                        nbd_error("fd %d from systemd is not a unix stream socket", fd);
+                return -1;
+        }
+        return n;
 }
 
 static int listen_on(const char *path)
@@ -297,13 +328,17 @@ static int drop_capabilities(void)
         for (size_t i = 0; i < sizeof(keep_caps) / sizeof(*keep_caps); i++)
                 capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
                              (unsigned)keep_caps[i]);
-        /* Without CAP_SETPCAP (not started as root) the bounding set cannot
-         * be changed; the capability sets still can. */
+        /* Without CAP_SETPCAP the bounding set cannot be changed; the
+         * capability sets still can. */
         r = capng_apply(can_bound ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS);
         if (r < 0)
                 return -EPERM;
+        /* As systemd starts it: the unit's CapabilityBoundingSet= is the
+         * bound, and NO_NEW_PRIVS (stage 7) keeps every program it runs at
+         * the permitted set above, whatever the bounding set holds. */
         if (!can_bound)
-                nbd_warn("not started with CAP_SETPCAP: the bounding set is left as it was");
+                nbd_info("not started with CAP_SETPCAP: the bounding set is the one it was "
+                         "given");
         return 0;
 }
 
@@ -319,12 +354,14 @@ static int reset_signals(sigset_t *handled)
         sigemptyset(handled);
         sigaddset(handled, SIGTERM);
         sigaddset(handled, SIGINT);
+        sigaddset(handled, SIGHUP);
         return sigprocmask(SIG_SETMASK, handled, NULL) < 0 ? -errno : 0;
 }
 
 struct sig_state {
         struct nbd_watch w;
         bool quit;
+        bool reload; /* SIGHUP came: done by the loop's owner, between iterations */
 };
 
 static void on_signal(struct nbd_watch *w, uint32_t events)
@@ -333,10 +370,14 @@ static void on_signal(struct nbd_watch *w, uint32_t events)
         struct signalfd_siginfo si;
 
         (void)events;
-        if (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
-                nbd_notice("signal %u: shutting down", si.ssi_signo);
-                st->quit = true;
+        if (read(w->fd, &si, sizeof(si)) != sizeof(si))
+                return;
+        if (si.ssi_signo == SIGHUP) {
+                st->reload = true;
+                return;
         }
+        nbd_notice("signal %u: shutting down", si.ssi_signo);
+        st->quit = true;
 }
 
 /* Wait for children that were killed on shutdown, so none is left a zombie
@@ -478,8 +519,68 @@ static void lanes_open(struct nbd_loop *loop, const struct caps *c, struct lanes
         }
 }
 
-static int serve(const struct nbd_config *cfg, const struct options *o, int n_activated,
-                 int listen_fd, const sigset_t *handled, const char *devdir)
+/* The environment overrides the file's log level and filters. */
+static int configure_logging(const struct nbd_config *cfg)
+{
+        const char *lvl = getenv("NETBROKERD_LOG_LEVEL");
+        const char *filters = getenv("NETBROKERD_LOG_FILTERS");
+        int level = lvl ? nbd_log_parse_level(lvl) : cfg->log_level;
+
+        if (level < 0 ||
+            nbd_log_configure(level, filters ? filters : cfg->log_filters, cfg->log_syslog) < 0) {
+                nbd_error(
+                        "bad log level or filters (NETBROKERD_LOG_LEVEL, NETBROKERD_LOG_FILTERS)");
+                return -1;
+        }
+        return 0;
+}
+
+static uint64_t monotonic_usec(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* SIGHUP: the configuration and the policy read again, whole, as at
+ * start-up (stage 3), and put in force only if all of it passes; else the
+ * old ones stay. What it changes for connections already open: see
+ * nbd_server_set_config() and netbrokerd(8), RELOADING. */
+static void reload(struct nbd_server *srv, struct nbd_config **cfg, const struct options *o)
+{
+        struct nbd_config *next = NULL;
+        struct nbd_err err = {0};
+        int r;
+
+        /* MONOTONIC_USEC: systemd 253 and later match the reload by it;
+         * 252 (Debian 12) ignores what it does not know. */
+        sd_notifyf(0, "RELOADING=1\nSTATUS=Reloading %s\nMONOTONIC_USEC=%" PRIu64, o->config_path,
+                   monotonic_usec());
+        r = nbd_config_reload(*cfg, o->config_path, o->config_required, &next, &err);
+        /* Every value was checked by the parser: this does not fail. */
+        if (r == 0 && configure_logging(next) < 0)
+                r = nbd_err_set(&err, -EINVAL, "%s: bad log level or filters", o->config_path);
+        if (r < 0) {
+                nbd_error("reload refused, the configuration in force stays: %s", err.msg);
+                sd_notifyf(0, "READY=1\nSTATUS=Serving; the last reload was refused: %s", err.msg);
+                if (next) {
+                        nbd_config_free(next);
+                        free(next);
+                }
+                return;
+        }
+        nbd_server_set_config(srv, next);
+        nbd_config_free(*cfg);
+        free(*cfg);
+        *cfg = next;
+        nbd_notice("reloaded %s: %zu programs allowed, %zu policy sections", o->config_path,
+                   next->n_exec_allow, next->policy.n);
+        sd_notify(0, "READY=1\nSTATUS=Serving");
+}
+
+static int serve(struct nbd_config **cfg, const struct options *o, int n_activated, int listen_fd,
+                 const sigset_t *handled, const char *devdir)
 {
         const struct nbd_backend *be = &nbd_kernel_backend;
         struct nbd_loop *loop = NULL;
@@ -494,7 +595,7 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
                 return r;
         caps_open(be, loop, devdir, &c);
         caps_watch_gone(&c);
-        r = nbd_server_new(cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);
+        r = nbd_server_new(*cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);
         if (r < 0)
                 goto out;
         lanes_open(loop, &c, &lanes);
@@ -509,13 +610,20 @@ static int serve(const struct nbd_config *cfg, const struct options *o, int n_ac
         }
         if ((r = add_sockets(srv, o, n_activated, listen_fd)) < 0)
                 goto out;
-        nbd_info("serving (fd limit %u, %zu programs allowed)", cfg->fd_limit, cfg->n_exec_allow);
+        nbd_info("serving (fd limit %u, %zu programs allowed)", (*cfg)->fd_limit,
+                 (*cfg)->n_exec_allow);
+        sd_notify(0, "READY=1\nSTATUS=Serving");
         while (!sig.quit && !nbd_server_done(srv)) {
                 r = nbd_loop_iterate(loop);
                 if (r < 0)
                         break;
+                if (sig.reload) {
+                        sig.reload = false;
+                        reload(srv, cfg, o);
+                }
         }
         r = sig.quit || nbd_server_done(srv) ? 0 : r;
+        sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
 out:
         /* Jobs whose call is on a lane are freed once it returned: the
          * lanes stop (a call under way ends first), then those frees run,
@@ -547,7 +655,7 @@ static int keep_only_our_fds(const struct options *o, int n_activated)
                 if (o->conn_fd >= first_stray)
                         first_stray = o->conn_fd + 1;
                 if (fcntl(o->conn_fd, F_SETFD, FD_CLOEXEC) < 0) {
-                        fprintf(stderr, "netbrokerd: --fd %d: %s\n", o->conn_fd, strerror(errno));
+                        nbd_error("--fd %d: %s", o->conn_fd, strerror(errno));
                         return -1;
                 }
         }
@@ -555,25 +663,31 @@ static int keep_only_our_fds(const struct options *o, int n_activated)
         return 0;
 }
 
-/* The environment overrides the file's log level and filters. */
-static int configure_logging(const struct nbd_config *cfg)
+/* --check-config: stage 3 alone, touching nothing: no socket, no fd
+ * closed, no mount, no privilege needed beyond reading the files. */
+static int check_config(const struct options *o)
 {
-        const char *lvl = getenv("NETBROKERD_LOG_LEVEL");
-        const char *filters = getenv("NETBROKERD_LOG_FILTERS");
-        int level = lvl ? nbd_log_parse_level(lvl) : cfg->log_level;
+        struct nbd_config cfg; /* nbd_config_defaults() fills it */
+        struct nbd_err err = {0};
+        int r;
 
-        if (level < 0 ||
-            nbd_log_configure(level, filters ? filters : cfg->log_filters, cfg->log_syslog) < 0) {
-                fprintf(stderr, "netbrokerd: bad log level or filters\n");
-                return -1;
-        }
-        return 0;
+        nbd_config_defaults(&cfg);
+        r = nbd_config_load(&cfg, o->config_path, o->config_required, &err);
+        if (r < 0)
+                nbd_error("%s", err.msg);
+        else if (configure_logging(&cfg) < 0)
+                r = -EINVAL;
+        else
+                printf("%s: valid (%zu programs allowed, %zu policy sections)\n", o->config_path,
+                       cfg.n_exec_allow, cfg.policy.n);
+        nbd_config_free(&cfg);
+        return r < 0 ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
         struct options o = {0};
-        struct nbd_config cfg = {0}; /* nbd_config_free() works on it from the start */
+        struct nbd_config *cfg = NULL;
         sigset_t handled;
         struct nbd_err err = {0};
         const char *devdir;
@@ -583,51 +697,61 @@ int main(int argc, char **argv)
                 ret = 2;
                 goto out;
         }
-        /* Stage 1: keep 0-2, our sockets, nothing else. */
-        n_activated = listen_fds();
-        if (n_activated < 0) {
-                fprintf(stderr, "netbrokerd: bad LISTEN_FDS\n");
+        if (o.check_config) {
+                ret = check_config(&o);
                 goto out;
         }
+        /* Stage 1: keep 0-2, our sockets, nothing else. */
+        n_activated = activated_sockets();
+        if (n_activated < 0)
+                goto out;
         if (n_activated == 0 && o.conn_fd < 0 && !o.listen_path) {
-                fprintf(stderr, "netbrokerd: nothing to serve: give --fd, --listen or use socket "
-                                "activation\n");
+                nbd_error("nothing to serve: give --fd, --listen or use socket activation");
                 usage(stderr);
                 ret = 2;
                 goto out;
         }
+        /* Spawned by a client, the helper is part of that client, not a
+         * service: its manager must hear nothing from us. */
+        if (n_activated == 0 && !o.listen_path)
+                unsetenv("NOTIFY_SOCKET");
         if (keep_only_our_fds(&o, n_activated) < 0)
                 goto out;
         if (o.listen_path) {
                 listen_fd = listen_on(o.listen_path);
                 if (listen_fd < 0) {
-                        fprintf(stderr, "netbrokerd: cannot listen on %s: %s\n", o.listen_path,
-                                strerror(-listen_fd));
+                        nbd_error("cannot listen on %s: %s", o.listen_path, strerror(-listen_fd));
                         goto out;
                 }
         }
 
         /* Stage 2. */
         if (reset_signals(&handled) < 0 || chdir("/") < 0) {
-                fprintf(stderr, "netbrokerd: cannot reset signals or chdir: %s\n", strerror(errno));
+                nbd_error("cannot reset signals or chdir: %s", strerror(errno));
                 goto out;
         }
 
-        /* Stage 3. */
-        nbd_config_defaults(&cfg);
-        r = nbd_config_load(&cfg, o.config_path, o.config_required, &err);
-        if (r < 0) {
-                fprintf(stderr, "netbrokerd: %s\n", err.msg);
+        /* Stage 3. A file that cannot be read, is not a regular file or
+         * has a bad line stops start-up here. */
+        cfg = malloc(sizeof(*cfg));
+        if (!cfg) {
+                nbd_error("out of memory");
                 goto out;
         }
-        if (configure_logging(&cfg) < 0)
+        nbd_config_defaults(cfg);
+        r = nbd_config_load(cfg, o.config_path, o.config_required, &err);
+        if (r < 0) {
+                nbd_error("%s", err.msg);
+                goto out;
+        }
+        if (configure_logging(cfg) < 0)
                 goto out;
         /* Stage 4. */
         devdir = private_mounts();
         /* Stage 5. */
-        r = lower_fd_limit(cfg.fd_limit);
+        r = lower_fd_limit(cfg->fd_limit);
         if (r < 0) {
-                nbd_error("cannot set the fd limit to %u: %s", cfg.fd_limit, strerror(-r));
+                nbd_error("cannot set the fd limit to %u: %s", cfg->fd_limit, strerror(-r));
                 goto out;
         }
         /* Stage 6. */
@@ -648,7 +772,10 @@ int main(int argc, char **argv)
         ret = r < 0 ? 1 : 0;
 out:
         /* Also on the early exits, so that valgrind sees nothing lost. */
-        nbd_config_free(&cfg);
+        if (cfg) {
+                nbd_config_free(cfg);
+                free(cfg);
+        }
         free(o.config_path);
         free(o.listen_path);
         return ret;

@@ -208,7 +208,8 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         bool admitted;
         int r;
 
-        /* validate_exec() found it; the configuration does not change. */
+        /* validate_exec() found it, but a reload (SIGHUP) since may have
+         * taken it off the list. */
         if (!file)
                 return nbd_result_set(res, -EPERM, "exec: %s is not on the allow-list", e->path);
         if ((r = nbd_job_spawn_admit(job, res, &admitted)) < 0)

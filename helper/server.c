@@ -935,6 +935,16 @@ const struct nbd_dispatch_ctx *nbd_server_dispatch_ctx(const struct nbd_server *
         return &s->dctx;
 }
 
+/* Every reader of the configuration reads it through s->cfg or the
+ * dispatch context at the moment it decides, and none keeps a pointer
+ * into it across a return to the loop (the lanes' threads read none), so
+ * the old one may be freed as soon as this returns. */
+void nbd_server_set_config(struct nbd_server *s, const struct nbd_config *cfg)
+{
+        s->cfg = cfg;
+        s->dctx.cfg = cfg;
+}
+
 void nbd_server_set_lanes(struct nbd_server *s, struct nbd_lane *fw, struct nbd_lane *links)
 {
         nbd_dispatch_set_lanes(&s->dctx, fw, links);

@@ -32,6 +32,13 @@ int nbd_server_add_listener(struct nbd_server *s, int fd);
  * exits once every adopted connection has closed and no listener exists. */
 int nbd_server_adopt(struct nbd_server *s, int fd);
 
+/* A configuration read again (SIGHUP), in force from the next decision:
+ * admission of the next connection, validation of the next request, and
+ * the checks an op makes when it runs; limits a connection took at accept
+ * (max_frame, max_fds_per_frame) stay. Called from the loop, never from a
+ * job; the caller frees the old configuration afterwards. */
+void nbd_server_set_config(struct nbd_server *s, const struct nbd_config *cfg);
+
 /* True once the server has nothing left to serve. */
 bool nbd_server_done(const struct nbd_server *s);
 

@@ -8,6 +8,7 @@ packages=(
   build-essential cmake pkg-config
   protobuf-c-compiler libprotobuf-c-dev
   libnl-3-dev libnl-route-3-dev libnftnl-dev libmnl-dev libcap-ng-dev
+  libsystemd-dev   # netbrokerd: sd_notify, sd_listen_fds, the journal's priorities
   check libsubunit-dev
   iproute2 nftables iptables
   systemd      # systemd-socket-activate, for the socket-activation test

@@ -4,14 +4,14 @@
 # install the dependencies, then per build configure, build and run its
 # labels. Every build has -DNB_WERROR=ON (off by default, for packagers) and
 # must build with no warning at all (its build log is searched too):
-#   build          RelWithDebInfo, /usr/local, the bench installed: everything
+#   build          RelWithDebInfo, /usr/local: everything
 #                  but the sanitizers and fuzzers (unit and kernel suites,
 #                  allocation failures, stress, valgrind, lint, man pages,
 #                  hardening, an install checked and a program built against it,
 #                  the bench in --quick mode)
 #   build-asan     ASan+UBSan: the Check tests again
-#   build-release  Release (-O3), prefix /opt/nb with an absolute libdir: unit,
-#                  hardening, install
+#   build-release  Release (-O3), prefix /opt/nb with an absolute libdir, the
+#                  bench installed: unit, hardening, install
 #   build-deb      as Debian's debhelper configures a package: dpkg-buildflags
 #                  with hardening=+all (CPPFLAGS into CFLAGS), build type None,
 #                  prefix /usr, the multiarch libdir: hardening, install
@@ -45,11 +45,12 @@ deb_flags() {
 declare -A labels opts
 order=(build build-asan build-release build-deb build-fuzz)
 labels[build]='^(unit|kernel|alloc|stress|valgrind|lint|man|install|hardening|bench-quick)$'
-opts[build]='-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNB_INSTALL_BENCH=ON'
+opts[build]='-DCMAKE_BUILD_TYPE=RelWithDebInfo'
 labels[build-asan]='^sanitizer$'
 opts[build-asan]='-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNB_SANITIZE=ON -DNB_BENCH=OFF'
 labels[build-release]='^(unit|hardening|install)$'
-opts[build-release]='-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/nb -DCMAKE_INSTALL_LIBDIR=/opt/nb/lib64 -DNB_BENCH=OFF'
+# The installed bench reads its data from the prefix: not the bench-quick tree.
+opts[build-release]='-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/nb -DCMAKE_INSTALL_LIBDIR=/opt/nb/lib64 -DNB_INSTALL_BENCH=ON'
 labels[build-deb]='^(hardening|install)$'
 opts[build-deb]='-DNB_BENCH=OFF' # and deb_flags
 labels[build-fuzz]='^fuzz$'

@@ -16,9 +16,10 @@
 #                  with hardening=+all (CPPFLAGS into CFLAGS), build type None,
 #                  prefix /usr, the multiarch libdir: hardening, install
 #   build-fuzz     clang: the libFuzzer harnesses
-# Time: the plain build is made first; while its tests run (mostly waiting on
-# the kernel, one at a time), the other trees are built beside them at the
-# lowest CPU priority, then their tests run in turn.
+# Time: the plain build is made first, the test guest beside it; while its
+# tests run (mostly waiting on the kernel, one at a time), the other trees
+# are built beside them at the lowest CPU priority, then their tests run in
+# turn.
 # Ends with one line: "N passed, N failed", counting Check's individual
 # checks from its TAP logs and every other test from ctest's JUnit report
 # (tests/py/ctest_count.py).
@@ -101,8 +102,16 @@ run_tests() {
 
 ran=()
 failed=()
+# The test guest (a kernel package downloaded, a busybox initramfs) is made
+# beside the plain build; guest-vlan-* then find it ready in build/tests/guest
+# (tests/guest/build.sh keeps it) and still check it is current.
+guest_out=$(mktemp)
+nice -n 19 bash tests/guest/build.sh build/tests/guest >"$guest_out" 2>&1 &
+guest=$!
 echo "== build: configure and build"
 if make_tree build; then
+  wait "$guest" # its test builds it again if this failed, and says why
+  cat "$guest_out"
   # The other trees, one after the other, beside the plain tests and below
   # them in CPU priority.
   # What they print waits for the plain tests' log to end.
@@ -119,6 +128,7 @@ if make_tree build; then
   cat "$builder_out" && rm -f "$builder_out"
 else
   failed+=(--failed "build: configure and build")
+  wait "$guest"
   for dir in "${order[@]:1}"; do make_tree "$dir"; done
 fi
 for dir in "${order[@]:1}"; do
@@ -130,6 +140,7 @@ for dir in "${order[@]:1}"; do
   fi
 done
 
+rm -f "$guest_out"
 echo
 echo "all tests: $((SECONDS / 60)) min $((SECONDS % 60)) s"
 python3 tests/py/ctest_count.py "${failed[@]}" "${ran[@]}"

@@ -57,8 +57,9 @@ opts[build-deb]='-DNB_BENCH=OFF' # and deb_flags
 labels[build-fuzz]='^fuzz$'
 opts[build-fuzz]="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DNB_FUZZ=ON -DNB_TESTS=OFF -DNB_BENCH=OFF -DNB_FUZZ_SECONDS=${NB_FUZZ_SECONDS:-60}"
 
-# make_tree DIR: configure and build DIR (log in DIR.build.log); fails on
-# an error or on any warning in the log.
+# make_tree DIR: configure and build DIR (log in DIR/nb-build.log) with
+# $jobs compilers; fails on an error or on any warning in the log.
+jobs=$(nproc)
 make_tree() {
   local dir=$1 t0=$SECONDS args=() targets=()
   read -ra args <<<"${opts[$dir]}"
@@ -72,7 +73,7 @@ make_tree() {
   rm -f "$dir/.nb-built" && mkdir -p "$dir"
   {
     cmake -S . -B "$dir" -DNB_WERROR=ON "${args[@]}" &&
-      cmake --build "$dir" -j"$(nproc)" "${targets[@]}"
+      cmake --build "$dir" -j"$jobs" "${targets[@]}"
   } >"$log" 2>&1
   local rc=$? warnings
   warnings=$(grep -c -i -E 'warning[: ]' "$log")
@@ -117,7 +118,9 @@ if make_tree build; then
   # What they print waits for the plain tests' log to end.
   builder_out=$(mktemp)
   (
+    # One compiler: one core stays with the tests, which measure latencies.
     renice -n 19 -p "$BASHPID" >/dev/null
+    jobs=1
     for dir in "${order[@]:1}"; do make_tree "$dir"; done
   ) >"$builder_out" 2>&1 &
   builder=$!

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  dpkg-dev     # dpkg-buildflags: scripts/test.sh's build-deb, a Debian package's flags
   protobuf-c-compiler libprotobuf-c-dev
   libnl-3-dev libnl-route-3-dev libnftnl-dev libmnl-dev libcap-ng-dev
   libsystemd-dev   # netbrokerd: sd_notify, sd_listen_fds, the journal's priorities

@@ -114,11 +114,11 @@ void tu_veth(const char *name, const char *peer);
 /* n veth pairs PREFIX%03d / PREFIXp%03d in one `ip -batch`. */
 void tu_veths(const char *prefix, int n);
 
-/* A test binary's main: refuses to run unless root (saying why_root),
- * moves into a private network namespace, so nothing the helper or a
- * program it runs does can touch the host's network, then runs the suites
- * (a NULL-terminated list of constructors), or only the test case argv[1]
- * when given. Returns the exit status. */
+/* A test binary's main: skips (exit 77, saying why) unless root (why_root
+ * says what for) and able to move into a private network namespace, so
+ * nothing the helper or a program it runs does can touch the host's network,
+ * then runs the suites (a NULL-terminated list of constructors), or only the
+ * test case argv[1] when given. Returns the exit status. */
 int tu_main_in_netns(const char *prog, const char *why_root, int argc, char **argv,
                      Suite *(*const suites[])(void));
 

@@ -17,6 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <time.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -31,48 +35,77 @@ extern char **environ;
 #define CLIENT_FRAME_CAP (1024u * 1024 * 1024)
 #define HELPER_FD 3
 
-struct waiter {
+/* One request in flight. A synchronous one lives on its caller's stack
+ * (cb == NULL) and its caller waits for `done`; an asynchronous one is
+ * malloc'd, and once done it waits on `completed` for nb_conn_dispatch()
+ * to run its callback. */
+struct request {
         uint64_t id;
         unsigned gen;
+        int64_t deadline; /* CLOCK_MONOTONIC ns; NO_DEADLINE: none */
+        size_t n_ops;
+        nb_callback cb;
+        void *opaque;
         bool done;
         int err;
         Netbroker__ServerMessage *msg;
         int *fds; /* from Fds frames, in arrival order */
         size_t nfds, cap;
         bool lost_fds; /* an Fds frame could not be kept */
-        struct waiter *next;
+        struct request *next;
 };
 
-/* Keep fds that arrived for w; on failure close them and remember it. */
-static void waiter_add_fds(struct waiter *w, const int *fds, size_t n)
+#define NO_DEADLINE INT64_MAX
+
+/* Keep fds that arrived for rq; on failure close them and remember it. */
+static void request_add_fds(struct request *rq, const int *fds, size_t n)
 {
-        if (w->nfds + n > w->cap) {
-                size_t ncap = (w->cap ? w->cap * 2 : 16) + n;
-                int *p = realloc(w->fds, ncap * sizeof(*p));
+        if (rq->nfds + n > rq->cap) {
+                size_t ncap = (rq->cap ? rq->cap * 2 : 16) + n;
+                int *p = realloc(rq->fds, ncap * sizeof(*p));
                 if (!p) {
                         for (size_t i = 0; i < n; i++)
                                 close(fds[i]);
-                        w->lost_fds = true;
+                        rq->lost_fds = true;
                         return;
                 }
-                w->fds = p;
-                w->cap = ncap;
+                rq->fds = p;
+                rq->cap = ncap;
         }
-        memcpy(w->fds + w->nfds, fds, n * sizeof(int));
-        w->nfds += n;
+        memcpy(rq->fds + rq->nfds, fds, n * sizeof(int));
+        rq->nfds += n;
+}
+
+/* What a request got, dropped: a failed, cancelled or timed-out request
+ * leaves no fd open behind it. */
+static void request_drop_output(struct request *rq)
+{
+        nbp_close_fds(rq->fds, rq->nfds);
+        free(rq->fds);
+        rq->fds = NULL;
+        rq->nfds = rq->cap = 0;
+        if (rq->msg)
+                netbroker__server_message__free_unpacked(rq->msg, NULL);
+        rq->msg = NULL;
 }
 
 struct nb_conn {
-        pthread_mutex_t lock; /* everything below but fd I/O */
-        pthread_cond_t cond;
-        pthread_mutex_t write_lock; /* taken after lock, never the other way */
-        int fd;
+        pthread_mutex_t lock; /* everything below; socket I/O is non-blocking under it */
+        pthread_cond_t cond; /* CLOCK_MONOTONIC: a request is done, or the poller left */
+        int fd; /* the socket, O_NONBLOCK once Hello is done */
         pid_t pid;
         unsigned gen;
         bool broken;
-        bool reading;
+        bool polling; /* a synchronous caller is in poll() on fd */
         uint64_t next_id;
-        struct waiter *waiters;
+        struct request *pending; /* sent or queued, awaiting the reply */
+        struct request *completed, **completed_tail; /* async, callback not yet run */
+        struct nbp_frame_out *out, **out_tail; /* frames the socket did not take yet */
+        int epfd; /* nb_conn_fd(): fd (while connected) and notify_fd */
+        bool fd_in_epoll;
+        uint32_t fd_events;
+        int notify_fd; /* eventfd: callbacks are waiting for nb_conn_dispatch() */
+        int wake_fd; /* eventfd: wakes the synchronous poller (output queued) */
         struct nbp_frame_reader rd;
         /* how to get a new connection */
         char *helper_path, *config_path, *log_level, *socket_path;
@@ -82,6 +115,14 @@ struct nb_conn {
         bool hello_fds_known;
         char error[512];
 };
+
+static int64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static void set_error(nb_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -128,6 +169,9 @@ static int pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
         return 0;
 }
 
+/* Hello is the one blocking exchange: the socket is blocking with
+ * SO_SNDTIMEO/SO_RCVTIMEO at the caller's deadline then, so "would block"
+ * means the time is up. */
 static int send_msg(int fd, const ProtobufCMessage *m)
 {
         struct nbp_frame_out *f;
@@ -135,26 +179,23 @@ static int send_msg(int fd, const ProtobufCMessage *m)
 
         if (r < 0)
                 return r;
-        do
-                r = nbp_frame_write(fd, f);
-        while (r == 0);
+        r = nbp_frame_write(fd, f);
         nbp_frame_out_free(f);
-        return r < 0 ? r : 0;
+        return r < 0 ? r : r == 0 ? -ETIMEDOUT : 0;
 }
 
-/* Read one ServerMessage. On success the caller owns *ret and the fds. */
+/* Read one ServerMessage: 1 with *ret and the fds (the caller's), 0 when
+ * the socket has no whole frame yet, or -errno. */
 static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t *nfds)
 {
         uint8_t *body;
         size_t len;
         bool truncated;
-        int r;
+        int r = nbp_frame_read(c->fd, &c->rd);
 
-        do
-                r = nbp_frame_read(c->fd, &c->rd);
-        while (r == 0);
-        if (r < 0) {
-                nbp_frame_reader_reset(&c->rd);
+        if (r <= 0) {
+                if (r < 0)
+                        nbp_frame_reader_reset(&c->rd);
                 return r;
         }
         nbp_frame_reader_take(&c->rd, &body, &len, fds, nfds, &truncated);
@@ -170,7 +211,7 @@ static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t
                 nbp_close_fds(fds, *nfds);
                 return -EBADF;
         }
-        return 0;
+        return 1;
 }
 
 /* ---- establishing ---- */
@@ -214,6 +255,8 @@ static int hello(nb_conn *c)
          * be waiting to be read. */
         r = send_msg(c->fd, &m.base);
         int rr = recv_msg(c, &reply, fds, &nfds);
+        if (rr == 0)
+                rr = -ETIMEDOUT;
         if (rr < 0) {
                 r = r < 0 ? r : rr;
                 return r == -EPIPE ? -ECONNRESET : r;
@@ -389,8 +432,16 @@ static int connect_socket(nb_conn *c)
         return 0;
 }
 
+static void epoll_forget(nb_conn *c)
+{
+        if (c->fd_in_epoll)
+                epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        c->fd_in_epoll = false;
+}
+
 static void drop_fd(nb_conn *c)
 {
+        epoll_forget(c);
         if (c->fd >= 0) {
                 close(c->fd);
                 c->fd = -1;
@@ -398,27 +449,58 @@ static void drop_fd(nb_conn *c)
         nbp_frame_reader_reset(&c->rd);
 }
 
-/* With lock held, no reader and no writer: make a working connection. */
-static int establish(nb_conn *c)
+/* Hello waits until `deadline` at most (a helper that was stopped accepts
+ * connections on its listening socket but never answers). */
+static int set_hello_timeout(int fd, int64_t deadline)
+{
+        struct timeval tv = {0};
+
+        if (deadline != NO_DEADLINE) {
+                int64_t left = deadline - now_ns();
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                tv.tv_sec = left / 1000000000;
+                tv.tv_usec = (left % 1000000000) / 1000;
+                if (tv.tv_sec == 0 && tv.tv_usec == 0)
+                        tv.tv_usec = 1;
+        }
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                return -errno;
+        return 0;
+}
+
+/* With lock held and no synchronous poller: make a working connection,
+ * its Hello done by `deadline`. */
+static int establish(nb_conn *c, int64_t deadline)
 {
         int r;
 
-        pthread_mutex_lock(&c->write_lock);
         drop_fd(c);
         reap_helper(c, true);
         c->error[0] = '\0';
         r = c->socket_path ? connect_socket(c) : spawn_helper(c);
         if (r == 0) {
-                r = hello(c);
+                r = set_hello_timeout(c->fd, deadline);
+                if (r == 0)
+                        r = hello(c);
+                if (r == 0 && fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
+                        r = -errno;
                 if (r < 0) {
                         char said[sizeof(c->error)];
                         /* Reaping describes how the helper ended; its own
-                         * message, if it sent one, says more. */
+                         * message, if it sent one, says more. A helper of
+                         * ours that did not answer in time is stopped or
+                         * hung: it would not exit on EOF. */
+                        if (r == -ETIMEDOUT && c->pid > 0)
+                                kill(c->pid, SIGKILL);
                         snprintf(said, sizeof(said), "%s", c->error);
                         drop_fd(c);
                         reap_helper(c, true);
                         if (said[0])
                                 snprintf(c->error, sizeof(c->error), "%s", said);
+                        else if (r == -ETIMEDOUT)
+                                set_error(c, "no Hello from the helper before the deadline");
                         else if (!c->error[0])
                                 set_error(c, "no Hello from the helper: %s", strerror(-r));
                 }
@@ -427,30 +509,13 @@ static int establish(nb_conn *c)
                 c->gen++;
                 c->broken = false;
         }
-        pthread_mutex_unlock(&c->write_lock);
         return r;
 }
 
 /* ---- public: connections ---- */
 
-static nb_conn *conn_alloc(void)
+static void conn_free(nb_conn *c)
 {
-        nb_conn *c = calloc(1, sizeof(*c));
-
-        if (!c)
-                return NULL;
-        pthread_mutex_init(&c->lock, NULL);
-        pthread_mutex_init(&c->write_lock, NULL);
-        pthread_cond_init(&c->cond, NULL);
-        c->fd = -1;
-        nbp_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NBP_FRAME_MAX_FDS);
-        return c;
-}
-
-NB_EXPORT void nb_close(nb_conn *c)
-{
-        if (!c)
-                return;
         drop_fd(c);
         /* The helper exits when its only connection closes. */
         reap_helper(c, true);
@@ -459,10 +524,54 @@ NB_EXPORT void nb_close(nb_conn *c)
         free(c->config_path);
         free(c->log_level);
         free(c->socket_path);
+        if (c->epfd >= 0)
+                close(c->epfd);
+        if (c->notify_fd >= 0)
+                close(c->notify_fd);
+        if (c->wake_fd >= 0)
+                close(c->wake_fd);
         pthread_mutex_destroy(&c->lock);
-        pthread_mutex_destroy(&c->write_lock);
         pthread_cond_destroy(&c->cond);
         free(c);
+}
+
+static nb_conn *conn_alloc(void)
+{
+        nb_conn *c = calloc(1, sizeof(*c));
+        pthread_condattr_t ca;
+        struct epoll_event ev = {.events = EPOLLIN};
+
+        if (!c)
+                return NULL;
+        pthread_mutex_init(&c->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        c->fd = -1;
+        c->completed_tail = &c->completed;
+        c->out_tail = &c->out;
+        nbp_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NBP_FRAME_MAX_FDS);
+        c->epfd = epoll_create1(EPOLL_CLOEXEC);
+        c->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        ev.data.fd = c->notify_fd;
+        if (c->epfd < 0 || c->notify_fd < 0 || c->wake_fd < 0 ||
+            epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->notify_fd, &ev) < 0) {
+                conn_free(c);
+                return NULL;
+        }
+        return c;
+}
+
+static void finish_all(nb_conn *c);
+
+NB_EXPORT void nb_close(nb_conn *c)
+{
+        if (!c)
+                return;
+        finish_all(c);
+        conn_free(c);
 }
 
 /* Why the last nb_spawn()/nb_connect() of this thread failed: the
@@ -476,7 +585,7 @@ NB_EXPORT const char *nb_last_error(void)
 
 static int conn_finish(nb_conn *c, nb_conn **ret)
 {
-        int r = establish(c);
+        int r = establish(c, NO_DEADLINE);
 
         last_error[0] = '\0';
         if (r < 0) {
@@ -563,108 +672,292 @@ NB_EXPORT int nb_conn_helper_pid(nb_conn *c)
         return pid;
 }
 
-/* ---- public: submit ---- */
+/* ---- requests: the one engine under the synchronous and the callback API ----
+ *
+ * Every piece of socket I/O is non-blocking and done with `lock` held, by
+ * whoever comes by: nb_conn_dispatch() in the caller's event loop, or a
+ * synchronous caller that waits for its reply. Such a caller polls the
+ * socket itself (without the lock) when no other thread does; the others
+ * sleep on `cond` until their request is done or the poller leaves. A reply
+ * read by any thread is filed under its request: a synchronous one is
+ * woken, an asynchronous one goes on `completed` and notify_fd tells the
+ * event loop, so callbacks run only inside nb_conn_dispatch() and never
+ * with the lock held: a callback may submit, cancel or wait. */
 
-/* With lock held: the connection of generation `gen` is unusable. Wake any
- * thread blocked on it; the fd is closed when the next call re-establishes.
- * The message says why, best first: the helper's own Error (already set by
- * the caller), how the helper ended, or what the socket said. */
-static void mark_broken(nb_conn *c, unsigned gen, int err, bool have_message)
+static void notify(int efd)
+{
+        uint64_t one = 1;
+
+        if (write(efd, &one, sizeof(one)) < 0) {
+                /* EAGAIN: the counter is already non-zero, it wakes anyway. */
+        }
+}
+
+static void drain(int efd)
+{
+        uint64_t n;
+
+        if (read(efd, &n, sizeof(n)) < 0) {
+                /* EAGAIN: nothing to drain. */
+        }
+}
+
+/* Lock held: the socket is in the epoll set with write interest exactly
+ * while output is queued. */
+static void epoll_sync(nb_conn *c)
+{
+        struct epoll_event ev = {.events = EPOLLIN | (c->out ? EPOLLOUT : 0u)};
+
+        if (c->fd < 0 || c->broken) {
+                epoll_forget(c);
+                return;
+        }
+        ev.data.fd = c->fd;
+        if (!c->fd_in_epoll) {
+                if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0)
+                        c->fd_in_epoll = true;
+        } else if (c->fd_events != ev.events) {
+                epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        }
+        c->fd_events = ev.events;
+}
+
+static void unlink_pending(nb_conn *c, struct request *rq)
+{
+        for (struct request **p = &c->pending; *p; p = &(*p)->next)
+                if (*p == rq) {
+                        *p = rq->next;
+                        rq->next = NULL;
+                        return;
+                }
+}
+
+/* Lock held, rq already off `pending`: it is done with err (0: its msg and
+ * fds are the result). */
+static void finish(nb_conn *c, struct request *rq, int err)
+{
+        if (err == 0 && rq->msg && rq->msg->reply->n_results != rq->n_ops)
+                err = -EPROTO;
+        if (err == 0 && rq->lost_fds) {
+                /* Devices were made, but we could not take all their fds. */
+                set_error(c, "fds sent by the helper were lost (out of memory or at this process's "
+                             "fd limit)");
+                err = -EBADF;
+        }
+        if (err == 0 && !rq->msg)
+                err = -EPROTO;
+        rq->err = err;
+        if (err < 0)
+                request_drop_output(rq);
+        rq->done = true;
+        if (rq->cb) {
+                rq->next = NULL;
+                *c->completed_tail = rq;
+                c->completed_tail = &rq->next;
+                notify(c->notify_fd);
+        } else {
+                pthread_cond_broadcast(&c->cond);
+        }
+}
+
+static void drop_output_queue(nb_conn *c)
+{
+        while (c->out) {
+                struct nbp_frame_out *f = c->out;
+                c->out = f->next;
+                nbp_frame_out_free(f);
+        }
+        c->out_tail = &c->out;
+}
+
+/* Lock held: the connection of generation `gen` is unusable. Every request
+ * still on it fails with -ECONNRESET (none is sent again: the helper may
+ * have run it). kill: the helper is ours and stopped answering; it would
+ * not exit on EOF, so it is killed (the next call spawns a new one). The
+ * fd is closed when the next call re-establishes, so no thread polls a
+ * number that was reused. The message says why, best first: the helper's
+ * own Error (already set by the caller), how the helper ended, or what the
+ * socket said. */
+static void conn_reset(nb_conn *c, unsigned gen, int err, bool have_message, bool kill_helper)
 {
         if (c->gen != gen || c->broken)
                 return;
         c->broken = true;
         if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
+        epoll_forget(c);
+        drop_output_queue(c);
+        if (kill_helper && c->pid > 0)
+                kill(c->pid, SIGKILL);
         if (!have_message) {
                 c->error[0] = '\0';
-                reap_helper(c, false);
+                if (!kill_helper)
+                        reap_helper(c, false);
                 if (!c->error[0])
                         set_error(c, "connection to netbrokerd lost: %s", strerror(-err));
         }
+        while (c->pending) {
+                struct request *rq = c->pending;
+                c->pending = rq->next;
+                finish(c, rq, -ECONNRESET);
+        }
+        notify(c->wake_fd);
         pthread_cond_broadcast(&c->cond);
 }
 
-static struct waiter *find_waiter(nb_conn *c, uint64_t id)
+static struct request *find_pending(nb_conn *c, uint64_t id)
 {
-        for (struct waiter *w = c->waiters; w; w = w->next)
-                if (w->id == id && w->gen == c->gen)
-                        return w;
+        for (struct request *rq = c->pending; rq; rq = rq->next)
+                if (rq->id == id)
+                        return rq;
         return NULL;
 }
 
-/* With lock held, as the reader: read one frame and file it. */
-static void read_one(nb_conn *c)
+/* Lock held: file one frame under the request it belongs to. What belongs
+ * to no request (it was cancelled, or timed out) is dropped, fds closed. */
+static void file_frame(nb_conn *c, Netbroker__ServerMessage *m, int *fds, size_t nfds)
 {
-        Netbroker__ServerMessage *m = NULL;
-        int fds[NBP_FRAME_MAX_FDS];
-        size_t nfds = 0;
-        unsigned gen = c->gen;
-        struct waiter *w;
-        int r;
+        struct request *rq;
 
-        c->reading = true;
-        pthread_mutex_unlock(&c->lock);
-        r = recv_msg(c, &m, fds, &nfds);
-        pthread_mutex_lock(&c->lock);
-        c->reading = false;
-        if (r < 0) {
-                mark_broken(c, gen, r, false);
-                return;
-        }
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_FDS &&
-            (w = find_waiter(c, m->fds->request_id))) {
+            (rq = find_pending(c, m->fds->request_id))) {
                 if (m->fds->count != nfds)
-                        w->lost_fds = true;
-                waiter_add_fds(w, fds, nfds);
+                        rq->lost_fds = true;
+                request_add_fds(rq, fds, nfds);
                 netbroker__server_message__free_unpacked(m, NULL);
                 return;
         }
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY &&
-            (w = find_waiter(c, m->reply->id))) {
-                w->msg = m;
+            (rq = find_pending(c, m->reply->id))) {
+                unlink_pending(c, rq);
+                rq->msg = m;
                 nbp_close_fds(fds, nfds); /* a Reply carries none */
-                w->done = true;
-                /* Its owner sleeps on the condition; wake it before this
-                 * thread perhaps goes on reading for its own reply. */
-                pthread_cond_broadcast(&c->cond);
+                finish(c, rq, 0);
                 return;
         }
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR) {
                 set_error(c, "%s", m->error->message);
-                w = find_waiter(c, m->error->request_id);
-                if (w && m->error->request_id) {
-                        w->err = m->error->status > 0 ? -m->error->status : -EPROTO;
-                        w->done = true;
+                rq = m->error->request_id ? find_pending(c, m->error->request_id) : NULL;
+                if (rq) {
+                        unlink_pending(c, rq);
+                        finish(c, rq, m->error->status > 0 ? -m->error->status : -EPROTO);
                 }
                 /* The helper closes the connection after an Error. */
-                mark_broken(c, gen, -EPROTO, true);
+                conn_reset(c, c->gen, -EPROTO, true, false);
         }
-        /* A reply nobody waits for (its caller gave up) is dropped. */
         nbp_close_fds(fds, nfds);
         netbroker__server_message__free_unpacked(m, NULL);
 }
 
-static void unlink_waiter(nb_conn *c, struct waiter *w)
+/* Lock held: write what the socket takes of the queued frames. */
+static int flush_output(nb_conn *c)
 {
-        for (struct waiter **p = &c->waiters; *p; p = &(*p)->next)
-                if (*p == w) {
-                        *p = w->next;
-                        return;
-                }
+        while (c->out) {
+                struct nbp_frame_out *f = c->out;
+                int r = nbp_frame_write(c->fd, f);
+                if (r <= 0)
+                        return r == -EPIPE ? -ECONNRESET : r;
+                c->out = f->next;
+                if (!c->out)
+                        c->out_tail = &c->out;
+                nbp_frame_out_free(f);
+        }
+        return 0;
+}
+
+/* Lock held: do what the socket allows now, without blocking. */
+static void io_step(nb_conn *c)
+{
+        unsigned gen = c->gen;
+        int r;
+
+        if (c->fd < 0 || c->broken)
+                return;
+        r = flush_output(c);
+        while (r >= 0 && c->gen == gen && !c->broken) {
+                Netbroker__ServerMessage *m = NULL;
+                int fds[NBP_FRAME_MAX_FDS];
+                size_t nfds = 0;
+
+                r = recv_msg(c, &m, fds, &nfds);
+                if (r <= 0)
+                        break;
+                file_frame(c, m, fds, nfds);
+        }
+        if (r < 0)
+                conn_reset(c, gen, r, false, false);
+        epoll_sync(c);
+}
+
+/* Lock held: a request past its deadline fails with -ETIMEDOUT, and the
+ * connection is reset: a helper that does not answer in time is taken as
+ * stuck, and a stream cannot skip the reply it may still send. */
+static void expire(nb_conn *c, int64_t now)
+{
+        for (struct request *rq = c->pending; rq; rq = rq->next) {
+                if (rq->deadline > now)
+                        continue;
+                unsigned gen = c->gen;
+                unlink_pending(c, rq);
+                set_error(c,
+                          "request %llu got no reply before its deadline; the connection to "
+                          "netbrokerd was reset",
+                          (unsigned long long)rq->id);
+                finish(c, rq, -ETIMEDOUT);
+                conn_reset(c, gen, -ETIMEDOUT, true, true);
+                return;
+        }
+}
+
+static int64_t deadline_of(int timeout_ms)
+{
+        return timeout_ms < 0 ? NO_DEADLINE : now_ns() + (int64_t)timeout_ms * 1000000;
+}
+
+static int ms_until(int64_t deadline, int64_t now)
+{
+        int64_t ms;
+
+        if (deadline == NO_DEADLINE)
+                return -1;
+        if (deadline <= now)
+                return 0;
+        ms = (deadline - now + 999999) / 1000000;
+        return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+/* Lock held: sleep on cond until woken or `deadline`. */
+static void wait_cond(nb_conn *c, int64_t deadline)
+{
+        struct timespec ts;
+
+        if (deadline == NO_DEADLINE) {
+                pthread_cond_wait(&c->cond, &c->lock);
+                return;
+        }
+        ts.tv_sec = deadline / 1000000000;
+        ts.tv_nsec = deadline % 1000000000;
+        pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 }
 
 /* Lock held: make sure there is a working connection to send on. */
-static int ensure_connected(nb_conn *c)
+static int ensure_connected(nb_conn *c, int64_t deadline)
 {
         if (c->fd >= 0 && !c->broken)
                 return 0;
-        /* Let the current reader notice the breakage and leave first. */
-        while (c->reading)
-                pthread_cond_wait(&c->cond, &c->lock);
+        /* Let the poller notice the breakage and leave first: it holds the
+         * old fd's number. */
+        while (c->polling) {
+                if (now_ns() >= deadline) {
+                        set_error(c, "the connection to netbrokerd is being reset; "
+                                     "the deadline passed first");
+                        return -ETIMEDOUT;
+                }
+                wait_cond(c, deadline);
+        }
         if (c->fd >= 0 && !c->broken)
                 return 0;
-        return establish(c);
+        return establish(c, deadline);
 }
 
 /* Lock held: refuse what the helper would refuse, without sending it. The
@@ -713,119 +1006,291 @@ static int pack_request(const nb_batch *b, uint64_t id, uint32_t max_frame,
         return 0;
 }
 
-/* -ECONNRESET without sending when the connection of `gen` was replaced
- * meanwhile: fd may be the new connection's number by now, and a request
- * sent there would run although its caller is told it failed. (establish()
- * changes gen only with write_lock held.) */
-static int write_request(nb_conn *c, int fd, unsigned gen, struct nbp_frame_out *f)
+/* Lock held, connected: queue f (taken) for rq and write what the socket
+ * takes now. A helper found dead before any byte of f went out ran
+ * nothing: the connection is replaced, once, and f goes to the new one
+ * (rather than fail a call that the next one would make work). */
+static int send_request(nb_conn *c, struct request *rq, struct nbp_frame_out *f)
 {
-        int r = -ECONNRESET;
+        bool retried = false;
+        int r;
 
-        pthread_mutex_lock(&c->write_lock);
-        if (c->gen == gen)
-                do
-                        r = nbp_frame_write(fd, f);
-                while (r == 0);
-        pthread_mutex_unlock(&c->write_lock);
-        return r < 0 ? r : 0;
+again:
+        rq->gen = c->gen;
+        rq->next = c->pending;
+        c->pending = rq;
+        if (c->out) {
+                /* Behind frames the socket has not taken yet. */
+                f->next = NULL;
+                *c->out_tail = f;
+                c->out_tail = &f->next;
+                epoll_sync(c);
+                if (c->polling)
+                        notify(c->wake_fd);
+                return 0;
+        }
+        r = nbp_frame_write(c->fd, f);
+        if (r == 1) {
+                nbp_frame_out_free(f);
+                return 0;
+        }
+        if (r == 0) {
+                f->next = NULL;
+                c->out = f;
+                c->out_tail = &f->next;
+                epoll_sync(c);
+                if (c->polling)
+                        notify(c->wake_fd);
+                return 0;
+        }
+        unlink_pending(c, rq);
+        conn_reset(c, rq->gen, r, false, false);
+        if ((r == -EPIPE || r == -ECONNRESET) && f->off == 0 && !retried) {
+                retried = true;
+                r = ensure_connected(c, rq->deadline);
+                if (r == 0)
+                        goto again;
+        }
+        nbp_frame_out_free(f);
+        return r == -EPIPE ? -ECONNRESET : r;
+}
+
+/* Connect if needed, check, pack and queue b as rq, whose id goes to
+ * *ret_id (once queued, rq may be done and freed by another thread before
+ * this returns). 0 or -errno; on failure nothing is left queued. */
+static int submit_request(nb_conn *c, const nb_batch *b, struct request *rq, uint64_t *ret_id)
+{
+        struct nbp_frame_out *f = NULL;
+        uint32_t max_frame;
+        size_t len = 0;
+        int r;
+
+        pthread_mutex_lock(&c->lock);
+        r = ensure_connected(c, rq->deadline);
+        if (r == 0)
+                r = check_limits(c, b);
+        rq->id = *ret_id = ++c->next_id;
+        max_frame = c->max_frame;
+        pthread_mutex_unlock(&c->lock);
+        if (r < 0)
+                return r;
+
+        /* Packing a large batch takes a while: not under the lock. */
+        r = pack_request(b, rq->id, max_frame, &f, &len);
+        pthread_mutex_lock(&c->lock);
+        if (r == -EMSGSIZE)
+                set_error(c, "batch encodes to %zu bytes; the helper takes at most %u", len,
+                          max_frame);
+        if (r == 0)
+                r = ensure_connected(c, rq->deadline);
+        if (r == 0)
+                r = send_request(c, rq, f);
+        else
+                nbp_frame_out_free(f);
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+/* Lock held: wait for rq (synchronous) to be done, doing the connection's
+ * I/O meanwhile when no other thread does. */
+static void wait_request(nb_conn *c, struct request *rq)
+{
+        while (!rq->done) {
+                int64_t now = now_ns();
+
+                expire(c, now);
+                if (rq->done)
+                        break;
+                if (c->polling) {
+                        wait_cond(c, rq->deadline);
+                        continue;
+                }
+                struct pollfd p[2] = {
+                        {.fd = c->fd, .events = POLLIN | (c->out ? POLLOUT : 0)},
+                        {.fd = c->wake_fd, .events = POLLIN},
+                };
+                unsigned gen = c->gen;
+                c->polling = true;
+                pthread_mutex_unlock(&c->lock);
+                poll(p, 2, ms_until(rq->deadline, now));
+                pthread_mutex_lock(&c->lock);
+                c->polling = false;
+                if (p[1].revents)
+                        drain(c->wake_fd);
+                if (c->gen == gen)
+                        io_step(c);
+                /* Another waiter may take the poll over now. */
+                pthread_cond_broadcast(&c->cond);
+        }
+}
+
+static int take_results(struct request *rq, nb_results **ret)
+{
+        int r;
+
+        if (rq->err < 0)
+                return rq->err;
+        r = nb_results_new(rq->msg, rq->fds, rq->nfds, ret);
+        if (r < 0) {
+                request_drop_output(rq);
+                return r;
+        }
+        rq->msg = NULL;
+        rq->fds = NULL;
+        rq->nfds = 0;
+        return 0;
+}
+
+NB_EXPORT int nb_submit_timeout(nb_conn *c, const nb_batch *b, int timeout_ms, nb_results **ret)
+{
+        struct request rq = {0};
+        uint64_t id;
+        int r;
+
+        if (!c || !b || !ret)
+                return -EINVAL;
+        rq.deadline = deadline_of(timeout_ms);
+        rq.n_ops = b->req.n_ops;
+        r = submit_request(c, b, &rq, &id);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&c->lock);
+        wait_request(c, &rq);
+        pthread_mutex_unlock(&c->lock);
+        return take_results(&rq, ret);
 }
 
 NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
 {
-        struct waiter w = {0};
-        struct nbp_frame_out *f = NULL;
-        bool retried = false;
-        uint32_t max_frame;
-        size_t len = 0;
-        int r, fd;
+        return nb_submit_timeout(c, b, -1, ret);
+}
 
-        if (!c || !b || !ret)
+/* ---- the callback API ---- */
+
+NB_EXPORT int nb_submit_async(nb_conn *c, const nb_batch *b, int timeout_ms, nb_callback cb,
+                              void *opaque, uint64_t *ret_id)
+{
+        struct request *rq;
+        uint64_t id;
+        int r;
+
+        if (!c || !b || !cb)
                 return -EINVAL;
-again:
-        pthread_mutex_lock(&c->lock);
-        r = ensure_connected(c);
-        if (r == 0)
-                r = check_limits(c, b);
+        rq = calloc(1, sizeof(*rq));
+        if (!rq)
+                return -ENOMEM;
+        rq->deadline = deadline_of(timeout_ms);
+        rq->n_ops = b->req.n_ops;
+        rq->cb = cb;
+        rq->opaque = opaque;
+        r = submit_request(c, b, rq, &id);
         if (r < 0) {
-                pthread_mutex_unlock(&c->lock);
+                free(rq);
                 return r;
         }
-        w.id = ++c->next_id;
-        w.gen = c->gen;
-        w.next = c->waiters;
-        c->waiters = &w;
-        fd = c->fd;
-        max_frame = c->max_frame;
-        pthread_mutex_unlock(&c->lock);
+        if (ret_id)
+                *ret_id = id;
+        return 0;
+}
 
-        r = pack_request(b, w.id, max_frame, &f, &len);
-        if (r < 0) {
-                /* Nothing was sent: the connection goes on. */
-                pthread_mutex_lock(&c->lock);
-                unlink_waiter(c, &w);
-                if (r == -EMSGSIZE)
-                        set_error(c, "batch encodes to %zu bytes; the helper takes at most %u", len,
-                                  max_frame);
-                pthread_mutex_unlock(&c->lock);
-                return r;
-        }
-        r = write_request(c, fd, w.gen, f);
-        nbp_frame_out_free(f);
+NB_EXPORT int nb_conn_fd(nb_conn *c)
+{
+        return c ? c->epfd : -EINVAL;
+}
 
+NB_EXPORT int nb_conn_next_timeout(nb_conn *c)
+{
+        int64_t first = NO_DEADLINE;
+
+        if (!c)
+                return -1;
         pthread_mutex_lock(&c->lock);
-        if (r < 0) {
-                mark_broken(c, w.gen, r, false);
-                /* No whole frame reached the helper, so it ran nothing: the
-                 * helper died (or closed) while the connection was idle.
-                 * Replace it now, once, rather than fail a call that the
-                 * next one would make work. */
-                if ((r == -EPIPE || r == -ECONNRESET) && !retried) {
-                        unlink_waiter(c, &w);
-                        pthread_cond_broadcast(&c->cond);
-                        pthread_mutex_unlock(&c->lock);
-                        w = (struct waiter){0};
-                        retried = true;
-                        goto again;
-                }
-                w.err = r == -EPIPE ? -ECONNRESET : r;
-                w.done = true;
-        }
-        while (!w.done) {
-                if (c->gen != w.gen || c->broken) {
-                        w.err = -ECONNRESET;
-                        break;
-                }
-                if (!c->reading)
-                        read_one(c);
-                else
-                        pthread_cond_wait(&c->cond, &c->lock);
-        }
-        unlink_waiter(c, &w);
-        pthread_cond_broadcast(&c->cond);
+        for (struct request *rq = c->pending; rq; rq = rq->next)
+                if (rq->deadline < first)
+                        first = rq->deadline;
         pthread_mutex_unlock(&c->lock);
+        return ms_until(first, now_ns());
+}
 
-        if (w.err == 0 && w.msg && w.msg->reply->n_results != b->req.n_ops)
-                w.err = -EPROTO;
-        if (w.err == 0 && w.lost_fds) {
-                /* Devices were made, but we could not take all their fds. */
-                pthread_mutex_lock(&c->lock);
-                set_error(c, "fds sent by the helper were lost (out of memory or at this process's "
-                             "fd limit)");
-                pthread_mutex_unlock(&c->lock);
-                w.err = -EBADF;
+/* Run the callbacks of a list of done requests (no lock held). */
+static int run_callbacks(nb_conn *c, struct request *list)
+{
+        int n = 0;
+
+        while (list) {
+                struct request *rq = list;
+                nb_results *res = NULL;
+                int status;
+
+                list = rq->next;
+                status = take_results(rq, &res);
+                rq->cb(c, rq->id, status, res, rq->opaque);
+                request_drop_output(rq);
+                free(rq);
+                n++;
         }
-        if (w.err < 0 || !w.msg) {
-                nbp_close_fds(w.fds, w.nfds);
-                free(w.fds);
-                if (w.msg)
-                        netbroker__server_message__free_unpacked(w.msg, NULL);
-                return w.err < 0 ? w.err : -EPROTO;
+        return n;
+}
+
+NB_EXPORT int nb_conn_dispatch(nb_conn *c)
+{
+        struct request *list;
+
+        if (!c)
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        drain(c->notify_fd);
+        io_step(c);
+        expire(c, now_ns());
+        list = c->completed;
+        c->completed = NULL;
+        c->completed_tail = &c->completed;
+        pthread_mutex_unlock(&c->lock);
+        return run_callbacks(c, list);
+}
+
+NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
+{
+        struct request *rq;
+        int r = -ENOENT;
+
+        if (!c)
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        rq = find_pending(c, id);
+        if (rq && rq->cb) {
+                /* Its reply, if it comes, belongs to nobody and is dropped. */
+                unlink_pending(c, rq);
+                finish(c, rq, -ECANCELED);
+                r = 0;
         }
-        r = nb_results_new(w.msg, w.fds, w.nfds, ret);
-        if (r < 0) {
-                nbp_close_fds(w.fds, w.nfds);
-                free(w.fds);
-                netbroker__server_message__free_unpacked(w.msg, NULL);
-        }
+        for (rq = c->completed; r < 0 && rq; rq = rq->next)
+                if (rq->id == id) {
+                        /* Done, but not yet called back: the callback
+                         * sees the cancel, and the fds are closed. */
+                        request_drop_output(rq);
+                        rq->err = -ECANCELED;
+                        r = 0;
+                }
+        pthread_mutex_unlock(&c->lock);
         return r;
+}
+
+/* nb_close(): every request not yet called back is, pending ones with
+ * -ECANCELED, so callers can free what their opaque pointers hold. */
+static void finish_all(nb_conn *c)
+{
+        struct request *list;
+
+        pthread_mutex_lock(&c->lock);
+        while (c->pending) {
+                struct request *rq = c->pending;
+                c->pending = rq->next;
+                finish(c, rq, -ECANCELED);
+        }
+        list = c->completed;
+        c->completed = NULL;
+        c->completed_tail = &c->completed;
+        pthread_mutex_unlock(&c->lock);
+        run_callbacks(c, list);
 }

@@ -432,6 +432,8 @@ static int connect_socket(nb_conn *c)
         return 0;
 }
 
+static void epoll_sync(nb_conn *c);
+
 static void epoll_forget(nb_conn *c)
 {
         if (c->fd_in_epoll)
@@ -508,6 +510,7 @@ static int establish(nb_conn *c, int64_t deadline)
         if (r == 0) {
                 c->gen++;
                 c->broken = false;
+                epoll_sync(c);
         }
         return r;
 }
@@ -1265,7 +1268,7 @@ NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
                 r = 0;
         }
         for (rq = c->completed; r < 0 && rq; rq = rq->next)
-                if (rq->id == id) {
+                if (rq->id == id && rq->err == 0) {
                         /* Done, but not yet called back: the callback
                          * sees the cancel, and the fds are closed. */
                         request_drop_output(rq);

@@ -495,11 +495,11 @@ int nb_conn_dispatch(nb_conn *conn);
 
 /* Cancel the asynchronous request `id`: its callback runs once, with
  * -ECANCELED, from the next nb_conn_dispatch() (nb_conn_fd() turns
- * readable); its reply, when it comes, is dropped and its fds closed. The
- * helper is not told: what the batch does, it does. Returns 0, or -ENOENT
- * when no request `id` waits for its callback (unknown, or already called
- * back). A reply that came but was not yet handed to the callback is
- * dropped too. */
+ * readable); its reply, when it comes, is dropped and its fds closed. A
+ * reply that came but was not yet handed to the callback is dropped the
+ * same way. The helper is not told: what the batch does, it does. Returns
+ * 0, or -ENOENT when `id` is unknown, already cancelled, already called
+ * back, or already failed (its callback runs with that status). */
 int nb_cancel(nb_conn *conn, uint64_t id);
 
 /* ---- results ---- */

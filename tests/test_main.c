@@ -13,7 +13,7 @@ int main(int argc, char **argv)
                 bw_filter_suite,    limits_suite,   hostile_suite,
                 hostile_user_suite, policy_suite,   show_suite,
                 fw_counters_suite,  fw_scale_suite, names_suite,
-                lanes_suite,        NULL,
+                lanes_suite,        evloop_suite,   NULL,
         };
 
         return tu_main_in_netns("test-helper", "peer-uid checks, capabilities, /proc", argc, argv,

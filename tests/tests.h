@@ -20,3 +20,4 @@ Suite *fw_counters_suite(void);
 Suite *fw_scale_suite(void);
 Suite *names_suite(void);
 Suite *lanes_suite(void);
+Suite *evloop_suite(void);

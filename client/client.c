@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Connections: spawning or connecting, Hello, and thread-safe submits.
+/* Connections: spawning or connecting, Hello, and the requests on them,
+ * waited for (nb_submit, nb_submit_timeout) or called back from the
+ * caller's event loop (nb_submit_async, nb_conn_dispatch).
  *
- * Many threads may submit on one connection. Writes are serialised by
- * write_lock. Reading uses a leader/follower scheme instead of a library
- * thread: whichever waiting thread finds nobody reading becomes the reader,
- * reads one frame, files it under the waiter it belongs to and wakes
- * everyone; the others sleep on the condition variable. A broken connection
- * (the helper died) fails every call in flight at once; the next submit
- * builds a new connection (a new generation). */
+ * There is no library thread. After Hello the socket is non-blocking and
+ * all its I/O is done under the connection's lock by whoever comes by (see
+ * "requests" below). A broken connection fails every request in flight at
+ * once; the next submit builds a new connection (a new generation). A
+ * request past its deadline breaks the connection too: the helper is
+ * taken as stuck. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

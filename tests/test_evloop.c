@@ -505,6 +505,38 @@ START_TEST(test_fds_of_a_request_cancelled_after_its_reply_are_closed)
 }
 END_TEST
 
+/* A request larger than the socket takes at once stays queued in the
+ * library; the loop watches nb_conn_fd() for readability only, and that is
+ * enough: the fd turns readable when the socket can take more, and
+ * dispatch writes the rest. */
+START_TEST(test_large_request_is_sent_by_the_loop_watching_readability_only)
+{
+        enum { LEN = 8 << 20 };
+        struct seen big = {0}, small = {0};
+        char *data = malloc(LEN);
+        const char *argv[] = {"/bin/true", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        ck_assert_ptr_nonnull(data);
+        memset(data, 'x', LEN);
+        ck_assert_int_eq(nb_batch_exec(b, "/bin/true", argv, NULL, data, LEN, 0), 0);
+        free(data);
+        submit_async(c, b, 30000, &big);
+        submit_async(c, ping_batch(), 30000, &small); /* queued behind it */
+        loop_until(c, &callbacks_run, 2, 30000);
+        ck_assert_int_eq(big.status, 0);
+        ck_assert_int_eq(small.status, 0);
+        ck_assert_int_eq(nb_result_status(big.res, 0), 0);
+        nb_results_free(big.res);
+        nb_results_free(small.res);
+        nb_close(c);
+}
+END_TEST
+
 /* Callbacks that submit again, and one that waits synchronously: no
  * deadlock, every request answered. */
 struct chain {
@@ -677,6 +709,7 @@ Suite *evloop_suite(void)
         tcase_add_test(tc, test_cancel_of_a_reply_read_by_another_caller);
         tcase_add_test(tc, test_fds_of_a_cancelled_request_are_closed);
         tcase_add_test(tc, test_fds_of_a_request_cancelled_after_its_reply_are_closed);
+        tcase_add_test(tc, test_large_request_is_sent_by_the_loop_watching_readability_only);
         tcase_add_test(tc, test_callback_that_submits_again_and_waits_does_not_deadlock);
         tcase_add_test(tc, test_sync_callers_beside_the_event_loop);
         tcase_add_test(tc, test_close_calls_back_what_is_in_flight);

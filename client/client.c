@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Connections: spawning or connecting, Hello, and thread-safe submits.
- *
- * Many threads may submit on one connection. Writes are serialised by
- * write_lock. Reading uses a leader/follower scheme instead of a library
- * thread: whichever waiting thread finds nobody reading becomes the reader,
- * reads one frame, files it under the waiter it belongs to and wakes
- * everyone; the others sleep on the condition variable. A broken connection
- * (the helper died) fails every call in flight at once; the next submit
- * builds a new connection (a new generation). */
+/* Connections: spawning the helper or connecting to it, Hello, and the
+ * public calls about a connection. The requests on it are requests.c's.
+ * Hello is the one blocking exchange, bounded by the caller's deadline;
+ * after it the socket is non-blocking. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,12 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <time.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "conn.h"
 
 extern char **environ;
 
@@ -31,61 +30,15 @@ extern char **environ;
 #define CLIENT_FRAME_CAP (1024u * 1024 * 1024)
 #define HELPER_FD 3
 
-struct waiter {
-        uint64_t id;
-        unsigned gen;
-        bool done;
-        int err;
-        Netbroker__ServerMessage *msg;
-        int *fds; /* from Fds frames, in arrival order */
-        size_t nfds, cap;
-        bool lost_fds; /* an Fds frame could not be kept */
-        struct waiter *next;
-};
-
-/* Keep fds that arrived for w; on failure close them and remember it. */
-static void waiter_add_fds(struct waiter *w, const int *fds, size_t n)
+int64_t conn_now_ns(void)
 {
-        if (w->nfds + n > w->cap) {
-                size_t ncap = (w->cap ? w->cap * 2 : 16) + n;
-                int *p = realloc(w->fds, ncap * sizeof(*p));
-                if (!p) {
-                        for (size_t i = 0; i < n; i++)
-                                close(fds[i]);
-                        w->lost_fds = true;
-                        return;
-                }
-                w->fds = p;
-                w->cap = ncap;
-        }
-        memcpy(w->fds + w->nfds, fds, n * sizeof(int));
-        w->nfds += n;
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-struct nb_conn {
-        pthread_mutex_t lock; /* everything below but fd I/O */
-        pthread_cond_t cond;
-        pthread_mutex_t write_lock; /* taken after lock, never the other way */
-        int fd;
-        pid_t pid;
-        unsigned gen;
-        bool broken;
-        bool reading;
-        uint64_t next_id;
-        struct waiter *waiters;
-        struct nbp_frame_reader rd;
-        /* how to get a new connection */
-        char *helper_path, *config_path, *log_level, *socket_path;
-        char **features;
-        size_t n_features;
-        uint32_t max_frame, max_ops, max_fds; /* the helper's limits, from Hello (0: unknown) */
-        bool hello_fds_known;
-        char error[512];
-};
-
-static void set_error(nb_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_error(nb_conn *c, const char *fmt, ...)
+void conn_set_error(nb_conn *c, const char *fmt, ...)
 {
         va_list ap;
 
@@ -107,8 +60,8 @@ static void free_features(nb_conn *c)
 
 /* Pack m with copies of fds (borrowed), which go with the frame's first
  * byte. */
-static int pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
-                        struct nbp_frame_out **ret)
+int conn_pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
+                      struct nbp_frame_out **ret)
 {
         struct nbp_frame_out *f;
         int r = nbp_pack_frame(m, &f);
@@ -128,6 +81,9 @@ static int pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
         return 0;
 }
 
+/* Hello is the one blocking exchange: the socket is blocking with
+ * SO_SNDTIMEO/SO_RCVTIMEO at the caller's deadline then, so "would block"
+ * means the time is up. */
 static int send_msg(int fd, const ProtobufCMessage *m)
 {
         struct nbp_frame_out *f;
@@ -135,26 +91,23 @@ static int send_msg(int fd, const ProtobufCMessage *m)
 
         if (r < 0)
                 return r;
-        do
-                r = nbp_frame_write(fd, f);
-        while (r == 0);
+        r = nbp_frame_write(fd, f);
         nbp_frame_out_free(f);
-        return r < 0 ? r : 0;
+        return r < 0 ? r : r == 0 ? -ETIMEDOUT : 0;
 }
 
-/* Read one ServerMessage. On success the caller owns *ret and the fds. */
-static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t *nfds)
+/* Read one ServerMessage: 1 with *ret and the fds (the caller's), 0 when
+ * the socket has no whole frame yet, or -errno. */
+int conn_recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t *nfds)
 {
         uint8_t *body;
         size_t len;
         bool truncated;
-        int r;
+        int r = nbp_frame_read(c->fd, &c->rd);
 
-        do
-                r = nbp_frame_read(c->fd, &c->rd);
-        while (r == 0);
-        if (r < 0) {
-                nbp_frame_reader_reset(&c->rd);
+        if (r <= 0) {
+                if (r < 0)
+                        nbp_frame_reader_reset(&c->rd);
                 return r;
         }
         nbp_frame_reader_take(&c->rd, &body, &len, fds, nfds, &truncated);
@@ -170,7 +123,7 @@ static int recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t
                 nbp_close_fds(fds, *nfds);
                 return -EBADF;
         }
-        return 0;
+        return 1;
 }
 
 /* ---- establishing ---- */
@@ -213,7 +166,9 @@ static int hello(nb_conn *c)
          * before it read our Hello: even when the send fails, its Error may
          * be waiting to be read. */
         r = send_msg(c->fd, &m.base);
-        int rr = recv_msg(c, &reply, fds, &nfds);
+        int rr = conn_recv_msg(c, &reply, fds, &nfds);
+        if (rr == 0)
+                rr = -ETIMEDOUT;
         if (rr < 0) {
                 r = r < 0 ? r : rr;
                 return r == -EPIPE ? -ECONNRESET : r;
@@ -234,11 +189,11 @@ static int hello(nb_conn *c)
                 r = 0;
                 break;
         case NETBROKER__SERVER_MESSAGE__MSG_ERROR:
-                set_error(c, "%s", reply->error->message);
+                conn_set_error(c, "%s", reply->error->message);
                 r = reply->error->status > 0 ? -reply->error->status : -EPROTO;
                 break;
         default:
-                set_error(c, "the helper answered Hello with something else");
+                conn_set_error(c, "the helper answered Hello with something else");
                 r = -EPROTO;
         }
         netbroker__server_message__free_unpacked(reply, NULL);
@@ -248,16 +203,16 @@ static int hello(nb_conn *c)
 static void describe_exit(nb_conn *c, int status)
 {
         if (WIFEXITED(status))
-                set_error(c, "netbrokerd (pid %d) exited with status %d", (int)c->pid,
-                          WEXITSTATUS(status));
+                conn_set_error(c, "netbrokerd (pid %d) exited with status %d", (int)c->pid,
+                               WEXITSTATUS(status));
         else if (WIFSIGNALED(status))
-                set_error(c, "netbrokerd (pid %d) was killed by signal %d", (int)c->pid,
-                          WTERMSIG(status));
+                conn_set_error(c, "netbrokerd (pid %d) was killed by signal %d", (int)c->pid,
+                               WTERMSIG(status));
 }
 
 /* Reap our helper. A daemon with its own SIGCHLD reaper may have taken it
  * (ECHILD): that is fine, it is gone either way. */
-static void reap_helper(nb_conn *c, bool block)
+void conn_reap_helper(nb_conn *c, bool block)
 {
         int status;
 
@@ -361,7 +316,7 @@ out_env:
         if (r < 0) {
                 close(sv[0]);
                 c->pid = 0;
-                set_error(c, "cannot run %s: %s", c->helper_path, strerror(-r));
+                conn_set_error(c, "cannot run %s: %s", c->helper_path, strerror(-r));
                 return r;
         }
         c->fd = sv[0];
@@ -381,7 +336,7 @@ static int connect_socket(nb_conn *c)
                 return -errno;
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 int r = -errno;
-                set_error(c, "cannot connect to %s: %s", c->socket_path, strerror(errno));
+                conn_set_error(c, "cannot connect to %s: %s", c->socket_path, strerror(errno));
                 close(fd);
                 return r;
         }
@@ -389,8 +344,16 @@ static int connect_socket(nb_conn *c)
         return 0;
 }
 
+void conn_epoll_forget(nb_conn *c)
+{
+        if (c->fd_in_epoll)
+                epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        c->fd_in_epoll = false;
+}
+
 static void drop_fd(nb_conn *c)
 {
+        conn_epoll_forget(c);
         if (c->fd >= 0) {
                 close(c->fd);
                 c->fd = -1;
@@ -398,52 +361,119 @@ static void drop_fd(nb_conn *c)
         nbp_frame_reader_reset(&c->rd);
 }
 
-/* With lock held, no reader and no writer: make a working connection. */
-static int establish(nb_conn *c)
+/* Hello waits until `deadline` at most (a helper that was stopped accepts
+ * connections on its listening socket but never answers). */
+static int set_hello_timeout(int fd, int64_t deadline)
+{
+        struct timeval tv = {0};
+
+        if (deadline != NO_DEADLINE) {
+                int64_t left = deadline - conn_now_ns();
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                tv.tv_sec = left / 1000000000;
+                tv.tv_usec = (left % 1000000000) / 1000;
+                if (tv.tv_sec == 0 && tv.tv_usec == 0)
+                        tv.tv_usec = 1;
+        }
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                return -errno;
+        return 0;
+}
+
+/* With lock held and no synchronous poller: make a working connection,
+ * its Hello done by `deadline`. */
+int conn_establish(nb_conn *c, int64_t deadline)
 {
         int r;
 
-        pthread_mutex_lock(&c->write_lock);
         drop_fd(c);
-        reap_helper(c, true);
+        conn_reap_helper(c, true);
         c->error[0] = '\0';
         r = c->socket_path ? connect_socket(c) : spawn_helper(c);
         if (r == 0) {
-                r = hello(c);
+                r = set_hello_timeout(c->fd, deadline);
+                if (r == 0)
+                        r = hello(c);
+                if (r == 0 && fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
+                        r = -errno;
                 if (r < 0) {
                         char said[sizeof(c->error)];
                         /* Reaping describes how the helper ended; its own
-                         * message, if it sent one, says more. */
+                         * message, if it sent one, says more. A helper of
+                         * ours that did not answer in time is stopped or
+                         * hung: it would not exit on EOF. */
+                        if (r == -ETIMEDOUT && c->pid > 0)
+                                kill(c->pid, SIGKILL);
                         snprintf(said, sizeof(said), "%s", c->error);
                         drop_fd(c);
-                        reap_helper(c, true);
+                        conn_reap_helper(c, true);
                         if (said[0])
                                 snprintf(c->error, sizeof(c->error), "%s", said);
+                        else if (r == -ETIMEDOUT)
+                                conn_set_error(c, "no Hello from the helper before the deadline");
                         else if (!c->error[0])
-                                set_error(c, "no Hello from the helper: %s", strerror(-r));
+                                conn_set_error(c, "no Hello from the helper: %s", strerror(-r));
                 }
         }
         if (r == 0) {
                 c->gen++;
                 c->broken = false;
+                conn_epoll_sync(c);
         }
-        pthread_mutex_unlock(&c->write_lock);
         return r;
 }
 
 /* ---- public: connections ---- */
 
+static void conn_free(nb_conn *c)
+{
+        drop_fd(c);
+        /* The helper exits when its only connection closes. */
+        conn_reap_helper(c, true);
+        free_features(c);
+        free(c->helper_path);
+        free(c->config_path);
+        free(c->log_level);
+        free(c->socket_path);
+        if (c->epfd >= 0)
+                close(c->epfd);
+        if (c->notify_fd >= 0)
+                close(c->notify_fd);
+        if (c->wake_fd >= 0)
+                close(c->wake_fd);
+        pthread_mutex_destroy(&c->lock);
+        pthread_cond_destroy(&c->cond);
+        free(c);
+}
+
 static nb_conn *conn_alloc(void)
 {
         nb_conn *c = calloc(1, sizeof(*c));
+        pthread_condattr_t ca;
+        struct epoll_event ev = {.events = EPOLLIN};
 
         if (!c)
                 return NULL;
         pthread_mutex_init(&c->lock, NULL);
-        pthread_mutex_init(&c->write_lock, NULL);
-        pthread_cond_init(&c->cond, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->cond, &ca);
+        pthread_condattr_destroy(&ca);
         c->fd = -1;
+        c->completed_tail = &c->completed;
+        c->out_tail = &c->out;
         nbp_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NBP_FRAME_MAX_FDS);
+        c->epfd = epoll_create1(EPOLL_CLOEXEC);
+        c->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        ev.data.fd = c->notify_fd;
+        if (c->epfd < 0 || c->notify_fd < 0 || c->wake_fd < 0 ||
+            epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->notify_fd, &ev) < 0) {
+                conn_free(c);
+                return NULL;
+        }
         return c;
 }
 
@@ -451,18 +481,8 @@ NB_EXPORT void nb_close(nb_conn *c)
 {
         if (!c)
                 return;
-        drop_fd(c);
-        /* The helper exits when its only connection closes. */
-        reap_helper(c, true);
-        free_features(c);
-        free(c->helper_path);
-        free(c->config_path);
-        free(c->log_level);
-        free(c->socket_path);
-        pthread_mutex_destroy(&c->lock);
-        pthread_mutex_destroy(&c->write_lock);
-        pthread_cond_destroy(&c->cond);
-        free(c);
+        conn_finish_all(c);
+        conn_free(c);
 }
 
 /* Why the last nb_spawn()/nb_connect() of this thread failed: the
@@ -476,7 +496,7 @@ NB_EXPORT const char *nb_last_error(void)
 
 static int conn_finish(nb_conn *c, nb_conn **ret)
 {
-        int r = establish(c);
+        int r = conn_establish(c, NO_DEADLINE);
 
         last_error[0] = '\0';
         if (r < 0) {
@@ -561,271 +581,4 @@ NB_EXPORT int nb_conn_helper_pid(nb_conn *c)
         pid = c->pid;
         pthread_mutex_unlock(&c->lock);
         return pid;
-}
-
-/* ---- public: submit ---- */
-
-/* With lock held: the connection of generation `gen` is unusable. Wake any
- * thread blocked on it; the fd is closed when the next call re-establishes.
- * The message says why, best first: the helper's own Error (already set by
- * the caller), how the helper ended, or what the socket said. */
-static void mark_broken(nb_conn *c, unsigned gen, int err, bool have_message)
-{
-        if (c->gen != gen || c->broken)
-                return;
-        c->broken = true;
-        if (c->fd >= 0)
-                shutdown(c->fd, SHUT_RDWR);
-        if (!have_message) {
-                c->error[0] = '\0';
-                reap_helper(c, false);
-                if (!c->error[0])
-                        set_error(c, "connection to netbrokerd lost: %s", strerror(-err));
-        }
-        pthread_cond_broadcast(&c->cond);
-}
-
-static struct waiter *find_waiter(nb_conn *c, uint64_t id)
-{
-        for (struct waiter *w = c->waiters; w; w = w->next)
-                if (w->id == id && w->gen == c->gen)
-                        return w;
-        return NULL;
-}
-
-/* With lock held, as the reader: read one frame and file it. */
-static void read_one(nb_conn *c)
-{
-        Netbroker__ServerMessage *m = NULL;
-        int fds[NBP_FRAME_MAX_FDS];
-        size_t nfds = 0;
-        unsigned gen = c->gen;
-        struct waiter *w;
-        int r;
-
-        c->reading = true;
-        pthread_mutex_unlock(&c->lock);
-        r = recv_msg(c, &m, fds, &nfds);
-        pthread_mutex_lock(&c->lock);
-        c->reading = false;
-        if (r < 0) {
-                mark_broken(c, gen, r, false);
-                return;
-        }
-        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_FDS &&
-            (w = find_waiter(c, m->fds->request_id))) {
-                if (m->fds->count != nfds)
-                        w->lost_fds = true;
-                waiter_add_fds(w, fds, nfds);
-                netbroker__server_message__free_unpacked(m, NULL);
-                return;
-        }
-        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY &&
-            (w = find_waiter(c, m->reply->id))) {
-                w->msg = m;
-                nbp_close_fds(fds, nfds); /* a Reply carries none */
-                w->done = true;
-                /* Its owner sleeps on the condition; wake it before this
-                 * thread perhaps goes on reading for its own reply. */
-                pthread_cond_broadcast(&c->cond);
-                return;
-        }
-        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR) {
-                set_error(c, "%s", m->error->message);
-                w = find_waiter(c, m->error->request_id);
-                if (w && m->error->request_id) {
-                        w->err = m->error->status > 0 ? -m->error->status : -EPROTO;
-                        w->done = true;
-                }
-                /* The helper closes the connection after an Error. */
-                mark_broken(c, gen, -EPROTO, true);
-        }
-        /* A reply nobody waits for (its caller gave up) is dropped. */
-        nbp_close_fds(fds, nfds);
-        netbroker__server_message__free_unpacked(m, NULL);
-}
-
-static void unlink_waiter(nb_conn *c, struct waiter *w)
-{
-        for (struct waiter **p = &c->waiters; *p; p = &(*p)->next)
-                if (*p == w) {
-                        *p = w->next;
-                        return;
-                }
-}
-
-/* Lock held: make sure there is a working connection to send on. */
-static int ensure_connected(nb_conn *c)
-{
-        if (c->fd >= 0 && !c->broken)
-                return 0;
-        /* Let the current reader notice the breakage and leave first. */
-        while (c->reading)
-                pthread_cond_wait(&c->cond, &c->lock);
-        if (c->fd >= 0 && !c->broken)
-                return 0;
-        return establish(c);
-}
-
-/* Lock held: refuse what the helper would refuse, without sending it. The
- * frame's size is checked once it is packed (pack_request). */
-static int check_limits(nb_conn *c, const nb_batch *b)
-{
-        if (b->nfds > NBP_FRAME_MAX_FDS || (c->hello_fds_known && b->nfds > c->max_fds)) {
-                set_error(c, "batch carries %zu fds; the helper takes at most %u", b->nfds,
-                          c->hello_fds_known ? c->max_fds : NBP_FRAME_MAX_FDS);
-                return -E2BIG;
-        }
-        if (c->max_ops && b->req.n_ops > c->max_ops) {
-                set_error(c, "batch has %zu ops; the helper takes at most %u", b->req.n_ops,
-                          c->max_ops);
-                return -E2BIG;
-        }
-        return 0;
-}
-
-/* The request's frame, packed once: its size is the one the helper checks
- * (a second pass over the batch only to measure it cost as much as the
- * packing). Over max_frame (0: unknown) it is -EMSGSIZE, with the size in
- * *ret_len, and nothing is sent: the helper would close the connection. */
-static int pack_request(const nb_batch *b, uint64_t id, uint32_t max_frame,
-                        struct nbp_frame_out **ret, size_t *ret_len)
-{
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Request req = b->req;
-        struct nbp_frame_out *f = NULL;
-        int r;
-
-        req.id = id;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-        m.request = &req;
-        r = pack_msg_fds(&m.base, b->fds, b->nfds, &f);
-        if (r == -EMSGSIZE) /* over 4 GiB: no frame can say its length */
-                *ret_len = protobuf_c_message_get_packed_size(&m.base);
-        if (r < 0)
-                return r;
-        *ret_len = f->len - NBP_FRAME_HEADER_SIZE;
-        if (max_frame && *ret_len > max_frame) {
-                nbp_frame_out_free(f);
-                return -EMSGSIZE;
-        }
-        *ret = f;
-        return 0;
-}
-
-/* -ECONNRESET without sending when the connection of `gen` was replaced
- * meanwhile: fd may be the new connection's number by now, and a request
- * sent there would run although its caller is told it failed. (establish()
- * changes gen only with write_lock held.) */
-static int write_request(nb_conn *c, int fd, unsigned gen, struct nbp_frame_out *f)
-{
-        int r = -ECONNRESET;
-
-        pthread_mutex_lock(&c->write_lock);
-        if (c->gen == gen)
-                do
-                        r = nbp_frame_write(fd, f);
-                while (r == 0);
-        pthread_mutex_unlock(&c->write_lock);
-        return r < 0 ? r : 0;
-}
-
-NB_EXPORT int nb_submit(nb_conn *c, const nb_batch *b, nb_results **ret)
-{
-        struct waiter w = {0};
-        struct nbp_frame_out *f = NULL;
-        bool retried = false;
-        uint32_t max_frame;
-        size_t len = 0;
-        int r, fd;
-
-        if (!c || !b || !ret)
-                return -EINVAL;
-again:
-        pthread_mutex_lock(&c->lock);
-        r = ensure_connected(c);
-        if (r == 0)
-                r = check_limits(c, b);
-        if (r < 0) {
-                pthread_mutex_unlock(&c->lock);
-                return r;
-        }
-        w.id = ++c->next_id;
-        w.gen = c->gen;
-        w.next = c->waiters;
-        c->waiters = &w;
-        fd = c->fd;
-        max_frame = c->max_frame;
-        pthread_mutex_unlock(&c->lock);
-
-        r = pack_request(b, w.id, max_frame, &f, &len);
-        if (r < 0) {
-                /* Nothing was sent: the connection goes on. */
-                pthread_mutex_lock(&c->lock);
-                unlink_waiter(c, &w);
-                if (r == -EMSGSIZE)
-                        set_error(c, "batch encodes to %zu bytes; the helper takes at most %u", len,
-                                  max_frame);
-                pthread_mutex_unlock(&c->lock);
-                return r;
-        }
-        r = write_request(c, fd, w.gen, f);
-        nbp_frame_out_free(f);
-
-        pthread_mutex_lock(&c->lock);
-        if (r < 0) {
-                mark_broken(c, w.gen, r, false);
-                /* No whole frame reached the helper, so it ran nothing: the
-                 * helper died (or closed) while the connection was idle.
-                 * Replace it now, once, rather than fail a call that the
-                 * next one would make work. */
-                if ((r == -EPIPE || r == -ECONNRESET) && !retried) {
-                        unlink_waiter(c, &w);
-                        pthread_cond_broadcast(&c->cond);
-                        pthread_mutex_unlock(&c->lock);
-                        w = (struct waiter){0};
-                        retried = true;
-                        goto again;
-                }
-                w.err = r == -EPIPE ? -ECONNRESET : r;
-                w.done = true;
-        }
-        while (!w.done) {
-                if (c->gen != w.gen || c->broken) {
-                        w.err = -ECONNRESET;
-                        break;
-                }
-                if (!c->reading)
-                        read_one(c);
-                else
-                        pthread_cond_wait(&c->cond, &c->lock);
-        }
-        unlink_waiter(c, &w);
-        pthread_cond_broadcast(&c->cond);
-        pthread_mutex_unlock(&c->lock);
-
-        if (w.err == 0 && w.msg && w.msg->reply->n_results != b->req.n_ops)
-                w.err = -EPROTO;
-        if (w.err == 0 && w.lost_fds) {
-                /* Devices were made, but we could not take all their fds. */
-                pthread_mutex_lock(&c->lock);
-                set_error(c, "fds sent by the helper were lost (out of memory or at this process's "
-                             "fd limit)");
-                pthread_mutex_unlock(&c->lock);
-                w.err = -EBADF;
-        }
-        if (w.err < 0 || !w.msg) {
-                nbp_close_fds(w.fds, w.nfds);
-                free(w.fds);
-                if (w.msg)
-                        netbroker__server_message__free_unpacked(w.msg, NULL);
-                return w.err < 0 ? w.err : -EPROTO;
-        }
-        r = nb_results_new(w.msg, w.fds, w.nfds, ret);
-        if (r < 0) {
-                nbp_close_fds(w.fds, w.nfds);
-                free(w.fds);
-                netbroker__server_message__free_unpacked(w.msg, NULL);
-        }
-        return r;
 }

@@ -411,6 +411,97 @@ int nb_batch_link_list(nb_batch *batch, const char *name);
  * failure. nb_conn_error() says why. The batch can be submitted again. */
 int nb_submit(nb_conn *conn, const nb_batch *batch, nb_results **ret);
 
+/* ---- timeouts and event loops ----
+ *
+ * nb_submit() waits without a deadline, as it always did: a batch may
+ * rightly take long (a commit of 100,000 rules, an Exec with its own
+ * timeout), and a deadline resets the connection (below), so none is
+ * imposed on callers who did not ask for one. A caller that must not hang
+ * on a stopped helper passes one: nb_submit_timeout() or nb_submit_async().
+ *
+ * Deadlines. timeout_ms < 0 means none; otherwise the request fails with
+ * -ETIMEDOUT when its reply has not come timeout_ms after the submit. A
+ * helper that does not answer in time is taken as stuck, and the
+ * connection is reset: every other request in flight on it fails with
+ * -ECONNRESET (not -ETIMEDOUT: only the request whose deadline passed says
+ * so), none is sent again (the helper may have run it), replies that come
+ * later are dropped and fds that came with them closed. A helper spawned
+ * by nb_spawn() is killed (SIGKILL: a stopped process does not exit on
+ * EOF) and reaped; one reached by nb_connect() is left alone, only our
+ * connection is closed. The next submit spawns a new helper or connects
+ * again, its Hello bounded by that submit's deadline (-ETIMEDOUT when a
+ * stopped helper's socket accepts but nobody answers). nb_conn_error()
+ * says which request timed out.
+ *
+ * Event loops. nb_conn_fd() is one fd for the connection's whole life (it
+ * stays the same across resets and reconnects): watch it for readability
+ * only (POLLIN, virEventAddHandle's VIR_EVENT_HANDLE_READABLE), never for
+ * writability. When a large request is queued that the socket did not
+ * take at once, the library itself waits for the socket to become
+ * writable, and nb_conn_fd() turns readable then. When it is readable, or
+ * nb_conn_next_timeout() milliseconds have passed, call
+ * nb_conn_dispatch(): it never blocks (except to reconnect, see
+ * nb_submit_async()), writes and reads what the socket allows, fails what
+ * passed its deadline, and runs the callbacks of the requests that are
+ * done.
+ *
+ * Threads. Every function here may be called from any thread, also while
+ * other threads use nb_submit() on the same connection; replies are filed
+ * under their requests whoever reads them. Callbacks run only inside
+ * nb_conn_dispatch(), in the thread that calls it, without any lock of the
+ * library held: a callback may call nb_submit_async(), nb_cancel(),
+ * nb_submit_timeout() or nb_conn_dispatch() on the same connection, but not
+ * nb_close(). */
+
+/* nb_submit() with a deadline: -ETIMEDOUT when the reply has not come
+ * within timeout_ms (< 0: none); the connection is reset then (above). */
+int nb_submit_timeout(nb_conn *conn, const nb_batch *batch, int timeout_ms, nb_results **ret);
+
+/* Called once per request, from nb_conn_dispatch() (or nb_close()). status
+ * is 0 with the results in res, which the callback owns (free them with
+ * nb_results_free(); fds not taken are closed then), or a negative errno
+ * with res NULL: -ETIMEDOUT (its deadline passed), -ECANCELED (nb_cancel()
+ * or nb_close()), -ECONNRESET (the helper died, or the connection was reset
+ * for another request's deadline), -EPROTO, -EBADF as nb_submit(). fds of a
+ * request that failed are closed before the callback runs. */
+typedef void (*nb_callback)(nb_conn *conn, uint64_t id, int status, nb_results *res, void *opaque);
+
+/* Send the batch and return at once; cb(conn, id, ...) runs later from
+ * nb_conn_dispatch(), exactly once. *ret_id (may be NULL) gets the
+ * request's id, unique on the connection. The batch can be freed or
+ * submitted again at once. Fails, without calling cb, as nb_submit() does
+ * before sending: -EINVAL, -E2BIG, -EMSGSIZE, or when a new connection
+ * cannot be made (-ETIMEDOUT when its Hello does not come before the
+ * deadline). If the connection was lost, this call makes the new one and
+ * waits for its Hello: it blocks then, up to the request's deadline. When
+ * another thread runs nb_conn_dispatch(), cb may run there before this
+ * call returns. */
+int nb_submit_async(nb_conn *conn, const nb_batch *batch, int timeout_ms, nb_callback cb,
+                    void *opaque, uint64_t *ret_id);
+
+/* The fd an event loop watches for POLLIN (see above). The connection owns
+ * it: do not read or close it. */
+int nb_conn_fd(nb_conn *conn);
+
+/* Milliseconds until the earliest deadline of a request in flight: 0 when
+ * one has passed, -1 when there is none (virEventAddTimeout's convention).
+ * Call it again after every nb_conn_dispatch() and submit. */
+int nb_conn_next_timeout(nb_conn *conn);
+
+/* Without blocking: send and receive what the socket allows, fail requests
+ * past their deadline, and run the callbacks of the requests that are done.
+ * Returns how many callbacks ran, or -EINVAL. */
+int nb_conn_dispatch(nb_conn *conn);
+
+/* Cancel the asynchronous request `id`: its callback runs once, with
+ * -ECANCELED, from the next nb_conn_dispatch() (nb_conn_fd() turns
+ * readable); its reply, when it comes, is dropped and its fds closed. A
+ * reply that came but was not yet handed to the callback is dropped the
+ * same way. The helper is not told: what the batch does, it does. Returns
+ * 0, or -ENOENT when `id` is unknown, already cancelled, already called
+ * back, or already failed (its callback runs with that status). */
+int nb_cancel(nb_conn *conn, uint64_t id);
+
 /* ---- results ---- */
 
 size_t nb_results_count(const nb_results *res);

@@ -21,3 +21,4 @@ Suite *fw_scale_suite(void);
 Suite *names_suite(void);
 Suite *lanes_suite(void);
 Suite *systemd_suite(void);
+Suite *evloop_suite(void);

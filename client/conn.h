@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Private to libnetbroker: a connection and its requests, shared by
+ * client.c (making the connection: spawn or connect, Hello) and requests.c
+ * (the requests on it: sending, reading, deadlines, callbacks). */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "frame.h"
+#include "internal.h"
+
+/* One request in flight. A synchronous one lives on its caller's stack
+ * (cb == NULL) and its caller waits for `done`; an asynchronous one is
+ * malloc'd, and once done it waits on `completed` for nb_conn_dispatch()
+ * to run its callback. */
+struct request {
+        uint64_t id;
+        unsigned gen;
+        int64_t deadline; /* CLOCK_MONOTONIC ns; NO_DEADLINE: none */
+        size_t n_ops;
+        nb_callback cb;
+        void *opaque;
+        bool done;
+        int err;
+        Netbroker__ServerMessage *msg;
+        int *fds; /* from Fds frames, in arrival order */
+        size_t nfds, cap;
+        bool lost_fds; /* an Fds frame could not be kept */
+        struct request *next;
+};
+
+#define NO_DEADLINE INT64_MAX
+
+struct nb_conn {
+        pthread_mutex_t lock; /* everything below; socket I/O is non-blocking under it */
+        pthread_cond_t cond; /* CLOCK_MONOTONIC: a request is done, or the poller left */
+        int fd; /* the socket, O_NONBLOCK once Hello is done */
+        pid_t pid;
+        unsigned gen;
+        bool broken;
+        bool polling; /* a synchronous caller is in poll() on fd */
+        uint64_t next_id;
+        struct request *pending; /* sent or queued, awaiting the reply */
+        struct request *completed, **completed_tail; /* async, callback not yet run */
+        struct nbp_frame_out *out, **out_tail; /* frames the socket did not take yet */
+        int epfd; /* nb_conn_fd(): fd (while connected) and notify_fd */
+        bool fd_in_epoll;
+        uint32_t fd_events;
+        int notify_fd; /* eventfd: callbacks are waiting for nb_conn_dispatch() */
+        int wake_fd; /* eventfd: wakes the synchronous poller (output queued) */
+        struct nbp_frame_reader rd;
+        /* how to get a new connection */
+        char *helper_path, *config_path, *log_level, *socket_path;
+        char **features;
+        size_t n_features;
+        uint32_t max_frame, max_ops, max_fds; /* the helper's limits, from Hello (0: unknown) */
+        bool hello_fds_known;
+        char error[512];
+};
+
+/* client.c */
+int64_t conn_now_ns(void);
+void conn_set_error(nb_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Pack m with copies of fds (borrowed), which go with the frame's first byte. */
+int conn_pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
+                      struct nbp_frame_out **ret);
+/* Read one ServerMessage: 1 with *ret and the fds (the caller's), 0 when
+ * the socket has no whole frame yet, or -errno. */
+int conn_recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t *nfds);
+/* Reap our helper (block: wait for it), describing how it ended. */
+void conn_reap_helper(nb_conn *c, bool block);
+/* Take the socket out of the epoll set. */
+void conn_epoll_forget(nb_conn *c);
+/* With lock held and no synchronous poller: make a working connection,
+ * its Hello done by `deadline` (CLOCK_MONOTONIC ns, or NO_DEADLINE). */
+int conn_establish(nb_conn *c, int64_t deadline);
+
+/* requests.c */
+/* Lock held: the socket is in the epoll set, with write interest exactly
+ * while output is queued. */
+void conn_epoll_sync(nb_conn *c);
+/* nb_close(): every request not yet called back is, pending ones with
+ * -ECANCELED. */
+void conn_finish_all(nb_conn *c);

@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The event-loop API and deadlines of libnetbroker (client/client.c): the
+ * callback form driven from a poll() loop, many requests in flight,
+ * replies out of order, deadlines against a stopped helper and what comes
+ * after, cancel before and after the reply, fds of a cancelled request,
+ * callbacks that submit, synchronous callers beside the loop, and
+ * nb_submit_timeout(). Every test runs in a network namespace of its own
+ * with a helper of its own. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+/* What one request's callback saw. */
+struct seen {
+        int calls;
+        int status;
+        uint64_t id;
+        nb_results *res;
+        int order; /* place among all callbacks of the test, from 1 */
+};
+
+static int callbacks_run;
+
+static void record(nb_conn *c, uint64_t id, int status, nb_results *res, void *opaque)
+{
+        struct seen *s = opaque;
+
+        (void)c;
+        s->calls++;
+        s->status = status;
+        s->id = id;
+        nb_results_free(s->res); /* a second call would leak otherwise; it is asserted on */
+        s->res = res;
+        s->order = ++callbacks_run;
+}
+
+static nb_batch *ping_batch(void)
+{
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_ping(b), 0);
+        return b;
+}
+
+static uint64_t submit_async(nb_conn *c, nb_batch *b, int timeout_ms, struct seen *s)
+{
+        uint64_t id = 0;
+        int r = nb_submit_async(c, b, timeout_ms, record, s, &id);
+
+        ck_assert_msg(r == 0, "nb_submit_async: %s (%s)", strerror(-r), nb_conn_error(c));
+        ck_assert_uint_ne(id, 0);
+        nb_batch_free(b);
+        return id;
+}
+
+/* One turn of an event loop: poll nb_conn_fd() until it is readable or the
+ * connection's next deadline (at most max_ms), then dispatch. */
+static void loop_once(nb_conn *c, int max_ms)
+{
+        struct pollfd p = {.fd = nb_conn_fd(c), .events = POLLIN};
+        int t = nb_conn_next_timeout(c);
+
+        if (t < 0 || t > max_ms)
+                t = max_ms;
+        ck_assert_int_ge(poll(&p, 1, t), 0);
+        ck_assert_int_ge(nb_conn_dispatch(c), 0);
+}
+
+/* Run the loop until *counter reaches want, failing after max_ms. */
+static void loop_until(nb_conn *c, const int *counter, int want, unsigned max_ms)
+{
+        uint64_t end = tu_now_us() + (uint64_t)max_ms * 1000;
+
+        while (*counter < want) {
+                uint64_t now = tu_now_us();
+                ck_assert_msg(now < end, "%d of %d callbacks after %u ms", *counter, want, max_ms);
+                /* No short cap: a wake-up the fd failed to give fails the
+                 * test instead of being covered by polling. */
+                loop_once(c, (int)((end - now) / 1000) + 1);
+        }
+}
+
+/* Keep the loop running for ms (callbacks that should not come). */
+static void loop_for(nb_conn *c, unsigned ms)
+{
+        uint64_t end = tu_now_us() + (uint64_t)ms * 1000;
+
+        while (tu_now_us() < end)
+                loop_once(c, 20);
+}
+
+static void ping_sync_ok(nb_conn *c)
+{
+        nb_batch *b = ping_batch();
+        nb_results *res = NULL;
+        int r = nb_submit_timeout(c, b, 10000, &res);
+
+        ck_assert_msg(r == 0, "ping: %s (%s)", strerror(-r), nb_conn_error(c));
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+}
+
+static nb_batch *sleep_batch(const char *seconds)
+{
+        const char *argv[] = {"/bin/sleep", seconds, NULL};
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_exec(b, "/bin/sleep", argv, NULL, NULL, 0, 0), 0);
+        return b;
+}
+
+START_TEST(test_callback_gets_results_once_and_the_fd_is_quiet_after)
+{
+        struct seen s = {0};
+        uint64_t id;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        ck_assert_int_ge(nb_conn_fd(c), 0);
+        ck_assert_int_eq(nb_conn_next_timeout(c), -1);
+        id = submit_async(c, ping_batch(), -1, &s);
+        ck_assert_int_eq(s.calls, 0); /* never from inside the submit */
+        loop_until(c, &s.calls, 1, 10000);
+        ck_assert_int_eq(s.status, 0);
+        ck_assert_uint_eq(s.id, id);
+        ck_assert_ptr_nonnull(s.res);
+        ck_assert_uint_eq(nb_results_count(s.res), 1);
+        ck_assert_int_eq(nb_result_status(s.res, 0), 0);
+        loop_for(c, 100);
+        ck_assert_int_eq(s.calls, 1);
+        {
+                /* Nothing in flight: the fd is not readable (a busy loop
+                 * otherwise). */
+                struct pollfd p = {.fd = nb_conn_fd(c), .events = POLLIN};
+                ck_assert_int_eq(poll(&p, 1, 0), 0);
+        }
+        ck_assert_int_eq(nb_cancel(c, id), -ENOENT); /* called back already */
+        nb_results_free(s.res);
+        nb_close(c);
+}
+END_TEST
+
+START_TEST(test_fifty_pings_and_batches_in_flight_each_called_back_once)
+{
+        enum { PINGS = 50, STATS = 5 };
+        struct seen s[PINGS + STATS] = {{0}};
+        uint64_t ids[PINGS + STATS];
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        for (int i = 0; i < PINGS + STATS; i++) {
+                nb_batch *b = nb_batch_new();
+                if (i < PINGS)
+                        ck_assert_int_eq(nb_batch_ping(b), 0);
+                else
+                        for (int k = 0; k < 3; k++)
+                                ck_assert_int_eq(nb_batch_stats(b), 0);
+                ids[i] = submit_async(c, b, 10000, &s[i]);
+        }
+        ck_assert_int_ge(nb_conn_next_timeout(c), 0);
+        loop_until(c, &callbacks_run, PINGS + STATS, 20000);
+        for (int i = 0; i < PINGS + STATS; i++) {
+                ck_assert_int_eq(s[i].calls, 1);
+                ck_assert_int_eq(s[i].status, 0);
+                ck_assert_uint_eq(s[i].id, ids[i]);
+                ck_assert_uint_eq(nb_results_count(s[i].res), i < PINGS ? 1 : 3);
+                ck_assert_int_eq(nb_results_first_error(s[i].res), -1);
+                for (int j = 0; j < i; j++)
+                        ck_assert_uint_ne(ids[i], ids[j]);
+                nb_results_free(s[i].res);
+        }
+        ck_assert_int_eq(nb_conn_next_timeout(c), -1);
+        nb_close(c);
+}
+END_TEST
+
+/* The helper runs an Exec off its loop: a Ping sent after it is answered
+ * first, and each reply finds its own callback. */
+START_TEST(test_replies_out_of_order_find_their_callbacks)
+{
+        struct seen slow = {0}, fast = {0};
+        uint64_t slow_id, fast_id;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        slow_id = submit_async(c, sleep_batch("0.5"), 10000, &slow);
+        fast_id = submit_async(c, ping_batch(), 10000, &fast);
+        loop_until(c, &callbacks_run, 2, 10000);
+        ck_assert_int_eq(fast.order, 1);
+        ck_assert_int_eq(slow.order, 2);
+        ck_assert_uint_eq(fast.id, fast_id);
+        ck_assert_uint_eq(slow.id, slow_id);
+        ck_assert_int_eq(fast.status, 0);
+        ck_assert_int_eq(slow.status, 0);
+        ck_assert_int_eq(nb_result_status(slow.res, 0), 0); /* sleep exited 0 */
+        nb_results_free(slow.res);
+        nb_results_free(fast.res);
+        nb_close(c);
+}
+END_TEST
+
+static bool process_gone(pid_t pid)
+{
+        return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* A spawned helper stopped with SIGSTOP: the request with a deadline fails
+ * with -ETIMEDOUT when it passes, the other one in flight with
+ * -ECONNRESET, the stopped helper is killed and reaped, the fd the loop
+ * watches stays the same, and the next request goes to a new helper. */
+START_TEST(test_stopped_spawned_helper_times_out_resets_and_is_replaced)
+{
+        struct seen bounded = {0}, unbounded = {0}, after = {0};
+        nb_conn *c;
+        pid_t pid;
+        int fd;
+        uint64_t t0;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        fd = nb_conn_fd(c);
+        pid = nb_conn_helper_pid(c);
+        ck_assert_int_gt(pid, 0);
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        t0 = tu_now_us();
+        submit_async(c, ping_batch(), -1, &unbounded);
+        submit_async(c, ping_batch(), 300, &bounded);
+        ck_assert_int_le(nb_conn_next_timeout(c), 300);
+        loop_until(c, &callbacks_run, 2, 10000);
+        ck_assert_uint_ge(tu_now_us() - t0, 300 * 1000);
+        ck_assert_int_eq(bounded.status, -ETIMEDOUT);
+        ck_assert_ptr_null(bounded.res);
+        ck_assert_int_eq(unbounded.status, -ECONNRESET);
+        ck_assert_int_eq(bounded.order, 1); /* the one whose deadline passed says so first */
+        ck_assert_msg(strstr(nb_conn_error(c), "deadline"), "error: %s", nb_conn_error(c));
+        /* Killed now; reaped by the next submit, which spawns anew. */
+        submit_async(c, ping_batch(), 10000, &after);
+        ck_assert_msg(process_gone(pid), "the stopped helper %d is still there", (int)pid);
+        ck_assert_int_gt(nb_conn_helper_pid(c), 0);
+        ck_assert_int_ne(nb_conn_helper_pid(c), pid);
+        ck_assert_int_eq(nb_conn_fd(c), fd);
+        loop_until(c, &after.calls, 1, 10000);
+        ck_assert_int_eq(after.status, 0);
+        ck_assert_int_eq(bounded.calls + unbounded.calls + after.calls, 3);
+        ck_assert_int_eq(tu_zombies_of(getpid()), 0);
+        nb_results_free(after.res);
+        nb_close(c);
+}
+END_TEST
+
+/* The synchronous form: -ETIMEDOUT against a stopped shared helper (one
+ * reached by nb_connect, which the library leaves alone); while it is
+ * still stopped a new connection's Hello times out as well; after SIGCONT
+ * the next call connects again and works. */
+START_TEST(test_sync_timeout_on_stopped_socket_helper_and_recovery_after_sigcont)
+{
+        struct tu_helper h;
+        nb_results *res = NULL;
+        nb_batch *b = ping_batch();
+        nb_conn *c;
+        uint64_t t0;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ping_sync_ok(c);
+        ck_assert_int_eq(kill(h.pid, SIGSTOP), 0);
+        t0 = tu_now_us();
+        ck_assert_int_eq(nb_submit_timeout(c, b, 300, &res), -ETIMEDOUT);
+        ck_assert_uint_ge(tu_now_us() - t0, 300 * 1000);
+        ck_assert_ptr_null(res);
+        ck_assert_msg(strstr(nb_conn_error(c), "deadline"), "error: %s", nb_conn_error(c));
+        /* Connecting again: the stopped helper's socket accepts, nobody
+         * says Hello. */
+        ck_assert_int_eq(nb_submit_timeout(c, b, 300, &res), -ETIMEDOUT);
+        ck_assert_msg(strstr(nb_conn_error(c), "Hello"), "error: %s", nb_conn_error(c));
+        ck_assert_msg(tu_process_alive(h.pid), "a shared helper is not the library's to kill");
+        ck_assert_int_eq(kill(h.pid, SIGCONT), 0);
+        ping_sync_ok(c);
+        nb_batch_free(b);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+START_TEST(test_sync_timeout_then_nb_submit_works_on_a_new_spawned_helper)
+{
+        nb_results *res = NULL;
+        nb_batch *b = ping_batch();
+        nb_conn *c;
+        pid_t pid;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        pid = nb_conn_helper_pid(c);
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        ck_assert_int_eq(nb_submit_timeout(c, b, 200, &res), -ETIMEDOUT);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_int_ne(nb_conn_helper_pid(c), pid);
+        ck_assert(process_gone(pid));
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* A deadline that is met changes nothing: the reply is the result and the
+ * helper is the same. */
+START_TEST(test_deadline_met_keeps_the_connection)
+{
+        struct seen s = {0};
+        nb_conn *c;
+        pid_t pid;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        submit_async(c, sleep_batch("0.2"), 5000, &s);
+        loop_until(c, &s.calls, 1, 10000);
+        ck_assert_int_eq(s.status, 0);
+        ping_sync_ok(c);
+        ck_assert_int_eq(nb_conn_helper_pid(c), pid);
+        nb_results_free(s.res);
+        nb_close(c);
+}
+END_TEST
+
+/* Cancelled before the reply: the callback runs once with -ECANCELED, the
+ * reply that comes later is dropped, and the connection goes on. */
+START_TEST(test_cancel_before_reply_calls_back_once_and_drops_the_reply)
+{
+        struct seen s = {0}, other = {0};
+        uint64_t id;
+        nb_conn *c;
+        pid_t pid;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        id = submit_async(c, sleep_batch("0.3"), -1, &s);
+        submit_async(c, sleep_batch("0.4"), -1, &other);
+        ck_assert_int_eq(nb_cancel(c, id), 0);
+        ck_assert_int_eq(s.calls, 0); /* from the next dispatch, not from nb_cancel */
+        ck_assert_int_eq(nb_cancel(c, id), -ENOENT);
+        loop_until(c, &s.calls, 1, 1000);
+        ck_assert_int_eq(s.status, -ECANCELED);
+        ck_assert_ptr_null(s.res);
+        ck_assert_int_eq(nb_cancel(c, id), -ENOENT);
+        ck_assert_int_eq(nb_cancel(c, 123456789), -ENOENT);
+        /* The cancelled one's reply comes before the other's and is
+         * dropped; the other is unaffected. */
+        loop_until(c, &other.calls, 1, 10000);
+        ck_assert_int_eq(other.status, 0);
+        ck_assert_int_eq(s.calls, 1);
+        ping_sync_ok(c);
+        ck_assert_int_eq(nb_conn_helper_pid(c), pid);
+        nb_results_free(other.res);
+        nb_close(c);
+}
+END_TEST
+
+/* Cancelled after the reply came (the fd turned readable) but before the
+ * callback ran: -ECANCELED, and the results are dropped. */
+START_TEST(test_cancel_after_reply_arrived_before_callback)
+{
+        struct seen s = {0};
+        struct pollfd p;
+        uint64_t id;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        id = submit_async(c, ping_batch(), -1, &s);
+        p = (struct pollfd){.fd = nb_conn_fd(c), .events = POLLIN};
+        ck_assert_int_eq(poll(&p, 1, 10000), 1);
+        ck_assert_int_eq(nb_cancel(c, id), 0);
+        loop_until(c, &s.calls, 1, 1000);
+        ck_assert_int_eq(s.status, -ECANCELED);
+        ck_assert_ptr_null(s.res);
+        loop_for(c, 100);
+        ck_assert_int_eq(s.calls, 1);
+        nb_close(c);
+}
+END_TEST
+
+/* The same, with the reply already read by a synchronous caller (it files
+ * every reply it reads): the cancel drops results that were ready. */
+START_TEST(test_cancel_of_a_reply_read_by_another_caller)
+{
+        struct seen s = {0};
+        uint64_t id;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        id = submit_async(c, ping_batch(), -1, &s);
+        /* Pings are answered in order: by the time this one's reply is
+         * read, the first one's was. */
+        ping_sync_ok(c);
+        ck_assert_int_eq(s.calls, 0); /* callbacks run only in dispatch */
+        ck_assert_int_eq(nb_cancel(c, id), 0);
+        ck_assert_int_eq(nb_conn_dispatch(c), 1);
+        ck_assert_int_eq(s.calls, 1);
+        ck_assert_int_eq(s.status, -ECANCELED);
+        ck_assert_ptr_null(s.res);
+        nb_close(c);
+}
+END_TEST
+
+static nb_batch *tap_batch(const char *name, unsigned queues)
+{
+        nb_tap_opts o = {.queues = queues};
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_tap_create(b, name, &o), 0);
+        return b;
+}
+
+/* The fds of a cancelled TapCreate are closed when its reply comes (the
+ * tap, not persistent, goes away with them); a second TapCreate queued
+ * behind it on the helper's link lane tells when that has happened. */
+START_TEST(test_fds_of_a_cancelled_request_are_closed)
+{
+        struct seen cancelled = {0}, kept = {0};
+        uint64_t id;
+        int before;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        ping_sync_ok(c);
+        before = tu_fd_count(getpid());
+        id = submit_async(c, tap_batch("evc0", 4), -1, &cancelled);
+        ck_assert_int_eq(nb_cancel(c, id), 0);
+        submit_async(c, tap_batch("evk0", 4), -1, &kept);
+        loop_until(c, &callbacks_run, 2, 10000);
+        ck_assert_int_eq(cancelled.status, -ECANCELED);
+        ck_assert_int_eq(kept.status, 0);
+        ck_assert_int_eq(nb_result_status(kept.res, 0), 0);
+        ck_assert_uint_eq(nb_result_fd_count(kept.res, 0), 4);
+        /* Only the kept tap's 4 fds are open. */
+        ck_assert_int_eq(tu_fd_count(getpid()), before + 4);
+        ck_assert(tu_link_exists("evk0"));
+        ck_assert(!tu_link_exists("evc0"));
+        nb_results_free(kept.res);
+        ck_assert_int_eq(tu_fd_count(getpid()), before);
+        nb_close(c);
+}
+END_TEST
+
+/* The fds of a request whose reply was read (by a synchronous caller,
+ * whose TapCreate waited behind it on the helper's link lane) but not yet
+ * handed to its callback are closed by the cancel. */
+START_TEST(test_fds_of_a_request_cancelled_after_its_reply_are_closed)
+{
+        struct seen s = {0};
+        nb_batch *b = tap_batch("evs0", 2);
+        nb_results *res = NULL;
+        uint64_t id;
+        int before;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        ping_sync_ok(c);
+        before = tu_fd_count(getpid());
+        id = submit_async(c, tap_batch("eva0", 4), -1, &s);
+        ck_assert_int_eq(nb_submit_timeout(c, b, 10000, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        /* The async tap's 4 fds are here, waiting for the callback. */
+        ck_assert_int_eq(tu_fd_count(getpid()), before + 4 + 2);
+        ck_assert_int_eq(nb_cancel(c, id), 0);
+        ck_assert_int_eq(tu_fd_count(getpid()), before + 2);
+        ck_assert(!tu_link_exists("eva0"));
+        ck_assert_int_eq(nb_conn_dispatch(c), 1);
+        ck_assert_int_eq(s.status, -ECANCELED);
+        nb_results_free(res);
+        ck_assert_int_eq(tu_fd_count(getpid()), before);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* A request larger than the socket takes at once stays queued in the
+ * library; the loop watches nb_conn_fd() for readability only, and that is
+ * enough: the fd turns readable when the socket can take more, and
+ * dispatch writes the rest. */
+START_TEST(test_large_request_is_sent_by_the_loop_watching_readability_only)
+{
+        enum { LEN = 8 << 20 };
+        struct seen big = {0}, small = {0};
+        char *data = malloc(LEN);
+        const char *argv[] = {"/bin/true", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        ck_assert_ptr_nonnull(data);
+        memset(data, 'x', LEN);
+        ck_assert_int_eq(nb_batch_exec(b, "/bin/true", argv, NULL, data, LEN, 0), 0);
+        free(data);
+        submit_async(c, b, 30000, &big);
+        submit_async(c, ping_batch(), 30000, &small); /* queued behind it */
+        loop_until(c, &callbacks_run, 2, 30000);
+        ck_assert_int_eq(big.status, 0);
+        ck_assert_int_eq(small.status, 0);
+        ck_assert_int_eq(nb_result_status(big.res, 0), 0);
+        nb_results_free(big.res);
+        nb_results_free(small.res);
+        nb_close(c);
+}
+END_TEST
+
+/* Callbacks that submit again, and one that waits synchronously: no
+ * deadlock, every request answered. */
+struct chain {
+        nb_conn *conn;
+        int left;
+        int done;
+        int failures;
+};
+
+static void chain_next(nb_conn *c, uint64_t id, int status, nb_results *res, void *opaque)
+{
+        struct chain *ch = opaque;
+        nb_batch *b;
+
+        (void)id;
+        if (status != 0 || nb_result_status(res, 0) != 0)
+                ch->failures++;
+        nb_results_free(res);
+        ch->done++;
+        if (ch->left == 0)
+                return;
+        ch->left--;
+        b = ping_batch();
+        if (ch->left % 2 == 0) {
+                if (nb_submit_async(c, b, 10000, chain_next, ch, NULL) < 0)
+                        ch->failures++;
+        } else {
+                /* The synchronous form inside a callback, then the async
+                 * one to keep the chain going. */
+                nb_results *r2 = NULL;
+                if (nb_submit_timeout(c, b, 10000, &r2) != 0 || nb_result_status(r2, 0) != 0)
+                        ch->failures++;
+                nb_results_free(r2);
+                if (nb_submit_async(c, b, 10000, chain_next, ch, NULL) < 0)
+                        ch->failures++;
+        }
+        nb_batch_free(b);
+}
+
+START_TEST(test_callback_that_submits_again_and_waits_does_not_deadlock)
+{
+        struct chain ch = {.left = 20};
+        nb_batch *b = ping_batch();
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        ch.conn = c;
+        ck_assert_int_eq(nb_submit_async(c, b, 10000, chain_next, &ch, NULL), 0);
+        nb_batch_free(b);
+        loop_until(c, &ch.done, 21, 20000);
+        ck_assert_int_eq(ch.failures, 0);
+        nb_close(c);
+}
+END_TEST
+
+/* Threads calling nb_submit() on the connection an event loop drives:
+ * whoever reads a reply files it under its request. */
+struct sync_caller {
+        nb_conn *conn;
+        int ok;
+};
+
+static void *sync_caller_run(void *p)
+{
+        struct sync_caller *s = p;
+
+        for (int i = 0; i < 30; i++) {
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                nb_batch_ping(b);
+                if (nb_submit(s->conn, b, &res) == 0 && nb_result_status(res, 0) == 0)
+                        s->ok++;
+                nb_results_free(res);
+                nb_batch_free(b);
+        }
+        return NULL;
+}
+
+START_TEST(test_sync_callers_beside_the_event_loop)
+{
+        enum { ASYNC = 60 };
+        struct sync_caller t[2];
+        struct seen s[ASYNC] = {{0}};
+        pthread_t th[2];
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        for (int i = 0; i < 2; i++) {
+                t[i] = (struct sync_caller){.conn = c};
+                pthread_create(&th[i], NULL, sync_caller_run, &t[i]);
+        }
+        for (int i = 0; i < ASYNC; i++) {
+                submit_async(c, ping_batch(), 20000, &s[i]);
+                loop_once(c, 0);
+        }
+        loop_until(c, &callbacks_run, ASYNC, 30000);
+        for (int i = 0; i < 2; i++) {
+                pthread_join(th[i], NULL);
+                ck_assert_int_eq(t[i].ok, 30);
+        }
+        for (int i = 0; i < ASYNC; i++) {
+                ck_assert_int_eq(s[i].calls, 1);
+                ck_assert_int_eq(s[i].status, 0);
+                nb_results_free(s[i].res);
+        }
+        nb_close(c);
+}
+END_TEST
+
+/* nb_close() with requests in flight calls each back with -ECANCELED, so
+ * the caller can free what its opaque pointers hold. */
+START_TEST(test_close_calls_back_what_is_in_flight)
+{
+        struct seen s[3] = {{0}};
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        for (int i = 0; i < 3; i++)
+                submit_async(c, sleep_batch("0.5"), -1, &s[i]);
+        nb_close(c);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(s[i].calls, 1);
+                ck_assert_int_eq(s[i].status, -ECANCELED);
+        }
+}
+END_TEST
+
+START_TEST(test_bad_arguments_are_refused_without_a_callback)
+{
+        nb_batch *b = ping_batch();
+        struct seen s = {0};
+        nb_results *res = NULL;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        ck_assert_int_eq(nb_submit_async(c, b, -1, NULL, &s, NULL), -EINVAL);
+        ck_assert_int_eq(nb_submit_async(NULL, b, -1, record, &s, NULL), -EINVAL);
+        ck_assert_int_eq(nb_submit_timeout(c, NULL, 10, &res), -EINVAL);
+        ck_assert_int_eq(nb_conn_dispatch(NULL), -EINVAL);
+        ck_assert_int_eq(nb_cancel(NULL, 1), -EINVAL);
+        ck_assert_int_eq(nb_conn_fd(NULL), -EINVAL);
+        loop_for(c, 50);
+        ck_assert_int_eq(s.calls, 0);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+Suite *evloop_suite(void)
+{
+        Suite *s = suite_create("evloop");
+        TCase *tc = tcase_create("evloop");
+
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_callback_gets_results_once_and_the_fd_is_quiet_after);
+        tcase_add_test(tc, test_fifty_pings_and_batches_in_flight_each_called_back_once);
+        tcase_add_test(tc, test_replies_out_of_order_find_their_callbacks);
+        tcase_add_test(tc, test_stopped_spawned_helper_times_out_resets_and_is_replaced);
+        tcase_add_test(tc, test_sync_timeout_on_stopped_socket_helper_and_recovery_after_sigcont);
+        tcase_add_test(tc, test_sync_timeout_then_nb_submit_works_on_a_new_spawned_helper);
+        tcase_add_test(tc, test_deadline_met_keeps_the_connection);
+        tcase_add_test(tc, test_cancel_before_reply_calls_back_once_and_drops_the_reply);
+        tcase_add_test(tc, test_cancel_after_reply_arrived_before_callback);
+        tcase_add_test(tc, test_cancel_of_a_reply_read_by_another_caller);
+        tcase_add_test(tc, test_fds_of_a_cancelled_request_are_closed);
+        tcase_add_test(tc, test_fds_of_a_request_cancelled_after_its_reply_are_closed);
+        tcase_add_test(tc, test_large_request_is_sent_by_the_loop_watching_readability_only);
+        tcase_add_test(tc, test_callback_that_submits_again_and_waits_does_not_deadlock);
+        tcase_add_test(tc, test_sync_callers_beside_the_event_loop);
+        tcase_add_test(tc, test_close_calls_back_what_is_in_flight);
+        tcase_add_test(tc, test_bad_arguments_are_refused_without_a_callback);
+        suite_add_tcase(s, tc);
+        return s;
+}

@@ -120,7 +120,7 @@ static int open_conn(struct ctl *c)
         if (c->socket_path) {
                 r = nb_connect(c->socket_path, &c->conn);
         } else {
-                nb_spawn_opts o = {.config_path = c->config_path};
+                nb_spawn_opts o = {.size = sizeof(nb_spawn_opts), .config_path = c->config_path};
                 r = nb_spawn(c->helper_path, &o, &c->conn);
         }
         if (r < 0) {
@@ -282,7 +282,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len)
 
 static void print_exec(const struct ctl *c, const nb_results *res, int status)
 {
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         if (nb_result_exec(res, 0, &e) < 0) {
                 if (c->json) {
@@ -452,7 +452,7 @@ static int link_create(struct ctl *c, int argc, char **argv)
                                              {0}};
         const char *parent = NULL, *mac = NULL, *peer = NULL, *netns = NULL, *kind, *name;
         nb_macvlan_mode mode = NB_MACVLAN_BRIDGE;
-        nb_tap_opts tap = {.persist = true};
+        nb_tap_opts tap = {.size = sizeof(nb_tap_opts), .persist = true};
         nb_batch *b;
         int ch, r, nsfd = -1;
 
@@ -542,7 +542,7 @@ static int link_set(struct ctl *c, int argc, char **argv)
                                              {"master", required_argument, NULL, 'M'},
                                              {"nomaster", no_argument, NULL, 'N'},
                                              {0}};
-        nb_link_change ch_ = {.up = -1};
+        nb_link_change ch_ = {.size = sizeof(nb_link_change), .up = -1};
         nb_batch *b;
         int ch;
 
@@ -670,7 +670,7 @@ static int link_list(struct ctl *c, int argc, char **argv)
                 rc = report_read_failure(c, res);
         if (rc == 0) {
                 size_t n = nb_result_link_count(res, 0);
-                nb_link_info l;
+                nb_link_info l = NB_LINK_INFO_INIT;
                 if (c->json)
                         putchar('[');
                 else
@@ -838,7 +838,7 @@ static const char *dir_name(nb_fw_direction d)
 /* ,"counters":[...] of owner k. */
 static void print_counters_json(const nb_results *res, size_t k)
 {
-        nb_fw_counter fc;
+        nb_fw_counter fc = NB_FW_COUNTER_INIT;
 
         printf(",\"counters\":[");
         for (size_t j = 0; nb_result_fw_counter_at(res, 0, k, j, &fc) == 0; j++) {
@@ -858,7 +858,7 @@ static void print_counters_json(const nb_results *res, size_t k)
  * counters, text. */
 static void print_counters_text(const nb_results *res, size_t k, bool counts)
 {
-        nb_fw_counter fc;
+        nb_fw_counter fc = NB_FW_COUNTER_INIT;
         char chain[64];
 
         for (size_t j = 0; nb_result_fw_counter_at(res, 0, k, j, &fc) == 0; j++) {
@@ -1044,7 +1044,7 @@ static int bw_set(struct ctl *c, int argc, char **argv)
                                              {"out-peak", required_argument, NULL, 5},
                                              {"out-burst", required_argument, NULL, 6},
                                              {0}};
-        nb_rate in = {0}, out = {0};
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
         unsigned *fields[] = {&in.average,  &in.peak,  &in.burst, &in.floor,
                               &out.average, &out.peak, &out.burst};
         nb_results *res = NULL;
@@ -1144,7 +1144,7 @@ static int bw_show(struct ctl *c, int argc, char **argv)
         nb_batch *b;
         nb_results *res = NULL;
         bool has_in = false, has_out = false;
-        nb_rate in, out;
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
         const char *in_mech = "", *out_mech = "";
         int rc;
 

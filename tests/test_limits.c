@@ -711,7 +711,7 @@ static void expect_ran(const nb_results *res, size_t i, nb_exec_result *e)
 static void expect_output(const nb_results *res, size_t i, size_t out_len, size_t err_len,
                           bool truncated)
 {
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         expect_ran(res, i, &e);
         ck_assert_uint_eq(e.out_len, out_len);
@@ -747,7 +747,7 @@ START_TEST(test_output_of_a_request_is_bounded_by_max_reply)
         const char *small[] = {"sh", "-c", "printf '%100s' ''", NULL};
         nb_batch *b = nb_batch_new();
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         size_t total = 0;
 
         for (int i = 0; i < 4; i++)
@@ -783,7 +783,7 @@ START_TEST(test_exec_args_and_env_at_max_args_run_one_more_is_refused)
         const char *env_argv[] = {"env", NULL};
         nb_batch *b;
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         marker_init(&m, "max-args");
         /* sh -c CMD sh: 4 entries. */
@@ -834,7 +834,7 @@ START_TEST(test_exec_timeouts_are_capped_and_defaulted)
         const char *touch[4];
         const char *sleep5[] = {"sleep", "5", NULL};
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         uint64_t t0;
 
         marker_init(&m, "timeout");

@@ -26,7 +26,7 @@
  * vars of nb_fw_add_filter()) every element carries the same size, which
  * is the array's stride. Opaque objects (nb_conn, nb_batch, nb_results,
  * nb_fw_ruleset) grow freely. The library's soname changes only when this
- * cannot be kept; libnetbroker(3), "ABI", has the policy.
+ * cannot be kept; libnetbroker(3), VERSIONS AND ABI, has the policy.
  */
 #ifndef NETBROKER_H
 #define NETBROKER_H
@@ -51,8 +51,8 @@ typedef struct nb_results nb_results;
 #define NB_VERSION_MAJOR 0
 #define NB_VERSION_MINOR 2
 #define NB_VERSION_MICRO 0
-#define NB_VERSION_ENCODE(major, minor, micro)                                                     \
-        (((unsigned)(major) << 16) | ((unsigned)(minor) << 8) | (unsigned)(micro))
+/* No casts: #if cannot evaluate them. */
+#define NB_VERSION_ENCODE(major, minor, micro) (((major) << 16) | ((minor) << 8) | (micro))
 #define NB_VERSION_NUMBER NB_VERSION_ENCODE(NB_VERSION_MAJOR, NB_VERSION_MINOR, NB_VERSION_MICRO)
 #define NB_VERSION_CHECK(major, minor, micro)                                                      \
         (NB_VERSION_NUMBER >= NB_VERSION_ENCODE(major, minor, micro))

@@ -4,6 +4,7 @@
  * take them), and the version macros agreeing with CMake's project version
  * and with nb_version(). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -150,8 +151,17 @@ START_TEST(test_public_functions_take_a_newer_callers_larger_struct)
 }
 END_TEST
 
+/* NB_VERSION_CHECK works where a program needs it first: in #if. */
+#if NB_VERSION_CHECK(NB_VERSION_MAJOR, NB_VERSION_MINOR, NB_VERSION_MICRO) &&                      \
+        !NB_VERSION_CHECK(NB_VERSION_MAJOR + 1, 0, 0)
+static const bool version_check_in_if = true;
+#else
+static const bool version_check_in_if = false;
+#endif
+
 START_TEST(test_version_macros_agree_with_cmake_and_the_library)
 {
+        ck_assert(version_check_in_if);
         ck_assert_int_eq(NB_VERSION_MAJOR, NB_CMAKE_VERSION_MAJOR);
         ck_assert_int_eq(NB_VERSION_MINOR, NB_CMAKE_VERSION_MINOR);
         ck_assert_int_eq(NB_VERSION_MICRO, NB_CMAKE_VERSION_PATCH);

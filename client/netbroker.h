@@ -25,7 +25,10 @@
  * the last), as the kernel's copy_struct_from_user() does. In an array (the
  * vars of nb_fw_add_filter()) every element carries the same size, which
  * is the array's stride. Opaque objects (nb_conn, nb_batch, nb_results,
- * nb_fw_ruleset) grow freely. The library's soname changes only when this
+ * nb_fw_ruleset) grow freely. A size field rather than opaque objects with
+ * setters: these are plain data that callers fill with designated
+ * initializers, as for clone3() and openat2(), so one rule covers all ten
+ * with no allocation and no setter per field. The library's soname changes only when this
  * cannot be kept; libnetbroker(3), VERSIONS AND ABI, has the policy.
  */
 #ifndef NETBROKER_H

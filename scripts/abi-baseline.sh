@@ -18,7 +18,9 @@ out=abi/$soname.abi
 # Paths relative to the checkout (BUILD/ for the build tree), so that the
 # file is the same from any checkout. The locations stay: abidiff
 # --headers-dir needs them to tell public types (client/netbroker.h) from
-# private ones.
+# private ones (without them, or without their line numbers, abidiff 2.2
+# filters a field inserted into a public struct out as private), so the
+# file changes with every edit of the header that moves lines.
 abidw --no-corpus-path --no-comp-dir-path --drop-undefined-syms "$lib" |
   sed -e "s|path='$PWD/|path='|g" -e "s|path='$(readlink -f "$dir")/|path='BUILD/|g" >"$out.tmp"
 mv "$out.tmp" "$out"

@@ -20,8 +20,11 @@ out=abi/$soname.abi
 # --headers-dir needs them to tell public types (client/netbroker.h) from
 # private ones (without them, or without their line numbers, abidiff 2.2
 # filters a field inserted into a public struct out as private), so the
-# file changes with every edit of the header that moves lines.
+# file changes with every edit of the header that moves lines. The licence
+# line goes inside the root element: abidiff refuses a file that does not
+# start with it.
 abidw --no-corpus-path --no-comp-dir-path --drop-undefined-syms "$lib" |
-  sed -e "s|path='$PWD/|path='|g" -e "s|path='$(readlink -f "$dir")/|path='BUILD/|g" >"$out.tmp"
+  sed -e "s|path='$PWD/|path='|g" -e "s|path='$(readlink -f "$dir")/|path='BUILD/|g" \
+    -e "1a\\  <!-- SPDX-License-Identifier: LGPL-2.1-or-later -->" >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "abi-baseline: $out ($(grep -c '<elf-symbol ' "$out") symbols) from $lib"

@@ -124,8 +124,9 @@ static int run_step(struct ctx *c, bool close_range, const char *words, bool cle
  * batch, which a client pays for too, to the reply. */
 static int bandwidth_request(struct ctx *c, unsigned n, bool set, double *ret_us)
 {
-        const nb_rate in = {.average = IN_AVERAGE, .peak = IN_PEAK, .burst = IN_BURST};
-        const nb_rate out = {.average = OUT_AVERAGE, .burst = OUT_BURST};
+        const nb_rate in = {
+                .size = sizeof(nb_rate), .average = IN_AVERAGE, .peak = IN_PEAK, .burst = IN_BURST};
+        const nb_rate out = {.size = sizeof(nb_rate), .average = OUT_AVERAGE, .burst = OUT_BURST};
         uint64_t t0 = bench_now_ns(), t1 = t0;
         nb_results *res = NULL;
         const char *mi, *mo;

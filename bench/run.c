@@ -110,7 +110,7 @@ static int config_memfd(const char *const *programs, const char *extra, char *pa
 int bench_broker_start(const char *helper, const char *const *programs, const char *extra,
                        const char *const *features, struct nb_conn **ret)
 {
-        nb_spawn_opts opts = {0};
+        nb_spawn_opts opts = NB_SPAWN_OPTS_INIT;
         char path[64];
         nb_conn *conn = NULL;
         FILE *f = NULL;
@@ -207,7 +207,7 @@ int bench_run_cmd(struct bench_ctx *c, enum bench_how how, const char *path, cha
                   char *out, size_t cap, size_t *ret_len, bool *ret_ok)
 {
         nb_results *res = NULL;
-        nb_exec_result er;
+        nb_exec_result er = NB_EXEC_RESULT_INIT;
         nb_batch *b = NULL;
         int st = 0, r;
 
@@ -269,7 +269,7 @@ static int broker_once(struct bench_ctx *c, const struct bench_method *m, double
 {
         unsigned ops = m->how == BENCH_BROKER_PING || !m->ops ? 1 : m->ops;
         nb_results *res = NULL;
-        nb_exec_result er;
+        nb_exec_result er = NB_EXEC_RESULT_INIT;
         uint64_t t0 = bench_now_ns(), t1;
         nb_batch *b = nb_batch_new();
         char who[48];
@@ -488,7 +488,7 @@ int bench_expect_devices(const char *who, const char *prefix, unsigned want)
 
 int bench_taps(struct nb_conn *conn, const char *who, const char *prefix, unsigned n)
 {
-        const nb_tap_opts opts = {.persist = true};
+        const nb_tap_opts opts = {.size = sizeof(nb_tap_opts), .persist = true};
         nb_results *res = NULL;
         nb_batch *b = nb_batch_new();
         char name[IFNAMSIZ];
@@ -508,7 +508,7 @@ int bench_taps(struct nb_conn *conn, const char *who, const char *prefix, unsign
 int bench_veths(struct nb_conn *conn, const char *who, const char *prefix, const char *peer,
                 unsigned n, bool up, int *ret_ifindex)
 {
-        const nb_link_change on = {.up = 1};
+        const nb_link_change on = {.size = sizeof(nb_link_change), .up = 1};
         char a[IFNAMSIZ], p[IFNAMSIZ];
         nb_batch *del = nb_batch_new(), *add = nb_batch_new();
         nb_results *res = NULL;

@@ -226,12 +226,22 @@ int nb_batch_add_sub(nb_batch *b, Netbroker__Op__OpCase which, void *sub, bool o
         return 0;
 }
 
-NB_EXPORT int nb_batch_tap_create(nb_batch *b, const char *name, const nb_tap_opts *opts)
+NB_EXPORT int nb_batch_tap_create(nb_batch *b, const char *name, const nb_tap_opts *theirs)
 {
         Netbroker__TapCreate *t;
+        nb_tap_opts mine;
+        const nb_tap_opts *opts = NULL;
         bool oom = false;
 
-        if (!b || !name_ok(name) || (opts && opts->queues > 16))
+        if (!b || !name_ok(name))
+                return -EINVAL;
+        if (theirs) {
+                int r = NB_STRUCT_IN(&mine, theirs, NB_TAP_OPTS_SIZE_0);
+                if (r < 0)
+                        return r;
+                opts = &mine;
+        }
+        if (opts && opts->queues > 16)
                 return -EINVAL;
         t = malloc(sizeof(*t));
         if (!t)
@@ -349,12 +359,20 @@ NB_EXPORT int nb_batch_bridge_create(nb_batch *b, const char *name)
         return nb_batch_add_sub(b, NETBROKER__OP__OP_BRIDGE_CREATE, br, oom);
 }
 
-NB_EXPORT int nb_batch_link_set(nb_batch *b, const char *name, const nb_link_change *c)
+NB_EXPORT int nb_batch_link_set(nb_batch *b, const char *name, const nb_link_change *theirs)
 {
         Netbroker__LinkSet *s;
+        nb_link_change mine;
+        const nb_link_change *c = &mine;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(name) || !c || c->up < -1 || c->up > 1 || (c->master && c->nomaster))
+        if (!b || !name_ok(name) || !theirs)
+                return -EINVAL;
+        r = NB_STRUCT_IN(&mine, theirs, NB_LINK_CHANGE_SIZE_0);
+        if (r < 0)
+                return r;
+        if (c->up < -1 || c->up > 1 || (c->master && c->nomaster))
                 return -EINVAL;
         s = malloc(sizeof(*s));
         if (!s)
@@ -391,6 +409,20 @@ static bool rate_ok(const nb_rate *r)
         return !r || r->average || (!r->peak && !r->burst && !r->floor);
 }
 
+/* The caller's rate (NULL: none) as this library's. */
+static int rate_in(const nb_rate *theirs, nb_rate *mine, const nb_rate **ret)
+{
+        int r = 0;
+
+        *ret = NULL;
+        if (theirs) {
+                r = NB_STRUCT_IN(mine, theirs, NB_RATE_SIZE_0);
+                if (r == 0)
+                        *ret = mine;
+        }
+        return r;
+}
+
 /* NULL or all zero: no Rate on the wire (no limit that way). */
 static int rate_msg(const nb_rate *r, Netbroker__Rate **ret)
 {
@@ -411,13 +443,23 @@ static int rate_msg(const nb_rate *r, Netbroker__Rate **ret)
         return 0;
 }
 
-NB_EXPORT int nb_batch_bandwidth_set(nb_batch *b, const char *ifname, const nb_rate *in,
-                                     const nb_rate *out)
+NB_EXPORT int nb_batch_bandwidth_set(nb_batch *b, const char *ifname, const nb_rate *in_theirs,
+                                     const nb_rate *out_theirs)
 {
         Netbroker__BandwidthSet *s;
+        nb_rate in_mine, out_mine;
+        const nb_rate *in = NULL, *out = NULL;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(ifname) || strchr(ifname, '%') || !rate_ok(in) || !rate_ok(out))
+        if (!b || !name_ok(ifname) || strchr(ifname, '%'))
+                return -EINVAL;
+        r = rate_in(in_theirs, &in_mine, &in);
+        if (r == 0)
+                r = rate_in(out_theirs, &out_mine, &out);
+        if (r < 0)
+                return r;
+        if (!rate_ok(in) || !rate_ok(out))
                 return -EINVAL;
         s = malloc(sizeof(*s));
         if (!s)

@@ -147,6 +147,37 @@ static const char *const client_features[] = {
         "bandwidth_clear",
 };
 
+/* "netbrokerd X.Y.Z" (netbroker.proto, Hello.software). */
+static bool parse_software(const char *s, unsigned *ret)
+{
+        unsigned major, minor, micro;
+        int end = -1;
+
+        if (sscanf(s, "netbrokerd %u.%u.%u%n", &major, &minor, &micro, &end) != 3 ||
+            (s[end] && s[end] != ' ') || major > 0xffff || minor > 0xff || micro > 0xff)
+                return false;
+        *ret = NB_VERSION_ENCODE(major, minor, micro);
+        return true;
+}
+
+/* What Hello says beyond the limits nb_submit() checks. */
+static void hello_rest(nb_conn *c, const Netbroker__Hello *h)
+{
+        c->limits[NB_LIMIT_REQUEST_BYTES] = h->max_frame;
+        c->limits[NB_LIMIT_OPS] = h->max_ops;
+        /* 0 fds is a real limit, announced with the others. */
+        c->limits[NB_LIMIT_REQUEST_FDS] = h->max_frame ? (uint64_t)h->max_fds + 1 : 0;
+        c->limits[NB_LIMIT_REPLY_BYTES] = h->max_reply;
+        c->limits[NB_LIMIT_REQUESTS_IN_FLIGHT] = h->max_requests;
+        c->limits[NB_LIMIT_FW_RULES] = h->max_rules;
+        c->limits[NB_LIMIT_EXEC_RUNNING] = h->max_execs_running;
+        /* 0 bytes of output is a real cap, announced with max_reply. */
+        c->limits[NB_LIMIT_EXEC_OUTPUT] = h->max_reply ? h->exec_output_cap + 1 : 0;
+        c->limits[NB_LIMIT_EXEC_TIMEOUT_MS] = h->exec_timeout_max_ms;
+        c->limits[NB_LIMIT_EXEC_ARGS] = h->max_args;
+        c->helper_version_known = parse_software(h->software, &c->helper_version);
+}
+
 static int hello(nb_conn *c)
 {
         Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
@@ -182,6 +213,7 @@ static int hello(nb_conn *c)
                 c->max_fds = reply->hello->max_fds;
                 /* A helper that announces its limits announces this one too. */
                 c->hello_fds_known = reply->hello->max_frame > 0;
+                hello_rest(c, reply->hello);
                 c->features = calloc(reply->hello->n_features + 1, sizeof(char *));
                 for (size_t i = 0; c->features && i < reply->hello->n_features; i++)
                         if ((c->features[c->n_features] = strdup(reply->hello->features[i])))
@@ -509,10 +541,19 @@ static int conn_finish(nb_conn *c, nb_conn **ret)
         return 0;
 }
 
-NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *opts, nb_conn **ret)
+NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *theirs, nb_conn **ret)
 {
-        nb_conn *c = conn_alloc();
+        nb_spawn_opts mine;
+        const nb_spawn_opts *opts = NULL;
+        nb_conn *c;
 
+        if (theirs) {
+                int r = NB_STRUCT_IN(&mine, theirs, NB_SPAWN_OPTS_SIZE_0);
+                if (r < 0)
+                        return r;
+                opts = &mine;
+        }
+        c = conn_alloc();
         if (!c)
                 return -ENOMEM;
         if (!helper_path)
@@ -559,6 +600,38 @@ NB_EXPORT bool nb_conn_has_feature(nb_conn *c, const char *name)
                         found = true;
         pthread_mutex_unlock(&c->lock);
         return found;
+}
+
+NB_EXPORT int nb_conn_helper_version(nb_conn *c, unsigned *ret)
+{
+        int r = -ENODATA;
+
+        if (!c || !ret)
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        if (c->helper_version_known) {
+                *ret = c->helper_version;
+                r = 0;
+        }
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+NB_EXPORT int nb_conn_limit(nb_conn *c, nb_limit limit, uint64_t *ret)
+{
+        /* The fd and output limits are stored one up: 0 there is a limit. */
+        bool one_up = limit == NB_LIMIT_REQUEST_FDS || limit == NB_LIMIT_EXEC_OUTPUT;
+        uint64_t v;
+
+        if (!c || !ret || (unsigned)limit >= sizeof(c->limits) / sizeof(*c->limits))
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        v = c->limits[limit];
+        pthread_mutex_unlock(&c->lock);
+        if (!v)
+                return -ENODATA;
+        *ret = one_up ? v - 1 : v;
+        return 0;
 }
 
 NB_EXPORT const char *nb_conn_error(nb_conn *c)

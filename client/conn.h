@@ -58,6 +58,11 @@ struct nb_conn {
         size_t n_features;
         uint32_t max_frame, max_ops, max_fds; /* the helper's limits, from Hello (0: unknown) */
         bool hello_fds_known;
+        /* The rest of Hello (nb_conn_limit, nb_conn_helper_version): 0 is
+         * "not announced". */
+        uint64_t limits[NB_LIMIT_EXEC_ARGS + 1];
+        unsigned helper_version;
+        bool helper_version_known;
         char error[512];
 };
 

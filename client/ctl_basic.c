@@ -111,7 +111,7 @@ static int print_exec(struct ctl *c, const nb_results *res)
 {
         int st = nb_result_status(res, 0);
         const char *msg = nb_result_message(res, 0);
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         if (nb_result_exec(res, 0, &e) < 0)
                 return st ? ctl_op_failed(c, res, 0)

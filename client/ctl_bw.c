@@ -36,7 +36,7 @@ static int bw_options(struct ctl *c, int argc, char **argv, nb_rate *in, nb_rate
 
 static int bw_set(struct ctl *c, int argc, char **argv)
 {
-        nb_rate in = {0}, out = {0};
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
         nb_results *res = NULL;
         const char *in_mech = "", *out_mech = "", *name;
         nb_batch *b;
@@ -124,7 +124,7 @@ static int bw_show(struct ctl *c, int argc, char **argv)
         nb_batch *b;
         nb_results *res = NULL;
         bool has_in = false, has_out = false;
-        nb_rate in, out;
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
         const char *in_mech = "", *out_mech = "";
         int rc;
 

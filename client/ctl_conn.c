@@ -127,7 +127,7 @@ int ctl_connect(struct ctl *c)
                                 c->config_path, ctl_source_text(c, where, sizeof(where)));
                 r = nb_connect(c->socket_path, &c->conn);
         } else {
-                nb_spawn_opts o = {.config_path = c->config_path};
+                nb_spawn_opts o = {.size = sizeof(nb_spawn_opts), .config_path = c->config_path};
                 if (c->debug)
                         o.log_level = "debug";
                 if (c->verbose)

@@ -115,7 +115,7 @@ static const char *dir_name(nb_fw_direction d)
 /* ,"counters":[...] of owner k. */
 static void print_counters_json(const nb_results *res, size_t k)
 {
-        nb_fw_counter fc;
+        nb_fw_counter fc = NB_FW_COUNTER_INIT;
 
         printf(",\"counters\":[");
         for (size_t j = 0; nb_result_fw_counter_at(res, 0, k, j, &fc) == 0; j++) {
@@ -134,7 +134,7 @@ static void print_counters_json(const nb_results *res, size_t k)
  * counters, text. */
 static void print_counters_text(const nb_results *res, size_t k, bool counts)
 {
-        nb_fw_counter fc;
+        nb_fw_counter fc = NB_FW_COUNTER_INIT;
         char chain[64];
 
         for (size_t j = 0; nb_result_fw_counter_at(res, 0, k, j, &fc) == 0; j++) {

@@ -116,7 +116,7 @@ static int create_options(struct ctl *c, int argc, char **argv, struct create_ar
 
 static int link_create(struct ctl *c, int argc, char **argv)
 {
-        nb_tap_opts tap = {.persist = true};
+        nb_tap_opts tap = {.size = sizeof(nb_tap_opts), .persist = true};
         struct create_args a = {.mode = NB_MACVLAN_BRIDGE, .tap = &tap};
         const char *kind, *name;
         nb_batch *b;
@@ -169,7 +169,7 @@ static int link_set(struct ctl *c, int argc, char **argv)
                                              {"master", required_argument, NULL, 'M'},
                                              {"nomaster", no_argument, NULL, 'N'},
                                              {0}};
-        nb_link_change ch_ = {.up = -1};
+        nb_link_change ch_ = {.size = sizeof(nb_link_change), .up = -1};
         nb_batch *b;
         int ch;
 
@@ -254,7 +254,7 @@ static void print_link_text(const nb_link_info *l)
 static void print_links(const struct ctl *c, const nb_results *res)
 {
         size_t n = nb_result_link_count(res, 0);
-        nb_link_info l;
+        nb_link_info l = NB_LINK_INFO_INIT;
 
         if (c->json)
                 fputs("{\"ok\":true,\"links\":[", stdout);

@@ -155,14 +155,25 @@ static int same_wire(const Netbroker__FwRule *a, const Netbroker__FwRule *b)
         return same;
 }
 
-NB_EXPORT int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *o)
+NB_EXPORT int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *opts)
 {
         Netbroker__FwRule *guard = NULL;
+        nb_fw_group_opts mine;
+        const nb_fw_group_opts *o = &mine;
+        nb_fw_rule guard_rule;
         ssize_t at;
-        int same;
+        int same, r;
 
-        if (!rs || !group_name_ok(name) || !o || o->priority < -1000 || o->priority > 1000 ||
-            (o->guard && !rule_ok(o->guard)))
+        if (!rs || !group_name_ok(name) || !opts)
+                return -EINVAL;
+        r = NB_STRUCT_IN(&mine, opts, NB_FW_GROUP_OPTS_SIZE_0);
+        if (r == 0 && mine.guard) {
+                r = NB_STRUCT_IN(&guard_rule, mine.guard, NB_FW_RULE_SIZE_0);
+                mine.guard = &guard_rule;
+        }
+        if (r < 0)
+                return r;
+        if (o->priority < -1000 || o->priority > 1000 || (o->guard && !rule_ok(o->guard)))
                 return -EINVAL;
         if (o->guard) {
                 guard = rule_to_proto(o->guard);
@@ -366,13 +377,21 @@ void nb_fw_mark_release(struct nb_fw_mark *m)
         m->n_rules = NULL;
 }
 
-NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *rule)
+NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *theirs)
 {
+        const nb_fw_rule *rule = NULL;
+        nb_fw_rule mine;
         Netbroker__FwRule *p;
         bool started = false;
         int r;
 
-        if (!rs || !rule || !rule_ok(rule))
+        if (!rs || !theirs)
+                return -EINVAL;
+        r = NB_STRUCT_IN(&mine, theirs, NB_FW_RULE_SIZE_0);
+        if (r < 0)
+                return r;
+        rule = &mine;
+        if (!rule_ok(rule))
                 return -EINVAL;
         if (rs->cur == NO_GROUP) {
                 r = nb_fw_group(rs, "rules");

@@ -458,8 +458,8 @@ static void chain_opts(const char *chain, int16_t priority, nb_fw_group_opts *o,
                 {"ipv6", ET_IPV6, NULL},
         };
 
-        *guard = (nb_fw_rule){0};
-        *o = (nb_fw_group_opts){.priority = priority};
+        *guard = (nb_fw_rule)NB_FW_RULE_INIT;
+        *o = (nb_fw_group_opts){.size = sizeof(*o), .priority = priority};
         if (strcmp(chain, "root") == 0) {
                 o->root = true;
                 return;
@@ -574,17 +574,57 @@ static int instantiate(nb_fw_ruleset *rs, const struct stock *f, const nb_fw_var
         return r;
 }
 
+/* The caller's variables in this library's nb_fw_var: the array's stride
+ * is its first element's size, which every element must carry. */
+static int vars_in(const nb_fw_var *vars, size_t n, nb_fw_var **ret)
+{
+        nb_fw_var *mine;
+        size_t stride;
+        int r;
+
+        *ret = NULL;
+        if (n == 0)
+                return 0;
+        if (!vars)
+                return -EINVAL;
+        stride = vars[0].size;
+        mine = calloc(n, sizeof(*mine));
+        if (!mine)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const nb_fw_var *v = (const void *)((const char *)vars + i * stride);
+                if (v->size != stride) {
+                        free(mine);
+                        return -EINVAL;
+                }
+                r = NB_STRUCT_IN(&mine[i], v, NB_FW_VAR_SIZE_0);
+                if (r < 0) {
+                        free(mine);
+                        return r;
+                }
+        }
+        *ret = mine;
+        return 0;
+}
+
 NB_EXPORT int nb_fw_add_filter(nb_fw_ruleset *rs, const char *filter, const nb_fw_var *vars,
                                size_t n_vars)
 {
         const struct stock *f;
+        nb_fw_var *mine;
+        int r;
 
         if (!rs || !filter)
                 return -EINVAL;
         f = stock_find(filter);
         if (!f)
                 return -ENOENT;
-        return instantiate(rs, f, vars, n_vars);
+        r = vars_in(vars, n_vars, &mine);
+        if (r < 0)
+                return r;
+        r = instantiate(rs, f, mine, n_vars);
+        free(mine);
+        return r;
 }
 
 /* ---- the builders ----
@@ -603,7 +643,7 @@ static const char *const *or_none(const char *const *ips)
 NB_EXPORT int nb_fw_add_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac)
 {
         const char *const m[] = {mac, NULL};
-        const nb_fw_var v[] = {{"MAC", m}};
+        const nb_fw_var v[] = {NB_FW_VAR("MAC", m)};
 
         if (!rs || !mac_ok(mac))
                 return -EINVAL;
@@ -612,7 +652,7 @@ NB_EXPORT int nb_fw_add_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac)
 
 NB_EXPORT int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips)
 {
-        const nb_fw_var v[] = {{"IP", or_none(ips)}};
+        const nb_fw_var v[] = {NB_FW_VAR("IP", or_none(ips))};
 
         if (!rs)
                 return -EINVAL;
@@ -622,7 +662,7 @@ NB_EXPORT int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips
 NB_EXPORT int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
 {
         const char *const m[] = {mac, NULL};
-        const nb_fw_var v[] = {{"MAC", m}, {"IP", or_none(ips)}};
+        const nb_fw_var v[] = {NB_FW_VAR("MAC", m), NB_FW_VAR("IP", or_none(ips))};
 
         if (!rs || !mac_ok(mac))
                 return -EINVAL;
@@ -632,7 +672,7 @@ NB_EXPORT int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, cons
 NB_EXPORT int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac)
 {
         const char *const m[] = {mac, NULL};
-        const nb_fw_var v[] = {{"MAC", m}};
+        const nb_fw_var v[] = {NB_FW_VAR("MAC", m)};
 
         if (!rs || !mac_ok(mac))
                 return -EINVAL;
@@ -642,7 +682,7 @@ NB_EXPORT int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac)
 NB_EXPORT int nb_fw_add_allow_dhcp(nb_fw_ruleset *rs, const char *dhcp_server)
 {
         const char *const s[] = {dhcp_server, NULL};
-        const nb_fw_var v[] = {{"DHCPSERVER", s}};
+        const nb_fw_var v[] = {NB_FW_VAR("DHCPSERVER", s)};
 
         if (!rs || (dhcp_server && !ip_ok(dhcp_server, AF_INET)))
                 return -EINVAL;
@@ -661,7 +701,7 @@ NB_EXPORT int nb_fw_add_allow_arp(nb_fw_ruleset *rs)
 NB_EXPORT int nb_fw_add_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
 {
         const char *const m[] = {mac, NULL};
-        const nb_fw_var v[] = {{"MAC", m}, {"IP", or_none(ips)}};
+        const nb_fw_var v[] = {NB_FW_VAR("MAC", m), NB_FW_VAR("IP", or_none(ips))};
 
         if (!rs || !mac_ok(mac))
                 return -EINVAL;

@@ -556,7 +556,7 @@ static int parse_matches(struct parse *p, int argc, char **argv, int i, nb_fw_ru
 
 static int st_rule(struct parse *p, int argc, char **argv)
 {
-        nb_fw_rule rule = {0};
+        nb_fw_rule rule = NB_FW_RULE_INIT;
         int r = need_owner(p, "rule");
 
         if (r < 0)
@@ -591,8 +591,8 @@ static int st_rule(struct parse *p, int argc, char **argv)
 /* group NAME [priority P] [root] [guard MATCH...] */
 static int st_group(struct parse *p, int argc, char **argv)
 {
-        nb_fw_group_opts o = {0};
-        nb_fw_rule guard = {0};
+        nb_fw_group_opts o = NB_FW_GROUP_OPTS_INIT;
+        nb_fw_rule guard = NB_FW_RULE_INIT;
         bool ex = false;
         int i = 2, r = need_owner(p, "group");
 
@@ -656,6 +656,7 @@ static int filter_vars(struct parse *p, const char *name, int nargs, char **args
                         seen = strcmp(vars[v].name, args[a]) == 0;
                 if (seen)
                         continue;
+                vars[n_vars].size = sizeof(nb_fw_var);
                 vars[n_vars].name = args[a];
                 vars[n_vars++].values = vals + n_vals;
                 for (int b = a; b < nargs; b++) {

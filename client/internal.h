@@ -4,6 +4,7 @@
 
 #include "codec.h"
 #include "netbroker.h"
+#include "abi_struct.h"
 
 #define NB_EXPORT __attribute__((visibility("default")))
 

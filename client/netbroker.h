@@ -9,6 +9,27 @@
  * Conventions: functions that can fail return 0 or a negative errno value;
  * outputs are written only on success; every free function accepts NULL.
  * Per-op statuses are 0 or a negative errno value as well.
+ *
+ * ABI: every public struct, whether the caller fills it or the library
+ * does, starts with `size_t size`, which the caller sets to sizeof the
+ * struct as its header has it: use the NB_*_INIT macro (or a designated
+ * initializer with .size = sizeof(type)), never {0}. New fields are only
+ * ever added at the end, and a new field's zero value means what the
+ * struct meant without it. So a program built against an older header
+ * keeps working with a newer library (which reads the fields that fit in
+ * `size` and takes the rest as zero, and writes only those), and one built
+ * against a newer header works with an older library as long as it leaves
+ * the fields that library does not know at zero. A size of 0, below the
+ * struct's first released size, or larger than the library knows with a
+ * non-zero byte past what it knows is refused with -EINVAL (-E2BIG for
+ * the last), as the kernel's copy_struct_from_user() does. In an array (the
+ * vars of nb_fw_add_filter()) every element carries the same size, which
+ * is the array's stride. Opaque objects (nb_conn, nb_batch, nb_results,
+ * nb_fw_ruleset) grow freely. A size field rather than opaque objects with
+ * setters: these are plain data that callers fill with designated
+ * initializers, as for clone3() and openat2(), so one rule covers all ten
+ * with no allocation and no setter per field. The library's soname changes only when this
+ * cannot be kept; libnetbroker(3), VERSIONS AND ABI, has the policy.
  */
 #ifndef NETBROKER_H
 #define NETBROKER_H
@@ -25,14 +46,37 @@ typedef struct nb_conn nb_conn;
 typedef struct nb_batch nb_batch;
 typedef struct nb_results nb_results;
 
+/* ---- versions ----
+ *
+ * The version of this header; nb_version() is the library's, at run time.
+ * Both are NB_VERSION_ENCODE(major, minor, micro). NB_VERSION_CHECK(a, b, c)
+ * is true when this header is version a.b.c or later (for #if). */
+#define NB_VERSION_MAJOR 0
+#define NB_VERSION_MINOR 2
+#define NB_VERSION_MICRO 0
+/* No casts: #if cannot evaluate them. */
+#define NB_VERSION_ENCODE(major, minor, micro) (((major) << 16) | ((minor) << 8) | (micro))
+#define NB_VERSION_NUMBER NB_VERSION_ENCODE(NB_VERSION_MAJOR, NB_VERSION_MINOR, NB_VERSION_MICRO)
+#define NB_VERSION_CHECK(major, minor, micro)                                                      \
+        (NB_VERSION_NUMBER >= NB_VERSION_ENCODE(major, minor, micro))
+
+/* The library's own version, NB_VERSION_ENCODE(major, minor, micro): what
+ * the program runs with, which may be newer than what it was built with. */
+unsigned nb_version(void);
+
 /* ---- connections ---- */
 
 typedef struct nb_spawn_opts {
+        size_t size; /* sizeof(nb_spawn_opts): NB_SPAWN_OPTS_INIT */
         /* Configuration file for the helper, or NULL for its default. */
         const char *config_path;
         /* Log level for the helper ("error" ... "debug"), or NULL. */
         const char *log_level;
 } nb_spawn_opts;
+#define NB_SPAWN_OPTS_INIT                                                                         \
+        {                                                                                          \
+                .size = sizeof(nb_spawn_opts)                                                      \
+        }
 
 /* Start netbrokerd on a socketpair and say Hello. helper_path NULL means the
  * NETBROKERD environment variable, else the installed helper. The helper
@@ -42,7 +86,8 @@ typedef struct nb_spawn_opts {
  * Returns 0, or -ENOENT/-EACCES (helper not found or not executable),
  * -EPROTO/-EPROTONOSUPPORT (the helper refused the Hello), -ECONNRESET
  * (it exited at once, e.g. on a bad config: it says why on stderr),
- * -ENOMEM. nb_last_error() has the helper's message. */
+ * -ENOMEM, -EINVAL/-E2BIG (opts->size, see "ABI" above). nb_last_error()
+ * has the helper's message. */
 int nb_spawn(const char *helper_path, const nb_spawn_opts *opts, nb_conn **ret);
 
 /* Connect to a helper listening on a unix socket (systemd's or --listen)
@@ -71,6 +116,32 @@ const char *nb_conn_error(nb_conn *conn);
 /* The pid of a spawned helper (0 for nb_connect connections or when none is
  * running). */
 int nb_conn_helper_pid(nb_conn *conn);
+
+/* The version of the helper this connection talks to, as its Hello gave
+ * it (NB_VERSION_ENCODE(major, minor, micro)). Returns 0, or -ENODATA when
+ * the helper did not say (its Hello's software is not "netbrokerd X.Y.Z"),
+ * -EINVAL for a NULL argument. After a reconnect it is the new helper's. */
+int nb_conn_helper_version(nb_conn *conn, unsigned *ret);
+
+/* The helper's limits, from its Hello: a request over one of them is
+ * refused (nb_submit() checks the first three itself). */
+typedef enum nb_limit {
+        NB_LIMIT_REQUEST_BYTES = 0, /* max_frame: an encoded request's size */
+        NB_LIMIT_OPS = 1, /* max_ops: ops in one request */
+        NB_LIMIT_REQUEST_FDS = 2, /* max_fds_per_frame: fds one request carries */
+        NB_LIMIT_REPLY_BYTES = 3, /* max_reply: a reply's size (Exec output is cut) */
+        NB_LIMIT_REQUESTS_IN_FLIGHT = 4, /* max_requests_per_connection */
+        NB_LIMIT_FW_RULES = 5, /* firewall rules in one request, for this caller */
+        NB_LIMIT_EXEC_RUNNING = 6, /* max_spawns_per_uid: this uid's Execs at once */
+        NB_LIMIT_EXEC_OUTPUT = 7, /* exec_output_cap: bytes kept of stdout, of stderr */
+        NB_LIMIT_EXEC_TIMEOUT_MS = 8, /* exec_timeout_max_ms: the longest timeout_ms */
+        NB_LIMIT_EXEC_ARGS = 9, /* max_args: argv entries, and env entries */
+} nb_limit;
+
+/* One of the helper's limits. Returns 0, -ENODATA when the helper did not
+ * announce it (an older helper), -EINVAL for a NULL argument or a limit
+ * this library does not know. */
+int nb_conn_limit(nb_conn *conn, nb_limit limit, uint64_t *ret);
 
 /* ---- batches ---- */
 
@@ -121,12 +192,17 @@ typedef enum nb_macvlan_mode {
 } nb_macvlan_mode;
 
 typedef struct nb_tap_opts {
+        size_t size; /* sizeof(nb_tap_opts): NB_TAP_OPTS_INIT */
         bool vnet_hdr; /* IFF_VNET_HDR */
         unsigned queues; /* >1: IFF_MULTI_QUEUE, one fd per queue (at most 16) */
         bool persist; /* the device outlives its fds */
         bool set_owner; /* then uid and gid own the device */
         unsigned uid, gid;
 } nb_tap_opts;
+#define NB_TAP_OPTS_INIT                                                                           \
+        {                                                                                          \
+                .size = sizeof(nb_tap_opts)                                                        \
+        }
 
 /* A tap (IFF_TAP | IFF_NO_PI, never attached to an existing device). The
  * result carries its ifname, ifindex and one fd per queue. opts may be NULL. */
@@ -146,12 +222,18 @@ int nb_batch_veth_create(nb_batch *batch, const char *name, const char *peer, in
 int nb_batch_bridge_create(nb_batch *batch, const char *name);
 
 typedef struct nb_link_change {
+        size_t size; /* sizeof(nb_link_change): NB_LINK_CHANGE_INIT */
         int up; /* -1 unchanged, 0 down, 1 up */
         unsigned mtu; /* 0 unchanged */
         const char *mac; /* NULL unchanged */
         const char *master; /* bridge to attach to; NULL unchanged */
         bool nomaster; /* detach from its bridge */
 } nb_link_change;
+/* Changes nothing until a field is set (up -1: unchanged). */
+#define NB_LINK_CHANGE_INIT                                                                        \
+        {                                                                                          \
+                .size = sizeof(nb_link_change), .up = -1                                           \
+        }
 
 int nb_batch_link_set(nb_batch *batch, const char *name, const nb_link_change *change);
 int nb_batch_link_delete(nb_batch *batch, const char *name);
@@ -189,8 +271,8 @@ typedef enum nb_fw_mode {
         NB_FW_ENSURE = 1,
 } nb_fw_mode;
 
-/* One rule. A zeroed struct matches everything (from the guest) and
- * accepts. Every match that is set must hold; each *_not negates its match.
+/* One rule. One with nothing but its size set matches everything (from
+ * the guest) and accepts. Every match that is set must hold; each *_not negates its match.
  * MACs: "aa:bb:cc:dd:ee:ff" or "MAC/MASK"; IPs: "10.0.0.5", "10.0.0.0/24",
  * "10.0.0.5-10.0.0.9", "fe80::1", "fe80::/64" (an IP match implies its
  * family). ether_type is the type on the wire, as ebtables' -p: a tagged
@@ -198,8 +280,9 @@ typedef enum nb_fw_mode {
  * an IPv4 rule never matches a tagged frame. ARP fields imply ARP unless
  * ether_type is 0x8035 (RARP); as ebtables' arp match, MAC fields hold only
  * for Ethernet with 6-byte addresses, IP fields only for IPv4 with 4-byte
- * ones. */
+ * ones. NB_FW_RULE_INIT is that rule. */
 typedef struct nb_fw_rule {
+        size_t size; /* sizeof(nb_fw_rule): NB_FW_RULE_INIT */
         nb_fw_direction direction;
         nb_fw_verdict verdict;
         const char *ether_src;
@@ -250,6 +333,10 @@ typedef struct nb_fw_rule {
         bool tcp_flags_not;
         const char *comment; /* up to 256 bytes, kept with the rule */
 } nb_fw_rule;
+#define NB_FW_RULE_INIT                                                                            \
+        {                                                                                          \
+                .size = sizeof(nb_fw_rule)                                                         \
+        }
 
 /* TCP flag bits for tcp_flags and tcp_flags_mask. */
 #define NB_TCP_FIN 0x01
@@ -276,10 +363,15 @@ int nb_fw_group(nb_fw_ruleset *rs, const char *name);
  * to one chain, as libvirt's filterref does), else starts it. Returns 0,
  * -EINVAL, -EEXIST (there with other options), -ENOMEM. */
 typedef struct nb_fw_group_opts {
+        size_t size; /* sizeof(nb_fw_group_opts): NB_FW_GROUP_OPTS_INIT */
         int16_t priority; /* -1000..1000 */
         bool root;
         const nb_fw_rule *guard;
 } nb_fw_group_opts;
+#define NB_FW_GROUP_OPTS_INIT                                                                      \
+        {                                                                                          \
+                .size = sizeof(nb_fw_group_opts)                                                   \
+        }
 int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *opts);
 
 /* libvirt's stock filters by name ("clean-traffic", "no-arp-spoofing", ...,
@@ -297,9 +389,15 @@ int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *
  * chain's name is there with other options), -ENOMEM; nothing added on
  * failure. */
 typedef struct nb_fw_var {
+        size_t size; /* sizeof(nb_fw_var), the same in every element */
         const char *name; /* "MAC", "IP", ... */
         const char *const *values; /* NULL-terminated */
 } nb_fw_var;
+/* One variable: NB_FW_VAR("MAC", macs). */
+#define NB_FW_VAR(var_name, var_values)                                                            \
+        {                                                                                          \
+                .size = sizeof(nb_fw_var), .name = (var_name), .values = (var_values)              \
+        }
 int nb_fw_add_filter(nb_fw_ruleset *rs, const char *filter, const nb_fw_var *vars, size_t n_vars);
 /* The filters nb_fw_add_filter() knows, NULL-terminated. */
 const char *const *nb_fw_filter_names(void);
@@ -365,14 +463,19 @@ int nb_batch_firewall_list_counters(nb_batch *batch);
  * IFB is made; one an older helper left is removed. */
 
 typedef struct nb_rate {
+        size_t size; /* sizeof(nb_rate): NB_RATE_INIT */
         unsigned average; /* kB/s; 1 to 100 Gbit/s */
         unsigned peak; /* kB/s, not below average; 0: the average */
         unsigned burst; /* kB at peak speed; 0: 10 ms of the average, at least 2 kB
                            (a policer: its bucket, see above) */
         unsigned floor; /* kB/s guaranteed, not above average; inbound only */
 } nb_rate;
+#define NB_RATE_INIT                                                                               \
+        {                                                                                          \
+                .size = sizeof(nb_rate)                                                            \
+        }
 
-/* Limit ifname each way; NULL (or an all-zero rate) means no limit that
+/* Limit ifname each way; NULL (or a rate whose fields but size are all zero) means no limit that
  * way, and a limit netbroker had there before is removed. Idempotent, and a
  * change of rates takes effect in place (no instant without a limit). The
  * op fails with -EINVAL for a bad rate (zero average with other fields,
@@ -513,6 +616,7 @@ const char *nb_result_message(const nb_results *res, size_t i);
 long nb_results_first_error(const nb_results *res);
 
 typedef struct nb_exec_result {
+        size_t size; /* set by the caller: NB_EXEC_RESULT_INIT */
         int exit_code; /* when signal == 0 */
         int signal; /* signal that ended the program, or 0 */
         bool timed_out;
@@ -524,6 +628,10 @@ typedef struct nb_exec_result {
         bool err_truncated;
         uint64_t duration_us;
 } nb_exec_result;
+#define NB_EXEC_RESULT_INIT                                                                        \
+        {                                                                                          \
+                .size = sizeof(nb_exec_result)                                                     \
+        }
 
 /* Fill *ret for an Exec op that ran. Returns 0, or -ENODATA when op i has no
  * Exec result (it was refused or not run), -ERANGE for a bad index. The
@@ -555,7 +663,7 @@ int nb_result_bandwidth(const nb_results *res, size_t i, const char **ret_in, co
  * (peak 0: the average, and for a policer; burst as the kernel keeps it,
  * in kB, a policer's bucket; floor is not
  * kept by the kernel and reads 0), and whether there is one each way
- * (false: "none", the rate is zeroed). ret_* may be NULL. Returns 0,
+ * (false: "none", the rate's fields but size are zeroed). ret_* may be NULL. Returns 0,
  * -ENODATA (op i has no such result) or -ERANGE. */
 int nb_result_bandwidth_show(const nb_results *res, size_t i, bool *ret_has_in, nb_rate *ret_in,
                              bool *ret_has_out, nb_rate *ret_out);
@@ -579,6 +687,7 @@ typedef enum nb_link_kind {
 /* One interface of a LinkList result; strings valid until
  * nb_results_free(). */
 typedef struct nb_link_info {
+        size_t size; /* set by the caller: NB_LINK_INFO_INIT */
         const char *name;
         int ifindex;
         nb_link_kind kind;
@@ -591,6 +700,10 @@ typedef struct nb_link_info {
         unsigned owner_uid; /* N, with has_owner */
         bool made_by_helper; /* the helper made it (an owner mark, or its IFB) */
 } nb_link_info;
+#define NB_LINK_INFO_INIT                                                                          \
+        {                                                                                          \
+                .size = sizeof(nb_link_info)                                                       \
+        }
 
 /* LinkList: how many interfaces (ascending ifindex), and the k-th. Returns
  * 0, -ENODATA or -ERANGE. */
@@ -623,12 +736,17 @@ int nb_result_fw_owner_at(const nb_results *res, size_t i, size_t k, const char 
  * its group ("" for the base chain's own rules), direction, position in its
  * chain, counters and text (libvirt's terms). Strings live as long as res. */
 typedef struct nb_fw_counter {
+        size_t size; /* set by the caller: NB_FW_COUNTER_INIT */
         const char *group;
         nb_fw_direction direction;
         unsigned index;
         uint64_t packets, bytes;
         const char *text;
 } nb_fw_counter;
+#define NB_FW_COUNTER_INIT                                                                         \
+        {                                                                                          \
+                .size = sizeof(nb_fw_counter)                                                      \
+        }
 size_t nb_result_fw_counter_count(const nb_results *res, size_t i, size_t k);
 int nb_result_fw_counter_at(const nb_results *res, size_t i, size_t k, size_t j,
                             nb_fw_counter *ret);

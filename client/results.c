@@ -96,19 +96,20 @@ NB_EXPORT int nb_result_exec(const nb_results *r, size_t i, nb_exec_result *ret)
         if (res->out_case != NETBROKER__RESULT__OUT_EXEC)
                 return -ENODATA;
         e = res->exec;
-        *ret = (nb_exec_result){
-                .exit_code = e->exit_code,
-                .signal = e->signal,
-                .timed_out = e->timed_out,
-                .out = e->stdout_data.data,
-                .out_len = e->stdout_data.len,
-                .out_truncated = e->stdout_truncated,
-                .err = e->stderr_data.data,
-                .err_len = e->stderr_data.len,
-                .err_truncated = e->stderr_truncated,
-                .duration_us = e->duration_us,
-        };
-        return 0;
+        return NB_STRUCT_OUT(ret,
+                             (&(nb_exec_result){
+                                     .exit_code = e->exit_code,
+                                     .signal = e->signal,
+                                     .timed_out = e->timed_out,
+                                     .out = e->stdout_data.data,
+                                     .out_len = e->stdout_data.len,
+                                     .out_truncated = e->stdout_truncated,
+                                     .err = e->stderr_data.data,
+                                     .err_len = e->stderr_data.len,
+                                     .err_truncated = e->stderr_truncated,
+                                     .duration_us = e->duration_us,
+                             }),
+                             NB_EXEC_RESULT_SIZE_0);
 }
 
 NB_EXPORT int nb_result_stat_at(const nb_results *r, size_t i, size_t k, const char **ret_name,
@@ -350,45 +351,60 @@ NB_EXPORT int nb_result_fw_counter_at(const nb_results *r, size_t i, size_t k, s
         if (!o || j >= o->n_counters)
                 return -ERANGE;
         c = o->counters[j];
-        if (ret) {
-                ret->group = c->group;
-                ret->direction = c->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST
-                                         ? NB_FW_TO_GUEST
-                                         : NB_FW_FROM_GUEST;
-                ret->index = c->index;
-                ret->packets = c->packets;
-                ret->bytes = c->bytes;
-                ret->text = c->text;
-        }
-        return 0;
-}
-
-static void rate_out(const Netbroker__Rate *m, bool *ret_has, nb_rate *ret)
-{
-        if (ret_has)
-                *ret_has = m != NULL;
         if (!ret)
-                return;
-        memset(ret, 0, sizeof(*ret));
-        if (m) {
-                ret->average = m->average;
-                ret->peak = m->peak;
-                ret->burst = m->burst;
-                ret->floor = m->floor;
-        }
+                return 0;
+        return NB_STRUCT_OUT(
+                ret,
+                (&(nb_fw_counter){
+                        .group = c->group,
+                        .direction = c->direction == NETBROKER__FW_DIRECTION__FW_TO_GUEST
+                                             ? NB_FW_TO_GUEST
+                                             : NB_FW_FROM_GUEST,
+                        .index = c->index,
+                        .packets = c->packets,
+                        .bytes = c->bytes,
+                        .text = c->text,
+                }),
+                NB_FW_COUNTER_SIZE_0);
 }
 
-NB_EXPORT int nb_result_bandwidth_show(const nb_results *r, size_t i, bool *ret_has_in,
+static nb_rate rate_of(const Netbroker__Rate *m)
+{
+        nb_rate r = NB_RATE_INIT;
+
+        if (m) {
+                r.average = m->average;
+                r.peak = m->peak;
+                r.burst = m->burst;
+                r.floor = m->floor;
+        }
+        return r;
+}
+
+NB_EXPORT int nb_result_bandwidth_show(const nb_results *rs, size_t i, bool *ret_has_in,
                                        nb_rate *ret_in, bool *ret_has_out, nb_rate *ret_out)
 {
-        const Netbroker__Result *res = get(r, i);
+        const Netbroker__Result *res = get(rs, i);
+        nb_rate in, out;
+        int r;
 
         if (!res)
                 return -ERANGE;
         if (res->out_case != NETBROKER__RESULT__OUT_BANDWIDTH_SHOW)
                 return -ENODATA;
-        rate_out(res->bandwidth_show->inbound, ret_has_in, ret_in);
-        rate_out(res->bandwidth_show->outbound, ret_has_out, ret_out);
+        in = rate_of(res->bandwidth_show->inbound);
+        out = rate_of(res->bandwidth_show->outbound);
+        /* Both sizes checked before either is written. */
+        if (ret_in && ret_out && (ret_in->size < NB_RATE_SIZE_0 || ret_out->size < NB_RATE_SIZE_0))
+                return -EINVAL;
+        if (ret_in && (r = NB_STRUCT_OUT(ret_in, &in, NB_RATE_SIZE_0)) < 0)
+                return r;
+        if (ret_out && (r = NB_STRUCT_OUT(ret_out, &out, NB_RATE_SIZE_0)) < 0)
+                return r;
+        if (ret_has_in)
+                *ret_has_in = res->bandwidth_show->inbound != NULL;
+        if (ret_has_out)
+                *ret_has_out = res->bandwidth_show->outbound != NULL;
         return 0;
 }
 
@@ -428,20 +444,24 @@ NB_EXPORT int nb_result_link_at(const nb_results *r, size_t i, size_t k, nb_link
         if (k >= res->link_list->n_links)
                 return -ERANGE;
         l = res->link_list->links[k];
-        ret->name = l->name;
-        ret->ifindex = l->ifindex;
-        /* A kind newer than this library: other. */
-        ret->kind =
-                (unsigned)l->kind <= NB_LINK_KIND_IFB ? (nb_link_kind)l->kind : NB_LINK_KIND_OTHER;
-        ret->kind_name = l->kind_name;
-        ret->mac = l->mac;
-        ret->mtu = l->mtu;
-        ret->up = l->up;
-        ret->master = l->master;
-        ret->has_owner = l->has_owner;
-        ret->owner_uid = l->owner_uid;
-        ret->made_by_helper = l->made_by_helper;
-        return 0;
+        return NB_STRUCT_OUT(
+                ret,
+                (&(nb_link_info){
+                        .name = l->name,
+                        .ifindex = l->ifindex,
+                        /* A kind newer than this library: other. */
+                        .kind = (unsigned)l->kind <= NB_LINK_KIND_IFB ? (nb_link_kind)l->kind
+                                                                      : NB_LINK_KIND_OTHER,
+                        .kind_name = l->kind_name,
+                        .mac = l->mac,
+                        .mtu = l->mtu,
+                        .up = l->up,
+                        .master = l->master,
+                        .has_owner = l->has_owner,
+                        .owner_uid = l->owner_uid,
+                        .made_by_helper = l->made_by_helper,
+                }),
+                NB_LINK_INFO_SIZE_0);
 }
 
 NB_EXPORT const char *nb_link_kind_name(nb_link_kind kind)

@@ -119,7 +119,7 @@ static int tools_batch(nb_conn *c)
                "all:\n",
                nb_batch_size(b), now_ms() - t0);
         for (size_t i = 0; i < nb_results_count(res); i++) {
-                nb_exec_result e;
+                nb_exec_result e = NB_EXEC_RESULT_INIT;
                 int st = nb_result_status(res, i);
                 if (nb_result_exec(res, i, &e) == 0)
                         printf("   op %zu: status %d, exit %d, %.2f ms, %zu bytes of output\n", i,
@@ -195,7 +195,7 @@ static int macvtaps(nb_conn *c)
 {
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
-        nb_link_change up = {.up = 1};
+        nb_link_change up = {.size = sizeof(nb_link_change), .up = 1};
         uint64_t nl0, created0;
         size_t fds = 0;
         double t0;
@@ -297,7 +297,7 @@ static int firewall(nb_conn **cp, const nb_spawn_opts *opts)
 {
         nb_batch *taps = nb_batch_new(), *b = nb_batch_new();
         uint64_t rules, written, unchanged, txns;
-        nb_tap_opts persist = {.persist = true};
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts), .persist = true};
         double ms_apply, ms_ensure;
         nb_conn *c = *cp;
         int r = 0;
@@ -375,7 +375,7 @@ static void stats(nb_conn *c)
 
 int main(void)
 {
-        nb_spawn_opts opts = {0};
+        nb_spawn_opts opts = NB_SPAWN_OPTS_INIT;
         nb_conn *c = NULL;
         char *conf;
         double t0;

@@ -224,7 +224,7 @@ int main(void)
         struct tally t = {0};
         struct nb_glue g = {0};
         const char *helper = getenv("NETBROKERD");
-        nb_spawn_opts opts = {0};
+        nb_spawn_opts opts = {.size = sizeof(nb_spawn_opts)};
         uint64_t cancel_id;
         char *config;
         double t0;

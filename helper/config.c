@@ -215,6 +215,13 @@ bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *
         return nbd_policy_admits(&c->policy, p);
 }
 
+unsigned nbd_config_max_rules(const struct nbd_config *c, const struct nbd_peer *p)
+{
+        if (nbd_peer_is_root(p) || c->max_rules_per_request < c->max_rules_per_request_nonroot)
+                return c->max_rules_per_request;
+        return c->max_rules_per_request_nonroot;
+}
+
 int nbd_parse_u64(const char *v, unsigned long long min, unsigned long long max,
                   unsigned long long *ret)
 {

@@ -105,5 +105,8 @@ const char *nbd_config_exec_file(const struct nbd_config *c, const char *path);
 bool nbd_config_env_allowed(const struct nbd_config *c, const char *name, size_t name_len);
 /* allow_uid, allow_gid, or a [policy] section written for the peer. */
 bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *p);
+/* Firewall rules one request of peer p may carry (root or not), as the
+ * firewall ops enforce it and Hello announces it. */
+unsigned nbd_config_max_rules(const struct nbd_config *c, const struct nbd_peer *p);
 
 void nbd_config_free(struct nbd_config *c);

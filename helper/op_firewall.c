@@ -385,12 +385,7 @@ static int claim_owner(struct nbd_validation *v, const char *owner, Netbroker__R
 /* Rules one request may carry: its commit holds the loop. */
 static unsigned max_rules(const struct nbd_validation *v)
 {
-        const struct nbd_config *cfg = v->ctx->cfg;
-
-        if (nbd_peer_is_root(v->peer) ||
-            cfg->max_rules_per_request < cfg->max_rules_per_request_nonroot)
-                return cfg->max_rules_per_request;
-        return cfg->max_rules_per_request_nonroot;
+        return nbd_config_max_rules(v->ctx->cfg, v->peer);
 }
 
 /* The owners' creators, read from the kernel once per batch, when a

@@ -421,6 +421,13 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         me.max_frame = (uint32_t)c->srv->cfg->max_frame;
         me.max_ops = c->srv->cfg->max_ops;
         me.max_fds = c->srv->cfg->max_fds_per_frame;
+        me.max_reply = c->srv->cfg->max_reply;
+        me.max_requests = c->srv->cfg->max_requests_per_connection;
+        me.max_rules = nbd_config_max_rules(c->srv->cfg, &c->peer);
+        me.max_execs_running = c->srv->cfg->max_spawns_per_uid;
+        me.exec_output_cap = c->srv->cfg->exec_output_cap;
+        me.exec_timeout_max_ms = c->srv->cfg->exec_timeout_max_ms;
+        me.max_args = c->srv->cfg->max_args;
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
         m.hello = &me;
         c->hello_done = true;

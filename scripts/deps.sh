@@ -23,6 +23,7 @@ packages=(
   iperf3           # the bandwidth conformance test measures TCP between namespaces
   valgrind         # memcheck over the unit, protocol and limits tests
   gnuplot-nox      # netbroker-bench --png draws its chart (no X11 needed)
+  abigail-tools    # abidw/abidiff: the ABI check against abi/ (ctest -L abi)
   # the nwfilter differential test runs libvirt's own nwfilter driver (its
   # ebtables are iptables' ebtables-nft, listed above)
   libvirt-daemon libvirt-daemon-config-nwfilter libvirt-clients

@@ -217,8 +217,8 @@ static bool has_chain(const char *name)
 START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
 {
         nb_conn *c = setup();
-        nb_rate in = {.average = 1024, .peak = 2048, .burst = 64};
-        nb_rate out = {.average = 4096, .burst = 32};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 1024, .peak = 2048, .burst = 64};
+        nb_rate out = {.size = sizeof(nb_rate), .average = 4096, .burst = 32};
         const char *in_mech = NULL, *out_mech = NULL, *setting = NULL;
         char *first, *second;
         nb_results *res;
@@ -266,7 +266,8 @@ END_TEST
 START_TEST(test_clear_leaves_the_interface_as_it_was)
 {
         nb_conn *c = setup();
-        nb_rate in = {.average = 1024, .burst = 64}, out = {.average = 2048, .burst = 64};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 1024, .burst = 64},
+                out = {.size = sizeof(nb_rate), .average = 2048, .burst = 64};
         char *before, *after, *links_before, *links_after;
 
         before = tc_state();
@@ -315,12 +316,12 @@ static void assert_refused(nb_conn *c, const char *dev, const nb_rate *in, const
 START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
 {
         nb_conn *c = setup();
-        nb_rate good = {.average = 1024, .burst = 64};
-        nb_rate too_fast = {.average = 12207032, .burst = 64};
-        nb_rate low_peak = {.average = 1024, .peak = 512, .burst = 64};
-        nb_rate huge_burst = {.average = 1024, .burst = 1048577};
-        nb_rate floor_out = {.average = 1024, .burst = 64, .floor = 100};
-        nb_rate zero_avg = {.peak = 10};
+        nb_rate good = {.size = sizeof(nb_rate), .average = 1024, .burst = 64};
+        nb_rate too_fast = {.size = sizeof(nb_rate), .average = 12207032, .burst = 64};
+        nb_rate low_peak = {.size = sizeof(nb_rate), .average = 1024, .peak = 512, .burst = 64};
+        nb_rate huge_burst = {.size = sizeof(nb_rate), .average = 1024, .burst = 1048577};
+        nb_rate floor_out = {.size = sizeof(nb_rate), .average = 1024, .burst = 64, .floor = 100};
+        nb_rate zero_avg = {.size = sizeof(nb_rate), .peak = 10};
         nb_results *res;
         nb_batch *b;
         char *before, *after;
@@ -369,7 +370,7 @@ END_TEST
 START_TEST(test_without_nft_limit_a_limit_on_what_enters_is_refused)
 {
         nb_conn *c;
-        nb_rate r = {.average = 1024};
+        nb_rate r = {.size = sizeof(nb_rate), .average = 1024};
         const char *setting = NULL;
         nb_results *res;
         nb_batch *b;
@@ -415,7 +416,8 @@ END_TEST
 START_TEST(test_set_is_undone_when_a_later_op_of_the_batch_fails)
 {
         nb_conn *c = setup();
-        nb_rate first = {.average = 1024, .burst = 64}, second = {.average = 8192, .burst = 64};
+        nb_rate first = {.size = sizeof(nb_rate), .average = 1024, .burst = 64},
+                second = {.size = sizeof(nb_rate), .average = 8192, .burst = 64};
         const char *const argv[] = {"/bin/false", NULL};
         char *before, *after;
         nb_results *res;
@@ -443,7 +445,7 @@ END_TEST
 static unsigned out_burst_shown(nb_conn *c)
 {
         nb_batch *b = nb_batch_new();
-        nb_rate in, out;
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
         bool has_in, has_out;
         nb_results *res;
         unsigned burst;
@@ -465,8 +467,10 @@ START_TEST(test_without_a_burst_htb_gets_10_ms_of_the_average)
          * less than 64 kB (a GSO frame must fit); a burst beyond one
          * second is added to it (nft's limit holds one second of its
          * rate plus its burst). */
-        nb_rate in = {.average = 8192}, out = {.average = 100};
-        nb_rate small = {.average = 10}, big = {.average = 100, .burst = 300};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 8192},
+                out = {.size = sizeof(nb_rate), .average = 100};
+        nb_rate small = {.size = sizeof(nb_rate), .average = 10},
+                big = {.size = sizeof(nb_rate), .average = 100, .burst = 300};
         char *first, *second;
 
         bw_set_ok(c, "h0", &in, &small);
@@ -530,7 +534,7 @@ static void old_helper_ifb(const char *dev, unsigned rate)
 START_TEST(test_the_policer_goes_with_its_interface)
 {
         nb_conn *c = setup();
-        nb_rate r = {.average = 1024};
+        nb_rate r = {.size = sizeof(nb_rate), .average = 1024};
         nb_batch *b = nb_batch_new();
         nb_results *res;
         char chain[16], lo_ifb[16], lo_chain[16], other[16], old[16];
@@ -621,7 +625,7 @@ static const char *out_mech_shown(nb_conn *c, char *buf, size_t len)
 START_TEST(test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpers)
 {
         nb_conn *c = setup();
-        nb_rate r = {.average = 2048, .burst = 64};
+        nb_rate r = {.size = sizeof(nb_rate), .average = 2048, .burst = 64};
         char *first, *second, mech[64];
         nb_batch *b;
 
@@ -686,7 +690,7 @@ START_TEST(test_clears_in_a_batch_delete_older_ifbs_together)
 {
         enum { N = 20 };
         nb_conn *c = setup();
-        nb_rate r = {.average = 8192};
+        nb_rate r = {.size = sizeof(nb_rate), .average = 8192};
         char name[16], *left;
         nb_results *res;
         nb_batch *b = nb_batch_new();
@@ -783,7 +787,8 @@ START_TEST(test_measured_tcp_throughput_is_within_15_percent_of_the_average_both
         free_out = iperf(true);
         for (size_t i = 0; i < 7; i++) {
                 /* A burst of 1/8 s at the rate, at least 64 kB. */
-                nb_rate r = {.average = averages[i],
+                nb_rate r = {.size = sizeof(nb_rate),
+                             .average = averages[i],
                              .burst = averages[i] / 8 > 64 ? averages[i] / 8 : 64};
                 bw_set_ok(c, "h0", &r, &r);
                 in_bps[i] = iperf(false);

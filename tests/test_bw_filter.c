@@ -141,7 +141,10 @@ static void tap_up(struct lab *l)
         l->macvtap = false;
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_tap_create(b, "vt0", NULL), 0);
-        ck_assert_int_eq(nb_batch_link_set(b, "vt0", &(nb_link_change){.up = 1}), 0);
+        ck_assert_int_eq(
+                nb_batch_link_set(b, "vt0",
+                                  &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
+                0);
         res = submit_ok(l->c, b);
         l->guest = take_guest_fd(res);
         nb_results_free(res);
@@ -165,7 +168,10 @@ static void macvtap_up(struct lab *l)
         b = nb_batch_new();
         ck_assert_int_eq(
                 nb_batch_macvtap_create(b, "mvt0", "p0", NB_MACVLAN_BRIDGE, GUEST_MAC, false), 0);
-        ck_assert_int_eq(nb_batch_link_set(b, "mvt0", &(nb_link_change){.up = 1}), 0);
+        ck_assert_int_eq(
+                nb_batch_link_set(b, "mvt0",
+                                  &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
+                0);
         res = submit_ok(l->c, b);
         l->guest = take_guest_fd(res);
         nb_results_free(res);
@@ -448,7 +454,7 @@ static void assert_shown(const struct lab *l, bool inbound)
         nb_batch *b = nb_batch_new();
         const char *in_mech, *out_mech;
         bool has_in, has_out;
-        nb_rate in, out;
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
         nb_results *res;
 
         ck_assert_int_eq(nb_batch_bandwidth_show(b, l->ifname), 0);
@@ -472,7 +478,7 @@ static void assert_shown(const struct lab *l, bool inbound)
 
 static void each_way(struct lab *l)
 {
-        const nb_rate lim = {.average = LIMIT_KBS};
+        const nb_rate lim = {.size = sizeof(nb_rate), .average = LIMIT_KBS};
         double in, out;
 
         /* Without rules the probes arrive, limit or not. */
@@ -548,7 +554,10 @@ static int bridged_tap(nb_conn *c, const char *name)
         int fd;
 
         ck_assert_int_eq(nb_batch_tap_create(b, name, NULL), 0);
-        ck_assert_int_eq(nb_batch_link_set(b, name, &(nb_link_change){.up = 1}), 0);
+        ck_assert_int_eq(
+                nb_batch_link_set(b, name,
+                                  &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
+                0);
         res = submit_ok(c, b);
         fd = take_guest_fd(res);
         nb_results_free(res);
@@ -578,7 +587,7 @@ static void a_to_b(int a, int b, unsigned *ret_odd, unsigned *ret_ip)
  * vb's egress hook is skipped. */
 START_TEST(test_a_limited_guest_does_not_pass_another_guests_filter)
 {
-        const nb_rate lim = {.average = LIMIT_KBS};
+        const nb_rate lim = {.size = sizeof(nb_rate), .average = LIMIT_KBS};
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         unsigned odd, ip;
         nb_batch *b;

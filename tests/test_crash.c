@@ -370,7 +370,8 @@ static void template_gets_a_free_name(nb_conn *c)
         /* tu_link_names() puts a newline before each name; one after the
          * last makes every name findable as "\nNAME\n". */
         ck_assert_int_ge(asprintf(&grown, "%s\n", before), 0);
-        nb_batch_tap_create(b, "kt%d", &(nb_tap_opts){.persist = true});
+        nb_batch_tap_create(b, "kt%d",
+                            &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_macvtap_create(b, "kmt%d", "p0", NB_MACVLAN_BRIDGE, NULL, false);
         res = submit_ok(c, b);
         nb_batch_free(b);
@@ -385,8 +386,8 @@ static void template_gets_a_free_name(nb_conn *c)
         free(grown);
 }
 
-static nb_rate guest_in = {.average = 1024, .burst = 64};
-static nb_rate guest_out = {.average = 512, .burst = 64};
+static nb_rate guest_in = {.size = sizeof(nb_rate), .average = 1024, .burst = 64};
+static nb_rate guest_out = {.size = sizeof(nb_rate), .average = 512, .burst = 64};
 
 static nb_batch *interfaces_batch(int round, bool outbound)
 {
@@ -399,13 +400,18 @@ static nb_batch *interfaces_batch(int round, bool outbound)
                 ck_assert_int_eq(nb_batch_veth_create(b, "kv%d", peer, -1), 0);
         }
         snprintf(name, sizeof(name), "cg%02d", round % 100);
-        ck_assert_int_eq(nb_batch_tap_create(b, name, &(nb_tap_opts){.persist = true}), 0);
+        ck_assert_int_eq(
+                nb_batch_tap_create(b, name,
+                                    &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true}),
+                0);
         ck_assert_int_eq(nb_batch_firewall_apply(b, name, name, rs, NB_FW_REPLACE), 0);
         ck_assert_int_eq(nb_batch_bandwidth_set(b, name, &guest_in, outbound ? &guest_out : NULL),
                          0);
         for (int k = 0; k < IFACES; k++)
-                ck_assert_int_eq(
-                        nb_batch_tap_create(b, "kt%d", &(nb_tap_opts){.persist = k % 2 == 1}), 0);
+                ck_assert_int_eq(nb_batch_tap_create(b, "kt%d",
+                                                     &(nb_tap_opts){.size = sizeof(nb_tap_opts),
+                                                                    .persist = k % 2 == 1}),
+                                 0);
         for (int k = 0; k < IFACES; k++)
                 ck_assert_int_eq(
                         nb_batch_macvtap_create(b, "kmt%d", "p0", NB_MACVLAN_BRIDGE, NULL, false),

@@ -431,7 +431,7 @@ END_TEST
 
 static nb_batch *tap_batch(const char *name, unsigned queues)
 {
-        nb_tap_opts o = {.queues = queues};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts), .queues = queues};
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_tap_create(b, name, &o), 0);

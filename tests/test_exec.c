@@ -19,7 +19,7 @@
 
 static void assert_out(const nb_results *res, const char *want)
 {
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         ck_assert_int_eq(nb_result_exec(res, 0, &e), 0);
         ck_assert_msg(e.out_len == strlen(want) && memcmp(e.out, want, e.out_len) == 0,
@@ -36,7 +36,8 @@ START_TEST(test_program_not_on_allow_list_is_refused)
         res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
         ck_assert(strstr(nb_result_message(res, 0), "/bin/sh is not on the allow-list"));
-        ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+        ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){.size = sizeof(nb_exec_result)}),
+                         -ENODATA);
         ck_assert_int_ne(access("/tmp/nbtest-must-not-exist", F_OK), 0);
         nb_results_free(res);
         /* A relative path or a path that merely resolves to an allowed one is
@@ -118,7 +119,9 @@ START_TEST(test_child_argv0_is_the_allow_listed_path)
                 ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
                 ck_assert_msg(strstr(nb_result_message(res, 0), "argv[0]"), "%s",
                               nb_result_message(res, 0));
-                ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+                ck_assert_int_eq(
+                        nb_result_exec(res, 0, &(nb_exec_result){.size = sizeof(nb_exec_result)}),
+                        -ENODATA);
                 ck_assert_int_ne(access("/tmp/nbtest-argv0", F_OK), 0);
                 nb_results_free(res);
         }
@@ -199,7 +202,9 @@ START_TEST(test_environment_is_refused_unless_exec_env_allow_lists_it)
                               nb_result_message(res, 0));
                 ck_assert_msg(strstr(nb_result_message(res, 0), "exec_env_allow"), "%s",
                               nb_result_message(res, 0));
-                ck_assert_int_eq(nb_result_exec(res, 0, &(nb_exec_result){0}), -ENODATA);
+                ck_assert_int_eq(
+                        nb_result_exec(res, 0, &(nb_exec_result){.size = sizeof(nb_exec_result)}),
+                        -ENODATA);
                 nb_results_free(res);
         }
         nb_close(c);
@@ -422,7 +427,7 @@ START_TEST(test_stdin_bytes_reach_the_child)
         char *in = malloc(n + 1);
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         for (size_t i = 0; i < n; i++)
                 in[i] = (char)('a' + i % 26);
@@ -445,7 +450,7 @@ START_TEST(test_exit_codes_and_signals_are_reported)
         nb_conn *c = tu_spawn(TU_ALLOW);
         const char *exit3[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
         const char *killed[] = {"sh", "-c", "kill -TERM $$", NULL};
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         nb_results *res;
 
         res = tu_exec1(c, "/bin/sh", exit3, NULL, NULL, 0);
@@ -483,7 +488,7 @@ START_TEST(test_timeout_kills_program_and_its_children)
         const char *argv[] = {"sh", "-c",
                               "echo started; sleep 30 & echo $! > /tmp/nbtest-grandchild; wait",
                               NULL};
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         nb_results *res;
         uint64_t t0 = tu_now_us();
         pid_t grandchild = 0;
@@ -520,7 +525,7 @@ START_TEST(test_output_is_capped_and_flagged)
                               "i=0; while [ $i -lt 2000 ]; do echo 0123456789abcdef; i=$((i+1)); "
                               "done; echo small >&2",
                               NULL};
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         nb_results *res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
 
         ck_assert_int_eq(nb_result_status(res, 0), 0); /* the program still ran to its end */
@@ -674,7 +679,7 @@ static void *worker_run(void *p)
                 } else if ((int)nb_results_count(res) != nops) {
                         w->mismatches++;
                 } else if (i % 10 == 0) {
-                        nb_exec_result e;
+                        nb_exec_result e = NB_EXEC_RESULT_INIT;
                         if (nb_result_exec(res, 0, &e) != 0 || e.out_len != strlen(payload) ||
                             memcmp(e.out, payload, e.out_len) != 0)
                                 w->mismatches++;

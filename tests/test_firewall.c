@@ -696,10 +696,12 @@ START_TEST(test_allow_dhcp_passes_a_dhcp_exchange_and_nothing_else_from_0_0_0_0)
         ck_assert_int_eq(nb_fw_add_no_ip_spoofing(rs, NULL), 0);
         ck_assert_int_eq(nb_fw_add_allow_dhcp(rs, HOST_IP), 0);
         ck_assert_int_eq(nb_fw_group(rs, "rest"), 0);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.direction = NB_FW_FROM_GUEST,
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .direction = NB_FW_FROM_GUEST,
                                                           .verdict = NB_FW_DROP}),
                          0);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.direction = NB_FW_TO_GUEST,
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .direction = NB_FW_TO_GUEST,
                                                           .verdict = NB_FW_DROP}),
                          0);
         apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
@@ -733,12 +735,14 @@ START_TEST(test_reject_answers_the_guest_with_port_unreachable)
         p[2].len = test_frame(p[2].frame, HOST_MAC, GUEST_MAC, p[2].marker);
         run_probes(&l, p, 3, false);
 
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_REJECT,
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .verdict = NB_FW_REJECT,
                                                           .ether_type = ETH_P_IP,
                                                           .l4_proto = IPPROTO_UDP,
                                                           .dport_min = 5000}),
                          0);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_REJECT,
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .verdict = NB_FW_REJECT,
                                                           .ether_type = ETH_P_NBTEST}),
                          0);
         apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
@@ -923,7 +927,8 @@ START_TEST(test_replacing_rules_50_times_lets_no_spoofed_frame_through)
         /* The second ruleset differs by a rule that matches nothing here, so
          * each replace really rewrites the owner. */
         ck_assert_int_eq(nb_fw_group(rs[1], "extra"), 0);
-        ck_assert_int_eq(nb_fw_rule_add(rs[1], &(nb_fw_rule){.direction = NB_FW_TO_GUEST,
+        ck_assert_int_eq(nb_fw_rule_add(rs[1], &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                             .direction = NB_FW_TO_GUEST,
                                                              .verdict = NB_FW_ACCEPT,
                                                              .ether_type = 0x88b6}),
                          0);
@@ -1089,9 +1094,11 @@ START_TEST(test_batch_of_100_with_a_bad_prefix_at_57_changes_nothing)
                 if (i == 56) {
                         nb_fw_ruleset *rs = guest_ruleset(i);
                         nb_fw_group(rs, "v6");
-                        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_DROP,
-                                                                          .ip_src = "fe80::/129"}),
-                                         0);
+                        ck_assert_int_eq(
+                                nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                                 .verdict = NB_FW_DROP,
+                                                                 .ip_src = "fe80::/129"}),
+                                0);
                         ck_assert_int_eq(
                                 nb_batch_firewall_apply(b, "fw056", "fw056", rs, NB_FW_REPLACE), 0);
                         nb_fw_ruleset_free(rs);
@@ -1427,7 +1434,10 @@ START_TEST(test_bad_input_is_refused_with_a_clear_error_and_changes_nothing)
                 nb_batch *b = nb_batch_new();
                 nb_results *res;
                 char *after;
-                ck_assert_int_eq(nb_fw_rule_add(rs, &cases[i].rule), 0);
+                /* The table leaves the size out: every case is this header's rule. */
+                nb_fw_rule rule = cases[i].rule;
+                rule.size = sizeof(rule);
+                ck_assert_int_eq(nb_fw_rule_add(rs, &rule), 0);
                 ck_assert_int_eq(nb_batch_firewall_apply(b, "pre", "vnet0", good, NB_FW_REPLACE),
                                  0);
                 ck_assert_int_eq(nb_batch_firewall_apply(b, cases[i].owner, cases[i].ifname, rs,
@@ -1736,7 +1746,10 @@ START_TEST(test_macvtap_owner_filters_what_the_guest_sends)
         b = nb_batch_new();
         ck_assert_int_eq(
                 nb_batch_macvtap_create(b, "mvt0", "p0", NB_MACVLAN_BRIDGE, GUEST_MAC, false), 0);
-        ck_assert_int_eq(nb_batch_link_set(b, "mvt0", &(nb_link_change){.up = 1}), 0);
+        ck_assert_int_eq(
+                nb_batch_link_set(b, "mvt0",
+                                  &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
+                0);
         res = submit_ok(c, b);
         tap = nb_result_take_fd(res, 0, 0);
         ck_assert_int_ge(tap, 0);
@@ -1874,16 +1887,24 @@ START_TEST(test_outer_type_and_vlan_fields_match_the_tag_on_the_wire)
                         p[i].len = tag_frame(p[i].frame, p[i].len, vid[i]);
         }
         run_probes(&l, p, 8, false);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .ether_type = 0x0800});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .has_vlan_id = true, .vlan_id = 7});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .vlan_encap = 0x0806});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs,
+            (nb_fw_rule){.size = sizeof(nb_fw_rule), .verdict = NB_FW_DROP, .ether_type = 0x0800});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .has_vlan_id = true,
+                             .vlan_id = 7});
+        add(rs,
+            (nb_fw_rule){.size = sizeof(nb_fw_rule), .verdict = NB_FW_DROP, .vlan_encap = 0x0806});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .has_vlan_id = true,
                              .vlan_id = 5,
                              .vlan_id_not = true,
                              .vlan_encap = ETH_P_NBTEST});
-        add(rs,
-            (nb_fw_rule){.direction = NB_FW_TO_GUEST, .verdict = NB_FW_DROP, .ether_type = 0x0800});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .direction = NB_FW_TO_GUEST,
+                             .verdict = NB_FW_DROP,
+                             .ether_type = 0x0800});
         apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
         run_probes(&l, p, 8, true);
         nb_fw_ruleset_free(rs);
@@ -1925,11 +1946,23 @@ START_TEST(test_arp_and_rarp_fields_hold_as_in_ebtables_arp_match)
         put16(p[5].frame + 16, 0x86dd);
         p[7].frame[19] = 5; /* protocol address length */
         run_probes(&l, p, 9, false);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_sender_mac = SPOOF_MAC});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .ether_type = 0x8035, .arp_op = 3});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_target_mac = SPOOF_MAC});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_ptype = 0x0800, .arp_ptype_not = true});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_sender_ip = "10.0.0.60-10.0.0.70"});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .arp_sender_mac = SPOOF_MAC});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .ether_type = 0x8035,
+                             .arp_op = 3});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .arp_target_mac = SPOOF_MAC});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .arp_ptype = 0x0800,
+                             .arp_ptype_not = true});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .arp_sender_ip = "10.0.0.60-10.0.0.70"});
         apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
         run_probes(&l, p, 9, true);
         nb_fw_ruleset_free(rs);
@@ -1991,8 +2024,10 @@ START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
         }
         run_probes(&l, grat, N, false);
 
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_gratuitous = true});
-        add(rs, (nb_fw_rule){.direction = NB_FW_TO_GUEST,
+        add(rs, (nb_fw_rule){
+                        .size = sizeof(nb_fw_rule), .verdict = NB_FW_DROP, .arp_gratuitous = true});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .direction = NB_FW_TO_GUEST,
                              .verdict = NB_FW_DROP,
                              .arp_gratuitous = true});
         ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 2);
@@ -2002,9 +2037,12 @@ START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
         /* The set is there and used by rules now: replacing with the
          * negation sends it again (created if missing, never exclusive). */
         rs = nb_fw_ruleset_new();
-        add(rs, (nb_fw_rule){
-                        .verdict = NB_FW_DROP, .arp_gratuitous = true, .arp_gratuitous_not = true});
-        add(rs, (nb_fw_rule){.direction = NB_FW_TO_GUEST,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .arp_gratuitous = true,
+                             .arp_gratuitous_not = true});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .direction = NB_FW_TO_GUEST,
                              .verdict = NB_FW_DROP,
                              .arp_gratuitous = true,
                              .arp_gratuitous_not = true});
@@ -2081,11 +2119,14 @@ START_TEST(test_ipv6_protocol_of_a_later_fragment_is_44)
         p[4].len = ip6_frame(p[4].frame, "2001:db8::2", IPPROTO_UDP, true, 1, p[4].marker);
         p[5].len = ip6_frame(p[5].frame, "2001:db8::2", IPPROTO_ICMPV6, false, 0, p[5].marker);
         run_probes(&l, p, 6, false);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_ACCEPT,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_ACCEPT,
                              .ip_src = "fe80::/10",
                              .l4_proto = IPPROTO_ICMPV6});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .ip_src = "fe80::/10"});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs,
+            (nb_fw_rule){.size = sizeof(nb_fw_rule), .verdict = NB_FW_DROP, .ip_src = "fe80::/10"});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .ip_src = "2001:db8::/64",
                              .l4_proto = IPPROTO_UDP,
                              .l4_proto_not = true});
@@ -2128,13 +2169,21 @@ START_TEST(test_ipv6_negated_protocol_guard_jumps_once_per_frame)
 {
         struct lab l;
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule guard = {.ip_src = "2001:db8::7", .l4_proto = IPPROTO_UDP, .l4_proto_not = true};
+        nb_fw_rule guard = {.size = sizeof(nb_fw_rule),
+                            .ip_src = "2001:db8::7",
+                            .l4_proto = IPPROTO_UDP,
+                            .l4_proto_not = true};
         struct probe p = PROBE("later fragment of ICMPv6", FROM_GUEST, PASSES, "nbfw-6-once");
 
         lab_up(&l);
         p.len = ip6_frame(p.frame, "2001:db8::7", IPPROTO_ICMPV6, true, 1, p.marker);
-        ck_assert_int_eq(nb_fw_group_ex(rs, "g", &(nb_fw_group_opts){.guard = &guard}), 0);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_RETURN, .comment = "nbfw-once"});
+        ck_assert_int_eq(nb_fw_group_ex(rs, "g",
+                                        &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts),
+                                                            .guard = &guard}),
+                         0);
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_RETURN,
+                             .comment = "nbfw-once"});
         apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL);
         run_probes(&l, &p, 1, true);
         ck_assert_uint_eq(counted("nbfw-once"), 3);
@@ -2182,7 +2231,8 @@ START_TEST(test_ipv6_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables)
         p[0].len = lying_udp6(p[0].frame, 5000, p[0].marker);
         p[1].len = lying_udp6(p[1].frame, 53, p[1].marker);
         run_probes(&l, p, 2, false);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .ether_type = 0x86dd,
                              .l4_proto = IPPROTO_UDP,
                              .dport_min = 53,
@@ -2207,7 +2257,8 @@ START_TEST(test_ipv4_ports_of_a_packet_with_a_lying_length_match_as_in_ebtables)
         p[0].len = lying_udp4(p[0].frame, 5000, p[0].marker);
         p[1].len = lying_udp4(p[1].frame, 53, p[1].marker);
         run_probes(&l, p, 2, false);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .ether_type = 0x0800,
                              .l4_proto = IPPROTO_UDP,
                              .dport_min = 53,
@@ -2260,19 +2311,27 @@ START_TEST(test_ipv4_dscp_flags_icmp_ranges_and_negations)
         p[11].len =
                 ip4_frame(p[11].frame, "10.0.0.99", IPPROTO_UDP, 0, 0, udp5000, 0, p[11].marker);
         run_probes(&l, p, 12, false);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .ether_type = 0x0800,
                              .l4_proto = IPPROTO_TCP,
                              .tcp_flags_mask = NB_TCP_SYN | NB_TCP_ACK,
                              .tcp_flags = NB_TCP_SYN});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .has_dscp = true, .dscp = 46});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .ip_src = "10.0.0.50-10.0.0.60"});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .has_dscp = true,
+                             .dscp = 46});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
+                             .ip_src = "10.0.0.50-10.0.0.60"});
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .ether_type = 0x0800,
                              .l4_proto = IPPROTO_UDP,
                              .dport_min = 5000,
                              .dport_not = true});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .ether_type = 0x0800,
                              .l4_proto = IPPROTO_ICMP,
                              .has_icmp_type = true,
@@ -2280,7 +2339,8 @@ START_TEST(test_ipv4_dscp_flags_icmp_ranges_and_negations)
                              .has_icmp_code = true,
                              .icmp_code = 0,
                              .icmp_not = true});
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP,
+        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                             .verdict = NB_FW_DROP,
                              .ip_src = "10.0.0.99",
                              .l4_proto = IPPROTO_UDP,
                              .l4_proto_not = true});
@@ -2295,10 +2355,14 @@ END_TEST
  * opposite orders: the same verdicts, libvirt's. */
 static void priority_ruleset(nb_fw_ruleset *rs, bool reverse)
 {
-        const nb_fw_rule guard = {.ether_type = 0x0800};
+        const nb_fw_rule guard = {.size = sizeof(nb_fw_rule), .ether_type = 0x0800};
         const nb_fw_rule first[2] = {
-                {.verdict = NB_FW_DROP, .ether_type = ETH_P_NBTEST, .priority = 5},
-                {.verdict = NB_FW_ACCEPT,
+                {.size = sizeof(nb_fw_rule),
+                 .verdict = NB_FW_DROP,
+                 .ether_type = ETH_P_NBTEST,
+                 .priority = 5},
+                {.size = sizeof(nb_fw_rule),
+                 .verdict = NB_FW_ACCEPT,
                  .ether_type = ETH_P_NBTEST,
                  .ether_src = GUEST_MAC,
                  .priority = 1},
@@ -2308,28 +2372,41 @@ static void priority_ruleset(nb_fw_ruleset *rs, bool reverse)
                 switch (reverse ? 3 - k : k) {
                 case 0:
                         ck_assert_int_eq(
-                                nb_fw_group_ex(rs, "first", &(nb_fw_group_opts){.priority = -100}),
+                                nb_fw_group_ex(rs, "first",
+                                               &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts),
+                                                                   .priority = -100}),
                                 0);
                         add(rs, first[reverse]);
                         add(rs, first[!reverse]);
                         break;
                 case 1:
                         ck_assert_int_eq(
-                                nb_fw_group_ex(rs, "root", &(nb_fw_group_opts){.root = true}), 0);
-                        add(rs, (nb_fw_rule){.verdict = NB_FW_ACCEPT, .ether_type = 0x0806});
+                                nb_fw_group_ex(rs, "root",
+                                               &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts),
+                                                                   .root = true}),
+                                0);
+                        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                             .verdict = NB_FW_ACCEPT,
+                                             .ether_type = 0x0806});
                         break;
                 case 2:
-                        ck_assert_int_eq(nb_fw_group_ex(rs, "v4",
-                                                        &(nb_fw_group_opts){.priority = 50,
-                                                                            .guard = &guard}),
-                                         0);
-                        add(rs, (nb_fw_rule){.verdict = NB_FW_ACCEPT, .ip_src = GUEST_IP});
+                        ck_assert_int_eq(
+                                nb_fw_group_ex(rs, "v4",
+                                               &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts),
+                                                                   .priority = 50,
+                                                                   .guard = &guard}),
+                                0);
+                        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                             .verdict = NB_FW_ACCEPT,
+                                             .ip_src = GUEST_IP});
                         break;
                 case 3:
                         ck_assert_int_eq(
-                                nb_fw_group_ex(rs, "second", &(nb_fw_group_opts){.priority = 100}),
+                                nb_fw_group_ex(rs, "second",
+                                               &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts),
+                                                                   .priority = 100}),
                                 0);
-                        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP});
+                        add(rs, (nb_fw_rule){.size = sizeof(nb_fw_rule), .verdict = NB_FW_DROP});
                         break;
                 }
         }
@@ -2400,7 +2477,10 @@ START_TEST(test_new_fields_bad_input_is_refused_with_a_sentence)
                 nb_batch *b = nb_batch_new();
                 nb_results *res;
                 char *after;
-                ck_assert_int_eq(nb_fw_rule_add(rs, &cases[i].rule), 0);
+                /* The table leaves the size out: every case is this header's rule. */
+                nb_fw_rule rule = cases[i].rule;
+                rule.size = sizeof(rule);
+                ck_assert_int_eq(nb_fw_rule_add(rs, &rule), 0);
                 ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE),
                                  0);
                 res = submit(l.c, b);
@@ -2504,7 +2584,9 @@ START_TEST(test_nonroot_rule_limit_counts_rules_as_installed)
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
                 nb_fw_ruleset *flat = nb_fw_ruleset_new(), *grouped = nb_fw_ruleset_new();
-                nb_fw_rule plain = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+                nb_fw_rule plain = {.size = sizeof(nb_fw_rule),
+                                    .direction = NB_FW_FROM_GUEST,
+                                    .verdict = NB_FW_ACCEPT};
                 char msg[600];
                 int r;
 
@@ -2518,13 +2600,15 @@ START_TEST(test_nonroot_rule_limit_counts_rules_as_installed)
                         _exit(11);
                 }
                 nb_fw_group(grouped, "g");
-                nb_fw_rule_add(grouped, &(nb_fw_rule){.direction = NB_FW_FROM_GUEST,
+                nb_fw_rule_add(grouped, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                      .direction = NB_FW_FROM_GUEST,
                                                       .verdict = NB_FW_ACCEPT,
                                                       .ip_src = "2001:db8::1",
                                                       .l4_proto = IPPROTO_UDP,
                                                       .l4_proto_not = true});
-                nb_fw_rule_add(grouped,
-                               &(nb_fw_rule){.direction = NB_FW_TO_GUEST, .verdict = NB_FW_ACCEPT});
+                nb_fw_rule_add(grouped, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                      .direction = NB_FW_TO_GUEST,
+                                                      .verdict = NB_FW_ACCEPT});
                 r = apply_as_nobody(h.sock, "nbu1", grouped, msg, sizeof(msg));
                 if (r != -E2BIG || !strstr(msg, "more than 4 rules as installed "
                                                 "(max_rules_per_request_nonroot)")) {

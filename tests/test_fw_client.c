@@ -273,7 +273,10 @@ START_TEST(test_ruleset_and_strings_are_copied_into_the_batch)
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         nb_batch *b = nb_batch_new();
         char mac[] = MAC, owner[] = "vnet7", ifname[] = "vnet7";
-        nb_fw_rule rule = {.direction = NB_FW_TO_GUEST, .verdict = NB_FW_DROP, .ether_src = mac};
+        nb_fw_rule rule = {.size = sizeof(nb_fw_rule),
+                           .direction = NB_FW_TO_GUEST,
+                           .verdict = NB_FW_DROP,
+                           .ether_src = mac};
         const Netbroker__FirewallApply *a;
         uint8_t *wire;
         size_t len;
@@ -374,12 +377,20 @@ START_TEST(test_bad_rules_and_filter_arguments_add_nothing)
         const char *const bad_ips[] = {"192.0.2.1", "2001:db8::1", NULL};
         const char *const bad_prefix[] = {"192.0.2.0/33", NULL};
 
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.direction = 2}), -EINVAL);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = 4}), -EINVAL);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.ip_src_not = true}), -EINVAL);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.ether_type_not = true}), -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule), .direction = 2}),
+                -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule), .verdict = 4}),
+                -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule), .ip_src_not = true}),
+                -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .ether_type_not = true}),
+                         -EINVAL);
         ck_assert_int_eq(nb_fw_rule_add(rs, NULL), -EINVAL);
-        ck_assert_int_eq(nb_fw_rule_add(NULL, &(nb_fw_rule){0}), -EINVAL);
+        ck_assert_int_eq(nb_fw_rule_add(NULL, &(nb_fw_rule){.size = sizeof(nb_fw_rule)}), -EINVAL);
         ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, "52:54:00:12:34"), -EINVAL);
         ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, "52:54:00:12:34:5g"), -EINVAL);
         ck_assert_int_eq(nb_fw_add_no_mac_spoofing(rs, NULL), -EINVAL);

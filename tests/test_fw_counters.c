@@ -169,7 +169,7 @@ static unsigned send_frames(struct lab *l, bool from_guest, const uint8_t *f, co
 static nb_fw_counter find_rule(const nb_results *res, const char *owner, const char *text)
 {
         const char *name;
-        nb_fw_counter c;
+        nb_fw_counter c = NB_FW_COUNTER_INIT;
 
         for (size_t k = 0; nb_result_fw_owner_at(res, 0, k, &name, NULL, NULL, NULL) == 0; k++) {
                 if (strcmp(name, owner) != 0)
@@ -201,14 +201,18 @@ static nb_results *list_counters(nb_conn *c)
 static void apply_counted(struct lab *l)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule spoof = {.direction = NB_FW_FROM_GUEST,
+        nb_fw_rule spoof = {.size = sizeof(nb_fw_rule),
+                            .direction = NB_FW_FROM_GUEST,
                             .verdict = NB_FW_DROP,
                             .ether_src = SPOOF_MAC,
                             .ether_type = ETH_P_NBTEST,
                             .comment = "spoofed"};
-        nb_fw_rule accept = {
-                .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT, .ether_type = ETH_P_NBTEST};
-        nb_fw_rule to = {.direction = NB_FW_TO_GUEST,
+        nb_fw_rule accept = {.size = sizeof(nb_fw_rule),
+                             .direction = NB_FW_FROM_GUEST,
+                             .verdict = NB_FW_ACCEPT,
+                             .ether_type = ETH_P_NBTEST};
+        nb_fw_rule to = {.size = sizeof(nb_fw_rule),
+                         .direction = NB_FW_TO_GUEST,
                          .verdict = NB_FW_DROP,
                          .ether_dst = GUEST_MAC,
                          .ether_type = ETH_P_NBTEST,
@@ -230,7 +234,7 @@ START_TEST(test_counters_move_by_the_frames_each_rule_matched)
 {
         struct lab l;
         uint8_t spoofed[60], good[60], to_guest[60];
-        nb_fw_counter c;
+        nb_fw_counter c = NB_FW_COUNTER_INIT;
         nb_results *res;
         char *ruleset;
 
@@ -313,7 +317,8 @@ END_TEST
 START_TEST(test_the_listed_table_loads_again_with_nft_f)
 {
         const char *ips[] = {"10.0.0.2", NULL};
-        nb_fw_rule long_comment = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+        nb_fw_rule long_comment = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
         char comment[257];
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         struct lab l;
@@ -378,7 +383,8 @@ static size_t owners_listed(nb_conn *c)
 START_TEST(test_a_new_interface_of_the_name_inherits_no_rule)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
         uint8_t f[60];
         struct lab l;
         nb_batch *b;
@@ -430,7 +436,8 @@ END_TEST
 START_TEST(test_a_renamed_interface_leaves_no_rule_for_its_old_name)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
         uint8_t f[60];
         struct lab l;
         nb_batch *b;
@@ -472,8 +479,9 @@ END_TEST
 START_TEST(test_rules_applied_after_the_interface_went_stay)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
-        nb_tap_opts persist = {.persist = true};
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts), .persist = true};
         nb_conn *c;
         nb_batch *b;
         nb_results *res;
@@ -526,7 +534,8 @@ static void *submit_thread(void *data)
 START_TEST(test_an_owner_applied_in_the_turn_the_interface_went_stays)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
         struct submitter s;
         struct lab l;
         pthread_t t;

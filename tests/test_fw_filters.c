@@ -207,11 +207,11 @@ static const char *const dhcp6[] = {"2001:db8::fe", NULL};
  * filter uses it in. */
 static size_t sample_vars(const char *filter, nb_fw_var *v)
 {
-        v[0] = (nb_fw_var){"MAC", mac1};
-        v[1] = (nb_fw_var){"IP", ip2};
-        v[2] = (nb_fw_var){"IPV6", ipv6_2};
-        v[3] = (nb_fw_var){"GATEWAY_MAC", gw};
-        v[4] = (nb_fw_var){"DHCPSERVER", strstr(filter, "v6") ? dhcp6 : dhcp4};
+        v[0] = (nb_fw_var)NB_FW_VAR("MAC", mac1);
+        v[1] = (nb_fw_var)NB_FW_VAR("IP", ip2);
+        v[2] = (nb_fw_var)NB_FW_VAR("IPV6", ipv6_2);
+        v[3] = (nb_fw_var)NB_FW_VAR("GATEWAY_MAC", gw);
+        v[4] = (nb_fw_var)NB_FW_VAR("DHCPSERVER", strstr(filter, "v6") ? dhcp6 : dhcp4);
         return 5;
 }
 
@@ -404,11 +404,12 @@ START_TEST(test_list_variables_give_one_rule_per_value)
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         char *text;
 
-        ck_assert_int_eq(
-                nb_fw_add_filter(rs, "qemu-announce-self-rarp", (nb_fw_var[]){{"MAC", macs}}, 1),
-                0);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-arp-ip-spoofing", (nb_fw_var[]){{"IP", ips}}, 1),
+        ck_assert_int_eq(nb_fw_add_filter(rs, "qemu-announce-self-rarp",
+                                          (nb_fw_var[]){NB_FW_VAR("MAC", macs)}, 1),
                          0);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-arp-ip-spoofing", (nb_fw_var[]){NB_FW_VAR("IP", ips)}, 1),
+                0);
         text = render(rs);
         ck_assert_str_eq(text,
                          "from\n  -> arp-ip -510 ether-type 0x0806\n" JUMP_RARP "  arp-ip:\n"
@@ -438,7 +439,8 @@ START_TEST(test_variable_with_no_values_drops_its_rules_only)
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         char *text;
 
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-ip-spoofing", (nb_fw_var[]){{"IP", none}}, 1), 0);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-ip-spoofing", (nb_fw_var[]){NB_FW_VAR("IP", none)}, 1), 0);
         text = render(rs);
         ck_assert_str_eq(text, "from\n  -> ipv4-ip -710 ether-type 0x0800\n  ipv4-ip:\n"
                                "    100 return ether-type 0x0800 ip-src 0.0.0.0 proto 17\n"
@@ -463,59 +465,71 @@ START_TEST(test_missing_and_invalid_variables_are_refused)
 
         /* Missing. */
         ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", NULL, 0), -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "clean-traffic", (nb_fw_var[]){{"MAC", mac1}}, 1),
-                         -EINVAL); /* no IP: libvirt would learn it, netbroker does not */
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "clean-traffic", (nb_fw_var[]){NB_FW_VAR("MAC", mac1)}, 1),
+                -EINVAL); /* no IP: libvirt would learn it, netbroker does not */
         ck_assert_int_eq(nb_fw_add_filter(rs, "allow-dhcp-server", NULL, 0), -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "clean-traffic-gateway",
-                                          (nb_fw_var[]){{"MAC", mac1}, {"IP", ip2}}, 2),
-                         -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){{"mac", mac1}}, 1),
-                         -EINVAL); /* names are case-sensitive, as libvirt's */
-        /* Invalid where used. */
-        ck_assert_int_eq(
-                nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){{"MAC", bad_mac}}, 1),
-                -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-ip-spoofing", (nb_fw_var[]){{"IP", v6}}, 1),
-                         -EINVAL);
-        ck_assert_int_eq(
-                nb_fw_add_filter(rs, "no-ip-spoofing", (nb_fw_var[]){{"IP", bad_prefix}}, 1),
-                -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-ipv6-spoofing", (nb_fw_var[]){{"IPV6", v4}}, 1),
-                         -EINVAL);
-        ck_assert_int_eq(
-                nb_fw_add_filter(rs, "allow-dhcpv6-server", (nb_fw_var[]){{"DHCPSERVER", v4}}, 1),
-                -EINVAL);
-        ck_assert_int_eq(
-                nb_fw_add_filter(rs, "allow-dhcp-server", (nb_fw_var[]){{"DHCPSERVER", v6}}, 1),
-                -EINVAL);
         ck_assert_int_eq(
                 nb_fw_add_filter(rs, "clean-traffic-gateway",
-                                 (nb_fw_var[]){{"MAC", mac1}, {"IP", ip2}, {"GATEWAY_MAC", v4}}, 3),
+                                 (nb_fw_var[]){NB_FW_VAR("MAC", mac1), NB_FW_VAR("IP", ip2)}, 2),
+                -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){NB_FW_VAR("mac", mac1)}, 1),
+                -EINVAL); /* names are case-sensitive, as libvirt's */
+        /* Invalid where used. */
+        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing",
+                                          (nb_fw_var[]){NB_FW_VAR("MAC", bad_mac)}, 1),
+                         -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-ip-spoofing", (nb_fw_var[]){NB_FW_VAR("IP", v6)}, 1),
+                -EINVAL);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "no-ip-spoofing",
+                                          (nb_fw_var[]){NB_FW_VAR("IP", bad_prefix)}, 1),
+                         -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-ipv6-spoofing", (nb_fw_var[]){NB_FW_VAR("IPV6", v4)}, 1),
+                -EINVAL);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "allow-dhcpv6-server",
+                                          (nb_fw_var[]){NB_FW_VAR("DHCPSERVER", v4)}, 1),
+                         -EINVAL);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "allow-dhcp-server",
+                                          (nb_fw_var[]){NB_FW_VAR("DHCPSERVER", v6)}, 1),
+                         -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "clean-traffic-gateway",
+                                 (nb_fw_var[]){NB_FW_VAR("MAC", mac1), NB_FW_VAR("IP", ip2),
+                                               NB_FW_VAR("GATEWAY_MAC", v4)},
+                                 3),
                 -EINVAL);
         /* Bad lists. */
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing",
-                                          (nb_fw_var[]){{"MAC", mac1}, {"MAC", mac1}}, 2),
-                         -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){{"M-AC", mac1}}, 1),
-                         -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){{"MAC", NULL}}, 1),
-                         -EINVAL);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", NULL, 1), -EINVAL);
         ck_assert_int_eq(
                 nb_fw_add_filter(rs, "no-mac-spoofing",
-                                 (nb_fw_var[]){{"MAC", mac1}, {"CTRL_IP_LEARNING", learn_bad}}, 2),
+                                 (nb_fw_var[]){NB_FW_VAR("MAC", mac1), NB_FW_VAR("MAC", mac1)}, 2),
                 -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){NB_FW_VAR("M-AC", mac1)}, 1),
+                -EINVAL);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){NB_FW_VAR("MAC", NULL)}, 1),
+                -EINVAL);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", NULL, 1), -EINVAL);
+        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing",
+                                          (nb_fw_var[]){NB_FW_VAR("MAC", mac1),
+                                                        NB_FW_VAR("CTRL_IP_LEARNING", learn_bad)},
+                                          2),
+                         -EINVAL);
         ck_assert_int_eq(nb_fw_add_filter(rs, "no-such-filter", NULL, 0), -ENOENT);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-promisc", (nb_fw_var[]){{"MAC", mac1}}, 1),
-                         -ENOENT); /* netbroker's own: nb_fw_add_no_promisc() only */
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-promisc", (nb_fw_var[]){NB_FW_VAR("MAC", mac1)}, 1),
+                -ENOENT); /* netbroker's own: nb_fw_add_no_promisc() only */
         ck_assert_int_eq(nb_fw_add_filter(NULL, "allow-arp", NULL, 0), -EINVAL);
         ck_assert_int_eq(nb_fw_add_filter(rs, NULL, NULL, 0), -EINVAL);
         ck_assert_uint_eq(rule_count(rs), 0);
         /* Libvirt's learning control and unused variables are accepted. */
         ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing",
-                                          (nb_fw_var[]){{"MAC", mac1},
-                                                        {"CTRL_IP_LEARNING", learn_any},
-                                                        {"UNUSED", v4}},
+                                          (nb_fw_var[]){NB_FW_VAR("MAC", mac1),
+                                                        NB_FW_VAR("CTRL_IP_LEARNING", learn_any),
+                                                        NB_FW_VAR("UNUSED", v4)},
                                           3),
                          0);
         ck_assert_uint_eq(rule_count(rs), 2);
@@ -536,7 +550,9 @@ START_TEST(test_failure_rolls_back_groups_and_appended_rules)
         ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", v, n), 0); /* chain mac */
         /* rarp, clean-traffic's last chain, taken with other options. */
         ck_assert_int_eq(nb_fw_group(rs, "rarp"), 0);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_DROP}), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .verdict = NB_FW_DROP}),
+                         0);
         before = render(rs);
         ck_assert_uint_eq(rule_count(rs), 5);
         ck_assert_int_eq(nb_fw_add_filter(rs, "clean-traffic", v, n), -EEXIST);
@@ -545,7 +561,9 @@ START_TEST(test_failure_rolls_back_groups_and_appended_rules)
         ck_assert_uint_eq(rule_count(rs), 5);
         /* And the current group is the one it was: a plain rule still goes
          * to "rarp". */
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_ACCEPT}), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .verdict = NB_FW_ACCEPT}),
+                         0);
         ck_assert_uint_eq(rule_count(rs), 6);
         free(before);
         free(after);
@@ -570,7 +588,9 @@ START_TEST(test_a_rule_after_a_filter_is_not_in_the_filters_chain)
 {
         nb_fw_var v[5];
         size_t n = sample_vars("clean-traffic", v);
-        nb_fw_rule vlan = {.verdict = NB_FW_ACCEPT, .ether_type = 0x8100}; /* any VLAN */
+        nb_fw_rule vlan = {.size = sizeof(nb_fw_rule),
+                           .verdict = NB_FW_ACCEPT,
+                           .ether_type = 0x8100}; /* any VLAN */
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         char *s;
 

@@ -42,10 +42,13 @@ static nb_fw_ruleset *populated(void)
 
         ck_assert_ptr_nonnull(rs);
         ck_assert_int_eq(nb_fw_add_filter(rs, "allow-dhcp", NULL, 0), 0);
-        ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){{"MAC", mac}}, 1),
-                         0);
+        ck_assert_int_eq(
+                nb_fw_add_filter(rs, "no-mac-spoofing", (nb_fw_var[]){NB_FW_VAR("MAC", mac)}, 1),
+                0);
         ck_assert_int_eq(nb_fw_group(rs, "mine"), 0);
-        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.verdict = NB_FW_DROP}), 0);
+        ck_assert_int_eq(nb_fw_rule_add(rs, &(nb_fw_rule){.size = sizeof(nb_fw_rule),
+                                                          .verdict = NB_FW_DROP}),
+                         0);
         return rs;
 }
 
@@ -67,7 +70,9 @@ static int add_gateway(nb_fw_ruleset *rs)
                                  *const gw[] = {"52:54:00:00:00:01", NULL};
 
         return nb_fw_add_filter(rs, "clean-traffic-gateway",
-                                (nb_fw_var[]){{"MAC", mac}, {"IP", ips}, {"GATEWAY_MAC", gw}}, 3);
+                                (nb_fw_var[]){NB_FW_VAR("MAC", mac), NB_FW_VAR("IP", ips),
+                                              NB_FW_VAR("GATEWAY_MAC", gw)},
+                                3);
 }
 
 static const struct {

@@ -220,7 +220,7 @@ START_TEST(test_counter_accessors_read_each_owners_rules)
         Netbroker__Reply reply = NETBROKER__REPLY__INIT;
         Netbroker__ServerMessage msg = NETBROKER__SERVER_MESSAGE__INIT;
         nb_results res = {.msg = &msg};
-        nb_fw_counter c;
+        nb_fw_counter c = NB_FW_COUNTER_INIT;
 
         c0.group = "web";
         c0.direction = NETBROKER__FW_DIRECTION__FW_TO_GUEST;

@@ -700,9 +700,10 @@ static unsigned chains_bound_to(const char *dev)
  * device of that name. */
 START_TEST(test_owners_go_with_their_interface_however_it_goes)
 {
-        nb_tap_opts persist = {.persist = true};
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts), .persist = true};
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
         struct tu_helper h;
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
@@ -742,7 +743,8 @@ END_TEST
 START_TEST(test_a_request_over_max_rules_is_refused_and_changes_nothing)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule rule = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+        nb_fw_rule rule = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
         char *before, *after;
@@ -789,7 +791,8 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
         th_helper_start_logged(&h, TU_ALLOW, path);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         nb_batch_ping(b);
-        nb_batch_tap_create(b, "nbaud0", &(nb_tap_opts){.persist = true});
+        nb_batch_tap_create(b, "nbaud0",
+                            &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_link_delete(b, "nbaud0");
         nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
         nb_batch_link_delete(b, "nbaud-none");

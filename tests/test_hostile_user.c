@@ -301,7 +301,8 @@ END_TEST
 static int too_many_rules(const char *sock, void *arg)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule rule = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+        nb_fw_rule rule = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
         nb_conn *c;
@@ -578,8 +579,13 @@ END_TEST
 static int rules_then_delete(const char *sock, void *arg)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule drop = {.direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
-        nb_tap_opts own = {.persist = true, .set_owner = true, .uid = NOBODY, .gid = NOBODY};
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_tap_opts own = {.size = sizeof(nb_tap_opts),
+                           .persist = true,
+                           .set_owner = true,
+                           .uid = NOBODY,
+                           .gid = NOBODY};
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
         nb_conn *c;

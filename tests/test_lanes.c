@@ -41,7 +41,7 @@ static void assert_status(const nb_results *res, size_t i, int status, const cha
 /* n persistent taps PREFIX0.., made through the helper. */
 static void make_taps(nb_conn *c, const char *prefix, int n)
 {
-        nb_tap_opts o = {.persist = true};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts), .persist = true};
         nb_batch *b = nb_batch_new();
         nb_results *res;
 
@@ -160,7 +160,7 @@ START_TEST(test_deletions_split_by_another_op_go_as_two_runs)
         b = nb_batch_new();
         nb_batch_link_delete(b, "rc0");
         nb_batch_link_delete(b, "rc1");
-        nb_batch_tap_create(b, "rc9", &(nb_tap_opts){.persist = true});
+        nb_batch_tap_create(b, "rc9", &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_link_delete(b, "rc2");
         res = submit(c, b);
         ck_assert_msg(nb_results_first_error(res) < 0, "an op failed");
@@ -182,7 +182,8 @@ static nb_batch *big_apply(const char *owner, const char *ifname, int n)
 
         for (int i = 0; i < n; i++) {
                 char ip[32];
-                nb_fw_rule r = {.direction = NB_FW_FROM_GUEST,
+                nb_fw_rule r = {.size = sizeof(nb_fw_rule),
+                                .direction = NB_FW_FROM_GUEST,
                                 .verdict = NB_FW_ACCEPT,
                                 .ether_type = 0x0800};
                 snprintf(ip, sizeof(ip), "10.%d.%d.%d", (i >> 16) & 0xff, (i >> 8) & 0xff,

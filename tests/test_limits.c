@@ -711,13 +711,58 @@ static void expect_ran(const nb_results *res, size_t i, nb_exec_result *e)
 static void expect_output(const nb_results *res, size_t i, size_t out_len, size_t err_len,
                           bool truncated)
 {
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         expect_ran(res, i, &e);
         ck_assert_uint_eq(e.out_len, out_len);
         ck_assert_uint_eq(e.err_len, err_len);
         ck_assert(e.out_truncated == truncated && e.err_truncated == truncated);
 }
+
+/* Every limit Hello announces reads back through nb_conn_limit() as the
+ * config set it (none of them at its default), and the helper's version
+ * is this tree's. */
+START_TEST(test_hello_limits_and_version_read_back_from_the_connection)
+{
+        nb_conn *c = tu_spawn(
+                TU_ALLOW "max_frame = 70000\nmax_ops = 77\nmax_fds_per_frame = 0\n"
+                         "max_reply = 80000\nmax_requests_per_connection = 9\n"
+                         "max_rules_per_request = 1234\n"
+                         "max_rules_per_request_nonroot = 99\n"
+                         "max_spawns_per_uid = 3\nexec_output_cap = 0\n"
+                         "exec_timeout_ms = 1000\nexec_timeout_max_ms = 4321\nmax_args = 17\n");
+        static const struct {
+                nb_limit limit;
+                uint64_t want;
+        } want[] = {
+                {NB_LIMIT_REQUEST_BYTES, 70000},
+                {NB_LIMIT_OPS, 77},
+                {NB_LIMIT_REQUEST_FDS, 0},
+                {NB_LIMIT_REPLY_BYTES, 80000},
+                {NB_LIMIT_REQUESTS_IN_FLIGHT, 9},
+                {NB_LIMIT_FW_RULES, 1234}, /* root's: this test runs as root */
+                {NB_LIMIT_EXEC_RUNNING, 3},
+                {NB_LIMIT_EXEC_OUTPUT, 0},
+                {NB_LIMIT_EXEC_TIMEOUT_MS, 4321},
+                {NB_LIMIT_EXEC_ARGS, 17},
+        };
+        unsigned version = 0;
+        uint64_t v;
+
+        for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
+                v = 12345678;
+                ck_assert_int_eq(nb_conn_limit(c, want[i].limit, &v), 0);
+                ck_assert_msg(v == want[i].want, "limit %d: %llu, want %llu", (int)want[i].limit,
+                              (unsigned long long)v, (unsigned long long)want[i].want);
+        }
+        ck_assert_int_eq(nb_conn_limit(c, (nb_limit)(NB_LIMIT_EXEC_ARGS + 1), &v), -EINVAL);
+        ck_assert_int_eq(nb_conn_limit(c, NB_LIMIT_OPS, NULL), -EINVAL);
+        ck_assert_int_eq(nb_conn_helper_version(c, &version), 0);
+        ck_assert_uint_eq(version, nb_version());
+        ck_assert_int_eq(nb_conn_helper_version(c, NULL), -EINVAL);
+        nb_close(c);
+}
+END_TEST
 
 /* exec_output_cap bytes come back whole; one byte more is cut to the cap
  * and flagged, for stdout and stderr alike. */
@@ -747,7 +792,7 @@ START_TEST(test_output_of_a_request_is_bounded_by_max_reply)
         const char *small[] = {"sh", "-c", "printf '%100s' ''", NULL};
         nb_batch *b = nb_batch_new();
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         size_t total = 0;
 
         for (int i = 0; i < 4; i++)
@@ -783,7 +828,7 @@ START_TEST(test_exec_args_and_env_at_max_args_run_one_more_is_refused)
         const char *env_argv[] = {"env", NULL};
         nb_batch *b;
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         marker_init(&m, "max-args");
         /* sh -c CMD sh: 4 entries. */
@@ -834,7 +879,7 @@ START_TEST(test_exec_timeouts_are_capped_and_defaulted)
         const char *touch[4];
         const char *sleep5[] = {"sleep", "5", NULL};
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         uint64_t t0;
 
         marker_init(&m, "timeout");
@@ -1062,6 +1107,7 @@ Suite *limits_suite(void)
         tcase_add_test(frames, test_fds_at_max_fds_per_frame_are_taken_one_more_fails_the_request);
         tcase_add_test(frames, test_client_refuses_a_batch_over_max_fds_before_sending);
         tcase_add_test(frames, test_client_that_does_not_read_replies_is_held_back);
+        tcase_add_test(frames, test_hello_limits_and_version_read_back_from_the_connection);
         tcase_add_test(progs, test_ops_over_max_ops_run_nothing);
         tcase_add_test(progs, test_requests_in_flight_per_connection_are_capped);
         tcase_add_test(progs, test_pending_spawns_are_capped_and_the_next_is_refused);

@@ -154,7 +154,7 @@ START_TEST(test_tap_vnet_hdr_is_on_in_ip_and_on_the_fd)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_tap_opts o = {.vnet_hdr = true};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts), .vnet_hdr = true};
         nb_results *res;
         int fd;
 
@@ -174,7 +174,7 @@ START_TEST(test_tap_multiqueue_with_4_queues_gives_4_fds)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_tap_opts o = {.queues = 4};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts), .queues = 4};
         nb_results *res;
         int fds[4];
 
@@ -204,7 +204,7 @@ START_TEST(test_persistent_tap_outlives_its_fds_and_plain_tap_does_not)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_tap_opts persist = {.persist = true};
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts), .persist = true};
         nb_results *res;
 
         nb_batch_tap_create(b, "nbkeep0", &persist);
@@ -223,7 +223,11 @@ START_TEST(test_tap_owner_uid_and_gid_show_in_ip)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_tap_opts o = {.persist = true, .set_owner = true, .uid = 4242, .gid = 4343};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts),
+                         .persist = true,
+                         .set_owner = true,
+                         .uid = 4242,
+                         .gid = 4343};
         struct passwd *pw = getpwuid(4242);
         struct group *gr = getgrgid(4343);
         char user[64], group[64];
@@ -500,8 +504,9 @@ START_TEST(test_link_set_up_down_mtu_and_mac)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_link_change up = {.up = 1, .mtu = 1400, .mac = "52:54:00:11:22:33"};
-        nb_link_change down = {.up = 0, .mtu = 9000};
+        nb_link_change up = {
+                .size = sizeof(nb_link_change), .up = 1, .mtu = 1400, .mac = "52:54:00:11:22:33"};
+        nb_link_change down = {.size = sizeof(nb_link_change), .up = 0, .mtu = 9000};
         nb_results *res;
 
         ck_assert(!link_is_up("p0"));
@@ -528,12 +533,13 @@ START_TEST(test_link_set_master_attaches_and_nomaster_detaches)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_link_change attach = {.up = -1, .master = "nbbr0"};
-        nb_link_change detach = {.up = -1, .nomaster = true};
+        nb_link_change attach = {.size = sizeof(nb_link_change), .up = -1, .master = "nbbr0"};
+        nb_link_change detach = {.size = sizeof(nb_link_change), .up = -1, .nomaster = true};
         nb_results *res;
 
         nb_batch_bridge_create(b, "nbbr0");
-        nb_batch_tap_create(b, "nbtap0", &(nb_tap_opts){.persist = true});
+        nb_batch_tap_create(b, "nbtap0",
+                            &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_link_set(b, "nbtap0", &attach); /* made by an earlier op */
         nb_batch_link_set(b, "p0", &attach);
         res = submit_ok(c, b);
@@ -586,7 +592,7 @@ START_TEST(test_cleanup_batch_goes_on_past_an_interface_already_gone)
 {
         nb_conn *c = setup();
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_rate out = {.average = 1024};
+        nb_rate out = {.size = sizeof(nb_rate), .average = 1024};
         nb_batch *b = nb_batch_new();
         nb_results *res;
         char *nft;
@@ -717,7 +723,7 @@ static void packet_send(int fd, const uint8_t *frame, size_t len)
 static void set_up(nb_conn *c, const char *const *devs)
 {
         nb_batch *b = nb_batch_new();
-        nb_link_change up = {.up = 1};
+        nb_link_change up = {.size = sizeof(nb_link_change), .up = 1};
 
         for (; *devs; devs++)
                 nb_batch_link_set(b, *devs, &up);
@@ -899,7 +905,7 @@ START_TEST(test_qemu_accepts_a_tap_fd_and_starts)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_tap_opts o = {.vnet_hdr = true};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts), .vnet_hdr = true};
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         char netdev[64], qmparg[160], *line;
         nb_results *res;
@@ -1311,9 +1317,10 @@ START_TEST(test_failed_batch_leaves_no_device_behind)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_link_change mtu = {.up = -1, .mtu = 1400, .master = "br9"};
-        nb_link_change bad_master = {.up = -1, .master = "p1"};
-        nb_link_change up = {.up = 1};
+        nb_link_change mtu = {
+                .size = sizeof(nb_link_change), .up = -1, .mtu = 1400, .master = "br9"};
+        nb_link_change bad_master = {.size = sizeof(nb_link_change), .up = -1, .master = "p1"};
+        nb_link_change up = {.size = sizeof(nb_link_change), .up = 1};
         char *before = tu_links_snapshot(), *after;
         pid_t helper = nb_conn_helper_pid(c);
         int helper_fds = tu_fd_count(helper), our_fds = tu_fd_count(getpid());
@@ -1477,7 +1484,7 @@ START_TEST(test_helper_keeps_none_of_the_returned_fds)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_tap_opts mq = {.queues = 4};
+        nb_tap_opts mq = {.size = sizeof(nb_tap_opts), .queues = 4};
         pid_t pid = nb_conn_helper_pid(c);
         nb_results *res;
         int idle;
@@ -1511,7 +1518,7 @@ START_TEST(test_batch_returning_more_fds_than_the_helper_fd_limit_works)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
-        nb_tap_opts mq = {.queues = 16};
+        nb_tap_opts mq = {.size = sizeof(nb_tap_opts), .queues = 16};
         nb_results *res;
 
         for (int i = 0; i < 8; i++)

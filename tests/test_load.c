@@ -231,8 +231,9 @@ static nb_fw_ruleset *guest_ruleset(int id)
         return rs;
 }
 
-static const nb_rate rate_in = {.average = 1024, .peak = 2048, .burst = 256};
-static const nb_rate rate_out = {.average = 512, .burst = 128};
+static const nb_rate rate_in = {
+        .size = sizeof(nb_rate), .average = 1024, .peak = 2048, .burst = 256};
+static const nb_rate rate_out = {.size = sizeof(nb_rate), .average = 512, .burst = 128};
 
 /* up: the tap, its filters and its limits in one batch. Returns false when
  * the guest is not there (the batch was undone). */
@@ -240,7 +241,8 @@ static bool guest_up(struct lworker *w, const char *tap, const nb_fw_ruleset *rs
                      char hash[33])
 {
         nb_batch *b = nb_batch_new();
-        nb_tap_opts opts = {.vnet_hdr = true, .persist = w->cycle % 2 == 1};
+        nb_tap_opts opts = {
+                .size = sizeof(nb_tap_opts), .vnet_hdr = true, .persist = w->cycle % 2 == 1};
         nb_results *res;
         const char *h = "", *in = "", *out = "";
         bool unchanged = true;
@@ -282,7 +284,7 @@ static void exec_pair(struct lworker *w)
         char token[64];
         const char *echo[] = {"echo", "-n", token, NULL};
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
 
         snprintf(token, sizeof(token), "t%d-c%u", w->id, w->cycle);
         nb_batch_exec(b, "/bin/echo", echo, NULL, NULL, 0, 0);
@@ -520,7 +522,8 @@ static nb_batch *big_firewall_batch(void)
 
         ck_assert_int_eq(nb_fw_group(rs, "ports"), 0);
         for (unsigned k = 0; k < BIG_RULES; k++) {
-                nb_fw_rule r = {.verdict = NB_FW_DROP,
+                nb_fw_rule r = {.size = sizeof(nb_fw_rule),
+                                .verdict = NB_FW_DROP,
                                 .ether_type = 0x0800,
                                 .l4_proto = 6,
                                 .dport_min = (uint16_t)(10000 + k)};

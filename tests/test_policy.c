@@ -95,10 +95,14 @@ static void list_owners(const nb_results *res, char *out, size_t len, bool count
 
 static void build(nb_batch *b, const struct cmd *m, int own_netns)
 {
-        nb_tap_opts t = {
-                .persist = m->persist, .set_owner = m->set_owner, .uid = m->uid, .gid = m->gid};
-        nb_link_change ch = {.up = 1, .master = m->b[0] ? m->b : NULL};
-        nb_rate rate = {.average = 1000};
+        nb_tap_opts t = {.size = sizeof(nb_tap_opts),
+                         .persist = m->persist,
+                         .set_owner = m->set_owner,
+                         .uid = m->uid,
+                         .gid = m->gid};
+        nb_link_change ch = {
+                .size = sizeof(nb_link_change), .up = 1, .master = m->b[0] ? m->b : NULL};
+        nb_rate rate = {.size = sizeof(nb_rate), .average = 1000};
         nb_fw_ruleset *rs;
 
         switch (m->act) {
@@ -1007,7 +1011,7 @@ START_TEST(test_sweep_and_flush_delete_only_ifbs_the_helper_marked)
         struct tu_helper h;
         nb_conn *c;
         nb_batch *b;
-        nb_rate rate = {.average = 1000};
+        nb_rate rate = {.size = sizeof(nb_rate), .average = 1000};
         char ifb[16];
         int ifindex;
 
@@ -1056,7 +1060,7 @@ START_TEST(test_a_device_named_like_an_ifb_is_not_used_as_one)
         nb_conn *c;
         nb_batch *b;
         nb_results *res = NULL;
-        nb_rate rate = {.average = 1000};
+        nb_rate rate = {.size = sizeof(nb_rate), .average = 1000};
         char qdisc[32], tap[16];
         int ifindex;
 

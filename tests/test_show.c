@@ -34,14 +34,17 @@ static nb_results *run_ok(nb_conn *c, nb_batch *b)
 
 static void make_tap_and_macvtap(nb_conn *c)
 {
-        nb_tap_opts persist = {.persist = true};
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts), .persist = true};
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_tap_create(b, "sh0", &persist), 0);
         ck_assert_int_eq(nb_batch_macvtap_create(b, "shv0", "shp0", NB_MACVLAN_BRIDGE, NULL, false),
                          0);
         ck_assert_int_eq(nb_batch_bridge_create(b, "shbr0"), 0);
-        ck_assert_int_eq(nb_batch_link_set(b, "sh0", &(nb_link_change){.up = 1, .master = "shbr0"}),
+        ck_assert_int_eq(nb_batch_link_set(b, "sh0",
+                                           &(nb_link_change){.size = sizeof(nb_link_change),
+                                                             .up = 1,
+                                                             .master = "shbr0"}),
                          0);
         nb_results_free(run_ok(c, b));
 }
@@ -49,7 +52,7 @@ static void make_tap_and_macvtap(nb_conn *c)
 /* The entry of a LinkList result for name, asserted to be there once. */
 static nb_link_info find_link(const nb_results *res, const char *name)
 {
-        nb_link_info l, found = {0};
+        nb_link_info l = NB_LINK_INFO_INIT, found = NB_LINK_INFO_INIT;
         int n = 0;
 
         for (size_t k = 0; k < nb_result_link_count(res, 0); k++) {
@@ -96,7 +99,7 @@ START_TEST(test_link_list_is_what_ip_shows)
 {
         nb_conn *c;
         nb_results *res;
-        nb_link_info l;
+        nb_link_info l = NB_LINK_INFO_INIT;
         nb_batch *b;
 
         tu_private_netns();
@@ -115,7 +118,7 @@ START_TEST(test_link_list_is_what_ip_shows)
         assert_like_ip((l = find_link(res, "shp0"), &l), "veth", NULL);
         assert_like_ip((l = find_link(res, "lo"), &l), "other", NULL);
         for (size_t k = 1; k < nb_result_link_count(res, 0); k++) {
-                nb_link_info prev;
+                nb_link_info prev = NB_LINK_INFO_INIT;
                 ck_assert_int_eq(nb_result_link_at(res, 0, k - 1, &prev), 0);
                 ck_assert_int_eq(nb_result_link_at(res, 0, k, &l), 0);
                 ck_assert_int_lt(prev.ifindex, l.ifindex);
@@ -207,7 +210,7 @@ static void assert_show_is_tc(nb_conn *c, const char *dev, const nb_rate *set_in
         nb_results *res = show(c, dev);
         bool has_in, has_out,
                 macvtap = strcmp(tu_link_get(dev, "linkinfo.info_kind"), "macvtap") == 0;
-        nb_rate in, out;
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
         const nb_rate *root = macvtap ? &out : &in, *policed = macvtap ? &in : &out;
         const nb_rate *set_policed = macvtap ? set_in : set_out;
 
@@ -243,7 +246,7 @@ static void assert_none(nb_conn *c, const char *dev)
         const char *in_mech, *out_mech;
         nb_results *res = show(c, dev);
         bool has_in = true, has_out = true;
-        nb_rate in, out;
+        nb_rate in = NB_RATE_INIT, out = NB_RATE_INIT;
 
         ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &in, &has_out, &out), 0);
         ck_assert_int_eq(nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech), 0);
@@ -256,11 +259,12 @@ static void assert_none(nb_conn *c, const char *dev)
 
 START_TEST(test_bandwidth_show_is_what_tc_shows_and_none_after_clear)
 {
-        nb_rate in = {.average = 1000, .peak = 2000, .burst = 64}, out = {.average = 500};
-        nb_rate in2 = {.average = 300};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 1000, .peak = 2000, .burst = 64},
+                out = {.size = sizeof(nb_rate), .average = 500};
+        nb_rate in2 = {.size = sizeof(nb_rate), .average = 300};
         const char *devs[] = {"sh0", "shv0"};
         nb_results *res;
-        nb_rate got_in, got_out;
+        nb_rate got_in = NB_RATE_INIT, got_out = NB_RATE_INIT;
         bool has_in, has_out;
         nb_conn *c;
         nb_batch *b;
@@ -373,10 +377,14 @@ static int status_of(nb_conn *c, nb_batch *b, nb_results **ret)
 
 static void nobody_body(nb_conn *c, char *why, size_t len)
 {
-        nb_tap_opts persist = {.persist = true, .set_owner = true, .uid = NOBODY, .gid = NOBODY};
-        nb_rate in = {.average = 100};
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts),
+                               .persist = true,
+                               .set_owner = true,
+                               .uid = NOBODY,
+                               .gid = NOBODY};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 100};
         nb_results *res = NULL;
-        nb_link_info l;
+        nb_link_info l = NB_LINK_INFO_INIT;
         nb_batch *b = nb_batch_new();
         int r;
 
@@ -445,8 +453,8 @@ static void other_body(nb_conn *c, char *why, size_t len)
 
 START_TEST(test_another_uid_sees_only_its_own_interfaces_and_limits)
 {
-        nb_tap_opts persist = {.persist = true};
-        nb_rate in = {.average = 200};
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts), .persist = true};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 200};
         struct tu_helper h;
         nb_conn *c = NULL;
         nb_batch *b;
@@ -464,7 +472,7 @@ START_TEST(test_another_uid_sees_only_its_own_interfaces_and_limits)
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         b = nb_batch_new();
         nb_batch_tap_create(b, "sroot0", &persist);
-        nb_batch_tap_create(b, "sb0", &(nb_tap_opts){.persist = true});
+        nb_batch_tap_create(b, "sb0", &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_bandwidth_set(b, "sroot0", &in, NULL);
         nb_results_free(run_ok(c, b));
         got = as_uid(h.sock, NOBODY, nobody_body);

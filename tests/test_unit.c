@@ -1000,6 +1000,7 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, fw_text_tcase());
         suite_add_tcase(s, fwfile_tcase());
         suite_add_tcase(s, policy_unit_tcase());
+        suite_add_tcase(s, abi_tcase());
         return s;
 }
 

@@ -11,6 +11,7 @@
 /* A peer as SO_PEERCRED and SO_PEERGROUPS would report it (test_unit.c). */
 struct nbd_peer tu_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n);
 
+TCase *abi_tcase(void);
 TCase *fw_unit_tcase(void);
 TCase *fw_client_tcase(void);
 TCase *fw_filters_tcase(void);

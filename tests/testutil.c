@@ -383,7 +383,7 @@ const char *tu_read_file(const char *path)
 nb_conn *tu_spawn(const char *config_body)
 {
         char *conf = tu_config(config_body);
-        nb_spawn_opts o = {.config_path = conf};
+        nb_spawn_opts o = {.size = sizeof(nb_spawn_opts), .config_path = conf};
         nb_conn *c = NULL;
         int r = nb_spawn(tu_helper_path(), &o, &c);
 
@@ -396,7 +396,7 @@ void tu_spawn_expect_failure(const char *helper, const char *config_body, int ex
                              size_t size)
 {
         char *conf = tu_config(config_body);
-        nb_spawn_opts o = {.config_path = conf};
+        nb_spawn_opts o = {.size = sizeof(nb_spawn_opts), .config_path = conf};
         nb_conn *c = NULL;
         int pipefd[2], saved, r;
         ssize_t n;

@@ -18,7 +18,7 @@ int main(void)
         nb_conn *c = NULL;
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         struct ifreq ifr;
         int r, fd;
 

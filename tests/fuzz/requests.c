@@ -38,14 +38,16 @@ static int add_guest_firewall(nb_batch *b, const char *owner, const char *ifname
  * and a comment. */
 static int add_libvirt_fields(nb_fw_ruleset *rs)
 {
-        const nb_fw_rule guard = {.ether_type = 0x86dd};
-        nb_fw_rule v6 = {.verdict = NB_FW_DROP,
+        const nb_fw_rule guard = {.size = sizeof(nb_fw_rule), .ether_type = 0x86dd};
+        nb_fw_rule v6 = {.size = sizeof(nb_fw_rule),
+                         .verdict = NB_FW_DROP,
                          .priority = -10,
                          .ether_type = 0x86dd,
                          .l4_proto = 17,
                          .l4_proto_not = true,
                          .comment = "not udp"};
-        nb_fw_rule tcp = {.verdict = NB_FW_RETURN,
+        nb_fw_rule tcp = {.size = sizeof(nb_fw_rule),
+                          .verdict = NB_FW_RETURN,
                           .ip_src = "10.0.0.1-10.0.0.9",
                           .has_dscp = true,
                           .dscp = 46,
@@ -56,7 +58,8 @@ static int add_libvirt_fields(nb_fw_ruleset *rs)
                           .dport_not = true,
                           .tcp_flags_mask = 0x12,
                           .tcp_flags = 0x02};
-        nb_fw_rule icmp = {.verdict = NB_FW_DROP,
+        nb_fw_rule icmp = {.size = sizeof(nb_fw_rule),
+                           .verdict = NB_FW_DROP,
                            .ether_type = 0x0800,
                            .l4_proto = 1,
                            .has_icmp_type = true,
@@ -64,7 +67,8 @@ static int add_libvirt_fields(nb_fw_ruleset *rs)
                            .has_icmp_code = true,
                            .icmp_code = 4,
                            .icmp_not = true};
-        nb_fw_rule rarp = {.verdict = NB_FW_ACCEPT,
+        nb_fw_rule rarp = {.size = sizeof(nb_fw_rule),
+                           .verdict = NB_FW_ACCEPT,
                            .priority = -500,
                            .ether_type = 0x8035,
                            .arp_op = 3,
@@ -72,24 +76,33 @@ static int add_libvirt_fields(nb_fw_ruleset *rs)
                            .arp_ptype = 0x0800,
                            .arp_target_mac = MAC,
                            .arp_target_mac_not = true};
-        nb_fw_rule vlan = {.direction = NB_FW_TO_GUEST,
+        nb_fw_rule vlan = {.size = sizeof(nb_fw_rule),
+                           .direction = NB_FW_TO_GUEST,
                            .verdict = NB_FW_DROP,
                            .has_vlan_id = true,
                            .vlan_id = 7,
                            .vlan_id_not = true,
                            .vlan_encap = 0x0806};
-        int r = nb_fw_group_ex(rs, "ipv6", &(nb_fw_group_opts){.priority = -300, .guard = &guard});
+        int r = nb_fw_group_ex(rs, "ipv6",
+                               &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts),
+                                                   .priority = -300,
+                                                   .guard = &guard});
 
         if (r == 0)
                 r = nb_fw_rule_add(rs, &v6);
         if (r == 0)
-                r = nb_fw_group_ex(rs, "root", &(nb_fw_group_opts){.priority = 0, .root = true});
+                r = nb_fw_group_ex(rs, "root",
+                                   &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts),
+                                                       .priority = 0,
+                                                       .root = true});
         if (r == 0)
                 r = nb_fw_rule_add(rs, &rarp);
         if (r == 0)
                 r = nb_fw_rule_add(rs, &vlan);
         if (r == 0)
-                r = nb_fw_group_ex(rs, "ipv4", &(nb_fw_group_opts){.priority = 100});
+                r = nb_fw_group_ex(
+                        rs, "ipv4",
+                        &(nb_fw_group_opts){.size = sizeof(nb_fw_group_opts), .priority = 100});
         if (r == 0)
                 r = nb_fw_rule_add(rs, &tcp);
         if (r == 0)
@@ -101,7 +114,8 @@ static int add_libvirt_fields(nb_fw_ruleset *rs)
 static int add_rich_firewall(nb_batch *b, const char *owner, const char *ifname)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
-        nb_fw_rule tcp = {.direction = NB_FW_FROM_GUEST,
+        nb_fw_rule tcp = {.size = sizeof(nb_fw_rule),
+                          .direction = NB_FW_FROM_GUEST,
                           .verdict = NB_FW_REJECT,
                           .ether_src = MAC,
                           .ip_src = "10.0.0.0/8",
@@ -110,21 +124,24 @@ static int add_rich_firewall(nb_batch *b, const char *owner, const char *ifname)
                           .sport_min = 1024,
                           .sport_max = 65535,
                           .dport_min = 22};
-        nb_fw_rule v6 = {.direction = NB_FW_TO_GUEST,
+        nb_fw_rule v6 = {.size = sizeof(nb_fw_rule),
+                         .direction = NB_FW_TO_GUEST,
                          .verdict = NB_FW_DROP,
                          .ether_dst = "ff:ff:ff:00:00:00/ff:ff:ff:00:00:00",
                          .ip_dst = "fe80::/64",
                          .l4_proto = 58,
                          .has_icmp_type = true,
                          .icmp_type = 135};
-        nb_fw_rule arp = {.direction = NB_FW_FROM_GUEST,
+        nb_fw_rule arp = {.size = sizeof(nb_fw_rule),
+                          .direction = NB_FW_FROM_GUEST,
                           .verdict = NB_FW_RETURN,
                           .arp_op = 1,
                           .arp_sender_mac = MAC,
                           .arp_sender_ip = "192.168.122.12",
                           .arp_target_ip = "192.168.122.0/24",
                           .arp_target_ip_not = true};
-        nb_fw_rule vlan = {.direction = NB_FW_TO_GUEST,
+        nb_fw_rule vlan = {.size = sizeof(nb_fw_rule),
+                           .direction = NB_FW_TO_GUEST,
                            .verdict = NB_FW_ACCEPT,
                            .has_vlan_id = true,
                            .vlan_id = 42,
@@ -177,7 +194,12 @@ static int op_exec(nb_batch *b, int fd)
 
 static int op_tap(nb_batch *b, int fd)
 {
-        nb_tap_opts o = {.vnet_hdr = true, .queues = 2, .set_owner = true, .uid = 107, .gid = 107};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts),
+                         .vnet_hdr = true,
+                         .queues = 2,
+                         .set_owner = true,
+                         .uid = 107,
+                         .gid = 107};
 
         (void)fd;
         return nb_batch_tap_create(b, "vnet%d", &o);
@@ -209,7 +231,11 @@ static int op_bridge(nb_batch *b, int fd)
 
 static int op_link_set(nb_batch *b, int fd)
 {
-        nb_link_change c = {.up = 1, .mtu = 9000, .mac = "52:54:00:aa:bb:cc", .master = "br0"};
+        nb_link_change c = {.size = sizeof(nb_link_change),
+                            .up = 1,
+                            .mtu = 9000,
+                            .mac = "52:54:00:aa:bb:cc",
+                            .master = "br0"};
 
         (void)fd;
         return nb_batch_link_set(b, "vnet0", &c);
@@ -253,8 +279,9 @@ int nbt_build_fw_counters(nb_batch *b, int netns_fd)
 
 static int op_bw_set(nb_batch *b, int fd)
 {
-        nb_rate in = {.average = 1000, .peak = 2000, .burst = 256, .floor = 500};
-        nb_rate out = {.average = 8000};
+        nb_rate in = {
+                .size = sizeof(nb_rate), .average = 1000, .peak = 2000, .burst = 256, .floor = 500};
+        nb_rate out = {.size = sizeof(nb_rate), .average = 8000};
 
         (void)fd;
         return nb_batch_bandwidth_set(b, "vnet0", &in, &out);
@@ -270,10 +297,15 @@ static int op_bw_clear(nb_batch *b, int fd)
  * whole batch runs inside nb_job_start. */
 static int every_op(nb_batch *b, int netns_fd, bool with_exec)
 {
-        nb_link_change c = {.up = 1, .mtu = 1400, .mac = "52:54:00:aa:bb:cc", .master = "nbbr0"};
-        nb_link_change c0 = {.up = 0, .mtu = 4000, .master = "br0"};
-        nb_rate in = {.average = 1000, .peak = 2000, .burst = 64}, out = {.average = 500};
-        nb_rate in0 = {.average = 2000};
+        nb_link_change c = {.size = sizeof(nb_link_change),
+                            .up = 1,
+                            .mtu = 1400,
+                            .mac = "52:54:00:aa:bb:cc",
+                            .master = "nbbr0"};
+        nb_link_change c0 = {.size = sizeof(nb_link_change), .up = 0, .mtu = 4000, .master = "br0"};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 1000, .peak = 2000, .burst = 64},
+                out = {.size = sizeof(nb_rate), .average = 500};
+        nb_rate in0 = {.size = sizeof(nb_rate), .average = 2000};
         int r = 0;
 
         r = r ?: nb_batch_ping(b);
@@ -349,8 +381,8 @@ int nbt_build_firewall_continue(nb_batch *b, int netns_fd)
 /* A later op fails: everything before it is undone. */
 static int rollback(nb_batch *b, int fd)
 {
-        nb_rate in = {.average = 100};
-        nb_link_change c = {.up = 0, .mtu = 1280};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 100};
+        nb_link_change c = {.size = sizeof(nb_link_change), .up = 0, .mtu = 1280};
         int r = 0;
 
         (void)fd;
@@ -368,7 +400,7 @@ static int rollback(nb_batch *b, int fd)
 static int continue_on_error(nb_batch *b, int fd)
 {
         const char *const argv[] = {"false", NULL};
-        nb_rate in = {.average = 100};
+        nb_rate in = {.size = sizeof(nb_rate), .average = 100};
         int r = 0;
 
         (void)fd;
@@ -389,7 +421,7 @@ static int continue_on_error(nb_batch *b, int fd)
 /* Refused in validation: op 3 names an interface nobody has. */
 static int refused(nb_batch *b, int fd)
 {
-        nb_link_change c = {.up = 1};
+        nb_link_change c = {.size = sizeof(nb_link_change), .up = 1};
         int r = 0;
 
         (void)fd;

@@ -49,7 +49,7 @@ static char *subst_fd(const char *arg, int fd)
 
 static int make_link(const char *helper, char **spec, int nspec, int *ret_fd)
 {
-        nb_tap_opts o = {.vnet_hdr = true};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts), .vnet_hdr = true};
         nb_conn *c = NULL;
         nb_batch *b = NULL;
         nb_results *res = NULL;

@@ -43,6 +43,7 @@ static int parse_var(struct vars *vs, char *arg)
         if (k == 0 || tok)
                 return -EINVAL;
         vs->values[vs->n][k] = NULL;
+        vs->v[vs->n].size = sizeof(nb_fw_var);
         vs->v[vs->n].name = arg;
         vs->v[vs->n].values = vs->values[vs->n];
         vs->n++;
@@ -91,11 +92,16 @@ static int add_legacy(nb_fw_ruleset *rs, const char *f, const struct vars *vs)
  * every ARP but gratuitous dropped. */
 static int add_gratuitous(nb_fw_ruleset *rs)
 {
-        nb_fw_rule out_grat = {
-                .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT, .arp_gratuitous = true};
-        nb_fw_rule out_arp = {
-                .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP, .ether_type = 0x0806};
-        nb_fw_rule in = {.direction = NB_FW_TO_GUEST,
+        nb_fw_rule out_grat = {.size = sizeof(nb_fw_rule),
+                               .direction = NB_FW_FROM_GUEST,
+                               .verdict = NB_FW_ACCEPT,
+                               .arp_gratuitous = true};
+        nb_fw_rule out_arp = {.size = sizeof(nb_fw_rule),
+                              .direction = NB_FW_FROM_GUEST,
+                              .verdict = NB_FW_DROP,
+                              .ether_type = 0x0806};
+        nb_fw_rule in = {.size = sizeof(nb_fw_rule),
+                         .direction = NB_FW_TO_GUEST,
                          .verdict = NB_FW_DROP,
                          .arp_gratuitous = true,
                          .arp_gratuitous_not = true};

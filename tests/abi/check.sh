@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# check.sh BASELINE LIBRARY HEADERS_DIR SUPPRESSIONS: abidiff of LIBRARY
+# against the released ABI in BASELINE, counting only the types defined in
+# HEADERS_DIR (the directory of the netbroker.h LIBRARY was built with;
+# the opaque structs of the private headers beside it are suppressed). Exits 0 when LIBRARY keeps the release's ABI (added functions and
+# structs grown at their end allowed, abi/libnetbroker.abignore), 1 with
+# abidiff's report when it does not, 77 when LIBRARY has no debug info to
+# compare types with (a build without -g).
+set -uo pipefail
+baseline=$1 lib=$2 headers=$3 suppr=$4
+
+if ! readelf -S "$lib" | grep -q '\.debug_info'; then
+  echo "abi check: $lib has no debug info (built without -g): nothing to compare types with" >&2
+  exit 77
+fi
+out=$(abidiff --no-added-syms --suppressions "$suppr" --hd2 "$headers" "$baseline" "$lib" 2>&1)
+rc=$?
+echo "$out"
+# abidiff's exit status is a bit field: 1 error, 2 usage, 4 ABI change,
+# 8 incompatible change. Under this policy every reported change breaks.
+if [ $((rc & 3)) -ne 0 ]; then
+  echo "abi check: abidiff failed (exit $rc)" >&2
+  exit 2
+fi
+if [ "$rc" -ne 0 ]; then
+  echo "abi check: $lib breaks the ABI of $baseline (abidiff exit $rc)" >&2
+  exit 1
+fi
+echo "abi check: $lib keeps the ABI of $baseline"

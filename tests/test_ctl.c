@@ -433,7 +433,7 @@ START_TEST(test_ctl_private_helper_log_stays_off_the_terminal)
         free(err);
         /* A helper that cannot start says why, even without -v. */
         ck_assert_int_eq(ctl_run(bad, &out, &err), 3);
-        ck_assert_msg(strstr(err, "netbrokerd: /nonexistent.conf: No such file") &&
+        ck_assert_msg(strstr(err, "netbrokerd") && strstr(err, "/nonexistent.conf: No such file") &&
                               strstr(err, "netbrokerctl: ping: cannot reach a private netbrokerd"),
                       "%s", err);
         free(out);

@@ -310,14 +310,14 @@ static void removed(struct nbd_fw_gone *g, const struct nbd_fw_owner_info *o, si
 }
 
 /* On the loop: the commit's outcome; the waiters go on once none is left. */
-static void cleanup_done(void *data, bool cancelled)
+static void cleanup_done(void *data, bool not_run)
 {
         struct cleanup *c = data;
         struct nbd_fw_gone *g = c->g;
         const struct nbd_backend_fw *be = g->be;
         int r = c->r;
 
-        if (cancelled && !c->lf)
+        if (not_run)
                 r = nbd_err_set(&c->err, -ECANCELED, "the helper is stopping");
         else if (r == 0 && c->n_owners)
                 r = be->txn_commit_finish(c->t, &c->err);

@@ -764,8 +764,8 @@ static int still_callers(const struct delete_run *run, const struct doomed_op *o
         if (nbd_peer_is_root(&run->peer))
                 return 0;
         r = run->be->owner(run->links, o->d.name, &owner);
-        if (r == 0 && owner != run->peer.uid)
-                r = -EPERM;
+        if (r == -ENOENT || (r == 0 && owner != run->peer.uid))
+                r = -EPERM; /* no owner mark, or another's */
         if (r == -EPERM)
                 return nbd_err_set(err, r, "uid %u no longer owns interface %s",
                                    (unsigned)run->peer.uid, o->d.name);
@@ -804,13 +804,15 @@ static size_t run_one_by_one(struct delete_run *run)
 }
 
 /* On the loop, after a detached group deletion (the job is gone): if the
- * kernel refused it, no device stays in the run's group. */
+ * kernel refused it, or it never ran, no device stays in the run's group:
+ * each goes on its own, as the ops that ran said it would. */
 static void run_detached_done(void *data)
 {
         struct delete_run *run = data;
 
         nbd_netlink_sent(1);
-        if (run->r < 0) {
+        /* Refused, or never sent (the helper stopped first): run->n > 0. */
+        if (run->r < 0 || run->n) {
                 for (size_t i = 0; i < run->n; i++)
                         run->v[i].res = NULL; /* their job is gone */
                 run_one_by_one(run);

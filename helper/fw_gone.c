@@ -392,8 +392,7 @@ void nbd_fw_gone_link(void *data, const struct nbd_link_entry *e)
         g->n = keep_known(g, g->names, g->n);
         if (!g->n)
                 return;
-        if (g->lane && g->be->lane_open &&
-            to_lane(g, (const char(*)[IFNAMSIZ])g->names, g->n) == 0) {
+        if (g->lane && to_lane(g, (const char(*)[IFNAMSIZ])g->names, g->n) == 0) {
                 g->n = 0;
                 return;
         }

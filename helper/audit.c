@@ -77,7 +77,8 @@ static void clean(char *s)
 void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
                   const Netbroker__Result *res, enum nbd_audit_outcome outcome)
 {
-        static const char *const outcomes[] = {"done", "failed", "undone"};
+        static const char *const outcomes[] = {"done", "failed", "undone", "done-client-gone",
+                                               "failed-client-gone"};
         char obj[128], error[320] = "";
         const char *name;
 

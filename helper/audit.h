@@ -17,6 +17,10 @@ enum nbd_audit_outcome {
         NBD_AUDIT_DONE, /* status 0 */
         NBD_AUDIT_FAILED, /* ran, and failed (status, message) */
         NBD_AUDIT_UNDONE, /* done, then undone because a later op failed */
+        /* Its kernel call ran on a lane and ended after its client went
+         * away: what the kernel did, and that nobody was told. */
+        NBD_AUDIT_DONE_CLIENT_GONE,
+        NBD_AUDIT_FAILED_CLIENT_GONE,
 };
 
 /* Log op's line if it is one that changes the kernel or runs a program. */

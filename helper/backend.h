@@ -95,6 +95,11 @@ struct nbd_backend_fw {
         int (*txn_commit_finish)(struct nbd_fw_txn *t, struct nbd_err *e);
         void (*txn_free)(struct nbd_fw_txn *t);
         int (*list)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+        /* For fw_gone's clean-up on the firewall's lane (fw_kernel.h). */
+        int (*lane_open)(const struct nbd_fw *fw, struct nbd_fw **ret);
+        void (*lane_close)(struct nbd_fw *lf);
+        int (*txn_remove_bound)(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ], size_t n,
+                                struct nbd_fw_owner_info **ret, size_t *n_ret, struct nbd_err *e);
         int (*list_rules)(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e);
 };
 

@@ -15,6 +15,7 @@
 
 #include "audit.h"
 #include "backend.h"
+#include "fw_gone.h"
 #include "lane.h"
 #include "log.h"
 #include "ops.h"
@@ -103,6 +104,7 @@ enum job_state {
         JOB_OUTPUT_BLOCKED, /* fds an op gave are queued behind other output */
         JOB_OUTPUT_DRAINED, /* they are out: resumes from a timer */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
+        JOB_REPLY_WAIT, /* ended; its reply waits for fw_gone's clean-up */
         JOB_DONE, /* its reply went to the owner */
         JOB_CANCELLED, /* its owner went away: no reply */
 };
@@ -159,6 +161,13 @@ struct nbd_job {
         void *lane_data;
         struct nbd_job *next_lane_wait; /* JOB_WAITING_LANE: its queue's */
         size_t lane_queue;
+        /* The first op whose outcome the call on the lane decides (a run
+         * of LinkDeletes: all of the run's): job->next unless an op said. */
+        size_t lane_first;
+        /* An op before the running one failed after the fact (its kernel
+         * call was shared with later ops): SIZE_MAX, or the first such. */
+        size_t late_failed;
+        struct nbd_fw_gone_waiter gone_wait; /* JOB_REPLY_WAIT */
 };
 
 /* Jobs waiting for a busy lane, first come first served: one queue per
@@ -375,6 +384,18 @@ void nbd_job_mark_undone(struct nbd_job *job, size_t op)
         nbd_audit_op(&job->peer, job->req->ops[op], res, NBD_AUDIT_UNDONE);
 }
 
+void nbd_job_op_failed_late(struct nbd_job *job, size_t op)
+{
+        nbd_stat_inc(NBD_STAT_OP_ERRORS);
+        if (op < job->late_failed)
+                job->late_failed = op;
+}
+
+void nbd_job_lane_decides_from(struct nbd_job *job, size_t first)
+{
+        job->lane_first = first;
+}
+
 size_t nbd_job_op_index(const struct nbd_job *job)
 {
         return job->next;
@@ -519,11 +540,16 @@ static void op_finished(struct nbd_job *job)
 
         job->next++;
         job->ran = job->next;
-        if (!res->status)
+        if (!res->status && job->late_failed == SIZE_MAX)
                 return;
-        nbd_stat_inc(NBD_STAT_OP_ERRORS);
+        if (res->status)
+                nbd_stat_inc(NBD_STAT_OP_ERRORS);
         if (keep_going)
                 return;
+        /* An earlier op of a shared kernel call failed: the batch stops
+         * there, as it would have had that op failed on its own. */
+        if (job->late_failed < failed || !res->status)
+                failed = job->late_failed;
         job->failed = failed;
         for (; job->next < req->n_ops; job->next++)
                 nbd_result_set(job->results[job->next], -ECANCELED, "not run: op %zu failed",
@@ -671,17 +697,55 @@ static void job_free(void *p)
                 malloc_trim(0);
 }
 
+/* The job's reply (none when cancelled), and its end. */
+static void job_reply(struct nbd_job *job, bool cancelled)
+{
+        Netbroker__Reply reply = NETBROKER__REPLY__INIT;
+
+        /* The request's own fds (netns fds) are of no use past this point. */
+        nbp_close_fds(job->fds, job->nfds);
+        reply.id = job->req->id;
+        reply.n_results = job->req->n_ops;
+        reply.results = job->results;
+        if (!cancelled)
+                job->owner->done(job, &reply, job->data);
+        /* A call still on a lane uses the job's data: freed when it ends. */
+        if (!job->lane)
+                nbd_loop_defer_free(job->ctx->loop, job_free, job);
+}
+
+/* fw_gone's clean-ups ended: the reply that waited for them goes. */
+static void reply_after_gone(void *data)
+{
+        struct nbd_job *job = data;
+
+        job->state = JOB_DONE;
+        job_reply(job, false);
+}
+
+/* Did an op that ran touch interfaces (and so maybe make some go)? The
+ * firewall's ops read them only. */
+static bool ran_link_ops(const struct nbd_job *job)
+{
+        for (size_t i = 0; i < job->ran; i++) {
+                const struct nbd_op_handler *h = handler_for(job->ctx, job->req->ops[i]);
+                if (h && (h->needs & NBD_NEEDS_LINKS) && !(h->needs & NBD_NEEDS_FIREWALL) &&
+                    (!job->refused || !job->refused[i]))
+                        return true;
+        }
+        return false;
+}
+
 /* End the job as end (JOB_DONE: its reply goes to the owner; or
  * JOB_CANCELLED). */
 static void job_finish(struct nbd_job *job, enum job_state end)
 {
-        Netbroker__Reply reply = NETBROKER__REPLY__INIT;
         bool cancelled = end == JOB_CANCELLED;
 
         /* Once: a job cancelled while one of its ops runs (its owner went
          * away in the middle of it) is finished by the cancel, and the op's
          * return must not finish it again. */
-        if (job_ended(job))
+        if (job_ended(job) || job->state == JOB_REPLY_WAIT)
                 return;
         job->state = end;
         /* Batched ops not yet sent learn how the batch ended first (they
@@ -698,16 +762,16 @@ static void job_finish(struct nbd_job *job, enum job_state end)
                 roll_back(job);
         for (size_t i = 0; i < job->ctx->n_job_end; i++)
                 job->ctx->job_end[i].fn(job->ctx->job_end[i].data);
-        /* The request's own fds (netns fds) are of no use past this point. */
-        nbp_close_fds(job->fds, job->nfds);
-        reply.id = job->req->id;
-        reply.n_results = job->req->n_ops;
-        reply.results = job->results;
-        if (!cancelled)
-                job->owner->done(job, &reply, job->data);
-        /* A call still on a lane uses the job's data: freed when it ends. */
-        if (!job->lane)
-                nbd_loop_defer_free(job->ctx->loop, job_free, job);
+        /* The owners of the interfaces this job made go are removed on the
+         * firewall's lane (fw_gone.h): the reply comes after, so that a
+         * device of the same name made next inherits no rule. */
+        if (!cancelled && nbd_fw_gone_pending(job->ctx->fw_gone) && ran_link_ops(job)) {
+                job->state = JOB_REPLY_WAIT;
+                job->gone_wait = (struct nbd_fw_gone_waiter){.fn = reply_after_gone, .data = job};
+                nbd_fw_gone_wait(job->ctx->fw_gone, &job->gone_wait);
+                return;
+        }
+        job_reply(job, cancelled);
 }
 
 static void resume_from_timer(void *data);
@@ -784,6 +848,7 @@ void nbd_dispatch_set_lanes(struct nbd_dispatch_ctx *ctx, struct nbd_lane *fw,
 {
         ctx->lane_fw = fw;
         ctx->lane_links = links;
+        nbd_fw_gone_set_lane(ctx->fw_gone, fw);
         for (size_t i = 0; i < N_LANE_QUEUES; i++) {
                 struct lane_queue *q = &lane_queues[i];
                 q->lane = lane_for(ctx, q->need);
@@ -806,9 +871,21 @@ static void job_lane_finished(void *data, bool not_run)
 
         job->lane = NULL;
         if (job->state == JOB_CANCELLED) {
+                /* Its client went away while the call ran: the call did
+                 * what it did; the audit trail says so, op by op. */
+                if (!not_run) {
+                        job->lane_done(job, job->lane_data);
+                        for (size_t i = job->lane_first; i <= job->next; i++)
+                                if (!job->refused || !job->refused[i])
+                                        nbd_audit_op(&job->peer, job->req->ops[i], job->results[i],
+                                                     job->results[i]->status
+                                                             ? NBD_AUDIT_FAILED_CLIENT_GONE
+                                                             : NBD_AUDIT_DONE_CLIENT_GONE);
+                }
                 nbd_loop_defer_free(job->ctx->loop, job_free, job);
                 return;
         }
+        job->lane_first = SIZE_MAX;
         if (not_run)
                 nbd_result_set(job->results[job->next], -ECANCELED,
                                "not run: the helper is stopping");
@@ -823,10 +900,13 @@ void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
         struct nbd_lane *lane = lane_for(job->ctx, need);
 
         if (!lane) {
+                job->lane_first = SIZE_MAX;
                 fn(data);
                 done(job, data);
                 return;
         }
+        if (job->lane_first > job->next)
+                job->lane_first = job->next;
         job->lane = lane;
         job->lane_fn = fn;
         job->lane_done = done;
@@ -837,6 +917,7 @@ void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
         if (nbd_lane_submit(lane, &job->work) < 0) {
                 /* No fd for the lane's eventfd: here, which is only slower. */
                 job->lane = NULL;
+                job->lane_first = SIZE_MAX;
                 job->state = JOB_RUNNING;
                 fn(data);
                 done(job, data);
@@ -913,6 +994,11 @@ static void job_continue(struct nbd_job *job)
                                       job);
                         return;
                 }
+                /* Interfaces gone so far have their owners removed first
+                 * (fw_gone.h: on the firewall's lane, which this op then
+                 * waits for): else this op reads them as still there. */
+                if ((h->needs & NBD_NEEDS_FIREWALL) && job->ctx->links)
+                        job->ctx->be->links.flush_gone(job->ctx->links);
                 if (wait_for_lane(job, h))
                         return;
                 /* An op resumed after waiting for a slot was counted already. */
@@ -1023,11 +1109,19 @@ void nbd_job_cancel(struct nbd_job *job)
         }
         if (job->state == JOB_WAITING_LANE)
                 unlink_lane_wait(job);
+        if (job->state == JOB_REPLY_WAIT) {
+                /* Ended already: only the reply is left, and nobody to
+                 * take it. */
+                nbd_fw_gone_unwait(job->ctx->fw_gone, &job->gone_wait);
+                job->state = JOB_CANCELLED;
+                job_reply(job, true);
+                return;
+        }
         if (job->state == JOB_ON_LANE) {
-                /* The call runs to its end; the job is freed after it. */
-                nbd_result_set(job->results[job->next], -ECANCELED,
-                               "stopped: the client went away");
-                job->ran = job->next + 1;
+                /* The call runs to its end, and the job is freed after it;
+                 * the ops it decides are audited then, as they ended
+                 * (job_lane_finished), not here as if they had failed. */
+                job->ran = job->lane_first;
                 nbd_lane_cancel(job->lane, &job->work);
         }
         if (job->cancel_parked) {
@@ -1059,6 +1153,8 @@ int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origi
         job->data = data;
         job->failed = SIZE_MAX;
         job->last_batched = SIZE_MAX;
+        job->late_failed = SIZE_MAX;
+        job->lane_first = SIZE_MAX;
         job->reply_budget = origin->reply_budget;
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
         if (nfds)

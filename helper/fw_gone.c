@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "lane.h"
 #include "log.h"
 #include "stats.h"
 
@@ -19,6 +20,13 @@ struct gone_owner {
         uid_t uid;
 };
 
+/* An interface an owner may be bound to (the loop's memory of them). */
+struct known {
+        char name[IFNAMSIZ];
+        struct known *next;
+};
+#define KNOWN_BUCKETS 1024
+
 struct nbd_fw_gone {
         const struct nbd_backend_fw *be;
         struct nbd_fw *fw;
@@ -26,6 +34,27 @@ struct nbd_fw_gone {
         size_t n, cap;
         struct gone_owner *removed; /* a ring of NBD_FW_GONE_REMEMBERED */
         size_t n_removed, next_removed;
+        /* Every interface an owner may be bound to, when known_all. */
+        struct known **known;
+        bool known_all;
+        struct nbd_lane *lane;
+        unsigned pending; /* clean-ups on the lane */
+        struct nbd_fw_gone_waiter *waiters;
+};
+
+/* One clean-up on the firewall's lane: the names are the loop's copy; the
+ * rest is the lane's until done() runs on the loop. */
+struct cleanup {
+        struct nbd_lane_work work;
+        struct nbd_fw_gone *g;
+        char (*names)[IFNAMSIZ];
+        size_t n;
+        struct nbd_fw *lf;
+        struct nbd_fw_txn *t;
+        struct nbd_fw_owner_info *owners;
+        size_t n_owners;
+        int r;
+        struct nbd_err err;
 };
 
 /* Which owners to remove: those bound to one of names[n] (gone), or, with
@@ -34,6 +63,7 @@ struct pick {
         const char (*names)[IFNAMSIZ];
         size_t n;
         bool present;
+        struct nbd_fw_gone *note; /* the sweep: notes where the others are */
         struct gone_owner *owners;
         size_t n_owners, cap_owners;
 };
@@ -54,8 +84,10 @@ static int pick_owner(const struct nbd_fw_owner_info *o, void *data)
 {
         struct pick *p = data;
 
-        if (listed(p, o->ifname) == p->present)
+        if (listed(p, o->ifname) == p->present) {
+                nbd_fw_gone_note(p->note, o->ifname);
                 return 0;
+        }
         if (p->n_owners == p->cap_owners) {
                 size_t cap = p->cap_owners ? 2 * p->cap_owners : 8;
                 void *grown = realloc(p->owners, cap * sizeof(*p->owners));
@@ -125,6 +157,72 @@ out:
         return r;
 }
 
+static size_t known_bucket(const char *name)
+{
+        size_t h = 5381;
+
+        for (; *name; name++)
+                h = h * 33 + (unsigned char)*name;
+        return h % KNOWN_BUCKETS;
+}
+
+static struct known **known_find(struct nbd_fw_gone *g, const char *name)
+{
+        struct known **k = &g->known[known_bucket(name)];
+
+        while (*k && strcmp((*k)->name, name) != 0)
+                k = &(*k)->next;
+        return k;
+}
+
+void nbd_fw_gone_note(struct nbd_fw_gone *g, const char *ifname)
+{
+        struct known **k;
+
+        if (!g || !g->known_all)
+                return;
+        k = known_find(g, ifname);
+        if (*k)
+                return;
+        *k = calloc(1, sizeof(**k));
+        if (!*k) {
+                /* Not known whole any more: every gone name is looked up. */
+                g->known_all = false;
+                return;
+        }
+        snprintf((*k)->name, IFNAMSIZ, "%s", ifname);
+}
+
+static void known_clear(struct nbd_fw_gone *g)
+{
+        for (size_t b = 0; g->known && b < KNOWN_BUCKETS; b++)
+                while (g->known[b]) {
+                        struct known *k = g->known[b];
+                        g->known[b] = k->next;
+                        free(k);
+                }
+}
+
+/* Keep, of names[n], those an owner may be bound to; they leave the set
+ * (an apply to a new interface of the name notes it again). Returns how
+ * many are kept, in place. */
+static size_t keep_known(struct nbd_fw_gone *g, char (*names)[IFNAMSIZ], size_t n)
+{
+        size_t k = 0;
+
+        if (!g->known_all)
+                return n;
+        for (size_t i = 0; i < n; i++) {
+                struct known **p = known_find(g, names[i]), *hit = *p;
+                if (!hit)
+                        continue;
+                *p = hit->next;
+                free(hit);
+                memmove(names[k++], names[i], IFNAMSIZ);
+        }
+        return k;
+}
+
 int nbd_fw_gone_new(const struct nbd_backend *be, struct nbd_fw *fw, struct nbd_fw_gone **ret)
 {
         struct nbd_fw_gone *g = calloc(1, sizeof(*g));
@@ -134,6 +232,7 @@ int nbd_fw_gone_new(const struct nbd_backend *be, struct nbd_fw *fw, struct nbd_
         g->be = &be->fw;
         g->fw = fw;
         g->removed = calloc(NBD_FW_GONE_REMEMBERED, sizeof(*g->removed));
+        g->known = calloc(KNOWN_BUCKETS, sizeof(*g->known));
         *ret = g;
         return 0;
 }
@@ -142,9 +241,129 @@ void nbd_fw_gone_free(struct nbd_fw_gone *g)
 {
         if (!g)
                 return;
+        known_clear(g);
+        free(g->known);
         free(g->names);
         free(g->removed);
         free(g);
+}
+
+void nbd_fw_gone_set_lane(struct nbd_fw_gone *g, struct nbd_lane *lane)
+{
+        if (g)
+                g->lane = lane;
+}
+
+bool nbd_fw_gone_pending(const struct nbd_fw_gone *g)
+{
+        return g && g->pending > 0;
+}
+
+void nbd_fw_gone_wait(struct nbd_fw_gone *g, struct nbd_fw_gone_waiter *w)
+{
+        w->next = g->waiters;
+        g->waiters = w;
+}
+
+void nbd_fw_gone_unwait(struct nbd_fw_gone *g, struct nbd_fw_gone_waiter *w)
+{
+        for (struct nbd_fw_gone_waiter **p = &g->waiters; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        return;
+                }
+}
+
+/* On the lane: read the table through a handle of its own, queue the
+ * removal of the owners bound to the names, send the commit. */
+static void cleanup_run(void *data)
+{
+        struct cleanup *c = data;
+        const struct nbd_backend_fw *be = c->g->be;
+
+        c->r = be->lane_open(c->g->fw, &c->lf);
+        if (c->r < 0) {
+                nbd_err_set(&c->err, c->r, "cannot open a socket: %s", strerror(-c->r));
+                return;
+        }
+        c->r = be->txn_begin(c->lf, &c->t, &c->err);
+        if (c->r == 0)
+                c->r = be->txn_remove_bound(c->t, (const char(*)[IFNAMSIZ])c->names, c->n,
+                                            &c->owners, &c->n_owners, &c->err);
+        if (c->r == 0 && c->n_owners)
+                c->r = be->txn_commit_prepare(c->t, &c->err);
+        if (c->r == 0 && c->n_owners)
+                be->txn_commit_send(c->t);
+}
+
+/* The owners in c are removed: said, counted and remembered. */
+static void removed(struct nbd_fw_gone *g, const struct nbd_fw_owner_info *o, size_t n,
+                    const char *why)
+{
+        nbd_stats[NBD_STAT_FW_OWNERS_GONE] += n;
+        for (size_t i = 0; i < n; i++) {
+                struct gone_owner go = {.uid = o[i].uid};
+                snprintf(go.owner, sizeof(go.owner), "%s", o[i].owner);
+                nbd_notice("owner %s removed: %s", go.owner, why);
+                remember(g, &go);
+        }
+}
+
+/* On the loop: the commit's outcome; the waiters go on once none is left. */
+static void cleanup_done(void *data, bool not_run)
+{
+        struct cleanup *c = data;
+        struct nbd_fw_gone *g = c->g;
+        const struct nbd_backend_fw *be = g->be;
+        int r = c->r;
+
+        if (not_run)
+                r = nbd_err_set(&c->err, -ECANCELED, "the helper is stopping");
+        else if (r == 0 && c->n_owners)
+                r = be->txn_commit_finish(c->t, &c->err);
+        if (r == 0)
+                removed(g, c->owners, c->n_owners, "its interface went away");
+        else
+                nbd_warn("cannot remove the owners of interfaces that are gone: %s", c->err.msg);
+        be->txn_free(c->t);
+        if (c->lf)
+                be->lane_close(c->lf);
+        free(c->owners);
+        free(c->names);
+        free(c);
+        if (--g->pending)
+                return;
+        while (g->waiters) {
+                struct nbd_fw_gone_waiter *w = g->waiters;
+                g->waiters = w->next;
+                w->fn(w->data);
+        }
+}
+
+/* The gone names of this round, kept[n], to the lane. 0 or -errno (then
+ * the caller cleans up on the loop). */
+static int to_lane(struct nbd_fw_gone *g, const char (*kept)[IFNAMSIZ], size_t n)
+{
+        struct cleanup *c = calloc(1, sizeof(*c));
+        int r = -ENOMEM;
+
+        if (!c || !(c->names = malloc(n * sizeof(*c->names))))
+                goto fail;
+        memcpy(c->names, kept, n * sizeof(*c->names));
+        qsort(c->names, n, sizeof(*c->names), name_cmp);
+        c->n = n;
+        c->g = g;
+        c->work = (struct nbd_lane_work){.run = cleanup_run, .done = cleanup_done, .data = c};
+        r = nbd_lane_submit(g->lane, &c->work);
+        if (r < 0)
+                goto fail;
+        g->pending++;
+        return 0;
+fail:
+        if (c)
+                free(c->names);
+        free(c);
+        return r;
 }
 
 void nbd_fw_gone_link(void *data, const struct nbd_link_entry *e)
@@ -169,8 +388,14 @@ void nbd_fw_gone_link(void *data, const struct nbd_link_entry *e)
                 snprintf(g->names[g->n++], IFNAMSIZ, "%s", e->name);
                 return;
         }
+        /* No owner was ever bound to most interfaces that go: no read. */
+        g->n = keep_known(g, g->names, g->n);
         if (!g->n)
                 return;
+        if (g->lane && to_lane(g, (const char(*)[IFNAMSIZ])g->names, g->n) == 0) {
+                g->n = 0;
+                return;
+        }
         p.names = (const char(*)[IFNAMSIZ])g->names;
         p.n = g->n;
         remove_picked(g, &p, "its interface went away");
@@ -179,7 +404,7 @@ void nbd_fw_gone_link(void *data, const struct nbd_link_entry *e)
 
 int nbd_fw_gone_sweep(struct nbd_fw_gone *g, const struct nbd_link_entry *all, size_t n)
 {
-        struct pick p = {.present = true, .n = n};
+        struct pick p = {.present = true, .n = n, .note = g};
         char(*names)[IFNAMSIZ] = calloc(n ? n : 1, sizeof(*names));
         int r;
 
@@ -188,7 +413,15 @@ int nbd_fw_gone_sweep(struct nbd_fw_gone *g, const struct nbd_link_entry *all, s
         for (size_t i = 0; i < n; i++)
                 snprintf(names[i], IFNAMSIZ, "%s", all[i].name);
         p.names = (const char(*)[IFNAMSIZ])names;
+        /* Read whole, the table says where every owner is: from now on the
+         * loop knows (nbd_fw_gone_note keeps it so). */
+        known_clear(g);
+        g->known_all = g->known != NULL;
         r = remove_picked(g, &p, "its interface was gone at start-up");
+        if (r < 0) {
+                known_clear(g);
+                g->known_all = false;
+        }
         free(names);
         return r;
 }

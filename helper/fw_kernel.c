@@ -611,6 +611,70 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
         return nbd_fw_txn_commit_finish(t, e);
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+int nbd_fw_txn_remove_bound(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ], size_t n,
+                            struct nbd_fw_owner_info **ret, size_t *n_ret, struct nbd_err *e)
+{
+        struct nbd_fw_owner_info *v = NULL;
+        size_t k = 0, cap = 0;
+        int r = 0;
+
+        for (struct nbd_fw_owner_state *o = t->owners.list; o && r == 0; o = o->next) {
+                if (!o->has_base || o->touched ||
+                    !bsearch(o->ifname, names, n, sizeof(*names), name_cmp))
+                        continue;
+                if (k == cap && (r = grow((void **)&v, k, &cap, sizeof(*v))) < 0) {
+                        nbd_err_oom(e, "removing the owners of interfaces that are gone");
+                        break;
+                }
+                r = nbd_fw_txn_remove(t, o->owner, NULL, e);
+                if (r < 0)
+                        break;
+                v[k] = (struct nbd_fw_owner_info){.uid = o->uid};
+                snprintf(v[k].owner, sizeof(v[k].owner), "%s", o->owner);
+                snprintf(v[k].ifname, sizeof(v[k].ifname), "%s", o->ifname);
+                k++;
+        }
+        if (r < 0) {
+                free(v);
+                return r;
+        }
+        *ret = v;
+        *n_ret = k;
+        return 0;
+}
+
+/* ---- a handle for the lane ---- */
+
+int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret)
+{
+        struct nbd_fw *lf = calloc(1, sizeof(*lf));
+        int r;
+
+        if (!lf)
+                return -ENOMEM;
+        lf->monw.fd = -1;
+        lf->seq = fw->seq + (1u << 30); /* its own socket: any will do */
+        lf->can_mark = fw->can_mark;
+        lf->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+        if (!lf->nl || mnl_socket_bind(lf->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+                r = -errno;
+                nbd_fw_lane_close(lf);
+                return r ? r : -EIO;
+        }
+        *ret = lf;
+        return 0;
+}
+
+void nbd_fw_lane_close(struct nbd_fw *lf)
+{
+        nbd_fw_close(lf); /* no loop, no monitor: the socket and itself */
+}
+
 /* ---- the table being deleted behind our back ---- */
 
 static int gen_cb(const struct nlattr *attr, void *data)
@@ -654,6 +718,9 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
 void nbd_fw_monitor_drain(struct nbd_fw *fw)
 {
         static char buf[65536];
+
+        if (!fw->mon)
+                return; /* a lane's handle: its generation comes from GETGEN */
 
         for (;;) {
                 struct sockaddr_nl from = {0};

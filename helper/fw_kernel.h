@@ -43,6 +43,14 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
  * the owner was made for another uid. */
 int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
                       struct nbd_err *e);
+/* Queue the removal of every owner whose base chain is bound to one of
+ * names[n] (sorted by strcmp), as nbd_fw_txn_remove() would each: found
+ * in what the transaction read, never in another dump. *ret (malloc'd,
+ * *n_ret of them; NULL when none) names each with its creator. Touches
+ * the transaction alone: may run on the lane. 0 or -errno with e set. */
+struct nbd_fw_owner_info;
+int nbd_fw_txn_remove_bound(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ], size_t n,
+                            struct nbd_fw_owner_info **ret, size_t *n_ret, struct nbd_err *e);
 /* Send everything queued as one transaction and read every ack. Nothing to
  * send is a success that writes nothing. */
 int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e);
@@ -59,6 +67,15 @@ int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e);
 void nbd_fw_txn_commit_send(struct nbd_fw_txn *t);
 int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e);
 void nbd_fw_txn_free(struct nbd_fw_txn *t);
+
+/* A handle of its own for one call on the firewall's lane (lane.h), so
+ * that the loop keeps fw to itself: a socket of its own, no monitor (the
+ * generation is read with GETGEN), nothing shared with fw but what fw
+ * learnt at open. Through it, on the lane: a transaction's begin (the
+ * table read), its changes, prepare and send; its finish, and the close,
+ * run on the loop. 0 or -errno. */
+int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret);
+void nbd_fw_lane_close(struct nbd_fw *lf);
 
 /* The owners in the kernel. */
 struct nbd_fw_owner_info {

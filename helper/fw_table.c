@@ -352,7 +352,8 @@ static void drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
 static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(void *data),
                 void *data)
 {
-        static char buf[65536];
+        /* Per thread: a lane's handle (nbd_fw_lane_open) dumps too. */
+        static _Thread_local char buf[65536];
         uint32_t portid = mnl_socket_get_portid(fw->nl);
         int r = -EINTR;
 

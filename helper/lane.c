@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -25,6 +26,9 @@ struct nbd_lane {
         void (*idle_fn)(void *data);
         void *idle_data;
         struct nbd_lane *next;
+#ifdef NB_TEST_HOOKS
+        char *hold; /* $NETBROKERD_TEST_HOLD_<NAME>: see test_hold() */
+#endif
 };
 
 struct nbd_lanes {
@@ -58,6 +62,43 @@ static void post(struct nbd_lanes *ls)
         (void)n;
 }
 
+#ifdef NB_TEST_HOOKS
+/* Tests only (a build with NB_TEST_HOOKS): while the file named by
+ * $NETBROKERD_TEST_HOLD_<NAME> (NAME: the lane's, upper case) exists, the
+ * lane does not begin its next closure. A test holds a lane to see, in
+ * order and in state, what the loop does meanwhile; never in a timed
+ * path of a build without the flag. */
+static void test_hold(const struct nbd_lane *lane)
+{
+        while (lane->hold && access(lane->hold, F_OK) == 0)
+                usleep(1000);
+}
+
+static void test_hold_init(struct nbd_lane *lane, const char *name)
+{
+        char var[64];
+        const char *v;
+        size_t n = (size_t)snprintf(var, sizeof(var), "NETBROKERD_TEST_HOLD_%s", name);
+
+        for (size_t i = sizeof("NETBROKERD_TEST_HOLD_") - 1; i < n && i < sizeof(var); i++)
+                if (var[i] >= 'a' && var[i] <= 'z')
+                        var[i] = (char)(var[i] - 'a' + 'A');
+        v = getenv(var);
+        lane->hold = v && *v ? strdup(v) : NULL;
+}
+#else
+static void test_hold(const struct nbd_lane *lane)
+{
+        (void)lane;
+}
+
+static void test_hold_init(struct nbd_lane *lane, const char *name)
+{
+        (void)lane;
+        (void)name;
+}
+#endif
+
 static void *lane_main(void *p)
 {
         struct nbd_lane *lane = p;
@@ -78,9 +119,11 @@ static void *lane_main(void *p)
                         lane->tail = NULL;
                 skip = w->cancelled;
                 pthread_mutex_unlock(&ls->mu);
+                test_hold(lane);
                 if (!skip)
                         w->run(w->data);
                 pthread_mutex_lock(&ls->mu);
+                w->ran = !skip;
                 push(&ls->done_head, &ls->done_tail, w);
                 post(ls);
         }
@@ -135,12 +178,12 @@ static void on_done(struct nbd_watch *watch, uint32_t events)
         while (w) {
                 struct nbd_lane_work *next = w->next;
                 struct nbd_lane *lane = w->lane;
-                bool cancelled = w->cancelled;
+                bool not_run = !w->ran;
 
                 lane->outstanding--;
                 ls->outstanding--;
                 lane->finished_some = true;
-                w->done(w->data, cancelled); /* may free w, may submit again */
+                w->done(w->data, not_run); /* may free w, may submit again */
                 w = next;
         }
         /* Every closure given is done, and posted: no lane writes to the
@@ -180,6 +223,7 @@ int nbd_lane_new(struct nbd_lanes *ls, const char *name, struct nbd_lane **ret)
         if (!lane)
                 return -ENOMEM;
         lane->ls = ls;
+        test_hold_init(lane, name);
         pthread_cond_init(&lane->cond, NULL);
         /* The thread starts with every signal blocked: SIGTERM is the
          * loop's, through its signalfd. */
@@ -189,6 +233,9 @@ int nbd_lane_new(struct nbd_lanes *ls, const char *name, struct nbd_lane **ret)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (r < 0) {
                 pthread_cond_destroy(&lane->cond);
+#ifdef NB_TEST_HOOKS
+                free(lane->hold);
+#endif
                 free(lane);
                 return r;
         }
@@ -208,6 +255,7 @@ int nbd_lane_submit(struct nbd_lane *lane, struct nbd_lane_work *w)
         if (r < 0)
                 return r;
         w->cancelled = false;
+        w->ran = false;
         w->lane = lane;
         lane->outstanding++;
         ls->outstanding++;
@@ -260,13 +308,16 @@ void nbd_lanes_free(struct nbd_lanes *ls)
                 }
         while (left) {
                 struct nbd_lane_work *next = left->next;
-                left->done(left->data, left->cancelled);
+                left->done(left->data, !left->ran);
                 left = next;
         }
         while (ls->lanes) {
                 struct nbd_lane *lane = ls->lanes;
                 ls->lanes = lane->next;
                 pthread_cond_destroy(&lane->cond);
+#ifdef NB_TEST_HOOKS
+                free(lane->hold);
+#endif
                 free(lane);
         }
         close_efd(ls);

@@ -42,11 +42,13 @@ struct nbd_lane_work {
         /* On the lane's thread: the blocking call, over data alone. */
         void (*run)(void *data);
         /* On the loop, once run returned (or, cancelled before it began,
-         * without it): the owner takes the outcome, or only frees. */
-        void (*done)(void *data, bool cancelled);
+         * without it: not_run): the owner takes the outcome, or only frees.
+         * A closure cancelled while it ran has run. */
+        void (*done)(void *data, bool not_run);
         void *data;
         /* The lane's (nbd_lane_submit() sets them). */
         bool cancelled;
+        bool ran; /* run() was called (the lane's, then the loop's) */
         struct nbd_lane *lane;
         struct nbd_lane_work *next;
 };
@@ -55,7 +57,7 @@ struct nbd_lane_work {
  * on loop) only while some closure is outstanding. 0 or -errno. */
 int nbd_lanes_new(struct nbd_loop *loop, struct nbd_lanes **ret);
 /* Stop every lane: the closure running finishes, those queued do not run;
- * each gets its done(cancelled) here. Then the threads are joined. */
+ * each gets its done(not_run) here. Then the threads are joined. */
 void nbd_lanes_free(struct nbd_lanes *ls);
 
 /* A lane named name (for the thread's name, "nbd-NAME"). 0 or -errno. */
@@ -65,8 +67,9 @@ int nbd_lane_new(struct nbd_lanes *ls, const char *name, struct nbd_lane **ret);
  * and must live until its done() ran. 0, or -errno when the eventfd
  * cannot be opened (out of fds): then w is not queued. */
 int nbd_lane_submit(struct nbd_lane *lane, struct nbd_lane_work *w);
-/* The owner is gone: w's done() gets cancelled = true, and w does not run
- * if it has not begun. Only between nbd_lane_submit() and w's done(). */
+/* The owner is gone: w does not run if it has not begun (then done() gets
+ * not_run = true); one under way runs to its end. Only between
+ * nbd_lane_submit() and w's done(). */
 void nbd_lane_cancel(struct nbd_lane *lane, struct nbd_lane_work *w);
 
 /* A closure is queued or running on the lane. */

@@ -25,7 +25,8 @@ static int on_error_ack(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 
 void nbd_netlink_sent(unsigned n)
 {
-        nbd_stats[NBD_STAT_NETLINK_MESSAGES] += n;
+        /* Atomic: fw_gone's table read on the firewall's lane counts too. */
+        __atomic_fetch_add(&nbd_stats[NBD_STAT_NETLINK_MESSAGES], n, __ATOMIC_RELAXED);
 }
 
 /* libnl's own codes, back to the errno each stands for. Where libnl made

@@ -555,7 +555,9 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
                 fail_queued(b, 0, -ECANCELED, why);
                 return;
         }
-        /* The request said to go on after failures: what was queued goes. */
+        /* The request said to go on after failures: what was queued goes
+         * (end_commit sent it on the lane already when the last firewall
+         * op ran; this is only for a batch that never reached it). */
         r = b->be->txn_commit(b->txn, &err);
         b->committed = r == 0;
         if (r < 0) {
@@ -664,6 +666,48 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
         return -(int)res->status;
 }
 
+/* On the loop again after an end commit: the outcome is the queued ops'
+ * (the op that ran last has its own result already). */
+static void end_commit_done(struct nbd_job *job, void *data)
+{
+        struct fw_batch *b = data;
+        char why[NBD_ERR_MSG_MAX + 64];
+        struct nbd_err err;
+        int r = b->be->txn_commit_finish(b->txn, &err);
+
+        (void)job;
+        if (r == 0)
+                return;
+        snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
+        fail_queued(b, 0, r, why);
+}
+
+/* The batch's last firewall op ended (returning r) without sending the
+ * transaction: it failed and the request goes on after failures, or it
+ * removed an owner gone with its interface. What the ops before it queued
+ * is sent now, on the firewall's lane as any commit (not on the loop at
+ * the job's end). */
+static int end_commit(struct nbd_job *job, int r)
+{
+        struct fw_batch *b = *nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
+        char why[NBD_ERR_MSG_MAX + 64];
+        struct nbd_err err;
+        int k;
+
+        if (!nbd_job_is_last_batched(job) || !b || b->committed || !b->n_queued ||
+            (r < 0 && !nbd_job_goes_on_after_failure(job)))
+                return r; /* a batch that stops: fw_batch_finish fails them */
+        b->committed = true;
+        k = b->be->txn_commit_prepare(b->txn, &err);
+        if (k < 0) {
+                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
+                fail_queued(b, 0, k, why);
+                return r;
+        }
+        nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, commit_send, end_commit_done, b);
+        return r;
+}
+
 static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
@@ -680,6 +724,8 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                 return -(int)res->status; /* batch_of() set it; the wire's is positive */
         if ((r = nbd_job_check_owned(job, a->ifname, res)))
                 return r;
+        /* When the interface goes, fw_gone looks for its owners. */
+        nbd_fw_gone_note(nbd_job_ctx(job)->fw_gone, a->ifname);
         /* All the result needs, before the transaction changes. */
         out = malloc(sizeof(*out));
         hash = malloc(NBD_FW_HASH_HEX);
@@ -720,6 +766,11 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         return queue_and_maybe_commit(job, b, res);
 }
 
+static int run_apply_op(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return end_commit(job, run_apply(job, op, res));
+}
+
 static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         struct fw_batch *b = batch_of(job, res);
@@ -743,6 +794,11 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         if (r < 0)
                 return nbd_result_set(res, r, "firewall: %s", err.msg);
         return queue_and_maybe_commit(job, b, res);
+}
+
+static int run_remove_op(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return end_commit(job, run_remove(job, op, res));
 }
 
 struct listing {
@@ -848,7 +904,7 @@ const struct nbd_op_handler nbd_op_firewall_apply = {
         .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_apply,
-        .run = run_apply,
+        .run = run_apply_op,
         .batched = true,
 };
 const struct nbd_op_handler nbd_op_firewall_remove = {
@@ -856,7 +912,7 @@ const struct nbd_op_handler nbd_op_firewall_remove = {
         .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_remove,
-        .run = run_remove,
+        .run = run_remove_op,
         .batched = true,
 };
 const struct nbd_op_handler nbd_op_firewall_list = {

@@ -720,6 +720,7 @@ struct delete_run {
         const struct nbd_dispatch_ctx *ctx;
         const struct nbd_backend_links *be;
         struct nbd_links *links;
+        struct nbd_peer peer; /* who asked: its devices alone are deleted */
         uint32_t group;
         struct doomed_op *v; /* in the group, not yet deleted */
         size_t n, cap;
@@ -751,6 +752,74 @@ static void run_release(void *data)
         free(run);
 }
 
+/* The name of doomed op o still names one of the caller's interfaces: a
+ * device deleted meanwhile and made again by someone else under its name
+ * must not go in its place. 0, or -errno with err set. */
+static int still_callers(const struct delete_run *run, const struct doomed_op *o,
+                         struct nbd_err *err)
+{
+        uid_t owner;
+        int r;
+
+        if (nbd_peer_is_root(&run->peer))
+                return 0;
+        r = run->be->owner(run->links, o->d.name, &owner);
+        if (r == -ENOENT || (r == 0 && owner != run->peer.uid))
+                r = -EPERM; /* no owner mark, or another's */
+        if (r == -EPERM)
+                return nbd_err_set(err, r, "uid %u no longer owns interface %s",
+                                   (unsigned)run->peer.uid, o->d.name);
+        if (r < 0)
+                return nbd_err_set(err, r, "cannot delete %s: %s", o->d.name, strerror(-r));
+        return 0;
+}
+
+/* The kernel refused the group's deletion (a device changed under us):
+ * every device goes back to its group, and each still the caller's is
+ * deleted on its own, so that each op has its own answer (res, when a job
+ * still takes them). The index in run->v of the first that failed, or
+ * SIZE_MAX. */
+static size_t run_one_by_one(struct delete_run *run)
+{
+        size_t first_failed = SIZE_MAX;
+
+        for (size_t i = 0; i < run->n; i++) {
+                struct doomed_op *o = &run->v[i];
+                struct nbd_err err;
+                int r;
+                run->be->undoom(run->links, &o->d);
+                r = still_callers(run, o, &err);
+                if (r == 0)
+                        r = run->be->delete (run->links, o->d.name, &err);
+                if (r == 0)
+                        continue;
+                if (o->res)
+                        nbd_result_set(o->res, r, "link delete: %s", err.msg);
+                if (first_failed == SIZE_MAX)
+                        first_failed = i;
+        }
+        run->n = 0;
+        run->r = 0;
+        return first_failed;
+}
+
+/* On the loop, after a detached group deletion (the job is gone): if the
+ * kernel refused it, or it never ran, no device stays in the run's group:
+ * each goes on its own, as the ops that ran said it would. */
+static void run_detached_done(void *data)
+{
+        struct delete_run *run = data;
+
+        nbd_netlink_sent(1);
+        /* Refused, or never sent (the helper stopped first): run->n > 0. */
+        if (run->r < 0 || run->n) {
+                for (size_t i = 0; i < run->n; i++)
+                        run->v[i].res = NULL; /* their job is gone */
+                run_one_by_one(run);
+        }
+        run_release(run);
+}
+
 /* On the links' lane: one RTM_DELLINK for the whole group. */
 static void run_send(void *data)
 {
@@ -779,7 +848,7 @@ static void run_free(void *data)
         struct delete_run *run = data;
 
         if (run->n && run->r == 0) {
-                nbd_dispatch_on_lane(run->ctx, NBD_NEEDS_LINKS, run_send, run_release, run);
+                nbd_dispatch_on_lane(run->ctx, NBD_NEEDS_LINKS, run_send, run_detached_done, run);
                 return;
         }
         for (size_t i = 0; i < run->n; i++)
@@ -812,6 +881,7 @@ static struct delete_run *run_of(struct nbd_job *job)
         run->ctx = nbd_job_ctx(job);
         run->be = kernel_of(job);
         run->links = links_of(job);
+        run->peer = *nbd_job_peer(job);
         /* Start at a random group, so that two helpers in one namespace
          * rarely pick the same (the deletion checks the group anyway). */
         if (!next_group && getrandom(&next_group, sizeof(next_group), GRND_NONBLOCK) < 0)
@@ -829,20 +899,17 @@ static struct delete_run *run_of(struct nbd_job *job)
 static void run_sent(struct nbd_job *job, void *data)
 {
         struct delete_run *run = data;
-        struct nbd_err err;
+        size_t n = run->n;
 
-        (void)job;
         nbd_netlink_sent(1);
-        for (size_t i = 0; run->r < 0 && i < run->n; i++) {
-                struct doomed_op *o = &run->v[i];
-                int r;
-                run->be->undoom(run->links, &o->d);
-                r = run->be->delete (run->links, o->d.name, &err);
-                if (r < 0)
-                        nbd_result_set(o->res, r, "link delete: %s", err.msg);
-        }
-        run->n = 0;
-        run->r = 0;
+        if (run->r == 0 || run_one_by_one(run) == SIZE_MAX)
+                return;
+        /* The op running has its own result; an op of the run before it
+         * that failed is a failure of the batch too (counted, and unless
+         * the request goes on, it stops there). */
+        for (size_t i = 0; i < n; i++)
+                if (run->v[i].res->status && run->v[i].op != nbd_job_op_index(job))
+                        nbd_job_op_failed_late(job, run->v[i].op);
 }
 
 /* The run ends at this op: its group goes, off the loop (the RCU wait). */
@@ -852,8 +919,10 @@ static void run_flush(struct nbd_job *job, struct delete_run *run)
 
         if (slot)
                 *slot = NULL; /* the next LinkDelete begins a new run */
-        if (run->n)
-                nbd_job_on_lane(job, NBD_NEEDS_LINKS, run_send, run_sent, run);
+        if (!run->n)
+                return;
+        nbd_job_lane_decides_from(job, run->v[0].op);
+        nbd_job_on_lane(job, NBD_NEEDS_LINKS, run_send, run_sent, run);
 }
 
 static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)

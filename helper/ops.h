@@ -138,6 +138,16 @@ int nbd_job_on_failure_call(struct nbd_job *job,
                             void (*free_data)(void *data), void *data);
 void nbd_job_mark_undone(struct nbd_job *job, size_t op);
 
+/* Op `op`, before the running one, failed after the fact (it shared a
+ * kernel call with the ops after it, and its part failed; its result says
+ * why): counted, and unless the request goes on after failures, the batch
+ * stops as if it had failed on its own. */
+void nbd_job_op_failed_late(struct nbd_job *job, size_t op);
+/* The kernel call the running op hands to nbd_job_on_lane() next decides
+ * the outcome of ops first..now (a run of LinkDeletes): if the client goes
+ * away meanwhile, each is audited as it really ended. */
+void nbd_job_lane_decides_from(struct nbd_job *job, size_t first);
+
 /* The index of the op running now. */
 size_t nbd_job_op_index(const struct nbd_job *job);
 /* The next op this job runs (refused ones skipped) is of the same kind as

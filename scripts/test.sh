@@ -46,9 +46,9 @@ deb_flags() {
 declare -A labels opts
 order=(build build-asan build-release build-deb build-fuzz)
 labels[build]='^(unit|kernel|alloc|stress|valgrind|lint|man|install|hardening|bench-quick)$'
-opts[build]='-DCMAKE_BUILD_TYPE=RelWithDebInfo'
+opts[build]='-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNB_TEST_HOOKS=ON'
 labels[build-asan]='^sanitizer$'
-opts[build-asan]='-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNB_SANITIZE=ON -DNB_BENCH=OFF'
+opts[build-asan]='-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNB_SANITIZE=ON -DNB_BENCH=OFF -DNB_TEST_HOOKS=ON'
 labels[build-release]='^(unit|hardening|install)$'
 # The installed bench reads its data from the prefix: not the bench-quick tree.
 opts[build-release]='-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/nb -DCMAKE_INSTALL_LIBDIR=/opt/nb/lib64 -DNB_INSTALL_BENCH=ON'

@@ -6,12 +6,15 @@
  * or nothing. Every test runs in a network namespace of its own. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -204,6 +207,9 @@ struct slow_client {
         int first_error; /* -1: every op worked */
 };
 
+#ifdef NB_TEST_HOOKS
+static void start_held(struct tu_helper *h, const char *lane, char *hold, const char *log);
+
 static void *slow_client_run(void *p)
 {
         struct slow_client *s = p;
@@ -220,6 +226,7 @@ static void *slow_client_run(void *p)
         atomic_store(&s->done, true);
         return NULL;
 }
+#endif
 
 static void ping_ok(nb_conn *c)
 {
@@ -232,6 +239,7 @@ static void ping_ok(nb_conn *c)
         nb_results_free(res);
 }
 
+#ifdef NB_TEST_HOOKS
 static uint64_t stat_of(nb_conn *c, const char *name)
 {
         nb_batch *b = nb_batch_new();
@@ -247,10 +255,13 @@ static uint64_t stat_of(nb_conn *c, const char *name)
 
 /* Client A's batch runs; client B asks Stats until they count A's ops as
  * started (`stat` grown by n: A's last op is under way), then pings twice;
- * every answer must come before A's reply. On one thread the op under way
+ * every answer must come before A's reply, which cannot come while A's lane
+ * is held (hold: the file start_held made), so the order is certain
+ * whatever the machine's load; then the lane is let go. On one thread the op under way
  * ran to its end, kernel call included (seconds of the kernel's time
  * inside one sendmsg), before B was read: B's answers came after A's. */
-static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *stat, uint64_t n)
+static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *stat, uint64_t n,
+                              const char *hold)
 {
         struct slow_client a = {.sock = h->sock, .b = slow};
         uint64_t base;
@@ -265,6 +276,7 @@ static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *s
         ping_ok(b);
         ping_ok(b);
         ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's batch");
+        unlink(hold); /* A's lane goes on */
         pthread_join(t, NULL);
         ck_assert_msg(a.first_error == -1, "client A's batch: op %d failed", a.first_error);
         nb_close(b);
@@ -273,23 +285,27 @@ static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *s
 
 START_TEST(test_ping_of_one_client_passes_another_clients_big_firewall_commit)
 {
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
         struct tu_helper h;
 
         tu_private_netns();
         tu_veth("hl0", "hl1");
-        tu_helper_start(&h, TU_ALLOW);
-        assert_pings_pass(&h, big_apply("hol", "hl0", 100000), "ops_firewall", 1);
+        ck_assert_int_ge(mkstemp(hold), 0);
+        start_held(&h, "FW", hold, NULL);
+        assert_pings_pass(&h, big_apply("hol", "hl0", 100000), "ops_firewall", 1, hold);
         tu_helper_stop(&h);
 }
 END_TEST
 
 START_TEST(test_ping_of_one_client_passes_another_clients_tap_deletion)
 {
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
         struct tu_helper h;
         nb_conn *c;
 
         tu_private_netns();
-        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_ge(mkstemp(hold), 0);
+        start_held(&h, "LINKS", hold, NULL);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         /* Many devices to delete, so that their one RCU wait is long
          * enough to see: veths, made by ip. */
@@ -302,12 +318,13 @@ START_TEST(test_ping_of_one_client_passes_another_clients_tap_deletion)
                         snprintf(name, sizeof(name), "hd%03d", i);
                         nb_batch_link_delete(b, name);
                 }
-                assert_pings_pass(&h, b, "ops_link", 400);
+                assert_pings_pass(&h, b, "ops_link", 400, hold);
         }
         ck_assert(!tu_link_exists("hd000") && !tu_link_exists("hd399"));
         tu_helper_stop(&h);
 }
 END_TEST
+#endif
 
 static int exit_status(pid_t pid)
 {
@@ -429,6 +446,288 @@ START_TEST(test_group_delete_refuses_a_group_holding_a_device_not_its_own)
 }
 END_TEST
 
+/* ---- held lanes (a build with NB_TEST_HOOKS: lane.c's test_hold) ----
+ * A lane is held while a file exists; what the loop does meanwhile is
+ * asserted by order and state, never by time. */
+
+/* The helper, started with lane `lane` ("FW", "LINKS") held while *hold
+ * exists (a fresh path; created here, held from the start); its stderr
+ * to log when log is not NULL. */
+#ifdef NB_TEST_HOOKS
+static void start_held(struct tu_helper *h, const char *lane, char *hold, const char *log)
+{
+        char var[64];
+        int saved = -1, fd;
+
+        snprintf(var, sizeof(var), "NETBROKERD_TEST_HOLD_%s", lane);
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(setenv(var, hold, 1), 0);
+        if (log) {
+                fflush(stderr);
+                saved = dup(2);
+                fd = open(log, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+                ck_assert_int_ge(fd, 0);
+                dup2(fd, 2);
+                close(fd);
+        }
+        tu_helper_start(h, TU_ALLOW);
+        if (log) {
+                dup2(saved, 2);
+                close(saved);
+        }
+        unsetenv(var);
+}
+
+/* Poll (bounded, for order only) until dev exists as `exists` says. */
+static void await_link(const char *dev, bool exists)
+{
+        for (int i = 0; i < 6000 && tu_link_exists(dev) != exists; i++)
+                usleep(5000);
+        ck_assert_msg(tu_link_exists(dev) == exists, "%s %s", dev,
+                      exists ? "never came" : "never went");
+}
+
+static bool table_has(const char *needle)
+{
+        char *t = tu_sh("nft list table netdev netbroker 2>/dev/null || true");
+        bool has = strstr(t, needle) != NULL;
+
+        free(t);
+        return has;
+}
+
+/* A guest's tap is deleted: the owner bound to it is removed on the
+ * firewall's lane, not on the loop, and the deletion's reply comes after
+ * it. With the firewall's lane held: the tap is gone, a Ping of another
+ * client is answered, the owner's chains are still there and the deletion
+ * is not answered; a FirewallApply of the same owner to another tap waits
+ * in the lane's FIFO. Released: the deletion is answered with the owner
+ * gone, and the apply, which read the table after the clean-up, made the
+ * owner new on the other tap (had it read before, its commit would have
+ * deleted the chains the clean-up deleted, and failed). */
+START_TEST(test_owner_of_a_deleted_tap_goes_on_the_lane_before_the_reply)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        struct tu_helper h;
+        struct slow_client del, apply;
+        pthread_t t1, t2;
+        nb_results *res;
+        nb_conn *c;
+
+        tu_private_netns();
+        ck_assert_int_ge(mkstemp(hold), 0);
+        unlink(hold);
+        start_held(&h, "FW", hold, NULL);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        make_taps(c, "gl", 2);
+        unlink(hold); /* the owner goes in first */
+        res = submit(c, big_apply("gl-guest", "gl0", 3));
+        assert_status(res, 0, 0, NULL);
+        nb_results_free(res);
+        ck_assert(table_has("gl-guest/"));
+        close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+
+        del = (struct slow_client){.sock = h.sock, .b = delete_batch("gl", 1)};
+        pthread_create(&t1, NULL, slow_client_run, &del);
+        await_link("gl0", false);
+        ping_ok(c);
+        ck_assert_msg(table_has("gl-guest/"), "the clean-up ran on the loop");
+        ck_assert_msg(!atomic_load(&del.done), "the deletion was answered before the clean-up");
+        apply = (struct slow_client){.sock = h.sock, .b = big_apply("gl-guest", "gl1", 3)};
+        pthread_create(&t2, NULL, slow_client_run, &apply);
+        ping_ok(c);
+        ck_assert(!atomic_load(&apply.done));
+
+        unlink(hold);
+        pthread_join(t1, NULL);
+        pthread_join(t2, NULL);
+        ck_assert_msg(del.first_error == -1, "the deletion: op %d failed", del.first_error);
+        ck_assert_msg(apply.first_error == -1, "the apply: op %d failed", apply.first_error);
+        {
+                char *t = tu_sh("nft list table netdev netbroker");
+                ck_assert_msg(strstr(t, "\"gl1\"") && !strstr(t, "\"gl0\""),
+                              "gl-guest is not on gl1 alone:\n%s", t);
+                free(t);
+        }
+        nb_batch_free(del.b);
+        nb_batch_free(apply.b);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A client killed while its LinkDelete run waits on the links' lane: the
+ * run goes on (its devices were the client's to delete and are deleted),
+ * and the audit trail says each op was done after its client went, not
+ * that it failed. */
+START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it_ended)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", log[] = "/tmp/nbtest-log-XXXXXX";
+        struct tu_helper h;
+        nb_batch *b = delete_batch("hk", 5);
+        uint64_t base;
+        pid_t client;
+        nb_conn *c;
+        char *text;
+
+        tu_private_netns();
+        ck_assert_int_ge(mkstemp(hold), 0);
+        ck_assert_int_ge(mkstemp(log), 0);
+        start_held(&h, "LINKS", hold, log);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        make_taps(c, "hk", 5);
+        base = stat_of(c, "ops_link");
+        client = fork();
+        ck_assert_int_ge(client, 0);
+        if (client == 0) {
+                nb_results *res = NULL;
+                nb_conn *k;
+                if (nb_connect(h.sock, &k) == 0)
+                        nb_submit(k, b, &res);
+                _exit(0);
+        }
+        /* Its five ops started: the run's group deletion is on the lane. */
+        while (stat_of(c, "ops_link") < base + 5)
+                ck_assert(tu_process_alive(client));
+        ping_ok(c);
+        kill(client, SIGKILL);
+        exit_status(client);
+        ping_ok(c);
+        ck_assert(tu_link_exists("hk0") && tu_link_exists("hk4"));
+        unlink(hold);
+        for (int i = 0; i < 5; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "hk%d", i);
+                await_link(name, false);
+        }
+        ping_ok(c); /* the loop has taken the lane's completion */
+        text = tu_sh("cat %s", log);
+        for (int i = 0; i < 5; i++) {
+                char line[96];
+                snprintf(line, sizeof(line),
+                         "op=link_delete object=hk%d status=0 result=done-client-gone", i);
+                ck_assert_msg(strstr(text, line), "no '%s' in the log:\n%s", line, text);
+        }
+        ck_assert_msg(!strstr(text, "op=link_delete object=hk4 status=125"),
+                      "the audit said the deletion failed:\n%s", text);
+        free(text);
+        unlink(log);
+        nb_batch_free(b);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+#endif
+
+#define NOBODY 65534
+
+#ifdef NB_TEST_HOOKS
+/* As uid 65534: make taps nbu0..2, then delete them in one run followed
+ * by a TapCreate of nbu9; the four statuses and op 1's message go to fd.
+ * Runs in a child. */
+static int nobody_deletes(const char *sock, int fd)
+{
+        nb_batch *mk = nb_batch_new(), *b = delete_batch("nbu", 3);
+        nb_tap_opts o = {.persist = true, .set_owner = true, .uid = NOBODY, .gid = NOBODY};
+        nb_results *res = NULL;
+        nb_conn *c;
+        char buf[512];
+
+        if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+                return 100;
+        for (int i = 0; i < 3; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "nbu%d", i);
+                nb_batch_tap_create(mk, name, &o);
+        }
+        if (nb_connect(sock, &c) < 0 || nb_submit(c, mk, &res) < 0)
+                return 101;
+        if (nb_results_first_error(res) >= 0) {
+                fprintf(stderr, "uid 65534's TapCreate: %s\n",
+                        nb_result_message(res, (size_t)nb_results_first_error(res)));
+                return 104;
+        }
+        nb_results_free(res);
+        nb_batch_tap_create(b, "nbu9", &o);
+        if (nb_submit(c, b, &res) < 0)
+                return 102;
+        snprintf(buf, sizeof(buf), "%d %d %d %d %s", nb_result_status(res, 0),
+                 nb_result_status(res, 1), nb_result_status(res, 2), nb_result_status(res, 3),
+                 nb_result_message(res, 1));
+        return write(fd, buf, strlen(buf) + 1) > 0 ? 0 : 103;
+}
+
+/* The kernel refuses a run's group deletion (a stranger's device joined the
+ * group while the run waited on the lane): each device goes on its own,
+ * and only if it still is the caller's. One deleted and made again by
+ * someone else meanwhile stays, its op fails, and the batch stops there:
+ * the TapCreate after the run does not run. */
+START_TEST(test_refused_group_deletion_deletes_only_what_is_still_the_callers)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", buf[512] = "";
+        struct tu_helper h;
+        int st[4] = {0}, pfd[2], status;
+        const char *group = NULL;
+        pid_t child;
+        nb_conn *c;
+        char msg[400] = "";
+
+        tu_private_netns();
+        ck_assert_int_ge(mkstemp(hold), 0);
+        tu_veth("strg0", "strg1");
+        setenv("NETBROKERD_TEST_HOLD_LINKS", hold, 1);
+        tu_helper_start(&h, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = tap_create link_delete\n"
+                                     "name_prefixes = nbu\n"
+                                     "max_devices = 10\n");
+        unsetenv("NETBROKERD_TEST_HOLD_LINKS");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                _exit(nobody_deletes(h.sock, pfd[1]));
+        close(pfd[1]);
+        /* The run's devices are in its group: the deletion waits on the lane. */
+        for (int i = 0; i < 3000 && tu_process_alive(child); i++) {
+                group = tu_link_get("nbu2", "group");
+                if (group && strcmp(group, "default") != 0)
+                        break;
+                usleep(10000);
+        }
+        if (!group || strcmp(group, "default") == 0) {
+                ck_assert_int_eq(waitpid(child, &status, 0), child);
+                ck_abort_msg("nbu2 never joined the run's group (the client: %d)", status);
+        }
+        /* A stranger joins the group; nbu1 is deleted and made again by
+         * root, for no one (no owner mark). */
+        free(tu_sh("ip link set strg0 group %s && ip link del nbu1 && "
+                   "ip tuntap add dev nbu1 mode tap",
+                   group));
+        unlink(hold);
+        ck_assert_int_gt(read(pfd[0], buf, sizeof(buf) - 1), 0);
+        close(pfd[0]);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client: %d", status);
+        ck_assert_int_ge(sscanf(buf, "%d %d %d %d %399[^\n]", &st[0], &st[1], &st[2], &st[3], msg),
+                         4);
+        ck_assert_msg(st[0] == 0 && st[1] == -EPERM && st[2] == 0 && st[3] == -ECANCELED,
+                      "statuses %d %d %d %d (%s)", st[0], st[1], st[2], st[3], msg);
+        ck_assert_msg(strstr(msg, "no longer owns"), "%s", msg);
+        ck_assert(!tu_link_exists("nbu0") && !tu_link_exists("nbu2"));
+        ck_assert_msg(tu_link_exists("nbu1"), "a device no longer the caller's was deleted");
+        ck_assert_msg(tu_link_exists("strg0"), "the stranger in the group was deleted");
+        ck_assert_msg(!tu_link_exists("nbu9"), "the batch went on after op 1 failed");
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+#endif
+
 Suite *lanes_suite(void)
 {
         Suite *s = suite_create("lanes");
@@ -442,10 +741,21 @@ Suite *lanes_suite(void)
                        test_undeletable_name_in_a_delete_batch_fails_alone_and_changes_nothing);
         tcase_add_test(del, test_deletions_split_by_another_op_go_as_two_runs);
         tcase_add_test(del, test_group_delete_refuses_a_group_holding_a_device_not_its_own);
-        tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_big_firewall_commit);
-        tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_tap_deletion);
         tcase_add_test(hol, test_client_gone_while_its_commit_runs_leaves_nothing_behind);
         tcase_add_test(hol, test_lanes_hold_the_capabilities_of_the_loop);
+#ifdef NB_TEST_HOOKS
+        tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_big_firewall_commit);
+        tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_tap_deletion);
+        tcase_add_test(hol, test_owner_of_a_deleted_tap_goes_on_the_lane_before_the_reply);
+        tcase_add_test(hol,
+                       test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it_ended);
+        tcase_add_test(del, test_refused_group_deletion_deletes_only_what_is_still_the_callers);
+#else
+        /* A packager's build: the helper has no test hooks, so the tests
+         * that hold a lane cannot run. Said, not hidden. */
+        fprintf(stderr, "lanes: 5 tests need a helper built with -DNB_TEST_HOOKS=ON "
+                        "(scripts/test.sh builds it so): not run in this build\n");
+#endif
         suite_add_tcase(s, del);
         suite_add_tcase(s, hol);
         return s;

@@ -919,6 +919,57 @@ static int fake_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
         return 0;
 }
 
+/* fw_gone's lane handle: the fake's one table, which no thread shares. */
+static int fake_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret)
+{
+        (void)fw;
+        *ret = &the_fw;
+        return 0;
+}
+
+static void fake_fw_lane_close(struct nbd_fw *lf)
+{
+        (void)lf;
+}
+
+static int ifname_cmp(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+static int fake_fw_txn_remove_bound(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ], size_t n,
+                                    struct nbd_fw_owner_info **ret, size_t *n_ret,
+                                    struct nbd_err *e)
+{
+        struct nbd_fw_owner_info *v = NULL;
+        size_t k = 0;
+
+        for (const struct fake_owner *o = world.owners; o; o = o->next) {
+                struct nbd_fw_owner_info *grown;
+                int r;
+                if (!bsearch(o->ifname, names, n, sizeof(*names), ifname_cmp))
+                        continue;
+                grown = realloc(v, (k + 1) * sizeof(*v));
+                if (!grown) {
+                        free(v);
+                        return nbd_err_oom(e, "removing the owners of interfaces that are gone");
+                }
+                v = grown;
+                r = fake_fw_txn_remove(t, o->owner, NULL, e);
+                if (r < 0) {
+                        free(v);
+                        return r;
+                }
+                v[k] = (struct nbd_fw_owner_info){.uid = o->uid};
+                snprintf(v[k].owner, sizeof(v[k].owner), "%s", o->owner);
+                snprintf(v[k].ifname, sizeof(v[k].ifname), "%s", o->ifname);
+                k++;
+        }
+        *ret = v;
+        *n_ret = k;
+        return 0;
+}
+
 static int fake_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
         (void)fw;
@@ -1156,6 +1207,9 @@ const struct nbd_backend nbd_fake_backend = {
                         .txn_commit_finish = fake_fw_txn_commit,
                         .txn_free = fake_fw_txn_free,
                         .list = fake_fw_list,
+                        .lane_open = fake_fw_lane_open,
+                        .lane_close = fake_fw_lane_close,
+                        .txn_remove_bound = fake_fw_txn_remove_bound,
                         .list_rules = fake_fw_list_rules,
                 },
         .spawn =

@@ -808,6 +808,11 @@ static bool uses_same_byte(const struct nbd_fw_owner_spec *s)
         return false;
 }
 
+bool nbd_fw_uses_same_byte(const struct nbd_fw_owner_spec *s)
+{
+        return uses_same_byte(s);
+}
+
 static int push_same_byte(struct nbd_fw_items *it, size_t owner_idx)
 {
         int ret =

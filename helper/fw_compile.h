@@ -65,6 +65,8 @@ enum nbd_fw_item_kind {
 
 /* The pairs (b . b) for every byte b: a lookup of (x . y) finds x == y. */
 #define NBD_FW_SET_SAME_BYTE "same_byte"
+/* Whether s's rules look the set up (gratuitous ARP). */
+bool nbd_fw_uses_same_byte(const struct nbd_fw_owner_spec *s);
 
 struct nbd_fw_item {
         enum nbd_fw_item_kind kind;

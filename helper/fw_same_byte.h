@@ -4,9 +4,9 @@
  * CAP_NET_ADMIN in the namespace can change it (as any of the table): an
  * element (1 . 2) added makes an ARP whose sender and target addresses
  * differ pass as gratuitous for every guest. When someone has committed
- * since the helper's last commit, ensure reads the set's elements once a
- * transaction and, when they are not exactly the 256 pairs (b . b), queues
- * a flush and the 256 again. */
+ * since the helper's last commit, the first ensure of an owner that uses
+ * the set reads its elements (once a transaction) and, when they are not
+ * exactly the 256 pairs (b . b), queues a flush and the 256 again. */
 #pragma once
 
 #include <stdbool.h>

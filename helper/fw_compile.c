@@ -808,6 +808,11 @@ static bool uses_same_byte(const struct nbd_fw_owner_spec *s)
         return false;
 }
 
+bool nbd_fw_uses_same_byte(const struct nbd_fw_owner_spec *s)
+{
+        return uses_same_byte(s);
+}
+
 static int push_same_byte(struct nbd_fw_items *it, size_t owner_idx)
 {
         int ret =
@@ -1061,6 +1066,26 @@ int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], u
         return 0;
 }
 
+/* The set's flush: a DELSETELEM naming the set and no element. The set
+ * is not constant, so rules may keep using it (fw_same_byte.h). */
+static int put_same_byte_flush(struct nftnl_batch *b, uint16_t flags, uint32_t seq)
+{
+        struct nftnl_set *set = nftnl_set_alloc();
+        struct nlmsghdr *nlh;
+
+        if (!set || nftnl_set_set_str(set, NFTNL_SET_TABLE, NBD_FW_TABLE) < 0 ||
+            nftnl_set_set_str(set, NFTNL_SET_NAME, NBD_FW_SET_SAME_BYTE) < 0) {
+                if (set)
+                        nftnl_set_free(set);
+                return -ENOMEM;
+        }
+        nlh = nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_DELSETELEM, NFPROTO_NETDEV,
+                                    flags, seq);
+        nftnl_set_elems_nlmsg_build_payload(nlh, set);
+        nftnl_set_free(set);
+        return 0;
+}
+
 /* 0, or -ENOMEM when the batch needed a page it could not have (the
  * message would be overwritten by the next: a transaction short of it) or
  * the set's message could not be built. */
@@ -1089,6 +1114,10 @@ int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_
                 else
                         nftnl_set_elems_nlmsg_build_payload(nlh, set);
                 nftnl_set_free(set);
+                break;
+        case NBD_FW_ITEM_SETFLUSH:
+                if (put_same_byte_flush(b, flags, seq) < 0)
+                        return -ENOMEM;
                 break;
         case NBD_FW_ITEM_CHAIN:
                 nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWCHAIN,

@@ -20,7 +20,8 @@
  *   set "same_byte"     the pairs (b . b) of every byte, which gratuitous
  *                       ARP looks up; sent with each owner that uses it
  *                       (created if missing), never removed
- *                       (NBD_FW_ITEM_SET below).
+ *                       (NBD_FW_ITEM_SET below); ensure makes its
+ *                       content again when it changed (fw_same_byte.h).
  * Both base chains carry the comment "netbroker <hash> <ifname> <rules>
  * uid=<uid>": the hash lives and dies with the rules (nft flush ruleset
  * removes both), and so does the uid whose request made them, the owner's
@@ -58,11 +59,14 @@ enum nbd_fw_item_kind {
         NBD_FW_ITEM_RULE,
         NBD_FW_ITEM_DELCHAIN,
         NBD_FW_ITEM_SET,
-        NBD_FW_ITEM_SETELEMS
+        NBD_FW_ITEM_SETELEMS,
+        NBD_FW_ITEM_SETFLUSH /* every element of the set out (fw_same_byte.h) */
 };
 
 /* The pairs (b . b) for every byte b: a lookup of (x . y) finds x == y. */
 #define NBD_FW_SET_SAME_BYTE "same_byte"
+/* Whether s's rules look the set up (gratuitous ARP). */
+bool nbd_fw_uses_same_byte(const struct nbd_fw_owner_spec *s);
 
 struct nbd_fw_item {
         enum nbd_fw_item_kind kind;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fw_compile.h"
+#include "fw_same_byte.h"
 #include "fw_table.h"
 #include "log.h"
 #include "netlink.h"
@@ -46,6 +47,7 @@ struct nbd_fw_txn {
         size_t n_expect, cap_expect;
         unsigned rules_queued;
         bool rules_counted; /* the rule dump ensure needs, done once */
+        bool same_byte_checked; /* fw_same_byte.h: once a transaction */
         uint32_t gen; /* the kernel's generation, read after the chains */
         /* Every owner is what its comment says: the table has the mark of
          * our last commit and nobody has committed since, or the rules were
@@ -216,6 +218,18 @@ static bool all_as_claimed(const struct nbd_fw_owners *owners)
         return true;
 }
 
+/* The shared set, checked by the transaction's first ensure of an owner
+ * that uses it; a failed read is tried again by the next (the op itself
+ * stands). */
+static void ensure_same_byte(struct nbd_fw_txn *t, size_t idx)
+{
+        int r = nbd_fw_same_byte_ensure(t->fw, &t->owners, t->gen, &t->items, idx);
+
+        if (r < 0)
+                nbd_warn("cannot check set %s: %s", NBD_FW_SET_SAME_BYTE, strerror(-r));
+        t->same_byte_checked = r == 0;
+}
+
 int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                      struct nbd_fw_applied *ret, struct nbd_err *e)
 {
@@ -281,6 +295,8 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         t->n_expect++;
         t->rules_queued += ret->rules;
 out:
+        if (r == 0 && s->ensure && !t->same_byte_checked && nbd_fw_uses_same_byte(s))
+                ensure_same_byte(t, idx);
         nbd_fw_items_clear(&fresh, 0);
         free(fresh.v);
         return r;

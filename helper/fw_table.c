@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fw_compile.h"
+#include "fw_owner_hash.h"
 #include "fw_text.h"
 #include "netlink.h"
 
@@ -42,14 +43,10 @@ void nbd_fw_owners_free(struct nbd_fw_owners *owners)
         }
 }
 
-/* FNV-1a: owner names are short and ours; nothing to defend against. */
+/* Seeded: the names are the clients' (fw_owner_hash.h). */
 static size_t name_hash(const char *name, size_t len)
 {
-        uint32_t h = 2166136261u;
-
-        for (size_t i = 0; i < len; i++)
-                h = (h ^ (unsigned char)name[i]) * 16777619u;
-        return h;
+        return nbd_fw_owner_hash(name, len);
 }
 
 struct nbd_fw_owner_state *nbd_fw_owner_find_n(const struct nbd_fw_owners *owners, const char *name,
@@ -71,9 +68,7 @@ struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *owners,
         return nbd_fw_owner_find_n(owners, owner, strlen(owner));
 }
 
-/* Put o in the table, which doubles when it has as many owners as
- * buckets: 0 or -ENOMEM, with o in neither list nor table. */
-static int owner_add(struct nbd_fw_owners *owners, struct nbd_fw_owner_state *o)
+int nbd_fw_owners_add(struct nbd_fw_owners *owners, struct nbd_fw_owner_state *o)
 {
         size_t len = strlen(o->owner), b;
 
@@ -207,7 +202,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                         return MNL_CB_OK;
                 }
                 memcpy(o->owner, name, (size_t)(slash - name));
-                if (owner_add(&d->owners, o) < 0) {
+                if (nbd_fw_owners_add(&d->owners, o) < 0) {
                         free(o);
                         d->err = -ENOMEM;
                         return MNL_CB_OK;

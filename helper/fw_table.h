@@ -68,6 +68,10 @@ struct nbd_fw_owners {
 #define NBD_FW_GEN_CHAIN "generation"
 
 void nbd_fw_owners_free(struct nbd_fw_owners *o);
+/* Put o (allocated, its owner set) in the table, which doubles when it has
+ * as many owners as buckets: 0 or -ENOMEM, with o in neither list nor
+ * table. nbd_fw_owners_free() frees it. */
+int nbd_fw_owners_add(struct nbd_fw_owners *o, struct nbd_fw_owner_state *state);
 struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *o, const char *owner);
 /* The same, for an owner named by the first len bytes of name. */
 struct nbd_fw_owner_state *nbd_fw_owner_find_n(const struct nbd_fw_owners *o, const char *name,

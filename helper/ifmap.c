@@ -107,11 +107,12 @@ static void ifidx_drop(struct nbd_ifmap *m, struct nbd_ifnode **slot)
         m->n--;
 }
 
-static void ifidx_remove_index(struct nbd_ifmap *m, int ifindex)
+/* Drop the entry of ifindex unless it is keep: an ifindex has one name. */
+static void ifidx_remove_index(struct nbd_ifmap *m, int ifindex, const struct nbd_ifnode *keep)
 {
         struct nbd_ifnode *n = m->by_index[index_hash(ifindex, m->n_buckets)];
 
-        while (n && n->ifindex != ifindex)
+        while (n && (n->ifindex != ifindex || n == keep))
                 n = n->next_index;
         if (n)
                 ifidx_drop(m, ifidx_slot(m, n->name));
@@ -132,13 +133,22 @@ void nbd_ifmap_note_kind(struct nbd_ifmap *m, const char *name, int ifindex, boo
         if (!m->n_buckets)
                 return;
         p = ifidx_slot(m, name);
+        /* The kernel names both: the ifindex is the device. A deletion
+         * drops the entry of its ifindex only, not a newer device that took
+         * the name since (our own create notes it before the deletion's
+         * notification is read). */
         if (!present) {
-                if (*p)
-                        ifidx_drop(m, p);
+                ifidx_remove_index(m, ifindex, NULL);
                 return;
         }
         if (*p) {
                 if ((*p)->ifindex != ifindex) {
+                        /* Another entry with this ifindex is the device's
+                         * old name (a rename whose target name the map
+                         * still gives a device since deleted): it goes, or
+                         * the ifindex would have two entries. */
+                        ifidx_remove_index(m, ifindex, *p);
+                        p = ifidx_slot(m, name);
                         *index_slot_of(m, *p) = (*p)->next_index;
                         (*p)->ifindex = ifindex;
                         index_link(m, *p);
@@ -147,7 +157,7 @@ void nbd_ifmap_note_kind(struct nbd_ifmap *m, const char *name, int ifindex, boo
                         (*p)->macvtap = macvtap;
                 return;
         }
-        ifidx_remove_index(m, ifindex);
+        ifidx_remove_index(m, ifindex, NULL);
         n = calloc(1, sizeof(*n));
         if (!n)
                 return;

@@ -213,7 +213,9 @@ static int mon_read(struct nbd_links *l)
         struct sockaddr_nl from[MON_SLOTS];
         int fd = nl_socket_get_fd(l->nl.mon), n;
 
-        do {
+        /* Not a do-while: its `continue` would test n == MON_SLOTS with n
+         * -1, and an EINTR would end the read with the queue unread. */
+        for (;;) {
                 for (int i = 0; i < MON_SLOTS; i++) {
                         iov[i] = (struct iovec){l->mon_buf + (size_t)i * MON_SLOT_SIZE,
                                                 MON_SLOT_SIZE};
@@ -238,8 +240,9 @@ static int mon_read(struct nbd_links *l)
                         for (; nlmsg_ok(h, len); h = nlmsg_next(h, &len))
                                 on_link_hdr(l, h);
                 }
-        } while (n == MON_SLOTS);
-        return 0;
+                if (n < MON_SLOTS)
+                        return 0;
+        }
 }
 
 void nbd_links_sync(struct nbd_links *l)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +146,29 @@ void nbd_child_free(struct nbd_child *c)
         nbd_loop_defer_free(c->loop, free_child, c);
 }
 
+/* Read without blocking from our end of a child's output pipe, which is
+ * not O_NONBLOCK (the flag would be the child's end's too: a program
+ * writing faster than we read would fail with EAGAIN): RWF_NOWAIT, which
+ * pipes honour since Linux 5.x (two fcntl() calls a spawn less). A kernel
+ * without it says EOPNOTSUPP once; from then on each read first makes our
+ * end non-blocking. */
+static ssize_t read_nowait(int fd, void *buf, size_t len)
+{
+        static bool no_rwf_nowait;
+        struct iovec iov = {buf, len};
+        ssize_t n;
+
+        if (!no_rwf_nowait) {
+                n = preadv2(fd, &iov, 1, -1, RWF_NOWAIT);
+                if (n >= 0 || errno != EOPNOTSUPP)
+                        return n;
+                no_rwf_nowait = true;
+        }
+        if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+                return -1;
+        return read(fd, buf, len);
+}
+
 /* Append what the pipe has; beyond the cap, read and drop so the child never
  * blocks on a full pipe. Returns true at end of file or on error. */
 static bool drain(int fd, struct nbd_buf *b, size_t cap, bool *truncated)
@@ -173,7 +197,7 @@ static bool drain(int fd, struct nbd_buf *b, size_t cap, bool *truncated)
                                 room = b->cap - b->len;
                         }
                 }
-                n = read(fd, dst, room);
+                n = read_nowait(fd, dst, room);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
@@ -292,9 +316,9 @@ void nbd_child_abandon(struct nbd_child *c)
         kill_child(c);
 }
 
-/* Only for a pipe end pipe2() just made: its one status flag is its access
- * mode, which F_SETFL leaves alone, so there is nothing to read first (a
- * syscall costs 1.5 us on a paravirtualised guest). */
+/* Only for the stdin pipe's end, which pipe2() just made: its one status
+ * flag is its access mode, which F_SETFL leaves alone, so there is nothing
+ * to read first (a syscall costs 1.5 us on a paravirtualised guest). */
 static int set_nonblock(int fd)
 {
         return fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
@@ -340,8 +364,15 @@ static int file_actions(const int fds[3], posix_spawn_file_actions_t **ret)
         if (posix_spawn_file_actions_init(&actions.fa))
                 return -ENOMEM;
         /* dup2 clears close-on-exec on the copies; everything else the helper
-         * holds is close-on-exec, so the child gets exactly fds 0-2. */
-        for (int i = 0; i < 3; i++)
+         * holds is close-on-exec, so the child gets exactly fds 0-2. fds[0]
+         * -1: the child opens /dev/null as its stdin (glibc closes fd 0
+         * first, so the open makes fd 0 at once). */
+        if (fds[0] < 0 &&
+            posix_spawn_file_actions_addopen(&actions.fa, 0, "/dev/null", O_RDONLY, 0)) {
+                posix_spawn_file_actions_destroy(&actions.fa);
+                return -ENOMEM;
+        }
+        for (int i = fds[0] < 0 ? 1 : 0; i < 3; i++)
                 if (posix_spawn_file_actions_adddup2(&actions.fa, fds[i], i)) {
                         posix_spawn_file_actions_destroy(&actions.fa);
                         return -ENOMEM;
@@ -352,10 +383,10 @@ static int file_actions(const int fds[3], posix_spawn_file_actions_t **ret)
         return 0;
 }
 
-static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int in[2], int out[2],
+static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int stdin_fd, int out[2],
                  int err[2])
 {
-        const int fds[3] = {in[0], out[1], err[1]};
+        const int fds[3] = {stdin_fd, out[1], err[1]};
         posix_spawn_file_actions_t *fa;
         posix_spawnattr_t attr;
         int r;
@@ -381,14 +412,12 @@ static int watch_child(struct nbd_loop *l, struct nbd_child *c, int in[2], int o
                 close(pidfd);
                 return r;
         }
-        if ((r = set_nonblock(out[0])) < 0 || (r = set_nonblock(err[0])) < 0)
-                return r;
         /* Taken now, watched from on_output_timer(); finish() reads what a
-         * child that ended sooner wrote. */
+         * child that ended sooner wrote; read_nowait() reads them. */
         c->outw = (struct nbd_watch){.fd = out[0], .fn = on_out, .data = c};
         c->errw = (struct nbd_watch){.fd = err[0], .fn = on_out, .data = c};
         out[0] = err[0] = -1;
-        /* Without input its end is closed as it is: the child reads EOF. */
+        /* Without input there is no pipe (the child has /dev/null). */
         if (c->in_len > 0) {
                 if ((r = set_nonblock(in[1])) < 0 ||
                     (r = nbd_loop_add(l, &c->inw, in[1], EPOLLOUT, on_in, c)) < 0)
@@ -454,11 +483,14 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
         c->done = done;
         c->data = data;
         c->start_us = nbd_now_us();
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        /* A child without input reads /dev/null, which it opens itself
+         * (file_actions): no pipe to make and close here. */
+        if ((c->in_len > 0 && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
+            pipe2(err, O_CLOEXEC) < 0) {
                 r = -errno;
                 goto fail;
         }
-        r = start(c, s, in, out, err);
+        r = start(c, s, in[0], out, err);
         if (r < 0)
                 goto fail;
         nbd_stat_inc(NBD_STAT_SPAWNS);
@@ -466,7 +498,8 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
         running_add(c);
         /* The child has its copies; ours of its ends must go now so that EOF
          * on the pipes means the child (and its children) closed them. */
-        close(in[0]), in[0] = -1;
+        if (in[0] >= 0)
+                close(in[0]), in[0] = -1;
         close(out[1]), out[1] = -1;
         close(err[1]), err[1] = -1;
         r = watch_child(l, c, in, out, err);

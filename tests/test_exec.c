@@ -420,6 +420,22 @@ START_TEST(test_child_gets_exactly_fds_0_to_2)
 }
 END_TEST
 
+/* Without input bytes the child's stdin is /dev/null, which it opens
+ * itself: the helper makes no stdin pipe for it (three system calls a
+ * spawn), and a program that reads stdin sees end of file at once. */
+START_TEST(test_child_without_input_reads_dev_null)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *argv[] = {"sh", "-c", "readlink /proc/$$/fd/0; cat; echo end", NULL};
+        nb_results *res = tu_exec1(c, "/bin/sh", argv, NULL, NULL, 0);
+
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        assert_out(res, "/dev/null\nend\n");
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
 START_TEST(test_stdin_bytes_reach_the_child)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
@@ -914,6 +930,7 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_program_anyone_may_replace_stops_startup);
         tcase_add_test(exec, test_exec_runs_the_file_checked_at_startup);
         tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
+        tcase_add_test(exec, test_child_without_input_reads_dev_null);
         tcase_add_test(exec, test_stdin_bytes_reach_the_child);
         tcase_add_test(exec, test_exit_codes_and_signals_are_reported);
         tcase_add_test(exec, test_timeout_kills_program_and_its_children);

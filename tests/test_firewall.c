@@ -2071,6 +2071,50 @@ START_TEST(test_arp_gratuitous_and_its_negation_hold_as_in_ebtables)
 }
 END_TEST
 
+/* The shared set same_byte is no owner's, so no owner's hash covers it,
+ * and anyone with CAP_NET_ADMIN here can change it: (1 . 2) added makes an
+ * ARP whose sender and target addresses differ in their first byte count
+ * as gratuitous. Ensure reads the set when someone committed since the
+ * helper did, and makes it again: the owner itself stays unchanged. */
+START_TEST(test_ensure_remakes_the_shared_set_when_its_content_was_changed)
+{
+        struct lab l;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        uint8_t f[60];
+        size_t len = arp_frame(f, "ff:ff:ff:ff:ff:ff", GUEST_MAC, 1, GUEST_MAC, "1.0.0.9",
+                               "00:00:00:00:00:00", "2.0.0.9", "nbfw-samebyte");
+        bool unchanged = false;
+        char *out;
+
+        lab_up(&l);
+        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_gratuitous = true});
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 1);
+        ck_assert_uint_eq(through(&l, true, f, len, "nbfw-samebyte", 3), 3);
+        free(tu_sh("nft add element netdev netbroker same_byte '{ 0x1 . 0x2 }' && "
+                   "nft delete element netdev netbroker same_byte '{ 0x5 . 0x5 }'"));
+        /* Not gratuitous, dropped as if it were. */
+        ck_assert_uint_eq(through(&l, true, f, len, "nbfw-samebyte", 3), 0);
+
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_ENSURE, NULL, &unchanged), 1);
+        ck_assert(unchanged);
+        out = tu_sh("nft list set netdev netbroker same_byte | tr -d ' \t\n'");
+        ck_assert_msg(!strstr(out, "0x1.0x2") && strstr(out, ",0x5.0x5,") &&
+                              strstr(out, "{0x0.0x0,") && strstr(out, "0xff.0xff}"),
+                      "%s", out);
+        free(out);
+        out = tu_sh("nft -j list set netdev netbroker same_byte | grep -o '\\[[0-9]*, [0-9]*\\]' "
+                    "| wc -l");
+        ck_assert_int_eq(atoi(out), 256);
+        free(out);
+        ck_assert_uint_eq(through(&l, true, f, len, "nbfw-samebyte", 3), 3);
+        /* Nothing changed since: ensure reads no set and writes nothing. */
+        ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_ENSURE, NULL, &unchanged), 1);
+        ck_assert(unchanged);
+        nb_fw_ruleset_free(rs);
+        lab_down(&l);
+}
+END_TEST
+
 /* The rules FirewallList reports for owner. */
 static unsigned listed_rules(nb_conn *c, const char *owner)
 {
@@ -2862,6 +2906,7 @@ Suite *firewall_suite(void)
         tcase_add_test(input, test_nonroot_rule_limit_counts_rules_as_installed);
         tcase_add_test(input, test_firewall_op_before_a_failing_op_is_not_reported_applied);
         tcase_add_test(input, test_ensure_rebuilds_an_owner_whose_rules_were_flushed_by_hand);
+        tcase_add_test(input, test_ensure_remakes_the_shared_set_when_its_content_was_changed);
         tcase_add_test(input, test_list_reads_back_what_apply_returned_and_remove_takes_one_owner);
         suite_add_tcase(s, enforce);
         suite_add_tcase(s, atomic);

@@ -10,6 +10,7 @@
 #include "fw_compile.h"
 #include "fw_model.h"
 #include "fw_render.h"
+#include "fw_table.h"
 #include "tests_unit.h"
 
 static struct nbd_fw_rule rule(enum nbd_fw_dir dir, enum nbd_fw_verdict v)
@@ -953,6 +954,55 @@ START_TEST(test_fw_ip_ranges_parse_one_family_in_order)
 }
 END_TEST
 
+/* The owner table's buckets are not the unseeded FNV-1a's: 1,000 owner
+ * names that all share one bucket under it (its low 10 bits, the table's
+ * 1,024 buckets) spread over the table, and each is still found. */
+static uint32_t fnv1a_unseeded(const char *s)
+{
+        uint32_t h = 2166136261u;
+
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 16777619u;
+        return h;
+}
+
+START_TEST(test_fw_owner_table_survives_names_colliding_under_unseeded_fnv)
+{
+        enum { N = 1000, MASK = 1023 };
+        struct nbd_fw_owners owners = {0};
+        size_t longest = 0;
+        char name[32];
+        unsigned k = 0;
+
+        for (unsigned i = 0; k < N; i++) {
+                struct nbd_fw_owner_state *o;
+
+                snprintf(name, sizeof(name), "vm-%u", i);
+                if ((fnv1a_unseeded(name) & MASK) != 0)
+                        continue;
+                o = calloc(1, sizeof(*o));
+                ck_assert_ptr_nonnull(o);
+                snprintf(o->owner, sizeof(o->owner), "%s", name);
+                ck_assert_int_eq(nbd_fw_owners_add(&owners, o), 0);
+                k++;
+        }
+        ck_assert_uint_eq(owners.n, N);
+        ck_assert_uint_eq(owners.n_buckets, 1024);
+        for (size_t b = 0; b < owners.n_buckets; b++) {
+                size_t len = 0;
+                for (const struct nbd_fw_owner_state *o = owners.buckets[b]; o; o = o->hnext)
+                        len++;
+                longest = len > longest ? len : longest;
+        }
+        /* Random placement: 5 to 7 here; all of them in one without a seed. */
+        ck_assert_msg(longest <= 16, "%zu names in one bucket", longest);
+        for (const struct nbd_fw_owner_state *o = owners.list; o; o = o->next)
+                ck_assert_ptr_eq(nbd_fw_owner_find(&owners, o->owner), o);
+        ck_assert_ptr_null(nbd_fw_owner_find(&owners, "vm-none"));
+        nbd_fw_owners_free(&owners);
+}
+END_TEST
+
 TCase *fw_unit_tcase(void)
 {
         TCase *tc = tcase_create("firewall");
@@ -960,6 +1010,7 @@ TCase *fw_unit_tcase(void)
         tcase_add_test(tc, test_fw_mac_and_ip_rules_compile_to_the_expected_expressions);
         tcase_add_test(tc, test_fw_arp_port_icmp_vlan_and_reject_compile);
         tcase_add_test(tc, test_fw_hash_is_stable_canonical_and_sensitive);
+        tcase_add_test(tc, test_fw_owner_table_survives_names_colliding_under_unseeded_fnv);
         tcase_add_test(tc, test_fw_hash_does_not_depend_on_memory_contents);
         tcase_add_test(tc, test_fw_bad_rules_are_refused_before_anything_is_sent);
         tcase_add_test(tc, test_fw_vlan_and_outer_type_compile_as_ebtables_sees_them);

@@ -941,6 +941,53 @@ START_TEST(test_ifmap_follows_renames_deletes_and_owners)
 }
 END_TEST
 
+/* Entries of the map holding ifindex (a walk of every bucket by name). */
+static unsigned ifmap_entries_of(const struct nbd_ifmap *m, int ifindex)
+{
+        unsigned k = 0;
+
+        for (size_t b = 0; b < m->n_buckets; b++)
+                for (const struct nbd_ifnode *n = m->buckets[b]; n; n = n->next)
+                        k += n->ifindex == ifindex;
+        return k;
+}
+
+/* One entry per ifindex, whatever order the notifications come in: "a"
+ * (5) renamed to "b" while the map still has the "b" (6) that was deleted
+ * (its RTM_DELLINK not read yet, or read before a rebuild's dump) moves
+ * "b" to 5 and drops "a"; the late deletion of 6 then drops nothing. A
+ * deletion drops its ifindex's entry, not a newer device of the same name
+ * (our create notes it before the old one's RTM_DELLINK is read). */
+START_TEST(test_ifmap_keeps_one_entry_per_ifindex)
+{
+        struct nbd_ifmap m = {0};
+
+        nbd_ifmap_note(&m, "a", 5, true);
+        nbd_ifmap_note(&m, "b", 6, true);
+        nbd_ifmap_note(&m, "b", 5, true); /* a renamed to b; b(6) gone */
+        ck_assert_uint_eq(ifmap_entries_of(&m, 5), 1);
+        ck_assert_ptr_null(nbd_ifmap_get(&m, "a"));
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "b"), 5);
+        ck_assert_str_eq(nbd_ifmap_name_of(&m, 5), "b");
+        ck_assert_ptr_null(nbd_ifmap_name_of(&m, 6));
+        ck_assert_uint_eq(m.n, 1);
+        nbd_ifmap_note(&m, "b", 6, false); /* the late RTM_DELLINK of 6 */
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "b"), 5);
+        ck_assert_uint_eq(m.n, 1);
+        /* tap0 (7) deleted by someone, ours made as tap0 (8) and noted. */
+        nbd_ifmap_note(&m, "tap0", 7, true);
+        nbd_ifmap_note(&m, "tap0", 8, true);
+        nbd_ifmap_note(&m, "tap0", 7, false);
+        ck_assert_int_eq(nbd_ifmap_ifindex(&m, "tap0"), 8);
+        ck_assert_uint_eq(ifmap_entries_of(&m, 8), 1);
+        ck_assert_uint_eq(m.n, 2);
+        nbd_ifmap_note(&m, "tap0", 8, false);
+        ck_assert_ptr_null(nbd_ifmap_get(&m, "tap0"));
+        ck_assert_uint_eq(m.n, 1);
+        nbd_ifmap_free(&m);
+}
+END_TEST
+
 static Suite *unit_suite(void)
 {
         Suite *s = suite_create("unit");
@@ -985,6 +1032,7 @@ static Suite *unit_suite(void)
         tcase_add_test(names, test_ifname_valid_as_the_kernel_says);
         tcase_add_test(netlink, test_netlink_maps_libnl_codes_to_errno);
         tcase_add_test(netlink, test_ifmap_follows_renames_deletes_and_owners);
+        tcase_add_test(netlink, test_ifmap_keeps_one_entry_per_ifindex);
         suite_add_tcase(s, names);
         suite_add_tcase(s, netlink);
         suite_add_tcase(s, fw_unit_tcase());

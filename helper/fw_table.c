@@ -73,7 +73,7 @@ struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *owners,
 
 /* Put o in the table, which doubles when it has as many owners as
  * buckets: 0 or -ENOMEM, with o in neither list nor table. */
-static int owner_add(struct nbd_fw_owners *owners, struct nbd_fw_owner_state *o)
+int nbd_fw_owner_add(struct nbd_fw_owners *owners, struct nbd_fw_owner_state *o)
 {
         size_t len = strlen(o->owner), b;
 
@@ -151,13 +151,18 @@ static bool comment_text(const struct nlattr *ud, char text[NFT_USERDATA_MAXLEN 
 
 /* The comment of a base chain into o. "uid=N" came later: a comment
  * without it was written for root, when only root could ask. */
+bool nbd_fw_parse_owner_comment(struct nbd_fw_owner_state *o, const char *text)
+{
+        return sscanf(text, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname, &o->rules,
+                      &o->uid) >= 3;
+}
+
 static void read_comment(struct nbd_fw_owner_state *o, const struct nlattr *ud)
 {
         char text[NFT_USERDATA_MAXLEN + 1];
 
         if (comment_text(ud, text))
-                sscanf(text, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname, &o->rules,
-                       &o->uid);
+                nbd_fw_parse_owner_comment(o, text);
 }
 
 static void read_mark(struct nbd_fw_owners *owners, const struct nlattr *ud)
@@ -207,7 +212,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                         return MNL_CB_OK;
                 }
                 memcpy(o->owner, name, (size_t)(slash - name));
-                if (owner_add(&d->owners, o) < 0) {
+                if (nbd_fw_owner_add(&d->owners, o) < 0) {
                         free(o);
                         d->err = -ENOMEM;
                         return MNL_CB_OK;

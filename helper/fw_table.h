@@ -72,6 +72,12 @@ struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *o, cons
 /* The same, for an owner named by the first len bytes of name. */
 struct nbd_fw_owner_state *nbd_fw_owner_find_n(const struct nbd_fw_owners *o, const char *name,
                                                size_t len);
+/* Put o (allocated, its name set) in owners: 0 or -ENOMEM, o not in. */
+int nbd_fw_owner_add(struct nbd_fw_owners *owners, struct nbd_fw_owner_state *o);
+/* A base chain's comment (or the summary's, fw_summary.h) into o's hash,
+ * ifname, rules and uid ("netbroker HASH IFNAME RULES uid=UID"; without
+ * the uid, from before, 0): whether it had at least the first three. */
+bool nbd_fw_parse_owner_comment(struct nbd_fw_owner_state *o, const char *text);
 /* Our owners as their chains show them: 0, or -errno with *ret untouched. */
 int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owners *ret);
 /* Count the rules in each of the owners' chains (what ensure compares):

@@ -19,9 +19,12 @@
 #include "fw_compile.h"
 #include "netlink.h"
 
-/* The key: an owner's name, NUL-padded (nft shows a string key as text). */
-#define KEY_LEN NBD_FW_OWNER_MAX
-#define TYPE_STRING 5 /* nft's datatype number for strings (src/datatype.h) */
+/* The key: a number (1, 2, ...), the owner's name is in the comment. Of
+ * nft's type "mark" (src/datatype.h: TYPE_MARK): `nft list ruleset` shows
+ * it, and `nft -f` reads that back, where a string key of 64 bytes has no
+ * type nft can name. */
+#define KEY_LEN sizeof(uint32_t)
+#define TYPE_MARK 19
 /* Elements per NEWSETELEM: their list is one attribute, of 64 KiB at most. */
 #define ELEMS_PER_MSG 128
 
@@ -105,32 +108,25 @@ static int elem_attr_cb(const struct nlattr *attr, void *data)
 /* One element into d's owners. */
 static void read_elem(struct elem_dump *d, const struct nlattr *elem)
 {
-        const struct nlattr *tb[NFTA_SET_ELEM_MAX + 1] = {0}, *key = NULL, *a;
+        const struct nlattr *tb[NFTA_SET_ELEM_MAX + 1] = {0};
         char text[NFT_USERDATA_MAXLEN + 1] = "";
         struct nbd_fw_owner_state *o;
-        size_t len;
 
-        if (mnl_attr_parse_nested(elem, elem_attr_cb, tb) < 0 || !tb[NFTA_SET_ELEM_KEY] ||
-            !tb[NFTA_SET_ELEM_USERDATA]) {
+        if (mnl_attr_parse_nested(elem, elem_attr_cb, tb) < 0 || !tb[NFTA_SET_ELEM_USERDATA]) {
                 d->bad = true;
                 return;
         }
-        mnl_attr_for_each_nested(a, tb[NFTA_SET_ELEM_KEY]) if (mnl_attr_get_type(a) ==
-                                                               NFTA_DATA_VALUE) key = a;
         nftnl_udata_parse(mnl_attr_get_payload(tb[NFTA_SET_ELEM_USERDATA]),
                           mnl_attr_get_payload_len(tb[NFTA_SET_ELEM_USERDATA]), comment_cb, text);
-        len = key ? strnlen(mnl_attr_get_payload(key), mnl_attr_get_payload_len(key)) : 0;
-        if (!len || len > NBD_FW_OWNER_MAX) {
-                d->bad = true;
-                return;
-        }
         o = calloc(1, sizeof(*o));
         if (!o) {
                 d->err = -ENOMEM;
                 return;
         }
-        memcpy(o->owner, mnl_attr_get_payload(key), len);
-        if (!nbd_fw_parse_owner_comment(o, text) || nbd_fw_owner_find(&d->owners, o->owner)) {
+        /* "netbroker OWNER HASH IFNAME RULES uid=UID" */
+        if (sscanf(text, "netbroker %64s %32s %15s %u uid=%u", o->owner, o->hash, o->ifname,
+                   &o->rules, &o->uid) != 5 ||
+            !nbd_fw_owner_valid(o->owner) || nbd_fw_owner_find(&d->owners, o->owner)) {
                 free(o);
                 d->bad = true;
                 return;
@@ -275,18 +271,17 @@ static struct nftnl_set *new_set(void)
         return s;
 }
 
-static struct nftnl_set_elem *new_elem(const struct nbd_fw_summary_entry *e)
+static struct nftnl_set_elem *new_elem(const struct nbd_fw_summary_entry *e, uint32_t key)
 {
         struct nftnl_set_elem *el = nftnl_set_elem_alloc();
         struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
-        char key[KEY_LEN] = {0}, text[NFT_USERDATA_MAXLEN];
+        char text[NFT_USERDATA_MAXLEN];
         bool ok;
 
-        memcpy(key, e->owner, strnlen(e->owner, sizeof(key)));
-        snprintf(text, sizeof(text), "netbroker %s %s %u uid=%u", e->hash, e->ifname, e->rules,
-                 (unsigned)e->uid);
+        snprintf(text, sizeof(text), "netbroker %s %s %s %u uid=%u", e->owner, e->hash, e->ifname,
+                 e->rules, (unsigned)e->uid);
         ok = el && u && nftnl_udata_put_strz(u, NFTNL_UDATA_SET_ELEM_COMMENT, text) &&
-             nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, key, sizeof(key)) == 0 &&
+             nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, &key, sizeof(key)) == 0 &&
              nftnl_set_elem_set(el, NFTNL_SET_ELEM_USERDATA, nftnl_udata_buf_data(u),
                                 nftnl_udata_buf_len(u)) == 0;
         if (u)
@@ -298,9 +293,10 @@ static struct nftnl_set_elem *new_elem(const struct nbd_fw_summary_entry *e)
         return el;
 }
 
-/* Elements v[0..n) in one NEWSETELEM. */
+/* Elements v[0..n) in one NEWSETELEM, keyed first, first + 1, ... (in
+ * network order, as nft reads a mark without a byte order of its own) */
 static int put_elems(struct nftnl_batch *b, uint32_t seq, const struct nbd_fw_summary_entry *v,
-                     size_t n)
+                     size_t n, uint32_t first)
 {
         struct nftnl_set *s = new_set();
         struct nlmsghdr *nlh;
@@ -309,7 +305,7 @@ static int put_elems(struct nftnl_batch *b, uint32_t seq, const struct nbd_fw_su
         if (!s)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                struct nftnl_set_elem *el = new_elem(&v[i]);
+                struct nftnl_set_elem *el = new_elem(&v[i], htonl(first + (uint32_t)i));
                 if (!el)
                         goto out;
                 nftnl_set_elem_add(s, el);
@@ -335,7 +331,7 @@ int nbd_fw_summary_put(struct nftnl_batch *b, uint32_t *seq, const struct nbd_fw
         /* The kernel wants an id for a set made in a transaction. */
         nftnl_set_set_u32(s, NFTNL_SET_ID, 1);
         nftnl_set_set_u32(s, NFTNL_SET_FLAGS, 0);
-        nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_STRING);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_MARK);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, KEY_LEN);
         nlh = nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWSET, NBD_FW_GEN_FAMILY,
                                     NLM_F_CREATE, (*seq)++);
@@ -344,7 +340,8 @@ int nbd_fw_summary_put(struct nftnl_batch *b, uint32_t *seq, const struct nbd_fw
                 goto out;
         r = 0;
         for (size_t i = 0; r == 0 && i < n; i += ELEMS_PER_MSG)
-                r = put_elems(b, (*seq)++, v + i, n - i < ELEMS_PER_MSG ? n - i : ELEMS_PER_MSG);
+                r = put_elems(b, (*seq)++, v + i, n - i < ELEMS_PER_MSG ? n - i : ELEMS_PER_MSG,
+                              (uint32_t)i + 1);
 out:
         nftnl_set_free(s);
         return r;

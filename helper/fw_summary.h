@@ -2,9 +2,9 @@
 /* The summary: what ensure reads instead of the table's 41,000 chains.
  *
  * Set "owners" in the generation mark's table (NBD_FW_GEN_TABLE), one
- * element per owner of our table, keyed by the owner's name, with a
- * comment that says what the owner's base chains' comment says
- * ("netbroker HASH IFNAME RULES uid=UID"). It is written whole in the same
+ * element per owner of our table, keyed by a number, with a comment that
+ * names the owner and says what its base chains' comment says ("netbroker
+ * OWNER HASH IFNAME RULES uid=UID"). It is written whole in the same
  * commit as the mark, and only then (fw_kernel.c's put_mark): while the
  * kernel's ruleset generation is still the one the mark names, nobody has
  * committed since, and the summary is the table. Reading it is one GETCHAIN

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fw_compile.h"
+#include "fw_summary.h"
 #include "fw_text.h"
 #include "netlink.h"
 
@@ -506,14 +507,17 @@ int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules)
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
         struct nbd_fw_owners owners = {0};
-        int r = nbd_fw_read_owners(fw, &owners);
-
         uint32_t gen = 0;
-        bool intact;
+        bool intact = false;
+        /* The summary, when the mark holds, says all a listing says. */
+        int r = nbd_fw_read_summary(fw, &owners, &gen, &intact);
 
+        if (r == 0 && !intact)
+                r = nbd_fw_read_owners(fw, &owners);
         if (r < 0)
                 return nbd_fw_read_failed(e, r, false);
-        r = nbd_fw_current_gen(fw, &gen);
+        if (!intact)
+                r = nbd_fw_current_gen(fw, &gen);
         if (r < 0) {
                 nbd_fw_owners_free(&owners);
                 return nbd_err_set(e, r, "cannot read the ruleset generation: %s", strerror(-r));

@@ -175,8 +175,6 @@ START_TEST(test_ensure_believes_a_current_mark_and_reads_no_rule)
                     gen + 1);
         ck_assert_msg(strstr(out, "rc=0"), "%s", out);
         free(out);
-        free(tu_sh("nft list table arp netbroker_gen >&2; nft list chain netdev netbroker "
-                   "sc000/from >&2"));
         c = restart(c);
         ck_assert_msg(unchanged_one(c, 0), "ensure read the rules despite a current mark");
         b = nb_batch_new();
@@ -376,19 +374,24 @@ static void check_summary(int n, int absent)
         }
 }
 
-/* The summary is read, not the chains: here, in one nft transaction, a
- * base chain of sc001 is deleted and the mark made again to name the
+/* The summary is read, not the chains: here, in one nft transaction, the
+ * base chains of sc001 are deleted and the mark made again to name the
  * generation that transaction makes (the summary untouched), and ensure
- * takes the summary's word for sc001, where the chains would have shown it
- * incomplete (test_a_chain_deleted_by_hand_is_rebuilt_by_ensure). This is
- * the trust the mark and the summary are: only our commits write them. */
+ * and FirewallList take the summary's word for sc001, where the chains
+ * would have shown it incomplete (test_a_chain_deleted_by_hand_is_rebuilt_
+ * by_ensure) or not at all. This is the trust the mark and the summary
+ * are: only our commits write them. */
 START_TEST(test_ensure_takes_the_summarys_word)
 {
         nb_conn *c = setup();
+        bool listed_sc001 = false;
+        nb_results *res;
+        nb_batch *b;
         char *out;
 
         ck_assert_uint_eq(apply(c, 2, NB_FW_REPLACE, -1), 0);
         out = tu_sh("printf '%%s\\n' 'delete chain netdev " NBD_FW_TABLE " sc001/to' "
+                    "'delete chain netdev " NBD_FW_TABLE " sc001/from' "
                     "'delete chain arp " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
                     "' 'add chain arp " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
                     " { comment \"netbroker generation %" PRIu32
@@ -400,6 +403,19 @@ START_TEST(test_ensure_takes_the_summarys_word)
         ck_assert_msg(unchanged_one(c, 1), "ensure read the chains, not the summary");
         ck_assert_msg(unchanged_one(c, 0), "sc000 is in place");
         ck_assert_uint_eq(stat_of(c, "fw_owners_written"), 0);
+        b = nb_batch_new();
+        nb_batch_firewall_list(b);
+        res = submit_ok(c, b);
+        ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 2);
+        for (size_t i = 0; i < 2; i++) {
+                const char *owner;
+                unsigned n;
+                ck_assert_int_eq(nb_result_fw_owner_at(res, 0, i, &owner, NULL, NULL, &n), 0);
+                ck_assert_uint_eq(n, 23);
+                listed_sc001 |= strcmp(owner, "sc001") == 0;
+        }
+        nb_results_free(res);
+        ck_assert_msg(listed_sc001, "FirewallList read the chains, not the summary");
         nb_close(c);
 }
 END_TEST

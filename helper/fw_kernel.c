@@ -456,10 +456,17 @@ static int summary_entries(const struct nbd_fw_txn *t, struct nbd_fw_summary_ent
 
         if (!v)
                 return -ENOMEM;
+        /* Oldest first (the list is newest first, as the chains were
+         * made): a listing from the summary keeps the chains' order. */
         for (const struct nbd_fw_owner_state *o = t->owners.list; o; o = o->next)
                 if (o->has_base && !o->touched)
                         v[n++] = (struct nbd_fw_summary_entry){o->owner, o->ifname, o->hash,
                                                                o->rules, o->uid};
+        for (size_t i = 0; i < n / 2; i++) {
+                struct nbd_fw_summary_entry x = v[i];
+                v[i] = v[n - 1 - i];
+                v[n - 1 - i] = x;
+        }
         for (size_t i = 0; i < t->n_expect; i++)
                 if (t->expect[i].hash[0])
                         v[n++] = (struct nbd_fw_summary_entry){

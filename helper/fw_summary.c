@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libmnl/libmnl.h>
-#include <libnftnl/chain.h>
 #include <libnftnl/set.h>
 #include <libnftnl/udata.h>
 #include <linux/netfilter.h>
@@ -41,23 +40,27 @@ static int comment_cb(const struct nftnl_udata *attr, void *data)
         return MNL_CB_OK;
 }
 
-/* The mark chain's answer to its GETCHAIN. */
+static int userdata_cb(const struct nlattr *attr, void *data)
+{
+        if (mnl_attr_get_type(attr) == NFTA_CHAIN_USERDATA)
+                *(const struct nlattr **)data = attr;
+        return MNL_CB_OK;
+}
+
+/* The mark chain's answer to its GETCHAIN. Nothing is allocated: a
+ * callback that failed would leave the ack unread, for the next request
+ * to take as its answer. */
 static int on_mark(const struct nlmsghdr *nlh, void *data)
 {
         struct nbd_fw_owners *o = data;
-        struct nftnl_chain *c = nftnl_chain_alloc();
+        const struct nlattr *ud = NULL;
         char text[NFT_USERDATA_MAXLEN + 1] = "";
-        const void *ud;
-        uint32_t len = 0;
 
-        if (!c)
-                return MNL_CB_ERROR;
-        if (nftnl_chain_nlmsg_parse(nlh, c) == 0 &&
-            (ud = nftnl_chain_get_data(c, NFTNL_CHAIN_USERDATA, &len)) != NULL)
+        if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), userdata_cb, &ud) >= 0 && ud)
                 /* The chain's comment has the type of an element's (0). */
-                nftnl_udata_parse(ud, len, comment_cb, text);
+                nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud),
+                                  comment_cb, text);
         o->marked = sscanf(text, "netbroker generation %" SCNu32, &o->mark) == 1;
-        nftnl_chain_free(c);
         return MNL_CB_OK;
 }
 
@@ -108,11 +111,12 @@ static int elem_attr_cb(const struct nlattr *attr, void *data)
 /* One element into d's owners. */
 static void read_elem(struct elem_dump *d, const struct nlattr *elem)
 {
-        const struct nlattr *tb[NFTA_SET_ELEM_MAX + 1] = {0};
+        const struct nlattr *tb[NFTA_SET_ELEM_MAX + 1] = {0}, *key = NULL, *a;
         char text[NFT_USERDATA_MAXLEN + 1] = "";
         struct nbd_fw_owner_state *o;
 
-        if (mnl_attr_parse_nested(elem, elem_attr_cb, tb) < 0 || !tb[NFTA_SET_ELEM_USERDATA]) {
+        if (mnl_attr_parse_nested(elem, elem_attr_cb, tb) < 0 || !tb[NFTA_SET_ELEM_USERDATA] ||
+            !tb[NFTA_SET_ELEM_KEY]) {
                 d->bad = true;
                 return;
         }
@@ -131,6 +135,18 @@ static void read_elem(struct elem_dump *d, const struct nlattr *elem)
                 d->bad = true;
                 return;
         }
+        mnl_attr_for_each_nested(a, tb[NFTA_SET_ELEM_KEY])
+        {
+                if (mnl_attr_get_type(a) == NFTA_DATA_VALUE &&
+                    mnl_attr_get_payload_len(a) == sizeof(uint32_t))
+                        key = a;
+        }
+        if (!key) {
+                free(o);
+                d->bad = true;
+                return;
+        }
+        o->age = ntohl(mnl_attr_get_u32(key));
         o->has_base = true;
         if (nbd_fw_owner_add(&d->owners, o) < 0) {
                 free(o);
@@ -221,6 +237,34 @@ static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
         return r < 0 ? r : d->err;
 }
 
+static int by_age(const void *a, const void *b)
+{
+        const struct nbd_fw_owner_state *x = *(struct nbd_fw_owner_state *const *)a,
+                                        *y = *(struct nbd_fw_owner_state *const *)b;
+
+        return x->age < y->age ? -1 : x->age > y->age;
+}
+
+/* The list newest first, as a chain dump makes it (a listing's order). */
+static int sort_by_age(struct nbd_fw_owners *owners)
+{
+        struct nbd_fw_owner_state **v = calloc(owners->n + 1, sizeof(*v)), *o;
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (o = owners->list; o; o = o->next)
+                v[n++] = o;
+        qsort(v, n, sizeof(*v), by_age);
+        owners->list = NULL;
+        for (size_t i = 0; i < n; i++) {
+                v[i]->next = owners->list;
+                owners->list = v[i];
+        }
+        free(v);
+        return 0;
+}
+
 int nbd_fw_read_summary(struct nbd_fw *fw, struct nbd_fw_owners *ret, uint32_t *ret_gen,
                         bool *ret_trusted)
 {
@@ -241,6 +285,8 @@ int nbd_fw_read_summary(struct nbd_fw *fw, struct nbd_fw_owners *ret, uint32_t *
         r = read_elems(fw, &d);
         /* Read after the elements: a commit since the mark, even one made
          * while they were being read, makes the generation another. */
+        if (r == 0 && !d.bad)
+                r = sort_by_age(&d.owners);
         if (r == 0 && !d.bad)
                 r = nbd_fw_current_gen(fw, &gen);
         if (r < 0 || d.bad || gen != mark.mark) {

@@ -41,6 +41,7 @@ struct nbd_fw_owner_state {
         size_t n_chains;
         unsigned kernel_rules; /* rules in its group chains, when counted */
         bool touched; /* an op of this transaction queued a change */
+        uint32_t age; /* its key in the summary: higher is newer */
         struct nbd_fw_owner_state *next; /* every owner */
         struct nbd_fw_owner_state *hnext; /* the next in its bucket */
 };

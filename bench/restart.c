@@ -8,12 +8,14 @@
  * guests. Above BENCH_BASELINE_MAX guests only C, D, N and F run. */
 #include "bench.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/netfilter/nf_tables.h>
@@ -552,12 +554,53 @@ int bench_fw_batch(unsigned n, bool replace, nb_batch **ret)
         return 0;
 }
 
+/* The CPU time every thread of process pid has had, in ns (schedstat:
+ * steadier than wall time on a shared machine); 0 when unreadable. The
+ * helper's lanes are threads: a commit runs on one. */
+static uint64_t process_cpu_ns(int pid)
+{
+        char path[64];
+        uint64_t sum = 0;
+        struct dirent *d;
+        DIR *dir;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", pid);
+        if (pid <= 0 || !(dir = opendir(path)))
+                return 0;
+        while ((d = readdir(dir))) {
+                unsigned long long ns;
+                FILE *f;
+                if (d->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%d/task/%.16s/schedstat", pid, d->d_name);
+                if ((f = fopen(path, "re"))) {
+                        if (fscanf(f, "%llu", &ns) == 1)
+                                sum += ns;
+                        fclose(f);
+                }
+        }
+        closedir(dir);
+        return sum;
+}
+
+/* This thread's CPU time, in ns. */
+static uint64_t thread_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* C replaces, D ensures; D must write nothing: by its results, the
  * helper's write counters and the kernel's notifications. Timed from
  * building the request to the reply. */
 static int run_fw(struct ctx *c, enum method m)
 {
         nb_results *res = NULL, *s0 = fw_stats(c), *s1 = NULL;
+        int pid = nb_conn_helper_pid(c->b.conn);
+        uint64_t cpu0 = process_cpu_ns(pid), cpu1, t_built, c0 = thread_cpu_ns(), c_built = c0,
+                 c_done = c0;
         unsigned unchanged = 0;
         bool ok = true, wrote;
         nb_batch *b = NULL;
@@ -570,10 +613,13 @@ static int run_fw(struct ctx *c, enum method m)
         t0 = t1 = bench_now_ns();
         if (r == 0)
                 r = bench_fw_batch(c->n, m == M_C, &b);
+        t_built = bench_now_ns();
+        c_built = thread_cpu_ns();
         if (r == 0)
                 r = bench_submit_all(c->b.conn, b, c->n,
                                      m == M_C ? "restart: C: " : "restart: D: ", &t1, &res);
         us = (double)(t1 - t0) / 1000.0;
+        c_done = thread_cpu_ns();
         for (unsigned g = 0; g < c->n && r == 0; g++) {
                 const char *hash;
                 bool same;
@@ -595,6 +641,9 @@ static int run_fw(struct ctx *c, enum method m)
                 r = drain(c);
         if (r == 0 && !(s1 = fw_stats(c)))
                 r = -EIO;
+        /* After the Stats round trip: the helper waits again, its time is
+         * booked (it includes two Stats). */
+        cpu1 = process_cpu_ns(pid);
         if (r == 0)
                 r = bench_samples_add(&c->out[m].s, us);
         if (r < 0)
@@ -602,6 +651,12 @@ static int run_fw(struct ctx *c, enum method m)
         wrote = fw_deltas(s0, s1, deltas, sizeof(deltas));
         bench_log("restart: %-3s %u guests, one request: %.2f ms (%s)\n", method_names[m], c->n,
                   us / 1000.0, deltas);
+        bench_log("restart: %-3s %u guests: the client built the request in %.2f ms (%.2f ms of "
+                  "CPU), sent it and read the reply with %.2f ms of CPU; the helper used %.2f ms "
+                  "of CPU (%.1f us per guest)\n",
+                  method_names[m], c->n, (double)(t_built - t0) / 1e6, (double)(c_built - c0) / 1e6,
+                  (double)(c_done - c_built) / 1e6, (double)(cpu1 - cpu0) / 1e6,
+                  (double)(cpu1 - cpu0) / 1e3 / c->n);
         if (m == M_C)
                 goto out;
         ok &= unchanged == c->n && !wrote && !c->commits && !c->changes;

@@ -25,6 +25,7 @@
 
 #include "fw_compile.h"
 #include "fw_same_byte.h"
+#include "fw_summary.h"
 #include "fw_table.h"
 #include "log.h"
 #include "netlink.h"
@@ -43,11 +44,17 @@ struct nbd_fw_txn {
         struct {
                 char owner[NBD_FW_OWNER_MAX + 1];
                 char hash[NBD_FW_HASH_HEX];
+                char ifname[IFNAMSIZ];
+                unsigned rules;
+                uid_t uid;
         } * expect; /* what must be in the kernel after commit */
         size_t n_expect, cap_expect;
         unsigned rules_queued;
         bool rules_counted; /* the rule dump ensure needs, done once */
         bool same_byte_checked; /* fw_same_byte.h: once a transaction */
+        /* The owners are the summary's (fw_summary.h): the table is intact,
+         * but their chains' names are not known until read_chains(). */
+        bool summary;
         uint32_t gen; /* the kernel's generation, read after the chains */
         /* Every owner is what its comment says: the table has the mark of
          * our last commit and nobody has committed since, or the rules were
@@ -79,6 +86,16 @@ int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err 
         if (!t)
                 return nbd_err_oom(e, "beginning a firewall transaction");
         t->fw = fw;
+        r = nbd_fw_read_summary(fw, &t->owners, &t->gen, &t->summary);
+        if (r < 0) {
+                free(t);
+                return nbd_fw_read_failed(e, r, false);
+        }
+        if (t->summary) {
+                t->intact = true;
+                *ret = t;
+                return 0;
+        }
         r = nbd_fw_read_owners(fw, &t->owners);
         if (r < 0) {
                 free(t);
@@ -208,6 +225,45 @@ static bool in_place(const struct nbd_fw_owner_state *o, const struct nbd_fw_own
         return nbd_fw_layout(s, expect_chain, &x) == 0 && o->n_chains == x.chains;
 }
 
+/* The owners' chains, for an op that deletes some, when the transaction
+ * began from the summary: one chain dump, which may find that someone has
+ * committed since (then, as at any begin, the mark does not hold). Owners
+ * the summary let ensure skip stay skipped: they were in place when read.
+ * No owner is touched yet: touching one needs its chains. */
+static int read_chains(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        struct nbd_fw_owners now = {0};
+        uint32_t gen;
+        int r;
+
+        if (!t->summary)
+                return 0;
+        r = nbd_fw_read_owners(t->fw, &now);
+        if (r < 0)
+                return nbd_fw_read_failed(e, r, false);
+        r = nbd_fw_current_gen(t->fw, &gen);
+        if (r < 0) {
+                nbd_fw_owners_free(&now);
+                return nbd_err_set(e, r, "cannot read the ruleset generation: %s", strerror(-r));
+        }
+        nbd_fw_owners_free(&t->owners);
+        t->owners = now;
+        t->gen = gen;
+        t->intact = now.n == 0 || (now.marked && now.mark == gen);
+        t->summary = false;
+        return 0;
+}
+
+/* The summary's test, for an ensure: the same hash on the same interface.
+ * The chains need no look: the mark says our last commit made them, and
+ * it made them from a model of this hash (which names the compiler's
+ * version: a helper that compiles differently makes other hashes). */
+static bool in_summary(const struct nbd_fw_owner_state *o, const struct nbd_fw_owner_spec *s,
+                       const char *hash)
+{
+        return o && o->has_base && strcmp(o->hash, hash) == 0 && strcmp(o->ifname, s->ifname) == 0;
+}
+
 /* After a count: does every owner have its base chains and, in all, the
  * rules its comment claims? Then a commit may mark the table. */
 static bool all_as_claimed(const struct nbd_fw_owners *owners)
@@ -253,6 +309,22 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         }
         /* The hash of the model decides whether anything is written. */
         nbd_fw_model_hash(s, ret->hash, &ret->rules);
+        if (t->summary && s->ensure && in_summary(o, s, ret->hash)) {
+                ret->unchanged = true;
+                nbd_stat_inc(NBD_STAT_FW_OWNERS_UNCHANGED);
+                goto out;
+        }
+        /* An owner that is there is replaced: its chains are deleted. */
+        if (t->summary && o) {
+                r = read_chains(t, e);
+                if (r < 0)
+                        goto out;
+                o = nbd_fw_owner_find(&t->owners, s->owner);
+                if (o && s->own_only && o->uid != s->uid) {
+                        r = nbd_err_set(e, -EPERM, "owner %s is another caller's", s->owner);
+                        goto out;
+                }
+        }
         if (s->ensure && o && !t->intact && !t->rules_counted) {
                 r = nbd_fw_count_rules(t->fw, &t->owners);
                 if (r < 0) {
@@ -292,6 +364,9 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         }
         snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", s->owner);
         snprintf(t->expect[t->n_expect].hash, sizeof(t->expect[0].hash), "%s", ret->hash);
+        snprintf(t->expect[t->n_expect].ifname, sizeof(t->expect[0].ifname), "%s", s->ifname);
+        t->expect[t->n_expect].rules = ret->rules;
+        t->expect[t->n_expect].uid = s->uid;
         t->n_expect++;
         t->rules_queued += ret->rules;
 out:
@@ -307,9 +382,14 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
 {
         struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, owner);
         size_t idx, mark = t->items.n;
-
         int r;
 
+        if (o && t->summary) {
+                r = read_chains(t, e);
+                if (r < 0)
+                        return r;
+                o = nbd_fw_owner_find(&t->owners, owner);
+        }
         if (!o) {
                 return nbd_err_set(e, -ENOENT, "owner %s has no rules", owner);
         }
@@ -382,9 +462,41 @@ out:
         return r;
 }
 
+/* The owners the table will have after the commit, for the summary:
+ * those untouched, and those applied. 0 or -ENOMEM. */
+static int summary_entries(const struct nbd_fw_txn *t, struct nbd_fw_summary_entry **ret,
+                           size_t *ret_n)
+{
+        struct nbd_fw_summary_entry *v = calloc(t->owners.n + t->n_expect + 1, sizeof(*v));
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        /* Oldest first (the list is newest first, as the chains were
+         * made): a listing from the summary keeps the chains' order. */
+        for (const struct nbd_fw_owner_state *o = t->owners.list; o; o = o->next)
+                if (o->has_base && !o->touched)
+                        v[n++] = (struct nbd_fw_summary_entry){o->owner, o->ifname, o->hash,
+                                                               o->rules, o->uid};
+        for (size_t i = 0; i < n / 2; i++) {
+                struct nbd_fw_summary_entry x = v[i];
+                v[i] = v[n - 1 - i];
+                v[n - 1 - i] = x;
+        }
+        for (size_t i = 0; i < t->n_expect; i++)
+                if (t->expect[i].hash[0])
+                        v[n++] = (struct nbd_fw_summary_entry){
+                                t->expect[i].owner, t->expect[i].ifname, t->expect[i].hash,
+                                t->expect[i].rules, t->expect[i].uid};
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
 /* The generation mark goes, whatever it said (made and deleted: no error
  * when it is missing); it comes back, saying the generation this commit
- * will make, only when the table was intact before it. If anyone commits
+ * will make, with the summary of the owners (fw_summary.h), only when the
+ * table was intact before it. If anyone commits
  * between our read and this commit, the mark names a generation the
  * kernel has already passed: the next reader counts, as it must. */
 static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
@@ -403,6 +515,14 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
                 r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
         if (r == 0 && t->intact)
                 r = put_mark_chain(b, t->gen + 1, (*seq)++);
+        if (r == 0 && t->intact) {
+                struct nbd_fw_summary_entry *v = NULL;
+                size_t n = 0;
+                r = summary_entries(t, &v, &n);
+                if (r == 0)
+                        r = nbd_fw_summary_put(b, seq, v, n);
+                free(v);
+        }
         t->mark_msgs = *seq - from;
         return r;
 }

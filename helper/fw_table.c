@@ -19,6 +19,7 @@
 
 #include "fw_compile.h"
 #include "fw_owner_hash.h"
+#include "fw_summary.h"
 #include "fw_text.h"
 #include "netlink.h"
 
@@ -68,6 +69,8 @@ struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *owners,
         return nbd_fw_owner_find_n(owners, owner, strlen(owner));
 }
 
+/* Put o in the table, which doubles when it has as many owners as
+ * buckets: 0 or -ENOMEM, with o in neither list nor table. */
 int nbd_fw_owners_add(struct nbd_fw_owners *owners, struct nbd_fw_owner_state *o)
 {
         size_t len = strlen(o->owner), b;
@@ -146,13 +149,18 @@ static bool comment_text(const struct nlattr *ud, char text[NFT_USERDATA_MAXLEN 
 
 /* The comment of a base chain into o. "uid=N" came later: a comment
  * without it was written for root, when only root could ask. */
+bool nbd_fw_parse_owner_comment(struct nbd_fw_owner_state *o, const char *text)
+{
+        return sscanf(text, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname, &o->rules,
+                      &o->uid) >= 3;
+}
+
 static void read_comment(struct nbd_fw_owner_state *o, const struct nlattr *ud)
 {
         char text[NFT_USERDATA_MAXLEN + 1];
 
         if (comment_text(ud, text))
-                sscanf(text, "netbroker %32s %15s %u uid=%u", o->hash, o->ifname, &o->rules,
-                       &o->uid);
+                nbd_fw_parse_owner_comment(o, text);
 }
 
 static void read_mark(struct nbd_fw_owners *owners, const struct nlattr *ud)
@@ -497,14 +505,17 @@ int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules)
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
         struct nbd_fw_owners owners = {0};
-        int r = nbd_fw_read_owners(fw, &owners);
-
         uint32_t gen = 0;
-        bool intact;
+        bool intact = false;
+        /* The summary, when the mark holds, says all a listing says. */
+        int r = nbd_fw_read_summary(fw, &owners, &gen, &intact);
 
+        if (r == 0 && !intact)
+                r = nbd_fw_read_owners(fw, &owners);
         if (r < 0)
                 return nbd_fw_read_failed(e, r, false);
-        r = nbd_fw_current_gen(fw, &gen);
+        if (!intact)
+                r = nbd_fw_current_gen(fw, &gen);
         if (r < 0) {
                 nbd_fw_owners_free(&owners);
                 return nbd_err_set(e, r, "cannot read the ruleset generation: %s", strerror(-r));

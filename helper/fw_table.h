@@ -41,6 +41,7 @@ struct nbd_fw_owner_state {
         size_t n_chains;
         unsigned kernel_rules; /* rules in its group chains, when counted */
         bool touched; /* an op of this transaction queued a change */
+        uint32_t age; /* its key in the summary: higher is newer */
         struct nbd_fw_owner_state *next; /* every owner */
         struct nbd_fw_owner_state *hnext; /* the next in its bucket */
 };
@@ -76,6 +77,10 @@ struct nbd_fw_owner_state *nbd_fw_owner_find(const struct nbd_fw_owners *o, cons
 /* The same, for an owner named by the first len bytes of name. */
 struct nbd_fw_owner_state *nbd_fw_owner_find_n(const struct nbd_fw_owners *o, const char *name,
                                                size_t len);
+/* A base chain's comment (or the summary's, fw_summary.h) into o's hash,
+ * ifname, rules and uid ("netbroker HASH IFNAME RULES uid=UID"; without
+ * the uid, from before, 0): whether it had at least the first three. */
+bool nbd_fw_parse_owner_comment(struct nbd_fw_owner_state *o, const char *text);
 /* Our owners as their chains show them: 0, or -errno with *ret untouched. */
 int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owners *ret);
 /* Count the rules in each of the owners' chains (what ensure compares):

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_summary.h"
 #include "fw_table.h"
 #include "testutil.h"
 #include "tests.h"
@@ -203,13 +204,13 @@ START_TEST(test_a_commit_by_anyone_else_makes_ensure_count)
         c = restart(c);
         nl = stat_of(c, "netlink_messages");
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS);
-        /* The chains only: the generation is the monitor's, not the rules. */
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 1);
+        /* The mark and the summary: the generation is the monitor's. */
+        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 2);
         free(tu_sh("nft add table inet someone_else"));
         nl = stat_of(c, "netlink_messages");
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS);
-        /* The chains and the rules. */
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 2);
+        /* The mark (passed: no summary), the chains and the rules. */
+        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 3);
         ck_assert_uint_eq(stat_of(c, "fw_transactions"), 0);
         nb_close(c);
 }
@@ -255,7 +256,7 @@ START_TEST(test_a_counted_table_that_agrees_is_marked_again)
         c = restart(c);
         nl = stat_of(c, "netlink_messages");
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, 7), GUESTS);
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 1);
+        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 2);
         nb_close(c);
 }
 END_TEST
@@ -294,6 +295,240 @@ START_TEST(test_each_owner_found_among_many)
 }
 END_TEST
 
+/* ---- the summary (helper/fw_summary.h) ---- */
+
+/* Apply guests [0, n) in one batch (guest changed_one as variant 9), their
+ * results into hashes/same (n of each). */
+static void apply_results(nb_conn *c, int n, nb_fw_mode mode, int changed_one,
+                          char hashes[][NBD_FW_HASH_HEX], bool *same)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        for (int i = 0; i < n; i++)
+                add_guest(b, i, i == changed_one ? 9 : 0, mode);
+        res = submit_ok(c, b);
+        for (int i = 0; i < n; i++) {
+                const char *hash;
+                unsigned rules;
+                ck_assert_int_eq(nb_result_firewall(res, (size_t)i, &hash, &same[i], &rules), 0);
+                ck_assert_uint_eq(rules, 23);
+                snprintf(hashes[i], NBD_FW_HASH_HEX, "%s", hash);
+        }
+        nb_results_free(res);
+}
+
+/* What the summary says of owner (its element's comment), or of the
+ * owner's base chain (chain true); "" when nothing. */
+static char *comment_of(const char *owner, bool chain)
+{
+        char *out = chain ? tu_sh("nft list chain netdev " NBD_FW_TABLE " %s/from 2>/dev/null | "
+                                  "sed -n 's/.*comment \"\\([^\"]*\\)\".*/\\1/p'",
+                                  owner)
+                          : tu_sh("nft list set arp " NBD_FW_GEN_TABLE " " NBD_FW_SUMMARY_SET
+                                  " 2>/dev/null | tr ',' '\\n' | "
+                                  "sed -n 's/.*comment \"netbroker %s \\([^\"]*\\)\".*/netbroker "
+                                  "\\1/p'",
+                                  owner);
+        char *nl = strchr(out, '\n');
+
+        if (nl)
+                *nl = '\0';
+        return out;
+}
+
+static unsigned summary_size(void)
+{
+        char *out = tu_sh("nft list set arp " NBD_FW_GEN_TABLE " " NBD_FW_SUMMARY_SET
+                          " 2>/dev/null | grep -o 'comment \"netbroker ' | wc -l");
+        unsigned n = (unsigned)atoi(out);
+
+        free(out);
+        return n;
+}
+
+/* Every owner's element says what its base chains say, and the mark is
+ * the kernel's generation. */
+static void check_summary(int n, int absent)
+{
+        uint32_t mark = 0;
+        char owner[16];
+
+        ck_assert(mark_of(&mark));
+        ck_assert_uint_eq(mark, kernel_gen());
+        ck_assert_uint_eq(summary_size(), (unsigned)(absent >= 0 ? n - 1 : n));
+        for (int i = 0; i < n; i++) {
+                char *el, *ch;
+                snprintf(owner, sizeof(owner), "sc%03d", i);
+                el = comment_of(owner, false);
+                ch = comment_of(owner, true);
+                if (i == absent) {
+                        ck_assert_msg(!el[0] && !ch[0], "%s: '%s' '%s'", owner, el, ch);
+                } else {
+                        ck_assert_msg(strncmp(el, "netbroker ", 10) == 0, "%s: '%s'", owner, el);
+                        ck_assert_msg(strcmp(el, ch) == 0, "%s: summary '%s', chain '%s'", owner,
+                                      el, ch);
+                }
+                free(el);
+                free(ch);
+        }
+}
+
+/* The summary is read, not the chains: here, in one nft transaction, the
+ * base chains of sc001 are deleted and the mark made again to name the
+ * generation that transaction makes (the summary untouched), and ensure
+ * and FirewallList take the summary's word for sc001, where the chains
+ * would have shown it incomplete (test_a_chain_deleted_by_hand_is_rebuilt_
+ * by_ensure) or not at all. This is the trust the mark and the summary
+ * are: only our commits write them. */
+START_TEST(test_ensure_takes_the_summarys_word)
+{
+        nb_conn *c = setup();
+        bool listed_sc001 = false;
+        nb_results *res;
+        nb_batch *b;
+        char *out;
+
+        ck_assert_uint_eq(apply(c, 2, NB_FW_REPLACE, -1), 0);
+        out = tu_sh("printf '%%s\\n' 'delete chain netdev " NBD_FW_TABLE " sc001/to' "
+                    "'delete chain netdev " NBD_FW_TABLE " sc001/from' "
+                    "'delete chain arp " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
+                    "' 'add chain arp " NBD_FW_GEN_TABLE " " NBD_FW_GEN_CHAIN
+                    " { comment \"netbroker generation %" PRIu32
+                    "\"; }' | nft -f - 2>&1; echo rc=$?",
+                    kernel_gen() + 1);
+        ck_assert_msg(strstr(out, "rc=0"), "%s", out);
+        free(out);
+        c = restart(c);
+        ck_assert_msg(unchanged_one(c, 1), "ensure read the chains, not the summary");
+        ck_assert_msg(unchanged_one(c, 0), "sc000 is in place");
+        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), 0);
+        b = nb_batch_new();
+        nb_batch_firewall_list(b);
+        res = submit_ok(c, b);
+        ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 2);
+        for (size_t i = 0; i < 2; i++) {
+                const char *owner;
+                unsigned n;
+                ck_assert_int_eq(nb_result_fw_owner_at(res, 0, i, &owner, NULL, NULL, &n), 0);
+                ck_assert_uint_eq(n, 23);
+                listed_sc001 |= strcmp(owner, "sc001") == 0;
+        }
+        nb_results_free(res);
+        ck_assert_msg(listed_sc001, "FirewallList read the chains, not the summary");
+        nb_close(c);
+}
+END_TEST
+
+/* Every commit leaves the summary the table's: a replace, an ensure that
+ * rewrites one owner (its chains read then), a remove; and a restarted
+ * helper ensures from it, reading neither chains nor rules. */
+START_TEST(test_the_summary_follows_every_commit)
+{
+        nb_conn *c = setup();
+        char h[GUESTS][NBD_FW_HASH_HEX];
+        bool same[GUESTS];
+        char *mine;
+        uint64_t nl;
+
+        ck_assert_uint_eq(apply(c, GUESTS, NB_FW_REPLACE, -1), 0);
+        check_summary(GUESTS, -1);
+        c = restart(c);
+        apply_results(c, GUESTS, NB_FW_ENSURE, 7, h, same);
+        for (int i = 0; i < GUESTS; i++)
+                ck_assert_msg(same[i] == (i != 7), "sc%03d: unchanged %d", i, same[i]);
+        check_summary(GUESTS, -1);
+        mine = comment_of("sc007", false);
+        ck_assert_msg(strstr(mine, h[7]), "sc007's element '%s' has not its new hash %s", mine,
+                      h[7]);
+        free(mine);
+        c = restart(c);
+        {
+                nb_batch *b = nb_batch_new();
+                ck_assert_int_eq(nb_batch_firewall_remove(b, "sc009"), 0);
+                nb_results_free(submit_ok(c, b));
+        }
+        check_summary(GUESTS, 9);
+        c = restart(c);
+        nl = stat_of(c, "netlink_messages");
+        /* sc009 is new: made without reading a chain. */
+        ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, 7), GUESTS - 1);
+        /* The mark, the summary, and the commit's batch: its BEGIN, table
+         * and END, the mark's table (3), chain, set and elements (1),
+         * sc009's 10 chains, its 23 rules and 8 jumps. */
+        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 2 + 3 + 6 + 10 + 23 + 8);
+        check_summary(GUESTS, -1);
+        nb_close(c);
+}
+END_TEST
+
+/* A summary changed by anyone else is a commit like any: not believed.
+ * Ensure reads the chains and the rules, finds every owner whole, writes
+ * nothing; an owner whose chains someone deleted is made again. */
+START_TEST(test_a_summary_changed_by_hand_is_not_believed)
+{
+        nb_conn *c = setup();
+        uint64_t nl;
+        char *out;
+
+        ck_assert_uint_eq(apply(c, GUESTS, NB_FW_REPLACE, -1), 0);
+        out = tu_sh("nft delete element arp " NBD_FW_GEN_TABLE " " NBD_FW_SUMMARY_SET
+                    " '{ 4 }' 2>&1; echo rc=$?");
+        ck_assert_msg(strstr(out, "rc=0"), "%s", out);
+        free(out);
+        c = restart(c);
+        nl = stat_of(c, "netlink_messages");
+        ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS);
+        /* The mark (passed: no summary read), the chains and the rules. */
+        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 3);
+        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 0);
+        /* Every chain of sc013, base chains first, in one nft transaction. */
+        out = tu_sh("nft list table netdev " NBD_FW_TABLE " | awk '$1 == \"chain\" && "
+                    "$2 ~ /^sc013\\// { print length($2), $2 }' | sort -n | "
+                    "awk '{ print \"delete chain netdev " NBD_FW_TABLE " \" $2 }' | nft -f - 2>&1; "
+                    "echo rc=$?");
+        ck_assert_msg(strstr(out, "rc=0"), "%s", out);
+        free(out);
+        out = comment_of("sc013", true);
+        ck_assert_str_eq(out, "");
+        free(out);
+        c = restart(c);
+        ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS - 1);
+        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), 1);
+        check_summary(GUESTS, -1);
+        nb_close(c);
+}
+END_TEST
+
+/* The summary's ensure and the chains' give the same results and leave
+ * the same table: one ensure (sc007 changed) after a foreign commit, one
+ * after none. */
+START_TEST(test_ensure_by_summary_and_by_chains_agree)
+{
+        nb_conn *c = setup();
+        char h[2][GUESTS][NBD_FW_HASH_HEX];
+        bool same[2][GUESTS];
+        char *table[2];
+
+        for (int k = 0; k < 2; k++) {
+                ck_assert_uint_eq(apply(c, GUESTS, NB_FW_REPLACE, -1), 0);
+                if (k == 0)
+                        free(tu_sh("nft add table inet someone_else"));
+                c = restart(c);
+                apply_results(c, GUESTS, NB_FW_ENSURE, 7, h[k], same[k]);
+                table[k] = tu_sh("nft list table netdev " NBD_FW_TABLE);
+        }
+        for (int i = 0; i < GUESTS; i++) {
+                ck_assert_str_eq(h[0][i], h[1][i]);
+                ck_assert_int_eq(same[0][i], same[1][i]);
+        }
+        ck_assert_str_eq(table[0], table[1]);
+        free(table[0]);
+        free(table[1]);
+        nb_close(c);
+}
+END_TEST
+
 Suite *fw_scale_suite(void)
 {
         Suite *s = suite_create("fw-scale");
@@ -307,6 +542,13 @@ Suite *fw_scale_suite(void)
         tcase_add_test(t, test_a_counted_table_that_agrees_is_marked_again);
         tcase_add_test(t, test_a_chain_deleted_by_hand_is_rebuilt_by_ensure);
         tcase_add_test(t, test_each_owner_found_among_many);
+        suite_add_tcase(s, t);
+        t = tcase_create("summary");
+        tcase_set_timeout(t, 120);
+        tcase_add_test(t, test_ensure_takes_the_summarys_word);
+        tcase_add_test(t, test_the_summary_follows_every_commit);
+        tcase_add_test(t, test_a_summary_changed_by_hand_is_not_believed);
+        tcase_add_test(t, test_ensure_by_summary_and_by_chains_agree);
         suite_add_tcase(s, t);
         return s;
 }

@@ -2089,7 +2089,8 @@ START_TEST(test_ensure_remakes_the_shared_set_when_its_content_was_changed)
         char *out;
 
         lab_up(&l);
-        add(rs, (nb_fw_rule){.verdict = NB_FW_DROP, .arp_gratuitous = true});
+        add(rs, (nb_fw_rule){
+                        .size = sizeof(nb_fw_rule), .verdict = NB_FW_DROP, .arp_gratuitous = true});
         ck_assert_uint_eq(apply1(l.c, "vnet0", "vnet0", rs, NB_FW_REPLACE, NULL, NULL), 1);
         ck_assert_uint_eq(through(&l, true, f, len, "nbfw-samebyte", 3), 3);
         free(tu_sh("nft add element netdev netbroker same_byte '{ 0x1 . 0x2 }' && "

@@ -630,7 +630,11 @@ END_TEST
 static int nobody_deletes(const char *sock, int fd)
 {
         nb_batch *mk = nb_batch_new(), *b = delete_batch("nbu", 3);
-        nb_tap_opts o = {.persist = true, .set_owner = true, .uid = NOBODY, .gid = NOBODY};
+        nb_tap_opts o = {.size = sizeof(nb_tap_opts),
+                         .persist = true,
+                         .set_owner = true,
+                         .uid = NOBODY,
+                         .gid = NOBODY};
         nb_results *res = NULL;
         nb_conn *c;
         char buf[512];

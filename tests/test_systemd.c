@@ -455,7 +455,7 @@ START_TEST(test_without_setpcap_programs_get_only_the_three_capabilities)
                                                                                    NET_RAW, MKNOD */
         unsigned long long prm = ~0ull, eff = ~0ull, bnd = 0;
         nb_results *res;
-        nb_exec_result e;
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
         char out[4096];
         const char *p;
 

@@ -7,6 +7,7 @@
  * runs in a network namespace of its own; the guest end of the veth is in
  * a second one that dies with the test, and iperf3 listens only there. */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <stdio.h>
@@ -602,6 +603,52 @@ START_TEST(test_the_policer_goes_with_its_interface)
 }
 END_TEST
 
+static uint64_t stat_of(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        uint64_t v = 0;
+
+        nb_batch_stats(b);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_stat(res, 0, name, &v), 0);
+        nb_results_free(res);
+        return v;
+}
+
+/* Interfaces going cost no kernel lookup of an IFB when the helper's name
+ * map has no device of that IFB's name: such a lookup, on the loop, waits
+ * for the RTNL lock that the links' lane holds while it deletes a batch's
+ * devices (seconds at thousands of guests). An older helper's IFB is still
+ * found, and goes. The policer chain of h1, deleted last, says when the
+ * helper has seen them all go. */
+START_TEST(test_a_gone_interface_is_looked_up_for_an_ifb_only_when_one_is_there)
+{
+        nb_conn *c = setup();
+        nb_rate r = {.size = sizeof(nb_rate), .average = 1024};
+        char chain[16], old[16];
+        uint64_t n0;
+
+        free(tu_sh("for i in $(seq 0 19); do ip tuntap add nbq$i mode tap; done; "
+                   "ip link add h1 type veth peer name g1"));
+        bw_set_ok(c, "h1", NULL, &r);
+        snprintf(chain, sizeof(chain), "nbbw%s", tu_link_get("h1", "ifindex"));
+        n0 = stat_of(c, "bw_ifb_lookups");
+        free(tu_sh("for i in $(seq 0 19); do ip link del nbq$i; done; ip link del h1"));
+        ck_assert_msg(chain_gone_soon(chain), "the policer chain %s outlived h1", chain);
+        ck_assert_msg(stat_of(c, "bw_ifb_lookups") == n0,
+                      "%" PRIu64 " IFB lookups for 22 interfaces gone without one",
+                      stat_of(c, "bw_ifb_lookups") - n0);
+        free(tu_sh("ip link add h3 type veth peer name g3"));
+        old_helper_ifb("h3", 1024);
+        snprintf(old, sizeof(old), "nbifb%s", tu_link_get("h3", "ifindex"));
+        free(tu_sh("ip link del h3"));
+        ck_assert_msg(gone_soon(old), "an older helper's %s outlived h3", old);
+        ck_assert_uint_ge(stat_of(c, "bw_ifb_lookups"), n0 + 1);
+        nb_close(c);
+}
+END_TEST
+
 static const char *out_mech_shown(nb_conn *c, char *buf, size_t len)
 {
         nb_batch *b = nb_batch_new();
@@ -899,6 +946,7 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_without_nft_limit_a_limit_on_what_enters_is_refused);
         tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);
         tcase_add_test(ops, test_the_policer_goes_with_its_interface);
+        tcase_add_test(ops, test_a_gone_interface_is_looked_up_for_an_ifb_only_when_one_is_there);
         tcase_add_test(ops, test_clears_in_a_batch_delete_older_ifbs_together);
         tcase_add_test(ops,
                        test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpers);

@@ -59,9 +59,11 @@ static void print_stats(const struct ctl *c, const nb_results *res)
         if (c->json)
                 fputs("{\"ok\":true,\"stats\":{", stdout);
         for (size_t k = 0; nb_result_stat_at(res, 0, k, &name, &v) == 0; k++) {
-                if (c->json)
-                        printf("%s\"%s\":%llu", k ? "," : "", name, (unsigned long long)v);
-                else
+                if (c->json) {
+                        fputs(k ? "," : "", stdout);
+                        json_str(name);
+                        printf(":%llu", (unsigned long long)v);
+                } else
                         printf("%-24s %llu\n", name, (unsigned long long)v);
         }
         if (c->json)

@@ -58,8 +58,8 @@ static int on_mark(const struct nlmsghdr *nlh, void *data)
 
         if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), userdata_cb, &ud) >= 0 && ud)
                 /* The chain's comment has the type of an element's (0). */
-                nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud),
-                                  comment_cb, text);
+                nbd_fw_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud),
+                                   comment_cb, text);
         o->marked = sscanf(text, "netbroker generation %" SCNu32, &o->mark) == 1;
         return MNL_CB_OK;
 }
@@ -120,8 +120,8 @@ static void read_elem(struct elem_dump *d, const struct nlattr *elem)
                 d->bad = true;
                 return;
         }
-        nftnl_udata_parse(mnl_attr_get_payload(tb[NFTA_SET_ELEM_USERDATA]),
-                          mnl_attr_get_payload_len(tb[NFTA_SET_ELEM_USERDATA]), comment_cb, text);
+        nbd_fw_udata_parse(mnl_attr_get_payload(tb[NFTA_SET_ELEM_USERDATA]),
+                           mnl_attr_get_payload_len(tb[NFTA_SET_ELEM_USERDATA]), comment_cb, text);
         o = calloc(1, sizeof(*o));
         if (!o) {
                 d->err = -ENOMEM;
@@ -200,7 +200,7 @@ static void drain(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
  * -errno. An interrupted dump is read again. */
 static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
 {
-        static char buf[65536];
+        static _Thread_local char buf[65536]; /* the loop (creator checks) and the firewall lane */
         uint32_t portid = mnl_socket_get_portid(fw->nl);
         int r = -EINTR;
 

@@ -69,9 +69,11 @@ static int on_mark(const struct nlmsghdr *nlh, void *data)
 static int read_mark(struct nbd_fw *fw, struct nbd_fw_owners *o)
 {
         char buf[MNL_SOCKET_BUFFER_SIZE];
+        /* Zeroed: the attributes' padding goes to the kernel too. */
+        char req[MNL_NLMSG_HDRLEN + 128] = {0};
         uint32_t seq = ++fw->seq, portid = mnl_socket_get_portid(fw->nl);
         struct nlmsghdr *nlh =
-                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NBD_FW_GEN_FAMILY, NLM_F_ACK, seq);
+                nftnl_nlmsg_build_hdr(req, NFT_MSG_GETCHAIN, NBD_FW_GEN_FAMILY, NLM_F_ACK, seq);
         ssize_t n;
         int r;
 

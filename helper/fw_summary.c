@@ -183,21 +183,6 @@ static int on_elems(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-/* The rest of an interrupted dump, up to its end. */
-static void drain(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
-{
-        for (;;) {
-                ssize_t n = mnl_socket_recvfrom(fw->nl, buf, size);
-                if (n <= 0)
-                        return;
-                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
-                     h = mnl_nlmsg_next(h, (int *)&n))
-                        if (h->nlmsg_seq == seq &&
-                            (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR))
-                                return;
-        }
-}
-
 /* Every element of the set: 0 (with d->bad when there is no set), or
  * -errno. An interrupted dump is read again. */
 static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
@@ -230,7 +215,7 @@ static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
                                 r = -errno;
                 } while (r > 0);
                 if (r == -EINTR)
-                        drain(fw, buf, sizeof(buf), seq);
+                        nbd_fw_drain_dump(fw, buf, sizeof(buf), seq);
         }
         if (r == -ENOENT) {
                 d->bad = true; /* no table or no set: a mark from before summaries */

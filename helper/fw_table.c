@@ -345,8 +345,7 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners)
         return dump(fw, NFT_MSG_GETRULE, on_rule, restart_count, &rc);
 }
 
-/* Read what is left of dump seq, up to its NLMSG_DONE (or error). */
-static void drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
+void nbd_fw_drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
 {
         for (;;) {
                 ssize_t n = mnl_socket_recvfrom(fw->nl, buf, size);
@@ -415,7 +414,7 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                  * out, else the next request reads it as its answer. (A
                  * commit on the firewall's lane can interrupt a dump.) */
                 if (r == -EINTR)
-                        drain_dump(fw, buf, sizeof(buf), seq);
+                        nbd_fw_drain_dump(fw, buf, sizeof(buf), seq);
                 if (r == -ENOENT)
                         r = 0; /* no table: no owners */
         }

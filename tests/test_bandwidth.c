@@ -603,19 +603,6 @@ START_TEST(test_the_policer_goes_with_its_interface)
 }
 END_TEST
 
-static uint64_t stat_of(nb_conn *c, const char *name)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res;
-        uint64_t v = 0;
-
-        nb_batch_stats(b);
-        res = submit(c, b);
-        ck_assert_int_eq(nb_result_stat(res, 0, name, &v), 0);
-        nb_results_free(res);
-        return v;
-}
-
 /* Interfaces going cost no kernel lookup of an IFB when the helper's name
  * map has no device of that IFB's name: such a lookup, on the loop, waits
  * for the RTNL lock that the links' lane holds while it deletes a batch's
@@ -633,18 +620,18 @@ START_TEST(test_a_gone_interface_is_looked_up_for_an_ifb_only_when_one_is_there)
                    "ip link add h1 type veth peer name g1"));
         bw_set_ok(c, "h1", NULL, &r);
         snprintf(chain, sizeof(chain), "nbbw%s", tu_link_get("h1", "ifindex"));
-        n0 = stat_of(c, "bw_ifb_lookups");
+        n0 = tu_stat(c, "bw_ifb_lookups");
         free(tu_sh("for i in $(seq 0 19); do ip link del nbq$i; done; ip link del h1"));
         ck_assert_msg(chain_gone_soon(chain), "the policer chain %s outlived h1", chain);
-        ck_assert_msg(stat_of(c, "bw_ifb_lookups") == n0,
+        ck_assert_msg(tu_stat(c, "bw_ifb_lookups") == n0,
                       "%" PRIu64 " IFB lookups for 22 interfaces gone without one",
-                      stat_of(c, "bw_ifb_lookups") - n0);
+                      tu_stat(c, "bw_ifb_lookups") - n0);
         free(tu_sh("ip link add h3 type veth peer name g3"));
         old_helper_ifb("h3", 1024);
         snprintf(old, sizeof(old), "nbifb%s", tu_link_get("h3", "ifindex"));
         free(tu_sh("ip link del h3"));
         ck_assert_msg(gone_soon(old), "an older helper's %s outlived h3", old);
-        ck_assert_uint_ge(stat_of(c, "bw_ifb_lookups"), n0 + 1);
+        ck_assert_uint_ge(tu_stat(c, "bw_ifb_lookups"), n0 + 1);
         nb_close(c);
 }
 END_TEST

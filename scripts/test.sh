@@ -87,10 +87,11 @@ make_tree() {
 
 # run_tests DIR: its labels under ctest.
 run_tests() {
-  local dir=$1 t0=$SECONDS jobs=1
+  local dir=$1 t0=$SECONDS jobs=2
   # The fuzzers share the machine: each runs for NB_FUZZ_SECONDS of wall
-  # time, all three at once (the others run one at a time: the kernel
-  # suites measure and wait on the kernel).
+  # time, all three at once. The others two at a time: most kernel suites
+  # wait on the kernel; those that measure are RUN_SERIAL
+  # (tests/CMakeLists.txt) and run alone.
   [ "$dir" = build-fuzz ] && jobs=3
   rm -rf "$dir/check-logs" "$dir/ctest-junit.xml" && mkdir -p "$dir/check-logs"
   echo "== $dir: ctest -L '${labels[$dir]}'"

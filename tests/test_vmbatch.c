@@ -402,7 +402,7 @@ START_TEST(test_macvtap_with_4_queues_gives_4_working_fds)
         int fds[4], cap;
 
         up.up = 1;
-        ck_assert_int_eq(nb_batch_macvtap_create_queues(b, "macvtap%d", "p0", NB_MACVLAN_BRIDGE,
+        ck_assert_int_eq(nb_batch_macvtap_create_queues(b, "macvtap0", "p0", NB_MACVLAN_BRIDGE,
                                                         "52:54:00:00:00:09", false, 4),
                          0);
         nb_batch_link_set(b, "macvtap0", &up);

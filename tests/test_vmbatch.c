@@ -170,6 +170,29 @@ START_TEST(test_vm_start_whose_last_op_fails_leaves_nothing)
 }
 END_TEST
 
+/* LinkDeletes next to each other are one run, deleted on the links' lane
+ * in one call (op_link.c): by then the references are names. */
+START_TEST(test_link_deletes_by_reference_run_on_the_links_lane)
+{
+        nb_conn *c = setup();
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        nb_batch_tap_create(b, "vnet%d", NULL);
+        nb_batch_bridge_create(b, "vbr%d");
+        nb_batch_link_delete(b, ref(0));
+        nb_batch_link_delete(b, ref(1));
+        res = submit(c, b);
+        assert_all_ok(res);
+        ck_assert_str_eq(nb_result_ifname(res, 2), "vnet0");
+        ck_assert_str_eq(nb_result_ifname(res, 3), "vbr0");
+        ck_assert(!tu_link_exists("vnet0"));
+        ck_assert(!tu_link_exists("vbr0"));
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
 /* ---- what a reference may not point at ---- */
 
 START_TEST(test_references_forward_self_and_to_non_creating_ops_are_refused)
@@ -495,6 +518,7 @@ Suite *vmbatch_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_vm_start_by_reference_creates_attaches_filters_and_limits);
         tcase_add_test(tc, test_vm_start_whose_last_op_fails_leaves_nothing);
+        tcase_add_test(tc, test_link_deletes_by_reference_run_on_the_links_lane);
         tcase_add_test(tc, test_references_forward_self_and_to_non_creating_ops_are_refused);
         tcase_add_test(tc, test_references_to_refused_or_failed_ops_are_refused);
         tcase_add_test(tc, test_reference_is_checked_by_policy_on_the_name_it_stands_for);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -267,10 +268,17 @@ static bool mode_ok(nb_macvlan_mode mode)
 NB_EXPORT int nb_batch_macvtap_create(nb_batch *b, const char *name, const char *parent,
                                       nb_macvlan_mode mode, const char *mac, bool vnet_hdr)
 {
+        return nb_batch_macvtap_create_queues(b, name, parent, mode, mac, vnet_hdr, 1);
+}
+
+NB_EXPORT int nb_batch_macvtap_create_queues(nb_batch *b, const char *name, const char *parent,
+                                             nb_macvlan_mode mode, const char *mac, bool vnet_hdr,
+                                             unsigned queues)
+{
         Netbroker__MacvtapCreate *m;
         bool oom = false;
 
-        if (!b || !name_ok(name) || !name_ok(parent) || !mode_ok(mode))
+        if (!b || !name_ok(name) || !name_ok(parent) || !mode_ok(mode) || queues > 16)
                 return -EINVAL;
         m = malloc(sizeof(*m));
         if (!m)
@@ -281,7 +289,32 @@ NB_EXPORT int nb_batch_macvtap_create(nb_batch *b, const char *name, const char 
         m->mode = (Netbroker__MacvlanMode)mode;
         m->mac = nb_dup_or_empty(mac, &oom);
         m->vnet_hdr = vnet_hdr;
+        m->queues = queues > 1 ? queues : 0;
         return nb_batch_add_sub(b, NETBROKER__OP__OP_MACVTAP_CREATE, m, oom);
+}
+
+/* "op:K" or "op:K:peer": the helper's syntax (helper/opref.h). */
+static int ref_format(size_t op, const char *tail, char *buf, size_t len)
+{
+        char tmp[NB_REF_MAX];
+        int n = snprintf(tmp, sizeof(tmp), "op:%zu%s", op, tail);
+
+        if (!buf)
+                return -EINVAL;
+        if (n < 0 || (size_t)n >= len)
+                return -ERANGE;
+        memcpy(buf, tmp, (size_t)n + 1);
+        return 0;
+}
+
+NB_EXPORT int nb_ref(size_t op, char *buf, size_t len)
+{
+        return ref_format(op, "", buf, len);
+}
+
+NB_EXPORT int nb_ref_peer(size_t op, char *buf, size_t len)
+{
+        return ref_format(op, ":peer", buf, len);
 }
 
 NB_EXPORT int nb_batch_macvlan_create(nb_batch *b, const char *name, const char *parent,

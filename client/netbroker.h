@@ -501,6 +501,43 @@ int nb_batch_bandwidth_show(nb_batch *batch, const char *ifname);
  * root sees only the interfaces marked as made for it. */
 int nb_batch_link_list(nb_batch *batch, const char *name);
 
+/* ---- a VM start in one batch: op references, macvtap queues ----
+ *
+ * A name made from a template ("vnet%d") is known only when its op has run.
+ * So that create, attach, filter and limit are one batch (all or nothing),
+ * a later op may name the interface an EARLIER op of the same batch made
+ * by a reference: "op:K" (K the op's index in the batch, from 0: the value
+ * nb_batch_size() had before the create op was added), "op:K:peer" for a
+ * veth's peer. No interface can be called that (the kernel refuses ':' in
+ * a name). A reference is taken wherever an op names an existing
+ * interface: nb_batch_link_set()'s name and master, nb_batch_link_delete(),
+ * the parent of nb_batch_macvtap_create() and nb_batch_macvlan_create(),
+ * nb_batch_firewall_apply()'s ifname (not its owner), nb_batch_bandwidth_*()
+ * and nb_batch_link_list(). The helper puts the made name in its place
+ * before the op runs, and checks the op, policy included, on that name as
+ * if the caller had written it. The op's status is -EINVAL (and nothing
+ * runs) for a reference to itself or a later op, to an op that makes no
+ * interface here, or to an op that was refused; -EINVAL when it runs for
+ * one to an op that failed (with NB_BATCH_CONTINUE_ON_ERROR). If any op
+ * fails, what the ops before it made and changed is undone, as always. */
+#define NB_REF_MAX 32 /* room for any reference, with its '\0' */
+
+/* Write "op:K" (nb_ref) or "op:K:peer" (nb_ref_peer) for op index op into
+ * buf (len bytes; NB_REF_MAX is enough). Returns 0, -EINVAL for a NULL
+ * buf, -ERANGE when it does not fit (buf is then untouched). */
+int nb_ref(size_t op, char *buf, size_t len);
+int nb_ref_peer(size_t op, char *buf, size_t len);
+
+/* nb_batch_macvtap_create() with QEMU's multiqueue: the result carries one
+ * fd per queue (each an open of the macvtap's character device: the tap
+ * driver adds a queue per open), in order (nb_result_fd_count,
+ * nb_result_take_fd). queues 0 or 1: one. At most 16: -EINVAL here above
+ * that, and the helper refuses more with -EINVAL too. The fds are sent as
+ * the op makes them and count against the connection's fds in flight. */
+int nb_batch_macvtap_create_queues(nb_batch *batch, const char *name, const char *parent,
+                                   nb_macvlan_mode mode, const char *mac, bool vnet_hdr,
+                                   unsigned queues);
+
 /* ---- submitting ---- */
 
 /* Send the batch and wait for its reply. Returns 0 when the helper answered

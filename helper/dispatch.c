@@ -18,6 +18,7 @@
 #include "fw_gone.h"
 #include "lane.h"
 #include "log.h"
+#include "opref.h"
 #include "ops.h"
 
 NBD_LOG_CATEGORY(dispatch);
@@ -168,6 +169,10 @@ struct nbd_job {
          * call was shared with later ops): SIZE_MAX, or the first such. */
         size_t late_failed;
         struct nbd_fw_gone_waiter gone_wait; /* JOB_REPLY_WAIT */
+        /* Names put in place of op references (opref.h) before their ops
+         * ran: the decoded request points at them until the job is freed. */
+        char **resolved;
+        size_t n_resolved;
 };
 
 /* Jobs waiting for a busy lane, first come first served: one queue per
@@ -431,6 +436,38 @@ void **nbd_job_slot(struct nbd_job *job, const void *key)
 
 /* ---- validation: reads the system at most, never changes it ---- */
 
+/* Op i's own checks, its references (opref.h) checked and, for the time
+ * of the check, replaced by the names they stand for where those are
+ * known already (an explicit name): validation is then what it would be
+ * had the caller written the name. A template's interface is named when
+ * op K has run, and the op is validated again then (resolve_refs). */
+static int validate_with_refs(struct nbd_job *job, struct nbd_validation *v, size_t i,
+                              const struct nbd_op_handler *h)
+{
+        Netbroker__Op *op = job->req->ops[i];
+        Netbroker__Result *res = job->results[i];
+        char **slots[NBD_OPREF_SLOTS], *refs[NBD_OPREF_SLOTS];
+        size_t n = nbd_opref_slots(op, slots);
+        int r = 0;
+
+        for (size_t j = 0; j < n; j++)
+                refs[j] = *slots[j];
+        for (size_t j = 0; j < n && r == 0; j++) {
+                const char *stand_in;
+
+                if (!nbd_opref_is(refs[j]))
+                        continue;
+                r = nbd_opref_check(job->req->ops, i, job->refused, refs[j], &stand_in, res);
+                if (r == 0)
+                        *slots[j] = (char *)stand_in;
+        }
+        if (r == 0 && h->validate)
+                r = h->validate(v, op, res);
+        for (size_t j = 0; j < n; j++)
+                *slots[j] = refs[j];
+        return r;
+}
+
 /* Op i, alone: known to this helper, allowed to this peer by policy, and
  * valid by its handler. Returns 0, or -errno with its result set. */
 static int validate_op(struct nbd_job *job, struct nbd_validation *v, size_t i)
@@ -449,7 +486,7 @@ static int validate_op(struct nbd_job *job, struct nbd_validation *v, size_t i)
         }
         if ((r = nbd_policy_check_op(&job->ctx->cfg->policy, &job->peer, h->name, &why)) < 0)
                 return nbd_result_set(res, -EPERM, "%s", why.msg);
-        if (h->validate && (r = h->validate(v, op, res)) < 0) {
+        if ((r = validate_with_refs(job, v, i, h)) < 0) {
                 if (!res->status)
                         nbd_result_set(res, r, "%s: %s", h->name, strerror(-r));
                 return r;
@@ -675,6 +712,9 @@ static void job_free(void *p)
         nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
         free_undos(job);
         free(job->refused);
+        for (size_t i = 0; i < job->n_resolved; i++)
+                free(job->resolved[i]);
+        free(job->resolved);
         if (job->batch_data && job->batch_free)
                 job->batch_free(job->batch_data);
         if (job->results) {
@@ -970,6 +1010,85 @@ void nbd_dispatch_on_lane(const struct nbd_dispatch_ctx *ctx, unsigned need, voi
         }
 }
 
+/* The op's own checks again, on the names its references stand for now:
+ * its policy is decided on the real name, as if the caller had written it
+ * (an interface this batch made counts as made, as for an explicit name). */
+static int revalidate(struct nbd_job *job, const struct nbd_op_handler *h, Netbroker__Op *op,
+                      Netbroker__Result *res, char *const *names, size_t n)
+{
+        struct nbd_validation v = {
+                .ctx = job->ctx, .peer = &job->peer, .nfds = job->nfds, .fds = job->fds};
+        /* Room for the made names, and what the op itself creates or
+         * looks up (two each at most: a LinkSet's name and master). */
+        const size_t room = 2 * NBD_OPREF_SLOTS + 2;
+        int r;
+
+        v.created = calloc(room, sizeof(*v.created));
+        v.exists = calloc(room, sizeof(*v.exists));
+        v.fd_used = calloc(job->nfds ? job->nfds : 1, sizeof(*v.fd_used));
+        if (!v.created || !v.exists || !v.fd_used) {
+                r = nbd_result_set(res, -ENOMEM, "%s: out of memory", h->name);
+                goto out;
+        }
+        for (size_t j = 0; j < n; j++)
+                nbd_validation_created(&v, names[j]);
+        r = h->validate(&v, op, res);
+        if (r < 0 && !res->status)
+                nbd_result_set(res, r, "%s: %s", h->name, strerror(-r));
+out:
+        /* Not validation_end(): the request's fds stay with the job. */
+        if (v.cache_free)
+                v.cache_free(v.cache);
+        for (size_t i = 0; i < v.n_claims; i++)
+                free(v.claims[i]);
+        free(v.claims);
+        free(v.created);
+        free(v.exists);
+        free(v.fd_used);
+        return r;
+}
+
+/* The op about to run: each reference (opref.h) becomes the name its op
+ * made, and the op is validated again on those names. Lanes see only the
+ * names: this runs on the loop before the op's run(). */
+static int resolve_refs(struct nbd_job *job, const struct nbd_op_handler *h)
+{
+        size_t i = job->next, n_done = 0;
+        Netbroker__Op *op = job->req->ops[i];
+        Netbroker__Result *res = job->results[i];
+        char **slots[NBD_OPREF_SLOTS], *done[NBD_OPREF_SLOTS];
+        size_t n = nbd_opref_slots(op, slots);
+        int r = 0;
+
+        for (size_t j = 0; j < n && r == 0; j++) {
+                const char *name;
+                char **p, *copy = NULL;
+
+                if (!nbd_opref_is(*slots[j]))
+                        continue;
+                r = nbd_opref_resolve(job->results, i, *slots[j], &name, res);
+                if (r < 0)
+                        break;
+                p = realloc(job->resolved, (job->n_resolved + 1) * sizeof(*p));
+                if (p) {
+                        job->resolved = p;
+                        copy = strdup(name);
+                }
+                if (!copy) {
+                        r = nbd_result_set(res, -ENOMEM, "%s: out of memory", h->name);
+                        break;
+                }
+                nbd_debug("request %" PRIu64 ": op %zu: %s is %s", job->req->id, i, *slots[j],
+                          copy);
+                job->resolved[job->n_resolved++] = copy;
+                *slots[j] = copy;
+                done[n_done++] = copy;
+        }
+        if (r == 0 && n_done && h->validate)
+                r = revalidate(job, h, op, res, done, n_done);
+        return r;
+}
+
 static void job_continue(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
@@ -1009,7 +1128,9 @@ static void job_continue(struct nbd_job *job)
                  * two integer compares (the bench's `log` scenario). */
                 nbd_debug("request %" PRIu64 ": op %zu of %zu, %s", req->id, job->next, req->n_ops,
                           h->name);
-                r = h->run(job, req->ops[job->next], job->results[job->next]);
+                r = resolve_refs(job, h);
+                if (r == 0)
+                        r = h->run(job, req->ops[job->next], job->results[job->next]);
                 /* Parking is the job's state, never a return value: any
                  * errno, EPERM included, is an answer. */
                 if (job->state == JOB_PARKED || job->state == JOB_WAITING_SLOT ||

@@ -710,12 +710,54 @@ out:
         return r;
 }
 
+/* One open of a macvtap's character device is one queue (the tap driver
+ * adds a queue per open file, as QEMU's multiqueue expects; libvirt opens
+ * /dev/tapN once per queue too). The driver turns vnet headers on for
+ * every open: make the flag what was asked, both ways. Its TUNSETIFF takes
+ * exactly IFF_TAP | IFF_NO_PI and the feature bits, and sets those: one
+ * call, no TUNGETIFF first. */
+static int open_macvtap_queue(const char *node, const char *name, bool vnet_hdr, int *ret_fd,
+                              struct nbd_err *err)
+{
+        struct ifreq ifr = {.ifr_flags =
+                                    (short)(IFF_TAP | IFF_NO_PI | (vnet_hdr ? IFF_VNET_HDR : 0))};
+        int fd = open(node, O_RDWR | O_CLOEXEC), r;
+
+        if (fd < 0) {
+                r = -errno;
+                return nbd_err_set(err, r, "cannot open the character device of %s: %s", name,
+                                   strerror(-r));
+        }
+        if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+                r = -errno;
+                close(fd);
+                return nbd_err_set(err, r, "cannot set vnet headers on %s: %s", name, strerror(-r));
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* queues opens of node into fds[]: all of them, or none. */
+static int open_macvtap_queues(const char *node, const char *name, bool vnet_hdr, unsigned queues,
+                               int *fds, struct nbd_err *err)
+{
+        unsigned n = 0;
+        int r = 0;
+
+        while (n < queues && (r = open_macvtap_queue(node, name, vnet_hdr, &fds[n], err)) == 0)
+                n++;
+        if (r < 0)
+                close_fds(fds, &n);
+        return r;
+}
+
 /* The macvtap's character device, found in sysfs (which must show this
  * network namespace: the helper mounts its own, see main.c), made as a node
- * in the helper's private directory, opened, and removed again: no udev, and
- * no /dev/tapN that a device of another namespace could own. */
+ * in the helper's private directory, opened once per queue, and removed
+ * again: no udev, and no /dev/tapN that a device of another namespace
+ * could own. */
 static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool vnet_hdr,
-                        int *ret_fd, struct nbd_err *err)
+                        unsigned queues, int *fds, struct nbd_err *err)
 {
         char path[128], node[PATH_MAX], buf[32];
         unsigned maj, min;
@@ -737,17 +779,7 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
         if (n <= 0 || (buf[n] = '\0', sscanf(buf, "%u:%u", &maj, &min) != 2)) {
                 return nbd_err_set(err, -EIO, "cannot read %s", path);
         }
-        if (l->devdir) {
-                snprintf(node, sizeof(node), "%s/tap%d.%u", l->devdir, ifindex, l->node_seq++);
-                if (mknod(node, S_IFCHR | 0600, makedev(maj, min)) < 0) {
-                        r = -errno;
-                        return nbd_err_set(err, r, "cannot make a device node for %s: %s", name,
-                                           strerror(-r));
-                }
-                fd = open(node, O_RDWR | O_CLOEXEC);
-                r = -errno;
-                unlink(node);
-        } else {
+        if (!l->devdir) {
                 /* No private directory: /dev/tapN only if it is this very device. */
                 snprintf(node, sizeof(node), "/dev/tap%d", ifindex);
                 if (stat(node, &st) < 0 || !S_ISCHR(st.st_mode) ||
@@ -757,35 +789,24 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
                                 "no device node for %s: %s is missing or belongs to another device",
                                 name, node);
                 }
-                fd = open(node, O_RDWR | O_CLOEXEC);
+                return open_macvtap_queues(node, name, vnet_hdr, queues, fds, err);
+        }
+        snprintf(node, sizeof(node), "%s/tap%d.%u", l->devdir, ifindex, l->node_seq++);
+        if (mknod(node, S_IFCHR | 0600, makedev(maj, min)) < 0) {
                 r = -errno;
-        }
-        if (fd < 0)
-                return nbd_err_set(err, r, "cannot open the character device of %s: %s", name,
+                return nbd_err_set(err, r, "cannot make a device node for %s: %s", name,
                                    strerror(-r));
-        {
-                /* The macvtap driver turns vnet headers on for every open;
-                 * make the flag what was asked, both ways. Its TUNSETIFF
-                 * takes exactly IFF_TAP | IFF_NO_PI and the feature bits, and
-                 * sets those: one call, no TUNGETIFF first. */
-                struct ifreq ifr = {
-                        .ifr_flags = (short)(IFF_TAP | IFF_NO_PI | (vnet_hdr ? IFF_VNET_HDR : 0))};
-                if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
-                        r = -errno;
-                        close(fd);
-                        return nbd_err_set(err, r, "cannot set vnet headers on %s: %s", name,
-                                           strerror(-r));
-                }
         }
-        *ret_fd = fd;
-        return 0;
+        r = open_macvtap_queues(node, name, vnet_hdr, queues, fds, err);
+        unlink(node);
+        return r;
 }
 
 int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *s,
                             struct nbd_link_made *ret, struct nbd_err *err)
 {
         struct macvlan_ctx m = {.s = s};
-        int r, fd;
+        int r;
 
         owner_mark(s->creator, m.mark);
         /* This reads the notifications for the whole op; create_named()
@@ -800,9 +821,11 @@ int nbd_link_macvlan_create(struct nbd_links *l, const struct nbd_macvlan_spec *
         if (r == 0)
                 r = mark_created(l, ret->ifname, ret->ifindex, s->creator, err);
         if (r == 0 && s->tap) {
-                r = open_macvtap(l, ret->ifname, ret->ifindex, s->vnet_hdr, &fd, err);
+                unsigned queues = s->queues > 1 ? s->queues : 1;
+
+                r = open_macvtap(l, ret->ifname, ret->ifindex, s->vnet_hdr, queues, ret->fds, err);
                 if (r == 0)
-                        ret->fds[ret->nfds++] = fd;
+                        ret->nfds = queues;
         }
         if (r < 0)
                 nbd_link_delete(l, ret->ifname, NULL); /* the error above stands */

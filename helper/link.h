@@ -51,6 +51,7 @@ struct nbd_macvlan_spec {
         bool tap; /* macvtap: open its character device */
         bool vnet_hdr; /* macvtap only */
         uid_t creator;
+        unsigned queues; /* macvtap: opens of its device, one fd each; 0 or 1: one */
 };
 
 struct nbd_veth_spec {

@@ -18,6 +18,7 @@
 #include "mac.h"
 #include "names.h"
 #include "netlink.h"
+#include "opref.h"
 #include "ops.h"
 
 static struct nbd_links *links_of(const struct nbd_job *job)
@@ -96,7 +97,8 @@ int nbd_check_owned(struct nbd_validation *v, const char *name, Netbroker__Resul
 {
         uid_t owner;
 
-        if (nbd_peer_is_root(v->peer) || nbd_validation_was_created(v, name))
+        /* A reference (opref.h) is to an interface this batch makes. */
+        if (nbd_peer_is_root(v->peer) || nbd_validation_was_created(v, name) || nbd_opref_is(name))
                 return 0;
         if (v->ctx->be->links.owner(v->ctx->links, name, &owner) == 0 && owner == v->peer->uid)
                 return 0;
@@ -144,7 +146,7 @@ static int check_attach(const struct nbd_policy_section *s, const struct nbd_pee
 static int check_policy_master(struct nbd_validation *v, const char *name, const char *master,
                                Netbroker__Result *res)
 {
-        if (nbd_validation_was_created(v, master))
+        if (nbd_validation_was_created(v, master) || nbd_opref_is(master))
                 return 0;
         return check_attach(policy_of(v), v->peer, v->ctx, name, master, res);
 }
@@ -156,7 +158,9 @@ static int check_policy_parent(struct nbd_validation *v, const char *parent, int
 
         if (nbd_peer_is_root(v->peer))
                 return 0;
-        if (!nbd_policy_may_parent(s, parent))
+        /* A reference to a template's interface: its name is checked
+         * when it is known, before this op runs (dispatch.c). */
+        if (!nbd_opref_is(parent) && !nbd_policy_may_parent(s, parent))
                 return nbd_result_set(res, -EPERM,
                                       "policy: uid %u may not make a %s on %s (not in 'parents' of "
                                       "[%s])",
@@ -286,6 +290,10 @@ int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__R
 {
         int r;
 
+        /* A reference to a template's interface (opref.h): checked again
+         * on its name before the op runs. */
+        if (nbd_opref_is(name))
+                return 0;
         if (nbd_is_template(name))
                 return nbd_result_set(res, -EINVAL,
                                       "%s: '%s': an existing interface is named, not a template",
@@ -354,6 +362,11 @@ static int validate_macvtap(struct nbd_validation *v, const Netbroker__Op *op,
 {
         const Netbroker__MacvtapCreate *m = op->macvtap_create;
 
+        /* One fd per queue: what TapCreate may have, and what one Fds
+         * frame carries within the per-connection fd budget. */
+        if (m->queues > NBD_LINK_MAX_QUEUES)
+                return nbd_result_set(res, -EINVAL, "macvtap: %u queues; at most %d", m->queues,
+                                      NBD_LINK_MAX_QUEUES);
         return validate_macvlan_common(v, m->name, m->parent, m->mode, m->mac, res, "macvtap");
 }
 
@@ -580,6 +593,7 @@ static int run_macvtap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__
                 .tap = true,
                 .vnet_hdr = m->vnet_hdr,
                 .creator = nbd_job_peer(job)->uid,
+                .queues = m->queues,
         };
 
         return run_macvlan_common(job, res, &s, m->mac);

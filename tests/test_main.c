@@ -26,6 +26,7 @@ int main(int argc, char **argv)
                 lanes_suite,
                 systemd_suite,
                 evloop_suite,
+                vmbatch_suite, /* session 8: a VM start in one batch */
                 NULL,
         };
 

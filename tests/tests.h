@@ -22,3 +22,5 @@ Suite *names_suite(void);
 Suite *lanes_suite(void);
 Suite *systemd_suite(void);
 Suite *evloop_suite(void);
+/* A VM start in one batch (session 8): op references, macvtap queues. */
+Suite *vmbatch_suite(void);

@@ -20,3 +20,5 @@ TCase *fwfile_tcase(void);
 TCase *mac_tcase(void);
 TCase *names_scale_tcase(void);
 TCase *policy_unit_tcase(void);
+/* A VM start in one batch (session 8): op references. */
+TCase *opref_tcase(void);

@@ -400,7 +400,11 @@ static int fake_link_macvlan_create(struct nbd_links *l, const struct nbd_macvla
         if (!find_if(s->parent)) {
                 return nbd_err_set(err, -ENODEV, "no interface %s", s->parent);
         }
-        r = create(s->name, s->tap ? K_MACVTAP : K_MACVLAN, s->tap ? 1 : 0, s->creator, ret, err);
+        if (s->queues > NBD_LINK_MAX_QUEUES) {
+                return nbd_err_set(err, -EINVAL, "%u queues", s->queues);
+        }
+        r = create(s->name, s->tap ? K_MACVTAP : K_MACVLAN,
+                   s->tap ? (s->queues ? s->queues : 1) : 0, s->creator, ret, err);
         if (r == 0 && s->has_mac && (f = find_if(ret->ifname)))
                 memcpy(f->st.mac, s->mac, 6);
         return r;

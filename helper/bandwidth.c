@@ -26,9 +26,9 @@
 
 NBD_LOG_CATEGORY(bandwidth);
 
-#define HTB_ROOT TC_HANDLE(1U, 0U)
-#define HTB_CLASS TC_HANDLE(1U, 1U)
-#define LEAF_HANDLE TC_HANDLE(2U, 0U)
+#define HTB_ROOT NBD_BW_HTB_ROOT /* the mark: bandwidth.h */
+#define HTB_CLASS NBD_BW_HTB_CLASS
+#define LEAF_HANDLE NBD_BW_LEAF_HANDLE
 #define INGRESS_HANDLE TC_HANDLE(0xffffU, 0U) /* unsigned: 0xffff << 16 overflows an int */
 /* The least bucket of a policer: a GSO frame of 64 KiB must fit, or every
  * such frame would be dropped. */
@@ -346,19 +346,31 @@ static int add_htb_root(struct nbd_bw *bw, int ifindex, int flags)
         return r;
 }
 
-/* Root htb 1: default 1 and class 1:1. HTB cannot change a qdisc's
- * options, so an htb 1: that is there already is kept and only its class
- * changes; any other root qdisc is replaced in one step. */
+/* Root htb 4e42: default 1 and class 4e42:1. HTB cannot change a qdisc's
+ * options, so an htb 4e42: that is there already is kept and only its
+ * class changes. The kernel's default root qdisc (handle 0:) is replaced;
+ * any other root qdisc is someone else's (an administrator's htb 1:): it
+ * is left as it is and the set fails with EBUSY, having changed nothing. */
 static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
                         const char *dev, struct nbd_err *err)
 {
+        /* Without NLM_F_REPLACE the kernel grafts over its default root
+         * qdisc only; over any other it answers EEXIST. */
         int r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_EXCL);
 
         if (r == -EEXIST) {
-                /* Ours from before (the class changes in place), or not. */
-                if (set_htb_class(bw, ifindex, rate, dev, err) == 0)
+                /* Ours from before (the class changes in place), or a root
+                 * qdisc of someone else: then there is no qdisc 4e42: for
+                 * the class (ENOENT). */
+                r = set_htb_class(bw, ifindex, rate, dev, err);
+                if (r == 0)
                         return ensure_leaf(bw, ifindex, dev, err);
-                r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_REPLACE);
+                if (r != -ENOENT && r != -EINVAL)
+                        return r;
+                return nbd_err_set(err, -EBUSY,
+                                   "the root qdisc of %s is not netbroker's (its handle is not "
+                                   "%x:): it is left as it is; delete it first to limit %s",
+                                   dev, TC_H_MAJ(HTB_ROOT) >> 16, dev);
         }
         if (r < 0) {
                 return nbd_err_set(err, r, "cannot add the root htb qdisc on %s: %s", dev,
@@ -370,8 +382,9 @@ static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate
         return r;
 }
 
-/* Delete the root qdisc if it is htb 1:: with kind and handle in the
- * request, the kernel refuses (EINVAL) to delete any other. */
+/* Delete the root qdisc if it is htb 4e42: (ours): with kind and handle in
+ * the request, the kernel refuses (EINVAL) to delete any other, and a
+ * default one (ENOENT). An interface gone meanwhile (ENODEV) has none. */
 static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
 {
         struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, HTB_ROOT, "htb");
@@ -384,7 +397,7 @@ static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struc
         nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
         rtnl_qdisc_put(q);
-        if (r == -ENOENT || r == -EINVAL)
+        if (r == -ENOENT || r == -EINVAL || r == -ENODEV)
                 r = 0;
         if (r < 0)
                 nbd_err_set(err, r, "cannot delete the root qdisc of %s: %s", dev, strerror(-r));
@@ -757,7 +770,7 @@ static int clear_police(struct nbd_bw *bw, int ifindex, const char *dev, struct 
         return r;
 }
 
-static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret);
+static void read_class(struct nbd_bw *bw, int ifindex, uint32_t handle, struct nbd_bw_rate *ret);
 
 /* An older helper shaped what enters links[i] on the IFB ifb (through an
  * nft fwd or a tc redirect, both of which take frames past a firewall):
@@ -768,7 +781,7 @@ static void convert_old(struct nbd_bw *bw, const struct nbd_link_entry *e, int i
         struct nbd_err err;
         int r;
 
-        read_class(bw, ifb, &rate);
+        read_class(bw, ifb, NBD_BW_OLD_IFB_CLASS, &rate);
         /* Without a limit to keep, its fwd chain goes with the prune of
          * the sweep; the chains of ours stay. */
         if (rate.average && bw->out != OUT_NONE)
@@ -885,10 +898,33 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
         return 0;
 }
 
+static bool hooks_name(int ifindex, const char *dev, bool old, void *data)
+{
+        (void)ifindex;
+        (void)old;
+        return strcmp(dev, data) == 0;
+}
+
 int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
         int ifindex = 0, r = lookup(bw, ifname, &ifindex, NULL, err);
 
+        if (r == -ENODEV) {
+                /* Gone with its guest: its qdiscs went with it. A chain
+                 * hooking its name (since Linux 6.16 it outlives the
+                 * device; the loop may not have heard of it yet) goes now,
+                 * or it would limit the next device of that name. */
+                unsigned n = 0;
+                int p = nbd_bw_nft_prune(bw->nft, hooks_name, (void *)ifname, &n, err);
+
+                if (p < 0)
+                        return p;
+                nbd_err_set(err, -ENODEV,
+                            "already gone: its qdiscs went with it; %u chain(s) hooking its name "
+                            "deleted",
+                            n);
+                return -ENODEV;
+        }
         if (r == 0)
                 r = clear_htb_root(bw, ifindex, ifname, err);
         if (r == 0)
@@ -898,7 +934,9 @@ int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 
 /* ---- reading back ---- */
 
-static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
+/* The htb class handle of ifindex (HTB_CLASS on an interface, the old
+ * layout's on an older helper's IFB). */
+static void read_class(struct nbd_bw *bw, int ifindex, uint32_t handle, struct nbd_bw_rate *ret)
 {
         struct nl_cache *cache = NULL;
         struct rtnl_class *c = NULL;
@@ -907,7 +945,7 @@ static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
         memset(ret, 0, sizeof(*ret));
         nbd_netlink_begin(bw->nl);
         if (send_result(bw, rtnl_class_alloc_cache(bw->nl->req, ifindex, &cache)) == 0)
-                c = rtnl_class_get(cache, ifindex, HTB_CLASS);
+                c = rtnl_class_get(cache, ifindex, handle);
         if (c && rtnl_tc_get_kind(TC_CAST(c)) && strcmp(rtnl_tc_get_kind(TC_CAST(c)), "htb") == 0 &&
             rtnl_htb_get_rate64(c, &rate) == 0 && rtnl_htb_get_ceil64(c, &ceil) == 0) {
                 ret->average = (uint32_t)(rate / 1024);
@@ -932,7 +970,7 @@ int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
         r = nbd_bw_nft_peek(ifindex, ifname, &p, &fwd, NULL);
         if (r < 0)
                 return r;
-        read_class(bw, ifindex, &egress);
+        read_class(bw, ifindex, HTB_CLASS, &egress);
         nbd_bw_nft_rate(&p, &ingress);
         ret->in = macvtap ? ingress : egress;
         ret->out = macvtap ? egress : ingress;

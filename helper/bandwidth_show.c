@@ -36,10 +36,12 @@ static int get_link(struct nbd_netlink *nl, const char *name, struct rtnl_link *
         return r == -EINVAL ? -ENODEV : r;
 }
 
-/* The root qdisc is netbroker's htb 1: (then *ret_leaf is the kind of the
- * leaf qdisc 2: under class 1:1, or "" for HTB's own fifo). */
-static int read_root(struct nbd_netlink *nl, int ifindex, bool *ret_ours, char *ret_leaf,
-                     size_t leaf_len, struct nbd_err *e)
+/* The root qdisc is htb of handle root (NBD_BW_HTB_ROOT, netbroker's mark;
+ * an older helper's IFB's htb 1:), then *ret_leaf is the kind of the leaf
+ * qdisc under class cls, or "" for HTB's own fifo. An htb of any other
+ * handle (an administrator's htb 1:) is not ours. */
+static int read_root(struct nbd_netlink *nl, int ifindex, uint32_t root_handle, uint32_t cls,
+                     bool *ret_ours, char *ret_leaf, size_t leaf_len, struct nbd_err *e)
 {
         struct nl_cache *cache = NULL;
         struct rtnl_qdisc *root = NULL, *leaf = NULL;
@@ -53,8 +55,8 @@ static int read_root(struct nbd_netlink *nl, int ifindex, bool *ret_ours, char *
                                    strerror(-r));
         root = rtnl_qdisc_get_by_parent(cache, ifindex, TC_H_ROOT);
         *ret_ours = root && kind_is(TC_CAST(root), "htb") &&
-                    rtnl_tc_get_handle(TC_CAST(root)) == NBD_BW_HTB_ROOT;
-        leaf = rtnl_qdisc_get_by_parent(cache, ifindex, NBD_BW_HTB_CLASS);
+                    rtnl_tc_get_handle(TC_CAST(root)) == root_handle;
+        leaf = *ret_ours ? rtnl_qdisc_get_by_parent(cache, ifindex, cls) : NULL;
         snprintf(ret_leaf, leaf_len, "%s",
                  leaf && rtnl_tc_get_kind(TC_CAST(leaf)) ? rtnl_tc_get_kind(TC_CAST(leaf)) : "");
         rtnl_qdisc_put(leaf);
@@ -63,9 +65,9 @@ static int read_root(struct nbd_netlink *nl, int ifindex, bool *ret_ours, char *
         return 0;
 }
 
-/* Class 1:1's rates, in kB/s and kB. *ret_found false: there is none. */
-static int read_class(struct nbd_netlink *nl, int ifindex, struct nbd_bw_rate *ret, bool *ret_found,
-                      struct nbd_err *e)
+/* Class cls's rates, in kB/s and kB. *ret_found false: there is none. */
+static int read_class(struct nbd_netlink *nl, int ifindex, uint32_t cls, struct nbd_bw_rate *ret,
+                      bool *ret_found, struct nbd_err *e)
 {
         struct nl_cache *cache = NULL;
         struct rtnl_class *c = NULL;
@@ -80,7 +82,7 @@ static int read_class(struct nbd_netlink *nl, int ifindex, struct nbd_bw_rate *r
         if (r < 0)
                 return nbd_err_set(e, r, "reading the classes of ifindex %d: %s", ifindex,
                                    strerror(-r));
-        c = rtnl_class_get(cache, ifindex, NBD_BW_HTB_CLASS);
+        c = rtnl_class_get(cache, ifindex, cls);
         if (c && kind_is(TC_CAST(c), "htb") && rtnl_htb_get_rate64(c, &rate) == 0 &&
             rtnl_htb_get_ceil64(c, &ceil) == 0 && rate >= 1024) {
                 ret->average = (uint32_t)(rate / 1024);
@@ -93,16 +95,18 @@ static int read_class(struct nbd_netlink *nl, int ifindex, struct nbd_bw_rate *r
         return 0;
 }
 
-/* netbroker's HTB tree on ifindex, if it has one there. */
-static int read_tree(struct nbd_netlink *nl, int ifindex, bool *ret_has, struct nbd_bw_rate *ret,
-                     char *ret_leaf, size_t leaf_len, struct nbd_err *e)
+/* netbroker's HTB tree on ifindex (root qdisc root_handle, class cls), if
+ * it has one there. */
+static int read_tree(struct nbd_netlink *nl, int ifindex, uint32_t root_handle, uint32_t cls,
+                     bool *ret_has, struct nbd_bw_rate *ret, char *ret_leaf, size_t leaf_len,
+                     struct nbd_err *e)
 {
         bool ours = false;
-        int r = read_root(nl, ifindex, &ours, ret_leaf, leaf_len, e);
+        int r = read_root(nl, ifindex, root_handle, cls, &ours, ret_leaf, leaf_len, e);
 
         *ret_has = false;
         if (r == 0 && ours)
-                r = read_class(nl, ifindex, ret, ret_has, e);
+                r = read_class(nl, ifindex, cls, ret, ret_has, e);
         return r;
 }
 
@@ -174,7 +178,8 @@ static int read_ingress(struct nbd_netlink *nl, int ifindex, const char *ifname,
         r = find_ifb(nl, ifindex, &ifb, e);
         if (r < 0 || !ifb)
                 return r;
-        r = read_tree(nl, ifb, ret_has, ret, leaf, sizeof(leaf), e);
+        r = read_tree(nl, ifb, NBD_BW_OLD_IFB_ROOT, NBD_BW_OLD_IFB_CLASS, ret_has, ret, leaf,
+                      sizeof(leaf), e);
         if (r < 0 || !*ret_has)
                 return r;
         if (fwd == ifb) {
@@ -207,7 +212,8 @@ int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown 
         /* A macvtap's egress is what its guest sends (bandwidth.h). */
         macvtap = rtnl_link_get_type(link) && strcmp(rtnl_link_get_type(link), "macvtap") == 0;
         rtnl_link_put(link);
-        r = read_tree(nl, ifindex, &has_root, &root, leaf, sizeof(leaf), e);
+        r = read_tree(nl, ifindex, NBD_BW_HTB_ROOT, NBD_BW_HTB_CLASS, &has_root, &root, leaf,
+                      sizeof(leaf), e);
         if (r < 0)
                 return r;
         if (has_root)

@@ -230,10 +230,11 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         ck_assert_str_eq(in_mech, "htb");
         ck_assert_str_eq(out_mech, "nft-limit");
         nb_results_free(res);
-        /* Inbound: htb 1: at the root, class 1:1 at average/peak/burst. */
+        /* Inbound: htb 4e42: (the helper's mark) at the root, class 4e42:1
+         * at average/peak/burst. */
         assert_tc("qdisc", "h0", "[q['kind'] for q in d if q.get('root')]", "['htb']");
-        assert_tc("qdisc", "h0", "[q['handle'] for q in d if q.get('root')]", "['1:']");
-        assert_classes("h0", "1:1 1024 2048 64");
+        assert_tc("qdisc", "h0", "[q['handle'] for q in d if q.get('root')]", "['4e42:']");
+        assert_classes("h0", "4e42:1 1024 2048 64");
         /* Outbound: an nft policer (after the firewall's chains; a tc
          * one would run before them), no IFB, no ingress qdisc. */
         assert_policer(4096);
@@ -245,7 +246,7 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         /* A change of rate is a change of the class, in place. */
         in.average = 1500;
         bw_set_ok(c, "h0", &in, &out);
-        assert_classes("h0", "1:1 1500 2048 64");
+        assert_classes("h0", "4e42:1 1500 2048 64");
         /* Stats name the mechanisms and count the ops. */
         b = nb_batch_new();
         nb_batch_stats(b);
@@ -348,7 +349,7 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         b = nb_batch_new();
         low_peak.peak = 4096; /* good now */
         ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &low_peak, &good), 0);
-        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "nosuchdev"), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "nosuchdev", &good, NULL), 0);
         res = submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
         ck_assert_int_eq(nb_result_status(res, 1), -ENODEV);
@@ -357,6 +358,118 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         ck_assert_str_eq(before, after);
         free(before);
         free(after);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- only its own ---- */
+
+/* h0's root qdisc as `tc -j qdisc show` has it: "KIND HANDLE". */
+static char *root_of_h0(void)
+{
+        char *got = tc_json("qdisc", "h0",
+                            "' '.join(q['kind'] + ' ' + q['handle'] for q in d "
+                            "if q.get('root'))");
+
+        got[strcspn(got, "\n")] = '\0';
+        return got;
+}
+
+/* An administrator's htb 1: on h0: with a class, so that an old reader
+ * that took any htb 1: for netbroker's would show a limit. */
+static void add_admin_htb(void)
+{
+        free(tu_sh("tc qdisc add dev h0 root handle 1: htb default 1 && "
+                   "tc class add dev h0 parent 1: classid 1:1 htb rate 1mbit burst 16k"));
+}
+
+/* The helper's tc objects carry its mark, the root handle 4e42:. An
+ * administrator's htb 1: is not shown as the helper's, survives a clear,
+ * and a set over it is refused with EBUSY and changes nothing; once it
+ * is gone, the set makes the helper's own, which the clear removes. */
+START_TEST(test_an_administrators_root_qdisc_is_neither_shown_nor_cleared_nor_replaced)
+{
+        nb_conn *c = setup();
+        nb_rate in = {.size = sizeof(nb_rate), .average = 1024, .burst = 64},
+                out = {.size = sizeof(nb_rate), .average = 2048, .burst = 64};
+        nb_rate shown_in = NB_RATE_INIT, shown_out = NB_RATE_INIT;
+        bool has_in = true, has_out = true;
+        nb_results *res;
+        nb_batch *b;
+        char *before, *after, *root;
+
+        add_admin_htb();
+        root = root_of_h0();
+        ck_assert_str_eq(root, "htb 1:");
+        free(root);
+        before = tc_state();
+        /* Not shown as the helper's. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_show(b, "h0"), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &shown_in, &has_out, &shown_out),
+                         0);
+        ck_assert_msg(!has_in, "an administrator's htb 1: shown as a limit of %u kB/s",
+                      shown_in.average);
+        ck_assert(!has_out);
+        nb_results_free(res);
+        /* Not deleted by a clear. */
+        bw_clear_ok(c, "h0");
+        after = tc_state();
+        ck_assert_str_eq(before, after);
+        free(after);
+        /* Not replaced by a set, which changes nothing (not even the
+         * other direction's policer). */
+        assert_refused(c, "h0", &in, &out, -EBUSY, "is not netbroker's");
+        after = tc_state();
+        ck_assert_str_eq(before, after);
+        ck_assert(!has_chain(police_of_h0()));
+        free(after);
+        /* Gone, the helper makes its own, and its clear removes it. */
+        free(tu_sh("tc qdisc del dev h0 root"));
+        bw_set_ok(c, "h0", &in, &out);
+        root = root_of_h0();
+        ck_assert_str_eq(root, "htb 4e42:");
+        free(root);
+        bw_clear_ok(c, "h0");
+        root = root_of_h0();
+        ck_assert_msg(!strstr(root, "4e42:"), "the helper's root qdisc stays: %s", root);
+        free(root);
+        free(before);
+        nb_close(c);
+}
+END_TEST
+
+/* BandwidthClear of an interface that went away with its guest is a
+ * success that says so, alone and in a batch whose other ops run; the
+ * policer chain that hooked its name is gone (since Linux 6.16 it would
+ * limit the next device of that name). */
+START_TEST(test_clear_of_an_interface_already_gone_succeeds_and_says_so)
+{
+        nb_conn *c = setup();
+        nb_rate r = {.size = sizeof(nb_rate), .average = 1024, .burst = 64};
+        char police[16];
+        nb_results *res;
+        nb_batch *b;
+
+        bw_set_ok(c, "h0", &r, &r);
+        snprintf(police, sizeof(police), "%s", police_of_h0());
+        ck_assert(has_chain(police));
+        free(tu_sh("ip link del h0"));
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "nosuchdev"), 0);
+        ck_assert_int_eq(nb_batch_veth_create(b, "h1", "g1", -1), 0);
+        res = submit(c, b);
+        for (size_t i = 0; i < 3; i++)
+                ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s (%s)", i,
+                              strerror(-nb_result_status(res, i)), nb_result_message(res, i));
+        ck_assert_msg(strstr(nb_result_message(res, 0), "already gone"),
+                      "bandwidth clear of h0 says '%s'", nb_result_message(res, 0));
+        ck_assert_msg(strstr(nb_result_message(res, 1), "already gone"),
+                      "bandwidth clear of nosuchdev says '%s'", nb_result_message(res, 1));
+        nb_results_free(res);
+        ck_assert(!has_chain(police));
         nb_close(c);
 }
 END_TEST
@@ -396,8 +509,8 @@ START_TEST(test_without_nft_limit_a_limit_on_what_enters_is_refused)
         ck_assert(!has_chain(police_of_h0()));
         bw_set_ok(c, "h0", &r, NULL);
         bw_set_ok(c, "mv0", NULL, &r);
-        assert_classes("h0", "1:1 1024 1024 10");
-        assert_classes("mv0", "1:1 1024 1024 10");
+        assert_classes("h0", "4e42:1 1024 1024 10");
+        assert_classes("mv0", "4e42:1 1024 1024 10");
         tables = tu_sh("nft list tables");
         ck_assert_msg(!strstr(tables, "netbroker_bw\n"), "%s", tables);
         free(tables);
@@ -480,7 +593,7 @@ START_TEST(test_without_a_burst_htb_gets_10_ms_of_the_average)
         assert_policer(100);
         ck_assert_uint_eq(out_burst_shown(c), 300);
         bw_set_ok(c, "h0", &in, &out);
-        assert_classes("h0", "1:1 8192 8192 82");
+        assert_classes("h0", "4e42:1 8192 8192 82");
         assert_policer(100);
         ck_assert_uint_eq(out_burst_shown(c), 100);
         first = tc_state();
@@ -895,6 +1008,9 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_set_is_what_tc_shows_and_set_twice_is_the_same_state);
         tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
         tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);
+        tcase_add_test(ops,
+                       test_an_administrators_root_qdisc_is_neither_shown_nor_cleared_nor_replaced);
+        tcase_add_test(ops, test_clear_of_an_interface_already_gone_succeeds_and_says_so);
         tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
         tcase_add_test(ops, test_without_nft_limit_a_limit_on_what_enters_is_refused);
         tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);

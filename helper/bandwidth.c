@@ -461,8 +461,9 @@ static int clear_tc_redirect(struct nbd_bw *bw, int ifindex, const char *dev, st
         rtnl_cls_set_protocol(cls, ETH_P_ALL);
         nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_cls_delete(bw->nl->req, cls, 0));
-        /* Nothing there: no ingress qdisc (EINVAL) or no such filter. */
-        if (r == -ENOENT || r == -EINVAL) {
+        /* Nothing there: no ingress qdisc (EINVAL), no such filter, or
+         * no interface any more (ENODEV). */
+        if (r == -ENOENT || r == -EINVAL || r == -ENODEV) {
                 r = 0;
                 goto out;
         }
@@ -479,7 +480,7 @@ static int clear_tc_redirect(struct nbd_bw *bw, int ifindex, const char *dev, st
                 }
                 nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
-                if (r == -ENOENT || r == -EINVAL)
+                if (r == -ENOENT || r == -EINVAL || r == -ENODEV)
                         r = 0;
                 if (r < 0)
                         nbd_err_set(err, r, "cannot delete the ingress qdisc of %s: %s", dev,

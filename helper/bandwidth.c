@@ -273,11 +273,11 @@ static int set_htb_class(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rat
         r = send_result(bw, rtnl_class_add(bw->nl->req, c, NLM_F_CREATE | NLM_F_REPLACE));
         rtnl_class_put(c);
         if (r < 0)
-                nbd_err_set(err, r, "cannot set htb class 1:1 on %s: %s", dev, strerror(-r));
+                nbd_err_set(err, r, "cannot set htb class 4e42:1 on %s: %s", dev, strerror(-r));
         return r;
 }
 
-/* A fair leaf under 1:1: the first kind the kernel has, found by trying
+/* A fair leaf 4e43: under 4e42:1: the first kind the kernel has, found by trying
  * once; without one, HTB's own fifo stays. */
 /* A qdisc object naming one qdisc of ifindex (kind NULL: any kind), for an
  * add or a delete; NULL when out of memory. */

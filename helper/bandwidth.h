@@ -31,7 +31,7 @@
  *     hands frames back marked to skip the netfilter egress hooks, so
  *     what a bridge forwarded to another port skipped that port's
  *     to-guest chains; a tc redirect or police runs before the firewall.
- * A change of rates changes class 1:1 in place (NLM_F_REPLACE), and
+ * A change of rates changes class 4e42:1 in place (NLM_F_REPLACE), and
  * replaces the chain in one transaction: there is no instant without a
  * limit. Clear deletes the root qdisc if it is htb 4e42: and the chain.
  *

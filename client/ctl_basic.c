@@ -59,9 +59,11 @@ static void print_stats(const struct ctl *c, const nb_results *res)
         if (c->json)
                 fputs("{\"ok\":true,\"stats\":{", stdout);
         for (size_t k = 0; nb_result_stat_at(res, 0, k, &name, &v) == 0; k++) {
-                if (c->json)
-                        printf("%s\"%s\":%llu", k ? "," : "", name, (unsigned long long)v);
-                else
+                if (c->json) {
+                        fputs(k ? "," : "", stdout);
+                        json_str(name);
+                        printf(":%llu", (unsigned long long)v);
+                } else
                         printf("%-24s %llu\n", name, (unsigned long long)v);
         }
         if (c->json)
@@ -76,25 +78,34 @@ static void print_stats(const struct ctl *c, const nb_results *res)
                 puts("}}");
 }
 
-static int cmd_stats(struct ctl *c, int argc, char **argv)
+/* A command of one op and no arguments: add adds the op, print shows its
+ * result when it worked. */
+static int one_op(struct ctl *c, int argc, int (*add)(nb_batch *),
+                  void (*print)(const struct ctl *, const nb_results *))
 {
         nb_batch *b;
         nb_results *res = NULL;
         int rc;
 
-        (void)argv;
         if (argc != 1)
                 return ctl_usage_error(c, "takes no arguments");
         b = nb_batch_new();
-        if (!b)
+        if (!b || add(b) < 0) {
+                nb_batch_free(b);
                 return ctl_fail(c, EXIT_OP_FAILED, ENOMEM, "cannot make a batch");
-        nb_batch_stats(b);
+        }
         rc = ctl_submit(c, b, &res);
         if (rc == 0 && !(rc = ctl_op_failed(c, res, 0)))
-                print_stats(c, res);
+                print(c, res);
         nb_results_free(res);
         nb_batch_free(b);
         return rc;
+}
+
+static int cmd_stats(struct ctl *c, int argc, char **argv)
+{
+        (void)argv;
+        return one_op(c, argc, nb_batch_stats, print_stats);
 }
 
 const struct command ctl_cmd_stats = {
@@ -249,24 +260,8 @@ static void print_names(const struct ctl *c, const nb_results *res)
 
 static int cmd_names(struct ctl *c, int argc, char **argv)
 {
-        nb_batch *b;
-        nb_results *res = NULL;
-        int rc;
-
         (void)argv;
-        if (argc != 1)
-                return ctl_usage_error(c, "takes no arguments");
-        b = nb_batch_new();
-        if (!b || nb_batch_names_dump(b) < 0) {
-                nb_batch_free(b);
-                return ctl_fail(c, EXIT_OP_FAILED, ENOMEM, "cannot make a batch");
-        }
-        rc = ctl_submit(c, b, &res);
-        if (rc == 0 && !(rc = ctl_op_failed(c, res, 0)))
-                print_names(c, res);
-        nb_results_free(res);
-        nb_batch_free(b);
-        return rc;
+        return one_op(c, argc, nb_batch_names_dump, print_names);
 }
 
 const struct command ctl_cmd_names = {

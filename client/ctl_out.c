@@ -7,10 +7,40 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
+
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), 0 if there is
+ * none. */
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+        size_t n;
+        uint32_t cp;
+
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                n = 2, cp = p[0] & 0x1f;
+        else if (p[0] >= 0xe0 && p[0] <= 0xef)
+                n = 3, cp = p[0] & 0x0f;
+        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+                n = 4, cp = p[0] & 0x07;
+        else
+                return 0;
+        if (left < n)
+                return 0;
+        for (size_t k = 1; k < n; k++) {
+                if ((p[k] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (p[k] & 0x3f);
+        }
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+                return 0;
+        return n;
+}
 
 void json_strn(const void *data, size_t len)
 {
@@ -27,8 +57,21 @@ void json_strn(const void *data, size_t len)
                         fputs("\\t", stdout);
                 else if (ch < 0x20 || ch == 0x7f)
                         printf("\\u%04x", ch);
-                else
+                else if (ch < 0x80)
                         putchar(ch);
+                else {
+                        /* Exec output is any bytes, and may be cut inside
+                         * a character at its cap: a whole UTF-8 sequence
+                         * is copied, any other byte becomes the code
+                         * point of its value, so the JSON stays valid. */
+                        size_t n = utf8_len(p + i, len - i);
+                        if (n) {
+                                fwrite(p + i, 1, n, stdout);
+                                i += n - 1;
+                        } else {
+                                printf("\\u%04x", ch);
+                        }
+                }
         }
         putchar('"');
 }

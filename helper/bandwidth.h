@@ -70,6 +70,7 @@
 struct nbd_bw;
 struct nbd_netlink;
 struct nbd_link_entry;
+struct nbd_links;
 
 /* kB/s and kB, as libvirt; average 0: no limit this way. */
 struct nbd_bw_rate {
@@ -123,6 +124,9 @@ int nbd_bw_flush(struct nbd_bw *bw);
  * remove its chains (since Linux 6.16 they outlive it) and an older
  * helper's IFB, which nothing else would; e NULL ends a list of them (the
  * chains go then, in one transaction, and the IFBs together). */
+/* Lend bw the name map of links, so that an interface going costs no
+ * kernel lookup of an IFB that is not there. */
+void nbd_bw_watch_links(struct nbd_bw *bw, struct nbd_links *links);
 void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e);
 /* At start-up: replace an older helper's IFB whose interface is there by
  * a policer of its rate; remove its other IFBs (marked ones only) and its

@@ -659,6 +659,8 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 /* The policy files, in lexical order. A missing directory holds none; a
  * file that cannot be read stops start-up: a policy half read could grant
  * what its author meant to refuse only in a later file. */
+static int open_config(const char *path, FILE **ret);
+
 static int load_policy_dir(struct nbd_config *c, struct parse_state *st, struct nbd_err *e)
 {
         const char *dir = c->policy_dir ? c->policy_dir : NBD_POLICY_DEFAULT_DIR;
@@ -676,10 +678,12 @@ static int load_policy_dir(struct nbd_config *c, struct parse_state *st, struct 
                 FILE *f;
                 if (r == 0) {
                         snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-                        f = fopen(path, "re");
-                        if (!f) {
-                                r = -errno;
-                                nbd_err_set(e, r, "%s: %s", path, strerror(-r));
+                        /* As the main file: a FIFO here would hold the
+                         * loop on a reload. */
+                        r = open_config(path, &f);
+                        if (r < 0) {
+                                nbd_err_set(e, r, "%s: %s", path,
+                                            r == -EINVAL ? "not a regular file" : strerror(-r));
                         } else {
                                 r = parse_file(c, st, path, f, true, e);
                                 fclose(f);

@@ -321,10 +321,16 @@ static void cleanup_done(void *data, bool not_run)
                 r = nbd_err_set(&c->err, -ECANCELED, "the helper is stopping");
         else if (r == 0 && c->n_owners)
                 r = be->txn_commit_finish(c->t, &c->err);
-        if (r == 0)
+        if (r == 0) {
                 removed(g, c->owners, c->n_owners, "its interface went away");
-        else
+        } else {
                 nbd_warn("cannot remove the owners of interfaces that are gone: %s", c->err.msg);
+                /* Their owners may still be bound to these names: the next
+                 * interface of each name must be looked up when it goes
+                 * (a later FirewallApply replaces or a sweep removes them). */
+                for (size_t i = 0; i < c->n; i++)
+                        nbd_fw_gone_note(g, c->names[i]);
+        }
         be->txn_free(c->t);
         if (c->lf)
                 be->lane_close(c->lf);

@@ -759,6 +759,19 @@ int nbd_fw_txn_remove_bound(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ],
         size_t k = 0, cap = 0;
         int r = 0;
 
+        /* From the summary, the owners' chains are not known yet, and
+         * nbd_fw_txn_remove() reads them, which replaces the owner list
+         * this loop walks: read them first, when any owner is bound to a
+         * gone name, so the list stays the one walked. */
+        for (struct nbd_fw_owner_state *o = t->owners.list; t->summary && o; o = o->next) {
+                if (o->has_base && !o->touched &&
+                    bsearch(o->ifname, names, n, sizeof(*names), name_cmp)) {
+                        r = read_chains(t, e);
+                        if (r < 0)
+                                return r;
+                        break;
+                }
+        }
         for (struct nbd_fw_owner_state *o = t->owners.list; o && r == 0; o = o->next) {
                 if (!o->has_base || o->touched ||
                     !bsearch(o->ifname, names, n, sizeof(*names), name_cmp))

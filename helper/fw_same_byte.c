@@ -97,7 +97,7 @@ static int dump_once(struct nbd_fw *fw, char *buf, size_t size, struct seen *s)
 
 int nbd_fw_same_byte_read(struct nbd_fw *fw, bool *ret)
 {
-        static char buf[65536];
+        static _Thread_local char buf[65536]; /* the loop and the firewall lane */
         struct seen s;
         int r = -EINTR;
 

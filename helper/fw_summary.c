@@ -58,8 +58,8 @@ static int on_mark(const struct nlmsghdr *nlh, void *data)
 
         if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), userdata_cb, &ud) >= 0 && ud)
                 /* The chain's comment has the type of an element's (0). */
-                nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud),
-                                  comment_cb, text);
+                nbd_fw_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud),
+                                   comment_cb, text);
         o->marked = sscanf(text, "netbroker generation %" SCNu32, &o->mark) == 1;
         return MNL_CB_OK;
 }
@@ -69,9 +69,11 @@ static int on_mark(const struct nlmsghdr *nlh, void *data)
 static int read_mark(struct nbd_fw *fw, struct nbd_fw_owners *o)
 {
         char buf[MNL_SOCKET_BUFFER_SIZE];
+        /* Zeroed: the attributes' padding goes to the kernel too. */
+        char req[MNL_NLMSG_HDRLEN + 128] = {0};
         uint32_t seq = ++fw->seq, portid = mnl_socket_get_portid(fw->nl);
         struct nlmsghdr *nlh =
-                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NBD_FW_GEN_FAMILY, NLM_F_ACK, seq);
+                nftnl_nlmsg_build_hdr(req, NFT_MSG_GETCHAIN, NBD_FW_GEN_FAMILY, NLM_F_ACK, seq);
         ssize_t n;
         int r;
 
@@ -120,8 +122,8 @@ static void read_elem(struct elem_dump *d, const struct nlattr *elem)
                 d->bad = true;
                 return;
         }
-        nftnl_udata_parse(mnl_attr_get_payload(tb[NFTA_SET_ELEM_USERDATA]),
-                          mnl_attr_get_payload_len(tb[NFTA_SET_ELEM_USERDATA]), comment_cb, text);
+        nbd_fw_udata_parse(mnl_attr_get_payload(tb[NFTA_SET_ELEM_USERDATA]),
+                           mnl_attr_get_payload_len(tb[NFTA_SET_ELEM_USERDATA]), comment_cb, text);
         o = calloc(1, sizeof(*o));
         if (!o) {
                 d->err = -ENOMEM;
@@ -181,26 +183,11 @@ static int on_elems(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-/* The rest of an interrupted dump, up to its end. */
-static void drain(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
-{
-        for (;;) {
-                ssize_t n = mnl_socket_recvfrom(fw->nl, buf, size);
-                if (n <= 0)
-                        return;
-                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
-                     h = mnl_nlmsg_next(h, (int *)&n))
-                        if (h->nlmsg_seq == seq &&
-                            (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR))
-                                return;
-        }
-}
-
 /* Every element of the set: 0 (with d->bad when there is no set), or
  * -errno. An interrupted dump is read again. */
 static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
 {
-        static char buf[65536];
+        static _Thread_local char buf[65536]; /* the loop (creator checks) and the firewall lane */
         uint32_t portid = mnl_socket_get_portid(fw->nl);
         int r = -EINTR;
 
@@ -228,7 +215,7 @@ static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
                                 r = -errno;
                 } while (r > 0);
                 if (r == -EINTR)
-                        drain(fw, buf, sizeof(buf), seq);
+                        nbd_fw_drain_dump(fw, buf, sizeof(buf), seq);
         }
         if (r == -ENOENT) {
                 d->bad = true; /* no table or no set: a mark from before summaries */

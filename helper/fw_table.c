@@ -132,6 +132,18 @@ static int chain_attr_cb(const struct nlattr *attr, void *data)
         return MNL_CB_OK;
 }
 
+int nbd_fw_udata_parse(const void *data, uint32_t len,
+                       int (*cb)(const struct nftnl_udata *attr, void *data), void *arg)
+{
+        const uint8_t *p = data;
+
+        for (uint32_t i = 0; i < len; i += 2u + p[i + 1]) {
+                if (len - i < 2 || p[i + 1] > len - i - 2)
+                        return -EINVAL;
+        }
+        return nftnl_udata_parse(data, len, cb, arg);
+}
+
 /* A chain's comment into text (up to its NUL or its end, whichever comes
  * first); false when it has none. */
 static bool comment_text(const struct nlattr *ud, char text[NFT_USERDATA_MAXLEN + 1])
@@ -139,8 +151,8 @@ static bool comment_text(const struct nlattr *ud, char text[NFT_USERDATA_MAXLEN 
         struct comment c = {0};
 
         if (!ud ||
-            nftnl_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud), comment_cb,
-                              &c) < 0 ||
+            nbd_fw_udata_parse(mnl_attr_get_payload(ud), mnl_attr_get_payload_len(ud), comment_cb,
+                               &c) < 0 ||
             !c.text)
                 return false;
         snprintf(text, NFT_USERDATA_MAXLEN + 1, "%.*s", (int)strnlen(c.text, c.len), c.text);
@@ -333,8 +345,7 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners)
         return dump(fw, NFT_MSG_GETRULE, on_rule, restart_count, &rc);
 }
 
-/* Read what is left of dump seq, up to its NLMSG_DONE (or error). */
-static void drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
+void nbd_fw_drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
 {
         for (;;) {
                 ssize_t n = mnl_socket_recvfrom(fw->nl, buf, size);
@@ -403,7 +414,7 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                  * out, else the next request reads it as its answer. (A
                  * commit on the firewall's lane can interrupt a dump.) */
                 if (r == -EINTR)
-                        drain_dump(fw, buf, sizeof(buf), seq);
+                        nbd_fw_drain_dump(fw, buf, sizeof(buf), seq);
                 if (r == -ENOENT)
                         r = 0; /* no table: no owners */
         }
@@ -480,7 +491,10 @@ int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret)
         int r;
 
         nbd_fw_monitor_drain(fw);
-        if (!fw->gen_known) {
+        /* Without a monitor (a lane's handle) nothing would tell the cached
+         * generation that another commit came: read it every time, so a
+         * re-read after a dump sees a commit made during it. */
+        if (!fw->gen_known || !fw->mon) {
                 r = nbd_fw_read_gen(fw, &gen);
                 if (r < 0)
                         return r;
@@ -628,7 +642,7 @@ static int on_rule_full(const struct nlmsghdr *nlh, void *data)
                 goto out; /* not one of ours */
         ud = nftnl_rule_get_data(nr, NFTNL_RULE_USERDATA, &len);
         if (ud)
-                nftnl_udata_parse(ud, len, rule_comment_cb, &rec);
+                nbd_fw_udata_parse(ud, len, rule_comment_cb, &rec);
         nftnl_expr_foreach(nr, rule_expr_cb, &rec);
         /* The kernel dumps a chain's rules together and in order. */
         rec.index = d->n && strcmp(d->v[d->n - 1].chain, chain) == 0 ? d->v[d->n - 1].index + 1 : 0;

@@ -15,6 +15,8 @@
 #include "fw_model.h"
 #include "loop.h"
 
+struct nftnl_udata;
+
 struct nbd_fw {
         struct mnl_socket *nl; /* requests and dumps */
         struct mnl_socket *mon; /* NFNLGRP_NFTABLES: our table being deleted */
@@ -98,3 +100,13 @@ void nbd_fw_monitor_drain(struct nbd_fw *fw);
 /* Fill e for a failed nbd_fw_read_owners (rules false) or
  * nbd_fw_count_rules (rules true); returns r. */
 int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules);
+/* nftnl_udata_parse() of len bytes at data, after checking that every
+ * type-length-value in them fits: libnftnl's walk trusts each length, and
+ * anyone with CAP_NET_ADMIN in the namespace writes these comments.
+ * -EINVAL, cb never called, when one does not fit. */
+int nbd_fw_udata_parse(const void *data, uint32_t len,
+                       int (*cb)(const struct nftnl_udata *attr, void *data), void *arg);
+/* Read what is left of dump seq on fw's socket, up to its NLMSG_DONE (or
+ * error), into buf: an interrupted dump leaves nothing for the next request
+ * to take as its answer. */
+void nbd_fw_drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq);

@@ -388,6 +388,11 @@ bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
         return n && n->macvtap;
 }
 
+bool nbd_links_knows(struct nbd_links *l, const char *name)
+{
+        return nbd_ifmap_ifindex(&l->ifs, name) != 0;
+}
+
 int nbd_link_exists(struct nbd_links *l, const char *name)
 {
         nbd_links_sync(l);

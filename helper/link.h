@@ -120,6 +120,10 @@ void nbd_links_on_gone(struct nbd_links *l, void (*fn)(void *data, const struct 
  * reply, so a LinkDelete's reply comes after its IFB is gone too. */
 void nbd_links_flush_gone(struct nbd_links *l);
 
+/* Whether the name map has an interface of that name, as the notifications
+ * read so far say (no sync: safe from a gone watcher). */
+bool nbd_links_knows(struct nbd_links *l, const char *name);
+
 /* Every interface there is now, in a malloc'ed array (free it). */
 int nbd_links_list(struct nbd_links *l, struct nbd_link_entry **ret, size_t *n);
 /* The request socket, lent to bandwidth.c: one fewer fd of the few the

@@ -450,8 +450,10 @@ static void caps_watch_gone(const struct caps *c)
 
         if (!c->links || (!c->bw && !c->fw_gone))
                 return;
-        if (c->bw)
+        if (c->bw) {
+                nbd_bw_watch_links(c->bw, c->links);
                 nbd_links_on_gone(c->links, nbd_bw_link_gone, c->bw);
+        }
         if (c->fw_gone)
                 nbd_links_on_gone(c->links, nbd_fw_gone_link, c->fw_gone);
         if (nbd_links_list(c->links, &all, &n) == 0) {

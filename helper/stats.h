@@ -31,6 +31,7 @@ enum nbd_stat {
         NBD_STAT_FW_OWNERS_GONE, /* removed because their interface went away */
         NBD_STAT_OPS_BANDWIDTH,
         NBD_STAT_OPS_SHOW, /* LinkList, BandwidthShow */
+        NBD_STAT_BW_IFB_LOOKUPS, /* an interface's IFB asked of the kernel (bandwidth.c) */
         NBD_STAT__MAX,
 };
 

@@ -44,6 +44,14 @@ START_TEST(test_ctl_exit_statuses_are_what_scripts_rely_on)
         ck_assert_int_eq(ctl(conf, &out, "exec", "--", "/bin/false", NULL, NULL), 1);
         ck_assert_msg(strstr(out, "\"exit_code\":1"), "%s", out);
         free(out);
+        /* A program's output is any bytes: valid UTF-8 is kept, any other
+         * byte (here a lone 0xff, and a sequence cut at the end) becomes
+         * its code point, so the JSON stays valid. */
+        ck_assert_int_eq(ctl(conf, &out, "exec", "--", "/bin/sh", "-c",
+                             "printf '\\377\\303\\251ok\\342\\202'"),
+                         0);
+        ck_assert_msg(strstr(out, "\"stdout\":\"\\u00ff\xc3\xa9ok\\u00e2\\u0082\""), "%s", out);
+        free(out);
         /* Refused by the allow-list: an op failure, 1. */
         ck_assert_int_eq(ctl(conf, &out, "exec", "--", "/usr/bin/id", NULL, NULL), 1);
         ck_assert_msg(strstr(out, "not on the allow-list"), "%s", out);

@@ -84,19 +84,6 @@ static void assert_refused(const nb_results *res, size_t i, int status, const ch
                       i, nb_result_message(res, i), needle);
 }
 
-static uint64_t stat_of(nb_conn *c, const char *name)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res;
-        uint64_t v = 0;
-
-        nb_batch_stats(b);
-        res = submit_ok(c, b);
-        ck_assert_msg(nb_result_stat(res, 0, name, &v) == 0, "no counter %s", name);
-        nb_results_free(res);
-        return v;
-}
-
 /* Apply one owner in its own batch; returns its rule count, and its hash
  * in hash (33 bytes) when not NULL. */
 static unsigned apply1(nb_conn *c, const char *owner, const char *ifname, const nb_fw_ruleset *rs,
@@ -935,7 +922,7 @@ START_TEST(test_replacing_rules_50_times_lets_no_spoofed_frame_through)
         apply1(l.c, "vnet0", "vnet0", rs[1], NB_FW_REPLACE, hash[1], NULL);
         apply1(l.c, "vnet0", "vnet0", rs[0], NB_FW_REPLACE, hash[0], NULL);
         ck_assert_str_ne(hash[0], hash[1]);
-        txns = stat_of(l.c, "fw_transactions");
+        txns = tu_stat(l.c, "fw_transactions");
 
         k.fd = packet_socket_in(-1, "vnet0", ETH_P_NBTEST);
         ck_assert_int_eq(pthread_create(&th, NULL, count_frames, &k), 0);
@@ -951,7 +938,7 @@ START_TEST(test_replacing_rules_50_times_lets_no_spoofed_frame_through)
         stop_sender(sender);
         atomic_store(&k.stop, true);
         ck_assert_int_eq(pthread_join(th, NULL), 0);
-        ck_assert_uint_eq(stat_of(l.c, "fw_transactions"), txns + 50);
+        ck_assert_uint_eq(tu_stat(l.c, "fw_transactions"), txns + 50);
         ck_assert_msg(k.genuine > 200, "only %u genuine frames arrived: the sender did not run",
                       k.genuine);
         ck_assert_msg(k.spoofed == 0,
@@ -1041,7 +1028,7 @@ START_TEST(test_batch_of_100_refused_by_the_kernel_at_57_changes_nothing)
         tu_veths("fw", MANY);
         apply_guests(c, "pre", 10);
         before = ruleset_text();
-        txns = stat_of(c, "fw_transactions");
+        txns = tu_stat(c, "fw_transactions");
 
         for (int i = 0; i < MANY; i++) {
                 if (i == 56)
@@ -1070,7 +1057,7 @@ START_TEST(test_batch_of_100_refused_by_the_kernel_at_57_changes_nothing)
         after = ruleset_text();
         ck_assert_str_eq(before, after);
         ck_assert_uint_eq(fw_owner_count(c), 10);
-        ck_assert_uint_eq(stat_of(c, "fw_transactions"), txns);
+        ck_assert_uint_eq(tu_stat(c, "fw_transactions"), txns);
         free(before);
         free(after);
         nb_close(c);
@@ -1280,8 +1267,8 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
                 snprintf(hashes[i], sizeof(hashes[i]), "%s", h);
         }
         nb_results_free(res);
-        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 1);
-        ck_assert_uint_eq(stat_of(c, "fw_rules_written"), MANY * 23);
+        ck_assert_uint_eq(tu_stat(c, "fw_transactions"), 1);
+        ck_assert_uint_eq(tu_stat(c, "fw_rules_written"), MANY * 23);
 
         /* The daemon restarts, and so does its helper. */
         old = nb_conn_helper_pid(c);
@@ -1289,7 +1276,7 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
         ck_assert(!tu_process_alive(old));
         c = tu_spawn(FW_ALLOW);
         ck_assert_int_ne(nb_conn_helper_pid(c), old);
-        nl_before = stat_of(c, "netlink_messages");
+        nl_before = tu_stat(c, "netlink_messages");
 
         monitor_start(&mon);
         b = nb_batch_new();
@@ -1311,21 +1298,21 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
         ck_assert_msg(other[0] == '\0', "nft monitor saw changes during the ensure:\n%s", other);
         free(seen);
         free(other);
-        ck_assert_uint_eq(stat_of(c, "fw_rules_written"), 0);
-        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 0);
-        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), 0);
-        ck_assert_uint_eq(stat_of(c, "fw_owners_unchanged"), MANY);
+        ck_assert_uint_eq(tu_stat(c, "fw_rules_written"), 0);
+        ck_assert_uint_eq(tu_stat(c, "fw_transactions"), 0);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_written"), 0);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_unchanged"), MANY);
         /* The mark's chain and one dump of the summary (and the generation,
          * when the monitor lost events); no writes (the two Stats ops send
          * none). */
-        ck_assert_uint_le(stat_of(c, "netlink_messages") - nl_before, 3);
+        ck_assert_uint_le(tu_stat(c, "netlink_messages") - nl_before, 3);
 
         /* A firewall reload: the table goes, the helper notices, and the
          * next ensure rebuilds everything. */
         free(tu_sh("nft flush ruleset"));
-        for (int i = 0; i < 200 && stat_of(c, "fw_table_deleted") == 0; i++)
+        for (int i = 0; i < 200 && tu_stat(c, "fw_table_deleted") == 0; i++)
                 usleep(10000);
-        ck_assert_uint_eq(stat_of(c, "fw_table_deleted"), 1);
+        ck_assert_uint_eq(tu_stat(c, "fw_table_deleted"), 1);
         s = nft_summary();
         ck_assert_str_eq(s, "(no table)\n");
         free(s);
@@ -1344,9 +1331,9 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
                 ck_assert_str_eq(h, hashes[i]);
         }
         nb_results_free(res);
-        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), MANY);
-        ck_assert_uint_eq(stat_of(c, "fw_rules_written"), MANY * 23);
-        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 1);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_written"), MANY);
+        ck_assert_uint_eq(tu_stat(c, "fw_rules_written"), MANY * 23);
+        ck_assert_uint_eq(tu_stat(c, "fw_transactions"), 1);
         s = nft_summary();
         ck_assert_uint_eq(chains_with_prefix(s, "fw"), MANY * 10);
         {

@@ -349,19 +349,6 @@ END_TEST
 
 /* ---- a guest's rules die with its interface ---- */
 
-static uint64_t stat_of(nb_conn *c, const char *name)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res;
-        uint64_t v = 0;
-
-        nb_batch_stats(b);
-        res = submit(c, b);
-        ck_assert_int_eq(nb_result_stat(res, 0, name, &v), 0);
-        nb_results_free(res);
-        return v;
-}
-
 static size_t owners_listed(nb_conn *c)
 {
         nb_batch *b = nb_batch_new();
@@ -400,7 +387,7 @@ START_TEST(test_a_new_interface_of_the_name_inherits_no_rule)
         nb_batch_firewall_apply(b, "old-guest", "vnet0", rs, NB_FW_REPLACE);
         expect_ok(submit(l.c, b));
         ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 0);
-        gone0 = stat_of(l.c, "fw_owners_gone");
+        gone0 = tu_stat(l.c, "fw_owners_gone");
 
         free(tu_sh("ip link del vnet0"));
         pair_up(&l);
@@ -411,7 +398,7 @@ START_TEST(test_a_new_interface_of_the_name_inherits_no_rule)
         ck_assert_uint_eq(got, 1);
         ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 3);
         ck_assert_uint_eq(owners_listed(l.c), 0);
-        ck_assert_uint_eq(stat_of(l.c, "fw_owners_gone"), gone0 + 1);
+        ck_assert_uint_eq(tu_stat(l.c, "fw_owners_gone"), gone0 + 1);
 
         before = tu_sh("nft list ruleset");
         b = nb_batch_new();
@@ -452,7 +439,7 @@ START_TEST(test_a_renamed_interface_leaves_no_rule_for_its_old_name)
         nb_batch_firewall_apply(b, "old-guest", "vnet0", rs, NB_FW_REPLACE);
         expect_ok(submit(l.c, b));
         ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 0);
-        gone0 = stat_of(l.c, "fw_owners_gone");
+        gone0 = tu_stat(l.c, "fw_owners_gone");
 
         free(tu_sh("ip link set vnet0 down && ip link set vnet0 name nbrenamed0 && "
                    "nsenter --net=%s ip link set geth0 name gold0",
@@ -464,7 +451,7 @@ START_TEST(test_a_renamed_interface_leaves_no_rule_for_its_old_name)
         ck_assert_uint_eq(got, 1);
         ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 3);
         ck_assert_uint_eq(owners_listed(l.c), 0);
-        ck_assert_uint_eq(stat_of(l.c, "fw_owners_gone"), gone0 + 1);
+        ck_assert_uint_eq(tu_stat(l.c, "fw_owners_gone"), gone0 + 1);
         ruleset = tu_sh("nft list table netdev netbroker 2>/dev/null");
         ck_assert_msg(!strstr(ruleset, "old-guest"), "the owner's chains stayed:\n%s", ruleset);
         free(ruleset);

@@ -33,19 +33,6 @@ static nb_results *submit_ok(nb_conn *c, nb_batch *b)
         return res;
 }
 
-static uint64_t stat_of(nb_conn *c, const char *name)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res;
-        uint64_t v = 0;
-
-        nb_batch_stats(b);
-        res = submit_ok(c, b);
-        ck_assert_msg(nb_result_stat(res, 0, name, &v) == 0, "no counter %s", name);
-        nb_results_free(res);
-        return v;
-}
-
 /* Guest i: no-promisc and clean-traffic on its own veth sc%03d; variant
  * changes its address, so that its hash changes. */
 static void add_guest(nb_batch *b, int i, int variant, nb_fw_mode mode)
@@ -202,16 +189,16 @@ START_TEST(test_a_commit_by_anyone_else_makes_ensure_count)
 
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_REPLACE, -1), 0);
         c = restart(c);
-        nl = stat_of(c, "netlink_messages");
+        nl = tu_stat(c, "netlink_messages");
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS);
         /* The mark and the summary: the generation is the monitor's. */
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 2);
+        ck_assert_uint_eq(tu_stat(c, "netlink_messages") - nl, 2);
         free(tu_sh("nft add table inet someone_else"));
-        nl = stat_of(c, "netlink_messages");
+        nl = tu_stat(c, "netlink_messages");
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS);
         /* The mark (passed: no summary), the chains and the rules. */
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 3);
-        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 0);
+        ck_assert_uint_eq(tu_stat(c, "netlink_messages") - nl, 3);
+        ck_assert_uint_eq(tu_stat(c, "fw_transactions"), 0);
         nb_close(c);
 }
 END_TEST
@@ -254,9 +241,9 @@ START_TEST(test_a_counted_table_that_agrees_is_marked_again)
         ck_assert(mark_of(&mark));
         ck_assert_uint_eq(mark, kernel_gen());
         c = restart(c);
-        nl = stat_of(c, "netlink_messages");
+        nl = tu_stat(c, "netlink_messages");
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, 7), GUESTS);
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 2);
+        ck_assert_uint_eq(tu_stat(c, "netlink_messages") - nl, 2);
         nb_close(c);
 }
 END_TEST
@@ -286,7 +273,7 @@ START_TEST(test_each_owner_found_among_many)
 
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_REPLACE, -1), 0);
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, 29), GUESTS - 1);
-        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), GUESTS + 1);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_written"), GUESTS + 1);
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_REPLACE, -1), 0);
         out = tu_sh("nft list table netdev netbroker | grep -c '^\tchain '");
         ck_assert_int_eq(atoi(out), GUESTS * 10);
@@ -402,7 +389,7 @@ START_TEST(test_ensure_takes_the_summarys_word)
         c = restart(c);
         ck_assert_msg(unchanged_one(c, 1), "ensure read the chains, not the summary");
         ck_assert_msg(unchanged_one(c, 0), "sc000 is in place");
-        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), 0);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_written"), 0);
         b = nb_batch_new();
         nb_batch_firewall_list(b);
         res = submit_ok(c, b);
@@ -450,13 +437,13 @@ START_TEST(test_the_summary_follows_every_commit)
         }
         check_summary(GUESTS, 9);
         c = restart(c);
-        nl = stat_of(c, "netlink_messages");
+        nl = tu_stat(c, "netlink_messages");
         /* sc009 is new: made without reading a chain. */
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, 7), GUESTS - 1);
         /* The mark, the summary, and the commit's batch: its BEGIN, table
          * and END, the mark's table (3), chain, set and elements (1),
          * sc009's 10 chains, its 23 rules and 8 jumps. */
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 2 + 3 + 6 + 10 + 23 + 8);
+        ck_assert_uint_eq(tu_stat(c, "netlink_messages") - nl, 2 + 3 + 6 + 10 + 23 + 8);
         check_summary(GUESTS, -1);
         nb_close(c);
 }
@@ -477,11 +464,11 @@ START_TEST(test_a_summary_changed_by_hand_is_not_believed)
         ck_assert_msg(strstr(out, "rc=0"), "%s", out);
         free(out);
         c = restart(c);
-        nl = stat_of(c, "netlink_messages");
+        nl = tu_stat(c, "netlink_messages");
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS);
         /* The mark (passed: no summary read), the chains and the rules. */
-        ck_assert_uint_eq(stat_of(c, "netlink_messages") - nl, 3);
-        ck_assert_uint_eq(stat_of(c, "fw_transactions"), 0);
+        ck_assert_uint_eq(tu_stat(c, "netlink_messages") - nl, 3);
+        ck_assert_uint_eq(tu_stat(c, "fw_transactions"), 0);
         /* Every chain of sc013, base chains first, in one nft transaction. */
         out = tu_sh("nft list table netdev " NBD_FW_TABLE " | awk '$1 == \"chain\" && "
                     "$2 ~ /^sc013\\// { print length($2), $2 }' | sort -n | "
@@ -494,7 +481,7 @@ START_TEST(test_a_summary_changed_by_hand_is_not_believed)
         free(out);
         c = restart(c);
         ck_assert_uint_eq(apply(c, GUESTS, NB_FW_ENSURE, -1), GUESTS - 1);
-        ck_assert_uint_eq(stat_of(c, "fw_owners_written"), 1);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_written"), 1);
         check_summary(GUESTS, -1);
         nb_close(c);
 }

@@ -2,6 +2,7 @@
 /* The firewall compiler without a kernel: what rules compile to (read back
  * through libnftnl's parser), the content hash, and what is refused. */
 #include <check.h>
+#include <libnftnl/udata.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -966,6 +967,34 @@ static uint32_t fnv1a_unseeded(const char *s)
         return h;
 }
 
+static int count_cb(const struct nftnl_udata *attr, void *data)
+{
+        (void)attr;
+        ++*(unsigned *)data;
+        return 0;
+}
+
+/* A comment's type-length-values are checked before libnftnl walks them:
+ * its walk trusts each length, and a comment written by anyone with
+ * CAP_NET_ADMIN with a length past its end made the helper read past it. */
+START_TEST(test_fw_udata_lengths_past_the_end_are_refused)
+{
+        static const uint8_t good[] = {0, 3, 'a', 'b', 0, 1, 1, 'x'};
+        static const uint8_t past[] = {0, 3, 'a', 'b', 0, 1, 200, 'x'};
+        static const uint8_t half[] = {0, 1, 'a', 1};
+        unsigned n = 0;
+
+        ck_assert_int_eq(nbd_fw_udata_parse(good, sizeof(good), count_cb, &n), 0);
+        ck_assert_uint_eq(n, 2);
+        n = 0;
+        ck_assert_int_eq(nbd_fw_udata_parse(past, sizeof(past), count_cb, &n), -EINVAL);
+        ck_assert_int_eq(nbd_fw_udata_parse(half, sizeof(half), count_cb, &n), -EINVAL);
+        ck_assert_uint_eq(n, 0);
+        ck_assert_int_eq(nbd_fw_udata_parse(good, 0, count_cb, &n), 0);
+        ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 START_TEST(test_fw_owner_table_survives_names_colliding_under_unseeded_fnv)
 {
         enum { N = 1000, MASK = 1023 };
@@ -1011,6 +1040,7 @@ TCase *fw_unit_tcase(void)
         tcase_add_test(tc, test_fw_arp_port_icmp_vlan_and_reject_compile);
         tcase_add_test(tc, test_fw_hash_is_stable_canonical_and_sensitive);
         tcase_add_test(tc, test_fw_owner_table_survives_names_colliding_under_unseeded_fnv);
+        tcase_add_test(tc, test_fw_udata_lengths_past_the_end_are_refused);
         tcase_add_test(tc, test_fw_hash_does_not_depend_on_memory_contents);
         tcase_add_test(tc, test_fw_bad_rules_are_refused_before_anything_is_sent);
         tcase_add_test(tc, test_fw_vlan_and_outer_type_compile_as_ebtables_sees_them);

@@ -240,19 +240,6 @@ static void ping_ok(nb_conn *c)
 }
 
 #ifdef NB_TEST_HOOKS
-static uint64_t stat_of(nb_conn *c, const char *name)
-{
-        nb_batch *b = nb_batch_new();
-        nb_results *res;
-        uint64_t v = 0;
-
-        nb_batch_stats(b);
-        res = submit(c, b);
-        ck_assert_int_eq(nb_result_stat(res, 0, name, &v), 0);
-        nb_results_free(res);
-        return v;
-}
-
 /* Client A's batch runs; client B asks Stats until they count A's ops as
  * started (`stat` grown by n: A's last op is under way), then pings twice;
  * every answer must come before A's reply, which cannot come while A's lane
@@ -269,9 +256,9 @@ static void assert_pings_pass(struct tu_helper *h, nb_batch *slow, const char *s
         nb_conn *b;
 
         ck_assert_int_eq(nb_connect(h->sock, &b), 0);
-        base = stat_of(b, stat);
+        base = tu_stat(b, stat);
         pthread_create(&t, NULL, slow_client_run, &a);
-        while (stat_of(b, stat) < base + n)
+        while (tu_stat(b, stat) < base + n)
                 ck_assert_msg(!atomic_load(&a.done), "client A was answered before B saw it run");
         ping_ok(b);
         ping_ok(b);
@@ -578,7 +565,7 @@ START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it
         start_held(&h, "LINKS", hold, log);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         make_taps(c, "hk", 5);
-        base = stat_of(c, "ops_link");
+        base = tu_stat(c, "ops_link");
         client = fork();
         ck_assert_int_ge(client, 0);
         if (client == 0) {
@@ -589,7 +576,7 @@ START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it
                 _exit(0);
         }
         /* Its five ops started: the run's group deletion is on the lane. */
-        while (stat_of(c, "ops_link") < base + 5)
+        while (tu_stat(c, "ops_link") < base + 5)
                 ck_assert(tu_process_alive(client));
         ping_ok(c);
         kill(client, SIGKILL);

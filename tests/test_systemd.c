@@ -527,6 +527,25 @@ START_TEST(test_config_that_is_a_fifo_stops_startup_at_once)
 }
 END_TEST
 
+/* The same for a FIFO among the policy files: read at start-up, and at a
+ * reload on the loop, where it would hold every client. */
+START_TEST(test_policy_file_that_is_a_fifo_stops_startup_at_once)
+{
+        char dir[] = "/tmp/nbtest-pfifo-XXXXXX", fifo[64], text[256];
+        char *conf;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(fifo, sizeof(fifo), "%s/10-x.conf", dir);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        snprintf(text, sizeof(text), TU_ALLOW "policy_dir = %s\n", dir);
+        conf = tu_config(text);
+        expect_startup_refused(conf, 0, "10-x.conf: not a regular file");
+        unlink(fifo);
+        rmdir(dir);
+        free(conf);
+}
+END_TEST
+
 START_TEST(test_unreadable_config_stops_startup)
 {
         char *conf = tu_config(TU_ALLOW);
@@ -603,6 +622,7 @@ Suite *systemd_suite(void)
         tcase_add_test(sockets, test_without_setpcap_programs_get_only_the_three_capabilities);
         tcase_add_test(config, test_config_that_is_a_directory_stops_startup);
         tcase_add_test(config, test_config_that_is_a_fifo_stops_startup_at_once);
+        tcase_add_test(config, test_policy_file_that_is_a_fifo_stops_startup_at_once);
         tcase_add_test(config, test_unreadable_config_stops_startup);
         tcase_add_test(config, test_config_syntax_error_stops_startup);
         tcase_add_test(config, test_check_config_says_valid_or_not_and_touches_nothing);

@@ -600,3 +600,19 @@ int tu_main_in_netns(const char *prog, const char *why_root, int argc, char **ar
         srunner_free(sr);
         return failed ? 1 : 0;
 }
+
+uint64_t tu_stat(nb_conn *c, const char *name)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        uint64_t v = 0;
+
+        ck_assert_ptr_nonnull(b);
+        ck_assert_int_eq(nb_batch_stats(b), 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_batch_free(b);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert_msg(nb_result_stat(res, 0, name, &v) == 0, "no counter %s", name);
+        nb_results_free(res);
+        return v;
+}

@@ -57,6 +57,9 @@ int tu_zombies_of(pid_t pid);
 bool tu_process_alive(pid_t pid);
 /* All direct children of pid. */
 int tu_children_of(pid_t pid);
+/* The helper's counter `name` (Stats), asserted to be there. */
+uint64_t tu_stat(nb_conn *c, const char *name);
+
 /* Read a whole small file into a static buffer. */
 const char *tu_read_file(const char *path);
 

@@ -7,8 +7,10 @@ Handles are part of a line, so an object deleted and made again shows as a
 change. netbroker's own table (netdev netbroker) is made at its first apply
 and stays, empty, after its last owner is removed: it is not listed, but
 anything in it is. Its generation mark (table arp netbroker_gen, one chain
-"generation" whose comment names the helper's last commit) is left out too:
-it changes with every commit by design. No arguments. Used by
+"generation" whose comment names the helper's last commit, and the set
+"owners", the summary of the owners written with it) is left out too: it
+changes with every commit by design, and an owner left behind shows as its
+chains in netdev netbroker. No arguments. Used by
 tests/test_load.c.
 """
 
@@ -33,7 +35,8 @@ def main():
             if k == "table" and (v["family"], v["name"]) == ("netdev", "netbroker"):
                 continue
             if (v.get("family"), v.get("table", v.get("name"))) == ("arp", "netbroker_gen") and \
-                    k in ("table", "chain") and v.get("name") in ("netbroker_gen", "generation"):
+                    k in ("table", "chain", "set") and \
+                    v.get("name") in ("netbroker_gen", "generation", "owners"):
                 continue
             if k != "metainfo":
                 out.append("nft %s %s %s %s %s" % (k, v.get("family"), v.get("table", ""),

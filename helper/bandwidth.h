@@ -20,7 +20,10 @@
  *     the kernel has one (fq_codel, sfq; else HTB's own fifo). The handle
  *     4e42: is the mark: a root qdisc with another handle (an
  *     administrator's htb 1:) is not netbroker's; a set that would need
- *     to replace it fails with EBUSY and changes nothing.
+ *     to replace it fails with EBUSY and changes nothing. The one
+ *     exception is an older helper's htb 1: tree on an interface
+ *     netbroker made (bw_old_tree.h says exactly when): it is ours, a set
+ *     replaces it with 4e42:, a clear deletes it.
  *   IF's ingress, mechanism "nft-limit" (polices: drops what is over it)
  *     chain "nbbwN" of table netdev NBD_BW_NFT_TABLE on IF's ingress hook,
  *     after the firewall's chains, whose one rule is a limit in bytes and
@@ -143,12 +146,15 @@ int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 /* Layout facts a reader of the kernel's state needs (bandwidth_show.c):
  * the root HTB's handle 4e42: ("NB"), the helper's mark: a root qdisc
  * without it is someone else's, never shown, replaced or deleted; its one
- * class 4e42:1; the leaf qdisc's handle 4e43: under it; and an older
- * helper's IFB's name for an interface of ifindex N, with the tree it
- * made there (htb 1:, class 1:1; the IFB itself carries the mark). */
+ * class 4e42:1; the leaf qdisc's handle 4e43: under it; the tree older
+ * helpers made, on their IFB (which itself carries the mark) and on an
+ * interface's egress (bw_old_tree.h says when that one is netbroker's):
+ * htb 1:, class 1:1, leaf 2:; and an older helper's IFB's name for an
+ * interface of ifindex N. */
 #define NBD_BW_HTB_ROOT 0x4e420000u
 #define NBD_BW_HTB_CLASS 0x4e420001u
 #define NBD_BW_LEAF_HANDLE 0x4e430000u
-#define NBD_BW_OLD_IFB_ROOT 0x00010000u
-#define NBD_BW_OLD_IFB_CLASS 0x00010001u
+#define NBD_BW_OLD_ROOT 0x00010000u
+#define NBD_BW_OLD_CLASS 0x00010001u
+#define NBD_BW_OLD_LEAF 0x00020000u
 #define NBD_BW_IFB_NAME_FMT NBD_BW_IFB_PREFIX "%u"

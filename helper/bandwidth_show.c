@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bw_nft.h"
+#include "bw_old_tree.h"
 #include "netlink.h"
 
 static bool kind_is(struct rtnl_tc *tc, const char *kind)
@@ -178,8 +179,8 @@ static int read_ingress(struct nbd_netlink *nl, int ifindex, const char *ifname,
         r = find_ifb(nl, ifindex, &ifb, e);
         if (r < 0 || !ifb)
                 return r;
-        r = read_tree(nl, ifb, NBD_BW_OLD_IFB_ROOT, NBD_BW_OLD_IFB_CLASS, ret_has, ret, leaf,
-                      sizeof(leaf), e);
+        r = read_tree(nl, ifb, NBD_BW_OLD_ROOT, NBD_BW_OLD_CLASS, ret_has, ret, leaf, sizeof(leaf),
+                      e);
         if (r < 0 || !*ret_has)
                 return r;
         if (fwd == ifb) {
@@ -193,32 +194,55 @@ static int read_ingress(struct nbd_netlink *nl, int ifindex, const char *ifname,
         return 0;
 }
 
+/* The egress limit: netbroker's tree (root htb 4e42:), else an older
+ * helper's tree that is netbroker's (bw_old_tree.h), said so in the
+ * mechanism; a tree of someone else is not shown. */
+static int read_egress(struct nbd_netlink *nl, const struct nbd_bw_old_link *l, bool *ret_has,
+                       struct nbd_bw_rate *ret, char *ret_mech, size_t mech_len, struct nbd_err *e)
+{
+        struct nbd_bw_old_tree old;
+        char leaf[16];
+        int r = read_tree(nl, l->ifindex, NBD_BW_HTB_ROOT, NBD_BW_HTB_CLASS, ret_has, ret, leaf,
+                          sizeof(leaf), e);
+
+        if (r == 0 && *ret_has) {
+                snprintf(ret_mech, mech_len, "htb%s%s", leaf[0] ? "+" : "", leaf);
+                return 0;
+        }
+        if (r == 0)
+                r = nbd_bw_old_tree_find(nl, l, &old, e);
+        if (r == 0 && old.found)
+                r = read_class(nl, l->ifindex, NBD_BW_OLD_CLASS, ret, ret_has, e);
+        if (r == 0 && *ret_has)
+                snprintf(ret_mech, mech_len, "htb%s%s (older helper)", old.leaf[0] ? "+" : "",
+                         old.leaf);
+        return r;
+}
+
 int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
                 struct nbd_err *e)
 {
         struct nbd_bw_shown s = {0};
         struct rtnl_link *link = NULL;
         struct nbd_bw_rate root = {0}, ifb = {0};
-        char leaf[16], root_mech[32] = "", ifb_mech[32] = "";
-        bool has_root, has_ifb, macvtap;
-        int ifindex, r;
+        struct nbd_bw_old_link l;
+        char root_mech[48] = "", ifb_mech[48] = "";
+        bool has_root = false, has_ifb, macvtap;
+        int r;
 
         if (!nl)
                 return nbd_err_set(e, -EOPNOTSUPP, "bandwidth show: no rtnetlink here");
         r = get_link(nl, ifname, &link);
         if (r < 0)
                 return nbd_err_set(e, r, "no interface %s: %s", ifname, strerror(-r));
-        ifindex = rtnl_link_get_ifindex(link);
+        nbd_bw_old_link_of(link, &l);
         /* A macvtap's egress is what its guest sends (bandwidth.h). */
         macvtap = rtnl_link_get_type(link) && strcmp(rtnl_link_get_type(link), "macvtap") == 0;
         rtnl_link_put(link);
-        r = read_tree(nl, ifindex, NBD_BW_HTB_ROOT, NBD_BW_HTB_CLASS, &has_root, &root, leaf,
-                      sizeof(leaf), e);
+        r = read_egress(nl, &l, &has_root, &root, root_mech, sizeof(root_mech), e);
         if (r < 0)
                 return r;
-        if (has_root)
-                snprintf(root_mech, sizeof(root_mech), "htb%s%s", leaf[0] ? "+" : "", leaf);
-        r = read_ingress(nl, ifindex, ifname, &has_ifb, &ifb, ifb_mech, sizeof(ifb_mech), e);
+        r = read_ingress(nl, l.ifindex, ifname, &has_ifb, &ifb, ifb_mech, sizeof(ifb_mech), e);
         if (r < 0)
                 return r;
         s.has_in = macvtap ? has_ifb : has_root;

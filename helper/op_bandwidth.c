@@ -4,8 +4,9 @@
  * the limits netbroker had on the interface, so that a later failure of the
  * batch puts them back (a set or clear is undone by setting what was read;
  * an interface without netbroker limits is cleared again). A root qdisc
- * that is not netbroker's (bandwidth.h's mark) is never replaced: the set
- * fails with EBUSY. A clear of an interface that is gone (with its guest)
+ * that is not netbroker's (bandwidth.h's mark, or an older helper's tree
+ * bw_old_tree.h finds to be ours) is never replaced: the set fails with
+ * EBUSY. A clear of an interface that is gone (with its guest)
  * is a success that says so: nothing of it is left to remove. */
 #include <errno.h>
 #include <net/if.h>

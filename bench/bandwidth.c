@@ -155,8 +155,9 @@ static int bandwidth_request(struct ctx *c, unsigned n, bool set, double *ret_us
         return r;
 }
 
-/* The qdiscs `tc qdisc show` lists: htb 1: at the root, ingress, and leaves
- * under 1:1 on the vbw interfaces; htb 1: at the root of an IFB; IFBs. */
+/* The qdiscs `tc qdisc show` lists: htb 1: (libvirt's) or 4e42: (the
+ * helper's) at the root, ingress, and leaves under 1:1 or 4e42:1 on the
+ * vbw interfaces; htb 1: at the root of an IFB; IFBs. */
 struct tc_state {
         unsigned htb_roots, ingress, leaves, ifb_htb_roots, ifbs;
 };
@@ -177,13 +178,16 @@ static int read_state(struct ctx *c, struct tc_state *ret)
         for (char *p = out_buf; r == 0 && p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
                 int k = sscanf(p, "qdisc %31s %15s dev %16s %15s %15s", kind, handle, dev, where,
                                parent);
-                bool htb_root = k >= 4 && strcmp(kind, "htb") == 0 && strcmp(handle, "1:") == 0 &&
+                /* libvirt's tc makes htb 1:, the helper its own 4e42:. */
+                bool htb_root = k >= 4 && strcmp(kind, "htb") == 0 &&
+                                (strcmp(handle, "1:") == 0 || strcmp(handle, "4e42:") == 0) &&
                                 strcmp(where, "root") == 0;
                 if (k >= 4 && strncmp(dev, IF_PREFIX, strlen(IF_PREFIX)) == 0) {
                         ret->htb_roots += htb_root;
                         ret->ingress += strcmp(kind, "ingress") == 0;
-                        ret->leaves += k == 5 && strcmp(where, "parent") == 0 &&
-                                       strcmp(parent, "1:1") == 0;
+                        ret->leaves +=
+                                k == 5 && strcmp(where, "parent") == 0 &&
+                                (strcmp(parent, "1:1") == 0 || strcmp(parent, "4e42:1") == 0);
                 } else if (k >= 4 && strncmp(dev, IFB_PREFIX, strlen(IFB_PREFIX)) == 0) {
                         ret->ifb_htb_roots += htb_root;
                 }

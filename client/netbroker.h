@@ -482,11 +482,16 @@ typedef struct nb_rate {
  * over 100 Gbit/s, peak below average, burst over 1 GiB, floor outbound), -ENODEV
  * for a missing interface, -EOPNOTSUPP when the kernel cannot limit what
  * enters the interface (a tap's outbound, a macvtap's inbound) without
- * bypassing the firewall (no nftables limit in bytes); nothing is changed
- * then. Returns 0, -EINVAL (NULL batch or bad name), -ENOMEM. */
+ * bypassing the firewall (no nftables limit in bytes), -EBUSY when the
+ * interface's root qdisc is someone else's (not netbroker's htb 4e42:, nor
+ * an older helper's htb 1: on an interface netbroker made: netbrokerd(8));
+ * nothing is changed then. Returns 0, -EINVAL (NULL batch or bad name),
+ * -ENOMEM. */
 int nb_batch_bandwidth_set(nb_batch *batch, const char *ifname, const nb_rate *in,
                            const nb_rate *out);
-/* Remove every limit netbroker put on ifname; none there is a success. */
+/* Remove every limit netbroker put on ifname, and nothing else; none there
+ * is a success, and so is an interface already gone (status 0, a message
+ * that says so). */
 int nb_batch_bandwidth_clear(nb_batch *batch, const char *ifname);
 /* The limits in force on ifname, as the helper reads them back from the
  * kernel (nb_result_bandwidth_show). A caller that is not root may read only
@@ -705,9 +710,9 @@ int nb_result_bandwidth(const nb_results *res, size_t i, const char **ret_in, co
 int nb_result_bandwidth_show(const nb_results *res, size_t i, bool *ret_has_in, nb_rate *ret_in,
                              bool *ret_has_out, nb_rate *ret_out);
 /* BandwidthShow: the mechanism in place each way ("htb+fq_codel",
- * "nft-limit", ...; "" for none; "ifb+htb" and "tc-mirred+ifb+htb" for
- * what an older helper left, until a set, a clear or a restart replaces
- * it). Returns 0, -ENODATA or -ERANGE. */
+ * "nft-limit", ...; "" for none; "ifb+htb", "tc-mirred+ifb+htb" and
+ * "htb (older helper)" for what an older helper left, until a set, a clear
+ * or a restart replaces it). Returns 0, -ENODATA or -ERANGE. */
 int nb_result_bandwidth_show_mechanisms(const nb_results *res, size_t i, const char **ret_in,
                                         const char **ret_out);
 

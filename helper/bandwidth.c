@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "bw_nft.h"
+#include "bw_old_tree.h"
 #include "link.h"
 #include "log.h"
 #include "netlink.h"
@@ -27,9 +28,9 @@
 
 NBD_LOG_CATEGORY(bandwidth);
 
-#define HTB_ROOT TC_HANDLE(1U, 0U)
-#define HTB_CLASS TC_HANDLE(1U, 1U)
-#define LEAF_HANDLE TC_HANDLE(2U, 0U)
+#define HTB_ROOT NBD_BW_HTB_ROOT /* the mark: bandwidth.h */
+#define HTB_CLASS NBD_BW_HTB_CLASS
+#define LEAF_HANDLE NBD_BW_LEAF_HANDLE
 #define INGRESS_HANDLE TC_HANDLE(0xffffU, 0U) /* unsigned: 0xffff << 16 overflows an int */
 /* The least bucket of a policer: a GSO frame of 64 KiB must fit, or every
  * such frame would be dropped. */
@@ -116,9 +117,10 @@ static bool is_marked_ifb(struct rtnl_link *link)
                rtnl_link_get_group(link) == NBD_BW_MADE_GROUP;
 }
 
-/* ret_ours: it carries the IFB mark (netbroker made it as an IFB). */
+/* ret_ours: it carries the IFB mark (netbroker made it as an IFB);
+ * ret_old: what tells whether an older helper's tree on it is ours. */
 static int link_of(struct nbd_bw *bw, const char *name, int *ret, uint32_t *ret_group,
-                   bool *ret_ours, bool *ret_macvtap)
+                   bool *ret_ours, bool *ret_macvtap, struct nbd_bw_old_link *ret_old)
 {
         struct rtnl_link *link = NULL;
         int r;
@@ -138,6 +140,8 @@ static int link_of(struct nbd_bw *bw, const char *name, int *ret, uint32_t *ret_
                 if (ret_macvtap)
                         *ret_macvtap = rtnl_link_get_type(link) &&
                                        strcmp(rtnl_link_get_type(link), "macvtap") == 0;
+                if (ret_old)
+                        nbd_bw_old_link_of(link, ret_old);
         }
         rtnl_link_put(link);
         return r;
@@ -150,7 +154,7 @@ static int live_ifb_of(struct nbd_bw *bw, const char *name, int *ret)
 {
         uint32_t group = 0;
         bool ours = false;
-        int r = link_of(bw, name, ret, &group, &ours, NULL);
+        int r = link_of(bw, name, ret, &group, &ours, NULL, NULL);
 
         return r == 0 && (group == NBD_BW_DOOMED_GROUP || !ours) ? -ENODEV : r;
 }
@@ -277,11 +281,11 @@ static int set_htb_class(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rat
         r = send_result(bw, rtnl_class_add(bw->nl->req, c, NLM_F_CREATE | NLM_F_REPLACE));
         rtnl_class_put(c);
         if (r < 0)
-                nbd_err_set(err, r, "cannot set htb class 1:1 on %s: %s", dev, strerror(-r));
+                nbd_err_set(err, r, "cannot set htb class 4e42:1 on %s: %s", dev, strerror(-r));
         return r;
 }
 
-/* A fair leaf under 1:1: the first kind the kernel has, found by trying
+/* A fair leaf 4e43: under 4e42:1: the first kind the kernel has, found by trying
  * once; without one, HTB's own fifo stays. */
 /* A qdisc object naming one qdisc of ifindex (kind NULL: any kind), for an
  * add or a delete; NULL when out of memory. */
@@ -350,20 +354,98 @@ static int add_htb_root(struct nbd_bw *bw, int ifindex, int flags)
         return r;
 }
 
-/* Root htb 1: default 1 and class 1:1. HTB cannot change a qdisc's
- * options, so an htb 1: that is there already is kept and only its class
- * changes; any other root qdisc is replaced in one step. */
-static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
-                        const char *dev, struct nbd_err *err)
+/* Delete an older helper's root htb 1: that bw_old_tree.c found to be
+ * ours: with kind and handle in the request, the kernel deletes nothing
+ * else. Gone meanwhile (ENOENT, EINVAL: another root now; ENODEV) is
+ * nothing to delete. */
+static int delete_old_root(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
 {
+        struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, NBD_BW_OLD_ROOT, "htb");
+        int r;
+
+        if (!q) {
+                return nbd_err_set(err, -ENOMEM,
+                                   "cannot delete an older helper's htb 1: of %s: out of memory",
+                                   dev);
+        }
+        nbd_netlink_begin(bw->nl);
+        r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
+        rtnl_qdisc_put(q);
+        if (r == -ENOENT || r == -EINVAL || r == -ENODEV)
+                return 0;
+        if (r < 0) {
+                return nbd_err_set(err, r, "cannot delete an older helper's htb 1: of %s: %s", dev,
+                                   strerror(-r));
+        }
+        nbd_info("%s: an older helper's htb 1: deleted (it is netbroker's: bw_old_tree.h)", dev);
+        return 0;
+}
+
+/* The root qdisc of l is not htb 4e42: and not the kernel's default: an
+ * older helper's tree that is ours (bw_old_tree.h) is deleted, and
+ * *ret_deleted says so; anything else is someone else's, left alone. */
+static int delete_if_old(struct nbd_bw *bw, const struct nbd_bw_old_link *l, const char *dev,
+                         bool *ret_deleted, struct nbd_err *err)
+{
+        struct nbd_bw_old_tree old;
+        int r = nbd_bw_old_tree_find(bw->nl, l, &old, err);
+
+        if (r == 0 && old.found)
+                r = delete_old_root(bw, l->ifindex, dev, err);
+        if (r == 0)
+                *ret_deleted = old.found;
+        return r;
+}
+
+static int make_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
+                         const char *dev, struct nbd_err *err);
+
+/* Root htb 4e42: default 1 and class 4e42:1. HTB cannot change a qdisc's
+ * options, so an htb 4e42: that is there already is kept and only its
+ * class changes. The kernel's default root qdisc (handle 0:) is replaced,
+ * and so is an older helper's tree that is ours (bw_old_tree.h): between
+ * its delete and the new class, a few requests, the egress is not shaped.
+ * Any other root qdisc is someone else's (an administrator's htb 1:): it
+ * is left as it is and the set fails with EBUSY, having changed nothing. */
+static int set_htb_tree(struct nbd_bw *bw, const struct nbd_bw_old_link *l,
+                        const struct nbd_bw_rate *rate, const char *dev, struct nbd_err *err)
+{
+        bool old = false;
+        int r = make_htb_tree(bw, l->ifindex, rate, dev, err);
+
+        if (r != -EEXIST)
+                return r;
+        /* Ours from before (the class changes in place), or a root qdisc
+         * of an older helper or of someone else: then there is no qdisc
+         * 4e42: for the class (ENOENT). */
+        r = set_htb_class(bw, l->ifindex, rate, dev, err);
+        if (r == 0)
+                return ensure_leaf(bw, l->ifindex, dev, err);
+        if (r != -ENOENT && r != -EINVAL)
+                return r;
+        r = delete_if_old(bw, l, dev, &old, err);
+        if (r < 0)
+                return r;
+        if (old && (r = make_htb_tree(bw, l->ifindex, rate, dev, err)) != -EEXIST)
+                return r;
+        return nbd_err_set(err, -EBUSY,
+                           "the root qdisc of %s is not netbroker's (its handle is not %x:, nor "
+                           "is it an older helper's htb 1: on an interface netbroker made): it "
+                           "is left as it is; delete it first to limit %s",
+                           dev, TC_H_MAJ(HTB_ROOT) >> 16, dev);
+}
+
+/* A new tree over the kernel's default root qdisc; -EEXIST (err not set)
+ * when another root qdisc is there. */
+static int make_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate *rate,
+                         const char *dev, struct nbd_err *err)
+{
+        /* Without NLM_F_REPLACE the kernel grafts over its default root
+         * qdisc only; over any other it answers EEXIST. */
         int r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_EXCL);
 
-        if (r == -EEXIST) {
-                /* Ours from before (the class changes in place), or not. */
-                if (set_htb_class(bw, ifindex, rate, dev, err) == 0)
-                        return ensure_leaf(bw, ifindex, dev, err);
-                r = add_htb_root(bw, ifindex, NLM_F_CREATE | NLM_F_REPLACE);
-        }
+        if (r == -EEXIST)
+                return r;
         if (r < 0) {
                 return nbd_err_set(err, r, "cannot add the root htb qdisc on %s: %s", dev,
                                    strerror(-r));
@@ -374,11 +456,16 @@ static int set_htb_tree(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rate
         return r;
 }
 
-/* Delete the root qdisc if it is htb 1:: with kind and handle in the
- * request, the kernel refuses (EINVAL) to delete any other. */
-static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struct nbd_err *err)
+/* Delete the root qdisc if it is htb 4e42: (ours): with kind and handle in
+ * the request, the kernel refuses (EINVAL) to delete any other, and a
+ * default one (ENOENT). An interface gone meanwhile (ENODEV) has none. Any
+ * other root is an older helper's tree that is ours (bw_old_tree.h),
+ * deleted too, or someone else's, left alone. */
+static int clear_htb_root(struct nbd_bw *bw, const struct nbd_bw_old_link *l, const char *dev,
+                          struct nbd_err *err)
 {
-        struct rtnl_qdisc *q = qdisc_new(ifindex, TC_H_ROOT, HTB_ROOT, "htb");
+        struct rtnl_qdisc *q = qdisc_new(l->ifindex, TC_H_ROOT, HTB_ROOT, "htb");
+        bool old = false;
         int r;
 
         if (!q) {
@@ -388,7 +475,9 @@ static int clear_htb_root(struct nbd_bw *bw, int ifindex, const char *dev, struc
         nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
         rtnl_qdisc_put(q);
-        if (r == -ENOENT || r == -EINVAL)
+        if (r == -EINVAL)
+                return delete_if_old(bw, l, dev, &old, err);
+        if (r == -ENOENT || r == -ENODEV)
                 r = 0;
         if (r < 0)
                 nbd_err_set(err, r, "cannot delete the root qdisc of %s: %s", dev, strerror(-r));
@@ -452,8 +541,9 @@ static int clear_tc_redirect(struct nbd_bw *bw, int ifindex, const char *dev, st
         rtnl_cls_set_protocol(cls, ETH_P_ALL);
         nbd_netlink_begin(bw->nl);
         r = send_result(bw, rtnl_cls_delete(bw->nl->req, cls, 0));
-        /* Nothing there: no ingress qdisc (EINVAL) or no such filter. */
-        if (r == -ENOENT || r == -EINVAL) {
+        /* Nothing there: no ingress qdisc (EINVAL), no such filter, or
+         * no interface any more (ENODEV). */
+        if (r == -ENOENT || r == -EINVAL || r == -ENODEV) {
                 r = 0;
                 goto out;
         }
@@ -470,7 +560,7 @@ static int clear_tc_redirect(struct nbd_bw *bw, int ifindex, const char *dev, st
                 }
                 nbd_netlink_begin(bw->nl);
                 r = send_result(bw, rtnl_qdisc_delete(bw->nl->req, q));
-                if (r == -ENOENT || r == -EINVAL)
+                if (r == -ENOENT || r == -EINVAL || r == -ENODEV)
                         r = 0;
                 if (r < 0)
                         nbd_err_set(err, r, "cannot delete the ingress qdisc of %s: %s", dev,
@@ -497,7 +587,7 @@ static int doom_ifb(struct nbd_bw *bw, int ifindex, struct nbd_err *err)
 
         ifb_name(ifindex, name);
         nbd_stat_inc(NBD_STAT_BW_IFB_LOOKUPS);
-        r = link_of(bw, name, &ifb, &group, &ours, NULL);
+        r = link_of(bw, name, &ifb, &group, &ours, NULL, NULL);
         if (r == -ENODEV || r == -ENOENT)
                 return 0;
         if (r == 0 && !ours) {
@@ -782,7 +872,7 @@ static int clear_police(struct nbd_bw *bw, int ifindex, const char *dev, struct 
         return r;
 }
 
-static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret);
+static void read_class(struct nbd_bw *bw, int ifindex, uint32_t handle, struct nbd_bw_rate *ret);
 
 /* An older helper shaped what enters links[i] on the IFB ifb (through an
  * nft fwd or a tc redirect, both of which take frames past a firewall):
@@ -793,7 +883,7 @@ static void convert_old(struct nbd_bw *bw, const struct nbd_link_entry *e, int i
         struct nbd_err err;
         int r;
 
-        read_class(bw, ifb, &rate);
+        read_class(bw, ifb, NBD_BW_OLD_CLASS, &rate);
         /* Without a limit to keep, its fwd chain goes with the prune of
          * the sweep; the chains of ours stay. */
         if (rate.average && bw->out != OUT_NONE)
@@ -853,10 +943,12 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
 
 /* ---- the interface ---- */
 
-static int lookup(struct nbd_bw *bw, const char *ifname, int *ret, bool *ret_macvtap,
-                  struct nbd_err *err)
+/* ret: ifname's ifindex, and what tells whether an older helper's tree
+ * on it is ours (bw_old_tree.h). */
+static int lookup(struct nbd_bw *bw, const char *ifname, struct nbd_bw_old_link *ret,
+                  bool *ret_macvtap, struct nbd_err *err)
 {
-        int r = link_of(bw, ifname, ret, NULL, NULL, ret_macvtap);
+        int ifindex = 0, r = link_of(bw, ifname, &ifindex, NULL, NULL, ret_macvtap, ret);
 
         if (r < 0)
                 nbd_err_set(err, r, "no interface %s: %s", ifname, strerror(-r));
@@ -880,25 +972,26 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
 {
         const char *root_mech, *police_mech;
         const struct nbd_bw_rate *egress, *ingress;
+        struct nbd_bw_old_link link = {0}; /* set by lookup(); gcc 12 cannot tell */
         bool macvtap = false;
-        int ifindex = 0, r; /* set by lookup(); gcc 12 cannot tell */
+        int r;
 
         r = nbd_bw_check(l, err);
         if (r == 0)
-                r = lookup(bw, ifname, &ifindex, &macvtap, err);
+                r = lookup(bw, ifname, &link, &macvtap, err);
         if (r < 0)
                 return r;
         split(l, macvtap, &egress, &ingress);
         if (egress->average)
-                r = set_htb_tree(bw, ifindex, egress, ifname, err);
+                r = set_htb_tree(bw, &link, egress, ifname, err);
         else
-                r = clear_htb_root(bw, ifindex, ifname, err);
+                r = clear_htb_root(bw, &link, ifname, err);
         if (r < 0)
                 return r;
         if (ingress->average)
-                r = set_police(bw, ifindex, ifname, ingress, err);
+                r = set_police(bw, link.ifindex, ifname, ingress, err);
         else
-                r = clear_police(bw, ifindex, ifname, err);
+                r = clear_police(bw, link.ifindex, ifname, err);
         if (r < 0)
                 return r;
         nbd_bw_mechanisms(bw, &root_mech, &police_mech);
@@ -910,20 +1003,46 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
         return 0;
 }
 
+static bool hooks_name(int ifindex, const char *dev, bool old, void *data)
+{
+        (void)ifindex;
+        (void)old;
+        return strcmp(dev, data) == 0;
+}
+
 int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
 {
-        int ifindex = 0, r = lookup(bw, ifname, &ifindex, NULL, err);
+        struct nbd_bw_old_link link = {0};
+        int r = lookup(bw, ifname, &link, NULL, err);
 
+        if (r == -ENODEV) {
+                /* Gone with its guest: its qdiscs went with it. A chain
+                 * hooking its name (since Linux 6.16 it outlives the
+                 * device; the loop may not have heard of it yet) goes now,
+                 * or it would limit the next device of that name. */
+                unsigned n = 0;
+                int p = nbd_bw_nft_prune(bw->nft, hooks_name, (void *)ifname, &n, err);
+
+                if (p < 0)
+                        return p;
+                nbd_err_set(err, -ENODEV,
+                            "already gone: its qdiscs went with it; %u chain(s) hooking its name "
+                            "deleted",
+                            n);
+                return -ENODEV;
+        }
         if (r == 0)
-                r = clear_htb_root(bw, ifindex, ifname, err);
+                r = clear_htb_root(bw, &link, ifname, err);
         if (r == 0)
-                r = clear_police(bw, ifindex, ifname, err);
+                r = clear_police(bw, link.ifindex, ifname, err);
         return r;
 }
 
 /* ---- reading back ---- */
 
-static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
+/* The htb class handle of ifindex (HTB_CLASS on an interface, the old
+ * layout's on an older helper's IFB). */
+static void read_class(struct nbd_bw *bw, int ifindex, uint32_t handle, struct nbd_bw_rate *ret)
 {
         struct nl_cache *cache = NULL;
         struct rtnl_class *c = NULL;
@@ -932,7 +1051,7 @@ static void read_class(struct nbd_bw *bw, int ifindex, struct nbd_bw_rate *ret)
         memset(ret, 0, sizeof(*ret));
         nbd_netlink_begin(bw->nl);
         if (send_result(bw, rtnl_class_alloc_cache(bw->nl->req, ifindex, &cache)) == 0)
-                c = rtnl_class_get(cache, ifindex, HTB_CLASS);
+                c = rtnl_class_get(cache, ifindex, handle);
         if (c && rtnl_tc_get_kind(TC_CAST(c)) && strcmp(rtnl_tc_get_kind(TC_CAST(c)), "htb") == 0 &&
             rtnl_htb_get_rate64(c, &rate) == 0 && rtnl_htb_get_ceil64(c, &ceil) == 0) {
                 ret->average = (uint32_t)(rate / 1024);
@@ -949,15 +1068,21 @@ int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
 {
         struct nbd_bw_rate egress, ingress;
         struct nbd_bw_police p = {0};
+        struct nbd_bw_old_link link = {0};
+        struct nbd_bw_old_tree old = {0};
         bool macvtap = false;
-        int ifindex = 0, fwd = 0, r = lookup(bw, ifname, &ifindex, &macvtap, NULL);
+        int fwd = 0, r = lookup(bw, ifname, &link, &macvtap, NULL);
 
         if (r < 0)
                 return r;
-        r = nbd_bw_nft_peek(ifindex, ifname, &p, &fwd, NULL);
+        r = nbd_bw_nft_peek(link.ifindex, ifname, &p, &fwd, NULL);
         if (r < 0)
                 return r;
-        read_class(bw, ifindex, &egress);
+        read_class(bw, link.ifindex, HTB_CLASS, &egress);
+        /* An older helper's tree that is ours limits too: a set or clear
+         * over it that fails puts its rates back (in the tree of now). */
+        if (!egress.average && nbd_bw_old_tree_find(bw->nl, &link, &old, NULL) == 0 && old.found)
+                read_class(bw, link.ifindex, NBD_BW_OLD_CLASS, &egress);
         nbd_bw_nft_rate(&p, &ingress);
         ret->in = macvtap ? ingress : egress;
         ret->out = macvtap ? egress : ingress;

@@ -15,9 +15,15 @@
  *
  * What netbroker makes on an interface IF (ifindex N), and nothing else:
  *   IF's egress, mechanism "htb" (shapes: queues what is over the limit)
- *     root qdisc htb 1: default 1, class 1:1 (rate = average, ceil = peak or
- *     average, burst), and a fair leaf qdisc 2: under it where the kernel
- *     has one (fq_codel, sfq; else HTB's own fifo)
+ *     root qdisc htb 4e42: default 1, class 4e42:1 (rate = average, ceil =
+ *     peak or average, burst), and a fair leaf qdisc 4e43: under it where
+ *     the kernel has one (fq_codel, sfq; else HTB's own fifo). The handle
+ *     4e42: is the mark: a root qdisc with another handle (an
+ *     administrator's htb 1:) is not netbroker's; a set that would need
+ *     to replace it fails with EBUSY and changes nothing. The one
+ *     exception is an older helper's htb 1: tree on an interface
+ *     netbroker made (bw_old_tree.h says exactly when): it is ours, a set
+ *     replaces it with 4e42:, a clear deletes it.
  *   IF's ingress, mechanism "nft-limit" (polices: drops what is over it)
  *     chain "nbbwN" of table netdev NBD_BW_NFT_TABLE on IF's ingress hook,
  *     after the firewall's chains, whose one rule is a limit in bytes and
@@ -28,9 +34,9 @@
  *     hands frames back marked to skip the netfilter egress hooks, so
  *     what a bridge forwarded to another port skipped that port's
  *     to-guest chains; a tc redirect or police runs before the firewall.
- * A change of rates changes class 1:1 in place (NLM_F_REPLACE), and
+ * A change of rates changes class 4e42:1 in place (NLM_F_REPLACE), and
  * replaces the chain in one transaction: there is no instant without a
- * limit. Clear deletes the root qdisc if it is htb 1: and the chain.
+ * limit. Clear deletes the root qdisc if it is htb 4e42: and the chain.
  *
  * What an older helper left is removed by a set or a clear of IF, when IF
  * goes, and at start-up (where an IFB's limit becomes a policer): its IFB
@@ -109,7 +115,9 @@ int nbd_bw_set(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits
                struct nbd_bw_applied *ret, struct nbd_err *err);
 /* Remove everything netbroker made on ifname; nothing there is success.
  * An older helper's IFB (set and clear remove one) is deleted by the next
- * flush. */
+ * flush. No interface ifname: the chains hooking its name are deleted and
+ * -ENODEV says it was gone already (err has the sentence; BandwidthClear
+ * reports that as a success). */
 int nbd_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
 /* Delete the older helpers' IFBs sets and clears left for it, in one
  * request. The dispatcher calls it when a job ends, before its reply (NULL
@@ -136,10 +144,17 @@ void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t 
 int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);
 
 /* Layout facts a reader of the kernel's state needs (bandwidth_show.c):
- * the root HTB's handle 1:, its one class 1:1, the leaf qdisc's handle 2:
- * under it, and an older helper's IFB's name for an interface of ifindex
- * N. */
-#define NBD_BW_HTB_ROOT 0x00010000u
-#define NBD_BW_HTB_CLASS 0x00010001u
-#define NBD_BW_LEAF_HANDLE 0x00020000u
+ * the root HTB's handle 4e42: ("NB"), the helper's mark: a root qdisc
+ * without it is someone else's, never shown, replaced or deleted; its one
+ * class 4e42:1; the leaf qdisc's handle 4e43: under it; the tree older
+ * helpers made, on their IFB (which itself carries the mark) and on an
+ * interface's egress (bw_old_tree.h says when that one is netbroker's):
+ * htb 1:, class 1:1, leaf 2:; and an older helper's IFB's name for an
+ * interface of ifindex N. */
+#define NBD_BW_HTB_ROOT 0x4e420000u
+#define NBD_BW_HTB_CLASS 0x4e420001u
+#define NBD_BW_LEAF_HANDLE 0x4e430000u
+#define NBD_BW_OLD_ROOT 0x00010000u
+#define NBD_BW_OLD_CLASS 0x00010001u
+#define NBD_BW_OLD_LEAF 0x00020000u
 #define NBD_BW_IFB_NAME_FMT NBD_BW_IFB_PREFIX "%u"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bw_nft.h"
+#include "bw_old_tree.h"
 #include "netlink.h"
 
 static bool kind_is(struct rtnl_tc *tc, const char *kind)
@@ -36,10 +37,12 @@ static int get_link(struct nbd_netlink *nl, const char *name, struct rtnl_link *
         return r == -EINVAL ? -ENODEV : r;
 }
 
-/* The root qdisc is netbroker's htb 1: (then *ret_leaf is the kind of the
- * leaf qdisc 2: under class 1:1, or "" for HTB's own fifo). */
-static int read_root(struct nbd_netlink *nl, int ifindex, bool *ret_ours, char *ret_leaf,
-                     size_t leaf_len, struct nbd_err *e)
+/* The root qdisc is htb of handle root (NBD_BW_HTB_ROOT, netbroker's mark;
+ * an older helper's IFB's htb 1:), then *ret_leaf is the kind of the leaf
+ * qdisc under class cls, or "" for HTB's own fifo. An htb of any other
+ * handle (an administrator's htb 1:) is not ours. */
+static int read_root(struct nbd_netlink *nl, int ifindex, uint32_t root_handle, uint32_t cls,
+                     bool *ret_ours, char *ret_leaf, size_t leaf_len, struct nbd_err *e)
 {
         struct nl_cache *cache = NULL;
         struct rtnl_qdisc *root = NULL, *leaf = NULL;
@@ -53,8 +56,8 @@ static int read_root(struct nbd_netlink *nl, int ifindex, bool *ret_ours, char *
                                    strerror(-r));
         root = rtnl_qdisc_get_by_parent(cache, ifindex, TC_H_ROOT);
         *ret_ours = root && kind_is(TC_CAST(root), "htb") &&
-                    rtnl_tc_get_handle(TC_CAST(root)) == NBD_BW_HTB_ROOT;
-        leaf = rtnl_qdisc_get_by_parent(cache, ifindex, NBD_BW_HTB_CLASS);
+                    rtnl_tc_get_handle(TC_CAST(root)) == root_handle;
+        leaf = *ret_ours ? rtnl_qdisc_get_by_parent(cache, ifindex, cls) : NULL;
         snprintf(ret_leaf, leaf_len, "%s",
                  leaf && rtnl_tc_get_kind(TC_CAST(leaf)) ? rtnl_tc_get_kind(TC_CAST(leaf)) : "");
         rtnl_qdisc_put(leaf);
@@ -63,9 +66,9 @@ static int read_root(struct nbd_netlink *nl, int ifindex, bool *ret_ours, char *
         return 0;
 }
 
-/* Class 1:1's rates, in kB/s and kB. *ret_found false: there is none. */
-static int read_class(struct nbd_netlink *nl, int ifindex, struct nbd_bw_rate *ret, bool *ret_found,
-                      struct nbd_err *e)
+/* Class cls's rates, in kB/s and kB. *ret_found false: there is none. */
+static int read_class(struct nbd_netlink *nl, int ifindex, uint32_t cls, struct nbd_bw_rate *ret,
+                      bool *ret_found, struct nbd_err *e)
 {
         struct nl_cache *cache = NULL;
         struct rtnl_class *c = NULL;
@@ -80,7 +83,7 @@ static int read_class(struct nbd_netlink *nl, int ifindex, struct nbd_bw_rate *r
         if (r < 0)
                 return nbd_err_set(e, r, "reading the classes of ifindex %d: %s", ifindex,
                                    strerror(-r));
-        c = rtnl_class_get(cache, ifindex, NBD_BW_HTB_CLASS);
+        c = rtnl_class_get(cache, ifindex, cls);
         if (c && kind_is(TC_CAST(c), "htb") && rtnl_htb_get_rate64(c, &rate) == 0 &&
             rtnl_htb_get_ceil64(c, &ceil) == 0 && rate >= 1024) {
                 ret->average = (uint32_t)(rate / 1024);
@@ -93,16 +96,18 @@ static int read_class(struct nbd_netlink *nl, int ifindex, struct nbd_bw_rate *r
         return 0;
 }
 
-/* netbroker's HTB tree on ifindex, if it has one there. */
-static int read_tree(struct nbd_netlink *nl, int ifindex, bool *ret_has, struct nbd_bw_rate *ret,
-                     char *ret_leaf, size_t leaf_len, struct nbd_err *e)
+/* netbroker's HTB tree on ifindex (root qdisc root_handle, class cls), if
+ * it has one there. */
+static int read_tree(struct nbd_netlink *nl, int ifindex, uint32_t root_handle, uint32_t cls,
+                     bool *ret_has, struct nbd_bw_rate *ret, char *ret_leaf, size_t leaf_len,
+                     struct nbd_err *e)
 {
         bool ours = false;
-        int r = read_root(nl, ifindex, &ours, ret_leaf, leaf_len, e);
+        int r = read_root(nl, ifindex, root_handle, cls, &ours, ret_leaf, leaf_len, e);
 
         *ret_has = false;
         if (r == 0 && ours)
-                r = read_class(nl, ifindex, ret, ret_has, e);
+                r = read_class(nl, ifindex, cls, ret, ret_has, e);
         return r;
 }
 
@@ -174,7 +179,8 @@ static int read_ingress(struct nbd_netlink *nl, int ifindex, const char *ifname,
         r = find_ifb(nl, ifindex, &ifb, e);
         if (r < 0 || !ifb)
                 return r;
-        r = read_tree(nl, ifb, ret_has, ret, leaf, sizeof(leaf), e);
+        r = read_tree(nl, ifb, NBD_BW_OLD_ROOT, NBD_BW_OLD_CLASS, ret_has, ret, leaf, sizeof(leaf),
+                      e);
         if (r < 0 || !*ret_has)
                 return r;
         if (fwd == ifb) {
@@ -188,31 +194,55 @@ static int read_ingress(struct nbd_netlink *nl, int ifindex, const char *ifname,
         return 0;
 }
 
+/* The egress limit: netbroker's tree (root htb 4e42:), else an older
+ * helper's tree that is netbroker's (bw_old_tree.h), said so in the
+ * mechanism; a tree of someone else is not shown. */
+static int read_egress(struct nbd_netlink *nl, const struct nbd_bw_old_link *l, bool *ret_has,
+                       struct nbd_bw_rate *ret, char *ret_mech, size_t mech_len, struct nbd_err *e)
+{
+        struct nbd_bw_old_tree old;
+        char leaf[16];
+        int r = read_tree(nl, l->ifindex, NBD_BW_HTB_ROOT, NBD_BW_HTB_CLASS, ret_has, ret, leaf,
+                          sizeof(leaf), e);
+
+        if (r == 0 && *ret_has) {
+                snprintf(ret_mech, mech_len, "htb%s%s", leaf[0] ? "+" : "", leaf);
+                return 0;
+        }
+        if (r == 0)
+                r = nbd_bw_old_tree_find(nl, l, &old, e);
+        if (r == 0 && old.found)
+                r = read_class(nl, l->ifindex, NBD_BW_OLD_CLASS, ret, ret_has, e);
+        if (r == 0 && *ret_has)
+                snprintf(ret_mech, mech_len, "htb%s%s (older helper)", old.leaf[0] ? "+" : "",
+                         old.leaf);
+        return r;
+}
+
 int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
                 struct nbd_err *e)
 {
         struct nbd_bw_shown s = {0};
         struct rtnl_link *link = NULL;
         struct nbd_bw_rate root = {0}, ifb = {0};
-        char leaf[16], root_mech[32] = "", ifb_mech[32] = "";
-        bool has_root, has_ifb, macvtap;
-        int ifindex, r;
+        struct nbd_bw_old_link l;
+        char root_mech[48] = "", ifb_mech[48] = "";
+        bool has_root = false, has_ifb, macvtap;
+        int r;
 
         if (!nl)
                 return nbd_err_set(e, -EOPNOTSUPP, "bandwidth show: no rtnetlink here");
         r = get_link(nl, ifname, &link);
         if (r < 0)
                 return nbd_err_set(e, r, "no interface %s: %s", ifname, strerror(-r));
-        ifindex = rtnl_link_get_ifindex(link);
+        nbd_bw_old_link_of(link, &l);
         /* A macvtap's egress is what its guest sends (bandwidth.h). */
         macvtap = rtnl_link_get_type(link) && strcmp(rtnl_link_get_type(link), "macvtap") == 0;
         rtnl_link_put(link);
-        r = read_tree(nl, ifindex, &has_root, &root, leaf, sizeof(leaf), e);
+        r = read_egress(nl, &l, &has_root, &root, root_mech, sizeof(root_mech), e);
         if (r < 0)
                 return r;
-        if (has_root)
-                snprintf(root_mech, sizeof(root_mech), "htb%s%s", leaf[0] ? "+" : "", leaf);
-        r = read_ingress(nl, ifindex, ifname, &has_ifb, &ifb, ifb_mech, sizeof(ifb_mech), e);
+        r = read_ingress(nl, l.ifindex, ifname, &has_ifb, &ifb, ifb_mech, sizeof(ifb_mech), e);
         if (r < 0)
                 return r;
         s.has_in = macvtap ? has_ifb : has_root;

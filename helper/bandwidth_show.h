@@ -18,7 +18,7 @@ struct nbd_netlink;
 struct nbd_bw_shown {
         bool has_in, has_out;
         struct nbd_bw_rate in, out;
-        char in_mech[32], out_mech[32]; /* "htb+fq_codel", "ifb+htb", ... */
+        char in_mech[48], out_mech[48]; /* "htb+fq_codel", "ifb+htb", ... */
 };
 
 /* Read the limits on ifname over nl (link.c's request socket; NULL: there

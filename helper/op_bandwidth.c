@@ -3,9 +3,11 @@
  * interface and every rate before the batch runs; running first reads back
  * the limits netbroker had on the interface, so that a later failure of the
  * batch puts them back (a set or clear is undone by setting what was read;
- * an interface without netbroker limits is cleared again). Limits made by
- * others than netbroker are not restored: netbroker replaces the root
- * qdisc, and what it replaced is gone. */
+ * an interface without netbroker limits is cleared again). A root qdisc
+ * that is not netbroker's (bandwidth.h's mark, or an older helper's tree
+ * bw_old_tree.h finds to be ours) is never replaced: the set fails with
+ * EBUSY. A clear of an interface that is gone (with its guest)
+ * is a success that says so: nothing of it is left to remove. */
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -76,11 +78,21 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
         return 0;
 }
 
+/* An interface that is not there is no error: it went with its guest,
+ * and the clear says so when it runs (run_clear checks the owner again
+ * if one of that name is there by then). */
 static int validate_clear(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *ifname = op->bandwidth_clear->ifname;
         int r = nbd_check_interface(v, ifname, res, "bandwidth clear");
 
+        if (r == -ENODEV) {
+                res->status = 0;
+                if (res->message != protobuf_c_empty_string)
+                        free(res->message);
+                res->message = (char *)protobuf_c_empty_string;
+                return 0;
+        }
         return r ? r : nbd_check_owned(v, ifname, res);
 }
 
@@ -186,6 +198,14 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         if (!u)
                 return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
         r = kernel_of(job)->clear(bw_of(job), ifname, &err);
+        if (r == -ENODEV) {
+                /* Gone with its guest: nothing to put back either. */
+                free(u);
+                if (set_ifname(res, ifname) < 0)
+                        return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
+                nbd_result_set(res, 0, "bandwidth clear %s: %s", ifname, err.msg);
+                return 0;
+        }
         if (r < 0) {
                 undo_bw(job, u);
                 free(u);

@@ -231,10 +231,11 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         ck_assert_str_eq(in_mech, "htb");
         ck_assert_str_eq(out_mech, "nft-limit");
         nb_results_free(res);
-        /* Inbound: htb 1: at the root, class 1:1 at average/peak/burst. */
+        /* Inbound: htb 4e42: (the helper's mark) at the root, class 4e42:1
+         * at average/peak/burst. */
         assert_tc("qdisc", "h0", "[q['kind'] for q in d if q.get('root')]", "['htb']");
-        assert_tc("qdisc", "h0", "[q['handle'] for q in d if q.get('root')]", "['1:']");
-        assert_classes("h0", "1:1 1024 2048 64");
+        assert_tc("qdisc", "h0", "[q['handle'] for q in d if q.get('root')]", "['4e42:']");
+        assert_classes("h0", "4e42:1 1024 2048 64");
         /* Outbound: an nft policer (after the firewall's chains; a tc
          * one would run before them), no IFB, no ingress qdisc. */
         assert_policer(4096);
@@ -246,7 +247,7 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         /* A change of rate is a change of the class, in place. */
         in.average = 1500;
         bw_set_ok(c, "h0", &in, &out);
-        assert_classes("h0", "1:1 1500 2048 64");
+        assert_classes("h0", "4e42:1 1500 2048 64");
         /* Stats name the mechanisms and count the ops. */
         b = nb_batch_new();
         nb_batch_stats(b);
@@ -349,7 +350,7 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         b = nb_batch_new();
         low_peak.peak = 4096; /* good now */
         ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &low_peak, &good), 0);
-        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "nosuchdev"), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "nosuchdev", &good, NULL), 0);
         res = submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
         ck_assert_int_eq(nb_result_status(res, 1), -ENODEV);
@@ -358,6 +359,308 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         ck_assert_str_eq(before, after);
         free(before);
         free(after);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- only its own ---- */
+
+/* dev's root qdisc as `tc -j qdisc show` has it: "KIND HANDLE". */
+static char *root_of(const char *dev)
+{
+        char *got = tc_json("qdisc", dev,
+                            "' '.join(q['kind'] + ' ' + q['handle'] for q in d "
+                            "if q.get('root'))");
+
+        got[strcspn(got, "\n")] = '\0';
+        return got;
+}
+
+/* An administrator's htb 1: on h0: with a class 1:1, so that an old
+ * reader that took any htb 1: for netbroker's would show a limit, and a
+ * second class as default, so that it is not an older helper's tree
+ * either (h0 is the helper's: those are its own, bw_old_tree.h). */
+static void add_admin_htb(void)
+{
+        free(tu_sh("tc qdisc add dev h0 root handle 1: htb default 2 && "
+                   "tc class add dev h0 parent 1: classid 1:1 htb rate 1mbit burst 16k && "
+                   "tc class add dev h0 parent 1: classid 1:2 htb rate 2mbit burst 16k"));
+}
+
+/* The helper's tc objects carry its mark, the root handle 4e42:. An
+ * administrator's htb 1: is not shown as the helper's, survives a clear,
+ * and a set over it is refused with EBUSY and changes nothing; once it
+ * is gone, the set makes the helper's own, which the clear removes. */
+START_TEST(test_an_administrators_root_qdisc_is_neither_shown_nor_cleared_nor_replaced)
+{
+        nb_conn *c = setup();
+        nb_rate in = {.size = sizeof(nb_rate), .average = 1024, .burst = 64},
+                out = {.size = sizeof(nb_rate), .average = 2048, .burst = 64};
+        nb_rate shown_in = NB_RATE_INIT, shown_out = NB_RATE_INIT;
+        bool has_in = true, has_out = true;
+        nb_results *res;
+        nb_batch *b;
+        char *before, *after, *root;
+
+        add_admin_htb();
+        root = root_of("h0");
+        ck_assert_str_eq(root, "htb 1:");
+        free(root);
+        before = tc_state();
+        /* Not shown as the helper's. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_show(b, "h0"), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &shown_in, &has_out, &shown_out),
+                         0);
+        ck_assert_msg(!has_in, "an administrator's htb 1: shown as a limit of %u kB/s",
+                      shown_in.average);
+        ck_assert(!has_out);
+        nb_results_free(res);
+        /* Not deleted by a clear. */
+        bw_clear_ok(c, "h0");
+        after = tc_state();
+        ck_assert_str_eq(before, after);
+        free(after);
+        /* Not replaced by a set, which changes nothing (not even the
+         * other direction's policer). */
+        assert_refused(c, "h0", &in, &out, -EBUSY, "is not netbroker's");
+        after = tc_state();
+        ck_assert_str_eq(before, after);
+        ck_assert(!has_chain(police_of_h0()));
+        free(after);
+        /* Gone, the helper makes its own, and its clear removes it. */
+        free(tu_sh("tc qdisc del dev h0 root"));
+        bw_set_ok(c, "h0", &in, &out);
+        root = root_of("h0");
+        ck_assert_str_eq(root, "htb 4e42:");
+        free(root);
+        bw_clear_ok(c, "h0");
+        root = root_of("h0");
+        ck_assert_msg(!strstr(root, "4e42:"), "the helper's root qdisc stays: %s", root);
+        free(root);
+        free(before);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- an older helper's tree, after an upgrade ---- */
+
+/* The egress tree helpers before the mark made on dev, built with tc as
+ * their bandwidth.c did (main before fe6cdb2): root htb 1: default 1;
+ * class 1:1 at average, ceil peak, burst, quantum a tenth of the average
+ * in 1600..200000; a leaf 2: of fq_codel, else sfq, else none (HTB's own
+ * fifo). The cburst libnl computed (tc rounds its own) is no part of the
+ * layout. Rates in kB/s of 1024 bytes, burst in kB. */
+static void old_helper_tree(const char *dev, unsigned average, unsigned peak, unsigned burst)
+{
+        unsigned long long q = (unsigned long long)average * 1024 / 10;
+
+        q = q < 1600 ? 1600 : q > 200000 ? 200000 : q;
+        free(tu_sh("tc qdisc add dev %s root handle 1: htb default 1 && "
+                   "tc class add dev %s parent 1: classid 1:1 htb rate %llubps ceil %llubps "
+                   "burst %uk quantum %llu && "
+                   "{ tc qdisc add dev %s parent 1:1 handle 2: fq_codel 2>/dev/null || "
+                   "tc qdisc add dev %s parent 1:1 handle 2: sfq 2>/dev/null || true; }",
+                   dev, dev, (unsigned long long)average * 1024, (unsigned long long)peak * 1024,
+                   burst, q, dev, dev));
+}
+
+/* Everything tc says of dev's egress: its qdiscs, classes and the
+ * filters of htb 1: and of class 1:1 (none there is "no-filter"). */
+static char *egress_state(const char *dev)
+{
+        return tu_sh("tc -j qdisc show dev %s; tc class show dev %s; "
+                     "tc -j filter show dev %s parent 1: 2>/dev/null || echo no-filter; "
+                     "tc -j filter show dev %s parent 1:1 2>/dev/null || echo no-filter",
+                     dev, dev, dev, dev);
+}
+
+/* BandwidthShow of dev's inbound (a tap's egress): has, rate, mechanism. */
+static bool inbound_shown(nb_conn *c, const char *dev, nb_rate *ret, char *mech, size_t len)
+{
+        nb_rate out = NB_RATE_INIT;
+        const char *in_mech = NULL, *out_mech = NULL;
+        bool has_in = false, has_out = false;
+        nb_results *res;
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_bandwidth_show(b, dev), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "bandwidth show %s: %s", dev,
+                      nb_result_message(res, 0));
+        ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, ret, &has_out, &out), 0);
+        ck_assert_int_eq(nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech), 0);
+        snprintf(mech, len, "%s", in_mech);
+        nb_results_free(res);
+        return has_in;
+}
+
+/* A persistent tap the helper makes: it carries the helper's owner mark. */
+static void helper_tap(nb_conn *c, const char *name)
+{
+        nb_tap_opts persist = {.size = sizeof(nb_tap_opts), .persist = true};
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        ck_assert_int_eq(nb_batch_tap_create(b, name, &persist), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "tap %s: %s", name, nb_result_message(res, 0));
+        nb_results_free(res);
+        ck_assert_str_eq(tu_link_get(name, "ifalias"), "netbroker:uid=0");
+}
+
+/* After an upgrade, the tree an older helper made on a tap the helper
+ * made is the helper's own: shown (said to be an older helper's), replaced
+ * by a set with the 4e42: tree, and deleted by a clear, which leaves the
+ * tap as it was before any limit. */
+START_TEST(test_an_older_helpers_tree_on_a_tap_it_made_is_adopted)
+{
+        nb_conn *c = setup();
+        nb_rate in = {.size = sizeof(nb_rate), .average = 512, .peak = 1024, .burst = 32};
+        nb_rate shown = NB_RATE_INIT;
+        char mech[64], *pristine, *state, *root;
+
+        helper_tap(c, "ot0");
+        pristine = egress_state("ot0");
+        old_helper_tree("ot0", 1024, 2048, 64);
+        root = root_of("ot0");
+        ck_assert_str_eq(root, "htb 1:");
+        free(root);
+        assert_classes("ot0", "1:1 1024 2048 64");
+        /* Shown, and said to be an older helper's. */
+        ck_assert_msg(inbound_shown(c, "ot0", &shown, mech, sizeof(mech)),
+                      "an older helper's tree on a tap the helper made is not shown");
+        ck_assert_uint_eq(shown.average, 1024);
+        ck_assert_uint_eq(shown.peak, 2048);
+        ck_assert_uint_eq(shown.burst, 64);
+        ck_assert_msg(strncmp(mech, "htb", 3) == 0 && strstr(mech, "(older helper)"),
+                      "mechanism '%s'", mech);
+        /* A set replaces it: the 4e42: tree alone, nothing of 1: left. */
+        bw_set_ok(c, "ot0", &in, NULL);
+        root = root_of("ot0");
+        ck_assert_str_eq(root, "htb 4e42:");
+        free(root);
+        assert_classes("ot0", "4e42:1 512 1024 32");
+        assert_tc("qdisc", "ot0", "[q['handle'] for q in d if q['handle'] in ('1:', '2:')]", "[]");
+        ck_assert(inbound_shown(c, "ot0", &shown, mech, sizeof(mech)));
+        ck_assert_msg(!strstr(mech, "older"), "mechanism '%s' after a set", mech);
+        /* A clear deletes the older helper's tree: the tap is as it was. */
+        bw_clear_ok(c, "ot0");
+        old_helper_tree("ot0", 1024, 2048, 64);
+        bw_clear_ok(c, "ot0");
+        state = egress_state("ot0");
+        ck_assert_str_eq(state, pristine);
+        ck_assert(!inbound_shown(c, "ot0", &shown, mech, sizeof(mech)));
+        free(state);
+        free(pristine);
+        nb_close(c);
+}
+END_TEST
+
+/* The same tree on a tap the helper did not make (no owner mark) is
+ * someone else's: not shown, a set over it fails with EBUSY, a clear
+ * leaves it; nothing of it changes. */
+START_TEST(test_an_older_helpers_layout_on_a_device_it_did_not_make_is_left_alone)
+{
+        nb_conn *c = setup();
+        nb_rate in = {.size = sizeof(nb_rate), .average = 512, .burst = 32};
+        nb_rate shown = NB_RATE_INIT;
+        char mech[64], *before, *after;
+
+        free(tu_sh("ip tuntap add dev ft0 mode tap"));
+        ck_assert_str_eq(tu_link_get("ft0", "ifalias"), TU_ABSENT);
+        old_helper_tree("ft0", 1024, 2048, 64);
+        before = egress_state("ft0");
+        ck_assert_msg(!inbound_shown(c, "ft0", &shown, mech, sizeof(mech)),
+                      "shown as the helper's: %u kB/s (%s)", shown.average, mech);
+        assert_refused(c, "ft0", &in, NULL, -EBUSY, "is not netbroker's");
+        after = egress_state("ft0");
+        ck_assert_str_eq(before, after);
+        free(after);
+        bw_clear_ok(c, "ft0");
+        after = egress_state("ft0");
+        ck_assert_str_eq(before, after);
+        free(after);
+        free(before);
+        nb_close(c);
+}
+END_TEST
+
+/* On a tap the helper made, a tree that is not exactly an older helper's
+ * is someone else's: another default class, a second class, a filter, a
+ * leaf the older helper never made. Each is not shown, survives a clear,
+ * and a set over it fails with EBUSY. */
+START_TEST(test_another_tree_on_a_tap_it_made_is_left_alone)
+{
+        static const char *const extra[] = {
+                /* HTB's options cannot change: the tree again, default 2. */
+                "tc qdisc del dev ot0 root && tc qdisc add dev ot0 root handle 1: htb default 2 && "
+                "tc class add dev ot0 parent 1: classid 1:1 htb rate 8mbit",
+                "tc class add dev ot0 parent 1: classid 1:2 htb rate 1mbit",
+                "tc filter add dev ot0 parent 1: protocol all prio 1 u32 match u32 0 0 flowid 1:1",
+                "tc filter add dev ot0 parent 1:1 protocol all prio 1 u32 match u32 0 0",
+                "tc qdisc replace dev ot0 parent 1:1 handle 3: pfifo",
+        };
+        nb_conn *c = setup();
+        nb_rate in = {.size = sizeof(nb_rate), .average = 512, .burst = 32};
+        nb_rate shown = NB_RATE_INIT;
+        char mech[64], *before, *after;
+
+        helper_tap(c, "ot0");
+        for (size_t i = 0; i < sizeof(extra) / sizeof(*extra); i++) {
+                free(tu_sh("tc qdisc del dev ot0 root 2>/dev/null; true"));
+                old_helper_tree("ot0", 1024, 2048, 64);
+                free(tu_sh("%s", extra[i]));
+                before = egress_state("ot0");
+                ck_assert_msg(!inbound_shown(c, "ot0", &shown, mech, sizeof(mech)),
+                              "after '%s': shown as the helper's (%s)", extra[i], mech);
+                bw_clear_ok(c, "ot0");
+                after = egress_state("ot0");
+                ck_assert_msg(strcmp(before, after) == 0, "after '%s', a clear changed:\n%s\n%s",
+                              extra[i], before, after);
+                free(after);
+                assert_refused(c, "ot0", &in, NULL, -EBUSY, "is not netbroker's");
+                after = egress_state("ot0");
+                ck_assert_msg(strcmp(before, after) == 0, "after '%s', a set changed:\n%s\n%s",
+                              extra[i], before, after);
+                free(after);
+                free(before);
+        }
+        nb_close(c);
+}
+END_TEST
+
+/* BandwidthClear of an interface that went away with its guest is a
+ * success that says so, alone and in a batch whose other ops run; the
+ * policer chain that hooked its name is gone (since Linux 6.16 it would
+ * limit the next device of that name). */
+START_TEST(test_clear_of_an_interface_already_gone_succeeds_and_says_so)
+{
+        nb_conn *c = setup();
+        nb_rate r = {.size = sizeof(nb_rate), .average = 1024, .burst = 64};
+        char police[16];
+        nb_results *res;
+        nb_batch *b;
+
+        bw_set_ok(c, "h0", &r, &r);
+        snprintf(police, sizeof(police), "%s", police_of_h0());
+        ck_assert(has_chain(police));
+        free(tu_sh("ip link del h0"));
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b, "nosuchdev"), 0);
+        ck_assert_int_eq(nb_batch_veth_create(b, "h1", "g1", -1), 0);
+        res = submit(c, b);
+        for (size_t i = 0; i < 3; i++)
+                ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s (%s)", i,
+                              strerror(-nb_result_status(res, i)), nb_result_message(res, i));
+        ck_assert_msg(strstr(nb_result_message(res, 0), "already gone"),
+                      "bandwidth clear of h0 says '%s'", nb_result_message(res, 0));
+        ck_assert_msg(strstr(nb_result_message(res, 1), "already gone"),
+                      "bandwidth clear of nosuchdev says '%s'", nb_result_message(res, 1));
+        nb_results_free(res);
+        ck_assert(!has_chain(police));
         nb_close(c);
 }
 END_TEST
@@ -397,8 +700,8 @@ START_TEST(test_without_nft_limit_a_limit_on_what_enters_is_refused)
         ck_assert(!has_chain(police_of_h0()));
         bw_set_ok(c, "h0", &r, NULL);
         bw_set_ok(c, "mv0", NULL, &r);
-        assert_classes("h0", "1:1 1024 1024 10");
-        assert_classes("mv0", "1:1 1024 1024 10");
+        assert_classes("h0", "4e42:1 1024 1024 10");
+        assert_classes("mv0", "4e42:1 1024 1024 10");
         tables = tu_sh("nft list tables");
         ck_assert_msg(!strstr(tables, "netbroker_bw\n"), "%s", tables);
         free(tables);
@@ -481,7 +784,7 @@ START_TEST(test_without_a_burst_htb_gets_10_ms_of_the_average)
         assert_policer(100);
         ck_assert_uint_eq(out_burst_shown(c), 300);
         bw_set_ok(c, "h0", &in, &out);
-        assert_classes("h0", "1:1 8192 8192 82");
+        assert_classes("h0", "4e42:1 8192 8192 82");
         assert_policer(100);
         ck_assert_uint_eq(out_burst_shown(c), 100);
         first = tc_state();
@@ -944,6 +1247,7 @@ Suite *bandwidth_suite(void)
         Suite *s = suite_create("bandwidth");
         TCase *ops = tcase_create("bandwidth-ops"), *rate = tcase_create("bandwidth-rate");
         TCase *acks = tcase_create("bandwidth-acks");
+        TCase *upgrade = tcase_create("bandwidth-upgrade");
 
         tcase_set_timeout(ops, 60);
         tcase_set_timeout(rate, 180);
@@ -951,6 +1255,9 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_set_is_what_tc_shows_and_set_twice_is_the_same_state);
         tcase_add_test(ops, test_clear_leaves_the_interface_as_it_was);
         tcase_add_test(ops, test_bad_input_is_refused_with_a_reason_and_changes_nothing);
+        tcase_add_test(ops,
+                       test_an_administrators_root_qdisc_is_neither_shown_nor_cleared_nor_replaced);
+        tcase_add_test(ops, test_clear_of_an_interface_already_gone_succeeds_and_says_so);
         tcase_add_test(ops, test_set_is_undone_when_a_later_op_of_the_batch_fails);
         tcase_add_test(ops, test_without_nft_limit_a_limit_on_what_enters_is_refused);
         tcase_add_test(ops, test_without_a_burst_htb_gets_10_ms_of_the_average);
@@ -959,11 +1266,17 @@ Suite *bandwidth_suite(void)
         tcase_add_test(ops, test_clears_in_a_batch_delete_older_ifbs_together);
         tcase_add_test(ops,
                        test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpers);
+        tcase_set_timeout(upgrade, 60);
+        tcase_add_test(upgrade, test_an_older_helpers_tree_on_a_tap_it_made_is_adopted);
+        tcase_add_test(upgrade,
+                       test_an_older_helpers_layout_on_a_device_it_did_not_make_is_left_alone);
+        tcase_add_test(upgrade, test_another_tree_on_a_tap_it_made_is_left_alone);
         tcase_add_test(rate,
                        test_measured_tcp_throughput_is_within_15_percent_of_the_average_both_ways);
         tcase_add_test(acks, test_acks_are_counted_by_port_and_sequence_number);
         suite_add_tcase(s, acks);
         suite_add_tcase(s, ops);
+        suite_add_tcase(s, upgrade);
         suite_add_tcase(s, rate);
         return s;
 }

@@ -164,13 +164,14 @@ static char *tc_classes(const char *dev)
         return got;
 }
 
-/* The kind of dev's root qdisc and of its child 1:1, from `tc -s -j qdisc`. */
+/* The kind of dev's root qdisc and of its child 4e42:1 (the helper's
+ * handles), from `tc -s -j qdisc`. */
 static char *tc_qdiscs(const char *dev)
 {
         char *got = tu_sh("tc -s -j qdisc show dev %s | python3 -c \"import json, sys\n"
                           "d = json.load(sys.stdin)\n"
                           "r = [q['kind'] for q in d if q.get('root')]\n"
-                          "l = [q['kind'] for q in d if q.get('parent') == '1:1']\n"
+                          "l = [q['kind'] for q in d if q.get('parent') == '4e42:1']\n"
                           "print('+'.join(r + l))\"",
                           dev);
 
@@ -218,7 +219,7 @@ static void assert_show_is_tc(nb_conn *c, const char *dev, const nb_rate *set_in
         ck_assert_int_eq(nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech), 0);
         ck_assert(has_in && has_out);
         ck_assert_str_eq(nb_result_ifname(res, 0), dev);
-        snprintf(want, sizeof(want), "1:1 %u %u %u", root->average,
+        snprintf(want, sizeof(want), "4e42:1 %u %u %u", root->average,
                  root->peak ? root->peak : root->average, root->burst);
         got = tc_classes(dev);
         ck_assert_str_eq(got, want);

@@ -22,3 +22,5 @@ Suite *names_suite(void);
 Suite *lanes_suite(void);
 Suite *systemd_suite(void);
 Suite *evloop_suite(void);
+/* idempotent clean-up, the empty table, connect deadlines (issue 15) */
+Suite *cleanup_suite(void);

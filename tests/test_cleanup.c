@@ -2,13 +2,18 @@
 /* Only its own, and nothing left behind (issue 15): the firewall's tables
  * go with the last owner (by FirewallRemove, in a batch, with a gone
  * interface) and come back with the next apply, a helper starts clean with
- * no table. Kernel tests run in a network
+ * no table; and the connect deadlines: nb_connect to a socket nobody
+ * serves, nb_spawn of a helper that never says Hello, both -ETIMEDOUT in
+ * time, the spawned one killed and reaped. Kernel tests run in a network
  * namespace of their own; the idempotent ops' root side is in test_link.c
  * and test_firewall.c, their policy side in test_policy.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -174,13 +179,98 @@ START_TEST(test_tables_go_with_the_last_owner_and_come_back)
 }
 END_TEST
 
+/* ---- connect deadlines ---- */
+
+/* A listening socket nobody accepts on, with a backlog of one. */
+static int dead_listener(char *path, size_t len)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(fd, 0);
+        snprintf(path, len, "/tmp/nbtest-dead-%d.sock", (int)getpid());
+        unlink(path);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(fd, 0), 0);
+        return fd;
+}
+
+/* Nobody serves the socket: the Hello is never answered, and once the
+ * backlog is full connect() itself would wait. Both are -ETIMEDOUT after
+ * the deadline, and not long after it. */
+START_TEST(test_connect_to_a_socket_nobody_serves_times_out)
+{
+        char path[108];
+        int lfd = dead_listener(path, sizeof(path));
+        nb_conn *c = NULL;
+        uint64_t t0;
+        int r;
+
+        for (int i = 0; i < 3; i++) {
+                t0 = tu_now_us();
+                r = nb_connect_timeout(path, 300, &c);
+                uint64_t took = tu_now_us() - t0;
+                printf("nb_connect_timeout(300 ms) #%d: %s after %.0f ms (%s)\n", i, strerror(-r),
+                       took / 1000.0, nb_last_error());
+                ck_assert_int_eq(r, -ETIMEDOUT);
+                ck_assert_ptr_null(c);
+                ck_assert_uint_ge(took, 290 * 1000);
+                ck_assert_uint_lt(took, 5 * 1000 * 1000);
+                ck_assert_msg(strstr(nb_last_error(), "deadline"), "%s", nb_last_error());
+        }
+        close(lfd);
+        unlink(path);
+}
+END_TEST
+
+/* A "helper" that never answers Hello (a script that sleeps): nb_spawn
+ * gives up at the deadline with -ETIMEDOUT, and the child is killed and
+ * reaped: no child of ours is left, not even a zombie. */
+START_TEST(test_spawn_of_a_helper_that_never_answers_times_out_and_is_reaped)
+{
+        char script[64];
+        nb_spawn_opts o = {.size = sizeof(nb_spawn_opts), .hello_timeout_ms = 300};
+        nb_conn *c = NULL;
+        FILE *f;
+        uint64_t t0, took;
+        int r;
+
+        snprintf(script, sizeof(script), "/tmp/nbtest-mute-%d.sh", (int)getpid());
+        f = fopen(script, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("#!/bin/sh\nexec sleep 60\n", f);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(script, 0755), 0);
+        ck_assert_int_eq(tu_children_of(getpid()), 0);
+        t0 = tu_now_us();
+        r = nb_spawn(script, &o, &c);
+        took = tu_now_us() - t0;
+        printf("nb_spawn(never answers, 300 ms): %s after %.0f ms (%s)\n", strerror(-r),
+               took / 1000.0, nb_last_error());
+        ck_assert_int_eq(r, -ETIMEDOUT);
+        ck_assert_ptr_null(c);
+        ck_assert_uint_ge(took, 290 * 1000);
+        ck_assert_uint_lt(took, 5 * 1000 * 1000);
+        ck_assert_int_eq(tu_children_of(getpid()), 0);
+        ck_assert_int_eq(tu_zombies_of(getpid()), 0);
+        unlink(script);
+}
+END_TEST
+
 Suite *cleanup_suite(void)
 {
         Suite *s = suite_create("cleanup");
-        TCase *tables = tcase_create("cleanup-tables");
+        TCase *tables = tcase_create("cleanup-tables"),
+              *deadlines = tcase_create("cleanup-deadlines");
 
         tcase_set_timeout(tables, 120);
+        tcase_set_timeout(deadlines, 30);
         tcase_add_test(tables, test_tables_go_with_the_last_owner_and_come_back);
+        tcase_add_test(deadlines, test_connect_to_a_socket_nobody_serves_times_out);
+        tcase_add_test(deadlines,
+                       test_spawn_of_a_helper_that_never_answers_times_out_and_is_reaped);
         suite_add_tcase(s, tables);
+        suite_add_tcase(s, deadlines);
         return s;
 }

@@ -470,6 +470,9 @@ int conn_establish(nb_conn *c, int64_t deadline)
                 r = set_hello_timeout(c->fd, deadline);
                 if (r == 0)
                         r = hello(c);
+                /* The bounds were the Hello's: the socket goes on without. */
+                if (r == 0)
+                        r = set_hello_timeout(c->fd, NO_DEADLINE);
                 if (r == 0 && fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
                         r = -errno;
                 if (r < 0) {

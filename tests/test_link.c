@@ -555,6 +555,11 @@ START_TEST(test_link_set_master_attaches_and_nomaster_detaches)
         assert_link("p0", "master", TU_ABSENT);
         assert_link("p0", "linkinfo.info_slave_kind", TU_ABSENT);
         assert_link("nbtap0", "master", "nbbr0");
+        /* Detaching what has no bridge is done already (a clean-up op). */
+        b = nb_batch_new();
+        nb_batch_link_set(b, "p0", &detach);
+        nb_results_free(submit_ok(c, b));
+        assert_link("p0", "master", TU_ABSENT);
         nb_close(c);
 }
 END_TEST

@@ -544,9 +544,10 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
  * removed by it (touched, and not applied again) and none is made. Then
  * the table goes in the same commit, the mark's with it: `nft list
  * ruleset` shows nothing of ours, and the next apply makes them again.
- * (The shared set goes with it: it is the helper's.) An owner with no base chain (a half-deleted
- * one) keeps the table: its chains are not this transaction's to drop; so does a chain of someone
- * else's in it (no '/' in its name). */
+ * (The shared set goes with it: it is the helper's.) An owner with no
+ * base chain (a half-deleted one) keeps the table: its chains are not
+ * this transaction's to drop; so does a chain of someone else's in it (no
+ * '/' in its name). */
 static bool leaves_table_empty(const struct nbd_fw_txn *t)
 {
         /* A removal reads the chains: summary is false then. */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -232,34 +233,58 @@ static int hello(nb_conn *c)
         return r;
 }
 
-static void describe_exit(nb_conn *c, int status)
+static void describe_exit(nb_conn *c, const siginfo_t *si)
 {
-        if (WIFEXITED(status))
+        if (si->si_code == CLD_EXITED)
                 conn_set_error(c, "netbrokerd (pid %d) exited with status %d", (int)c->pid,
-                               WEXITSTATUS(status));
-        else if (WIFSIGNALED(status))
+                               si->si_status);
+        else if (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED)
                 conn_set_error(c, "netbrokerd (pid %d) was killed by signal %d", (int)c->pid,
-                               WTERMSIG(status));
+                               si->si_status);
+}
+
+static void forget_helper(nb_conn *c)
+{
+        c->pid = 0;
+        if (c->pidfd >= 0)
+                close(c->pidfd);
+        c->pidfd = -1;
 }
 
 /* Reap our helper. A daemon with its own SIGCHLD reaper may have taken it
- * (ECHILD): that is fine, it is gone either way. */
+ * (ECHILD): that is fine, it is gone either way. Through the pidfd when
+ * there is one (waitid P_PIDFD, Linux 5.4): after such a reaper, the pid
+ * may be another process's, the pidfd never is. */
 void conn_reap_helper(nb_conn *c, bool block)
 {
-        int status;
+        siginfo_t si;
+        int r;
 
         if (c->pid <= 0)
                 return;
-        pid_t p;
-        do
-                p = waitpid(c->pid, &status, block ? 0 : WNOHANG);
-        while (p < 0 && errno == EINTR);
-        if (p == c->pid) {
-                describe_exit(c, status);
-                c->pid = 0;
-        } else if (p < 0) {
-                c->pid = 0;
+        do {
+                memset(&si, 0, sizeof(si));
+                if (c->pidfd >= 0)
+                        r = waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED | (block ? 0 : WNOHANG));
+                else
+                        r = waitid(P_PID, (id_t)c->pid, &si, WEXITED | (block ? 0 : WNOHANG));
+        } while (r < 0 && errno == EINTR);
+        if (r == 0 && si.si_pid != 0) {
+                describe_exit(c, &si);
+                forget_helper(c);
+        } else if (r < 0) {
+                forget_helper(c);
         }
+}
+
+void conn_kill_helper(nb_conn *c)
+{
+        if (c->pid <= 0)
+                return;
+        if (c->pidfd >= 0)
+                pidfd_send_signal(c->pidfd, SIGKILL, NULL, 0);
+        else
+                kill(c->pid, SIGKILL);
 }
 
 static int spawn_helper(nb_conn *c)
@@ -351,11 +376,18 @@ out_env:
                 conn_set_error(c, "cannot run %s: %s", c->helper_path, strerror(-r));
                 return r;
         }
+        /* Our child, not reaped yet: its pid cannot have been reused. (A
+         * kernel before 5.3 has no pidfd: the pid it is, then.) */
+        c->pidfd = pidfd_open(c->pid, 0);
         c->fd = sv[0];
         return 0;
 }
 
-static int connect_socket(nb_conn *c)
+static int set_hello_timeout(int fd, int64_t deadline);
+
+/* connect() waits for room in the listener's backlog (a helper that stopped
+ * accepting) until `deadline` at most: SO_SNDTIMEO bounds it. */
+static int connect_socket(nb_conn *c, int64_t deadline)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         int fd;
@@ -366,9 +398,17 @@ static int connect_socket(nb_conn *c)
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int r = -errno;
-                conn_set_error(c, "cannot connect to %s: %s", c->socket_path, strerror(errno));
+        int r = set_hello_timeout(fd, deadline);
+        if (r == 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                r = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+        if (r < 0) {
+                if (r == -ETIMEDOUT)
+                        conn_set_error(c,
+                                       "cannot connect to %s: its backlog stayed full until "
+                                       "the deadline",
+                                       c->socket_path);
+                else
+                        conn_set_error(c, "cannot connect to %s: %s", c->socket_path, strerror(-r));
                 close(fd);
                 return r;
         }
@@ -423,11 +463,16 @@ int conn_establish(nb_conn *c, int64_t deadline)
         drop_fd(c);
         conn_reap_helper(c, true);
         c->error[0] = '\0';
-        r = c->socket_path ? connect_socket(c) : spawn_helper(c);
+        if (deadline == NO_DEADLINE && c->hello_timeout_ms > 0)
+                deadline = conn_now_ns() + (int64_t)c->hello_timeout_ms * 1000000;
+        r = c->socket_path ? connect_socket(c, deadline) : spawn_helper(c);
         if (r == 0) {
                 r = set_hello_timeout(c->fd, deadline);
                 if (r == 0)
                         r = hello(c);
+                /* The bounds were the Hello's: the socket goes on without. */
+                if (r == 0)
+                        r = set_hello_timeout(c->fd, NO_DEADLINE);
                 if (r == 0 && fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
                         r = -errno;
                 if (r < 0) {
@@ -436,8 +481,8 @@ int conn_establish(nb_conn *c, int64_t deadline)
                          * message, if it sent one, says more. A helper of
                          * ours that did not answer in time is stopped or
                          * hung: it would not exit on EOF. */
-                        if (r == -ETIMEDOUT && c->pid > 0)
-                                kill(c->pid, SIGKILL);
+                        if (r == -ETIMEDOUT)
+                                conn_kill_helper(c);
                         snprintf(said, sizeof(said), "%s", c->error);
                         drop_fd(c);
                         conn_reap_helper(c, true);
@@ -469,6 +514,7 @@ static void conn_free(nb_conn *c)
         free(c->config_path);
         free(c->log_level);
         free(c->socket_path);
+        forget_helper(c); /* reaped above, or taken by someone else */
         if (c->epfd >= 0)
                 close(c->epfd);
         if (c->notify_fd >= 0)
@@ -494,6 +540,8 @@ static nb_conn *conn_alloc(void)
         pthread_cond_init(&c->cond, &ca);
         pthread_condattr_destroy(&ca);
         c->fd = -1;
+        c->pidfd = -1;
+        c->hello_timeout_ms = NB_HELLO_TIMEOUT_MS_DEFAULT;
         c->completed_tail = &c->completed;
         c->out_tail = &c->out;
         nbp_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NBP_FRAME_MAX_FDS);
@@ -565,6 +613,8 @@ NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *theirs, nb_
                 c->config_path = strdup(opts->config_path);
         if (opts && opts->log_level)
                 c->log_level = strdup(opts->log_level);
+        if (opts && opts->hello_timeout_ms)
+                c->hello_timeout_ms = opts->hello_timeout_ms;
         if (!c->helper_path || (opts && opts->config_path && !c->config_path) ||
             (opts && opts->log_level && !c->log_level)) {
                 nb_close(c);
@@ -575,6 +625,11 @@ NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *theirs, nb_
 
 NB_EXPORT int nb_connect(const char *socket_path, nb_conn **ret)
 {
+        return nb_connect_timeout(socket_path, 0, ret);
+}
+
+NB_EXPORT int nb_connect_timeout(const char *socket_path, int timeout_ms, nb_conn **ret)
+{
         nb_conn *c;
 
         if (!socket_path)
@@ -582,6 +637,8 @@ NB_EXPORT int nb_connect(const char *socket_path, nb_conn **ret)
         c = conn_alloc();
         if (!c)
                 return -ENOMEM;
+        if (timeout_ms)
+                c->hello_timeout_ms = timeout_ms;
         c->socket_path = strdup(socket_path);
         if (!c->socket_path) {
                 nb_close(c);

@@ -39,6 +39,12 @@ struct nb_conn {
         pthread_cond_t cond; /* CLOCK_MONOTONIC: a request is done, or the poller left */
         int fd; /* the socket, O_NONBLOCK once Hello is done */
         pid_t pid;
+        /* The spawned helper's pidfd (-1: none, or a kernel before 5.3):
+         * what it is signalled and reaped through, so that a pid recycled
+         * after a daemon's own SIGCHLD reaper took it is never signalled. */
+        int pidfd;
+        /* The Hello's bound when the caller gives none (ms, <= 0: none). */
+        int hello_timeout_ms;
         unsigned gen;
         bool broken;
         bool polling; /* a synchronous caller is in poll() on fd */
@@ -77,6 +83,9 @@ int conn_pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
 int conn_recv_msg(nb_conn *c, Netbroker__ServerMessage **ret, int *fds, size_t *nfds);
 /* Reap our helper (block: wait for it), describing how it ended. */
 void conn_reap_helper(nb_conn *c, bool block);
+/* SIGKILL our helper (a stopped one does not exit on EOF), through its
+ * pidfd when it has one. */
+void conn_kill_helper(nb_conn *c);
 /* Take the socket out of the epoll set. */
 void conn_epoll_forget(nb_conn *c);
 /* With lock held and no synchronous poller: make a working connection,

@@ -72,6 +72,14 @@ typedef struct nb_spawn_opts {
         const char *config_path;
         /* Log level for the helper ("error" ... "debug"), or NULL. */
         const char *log_level;
+        /* ---- connect deadlines (0.2) ----
+         * How long the helper has to answer Hello, in ms: 0 is
+         * NB_HELLO_TIMEOUT_MS_DEFAULT, < 0 none. A helper that has not
+         * answered by then is killed (through a pidfd: a recycled pid is
+         * never signalled) and reaped, and nb_spawn() returns -ETIMEDOUT.
+         * It bounds the Hello of every later respawn too, when the submit
+         * that respawns has no deadline of its own. */
+        int hello_timeout_ms;
 } nb_spawn_opts;
 #define NB_SPAWN_OPTS_INIT                                                                         \
         {                                                                                          \
@@ -96,6 +104,16 @@ int nb_spawn(const char *helper_path, const nb_spawn_opts *opts, nb_conn **ret);
  * refused this uid, -EUSERS when this uid has too many connections);
  * nb_last_error() has the helper's message. */
 int nb_connect(const char *socket_path, nb_conn **ret);
+
+/* ---- connect deadlines ----
+ * nb_connect() and nb_spawn() wait NB_HELLO_TIMEOUT_MS_DEFAULT at most for
+ * the connection and the helper's Hello (a listening socket nobody serves,
+ * a stopped or hung helper), then fail with -ETIMEDOUT. nb_connect_timeout()
+ * is nb_connect() with another bound: timeout_ms > 0 that many ms, 0 the
+ * default, < 0 none. The bound also applies to the Hello of a reconnection
+ * made by a submit that has no deadline of its own. */
+#define NB_HELLO_TIMEOUT_MS_DEFAULT 30000
+int nb_connect_timeout(const char *socket_path, int timeout_ms, nb_conn **ret);
 
 /* Why the last nb_spawn() or nb_connect() in this thread failed ("" after
  * a success). Valid until this thread's next nb_spawn()/nb_connect(). */

@@ -169,7 +169,7 @@ static void conn_reset(nb_conn *c, unsigned gen, int err, bool have_message, boo
         conn_epoll_forget(c);
         drop_output_queue(c);
         if (kill_helper && c->pid > 0)
-                kill(c->pid, SIGKILL);
+                conn_kill_helper(c);
         if (!have_message) {
                 c->error[0] = '\0';
                 if (!kill_helper)

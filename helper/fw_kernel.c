@@ -35,6 +35,12 @@ NBD_LOG_CATEGORY(firewall);
 
 /* ---- transactions ---- */
 
+/* Our own deletions of the table (the last owner removed) under way: the
+ * monitor takes their DELTABLE events as ours, not as someone's flush.
+ * Raised on the lane before the send, lowered by the monitor on the loop
+ * (or by the finish, when the kernel refused the batch). */
+static unsigned own_table_deletions;
+
 struct nbd_fw_txn {
         struct nbd_fw *fw;
         struct nbd_fw_owners owners; /* as read at the start */
@@ -61,6 +67,9 @@ struct nbd_fw_txn {
          * counted and agree. The commit then marks what it makes. */
         bool intact;
         unsigned mark_msgs; /* the messages the mark took, in the last batch built */
+        /* The last batch built leaves no owner: it deletes our table and
+         * the mark's (leaves_table_empty). */
+        bool drops_table;
         /* A commit in its three steps (nbd_fw_txn_commit_prepare): what
          * the send takes, and what it found, for the finish. */
         struct {
@@ -511,11 +520,15 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
         r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
         if (r == 0)
                 r = put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE, fam, (*seq)++);
-        if (r == 0 && t->intact)
+        /* Without owners, no mark: the next reader finds no table, which
+         * is no owner, and intact (nbd_fw_txn_begin). */
+        bool remark = t->intact && !t->drops_table;
+
+        if (r == 0 && remark)
                 r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
-        if (r == 0 && t->intact)
+        if (r == 0 && remark)
                 r = put_mark_chain(b, t->gen + 1, (*seq)++);
-        if (r == 0 && t->intact) {
+        if (r == 0 && remark) {
                 struct nbd_fw_summary_entry *v = NULL;
                 size_t n = 0;
                 r = summary_entries(t, &v, &n);
@@ -525,6 +538,28 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
         }
         t->mark_msgs = *seq - from;
         return r;
+}
+
+/* After this commit, does the table hold no owner? Every owner read is
+ * removed by it (touched, and not applied again) and none is made. Then
+ * the table goes in the same commit, the mark's with it: `nft list
+ * ruleset` shows nothing of ours, and the next apply makes them again.
+ * (The shared set goes with it: it is the helper's.) An owner with no
+ * base chain (a half-deleted one) keeps the table: its chains are not
+ * this transaction's to drop; so does a chain of someone else's in it (no
+ * '/' in its name). */
+static bool leaves_table_empty(const struct nbd_fw_txn *t)
+{
+        /* A removal reads the chains: summary is false then. */
+        if (!t->items.n || t->summary || t->owners.foreign)
+                return false;
+        for (const struct nbd_fw_owner_state *o = t->owners.list; o; o = o->next)
+                if (!o->touched)
+                        return false;
+        for (size_t i = 0; i < t->n_expect; i++)
+                if (t->expect[i].hash[0])
+                        return false;
+        return true;
 }
 
 /* NULL when out of memory. */
@@ -548,12 +583,18 @@ static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first
         nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE, NFPROTO_NETDEV,
                                           NLM_F_CREATE, seq++);
         nftnl_table_nlmsg_build_payload(nlh, tb);
+        t->drops_table = leaves_table_empty(t);
         if (nftnl_batch_update(b) < 0 || put_mark(t, b, &seq) < 0)
                 goto out;
         first = seq;
         for (size_t i = 0; i < t->items.n; i++)
-                if (nbd_fw_item_put(b, &t->items.v[i], seq++, i + 1 == t->items.n) < 0)
+                if (nbd_fw_item_put(b, &t->items.v[i], seq++,
+                                    i + 1 == t->items.n && !t->drops_table) < 0)
                         goto out;
+        /* The last message is the one acknowledged. */
+        if (t->drops_table &&
+            put_table(b, NFT_MSG_DELTABLE, NLM_F_ACK, NBD_FW_TABLE, NFPROTO_NETDEV, seq++) < 0)
+                goto out;
         nftnl_batch_end(nftnl_batch_buffer(b), seq++);
         if (nftnl_batch_update(b) < 0)
                 goto out;
@@ -628,6 +669,7 @@ static int commit_prepare(struct nbd_fw_txn *t, int fd, struct nbd_err *e)
         int total = 0;
 
         commit_clear(t);
+        t->drops_table = false;
         if (t->items.n == 0)
                 return 0; /* nothing changes: nothing is written */
         t->c.b = build_batch(t, &t->c.first, &t->c.last);
@@ -689,6 +731,10 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
 
         if (!t->c.pending)
                 return;
+        /* Before the send: its event may be read on the loop before the
+         * send returns. The finish lowers it again if no event comes. */
+        if (t->drops_table)
+                __atomic_add_fetch(&own_table_deletions, 1, __ATOMIC_SEQ_CST);
         if (t->c.fd < 0 && (t->c.sent = open_lane_socket(t)) < 0)
                 return;
         setsockopt(t->c.fd, SOL_SOCKET, SO_SNDBUFFORCE, &t->c.sndbuf, sizeof(t->c.sndbuf));
@@ -702,21 +748,39 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
         }
 }
 
+/* One of our own deletions of the table is accounted for: true if one
+ * was under way. */
+static bool own_deletion_seen(void)
+{
+        unsigned n = __atomic_load_n(&own_table_deletions, __ATOMIC_SEQ_CST);
+
+        while (n && !__atomic_compare_exchange_n(&own_table_deletions, &n, n - 1, false,
+                                                 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+                ;
+        return n != 0;
+}
+
 int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
 {
         int r = 0;
 
         if (!t->c.pending)
                 goto out; /* nothing was to be written */
+        /* Not sent, or refused: no DELTABLE event is coming. */
+        if (t->drops_table && (t->c.sent < 0 || t->c.first_err))
+                own_deletion_seen();
         if (t->c.sent < 0) {
                 r = nbd_err_set(e, t->c.sent, "cannot send the transaction: %s",
                                 strerror(-t->c.sent));
                 goto out;
         }
-        nbd_netlink_sent_nf((unsigned)(t->items.n + 3 + t->mark_msgs));
+        nbd_netlink_sent_nf((unsigned)(t->items.n + 3 + t->mark_msgs + t->drops_table));
         if (t->c.first_err) {
                 uint32_t s = t->c.err_seq;
                 size_t item = s >= t->c.first && s <= t->c.last ? s - t->c.first : SIZE_MAX;
+                /* The table's deletion is no owner's item. */
+                if (item >= t->items.n)
+                        item = SIZE_MAX;
                 const char *owner = item != SIZE_MAX ? t->op_owner[t->items.v[item].owner] : NULL;
                 r = nbd_err_set(e, t->c.first_err, "the kernel refused the transaction%s%s%s: %s",
                                 owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
@@ -727,6 +791,9 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                                             "show the new rules"
                                           : "no acknowledgement for the transaction");
         }
+        if (r == 0 && t->drops_table)
+                nbd_info("firewall: the last owner is gone, and tables %s and %s with it",
+                         NBD_FW_TABLE, NBD_FW_GEN_TABLE);
         if (r == 0) {
                 nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
                 nbd_stats[NBD_STAT_FW_OWNERS_WRITTEN] += t->n_expect;
@@ -852,7 +919,8 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
         t = nftnl_table_alloc();
         if (t && nftnl_table_nlmsg_parse(nlh, t) == 0 &&
             nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY) == NFPROTO_NETDEV &&
-            strcmp(nftnl_table_get_str(t, NFTNL_TABLE_NAME), NBD_FW_TABLE) == 0) {
+            strcmp(nftnl_table_get_str(t, NFTNL_TABLE_NAME), NBD_FW_TABLE) == 0 &&
+            !own_deletion_seen()) {
                 /* The daemon owns the policy: it learns from Stats and its
                  * next ensure rebuilds; the helper does not on its own. */
                 nbd_notice("table %s was deleted (nft flush ruleset, a firewall reload?)",

@@ -212,8 +212,10 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
             strcmp(mnl_attr_get_str(tb[NFTA_CHAIN_TABLE]), NBD_FW_TABLE))
                 return MNL_CB_OK;
         slash = strchr(name, '/');
-        if (!slash || (size_t)(slash - name) > NBD_FW_OWNER_MAX)
+        if (!slash || (size_t)(slash - name) > NBD_FW_OWNER_MAX) {
+                d->owners.foreign++;
                 return MNL_CB_OK; /* not one of ours: never touched */
+        }
         o = nbd_fw_owner_find_n(&d->owners, name, (size_t)(slash - name));
         if (!o) {
                 o = calloc(1, sizeof(*o));

@@ -60,6 +60,10 @@ struct nbd_fw_owners {
          * every owner's rules are what its comment says. */
         bool marked;
         uint32_t mark;
+        /* Chains of our table that are no owner's (no '/': someone
+         * else's, never touched): while there is one, the table stays
+         * when the last owner goes (fw_kernel.c, leaves_table_empty). */
+        size_t foreign;
 };
 
 /* Where the generation mark lives: a table of its own, so that ours holds

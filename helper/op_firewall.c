@@ -791,6 +791,12 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                                 nbd_peer_is_root(p) ? NULL : &p->uid))
                 return nbd_result_set(res, 0, "firewall: owner %s went with its interface",
                                       op->firewall_remove->owner);
+        /* Idempotent: an owner with no rules is what the caller asks for.
+         * A non-root caller gets here only for an owner that is absent or
+         * its own (check_creator): one that may make it may remove it. */
+        if (r == -ENOENT)
+                return nbd_result_set(res, 0, "firewall: owner %s is already gone (no rules)",
+                                      op->firewall_remove->owner);
         if (r < 0)
                 return nbd_result_set(res, r, "firewall: %s", err.msg);
         return queue_and_maybe_commit(job, b, res);

@@ -443,11 +443,37 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
         return 0;
 }
 
+/* ---- idempotent clean-up ----
+ * LinkDelete of an interface that is already gone succeeds, saying so
+ * (run_delete), for a caller that may manage the name: root, or a name
+ * its policy lets it make (name_prefixes, never an IFB's). Any other
+ * caller gets the very refusal an existing interface not its own gets, so
+ * it learns nothing of names outside its own prefixes from the answer. */
+static int check_gone(struct nbd_validation *v, const char *name, Netbroker__Result *res)
+{
+        const struct nbd_policy_section *s = policy_of(v);
+
+        if (nbd_peer_is_root(v->peer) ||
+            (strncmp(name, NBD_BW_IFB_PREFIX, strlen(NBD_BW_IFB_PREFIX)) != 0 &&
+             nbd_policy_may_name(s, name))) {
+                /* nbd_check_interface() said ENODEV: the run says what it finds. */
+                nbd_result_set(res, 0, NULL);
+                if (res->message != protobuf_c_empty_string)
+                        free(res->message);
+                res->message = (char *)protobuf_c_empty_string;
+                return 0;
+        }
+        return nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
+                              (unsigned)v->peer->uid, name);
+}
+
 static int validate_delete(struct nbd_validation *v, const Netbroker__Op *op,
                            Netbroker__Result *res)
 {
         int r = nbd_check_interface(v, op->link_delete->name, res, "link delete");
 
+        if (r == -ENODEV)
+                return check_gone(v, op->link_delete->name, res);
         if (r == 0)
                 r = nbd_check_owned(v, op->link_delete->name, res);
         /* Later ops of the batch cannot count on it any more. */
@@ -950,6 +976,16 @@ static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 goto end_of_run;
         /* The memory first: once deleted, the interface cannot be put back. */
         res->ifname = strdup(name);
+        /* An earlier op of this run deletes it already. */
+        run = run_now(job);
+        for (size_t i = 0; run && res->ifname && i < run->n; i++)
+                if (strcmp(run->v[i].d.name, name) == 0) {
+                        r = nbd_result_set(res, 0,
+                                           "link delete: %s is already gone (op %zu "
+                                           "deletes it)",
+                                           name, run->v[i].op);
+                        goto end_of_run;
+                }
         run = run_of(job);
         if (!res->ifname || !run) {
                 if (!res->ifname)
@@ -969,6 +1005,11 @@ static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         }
         run->v[run->n] = (struct doomed_op){.op = nbd_job_op_index(job), .res = res};
         r = kernel_of(job)->doom(links_of(job), name, run->group, &run->v[run->n].d, &err);
+        if (r == -ENODEV) {
+                /* Gone before this op: what it asks is done (idempotent). */
+                r = nbd_result_set(res, 0, "link delete: %s is already gone", name);
+                goto end_of_run;
+        }
         if (r < 0) {
                 nbd_result_set(res, r, "link delete: %s", err.msg);
                 goto end_of_run;

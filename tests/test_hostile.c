@@ -795,10 +795,11 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
                             &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_link_delete(b, "nbaud0");
         nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
-        nb_batch_link_delete(b, "nbaud-none");
+        nb_batch_link_delete(b, "nbaud%d"); /* refused: a template names nothing */
         nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
         ck_assert_int_eq(nb_submit(c, b, &res), 0);
         ck_assert_int_eq(nb_result_status(res, 3), 0);
+        ck_assert_int_eq(nb_result_status(res, 4), -EINVAL);
         nb_results_free(res);
         nb_batch_free(b);
         nb_close(c);
@@ -819,7 +820,7 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
         ck_assert_msg(strstr(log, want), "no '%s' in:\n%s", want, log);
         ck_assert_msg(!strstr(log, "op=ping"), "%s", log);
         /* A refused op did not run: no line. */
-        ck_assert_msg(!strstr(log, "object=nbaud-none"), "%s", log);
+        ck_assert_msg(!strstr(log, "object=nbaud%d"), "%s", log);
         unlink(path);
 }
 END_TEST

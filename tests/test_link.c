@@ -555,11 +555,16 @@ START_TEST(test_link_set_master_attaches_and_nomaster_detaches)
         assert_link("p0", "master", TU_ABSENT);
         assert_link("p0", "linkinfo.info_slave_kind", TU_ABSENT);
         assert_link("nbtap0", "master", "nbbr0");
+        /* Detaching what has no bridge is done already (a clean-up op). */
+        b = nb_batch_new();
+        nb_batch_link_set(b, "p0", &detach);
+        nb_results_free(submit_ok(c, b));
+        assert_link("p0", "master", TU_ABSENT);
         nb_close(c);
 }
 END_TEST
 
-START_TEST(test_link_delete_removes_and_missing_is_enodev)
+START_TEST(test_link_delete_removes_and_missing_is_already_gone)
 {
         nb_conn *c = setup();
         nb_batch *b = nb_batch_new();
@@ -575,20 +580,31 @@ START_TEST(test_link_delete_removes_and_missing_is_enodev)
         ck_assert(!tu_link_exists("p1"));
         ck_assert(!tu_link_exists("p0"));
 
+        /* Deleting again is done already: idempotent, and it says so; in
+         * one batch, the second of two deletions of one name as well. */
         b = nb_batch_new();
         nb_batch_link_delete(b, "nbbr0");
         res = submit(c, b);
-        assert_refused(res, 0, -ENODEV, "no interface nbbr0");
+        assert_refused(res, 0, 0, "link delete: nbbr0 is already gone");
+        ck_assert_str_eq(nb_result_ifname(res, 0), "nbbr0");
         nb_results_free(res);
+        free(tu_sh("ip link add nbbr1 type bridge"));
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "nbbr1");
+        nb_batch_link_delete(b, "nbbr1");
+        res = submit(c, b);
+        assert_refused(res, 0, 0, "");
+        assert_refused(res, 1, 0, "link delete: nbbr1 is already gone (op 0 deletes it)");
+        nb_results_free(res);
+        ck_assert(!tu_link_exists("nbbr1"));
         nb_close(c);
 }
 END_TEST
 
-/* A guest's clean-up after QEMU exited and its tap went with it: with
- * CONTINUE_ON_ERROR the ops refused for the missing tap report ENODEV and
- * the rest still runs, so the guest's firewall goes (a firewall remove
- * and a bandwidth clear of it succeed). Without the flag the refusal
- * stops the whole batch, as before. */
+/* A guest's clean-up after QEMU exited and its tap went with it: the
+ * deletion of the missing tap is done already (0, "already gone"), and so
+ * are the removal of its firewall owner (gone with it) and the clear of its
+ * bandwidth (nothing of the helper's is left there). */
 START_TEST(test_cleanup_batch_goes_on_past_an_interface_already_gone)
 {
         nb_conn *c = setup();
@@ -609,10 +625,10 @@ START_TEST(test_cleanup_batch_goes_on_past_an_interface_already_gone)
         b = nb_batch_new();
         nb_batch_link_delete(b, "cu0");
         nb_batch_firewall_remove(b, "cu0");
-        nb_batch_bandwidth_clear(b, "cu0");
         res = submit(c, b);
-        assert_refused(res, 0, -ENODEV, "no interface cu0");
-        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        assert_refused(res, 0, 0, "link delete: cu0 is already gone");
+        ck_assert_msg(nb_result_status(res, 1) == 0, "firewall remove: %s",
+                      nb_result_message(res, 1));
         nb_results_free(res);
 
         b = nb_batch_new();
@@ -622,15 +638,14 @@ START_TEST(test_cleanup_batch_goes_on_past_an_interface_already_gone)
         nb_batch_bandwidth_clear(b, "cu0");
         nb_batch_ping(b);
         res = submit(c, b);
-        assert_refused(res, 0, -ENODEV, "no interface cu0");
-        ck_assert_msg(nb_result_status(res, 1) == 0, "firewall remove: %s",
-                      nb_result_message(res, 1));
+        assert_refused(res, 0, 0, "link delete: cu0 is already gone");
+        assert_refused(res, 1, 0, "firewall: owner cu0 ");
         /* A bandwidth clear of what is gone is a success that says so. */
         ck_assert_msg(nb_result_status(res, 2) == 0 &&
                               strstr(nb_result_message(res, 2), "already gone"),
                       "bandwidth clear: %s", nb_result_message(res, 2));
         ck_assert_int_eq(nb_result_status(res, 3), 0);
-        ck_assert_int_eq(nb_results_first_error(res), 0);
+        ck_assert_int_eq(nb_results_first_error(res), -1);
         nb_results_free(res);
         nft = tu_sh("nft list table netdev netbroker 2>&1 || true");
         ck_assert_msg(!strstr(nft, "cu0/"), "the gone guest's chains stay:\n%s", nft);
@@ -1561,7 +1576,7 @@ Suite *link_suite(void)
         tcase_add_test(ops, test_bridge_create_is_what_ip_sees);
         tcase_add_test(ops, test_link_set_up_down_mtu_and_mac);
         tcase_add_test(ops, test_link_set_master_attaches_and_nomaster_detaches);
-        tcase_add_test(ops, test_link_delete_removes_and_missing_is_enodev);
+        tcase_add_test(ops, test_link_delete_removes_and_missing_is_already_gone);
         tcase_add_test(ops, test_cleanup_batch_goes_on_past_an_interface_already_gone);
         tcase_add_test(io, test_frame_written_to_tap_fd_arrives_on_the_interface);
         tcase_add_test(io, test_frame_sent_to_tap_interface_is_read_from_fd);

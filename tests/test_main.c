@@ -27,6 +27,7 @@ int main(int argc, char **argv)
                 systemd_suite,
                 evloop_suite,
                 vmbatch_suite, /* session 8: a VM start in one batch */
+                cleanup_suite,
                 NULL,
         };
 

@@ -677,6 +677,54 @@ START_TEST(test_a_uid_cannot_touch_another_uids_tap_or_roots_veth_and_bridge)
 }
 END_TEST
 
+/* ---- idempotent clean-up (issue 15) ----
+ * What is already gone is a success that says so, for a caller that may
+ * manage the name: a LinkDelete of a name in its name_prefixes, a
+ * FirewallRemove of an owner nobody has. A name outside its prefixes (an
+ * IFB's too) is refused as an existing interface not its own is, so the
+ * answer tells it nothing of others' names; a caller whose policy lacks
+ * the op is refused though nothing is there. */
+START_TEST(test_clean_up_of_what_is_gone_succeeds_only_for_whom_may_manage_it)
+{
+        struct tu_helper h;
+        struct agent a, cc;
+        struct reply r;
+
+        tu_private_netns();
+        start_owners_helper(&h, "[policy uid 65532]\nops = tap_create\nname_prefixes = pvc\n");
+        agent_start(&a, &h, NOBODY);
+        agent_start(&cc, &h, 65532);
+        expect_ok(&a, (struct cmd[]){tap("pva0", true, true, NOBODY, NOBODY)});
+        expect_ok(&a, (struct cmd[]){op(A_DELETE, "pva0", NULL)});
+        ck_assert(!tu_link_exists("pva0"));
+        r = agent_do(&a, (struct cmd[]){op(A_DELETE, "pva0", NULL)});
+        ck_assert_msg(r.status == 0 && strstr(r.msg, "pva0 is already gone"), "%d %s", r.status,
+                      r.msg);
+        r = agent_do(&a, (struct cmd[]){op(A_DELETE, "pva7", NULL)});
+        ck_assert_msg(r.status == 0 && strstr(r.msg, "pva7 is already gone"), "%d %s", r.status,
+                      r.msg);
+        r = agent_do(&a, (struct cmd[]){op(A_FW_REMOVE, NULL, "pvagone")});
+        ck_assert_msg(r.status == 0 && strstr(r.msg, "owner pvagone is already gone"), "%d %s",
+                      r.status, r.msg);
+        /* Outside its prefixes: one answer, whether the name exists or not. */
+        tu_veth("zzx0", "zzx0p");
+        expect_refused(&a, (struct cmd[]){op(A_DELETE, "zzx0", NULL)}, EPERM,
+                       "policy: uid 65534 does not own interface zzx0");
+        expect_refused(&a, (struct cmd[]){op(A_DELETE, "zzy0", NULL)}, EPERM,
+                       "policy: uid 65534 does not own interface zzy0");
+        expect_refused(&a, (struct cmd[]){op(A_DELETE, "nbifb77", NULL)}, EPERM,
+                       "policy: uid 65534 does not own interface nbifb77");
+        /* Its policy grants neither op: refused, though nothing is there. */
+        expect_refused(&cc, (struct cmd[]){op(A_DELETE, "pvc0", NULL)}, EPERM,
+                       "policy: uid 65532 may not run link_delete");
+        expect_refused(&cc, (struct cmd[]){op(A_FW_REMOVE, NULL, "pvcgone")}, EPERM,
+                       "policy: uid 65532 may not run firewall_remove");
+        agent_stop(&a);
+        agent_stop(&cc);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* The firewall comment records the creator's uid; a comment of an older
  * helper (no uid=) counts as root's. */
 START_TEST(test_firewall_owner_comment_records_its_creator)
@@ -1105,6 +1153,7 @@ Suite *policy_suite(void)
                 test_every_op_by_every_class_of_caller_is_allowed_or_refused_as_the_policy_says);
         tcase_add_test(owners, test_a_uid_cannot_touch_another_uids_tap_or_roots_veth_and_bridge);
         tcase_add_test(owners, test_firewall_owner_comment_records_its_creator);
+        tcase_add_test(owners, test_clean_up_of_what_is_gone_succeeds_only_for_whom_may_manage_it);
         tcase_add_test(owners, test_interfaces_join_only_listed_bridges_or_their_own);
         tcase_add_test(owners,
                        test_owner_and_limit_of_an_interface_survive_joining_and_leaving_a_bridge);

@@ -24,3 +24,5 @@ Suite *systemd_suite(void);
 Suite *evloop_suite(void);
 /* A VM start in one batch (session 8): op references, macvtap queues. */
 Suite *vmbatch_suite(void);
+/* idempotent clean-up, the empty table, connect deadlines (issue 15) */
+Suite *cleanup_suite(void);

@@ -42,6 +42,7 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nbd_op_bandwidth_clear,
         [NETBROKER__OP__OP_LINK_LIST] = &nbd_op_link_list,
         [NETBROKER__OP__OP_BANDWIDTH_SHOW] = &nbd_op_bandwidth_show,
+        [NETBROKER__OP__OP_FIREWALL_ENSURE_HASH] = &nbd_op_firewall_ensure_hash,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */

@@ -41,6 +41,11 @@ struct nbd_validation {
          * validation ends. */
         void *cache;
         void (*cache_free)(void *cache);
+        /* Hash indexes of claims and exists (issue 14): a batch of 4,096
+         * firewall owners walked both lists once per op. Slots hold an
+         * index + 1; 0 is empty. */
+        size_t *claim_slots, *exist_slots;
+        size_t claim_cap, exist_cap;
 };
 
 /* The capabilities an op kind needs (struct nbd_op_handler.needs): it is

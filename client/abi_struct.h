@@ -22,6 +22,8 @@
 #define NB_EXEC_RESULT_SIZE_0 NB_SIZE_TO(nb_exec_result, duration_us)
 #define NB_LINK_INFO_SIZE_0 NB_SIZE_TO(nb_link_info, made_by_helper)
 #define NB_FW_COUNTER_SIZE_0 NB_SIZE_TO(nb_fw_counter, text)
+/* Ensure by hash (issue 14). */
+#define NB_FW_ENSURE_OWNER_SIZE_0 NB_SIZE_TO(nb_fw_ensure_owner, hash)
 
 /* Copy the caller's struct src (its size in its leading size_t) into dst,
  * the library's own of `known` bytes: the fields that fit, the rest zero,

@@ -481,6 +481,32 @@ NB_EXPORT int nb_batch_firewall_apply(nb_batch *b, const char *owner, const char
         return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_APPLY, a, oom);
 }
 
+/* Ensure by hash (issue 14): the hash as FirewallApply returns it. */
+static bool hash_ok(const char *hash)
+{
+        size_t n = hash ? strspn(hash, "0123456789abcdef") : 0;
+
+        return n == 32 && !hash[n];
+}
+
+NB_EXPORT int nb_batch_firewall_ensure_hash(nb_batch *b, const char *owner, const char *ifname,
+                                            const char *hash)
+{
+        Netbroker__FirewallEnsureHash *h;
+        bool oom = false;
+
+        if (!b || !owner_ok(owner) || !ifname_ok(ifname) || !hash_ok(hash))
+                return -EINVAL;
+        h = malloc(sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        netbroker__firewall_ensure_hash__init(h);
+        h->owner = nb_dup_or_empty(owner, &oom);
+        h->ifname = nb_dup_or_empty(ifname, &oom);
+        h->hash = nb_dup_or_empty(hash, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_ENSURE_HASH, h, oom);
+}
+
 NB_EXPORT int nb_batch_firewall_remove(nb_batch *b, const char *owner)
 {
         Netbroker__FirewallRemove *rm;

@@ -463,6 +463,65 @@ int nb_batch_firewall_list(nb_batch *batch);
 /* The same, with every rule's packet and byte counters and its text. */
 int nb_batch_firewall_list_counters(nb_batch *batch);
 
+/* ---- firewall: ensure by hash (issue 14) ----
+ *
+ * An ensure that sends no rules: per owner only its interface and the
+ * content hash an earlier apply returned (nb_result_firewall()), which the
+ * daemon keeps (libvirt: in the domain's status). The helper answers from
+ * what it already reads for ensure, writes nothing, and says per owner
+ * whether it is in place with that hash; the rules are then sent only for
+ * the owners that are not (stale: absent, another hash or interface, or
+ * changed in the kernel by someone else). A hash is a claim about the
+ * caller's own owner only: a wrong one keeps that owner's old rules, and
+ * an owner of another caller is refused (-EPERM) as for an apply. Needs a
+ * helper with the feature "firewall_ensure_hash" (nb_conn_has_feature());
+ * an older one answers the op -EOPNOTSUPP. */
+
+/* Is owner in place on ifname with content hash `hash` (32 lowercase hex
+ * digits)? The result: nb_result_firewall() (the hash and rule count
+ * installed, "" and 0 when none; unchanged when in place) and
+ * nb_result_firewall_stale(). Nothing is written. -EINVAL for a bad owner,
+ * interface or hash. Part of the batch's firewall transaction. */
+int nb_batch_firewall_ensure_hash(nb_batch *batch, const char *owner, const char *ifname,
+                                  const char *hash);
+/* nb_batch_firewall_ensure_hash(): whether op i found the owner stale (its
+ * rules must be sent). Returns 0, -ENODATA (op i has no firewall result:
+ * refused or not run) or -ERANGE. */
+int nb_result_firewall_stale(const nb_results *res, size_t i, bool *ret_stale);
+
+/* One owner for nb_fw_ensure(). In an array, every element's size is the
+ * same (the stride). */
+typedef struct nb_fw_ensure_owner {
+        size_t size; /* sizeof(nb_fw_ensure_owner): NB_FW_ENSURE_OWNER_INIT */
+        const char *owner;
+        const char *ifname;
+        /* The hash an earlier apply of these rules returned; NULL or "":
+         * not known (the rules are sent, in ensure mode). */
+        const char *hash;
+} nb_fw_ensure_owner;
+#define NB_FW_ENSURE_OWNER_INIT                                                                    \
+        {                                                                                          \
+                .size = sizeof(nb_fw_ensure_owner)                                                 \
+        }
+
+/* Fill rs (empty) with the rules of owners[k]; 0, or -errno to stop
+ * nb_fw_ensure() (nothing of the second request is sent). */
+typedef int (*nb_fw_rules_fn)(size_t k, nb_fw_ruleset *rs, void *data);
+
+/* Ensure n owners by hash, in at most two requests: one of
+ * nb_batch_firewall_ensure_hash() for every owner with a hash, then one
+ * FirewallApply in NB_FW_ENSURE mode, with the rules rules(k, rs, data)
+ * builds, for every owner found stale or without a hash (one transaction
+ * for them all). *ret has n results, owner k's at k: the ensure-by-hash
+ * result of an owner in place, or the apply's of one that was sent (its
+ * new hash in nb_result_firewall()); when the first request is refused
+ * (an op's status is not 0: another caller's owner, a bad hash, a gone
+ * interface), *ret is its reply and nothing more is sent, as for one
+ * batch. Returns 0 when the helper answered, or -EINVAL (bad arguments,
+ * n 0), -ENOMEM, rules()'s error, or nb_submit()'s, with *ret untouched. */
+int nb_fw_ensure(nb_conn *conn, const nb_fw_ensure_owner *owners, size_t n, nb_fw_rules_fn rules,
+                 void *data, nb_results **ret);
+
 /* ---- bandwidth ----
  *
  * libvirt's <bandwidth>, in its units: kB means 1024 bytes. Inbound is

@@ -285,6 +285,19 @@ NB_EXPORT int nb_result_firewall(const nb_results *r, size_t i, const char **ret
         return 0;
 }
 
+NB_EXPORT int nb_result_firewall_stale(const nb_results *r, size_t i, bool *ret_stale)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_FIREWALL)
+                return -ENODATA;
+        if (ret_stale)
+                *ret_stale = res->firewall->stale;
+        return 0;
+}
+
 NB_EXPORT size_t nb_result_fw_owner_count(const nb_results *r, size_t i)
 {
         const Netbroker__Result *res = get(r, i);

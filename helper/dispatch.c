@@ -43,6 +43,7 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nbd_op_bandwidth_clear,
         [NETBROKER__OP__OP_LINK_LIST] = &nbd_op_link_list,
         [NETBROKER__OP__OP_BANDWIDTH_SHOW] = &nbd_op_bandwidth_show,
+        [NETBROKER__OP__OP_FIREWALL_ENSURE_HASH] = &nbd_op_firewall_ensure_hash,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */
@@ -234,11 +235,80 @@ void nbd_validation_created(struct nbd_validation *v, const char *name)
         snprintf(v->created[v->n_created++], 16, "%s", name);
 }
 
+/* ---- the batch's names, by hash (issue 14) ---- */
+
+static const char *claim_at(const struct nbd_validation *v, size_t i)
+{
+        return v->claims[i];
+}
+
+static const char *exist_at(const struct nbd_validation *v, size_t i)
+{
+        return v->exists[i];
+}
+
+typedef const char *(*name_at_fn)(const struct nbd_validation *v, size_t i);
+
+static size_t name_hash(const char *s)
+{
+        uint32_t h = 2166136261u;
+
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 16777619u;
+        return h;
+}
+
+/* Where name is in slots (cap a power of two), or the empty slot it would
+ * take. A name blanked by nbd_validation_forget() stays in its slot and
+ * matches nothing. */
+static size_t *name_slot(size_t *slots, size_t cap, const struct nbd_validation *v, name_at_fn at,
+                         const char *name)
+{
+        size_t mask = cap - 1, i = name_hash(name) & mask;
+
+        while (slots[i] && strcmp(at(v, slots[i] - 1), name) != 0)
+                i = (i + 1) & mask;
+        return &slots[i];
+}
+
+/* Room for the n names at(v, 0..n-1) and one more, at most half full: 0,
+ * or -ENOMEM with *slots and *cap as they were. */
+static int name_index_reserve(size_t **slots, size_t *cap, const struct nbd_validation *v,
+                              name_at_fn at, size_t n)
+{
+        size_t want = *cap ? *cap : 64, *grown;
+
+        while (want < 2 * (n + 1))
+                want *= 2;
+        if (want == *cap)
+                return 0;
+        grown = calloc(want, sizeof(*grown));
+        if (!grown)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                *name_slot(grown, want, v, at, at(v, i)) = i + 1;
+        free(*slots);
+        *slots = grown;
+        *cap = want;
+        return 0;
+}
+
 bool nbd_validation_claim(struct nbd_validation *v, const char *key)
 {
+        bool indexed =
+                name_index_reserve(&v->claim_slots, &v->claim_cap, v, claim_at, v->n_claims) == 0;
+        size_t *slot = indexed ? name_slot(v->claim_slots, v->claim_cap, v, claim_at, key) : NULL;
         char **p;
 
-        for (size_t i = 0; i < v->n_claims; i++)
+        if (!indexed) {
+                /* Out of memory: the list is walked, and indexed anew. */
+                free(v->claim_slots);
+                v->claim_slots = NULL;
+                v->claim_cap = 0;
+        }
+        if (slot && *slot)
+                return false;
+        for (size_t i = 0; !indexed && i < v->n_claims; i++)
                 if (strcmp(v->claims[i], key) == 0)
                         return false;
         p = realloc(v->claims, (v->n_claims + 1) * sizeof(*p));
@@ -246,8 +316,11 @@ bool nbd_validation_claim(struct nbd_validation *v, const char *key)
                 return true; /* out of memory: not a reason to refuse */
         v->claims = p;
         p[v->n_claims] = strdup(key);
-        if (p[v->n_claims])
-                v->n_claims++;
+        if (!p[v->n_claims])
+                return true;
+        if (slot)
+                *slot = v->n_claims + 1;
+        v->n_claims++;
         return true;
 }
 
@@ -267,7 +340,20 @@ void **nbd_job_batch_slot(struct nbd_job *job,
 
 void nbd_validation_exists(struct nbd_validation *v, const char *name)
 {
-        snprintf(v->exists[v->n_exists++], 16, "%s", name);
+        bool indexed =
+                name_index_reserve(&v->exist_slots, &v->exist_cap, v, exist_at, v->n_exists) == 0;
+
+        snprintf(v->exists[v->n_exists], 16, "%s", name);
+        if (indexed)
+                *name_slot(v->exist_slots, v->exist_cap, v, exist_at, v->exists[v->n_exists]) =
+                        v->n_exists + 1;
+        else {
+                /* Out of memory: the lists are walked again. */
+                free(v->exist_slots);
+                v->exist_slots = NULL;
+                v->exist_cap = 0;
+        }
+        v->n_exists++;
 }
 
 void nbd_validation_forget(struct nbd_validation *v, const char *name)
@@ -282,6 +368,8 @@ void nbd_validation_forget(struct nbd_validation *v, const char *name)
 
 bool nbd_validation_known_to_exist(const struct nbd_validation *v, const char *name)
 {
+        if (v->exist_slots)
+                return *name_slot(v->exist_slots, v->exist_cap, v, exist_at, name) != 0;
         for (size_t i = 0; i < v->n_exists; i++)
                 if (strcmp(v->exists[i], name) == 0)
                         return true;
@@ -505,6 +593,8 @@ static void validation_end(struct nbd_job *job, struct nbd_validation *v)
         for (size_t i = 0; i < v->n_claims; i++)
                 free(v->claims[i]);
         free(v->claims);
+        free(v->claim_slots);
+        free(v->exist_slots);
         for (size_t i = 0; i < job->nfds; i++)
                 if (!v->fd_used[i] && job->fds[i] >= 0) {
                         close(job->fds[i]);

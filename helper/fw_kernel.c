@@ -386,6 +386,58 @@ out:
         return r;
 }
 
+/* Ensure by hash: the chains' test without a spec. The summary holds when
+ * the mark does (our commit made every owner from a model of its hash);
+ * otherwise the rules are counted once, and an owner whose chains do not
+ * hold the rules its comment claims is stale, as in all_as_claimed(). */
+static bool hash_in_place(struct nbd_fw_txn *t, const struct nbd_fw_owner_state *o,
+                          const char *ifname, const char *hash)
+{
+        if (!o || !o->has_base || strcmp(o->hash, hash) != 0 || strcmp(o->ifname, ifname) != 0)
+                return false;
+        return t->intact || (t->rules_counted && o->kernel_rules == o->rules);
+}
+
+int nbd_fw_txn_check_hash(struct nbd_fw_txn *t, const char *owner, const char *ifname,
+                          const char *hash, const uid_t *only_for, struct nbd_fw_applied *ret,
+                          struct nbd_err *e)
+{
+        struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, owner);
+        struct nbd_fw_applied a = {0};
+        size_t idx;
+        int r;
+
+        if (o && o->touched)
+                return nbd_err_set(e, -EINVAL, "owner %s is changed twice in one transaction",
+                                   owner);
+        if (o && only_for && o->uid != *only_for)
+                return nbd_err_set(e, -EPERM, "owner %s is another caller's", owner);
+        if (o && !t->intact && !t->rules_counted) {
+                r = nbd_fw_count_rules(t->fw, &t->owners);
+                if (r < 0)
+                        return nbd_fw_read_failed(e, r, true);
+                t->rules_counted = true;
+                t->intact = all_as_claimed(&t->owners);
+        }
+        a.unchanged = hash_in_place(t, o, ifname, hash);
+        if (o && o->has_base) {
+                snprintf(a.hash, sizeof(a.hash), "%s", o->hash);
+                a.rules = t->intact ? o->rules : o->kernel_rules;
+        }
+        /* The owner's hash does not cover the shared set: checked as the
+         * first ensure of the transaction would (whether this owner uses
+         * it is in the rules the caller did not send). */
+        if (a.unchanged && !t->same_byte_checked) {
+                if (note_op(t, owner, &idx) < 0)
+                        return nbd_err_set(e, -ENOMEM, "out of memory checking owner %s", owner);
+                ensure_same_byte(t, idx);
+        }
+        if (a.unchanged)
+                nbd_stat_inc(NBD_STAT_FW_OWNERS_UNCHANGED);
+        *ret = a;
+        return 0;
+}
+
 int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
                       struct nbd_err *e)
 {

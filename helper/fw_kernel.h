@@ -39,6 +39,18 @@ struct nbd_fw_applied {
 
 int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                      struct nbd_fw_applied *ret, struct nbd_err *e);
+/* Ensure by hash (issue 14): is owner in place on ifname with content
+ * hash `hash`, as ensure would find it, without the rules? Reads what the
+ * transaction read (the summary when the mark holds; else the chains, and
+ * the rules counted once against each owner's claim) and queues nothing,
+ * but a repair of the shared set same_byte (fw_same_byte.h) when someone
+ * has committed since our mark. ret: unchanged, or not (stale), with the
+ * hash and rules installed ("" and 0: none). -EPERM when only_for is given
+ * and the owner was made for another uid; -EINVAL when the transaction
+ * changes the owner already. 0 or -errno with e set. */
+int nbd_fw_txn_check_hash(struct nbd_fw_txn *t, const char *owner, const char *ifname,
+                          const char *hash, const uid_t *only_for, struct nbd_fw_applied *ret,
+                          struct nbd_err *e);
 /* -ENOENT when the owner has no rules; -EPERM when only_for is given and
  * the owner was made for another uid. */
 int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,

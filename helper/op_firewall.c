@@ -905,6 +905,88 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         return r < 0 ? nbd_result_set(res, r, "firewall: %s", err.msg) : 0;
 }
 
+/* ---- ensure by hash (issue 14) ---- */
+
+/* As FirewallApply returns it: 32 lowercase hex digits. Anything else could
+ * never equal an owner's hash, and a caller would resend every owner. */
+static bool hash_valid(const char *h)
+{
+        size_t n = strspn(h, "0123456789abcdef");
+
+        return n == NBD_FW_HASH_HEX - 1 && !h[n];
+}
+
+/* The checks of a FirewallApply in ensure mode, the rules aside: who may
+ * ask about an owner is who may ensure it. */
+static int validate_ensure_hash(struct nbd_validation *v, const Netbroker__Op *op,
+                                Netbroker__Result *res)
+{
+        const Netbroker__FirewallEnsureHash *h = op->firewall_ensure_hash;
+        int r;
+
+        if ((r = claim_owner(v, h->owner, res)))
+                return r;
+        if (!hash_valid(h->hash))
+                return nbd_result_set(res, -EINVAL,
+                                      "firewall %s: bad hash '%.40s' (32 lowercase hex digits, "
+                                      "as FirewallApply returned it)",
+                                      h->owner, h->hash);
+        if ((r = nbd_check_interface(v, h->ifname, res, "firewall")) ||
+            (r = nbd_check_owned(v, h->ifname, res)))
+                return r;
+        return check_creator(v, h->owner, res);
+}
+
+/* Writes nothing of its own, but takes part in the batch's transaction:
+ * its read is the one the batch's other firewall ops share, and a repair
+ * of the shared set it queues goes with their commit. */
+static int run_ensure_hash(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__FirewallEnsureHash *h = op->firewall_ensure_hash;
+        const struct nbd_peer *p = nbd_job_peer(job);
+        struct fw_batch *b = batch_of(job, res);
+        Netbroker__FirewallApplyResult *out;
+        struct nbd_fw_applied a;
+        struct nbd_err err;
+        char *hash;
+        int r;
+
+        if (!b)
+                return -(int)res->status; /* batch_of() set it; the wire's is positive */
+        if ((r = nbd_job_check_owned(job, h->ifname, res)))
+                return r;
+        /* As for an apply: when the interface goes, its owners go too. */
+        nbd_fw_gone_note(nbd_job_ctx(job)->fw_gone, h->ifname);
+        out = malloc(sizeof(*out));
+        hash = malloc(NBD_FW_HASH_HEX);
+        if (!out || !hash || reserve_queue(b) < 0) {
+                free(out);
+                free(hash);
+                return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
+        }
+        r = b->be->txn_check_hash(b->txn, h->owner, h->ifname, h->hash,
+                                  nbd_peer_is_root(p) ? NULL : &p->uid, &a, &err);
+        if (r < 0) {
+                free(out);
+                free(hash);
+                return nbd_result_set(res, r, "firewall %s: %s", h->owner, err.msg);
+        }
+        netbroker__firewall_apply_result__init(out);
+        memcpy(hash, a.hash, NBD_FW_HASH_HEX);
+        out->hash = hash;
+        out->unchanged = a.unchanged;
+        out->stale = !a.unchanged;
+        out->rules = a.rules;
+        res->out_case = NETBROKER__RESULT__OUT_FIREWALL;
+        res->firewall = out;
+        return queue_and_maybe_commit(job, b, res);
+}
+
+static int run_ensure_hash_op(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return end_commit(job, run_ensure_hash(job, op, res));
+}
+
 const struct nbd_op_handler nbd_op_firewall_apply = {
         .name = "firewall_apply",
         .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
@@ -926,4 +1008,12 @@ const struct nbd_op_handler nbd_op_firewall_list = {
         .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
         .stat = NBD_STAT_OPS_FIREWALL,
         .run = run_list,
+};
+const struct nbd_op_handler nbd_op_firewall_ensure_hash = {
+        .name = "firewall_ensure_hash",
+        .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
+        .stat = NBD_STAT_OPS_FIREWALL,
+        .validate = validate_ensure_hash,
+        .run = run_ensure_hash_op,
+        .batched = true,
 };

@@ -41,6 +41,11 @@ struct nbd_validation {
          * validation ends. */
         void *cache;
         void (*cache_free)(void *cache);
+        /* Hash indexes of claims and exists (issue 14): a batch of 4,096
+         * firewall owners walked both lists once per op. Slots hold an
+         * index + 1; 0 is empty. */
+        size_t *claim_slots, *exist_slots;
+        size_t claim_cap, exist_cap;
 };
 
 /* The capabilities an op kind needs (struct nbd_op_handler.needs): it is
@@ -72,6 +77,8 @@ extern const struct nbd_op_handler nbd_op_ping, nbd_op_stats, nbd_op_exec, nbd_o
         nbd_op_link_set, nbd_op_link_delete, nbd_op_names_dump, nbd_op_firewall_apply,
         nbd_op_firewall_remove, nbd_op_firewall_list, nbd_op_bandwidth_set, nbd_op_bandwidth_clear;
 extern const struct nbd_op_handler nbd_op_link_list, nbd_op_bandwidth_show;
+/* Ensure by hash (issue 14). */
+extern const struct nbd_op_handler nbd_op_firewall_ensure_hash;
 
 /* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
 bool nbd_validation_claim(struct nbd_validation *v, const char *key);

@@ -15,7 +15,7 @@ int main(int argc, char **argv)
                 fw_counters_suite,  fw_scale_suite, names_suite,
                 lanes_suite,        systemd_suite,  evloop_suite,
                 vmbatch_suite, /* session 8: a VM start in one batch */
-                cleanup_suite,      NULL,
+                cleanup_suite,      fw_hash_suite,  NULL,
         };
 
         return tu_main_in_netns("test-helper", "peer-uid checks, capabilities, /proc", argc, argv,

@@ -860,6 +860,27 @@ static int fake_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spe
         return r;
 }
 
+/* Ensure by hash: the fake's owners are always what they claim. */
+static int fake_fw_txn_check_hash(struct nbd_fw_txn *t, const char *owner, const char *ifname,
+                                  const char *hash, const uid_t *only_for,
+                                  struct nbd_fw_applied *ret, struct nbd_err *e)
+{
+        struct fake_owner *o = find_owner(owner);
+        struct nbd_fw_applied a = {0};
+
+        (void)t;
+        if (o && only_for && o->uid != *only_for)
+                return nbd_err_set(e, -EPERM, "owner %s was made for uid %u", owner,
+                                   (unsigned)o->uid);
+        if (o) {
+                memcpy(a.hash, o->hash, sizeof(a.hash));
+                a.rules = o->rules;
+                a.unchanged = strcmp(o->hash, hash) == 0 && strcmp(o->ifname, ifname) == 0;
+        }
+        *ret = a;
+        return 0;
+}
+
 static int fake_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only_for,
                               struct nbd_err *e)
 {
@@ -1215,6 +1236,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .lane_close = fake_fw_lane_close,
                         .txn_remove_bound = fake_fw_txn_remove_bound,
                         .list_rules = fake_fw_list_rules,
+                        .txn_check_hash = fake_fw_txn_check_hash,
                 },
         .spawn =
                 {

@@ -64,6 +64,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .lane_close = nbd_fw_lane_close,
                         .txn_remove_bound = nbd_fw_txn_remove_bound,
                         .list_rules = nbd_fw_list_rules,
+                        .txn_rebind = nbd_fw_txn_rebind,
                 },
         .spawn =
                 {

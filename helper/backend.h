@@ -101,6 +101,8 @@ struct nbd_backend_fw {
         int (*txn_remove_bound)(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ], size_t n,
                                 struct nbd_fw_owner_info **ret, size_t *n_ret, struct nbd_err *e);
         int (*list_rules)(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e);
+        /* A batch's table read on the lane (op_firewall.c, fw_kernel.h). */
+        void (*txn_rebind)(struct nbd_fw_txn *t, struct nbd_fw *fw);
 };
 
 /* Programs: spawn.h. */

@@ -932,6 +932,12 @@ static void fake_fw_lane_close(struct nbd_fw *lf)
         (void)lf;
 }
 
+static void fake_fw_txn_rebind(struct nbd_fw_txn *t, struct nbd_fw *fw)
+{
+        (void)t; /* one table: nothing to rebind */
+        (void)fw;
+}
+
 static int ifname_cmp(const void *a, const void *b)
 {
         return strcmp(a, b);
@@ -1211,6 +1217,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .lane_close = fake_fw_lane_close,
                         .txn_remove_bound = fake_fw_txn_remove_bound,
                         .list_rules = fake_fw_list_rules,
+                        .txn_rebind = fake_fw_txn_rebind,
                 },
         .spawn =
                 {

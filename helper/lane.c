@@ -75,11 +75,13 @@ static void test_hold(const struct nbd_lane *lane)
 
         if (!lane->hold || access(lane->hold, F_OK) != 0)
                 return;
-        /* A closure waits: the test learns it from HOLD.held. */
+        /* A closure waits: the test learns it from HOLD.held, there while
+         * the closure is held. */
         snprintf(held, sizeof(held), "%s.held", lane->hold);
         close(open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
         while (access(lane->hold, F_OK) == 0)
                 usleep(1000);
+        unlink(held);
 }
 
 static void test_hold_init(struct nbd_lane *lane, const char *name)

@@ -102,6 +102,9 @@ int bench_broker_start(const char *helper, const char *const *programs, const ch
  * connected to it in ret[0..n); *ret_pid to SIGTERM and reap. */
 int bench_broker_listen(const char *helper, const char *const *programs, const char *extra,
                         const char *sock, size_t n, struct nb_conn **ret, int *ret_pid);
+/* The CPU time every thread of process pid has had, in ns (schedstat);
+ * 0 when unreadable (restart.c). */
+uint64_t bench_process_cpu_ns(int pid);
 /* Submit b and expect n results, every one a success. *ret_done_ns (NULL:
  * not wanted) is when the reply was in; *ret the results, for the caller. */
 int bench_submit_all(struct nb_conn *conn, struct nb_batch *b, size_t n, const char *who,

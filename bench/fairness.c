@@ -5,7 +5,9 @@
  * largest batches in turn, a replace of N guests' firewalls (restart's C,
  * R1) and the deletion of T taps in one request (R2), with quiet spells
  * between them (P0: the Ping's floor, nothing else running). A Ping counts
- * for a load when its round trip overlapped that load, however little. */
+ * for a load when its round trip overlapped that load, however little.
+ * Last, the helper restarts with the guests' owners in place (R3): its
+ * start-up CPU, the firewall's start-up sweep among it, is logged. */
 #include "bench.h"
 
 #include <errno.h>
@@ -145,6 +147,46 @@ static int add_results(struct bench_report *r, struct pinger *p, unsigned guests
         return k;
 }
 
+/* The helper restarted with the guests' owners in place (R3): how soon it
+ * answers a Ping, and the CPU its start-up takes (the firewall's sweep of
+ * the owners whose interface went while no helper ran among it) until it
+ * is idle: its CPU time grew by less than 1 ms in 200 ms. */
+static int restart_load(const char *helper, const char *const *allow, const char *sock,
+                        nb_batch *ping, unsigned guests, int *pid)
+{
+        nb_results *res = NULL;
+        nb_conn *conn = NULL;
+        uint64_t t0, t1 = 0, cpu_ping, cpu, prev;
+        int k;
+
+        kill(*pid, SIGTERM);
+        waitpid(*pid, NULL, 0);
+        *pid = 0;
+        unlink(sock);
+        t0 = bench_now_ns();
+        k = bench_broker_listen(helper, allow, NULL, sock, 1, &conn, pid);
+        if (k == 0)
+                k = bench_submit_all(conn, ping, 1, "fairness: R3 restart: Ping: ", &t1, &res);
+        nb_results_free(res);
+        if (k < 0)
+                goto out;
+        cpu_ping = cpu = bench_process_cpu_ns(*pid);
+        for (int i = 0; i < 300; i++) {
+                prev = cpu;
+                usleep(200000);
+                cpu = bench_process_cpu_ns(*pid);
+                if (cpu - prev < 1000000)
+                        break;
+        }
+        bench_log("fairness: R3 restart with %u guests' owners in place: first Ping answered "
+                  "%.1f ms after the spawn (helper CPU %.1f ms by then); start-up CPU until "
+                  "idle %.1f ms\n",
+                  guests, (double)(t1 - t0) / 1e6, (double)cpu_ping / 1e6, (double)prev / 1e6);
+out:
+        nb_close(conn);
+        return k;
+}
+
 int bench_fairness(const struct bench_opts *o, struct bench_report *r)
 {
         static const char *const allow[] = {"/bin/true", NULL};
@@ -200,6 +242,13 @@ int bench_fairness(const struct bench_opts *o, struct bench_report *r)
         atomic_store(&p->stop, true);
         if (thread)
                 pthread_join(tid, NULL);
+        for (int i = 0; i < 2; i++) {
+                nb_close(conns[i]);
+                conns[i] = NULL;
+        }
+        if (k == 0 && p->err == 0 && pid > 0)
+                k = restart_load(o->helper ? o->helper : getenv("NETBROKERD"), allow, sock, p->ping,
+                                 guests, &pid);
         if (k == 0 && (k = p->err) == 0)
                 k = add_results(r, p, guests, taps);
         for (int i = 0; i < 2; i++)

@@ -567,7 +567,7 @@ int bench_fw_batch(unsigned n, bool replace, nb_batch **ret)
 /* The CPU time every thread of process pid has had, in ns (schedstat:
  * steadier than wall time on a shared machine); 0 when unreadable. The
  * helper's lanes are threads: a commit runs on one. */
-static uint64_t process_cpu_ns(int pid)
+uint64_t bench_process_cpu_ns(int pid)
 {
         char path[64];
         uint64_t sum = 0;
@@ -642,8 +642,8 @@ static int run_fw(struct ctx *c, enum method m)
 {
         nb_results *res = NULL, *s0 = fw_stats(c), *s1 = NULL;
         int pid = nb_conn_helper_pid(c->b.conn);
-        uint64_t cpu0 = process_cpu_ns(pid), cpu1, t_built, c0 = thread_cpu_ns(), c_built = c0,
-                 c_done = c0;
+        uint64_t cpu0 = bench_process_cpu_ns(pid), cpu1, t_built, c0 = thread_cpu_ns(),
+                 c_built = c0, c_done = c0;
         unsigned unchanged = 0;
         bool ok = true, wrote;
         nb_batch *b = NULL;
@@ -688,7 +688,7 @@ static int run_fw(struct ctx *c, enum method m)
                 r = -EIO;
         /* After the Stats round trip: the helper waits again, its time is
          * booked (it includes two Stats). */
-        cpu1 = process_cpu_ns(pid);
+        cpu1 = bench_process_cpu_ns(pid);
         if (r == 0)
                 r = bench_samples_add(&c->out[m].s, us);
         if (r < 0)

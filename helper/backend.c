@@ -65,6 +65,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .txn_remove_bound = nbd_fw_txn_remove_bound,
                         .list_rules = nbd_fw_list_rules,
                         .txn_check_hash = nbd_fw_txn_check_hash,
+                        .txn_rebind = nbd_fw_txn_rebind,
                 },
         .spawn =
                 {

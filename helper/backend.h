@@ -105,6 +105,8 @@ struct nbd_backend_fw {
         int (*txn_check_hash)(struct nbd_fw_txn *t, const char *owner, const char *ifname,
                               const char *hash, const uid_t *only_for, struct nbd_fw_applied *ret,
                               struct nbd_err *e);
+        /* A batch's table read on the lane (op_firewall.c, fw_kernel.h). */
+        void (*txn_rebind)(struct nbd_fw_txn *t, struct nbd_fw *fw);
 };
 
 /* Programs: spawn.h. */

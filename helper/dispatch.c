@@ -166,6 +166,10 @@ struct nbd_job {
         /* The first op whose outcome the call on the lane decides (a run
          * of LinkDeletes: all of the run's): job->next unless an op said. */
         size_t lane_first;
+        /* The call on the lane is a read the op needs before it runs
+         * (nbd_job_on_lane_first): when it returns, the op runs again. */
+        bool lane_again;
+        bool op_counted; /* the op about to run again was counted already */
         /* An op before the running one failed after the fact (its kernel
          * call was shared with later ops): SIZE_MAX, or the first such. */
         size_t late_failed;
@@ -1002,8 +1006,9 @@ static void job_lane_finished(void *data, bool not_run)
         job->lane = NULL;
         if (job->state == JOB_CANCELLED) {
                 /* Its client went away while the call ran: the call did
-                 * what it did; the audit trail says so, op by op. */
-                if (!not_run) {
+                 * what it did; the audit trail says so, op by op. (A read
+                 * before an op did nothing to audit.) */
+                if (!not_run && !job->lane_again) {
                         job->lane_done(job, job->lane_data);
                         for (size_t i = job->lane_first; i <= job->next; i++)
                                 if (!job->refused || !job->refused[i])
@@ -1016,12 +1021,48 @@ static void job_lane_finished(void *data, bool not_run)
                 return;
         }
         job->lane_first = SIZE_MAX;
+        if (job->lane_again && !not_run) {
+                /* The op's read is in: the op runs again, from the loop's
+                 * FIFO of the lane like any op that needs it. */
+                job->lane_again = false;
+                job->op_counted = true;
+                job->state = JOB_RUNNING;
+                job_continue(job);
+                return;
+        }
+        job->lane_again = false;
         if (not_run)
                 nbd_result_set(job->results[job->next], -ECANCELED,
                                "not run: the helper is stopping");
         else
                 job->lane_done(job, job->lane_data);
         nbd_job_op_done(job);
+}
+
+bool nbd_job_on_lane_first(struct nbd_job *job, unsigned need, void (*fn)(void *data), void *data)
+{
+        struct nbd_lane *lane = lane_for(job->ctx, need);
+
+        if (lane) {
+                job->lane = lane;
+                job->lane_fn = fn;
+                job->lane_done = NULL;
+                job->lane_data = data;
+                job->lane_again = true;
+                job->lane_first = job->next; /* nothing of this op ran yet */
+                job->work = (struct nbd_lane_work){
+                        .run = job_lane_run, .done = job_lane_finished, .data = job};
+                job->state = JOB_ON_LANE;
+                if (nbd_lane_submit(lane, &job->work) == 0)
+                        return true;
+                /* No fd for the lane's eventfd: here, which is only slower. */
+                job->lane = NULL;
+                job->lane_again = false;
+                job->lane_first = SIZE_MAX;
+                job->state = JOB_RUNNING;
+        }
+        fn(data);
+        return false;
 }
 
 void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
@@ -1210,9 +1251,11 @@ static void job_continue(struct nbd_job *job)
                         job->ctx->be->links.flush_gone(job->ctx->links);
                 if (wait_for_lane(job, h))
                         return;
-                /* An op resumed after waiting for a slot was counted already. */
-                if (job->state != JOB_SLOT_FREE)
+                /* An op resumed after waiting for a slot, or for its read
+                 * on a lane, was counted already. */
+                if (job->state != JOB_SLOT_FREE && !job->op_counted)
                         nbd_stat_inc(h->stat);
+                job->op_counted = false;
                 job->state = JOB_RUNNING;
                 /* Per op, so that debug logging traces a batch; off, each is
                  * two integer compares (the bench's `log` scenario). */

@@ -37,6 +37,10 @@ struct nbd_fw_gone {
         /* Every interface an owner may be bound to, when known_all. */
         struct known **known;
         bool known_all;
+        /* The start-up sweep is on the lane: what is applied meanwhile is
+         * noted, and the set is whole once the sweep says where the rest
+         * is (lost: a note failed meanwhile, it is not). */
+        bool sweeping, sweep_lost;
         struct nbd_lane *lane;
         unsigned pending; /* clean-ups on the lane */
         struct nbd_fw_gone_waiter *waiters;
@@ -64,6 +68,10 @@ struct pick {
         size_t n;
         bool present;
         struct nbd_fw_gone *note; /* the sweep: notes where the others are */
+        /* The sweep on the lane: where the others are, for the loop to note. */
+        bool collect;
+        char (*bound)[IFNAMSIZ];
+        size_t n_bound, cap_bound;
         struct gone_owner *owners;
         size_t n_owners, cap_owners;
 };
@@ -80,12 +88,33 @@ static bool listed(const struct pick *p, const char *ifname)
         return p->n && bsearch(ifname, p->names, p->n, sizeof(*p->names), name_cmp) != NULL;
 }
 
+/* Room for one more of n in *v (of cap, each size bytes): 0 or -ENOMEM. */
+static int grow(void **v, size_t n, size_t *cap, size_t size)
+{
+        void *grown;
+
+        if (n < *cap)
+                return 0;
+        grown = realloc(*v, (*cap ? 2 * *cap : 8) * size);
+        if (!grown)
+                return -ENOMEM;
+        *v = grown;
+        *cap = *cap ? 2 * *cap : 8;
+        return 0;
+}
+
 static int pick_owner(const struct nbd_fw_owner_info *o, void *data)
 {
         struct pick *p = data;
 
         if (listed(p, o->ifname) == p->present) {
-                nbd_fw_gone_note(p->note, o->ifname);
+                if (!p->collect) {
+                        nbd_fw_gone_note(p->note, o->ifname);
+                        return 0;
+                }
+                if (grow((void **)&p->bound, p->n_bound, &p->cap_bound, sizeof(*p->bound)) < 0)
+                        return -ENOMEM;
+                snprintf(p->bound[p->n_bound++], IFNAMSIZ, "%s", o->ifname);
                 return 0;
         }
         if (p->n_owners == p->cap_owners) {
@@ -179,7 +208,7 @@ void nbd_fw_gone_note(struct nbd_fw_gone *g, const char *ifname)
 {
         struct known **k;
 
-        if (!g || !g->known_all)
+        if (!g || (!g->known_all && !g->sweeping))
                 return;
         k = known_find(g, ifname);
         if (*k)
@@ -188,6 +217,7 @@ void nbd_fw_gone_note(struct nbd_fw_gone *g, const char *ifname)
         if (!*k) {
                 /* Not known whole any more: every gone name is looked up. */
                 g->known_all = false;
+                g->sweep_lost = true;
                 return;
         }
         snprintf((*k)->name, IFNAMSIZ, "%s", ifname);
@@ -408,6 +438,128 @@ void nbd_fw_gone_link(void *data, const struct nbd_link_entry *e)
         g->n = 0;
 }
 
+/* The start-up sweep on the firewall's lane (loop-free reads, issue 14):
+ * the owners are read through the lane's handle (the summary when the
+ * generation mark holds, no chain dump; the chains otherwise), those bound
+ * to no present interface removed in one transaction, sent there; the loop
+ * notes where the others are and finishes the commit. */
+struct sweep {
+        struct nbd_lane_work work;
+        struct nbd_fw_gone *g;
+        struct pick p; /* names: the present interfaces, sorted */
+        struct nbd_fw *lf;
+        struct nbd_fw_txn *t;
+        bool sent;
+        int r;
+        struct nbd_err err;
+};
+
+static void sweep_free(struct sweep *s)
+{
+        const struct nbd_backend_fw *be = s->g->be;
+
+        be->txn_free(s->t);
+        if (s->lf)
+                be->lane_close(s->lf);
+        free((void *)s->p.names);
+        free(s->p.bound);
+        free(s->p.owners);
+        free(s);
+}
+
+/* On the lane: s and the lane's handle alone. */
+static void sweep_run(void *data)
+{
+        struct sweep *s = data;
+        const struct nbd_backend_fw *be = s->g->be;
+
+        s->r = be->list(s->lf, pick_owner, &s->p, &s->err);
+        if (s->r < 0 || !s->p.n_owners)
+                return;
+        s->r = be->txn_begin(s->lf, &s->t, &s->err);
+        for (size_t i = 0; s->r == 0 && i < s->p.n_owners; i++) {
+                s->r = be->txn_remove(s->t, s->p.owners[i].owner, NULL, &s->err);
+                if (s->r == -ENOENT)
+                        s->r = 0; /* removed meanwhile: nothing to do */
+        }
+        if (s->r == 0)
+                s->r = be->txn_commit_prepare(s->t, &s->err);
+        if (s->r == 0) {
+                be->txn_commit_send(s->t);
+                s->sent = true;
+        }
+}
+
+/* On the loop: the set of interfaces with owners is whole again (or, the
+ * sweep failed, not known: every gone name is looked up). */
+static void sweep_done(void *data, bool not_run)
+{
+        struct sweep *s = data;
+        struct nbd_fw_gone *g = s->g;
+        int r = not_run ? nbd_err_set(&s->err, -ECANCELED, "the helper is stopping") : s->r;
+
+        if (r == 0 && s->sent)
+                r = g->be->txn_commit_finish(s->t, &s->err);
+        if (r == 0) {
+                for (size_t i = 0; i < s->p.n_bound; i++)
+                        nbd_fw_gone_note(g, s->p.bound[i]);
+                g->known_all = g->known && !g->sweep_lost;
+                nbd_stats[NBD_STAT_FW_OWNERS_GONE] += s->p.n_owners;
+                for (size_t i = 0; i < s->p.n_owners; i++) {
+                        nbd_notice("owner %s removed: its interface was gone at start-up",
+                                   s->p.owners[i].owner);
+                        remember(g, &s->p.owners[i]);
+                }
+        } else {
+                nbd_warn("cannot remove the owners of interfaces that are gone: %s", s->err.msg);
+                known_clear(g);
+                g->known_all = false;
+        }
+        g->sweeping = false;
+        sweep_free(s);
+        if (--g->pending)
+                return;
+        while (g->waiters) {
+                struct nbd_fw_gone_waiter *w = g->waiters;
+                g->waiters = w->next;
+                w->fn(w->data);
+        }
+}
+
+/* The sweep to the lane: 0, or -errno (the caller sweeps on the loop). */
+static int sweep_to_lane(struct nbd_fw_gone *g, char (*names)[IFNAMSIZ], size_t n)
+{
+        struct sweep *s = calloc(1, sizeof(*s));
+        int r = -ENOMEM;
+
+        if (!s)
+                return r;
+        s->g = g;
+        s->p = (struct pick){.present = true, .collect = true, .n = n};
+        r = g->be->lane_open(g->fw, &s->lf);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        qsort(names, n, sizeof(*names), name_cmp);
+        s->p.names = (const char(*)[IFNAMSIZ])names;
+        s->work = (struct nbd_lane_work){.run = sweep_run, .done = sweep_done, .data = s};
+        r = nbd_lane_submit(g->lane, &s->work);
+        if (r < 0) {
+                s->p.names = NULL; /* the caller's still */
+                sweep_free(s);
+                return r;
+        }
+        /* Until it is done every gone name is looked up (queued behind it
+         * on the lane), and what is applied meanwhile is noted. */
+        known_clear(g);
+        g->known_all = false;
+        g->sweeping = true;
+        g->sweep_lost = false;
+        g->pending++;
+        return 0;
+}
+
 int nbd_fw_gone_sweep(struct nbd_fw_gone *g, const struct nbd_link_entry *all, size_t n)
 {
         struct pick p = {.present = true, .n = n, .note = g};
@@ -418,6 +570,8 @@ int nbd_fw_gone_sweep(struct nbd_fw_gone *g, const struct nbd_link_entry *all, s
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 snprintf(names[i], IFNAMSIZ, "%s", all[i].name);
+        if (g->lane && sweep_to_lane(g, names, n) == 0)
+                return 0; /* names are the sweep's */
         p.names = (const char(*)[IFNAMSIZ])names;
         /* Read whole, the table says where every owner is: from now on the
          * loop knows (nbd_fw_gone_note keeps it so). */

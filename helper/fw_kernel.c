@@ -123,6 +123,11 @@ int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err 
         return 0;
 }
 
+void nbd_fw_txn_rebind(struct nbd_fw_txn *t, struct nbd_fw *fw)
+{
+        t->fw = fw;
+}
+
 static void commit_clear(struct nbd_fw_txn *t)
 {
         if (t->c.b)

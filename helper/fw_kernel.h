@@ -88,6 +88,10 @@ void nbd_fw_txn_free(struct nbd_fw_txn *t);
  * run on the loop. 0 or -errno. */
 int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret);
 void nbd_fw_lane_close(struct nbd_fw *lf);
+/* A transaction begun through a lane's handle (its table read on the
+ * lane) goes on through fw, the loop's: its later reads and a commit on
+ * the loop use fw, and the lane's handle can close. On the loop. */
+void nbd_fw_txn_rebind(struct nbd_fw_txn *t, struct nbd_fw *fw);
 
 /* The owners in the kernel. */
 struct nbd_fw_owner_info {

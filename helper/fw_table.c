@@ -22,6 +22,7 @@
 #include "fw_summary.h"
 #include "fw_text.h"
 #include "netlink.h"
+#include "stats.h"
 
 /* ---- reading the table back ---- */
 
@@ -434,7 +435,12 @@ static void restart_chains(void *data)
 int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owners *ret)
 {
         struct chain_dump d = {0};
-        int r = dump(fw, NFT_MSG_GETCHAIN, on_chain, restart_chains, &d);
+        int r;
+
+        /* On the loop or the firewall's lane: the tests' proof of a read
+         * that did not need the chains. */
+        nbd_stat_inc_shared(NBD_STAT_NFT_CHAIN_DUMPS);
+        r = dump(fw, NFT_MSG_GETCHAIN, on_chain, restart_chains, &d);
 
         if (r == 0)
                 r = d.err;

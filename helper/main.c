@@ -55,8 +55,9 @@
  *     caller may hold (connections, spawn slots, memory, fds) is shared
  *     out in server.c and dispatch.c, with a reserve kept for root.
  *  9. Lanes (lane.h), made here, after stage 6: a thread for the
- *     firewall's commits and one for the links' group deletions, the
- *     kernel calls that block inside one syscall. A thread takes the
+ *     firewall's commits and table reads (the start-up sweep's among
+ *     them), one for the links' group deletions, the kernel calls that
+ *     block inside one syscall, and one that decodes large frames. A thread takes the
  *     capability sets of the thread that creates it, so they hold what the
  *     loop holds; every signal is blocked in them. The loop stays the only
  *     owner of state; a job waits for its call, and jobs needing the same
@@ -495,15 +496,16 @@ static int add_sockets(struct nbd_server *srv, const struct options *o, int n_ac
         return 0;
 }
 
-/* The lanes (lane.h): a thread for the firewall's commits and one for the
- * links' group deletions. Made here, after the privilege drop (stage 6), so
- * they hold the capabilities the loop holds and no more: a thread takes
- * the sets of the thread that creates it. Without them (no memory, no
- * threads), those calls run on the loop as before. fds: one eventfd, and
- * a socket per lane at its first use. */
+/* The lanes (lane.h): a thread for the firewall's commits and table reads,
+ * one for the links' group deletions, and one that decodes large frames
+ * (server.c). Made here, after the privilege drop (stage 6), so they hold
+ * the capabilities the loop holds and no more: a thread takes the sets of
+ * the thread that creates it. Without them (no memory, no threads), those
+ * calls run on the loop as before. fds: one eventfd, and a socket per
+ * kernel call under way. */
 struct lanes {
         struct nbd_lanes *all;
-        struct nbd_lane *fw, *links;
+        struct nbd_lane *fw, *links, *decode;
 };
 
 static void lanes_open(struct nbd_loop *loop, const struct caps *c, struct lanes *ls)
@@ -514,6 +516,8 @@ static void lanes_open(struct nbd_loop *loop, const struct caps *c, struct lanes
                 r = nbd_lane_new(ls->all, "fw", &ls->fw);
         if (r == 0 && c->links)
                 r = nbd_lane_new(ls->all, "links", &ls->links);
+        if (r == 0)
+                r = nbd_lane_new(ls->all, "decode", &ls->decode);
         if (r < 0) {
                 nbd_warn("no lanes (%s): long kernel calls hold the loop", strerror(-r));
                 nbd_lanes_free(ls->all);
@@ -596,12 +600,15 @@ static int serve(struct nbd_config **cfg, const struct options *o, int n_activat
         if (r < 0)
                 return r;
         caps_open(be, loop, devdir, &c);
-        caps_watch_gone(&c);
         r = nbd_server_new(*cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);
         if (r < 0)
                 goto out;
         lanes_open(loop, &c, &lanes);
         nbd_server_set_lanes(srv, lanes.fw, lanes.links);
+        nbd_server_set_decode_lane(srv, lanes.decode);
+        /* After the lanes: the firewall's sweep reads the table on its
+         * lane while the loop starts serving. */
+        caps_watch_gone(&c);
         if ((c.links && (r = nbd_server_on_job_end(srv, flush_gone_links, c.links)) < 0) ||
             (c.bw && (r = nbd_server_on_job_end(srv, flush_ifbs, c.bw)) < 0))
                 goto out;
@@ -633,6 +640,7 @@ out:
         if (srv) {
                 nbd_server_shutdown(srv);
                 nbd_server_set_lanes(srv, NULL, NULL);
+                nbd_server_set_decode_lane(srv, NULL);
         }
         nbd_lanes_free(lanes.all);
         nbd_loop_run_deferred(loop);

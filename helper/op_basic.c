@@ -87,7 +87,8 @@ static int run_stats(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         if (!st->counters)
                 return nbd_result_set(res, -ENOMEM, "stats: out of memory");
         for (size_t i = 0; i < NBD_STAT__MAX && r == 0; i++)
-                r = add_counter(st, nbd_stat_name((enum nbd_stat)i), nbd_stats[i]);
+                r = add_counter(st, nbd_stat_name((enum nbd_stat)i),
+                                __atomic_load_n(&nbd_stats[i], __ATOMIC_RELAXED));
         /* Gauges, not counters: what is under way right now. */
         if (r == 0)
                 r = add_counter(st, "children_running", nbd_job_ctx(job)->be->spawn.running());

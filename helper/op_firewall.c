@@ -525,6 +525,13 @@ static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
 struct fw_batch {
         const struct nbd_backend_fw *be; /* the job's backend's */
         struct nbd_fw_txn *txn;
+        /* The table read at the batch's first op, on the firewall's lane
+         * (begin_read): through a handle of its own, opened and closed on
+         * the loop; what the read found, for that op's run again. */
+        struct nbd_fw *fw, *lf;
+        bool begun;
+        int begin_r;
+        struct nbd_err begin_err;
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
         bool committed;
@@ -571,36 +578,69 @@ static void fw_batch_free(void *data)
         struct fw_batch *b = data;
 
         b->be->txn_free(b->txn);
+        if (b->lf)
+                b->be->lane_close(b->lf);
         free(b->queued);
         free(b);
 }
 
+/* On the firewall's lane (or, without one, the loop): the batch's one read
+ * of the table, through the lane's handle when there is one. */
+static void begin_read(void *data)
+{
+        struct fw_batch *b = data;
+
+        b->begin_r = b->be->txn_begin(b->lf ? b->lf : b->fw, &b->txn, &b->begin_err);
+        b->begun = true;
+}
+
+/* The batch's transaction. At its first firewall op the table is read on
+ * the firewall's lane (it grows with the table: a chain dump when the
+ * summary cannot be trusted), and that op runs again when it is in: NULL
+ * with res untouched and the job on the lane. NULL with res set: failed. */
 static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 {
         void **slot = nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
+        const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
         struct fw_batch *b = *slot;
-        struct nbd_err err;
-        int r;
 
-        if (b)
+        if (b && b->txn)
                 return b;
-        /* Owners of interfaces gone so far go now, in fw_gone's own
-         * transaction: left to the job's end, they would take along those
-         * this batch applies to a new interface of the same name. */
-        nbd_job_ctx(job)->be->links.flush_gone(nbd_job_ctx(job)->links);
-        b = calloc(1, sizeof(*b));
         if (!b) {
-                nbd_result_set(res, -ENOMEM, "firewall: out of memory");
+                /* Owners of interfaces gone so far go now, in fw_gone's own
+                 * transaction: left to the job's end, they would take along
+                 * those this batch applies to a new interface of the same
+                 * name. */
+                ctx->be->links.flush_gone(ctx->links);
+                b = calloc(1, sizeof(*b));
+                if (!b) {
+                        nbd_result_set(res, -ENOMEM, "firewall: out of memory");
+                        return NULL;
+                }
+                b->be = &ctx->be->fw;
+                b->fw = ctx->fw;
+                *slot = b;
+                /* No socket for the lane's handle: the read runs on the
+                 * loop's, on the loop (only slower for the others). */
+                if (ctx->lane_fw && b->be->lane_open(ctx->fw, &b->lf) < 0)
+                        b->lf = NULL;
+                if (b->lf && nbd_job_on_lane_first(job, NBD_NEEDS_FIREWALL, begin_read, b))
+                        return NULL; /* this op runs again once the read is in */
+                if (!b->begun)
+                        begin_read(b);
+        }
+        if (b->lf) {
+                b->be->lane_close(b->lf);
+                b->lf = NULL;
+        }
+        if (b->begin_r < 0) {
+                /* The next firewall op of the batch tries again. */
+                nbd_result_set(res, b->begin_r, "firewall: %s", b->begin_err.msg);
+                *slot = NULL;
+                fw_batch_free(b);
                 return NULL;
         }
-        b->be = &nbd_job_ctx(job)->be->fw;
-        r = b->be->txn_begin(nbd_job_ctx(job)->fw, &b->txn, &err);
-        if (r < 0) {
-                free(b);
-                nbd_result_set(res, r, "firewall: %s", err.msg);
-                return NULL;
-        }
-        *slot = b;
+        b->be->txn_rebind(b->txn, ctx->fw);
         return b;
 }
 

@@ -181,6 +181,16 @@ void **nbd_job_slot(struct nbd_job *job, const void *key);
  * and the job is freed (batch data, undo data) only after fn returned. */
 void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
                      void (*done)(struct nbd_job *job, void *data), void *data);
+/* Loop-free reads (issue 14): the running op needs fn(data), a read of
+ * the kernel that grows with what it holds (the firewall's table at a
+ * batch's first op), before it can go on. With a lane, the job parks,
+ * fn runs there, and the op's run() is called again, for the same op and
+ * counted once, when fn returned: true, and run() returns at once with
+ * its result untouched. Without a lane, fn runs here: false, and run()
+ * goes on. fn touches data and the capability's lane socket, nothing else.
+ * The op learns that fn ran from data. If the client goes away meanwhile,
+ * the op never runs again and the job is freed after fn returned. */
+bool nbd_job_on_lane_first(struct nbd_job *job, unsigned need, void (*fn)(void *data), void *data);
 /* Run fn(data) on the lane of `need` for no job (a clean-up), then
  * release(data) on the loop; without a lane, both here and now. */
 void nbd_dispatch_on_lane(const struct nbd_dispatch_ctx *ctx, unsigned need, void (*fn)(void *data),

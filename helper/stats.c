@@ -30,6 +30,7 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_OPS_BANDWIDTH] = "ops_bandwidth",
         [NBD_STAT_OPS_SHOW] = "ops_show",
         [NBD_STAT_BW_IFB_LOOKUPS] = "bw_ifb_lookups",
+        [NBD_STAT_NFT_CHAIN_DUMPS] = "nft_chain_dumps",
 };
 
 const char *nbd_stat_name(enum nbd_stat s)

@@ -32,6 +32,10 @@ enum nbd_stat {
         NBD_STAT_OPS_BANDWIDTH,
         NBD_STAT_OPS_SHOW, /* LinkList, BandwidthShow */
         NBD_STAT_BW_IFB_LOOKUPS, /* an interface's IFB asked of the kernel (bandwidth.c) */
+        /* Loop-free reads (issue 14): chain dumps of nftables' netdev
+         * family (the firewall's or bandwidth's table: each walks every
+         * chain of the family), on any thread (nbd_stat_inc_shared). */
+        NBD_STAT_NFT_CHAIN_DUMPS,
         NBD_STAT__MAX,
 };
 
@@ -42,4 +46,11 @@ const char *nbd_stat_name(enum nbd_stat s);
 static inline void nbd_stat_inc(enum nbd_stat s)
 {
         nbd_stats[s]++;
+}
+
+/* The one way a lane counts: atomically, a counter the loop never writes
+ * (the Stats op reads every counter atomically). */
+static inline void nbd_stat_inc_shared(enum nbd_stat s)
+{
+        __atomic_add_fetch(&nbd_stats[s], 1, __ATOMIC_RELAXED);
 }

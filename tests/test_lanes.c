@@ -403,7 +403,7 @@ START_TEST(test_lanes_hold_the_capabilities_of_the_loop)
                                       e->d_name, caps, first);
         }
         closedir(d);
-        ck_assert_int_eq(threads, 3); /* the loop, the firewall's lane, the links' */
+        ck_assert_int_eq(threads, 4); /* the loop, the lanes: the firewall's, the links', decode */
         tu_helper_stop(&h);
 }
 END_TEST
@@ -440,16 +440,33 @@ END_TEST
 /* The helper, started with lane `lane` ("FW", "LINKS") held while *hold
  * exists (a fresh path; created here, held from the start); its stderr
  * to log when log is not NULL. */
+/* The owners, once the start-up sweep (on the firewall's lane) is done:
+ * a FirewallList waits for it in the lane's FIFO. */
+static size_t owners_after_sweep(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        size_t n;
+
+        ck_assert_int_eq(nb_batch_firewall_list(b), 0);
+        res = submit(c, b);
+        assert_status(res, 0, 0, NULL);
+        n = nb_result_fw_owner_count(res, 0);
+        nb_results_free(res);
+        return n;
+}
+
 #ifdef NB_TEST_HOOKS
+/* The helper, its lane `lane` held from its next closure on (hold made):
+ * the start-up sweep, on the firewall's lane, has run by then. */
 static void start_held(struct tu_helper *h, const char *lane, char *hold, const char *log)
 {
         char var[64];
         int saved = -1, fd;
+        nb_conn *c;
 
         snprintf(var, sizeof(var), "NETBROKERD_TEST_HOLD_%s", lane);
-        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-        ck_assert_int_ge(fd, 0);
-        close(fd);
+        unlink(hold);
         ck_assert_int_eq(setenv(var, hold, 1), 0);
         if (log) {
                 fflush(stderr);
@@ -465,6 +482,12 @@ static void start_held(struct tu_helper *h, const char *lane, char *hold, const 
                 close(saved);
         }
         unsetenv(var);
+        ck_assert_int_eq(nb_connect(h->sock, &c), 0);
+        owners_after_sweep(c);
+        nb_close(c);
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
 }
 
 /* Poll (bounded, for order only) until dev exists as `exists` says. */
@@ -589,8 +612,17 @@ START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it
                 snprintf(name, sizeof(name), "hk%d", i);
                 await_link(name, false);
         }
-        ping_ok(c); /* the loop has taken the lane's completion */
+        ping_ok(c);
+        /* The devices are gone before the lane's call returns (the RCU
+         * wait comes after they are unlisted): poll, bounded, for order
+         * only, until the loop has taken the completion. */
         text = tu_sh("cat %s", log);
+        for (int k = 0; k < 2000 && !strstr(text, "object=hk4 status=0 result=done-client-gone");
+             k++) {
+                free(text);
+                usleep(5000);
+                text = tu_sh("cat %s", log);
+        }
         for (int i = 0; i < 5; i++) {
                 char line[96];
                 snprintf(line, sizeof(line),
@@ -719,6 +751,197 @@ START_TEST(test_refused_group_deletion_deletes_only_what_is_still_the_callers)
 END_TEST
 #endif
 
+/* ---- loop-free reads (issue 14) ---- */
+
+#ifdef NB_TEST_HOOKS
+/* Bounded (for order only): until the lane held by hold has a closure
+ * waiting (lane.c makes HOLD.held), while the client a is not answered. */
+static void await_held(const char *hold, const struct slow_client *a, const char *what)
+{
+        char held[256];
+
+        snprintf(held, sizeof(held), "%s.held", hold);
+        for (int i = 0; i < 12000 && access(held, F_OK) != 0; i++) {
+                ck_assert_msg(!atomic_load(&a->done), "client A was answered before %s", what);
+                usleep(5000);
+        }
+        ck_assert_msg(access(held, F_OK) == 0, "%s never happened", what);
+        unlink(held);
+}
+
+/* Client A's first FirewallApply of a batch reads the table (here a chain
+ * dump: a new table has no generation mark); the read is on the
+ * firewall's lane: while it is held, client B's Pings are answered and
+ * no chain was dumped yet; let go, the dump is done there and A's apply
+ * succeeds. (Read on the loop, the dump was counted before B asked.) */
+START_TEST(test_ping_passes_another_clients_table_read_on_the_firewall_lane)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        struct tu_helper h;
+        struct slow_client a;
+        uint64_t dumps0;
+        pthread_t t;
+        nb_conn *b;
+
+        tu_private_netns();
+        tu_veth("lr0", "lr1");
+        ck_assert_int_ge(mkstemp(hold), 0);
+        start_held(&h, "FW", hold, NULL);
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+        dumps0 = tu_stat(b, "nft_chain_dumps");
+        a = (struct slow_client){.sock = h.sock, .b = big_apply("lr", "lr0", 2000)};
+        pthread_create(&t, NULL, slow_client_run, &a);
+        await_held(hold, &a, "its table read reached the firewall's lane");
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's read");
+        ck_assert_msg(tu_stat(b, "nft_chain_dumps") == dumps0,
+                      "the table was read on the loop, not the lane");
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's apply: op %d failed", a.first_error);
+        ck_assert_uint_eq(tu_stat(b, "nft_chain_dumps"), dumps0 + 1);
+        ck_assert(table_has("lr/"));
+        nb_close(b);
+        nb_batch_free(a.b);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Client A's request of 100,000 rules (megabytes) is decoded on the decode
+ * lane: while it is held, client B's Pings are answered and A's op has not
+ * started; let go, A's apply succeeds. (Decoded on the loop, A's request
+ * never reached the lane and was answered.) */
+START_TEST(test_ping_passes_another_clients_large_request_being_decoded)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        struct tu_helper h;
+        struct slow_client a;
+        uint64_t ops0;
+        pthread_t t;
+        nb_conn *b;
+
+        tu_private_netns();
+        tu_veth("dc0", "dc1");
+        ck_assert_int_ge(mkstemp(hold), 0);
+        start_held(&h, "DECODE", hold, NULL);
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+        ops0 = tu_stat(b, "ops_firewall");
+        a = (struct slow_client){.sock = h.sock, .b = big_apply("dc", "dc0", 100000)};
+        pthread_create(&t, NULL, slow_client_run, &a);
+        await_held(hold, &a, "its frame reached the decode lane");
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's decode");
+        ck_assert_uint_eq(tu_stat(b, "ops_firewall"), ops0);
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's apply: op %d failed", a.first_error);
+        ck_assert_uint_eq(tu_stat(b, "ops_firewall"), ops0 + 1);
+        nb_close(b);
+        nb_batch_free(a.b);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The start-up sweep runs on the firewall's lane, once the loop serves:
+ * an owner whose tap went while no helper ran is still there while the
+ * lane is held, and a Ping is answered; let go, the owner is removed
+ * (fw_owners_gone). (Swept before serving, the owner was gone already.) */
+START_TEST(test_start_up_sweep_runs_on_the_lane_while_the_loop_serves)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        struct slow_client none = {0};
+        struct tu_helper h;
+        nb_results *res;
+        nb_conn *c;
+        int fd;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        make_taps(c, "sg", 2);
+        res = submit(c, big_apply("sg-gone", "sg1", 3));
+        assert_status(res, 0, 0, NULL);
+        nb_results_free(res);
+        nb_close(c);
+        tu_helper_stop(&h);
+        free(tu_sh("ip link del sg1"));
+
+        ck_assert_int_ge((fd = mkstemp(hold)), 0);
+        close(fd);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_FW", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_FW");
+        await_held(hold, &none, "the sweep reached the firewall's lane");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ping_ok(c);
+        ck_assert_msg(table_has("sg-gone/"), "the sweep ran before the loop served");
+        unlink(hold);
+        ck_assert_uint_eq(owners_after_sweep(c), 0);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_gone"), 1);
+        ck_assert(!table_has("sg-gone/"));
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+#endif
+
+/* A restart with every owner's interface there: the sweep (and the
+ * bandwidth's) read no chains while the generation mark holds: the
+ * summary says where each owner is. The summary tampered with (its set
+ * flushed: a commit not ours), the next restart reads the chains, and
+ * keeps every owner. */
+START_TEST(test_start_up_sweep_reads_the_summary_and_the_chains_when_it_is_tampered_with)
+{
+        struct tu_helper h;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        make_taps(c, "ss", 2);
+        b = nb_batch_new();
+        {
+                nb_fw_ruleset *rs = nb_fw_ruleset_new();
+                nb_fw_rule r = {.size = sizeof(nb_fw_rule),
+                                .direction = NB_FW_FROM_GUEST,
+                                .verdict = NB_FW_ACCEPT,
+                                .ether_type = 0x0800,
+                                .priority = -1};
+                ck_assert_int_eq(nb_fw_rule_add(rs, &r), 0);
+                ck_assert_int_eq(nb_batch_firewall_apply(b, "ss-a", "ss0", rs, NB_FW_REPLACE), 0);
+                ck_assert_int_eq(nb_batch_firewall_apply(b, "ss-b", "ss1", rs, NB_FW_REPLACE), 0);
+                nb_fw_ruleset_free(rs);
+        }
+        res = submit(c, b);
+        ck_assert_msg(nb_results_first_error(res) < 0, "the applies failed");
+        nb_results_free(res);
+        nb_close(c);
+        tu_helper_stop(&h);
+
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ck_assert_uint_eq(owners_after_sweep(c), 2);
+        ck_assert_uint_eq(tu_stat(c, "nft_chain_dumps"), 0);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_gone"), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+
+        free(tu_sh("nft flush set arp netbroker_gen owners"));
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ck_assert_uint_eq(owners_after_sweep(c), 2);
+        ck_assert_uint_ge(tu_stat(c, "nft_chain_dumps"), 1);
+        ck_assert_uint_eq(tu_stat(c, "fw_owners_gone"), 0);
+        ck_assert(table_has("ss-a/") && table_has("ss-b/"));
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *lanes_suite(void)
 {
         Suite *s = suite_create("lanes");
@@ -741,12 +964,17 @@ Suite *lanes_suite(void)
         tcase_add_test(hol,
                        test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it_ended);
         tcase_add_test(del, test_refused_group_deletion_deletes_only_what_is_still_the_callers);
+        tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
+        tcase_add_test(hol, test_ping_passes_another_clients_large_request_being_decoded);
+        tcase_add_test(hol, test_start_up_sweep_runs_on_the_lane_while_the_loop_serves);
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 5 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 8 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
+        tcase_add_test(
+                hol, test_start_up_sweep_reads_the_summary_and_the_chains_when_it_is_tampered_with);
         suite_add_tcase(s, del);
         suite_add_tcase(s, hol);
         return s;

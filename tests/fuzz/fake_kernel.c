@@ -957,6 +957,12 @@ static void fake_fw_lane_close(struct nbd_fw *lf)
         (void)lf;
 }
 
+static void fake_fw_txn_rebind(struct nbd_fw_txn *t, struct nbd_fw *fw)
+{
+        (void)t; /* one table: nothing to rebind */
+        (void)fw;
+}
+
 static int ifname_cmp(const void *a, const void *b)
 {
         return strcmp(a, b);
@@ -1237,6 +1243,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .txn_remove_bound = fake_fw_txn_remove_bound,
                         .list_rules = fake_fw_list_rules,
                         .txn_check_hash = fake_fw_txn_check_hash,
+                        .txn_rebind = fake_fw_txn_rebind,
                 },
         .spawn =
                 {

@@ -22,6 +22,10 @@
 #define NB_EXEC_RESULT_SIZE_0 NB_SIZE_TO(nb_exec_result, duration_us)
 #define NB_LINK_INFO_SIZE_0 NB_SIZE_TO(nb_link_info, made_by_helper)
 #define NB_FW_COUNTER_SIZE_0 NB_SIZE_TO(nb_fw_counter, text)
+/* virtual networks, part 1 */
+#define NB_ADDR_OPTS_SIZE_0 NB_SIZE_TO(nb_addr_opts, noprefixroute)
+#define NB_ROUTE_SIZE_0 NB_SIZE_TO(nb_route, ipv6)
+#define NB_ADDR_INFO_SIZE_0 NB_SIZE_TO(nb_addr_info, scope)
 
 /* Copy the caller's struct src (its size in its leading size_t) into dst,
  * the library's own of `known` bytes: the fields that fit, the rest zero,

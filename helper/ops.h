@@ -72,6 +72,9 @@ extern const struct nbd_op_handler nbd_op_ping, nbd_op_stats, nbd_op_exec, nbd_o
         nbd_op_link_set, nbd_op_link_delete, nbd_op_names_dump, nbd_op_firewall_apply,
         nbd_op_firewall_remove, nbd_op_firewall_list, nbd_op_bandwidth_set, nbd_op_bandwidth_clear;
 extern const struct nbd_op_handler nbd_op_link_list, nbd_op_bandwidth_show;
+/* Virtual networks, part 1 (op_addr.c): addresses, routes, sysctls. */
+extern const struct nbd_op_handler nbd_op_addr_add, nbd_op_addr_delete, nbd_op_addr_list,
+        nbd_op_route_add, nbd_op_route_delete, nbd_op_route_list, nbd_op_sysctl_set;
 
 /* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
 bool nbd_validation_claim(struct nbd_validation *v, const char *key);

@@ -372,12 +372,16 @@ int nbd_sysctl_set(const char *rel, unsigned value, struct nbd_err *err)
         char buf[16];
         int len = snprintf(buf, sizeof(buf), "%u\n", value);
         int fd, r = sysctl_open(rel, O_WRONLY, &fd, err);
+        ssize_t n;
 
         if (r < 0)
                 return r;
-        if (write(fd, buf, (size_t)len) != len)
-                r = nbd_err_set(err, -errno, "cannot write %u to net/%s: %s", value, rel,
-                                strerror(errno));
+        n = write(fd, buf, (size_t)len);
+        /* The kernel takes a number whole or refuses it. */
+        if (n != len) {
+                r = n < 0 ? -errno : -EIO;
+                nbd_err_set(err, r, "cannot write %u to net/%s: %s", value, rel, strerror(-r));
+        }
         close(fd);
         return r;
 }

@@ -598,6 +598,73 @@ START_TEST(test_another_uid_changes_only_its_own_interfaces)
 }
 END_TEST
 
+/* ---- netbrokerctl addr and route ---- */
+
+/* netbrokerctl --json with a private helper; its exit status, stdout in *out. */
+static int ctl(const char *conf, char **out, const char *const *args)
+{
+        const char *argv[16] = {NB_TEST_CTL, "--spawn", NB_TEST_HELPER, "--config", conf, "--json"};
+        size_t n = 6;
+
+        for (; *args && n < 15; args++)
+                argv[n++] = *args;
+        argv[n] = NULL;
+        return tu_run(argv, out);
+}
+
+START_TEST(test_ctl_addr_and_route_commands)
+{
+        char *conf = tu_config(TU_ALLOW), *out = NULL, *ip;
+
+        tu_private_netns();
+        free(tu_sh("ip link add nbbr0 type bridge && ip link set nbbr0 up"));
+        ck_assert_int_eq(ctl(conf, &out,
+                             (const char *[]){"addr", "add", "nbbr0", "10.91.0.1/24", "--broadcast",
+                                              "10.91.0.255", NULL}),
+                         0);
+        ck_assert_msg(has(out, "\"ok\":true"), "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out,
+                             (const char *[]){"route", "add", "10.92.0.0/16", "--via", "10.91.0.2",
+                                              "--metric", "30", NULL}),
+                         0);
+        free(out);
+        ip = tu_sh("ip -j addr show dev nbbr0; ip -j route show 10.92.0.0/16");
+        ck_assert_msg(has(ip, "\"local\":\"10.91.0.1\",\"prefixlen\":24") &&
+                              has(ip, "\"gateway\":\"10.91.0.2\"") && has(ip, "\"metric\":30"),
+                      "%s", ip);
+        free(ip);
+        ck_assert_int_eq(ctl(conf, &out, (const char *[]){"addr", "list", "nbbr0", NULL}), 0);
+        ck_assert_msg(has(out, "\"address\":\"10.91.0.1\",\"prefix_len\":24,\"broadcast\":"
+                               "\"10.91.0.255\""),
+                      "%s", out);
+        free(out);
+        ck_assert_int_eq(ctl(conf, &out, (const char *[]){"route", "list", NULL}), 0);
+        ck_assert_msg(has(out, "\"destination\":\"10.92.0.0\",\"prefix_len\":16,\"gateway\":"
+                               "\"10.91.0.2\",\"ifname\":\"nbbr0\",\"metric\":30"),
+                      "%s", out);
+        free(out);
+        /* A bad prefix: refused by the helper, exit 1, the sentence in JSON. */
+        ck_assert_int_eq(
+                ctl(conf, &out, (const char *[]){"addr", "add", "nbbr0", "10.91.0.9/33", NULL}), 1);
+        ck_assert_msg(has(out, "\"errno\":22") && has(out, "prefix length 33 is over 32"), "%s",
+                      out);
+        free(out);
+        ck_assert_int_eq(
+                ctl(conf, &out,
+                    (const char *[]){"route", "del", "10.92.0.0/16", "--via", "10.91.0.2", NULL}),
+                0);
+        free(out);
+        ck_assert_int_eq(
+                ctl(conf, &out, (const char *[]){"addr", "del", "nbbr0", "10.91.0.1/24", NULL}), 0);
+        free(out);
+        ip = tu_sh("ip -j addr show dev nbbr0; ip -j route show 10.92.0.0/16");
+        ck_assert_msg(!has(ip, "10.91.0.1") && !has(ip, "10.92.0.0"), "%s", ip);
+        free(ip);
+        free(conf);
+}
+END_TEST
+
 Suite *addr_suite(void)
 {
         Suite *s = suite_create("addr");
@@ -611,6 +678,7 @@ Suite *addr_suite(void)
         tcase_add_test(tc, test_a_failed_batch_undoes_addresses_routes_and_sysctls);
         tcase_add_test(tc, test_bad_input_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_another_uid_changes_only_its_own_interfaces);
+        tcase_add_test(tc, test_ctl_addr_and_route_commands);
         suite_add_tcase(s, tc);
         return s;
 }

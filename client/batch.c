@@ -692,3 +692,45 @@ NB_EXPORT int nb_batch_sysctl_set(nb_batch *b, const char *ifname, const char *n
         s->value = value;
         return nb_batch_add_sub(b, NETBROKER__OP__OP_SYSCTL_SET, s, oom);
 }
+
+static bool tristate_ok(int v)
+{
+        return v >= -1 && v <= 1;
+}
+
+NB_EXPORT int nb_batch_bridge_opt_set(nb_batch *b, const char *ifname, const nb_bridge_opts *theirs)
+{
+        Netbroker__BridgeOptSet *m;
+        nb_bridge_opts o;
+        bool oom = false;
+        int r;
+
+        if (!b || !name_ok(ifname) || !theirs)
+                return -EINVAL;
+        if ((r = NB_STRUCT_IN(&o, theirs, NB_BRIDGE_OPTS_SIZE_0)) < 0)
+                return r;
+        if (!tristate_ok(o.stp) || !tristate_ok(o.isolated) || !tristate_ok(o.learning) ||
+            !tristate_ok(o.unicast_flood) || !tristate_ok(o.multicast_flood) ||
+            !tristate_ok(o.broadcast_flood) || o.forward_delay_cs < -1)
+                return -EINVAL;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__bridge_opt_set__init(m);
+        m->ifname = nb_dup_or_empty(ifname, &oom);
+        m->has_stp = o.stp >= 0;
+        m->stp = o.stp == 1;
+        m->has_forward_delay = o.forward_delay_cs >= 0;
+        m->forward_delay_cs = o.forward_delay_cs >= 0 ? (uint32_t)o.forward_delay_cs : 0;
+        m->has_isolated = o.isolated >= 0;
+        m->isolated = o.isolated == 1;
+        m->has_learning = o.learning >= 0;
+        m->learning = o.learning == 1;
+        m->has_unicast_flood = o.unicast_flood >= 0;
+        m->unicast_flood = o.unicast_flood == 1;
+        m->has_multicast_flood = o.multicast_flood >= 0;
+        m->multicast_flood = o.multicast_flood == 1;
+        m->has_broadcast_flood = o.broadcast_flood >= 0;
+        m->broadcast_flood = o.broadcast_flood == 1;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_BRIDGE_OPT_SET, m, oom);
+}

@@ -295,6 +295,27 @@ int nb_batch_route_list(nb_batch *batch, const char *ifname, unsigned table);
  * value before. */
 int nb_batch_sysctl_set(nb_batch *batch, const char *ifname, const char *name, unsigned value);
 
+/* A bridge's options and a bridge port's flags, as libvirt sets them.
+ * Each field is -1 (unchanged), 0 (off) or 1 (on); forward_delay_cs is
+ * -1 or centiseconds (0-3000; 200-3000 while STP is on). A flag the
+ * kernel does not report for the interface fails the op (EOPNOTSUPP). */
+typedef struct nb_bridge_opts {
+        size_t size; /* sizeof(nb_bridge_opts): NB_BRIDGE_OPTS_INIT */
+        int stp; /* the bridge's */
+        int forward_delay_cs;
+        int isolated; /* the port's */
+        int learning;
+        int unicast_flood;
+        int multicast_flood;
+        int broadcast_flood;
+} nb_bridge_opts;
+#define NB_BRIDGE_OPTS_INIT                                                                        \
+        {                                                                                          \
+                .size = sizeof(nb_bridge_opts), .stp = -1, .forward_delay_cs = -1, .isolated = -1, \
+                .learning = -1, .unicast_flood = -1, .multicast_flood = -1, .broadcast_flood = -1  \
+        }
+int nb_batch_bridge_opt_set(nb_batch *batch, const char *ifname, const nb_bridge_opts *opts);
+
 /* ---- firewall ----
  *
  * An owner (a guest's interface name, say "vnet12") has rules for one

@@ -80,6 +80,9 @@ static const char *describe(const Netbroker__Op *op, const Netbroker__Result *re
                 snprintf(obj, n, "%s@%s=%u", op->sysctl_set->name, op->sysctl_set->ifname,
                          op->sysctl_set->value);
                 return "sysctl_set";
+        case NETBROKER__OP__OP_BRIDGE_OPT_SET:
+                snprintf(obj, n, "%s", op->bridge_opt_set->ifname);
+                return "bridge_opt_set";
         default:
                 return NULL;
         }

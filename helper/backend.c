@@ -85,5 +85,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .route_list = nbd_route_list,
                         .sysctl_get = nbd_sysctl_get,
                         .sysctl_set = nbd_sysctl_set,
+                        .bropt_get = nbd_bropt_get,
+                        .bropt_set = nbd_bropt_set,
                 },
 };

@@ -25,6 +25,7 @@
 #include "addr.h"
 #include "bandwidth.h"
 #include "bandwidth_show.h"
+#include "bridge_opt.h"
 #include "err.h"
 #include "fw_kernel.h"
 #include "link.h"
@@ -129,6 +130,9 @@ struct nbd_backend_net {
                           size_t *ret_n, struct nbd_err *err);
         int (*sysctl_get)(const char *rel, unsigned *ret, struct nbd_err *err);
         int (*sysctl_set)(const char *rel, unsigned value, struct nbd_err *err);
+        int (*bropt_get)(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_bropts *ret,
+                         struct nbd_err *err);
+        int (*bropt_set)(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_err *err);
 };
 
 struct nbd_backend {

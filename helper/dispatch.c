@@ -50,6 +50,7 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_ROUTE_DELETE] = &nbd_op_route_delete,
         [NETBROKER__OP__OP_ROUTE_LIST] = &nbd_op_route_list,
         [NETBROKER__OP__OP_SYSCTL_SET] = &nbd_op_sysctl_set,
+        [NETBROKER__OP__OP_BRIDGE_OPT_SET] = &nbd_op_bridge_opt_set,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */

@@ -23,7 +23,7 @@ static const char *const grantable[] = {
         "link_set",        "link_delete",    "firewall_apply", "firewall_remove", "bandwidth_set",
         "bandwidth_clear", "exec",           "link_list",      "bandwidth_show",  "addr_add",
         "addr_delete",     "addr_list",      "route_add",      "route_delete",    "route_list",
-        "sysctl_set",
+        "sysctl_set",      "bridge_opt_set",
 };
 #define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
 #define OP_BIT(i) (1u << (i))
@@ -195,7 +195,7 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, struct 
                                 "macvlan_create veth_create bridge_create link_set link_delete "
                                 "firewall_apply firewall_remove bandwidth_set bandwidth_clear "
                                 "exec link_list bandwidth_show addr_add addr_delete addr_list "
-                                "route_add route_delete route_list sysctl_set)",
+                                "route_add route_delete route_list sysctl_set bridge_opt_set)",
                                 w);
                 }
                 if ((CREATE_OPS & OP_BIT(i)) && !s->create_line)

@@ -665,6 +665,133 @@ START_TEST(test_ctl_addr_and_route_commands)
 }
 END_TEST
 
+/* ---- bridge options ---- */
+
+static void assert_link(const char *dev, const char *path, const char *want)
+{
+        const char *got = tu_link_get(dev, path);
+
+        ck_assert_msg(got != NULL, "ip link show %s: no such device", dev);
+        ck_assert_msg(strcmp(got, want) == 0, "%s %s is '%s', wanted '%s'", dev, path, got, want);
+}
+
+/* nbbr0 with the port nbh0 (its peer nbh1 stays out). */
+static nb_conn *setup_port(void)
+{
+        nb_conn *c = setup();
+        nb_link_change ch = NB_LINK_CHANGE_INIT;
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_veth_create(b, "nbh0", "nbh1", -1), 0);
+        ch.master = "nbbr0";
+        ch.up = 1;
+        ck_assert_int_eq(nb_batch_link_set(b, "nbh0", &ch), 0);
+        nb_results_free(submit_ok(c, b));
+        return c;
+}
+
+START_TEST(test_bridge_options_and_port_flags_as_ip_sees_them)
+{
+        nb_conn *c = setup_port();
+        nb_bridge_opts br = NB_BRIDGE_OPTS_INIT, port = NB_BRIDGE_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+
+        /* libvirt's order: the delay, then STP on (the kernel takes both
+         * in this order from one request). */
+        br.stp = 1;
+        br.forward_delay_cs = 400;
+        port.isolated = 1;
+        port.learning = 0;
+        port.unicast_flood = 0;
+        port.multicast_flood = 0;
+        port.broadcast_flood = 0;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &br), 0);
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbh0", &port), 0);
+        nb_results_free(submit_ok(c, b));
+        assert_link("nbbr0", "linkinfo.info_data.stp_state", "1");
+        assert_link("nbbr0", "linkinfo.info_data.forward_delay", "400");
+        assert_link("nbh0", "linkinfo.info_slave_data.isolated", "true");
+        assert_link("nbh0", "linkinfo.info_slave_data.learning", "false");
+        assert_link("nbh0", "linkinfo.info_slave_data.flood", "false");
+        assert_link("nbh0", "linkinfo.info_slave_data.mcast_flood", "false");
+        assert_link("nbh0", "linkinfo.info_slave_data.bcast_flood", "false");
+        /* And back: STP off, delay 0 (libvirt's default network), flags on. */
+        b = nb_batch_new();
+        br = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
+        br.stp = 0;
+        br.forward_delay_cs = 0;
+        port.isolated = 0;
+        port.learning = port.unicast_flood = port.multicast_flood = port.broadcast_flood = 1;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &br), 0);
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbh0", &port), 0);
+        nb_results_free(submit_ok(c, b));
+        assert_link("nbbr0", "linkinfo.info_data.stp_state", "0");
+        assert_link("nbbr0", "linkinfo.info_data.forward_delay", "0");
+        assert_link("nbh0", "linkinfo.info_slave_data.isolated", "false");
+        assert_link("nbh0", "linkinfo.info_slave_data.flood", "true");
+        nb_close(c);
+}
+END_TEST
+
+/* A flag on an interface that has none (a port flag on the bridge, STP
+ * on a port) or a delay out of range: refused, nothing changed; a failed
+ * batch puts the old flags back. */
+START_TEST(test_bridge_options_refused_or_undone)
+{
+        nb_conn *c = setup_port();
+        nb_bridge_opts o = NB_BRIDGE_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        o.isolated = 1;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &o), 0);
+        res = submit(c, b);
+        assert_refused(res, 0, -EOPNOTSUPP, "nbbr0 has no isolated (not a bridge port");
+        nb_results_free(res);
+        b = nb_batch_new();
+        o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
+        o.stp = 1;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbh1", &o), 0);
+        res = submit(c, b);
+        assert_refused(res, 0, -EOPNOTSUPP, "nbh1 has no stp (not a bridge");
+        nb_results_free(res);
+        b = nb_batch_new();
+        o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
+        o.forward_delay_cs = 5000;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &o), 0);
+        res = submit(c, b);
+        assert_refused(res, 0, -EINVAL, "forward delay 5000 cs is over 3000");
+        nb_results_free(res);
+        assert_link("nbbr0", "linkinfo.info_data.stp_state", "0");
+        assert_link("nbh0", "linkinfo.info_slave_data.isolated", "false");
+
+        /* Undone: the op after fails when it runs. */
+        b = nb_batch_new();
+        nb_batch_addr_add(b, "nbbr0", "10.93.0.1", 24, NULL);
+        nb_results_free(submit_ok(c, b));
+        b = nb_batch_new();
+        o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
+        o.isolated = 1;
+        o.learning = 0;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbh0", &o), 0);
+        o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
+        o.stp = 1;
+        o.forward_delay_cs = 300;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &o), 0);
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.93.0.1", 24, NULL), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        assert_refused(res, 2, -EEXIST, "already");
+        nb_results_free(res);
+        assert_link("nbh0", "linkinfo.info_slave_data.isolated", "false");
+        assert_link("nbh0", "linkinfo.info_slave_data.learning", "true");
+        assert_link("nbbr0", "linkinfo.info_data.stp_state", "0");
+        assert_link("nbbr0", "linkinfo.info_data.forward_delay", "1500");
+        nb_close(c);
+}
+END_TEST
+
 Suite *addr_suite(void)
 {
         Suite *s = suite_create("addr");
@@ -679,6 +806,8 @@ Suite *addr_suite(void)
         tcase_add_test(tc, test_bad_input_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_another_uid_changes_only_its_own_interfaces);
         tcase_add_test(tc, test_ctl_addr_and_route_commands);
+        tcase_add_test(tc, test_bridge_options_and_port_flags_as_ip_sees_them);
+        tcase_add_test(tc, test_bridge_options_refused_or_undone);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1221,6 +1221,21 @@ static int fake_sysctl_set(const char *rel, unsigned value, struct nbd_err *err)
         return 0;
 }
 
+static int fake_bropt_get(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_bropts *ret,
+                          struct nbd_err *err)
+{
+        int r = fake_iface(l, o->ifname, err);
+
+        if (r == 0)
+                *ret = *o;
+        return r;
+}
+
+static int fake_bropt_set(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_err *err)
+{
+        return fake_iface(l, o->ifname, err);
+}
+
 /* ---- the table the dispatcher is given ---- */
 
 const struct nbd_backend nbd_fake_backend = {
@@ -1299,5 +1314,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .route_list = fake_route_list,
                         .sysctl_get = fake_sysctl_get,
                         .sysctl_set = fake_sysctl_set,
+                        .bropt_get = fake_bropt_get,
+                        .bropt_set = fake_bropt_set,
                 },
 };

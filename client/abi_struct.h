@@ -24,6 +24,11 @@
 #define NB_FW_COUNTER_SIZE_0 NB_SIZE_TO(nb_fw_counter, text)
 /* Ensure by hash (issue 14). */
 #define NB_FW_ENSURE_OWNER_SIZE_0 NB_SIZE_TO(nb_fw_ensure_owner, hash)
+/* virtual networks, part 1 */
+#define NB_ADDR_OPTS_SIZE_0 NB_SIZE_TO(nb_addr_opts, noprefixroute)
+#define NB_ROUTE_SIZE_0 NB_SIZE_TO(nb_route, ipv6)
+#define NB_ADDR_INFO_SIZE_0 NB_SIZE_TO(nb_addr_info, scope)
+#define NB_BRIDGE_OPTS_SIZE_0 NB_SIZE_TO(nb_bridge_opts, broadcast_flood)
 
 /* Copy the caller's struct src (its size in its leading size_t) into dst,
  * the library's own of `known` bytes: the fields that fit, the rest zero,

@@ -561,3 +561,209 @@ NB_EXPORT int nb_batch_names_dump(nb_batch *b)
         netbroker__names_dump__init(n);
         return nb_batch_add_sub(b, NETBROKER__OP__OP_NAMES_DUMP, n, false);
 }
+
+/* ---- virtual networks, part 1: addresses, routes, sysctls ---- */
+
+/* A non-empty string shorter than max. */
+static bool text_ok(const char *s, size_t max)
+{
+        return s && s[0] && strlen(s) < max;
+}
+
+NB_EXPORT int nb_batch_addr_add(nb_batch *b, const char *ifname, const char *address,
+                                unsigned prefix_len, const nb_addr_opts *theirs)
+{
+        nb_addr_opts mine = NB_ADDR_OPTS_INIT;
+        Netbroker__AddrAdd *a;
+        bool oom = false;
+        int r;
+
+        if (!b || !name_ok(ifname) || !text_ok(address, 64))
+                return -EINVAL;
+        if (theirs && (r = NB_STRUCT_IN(&mine, theirs, NB_ADDR_OPTS_SIZE_0)) < 0)
+                return r;
+        a = malloc(sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        netbroker__addr_add__init(a);
+        a->ifname = nb_dup_or_empty(ifname, &oom);
+        a->address = nb_dup_or_empty(address, &oom);
+        a->prefix_len = prefix_len;
+        a->broadcast = nb_dup_or_empty(mine.broadcast, &oom);
+        a->noprefixroute = mine.noprefixroute;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_ADDR_ADD, a, oom);
+}
+
+NB_EXPORT int nb_batch_addr_delete(nb_batch *b, const char *ifname, const char *address,
+                                   unsigned prefix_len)
+{
+        Netbroker__AddrDelete *d;
+        bool oom = false;
+
+        if (!b || !name_ok(ifname) || !text_ok(address, 64))
+                return -EINVAL;
+        d = malloc(sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        netbroker__addr_delete__init(d);
+        d->ifname = nb_dup_or_empty(ifname, &oom);
+        d->address = nb_dup_or_empty(address, &oom);
+        d->prefix_len = prefix_len;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_ADDR_DELETE, d, oom);
+}
+
+NB_EXPORT int nb_batch_addr_list(nb_batch *b, const char *ifname)
+{
+        Netbroker__AddrList *l;
+        bool oom = false;
+
+        if (!b || (ifname && !name_ok(ifname)))
+                return -EINVAL;
+        l = malloc(sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        netbroker__addr_list__init(l);
+        l->ifname = nb_dup_or_empty(ifname, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_ADDR_LIST, l, oom);
+}
+
+/* RouteAdd and RouteDelete carry the same fields. */
+#define ROUTE_TO_MSG(m, c, oom)                                                                    \
+        do {                                                                                       \
+                (m)->destination = nb_dup_or_empty((c)->destination, (oom));                       \
+                (m)->prefix_len = (c)->prefix_len;                                                 \
+                (m)->gateway = nb_dup_or_empty((c)->gateway, (oom));                               \
+                (m)->ifname = nb_dup_or_empty((c)->ifname, (oom));                                 \
+                (m)->metric = (c)->metric;                                                         \
+                (m)->table = (c)->table;                                                           \
+                (m)->ipv6 = (c)->ipv6;                                                             \
+        } while (0)
+
+static int route_in(const nb_route *theirs, nb_route *mine)
+{
+        int r;
+
+        if (!theirs)
+                return -EINVAL;
+        r = NB_STRUCT_IN(mine, theirs, NB_ROUTE_SIZE_0);
+        if (r < 0)
+                return r;
+        if ((mine->ifname && mine->ifname[0] && !name_ok(mine->ifname)) ||
+            (mine->destination && strlen(mine->destination) >= 64) ||
+            (mine->gateway && strlen(mine->gateway) >= 64))
+                return -EINVAL;
+        return 0;
+}
+
+NB_EXPORT int nb_batch_route_add(nb_batch *b, const nb_route *theirs)
+{
+        Netbroker__RouteAdd *m;
+        nb_route c;
+        bool oom = false;
+        int r;
+
+        if (!b)
+                return -EINVAL;
+        if ((r = route_in(theirs, &c)) < 0)
+                return r;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__route_add__init(m);
+        ROUTE_TO_MSG(m, &c, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_ROUTE_ADD, m, oom);
+}
+
+NB_EXPORT int nb_batch_route_delete(nb_batch *b, const nb_route *theirs)
+{
+        Netbroker__RouteDelete *m;
+        nb_route c;
+        bool oom = false;
+        int r;
+
+        if (!b)
+                return -EINVAL;
+        if ((r = route_in(theirs, &c)) < 0)
+                return r;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__route_delete__init(m);
+        ROUTE_TO_MSG(m, &c, &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_ROUTE_DELETE, m, oom);
+}
+
+NB_EXPORT int nb_batch_route_list(nb_batch *b, const char *ifname, unsigned table)
+{
+        Netbroker__RouteList *l;
+        bool oom = false;
+
+        if (!b || (ifname && !name_ok(ifname)))
+                return -EINVAL;
+        l = malloc(sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        netbroker__route_list__init(l);
+        l->ifname = nb_dup_or_empty(ifname, &oom);
+        l->table = table;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_ROUTE_LIST, l, oom);
+}
+
+NB_EXPORT int nb_batch_sysctl_set(nb_batch *b, const char *ifname, const char *name, unsigned value)
+{
+        Netbroker__SysctlSet *s;
+        bool oom = false;
+
+        if (!b || (ifname && !name_ok(ifname)) || !text_ok(name, 64))
+                return -EINVAL;
+        s = malloc(sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        netbroker__sysctl_set__init(s);
+        s->ifname = nb_dup_or_empty(ifname, &oom);
+        s->name = nb_dup_or_empty(name, &oom);
+        s->value = value;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_SYSCTL_SET, s, oom);
+}
+
+static bool tristate_ok(int v)
+{
+        return v >= -1 && v <= 1;
+}
+
+NB_EXPORT int nb_batch_bridge_opt_set(nb_batch *b, const char *ifname, const nb_bridge_opts *theirs)
+{
+        Netbroker__BridgeOptSet *m;
+        nb_bridge_opts o;
+        bool oom = false;
+        int r;
+
+        if (!b || !name_ok(ifname) || !theirs)
+                return -EINVAL;
+        if ((r = NB_STRUCT_IN(&o, theirs, NB_BRIDGE_OPTS_SIZE_0)) < 0)
+                return r;
+        if (!tristate_ok(o.stp) || !tristate_ok(o.isolated) || !tristate_ok(o.learning) ||
+            !tristate_ok(o.unicast_flood) || !tristate_ok(o.multicast_flood) ||
+            !tristate_ok(o.broadcast_flood) || o.forward_delay_cs < -1)
+                return -EINVAL;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        netbroker__bridge_opt_set__init(m);
+        m->ifname = nb_dup_or_empty(ifname, &oom);
+        m->has_stp = o.stp >= 0;
+        m->stp = o.stp == 1;
+        m->has_forward_delay = o.forward_delay_cs >= 0;
+        m->forward_delay_cs = o.forward_delay_cs >= 0 ? (uint32_t)o.forward_delay_cs : 0;
+        m->has_isolated = o.isolated >= 0;
+        m->isolated = o.isolated == 1;
+        m->has_learning = o.learning >= 0;
+        m->learning = o.learning == 1;
+        m->has_unicast_flood = o.unicast_flood >= 0;
+        m->unicast_flood = o.unicast_flood == 1;
+        m->has_multicast_flood = o.multicast_flood >= 0;
+        m->multicast_flood = o.multicast_flood == 1;
+        m->has_broadcast_flood = o.broadcast_flood >= 0;
+        m->broadcast_flood = o.broadcast_flood == 1;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_BRIDGE_OPT_SET, m, oom);
+}

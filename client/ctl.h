@@ -56,6 +56,8 @@ struct command {
 
 extern const struct command ctl_cmd_ping, ctl_cmd_stats, ctl_cmd_exec, ctl_cmd_names, ctl_cmd_link,
         ctl_cmd_fw, ctl_cmd_bw;
+/* virtual networks, part 1 (ctl_addr.c) */
+extern const struct command ctl_cmd_addr, ctl_cmd_route;
 
 /* ---- ctl_conn.c ---- */
 

@@ -258,6 +258,82 @@ int nb_batch_link_delete(nb_batch *batch, const char *name);
 /* The helper's name allocator: each prefix's used suffixes and cursor. */
 int nb_batch_names_dump(nb_batch *batch);
 
+/* ---- virtual networks, part 1: addresses, routes, sysctls ----
+ *
+ * Addresses and routes of the helper's namespace, and a few sysctls a
+ * virtual network needs. Like the interface ops they are undone when a
+ * later op of the batch fails, and a caller that is not root names only
+ * interfaces made for it (and sees only theirs in a listing). */
+
+typedef struct nb_addr_opts {
+        size_t size; /* sizeof(nb_addr_opts): NB_ADDR_OPTS_INIT */
+        const char *broadcast; /* IPv4 only; NULL: none */
+        bool noprefixroute; /* no route for the address's prefix */
+} nb_addr_opts;
+#define NB_ADDR_OPTS_INIT                                                                          \
+        {                                                                                          \
+                .size = sizeof(nb_addr_opts)                                                       \
+        }
+
+/* address "10.0.0.1" or "fd00::1", prefix_len 0-32 or 0-128; opts may be
+ * NULL. An address the interface has already: -EEXIST. */
+int nb_batch_addr_add(nb_batch *batch, const char *ifname, const char *address, unsigned prefix_len,
+                      const nb_addr_opts *opts);
+/* An address that is not there is a success whose message says so. */
+int nb_batch_addr_delete(nb_batch *batch, const char *ifname, const char *address,
+                         unsigned prefix_len);
+/* ifname NULL: every interface the caller may see. */
+int nb_batch_addr_list(nb_batch *batch, const char *ifname);
+
+/* A route, given to RouteAdd and RouteDelete and read back from RouteList
+ * (strings then valid until nb_results_free()). */
+typedef struct nb_route {
+        size_t size; /* sizeof(nb_route): NB_ROUTE_INIT */
+        const char *destination; /* NULL or "": the default route (prefix_len 0) */
+        unsigned prefix_len;
+        const char *gateway; /* NULL: none */
+        const char *ifname; /* NULL: none (root only) */
+        unsigned metric; /* 0: the kernel's */
+        unsigned table; /* 0: main */
+        bool ipv6; /* a default route without a gateway: IPv6 */
+} nb_route;
+#define NB_ROUTE_INIT                                                                              \
+        {                                                                                          \
+                .size = sizeof(nb_route)                                                           \
+        }
+int nb_batch_route_add(nb_batch *batch, const nb_route *route);
+int nb_batch_route_delete(nb_batch *batch, const nb_route *route);
+/* The unicast routes of table (0: main); ifname NULL: of every interface
+ * the caller may see. */
+int nb_batch_route_list(nb_batch *batch, const char *ifname, unsigned table);
+
+/* One of a fixed allow-list: with an ifname "ipv6.disable_ipv6",
+ * "ipv6.accept_ra" (0-2), "ipv6.forwarding"; with ifname NULL (root only)
+ * "ipv4.forwarding", "ipv6.forwarding". nb_result_sysctl_old() gives the
+ * value before. */
+int nb_batch_sysctl_set(nb_batch *batch, const char *ifname, const char *name, unsigned value);
+
+/* A bridge's options and a bridge port's flags, as libvirt sets them.
+ * Each field is -1 (unchanged), 0 (off) or 1 (on); forward_delay_cs is
+ * -1 or centiseconds (0-3000; 200-3000 while STP is on). A flag the
+ * kernel does not report for the interface fails the op (EOPNOTSUPP). */
+typedef struct nb_bridge_opts {
+        size_t size; /* sizeof(nb_bridge_opts): NB_BRIDGE_OPTS_INIT */
+        int stp; /* the bridge's */
+        int forward_delay_cs;
+        int isolated; /* the port's */
+        int learning;
+        int unicast_flood;
+        int multicast_flood;
+        int broadcast_flood;
+} nb_bridge_opts;
+#define NB_BRIDGE_OPTS_INIT                                                                        \
+        {                                                                                          \
+                .size = sizeof(nb_bridge_opts), .stp = -1, .forward_delay_cs = -1, .isolated = -1, \
+                .learning = -1, .unicast_flood = -1, .multicast_flood = -1, .broadcast_flood = -1  \
+        }
+int nb_batch_bridge_opt_set(nb_batch *batch, const char *ifname, const nb_bridge_opts *opts);
+
 /* ---- firewall ----
  *
  * An owner (a guest's interface name, say "vnet12") has rules for one
@@ -869,6 +945,31 @@ typedef struct nb_fw_counter {
 size_t nb_result_fw_counter_count(const nb_results *res, size_t i, size_t k);
 int nb_result_fw_counter_at(const nb_results *res, size_t i, size_t k, size_t j,
                             nb_fw_counter *ret);
+
+/* ---- virtual networks, part 1: results ---- */
+
+/* One address of an AddrList result; strings valid until nb_results_free(). */
+typedef struct nb_addr_info {
+        size_t size; /* set by the caller: NB_ADDR_INFO_INIT */
+        const char *ifname;
+        int ifindex;
+        const char *address;
+        unsigned prefix_len;
+        const char *broadcast; /* "" for none */
+        bool noprefixroute;
+        unsigned scope; /* 0 global, 253 link, 254 host */
+} nb_addr_info;
+#define NB_ADDR_INFO_INIT                                                                          \
+        {                                                                                          \
+                .size = sizeof(nb_addr_info)                                                       \
+        }
+/* AddrList and RouteList: how many, and the k-th. 0, -ENODATA or -ERANGE. */
+size_t nb_result_addr_count(const nb_results *res, size_t i);
+int nb_result_addr_at(const nb_results *res, size_t i, size_t k, nb_addr_info *ret);
+size_t nb_result_route_count(const nb_results *res, size_t i);
+int nb_result_route_at(const nb_results *res, size_t i, size_t k, nb_route *ret);
+/* SysctlSet: the value before the op. 0, -ENODATA or -ERANGE. */
+int nb_result_sysctl_old(const nb_results *res, size_t i, unsigned *ret);
 
 /* File descriptors returned for op i (created devices): how many, and take
  * the k-th (the caller owns it afterwards). Returns the fd, -ERANGE, or

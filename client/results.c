@@ -484,3 +484,83 @@ NB_EXPORT const char *nb_link_kind_name(nb_link_kind kind)
 
         return (unsigned)kind < sizeof(names) / sizeof(*names) ? names[kind] : "other";
 }
+
+/* ---- virtual networks, part 1 ---- */
+
+NB_EXPORT size_t nb_result_addr_count(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res && res->out_case == NETBROKER__RESULT__OUT_ADDR_LIST ? res->addr_list->n_addrs
+                                                                        : 0;
+}
+
+NB_EXPORT int nb_result_addr_at(const nb_results *r, size_t i, size_t k, nb_addr_info *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__AddrInfo *a;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_ADDR_LIST)
+                return -ENODATA;
+        if (k >= res->addr_list->n_addrs)
+                return -ERANGE;
+        a = res->addr_list->addrs[k];
+        return NB_STRUCT_OUT(ret,
+                             (&(nb_addr_info){
+                                     .ifname = a->ifname,
+                                     .ifindex = a->ifindex,
+                                     .address = a->address,
+                                     .prefix_len = a->prefix_len,
+                                     .broadcast = a->broadcast,
+                                     .noprefixroute = a->noprefixroute,
+                                     .scope = a->scope,
+                             }),
+                             NB_ADDR_INFO_SIZE_0);
+}
+
+NB_EXPORT size_t nb_result_route_count(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res && res->out_case == NETBROKER__RESULT__OUT_ROUTE_LIST ? res->route_list->n_routes
+                                                                         : 0;
+}
+
+NB_EXPORT int nb_result_route_at(const nb_results *r, size_t i, size_t k, nb_route *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__RouteInfo *o;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_ROUTE_LIST)
+                return -ENODATA;
+        if (k >= res->route_list->n_routes)
+                return -ERANGE;
+        o = res->route_list->routes[k];
+        return NB_STRUCT_OUT(ret,
+                             (&(nb_route){
+                                     .destination = o->destination,
+                                     .prefix_len = o->prefix_len,
+                                     .gateway = o->gateway,
+                                     .ifname = o->ifname,
+                                     .metric = o->metric,
+                                     .table = o->table,
+                                     .ipv6 = o->ipv6,
+                             }),
+                             NB_ROUTE_SIZE_0);
+}
+
+NB_EXPORT int nb_result_sysctl_old(const nb_results *r, size_t i, unsigned *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_SYSCTL)
+                return -ENODATA;
+        *ret = res->sysctl->old_value;
+        return 0;
+}

@@ -60,6 +60,29 @@ static const char *describe(const Netbroker__Op *op, const Netbroker__Result *re
         case NETBROKER__OP__OP_BANDWIDTH_CLEAR:
                 snprintf(obj, n, "%s", op->bandwidth_clear->ifname);
                 return "bandwidth_clear";
+        /* virtual networks, part 1 */
+        case NETBROKER__OP__OP_ADDR_ADD:
+                snprintf(obj, n, "%s/%u@%s", op->addr_add->address, op->addr_add->prefix_len,
+                         op->addr_add->ifname);
+                return "addr_add";
+        case NETBROKER__OP__OP_ADDR_DELETE:
+                snprintf(obj, n, "%s/%u@%s", op->addr_delete->address, op->addr_delete->prefix_len,
+                         op->addr_delete->ifname);
+                return "addr_delete";
+        case NETBROKER__OP__OP_ROUTE_ADD:
+                snprintf(obj, n, "%s/%u", op->route_add->destination, op->route_add->prefix_len);
+                return "route_add";
+        case NETBROKER__OP__OP_ROUTE_DELETE:
+                snprintf(obj, n, "%s/%u", op->route_delete->destination,
+                         op->route_delete->prefix_len);
+                return "route_delete";
+        case NETBROKER__OP__OP_SYSCTL_SET:
+                snprintf(obj, n, "%s@%s=%u", op->sysctl_set->name, op->sysctl_set->ifname,
+                         op->sysctl_set->value);
+                return "sysctl_set";
+        case NETBROKER__OP__OP_BRIDGE_OPT_SET:
+                snprintf(obj, n, "%s", op->bridge_opt_set->ifname);
+                return "bridge_opt_set";
         default:
                 return NULL;
         }

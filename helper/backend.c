@@ -77,4 +77,17 @@ const struct nbd_backend nbd_kernel_backend = {
                         .running_of = nbd_children_running_of,
                         .on_reaped = nbd_children_on_reaped,
                 },
+        .net =
+                {
+                        .addr_add = nbd_addr_add,
+                        .addr_delete = nbd_addr_delete,
+                        .addr_list = nbd_addr_list,
+                        .route_add = nbd_route_add,
+                        .route_delete = nbd_route_delete,
+                        .route_list = nbd_route_list,
+                        .sysctl_get = nbd_sysctl_get,
+                        .sysctl_set = nbd_sysctl_set,
+                        .bropt_get = nbd_bropt_get,
+                        .bropt_set = nbd_bropt_set,
+                },
 };

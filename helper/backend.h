@@ -22,8 +22,10 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "addr.h"
 #include "bandwidth.h"
 #include "bandwidth_show.h"
+#include "bridge_opt.h"
 #include "err.h"
 #include "fw_kernel.h"
 #include "link.h"
@@ -121,11 +123,30 @@ struct nbd_backend_spawn {
         void (*on_reaped)(void (*fn)(void *data), void *data);
 };
 
+/* Virtual networks, part 1: addresses, routes and sysctls (addr.h), over
+ * the links' request socket. */
+struct nbd_backend_net {
+        int (*addr_add)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
+        int (*addr_delete)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
+        int (*addr_list)(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
+                         size_t *ret_n, struct nbd_err *err);
+        int (*route_add)(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
+        int (*route_delete)(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
+        int (*route_list)(struct nbd_links *l, unsigned table, struct nbd_route **ret,
+                          size_t *ret_n, struct nbd_err *err);
+        int (*sysctl_get)(const char *rel, unsigned *ret, struct nbd_err *err);
+        int (*sysctl_set)(const char *rel, unsigned value, struct nbd_err *err);
+        int (*bropt_get)(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_bropts *ret,
+                         struct nbd_err *err);
+        int (*bropt_set)(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_err *err);
+};
+
 struct nbd_backend {
         struct nbd_backend_links links;
         struct nbd_backend_bw bw;
         struct nbd_backend_fw fw;
         struct nbd_backend_spawn spawn;
+        struct nbd_backend_net net;
 };
 
 /* The kernel: what netbrokerd runs. */

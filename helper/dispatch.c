@@ -44,6 +44,15 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_LINK_LIST] = &nbd_op_link_list,
         [NETBROKER__OP__OP_BANDWIDTH_SHOW] = &nbd_op_bandwidth_show,
         [NETBROKER__OP__OP_FIREWALL_ENSURE_HASH] = &nbd_op_firewall_ensure_hash,
+        /* virtual networks, part 1: addresses, routes, sysctls */
+        [NETBROKER__OP__OP_ADDR_ADD] = &nbd_op_addr_add,
+        [NETBROKER__OP__OP_ADDR_DELETE] = &nbd_op_addr_delete,
+        [NETBROKER__OP__OP_ADDR_LIST] = &nbd_op_addr_list,
+        [NETBROKER__OP__OP_ROUTE_ADD] = &nbd_op_route_add,
+        [NETBROKER__OP__OP_ROUTE_DELETE] = &nbd_op_route_delete,
+        [NETBROKER__OP__OP_ROUTE_LIST] = &nbd_op_route_list,
+        [NETBROKER__OP__OP_SYSCTL_SET] = &nbd_op_sysctl_set,
+        [NETBROKER__OP__OP_BRIDGE_OPT_SET] = &nbd_op_bridge_opt_set,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */

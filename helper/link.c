@@ -459,6 +459,20 @@ static int ifindex_of(struct nbd_links *l, const char *name, int *ret, struct nb
         return 0;
 }
 
+int nbd_links_ifindex(struct nbd_links *l, const char *name, int *ret)
+{
+        int ifindex = 0, r = ifindex_of(l, name, &ifindex, NULL);
+
+        if (r == 0)
+                *ret = ifindex;
+        return r;
+}
+
+const char *nbd_links_name_of(struct nbd_links *l, int ifindex)
+{
+        return nbd_ifmap_name_of(&l->ifs, ifindex);
+}
+
 /* ---- owner marks ---- */
 
 static void owner_mark(uid_t uid, char mark[32])

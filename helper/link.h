@@ -125,6 +125,12 @@ void nbd_links_flush_gone(struct nbd_links *l);
  * read so far say (no sync: safe from a gone watcher). */
 bool nbd_links_knows(struct nbd_links *l, const char *name);
 
+/* The ifindex of interface name (after reading the notifications; a
+ * look-up in the kernel when the map does not know it): 0 or -ENODEV. And
+ * the name the map knows for ifindex, or NULL (valid until the next sync). */
+int nbd_links_ifindex(struct nbd_links *l, const char *name, int *ret);
+const char *nbd_links_name_of(struct nbd_links *l, int ifindex);
+
 /* Every interface there is now, in a malloc'ed array (free it). */
 int nbd_links_list(struct nbd_links *l, struct nbd_link_entry **ret, size_t *n);
 /* The request socket, lent to bandwidth.c: one fewer fd of the few the

@@ -79,6 +79,10 @@ extern const struct nbd_op_handler nbd_op_ping, nbd_op_stats, nbd_op_exec, nbd_o
 extern const struct nbd_op_handler nbd_op_link_list, nbd_op_bandwidth_show;
 /* Ensure by hash (issue 14). */
 extern const struct nbd_op_handler nbd_op_firewall_ensure_hash;
+/* Virtual networks, part 1 (op_addr.c): addresses, routes, sysctls. */
+extern const struct nbd_op_handler nbd_op_addr_add, nbd_op_addr_delete, nbd_op_addr_list,
+        nbd_op_route_add, nbd_op_route_delete, nbd_op_route_list, nbd_op_sysctl_set,
+        nbd_op_bridge_opt_set;
 
 /* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
 bool nbd_validation_claim(struct nbd_validation *v, const char *key);

@@ -16,11 +16,14 @@
 #include "names.h"
 
 /* Ops a section may grant, by the name of their handler (dispatch.c), in
- * the order of the bits of nbd_policy_section.ops. */
+ * the order of the bits of nbd_policy_section.ops (addr_add on: virtual
+ * networks, part 1). */
 static const char *const grantable[] = {
         "tap_create",      "macvtap_create", "macvlan_create", "veth_create",     "bridge_create",
         "link_set",        "link_delete",    "firewall_apply", "firewall_remove", "bandwidth_set",
-        "bandwidth_clear", "exec",           "link_list",      "bandwidth_show",
+        "bandwidth_clear", "exec",           "link_list",      "bandwidth_show",  "addr_add",
+        "addr_delete",     "addr_list",      "route_add",      "route_delete",    "route_list",
+        "sysctl_set",      "bridge_opt_set",
 };
 #define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
 #define OP_BIT(i) (1u << (i))
@@ -191,7 +194,8 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, struct 
                                 "ops: unknown operation '%s' (tap_create macvtap_create "
                                 "macvlan_create veth_create bridge_create link_set link_delete "
                                 "firewall_apply firewall_remove bandwidth_set bandwidth_clear "
-                                "exec link_list bandwidth_show)",
+                                "exec link_list bandwidth_show addr_add addr_delete addr_list "
+                                "route_add route_delete route_list sysctl_set bridge_opt_set)",
                                 w);
                 }
                 if ((CREATE_OPS & OP_BIT(i)) && !s->create_line)

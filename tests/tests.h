@@ -28,3 +28,5 @@ Suite *vmbatch_suite(void);
 Suite *cleanup_suite(void);
 /* Ensure by hash (issue 14). */
 Suite *fw_hash_suite(void);
+/* virtual networks, part 1 */
+Suite *addr_suite(void);

@@ -1185,6 +1185,88 @@ static int fake_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s,
         return 0;
 }
 
+/* ---- addresses, routes, sysctls: each names an interface of the
+ * world, or fails as the kernel does; the world keeps none of them (a
+ * listing is empty), and every sysctl reads 0. ---- */
+
+static int fake_iface(struct nbd_links *l, const char *name, struct nbd_err *err)
+{
+        if (!name[0] || fake_link_exists(l, name) > 0)
+                return 0;
+        return nbd_err_set(err, -ENODEV, "no interface %s", name);
+}
+
+static int fake_addr_change(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err)
+{
+        return fake_iface(l, a->ifname, err);
+}
+
+static int fake_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
+                          size_t *ret_n, struct nbd_err *err)
+{
+        struct nbd_addr *v;
+        int r = ifname ? fake_iface(l, ifname, err) : 0;
+
+        if (r < 0)
+                return r;
+        v = calloc(1, sizeof(*v));
+        if (!v)
+                return nbd_err_oom(err, "listing addresses");
+        *ret = v;
+        *ret_n = 0;
+        return 0;
+}
+
+static int fake_route_change(struct nbd_links *l, const struct nbd_route *rt, struct nbd_err *err)
+{
+        return fake_iface(l, rt->ifname, err);
+}
+
+static int fake_route_list(struct nbd_links *l, unsigned table, struct nbd_route **ret,
+                           size_t *ret_n, struct nbd_err *err)
+{
+        struct nbd_route *v = calloc(1, sizeof(*v));
+
+        (void)l;
+        (void)table;
+        if (!v)
+                return nbd_err_oom(err, "listing routes");
+        *ret = v;
+        *ret_n = 0;
+        return 0;
+}
+
+static int fake_sysctl_get(const char *rel, unsigned *ret, struct nbd_err *err)
+{
+        (void)rel;
+        (void)err;
+        *ret = 0;
+        return 0;
+}
+
+static int fake_sysctl_set(const char *rel, unsigned value, struct nbd_err *err)
+{
+        (void)rel;
+        (void)value;
+        (void)err;
+        return 0;
+}
+
+static int fake_bropt_get(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_bropts *ret,
+                          struct nbd_err *err)
+{
+        int r = fake_iface(l, o->ifname, err);
+
+        if (r == 0)
+                *ret = *o;
+        return r;
+}
+
+static int fake_bropt_set(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_err *err)
+{
+        return fake_iface(l, o->ifname, err);
+}
+
 /* ---- the table the dispatcher is given ---- */
 
 const struct nbd_backend nbd_fake_backend = {
@@ -1254,5 +1336,18 @@ const struct nbd_backend nbd_fake_backend = {
                         .running = fake_children_running,
                         .running_of = fake_children_running_of,
                         .on_reaped = fake_children_on_reaped,
+                },
+        .net =
+                {
+                        .addr_add = fake_addr_change,
+                        .addr_delete = fake_addr_change,
+                        .addr_list = fake_addr_list,
+                        .route_add = fake_route_change,
+                        .route_delete = fake_route_change,
+                        .route_list = fake_route_list,
+                        .sysctl_get = fake_sysctl_get,
+                        .sysctl_set = fake_sysctl_set,
+                        .bropt_get = fake_bropt_get,
+                        .bropt_set = fake_bropt_set,
                 },
 };

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Addresses and routes of the helper's namespace over rtnetlink
+ * (libnl-route-3), and the few per-interface and global sysctls a virtual
+ * network needs, written under /proc/sys/net of this namespace (the helper
+ * runs in the namespace it serves: no fork, no setns). Knows nothing of
+ * the wire format or of policy. Every function returns 0 or -errno and
+ * fills err (may be NULL) on every failure path. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct nbd_links;
+
+struct nbd_addr {
+        int family; /* AF_INET or AF_INET6 */
+        uint8_t addr[16];
+        unsigned prefix_len;
+        bool has_brd; /* IPv4 only */
+        uint8_t brd[4];
+        bool noprefixroute;
+        char ifname[IFNAMSIZ];
+        int ifindex; /* listing only (the others look ifname up) */
+        unsigned scope; /* listing only */
+};
+
+struct nbd_route {
+        int family;
+        uint8_t dst[16]; /* zero with dst_len 0: the default route */
+        unsigned dst_len;
+        bool has_gw;
+        uint8_t gw[16];
+        char ifname[IFNAMSIZ]; /* "": none given */
+        unsigned metric;
+        unsigned table; /* 0: main */
+};
+
+/* -EEXIST when the interface has the address already. */
+int nbd_addr_add(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
+/* -EADDRNOTAVAIL when the interface does not have it. */
+int nbd_addr_delete(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
+/* Every address (ifname NULL) or those of one interface, in a malloc'ed
+ * array (free it). */
+int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
+                  struct nbd_err *err);
+
+/* -EEXIST when the table has that route already (NLM_F_EXCL). */
+int nbd_route_add(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
+/* -ESRCH when there is no such route. */
+int nbd_route_delete(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
+/* The unicast routes of table (0: main), IPv4 and IPv6. */
+int nbd_route_list(struct nbd_links *l, unsigned table, struct nbd_route **ret, size_t *ret_n,
+                   struct nbd_err *err);
+
+/* A sysctl of this namespace's net tree: rel is the path under
+ * /proc/sys/net ("ipv6/conf/br0/accept_ra"), checked against the
+ * allow-list by the caller. Values are small non-negative integers. */
+int nbd_sysctl_get(const char *rel, unsigned *ret, struct nbd_err *err);
+int nbd_sysctl_set(const char *rel, unsigned value, struct nbd_err *err);

@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Address, route and sysctl ops (virtual networks, part 1): protobuf in,
+ * addr.h calls out. Validation parses every address and checks every
+ * interface against the caller's ownership before the batch runs; each
+ * change records how to undo it should a later op of the batch fail. They
+ * need the links' capability, so they run in the links' order (behind a
+ * LinkDelete's group deletion on the links' lane): each is one short
+ * rtnetlink request, or a write under /proc/sys/net, on the loop, as
+ * LinkSet is. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "backend.h"
+#include "ops.h"
+
+static struct nbd_links *links_of(const struct nbd_job *job)
+{
+        return nbd_job_ctx(job)->links;
+}
+
+static const struct nbd_backend *be_of(const struct nbd_job *job)
+{
+        return nbd_job_ctx(job)->be;
+}
+
+/* "10.0.0.1" or "fd00::1" into bytes; 0 or -EINVAL. */
+static int parse_ip(const char *text, int *ret_family, uint8_t ret[16])
+{
+        uint8_t b[16] = {0};
+
+        if (inet_pton(AF_INET, text, b) == 1) {
+                *ret_family = AF_INET;
+        } else if (inet_pton(AF_INET6, text, b) == 1) {
+                *ret_family = AF_INET6;
+        } else {
+                return -EINVAL;
+        }
+        memcpy(ret, b, 16);
+        return 0;
+}
+
+static unsigned max_prefix(int family)
+{
+        return family == AF_INET ? 32 : 128;
+}
+
+static const char *ip_text(int family, const uint8_t *b, char buf[INET6_ADDRSTRLEN])
+{
+        if (!inet_ntop(family, b, buf, INET6_ADDRSTRLEN))
+                buf[0] = '\0';
+        return buf;
+}
+
+/* An interface the op names: it exists (or an earlier op makes it) and
+ * the caller owns it. */
+static int check_iface(struct nbd_validation *v, const char *name, Netbroker__Result *res,
+                       const char *what)
+{
+        int r = nbd_check_interface(v, name, res, what);
+
+        return r ? r : nbd_check_owned(v, name, res);
+}
+
+/* ---- addresses ---- */
+
+/* An address op's fields into a, or res set (EINVAL). */
+static int parse_addr(const char *ifname, const char *address, uint32_t prefix_len, const char *brd,
+                      bool noprefixroute, struct nbd_addr *a, Netbroker__Result *res,
+                      const char *what)
+{
+        memset(a, 0, sizeof(*a));
+        if (parse_ip(address, &a->family, a->addr) < 0)
+                return nbd_result_set(res, -EINVAL,
+                                      "%s: '%s' is not an IPv4 or IPv6 address (want 10.0.0.1 or "
+                                      "fd00::1)",
+                                      what, address);
+        if (prefix_len > max_prefix(a->family))
+                return nbd_result_set(res, -EINVAL, "%s: prefix length %u is over %u for %s", what,
+                                      prefix_len, max_prefix(a->family),
+                                      a->family == AF_INET ? "IPv4" : "IPv6");
+        a->prefix_len = prefix_len;
+        if (brd && brd[0]) {
+                if (a->family != AF_INET || inet_pton(AF_INET, brd, a->brd) != 1)
+                        return nbd_result_set(res, -EINVAL,
+                                              "%s: broadcast '%s' is not an IPv4 address (and "
+                                              "only IPv4 addresses have one)",
+                                              what, brd);
+                a->has_brd = true;
+        }
+        a->noprefixroute = noprefixroute;
+        snprintf(a->ifname, sizeof(a->ifname), "%s", ifname);
+        return 0;
+}
+
+static int validate_addr_add(struct nbd_validation *v, const Netbroker__Op *op,
+                             Netbroker__Result *res)
+{
+        const Netbroker__AddrAdd *m = op->addr_add;
+        struct nbd_addr a;
+        int r = check_iface(v, m->ifname, res, "addr add");
+
+        return r ? r
+                 : parse_addr(m->ifname, m->address, m->prefix_len, m->broadcast, m->noprefixroute,
+                              &a, res, "addr add");
+}
+
+static int validate_addr_delete(struct nbd_validation *v, const Netbroker__Op *op,
+                                Netbroker__Result *res)
+{
+        const Netbroker__AddrDelete *m = op->addr_delete;
+        struct nbd_addr a;
+        int r = check_iface(v, m->ifname, res, "addr delete");
+
+        return r ? r
+                 : parse_addr(m->ifname, m->address, m->prefix_len, NULL, false, &a, res,
+                              "addr delete");
+}
+
+struct undo_addr {
+        struct nbd_addr a;
+        bool add; /* undo by adding it back (else by deleting it) */
+};
+
+static void undo_addr(struct nbd_job *job, void *data)
+{
+        struct undo_addr *u = data;
+
+        if (u->add)
+                be_of(job)->net.addr_add(links_of(job), &u->a, NULL);
+        else
+                be_of(job)->net.addr_delete(links_of(job), &u->a, NULL);
+}
+
+/* After a change: how to undo it. On failure (no memory) the change is
+ * undone here and the op fails. */
+static int remember_addr(struct nbd_job *job, const struct nbd_addr *a, bool add,
+                         Netbroker__Result *res, const char *what)
+{
+        struct undo_addr *u = calloc(1, sizeof(*u));
+
+        if (u) {
+                u->a = *a;
+                u->add = add;
+                if (nbd_job_on_failure_undo(job, undo_addr, free, u) == 0) /* frees u */
+                        return 0;
+        }
+        undo_addr(job, &(struct undo_addr){.a = *a, .add = add});
+        return nbd_result_set(res, -ENOMEM, "%s: out of memory", what);
+}
+
+static int run_addr_add(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__AddrAdd *m = op->addr_add;
+        struct nbd_addr a;
+        struct nbd_err err;
+        int r;
+
+        if ((r = nbd_job_check_owned(job, m->ifname, res)) ||
+            (r = parse_addr(m->ifname, m->address, m->prefix_len, m->broadcast, m->noprefixroute,
+                            &a, res, "addr add")))
+                return r;
+        r = be_of(job)->net.addr_add(links_of(job), &a, &err);
+        if (r == -EEXIST)
+                return nbd_result_set(res, r, "addr add: %s has %s/%u already", m->ifname,
+                                      m->address, m->prefix_len);
+        if (r < 0)
+                return nbd_result_set(res, r, "addr add: %s", err.msg);
+        return remember_addr(job, &a, false, res, "addr add");
+}
+
+/* The address as the interface has it (its broadcast and flags, to put
+ * it back as it was): 0, -EADDRNOTAVAIL, or -errno with err set. */
+static int find_addr(struct nbd_job *job, const struct nbd_addr *want, struct nbd_addr *ret,
+                     struct nbd_err *err)
+{
+        struct nbd_addr *v = NULL;
+        size_t n = 0;
+        int r = be_of(job)->net.addr_list(links_of(job), want->ifname, &v, &n, err);
+
+        if (r < 0)
+                return r;
+        r = -EADDRNOTAVAIL;
+        for (size_t i = 0; i < n && r; i++)
+                if (v[i].family == want->family && v[i].prefix_len == want->prefix_len &&
+                    memcmp(v[i].addr, want->addr, want->family == AF_INET ? 4 : 16) == 0) {
+                        *ret = v[i];
+                        snprintf(ret->ifname, sizeof(ret->ifname), "%s", want->ifname);
+                        r = 0;
+                }
+        free(v);
+        return r;
+}
+
+static int run_addr_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__AddrDelete *m = op->addr_delete;
+        struct nbd_addr want, had;
+        struct nbd_err err;
+        int r;
+
+        if ((r = nbd_job_check_owned(job, m->ifname, res)) ||
+            (r = parse_addr(m->ifname, m->address, m->prefix_len, NULL, false, &want, res,
+                            "addr delete")))
+                return r;
+        r = find_addr(job, &want, &had, &err);
+        if (r == -EADDRNOTAVAIL) /* clean-up that finds nothing to clean */
+                return nbd_result_set(res, 0, "addr delete: %s does not have %s/%u: nothing to do",
+                                      m->ifname, m->address, m->prefix_len);
+        if (r == 0)
+                r = be_of(job)->net.addr_delete(links_of(job), &had, &err);
+        if (r < 0)
+                return nbd_result_set(res, r, "addr delete: %s", err.msg);
+        return remember_addr(job, &had, true, res, "addr delete");
+}
+
+static int validate_addr_list(struct nbd_validation *v, const Netbroker__Op *op,
+                              Netbroker__Result *res)
+{
+        const char *name = op->addr_list->ifname;
+
+        return name[0] ? check_iface(v, name, res, "addr list") : 0;
+}
+
+/* A non-root caller sees what is on its own interfaces only. */
+static bool may_see(struct nbd_job *job, const char *ifname)
+{
+        const struct nbd_peer *p = nbd_job_peer(job);
+        uid_t owner;
+
+        if (nbd_peer_is_root(p))
+                return true;
+        return ifname[0] && be_of(job)->links.owner(links_of(job), ifname, &owner) == 0 &&
+               owner == p->uid;
+}
+
+static int add_addr_info(Netbroker__AddrListResult *l, const struct nbd_addr *a)
+{
+        Netbroker__AddrInfo *o = malloc(sizeof(*o));
+        char text[INET6_ADDRSTRLEN];
+
+        if (!o)
+                return -ENOMEM;
+        netbroker__addr_info__init(o);
+        l->addrs[l->n_addrs++] = o; /* freed with the result from here on */
+        o->ifindex = a->ifindex;
+        o->prefix_len = a->prefix_len;
+        o->noprefixroute = a->noprefixroute;
+        o->scope = a->scope;
+        if (!(o->ifname = strdup(a->ifname)) ||
+            !(o->address = strdup(ip_text(a->family, a->addr, text))) ||
+            (a->has_brd && !(o->broadcast = strdup(ip_text(AF_INET, a->brd, text))))) {
+                o->ifname = o->ifname ? o->ifname : (char *)protobuf_c_empty_string;
+                o->address = o->address ? o->address : (char *)protobuf_c_empty_string;
+                o->broadcast = (char *)protobuf_c_empty_string;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int run_addr_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const char *name = op->addr_list->ifname;
+        Netbroker__AddrListResult *l = malloc(sizeof(*l));
+        struct nbd_addr *v = NULL;
+        struct nbd_err err;
+        size_t n = 0;
+        int r;
+
+        if (!l)
+                return nbd_result_set(res, -ENOMEM, "addr list: out of memory");
+        netbroker__addr_list_result__init(l);
+        res->out_case = NETBROKER__RESULT__OUT_ADDR_LIST;
+        res->addr_list = l;
+        if (name[0] && (r = nbd_job_check_owned(job, name, res)))
+                return r;
+        r = be_of(job)->net.addr_list(links_of(job), name[0] ? name : NULL, &v, &n, &err);
+        if (r < 0)
+                return nbd_result_set(res, r, "addr list: %s", err.msg);
+        l->addrs = calloc(n ? n : 1, sizeof(*l->addrs));
+        r = l->addrs ? 0 : -ENOMEM;
+        for (size_t i = 0; i < n && r == 0; i++)
+                if (may_see(job, v[i].ifname))
+                        r = add_addr_info(l, &v[i]);
+        free(v);
+        return r < 0 ? nbd_result_set(res, r, "addr list: out of memory") : 0;
+}
+
+/* ---- routes ---- */
+
+struct route_fields {
+        const char *destination, *gateway, *ifname;
+        uint32_t prefix_len, metric, table;
+        bool ipv6;
+};
+
+static int parse_route(struct nbd_validation *v, const struct route_fields *f,
+                       const struct nbd_peer *peer, struct nbd_route *rt, Netbroker__Result *res,
+                       const char *what)
+{
+        int gw_family = 0;
+
+        memset(rt, 0, sizeof(*rt));
+        rt->family = f->ipv6 ? AF_INET6 : AF_INET;
+        if (f->destination[0] && parse_ip(f->destination, &rt->family, rt->dst) < 0)
+                return nbd_result_set(res, -EINVAL, "%s: destination '%s' is not an IP address",
+                                      what, f->destination);
+        if (f->gateway[0]) {
+                if (parse_ip(f->gateway, &gw_family, rt->gw) < 0)
+                        return nbd_result_set(res, -EINVAL, "%s: gateway '%s' is not an IP address",
+                                              what, f->gateway);
+                if (!f->destination[0])
+                        rt->family = gw_family;
+                if (gw_family != rt->family)
+                        return nbd_result_set(res, -EINVAL,
+                                              "%s: gateway %s and destination are of different "
+                                              "families",
+                                              what, f->gateway);
+                rt->has_gw = true;
+        }
+        if (f->prefix_len > max_prefix(rt->family))
+                return nbd_result_set(res, -EINVAL, "%s: prefix length %u is over %u", what,
+                                      f->prefix_len, max_prefix(rt->family));
+        if (!f->destination[0] && f->prefix_len)
+                return nbd_result_set(res, -EINVAL,
+                                      "%s: a prefix length without a destination (the default "
+                                      "route has prefix length 0)",
+                                      what);
+        if (!f->ifname[0] && !f->gateway[0])
+                return nbd_result_set(res, -EINVAL, "%s: neither a gateway nor an interface", what);
+        /* A caller that is not root changes routes through its own
+         * interfaces only. */
+        if (!f->ifname[0] && !nbd_peer_is_root(peer))
+                return nbd_result_set(res, -EPERM,
+                                      "%s: policy: uid %u must name an interface it owns", what,
+                                      (unsigned)peer->uid);
+        if (f->table > 0xfffffffeu)
+                return nbd_result_set(res, -EINVAL, "%s: bad table %u", what, f->table);
+        rt->dst_len = f->prefix_len;
+        rt->metric = f->metric;
+        rt->table = f->table;
+        snprintf(rt->ifname, sizeof(rt->ifname), "%s", f->ifname);
+        if (v && f->ifname[0])
+                return check_iface(v, f->ifname, res, what);
+        return 0;
+}
+
+#define ROUTE_FIELDS(m)                                                                            \
+        (struct route_fields)                                                                      \
+        {                                                                                          \
+                .destination = (m)->destination, .gateway = (m)->gateway, .ifname = (m)->ifname,   \
+                .prefix_len = (m)->prefix_len, .metric = (m)->metric, .table = (m)->table,         \
+                .ipv6 = (m)->ipv6                                                                  \
+        }
+
+static int validate_route_add(struct nbd_validation *v, const Netbroker__Op *op,
+                              Netbroker__Result *res)
+{
+        struct nbd_route rt;
+
+        return parse_route(v, &ROUTE_FIELDS(op->route_add), v->peer, &rt, res, "route add");
+}
+
+static int validate_route_delete(struct nbd_validation *v, const Netbroker__Op *op,
+                                 Netbroker__Result *res)
+{
+        struct nbd_route rt;
+
+        return parse_route(v, &ROUTE_FIELDS(op->route_delete), v->peer, &rt, res, "route delete");
+}
+
+struct undo_route {
+        struct nbd_route rt;
+        bool add;
+};
+
+static void undo_route(struct nbd_job *job, void *data)
+{
+        struct undo_route *u = data;
+
+        if (u->add)
+                be_of(job)->net.route_add(links_of(job), &u->rt, NULL);
+        else
+                be_of(job)->net.route_delete(links_of(job), &u->rt, NULL);
+}
+
+static int route_change(struct nbd_job *job, const struct route_fields *f, bool add,
+                        Netbroker__Result *res)
+{
+        const char *what = add ? "route add" : "route delete";
+        struct nbd_route rt;
+        struct undo_route *u;
+        struct nbd_err err;
+        int r;
+
+        if ((r = parse_route(NULL, f, nbd_job_peer(job), &rt, res, what)) ||
+            (f->ifname[0] && (r = nbd_job_check_owned(job, f->ifname, res))))
+                return r;
+        r = add ? be_of(job)->net.route_add(links_of(job), &rt, &err)
+                : be_of(job)->net.route_delete(links_of(job), &rt, &err);
+        if (r < 0)
+                return nbd_result_set(res, r, "%s: %s", what, err.msg);
+        u = calloc(1, sizeof(*u));
+        if (u) {
+                u->rt = rt;
+                u->add = !add;
+                if (nbd_job_on_failure_undo(job, undo_route, free, u) == 0) /* frees u */
+                        return 0;
+        }
+        undo_route(job, &(struct undo_route){.rt = rt, .add = !add});
+        return nbd_result_set(res, -ENOMEM, "%s: out of memory", what);
+}
+
+static int run_route_add(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return route_change(job, &ROUTE_FIELDS(op->route_add), true, res);
+}
+
+static int run_route_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return route_change(job, &ROUTE_FIELDS(op->route_delete), false, res);
+}
+
+static int validate_route_list(struct nbd_validation *v, const Netbroker__Op *op,
+                               Netbroker__Result *res)
+{
+        const char *name = op->route_list->ifname;
+
+        return name[0] ? check_iface(v, name, res, "route list") : 0;
+}
+
+static int add_route_info(Netbroker__RouteListResult *l, const struct nbd_route *rt)
+{
+        Netbroker__RouteInfo *o = malloc(sizeof(*o));
+        char text[INET6_ADDRSTRLEN];
+        static const uint8_t zero[16];
+        bool dflt = rt->dst_len == 0 && memcmp(rt->dst, zero, 16) == 0;
+
+        if (!o)
+                return -ENOMEM;
+        netbroker__route_info__init(o);
+        l->routes[l->n_routes++] = o;
+        o->prefix_len = rt->dst_len;
+        o->metric = rt->metric;
+        o->table = rt->table;
+        o->ipv6 = rt->family == AF_INET6;
+        if ((!dflt && !(o->destination = strdup(ip_text(rt->family, rt->dst, text)))) ||
+            (rt->has_gw && !(o->gateway = strdup(ip_text(rt->family, rt->gw, text)))) ||
+            (rt->ifname[0] && !(o->ifname = strdup(rt->ifname)))) {
+                o->destination =
+                        dflt || !o->destination ? (char *)protobuf_c_empty_string : o->destination;
+                o->gateway =
+                        rt->has_gw && o->gateway ? o->gateway : (char *)protobuf_c_empty_string;
+                o->ifname = (char *)protobuf_c_empty_string;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int run_route_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__RouteList *m = op->route_list;
+        Netbroker__RouteListResult *l = malloc(sizeof(*l));
+        struct nbd_route *v = NULL;
+        struct nbd_err err;
+        size_t n = 0;
+        int r;
+
+        if (!l)
+                return nbd_result_set(res, -ENOMEM, "route list: out of memory");
+        netbroker__route_list_result__init(l);
+        res->out_case = NETBROKER__RESULT__OUT_ROUTE_LIST;
+        res->route_list = l;
+        if (m->ifname[0] && (r = nbd_job_check_owned(job, m->ifname, res)))
+                return r;
+        r = be_of(job)->net.route_list(links_of(job), m->table, &v, &n, &err);
+        if (r < 0)
+                return nbd_result_set(res, r, "route list: %s", err.msg);
+        l->routes = calloc(n ? n : 1, sizeof(*l->routes));
+        r = l->routes ? 0 : -ENOMEM;
+        for (size_t i = 0; i < n && r == 0; i++)
+                if ((!m->ifname[0] || strcmp(m->ifname, v[i].ifname) == 0) &&
+                    may_see(job, v[i].ifname))
+                        r = add_route_info(l, &v[i]);
+        free(v);
+        return r < 0 ? nbd_result_set(res, r, "route list: out of memory") : 0;
+}
+
+/* ---- sysctls: a fixed allow-list ---- */
+
+struct sysctl_entry {
+        const char *name; /* as the op names it */
+        /* Under /proc/sys/net: global, the path; per interface, the leaf
+         * in ipv6/conf/IFNAME/. */
+        const char *path;
+        bool per_interface; /* else global: root only */
+        unsigned max;
+};
+
+static const struct sysctl_entry sysctls[] = {
+        {"ipv6.disable_ipv6", "disable_ipv6", true, 1},
+        {"ipv6.accept_ra", "accept_ra", true, 2},
+        {"ipv6.forwarding", "forwarding", true, 1},
+        {"ipv4.forwarding", "ipv4/ip_forward", false, 1},
+        {"ipv6.forwarding", "ipv6/conf/all/forwarding", false, 1},
+};
+
+/* The entry for name, per interface or global as ifname says. */
+static const struct sysctl_entry *sysctl_find(const char *name, bool per_interface)
+{
+        for (size_t i = 0; i < sizeof(sysctls) / sizeof(*sysctls); i++)
+                if (strcmp(sysctls[i].name, name) == 0 && sysctls[i].per_interface == per_interface)
+                        return &sysctls[i];
+        return NULL;
+}
+
+/* The entry and its path, or res set. */
+static int sysctl_check(const Netbroker__SysctlSet *m, const struct nbd_peer *peer, char *path,
+                        size_t len, Netbroker__Result *res)
+{
+        const struct sysctl_entry *e = sysctl_find(m->name, m->ifname[0] != '\0');
+
+        if (!e)
+                return nbd_result_set(res, -EPERM,
+                                      "sysctl set: %s%s%s is not on the allow-list (per interface: "
+                                      "ipv6.disable_ipv6, ipv6.accept_ra, ipv6.forwarding; "
+                                      "global, root only: ipv4.forwarding, ipv6.forwarding)",
+                                      m->name, m->ifname[0] ? " on " : " (global)", m->ifname);
+        if (!e->per_interface && !nbd_peer_is_root(peer))
+                return nbd_result_set(res, -EPERM,
+                                      "sysctl set: policy: uid %u may not change the global %s "
+                                      "(only root may)",
+                                      (unsigned)peer->uid, m->name);
+        if (m->value > e->max)
+                return nbd_result_set(res, -EINVAL, "sysctl set: %s takes 0 to %u, not %u", m->name,
+                                      e->max, m->value);
+        if (e->per_interface)
+                snprintf(path, len, "ipv6/conf/%s/%s", m->ifname, e->path);
+        else
+                snprintf(path, len, "%s", e->path);
+        return 0;
+}
+
+static int validate_sysctl(struct nbd_validation *v, const Netbroker__Op *op,
+                           Netbroker__Result *res)
+{
+        const Netbroker__SysctlSet *m = op->sysctl_set;
+        char path[64];
+        int r = sysctl_check(m, v->peer, path, sizeof(path), res);
+
+        if (r == 0 && m->ifname[0])
+                r = check_iface(v, m->ifname, res, "sysctl set");
+        return r;
+}
+
+struct undo_sysctl {
+        char path[64];
+        unsigned old;
+};
+
+static void undo_sysctl(struct nbd_job *job, void *data)
+{
+        struct undo_sysctl *u = data;
+
+        be_of(job)->net.sysctl_set(u->path, u->old, NULL);
+}
+
+static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__SysctlSet *m = op->sysctl_set;
+        Netbroker__SysctlResult *out;
+        struct undo_sysctl *u = calloc(1, sizeof(*u)), copy;
+        struct nbd_err err;
+        int r;
+
+        if (!u)
+                return nbd_result_set(res, -ENOMEM, "sysctl set: out of memory");
+        if ((r = sysctl_check(m, nbd_job_peer(job), u->path, sizeof(u->path), res)) ||
+            (m->ifname[0] && (r = nbd_job_check_owned(job, m->ifname, res))))
+                goto fail;
+        r = be_of(job)->net.sysctl_get(u->path, &u->old, &err);
+        if (r == 0)
+                r = be_of(job)->net.sysctl_set(u->path, m->value, &err);
+        if (r < 0) {
+                nbd_result_set(res, r, "sysctl set: %s", err.msg);
+                goto fail;
+        }
+        out = malloc(sizeof(*out));
+        if (out) {
+                netbroker__sysctl_result__init(out);
+                out->old_value = u->old;
+                res->out_case = NETBROKER__RESULT__OUT_SYSCTL;
+                res->sysctl = out;
+        }
+        copy = *u;
+        if (out && nbd_job_on_failure_undo(job, undo_sysctl, free, u) == 0) /* frees u */
+                return 0;
+        if (!out)
+                free(u);
+        undo_sysctl(job, &copy);
+        return nbd_result_set(res, -ENOMEM, "sysctl set: out of memory");
+fail:
+        free(u);
+        return r;
+}
+
+#define NET_OP(id, v, fn)                                                                          \
+        const struct nbd_op_handler nbd_op_##id = {                                                \
+                .name = #id,                                                                       \
+                .needs = NBD_NEEDS_LINKS,                                                          \
+                .stat = NBD_STAT_OPS_LINK,                                                         \
+                .validate = v,                                                                     \
+                .run = fn,                                                                         \
+        }
+
+NET_OP(addr_add, validate_addr_add, run_addr_add);
+NET_OP(addr_delete, validate_addr_delete, run_addr_delete);
+NET_OP(addr_list, validate_addr_list, run_addr_list);
+NET_OP(route_add, validate_route_add, run_route_add);
+NET_OP(route_delete, validate_route_delete, run_route_delete);
+NET_OP(route_list, validate_route_list, run_route_list);
+NET_OP(sysctl_set, validate_sysctl, run_sysctl);

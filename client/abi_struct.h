@@ -22,6 +22,10 @@
 #define NB_EXEC_RESULT_SIZE_0 NB_SIZE_TO(nb_exec_result, duration_us)
 #define NB_LINK_INFO_SIZE_0 NB_SIZE_TO(nb_link_info, made_by_helper)
 #define NB_FW_COUNTER_SIZE_0 NB_SIZE_TO(nb_fw_counter, text)
+/* virtual networks: network firewall owners */
+#define NB_NET_FORWARD_SIZE_0 NB_SIZE_TO(nb_net_forward, guest_port)
+#define NB_NET_SPEC_SIZE_0 NB_SIZE_TO(nb_net_spec, fw_mode)
+#define NB_NET_OWNER_SIZE_0 NB_SIZE_TO(nb_net_owner, rules)
 
 /* Copy the caller's struct src (its size in its leading size_t) into dst,
  * the library's own of `known` bytes: the fields that fit, the rest zero,

@@ -56,6 +56,8 @@ struct command {
 
 extern const struct command ctl_cmd_ping, ctl_cmd_stats, ctl_cmd_exec, ctl_cmd_names, ctl_cmd_link,
         ctl_cmd_fw, ctl_cmd_bw;
+/* virtual networks: network firewall owners (ctl_net.c) */
+extern const struct command ctl_cmd_net;
 
 /* ---- ctl_conn.c ---- */
 

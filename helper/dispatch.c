@@ -42,6 +42,10 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nbd_op_bandwidth_clear,
         [NETBROKER__OP__OP_LINK_LIST] = &nbd_op_link_list,
         [NETBROKER__OP__OP_BANDWIDTH_SHOW] = &nbd_op_bandwidth_show,
+        /* virtual networks: network firewall owners */
+        [NETBROKER__OP__OP_NET_APPLY] = &nbd_op_net_apply,
+        [NETBROKER__OP__OP_NET_REMOVE] = &nbd_op_net_remove,
+        [NETBROKER__OP__OP_NET_LIST] = &nbd_op_net_list,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */
@@ -409,6 +413,17 @@ bool nbd_job_next_is_same_kind(const struct nbd_job *job)
         while (i < req->n_ops && job->refused && job->refused[i])
                 i++;
         return i < req->n_ops && req->ops[i]->op_case == req->ops[job->next]->op_case;
+}
+
+bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_t n)
+{
+        const Netbroker__Request *req = job->req;
+
+        for (size_t i = job->next + 1; i < req->n_ops; i++)
+                for (size_t k = 0; k < n && !(job->refused && job->refused[i]); k++)
+                        if ((unsigned)req->ops[i]->op_case == cases[k])
+                                return true;
+        return false;
 }
 
 bool nbd_job_goes_on_after_failure(const struct nbd_job *job)

@@ -72,6 +72,8 @@ extern const struct nbd_op_handler nbd_op_ping, nbd_op_stats, nbd_op_exec, nbd_o
         nbd_op_link_set, nbd_op_link_delete, nbd_op_names_dump, nbd_op_firewall_apply,
         nbd_op_firewall_remove, nbd_op_firewall_list, nbd_op_bandwidth_set, nbd_op_bandwidth_clear;
 extern const struct nbd_op_handler nbd_op_link_list, nbd_op_bandwidth_show;
+/* virtual networks: network firewall owners (op_net.c) */
+extern const struct nbd_op_handler nbd_op_net_apply, nbd_op_net_remove, nbd_op_net_list;
 
 /* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
 bool nbd_validation_claim(struct nbd_validation *v, const char *key);
@@ -154,6 +156,10 @@ size_t nbd_job_op_index(const struct nbd_job *job);
  * the one running now: ops that go to the kernel together (LinkDeletes
  * next to each other) know where their run ends. */
 bool nbd_job_next_is_same_kind(const struct nbd_job *job);
+/* An op of one of the kinds cases[n] (Op oneof cases) runs after the
+ * running one (refused ones skipped): ops that share one kernel call find
+ * the last of them (op_net.c). */
+bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_t n);
 /* The request says to go on after a failed op (CONTINUE_ON_ERROR). */
 bool nbd_job_goes_on_after_failure(const struct nbd_job *job);
 /* A pointer slot of the job's for an op file's state, one per key (any

@@ -18,9 +18,23 @@
 /* Ops a section may grant, by the name of their handler (dispatch.c), in
  * the order of the bits of nbd_policy_section.ops. */
 static const char *const grantable[] = {
-        "tap_create",      "macvtap_create", "macvlan_create", "veth_create",     "bridge_create",
-        "link_set",        "link_delete",    "firewall_apply", "firewall_remove", "bandwidth_set",
-        "bandwidth_clear", "exec",           "link_list",      "bandwidth_show",
+        "tap_create",
+        "macvtap_create",
+        "macvlan_create",
+        "veth_create",
+        "bridge_create",
+        "link_set",
+        "link_delete",
+        "firewall_apply",
+        "firewall_remove",
+        "bandwidth_set",
+        "bandwidth_clear",
+        "exec",
+        "link_list",
+        "bandwidth_show",
+        /* virtual networks: network firewall owners */
+        "net_apply",
+        "net_remove",
 };
 #define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
 #define OP_BIT(i) (1u << (i))
@@ -30,7 +44,7 @@ static const char *const grantable[] = {
 
 /* Reading only: every admitted caller may look (its own firewall owners
  * only, op_firewall.c). */
-static const char *const always[] = {"ping", "stats", "names_dump", "firewall_list"};
+static const char *const always[] = {"ping", "stats", "names_dump", "firewall_list", "net_list"};
 #define N_ALWAYS (sizeof(always) / sizeof(*always))
 
 const char *const nbd_policy_mode_names[4] = {"bridge", "vepa", "private", "passthru"};
@@ -191,7 +205,7 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, struct 
                                 "ops: unknown operation '%s' (tap_create macvtap_create "
                                 "macvlan_create veth_create bridge_create link_set link_delete "
                                 "firewall_apply firewall_remove bandwidth_set bandwidth_clear "
-                                "exec link_list bandwidth_show)",
+                                "exec link_list bandwidth_show net_apply net_remove)",
                                 w);
                 }
                 if ((CREATE_OPS & OP_BIT(i)) && !s->create_line)

@@ -18,23 +18,10 @@
 /* Ops a section may grant, by the name of their handler (dispatch.c), in
  * the order of the bits of nbd_policy_section.ops. */
 static const char *const grantable[] = {
-        "tap_create",
-        "macvtap_create",
-        "macvlan_create",
-        "veth_create",
-        "bridge_create",
-        "link_set",
-        "link_delete",
-        "firewall_apply",
-        "firewall_remove",
-        "bandwidth_set",
-        "bandwidth_clear",
-        "exec",
-        "link_list",
-        "bandwidth_show",
-        /* virtual networks: network firewall owners */
-        "net_apply",
-        "net_remove",
+        "tap_create",      "macvtap_create", "macvlan_create", "veth_create",     "bridge_create",
+        "link_set",        "link_delete",    "firewall_apply", "firewall_remove", "bandwidth_set",
+        "bandwidth_clear", "exec",           "link_list",      "bandwidth_show", // the guests'
+        "net_apply",       "net_remove", // virtual networks
 };
 #define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
 #define OP_BIT(i) (1u << (i))

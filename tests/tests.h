@@ -22,3 +22,5 @@ Suite *names_suite(void);
 Suite *lanes_suite(void);
 Suite *systemd_suite(void);
 Suite *evloop_suite(void);
+/* virtual networks: network firewall owners */
+Suite *net_suite(void);

@@ -120,8 +120,8 @@ struct seen {
         unsigned peer_port;
 };
 
-static struct seen tcp_probe(int from, int to, unsigned lport, const char *dst, unsigned dport,
-                             unsigned sport)
+static struct seen tcp_probe_from(int from, int to, unsigned lport, const char *dst, unsigned dport,
+                                  const char *saddr, unsigned sport)
 {
         struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons((uint16_t)lport)};
         struct sockaddr_in d = sin_of(dst, dport), peer;
@@ -134,9 +134,8 @@ static struct seen tcp_probe(int from, int to, unsigned lport, const char *dst, 
         ck_assert_int_eq(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
         ck_assert_int_eq(bind(l, (struct sockaddr *)&any, sizeof(any)), 0);
         ck_assert_int_eq(listen(l, 4), 0);
-        if (sport) {
-                struct sockaddr_in src = {.sin_family = AF_INET,
-                                          .sin_port = htons((uint16_t)sport)};
+        if (sport || saddr) {
+                struct sockaddr_in src = sin_of(saddr ? saddr : "0.0.0.0", sport);
                 ck_assert_int_eq(setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
                 ck_assert_int_eq(bind(c, (struct sockaddr *)&src, sizeof(src)), 0);
         }
@@ -162,6 +161,12 @@ static struct seen tcp_probe(int from, int to, unsigned lport, const char *dst, 
         close(c);
         close(l);
         return s;
+}
+
+static struct seen tcp_probe(int from, int to, unsigned lport, const char *dst, unsigned dport,
+                             unsigned sport)
+{
+        return tcp_probe_from(from, to, lport, dst, dport, NULL, sport);
 }
 
 /* ---- the kernel's ruleset generation (NFT_MSG_GETGEN): every commit
@@ -499,6 +504,88 @@ START_TEST(test_networks_of_one_batch_are_one_transaction_and_a_refused_one_chan
 }
 END_TEST
 
+/* ---- the same verdicts as libvirt's own rules ---- */
+
+#define SPOOFED "192.168.200.2" /* a guest address outside the subnet */
+#define N_PROBES 4
+
+/* The probes, through whatever rules are in place; ports from base on. */
+static void probe_all(const struct world *w, unsigned base, struct seen out[N_PROBES])
+{
+        out[0] = tcp_probe(w->guest, w->out, base, OUTSIDE, base, 0);
+        out[1] = tcp_probe(w->guest, w->out, base + 1, OUTSIDE, base + 1, 900 + base % 100);
+        out[2] = tcp_probe(w->out, w->guest, base + 2, GUEST, base + 2, 0);
+        out[3] = tcp_probe_from(w->guest, w->out, base + 3, OUTSIDE, base + 3, SPOOFED, 0);
+}
+
+static const char *const probe_names[N_PROBES] = {
+        "guest to outside",
+        "guest to outside from a port below 1024",
+        "outside to guest (new connection)",
+        "guest to outside from an address outside the subnet",
+};
+
+/* Same verdict, same source address seen, the same answer to "was the
+ * source port below 1024 kept". */
+static void assert_same(const char *mode, const struct seen *lv, const struct seen *nb)
+{
+        for (int i = 0; i < N_PROBES; i++) {
+                ck_assert_msg(lv[i].ok == nb[i].ok, "%s, %s: libvirt %s, netbroker %s", mode,
+                              probe_names[i], lv[i].ok ? "passes" : strerror(lv[i].err),
+                              nb[i].ok ? "passes" : strerror(nb[i].err));
+                if (!lv[i].ok) {
+                        ck_assert_msg(lv[i].err == nb[i].err, "%s, %s: libvirt %s, netbroker %s",
+                                      mode, probe_names[i], strerror(lv[i].err),
+                                      strerror(nb[i].err));
+                        continue;
+                }
+                ck_assert_msg(strcmp(lv[i].peer, nb[i].peer) == 0,
+                              "%s, %s: libvirt's seen from %s, netbroker's from %s", mode,
+                              probe_names[i], lv[i].peer, nb[i].peer);
+                ck_assert_msg((lv[i].peer_port < 1024) == (nb[i].peer_port < 1024),
+                              "%s, %s: source port %u with libvirt's, %u with netbroker's", mode,
+                              probe_names[i], lv[i].peer_port, nb[i].peer_port);
+        }
+}
+
+START_TEST(test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give)
+{
+        static const struct {
+                const char *name, *fixture;
+                nb_net_mode mode;
+                bool want[N_PROBES]; /* what libvirt's rules do: the probes mean something */
+        } modes[] = {
+                {"nat", FIXTURES "/libvirt-nat.nft", NB_NET_NAT, {true, true, false, false}},
+                {"route", FIXTURES "/libvirt-route.nft", NB_NET_ROUTE, {true, true, true, false}},
+                {"isolated",
+                 FIXTURES "/libvirt-isolated.nft",
+                 NB_NET_ISOLATED,
+                 {false, false, false, false}},
+        };
+        struct world w;
+
+        world_up(&w);
+        free(tu_sh("nsenter --net=%s ip addr add " SPOOFED "/32 dev geth0", w.guest_path));
+        for (size_t m = 0; m < sizeof(modes) / sizeof(*modes); m++) {
+                struct seen lv[N_PROBES], nb[N_PROBES];
+                nb_net_spec s = spec_of(modes[m].mode, NULL, 0, NB_FW_REPLACE);
+                unsigned base = 7100 + (unsigned)m * 20;
+                free(tu_sh("nft -f %s", modes[m].fixture));
+                probe_all(&w, base, lv);
+                free(tu_sh("nft delete table ip libvirt_network"));
+                for (int i = 0; i < N_PROBES; i++)
+                        ck_assert_msg(lv[i].ok == modes[m].want[i], "%s, libvirt's rules: %s %s",
+                                      modes[m].name, probe_names[i],
+                                      lv[i].ok ? "passes" : strerror(lv[i].err));
+                apply(w.c, "lv0", &s, NULL, NULL);
+                probe_all(&w, base + 10, nb);
+                remove_net(w.c, "lv0");
+                assert_same(modes[m].name, lv, nb);
+        }
+        world_down(&w);
+}
+END_TEST
+
 /* ---- policy: deny by default ---- */
 
 static int as_nobody(const char *sock, const char *owner, const char *bridge, unsigned port,
@@ -618,6 +705,7 @@ Suite *net_suite(void)
                 t,
                 test_networks_of_one_batch_are_one_transaction_and_a_refused_one_changes_nothing);
         tcase_add_test(t, test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_network);
+        tcase_add_test(t, test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give);
         suite_add_tcase(s, t);
         return s;
 }

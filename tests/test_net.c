@@ -565,7 +565,11 @@ START_TEST(test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give)
         struct world w;
 
         world_up(&w);
+        /* Routed both ways, so that only a rule can stop it (and the
+         * host's reject reaches the guest). */
         free(tu_sh("nsenter --net=%s ip addr add " SPOOFED "/32 dev geth0", w.guest_path));
+        free(tu_sh("ip route add " SPOOFED "/32 dev " BR));
+        free(tu_sh("nsenter --net=%s ip route add " SPOOFED "/32 via " HOST_OUT, w.out_path));
         for (size_t m = 0; m < sizeof(modes) / sizeof(*modes); m++) {
                 struct seen lv[N_PROBES], nb[N_PROBES];
                 nb_net_spec s = spec_of(modes[m].mode, NULL, 0, NB_FW_REPLACE);

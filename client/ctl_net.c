@@ -289,6 +289,7 @@ static const struct command net_sub[] = {
                 .fn = net_list,
                 .args = "",
                 .summary = "the networks in the kernel: owner, bridge, mode, rules, hash",
+                .example = "",
         },
 };
 

@@ -20,3 +20,5 @@ TCase *fwfile_tcase(void);
 TCase *mac_tcase(void);
 TCase *names_scale_tcase(void);
 TCase *policy_unit_tcase(void);
+/* virtual networks: network firewall owners */
+TCase *fw_net_unit_tcase(void);

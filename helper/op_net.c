@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "fw_net.h"
 #include "fw_net_kernel.h"
 #include "ops.h"
@@ -116,6 +117,16 @@ static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
 
 /* ---- running: one transaction for the batch ---- */
 
+/* Network owners talk to the kernel themselves (fw_net_kernel.h), not
+ * through the backend table: under a fake backend (the fuzzers,
+ * test-alloc) they must not reach the real kernel. */
+static int kernel_only(struct nbd_job *job, Netbroker__Result *res)
+{
+        if (nbd_job_ctx(job)->be == &nbd_kernel_backend)
+                return 0;
+        return nbd_result_set(res, -EOPNOTSUPP, "network: network owners need the kernel backend");
+}
+
 static const char txn_key; /* nbd_job_slot()'s key */
 static const unsigned net_cases[] = {NETBROKER__OP__OP_NET_APPLY, NETBROKER__OP__OP_NET_REMOVE};
 
@@ -168,6 +179,8 @@ static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                 nbd_result_set(res, -ENOMEM, "network: no job slot left");
                 return NULL;
         }
+        if (kernel_only(job, res) < 0)
+                return NULL;
         if (*slot)
                 return *slot;
         if (!(b = calloc(1, sizeof(*b)))) {
@@ -331,6 +344,8 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         int r;
 
         (void)op;
+        if ((r = kernel_only(job, res)) < 0)
+                return r;
         if (!l)
                 return nbd_result_set(res, -ENOMEM, "network: out of memory");
         netbroker__net_list_result__init(l);

@@ -29,6 +29,10 @@
 #define NB_ROUTE_SIZE_0 NB_SIZE_TO(nb_route, ipv6)
 #define NB_ADDR_INFO_SIZE_0 NB_SIZE_TO(nb_addr_info, scope)
 #define NB_BRIDGE_OPTS_SIZE_0 NB_SIZE_TO(nb_bridge_opts, broadcast_flood)
+/* virtual networks: network firewall owners */
+#define NB_NET_FORWARD_SIZE_0 NB_SIZE_TO(nb_net_forward, guest_port)
+#define NB_NET_SPEC_SIZE_0 NB_SIZE_TO(nb_net_spec, fw_mode)
+#define NB_NET_OWNER_SIZE_0 NB_SIZE_TO(nb_net_owner, rules)
 
 /* Copy the caller's struct src (its size in its leading size_t) into dst,
  * the library's own of `known` bytes: the fields that fit, the rest zero,

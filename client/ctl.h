@@ -58,6 +58,8 @@ extern const struct command ctl_cmd_ping, ctl_cmd_stats, ctl_cmd_exec, ctl_cmd_n
         ctl_cmd_fw, ctl_cmd_bw;
 /* virtual networks, part 1 (ctl_addr.c) */
 extern const struct command ctl_cmd_addr, ctl_cmd_route;
+/* virtual networks: network firewall owners (ctl_net.c) */
+extern const struct command ctl_cmd_net;
 
 /* ---- ctl_conn.c ---- */
 

@@ -977,6 +977,84 @@ int nb_result_sysctl_old(const nb_results *res, size_t i, unsigned *ret);
 size_t nb_result_fd_count(const nb_results *res, size_t i);
 int nb_result_take_fd(nb_results *res, size_t i, size_t k);
 
+/* ---- virtual networks: network firewall owners ----
+ *
+ * A network owner is the firewall of one virtual network, as libvirt's
+ * network driver installs it for <forward mode='nat|route|open'/> and an
+ * isolated network (no <forward>), with port forwards as netavark's: the
+ * forward filter (guests out, replies in, guests to each other, the rest
+ * of the bridge's traffic rejected), masquerade for nat, DNAT for port
+ * forwards, in the helper's table "inet netbroker_net". The ops of a batch
+ * go to the kernel in one transaction at its last network op; ensure
+ * writes nothing for a network whose rules are in place with the same
+ * content hash. Root may; others only what a [policy] section grants
+ * (net_apply, net_remove) on a bridge they own (netbrokerd(8), NETWORKS).
+ */
+typedef enum nb_net_mode {
+        NB_NET_NAT = 0,
+        NB_NET_ROUTE = 1,
+        NB_NET_OPEN = 2,
+        NB_NET_ISOLATED = 3,
+} nb_net_mode;
+
+/* outside_port on the host (outside_address, or any of the host's own
+ * addresses when NULL) goes to guest_address:guest_port (0: outside_port). */
+typedef struct nb_net_forward {
+        size_t size; /* sizeof(nb_net_forward): NB_NET_FORWARD_INIT */
+        const char *protocol; /* "tcp" or "udp" */
+        const char *outside_address; /* NULL: any address of the host's */
+        unsigned outside_port;
+        const char *guest_address; /* inside one of the subnets */
+        unsigned guest_port;
+} nb_net_forward;
+#define NB_NET_FORWARD_INIT                                                                        \
+        {                                                                                          \
+                .size = sizeof(nb_net_forward)                                                     \
+        }
+
+typedef struct nb_net_spec {
+        size_t size; /* sizeof(nb_net_spec): NB_NET_SPEC_INIT */
+        const char *bridge;
+        const char *const *subnets; /* "ADDR/PREFIX", IPv4 or IPv6; at most 8 */
+        size_t n_subnets;
+        nb_net_mode mode;
+        const char *forward_dev; /* NULL: any outgoing device */
+        unsigned nat_port_min, nat_port_max; /* 0 0: 1024-65535 */
+        const nb_net_forward *const *forwards; /* at most 64 */
+        size_t n_forwards;
+        nb_fw_mode fw_mode; /* NB_FW_ENSURE: nothing written when unchanged */
+} nb_net_spec;
+#define NB_NET_SPEC_INIT                                                                           \
+        {                                                                                          \
+                .size = sizeof(nb_net_spec)                                                        \
+        }
+
+/* Install (or ensure) owner's network rules. Returns 0, -EINVAL (NULL or
+ * a bad struct), -ENOMEM; the helper checks the rest. */
+int nb_batch_net_apply(nb_batch *batch, const char *owner, const nb_net_spec *spec);
+/* Remove every rule of owner (-ENOENT in the result if it has none). */
+int nb_batch_net_remove(nb_batch *batch, const char *owner);
+/* The network owners in the kernel, read back. */
+int nb_batch_net_list(nb_batch *batch);
+/* NetApply: the content hash (hex), whether ensure found it in place and
+ * wrote nothing, its rule count. Returns 0, -ENODATA or -ERANGE. */
+int nb_result_net(const nb_results *res, size_t i, const char **ret_hash, bool *ret_unchanged,
+                  unsigned *ret_rules);
+typedef struct nb_net_owner {
+        size_t size; /* set by the caller: NB_NET_OWNER_INIT */
+        const char *owner, *bridge, *hash;
+        const char *mode; /* "nat", "route", "open", "isolated" */
+        unsigned rules;
+} nb_net_owner;
+#define NB_NET_OWNER_INIT                                                                          \
+        {                                                                                          \
+                .size = sizeof(nb_net_owner)                                                       \
+        }
+/* NetList: how many owners, and the k-th (strings live as long as res).
+ * Returns 0, -ENODATA or -ERANGE. */
+size_t nb_result_net_owner_count(const nb_results *res, size_t i);
+int nb_result_net_owner_at(const nb_results *res, size_t i, size_t k, nb_net_owner *ret);
+
 /* Frees the results and closes every fd nobody took. */
 void nb_results_free(nb_results *res);
 

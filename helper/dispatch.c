@@ -53,6 +53,10 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_ROUTE_LIST] = &nbd_op_route_list,
         [NETBROKER__OP__OP_SYSCTL_SET] = &nbd_op_sysctl_set,
         [NETBROKER__OP__OP_BRIDGE_OPT_SET] = &nbd_op_bridge_opt_set,
+        /* virtual networks: network firewall owners */
+        [NETBROKER__OP__OP_NET_APPLY] = &nbd_op_net_apply,
+        [NETBROKER__OP__OP_NET_REMOVE] = &nbd_op_net_remove,
+        [NETBROKER__OP__OP_NET_LIST] = &nbd_op_net_list,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */
@@ -515,6 +519,17 @@ bool nbd_job_next_is_same_kind(const struct nbd_job *job)
         while (i < req->n_ops && job->refused && job->refused[i])
                 i++;
         return i < req->n_ops && req->ops[i]->op_case == req->ops[job->next]->op_case;
+}
+
+bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_t n)
+{
+        const Netbroker__Request *req = job->req;
+
+        for (size_t i = job->next + 1; i < req->n_ops; i++)
+                for (size_t k = 0; k < n && !(job->refused && job->refused[i]); k++)
+                        if ((unsigned)req->ops[i]->op_case == cases[k])
+                                return true;
+        return false;
 }
 
 bool nbd_job_goes_on_after_failure(const struct nbd_job *job)

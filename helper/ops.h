@@ -83,6 +83,8 @@ extern const struct nbd_op_handler nbd_op_firewall_ensure_hash;
 extern const struct nbd_op_handler nbd_op_addr_add, nbd_op_addr_delete, nbd_op_addr_list,
         nbd_op_route_add, nbd_op_route_delete, nbd_op_route_list, nbd_op_sysctl_set,
         nbd_op_bridge_opt_set;
+/* virtual networks: network firewall owners (op_net.c) */
+extern const struct nbd_op_handler nbd_op_net_apply, nbd_op_net_remove, nbd_op_net_list;
 
 /* Claim a key ("fw:vnet0") for this batch: false if an earlier op has. */
 bool nbd_validation_claim(struct nbd_validation *v, const char *key);
@@ -165,6 +167,10 @@ size_t nbd_job_op_index(const struct nbd_job *job);
  * the one running now: ops that go to the kernel together (LinkDeletes
  * next to each other) know where their run ends. */
 bool nbd_job_next_is_same_kind(const struct nbd_job *job);
+/* An op of one of the kinds cases[n] (Op oneof cases) runs after the
+ * running one (refused ones skipped): ops that share one kernel call find
+ * the last of them (op_net.c). */
+bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_t n);
 /* The request says to go on after a failed op (CONTINUE_ON_ERROR). */
 bool nbd_job_goes_on_after_failure(const struct nbd_job *job);
 /* A pointer slot of the job's for an op file's state, one per key (any

@@ -23,7 +23,7 @@ static const char *const grantable[] = {
         "link_set",        "link_delete",    "firewall_apply", "firewall_remove", "bandwidth_set",
         "bandwidth_clear", "exec",           "link_list",      "bandwidth_show",  "addr_add",
         "addr_delete",     "addr_list",      "route_add",      "route_delete",    "route_list",
-        "sysctl_set",      "bridge_opt_set",
+        "sysctl_set",      "bridge_opt_set", "net_apply",      "net_remove",
 };
 #define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
 #define OP_BIT(i) (1u << (i))
@@ -33,7 +33,7 @@ static const char *const grantable[] = {
 
 /* Reading only: every admitted caller may look (its own firewall owners
  * only, op_firewall.c). */
-static const char *const always[] = {"ping", "stats", "names_dump", "firewall_list"};
+static const char *const always[] = {"ping", "stats", "names_dump", "firewall_list", "net_list"};
 #define N_ALWAYS (sizeof(always) / sizeof(*always))
 
 const char *const nbd_policy_mode_names[4] = {"bridge", "vepa", "private", "passthru"};
@@ -195,7 +195,8 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, struct 
                                 "macvlan_create veth_create bridge_create link_set link_delete "
                                 "firewall_apply firewall_remove bandwidth_set bandwidth_clear "
                                 "exec link_list bandwidth_show addr_add addr_delete addr_list "
-                                "route_add route_delete route_list sysctl_set bridge_opt_set)",
+                                "route_add route_delete route_list sysctl_set bridge_opt_set "
+                                "net_apply net_remove)",
                                 w);
                 }
                 if ((CREATE_OPS & OP_BIT(i)) && !s->create_line)

@@ -1050,6 +1050,7 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, policy_unit_tcase());
         suite_add_tcase(s, abi_tcase());
         suite_add_tcase(s, opref_tcase());
+        suite_add_tcase(s, fw_net_unit_tcase()); /* virtual networks */
         return s;
 }
 

@@ -30,3 +30,5 @@ Suite *cleanup_suite(void);
 Suite *fw_hash_suite(void);
 /* virtual networks, part 1 */
 Suite *addr_suite(void);
+/* virtual networks: network firewall owners */
+Suite *net_suite(void);

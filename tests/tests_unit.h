@@ -22,3 +22,5 @@ TCase *names_scale_tcase(void);
 TCase *policy_unit_tcase(void);
 /* A VM start in one batch (session 8): op references. */
 TCase *opref_tcase(void);
+/* virtual networks: network firewall owners */
+TCase *fw_net_unit_tcase(void);

@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Network owners in the kernel; see fw_net_kernel.h.
+ *
+ * The reads and the commit run on the loop: a network owner is tens of
+ * rules, and a batch of networks a few pages, which the kernel takes in
+ * well under a millisecond (the guests' owners, thousands at a time, go
+ * to the firewall's lane instead: op_firewall.c). */
+#include "fw_net_kernel.h"
+
+#include "netlink.h" /* before the kernel headers: libnl wants netinet/in.h */
+
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/table.h>
+#include <libnftnl/udata.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "fw_net_compile.h"
+
+/* One owner as its chains show it. */
+struct net_state {
+        struct nbd_net_owner_info info;
+        bool has_comment;
+        bool mixed; /* its base chains' comments differ */
+        unsigned chains; /* bit k: chain kind k exists */
+        unsigned rules; /* counted in its chains */
+        bool touched; /* an op of this transaction queued a change */
+};
+
+struct nbd_net_txn {
+        struct mnl_socket *nl;
+        uint32_t seq, portid;
+        struct net_state *owners;
+        size_t n_owners;
+        struct nftnl_batch *batch; /* NULL until something is queued */
+        uint32_t table_seq; /* the one message that asks for its ack */
+};
+
+/* ---- reading ---- */
+
+static struct net_state *find(const struct nbd_net_txn *t, const char *owner, size_t len)
+{
+        for (size_t i = 0; i < t->n_owners; i++)
+                if (strlen(t->owners[i].info.owner) == len &&
+                    memcmp(t->owners[i].info.owner, owner, len) == 0)
+                        return &t->owners[i];
+        return NULL;
+}
+
+/* The owner and chain kind a chain name says, or -EINVAL (not ours). */
+static int split_name(const char *name, size_t *ret_len, unsigned *ret_kind)
+{
+        const char *slash = strrchr(name, '/');
+
+        if (!slash || slash == name || (size_t)(slash - name) > NBD_FW_OWNER_MAX)
+                return -EINVAL;
+        for (unsigned k = 0; k < NBD_NET_CHAINS; k++)
+                if (strcmp(slash + 1, nbd_net_chain_names[k]) == 0) {
+                        *ret_len = (size_t)(slash - name);
+                        *ret_kind = k;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static struct net_state *find_or_add(struct nbd_net_txn *t, const char *name, size_t len)
+{
+        struct net_state *o = find(t, name, len), *grown;
+
+        if (o)
+                return o;
+        grown = realloc(t->owners, (t->n_owners + 1) * sizeof(*grown));
+        if (!grown)
+                return NULL;
+        t->owners = grown;
+        o = &t->owners[t->n_owners++];
+        memset(o, 0, sizeof(*o));
+        memcpy(o->info.owner, name, len);
+        return o;
+}
+
+static int comment_cb(const struct nftnl_udata *attr, void *data)
+{
+        const char **text = data;
+        const char *v = nftnl_udata_get(attr);
+        uint8_t len = nftnl_udata_len(attr);
+
+        /* Anyone with CAP_NET_ADMIN writes these: a comment is a string
+         * only when it ends inside its attribute. */
+        if (nftnl_udata_type(attr) == 0 && len > 0 && memchr(v, 0, len))
+                *text = v;
+        return 0;
+}
+
+struct dump_ctx {
+        struct nbd_net_txn *t;
+        int err;
+};
+
+static void note_comment(struct net_state *o, const char *text)
+{
+        struct nbd_net_comment c;
+
+        if (!text || nbd_net_parse_comment(text, &c) < 0) {
+                o->mixed = true;
+                return;
+        }
+        if (o->has_comment && strcmp(o->info.hash, c.hash) != 0)
+                o->mixed = true;
+        o->has_comment = true;
+        memcpy(o->info.hash, c.hash, sizeof(c.hash));
+        memcpy(o->info.bridge, c.bridge, sizeof(c.bridge));
+        memcpy(o->info.mode, c.mode, sizeof(c.mode));
+        o->info.uid = (uid_t)c.uid;
+        o->info.rules = c.rules;
+}
+
+static int on_chain(const struct nlmsghdr *nlh, void *data)
+{
+        struct dump_ctx *d = data;
+        struct nftnl_chain *c = nftnl_chain_alloc();
+        const char *name, *text = NULL;
+        const void *ud;
+        uint32_t udlen = 0;
+        struct net_state *o;
+        size_t len;
+        unsigned kind;
+
+        if (!c || nftnl_chain_nlmsg_parse(nlh, c) < 0) {
+                d->err = c ? -EINVAL : -ENOMEM;
+                goto out;
+        }
+        name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
+        if (!name || strcmp(nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), NBD_NET_TABLE) != 0 ||
+            split_name(name, &len, &kind) < 0)
+                goto out;
+        if (!(o = find_or_add(d->t, name, len))) {
+                d->err = -ENOMEM;
+                goto out;
+        }
+        o->chains |= 1u << kind;
+        ud = nftnl_chain_get_data(c, NFTNL_CHAIN_USERDATA, &udlen);
+        if (ud)
+                nftnl_udata_parse(ud, udlen, comment_cb, &text);
+        note_comment(o, text);
+out:
+        if (c)
+                nftnl_chain_free(c);
+        return MNL_CB_OK;
+}
+
+static int on_rule(const struct nlmsghdr *nlh, void *data)
+{
+        struct dump_ctx *d = data;
+        struct nftnl_rule *r = nftnl_rule_alloc();
+        const char *chain;
+        struct net_state *o;
+        size_t len;
+        unsigned kind;
+
+        if (!r || nftnl_rule_nlmsg_parse(nlh, r) < 0) {
+                d->err = r ? -EINVAL : -ENOMEM;
+                goto out;
+        }
+        chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
+        if (chain && split_name(chain, &len, &kind) == 0 && (o = find(d->t, chain, len)))
+                o->rules++;
+out:
+        if (r)
+                nftnl_rule_free(r);
+        return MNL_CB_OK;
+}
+
+/* One dump of our table's chains or rules; the table missing is none. */
+static int dump(struct nbd_net_txn *t, uint16_t type, mnl_cb_t cb)
+{
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        struct dump_ctx d = {t, 0};
+        uint32_t seq = ++t->seq;
+        struct nlmsghdr *nlh =
+                nftnl_nlmsg_build_hdr(buf, type, NFPROTO_INET, NLM_F_DUMP | NLM_F_ACK, seq);
+        int r;
+
+        if (type == NFT_MSG_GETCHAIN) {
+                struct nftnl_chain *c = nftnl_chain_alloc();
+                if (!c || nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NBD_NET_TABLE) < 0) {
+                        if (c)
+                                nftnl_chain_free(c);
+                        return -ENOMEM;
+                }
+                nftnl_chain_nlmsg_build_payload(nlh, c);
+                nftnl_chain_free(c);
+        } else {
+                struct nftnl_rule *rl = nftnl_rule_alloc();
+                if (!rl || nftnl_rule_set_str(rl, NFTNL_RULE_TABLE, NBD_NET_TABLE) < 0) {
+                        if (rl)
+                                nftnl_rule_free(rl);
+                        return -ENOMEM;
+                }
+                nftnl_rule_nlmsg_build_payload(nlh, rl);
+                nftnl_rule_free(rl);
+        }
+        if (mnl_socket_sendto(t->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        do {
+                ssize_t n = mnl_socket_recvfrom(t->nl, buf, sizeof(buf));
+                if (n < 0)
+                        return -errno;
+                r = mnl_cb_run(buf, (size_t)n, seq, t->portid, cb, &d);
+                if (r < 0)
+                        r = -errno;
+        } while (r > 0);
+        if (r == -ENOENT)
+                r = 0; /* no table: no owners */
+        return r < 0 ? r : d.err;
+}
+
+/* The chains, then the rules: a commit between the two (NLM_F_DUMP_INTR,
+ * or a count that cannot be) makes both be read again. */
+static int read_table(struct nbd_net_txn *t)
+{
+        int r = -EINTR;
+
+        for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
+                free(t->owners);
+                t->owners = NULL;
+                t->n_owners = 0;
+                r = dump(t, NFT_MSG_GETCHAIN, on_chain);
+                if (r == 0)
+                        r = dump(t, NFT_MSG_GETRULE, on_rule);
+        }
+        return r;
+}
+
+int nbd_net_txn_begin(struct nbd_net_txn **ret, struct nbd_err *e)
+{
+        struct nbd_net_txn *t = calloc(1, sizeof(*t));
+        int r;
+
+        if (!t)
+                return nbd_err_oom(e, "starting the network transaction");
+        t->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+        if (!t->nl || mnl_socket_bind(t->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+                r = -errno;
+                nbd_net_txn_free(t);
+                return nbd_err_set(e, r, "cannot open nfnetlink: %s", strerror(-r));
+        }
+        t->portid = mnl_socket_get_portid(t->nl);
+        t->seq = (uint32_t)rand();
+        r = read_table(t);
+        if (r < 0) {
+                nbd_net_txn_free(t);
+                return nbd_err_set(e, r, "cannot read table inet " NBD_NET_TABLE ": %s",
+                                   strerror(-r));
+        }
+        *ret = t;
+        return 0;
+}
+
+void nbd_net_txn_free(struct nbd_net_txn *t)
+{
+        if (!t)
+                return;
+        if (t->nl)
+                mnl_socket_close(t->nl);
+        if (t->batch)
+                nftnl_batch_free(t->batch);
+        free(t->owners);
+        free(t);
+}
+
+int nbd_net_txn_each(const struct nbd_net_txn *t,
+                     int (*fn)(const struct nbd_net_owner_info *o, void *data), void *data)
+{
+        for (size_t i = 0; i < t->n_owners; i++) {
+                struct nbd_net_owner_info info = t->owners[i].info;
+                int r;
+                info.rules = t->owners[i].rules;
+                if ((r = fn(&info, data)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- queueing ---- */
+
+/* The batch, begun, with the table created if missing (never exclusive:
+ * it is ours, and its other owners stay). */
+static int batch_of(struct nbd_net_txn *t)
+{
+        struct nftnl_table *tb;
+        struct nlmsghdr *nlh;
+
+        if (t->batch)
+                return 0;
+        t->batch = nftnl_batch_alloc(4096, 64 * 1024);
+        tb = nftnl_table_alloc();
+        if (!t->batch || !tb || nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NBD_NET_TABLE) < 0)
+                goto oom;
+        nftnl_batch_begin(nftnl_batch_buffer(t->batch), ++t->seq);
+        if (nftnl_batch_update(t->batch) < 0)
+                goto oom;
+        nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(t->batch), NFT_MSG_NEWTABLE,
+                                          NFPROTO_INET, NLM_F_CREATE | NLM_F_ACK, ++t->seq);
+        nftnl_table_nlmsg_build_payload(nlh, tb);
+        nftnl_table_free(tb);
+        t->table_seq = t->seq;
+        return nftnl_batch_update(t->batch) < 0 ? -ENOMEM : 0;
+oom:
+        if (tb)
+                nftnl_table_free(tb);
+        if (t->batch)
+                nftnl_batch_free(t->batch);
+        t->batch = NULL;
+        return -ENOMEM;
+}
+
+static int put_chain(struct nbd_net_txn *t, uint16_t type, struct nftnl_chain *c, uint16_t flags)
+{
+        struct nlmsghdr *nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(t->batch), type,
+                                                           NFPROTO_INET, flags, ++t->seq);
+
+        nftnl_chain_nlmsg_build_payload(nlh, c);
+        return nftnl_batch_update(t->batch) < 0 ? -ENOMEM : 0;
+}
+
+static int put_rule(struct nbd_net_txn *t, struct nftnl_rule *r)
+{
+        struct nlmsghdr *nlh =
+                nftnl_rule_nlmsg_build_hdr(nftnl_batch_buffer(t->batch), NFT_MSG_NEWRULE,
+                                           NFPROTO_INET, NLM_F_CREATE | NLM_F_APPEND, ++t->seq);
+
+        nftnl_rule_nlmsg_build_payload(nlh, r);
+        return nftnl_batch_update(t->batch) < 0 ? -ENOMEM : 0;
+}
+
+/* Deleting a base chain takes its rules along (the kernel flushes it). */
+static int queue_delete(struct nbd_net_txn *t, struct net_state *o)
+{
+        char name[NBD_FW_OWNER_MAX + 16];
+        int r = 0;
+
+        for (unsigned k = 0; r == 0 && k < NBD_NET_CHAINS; k++) {
+                struct nftnl_chain *c;
+                if (!(o->chains & (1u << k)))
+                        continue;
+                if ((r = nbd_net_chain_name(o->info.owner, k, name, sizeof(name))) < 0)
+                        break;
+                c = nftnl_chain_alloc();
+                if (!c || nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NBD_NET_TABLE) < 0 ||
+                    nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0)
+                        r = -ENOMEM;
+                else
+                        r = put_chain(t, NFT_MSG_DELCHAIN, c, 0);
+                if (c)
+                        nftnl_chain_free(c);
+        }
+        return r;
+}
+
+static unsigned chain_mask(const struct nbd_net_compiled *c)
+{
+        unsigned m = 0;
+
+        for (unsigned k = 0; k < NBD_NET_CHAINS; k++)
+                if (c->chains[k])
+                        m |= 1u << k;
+        return m;
+}
+
+static bool in_place(const struct net_state *o, const struct nbd_net_compiled *c, const char *hash)
+{
+        return o && !o->touched && o->has_comment && !o->mixed && strcmp(o->info.hash, hash) == 0 &&
+               o->chains == chain_mask(c) && o->rules == c->total && o->info.rules == c->total;
+}
+
+int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool ensure,
+                      bool own_only, struct nbd_net_applied *ret, struct nbd_err *e)
+{
+        struct net_state *o = find(t, s->owner, strlen(s->owner));
+        struct nbd_net_compiled c = {0};
+        struct nbd_net_applied a = {0};
+        int r;
+
+        if (o && own_only && o->info.uid != s->uid)
+                return nbd_err_set(e, -EPERM,
+                                   "policy: uid %u does not own network owner %s (it is "
+                                   "another caller's)",
+                                   (unsigned)s->uid, s->owner);
+        nbd_net_hash(s, a.hash);
+        if ((r = nbd_net_compile(s, a.hash, &c)) < 0)
+                return nbd_err_set(e, r, "compiling network %s: %s", s->owner, strerror(-r));
+        a.rules = c.total;
+        if (ensure && in_place(o, &c, a.hash)) {
+                a.unchanged = true;
+                goto done;
+        }
+        /* The old chains go and the new come in the same transaction: the
+         * old rules filter until the commit puts the new in place. */
+        if ((r = batch_of(t)) < 0 || (o && (r = queue_delete(t, o)) < 0))
+                goto oom;
+        for (unsigned k = 0; k < NBD_NET_CHAINS; k++) {
+                if (!c.chains[k])
+                        continue;
+                if ((r = put_chain(t, NFT_MSG_NEWCHAIN, c.chains[k], NLM_F_CREATE | NLM_F_EXCL)))
+                        goto oom;
+                for (size_t i = 0; i < c.n_rules[k]; i++)
+                        if ((r = put_rule(t, c.rules[k][i])))
+                                goto oom;
+        }
+        if (!o && !(o = find_or_add(t, s->owner, strlen(s->owner))))
+                goto oom;
+        o->touched = true;
+done:
+        nbd_net_compiled_free(&c);
+        *ret = a;
+        return 0;
+oom:
+        nbd_net_compiled_free(&c);
+        /* What was queued cannot be taken back: the whole batch goes. */
+        if (t->batch)
+                nftnl_batch_free(t->batch);
+        t->batch = NULL;
+        return nbd_err_oom(e, "queueing a network's rules");
+}
+
+int nbd_net_txn_remove(struct nbd_net_txn *t, const char *owner, const uid_t *only_for,
+                       struct nbd_err *e)
+{
+        struct net_state *o = find(t, owner, strlen(owner));
+
+        if (!o || !o->chains)
+                return nbd_err_set(e, -ENOENT, "network owner %s has no rules", owner);
+        if (only_for && o->info.uid != *only_for)
+                return nbd_err_set(e, -EPERM,
+                                   "policy: uid %u does not own network owner %s (it is "
+                                   "another caller's)",
+                                   (unsigned)*only_for, owner);
+        if (batch_of(t) < 0 || queue_delete(t, o) < 0) {
+                if (t->batch)
+                        nftnl_batch_free(t->batch);
+                t->batch = NULL;
+                return nbd_err_oom(e, "queueing a network's removal");
+        }
+        o->chains = 0;
+        o->touched = true;
+        return 0;
+}
+
+bool nbd_net_txn_pending(const struct nbd_net_txn *t)
+{
+        return t->batch != NULL;
+}
+
+/* ---- the commit ---- */
+
+static int read_acks(struct nbd_net_txn *t)
+{
+        char buf[MNL_SOCKET_BUFFER_SIZE];
+        bool acked = false;
+        int first = 0;
+
+        /* nfnetlink handles the whole batch inside sendmsg(): every error
+         * is queued by now, and the table's ack says the batch was seen
+         * (only it asks for one: thousands of acks could overflow the
+         * socket and lose an error). */
+        for (;;) {
+                ssize_t n = recv(mnl_socket_get_fd(t->nl), buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return first ? first : acked ? 0 : -EIO;
+                if (n < 0)
+                        return first ? first : -errno;
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
+                     h = mnl_nlmsg_next(h, (int *)&n)) {
+                        const struct nlmsgerr *ack;
+                        if (h->nlmsg_type != NLMSG_ERROR)
+                                continue;
+                        ack = mnl_nlmsg_get_payload(h);
+                        if (ack->error && !first)
+                                first = ack->error;
+                        if (h->nlmsg_seq == t->table_seq)
+                                acked = true;
+                }
+        }
+}
+
+int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
+{
+        struct iovec *iov = NULL;
+        struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
+        struct msghdr msg = {.msg_name = &snl, .msg_namelen = sizeof(snl)};
+        int r, n;
+
+        if (!t->batch)
+                return 0; /* nothing changes: nothing is written */
+        nftnl_batch_end(nftnl_batch_buffer(t->batch), ++t->seq);
+        if (nftnl_batch_update(t->batch) < 0)
+                return nbd_err_oom(e, "building the network transaction");
+        n = nftnl_batch_iovec_len(t->batch);
+        if (!(iov = calloc((size_t)n, sizeof(*iov))))
+                return nbd_err_oom(e, "building the network transaction");
+        nftnl_batch_iovec(t->batch, iov, (uint32_t)n);
+        msg.msg_iov = iov;
+        msg.msg_iovlen = (size_t)n;
+        r = sendmsg(mnl_socket_get_fd(t->nl), &msg, 0) < 0 ? -errno : 0;
+        free(iov);
+        nbd_netlink_sent_nf(1);
+        if (r == 0)
+                r = read_acks(t);
+        nftnl_batch_free(t->batch);
+        t->batch = NULL;
+        if (r < 0)
+                return nbd_err_set(e, r, "the kernel refused the network transaction: %s",
+                                   strerror(-r));
+        return 0;
+}

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Network owners in the kernel: the table "inet netbroker_net" read back
+ * (chains, their comments, their rule counts), and a batch's network ops in
+ * one nfnetlink transaction, over a socket of the transaction's own.
+ *
+ * A transaction writes nothing when nothing changes: an ensure that finds
+ * an owner's chains with its hash and rule count queues nothing, and a
+ * transaction with nothing queued sends nothing, so the kernel's ruleset
+ * generation stays as it was. */
+#pragma once
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "fw_net.h"
+
+struct nbd_net_txn;
+
+/* Open a socket and read the table: 0, or -errno with e set. */
+int nbd_net_txn_begin(struct nbd_net_txn **ret, struct nbd_err *e);
+
+struct nbd_net_applied {
+        char hash[NBD_FW_HASH_HEX];
+        bool unchanged; /* ensure: in place already, nothing queued */
+        unsigned rules;
+};
+/* Queue s's chains, replacing the owner's (ensure: unless in place).
+ * own_only: -EPERM when the owner exists for another uid. */
+int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool ensure,
+                      bool own_only, struct nbd_net_applied *ret, struct nbd_err *e);
+/* Queue the removal of every chain of owner: -ENOENT when it has none,
+ * -EPERM when only_for is given and it is another uid's. */
+int nbd_net_txn_remove(struct nbd_net_txn *t, const char *owner, const uid_t *only_for,
+                       struct nbd_err *e);
+/* Whether anything is queued. */
+bool nbd_net_txn_pending(const struct nbd_net_txn *t);
+/* Send what is queued as one transaction and read its acks: 0 (nothing
+ * queued: nothing sent), or -errno with e set (the kernel took none of it). */
+int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e);
+void nbd_net_txn_free(struct nbd_net_txn *t);
+
+struct nbd_net_owner_info {
+        char owner[NBD_FW_OWNER_MAX + 1];
+        char bridge[IFNAMSIZ];
+        char hash[NBD_FW_HASH_HEX];
+        char mode[16];
+        unsigned rules; /* as counted in the kernel */
+        uid_t uid;
+};
+/* Every network owner as read at begin; fn's -errno stops the walk. */
+int nbd_net_txn_each(const struct nbd_net_txn *t,
+                     int (*fn)(const struct nbd_net_owner_info *o, void *data), void *data);

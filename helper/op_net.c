@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Network owner ops: protobuf in, fw_net_kernel.h calls out. Every spec is
+ * parsed and checked in validation; the NetApply and NetRemove ops of a
+ * batch form one transaction, committed at the batch's last of them.
+ *
+ * Who may: root; a non-root caller only when a [policy] section grants
+ * net_apply / net_remove (deny by default, policy.c), and then only on a
+ * bridge it owns, for owners it made, with outside ports from 1024 (a
+ * port below is the host's: sshd's, for one). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "fw_net.h"
+#include "fw_net_kernel.h"
+#include "ops.h"
+#include "peer.h"
+
+/* ---- protobuf to the spec ---- */
+
+static int spec_from_proto(const Netbroker__NetApply *a, uid_t uid, struct nbd_net_spec *s,
+                           struct nbd_err *e)
+{
+        struct nbd_err why;
+        int r;
+
+        memset(s, 0, sizeof(*s));
+        if (strlen(a->owner) > NBD_FW_OWNER_MAX || strlen(a->bridge) >= IFNAMSIZ ||
+            strlen(a->forward_dev) >= IFNAMSIZ)
+                return nbd_err_set(e, -EINVAL, "owner, bridge or forward device name too long");
+        strcpy(s->owner, a->owner);
+        strcpy(s->bridge, a->bridge);
+        strcpy(s->forward_dev, a->forward_dev);
+        s->uid = uid;
+        if (a->mode > NETBROKER__NET_FORWARD_MODE__NET_FORWARD_ISOLATED)
+                return nbd_err_set(e, -EINVAL, "unknown forward mode %d", a->mode);
+        s->mode = (enum nbd_net_mode)a->mode;
+        if (a->nat_port_min > 65535 || a->nat_port_max > 65535 ||
+            (a->nat_port_min || a->nat_port_max) != (a->nat_port_min && a->nat_port_max))
+                return nbd_err_set(e, -EINVAL, "NAT ports: both 1-65535, min < max, or both 0");
+        s->nat_port_min = (uint16_t)a->nat_port_min;
+        s->nat_port_max = (uint16_t)a->nat_port_max;
+        if (a->n_subnets > NBD_NET_SUBNETS_MAX || a->n_port_forwards > NBD_NET_FORWARDS_MAX)
+                return nbd_err_set(e, -E2BIG, "at most %d subnets and %d port forwards",
+                                   NBD_NET_SUBNETS_MAX, NBD_NET_FORWARDS_MAX);
+        for (size_t i = 0; i < a->n_subnets; i++)
+                if ((r = nbd_net_parse_subnet(a->subnets[i], &s->subnets[s->n_subnets++], e)))
+                        return r;
+        for (size_t i = 0; i < a->n_port_forwards; i++) {
+                const Netbroker__NetPortForward *f = a->port_forwards[i];
+                r = nbd_net_parse_forward(s, f->protocol, f->outside_address, f->outside_port,
+                                          f->guest_address, f->guest_port,
+                                          &s->forwards[s->n_forwards++], &why);
+                if (r < 0)
+                        return nbd_err_set(e, r, "port forward %zu: %.200s", i, why.msg);
+        }
+        return nbd_net_spec_check(s, e);
+}
+
+/* ---- validation ---- */
+
+static int claim(struct nbd_validation *v, const char *owner, Netbroker__Result *res)
+{
+        char key[NBD_FW_OWNER_MAX + 8];
+
+        if (!nbd_fw_owner_valid(owner))
+                return nbd_result_set(res, -EINVAL,
+                                      "network: bad owner '%s' ([A-Za-z0-9_.:@-], 1-%d bytes)",
+                                      owner, NBD_FW_OWNER_MAX);
+        snprintf(key, sizeof(key), "net:%s", owner);
+        if (!nbd_validation_claim(v, key))
+                return nbd_result_set(res, -EINVAL, "network: owner %s appears twice in this batch",
+                                      owner);
+        return 0;
+}
+
+static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__NetApply *a = op->net_apply;
+        struct nbd_net_spec *s;
+        struct nbd_err err;
+        int r;
+
+        if ((r = claim(v, a->owner, res)))
+                return r;
+        if (a->fw_mode > NETBROKER__FW_MODE__FW_ENSURE)
+                return nbd_result_set(res, -EINVAL, "network %s: unknown mode %d", a->owner,
+                                      a->fw_mode);
+        if (!(s = malloc(sizeof(*s))))
+                return nbd_result_set(res, -ENOMEM, "network %s: out of memory", a->owner);
+        r = spec_from_proto(a, v->peer->uid, s, &err);
+        if (r < 0)
+                nbd_result_set(res, r, "network %s: %s", a->owner, err.msg);
+        for (size_t i = 0; r == 0 && !nbd_peer_is_root(v->peer) && i < s->n_forwards; i++)
+                if (s->forwards[i].outside_port < 1024)
+                        r = nbd_result_set(res, -EPERM,
+                                           "policy: uid %u may not forward outside port %u (below "
+                                           "1024: only root may)",
+                                           (unsigned)v->peer->uid, s->forwards[i].outside_port);
+        free(s);
+        /* A non-root caller's network is on a bridge of its own (root's
+         * rules may come before their bridge: they match it by name). */
+        if (r == 0 && !nbd_peer_is_root(v->peer) &&
+            ((r = nbd_check_interface(v, a->bridge, res, "network")) ||
+             (r = nbd_check_owned(v, a->bridge, res))))
+                return r;
+        return r;
+}
+
+static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
+                           Netbroker__Result *res)
+{
+        return claim(v, op->net_remove->owner, res);
+}
+
+/* ---- running: one transaction for the batch ---- */
+
+/* Network owners talk to the kernel themselves (fw_net_kernel.h), not
+ * through the backend table: under a fake backend (the fuzzers,
+ * test-alloc) they must not reach the real kernel. */
+static int kernel_only(struct nbd_job *job, Netbroker__Result *res)
+{
+        if (nbd_job_ctx(job)->be == &nbd_kernel_backend)
+                return 0;
+        return nbd_result_set(res, -EOPNOTSUPP, "network: network owners need the kernel backend");
+}
+
+static const char txn_key; /* nbd_job_slot()'s key */
+static const unsigned net_cases[] = {NETBROKER__OP__OP_NET_APPLY, NETBROKER__OP__OP_NET_REMOVE};
+
+struct net_batch {
+        struct nbd_net_txn *txn;
+        Netbroker__Result **queued; /* results of the ops in the transaction */
+        size_t n_queued;
+        bool done; /* committed, or failed as a whole */
+};
+
+static void fail_queued(struct net_batch *b, int err, const char *why)
+{
+        for (size_t i = 0; i < b->n_queued; i++)
+                if (b->queued[i]->status == 0)
+                        nbd_result_set(b->queued[i], err, "network: %s", why);
+}
+
+/* A later op stopped the batch before the transaction went: nothing the
+ * ops queued was applied, and their results must not say it was. */
+static void batch_stopped(struct nbd_job *job, void *data, size_t failed)
+{
+        struct net_batch *b = data;
+        char why[64];
+
+        (void)job;
+        if (b->done)
+                return;
+        snprintf(why, sizeof(why), "not applied: op %zu failed", failed);
+        fail_queued(b, -ECANCELED, why);
+        b->done = true;
+}
+
+static void batch_free(void *data)
+{
+        struct net_batch *b = data;
+
+        nbd_net_txn_free(b->txn);
+        free(b->queued);
+        free(b);
+}
+
+static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
+{
+        void **slot = nbd_job_slot(job, &txn_key);
+        struct net_batch *b;
+        struct nbd_err err;
+        int r;
+
+        if (!slot) {
+                nbd_result_set(res, -ENOMEM, "network: no job slot left");
+                return NULL;
+        }
+        if (kernel_only(job, res) < 0)
+                return NULL;
+        if (*slot)
+                return *slot;
+        if (!(b = calloc(1, sizeof(*b)))) {
+                nbd_result_set(res, -ENOMEM, "network: out of memory");
+                return NULL;
+        }
+        if ((r = nbd_net_txn_begin(&b->txn, &err)) < 0) {
+                free(b);
+                nbd_result_set(res, r, "network: %s", err.msg);
+                return NULL;
+        }
+        if (nbd_job_on_failure_call(job, batch_stopped, batch_free, b) < 0) { /* frees b */
+                nbd_result_set(res, -ENOMEM, "network: out of memory");
+                return NULL;
+        }
+        *slot = b;
+        return b;
+}
+
+/* The op ran (r); at the batch's last network op, what was queued goes to
+ * the kernel in one transaction: when this op succeeded, or failed in a
+ * request that goes on after failures. */
+static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result *res, int r)
+{
+        struct nbd_err err;
+        int k;
+
+        if (r == 0)
+                b->queued[b->n_queued++] = res; /* room was made before */
+        if (b->done || nbd_job_later_op_of(job, net_cases, 2))
+                return r;
+        if (r < 0 && !nbd_job_goes_on_after_failure(job))
+                return r; /* batch_stopped() cancels the others */
+        b->done = true;
+        k = nbd_net_txn_commit(b->txn, &err);
+        if (k < 0)
+                fail_queued(b, k, err.msg);
+        return r < 0 ? r : k;
+}
+
+static int reserve(struct net_batch *b)
+{
+        Netbroker__Result **q = realloc(b->queued, (b->n_queued + 1) * sizeof(*q));
+
+        if (!q)
+                return -ENOMEM;
+        b->queued = q;
+        return 0;
+}
+
+static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const Netbroker__NetApply *a = op->net_apply;
+        const struct nbd_peer *p = nbd_job_peer(job);
+        struct net_batch *b = batch_of(job, res);
+        Netbroker__NetApplyResult *out = NULL;
+        struct nbd_net_applied applied;
+        struct nbd_net_spec *s = NULL;
+        struct nbd_err err;
+        char *hash = NULL;
+        int r;
+
+        if (!b)
+                return -(int)res->status;
+        if (!nbd_peer_is_root(p) && (r = nbd_job_check_owned(job, a->bridge, res)))
+                return finish_op(job, b, res, r);
+        s = malloc(sizeof(*s));
+        out = malloc(sizeof(*out));
+        hash = malloc(NBD_FW_HASH_HEX);
+        if (!s || !out || !hash || reserve(b) < 0) {
+                r = nbd_result_set(res, -ENOMEM, "network: out of memory");
+                goto out;
+        }
+        r = spec_from_proto(a, p->uid, s, &err);
+        if (r == 0)
+                r = nbd_net_txn_apply(b->txn, s, a->fw_mode == NETBROKER__FW_MODE__FW_ENSURE,
+                                      !nbd_peer_is_root(p), &applied, &err);
+        if (r < 0) {
+                nbd_result_set(res, r, "network %s: %s", a->owner, err.msg);
+                goto out;
+        }
+        netbroker__net_apply_result__init(out);
+        memcpy(hash, applied.hash, NBD_FW_HASH_HEX);
+        out->hash = hash;
+        out->unchanged = applied.unchanged;
+        out->rules = applied.rules;
+        res->out_case = NETBROKER__RESULT__OUT_NET_APPLY;
+        res->net_apply = out;
+        out = NULL;
+        hash = NULL;
+out:
+        free(s);
+        free(out);
+        free(hash);
+        return finish_op(job, b, res, r);
+}
+
+static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const struct nbd_peer *p = nbd_job_peer(job);
+        struct net_batch *b = batch_of(job, res);
+        struct nbd_err err;
+        int r;
+
+        if (!b)
+                return -(int)res->status;
+        if (reserve(b) < 0)
+                return finish_op(job, b, res,
+                                 nbd_result_set(res, -ENOMEM, "network: out of memory"));
+        r = nbd_net_txn_remove(b->txn, op->net_remove->owner, nbd_peer_is_root(p) ? NULL : &p->uid,
+                               &err);
+        if (r < 0)
+                nbd_result_set(res, r, "network: %s", err.msg);
+        return finish_op(job, b, res, r);
+}
+
+struct listing {
+        Netbroker__NetListResult *l;
+        const struct nbd_peer *peer;
+};
+
+static int add_owner(const struct nbd_net_owner_info *o, void *data)
+{
+        struct listing *ls = data;
+        Netbroker__NetListResult *l = ls->l;
+        Netbroker__NetOwner *p, **grown;
+
+        /* Others' networks are not a non-root caller's business. */
+        if (!nbd_peer_is_root(ls->peer) && o->uid != ls->peer->uid)
+                return 0;
+        if (!(p = malloc(sizeof(*p))))
+                return -ENOMEM;
+        netbroker__net_owner__init(p);
+        if (!(grown = realloc(l->owners, (l->n_owners + 1) * sizeof(*grown)))) {
+                free(p);
+                return -ENOMEM;
+        }
+        l->owners = grown;
+        l->owners[l->n_owners++] = p;
+        p->rules = o->rules;
+        p->owner = strdup(o->owner);
+        p->bridge = strdup(o->bridge);
+        p->hash = strdup(o->hash);
+        p->mode = strdup(o->mode);
+        if (!p->owner || !p->bridge || !p->hash || !p->mode) {
+                p->owner = p->owner ? p->owner : (char *)protobuf_c_empty_string;
+                p->bridge = p->bridge ? p->bridge : (char *)protobuf_c_empty_string;
+                p->hash = p->hash ? p->hash : (char *)protobuf_c_empty_string;
+                p->mode = p->mode ? p->mode : (char *)protobuf_c_empty_string;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        Netbroker__NetListResult *l = malloc(sizeof(*l));
+        struct listing ls = {l, nbd_job_peer(job)};
+        struct nbd_net_txn *t = NULL;
+        struct nbd_err err;
+        int r;
+
+        (void)op;
+        if ((r = kernel_only(job, res)) < 0)
+                return r;
+        if (!l)
+                return nbd_result_set(res, -ENOMEM, "network: out of memory");
+        netbroker__net_list_result__init(l);
+        res->out_case = NETBROKER__RESULT__OUT_NET_LIST;
+        res->net_list = l;
+        if ((r = nbd_net_txn_begin(&t, &err)) < 0)
+                return nbd_result_set(res, r, "network: %s", err.msg);
+        r = nbd_net_txn_each(t, add_owner, &ls);
+        nbd_net_txn_free(t);
+        return r < 0 ? nbd_result_set(res, r, "network: out of memory listing the owners") : 0;
+}
+
+const struct nbd_op_handler nbd_op_net_apply = {
+        .name = "net_apply",
+        .needs = NBD_NEEDS_LINKS | NBD_NEEDS_FIREWALL,
+        .stat = NBD_STAT_OPS_FIREWALL,
+        .validate = validate_apply,
+        .run = run_apply,
+};
+const struct nbd_op_handler nbd_op_net_remove = {
+        .name = "net_remove",
+        .needs = NBD_NEEDS_FIREWALL,
+        .stat = NBD_STAT_OPS_FIREWALL,
+        .validate = validate_remove,
+        .run = run_remove,
+};
+const struct nbd_op_handler nbd_op_net_list = {
+        .name = "net_list",
+        .needs = NBD_NEEDS_FIREWALL,
+        .stat = NBD_STAT_OPS_FIREWALL,
+        .run = run_list,
+};

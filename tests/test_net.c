@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Network owners against the real kernel, with real traffic.
+ *
+ * The world: the test's own namespace is the "host", with the helper, the
+ * bridge nbr0 (192.168.100.1/24) and vo0 (10.9.0.1/24) toward the
+ * "outside" namespace (oeth0, 10.9.0.2/24, routed to the guests' subnet
+ * through the host); the "guest" namespace hangs on the bridge (geth0,
+ * 192.168.100.2/24, default route through the host). The host forwards
+ * IPv4. Without a network owner everything passes unchanged: each test
+ * says what its rules change, and checks the world before where it
+ * matters.
+ *
+ * libvirt's side (tests/net/libvirt-*.nft): the rulesets libvirt's
+ * network driver (src/network/network_nftables.c) installs for the same
+ * network, written out by hand from its source; the same probes go
+ * through both and must get the same verdicts. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+#define BR "nbr0"
+#define SUBNET "192.168.100.0/24"
+#define GUEST "192.168.100.2"
+#define HOST_OUT "10.9.0.1"
+#define OUTSIDE "10.9.0.2"
+#define FIXTURES NB_TEST_PY_DIR "/../net"
+
+struct world {
+        nb_conn *c;
+        int guest, out; /* namespaces */
+        char guest_path[64], out_path[64];
+};
+
+static void world_up(struct world *w)
+{
+        tu_private_netns();
+        w->c = tu_spawn(TU_ALLOW);
+        w->guest = tu_new_netns_fd();
+        w->out = tu_new_netns_fd();
+        snprintf(w->guest_path, sizeof(w->guest_path), "/proc/%d/fd/%d", (int)getpid(), w->guest);
+        snprintf(w->out_path, sizeof(w->out_path), "/proc/%d/fd/%d", (int)getpid(), w->out);
+        free(tu_sh("ip link set lo up && ip link add " BR " type bridge && "
+                   "ip addr add 192.168.100.1/24 dev " BR " && ip link set " BR " up"));
+        free(tu_sh("ip link add vg0 type veth peer name geth0 netns %s && "
+                   "ip link set vg0 master " BR " up",
+                   w->guest_path));
+        free(tu_sh("nsenter --net=%s sh -c 'ip link set lo up && ip addr add " GUEST
+                   "/24 dev geth0 && ip link set geth0 up && ip route add default via "
+                   "192.168.100.1'",
+                   w->guest_path));
+        free(tu_sh("ip link add vo0 type veth peer name oeth0 netns %s && "
+                   "ip addr add " HOST_OUT "/24 dev vo0 && ip link set vo0 up",
+                   w->out_path));
+        free(tu_sh("nsenter --net=%s sh -c 'ip link set lo up && ip addr add " OUTSIDE
+                   "/24 dev oeth0 && ip link set oeth0 up && ip route add " SUBNET " via " HOST_OUT
+                   "'",
+                   w->out_path));
+        free(tu_sh("sysctl -qw net.ipv4.ip_forward=1"));
+}
+
+static void world_down(struct world *w)
+{
+        nb_close(w->c);
+        close(w->guest);
+        close(w->out);
+}
+
+/* ---- traffic ---- */
+
+/* A socket in namespace ns (-1: the host's). */
+static int socket_in(int ns, int type)
+{
+        int here = -1, fd;
+
+        if (ns >= 0) {
+                here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+                ck_assert_int_ge(here, 0);
+                ck_assert_msg(setns(ns, CLONE_NEWNET) == 0, "setns: %s", strerror(errno));
+        }
+        fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        if (ns >= 0) {
+                ck_assert_msg(setns(here, CLONE_NEWNET) == 0, "setns back: %s", strerror(errno));
+                close(here);
+        }
+        ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+        return fd;
+}
+
+static struct sockaddr_in sin_of(const char *addr, unsigned port)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+
+        ck_assert_int_eq(inet_pton(AF_INET, addr, &sa.sin_addr), 1);
+        return sa;
+}
+
+/* What a TCP connection from namespace `from` to dst:dport, with a
+ * listener on `lport` in namespace `to`, came to: whether it was
+ * accepted, and the peer address and port the listener saw. */
+struct seen {
+        bool ok;
+        int err; /* the connect's, when not ok */
+        char peer[INET_ADDRSTRLEN];
+        unsigned peer_port;
+};
+
+static struct seen tcp_probe_from(int from, int to, unsigned lport, const char *dst, unsigned dport,
+                                  const char *saddr, unsigned sport)
+{
+        struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons((uint16_t)lport)};
+        struct sockaddr_in d = sin_of(dst, dport), peer;
+        socklen_t len = sizeof(peer);
+        struct seen s = {0};
+        struct pollfd p;
+        int l = socket_in(to, SOCK_STREAM), c = socket_in(from, SOCK_STREAM | SOCK_NONBLOCK), a;
+        int one = 1, err = 0;
+
+        ck_assert_int_eq(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+        ck_assert_int_eq(bind(l, (struct sockaddr *)&any, sizeof(any)), 0);
+        ck_assert_int_eq(listen(l, 4), 0);
+        if (sport || saddr) {
+                struct sockaddr_in src = sin_of(saddr ? saddr : "0.0.0.0", sport);
+                ck_assert_int_eq(setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+                ck_assert_int_eq(bind(c, (struct sockaddr *)&src, sizeof(src)), 0);
+        }
+        if (connect(c, (struct sockaddr *)&d, sizeof(d)) < 0 && errno != EINPROGRESS)
+                err = errno;
+        p = (struct pollfd){.fd = c, .events = POLLOUT};
+        if (!err && poll(&p, 1, 3000) != 1)
+                err = ETIMEDOUT;
+        len = sizeof(err);
+        if (!err)
+                getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+        s.err = err;
+        p = (struct pollfd){.fd = l, .events = POLLIN};
+        if (!err && poll(&p, 1, 2000) == 1) {
+                len = sizeof(peer);
+                a = accept(l, (struct sockaddr *)&peer, &len);
+                ck_assert_int_ge(a, 0);
+                inet_ntop(AF_INET, &peer.sin_addr, s.peer, sizeof(s.peer));
+                s.peer_port = ntohs(peer.sin_port);
+                s.ok = true;
+                close(a);
+        }
+        close(c);
+        close(l);
+        return s;
+}
+
+static struct seen tcp_probe(int from, int to, unsigned lport, const char *dst, unsigned dport,
+                             unsigned sport)
+{
+        return tcp_probe_from(from, to, lport, dst, dport, NULL, sport);
+}
+
+/* ---- the kernel's ruleset generation (NFT_MSG_GETGEN): every commit
+ * in the namespace bumps it, so an unchanged one means nothing was
+ * written. ---- */
+
+static uint32_t nft_gen(void)
+{
+        struct {
+                struct nlmsghdr h;
+                struct nfgenmsg g;
+        } req = {{sizeof(req), NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETGEN, NLM_F_REQUEST, 1, 0},
+                 {AF_UNSPEC, NFNETLINK_V0, 0}};
+        char buf[4096];
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        struct nlmsghdr *h = (struct nlmsghdr *)buf;
+        ssize_t n;
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(send(fd, &req, sizeof(req), 0), (ssize_t)sizeof(req));
+        n = recv(fd, buf, sizeof(buf), 0);
+        close(fd);
+        ck_assert(NLMSG_OK(h, n) && h->nlmsg_type != NLMSG_ERROR);
+        for (struct nlattr *a = (struct nlattr *)((char *)NLMSG_DATA(h) + sizeof(struct nfgenmsg));
+             (char *)a + sizeof(*a) <= (char *)h + h->nlmsg_len;
+             a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
+                if (a->nla_len < sizeof(*a))
+                        break;
+                if ((a->nla_type & NLA_TYPE_MASK) == NFTA_GEN_ID) {
+                        uint32_t v;
+                        memcpy(&v, (char *)a + NLA_HDRLEN, 4);
+                        return ntohl(v);
+                }
+        }
+        ck_abort_msg("no NFTA_GEN_ID in the GETGEN answer");
+        return 0;
+}
+
+/* ---- the network ---- */
+
+static const char *const subnets[] = {SUBNET};
+
+static nb_net_spec spec_of(nb_net_mode mode, const nb_net_forward *const *fwd, size_t n_fwd,
+                           nb_fw_mode fw_mode)
+{
+        nb_net_spec s = NB_NET_SPEC_INIT;
+
+        s.bridge = BR;
+        s.subnets = subnets;
+        s.n_subnets = 1;
+        s.mode = mode;
+        s.forwards = fwd;
+        s.n_forwards = n_fwd;
+        s.fw_mode = fw_mode;
+        return s;
+}
+
+/* One op, which must succeed; the results are the caller's. */
+static nb_results *submit_ok(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+        int r = nb_submit(c, b, &res);
+
+        ck_assert_msg(r == 0, "submit: %s", nb_conn_error(c));
+        for (size_t i = 0; i < nb_results_count(res); i++)
+                ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s", i,
+                              nb_result_message(res, i));
+        nb_batch_free(b);
+        return res;
+}
+
+static void apply(nb_conn *c, const char *owner, const nb_net_spec *s, bool *ret_unchanged,
+                  unsigned *ret_rules)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        bool unchanged;
+        unsigned rules;
+
+        ck_assert_int_eq(nb_batch_net_apply(b, owner, s), 0);
+        res = submit_ok(c, b);
+        ck_assert_int_eq(nb_result_net(res, 0, NULL, &unchanged, &rules), 0);
+        if (ret_unchanged)
+                *ret_unchanged = unchanged;
+        if (ret_rules)
+                *ret_rules = rules;
+        nb_results_free(res);
+}
+
+static void remove_net(nb_conn *c, const char *owner)
+{
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_net_remove(b, owner), 0);
+        nb_results_free(submit_ok(c, b));
+}
+
+/* ---- nat, route, isolated, with real traffic ---- */
+
+START_TEST(test_nat_guest_reaches_outside_as_the_host_and_outside_cannot_reach_in)
+{
+        struct world w;
+        nb_net_spec s;
+        struct seen out, in, low;
+
+        world_up(&w);
+        /* Before: forwarded unchanged, both ways. */
+        out = tcp_probe(w.guest, w.out, 7001, OUTSIDE, 7001, 0);
+        ck_assert_msg(out.ok && strcmp(out.peer, GUEST) == 0, "before: %d %s", out.err, out.peer);
+        s = spec_of(NB_NET_NAT, NULL, 0, NB_FW_REPLACE);
+        apply(w.c, "nat0", &s, NULL, NULL);
+        out = tcp_probe(w.guest, w.out, 7002, OUTSIDE, 7002, 0);
+        ck_assert_msg(out.ok, "guest to outside: %s", strerror(out.err));
+        ck_assert_str_eq(out.peer, HOST_OUT); /* masqueraded */
+        /* libvirt's port range: a guest's port below 1024 is not kept. */
+        low = tcp_probe(w.guest, w.out, 7003, OUTSIDE, 7003, 900);
+        ck_assert_msg(low.ok, "guest from port 900: %s", strerror(low.err));
+        ck_assert_str_eq(low.peer, HOST_OUT);
+        ck_assert_uint_ge(low.peer_port, 1024);
+        /* A new connection from outside is rejected (guest_input). */
+        in = tcp_probe(w.out, w.guest, 7004, GUEST, 7004, 0);
+        ck_assert_msg(!in.ok, "outside reached the guest through nat");
+        ck_assert_int_eq(in.err, ECONNREFUSED); /* reject, not a silent drop */
+        world_down(&w);
+}
+END_TEST
+
+START_TEST(test_nat_port_range_is_the_one_asked_for)
+{
+        struct world w;
+        nb_net_spec s;
+        struct seen low;
+
+        world_up(&w);
+        s = spec_of(NB_NET_NAT, NULL, 0, NB_FW_REPLACE);
+        s.nat_port_min = 20000;
+        s.nat_port_max = 20010;
+        apply(w.c, "nat0", &s, NULL, NULL);
+        low = tcp_probe(w.guest, w.out, 7005, OUTSIDE, 7005, 900);
+        ck_assert_msg(low.ok, "guest from port 900: %s", strerror(low.err));
+        ck_assert_msg(low.peer_port >= 20000 && low.peer_port <= 20010, "source port %u",
+                      low.peer_port);
+        world_down(&w);
+}
+END_TEST
+
+START_TEST(test_route_keeps_the_guest_address_both_ways)
+{
+        struct world w;
+        nb_net_spec s;
+        struct seen out, in;
+
+        world_up(&w);
+        s = spec_of(NB_NET_ROUTE, NULL, 0, NB_FW_REPLACE);
+        apply(w.c, "route0", &s, NULL, NULL);
+        out = tcp_probe(w.guest, w.out, 7011, OUTSIDE, 7011, 900);
+        ck_assert_msg(out.ok, "guest to outside: %s", strerror(out.err));
+        ck_assert_str_eq(out.peer, GUEST);
+        ck_assert_uint_eq(out.peer_port, 900);
+        in = tcp_probe(w.out, w.guest, 7012, GUEST, 7012, 0);
+        ck_assert_msg(in.ok, "outside to guest: %s", strerror(in.err));
+        ck_assert_str_eq(in.peer, OUTSIDE);
+        world_down(&w);
+}
+END_TEST
+
+START_TEST(test_isolated_stops_both_ways_and_open_changes_nothing)
+{
+        struct world w;
+        nb_net_spec s;
+        struct seen out, in;
+        unsigned rules;
+
+        world_up(&w);
+        s = spec_of(NB_NET_ISOLATED, NULL, 0, NB_FW_REPLACE);
+        apply(w.c, "iso0", &s, NULL, NULL);
+        out = tcp_probe(w.guest, w.out, 7021, OUTSIDE, 7021, 0);
+        in = tcp_probe(w.out, w.guest, 7022, GUEST, 7022, 0);
+        ck_assert_msg(!out.ok && !in.ok, "isolated: out %d in %d", out.ok, in.ok);
+        ck_assert_int_eq(out.err, ECONNREFUSED);
+        ck_assert_int_eq(in.err, ECONNREFUSED);
+        /* open: libvirt installs nothing; the owner is there, with no rule. */
+        s = spec_of(NB_NET_OPEN, NULL, 0, NB_FW_REPLACE);
+        apply(w.c, "iso0", &s, NULL, &rules);
+        ck_assert_uint_eq(rules, 0);
+        out = tcp_probe(w.guest, w.out, 7023, OUTSIDE, 7023, 0);
+        in = tcp_probe(w.out, w.guest, 7024, GUEST, 7024, 0);
+        ck_assert_msg(out.ok && in.ok, "open: out %s, in %s", strerror(out.err), strerror(in.err));
+        ck_assert_str_eq(out.peer, GUEST);
+        world_down(&w);
+}
+END_TEST
+
+/* ---- port forwards ---- */
+
+START_TEST(test_port_forward_reaches_the_guest_from_outside_and_from_the_host)
+{
+        struct world w;
+        nb_net_forward f = NB_NET_FORWARD_INIT;
+        const nb_net_forward *fp[] = {&f};
+        nb_net_spec s;
+        struct seen before, in, local;
+
+        world_up(&w);
+        before = tcp_probe(w.out, w.guest, 80, HOST_OUT, 8080, 0);
+        ck_assert_msg(!before.ok, "the host answered on 8080 before any forward");
+        f.protocol = "tcp";
+        f.outside_port = 8080;
+        f.guest_address = GUEST;
+        f.guest_port = 80;
+        s = spec_of(NB_NET_NAT, fp, 1, NB_FW_REPLACE);
+        apply(w.c, "pf0", &s, NULL, NULL);
+        in = tcp_probe(w.out, w.guest, 80, HOST_OUT, 8080, 0);
+        ck_assert_msg(in.ok, "outside to host:8080: %s", strerror(in.err));
+        ck_assert_str_eq(in.peer, OUTSIDE); /* DNAT only: the source stays */
+        /* From the host itself (netavark's OUTPUT rule). */
+        local = tcp_probe(-1, w.guest, 80, HOST_OUT, 8080, 0);
+        ck_assert_msg(local.ok, "host to its own :8080: %s", strerror(local.err));
+        /* An outside address of another host's: not forwarded. */
+        f.outside_address = "10.9.0.99";
+        s = spec_of(NB_NET_NAT, fp, 1, NB_FW_REPLACE);
+        apply(w.c, "pf0", &s, NULL, NULL);
+        in = tcp_probe(w.out, w.guest, 80, HOST_OUT, 8080, 0);
+        ck_assert_msg(!in.ok, "forwarded although the outside address differs");
+        world_down(&w);
+}
+END_TEST
+
+/* ---- ensure, the batch's one transaction, listing, removal ---- */
+
+static size_t list_nets(nb_conn *c, char *buf, size_t size)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        size_t n, used = 0;
+
+        ck_assert_int_eq(nb_batch_net_list(b), 0);
+        res = submit_ok(c, b);
+        n = nb_result_net_owner_count(res, 0);
+        buf[0] = 0;
+        for (size_t k = 0; k < n; k++) {
+                nb_net_owner o = NB_NET_OWNER_INIT;
+                ck_assert_int_eq(nb_result_net_owner_at(res, 0, k, &o), 0);
+                used += (size_t)snprintf(buf + used, size - used, "%s %s %s %u\n", o.owner,
+                                         o.bridge, o.mode, o.rules);
+        }
+        nb_results_free(res);
+        return n;
+}
+
+START_TEST(test_ensure_of_an_unchanged_network_writes_nothing_and_a_change_rewrites_it)
+{
+        struct world w;
+        nb_net_forward f = NB_NET_FORWARD_INIT;
+        const nb_net_forward *fp[] = {&f};
+        nb_net_spec s;
+        bool unchanged;
+        unsigned rules, rules2;
+        uint32_t gen;
+        char list[512], *ruleset;
+
+        world_up(&w);
+        f.protocol = "udp";
+        f.outside_port = 5353;
+        f.guest_address = GUEST;
+        s = spec_of(NB_NET_NAT, fp, 1, NB_FW_ENSURE);
+        apply(w.c, "ens0", &s, &unchanged, &rules);
+        ck_assert(!unchanged);
+        /* A restart of the daemon and of its helper. */
+        nb_close(w.c);
+        w.c = tu_spawn(TU_ALLOW);
+        gen = nft_gen();
+        apply(w.c, "ens0", &s, &unchanged, &rules2);
+        ck_assert_msg(unchanged, "ensure rewrote an unchanged network");
+        ck_assert_uint_eq(rules2, rules);
+        ck_assert_uint_eq(nft_gen(), gen);
+        /* A change: written. */
+        f.guest_port = 53;
+        apply(w.c, "ens0", &s, &unchanged, NULL);
+        ck_assert(!unchanged);
+        ck_assert_uint_eq(nft_gen(), gen + 1);
+        /* A chain deleted behind the helper's back: ensure puts it back. */
+        free(tu_sh("nft delete chain inet netbroker_net ens0/output"));
+        apply(w.c, "ens0", &s, &unchanged, NULL);
+        ck_assert_msg(!unchanged, "ensure missed a deleted chain");
+        ruleset = tu_sh("nft list chain inet netbroker_net ens0/output");
+        ck_assert_ptr_nonnull(strstr(ruleset, "dnat ip to 192.168.100.2:53"));
+        free(ruleset);
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 1);
+        ck_assert_msg(strncmp(list, "ens0 nbr0 nat ", 14) == 0, "list: %s", list);
+        ck_assert_uint_eq((unsigned)atoi(list + 14), rules);
+        /* Removal removes every chain. */
+        remove_net(w.c, "ens0");
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 0);
+        ruleset = tu_sh("nft list table inet netbroker_net");
+        ck_assert_ptr_null(strstr(ruleset, "chain"));
+        free(ruleset);
+        world_down(&w);
+}
+END_TEST
+
+START_TEST(test_networks_of_one_batch_are_one_transaction_and_a_refused_one_changes_nothing)
+{
+        struct world w;
+        nb_net_spec s = spec_of(NB_NET_NAT, NULL, 0, NB_FW_REPLACE), bad;
+        static const char *const bad_subnets[] = {"300.1.2.0/24"};
+        nb_results *res = NULL;
+        nb_batch *b;
+        char list[256];
+        uint32_t gen;
+
+        world_up(&w);
+        gen = nft_gen();
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_apply(b, "one0", &s), 0);
+        ck_assert_int_eq(nb_batch_net_apply(b, "two0", &s), 0);
+        nb_results_free(submit_ok(w.c, b));
+        ck_assert_uint_eq(nft_gen(), gen + 1);
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 2);
+        /* A bad subnet in the second op: refused before anything is sent. */
+        bad = s;
+        bad.subnets = bad_subnets;
+        gen = nft_gen();
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_remove(b, "one0"), 0);
+        ck_assert_int_eq(nb_batch_net_apply(b, "three0", &bad), 0);
+        ck_assert_int_eq(nb_submit(w.c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 1), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(nb_result_message(res, 1), "subnet '300.1.2.0/24'"));
+        nb_results_free(res);
+        nb_batch_free(b);
+        ck_assert_uint_eq(nft_gen(), gen);
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 2);
+        world_down(&w);
+}
+END_TEST
+
+/* ---- the same verdicts as libvirt's own rules ---- */
+
+#define SPOOFED "192.168.200.2" /* a guest address outside the subnet */
+#define N_PROBES 4
+
+/* The probes, through whatever rules are in place; ports from base on. */
+static void probe_all(const struct world *w, unsigned base, struct seen out[N_PROBES])
+{
+        out[0] = tcp_probe(w->guest, w->out, base, OUTSIDE, base, 0);
+        out[1] = tcp_probe(w->guest, w->out, base + 1, OUTSIDE, base + 1, 900 + base % 100);
+        out[2] = tcp_probe(w->out, w->guest, base + 2, GUEST, base + 2, 0);
+        out[3] = tcp_probe_from(w->guest, w->out, base + 3, OUTSIDE, base + 3, SPOOFED, 0);
+}
+
+static const char *const probe_names[N_PROBES] = {
+        "guest to outside",
+        "guest to outside from a port below 1024",
+        "outside to guest (new connection)",
+        "guest to outside from an address outside the subnet",
+};
+
+/* Same verdict, same source address seen, the same answer to "was the
+ * source port below 1024 kept". */
+static void assert_same(const char *mode, const struct seen *lv, const struct seen *nb)
+{
+        for (int i = 0; i < N_PROBES; i++) {
+                ck_assert_msg(lv[i].ok == nb[i].ok, "%s, %s: libvirt %s, netbroker %s", mode,
+                              probe_names[i], lv[i].ok ? "passes" : strerror(lv[i].err),
+                              nb[i].ok ? "passes" : strerror(nb[i].err));
+                if (!lv[i].ok) {
+                        ck_assert_msg(lv[i].err == nb[i].err, "%s, %s: libvirt %s, netbroker %s",
+                                      mode, probe_names[i], strerror(lv[i].err),
+                                      strerror(nb[i].err));
+                        continue;
+                }
+                ck_assert_msg(strcmp(lv[i].peer, nb[i].peer) == 0,
+                              "%s, %s: libvirt's seen from %s, netbroker's from %s", mode,
+                              probe_names[i], lv[i].peer, nb[i].peer);
+                ck_assert_msg((lv[i].peer_port < 1024) == (nb[i].peer_port < 1024),
+                              "%s, %s: source port %u with libvirt's, %u with netbroker's", mode,
+                              probe_names[i], lv[i].peer_port, nb[i].peer_port);
+        }
+}
+
+START_TEST(test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give)
+{
+        static const struct {
+                const char *name, *fixture;
+                nb_net_mode mode;
+                bool want[N_PROBES]; /* what libvirt's rules do: the probes mean something */
+        } modes[] = {
+                {"nat", FIXTURES "/libvirt-nat.nft", NB_NET_NAT, {true, true, false, false}},
+                {"route", FIXTURES "/libvirt-route.nft", NB_NET_ROUTE, {true, true, true, false}},
+                {"isolated",
+                 FIXTURES "/libvirt-isolated.nft",
+                 NB_NET_ISOLATED,
+                 {false, false, false, false}},
+        };
+        struct world w;
+
+        world_up(&w);
+        /* Routed both ways, so that only a rule can stop it (and the
+         * host's reject reaches the guest). */
+        free(tu_sh("nsenter --net=%s ip addr add " SPOOFED "/32 dev geth0", w.guest_path));
+        free(tu_sh("ip route add " SPOOFED "/32 dev " BR));
+        free(tu_sh("nsenter --net=%s ip route add " SPOOFED "/32 via " HOST_OUT, w.out_path));
+        for (size_t m = 0; m < sizeof(modes) / sizeof(*modes); m++) {
+                struct seen lv[N_PROBES], nb[N_PROBES];
+                nb_net_spec s = spec_of(modes[m].mode, NULL, 0, NB_FW_REPLACE);
+                unsigned base = 7100 + (unsigned)m * 20;
+                free(tu_sh("nft -f %s", modes[m].fixture));
+                probe_all(&w, base, lv);
+                free(tu_sh("nft delete table ip libvirt_network"));
+                for (int i = 0; i < N_PROBES; i++)
+                        ck_assert_msg(lv[i].ok == modes[m].want[i], "%s, libvirt's rules: %s %s",
+                                      modes[m].name, probe_names[i],
+                                      lv[i].ok ? "passes" : strerror(lv[i].err));
+                apply(w.c, "lv0", &s, NULL, NULL);
+                probe_all(&w, base + 10, nb);
+                remove_net(w.c, "lv0");
+                assert_same(modes[m].name, lv, nb);
+        }
+        world_down(&w);
+}
+END_TEST
+
+/* ---- policy: deny by default ---- */
+
+static int as_nobody(const char *sock, const char *owner, const char *bridge, unsigned port,
+                     char *msg, size_t size)
+{
+        int pfd[2];
+        pid_t pid;
+        struct {
+                int status;
+                char msg[256];
+        } r = {0};
+
+        ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                nb_conn *c = NULL;
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                nb_net_forward f = NB_NET_FORWARD_INIT;
+                const nb_net_forward *fp[] = {&f};
+                nb_net_spec s = spec_of(NB_NET_NAT, fp, port ? 1 : 0, NB_FW_REPLACE);
+                f.protocol = "tcp";
+                f.outside_port = port;
+                f.guest_address = GUEST;
+                s.bridge = bridge;
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        r.status = -errno;
+                if (!r.status)
+                        r.status = nb_connect(sock, &c);
+                /* A bridge of its own, as it makes one (uid-marked). */
+                if (!r.status && strncmp(bridge, "nbu", 3) == 0 && !tu_link_exists(bridge))
+                        nb_batch_bridge_create(b, bridge);
+                if (!r.status)
+                        nb_batch_net_apply(b, owner, &s);
+                if (!r.status && (r.status = nb_submit(c, b, &res)) == 0) {
+                        size_t last = nb_results_count(res) - 1;
+                        r.status = nb_result_status(res, last);
+                        snprintf(r.msg, sizeof(r.msg), "%s", nb_result_message(res, last));
+                }
+                if (write(pfd[1], &r, sizeof(r)) != sizeof(r))
+                        _exit(1);
+                _exit(0);
+        }
+        close(pfd[1]);
+        ck_assert_int_eq(read(pfd[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+        close(pfd[0]);
+        waitpid(pid, NULL, 0);
+        snprintf(msg, size, "%s", r.msg);
+        return r.status;
+}
+
+START_TEST(test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_network)
+{
+        struct tu_helper none, granted;
+        char msg[256];
+        nb_conn *rc;
+        nb_batch *b;
+        int r;
+
+        tu_private_netns();
+        free(tu_sh("ip link add " BR " type bridge"));
+        tu_helper_start(&none, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                        "allow_uid = 0 65534\n");
+        ck_assert_int_eq(chmod(none.sock, 0666), 0);
+        r = as_nobody(none.sock, "n0", BR, 0, msg, sizeof(msg));
+        ck_assert_int_eq(r, -EPERM);
+        ck_assert_msg(strstr(msg, "may not run net_apply"), "%s", msg);
+        tu_helper_stop(&none);
+
+        tu_helper_start(&granted, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                           "allow_uid = 0 65534\n"
+                                           "[policy uid 65534]\n"
+                                           "ops = bridge_create net_apply net_remove\n"
+                                           "name_prefixes = nbu\n");
+        ck_assert_int_eq(chmod(granted.sock, 0666), 0);
+        /* root's bridge: not the caller's. */
+        r = as_nobody(granted.sock, "n0", BR, 0, msg, sizeof(msg));
+        ck_assert_int_eq(r, -EPERM);
+        ck_assert_msg(strstr(msg, "does not own interface " BR), "%s", msg);
+        /* Its own bridge: yes, but not a port below 1024. */
+        r = as_nobody(granted.sock, "n1", "nbu0", 80, msg, sizeof(msg));
+        ck_assert_int_eq(r, -EPERM);
+        ck_assert_msg(strstr(msg, "outside port 80"), "%s", msg);
+        r = as_nobody(granted.sock, "n1", "nbu0", 8080, msg, sizeof(msg));
+        ck_assert_msg(r == 0, "granted caller on its own bridge: %s", msg);
+        /* Root's owner of the same name is not the caller's to replace. */
+        ck_assert_int_eq(nb_connect(granted.sock, &rc), 0);
+        b = nb_batch_new();
+        {
+                nb_net_spec s = spec_of(NB_NET_NAT, NULL, 0, NB_FW_REPLACE);
+                ck_assert_int_eq(nb_batch_net_apply(b, "root0", &s), 0);
+        }
+        nb_results_free(submit_ok(rc, b));
+        nb_close(rc);
+        r = as_nobody(granted.sock, "root0", "nbu0", 0, msg, sizeof(msg));
+        ck_assert_int_eq(r, -EPERM);
+        ck_assert_msg(strstr(msg, "does not own network owner root0"), "%s", msg);
+        tu_helper_stop(&granted);
+}
+END_TEST
+
+Suite *net_suite(void)
+{
+        Suite *s = suite_create("net");
+        TCase *t = tcase_create("net");
+
+        tcase_set_timeout(t, 120);
+        tcase_add_test(t, test_nat_guest_reaches_outside_as_the_host_and_outside_cannot_reach_in);
+        tcase_add_test(t, test_nat_port_range_is_the_one_asked_for);
+        tcase_add_test(t, test_route_keeps_the_guest_address_both_ways);
+        tcase_add_test(t, test_isolated_stops_both_ways_and_open_changes_nothing);
+        tcase_add_test(t, test_port_forward_reaches_the_guest_from_outside_and_from_the_host);
+        tcase_add_test(t,
+                       test_ensure_of_an_unchanged_network_writes_nothing_and_a_change_rewrites_it);
+        tcase_add_test(
+                t,
+                test_networks_of_one_batch_are_one_transaction_and_a_refused_one_changes_nothing);
+        tcase_add_test(t, test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_network);
+        tcase_add_test(t, test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give);
+        suite_add_tcase(s, t);
+        return s;
+}

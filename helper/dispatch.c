@@ -42,6 +42,10 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_BANDWIDTH_CLEAR] = &nbd_op_bandwidth_clear,
         [NETBROKER__OP__OP_LINK_LIST] = &nbd_op_link_list,
         [NETBROKER__OP__OP_BANDWIDTH_SHOW] = &nbd_op_bandwidth_show,
+        /* supervised programs */
+        [NETBROKER__OP__OP_PROGRAM_START] = &nbd_op_program_start,
+        [NETBROKER__OP__OP_PROGRAM_STOP] = &nbd_op_program_stop,
+        [NETBROKER__OP__OP_PROGRAM_LIST] = &nbd_op_program_list,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */

@@ -32,6 +32,11 @@ enum nbd_stat {
         NBD_STAT_OPS_BANDWIDTH,
         NBD_STAT_OPS_SHOW, /* LinkList, BandwidthShow */
         NBD_STAT_BW_IFB_LOOKUPS, /* an interface's IFB asked of the kernel (bandwidth.c) */
+        /* supervised programs */
+        NBD_STAT_OPS_PROGRAM,
+        NBD_STAT_PROGRAMS_STARTED,
+        NBD_STAT_PROGRAMS_EXITED,
+        NBD_STAT_PROGRAMS_ADOPTED,
         NBD_STAT__MAX,
 };
 

@@ -22,6 +22,9 @@
 #define NB_EXEC_RESULT_SIZE_0 NB_SIZE_TO(nb_exec_result, duration_us)
 #define NB_LINK_INFO_SIZE_0 NB_SIZE_TO(nb_link_info, made_by_helper)
 #define NB_FW_COUNTER_SIZE_0 NB_SIZE_TO(nb_fw_counter, text)
+/* supervised programs */
+#define NB_PROGRAM_OPTS_SIZE_0 NB_SIZE_TO(nb_program_opts, tag)
+#define NB_PROGRAM_INFO_SIZE_0 NB_SIZE_TO(nb_program_info, argv)
 
 /* Copy the caller's struct src (its size in its leading size_t) into dst,
  * the library's own of `known` bytes: the fields that fit, the rest zero,

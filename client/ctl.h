@@ -56,6 +56,8 @@ struct command {
 
 extern const struct command ctl_cmd_ping, ctl_cmd_stats, ctl_cmd_exec, ctl_cmd_names, ctl_cmd_link,
         ctl_cmd_fw, ctl_cmd_bw;
+/* supervised programs (ctl_program.c) */
+extern const struct command ctl_cmd_program;
 
 /* ---- ctl_conn.c ---- */
 

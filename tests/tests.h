@@ -22,3 +22,5 @@ Suite *names_suite(void);
 Suite *lanes_suite(void);
 Suite *systemd_suite(void);
 Suite *evloop_suite(void);
+/* supervised programs */
+Suite *program_suite(void);

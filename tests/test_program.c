@@ -5,6 +5,7 @@
  * what, the spawn share, adoption after a helper restart and refusal of a
  * pid file whose pid is another process now, and dnsmasq giving a DHCP
  * lease across a bridge to a client in a second namespace. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,7 +36,7 @@ static char *config_with(const char *extra)
         snprintf(prog_dir, sizeof(prog_dir), "/tmp/nbtest-programs-%d-%u", (int)getpid(), seq++);
         ck_assert_int_ge(asprintf(&body,
                                   "fd_limit = 96\n"
-                                  "program_allow = " SLEEP "\n"
+                                  "program_allow = " SLEEP " /bin/sh\n"
                                   "program_dir = %s\n"
                                   "%s",
                                   prog_dir, extra),
@@ -143,9 +144,37 @@ static long stat_field(pid_t pid, int n)
         return v;
 }
 
+/* A live (not zombie) process is in process group pgid. Zombies do not
+ * count: the group's orphans are reaped by init, whenever it does. */
 static bool group_exists(pid_t pgid)
 {
-        return kill(-pgid, 0) == 0 || errno != ESRCH;
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        bool found = false;
+
+        ck_assert_ptr_nonnull(d);
+        while (!found && (e = readdir(d))) {
+                char path[300], buf[1024], *s;
+                int fd, pgrp = 0;
+                ssize_t n;
+                char state = 0;
+                if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                n = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                s = strrchr(buf, ')');
+                if (s && sscanf(s + 2, "%c %*d %d", &state, &pgrp) == 2)
+                        found = pgrp == pgid && state != 'Z' && state != 'X';
+        }
+        closedir(d);
+        return found;
 }
 
 static const char *fd_target(pid_t pid, int fd)
@@ -200,6 +229,46 @@ START_TEST(test_program_runs_in_its_own_session_and_stop_leaves_nothing)
         ck_assert(!group_exists(pid));
         ck_assert_int_ne(access(pidfile, F_OK), 0);
         ck_assert(!find_listed(c, id, &p));
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* The leader ends on SIGTERM; a child it left in its group ignores
+ * SIGTERM: the stop still leaves no process of the group. */
+START_TEST(test_stop_takes_the_programs_whole_process_group)
+{
+        struct tu_helper h;
+        char *conf = config_with("");
+        const char *argv[] = {"/bin/sh", "-c", "(trap '' TERM; exec " SLEEP " 1004) & wait", NULL};
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b;
+        nb_results *res;
+        nb_conn *c;
+        uint64_t id = 0;
+        int pid = 0;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        o.argv = argv;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, "/bin/sh", &o), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
+        ck_assert_int_eq(nb_result_program(res, 0, &id, &pid, NULL), 0);
+        nb_results_free(res);
+        /* The child is there (the group has two processes). */
+        for (int i = 0; i < 100 && tu_children_of(pid) == 0; i++)
+                usleep(10000);
+        ck_assert_int_eq(tu_children_of(pid), 1);
+        res = stop(c, id, NULL);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        for (int i = 0; i < 100 && group_exists(pid); i++)
+                usleep(10000);
+        ck_assert_msg(!group_exists(pid), "a process of the program's group outlived its stop");
         nb_close(c);
         tu_helper_stop(&h);
         remove_prog_dir();
@@ -699,6 +768,7 @@ Suite *program_suite(void)
 
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_program_runs_in_its_own_session_and_stop_leaves_nothing);
+        tcase_add_test(tc, test_stop_takes_the_programs_whole_process_group);
         tcase_add_test(tc, test_program_killed_from_outside_is_reported_with_its_signal);
         tcase_add_test(tc, test_program_not_on_program_allow_is_refused);
         tcase_add_test(tc, test_other_unprivileged_caller_cannot_stop_or_see_it);

@@ -144,6 +144,19 @@ static long stat_field(pid_t pid, int n)
         return v;
 }
 
+/* /proc/PID/exe of pid ("" if it cannot be read). */
+static const char *exe_of(pid_t pid)
+{
+        static char buf[PATH_MAX];
+        char path[64];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+        n = readlink(path, buf, sizeof(buf) - 1);
+        buf[n < 0 ? 0 : n] = '\0';
+        return buf;
+}
+
 /* A live (not zombie) process is in process group pgid. Zombies do not
  * count: the group's orphans are reaped by init, whenever it does. */
 static bool group_exists(pid_t pgid)
@@ -589,7 +602,14 @@ START_TEST(test_pid_file_of_an_unrelated_process_is_not_adopted)
         struct tu_helper h;
         char *conf = config_with("");
         char path[PATH_MAX + 32], body[512];
-        char *const argv[] = {(char *)SLEEP, (char *)"1003", NULL};
+        /* Without capabilities, as the helper's own programs: the helper
+         * may read its /proc/PID/exe then, so only the checks tell. */
+        char *const argv[] = {(char *)"/usr/bin/setpriv",
+                              (char *)"--bounding-set=-all",
+                              (char *)"--",
+                              (char *)SLEEP,
+                              (char *)"1003",
+                              NULL};
         nb_conn *c;
         pid_t other;
         int fd, n;
@@ -598,7 +618,10 @@ START_TEST(test_pid_file_of_an_unrelated_process_is_not_adopted)
         /* The directory exists once a helper ran. */
         tu_helper_start(&h, conf);
         tu_helper_stop(&h);
-        ck_assert_int_eq(posix_spawn(&other, SLEEP, NULL, NULL, argv, NULL), 0);
+        ck_assert_int_eq(posix_spawn(&other, argv[0], NULL, NULL, argv, NULL), 0);
+        for (int i = 0; i < 100 && strcmp(exe_of(other), "/usr/bin/sleep") != 0; i++)
+                usleep(10000);
+        ck_assert_str_eq(exe_of(other), "/usr/bin/sleep");
         start = stat_field(other, 22);
         /* 1: sleep, as recorded, but started at another time. */
         snprintf(path, sizeof(path), "%s/1.pid", prog_dir);

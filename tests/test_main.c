@@ -26,6 +26,7 @@ int main(int argc, char **argv)
                 lanes_suite,
                 systemd_suite,
                 evloop_suite,
+                /* supervised programs */
                 program_suite,
                 NULL,
         };

@@ -33,6 +33,9 @@
 #define NB_NET_FORWARD_SIZE_0 NB_SIZE_TO(nb_net_forward, guest_port)
 #define NB_NET_SPEC_SIZE_0 NB_SIZE_TO(nb_net_spec, fw_mode)
 #define NB_NET_OWNER_SIZE_0 NB_SIZE_TO(nb_net_owner, rules)
+/* supervised programs */
+#define NB_PROGRAM_OPTS_SIZE_0 NB_SIZE_TO(nb_program_opts, tag)
+#define NB_PROGRAM_INFO_SIZE_0 NB_SIZE_TO(nb_program_info, argv)
 
 /* Copy the caller's struct src (its size in its leading size_t) into dst,
  * the library's own of `known` bytes: the fields that fit, the rest zero,

@@ -767,3 +767,67 @@ NB_EXPORT int nb_batch_bridge_opt_set(nb_batch *b, const char *ifname, const nb_
         m->broadcast_flood = o.broadcast_flood == 1;
         return nb_batch_add_sub(b, NETBROKER__OP__OP_BRIDGE_OPT_SET, m, oom);
 }
+
+/* ---- supervised programs ---- */
+
+NB_EXPORT int nb_batch_program_start(nb_batch *b, const char *path, const nb_program_opts *theirs)
+{
+        Netbroker__ProgramStart *s;
+        nb_program_opts mine = NB_PROGRAM_OPTS_INIT;
+        bool oom = false;
+
+        if (!b || !path || path[0] != '/')
+                return -EINVAL;
+        if (theirs) {
+                int r = NB_STRUCT_IN(&mine, theirs, NB_PROGRAM_OPTS_SIZE_0);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; mine.env && mine.env[i]; i++) {
+                const char *eq = strchr(mine.env[i], '=');
+                if (!eq || eq == mine.env[i])
+                        return -EINVAL;
+        }
+        s = malloc(sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        netbroker__program_start__init(s);
+        s->path = nb_dup_or_empty(path, &oom);
+        s->tag = nb_dup_or_empty(mine.tag ? mine.tag : "", &oom);
+        if (copy_strv(mine.argv, &s->argv, &s->n_argv) < 0 ||
+            copy_strv(mine.env, &s->env, &s->n_env) < 0)
+                oom = true;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_PROGRAM_START, s, oom);
+}
+
+NB_EXPORT int nb_batch_program_stop(nb_batch *b, uint64_t id, const char *tag, unsigned grace_ms)
+{
+        Netbroker__ProgramStop *s;
+        bool oom = false;
+
+        if (!b || (!id && (!tag || !tag[0])) || (id && tag && tag[0]))
+                return -EINVAL;
+        s = malloc(sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        netbroker__program_stop__init(s);
+        s->id = id;
+        s->tag = nb_dup_or_empty(tag ? tag : "", &oom);
+        s->grace_ms = grace_ms;
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_PROGRAM_STOP, s, oom);
+}
+
+NB_EXPORT int nb_batch_program_list(nb_batch *b, const char *tag)
+{
+        Netbroker__ProgramList *s;
+        bool oom = false;
+
+        if (!b)
+                return -EINVAL;
+        s = malloc(sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        netbroker__program_list__init(s);
+        s->tag = nb_dup_or_empty(tag ? tag : "", &oom);
+        return nb_batch_add_sub(b, NETBROKER__OP__OP_PROGRAM_LIST, s, oom);
+}

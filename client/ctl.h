@@ -60,6 +60,8 @@ extern const struct command ctl_cmd_ping, ctl_cmd_stats, ctl_cmd_exec, ctl_cmd_n
 extern const struct command ctl_cmd_addr, ctl_cmd_route;
 /* virtual networks: network firewall owners (ctl_net.c) */
 extern const struct command ctl_cmd_net;
+/* supervised programs (ctl_program.c) */
+extern const struct command ctl_cmd_program;
 
 /* ---- ctl_conn.c ---- */
 

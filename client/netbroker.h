@@ -695,6 +695,40 @@ int nb_ref_peer(size_t op, char *buf, size_t len);
 int nb_batch_macvtap_create_queues(nb_batch *batch, const char *name, const char *parent,
                                    nb_macvlan_mode mode, const char *mac, bool vnet_hdr,
                                    unsigned queues);
+/* ---- supervised programs ----
+ *
+ * A long-running program (dnsmasq, radvd) from the helper's program_allow,
+ * started in a session of its own, stdin and stdout on /dev/null, stderr
+ * to the helper's log or its program_log. It must stay in the foreground
+ * (dnsmasq -k, radvd -n). It holds one of the caller's spawn slots while
+ * it runs; the helper reports its exit (nb_result_program_at) and adopts
+ * it again after a restart of its own. Only its caller, or root, may list
+ * or stop it. */
+typedef struct nb_program_opts {
+        size_t size; /* set by the caller: NB_PROGRAM_OPTS_INIT */
+        const char *const *argv; /* NULL-terminated, argv[0] included; NULL: { path } */
+        const char *const *env; /* KEY=VALUE over the fixed environment (exec_env_allow) */
+        const char *tag; /* an owner tag (a network's name); NULL: none */
+} nb_program_opts;
+#define NB_PROGRAM_OPTS_INIT                                                                       \
+        {                                                                                          \
+                .size = sizeof(nb_program_opts)                                                    \
+        }
+/* Start path (nb_result_program: its id and pid). A start with the same
+ * path, tag and argv as a program of the caller's that runs returns that
+ * one (existing). In the result: -EPERM (not on program_allow, or the
+ * policy), -EINVAL (argv, env, tag: a sentence says which), -EAGAIN (the
+ * caller's share: max_programs_per_uid, max_spawns_per_uid, max_programs).
+ * Returns 0, -EINVAL (NULL batch or path, a relative path, env entry not
+ * KEY=VALUE), -ENOMEM. */
+int nb_batch_program_start(nb_batch *batch, const char *path, const nb_program_opts *opts);
+/* Stop program id, or (id 0) every program of tag: SIGTERM to its process
+ * group, SIGKILL after grace_ms (0: 5000). The result comes once each has
+ * exited (nb_result_program_stopped); one that had exited, or an unknown
+ * id, is a success that says so. Another caller's program: -EPERM. */
+int nb_batch_program_stop(nb_batch *batch, uint64_t id, const char *tag, unsigned grace_ms);
+/* The caller's programs (root: all), or only those of tag (NULL: all). */
+int nb_batch_program_list(nb_batch *batch, const char *tag);
 
 /* ---- submitting ---- */
 
@@ -970,6 +1004,38 @@ size_t nb_result_route_count(const nb_results *res, size_t i);
 int nb_result_route_at(const nb_results *res, size_t i, size_t k, nb_route *ret);
 /* SysctlSet: the value before the op. 0, -ENODATA or -ERANGE. */
 int nb_result_sysctl_old(const nb_results *res, size_t i, unsigned *ret);
+/* ProgramStart: the program's id and pid, and whether it ran already.
+ * Returns 0 or -ENODATA (any pointer may be NULL). */
+int nb_result_program(const nb_results *res, size_t i, uint64_t *ret_id, int *ret_pid,
+                      bool *ret_existing);
+/* ProgramStop: how many it ended, and how many had ended before. */
+int nb_result_program_stopped(const nb_results *res, size_t i, unsigned *ret_stopped,
+                              unsigned *ret_had_exited);
+/* One program of a ProgramList result; strings valid until
+ * nb_results_free(). */
+typedef struct nb_program_info {
+        size_t size; /* set by the caller: NB_PROGRAM_INFO_INIT */
+        uint64_t id;
+        int pid;
+        const char *path;
+        const char *tag;
+        unsigned uid; /* who started it */
+        bool running;
+        int exit_code; /* once exited, with signal 0 */
+        int signal; /* the signal that ended it, or 0 */
+        bool adopted; /* found running at the helper's start-up */
+        bool status_unknown; /* an adopted program exited: no status */
+        size_t argc;
+        char *const *argv;
+} nb_program_info;
+#define NB_PROGRAM_INFO_INIT                                                                       \
+        {                                                                                          \
+                .size = sizeof(nb_program_info)                                                    \
+        }
+/* ProgramList: how many (ascending id), and the k-th. Returns 0, -ENODATA
+ * or -ERANGE. */
+size_t nb_result_program_count(const nb_results *res, size_t i);
+int nb_result_program_at(const nb_results *res, size_t i, size_t k, nb_program_info *ret);
 
 /* File descriptors returned for op i (created devices): how many, and take
  * the k-th (the caller owns it afterwards). Returns the fd, -ERANGE, or

@@ -564,3 +564,74 @@ NB_EXPORT int nb_result_sysctl_old(const nb_results *r, size_t i, unsigned *ret)
         *ret = res->sysctl->old_value;
         return 0;
 }
+
+/* ---- supervised programs ---- */
+
+NB_EXPORT int nb_result_program(const nb_results *r, size_t i, uint64_t *ret_id, int *ret_pid,
+                                bool *ret_existing)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res || res->out_case != NETBROKER__RESULT__OUT_PROGRAM)
+                return -ENODATA;
+        if (ret_id)
+                *ret_id = res->program->id;
+        if (ret_pid)
+                *ret_pid = res->program->pid;
+        if (ret_existing)
+                *ret_existing = res->program->existing;
+        return 0;
+}
+
+NB_EXPORT int nb_result_program_stopped(const nb_results *r, size_t i, unsigned *ret_stopped,
+                                        unsigned *ret_had_exited)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        if (!res || res->out_case != NETBROKER__RESULT__OUT_PROGRAM)
+                return -ENODATA;
+        if (ret_stopped)
+                *ret_stopped = res->program->stopped;
+        if (ret_had_exited)
+                *ret_had_exited = res->program->had_exited;
+        return 0;
+}
+
+NB_EXPORT size_t nb_result_program_count(const nb_results *r, size_t i)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res && res->out_case == NETBROKER__RESULT__OUT_PROGRAM_LIST
+                       ? res->program_list->n_programs
+                       : 0;
+}
+
+NB_EXPORT int nb_result_program_at(const nb_results *r, size_t i, size_t k, nb_program_info *ret)
+{
+        const Netbroker__Result *res = get(r, i);
+        const Netbroker__ProgramInfo *p;
+
+        if (!res)
+                return -ERANGE;
+        if (res->out_case != NETBROKER__RESULT__OUT_PROGRAM_LIST)
+                return -ENODATA;
+        if (k >= res->program_list->n_programs)
+                return -ERANGE;
+        p = res->program_list->programs[k];
+        return NB_STRUCT_OUT(ret,
+                             (&(nb_program_info){
+                                     .id = p->id,
+                                     .pid = p->pid,
+                                     .path = p->path,
+                                     .tag = p->tag,
+                                     .uid = p->uid,
+                                     .running = p->running,
+                                     .exit_code = p->exit_code,
+                                     .signal = p->signal,
+                                     .adopted = p->adopted,
+                                     .status_unknown = p->status_unknown,
+                                     .argc = p->n_argv,
+                                     .argv = p->argv,
+                             }),
+                             NB_PROGRAM_INFO_SIZE_0);
+}

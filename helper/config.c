@@ -143,6 +143,8 @@ void nbd_config_defaults(struct nbd_config *c)
         c->allow_uids[0] = 0;
         c->n_allow_uids = 1;
         c->log_level = NBD_LOG_NOTICE;
+        c->max_programs = 8;
+        c->max_programs_per_uid = 1;
         for (size_t d = 0; d < sizeof(default_dirs) / sizeof(*default_dirs); d++)
                 for (size_t p = 0; p < sizeof(default_programs) / sizeof(*default_programs); p++) {
                         char path[PATH_MAX];
@@ -170,8 +172,30 @@ static void free_env_names(struct nbd_config *c)
         c->n_exec_env_allow = 0;
 }
 
+static void free_supervised(struct nbd_config *c)
+{
+        for (size_t i = 0; i < c->n_program_allow; i++) {
+                free(c->program_allow[i]);
+                free(c->program_real[i]);
+                c->program_real[i] = NULL;
+        }
+        c->n_program_allow = 0;
+}
+
+const char *nbd_config_program_file(const struct nbd_config *c, const char *path)
+{
+        for (size_t i = 0; i < c->n_program_allow; i++)
+                if (c->program_real[i] && strcmp(c->program_allow[i], path) == 0)
+                        return c->program_real[i];
+        return NULL;
+}
+
 void nbd_config_free(struct nbd_config *c)
 {
+        free_supervised(c);
+        free(c->program_log);
+        free(c->program_dir);
+        c->program_log = c->program_dir = NULL;
         free_programs(c);
         free_env_names(c);
         free(c->policy_dir);
@@ -281,6 +305,8 @@ static const struct num_key num_keys[] = {
         UKEY(max_fds_in_flight, 1, 1024),
         UKEY(max_rules_per_request, 1, 1u << 24),
         UKEY(max_rules_per_request_nonroot, 1, 1u << 24),
+        UKEY(max_programs, 1, 1024),
+        UKEY(max_programs_per_uid, 1, 1024),
 };
 
 #define N_NUM_KEYS (sizeof(num_keys) / sizeof(*num_keys))
@@ -289,6 +315,7 @@ struct parse_state {
         unsigned lineno;
         bool uids_seen, gids_seen, programs_seen, env_names_seen;
         unsigned program_line[NBD_CONFIG_MAX_PROGRAMS]; /* 0: a default entry */
+        unsigned supervised_line[NBD_CONFIG_MAX_PROGRAMS]; /* program_allow's */
         /* Where each number was last set (0: the default), so that settings
          * that conflict are reported at a line of the file. */
         unsigned line[N_NUM_KEYS];
@@ -333,6 +360,38 @@ static int set_programs(struct nbd_config *c, struct parse_state *st, char *v, s
                         return nbd_err_set(e, r, "exec_allow: out of memory");
                 st->program_line[c->n_exec_allow - 1] = st->lineno;
         }
+        return 0;
+}
+
+/* program_allow: no defaults, so every entry has its line. */
+static int set_supervised(struct nbd_config *c, struct parse_state *st, char *v, struct nbd_err *e)
+{
+        char *save = NULL;
+
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (w[0] != '/')
+                        return nbd_err_set(e, -EINVAL, "program_allow: expected absolute paths");
+                if (c->n_program_allow >= NBD_CONFIG_MAX_PROGRAMS)
+                        return nbd_err_set(e, -E2BIG, "program_allow: more than 64 programs");
+                c->program_allow[c->n_program_allow] = strdup(w);
+                if (!c->program_allow[c->n_program_allow])
+                        return nbd_err_set(e, -ENOMEM, "program_allow: out of memory");
+                st->supervised_line[c->n_program_allow++] = st->lineno;
+        }
+        return 0;
+}
+
+static int set_path(char **field, const char *key, const char *v, struct nbd_err *e)
+{
+        char *copy;
+
+        if (v[0] != '/')
+                return nbd_err_set(e, -EINVAL, "%s: expected an absolute path", key);
+        copy = strdup(v);
+        if (!copy)
+                return nbd_err_set(e, -ENOMEM, "%s: out of memory", key);
+        free(*field);
+        *field = copy;
         return 0;
 }
 
@@ -392,6 +451,12 @@ static int set_key(struct nbd_config *c, struct parse_state *st, const char *key
                 return set_programs(c, st, v, e);
         if (strcmp(key, "exec_env_allow") == 0)
                 return set_env_names(c, st, v, e);
+        if (strcmp(key, "program_allow") == 0)
+                return set_supervised(c, st, v, e);
+        if (strcmp(key, "program_log") == 0)
+                return set_path(&c->program_log, key, v, e);
+        if (strcmp(key, "program_dir") == 0)
+                return set_path(&c->program_dir, key, v, e);
         if (strcmp(key, "log_level") == 0) {
                 int l = nbd_log_parse_level(v);
                 if (l < 0)
@@ -486,6 +551,8 @@ static int check_consistency(const struct nbd_config *c, const struct parse_stat
          * running child holds a pidfd and three pipe ends, plus three more
          * while it is being spawned. */
         unsigned long need = 16ul + c->max_connections + 4ul * c->max_spawns + 3;
+        /* A supervised program holds its pidfd while it runs. */
+        unsigned long programs = c->n_program_allow ? c->max_programs : 0;
         char at[PATH_MAX + 16];
 
         if (c->exec_timeout_ms > c->exec_timeout_max_ms) {
@@ -521,6 +588,15 @@ static int check_consistency(const struct nbd_config *c, const struct parse_stat
                         "%sroot_reserved_spawns (%u) leaves no spawn slot for other uids "
                         "(max_spawns %u)",
                         at, c->root_reserved_spawns, c->max_spawns);
+        }
+        if (need + programs > c->fd_limit && need <= c->fd_limit) {
+                where(at, sizeof(at), path,
+                      latest(line_of(st, "fd_limit"), line_of(st, "max_programs")));
+                return nbd_err_set(e, -EINVAL,
+                                   "%sfd_limit is too small (%u) for max_programs (%u) besides "
+                                   "max_connections and max_spawns: it needs %lu (each "
+                                   "supervised program holds an fd)",
+                                   at, c->fd_limit, c->max_programs, need + programs);
         }
         if (need > c->fd_limit) {
                 where(at, sizeof(at), path,
@@ -573,6 +649,25 @@ static int check_programs(struct nbd_config *c, const struct parse_state *st, co
                         return nbd_err_set(e, r, "%s:%u: exec_allow: %s: %s", path, line,
                                            c->exec_allow[i], why.msg);
                 }
+        }
+        return 0;
+}
+
+/* program_allow: as exec_allow's entries the file names, each must be safe
+ * for root to run, and what runs is what it resolved to now. */
+static int check_supervised(struct nbd_config *c, const struct parse_state *st, const char *path,
+                            struct nbd_err *e)
+{
+        for (size_t i = 0; i < c->n_program_allow; i++) {
+                struct nbd_err why = {0};
+                char *real = NULL;
+                int r = nbd_trust_program(c->program_allow[i], &real, &why);
+
+                if (r < 0)
+                        return nbd_err_set(e, r, "%s:%u: program_allow: %s: %s", path,
+                                           st->supervised_line[i], c->program_allow[i], why.msg);
+                free(c->program_real[i]);
+                c->program_real[i] = real;
         }
         return 0;
 }
@@ -753,6 +848,8 @@ int nbd_config_load(struct nbd_config *c, const char *path, bool must_exist, str
         /* Programs first: a section may grant only what stays allowed. */
         if (r == 0)
                 r = check_programs(c, &st, path, e);
+        if (r == 0)
+                r = check_supervised(c, &st, path, e);
         if (r == 0)
                 r = nbd_policy_check(&c->policy, c, e);
         return r;

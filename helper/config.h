@@ -68,6 +68,15 @@ struct nbd_config {
         bool log_syslog;
         char *policy_dir; /* NULL: NBD_POLICY_DEFAULT_DIR */
         struct nbd_policy policy;
+        /* Supervised programs (program.h): program_allow is their own
+         * allow-list, empty by default; program_real as exec_real. */
+        char *program_allow[NBD_CONFIG_MAX_PROGRAMS];
+        char *program_real[NBD_CONFIG_MAX_PROGRAMS];
+        size_t n_program_allow;
+        char *program_log; /* their stderr; NULL: the helper's own */
+        char *program_dir; /* pid files; NULL: NBD_PROGRAM_DEFAULT_DIR */
+        unsigned max_programs; /* running at once, all callers */
+        unsigned max_programs_per_uid; /* running at once, per non-root uid */
 };
 
 /* Fill in the defaults: root only, the standard firewall and network tools
@@ -110,3 +119,7 @@ bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *
 unsigned nbd_config_max_rules(const struct nbd_config *c, const struct nbd_peer *p);
 
 void nbd_config_free(struct nbd_config *c);
+
+/* Supervised programs: the file to run for a path on program_allow, or
+ * NULL. */
+const char *nbd_config_program_file(const struct nbd_config *c, const char *path);

@@ -57,6 +57,10 @@ static const struct nbd_op_handler *const own_handlers[] = {
         [NETBROKER__OP__OP_NET_APPLY] = &nbd_op_net_apply,
         [NETBROKER__OP__OP_NET_REMOVE] = &nbd_op_net_remove,
         [NETBROKER__OP__OP_NET_LIST] = &nbd_op_net_list,
+        /* supervised programs */
+        [NETBROKER__OP__OP_PROGRAM_START] = &nbd_op_program_start,
+        [NETBROKER__OP__OP_PROGRAM_STOP] = &nbd_op_program_stop,
+        [NETBROKER__OP__OP_PROGRAM_LIST] = &nbd_op_program_list,
 };
 
 /* The handler of op kind i in ctx's table, or NULL. */

@@ -105,6 +105,7 @@
 #include "link.h"
 #include "log.h"
 #include "loop.h"
+#include "program.h"
 #include "server.h"
 
 NBD_LOG_CATEGORY(main);
@@ -600,6 +601,15 @@ static int serve(struct nbd_config **cfg, const struct options *o, int n_activat
         if (r < 0)
                 return r;
         caps_open(be, loop, devdir, &c);
+        caps_watch_gone(&c);
+        /* Programs a previous helper started are adopted before any
+         * client can ask to start them again. */
+        r = nbd_programs_init(loop,
+                              (*cfg)->program_dir ? (*cfg)->program_dir : NBD_PROGRAM_DEFAULT_DIR);
+        if (r < 0)
+                nbd_warn("no supervised programs: cannot make %s: %s",
+                         (*cfg)->program_dir ? (*cfg)->program_dir : NBD_PROGRAM_DEFAULT_DIR,
+                         strerror(-r));
         r = nbd_server_new(*cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);
         if (r < 0)
                 goto out;
@@ -646,6 +656,8 @@ out:
         nbd_loop_run_deferred(loop);
         nbd_server_free(srv);
         reap_children(be, loop);
+        /* Supervised programs go on running for the next helper. */
+        nbd_programs_shutdown();
         caps_close(be, &c);
         if (sfd >= 0)
                 close(sfd);

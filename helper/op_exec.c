@@ -34,11 +34,51 @@ static bool locale_variable(const char *name, size_t len)
                (len == 8 && strncmp(name, "LANGUAGE", 8) == 0);
 }
 
+int nbd_exec_check_args(const struct nbd_config *cfg, const char *what, const char *path,
+                        char *const *argv, size_t n_argv, char *const *env, size_t n_env,
+                        Netbroker__Result *res)
+{
+        if (n_argv > cfg->max_args || n_env > cfg->max_args)
+                return nbd_result_set(res, -E2BIG,
+                                      "%s: more than %u arguments or environment entries", what,
+                                      cfg->max_args);
+        if (n_argv > 0 && !argv0_names_program(argv[0], path))
+                return nbd_result_set(res, -EINVAL,
+                                      "%s: argv[0] '%s' is neither empty, %s nor %s: the "
+                                      "program's argv[0] is always its path",
+                                      what, argv[0], path, strrchr(path, '/') + 1);
+        for (size_t i = 0; i < n_env; i++) {
+                const char *eq = strchr(env[i], '=');
+                if (!eq || eq == env[i])
+                        return nbd_result_set(res, -EINVAL,
+                                              "%s: environment entry %zu is not KEY=VALUE", what,
+                                              i);
+                /* An allow-list: the tools read more variables than any
+                 * deny-list would keep up with (IP_LIB_DIR made ip load a
+                 * caller's plugin as root). config.c keeps the loader's
+                 * and the plugin directories' variables off it. */
+                if (!nbd_config_env_allowed(cfg, env[i], (size_t)(eq - env[i])))
+                        return nbd_result_set(res, -EPERM,
+                                              "%s: environment variable %.*s is not allowed: "
+                                              "exec_env_allow does not list it",
+                                              what, (int)(eq - env[i]), env[i]);
+                /* A locale named by a path makes libc load that file (the
+                 * program is not set-uid, so libc does not refuse it). */
+                if (locale_variable(env[i], (size_t)(eq - env[i])) && strchr(eq, '/'))
+                        return nbd_result_set(res, -EPERM,
+                                              "%s: %.*s names a locale by a path: only locale "
+                                              "names (C.UTF-8, de_DE) are allowed",
+                                              what, (int)(eq - env[i]), env[i]);
+        }
+        return 0;
+}
+
 static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const struct nbd_config *cfg = v->ctx->cfg;
         const Netbroker__Exec *e = op->exec;
         struct nbd_err why = {0};
+        int r;
 
         if (e->path[0] != '/')
                 return nbd_result_set(res, -EINVAL, "exec: program path must be absolute, got '%s'",
@@ -48,37 +88,9 @@ static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netb
         /* Root runs all of exec_allow; others only what their policy names. */
         if (nbd_policy_check_exec(&cfg->policy, v->peer, e->path, &why) < 0)
                 return nbd_result_set(res, -EPERM, "exec: %s", why.msg);
-        if (e->n_argv > cfg->max_args || e->n_env > cfg->max_args)
-                return nbd_result_set(res, -E2BIG,
-                                      "exec: more than %u arguments or environment entries",
-                                      cfg->max_args);
-        if (e->n_argv > 0 && !argv0_names_program(e->argv[0], e->path))
-                return nbd_result_set(res, -EINVAL,
-                                      "exec: argv[0] '%s' is neither empty, %s nor %s: the "
-                                      "program's argv[0] is always its path",
-                                      e->argv[0], e->path, strrchr(e->path, '/') + 1);
-        for (size_t i = 0; i < e->n_env; i++) {
-                const char *eq = strchr(e->env[i], '=');
-                if (!eq || eq == e->env[i])
-                        return nbd_result_set(res, -EINVAL,
-                                              "exec: environment entry %zu is not KEY=VALUE", i);
-                /* An allow-list: the tools read more variables than any
-                 * deny-list would keep up with (IP_LIB_DIR made ip load a
-                 * caller's plugin as root). config.c keeps the loader's
-                 * and the plugin directories' variables off it. */
-                if (!nbd_config_env_allowed(cfg, e->env[i], (size_t)(eq - e->env[i])))
-                        return nbd_result_set(res, -EPERM,
-                                              "exec: environment variable %.*s is not allowed: "
-                                              "exec_env_allow does not list it",
-                                              (int)(eq - e->env[i]), e->env[i]);
-                /* A locale named by a path makes libc load that file (the
-                 * program is not set-uid, so libc does not refuse it). */
-                if (locale_variable(e->env[i], (size_t)(eq - e->env[i])) && strchr(eq, '/'))
-                        return nbd_result_set(res, -EPERM,
-                                              "exec: %.*s names a locale by a path: only locale "
-                                              "names (C.UTF-8, de_DE) are allowed",
-                                              (int)(eq - e->env[i]), e->env[i]);
-        }
+        r = nbd_exec_check_args(cfg, "exec", e->path, e->argv, e->n_argv, e->env, e->n_env, res);
+        if (r < 0)
+                return r;
         if (e->timeout_ms > cfg->exec_timeout_max_ms)
                 return nbd_result_set(res, -EINVAL,
                                       "exec: timeout %u ms is above the maximum of %u ms",
@@ -106,9 +118,9 @@ static void exec_run_free(struct exec_run *x)
 
 /* Default environment plus the request's entries; a request entry replaces
  * a default of the same name. */
-static char **build_env(const Netbroker__Exec *e)
+char **nbd_exec_build_env(char *const *req_env, size_t n_env)
 {
-        char **env = calloc(N_DEFAULT_ENV + e->n_env + 1, sizeof(*env));
+        char **env = calloc(N_DEFAULT_ENV + n_env + 1, sizeof(*env));
         size_t n = 0;
 
         if (!env)
@@ -116,29 +128,29 @@ static char **build_env(const Netbroker__Exec *e)
         for (size_t i = 0; i < N_DEFAULT_ENV; i++) {
                 size_t name_len = strcspn(default_env[i], "=") + 1;
                 bool overridden = false;
-                for (size_t j = 0; j < e->n_env; j++)
-                        if (strncmp(e->env[j], default_env[i], name_len) == 0)
+                for (size_t j = 0; j < n_env; j++)
+                        if (strncmp(req_env[j], default_env[i], name_len) == 0)
                                 overridden = true;
                 if (!overridden)
                         env[n++] = (char *)default_env[i];
         }
-        for (size_t j = 0; j < e->n_env; j++)
-                env[n++] = e->env[j];
+        for (size_t j = 0; j < n_env; j++)
+                env[n++] = req_env[j];
         return env;
 }
 
 /* argv[0] is the allow-listed path whatever the request said (see
  * argv0_names_program). */
-static char **build_argv(const Netbroker__Exec *e)
+char **nbd_exec_build_argv(char *path, char *const *req_argv, size_t n_argv)
 {
-        size_t n = e->n_argv ? e->n_argv : 1;
+        size_t n = n_argv ? n_argv : 1;
         char **argv = calloc(n + 1, sizeof(*argv));
 
         if (!argv)
                 return NULL;
-        argv[0] = e->path;
-        for (size_t i = 1; i < e->n_argv; i++)
-                argv[i] = e->argv[i];
+        argv[0] = path;
+        for (size_t i = 1; i < n_argv; i++)
+                argv[i] = req_argv[i];
         return argv;
 }
 
@@ -223,8 +235,8 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                                .job = job,
                                .res = res,
                                .e = e,
-                               .argv = build_argv(e),
-                               .envp = build_env(e)};
+                               .argv = nbd_exec_build_argv(e->path, e->argv, e->n_argv),
+                               .envp = nbd_exec_build_env(e->env, e->n_env)};
         if (!x->argv || !x->envp) {
                 exec_run_free(x);
                 return nbd_result_set(res, -ENOMEM, "exec: out of memory");

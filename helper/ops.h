@@ -213,6 +213,19 @@ void nbd_job_park(struct nbd_job *job, void (*cancel)(void *data), void *data);
 /* An op that parked is done: record its status and go on. */
 void nbd_job_op_done(struct nbd_job *job);
 
+/* ---- supervised programs (op_program.c) share Exec's checks ---- */
+extern const struct nbd_op_handler nbd_op_program_start, nbd_op_program_stop, nbd_op_program_list;
+/* argv and env as Exec takes them (op_exec.c): the counts, argv[0], and
+ * each env entry KEY=VALUE on exec_env_allow; else res set (what: "exec"). */
+int nbd_exec_check_args(const struct nbd_config *cfg, const char *what, const char *path,
+                        char *const *argv, size_t n_argv, char *const *env, size_t n_env,
+                        Netbroker__Result *res);
+/* NULL-terminated arrays borrowing the strings: argv with path as argv[0],
+ * the fixed environment with the request's entries over it; NULL without
+ * memory. free() the array only. */
+char **nbd_exec_build_argv(char *path, char *const *argv, size_t n_argv);
+char **nbd_exec_build_env(char *const *env, size_t n_env);
+
 /* For Exec: 0 with *ret_admitted true when the caller may spawn now, or
  * false when the job waits for a slot (the op returns 0 without parking;
  * when a child is reaped and a slot is the caller's, the op runs again from

@@ -23,17 +23,31 @@ static const char *const grantable[] = {
         "link_set",        "link_delete",    "firewall_apply", "firewall_remove", "bandwidth_set",
         "bandwidth_clear", "exec",           "link_list",      "bandwidth_show",  "addr_add",
         "addr_delete",     "addr_list",      "route_add",      "route_delete",    "route_list",
-        "sysctl_set",      "bridge_opt_set", "net_apply",      "net_remove",
+        "sysctl_set",      "bridge_opt_set", "net_apply",      "net_remove",      "program_start",
+        "program_stop",
 };
 #define N_GRANTABLE (sizeof(grantable) / sizeof(*grantable))
+_Static_assert(N_GRANTABLE <= 32, "nbd_policy_section.ops has 32 bits");
 #define OP_BIT(i) (1u << (i))
 /* The first five make interfaces: they need name_prefixes. */
 #define CREATE_OPS 0x1fu
-#define EXEC_OP OP_BIT(11)
+
+/* The bit of a grantable op, by name: the list grows as ops come (three
+ * branches added to it at once), so no bit is written down by number. */
+static unsigned grant_bit(const char *name)
+{
+        for (size_t i = 0; i < N_GRANTABLE; i++)
+                if (strcmp(grantable[i], name) == 0)
+                        return OP_BIT(i);
+        return 0;
+}
+#define EXEC_OP grant_bit("exec")
+#define PROGRAM_START_OP grant_bit("program_start")
 
 /* Reading only: every admitted caller may look (its own firewall owners
  * only, op_firewall.c). */
-static const char *const always[] = {"ping", "stats", "names_dump", "firewall_list", "net_list"};
+static const char *const always[] = {"ping",          "stats",    "names_dump",
+                                     "firewall_list", "net_list", "program_list"};
 #define N_ALWAYS (sizeof(always) / sizeof(*always))
 
 const char *const nbd_policy_mode_names[4] = {"bridge", "vepa", "private", "passthru"};
@@ -47,6 +61,8 @@ static void section_free(struct nbd_policy_section *s)
                 return;
         for (size_t i = 0; i < s->n_exec; i++)
                 free(s->exec[i]);
+        for (size_t i = 0; i < s->n_programs; i++)
+                free(s->programs[i]);
         free(s);
 }
 
@@ -196,13 +212,15 @@ static int set_ops(struct nbd_policy_section *s, char *v, unsigned line, struct 
                                 "firewall_apply firewall_remove bandwidth_set bandwidth_clear "
                                 "exec link_list bandwidth_show addr_add addr_delete addr_list "
                                 "route_add route_delete route_list sysctl_set bridge_opt_set "
-                                "net_apply net_remove)",
+                                "net_apply net_remove program_start program_stop)",
                                 w);
                 }
                 if ((CREATE_OPS & OP_BIT(i)) && !s->create_line)
                         s->create_line = line;
                 if (OP_BIT(i) == EXEC_OP && !s->exec_op_line)
                         s->exec_op_line = line;
+                if (OP_BIT(i) == PROGRAM_START_OP && !s->program_op_line)
+                        s->program_op_line = line;
                 s->ops |= OP_BIT(i);
         }
         return 0;
@@ -274,6 +292,25 @@ static int set_exec(struct nbd_policy_section *s, char *v, unsigned line, struct
         return 0;
 }
 
+/* programs = ...: what program_start may start (on program_allow). */
+static int set_programs(struct nbd_policy_section *s, char *v, unsigned line, struct nbd_err *e)
+{
+        char *save = NULL;
+
+        for (char *w = strtok_r(v, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (w[0] != '/')
+                        return nbd_err_set(e, -EINVAL, "programs: '%s' is not an absolute path", w);
+                if (s->n_programs >= NBD_POLICY_MAX_PROGRAMS)
+                        return nbd_err_set(e, -E2BIG, "programs: more than %d programs",
+                                           NBD_POLICY_MAX_PROGRAMS);
+                s->programs[s->n_programs] = strdup(w);
+                if (!s->programs[s->n_programs])
+                        return nbd_err_set(e, -ENOMEM, "out of memory");
+                s->programs_line[s->n_programs++] = line;
+        }
+        return 0;
+}
+
 int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line, struct nbd_err *e)
 {
         struct nbd_policy_section *s = p->n ? p->sections[p->n - 1] : NULL;
@@ -294,6 +331,8 @@ int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line
                 return set_modes(s, v, e);
         if (strcmp(key, "exec") == 0)
                 return set_exec(s, v, line, e);
+        if (strcmp(key, "programs") == 0)
+                return set_programs(s, v, line, e);
         if (strcmp(key, "max_devices") == 0) {
                 if (nbd_parse_u64(v, 0, 65535, &n) < 0) {
                         return nbd_err_set(e, -ERANGE,
@@ -312,9 +351,34 @@ int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line
         return nbd_err_set(
                 e, -EINVAL,
                 "%s: not a key of a [policy] section (ops, bridges, parents, macvlan_modes, "
-                "name_prefixes, max_devices, netns, exec); settings of the helper go before the "
+                "name_prefixes, max_devices, netns, exec, programs); settings of the helper go "
+                "before the "
                 "first section",
                 key);
+}
+
+/* As exec: program_start and its programs come together, each on
+ * program_allow. */
+static int check_section_programs(const struct nbd_policy_section *s, const struct nbd_config *c,
+                                  struct nbd_err *e)
+{
+        if ((s->ops & PROGRAM_START_OP) && !s->n_programs)
+                return nbd_err_set(e, -EINVAL,
+                                   "%s:%u: ops: program_start is granted but [%s] lists no "
+                                   "'programs'",
+                                   s->file, s->program_op_line, s->label);
+        for (size_t i = 0; i < s->n_programs; i++) {
+                if (!(s->ops & PROGRAM_START_OP))
+                        return nbd_err_set(e, -EINVAL,
+                                           "%s:%u: programs: listed but 'program_start' is not "
+                                           "in 'ops' of [%s]",
+                                           s->file, s->programs_line[i], s->label);
+                if (!nbd_config_program_file(c, s->programs[i]))
+                        return nbd_err_set(e, -EINVAL,
+                                           "%s:%u: programs: %s is not on program_allow", s->file,
+                                           s->programs_line[i], s->programs[i]);
+        }
+        return 0;
 }
 
 static int check_section(const struct nbd_policy_section *s, const struct nbd_config *c,
@@ -345,7 +409,7 @@ static int check_section(const struct nbd_policy_section *s, const struct nbd_co
                                            s->file, s->exec_line[i], s->exec[i]);
                 }
         }
-        return 0;
+        return check_section_programs(s, c, e);
 }
 
 int nbd_policy_check(const struct nbd_policy *p, const struct nbd_config *c, struct nbd_err *e)
@@ -428,6 +492,26 @@ int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *pee
                                    "policy: uid %u may not run %s (not in 'exec' of [%s])",
                                    (unsigned)peer->uid, path, s->label);
         return nbd_err_set(e, -EPERM, "policy: uid %u may not run %s (no [policy] section for it)",
+                           (unsigned)peer->uid, path);
+}
+
+int nbd_policy_check_program(const struct nbd_policy *p, const struct nbd_peer *peer,
+                             const char *path, struct nbd_err *e)
+{
+        const struct nbd_policy_section *s;
+
+        if (nbd_peer_is_root(peer))
+                return 0;
+        s = nbd_policy_for(p, peer);
+        for (size_t i = 0; s && i < s->n_programs; i++)
+                if (strcmp(s->programs[i], path) == 0)
+                        return 0;
+        if (s)
+                return nbd_err_set(e, -EPERM,
+                                   "policy: uid %u may not start %s (not in 'programs' of [%s])",
+                                   (unsigned)peer->uid, path, s->label);
+        return nbd_err_set(e, -EPERM,
+                           "policy: uid %u may not start %s (no [policy] section for it)",
                            (unsigned)peer->uid, path);
 }
 

@@ -13,6 +13,8 @@
  *   max_devices = 16                interfaces it may own at once
  *   netns = own                     a veth peer may go to a namespace it owns
  *   exec = /usr/sbin/foo            programs it may Exec
+ *   programs = /usr/sbin/dnsmasq    programs it may start (program_start;
+ *                                   on program_allow)
  *
  * Root (uid 0) is never restricted: every query answers yes for it. For
  * anyone else the section that applies is the one of its uid, else the
@@ -64,6 +66,11 @@ struct nbd_policy_section {
         /* Lines for the checks made once everything is read (0: none). */
         unsigned create_line; /* the first 'ops' that granted a create op */
         unsigned exec_op_line; /* the 'ops' that granted exec */
+        /* Supervised programs: what program_start may start. */
+        char *programs[NBD_POLICY_MAX_PROGRAMS];
+        unsigned programs_line[NBD_POLICY_MAX_PROGRAMS];
+        size_t n_programs;
+        unsigned program_op_line; /* the 'ops' that granted program_start */
 };
 
 struct nbd_policy {
@@ -109,6 +116,10 @@ int nbd_policy_check_op(const struct nbd_policy *p, const struct nbd_peer *peer,
 /* May peer Exec path (which is on exec_allow)? 0 or -EPERM, as above. */
 int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *peer, const char *path,
                           struct nbd_err *e);
+
+/* May peer start supervised program path (on program_allow)? As above. */
+int nbd_policy_check_program(const struct nbd_policy *p, const struct nbd_peer *peer,
+                             const char *path, struct nbd_err *e);
 
 bool nbd_policy_may_bridge(const struct nbd_policy_section *s, const char *name);
 bool nbd_policy_may_parent(const struct nbd_policy_section *s, const char *name);

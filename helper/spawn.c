@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "program.h"
 #include "stats.h"
 
 NBD_LOG_CATEGORY(spawn);
@@ -62,9 +63,16 @@ unsigned nbd_children_running(void)
         return running;
 }
 
+void nbd_children_slot_freed(void)
+{
+        if (reaped_fn)
+                reaped_fn(reaped_data);
+}
+
 unsigned nbd_children_running_of(uid_t uid)
 {
-        unsigned n = 0;
+        /* A supervised program holds its caller's slot while it runs. */
+        unsigned n = nbd_programs_running_of(uid);
 
         for (const struct nbd_child *c = running_list; c; c = c->next)
                 n += c->uid == uid;

@@ -62,8 +62,13 @@ void nbd_child_abandon(struct nbd_child *c);
 
 /* Children spawned and not yet reaped (abandoned ones included). */
 unsigned nbd_children_running(void);
-/* The same, of those spawned for uid. */
+/* The same, of those spawned for uid, and the supervised programs
+ * (program.h) running for uid: each holds one of uid's slots while it
+ * runs. */
 unsigned nbd_children_running_of(uid_t uid);
+/* A supervised program ended: its slot is free (runs the on_reaped
+ * callback, as a child's exit does). */
+void nbd_children_slot_freed(void);
 
 /* fn(data) runs each time a child is reaped (its spawn slot is free
  * again), from inside the loop's handling of its exit: fn must not run

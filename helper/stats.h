@@ -36,6 +36,11 @@ enum nbd_stat {
          * family (the firewall's or bandwidth's table: each walks every
          * chain of the family), on any thread (nbd_stat_inc_shared). */
         NBD_STAT_NFT_CHAIN_DUMPS,
+        /* supervised programs */
+        NBD_STAT_OPS_PROGRAM,
+        NBD_STAT_PROGRAMS_STARTED,
+        NBD_STAT_PROGRAMS_EXITED,
+        NBD_STAT_PROGRAMS_ADOPTED,
         NBD_STAT__MAX,
 };
 

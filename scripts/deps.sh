@@ -21,6 +21,7 @@ packages=(
   busybox-static   # the guest VLAN test's initramfs (tests/guest/build.sh; the
                    # guest's kernel is downloaded there, never installed)
   iperf3           # the bandwidth conformance test measures TCP between namespaces
+  dnsmasq-base     # the supervised-program test: dnsmasq under the helper gives a DHCP lease
   valgrind         # memcheck over the unit, protocol and limits tests
   gnuplot-nox      # netbroker-bench --png draws its chart (no X11 needed)
   abigail-tools    # abidw/abidiff: the ABI check against abi/ (ctest -L abi)

@@ -17,7 +17,7 @@ int main(int argc, char **argv)
                 vmbatch_suite, /* session 8: a VM start in
                                   one batch */
                 cleanup_suite,      fw_hash_suite,  addr_suite,
-                net_suite,          NULL,
+                net_suite,          program_suite,  NULL,
         };
 
         return tu_main_in_netns("test-helper", "peer-uid checks, capabilities, /proc", argc, argv,

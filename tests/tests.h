@@ -32,3 +32,5 @@ Suite *fw_hash_suite(void);
 Suite *addr_suite(void);
 /* virtual networks: network firewall owners */
 Suite *net_suite(void);
+/* supervised programs */
+Suite *program_suite(void);

@@ -1,0 +1,805 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Supervised programs (ProgramStart, ProgramStop, ProgramList) through a
+ * real helper: its own session, exits reported with their signal, stops
+ * that leave no zombie and no process group, the allow-list, who may stop
+ * what, the spawn share, adoption after a helper restart and refusal of a
+ * pid file whose pid is another process now, and dnsmasq giving a DHCP
+ * lease across a bridge to a client in a second namespace. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tests.h"
+
+#define SLEEP "/bin/sleep"
+#define USER_A 4711
+#define USER_B 4712
+
+/* A fresh pid-file directory per test; removed with its files at the end. */
+static char prog_dir[PATH_MAX];
+
+static char *config_with(const char *extra)
+{
+        static unsigned seq;
+        char *body;
+
+        snprintf(prog_dir, sizeof(prog_dir), "/tmp/nbtest-programs-%d-%u", (int)getpid(), seq++);
+        ck_assert_int_ge(asprintf(&body,
+                                  "fd_limit = 96\n"
+                                  "program_allow = " SLEEP " /bin/sh\n"
+                                  "program_dir = %s\n"
+                                  "%s",
+                                  prog_dir, extra),
+                         0);
+        return body;
+}
+
+static void remove_prog_dir(void)
+{
+        free(tu_sh("rm -rf '%s'", prog_dir));
+}
+
+static nb_results *submit(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_batch_free(b);
+        return res;
+}
+
+/* Start `sleep SECONDS` with tag; returns its id and pid. */
+static uint64_t start_sleep(nb_conn *c, const char *tag, const char *seconds, int *ret_pid,
+                            bool *ret_existing)
+{
+        const char *argv[] = {SLEEP, seconds, NULL};
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        uint64_t id = 0;
+
+        o.argv = argv;
+        o.tag = tag;
+        ck_assert_int_eq(nb_batch_program_start(b, SLEEP, &o), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "start: %s", nb_result_message(res, 0));
+        ck_assert_int_eq(nb_result_program(res, 0, &id, ret_pid, ret_existing), 0);
+        nb_results_free(res);
+        ck_assert_uint_gt(id, 0);
+        return id;
+}
+
+/* The listing's entry for id (false: not listed). */
+static bool find_listed(nb_conn *c, uint64_t id, nb_program_info *ret)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        bool found = false;
+
+        ck_assert_int_eq(nb_batch_program_list(b, NULL), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        for (size_t k = 0; k < nb_result_program_count(res, 0) && !found; k++) {
+                nb_program_info p = NB_PROGRAM_INFO_INIT;
+                ck_assert_int_eq(nb_result_program_at(res, 0, k, &p), 0);
+                if (p.id == id) {
+                        found = true;
+                        /* Strings die with res: keep the numbers only. */
+                        p.path = p.tag = NULL;
+                        p.argv = NULL;
+                        *ret = p;
+                }
+        }
+        nb_results_free(res);
+        return found;
+}
+
+static size_t listed_count(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        size_t n;
+
+        ck_assert_int_eq(nb_batch_program_list(b, NULL), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        n = nb_result_program_count(res, 0);
+        nb_results_free(res);
+        return n;
+}
+
+/* Stop by id (or tag); returns the result (status, message) for checks. */
+static nb_results *stop(nb_conn *c, uint64_t id, const char *tag)
+{
+        nb_batch *b = nb_batch_new();
+
+        ck_assert_int_eq(nb_batch_program_stop(b, id, tag, 2000), 0);
+        return submit(c, b);
+}
+
+/* Field n (1-based) of /proc/PID/stat, after the command name. */
+static long stat_field(pid_t pid, int n)
+{
+        char path[64];
+        const char *s;
+        long v = -1;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        s = strrchr(tu_read_file(path), ')');
+        ck_assert_ptr_nonnull(s);
+        s += 2; /* field 3 */
+        for (int i = 3; i < n; i++)
+                s = strchr(s, ' ') + 1;
+        sscanf(s, "%ld", &v);
+        return v;
+}
+
+/* /proc/PID/exe of pid ("" if it cannot be read). */
+static const char *exe_of(pid_t pid)
+{
+        static char buf[PATH_MAX];
+        char path[64];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+        n = readlink(path, buf, sizeof(buf) - 1);
+        buf[n < 0 ? 0 : n] = '\0';
+        return buf;
+}
+
+/* A live (not zombie) process is in process group pgid. Zombies do not
+ * count: the group's orphans are reaped by init, whenever it does. */
+static bool group_exists(pid_t pgid)
+{
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        bool found = false;
+
+        ck_assert_ptr_nonnull(d);
+        while (!found && (e = readdir(d))) {
+                char path[300], buf[1024], *s;
+                int fd, pgrp = 0;
+                ssize_t n;
+                char state = 0;
+                if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                n = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                s = strrchr(buf, ')');
+                if (s && sscanf(s + 2, "%c %*d %d", &state, &pgrp) == 2)
+                        found = pgrp == pgid && state != 'Z' && state != 'X';
+        }
+        closedir(d);
+        return found;
+}
+
+static const char *fd_target(pid_t pid, int fd)
+{
+        static char buf[PATH_MAX];
+        char path[64];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+        n = readlink(path, buf, sizeof(buf) - 1);
+        buf[n < 0 ? 0 : n] = '\0';
+        return buf;
+}
+
+START_TEST(test_program_runs_in_its_own_session_and_stop_leaves_nothing)
+{
+        struct tu_helper h;
+        char *conf = config_with("");
+        char pidfile[PATH_MAX + 32];
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        nb_conn *c;
+        nb_results *res;
+        unsigned stopped = 0;
+        uint64_t id;
+        int pid;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        id = start_sleep(c, "net1", "1000", &pid, NULL);
+        ck_assert(find_listed(c, id, &p));
+        ck_assert(p.running);
+        ck_assert_int_eq(p.pid, pid);
+        ck_assert_uint_eq(p.uid, 0);
+        /* Its own session and process group (fields 5 pgrp, 6 session). */
+        ck_assert_int_eq(stat_field(pid, 5), pid);
+        ck_assert_int_eq(stat_field(pid, 6), pid);
+        ck_assert_str_eq(fd_target(pid, 0), "/dev/null");
+        ck_assert_str_eq(fd_target(pid, 1), "/dev/null");
+        snprintf(pidfile, sizeof(pidfile), "%s/%llu.pid", prog_dir, (unsigned long long)id);
+        ck_assert_int_eq(access(pidfile, F_OK), 0);
+        ck_assert_uint_eq(tu_stat(c, "programs_started"), 1);
+
+        res = stop(c, id, NULL);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
+        ck_assert_int_eq(nb_result_program_stopped(res, 0, &stopped, NULL), 0);
+        ck_assert_uint_eq(stopped, 1);
+        nb_results_free(res);
+        /* Answered once it is gone: reaped (no zombie), its group gone, its
+         * pid file gone, and no longer listed. */
+        ck_assert(!tu_process_alive(pid));
+        ck_assert_int_eq(tu_zombies_of(h.pid), 0);
+        ck_assert(!group_exists(pid));
+        ck_assert_int_ne(access(pidfile, F_OK), 0);
+        ck_assert(!find_listed(c, id, &p));
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* The leader ends on SIGTERM; a child it left in its group ignores
+ * SIGTERM: the stop still leaves no process of the group. */
+START_TEST(test_stop_takes_the_programs_whole_process_group)
+{
+        struct tu_helper h;
+        char *conf = config_with("");
+        const char *argv[] = {"/bin/sh", "-c", "(trap '' TERM; exec " SLEEP " 1004) & wait", NULL};
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b;
+        nb_results *res;
+        nb_conn *c;
+        uint64_t id = 0;
+        int pid = 0;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        o.argv = argv;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, "/bin/sh", &o), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
+        ck_assert_int_eq(nb_result_program(res, 0, &id, &pid, NULL), 0);
+        nb_results_free(res);
+        /* The child is there (the group has two processes). */
+        for (int i = 0; i < 100 && tu_children_of(pid) == 0; i++)
+                usleep(10000);
+        ck_assert_int_eq(tu_children_of(pid), 1);
+        res = stop(c, id, NULL);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        for (int i = 0; i < 100 && group_exists(pid); i++)
+                usleep(10000);
+        ck_assert_msg(!group_exists(pid), "a process of the program's group outlived its stop");
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+START_TEST(test_program_killed_from_outside_is_reported_with_its_signal)
+{
+        struct tu_helper h;
+        char *conf = config_with("");
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        unsigned had_exited = 0;
+        nb_results *res;
+        nb_conn *c;
+        uint64_t id;
+        int pid;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        id = start_sleep(c, "", "1000", &pid, NULL);
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        for (int i = 0; i < 200 && find_listed(c, id, &p) && p.running; i++)
+                usleep(10000);
+        ck_assert(find_listed(c, id, &p));
+        ck_assert_msg(!p.running, "still listed running after SIGKILL");
+        ck_assert_int_eq(p.signal, SIGKILL);
+        ck_assert(!p.status_unknown);
+        ck_assert_uint_eq(tu_stat(c, "programs_exited"), 1);
+        ck_assert_int_eq(tu_zombies_of(h.pid), 0);
+        /* Its slot is free: listed, but not counted as running. */
+        res = stop(c, id, NULL);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert(strstr(nb_result_message(res, 0), "had exited already"));
+        ck_assert_int_eq(nb_result_program_stopped(res, 0, NULL, &had_exited), 0);
+        ck_assert_uint_eq(had_exited, 1);
+        nb_results_free(res);
+        ck_assert_uint_eq(listed_count(c), 0);
+        /* An unknown id is a success that says so. */
+        res = stop(c, 999, NULL);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        ck_assert(strstr(nb_result_message(res, 0), "nothing to stop"));
+        nb_results_free(res);
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+START_TEST(test_program_not_on_program_allow_is_refused)
+{
+        struct tu_helper h;
+        /* On exec_allow is not on program_allow: the lists are separate. */
+        char *conf = config_with("exec_allow = /bin/true\n");
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b;
+        nb_results *res;
+        nb_conn *c;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, "/bin/true", &o), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
+        ck_assert_msg(strstr(nb_result_message(res, 0), "/bin/true is not on program_allow"), "%s",
+                      nb_result_message(res, 0));
+        ck_assert_int_eq(nb_result_program(res, 0, NULL, NULL, NULL), -ENODATA);
+        nb_results_free(res);
+        ck_assert_int_eq(tu_children_of(h.pid), 0);
+        ck_assert_uint_eq(tu_stat(c, "programs_started"), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* ---- other callers: a forked client with another uid ---- */
+
+enum as_what { AS_START, AS_START_OTHER, AS_STOP_ID, AS_STOP_TAG, AS_LIST, AS_EXEC };
+
+struct as_reply {
+        int status;
+        uint64_t id;
+        unsigned n; /* listed, or stopped */
+        char msg[256];
+};
+
+static void as_run(nb_conn *c, enum as_what what, uint64_t id, struct as_reply *r)
+{
+        const char *argv[] = {SLEEP, what == AS_START_OTHER ? "1002" : "1001", NULL};
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        o.argv = argv;
+        o.tag = "user";
+        if (what == AS_START || what == AS_START_OTHER)
+                nb_batch_program_start(b, SLEEP, &o);
+        else if (what == AS_STOP_ID)
+                nb_batch_program_stop(b, id, NULL, 2000);
+        else if (what == AS_STOP_TAG)
+                nb_batch_program_stop(b, 0, "user", 2000);
+        else if (what == AS_LIST)
+                nb_batch_program_list(b, NULL);
+        else
+                nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
+        r->status = nb_submit(c, b, &res);
+        if (r->status == 0) {
+                r->status = nb_result_status(res, 0);
+                snprintf(r->msg, sizeof(r->msg), "%s", nb_result_message(res, 0));
+                nb_result_program(res, 0, &r->id, NULL, NULL);
+                nb_result_program_stopped(res, 0, &r->n, NULL);
+                if (what == AS_LIST)
+                        r->n = (unsigned)nb_result_program_count(res, 0);
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+}
+
+/* One op as uid, in a child process. */
+static struct as_reply as_uid(const struct tu_helper *h, uid_t uid, enum as_what what, uint64_t id)
+{
+        struct as_reply r = {.status = -EIO};
+        int fds[2], status;
+        pid_t pid;
+
+        ck_assert_int_eq(chmod(h->sock, 0666), 0);
+        ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                nb_conn *c = NULL;
+                close(fds[0]);
+                if (setgid(uid) < 0 || setuid(uid) < 0 || nb_connect(h->sock, &c) < 0)
+                        _exit(1);
+                as_run(c, what, id, &r);
+                nb_close(c);
+                _exit(write(fds[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+        }
+        close(fds[1]);
+        ck_assert_int_eq(read(fds[0], &r, sizeof(r)), sizeof(r));
+        close(fds[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        return r;
+}
+
+#define USERS_POLICY                                                                               \
+        "exec_allow = /bin/true\n"                                                                 \
+        "[policy uid 4711]\n"                                                                      \
+        "ops = program_start program_stop exec\n"                                                  \
+        "programs = " SLEEP "\n"                                                                   \
+        "exec = /bin/true\n"                                                                       \
+        "[policy uid 4712]\n"                                                                      \
+        "ops = program_start program_stop\n"                                                       \
+        "programs = " SLEEP "\n"
+
+START_TEST(test_other_unprivileged_caller_cannot_stop_or_see_it)
+{
+        struct tu_helper h;
+        char *conf = config_with(USERS_POLICY);
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct as_reply r;
+        nb_conn *root;
+        uint64_t id;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_msg(r.status == 0, "%s", r.msg);
+        id = r.id;
+        r = as_uid(&h, USER_B, AS_STOP_ID, id);
+        ck_assert_int_eq(r.status, -EPERM);
+        ck_assert_msg(strstr(r.msg, "started by uid 4711"), "%s", r.msg);
+        /* By tag: B's own programs only, and it has none. */
+        r = as_uid(&h, USER_B, AS_STOP_TAG, 0);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_uint_eq(r.n, 0);
+        r = as_uid(&h, USER_B, AS_LIST, 0);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_uint_eq(r.n, 0);
+        r = as_uid(&h, USER_A, AS_LIST, 0);
+        ck_assert_uint_eq(r.n, 1);
+        /* Root sees it, still running, as A's. */
+        ck_assert(find_listed(root, id, &p));
+        ck_assert(p.running);
+        ck_assert_uint_eq(p.uid, USER_A);
+        r = as_uid(&h, USER_A, AS_STOP_ID, id);
+        ck_assert_msg(r.status == 0 && r.n == 1, "%d %s", r.status, r.msg);
+        ck_assert(!find_listed(root, id, &p));
+        nb_close(root);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* max_programs_per_uid (1 by default) for a non-root caller; the same
+ * start again is the program that runs, not a second one. */
+START_TEST(test_programs_per_uid_are_limited_and_a_repeated_start_is_the_same)
+{
+        struct tu_helper h;
+        char *conf = config_with(USERS_POLICY);
+        struct as_reply r;
+        uint64_t id;
+
+        tu_helper_start(&h, conf);
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_msg(r.status == 0, "%s", r.msg);
+        id = r.id;
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_msg(r.status == 0, "%s", r.msg);
+        ck_assert_uint_eq(r.id, id);
+        r = as_uid(&h, USER_A, AS_START_OTHER, 0);
+        ck_assert_int_eq(r.status, -EAGAIN);
+        ck_assert_msg(strstr(r.msg, "max_programs_per_uid"), "%s", r.msg);
+        r = as_uid(&h, USER_A, AS_STOP_ID, id);
+        ck_assert_int_eq(r.status, 0);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* With max_spawns_per_uid = 1, one running program is the whole share:
+ * the caller's Exec is refused (EAGAIN) until the program stops. */
+START_TEST(test_exec_is_refused_while_a_program_holds_the_only_slot)
+{
+        struct tu_helper h;
+        char *conf = config_with("max_spawns_per_uid = 1\n" USERS_POLICY);
+        struct as_reply r;
+        uint64_t id;
+
+        tu_helper_start(&h, conf);
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_msg(r.status == 0, "%s", r.msg);
+        id = r.id;
+        r = as_uid(&h, USER_A, AS_EXEC, 0);
+        ck_assert_int_eq(r.status, -EAGAIN);
+        ck_assert_msg(strstr(r.msg, "max_spawns_per_uid"), "%s", r.msg);
+        r = as_uid(&h, USER_A, AS_STOP_ID, id);
+        ck_assert_int_eq(r.status, 0);
+        r = as_uid(&h, USER_A, AS_EXEC, 0);
+        ck_assert_msg(r.status == 0, "exec after the stop: %s", r.msg);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+static void kill_helper(struct tu_helper *h)
+{
+        int status;
+
+        ck_assert_int_eq(kill(h->pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(h->pid, &status, 0), h->pid);
+        unlink(h->sock);
+        free(h->config);
+}
+
+START_TEST(test_program_is_adopted_after_a_helper_restart_not_started_twice)
+{
+        struct tu_helper h;
+        char *conf = config_with("");
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        bool existing = false;
+        nb_results *res;
+        nb_conn *c;
+        uint64_t id, again;
+        int pid, pid2;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        id = start_sleep(c, "net1", "1000", &pid, NULL);
+        nb_close(c);
+        kill_helper(&h);
+        ck_assert(tu_process_alive(pid));
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ck_assert(find_listed(c, id, &p));
+        ck_assert(p.running);
+        ck_assert(p.adopted);
+        ck_assert_int_eq(p.pid, pid);
+        ck_assert_uint_eq(tu_stat(c, "programs_adopted"), 1);
+        again = start_sleep(c, "net1", "1000", &pid2, &existing);
+        ck_assert_uint_eq(again, id);
+        ck_assert_int_eq(pid2, pid);
+        ck_assert(existing);
+        ck_assert_uint_eq(tu_stat(c, "programs_started"), 0);
+        /* Another tag is another program. */
+        again = start_sleep(c, "net2", "1000", &pid2, &existing);
+        ck_assert_uint_ne(again, id);
+        ck_assert(!existing);
+        res = stop(c, 0, "net2");
+        nb_results_free(res);
+        /* Stopping the adopted one: it goes (init reaps it). */
+        res = stop(c, id, NULL);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        ck_assert(!tu_process_alive(pid));
+        ck_assert_uint_eq(listed_count(c), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* A pid file whose pid is now another process (the number was reused) is
+ * not adopted, and that process is left alone: one with a different start
+ * time (same program), one with the right start time but another exe. */
+START_TEST(test_pid_file_of_an_unrelated_process_is_not_adopted)
+{
+        struct tu_helper h;
+        char *conf = config_with("");
+        char path[PATH_MAX + 32], body[512];
+        /* Without capabilities, as the helper's own programs: the helper
+         * may read its /proc/PID/exe then, so only the checks tell. */
+        char *const argv[] = {(char *)"/usr/bin/setpriv",
+                              (char *)"--bounding-set=-all",
+                              (char *)"--",
+                              (char *)SLEEP,
+                              (char *)"1003",
+                              NULL};
+        nb_conn *c;
+        pid_t other;
+        int fd, n;
+        long start;
+
+        /* The directory exists once a helper ran. */
+        tu_helper_start(&h, conf);
+        tu_helper_stop(&h);
+        ck_assert_int_eq(posix_spawn(&other, argv[0], NULL, NULL, argv, NULL), 0);
+        for (int i = 0; i < 100 && strcmp(exe_of(other), "/usr/bin/sleep") != 0; i++)
+                usleep(10000);
+        ck_assert_str_eq(exe_of(other), "/usr/bin/sleep");
+        start = stat_field(other, 22);
+        /* 1: sleep, as recorded, but started at another time. */
+        snprintf(path, sizeof(path), "%s/1.pid", prog_dir);
+        n = snprintf(body, sizeof(body),
+                     "netbroker-program-1%c%d%c%ld%c0%c/usr/bin/sleep%c" SLEEP "%cnet%c" SLEEP
+                     "%c1003%c",
+                     0, (int)other, 0, start + 1, 0, 0, 0, 0, 0, 0, 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_eq(write(fd, body, (size_t)n), n);
+        close(fd);
+        /* 2: the right start time, but the process runs another file. */
+        snprintf(path, sizeof(path), "%s/2.pid", prog_dir);
+        n = snprintf(body, sizeof(body),
+                     "netbroker-program-1%c%d%c%ld%c0%c/usr/sbin/dnsmasq%c" SLEEP "%cnet%c" SLEEP
+                     "%c1003%c",
+                     0, (int)other, 0, start, 0, 0, 0, 0, 0, 0, 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_eq(write(fd, body, (size_t)n), n);
+        close(fd);
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ck_assert_uint_eq(listed_count(c), 0);
+        ck_assert_uint_eq(tu_stat(c, "programs_adopted"), 0);
+        snprintf(path, sizeof(path), "%s/1.pid", prog_dir);
+        ck_assert_int_ne(access(path, F_OK), 0);
+        snprintf(path, sizeof(path), "%s/2.pid", prog_dir);
+        ck_assert_int_ne(access(path, F_OK), 0);
+        ck_assert(tu_process_alive(other));
+        nb_close(c);
+        tu_helper_stop(&h);
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* ---- dnsmasq: a lease across a bridge ---- */
+
+#define DNSMASQ "/usr/sbin/dnsmasq"
+
+/* A child in a network namespace of its own that waits for a byte on fd,
+ * then runs cmd there with sh. */
+static pid_t ns_child(int go_fd, const char *cmd)
+{
+        pid_t pid = fork();
+        char c;
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (unshare(CLONE_NEWNET) < 0 || read(go_fd, &c, 1) != 1)
+                        _exit(98);
+                execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+                _exit(99);
+        }
+        return pid;
+}
+
+START_TEST(test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace)
+{
+        struct tu_helper h;
+        char *conf, *dir, *cmd, lease[PATH_MAX], leases[PATH_MAX], *out;
+        const char *argv[16];
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b;
+        nb_results *res;
+        nb_conn *c;
+        int go[2], status;
+        pid_t guest;
+
+        if (access(DNSMASQ, X_OK) != 0 || access("/bin/busybox", X_OK) != 0) {
+                printf("dnsmasq DHCP test: %s or /bin/busybox missing (apt-get install "
+                       "dnsmasq-base busybox-static): not run\n",
+                       DNSMASQ);
+                ck_abort_msg("dnsmasq-base or busybox-static is not installed (scripts/deps.sh)");
+        }
+        ck_assert_int_ge(asprintf(&dir, "/tmp/nbtest-dhcp-%d", (int)getpid()), 0);
+        free(tu_sh("rm -rf %s && mkdir -p %s", dir, dir));
+        snprintf(lease, sizeof(lease), "%s/lease", dir);
+        snprintf(leases, sizeof(leases), "%s/dnsmasq.leases", dir);
+        /* The helper holds no CAP_NET_BIND_SERVICE (nor SETUID/SETGID, so
+         * dnsmasq keeps root: --user=root, --group= empty): in this
+         * namespace port 67 is open to it. */
+        free(tu_sh("sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && ip link set lo up && "
+                   "ip link add nbdbr0 type bridge && ip addr add 10.77.0.1/24 dev nbdbr0 && "
+                   "ip link set nbdbr0 up && ip link add nbdh0 type veth peer name nbdg0 && "
+                   "ip link set nbdh0 master nbdbr0 up"));
+        free(tu_sh("printf '#!/bin/sh\\n[ \"$1\" = bound ] && echo \"$ip\" > %s\\nexit 0\\n' > "
+                   "%s/script && chmod 755 %s/script",
+                   lease, dir, dir));
+        ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+        ck_assert_int_ge(asprintf(&cmd,
+                                  "ip link set lo up && ip link set nbdg0 up && "
+                                  "exec busybox udhcpc -i nbdg0 -n -q -t 5 -T 1 -s %s/script",
+                                  dir),
+                         0);
+        guest = ns_child(go[0], cmd);
+        close(go[0]);
+        usleep(100000);
+        free(tu_sh("ip link set nbdg0 netns %d", (int)guest));
+
+        ck_assert_int_ge(asprintf(&conf,
+                                  "fd_limit = 96\nprogram_allow = " DNSMASQ "\nprogram_dir = "
+                                  "%s/programs\n",
+                                  dir),
+                         0);
+        snprintf(prog_dir, sizeof(prog_dir), "%s/programs", dir);
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        {
+                static char lf[PATH_MAX + 32];
+                size_t n = 0;
+                snprintf(lf, sizeof(lf), "--dhcp-leasefile=%s", leases);
+                argv[n++] = DNSMASQ;
+                argv[n++] = "--keep-in-foreground";
+                argv[n++] = "--conf-file=/dev/null";
+                argv[n++] = "--user=root";
+                argv[n++] = "--group=";
+                argv[n++] = "--interface=nbdbr0";
+                argv[n++] = "--bind-interfaces";
+                argv[n++] = "--except-interface=lo";
+                argv[n++] = "--dhcp-range=10.77.0.10,10.77.0.20,1h";
+                argv[n++] = "--port=0";
+                argv[n++] = lf;
+                argv[n++] = "--pid-file=";
+                argv[n++] = "--log-facility=-";
+                argv[n] = NULL;
+        }
+        o.argv = argv;
+        o.tag = "nbdnet";
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, DNSMASQ, &o), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
+        nb_results_free(res);
+        usleep(300000);
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        close(go[1]);
+        ck_assert_int_eq(waitpid(guest, &status, 0), guest);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "udhcpc got no lease (status %d)", status);
+        out = tu_sh("cat %s", lease);
+        printf("dnsmasq DHCP test: the guest namespace got %s", out);
+        ck_assert_msg(strncmp(out, "10.77.0.", 8) == 0, "lease '%s'", out);
+        free(out);
+        out = tu_sh("cat %s", leases);
+        ck_assert_msg(strstr(out, "10.77.0."), "dnsmasq's lease file: '%s'", out);
+        free(out);
+        res = stop(c, 0, "nbdnet");
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_close(c);
+        tu_helper_stop(&h);
+        /* nbdh0 went with its peer's namespace. */
+        free(tu_sh("ip link del nbdbr0; rm -rf %s", dir));
+        free(cmd);
+        free(conf);
+        free(dir);
+}
+END_TEST
+
+Suite *program_suite(void)
+{
+        Suite *s = suite_create("program");
+        TCase *tc = tcase_create("program");
+
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_program_runs_in_its_own_session_and_stop_leaves_nothing);
+        tcase_add_test(tc, test_stop_takes_the_programs_whole_process_group);
+        tcase_add_test(tc, test_program_killed_from_outside_is_reported_with_its_signal);
+        tcase_add_test(tc, test_program_not_on_program_allow_is_refused);
+        tcase_add_test(tc, test_other_unprivileged_caller_cannot_stop_or_see_it);
+        tcase_add_test(tc, test_programs_per_uid_are_limited_and_a_repeated_start_is_the_same);
+        tcase_add_test(tc, test_exec_is_refused_while_a_program_holds_the_only_slot);
+        tcase_add_test(tc, test_program_is_adopted_after_a_helper_restart_not_started_twice);
+        tcase_add_test(tc, test_pid_file_of_an_unrelated_process_is_not_adopted);
+        tcase_add_test(tc, test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace);
+        suite_add_tcase(s, tc);
+        return s;
+}

@@ -452,7 +452,8 @@ START_TEST(test_a_renamed_interface_leaves_no_rule_for_its_old_name)
         ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 3);
         ck_assert_uint_eq(owners_listed(l.c), 0);
         ck_assert_uint_eq(tu_stat(l.c, "fw_owners_gone"), gone0 + 1);
-        ruleset = tu_sh("nft list table netdev netbroker 2>/dev/null");
+        /* Its last owner gone, the table goes too (none to list is fine). */
+        ruleset = tu_sh("nft list table netdev netbroker 2>/dev/null || true");
         ck_assert_msg(!strstr(ruleset, "old-guest"), "the owner's chains stayed:\n%s", ruleset);
         free(ruleset);
         nb_fw_ruleset_free(rs);

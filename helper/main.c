@@ -601,7 +601,6 @@ static int serve(struct nbd_config **cfg, const struct options *o, int n_activat
         if (r < 0)
                 return r;
         caps_open(be, loop, devdir, &c);
-        caps_watch_gone(&c);
         /* Programs a previous helper started are adopted before any
          * client can ask to start them again. */
         r = nbd_programs_init(loop,

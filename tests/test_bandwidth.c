@@ -1093,7 +1093,7 @@ END_TEST
 
 /* ---- conformance: the seed's table ---- */
 
-/* iperf3 TCP for 2 s after 1 s of warm-up, from here to the guest
+/* iperf3 TCP for 3 s after 2 s of warm-up, from here to the guest
  * (reverse: from the guest to here); bits/s as the receiver counted them.
  * The server runs in the guest namespace, bound to its address, once, and
  * under timeout(1) so it cannot outlive a failed test for long. */
@@ -1104,7 +1104,7 @@ static double iperf(bool from_guest)
                       "for i in $(seq 100); do nsenter --net=%s ss -ltn | grep -q '" GUEST_IP
                       ":5201' && break; sleep 0.05; done\n"
                       "iperf3 -c " GUEST_IP " -B " HOST_IP
-                      " -t 2 -O 1 %s -J | python3 '" TU_PY("iperf_bps.py") "'\n"
+                      " -t 3 -O 2 %s -J | python3 '" TU_PY("iperf_bps.py") "'\n"
                                                                            "wait",
                       guest_ns, guest_ns, from_guest ? "-R" : "");
         double bps = atof(out);

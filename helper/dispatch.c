@@ -1201,8 +1201,10 @@ out:
         for (size_t i = 0; i < v.n_claims; i++)
                 free(v.claims[i]);
         free(v.claims);
+        free(v.claim_slots);
         free(v.created);
         free(v.exists);
+        free(v.exist_slots);
         free(v.fd_used);
         return r;
 }

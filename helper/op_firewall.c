@@ -604,7 +604,10 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
         const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
         struct fw_batch *b = *slot;
 
-        if (b && b->txn)
+        /* Read and handed back already: the batch's later ops. (Read on the
+         * lane but not handed back yet: the op that asked runs again, and
+         * closes the lane's handle and rebinds the transaction below.) */
+        if (b && b->txn && !b->lf)
                 return b;
         if (!b) {
                 /* Owners of interfaces gone so far go now, in fw_gone's own

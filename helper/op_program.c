@@ -206,6 +206,12 @@ static int validate_stop(struct nbd_validation *v, const Netbroker__Op *op, Netb
                 return nbd_result_set(res, -EINVAL, "program: stop takes an id or a tag, not both");
         if (!tag_valid(s->tag))
                 return nbd_result_set(res, -EINVAL, "program: not a valid tag");
+        /* A stopping program holds its slot until it is gone: a grace of
+         * days would hold it that long, against a later stop too. */
+        if (s->grace_ms > NBD_PROGRAM_MAX_GRACE_MS)
+                return nbd_result_set(res, -EINVAL,
+                                      "program: a grace of %u ms is over the maximum of %u ms",
+                                      s->grace_ms, NBD_PROGRAM_MAX_GRACE_MS);
         return 0;
 }
 

@@ -32,6 +32,7 @@
 
 #define NBD_PROGRAM_DEFAULT_DIR "/run/netbroker/programs"
 #define NBD_PROGRAM_DEFAULT_GRACE_MS 5000
+#define NBD_PROGRAM_MAX_GRACE_MS 60000
 
 struct nbd_program_spec {
         const char *path; /* as asked for (on program_allow) */

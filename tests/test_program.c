@@ -352,6 +352,14 @@ START_TEST(test_program_not_on_program_allow_is_refused)
                       nb_result_message(res, 0));
         ck_assert_int_eq(nb_result_program(res, 0, NULL, NULL, NULL), -ENODATA);
         nb_results_free(res);
+        /* A stop's grace is bounded: a stopping program holds its slot. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_stop(b, 0, "any", 60001), 0);
+        res = submit(c, b);
+        ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
+        ck_assert_msg(strstr(nb_result_message(res, 0), "over the maximum of 60000 ms"), "%s",
+                      nb_result_message(res, 0));
+        nb_results_free(res);
         ck_assert_int_eq(tu_children_of(h.pid), 0);
         ck_assert_uint_eq(tu_stat(c, "programs_started"), 0);
         nb_close(c);

@@ -5,8 +5,8 @@
  *
  * Who may: root; a non-root caller only when a [policy] section grants
  * net_apply / net_remove (deny by default, policy.c), and then only on a
- * bridge it owns, for owners it made, with outside ports from 1024 (a
- * port below is the host's: sshd's, for one). */
+ * bridge it owns, for owners it made, isolated or open and without port
+ * forwards (validate_apply() says why). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,12 +93,24 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
         r = spec_from_proto(a, v->peer->uid, s, &err);
         if (r < 0)
                 nbd_result_set(res, r, "network %s: %s", a->owner, err.msg);
-        for (size_t i = 0; r == 0 && !nbd_peer_is_root(v->peer) && i < s->n_forwards; i++)
-                if (s->forwards[i].outside_port < 1024)
-                        r = nbd_result_set(res, -EPERM,
-                                           "policy: uid %u may not forward outside port %u (below "
-                                           "1024: only root may)",
-                                           (unsigned)v->peer->uid, s->forwards[i].outside_port);
+        /* What a caller that is not root may have: a filter on its own
+         * bridge. A port forward takes a port of every host address, for
+         * the host's own connections too (the output hook), and any
+         * outside address; a nat or route network's masquerade and
+         * forwarding match its subnets, which nothing ties to its bridge:
+         * each would act on traffic that is not the caller's. */
+        if (r == 0 && !nbd_peer_is_root(v->peer) && s->n_forwards)
+                r = nbd_result_set(res, -EPERM,
+                                   "policy: uid %u may not forward ports: a port forward takes a "
+                                   "port of the host's own addresses (only root may)",
+                                   (unsigned)v->peer->uid);
+        if (r == 0 && !nbd_peer_is_root(v->peer) &&
+            (s->mode == NBD_NET_NAT || s->mode == NBD_NET_ROUTE))
+                r = nbd_result_set(res, -EPERM,
+                                   "policy: uid %u may not make a nat or route network: its "
+                                   "masquerade and forwarding act on any traffic of its subnets "
+                                   "(only root may; isolated and open are a bridge's own)",
+                                   (unsigned)v->peer->uid);
         free(s);
         /* A non-root caller's network is on a bridge of its own (root's
          * rules may come before their bridge: they match it by name). */

@@ -592,8 +592,8 @@ END_TEST
 
 /* ---- policy: deny by default ---- */
 
-static int as_nobody(const char *sock, const char *owner, const char *bridge, unsigned port,
-                     char *msg, size_t size)
+static int as_nobody(const char *sock, const char *owner, const char *bridge, nb_net_mode mode,
+                     unsigned port, char *msg, size_t size)
 {
         int pfd[2];
         pid_t pid;
@@ -611,7 +611,7 @@ static int as_nobody(const char *sock, const char *owner, const char *bridge, un
                 nb_results *res = NULL;
                 nb_net_forward f = NB_NET_FORWARD_INIT;
                 const nb_net_forward *fp[] = {&f};
-                nb_net_spec s = spec_of(NB_NET_NAT, fp, port ? 1 : 0, NB_FW_REPLACE);
+                nb_net_spec s = spec_of(mode, fp, port ? 1 : 0, NB_FW_REPLACE);
                 f.protocol = "tcp";
                 f.outside_port = port;
                 f.guest_address = GUEST;
@@ -655,7 +655,7 @@ START_TEST(test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_netwo
         tu_helper_start(&none, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
                                         "allow_uid = 0 65534\n");
         ck_assert_int_eq(chmod(none.sock, 0666), 0);
-        r = as_nobody(none.sock, "n0", BR, 0, msg, sizeof(msg));
+        r = as_nobody(none.sock, "n0", BR, NB_NET_ISOLATED, 0, msg, sizeof(msg));
         ck_assert_int_eq(r, -EPERM);
         ck_assert_msg(strstr(msg, "may not run net_apply"), "%s", msg);
         tu_helper_stop(&none);
@@ -667,14 +667,21 @@ START_TEST(test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_netwo
                                            "name_prefixes = nbu\n");
         ck_assert_int_eq(chmod(granted.sock, 0666), 0);
         /* root's bridge: not the caller's. */
-        r = as_nobody(granted.sock, "n0", BR, 0, msg, sizeof(msg));
+        r = as_nobody(granted.sock, "n0", BR, NB_NET_ISOLATED, 0, msg, sizeof(msg));
         ck_assert_int_eq(r, -EPERM);
         ck_assert_msg(strstr(msg, "does not own interface " BR), "%s", msg);
-        /* Its own bridge: yes, but not a port below 1024. */
-        r = as_nobody(granted.sock, "n1", "nbu0", 80, msg, sizeof(msg));
+        /* Its own bridge: a filter of its own, but no port forward (any
+         * port: it takes the host's) and no nat or route (their rules
+         * match subnets, not the bridge). */
+        r = as_nobody(granted.sock, "n1", "nbu0", NB_NET_NAT, 8080, msg, sizeof(msg));
         ck_assert_int_eq(r, -EPERM);
-        ck_assert_msg(strstr(msg, "outside port 80"), "%s", msg);
-        r = as_nobody(granted.sock, "n1", "nbu0", 8080, msg, sizeof(msg));
+        ck_assert_msg(strstr(msg, "may not forward ports"), "%s", msg);
+        r = as_nobody(granted.sock, "n1", "nbu0", NB_NET_NAT, 0, msg, sizeof(msg));
+        ck_assert_int_eq(r, -EPERM);
+        ck_assert_msg(strstr(msg, "may not make a nat or route network"), "%s", msg);
+        r = as_nobody(granted.sock, "n1", "nbu0", NB_NET_ROUTE, 0, msg, sizeof(msg));
+        ck_assert_int_eq(r, -EPERM);
+        r = as_nobody(granted.sock, "n1", "nbu0", NB_NET_ISOLATED, 0, msg, sizeof(msg));
         ck_assert_msg(r == 0, "granted caller on its own bridge: %s", msg);
         /* Root's owner of the same name is not the caller's to replace. */
         ck_assert_int_eq(nb_connect(granted.sock, &rc), 0);
@@ -685,7 +692,7 @@ START_TEST(test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_netwo
         }
         nb_results_free(submit_ok(rc, b));
         nb_close(rc);
-        r = as_nobody(granted.sock, "root0", "nbu0", 0, msg, sizeof(msg));
+        r = as_nobody(granted.sock, "root0", "nbu0", NB_NET_ISOLATED, 0, msg, sizeof(msg));
         ck_assert_int_eq(r, -EPERM);
         ck_assert_msg(strstr(msg, "does not own network owner root0"), "%s", msg);
         tu_helper_stop(&granted);

@@ -96,12 +96,30 @@ static int parse_addr(const char *ifname, const char *address, uint32_t prefix_l
         return 0;
 }
 
+/* An address or a route redirects the host's own traffic, whatever
+ * interface it is on: an address is local to the whole host (traffic to
+ * the host's gateway or DNS server, given to a bridge, stays here), a route
+ * sends a destination to the bridge. Only root adds either, and removes a
+ * route; a caller may remove an address from an interface of its own. */
+static int root_only(const struct nbd_validation *v, Netbroker__Result *res, const char *what)
+{
+        if (nbd_peer_is_root(v->peer))
+                return 0;
+        return nbd_result_set(res, -EPERM,
+                              "policy: uid %u may not %s: it redirects the host's own traffic, "
+                              "on whatever interface (only root may)",
+                              (unsigned)v->peer->uid, what);
+}
+
 static int validate_addr_add(struct nbd_validation *v, const Netbroker__Op *op,
                              Netbroker__Result *res)
 {
         const Netbroker__AddrAdd *m = op->addr_add;
         struct nbd_addr a;
         int r = check_iface(v, m->ifname, res, "addr add");
+
+        if (!r)
+                r = root_only(v, res, "add an address");
 
         return r ? r
                  : parse_addr(m->ifname, m->address, m->prefix_len, m->broadcast, m->noprefixroute,
@@ -360,16 +378,18 @@ static int validate_route_add(struct nbd_validation *v, const Netbroker__Op *op,
                               Netbroker__Result *res)
 {
         struct nbd_route rt;
+        int r = parse_route(v, &ROUTE_FIELDS(op->route_add), v->peer, &rt, res, "route add");
 
-        return parse_route(v, &ROUTE_FIELDS(op->route_add), v->peer, &rt, res, "route add");
+        return r ? r : root_only(v, res, "add a route");
 }
 
 static int validate_route_delete(struct nbd_validation *v, const Netbroker__Op *op,
                                  Netbroker__Result *res)
 {
         struct nbd_route rt;
+        int r = parse_route(v, &ROUTE_FIELDS(op->route_delete), v->peer, &rt, res, "route delete");
 
-        return parse_route(v, &ROUTE_FIELDS(op->route_delete), v->peer, &rt, res, "route delete");
+        return r ? r : root_only(v, res, "delete a route");
 }
 
 struct undo_route {

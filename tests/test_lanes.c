@@ -456,6 +456,16 @@ static size_t owners_after_sweep(nb_conn *c)
         return n;
 }
 
+/* The helper's firewall table names needle (a chain, an owner). */
+static bool table_has(const char *needle)
+{
+        char *t = tu_sh("nft list table netdev netbroker 2>/dev/null || true");
+        bool has = strstr(t, needle) != NULL;
+
+        free(t);
+        return has;
+}
+
 #ifdef NB_TEST_HOOKS
 /* The helper, its lane `lane` held from its next closure on (hold made):
  * the start-up sweep, on the firewall's lane, has run by then. */
@@ -497,15 +507,6 @@ static void await_link(const char *dev, bool exists)
                 usleep(5000);
         ck_assert_msg(tu_link_exists(dev) == exists, "%s %s", dev,
                       exists ? "never came" : "never went");
-}
-
-static bool table_has(const char *needle)
-{
-        char *t = tu_sh("nft list table netdev netbroker 2>/dev/null || true");
-        bool has = strstr(t, needle) != NULL;
-
-        free(t);
-        return has;
 }
 
 /* A guest's tap is deleted: the owner bound to it is removed on the

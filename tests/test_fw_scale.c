@@ -121,6 +121,7 @@ static nb_conn *restart(nb_conn *c)
         c = tu_spawn(FW_ALLOW);
         ck_assert_int_eq(nb_batch_firewall_list(b), 0);
         ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_batch_free(b);
         ck_assert_int_eq(nb_results_first_error(res), -1);
         nb_results_free(res);
         return c;

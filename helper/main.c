@@ -77,7 +77,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -715,12 +714,6 @@ int main(int argc, char **argv)
         const char *devdir;
         int r, n_activated, listen_fd = -1, ret = 1;
 
-        /* One malloc arena for every thread: a large request is decoded on
-         * the decode lane and freed on the loop, and a lane's arena of its
-         * own would keep megabytes of freed chunks resident for good (the
-         * load test saw the RSS grow by 4 MiB); the lanes allocate little
-         * else, so one arena's lock costs nothing measurable. */
-        mallopt(M_ARENA_MAX, 1);
         if (parse_args(argc, argv, &o) < 0) {
                 ret = 2;
                 goto out;

@@ -57,6 +57,9 @@ struct nbd_dispatch_ctx {
          * blocking calls run there. NULL: they run on the loop (tests, the
          * fake kernel). Set with nbd_dispatch_set_lanes(). */
         struct nbd_lane *lane_fw, *lane_links;
+        /* Gives the heap back once large requests are over (job_free);
+         * NULL: never (tests). Owned by whoever owns the context. */
+        struct nbd_timer *trim_timer;
 };
 
 /* Give the dispatcher its lanes (either may be NULL). */

@@ -91,6 +91,7 @@ struct nbd_server {
         const struct nbd_config *cfg;
         struct nbd_loop *loop;
         struct nbd_dispatch_ctx dctx;
+        struct nbd_timer trim_timer; /* dctx's */
         struct nbd_watch listeners[MAX_LISTENERS];
         size_t n_listeners;
         struct conn *conns;
@@ -1021,6 +1022,7 @@ int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop,
         s->loop = loop;
         s->dctx.cfg = cfg;
         s->dctx.loop = loop;
+        s->dctx.trim_timer = &s->trim_timer;
         s->dctx.be = be;
         s->dctx.links = links;
         s->dctx.fw = fw;
@@ -1035,6 +1037,7 @@ void nbd_server_free(struct nbd_server *s)
         if (!s)
                 return;
         nbd_server_shutdown(s);
+        nbd_timer_cancel(s->dctx.loop, &s->trim_timer);
         free(s);
 }
 

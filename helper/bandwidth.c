@@ -246,7 +246,10 @@ static int send_result(struct nbd_bw *bw, int nlerr)
 /* libvirt's burst is optional. Without one, HTB gets 10 ms of the average
  * rate (at least NBD_BW_MIN_BURST kB): tc's own default is one MTU on
  * kernels with high-resolution timers, too little for HTB to reach rates
- * of hundreds of Mbit/s. Written explicitly, so a read-back sees it. */
+ * of hundreds of Mbit/s. Written explicitly, so a read-back sees it. The
+ * ceil's bucket (cburst) is the same: left to its default (one MTU here,
+ * libnl computes it as tc does), the ceil, not the rate, held TCP at 85%
+ * of a 512 Mbit/s average. */
 static uint64_t burst_bytes(const struct nbd_bw_rate *rate)
 {
         uint64_t b = rate->burst ? bytes(rate->burst) : bytes(rate->average) / 100;
@@ -272,6 +275,7 @@ static int set_htb_class(struct nbd_bw *bw, int ifindex, const struct nbd_bw_rat
         if ((r = rtnl_tc_set_kind(TC_CAST(c), "htb")) < 0 ||
             (r = rtnl_htb_set_rate64(c, avg)) < 0 || (r = rtnl_htb_set_ceil64(c, ceil)) < 0 ||
             (r = rtnl_htb_set_rbuffer(c, (uint32_t)burst_bytes(rate))) < 0 ||
+            (r = rtnl_htb_set_cbuffer(c, (uint32_t)burst_bytes(rate))) < 0 ||
             (r = rtnl_htb_set_quantum(c, (uint32_t)quantum)) < 0) {
                 rtnl_class_put(c);
                 return nbd_err_oom(err, "setting an htb class");

@@ -2,6 +2,7 @@
 /* The nftables compiler; see fw_compile.h for the layout it makes. */
 #include "fw_compile.h"
 #include "fw_text.h"
+#include "nft_expr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,70 +19,9 @@
 
 /* ---- compiling to nftnl expressions ---- */
 
-static int add_expr(struct nftnl_rule *r, struct nftnl_expr *e)
-{
-        if (!e)
-                return -ENOMEM;
-        nftnl_rule_add_expr(r, e);
-        return 0;
-}
-
-static int load_payload_to(struct nftnl_rule *r, uint32_t reg, uint32_t base, uint32_t off,
-                           uint32_t len)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("payload");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, reg);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
-        return add_expr(r, e);
-}
-
-static int load_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
-{
-        return load_payload_to(r, NFT_REG_1, base, off, len);
-}
-
-static int load_meta(struct nftnl_rule *r, uint32_t key)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("meta");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
-        return add_expr(r, e);
-}
-
-static int mask_reg(struct nftnl_rule *r, const uint8_t *mask, uint32_t len)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("bitwise");
-        uint8_t zero[16] = {0};
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, len);
-        nftnl_expr_set_data(e, NFTNL_EXPR_BITWISE_MASK, mask, len);
-        nftnl_expr_set_data(e, NFTNL_EXPR_BITWISE_XOR, zero, len);
-        return add_expr(r, e);
-}
-
-static int cmp_reg(struct nftnl_rule *r, uint32_t op, const void *data, uint32_t len)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("cmp");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
-        nftnl_expr_set_data(e, NFTNL_EXPR_CMP_DATA, data, len);
-        return add_expr(r, e);
-}
+/* The hash ensure compares is in the base chains' comments: a chain
+ * without it would be rebuilt by every ensure. */
+_Static_assert(NBD_FW_UDATA_CHAIN_COMMENT == 0, "nbd_nft_chain_comment() writes udata type 0");
 
 static bool all_ones(const uint8_t *m, size_t len)
 {
@@ -95,12 +35,12 @@ static bool all_ones(const uint8_t *m, size_t len)
 static int match_bytes(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len,
                        const uint8_t *val, const uint8_t *mask, bool neg)
 {
-        int ret = load_payload(r, base, off, len);
+        int ret = nbd_nft_payload(r, NFT_REG_1, base, off, len);
 
         if (ret == 0 && mask && !all_ones(mask, len))
-                ret = mask_reg(r, mask, len);
+                ret = nbd_nft_mask(r, mask, len);
         if (ret == 0)
-                ret = cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, val, len);
+                ret = nbd_nft_cmp(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, val, len);
         return ret;
 }
 
@@ -110,19 +50,19 @@ static int match_bytes(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32
  * type it carries (meta protocol would be that inner type). */
 static int load_outer_type(struct nftnl_rule *r)
 {
-        return load_payload(r, NFT_PAYLOAD_LL_HEADER, 12, 2);
+        return nbd_nft_payload(r, NFT_REG_1, NFT_PAYLOAD_LL_HEADER, 12, 2);
 }
 
 static int cmp_u16(struct nftnl_rule *r, uint16_t v, bool neg)
 {
         uint16_t be = htons(v);
 
-        return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &be, 2);
+        return nbd_nft_cmp(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &be, 2);
 }
 
 static int cmp_u8(struct nftnl_rule *r, uint8_t v, bool neg)
 {
-        return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &v, 1);
+        return nbd_nft_cmp(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &v, 1);
 }
 
 /* reg1 in [lo, hi] (big-endian bytes compare in numeric order). */
@@ -136,12 +76,12 @@ static int range_reg(struct nftnl_rule *r, const void *lo, const void *hi, uint3
         nftnl_expr_set_u32(e, NFTNL_EXPR_RANGE_OP, neg ? NFT_RANGE_NEQ : NFT_RANGE_EQ);
         nftnl_expr_set_data(e, NFTNL_EXPR_RANGE_FROM_DATA, lo, len);
         nftnl_expr_set_data(e, NFTNL_EXPR_RANGE_TO_DATA, hi, len);
-        return add_expr(r, e);
+        return nbd_nft_add(r, e);
 }
 
 static int match_u16(struct nftnl_rule *r, uint32_t base, uint32_t off, uint16_t v, bool neg)
 {
-        int ret = load_payload(r, base, off, 2);
+        int ret = nbd_nft_payload(r, NFT_REG_1, base, off, 2);
 
         return ret ? ret : cmp_u16(r, v, neg);
 }
@@ -150,15 +90,15 @@ static int match_port(struct nftnl_rule *r, uint32_t base, uint32_t off, const u
                       bool neg)
 {
         uint16_t lo = htons(range[0]), hi = htons(range[1] ? range[1] : range[0]);
-        int ret = load_payload(r, base, off, 2);
+        int ret = nbd_nft_payload(r, NFT_REG_1, base, off, 2);
 
         if (ret == 0 && lo == hi)
-                return cmp_reg(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &lo, 2);
+                return nbd_nft_cmp(r, neg ? NFT_CMP_NEQ : NFT_CMP_EQ, &lo, 2);
         if (ret == 0 && neg)
                 return range_reg(r, &lo, &hi, 2, true);
         if (ret == 0)
-                ret = cmp_reg(r, NFT_CMP_GTE, &lo, 2);
-        return ret ? ret : cmp_reg(r, NFT_CMP_LTE, &hi, 2);
+                ret = nbd_nft_cmp(r, NFT_CMP_GTE, &lo, 2);
+        return ret ? ret : nbd_nft_cmp(r, NFT_CMP_LTE, &hi, 2);
 }
 
 /* An address: a prefix (masked compare) or a range. */
@@ -170,37 +110,8 @@ static int match_ip(struct nftnl_rule *r, uint32_t off, const struct nbd_fw_ip *
         if (!ip->is_range)
                 return match_bytes(r, NFT_PAYLOAD_NETWORK_HEADER, off, len, ip->addr, ip->mask,
                                    ip->neg);
-        ret = load_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, len);
+        ret = nbd_nft_payload(r, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, off, len);
         return ret ? ret : range_reg(r, ip->addr, ip->mask, len, ip->neg);
-}
-
-static int add_verdict(struct nftnl_rule *r, int verdict, const char *chain)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("immediate");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)verdict);
-        /* A jump whose chain was not copied would go to no chain. */
-        if (chain && nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain) < 0) {
-                nftnl_expr_free(e);
-                return -ENOMEM;
-        }
-        return add_expr(r, e);
-}
-
-static int add_reject(struct nftnl_rule *r)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("reject");
-
-        if (!e)
-                return -ENOMEM;
-        /* ICMP or ICMPv6 unreachable as the packet's family needs; the
-         * netdev reject drops what is not IP. */
-        nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, NFT_REJECT_ICMPX_UNREACH);
-        nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, NFT_REJECT_ICMPX_PORT_UNREACH);
-        return add_expr(r, e);
 }
 
 /* ---- one model rule's matches ----
@@ -284,9 +195,9 @@ static int match_gratuitous(struct nftnl_rule *nr, bool neg, unsigned alt)
 
         for (unsigned k = 0; ret == 0 && k < 4 && k <= equal; k++) {
                 struct nftnl_expr *e;
-                ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 17 - k, 1);
+                ret = nbd_nft_payload(nr, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, 17 - k, 1);
                 if (ret == 0)
-                        ret = load_payload_to(nr, NFT_REG32_01, NFT_PAYLOAD_NETWORK_HEADER, 27 - k,
+                        ret = nbd_nft_payload(nr, NFT_REG32_01, NFT_PAYLOAD_NETWORK_HEADER, 27 - k,
                                               1);
                 if (ret < 0)
                         break;
@@ -299,7 +210,7 @@ static int match_gratuitous(struct nftnl_rule *nr, bool neg, unsigned alt)
                         nftnl_expr_free(e);
                         return -ENOMEM;
                 }
-                ret = add_expr(nr, e);
+                ret = nbd_nft_add(nr, e);
         }
         return ret;
 }
@@ -378,7 +289,7 @@ static int load_frag(struct nftnl_rule *r, bool present_only)
         nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_LEN, present_only ? 1 : 2);
         if (present_only)
                 nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_FLAGS, NFT_EXTHDR_F_PRESENT);
-        return add_expr(r, e);
+        return nbd_nft_add(r, e);
 }
 
 enum frag_test { FRAG_NONE, FRAG_ABSENT, FRAG_FIRST, FRAG_LATER };
@@ -394,8 +305,8 @@ static int match_frag(struct nftnl_rule *r, enum frag_test t)
         if (ret == 0 && t == FRAG_ABSENT)
                 return cmp_u8(r, 0, false);
         if (ret == 0)
-                ret = mask_reg(r, off_mask, 2);
-        return ret ? ret : cmp_reg(r, t == FRAG_FIRST ? NFT_CMP_EQ : NFT_CMP_NEQ, zero, 2);
+                ret = nbd_nft_mask(r, off_mask, 2);
+        return ret ? ret : nbd_nft_cmp(r, t == FRAG_FIRST ? NFT_CMP_EQ : NFT_CMP_NEQ, zero, 2);
 }
 
 /* ebt_ip6's protocol is the header after the extension headers, and 44 for
@@ -439,7 +350,7 @@ static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, un
                  * that ebt_ip6 skips (no such alternative then) */
                 if (nbd_fw_ipv6_ext_hdr(r->l4proto.v))
                         alt++;
-                ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
+                ret = nbd_nft_payload(nr, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
                 if (ret == 0)
                         ret = cmp_u8(nr, (uint8_t)r->l4proto.v, alt != 0);
                 if (ret < 0 || alt == 0)
@@ -452,7 +363,7 @@ static int match_v6_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, un
         }
         if (l4 || (frag && neg && alt == 0)) {
                 /* Also where nothing else is loaded: the header chain parses. */
-                ret = load_meta(nr, NFT_META_L4PROTO);
+                ret = nbd_nft_meta(nr, NFT_META_L4PROTO);
                 if (ret == 0 && l4)
                         ret = cmp_u8(nr, (uint8_t)r->l4proto.v, neg);
                 if (ret == 0 && neg)
@@ -472,10 +383,10 @@ static int match_proto(struct nftnl_rule *nr, const struct nbd_fw_rule *r, unsig
                 return match_v6_proto(nr, r, alt);
         if (family == 4) {
                 /* ebt_ip: the header's protocol field, whatever the fragment. */
-                ret = load_payload(nr, NFT_PAYLOAD_NETWORK_HEADER, 9, 1);
+                ret = nbd_nft_payload(nr, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, 9, 1);
                 return ret ? ret : cmp_u8(nr, (uint8_t)r->l4proto.v, r->l4proto.neg);
         }
-        ret = load_meta(nr, NFT_META_L4PROTO);
+        ret = nbd_nft_meta(nr, NFT_META_L4PROTO);
         return ret ? ret : cmp_u8(nr, (uint8_t)r->l4proto.v, r->l4proto.neg);
 }
 
@@ -558,11 +469,6 @@ struct nftnl_rule *nbd_fw_new_rule(const char *chain)
         return r;
 }
 
-static int add_counter(struct nftnl_rule *r)
-{
-        return add_expr(r, nftnl_expr_alloc("counter"));
-}
-
 /* Alternative `alt` (nbd_fw_rule_alts) of one model rule: its matches, a
  * counter, its verdict. -ENOMEM, or -E2BIG when its text does not fit the
  * rule's comment (a bug in the sizes). */
@@ -579,10 +485,11 @@ static int compile_rule(const char *chain, const struct nbd_fw_rule *r, unsigned
                 return -ENOMEM;
         ret = compile_matches(nr, r, alt);
         if (ret == 0)
-                ret = add_counter(nr);
+                ret = nbd_nft_counter(nr);
         if (ret == 0)
-                ret = r->verdict == NBD_FW_V_REJECT ? add_reject(nr)
-                                                    : add_verdict(nr, verdicts[r->verdict], NULL);
+                ret = r->verdict == NBD_FW_V_REJECT
+                              ? nbd_nft_reject(nr)
+                              : nbd_nft_verdict(nr, verdicts[r->verdict], NULL);
         ret = ret ?: nbd_fw_rule_udata(nr, r);
         if (ret < 0) {
                 nftnl_rule_free(nr);
@@ -603,7 +510,7 @@ static int compile_jump(const char *chain, const struct nbd_fw_group *g, const c
                 return -ENOMEM;
         ret = g->has_guard ? compile_matches(nr, &g->guard, alt) : 0;
         if (ret == 0)
-                ret = add_verdict(nr, NFT_JUMP, to);
+                ret = nbd_nft_verdict(nr, NFT_JUMP, to);
         if (ret < 0) {
                 nftnl_rule_free(nr);
                 return ret;
@@ -669,24 +576,6 @@ struct nftnl_chain *nbd_fw_new_chain(const char *name)
         return c;
 }
 
-static int set_comment(struct nftnl_chain *c, const char *text)
-{
-        struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
-        int r = 0;
-
-        if (!u)
-                return -ENOMEM;
-        if (!nftnl_udata_put_strz(u, NBD_FW_UDATA_CHAIN_COMMENT, text))
-                r = -E2BIG;
-        /* The comment carries the hash ensure compares: a chain without it
-         * would be rebuilt by every ensure. */
-        else if (nftnl_chain_set_data(c, NFTNL_CHAIN_USERDATA, nftnl_udata_buf_data(u),
-                                      nftnl_udata_buf_len(u)) < 0)
-                r = -ENOMEM;
-        nftnl_udata_buf_free(u);
-        return r;
-}
-
 static struct nftnl_chain *new_base_chain(const char *name, const char *ifname, bool ingress,
                                           const char *comment)
 {
@@ -700,7 +589,8 @@ static struct nftnl_chain *new_base_chain(const char *name, const char *ifname, 
         /* Without its type and device the kernel would take it for a
          * regular chain, hooked nowhere: the guest unfiltered. */
         if (nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter") < 0 ||
-            nftnl_chain_set_str(c, NFTNL_CHAIN_DEV, ifname) < 0 || set_comment(c, comment) < 0) {
+            nftnl_chain_set_str(c, NFTNL_CHAIN_DEV, ifname) < 0 ||
+            nbd_nft_chain_comment(c, comment) < 0) {
                 nftnl_chain_free(c);
                 return NULL;
         }

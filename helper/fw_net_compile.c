@@ -28,6 +28,7 @@
 #include <netinet/in.h>
 
 #include "fw_net_compile.h"
+#include "nft_expr.h"
 
 #include <errno.h>
 #include <libnftnl/expr.h>
@@ -46,89 +47,30 @@ const char *const nbd_net_chain_names[NBD_NET_CHAINS] = {"forward", "postrouting
 
 /* ---- expressions ---- */
 
-static int add_expr(struct nftnl_rule *r, struct nftnl_expr *e)
-{
-        if (!e)
-                return -ENOMEM;
-        nftnl_rule_add_expr(r, e);
-        return 0;
-}
-
-static int cmp(struct nftnl_rule *r, uint32_t op, const void *data, uint32_t len)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("cmp");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
-        nftnl_expr_set_data(e, NFTNL_EXPR_CMP_DATA, data, len);
-        return add_expr(r, e);
-}
-
-static int meta(struct nftnl_rule *r, uint32_t key)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("meta");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
-        return add_expr(r, e);
-}
-
-static int mask(struct nftnl_rule *r, const void *m, uint32_t len)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("bitwise");
-        uint8_t zero[16] = {0};
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, len);
-        nftnl_expr_set_data(e, NFTNL_EXPR_BITWISE_MASK, m, len);
-        nftnl_expr_set_data(e, NFTNL_EXPR_BITWISE_XOR, zero, len);
-        return add_expr(r, e);
-}
-
-static int payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("payload");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
-        return add_expr(r, e);
-}
-
 /* iifname/oifname: the whole IFNAMSIZ, as nft compares a name without '*'. */
 static int ifname(struct nftnl_rule *r, uint32_t key, const char *name)
 {
         char buf[IFNAMSIZ] = {0};
-        int ret = meta(r, key);
+        int ret = nbd_nft_meta(r, key);
 
         snprintf(buf, sizeof(buf), "%s", name);
-        return ret ? ret : cmp(r, NFT_CMP_EQ, buf, IFNAMSIZ);
+        return ret ? ret : nbd_nft_cmp(r, NFT_CMP_EQ, buf, IFNAMSIZ);
 }
 
 /* The inet family sees both: a header field needs its family first. */
 static int nfproto(struct nftnl_rule *r, int family)
 {
         uint8_t v = family == 4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
-        int ret = meta(r, NFT_META_NFPROTO);
+        int ret = nbd_nft_meta(r, NFT_META_NFPROTO);
 
-        return ret ? ret : cmp(r, NFT_CMP_EQ, &v, 1);
+        return ret ? ret : nbd_nft_cmp(r, NFT_CMP_EQ, &v, 1);
 }
 
 static int l4proto(struct nftnl_rule *r, uint8_t proto)
 {
-        int ret = meta(r, NFT_META_L4PROTO);
+        int ret = nbd_nft_meta(r, NFT_META_L4PROTO);
 
-        return ret ? ret : cmp(r, NFT_CMP_EQ, &proto, 1);
+        return ret ? ret : nbd_nft_cmp(r, NFT_CMP_EQ, &proto, 1);
 }
 
 /* saddr or daddr against addr/m (m NULL: exact), == or != */
@@ -138,13 +80,13 @@ static int addr(struct nftnl_rule *r, int family, bool dst, const uint8_t *a, co
         uint32_t len = family == 4 ? 4 : 16;
         uint32_t off = family == 4 ? (dst ? 16 : 12) : (dst ? 24 : 8);
         bool full = true;
-        int ret = payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, len);
+        int ret = nbd_nft_payload(r, NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, off, len);
 
         for (uint32_t i = 0; m && i < len; i++)
                 full &= m[i] == 0xff;
         if (ret == 0 && !full)
-                ret = mask(r, m, len);
-        return ret ? ret : cmp(r, neq ? NFT_CMP_NEQ : NFT_CMP_EQ, a, len);
+                ret = nbd_nft_mask(r, m, len);
+        return ret ? ret : nbd_nft_cmp(r, neq ? NFT_CMP_NEQ : NFT_CMP_EQ, a, len);
 }
 
 static int subnet(struct nftnl_rule *r, const struct nbd_net_subnet *n, bool dst, bool neq)
@@ -155,9 +97,9 @@ static int subnet(struct nftnl_rule *r, const struct nbd_net_subnet *n, bool dst
 static int dport(struct nftnl_rule *r, uint16_t port)
 {
         uint16_t be = htons(port);
-        int ret = payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+        int ret = nbd_nft_payload(r, NFT_REG_1, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
 
-        return ret ? ret : cmp(r, NFT_CMP_EQ, &be, 2);
+        return ret ? ret : nbd_nft_cmp(r, NFT_CMP_EQ, &be, 2);
 }
 
 /* ct KEY & bits != 0 */
@@ -171,9 +113,9 @@ static int ct_bits(struct nftnl_rule *r, uint32_t key, uint32_t bits)
                 return -ENOMEM;
         nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, key);
         nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-        if ((ret = add_expr(r, e)) || (ret = mask(r, &bits, 4)))
+        if ((ret = nbd_nft_add(r, e)) || (ret = nbd_nft_mask(r, &bits, 4)))
                 return ret;
-        return cmp(r, NFT_CMP_NEQ, &zero, 4);
+        return nbd_nft_cmp(r, NFT_CMP_NEQ, &zero, 4);
 }
 
 /* fib daddr type local: any address of the host's own. */
@@ -188,38 +130,9 @@ static int fib_local(struct nftnl_rule *r)
         nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
         nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
         nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
-        if ((ret = add_expr(r, e)))
+        if ((ret = nbd_nft_add(r, e)))
                 return ret;
-        return cmp(r, NFT_CMP_EQ, &local, 4);
-}
-
-static int counter(struct nftnl_rule *r)
-{
-        return add_expr(r, nftnl_expr_alloc("counter"));
-}
-
-static int verdict(struct nftnl_rule *r, int v)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("immediate");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)v);
-        return add_expr(r, e);
-}
-
-/* libvirt's `reject` in its ip (ip6) table: ICMP (ICMPv6) port
- * unreachable, which icmpx says for both. */
-static int reject(struct nftnl_rule *r)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc("reject");
-
-        if (!e)
-                return -ENOMEM;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, NFT_REJECT_ICMPX_UNREACH);
-        nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, NFT_REJECT_ICMPX_PORT_UNREACH);
-        return add_expr(r, e);
+        return nbd_nft_cmp(r, NFT_CMP_EQ, &local, 4);
 }
 
 static int imm_data(struct nftnl_rule *r, uint32_t reg, const void *data, uint32_t len)
@@ -230,7 +143,7 @@ static int imm_data(struct nftnl_rule *r, uint32_t reg, const void *data, uint32
                 return -ENOMEM;
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, reg);
         nftnl_expr_set_data(e, NFTNL_EXPR_IMM_DATA, data, len);
-        return add_expr(r, e);
+        return nbd_nft_add(r, e);
 }
 
 /* masquerade [to :MIN-MAX] */
@@ -250,7 +163,7 @@ static int masquerade(struct nftnl_rule *r, uint16_t min, uint16_t max)
                 nftnl_expr_set_u32(e, NFTNL_EXPR_MASQ_REG_PROTO_MIN, NFT_REG_1);
                 nftnl_expr_set_u32(e, NFTNL_EXPR_MASQ_REG_PROTO_MAX, NFT_REG_2);
         }
-        return add_expr(r, e);
+        return nbd_nft_add(r, e);
 }
 
 /* dnat ip (ip6) to GUEST:PORT */
@@ -270,7 +183,7 @@ static int dnat(struct nftnl_rule *r, const struct nbd_net_forward *f)
         nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, NFT_REG_1);
         nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, NFT_REG_2);
         nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
-        return add_expr(r, e);
+        return nbd_nft_add(r, e);
 }
 
 /* ---- rules ---- */
@@ -327,9 +240,9 @@ static int bridge_rule(struct build *b, int family, bool cross, uint32_t key)
         } else if ((ret = ifname(r, key, b->s->bridge))) {
                 return ret;
         }
-        if ((ret = counter(r)))
+        if ((ret = nbd_nft_counter(r)))
                 return ret;
-        return cross ? verdict(r, NF_ACCEPT) : reject(r);
+        return cross ? nbd_nft_verdict(r, NF_ACCEPT, NULL) : nbd_nft_reject(r);
 }
 
 static int forward_in(struct build *b, const struct nbd_net_subnet *n)
@@ -349,7 +262,7 @@ static int forward_in(struct build *b, const struct nbd_net_subnet *n)
             (ret = ct_bits(r, NFT_CT_STATE,
                            NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED))))
                 return ret;
-        return (ret = counter(r)) ? ret : verdict(r, NF_ACCEPT);
+        return (ret = nbd_nft_counter(r)) ? ret : nbd_nft_verdict(r, NF_ACCEPT, NULL);
 }
 
 static int forward_out(struct build *b, const struct nbd_net_subnet *n)
@@ -363,7 +276,7 @@ static int forward_out(struct build *b, const struct nbd_net_subnet *n)
                 return ret;
         if (s->forward_dev[0] && (ret = ifname(r, NFT_META_OIFNAME, s->forward_dev)))
                 return ret;
-        return (ret = counter(r)) ? ret : verdict(r, NF_ACCEPT);
+        return (ret = nbd_nft_counter(r)) ? ret : nbd_nft_verdict(r, NF_ACCEPT, NULL);
 }
 
 static int forward_dnat_in(struct build *b, const struct nbd_net_forward *f)
@@ -375,9 +288,9 @@ static int forward_dnat_in(struct build *b, const struct nbd_net_forward *f)
             (ret = ifname(r, NFT_META_OIFNAME, b->s->bridge)) ||
             (ret = addr(r, f->family, true, f->guest, NULL, false)) ||
             (ret = l4proto(r, f->proto)) || (ret = dport(r, f->guest_port)) ||
-            (ret = ct_bits(r, NFT_CT_STATUS, IPS_DST_NAT)) || (ret = counter(r)))
+            (ret = ct_bits(r, NFT_CT_STATUS, IPS_DST_NAT)) || (ret = nbd_nft_counter(r)))
                 return ret;
-        return verdict(r, NF_ACCEPT);
+        return nbd_nft_verdict(r, NF_ACCEPT, NULL);
 }
 
 static int compile_forward(struct build *b)
@@ -423,10 +336,10 @@ static int nat_rule(struct build *b, const struct nbd_net_subnet *n, uint8_t pro
                 return ret;
         if (s->forward_dev[0] && (ret = ifname(r, NFT_META_OIFNAME, s->forward_dev)))
                 return ret;
-        if ((ret = counter(r)))
+        if ((ret = nbd_nft_counter(r)))
                 return ret;
         if (dst)
-                return verdict(r, NFT_RETURN);
+                return nbd_nft_verdict(r, NFT_RETURN, NULL);
         return proto ? masquerade(r, min, max) : masquerade(r, 0, 0);
 }
 
@@ -466,7 +379,7 @@ static int compile_dnat(struct build *b, unsigned k)
                 ret = f->has_outside ? addr(r, f->family, true, f->outside, NULL, false)
                                      : fib_local(r);
                 if (ret || (ret = l4proto(r, f->proto)) || (ret = dport(r, f->outside_port)) ||
-                    (ret = counter(r)))
+                    (ret = nbd_nft_counter(r)))
                         return ret;
                 ret = dnat(r, f);
         }
@@ -480,23 +393,6 @@ int nbd_net_chain_name(const char *owner, unsigned k, char *out, size_t size)
         int n = snprintf(out, size, "%s/%s", owner, nbd_net_chain_names[k]);
 
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
-static int set_comment(struct nftnl_chain *c, const char *text)
-{
-        struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
-        int r = 0;
-
-        if (!u)
-                return -ENOMEM;
-        /* nft's own udata type for a chain's comment (0): `nft list` shows it. */
-        if (!nftnl_udata_put_strz(u, 0, text))
-                r = -E2BIG;
-        else if (nftnl_chain_set_data(c, NFTNL_CHAIN_USERDATA, nftnl_udata_buf_data(u),
-                                      nftnl_udata_buf_len(u)) < 0)
-                r = -ENOMEM;
-        nftnl_udata_buf_free(u);
-        return r;
 }
 
 static const struct {
@@ -525,7 +421,7 @@ static int make_chain(struct build *b, unsigned k, const char *comment)
             nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, b->names[k]) < 0 ||
             nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, hooks[k].type) < 0)
                 return -ENOMEM;
-        return set_comment(c, comment);
+        return nbd_nft_chain_comment(c, comment);
 }
 
 void nbd_net_compiled_free(struct nbd_net_compiled *c)

@@ -751,34 +751,83 @@ static int end_commit(struct nbd_job *job, int r)
         return r;
 }
 
+/* What FirewallApply and FirewallEnsureHash share around their own step:
+ * the batch's transaction, the interface's check, a note for fw_gone (when
+ * the interface goes, its owners go too), and all the result needs,
+ * allocated before the transaction changes. owner_op_begin: -errno (res
+ * set), or 0 with o->b NULL when the op waits for the table's read on the
+ * lane and runs again (return 0 from the op), or 0 and ready. */
+struct owner_op {
+        struct fw_batch *b;
+        Netbroker__FirewallApplyResult *out;
+        char *hash;
+};
+
+static int owner_op_begin(struct nbd_job *job, const char *ifname, Netbroker__Result *res,
+                          struct owner_op *ret)
+{
+        struct owner_op o = {.b = batch_of(job, res)};
+        int r;
+
+        if (!o.b) {
+                /* Failed (res set), or the op runs again once the table is
+                 * read (res->status 0: ret->b NULL says so). */
+                ret->b = NULL;
+                return -(int)res->status; /* the wire's is positive */
+        }
+        if ((r = nbd_job_check_owned(job, ifname, res)))
+                return r;
+        nbd_fw_gone_note(nbd_job_ctx(job)->fw_gone, ifname);
+        o.out = malloc(sizeof(*o.out));
+        o.hash = malloc(NBD_FW_HASH_HEX);
+        if (!o.out || !o.hash || reserve_queue(o.b) < 0) {
+                free(o.out);
+                free(o.hash);
+                return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
+        }
+        *ret = o;
+        return 0;
+}
+
+/* The op's own step failed (r < 0): its result says why. */
+static int owner_op_fail(struct owner_op *o, int r, const char *owner, const struct nbd_err *err,
+                         Netbroker__Result *res)
+{
+        free(o->out);
+        free(o->hash);
+        return nbd_result_set(res, r, "firewall %s: %s", owner, err->msg);
+}
+
+/* The op's own step is in the transaction: its result, and the commit
+ * when it is the batch's last firewall op. */
+static int owner_op_end(struct nbd_job *job, struct owner_op *o, const struct nbd_fw_applied *a,
+                        bool report_stale, Netbroker__Result *res)
+{
+        netbroker__firewall_apply_result__init(o->out);
+        memcpy(o->hash, a->hash, NBD_FW_HASH_HEX);
+        o->out->hash = o->hash;
+        o->out->unchanged = a->unchanged;
+        o->out->stale = report_stale && !a->unchanged;
+        o->out->rules = a->rules;
+        res->out_case = NETBROKER__RESULT__OUT_FIREWALL;
+        res->firewall = o->out;
+        return queue_and_maybe_commit(job, o->b, res);
+}
+
 static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__FirewallApply *a = op->firewall_apply;
-        struct fw_batch *b = batch_of(job, res);
-        Netbroker__FirewallApplyResult *out;
         struct nbd_fw_applied applied;
         struct nbd_fw_owner_spec spec;
+        struct owner_op o;
         struct nbd_err err;
-        char *hash;
         struct model m = {0};
+        bool reversed;
         int r;
 
-        if (!b)
-                return -(int)res->status; /* batch_of() set it; the wire's is positive */
-        if ((r = nbd_job_check_owned(job, a->ifname, res)))
+        if ((r = owner_op_begin(job, a->ifname, res, &o)) || !o.b)
                 return r;
-        /* When the interface goes, fw_gone looks for its owners. */
-        nbd_fw_gone_note(nbd_job_ctx(job)->fw_gone, a->ifname);
-        /* All the result needs, before the transaction changes. */
-        out = malloc(sizeof(*out));
-        hash = malloc(NBD_FW_HASH_HEX);
-        if (!out || !hash || reserve_queue(b) < 0) {
-                free(out);
-                free(hash);
-                return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
-        }
-        bool reversed = nbd_job_ctx(job)->be->links.is_macvtap(nbd_job_ctx(job)->links, a->ifname);
-
+        reversed = nbd_job_ctx(job)->be->links.is_macvtap(nbd_job_ctx(job)->links, a->ifname);
         r = model_from_proto(a, reversed, &m, &err);
         if (r == 0) {
                 spec = (struct nbd_fw_owner_spec){
@@ -791,22 +840,12 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                         .uid = nbd_job_peer(job)->uid,
                         .own_only = !nbd_peer_is_root(nbd_job_peer(job)),
                 };
-                r = b->be->txn_apply(b->txn, &spec, &applied, &err);
+                r = o.b->be->txn_apply(o.b->txn, &spec, &applied, &err);
         }
         model_free(&m);
-        if (r < 0) {
-                free(out);
-                free(hash);
-                return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
-        }
-        netbroker__firewall_apply_result__init(out);
-        memcpy(hash, applied.hash, NBD_FW_HASH_HEX);
-        out->hash = hash;
-        out->unchanged = applied.unchanged;
-        out->rules = applied.rules;
-        res->out_case = NETBROKER__RESULT__OUT_FIREWALL;
-        res->firewall = out;
-        return queue_and_maybe_commit(job, b, res);
+        if (r < 0)
+                return owner_op_fail(&o, r, a->owner, &err, res);
+        return owner_op_end(job, &o, &applied, false, res);
 }
 
 static int run_apply_op(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -987,42 +1026,18 @@ static int run_ensure_hash(struct nbd_job *job, const Netbroker__Op *op, Netbrok
 {
         const Netbroker__FirewallEnsureHash *h = op->firewall_ensure_hash;
         const struct nbd_peer *p = nbd_job_peer(job);
-        struct fw_batch *b = batch_of(job, res);
-        Netbroker__FirewallApplyResult *out;
         struct nbd_fw_applied a;
+        struct owner_op o;
         struct nbd_err err;
-        char *hash;
         int r;
 
-        if (!b)
-                return -(int)res->status; /* batch_of() set it; the wire's is positive */
-        if ((r = nbd_job_check_owned(job, h->ifname, res)))
+        if ((r = owner_op_begin(job, h->ifname, res, &o)) || !o.b)
                 return r;
-        /* As for an apply: when the interface goes, its owners go too. */
-        nbd_fw_gone_note(nbd_job_ctx(job)->fw_gone, h->ifname);
-        out = malloc(sizeof(*out));
-        hash = malloc(NBD_FW_HASH_HEX);
-        if (!out || !hash || reserve_queue(b) < 0) {
-                free(out);
-                free(hash);
-                return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
-        }
-        r = b->be->txn_check_hash(b->txn, h->owner, h->ifname, h->hash,
-                                  nbd_peer_is_root(p) ? NULL : &p->uid, &a, &err);
-        if (r < 0) {
-                free(out);
-                free(hash);
-                return nbd_result_set(res, r, "firewall %s: %s", h->owner, err.msg);
-        }
-        netbroker__firewall_apply_result__init(out);
-        memcpy(hash, a.hash, NBD_FW_HASH_HEX);
-        out->hash = hash;
-        out->unchanged = a.unchanged;
-        out->stale = !a.unchanged;
-        out->rules = a.rules;
-        res->out_case = NETBROKER__RESULT__OUT_FIREWALL;
-        res->firewall = out;
-        return queue_and_maybe_commit(job, b, res);
+        r = o.b->be->txn_check_hash(o.b->txn, h->owner, h->ifname, h->hash,
+                                    nbd_peer_is_root(p) ? NULL : &p->uid, &a, &err);
+        if (r < 0)
+                return owner_op_fail(&o, r, h->owner, &err, res);
+        return owner_op_end(job, &o, &a, true, res);
 }
 
 static int run_ensure_hash_op(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)

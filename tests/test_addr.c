@@ -20,35 +20,6 @@
 
 #define NOBODY 65534
 
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        return res;
-}
-
-static nb_results *submit_ok(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = submit(c, b);
-        long bad = nb_results_first_error(res);
-
-        ck_assert_msg(bad < 0, "op %ld failed: %s (%s)", bad,
-                      bad < 0 ? "" : strerror(-nb_result_status(res, (size_t)bad)),
-                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
-        return res;
-}
-
-static void assert_refused(const nb_results *res, size_t i, int status, const char *needle)
-{
-        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
-                      nb_result_status(res, i), nb_result_message(res, i), status);
-        ck_assert_msg(strstr(nb_result_message(res, i), needle), "op %zu: message '%s' lacks '%s'",
-                      i, nb_result_message(res, i), needle);
-}
-
 /* `ip -j addr show dev DEV` (caller frees). */
 static char *ip_addr(const char *dev)
 {
@@ -85,7 +56,7 @@ static nb_conn *setup(void)
         up.up = 1;
         ck_assert_int_eq(nb_batch_bridge_create(b, "nbbr0"), 0);
         ck_assert_int_eq(nb_batch_link_set(b, "nbbr0", &up), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         return c;
 }
 
@@ -107,7 +78,7 @@ START_TEST(test_addr_add_list_delete_as_ip_sees_them)
         o.noprefixroute = true;
         ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "fd00:77::1", 64, &o), 0);
         ck_assert_int_eq(nb_batch_addr_list(b, "nbbr0"), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ip = ip_addr("nbbr0");
         ck_assert_msg(has(ip, "\"local\":\"10.77.0.1\",\"prefixlen\":24,\"broadcast\":"
                               "\"10.77.0.255\""),
@@ -146,7 +117,7 @@ START_TEST(test_addr_add_list_delete_as_ip_sees_them)
         ck_assert_int_eq(nb_batch_addr_delete(b, "nbbr0", "10.77.0.1", 24), 0);
         ck_assert_int_eq(nb_batch_addr_delete(b, "nbbr0", "fd00:77::1", 64), 0);
         ck_assert_int_eq(nb_batch_addr_delete(b, "nbbr0", "10.77.0.1", 24), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_message(res, 0), "");
         ck_assert_msg(has(nb_result_message(res, 2), "nothing to do"), "message: %s",
                       nb_result_message(res, 2));
@@ -175,7 +146,7 @@ START_TEST(test_ping_across_a_bridge_with_the_address_put_on_it)
         ch.master = "nbbr0";
         ck_assert_int_eq(nb_batch_link_set(b, "nbh0", &ch), 0);
         ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.90.0.1", 24, NULL), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         free(tu_sh("nsenter --net=%s sh -c 'ip link set lo up && ip addr add 10.90.0.2/24 dev g0 "
                    "&& ip link set g0 up'",
                    guest));
@@ -188,7 +159,7 @@ START_TEST(test_ping_across_a_bridge_with_the_address_put_on_it)
         /* Without the address, no answer: the ping above was the helper's doing. */
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_addr_delete(b, "nbbr0", "10.90.0.1", 24), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         out = tu_sh(
                 "nsenter --net=%s busybox ping -c 1 -W 1 10.90.0.1 | grep -c 'bytes from' || true",
                 guest);
@@ -230,7 +201,7 @@ START_TEST(test_route_add_list_delete_as_ip_sees_them)
         rt.metric = 7;
         ck_assert_int_eq(nb_batch_route_add(b, &rt), 0);
         ck_assert_int_eq(nb_batch_route_list(b, "nbbr0", 0), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ip = tu_sh("ip -j route show 10.99.0.0/16");
         ck_assert_msg(has(ip, "\"gateway\":\"10.78.0.2\",\"dev\":\"nbbr0\"") &&
                               has(ip, "\"metric\":50"),
@@ -271,7 +242,7 @@ START_TEST(test_route_add_list_delete_as_ip_sees_them)
         rt.ifname = "nbbr0";
         rt.table = 100;
         ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         ip = tu_sh("ip -j route show 10.99.0.0/16; ip -j route show table 100");
         ck_assert_msg(!has(ip, "10.99.0.0") && !has(ip, "10.98.0.0"), "after delete: %s", ip);
         free(ip);
@@ -292,7 +263,7 @@ START_TEST(test_sysctl_set_per_interface_and_global)
         ck_assert_int_eq(nb_batch_sysctl_set(b, "nbbr0", "ipv6.forwarding", 1), 0);
         ck_assert_int_eq(nb_batch_sysctl_set(b, NULL, "ipv4.forwarding", 1), 0);
         ck_assert_int_eq(nb_batch_sysctl_set(b, NULL, "ipv6.forwarding", 1), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_sysctl_old(res, 0, &old), 0);
         ck_assert_uint_eq(old, old_ra);
         nb_results_free(res);
@@ -302,7 +273,7 @@ START_TEST(test_sysctl_set_per_interface_and_global)
         ck_assert_uint_eq(sysctl_read("ipv6/conf/all/forwarding"), 1);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_sysctl_set(b, "nbbr0", "ipv6.disable_ipv6", 1), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         ck_assert_uint_eq(sysctl_read("ipv6/conf/nbbr0/disable_ipv6"), 1);
         nb_close(c);
 }
@@ -327,7 +298,7 @@ START_TEST(test_a_failed_batch_undoes_addresses_routes_and_sysctls)
         o.broadcast = "10.79.0.255";
         ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.79.0.1", 24, NULL), 0);
         ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.79.0.5", 24, &o), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         ra = sysctl_read("ipv6/conf/nbbr0/accept_ra");
         before = ip_addr("nbbr0");
         routes_before = tu_sh("ip -j route show table all");
@@ -342,8 +313,8 @@ START_TEST(test_a_failed_batch_undoes_addresses_routes_and_sysctls)
         ck_assert_int_eq(nb_batch_addr_delete(b, "nbbr0", "10.79.0.5", 24), 0);
         /* Fails when it runs: nbbr0 has this address already. */
         ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.79.0.1", 24, NULL), 0);
-        res = submit(c, b);
-        assert_refused(res, 4, -EEXIST, "has 10.79.0.1/24 already");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 4, -EEXIST, "has 10.79.0.1/24 already");
         for (size_t i = 0; i < 4; i++)
                 ck_assert_msg(nb_result_status(res, i) == -ECANCELED,
                               "op %zu: status %d, wanted ECANCELED (undone)", i,
@@ -412,9 +383,9 @@ START_TEST(test_bad_input_is_refused_and_changes_nothing)
         ck_assert_int_eq(nb_batch_sysctl_set(b, "nbbr0", "ipv6.autoconf", 0), 0);
         ck_assert_int_eq(nb_batch_sysctl_set(b, "nbbr0", "ipv6.accept_ra", 3), 0);
         nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
-                assert_refused(res, i + 1, -want[i].status, want[i].needle);
+                tu_assert_status(res, i + 1, -want[i].status, want[i].needle);
         nb_results_free(res);
         addr_after = tu_sh("ip -j addr");
         route_after = tu_sh("ip -j route show table all");
@@ -422,7 +393,7 @@ START_TEST(test_bad_input_is_refused_and_changes_nothing)
          * take it away and compare the rest. */
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_addr_delete(b, "nbbr0", "10.82.0.1", 24), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         free(addr_after);
         free(route_after);
         addr_after = tu_sh("ip -j addr");
@@ -583,7 +554,7 @@ START_TEST(test_another_uid_changes_only_its_own_interfaces)
         nb_batch_bridge_create(b, "nbbr0");
         nb_batch_link_set(b, "nbbr0", &up);
         nb_batch_addr_add(b, "nbbr0", "10.86.0.1", 24, NULL);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         addr_before = tu_sh("ip -j addr show dev nbbr0");
         route_before = tu_sh("ip -j route show table all");
         ra = sysctl_read("ipv6/conf/nbbr0/accept_ra");
@@ -707,7 +678,7 @@ static nb_conn *setup_port(void)
         ch.master = "nbbr0";
         ch.up = 1;
         ck_assert_int_eq(nb_batch_link_set(b, "nbh0", &ch), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         return c;
 }
 
@@ -728,7 +699,7 @@ START_TEST(test_bridge_options_and_port_flags_as_ip_sees_them)
         port.broadcast_flood = 0;
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &br), 0);
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbh0", &port), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         assert_link("nbbr0", "linkinfo.info_data.stp_state", "1");
         assert_link("nbbr0", "linkinfo.info_data.forward_delay", "400");
         assert_link("nbh0", "linkinfo.info_slave_data.isolated", "true");
@@ -745,7 +716,7 @@ START_TEST(test_bridge_options_and_port_flags_as_ip_sees_them)
         port.learning = port.unicast_flood = port.multicast_flood = port.broadcast_flood = 1;
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &br), 0);
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbh0", &port), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         assert_link("nbbr0", "linkinfo.info_data.stp_state", "0");
         assert_link("nbbr0", "linkinfo.info_data.forward_delay", "0");
         assert_link("nbh0", "linkinfo.info_slave_data.isolated", "false");
@@ -766,22 +737,22 @@ START_TEST(test_bridge_options_refused_or_undone)
 
         o.isolated = 1;
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &o), 0);
-        res = submit(c, b);
-        assert_refused(res, 0, -EOPNOTSUPP, "nbbr0 has no isolated (not a bridge port");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EOPNOTSUPP, "nbbr0 has no isolated (not a bridge port");
         nb_results_free(res);
         b = nb_batch_new();
         o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
         o.stp = 1;
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbh1", &o), 0);
-        res = submit(c, b);
-        assert_refused(res, 0, -EOPNOTSUPP, "nbh1 has no stp (not a bridge");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EOPNOTSUPP, "nbh1 has no stp (not a bridge");
         nb_results_free(res);
         b = nb_batch_new();
         o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
         o.forward_delay_cs = 5000;
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &o), 0);
-        res = submit(c, b);
-        assert_refused(res, 0, -EINVAL, "forward delay 5000 cs is over 3000");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EINVAL, "forward delay 5000 cs is over 3000");
         nb_results_free(res);
         assert_link("nbbr0", "linkinfo.info_data.stp_state", "0");
         assert_link("nbh0", "linkinfo.info_slave_data.isolated", "false");
@@ -789,7 +760,7 @@ START_TEST(test_bridge_options_refused_or_undone)
         /* Undone: the op after fails when it runs. */
         b = nb_batch_new();
         nb_batch_addr_add(b, "nbbr0", "10.93.0.1", 24, NULL);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         b = nb_batch_new();
         o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
         o.isolated = 1;
@@ -800,10 +771,10 @@ START_TEST(test_bridge_options_refused_or_undone)
         o.forward_delay_cs = 300;
         ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &o), 0);
         ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.93.0.1", 24, NULL), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
         ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
-        assert_refused(res, 2, -EEXIST, "already");
+        tu_assert_status(res, 2, -EEXIST, "already");
         nb_results_free(res);
         assert_link("nbh0", "linkinfo.info_slave_data.isolated", "false");
         assert_link("nbh0", "linkinfo.info_slave_data.learning", "true");

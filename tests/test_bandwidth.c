@@ -52,16 +52,6 @@ static nb_conn *setup(void)
         return c;
 }
 
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        return res;
-}
-
 /* One BandwidthSet; its status (0 or -errno). */
 static int bw_set(nb_conn *c, const char *dev, const nb_rate *in, const nb_rate *out,
                   nb_results **ret)
@@ -71,7 +61,7 @@ static int bw_set(nb_conn *c, const char *dev, const nb_rate *in, const nb_rate 
         int st;
 
         ck_assert_int_eq(nb_batch_bandwidth_set(b, dev, in, out), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         st = nb_result_status(res, 0);
         if (ret)
                 *ret = res;
@@ -96,7 +86,7 @@ static void bw_clear_ok(nb_conn *c, const char *dev)
         nb_results *res;
 
         ck_assert_int_eq(nb_batch_bandwidth_clear(b, dev), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "bandwidth clear %s: %s", dev,
                       nb_result_message(res, 0));
         nb_results_free(res);
@@ -251,7 +241,7 @@ START_TEST(test_set_is_what_tc_shows_and_set_twice_is_the_same_state)
         /* Stats name the mechanisms and count the ops. */
         b = nb_batch_new();
         nb_batch_stats(b);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_outbound", &setting), 0);
         ck_assert_str_eq(setting, "nft-limit");
         ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_inbound", &setting), 0);
@@ -343,7 +333,7 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         /* A good op before a bad one: the batch is refused as a whole. */
         ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &low_peak, &good), 0);
         ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &good, &low_peak), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
         ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
         nb_results_free(res);
@@ -351,7 +341,7 @@ START_TEST(test_bad_input_is_refused_with_a_reason_and_changes_nothing)
         low_peak.peak = 4096; /* good now */
         ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &low_peak, &good), 0);
         ck_assert_int_eq(nb_batch_bandwidth_set(b, "nosuchdev", &good, NULL), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
         ck_assert_int_eq(nb_result_status(res, 1), -ENODEV);
         nb_results_free(res);
@@ -410,7 +400,7 @@ START_TEST(test_an_administrators_root_qdisc_is_neither_shown_nor_cleared_nor_re
         /* Not shown as the helper's. */
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_bandwidth_show(b, "h0"), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &shown_in, &has_out, &shown_out),
                          0);
         ck_assert_msg(!has_in, "an administrator's htb 1: shown as a limit of %u kB/s",
@@ -486,7 +476,7 @@ static bool inbound_shown(nb_conn *c, const char *dev, nb_rate *ret, char *mech,
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_bandwidth_show(b, dev), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "bandwidth show %s: %s", dev,
                       nb_result_message(res, 0));
         ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, ret, &has_out, &out), 0);
@@ -504,7 +494,7 @@ static void helper_tap(nb_conn *c, const char *name)
         nb_results *res;
 
         ck_assert_int_eq(nb_batch_tap_create(b, name, &persist), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "tap %s: %s", name, nb_result_message(res, 0));
         nb_results_free(res);
         ck_assert_str_eq(tu_link_get(name, "ifalias"), "netbroker:uid=0");
@@ -651,7 +641,7 @@ START_TEST(test_clear_of_an_interface_already_gone_succeeds_and_says_so)
         ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
         ck_assert_int_eq(nb_batch_bandwidth_clear(b, "nosuchdev"), 0);
         ck_assert_int_eq(nb_batch_veth_create(b, "h1", "g1", -1), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         for (size_t i = 0; i < 3; i++)
                 ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s (%s)", i,
                               strerror(-nb_result_status(res, i)), nb_result_message(res, i));
@@ -688,7 +678,7 @@ START_TEST(test_without_nft_limit_a_limit_on_what_enters_is_refused)
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);
-        nb_results_free(submit(c, b));
+        nb_results_free(tu_submit(c, b));
         free(tu_sh("ip link add h0 type veth peer name g0 && ip link set h0 up && "
                    "ip link set g0 up && "
                    "ip link add mv0 link h0 address 52:54:00:00:00:09 type macvtap mode bridge"));
@@ -707,7 +697,7 @@ START_TEST(test_without_nft_limit_a_limit_on_what_enters_is_refused)
         free(tables);
         b = nb_batch_new();
         nb_batch_stats(b);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_stat_setting(res, 0, "bandwidth_outbound", &setting), 0);
         ck_assert_msg(strncmp(setting, "none: nftables refused a probe of its limit",
                               strlen("none: nftables refused a probe of its limit")) == 0,
@@ -731,7 +721,7 @@ START_TEST(test_set_is_undone_when_a_later_op_of_the_batch_fails)
         before = tc_state();
         ck_assert_int_eq(nb_batch_bandwidth_set(b, "h0", &second, &second), 0);
         ck_assert_int_eq(nb_batch_exec(b, "/bin/false", argv, NULL, NULL, 0, 0), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
         ck_assert_int_ne(nb_result_status(res, 1), 0);
         nb_results_free(res);
@@ -755,7 +745,7 @@ static unsigned out_burst_shown(nb_conn *c)
         unsigned burst;
 
         ck_assert_int_eq(nb_batch_bandwidth_show(b, "h0"), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &in, &has_out, &out), 0);
         ck_assert(has_out);
         burst = out.burst;
@@ -848,7 +838,7 @@ START_TEST(test_the_policer_goes_with_its_interface)
         snprintf(chain, sizeof(chain), "%s", police_of_h0());
         ck_assert(has_chain(chain));
         ck_assert_int_eq(nb_batch_link_delete(b, "h0"), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "delete h0: %s", nb_result_message(res, 0));
         nb_results_free(res);
         /* Gone by the reply: since Linux 6.16 the chain would outlive h0
@@ -894,7 +884,7 @@ START_TEST(test_the_policer_goes_with_its_interface)
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);
-        nb_results_free(submit(c, b));
+        nb_results_free(tu_submit(c, b));
         ck_assert_msg(!tu_link_exists("nbifb999999"), "an orphaned IFB survived a start-up");
         ck_assert_msg(!tu_link_exists("nbifbx"), "a doomed IFB survived a start-up");
         ck_assert_msg(!tu_link_exists(lo_ifb), "an older helper's %s survived a start-up", lo_ifb);
@@ -946,7 +936,7 @@ static const char *out_mech_shown(nb_conn *c, char *buf, size_t len)
         nb_results *res;
 
         ck_assert_int_eq(nb_batch_bandwidth_show(b, "h0"), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech), 0);
         snprintf(buf, len, "%s", out_mech);
         nb_results_free(res);
@@ -972,7 +962,7 @@ START_TEST(test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpe
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);
-        nb_results_free(submit(c, b));
+        nb_results_free(tu_submit(c, b));
         second = tc_state();
         ck_assert_str_eq(first, second);
         free(second);
@@ -1013,7 +1003,7 @@ START_TEST(test_a_restarted_helper_keeps_the_policer_and_replaces_an_older_helpe
         c = tu_spawn(TU_ALLOW);
         b = nb_batch_new();
         nb_batch_ping(b);
-        nb_results_free(submit(c, b));
+        nb_results_free(tu_submit(c, b));
         assert_policer(3072);
         ck_assert_str_eq(out_mech_shown(c, mech, sizeof(mech)), "nft-limit");
         nb_close(c);
@@ -1047,7 +1037,7 @@ START_TEST(test_clears_in_a_batch_delete_older_ifbs_together)
                 ck_assert_int_eq(nb_batch_bandwidth_clear(b, name), 0);
         }
         t0 = tu_now_us();
-        res = submit(c, b);
+        res = tu_submit(c, b);
         printf("bandwidth: %d clears with their older IFBs in one batch: %.1f ms\n", N,
                (double)(tu_now_us() - t0) / 1000);
         ck_assert_int_eq(nb_results_first_error(res), -1);
@@ -1064,7 +1054,7 @@ START_TEST(test_clears_in_a_batch_delete_older_ifbs_together)
                 snprintf(name, sizeof(name), "b%d", i);
                 ck_assert_int_eq(nb_batch_bandwidth_set(b, name, NULL, &r), 0);
         }
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_results_first_error(res), -1);
         nb_results_free(res);
         left = tu_sh(
@@ -1083,7 +1073,7 @@ START_TEST(test_clears_in_a_batch_delete_older_ifbs_together)
         ck_assert_str_eq(tu_link_get(ifb_of_h0(), "ifalias"), TU_ABSENT);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_bandwidth_clear(b, "h0"), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_results_first_error(res), -1);
         nb_results_free(res);
         ck_assert_msg(!tu_link_exists(ifb_of_h0()), "%s outlived its clear", ifb_of_h0());

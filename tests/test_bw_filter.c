@@ -62,26 +62,12 @@ struct lab {
 
 /* ---- the helper ---- */
 
-static nb_results *submit_ok(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-        long bad;
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        bad = nb_results_first_error(res);
-        ck_assert_msg(bad < 0, "op %ld failed: %s", bad,
-                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
-        return res;
-}
-
 static void bw_set(struct lab *l, const nb_rate *in, const nb_rate *out)
 {
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_bandwidth_set(b, l->ifname, in, out), 0);
-        nb_results_free(submit_ok(l->c, b));
+        nb_results_free(tu_submit_ok(l->c, b));
 }
 
 static void bw_clear(struct lab *l)
@@ -89,7 +75,7 @@ static void bw_clear(struct lab *l)
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_bandwidth_clear(b, l->ifname), 0);
-        nb_results_free(submit_ok(l->c, b));
+        nb_results_free(tu_submit_ok(l->c, b));
 }
 
 static void clean_traffic_on(struct lab *l)
@@ -100,7 +86,7 @@ static void clean_traffic_on(struct lab *l)
         ck_assert_int_eq(
                 nb_fw_add_clean_traffic(rs, GUEST_MAC, (const char *const[]){GUEST_IP, NULL}), 0);
         ck_assert_int_eq(nb_batch_firewall_apply(b, "vm", l->ifname, rs, NB_FW_REPLACE), 0);
-        nb_results_free(submit_ok(l->c, b));
+        nb_results_free(tu_submit_ok(l->c, b));
         nb_fw_ruleset_free(rs);
 }
 
@@ -145,7 +131,7 @@ static void tap_up(struct lab *l)
                 nb_batch_link_set(b, "vt0",
                                   &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
                 0);
-        res = submit_ok(l->c, b);
+        res = tu_submit_ok(l->c, b);
         l->guest = take_guest_fd(res);
         nb_results_free(res);
         l->host_tx = packet_socket("vt0", 0);
@@ -172,7 +158,7 @@ static void macvtap_up(struct lab *l)
                 nb_batch_link_set(b, "mvt0",
                                   &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
                 0);
-        res = submit_ok(l->c, b);
+        res = tu_submit_ok(l->c, b);
         l->guest = take_guest_fd(res);
         nb_results_free(res);
         l->host_tx = packet_socket("p1", 0);
@@ -458,7 +444,7 @@ static void assert_shown(const struct lab *l, bool inbound)
         nb_results *res;
 
         ck_assert_int_eq(nb_batch_bandwidth_show(b, l->ifname), 0);
-        res = submit_ok(l->c, b);
+        res = tu_submit_ok(l->c, b);
         ck_assert_int_eq(nb_result_bandwidth_show(res, 0, &has_in, &in, &has_out, &out), 0);
         ck_assert_int_eq(nb_result_bandwidth_show_mechanisms(res, 0, &in_mech, &out_mech), 0);
         ck_assert_msg(has_in == inbound && has_out == !inbound,
@@ -558,7 +544,7 @@ static int bridged_tap(nb_conn *c, const char *name)
                 nb_batch_link_set(b, name,
                                   &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
                 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         fd = take_guest_fd(res);
         nb_results_free(res);
         free(tu_sh("ip link set %s master br0", name));
@@ -606,13 +592,13 @@ START_TEST(test_a_limited_guest_does_not_pass_another_guests_filter)
         b = nb_batch_new();
         ck_assert_int_eq(nb_fw_add_clean_traffic(rs, B_MAC, (const char *const[]){B_IP, NULL}), 0);
         ck_assert_int_eq(nb_batch_firewall_apply(b, "vmb", "vb0", rs, NB_FW_REPLACE), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         nb_fw_ruleset_free(rs);
         for (int limited = 0; limited < 2; limited++) {
                 if (limited) {
                         b = nb_batch_new();
                         ck_assert_int_eq(nb_batch_bandwidth_set(b, "va0", NULL, &lim), 0);
-                        nb_results_free(submit_ok(c, b));
+                        nb_results_free(tu_submit_ok(c, b));
                 }
                 a_to_b(ga, gb, &odd, &ip);
                 printf("bw-filter: A %s, B's filter on: %u/10 refused and %u/10 IPv4 frames "

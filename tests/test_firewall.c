@@ -55,35 +55,6 @@
 
 /* ---- the helper ---- */
 
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        return res;
-}
-
-static nb_results *submit_ok(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = submit(c, b);
-        long bad = nb_results_first_error(res);
-
-        ck_assert_msg(bad < 0, "op %ld failed: %s (%s)", bad,
-                      bad < 0 ? "" : strerror(-nb_result_status(res, (size_t)bad)),
-                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
-        return res;
-}
-
-static void assert_refused(const nb_results *res, size_t i, int status, const char *needle)
-{
-        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
-                      nb_result_status(res, i), nb_result_message(res, i), status);
-        ck_assert_msg(strstr(nb_result_message(res, i), needle), "op %zu: message '%s' lacks '%s'",
-                      i, nb_result_message(res, i), needle);
-}
-
 /* Apply one owner in its own batch; returns its rule count, and its hash
  * in hash (33 bytes) when not NULL. */
 static unsigned apply1(nb_conn *c, const char *owner, const char *ifname, const nb_fw_ruleset *rs,
@@ -96,7 +67,7 @@ static unsigned apply1(nb_conn *c, const char *owner, const char *ifname, const 
         bool same = false;
 
         ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, mode), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_firewall(res, 0, &h, &same, &rules), 0);
         if (hash)
                 snprintf(hash, 33, "%s", h);
@@ -111,7 +82,7 @@ static void remove1(nb_conn *c, const char *owner)
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_firewall_remove(b, owner), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
 }
 
 static nb_fw_ruleset *ruleset_no_mac_spoofing(void)
@@ -993,7 +964,7 @@ static void apply_guests(nb_conn *c, const char *prefix, int n)
 
         for (int i = 0; i < n; i++)
                 add_guest(b, prefix, i, NB_FW_REPLACE);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
 }
 
 static size_t fw_owner_count(nb_conn *c)
@@ -1003,7 +974,7 @@ static size_t fw_owner_count(nb_conn *c)
         size_t n;
 
         nb_batch_firewall_list(b);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         n = nb_result_fw_owner_count(res, 0);
         nb_results_free(res);
         return n;
@@ -1036,7 +1007,7 @@ START_TEST(test_batch_of_100_refused_by_the_kernel_at_57_changes_nothing)
                                 nb_batch_exec(b, "/usr/sbin/nft", intrude, NULL, NULL, 0, 0), 0);
                 add_guest(b, "fw", i, NB_FW_REPLACE);
         }
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_uint_eq(nb_results_count(res), MANY + 1);
         ck_assert_msg(nb_result_status(res, 56) == 0, "the Exec failed: %s",
                       nb_result_message(res, 56));
@@ -1048,8 +1019,8 @@ START_TEST(test_batch_of_100_refused_by_the_kernel_at_57_changes_nothing)
                 ck_assert_msg(strstr(nb_result_message(res, i), "fw056"), "op %zu: %s", i,
                               nb_result_message(res, i));
         }
-        assert_refused(res, MANY, -EEXIST, "the kernel refused the transaction (owner fw056)");
-        assert_refused(res, 0, -EEXIST, "not applied: the batch's transaction failed");
+        tu_assert_status(res, MANY, -EEXIST, "the kernel refused the transaction (owner fw056)");
+        tu_assert_status(res, 0, -EEXIST, "not applied: the batch's transaction failed");
         nb_results_free(res);
 
         /* Take away the intruder: the rest is as it was, to the byte. */
@@ -1093,13 +1064,13 @@ START_TEST(test_batch_of_100_with_a_bad_prefix_at_57_changes_nothing)
                 }
                 add_guest(b, "fw", i, NB_FW_REPLACE);
         }
-        res = submit(c, b);
-        assert_refused(res, 56, -EINVAL,
-                       "firewall fw056: group v6 rule 0: IP source: bad address "
-                       "'fe80::/129'");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 56, -EINVAL,
+                         "firewall fw056: group v6 rule 0: IP source: bad address "
+                         "'fe80::/129'");
         for (size_t i = 0; i < MANY; i++)
                 if (i != 56)
-                        assert_refused(res, i, -ECANCELED, "not run: op 56 was refused");
+                        tu_assert_status(res, i, -ECANCELED, "not run: op 56 was refused");
         nb_results_free(res);
         after = ruleset_text();
         ck_assert_str_eq(before, after);
@@ -1134,7 +1105,7 @@ START_TEST(test_batch_whose_57th_interface_vanishes_is_all_or_nothing)
                                          0);
                 add_guest(b, "fw", i, NB_FW_REPLACE);
         }
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 56) == 0, "the Exec failed: %s",
                       nb_result_message(res, 56));
         ck_assert(!tu_link_exists("fw056"));
@@ -1256,7 +1227,7 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
         b = nb_batch_new();
         for (int i = 0; i < MANY; i++)
                 add_guest(b, "fw", i, NB_FW_REPLACE);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (size_t i = 0; i < MANY; i++) {
                 const char *h;
                 bool same;
@@ -1281,14 +1252,14 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
          * as the ensure's. */
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_firewall_list(b), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         nl_before = tu_stat(c, "netlink_messages");
 
         monitor_start(&mon);
         b = nb_batch_new();
         for (int i = 0; i < MANY; i++)
                 add_guest(b, "fw", i, NB_FW_ENSURE);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (size_t i = 0; i < MANY; i++) {
                 const char *h;
                 bool same = false;
@@ -1328,7 +1299,7 @@ START_TEST(test_restart_ensure_of_100_owners_writes_nothing_and_flush_rebuilds)
         b = nb_batch_new();
         for (int i = 0; i < MANY; i++)
                 add_guest(b, "fw", i, NB_FW_ENSURE);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (size_t i = 0; i < MANY; i++) {
                 const char *h;
                 bool same = true;
@@ -1439,9 +1410,9 @@ START_TEST(test_bad_input_is_refused_with_a_clear_error_and_changes_nothing)
                 ck_assert_int_eq(nb_batch_firewall_apply(b, cases[i].owner, cases[i].ifname, rs,
                                                          NB_FW_REPLACE),
                                  0);
-                res = submit(l.c, b);
-                assert_refused(res, 0, -ECANCELED, "not run: op 1 was refused");
-                assert_refused(res, 1, cases[i].status, cases[i].message);
+                res = tu_submit(l.c, b);
+                tu_assert_status(res, 0, -ECANCELED, "not run: op 1 was refused");
+                tu_assert_status(res, 1, cases[i].status, cases[i].message);
                 nb_results_free(res);
                 after = ruleset_text();
                 ck_assert_msg(strcmp(before, after) == 0, "%s changed the ruleset", cases[i].what);
@@ -1526,25 +1497,25 @@ START_TEST(test_firewall_op_before_a_failing_op_is_not_reported_applied)
         lab_up(&l);
         ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
         ck_assert_int_eq(nb_batch_firewall_remove(b, "never-installed"), 0);
-        res = submit(l.c, b);
-        assert_refused(res, 1, 0, "owner never-installed is already gone");
-        assert_refused(res, 0, 0, "");
+        res = tu_submit(l.c, b);
+        tu_assert_status(res, 1, 0, "owner never-installed is already gone");
+        tu_assert_status(res, 0, 0, "");
         s = nft_summary();
         ck_assert_msg(chains_with_prefix(s, "vnet0/") == 3, "op 0 was not committed:%s", s);
         free(s);
         nb_results_free(res);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_firewall_remove(b, "vnet0"), 0);
-        nb_results_free(submit(l.c, b));
+        nb_results_free(tu_submit(l.c, b));
 
         /* The same when the failing op is no firewall op. */
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
         ck_assert_int_eq(nb_batch_exec(b, "/bin/false", NULL, NULL, NULL, 0, 0), 0);
         ck_assert_int_eq(nb_batch_firewall_apply(b, "other", "vnet0", rs, NB_FW_REPLACE), 0);
-        res = submit(l.c, b);
-        assert_refused(res, 1, -EIO, "");
-        assert_refused(res, 2, -ECANCELED, "not run: op 1 failed");
+        res = tu_submit(l.c, b);
+        tu_assert_status(res, 1, -EIO, "");
+        tu_assert_status(res, 2, -ECANCELED, "not run: op 1 failed");
         s = nft_summary();
         ck_assert_uint_eq(chains_with_prefix(s, "vnet0/"), 0);
         ck_assert_msg(nb_result_status(res, 0) != 0,
@@ -1561,10 +1532,10 @@ START_TEST(test_firewall_op_before_a_failing_op_is_not_reported_applied)
         ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
         ck_assert_int_eq(nb_batch_exec(b, "/bin/false", NULL, NULL, NULL, 0, 0), 0);
         ck_assert_int_eq(nb_batch_firewall_remove(b, "never-installed"), 0);
-        res = submit(l.c, b);
-        assert_refused(res, 1, -EIO, "");
-        assert_refused(res, 2, 0, "owner never-installed is already gone");
-        assert_refused(res, 0, 0, "");
+        res = tu_submit(l.c, b);
+        tu_assert_status(res, 1, -EIO, "");
+        tu_assert_status(res, 2, 0, "owner never-installed is already gone");
+        tu_assert_status(res, 0, 0, "");
         s = nft_summary();
         ck_assert_msg(chains_with_prefix(s, "vnet0/") == 3, "op 0 was not committed:%s", s);
         free(s);
@@ -1597,7 +1568,7 @@ START_TEST(test_ensure_rebuilds_an_owner_whose_rules_were_flushed_by_hand)
         ck_assert_uint_eq(through(&l, true, f, len, "nbfw-tamper", 3), 3);
         b = nb_batch_new();
         nb_batch_firewall_list(b);
-        res = submit_ok(l.c, b);
+        res = tu_submit_ok(l.c, b);
         ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 0, &owner, &ifname, &hash, &rules), 0);
         ck_assert_str_eq(hash, applied);
         ck_assert_uint_eq(rules, 0);
@@ -1644,7 +1615,7 @@ START_TEST(test_list_reads_back_what_apply_returned_and_remove_takes_one_owner)
                 ck_assert_int_eq(
                         nb_batch_firewall_apply(b, a[i].owner, a[i].ifname, rs[i], NB_FW_REPLACE),
                         0);
-        res = submit_ok(l.c, b);
+        res = tu_submit_ok(l.c, b);
         for (size_t i = 0; i < 3; i++) {
                 const char *h;
                 bool same;
@@ -1659,7 +1630,7 @@ START_TEST(test_list_reads_back_what_apply_returned_and_remove_takes_one_owner)
         /* The list, from the kernel, is what apply returned. */
         b = nb_batch_new();
         nb_batch_firewall_list(b);
-        res = submit_ok(l.c, b);
+        res = tu_submit_ok(l.c, b);
         ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 3);
         for (size_t k = 0; k < 3; k++) {
                 const char *owner, *ifname, *hash;
@@ -1707,14 +1678,14 @@ START_TEST(test_list_reads_back_what_apply_returned_and_remove_takes_one_owner)
 
         b = nb_batch_new();
         nb_batch_firewall_remove(b, "vm-b");
-        res = submit(l.c, b);
+        res = tu_submit(l.c, b);
         /* Removing again is done already: idempotent, and it says so. */
-        assert_refused(res, 0, 0, "owner vm-b is already gone");
+        tu_assert_status(res, 0, 0, "owner vm-b is already gone");
         nb_results_free(res);
         b = nb_batch_new();
         nb_batch_firewall_remove(b, "vm-never");
-        res = submit(l.c, b);
-        assert_refused(res, 0, 0, "owner vm-never is already gone");
+        res = tu_submit(l.c, b);
+        tu_assert_status(res, 0, 0, "owner vm-never is already gone");
         nb_results_free(res);
         ck_assert_uint_eq(fw_owner_count(l.c), 2);
 
@@ -1752,7 +1723,7 @@ START_TEST(test_macvtap_owner_filters_what_the_guest_sends)
                 nb_batch_link_set(b, "mvt0",
                                   &(nb_link_change){.size = sizeof(nb_link_change), .up = 1}),
                 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         tap = nb_result_take_fd(res, 0, 0);
         ck_assert_int_ge(tap, 0);
         nb_results_free(res);
@@ -2127,7 +2098,7 @@ static unsigned listed_rules(nb_conn *c, const char *owner)
         bool found = false;
 
         ck_assert_int_eq(nb_batch_firewall_list(b), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (size_t k = 0; k < nb_result_fw_owner_count(res, 0); k++) {
                 const char *o;
                 unsigned n;
@@ -2530,8 +2501,8 @@ START_TEST(test_new_fields_bad_input_is_refused_with_a_sentence)
                 ck_assert_int_eq(nb_fw_rule_add(rs, &rule), 0);
                 ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE),
                                  0);
-                res = submit(l.c, b);
-                assert_refused(res, 0, cases[i].status, cases[i].message);
+                res = tu_submit(l.c, b);
+                tu_assert_status(res, 0, cases[i].status, cases[i].message);
                 nb_results_free(res);
                 after = ruleset_text();
                 ck_assert_str_eq(before, after);

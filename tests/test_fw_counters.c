@@ -36,16 +36,6 @@ struct lab {
         char ns_path[64];
 };
 
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        return res;
-}
-
 static void expect_ok(nb_results *res)
 {
         long bad = nb_results_first_error(res);
@@ -188,7 +178,7 @@ static nb_results *list_counters(nb_conn *c)
         nb_results *res;
 
         ck_assert_int_eq(nb_batch_firewall_list_counters(b), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         return res;
 }
@@ -224,7 +214,7 @@ static void apply_counted(struct lab *l)
         ck_assert_int_eq(nb_fw_rule_add(rs, &accept), 0);
         ck_assert_int_eq(nb_fw_rule_add(rs, &to), 0);
         ck_assert_int_eq(nb_batch_firewall_apply(b, "guest0", "vnet0", rs, NB_FW_REPLACE), 0);
-        expect_ok(submit(l->c, b));
+        expect_ok(tu_submit(l->c, b));
         nb_fw_ruleset_free(rs);
 }
 
@@ -299,7 +289,7 @@ START_TEST(test_plain_list_carries_no_counters)
         apply_counted(&l);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_firewall_list(b), 0);
-        res = submit(l.c, b);
+        res = tu_submit(l.c, b);
         ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 0, NULL, NULL, NULL, &rules), 0);
         ck_assert_uint_gt(rules, 0);
         ck_assert_uint_eq(nb_result_fw_counter_count(res, 0, 0), 0);
@@ -336,7 +326,7 @@ START_TEST(test_the_listed_table_loads_again_with_nft_f)
         ck_assert_int_eq(nb_fw_rule_add(rs, &long_comment), 0);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_firewall_apply(b, "vnet0", "vnet0", rs, NB_FW_REPLACE), 0);
-        expect_ok(submit(l.c, b));
+        expect_ok(tu_submit(l.c, b));
         out = tu_sh("nft list table netdev netbroker > /tmp/nbfw-listed.$$ && "
                     "nft delete table netdev netbroker && nft -f /tmp/nbfw-listed.$$ 2>&1; "
                     "echo rc=$?; rm -f /tmp/nbfw-listed.$$");
@@ -356,7 +346,7 @@ static size_t owners_listed(nb_conn *c)
         size_t n;
 
         nb_batch_firewall_list(b);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         n = nb_result_fw_owner_count(res, 0);
         nb_results_free(res);
         return n;
@@ -385,7 +375,7 @@ START_TEST(test_a_new_interface_of_the_name_inherits_no_rule)
         ck_assert_int_eq(nb_fw_rule_add(rs, &drop), 0);
         b = nb_batch_new();
         nb_batch_firewall_apply(b, "old-guest", "vnet0", rs, NB_FW_REPLACE);
-        expect_ok(submit(l.c, b));
+        expect_ok(tu_submit(l.c, b));
         ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 0);
         gone0 = tu_stat(l.c, "fw_owners_gone");
 
@@ -403,7 +393,7 @@ START_TEST(test_a_new_interface_of_the_name_inherits_no_rule)
         before = tu_sh("nft list ruleset");
         b = nb_batch_new();
         nb_batch_firewall_remove(b, "old-guest");
-        res = submit(l.c, b);
+        res = tu_submit(l.c, b);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         ck_assert_msg(strstr(nb_result_message(res, 0), "went with its interface"), "%s",
                       nb_result_message(res, 0));
@@ -437,7 +427,7 @@ START_TEST(test_a_renamed_interface_leaves_no_rule_for_its_old_name)
         ck_assert_int_eq(nb_fw_rule_add(rs, &drop), 0);
         b = nb_batch_new();
         nb_batch_firewall_apply(b, "old-guest", "vnet0", rs, NB_FW_REPLACE);
-        expect_ok(submit(l.c, b));
+        expect_ok(tu_submit(l.c, b));
         ck_assert_uint_eq(send_frames(&l, true, f, "nbgone-frame", 3), 0);
         gone0 = tu_stat(l.c, "fw_owners_gone");
 
@@ -481,17 +471,17 @@ START_TEST(test_rules_applied_after_the_interface_went_stay)
         b = nb_batch_new();
         nb_batch_tap_create(b, "nbgt0", &persist);
         nb_batch_firewall_apply(b, "first", "nbgt0", rs, NB_FW_REPLACE);
-        expect_ok(submit(c, b));
+        expect_ok(tu_submit(c, b));
         b = nb_batch_new();
         nb_batch_link_delete(b, "nbgt0");
-        expect_ok(submit(c, b));
+        expect_ok(tu_submit(c, b));
         b = nb_batch_new();
         nb_batch_tap_create(b, "nbgt0", &persist);
         nb_batch_firewall_apply(b, "second", "nbgt0", rs, NB_FW_REPLACE);
-        expect_ok(submit(c, b));
+        expect_ok(tu_submit(c, b));
         b = nb_batch_new();
         nb_batch_firewall_list(b);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 1);
         ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 0, &name, NULL, NULL, NULL), 0);
         ck_assert_str_eq(name, "second");
@@ -511,7 +501,7 @@ static void *submit_thread(void *data)
 {
         struct submitter *s = data;
 
-        s->res = submit(s->c, s->b);
+        s->res = tu_submit(s->c, s->b);
         return NULL;
 }
 
@@ -540,7 +530,7 @@ START_TEST(test_an_owner_applied_in_the_turn_the_interface_went_stays)
         ck_assert_int_eq(nb_fw_rule_add(rs, &drop), 0);
         b = nb_batch_new();
         nb_batch_firewall_apply(b, "old-guest", "vnet0", rs, NB_FW_REPLACE);
-        expect_ok(submit(l.c, b));
+        expect_ok(tu_submit(l.c, b));
 
         ck_assert_int_eq(kill(helper, SIGSTOP), 0);
         free(tu_sh("ip link del vnet0"));
@@ -557,7 +547,7 @@ START_TEST(test_an_owner_applied_in_the_turn_the_interface_went_stays)
 
         b = nb_batch_new();
         nb_batch_firewall_list(b);
-        res = submit(l.c, b);
+        res = tu_submit(l.c, b);
         ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 1);
         ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 0, &name, NULL, NULL, NULL), 0);
         ck_assert_str_eq(name, "new-guest");

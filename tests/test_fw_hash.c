@@ -24,20 +24,6 @@
 #define FW_ALLOW TU_ALLOW "exec_allow = /usr/sbin/nft\n"
 #define GUESTS 12
 
-static nb_results *submit_ok(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-        long bad;
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        bad = nb_results_first_error(res);
-        ck_assert_msg(bad < 0, "op %ld failed: %s", bad,
-                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
-        return res;
-}
-
 /* Guest i's no-promisc and clean-traffic; variant changes its address,
  * and so its hash. */
 static int guest_rules(int i, int variant, nb_fw_ruleset *rs)
@@ -69,7 +55,7 @@ static void apply(nb_conn *c, int i, int variant, char *hash)
         ck_assert_int_eq(guest_rules(i, variant, rs), 0);
         ck_assert_int_eq(nb_batch_firewall_apply(b, name, name, rs, NB_FW_REPLACE), 0);
         nb_fw_ruleset_free(rs);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_firewall(res, 0, &h, NULL, NULL), 0);
         if (hash)
                 snprintf(hash, 33, "%s", h);
@@ -218,7 +204,7 @@ START_TEST(test_ensure_by_hash_resends_only_the_stale_owners)
         apply(c, 7, 9, other);
         ck_assert_str_ne(other, hashes[7]);
         ck_assert_int_eq(nb_batch_firewall_remove(b, "eh009"), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         c = restart(c);
         free(tu_sh("nft flush chain netdev netbroker eh003/from/mac"));
         snprintf(other, sizeof(other), "%s", hashes[11]);
@@ -251,7 +237,7 @@ static void damage(nb_conn **c)
 
         apply(*c, 5, 4, NULL);
         ck_assert_int_eq(nb_batch_firewall_remove(b, "eh010"), 0);
-        nb_results_free(submit_ok(*c, b));
+        nb_results_free(tu_submit_ok(*c, b));
         *c = restart(*c);
         free(tu_sh("nft flush chain netdev netbroker eh002/from/mac"));
 }
@@ -281,7 +267,7 @@ START_TEST(test_two_step_ensure_gives_the_table_a_full_ensure_gives)
                 ck_assert_int_eq(nb_batch_firewall_apply(b, name, name, rs, NB_FW_ENSURE), 0);
                 nb_fw_ruleset_free(rs);
         }
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         ck_assert_uint_eq(tu_stat(c, "fw_owners_written"), 3);
         full = table_lines();
         ck_assert_str_eq(by_hash, full);
@@ -423,7 +409,7 @@ START_TEST(test_ensure_by_hash_of_another_callers_owner_is_refused)
         ck_assert_int_eq(guest_rules(1, 0, rs), 0);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_firewall_apply(b, "nbroot", "nbu0", rs, NB_FW_REPLACE), 0);
-        nb_results_free(submit_ok(root, b));
+        nb_results_free(tu_submit_ok(root, b));
         nb_fw_ruleset_free(rs);
         in_child_as_nobody(nobody_ensures, h.sock, hash);
         nb_close(root);

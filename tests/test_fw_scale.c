@@ -19,20 +19,6 @@
 #define FW_ALLOW TU_ALLOW "exec_allow = /usr/sbin/nft\n"
 #define GUESTS 40
 
-static nb_results *submit_ok(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-        long bad;
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        bad = nb_results_first_error(res);
-        ck_assert_msg(bad < 0, "op %ld failed: %s", bad,
-                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
-        return res;
-}
-
 /* Guest i: no-promisc and clean-traffic on its own veth sc%03d; variant
  * changes its address, so that its hash changes. */
 static void add_guest(nb_batch *b, int i, int variant, nb_fw_mode mode)
@@ -58,7 +44,7 @@ static unsigned apply(nb_conn *c, int n, nb_fw_mode mode, int changed_one)
 
         for (int i = 0; i < n; i++)
                 add_guest(b, i, i == changed_one ? 9 : 0, mode);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (int i = 0; i < n; i++) {
                 const char *hash;
                 bool same = false;
@@ -80,7 +66,7 @@ static bool unchanged_one(nb_conn *c, int i)
         unsigned rules;
 
         add_guest(b, i, 0, NB_FW_ENSURE);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_firewall(res, 0, &hash, &same, &rules), 0);
         nb_results_free(res);
         return same;
@@ -178,7 +164,7 @@ START_TEST(test_ensure_believes_a_current_mark_and_reads_no_rule)
         ck_assert_msg(unchanged_one(c, 0), "ensure read the rules despite a current mark");
         b = nb_batch_new();
         nb_batch_firewall_list(b);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (size_t i = 0; i < nb_result_fw_owner_count(res, 0); i++) {
                 const char *owner;
                 unsigned n;
@@ -232,7 +218,7 @@ START_TEST(test_a_commit_on_an_uncounted_table_leaves_no_mark)
         {
                 nb_batch *b = nb_batch_new();
                 add_guest(b, 1, 5, NB_FW_REPLACE);
-                nb_results_free(submit_ok(c, b));
+                nb_results_free(tu_submit_ok(c, b));
         }
         ck_assert_msg(!mark_of(&mark), "a commit marked a table it had not counted");
         c = restart(c);
@@ -309,7 +295,7 @@ static void apply_results(nb_conn *c, int n, nb_fw_mode mode, int changed_one,
 
         for (int i = 0; i < n; i++)
                 add_guest(b, i, i == changed_one ? 9 : 0, mode);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (int i = 0; i < n; i++) {
                 const char *hash;
                 unsigned rules;
@@ -407,7 +393,7 @@ START_TEST(test_ensure_takes_the_summarys_word)
         ck_assert_uint_eq(tu_stat(c, "fw_owners_written"), 0);
         b = nb_batch_new();
         nb_batch_firewall_list(b);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 2);
         for (size_t i = 0; i < 2; i++) {
                 const char *owner;
@@ -448,7 +434,7 @@ START_TEST(test_the_summary_follows_every_commit)
         {
                 nb_batch *b = nb_batch_new();
                 ck_assert_int_eq(nb_batch_firewall_remove(b, "sc009"), 0);
-                nb_results_free(submit_ok(c, b));
+                nb_results_free(tu_submit_ok(c, b));
         }
         check_summary(GUESTS, 9);
         c = restart(c);

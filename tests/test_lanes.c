@@ -23,24 +23,6 @@
 #include "testutil.h"
 #include "tests.h"
 
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        return res;
-}
-
-static void assert_status(const nb_results *res, size_t i, int status, const char *needle)
-{
-        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
-                      nb_result_status(res, i), nb_result_message(res, i), status);
-        ck_assert_msg(!needle || strstr(nb_result_message(res, i), needle),
-                      "op %zu: message '%s' lacks '%s'", i, nb_result_message(res, i), needle);
-}
-
 /* n persistent taps PREFIX0.., made through the helper. */
 static void make_taps(nb_conn *c, const char *prefix, int n)
 {
@@ -53,7 +35,7 @@ static void make_taps(nb_conn *c, const char *prefix, int n)
                 snprintf(name, sizeof(name), "%s%d", prefix, i);
                 ck_assert_int_eq(nb_batch_tap_create(b, name, &o), 0);
         }
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_results_first_error(res) < 0, "making the taps failed");
         nb_results_free(res); /* closes the fds: persistent, they stay */
 }
@@ -80,11 +62,11 @@ START_TEST(test_100_taps_deleted_in_one_batch_leave_none_and_each_result_is_its_
         tu_private_netns();
         c = tu_spawn(TU_ALLOW);
         make_taps(c, "dt", 100);
-        res = submit(c, delete_batch("dt", 100));
+        res = tu_submit(c, delete_batch("dt", 100));
         for (size_t i = 0; i < 100; i++) {
                 char name[16];
                 snprintf(name, sizeof(name), "dt%zu", i);
-                assert_status(res, i, 0, NULL);
+                tu_assert_status(res, i, 0, NULL);
                 ck_assert_str_eq(nb_result_ifname(res, i), name);
                 ck_assert_msg(!tu_link_exists(name), "%s is still there", name);
         }
@@ -119,11 +101,11 @@ START_TEST(test_undeletable_name_in_a_delete_batch_fails_alone_and_changes_nothi
         nb_batch_link_delete(b, "ud1");
         nb_batch_link_delete(b, "lo");
         nb_batch_link_delete(b, "ud2");
-        res = submit(c, b);
-        assert_status(res, 0, -ECANCELED, "undone: op 2 failed");
-        assert_status(res, 1, -ECANCELED, "undone: op 2 failed");
-        assert_status(res, 2, -EOPNOTSUPP, "cannot delete lo");
-        assert_status(res, 3, -ECANCELED, "not run: op 2 failed");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -ECANCELED, "undone: op 2 failed");
+        tu_assert_status(res, 1, -ECANCELED, "undone: op 2 failed");
+        tu_assert_status(res, 2, -EOPNOTSUPP, "cannot delete lo");
+        tu_assert_status(res, 3, -ECANCELED, "not run: op 2 failed");
         nb_results_free(res);
         after = tu_links_snapshot();
         ck_assert_str_eq(after, before); /* groups included: ud1 is in 7 again */
@@ -137,11 +119,11 @@ START_TEST(test_undeletable_name_in_a_delete_batch_fails_alone_and_changes_nothi
         nb_batch_link_delete(b, "lo");
         nb_batch_link_delete(b, "ud1");
         nb_batch_link_delete(b, "ud2");
-        res = submit(c, b);
-        assert_status(res, 0, 0, NULL);
-        assert_status(res, 1, -EOPNOTSUPP, "cannot delete lo");
-        assert_status(res, 2, 0, NULL);
-        assert_status(res, 3, 0, NULL);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, NULL);
+        tu_assert_status(res, 1, -EOPNOTSUPP, "cannot delete lo");
+        tu_assert_status(res, 2, 0, NULL);
+        tu_assert_status(res, 3, 0, NULL);
         nb_results_free(res);
         ck_assert(!tu_link_exists("ud0") && !tu_link_exists("ud1") && !tu_link_exists("ud2"));
         ck_assert(tu_link_exists("lo"));
@@ -165,7 +147,7 @@ START_TEST(test_deletions_split_by_another_op_go_as_two_runs)
         nb_batch_link_delete(b, "rc1");
         nb_batch_tap_create(b, "rc9", &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_link_delete(b, "rc2");
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_results_first_error(res) < 0, "an op failed");
         nb_results_free(res);
         ck_assert(!tu_link_exists("rc0") && !tu_link_exists("rc1") && !tu_link_exists("rc2"));
@@ -234,8 +216,8 @@ static void ping_ok(nb_conn *c)
         nb_results *res;
 
         nb_batch_ping(b);
-        res = submit(c, b);
-        assert_status(res, 0, 0, NULL);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, NULL);
         nb_results_free(res);
 }
 
@@ -449,8 +431,8 @@ static size_t owners_after_sweep(nb_conn *c)
         size_t n;
 
         ck_assert_int_eq(nb_batch_firewall_list(b), 0);
-        res = submit(c, b);
-        assert_status(res, 0, 0, NULL);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, NULL);
         n = nb_result_fw_owner_count(res, 0);
         nb_results_free(res);
         return n;
@@ -534,8 +516,8 @@ START_TEST(test_owner_of_a_deleted_tap_goes_on_the_lane_before_the_reply)
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         make_taps(c, "gl", 2);
         unlink(hold); /* the owner goes in first */
-        res = submit(c, big_apply("gl-guest", "gl0", 3));
-        assert_status(res, 0, 0, NULL);
+        res = tu_submit(c, big_apply("gl-guest", "gl0", 3));
+        tu_assert_status(res, 0, 0, NULL);
         nb_results_free(res);
         ck_assert(table_has("gl-guest/"));
         close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
@@ -862,8 +844,8 @@ START_TEST(test_start_up_sweep_runs_on_the_lane_while_the_loop_serves)
         tu_helper_start(&h, TU_ALLOW);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         make_taps(c, "sg", 2);
-        res = submit(c, big_apply("sg-gone", "sg1", 3));
-        assert_status(res, 0, 0, NULL);
+        res = tu_submit(c, big_apply("sg-gone", "sg1", 3));
+        tu_assert_status(res, 0, 0, NULL);
         nb_results_free(res);
         nb_close(c);
         tu_helper_stop(&h);
@@ -917,7 +899,7 @@ START_TEST(test_start_up_sweep_reads_the_summary_and_the_chains_when_it_is_tampe
                 ck_assert_int_eq(nb_batch_firewall_apply(b, "ss-b", "ss1", rs, NB_FW_REPLACE), 0);
                 nb_fw_ruleset_free(rs);
         }
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_results_first_error(res) < 0, "the applies failed");
         nb_results_free(res);
         nb_close(c);

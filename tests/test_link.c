@@ -40,29 +40,6 @@ static nb_conn *setup(void)
         return tu_spawn(TU_ALLOW);
 }
 
-/* Submit and free the batch; the helper must have answered. */
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        return res;
-}
-
-/* Submit, and every op must have worked. */
-static nb_results *submit_ok(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = submit(c, b);
-        long bad = nb_results_first_error(res);
-
-        ck_assert_msg(bad < 0, "op %ld failed: %s (%s)", bad,
-                      bad < 0 ? "" : strerror(-nb_result_status(res, (size_t)bad)),
-                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
-        return res;
-}
-
 static void assert_link(const char *dev, const char *path, const char *want)
 {
         const char *got = tu_link_get(dev, path);
@@ -96,15 +73,6 @@ static short fd_flags(int fd)
         return ifr.ifr_flags;
 }
 
-/* One op's result must be a refusal with this status and message part. */
-static void assert_refused(const nb_results *res, size_t i, int status, const char *needle)
-{
-        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
-                      nb_result_status(res, i), nb_result_message(res, i), status);
-        ck_assert_msg(strstr(nb_result_message(res, i), needle), "op %zu: message '%s' lacks '%s'",
-                      i, nb_result_message(res, i), needle);
-}
-
 /* ---- each op, as ip(8) sees it ---- */
 
 START_TEST(test_tap_create_by_name_and_by_template)
@@ -117,7 +85,7 @@ START_TEST(test_tap_create_by_name_and_by_template)
         ck_assert_int_eq(nb_batch_tap_create(b, "vnet%d", NULL), 0);
         ck_assert_int_eq(nb_batch_tap_create(b, "vnet%d", NULL), 0);
         ck_assert_int_eq(nb_batch_tap_create(b, "nbfifteen_bytes", NULL), 0); /* at the limit */
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 0), "nbtap0");
         ck_assert_str_eq(nb_result_ifname(res, 1), "vnet0");
         ck_assert_str_eq(nb_result_ifname(res, 2), "vnet1");
@@ -159,7 +127,7 @@ START_TEST(test_tap_vnet_hdr_is_on_in_ip_and_on_the_fd)
         int fd;
 
         nb_batch_tap_create(b, "vnet%d", &o);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         assert_link("vnet0", "linkinfo.info_data.vnet_hdr", "true");
         fd = nb_result_take_fd(res, 0, 0);
         ck_assert_int_ge(fd, 0);
@@ -179,7 +147,7 @@ START_TEST(test_tap_multiqueue_with_4_queues_gives_4_fds)
         int fds[4];
 
         nb_batch_tap_create(b, "vnet%d", &o);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_uint_eq(nb_result_fd_count(res, 0), 4);
         assert_link("vnet0", "linkinfo.info_data.multi_queue", "true");
         assert_link("vnet0", "linkinfo.info_data.numqueues", "4");
@@ -209,7 +177,7 @@ START_TEST(test_persistent_tap_outlives_its_fds_and_plain_tap_does_not)
 
         nb_batch_tap_create(b, "nbkeep0", &persist);
         nb_batch_tap_create(b, "nbgone0", NULL);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         assert_link("nbkeep0", "linkinfo.info_data.persist", "true");
         assert_link("nbgone0", "linkinfo.info_data.persist", "false");
         nb_results_free(res); /* closes both fds */
@@ -237,7 +205,7 @@ START_TEST(test_tap_owner_uid_and_gid_show_in_ip)
         snprintf(user, sizeof(user), "%s", pw ? pw->pw_name : "4242");
         snprintf(group, sizeof(group), "%s", gr ? gr->gr_name : "4343");
         nb_batch_tap_create(b, "vnet%d", &o);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         assert_link("vnet0", "linkinfo.info_data.user", user);
         assert_link("vnet0", "linkinfo.info_data.group", group);
         nb_results_free(res);
@@ -283,7 +251,7 @@ START_TEST(test_macvtap_modes_and_mac_are_what_ip_sees)
         for (size_t i = 0; i < 3; i++)
                 nb_batch_macvtap_create(b, "macvtap%d", "p0", want[i].mode, want[i].mac, false);
         nb_batch_macvtap_create(b, "macvtap%d", "q0", NB_MACVLAN_PASSTHRU, NULL, false);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (size_t i = 0; i < 4; i++) {
                 const char *name = nb_result_ifname(res, i);
                 char expect_name[16], idx[16];
@@ -335,7 +303,7 @@ START_TEST(test_macvtap_fd_without_vnet_hdr_has_no_vnet_header)
 
         nb_batch_macvtap_create(b, "macvtap%d", "p0", NB_MACVLAN_BRIDGE, NULL, false);
         nb_batch_macvtap_create(b, "macvtap%d", "p0", NB_MACVLAN_BRIDGE, NULL, true);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         plain = nb_result_take_fd(res, 0, 0);
         hdr = nb_result_take_fd(res, 1, 0);
         ck_assert_int_ge(plain, 0);
@@ -358,7 +326,7 @@ START_TEST(test_macvlan_create_is_what_ip_sees)
 
         nb_batch_macvlan_create(b, "macvlan%d", "p0", NB_MACVLAN_VEPA, "52:54:00:aa:bb:cc");
         nb_batch_macvlan_create(b, "nbmvl", "p0", NB_MACVLAN_PRIVATE, NULL);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 0), "macvlan0");
         ck_assert_str_eq(nb_result_ifname(res, 1), "nbmvl");
         assert_link("macvlan0", "linkinfo.info_kind", "macvlan");
@@ -381,7 +349,7 @@ START_TEST(test_veth_create_makes_both_ends)
 
         ck_assert_int_eq(nb_batch_veth_create(b, "nbva", "nbvb", -1), 0);
         ck_assert_int_eq(nb_batch_veth_create(b, "veth%d", "nbvpeer", -1), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 0), "nbva");
         ck_assert_str_eq(nb_result_peer_ifname(res, 0), "nbvb");
         ck_assert_str_eq(nb_result_ifname(res, 1), "veth0");
@@ -412,7 +380,7 @@ START_TEST(test_batch_of_64_veth_pairs_with_explicit_names_works)
                 snprintf(z, sizeof(z), "nbpz%d", i);
                 ck_assert_int_eq(nb_batch_veth_create(b, a, z, -1), 0);
         }
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         nb_results_free(res);
         names = tu_link_names();
         for (int i = 0; i < 64; i++) {
@@ -426,7 +394,7 @@ START_TEST(test_batch_of_64_veth_pairs_with_explicit_names_works)
         /* The helper is still the same, well process. */
         b = nb_batch_new();
         nb_batch_ping(b);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         ck_assert_int_eq(nb_conn_helper_pid(c), pid);
         nb_close(c);
 }
@@ -447,7 +415,7 @@ START_TEST(test_veth_peer_is_moved_into_the_namespace_given_as_fd)
         snprintf(there, sizeof(there), "/proc/%d/fd/%d", (int)getpid(), look);
         ck_assert_int_eq(nb_batch_veth_create(b, "nbhere", "nbthere", ns), 0);
         close(ns); /* the batch keeps its own copy */
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 0), "nbhere");
         ck_assert_str_eq(nb_result_peer_ifname(res, 0), "nbthere");
         assert_link("nbhere", "linkinfo.info_kind", "veth");
@@ -472,8 +440,8 @@ START_TEST(test_veth_peer_netns_fd_that_is_no_netns_is_refused)
 
         ck_assert_int_eq(nb_batch_veth_create(b, "nbva", "nbvb", notns), 0);
         close(notns);
-        res = submit(c, b);
-        assert_refused(res, 0, -EINVAL, "is not a network namespace");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EINVAL, "is not a network namespace");
         after = tu_links_snapshot();
         ck_assert_str_eq(before, after);
         free(before);
@@ -491,7 +459,7 @@ START_TEST(test_bridge_create_is_what_ip_sees)
 
         nb_batch_bridge_create(b, "nbbr0");
         nb_batch_bridge_create(b, "virbr%d");
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 1), "virbr0");
         assert_link("nbbr0", "linkinfo.info_kind", "bridge");
         assert_link("virbr0", "linkinfo.info_kind", "bridge");
@@ -511,7 +479,7 @@ START_TEST(test_link_set_up_down_mtu_and_mac)
 
         ck_assert(!link_is_up("p0"));
         nb_batch_link_set(b, "p0", &up);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 0), "p0");
         nb_results_free(res);
         ck_assert(link_is_up("p0"));
@@ -520,7 +488,7 @@ START_TEST(test_link_set_up_down_mtu_and_mac)
 
         b = nb_batch_new();
         nb_batch_link_set(b, "p0", &down);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         nb_results_free(res);
         ck_assert(!link_is_up("p0"));
         assert_link("p0", "mtu", "9000");
@@ -542,7 +510,7 @@ START_TEST(test_link_set_master_attaches_and_nomaster_detaches)
                             &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
         nb_batch_link_set(b, "nbtap0", &attach); /* made by an earlier op */
         nb_batch_link_set(b, "p0", &attach);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         nb_results_free(res);
         assert_link("nbtap0", "master", "nbbr0");
         assert_link("nbtap0", "linkinfo.info_slave_kind", "bridge");
@@ -550,7 +518,7 @@ START_TEST(test_link_set_master_attaches_and_nomaster_detaches)
 
         b = nb_batch_new();
         nb_batch_link_set(b, "p0", &detach);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         nb_results_free(res);
         assert_link("p0", "master", TU_ABSENT);
         assert_link("p0", "linkinfo.info_slave_kind", TU_ABSENT);
@@ -558,7 +526,7 @@ START_TEST(test_link_set_master_attaches_and_nomaster_detaches)
         /* Detaching what has no bridge is done already (a clean-up op). */
         b = nb_batch_new();
         nb_batch_link_set(b, "p0", &detach);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         assert_link("p0", "master", TU_ABSENT);
         nb_close(c);
 }
@@ -573,7 +541,7 @@ START_TEST(test_link_delete_removes_and_missing_is_already_gone)
         free(tu_sh("ip link add nbbr0 type bridge"));
         nb_batch_link_delete(b, "nbbr0");
         nb_batch_link_delete(b, "p1"); /* a veth end takes its peer along */
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 0), "nbbr0");
         nb_results_free(res);
         ck_assert(!tu_link_exists("nbbr0"));
@@ -584,17 +552,17 @@ START_TEST(test_link_delete_removes_and_missing_is_already_gone)
          * one batch, the second of two deletions of one name as well. */
         b = nb_batch_new();
         nb_batch_link_delete(b, "nbbr0");
-        res = submit(c, b);
-        assert_refused(res, 0, 0, "link delete: nbbr0 is already gone");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, "link delete: nbbr0 is already gone");
         ck_assert_str_eq(nb_result_ifname(res, 0), "nbbr0");
         nb_results_free(res);
         free(tu_sh("ip link add nbbr1 type bridge"));
         b = nb_batch_new();
         nb_batch_link_delete(b, "nbbr1");
         nb_batch_link_delete(b, "nbbr1");
-        res = submit(c, b);
-        assert_refused(res, 0, 0, "");
-        assert_refused(res, 1, 0, "link delete: nbbr1 is already gone (op 0 deletes it)");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, "");
+        tu_assert_status(res, 1, 0, "link delete: nbbr1 is already gone (op 0 deletes it)");
         nb_results_free(res);
         ck_assert(!tu_link_exists("nbbr1"));
         nb_close(c);
@@ -619,14 +587,14 @@ START_TEST(test_cleanup_batch_goes_on_past_an_interface_already_gone)
         nb_batch_firewall_apply(b, "cu0", "cu0", rs, NB_FW_REPLACE);
         nb_batch_bandwidth_set(b, "cu0", NULL, &out);
         /* Freeing the results closes the tap's fd, as QEMU's exit does. */
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         ck_assert(!tu_link_exists("cu0"));
 
         b = nb_batch_new();
         nb_batch_link_delete(b, "cu0");
         nb_batch_firewall_remove(b, "cu0");
-        res = submit(c, b);
-        assert_refused(res, 0, 0, "link delete: cu0 is already gone");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, "link delete: cu0 is already gone");
         ck_assert_msg(nb_result_status(res, 1) == 0, "firewall remove: %s",
                       nb_result_message(res, 1));
         nb_results_free(res);
@@ -637,9 +605,9 @@ START_TEST(test_cleanup_batch_goes_on_past_an_interface_already_gone)
         nb_batch_firewall_remove(b, "cu0");
         nb_batch_bandwidth_clear(b, "cu0");
         nb_batch_ping(b);
-        res = submit(c, b);
-        assert_refused(res, 0, 0, "link delete: cu0 is already gone");
-        assert_refused(res, 1, 0, "firewall: owner cu0 ");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, "link delete: cu0 is already gone");
+        tu_assert_status(res, 1, 0, "firewall: owner cu0 ");
         /* A bandwidth clear of what is gone is a success that says so. */
         ck_assert_msg(nb_result_status(res, 2) == 0 &&
                               strstr(nb_result_message(res, 2), "already gone"),
@@ -746,7 +714,7 @@ static void set_up(nb_conn *c, const char *const *devs)
 
         for (; *devs; devs++)
                 nb_batch_link_set(b, *devs, &up);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
 }
 
 static unsigned long long counter(const char *dev, const char *path)
@@ -768,7 +736,7 @@ START_TEST(test_frame_written_to_tap_fd_arrives_on_the_interface)
         int fd, cap;
 
         nb_batch_tap_create(b, "vnet%d", NULL);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         fd = nb_result_take_fd(res, 0, 0);
         nb_results_free(res);
         set_up(c, (const char *const[]){"vnet0", NULL});
@@ -800,7 +768,7 @@ START_TEST(test_frame_sent_to_tap_interface_is_read_from_fd)
         int fd, snd;
 
         nb_batch_tap_create(b, "vnet%d", NULL);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         fd = nb_result_take_fd(res, 0, 0);
         nb_results_free(res);
         set_up(c, (const char *const[]){"vnet0", NULL});
@@ -832,7 +800,7 @@ START_TEST(test_macvtap_fd_frames_leave_through_parent_and_come_back)
         int fd, cap, hdr = 0;
 
         nb_batch_macvtap_create(b, "macvtap%d", "p0", NB_MACVLAN_BRIDGE, mvmac, true);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         fd = nb_result_take_fd(res, 0, 0);
         nb_results_free(res);
         ck_assert_int_ge(fd, 0);
@@ -935,7 +903,7 @@ START_TEST(test_qemu_accepts_a_tap_fd_and_starts)
         ck_assert_msg(in_path(QEMU), QEMU " is not installed: scripts/deps.sh installs Debian's "
                                           "qemu-system-x86");
         nb_batch_tap_create(b, "vnet%d", &o);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         fd = nb_result_take_fd(res, 0, 0);
         nb_results_free(res);
         ck_assert_int_ge(fd, 0);
@@ -1024,7 +992,7 @@ static void names_of(nb_conn *c, const char *prefix, char *out, size_t size)
 
         out[0] = '\0';
         nb_batch_names_dump(b);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         n = nb_result_names_count(res, 0);
         for (size_t k = 0; k < n; k++) {
                 const char *p;
@@ -1053,7 +1021,7 @@ static nb_results *macvtaps(nb_conn *c, int n, uint64_t *ret_netlink)
         for (int i = 0; i < n; i++)
                 nb_batch_macvtap_create(b, "macvtap%d", "p0", NB_MACVLAN_BRIDGE, NULL, false);
         nb_batch_stats(b);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_stat(res, 0, "netlink_messages", &before), 0);
         ck_assert_int_eq(nb_result_stat(res, (size_t)n + 1, "netlink_messages", &after), 0);
         if (ret_netlink)
@@ -1221,7 +1189,7 @@ START_TEST(test_just_deleted_name_is_not_handed_out_again)
         nb_results_free(res);
         b = nb_batch_new();
         nb_batch_link_delete(b, "macvtap1");
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         res = macvtaps(c, 1, NULL);
         ck_assert_str_eq(nb_result_ifname(res, 1), "macvtap2");
         nb_results_free(res);
@@ -1242,7 +1210,7 @@ static const char *bridge_from_template(nb_conn *c, nb_results **ret)
         nb_batch *b = nb_batch_new();
 
         nb_batch_bridge_create(b, WRAP "%d");
-        *ret = submit(c, b);
+        *ret = tu_submit(c, b);
         return nb_result_ifname(*ret, 0);
 }
 
@@ -1252,7 +1220,7 @@ static void delete_links(nb_conn *c, const char *const *names)
 
         for (; *names; names++)
                 nb_batch_link_delete(b, *names);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
 }
 
 START_TEST(test_cursor_wraps_moves_on_and_exhaustion_is_a_clear_error)
@@ -1264,7 +1232,7 @@ START_TEST(test_cursor_wraps_moves_on_and_exhaustion_is_a_clear_error)
 
         for (int i = 0; i < 10; i++)
                 nb_batch_bridge_create(b, WRAP "%d");
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_str_eq(nb_result_ifname(res, 9), WRAP "9");
         nb_results_free(res);
         delete_links(c, (const char *const[]){WRAP "1", WRAP "4", NULL});
@@ -1280,7 +1248,7 @@ START_TEST(test_cursor_wraps_moves_on_and_exhaustion_is_a_clear_error)
         /* All ten in use. */
         before = tu_links_snapshot();
         bridge_from_template(c, &res);
-        assert_refused(res, 0, -ENOSPC, "every name from " WRAP "0 to " WRAP "9 is in use");
+        tu_assert_status(res, 0, -ENOSPC, "every name from " WRAP "0 to " WRAP "9 is in use");
         nb_results_free(res);
         after = tu_links_snapshot();
         ck_assert_str_eq(before, after);
@@ -1309,7 +1277,7 @@ START_TEST(test_veth_template_with_taken_peer_name_fails_once_and_marks_nothing)
         nb_batch_veth_create(b, "veth%d", "nbthere", ns);
         nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
         nb_batch_stats(b);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 1), -EEXIST);
         ck_assert_msg(strstr(nb_result_message(res, 1), "nbthere"), "message: %s",
                       nb_result_message(res, 1));
@@ -1352,7 +1320,7 @@ START_TEST(test_failed_batch_leaves_no_device_behind)
         nb_batch_link_set(b, "p1", &mtu); /* p0 has a macvtap: no bridge port */
         nb_batch_link_set(b, "nbva", &bad_master); /* op 5: refused at run time */
         nb_batch_link_set(b, "p0", &up);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_results_count(res), 7);
         ck_assert_int_eq(nb_results_first_error(res), 0);
         ck_assert_msg(nb_result_status(res, 5) < 0 && nb_result_status(res, 5) != -ECANCELED,
@@ -1362,8 +1330,8 @@ START_TEST(test_failed_batch_leaves_no_device_behind)
         ck_assert_msg(strstr(nb_result_message(res, 5), strerror(-nb_result_status(res, 5))),
                       "op 5: %s", nb_result_message(res, 5));
         for (size_t i = 0; i < 5; i++)
-                assert_refused(res, i, -ECANCELED, "undone: op 5 failed");
-        assert_refused(res, 6, -ECANCELED, "not run: op 5 failed");
+                tu_assert_status(res, i, -ECANCELED, "undone: op 5 failed");
+        tu_assert_status(res, 6, -ECANCELED, "not run: op 5 failed");
         /* The fds of the undone ops were not handed out. */
         ck_assert_uint_eq(nb_result_fd_count(res, 0), 0);
         ck_assert_uint_eq(nb_result_fd_count(res, 1), 0);
@@ -1426,9 +1394,9 @@ START_TEST(test_bad_names_and_parents_are_refused_and_change_nothing)
                         break;
                 }
                 ck_assert_int_eq(r, 0);
-                res = submit(c, b);
-                assert_refused(res, 0, -ECANCELED, "not run: op 1 was refused");
-                assert_refused(res, 1, cases[i].status, cases[i].message);
+                res = tu_submit(c, b);
+                tu_assert_status(res, 0, -ECANCELED, "not run: op 1 was refused");
+                tu_assert_status(res, 1, cases[i].status, cases[i].message);
                 nb_results_free(res);
                 after = tu_links_snapshot();
                 ck_assert_msg(strcmp(before, after) == 0, "case %zu (%s) changed the links", i,
@@ -1513,14 +1481,14 @@ START_TEST(test_helper_keeps_none_of_the_returned_fds)
          * count is the idle helper's, not one sweep fd higher. */
         nb_batch_ping(b);
         nb_batch_firewall_list(b);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
         idle = tu_fd_count(pid);
 
         b = nb_batch_new();
         nb_batch_tap_create(b, "vnet%d", &mq);
         nb_batch_tap_create(b, "vnet%d", NULL);
         nb_batch_macvtap_create(b, "macvtap%d", "p0", NB_MACVLAN_BRIDGE, NULL, false);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_uint_eq(nb_result_fd_count(res, 0), 4);
         ck_assert_uint_eq(nb_result_fd_count(res, 1), 1);
         ck_assert_uint_eq(nb_result_fd_count(res, 2), 1);
@@ -1546,7 +1514,7 @@ START_TEST(test_batch_returning_more_fds_than_the_helper_fd_limit_works)
 
         for (int i = 0; i < 8; i++)
                 nb_batch_tap_create(b, "vnet%d", &mq);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         for (size_t i = 0; i < 8; i++)
                 ck_assert_uint_eq(nb_result_fd_count(res, i), 16);
         assert_link("vnet7", "linkinfo.info_data.numqueues", "16");

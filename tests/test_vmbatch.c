@@ -34,24 +34,6 @@ static nb_conn *setup(void)
         return tu_spawn(TU_ALLOW);
 }
 
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
-        nb_batch_free(b);
-        return res;
-}
-
-static void assert_status(const nb_results *res, size_t i, int status, const char *needle)
-{
-        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
-                      nb_result_status(res, i), nb_result_message(res, i), status);
-        ck_assert_msg(!needle || strstr(nb_result_message(res, i), needle),
-                      "op %zu: message '%s' lacks '%s'", i, nb_result_message(res, i), needle);
-}
-
 static void assert_all_ok(const nb_results *res)
 {
         long bad = nb_results_first_error(res);
@@ -98,7 +80,7 @@ static nb_batch *vm_start_batch(void)
 START_TEST(test_vm_start_by_reference_creates_attaches_filters_and_limits)
 {
         nb_conn *c = setup();
-        nb_results *res = submit(c, vm_start_batch());
+        nb_results *res = tu_submit(c, vm_start_batch());
         char *nft, *tc, want[64];
         const char *tap, *br;
 
@@ -145,7 +127,7 @@ START_TEST(test_vm_start_whose_last_op_fails_leaves_nothing)
          * op 5 runs, after ops 0-4 did their work. */
         ch.master = "p0";
         ck_assert_int_eq(nb_batch_link_set(b, ref(1), &ch), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_ne(nb_result_status(res, 5), 0);
         /* The interface ops say they were undone. The firewall's
          * transaction was committed at op 3 and is not taken back by the
@@ -153,7 +135,7 @@ START_TEST(test_vm_start_whose_last_op_fails_leaves_nothing)
          * which the ruleset below shows. */
         for (size_t i = 0; i < 5; i++)
                 if (i != 3)
-                        assert_status(res, i, -ECANCELED, "undone");
+                        tu_assert_status(res, i, -ECANCELED, "undone");
         ck_assert(!tu_link_exists("vnet0"));
         ck_assert(!tu_link_exists("vbr0"));
         after = tu_sh("ip -d -j link show");
@@ -182,7 +164,7 @@ START_TEST(test_link_deletes_by_reference_run_on_the_links_lane)
         nb_batch_bridge_create(b, "vbr%d");
         nb_batch_link_delete(b, ref(0));
         nb_batch_link_delete(b, ref(1));
-        res = submit(c, b);
+        res = tu_submit(c, b);
         assert_all_ok(res);
         ck_assert_str_eq(nb_result_ifname(res, 2), "vnet0");
         ck_assert_str_eq(nb_result_ifname(res, 3), "vbr0");
@@ -207,29 +189,29 @@ START_TEST(test_references_forward_self_and_to_non_creating_ops_are_refused)
         b = nb_batch_new();
         nb_batch_link_set(b, ref(1), &up);
         nb_batch_tap_create(b, "vnet%d", NULL);
-        res = submit(c, b);
-        assert_status(res, 0, -EINVAL, "a reference goes back to an earlier op");
-        assert_status(res, 1, -ECANCELED, "not run");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EINVAL, "a reference goes back to an earlier op");
+        tu_assert_status(res, 1, -ECANCELED, "not run");
         nb_results_free(res);
         /* Self: a macvtap on what it makes itself. */
         b = nb_batch_new();
         nb_batch_macvtap_create(b, "macvtap%d", ref(0), NB_MACVLAN_BRIDGE, NULL, false);
-        res = submit(c, b);
-        assert_status(res, 0, -EINVAL, "cannot refer to the interface it makes itself");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EINVAL, "cannot refer to the interface it makes itself");
         nb_results_free(res);
         /* An op that makes nothing, and a LinkSet that makes nothing either. */
         b = nb_batch_new();
         nb_batch_ping(b);
         nb_batch_link_set(b, ref(0), &up);
-        res = submit(c, b);
-        assert_status(res, 1, -EINVAL, "op 0 makes no interface");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 1, -EINVAL, "op 0 makes no interface");
         nb_results_free(res);
         /* Not a reference at all. */
         b = nb_batch_new();
         nb_batch_tap_create(b, "vnet%d", NULL);
         nb_batch_link_set(b, "op:01", &up);
-        res = submit(c, b);
-        assert_status(res, 1, -EINVAL, "not a reference");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 1, -EINVAL, "not a reference");
         nb_results_free(res);
         /* A veth peer moved to another namespace is no interface here. */
         b = nb_batch_new();
@@ -243,8 +225,8 @@ START_TEST(test_references_forward_self_and_to_non_creating_ops_are_refused)
                 ck_assert_str_eq(peer, "op:0:peer");
                 nb_batch_link_set(b, peer, &up);
         }
-        res = submit(c, b);
-        assert_status(res, 1, -EINVAL, "op 0 makes no veth peer in this namespace");
+        res = tu_submit(c, b);
+        tu_assert_status(res, 1, -EINVAL, "op 0 makes no veth peer in this namespace");
         nb_results_free(res);
         /* Nothing ran: the tap of the batches above was never made. */
         ck_assert(!tu_link_exists("vnet0"));
@@ -278,14 +260,14 @@ START_TEST(test_references_to_refused_or_failed_ops_are_refused)
         nb_batch_veth_create(b, "vv%d", "vvpeer", -1);
         ck_assert_int_eq(nb_ref_peer(5, peer, sizeof(peer)), 0);
         nb_batch_link_set(b, peer, &up);
-        res = submit(c, b);
-        assert_status(res, 0, -EEXIST, NULL);
-        assert_status(res, 1, -EINVAL, "op 0 was refused");
-        assert_status(res, 2, 0, NULL);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EEXIST, NULL);
+        tu_assert_status(res, 1, -EINVAL, "op 0 was refused");
+        tu_assert_status(res, 2, 0, NULL);
         ck_assert_int_ne(nb_result_status(res, 3), 0);
-        assert_status(res, 4, -EINVAL, "op 3 failed");
-        assert_status(res, 5, 0, NULL);
-        assert_status(res, 6, 0, NULL);
+        tu_assert_status(res, 4, -EINVAL, "op 3 failed");
+        tu_assert_status(res, 5, 0, NULL);
+        tu_assert_status(res, 6, 0, NULL);
         ck_assert_str_eq(nb_result_ifname(res, 6), "vvpeer");
         ck_assert_ptr_nonnull(strstr(tu_link_get("vvpeer", "flags"), "\"UP\""));
         nb_results_free(res);
@@ -431,7 +413,7 @@ START_TEST(test_macvtap_with_4_queues_gives_4_working_fds)
         nb_batch_link_set(b, "macvtap0", &up);
         nb_batch_link_set(b, "p0", &up);
         nb_batch_link_set(b, "p1", &up);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         assert_all_ok(res);
         ck_assert_uint_eq(nb_result_fd_count(res, 0), 4);
         for (size_t q = 0; q < 4; q++) {

@@ -417,6 +417,35 @@ void tu_spawn_expect_failure(const char *helper, const char *config_body, int ex
         free(conf);
 }
 
+nb_results *tu_submit(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+        int r = nb_submit(c, b, &res);
+
+        ck_assert_msg(r == 0, "nb_submit: %s (%s)", strerror(-r), nb_conn_error(c));
+        nb_batch_free(b);
+        return res;
+}
+
+nb_results *tu_submit_ok(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = tu_submit(c, b);
+        long bad = nb_results_first_error(res);
+
+        ck_assert_msg(bad < 0, "op %ld failed: %s (%s)", bad,
+                      bad < 0 ? "" : strerror(-nb_result_status(res, (size_t)bad)),
+                      bad < 0 ? "" : nb_result_message(res, (size_t)bad));
+        return res;
+}
+
+void tu_assert_status(const nb_results *res, size_t i, int status, const char *needle)
+{
+        ck_assert_msg(nb_result_status(res, i) == status, "op %zu: status %d (%s), wanted %d", i,
+                      nb_result_status(res, i), nb_result_message(res, i), status);
+        ck_assert_msg(!needle || strstr(nb_result_message(res, i), needle),
+                      "op %zu: message '%s' lacks '%s'", i, nb_result_message(res, i), needle);
+}
+
 nb_results *tu_exec1(nb_conn *c, const char *path, const char *const *argv, const char *const *env,
                      const char *in, unsigned timeout_ms)
 {

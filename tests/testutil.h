@@ -75,6 +75,14 @@ void tu_spawn_expect_failure(const char *helper, const char *config_body, int ex
 nb_results *tu_exec1(nb_conn *c, const char *path, const char *const *argv, const char *const *env,
                      const char *in, unsigned timeout_ms);
 
+/* Submit and free the batch; the helper must have answered (the ops may
+ * have failed). The caller frees the results. */
+nb_results *tu_submit(nb_conn *c, nb_batch *b);
+/* tu_submit, and every op must have worked. */
+nb_results *tu_submit_ok(nb_conn *c, nb_batch *b);
+/* Op i's status is `status` and (needle not NULL) its message says needle. */
+void tu_assert_status(const nb_results *res, size_t i, int status, const char *needle);
+
 uint64_t tu_now_us(void);
 
 /* ---- network namespaces and the real tools ---- */

@@ -6,7 +6,14 @@
  * Who may: root; a non-root caller only when a [policy] section grants
  * net_apply / net_remove (deny by default, policy.c), and then only on a
  * bridge it owns, for owners it made, isolated or open and without port
- * forwards (validate_apply() says why). */
+ * forwards (validate_apply() says why).
+ *
+ * A removed network takes its programs with it: once the transaction that
+ * removes owner N is in, the caller's running programs tagged N are
+ * stopped (SIGTERM, SIGKILL after the grace, as ProgramStop does) and the
+ * op's reply waits, parked, until they are gone. Only the caller's own:
+ * a tag is a name anyone may give, not a capability, so another uid's
+ * program tagged N runs on. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +24,7 @@
 #include "fw_net_kernel.h"
 #include "ops.h"
 #include "peer.h"
+#include "program.h"
 
 /* ---- protobuf to the spec ---- */
 
@@ -146,6 +154,11 @@ struct net_batch {
         struct nbd_net_txn *txn;
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
+        struct removed {
+                char owner[NBD_FW_OWNER_MAX + 1];
+                Netbroker__Result *res;
+        } * removed; /* queued removals, for their programs */
+        size_t n_removed;
         bool done; /* committed, or failed as a whole */
 };
 
@@ -177,6 +190,7 @@ static void batch_free(void *data)
 
         nbd_net_txn_free(b->txn);
         free(b->queued);
+        free(b->removed);
         free(b);
 }
 
@@ -212,6 +226,84 @@ static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
         return b;
 }
 
+/* ---- a removed network's programs ---- */
+
+/* The programs one batch's removals wait for. */
+struct prog_stop {
+        struct nbd_job *job;
+        size_t n, pending;
+        struct nbd_program_waiter w[];
+};
+
+static void prog_gone(void *data)
+{
+        struct prog_stop *x = data;
+
+        if (--x->pending > 0)
+                return;
+        nbd_job_op_done(x->job);
+        free(x);
+}
+
+static void prog_stop_cancel(void *data)
+{
+        struct prog_stop *x = data;
+
+        for (size_t i = 0; i < x->n; i++)
+                nbd_program_cancel_wait(&x->w[i]);
+        free(x);
+}
+
+static const struct removed *removed_as(const struct net_batch *b, const char *tag)
+{
+        for (size_t i = 0; i < b->n_removed; i++)
+                if (strcmp(b->removed[i].owner, tag) == 0)
+                        return &b->removed[i];
+        return NULL;
+}
+
+static bool stops_with(const struct net_batch *b, const struct nbd_program_info *i, uid_t uid)
+{
+        return i->running && i->uid == uid && removed_as(b, i->tag);
+}
+
+/* The transaction removed b's owners: stop uid's programs tagged with
+ * their names. With wait, the job parks until they are gone (without
+ * memory to wait, they are stopped all the same). */
+static void stop_programs(struct nbd_job *job, const struct net_batch *b, uid_t uid, bool wait)
+{
+        struct nbd_program *p;
+        struct prog_stop *x;
+        size_t n = 0;
+
+        for (p = nbd_program_next(NULL); p; p = nbd_program_next(p))
+                n += stops_with(b, nbd_program_info(p), uid);
+        if (!n)
+                return;
+        x = wait ? calloc(1, sizeof(*x) + n * sizeof(x->w[0])) : NULL;
+        if (x)
+                x->job = job;
+        for (p = nbd_program_next(NULL); p; p = nbd_program_next(p)) {
+                const struct nbd_program_info *i = nbd_program_info(p);
+                const struct removed *rm;
+                if (!stops_with(b, i, uid))
+                        continue;
+                rm = removed_as(b, i->tag);
+                nbd_result_set(rm->res, 0, "network %s removed; its program %llu (pid %d) stops",
+                               rm->owner, (unsigned long long)i->id, (int)i->pid);
+                if (!x) {
+                        nbd_program_stop(p, NBD_PROGRAM_DEFAULT_GRACE_MS, NULL);
+                        continue;
+                }
+                x->w[x->n] = (struct nbd_program_waiter){.fn = prog_gone, .data = x};
+                nbd_program_stop(p, NBD_PROGRAM_DEFAULT_GRACE_MS, &x->w[x->n++]);
+        }
+        if (!x)
+                return;
+        x->pending = x->n;
+        nbd_job_park(job, prog_stop_cancel, x);
+}
+
 /* The op ran (r); at the batch's last network op, what was queued goes to
  * the kernel in one transaction: when this op succeeded, or failed in a
  * request that goes on after failures. */
@@ -230,6 +322,9 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
         k = nbd_net_txn_commit(b->txn, &err);
         if (k < 0)
                 fail_queued(b, k, err.msg);
+        else
+                /* A park goes with returning 0: only when this op succeeded. */
+                stop_programs(job, b, nbd_job_peer(job)->uid, r == 0);
         return r < 0 ? r : k;
 }
 
@@ -294,18 +389,27 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
 {
         const struct nbd_peer *p = nbd_job_peer(job);
         struct net_batch *b = batch_of(job, res);
+        struct removed *grown;
         struct nbd_err err;
         int r;
 
         if (!b)
                 return -(int)res->status;
-        if (reserve(b) < 0)
+        grown = realloc(b->removed, (b->n_removed + 1) * sizeof(*grown));
+        if (grown)
+                b->removed = grown;
+        if (!grown || reserve(b) < 0)
                 return finish_op(job, b, res,
                                  nbd_result_set(res, -ENOMEM, "network: out of memory"));
         r = nbd_net_txn_remove(b->txn, op->net_remove->owner, nbd_peer_is_root(p) ? NULL : &p->uid,
                                &err);
         if (r < 0)
                 nbd_result_set(res, r, "network: %s", err.msg);
+        else {
+                /* claim() checked its length */
+                strcpy(b->removed[b->n_removed].owner, op->net_remove->owner);
+                b->removed[b->n_removed++].res = res;
+        }
         return finish_op(job, b, res, r);
 }
 

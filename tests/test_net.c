@@ -17,12 +17,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,10 +49,13 @@ struct world {
         char guest_path[64], out_path[64];
 };
 
-static void world_up(struct world *w)
+/* The world with a helper of config (TU_ALLOW and more) and a guest
+ * whose address is given (static) or is left to DHCP (!static_guest: geth0
+ * up without an address or route). */
+static void world_up_with(struct world *w, const char *config, bool static_guest)
 {
         tu_private_netns();
-        w->c = tu_spawn(TU_ALLOW);
+        w->c = tu_spawn(config);
         w->guest = tu_new_netns_fd();
         w->out = tu_new_netns_fd();
         snprintf(w->guest_path, sizeof(w->guest_path), "/proc/%d/fd/%d", (int)getpid(), w->guest);
@@ -60,10 +65,14 @@ static void world_up(struct world *w)
         free(tu_sh("ip link add vg0 type veth peer name geth0 netns %s && "
                    "ip link set vg0 master " BR " up",
                    w->guest_path));
-        free(tu_sh("nsenter --net=%s sh -c 'ip link set lo up && ip addr add " GUEST
-                   "/24 dev geth0 && ip link set geth0 up && ip route add default via "
-                   "192.168.100.1'",
-                   w->guest_path));
+        if (static_guest)
+                free(tu_sh("nsenter --net=%s sh -c 'ip link set lo up && ip addr add " GUEST
+                           "/24 dev geth0 && ip link set geth0 up && ip route add default via "
+                           "192.168.100.1'",
+                           w->guest_path));
+        else
+                free(tu_sh("nsenter --net=%s sh -c 'ip link set lo up && ip link set geth0 up'",
+                           w->guest_path));
         free(tu_sh("ip link add vo0 type veth peer name oeth0 netns %s && "
                    "ip addr add " HOST_OUT "/24 dev vo0 && ip link set vo0 up",
                    w->out_path));
@@ -72,6 +81,11 @@ static void world_up(struct world *w)
                    "'",
                    w->out_path));
         free(tu_sh("sysctl -qw net.ipv4.ip_forward=1"));
+}
+
+static void world_up(struct world *w)
+{
+        world_up_with(w, TU_ALLOW, true);
 }
 
 static void world_down(struct world *w)
@@ -699,6 +713,174 @@ START_TEST(test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_netwo
 }
 END_TEST
 
+/* ---- end to end: a NAT network with DHCP, as libvirt would run it ---- */
+
+#define DNSMASQ "/usr/sbin/dnsmasq"
+
+/* The programs listed with tag (their pid, running, signal): how many. */
+static size_t programs_of(nb_conn *c, const char *tag, nb_program_info *ret)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        size_t n;
+
+        ck_assert_int_eq(nb_batch_program_list(b, tag), 0);
+        res = submit_ok(c, b);
+        n = nb_result_program_count(res, 0);
+        if (n) {
+                nb_program_info p = NB_PROGRAM_INFO_INIT;
+                ck_assert_int_eq(nb_result_program_at(res, 0, n - 1, &p), 0);
+                p.path = p.tag = NULL; /* they die with res */
+                p.argv = NULL;
+                *ret = p;
+        }
+        nb_results_free(res);
+        return n;
+}
+
+/* dnsmasq for the network, tagged with its name: its pid, existing. */
+static int start_dnsmasq(nb_conn *c, const char *leases, bool *ret_existing)
+{
+        const char *argv[] = {DNSMASQ,
+                              "--keep-in-foreground",
+                              "--conf-file=/dev/null",
+                              "--user=root",
+                              "--group=",
+                              "--interface=" BR,
+                              "--bind-interfaces",
+                              "--except-interface=lo",
+                              "--dhcp-range=" GUEST "," GUEST ",1h",
+                              "--port=0",
+                              leases,
+                              "--pid-file=",
+                              "--log-facility=-",
+                              NULL};
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        int pid = 0;
+
+        o.argv = argv;
+        o.tag = "e2e";
+        ck_assert_int_eq(nb_batch_program_start(b, DNSMASQ, &o), 0);
+        res = submit_ok(c, b);
+        ck_assert_int_eq(nb_result_program(res, 0, NULL, &pid, ret_existing), 0);
+        nb_results_free(res);
+        ck_assert_int_gt(pid, 0);
+        return pid;
+}
+
+/* Issue 16's test, in one: a NAT network with a port forward and the
+ * dnsmasq the helper supervises; the guest gets its address by DHCP,
+ * reaches the outside as the host, is reached through the port forward;
+ * dnsmasq killed is reported with its signal; a restart of the helper
+ * writes nothing (ensure) and adopts the dnsmasq that runs instead of
+ * starting a second; isolated stops both ways; removing the network stops
+ * its dnsmasq. */
+START_TEST(test_nat_network_with_dhcp_end_to_end)
+{
+        struct world w;
+        nb_net_forward f = NB_NET_FORWARD_INIT;
+        const nb_net_forward *fp[] = {&f};
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        char *conf, *dir, leases[PATH_MAX + 32], *out;
+        nb_net_spec s;
+        struct seen seen;
+        bool unchanged, existing;
+        int pid, pid2;
+        uint32_t gen;
+
+        if (access(DNSMASQ, X_OK) != 0 || access("/bin/busybox", X_OK) != 0)
+                ck_abort_msg(DNSMASQ " or /bin/busybox is missing (dnsmasq-base, "
+                                     "busybox-static: scripts/deps.sh)");
+        ck_assert_int_ge(asprintf(&dir, "/tmp/nbtest-e2e-%d", (int)getpid()), 0);
+        free(tu_sh("rm -rf %s && mkdir -p %s/programs", dir, dir));
+        ck_assert_int_ge(asprintf(&conf,
+                                  TU_ALLOW "fd_limit = 96\nprogram_allow = " DNSMASQ
+                                           "\nprogram_dir = %s/programs\n",
+                                  dir),
+                         0);
+        snprintf(leases, sizeof(leases), "--dhcp-leasefile=%s/leases", dir);
+        world_up_with(&w, conf, false);
+        /* The helper has no CAP_NET_BIND_SERVICE: port 67 is opened here. */
+        free(tu_sh("sysctl -qw net.ipv4.ip_unprivileged_port_start=0"));
+
+        f.protocol = "tcp";
+        f.outside_port = 8080;
+        f.guest_address = GUEST;
+        f.guest_port = 80;
+        s = spec_of(NB_NET_NAT, fp, 1, NB_FW_ENSURE);
+        apply(w.c, "e2e", &s, &unchanged, NULL);
+        ck_assert(!unchanged);
+        pid = start_dnsmasq(w.c, leases, &existing);
+        ck_assert(!existing);
+
+        /* The guest's address and route come from dnsmasq. */
+        free(tu_sh("printf '#!/bin/sh\\n[ \"$1\" = bound ] || exit 0\\nip addr add $ip/24 dev "
+                   "$interface && ip route add default via $router && echo $ip > %s/lease\\n' > "
+                   "%s/script && chmod 755 %s/script",
+                   dir, dir, dir));
+        free(tu_sh("nsenter --net=%s busybox udhcpc -i geth0 -n -q -t 10 -T 1 -s %s/script "
+                   ">/dev/null 2>&1",
+                   w.guest_path, dir));
+        out = tu_sh("cat %s/lease", dir);
+        ck_assert_msg(strcmp(out, GUEST "\n") == 0, "lease: '%s'", out);
+        free(out);
+        printf("net e2e: the guest got " GUEST " from dnsmasq (pid %d)\n", pid);
+
+        /* Out through masquerade; in through the port forward. */
+        seen = tcp_probe(w.guest, w.out, 7101, OUTSIDE, 7101, 0);
+        ck_assert_msg(seen.ok, "guest to outside: %s", strerror(seen.err));
+        ck_assert_str_eq(seen.peer, HOST_OUT);
+        seen = tcp_probe(w.out, w.guest, 80, HOST_OUT, 8080, 0);
+        ck_assert_msg(seen.ok, "outside to host:8080: %s", strerror(seen.err));
+        ck_assert_str_eq(seen.peer, OUTSIDE);
+
+        /* dnsmasq killed from outside: reported, with its signal. */
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        for (int i = 0; i < 200 && programs_of(w.c, "e2e", &p) && p.running; i++)
+                usleep(10000);
+        ck_assert_int_eq(p.pid, pid);
+        ck_assert(!p.running);
+        ck_assert_int_eq(p.signal, SIGKILL);
+        pid = start_dnsmasq(w.c, leases, &existing);
+        ck_assert(!existing);
+
+        /* The daemon and its helper restart: nothing written, the running
+         * dnsmasq adopted, not a second one started. */
+        nb_close(w.c);
+        w.c = tu_spawn(conf);
+        gen = nft_gen();
+        apply(w.c, "e2e", &s, &unchanged, NULL);
+        ck_assert_msg(unchanged, "ensure rewrote an unchanged network");
+        ck_assert_uint_eq(nft_gen(), gen);
+        pid2 = start_dnsmasq(w.c, leases, &existing);
+        ck_assert(existing);
+        ck_assert_int_eq(pid2, pid);
+        ck_assert_uint_eq(programs_of(w.c, "e2e", &p), 1);
+        ck_assert(p.adopted && p.running);
+        ck_assert_uint_eq(tu_stat(w.c, "programs_started"), 0);
+
+        /* Isolated: neither way. */
+        s = spec_of(NB_NET_ISOLATED, NULL, 0, NB_FW_ENSURE);
+        apply(w.c, "e2e", &s, &unchanged, NULL);
+        ck_assert(!unchanged);
+        seen = tcp_probe(w.guest, w.out, 7102, OUTSIDE, 7102, 0);
+        ck_assert_msg(!seen.ok, "isolated: the guest reached the outside");
+        seen = tcp_probe(w.out, w.guest, 80, HOST_OUT, 8080, 0);
+        ck_assert_msg(!seen.ok, "isolated: the port forward still reaches the guest");
+
+        /* Removed: its dnsmasq goes with it. */
+        remove_net(w.c, "e2e");
+        ck_assert(!tu_process_alive(pid));
+        ck_assert_uint_eq(programs_of(w.c, "e2e", &p), 0);
+        world_down(&w);
+        free(tu_sh("rm -rf %s", dir));
+        free(conf);
+        free(dir);
+}
+END_TEST
+
 Suite *net_suite(void)
 {
         Suite *s = suite_create("net");
@@ -717,6 +899,7 @@ Suite *net_suite(void)
                 test_networks_of_one_batch_are_one_transaction_and_a_refused_one_changes_nothing);
         tcase_add_test(t, test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_network);
         tcase_add_test(t, test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give);
+        tcase_add_test(t, test_nat_network_with_dhcp_end_to_end);
         suite_add_tcase(s, t);
         return s;
 }

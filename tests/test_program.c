@@ -668,6 +668,111 @@ START_TEST(test_pid_file_of_an_unrelated_process_is_not_adopted)
 }
 END_TEST
 
+/* ---- a network's programs go with its owner ---- */
+
+static void net_batch_ok(nb_conn *c, nb_batch *b, size_t expect_ok)
+{
+        nb_results *res = submit(c, b);
+
+        for (size_t i = 0; i < expect_ok; i++)
+                ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s", i,
+                              nb_result_message(res, i));
+        nb_results_free(res);
+}
+
+static size_t nets_named(nb_conn *c, const char *owner)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        size_t n = 0;
+
+        ck_assert_int_eq(nb_batch_net_list(b), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
+        for (size_t k = 0; k < nb_result_net_owner_count(res, 0); k++) {
+                nb_net_owner o = NB_NET_OWNER_INIT;
+                ck_assert_int_eq(nb_result_net_owner_at(res, 0, k, &o), 0);
+                n += strcmp(o.owner, owner) == 0;
+        }
+        nb_results_free(res);
+        return n;
+}
+
+/* NetRemove of network "user" stops root's program tagged "user" (root
+ * removes it), not root's program of another tag, not uid 4711's program
+ * that is tagged "user" too (a tag is not a capability); a NetRemove that
+ * does not go through stops nothing. */
+START_TEST(test_removing_a_network_stops_its_callers_programs_of_its_tag_only)
+{
+        static const char *const subnets[] = {"10.66.0.0/24"};
+        struct tu_helper h;
+        char *conf = config_with(USERS_POLICY);
+        nb_net_spec spec = NB_NET_SPEC_INIT;
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct as_reply r;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+        uint64_t mine, other, theirs;
+        int mine_pid, other_pid;
+
+        tu_private_netns();
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        spec.bridge = "nbpbr0"; /* root's rules may come before their bridge */
+        spec.subnets = subnets;
+        spec.n_subnets = 1;
+        spec.mode = NB_NET_ISOLATED;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_apply(b, "user", &spec), 0);
+        net_batch_ok(c, b, 1);
+        mine = start_sleep(c, "user", "1000", &mine_pid, NULL);
+        other = start_sleep(c, "user2", "1000", &other_pid, NULL);
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_msg(r.status == 0, "%s", r.msg);
+        theirs = r.id;
+
+        /* Refused: the batch's second removal finds no such network, so
+         * the first is not committed either, and nothing stops. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_remove(b, "user"), 0);
+        ck_assert_int_eq(nb_batch_net_remove(b, "nosuchnet"), 0);
+        res = submit(c, b);
+        ck_assert_int_ne(nb_result_status(res, 0), 0);
+        ck_assert_int_eq(nb_result_status(res, 1), -ENOENT);
+        nb_results_free(res);
+        ck_assert_uint_eq(nets_named(c, "user"), 1);
+        ck_assert(tu_process_alive(mine_pid));
+        ck_assert(find_listed(c, mine, &p) && p.running);
+
+        /* Removed: the reply comes once root's "user" program is gone. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_remove(b, "user"), 0);
+        res = submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
+        ck_assert(!tu_process_alive(mine_pid));
+        ck_assert_msg(strstr(nb_result_message(res, 0), "program"), "%s",
+                      nb_result_message(res, 0));
+        nb_results_free(res);
+        ck_assert_uint_eq(nets_named(c, "user"), 0);
+        ck_assert(!find_listed(c, mine, &p));
+        ck_assert(tu_process_alive(other_pid));
+        ck_assert(find_listed(c, other, &p) && p.running);
+        ck_assert(find_listed(c, theirs, &p));
+        ck_assert(p.running);
+        ck_assert_uint_eq(p.uid, USER_A);
+        ck_assert(tu_process_alive(p.pid));
+
+        nb_results_free(stop(c, other, NULL));
+        nb_results_free(stop(c, theirs, NULL));
+        ck_assert_uint_eq(listed_count(c), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 /* ---- dnsmasq: a lease across a bridge ---- */
 
 #define DNSMASQ "/usr/sbin/dnsmasq"
@@ -808,6 +913,7 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_program_is_adopted_after_a_helper_restart_not_started_twice);
         tcase_add_test(tc, test_pid_file_of_an_unrelated_process_is_not_adopted);
         tcase_add_test(tc, test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace);
+        tcase_add_test(tc, test_removing_a_network_stops_its_callers_programs_of_its_tag_only);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -55,7 +55,7 @@ opts[build-release]='-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/nb -
 labels[build-deb]='^(hardening|install)$'
 opts[build-deb]='-DNB_BENCH=OFF' # and deb_flags
 labels[build-fuzz]='^fuzz$'
-opts[build-fuzz]="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DNB_FUZZ=ON -DNB_TESTS=OFF -DNB_BENCH=OFF -DNB_FUZZ_SECONDS=${NB_FUZZ_SECONDS:-60}"
+opts[build-fuzz]="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DNB_FUZZ=ON -DNB_TESTS=OFF -DNB_BENCH=OFF -DNB_FUZZ_SECONDS=${NB_FUZZ_SECONDS:-30}"
 
 # make_tree DIR: configure and build DIR (log in DIR/nb-build.log) with
 # $jobs compilers; fails on an error or on any warning in the log.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Crash recovery: the helper is SIGKILLed at a random moment while it works
- * through a big batch, NB_CRASH_ROUNDS times (default 50), in turns:
+ * through a big batch, NB_CRASH_ROUNDS times (default 30), in turns:
  *
  *   firewall    100 owners on 100 veths, FirewallApply replace, switching
  *               between two rulesets A and B (B has one group more)
@@ -585,9 +585,9 @@ static void note_outcome(struct crash_totals *t, const struct outcome *o)
                 t->max_fail_us = o->fail_us;
 }
 
-START_TEST(test_sigkill_during_firewall_and_interface_batches_50_times)
+START_TEST(test_sigkill_during_firewall_and_interface_batches_30_times)
 {
-        unsigned rounds = stress_env_seconds("NB_CRASH_ROUNDS", 50), seed = 0x6e62 + 1;
+        unsigned rounds = stress_env_seconds("NB_CRASH_ROUNDS", 30), seed = 0x6e62 + 1;
         struct owner_sig *sig_a = calloc(OWNERS, sizeof(*sig_a)),
                          *sig_b = calloc(OWNERS, sizeof(*sig_b));
         struct crash_totals fw = {0}, ifc = {0};
@@ -734,7 +734,7 @@ Suite *crash_suite(void)
 
         tcase_set_timeout(tc, 600); /* a sanitized build is slower */
         tcase_add_test(tc, test_helper_killed_while_idle_next_call_respawns_and_works);
-        tcase_add_test(tc, test_sigkill_during_firewall_and_interface_batches_50_times);
+        tcase_add_test(tc, test_sigkill_during_firewall_and_interface_batches_30_times);
         suite_add_tcase(s, tc);
         return s;
 }

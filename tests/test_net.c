@@ -238,20 +238,6 @@ static nb_net_spec spec_of(nb_net_mode mode, const nb_net_forward *const *fwd, s
         return s;
 }
 
-/* One op, which must succeed; the results are the caller's. */
-static nb_results *submit_ok(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-        int r = nb_submit(c, b, &res);
-
-        ck_assert_msg(r == 0, "submit: %s", nb_conn_error(c));
-        for (size_t i = 0; i < nb_results_count(res); i++)
-                ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s", i,
-                              nb_result_message(res, i));
-        nb_batch_free(b);
-        return res;
-}
-
 static void apply(nb_conn *c, const char *owner, const nb_net_spec *s, bool *ret_unchanged,
                   unsigned *ret_rules)
 {
@@ -261,7 +247,7 @@ static void apply(nb_conn *c, const char *owner, const nb_net_spec *s, bool *ret
         unsigned rules;
 
         ck_assert_int_eq(nb_batch_net_apply(b, owner, s), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_net(res, 0, NULL, &unchanged, &rules), 0);
         if (ret_unchanged)
                 *ret_unchanged = unchanged;
@@ -275,7 +261,7 @@ static void remove_net(nb_conn *c, const char *owner)
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_net_remove(b, owner), 0);
-        nb_results_free(submit_ok(c, b));
+        nb_results_free(tu_submit_ok(c, b));
 }
 
 /* ---- nat, route, isolated, with real traffic ---- */
@@ -418,7 +404,7 @@ static size_t list_nets(nb_conn *c, char *buf, size_t size)
         size_t n, used = 0;
 
         ck_assert_int_eq(nb_batch_net_list(b), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         n = nb_result_net_owner_count(res, 0);
         buf[0] = 0;
         for (size_t k = 0; k < n; k++) {
@@ -497,7 +483,7 @@ START_TEST(test_networks_of_one_batch_are_one_transaction_and_a_refused_one_chan
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_net_apply(b, "one0", &s), 0);
         ck_assert_int_eq(nb_batch_net_apply(b, "two0", &s), 0);
-        nb_results_free(submit_ok(w.c, b));
+        nb_results_free(tu_submit_ok(w.c, b));
         ck_assert_uint_eq(nft_gen(), gen + 1);
         ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 2);
         /* A bad subnet in the second op: refused before anything is sent. */
@@ -704,7 +690,7 @@ START_TEST(test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_netwo
                 nb_net_spec s = spec_of(NB_NET_NAT, NULL, 0, NB_FW_REPLACE);
                 ck_assert_int_eq(nb_batch_net_apply(b, "root0", &s), 0);
         }
-        nb_results_free(submit_ok(rc, b));
+        nb_results_free(tu_submit_ok(rc, b));
         nb_close(rc);
         r = as_nobody(granted.sock, "root0", "nbu0", NB_NET_ISOLATED, 0, msg, sizeof(msg));
         ck_assert_int_eq(r, -EPERM);
@@ -725,7 +711,7 @@ static size_t programs_of(nb_conn *c, const char *tag, nb_program_info *ret)
         size_t n;
 
         ck_assert_int_eq(nb_batch_program_list(b, tag), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         n = nb_result_program_count(res, 0);
         if (n) {
                 nb_program_info p = NB_PROGRAM_INFO_INIT;
@@ -763,7 +749,7 @@ static int start_dnsmasq(nb_conn *c, const char *leases, bool *ret_existing)
         o.argv = argv;
         o.tag = "e2e";
         ck_assert_int_eq(nb_batch_program_start(b, DNSMASQ, &o), 0);
-        res = submit_ok(c, b);
+        res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_program(res, 0, NULL, &pid, ret_existing), 0);
         nb_results_free(res);
         ck_assert_int_gt(pid, 0);

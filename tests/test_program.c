@@ -49,15 +49,6 @@ static void remove_prog_dir(void)
         free(tu_sh("rm -rf '%s'", prog_dir));
 }
 
-static nb_results *submit(nb_conn *c, nb_batch *b)
-{
-        nb_results *res = NULL;
-
-        ck_assert_int_eq(nb_submit(c, b, &res), 0);
-        nb_batch_free(b);
-        return res;
-}
-
 /* Start `sleep SECONDS` with tag; returns its id and pid. */
 static uint64_t start_sleep(nb_conn *c, const char *tag, const char *seconds, int *ret_pid,
                             bool *ret_existing)
@@ -71,7 +62,7 @@ static uint64_t start_sleep(nb_conn *c, const char *tag, const char *seconds, in
         o.argv = argv;
         o.tag = tag;
         ck_assert_int_eq(nb_batch_program_start(b, SLEEP, &o), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "start: %s", nb_result_message(res, 0));
         ck_assert_int_eq(nb_result_program(res, 0, &id, ret_pid, ret_existing), 0);
         nb_results_free(res);
@@ -87,7 +78,7 @@ static bool find_listed(nb_conn *c, uint64_t id, nb_program_info *ret)
         bool found = false;
 
         ck_assert_int_eq(nb_batch_program_list(b, NULL), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         for (size_t k = 0; k < nb_result_program_count(res, 0) && !found; k++) {
                 nb_program_info p = NB_PROGRAM_INFO_INIT;
@@ -111,7 +102,7 @@ static size_t listed_count(nb_conn *c)
         size_t n;
 
         ck_assert_int_eq(nb_batch_program_list(b, NULL), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         n = nb_result_program_count(res, 0);
         nb_results_free(res);
@@ -124,7 +115,7 @@ static nb_results *stop(nb_conn *c, uint64_t id, const char *tag)
         nb_batch *b = nb_batch_new();
 
         ck_assert_int_eq(nb_batch_program_stop(b, id, tag, 2000), 0);
-        return submit(c, b);
+        return tu_submit(c, b);
 }
 
 /* Field n (1-based) of /proc/PID/stat, after the command name. */
@@ -268,7 +259,7 @@ START_TEST(test_stop_takes_the_programs_whole_process_group)
         o.argv = argv;
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_program_start(b, "/bin/sh", &o), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
         ck_assert_int_eq(nb_result_program(res, 0, &id, &pid, NULL), 0);
         nb_results_free(res);
@@ -346,7 +337,7 @@ START_TEST(test_program_not_on_program_allow_is_refused)
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_program_start(b, "/bin/true", &o), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -EPERM);
         ck_assert_msg(strstr(nb_result_message(res, 0), "/bin/true is not on program_allow"), "%s",
                       nb_result_message(res, 0));
@@ -355,7 +346,7 @@ START_TEST(test_program_not_on_program_allow_is_refused)
         /* A stop's grace is bounded: a stopping program holds its slot. */
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_program_stop(b, 0, "any", 60001), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_eq(nb_result_status(res, 0), -EINVAL);
         ck_assert_msg(strstr(nb_result_message(res, 0), "over the maximum of 60000 ms"), "%s",
                       nb_result_message(res, 0));
@@ -672,7 +663,7 @@ END_TEST
 
 static void net_batch_ok(nb_conn *c, nb_batch *b, size_t expect_ok)
 {
-        nb_results *res = submit(c, b);
+        nb_results *res = tu_submit(c, b);
 
         for (size_t i = 0; i < expect_ok; i++)
                 ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s", i,
@@ -687,7 +678,7 @@ static size_t nets_named(nb_conn *c, const char *owner)
         size_t n = 0;
 
         ck_assert_int_eq(nb_batch_net_list(b), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
         for (size_t k = 0; k < nb_result_net_owner_count(res, 0); k++) {
                 nb_net_owner o = NB_NET_OWNER_INIT;
@@ -737,7 +728,7 @@ START_TEST(test_removing_a_network_stops_its_callers_programs_of_its_tag_only)
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_net_remove(b, "user"), 0);
         ck_assert_int_eq(nb_batch_net_remove(b, "nosuchnet"), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_int_ne(nb_result_status(res, 0), 0);
         ck_assert_int_eq(nb_result_status(res, 1), -ENOENT);
         nb_results_free(res);
@@ -748,7 +739,7 @@ START_TEST(test_removing_a_network_stops_its_callers_programs_of_its_tag_only)
         /* Removed: the reply comes once root's "user" program is gone. */
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_net_remove(b, "user"), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
         ck_assert(!tu_process_alive(mine_pid));
         ck_assert_msg(strstr(nb_result_message(res, 0), "program"), "%s",
@@ -868,7 +859,7 @@ START_TEST(test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace)
         o.tag = "nbdnet";
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_program_start(b, DNSMASQ, &o), 0);
-        res = submit(c, b);
+        res = tu_submit(c, b);
         ck_assert_msg(nb_result_status(res, 0) == 0, "%s", nb_result_message(res, 0));
         nb_results_free(res);
         usleep(300000);

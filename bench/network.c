@@ -636,16 +636,13 @@ int bench_network(const struct bench_opts *o, struct bench_report *r)
         if (k == 0) {
                 /* The rows keep the pointers: the report is printed later. */
                 static char a[96], b[96], ar[96], br[96];
-                snprintf(a, sizeof(a), "%u nets: %u nft + ip + dnsmasq each, fat parent", nb.n,
-                         A_RULES + FORWARDS);
-                snprintf(b, sizeof(b), "%u nets: 1 batch of %u ops", nb.n, 3 * nb.n);
+                snprintf(a, sizeof(a), "%u nft+ip+dnsmasq a net", A_RULES + FORWARDS);
+                snprintf(b, sizeof(b), "1 batch of %u ops", 3 * nb.n);
                 k = bench_report_add_row(r, "A", a, &sum[0], NULL);
                 if (k == 0)
                         k = bench_report_add_row(r, "B", b, &sum[1], &sum[0]);
-                snprintf(ar, sizeof(ar), "%u nets restart: %u nft each again", nb.n,
-                         A_RULES + FORWARDS);
-                snprintf(br, sizeof(br), "%u nets restart: 1 batch of %u ops (ensure)", nb.n,
-                         2 * nb.n);
+                snprintf(ar, sizeof(ar), "%u nft a net again", A_RULES + FORWARDS);
+                snprintf(br, sizeof(br), "1 batch of %u, ensure", 2 * nb.n);
                 if (k == 0)
                         k = bench_report_add_row(r, "AR", ar, &sum[2], NULL);
                 if (k == 0)
@@ -670,7 +667,7 @@ int bench_network(const struct bench_opts *o, struct bench_report *r)
         if (k == 0)
                 k = bench_report_add_note(r, "A's dnsmasq: a real one, daemonized; libvirt sets "
                                              "the address by netlink, A by `ip addr add`; AR "
-                                             "does not count libvirt's deletion of the old rules");
+                                             "counts no deletion of the old rules");
         bench_ctx_stop(&c);
         for (int i = 0; i < 4; i++)
                 bench_samples_clear(&s[i]);

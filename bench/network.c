@@ -271,10 +271,12 @@ static int count_rules(struct netbench *nb, const char *family, const char *name
         return r;
 }
 
-/* The dnsmasqs of A: all running. */
-static int a_check(struct netbench *nb, const char *when)
+/* A's work in place: libvirt's table with its jumps and every network's
+ * rules (twice after AR, which adds them again), every dnsmasq running. */
+static int a_check(struct netbench *nb, bool restart)
 {
-        unsigned rules, want = A_JUMPS + nb->n * (A_RULES + FORWARDS) * (*when == 'r' ? 2 : 1);
+        const char *when = restart ? "restart" : "start";
+        unsigned rules, want = A_JUMPS + nb->n * (A_RULES + FORWARDS) * (restart ? 2 : 1);
         int r = count_rules(nb, "ip", TABLE, &rules);
 
         if (r == 0 && rules != want) {
@@ -562,7 +564,7 @@ static int one_round(struct netbench *nb, unsigned round, struct bench_samples *
                                 r = a_run(nb, restart);
                                 us = (double)(bench_now_ns() - t0) / 1000.0 / nb->n;
                                 if (r == 0)
-                                        r = a_check(nb, restart ? "restart" : "start");
+                                        r = a_check(nb, restart);
                         } else {
                                 r = b_run(nb, restart, pids, &us);
                                 if (r == 0)
@@ -571,13 +573,9 @@ static int one_round(struct netbench *nb, unsigned round, struct bench_samples *
                         if (r == 0)
                                 r = bench_samples_add(&s[(a ? 0 : 1) + 2 * restart], us);
                 }
-                if (a) {
-                        int c = a_clean(nb);
-                        r = r ? r : c;
-                } else {
-                        int c = b_clean(nb);
-                        r = r ? r : c;
-                }
+                /* Even after a failure: A's dnsmasqs would outlive us. */
+                int c = a ? a_clean(nb) : b_clean(nb);
+                r = r ? r : c;
         }
         free(pids);
         return r;

@@ -5,8 +5,9 @@
  * starts dnsmasq under the helper; a guest namespace plugged into the
  * bridge takes a lease from it (busybox udhcpc) and pings the "outside", a
  * namespace that has no route back to the network: its reply comes back
- * only through the masquerade. Then the same network again in ensure mode
- * (nothing written), and everything removed.
+ * only through the masquerade. The outside then reaches the guest's port
+ * 22 through the port forward (DNAT of the host's 8022). Then the same
+ * network again in ensure mode (nothing written), and everything removed.
  *
  * The guest and the outside are scaffolding, made by ip(8) as QEMU and
  * the world would make them; everything the daemon asks for goes through

@@ -421,9 +421,12 @@ static int b_run(struct netbench *nb, bool restart, pid_t *pids, double *ret_us)
         size_t ops = nb->n * (restart ? 2 : 3);
         int r = 0;
 
-        /* The ruleset with its handles: a rule rewritten would get a new one. */
+        /* The ruleset with its handles, a rule rewritten would get a new
+         * one; stateless (-s): the counters move with the bridges' own
+         * IGMP and MLD packets. */
         if (restart) {
-                const char *argv[] = {"nft", "-a", "list", "table", "inet", "netbroker_net", NULL};
+                const char *argv[] = {"nft",           "-a", "-s", "list", "table", "inet",
+                                      "netbroker_net", NULL};
                 r = bench_run_quiet("network: ", nb->nft, (char *const *)argv, -1, nb->out, OUT_CAP,
                                     NULL);
                 if (r == 0 && !(before = strdup(nb->out)))
@@ -446,7 +449,8 @@ static int b_run(struct netbench *nb, bool restart, pid_t *pids, double *ret_us)
                 r = -EPROTO;
         }
         if (r == 0 && restart) {
-                const char *argv[] = {"nft", "-a", "list", "table", "inet", "netbroker_net", NULL};
+                const char *argv[] = {"nft",           "-a", "-s", "list", "table", "inet",
+                                      "netbroker_net", NULL};
                 r = bench_run_quiet("network: ", nb->nft, (char *const *)argv, -1, nb->out, OUT_CAP,
                                     NULL);
                 if (r == 0 && strcmp(before, nb->out) != 0) {

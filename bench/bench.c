@@ -18,7 +18,7 @@ static const struct {
         {"spawn", bench_spawn},         {"names", bench_names},
         {"restart", bench_restart},     {"log", bench_log_scenario},
         {"roundtrip", bench_roundtrip}, {"bandwidth", bench_bandwidth},
-        {"fairness", bench_fairness},
+        {"fairness", bench_fairness},   {"network", bench_network},
 };
 
 /* The scenarios and options are described in netbroker-bench(1). */

@@ -255,6 +255,7 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r);
 int bench_roundtrip(const struct bench_opts *o, struct bench_report *r);
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r);
 int bench_fairness(const struct bench_opts *o, struct bench_report *r);
+int bench_network(const struct bench_opts *o, struct bench_report *r); /* network.c */
 
 /* ---- the method runners (run.c) ---- */
 

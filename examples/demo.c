@@ -3,7 +3,8 @@
  *
  * It moves into a private network namespace (the host's network is never
  * touched), spawns the helper over a socketpair, says Hello, and sends
- * batches of Exec ops, printing what came back and what it cost. */
+ * batches of Exec ops, printing what came back and what it cost; last, a
+ * NAT network with DHCP (demo_net.c). */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -13,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netbroker.h"
+#include "demo.h"
 
-static double now_ms(void)
+double demo_now_ms(void)
 {
         struct timespec ts;
 
@@ -52,6 +53,7 @@ static char *write_config(void)
                 if (access(tools[i], X_OK) == 0)
                         fprintf(f, " %s", tools[i]);
         fputc('\n', f);
+        demo_net_config(f);
         fclose(f);
         return path;
 }
@@ -108,7 +110,7 @@ static int tools_batch(nb_conn *c)
         for (size_t i = 0; i < 3; i++)
                 if (access(paths[i], X_OK) == 0)
                         nb_batch_exec(b, paths[i], argvs[i], NULL, NULL, 0, 5000);
-        t0 = now_ms();
+        t0 = demo_now_ms();
         r = nb_submit(c, b, &res);
         if (r < 0) {
                 fprintf(stderr, "demo: submit: %s: %s\n", strerror(-r), nb_conn_error(c));
@@ -117,7 +119,7 @@ static int tools_batch(nb_conn *c)
         }
         printf("\n2. One request with %zu Exec ops (the network tools a daemon runs), %.2f ms in "
                "all:\n",
-               nb_batch_size(b), now_ms() - t0);
+               nb_batch_size(b), demo_now_ms() - t0);
         for (size_t i = 0; i < nb_results_count(res); i++) {
                 nb_exec_result e = NB_EXEC_RESULT_INIT;
                 int st = nb_result_status(res, i);
@@ -144,9 +146,9 @@ static int hundred_true(nb_conn *c)
 
         for (int i = 0; i < 100; i++)
                 nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
-        t0 = now_ms();
+        t0 = demo_now_ms();
         r = nb_submit(c, b, &res);
-        t0 = now_ms() - t0;
+        t0 = demo_now_ms() - t0;
         if (r < 0 || nb_results_first_error(res) != -1) {
                 fprintf(stderr, "demo: 100 x /bin/true failed\n");
                 nb_results_free(res);
@@ -154,7 +156,7 @@ static int hundred_true(nb_conn *c)
                 return -EIO;
         }
         /* For scale: the same from this (small) process with fork + exec. */
-        t_fork = now_ms();
+        t_fork = demo_now_ms();
         for (int i = 0; i < 100; i++) {
                 pid_t p = fork();
                 if (p == 0) {
@@ -163,7 +165,7 @@ static int hundred_true(nb_conn *c)
                 }
                 waitpid(p, NULL, 0);
         }
-        t_fork = now_ms() - t_fork;
+        t_fork = demo_now_ms() - t_fork;
         printf("\n3. One request with 100 x /bin/true: %.2f ms (%.3f ms each), all exit 0.\n", t0,
                t0 / 100);
         printf("   The same 100 by fork+exec from this small demo process: %.2f ms.\n", t_fork);
@@ -220,9 +222,9 @@ static int macvtaps(nb_conn *c)
         b = nb_batch_new();
         for (int i = 0; i < 82; i++)
                 nb_batch_macvtap_create(b, "macvtap%d", "uplink0", NB_MACVLAN_BRIDGE, NULL, true);
-        t0 = now_ms();
+        t0 = demo_now_ms();
         r = nb_submit(c, b, &res);
-        t0 = now_ms() - t0;
+        t0 = demo_now_ms() - t0;
         if (r < 0 || nb_results_first_error(res) != -1) {
                 fprintf(stderr, "demo: 82 macvtaps failed: %s\n",
                         r < 0 ? strerror(-r)
@@ -280,10 +282,10 @@ static int build_guest_batch(nb_batch *b, nb_fw_mode mode)
 static int submit_timed(nb_conn *c, nb_batch *b, double *ms)
 {
         nb_results *res = NULL;
-        double t0 = now_ms();
+        double t0 = demo_now_ms();
         int r = nb_submit(c, b, &res);
 
-        *ms = now_ms() - t0;
+        *ms = demo_now_ms() - t0;
         if (r == 0 && nb_results_first_error(res) != -1) {
                 long e = nb_results_first_error(res);
                 fprintf(stderr, "demo: op %ld: %s\n", e, nb_result_message(res, (size_t)e));
@@ -396,7 +398,7 @@ int main(void)
                 return 1;
         }
         opts.config_path = conf;
-        t0 = now_ms();
+        t0 = demo_now_ms();
         r = nb_spawn(helper_path(), &opts, &c);
         if (r < 0) {
                 fprintf(stderr, "netbroker-demo: cannot start netbrokerd: %s: %s\n", strerror(-r),
@@ -406,7 +408,7 @@ int main(void)
         }
         printf("netbroker demo, in a private network namespace\n\n");
         printf("1. Spawned netbrokerd (pid %d) over a socketpair and said Hello in %.2f ms.\n",
-               nb_conn_helper_pid(c), now_ms() - t0);
+               nb_conn_helper_pid(c), demo_now_ms() - t0);
         printf("   Features: %s%s%s\n", nb_conn_has_feature(c, "ping") ? "ping " : "",
                nb_conn_has_feature(c, "stats") ? "stats " : "",
                nb_conn_has_feature(c, "exec") ? "exec" : "");
@@ -419,10 +421,13 @@ int main(void)
                 r = macvtaps(c);
         if (r == 0)
                 r = firewall(&c, &opts);
-        if (c) {
+        if (c)
                 stats(c);
+        if (r == 0)
+                r = demo_network(c);
+        if (c)
                 nb_close(c);
-        }
+        demo_net_remove_dir();
         unlink(conf);
         printf("\n%s\n", r == 0 ? "demo: ok" : "demo: FAILED");
         return r == 0 ? 0 : 1;

@@ -19,9 +19,11 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer (clang_rt.fuzzer) for tests/fuzz
   qemu-system-x86  # the link tests start QEMU on a tap fd from TapCreate
   busybox-static   # the guest VLAN test's initramfs (tests/guest/build.sh; the
-                   # guest's kernel is downloaded there, never installed)
+                   # guest's kernel is downloaded there, never installed);
+                   # netbroker-demo's guest: udhcpc (its DHCP client), ping, nc
   iperf3           # the bandwidth conformance test measures TCP between namespaces
-  dnsmasq-base     # the supervised-program test: dnsmasq under the helper gives a DHCP lease
+  dnsmasq-base     # the supervised-program test, netbroker-demo and bench network:
+                   # dnsmasq under the helper gives a DHCP lease
   valgrind         # memcheck over the unit, protocol and limits tests
   gnuplot-nox      # netbroker-bench --png draws its chart (no X11 needed)
   abigail-tools    # abidw/abidiff: the ABI check against abi/ (ctest -L abi)

@@ -5,9 +5,10 @@
 parse, every scenario end without error and give finite positive ratios,
 every scenario that has a floor (spawn, names, restart, roundtrip,
 fairness) report it with a finite positive helper/floor ratio, in its own
-report and in the run's "floors" and "floor_ratios", and the chart be a
-PNG. Timings are not checked. Prints one line per scenario with its ratios
-and floors.
+report and in the run's "floors" and "floor_ratios", network report its
+four methods (start and restart, each way: it checks the rulesets and
+dnsmasqs itself), and the chart be a PNG. Timings are not checked. Prints
+one line per scenario with its ratios and floors.
 
 Argument: the netbroker-bench binary. The helpers' log level is "warning",
 so their audit lines (the baseline's thousands of Execs) stay out of the
@@ -67,6 +68,8 @@ def check(d, png):
     assert all(positive(v) for v in d["floor_ratios"].values()), "a floor ratio"
     fair = {r["method"] for r in d["scenarios"]["fairness"]["rows"]}
     assert fair == {"P0", "P1", "R1", "P2", "R2"}, "fairness rows: %s" % sorted(fair)
+    net = {r["method"] for r in d["scenarios"]["network"]["rows"]}
+    assert net == {"A", "B", "AR", "BR"}, "network rows: %s" % sorted(net)
     print("all --quick: %.1f s" % d["elapsed_s"])
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n", "the chart is not a PNG"

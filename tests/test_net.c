@@ -504,6 +504,45 @@ START_TEST(test_networks_of_one_batch_are_one_transaction_and_a_refused_one_chan
 }
 END_TEST
 
+/* A batch larger than a netlink socket's default send buffer (212,992
+ * bytes): 64 networks of 8 port forwards each, ~700 kB of nftables
+ * messages, in one sendmsg() and one transaction. The commit's socket
+ * failed it with EMSGSIZE (from 23 networks of 2 forwards) before it sized
+ * its send buffer to the batch. */
+START_TEST(test_a_batch_of_networks_larger_than_a_socket_buffer_is_one_transaction)
+{
+        enum { NETS = 64, FWDS = 8 };
+        static nb_net_forward f[NETS][FWDS];
+        const nb_net_forward *fp[NETS][FWDS];
+        nb_net_spec s[NETS];
+        struct world w;
+        char owner[16], list[8192];
+        nb_batch *b;
+        uint32_t gen;
+
+        world_up(&w);
+        gen = nft_gen();
+        b = nb_batch_new();
+        for (int i = 0; i < NETS; i++) {
+                for (int k = 0; k < FWDS; k++) {
+                        f[i][k] = (nb_net_forward)NB_NET_FORWARD_INIT;
+                        f[i][k].protocol = k % 2 ? "udp" : "tcp";
+                        f[i][k].outside_port = 20000 + (unsigned)(i * FWDS + k);
+                        f[i][k].guest_address = GUEST;
+                        f[i][k].guest_port = 80;
+                        fp[i][k] = &f[i][k];
+                }
+                s[i] = spec_of(NB_NET_NAT, fp[i], FWDS, NB_FW_REPLACE);
+                snprintf(owner, sizeof(owner), "big%d", i);
+                ck_assert_int_eq(nb_batch_net_apply(b, owner, &s[i]), 0);
+        }
+        nb_results_free(tu_submit_ok(w.c, b));
+        ck_assert_uint_eq(nft_gen(), gen + 1);
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), NETS);
+        world_down(&w);
+}
+END_TEST
+
 /* ---- the same verdicts as libvirt's own rules ---- */
 
 #define SPOOFED "192.168.200.2" /* a guest address outside the subnet */
@@ -883,6 +922,7 @@ Suite *net_suite(void)
         tcase_add_test(
                 t,
                 test_networks_of_one_batch_are_one_transaction_and_a_refused_one_changes_nothing);
+        tcase_add_test(t, test_a_batch_of_networks_larger_than_a_socket_buffer_is_one_transaction);
         tcase_add_test(t, test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_network);
         tcase_add_test(t, test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give);
         tcase_add_test(t, test_nat_network_with_dhcp_end_to_end);

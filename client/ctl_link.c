@@ -20,7 +20,9 @@ static int report_link(struct ctl *c, nb_results *res, const char *verb)
                 json_kv("ifname", nb_result_ifname(res, 0), false);
                 printf(",\"ifindex\":%d", nb_result_ifindex(res, 0));
                 json_kv("peer", nb_result_peer_ifname(res, 0), false);
-                puts("}");
+                /* A tap's or macvtap's queues: one fd each, received and
+                 * closed when netbrokerctl exits. */
+                printf(",\"fds\":%zu}\n", nb_result_fd_count(res, 0));
                 return 0;
         }
         printf("%s %s", verb, nb_result_ifname(res, 0));
@@ -28,6 +30,8 @@ static int report_link(struct ctl *c, nb_results *res, const char *verb)
                 printf(" (ifindex %d)", nb_result_ifindex(res, 0));
         if (nb_result_peer_ifname(res, 0)[0])
                 printf(", peer %s", nb_result_peer_ifname(res, 0));
+        if (nb_result_fd_count(res, 0) > 1)
+                printf(", %zu queues", nb_result_fd_count(res, 0));
         printf("\n");
         return 0;
 }
@@ -135,6 +139,8 @@ static int link_create(struct ctl *c, int argc, char **argv)
                 return ctl_usage_error(c, "%s needs --parent", kind);
         if (!a.peer && strcmp(kind, "veth") == 0)
                 return ctl_usage_error(c, "veth needs --peer");
+        if (tap.queues > 1 && strcmp(kind, "tap") != 0 && strcmp(kind, "macvtap") != 0)
+                return ctl_usage_error(c, "--queues is for a tap or a macvtap");
         if (a.netns && (nsfd = open(a.netns, O_RDONLY | O_CLOEXEC)) < 0)
                 return ctl_fail(c, EXIT_USAGE, errno, "%s: %s", a.netns, strerror(errno));
         b = nb_batch_new();
@@ -143,7 +149,8 @@ static int link_create(struct ctl *c, int argc, char **argv)
         else if (strcmp(kind, "tap") == 0)
                 r = nb_batch_tap_create(b, name, &tap);
         else if (strcmp(kind, "macvtap") == 0)
-                r = nb_batch_macvtap_create(b, name, a.parent, a.mode, a.mac, tap.vnet_hdr);
+                r = nb_batch_macvtap_create_queues(b, name, a.parent, a.mode, a.mac, tap.vnet_hdr,
+                                                   tap.queues);
         else if (strcmp(kind, "macvlan") == 0)
                 r = nb_batch_macvlan_create(b, name, a.parent, a.mode, a.mac);
         else if (strcmp(kind, "veth") == 0)
@@ -302,7 +309,7 @@ static const struct command link_sub[] = {
                 .details = "  tap NAME [--vnet-hdr] [--queues N] [--transient]\n"
                            "  macvtap|macvlan NAME --parent DEV "
                            "[--mode bridge|vepa|private|passthru]\n"
-                           "                  [--mac MAC] [--vnet-hdr]\n"
+                           "                  [--mac MAC] [--vnet-hdr] [--queues N (macvtap)]\n"
                            "  veth NAME --peer NAME [--peer-netns PATH]\n"
                            "  bridge NAME\n",
                 .example = "tap nbctl%d",

@@ -100,6 +100,41 @@ START_TEST(test_ctl_link_create_and_names_in_json)
 }
 END_TEST
 
+/* --queues: a macvtap of 4 queues comes back as 4 fds (one open of its
+ * character device each), a tap of 2 as 2; a bridge with --queues is a
+ * usage error that makes nothing. */
+START_TEST(test_ctl_link_create_queues_for_a_tap_and_a_macvtap)
+{
+        char *conf = tu_config(TU_ALLOW);
+        char *out = NULL;
+        const char *mvt[] = {NB_TEST_CTL, "--spawn", NB_TEST_HELPER, "--config", conf,
+                             "--json",    "link",    "create",       "macvtap",  "ctq0",
+                             "--parent",  "p0",      "--queues",     "4",        NULL};
+        const char *bad[] = {
+                NB_TEST_CTL, "--spawn", NB_TEST_HELPER, "--config", conf, "--json", "link",
+                "create",    "bridge",  "ctqbr0",       "--queues", "2",  NULL};
+
+        tu_private_netns();
+        tu_veth("p0", "p1");
+        ck_assert_int_eq(tu_run(mvt, &out), 0);
+        ck_assert_msg(strstr(out, "\"ifname\":\"ctq0\"") && strstr(out, "\"fds\":4}"), "%s", out);
+        free(out);
+        ck_assert_str_eq(tu_link_get("ctq0", "linkinfo.info_kind"), "macvtap");
+        ck_assert_int_eq(ctl(conf, &out, "link", "create", "tap", "ctq1", "--queues"), 2);
+        free(out);
+        mvt[7] = "create", mvt[8] = "tap", mvt[9] = "ctq1", mvt[10] = "--queues", mvt[11] = "2";
+        mvt[12] = NULL;
+        ck_assert_int_eq(tu_run(mvt, &out), 0);
+        ck_assert_msg(strstr(out, "\"ifname\":\"ctq1\"") && strstr(out, "\"fds\":2}"), "%s", out);
+        free(out);
+        ck_assert_int_eq(tu_run(bad, &out), 2);
+        ck_assert_msg(strstr(out, "--queues is for a tap or a macvtap"), "%s", out);
+        free(out);
+        ck_assert(!tu_link_exists("ctqbr0"));
+        free(conf);
+}
+END_TEST
+
 /* link list and bw show come from the helper (LinkList, BandwidthShow). */
 START_TEST(test_ctl_link_list_and_bw_show_read_through_the_helper)
 {
@@ -487,6 +522,7 @@ Suite *ctl_suite(void)
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, test_ctl_exit_statuses_are_what_scripts_rely_on);
         tcase_add_test(tc, test_ctl_link_create_and_names_in_json);
+        tcase_add_test(tc, test_ctl_link_create_queues_for_a_tap_and_a_macvtap);
         tcase_add_test(tc, test_ctl_link_list_and_bw_show_read_through_the_helper);
         tcase_add_test(tc, test_ctl_fw_counters_and_show_print_the_rules_in_libvirts_terms);
         tcase_add_test(tc, test_ctl_netbroker_socket_names_the_helper);

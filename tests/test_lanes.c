@@ -1014,6 +1014,73 @@ START_TEST(test_ping_passes_another_clients_transaction_being_freed)
         tu_helper_stop(&h);
 }
 END_TEST
+
+/* A request is validated in slices: while its validation is held after an
+ * op, client B is answered, and no op of A's has run (a tap it makes is
+ * not there, ops_firewall has not grown). Let go, a request whose last op
+ * is refused runs nothing; a valid one runs whole. (Validated in one go,
+ * 80-390 ms for 4,096 guests, B waited, and the hold never came.) */
+START_TEST(test_ping_passes_another_clients_request_being_validated)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        nb_tap_opts to = {.size = sizeof(nb_tap_opts), .persist = true};
+        struct tu_helper h;
+        struct slow_client a;
+        uint64_t ops0;
+        pthread_t t;
+        nb_batch *b;
+        nb_conn *c;
+        int fd;
+
+        tu_private_netns();
+        tu_veth("va0", "va1");
+        ck_assert_int_ge(mkstemp(hold), 0);
+        start_held(&h, "VALIDATE", hold, NULL);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ops0 = tu_stat(c, "ops_firewall");
+        for (int valid = 0; valid < 2; valid++) {
+                nb_fw_ruleset *rs = nb_fw_ruleset_new();
+                nb_fw_rule r = {.size = sizeof(nb_fw_rule),
+                                .direction = NB_FW_FROM_GUEST,
+                                .verdict = NB_FW_ACCEPT,
+                                .ether_type = 0x0800};
+                ck_assert_int_eq(nb_fw_rule_add(rs, &r), 0);
+                b = nb_batch_new();
+                ck_assert_int_eq(nb_batch_tap_create(b, "vtap0", &to), 0);
+                ck_assert_int_eq(nb_batch_firewall_apply(b, "va-a", "va0", rs, NB_FW_REPLACE), 0);
+                /* An interface that is not there: the helper refuses it. */
+                ck_assert_int_eq(nb_batch_firewall_apply(b, "va-b", valid ? "va0" : "va-none", rs,
+                                                         NB_FW_REPLACE),
+                                 0);
+                nb_fw_ruleset_free(rs);
+                a = (struct slow_client){.sock = h.sock, .b = b};
+                pthread_create(&t, NULL, slow_client_run, &a);
+                await_held(hold, &a, "its validation's first slice");
+                ck_assert_uint_eq(tu_stat(c, "ops_firewall"), ops0);
+                ck_assert_msg(!tu_link_exists("vtap0"), "an op ran before validation ended");
+                ck_assert_msg(ping_answered_while_held(h.sock, hold),
+                              "client B's Ping waited for client A's validation");
+                pthread_join(t, NULL);
+                if (!valid) {
+                        /* Refused at its last op: op 0 says so, nothing ran. */
+                        ck_assert_int_eq(a.first_error, 0);
+                        ck_assert(!tu_link_exists("vtap0"));
+                        ck_assert_uint_eq(tu_stat(c, "ops_firewall"), ops0);
+                } else {
+                        ck_assert_msg(a.first_error == -1, "client A's batch: op %d failed",
+                                      a.first_error);
+                        ck_assert(tu_link_exists("vtap0"));
+                        ck_assert_uint_eq(tu_stat(c, "ops_firewall"), ops0 + 2);
+                }
+                nb_batch_free(b);
+                ck_assert_int_ge((fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
+                close(fd);
+        }
+        unlink(hold);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
 #endif
 
 /* A restart with every owner's interface there: the sweep (and the
@@ -1099,10 +1166,11 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_ping_passes_another_clients_commit_being_built);
         tcase_add_test(hol, test_ping_passes_another_clients_chain_read_for_a_replace);
         tcase_add_test(hol, test_ping_passes_another_clients_transaction_being_freed);
+        tcase_add_test(hol, test_ping_passes_another_clients_request_being_validated);
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 11 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 12 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(

@@ -66,6 +66,9 @@ const struct nbd_backend nbd_kernel_backend = {
                         .list_rules = nbd_fw_list_rules,
                         .txn_check_hash = nbd_fw_txn_check_hash,
                         .txn_rebind = nbd_fw_txn_rebind,
+                        .txn_chains_later = nbd_fw_txn_chains_later,
+                        .txn_chains_wanted = nbd_fw_txn_chains_wanted,
+                        .txn_read_chains = nbd_fw_txn_read_chains,
                 },
         .spawn =
                 {

@@ -109,6 +109,11 @@ struct nbd_backend_fw {
                               struct nbd_err *e);
         /* A batch's table read on the lane (op_firewall.c, fw_kernel.h). */
         void (*txn_rebind)(struct nbd_fw_txn *t, struct nbd_fw *fw);
+        /* No chain dump on the loop (issue 14, fw_kernel.h); NULL: the
+         * chains are read where the op runs. */
+        void (*txn_chains_later)(struct nbd_fw_txn *t);
+        bool (*txn_chains_wanted)(const struct nbd_fw_txn *t);
+        int (*txn_read_chains)(struct nbd_fw_txn *t, struct nbd_err *e);
 };
 
 /* Programs: spawn.h. */

@@ -3,6 +3,7 @@
 #include "dispatch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -114,6 +115,7 @@ int nbd_dispatch_on_job_end(struct nbd_dispatch_ctx *ctx, void (*fn)(void *data)
 
 /* Where a job is in its life: one state, no flags beside it. */
 enum job_state {
+        JOB_VALIDATING, /* its validation's slice is used up: goes on from a timer */
         JOB_RUNNING, /* running ops, or between two */
         JOB_PARKED, /* an op is under way (a child): nbd_job_op_done() */
         JOB_ON_LANE, /* an op's kernel call runs on a lane (nbd_job_on_lane) */
@@ -195,6 +197,11 @@ struct nbd_job {
          * ran: the decoded request points at them until the job is freed. */
         char **resolved;
         size_t n_resolved;
+        /* Validation, in slices (issue 14): what it kept so far, the next
+         * op to validate, the op that stopped it (SIZE_MAX: none), and the
+         * ops refused under CONTINUE_ON_ERROR. NULL once it ended. */
+        struct nbd_validation *v;
+        size_t v_next, v_bad, v_refused;
 };
 
 /* Jobs waiting for a busy lane, first come first served: one queue per
@@ -637,28 +644,91 @@ static void validation_end(struct nbd_job *job, struct nbd_validation *v)
         free(v->fd_used);
 }
 
-static int validate_request(struct nbd_job *job)
+/* Validation holds the loop as long as its request is large: at 4,096
+ * firewall owners, each op's model parsed and checked, 80-390 ms (issue
+ * 14). It goes in slices as running does, yielding to the loop between two
+ * ops once SLICE_US is used up; no op runs before the whole request is
+ * validated. What it reads of the system may change between slices, as it
+ * may between validation and an op's run: each run reads again. */
+static int validation_begin(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
-        struct nbd_validation v = {
-                .ctx = job->ctx, .peer = &job->peer, .nfds = job->nfds, .fds = job->fds};
-        bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
-        size_t bad = SIZE_MAX, n_refused = 0;
+        struct nbd_validation *v = calloc(1, sizeof(*v));
 
-        /* A veth names two interfaces: room for two per op. */
-        v.created = calloc(2 * req->n_ops + 1, sizeof(*v.created));
-        v.exists = calloc(2 * req->n_ops + 1, sizeof(*v.exists));
-        v.fd_used = calloc(job->nfds ? job->nfds : 1, sizeof(*v.fd_used));
-        if (!v.created || !v.exists || !v.fd_used) {
-                free(v.created);
-                free(v.exists);
-                free(v.fd_used);
+        if (v) {
+                *v = (struct nbd_validation){
+                        .ctx = job->ctx, .peer = &job->peer, .nfds = job->nfds, .fds = job->fds};
+                /* A veth names two interfaces: room for two per op. */
+                v->created = calloc(2 * req->n_ops + 1, sizeof(*v->created));
+                v->exists = calloc(2 * req->n_ops + 1, sizeof(*v->exists));
+                v->fd_used = calloc(job->nfds ? job->nfds : 1, sizeof(*v->fd_used));
+        }
+        if (!v || !v->created || !v->exists || !v->fd_used) {
+                if (v) {
+                        free(v->created);
+                        free(v->exists);
+                        free(v->fd_used);
+                        free(v);
+                }
                 for (size_t i = 0; i < req->n_ops; i++)
                         nbd_result_set(job->results[i], -ENOMEM, "not run: out of memory");
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < req->n_ops && bad == SIZE_MAX; i++) {
-                if (validate_op(job, &v, i) == 0)
+        job->v = v;
+        job->v_next = 0;
+        job->v_bad = SIZE_MAX;
+        job->v_refused = 0;
+        return 0;
+}
+
+#ifdef NB_TEST_HOOKS
+/* Tests only: while the file $NETBROKERD_TEST_HOLD_VALIDATE exists, a
+ * request's validation yields after each op and does not go on (FILE.held
+ * says one waits), so a test sees the loop serve in between. */
+static bool validation_held(void)
+{
+        const char *path = getenv("NETBROKERD_TEST_HOLD_VALIDATE");
+        char held[4096];
+
+        if (!path || !*path)
+                return false;
+        snprintf(held, sizeof(held), "%s.held", path);
+        if (access(path, F_OK) != 0) {
+                unlink(held);
+                return false;
+        }
+        close(open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        return true;
+}
+#else
+static bool validation_held(void)
+{
+        return false;
+}
+#endif
+
+static void validate_from_timer(void *data);
+
+/* Validate ops until the request is done (true) or the slice is used up:
+ * then the job yields, and goes on from a timer (false). */
+static bool validation_step(struct nbd_job *job)
+{
+        Netbroker__Request *req = job->req;
+        bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
+        uint64_t start = nbd_now_us();
+        size_t first = job->v_next;
+
+        while (job->v_next < req->n_ops && job->v_bad == SIZE_MAX) {
+                size_t i = job->v_next;
+
+                if (i > first && (nbd_now_us() - start > SLICE_US || validation_held())) {
+                        job->state = JOB_VALIDATING;
+                        nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, validate_from_timer,
+                                      job);
+                        return false;
+                }
+                job->v_next++;
+                if (validate_op(job, job->v, i) == 0)
                         continue;
                 /* Going on after failures goes on after refusals too: a
                  * guest's clean-up batch still removes its firewall when its
@@ -667,14 +737,26 @@ static int validate_request(struct nbd_job *job)
                         job->refused = calloc(req->n_ops, sizeof(*job->refused));
                 if (keep_going && job->refused) {
                         job->refused[i] = true;
-                        n_refused++;
+                        job->v_refused++;
                 } else {
-                        bad = i;
+                        job->v_bad = i;
                 }
         }
-        if (n_refused)
-                nbd_stats[NBD_STAT_OP_ERRORS] += n_refused;
-        validation_end(job, &v);
+        return true;
+}
+
+/* What validation kept goes (validation_end); 0, or -EINVAL when an op
+ * was refused and nothing runs (every result says why). */
+static int validation_finish(struct nbd_job *job)
+{
+        Netbroker__Request *req = job->req;
+        size_t bad = job->v_bad;
+
+        if (job->v_refused)
+                nbd_stats[NBD_STAT_OP_ERRORS] += job->v_refused;
+        validation_end(job, job->v);
+        free(job->v);
+        job->v = NULL;
         if (bad == SIZE_MAX)
                 return 0;
         for (size_t i = 0; i < req->n_ops; i++)
@@ -684,9 +766,38 @@ static int validate_request(struct nbd_job *job)
         return -EINVAL;
 }
 
-/* ---- running ---- */
-
 static void job_continue(struct nbd_job *job);
+static void job_finish(struct nbd_job *job, enum job_state end);
+
+/* Validate (a slice at a time), then run, or answer with the refusal. */
+static void validate_and_run(struct nbd_job *job)
+{
+        if (!validation_step(job))
+                return;
+        if (validation_finish(job) < 0) {
+                nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
+                job_finish(job, JOB_DONE);
+                return;
+        }
+        job->state = JOB_RUNNING;
+        job_continue(job);
+}
+
+static void validate_from_timer(void *data)
+{
+        struct nbd_job *job = data;
+
+        if (job->state != JOB_VALIDATING)
+                return;
+        if (validation_held()) {
+                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 1, validate_from_timer, job);
+                return;
+        }
+        job->state = JOB_RUNNING;
+        validate_and_run(job);
+}
+
+/* ---- running ---- */
 
 /* An op has its result: count an error; after a failure, skip the rest
  * unless the request says to go on. */
@@ -850,6 +961,11 @@ static void job_free(void *p)
         struct nbd_job *job = p;
 
         nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
+        if (job->v) {
+                /* Cancelled while it was validated. */
+                validation_end(job, job->v);
+                free(job->v);
+        }
         free_undos(job);
         free(job->refused);
         for (size_t i = 0; i < job->n_resolved; i++)
@@ -1471,12 +1587,12 @@ int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origi
                 memcpy(job->fds, fds, nfds * sizeof(int));
         job->nfds = nfds;
         *ret = job;
-        if (validate_request(job) < 0) {
+        if (validation_begin(job) < 0) {
                 nbd_stat_inc(NBD_STAT_REQUESTS_REFUSED);
                 job_finish(job, JOB_DONE);
                 return 0;
         }
-        job_continue(job);
+        validate_and_run(job);
         return 0;
 oom:
         if (job->results) {

@@ -68,10 +68,12 @@ int nbd_fw_txn_remove_bound(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ],
 int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e);
 /* The same in three steps, so that the wait for the kernel (nfnetlink
  * handles the whole batch inside sendmsg: seconds for 400,000 rules) can
- * run on the firewall's lane (lane.h): prepare builds the batch (on the
- * loop), send sends it and reads every ack (on the lane, over a socket of
+ * run on the firewall's lane (lane.h): prepare readies the commit (on the
+ * loop), send builds the batch (from the transaction and a copy of the
+ * handle's sequence, so it grows with the request off the loop), sends it
+ * and reads every ack (on the lane, over a socket of
  * its own that it opens and closes around the commit; it touches the
- * transaction's commit state and that socket, nothing else: no logging,
+ * transaction and that socket, nothing else: no logging,
  * no counters), finish turns
  * what send found into 0 or -errno with e set (on the loop). A transaction
  * prepared is finished (or freed) before it is changed again. */
@@ -88,6 +90,15 @@ void nbd_fw_txn_free(struct nbd_fw_txn *t);
  * run on the loop. 0 or -errno. */
 int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret);
 void nbd_fw_lane_close(struct nbd_fw *lf);
+/* Issue 14, the loop never waits for a chain dump: after chains_later, an
+ * apply or remove that needs the owners' chains (the transaction began
+ * from the summary: fw_summary.h) changes nothing and fails with -EAGAIN,
+ * and chains_wanted says so; read_chains reads them (on the lane, through
+ * a lane's handle: one chain dump), and the op runs again. Without
+ * chains_later, they are read where the op runs, as before. */
+void nbd_fw_txn_chains_later(struct nbd_fw_txn *t);
+bool nbd_fw_txn_chains_wanted(const struct nbd_fw_txn *t);
+int nbd_fw_txn_read_chains(struct nbd_fw_txn *t, struct nbd_err *e);
 /* A transaction begun through a lane's handle (its table read on the
  * lane) goes on through fw, the loop's: its later reads and a commit on
  * the loop use fw, and the lane's handle can close. On the loop. */

@@ -69,19 +69,35 @@ static void post(struct nbd_lanes *ls)
  * lane does not begin its next closure. A test holds a lane to see, in
  * order and in state, what the loop does meanwhile; never in a timed
  * path of a build without the flag. */
+static void hold_while(const char *path);
+
 static void test_hold(const struct nbd_lane *lane)
+{
+        /* A closure waits: the test learns it from HOLD.held, there while
+         * the closure is held. */
+        hold_while(lane->hold);
+}
+
+/* Wait while path exists; path.held says so meanwhile. */
+static void hold_while(const char *path)
 {
         char held[4096];
 
-        if (!lane->hold || access(lane->hold, F_OK) != 0)
+        if (!path || !*path || access(path, F_OK) != 0)
                 return;
-        /* A closure waits: the test learns it from HOLD.held, there while
-         * the closure is held. */
-        snprintf(held, sizeof(held), "%s.held", lane->hold);
+        snprintf(held, sizeof(held), "%s.held", path);
         close(open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-        while (access(lane->hold, F_OK) == 0)
+        while (access(path, F_OK) == 0)
                 usleep(1000);
         unlink(held);
+}
+
+void nbd_test_hold_point(const char *name)
+{
+        char var[64];
+
+        snprintf(var, sizeof(var), "NETBROKERD_TEST_HOLD_%s", name);
+        hold_while(getenv(var));
 }
 
 static void test_hold_init(struct nbd_lane *lane, const char *name)

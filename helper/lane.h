@@ -77,3 +77,17 @@ bool nbd_lane_busy(const struct nbd_lane *lane);
 /* fn(data) runs on the loop each time the lane has finished all it was
  * given (after the last done()). One per lane: the dispatcher's. */
 void nbd_lane_on_idle(struct nbd_lane *lane, void (*fn)(void *data), void *data);
+
+/* Tests only (a build with NB_TEST_HOOKS): while the file named by
+ * $NETBROKERD_TEST_HOLD_<NAME> exists, the caller waits, and FILE.held
+ * exists meanwhile. A step that grows with a request calls it where it
+ * runs (a lane, or the loop), so a test can hold it there and see whether
+ * the loop still serves. A no-op without the flag. */
+#ifdef NB_TEST_HOOKS
+void nbd_test_hold_point(const char *name);
+#else
+static inline void nbd_test_hold_point(const char *name)
+{
+        (void)name;
+}
+#endif

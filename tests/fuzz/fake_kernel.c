@@ -963,6 +963,25 @@ static void fake_fw_txn_rebind(struct nbd_fw_txn *t, struct nbd_fw *fw)
         (void)fw;
 }
 
+/* The fake's transaction holds the owners whole: it never wants chains. */
+static void fake_fw_txn_chains_later(struct nbd_fw_txn *t)
+{
+        (void)t;
+}
+
+static bool fake_fw_txn_chains_wanted(const struct nbd_fw_txn *t)
+{
+        (void)t;
+        return false;
+}
+
+static int fake_fw_txn_read_chains(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        (void)t;
+        (void)e;
+        return 0;
+}
+
 static int ifname_cmp(const void *a, const void *b)
 {
         return strcmp(a, b);
@@ -1326,6 +1345,9 @@ const struct nbd_backend nbd_fake_backend = {
                         .list_rules = fake_fw_list_rules,
                         .txn_check_hash = fake_fw_txn_check_hash,
                         .txn_rebind = fake_fw_txn_rebind,
+                        .txn_chains_later = fake_fw_txn_chains_later,
+                        .txn_chains_wanted = fake_fw_txn_chains_wanted,
+                        .txn_read_chains = fake_fw_txn_read_chains,
                 },
         .spawn =
                 {

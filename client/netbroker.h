@@ -1089,6 +1089,9 @@ typedef struct nb_net_spec {
         const nb_net_forward *const *forwards; /* at most 64 */
         size_t n_forwards;
         nb_fw_mode fw_mode; /* NB_FW_ENSURE: nothing written when unchanged */
+        /* libvirt fidelity: nat mode masquerades the IPv6 subnets too, as
+         * libvirt's <nat ipv6='yes'/> (false: they are routed) */
+        bool nat_ipv6;
 } nb_net_spec;
 #define NB_NET_SPEC_INIT                                                                           \
         {                                                                                          \

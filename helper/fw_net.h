@@ -72,6 +72,7 @@ struct nbd_net_spec {
         struct nbd_net_forward forwards[NBD_NET_FORWARDS_MAX];
         size_t n_forwards;
         uid_t uid; /* whose request: recorded as the creator */
+        bool nat_ipv6; /* nat: IPv6 subnets masqueraded too (libvirt's <nat ipv6='yes'/>) */
 };
 
 /* Parsing and checks (0, or -EINVAL with e's sentence). */

@@ -102,6 +102,7 @@ static int net_options(struct ctl *c, int argc, char **argv, struct net_args *a)
                                              {"port-forward", required_argument, NULL, 'f'},
                                              {"ensure", no_argument, NULL, 'e'},
                                              {"nat-ipv6", no_argument, NULL, '6'},
+                                             {"ipv6-nogw", no_argument, NULL, 'g'},
                                              {0}};
         nb_net_spec *s = &a->spec;
         int ch;
@@ -146,6 +147,9 @@ static int net_options(struct ctl *c, int argc, char **argv, struct net_args *a)
                         break;
                 case '6':
                         s->nat_ipv6 = true;
+                        break;
+                case 'g':
+                        s->ipv6_nogw = true;
                         break;
                 default:
                         return ctl_usage_error(c, "unknown option '%s'", argv[optind - 1]);
@@ -273,7 +277,7 @@ static const struct command net_sub[] = {
                 .args = "OWNER --bridge BR [--subnet ADDR/PREFIX]... [--mode nat|route|open|"
                         "isolated]\n"
                         "        [--forward-dev DEV] [--nat-ports MIN-MAX] [--nat-ipv6] "
-                        "[--ensure]\n"
+                        "[--ipv6-nogw] [--ensure]\n"
                         "        [--port-forward proto=tcp|udp,port=N[,address=ADDR],to=GUEST"
                         "[,to-port=M]]...",
                 .summary = "install (or with --ensure: make sure of) a network's forward "

@@ -5,8 +5,9 @@
  * src/firewall/nft.rs), every rule with a counter before its verdict:
  *
  * forward (nat, route, isolated; open has none), for IPv4 always and for
- * IPv6 when the network has an IPv6 subnet, as libvirt's ip and ip6
- * tables:
+ * IPv6 when the network has an IPv6 subnet or ipv6_nogw (libvirt's
+ * <network ipv6='yes'>), as libvirt's ip and ip6 tables
+ * (nftablesAddGeneralIPv6FirewallRules):
  *   1. guest_cross:  iifname BR oifname BR accept
  *   2. port forwards: oifname BR, daddr GUEST, proto, dport GPORT, ct
  *      status dnat: accept (netavark lets DNATed connections in; libvirt
@@ -308,7 +309,7 @@ static int compile_forward(struct build *b)
 {
         const struct nbd_net_spec *s = b->s;
         int fams[2] = {4, 6}, ret = 0;
-        size_t nf = has_family(s, 6) ? 2 : 1;
+        size_t nf = has_family(s, 6) || s->ipv6_nogw ? 2 : 1;
 
         if (s->mode == NBD_NET_OPEN)
                 return 0;

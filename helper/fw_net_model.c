@@ -197,6 +197,8 @@ void nbd_net_hash(const struct nbd_net_spec *s, char out[NBD_FW_HASH_HEX])
          * were, and an ensure after an upgrade finds them unchanged. */
         if (s->nat_ipv6)
                 fnv_str(&f, "nat_ipv6");
+        if (s->ipv6_nogw)
+                fnv_str(&f, "ipv6_nogw");
         fnv_u32(&f, (uint32_t)s->n_forwards);
         for (size_t i = 0; i < s->n_forwards; i++) {
                 const struct nbd_net_forward *x = &s->forwards[i];

@@ -119,6 +119,10 @@ START_TEST(test_net_hash_changes_with_every_field_and_not_with_the_creator)
         b.nat_ipv6 = true;
         nbd_net_hash(&b, h);
         ck_assert_str_ne(h, h0);
+        b.nat_ipv6 = false;
+        b.ipv6_nogw = true;
+        nbd_net_hash(&b, h);
+        ck_assert_str_ne(h, h0);
 }
 END_TEST
 
@@ -166,6 +170,16 @@ START_TEST(test_net_compile_lays_out_libvirts_rules_per_mode)
         ck_assert_int_eq(nbd_net_compile(&s, hash, &c), 0);
         ck_assert_uint_eq(c.n_rules[NBD_NET_FORWARD], 10);
         ck_assert_uint_eq(c.n_rules[NBD_NET_POSTROUTING], 9);
+        nbd_net_compiled_free(&c);
+        /* libvirt's <network ipv6='yes'> on an IPv4-only network: ip6's
+         * cross and two rejects, nothing else for IPv6. */
+        s.nat_ipv6 = false;
+        s.n_subnets = 1;
+        s.ipv6_nogw = true;
+        nbd_net_hash(&s, hash);
+        ck_assert_int_eq(nbd_net_compile(&s, hash, &c), 0);
+        ck_assert_uint_eq(c.n_rules[NBD_NET_FORWARD], 8);
+        ck_assert_uint_eq(c.n_rules[NBD_NET_POSTROUTING], 5);
         nbd_net_compiled_free(&c);
         ck_assert_int_eq(nbd_net_parse_comment("netbroker-net 0123456789abcdef0123456789abcdef "
                                                "virbr0 nat 10 uid=107",

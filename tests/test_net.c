@@ -662,7 +662,9 @@ END_TEST
 /* The same with an IPv6 subnet beside the IPv4 one: libvirt's ip6 table
  * (tests/net/libvirt-*-dual.nft) against the owner's IPv6 rules, with
  * IPv6 probes, and the IPv4 probes again (an IPv6 subnet changes nothing
- * for IPv4). IPv6 of a nat network is routed, as libvirt's default. */
+ * for IPv4). IPv6 of a nat network is routed, as libvirt's default, or
+ * masqueraded with nat_ipv6 (<nat ipv6='yes'/>); an IPv4-only network
+ * with ipv6_nogw (<network ipv6='yes'>) has libvirt's ip6 rejects. */
 #define SUBNET6 "fd00:100::/64"
 #define GUEST6 "fd00:100::2"
 #define HOST_OUT6 "fd00:9::1"
@@ -696,32 +698,39 @@ START_TEST(test_dual_stack_networks_give_the_verdicts_libvirts_own_rules_give)
                 const char *name, *fixture;
                 nb_net_mode mode;
                 bool want4[N_PROBES], want6[N_PROBES]; /* libvirt's verdicts */
-                bool nat_ipv6;
+                bool nat_ipv6, ipv6_nogw, v4_only;
         } modes[] = {
-                {"nat",
-                 FIXTURES "/libvirt-nat-dual.nft",
-                 NB_NET_NAT,
-                 {true, true, false, false},
-                 {true, true, true, false},
-                 false},
-                {"nat, <nat ipv6='yes'/>",
-                 FIXTURES "/libvirt-nat-ipv6-dual.nft",
-                 NB_NET_NAT,
-                 {true, true, false, false},
-                 {true, true, false, false},
-                 true},
-                {"route",
-                 FIXTURES "/libvirt-route-dual.nft",
-                 NB_NET_ROUTE,
-                 {true, true, true, false},
-                 {true, true, true, false},
-                 false},
-                {"isolated",
-                 FIXTURES "/libvirt-isolated-dual.nft",
-                 NB_NET_ISOLATED,
-                 {false, false, false, false},
-                 {false, false, false, false},
-                 false},
+                {.name = "nat",
+                 .fixture = FIXTURES "/libvirt-nat-dual.nft",
+                 .mode = NB_NET_NAT,
+                 .want4 = {true, true, false, false},
+                 .want6 = {true, true, true, false}},
+                {.name = "nat, <nat ipv6='yes'/>",
+                 .fixture = FIXTURES "/libvirt-nat-ipv6-dual.nft",
+                 .mode = NB_NET_NAT,
+                 .want4 = {true, true, false, false},
+                 .want6 = {true, true, false, false},
+                 .nat_ipv6 = true},
+                /* No IPv6 subnet, <network ipv6='yes'>: IPv6 from and to the
+                 * bridge rejected (the guests' IPv6 addresses are in no
+                 * subnet of the network's). */
+                {.name = "nat, IPv4 only, <network ipv6='yes'>",
+                 .fixture = FIXTURES "/libvirt-nat-ipv6nogw.nft",
+                 .mode = NB_NET_NAT,
+                 .want4 = {true, true, false, false},
+                 .want6 = {false, false, false, false},
+                 .ipv6_nogw = true,
+                 .v4_only = true},
+                {.name = "route",
+                 .fixture = FIXTURES "/libvirt-route-dual.nft",
+                 .mode = NB_NET_ROUTE,
+                 .want4 = {true, true, true, false},
+                 .want6 = {true, true, true, false}},
+                {.name = "isolated",
+                 .fixture = FIXTURES "/libvirt-isolated-dual.nft",
+                 .mode = NB_NET_ISOLATED,
+                 .want4 = {false, false, false, false},
+                 .want6 = {false, false, false, false}},
         };
         struct world w;
 
@@ -736,8 +745,9 @@ START_TEST(test_dual_stack_networks_give_the_verdicts_libvirts_own_rules_give)
                 unsigned base = 7300 + (unsigned)m * 40;
                 char name[64];
                 s.subnets = dual;
-                s.n_subnets = 2;
+                s.n_subnets = modes[m].v4_only ? 1 : 2;
                 s.nat_ipv6 = modes[m].nat_ipv6;
+                s.ipv6_nogw = modes[m].ipv6_nogw;
                 free(tu_sh("nft -f %s", modes[m].fixture));
                 probe_all(&w, &v4_addrs, base, lv4);
                 probe_all(&w, &v6_addrs, base + 10, lv6);
@@ -765,8 +775,9 @@ END_TEST
 
 /* netbrokerctl net create --nat-ipv6 reaches the helper: the IPv6 subnet
  * of a nat network is masqueraded, and a route network with it is
- * refused with the helper's reason. */
-START_TEST(test_ctl_net_create_nat_ipv6_masquerades_the_ipv6_subnet)
+ * refused with the helper's reason; --ipv6-nogw gives an IPv4 network
+ * IPv6 rules. */
+START_TEST(test_ctl_net_create_nat_ipv6_and_ipv6_nogw_reach_the_rules)
 {
         char *conf = tu_config(TU_ALLOW), *out = NULL, *chain;
         const char *argv[] = {NB_TEST_CTL, "--spawn",  NB_TEST_HELPER, "--config",   conf,
@@ -787,6 +798,16 @@ START_TEST(test_ctl_net_create_nat_ipv6_masquerades_the_ipv6_subnet)
         ck_assert_int_eq(tu_run(argv, &out), 1);
         ck_assert_msg(strstr(out, "nat_ipv6 is for nat mode"), "%s", out);
         free(out);
+        /* --ipv6-nogw: an IPv4 network gets IPv6's cross and rejects. */
+        argv[8] = "n4";
+        argv[12] = SUBNET;
+        argv[13] = "--ipv6-nogw";
+        argv[14] = NULL;
+        ck_assert_int_eq(tu_run(argv, &out), 0);
+        free(out);
+        chain = tu_sh("nft list chain inet netbroker_net n4/forward");
+        ck_assert_msg(strstr(chain, "meta nfproto ipv6"), "%s", chain);
+        free(chain);
         free(conf);
 }
 END_TEST
@@ -1088,7 +1109,7 @@ Suite *net_suite(void)
         tcase_add_test(t, test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_network);
         tcase_add_test(t, test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give);
         tcase_add_test(t, test_dual_stack_networks_give_the_verdicts_libvirts_own_rules_give);
-        tcase_add_test(t, test_ctl_net_create_nat_ipv6_masquerades_the_ipv6_subnet);
+        tcase_add_test(t, test_ctl_net_create_nat_ipv6_and_ipv6_nogw_reach_the_rules);
         tcase_add_test(t, test_nat_network_with_dhcp_end_to_end);
         suite_add_tcase(s, t);
         return s;

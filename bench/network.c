@@ -5,18 +5,32 @@
  * as at a daemon restart.
  *
  * A, from the fat parent, one process per command as libvirt's nftables
- * backend runs them (src/network/network_nftables.c): once, `nft list
- * table` and, when missing, the table, its 5 chains and 3 jumps; then per
- * network the 10 rules of an IPv4 NAT network (guest_output, guest_input,
- * guest_cross: 2 rejects and 3 accepts; guest_nat: 3 masquerades and 2
- * returns), 2 DNAT rules for the port forwards, as netavark writes them
- * (in a prerouting nat chain of the same table, made once), `ip addr add`,
- * and a real dnsmasq that daemonizes (the run ends when its parent exits,
- * the daemon serving). AR, the restart: `nft list table` once, then the
- * 12 rule commands per network again; the dnsmasqs are found alive by
- * their pid files. B: one batch of N x (AddrAdd + NetApply + ProgramStart
+ * backend runs them (src/network/network_nftables.c, util/virfirewall.c):
+ * once, for ip and for ip6 (networkSetupPrivateChains does both layers),
+ * `nft list table` and, when missing, the table, its 5 chains and 3
+ * jumps; then per network the 10 rules of an IPv4 NAT network
+ * (guest_output, guest_input, guest_cross: 2 rejects and 3 accepts;
+ * guest_nat: 3 masquerades and 2 returns), 2 DNAT rules for the port
+ * forwards, as netavark writes them (in a prerouting nat chain of the
+ * same table, made once), `ip addr add`, and a real dnsmasq that
+ * daemonizes (the run ends when its parent exits, the daemon serving).
+ * Every rule goes in as `nft -ae insert|add rule ...`, as
+ * virFirewallCmdNftablesApply runs a command of an auto-rollback
+ * transaction: the handle nft echoes is kept for the network's removal
+ * commands (libvirt's fwRemoval, saved in the network's status XML).
+ *
+ * AR, the restart, as networkStateInitialize does it
+ * (src/network/bridge_driver.c): networkReloadFirewallRules lists both
+ * tables once (the private chains, once per daemon run), then
+ * networkReloadFirewallRulesHelper, for each active network,
+ * networkRemoveFirewallRules (bridge_driver_linux.c) applies the saved
+ * removal, one `nft delete rule ... handle H` a rule in reverse order, and
+ * networkAddFirewallRules adds all 12 again (new handles, saved again);
+ * then networkRefreshDaemons finds each dnsmasq by its pid file and sends
+ * it SIGHUP. B: one batch of N x (AddrAdd + NetApply + ProgramStart
  * dnsmasq). BR: N x (NetApply in ensure mode + ProgramStart), which must
- * find every network unchanged, every dnsmasq running, and write nothing. */
+ * find every network unchanged, every dnsmasq running, and write
+ * nothing. */
 #include "bench.h"
 
 #include <errno.h>
@@ -37,6 +51,7 @@
 #define FORWARDS 2u
 #define A_RULES 10u /* libvirt's, per IPv4 NAT network */
 #define A_JUMPS 3u /* forward -> guest_output, guest_input, guest_cross */
+#define A_NET_RULES (A_RULES + FORWARDS)
 #define OUT_CAP (8u << 20) /* nft -j list of 1,000 networks' rules */
 #define TABLE "libvirt_network"
 #define DNSMASQ "/usr/sbin/dnsmasq"
@@ -45,6 +60,9 @@ struct net {
         char br[16], owner[16], net[32], addr[24], guest[24], range[64];
         char pidfile[96], leases[96], iface[40], lf[128], pf[128];
         unsigned port[FORWARDS];
+        /* libvirt's fwRemoval: each rule's chain and the handle nft gave */
+        const char *chain[A_NET_RULES];
+        char handle[A_NET_RULES][16];
 };
 
 struct netbench {
@@ -74,8 +92,10 @@ static int run_a(struct netbench *nb, const char *path, const char *const *argv,
         return r;
 }
 
-/* `nft list table`, and the table, chains and jumps when it is missing. */
-static int a_once(struct netbench *nb, bool *ret_created)
+/* `nft list table FAMILY`, and the table, chains and jumps when it is
+ * missing (nftablesSetupPrivateChains). The table of family ip also gets
+ * the port forwards' prerouting chain. */
+static int a_once_family(struct netbench *nb, const char *family, bool *ret_created)
 {
         static const char *const chains[][2] = {
                 {"forward", "{ type filter hook forward priority 0; policy accept; }"},
@@ -86,8 +106,9 @@ static int a_once(struct netbench *nb, bool *ret_created)
                 /* netavark's DNAT, here in libvirt's table */
                 {"guest_dnat", "{ type nat hook prerouting priority -100; policy accept; }"},
         };
-        const char *list[] = {"nft", "list", "table", "ip", TABLE, NULL};
-        const char *table[] = {"nft", "add", "table", "ip", TABLE, NULL};
+        size_t n_chains = strcmp(family, "ip") == 0 ? BENCH_N(chains) : BENCH_N(chains) - 1;
+        const char *list[] = {"nft", "list", "table", family, TABLE, NULL};
+        const char *table[] = {"nft", "add", "table", family, TABLE, NULL};
         size_t len;
         int st, r = bench_fork_exec(true, 0, nb->nft, (char *const *)list, nb->out, OUT_CAP, &len,
                                     &st);
@@ -97,10 +118,10 @@ static int a_once(struct netbench *nb, bool *ret_created)
                 return r;
         *ret_created = true;
         r = run_a(nb, nb->nft, table, true);
-        for (size_t i = 0; i < BENCH_N(chains) && r == 0; i++) {
-                const char *chain[] = {"nft", "add",        "chain",      "ip",
+        for (size_t i = 0; i < n_chains && r == 0; i++) {
+                const char *chain[] = {"nft", "add",        "chain",      family,
                                        TABLE, chains[i][0], chains[i][1], NULL};
-                const char *jump[] = {"nft",     "insert",  "rule", "ip",         TABLE,
+                const char *jump[] = {"nft",     "insert",  "rule", family,       TABLE,
                                       "forward", "counter", "jump", chains[i][0], NULL};
                 r = run_a(nb, nb->nft, chain, true);
                 if (r == 0 && i >= 1 && i <= A_JUMPS)
@@ -109,15 +130,71 @@ static int a_once(struct netbench *nb, bool *ret_created)
         return r;
 }
 
-/* The 10 rules of libvirt's IPv4 NAT network and the 2 DNATs. */
-static int a_rules(struct netbench *nb, const struct net *t)
+/* Both layers, as networkSetupPrivateChains sets them up: created at the
+ * first start, found at the restart. */
+static int a_once(struct netbench *nb, bool restart)
+{
+        static const char *const families[] = {"ip", "ip6"};
+        int r = 0;
+
+        for (size_t i = 0; i < BENCH_N(families) && r == 0; i++) {
+                bool created;
+                r = a_once_family(nb, families[i], &created);
+                if (r == 0 && created == restart) {
+                        bench_log("netbroker-bench: network: libvirt's table %s was %s\n",
+                                  families[i],
+                                  restart ? "missing at the restart" : "there before the start");
+                        r = -EPROTO;
+                }
+        }
+        return r;
+}
+
+/* One rule of network t, as an auto-rollback transaction runs it: `nft
+ * -ae`, and the handle it echoes ("... # handle 42") kept as rule k's. */
+static int a_rule(struct netbench *nb, struct net *t, unsigned k, const char *const *argv)
+{
+        const char *h;
+        size_t n;
+        int r = run_a(nb, nb->nft, argv, true);
+
+        if (r == 0 && (!(h = strstr(nb->out, "# handle ")) || !(n = strspn(h + 9, "0123456789")) ||
+                       n >= sizeof(t->handle[k]))) {
+                bench_log("netbroker-bench: network: no handle in nft's echo: %s\n", nb->out);
+                r = -EPROTO;
+        }
+        if (r == 0) {
+                memcpy(t->handle[k], h + 9, n);
+                t->handle[k][n] = 0;
+                t->chain[k] = argv[6];
+        }
+        return r;
+}
+
+/* The network's saved removal (virFirewallNewFromRollback: the rollback
+ * commands in reverse order), one `nft delete rule` each. */
+static int a_remove(struct netbench *nb, const struct net *t)
+{
+        int r = 0;
+
+        for (unsigned k = A_NET_RULES; k-- > 0 && r == 0;)
+                r = run_a(nb, nb->nft,
+                          (const char *const[]){"nft", "delete", "rule", "ip", TABLE, t->chain[k],
+                                                "handle", t->handle[k], NULL},
+                          true);
+        return r;
+}
+
+/* The 10 rules of libvirt's IPv4 NAT network and the 2 DNATs, each with
+ * its handle kept. */
+static int a_rules(struct netbench *nb, struct net *t)
 {
 #define R(...)                                                                                     \
         (const char *const[])                                                                      \
         {                                                                                          \
-                "nft", "insert", "rule", "ip", TABLE, __VA_ARGS__, NULL                            \
+                "nft", "-ae", "insert", "rule", "ip", TABLE, __VA_ARGS__, NULL                     \
         }
-        const char *const *cmds[] = {
+        const char *const *cmds[A_RULES] = {
                 R("guest_output", "iif", t->br, "counter", "reject"),
                 R("guest_input", "oif", t->br, "counter", "reject"),
                 R("guest_cross", "iif", t->br, "oif", t->br, "counter", "accept"),
@@ -139,16 +216,16 @@ static int a_rules(struct netbench *nb, const struct net *t)
         char port[FORWARDS][8], to[FORWARDS][32];
         int r = 0;
 
-        for (size_t i = 0; i < BENCH_N(cmds) && r == 0; i++)
-                r = run_a(nb, nb->nft, cmds[i], true);
+        for (unsigned i = 0; i < BENCH_N(cmds) && r == 0; i++)
+                r = a_rule(nb, t, i, cmds[i]);
         for (unsigned i = 0; i < FORWARDS && r == 0; i++) {
                 snprintf(port[i], sizeof(port[i]), "%u", t->port[i]);
                 snprintf(to[i], sizeof(to[i]), "%s:%u", t->guest, 22 + 58 * i);
-                r = run_a(nb, nb->nft,
-                          (const char *const[]){"nft", "add", "rule", "ip", TABLE, "guest_dnat",
-                                                "fib", "daddr", "type", "local", "tcp", "dport",
-                                                port[i], "counter", "dnat", "to", to[i], NULL},
-                          true);
+                r = a_rule(nb, t, A_RULES + i,
+                           (const char *const[]){"nft", "-ae", "add", "rule", "ip", TABLE,
+                                                 "guest_dnat", "fib", "daddr", "type", "local",
+                                                 "tcp", "dport", port[i], "counter", "dnat", "to",
+                                                 to[i], NULL});
         }
         return r;
 }
@@ -225,29 +302,31 @@ static bool is_dnsmasq(pid_t pid)
         return ok;
 }
 
-/* A start of every network, or (restart) the rules again. */
+/* A start of every network; or the restart: each network's saved removal
+ * and its rules again, then each dnsmasq found by its pid file and sent
+ * SIGHUP (networkRefreshDhcpDaemon; the hosts files it rewrites first are
+ * not written here). */
 static int a_run(struct netbench *nb, bool restart)
 {
-        bool created;
-        int r = a_once(nb, &created);
+        int r = a_once(nb, restart);
 
-        if (r == 0 && created == restart) {
-                bench_log("netbroker-bench: network: libvirt's table was %s\n",
-                          restart ? "missing at the restart" : "there before the start");
-                r = -EPROTO;
-        }
         for (unsigned i = 0; i < nb->n && r == 0; i++) {
-                const struct net *t = &nb->nets[i];
-                r = a_rules(nb, t);
+                struct net *t = &nb->nets[i];
+                if (restart)
+                        r = a_remove(nb, t);
+                if (r == 0)
+                        r = a_rules(nb, t);
                 if (r == 0 && !restart)
                         r = run_a(nb, nb->ip,
                                   (const char *const[]){"ip", "addr", "add", t->addr, "dev", t->br,
                                                         NULL},
                                   true);
-                /* At a restart, libvirt finds its dnsmasq by the pid file. */
                 if (r == 0 && !restart)
                         r = a_dnsmasq(nb, t);
-                else if (r == 0 && !is_dnsmasq(read_pidfile(t->pidfile)))
+        }
+        for (unsigned i = 0; i < nb->n && r == 0 && restart; i++) {
+                pid_t pid = read_pidfile(nb->nets[i].pidfile);
+                if (!is_dnsmasq(pid) || kill(pid, SIGHUP) < 0)
                         r = -ESRCH;
         }
         return r;
@@ -272,11 +351,12 @@ static int count_rules(struct netbench *nb, const char *family, const char *name
 }
 
 /* A's work in place: libvirt's table with its jumps and every network's
- * rules (twice after AR, which adds them again), every dnsmasq running. */
+ * rules once (AR deleted the old ones before adding them again), every
+ * dnsmasq running. */
 static int a_check(struct netbench *nb, bool restart)
 {
         const char *when = restart ? "restart" : "start";
-        unsigned rules, want = A_JUMPS + nb->n * (A_RULES + FORWARDS) * (restart ? 2 : 1);
+        unsigned rules, want = A_JUMPS + nb->n * A_NET_RULES;
         int r = count_rules(nb, "ip", TABLE, &rules);
 
         if (r == 0 && rules != want) {
@@ -303,7 +383,12 @@ static void wait_gone(pid_t pid)
 static int a_clean(struct netbench *nb)
 {
         const char *del[] = {"nft", "delete", "table", "ip", TABLE, NULL};
+        const char *del6[] = {"nft", "delete", "table", "ip6", TABLE, NULL};
         int r = bench_run_quiet("network: ", nb->nft, (char *const *)del, -1, nb->out, 4096, NULL);
+
+        if (r == 0)
+                r = bench_run_quiet("network: ", nb->nft, (char *const *)del6, -1, nb->out, 4096,
+                                    NULL);
 
         for (unsigned i = 0; i < nb->n; i++) {
                 const struct net *t = &nb->nets[i];
@@ -638,12 +723,12 @@ int bench_network(const struct bench_opts *o, struct bench_report *r)
         if (k == 0) {
                 /* The rows keep the pointers: the report is printed later. */
                 static char a[96], b[96], ar[96], br[96];
-                snprintf(a, sizeof(a), "%u nft+ip+dnsmasq a net", A_RULES + FORWARDS);
+                snprintf(a, sizeof(a), "%u nft+ip+dnsmasq a net", A_NET_RULES);
                 snprintf(b, sizeof(b), "1 batch of %u ops", 3 * nb.n);
                 k = bench_report_add_row(r, "A", a, &sum[0], NULL);
                 if (k == 0)
                         k = bench_report_add_row(r, "B", b, &sum[1], &sum[0]);
-                snprintf(ar, sizeof(ar), "%u nft a net again", A_RULES + FORWARDS);
+                snprintf(ar, sizeof(ar), "%u nft (%u del) a net", 2 * A_NET_RULES, A_NET_RULES);
                 snprintf(br, sizeof(br), "1 batch of %u, ensure", 2 * nb.n);
                 if (k == 0)
                         k = bench_report_add_row(r, "AR", ar, &sum[2], NULL);
@@ -664,12 +749,14 @@ int bench_network(const struct bench_opts *o, struct bench_report *r)
         if (k == 0)
                 k = bench_report_add_note(r,
                                           "times per network; A's once-per-daemon table setup "
-                                          "(11 nft) is in A, spread over the %u networks",
+                                          "(21 nft: ip and ip6) is in A, AR's (2 nft list) in "
+                                          "AR, spread over the %u networks",
                                           nb.n);
         if (k == 0)
                 k = bench_report_add_note(r, "A's dnsmasq: a real one, daemonized; libvirt sets "
                                              "the address by netlink, A by `ip addr add`; AR "
-                                             "counts no deletion of the old rules");
+                                             "deletes each rule by the handle A saved, then adds "
+                                             "it again (networkReloadFirewallRulesHelper)");
         bench_ctx_stop(&c);
         for (int i = 0; i < 4; i++)
                 bench_samples_clear(&s[i]);

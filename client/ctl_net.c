@@ -101,6 +101,8 @@ static int net_options(struct ctl *c, int argc, char **argv, struct net_args *a)
                                              {"nat-ports", required_argument, NULL, 'n'},
                                              {"port-forward", required_argument, NULL, 'f'},
                                              {"ensure", no_argument, NULL, 'e'},
+                                             {"nat-ipv6", no_argument, NULL, '6'},
+                                             {"ipv6-nogw", no_argument, NULL, 'g'},
                                              {0}};
         nb_net_spec *s = &a->spec;
         int ch;
@@ -142,6 +144,12 @@ static int net_options(struct ctl *c, int argc, char **argv, struct net_args *a)
                         break;
                 case 'e':
                         s->fw_mode = NB_FW_ENSURE;
+                        break;
+                case '6':
+                        s->nat_ipv6 = true;
+                        break;
+                case 'g':
+                        s->ipv6_nogw = true;
                         break;
                 default:
                         return ctl_usage_error(c, "unknown option '%s'", argv[optind - 1]);
@@ -268,7 +276,8 @@ static const struct command net_sub[] = {
                 .fn = net_create,
                 .args = "OWNER --bridge BR [--subnet ADDR/PREFIX]... [--mode nat|route|open|"
                         "isolated]\n"
-                        "        [--forward-dev DEV] [--nat-ports MIN-MAX] [--ensure]\n"
+                        "        [--forward-dev DEV] [--nat-ports MIN-MAX] [--nat-ipv6] "
+                        "[--ipv6-nogw] [--ensure]\n"
                         "        [--port-forward proto=tcp|udp,port=N[,address=ADDR],to=GUEST"
                         "[,to-port=M]]...",
                 .summary = "install (or with --ensure: make sure of) a network's forward "

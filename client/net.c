@@ -48,6 +48,8 @@ static int fill(Netbroker__NetApply *a, const nb_net_spec *s)
         a->mode = (Netbroker__NetForwardMode)s->mode;
         a->nat_port_min = s->nat_port_min;
         a->nat_port_max = s->nat_port_max;
+        a->nat_ipv6 = s->nat_ipv6;
+        a->ipv6_nogw = s->ipv6_nogw;
         a->fw_mode = s->fw_mode == NB_FW_ENSURE ? NETBROKER__FW_MODE__FW_ENSURE
                                                 : NETBROKER__FW_MODE__FW_REPLACE;
         if (oom)

@@ -1089,6 +1089,13 @@ typedef struct nb_net_spec {
         const nb_net_forward *const *forwards; /* at most 64 */
         size_t n_forwards;
         nb_fw_mode fw_mode; /* NB_FW_ENSURE: nothing written when unchanged */
+        /* libvirt fidelity: nat mode masquerades the IPv6 subnets too, as
+         * libvirt's <nat ipv6='yes'/> (false: they are routed) */
+        bool nat_ipv6;
+        /* libvirt's <network ipv6='yes'> without an IPv6 address: IPv6
+         * between the bridge's guests only, forwarding to and from it
+         * rejected (without it and without an IPv6 subnet: no IPv6 rules) */
+        bool ipv6_nogw;
 } nb_net_spec;
 #define NB_NET_SPEC_INIT                                                                           \
         {                                                                                          \

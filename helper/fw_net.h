@@ -72,6 +72,8 @@ struct nbd_net_spec {
         struct nbd_net_forward forwards[NBD_NET_FORWARDS_MAX];
         size_t n_forwards;
         uid_t uid; /* whose request: recorded as the creator */
+        bool nat_ipv6; /* nat: IPv6 subnets masqueraded too (libvirt's <nat ipv6='yes'/>) */
+        bool ipv6_nogw; /* IPv6 cross and rejects without an IPv6 subnet (ipv6='yes') */
 };
 
 /* Parsing and checks (0, or -EINVAL with e's sentence). */

@@ -5,22 +5,26 @@
  * src/firewall/nft.rs), every rule with a counter before its verdict:
  *
  * forward (nat, route, isolated; open has none), for IPv4 always and for
- * IPv6 when the network has an IPv6 subnet, as libvirt's ip and ip6
- * tables:
+ * IPv6 when the network has an IPv6 subnet or ipv6_nogw (libvirt's
+ * <network ipv6='yes'>), as libvirt's ip and ip6 tables
+ * (nftablesAddGeneralIPv6FirewallRules):
  *   1. guest_cross:  iifname BR oifname BR accept
  *   2. port forwards: oifname BR, daddr GUEST, proto, dport GPORT, ct
  *      status dnat: accept (netavark lets DNATed connections in; libvirt
  *      has no forwards, and its guest_input would reject them)
  *   3. guest_input:  per subnet [iifname DEV] oifname BR daddr NET accept,
- *      with ct state related,established for an IPv4 subnet in nat mode;
- *      then oifname BR reject
+ *      with ct state related,established for a masqueraded subnet (nat
+ *      mode: IPv4, and IPv6 with nat_ipv6); then oifname BR reject
  *   4. guest_output: per subnet iifname BR saddr NET [oifname DEV] accept;
  *      then iifname BR reject
  *   Isolated keeps 1 and the two rejects only.
- * postrouting (nat, per IPv4 subnet; IPv6 is routed, as libvirt's default):
- *   saddr NET daddr 224.0.0.0/24 return; daddr 255.255.255.255 return;
- *   tcp, then udp: daddr != NET masquerade to :MIN-MAX (1024-65535);
- *   any other: daddr != NET masquerade. [oifname DEV] on each.
+ * postrouting (nat, per IPv4 subnet, and per IPv6 subnet with nat_ipv6,
+ * libvirt's <nat ipv6='yes'/>; without it IPv6 is routed, as libvirt's
+ * default, nftablesAddIPSpecificFirewallRules):
+ *   saddr NET daddr 224.0.0.0/24 (IPv6: ff02::/16) return; IPv4 only:
+ *   daddr 255.255.255.255 return; tcp, then udp: daddr != NET masquerade
+ *   to :MIN-MAX (1024-65535); any other: daddr != NET masquerade.
+ *   [oifname DEV] on each.
  * prerouting and output (port forwards, as netavark's HOSTPORT-DNAT):
  *   [daddr OUTSIDE | fib daddr type local] proto dport PORT dnat to
  *   GUEST:GPORT. */
@@ -217,6 +221,13 @@ static int rule(struct build *b, unsigned k, struct nftnl_rule **ret)
         return 0;
 }
 
+/* Whether subnet n is masqueraded (libvirt's masquerading rules, not its
+ * routing ones: nftablesAddIPSpecificFirewallRules). */
+static bool masqueraded(const struct nbd_net_spec *s, const struct nbd_net_subnet *n)
+{
+        return s->mode == NBD_NET_NAT && (n->family == 4 || s->nat_ipv6);
+}
+
 static bool has_family(const struct nbd_net_spec *s, int family)
 {
         for (size_t i = 0; i < s->n_subnets; i++)
@@ -257,8 +268,9 @@ static int forward_in(struct build *b, const struct nbd_net_subnet *n)
                 return ret;
         if ((ret = ifname(r, NFT_META_OIFNAME, s->bridge)) || (ret = subnet(r, n, true, false)))
                 return ret;
-        /* nat: replies only; route (and IPv6 of a nat network): anything. */
-        if (s->mode == NBD_NET_NAT && n->family == 4 &&
+        /* nat: replies only; route (and IPv6 of a nat network without
+         * nat_ipv6): anything. */
+        if (masqueraded(s, n) &&
             (ret = ct_bits(r, NFT_CT_STATE,
                            NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED))))
                 return ret;
@@ -297,7 +309,7 @@ static int compile_forward(struct build *b)
 {
         const struct nbd_net_spec *s = b->s;
         int fams[2] = {4, 6}, ret = 0;
-        size_t nf = has_family(s, 6) ? 2 : 1;
+        size_t nf = has_family(s, 6) || s->ipv6_nogw ? 2 : 1;
 
         if (s->mode == NBD_NET_OPEN)
                 return 0;
@@ -327,7 +339,7 @@ static int nat_rule(struct build *b, const struct nbd_net_subnet *n, uint8_t pro
         struct nftnl_rule *r;
         int ret;
 
-        if ((ret = rule(b, NBD_NET_POSTROUTING, &r)) || (ret = nfproto(r, 4)))
+        if ((ret = rule(b, NBD_NET_POSTROUTING, &r)) || (ret = nfproto(r, n->family)))
                 return ret;
         if (proto && (ret = l4proto(r, proto)))
                 return ret;
@@ -346,18 +358,19 @@ static int nat_rule(struct build *b, const struct nbd_net_subnet *n, uint8_t pro
 static int compile_nat(struct build *b)
 {
         static const struct nbd_net_subnet mcast = {4, {224, 0, 0, 0}, {255, 255, 255, 0}, 24};
+        static const struct nbd_net_subnet mcast6 = {6, {0xff, 0x02}, {0xff, 0xff}, 16};
         static const struct nbd_net_subnet bcast = {
                 4, {255, 255, 255, 255}, {255, 255, 255, 255}, 32};
         const struct nbd_net_spec *s = b->s;
         int ret = 0;
 
-        if (s->mode != NBD_NET_NAT)
-                return 0;
         for (size_t i = 0; ret == 0 && i < s->n_subnets; i++) {
                 const struct nbd_net_subnet *n = &s->subnets[i];
-                if (n->family != 4)
+                bool v4 = n->family == 4;
+                if (!masqueraded(s, n))
                         continue;
-                if ((ret = nat_rule(b, n, 0, &mcast)) || (ret = nat_rule(b, n, 0, &bcast)) ||
+                if ((ret = nat_rule(b, n, 0, v4 ? &mcast : &mcast6)) ||
+                    (v4 && (ret = nat_rule(b, n, 0, &bcast))) ||
                     (ret = nat_rule(b, n, IPPROTO_TCP, NULL)) ||
                     (ret = nat_rule(b, n, IPPROTO_UDP, NULL)))
                         return ret;

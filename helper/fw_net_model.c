@@ -119,6 +119,9 @@ int nbd_net_spec_check(const struct nbd_net_spec *s, struct nbd_err *e)
             (s->nat_port_min && s->nat_port_min >= s->nat_port_max))
                 return nbd_err_set(e, -EINVAL, "NAT port range %u-%u: min < max, or both 0",
                                    s->nat_port_min, s->nat_port_max);
+        if (s->nat_ipv6 && s->mode != NBD_NET_NAT)
+                return nbd_err_set(e, -EINVAL, "nat_ipv6 is for nat mode, not %s",
+                                   nbd_net_mode_names[s->mode]);
         if ((s->mode == NBD_NET_NAT || s->mode == NBD_NET_ROUTE) && !s->n_subnets)
                 return nbd_err_set(e, -EINVAL, "%s mode needs a subnet",
                                    nbd_net_mode_names[s->mode]);
@@ -190,6 +193,12 @@ void nbd_net_hash(const struct nbd_net_spec *s, char out[NBD_FW_HASH_HEX])
                 fnv_u32(&f, (uint32_t)s->subnets[i].family << 8 | s->subnets[i].prefix);
                 fnv_add(&f, s->subnets[i].addr, 16);
         }
+        /* Only when set: the hashes of networks without it stay as they
+         * were, and an ensure after an upgrade finds them unchanged. */
+        if (s->nat_ipv6)
+                fnv_str(&f, "nat_ipv6");
+        if (s->ipv6_nogw)
+                fnv_str(&f, "ipv6_nogw");
         fnv_u32(&f, (uint32_t)s->n_forwards);
         for (size_t i = 0; i < s->n_forwards; i++) {
                 const struct nbd_net_forward *x = &s->forwards[i];

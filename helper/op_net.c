@@ -50,6 +50,8 @@ static int spec_from_proto(const Netbroker__NetApply *a, uid_t uid, struct nbd_n
                 return nbd_err_set(e, -EINVAL, "NAT ports: both 1-65535, min < max, or both 0");
         s->nat_port_min = (uint16_t)a->nat_port_min;
         s->nat_port_max = (uint16_t)a->nat_port_max;
+        s->nat_ipv6 = a->nat_ipv6;
+        s->ipv6_nogw = a->ipv6_nogw;
         if (a->n_subnets > NBD_NET_SUBNETS_MAX || a->n_port_forwards > NBD_NET_FORWARDS_MAX)
                 return nbd_err_set(e, -E2BIG, "at most %d subnets and %d port forwards",
                                    NBD_NET_SUBNETS_MAX, NBD_NET_FORWARDS_MAX);

@@ -69,6 +69,14 @@ START_TEST(test_net_forward_needs_a_guest_inside_a_subnet_and_one_family)
         ck_assert_int_eq(nbd_net_spec_check(&s, &e), -EINVAL);
         s.mode = NBD_NET_NAT;
         ck_assert_int_eq(nbd_net_spec_check(&s, &e), 0);
+        /* <nat ipv6='yes'/> is nat mode's */
+        s.nat_ipv6 = true;
+        ck_assert_int_eq(nbd_net_spec_check(&s, &e), 0);
+        s.mode = NBD_NET_ROUTE;
+        ck_assert_int_eq(nbd_net_spec_check(&s, &e), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(e.msg, "nat_ipv6 is for nat mode"));
+        s.mode = NBD_NET_NAT;
+        s.nat_ipv6 = false;
         /* the same outside port twice */
         s.forwards[1] = s.forwards[0];
         s.n_forwards = 2;
@@ -105,6 +113,14 @@ START_TEST(test_net_hash_changes_with_every_field_and_not_with_the_creator)
         ck_assert_str_ne(h, h0);
         b = a;
         strcpy(b.bridge, "virbr1");
+        nbd_net_hash(&b, h);
+        ck_assert_str_ne(h, h0);
+        b = a;
+        b.nat_ipv6 = true;
+        nbd_net_hash(&b, h);
+        ck_assert_str_ne(h, h0);
+        b.nat_ipv6 = false;
+        b.ipv6_nogw = true;
         nbd_net_hash(&b, h);
         ck_assert_str_ne(h, h0);
 }
@@ -145,6 +161,24 @@ START_TEST(test_net_compile_lays_out_libvirts_rules_per_mode)
         nbd_net_hash(&s, hash);
         ck_assert_int_eq(nbd_net_compile(&s, hash, &c), 0);
         ck_assert_uint_eq(c.n_rules[NBD_NET_FORWARD], 10);
+        ck_assert_uint_eq(c.n_rules[NBD_NET_POSTROUTING], 5);
+        nbd_net_compiled_free(&c);
+        /* libvirt's <nat ipv6='yes'/>: the IPv6 subnet masqueraded too,
+         * ff02::/16 left alone (no broadcast): 4 more postrouting rules. */
+        s.nat_ipv6 = true;
+        nbd_net_hash(&s, hash);
+        ck_assert_int_eq(nbd_net_compile(&s, hash, &c), 0);
+        ck_assert_uint_eq(c.n_rules[NBD_NET_FORWARD], 10);
+        ck_assert_uint_eq(c.n_rules[NBD_NET_POSTROUTING], 9);
+        nbd_net_compiled_free(&c);
+        /* libvirt's <network ipv6='yes'> on an IPv4-only network: ip6's
+         * cross and two rejects, nothing else for IPv6. */
+        s.nat_ipv6 = false;
+        s.n_subnets = 1;
+        s.ipv6_nogw = true;
+        nbd_net_hash(&s, hash);
+        ck_assert_int_eq(nbd_net_compile(&s, hash, &c), 0);
+        ck_assert_uint_eq(c.n_rules[NBD_NET_FORWARD], 8);
         ck_assert_uint_eq(c.n_rules[NBD_NET_POSTROUTING], 5);
         nbd_net_compiled_free(&c);
         ck_assert_int_eq(nbd_net_parse_comment("netbroker-net 0123456789abcdef0123456789abcdef "

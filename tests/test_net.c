@@ -97,8 +97,9 @@ static void world_down(struct world *w)
 
 /* ---- traffic ---- */
 
-/* A socket in namespace ns (-1: the host's). */
-static int socket_in(int ns, int type)
+/* A socket of the family of address `like` in namespace ns (-1: the
+ * host's). */
+static int socket_in(int ns, const char *like, int type)
 {
         int here = -1, fd;
 
@@ -107,7 +108,7 @@ static int socket_in(int ns, int type)
                 ck_assert_int_ge(here, 0);
                 ck_assert_msg(setns(ns, CLONE_NEWNET) == 0, "setns: %s", strerror(errno));
         }
-        fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        fd = socket(strchr(like, ':') ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, 0);
         if (ns >= 0) {
                 ck_assert_msg(setns(here, CLONE_NEWNET) == 0, "setns back: %s", strerror(errno));
                 close(here);
@@ -116,12 +117,23 @@ static int socket_in(int ns, int type)
         return fd;
 }
 
-static struct sockaddr_in sin_of(const char *addr, unsigned port)
+/* addr:port, IPv4 or IPv6 (the address says which), and its length. */
+static socklen_t sa_of(const char *addr, unsigned port, struct sockaddr_storage *ret)
 {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        struct sockaddr_in *in = (struct sockaddr_in *)ret;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ret;
 
-        ck_assert_int_eq(inet_pton(AF_INET, addr, &sa.sin_addr), 1);
-        return sa;
+        memset(ret, 0, sizeof(*ret));
+        if (strchr(addr, ':')) {
+                in6->sin6_family = AF_INET6;
+                in6->sin6_port = htons((uint16_t)port);
+                ck_assert_int_eq(inet_pton(AF_INET6, addr, &in6->sin6_addr), 1);
+                return sizeof(*in6);
+        }
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)port);
+        ck_assert_int_eq(inet_pton(AF_INET, addr, &in->sin_addr), 1);
+        return sizeof(*in);
 }
 
 /* What a TCP connection from namespace `from` to dst:dport, with a
@@ -130,30 +142,34 @@ static struct sockaddr_in sin_of(const char *addr, unsigned port)
 struct seen {
         bool ok;
         int err; /* the connect's, when not ok */
-        char peer[INET_ADDRSTRLEN];
+        char peer[INET6_ADDRSTRLEN];
         unsigned peer_port;
 };
 
 static struct seen tcp_probe_from(int from, int to, unsigned lport, const char *dst, unsigned dport,
                                   const char *saddr, unsigned sport)
 {
-        struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons((uint16_t)lport)};
-        struct sockaddr_in d = sin_of(dst, dport), peer;
-        socklen_t len = sizeof(peer);
+        bool v6 = strchr(dst, ':');
+        struct sockaddr_storage any, d, peer;
+        socklen_t any_len = sa_of(v6 ? "::" : "0.0.0.0", lport, &any),
+                  d_len = sa_of(dst, dport, &d);
+        socklen_t len;
         struct seen s = {0};
         struct pollfd p;
-        int l = socket_in(to, SOCK_STREAM), c = socket_in(from, SOCK_STREAM | SOCK_NONBLOCK), a;
+        int l = socket_in(to, dst, SOCK_STREAM), a;
+        int c = socket_in(from, dst, SOCK_STREAM | SOCK_NONBLOCK);
         int one = 1, err = 0;
 
         ck_assert_int_eq(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
-        ck_assert_int_eq(bind(l, (struct sockaddr *)&any, sizeof(any)), 0);
+        ck_assert_int_eq(bind(l, (struct sockaddr *)&any, any_len), 0);
         ck_assert_int_eq(listen(l, 4), 0);
         if (sport || saddr) {
-                struct sockaddr_in src = sin_of(saddr ? saddr : "0.0.0.0", sport);
+                struct sockaddr_storage src;
+                socklen_t src_len = sa_of(saddr ? saddr : v6 ? "::" : "0.0.0.0", sport, &src);
                 ck_assert_int_eq(setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
-                ck_assert_int_eq(bind(c, (struct sockaddr *)&src, sizeof(src)), 0);
+                ck_assert_int_eq(bind(c, (struct sockaddr *)&src, src_len), 0);
         }
-        if (connect(c, (struct sockaddr *)&d, sizeof(d)) < 0 && errno != EINPROGRESS)
+        if (connect(c, (struct sockaddr *)&d, d_len) < 0 && errno != EINPROGRESS)
                 err = errno;
         p = (struct pollfd){.fd = c, .events = POLLOUT};
         if (!err && poll(&p, 1, 3000) != 1)
@@ -167,8 +183,15 @@ static struct seen tcp_probe_from(int from, int to, unsigned lport, const char *
                 len = sizeof(peer);
                 a = accept(l, (struct sockaddr *)&peer, &len);
                 ck_assert_int_ge(a, 0);
-                inet_ntop(AF_INET, &peer.sin_addr, s.peer, sizeof(s.peer));
-                s.peer_port = ntohs(peer.sin_port);
+                if (v6) {
+                        struct sockaddr_in6 *p6 = (struct sockaddr_in6 *)&peer;
+                        inet_ntop(AF_INET6, &p6->sin6_addr, s.peer, sizeof(s.peer));
+                        s.peer_port = ntohs(p6->sin6_port);
+                } else {
+                        struct sockaddr_in *p4 = (struct sockaddr_in *)&peer;
+                        inet_ntop(AF_INET, &p4->sin_addr, s.peer, sizeof(s.peer));
+                        s.peer_port = ntohs(p4->sin_port);
+                }
                 s.ok = true;
                 close(a);
         }
@@ -548,13 +571,20 @@ END_TEST
 #define SPOOFED "192.168.200.2" /* a guest address outside the subnet */
 #define N_PROBES 4
 
+/* One family's addresses for the probes. */
+struct probe_addrs {
+        const char *outside, *guest, *spoofed;
+};
+static const struct probe_addrs v4_addrs = {OUTSIDE, GUEST, SPOOFED};
+
 /* The probes, through whatever rules are in place; ports from base on. */
-static void probe_all(const struct world *w, unsigned base, struct seen out[N_PROBES])
+static void probe_all(const struct world *w, const struct probe_addrs *a, unsigned base,
+                      struct seen out[N_PROBES])
 {
-        out[0] = tcp_probe(w->guest, w->out, base, OUTSIDE, base, 0);
-        out[1] = tcp_probe(w->guest, w->out, base + 1, OUTSIDE, base + 1, 900 + base % 100);
-        out[2] = tcp_probe(w->out, w->guest, base + 2, GUEST, base + 2, 0);
-        out[3] = tcp_probe_from(w->guest, w->out, base + 3, OUTSIDE, base + 3, SPOOFED, 0);
+        out[0] = tcp_probe(w->guest, w->out, base, a->outside, base, 0);
+        out[1] = tcp_probe(w->guest, w->out, base + 1, a->outside, base + 1, 900 + base % 100);
+        out[2] = tcp_probe(w->out, w->guest, base + 2, a->guest, base + 2, 0);
+        out[3] = tcp_probe_from(w->guest, w->out, base + 3, a->outside, base + 3, a->spoofed, 0);
 }
 
 static const char *const probe_names[N_PROBES] = {
@@ -614,18 +644,171 @@ START_TEST(test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give)
                 nb_net_spec s = spec_of(modes[m].mode, NULL, 0, NB_FW_REPLACE);
                 unsigned base = 7100 + (unsigned)m * 20;
                 free(tu_sh("nft -f %s", modes[m].fixture));
-                probe_all(&w, base, lv);
+                probe_all(&w, &v4_addrs, base, lv);
                 free(tu_sh("nft delete table ip libvirt_network"));
                 for (int i = 0; i < N_PROBES; i++)
                         ck_assert_msg(lv[i].ok == modes[m].want[i], "%s, libvirt's rules: %s %s",
                                       modes[m].name, probe_names[i],
                                       lv[i].ok ? "passes" : strerror(lv[i].err));
                 apply(w.c, "lv0", &s, NULL, NULL);
-                probe_all(&w, base + 10, nb);
+                probe_all(&w, &v4_addrs, base + 10, nb);
                 remove_net(w.c, "lv0");
                 assert_same(modes[m].name, lv, nb);
         }
         world_down(&w);
+}
+END_TEST
+
+/* The same with an IPv6 subnet beside the IPv4 one: libvirt's ip6 table
+ * (tests/net/libvirt-*-dual.nft) against the owner's IPv6 rules, with
+ * IPv6 probes, and the IPv4 probes again (an IPv6 subnet changes nothing
+ * for IPv4). IPv6 of a nat network is routed, as libvirt's default, or
+ * masqueraded with nat_ipv6 (<nat ipv6='yes'/>); an IPv4-only network
+ * with ipv6_nogw (<network ipv6='yes'>) has libvirt's ip6 rejects. */
+#define SUBNET6 "fd00:100::/64"
+#define GUEST6 "fd00:100::2"
+#define HOST_OUT6 "fd00:9::1"
+#define OUTSIDE6 "fd00:9::2"
+#define SPOOFED6 "fd00:200::2"
+
+static const struct probe_addrs v6_addrs = {OUTSIDE6, GUEST6, SPOOFED6};
+
+/* The world's IPv6: the same shape as its IPv4 (nodad: usable at once),
+ * the spoofed address routed both ways as SPOOFED is. */
+static void world_v6(const struct world *w)
+{
+        free(tu_sh("sysctl -qw net.ipv6.conf.all.forwarding=1 && "
+                   "ip -6 addr add fd00:100::1/64 dev " BR " nodad && "
+                   "ip -6 addr add " HOST_OUT6 "/64 dev vo0 nodad && "
+                   "ip -6 route add " SPOOFED6 "/128 dev " BR));
+        free(tu_sh("nsenter --net=%s sh -c 'ip -6 addr add " GUEST6 "/64 dev geth0 nodad && "
+                   "ip -6 addr add " SPOOFED6 "/128 dev geth0 nodad && "
+                   "ip -6 route add default via fd00:100::1'",
+                   w->guest_path));
+        free(tu_sh("nsenter --net=%s sh -c 'ip -6 addr add " OUTSIDE6 "/64 dev oeth0 nodad && "
+                   "ip -6 route add " SUBNET6 " via " HOST_OUT6 " && "
+                   "ip -6 route add " SPOOFED6 "/128 via " HOST_OUT6 "'",
+                   w->out_path));
+}
+
+START_TEST(test_dual_stack_networks_give_the_verdicts_libvirts_own_rules_give)
+{
+        static const char *const dual[] = {SUBNET, SUBNET6};
+        static const struct {
+                const char *name, *fixture;
+                nb_net_mode mode;
+                bool want4[N_PROBES], want6[N_PROBES]; /* libvirt's verdicts */
+                bool nat_ipv6, ipv6_nogw, v4_only;
+        } modes[] = {
+                {.name = "nat",
+                 .fixture = FIXTURES "/libvirt-nat-dual.nft",
+                 .mode = NB_NET_NAT,
+                 .want4 = {true, true, false, false},
+                 .want6 = {true, true, true, false}},
+                {.name = "nat, <nat ipv6='yes'/>",
+                 .fixture = FIXTURES "/libvirt-nat-ipv6-dual.nft",
+                 .mode = NB_NET_NAT,
+                 .want4 = {true, true, false, false},
+                 .want6 = {true, true, false, false},
+                 .nat_ipv6 = true},
+                /* No IPv6 subnet, <network ipv6='yes'>: IPv6 from and to the
+                 * bridge rejected (the guests' IPv6 addresses are in no
+                 * subnet of the network's). */
+                {.name = "nat, IPv4 only, <network ipv6='yes'>",
+                 .fixture = FIXTURES "/libvirt-nat-ipv6nogw.nft",
+                 .mode = NB_NET_NAT,
+                 .want4 = {true, true, false, false},
+                 .want6 = {false, false, false, false},
+                 .ipv6_nogw = true,
+                 .v4_only = true},
+                {.name = "route",
+                 .fixture = FIXTURES "/libvirt-route-dual.nft",
+                 .mode = NB_NET_ROUTE,
+                 .want4 = {true, true, true, false},
+                 .want6 = {true, true, true, false}},
+                {.name = "isolated",
+                 .fixture = FIXTURES "/libvirt-isolated-dual.nft",
+                 .mode = NB_NET_ISOLATED,
+                 .want4 = {false, false, false, false},
+                 .want6 = {false, false, false, false}},
+        };
+        struct world w;
+
+        world_up(&w);
+        world_v6(&w);
+        free(tu_sh("nsenter --net=%s ip addr add " SPOOFED "/32 dev geth0", w.guest_path));
+        free(tu_sh("ip route add " SPOOFED "/32 dev " BR));
+        free(tu_sh("nsenter --net=%s ip route add " SPOOFED "/32 via " HOST_OUT, w.out_path));
+        for (size_t m = 0; m < sizeof(modes) / sizeof(*modes); m++) {
+                struct seen lv4[N_PROBES], nb4[N_PROBES], lv6[N_PROBES], nb6[N_PROBES];
+                nb_net_spec s = spec_of(modes[m].mode, NULL, 0, NB_FW_REPLACE);
+                unsigned base = 7300 + (unsigned)m * 40;
+                char name[64];
+                s.subnets = dual;
+                s.n_subnets = modes[m].v4_only ? 1 : 2;
+                s.nat_ipv6 = modes[m].nat_ipv6;
+                s.ipv6_nogw = modes[m].ipv6_nogw;
+                free(tu_sh("nft -f %s", modes[m].fixture));
+                probe_all(&w, &v4_addrs, base, lv4);
+                probe_all(&w, &v6_addrs, base + 10, lv6);
+                free(tu_sh("nft delete table ip libvirt_network && "
+                           "nft delete table ip6 libvirt_network"));
+                for (int i = 0; i < N_PROBES; i++) {
+                        ck_assert_msg(lv4[i].ok == modes[m].want4[i], "%s, libvirt's rules: %s %s",
+                                      modes[m].name, probe_names[i],
+                                      lv4[i].ok ? "passes" : strerror(lv4[i].err));
+                        ck_assert_msg(lv6[i].ok == modes[m].want6[i],
+                                      "%s, libvirt's rules, IPv6: %s %s", modes[m].name,
+                                      probe_names[i], lv6[i].ok ? "passes" : strerror(lv6[i].err));
+                }
+                apply(w.c, "lv0", &s, NULL, NULL);
+                probe_all(&w, &v4_addrs, base + 20, nb4);
+                probe_all(&w, &v6_addrs, base + 30, nb6);
+                remove_net(w.c, "lv0");
+                assert_same(modes[m].name, lv4, nb4);
+                snprintf(name, sizeof(name), "%s, IPv6", modes[m].name);
+                assert_same(name, lv6, nb6);
+        }
+        world_down(&w);
+}
+END_TEST
+
+/* netbrokerctl net create --nat-ipv6 reaches the helper: the IPv6 subnet
+ * of a nat network is masqueraded, and a route network with it is
+ * refused with the helper's reason; --ipv6-nogw gives an IPv4 network
+ * IPv6 rules. */
+START_TEST(test_ctl_net_create_nat_ipv6_and_ipv6_nogw_reach_the_rules)
+{
+        char *conf = tu_config(TU_ALLOW), *out = NULL, *chain;
+        const char *argv[] = {NB_TEST_CTL, "--spawn",  NB_TEST_HELPER, "--config",   conf,
+                              "--json",    "net",      "create",       "n6",         "--bridge",
+                              BR,          "--subnet", SUBNET6,        "--nat-ipv6", NULL,
+                              NULL,        NULL};
+
+        tu_private_netns();
+        free(tu_sh("ip link add " BR " type bridge"));
+        ck_assert_int_eq(tu_run(argv, &out), 0);
+        free(out);
+        chain = tu_sh("nft list chain inet netbroker_net n6/postrouting");
+        ck_assert_msg(strstr(chain, "ip6 daddr ff02::/16") && strstr(chain, "masquerade"), "%s",
+                      chain);
+        free(chain);
+        argv[14] = "--mode";
+        argv[15] = "route";
+        ck_assert_int_eq(tu_run(argv, &out), 1);
+        ck_assert_msg(strstr(out, "nat_ipv6 is for nat mode"), "%s", out);
+        free(out);
+        /* --ipv6-nogw: an IPv4 network gets IPv6's cross and rejects. */
+        argv[8] = "n4";
+        argv[12] = SUBNET;
+        argv[13] = "--ipv6-nogw";
+        argv[14] = NULL;
+        ck_assert_int_eq(tu_run(argv, &out), 0);
+        free(out);
+        chain = tu_sh("nft list chain inet netbroker_net n4/forward");
+        ck_assert_msg(strstr(chain, "meta nfproto ipv6"), "%s", chain);
+        free(chain);
+        free(conf);
 }
 END_TEST
 
@@ -925,6 +1108,8 @@ Suite *net_suite(void)
         tcase_add_test(t, test_a_batch_of_networks_larger_than_a_socket_buffer_is_one_transaction);
         tcase_add_test(t, test_only_root_or_a_granted_caller_on_its_own_bridge_may_make_a_network);
         tcase_add_test(t, test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give);
+        tcase_add_test(t, test_dual_stack_networks_give_the_verdicts_libvirts_own_rules_give);
+        tcase_add_test(t, test_ctl_net_create_nat_ipv6_and_ipv6_nogw_reach_the_rules);
         tcase_add_test(t, test_nat_network_with_dhcp_end_to_end);
         suite_add_tcase(s, t);
         return s;

@@ -69,6 +69,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .txn_chains_later = nbd_fw_txn_chains_later,
                         .txn_chains_wanted = nbd_fw_txn_chains_wanted,
                         .txn_read_chains = nbd_fw_txn_read_chains,
+                        .txn_join = nbd_fw_txn_join,
                 },
         .spawn =
                 {

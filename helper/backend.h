@@ -114,6 +114,8 @@ struct nbd_backend_fw {
         void (*txn_chains_later)(struct nbd_fw_txn *t);
         bool (*txn_chains_wanted)(const struct nbd_fw_txn *t);
         int (*txn_read_chains)(struct nbd_fw_txn *t, struct nbd_err *e);
+        /* A request's network owners in the same commit (issue 16). */
+        void (*txn_join)(struct nbd_fw_txn *t, nbd_fw_put_fn put, void *data);
 };
 
 /* Programs: spawn.h. */

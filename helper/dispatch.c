@@ -543,6 +543,11 @@ bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_
         return false;
 }
 
+bool nbd_job_is_cancelled(const struct nbd_job *job)
+{
+        return job->state == JOB_CANCELLED;
+}
+
 bool nbd_job_goes_on_after_failure(const struct nbd_job *job)
 {
         return job->req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
@@ -1191,11 +1196,18 @@ static void job_lane_finished(void *data, bool not_run)
                 return;
         }
         job->lane_again = false;
-        if (not_run)
+        if (not_run) {
                 nbd_result_set(job->results[job->next], -ECANCELED,
                                "not run: the helper is stopping");
-        else
+        } else {
+                /* done may park the job (a removed network's programs,
+                 * stopped after the commit that removed it: op_net.c);
+                 * then the op ends with nbd_job_op_done(). */
+                job->state = JOB_RUNNING;
                 job->lane_done(job, job->lane_data);
+                if (job->state == JOB_PARKED)
+                        return;
+        }
         nbd_job_op_done(job);
 }
 

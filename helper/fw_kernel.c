@@ -75,6 +75,9 @@ struct nbd_fw_txn {
         /* The last batch built leaves no owner: it deletes our table and
          * the mark's (leaves_table_empty). */
         bool drops_table;
+        /* Another table's messages for the same commit (nbd_fw_txn_join). */
+        nbd_fw_put_fn join_put;
+        void *join_data;
         /* A commit in its three steps (nbd_fw_txn_commit_prepare): what
          * the send takes, and what it found, for the finish. */
         struct {
@@ -91,6 +94,8 @@ struct nbd_fw_txn {
                 int n_iov, fd, sndbuf;
                 bool own_fd; /* fd is the lane's, opened by send */
                 uint32_t first, last;
+                uint32_t join_first, join_last; /* the joined messages' */
+                unsigned msgs; /* in the batch, BEGIN and END included */
                 int sent; /* 0, or sendmsg's -errno */
                 int first_err; /* the first error ack */
                 uint32_t err_seq;
@@ -138,6 +143,12 @@ int nbd_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err 
 void nbd_fw_txn_rebind(struct nbd_fw_txn *t, struct nbd_fw *fw)
 {
         t->fw = fw;
+}
+
+void nbd_fw_txn_join(struct nbd_fw_txn *t, nbd_fw_put_fn put, void *data)
+{
+        t->join_put = put;
+        t->join_data = data;
 }
 
 static void commit_clear(struct nbd_fw_txn *t)
@@ -686,17 +697,25 @@ static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first
         /* The table is created if missing (never exclusive: it is ours). */
         if (nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NBD_FW_TABLE) < 0)
                 goto out;
-        nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE, NFPROTO_NETDEV,
-                                          NLM_F_CREATE, seq++);
-        nftnl_table_nlmsg_build_payload(nlh, tb);
         t->drops_table = leaves_table_empty(t);
-        if (nftnl_batch_update(b) < 0 || put_mark(t, b, &seq) < 0)
-                goto out;
+        /* Only joined messages (every guest owner unchanged): the guests'
+         * table is written only to keep its mark, when it has owners. */
+        if (t->items.n || (t->intact && t->owners.n)) {
+                nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE,
+                                                  NFPROTO_NETDEV, NLM_F_CREATE, seq++);
+                nftnl_table_nlmsg_build_payload(nlh, tb);
+                if (nftnl_batch_update(b) < 0 || put_mark(t, b, &seq) < 0)
+                        goto out;
+        }
         first = seq;
         for (size_t i = 0; i < t->items.n; i++)
                 if (nbd_fw_item_put(b, &t->items.v[i], seq++,
-                                    i + 1 == t->items.n && !t->drops_table) < 0)
+                                    i + 1 == t->items.n && !t->drops_table && !t->join_put) < 0)
                         goto out;
+        t->c.join_first = seq;
+        if (t->join_put && t->join_put(t->join_data, b, &seq, !t->drops_table) < 0)
+                goto out;
+        t->c.join_last = seq - 1;
         /* The last message is the one acknowledged. */
         if (t->drops_table &&
             put_table(b, NFT_MSG_DELTABLE, NLM_F_ACK, NBD_FW_TABLE, NFPROTO_NETDEV, seq++) < 0)
@@ -706,6 +725,7 @@ static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first
                 goto out;
         *ret_first = first;
         *ret_last = seq - 2;
+        t->c.msgs = seq - (t->fw->seq + 1);
         t->fw->seq = seq;
         r = 0;
 out:
@@ -723,7 +743,12 @@ out:
 static int verify(struct nbd_fw_txn *t)
 {
         struct nbd_fw_owners now = {0};
-        int r = nbd_fw_read_owners(t->fw, &now);
+        int r;
+
+        /* Only joined messages: the guests' table cannot tell. */
+        if (t->n_expect == 0)
+                return -EIO;
+        r = nbd_fw_read_owners(t->fw, &now);
 
         for (size_t i = 0; r == 0 && i < t->n_expect; i++) {
                 struct nbd_fw_owner_state *o = nbd_fw_owner_find(&now, t->expect[i].owner);
@@ -796,7 +821,8 @@ static int commit_prepare(struct nbd_fw_txn *t, int fd, struct nbd_err *e)
 {
         commit_clear(t);
         t->drops_table = false;
-        if (t->items.n == 0)
+        t->mark_msgs = 0;
+        if (t->items.n == 0 && !t->join_put)
                 return 0; /* nothing changes: nothing is written */
         t->c.buf = malloc(ACK_BUF);
         if (!t->c.buf) {
@@ -910,16 +936,18 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                                 strerror(-t->c.sent));
                 goto out;
         }
-        nbd_netlink_sent_nf((unsigned)(t->items.n + 3 + t->mark_msgs + t->drops_table));
+        nbd_netlink_sent_nf(t->c.msgs);
         if (t->c.first_err) {
                 uint32_t s = t->c.err_seq;
                 size_t item = s >= t->c.first && s <= t->c.last ? s - t->c.first : SIZE_MAX;
+                bool joined = t->join_put && s >= t->c.join_first && s <= t->c.join_last;
                 /* The table's deletion is no owner's item. */
                 if (item >= t->items.n)
                         item = SIZE_MAX;
                 const char *owner = item != SIZE_MAX ? t->op_owner[t->items.v[item].owner] : NULL;
-                r = nbd_err_set(e, t->c.first_err, "the kernel refused the transaction%s%s%s: %s",
+                r = nbd_err_set(e, t->c.first_err, "the kernel refused the transaction%s%s%s%s: %s",
                                 owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
+                                joined ? " (a network owner's rules)" : "",
                                 strerror(-t->c.first_err));
         } else if (!t->c.acked && !(t->c.lost && verify(t) == 0)) {
                 r = nbd_err_set(e, -EIO, "%s",

@@ -82,6 +82,19 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t);
 int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e);
 void nbd_fw_txn_free(struct nbd_fw_txn *t);
 
+/* One transaction for guests' and networks' owners (issue 16): messages of
+ * another of the helper's tables (fw_net_kernel.h's network owners) go in
+ * this transaction's commit, after its own, between the same BEGIN and
+ * END, so that the kernel takes both or neither. put(data, b, seq, ack)
+ * writes them to b, numbered from *seq on (which it advances), the last
+ * with NLM_F_ACK when ack; 0 or -ENOMEM. It runs where the batch is built
+ * (nbd_fw_txn_commit_prepare: the loop). A refusal of one of them is
+ * named in finish's message as the networks'. Set once, before prepare;
+ * data outlives the commit. */
+struct nftnl_batch;
+typedef int (*nbd_fw_put_fn)(void *data, struct nftnl_batch *b, uint32_t *seq, bool ack);
+void nbd_fw_txn_join(struct nbd_fw_txn *t, nbd_fw_put_fn put, void *data);
+
 /* A handle of its own for one call on the firewall's lane (lane.h), so
  * that the loop keeps fw to itself: a socket of its own, no monitor (the
  * generation is read with GETGEN), nothing shared with fw but what fw

@@ -21,6 +21,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,6 +466,80 @@ bool nbd_net_txn_pending(const struct nbd_net_txn *t)
 }
 
 /* ---- the commit ---- */
+
+/* The queued messages, BEGIN left out (the batch has no END yet), in
+ * order: fn(h, i, data) for the i-th of them. 0 or fn's -errno. */
+static int each_queued(const struct nbd_net_txn *t,
+                       int (*fn)(const struct nlmsghdr *h, size_t i, void *data), void *data)
+{
+        int n = nftnl_batch_iovec_len(t->batch), r = 0;
+        struct iovec *iov = calloc((size_t)n, sizeof(*iov));
+        size_t i = 0;
+
+        if (!iov)
+                return -ENOMEM;
+        nftnl_batch_iovec(t->batch, iov, (uint32_t)n);
+        for (int k = 0; r == 0 && k < n; k++) {
+                int len = (int)iov[k].iov_len;
+                for (const struct nlmsghdr *h = iov[k].iov_base; r == 0 && mnl_nlmsg_ok(h, len);
+                     h = mnl_nlmsg_next(h, &len))
+                        if (h->nlmsg_type != NFNL_MSG_BATCH_BEGIN)
+                                r = fn(h, i++, data);
+        }
+        free(iov);
+        return r;
+}
+
+static int count_one(const struct nlmsghdr *h, size_t i, void *data)
+{
+        (void)h;
+        *(size_t *)data = i + 1;
+        return 0;
+}
+
+struct copy {
+        struct nftnl_batch *b;
+        uint32_t *seq;
+        size_t ack_at; /* the message to flag NLM_F_ACK, or SIZE_MAX */
+};
+
+static int copy_one(const struct nlmsghdr *h, size_t i, void *data)
+{
+        struct copy *c = data;
+        struct nlmsghdr *to = nftnl_batch_buffer(c->b);
+
+        /* nftnl_batch_update() moves a message that overflows its page to
+         * the next one: its header is final before the update. */
+        memcpy(to, h, h->nlmsg_len);
+        to->nlmsg_seq = (*c->seq)++;
+        to->nlmsg_flags &= (uint16_t)~NLM_F_ACK;
+        if (i == c->ack_at)
+                to->nlmsg_flags |= NLM_F_ACK;
+        return nftnl_batch_update(c->b) < 0 ? -ENOMEM : 0;
+}
+
+int nbd_net_txn_put(void *data, struct nftnl_batch *b, uint32_t *seq, bool ack)
+{
+        struct nbd_net_txn *t = data;
+        struct copy c = {.b = b, .seq = seq, .ack_at = SIZE_MAX};
+        size_t n = 0;
+        int r;
+
+        if (!t->batch)
+                return 0;
+        if ((r = each_queued(t, count_one, &n)) < 0)
+                return r;
+        if (ack && n)
+                c.ack_at = n - 1;
+        return each_queued(t, copy_one, &c);
+}
+
+void nbd_net_txn_joined(struct nbd_net_txn *t)
+{
+        if (t->batch)
+                nftnl_batch_free(t->batch);
+        t->batch = NULL;
+}
 
 static int read_acks(struct nbd_net_txn *t)
 {

@@ -11,6 +11,7 @@
 
 #include <net/if.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -40,6 +41,15 @@ bool nbd_net_txn_pending(const struct nbd_net_txn *t);
  * queued: nothing sent), or -errno with e set (the kernel took none of it). */
 int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e);
 void nbd_net_txn_free(struct nbd_net_txn *t);
+
+/* Instead of its own commit, what is queued goes in the guests' one
+ * (fw_kernel.h's nbd_fw_txn_join; op_firewall.c): put is an nbd_fw_put_fn
+ * (data: the transaction), which copies the queued messages into that
+ * batch, renumbered; joined(t) says that commit was sent, whatever its
+ * outcome: nothing is left queued. */
+struct nftnl_batch;
+int nbd_net_txn_put(void *data, struct nftnl_batch *b, uint32_t *seq, bool ack);
+void nbd_net_txn_joined(struct nbd_net_txn *t);
 
 struct nbd_net_owner_info {
         char owner[NBD_FW_OWNER_MAX + 1];

@@ -12,6 +12,7 @@
 #include "fw_kernel.h"
 #include "fw_model.h"
 #include "fw_gone.h"
+#include "fw_join.h"
 #include "link.h"
 #include "ops.h"
 
@@ -550,6 +551,45 @@ static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const cha
                 nbd_result_set(b->queued[i], err, "firewall: not applied: %s", why);
 }
 
+/* ---- networks in the same transaction (fw_join.h) ---- */
+
+static const char join_key; /* nbd_job_slot()'s key */
+
+int nbd_fw_join(struct nbd_job *job, const struct nbd_fw_join *j, Netbroker__Result *res)
+{
+        void **slot = nbd_job_slot(job, &join_key);
+
+        if (!slot)
+                return nbd_result_set(res, -ENOMEM, "network: no job slot left");
+        *slot = (void *)j;
+        return 0;
+}
+
+static const struct nbd_fw_join *joined(struct nbd_job *job)
+{
+        void **slot = nbd_job_slot(job, &join_key);
+
+        return slot ? *slot : NULL;
+}
+
+/* The join, if any, its messages handed to b's transaction when it has
+ * some: before the commit is prepared. */
+static const struct nbd_fw_join *join_with(struct nbd_job *job, struct fw_batch *b)
+{
+        const struct nbd_fw_join *j = joined(job);
+
+        if (j && j->pending(j->put_data))
+                b->be->txn_join(b->txn, j->put, j->put_data);
+        return j;
+}
+
+/* A lane's done may park the job for the running op, unless it is gone. */
+static void join_done(struct nbd_job *job, const struct nbd_fw_join *j, int r, const char *why)
+{
+        if (j)
+                j->done(job, j->data, r, why, !nbd_job_is_cancelled(job));
+}
+
 /* The batch ends and the transaction was not committed: its last firewall
  * op failed before queueing, or an op before it stopped the batch. Without
  * this, the ops queued so far would report success for rules never sent. */
@@ -571,12 +611,15 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
         /* The request said to go on after failures: what was queued goes
          * (end_commit sent it on the lane already when the last firewall
          * op ran; this is only for a batch that never reached it). */
+        const struct nbd_fw_join *j = join_with(job, b);
         r = b->be->txn_commit(b->txn, &err);
         b->committed = r == 0;
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
                 fail_queued(b, 0, r, why);
         }
+        if (j)
+                j->done(job, j->data, r, err.msg, false);
 }
 
 /* A transaction of thousands of owners is hundreds of thousands of
@@ -781,12 +824,12 @@ static void commit_done(struct nbd_job *job, void *data)
         struct nbd_err err;
         int r = b->be->txn_commit_finish(b->txn, &err);
 
-        (void)job;
-        if (r == 0)
-                return;
-        snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-        fail_queued(b, 1, r, why);
-        nbd_result_set(res, r, "firewall: %s", err.msg);
+        if (r < 0) {
+                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
+                fail_queued(b, 1, r, why);
+                nbd_result_set(res, r, "firewall: %s", err.msg);
+        }
+        join_done(job, joined(job), r, err.msg);
 }
 
 static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res)
@@ -798,12 +841,15 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
         if (!nbd_job_is_last_batched(job))
                 return 0;
         b->committed = true; /* sent, well or not: finish has nothing to do */
+        const struct nbd_fw_join *j = join_with(job, b);
         r = b->be->txn_commit_prepare(b->txn, &err);
         if (r < 0) {
                 char why[NBD_ERR_MSG_MAX + 64];
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
                 fail_queued(b, 1, r, why);
-                return nbd_result_set(res, r, "firewall: %s", err.msg);
+                nbd_result_set(res, r, "firewall: %s", err.msg);
+                join_done(job, j, r, err.msg);
+                return r;
         }
         /* The kernel takes the whole batch inside one sendmsg(): off the
          * loop, so that other clients are served meanwhile. */
@@ -820,12 +866,14 @@ static void end_commit_done(struct nbd_job *job, void *data)
         struct nbd_err err;
         int r = b->be->txn_commit_finish(b->txn, &err);
 
-        (void)job;
-        if (r == 0)
-                return;
-        snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-        fail_queued(b, 0, r, why);
+        if (r < 0) {
+                snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
+                fail_queued(b, 0, r, why);
+        }
+        join_done(job, joined(job), r, err.msg);
 }
+
+static void send_queued(struct nbd_job *job, struct fw_batch *b);
 
 /* The batch's last firewall op ended (returning r) without sending the
  * transaction: it failed and the request goes on after failures, or it
@@ -835,23 +883,56 @@ static void end_commit_done(struct nbd_job *job, void *data)
 static int end_commit(struct nbd_job *job, int r)
 {
         struct fw_batch *b = *nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
+        const struct nbd_fw_join *j = joined(job);
+
+        if (!nbd_job_is_last_batched(job) || (r < 0 && !nbd_job_goes_on_after_failure(job)))
+                return r; /* a batch that stops: fw_batch_finish fails them */
+        /* The op waits for a read on the lane (the table's, or the
+         * chains') and runs again; it commits then. (b->lf and
+         * chains_pending are the loop's to read; the lane sets b->txn
+         * meanwhile.) */
+        if (b && (b->lf || b->chains_pending))
+                return r;
+        if (b && !b->committed && b->n_queued) {
+                send_queued(job, b);
+                return r;
+        }
+        /* The guests' transaction commits nothing: the request's
+         * networks, if any, go alone. */
+        if (j && !(b && b->committed))
+                j->alone(job, j->data, !nbd_job_is_cancelled(job));
+        return r;
+}
+
+/* The queued ops' transaction goes, from the request's last batched op,
+ * which queued nothing in it itself; the networks' messages with it. */
+static void send_queued(struct nbd_job *job, struct fw_batch *b)
+{
+        const struct nbd_fw_join *j;
         char why[NBD_ERR_MSG_MAX + 64];
         struct nbd_err err;
         int k;
 
-        if (!nbd_job_is_last_batched(job) || !b || b->committed || !b->n_queued ||
-            b->chains_pending || /* the op runs again: it commits then */
-            (r < 0 && !nbd_job_goes_on_after_failure(job)))
-                return r; /* a batch that stops: fw_batch_finish fails them */
         b->committed = true;
+        j = join_with(job, b);
         k = b->be->txn_commit_prepare(b->txn, &err);
         if (k < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
                 fail_queued(b, 0, k, why);
-                return r;
+                join_done(job, j, k, err.msg);
+                return;
         }
         nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, commit_send, end_commit_done, b);
-        return r;
+}
+
+bool nbd_fw_commit_joined(struct nbd_job *job)
+{
+        struct fw_batch *b = *nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
+
+        if (!b || !b->txn || b->committed || !b->n_queued)
+                return false;
+        send_queued(job, b);
+        return true;
 }
 
 /* What FirewallApply and FirewallEnsureHash share around their own step:

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Network owner ops: protobuf in, fw_net_kernel.h calls out. Every spec is
  * parsed and checked in validation; the NetApply and NetRemove ops of a
- * batch form one transaction, committed at the batch's last of them.
+ * batch form one transaction, committed at the batch's last of them; with
+ * the guests' owners of the same request when it has any (fw_join.h), at
+ * the last of either kind.
  *
  * Who may: root; a non-root caller only when a [policy] section grants
  * net_apply / net_remove (deny by default, policy.c), and then only on a
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "fw_join.h"
 #include "fw_net.h"
 #include "fw_net_kernel.h"
 #include "ops.h"
@@ -150,10 +153,10 @@ static int kernel_only(struct nbd_job *job, Netbroker__Result *res)
 }
 
 static const char txn_key; /* nbd_job_slot()'s key */
-static const unsigned net_cases[] = {NETBROKER__OP__OP_NET_APPLY, NETBROKER__OP__OP_NET_REMOVE};
 
 struct net_batch {
         struct nbd_net_txn *txn;
+        struct nbd_fw_join join; /* into the guests' commit (fw_join.h) */
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
         struct removed {
@@ -196,6 +199,36 @@ static void batch_free(void *data)
         free(b);
 }
 
+static void committed(struct nbd_job *job, struct net_batch *b, int r, const char *why,
+                      bool may_park);
+
+static bool join_pending(void *put_data)
+{
+        return nbd_net_txn_pending(put_data);
+}
+
+/* The guests' commit took the queued messages (or, none queued, went
+ * without them): its outcome is this batch's. */
+static void join_done(struct nbd_job *job, void *data, int r, const char *why, bool may_park)
+{
+        struct net_batch *b = data;
+
+        nbd_net_txn_joined(b->txn);
+        committed(job, b, r, why, may_park);
+}
+
+static void join_alone(struct nbd_job *job, void *data, bool may_park)
+{
+        struct net_batch *b = data;
+        struct nbd_err err;
+        int r;
+
+        if (b->done)
+                return;
+        r = nbd_net_txn_commit(b->txn, &err);
+        committed(job, b, r, err.msg, may_park);
+}
+
 static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 {
         void **slot = nbd_job_slot(job, &txn_key);
@@ -224,6 +257,14 @@ static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                 nbd_result_set(res, -ENOMEM, "network: out of memory");
                 return NULL;
         }
+        b->join = (struct nbd_fw_join){.put = nbd_net_txn_put,
+                                       .pending = join_pending,
+                                       .put_data = b->txn,
+                                       .done = join_done,
+                                       .alone = join_alone,
+                                       .data = b};
+        if (nbd_fw_join(job, &b->join, res) < 0)
+                return NULL; /* the job frees b */
         *slot = b;
         return b;
 }
@@ -306,9 +347,25 @@ static void stop_programs(struct nbd_job *job, const struct net_batch *b, uid_t 
         nbd_job_park(job, prog_stop_cancel, x);
 }
 
-/* The op ran (r); at the batch's last network op, what was queued goes to
+/* The batch's transaction is over (r: 0 or -errno, why: the kernel's
+ * word): the queued ops' outcome, and the removed networks' programs. */
+static void committed(struct nbd_job *job, struct net_batch *b, int r, const char *why,
+                      bool may_park)
+{
+        if (b->done)
+                return;
+        b->done = true;
+        if (r < 0)
+                fail_queued(b, r, why);
+        else
+                stop_programs(job, b, nbd_job_peer(job)->uid, may_park);
+}
+
+/* The op ran (r); at the request's last batched op, what was queued goes to
  * the kernel in one transaction: when this op succeeded, or failed in a
- * request that goes on after failures. */
+ * request that goes on after failures. That op may be a firewall op,
+ * which commits the guests' owners and these (fw_join.h); this one
+ * commits them together too, when a firewall op queued something. */
 static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result *res, int r)
 {
         struct nbd_err err;
@@ -316,17 +373,15 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
 
         if (r == 0)
                 b->queued[b->n_queued++] = res; /* room was made before */
-        if (b->done || nbd_job_later_op_of(job, net_cases, 2))
+        if (b->done || !nbd_job_is_last_batched(job))
                 return r;
         if (r < 0 && !nbd_job_goes_on_after_failure(job))
                 return r; /* batch_stopped() cancels the others */
-        b->done = true;
+        if (nbd_fw_commit_joined(job))
+                return r < 0 ? r : -(int)res->status; /* on the lane, or parked */
         k = nbd_net_txn_commit(b->txn, &err);
-        if (k < 0)
-                fail_queued(b, k, err.msg);
-        else
-                /* A park goes with returning 0: only when this op succeeded. */
-                stop_programs(job, b, nbd_job_peer(job)->uid, r == 0);
+        /* A park goes with returning 0: only when this op succeeded. */
+        committed(job, b, k, err.msg, r == 0);
         return r < 0 ? r : k;
 }
 
@@ -482,6 +537,7 @@ const struct nbd_op_handler nbd_op_net_apply = {
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_apply,
         .run = run_apply,
+        .batched = true,
 };
 const struct nbd_op_handler nbd_op_net_remove = {
         .name = "net_remove",
@@ -489,6 +545,7 @@ const struct nbd_op_handler nbd_op_net_remove = {
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_remove,
         .run = run_remove,
+        .batched = true,
 };
 const struct nbd_op_handler nbd_op_net_list = {
         .name = "net_list",

@@ -171,6 +171,9 @@ bool nbd_job_next_is_same_kind(const struct nbd_job *job);
  * running one (refused ones skipped): ops that share one kernel call find
  * the last of them (op_net.c). */
 bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_t n);
+/* The job's client went away: a lane's done (nbd_job_on_lane) still runs,
+ * and must not park it. */
+bool nbd_job_is_cancelled(const struct nbd_job *job);
 /* The request says to go on after a failed op (CONTINUE_ON_ERROR). */
 bool nbd_job_goes_on_after_failure(const struct nbd_job *job);
 /* A pointer slot of the job's for an op file's state, one per key (any
@@ -187,8 +190,10 @@ void **nbd_job_slot(struct nbd_job *job, const void *key);
  * done run here and now. The op returns its result's status either way:
  *         nbd_job_on_lane(job, NBD_NEEDS_LINKS, fn, done, data);
  *         return -(int)res->status;
- * If the client goes away while fn runs, fn finishes, done does not run,
- * and the job is freed (batch data, undo data) only after fn returned. */
+ * If the client goes away while fn runs, fn finishes, done still runs (for
+ * the audit; it must not park: nbd_job_is_cancelled), and the job is freed
+ * (batch data, undo data) only after fn returned. Otherwise done may park
+ * the job (nbd_job_park); the op then ends with nbd_job_op_done(). */
 void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
                      void (*done)(struct nbd_job *job, void *data), void *data);
 /* Loop-free reads (issue 14): the running op needs fn(data), a read of

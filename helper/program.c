@@ -170,10 +170,16 @@ static int read_start_time(pid_t pid, unsigned long long *ret)
         return 0;
 }
 
-/* /proc/PID/exe names `file`. */
+/* /proc/PID/exe names `file`, or names it deleted: a package upgrade
+ * replaces the file under a running dnsmasq, whose exe then reads
+ * "FILE (deleted)". It is the same process all the same (the pidfd and
+ * the start time say so); left unadopted, it would run on unsupervised
+ * and the next ProgramStart would start a second one beside it. */
 static bool exe_is(pid_t pid, const char *file)
 {
+        static const char deleted[] = " (deleted)";
         char path[64], exe[PATH_MAX];
+        size_t len = strlen(file);
         ssize_t n;
 
         snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
@@ -181,7 +187,8 @@ static bool exe_is(pid_t pid, const char *file)
         if (n < 0)
                 return false;
         exe[n] = '\0';
-        return strcmp(exe, file) == 0;
+        return strncmp(exe, file, len) == 0 &&
+               (exe[len] == '\0' || strcmp(exe + len, deleted) == 0);
 }
 
 /* ---- pid files ---- */

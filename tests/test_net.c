@@ -527,6 +527,115 @@ START_TEST(test_networks_of_one_batch_are_one_transaction_and_a_refused_one_chan
 }
 END_TEST
 
+/* ---- guests' and networks' owners of one request: one transaction ---- */
+
+static void guest_apply(nb_batch *b, const char *owner, const char *ifname)
+{
+        static const char *const ips[] = {"192.168.100.50", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:01", ips), 0);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE), 0);
+        nb_fw_ruleset_free(rs);
+}
+
+/* Whether the ruleset has a chain whose name starts with prefix ("g1/"). */
+static bool has_chain(const char *prefix)
+{
+        char *rs = tu_sh("nft list ruleset");
+        char quoted[64];
+        bool found;
+
+        snprintf(quoted, sizeof(quoted), "chain %s", prefix);
+        found = strstr(rs, quoted) != NULL;
+        if (!found) {
+                snprintf(quoted, sizeof(quoted), "chain \"%s", prefix);
+                found = strstr(rs, quoted) != NULL;
+        }
+        free(rs);
+        return found;
+}
+
+/* Both kinds, in either order, commit once; the kernel's refusal of either
+ * kind's part (a chain the commit must delete is the target of someone
+ * else's jump: EBUSY) leaves both as they were, and names the part. */
+START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
+{
+        struct world w;
+        nb_net_spec s = spec_of(NB_NET_NAT, NULL, 0, NB_FW_REPLACE);
+        nb_results *res = NULL;
+        char list[512];
+        nb_batch *b;
+        uint32_t gen;
+
+        world_up(&w);
+        free(tu_sh("for i in 1 2 3; do ip link add vx$i type veth peer name vy$i; done"));
+
+        /* A guest's owner, then a network's. */
+        gen = nft_gen();
+        b = nb_batch_new();
+        guest_apply(b, "g1", "vx1");
+        ck_assert_int_eq(nb_batch_net_apply(b, "n1", &s), 0);
+        nb_results_free(tu_submit_ok(w.c, b));
+        ck_assert_uint_eq(nft_gen(), gen + 1);
+        ck_assert(has_chain("g1/"));
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 1);
+
+        /* A network's, then a guest's. */
+        gen = nft_gen();
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_apply(b, "n2", &s), 0);
+        guest_apply(b, "g2", "vx2");
+        nb_results_free(tu_submit_ok(w.c, b));
+        ck_assert_uint_eq(nft_gen(), gen + 1);
+        ck_assert(has_chain("g2/"));
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 2);
+
+        /* The networks' part refused: n3's old chain is another's jump
+         * target. The guest's owner of the same request is not made. */
+        free(tu_sh("nft 'add chain inet netbroker_net n3/forward; add chain inet netbroker_net "
+                   "other; add rule inet netbroker_net other jump n3/forward'"));
+        gen = nft_gen();
+        b = nb_batch_new();
+        guest_apply(b, "g3", "vx3");
+        ck_assert_int_eq(nb_batch_net_apply(b, "n3", &s), 0);
+        ck_assert_int_eq(nb_submit(w.c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EBUSY);
+        ck_assert_int_eq(nb_result_status(res, 1), -EBUSY);
+        ck_assert_msg(strstr(nb_result_message(res, 1), "a network owner's rules"), "%s",
+                      nb_result_message(res, 1));
+        nb_results_free(res);
+        nb_batch_free(b);
+        ck_assert_uint_eq(nft_gen(), gen);
+        ck_assert(!has_chain("g3/"));
+        free(tu_sh("nft 'delete table inet netbroker_net'"));
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 0);
+
+        /* The guests' part refused, the guest's op last: g1's chain is
+         * another's jump target, and g1 cannot go. n4 is not made. */
+        apply(w.c, "n1", &s, NULL, NULL);
+        free(tu_sh("nft 'add chain netdev netbroker other; add rule netdev netbroker other jump "
+                   "g1/from/mac'"));
+        gen = nft_gen();
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_apply(b, "n4", &s), 0);
+        ck_assert_int_eq(nb_batch_firewall_remove(b, "g1"), 0);
+        ck_assert_int_eq(nb_submit(w.c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 0), -EBUSY);
+        ck_assert_int_eq(nb_result_status(res, 1), -EBUSY);
+        ck_assert_msg(strstr(nb_result_message(res, 1), "owner g1"), "%s",
+                      nb_result_message(res, 1));
+        nb_results_free(res);
+        nb_batch_free(b);
+        ck_assert_uint_eq(nft_gen(), gen);
+        ck_assert(has_chain("g1/"));
+        ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 1);
+        ck_assert_ptr_null(strstr(list, "n4 "));
+        world_down(&w);
+}
+END_TEST
+
 /* A batch larger than a netlink socket's default send buffer (212,992
  * bytes): 64 networks of 8 port forwards each, ~700 kB of nftables
  * messages, in one sendmsg() and one transaction. The commit's socket
@@ -1110,6 +1219,7 @@ Suite *net_suite(void)
         tcase_add_test(t, test_nat_route_isolated_give_the_verdicts_libvirts_own_rules_give);
         tcase_add_test(t, test_dual_stack_networks_give_the_verdicts_libvirts_own_rules_give);
         tcase_add_test(t, test_ctl_net_create_nat_ipv6_and_ipv6_nogw_reach_the_rules);
+        tcase_add_test(t, test_guests_and_networks_of_one_request_are_one_transaction);
         tcase_add_test(t, test_nat_network_with_dhcp_end_to_end);
         suite_add_tcase(s, t);
         return s;

@@ -593,6 +593,67 @@ START_TEST(test_program_is_adopted_after_a_helper_restart_not_started_twice)
 }
 END_TEST
 
+/* The program's file replaced while it runs (a package upgrade): its exe
+ * reads "PATH (deleted)", and it is still adopted, not started twice. */
+START_TEST(test_a_program_whose_file_was_replaced_is_still_adopted)
+{
+        char dir[64], prog[80], *conf;
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct tu_helper h;
+        bool existing = false;
+        uint64_t id, again;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+        int pid, pid2;
+
+        /* A directory only root may write (the allow-list checks it). */
+        snprintf(dir, sizeof(dir), "/run/nbtest-upgrade-%d", (int)getpid());
+        snprintf(prog, sizeof(prog), "%s/sleep", dir);
+        free(tu_sh("mkdir -m 0755 '%s' && cp " SLEEP " '%s'", dir, prog));
+        snprintf(prog_dir, sizeof(prog_dir), "%s/programs", dir);
+        ck_assert_int_ge(asprintf(&conf, "fd_limit = 96\nprogram_allow = %s\nprogram_dir = %s\n",
+                                  prog, prog_dir),
+                         0);
+        o.argv = (const char *const[]){prog, "60", NULL}; /* outlives the test only if it fails */
+        o.tag = "upg";
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, prog, &o), 0);
+        res = tu_submit_ok(c, b);
+        ck_assert_int_eq(nb_result_program(res, 0, &id, &pid, NULL), 0);
+        nb_results_free(res);
+        nb_close(c);
+        kill_helper(&h);
+
+        /* The upgrade: a new file renamed over the old one. */
+        free(tu_sh("cp " SLEEP " '%s.new' && mv '%s.new' '%s'", prog, prog, prog));
+        free(tu_sh("readlink /proc/%d/exe | grep -q ' (deleted)$'", pid));
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ck_assert(find_listed(c, id, &p));
+        ck_assert(p.running && p.adopted);
+        ck_assert_int_eq(p.pid, pid);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, prog, &o), 0);
+        res = tu_submit_ok(c, b);
+        ck_assert_int_eq(nb_result_program(res, 0, &again, &pid2, &existing), 0);
+        nb_results_free(res);
+        ck_assert_uint_eq(again, id);
+        ck_assert_int_eq(pid2, pid);
+        ck_assert(existing);
+        nb_results_free(stop(c, id, NULL));
+        ck_assert(!tu_process_alive(pid));
+        nb_close(c);
+        tu_helper_stop(&h);
+        free(tu_sh("rm -rf '%s'", dir));
+        free(conf);
+}
+END_TEST
+
 /* A pid file whose pid is now another process (the number was reused) is
  * not adopted, and that process is left alone: one with a different start
  * time (same program), one with the right start time but another exe. */
@@ -764,6 +825,76 @@ START_TEST(test_removing_a_network_stops_its_callers_programs_of_its_tag_only)
 }
 END_TEST
 
+/* A guest's owner in the same request: one transaction (fw_join.h), sent
+ * on the firewall's lane; the reply still waits until the removed
+ * network's program is gone, whichever kind's op comes last. */
+static void fw_owner(nb_batch *b, const char *owner)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_int_eq(nb_fw_add_no_promisc(rs, "52:54:00:00:00:02"), 0);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, owner, "nbpv0", rs, NB_FW_REPLACE), 0);
+        nb_fw_ruleset_free(rs);
+}
+
+START_TEST(test_a_network_removed_with_a_guests_owner_stops_its_programs_before_the_reply)
+{
+        static const char *const subnets[] = {"10.67.0.0/24"};
+        struct tu_helper h;
+        char *conf = config_with(USERS_POLICY);
+        nb_net_spec spec = NB_NET_SPEC_INIT;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+        int pid;
+
+        tu_private_netns();
+        free(tu_sh("ip link add nbpv0 type veth peer name nbpv1"));
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        spec.bridge = "nbpbr1";
+        spec.subnets = subnets;
+        spec.n_subnets = 1;
+        spec.mode = NB_NET_ISOLATED;
+        b = nb_batch_new();
+        fw_owner(b, "gjoint");
+        nb_results_free(tu_submit_ok(c, b));
+        for (int fw_last = 1; fw_last >= 0; fw_last--) {
+                b = nb_batch_new();
+                ck_assert_int_eq(nb_batch_net_apply(b, "joint", &spec), 0);
+                net_batch_ok(c, b, 1);
+                start_sleep(c, "joint", "1000", &pid, NULL);
+                b = nb_batch_new();
+                if (!fw_last)
+                        fw_owner(b, "gjoint");
+                ck_assert_int_eq(nb_batch_net_remove(b, "joint"), 0);
+                if (fw_last)
+                        ck_assert_int_eq(nb_batch_firewall_remove(b, "gjoint"), 0);
+                res = tu_submit(c, b);
+                for (size_t i = 0; i < 2; i++)
+                        ck_assert_msg(nb_result_status(res, i) == 0, "op %zu: %s", i,
+                                      nb_result_message(res, i));
+                ck_assert_msg(!tu_process_alive(pid), "the reply came before pid %d was gone", pid);
+                ck_assert_msg(strstr(nb_result_message(res, fw_last ? 0 : 1), "program"), "%s",
+                              nb_result_message(res, fw_last ? 0 : 1));
+                nb_results_free(res);
+                ck_assert_uint_eq(nets_named(c, "joint"), 0);
+                if (fw_last) {
+                        /* The next round removes gjoint: it exists. */
+                        b = nb_batch_new();
+                        fw_owner(b, "gjoint");
+                        nb_results_free(tu_submit_ok(c, b));
+                }
+        }
+        ck_assert_uint_eq(listed_count(c), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 /* ---- dnsmasq: a lease across a bridge ---- */
 
 #define DNSMASQ "/usr/sbin/dnsmasq"
@@ -903,8 +1034,11 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_exec_is_refused_while_a_program_holds_the_only_slot);
         tcase_add_test(tc, test_program_is_adopted_after_a_helper_restart_not_started_twice);
         tcase_add_test(tc, test_pid_file_of_an_unrelated_process_is_not_adopted);
+        tcase_add_test(tc, test_a_program_whose_file_was_replaced_is_still_adopted);
         tcase_add_test(tc, test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace);
         tcase_add_test(tc, test_removing_a_network_stops_its_callers_programs_of_its_tag_only);
+        tcase_add_test(
+                tc, test_a_network_removed_with_a_guests_owner_stops_its_programs_before_the_reply);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -982,6 +982,15 @@ static int fake_fw_txn_read_chains(struct nbd_fw_txn *t, struct nbd_err *e)
         return 0;
 }
 
+/* Network owners need the kernel backend (op_net.c refuses them under
+ * this one), so nothing is ever joined here. */
+static void fake_fw_txn_join(struct nbd_fw_txn *t, nbd_fw_put_fn fn, void *data)
+{
+        (void)t;
+        (void)fn;
+        (void)data;
+}
+
 static int ifname_cmp(const void *a, const void *b)
 {
         return strcmp(a, b);
@@ -1348,6 +1357,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .txn_chains_later = fake_fw_txn_chains_later,
                         .txn_chains_wanted = fake_fw_txn_chains_wanted,
                         .txn_read_chains = fake_fw_txn_read_chains,
+                        .txn_join = fake_fw_txn_join,
                 },
         .spawn =
                 {

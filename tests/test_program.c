@@ -362,7 +362,15 @@ END_TEST
 
 /* ---- other callers: a forked client with another uid ---- */
 
-enum as_what { AS_START, AS_START_OTHER, AS_STOP_ID, AS_STOP_TAG, AS_LIST, AS_EXEC };
+enum as_what { AS_START, AS_START_OTHER, AS_STOP_ID, AS_STOP_TAG, AS_LIST, AS_EXEC, AS_START_ARGV };
+
+/* What AS_START_ARGV starts: path with argv, after creating bridge (when
+ * set) in the same batch; the reply is the start's (the bridge's when
+ * path is NULL: the bridge alone). */
+static struct {
+        const char *bridge, *path;
+        const char *const *argv;
+} as_argv;
 
 struct as_reply {
         int status;
@@ -377,10 +385,19 @@ static void as_run(nb_conn *c, enum as_what what, uint64_t id, struct as_reply *
         nb_program_opts o = NB_PROGRAM_OPTS_INIT;
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
+        size_t at = 0;
 
         o.argv = argv;
         o.tag = "user";
-        if (what == AS_START || what == AS_START_OTHER)
+        if (what == AS_START_ARGV) {
+                if (as_argv.bridge && ++at)
+                        nb_batch_bridge_create(b, as_argv.bridge);
+                o.argv = as_argv.argv;
+                if (as_argv.path)
+                        nb_batch_program_start(b, as_argv.path, &o);
+                else
+                        at = 0;
+        } else if (what == AS_START || what == AS_START_OTHER)
                 nb_batch_program_start(b, SLEEP, &o);
         else if (what == AS_STOP_ID)
                 nb_batch_program_stop(b, id, NULL, 2000);
@@ -392,9 +409,9 @@ static void as_run(nb_conn *c, enum as_what what, uint64_t id, struct as_reply *
                 nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
         r->status = nb_submit(c, b, &res);
         if (r->status == 0) {
-                r->status = nb_result_status(res, 0);
-                snprintf(r->msg, sizeof(r->msg), "%s", nb_result_message(res, 0));
-                nb_result_program(res, 0, &r->id, NULL, NULL);
+                r->status = nb_result_status(res, at);
+                snprintf(r->msg, sizeof(r->msg), "%s", nb_result_message(res, at));
+                nb_result_program(res, at, &r->id, NULL, NULL);
                 nb_result_program_stopped(res, 0, &r->n, NULL);
                 if (what == AS_LIST)
                         r->n = (unsigned)nb_result_program_count(res, 0);
@@ -431,15 +448,19 @@ static struct as_reply as_uid(const struct tu_helper *h, uid_t uid, enum as_what
         return r;
 }
 
+/* sleep needs its argument, which a caller other than root gives only
+ * with program_args = any (its arguments are tested apart, below). */
 #define USERS_POLICY                                                                               \
         "exec_allow = /bin/true\n"                                                                 \
         "[policy uid 4711]\n"                                                                      \
         "ops = program_start program_stop exec\n"                                                  \
         "programs = " SLEEP "\n"                                                                   \
+        "program_args = any\n"                                                                     \
         "exec = /bin/true\n"                                                                       \
         "[policy uid 4712]\n"                                                                      \
         "ops = program_start program_stop\n"                                                       \
-        "programs = " SLEEP "\n"
+        "programs = " SLEEP "\n"                                                                   \
+        "program_args = any\n"
 
 START_TEST(test_other_unprivileged_caller_cannot_stop_or_see_it)
 {
@@ -888,6 +909,117 @@ START_TEST(test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace)
 }
 END_TEST
 
+/* ---- what a caller other than root may give a program ---- */
+
+/* What dnsmasq needs on a bridge of the caller's: the arguments a caller
+ * other than root may give (netbrokerd(8), SUPERVISED PROGRAMS). */
+#define USER_DNSMASQ                                                                               \
+        DNSMASQ, "--keep-in-foreground", "--conf-file=/dev/null", "--pid-file", "--leasefile-ro",  \
+                "--bind-interfaces", "--interface=nbu0", "--port=0", "--user=root", "--group="
+
+/* Each runs or writes something as root, or serves where the caller owns
+ * nothing, or leaves supervision; ARGV_DIR is the caller's directory. */
+#define ARGV_DIR "/tmp/nbtest-argv"
+static const char *const hostile_argv[][16] = {
+        {USER_DNSMASQ, "--conf-script=" ARGV_DIR "/evil.sh", NULL},
+        {USER_DNSMASQ, "--dhcp-script=" ARGV_DIR "/evil.sh", NULL},
+        {USER_DNSMASQ, "--dhcp-luascript=" ARGV_DIR "/evil.lua", NULL},
+        {USER_DNSMASQ, "--conf-dir=" ARGV_DIR, NULL},
+        {USER_DNSMASQ, "--conf-file=/etc/shadow", NULL},
+        {USER_DNSMASQ, "-C", "/etc/shadow", NULL},
+        {USER_DNSMASQ, "--pid-file=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--dhcp-leasefile=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--log-facility=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--dumpfile=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--enable-tftp", "--tftp-root=/", NULL},
+        {USER_DNSMASQ, "--nftset=/example.com/4#inet#netbroker#s", NULL},
+        {USER_DNSMASQ, "--interface=lo", NULL},
+        {USER_DNSMASQ, "--listen-address=127.0.0.1", NULL},
+        {USER_DNSMASQ, "--interface", "lo", NULL},
+        {USER_DNSMASQ, "--", "--conf-script=" ARGV_DIR "/evil.sh", NULL},
+        /* Without these it forks away from supervision, or writes the
+         * system's pid and lease files, or listens on every interface. */
+        {DNSMASQ, "--conf-file=/dev/null", "--pid-file", "--leasefile-ro", "--bind-interfaces",
+         "--interface=nbu0", "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--leasefile-ro", "--bind-interfaces", "--interface=nbu0",
+         "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--pid-file", "--bind-interfaces", "--interface=nbu0",
+         "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--pid-file", "--leasefile-ro", "--interface=nbu0",
+         "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--pid-file", "--leasefile-ro", "--bind-interfaces",
+         "--port=0", NULL},
+        /* A program without argument rules takes none from such a caller. */
+        {SLEEP, "1000", NULL},
+};
+
+#define ARGV_POLICY                                                                                \
+        "program_allow = " DNSMASQ "\n"                                                            \
+        "[policy uid 4711]\n"                                                                      \
+        "ops = program_start program_stop bridge_create\n"                                         \
+        "name_prefixes = nbu\n"                                                                    \
+        "programs = " DNSMASQ " " SLEEP "\n"
+
+/* A caller other than root whose policy grants dnsmasq: before, each of
+ * hostile_argv started (evil.sh wrote "0": uid 0 ran the caller's
+ * script). Now each is refused with EPERM naming what, nothing starts,
+ * no file is written, and the arguments dnsmasq needs on the caller's own
+ * bridge are accepted. */
+START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
+{
+        static const char *const good[] = {USER_DNSMASQ, NULL};
+        struct tu_helper h;
+        char *conf = config_with(ARGV_POLICY), *victim;
+        struct as_reply r;
+        nb_conn *root;
+
+        if (access(DNSMASQ, X_OK) != 0)
+                ck_abort_msg("dnsmasq-base is not installed (scripts/deps.sh)");
+        tu_private_netns();
+        free(tu_sh("rm -rf " ARGV_DIR " && mkdir " ARGV_DIR " && "
+                   "printf '#!/bin/sh\\nid -u > " ARGV_DIR "/pwned\\n' > " ARGV_DIR
+                   "/evil.sh && chmod 777 " ARGV_DIR " && "
+                   "chmod 755 " ARGV_DIR "/evil.sh && echo intact > " ARGV_DIR "/victim && "
+                   "chown 4711 " ARGV_DIR " " ARGV_DIR "/evil.sh"));
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        as_argv.bridge = "nbu0";
+        as_argv.path = NULL;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "bridge: %d %s", r.status, r.msg);
+        for (size_t i = 0; i < sizeof(hostile_argv) / sizeof(*hostile_argv); i++) {
+                as_argv.bridge = NULL;
+                as_argv.path = hostile_argv[i][0];
+                as_argv.argv = hostile_argv[i];
+                r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+                printf("program arguments: case %zu: %d %s\n", i, r.status, r.msg);
+                ck_assert_msg(r.status == -EPERM, "case %zu: %d %s", i, r.status, r.msg);
+                ck_assert_msg(strstr(r.msg, "uid 4711 may not"), "case %zu: %s", i, r.msg);
+        }
+        usleep(200000);
+        ck_assert_uint_eq(tu_stat(root, "programs_started"), 0);
+        ck_assert_int_eq(tu_children_of(h.pid), 0);
+        ck_assert_int_ne(access(ARGV_DIR "/pwned", F_OK), 0);
+        victim = tu_sh("cat " ARGV_DIR "/victim");
+        ck_assert_str_eq(victim, "intact\n");
+        free(victim);
+
+        /* What dnsmasq needs, on the caller's bridge. */
+        as_argv.bridge = NULL;
+        as_argv.path = DNSMASQ;
+        as_argv.argv = good;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
+        r = as_uid(&h, USER_A, AS_STOP_ID, r.id);
+        ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
+        nb_close(root);
+        tu_helper_stop(&h);
+        free(tu_sh("ip link del nbu0; rm -rf " ARGV_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 Suite *program_suite(void)
 {
         Suite *s = suite_create("program");
@@ -905,6 +1037,7 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_pid_file_of_an_unrelated_process_is_not_adopted);
         tcase_add_test(tc, test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace);
         tcase_add_test(tc, test_removing_a_network_stops_its_callers_programs_of_its_tag_only);
+        tcase_add_test(tc, test_user_program_arguments_cannot_run_or_write_anything_as_root);
         suite_add_tcase(s, tc);
         return s;
 }

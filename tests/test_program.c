@@ -362,7 +362,16 @@ END_TEST
 
 /* ---- other callers: a forked client with another uid ---- */
 
-enum as_what { AS_START, AS_START_OTHER, AS_STOP_ID, AS_STOP_TAG, AS_LIST, AS_EXEC, AS_START_ARGV };
+enum as_what {
+        AS_START,
+        AS_START_OTHER,
+        AS_STOP_ID,
+        AS_STOP_TAG,
+        AS_LIST,
+        AS_EXEC,
+        AS_START_ARGV,
+        AS_DELETE_NBU0,
+};
 
 /* What AS_START_ARGV starts: path with argv, after creating bridge (when
  * set) in the same batch; the reply is the start's (the bridge's when
@@ -405,6 +414,8 @@ static void as_run(nb_conn *c, enum as_what what, uint64_t id, struct as_reply *
                 nb_batch_program_stop(b, 0, "user", 2000);
         else if (what == AS_LIST)
                 nb_batch_program_list(b, NULL);
+        else if (what == AS_DELETE_NBU0)
+                nb_batch_link_delete(b, "nbu0");
         else
                 nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
         r->status = nb_submit(c, b, &res);
@@ -956,7 +967,7 @@ static const char *const hostile_argv[][16] = {
 #define ARGV_POLICY                                                                                \
         "program_allow = " DNSMASQ "\n"                                                            \
         "[policy uid 4711]\n"                                                                      \
-        "ops = program_start program_stop bridge_create\n"                                         \
+        "ops = program_start program_stop bridge_create link_delete\n"                             \
         "name_prefixes = nbu\n"                                                                    \
         "programs = " DNSMASQ " " SLEEP "\n"
 
@@ -972,6 +983,7 @@ START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
         char *conf = config_with(ARGV_POLICY), *victim;
         struct as_reply r;
         nb_conn *root;
+        uint64_t id;
 
         if (access(DNSMASQ, X_OK) != 0)
                 ck_abort_msg("dnsmasq-base is not installed (scripts/deps.sh)");
@@ -1010,11 +1022,19 @@ START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
         as_argv.argv = good;
         r = as_uid(&h, USER_A, AS_START_ARGV, 0);
         ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
-        r = as_uid(&h, USER_A, AS_STOP_ID, r.id);
+        id = r.id;
+        /* Its interface stays while the program serves it: deleted, the
+         * next nbu0 (root's) would be served by it (--bind-dynamic). */
+        r = as_uid(&h, USER_A, AS_DELETE_NBU0, 0);
+        ck_assert_int_eq(r.status, -EBUSY);
+        ck_assert_msg(strstr(r.msg, "serves nbu0: stop it first"), "%s", r.msg);
+        r = as_uid(&h, USER_A, AS_STOP_ID, id);
+        ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
+        r = as_uid(&h, USER_A, AS_DELETE_NBU0, 0);
         ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
         nb_close(root);
         tu_helper_stop(&h);
-        free(tu_sh("ip link del nbu0; rm -rf " ARGV_DIR));
+        free(tu_sh("rm -rf " ARGV_DIR));
         remove_prog_dir();
         free(conf);
 }

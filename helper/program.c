@@ -694,14 +694,29 @@ static void adopt_all(void)
         closedir(d);
 }
 
+/* The pid files decide what is adopted, and for whom: a directory someone
+ * else may write in lets them name any process that runs an allowed file
+ * (the system's dnsmasq) as their program, to stop it. */
+static int dir_trusted(const char *dir)
+{
+        struct stat sb;
+
+        if (lstat(dir, &sb) < 0)
+                return -errno;
+        if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))
+                return -EPERM;
+        return 0;
+}
+
 int nbd_programs_init(struct nbd_loop *l, const char *dir)
 {
         char *copy = strdup(dir);
+        int r;
 
         if (!copy)
                 return -ENOMEM;
-        if (mkdir(copy, 0700) < 0 && errno != EEXIST) {
-                int r = -errno;
+        r = mkdir(copy, 0700) < 0 && errno != EEXIST ? -errno : dir_trusted(copy);
+        if (r < 0) {
                 free(copy);
                 return r;
         }

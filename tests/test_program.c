@@ -691,6 +691,60 @@ START_TEST(test_pid_file_of_an_unrelated_process_is_not_adopted)
 }
 END_TEST
 
+/* program_dir is uid 4711's (a configuration that put it somewhere others
+ * may write): its forged pid file names a root process the helper never
+ * started, as uid 4711's program tagged "user". Before, the helper adopted
+ * it and uid 4711's ProgramStop by tag killed root's process. Now the
+ * directory is refused at start-up: nothing adopted, no program starts
+ * (EOPNOTSUPP), root's process runs on. */
+START_TEST(test_pid_files_in_a_directory_others_may_write_are_not_trusted)
+{
+        struct tu_helper h;
+        char *conf = config_with(USERS_POLICY);
+        char path[PATH_MAX + 32], body[512];
+        char *const argv[] = {(char *)"/usr/bin/setpriv",
+                              (char *)"--bounding-set=-all",
+                              (char *)"--",
+                              (char *)SLEEP,
+                              (char *)"1004",
+                              NULL};
+        struct as_reply r;
+        pid_t other;
+        int fd, n;
+
+        ck_assert_int_eq(mkdir(prog_dir, 0755), 0);
+        ck_assert_int_eq(chown(prog_dir, USER_A, USER_A), 0);
+        ck_assert_int_eq(posix_spawn(&other, argv[0], NULL, NULL, argv, NULL), 0);
+        for (int i = 0; i < 100 && strcmp(exe_of(other), "/usr/bin/sleep") != 0; i++)
+                usleep(10000);
+        ck_assert_str_eq(exe_of(other), "/usr/bin/sleep");
+        snprintf(path, sizeof(path), "%s/1.pid", prog_dir);
+        n = snprintf(body, sizeof(body),
+                     "netbroker-program-1%c%d%c%ld%c%d%c/usr/bin/sleep%c" SLEEP "%cuser%c" SLEEP
+                     "%c1004%c",
+                     0, (int)other, 0, stat_field(other, 22), 0, USER_A, 0, 0, 0, 0, 0, 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_eq(write(fd, body, (size_t)n), n);
+        close(fd);
+        ck_assert_int_eq(chown(path, USER_A, USER_A), 0);
+
+        tu_helper_start(&h, conf);
+        r = as_uid(&h, USER_A, AS_STOP_TAG, 0);
+        printf("forged pid file: uid 4711 stops tag 'user': %d (%u stopped) %s\n", r.status, r.n,
+               r.msg);
+        ck_assert_uint_eq(r.n, 0);
+        usleep(100000);
+        ck_assert(tu_process_alive(other));
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_int_eq(r.status, -EOPNOTSUPP);
+        tu_helper_stop(&h);
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 /* ---- a network's programs go with its owner ---- */
 
 static void net_batch_ok(nb_conn *c, nb_batch *b, size_t expect_ok)
@@ -926,7 +980,7 @@ END_TEST
  * other than root may give (netbrokerd(8), SUPERVISED PROGRAMS). */
 #define USER_DNSMASQ                                                                               \
         DNSMASQ, "--keep-in-foreground", "--conf-file=/dev/null", "--pid-file", "--leasefile-ro",  \
-                "--bind-interfaces", "--interface=nbu0", "--port=0", "--user=root", "--group="
+                "--bind-dynamic", "--interface=nbu0", "--port=0", "--user=root", "--group="
 
 /* Each runs or writes something as root, or serves where the caller owns
  * nothing, or leaves supervision; ARGV_DIR is the caller's directory. */
@@ -981,6 +1035,7 @@ START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
         static const char *const good[] = {USER_DNSMASQ, NULL};
         struct tu_helper h;
         char *conf = config_with(ARGV_POLICY), *victim;
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
         struct as_reply r;
         nb_conn *root;
         uint64_t id;
@@ -1020,9 +1075,13 @@ START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
         as_argv.bridge = NULL;
         as_argv.path = DNSMASQ;
         as_argv.argv = good;
+        free(tu_sh("ip addr add 10.78.0.1/24 dev nbu0 && ip link set nbu0 up"));
         r = as_uid(&h, USER_A, AS_START_ARGV, 0);
         ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
         id = r.id;
+        usleep(300000);
+        ck_assert(find_listed(root, id, &p));
+        ck_assert_msg(p.running, "dnsmasq exited: %d", p.exit_code);
         /* Its interface stays while the program serves it: deleted, the
          * next nbu0 (root's) would be served by it (--bind-dynamic). */
         r = as_uid(&h, USER_A, AS_DELETE_NBU0, 0);
@@ -1055,6 +1114,7 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_exec_is_refused_while_a_program_holds_the_only_slot);
         tcase_add_test(tc, test_program_is_adopted_after_a_helper_restart_not_started_twice);
         tcase_add_test(tc, test_pid_file_of_an_unrelated_process_is_not_adopted);
+        tcase_add_test(tc, test_pid_files_in_a_directory_others_may_write_are_not_trusted);
         tcase_add_test(tc, test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace);
         tcase_add_test(tc, test_removing_a_network_stops_its_callers_programs_of_its_tag_only);
         tcase_add_test(tc, test_user_program_arguments_cannot_run_or_write_anything_as_root);

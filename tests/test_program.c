@@ -745,6 +745,49 @@ START_TEST(test_pid_files_in_a_directory_others_may_write_are_not_trusted)
 }
 END_TEST
 
+/* A start whose pid file would be over what a restarted helper reads
+ * (256 KiB) is refused: before, it ran, and after a restart its pid file
+ * was taken as stale and removed, leaving it running, unsupervised and
+ * counted against no one. sleep sums its arguments, and reads 100,000
+ * leading zeros as nothing (the kernel takes at most 128 KiB per
+ * argument, 3 of them here). */
+START_TEST(test_program_whose_pid_file_would_be_too_long_is_refused)
+{
+        struct tu_helper h;
+        char *conf = config_with(""), *secs = malloc(100005), *zero = malloc(100001);
+        const char *argv[] = {SLEEP, secs, zero, zero, NULL};
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b;
+        nb_results *res;
+        nb_conn *c;
+
+        ck_assert(secs && zero);
+        memset(secs, '0', 100000);
+        strcpy(secs + 100000, "1000");
+        memset(zero, '0', 100000);
+        zero[100000] = '\0';
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        o.argv = argv;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, SLEEP, &o), 0);
+        res = tu_submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == -E2BIG, "%d %s", nb_result_status(res, 0),
+                      nb_result_message(res, 0));
+        ck_assert_msg(strstr(nb_result_message(res, 0), "a pid file holds at most 262144"), "%s",
+                      nb_result_message(res, 0));
+        nb_results_free(res);
+        ck_assert_uint_eq(tu_stat(c, "programs_started"), 0);
+        ck_assert_int_eq(tu_children_of(h.pid), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(secs);
+        free(zero);
+        free(conf);
+}
+END_TEST
+
 /* ---- a network's programs go with its owner ---- */
 
 static void net_batch_ok(nb_conn *c, nb_batch *b, size_t expect_ok)
@@ -1115,6 +1158,7 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_program_is_adopted_after_a_helper_restart_not_started_twice);
         tcase_add_test(tc, test_pid_file_of_an_unrelated_process_is_not_adopted);
         tcase_add_test(tc, test_pid_files_in_a_directory_others_may_write_are_not_trusted);
+        tcase_add_test(tc, test_program_whose_pid_file_would_be_too_long_is_refused);
         tcase_add_test(tc, test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace);
         tcase_add_test(tc, test_removing_a_network_stops_its_callers_programs_of_its_tag_only);
         tcase_add_test(tc, test_user_program_arguments_cannot_run_or_write_anything_as_root);

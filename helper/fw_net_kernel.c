@@ -387,10 +387,25 @@ static bool in_place(const struct net_state *o, const struct nbd_net_compiled *c
                o->chains == chain_mask(c) && o->rules == c->total && o->info.rules == c->total;
 }
 
+/* Another owner with rules on s's bridge (as read, or as this transaction
+ * leaves it), or NULL. */
+static const struct net_state *other_on_bridge(const struct nbd_net_txn *t,
+                                               const struct nbd_net_spec *s)
+{
+        for (size_t i = 0; i < t->n_owners; i++) {
+                const struct net_state *o = &t->owners[i];
+                if (o->chains && strcmp(o->info.owner, s->owner) != 0 &&
+                    strcmp(o->info.bridge, s->bridge) == 0)
+                        return o;
+        }
+        return NULL;
+}
+
 int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool ensure,
                       bool own_only, struct nbd_net_applied *ret, struct nbd_err *e)
 {
         struct net_state *o = find(t, s->owner, strlen(s->owner));
+        const struct net_state *other;
         struct nbd_net_compiled c = {0};
         struct nbd_net_applied a = {0};
         int r;
@@ -400,6 +415,15 @@ int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool 
                                    "policy: uid %u does not own network owner %s (it is "
                                    "another caller's)",
                                    (unsigned)s->uid, s->owner);
+        /* One network per bridge for a caller other than root: its networks
+         * are then bounded by its interfaces (max_devices). Without, one
+         * uid's thousands of owners on one bridge made every network
+         * request of everyone's read them all, on the loop. */
+        if (own_only && (other = other_on_bridge(t, s)))
+                return nbd_err_set(e, -EEXIST,
+                                   "policy: bridge %s has network %s already (a caller other "
+                                   "than root has one network per bridge it owns)",
+                                   s->bridge, other->info.owner);
         nbd_net_hash(s, a.hash);
         if ((r = nbd_net_compile(s, a.hash, &c)) < 0)
                 return nbd_err_set(e, r, "compiling network %s: %s", s->owner, strerror(-r));
@@ -424,6 +448,10 @@ int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool 
         if (!o && !(o = find_or_add(t, s->owner, strlen(s->owner))))
                 goto oom;
         o->touched = true;
+        /* As the transaction leaves it, for the batch's later ops. */
+        o->chains = chain_mask(&c);
+        memcpy(o->info.bridge, s->bridge, sizeof(o->info.bridge));
+        o->info.uid = s->uid;
 done:
         nbd_net_compiled_free(&c);
         *ret = a;

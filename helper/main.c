@@ -606,7 +606,8 @@ static int serve(struct nbd_config **cfg, const struct options *o, int n_activat
         r = nbd_programs_init(loop,
                               (*cfg)->program_dir ? (*cfg)->program_dir : NBD_PROGRAM_DEFAULT_DIR);
         if (r < 0)
-                nbd_warn("no supervised programs: cannot make %s: %s",
+                nbd_warn("no supervised programs: program_dir %s: %s (it must be a directory "
+                         "of the helper's uid that no one else may write)",
                          (*cfg)->program_dir ? (*cfg)->program_dir : NBD_PROGRAM_DEFAULT_DIR,
                          strerror(-r));
         r = nbd_server_new(*cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);

@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "bandwidth.h"
 #include "link.h"
+#include "link_users.h"
 #include "mac.h"
 #include "names.h"
 #include "netlink.h"
@@ -972,7 +973,7 @@ static int run_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         struct nbd_err err;
         int r;
 
-        if ((r = nbd_job_check_owned(job, name, res)))
+        if ((r = nbd_job_check_owned(job, name, res)) || (r = nbd_link_users_check(job, name, res)))
                 goto end_of_run;
         /* The memory first: once deleted, the interface cannot be put back. */
         res->ifname = strdup(name);

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "ops.h"
 #include "program.h"
+#include "program_args.h"
 #include "spawn.h"
 
 #define TAG_MAX 64
@@ -51,11 +53,60 @@ static bool may_manage(const struct nbd_peer *peer, const struct nbd_program_inf
 
 /* ---- ProgramStart ---- */
 
+/* An interface a program's arguments name, while the batch is validated:
+ * it exists (or an earlier op makes it) and is the caller's. */
+static int owned_now(void *data, const char *ifname, struct nbd_err *e)
+{
+        struct nbd_validation *v = data;
+        Netbroker__Result tmp = NETBROKER__RESULT__INIT;
+        int r = nbd_check_interface(v, ifname, &tmp, "program");
+
+        if (r == 0)
+                r = nbd_check_owned(v, ifname, &tmp);
+        if (r < 0)
+                nbd_err_set(e, r, "%s", tmp.message);
+        if (tmp.message != protobuf_c_empty_string)
+                free(tmp.message);
+        return r;
+}
+
+/* The same when the start runs: the interface is there, marked as the
+ * caller's (one gone since may come back as another's, and dnsmasq's
+ * --bind-dynamic would serve it). */
+static int owned_at_start(void *data, const char *ifname, struct nbd_err *e)
+{
+        struct nbd_job *job = data;
+        const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
+        uid_t uid = nbd_job_peer(job)->uid, owner;
+
+        if (ctx->be->links.owner(ctx->links, ifname, &owner) == 0 && owner == uid)
+                return 0;
+        return nbd_err_set(e, -EPERM, "policy: uid %u does not own interface %s", (unsigned)uid,
+                           ifname);
+}
+
+/* A caller other than root gives only the arguments program_args.h
+ * allows, unless its section says program_args = any. */
+static int check_program_args(const struct nbd_config *cfg, const struct nbd_peer *peer,
+                              const Netbroker__ProgramStart *s, nbd_program_owned_fn owned,
+                              void *data, Netbroker__Result *res)
+{
+        const char *file = nbd_config_program_file(cfg, s->path);
+        struct nbd_err e = {0};
+        int r;
+
+        if (!file || !nbd_policy_checks_program_args(&cfg->policy, peer))
+                return 0;
+        r = nbd_program_args_check(file, s->argv, s->n_argv, peer->uid, owned, data, &e);
+        return r < 0 ? nbd_result_set(res, r, "program: %s", e.msg) : 0;
+}
+
 static int validate_start(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const struct nbd_config *cfg = v->ctx->cfg;
         const Netbroker__ProgramStart *s = op->program_start;
         struct nbd_err why = {0};
+        int r;
 
         if (s->path[0] != '/')
                 return nbd_result_set(res, -EINVAL,
@@ -72,8 +123,8 @@ static int validate_start(struct nbd_validation *v, const Netbroker__Op *op, Net
                                       "program: tag must be at most %d printable characters "
                                       "without spaces",
                                       TAG_MAX);
-        return nbd_exec_check_args(cfg, "program", s->path, s->argv, s->n_argv, s->env, s->n_env,
-                                   res);
+        r = nbd_exec_check_args(cfg, "program", s->path, s->argv, s->n_argv, s->env, s->n_env, res);
+        return r ? r : check_program_args(cfg, v->peer, s, owned_now, v, res);
 }
 
 static int set_program_result(Netbroker__Result *res, const struct nbd_program_info *i,
@@ -144,6 +195,8 @@ static int run_start(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         /* A reload since validation may have taken it off the list. */
         if (!file)
                 return nbd_result_set(res, -EPERM, "program: %s is not on program_allow", s->path);
+        if ((r = check_program_args(cfg, nbd_job_peer(job), s, owned_at_start, job, res)) < 0)
+                return r;
         argv = nbd_exec_build_argv(s->path, s->argv, s->n_argv);
         envp = nbd_exec_build_env(s->env, s->n_env);
         if (!argv || !envp) {

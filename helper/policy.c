@@ -341,6 +341,13 @@ int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line
                 s->max_devices = (unsigned)n;
                 return 0;
         }
+        if (strcmp(key, "program_args") == 0) {
+                if (strcmp(v, "checked") != 0 && strcmp(v, "any") != 0)
+                        return nbd_err_set(e, -EINVAL, "program_args: expected checked or any");
+                s->program_args_any = strcmp(v, "any") == 0;
+                s->program_args_line = line;
+                return 0;
+        }
         if (strcmp(key, "netns") == 0) {
                 if (strcmp(v, "own") != 0 && strcmp(v, "none") != 0) {
                         return nbd_err_set(e, -EINVAL, "netns: expected own or none");
@@ -351,7 +358,8 @@ int nbd_policy_set(struct nbd_policy *p, const char *key, char *v, unsigned line
         return nbd_err_set(
                 e, -EINVAL,
                 "%s: not a key of a [policy] section (ops, bridges, parents, macvlan_modes, "
-                "name_prefixes, max_devices, netns, exec, programs); settings of the helper go "
+                "name_prefixes, max_devices, netns, exec, programs, program_args); settings of the "
+                "helper go "
                 "before the "
                 "first section",
                 key);
@@ -367,6 +375,11 @@ static int check_section_programs(const struct nbd_policy_section *s, const stru
                                    "%s:%u: ops: program_start is granted but [%s] lists no "
                                    "'programs'",
                                    s->file, s->program_op_line, s->label);
+        if (s->program_args_any && !s->n_programs)
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "%s:%u: program_args: [%s] lists no 'programs' it would apply to", s->file,
+                        s->program_args_line, s->label);
         for (size_t i = 0; i < s->n_programs; i++) {
                 if (!(s->ops & PROGRAM_START_OP))
                         return nbd_err_set(e, -EINVAL,
@@ -513,6 +526,16 @@ int nbd_policy_check_program(const struct nbd_policy *p, const struct nbd_peer *
         return nbd_err_set(e, -EPERM,
                            "policy: uid %u may not start %s (no [policy] section for it)",
                            (unsigned)peer->uid, path);
+}
+
+bool nbd_policy_checks_program_args(const struct nbd_policy *p, const struct nbd_peer *peer)
+{
+        const struct nbd_policy_section *s;
+
+        if (nbd_peer_is_root(peer))
+                return false;
+        s = nbd_policy_for(p, peer);
+        return !s || !s->program_args_any;
 }
 
 static bool in_names(const char (*names)[IFNAMSIZ], size_t n, const char *name)

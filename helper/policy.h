@@ -71,6 +71,10 @@ struct nbd_policy_section {
         unsigned programs_line[NBD_POLICY_MAX_PROGRAMS];
         size_t n_programs;
         unsigned program_op_line; /* the 'ops' that granted program_start */
+        /* program_args = any: its programs take any arguments, unchecked
+         * (program_args.h); the line, for the check that needs programs. */
+        bool program_args_any;
+        unsigned program_args_line;
 };
 
 struct nbd_policy {
@@ -120,6 +124,10 @@ int nbd_policy_check_exec(const struct nbd_policy *p, const struct nbd_peer *pee
 /* May peer start supervised program path (on program_allow)? As above. */
 int nbd_policy_check_program(const struct nbd_policy *p, const struct nbd_peer *peer,
                              const char *path, struct nbd_err *e);
+
+/* Are peer's program arguments checked (program_args.h)? Not for root,
+ * nor where its section says program_args = any. */
+bool nbd_policy_checks_program_args(const struct nbd_policy *p, const struct nbd_peer *peer);
 
 bool nbd_policy_may_bridge(const struct nbd_policy_section *s, const char *name);
 bool nbd_policy_may_parent(const struct nbd_policy_section *s, const char *name);

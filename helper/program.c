@@ -431,6 +431,17 @@ out:
         return r;
 }
 
+/* The bytes of a pid file for s, its numbers at their longest. */
+static size_t pidfile_size(const struct nbd_program_spec *s)
+{
+        size_t n = sizeof(PIDFILE_MAGIC) + 3 * 21 + strlen(s->file) + 1 + strlen(s->path) + 1 +
+                   strlen(s->tag) + 1;
+
+        for (size_t i = 0; s->argv[i]; i++)
+                n += strlen(s->argv[i]) + 1;
+        return n;
+}
+
 int nbd_program_start(const struct nbd_program_spec *s, struct nbd_program **ret, struct nbd_err *e)
 {
         struct nbd_program *p;
@@ -438,6 +449,15 @@ int nbd_program_start(const struct nbd_program_spec *s, struct nbd_program **ret
 
         if (!st.loop)
                 return nbd_err_set(e, -EOPNOTSUPP, "program: supervision is not running");
+        /* A restarted helper reads at most PIDFILE_MAX of a pid file; one
+         * longer would be taken as stale and its program left running,
+         * unsupervised and counted against no one. */
+        if (pidfile_size(s) > PIDFILE_MAX)
+                return nbd_err_set(e, -E2BIG,
+                                   "program: its path, tag and arguments take %zu bytes: a pid "
+                                   "file holds at most %d, or a restarted helper could not find "
+                                   "the program again",
+                                   pidfile_size(s), PIDFILE_MAX);
         p = program_new(s->path, s->file, s->tag, s->argv, s->uid);
         if (!p)
                 return nbd_err_oom(e, "starting a program");
@@ -701,14 +721,29 @@ static void adopt_all(void)
         closedir(d);
 }
 
+/* The pid files decide what is adopted, and for whom: a directory someone
+ * else may write in lets them name any process that runs an allowed file
+ * (the system's dnsmasq) as their program, to stop it. */
+static int dir_trusted(const char *dir)
+{
+        struct stat sb;
+
+        if (lstat(dir, &sb) < 0)
+                return -errno;
+        if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))
+                return -EPERM;
+        return 0;
+}
+
 int nbd_programs_init(struct nbd_loop *l, const char *dir)
 {
         char *copy = strdup(dir);
+        int r;
 
         if (!copy)
                 return -ENOMEM;
-        if (mkdir(copy, 0700) < 0 && errno != EEXIST) {
-                int r = -errno;
+        r = mkdir(copy, 0700) < 0 && errno != EEXIST ? -errno : dir_trusted(copy);
+        if (r < 0) {
                 free(copy);
                 return r;
         }

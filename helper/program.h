@@ -59,8 +59,9 @@ struct nbd_program;
 
 /* Start-up: remember the loop and the pid-file directory (made 0700 if
  * missing), and adopt the programs its pid files name. Returns 0 or -errno
- * (the directory cannot be made); a pid file that cannot be read is
- * removed with a warning. */
+ * (the directory cannot be made; -EPERM: it is not a directory of the
+ * helper's uid that no one else may write, so its pid files could be
+ * anyone's); a pid file that cannot be read is removed with a warning. */
 int nbd_programs_init(struct nbd_loop *l, const char *dir);
 /* Shutdown: stop watching (the programs go on running, their pid files
  * stay for the next helper) and free the list. */

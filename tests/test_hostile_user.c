@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -669,6 +670,213 @@ START_TEST(test_user_changes_are_audited_with_its_uid)
 }
 END_TEST
 
+/* ---- network owners (NetApply) of a caller other than root ---- */
+
+/* What uid 65534 may do with networks: isolated and open ones on bridges
+ * of its own. */
+#define NET_POLICY                                                                                 \
+        "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
+        "[policy uid 65534]\n"                                                                     \
+        "ops = bridge_create link_delete net_apply net_remove\n"                                   \
+        "name_prefixes = nbu\n"
+
+/* A bridge of its own, then `requests` requests of `each` isolated
+ * networks on it; status: the first failure's, or 0. Shared with the
+ * test (the attacker is a child). */
+struct nets_attack {
+        int requests, each, status;
+};
+
+static int one_nets_request(nb_conn *c, int req, int each, bool bridge)
+{
+        static const char *const subnets[] = {"10.99.0.0/24"};
+        nb_net_spec spec = NB_NET_SPEC_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        long failed;
+        int status = 0, n = 0;
+
+        spec.bridge = "nbu7";
+        spec.subnets = subnets;
+        spec.n_subnets = 1;
+        spec.mode = NB_NET_ISOLATED;
+        if (bridge && ++n)
+                nb_batch_bridge_create(b, "nbu7");
+        for (int i = 0; i < each; i++, n++) {
+                char owner[32];
+                snprintf(owner, sizeof(owner), "n%d_%d", req, i);
+                nb_batch_net_apply(b, owner, &spec);
+        }
+        if (nb_submit(c, b, &res) != 0)
+                return -EIO;
+        failed = nb_results_first_error(res);
+        /* The op that stopped the batch (the others: ECANCELED). */
+        for (long i = n - 1; i >= 0; i--)
+                if (nb_result_status(res, (size_t)i) != -ECANCELED &&
+                    nb_result_status(res, (size_t)i) != 0)
+                        failed = i;
+        if (failed >= 0) {
+                status = nb_result_status(res, (size_t)failed);
+                printf("hostile: networks: request %d op %ld: %s\n", req, failed,
+                       nb_result_message(res, (size_t)failed));
+                fflush(stdout);
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+        return status;
+}
+
+static int many_networks(const char *sock, void *arg)
+{
+        struct nets_attack *x = arg;
+        nb_conn *c;
+
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        x->status = 0;
+        for (int r = 0; r < x->requests && !x->status; r++)
+                x->status = one_nets_request(c, r, x->each, r == 0);
+        nb_close(c);
+        return 0;
+}
+
+static unsigned net_chains(void)
+{
+        char *n = tu_sh("nft list table inet netbroker_net 2>/dev/null | grep -c 'chain ' || true");
+        unsigned v = (unsigned)atoi(n);
+
+        free(n);
+        return v;
+}
+
+/* A caller other than root puts one network on each bridge of its own: its
+ * networks are bounded by max_devices like its interfaces. Before, 8
+ * requests of 250 owners on one bridge put 1,000 in (the fifth request's
+ * commit met ENOBUFS), each a chain every later network request of
+ * anyone's read first, on the loop: root's NetApply took 20 ms after them
+ * (0.4-1.8 ms now), and nothing bounded smaller requests. */
+START_TEST(test_user_networks_are_one_per_bridge_it_owns)
+{
+        static const char *const subnets[] = {"10.98.0.0/24"};
+        nb_net_spec spec = NB_NET_SPEC_INIT;
+        struct tu_helper h;
+        struct attacker a;
+        struct nets_attack *x =
+                mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        uint64_t t0, took;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+        unsigned chains;
+
+        ck_assert(x != MAP_FAILED);
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW NET_POLICY);
+        *x = (struct nets_attack){.requests = 8, .each = 250};
+        attack_start(&a, &h, many_networks, x);
+        attack_end(&a);
+        chains = net_chains();
+        /* What root's next network request costs now (every one reads
+         * the helper's whole table first). */
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        spec.bridge = "nbroot0";
+        spec.subnets = subnets;
+        spec.n_subnets = 1;
+        spec.mode = NB_NET_ISOLATED;
+        b = nb_batch_new();
+        nb_batch_net_apply(b, "root0", &spec);
+        t0 = tu_now_us();
+        res = tu_submit(c, b);
+        took = tu_now_us() - t0;
+        printf("hostile: uid 65534 asked for 8 x 250 networks on one bridge: status %d, %u chains; "
+               "root's NetApply then took %.1f ms: %d %s\n",
+               x->status, chains, took / 1000.0, nb_result_status(res, 0),
+               nb_result_message(res, 0));
+        fflush(stdout);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        nb_close(c);
+        ck_assert_int_eq(x->status, -EEXIST);
+        ck_assert_uint_eq(chains, 0);
+        /* One network on its bridge is what it may have. */
+        *x = (struct nets_attack){.requests = 1, .each = 1};
+        free(tu_sh("ip link del nbu7 2>/dev/null; true")); /* undone with the batch */
+        attack_start(&a, &h, many_networks, x);
+        attack_end(&a);
+        ck_assert_int_eq(x->status, 0);
+        tu_helper_stop(&h);
+        munmap(x, sizeof(*x));
+}
+END_TEST
+
+static nb_results *submit_as_attacker(nb_conn *c, nb_batch *b)
+{
+        nb_results *res = NULL;
+
+        if (nb_submit(c, b, &res) != 0)
+                res = NULL;
+        nb_batch_free(b);
+        return res;
+}
+
+/* A network on a bridge of its own; the bridge's deletion is refused while
+ * the network is there, and goes with its removal. */
+static int network_then_delete(const char *sock, void *arg)
+{
+        struct nets_attack x = {.requests = 1, .each = 1};
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+        int ok;
+
+        (void)arg;
+        if (many_networks(sock, &x) != 0 || x.status != 0 || nb_connect(sock, &c) != 0)
+                return 3;
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "nbu7");
+        res = submit_as_attacker(c, b);
+        ok = res && nb_result_status(res, 0) == -EBUSY &&
+             strstr(nb_result_message(res, 0), "network n0_0 is on nbu7");
+        if (res)
+                printf("hostile: uid 65534 deletes the bridge of its network: %d %s\n",
+                       nb_result_status(res, 0), nb_result_message(res, 0));
+        fflush(stdout);
+        nb_results_free(res);
+        b = nb_batch_new();
+        nb_batch_net_remove(b, "n0_0");
+        nb_batch_link_delete(b, "nbu7");
+        res = submit_as_attacker(c, b);
+        ok = ok && res && nb_results_first_error(res) == -1;
+        nb_results_free(res);
+        nb_close(c);
+        return ok ? 0 : 4;
+}
+
+/* uid 65534 isolates a bridge of its own and deletes the bridge: its
+ * rules match the bridge by name, so they would isolate the next bridge of
+ * that name, root's (before: 3 rules named root's nbu7). The deletion is
+ * refused (EBUSY) while the network is there; removed with it, it leaves
+ * nothing. */
+START_TEST(test_user_network_does_not_outlive_its_bridge)
+{
+        struct tu_helper h;
+        struct attacker a;
+        char *rules;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW NET_POLICY);
+        attack_start(&a, &h, network_then_delete, NULL);
+        attack_end(&a);
+        free(tu_sh("ip link add nbu7 type bridge")); /* root's, by the same name */
+        rules = tu_sh("nft list table inet netbroker_net 2>/dev/null | grep -c '\"nbu7\"' || true");
+        printf("hostile: uid 65534's network after its bridge went: %d rules name nbu7\n",
+               atoi(rules));
+        ck_assert_msg(atoi(rules) == 0, "%s rules match root's nbu7", rules);
+        free(rules);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *hostile_user_suite(void)
 {
         Suite *s = suite_create("hostile-user");
@@ -685,6 +893,8 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_rules_do_not_outlive_its_interface);
         tcase_add_test(tc, test_user_cannot_exceed_max_devices_with_requests_that_run_later);
         tcase_add_test(tc, test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall);
+        tcase_add_test(tc, test_user_networks_are_one_per_bridge_it_owns);
+        tcase_add_test(tc, test_user_network_does_not_outlive_its_bridge);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "config_load.h"
 #include "policy.h"
+#include "program_args.h"
 #include "testutil.h"
 #include "tests_unit.h"
 
@@ -150,6 +151,10 @@ START_TEST(test_policy_config_errors_name_their_line)
                 {"[policy uid 1000]\nmacvlan_modes = bridge turbo\n",
                  ":3: macvlan_modes: unknown mode 'turbo'"},
                 {"[policy uid 1000]\nnetns = all\n", ":3: netns: expected own or none"},
+                {"[policy uid 1000]\nprogram_args = some\n",
+                 ":3: program_args: expected checked or any"},
+                {"[policy uid 1000]\nprogram_args = any\n",
+                 ":3: program_args: [policy uid 1000] lists no 'programs'"},
                 {"[policy uid 1000]\nbridges = a/b\n", ":3: bridges: 'a/b' is not an interface"},
                 {"[policy uid 1000]\nmax_devices = lots\n", ":3: max_devices: expected a number"},
                 {"[policy uid 1000]\nmax_devices = 65536\n", ":3: max_devices: expected a number"},
@@ -427,6 +432,88 @@ START_TEST(test_policy_dir_errors_name_the_policy_file_and_line)
 }
 END_TEST
 
+/* ---- program arguments of a caller other than root (program_args.h) ---- */
+
+/* Interfaces whose name starts with "mine" are the caller's; every name
+ * asked about is counted. */
+static int mine_only(void *data, const char *ifname, struct nbd_err *e)
+{
+        ++*(unsigned *)data;
+        if (strncmp(ifname, "mine", 4) == 0)
+                return 0;
+        return nbd_err_set(e, -EPERM, "policy: uid 1000 does not own interface %s", ifname);
+}
+
+static int args_check(const char *file, const char *const *argv, unsigned *asked, struct nbd_err *e)
+{
+        size_t n = 0;
+
+        while (argv[n])
+                n++;
+        *asked = 0;
+        nbd_err_clear(e);
+        return nbd_program_args_check(file, (char *const *)argv, n, 1000, mine_only, asked, e);
+}
+
+#define DNSMASQ_OK                                                                                 \
+        "dnsmasq", "--keep-in-foreground", "--pid-file", "--leasefile-ro", "--bind-dynamic",       \
+                "--interface=mine0,mine1"
+
+START_TEST(test_program_args_of_a_caller_other_than_root_follow_the_documented_rules)
+{
+        static const struct {
+                const char *file, *argv[12], *why; /* why: NULL when allowed */
+        } cases[] = {
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, NULL}, NULL},
+                {"/usr/sbin/dnsmasq",
+                 {DNSMASQ_OK, "--conf-file", "--dhcp-range=10.0.0.2,10.0.0.9", "--user=root",
+                  "--group=", "--log-facility=-", NULL},
+                 NULL},
+                /* getopt_long() takes an abbreviation: not the checker. */
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--dhcp-scr=/tmp/x", NULL}, "not an option"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "-C/etc/shadow", NULL}, "only long options"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--leasefile-ro=1", NULL}, "takes no value"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--user=../x/y", NULL}, "names a file"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--interface=mine0,eth0", NULL}, "eth0"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--interface=mine0,", NULL}, "interface name"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--pid-file=", NULL}, "takes no value"},
+                {"/usr/sbin/radvd", {"radvd", "--nodaemon", "--logmethod=stderr", NULL}, NULL},
+                {"/usr/sbin/radvd", {"radvd", "--logmethod=stderr", NULL}, "without --nodaemon"},
+                {"/usr/sbin/radvd",
+                 {"radvd", "--nodaemon", "--logmethod=logfile", NULL},
+                 "one of: stderr stderr_syslog syslog none"},
+                {"/usr/sbin/radvd",
+                 {"radvd", "--nodaemon", "--config=/tmp/r.conf", NULL},
+                 "not an"},
+                {"/usr/sbin/radvd",
+                 {"radvd", "--nodaemon", "--pidfile=/etc/passwd", NULL},
+                 "not an"},
+                {"/usr/sbin/radvd", {"radvd", "--nodaemon", "-u", "root", NULL}, "long options"},
+                /* Without rules: no arguments at all. */
+                {"/usr/bin/sleep", {"sleep", NULL}, NULL},
+                {"/usr/bin/sleep", {"sleep", "100", NULL}, "may not give /usr/bin/sleep arguments"},
+        };
+        struct nbd_err e;
+        unsigned asked;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                int r = args_check(cases[i].file, cases[i].argv, &asked, &e);
+                if (!cases[i].why) {
+                        ck_assert_msg(r == 0, "case %zu: %d %s", i, r, e.msg);
+                        continue;
+                }
+                ck_assert_msg(r == -EPERM, "case %zu: %d", i, r);
+                ck_assert_msg(strstr(e.msg, "uid 1000 may not"), "case %zu: %s", i, e.msg);
+                ck_assert_msg(strstr(e.msg, cases[i].why), "case %zu: %s", i, e.msg);
+        }
+        /* Each interface of a list is asked about. */
+        ck_assert_int_eq(args_check("/usr/sbin/dnsmasq", (const char *const[]){DNSMASQ_OK, NULL},
+                                    &asked, &e),
+                         0);
+        ck_assert_uint_eq(asked, 2);
+}
+END_TEST
+
 TCase *policy_unit_tcase(void)
 {
         TCase *t = tcase_create("policy");
@@ -439,5 +526,7 @@ TCase *policy_unit_tcase(void)
         tcase_add_test(t, test_policy_dir_files_follow_the_main_file_in_lexical_order);
         tcase_add_test(t, test_policy_dir_missing_is_fine_an_unreadable_file_is_not);
         tcase_add_test(t, test_policy_dir_errors_name_the_policy_file_and_line);
+        tcase_add_test(t,
+                       test_program_args_of_a_caller_other_than_root_follow_the_documented_rules);
         return t;
 }

@@ -362,7 +362,24 @@ END_TEST
 
 /* ---- other callers: a forked client with another uid ---- */
 
-enum as_what { AS_START, AS_START_OTHER, AS_STOP_ID, AS_STOP_TAG, AS_LIST, AS_EXEC };
+enum as_what {
+        AS_START,
+        AS_START_OTHER,
+        AS_STOP_ID,
+        AS_STOP_TAG,
+        AS_LIST,
+        AS_EXEC,
+        AS_START_ARGV,
+        AS_DELETE_NBU0,
+};
+
+/* What AS_START_ARGV starts: path with argv, after creating bridge (when
+ * set) in the same batch; the reply is the start's (the bridge's when
+ * path is NULL: the bridge alone). */
+static struct {
+        const char *bridge, *path;
+        const char *const *argv;
+} as_argv;
 
 struct as_reply {
         int status;
@@ -377,10 +394,19 @@ static void as_run(nb_conn *c, enum as_what what, uint64_t id, struct as_reply *
         nb_program_opts o = NB_PROGRAM_OPTS_INIT;
         nb_batch *b = nb_batch_new();
         nb_results *res = NULL;
+        size_t at = 0;
 
         o.argv = argv;
         o.tag = "user";
-        if (what == AS_START || what == AS_START_OTHER)
+        if (what == AS_START_ARGV) {
+                if (as_argv.bridge && ++at)
+                        nb_batch_bridge_create(b, as_argv.bridge);
+                o.argv = as_argv.argv;
+                if (as_argv.path)
+                        nb_batch_program_start(b, as_argv.path, &o);
+                else
+                        at = 0;
+        } else if (what == AS_START || what == AS_START_OTHER)
                 nb_batch_program_start(b, SLEEP, &o);
         else if (what == AS_STOP_ID)
                 nb_batch_program_stop(b, id, NULL, 2000);
@@ -388,13 +414,15 @@ static void as_run(nb_conn *c, enum as_what what, uint64_t id, struct as_reply *
                 nb_batch_program_stop(b, 0, "user", 2000);
         else if (what == AS_LIST)
                 nb_batch_program_list(b, NULL);
+        else if (what == AS_DELETE_NBU0)
+                nb_batch_link_delete(b, "nbu0");
         else
                 nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
         r->status = nb_submit(c, b, &res);
         if (r->status == 0) {
-                r->status = nb_result_status(res, 0);
-                snprintf(r->msg, sizeof(r->msg), "%s", nb_result_message(res, 0));
-                nb_result_program(res, 0, &r->id, NULL, NULL);
+                r->status = nb_result_status(res, at);
+                snprintf(r->msg, sizeof(r->msg), "%s", nb_result_message(res, at));
+                nb_result_program(res, at, &r->id, NULL, NULL);
                 nb_result_program_stopped(res, 0, &r->n, NULL);
                 if (what == AS_LIST)
                         r->n = (unsigned)nb_result_program_count(res, 0);
@@ -431,15 +459,19 @@ static struct as_reply as_uid(const struct tu_helper *h, uid_t uid, enum as_what
         return r;
 }
 
+/* sleep needs its argument, which a caller other than root gives only
+ * with program_args = any (its arguments are tested apart, below). */
 #define USERS_POLICY                                                                               \
         "exec_allow = /bin/true\n"                                                                 \
         "[policy uid 4711]\n"                                                                      \
         "ops = program_start program_stop exec\n"                                                  \
         "programs = " SLEEP "\n"                                                                   \
+        "program_args = any\n"                                                                     \
         "exec = /bin/true\n"                                                                       \
         "[policy uid 4712]\n"                                                                      \
         "ops = program_start program_stop\n"                                                       \
-        "programs = " SLEEP "\n"
+        "programs = " SLEEP "\n"                                                                   \
+        "program_args = any\n"
 
 START_TEST(test_other_unprivileged_caller_cannot_stop_or_see_it)
 {
@@ -716,6 +748,103 @@ START_TEST(test_pid_file_of_an_unrelated_process_is_not_adopted)
         kill(other, SIGKILL);
         waitpid(other, NULL, 0);
         remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* program_dir is uid 4711's (a configuration that put it somewhere others
+ * may write): its forged pid file names a root process the helper never
+ * started, as uid 4711's program tagged "user". Before, the helper adopted
+ * it and uid 4711's ProgramStop by tag killed root's process. Now the
+ * directory is refused at start-up: nothing adopted, no program starts
+ * (EOPNOTSUPP), root's process runs on. */
+START_TEST(test_pid_files_in_a_directory_others_may_write_are_not_trusted)
+{
+        struct tu_helper h;
+        char *conf = config_with(USERS_POLICY);
+        char path[PATH_MAX + 32], body[512];
+        char *const argv[] = {(char *)"/usr/bin/setpriv",
+                              (char *)"--bounding-set=-all",
+                              (char *)"--",
+                              (char *)SLEEP,
+                              (char *)"1004",
+                              NULL};
+        struct as_reply r;
+        pid_t other;
+        int fd, n;
+
+        ck_assert_int_eq(mkdir(prog_dir, 0755), 0);
+        ck_assert_int_eq(chown(prog_dir, USER_A, USER_A), 0);
+        ck_assert_int_eq(posix_spawn(&other, argv[0], NULL, NULL, argv, NULL), 0);
+        for (int i = 0; i < 100 && strcmp(exe_of(other), "/usr/bin/sleep") != 0; i++)
+                usleep(10000);
+        ck_assert_str_eq(exe_of(other), "/usr/bin/sleep");
+        snprintf(path, sizeof(path), "%s/1.pid", prog_dir);
+        n = snprintf(body, sizeof(body),
+                     "netbroker-program-1%c%d%c%ld%c%d%c/usr/bin/sleep%c" SLEEP "%cuser%c" SLEEP
+                     "%c1004%c",
+                     0, (int)other, 0, stat_field(other, 22), 0, USER_A, 0, 0, 0, 0, 0, 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_eq(write(fd, body, (size_t)n), n);
+        close(fd);
+        ck_assert_int_eq(chown(path, USER_A, USER_A), 0);
+
+        tu_helper_start(&h, conf);
+        r = as_uid(&h, USER_A, AS_STOP_TAG, 0);
+        printf("forged pid file: uid 4711 stops tag 'user': %d (%u stopped) %s\n", r.status, r.n,
+               r.msg);
+        ck_assert_uint_eq(r.n, 0);
+        usleep(100000);
+        ck_assert(tu_process_alive(other));
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_int_eq(r.status, -EOPNOTSUPP);
+        tu_helper_stop(&h);
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* A start whose pid file would be over what a restarted helper reads
+ * (256 KiB) is refused: before, it ran, and after a restart its pid file
+ * was taken as stale and removed, leaving it running, unsupervised and
+ * counted against no one. sleep sums its arguments, and reads 100,000
+ * leading zeros as nothing (the kernel takes at most 128 KiB per
+ * argument, 3 of them here). */
+START_TEST(test_program_whose_pid_file_would_be_too_long_is_refused)
+{
+        struct tu_helper h;
+        char *conf = config_with(""), *secs = malloc(100005), *zero = malloc(100001);
+        const char *argv[] = {SLEEP, secs, zero, zero, NULL};
+        nb_program_opts o = NB_PROGRAM_OPTS_INIT;
+        nb_batch *b;
+        nb_results *res;
+        nb_conn *c;
+
+        ck_assert(secs && zero);
+        memset(secs, '0', 100000);
+        strcpy(secs + 100000, "1000");
+        memset(zero, '0', 100000);
+        zero[100000] = '\0';
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        o.argv = argv;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_start(b, SLEEP, &o), 0);
+        res = tu_submit(c, b);
+        ck_assert_msg(nb_result_status(res, 0) == -E2BIG, "%d %s", nb_result_status(res, 0),
+                      nb_result_message(res, 0));
+        ck_assert_msg(strstr(nb_result_message(res, 0), "a pid file holds at most 262144"), "%s",
+                      nb_result_message(res, 0));
+        nb_results_free(res);
+        ck_assert_uint_eq(tu_stat(c, "programs_started"), 0);
+        ck_assert_int_eq(tu_children_of(h.pid), 0);
+        nb_close(c);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(secs);
+        free(zero);
         free(conf);
 }
 END_TEST
@@ -1019,6 +1148,131 @@ START_TEST(test_dnsmasq_gives_a_dhcp_lease_to_a_client_in_another_namespace)
 }
 END_TEST
 
+/* ---- what a caller other than root may give a program ---- */
+
+/* What dnsmasq needs on a bridge of the caller's: the arguments a caller
+ * other than root may give (netbrokerd(8), SUPERVISED PROGRAMS). */
+#define USER_DNSMASQ                                                                               \
+        DNSMASQ, "--keep-in-foreground", "--conf-file=/dev/null", "--pid-file", "--leasefile-ro",  \
+                "--bind-dynamic", "--interface=nbu0", "--port=0", "--user=root", "--group="
+
+/* Each runs or writes something as root, or serves where the caller owns
+ * nothing, or leaves supervision; ARGV_DIR is the caller's directory. */
+#define ARGV_DIR "/tmp/nbtest-argv"
+static const char *const hostile_argv[][16] = {
+        {USER_DNSMASQ, "--conf-script=" ARGV_DIR "/evil.sh", NULL},
+        {USER_DNSMASQ, "--dhcp-script=" ARGV_DIR "/evil.sh", NULL},
+        {USER_DNSMASQ, "--dhcp-luascript=" ARGV_DIR "/evil.lua", NULL},
+        {USER_DNSMASQ, "--conf-dir=" ARGV_DIR, NULL},
+        {USER_DNSMASQ, "--conf-file=/etc/shadow", NULL},
+        {USER_DNSMASQ, "-C", "/etc/shadow", NULL},
+        {USER_DNSMASQ, "--pid-file=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--dhcp-leasefile=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--log-facility=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--dumpfile=" ARGV_DIR "/victim", NULL},
+        {USER_DNSMASQ, "--enable-tftp", "--tftp-root=/", NULL},
+        {USER_DNSMASQ, "--nftset=/example.com/4#inet#netbroker#s", NULL},
+        {USER_DNSMASQ, "--interface=lo", NULL},
+        {USER_DNSMASQ, "--listen-address=127.0.0.1", NULL},
+        {USER_DNSMASQ, "--interface", "lo", NULL},
+        {USER_DNSMASQ, "--", "--conf-script=" ARGV_DIR "/evil.sh", NULL},
+        /* Without these it forks away from supervision, or writes the
+         * system's pid and lease files, or listens on every interface. */
+        {DNSMASQ, "--conf-file=/dev/null", "--pid-file", "--leasefile-ro", "--bind-interfaces",
+         "--interface=nbu0", "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--leasefile-ro", "--bind-interfaces", "--interface=nbu0",
+         "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--pid-file", "--bind-interfaces", "--interface=nbu0",
+         "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--pid-file", "--leasefile-ro", "--interface=nbu0",
+         "--port=0", NULL},
+        {DNSMASQ, "--keep-in-foreground", "--pid-file", "--leasefile-ro", "--bind-interfaces",
+         "--port=0", NULL},
+        /* A program without argument rules takes none from such a caller. */
+        {SLEEP, "1000", NULL},
+};
+
+#define ARGV_POLICY                                                                                \
+        "program_allow = " DNSMASQ "\n"                                                            \
+        "[policy uid 4711]\n"                                                                      \
+        "ops = program_start program_stop bridge_create link_delete\n"                             \
+        "name_prefixes = nbu\n"                                                                    \
+        "programs = " DNSMASQ " " SLEEP "\n"
+
+/* A caller other than root whose policy grants dnsmasq: before, each of
+ * hostile_argv started (evil.sh wrote "0": uid 0 ran the caller's
+ * script). Now each is refused with EPERM naming what, nothing starts,
+ * no file is written, and the arguments dnsmasq needs on the caller's own
+ * bridge are accepted. */
+START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
+{
+        static const char *const good[] = {USER_DNSMASQ, NULL};
+        struct tu_helper h;
+        char *conf = config_with(ARGV_POLICY), *victim;
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct as_reply r;
+        nb_conn *root;
+        uint64_t id;
+
+        if (access(DNSMASQ, X_OK) != 0)
+                ck_abort_msg("dnsmasq-base is not installed (scripts/deps.sh)");
+        tu_private_netns();
+        free(tu_sh("rm -rf " ARGV_DIR " && mkdir " ARGV_DIR " && "
+                   "printf '#!/bin/sh\\nid -u > " ARGV_DIR "/pwned\\n' > " ARGV_DIR
+                   "/evil.sh && chmod 777 " ARGV_DIR " && "
+                   "chmod 755 " ARGV_DIR "/evil.sh && echo intact > " ARGV_DIR "/victim && "
+                   "chown 4711 " ARGV_DIR " " ARGV_DIR "/evil.sh"));
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        as_argv.bridge = "nbu0";
+        as_argv.path = NULL;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "bridge: %d %s", r.status, r.msg);
+        for (size_t i = 0; i < sizeof(hostile_argv) / sizeof(*hostile_argv); i++) {
+                as_argv.bridge = NULL;
+                as_argv.path = hostile_argv[i][0];
+                as_argv.argv = hostile_argv[i];
+                r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+                printf("program arguments: case %zu: %d %s\n", i, r.status, r.msg);
+                ck_assert_msg(r.status == -EPERM, "case %zu: %d %s", i, r.status, r.msg);
+                ck_assert_msg(strstr(r.msg, "uid 4711 may not"), "case %zu: %s", i, r.msg);
+        }
+        usleep(200000);
+        ck_assert_uint_eq(tu_stat(root, "programs_started"), 0);
+        ck_assert_int_eq(tu_children_of(h.pid), 0);
+        ck_assert_int_ne(access(ARGV_DIR "/pwned", F_OK), 0);
+        victim = tu_sh("cat " ARGV_DIR "/victim");
+        ck_assert_str_eq(victim, "intact\n");
+        free(victim);
+
+        /* What dnsmasq needs, on the caller's bridge. */
+        as_argv.bridge = NULL;
+        as_argv.path = DNSMASQ;
+        as_argv.argv = good;
+        free(tu_sh("ip addr add 10.78.0.1/24 dev nbu0 && ip link set nbu0 up"));
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
+        id = r.id;
+        usleep(300000);
+        ck_assert(find_listed(root, id, &p));
+        ck_assert_msg(p.running, "dnsmasq exited: %d", p.exit_code);
+        /* Its interface stays while the program serves it: deleted, the
+         * next nbu0 (root's) would be served by it (--bind-dynamic). */
+        r = as_uid(&h, USER_A, AS_DELETE_NBU0, 0);
+        ck_assert_int_eq(r.status, -EBUSY);
+        ck_assert_msg(strstr(r.msg, "serves nbu0: stop it first"), "%s", r.msg);
+        r = as_uid(&h, USER_A, AS_STOP_ID, id);
+        ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
+        r = as_uid(&h, USER_A, AS_DELETE_NBU0, 0);
+        ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
+        nb_close(root);
+        tu_helper_stop(&h);
+        free(tu_sh("rm -rf " ARGV_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 Suite *program_suite(void)
 {
         Suite *s = suite_create("program");
@@ -1039,6 +1293,9 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_removing_a_network_stops_its_callers_programs_of_its_tag_only);
         tcase_add_test(
                 tc, test_a_network_removed_with_a_guests_owner_stops_its_programs_before_the_reply);
+        tcase_add_test(tc, test_pid_files_in_a_directory_others_may_write_are_not_trusted);
+        tcase_add_test(tc, test_program_whose_pid_file_would_be_too_long_is_refused);
+        tcase_add_test(tc, test_user_program_arguments_cannot_run_or_write_anything_as_root);
         suite_add_tcase(s, tc);
         return s;
 }

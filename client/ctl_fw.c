@@ -160,6 +160,8 @@ static void print_owner_json(const nb_results *res, size_t k, bool counters)
         json_kv("ifname", ifname, false);
         json_kv("hash", hash, false);
         printf(",\"rules\":%u", rules);
+        if (nb_result_fw_owner_is_network(res, 0, k))
+                fputs(",\"network\":true", stdout);
         if (counters)
                 print_counters_json(res, k);
 }
@@ -178,7 +180,8 @@ static void print_fw_list(const struct ctl *c, const nb_results *res, bool count
                         print_owner_json(res, k, counters);
                         putchar('}');
                 } else {
-                        printf("%-24s %-16s %6u  %s\n", owner, ifname, rules, hash);
+                        printf("%-24s %-16s %6u  %s%s\n", owner, ifname, rules, hash,
+                               nb_result_fw_owner_is_network(res, 0, k) ? "  network" : "");
                         if (counters)
                                 print_counters_text(res, k, true);
                 }

@@ -961,6 +961,10 @@ int nb_result_firewall(const nb_results *res, size_t i, const char **ret_hash, b
 size_t nb_result_fw_owner_count(const nb_results *res, size_t i);
 int nb_result_fw_owner_at(const nb_results *res, size_t i, size_t k, const char **ret_owner,
                           const char **ret_ifname, const char **ret_hash, unsigned *ret_rules);
+/* Whether owner k is a network's (NetApply; its ifname is the bridge), not
+ * a guest's; false when there is no such owner. Network owners come after
+ * the guests' and have no counters. */
+bool nb_result_fw_owner_is_network(const nb_results *res, size_t i, size_t k);
 /* With nb_batch_firewall_list_counters(): the rules of owner k, each with
  * its group ("" for the base chain's own rules), direction, position in its
  * chain, counters and text (libvirt's terms). Strings live as long as res. */

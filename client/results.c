@@ -332,6 +332,14 @@ NB_EXPORT int nb_result_fw_owner_at(const nb_results *r, size_t i, size_t k, con
         return 0;
 }
 
+NB_EXPORT bool nb_result_fw_owner_is_network(const nb_results *r, size_t i, size_t k)
+{
+        const Netbroker__Result *res = get(r, i);
+
+        return res && res->out_case == NETBROKER__RESULT__OUT_FIREWALL_LIST &&
+               k < res->firewall_list->n_owners && res->firewall_list->owners[k]->network;
+}
+
 /* Owner k of op i's listing, or NULL. */
 static const Netbroker__FwOwner *fw_owner(const nb_results *r, size_t i, size_t k)
 {

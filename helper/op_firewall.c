@@ -13,6 +13,7 @@
 #include "fw_model.h"
 #include "fw_gone.h"
 #include "fw_join.h"
+#include "fw_net_kernel.h"
 #include "link.h"
 #include "ops.h"
 
@@ -1164,6 +1165,39 @@ static int add_counter(const struct nbd_fw_rule_info *ri, void *data)
 
 /* The plain listing reads the chains and counts the rules; with counters,
  * one more dump reads every rule whole. */
+/* A network owner (fw_net_kernel.h), listed after the guests' as issue 16
+ * asks: the same fields, ifname its bridge, flagged. */
+static int add_net_owner(const struct nbd_net_owner_info *n, void *data)
+{
+        struct listing *ls = data;
+        struct nbd_fw_owner_info o = {.rules = n->rules, .uid = n->uid};
+        size_t before = ls->l->n_owners;
+        int r;
+
+        snprintf(o.owner, sizeof(o.owner), "%s", n->owner);
+        snprintf(o.ifname, sizeof(o.ifname), "%s", n->bridge);
+        memcpy(o.hash, n->hash, sizeof(o.hash));
+        r = add_owner(&o, ls);
+        if (ls->l->n_owners > before)
+                ls->l->owners[before]->network = true;
+        return r;
+}
+
+/* The network owners, under the kernel backend only (op_net.c's rule). */
+static int list_networks(struct nbd_job *job, struct listing *ls, struct nbd_err *err)
+{
+        struct nbd_net_txn *t;
+        int r;
+
+        if (nbd_job_ctx(job)->be != &nbd_kernel_backend)
+                return 0;
+        if ((r = nbd_net_txn_begin(&t, err)) < 0)
+                return r;
+        r = nbd_net_txn_each(t, add_net_owner, ls);
+        nbd_net_txn_free(t);
+        return r < 0 ? nbd_err_oom(err, "listing the network owners") : 0;
+}
+
 static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const struct nbd_backend_fw *be = &nbd_job_ctx(job)->be->fw;
@@ -1180,6 +1214,8 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         r = be->list(nbd_job_ctx(job)->fw, add_owner, &ls, &err);
         if (r == 0 && op->firewall_list->counters && l->n_owners)
                 r = be->list_rules(nbd_job_ctx(job)->fw, add_counter, &ls, &err);
+        if (r == 0)
+                r = list_networks(job, &ls, &err);
         return r < 0 ? nbd_result_set(res, r, "firewall: %s", err.msg) : 0;
 }
 

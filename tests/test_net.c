@@ -557,6 +557,27 @@ static bool has_chain(const char *prefix)
         return found;
 }
 
+/* FirewallList's entry for owner: 1 a network's (on bridge), 0 a guest's,
+ * -1 not listed. */
+static int fw_listed(nb_conn *c, const char *owner, const char *ifname)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        const char *o, *i;
+        int found = -1;
+
+        ck_assert_int_eq(nb_batch_firewall_list(b), 0);
+        res = tu_submit_ok(c, b);
+        for (size_t k = 0; nb_result_fw_owner_at(res, 0, k, &o, &i, NULL, NULL) == 0; k++)
+                if (strcmp(o, owner) == 0) {
+                        ck_assert_str_eq(i, ifname);
+                        found = nb_result_fw_owner_is_network(res, 0, k);
+                }
+        ck_assert(!nb_result_fw_owner_is_network(res, 0, nb_result_fw_owner_count(res, 0)));
+        nb_results_free(res);
+        return found;
+}
+
 /* Both kinds, in either order, commit once; the kernel's refusal of either
  * kind's part (a chain the commit must delete is the target of someone
  * else's jump: EBUSY) leaves both as they were, and names the part. */
@@ -591,6 +612,11 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
         ck_assert_uint_eq(nft_gen(), gen + 1);
         ck_assert(has_chain("g2/"));
         ck_assert_uint_eq(list_nets(w.c, list, sizeof(list)), 2);
+        /* FirewallList lists both kinds, the networks' flagged. */
+        ck_assert_int_eq(fw_listed(w.c, "g1", "vx1"), 0);
+        ck_assert_int_eq(fw_listed(w.c, "g2", "vx2"), 0);
+        ck_assert_int_eq(fw_listed(w.c, "n1", BR), 1);
+        ck_assert_int_eq(fw_listed(w.c, "n2", BR), 1);
 
         /* The networks' part refused: n3's old chain is another's jump
          * target. The guest's owner of the same request is not made. */

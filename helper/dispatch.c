@@ -532,6 +532,14 @@ bool nbd_job_next_is_same_kind(const struct nbd_job *job)
         return i < req->n_ops && req->ops[i]->op_case == req->ops[job->next]->op_case;
 }
 
+static bool op_is_of(const Netbroker__Op *op, const unsigned *cases, size_t n)
+{
+        for (size_t k = 0; k < n; k++)
+                if ((unsigned)op->op_case == cases[k])
+                        return true;
+        return false;
+}
+
 bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_t n)
 {
         const Netbroker__Request *req = job->req;
@@ -541,6 +549,22 @@ bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_
                         if ((unsigned)req->ops[i]->op_case == cases[k])
                                 return true;
         return false;
+}
+
+bool nbd_job_only_ops_of_ahead(const struct nbd_job *job, const unsigned *cases, size_t n)
+{
+        const Netbroker__Request *req = job->req;
+        size_t last = SIZE_MAX;
+
+        for (size_t i = job->next + 1; i < req->n_ops; i++)
+                if (!(job->refused && job->refused[i]) && op_is_of(req->ops[i], cases, n))
+                        last = i;
+        if (last == SIZE_MAX)
+                return false;
+        for (size_t i = job->next + 1; i < last; i++)
+                if (!(job->refused && job->refused[i]) && !op_is_of(req->ops[i], cases, n))
+                        return false;
+        return true;
 }
 
 bool nbd_job_is_cancelled(const struct nbd_job *job)
@@ -1049,7 +1073,7 @@ static void job_finish(struct nbd_job *job, enum job_state end)
         job->state = end;
         /* Batched ops not yet sent learn how the batch ended first (they
          * may still commit, and a failure of theirs is undone too). */
-        if (job->batch_data && job->batch_finish && !cancelled)
+        if (job->batch_finish && !cancelled)
                 job->batch_finish(job, job->batch_data, job->failed);
         /* Every op that ran, as it ended (a firewall op's commit is done by
          * now); the undo below adds a line for each op it undoes. */

@@ -3,20 +3,29 @@
  * (issue 16).
  *
  * FirewallApply, FirewallRemove and FirewallEnsureHash (op_firewall.c)
- * and NetApply and NetRemove (op_net.c) are all batched ops (ops.h): the
- * request's last of them, whichever kind it is, commits. The networks'
- * ops register a join at their batch's start; when the guests' transaction
- * commits (on the firewall's lane, as always), the networks' queued
- * messages go in the same batch (fw_kernel.h's nbd_fw_txn_join), and one
- * outcome is given to both kinds' ops. A request without firewall ops
- * commits its networks alone (fw_net_kernel.h), as one without network
- * ops commits its guests alone. Owned by op_firewall.c. */
+ * commit at the request's last of them, NetApply and NetRemove (op_net.c)
+ * at the last of theirs. When no other op runs between those two last ops
+ * (the usual request: the guests' and the networks' ops together), the
+ * later of them commits both, once: the networks' ops register a join at
+ * their batch's start; when the guests' transaction commits (on the
+ * firewall's lane, as always), the networks' queued messages go in the
+ * same batch (fw_kernel.h's nbd_fw_txn_join), and one outcome is given to
+ * both kinds' ops. Only ops of the other kind run meanwhile, so no other
+ * op sees a commit later than it was. When another op runs between them
+ * (a LinkSet that brings a guest's tap up must see its filter in place),
+ * each kind commits at its own last op, as alone. A request whose later
+ * kind's ops never run (a skipped op) commits at its end
+ * (fw_batch_finish). Owned by op_firewall.c. */
 #pragma once
 
 #include <stdbool.h>
 
 #include "fw_kernel.h"
 #include "ops.h"
+
+/* The firewall owner ops' cases (Op oneof), for nbd_job_*_of(). */
+#define NBD_FW_OWNER_CASES 3
+extern const unsigned nbd_fw_owner_cases[NBD_FW_OWNER_CASES];
 
 struct nbd_fw_join {
         /* The messages (nbd_fw_txn_join's put, put_data) and whether there
@@ -39,10 +48,10 @@ struct nbd_fw_join {
  * 0, or -ENOMEM with res set when the job has no slot left. */
 int nbd_fw_join(struct nbd_job *job, const struct nbd_fw_join *j, Netbroker__Result *res);
 
-/* At the request's last batched op, when it is a network op: true if a
- * firewall op of the request queued something in the guests' transaction,
- * which is now committed with the joined messages (on the firewall's lane:
- * the op returns its result's status, and the join's done tells the
- * outcome); false
- * if there is none, and the networks commit alone. */
+/* At the networks' last op: true if the request's firewall ops, all
+ * before it, queued something in the guests' transaction and left it to
+ * this op (no other op between), which commits it now with the joined
+ * messages (on the firewall's lane: the op returns its result's status,
+ * and the join's done tells the outcome); false if not, and the networks
+ * commit alone. */
 bool nbd_fw_commit_joined(struct nbd_job *job);

@@ -88,7 +88,7 @@ void nbd_fw_txn_free(struct nbd_fw_txn *t);
  * END, so that the kernel takes both or neither. put(data, b, seq, ack)
  * writes them to b, numbered from *seq on (which it advances), the last
  * with NLM_F_ACK when ack; 0 or -ENOMEM. It runs where the batch is built
- * (nbd_fw_txn_commit_prepare: the loop). A refusal of one of them is
+ * (in the send, on the firewall's lane): it touches its data alone. A refusal of one of them is
  * named in finish's message as the networks'. Set once, before prepare;
  * data outlives the commit. */
 struct nftnl_batch;

@@ -543,6 +543,7 @@ struct fw_batch {
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
         bool committed;
+        const struct nbd_fw_join *join; /* the networks' in its commit */
 };
 
 /* err: a negative errno, as nbd_result_set() takes it. */
@@ -555,6 +556,13 @@ static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const cha
 /* ---- networks in the same transaction (fw_join.h) ---- */
 
 static const char join_key; /* nbd_job_slot()'s key */
+static const unsigned net_cases[] = {NETBROKER__OP__OP_NET_APPLY, NETBROKER__OP__OP_NET_REMOVE};
+const unsigned nbd_fw_owner_cases[NBD_FW_OWNER_CASES] = {NETBROKER__OP__OP_FIREWALL_APPLY,
+                                                         NETBROKER__OP__OP_FIREWALL_REMOVE,
+                                                         NETBROKER__OP__OP_FIREWALL_ENSURE_HASH};
+
+static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed);
+static void fw_batch_free(void *data);
 
 int nbd_fw_join(struct nbd_job *job, const struct nbd_fw_join *j, Netbroker__Result *res)
 {
@@ -563,7 +571,17 @@ int nbd_fw_join(struct nbd_job *job, const struct nbd_fw_join *j, Netbroker__Res
         if (!slot)
                 return nbd_result_set(res, -ENOMEM, "network: no job slot left");
         *slot = (void *)j;
+        /* The job's end learns of the join, with or without a firewall op
+         * (fw_batch_finish: the networks' left-overs go then). */
+        nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
         return 0;
+}
+
+/* The guests' commit waits for the networks' ops right after this, the
+ * last firewall op: their last commits both (no other op between). */
+static bool leaves_commit_to_networks(const struct nbd_job *job)
+{
+        return nbd_job_only_ops_of_ahead(job, net_cases, 2);
 }
 
 static const struct nbd_fw_join *joined(struct nbd_job *job)
@@ -579,8 +597,13 @@ static const struct nbd_fw_join *join_with(struct nbd_job *job, struct fw_batch 
 {
         const struct nbd_fw_join *j = joined(job);
 
-        if (j && j->pending(j->put_data))
+        /* Network ops still to run: theirs is one transaction of its own,
+         * at the last of them. */
+        if (!j || nbd_job_later_op_of(job, net_cases, 2))
+                return NULL;
+        if (j->pending(j->put_data))
                 b->be->txn_join(b->txn, j->put, j->put_data);
+        b->join = j;
         return j;
 }
 
@@ -597,13 +620,19 @@ static void join_done(struct nbd_job *job, const struct nbd_fw_join *j, int r, c
 static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
 {
         struct fw_batch *b = data;
+        const struct nbd_fw_join *j = joined(job);
         struct nbd_err err;
         char why[NBD_ERR_MSG_MAX + 64];
         int r;
 
-        (void)job;
-        if (b->committed || b->n_queued == 0)
+        if (!b || b->committed || b->n_queued == 0) {
+                /* The networks' ops left their commit to a firewall op
+                 * that never ran (skipped) or queued nothing: it goes now,
+                 * alone (a stopped batch: batch_stopped fails them). */
+                if (j && failed == SIZE_MAX)
+                        j->alone(job, j->data, false);
                 return;
+        }
         if (failed != SIZE_MAX) {
                 snprintf(why, sizeof(why), "op %zu failed", failed);
                 fail_queued(b, 0, -ECANCELED, why);
@@ -612,7 +641,7 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
         /* The request said to go on after failures: what was queued goes
          * (end_commit sent it on the lane already when the last firewall
          * op ran; this is only for a batch that never reached it). */
-        const struct nbd_fw_join *j = join_with(job, b);
+        j = join_with(job, b);
         r = b->be->txn_commit(b->txn, &err);
         b->committed = r == 0;
         if (r < 0) {
@@ -830,7 +859,7 @@ static void commit_done(struct nbd_job *job, void *data)
                 fail_queued(b, 1, r, why);
                 nbd_result_set(res, r, "firewall: %s", err.msg);
         }
-        join_done(job, joined(job), r, err.msg);
+        join_done(job, b->join, r, err.msg);
 }
 
 static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res)
@@ -839,7 +868,7 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
         int r;
 
         b->queued[b->n_queued++] = res; /* reserve_queue() made room */
-        if (!nbd_job_is_last_batched(job))
+        if (!nbd_job_is_last_batched(job) || leaves_commit_to_networks(job))
                 return 0;
         b->committed = true; /* sent, well or not: finish has nothing to do */
         const struct nbd_fw_join *j = join_with(job, b);
@@ -871,7 +900,7 @@ static void end_commit_done(struct nbd_job *job, void *data)
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
                 fail_queued(b, 0, r, why);
         }
-        join_done(job, joined(job), r, err.msg);
+        join_done(job, b->join, r, err.msg);
 }
 
 static void send_queued(struct nbd_job *job, struct fw_batch *b);
@@ -894,13 +923,15 @@ static int end_commit(struct nbd_job *job, int r)
          * meanwhile.) */
         if (b && (b->lf || b->chains_pending))
                 return r;
+        if (leaves_commit_to_networks(job))
+                return r; /* the networks' last op commits */
         if (b && !b->committed && b->n_queued) {
                 send_queued(job, b);
                 return r;
         }
         /* The guests' transaction commits nothing: the request's
          * networks, if any, go alone. */
-        if (j && !(b && b->committed))
+        if (j && !(b && b->committed) && !nbd_job_later_op_of(job, net_cases, 2))
                 j->alone(job, j->data, !nbd_job_is_cancelled(job));
         return r;
 }
@@ -930,7 +961,8 @@ bool nbd_fw_commit_joined(struct nbd_job *job)
 {
         struct fw_batch *b = *nbd_job_batch_slot(job, fw_batch_finish, fw_batch_free);
 
-        if (!b || !b->txn || b->committed || !b->n_queued)
+        if (!b || !b->txn || b->committed || !b->n_queued ||
+            nbd_job_later_op_of(job, nbd_fw_owner_cases, NBD_FW_OWNER_CASES))
                 return false;
         send_queued(job, b);
         return true;

@@ -153,6 +153,7 @@ static int kernel_only(struct nbd_job *job, Netbroker__Result *res)
 }
 
 static const char txn_key; /* nbd_job_slot()'s key */
+static const unsigned net_cases[] = {NETBROKER__OP__OP_NET_APPLY, NETBROKER__OP__OP_NET_REMOVE};
 
 struct net_batch {
         struct nbd_net_txn *txn;
@@ -361,11 +362,11 @@ static void committed(struct nbd_job *job, struct net_batch *b, int r, const cha
                 stop_programs(job, b, nbd_job_peer(job)->uid, may_park);
 }
 
-/* The op ran (r); at the request's last batched op, what was queued goes to
+/* The op ran (r); at the batch's last network op, what was queued goes to
  * the kernel in one transaction: when this op succeeded, or failed in a
- * request that goes on after failures. That op may be a firewall op,
- * which commits the guests' owners and these (fw_join.h); this one
- * commits them together too, when a firewall op queued something. */
+ * request that goes on after failures. With the guests' owners (fw_join.h)
+ * when the request's firewall ops come right after it (they commit these
+ * with theirs) or came right before it (this op commits theirs). */
 static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result *res, int r)
 {
         struct nbd_err err;
@@ -373,10 +374,12 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
 
         if (r == 0)
                 b->queued[b->n_queued++] = res; /* room was made before */
-        if (b->done || !nbd_job_is_last_batched(job))
+        if (b->done || nbd_job_later_op_of(job, net_cases, 2))
                 return r;
         if (r < 0 && !nbd_job_goes_on_after_failure(job))
                 return r; /* batch_stopped() cancels the others */
+        if (nbd_job_only_ops_of_ahead(job, nbd_fw_owner_cases, NBD_FW_OWNER_CASES))
+                return r; /* the last firewall op commits these too */
         if (nbd_fw_commit_joined(job))
                 return r < 0 ? r : -(int)res->status; /* on the lane, or parked */
         k = nbd_net_txn_commit(b->txn, &err);
@@ -537,7 +540,6 @@ const struct nbd_op_handler nbd_op_net_apply = {
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_apply,
         .run = run_apply,
-        .batched = true,
 };
 const struct nbd_op_handler nbd_op_net_remove = {
         .name = "net_remove",
@@ -545,7 +547,6 @@ const struct nbd_op_handler nbd_op_net_remove = {
         .stat = NBD_STAT_OPS_FIREWALL,
         .validate = validate_remove,
         .run = run_remove,
-        .batched = true,
 };
 const struct nbd_op_handler nbd_op_net_list = {
         .name = "net_list",

@@ -104,8 +104,9 @@ int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result
 
 /* For batched ops: is this the batch's last op of its kind, and a slot for
  * the state they share. When the job ends, before its reply, finish(job,
- * data, failed) runs (failed: the op that stopped the batch, or SIZE_MAX),
- * unless the client is gone; then free_fn(data). */
+ * data, failed) runs (failed: the op that stopped the batch, or SIZE_MAX;
+ * data may still be NULL), unless the client is gone; then free_fn(data)
+ * if data is not NULL. */
 bool nbd_job_is_last_batched(const struct nbd_job *job);
 void **nbd_job_batch_slot(struct nbd_job *job,
                           void (*finish)(struct nbd_job *job, void *data, size_t failed),
@@ -171,6 +172,11 @@ bool nbd_job_next_is_same_kind(const struct nbd_job *job);
  * running one (refused ones skipped): ops that share one kernel call find
  * the last of them (op_net.c). */
 bool nbd_job_later_op_of(const struct nbd_job *job, const unsigned *cases, size_t n);
+/* A later op of one of the kinds cases[n] runs, and every op between the
+ * running one and the last of them is of those kinds too (refused ones
+ * skipped): ops of another kind that may go to the kernel with the
+ * running one's without any other op seeing the difference (fw_join.h). */
+bool nbd_job_only_ops_of_ahead(const struct nbd_job *job, const unsigned *cases, size_t n);
 /* The job's client went away: a lane's done (nbd_job_on_lane) still runs,
  * and must not park it. */
 bool nbd_job_is_cancelled(const struct nbd_job *job);

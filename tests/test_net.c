@@ -618,6 +618,27 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
         ck_assert_int_eq(fw_listed(w.c, "n1", BR), 1);
         ck_assert_int_eq(fw_listed(w.c, "n2", BR), 1);
 
+        /* Interleaved, the kinds' last ops next to each other: once. */
+        gen = nft_gen();
+        b = nb_batch_new();
+        guest_apply(b, "g1", "vx1");
+        ck_assert_int_eq(nb_batch_net_apply(b, "n1", &s), 0);
+        guest_apply(b, "g2", "vx2");
+        ck_assert_int_eq(nb_batch_net_apply(b, "n2", &s), 0);
+        nb_results_free(tu_submit_ok(w.c, b));
+        ck_assert_uint_eq(nft_gen(), gen + 1);
+
+        /* Another op between the kinds' last ops (it might be a LinkSet
+         * that brings the guest's tap up: the filter must be in place by
+         * then): each kind commits at its own last op, as alone. */
+        gen = nft_gen();
+        b = nb_batch_new();
+        guest_apply(b, "g1", "vx1");
+        ck_assert_int_eq(nb_batch_ping(b), 0);
+        ck_assert_int_eq(nb_batch_net_apply(b, "n1", &s), 0);
+        nb_results_free(tu_submit_ok(w.c, b));
+        ck_assert_uint_eq(nft_gen(), gen + 2);
+
         /* The networks' part refused: n3's old chain is another's jump
          * target. The guest's owner of the same request is not made. */
         free(tu_sh("nft 'add chain inet netbroker_net n3/forward; add chain inet netbroker_net "

@@ -540,6 +540,7 @@ struct fw_batch {
         int chains_r;
         struct nbd_err chains_err;
         bool chains_pending; /* the read is on the lane: the op runs again */
+        bool reading; /* the table's read is on the lane: the same */
         Netbroker__Result **queued; /* results of the ops in the transaction */
         size_t n_queued;
         bool committed;
@@ -706,6 +707,26 @@ static void begin_read(void *data)
         b->begun = true;
 }
 
+/* On the firewall's lane: the read's handle is opened here, not on the
+ * loop before the job is queued, so that a job waiting in the lane's FIFO
+ * holds no socket (under load, dozens waited, each with one, and an Exec
+ * found no fd left: EMFILE). */
+static void begin_read_on_lane(void *data)
+{
+        struct fw_batch *b = data;
+        int r = b->be->lane_open(b->fw, &b->lf);
+
+        if (r < 0) {
+                b->lf = NULL;
+                b->begin_r =
+                        nbd_err_set(&b->begin_err, r, "cannot open a socket to read the table: %s",
+                                    strerror(-r));
+                b->begun = true;
+                return;
+        }
+        begin_read(b);
+}
+
 /* The batch's transaction. At its first firewall op the table is read on
  * the firewall's lane (it grows with the table: a chain dump when the
  * summary cannot be trusted), and that op runs again when it is in: NULL
@@ -736,15 +757,15 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                 b->ctx = ctx;
                 b->fw = ctx->fw;
                 *slot = b;
-                /* No socket for the lane's handle: the read runs on the
-                 * loop's, on the loop (only slower for the others). */
-                if (ctx->lane_fw && b->be->lane_open(ctx->fw, &b->lf) < 0)
-                        b->lf = NULL;
-                if (b->lf && nbd_job_on_lane_first(job, NBD_NEEDS_FIREWALL, begin_read, b))
+                /* Without a lane, the read runs on the loop's handle. */
+                b->reading = ctx->lane_fw != NULL;
+                if (b->reading &&
+                    nbd_job_on_lane_first(job, NBD_NEEDS_FIREWALL, begin_read_on_lane, b))
                         return NULL; /* this op runs again once the read is in */
                 if (!b->begun)
                         begin_read(b);
         }
+        b->reading = false;
         if (b->lf) {
                 b->be->lane_close(b->lf);
                 b->lf = NULL;
@@ -772,11 +793,20 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 }
 
 /* On the firewall's lane (or, without one, the loop): the owners' chains,
- * through the lane's handle when there is one. */
+ * through a handle of its own opened here (as begin_read_on_lane's). */
 static void chains_read(void *data)
 {
         struct fw_batch *b = data;
+        int r = b->be->lane_open(b->fw, &b->lf);
 
+        if (r < 0) {
+                b->lf = NULL;
+                b->chains_r =
+                        nbd_err_set(&b->chains_err, r,
+                                    "cannot open a socket to read the chains: %s", strerror(-r));
+                return;
+        }
+        b->be->txn_rebind(b->txn, b->lf);
         b->chains_r = b->be->txn_read_chains(b->txn, &b->chains_err);
 }
 
@@ -790,8 +820,8 @@ static bool wants_chains(const struct fw_batch *b, int r)
 /* The op needs the owners' chains: one dump, which grows with the table
  * (a second at 4,096 guests), so it is read on the firewall's lane
  * through a handle of its own, as the batch's first read, and the op runs
- * again when it is in (0, res untouched). Without a socket for that
- * handle, it is read here and *again says to run the op's step now. */
+ * again when it is in (0, res untouched). Without a lane, it is read here
+ * and *again says to run the op's step now. */
 static int chains_on_lane(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res,
                           bool *again)
 {
@@ -800,22 +830,18 @@ static int chains_on_lane(struct nbd_job *job, struct fw_batch *b, Netbroker__Re
         int r;
 
         *again = false;
-        if (b->be->lane_open(ctx->fw, &b->lf) < 0) {
-                b->lf = NULL;
-                r = b->be->txn_read_chains(b->txn, &err);
-        } else {
-                b->be->txn_rebind(b->txn, b->lf);
-                b->chains_pending = true;
-                if (nbd_job_on_lane_first(job, NBD_NEEDS_FIREWALL, chains_read, b))
-                        return 0; /* batch_of() takes the handle back */
-                b->chains_pending = false;
+        b->chains_pending = true;
+        if (nbd_job_on_lane_first(job, NBD_NEEDS_FIREWALL, chains_read, b))
+                return 0; /* batch_of() takes the handle back */
+        b->chains_pending = false;
+        if (b->lf) {
                 b->be->lane_close(b->lf);
                 b->lf = NULL;
-                b->be->txn_rebind(b->txn, ctx->fw);
-                r = b->chains_r;
-                err = b->chains_err;
-                b->chains_r = 0;
         }
+        b->be->txn_rebind(b->txn, ctx->fw);
+        r = b->chains_r;
+        err = b->chains_err;
+        b->chains_r = 0;
         if (r < 0)
                 return nbd_result_set(res, r, "firewall: %s", err.msg);
         *again = true;
@@ -921,7 +947,7 @@ static int end_commit(struct nbd_job *job, int r)
          * chains') and runs again; it commits then. (b->lf and
          * chains_pending are the loop's to read; the lane sets b->txn
          * meanwhile.) */
-        if (b && (b->lf || b->chains_pending))
+        if (b && (b->reading || b->chains_pending))
                 return r;
         if (leaves_commit_to_networks(job))
                 return r; /* the networks' last op commits */

@@ -630,6 +630,20 @@ int tu_main_in_netns(const char *prog, const char *why_root, int argc, char **ar
         return failed ? 1 : 0;
 }
 
+void tu_firewall_settled(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+
+        ck_assert_ptr_nonnull(b);
+        ck_assert_int_eq(nb_batch_firewall_list(b), 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        nb_batch_free(b);
+        ck_assert_msg(nb_result_status(res, 0) == 0, "firewall_list: %s",
+                      nb_result_message(res, 0));
+        nb_results_free(res);
+}
+
 uint64_t tu_stat(nb_conn *c, const char *name)
 {
         nb_batch *b = nb_batch_new();

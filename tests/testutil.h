@@ -59,6 +59,11 @@ bool tu_process_alive(pid_t pid);
 int tu_children_of(pid_t pid);
 /* The helper's counter `name` (Stats), asserted to be there. */
 uint64_t tu_stat(nb_conn *c, const char *name);
+/* Returns once the helper's start-up sweep of its firewall table is done:
+ * the sweep runs on the firewall's lane while the loop serves, so a test
+ * counting the helper's netlink messages would count the sweep's too. An
+ * op needing the firewall waits for the lane to be idle: a FirewallList. */
+void tu_firewall_settled(nb_conn *c);
 
 /* Read a whole small file into a static buffer. */
 const char *tu_read_file(const char *path);

@@ -14,6 +14,7 @@
 #include "fw_gone.h"
 #include "fw_join.h"
 #include "fw_net_kernel.h"
+#include "lane.h"
 #include "link.h"
 #include "ops.h"
 
@@ -530,7 +531,7 @@ struct fw_batch {
         struct nbd_fw_txn *txn;
         /* The table read at the batch's first op, on the firewall's lane
          * (begin_read): through a handle of its own, opened and closed on
-         * the loop; what the read found, for that op's run again. */
+         * the lane; what the read found, for that op's run again. */
         struct nbd_fw *fw, *lf;
         bool begun;
         int begin_r;
@@ -707,6 +708,20 @@ static void begin_read(void *data)
         b->begun = true;
 }
 
+/* On the firewall's lane, after a read: its handle is closed here, not
+ * when the op runs again on the loop. A job whose read is in can wait for
+ * the loop a while (validation slices, the other clients' turns), and
+ * under load dozens waited, each with a socket: an Exec found no fd left
+ * (EMFILE, the stress-load test). The transaction keeps only the pointer,
+ * the loop's handle again. */
+static void lane_handle_close(struct fw_batch *b)
+{
+        if (b->txn)
+                b->be->txn_rebind(b->txn, b->fw);
+        b->be->lane_close(b->lf);
+        b->lf = NULL;
+}
+
 /* On the firewall's lane: the read's handle is opened here, not on the
  * loop before the job is queued, so that a job waiting in the lane's FIFO
  * holds no socket (under load, dozens waited, each with one, and an Exec
@@ -725,6 +740,8 @@ static void begin_read_on_lane(void *data)
                 return;
         }
         begin_read(b);
+        lane_handle_close(b);
+        nbd_test_hold_point("TABLE_READ_DONE");
 }
 
 /* The batch's transaction. At its first firewall op the table is read on
@@ -739,8 +756,8 @@ static struct fw_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 
         /* Read and handed back already: the batch's later ops. (Read on the
          * lane but not handed back yet: the op that asked runs again, and
-         * closes the lane's handle and rebinds the transaction below.) */
-        if (b && b->txn && !b->lf)
+         * takes the read's outcome below.) */
+        if (b && b->txn && !b->reading && !b->chains_pending)
                 return b;
         if (!b) {
                 /* Owners of interfaces gone so far go now, in fw_gone's own
@@ -808,6 +825,8 @@ static void chains_read(void *data)
         }
         b->be->txn_rebind(b->txn, b->lf);
         b->chains_r = b->be->txn_read_chains(b->txn, &b->chains_err);
+        lane_handle_close(b);
+        nbd_test_hold_point("CHAINS_READ_DONE");
 }
 
 /* Did the op's step leave the transaction as it was, for want of the
@@ -944,7 +963,7 @@ static int end_commit(struct nbd_job *job, int r)
         if (!nbd_job_is_last_batched(job) || (r < 0 && !nbd_job_goes_on_after_failure(job)))
                 return r; /* a batch that stops: fw_batch_finish fails them */
         /* The op waits for a read on the lane (the table's, or the
-         * chains') and runs again; it commits then. (b->lf and
+         * chains') and runs again; it commits then. (reading and
          * chains_pending are the loop's to read; the lane sets b->txn
          * meanwhile.) */
         if (b && (b->reading || b->chains_pending))

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/netlink.h>
 
 #include "hostile.h"
 #include "link.h"
@@ -987,6 +988,64 @@ START_TEST(test_ping_passes_another_clients_chain_read_for_a_replace)
 }
 END_TEST
 
+/* A read on the firewall's lane closes its socket there, not when the op
+ * runs again on the loop: a job whose read is in may wait for the loop a
+ * while, and with one socket per waiting job the helper ran out of fds
+ * under load (an Exec failed with EMFILE in the stress-load test). Held
+ * just after the table's read, then after a replace's chain read, the
+ * helper holds the nfnetlink sockets it holds at rest. */
+START_TEST(test_a_read_on_the_firewall_lane_keeps_no_socket_after_it)
+{
+        static const char *const points[] = {"TABLE_READ_DONE", "CHAINS_READ_DONE"};
+        char hold[2][32] = {"/tmp/nbtest-hold-XXXXXX", "/tmp/nbtest-hold-XXXXXX"};
+        struct tu_helper h;
+        nb_results *res;
+        nb_conn *c;
+        int rest;
+
+        tu_private_netns();
+        tu_veth("rs0", "rs1");
+        for (int i = 0; i < 2; i++) {
+                char var[64];
+                ck_assert_int_ge(mkstemp(hold[i]), 0);
+                unlink(hold[i]);
+                snprintf(var, sizeof(var), "NETBROKERD_TEST_HOLD_%s", points[i]);
+                ck_assert_int_eq(setenv(var, hold[i], 1), 0);
+        }
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_TABLE_READ_DONE");
+        unsetenv("NETBROKERD_TEST_HOLD_CHAINS_READ_DONE");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        owners_after_sweep(c);
+        /* The owner, made first, so that the second apply replaces it. */
+        res = tu_submit(c, big_apply("rs", "rs0", 3));
+        tu_assert_status(res, 0, 0, NULL);
+        nb_results_free(res);
+        rest = tu_netlink_sockets(h.pid, NETLINK_NETFILTER);
+        ck_assert_int_gt(rest, 0);
+        for (int i = 0; i < 2; i++) {
+                struct slow_client a = {.sock = h.sock, .b = big_apply("rs", "rs0", 5)};
+                pthread_t t;
+                int fd = open(hold[i], O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+                ck_assert_int_ge(fd, 0);
+                close(fd);
+                pthread_create(&t, NULL, slow_client_run, &a);
+                await_held(hold[i], &a, points[i]);
+                ck_assert_msg(tu_netlink_sockets(h.pid, NETLINK_NETFILTER) == rest,
+                              "held after %s: the helper has %d nfnetlink sockets, %d at rest",
+                              points[i], tu_netlink_sockets(h.pid, NETLINK_NETFILTER), rest);
+                unlink(hold[i]);
+                pthread_join(t, NULL);
+                ck_assert_msg(a.first_error == -1, "client A's apply: op %d failed", a.first_error);
+                nb_batch_free(a.b);
+        }
+        ck_assert(table_has("rs/"));
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* A transaction is freed on the firewall's lane after its reply: while
  * the free is held, client A has its answer and client B is answered too.
  * (Freed on the loop: 0.45 s at 4,096 guests, B waited.) */
@@ -1167,10 +1226,11 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_ping_passes_another_clients_chain_read_for_a_replace);
         tcase_add_test(hol, test_ping_passes_another_clients_transaction_being_freed);
         tcase_add_test(hol, test_ping_passes_another_clients_request_being_validated);
+        tcase_add_test(hol, test_a_read_on_the_firewall_lane_keeps_no_socket_after_it);
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 12 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 13 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(

@@ -260,6 +260,54 @@ int tu_fd_count(pid_t pid)
         return pid == getpid() ? n - 1 : n;
 }
 
+int tu_netlink_sockets(pid_t pid, int protocol)
+{
+        unsigned long inodes[256];
+        size_t n_inodes = 0;
+        char path[64], line[512], target[64];
+        struct dirent *e;
+        int n = 0;
+        FILE *f;
+        DIR *d;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+        d = opendir(path);
+        ck_assert_ptr_nonnull(d);
+        while ((e = readdir(d)) && n_inodes < sizeof(inodes) / sizeof(inodes[0])) {
+                char fd_path[320];
+                ssize_t len;
+                unsigned long ino;
+
+                snprintf(fd_path, sizeof(fd_path), "%s/%s", path, e->d_name);
+                len = readlink(fd_path, target, sizeof(target) - 1);
+                if (len <= 0)
+                        continue;
+                target[len] = '\0';
+                if (sscanf(target, "socket:[%lu]", &ino) == 1)
+                        inodes[n_inodes++] = ino;
+        }
+        closedir(d);
+        /* sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode */
+        snprintf(path, sizeof(path), "/proc/%d/net/netlink", (int)pid);
+        f = fopen(path, "re");
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f)) {
+                int eth;
+                unsigned long ino;
+
+                if (sscanf(line, "%*s %d %*s %*s %*s %*s %*s %*s %*s %lu", &eth, &ino) != 2 ||
+                    eth != protocol)
+                        continue;
+                for (size_t i = 0; i < n_inodes; i++)
+                        if (inodes[i] == ino) {
+                                n++;
+                                break;
+                        }
+        }
+        fclose(f);
+        return n;
+}
+
 int tu_fd_count_settled(pid_t pid, int expected, unsigned ms)
 {
         int n = -1;

@@ -49,6 +49,8 @@ int tu_fd_count(pid_t pid);
 /* The fd count of pid once it is `expected` (closing is asynchronous), or
  * where it stayed after about `ms` milliseconds. */
 int tu_fd_count_settled(pid_t pid, int expected, unsigned ms);
+/* pid's netlink sockets of protocol (NETLINK_ROUTE, NETLINK_NETFILTER...). */
+int tu_netlink_sockets(pid_t pid, int protocol);
 /* Asserts that the fd count of pid comes to `expected` within `ms`. */
 void tu_assert_fd_count_settles(pid_t pid, int expected, unsigned ms);
 /* Children of pid in state Z (zombies). */

@@ -1010,16 +1010,13 @@ static void names_of(nb_conn *c, const char *prefix, char *out, size_t size)
 }
 
 /* n ops making macvtap%d on p0, between two Stats; returns the results and
- * the helper's netlink messages spent on the creates (counted after the
- * start-up sweep, which sends its own). */
+ * the helper's netlink messages spent on the creates. */
 static nb_results *macvtaps(nb_conn *c, int n, uint64_t *ret_netlink)
 {
         nb_batch *b = nb_batch_new();
         nb_results *res;
         uint64_t before, after;
 
-        if (ret_netlink)
-                tu_firewall_settled(c);
         nb_batch_stats(b);
         for (int i = 0; i < n; i++)
                 nb_batch_macvtap_create(b, "macvtap%d", "p0", NB_MACVLAN_BRIDGE, NULL, false);
@@ -1276,7 +1273,6 @@ START_TEST(test_veth_template_with_taken_peer_name_fails_once_and_marks_nothing)
 
         snprintf(there, sizeof(there), "/proc/%d/fd/%d", (int)getpid(), ns);
         free(tu_sh("nsenter --net=%s ip link add nbthere type bridge", there));
-        tu_firewall_settled(c);
         nb_batch_stats(b);
         nb_batch_veth_create(b, "veth%d", "nbthere", ns);
         nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);

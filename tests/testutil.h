@@ -26,6 +26,12 @@ struct tu_helper {
 const char *tu_helper_path(void);
 void tu_helper_start(struct tu_helper *h, const char *config_body);
 void tu_helper_stop(struct tu_helper *h);
+/* Returns once helper pid is at rest: its start-up sweep of the firewall
+ * table, on the firewall's lane while the loop serves, is done (it sends
+ * netlink messages and holds fds a test would count as its own). Both
+ * tu_helper_start() and tu_spawn() wait so; a test holding a lane on
+ * purpose (NETBROKERD_TEST_HOLD_*) is not waited for. */
+void tu_helper_at_rest(pid_t pid);
 
 /* Raw protocol: connect, send a frame, receive one ServerMessage. */
 int tu_raw_connect(const char *sock);
@@ -61,11 +67,6 @@ bool tu_process_alive(pid_t pid);
 int tu_children_of(pid_t pid);
 /* The helper's counter `name` (Stats), asserted to be there. */
 uint64_t tu_stat(nb_conn *c, const char *name);
-/* Returns once the helper's start-up sweep of its firewall table is done:
- * the sweep runs on the firewall's lane while the loop serves, so a test
- * counting the helper's netlink messages would count the sweep's too. An
- * op needing the firewall waits for the lane to be idle: a FirewallList. */
-void tu_firewall_settled(nb_conn *c);
 
 /* Read a whole small file into a static buffer. */
 const char *tu_read_file(const char *path);

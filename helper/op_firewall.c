@@ -851,7 +851,7 @@ static int chains_on_lane(struct nbd_job *job, struct fw_batch *b, Netbroker__Re
         *again = false;
         b->chains_pending = true;
         if (nbd_job_on_lane_first(job, NBD_NEEDS_FIREWALL, chains_read, b))
-                return 0; /* batch_of() takes the handle back */
+                return 0; /* batch_of() takes the read's outcome */
         b->chains_pending = false;
         if (b->lf) {
                 b->be->lane_close(b->lf);

@@ -101,6 +101,9 @@ int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret);
 int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret);
 /* Read what the monitor has queued (fw_kernel.c). */
 void nbd_fw_monitor_drain(struct nbd_fw *fw);
+/* The monitor could not join its group again after one of our sends
+ * (fw_kernel.c): its events no longer tell the generation. */
+bool nbd_fw_monitor_deaf(void);
 /* Fill e for a failed nbd_fw_read_owners (rules false) or
  * nbd_fw_count_rules (rules true); returns r. */
 int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules);

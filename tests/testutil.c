@@ -313,6 +313,11 @@ int tu_fd_count(pid_t pid)
 
 int tu_netlink_sockets(pid_t pid, int protocol)
 {
+        return tu_netlink_sockets_in(pid, protocol, 0);
+}
+
+int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group)
+{
         unsigned long inodes[256];
         size_t n_inodes = 0;
         char path[64], line[512], target[64];
@@ -345,9 +350,11 @@ int tu_netlink_sockets(pid_t pid, int protocol)
         while (fgets(line, sizeof(line), f)) {
                 int eth;
                 unsigned long ino;
+                unsigned groups;
 
-                if (sscanf(line, "%*s %d %*s %*s %*s %*s %*s %*s %*s %lu", &eth, &ino) != 2 ||
-                    eth != protocol)
+                if (sscanf(line, "%*s %d %*s %x %*s %*s %*s %*s %*s %lu", &eth, &groups, &ino) !=
+                            3 ||
+                    eth != protocol || (group && !(groups & (1u << (group - 1)))))
                         continue;
                 for (size_t i = 0; i < n_inodes; i++)
                         if (inodes[i] == ino) {

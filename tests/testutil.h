@@ -57,6 +57,8 @@ int tu_fd_count(pid_t pid);
 int tu_fd_count_settled(pid_t pid, int expected, unsigned ms);
 /* pid's netlink sockets of protocol (NETLINK_ROUTE, NETLINK_NETFILTER...). */
 int tu_netlink_sockets(pid_t pid, int protocol);
+/* Of those, the ones in multicast group `group` (1 to 32; 0: any). */
+int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group);
 /* Asserts that the fd count of pid comes to `expected` within `ms`. */
 void tu_assert_fd_count_settles(pid_t pid, int expected, unsigned ms);
 /* Children of pid in state Z (zombies). */

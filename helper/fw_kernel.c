@@ -40,8 +40,9 @@ NBD_LOG_CATEGORY(firewall);
 
 /* Our own deletions of the table (the last owner removed) under way: the
  * monitor takes their DELTABLE events as ours, not as someone's flush.
- * Raised on the lane before the send, lowered by the monitor on the loop
- * (or by the finish, when the kernel refused the batch). */
+ * Raised before a send the monitor hears (one it could not leave the
+ * group for, monitor_mute), lowered by the monitor on the loop (or by the
+ * finish, when the kernel refused the batch). */
 static unsigned own_table_deletions;
 
 struct nbd_fw_txn {
@@ -885,58 +886,84 @@ static int open_lane_socket(struct nbd_fw_txn *t)
  * quarter of the commit's time in the kernel, 17 s against 6 s for the
  * replace in all), overflowed the monitor's buffer and then held the loop
  * reading what was left. So the monitor leaves the group for each of our
- * sends and joins again when the send returns. Nothing we need is lost:
- * the kernel runs one batch at a time (nfnetlink's subsystem lock), so
- * another process's commit can fall only in the microseconds between
- * leaving and our batch, or between our batch and joining; the next
- * generation check asks the kernel (gen_known goes false), and what such a
- * commit did to the table is found by the next read. Only its DELTABLE
- * would go uncounted in fw_table_deleted.
- * Sends come from the loop and the firewall's lane: the lock keeps one
- * count of them, so that the monitor joins again after the last. */
+ * sends, whichever handle sends (the loop's, a lane's), and joins again
+ * when the send returns.
+ * What that costs: another process's commit that runs while we are out
+ * (one holding or waiting for the kernel's nftables lock when our batch
+ * comes, or one in the microseconds after it) is not heard. The cached
+ * generation is not trusted from the moment we leave until it has been
+ * read from the kernel after we joined again (mute_epoch,
+ * nbd_fw_monitor_heard), so the generation mark is never taken for
+ * current when it is not, and what such a commit did to the table is
+ * found by the next read. Its DELTABLE, if it deleted our table, goes
+ * uncounted in fw_table_deleted (netbrokerd(8) says so).
+ * Sends come from the loop and the lanes: the lock keeps one count of
+ * them, so that the monitor joins again after the last. */
 static pthread_mutex_t mute_lock = PTHREAD_MUTEX_INITIALIZER;
+static int monitor_fd = -1; /* the loop's handle's monitor, once open */
 static unsigned mutes;
+/* Moves at every leave and join: a generation read in another epoch, or
+ * while out, was not followed by the monitor. */
+static unsigned mute_epoch;
 /* Joining again failed: the monitor is deaf, and the generation is asked
  * of the kernel every time, as on a lane's handle. */
 static bool monitor_deaf;
+static bool deaf_warned; /* on the loop */
 
-static bool monitor_mute(const struct nbd_fw *home)
+static bool monitor_mute(void)
 {
         int grp = NFNLGRP_NFTABLES;
-        bool ok = true;
+        bool ok = false;
 
-        if (!home || !home->mon)
-                return false;
         pthread_mutex_lock(&mute_lock);
-        if (mutes == 0)
-                ok = setsockopt(mnl_socket_get_fd(home->mon), SOL_NETLINK, NETLINK_DROP_MEMBERSHIP,
-                                &grp, sizeof(grp)) == 0;
-        mutes += ok;
+        if (monitor_fd >= 0 && !monitor_deaf)
+                ok = mutes > 0 || setsockopt(monitor_fd, SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, &grp,
+                                             sizeof(grp)) == 0;
+        if (ok) {
+                mutes++;
+                mute_epoch++;
+        }
         pthread_mutex_unlock(&mute_lock);
         return ok;
 }
 
-static void monitor_unmute(const struct nbd_fw *home)
+static void monitor_unmute(void)
 {
         int grp = NFNLGRP_NFTABLES;
 
         pthread_mutex_lock(&mute_lock);
-        if (--mutes == 0 && setsockopt(mnl_socket_get_fd(home->mon), SOL_NETLINK,
-                                       NETLINK_ADD_MEMBERSHIP, &grp, sizeof(grp)) < 0)
-                __atomic_store_n(&monitor_deaf, true, __ATOMIC_SEQ_CST);
+        mute_epoch++;
+        if (--mutes == 0 &&
+            setsockopt(monitor_fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp, sizeof(grp)) < 0)
+                monitor_deaf = true;
         pthread_mutex_unlock(&mute_lock);
 }
 
-bool nbd_fw_monitor_deaf(void)
+static bool monitor_is_deaf(void)
 {
-        return __atomic_load_n(&monitor_deaf, __ATOMIC_SEQ_CST);
+        bool deaf;
+
+        pthread_mutex_lock(&mute_lock);
+        deaf = monitor_deaf;
+        pthread_mutex_unlock(&mute_lock);
+        return deaf;
+}
+
+bool nbd_fw_monitor_heard(unsigned *epoch)
+{
+        bool heard;
+
+        pthread_mutex_lock(&mute_lock);
+        heard = !monitor_deaf && mutes == 0 && *epoch == mute_epoch;
+        *epoch = mute_epoch;
+        pthread_mutex_unlock(&mute_lock);
+        return heard;
 }
 
 void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
 {
         struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
         struct msghdr msg = {.msg_name = &snl, .msg_namelen = sizeof(snl)};
-        const struct nbd_fw *home = t->c.home ? t->c.home : t->fw;
 
         if (!t->c.pending)
                 return;
@@ -947,7 +974,7 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
         if (t->c.fd < 0 && (t->c.sent = open_lane_socket(t)) < 0)
                 return;
         setsockopt(t->c.fd, SOL_SOCKET, SO_SNDBUFFORCE, &t->c.sndbuf, sizeof(t->c.sndbuf));
-        t->c.muted = monitor_mute(home);
+        t->c.muted = monitor_mute();
         /* Before the send: its event may be read on the loop before the
          * send returns (when the monitor could not leave the group). The
          * finish lowers it again if no event comes. */
@@ -957,7 +984,7 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
         nbd_test_hold_point("COMMIT_MUTED");
         t->c.sent = sendmsg(t->c.fd, &msg, 0) < 0 ? -errno : 0;
         if (t->c.muted)
-                monitor_unmute(home);
+                monitor_unmute();
         if (t->c.sent == 0)
                 read_acks(t);
         if (t->c.own_fd) {
@@ -995,9 +1022,16 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                 goto out;
         }
         /* Sent with the monitor out of the group: it saw none of the
-         * commit's events, NEWGEN among them. */
+         * commit's events, NEWGEN among them (nbd_fw_monitor_heard() tells
+         * the loop's handle too, whichever handle sent). */
         if (t->c.muted)
                 t->fw->gen_known = false;
+        if (t->c.muted && monitor_is_deaf() && !deaf_warned) {
+                deaf_warned = true;
+                nbd_warn("cannot join the nf_tables event group again: someone else's deletion of "
+                         "table %s will not be seen, and every generation check asks the kernel",
+                         NBD_FW_TABLE);
+        }
         /* Not sent, or refused: no DELTABLE event is coming. */
         if (t->c.own_counted && (t->c.sent < 0 || t->c.first_err))
                 own_deletion_seen();
@@ -1296,6 +1330,10 @@ int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret)
                 if (r < 0)
                         goto fail;
         }
+        pthread_mutex_lock(&mute_lock);
+        if (monitor_fd < 0)
+                monitor_fd = mnl_socket_get_fd(fw->mon);
+        pthread_mutex_unlock(&mute_lock);
         *ret = fw;
         return 0;
 fail:
@@ -1311,7 +1349,12 @@ void nbd_fw_close(struct nbd_fw *fw)
                 nbd_loop_remove(fw->loop, &fw->monw);
         if (fw->nl)
                 mnl_socket_close(fw->nl);
-        if (fw->mon)
+        if (fw->mon) {
+                pthread_mutex_lock(&mute_lock);
+                if (monitor_fd == mnl_socket_get_fd(fw->mon))
+                        monitor_fd = -1;
+                pthread_mutex_unlock(&mute_lock);
                 mnl_socket_close(fw->mon);
+        }
         free(fw);
 }

@@ -73,8 +73,9 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e);
  * handle's sequence, so it grows with the request off the loop), sends it
  * and reads every ack (on the lane, over a socket of
  * its own that it opens and closes around the commit; it touches the
- * transaction and that socket, nothing else: no logging,
- * no counters), finish turns
+ * transaction and that socket, and takes the loop's monitor out of its
+ * event group for the sendmsg (under a lock of its own), nothing else: no
+ * logging, no counters), finish turns
  * what send found into 0 or -errno with e set (on the loop). A transaction
  * prepared is finished (or freed) before it is changed again. */
 int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e);

@@ -499,11 +499,12 @@ int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret)
         int r;
 
         nbd_fw_monitor_drain(fw);
-        /* Without a monitor (a lane's handle), or with one that could not
-         * join its group again after one of our sends, nothing would tell
-         * the cached generation that another commit came: read it every
-         * time, so a re-read after a dump sees a commit made during it. */
-        if (!fw->gen_known || !fw->mon || nbd_fw_monitor_deaf()) {
+        /* Without a monitor (a lane's handle), or while it is out of its
+         * group for one of our sends (or has been since the last check, or
+         * could not join again), nothing would tell the cached generation
+         * that another commit came: read it, so a re-read after a dump sees
+         * a commit made during it. */
+        if (!(fw->mon && nbd_fw_monitor_heard(&fw->mon_epoch)) || !fw->gen_known) {
                 r = nbd_fw_read_gen(fw, &gen);
                 if (r < 0)
                         return r;

@@ -28,6 +28,7 @@ struct nbd_fw {
          * NEWGEN read after it may be older than one lost). */
         uint32_t gen;
         bool gen_known;
+        unsigned mon_epoch; /* nbd_fw_monitor_heard()'s, at the last check */
         bool can_mark; /* the kernel has the arp family (probed at open) */
 };
 
@@ -101,9 +102,10 @@ int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret);
 int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret);
 /* Read what the monitor has queued (fw_kernel.c). */
 void nbd_fw_monitor_drain(struct nbd_fw *fw);
-/* The monitor could not join its group again after one of our sends
- * (fw_kernel.c): its events no longer tell the generation. */
-bool nbd_fw_monitor_deaf(void);
+/* Has the monitor heard every commit since *epoch (fw_kernel.c)? Not
+ * while one of our sends has it out of its group, nor if it could not
+ * join again; *epoch is set to now. */
+bool nbd_fw_monitor_heard(unsigned *epoch);
 /* Fill e for a failed nbd_fw_read_owners (rules false) or
  * nbd_fw_count_rules (rules true); returns r. */
 int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1059,7 +1060,7 @@ END_TEST
  * the send, the helper has no nfnetlink socket in the group; after the
  * reply it has its one again, and someone else's deletion of the table is
  * still seen and counted. An ensure after that muted commit finds its
- * owner unchanged and writes nothing. */
+ * owner in place and writes nothing. */
 START_TEST(test_the_monitor_leaves_its_group_while_the_helpers_batch_is_sent)
 {
         char hold[] = "/tmp/nbtest-hold-XXXXXX";
@@ -1102,7 +1103,7 @@ START_TEST(test_the_monitor_leaves_its_group_while_the_helpers_batch_is_sent)
         ck_assert_int_eq(tu_netlink_sockets_in(h.pid, NETLINK_NETFILTER, NFNLGRP_NFTABLES), 1);
         ck_assert(table_has("mu/"));
 
-        /* The commit's generation was not seen: the ensure asks for it. */
+        /* The owner is in place after the muted commit. */
         tx = tu_stat(c, "fw_transactions");
         unchanged = tu_stat(c, "fw_owners_unchanged");
         res = tu_submit(c, fw_batch("mu", "mu0", 3, NB_FW_ENSURE));
@@ -1115,6 +1116,121 @@ START_TEST(test_the_monitor_leaves_its_group_while_the_helpers_batch_is_sent)
         for (int i = 0; i < 200 && tu_stat(c, "fw_table_deleted") == 0; i++)
                 usleep(10000);
         ck_assert_uint_eq(tu_stat(c, "fw_table_deleted"), 1);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A non-root client's validation reads the owners on the loop (who made
+ * an owner decides whether it may change it), and trusts the table's
+ * summary while the generation mark matches the generation the monitor
+ * last heard. While the helper's own batch is sent the monitor is out of
+ * its group: a commit of someone else's then goes unheard, so the
+ * generation must be asked of the kernel until the monitor has joined
+ * again. Here root's owner "nbus" (on nobody's tap) is deleted by hand
+ * while another commit is held before its send; nobody's apply of
+ * "nbus" must then be taken as the new owner it is, not refused for
+ * root's owner of the stale summary. */
+static void as_nobody(const char *sock, nb_batch *b, int *status)
+{
+        nb_results *res = NULL;
+        nb_conn *c;
+
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+            nb_connect(sock, &c) != 0)
+                _exit(10);
+        if (nb_submit(c, b, &res) != 0)
+                _exit(11);
+        *status = (int)nb_results_first_error(res) < 0 ? 0 : nb_result_status(res, 0);
+        if (*status)
+                fprintf(stderr, "nobody's request: %s\n", nb_result_message(res, 0));
+        _exit(0);
+}
+
+START_TEST(test_a_stale_summary_is_not_trusted_while_the_monitor_is_out_of_its_group)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        struct slow_client a = {0};
+        nb_tap_opts tap = NB_TAP_OPTS_INIT;
+        int *status =
+                mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct tu_helper h;
+        nb_batch *b;
+        pthread_t t;
+        nb_conn *c;
+        pid_t child;
+        int fd, w = 0;
+
+        ck_assert_ptr_ne(status, MAP_FAILED);
+        *status = 1;
+        tu_private_netns();
+        tu_veth("mu0", "mu1");
+        fd = mkstemp(hold);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        unlink(hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_COMMIT_MUTED", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = tap_create firewall_apply\n"
+                                     "name_prefixes = nbu\n"
+                                     "max_devices = 4\n");
+        unsetenv("NETBROKERD_TEST_HOLD_COMMIT_MUTED");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        owners_after_sweep(c);
+        /* Nobody's tap; root's owner "nbus" on it. */
+        tap.persist = true;
+        tap.set_owner = true;
+        tap.uid = tap.gid = 65534;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_tap_create(b, "nbu0", &tap), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                as_nobody(h.sock, b, status);
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0 && *status == 0,
+                      "nobody's tap: child 0x%x, status %d", w, *status);
+        nb_batch_free(b);
+        *status = 1;
+        nb_results_free(tu_submit_ok(c, fw_batch("nbus", "nbu0", 2, NB_FW_REPLACE)));
+        /* Read once on the loop: the generation is cached, the mark holds. */
+        ck_assert_uint_eq(owners_after_sweep(c), 1);
+
+        a.sock = h.sock;
+        a.b = big_apply("other", "mu0", 3);
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        pthread_create(&t, NULL, slow_client_run, &a);
+        await_held(hold, &a, "the send of the commit");
+        /* Someone else deletes root's owner: its chains, bases first. */
+        free(tu_sh("nft list table netdev netbroker | awk '/^\\tchain /{n=$2; all[n]=1} "
+                   "/hook/{base[n]=1} END{for (n in base) if (n ~ /^nbus\\//) "
+                   "print \"delete chain netdev netbroker \" n; for (n in all) if (n ~ "
+                   "/^nbus\\// && !(n in base)) print \"delete chain netdev netbroker \" n}' "
+                   "| nft -f -"));
+        ck_assert_msg(!table_has("nbus/"), "the owner's chains are still there");
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                as_nobody(h.sock, fw_batch("nbus", "nbu0", 2, NB_FW_REPLACE), status);
+        /* Its validation runs now; the op then waits for the held lane. */
+        for (int i = 0; i < 200 && (w = waitpid(child, NULL, WNOHANG)) == 0; i++)
+                usleep(10000);
+        ck_assert_msg(w == 0 && *status == 1,
+                      "nobody's apply was answered (status %d) while the lane was held: "
+                      "refused from the stale summary",
+                      *status);
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's apply: op %d failed", a.first_error);
+        nb_batch_free(a.b);
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "child status 0x%x", w);
+        ck_assert_msg(*status == 0, "nobody's apply of the deleted owner: status %d", *status);
+        munmap(status, sizeof(int));
         nb_close(c);
         tu_helper_stop(&h);
 }
@@ -1302,6 +1418,8 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_ping_passes_another_clients_request_being_validated);
         tcase_add_test(hol, test_a_read_on_the_firewall_lane_keeps_no_socket_after_it);
         tcase_add_test(hol, test_the_monitor_leaves_its_group_while_the_helpers_batch_is_sent);
+        tcase_add_test(hol,
+                       test_a_stale_summary_is_not_trusted_while_the_monitor_is_out_of_its_group);
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */

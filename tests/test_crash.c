@@ -82,8 +82,11 @@ static void *killer_main(void *p)
         struct killer *k = p;
 
         usleep(k->delay_us);
-        kill(k->pid, SIGKILL);
+        /* Stamped before the kill: taken after it, a preemption of this
+         * thread (milliseconds on two busy cores) made a call that failed
+         * because of the kill look as if it failed before it. */
         k->killed_at = tu_now_us();
+        kill(k->pid, SIGKILL);
         return NULL;
 }
 

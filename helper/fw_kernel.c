@@ -902,8 +902,8 @@ static int open_lane_socket(struct nbd_fw_txn *t)
 static pthread_mutex_t mute_lock = PTHREAD_MUTEX_INITIALIZER;
 static int monitor_fd = -1; /* the loop's handle's monitor, once open */
 static unsigned mutes;
-/* Moves at every leave and join: a generation read in another epoch, or
- * while out, was not followed by the monitor. */
+/* Moves at every join: a generation read before the last join, or while
+ * out (mutes > 0), was not followed by the monitor. */
 static unsigned mute_epoch;
 /* Joining again failed: the monitor is deaf, and the generation is asked
  * of the kernel every time, as on a lane's handle. */
@@ -919,10 +919,7 @@ static bool monitor_mute(void)
         if (monitor_fd >= 0 && !monitor_deaf)
                 ok = mutes > 0 || setsockopt(monitor_fd, SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, &grp,
                                              sizeof(grp)) == 0;
-        if (ok) {
-                mutes++;
-                mute_epoch++;
-        }
+        mutes += ok;
         pthread_mutex_unlock(&mute_lock);
         return ok;
 }
@@ -1021,11 +1018,9 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                 r = nbd_err_oom(e, "building the transaction");
                 goto out;
         }
-        /* Sent with the monitor out of the group: it saw none of the
-         * commit's events, NEWGEN among them (nbd_fw_monitor_heard() tells
-         * the loop's handle too, whichever handle sent). */
-        if (t->c.muted)
-                t->fw->gen_known = false;
+        /* A send with the monitor out of the group needs nothing here for
+         * the generation: the epoch it moved makes the next check ask the
+         * kernel (nbd_fw_monitor_heard). */
         if (t->c.muted && monitor_is_deaf() && !deaf_warned) {
                 deaf_warned = true;
                 nbd_warn("cannot join the nf_tables event group again: someone else's deletion of "

@@ -65,28 +65,50 @@ const char *tu_helper_path(void)
         return p && *p ? p : NB_TEST_HELPER;
 }
 
-/* Whether pid holds an eventfd: the helper's lanes hold one exactly while
- * a closure is outstanding (helper/lane.c, open_efd), and the start-up
- * sweep of the firewall table is one, submitted before the helper serves. */
-static bool holds_eventfd(pid_t pid)
+/* Call fn with the link target of each of pid's fds ("socket:[123]",
+ * "anon_inode:[eventfd]"...) until it returns true. -ENOENT when pid has
+ * no /proc entry (gone). */
+static int each_fd_target(pid_t pid, bool (*fn)(const char *target, void *data), void *data)
 {
         char path[64], fd_path[320], target[64];
         struct dirent *e;
-        bool found = false;
         DIR *d;
 
         snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
         d = opendir(path);
         if (!d)
-                return false; /* gone: the caller finds out */
-        while (!found && (e = readdir(d))) {
+                return -ENOENT;
+        while ((e = readdir(d))) {
                 ssize_t n;
 
                 snprintf(fd_path, sizeof(fd_path), "%s/%s", path, e->d_name);
                 n = readlink(fd_path, target, sizeof(target) - 1);
-                found = n > 0 && (target[n] = '\0', strcmp(target, "anon_inode:[eventfd]") == 0);
+                if (n <= 0)
+                        continue;
+                target[n] = '\0';
+                if (fn(target, data))
+                        break;
         }
         closedir(d);
+        return 0;
+}
+
+static bool is_eventfd(const char *target, void *data)
+{
+        bool *found = data;
+
+        *found = strcmp(target, "anon_inode:[eventfd]") == 0;
+        return *found;
+}
+
+/* Whether pid holds an eventfd: the helper's lanes hold one exactly while
+ * a closure is outstanding (helper/lane.c, open_efd), and the start-up
+ * sweep of the firewall table is one, submitted before the helper serves. */
+static bool holds_eventfd(pid_t pid)
+{
+        bool found = false;
+
+        (void)each_fd_target(pid, is_eventfd, &found); /* gone: the caller finds out */
         return found;
 }
 
@@ -316,33 +338,29 @@ int tu_netlink_sockets(pid_t pid, int protocol)
         return tu_netlink_sockets_in(pid, protocol, 0);
 }
 
+struct socket_inodes {
+        unsigned long v[256];
+        size_t n;
+};
+
+static bool add_socket_inode(const char *target, void *data)
+{
+        struct socket_inodes *in = data;
+        unsigned long ino;
+
+        if (sscanf(target, "socket:[%lu]", &ino) == 1)
+                in->v[in->n++] = ino;
+        return in->n == sizeof(in->v) / sizeof(in->v[0]);
+}
+
 int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group)
 {
-        unsigned long inodes[256];
-        size_t n_inodes = 0;
-        char path[64], line[512], target[64];
-        struct dirent *e;
+        struct socket_inodes in = {.n = 0};
+        char path[64], line[512];
         int n = 0;
         FILE *f;
-        DIR *d;
 
-        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-        d = opendir(path);
-        ck_assert_ptr_nonnull(d);
-        while ((e = readdir(d)) && n_inodes < sizeof(inodes) / sizeof(inodes[0])) {
-                char fd_path[320];
-                ssize_t len;
-                unsigned long ino;
-
-                snprintf(fd_path, sizeof(fd_path), "%s/%s", path, e->d_name);
-                len = readlink(fd_path, target, sizeof(target) - 1);
-                if (len <= 0)
-                        continue;
-                target[len] = '\0';
-                if (sscanf(target, "socket:[%lu]", &ino) == 1)
-                        inodes[n_inodes++] = ino;
-        }
-        closedir(d);
+        ck_assert_int_eq(each_fd_target(pid, add_socket_inode, &in), 0);
         /* sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode */
         snprintf(path, sizeof(path), "/proc/%d/net/netlink", (int)pid);
         f = fopen(path, "re");
@@ -356,8 +374,8 @@ int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group)
                             3 ||
                     eth != protocol || (group && !(groups & (1u << (group - 1)))))
                         continue;
-                for (size_t i = 0; i < n_inodes; i++)
-                        if (inodes[i] == ino) {
+                for (size_t i = 0; i < in.n; i++)
+                        if (in.v[i] == ino) {
                                 n++;
                                 break;
                         }

@@ -930,7 +930,8 @@ static void monitor_unmute(void)
 
         pthread_mutex_lock(&mute_lock);
         mute_epoch++;
-        if (--mutes == 0 &&
+        /* (Closed meanwhile, at shutdown: nothing to join.) */
+        if (--mutes == 0 && monitor_fd >= 0 &&
             setsockopt(monitor_fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp, sizeof(grp)) < 0)
                 monitor_deaf = true;
         pthread_mutex_unlock(&mute_lock);
@@ -1177,8 +1178,17 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
 
         /* Every commit ends with one: the generation it made. */
         if (NFNL_MSG_TYPE(nlh->nlmsg_type) == NFT_MSG_NEWGEN) {
-                if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), gen_cb, &id) >= 0 && id)
-                        fw->gen = ntohl(mnl_attr_get_u32(id));
+                uint32_t gen;
+
+                if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), gen_cb, &id) < 0 || !id)
+                        return MNL_CB_OK;
+                gen = ntohl(mnl_attr_get_u32(id));
+                /* Never back: a NEWGEN queued before one of our sends took
+                 * the monitor out of its group may be read after a GETGEN
+                 * has given a newer generation; taken, it could equal a
+                 * mark the table has moved past. */
+                if (!fw->gen_known || (int32_t)(gen - fw->gen) > 0)
+                        fw->gen = gen;
                 return MNL_CB_OK;
         }
         if (NFNL_MSG_TYPE(nlh->nlmsg_type) != NFT_MSG_DELTABLE)

@@ -495,6 +495,9 @@ int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret)
 
 int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret)
 {
+        /* Asked before the drain: a send that takes the monitor out and
+         * back between the two is then seen at the next check. */
+        bool heard = fw->mon && nbd_fw_monitor_heard(&fw->mon_epoch);
         uint32_t gen;
         int r;
 
@@ -504,7 +507,7 @@ int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret)
          * could not join again), nothing would tell the cached generation
          * that another commit came: read it, so a re-read after a dump sees
          * a commit made during it. */
-        if (!(fw->mon && nbd_fw_monitor_heard(&fw->mon_epoch)) || !fw->gen_known) {
+        if (!heard || !fw->gen_known) {
                 r = nbd_fw_read_gen(fw, &gen);
                 if (r < 0)
                         return r;

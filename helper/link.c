@@ -26,9 +26,12 @@
 #include <unistd.h>
 
 #include "ifmap.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "log.h"
 #include "names.h"
 #include "netlink.h"
+#include "stats.h"
+#include "uevent.h"
 
 NBD_LOG_CATEGORY(link);
 
@@ -50,6 +53,12 @@ struct nbd_links {
         struct nbd_names *names;
         struct nbd_watch monw;
         unsigned char *mon_buf; /* MON_SLOTS * MON_SLOT_SIZE */
+        /* The kernel's uevents, for a new macvtap's device number (see
+         * uevent.h); NULL: sysfs is read. The loop empties the socket
+         * whenever it holds something, so a macvtap's create finds little
+         * more than its own uevents there. */
+        struct nbd_uevents *uev;
+        struct nbd_watch uevw;
         char *devdir;
         unsigned node_seq;
         /* Interfaces gone since the loop last told the watchers (on_gone):
@@ -263,6 +272,32 @@ static void on_monitor(struct nbd_watch *w, uint32_t events)
         nbd_links_sync(w->data);
 }
 
+/* Uevents nobody waits for: dropped, so the socket does not fill up and
+ * lose the next macvtap's. */
+static void on_uevents(struct nbd_watch *w, uint32_t events)
+{
+        struct nbd_links *l = w->data;
+
+        (void)events;
+        nbd_uevents_find_devt(l->uev, NULL, NULL, NULL);
+}
+
+/* Without uevents a macvtap's device number comes from sysfs: slower,
+ * nothing else. */
+static void open_uevents(struct nbd_links *l)
+{
+        int r = nbd_uevents_open(&l->uev);
+
+        if (r == 0 && l->loop)
+                r = nbd_loop_add(l->loop, &l->uevw, nbd_uevents_fd(l->uev), EPOLLIN, on_uevents, l);
+        if (r < 0) {
+                nbd_notice("no kernel uevents (%s): macvtap device numbers are read from sysfs",
+                           strerror(-r));
+                nbd_uevents_close(l->uev);
+                l->uev = NULL;
+        }
+}
+
 struct nbd_names *nbd_links_names(struct nbd_links *l)
 {
         return l->names;
@@ -318,6 +353,7 @@ int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links *
                 return -ENOMEM;
         l->loop = loop;
         l->monw.fd = -1;
+        l->uevw.fd = -1;
         if (devdir && !(l->devdir = strdup(devdir))) {
                 r = -ENOMEM;
                 goto fail;
@@ -342,6 +378,7 @@ int nbd_links_open(struct nbd_loop *loop, const char *devdir, struct nbd_links *
                 if (r < 0)
                         goto fail;
         }
+        open_uevents(l);
         *ret = l;
         return 0;
 fail:
@@ -355,6 +392,9 @@ void nbd_links_close(struct nbd_links *l)
                 return;
         if (l->loop && l->monw.fd >= 0)
                 nbd_loop_remove(l->loop, &l->monw);
+        if (l->loop && l->uevw.fd >= 0)
+                nbd_loop_remove(l->loop, &l->uevw);
+        nbd_uevents_close(l->uev);
         if (l->loop)
                 nbd_timer_cancel(l->loop, &l->gone_timer);
         free(l->gone);
@@ -765,20 +805,23 @@ static int open_macvtap_queues(const char *node, const char *name, bool vnet_hdr
         return r;
 }
 
-/* The macvtap's character device, found in sysfs (which must show this
- * network namespace: the helper mounts its own, see main.c), made as a node
- * in the helper's private directory, opened once per queue, and removed
- * again: no udev, and no /dev/tapN that a device of another namespace
- * could own. */
-static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool vnet_hdr,
-                        unsigned queues, int *fds, struct nbd_err *err)
+/* The device number of the character device of the macvtap name
+ * (ifindex) just made: from its "add" uevent when the socket has it (see
+ * uevent.h), else from sysfs (which must show this network namespace: the
+ * helper mounts its own, see main.c). */
+static int macvtap_devt(struct nbd_links *l, const char *name, int ifindex, dev_t *ret,
+                        struct nbd_err *err)
 {
-        char path[128], node[PATH_MAX], buf[32];
+        char path[128], buf[32];
         unsigned maj, min;
-        struct stat st;
         int fd, r;
         ssize_t n;
 
+        nbd_test_hold_point("MACVTAP_MADE");
+        snprintf(path, sizeof(path), "/%s/macvtap/tap%d", name, ifindex);
+        if (l->uev && nbd_uevents_find_devt(l->uev, "macvtap", path, ret) == 0)
+                return 0;
+        nbd_stat_inc(NBD_STAT_MACVTAP_SYSFS_READS);
         snprintf(path, sizeof(path), "/sys/class/net/%s/macvtap/tap%d/dev", name, ifindex);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
@@ -790,14 +833,30 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
         }
         n = read(fd, buf, sizeof(buf) - 1);
         close(fd);
-        if (n <= 0 || (buf[n] = '\0', sscanf(buf, "%u:%u", &maj, &min) != 2)) {
+        if (n <= 0 || (buf[n] = '\0', sscanf(buf, "%u:%u", &maj, &min) != 2))
                 return nbd_err_set(err, -EIO, "cannot read %s", path);
-        }
+        *ret = makedev(maj, min);
+        return 0;
+}
+
+/* The macvtap's character device (macvtap_devt()), made as a node in the
+ * helper's private directory, opened once per queue, and removed again:
+ * no udev, and no /dev/tapN that a device of another namespace could
+ * own. */
+static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool vnet_hdr,
+                        unsigned queues, int *fds, struct nbd_err *err)
+{
+        char node[PATH_MAX];
+        struct stat st;
+        dev_t devt;
+        int r = macvtap_devt(l, name, ifindex, &devt, err);
+
+        if (r < 0)
+                return r;
         if (!l->devdir) {
                 /* No private directory: /dev/tapN only if it is this very device. */
                 snprintf(node, sizeof(node), "/dev/tap%d", ifindex);
-                if (stat(node, &st) < 0 || !S_ISCHR(st.st_mode) ||
-                    st.st_rdev != makedev(maj, min)) {
+                if (stat(node, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != devt) {
                         return nbd_err_set(
                                 err, -ENODEV,
                                 "no device node for %s: %s is missing or belongs to another device",
@@ -806,7 +865,7 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
                 return open_macvtap_queues(node, name, vnet_hdr, queues, fds, err);
         }
         snprintf(node, sizeof(node), "%s/tap%d.%u", l->devdir, ifindex, l->node_seq++);
-        if (mknod(node, S_IFCHR | 0600, makedev(maj, min)) < 0) {
+        if (mknod(node, S_IFCHR | 0600, devt) < 0) {
                 r = -errno;
                 return nbd_err_set(err, r, "cannot make a device node for %s: %s", name,
                                    strerror(-r));

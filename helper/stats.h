@@ -36,6 +36,9 @@ enum nbd_stat {
          * family (the firewall's or bandwidth's table: each walks every
          * chain of the family), on any thread (nbd_stat_inc_shared). */
         NBD_STAT_NFT_CHAIN_DUMPS,
+        /* A macvtap's device number read from sysfs: its uevent was not
+         * there (link.c, uevent.h). */
+        NBD_STAT_MACVTAP_SYSFS_READS,
         /* supervised programs */
         NBD_STAT_OPS_PROGRAM,
         NBD_STAT_PROGRAMS_STARTED,

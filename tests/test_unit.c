@@ -1051,6 +1051,7 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, abi_tcase());
         suite_add_tcase(s, opref_tcase());
         suite_add_tcase(s, fw_net_unit_tcase()); /* virtual networks */
+        suite_add_tcase(s, uevent_unit_tcase()); /* a macvtap's device number (issue 14) */
         return s;
 }
 

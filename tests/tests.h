@@ -34,3 +34,5 @@ Suite *addr_suite(void);
 Suite *net_suite(void);
 /* supervised programs */
 Suite *program_suite(void);
+/* a macvtap's device number from its uevent (issue 14: names) */
+Suite *macvtap_devt_suite(void);

@@ -24,3 +24,5 @@ TCase *policy_unit_tcase(void);
 TCase *opref_tcase(void);
 /* virtual networks: network firewall owners */
 TCase *fw_net_unit_tcase(void);
+/* the uevent parser: a macvtap's device number (issue 14) */
+TCase *uevent_unit_tcase(void);

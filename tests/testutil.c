@@ -353,7 +353,9 @@ static bool add_socket_inode(const char *target, void *data)
         return in->n == sizeof(in->v) / sizeof(in->v[0]);
 }
 
-int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group)
+/* pid's netlink sockets of protocol in group (0: any): how many, and
+ * their Drops added into *drops (NULL: not wanted). */
+static int netlink_sockets(pid_t pid, int protocol, unsigned group, unsigned long *drops)
 {
         struct socket_inodes in = {.n = 0};
         char path[64], line[512];
@@ -367,21 +369,36 @@ int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group)
         ck_assert_ptr_nonnull(f);
         while (fgets(line, sizeof(line), f)) {
                 int eth;
-                unsigned long ino;
+                unsigned long ino, d;
                 unsigned groups;
 
-                if (sscanf(line, "%*s %d %*s %x %*s %*s %*s %*s %*s %lu", &eth, &groups, &ino) !=
-                            3 ||
+                if (sscanf(line, "%*s %d %*s %x %*s %*s %*s %*s %lu %lu", &eth, &groups, &d,
+                           &ino) != 4 ||
                     eth != protocol || (group && !(groups & (1u << (group - 1)))))
                         continue;
                 for (size_t i = 0; i < in.n; i++)
                         if (in.v[i] == ino) {
                                 n++;
+                                if (drops)
+                                        *drops += d;
                                 break;
                         }
         }
         fclose(f);
         return n;
+}
+
+int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group)
+{
+        return netlink_sockets(pid, protocol, group, NULL);
+}
+
+unsigned long tu_netlink_drops(pid_t pid, int protocol)
+{
+        unsigned long drops = 0;
+
+        (void)netlink_sockets(pid, protocol, 0, &drops);
+        return drops;
 }
 
 int tu_fd_count_settled(pid_t pid, int expected, unsigned ms)

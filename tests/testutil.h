@@ -59,6 +59,8 @@ int tu_fd_count_settled(pid_t pid, int expected, unsigned ms);
 int tu_netlink_sockets(pid_t pid, int protocol);
 /* Of those, the ones in multicast group `group` (1 to 32; 0: any). */
 int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group);
+/* What the kernel could not queue on them (a full socket), all together. */
+unsigned long tu_netlink_drops(pid_t pid, int protocol);
 /* Asserts that the fd count of pid comes to `expected` within `ms`. */
 void tu_assert_fd_count_settles(pid_t pid, int expected, unsigned ms);
 /* Children of pid in state Z (zombies). */

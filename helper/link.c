@@ -59,6 +59,7 @@ struct nbd_links {
          * more than its own uevents there. */
         struct nbd_uevents *uev;
         struct nbd_watch uevw;
+        unsigned macvtap_major; /* 0: not read yet (macvtap_major_of()) */
         char *devdir;
         unsigned node_seq;
         /* Interfaces gone since the loop last told the watchers (on_gone):
@@ -805,6 +806,48 @@ static int open_macvtap_queues(const char *node, const char *name, bool vnet_hdr
         return r;
 }
 
+/* The major number of macvtaps' character devices, from /proc/devices,
+ * read once the first macvtap exists (the driver may be a module, loaded
+ * by that create): 0, or -errno. */
+static int macvtap_major_of(struct nbd_links *l, unsigned *ret)
+{
+        char buf[4096];
+        ssize_t n;
+        int fd, r;
+
+        if (l->macvtap_major) {
+                *ret = l->macvtap_major;
+                return 0;
+        }
+        fd = open("/proc/devices", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        r = n < 0 ? -errno : 0;
+        close(fd);
+        if (r < 0)
+                return r;
+        buf[n] = '\0';
+        r = nbd_chrdev_major(buf, "macvtap", &l->macvtap_major);
+        if (r == 0)
+                *ret = l->macvtap_major;
+        return r;
+}
+
+/* A device number from a uevent, checked to be a macvtap's: whatever
+ * else went wrong, the helper opens no other kind of device. */
+static bool from_uevent(struct nbd_links *l, const char *suffix, dev_t *ret)
+{
+        unsigned want = 0;
+        dev_t devt = 0;
+
+        if (!l->uev || nbd_uevents_find_devt(l->uev, "macvtap", suffix, &devt) < 0 ||
+            macvtap_major_of(l, &want) < 0 || major(devt) != want)
+                return false;
+        *ret = devt;
+        return true;
+}
+
 /* The device number of the character device of the macvtap name
  * (ifindex) just made: from its "add" uevent when the socket has it (see
  * uevent.h), else from sysfs (which must show this network namespace: the
@@ -819,7 +862,7 @@ static int macvtap_devt(struct nbd_links *l, const char *name, int ifindex, dev_
 
         nbd_test_hold_point("MACVTAP_MADE");
         snprintf(path, sizeof(path), "/%s/macvtap/tap%d", name, ifindex);
-        if (l->uev && nbd_uevents_find_devt(l->uev, "macvtap", path, ret) == 0)
+        if (from_uevent(l, path, ret))
                 return 0;
         nbd_stat_inc(NBD_STAT_MACVTAP_SYSFS_READS);
         snprintf(path, sizeof(path), "/sys/class/net/%s/macvtap/tap%d/dev", name, ifindex);
@@ -848,7 +891,7 @@ static int open_macvtap(struct nbd_links *l, const char *name, int ifindex, bool
 {
         char node[PATH_MAX];
         struct stat st;
-        dev_t devt;
+        dev_t devt = 0;
         int r = macvtap_devt(l, name, ifindex, &devt, err);
 
         if (r < 0)

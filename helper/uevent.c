@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <linux/netlink.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,6 +17,9 @@
 #define SLOTS 16
 #define SLOT_SIZE 8192
 #define UEVENT_GROUP 1 /* the kernel's; udev's own messages go to group 2 */
+/* recvmmsg() calls a read may take: 1,024 datagrams (a macvtap's create
+ * makes four). The loop empties the socket as it fills. */
+#define MAX_CALLS 64
 
 struct nbd_uevents {
         int fd;
@@ -123,10 +127,12 @@ int nbd_uevents_fd(const struct nbd_uevents *u)
 }
 
 /* The kernel's own: sent from port 0, and with the credentials of no
- * process. A process with CAP_SYS_ADMIN over the namespace may have the
- * kernel broadcast a uevent it wrote (uevent_net_rcv_skb(), for container
- * managers): that one comes from port 0 too, but carries the writer's
- * pid. */
+ * process (pid 0, which no process can claim: the kernel fills in a
+ * sender's own pid). A process with CAP_SYS_ADMIN over the namespace may
+ * have the kernel broadcast a uevent it wrote (uevent_net_rcv_skb(), for
+ * container managers): that one comes from port 0 too, but carries the
+ * writer's pid. The uid is not looked at: in a namespace owned by another
+ * user namespace the kernel stamps its uevents with that one's root. */
 static bool from_kernel(const struct msghdr *m, const struct sockaddr_nl *from)
 {
         struct ucred uc;
@@ -138,7 +144,7 @@ static bool from_kernel(const struct msghdr *m, const struct sockaddr_nl *from)
                     c->cmsg_len < CMSG_LEN(sizeof(uc)))
                         continue;
                 memcpy(&uc, CMSG_DATA(c), sizeof(uc));
-                return uc.pid == 0 && uc.uid == 0;
+                return uc.pid == 0;
         }
         return false;
 }
@@ -175,12 +181,15 @@ int nbd_uevents_find_devt(struct nbd_uevents *u, const char *subsystem, const ch
                 char buf[CMSG_SPACE(sizeof(struct ucred))];
                 struct cmsghdr align;
         } ctl[SLOTS];
-        bool found = false, lost = false;
+        bool found = false, lost = false, empty = false;
         dev_t devt = 0;
         int n;
 
-        /* Not a do-while: its `continue` would test n == SLOTS with n -1. */
-        for (;;) {
+        /* Until the socket says EAGAIN: recvmmsg() returns what it read
+         * before an overflow's ENOBUFS and says that only on the next
+         * call. Bounded, for a flood of datagrams would hold the loop:
+         * past MAX_CALLS the answer is not known. */
+        for (int calls = 0; calls < MAX_CALLS && !empty; calls++) {
                 for (int i = 0; i < SLOTS; i++) {
                         iov[i] = (struct iovec){u->buf + (size_t)i * SLOT_SIZE, SLOT_SIZE};
                         from[i] = (struct sockaddr_nl){0};
@@ -192,30 +201,59 @@ int nbd_uevents_find_devt(struct nbd_uevents *u, const char *subsystem, const ch
                                                              .msg_controllen = sizeof(ctl[i])}};
                 }
                 n = recvmmsg(u->fd, mm, SLOTS, MSG_DONTWAIT, NULL);
+                empty = n < 0 && errno == EAGAIN;
+                if (empty)
+                        continue;
                 if (n < 0 && (errno == EINTR || errno == ENOBUFS)) {
                         /* ENOBUFS: the socket overflowed since the last read
-                         * (reported once); what is queued is still read. */
+                         * (said once); what is queued is still read. */
                         lost |= errno == ENOBUFS;
                         continue;
                 }
-                if (n < 0 && errno != EAGAIN)
+                if (n < 0)
                         return -errno;
                 for (int i = 0; i < n && suffix; i++) {
+                        /* Another process's datagrams are never read, too
+                         * long or not: they cannot make the answer unknown. */
+                        if (!from_kernel(&mm[i].msg_hdr, &from[i]))
+                                continue;
                         if (mm[i].msg_hdr.msg_flags & MSG_TRUNC)
                                 lost = true;
-                        else if (from_kernel(&mm[i].msg_hdr, &from[i]))
+                        else
                                 consider(iov[i].iov_base, mm[i].msg_len, subsystem, suffix, &found,
                                          &devt);
                 }
-                if (n < SLOTS)
-                        break;
         }
         if (!suffix)
                 return 0;
-        if (lost)
+        if (lost || !empty)
                 return -ENOBUFS;
         if (!found)
                 return -ENOENT;
         *ret_devt = devt;
         return 0;
+}
+
+int nbd_chrdev_major(const char *devices, const char *name, unsigned *ret)
+{
+        const char *line = devices;
+        bool chr = false;
+
+        for (; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+                unsigned major;
+                int end = 0;
+                size_t n = strlen(name);
+
+                if (strncmp(line, "Character devices:", 18) == 0)
+                        chr = true;
+                else if (strncmp(line, "Block devices:", 14) == 0)
+                        chr = false;
+                else if (chr && sscanf(line, "%u %n", &major, &end) == 1 && end > 0 &&
+                         strncmp(line + end, name, n) == 0 &&
+                         (line[end + n] == '\n' || line[end + n] == '\0')) {
+                        *ret = major;
+                        return 0;
+                }
+        }
+        return -ENOENT;
 }

@@ -12,7 +12,8 @@
  * it when the create returns, and one recvmmsg() reads it.
  *
  * Only the kernel's datagrams count: sent from port 0, with no process's
- * credentials (SCM_CREDENTIALS pid 0). A process of the namespace with
+ * credentials (SCM_CREDENTIALS pid 0), and the number must be of the
+ * character devices the kernel lists as "macvtap" (link.c checks). A process of the namespace with
  * CAP_NET_ADMIN may send to the group itself (from its own port), and one
  * with CAP_SYS_ADMIN over it may have the kernel send what it wrote (from
  * port 0, with its pid); a forged number would open another device. Anything that makes the answer
@@ -47,7 +48,8 @@ int nbd_uevents_open(struct nbd_uevents **ret);
 void nbd_uevents_close(struct nbd_uevents *u);
 int nbd_uevents_fd(const struct nbd_uevents *u);
 
-/* Read every queued uevent. If suffix is not NULL, *ret_devt is the device
+/* Read every queued uevent (at most 1,024: a flood makes the answer
+ * unknown). If suffix is not NULL, *ret_devt is the device
  * number of the last device added whose DEVPATH ends in suffix (a '/' and
  * the rest of the path) and of subsystem, with no removal of it after.
  * 0; -ENOENT: no such uevent; -ENOBUFS: uevents were lost or one did not
@@ -55,3 +57,8 @@ int nbd_uevents_fd(const struct nbd_uevents *u);
  * the queue is only emptied. */
 int nbd_uevents_find_devt(struct nbd_uevents *u, const char *subsystem, const char *suffix,
                           dev_t *ret_devt);
+
+/* The major number of the character devices called name in devices, the
+ * text of /proc/devices: 0, or -ENOENT (none: the driver is not loaded, or
+ * the name is a block device's only). Pure; *ret untouched on failure. */
+int nbd_chrdev_major(const char *devices, const char *name, unsigned *ret);

@@ -89,6 +89,29 @@ START_TEST(test_a_datagram_that_is_no_whole_uevent_is_refused)
 }
 END_TEST
 
+/* /proc/devices as Linux 6.18 writes it (abridged): a name among the
+ * character devices only, the whole name, and nothing when it is absent. */
+START_TEST(test_the_macvtap_major_is_read_from_the_character_devices)
+{
+        static const char devices[] = "Character devices:\n  1 mem\n  5 /dev/tty\n"
+                                      "246 macvtapx\n247 macvtap\n248 tap\n\n"
+                                      "Block devices:\n  7 loop\n249 macvtap2\n";
+        unsigned major = 99;
+
+        ck_assert_int_eq(nbd_chrdev_major(devices, "macvtap", &major), 0);
+        ck_assert_uint_eq(major, 247);
+        ck_assert_int_eq(nbd_chrdev_major(devices, "mem", &major), 0);
+        ck_assert_uint_eq(major, 1);
+        ck_assert_int_eq(nbd_chrdev_major(devices, "loop", &major), -ENOENT);
+        ck_assert_int_eq(nbd_chrdev_major(devices, "macvtap2", &major), -ENOENT);
+        ck_assert_int_eq(nbd_chrdev_major(devices, "macvta", &major), -ENOENT);
+        ck_assert_int_eq(nbd_chrdev_major("Character devices:\n  1 mem", "macvtap", &major),
+                         -ENOENT);
+        ck_assert_int_eq(nbd_chrdev_major("", "macvtap", &major), -ENOENT);
+        ck_assert_uint_eq(major, 1);
+}
+END_TEST
+
 TCase *uevent_unit_tcase(void)
 {
         TCase *tc = tcase_create("uevent");
@@ -96,5 +119,6 @@ TCase *uevent_unit_tcase(void)
         tcase_add_test(tc, test_a_macvtaps_add_uevent_gives_its_device_number);
         tcase_add_test(tc, test_a_uevent_without_a_device_number_or_of_another_action_says_so);
         tcase_add_test(tc, test_a_datagram_that_is_no_whole_uevent_is_refused);
+        tcase_add_test(tc, test_the_macvtap_major_is_read_from_the_character_devices);
         return tc;
 }

@@ -811,7 +811,8 @@ static int open_macvtap_queues(const char *node, const char *name, bool vnet_hdr
  * by that create): 0, or -errno. */
 static int macvtap_major_of(struct nbd_links *l, unsigned *ret)
 {
-        char buf[4096];
+        char buf[16384]; /* 314 bytes here; one read() of a seq_file may return less */
+        size_t len = 0;
         ssize_t n;
         int fd, r;
 
@@ -822,12 +823,18 @@ static int macvtap_major_of(struct nbd_links *l, unsigned *ret)
         fd = open("/proc/devices", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
+        for (;;) {
+                n = read(fd, buf + len, sizeof(buf) - 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0 || (len += (size_t)n) == sizeof(buf) - 1)
+                        break;
+        }
         r = n < 0 ? -errno : 0;
         close(fd);
         if (r < 0)
                 return r;
-        buf[n] = '\0';
+        buf[len] = '\0';
         r = nbd_chrdev_major(buf, "macvtap", &l->macvtap_major);
         if (r == 0)
                 *ret = l->macvtap_major;

@@ -546,20 +546,6 @@ void nbd_fw_items_clear(struct nbd_fw_items *it, size_t from)
         it->n = from;
 }
 
-int nbd_fw_items_append(struct nbd_fw_items *to, struct nbd_fw_items *from)
-{
-        for (size_t i = 0; i < from->n; i++) {
-                if (nbd_fw_items_push(to, from->v[i]) < 0) {
-                        /* What was moved is to's; free the rest. */
-                        memmove(from->v, from->v + i, (from->n - i) * sizeof(*from->v));
-                        from->n -= i;
-                        return -ENOMEM;
-                }
-        }
-        from->n = 0;
-        return 0;
-}
-
 /* NULL when out of memory, as nbd_fw_new_rule(). */
 struct nftnl_chain *nbd_fw_new_chain(const char *name)
 {
@@ -958,7 +944,7 @@ int nbd_fw_hash(const struct nbd_fw_owner_spec *s, char hash[NBD_FW_HASH_HEX], u
 
 /* The set's flush: a DELSETELEM naming the set and no element. The set
  * is not constant, so rules may keep using it (fw_same_byte.h). */
-static int put_same_byte_flush(struct nftnl_batch *b, uint16_t flags, uint32_t seq)
+static int put_same_byte_flush(void *buf, uint16_t flags, uint32_t seq)
 {
         struct nftnl_set *set = nftnl_set_alloc();
         struct nlmsghdr *nlh;
@@ -969,17 +955,13 @@ static int put_same_byte_flush(struct nftnl_batch *b, uint16_t flags, uint32_t s
                         nftnl_set_free(set);
                 return -ENOMEM;
         }
-        nlh = nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_DELSETELEM, NFPROTO_NETDEV,
-                                    flags, seq);
+        nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_DELSETELEM, NFPROTO_NETDEV, flags, seq);
         nftnl_set_elems_nlmsg_build_payload(nlh, set);
         nftnl_set_free(set);
         return 0;
 }
 
-/* 0, or -ENOMEM when the batch needed a page it could not have (the
- * message would be overwritten by the next: a transaction short of it) or
- * the set's message could not be built. */
-int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_t seq, bool ack)
+int nbd_fw_item_build(void *buf, const struct nbd_fw_item *it, uint32_t seq, bool ack)
 {
         uint16_t flags = ack ? NLM_F_ACK : 0;
         struct nftnl_set *set;
@@ -987,18 +969,17 @@ int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_
 
         switch (it->kind) {
         case NBD_FW_ITEM_DELCHAIN:
-                nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_DELCHAIN,
-                                                  NFPROTO_NETDEV, flags, seq);
+                nlh = nftnl_chain_nlmsg_build_hdr(buf, NFT_MSG_DELCHAIN, NFPROTO_NETDEV, flags,
+                                                  seq);
                 nftnl_chain_nlmsg_build_payload(nlh, it->chain);
                 break;
         case NBD_FW_ITEM_SET:
         case NBD_FW_ITEM_SETELEMS:
                 if (!(set = new_same_byte(it->kind == NBD_FW_ITEM_SETELEMS)))
                         return -ENOMEM;
-                nlh = nftnl_nlmsg_build_hdr(nftnl_batch_buffer(b),
-                                            it->kind == NBD_FW_ITEM_SET ? NFT_MSG_NEWSET
-                                                                        : NFT_MSG_NEWSETELEM,
-                                            NFPROTO_NETDEV, flags | NLM_F_CREATE, seq);
+                nlh = nftnl_nlmsg_build_hdr(
+                        buf, it->kind == NBD_FW_ITEM_SET ? NFT_MSG_NEWSET : NFT_MSG_NEWSETELEM,
+                        NFPROTO_NETDEV, flags | NLM_F_CREATE, seq);
                 if (it->kind == NBD_FW_ITEM_SET)
                         nftnl_set_nlmsg_build_payload(nlh, set);
                 else
@@ -1006,20 +987,18 @@ int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_
                 nftnl_set_free(set);
                 break;
         case NBD_FW_ITEM_SETFLUSH:
-                if (put_same_byte_flush(b, flags, seq) < 0)
+                if (put_same_byte_flush(buf, flags, seq) < 0)
                         return -ENOMEM;
                 break;
         case NBD_FW_ITEM_CHAIN:
-                nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWCHAIN,
-                                                  NFPROTO_NETDEV, flags | NLM_F_CREATE | NLM_F_EXCL,
-                                                  seq);
+                nlh = nftnl_chain_nlmsg_build_hdr(buf, NFT_MSG_NEWCHAIN, NFPROTO_NETDEV,
+                                                  flags | NLM_F_CREATE | NLM_F_EXCL, seq);
                 nftnl_chain_nlmsg_build_payload(nlh, it->chain);
                 break;
         default:
-                nlh = nftnl_rule_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWRULE,
-                                                 NFPROTO_NETDEV,
+                nlh = nftnl_rule_nlmsg_build_hdr(buf, NFT_MSG_NEWRULE, NFPROTO_NETDEV,
                                                  flags | NLM_F_CREATE | NLM_F_APPEND, seq);
                 nftnl_rule_nlmsg_build_payload(nlh, it->rule);
         }
-        return nftnl_batch_update(b) < 0 ? -ENOMEM : 0;
+        return 0;
 }

@@ -51,7 +51,7 @@ extern const char *const nbd_fw_dir_names[2];
 
 /* NBD_FW_ITEM_SET, NBD_FW_ITEM_SETELEMS: the set NBD_FW_SET_SAME_BYTE and
  * its elements, ahead of the chains of an owner whose rules look it up
- * (gratuitous ARP). Constant, so they carry no object: nbd_fw_item_put
+ * (gratuitous ARP). Constant, so they carry no object: nbd_fw_item_build
  * builds their messages. Created if missing, never exclusive: owners share
  * the set, and it stays in the table when they are gone. */
 enum nbd_fw_item_kind {
@@ -83,9 +83,6 @@ struct nbd_fw_items {
 int nbd_fw_items_push(struct nbd_fw_items *it, struct nbd_fw_item x);
 /* Free the items from index `from` on; the array stays. */
 void nbd_fw_items_clear(struct nbd_fw_items *it, size_t from);
-/* Move every item of from to the end of to: 0, or -ENOMEM with what was
- * not moved still from's. */
-int nbd_fw_items_append(struct nbd_fw_items *to, struct nbd_fw_items *from);
 
 /* A chain or rule of our table, named (the rule: of its chain); NULL when
  * out of memory. */
@@ -106,8 +103,13 @@ int nbd_fw_compile_owner(const struct nbd_fw_owner_spec *s, size_t owner_idx,
                          struct nbd_fw_items *it, const char *hash, unsigned rules,
                          struct nbd_err *e);
 
-/* Put one item into a batch as its nfnetlink message: 0, or -ENOMEM. */
-int nbd_fw_item_put(struct nftnl_batch *b, const struct nbd_fw_item *it, uint32_t seq, bool ack);
+/* The most bytes one item's message takes (the same_byte set's 256
+ * elements are the largest, about 10 KB): room a caller leaves at buf. */
+#define NBD_FW_ITEM_MSG_MAX (64u << 10)
+/* Write one item's nfnetlink message at buf (NBD_FW_ITEM_MSG_MAX bytes of
+ * room); its length is its nlmsg_len. 0, or -ENOMEM (the set's message
+ * could not be built). */
+int nbd_fw_item_build(void *buf, const struct nbd_fw_item *it, uint32_t seq, bool ack);
 
 /* Compile one owner and hash it, without the kernel (unit tests, the fake
  * kernel): the hash, and the number of rules it makes; both untouched on

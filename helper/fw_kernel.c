@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "fw_compile.h"
+#include "fw_msgs.h"
 #include "fw_same_byte.h"
 #include "fw_summary.h"
 #include "fw_table.h"
@@ -48,7 +49,7 @@ static unsigned own_table_deletions;
 struct nbd_fw_txn {
         struct nbd_fw *fw;
         struct nbd_fw_owners owners; /* as read at the start */
-        struct nbd_fw_items items;
+        struct nbd_fw_msgs msgs; /* every change queued, encoded (fw_msgs.h) */
         char **op_owner; /* owner of each queued op, for error messages */
         size_t n_ops, cap_ops;
         struct {
@@ -92,7 +93,8 @@ struct nbd_fw_txn {
                 bool build_at_send;
                 struct nbd_fw shadow, *home;
                 int built; /* 0, or the build's -errno */
-                struct nftnl_batch *b;
+                struct nftnl_batch *b, *tail; /* around the messages */
+                struct iovec mid; /* the messages, numbered */
                 struct iovec *iov;
                 int n_iov, fd, sndbuf;
                 bool own_fd; /* fd is the lane's, opened by send */
@@ -162,6 +164,8 @@ static void commit_clear(struct nbd_fw_txn *t)
                 t->fw = t->c.home;
         if (t->c.b)
                 nftnl_batch_free(t->c.b);
+        if (t->c.tail)
+                nftnl_batch_free(t->c.tail);
         free(t->c.iov);
         free(t->c.buf);
         memset(&t->c, 0, sizeof(t->c));
@@ -171,11 +175,10 @@ void nbd_fw_txn_free(struct nbd_fw_txn *t)
 {
         if (!t)
                 return;
-        if (t->items.n)
+        if (t->msgs.n)
                 nbd_test_hold_point("TXN_FREE");
         commit_clear(t);
-        nbd_fw_items_clear(&t->items, 0);
-        free(t->items.v);
+        nbd_fw_msgs_free(&t->msgs);
         for (size_t i = 0; i < t->n_ops; i++)
                 free(t->op_owner[i]);
         free(t->op_owner);
@@ -215,12 +218,13 @@ static int note_op(struct nbd_fw_txn *t, const char *owner, size_t *ret_idx)
         return 0;
 }
 
-static int queue_delete(struct nbd_fw_txn *t, struct nbd_fw_owner_state *o, size_t idx)
+/* The deletion of o's chains, for op idx, into it. */
+static int queue_delete(struct nbd_fw_items *it, struct nbd_fw_owner_state *o, size_t idx)
 {
         for (size_t i = 0; i < o->n_chains; i++) {
                 struct nftnl_chain *c = nbd_fw_new_chain(o->chains[i]);
-                if (!c || nbd_fw_items_push(&t->items, (struct nbd_fw_item){NBD_FW_ITEM_DELCHAIN, c,
-                                                                            NULL, idx}) < 0) {
+                if (!c || nbd_fw_items_push(it, (struct nbd_fw_item){NBD_FW_ITEM_DELCHAIN, c, NULL,
+                                                                     idx}) < 0) {
                         if (c)
                                 nftnl_chain_free(c);
                         return -ENOMEM;
@@ -330,8 +334,13 @@ static bool all_as_claimed(const struct nbd_fw_owners *owners)
  * stands). */
 static void ensure_same_byte(struct nbd_fw_txn *t, size_t idx)
 {
-        int r = nbd_fw_same_byte_ensure(t->fw, &t->owners, t->gen, &t->items, idx);
+        struct nbd_fw_items repair = {0};
+        int r = nbd_fw_same_byte_ensure(t->fw, &t->owners, t->gen, &repair, idx);
 
+        if (r == 0)
+                r = nbd_fw_msgs_add(&t->msgs, &repair);
+        nbd_fw_items_clear(&repair, 0);
+        free(repair.v);
         if (r < 0)
                 nbd_warn("cannot check set %s: %s", NBD_FW_SET_SAME_BYTE, strerror(-r));
         t->same_byte_checked = r == 0;
@@ -341,8 +350,8 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                      struct nbd_fw_applied *ret, struct nbd_err *e)
 {
         struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, s->owner);
-        struct nbd_fw_items fresh = {0};
-        size_t idx, mark = t->items.n;
+        struct nbd_fw_items fresh = {0}, old = {0};
+        size_t idx, mark = t->msgs.n;
         int r;
 
         memset(ret, 0, sizeof(*ret));
@@ -400,20 +409,23 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         r = nbd_fw_compile_owner(s, idx, &fresh, ret->hash, ret->rules, e);
         if (r < 0)
                 goto out;
-        /* The old chains go, and the new come, in the same transaction. */
+        /* The old chains go, and the new come, in the same transaction;
+         * encoded now, so that the objects are freed owner by owner. */
         if (o) {
-                r = queue_delete(t, o, idx);
+                r = queue_delete(&old, o, idx);
                 o->touched = true;
         }
         if (r == 0)
-                r = nbd_fw_items_append(&t->items, &fresh);
+                r = nbd_fw_msgs_add(&t->msgs, &old);
+        if (r == 0)
+                r = nbd_fw_msgs_add(&t->msgs, &fresh);
         if (r == 0)
                 r = grow((void **)&t->expect, t->n_expect, &t->cap_expect, sizeof(*t->expect));
         if (r < 0) {
                 /* Nothing of a failed op stays queued: with CONTINUE_ON_ERROR
                  * the transaction is still committed (a delete of the old
                  * chains without the new would leave the guest unfiltered). */
-                nbd_fw_items_clear(&t->items, mark);
+                nbd_fw_msgs_truncate(&t->msgs, mark);
                 if (o)
                         o->touched = false;
                 nbd_err_set(e, r, "out of memory queueing owner %s", s->owner);
@@ -431,6 +443,8 @@ out:
                 ensure_same_byte(t, idx);
         nbd_fw_items_clear(&fresh, 0);
         free(fresh.v);
+        nbd_fw_items_clear(&old, 0);
+        free(old.v);
         return r;
 }
 
@@ -512,7 +526,8 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
                       struct nbd_err *e)
 {
         struct nbd_fw_owner_state *o = nbd_fw_owner_find(&t->owners, owner);
-        size_t idx, mark = t->items.n;
+        struct nbd_fw_items old = {0};
+        size_t idx, mark = t->msgs.n;
         int r;
 
         if (o && t->summary) {
@@ -533,12 +548,16 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
         }
         r = note_op(t, owner, &idx);
         if (r == 0)
-                r = queue_delete(t, o, idx);
+                r = queue_delete(&old, o, idx);
+        if (r == 0)
+                r = nbd_fw_msgs_add(&t->msgs, &old);
+        nbd_fw_items_clear(&old, 0);
+        free(old.v);
         if (r == 0)
                 r = grow((void **)&t->expect, t->n_expect, &t->cap_expect, sizeof(*t->expect));
         if (r < 0) {
                 /* As in nbd_fw_txn_apply: nothing of a failed op stays queued. */
-                nbd_fw_items_clear(&t->items, mark);
+                nbd_fw_msgs_truncate(&t->msgs, mark);
                 return nbd_err_set(e, r, "out of memory queueing the removal of owner %s", owner);
         }
         o->touched = true;
@@ -673,7 +692,7 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
 static bool leaves_table_empty(const struct nbd_fw_txn *t)
 {
         /* A removal reads the chains: summary is false then. */
-        if (!t->items.n || t->summary || t->owners.foreign)
+        if (!t->msgs.n || t->summary || t->owners.foreign)
                 return false;
         for (const struct nbd_fw_owner_state *o = t->owners.list; o; o = o->next)
                 if (!o->touched)
@@ -684,17 +703,20 @@ static bool leaves_table_empty(const struct nbd_fw_txn *t)
         return true;
 }
 
-/* NULL when out of memory. */
-static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first,
-                                       uint32_t *ret_last)
+/* The batch around the queued messages: t->c.b holds BEGIN, our table
+ * and the mark, t->c.tail the joined messages, the table's deletion and
+ * END, and the messages are numbered in place between them (t->c.mid).
+ * 0 or -ENOMEM. */
+static int build_batch(struct nbd_fw_txn *t)
 {
         struct nftnl_batch *b = nftnl_batch_alloc(32 * 4096, 64 * 1024);
+        struct nftnl_batch *tail = nftnl_batch_alloc(32 * 4096, 64 * 1024);
         struct nftnl_table *tb = nftnl_table_alloc();
         struct nlmsghdr *nlh;
         uint32_t seq = t->fw->seq + 1, first;
         int r = -ENOMEM;
 
-        if (!b || !tb)
+        if (!b || !tail || !tb)
                 goto out;
         nftnl_batch_begin(nftnl_batch_buffer(b), seq++);
         if (nftnl_batch_update(b) < 0)
@@ -705,7 +727,7 @@ static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first
         t->drops_table = leaves_table_empty(t);
         /* Only joined messages (every guest owner unchanged): the guests'
          * table is written only to keep its mark, when it has owners. */
-        if (t->items.n || (t->intact && t->owners.n)) {
+        if (t->msgs.n || (t->intact && t->owners.n)) {
                 nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(b), NFT_MSG_NEWTABLE,
                                                   NFPROTO_NETDEV, NLM_F_CREATE, seq++);
                 nftnl_table_nlmsg_build_payload(nlh, tb);
@@ -713,34 +735,35 @@ static struct nftnl_batch *build_batch(struct nbd_fw_txn *t, uint32_t *ret_first
                         goto out;
         }
         first = seq;
-        for (size_t i = 0; i < t->items.n; i++)
-                if (nbd_fw_item_put(b, &t->items.v[i], seq++,
-                                    i + 1 == t->items.n && !t->drops_table && !t->join_put) < 0)
-                        goto out;
+        nbd_fw_msgs_number(&t->msgs, seq, !t->drops_table && !t->join_put, &t->c.mid);
+        seq += (uint32_t)t->msgs.n;
         t->c.join_first = seq;
-        if (t->join_put && t->join_put(t->join_data, b, &seq, !t->drops_table) < 0)
+        if (t->join_put && t->join_put(t->join_data, tail, &seq, !t->drops_table) < 0)
                 goto out;
         t->c.join_last = seq - 1;
         /* The last message is the one acknowledged. */
         if (t->drops_table &&
-            put_table(b, NFT_MSG_DELTABLE, NLM_F_ACK, NBD_FW_TABLE, NFPROTO_NETDEV, seq++) < 0)
+            put_table(tail, NFT_MSG_DELTABLE, NLM_F_ACK, NBD_FW_TABLE, NFPROTO_NETDEV, seq++) < 0)
                 goto out;
-        nftnl_batch_end(nftnl_batch_buffer(b), seq++);
-        if (nftnl_batch_update(b) < 0)
+        nftnl_batch_end(nftnl_batch_buffer(tail), seq++);
+        if (nftnl_batch_update(tail) < 0)
                 goto out;
-        *ret_first = first;
-        *ret_last = seq - 2;
+        t->c.first = first;
+        t->c.last = seq - 2;
         t->c.msgs = seq - (t->fw->seq + 1);
         t->fw->seq = seq;
+        t->c.b = b;
+        t->c.tail = tail;
+        b = tail = NULL;
         r = 0;
 out:
         if (tb)
                 nftnl_table_free(tb);
-        if (r < 0 && b) {
+        if (b)
                 nftnl_batch_free(b);
-                b = NULL;
-        }
-        return b;
+        if (tail)
+                nftnl_batch_free(tail);
+        return r;
 }
 
 /* Does the kernel have what the transaction was to leave? (After acks were
@@ -803,17 +826,20 @@ static void read_acks(struct nbd_fw_txn *t)
  * (t->fw is its shadow when it runs on the lane). */
 static int commit_build(struct nbd_fw_txn *t)
 {
-        int total = 0;
+        int total = 0, n_head, n_tail;
 
         nbd_test_hold_point("BUILD");
-        t->c.b = build_batch(t, &t->c.first, &t->c.last);
-        if (!t->c.b)
+        if (build_batch(t) < 0)
                 return -ENOMEM;
-        t->c.n_iov = nftnl_batch_iovec_len(t->c.b);
+        n_head = nftnl_batch_iovec_len(t->c.b);
+        n_tail = nftnl_batch_iovec_len(t->c.tail);
+        t->c.n_iov = n_head + 1 + n_tail;
         t->c.iov = calloc((size_t)t->c.n_iov, sizeof(*t->c.iov));
         if (!t->c.iov)
                 return -ENOMEM;
-        nftnl_batch_iovec(t->c.b, t->c.iov, (uint32_t)t->c.n_iov);
+        nftnl_batch_iovec(t->c.b, t->c.iov, (uint32_t)n_head);
+        t->c.iov[n_head] = t->c.mid;
+        nftnl_batch_iovec(t->c.tail, t->c.iov + n_head + 1, (uint32_t)n_tail);
         for (int i = 0; i < t->c.n_iov; i++)
                 total += (int)t->c.iov[i].iov_len;
         /* A large batch must fit the socket's send buffer whole. */
@@ -827,7 +853,7 @@ static int commit_prepare(struct nbd_fw_txn *t, int fd, struct nbd_err *e)
         commit_clear(t);
         t->drops_table = false;
         t->mark_msgs = 0;
-        if (t->items.n == 0 && !t->join_put)
+        if (t->msgs.n == 0 && !t->join_put)
                 return 0; /* nothing changes: nothing is written */
         t->c.buf = malloc(ACK_BUF);
         if (!t->c.buf) {
@@ -843,8 +869,10 @@ int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e)
 {
         /* The lane opens a socket of its own for the commit (fd -1): the
          * loop goes on using fw->nl meanwhile. The batch is built there
-         * too (issue 14: 0.65-0.9 s on the loop for 4,096 guests), from
-         * the transaction and a copy of what it needs of the handle. */
+         * too (issue 14: 0.65-0.9 s on the loop for 4,096 guests when it
+         * encoded every owner; now the messages are encoded as each op is
+         * queued, and the send numbers them and adds the mark), from the
+         * transaction and a copy of what it needs of the handle. */
         int r = commit_prepare(t, -1, e);
 
         if (r < 0 || !t->c.pending)
@@ -1042,9 +1070,9 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                 size_t item = s >= t->c.first && s <= t->c.last ? s - t->c.first : SIZE_MAX;
                 bool joined = t->join_put && s >= t->c.join_first && s <= t->c.join_last;
                 /* The table's deletion is no owner's item. */
-                if (item >= t->items.n)
+                if (item >= t->msgs.n)
                         item = SIZE_MAX;
-                const char *owner = item != SIZE_MAX ? t->op_owner[t->items.v[item].owner] : NULL;
+                const char *owner = item != SIZE_MAX ? t->op_owner[t->msgs.v[item].owner] : NULL;
                 r = nbd_err_set(e, t->c.first_err, "the kernel refused the transaction%s%s%s%s: %s",
                                 owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
                                 joined ? " (a network owner's rules)" : "",

@@ -69,8 +69,10 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e);
 /* The same in three steps, so that the wait for the kernel (nfnetlink
  * handles the whole batch inside sendmsg: seconds for 400,000 rules) can
  * run on the firewall's lane (lane.h): prepare readies the commit (on the
- * loop), send builds the batch (from the transaction and a copy of the
- * handle's sequence, so it grows with the request off the loop), sends it
+ * loop), send builds the batch around the messages each op encoded when
+ * it was queued (fw_msgs.h: it numbers them in place, from a copy of the
+ * handle's sequence, and writes the mark, which grows with the table, off
+ * the loop), sends it
  * and reads every ack (on the lane, over a socket of
  * its own that it opens and closes around the commit; it touches the
  * transaction and that socket, and takes the loop's monitor out of its

@@ -4,7 +4,8 @@
  * below (tests/CMakeLists.txt). libnftnl is a shared library, so its own
  * malloc calls do not go through alloc_hook.c; these wrappers stand for
  * them at the calls the helper makes. A failure does what libnftnl does
- * when out of memory: NULL or -1, errno ENOMEM. */
+ * when out of memory: NULL or -1, errno ENOMEM. Rules are counted while
+ * they live (nbt_nftnl_rules_live(), with --wrap=nftnl_rule_free too). */
 #include <errno.h>
 #include <libnftnl/batch.h>
 #include <libnftnl/chain.h>
@@ -78,10 +79,32 @@ int __wrap_nftnl_batch_update(struct nftnl_batch *b);
 int __wrap_nftnl_chain_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_chain *c);
 int __wrap_nftnl_rule_nlmsg_parse(const struct nlmsghdr *nlh, struct nftnl_rule *r);
 
+/* Rules allocated and not freed yet (nbt_nftnl_rules_live()). */
+static long rules_live;
+
+long nbt_nftnl_rules_live(void)
+{
+        return __atomic_load_n(&rules_live, __ATOMIC_SEQ_CST);
+}
+
 struct nftnl_rule *__wrap_nftnl_rule_alloc(void)
 {
+        struct nftnl_rule *r;
+
         FAIL_PTR();
-        return __real_nftnl_rule_alloc();
+        r = __real_nftnl_rule_alloc();
+        if (r)
+                __atomic_add_fetch(&rules_live, 1, __ATOMIC_SEQ_CST);
+        return r;
+}
+
+void __real_nftnl_rule_free(const struct nftnl_rule *r);
+void __wrap_nftnl_rule_free(const struct nftnl_rule *r);
+
+void __wrap_nftnl_rule_free(const struct nftnl_rule *r)
+{
+        __atomic_sub_fetch(&rules_live, 1, __ATOMIC_SEQ_CST);
+        __real_nftnl_rule_free(r);
 }
 
 struct nftnl_chain *__wrap_nftnl_chain_alloc(void)

@@ -8,6 +8,7 @@
  * either what it held before the failed transaction or what that transaction made (never a part of
  * it). Root, in a network namespace of its own. */
 #include <check.h>
+#include <malloc.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -370,6 +371,47 @@ START_TEST(test_every_allocation_failure_of_the_rule_listing_is_enomem)
 }
 END_TEST
 
+/* tests/nftnl_hook.c: libnftnl rules allocated and not freed. */
+long nbt_nftnl_rules_live(void);
+
+/* Issue 14: a queued owner is encoded at once (helper/fw_msgs.h), and its
+ * libnftnl objects freed, so that a transaction of thousands of owners
+ * holds their messages, not an object for every rule and expression (at
+ * 2,048 guests the helper's peak went from 105 MB to 54 MB). 200 owners
+ * queued, none committed: no rule object of theirs lives on. */
+START_TEST(test_a_queued_owner_holds_its_messages_not_its_compiled_objects)
+{
+        struct nbd_fw_owner_spec s;
+        struct nbd_fw_applied a;
+        struct nbd_fw_txn *t;
+        struct nbd_fw *fw;
+        struct nbd_err err;
+        char owner[32], ifname[16];
+        struct mallinfo2 m0, m1;
+        long live;
+
+        ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
+        ck_assert_int_eq(nbd_fw_txn_begin(fw, &t, &err), 0);
+        live = nbt_nftnl_rules_live();
+        m0 = mallinfo2();
+        for (int i = 0; i < 200; i++) {
+                snprintf(owner, sizeof(owner), "guest-q%d", i);
+                snprintf(ifname, sizeof(ifname), "fwq%d", i);
+                make_spec(&s, owner, ifname);
+                ck_assert_msg(nbd_fw_txn_apply(t, &s, &a, &err) == 0, "apply: %s", err.msg);
+                ck_assert_uint_gt(a.rules, 0);
+        }
+        m1 = mallinfo2();
+        fprintf(stderr, "test-fw-alloc: 200 owners queued: %zu bytes held an owner\n",
+                (m1.uordblks + m1.hblkhd - m0.uordblks - m0.hblkhd) / 200);
+        ck_assert_msg(nbt_nftnl_rules_live() == live,
+                      "%ld rule objects live on after 200 owners were queued",
+                      nbt_nftnl_rules_live() - live);
+        nbd_fw_txn_free(t);
+        nbd_fw_close(fw);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fw-alloc");
@@ -399,6 +441,7 @@ int main(void)
         tcase_add_test(tc, test_compile_and_commit_out_of_memory_say_so);
         tcase_add_test(tc, test_list_stopped_by_its_callback_says_why);
         tcase_add_test(tc, test_every_allocation_failure_of_the_rule_listing_is_enomem);
+        tcase_add_test(tc, test_a_queued_owner_holds_its_messages_not_its_compiled_objects);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

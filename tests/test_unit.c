@@ -1052,6 +1052,7 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, opref_tcase());
         suite_add_tcase(s, fw_net_unit_tcase()); /* virtual networks */
         suite_add_tcase(s, uevent_unit_tcase()); /* a macvtap's device number (issue 14) */
+        suite_add_tcase(s, fw_msgs_unit_tcase()); /* messages encoded as queued (issue 14) */
         return s;
 }
 

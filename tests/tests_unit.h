@@ -26,3 +26,5 @@ TCase *opref_tcase(void);
 TCase *fw_net_unit_tcase(void);
 /* the uevent parser: a macvtap's device number (issue 14) */
 TCase *uevent_unit_tcase(void);
+/* a transaction's messages, encoded as queued (issue 14) */
+TCase *fw_msgs_unit_tcase(void);

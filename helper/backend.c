@@ -15,6 +15,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .open = nbd_links_open,
                         .close = nbd_links_close,
                         .sync = nbd_links_sync,
+                        .hold = nbd_links_hold,
                         .names = nbd_links_names,
                         .flush_gone = nbd_links_flush_gone,
                         .netlink = nbd_links_netlink,

@@ -38,6 +38,7 @@ struct nbd_backend_links {
         int (*open)(struct nbd_loop *loop, const char *devdir, struct nbd_links **ret);
         void (*close)(struct nbd_links *l);
         void (*sync)(struct nbd_links *l);
+        void (*hold)(struct nbd_links *l, bool hold);
         struct nbd_names *(*names)(struct nbd_links *l);
         void (*flush_gone)(struct nbd_links *l);
         struct nbd_netlink *(*netlink)(struct nbd_links *l);

@@ -740,13 +740,24 @@ static void validate_from_timer(void *data);
 
 /* Validate ops until the request is done (true) or the slice is used up:
  * then the job yields, and goes on from a timer (false). */
+static void links_hold(struct nbd_job *job, bool hold)
+{
+        const struct nbd_backend *be = job->ctx->be;
+
+        if (be && be->links.hold && job->ctx->links)
+                be->links.hold(job->ctx->links, hold);
+}
+
 static bool validation_step(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
         bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
         uint64_t start = nbd_now_us();
         size_t first = job->v_next;
+        bool more = true;
 
+        /* Validation changes nothing: the links are read once a step. */
+        links_hold(job, true);
         while (job->v_next < req->n_ops && job->v_bad == SIZE_MAX) {
                 size_t i = job->v_next;
 
@@ -754,7 +765,8 @@ static bool validation_step(struct nbd_job *job)
                         job->state = JOB_VALIDATING;
                         nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, validate_from_timer,
                                       job);
-                        return false;
+                        more = false;
+                        break;
                 }
                 job->v_next++;
                 if (validate_op(job, job->v, i) == 0)
@@ -771,7 +783,8 @@ static bool validation_step(struct nbd_job *job)
                         job->v_bad = i;
                 }
         }
-        return true;
+        links_hold(job, false);
+        return more;
 }
 
 /* What validation kept goes (validation_end); 0, or -EINVAL when an op

@@ -53,6 +53,9 @@ struct nbd_links {
         struct nbd_names *names;
         struct nbd_watch monw;
         unsigned char *mon_buf; /* MON_SLOTS * MON_SLOT_SIZE */
+        /* A validation step under way (nbd_links_hold): after one read of
+         * the monitor that found it empty, look-ups read it no more. */
+        bool held, held_read;
         /* The kernel's uevents, for a new macvtap's device number (see
          * uevent.h); NULL: sysfs is read. The loop empties the socket
          * whenever it holds something, so a macvtap's create finds little
@@ -255,9 +258,23 @@ static int mon_read(struct nbd_links *l)
         }
 }
 
-void nbd_links_sync(struct nbd_links *l)
+/* Every look-up (does this interface exist, whose is it) reads the monitor
+ * first, so that it sees what the kernel did until then. While a
+ * validation step holds the links (nbd_links_hold), one read is enough:
+ * validation changes nothing, and what another process does during the
+ * step's milliseconds is as concurrent as what it does after it. That
+ * spares a read (a system call, about 3 µs here) for every op of a batch:
+ * a quarter of the validation of 4,096 FirewallEnsureHash (issue 14).
+ * force: read anyway (the monitor's own watch). */
+static void links_sync(struct nbd_links *l, bool force)
 {
-        if (mon_read(l) != -ENOBUFS)
+        int r;
+
+        if (!force && l->held && l->held_read)
+                return;
+        r = mon_read(l);
+        l->held_read = l->held && r == 0;
+        if (r != -ENOBUFS)
                 return;
         /* Notifications were lost. Drop the rest and read the truth again. */
         nbd_notice("link notifications overflowed; rebuilding the name bitmaps");
@@ -267,10 +284,21 @@ void nbd_links_sync(struct nbd_links *l)
                 nbd_error("rebuilding the name bitmaps failed");
 }
 
+void nbd_links_sync(struct nbd_links *l)
+{
+        links_sync(l, false);
+}
+
+void nbd_links_hold(struct nbd_links *l, bool hold)
+{
+        l->held = hold;
+        l->held_read = false;
+}
+
 static void on_monitor(struct nbd_watch *w, uint32_t events)
 {
         (void)events;
-        nbd_links_sync(w->data);
+        links_sync(w->data, true);
 }
 
 /* Uevents nobody waits for: dropped, so the socket does not fill up and

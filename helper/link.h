@@ -99,6 +99,10 @@ void nbd_links_close(struct nbd_links *l);
 /* Take in every link notification that has arrived (names others made or
  * removed). Called before each allocation, and by the loop. */
 void nbd_links_sync(struct nbd_links *l);
+/* A validation step begins (hold true) or ends (false): in between, the
+ * look-ups read the notifications once, at the first of them, not each
+ * time (issue 14). Nothing may change the links meanwhile. */
+void nbd_links_hold(struct nbd_links *l, bool hold);
 
 struct nbd_names *nbd_links_names(struct nbd_links *l);
 

@@ -10,12 +10,14 @@
 #include "eintr_hook.h"
 
 unsigned nbt_recvmmsg_eintr;
+unsigned long nbt_recvmmsg_calls;
 
 int __real_recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t);
 int __wrap_recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t);
 
 int __wrap_recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t)
 {
+        nbt_recvmmsg_calls++;
         if (nbt_recvmmsg_eintr > 0) {
                 nbt_recvmmsg_eintr--;
                 errno = EINTR;

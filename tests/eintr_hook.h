@@ -4,3 +4,5 @@
 
 /* The helper's next this many recvmmsg() calls fail with EINTR. */
 extern unsigned nbt_recvmmsg_eintr;
+/* Every recvmmsg() call of the helper's, counted. */
+extern unsigned long nbt_recvmmsg_calls;

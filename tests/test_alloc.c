@@ -737,6 +737,42 @@ START_TEST(test_link_monitor_read_retries_after_eintr)
 }
 END_TEST
 
+/* Issue 14: while a validation step holds the links, look-ups read the
+ * link monitor once (4,096 FirewallEnsureHash made 8,192 reads, a quarter
+ * of their validation); outside it, each look-up reads, and the next hold
+ * reads again. */
+START_TEST(test_link_lookups_read_the_monitor_once_a_validation_step)
+{
+        struct nbd_links *l = NULL;
+        unsigned long calls;
+
+        ck_assert_msg(unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0,
+                      "no network namespace of our own: %s", strerror(errno));
+        ck_assert_int_eq(nbd_links_open(NULL, NULL, &l), 0);
+        nbd_links_hold(l, true);
+        calls = nbt_recvmmsg_calls;
+        for (int i = 0; i < 100; i++)
+                ck_assert_int_eq(nbd_link_exists(l, "lo"), 1);
+        ck_assert_uint_eq(nbt_recvmmsg_calls - calls, 1);
+        nbd_links_hold(l, false);
+        /* Unheld: every look-up reads, and sees a device made meanwhile. */
+        ck_assert_int_eq(system("ip link add nbtsync0 type bridge"), 0);
+        calls = nbt_recvmmsg_calls;
+        ck_assert_int_eq(nbd_link_exists(l, "nbtsync0"), 1);
+        ck_assert_int_eq(nbd_link_exists(l, "nbtsync0"), 1);
+        ck_assert_uint_eq(nbt_recvmmsg_calls - calls, 2);
+        /* The next step reads again at its first look-up. */
+        ck_assert_int_eq(system("ip link del nbtsync0"), 0);
+        nbd_links_hold(l, true);
+        calls = nbt_recvmmsg_calls;
+        ck_assert_int_eq(nbd_link_exists(l, "nbtsync0"), 0);
+        ck_assert_int_eq(nbd_link_exists(l, "lo"), 1);
+        ck_assert_uint_eq(nbt_recvmmsg_calls - calls, 1);
+        nbd_links_hold(l, false);
+        nbd_links_close(l);
+}
+END_TEST
+
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
 static const char *const env_names[] = {"FOO", "LC_ALL"};
 
@@ -771,6 +807,7 @@ int main(void)
         tcase_add_test(tc, test_the_reading_ops_read_the_fake_world);
         tcase_add_test(tc, test_link_and_bandwidth_fill_err_when_out_of_memory);
         tcase_add_test(tc, test_link_monitor_read_retries_after_eintr);
+        tcase_add_test(tc, test_link_lookups_read_the_monitor_once_a_validation_step);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -259,6 +259,13 @@ static void fake_links_flush_gone(struct nbd_links *l)
         (void)l; /* nothing goes behind the fake's back */
 }
 
+/* The fake world changes only through its own calls: nothing to hold. */
+static void fake_links_hold(struct nbd_links *l, bool hold)
+{
+        (void)l;
+        (void)hold;
+}
+
 static void fake_links_sync(struct nbd_links *l)
 {
         (void)l; /* nobody else changes the fake */
@@ -1303,6 +1310,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .open = fake_links_open,
                         .close = fake_links_close,
                         .sync = fake_links_sync,
+                        .hold = fake_links_hold,
                         .names = fake_links_names,
                         .flush_gone = fake_links_flush_gone,
                         .netlink = fake_links_netlink,

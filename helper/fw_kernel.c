@@ -6,6 +6,7 @@
 #include <arpa/inet.h> /* first: <linux/netfilter.h> defers to its in.h */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/batch.h>
 #include <libnftnl/chain.h>
@@ -826,7 +827,8 @@ static void read_acks(struct nbd_fw_txn *t)
  * (t->fw is its shadow when it runs on the lane). */
 static int commit_build(struct nbd_fw_txn *t)
 {
-        int total = 0, n_head, n_tail;
+        size_t total = 0;
+        int n_head, n_tail;
 
         nbd_test_hold_point("BUILD");
         if (build_batch(t) < 0)
@@ -841,9 +843,9 @@ static int commit_build(struct nbd_fw_txn *t)
         t->c.iov[n_head] = t->c.mid;
         nftnl_batch_iovec(t->c.tail, t->c.iov + n_head + 1, (uint32_t)n_tail);
         for (int i = 0; i < t->c.n_iov; i++)
-                total += (int)t->c.iov[i].iov_len;
+                total += t->c.iov[i].iov_len;
         /* A large batch must fit the socket's send buffer whole. */
-        t->c.sndbuf = total + 65536;
+        t->c.sndbuf = total < (size_t)INT_MAX - 65536 ? (int)total + 65536 : INT_MAX;
         return 0;
 }
 

@@ -8,8 +8,9 @@
 #include <string.h>
 
 /* Room for one more message at the end: doubling, so that a buffer of
- * tens of megabytes grows a few dozen times (glibc moves a large block's
- * pages with mremap(), without copying them). */
+ * tens of megabytes grows a few dozen times (glibc moves a block it
+ * mmap()ed with mremap(), without copying; one on the heap, below its
+ * dynamic mmap threshold, is copied). */
 static int reserve(struct nbd_fw_msgs *m)
 {
         size_t ncap = m->cap ? m->cap : 4 * NBD_FW_ITEM_MSG_MAX;
@@ -57,6 +58,11 @@ int nbd_fw_msgs_add(struct nbd_fw_msgs *m, const struct nbd_fw_items *it)
                         r = nbd_fw_item_build(m->scratch, &it->v[i], 0, false);
                 if (r == 0) {
                         size_t len = NLMSG_ALIGN(((struct nlmsghdr *)m->scratch)->nlmsg_len);
+                        /* The model bounds a message far below the room
+                         * (a rule, a chain, the set's 256 elements): past
+                         * it, memory is already overwritten. */
+                        if (len > NBD_FW_ITEM_MSG_MAX)
+                                abort();
                         memcpy(m->buf + m->len, m->scratch, len);
                         /* libnftnl leaves some attributes' padding as it
                          * was: zero again, so no byte the kernel gets is

@@ -4,9 +4,9 @@
  * An owner's chains and rules are compiled into libnftnl objects
  * (fw_compile.h), encoded here at once, and the objects freed: a batch of
  * thousands of owners holds its messages, not libnftnl's objects for every
- * rule and expression besides (at 2,048 guests those were most of the
- * helper's 105 MB peak, and faulting their pages in was most of the loop's
- * time in the compile). The send numbers the messages in place and hands
+ * rule and expression besides (at 2,048 guests those were half of the
+ * helper's 105 MB peak, and faulting their pages in was about half of the
+ * loop's time in the compile). The send numbers the messages in place and hands
  * the buffer to sendmsg() as it is, without copying it into a batch.
  * Each message remembers its op, for naming the owner the kernel refused. */
 #pragma once

@@ -654,10 +654,13 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
                 j->done(job, j->data, r, err.msg, false);
 }
 
-/* A transaction of thousands of owners is hundreds of thousands of
- * libnftnl objects: freeing them took 0.45 s on the loop at 4,096 guests
- * (issue 14). It goes to the firewall's lane, where it holds up no one
- * but the next firewall op, in the lane's FIFO. */
+/* A transaction of thousands of owners was hundreds of thousands of
+ * libnftnl objects, and freeing them took 0.45 s on the loop at 4,096
+ * guests (issue 14). Since session 14 it holds their encoded messages
+ * (fw_msgs.h) and the table as read, and its free is short, but it still
+ * goes to the firewall's lane: it holds up no one there but the next
+ * firewall op, in the lane's FIFO, and the owners read from a table of
+ * thousands are freed one by one. */
 struct txn_drop {
         const struct nbd_backend_fw *be;
         struct nbd_fw_txn *txn;

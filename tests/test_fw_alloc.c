@@ -402,8 +402,9 @@ START_TEST(test_a_queued_owner_holds_its_messages_not_its_compiled_objects)
                 ck_assert_uint_gt(a.rules, 0);
         }
         m1 = mallinfo2();
-        fprintf(stderr, "test-fw-alloc: 200 owners queued: %zu bytes held an owner\n",
-                (m1.uordblks + m1.hblkhd - m0.uordblks - m0.hblkhd) / 200);
+        fprintf(stderr, "test-fw-alloc: 200 owners queued: %lld bytes held an owner\n",
+                ((long long)(m1.uordblks + m1.hblkhd) - (long long)(m0.uordblks + m0.hblkhd)) /
+                        200);
         ck_assert_msg(nbt_nftnl_rules_live() == live,
                       "%ld rule objects live on after 200 owners were queued",
                       nbt_nftnl_rules_live() - live);

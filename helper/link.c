@@ -1296,14 +1296,21 @@ static int read_ack(int fd, uint32_t seq)
 static int group_holds_only(int fd, uint32_t group, const int *ifindexes, size_t n,
                             struct nbd_err *err)
 {
+        /* Without its statistics: the dump only needs each device's group,
+         * and summing every device's per-CPU counters (its own and IPv6's)
+         * was most of a 100-tap deletion with 4,096 guests' taps around. */
         struct {
                 struct nlmsghdr h;
                 struct ifinfomsg ifi;
+                struct rtattr rta;
+                uint32_t ext_mask;
         } req = {.h = {.nlmsg_len = sizeof(req),
                        .nlmsg_type = RTM_GETLINK,
                        .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
                        .nlmsg_seq = 2},
-                 .ifi = {.ifi_family = AF_UNSPEC}};
+                 .ifi = {.ifi_family = AF_UNSPEC},
+                 .rta = {.rta_len = RTA_LENGTH(sizeof(uint32_t)), .rta_type = IFLA_EXT_MASK},
+                 .ext_mask = RTEXT_FILTER_SKIP_STATS};
         struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
         size_t cap = 65536;
         char *buf = malloc(cap);

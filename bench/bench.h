@@ -255,6 +255,10 @@ int bench_log_scenario(const struct bench_opts *o, struct bench_report *r);
 int bench_roundtrip(const struct bench_opts *o, struct bench_report *r);
 int bench_bandwidth(const struct bench_opts *o, struct bench_report *r);
 int bench_fairness(const struct bench_opts *o, struct bench_report *r);
+/* fairness's floor D0 (groupfloor.c): interfaces PREFIX0..PREFIX(n-1) put
+ * in a link group, untimed, then the group deleted in one RTM_DELLINK,
+ * timed into *ret_us. */
+int bench_group_delete(const char *prefix, unsigned n, double *ret_us);
 int bench_network(const struct bench_opts *o, struct bench_report *r); /* network.c */
 
 /* ---- the method runners (run.c) ---- */

@@ -4,7 +4,10 @@
  * back to back from a thread of its own, all the time; the other runs the
  * largest batches in turn, a replace of N guests' firewalls (restart's C,
  * R1) and the deletion of T taps in one request (R2), with quiet spells
- * between them (P0: the Ping's floor, nothing else running). A Ping counts
+ * between them (P0: the Ping's floor, nothing else running). R2's floor,
+ * D0, follows each R2: as many taps made again by the helper, deleted by
+ * the kernel alone in one link group (groupfloor.c), the same ruleset in
+ * place. A Ping counts
  * for a load when its round trip overlapped that load, however little.
  * Last, the helper restarts with the guests' owners in place (R3): its
  * start-up CPU, the firewall's start-up sweep among it, is logged. */
@@ -23,7 +26,7 @@
 #include "netbroker.h"
 
 enum { L_REPLACE, L_DELETE, N_LOADS };
-enum { S_P0, S_P1, S_R1, S_P2, S_R2, N_SERIES };
+enum { S_P0, S_P1, S_R1, S_P2, S_R2, S_D0, N_SERIES };
 
 #define MAX_LOADS 64
 
@@ -96,11 +99,13 @@ static int load(struct pinger *p, nb_conn *conn, int kind, nb_batch *b, size_t n
 }
 
 /* The deletion's taps (made untimed, the pinger's samples meanwhile
- * discarded), then their deletion. */
+ * discarded), then their deletion; then the same again for D0, the
+ * kernel's deletion alone (the pinger's samples discarded too). */
 static int delete_load(struct pinger *p, nb_conn *conn, unsigned taps)
 {
         nb_batch *b = nb_batch_new();
         char name[16], who[48];
+        double us = 0;
         int r = b ? bench_taps(conn, "fairness: TapCreate: ", "fdel", taps) : -ENOMEM;
 
         for (unsigned i = 0; i < taps && r == 0; i++) {
@@ -111,13 +116,24 @@ static int delete_load(struct pinger *p, nb_conn *conn, unsigned taps)
         if (r == 0)
                 r = load(p, conn, L_DELETE, b, taps, who, &p->s[S_R2]);
         nb_batch_free(b);
-        return r < 0 ? r : bench_expect_devices(who, "fdel", 0);
+        if (r == 0)
+                r = bench_expect_devices(who, "fdel", 0);
+        snprintf(who, sizeof(who), "fairness: D0 delete %u taps: ", taps);
+        if (r == 0)
+                r = bench_taps(conn, "fairness: TapCreate: ", "fdel", taps);
+        if (r == 0)
+                r = bench_group_delete("fdel", taps, &us);
+        if (r == 0) {
+                bench_log("%s%.2f ms (the kernel alone)\n", who, us / 1000.0);
+                r = bench_expect_devices(who, "fdel", 0);
+        }
+        return r < 0 ? r : bench_samples_add(&p->s[S_D0], us);
 }
 
 static int add_results(struct bench_report *r, struct pinger *p, unsigned guests, unsigned taps)
 {
-        static const char *const names[N_SERIES] = {"P0", "P1", "R1", "P2", "R2"};
-        static char prog[N_SERIES][32]; /* the rows keep them */
+        static const char *const names[N_SERIES] = {"P0", "P1", "R1", "P2", "R2", "D0"};
+        static char prog[N_SERIES][40]; /* the rows keep them */
         char what[56];
         struct bench_summary s[N_SERIES];
         double p50[N_SERIES], p99[N_SERIES];
@@ -128,6 +144,7 @@ static int add_results(struct bench_report *r, struct pinger *p, unsigned guests
         snprintf(prog[S_R1], sizeof(prog[0]), "replace, %u guests", guests);
         snprintf(prog[S_P2], sizeof(prog[0]), "Ping, during R2");
         snprintf(prog[S_R2], sizeof(prog[0]), "delete %u taps, 1 batch", taps);
+        snprintf(prog[S_D0], sizeof(prog[0]), "kernel: %u taps, 1 group", taps);
         for (int i = 0; i < N_SERIES && k == 0; i++) {
                 k = bench_samples_summarize(&p->s[i], &s[i]);
                 if (k == 0)
@@ -139,11 +156,15 @@ static int add_results(struct bench_report *r, struct pinger *p, unsigned guests
                 k = bench_report_ratios(r, "P1/P0 P2/P0", " p50", names, p50, N_SERIES);
         if (k == 0)
                 k = bench_report_ratios(r, "P1/P0 P2/P0", " p99", names, p99, N_SERIES);
+        if (k == 0)
+                k = bench_report_ratios(r, "R2/D0", NULL, names, p50, N_SERIES);
         for (int i = 0; i < 4 && k == 0; i++) {
                 snprintf(what, sizeof(what), "Ping during %s", i < 2 ? prog[S_R1] : prog[S_R2]);
                 k = bench_report_add_floor(r, what, "P0", &s[S_P0], names[i < 2 ? S_P1 : S_P2],
                                            &s[i < 2 ? S_P1 : S_P2], i % 2);
         }
+        if (k == 0)
+                k = bench_report_add_floor(r, prog[S_R2], "D0", &s[S_D0], "R2", &s[S_R2], false);
         return k;
 }
 

@@ -4,7 +4,7 @@
 --json --png`), so the bench never rots: it must run and exit 0, its JSON
 parse, every scenario end without error and give finite positive ratios,
 every scenario that has a floor (spawn, names, restart, roundtrip,
-fairness) report it with a finite positive helper/floor ratio, in its own
+fairness: its Pings and its deletion) report it with a finite positive helper/floor ratio, in its own
 report and in the run's "floors" and "floor_ratios", network report its
 four methods (start and restart, each way: it checks the rulesets and
 dnsmasqs itself), and the chart be a PNG. Timings are not checked. Prints
@@ -67,7 +67,11 @@ def check(d, png):
     assert len(d["floor_ratios"]) == len(d["floors"]), "floor_ratios and floors differ"
     assert all(positive(v) for v in d["floor_ratios"].values()), "a floor ratio"
     fair = {r["method"] for r in d["scenarios"]["fairness"]["rows"]}
-    assert fair == {"P0", "P1", "R1", "P2", "R2"}, "fairness rows: %s" % sorted(fair)
+    assert fair == {"P0", "P1", "R1", "P2", "R2", "D0"}, "fairness rows: %s" % sorted(fair)
+    # The deletion is held against the kernel's own (D0), not only the Pings.
+    held = {(f["helper"]["method"], f["floor"]["method"]) for f in d["floors"]
+            if f["scenario"] == "fairness"}
+    assert ("R2", "D0") in held, "fairness: no floor for the deletion: %s" % sorted(held)
     net = {r["method"] for r in d["scenarios"]["network"]["rows"]}
     assert net == {"A", "B", "AR", "BR"}, "network rows: %s" % sorted(net)
     print("all --quick: %.1f s" % d["elapsed_s"])

@@ -738,8 +738,7 @@ static bool validation_held(void)
 
 static void validate_from_timer(void *data);
 
-/* Validate ops until the request is done (true) or the slice is used up:
- * then the job yields, and goes on from a timer (false). */
+/* A validation step holds the links: they read their monitor once. */
 static void links_hold(struct nbd_job *job, bool hold)
 {
         const struct nbd_backend *be = job->ctx->be;
@@ -748,6 +747,8 @@ static void links_hold(struct nbd_job *job, bool hold)
                 be->links.hold(job->ctx->links, hold);
 }
 
+/* Validate ops until the request is done (true) or the slice is used up:
+ * then the job yields, and goes on from a timer (false). */
 static bool validation_step(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;

@@ -101,7 +101,8 @@ void nbd_links_close(struct nbd_links *l);
 void nbd_links_sync(struct nbd_links *l);
 /* A validation step begins (hold true) or ends (false): in between, the
  * look-ups read the notifications once, at the first of them, not each
- * time (issue 14). Nothing may change the links meanwhile. */
+ * time (issue 14). Validation itself changes nothing; what others change
+ * meanwhile is seen at the next step, or at the run, which reads again. */
 void nbd_links_hold(struct nbd_links *l, bool hold);
 
 struct nbd_names *nbd_links_names(struct nbd_links *l);

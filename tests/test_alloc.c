@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #endif
 
 #include "alloc_hook.h"
+#include "dump_hook.h"
 #include "eintr_hook.h"
 #include "backend_check.h"
 #include "bandwidth.h"
@@ -773,6 +775,50 @@ START_TEST(test_link_lookups_read_the_monitor_once_a_validation_step)
 }
 END_TEST
 
+/* A run of LinkDeletes deletes its link group after one dump has shown
+ * that the group holds only the run's devices. A dump that a change
+ * interrupted (NLM_F_DUMP_INTR) may have missed one that someone else put
+ * there: it is read again, and while every try is interrupted nothing is
+ * deleted. A dump the kernel could not finish (an errno in its DONE)
+ * deletes nothing either. */
+START_TEST(test_group_delete_trusts_no_partial_dump)
+{
+        const uint32_t group = 0x4e4c4321;
+        struct nbd_err err;
+        int ours[1];
+        char cmd[128];
+
+        ck_assert_msg(unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0,
+                      "no network namespace of our own: %s", strerror(errno));
+        snprintf(cmd, sizeof(cmd),
+                 "ip link add gd0 type veth peer name gd1 && ip link set gd0 group %u",
+                 (unsigned)group);
+        ck_assert_int_eq(system(cmd), 0);
+        ours[0] = (int)if_nametoindex("gd0");
+        ck_assert_int_gt(ours[0], 0);
+
+        nbt_dump_intr = 1000;
+        ck_assert_int_eq(nbd_link_delete_group(NULL, group, ours, 1, &err), -EAGAIN);
+        ck_assert_msg(strstr(err.msg, "kept changing") && strstr(err.msg, "nothing deleted"), "%s",
+                      err.msg);
+        ck_assert_uint_eq(nbt_dump_intr, 1000 - 5); /* five dumps, all interrupted */
+        ck_assert_uint_ne(if_nametoindex("gd0"), 0);
+        nbt_dump_intr = 0;
+
+        nbt_dump_done_err = -EMSGSIZE;
+        ck_assert_int_eq(nbd_link_delete_group(NULL, group, ours, 1, &err), -EMSGSIZE);
+        ck_assert_int_eq(nbt_dump_done_err, 0); /* the DONE was altered */
+        ck_assert_msg(strstr(err.msg, "cannot list interfaces"), "%s", err.msg);
+        ck_assert_uint_ne(if_nametoindex("gd0"), 0);
+
+        /* Interrupted once: read again, and the group goes. */
+        nbt_dump_intr = 1;
+        ck_assert_int_eq(nbd_link_delete_group(NULL, group, ours, 1, &err), 0);
+        ck_assert_uint_eq(nbt_dump_intr, 0);
+        ck_assert_uint_eq(if_nametoindex("gd0"), 0);
+}
+END_TEST
+
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
 static const char *const env_names[] = {"FOO", "LC_ALL"};
 
@@ -808,6 +854,7 @@ int main(void)
         tcase_add_test(tc, test_link_and_bandwidth_fill_err_when_out_of_memory);
         tcase_add_test(tc, test_link_monitor_read_retries_after_eintr);
         tcase_add_test(tc, test_link_lookups_read_the_monitor_once_a_validation_step);
+        tcase_add_test(tc, test_group_delete_trusts_no_partial_dump);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

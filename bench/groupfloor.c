@@ -19,14 +19,15 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
-/* The group of the floor's taps: "NB" and the bench's pid, so that two
- * benches in one namespace rarely meet (the deletion would take both). */
+/* The group of the floor's taps: "NB" and the bench's pid. The bench runs
+ * in a network namespace of its own; the helper's runs use "NL"
+ * (helper/op_link.c), so the two never share a group. */
 #define GROUP_BASE 0x4e420000u
 
 /* Send nlh on nl and read its ack: 0 or -errno. */
 static int request(struct mnl_socket *nl, struct nlmsghdr *nlh)
 {
-        char buf[MNL_SOCKET_BUFFER_SIZE];
+        char buf[MNL_SOCKET_BUFFER_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
         uint32_t seq = nlh->nlmsg_seq, port = mnl_socket_get_portid(nl);
         ssize_t n;
         int r;
@@ -63,12 +64,18 @@ static struct nlmsghdr *link_msg(char *buf, const char *name, uint32_t group, ui
 
 int bench_group_delete(const char *prefix, unsigned n, double *ret_us)
 {
-        char buf[MNL_SOCKET_BUFFER_SIZE], name[IF_NAMESIZE];
+        char buf[MNL_SOCKET_BUFFER_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
+        char name[IF_NAMESIZE];
         uint32_t group = GROUP_BASE | ((uint32_t)getpid() & 0xffffu), seq = 1;
         struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
         uint64_t t0;
         int r = nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0 ? 0 : -errno;
 
+        if (r < 0)
+                bench_log("netbroker-bench: fairness: D0: cannot open an rtnetlink socket: %s\n",
+                          strerror(-r));
+        /* A tap that fails to move stops the floor; those moved before it
+         * stay in the group, and go with the bench's namespace. */
         for (unsigned i = 0; i < n && r == 0; i++) {
                 snprintf(name, sizeof(name), "%s%u", prefix, i);
                 r = request(nl, link_msg(buf, name, group, seq++));

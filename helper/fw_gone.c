@@ -473,6 +473,13 @@ static void sweep_run(void *data)
         struct sweep *s = data;
         const struct nbd_backend_fw *be = s->g->be;
 
+        /* Opened here: the lane's socket is the lane's to use. */
+        s->r = be->lane_open(s->g->fw, &s->lf);
+        if (s->r < 0) {
+                s->lf = NULL;
+                nbd_err_set(&s->err, s->r, "cannot open a socket: %s", strerror(-s->r));
+                return;
+        }
         s->r = be->list(s->lf, pick_owner, &s->p, &s->err);
         if (s->r < 0 || !s->p.n_owners)
                 return;
@@ -536,11 +543,6 @@ static int sweep_to_lane(struct nbd_fw_gone *g, char (*names)[IFNAMSIZ], size_t 
                 return r;
         s->g = g;
         s->p = (struct pick){.present = true, .collect = true, .n = n};
-        r = g->be->lane_open(g->fw, &s->lf);
-        if (r < 0) {
-                free(s);
-                return r;
-        }
         qsort(names, n, sizeof(*names), name_cmp);
         s->p.names = (const char(*)[IFNAMSIZ])names;
         s->work = (struct nbd_lane_work){.run = sweep_run, .done = sweep_done, .data = s};

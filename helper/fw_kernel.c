@@ -98,7 +98,6 @@ struct nbd_fw_txn {
                 struct iovec mid; /* the messages, numbered */
                 struct iovec *iov;
                 int n_iov, fd, sndbuf;
-                bool own_fd; /* fd is the lane's, opened by send */
                 uint32_t first, last;
                 uint32_t join_first, join_last; /* the joined messages' */
                 unsigned msgs; /* in the batch, BEGIN and END included */
@@ -774,8 +773,10 @@ static int verify(struct nbd_fw_txn *t)
         struct nbd_fw_owners now = {0};
         int r;
 
-        /* Only joined messages: the guests' table cannot tell. */
-        if (t->n_expect == 0)
+        /* Only joined messages: the guests' table cannot tell. Nor can a
+         * lane's handle here, on the loop: its socket is the lane's (a
+         * clean-up or sweep of gone interfaces, done again later). */
+        if (t->n_expect == 0 || t->fw->nl_borrowed)
                 return -EIO;
         r = nbd_fw_read_owners(t->fw, &now);
 
@@ -887,25 +888,59 @@ int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e)
         return 0;
 }
 
-/* The lane's socket, for one commit: open only while it runs, so the
- * helper's fd count at rest is what it was. 0 or -errno. */
+/* The lane's nfnetlink socket, made at its first need and kept: its
+ * commits and its handles' reads (nbd_fw_lane_open) go through it. Closing
+ * an nfnetlink socket makes nf_tables finish destroying what the last
+ * commit replaced or deleted first (nft_rcv_nl_event flushes that work, an
+ * RCU grace period, under the commit mutex), so the sockets a lane opened
+ * and closed for each read and each commit held replies 13-29 ms: a
+ * one-guest replace took 12 ms, 16 ms when another had just been sent.
+ * Only the firewall's lane uses it (the loop, when there is no lane), one
+ * call at a time; the loop's handle closes it at shutdown, after the lanes
+ * stopped. */
+static pthread_mutex_t lane_nl_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mnl_socket *lane_nl;
+
+/* The lane's socket, made if need be and emptied of what an earlier call
+ * left unread (an error may stop a read before its end; a dump abandoned
+ * so is read to its end, as the kernel makes its messages while they are
+ * read, or the next dump would be refused). NULL and -errno in *r. */
+static struct mnl_socket *lane_socket(int *r)
+{
+        char drain[256];
+        int big = 4 << 20, fd;
+
+        pthread_mutex_lock(&lane_nl_lock);
+        if (!lane_nl) {
+                struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+                if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+                        *r = errno ? -errno : -EIO;
+                        if (nl)
+                                mnl_socket_close(nl);
+                        pthread_mutex_unlock(&lane_nl_lock);
+                        return NULL;
+                }
+                setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+                lane_nl = nl;
+        }
+        fd = mnl_socket_get_fd(lane_nl);
+        while (recv(fd, drain, sizeof(drain), MSG_DONTWAIT | MSG_TRUNC) >= 0 || errno == EINTR ||
+               errno == ENOBUFS)
+                ;
+        pthread_mutex_unlock(&lane_nl_lock);
+        *r = 0;
+        return lane_nl;
+}
+
+/* t's socket: the lane's. 0 or -errno. */
 static int open_lane_socket(struct nbd_fw_txn *t)
 {
-        struct sockaddr_nl local = {.nl_family = AF_NETLINK};
-        int big = 4 << 20;
+        int r;
+        struct mnl_socket *nl = lane_socket(&r);
 
-        t->c.fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-        if (t->c.fd < 0)
-                return -errno;
-        if (bind(t->c.fd, (struct sockaddr *)&local, sizeof(local)) < 0) {
-                int r = -errno;
-                close(t->c.fd);
-                t->c.fd = -1;
-                return r;
-        }
-        setsockopt(t->c.fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
-        t->c.own_fd = true;
-        return 0;
+        if (nl)
+                t->c.fd = mnl_socket_get_fd(nl);
+        return r;
 }
 
 /* ---- the monitor, out of the group while our own batch is sent ---- */
@@ -1015,11 +1050,8 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
                 monitor_unmute();
         if (t->c.sent == 0)
                 read_acks(t);
-        if (t->c.own_fd) {
-                close(t->c.fd);
-                t->c.fd = -1;
-                t->c.own_fd = false;
-        }
+        if (lane_nl && t->c.fd == mnl_socket_get_fd(lane_nl))
+                t->c.fd = -1; /* the lane's, kept */
 }
 
 /* One of our own deletions of the table is accounted for: true if one
@@ -1172,21 +1204,21 @@ int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret)
         if (!lf)
                 return -ENOMEM;
         lf->monw.fd = -1;
-        lf->seq = fw->seq + (1u << 30); /* its own socket: any will do */
+        lf->seq = fw->seq + (1u << 30); /* its own numbers: any will do */
         lf->can_mark = fw->can_mark;
-        lf->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-        if (!lf->nl || mnl_socket_bind(lf->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-                r = -errno;
-                nbd_fw_lane_close(lf);
-                return r ? r : -EIO;
+        lf->nl = lane_socket(&r);
+        if (!lf->nl) {
+                free(lf);
+                return r;
         }
+        lf->nl_borrowed = true;
         *ret = lf;
         return 0;
 }
 
 void nbd_fw_lane_close(struct nbd_fw *lf)
 {
-        nbd_fw_close(lf); /* no loop, no monitor: the socket and itself */
+        nbd_fw_close(lf); /* no loop, no monitor, the lane's socket kept: itself */
 }
 
 /* ---- the table being deleted behind our back ---- */
@@ -1382,8 +1414,14 @@ void nbd_fw_close(struct nbd_fw *fw)
                 return;
         if (fw->loop && fw->monw.fd >= 0)
                 nbd_loop_remove(fw->loop, &fw->monw);
-        if (fw->nl)
+        if (fw->nl && !fw->nl_borrowed)
                 mnl_socket_close(fw->nl);
+        /* The loop's handle goes last, after the lanes stopped: the lane's
+         * commit socket with it. */
+        if (fw->mon && lane_nl) {
+                mnl_socket_close(lane_nl);
+                lane_nl = NULL;
+        }
         if (fw->mon) {
                 pthread_mutex_lock(&mute_lock);
                 if (monitor_fd == mnl_socket_get_fd(fw->mon))

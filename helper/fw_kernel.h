@@ -99,11 +99,13 @@ typedef int (*nbd_fw_put_fn)(void *data, struct nftnl_batch *b, uint32_t *seq, b
 void nbd_fw_txn_join(struct nbd_fw_txn *t, nbd_fw_put_fn put, void *data);
 
 /* A handle of its own for one call on the firewall's lane (lane.h), so
- * that the loop keeps fw to itself: a socket of its own, no monitor (the
- * generation is read with GETGEN), nothing shared with fw but what fw
- * learnt at open. Through it, on the lane: a transaction's begin (the
- * table read), its changes, prepare and send; its finish, and the close,
- * run on the loop. 0 or -errno. */
+ * that the loop keeps fw to itself: the lane's socket (made at its first
+ * need and kept, see fw_kernel.c; emptied here of what an earlier call
+ * left, so open it on the lane), no monitor (the generation is read with
+ * GETGEN), nothing shared with fw but what fw learnt at open. Through it,
+ * on the lane: a transaction's begin (the table read), its changes,
+ * prepare and send; its finish, and the close, may run on the loop.
+ * 0 or -errno. */
 int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret);
 void nbd_fw_lane_close(struct nbd_fw *lf);
 /* Issue 14, the loop never waits for a chain dump: after chains_later, an

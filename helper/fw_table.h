@@ -19,6 +19,7 @@ struct nftnl_udata;
 
 struct nbd_fw {
         struct mnl_socket *nl; /* requests and dumps */
+        bool nl_borrowed; /* nl is the lane's (nbd_fw_lane_open): not closed with it */
         struct mnl_socket *mon; /* NFNLGRP_NFTABLES: our table being deleted */
         struct nbd_loop *loop;
         struct nbd_watch monw;

@@ -26,9 +26,9 @@
  * Lanes are started after the privilege drop (main.c): a thread takes the
  * capability sets of the thread that creates it, so the lanes hold exactly
  * what the loop holds. Every signal is blocked in them; the loop's
- * signalfd gets SIGTERM. fds: none at rest. While a call is under way,
- * one eventfd for all lanes, and the socket of the lane's own that the
- * call opens and closes. */
+ * signalfd gets SIGTERM. fds: while a call is under way, one eventfd for
+ * all lanes, and the socket of the lane's own that the call opens and
+ * closes; the firewall's lane keeps its socket (fw_kernel.c says why). */
 #pragma once
 
 #include <stdbool.h>

@@ -353,9 +353,11 @@ static bool add_socket_inode(const char *target, void *data)
         return in->n == sizeof(in->v) / sizeof(in->v[0]);
 }
 
-/* pid's netlink sockets of protocol in group (0: any): how many, and
- * their Drops added into *drops (NULL: not wanted). */
-static int netlink_sockets(pid_t pid, int protocol, unsigned group, unsigned long *drops)
+/* pid's netlink sockets of protocol in group (0: any): how many, their
+ * Drops added into *drops and their inodes into ino[cap] (NULL: not
+ * wanted). */
+static int netlink_sockets(pid_t pid, int protocol, unsigned group, unsigned long *drops,
+                           unsigned long *inodes, size_t cap)
 {
         struct socket_inodes in = {.n = 0};
         char path[64], line[512];
@@ -378,6 +380,8 @@ static int netlink_sockets(pid_t pid, int protocol, unsigned group, unsigned lon
                         continue;
                 for (size_t i = 0; i < in.n; i++)
                         if (in.v[i] == ino) {
+                                if (inodes && (size_t)n < cap)
+                                        inodes[n] = ino;
                                 n++;
                                 if (drops)
                                         *drops += d;
@@ -390,14 +394,30 @@ static int netlink_sockets(pid_t pid, int protocol, unsigned group, unsigned lon
 
 int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group)
 {
-        return netlink_sockets(pid, protocol, group, NULL);
+        return netlink_sockets(pid, protocol, group, NULL, NULL, 0);
+}
+
+static int ulong_cmp(const void *a, const void *b)
+{
+        unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+size_t tu_netlink_inodes(pid_t pid, int protocol, unsigned long *inodes, size_t cap)
+{
+        int n = netlink_sockets(pid, protocol, 0, NULL, inodes, cap);
+
+        ck_assert_int_le(n, (int)cap);
+        qsort(inodes, (size_t)n, sizeof(*inodes), ulong_cmp);
+        return (size_t)n;
 }
 
 unsigned long tu_netlink_drops(pid_t pid, int protocol)
 {
         unsigned long drops = 0;
 
-        (void)netlink_sockets(pid, protocol, 0, &drops);
+        (void)netlink_sockets(pid, protocol, 0, &drops, NULL, 0);
         return drops;
 }
 

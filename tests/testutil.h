@@ -59,6 +59,9 @@ int tu_fd_count_settled(pid_t pid, int expected, unsigned ms);
 int tu_netlink_sockets(pid_t pid, int protocol);
 /* Of those, the ones in multicast group `group` (1 to 32; 0: any). */
 int tu_netlink_sockets_in(pid_t pid, int protocol, unsigned group);
+/* pid's netlink sockets of protocol: their inodes, ascending, into
+ * inodes[cap] (more fail the test); how many. */
+size_t tu_netlink_inodes(pid_t pid, int protocol, unsigned long *inodes, size_t cap);
 /* What the kernel could not queue on them (a full socket), all together. */
 unsigned long tu_netlink_drops(pid_t pid, int protocol);
 /* Asserts that the fd count of pid comes to `expected` within `ms`. */

@@ -24,6 +24,7 @@
 #include "bandwidth.h"
 #include "fw_compile.h" /* NBD_FW_UDATA_CHAIN_COMMENT: nft shows our comment */
 #include "log.h"
+#include "nfsock.h"
 #include "netlink.h"
 #include "stats.h"
 
@@ -36,7 +37,7 @@ NBD_LOG_CATEGORY(bandwidth);
  * has few fds (RLIMIT_NOFILE 64 by default), and bandwidth changes are
  * rare. */
 struct nbd_bw_nft {
-        struct mnl_socket *nl; /* during an operation only */
+        struct mnl_socket *nl; /* during an operation only: the loop's (nfsock.h) */
         uint32_t seq;
         char missing[160]; /* "" when the limit expression works */
         bool no_socket; /* no nfnetlink at all: no chain of ours can be there */
@@ -243,24 +244,11 @@ void nbd_bw_nft_rate(const struct nbd_bw_police *p, struct nbd_bw_rate *ret)
 
 /* ---- the kernel ---- */
 
+/* The loop's kept socket (nfsock.h: a socket closed after each
+ * operation made the loop wait for an RCU grace period). */
 static int open_socket(struct mnl_socket **ret)
 {
-        struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-        int r, one = 1, big = 4 << 20;
-
-        if (!nl)
-                return -errno;
-        if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-                r = -errno;
-                mnl_socket_close(nl);
-                return r;
-        }
-        /* Short acks, and room for one per chain of a large prune: an ack
-         * the kernel drops might have been the error (send_batch). */
-        setsockopt(mnl_socket_get_fd(nl), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-        setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
-        *ret = nl;
-        return 0;
+        return nbd_nfsock_get(ret);
 }
 
 int nbd_bw_nft_take_acks(struct nbd_bw_nft_acks *a, const void *buf, size_t len)
@@ -523,12 +511,15 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const ch
         if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(1);
-        /* A get answers with the chain and an ack, or an error. */
+        /* A get answers with the chain and an ack, or an error. Read into
+         * room for the largest datagram the shared socket may bring (on
+         * the loop alone: one buffer). */
         do {
-                ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+                static char in[NBD_NFSOCK_DUMP_BUF];
+                ssize_t n = mnl_socket_recvfrom(nl, in, sizeof(in));
                 if (n < 0)
                         return -errno;
-                r = mnl_cb_run(buf, (size_t)n, seq, portid, cb, data);
+                r = mnl_cb_run(in, (size_t)n, seq, portid, cb, data);
         } while (r > MNL_CB_STOP);
         if (r < 0)
                 return errno == ENOENT ? 0 : -errno;
@@ -743,9 +734,7 @@ int nbd_bw_nft_open(struct nbd_bw_nft **ret)
         else
                 snprintf(n->missing, sizeof(n->missing), "no nfnetlink socket (%s)", strerror(-r));
         n->no_socket = r < 0 && r != -ENOMEM;
-        if (n->nl)
-                mnl_socket_close(n->nl);
-        n->nl = NULL;
+        n->nl = NULL; /* the loop's, kept */
         if (r == -ENOMEM) {
                 free(n);
                 return r;
@@ -771,9 +760,7 @@ static int use(struct nbd_bw_nft *n, struct nbd_err *e)
 
 static void done(struct nbd_bw_nft *n)
 {
-        if (n->nl)
-                mnl_socket_close(n->nl);
-        n->nl = NULL;
+        n->nl = NULL; /* the loop's, kept */
 }
 
 const char *nbd_bw_nft_missing(const struct nbd_bw_nft *n)
@@ -1011,8 +998,6 @@ int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_p
 
         if (r == 0)
                 r = read_ifindex(nl, &seq, ifindex, ifname, ret_police, ret_fwd);
-        if (nl)
-                mnl_socket_close(nl);
         if (r < 0)
                 nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
                             strerror(-r));

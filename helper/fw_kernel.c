@@ -32,6 +32,7 @@
 #include "fw_summary.h"
 #include "fw_table.h"
 #include "lane.h"
+#include "nfsock.h"
 #include "log.h"
 #include "netlink.h"
 #include "stats.h"
@@ -98,6 +99,7 @@ struct nbd_fw_txn {
                 struct iovec mid; /* the messages, numbered */
                 struct iovec *iov;
                 int n_iov, fd, sndbuf;
+                bool lane_fd; /* fd is the lane's socket (kept, not closed) */
                 uint32_t first, last;
                 uint32_t join_first, join_last; /* the joined messages' */
                 unsigned msgs; /* in the batch, BEGIN and END included */
@@ -904,13 +906,17 @@ static struct mnl_socket *lane_nl;
 /* The lane's socket, made if need be and emptied of what an earlier call
  * left unread (an error may stop a read before its end; a dump abandoned
  * so is read to its end, as the kernel makes its messages while they are
- * read, or the next dump would be refused). NULL and -errno in *r. */
+ * read; one that cannot be read to its end costs a new socket, and this
+ * once the close's wait). NULL and -errno in *r. */
 static struct mnl_socket *lane_socket(int *r)
 {
-        char drain[256];
-        int big = 4 << 20, fd;
+        int big = 4 << 20;
 
         pthread_mutex_lock(&lane_nl_lock);
+        if (lane_nl && !nbd_nfsock_drain(mnl_socket_get_fd(lane_nl))) {
+                mnl_socket_close(lane_nl);
+                lane_nl = NULL;
+        }
         if (!lane_nl) {
                 struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
                 if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
@@ -923,10 +929,6 @@ static struct mnl_socket *lane_socket(int *r)
                 setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
                 lane_nl = nl;
         }
-        fd = mnl_socket_get_fd(lane_nl);
-        while (recv(fd, drain, sizeof(drain), MSG_DONTWAIT | MSG_TRUNC) >= 0 || errno == EINTR ||
-               errno == ENOBUFS)
-                ;
         pthread_mutex_unlock(&lane_nl_lock);
         *r = 0;
         return lane_nl;
@@ -938,8 +940,10 @@ static int open_lane_socket(struct nbd_fw_txn *t)
         int r;
         struct mnl_socket *nl = lane_socket(&r);
 
-        if (nl)
+        if (nl) {
                 t->c.fd = mnl_socket_get_fd(nl);
+                t->c.lane_fd = true;
+        }
         return r;
 }
 
@@ -1050,8 +1054,10 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
                 monitor_unmute();
         if (t->c.sent == 0)
                 read_acks(t);
-        if (lane_nl && t->c.fd == mnl_socket_get_fd(lane_nl))
+        if (t->c.lane_fd) {
                 t->c.fd = -1; /* the lane's, kept */
+                t->c.lane_fd = false;
+        }
 }
 
 /* One of our own deletions of the table is accounted for: true if one

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 
 #include "fw_net_compile.h"
+#include "nfsock.h"
 
 /* One owner as its chains show it. */
 struct net_state {
@@ -215,11 +216,14 @@ static int dump(struct nbd_net_txn *t, uint16_t type, mnl_cb_t cb)
         if (mnl_socket_sendto(t->nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(1);
+        /* Read into room for the largest datagram the shared socket may
+         * bring (nfsock.h; on the loop alone: one buffer). */
         do {
-                ssize_t n = mnl_socket_recvfrom(t->nl, buf, sizeof(buf));
+                static char in[NBD_NFSOCK_DUMP_BUF];
+                ssize_t n = mnl_socket_recvfrom(t->nl, in, sizeof(in));
                 if (n < 0)
                         return -errno;
-                r = mnl_cb_run(buf, (size_t)n, seq, t->portid, cb, &d);
+                r = mnl_cb_run(in, (size_t)n, seq, t->portid, cb, &d);
                 if (r < 0)
                         r = -errno;
         } while (r > 0);
@@ -252,9 +256,9 @@ int nbd_net_txn_begin(struct nbd_net_txn **ret, struct nbd_err *e)
 
         if (!t)
                 return nbd_err_oom(e, "starting the network transaction");
-        t->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-        if (!t->nl || mnl_socket_bind(t->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-                r = -errno;
+        /* The loop's kept socket (nfsock.h). */
+        r = nbd_nfsock_get(&t->nl);
+        if (r < 0) {
                 nbd_net_txn_free(t);
                 return nbd_err_set(e, r, "cannot open nfnetlink: %s", strerror(-r));
         }
@@ -274,8 +278,6 @@ void nbd_net_txn_free(struct nbd_net_txn *t)
 {
         if (!t)
                 return;
-        if (t->nl)
-                mnl_socket_close(t->nl);
         if (t->batch)
                 nftnl_batch_free(t->batch);
         free(t->owners);

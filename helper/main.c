@@ -104,6 +104,7 @@
 #include "lane.h"
 #include "link.h"
 #include "log.h"
+#include "nfsock.h"
 #include "loop.h"
 #include "program.h"
 #include "server.h"
@@ -659,6 +660,7 @@ out:
         /* Supervised programs go on running for the next helper. */
         nbd_programs_shutdown();
         caps_close(be, &c);
+        nbd_nfsock_close();
         if (sfd >= 0)
                 close(sfd);
         nbd_loop_free(loop);

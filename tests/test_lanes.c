@@ -1082,6 +1082,36 @@ static void hold_a_send(const char *hold, struct slow_client *a, pthread_t *t)
         await_held(hold, a, "the send of the commit");
 }
 
+/* Held twice where the helper takes an nfnetlink socket (its hold point
+ * hold_var, the path hold), as a client sends b[0] and then b[1]: the
+ * helper holds the same nfnetlink sockets both times, and still those
+ * after, at rest. what names the second's, for the message. */
+static void assert_one_kept_socket(struct tu_helper *h, char *hold, nb_batch *const b[2],
+                                   const char *what)
+{
+        unsigned long held[2][8], rest[8];
+        size_t n_held[2], n_rest;
+        pthread_t t;
+
+        for (int i = 0; i < 2; i++) {
+                struct slow_client a = {.sock = h->sock, .b = b[i]};
+                hold_a_send(hold, &a, &t);
+                n_held[i] = tu_netlink_inodes(h->pid, NETLINK_NETFILTER, held[i], 8);
+                unlink(hold);
+                pthread_join(t, NULL);
+                ck_assert_msg(a.first_error == -1, "batch %d: op %d failed", i, a.first_error);
+        }
+        n_rest = tu_netlink_inodes(h->pid, NETLINK_NETFILTER, rest, 8);
+        ck_assert_uint_eq(n_held[1], n_held[0]);
+        ck_assert_uint_eq(n_rest, n_held[0]);
+        for (size_t k = 0; k < n_held[0]; k++) {
+                ck_assert_msg(held[1][k] == held[0][k],
+                              "%s went through another socket (inode %lu, not %lu)", what,
+                              held[1][k], held[0][k]);
+                ck_assert_uint_eq(rest[k], held[0][k]);
+        }
+}
+
 /* Closing an nfnetlink socket makes nf_tables finish destroying what the
  * last commit replaced first: an RCU grace period under its commit mutex,
  * which a socket opened and closed for each commit paid before each reply
@@ -1092,36 +1122,52 @@ static void hold_a_send(const char *hold, struct slow_client *a, pthread_t *t)
 START_TEST(test_the_firewall_lane_commits_through_one_socket_it_keeps)
 {
         char hold[] = "/tmp/nbtest-hold-XXXXXX";
-        unsigned long held[2][8], rest[8];
-        size_t n_held[2], n_rest;
+        nb_batch *b[2];
         struct tu_helper h;
-        pthread_t t;
         nb_conn *c;
 
         start_muted_hold(&h, hold, TU_ALLOW);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         owners_after_sweep(c);
-        for (int i = 0; i < 2; i++) {
-                struct slow_client a = {.sock = h.sock, .b = big_apply("mu", "mu0", 3 + i)};
-                hold_a_send(hold, &a, &t);
-                n_held[i] = tu_netlink_inodes(h.pid, NETLINK_NETFILTER, held[i], 8);
-                unlink(hold);
-                pthread_join(t, NULL);
-                ck_assert_msg(a.first_error == -1, "apply %d: op %d failed", i, a.first_error);
-                nb_batch_free(a.b);
-        }
-        n_rest = tu_netlink_inodes(h.pid, NETLINK_NETFILTER, rest, 8);
-        ck_assert_uint_eq(n_held[1], n_held[0]);
-        ck_assert_uint_eq(n_rest, n_held[0]);
-        for (size_t k = 0; k < n_held[0]; k++) {
-                ck_assert_msg(held[1][k] == held[0][k],
-                              "the second commit went through another socket (inode %lu, "
-                              "not %lu)",
-                              held[1][k], held[0][k]);
-                ck_assert_uint_eq(rest[k], held[0][k]);
-        }
+        b[0] = big_apply("mu", "mu0", 3);
+        b[1] = big_apply("mu", "mu0", 4);
+        assert_one_kept_socket(&h, hold, b, "the second commit");
+        nb_batch_free(b[0]);
+        nb_batch_free(b[1]);
         ck_assert(table_has("mu/"));
         nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The loop's calls that have no socket of their own, bandwidth's table and
+ * the network owners' transactions, use one nfnetlink socket the loop
+ * keeps (nfsock.h): one opened and closed for each made the loop wait for
+ * an RCU grace period at its close. Held as a BandwidthSet and then a
+ * BandwidthClear take it, the helper holds the same nfnetlink sockets both
+ * times, and still those after, at rest. */
+START_TEST(test_the_loop_keeps_one_nfnetlink_socket_for_bandwidth)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        const nb_rate in = {.size = sizeof(nb_rate), .average = 1024, .burst = 64};
+        nb_batch *b[2] = {nb_batch_new(), nb_batch_new()};
+        struct tu_helper h;
+        int fd;
+
+        tu_private_netns();
+        tu_veth("ns0", "ns1");
+        fd = mkstemp(hold);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        unlink(hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_NFSOCK", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_NFSOCK");
+        ck_assert_int_eq(nb_batch_bandwidth_set(b[0], "ns0", &in, NULL), 0);
+        ck_assert_int_eq(nb_batch_bandwidth_clear(b[1], "ns0"), 0);
+        assert_one_kept_socket(&h, hold, b, "the clear");
+        nb_batch_free(b[0]);
+        nb_batch_free(b[1]);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -1468,6 +1514,7 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_a_read_on_the_firewall_lane_keeps_no_socket_after_it);
         tcase_add_test(hol, test_the_monitor_leaves_its_group_while_the_helpers_batch_is_sent);
         tcase_add_test(hol, test_the_firewall_lane_commits_through_one_socket_it_keeps);
+        tcase_add_test(hol, test_the_loop_keeps_one_nfnetlink_socket_for_bandwidth);
         tcase_add_test(hol,
                        test_a_stale_summary_is_not_trusted_while_the_monitor_is_out_of_its_group);
 #else

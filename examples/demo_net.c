@@ -61,20 +61,39 @@ void demo_net_remove_dir(void)
 }
 
 /* A child in a network namespace of its own that waits for a byte on
- * go_fd, then runs cmd there with sh, its output into out_fd. */
+ * go_fd, then runs cmd there with sh, its output into out_fd. Returned
+ * once the child is in its namespace: a veth end moved to "netns PID"
+ * before that would land in the namespace it leaves (a CI run lost the
+ * outside's demox1 so). -1 with errno set when it could not get there. */
 static pid_t ns_child(int go_fd, int out_fd, const char *cmd)
 {
-        pid_t pid = fork();
+        int ready[2];
+        pid_t pid;
         char c;
 
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return -1;
+        pid = fork();
         if (pid == 0) {
-                if (unshare(CLONE_NEWNET) < 0 || read(go_fd, &c, 1) != 1)
+                close(ready[0]);
+                if (unshare(CLONE_NEWNET) < 0 || write(ready[1], "r", 1) != 1)
+                        _exit(98);
+                close(ready[1]);
+                if (read(go_fd, &c, 1) != 1)
                         _exit(98);
                 if (out_fd >= 0 && (dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0))
                         _exit(98);
                 execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
                 _exit(99);
         }
+        close(ready[1]);
+        if (pid > 0 && read(ready[0], &c, 1) != 1) {
+                /* It exited before it got there: reaped here. */
+                waitpid(pid, NULL, 0);
+                errno = EIO;
+                pid = -1;
+        }
+        close(ready[0]);
         return pid;
 }
 

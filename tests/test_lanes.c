@@ -1053,22 +1053,33 @@ START_TEST(test_a_read_on_the_firewall_lane_keeps_no_socket_after_it)
 }
 END_TEST
 
+/* A fresh namespace with veth v0/v1 and a helper (conf) that holds at
+ * its hold point `point` while hold exists (a fresh path, made here,
+ * absent for now). */
+static void start_held_at(struct tu_helper *h, char *hold, const char *conf, const char *point,
+                          const char *v0, const char *v1)
+{
+        char var[64];
+        int fd;
+
+        tu_private_netns();
+        tu_veth(v0, v1);
+        fd = mkstemp(hold);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        unlink(hold);
+        snprintf(var, sizeof(var), "NETBROKERD_TEST_HOLD_%s", point);
+        ck_assert_int_eq(setenv(var, hold, 1), 0);
+        tu_helper_start(h, conf);
+        unsetenv(var);
+}
+
 /* A fresh namespace with veth mu0/mu1 and a helper (conf) that holds every
  * send of a commit just before its sendmsg while hold exists (a fresh
  * path, made here, absent for now). */
 static void start_muted_hold(struct tu_helper *h, char *hold, const char *conf)
 {
-        int fd;
-
-        tu_private_netns();
-        tu_veth("mu0", "mu1");
-        fd = mkstemp(hold);
-        ck_assert_int_ge(fd, 0);
-        close(fd);
-        unlink(hold);
-        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_COMMIT_MUTED", hold, 1), 0);
-        tu_helper_start(h, conf);
-        unsetenv("NETBROKERD_TEST_HOLD_COMMIT_MUTED");
+        start_held_at(h, hold, conf, "COMMIT_MUTED", "mu0", "mu1");
 }
 
 /* Client a's batch, sent from thread t, held before its commit's send. */
@@ -1152,17 +1163,8 @@ START_TEST(test_the_loop_keeps_one_nfnetlink_socket_for_bandwidth)
         const nb_rate in = {.size = sizeof(nb_rate), .average = 1024, .burst = 64};
         nb_batch *b[2] = {nb_batch_new(), nb_batch_new()};
         struct tu_helper h;
-        int fd;
 
-        tu_private_netns();
-        tu_veth("ns0", "ns1");
-        fd = mkstemp(hold);
-        ck_assert_int_ge(fd, 0);
-        close(fd);
-        unlink(hold);
-        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_NFSOCK", hold, 1), 0);
-        tu_helper_start(&h, TU_ALLOW);
-        unsetenv("NETBROKERD_TEST_HOLD_NFSOCK");
+        start_held_at(&h, hold, TU_ALLOW, "NFSOCK", "ns0", "ns1");
         ck_assert_int_eq(nb_batch_bandwidth_set(b[0], "ns0", &in, NULL), 0);
         ck_assert_int_eq(nb_batch_bandwidth_clear(b[1], "ns0"), 0);
         assert_one_kept_socket(&h, hold, b, "the clear");

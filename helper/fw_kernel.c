@@ -890,48 +890,21 @@ int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e)
         return 0;
 }
 
-/* The lane's nfnetlink socket, made at its first need and kept: its
- * commits and its handles' reads (nbd_fw_lane_open) go through it. Closing
- * an nfnetlink socket makes nf_tables finish destroying what the last
- * commit replaced or deleted first (nft_rcv_nl_event flushes that work, an
- * RCU grace period, under the commit mutex), so the sockets a lane opened
- * and closed for each read and each commit held replies 13-29 ms: a
- * one-guest replace took 12 ms, 16 ms when another had just been sent.
- * Only the firewall's lane uses it (the loop, when there is no lane), one
- * call at a time; the loop's handle closes it at shutdown, after the lanes
- * stopped. */
-static pthread_mutex_t lane_nl_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mnl_socket *lane_nl;
+/* The lane's kept nfnetlink socket (nfsock.h): its commits and its
+ * handles' reads (nbd_fw_lane_open) go through it. Opened and closed for
+ * each, they held replies 13-29 ms: a one-guest replace took 12 ms, 16 ms
+ * when another had just been sent. Only the firewall's lane uses it (the
+ * loop, when there is no lane or the lane is idle), one call at a time;
+ * the loop's handle drops it at shutdown, after the lanes stopped. */
+static struct nbd_nfsock lane_sock;
 
-/* The lane's socket, made if need be and emptied of what an earlier call
- * left unread (an error may stop a read before its end; a dump abandoned
- * so is read to its end, as the kernel makes its messages while they are
- * read; one that cannot be read to its end costs a new socket, and this
- * once the close's wait). NULL and -errno in *r. */
+/* The lane's socket, emptied. NULL and -errno in *r. */
 static struct mnl_socket *lane_socket(int *r)
 {
-        int big = 4 << 20;
+        struct mnl_socket *nl = NULL;
 
-        pthread_mutex_lock(&lane_nl_lock);
-        if (lane_nl && !nbd_nfsock_drain(mnl_socket_get_fd(lane_nl))) {
-                mnl_socket_close(lane_nl);
-                lane_nl = NULL;
-        }
-        if (!lane_nl) {
-                struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-                if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-                        *r = errno ? -errno : -EIO;
-                        if (nl)
-                                mnl_socket_close(nl);
-                        pthread_mutex_unlock(&lane_nl_lock);
-                        return NULL;
-                }
-                setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
-                lane_nl = nl;
-        }
-        pthread_mutex_unlock(&lane_nl_lock);
-        *r = 0;
-        return lane_nl;
+        *r = nbd_nfsock_take(&lane_sock, &nl);
+        return nl;
 }
 
 /* t's socket: the lane's. 0 or -errno. */
@@ -1424,10 +1397,8 @@ void nbd_fw_close(struct nbd_fw *fw)
                 mnl_socket_close(fw->nl);
         /* The loop's handle goes last, after the lanes stopped: the lane's
          * commit socket with it. */
-        if (fw->mon && lane_nl) {
-                mnl_socket_close(lane_nl);
-                lane_nl = NULL;
-        }
+        if (fw->mon)
+                nbd_nfsock_drop(&lane_sock);
         if (fw->mon) {
                 pthread_mutex_lock(&mute_lock);
                 if (monitor_fd == mnl_socket_get_fd(fw->mon))

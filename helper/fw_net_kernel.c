@@ -622,6 +622,14 @@ int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
         nftnl_batch_iovec(t->batch, iov, (uint32_t)n);
         msg.msg_iov = iov;
         msg.msg_iovlen = (size_t)n;
+        /* Taken again: the socket of begin may have been made anew since,
+         * by another operation's take (nfsock.h). */
+        r = nbd_nfsock_get(&t->nl);
+        if (r < 0) {
+                free(iov);
+                return nbd_err_set(e, r, "cannot open nfnetlink: %s", strerror(-r));
+        }
+        t->portid = mnl_socket_get_portid(t->nl);
         /* nfnetlink takes a batch in one sendmsg(), which the socket's send
          * buffer must hold whole: the default (212,992 bytes) failed with
          * EMSGSIZE from 23 NAT networks with two port forwards in one

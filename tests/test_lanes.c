@@ -1174,6 +1174,60 @@ START_TEST(test_the_loop_keeps_one_nfnetlink_socket_for_bandwidth)
 }
 END_TEST
 
+/* The kept nfnetlink sockets (nfsock.h) live as long as the helper, their
+ * ports with them: they are connected to the kernel, so another process
+ * of the namespace cannot send them anything (a forged ack or DONE). A
+ * datagram from this test to each of the helper's nfnetlink ports is
+ * refused by both kept sockets (the loop's firewall handle and its
+ * monitor, which nfsock.h does not make, still take it). */
+START_TEST(test_the_kept_nfnetlink_sockets_take_nothing_but_the_kernels)
+{
+        struct {
+                struct nlmsghdr h;
+        } forged = {.h = {.nlmsg_len = sizeof(forged), .nlmsg_type = NLMSG_NOOP}};
+        unsigned long inodes[8];
+        char path[64], line[512];
+        struct tu_helper h;
+        size_t n;
+        int fd, refused = 0, taken = 0;
+        FILE *f;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        n = tu_netlink_inodes(h.pid, NETLINK_NETFILTER, inodes, 8);
+        fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        ck_assert_int_ge(fd, 0);
+        snprintf(path, sizeof(path), "/proc/%d/net/netlink", (int)h.pid);
+        f = fopen(path, "re");
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long ino;
+                unsigned port;
+                int eth;
+                bool helpers = false;
+                if (sscanf(line, "%*s %d %u %*s %*s %*s %*s %*s %*s %lu", &eth, &port, &ino) != 3 ||
+                    eth != NETLINK_NETFILTER)
+                        continue;
+                for (size_t i = 0; i < n; i++)
+                        helpers |= inodes[i] == ino;
+                if (!helpers || port == 0)
+                        continue;
+                struct sockaddr_nl to = {.nl_family = AF_NETLINK, .nl_pid = port};
+                if (sendto(fd, &forged, sizeof(forged), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+                        refused += errno == ECONNREFUSED;
+                else
+                        taken++;
+        }
+        fclose(f);
+        close(fd);
+        ck_assert_msg(refused == 2,
+                      "%d of the helper's nfnetlink sockets refused a datagram "
+                      "from another port (%d took it)",
+                      refused, taken);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* nf_tables builds an event for every chain and rule of a commit, but only
  * while someone is in NFNLGRP_NFTABLES. The helper's monitor leaves the
  * group while the helper's own batch is sent (a 4,096-guest replace took
@@ -1517,6 +1571,7 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_the_monitor_leaves_its_group_while_the_helpers_batch_is_sent);
         tcase_add_test(hol, test_the_firewall_lane_commits_through_one_socket_it_keeps);
         tcase_add_test(hol, test_the_loop_keeps_one_nfnetlink_socket_for_bandwidth);
+        tcase_add_test(hol, test_the_kept_nfnetlink_sockets_take_nothing_but_the_kernels);
         tcase_add_test(hol,
                        test_a_stale_summary_is_not_trusted_while_the_monitor_is_out_of_its_group);
 #else

@@ -3,7 +3,9 @@
  * Two clients of one helper (run with --listen): one sends one-op Pings
  * back to back from a thread of its own, all the time; the other runs the
  * largest batches in turn, a replace of N guests' firewalls (restart's C,
- * R1) and the deletion of T taps in one request (R2), with quiet spells
+ * R1), an ensure of the same N guests, nothing changed (E1: the helper
+ * reads the table to find that out), and the deletion of T taps in one
+ * request (R2), with quiet spells
  * between them (P0: the Ping's floor, nothing else running). R2's floor,
  * D0, follows each R2: as many taps made again by the helper, deleted by
  * the kernel alone in one link group (groupfloor.c), the same ruleset in
@@ -25,8 +27,11 @@
 
 #include "netbroker.h"
 
-enum { L_REPLACE, L_DELETE, N_LOADS };
-enum { S_P0, S_P1, S_R1, S_P2, S_R2, S_D0, N_SERIES };
+enum { L_REPLACE, L_DELETE, L_ENSURE, N_LOADS };
+enum { S_P0, S_P1, S_R1, S_P2, S_R2, S_D0, S_P3, S_E1, N_SERIES };
+
+/* The Pings' series of each load. */
+static const int ping_series[N_LOADS] = {S_P1, S_P2, S_P3};
 
 #define MAX_LOADS 64
 
@@ -59,8 +64,7 @@ static void *ping_loop(void *arg)
                 nb_results_free(res);
                 res = NULL;
                 if (r == 0 && started1 > done0)
-                        r = bench_samples_add(
-                                &p->s[p->kind[done0 % MAX_LOADS] == L_REPLACE ? S_P1 : S_P2], us);
+                        r = bench_samples_add(&p->s[ping_series[p->kind[done0 % MAX_LOADS]]], us);
                 else if (r == 0 && quiet0 && atomic_load(&p->quiet))
                         r = bench_samples_add(&p->s[S_P0], us);
                 p->err = r;
@@ -132,7 +136,7 @@ static int delete_load(struct pinger *p, nb_conn *conn, unsigned taps)
 
 static int add_results(struct bench_report *r, struct pinger *p, unsigned guests, unsigned taps)
 {
-        static const char *const names[N_SERIES] = {"P0", "P1", "R1", "P2", "R2", "D0"};
+        static const char *const names[N_SERIES] = {"P0", "P1", "R1", "P2", "R2", "D0", "P3", "E1"};
         static char prog[N_SERIES][40]; /* the rows keep them */
         char what[56];
         struct bench_summary s[N_SERIES];
@@ -145,6 +149,8 @@ static int add_results(struct bench_report *r, struct pinger *p, unsigned guests
         snprintf(prog[S_P2], sizeof(prog[0]), "Ping, during R2");
         snprintf(prog[S_R2], sizeof(prog[0]), "delete %u taps, 1 batch", taps);
         snprintf(prog[S_D0], sizeof(prog[0]), "kernel: %u taps, 1 group", taps);
+        snprintf(prog[S_P3], sizeof(prog[0]), "Ping, during E1");
+        snprintf(prog[S_E1], sizeof(prog[0]), "ensure, %u guests, unchanged", guests);
         for (int i = 0; i < N_SERIES && k == 0; i++) {
                 k = bench_samples_summarize(&p->s[i], &s[i]);
                 if (k == 0)
@@ -153,15 +159,16 @@ static int add_results(struct bench_report *r, struct pinger *p, unsigned guests
                 p99[i] = s[i].p99_us;
         }
         if (k == 0)
-                k = bench_report_ratios(r, "P1/P0 P2/P0", " p50", names, p50, N_SERIES);
+                k = bench_report_ratios(r, "P1/P0 P2/P0 P3/P0", " p50", names, p50, N_SERIES);
         if (k == 0)
-                k = bench_report_ratios(r, "P1/P0 P2/P0", " p99", names, p99, N_SERIES);
+                k = bench_report_ratios(r, "P1/P0 P2/P0 P3/P0", " p99", names, p99, N_SERIES);
         if (k == 0)
                 k = bench_report_ratios(r, "R2/D0", NULL, names, p50, N_SERIES);
-        for (int i = 0; i < 4 && k == 0; i++) {
-                snprintf(what, sizeof(what), "Ping during %s", i < 2 ? prog[S_R1] : prog[S_R2]);
-                k = bench_report_add_floor(r, what, "P0", &s[S_P0], names[i < 2 ? S_P1 : S_P2],
-                                           &s[i < 2 ? S_P1 : S_P2], i % 2);
+        for (int i = 0; i < 2 * N_LOADS && k == 0; i++) {
+                static const int load_of[N_LOADS] = {S_R1, S_R2, S_E1};
+                int ps = ping_series[i / 2];
+                snprintf(what, sizeof(what), "Ping during %s", prog[load_of[i / 2]]);
+                k = bench_report_add_floor(r, what, "P0", &s[S_P0], names[ps], &s[ps], i % 2);
         }
         if (k == 0)
                 k = bench_report_add_floor(r, prog[S_R2], "D0", &s[S_D0], "R2", &s[S_R2], false);
@@ -217,7 +224,7 @@ int bench_fairness(const struct bench_opts *o, struct bench_report *r)
         struct pinger *p = calloc(1, sizeof(*p));
         char dir[] = "/tmp/netbroker-bench.XXXXXX", sock[64];
         nb_conn *conns[2] = {NULL, NULL};
-        nb_batch *fw = NULL;
+        nb_batch *fw = NULL, *ens = NULL;
         pthread_t tid;
         bool thread = false;
         int pid = 0, k;
@@ -242,6 +249,8 @@ int bench_fairness(const struct bench_opts *o, struct bench_report *r)
                 k = bench_taps(conns[0], "fairness: TapCreate: ", "vnet", guests);
         if (k == 0)
                 k = bench_fw_batch(guests, true, &fw);
+        if (k == 0)
+                k = bench_fw_batch(guests, false, &ens);
         if (k == 0 && !(p->ping = nb_batch_new()))
                 k = -ENOMEM;
         if (k == 0)
@@ -255,6 +264,9 @@ int bench_fairness(const struct bench_opts *o, struct bench_report *r)
                 snprintf(who, sizeof(who), "fairness: R1 replace %u guests: ", guests);
                 quiet(p, spell);
                 k = load(p, conns[0], L_REPLACE, fw, guests, who, &p->s[S_R1]);
+                snprintf(who, sizeof(who), "fairness: E1 ensure %u guests: ", guests);
+                if (k == 0)
+                        k = load(p, conns[0], L_ENSURE, ens, guests, who, &p->s[S_E1]);
                 if (k == 0)
                         k = delete_load(p, conns[0], taps);
         }
@@ -281,6 +293,7 @@ int bench_fairness(const struct bench_opts *o, struct bench_report *r)
         unlink(sock);
         rmdir(dir);
         nb_batch_free(fw);
+        nb_batch_free(ens);
         nb_batch_free(p->ping);
         for (int i = 0; i < N_SERIES; i++)
                 bench_samples_clear(&p->s[i]);

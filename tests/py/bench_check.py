@@ -67,11 +67,15 @@ def check(d, png):
     assert len(d["floor_ratios"]) == len(d["floors"]), "floor_ratios and floors differ"
     assert all(positive(v) for v in d["floor_ratios"].values()), "a floor ratio"
     fair = {r["method"] for r in d["scenarios"]["fairness"]["rows"]}
-    assert fair == {"P0", "P1", "R1", "P2", "R2", "D0"}, "fairness rows: %s" % sorted(fair)
+    assert fair == {"P0", "P1", "R1", "P2", "R2", "D0", "P3", "E1"}, \
+        "fairness rows: %s" % sorted(fair)
     # The deletion is held against the kernel's own (D0), not only the Pings.
     held = {(f["helper"]["method"], f["floor"]["method"]) for f in d["floors"]
             if f["scenario"] == "fairness"}
     assert ("R2", "D0") in held, "fairness: no floor for the deletion: %s" % sorted(held)
+    # Each load's Pings, the ensure's among them, are held against the quiet spells'.
+    assert {("P1", "P0"), ("P2", "P0"), ("P3", "P0")} <= held, \
+        "fairness: a load's Pings have no floor: %s" % sorted(held)
     net = {r["method"] for r in d["scenarios"]["network"]["rows"]}
     assert net == {"A", "B", "AR", "BR"}, "network rows: %s" % sorted(net)
     print("all --quick: %.1f s" % d["elapsed_s"])

@@ -468,9 +468,14 @@ out:
         return MNL_CB_OK;
 }
 
+/* How often an interrupted dump is read again before the call fails. */
+#define DUMP_TRIES 5
+
 /* A dump of the table's chains (chain and one NULL), one chain (one: a
  * get, not a dump), or one chain's rules (chain). A table or chain that is
- * not there is an empty answer. */
+ * not there is an empty answer; -EINTR an interrupted dump (read to its
+ * end: ask again). */
+
 static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const char *one,
                 mnl_cb_t cb, void *data)
 {
@@ -478,7 +483,6 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const ch
          * find it, and it is sent (valgrind: uninitialised bytes). */
         char buf[MNL_SOCKET_BUFFER_SIZE];
         struct nlmsghdr *nlh;
-        uint32_t portid = mnl_socket_get_portid(nl);
         int r;
 
         memset(buf, 0, sizeof(buf));
@@ -513,17 +517,10 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const ch
         nbd_netlink_sent_nf(1);
         /* A get answers with the chain and an ack, or an error. Read into
          * room for the largest datagram the shared socket may bring (on
-         * the loop alone: one buffer). */
-        do {
-                static char in[NBD_NFSOCK_DUMP_BUF];
-                ssize_t n = mnl_socket_recvfrom(nl, in, sizeof(in));
-                if (n < 0)
-                        return -errno;
-                r = mnl_cb_run(in, (size_t)n, seq, portid, cb, data);
-        } while (r > MNL_CB_STOP);
-        if (r < 0)
-                return errno == ENOENT ? 0 : -errno;
-        return 0;
+         * the loop alone: one buffer), to its end even when interrupted. */
+        static char in[NBD_NFSOCK_DUMP_BUF];
+        r = nbd_nfsock_read_answer(nl, in, sizeof(in), seq, cb, data);
+        return r == -ENOENT ? 0 : r;
 }
 
 /* All our chains: a dump of the table. */
@@ -589,7 +586,14 @@ static int read_chains(struct mnl_socket *nl, uint32_t *seq, struct chain_list *
                 return 0;
         }
         nbd_stat_inc_shared(NBD_STAT_NFT_CHAIN_DUMPS);
-        r = dump(nl, (*seq)++, NULL, NULL, on_chain, &l);
+        /* Any commit in the namespace (a firewall lane's, while this runs
+         * on the loop) may interrupt a dump: it is read again. */
+        r = -EINTR;
+        for (int attempt = 0; attempt < DUMP_TRIES && r == -EINTR; attempt++) {
+                free(l.v);
+                l = (struct chain_list){0};
+                r = dump(nl, (*seq)++, NULL, NULL, on_chain, &l);
+        }
 
         if (r == 0 && l.err)
                 r = l.err;
@@ -637,7 +641,11 @@ static int rules_of(struct mnl_socket *nl, uint32_t *seq, const struct chain_see
 
         if (s->ingress_at_prio && strcmp(s->dev, ifname) == 0) {
                 name_of(s, name);
-                r = dump(nl, (*seq)++, name, NULL, on_rule, &rules);
+                r = -EINTR;
+                for (int attempt = 0; attempt < DUMP_TRIES && r == -EINTR; attempt++) {
+                        rules = (struct rule_list){0};
+                        r = dump(nl, (*seq)++, name, NULL, on_rule, &rules);
+                }
                 if (r == 0 && rules.err)
                         r = rules.err;
         }

@@ -217,23 +217,17 @@ static int dump(struct nbd_net_txn *t, uint16_t type, mnl_cb_t cb)
                 return -errno;
         nbd_netlink_sent_nf(1);
         /* Read into room for the largest datagram the shared socket may
-         * bring (nfsock.h; on the loop alone: one buffer). */
-        do {
-                static char in[NBD_NFSOCK_DUMP_BUF];
-                ssize_t n = mnl_socket_recvfrom(t->nl, in, sizeof(in));
-                if (n < 0)
-                        return -errno;
-                r = mnl_cb_run(in, (size_t)n, seq, t->portid, cb, &d);
-                if (r < 0)
-                        r = -errno;
-        } while (r > 0);
+         * bring (nfsock.h; on the loop alone: one buffer), to its end even
+         * when interrupted (read_table asks again). */
+        static char in[NBD_NFSOCK_DUMP_BUF];
+        r = nbd_nfsock_read_answer(t->nl, in, sizeof(in), seq, cb, &d);
         if (r == -ENOENT)
                 r = 0; /* no table: no owners */
         return r < 0 ? r : d.err;
 }
 
-/* The chains, then the rules: a commit between the two (NLM_F_DUMP_INTR,
- * or a count that cannot be) makes both be read again. */
+/* The chains, then the rules: either dump interrupted by a commit
+ * (NLM_F_DUMP_INTR) makes both be read again. */
 static int read_table(struct nbd_net_txn *t)
 {
         int r = -EINTR;

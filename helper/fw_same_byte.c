@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "netlink.h"
+#include "nfsock.h"
 
 NBD_LOG_CATEGORY(firewall);
 
@@ -58,11 +59,9 @@ static int on_msg(const struct nlmsghdr *nlh, void *data)
  * -EINTR (interrupted: read again) or -errno. */
 static int dump_once(struct nbd_fw *fw, char *buf, size_t size, struct seen *s)
 {
-        uint32_t seq = ++fw->seq, portid = mnl_socket_get_portid(fw->nl);
+        uint32_t seq = ++fw->seq;
         struct nftnl_set *set = nftnl_set_alloc();
         struct nlmsghdr *nlh;
-        ssize_t n;
-        int r;
 
         if (!set)
                 return -ENOMEM;
@@ -77,22 +76,7 @@ static int dump_once(struct nbd_fw *fw, char *buf, size_t size, struct seen *s)
         if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(1);
-        do {
-                n = mnl_socket_recvfrom(fw->nl, buf, size);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                r = mnl_cb_run(buf, (size_t)n, seq, portid, on_msg, s);
-                if (r < 0)
-                        r = errno ? -errno : -EIO;
-        } while (r > 0);
-        /* An interrupted dump's rest: read out, up to its end, so that the
-         * next request does not take it for its answer. */
-        while (r == -EINTR && (n = mnl_socket_recvfrom(fw->nl, buf, size)) > 0 &&
-               mnl_cb_run(buf, (size_t)n, seq, portid, NULL, NULL) > 0)
-                ;
-        return r < 0 ? r : 0;
+        return nbd_nfsock_read_answer(fw->nl, buf, size, seq, on_msg, s);
 }
 
 int nbd_fw_same_byte_read(struct nbd_fw *fw, bool *ret)

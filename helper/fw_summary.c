@@ -17,6 +17,7 @@
 
 #include "fw_compile.h"
 #include "netlink.h"
+#include "nfsock.h"
 
 /* The key: a number (1, 2, ...), the owner's name is in the comment. Of
  * nft's type "mark" (src/datatype.h: TYPE_MARK): `nft list ruleset` shows
@@ -188,7 +189,6 @@ static int on_elems(const struct nlmsghdr *nlh, void *data)
 static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
 {
         static _Thread_local char buf[65536]; /* the loop (creator checks) and the firewall lane */
-        uint32_t portid = mnl_socket_get_portid(fw->nl);
         int r = -EINTR;
 
         for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
@@ -204,18 +204,7 @@ static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
                 if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
                         return -errno;
                 nbd_netlink_sent_nf(1);
-                do {
-                        ssize_t n = mnl_socket_recvfrom(fw->nl, buf, sizeof(buf));
-                        if (n < 0) {
-                                r = -errno;
-                                break;
-                        }
-                        r = mnl_cb_run(buf, (size_t)n, seq, portid, on_elems, d);
-                        if (r < 0)
-                                r = -errno;
-                } while (r > 0);
-                if (r == -EINTR)
-                        nbd_fw_drain_dump(fw, buf, sizeof(buf), seq);
+                r = nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, on_elems, d);
         }
         if (r == -ENOENT) {
                 d->bad = true; /* no table or no set: a mark from before summaries */

@@ -22,6 +22,7 @@
 #include "fw_summary.h"
 #include "fw_text.h"
 #include "netlink.h"
+#include "nfsock.h"
 #include "stats.h"
 
 /* ---- reading the table back ---- */
@@ -348,20 +349,6 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners)
         return dump(fw, NFT_MSG_GETRULE, on_rule, restart_count, &rc);
 }
 
-void nbd_fw_drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq)
-{
-        for (;;) {
-                ssize_t n = mnl_socket_recvfrom(fw->nl, buf, size);
-                if (n <= 0)
-                        return;
-                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
-                     h = mnl_nlmsg_next(h, (int *)&n))
-                        if (h->nlmsg_seq == seq &&
-                            (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR))
-                                return;
-        }
-}
-
 /* One dump of chains or rules of our table. A missing table is empty. A
  * dump the kernel interrupted (NLM_F_DUMP_INTR) is read again from the
  * start, after restart() has forgotten what the callbacks collected: else
@@ -371,7 +358,6 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
 {
         /* Per thread: a lane's handle (nbd_fw_lane_open) dumps too. */
         static _Thread_local char buf[65536];
-        uint32_t portid = mnl_socket_get_portid(fw->nl);
         int r = -EINTR;
 
         for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
@@ -380,7 +366,6 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                 struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(
                         buf, type, type == NFT_MSG_GETCHAIN ? NFPROTO_UNSPEC : NFPROTO_NETDEV,
                         NLM_F_DUMP, seq);
-                ssize_t n;
 
                 if (attempt > 0)
                         restart(data);
@@ -403,21 +388,10 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                 if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
                         return -errno;
                 nbd_netlink_sent_nf(1);
-                do {
-                        n = mnl_socket_recvfrom(fw->nl, buf, sizeof(buf));
-                        if (n < 0) {
-                                r = -errno;
-                                break;
-                        }
-                        r = mnl_cb_run(buf, (size_t)n, seq, portid, cb, data);
-                        if (r < 0)
-                                r = -errno;
-                } while (r > 0);
-                /* The rest of an interrupted dump is still coming: read it
-                 * out, else the next request reads it as its answer. (A
-                 * commit on the firewall's lane can interrupt a dump.) */
-                if (r == -EINTR)
-                        nbd_fw_drain_dump(fw, buf, sizeof(buf), seq);
+                /* Read to its end even when interrupted (a commit on a
+                 * lane or on the loop can interrupt it), else the next
+                 * request reads its rest as the answer. */
+                r = nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, cb, data);
                 if (r == -ENOENT)
                         r = 0; /* no table: no owners */
         }

@@ -116,7 +116,3 @@ int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules);
  * -EINVAL, cb never called, when one does not fit. */
 int nbd_fw_udata_parse(const void *data, uint32_t len,
                        int (*cb)(const struct nftnl_udata *attr, void *data), void *arg);
-/* Read what is left of dump seq on fw's socket, up to its NLMSG_DONE (or
- * error), into buf: an interrupted dump leaves nothing for the next request
- * to take as its answer. */
-void nbd_fw_drain_dump(struct nbd_fw *fw, char *buf, size_t size, uint32_t seq);

@@ -81,3 +81,56 @@ void nbd_nfsock_close(void)
 {
         nbd_nfsock_drop(&loop_sock);
 }
+
+int nbd_nfsock_read_answer(struct mnl_socket *nl, char *buf, size_t size, uint32_t seq, mnl_cb_t cb,
+                           void *data)
+{
+        uint32_t portid = mnl_socket_get_portid(nl);
+        int kernel = 0, failed = 0;
+        bool intr = false;
+
+        /* Not mnl_cb_run(): it stops at the first flagged message, and the
+         * DONE may be in the very datagram it stopped in, or still to
+         * come. A reader that then waited for the DONE waited for ever when
+         * it had already come (a firewall lane did, with the helper's
+         * shutdown waiting on it). */
+        for (;;) {
+                /* MSG_TRUNC: the datagram's whole length, to see one cut. */
+                ssize_t n = recv(mnl_socket_get_fd(nl), buf, size, MSG_TRUNC);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if ((size_t)n > size)
+                        return -ENOSPC;
+                for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+                     mnl_nlmsg_ok(h, (int)n); h = mnl_nlmsg_next(h, (int *)&n)) {
+                        if (h->nlmsg_seq != seq || h->nlmsg_pid != portid)
+                                continue; /* an earlier request's, or not ours */
+                        if (h->nlmsg_flags & NLM_F_DUMP_INTR)
+                                intr = true;
+                        if (h->nlmsg_type == NLMSG_DONE) {
+                                /* A dump the kernel could not finish ends
+                                 * in DONE too, with its errno. */
+                                if (h->nlmsg_len >= mnl_nlmsg_size(sizeof(int)))
+                                        kernel = *(const int *)mnl_nlmsg_get_payload(h);
+                                goto end;
+                        }
+                        if (h->nlmsg_type == NLMSG_ERROR) {
+                                const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+                                if (h->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+                                        kernel = -EBADMSG;
+                                else
+                                        kernel = e->error;
+                                goto end;
+                        }
+                        if (h->nlmsg_type < NLMSG_MIN_TYPE || intr || failed || !cb)
+                                continue;
+                        errno = 0;
+                        if (cb(h, data) == MNL_CB_ERROR)
+                                failed = errno ? -errno : -EIO;
+                }
+        }
+end:
+        return kernel < 0 ? kernel : failed ? failed : intr ? -EINTR : 0;
+}

@@ -32,6 +32,20 @@ int nbd_nfsock_take(struct nbd_nfsock *k, struct mnl_socket **ret);
 /* k's socket closed (at shutdown). */
 void nbd_nfsock_drop(struct nbd_nfsock *k);
 
+/* The answer to request seq on nl read to its end into buf[size], cb (as
+ * for mnl_cb_run) called on each of its messages: a dump up to its DONE, a
+ * request with NLM_F_ACK up to its ack or error (not for a request
+ * without: its answer has no end to wait for). Read to the end whatever
+ * happens, so the next request on nl does not take the rest for its own
+ * answer; messages of other requests are skipped. Returns 0; -EINTR when
+ * the kernel flagged the dump as interrupted by a change (NLM_F_DUMP_INTR:
+ * cb saw only the messages before the flag; ask again, from the start);
+ * the kernel's -errno (-ENOENT: no such table...); the callback's failure
+ * (MNL_CB_ERROR: -errno, or -EIO; cb is not called again); or a read's
+ * -errno (-ENOSPC: a datagram did not fit; the answer's rest is left). */
+int nbd_nfsock_read_answer(struct mnl_socket *nl, char *buf, size_t size, uint32_t seq, mnl_cb_t cb,
+                           void *data);
+
 /* The loop's (on the loop only): nbd_nfsock_take() of it, and its drop. */
 int nbd_nfsock_get(struct mnl_socket **ret);
 void nbd_nfsock_close(void);

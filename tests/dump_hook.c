@@ -12,7 +12,7 @@
 
 #include "dump_hook.h"
 
-unsigned nbt_dump_intr;
+unsigned nbt_dump_intr, nbt_dump_intr_done;
 int nbt_dump_done_err;
 
 ssize_t __real_recv(int fd, void *buf, size_t len, int flags);
@@ -29,7 +29,7 @@ ssize_t __wrap_recv(int fd, void *buf, size_t len, int flags)
                 if (!(h->nlmsg_flags & NLM_F_MULTI))
                         continue;
                 done |= h->nlmsg_type == NLMSG_DONE;
-                if (nbt_dump_intr)
+                if (nbt_dump_intr || (nbt_dump_intr_done && h->nlmsg_type == NLMSG_DONE))
                         h->nlmsg_flags |= NLM_F_DUMP_INTR;
                 if (h->nlmsg_type == NLMSG_DONE && nbt_dump_done_err < 0 &&
                     h->nlmsg_len >= NLMSG_LENGTH(sizeof(int))) {
@@ -39,5 +39,7 @@ ssize_t __wrap_recv(int fd, void *buf, size_t len, int flags)
         }
         if (done && nbt_dump_intr)
                 nbt_dump_intr--;
+        else if (done && nbt_dump_intr_done)
+                nbt_dump_intr_done--;
         return got;
 }

@@ -18,6 +18,9 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <libnftnl/common.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,9 +45,12 @@
 #include "fake_kernel.h"
 #include "firewall.h"
 #include "frame.h"
+#include "fw_kernel.h"
+#include "fw_table.h"
 #include "link.h"
 #include "log.h"
 #include "loop.h"
+#include "nfsock.h"
 #include "requests.h"
 #include "server.h"
 
@@ -819,6 +825,89 @@ START_TEST(test_group_delete_trusts_no_partial_dump)
 }
 END_TEST
 
+static int count_chain(const struct nlmsghdr *h, void *data)
+{
+        (void)h;
+        ++*(unsigned *)data;
+        return MNL_CB_OK;
+}
+
+/* One dump of table netdev nbtdump's chains on nl: what reading it
+ * returned, the chains it counted in *ret. */
+static int dump_test_chains(struct mnl_socket *nl, uint32_t seq, unsigned *ret)
+{
+        static char buf[NBD_NFSOCK_DUMP_BUF];
+        struct nlmsghdr *h =
+                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NFPROTO_NETDEV, NLM_F_DUMP, seq);
+
+        *ret = 0;
+        mnl_attr_put_strz(h, NFTA_CHAIN_TABLE, "nbtdump");
+        ck_assert_int_ge(mnl_socket_sendto(nl, h, h->nlmsg_len), 0);
+        return nbd_nfsock_read_answer(nl, buf, sizeof(buf), seq, count_chain, ret);
+}
+
+static void assert_socket_empty(struct mnl_socket *nl)
+{
+        char b[64];
+
+        ck_assert_int_lt(recv(mnl_socket_get_fd(nl), b, sizeof(b), MSG_DONTWAIT), 0);
+        ck_assert_int_eq(errno, EAGAIN);
+}
+
+/* An nf_tables dump that a commit interrupted (NLM_F_DUMP_INTR) is read to
+ * its end before it is asked for again, wherever the kernel put the flag:
+ * on every message, or on the DONE alone (the commit came between the last
+ * chains and the end), the DONE then in the very datagram where the flag
+ * was seen. A firewall lane once waited for ever there for the DONE it had
+ * read, and the helper's shutdown with it; the loop's bandwidth and network
+ * reads failed their op, or took the old dump's rest for their answer. */
+START_TEST(test_an_interrupted_nft_dump_is_read_to_its_end)
+{
+        struct nbd_fw *fw = NULL;
+        struct nbd_fw_owners owners = {0};
+        struct nbd_nfsock k = {0};
+        struct mnl_socket *nl = NULL;
+        unsigned chains = 0;
+
+        /* A read that waits for ever fails the test now, not at the case's
+         * timeout. */
+        alarm(60);
+        ck_assert_msg(unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0,
+                      "no network namespace of our own: %s", strerror(errno));
+        /* Chains enough for a dump of several datagrams. */
+        ck_assert_int_eq(system("(echo 'table netdev nbtdump {'; i=0; while [ $i -lt 600 ]; do "
+                                "echo \"chain c$i { }\"; i=$((i + 1)); done; echo '}') | nft -f -"),
+                         0);
+
+        /* The firewall's read of its owners: interrupted once at the DONE,
+         * read again. */
+        ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
+        nbt_dump_intr_done = 1;
+        ck_assert_int_eq(nbd_fw_read_owners(fw, &owners), 0);
+        ck_assert_uint_eq(nbt_dump_intr_done, 0);
+        nbd_fw_owners_free(&owners);
+        nbd_fw_close(fw);
+
+        /* On a kept socket, either way: -EINTR, nothing left behind, and
+         * the next dump on the socket is read whole. */
+        ck_assert_int_eq(nbd_nfsock_take(&k, &nl), 0);
+        nbt_dump_intr_done = 1;
+        ck_assert_int_eq(dump_test_chains(nl, 1, &chains), -EINTR);
+        ck_assert_uint_eq(nbt_dump_intr_done, 0);
+        assert_socket_empty(nl);
+        nbt_dump_intr = 1;
+        ck_assert_int_eq(dump_test_chains(nl, 2, &chains), -EINTR);
+        ck_assert_uint_eq(chains, 0); /* none taken from an interrupted dump */
+        ck_assert_uint_eq(nbt_dump_intr, 0);
+        assert_socket_empty(nl);
+        ck_assert_int_eq(dump_test_chains(nl, 3, &chains), 0);
+        ck_assert_uint_eq(chains, 600);
+        assert_socket_empty(nl);
+        nbd_nfsock_drop(&k);
+        alarm(0);
+}
+END_TEST
+
 static const char *const programs[] = {"/bin/cat", "/bin/true"};
 static const char *const env_names[] = {"FOO", "LC_ALL"};
 
@@ -855,6 +944,7 @@ int main(void)
         tcase_add_test(tc, test_link_monitor_read_retries_after_eintr);
         tcase_add_test(tc, test_link_lookups_read_the_monitor_once_a_validation_step);
         tcase_add_test(tc, test_group_delete_trusts_no_partial_dump);
+        tcase_add_test(tc, test_an_interrupted_nft_dump_is_read_to_its_end);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
@@ -1538,6 +1539,123 @@ START_TEST(test_start_up_sweep_reads_the_summary_and_the_chains_when_it_is_tampe
 }
 END_TEST
 
+/* ---- dumps interrupted by another client's commits ---- */
+
+#define RACE_GUESTS 20
+
+struct replacer {
+        const char *sock;
+        atomic_bool stop;
+        atomic_uint rounds;
+        unsigned failed;
+        char first_error[256];
+};
+
+/* RACE_GUESTS guests' filters replaced again and again (each round's MACs
+ * and addresses differ from the last's: a commit each time), on a
+ * connection of its own. */
+static void *replace_run(void *p)
+{
+        struct replacer *r = p;
+        nb_conn *c;
+
+        if (nb_connect(r->sock, &c) < 0) {
+                r->failed++;
+                return NULL;
+        }
+        while (!atomic_load(&r->stop)) {
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                long bad = -1;
+                int k = 0;
+                for (int g = 0; g < RACE_GUESTS && k == 0; g++) {
+                        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+                        char name[16], mac[24], ip[24];
+                        const char *ips[] = {ip, NULL};
+                        snprintf(name, sizeof(name), "rc%d", g);
+                        snprintf(mac, sizeof(mac), "52:54:00:00:%02x:%02x", r->rounds % 2, g);
+                        snprintf(ip, sizeof(ip), "10.9.%u.%d", r->rounds % 2, g + 1);
+                        k = nb_fw_add_no_promisc(rs, mac);
+                        if (k == 0)
+                                k = nb_fw_add_clean_traffic(rs, mac, ips);
+                        if (k == 0)
+                                k = nb_batch_firewall_apply(b, name, name, rs, NB_FW_REPLACE);
+                        nb_fw_ruleset_free(rs);
+                }
+                if (k == 0)
+                        k = nb_submit(c, b, &res);
+                if (k == 0)
+                        bad = nb_results_first_error(res);
+                if ((k < 0 || bad >= 0) && r->failed++ == 0)
+                        snprintf(r->first_error, sizeof(r->first_error), "%s",
+                                 k < 0 ? strerror(-k) : nb_result_message(res, (size_t)bad));
+                nb_results_free(res);
+                nb_batch_free(b);
+                r->rounds++;
+        }
+        nb_close(c);
+        return NULL;
+}
+
+/* Two clients at once, on the real kernel: one replaces guests' filters
+ * again and again (each commit on the firewall lane), the other sets a
+ * tap's policing again and again, reading it back, and lists the networks
+ * (dumps on the loop, which the lane's commits interrupt, and commits on
+ * the loop, which interrupt the lane's reads). Every op of both succeeds,
+ * and the helper stops on SIGTERM. Before, a read that saw the
+ * interruption on the dump's DONE waited for the DONE it had just read: the
+ * lane hung, every firewall op after it, and the helper's shutdown (it
+ * joins the lane); and the bandwidth op failed with EINTR. */
+START_TEST(test_dumps_interrupted_by_another_clients_commits_are_read_again)
+{
+        struct replacer a = {0};
+        struct tu_helper h;
+        pthread_t t;
+        nb_conn *c;
+        unsigned rounds = 0;
+        struct timespec start;
+
+        /* A hang fails the test here, not at the case's timeout. */
+        alarm(120);
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        make_taps(c, "rc", RACE_GUESTS + 1);
+        a.sock = h.sock;
+        ck_assert_int_eq(pthread_create(&t, NULL, replace_run, &a), 0);
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        /* 4 s and 20 replaces at least (a helper under valgrind is slow),
+         * a minute at most. */
+        for (;;) {
+                struct timespec now;
+                nb_rate out = {.size = sizeof(nb_rate), .average = 1000 + 500 * (rounds % 2)};
+                nb_batch *b;
+                long s;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                s = now.tv_sec - start.tv_sec;
+                if ((s >= 4 && atomic_load(&a.rounds) >= 20) || s >= 60)
+                        break;
+                b = nb_batch_new();
+                ck_assert_int_eq(nb_batch_bandwidth_set(b, "rc20", NULL, &out), 0);
+                ck_assert_int_eq(nb_batch_bandwidth_show(b, "rc20"), 0);
+                ck_assert_int_eq(nb_batch_net_list(b), 0);
+                nb_results_free(tu_submit_ok(c, b)); /* frees b */
+                rounds++;
+        }
+        atomic_store(&a.stop, true);
+        pthread_join(t, NULL);
+        fprintf(stderr, "lanes: %u replaces of %d guests beside %u bandwidth and network rounds\n",
+                a.rounds, RACE_GUESTS, rounds);
+        ck_assert_msg(a.failed == 0, "%u of %u replaces failed, the first: %s", a.failed, a.rounds,
+                      a.first_error);
+        ck_assert_uint_ge(a.rounds, 20);
+        ck_assert_uint_ge(rounds, 20);
+        nb_close(c);
+        tu_helper_stop(&h);
+        alarm(0);
+}
+END_TEST
+
 Suite *lanes_suite(void)
 {
         Suite *s = suite_create("lanes");
@@ -1552,6 +1670,7 @@ Suite *lanes_suite(void)
         tcase_add_test(del, test_deletions_split_by_another_op_go_as_two_runs);
         tcase_add_test(del, test_group_delete_refuses_a_group_holding_a_device_not_its_own);
         tcase_add_test(hol, test_client_gone_while_its_commit_runs_leaves_nothing_behind);
+        tcase_add_test(hol, test_dumps_interrupted_by_another_clients_commits_are_read_again);
         tcase_add_test(hol, test_lanes_hold_the_capabilities_of_the_loop);
 #ifdef NB_TEST_HOOKS
         tcase_add_test(hol, test_ping_of_one_client_passes_another_clients_big_firewall_commit);

@@ -375,6 +375,14 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
         s.ingress_at_prio = nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM) &&
                             nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM) == NF_NETDEV_INGRESS &&
                             nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO) == NBD_BW_NFT_PRIO;
+        /* Sent twice: the dump was resumed after a commit elsewhere moved
+         * the kernel's count (fw_table.c's on_chain): read it again. */
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i].ifindex == s.ifindex && l->v[i].old == s.old) {
+                        nftnl_chain_free(c);
+                        errno = EINTR;
+                        return MNL_CB_ERROR;
+                }
         grown = realloc(l->v, (l->n + 1) * sizeof(*grown));
         if (!grown) {
                 l->err = -ENOMEM;
@@ -467,9 +475,6 @@ out:
                 nftnl_rule_free(r);
         return MNL_CB_OK;
 }
-
-/* How often an interrupted dump is read again before the call fails. */
-#define DUMP_TRIES 5
 
 /* A dump of the table's chains (chain and one NULL), one chain (one: a
  * get, not a dump), or one chain's rules (chain). A table or chain that is
@@ -589,11 +594,13 @@ static int read_chains(struct mnl_socket *nl, uint32_t *seq, struct chain_list *
         /* Any commit in the namespace (a firewall lane's, while this runs
          * on the loop) may interrupt a dump: it is read again. */
         r = -EINTR;
-        for (int attempt = 0; attempt < DUMP_TRIES && r == -EINTR; attempt++) {
+        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
                 free(l.v);
                 l = (struct chain_list){0};
                 r = dump(nl, (*seq)++, NULL, NULL, on_chain, &l);
         }
+        if (r == -EINTR)
+                r = -EAGAIN; /* it kept changing */
 
         if (r == 0 && l.err)
                 r = l.err;
@@ -642,10 +649,12 @@ static int rules_of(struct mnl_socket *nl, uint32_t *seq, const struct chain_see
         if (s->ingress_at_prio && strcmp(s->dev, ifname) == 0) {
                 name_of(s, name);
                 r = -EINTR;
-                for (int attempt = 0; attempt < DUMP_TRIES && r == -EINTR; attempt++) {
+                for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
                         rules = (struct rule_list){0};
                         r = dump(nl, (*seq)++, name, NULL, on_rule, &rules);
                 }
+                if (r == -EINTR)
+                        r = -EAGAIN; /* it kept changing */
                 if (r == 0 && rules.err)
                         r = rules.err;
         }

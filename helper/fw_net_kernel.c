@@ -232,7 +232,7 @@ static int read_table(struct nbd_net_txn *t)
 {
         int r = -EINTR;
 
-        for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
+        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
                 free(t->owners);
                 t->owners = NULL;
                 t->n_owners = 0;
@@ -240,7 +240,7 @@ static int read_table(struct nbd_net_txn *t)
                 if (r == 0)
                         r = dump(t, NFT_MSG_GETRULE, on_rule);
         }
-        return r;
+        return r == -EINTR ? -EAGAIN : r; /* -EAGAIN: it kept changing */
 }
 
 int nbd_net_txn_begin(struct nbd_net_txn **ret, struct nbd_err *e)

@@ -85,10 +85,12 @@ int nbd_fw_same_byte_read(struct nbd_fw *fw, bool *ret)
         struct seen s;
         int r = -EINTR;
 
-        for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
+        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
                 memset(&s, 0, sizeof(s));
                 r = dump_once(fw, buf, sizeof(buf), &s);
         }
+        if (r == -EINTR)
+                r = -EAGAIN; /* it kept changing */
         if (r == -ENOENT) {
                 *ret = true;
                 return 0;

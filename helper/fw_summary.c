@@ -191,7 +191,7 @@ static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
         static _Thread_local char buf[65536]; /* the loop (creator checks) and the firewall lane */
         int r = -EINTR;
 
-        for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
+        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
                 uint32_t seq = ++fw->seq;
                 struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM,
                                                              NBD_FW_GEN_FAMILY, NLM_F_DUMP, seq);
@@ -206,6 +206,8 @@ static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
                 nbd_netlink_sent_nf(1);
                 r = nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, on_elems, d);
         }
+        if (r == -EINTR)
+                r = -EAGAIN; /* it kept changing */
         if (r == -ENOENT) {
                 d->bad = true; /* no table or no set: a mark from before summaries */
                 r = 0;

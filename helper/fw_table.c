@@ -232,6 +232,16 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                         return MNL_CB_OK;
                 }
         }
+        /* The kernel resumes a dump by counting chains, and a commit
+         * elsewhere between two of its datagrams can make it send one
+         * again, unflagged (seen with another client's bandwidth commits
+         * on the loop): an owner's chain deleted twice fails its
+         * transaction. A chain seen twice is an interrupted dump. */
+        for (size_t i = 0; i < o->n_chains; i++)
+                if (strcmp(o->chains[i], name) == 0) {
+                        errno = EINTR;
+                        return MNL_CB_ERROR;
+                }
         chains = realloc(o->chains, (o->n_chains + 1) * sizeof(*chains));
         if (chains)
                 o->chains = chains;
@@ -360,7 +370,7 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
         static _Thread_local char buf[65536];
         int r = -EINTR;
 
-        for (int attempt = 0; attempt < 5 && r == -EINTR; attempt++) {
+        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
                 uint32_t seq = ++fw->seq;
                 /* Chains of every family: the mark is in the arp one. */
                 struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(
@@ -395,6 +405,8 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                 if (r == -ENOENT)
                         r = 0; /* no table: no owners */
         }
+        if (r == -EINTR)
+                r = -EAGAIN; /* it kept changing: the client may ask again */
         return r < 0 ? r : 0;
 }
 

@@ -103,8 +103,9 @@ int nbd_nfsock_read_answer(struct mnl_socket *nl, char *buf, size_t size, uint32
                         return -errno;
                 if ((size_t)n > size)
                         return -ENOSPC;
-                for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
-                     mnl_nlmsg_ok(h, (int)n); h = mnl_nlmsg_next(h, (int *)&n)) {
+                int len = (int)n; /* at most size: NBD_NFSOCK_DUMP_BUF */
+                for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf; mnl_nlmsg_ok(h, len);
+                     h = mnl_nlmsg_next(h, &len)) {
                         if (h->nlmsg_seq != seq || h->nlmsg_pid != portid)
                                 continue; /* an earlier request's, or not ours */
                         if (h->nlmsg_flags & NLM_F_DUMP_INTR)
@@ -126,6 +127,8 @@ int nbd_nfsock_read_answer(struct mnl_socket *nl, char *buf, size_t size, uint32
                         }
                         if (h->nlmsg_type < NLMSG_MIN_TYPE || intr || failed || !cb)
                                 continue;
+                        /* MNL_CB_STOP is taken as MNL_CB_OK: the answer is
+                         * read to its end all the same. */
                         errno = 0;
                         if (cb(h, data) == MNL_CB_ERROR)
                                 failed = errno ? -errno : -EIO;

@@ -32,6 +32,13 @@ int nbd_nfsock_take(struct nbd_nfsock *k, struct mnl_socket **ret);
 /* k's socket closed (at shutdown). */
 void nbd_nfsock_drop(struct nbd_nfsock *k);
 
+/* How often a reader asks again for a dump that came back interrupted
+ * before it gives up with -EAGAIN ("the ruleset kept changing"). Every
+ * commit in the namespace interrupts a dump under way, and another
+ * client's bandwidth changes, back to back, interrupted a 20-guest chain
+ * dump one time in five: five tries failed one replace in 500. */
+#define NBD_NFSOCK_DUMP_TRIES 20
+
 /* The answer to request seq on nl read to its end into buf[size], cb (as
  * for mnl_cb_run) called on each of its messages: a dump up to its DONE, a
  * request with NLM_F_ACK up to its ack or error (not for a request
@@ -41,7 +48,8 @@ void nbd_nfsock_drop(struct nbd_nfsock *k);
  * the kernel flagged the dump as interrupted by a change (NLM_F_DUMP_INTR:
  * cb saw only the messages before the flag; ask again, from the start);
  * the kernel's -errno (-ENOENT: no such table...); the callback's failure
- * (MNL_CB_ERROR: -errno, or -EIO; cb is not called again); or a read's
+ * (MNL_CB_ERROR: -errno, or -EIO; cb is not called again; MNL_CB_STOP
+ * counts as MNL_CB_OK); or a read's
  * -errno (-ENOSPC: a datagram did not fit; the answer's rest is left). */
 int nbd_nfsock_read_answer(struct mnl_socket *nl, char *buf, size_t size, uint32_t seq, mnl_cb_t cb,
                            void *data);

@@ -1597,6 +1597,18 @@ static void *replace_run(void *p)
         return NULL;
 }
 
+static pid_t hung_helper;
+
+/* The test's alarm: a helper that hangs ignores SIGTERM, and would outlive
+ * the test. */
+static void kill_hung_helper(int sig)
+{
+        if (hung_helper > 0)
+                kill(hung_helper, SIGKILL);
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
 /* Two clients at once, on the real kernel: one replaces guests' filters
  * again and again (each commit on the firewall lane), the other sets a
  * tap's policing again and again, reading it back, and lists the networks
@@ -1616,9 +1628,11 @@ START_TEST(test_dumps_interrupted_by_another_clients_commits_are_read_again)
         struct timespec start;
 
         /* A hang fails the test here, not at the case's timeout. */
-        alarm(120);
         tu_private_netns();
         tu_helper_start(&h, TU_ALLOW);
+        hung_helper = h.pid;
+        signal(SIGALRM, kill_hung_helper);
+        alarm(120);
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         make_taps(c, "rc", RACE_GUESTS + 1);
         a.sock = h.sock;
@@ -1653,6 +1667,7 @@ START_TEST(test_dumps_interrupted_by_another_clients_commits_are_read_again)
         nb_close(c);
         tu_helper_stop(&h);
         alarm(0);
+        hung_helper = 0;
 }
 END_TEST
 

@@ -607,9 +607,11 @@ START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it
         ping_ok(c);
         /* The devices are gone before the lane's call returns (the RCU
          * wait comes after they are unlisted): poll, bounded, for order
-         * only, until the loop has taken the completion. */
+         * only, until the loop has taken the completion. 60 s: in one
+         * clean-clone run, beside the net suite's namespaces, 10 s were
+         * not enough (the devices were gone, the audit lines not yet). */
         text = tu_sh("cat %s", log);
-        for (int k = 0; k < 2000 && !strstr(text, "object=hk4 status=0 result=done-client-gone");
+        for (int k = 0; k < 12000 && !strstr(text, "object=hk4 status=0 result=done-client-gone");
              k++) {
                 free(text);
                 usleep(5000);

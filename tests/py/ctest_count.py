@@ -13,7 +13,9 @@ more failure. Any other ctest test counts as one.
 
 Arguments: BUILD_DIR..., and --failed STEP (repeatable) for a step that
 failed before ctest ran (a configure or build), counted as one failure.
-Exits 1 when anything failed.
+Each failed check's TAP line (file, line, message) is printed again just
+above the total, where a reader of only the log's tail finds it. Exits 1
+when anything failed.
 """
 
 import argparse
@@ -23,7 +25,9 @@ import sys
 import xml.etree.ElementTree as ET
 
 
-def tap_counts(path):
+def tap_counts(path, why):
+    """Counts a TAP log's checks; appends each failed check's line (Check puts
+    its file, line and message there) to why."""
     ok = bad = 0
     with open(path, errors="replace") as f:
         for line in f:
@@ -31,10 +35,11 @@ def tap_counts(path):
                 ok += 1
             elif line.startswith("not ok "):
                 bad += 1
+                why.append(line.rstrip("\n"))
     return ok, bad
 
 
-def count_build(build, failures):
+def count_build(build, failures, why):
     passed = failed = 0
     junit = os.path.join(build, "ctest-junit.xml")
     if not os.path.exists(junit):
@@ -53,7 +58,7 @@ def count_build(build, failures):
                 failed += 1
                 failures.append(label)
             continue
-        ok, bad = tap_counts(tap)
+        ok, bad = tap_counts(tap, why)
         passed += ok
         failed += bad
         if bad:
@@ -77,11 +82,15 @@ def main():
                     help="a step that failed before ctest ran (counted as one failure)")
     ap.add_argument("builds", nargs="*", metavar="BUILD_DIR")
     a = ap.parse_args()
-    passed, failed, failures = 0, len(a.failed), list(a.failed)
+    passed, failed, failures, why = 0, len(a.failed), list(a.failed), []
     for b in a.builds:
-        p, f = count_build(b, failures)
+        p, f = count_build(b, failures, why)
         passed += p
         failed += f
+    # Repeated at the end, where a reader of only the log's tail finds them:
+    # the checks' own lines are thousands of lines above.
+    for line in why:
+        print("-- " + line)
     if failures:
         print("failed: " + "; ".join(failures))
     print("%d passed, %d failed" % (passed, failed))

@@ -525,6 +525,13 @@ static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
 
 /* ---- running: one transaction for the batch ---- */
 
+/* An op whose changes are in the batch's transaction: its result, which
+ * the commit decides, and its index in the request. */
+struct fw_queued {
+        Netbroker__Result *res;
+        size_t op;
+};
+
 struct fw_batch {
         const struct nbd_backend_fw *be; /* the job's backend's */
         const struct nbd_dispatch_ctx *ctx;
@@ -542,7 +549,7 @@ struct fw_batch {
         struct nbd_err chains_err;
         bool chains_pending; /* the read is on the lane: the op runs again */
         bool reading; /* the table's read is on the lane: the same */
-        Netbroker__Result **queued; /* results of the ops in the transaction */
+        struct fw_queued *queued; /* the ops in the transaction */
         size_t n_queued;
         bool committed;
         const struct nbd_fw_join *join; /* the networks' in its commit */
@@ -552,7 +559,20 @@ struct fw_batch {
 static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const char *why)
 {
         for (size_t i = 0; i + skip_last < b->n_queued; i++)
-                nbd_result_set(b->queued[i], err, "firewall: not applied: %s", why);
+                nbd_result_set(b->queued[i].res, err, "firewall: not applied: %s", why);
+}
+
+/* The transaction failed after the ops queued in it had ended: they failed
+ * (fail_queued), and the job learns it, so that a batch that stops on a
+ * failure rolls back what its other ops did, as it would have had those
+ * ops failed on their own. Without this, a request whose last firewall op
+ * queued nothing (an owner already gone) kept the taps it made before a
+ * refused commit (found by fuzz-dispatch). */
+static void queued_failed_late(struct nbd_job *job, struct fw_batch *b, int err, const char *why)
+{
+        fail_queued(b, 0, err, why);
+        for (size_t i = 0; i < b->n_queued; i++)
+                nbd_job_op_failed_late(job, b->queued[i].op);
 }
 
 /* ---- networks in the same transaction (fw_join.h) ---- */
@@ -648,7 +668,7 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
         b->committed = r == 0;
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                fail_queued(b, 0, r, why);
+                queued_failed_late(job, b, r, why);
         }
         if (j)
                 j->done(job, j->data, r, err.msg, false);
@@ -870,14 +890,12 @@ static int chains_on_lane(struct nbd_job *job, struct fw_batch *b, Netbroker__Re
         return 0;
 }
 
-/* Queue res; at the batch's last firewall op, commit. A refused commit
- * fails every firewall op of the batch: nothing of it was applied. */
 /* Room for one more queued result, made before an op changes the
  * transaction: a change once queued cannot be taken back, and with
  * CONTINUE_ON_ERROR the transaction is committed after a failed op too. */
 static int reserve_queue(struct fw_batch *b)
 {
-        Netbroker__Result **q = realloc(b->queued, (b->n_queued + 1) * sizeof(*q));
+        struct fw_queued *q = realloc(b->queued, (b->n_queued + 1) * sizeof(*q));
 
         if (!q)
                 return -ENOMEM;
@@ -897,7 +915,7 @@ static void commit_send(void *data)
 static void commit_done(struct nbd_job *job, void *data)
 {
         struct fw_batch *b = data;
-        Netbroker__Result *res = b->queued[b->n_queued - 1];
+        Netbroker__Result *res = b->queued[b->n_queued - 1].res;
         char why[NBD_ERR_MSG_MAX + 64];
         struct nbd_err err;
         int r = b->be->txn_commit_finish(b->txn, &err);
@@ -910,12 +928,15 @@ static void commit_done(struct nbd_job *job, void *data)
         join_done(job, b->join, r, err.msg);
 }
 
+/* Queue res; at the batch's last firewall op, commit. A refused commit
+ * fails every firewall op of the batch: nothing of it was applied. */
 static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res)
 {
         struct nbd_err err;
         int r;
 
-        b->queued[b->n_queued++] = res; /* reserve_queue() made room */
+        /* reserve_queue() made room */
+        b->queued[b->n_queued++] = (struct fw_queued){res, nbd_job_op_index(job)};
         if (!nbd_job_is_last_batched(job) || leaves_commit_to_networks(job))
                 return 0;
         b->committed = true; /* sent, well or not: finish has nothing to do */
@@ -946,7 +967,7 @@ static void end_commit_done(struct nbd_job *job, void *data)
 
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                fail_queued(b, 0, r, why);
+                queued_failed_late(job, b, r, why);
         }
         join_done(job, b->join, r, err.msg);
 }
@@ -998,7 +1019,7 @@ static void send_queued(struct nbd_job *job, struct fw_batch *b)
         k = b->be->txn_commit_prepare(b->txn, &err);
         if (k < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                fail_queued(b, 0, k, why);
+                queued_failed_late(job, b, k, why);
                 join_done(job, j, k, err.msg);
                 return;
         }

@@ -378,6 +378,16 @@ int nbt_build_firewall_continue(nb_batch *b, int netns_fd)
         return r;
 }
 
+int nbt_build_late_commit_failure(nb_batch *b, int netns_fd)
+{
+        int r = 0;
+
+        r = r ?: op_tap(b, netns_fd);
+        r = r ?: add_guest_firewall(b, "failg1", "vnet0", NB_FW_REPLACE);
+        r = r ?: nb_batch_firewall_remove(b, "gone0");
+        return r;
+}
+
 /* A later op fails: everything before it is undone. */
 static int rollback(nb_batch *b, int fd)
 {

@@ -37,6 +37,10 @@ int nbt_build_eperm_tap(struct nb_batch *b, int netns_fd);
 int nbt_build_shows(struct nb_batch *b, int netns_fd);
 /* Two FirewallApply and a FirewallRemove, with CONTINUE_ON_ERROR. */
 int nbt_build_firewall_continue(struct nb_batch *b, int netns_fd);
+/* A TapCreate, a FirewallApply of an owner the fake refuses at commit
+ * ("failg1"), and the FirewallRemove of an owner that is gone already:
+ * the last queues nothing, so the commit is sent after every op ended. */
+int nbt_build_late_commit_failure(struct nb_batch *b, int netns_fd);
 /* FirewallList with every rule's counters (the fake's owner guest0 has
  * three). */
 int nbt_build_fw_counters(struct nb_batch *b, int netns_fd);

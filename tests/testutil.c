@@ -355,11 +355,15 @@ static bool add_socket_inode(const char *target, void *data)
 
 /* pid's netlink sockets of protocol in group (0: any): how many, their
  * Drops added into *drops and their inodes into ino[cap] (NULL: not
- * wanted). */
+ * wanted). The listing walks the kernel's netlink hash table, which is
+ * shared by every namespace and resized as sockets come and go (another
+ * test's, under ctest -j2): a resize during the walk lists some sockets
+ * twice, so each inode counts once. */
 static int netlink_sockets(pid_t pid, int protocol, unsigned group, unsigned long *drops,
                            unsigned long *inodes, size_t cap)
 {
         struct socket_inodes in = {.n = 0};
+        bool seen[sizeof(in.v) / sizeof(in.v[0])] = {false};
         char path[64], line[512];
         int n = 0;
         FILE *f;
@@ -380,6 +384,9 @@ static int netlink_sockets(pid_t pid, int protocol, unsigned group, unsigned lon
                         continue;
                 for (size_t i = 0; i < in.n; i++)
                         if (in.v[i] == ino) {
+                                if (seen[i])
+                                        break;
+                                seen[i] = true;
                                 if (inodes && (size_t)n < cap)
                                         inodes[n] = ino;
                                 n++;

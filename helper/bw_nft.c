@@ -576,39 +576,63 @@ static int table_chains(struct mnl_socket *nl, uint32_t seq, uint32_t *ret)
         return 0;
 }
 
+/* A dump of the table's chains (read_chains) or of one chain's rules
+ * (rules_of), each try from nothing (nbd_nfsock_dump_tries). */
+struct chains_read {
+        struct mnl_socket *nl;
+        uint32_t *seq;
+        struct chain_list l;
+};
+
+static int chains_once(void *data)
+{
+        struct chains_read *d = data;
+
+        free(d->l.v);
+        d->l = (struct chain_list){0};
+        return dump(d->nl, (*d->seq)++, NULL, NULL, on_chain, &d->l);
+}
+
+struct rules_read {
+        struct mnl_socket *nl;
+        uint32_t *seq;
+        const char *chain;
+        struct rule_list rules;
+};
+
+static int rules_once(void *data)
+{
+        struct rules_read *d = data;
+
+        d->rules = (struct rule_list){0};
+        return dump(d->nl, (*d->seq)++, d->chain, NULL, on_rule, &d->rules);
+}
+
 /* Every chain of our table. A chain dump walks every chain of the netdev
  * family, the firewall's tens of thousands included, again for each
  * message (3 s of the helper's start-up with 4,096 guests' filters): asked
  * first whether the table has any (loop-free reads, issue 14). */
 static int read_chains(struct mnl_socket *nl, uint32_t *seq, struct chain_list *ret)
 {
-        struct chain_list l = {0};
+        struct chains_read d = {nl, seq, {0}};
         uint32_t use = 0;
         int r = table_chains(nl, (*seq)++, &use);
 
         if (r == 0 && use == 0) {
-                *ret = l;
+                *ret = d.l;
                 return 0;
         }
         nbd_stat_inc_shared(NBD_STAT_NFT_CHAIN_DUMPS);
         /* Any commit in the namespace (a firewall lane's, while this runs
          * on the loop) may interrupt a dump: it is read again. */
-        r = -EINTR;
-        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
-                free(l.v);
-                l = (struct chain_list){0};
-                r = dump(nl, (*seq)++, NULL, NULL, on_chain, &l);
-        }
-        if (r == -EINTR)
-                r = -EAGAIN; /* it kept changing */
-
-        if (r == 0 && l.err)
-                r = l.err;
+        r = nbd_nfsock_dump_tries(chains_once, &d);
+        if (r == 0 && d.l.err)
+                r = d.l.err;
         if (r < 0) {
-                free(l.v);
+                free(d.l.v);
                 return r;
         }
-        *ret = l;
+        *ret = d.l;
         return 0;
 }
 
@@ -647,16 +671,12 @@ static int rules_of(struct mnl_socket *nl, uint32_t *seq, const struct chain_see
         int r = 0;
 
         if (s->ingress_at_prio && strcmp(s->dev, ifname) == 0) {
+                struct rules_read d = {nl, seq, name, {0}};
                 name_of(s, name);
-                r = -EINTR;
-                for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
-                        rules = (struct rule_list){0};
-                        r = dump(nl, (*seq)++, name, NULL, on_rule, &rules);
-                }
-                if (r == -EINTR)
-                        r = -EAGAIN; /* it kept changing */
-                if (r == 0 && rules.err)
-                        r = rules.err;
+                r = nbd_nfsock_dump_tries(rules_once, &d);
+                if (r == 0 && d.rules.err)
+                        r = d.rules.err;
+                rules = d.rules;
         }
         if (r == 0)
                 *ret = rules;

@@ -226,21 +226,24 @@ static int dump(struct nbd_net_txn *t, uint16_t type, mnl_cb_t cb)
         return r < 0 ? r : d.err;
 }
 
-/* The chains, then the rules: either dump interrupted by a commit
- * (NLM_F_DUMP_INTR) makes both be read again. */
+/* The chains, then the rules, into t from nothing: 0, -EINTR (either
+ * dump was interrupted by a commit: both are read again) or -errno. */
+static int read_table_once(void *data)
+{
+        struct nbd_net_txn *t = data;
+        int r;
+
+        free(t->owners);
+        t->owners = NULL;
+        t->n_owners = 0;
+        r = dump(t, NFT_MSG_GETCHAIN, on_chain);
+        return r < 0 ? r : dump(t, NFT_MSG_GETRULE, on_rule);
+}
+
+/* -EAGAIN: it kept changing. */
 static int read_table(struct nbd_net_txn *t)
 {
-        int r = -EINTR;
-
-        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
-                free(t->owners);
-                t->owners = NULL;
-                t->n_owners = 0;
-                r = dump(t, NFT_MSG_GETCHAIN, on_chain);
-                if (r == 0)
-                        r = dump(t, NFT_MSG_GETRULE, on_rule);
-        }
-        return r == -EINTR ? -EAGAIN : r; /* -EAGAIN: it kept changing */
+        return nbd_nfsock_dump_tries(read_table_once, t);
 }
 
 int nbd_net_txn_begin(struct nbd_net_txn **ret, struct nbd_err *e)

@@ -17,6 +17,7 @@
 NBD_LOG_CATEGORY(firewall);
 
 struct seen {
+        struct nbd_fw *fw; /* read through its socket */
         uint8_t byte[256 / 8];
         unsigned n; /* distinct pairs (b . b) */
         bool other; /* anything else */
@@ -55,16 +56,21 @@ static int on_msg(const struct nlmsghdr *nlh, void *data)
         return r;
 }
 
-/* One dump of the set's elements into *s: 0, -ENOENT (no table or set),
+/* One dump of the set's elements into the struct seen at data, through
+ * its fw's socket, from nothing seen: 0, -ENOENT (no table or set),
  * -EINTR (interrupted: read again) or -errno. */
-static int dump_once(struct nbd_fw *fw, char *buf, size_t size, struct seen *s)
+static int dump_once(void *data)
 {
+        static _Thread_local char buf[65536]; /* the loop and the firewall lane */
+        struct seen *s = data;
+        struct nbd_fw *fw = s->fw;
         uint32_t seq = ++fw->seq;
         struct nftnl_set *set = nftnl_set_alloc();
         struct nlmsghdr *nlh;
 
         if (!set)
                 return -ENOMEM;
+        *s = (struct seen){.fw = fw};
         nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, NFPROTO_NETDEV, NLM_F_DUMP, seq);
         if (nftnl_set_set_str(set, NFTNL_SET_TABLE, NBD_FW_TABLE) < 0 ||
             nftnl_set_set_str(set, NFTNL_SET_NAME, NBD_FW_SET_SAME_BYTE) < 0) {
@@ -76,21 +82,14 @@ static int dump_once(struct nbd_fw *fw, char *buf, size_t size, struct seen *s)
         if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(1);
-        return nbd_nfsock_read_answer(fw->nl, buf, size, seq, on_msg, s);
+        return nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, on_msg, s);
 }
 
 int nbd_fw_same_byte_read(struct nbd_fw *fw, bool *ret)
 {
-        static _Thread_local char buf[65536]; /* the loop and the firewall lane */
-        struct seen s;
-        int r = -EINTR;
+        struct seen s = {.fw = fw};
+        int r = nbd_nfsock_dump_tries(dump_once, &s);
 
-        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
-                memset(&s, 0, sizeof(s));
-                r = dump_once(fw, buf, sizeof(buf), &s);
-        }
-        if (r == -EINTR)
-                r = -EAGAIN; /* it kept changing */
         if (r == -ENOENT) {
                 *ret = true;
                 return 0;

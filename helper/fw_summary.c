@@ -96,6 +96,7 @@ static int read_mark(struct nbd_fw *fw, struct nbd_fw_owners *o)
 }
 
 struct elem_dump {
+        struct nbd_fw *fw; /* read through its socket */
         struct nbd_fw_owners owners;
         bool bad; /* an element that is not ours: the summary is not used */
         int err;
@@ -184,30 +185,34 @@ static int on_elems(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-/* Every element of the set: 0 (with d->bad when there is no set), or
- * -errno. An interrupted dump is read again. */
-static int read_elems(struct nbd_fw *fw, struct elem_dump *d)
+/* One dump of the set's elements into the elem_dump at data, from none:
+ * 0, -EINTR (interrupted: read again) or -errno. */
+static int dump_elems(void *data)
 {
         static _Thread_local char buf[65536]; /* the loop (creator checks) and the firewall lane */
-        int r = -EINTR;
+        struct elem_dump *d = data;
+        struct nbd_fw *fw = d->fw;
+        uint32_t seq = ++fw->seq;
+        struct nlmsghdr *nlh =
+                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, NBD_FW_GEN_FAMILY, NLM_F_DUMP, seq);
 
-        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
-                uint32_t seq = ++fw->seq;
-                struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM,
-                                                             NBD_FW_GEN_FAMILY, NLM_F_DUMP, seq);
+        nbd_fw_owners_free(&d->owners);
+        d->bad = false;
+        d->err = 0;
+        mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, NBD_FW_GEN_TABLE);
+        mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, NBD_FW_SUMMARY_SET);
+        if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        return nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, on_elems, d);
+}
 
-                nbd_fw_owners_free(&d->owners);
-                d->bad = false;
-                d->err = 0;
-                mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, NBD_FW_GEN_TABLE);
-                mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, NBD_FW_SUMMARY_SET);
-                if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
-                        return -errno;
-                nbd_netlink_sent_nf(1);
-                r = nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, on_elems, d);
-        }
-        if (r == -EINTR)
-                r = -EAGAIN; /* it kept changing */
+/* Every element of the set into d (its fw set): 0 (with d->bad when there
+ * is no set), or -errno. */
+static int read_elems(struct elem_dump *d)
+{
+        int r = nbd_nfsock_dump_tries(dump_elems, d);
+
         if (r == -ENOENT) {
                 d->bad = true; /* no table or no set: a mark from before summaries */
                 r = 0;
@@ -260,7 +265,8 @@ int nbd_fw_read_summary(struct nbd_fw *fw, struct nbd_fw_owners *ret, uint32_t *
         /* Cheap before the dump: a mark already passed needs no elements. */
         if ((r = nbd_fw_current_gen(fw, &gen)) < 0 || gen != mark.mark)
                 return r;
-        r = read_elems(fw, &d);
+        d.fw = fw;
+        r = read_elems(&d);
         /* Read after the elements: a commit since the mark, even one made
          * while they were being read, makes the generation another. */
         if (r == 0 && !d.bad)

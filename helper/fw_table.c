@@ -359,54 +359,68 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners)
         return dump(fw, NFT_MSG_GETRULE, on_rule, restart_count, &rc);
 }
 
-/* One dump of chains or rules of our table. A missing table is empty. A
- * dump the kernel interrupted (NLM_F_DUMP_INTR) is read again from the
- * start, after restart() has forgotten what the callbacks collected: else
- * the chains and rules read before the interruption would count twice. */
-static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(void *data),
-                void *data)
+/* One dump of chains or rules of our table (dump()'s, asked again). */
+struct table_dump {
+        struct nbd_fw *fw;
+        uint16_t type;
+        mnl_cb_t cb;
+        void (*restart)(void *data);
+        void *data;
+        bool again; /* an interrupted try came first */
+};
+
+static int dump_once(void *data)
 {
         /* Per thread: a lane's handle (nbd_fw_lane_open) dumps too. */
         static _Thread_local char buf[65536];
-        int r = -EINTR;
+        struct table_dump *t = data;
+        uint32_t seq = ++t->fw->seq;
+        /* Chains of every family: the mark is in the arp one. */
+        struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(
+                buf, t->type, t->type == NFT_MSG_GETCHAIN ? NFPROTO_UNSPEC : NFPROTO_NETDEV,
+                NLM_F_DUMP, seq);
+        int r;
 
-        for (int attempt = 0; attempt < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; attempt++) {
-                uint32_t seq = ++fw->seq;
-                /* Chains of every family: the mark is in the arp one. */
-                struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(
-                        buf, type, type == NFT_MSG_GETCHAIN ? NFPROTO_UNSPEC : NFPROTO_NETDEV,
-                        NLM_F_DUMP, seq);
-
-                if (attempt > 0)
-                        restart(data);
-                if (type == NFT_MSG_GETCHAIN) {
-                        struct nftnl_chain *c = nbd_fw_new_chain("");
-                        if (!c)
-                                return -ENOMEM;
-                        nftnl_chain_unset(c, NFTNL_CHAIN_NAME);
-                        nftnl_chain_unset(c, NFTNL_CHAIN_TABLE);
-                        nftnl_chain_nlmsg_build_payload(nlh, c);
-                        nftnl_chain_free(c);
-                } else {
-                        struct nftnl_rule *rl = nbd_fw_new_rule("");
-                        if (!rl)
-                                return -ENOMEM;
-                        nftnl_rule_unset(rl, NFTNL_RULE_CHAIN);
-                        nftnl_rule_nlmsg_build_payload(nlh, rl);
-                        nftnl_rule_free(rl);
-                }
-                if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
-                        return -errno;
-                nbd_netlink_sent_nf(1);
-                /* Read to its end even when interrupted (a commit on a
-                 * lane or on the loop can interrupt it), else the next
-                 * request reads its rest as the answer. */
-                r = nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, cb, data);
-                if (r == -ENOENT)
-                        r = 0; /* no table: no owners */
+        if (t->again)
+                t->restart(t->data);
+        t->again = true;
+        if (t->type == NFT_MSG_GETCHAIN) {
+                struct nftnl_chain *c = nbd_fw_new_chain("");
+                if (!c)
+                        return -ENOMEM;
+                nftnl_chain_unset(c, NFTNL_CHAIN_NAME);
+                nftnl_chain_unset(c, NFTNL_CHAIN_TABLE);
+                nftnl_chain_nlmsg_build_payload(nlh, c);
+                nftnl_chain_free(c);
+        } else {
+                struct nftnl_rule *rl = nbd_fw_new_rule("");
+                if (!rl)
+                        return -ENOMEM;
+                nftnl_rule_unset(rl, NFTNL_RULE_CHAIN);
+                nftnl_rule_nlmsg_build_payload(nlh, rl);
+                nftnl_rule_free(rl);
         }
-        if (r == -EINTR)
-                r = -EAGAIN; /* it kept changing: the client may ask again */
+        if (mnl_socket_sendto(t->fw->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        /* Read to its end even when interrupted (a commit on a lane or on
+         * the loop can interrupt it), else the next request reads its rest
+         * as the answer. */
+        r = nbd_nfsock_read_answer(t->fw->nl, buf, sizeof(buf), seq, t->cb, t->data);
+        return r == -ENOENT ? 0 : r; /* no table: no owners */
+}
+
+/* One dump of chains or rules of our table. A missing table is empty. A
+ * dump the kernel interrupted (NLM_F_DUMP_INTR) is read again from the
+ * start, after restart() has forgotten what the callbacks collected: else
+ * the chains and rules read before the interruption would count twice.
+ * -EAGAIN: it kept changing (the client may ask again). */
+static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(void *data),
+                void *data)
+{
+        struct table_dump t = {fw, type, cb, restart, data, false};
+        int r = nbd_nfsock_dump_tries(dump_once, &t);
+
         return r < 0 ? r : 0;
 }
 

@@ -137,3 +137,12 @@ int nbd_nfsock_read_answer(struct mnl_socket *nl, char *buf, size_t size, uint32
 end:
         return kernel < 0 ? kernel : failed ? failed : intr ? -EINTR : 0;
 }
+
+int nbd_nfsock_dump_tries(int (*once)(void *data), void *data)
+{
+        int r = -EINTR;
+
+        for (int i = 0; i < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; i++)
+                r = once(data);
+        return r == -EINTR ? -EAGAIN : r;
+}

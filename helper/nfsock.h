@@ -39,6 +39,13 @@ void nbd_nfsock_drop(struct nbd_nfsock *k);
  * dump one time in five: five tries failed one replace in 500. */
 #define NBD_NFSOCK_DUMP_TRIES 20
 
+/* once(data), asked again while it returns -EINTR (a dump interrupted by
+ * a commit), at most NBD_NFSOCK_DUMP_TRIES times: its result, or -EAGAIN
+ * when every try was interrupted ("the ruleset kept changing": the client
+ * may ask again). once sends its dumps and reads them from the start, and
+ * forgets what an interrupted try collected first. */
+int nbd_nfsock_dump_tries(int (*once)(void *data), void *data);
+
 /* The answer to request seq on nl read to its end into buf[size], cb (as
  * for mnl_cb_run) called on each of its messages: a dump up to its DONE, a
  * request with NLM_F_ACK up to its ack or error (not for a request

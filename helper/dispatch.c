@@ -514,7 +514,8 @@ void nbd_job_op_failed_late(struct nbd_job *job, size_t op)
 
 void nbd_job_lane_decides_from(struct nbd_job *job, size_t first)
 {
-        job->lane_first = first;
+        if (first < job->lane_first)
+                job->lane_first = first;
 }
 
 size_t nbd_job_op_index(const struct nbd_job *job)

@@ -42,6 +42,10 @@ struct nbd_fw_join {
          * transaction commits nothing: the networks commit alone, now. */
         void (*alone)(struct nbd_job *job, void *data, bool may_park);
         void *data;
+        /* The index of the networks' first op queued (SIZE_MAX: none yet):
+         * a commit on the lane that takes the messages decides it and the
+         * ops after it (nbd_job_lane_decides_from). */
+        size_t first_op;
 };
 
 /* Register j (which outlives the job) for the request's guests' commit.

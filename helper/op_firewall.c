@@ -562,17 +562,32 @@ static void fail_queued(struct fw_batch *b, size_t skip_last, int err, const cha
                 nbd_result_set(b->queued[i].res, err, "firewall: not applied: %s", why);
 }
 
-/* The transaction failed after the ops queued in it had ended: they failed
- * (fail_queued), and the job learns it, so that a batch that stops on a
- * failure rolls back what its other ops did, as it would have had those
- * ops failed on their own. Without this, a request whose last firewall op
- * queued nothing (an owner already gone) kept the taps it made before a
- * refused commit (found by fuzz-dispatch). */
-static void queued_failed_late(struct nbd_job *job, struct fw_batch *b, int err, const char *why)
+/* The transaction failed: the ops queued in it failed (fail_queued, all
+ * but the last skip_last), and the job learns it of those that ended
+ * already, so that a batch that stops on a failure stops at the first of
+ * them and rolls back what its other ops did, as it would have had that
+ * op failed on its own; each is counted once (the running op is counted
+ * as it ends). Without this, a request whose last firewall op queued
+ * nothing (an owner already gone) kept the taps it made before a refused
+ * commit (found by fuzz-dispatch). */
+static void queued_failed_late(struct nbd_job *job, struct fw_batch *b, size_t skip_last, int err,
+                               const char *why)
 {
-        fail_queued(b, 0, err, why);
-        for (size_t i = 0; i < b->n_queued; i++)
-                nbd_job_op_failed_late(job, b->queued[i].op);
+        fail_queued(b, skip_last, err, why);
+        for (size_t i = 0; i + skip_last < b->n_queued; i++)
+                if (b->queued[i].op != nbd_job_op_index(job))
+                        nbd_job_op_failed_late(job, b->queued[i].op);
+}
+
+/* The commit about to go on the lane decides the queued ops, and the
+ * joined networks' (fw_join.h): for the audit, if the client goes away
+ * meanwhile. */
+static void commit_decides(struct nbd_job *job, const struct fw_batch *b)
+{
+        if (b->n_queued)
+                nbd_job_lane_decides_from(job, b->queued[0].op);
+        if (b->join && b->join->first_op != SIZE_MAX)
+                nbd_job_lane_decides_from(job, b->join->first_op);
 }
 
 /* ---- networks in the same transaction (fw_join.h) ---- */
@@ -668,7 +683,7 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
         b->committed = r == 0;
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                queued_failed_late(job, b, r, why);
+                queued_failed_late(job, b, 0, r, why);
         }
         if (j)
                 j->done(job, j->data, r, err.msg, false);
@@ -922,7 +937,7 @@ static void commit_done(struct nbd_job *job, void *data)
 
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                fail_queued(b, 1, r, why);
+                queued_failed_late(job, b, 1, r, why);
                 nbd_result_set(res, r, "firewall: %s", err.msg);
         }
         join_done(job, b->join, r, err.msg);
@@ -945,13 +960,14 @@ static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbr
         if (r < 0) {
                 char why[NBD_ERR_MSG_MAX + 64];
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                fail_queued(b, 1, r, why);
+                queued_failed_late(job, b, 1, r, why);
                 nbd_result_set(res, r, "firewall: %s", err.msg);
                 join_done(job, j, r, err.msg);
                 return r;
         }
         /* The kernel takes the whole batch inside one sendmsg(): off the
          * loop, so that other clients are served meanwhile. */
+        commit_decides(job, b);
         nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, commit_send, commit_done, b);
         return -(int)res->status;
 }
@@ -967,7 +983,7 @@ static void end_commit_done(struct nbd_job *job, void *data)
 
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                queued_failed_late(job, b, r, why);
+                queued_failed_late(job, b, 0, r, why);
         }
         join_done(job, b->join, r, err.msg);
 }
@@ -1019,10 +1035,11 @@ static void send_queued(struct nbd_job *job, struct fw_batch *b)
         k = b->be->txn_commit_prepare(b->txn, &err);
         if (k < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
-                queued_failed_late(job, b, k, why);
+                queued_failed_late(job, b, 0, k, why);
                 join_done(job, j, k, err.msg);
                 return;
         }
+        commit_decides(job, b);
         nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, commit_send, end_commit_done, b);
 }
 

@@ -17,6 +17,7 @@
  * a tag is a name anyone may give, not a capability, so another uid's
  * program tagged N runs on. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,11 @@ static const unsigned net_cases[] = {NETBROKER__OP__OP_NET_APPLY, NETBROKER__OP_
 struct net_batch {
         struct nbd_net_txn *txn;
         struct nbd_fw_join join; /* into the guests' commit (fw_join.h) */
-        Netbroker__Result **queued; /* results of the ops in the transaction */
+        /* The ops in the transaction: results and indices in the request. */
+        struct net_queued {
+                Netbroker__Result *res;
+                size_t op;
+        } * queued;
         size_t n_queued;
         struct removed {
                 char owner[NBD_FW_OWNER_MAX + 1];
@@ -171,8 +176,8 @@ struct net_batch {
 static void fail_queued(struct net_batch *b, int err, const char *why)
 {
         for (size_t i = 0; i < b->n_queued; i++)
-                if (b->queued[i]->status == 0)
-                        nbd_result_set(b->queued[i], err, "network: %s", why);
+                if (b->queued[i].res->status == 0)
+                        nbd_result_set(b->queued[i].res, err, "network: %s", why);
 }
 
 /* A later op stopped the batch before the transaction went: nothing the
@@ -263,7 +268,8 @@ static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                                        .put_data = b->txn,
                                        .done = join_done,
                                        .alone = join_alone,
-                                       .data = b};
+                                       .data = b,
+                                       .first_op = SIZE_MAX};
         if (nbd_fw_join(job, &b->join, res) < 0)
                 return NULL; /* the job frees b */
         *slot = b;
@@ -356,10 +362,18 @@ static void committed(struct nbd_job *job, struct net_batch *b, int r, const cha
         if (b->done)
                 return;
         b->done = true;
-        if (r < 0)
+        if (r < 0) {
                 fail_queued(b, r, why);
-        else
+                /* Those that ended already (the commit went with a
+                 * firewall op's, or after them): a failure of the batch,
+                 * which stops there unless it goes on (as op_firewall.c's
+                 * queued ops). The running op is counted as it ends. */
+                for (size_t i = 0; i < b->n_queued; i++)
+                        if (b->queued[i].op != nbd_job_op_index(job))
+                                nbd_job_op_failed_late(job, b->queued[i].op);
+        } else {
                 stop_programs(job, b, nbd_job_peer(job)->uid, may_park);
+        }
 }
 
 /* The op ran (r); at the batch's last network op, what was queued goes to
@@ -372,8 +386,12 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
         struct nbd_err err;
         int k;
 
-        if (r == 0)
-                b->queued[b->n_queued++] = res; /* room was made before */
+        if (r == 0) {
+                if (!b->n_queued)
+                        b->join.first_op = nbd_job_op_index(job);
+                /* room was made before */
+                b->queued[b->n_queued++] = (struct net_queued){res, nbd_job_op_index(job)};
+        }
         if (b->done || nbd_job_later_op_of(job, net_cases, 2))
                 return r;
         if (r < 0 && !nbd_job_goes_on_after_failure(job))
@@ -390,7 +408,7 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
 
 static int reserve(struct net_batch *b)
 {
-        Netbroker__Result **q = realloc(b->queued, (b->n_queued + 1) * sizeof(*q));
+        struct net_queued *q = realloc(b->queued, (b->n_queued + 1) * sizeof(*q));
 
         if (!q)
                 return -ENOMEM;

@@ -158,8 +158,10 @@ void nbd_job_mark_undone(struct nbd_job *job, size_t op);
  * stops as if it had failed on its own. */
 void nbd_job_op_failed_late(struct nbd_job *job, size_t op);
 /* The kernel call the running op hands to nbd_job_on_lane() next decides
- * the outcome of ops first..now (a run of LinkDeletes): if the client goes
- * away meanwhile, each is audited as it really ended. */
+ * the outcome of ops first..now (a run of LinkDeletes, the ops queued in a
+ * firewall transaction): if the client goes away meanwhile, each is
+ * audited as it really ended. Called more than once before the call, the
+ * lowest first counts. */
 void nbd_job_lane_decides_from(struct nbd_job *job, size_t first);
 
 /* The index of the op running now. */

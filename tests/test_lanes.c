@@ -632,6 +632,106 @@ START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it
         tu_helper_stop(&h);
 }
 END_TEST
+/* How often needle is in text. */
+static int count_of(const char *text, const char *needle)
+{
+        int n = 0;
+
+        for (const char *p = text; (p = strstr(p, needle)); p++)
+                n++;
+        return n;
+}
+
+/* A clean-traffic filter of owner on ifname, in b. */
+static void clean_traffic(nb_batch *b, const char *owner, const char *ifname)
+{
+        static const char *const ips[] = {"192.168.100.50", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:01", ips), 0);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE), 0);
+        nb_fw_ruleset_free(rs);
+}
+
+/* A client killed while its firewall commit waits on the lane, and the
+ * kernel then refuses the commit: the audit trail says each op of the
+ * transaction failed after its client went. The ops queued before the
+ * last were audited "done" when the client went, before the commit that
+ * decides them had run. */
+START_TEST(test_client_killed_while_its_refused_commit_is_on_the_lane_is_audited_as_it_ended)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", log[] = "/tmp/nbtest-log-XXXXXX";
+        const char *lines[] = {
+                "op=firewall_apply object=gk1@ka0 status=16 result=failed-client-gone",
+                "op=firewall_apply object=gk2@kb0 status=16 result=failed-client-gone"};
+        char held[64], *text;
+        struct tu_helper h;
+        pid_t client;
+        nb_conn *c;
+        nb_batch *b;
+        int fd;
+
+        tu_private_netns();
+        tu_veth("ka0", "ka1");
+        tu_veth("kb0", "kb1");
+        ck_assert_int_ge(mkstemp(hold), 0);
+        ck_assert_int_ge(mkstemp(log), 0);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        start_held(&h, "COMMIT_MUTED", hold, log);
+        unlink(hold);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        b = nb_batch_new();
+        clean_traffic(b, "gk1", "ka0");
+        nb_results_free(tu_submit_ok(c, b));
+        /* gk1's chain is another's jump target: its replace is refused
+         * (EBUSY), and with it the whole transaction. */
+        free(tu_sh("nft 'add chain netdev netbroker other; add rule netdev netbroker other jump "
+                   "gk1/from/mac'"));
+        b = nb_batch_new();
+        clean_traffic(b, "gk1", "ka0");
+        clean_traffic(b, "gk2", "kb0");
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        client = fork();
+        ck_assert_int_ge(client, 0);
+        if (client == 0) {
+                nb_results *res = NULL;
+                nb_conn *k;
+                if (nb_connect(h.sock, &k) == 0)
+                        nb_submit(k, b, &res);
+                _exit(0);
+        }
+        /* Bounded, for order only: the commit is held before its send. */
+        for (int i = 0; i < 12000 && access(held, F_OK) != 0; i++)
+                usleep(5000);
+        ck_assert_msg(access(held, F_OK) == 0, "the commit never reached its send");
+        kill(client, SIGKILL);
+        exit_status(client);
+        ping_ok(c);
+        unlink(hold);
+        text = tu_sh("cat %s", log);
+        for (int k = 0; k < 12000 && !strstr(text, "object=gk2@kb0 status=16"); k++) {
+                free(text);
+                usleep(5000);
+                text = tu_sh("cat %s", log);
+        }
+        for (size_t i = 0; i < 2; i++)
+                ck_assert_msg(strstr(text, lines[i]), "no '%s' in the log:\n%s", lines[i], text);
+        /* Done once: the apply before, by this process. */
+        ck_assert_msg(!strstr(text, "object=gk1@ka0 status=0 result=done-client-gone") &&
+                              count_of(text, "object=gk1@ka0 status=0 result=done\n") == 1,
+                      "gk1's apply was audited done:\n%s", text);
+        ck_assert(table_has("gk1/"));
+        ck_assert(!table_has("gk2/"));
+        free(text);
+        unlink(log);
+        nb_batch_free(b);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
 #endif
 
 #define NOBODY 65534
@@ -1700,6 +1800,9 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_owner_of_a_deleted_tap_goes_on_the_lane_before_the_reply);
         tcase_add_test(hol,
                        test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it_ended);
+        tcase_add_test(
+                hol,
+                test_client_killed_while_its_refused_commit_is_on_the_lane_is_audited_as_it_ended);
         tcase_add_test(del, test_refused_group_deletion_deletes_only_what_is_still_the_callers);
         tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
         tcase_add_test(hol, test_ping_passes_another_clients_large_request_being_decoded);
@@ -1718,7 +1821,7 @@ Suite *lanes_suite(void)
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 13 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 14 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(

@@ -683,6 +683,53 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
 }
 END_TEST
 
+/* A network commit the kernel refuses after its op ended (sent with the
+ * guests' commit, or alone, by a later firewall op) is a failure of that
+ * op: a batch without CONTINUE_ON_ERROR stops there and undoes what ran,
+ * as if the op had failed on its own. The bridge of a batch whose last op
+ * was a FirewallRemove of an owner gone already stayed (the op said 0). */
+START_TEST(test_a_network_commit_refused_after_its_op_ended_undoes_the_batch)
+{
+        static const char *const why[] = {"alone, from a firewall op that queued nothing",
+                                          "with a guest's, at its last firewall op",
+                                          "with a guest's, at a later firewall op"};
+        struct world w;
+        nb_net_spec s = spec_of(NB_NET_NAT, NULL, 0, NB_FW_REPLACE);
+        nb_results *res = NULL;
+        nb_batch *b;
+
+        world_up(&w);
+        free(tu_sh("ip link add vx1 type veth peer name vy1"));
+        for (int k = 0; k < 3; k++) {
+                /* n3's old chain is another's jump target: its replace is
+                 * refused (EBUSY). */
+                free(tu_sh("nft 'add table inet netbroker_net; add chain inet netbroker_net "
+                           "n3/forward; add chain inet netbroker_net other; add rule inet "
+                           "netbroker_net other jump n3/forward'"));
+                b = nb_batch_new();
+                ck_assert_int_eq(nb_batch_bridge_create(b, "nbxb0"), 0);
+                ck_assert_int_eq(nb_batch_net_apply(b, "n3", &s), 0);
+                if (k > 0)
+                        guest_apply(b, "g1", "vx1");
+                if (k != 1)
+                        ck_assert_int_eq(nb_batch_firewall_remove(b, "gone0"), 0);
+                ck_assert_int_eq(nb_submit(w.c, b, &res), 0);
+                ck_assert_msg(nb_result_status(res, 1) == -EBUSY, "%s: op 1: %d %s", why[k],
+                              nb_result_status(res, 1), nb_result_message(res, 1));
+                ck_assert_msg(nb_result_status(res, 0) == -ECANCELED &&
+                                      strstr(nb_result_message(res, 0), "undone: op 1 failed"),
+                              "%s: op 0: %d %s", why[k], nb_result_status(res, 0),
+                              nb_result_message(res, 0));
+                ck_assert_msg(!tu_link_exists("nbxb0"), "%s: the bridge stayed", why[k]);
+                ck_assert_msg(!has_chain("g1/"), "%s: the guest's owner was made", why[k]);
+                nb_results_free(res);
+                nb_batch_free(b);
+                free(tu_sh("nft 'delete table inet netbroker_net'"));
+        }
+        world_down(&w);
+}
+END_TEST
+
 /* A batch larger than a netlink socket's default send buffer (212,992
  * bytes): 64 networks of 8 port forwards each, ~700 kB of nftables
  * messages, in one sendmsg() and one transaction. The commit's socket
@@ -1267,6 +1314,7 @@ Suite *net_suite(void)
         tcase_add_test(t, test_dual_stack_networks_give_the_verdicts_libvirts_own_rules_give);
         tcase_add_test(t, test_ctl_net_create_nat_ipv6_and_ipv6_nogw_reach_the_rules);
         tcase_add_test(t, test_guests_and_networks_of_one_request_are_one_transaction);
+        tcase_add_test(t, test_a_network_commit_refused_after_its_op_ended_undoes_the_batch);
         tcase_add_test(t, test_nat_network_with_dhcp_end_to_end);
         suite_add_tcase(s, t);
         return s;

@@ -388,6 +388,16 @@ int nbt_build_late_commit_failure(nb_batch *b, int netns_fd)
         return r;
 }
 
+int nbt_build_last_op_commit_failure(nb_batch *b, int netns_fd)
+{
+        int r = 0;
+
+        r = r ?: op_tap(b, netns_fd);
+        r = r ?: add_guest_firewall(b, "failg1", "vnet0", NB_FW_REPLACE);
+        r = r ?: add_guest_firewall(b, "guest2", "vnet0", NB_FW_REPLACE);
+        return r;
+}
+
 /* A later op fails: everything before it is undone. */
 static int rollback(nb_batch *b, int fd)
 {

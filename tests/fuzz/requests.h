@@ -41,6 +41,9 @@ int nbt_build_firewall_continue(struct nb_batch *b, int netns_fd);
  * ("failg1"), and the FirewallRemove of an owner that is gone already:
  * the last queues nothing, so the commit is sent after every op ended. */
 int nbt_build_late_commit_failure(struct nb_batch *b, int netns_fd);
+/* A TapCreate and two FirewallApply, the first of an owner the fake
+ * refuses ("failg1"): the last commits, and its commit fails. */
+int nbt_build_last_op_commit_failure(struct nb_batch *b, int netns_fd);
 /* FirewallList with every rule's counters (the fake's owner guest0 has
  * three). */
 int nbt_build_fw_counters(struct nb_batch *b, int netns_fd);

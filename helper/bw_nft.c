@@ -857,7 +857,7 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname,
         r = in_place(n, ifindex, ifname, p, &have, &done_already);
         if (r < 0) {
                 nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
-                            strerror(-r));
+                            nbd_nfsock_strerror(r));
                 goto out;
         }
         if (done_already)
@@ -935,7 +935,7 @@ static int prune(struct nbd_bw_nft *n, int ifindex, nbd_bw_nft_stale_fn stale, v
                         : read_chains(n->nl, &n->seq, &l);
         if (r < 0) {
                 nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
-                            strerror(-r));
+                            nbd_nfsock_strerror(r));
                 goto out;
         }
         doomed = calloc(l.n ? l.n : 1, sizeof(*doomed));
@@ -981,7 +981,7 @@ int nbd_bw_nft_prune_ifindexes(struct nbd_bw_nft *n, const int *ifindexes, size_
                 r = read_ifindex_chains(n->nl, &n->seq, ifindexes[i], &l);
                 if (r < 0) {
                         nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
-                                    strerror(-r));
+                                    nbd_nfsock_strerror(r));
                         break;
                 }
                 grown = l.n ? realloc(all.v, (all.n + l.n) * sizeof(*all.v)) : all.v;
@@ -1037,6 +1037,6 @@ int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_p
                 r = read_ifindex(nl, &seq, ifindex, ifname, ret_police, ret_fwd);
         if (r < 0)
                 nbd_err_set(e, r, "cannot read table netdev %s: %s", NBD_BW_NFT_TABLE,
-                            strerror(-r));
+                            nbd_nfsock_strerror(r));
         return r;
 }

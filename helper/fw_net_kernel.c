@@ -265,7 +265,7 @@ int nbd_net_txn_begin(struct nbd_net_txn **ret, struct nbd_err *e)
         if (r < 0) {
                 nbd_net_txn_free(t);
                 return nbd_err_set(e, r, "cannot read table inet " NBD_NET_TABLE ": %s",
-                                   strerror(-r));
+                                   nbd_nfsock_strerror(r));
         }
         *ret = t;
         return 0;

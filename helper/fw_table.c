@@ -526,7 +526,8 @@ int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules)
 
         if (r == -ENOMEM)
                 return nbd_err_set(e, r, "out of memory reading %s %s", what, NBD_FW_TABLE);
-        return nbd_err_set(e, r, "cannot read %s %s: %s", what, NBD_FW_TABLE, strerror(-r));
+        return nbd_err_set(e, r, "cannot read %s %s: %s", what, NBD_FW_TABLE,
+                           nbd_nfsock_strerror(r));
 }
 
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)

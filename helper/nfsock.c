@@ -2,8 +2,10 @@
 /* Kept nfnetlink sockets; see nfsock.h. */
 #include "nfsock.h"
 #include "lane.h" /* nbd_test_hold_point */
+#include "stats.h"
 
 #include <errno.h>
+#include <string.h>
 #include <linux/netlink.h>
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -142,7 +144,23 @@ int nbd_nfsock_dump_tries(int (*once)(void *data), void *data)
 {
         int r = -EINTR;
 
-        for (int i = 0; i < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; i++)
+        for (int i = 0; i < NBD_NFSOCK_DUMP_TRIES && r == -EINTR; i++) {
+                if (i > 0)
+                        nbd_stat_inc_shared(NBD_STAT_NFT_DUMPS_INTERRUPTED);
                 r = once(data);
+        }
+        if (r == -EINTR)
+                nbd_stat_inc_shared(NBD_STAT_NFT_DUMPS_INTERRUPTED);
         return r == -EINTR ? -EAGAIN : r;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+const char *nbd_nfsock_strerror(int r)
+{
+        if (r == -EAGAIN)
+                return "it kept changing while it was read (each of " STR(
+                        NBD_NFSOCK_DUMP_TRIES) " tries was interrupted by a commit): try again";
+        return strerror(-r);
 }

@@ -36,8 +36,9 @@ void nbd_nfsock_drop(struct nbd_nfsock *k);
  * before it gives up with -EAGAIN ("the ruleset kept changing"). Every
  * commit in the namespace interrupts a dump under way, and another
  * client's bandwidth changes, back to back, interrupted a 20-guest chain
- * dump one time in five: five tries failed one replace in 500. */
-#define NBD_NFSOCK_DUMP_TRIES 20
+ * dump one time in five: five tries failed one replace in 500; 20 tries,
+ * on a 2-core machine busy with other tests, one in some 2,400. */
+#define NBD_NFSOCK_DUMP_TRIES 40
 
 /* once(data), asked again while it returns -EINTR (a dump interrupted by
  * a commit), at most NBD_NFSOCK_DUMP_TRIES times: its result, or -EAGAIN
@@ -45,6 +46,9 @@ void nbd_nfsock_drop(struct nbd_nfsock *k);
  * may ask again). once sends its dumps and reads them from the start, and
  * forgets what an interrupted try collected first. */
 int nbd_nfsock_dump_tries(int (*once)(void *data), void *data);
+/* What a reader's r (-errno) says: for -EAGAIN, that the ruleset kept
+ * changing (nbd_nfsock_dump_tries), else strerror(-r). */
+const char *nbd_nfsock_strerror(int r);
 
 /* The answer to request seq on nl read to its end into buf[size], cb (as
  * for mnl_cb_run) called on each of its messages: a dump up to its DONE, a

@@ -36,6 +36,9 @@ enum nbd_stat {
          * family (the firewall's or bandwidth's table: each walks every
          * chain of the family), on any thread (nbd_stat_inc_shared). */
         NBD_STAT_NFT_CHAIN_DUMPS,
+        /* nf_tables dumps the kernel interrupted with a commit, each asked
+         * again (nfsock.h), on any thread. */
+        NBD_STAT_NFT_DUMPS_INTERRUPTED,
         /* A macvtap's device number read from sysfs: its uevent was not
          * there (link.c, uevent.h). */
         NBD_STAT_MACVTAP_SYSFS_READS,

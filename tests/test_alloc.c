@@ -53,6 +53,7 @@
 #include "nfsock.h"
 #include "requests.h"
 #include "server.h"
+#include "stats.h"
 
 #define REQUEST_ID 77
 #define MAX_ITERATIONS 1000
@@ -909,6 +910,9 @@ START_TEST(test_an_interrupted_nft_dump_is_read_to_its_end)
         struct nbd_nfsock k = {0};
         struct mnl_socket *nl = NULL;
         unsigned chains = 0;
+        struct nbd_err err;
+        uint64_t stat0;
+        int r;
 
         /* A read that waits for ever fails the test now, not at the case's
          * timeout. */
@@ -927,6 +931,23 @@ START_TEST(test_an_interrupted_nft_dump_is_read_to_its_end)
         ck_assert_int_eq(nbd_fw_read_owners(fw, &owners), 0);
         ck_assert_uint_eq(nbt_dump_intr_done, 0);
         nbd_fw_owners_free(&owners);
+        /* Interrupted at every try but the last: read; at every try: the
+         * op's error says the table kept changing, and each interrupted
+         * dump is counted. */
+        stat0 = nbd_stats[NBD_STAT_NFT_DUMPS_INTERRUPTED];
+        nbt_dump_intr_done = NBD_NFSOCK_DUMP_TRIES - 1;
+        ck_assert_int_eq(nbd_fw_read_owners(fw, &owners), 0);
+        nbd_fw_owners_free(&owners);
+        nbt_dump_intr_done = NBD_NFSOCK_DUMP_TRIES;
+        r = nbd_fw_read_owners(fw, &owners);
+        ck_assert_int_eq(r, -EAGAIN);
+        ck_assert_uint_eq(nbt_dump_intr_done, 0);
+        nbd_fw_read_failed(&err, r, false);
+        ck_assert_msg(strstr(err.msg, "cannot read table netbroker: it kept changing while it was "
+                                      "read (each of 40 tries"),
+                      "%s", err.msg);
+        ck_assert_uint_eq(nbd_stats[NBD_STAT_NFT_DUMPS_INTERRUPTED] - stat0,
+                          2 * NBD_NFSOCK_DUMP_TRIES - 1);
         nbd_fw_close(fw);
 
         /* On a kept socket, either way: -EINTR, nothing left behind, and

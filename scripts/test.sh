@@ -27,6 +27,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 bash scripts/deps.sh || exit 1
+# The test guest's kernel package may be downloaded (tests/guest/build.sh:
+# a packager's offline build leaves it unset, and guest-vlan-* skip).
+export NB_GUEST_DOWNLOAD=1
 
 # What debhelper (dh_auto_configure, cmake) gives a package's build.
 deb_flags() {

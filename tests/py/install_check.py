@@ -14,7 +14,8 @@ distribution's packaging checks would (lintian's, in the main):
   NB_INSTALL_BENCH is on, and then it must have one);
 * no ELF file carries an RPATH or RUNPATH; modes: programs 0755, the shared
   library and every other file 0644, directories 0755, nothing setuid;
-* libnetbroker.so -> SONAME -> the real file, relative links in libdir;
+* libnetbroker.so -> SONAME -> the real file, relative links in libdir,
+  the real file's name beginning with the SONAME;
 * tests/consumer/consumer.c compiles and links against the DESTDIR tree with
   pkg-config alone (PKG_CONFIG_SYSROOT_DIR), and, as root, runs against the
   installed helper and library in a private network namespace.
@@ -194,6 +195,9 @@ def check_so_chain(root, libdir):
         bad("libnetbroker.so points to %r, not the SONAME %r" % (t1, soname))
     if not t2 or "/" in t2 or not os.path.isfile(root + libdir + "/" + t2) or t2 == soname:
         bad("%s should be a relative link to the real file, is %r" % (soname, t2))
+    elif not t2.startswith(soname + "."):
+        bad("the real file %s does not begin with its SONAME %s (libnetbroker.so.1.2.0 "
+            "for libnetbroker.so.1)" % (t2, soname))
 
 
 def check_consumer(root, source, pcdir, libdir, helper):

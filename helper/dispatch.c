@@ -97,10 +97,13 @@ size_t nbd_features(const struct nbd_dispatch_ctx *ctx, const char **names, size
 {
         size_t n = 0;
 
-        for (size_t i = 0; i < table_size(ctx) && n < max; i++) {
+        for (size_t i = 0; i < table_size(ctx) && (!names || n < max); i++) {
                 const struct nbd_op_handler *h = table_entry(ctx, i);
-                if (h && available(ctx, h))
-                        names[n++] = h->name;
+                if (!h || !available(ctx, h))
+                        continue;
+                if (names)
+                        names[n] = h->name;
+                n++;
         }
         return n;
 }

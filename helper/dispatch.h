@@ -108,5 +108,5 @@ void nbd_job_output_drained(struct nbd_job *job);
 unsigned nbd_jobs_waiting(void);
 
 /* Hello's feature list: the names of the ops this helper runs. Returns the
- * count and fills names (at most max). */
+ * count and fills names (at most max); names NULL: the count alone. */
 size_t nbd_features(const struct nbd_dispatch_ctx *ctx, const char **names, size_t max);

@@ -419,10 +419,17 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
                           h->version, NBP_PROTOCOL_VERSION);
                 return;
         }
-        const char *features[32];
+        /* Every op the helper runs: a fixed array of 32 names dropped the
+         * 33rd op's (program_list) once there were more. */
+        size_t n = nbd_features(&c->srv->dctx, NULL, 0);
+        const char **features = calloc(n ? n : 1, sizeof(*features));
 
+        if (!features) {
+                conn_fail(c, ENOMEM, 0, "out of memory answering Hello");
+                return;
+        }
         me.version = NBP_PROTOCOL_VERSION;
-        me.n_features = nbd_features(&c->srv->dctx, features, 32);
+        me.n_features = nbd_features(&c->srv->dctx, features, n);
         me.features = (char **)features;
         me.software = (char *)"netbrokerd " NB_VERSION;
         me.max_frame = (uint32_t)c->srv->cfg->max_frame;
@@ -441,6 +448,7 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         nbd_timer_cancel(c->srv->loop, &c->hello_timer);
         if (conn_queue(c, &m) < 0)
                 conn_fail(c, ENOMEM, 0, "cannot encode Hello");
+        free(features);
 }
 
 /* What the reply of req may carry of program output: what its Execs can

@@ -62,8 +62,7 @@ START_TEST(test_hello_reports_version_and_features)
          * stopped at 32 and program_list, the 33rd, was not in it. */
         for (unsigned i = 0; i < netbroker__op__descriptor.n_fields; i++)
                 ck_assert_msg(nb_conn_has_feature(c, netbroker__op__descriptor.fields[i].name),
-                              "Hello has no feature %s",
-                              netbroker__op__descriptor.fields[i].name);
+                              "Hello has no feature %s", netbroker__op__descriptor.fields[i].name);
         ck_assert_uint_ge(netbroker__op__descriptor.n_fields, 33);
         nb_close(c);
 }

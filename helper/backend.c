@@ -61,6 +61,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .txn_commit_finish = nbd_fw_txn_commit_finish,
                         .txn_free = nbd_fw_txn_free,
                         .list = nbd_fw_list,
+                        .list_creators = nbd_fw_list_creators,
                         .lane_open = nbd_fw_lane_open,
                         .lane_close = nbd_fw_lane_close,
                         .txn_remove_bound = nbd_fw_txn_remove_bound,

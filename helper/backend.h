@@ -98,6 +98,9 @@ struct nbd_backend_fw {
         int (*txn_commit_finish)(struct nbd_fw_txn *t, struct nbd_err *e);
         void (*txn_free)(struct nbd_fw_txn *t);
         int (*list)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+        /* The owners and their creators only (validation, on the loop): no
+         * rule count, whose cost grows with the table; rules as claimed. */
+        int (*list_creators)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
         /* For fw_gone's clean-up on the firewall's lane (fw_kernel.h). */
         int (*lane_open)(const struct nbd_fw *fw, struct nbd_fw **ret);
         void (*lane_close)(struct nbd_fw *lf);

@@ -73,6 +73,9 @@ struct nbd_fw_txn {
          * that needs them leaves the transaction as it was and fails with
          * -EAGAIN, chains_wanted set, until nbd_fw_txn_read_chains(). */
         bool chains_later, chains_wanted;
+        /* Likewise the count of the rules an ensure needs when the table is
+         * not intact: counts_wanted, and nbd_fw_txn_read_chains() counts. */
+        bool counts_wanted;
         /* Every owner is what its comment says: the table has the mark of
          * our last commit and nobody has committed since, or the rules were
          * counted and agree. The commit then marks what it makes. */
@@ -311,16 +314,6 @@ static int read_chains(struct nbd_fw_txn *t, struct nbd_err *e)
         return 0;
 }
 
-/* The summary's test, for an ensure: the same hash on the same interface.
- * The chains need no look: the mark says our last commit made them, and
- * it made them from a model of this hash (which names the compiler's
- * version: a helper that compiles differently makes other hashes). */
-static bool in_summary(const struct nbd_fw_owner_state *o, const struct nbd_fw_owner_spec *s,
-                       const char *hash)
-{
-        return o && o->has_base && strcmp(o->hash, hash) == 0 && strcmp(o->ifname, s->ifname) == 0;
-}
-
 /* After a count: does every owner have its base chains and, in all, the
  * rules its comment claims? Then a commit may mark the table. */
 static bool all_as_claimed(const struct nbd_fw_owners *owners)
@@ -329,6 +322,39 @@ static bool all_as_claimed(const struct nbd_fw_owners *owners)
                 if (!o->has_base || o->kernel_rules != o->rules)
                         return false;
         return true;
+}
+
+/* The rule dump an ensure needs, once a transaction, when the table is not
+ * intact: it grows with the table, and the kernel walks the table again
+ * for every message of it (seconds at 1,000 owners of 60 rules). With
+ * chains_later, not here (the loop): -EAGAIN, and nbd_fw_txn_read_chains()
+ * counts on the firewall's lane. */
+static int count_rules(struct nbd_fw_txn *t, struct nbd_err *e)
+{
+        int r;
+
+        if (t->intact || t->rules_counted)
+                return 0;
+        if (t->chains_later) {
+                t->chains_wanted = t->counts_wanted = true;
+                return nbd_err_set(e, -EAGAIN, "the rules are counted on the lane first");
+        }
+        r = nbd_fw_count_rules(t->fw, &t->owners);
+        if (r < 0)
+                return nbd_fw_read_failed(e, r, true);
+        t->rules_counted = true;
+        t->intact = all_as_claimed(&t->owners);
+        return 0;
+}
+
+/* The summary's test, for an ensure: the same hash on the same interface.
+ * The chains need no look: the mark says our last commit made them, and
+ * it made them from a model of this hash (which names the compiler's
+ * version: a helper that compiles differently makes other hashes). */
+static bool in_summary(const struct nbd_fw_owner_state *o, const struct nbd_fw_owner_spec *s,
+                       const char *hash)
+{
+        return o && o->has_base && strcmp(o->hash, hash) == 0 && strcmp(o->ifname, s->ifname) == 0;
 }
 
 /* The shared set, checked by the transaction's first ensure of an owner
@@ -393,14 +419,16 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                         goto out;
                 }
         }
-        if (s->ensure && o && !t->intact && !t->rules_counted) {
-                r = nbd_fw_count_rules(t->fw, &t->owners);
-                if (r < 0) {
-                        nbd_fw_read_failed(e, r, true);
-                        goto out;
+        if (s->ensure && o) {
+                r = count_rules(t, e);
+                if (r < 0 && t->counts_wanted) {
+                        /* Nothing of this op stays: it runs again. */
+                        free(t->op_owner[--t->n_ops]);
+                        memset(ret, 0, sizeof(*ret));
+                        return r;
                 }
-                t->rules_counted = true;
-                t->intact = all_as_claimed(&t->owners);
+                if (r < 0)
+                        goto out;
         }
         /* Nothing to write: no need to compile. */
         if (s->ensure && in_place(o, s, ret->hash, t->rules_counted)) {
@@ -476,13 +504,8 @@ int nbd_fw_txn_check_hash(struct nbd_fw_txn *t, const char *owner, const char *i
                                    owner);
         if (o && only_for && o->uid != *only_for)
                 return nbd_err_set(e, -EPERM, "owner %s is another caller's", owner);
-        if (o && !t->intact && !t->rules_counted) {
-                r = nbd_fw_count_rules(t->fw, &t->owners);
-                if (r < 0)
-                        return nbd_fw_read_failed(e, r, true);
-                t->rules_counted = true;
-                t->intact = all_as_claimed(&t->owners);
-        }
+        if (o && (r = count_rules(t, e)) < 0)
+                return r;
         a.unchanged = hash_in_place(t, o, ifname, hash);
         if (o && o->has_base) {
                 snprintf(a.hash, sizeof(a.hash), "%s", o->hash);
@@ -514,12 +537,15 @@ bool nbd_fw_txn_chains_wanted(const struct nbd_fw_txn *t)
 
 int nbd_fw_txn_read_chains(struct nbd_fw_txn *t, struct nbd_err *e)
 {
-        bool later = t->chains_later;
+        bool later = t->chains_later, counts = t->counts_wanted;
         int r;
 
         t->chains_later = false;
         t->chains_wanted = false;
+        t->counts_wanted = false;
         r = read_chains(t, e);
+        if (r == 0 && counts)
+                r = count_rules(t, e);
         t->chains_later = later;
         return r;
 }

@@ -108,11 +108,13 @@ void nbd_fw_txn_join(struct nbd_fw_txn *t, nbd_fw_put_fn put, void *data);
  * 0 or -errno. */
 int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret);
 void nbd_fw_lane_close(struct nbd_fw *lf);
-/* Issue 14, the loop never waits for a chain dump: after chains_later, an
- * apply or remove that needs the owners' chains (the transaction began
- * from the summary: fw_summary.h) changes nothing and fails with -EAGAIN,
- * and chains_wanted says so; read_chains reads them (on the lane, through
- * a lane's handle: one chain dump), and the op runs again. Without
+/* Issue 14, the loop never waits for a chain dump or a rule count: after
+ * chains_later, an apply or remove that needs the owners' chains (the
+ * transaction began from the summary: fw_summary.h), or an ensure (apply
+ * or hash) that needs the rules counted (the table is not intact: no mark
+ * of our last commit), changes nothing and fails with -EAGAIN, and
+ * chains_wanted says so; read_chains reads or counts what was wanted (on
+ * the lane, through a lane's handle), and the op runs again. Without
  * chains_later, they are read where the op runs, as before. */
 void nbd_fw_txn_chains_later(struct nbd_fw_txn *t);
 bool nbd_fw_txn_chains_wanted(const struct nbd_fw_txn *t);
@@ -134,6 +136,11 @@ struct nbd_fw_owner_info {
  * that errno with e filled ("out of memory listing ..." for -ENOMEM). */
 typedef int (*nbd_fw_owner_fn)(const struct nbd_fw_owner_info *o, void *data);
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+/* The same without counting the rules when the mark does not hold (each
+ * owner's rules are what its comment claims): who made which owner, for a
+ * non-root caller's validation on the loop. The summary when the mark
+ * holds, else one chain dump. */
+int nbd_fw_list_creators(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
 
 /* One rule of an owner's chains as the kernel holds it (FirewallList with
  * counters): the group ("" for a base chain's own rule), its direction and

@@ -22,6 +22,7 @@
 #include "fw_summary.h"
 #include "fw_text.h"
 #include "netlink.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "nfsock.h"
 #include "stats.h"
 
@@ -349,6 +350,9 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners)
 {
         struct rule_count rc = {owners};
 
+        /* Tests: where a count happens, a lane or the loop (test_lanes.c). */
+        nbd_test_hold_point("COUNT");
+
         for (struct nbd_fw_owner_state *o = owners->list; o; o = o->next) {
                 o->kernel_rules = 0;
                 free(o->chain_rules);
@@ -530,7 +534,21 @@ int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules)
                            nbd_nfsock_strerror(r));
 }
 
+static int list_owners(struct nbd_fw *fw, bool count, nbd_fw_owner_fn fn, void *data,
+                       struct nbd_err *e);
+
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
+{
+        return list_owners(fw, true, fn, data, e);
+}
+
+int nbd_fw_list_creators(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
+{
+        return list_owners(fw, false, fn, data, e);
+}
+
+static int list_owners(struct nbd_fw *fw, bool count, nbd_fw_owner_fn fn, void *data,
+                       struct nbd_err *e)
 {
         struct nbd_fw_owners owners = {0};
         uint32_t gen = 0;
@@ -551,10 +569,11 @@ int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_er
         /* Count what is really there, not what the comment says, unless
          * nobody has changed anything since our last commit marked it. */
         intact = owners.marked && owners.mark == gen;
-        if (!intact && (r = nbd_fw_count_rules(fw, &owners)) < 0)
+        if (!intact && count && (r = nbd_fw_count_rules(fw, &owners)) < 0)
                 nbd_fw_read_failed(e, r, true);
         for (struct nbd_fw_owner_state *o = owners.list; o && r == 0; o = o->next) {
-                struct nbd_fw_owner_info info = {.rules = intact ? o->rules : o->kernel_rules};
+                struct nbd_fw_owner_info info = {.rules = intact || !count ? o->rules
+                                                                           : o->kernel_rules};
                 if (!o->has_base)
                         continue;
                 snprintf(info.owner, sizeof(info.owner), "%s", o->owner);

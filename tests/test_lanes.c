@@ -902,6 +902,70 @@ START_TEST(test_ping_passes_another_clients_table_read_on_the_firewall_lane)
 }
 END_TEST
 
+/* Client A's FirewallList reads the table and, without the generation mark
+ * (a bandwidth change took it), counts every rule: on the firewall's lane.
+ * While it is held there, client B's Pings are answered and nothing was
+ * dumped on the loop; let go, A's listing succeeds and says the owner's
+ * rules. (Read on the loop, a hostile-client review saw root's Ping wait 5 s
+ * behind a listing by a uid granted nothing, at 1,000 owners of 60 rules.) */
+START_TEST(test_ping_passes_another_clients_firewall_list)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        nb_rate out = {.size = sizeof(nb_rate), .average = 1000};
+        const char *owner, *ifname;
+        struct tu_helper h;
+        struct slow_client a;
+        uint64_t dumps0;
+        nb_results *res;
+        unsigned rules;
+        pthread_t t;
+        nb_batch *bw;
+        nb_conn *b;
+        int fd;
+
+        tu_private_netns();
+        tu_veth("fl0", "fl1");
+        ck_assert_int_ge(mkstemp(hold), 0);
+        start_held(&h, "FW", hold, NULL);
+        unlink(hold);
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+        a.b = big_apply("fl", "fl0", 200);
+        nb_results_free(tu_submit_ok(b, a.b));
+        bw = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_set(bw, "fl0", NULL, &out), 0);
+        nb_results_free(tu_submit_ok(b, bw));
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        dumps0 = tu_stat(b, "nft_chain_dumps");
+        a = (struct slow_client){.sock = h.sock, .b = nb_batch_new()};
+        ck_assert_int_eq(nb_batch_firewall_list(a.b), 0);
+        pthread_create(&t, NULL, slow_client_run, &a);
+        await_held(hold, &a, "its listing reached the firewall's lane");
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's listing");
+        ck_assert_msg(tu_stat(b, "nft_chain_dumps") == dumps0,
+                      "the table was read on the loop, not the lane");
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's listing failed");
+        ck_assert_uint_eq(tu_stat(b, "nft_chain_dumps"), dumps0 + 1);
+        /* What a listing without the mark says: the rules counted. */
+        nb_batch_free(a.b);
+        a.b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_firewall_list(a.b), 0);
+        res = tu_submit_ok(b, a.b);
+        ck_assert_uint_eq(nb_result_fw_owner_count(res, 0), 1);
+        ck_assert_int_eq(nb_result_fw_owner_at(res, 0, 0, &owner, &ifname, NULL, &rules), 0);
+        ck_assert_str_eq(owner, "fl");
+        ck_assert_uint_eq(rules, 200);
+        nb_results_free(res);
+        nb_close(b);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* Client A's request of 100,000 rules (megabytes) is decoded on the decode
  * lane: while it is held, client B's Pings are answered and A's op has not
  * started; let go, A's apply succeeds. (Decoded on the loop, A's request
@@ -1185,6 +1249,63 @@ static void start_muted_hold(struct tu_helper *h, char *hold, const char *conf)
         start_held_at(h, hold, conf, "COMMIT_MUTED", "mu0", "mu1");
 }
 
+/* Client A's ensure of an owner, and its ensure by hash, when the table
+ * has no generation mark (a bandwidth change took it): each counts the
+ * table's rules, which grows with the table, on the firewall's lane. While
+ * the count is held there (hold point COUNT), client B's Ping is answered;
+ * let go, both find the owner unchanged. (Counted on the loop, a
+ * hostile-client review saw root's Ping wait 6.5-7 s at 1,000 owners.) */
+START_TEST(test_ping_passes_another_clients_rule_count_for_an_ensure)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        nb_rate out = {.size = sizeof(nb_rate), .average = 1000};
+        struct tu_helper h;
+        nb_results *res;
+        const char *hash;
+        char saved[64];
+        nb_conn *b;
+
+        start_held_at(&h, hold, TU_ALLOW, "COUNT", "ec0", "ec1");
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+        res = tu_submit_ok(b, fw_batch("ec", "ec0", 200, NB_FW_REPLACE));
+        ck_assert_int_eq(nb_result_firewall(res, 0, &hash, NULL, NULL), 0);
+        snprintf(saved, sizeof(saved), "%s", hash);
+        nb_results_free(res);
+        for (int k = 0; k < 2; k++) {
+                struct slow_client a = {.sock = h.sock};
+                nb_batch *bw = nb_batch_new();
+                pthread_t t;
+                int fd;
+                /* A commit not the firewall's: the mark no longer holds. */
+                out.average = 1000 + 500 * (unsigned)k;
+                ck_assert_int_eq(nb_batch_bandwidth_set(bw, "ec0", NULL, &out), 0);
+                nb_results_free(tu_submit_ok(b, bw));
+                if (k == 0) {
+                        a.b = fw_batch("ec", "ec0", 200, NB_FW_ENSURE);
+                } else {
+                        a.b = nb_batch_new();
+                        ck_assert_int_eq(nb_batch_firewall_ensure_hash(a.b, "ec", "ec0", saved), 0);
+                }
+                fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+                ck_assert_int_ge(fd, 0);
+                close(fd);
+                pthread_create(&t, NULL, slow_client_run, &a);
+                await_held(hold, &a, "its rule count");
+                ck_assert_msg(ping_answered_while_held(h.sock, hold),
+                              "client B's Ping waited for client A's rule count (%s)",
+                              k ? "ensure by hash" : "ensure");
+                ck_assert(!atomic_load(&a.done));
+                unlink(hold);
+                pthread_join(t, NULL);
+                ck_assert_msg(a.first_error == -1, "client A's %s failed",
+                              k ? "ensure by hash" : "ensure");
+                nb_batch_free(a.b);
+        }
+        nb_close(b);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* Client a's batch, sent from thread t, held before its commit's send. */
 static void hold_a_send(const char *hold, struct slow_client *a, pthread_t *t)
 {
@@ -1416,6 +1537,84 @@ static void as_nobody(const char *sock, nb_batch *b, int *status)
                 fprintf(stderr, "nobody's request: %s\n", nb_result_message(res, 0));
         _exit(0);
 }
+
+/* A non-root caller's FirewallApply is validated on the loop, where who
+ * made each owner is read (a user may change only its own): without the
+ * generation mark (a bandwidth change took it) that read counted every rule
+ * of the table too, which grows with it (6.8 s at 1,000 owners of 60 rules
+ * in a hostile-client review, the loop held). Now it reads the owners
+ * alone: nobody's replace is validated and done while any rule count would
+ * be held (hold point COUNT), and none was asked for. */
+START_TEST(test_a_users_apply_is_validated_without_counting_the_rules)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        nb_rate out = {.size = sizeof(nb_rate), .average = 1000};
+        nb_tap_opts tap = NB_TAP_OPTS_INIT;
+        int *status =
+                mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct tu_helper h;
+        nb_batch *b;
+        nb_conn *c;
+        pid_t child;
+        int w = 0, fd;
+
+        ck_assert_ptr_ne(status, MAP_FAILED);
+        start_held_at(&h, hold,
+                      TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                               "[policy uid 65534]\n"
+                               "ops = tap_create firewall_apply\n"
+                               "name_prefixes = nbu\n"
+                               "max_devices = 4\n",
+                      "COUNT", "vc0", "vc1");
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        tap.persist = true;
+        tap.set_owner = true;
+        tap.uid = tap.gid = 65534;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_tap_create(b, "nbu0", &tap), 0);
+        *status = 1;
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                as_nobody(h.sock, b, status);
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0 && *status == 0,
+                      "nobody's tap: child 0x%x, status %d", w, *status);
+        nb_batch_free(b);
+        /* Root's owner of 50 rules, then a commit not the firewall's. */
+        nb_results_free(tu_submit_ok(c, fw_batch("rt", "vc0", 50, NB_FW_REPLACE)));
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "vc0", NULL, &out), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        *status = 1;
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                as_nobody(h.sock, fw_batch("nbo", "nbu0", 2, NB_FW_REPLACE), status);
+        /* Bounded, for order only. */
+        for (int i = 0; i < 6000 && (w = waitpid(child, NULL, WNOHANG)) == 0; i++) {
+                ck_assert_msg(access(held, F_OK) != 0, "nobody's apply counted the rules");
+                usleep(5000);
+        }
+        if (w == 0) {
+                unlink(hold);
+                waitpid(child, NULL, 0);
+                ck_abort_msg("nobody's apply waited for a rule count");
+        }
+        ck_assert_msg(*status == 0, "nobody's apply: status %d", *status);
+        ck_assert_msg(access(held, F_OK) != 0, "a rule count was asked for");
+        unlink(hold);
+        ck_assert(table_has("nbo/"));
+        munmap(status, sizeof(int));
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
 
 START_TEST(test_a_stale_summary_is_not_trusted_while_the_monitor_is_out_of_its_group)
 {
@@ -1811,6 +2010,9 @@ Suite *lanes_suite(void)
                 test_client_killed_while_its_refused_commit_is_on_the_lane_is_audited_as_it_ended);
         tcase_add_test(del, test_refused_group_deletion_deletes_only_what_is_still_the_callers);
         tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
+        tcase_add_test(hol, test_ping_passes_another_clients_firewall_list);
+        tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);
+        tcase_add_test(hol, test_a_users_apply_is_validated_without_counting_the_rules);
         tcase_add_test(hol, test_ping_passes_another_clients_large_request_being_decoded);
         tcase_add_test(hol, test_start_up_sweep_runs_on_the_lane_while_the_loop_serves);
         tcase_add_test(hol, test_ping_passes_another_clients_commit_being_built);
@@ -1827,7 +2029,7 @@ Suite *lanes_suite(void)
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 14 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 17 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(

@@ -1356,6 +1356,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .txn_commit_finish = fake_fw_txn_commit,
                         .txn_free = fake_fw_txn_free,
                         .list = fake_fw_list,
+                        .list_creators = fake_fw_list,
                         .lane_open = fake_fw_lane_open,
                         .lane_close = fake_fw_lane_close,
                         .txn_remove_bound = fake_fw_txn_remove_bound,

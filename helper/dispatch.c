@@ -156,6 +156,7 @@ struct nbd_job {
         size_t ran; /* ops before this index ran (or were skipped as refused) */
         size_t failed; /* first failed op that stops the batch, or SIZE_MAX */
         size_t reply_budget;
+        size_t reply_max, reply_bytes; /* nbd_job_origin's bound, and what is held */
         uint32_t fds_given;
         enum job_state state;
         struct undo *undos;
@@ -846,6 +847,35 @@ static void validate_from_timer(void *data)
 
 /* ---- running ---- */
 
+/* The result of the op that ended is held to the reply's bound: one that
+ * would pass it keeps its status line only, and fails with E2BIG. */
+static void hold_to_reply_max(struct nbd_job *job, Netbroker__Result *res)
+{
+        size_t n, held = job->reply_bytes;
+
+        if (!job->reply_max)
+                return;
+        n = protobuf_c_message_get_packed_size(&res->base);
+        if (held + n <= job->reply_max) {
+                job->reply_bytes = held + n;
+                return;
+        }
+        if (res->out_case != NETBROKER__RESULT__OUT__NOT_SET) {
+                const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+                        &netbroker__result__descriptor, (unsigned)res->out_case);
+                ProtobufCMessage **sub = (ProtobufCMessage **)((char *)res + f->offset);
+                protobuf_c_message_free_unpacked(*sub, NULL);
+                *sub = NULL;
+                res->out_case = NETBROKER__RESULT__OUT__NOT_SET;
+        }
+        res->n_fd_index = 0;
+        nbd_result_set(res, -E2BIG,
+                       "the reply would be over %zu bytes (max_reply, or what is left of "
+                       "max_connection_memory) with this op's result of %zu bytes",
+                       job->reply_max, n);
+        job->reply_bytes = held + protobuf_c_message_get_packed_size(&res->base);
+}
+
 /* An op has its result: count an error; after a failure, skip the rest
  * unless the request says to go on. */
 static void op_finished(struct nbd_job *job)
@@ -854,6 +884,8 @@ static void op_finished(struct nbd_job *job)
         Netbroker__Result *res = job->results[job->next];
         bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
         size_t failed = job->next;
+
+        hold_to_reply_max(job, res);
 
         job->next++;
         job->ran = job->next;
@@ -1626,6 +1658,7 @@ int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origi
         job->late_failed = SIZE_MAX;
         job->lane_first = SIZE_MAX;
         job->reply_budget = origin->reply_budget;
+        job->reply_max = origin->reply_max;
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
         if (nfds)
                 job->fds = malloc(nfds * sizeof(int));

@@ -429,6 +429,75 @@ static long rss_kb(pid_t pid)
         return strtol(p + 8, NULL, 10);
 }
 
+static long hwm_kb(pid_t pid)
+{
+        char path[64];
+        const char *status, *p;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        status = tu_read_file(path);
+        p = strstr(status, "\nVmHWM:");
+        ck_assert_ptr_nonnull(p);
+        return strtol(p + 8, NULL, 10);
+}
+
+/* max_reply bounds every result a request holds, not only programs'
+ * output: the op whose result would pass it fails with E2BIG, its payload
+ * dropped, and the batch stops there; with CONTINUE_ON_ERROR each later op
+ * that has a result to give fails alike. The helper holds no more than
+ * that: 2,000 LinkLists of 200 interfaces (some 50 MB of results packed; a
+ * hostile-client review's 4,096 of 390 took a helper to 400 MB) raise its
+ * peak RSS by a few MB. */
+START_TEST(test_results_of_a_request_are_bounded_by_max_reply)
+{
+        struct tu_helper h;
+        nb_batch *one;
+        nb_results *res;
+        long hwm0;
+        nb_conn *c;
+
+        tu_private_netns();
+        tu_veths("rb", 100);
+        tu_helper_start(&h, TU_ALLOW "max_reply = 1048576\n");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        hwm0 = hwm_kb(h.pid);
+        for (int keep = 0; keep < 2; keep++) {
+                nb_batch *b = nb_batch_new();
+                long first;
+                if (keep)
+                        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+                for (int i = 0; i < 2000; i++)
+                        ck_assert_int_eq(nb_batch_link_list(b, NULL), 0);
+                ck_assert_int_eq(nb_submit(c, b, &res), 0);
+                first = nb_results_first_error(res);
+                /* 1 MiB holds some 40 lists of 200 interfaces. */
+                ck_assert_msg(first >= 10 && first < 200, "first error at op %ld", first);
+                ck_assert_int_eq(nb_result_status(res, (size_t)first), -E2BIG);
+                ck_assert_msg(strstr(nb_result_message(res, (size_t)first), "max_reply"), "%s",
+                              nb_result_message(res, (size_t)first));
+                ck_assert_uint_eq(nb_result_link_count(res, (size_t)first), 0);
+                for (long i = 0; i < first; i++) {
+                        ck_assert_int_eq(nb_result_status(res, (size_t)i), 0);
+                        ck_assert_uint_ge(nb_result_link_count(res, (size_t)i), 200);
+                }
+                for (size_t i = (size_t)first + 1; i < 2000; i++)
+                        ck_assert_int_eq(nb_result_status(res, i), keep ? -E2BIG : -ECANCELED);
+                nb_results_free(res);
+                nb_batch_free(b);
+        }
+        ck_assert_msg(hwm_kb(h.pid) - hwm0 < 32 * 1024, "the helper's peak RSS grew by %ld kB",
+                      hwm_kb(h.pid) - hwm0);
+        /* The bound is a request's: the next is whole. */
+        one = nb_batch_new();
+        ck_assert_int_eq(nb_batch_link_list(one, NULL), 0);
+        res = tu_submit_ok(c, one);
+        ck_assert_uint_ge(nb_result_link_count(res, 0), 200);
+        nb_results_free(res);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* A client that sends requests and never reads a reply: once a reply waits
  * for the socket the helper stops reading, so the client's writes block
  * after a few thousand requests instead of the helper's memory growing
@@ -1101,6 +1170,7 @@ Suite *limits_suite(void)
         tcase_set_timeout(config, 120);
         tcase_set_tags(progs, "exec");
         tcase_add_test(conns, test_connections_total_cap_counts_every_uid);
+        tcase_add_test(conns, test_results_of_a_request_are_bounded_by_max_reply);
         tcase_add_test(conns, test_connections_per_uid_cap_leaves_other_uids_alone);
         tcase_add_test(frames, test_frame_of_exactly_max_frame_is_served_one_byte_more_is_refused);
         tcase_add_test(frames, test_ops_at_max_ops_are_served_one_more_is_refused);

@@ -156,7 +156,8 @@ struct nbd_job {
         size_t ran; /* ops before this index ran (or were skipped as refused) */
         size_t failed; /* first failed op that stops the batch, or SIZE_MAX */
         size_t reply_budget;
-        size_t reply_max, reply_bytes; /* nbd_job_origin's bound, and what is held */
+        size_t reply_max, reply_memory; /* nbd_job_origin's bounds */
+        size_t reply_bytes; /* what the results hold, packed */
         uint32_t fds_given;
         enum job_state state;
         struct undo *undos;
@@ -847,16 +848,22 @@ static void validate_from_timer(void *data)
 
 /* ---- running ---- */
 
-/* The result of the op that ended is held to the reply's bound: one that
- * would pass it keeps its status line only, and fails with E2BIG. */
+/* What a result holds in memory, decoded (its structs, pointer arrays,
+ * strings and malloc's words), for each byte it packs to: a LinkList's
+ * entry packs to some 60 bytes and holds some 240. */
+#define NBD_RESULT_MEMORY_FACTOR 4
+
+/* The result of the op that ended is held to the reply's bounds: one that
+ * would pass either keeps its status line only, and fails with E2BIG. */
 static void hold_to_reply_max(struct nbd_job *job, Netbroker__Result *res)
 {
         size_t n, held = job->reply_bytes;
 
-        if (!job->reply_max)
+        if (!job->reply_max && !job->reply_memory)
                 return;
         n = protobuf_c_message_get_packed_size(&res->base);
-        if (held + n <= job->reply_max) {
+        if ((!job->reply_max || held + n <= job->reply_max) &&
+            (!job->reply_memory || NBD_RESULT_MEMORY_FACTOR * (held + n) <= job->reply_memory)) {
                 job->reply_bytes = held + n;
                 return;
         }
@@ -870,9 +877,9 @@ static void hold_to_reply_max(struct nbd_job *job, Netbroker__Result *res)
         }
         res->n_fd_index = 0;
         nbd_result_set(res, -E2BIG,
-                       "the reply would be over %zu bytes (max_reply, or what is left of "
-                       "max_connection_memory) with this op's result of %zu bytes",
-                       job->reply_max, n);
+                       "the reply would be over max_reply (%zu bytes) or hold more than is left "
+                       "of max_connection_memory (%zu bytes) with this op's result of %zu bytes",
+                       job->reply_max, job->reply_memory, n);
         job->reply_bytes = held + protobuf_c_message_get_packed_size(&res->base);
 }
 
@@ -1058,7 +1065,9 @@ static void job_free(void *p)
                                 protobuf_c_message_free_unpacked(&job->results[i]->base, NULL);
                 free(job->results);
         }
-        bool large = job->budget->used >= LARGE_REQUEST_DECODED;
+        /* Large in what it decoded, or in what its results held. */
+        bool large = job->budget->used >= LARGE_REQUEST_DECODED ||
+                     job->reply_bytes >= LARGE_REQUEST_DECODED;
         const struct nbd_dispatch_ctx *ctx = job->ctx;
 
         nbp_close_fds(job->fds, job->nfds);
@@ -1659,6 +1668,7 @@ int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origi
         job->lane_first = SIZE_MAX;
         job->reply_budget = origin->reply_budget;
         job->reply_max = origin->reply_max;
+        job->reply_memory = origin->reply_memory;
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
         if (nfds)
                 job->fds = malloc(nfds * sizeof(int));

@@ -91,11 +91,13 @@ struct nbd_job_owner {
 struct nbd_job_origin {
         struct nbd_peer peer; /* what it may do is decided by who it is */
         size_t reply_budget; /* bytes of program output its reply may carry */
-        /* Bytes its results may take, packed, in all (0: no bound): an op
-         * whose result would pass it fails with E2BIG, its payload
-         * dropped. Its results are held until the reply goes: without a
-         * bound, one request of 4,096 LinkLists took a helper to 400 MB. */
-        size_t reply_max;
+        /* Bytes its results may take, packed, in all (0: no bound), and
+         * memory they may hold until the reply goes, unpacked (0: no
+         * bound; NBD_RESULT_MEMORY_FACTOR times their packed size): an op
+         * whose result would pass either fails with E2BIG, its payload
+         * dropped. Without them, one request of 4,096 LinkLists took a
+         * helper to 400 MB. */
+        size_t reply_max, reply_memory;
 };
 
 int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origin *origin,

@@ -501,14 +501,13 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         }
         origin.peer = c->peer;
         origin.reply_budget = reply_room(c, req);
-        /* Every result, not only programs' output: within max_reply and what
-         * is left of the connection's memory (at least a byte: 0 is no
-         * bound). */
-        origin.reply_max = c->mem < c->srv->cfg->max_connection_memory
-                                   ? c->srv->cfg->max_connection_memory - c->mem
-                                   : 1;
-        if (origin.reply_max > c->srv->cfg->max_reply)
-                origin.reply_max = c->srv->cfg->max_reply;
+        /* Every result, not only programs' output: within max_reply, and
+         * what they hold within what is left of the connection's memory
+         * (at least a byte: 0 is no bound). */
+        origin.reply_max = c->srv->cfg->max_reply;
+        origin.reply_memory = c->mem < c->srv->cfg->max_connection_memory
+                                      ? c->srv->cfg->max_connection_memory - c->mem
+                                      : 1;
         cj->conn = c;
         cj->mem = budget->used + origin.reply_budget;
         cj->nfds = (unsigned)nfds;

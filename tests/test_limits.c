@@ -495,6 +495,25 @@ START_TEST(test_results_of_a_request_are_bounded_by_max_reply)
         nb_results_free(res);
         nb_close(c);
         tu_helper_stop(&h);
+
+        /* What the results hold decoded (four times their packed size) is
+         * bounded by what is left of max_connection_memory, whatever
+         * max_reply allows. */
+        tu_helper_start(&h, TU_ALLOW "max_connection_memory = 1048576\n");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        one = nb_batch_new();
+        for (int i = 0; i < 2000; i++)
+                ck_assert_int_eq(nb_batch_link_list(one, NULL), 0);
+        ck_assert_int_eq(nb_submit(c, one, &res), 0);
+        ck_assert_int_ge(nb_results_first_error(res), 1);
+        ck_assert_int_eq(nb_result_status(res, (size_t)nb_results_first_error(res)), -E2BIG);
+        ck_assert_msg(strstr(nb_result_message(res, (size_t)nb_results_first_error(res)),
+                             "max_connection_memory"),
+                      "%s", nb_result_message(res, (size_t)nb_results_first_error(res)));
+        nb_results_free(res);
+        nb_batch_free(one);
+        nb_close(c);
+        tu_helper_stop(&h);
 }
 END_TEST
 

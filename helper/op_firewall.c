@@ -1333,6 +1333,12 @@ struct list_work {
         const struct nbd_backend_fw *be;
         struct nbd_fw *fw; /* the loop's */
         bool lane; /* run on the firewall's lane: a handle of its own */
+        /* Root's listing counts the rules when the mark does not hold;
+         * another caller's says what each owner's chains claim: a count
+         * is a read of every rule of every caller's owners, which grows
+         * with the table, and any admitted uid may list (the lane serves
+         * the clients' ops in turn, each as long as its read). */
+        bool count;
         bool counters;
         Netbroker__Result *res;
         struct listing ls;
@@ -1350,7 +1356,7 @@ static void list_read(void *data)
                             strerror(-w->r));
                 return;
         }
-        w->r = w->be->list(fw, add_owner, &w->ls, &w->err);
+        w->r = (w->count ? w->be->list : w->be->list_creators)(fw, add_owner, &w->ls, &w->err);
         if (w->r == 0 && w->counters && w->ls.l->n_owners)
                 w->r = w->be->list_rules(fw, add_counter, &w->ls, &w->err);
         if (w->lane)
@@ -1393,6 +1399,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         *w = (struct list_work){.be = &ctx->be->fw,
                                 .fw = ctx->fw,
                                 .lane = ctx->lane_fw != NULL,
+                                .count = nbd_peer_is_root(nbd_job_peer(job)),
                                 .counters = op->firewall_list->counters,
                                 .res = res,
                                 .ls = {l, nbd_job_peer(job)}};

@@ -1544,7 +1544,8 @@ static void as_nobody(const char *sock, nb_batch *b, int *status)
  * of the table too, which grows with it (6.8 s at 1,000 owners of 60 rules
  * in a hostile-client review, the loop held). Now it reads the owners
  * alone: nobody's replace is validated and done while any rule count would
- * be held (hold point COUNT), and none was asked for. */
+ * be held (hold point COUNT), and none was asked for; nor by nobody's
+ * FirewallList after it. */
 START_TEST(test_a_users_apply_is_validated_without_counting_the_rules)
 {
         char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
@@ -1608,6 +1609,27 @@ START_TEST(test_a_users_apply_is_validated_without_counting_the_rules)
         }
         ck_assert_msg(*status == 0, "nobody's apply: status %d", *status);
         ck_assert_msg(access(held, F_OK) != 0, "a rule count was asked for");
+        /* Nobody's FirewallList says what the chains claim: no count
+         * either (root's would count: any admitted uid may list). Its
+         * apply just wrote the table without a mark (it was not intact). */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_firewall_list(b), 0);
+        *status = 1;
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                as_nobody(h.sock, b, status);
+        for (int i = 0; i < 6000 && (w = waitpid(child, NULL, WNOHANG)) == 0; i++) {
+                ck_assert_msg(access(held, F_OK) != 0, "nobody's listing counted the rules");
+                usleep(5000);
+        }
+        if (w == 0) {
+                unlink(hold);
+                waitpid(child, NULL, 0);
+                ck_abort_msg("nobody's listing waited for a rule count");
+        }
+        ck_assert_msg(*status == 0, "nobody's listing: status %d", *status);
+        nb_batch_free(b);
         unlink(hold);
         ck_assert(table_has("nbo/"));
         munmap(status, sizeof(int));

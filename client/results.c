@@ -569,6 +569,8 @@ NB_EXPORT int nb_result_sysctl_old(const nb_results *r, size_t i, unsigned *ret)
                 return -ERANGE;
         if (res->out_case != NETBROKER__RESULT__OUT_SYSCTL)
                 return -ENODATA;
+        if (!ret)
+                return -EINVAL; /* as the struct outputs (nb_struct_out) */
         *ret = res->sysctl->old_value;
         return 0;
 }

@@ -265,6 +265,8 @@ START_TEST(test_sysctl_set_per_interface_and_global)
         ck_assert_int_eq(nb_batch_sysctl_set(b, NULL, "ipv6.forwarding", 1), 0);
         res = tu_submit_ok(c, b);
         ck_assert_int_eq(nb_result_sysctl_old(res, 0, &old), 0);
+        /* No place for it: an error, not a write through NULL. */
+        ck_assert_int_eq(nb_result_sysctl_old(res, 0, NULL), -EINVAL);
         ck_assert_uint_eq(old, old_ra);
         nb_results_free(res);
         ck_assert_uint_eq(sysctl_read("ipv6/conf/nbbr0/accept_ra"), old_ra == 2 ? 0 : 2);

@@ -45,6 +45,33 @@ size_t nbd_opref_slots(Netbroker__Op *op, char **ret[NBD_OPREF_SLOTS])
         case NETBROKER__OP__OP_LINK_LIST:
                 ret[0] = &op->link_list->name;
                 return 1;
+        /* The virtual networks' ops: without their slots here, a reference
+         * passed validation unchecked and the op failed with ENODEV after
+         * the ops before it ran (and were undone). */
+        case NETBROKER__OP__OP_ADDR_ADD:
+                ret[0] = &op->addr_add->ifname;
+                return 1;
+        case NETBROKER__OP__OP_ADDR_DELETE:
+                ret[0] = &op->addr_delete->ifname;
+                return 1;
+        case NETBROKER__OP__OP_ADDR_LIST:
+                ret[0] = &op->addr_list->ifname;
+                return 1;
+        case NETBROKER__OP__OP_ROUTE_ADD:
+                ret[0] = &op->route_add->ifname;
+                return 1;
+        case NETBROKER__OP__OP_ROUTE_DELETE:
+                ret[0] = &op->route_delete->ifname;
+                return 1;
+        case NETBROKER__OP__OP_ROUTE_LIST:
+                ret[0] = &op->route_list->ifname;
+                return 1;
+        case NETBROKER__OP__OP_SYSCTL_SET:
+                ret[0] = &op->sysctl_set->ifname;
+                return 1;
+        case NETBROKER__OP__OP_BRIDGE_OPT_SET:
+                ret[0] = &op->bridge_opt_set->ifname;
+                return 1;
         default:
                 return 0;
         }

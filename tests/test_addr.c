@@ -170,6 +170,50 @@ START_TEST(test_ping_across_a_bridge_with_the_address_put_on_it)
 }
 END_TEST
 
+/* The ops of this file name an interface an earlier op of the batch makes
+ * ("op:K", nb_ref): the name the helper gave it is theirs when they run.
+ * (Their references passed validation unchecked and failed with ENODEV
+ * after the ops before them had run.) A reference to an op that makes
+ * nothing is refused before anything runs. */
+START_TEST(test_addr_and_sysctl_ops_take_a_reference_to_an_earlier_op)
+{
+        nb_conn *c = setup();
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        nb_addr_info ai = {.size = sizeof(ai)};
+        char ref[16], *out;
+        const char *made;
+
+        ck_assert_int_eq(nb_batch_tap_create(b, "nbq%d", NULL), 0);
+        ck_assert_int_eq(nb_ref(0, ref, sizeof(ref)), 0);
+        ck_assert_int_eq(nb_batch_addr_add(b, ref, "10.91.0.1", 24, NULL), 0);
+        ck_assert_int_eq(nb_batch_sysctl_set(b, ref, "ipv6.forwarding", 1), 0);
+        ck_assert_int_eq(nb_batch_addr_list(b, ref), 0);
+        res = tu_submit_ok(c, b);
+        made = nb_result_ifname(res, 0);
+        ck_assert_ptr_nonnull(made);
+        ck_assert_uint_eq(nb_result_addr_count(res, 3), 1);
+        ck_assert_int_eq(nb_result_addr_at(res, 3, 0, &ai), 0);
+        ck_assert_str_eq(ai.address, "10.91.0.1");
+        out = tu_sh("ip -j addr show dev %s", made);
+        ck_assert_msg(strstr(out, "\"10.91.0.1\""), "%s", out);
+        free(out);
+        nb_results_free(res);
+        /* Op 0 is a Ping: it makes no interface. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_ping(b), 0);
+        ck_assert_int_eq(nb_batch_tap_create(b, "nbr%d", NULL), 0);
+        ck_assert_int_eq(nb_batch_addr_add(b, ref, "10.92.0.1", 24, NULL), 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 2), -EINVAL);
+        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        ck_assert(!tu_link_exists("nbr0"));
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
 /* ---- routes ---- */
 
 START_TEST(test_route_add_list_delete_as_ip_sees_them)
@@ -794,6 +838,7 @@ Suite *addr_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_addr_add_list_delete_as_ip_sees_them);
         tcase_add_test(tc, test_ping_across_a_bridge_with_the_address_put_on_it);
+        tcase_add_test(tc, test_addr_and_sysctl_ops_take_a_reference_to_an_earlier_op);
         tcase_add_test(tc, test_route_add_list_delete_as_ip_sees_them);
         tcase_add_test(tc, test_sysctl_set_per_interface_and_global);
         tcase_add_test(tc, test_a_failed_batch_undoes_addresses_routes_and_sysctls);

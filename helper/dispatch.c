@@ -156,8 +156,9 @@ struct nbd_job {
         size_t ran; /* ops before this index ran (or were skipped as refused) */
         size_t failed; /* first failed op that stops the batch, or SIZE_MAX */
         size_t reply_budget;
-        size_t reply_max, reply_memory; /* nbd_job_origin's bounds */
+        size_t reply_max; /* nbd_job_origin's */
         size_t reply_bytes; /* what the results hold, packed */
+        size_t reply_full; /* the op whose result filled the reply, or SIZE_MAX */
         uint32_t fds_given;
         enum job_state state;
         struct undo *undos;
@@ -850,37 +851,36 @@ static void validate_from_timer(void *data)
 
 /* What a result holds in memory, decoded (its structs, pointer arrays,
  * strings and malloc's words), for each byte it packs to: a LinkList's
- * entry packs to some 60 bytes and holds some 240. */
+ * entry packs to some 60 bytes and holds some 240. A program's output is
+ * one buffer, and was reserved before it ran (reply_budget): not charged. */
 #define NBD_RESULT_MEMORY_FACTOR 4
 
-/* The result of the op that ended is held to the reply's bounds: one that
- * would pass either keeps its status line only, and fails with E2BIG. */
-static void hold_to_reply_max(struct nbd_job *job, Netbroker__Result *res)
+/* The result of the op that ended is held until the reply goes: counted
+ * against the reply's bound, and charged to its owner. The op keeps it
+ * (what it did is done); once over either, the ops after it do not run. */
+static void hold_result(struct nbd_job *job, Netbroker__Result *res)
 {
-        size_t n, held = job->reply_bytes;
+        size_t n;
 
-        if (!job->reply_max && !job->reply_memory)
+        if (!job->reply_max && !job->owner->hold)
                 return;
         n = protobuf_c_message_get_packed_size(&res->base);
-        if ((!job->reply_max || held + n <= job->reply_max) &&
-            (!job->reply_memory || NBD_RESULT_MEMORY_FACTOR * (held + n) <= job->reply_memory)) {
-                job->reply_bytes = held + n;
+        job->reply_bytes += n;
+        if (job->reply_full != SIZE_MAX)
                 return;
-        }
-        if (res->out_case != NETBROKER__RESULT__OUT__NOT_SET) {
-                const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
-                        &netbroker__result__descriptor, (unsigned)res->out_case);
-                ProtobufCMessage **sub = (ProtobufCMessage **)((char *)res + f->offset);
-                protobuf_c_message_free_unpacked(*sub, NULL);
-                *sub = NULL;
-                res->out_case = NETBROKER__RESULT__OUT__NOT_SET;
-        }
-        res->n_fd_index = 0;
+        if ((job->reply_max && job->reply_bytes > job->reply_max) ||
+            (job->owner->hold && res->out_case != NETBROKER__RESULT__OUT_EXEC &&
+             !job->owner->hold(job->data, NBD_RESULT_MEMORY_FACTOR * n)))
+                job->reply_full = job->next;
+}
+
+/* An op the full reply leaves unrun (hold_result): its result says so. */
+static void reply_full_refuse(struct nbd_job *job, Netbroker__Result *res)
+{
         nbd_result_set(res, -E2BIG,
-                       "the reply would be over max_reply (%zu bytes) or hold more than is left "
-                       "of max_connection_memory (%zu bytes) with this op's result of %zu bytes",
-                       job->reply_max, job->reply_memory, n);
-        job->reply_bytes = held + protobuf_c_message_get_packed_size(&res->base);
+                       "not run: the reply is full after op %zu (max_reply, %zu bytes, or this "
+                       "connection's max_connection_memory)",
+                       job->reply_full, job->reply_max);
 }
 
 /* An op has its result: count an error; after a failure, skip the rest
@@ -892,7 +892,7 @@ static void op_finished(struct nbd_job *job)
         bool keep_going = req->flags & NETBROKER__REQUEST_FLAG__REQUEST_FLAG_CONTINUE_ON_ERROR;
         size_t failed = job->next;
 
-        hold_to_reply_max(job, res);
+        hold_result(job, res);
 
         job->next++;
         job->ran = job->next;
@@ -1518,6 +1518,11 @@ static void job_continue(struct nbd_job *job)
                  * two integer compares (the bench's `log` scenario). */
                 nbd_debug("request %" PRIu64 ": op %zu of %zu, %s", req->id, job->next, req->n_ops,
                           h->name);
+                if (job->reply_full != SIZE_MAX) {
+                        reply_full_refuse(job, job->results[job->next]);
+                        op_finished(job);
+                        continue;
+                }
                 r = resolve_refs(job, h);
                 if (r == 0)
                         r = h->run(job, req->ops[job->next], job->results[job->next]);
@@ -1668,7 +1673,7 @@ int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origi
         job->lane_first = SIZE_MAX;
         job->reply_budget = origin->reply_budget;
         job->reply_max = origin->reply_max;
-        job->reply_memory = origin->reply_memory;
+        job->reply_full = SIZE_MAX;
         job->results = calloc(job->req->n_ops ? job->req->n_ops : 1, sizeof(*job->results));
         if (nfds)
                 job->fds = malloc(nfds * sizeof(int));

@@ -79,6 +79,11 @@ struct nbd_job_owner {
          * sent). Returns 0 when sent, 1 when queued behind other output (the
          * job then waits before its next op until nbd_job_output_drained()), or -errno. */
         int (*send_fds)(void *data, uint64_t request_id, uint32_t op_index, int *fds, size_t n);
+        /* The memory an op's result holds until the reply goes (bytes, an
+         * estimate): the owner charges it to what the job may hold and
+         * returns true, or returns false when that is full (NULL: no
+         * bound). The charge ends with the job. */
+        bool (*hold)(void *data, size_t bytes);
 };
 
 /* Take ownership of a decoded message (allocated from *budget, which the job
@@ -91,13 +96,14 @@ struct nbd_job_owner {
 struct nbd_job_origin {
         struct nbd_peer peer; /* what it may do is decided by who it is */
         size_t reply_budget; /* bytes of program output its reply may carry */
-        /* Bytes its results may take, packed, in all (0: no bound), and
-         * memory they may hold until the reply goes, unpacked (0: no
-         * bound; NBD_RESULT_MEMORY_FACTOR times their packed size): an op
-         * whose result would pass either fails with E2BIG, its payload
-         * dropped. Without them, one request of 4,096 LinkLists took a
+        /* Bytes its results may take, packed, in all (0: no bound). Once an
+         * op's result has passed it, or the owner could not hold that
+         * result (hold), the ops after it do not run: each fails with
+         * E2BIG, and the batch stops there unless it goes on after
+         * failures. The op that passed it keeps its result: what it did is
+         * done. Without a bound, one request of 4,096 LinkLists took a
          * helper to 400 MB. */
-        size_t reply_max, reply_memory;
+        size_t reply_max;
 };
 
 int nbd_job_start(const struct nbd_dispatch_ctx *ctx, const struct nbd_job_origin *origin,

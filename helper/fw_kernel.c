@@ -34,6 +34,7 @@
 #include "lane.h"
 #include "nfsock.h"
 #include "log.h"
+#include "loop.h" /* nbd_now_us */
 #include "netlink.h"
 #include "stats.h"
 
@@ -1209,7 +1210,9 @@ int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret)
         if (!lf)
                 return -ENOMEM;
         lf->monw.fd = -1;
-        lf->seq = fw->seq + (1u << 30); /* its own numbers: any will do */
+        /* Its own numbers, on its own socket: any will do (not the loop's
+         * fw->seq, which the loop changes meanwhile). */
+        lf->seq = (uint32_t)nbd_now_us();
         lf->can_mark = fw->can_mark;
         lf->nl = lane_socket(&r);
         if (!lf->nl) {

@@ -369,9 +369,25 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         return c->closed || c->dead ? -ECONNRESET : c->out_head != NULL;
 }
 
+/* What a job's results hold until its reply goes, charged to the
+ * connection's memory as they come, so that requests in flight on one
+ * connection share max_connection_memory (released with the job). */
+static bool job_hold(void *data, size_t bytes)
+{
+        struct conn_job *cj = data;
+        struct conn *c = cj->conn;
+
+        if (c->mem + bytes > c->srv->cfg->max_connection_memory)
+                return false;
+        c->mem += bytes;
+        cj->mem += bytes;
+        return true;
+}
+
 static const struct nbd_job_owner job_owner = {
         .done = on_job_done,
         .send_fds = send_job_fds,
+        .hold = job_hold,
 };
 
 /* Every op of a request that cannot be run answers with the same status. */
@@ -501,13 +517,9 @@ static void handle_request(struct conn *c, Netbroker__ClientMessage *msg,
         }
         origin.peer = c->peer;
         origin.reply_budget = reply_room(c, req);
-        /* Every result, not only programs' output: within max_reply, and
-         * what they hold within what is left of the connection's memory
-         * (at least a byte: 0 is no bound). */
+        /* Every result, not only programs' output, within max_reply; what
+         * they hold is charged to the connection as they come (job_hold). */
         origin.reply_max = c->srv->cfg->max_reply;
-        origin.reply_memory = c->mem < c->srv->cfg->max_connection_memory
-                                      ? c->srv->cfg->max_connection_memory - c->mem
-                                      : 1;
         cj->conn = c;
         cj->mem = budget->used + origin.reply_budget;
         cj->nfds = (unsigned)nfds;

@@ -442,12 +442,13 @@ static long hwm_kb(pid_t pid)
 }
 
 /* max_reply bounds every result a request holds, not only programs'
- * output: the op whose result would pass it fails with E2BIG, its payload
- * dropped, and the batch stops there; with CONTINUE_ON_ERROR each later op
- * that has a result to give fails alike. The helper holds no more than
- * that: 2,000 LinkLists of 200 interfaces (some 50 MB of results packed; a
- * hostile-client review's 4,096 of 390 took a helper to 400 MB) raise its
- * peak RSS by a few MB. */
+ * output: once an op's result has passed it, the ops after it do not run
+ * (each fails with E2BIG, and the batch stops there unless it goes on
+ * after failures); the op that passed it keeps its result. What the
+ * results hold decoded is charged to the connection's memory as they
+ * come. The helper holds no more than that: 2,000 LinkLists of 200
+ * interfaces (some 50 MB of results packed; a hostile-client review's
+ * 4,096 of 390 took a helper to 400 MB) raise its peak RSS by a few MB. */
 START_TEST(test_results_of_a_request_are_bounded_by_max_reply)
 {
         struct tu_helper h;
@@ -497,8 +498,7 @@ START_TEST(test_results_of_a_request_are_bounded_by_max_reply)
         tu_helper_stop(&h);
 
         /* What the results hold decoded (four times their packed size) is
-         * bounded by what is left of max_connection_memory, whatever
-         * max_reply allows. */
+         * charged to the connection's memory, whatever max_reply allows. */
         tu_helper_start(&h, TU_ALLOW "max_connection_memory = 1048576\n");
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         one = nb_batch_new();
@@ -512,6 +512,56 @@ START_TEST(test_results_of_a_request_are_bounded_by_max_reply)
                       "%s", nb_result_message(res, (size_t)nb_results_first_error(res)));
         nb_results_free(res);
         nb_batch_free(one);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* An op whose result fills the reply did what it did: it keeps its
+ * result, and the ops after it do not run. Without CONTINUE_ON_ERROR the
+ * batch failed there and is undone, every bridge with it; with it, the
+ * bridges made stay and the others were never made. (An op that passed
+ * the bound once failed after its bridge was made, and stayed made.) */
+START_TEST(test_a_full_reply_stops_the_batch_before_the_next_op_runs)
+{
+        struct tu_helper h;
+        nb_results *res;
+        nb_conn *c;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW "max_reply = 4096\n");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        for (int keep = 0; keep < 2; keep++) {
+                nb_batch *b = nb_batch_new();
+                long first;
+                if (keep)
+                        nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+                for (int i = 0; i < 300; i++) {
+                        char name[16];
+                        snprintf(name, sizeof(name), "rfbridge-%06d", i);
+                        ck_assert_int_eq(nb_batch_bridge_create(b, name), 0);
+                }
+                ck_assert_int_eq(nb_submit(c, b, &res), 0);
+                /* The first E2BIG (without CONTINUE_ON_ERROR the ops before
+                 * it say "undone"). */
+                for (first = 0; first < 300; first++)
+                        if (nb_result_status(res, (size_t)first) == -E2BIG)
+                                break;
+                ck_assert_msg(first >= 10 && first < 300, "first E2BIG at op %ld", first);
+                ck_assert_msg(strstr(nb_result_message(res, (size_t)first), "not run"), "%s",
+                              nb_result_message(res, (size_t)first));
+                for (long i = 0; i < 300; i++) {
+                        char name[16];
+                        snprintf(name, sizeof(name), "rfbridge-%06ld", i);
+                        ck_assert_msg(tu_link_exists(name) == (keep && i < first), "%s %s", name,
+                                      tu_link_exists(name) ? "is there" : "is not there");
+                        if (i < first)
+                                ck_assert_int_eq(nb_result_status(res, (size_t)i),
+                                                 keep ? 0 : -ECANCELED);
+                }
+                nb_results_free(res);
+                nb_batch_free(b);
+        }
         nb_close(c);
         tu_helper_stop(&h);
 }
@@ -872,6 +922,28 @@ START_TEST(test_exec_output_at_the_cap_is_whole_one_byte_more_is_truncated)
 }
 END_TEST
 
+/* Programs' output is reserved before they run (reply_budget) and holds
+ * about its packed size: at the default limits, five programs each writing
+ * 1 MiB to stdout and to stderr give all of it. (Charged four times over
+ * against the connection's memory, the fourth failed after it ran.) */
+START_TEST(test_programs_output_at_the_default_limits_is_whole)
+{
+        nb_conn *c = tu_spawn(TU_ALLOW);
+        const char *argv[] = {"sh", "-c",
+                              "head -c 1048576 /dev/zero; head -c 1048576 /dev/zero >&2", NULL};
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(nb_batch_exec(b, "/bin/sh", argv, NULL, NULL, 0, 0), 0);
+        res = submit_and_free(c, b);
+        for (size_t i = 0; i < 5; i++)
+                expect_output(res, i, 1048576, 1048576, false);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
 /* max_reply bounds the output of a whole request, whatever each op's cap. */
 START_TEST(test_output_of_a_request_is_bounded_by_max_reply)
 {
@@ -1190,6 +1262,7 @@ Suite *limits_suite(void)
         tcase_set_tags(progs, "exec");
         tcase_add_test(conns, test_connections_total_cap_counts_every_uid);
         tcase_add_test(conns, test_results_of_a_request_are_bounded_by_max_reply);
+        tcase_add_test(conns, test_a_full_reply_stops_the_batch_before_the_next_op_runs);
         tcase_add_test(conns, test_connections_per_uid_cap_leaves_other_uids_alone);
         tcase_add_test(frames, test_frame_of_exactly_max_frame_is_served_one_byte_more_is_refused);
         tcase_add_test(frames, test_ops_at_max_ops_are_served_one_more_is_refused);
@@ -1202,6 +1275,7 @@ Suite *limits_suite(void)
         tcase_add_test(progs, test_pending_spawns_are_capped_and_the_next_is_refused);
         tcase_add_test(progs, test_exec_output_at_the_cap_is_whole_one_byte_more_is_truncated);
         tcase_add_test(progs, test_output_of_a_request_is_bounded_by_max_reply);
+        tcase_add_test(progs, test_programs_output_at_the_default_limits_is_whole);
         tcase_add_test(progs, test_exec_args_and_env_at_max_args_run_one_more_is_refused);
         tcase_add_test(progs, test_exec_timeouts_are_capped_and_defaulted);
         tcase_add_test(config,

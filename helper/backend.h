@@ -106,7 +106,8 @@ struct nbd_backend_fw {
         void (*lane_close)(struct nbd_fw *lf);
         int (*txn_remove_bound)(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ], size_t n,
                                 struct nbd_fw_owner_info **ret, size_t *n_ret, struct nbd_err *e);
-        int (*list_rules)(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e);
+        int (*list_rules)(struct nbd_fw *fw, const uid_t *only, nbd_fw_rule_fn fn, void *data,
+                          struct nbd_err *e);
         /* Ensure by hash (issue 14). */
         int (*txn_check_hash)(struct nbd_fw_txn *t, const char *owner, const char *ifname,
                               const char *hash, const uid_t *only_for, struct nbd_fw_applied *ret,

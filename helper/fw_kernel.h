@@ -154,6 +154,11 @@ struct nbd_fw_rule_info {
         uint64_t packets, bytes;
         const char *text;
 };
-/* fn as nbd_fw_list()'s; every rule of every owner, in one rule dump. */
+/* fn as nbd_fw_list()'s; every rule of every owner, in one rule dump
+ * (only NULL), or those of the owners made for uid *only, chain by chain
+ * (the kernel reads a chain named in the request alone, where a dump of the
+ * table walks all of it again for every message: a caller that lists its
+ * own counters does not pay for everyone's). */
 typedef int (*nbd_fw_rule_fn)(const struct nbd_fw_rule_info *r, void *data);
-int nbd_fw_list_rules(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e);
+int nbd_fw_list_rules(struct nbd_fw *fw, const uid_t *only, nbd_fw_rule_fn fn, void *data,
+                      struct nbd_err *e);

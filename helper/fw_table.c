@@ -423,7 +423,11 @@ static int dump(struct nbd_fw *fw, uint16_t type, mnl_cb_t cb, void (*restart)(v
                 void *data)
 {
         struct table_dump t = {fw, type, cb, restart, data, false};
-        int r = nbd_nfsock_dump_tries(dump_once, &t);
+        int r;
+
+        if (type == NFT_MSG_GETRULE)
+                nbd_stat_inc_shared(NBD_STAT_NFT_RULE_DUMPS);
+        r = nbd_nfsock_dump_tries(dump_once, &t);
 
         return r < 0 ? r : 0;
 }
@@ -726,10 +730,62 @@ static bool split_chain(const char *chain, struct nbd_fw_rule_info *info)
         return true;
 }
 
-int nbd_fw_list_rules(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e)
+/* One chain's rules, added to d (nbd_nfsock_dump_tries: a try forgets
+ * what an interrupted one added, from mark on). */
+struct chain_rules {
+        struct nbd_fw *fw;
+        const char *chain;
+        struct rule_dump *d;
+        size_t mark;
+};
+
+static int chain_rules_once(void *data)
+{
+        static _Thread_local char buf[65536]; /* the loop and the firewall lane */
+        struct chain_rules *c = data;
+        uint32_t seq = ++c->fw->seq;
+        struct nlmsghdr *nlh =
+                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETRULE, NFPROTO_NETDEV, NLM_F_DUMP, seq);
+        struct nftnl_rule *rl = nbd_fw_new_rule(c->chain);
+        int r;
+
+        while (c->d->n > c->mark)
+                free(c->d->v[--c->d->n].chain);
+        c->d->err = 0;
+        if (!rl)
+                return -ENOMEM;
+        nftnl_rule_nlmsg_build_payload(nlh, rl);
+        nftnl_rule_free(rl);
+        if (mnl_socket_sendto(c->fw->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        r = nbd_nfsock_read_answer(c->fw->nl, buf, sizeof(buf), seq, on_rule_full, c->d);
+        return r == -ENOENT ? 0 : r; /* gone meanwhile: no rules */
+}
+
+/* The rules of uid's owners, chain by chain, into d. */
+static int rules_of_uid(struct nbd_fw *fw, uid_t uid, struct rule_dump *d)
+{
+        struct nbd_fw_owners owners = {0};
+        int r = nbd_fw_read_owners(fw, &owners);
+
+        for (struct nbd_fw_owner_state *o = owners.list; r == 0 && o; o = o->next)
+                for (size_t i = 0; r == 0 && o->uid == uid && i < o->n_chains; i++) {
+                        struct chain_rules c = {fw, o->chains[i], d, d->n};
+                        r = nbd_nfsock_dump_tries(chain_rules_once, &c);
+                        if (r == 0)
+                                r = d->err;
+                }
+        nbd_fw_owners_free(&owners);
+        return r;
+}
+
+int nbd_fw_list_rules(struct nbd_fw *fw, const uid_t *only, nbd_fw_rule_fn fn, void *data,
+                      struct nbd_err *e)
 {
         struct rule_dump d = {0};
-        int r = dump(fw, NFT_MSG_GETRULE, on_rule_full, restart_rules, &d);
+        int r = only ? rules_of_uid(fw, *only, &d)
+                     : dump(fw, NFT_MSG_GETRULE, on_rule_full, restart_rules, &d);
 
         if (r == 0)
                 r = d.err;

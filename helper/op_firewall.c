@@ -1358,7 +1358,8 @@ static void list_read(void *data)
         }
         w->r = (w->count ? w->be->list : w->be->list_creators)(fw, add_owner, &w->ls, &w->err);
         if (w->r == 0 && w->counters && w->ls.l->n_owners)
-                w->r = w->be->list_rules(fw, add_counter, &w->ls, &w->err);
+                w->r = w->be->list_rules(fw, w->count ? NULL : &w->ls.peer->uid, add_counter,
+                                         &w->ls, &w->err);
         if (w->lane)
                 w->be->lane_close(fw);
         nbd_test_hold_point("LIST_READ_DONE");

@@ -39,6 +39,10 @@ enum nbd_stat {
         /* nf_tables dumps the kernel interrupted with a commit, each asked
          * again (nfsock.h), on any thread. */
         NBD_STAT_NFT_DUMPS_INTERRUPTED,
+        /* Dumps of every rule of the firewall's table (a count, or root's
+         * listing with counters): each walks the table again for every
+         * message, on any thread. */
+        NBD_STAT_NFT_RULE_DUMPS,
         /* A macvtap's device number read from sysfs: its uevent was not
          * there (link.c, uevent.h). */
         NBD_STAT_MACVTAP_SYSFS_READS,

@@ -349,7 +349,7 @@ START_TEST(test_every_allocation_failure_of_the_rule_listing_is_enomem)
                          0);
         ck_assert_int_eq(nbd_fw_open(NULL, &fw), 0);
         ck_assert(!transaction(fw, 0, true));
-        ck_assert_msg(nbd_fw_list_rules(fw, count_rule, all, &err) == 0, "%s", err.msg);
+        ck_assert_msg(nbd_fw_list_rules(fw, NULL, count_rule, all, &err) == 0, "%s", err.msg);
         ck_assert_uint_gt(all[0], 4);
         ck_assert_uint_eq(all[1], all[0]);
         for (n = 1; n < 100000; n++) {
@@ -358,7 +358,7 @@ START_TEST(test_every_allocation_failure_of_the_rule_listing_is_enomem)
 
                 garbage(&err);
                 nbt_alloc_arm(n);
-                r = nbd_fw_list_rules(fw, count_rule, got, &err);
+                r = nbd_fw_list_rules(fw, NULL, count_rule, got, &err);
                 nbt_alloc_disarm();
                 if (!failed("list_rules", n, r, &err))
                         ck_assert(got[0] == all[0] && got[1] == all[1]);

@@ -1554,6 +1554,7 @@ START_TEST(test_a_users_apply_is_validated_without_counting_the_rules)
         int *status =
                 mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         struct tu_helper h;
+        uint64_t dumps0;
         nb_batch *b;
         nb_conn *c;
         pid_t child;
@@ -1632,6 +1633,27 @@ START_TEST(test_a_users_apply_is_validated_without_counting_the_rules)
         nb_batch_free(b);
         unlink(hold);
         ck_assert(table_has("nbo/"));
+        /* Nobody's counters: its owner's chains read one by one, not a
+         * dump of every rule of the table (root's 50 included). */
+        dumps0 = tu_stat(c, "nft_rule_dumps");
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_firewall_list_counters(b), 0);
+        *status = 1;
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                as_nobody(h.sock, b, status);
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0 && *status == 0,
+                      "nobody's counters: child 0x%x, status %d", w, *status);
+        nb_batch_free(b);
+        ck_assert_uint_eq(tu_stat(c, "nft_rule_dumps"), dumps0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_firewall_list_counters(b), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        /* Root's: a count of the rules (the table has no mark since
+         * nobody's apply), and every rule with its counters. */
+        ck_assert_uint_eq(tu_stat(c, "nft_rule_dumps"), dumps0 + 2);
         munmap(status, sizeof(int));
         nb_close(c);
         tu_helper_stop(&h);

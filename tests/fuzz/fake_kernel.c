@@ -1057,11 +1057,12 @@ static int fake_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struc
 
 /* The fake keeps no rules, only their number: it lists that many, in the
  * base chain of "from", uncounted and without text. */
-static int fake_fw_list_rules(struct nbd_fw *fw, nbd_fw_rule_fn fn, void *data, struct nbd_err *e)
+static int fake_fw_list_rules(struct nbd_fw *fw, const uid_t *only, nbd_fw_rule_fn fn, void *data,
+                              struct nbd_err *e)
 {
         (void)fw;
         for (const struct fake_owner *o = world.owners; o; o = o->next)
-                for (unsigned k = 0; k < o->rules; k++) {
+                for (unsigned k = 0; k < o->rules && (!only || o->uid == *only); k++) {
                         struct nbd_fw_rule_info info = {.index = k, .text = ""};
                         int r;
                         snprintf(info.owner, sizeof(info.owner), "%s", o->owner);

@@ -609,7 +609,10 @@ START_TEST(test_ten_thousand_spawns_leave_no_zombie)
         }
         ck_assert_int_eq(tu_zombies_of(pid), 0);
         ck_assert_int_eq(tu_children_of(pid), 0);
-        ck_assert_int_eq(tu_fd_count(pid), fds_before);
+        /* None left by the spawns. One fewer is no leak: a CI run under
+         * load counted 14 before and 13 after (something of the start-up,
+         * still open when the FirewallList was answered, closed since). */
+        ck_assert_int_le(tu_fd_count(pid), fds_before);
         nb_batch_free(b);
         nb_close(c);
 }

@@ -417,28 +417,28 @@ START_TEST(test_ops_over_max_ops_run_nothing)
 }
 END_TEST
 
-static long rss_kb(pid_t pid)
+/* A figure of pid's /proc/PID/status in kB: key "VmRSS:", "VmHWM:". */
+static long status_kb(pid_t pid, const char *key)
 {
-        char path[64];
+        char path[64], line[32];
         const char *status, *p;
 
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        snprintf(line, sizeof(line), "\n%s", key);
         status = tu_read_file(path);
-        p = strstr(status, "\nVmRSS:");
+        p = strstr(status, line);
         ck_assert_ptr_nonnull(p);
-        return strtol(p + 8, NULL, 10);
+        return strtol(p + strlen(line), NULL, 10);
+}
+
+static long rss_kb(pid_t pid)
+{
+        return status_kb(pid, "VmRSS:");
 }
 
 static long hwm_kb(pid_t pid)
 {
-        char path[64];
-        const char *status, *p;
-
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        status = tu_read_file(path);
-        p = strstr(status, "\nVmHWM:");
-        ck_assert_ptr_nonnull(p);
-        return strtol(p + 8, NULL, 10);
+        return status_kb(pid, "VmHWM:");
 }
 
 /* max_reply bounds every result a request holds, not only programs'

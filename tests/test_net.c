@@ -529,17 +529,6 @@ END_TEST
 
 /* ---- guests' and networks' owners of one request: one transaction ---- */
 
-static void guest_apply(nb_batch *b, const char *owner, const char *ifname)
-{
-        static const char *const ips[] = {"192.168.100.50", NULL};
-        nb_fw_ruleset *rs = nb_fw_ruleset_new();
-
-        ck_assert_ptr_nonnull(rs);
-        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:01", ips), 0);
-        ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE), 0);
-        nb_fw_ruleset_free(rs);
-}
-
 /* Whether the ruleset has a chain whose name starts with prefix ("g1/"). */
 static bool has_chain(const char *prefix)
 {
@@ -596,7 +585,7 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
         /* A guest's owner, then a network's. */
         gen = nft_gen();
         b = nb_batch_new();
-        guest_apply(b, "g1", "vx1");
+        tu_clean_traffic(b, "g1", "vx1");
         ck_assert_int_eq(nb_batch_net_apply(b, "n1", &s), 0);
         nb_results_free(tu_submit_ok(w.c, b));
         ck_assert_uint_eq(nft_gen(), gen + 1);
@@ -607,7 +596,7 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
         gen = nft_gen();
         b = nb_batch_new();
         ck_assert_int_eq(nb_batch_net_apply(b, "n2", &s), 0);
-        guest_apply(b, "g2", "vx2");
+        tu_clean_traffic(b, "g2", "vx2");
         nb_results_free(tu_submit_ok(w.c, b));
         ck_assert_uint_eq(nft_gen(), gen + 1);
         ck_assert(has_chain("g2/"));
@@ -621,9 +610,9 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
         /* Interleaved, the kinds' last ops next to each other: once. */
         gen = nft_gen();
         b = nb_batch_new();
-        guest_apply(b, "g1", "vx1");
+        tu_clean_traffic(b, "g1", "vx1");
         ck_assert_int_eq(nb_batch_net_apply(b, "n1", &s), 0);
-        guest_apply(b, "g2", "vx2");
+        tu_clean_traffic(b, "g2", "vx2");
         ck_assert_int_eq(nb_batch_net_apply(b, "n2", &s), 0);
         nb_results_free(tu_submit_ok(w.c, b));
         ck_assert_uint_eq(nft_gen(), gen + 1);
@@ -633,7 +622,7 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
          * then): each kind commits at its own last op, as alone. */
         gen = nft_gen();
         b = nb_batch_new();
-        guest_apply(b, "g1", "vx1");
+        tu_clean_traffic(b, "g1", "vx1");
         ck_assert_int_eq(nb_batch_ping(b), 0);
         ck_assert_int_eq(nb_batch_net_apply(b, "n1", &s), 0);
         nb_results_free(tu_submit_ok(w.c, b));
@@ -645,7 +634,7 @@ START_TEST(test_guests_and_networks_of_one_request_are_one_transaction)
                    "other; add rule inet netbroker_net other jump n3/forward'"));
         gen = nft_gen();
         b = nb_batch_new();
-        guest_apply(b, "g3", "vx3");
+        tu_clean_traffic(b, "g3", "vx3");
         ck_assert_int_eq(nb_batch_net_apply(b, "n3", &s), 0);
         ck_assert_int_eq(nb_submit(w.c, b, &res), 0);
         ck_assert_int_eq(nb_result_status(res, 0), -EBUSY);
@@ -710,7 +699,7 @@ START_TEST(test_a_network_commit_refused_after_its_op_ended_undoes_the_batch)
                 ck_assert_int_eq(nb_batch_bridge_create(b, "nbxb0"), 0);
                 ck_assert_int_eq(nb_batch_net_apply(b, "n3", &s), 0);
                 if (k > 0)
-                        guest_apply(b, "g1", "vx1");
+                        tu_clean_traffic(b, "g1", "vx1");
                 if (k != 1)
                         ck_assert_int_eq(nb_batch_firewall_remove(b, "gone0"), 0);
                 ck_assert_int_eq(nb_submit(w.c, b, &res), 0);

@@ -814,3 +814,14 @@ uint64_t tu_stat(nb_conn *c, const char *name)
         nb_results_free(res);
         return v;
 }
+
+void tu_clean_traffic(nb_batch *b, const char *owner, const char *ifname)
+{
+        static const char *const ips[] = {"192.168.100.50", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_int_eq(nb_fw_add_clean_traffic(rs, "52:54:00:00:00:01", ips), 0);
+        ck_assert_int_eq(nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE), 0);
+        nb_fw_ruleset_free(rs);
+}

@@ -95,6 +95,9 @@ nb_results *tu_exec1(nb_conn *c, const char *path, const char *const *argv, cons
 nb_results *tu_submit(nb_conn *c, nb_batch *b);
 /* tu_submit, and every op must have worked. */
 nb_results *tu_submit_ok(nb_conn *c, nb_batch *b);
+/* A FirewallApply (replace) into b: clean-traffic for MAC 52:54:00:00:00:01
+ * and IP 192.168.100.50, owner on ifname. */
+void tu_clean_traffic(nb_batch *b, const char *owner, const char *ifname);
 /* Op i's status is `status` and (needle not NULL) its message says needle. */
 void tu_assert_status(const nb_results *res, size_t i, int status, const char *needle);
 

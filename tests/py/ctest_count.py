@@ -13,9 +13,10 @@ more failure. Any other ctest test counts as one.
 
 Arguments: BUILD_DIR..., and --failed STEP (repeatable) for a step that
 failed before ctest ran (a configure or build), counted as one failure.
-Each failed check's TAP line (file, line, message) is printed again just
-above the total, where a reader of only the log's tail finds it. Exits 1
-when anything failed.
+Each failed check's TAP line (file, case, test and message, with up to
+five lines of a message that goes on) is printed again just above the
+total, where a reader of only the log's tail finds it. Exits 1 when
+anything failed.
 """
 
 import argparse
@@ -27,15 +28,22 @@ import xml.etree.ElementTree as ET
 
 def tap_counts(path, why):
     """Counts a TAP log's checks; appends each failed check's line (Check puts
-    its file, line and message there) to why."""
+    its file, case, test and message there) to why, and up to five lines of
+    a message that goes on."""
     ok = bad = 0
+    more = 0
     with open(path, errors="replace") as f:
         for line in f:
             if line.startswith("ok "):
                 ok += 1
+                more = 0
             elif line.startswith("not ok "):
                 bad += 1
                 why.append(line.rstrip("\n"))
+                more = 5
+            elif more and not line.startswith("1.."):
+                why.append("   " + line.rstrip("\n"))
+                more -= 1
     return ok, bad
 
 

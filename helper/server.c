@@ -48,7 +48,8 @@ struct decode;
 struct conn_job {
         struct conn *conn;
         struct nbd_job *job;
-        size_t mem; /* the decoded request and the reply room it was given */
+        size_t mem; /* the decoded request, the reply room it was given, its results */
+        size_t results; /* of mem, its results' (job_hold) */
         unsigned nfds; /* fds that came with the request, held until it ends */
         bool finished;
         struct conn_job *next;
@@ -77,6 +78,7 @@ struct conn {
          * room given to them) and output the client has not read. Nothing
          * more is read from it at max_connection_memory. */
         size_t mem;
+        size_t results; /* of mem, its requests' results (job_hold) */
         /* Fds sent that the client may not have taken yet: reset when the
          * socket's send queue is empty (SIOCOUTQ 0: every frame read). */
         unsigned fds_in_flight;
@@ -329,6 +331,7 @@ static void on_job_done(struct nbd_job *job, const Netbroker__Reply *reply, void
         (void)job;
         cj->finished = true;
         c->mem -= cj->mem;
+        c->results -= cj->results;
         conn_release_fds(c, cj);
         LIST_REMOVE(&c->jobs, cj);
         c->n_jobs--;
@@ -369,16 +372,21 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         return c->closed || c->dead ? -ECONNRESET : c->out_head != NULL;
 }
 
-/* What a job's results hold until its reply goes, charged to the
- * connection's memory as they come, so that requests in flight on one
- * connection share max_connection_memory (released with the job). */
+/* What a job's results hold until its reply goes: the results of the
+ * requests in flight on one connection share max_connection_memory
+ * (released with each job), and count in the connection's memory, which
+ * stops its reads when full. Not the requests themselves: a request larger
+ * than the bound (4,096 guests' filters) is admitted, and its results are
+ * small. */
 static bool job_hold(void *data, size_t bytes)
 {
         struct conn_job *cj = data;
         struct conn *c = cj->conn;
 
-        if (c->mem + bytes > c->srv->cfg->max_connection_memory)
+        if (c->results + bytes > c->srv->cfg->max_connection_memory)
                 return false;
+        c->results += bytes;
+        cj->results += bytes;
         c->mem += bytes;
         cj->mem += bytes;
         return true;

@@ -33,6 +33,7 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_NFT_CHAIN_DUMPS] = "nft_chain_dumps",
         [NBD_STAT_NFT_DUMPS_INTERRUPTED] = "nft_dumps_interrupted",
         [NBD_STAT_NFT_RULE_DUMPS] = "nft_rule_dumps",
+        [NBD_STAT_NFT_RULE_COUNTS_BY_CHAIN] = "nft_rule_counts_by_chain",
         [NBD_STAT_MACVTAP_SYSFS_READS] = "macvtap_sysfs_reads",
         [NBD_STAT_OPS_PROGRAM] = "ops_program",
         [NBD_STAT_PROGRAMS_STARTED] = "programs_started",

@@ -43,6 +43,9 @@ enum nbd_stat {
          * listing with counters): each walks the table again for every
          * message, on any thread. */
         NBD_STAT_NFT_RULE_DUMPS,
+        /* Counts of the firewall's rules made chain by chain (a table of
+         * thousands of chains: fw_table.c), on any thread. */
+        NBD_STAT_NFT_RULE_COUNTS_BY_CHAIN,
         /* A macvtap's device number read from sysfs: its uevent was not
          * there (link.c, uevent.h). */
         NBD_STAT_MACVTAP_SYSFS_READS,

@@ -346,6 +346,29 @@ static void restart_count(void *data)
         }
 }
 
+/* One dump of chain's rules (a GETRULE naming it: the kernel reads that
+ * chain alone), cb on each: 0 (a chain gone meanwhile has none), -EINTR
+ * (interrupted: read again) or -errno. */
+static int dump_chain_rules(struct nbd_fw *fw, const char *chain, mnl_cb_t cb, void *data)
+{
+        static _Thread_local char buf[65536]; /* the loop and the firewall lane */
+        uint32_t seq = ++fw->seq;
+        struct nlmsghdr *nlh =
+                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETRULE, NFPROTO_NETDEV, NLM_F_DUMP, seq);
+        struct nftnl_rule *rl = nbd_fw_new_rule(chain);
+        int r;
+
+        if (!rl)
+                return -ENOMEM;
+        nftnl_rule_nlmsg_build_payload(nlh, rl);
+        nftnl_rule_free(rl);
+        if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        r = nbd_nfsock_read_answer(fw->nl, buf, sizeof(buf), seq, cb, data);
+        return r == -ENOENT ? 0 : r;
+}
+
 /* One chain's rules counted (a GETRULE naming it: the kernel reads that
  * chain alone), each try from the counts before it. */
 struct chain_count {
@@ -358,25 +381,11 @@ struct chain_count {
 
 static int chain_count_once(void *data)
 {
-        static _Thread_local char buf[65536]; /* the loop and the firewall lane */
         struct chain_count *c = data;
-        uint32_t seq = ++c->fw->seq;
-        struct nlmsghdr *nlh =
-                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETRULE, NFPROTO_NETDEV, NLM_F_DUMP, seq);
-        struct nftnl_rule *rl = nbd_fw_new_rule(c->o->chains[c->i]);
-        int r;
 
         c->o->kernel_rules = c->kernel_rules;
         c->o->chain_rules[c->i] = 0;
-        if (!rl)
-                return -ENOMEM;
-        nftnl_rule_nlmsg_build_payload(nlh, rl);
-        nftnl_rule_free(rl);
-        if (mnl_socket_sendto(c->fw->nl, nlh, nlh->nlmsg_len) < 0)
-                return -errno;
-        nbd_netlink_sent_nf(1);
-        r = nbd_nfsock_read_answer(c->fw->nl, buf, sizeof(buf), seq, on_rule, c->rc);
-        return r == -ENOENT ? 0 : r; /* gone meanwhile: no rules */
+        return dump_chain_rules(c->fw, c->o->chains[c->i], on_rule, c->rc);
 }
 
 /* A dump of every rule walks the whole table again for every message of
@@ -792,26 +801,12 @@ struct chain_rules {
 
 static int chain_rules_once(void *data)
 {
-        static _Thread_local char buf[65536]; /* the loop and the firewall lane */
         struct chain_rules *c = data;
-        uint32_t seq = ++c->fw->seq;
-        struct nlmsghdr *nlh =
-                nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETRULE, NFPROTO_NETDEV, NLM_F_DUMP, seq);
-        struct nftnl_rule *rl = nbd_fw_new_rule(c->chain);
-        int r;
 
         while (c->d->n > c->mark)
                 free(c->d->v[--c->d->n].chain);
         c->d->err = 0;
-        if (!rl)
-                return -ENOMEM;
-        nftnl_rule_nlmsg_build_payload(nlh, rl);
-        nftnl_rule_free(rl);
-        if (mnl_socket_sendto(c->fw->nl, nlh, nlh->nlmsg_len) < 0)
-                return -errno;
-        nbd_netlink_sent_nf(1);
-        r = nbd_nfsock_read_answer(c->fw->nl, buf, sizeof(buf), seq, on_rule_full, c->d);
-        return r == -ENOENT ? 0 : r; /* gone meanwhile: no rules */
+        return dump_chain_rules(c->fw, c->chain, on_rule_full, c->d);
 }
 
 /* The rules of uid's owners, chain by chain, into d. */

@@ -138,6 +138,11 @@ static void finish(nb_conn *c, struct request *rq, int err)
                 notify(c->notify_fd);
         } else {
                 pthread_cond_broadcast(&c->cond);
+                /* Its caller may be the poller, in poll() without the lock:
+                 * the reply was read by another thread (the event loop's
+                 * nb_conn_dispatch), so the socket will not wake it. */
+                if (c->polling)
+                        notify(c->wake_fd);
         }
 }
 

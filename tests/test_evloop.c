@@ -649,6 +649,48 @@ START_TEST(test_sync_callers_beside_the_event_loop)
 }
 END_TEST
 
+/* The same, again and again on one connection. A sync caller that became
+ * the poller waits in poll() without the lock; when the event loop's
+ * dispatch read and filed its reply, nothing woke it, and once no other
+ * reply came it waited for ever (a subagent caught it hung at its 150th and
+ * 450th round under ASan and load; the single round above failed one CI
+ * run in some twenty). 150 rounds, a few seconds. */
+START_TEST(test_sync_callers_beside_the_event_loop_again_and_again)
+{
+        enum { ASYNC = 60, ROUNDS = 150 };
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        for (int round = 0; round < ROUNDS; round++) {
+                struct sync_caller t[2];
+                struct seen s[ASYNC] = {{0}};
+                pthread_t th[2];
+
+                callbacks_run = 0;
+                for (int i = 0; i < 2; i++) {
+                        t[i] = (struct sync_caller){.conn = c};
+                        pthread_create(&th[i], NULL, sync_caller_run, &t[i]);
+                }
+                for (int i = 0; i < ASYNC; i++) {
+                        submit_async(c, ping_batch(), 20000, &s[i]);
+                        loop_once(c, 0);
+                }
+                loop_until(c, &callbacks_run, ASYNC, 30000);
+                for (int i = 0; i < 2; i++) {
+                        pthread_join(th[i], NULL);
+                        ck_assert_int_eq(t[i].ok, 30);
+                }
+                for (int i = 0; i < ASYNC; i++) {
+                        ck_assert_int_eq(s[i].calls, 1);
+                        ck_assert_int_eq(s[i].status, 0);
+                        nb_results_free(s[i].res);
+                }
+        }
+        nb_close(c);
+}
+END_TEST
+
 /* nb_close() with requests in flight calls each back with -ECANCELED, so
  * the caller can free what its opaque pointers hold. */
 START_TEST(test_close_calls_back_what_is_in_flight)
@@ -712,6 +754,7 @@ Suite *evloop_suite(void)
         tcase_add_test(tc, test_large_request_is_sent_by_the_loop_watching_readability_only);
         tcase_add_test(tc, test_callback_that_submits_again_and_waits_does_not_deadlock);
         tcase_add_test(tc, test_sync_callers_beside_the_event_loop);
+        tcase_add_test(tc, test_sync_callers_beside_the_event_loop_again_and_again);
         tcase_add_test(tc, test_close_calls_back_what_is_in_flight);
         tcase_add_test(tc, test_bad_arguments_are_refused_without_a_callback);
         suite_add_tcase(s, tc);

@@ -1636,9 +1636,13 @@ void nbd_job_cancel(struct nbd_job *job)
         if (job->state == JOB_ON_LANE) {
                 /* The call runs to its end, and the job is freed after it;
                  * the ops it decides are audited then, as they ended
-                 * (job_lane_finished), not here as if they had failed. */
+                 * (job_lane_finished), not here as if they had failed. Even
+                 * one the lane has not begun: the ops before it are done
+                 * and wait on it (a LinkDelete run's devices are in their
+                 * group). Only a read for an op not yet run is let go. */
                 job->ran = job->lane_first;
-                nbd_lane_cancel(job->lane, &job->work);
+                if (job->lane_again)
+                        nbd_lane_cancel(job->lane, &job->work);
         }
         if (job->cancel_parked) {
                 /* The op under way (an Exec) is stopped: it ran, and the

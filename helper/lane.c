@@ -143,9 +143,13 @@ static void *lane_main(void *p)
                 lane->head = w->next;
                 if (!lane->head)
                         lane->tail = NULL;
+                pthread_mutex_unlock(&ls->mu);
+                /* A held closure has not begun: a cancel meanwhile counts,
+                 * as it does for one the thread has not taken yet. */
+                test_hold(lane);
+                pthread_mutex_lock(&ls->mu);
                 skip = w->cancelled;
                 pthread_mutex_unlock(&ls->mu);
-                test_hold(lane);
                 if (!skip)
                         w->run(w->data);
                 pthread_mutex_lock(&ls->mu);

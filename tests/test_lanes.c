@@ -621,10 +621,11 @@ START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it
                 char line[96];
                 snprintf(line, sizeof(line),
                          "op=link_delete object=hk%d status=0 result=done-client-gone", i);
-                ck_assert_msg(strstr(text, line), "no '%s' in the log:\n%s", line, text);
+                ck_assert_msg(strstr(text, line), "no '%s' in the log:\n%s", line,
+                              tu_log_quote(text));
         }
         ck_assert_msg(!strstr(text, "op=link_delete object=hk4 status=125"),
-                      "the audit said the deletion failed:\n%s", text);
+                      "the audit said the deletion failed:\n%s", tu_log_quote(text));
         free(text);
         unlink(log);
         nb_batch_free(b);
@@ -706,11 +707,12 @@ START_TEST(test_client_killed_while_its_refused_commit_is_on_the_lane_is_audited
                 text = tu_sh("cat %s", log);
         }
         for (size_t i = 0; i < 2; i++)
-                ck_assert_msg(strstr(text, lines[i]), "no '%s' in the log:\n%s", lines[i], text);
+                ck_assert_msg(strstr(text, lines[i]), "no '%s' in the log:\n%s", lines[i],
+                              tu_log_quote(text));
         /* Done once: the apply before, by this process. */
         ck_assert_msg(!strstr(text, "object=gk1@ka0 status=0 result=done-client-gone") &&
                               count_of(text, "object=gk1@ka0 status=0 result=done\n") == 1,
-                      "gk1's apply was audited done:\n%s", text);
+                      "gk1's apply was audited done:\n%s", tu_log_quote(text));
         ck_assert(table_has("gk1/"));
         ck_assert(!table_has("gk2/"));
         free(text);

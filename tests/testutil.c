@@ -709,6 +709,28 @@ char *tu_sh(const char *fmt, ...)
         return out;
 }
 
+char *tu_log_quote(const char *text)
+{
+        size_t lines = 1;
+        char *out, *o;
+
+        for (const char *p = text; *p; p++)
+                lines += *p == '\n';
+        out = malloc(strlen(text) + 2 * lines + 1);
+        ck_assert_ptr_nonnull(out);
+        o = out;
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+                memcpy(o, "| ", 2);
+                memcpy(o + 2, p, n);
+                o += 2 + n;
+                p += n;
+        }
+        *o = '\0';
+        return out;
+}
+
 /* tests/py/link_get.py walks the path; it exits 3 when there is no such
  * device. */
 const char *tu_link_get_ns(const char *netns, const char *dev, const char *path)

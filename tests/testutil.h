@@ -120,6 +120,10 @@ int tu_run(const char *const argv[], char **out);
 /* `sh -c CMD` (printf format), which must exit 0; returns its stdout
  * (caller frees). */
 char *tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* text (a helper's log) with each line after "| ", for a failure message:
+ * scripts/test.sh drops the helpers' audit lines from what CI shows, and
+ * a message quoting them would come out empty. Caller frees. */
+char *tu_log_quote(const char *text);
 
 /* What `ip -d -s -j link show dev DEV` says at a dotted path into its one
  * object ("mtu", "linkinfo.info_data.mode", "stats64.rx.packets"): a string

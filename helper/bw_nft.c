@@ -23,6 +23,7 @@
 
 #include "bandwidth.h"
 #include "fw_compile.h" /* NBD_FW_UDATA_CHAIN_COMMENT: nft shows our comment */
+#include "fw_summary.h"
 #include "log.h"
 #include "nfsock.h"
 #include "netlink.h"
@@ -94,6 +95,35 @@ static void batch_end(struct msgs *m)
 
         if (p)
                 added(m, nftnl_batch_end(p, m->seq));
+}
+
+/* The firewall's generation mark, read before a commit: carried across
+ * it when it holds (fw_summary.h). A failed read leaves it to go, as any
+ * commit not the firewall's makes it. */
+struct mark_carry {
+        bool holds;
+        uint32_t gen;
+};
+
+static void mark_read(struct nbd_bw_nft *n, struct mark_carry *mc)
+{
+        if (nbd_fw_mark_holds(n->nl, &n->seq, &mc->holds, &mc->gen) < 0)
+                mc->holds = false;
+}
+
+static void put_mark_carry(struct msgs *m, const struct mark_carry *mc)
+{
+        _Static_assert(NBD_FW_MARK_CARRY_ROOM <= MSG_ROOM, "a carry message fits in MSG_ROOM");
+
+        for (unsigned i = 0; mc->holds && i < NBD_FW_MARK_CARRY_MSGS; i++) {
+                char *p = room(m);
+                struct nlmsghdr *nlh = p ? nbd_fw_mark_carry_msg(p, i, mc->gen, m->seq) : NULL;
+                if (!nlh) {
+                        m->oom = true;
+                        return;
+                }
+                added(m, nlh);
+        }
 }
 
 static void put_table(struct msgs *m, uint16_t type, const char *name, uint16_t flags)
@@ -842,6 +872,7 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname,
                    const struct nbd_bw_police *p, struct nbd_err *e)
 {
         struct chain_list have = {0};
+        struct mark_carry mc = {0};
         struct msgs m = {0};
         char name[IFNAMSIZ];
         bool done_already = false;
@@ -862,6 +893,7 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname,
         }
         if (done_already)
                 goto out; /* nothing is written */
+        mark_read(n, &mc);
         batch_begin(&m, n->seq);
         put_table(&m, NFT_MSG_NEWTABLE, NBD_BW_NFT_TABLE, NLM_F_CREATE);
         /* The old chains go and the new comes in one transaction. */
@@ -874,6 +906,7 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname,
         chain_name(ifindex, name);
         put_chain(&m, NFT_MSG_NEWCHAIN, base_chain(name, ifname), NLM_F_CREATE | NLM_F_EXCL);
         put_rule(&m, police_rule(NBD_BW_NFT_TABLE, name, p));
+        put_mark_carry(&m, &mc);
         batch_end(&m);
         n->seq = m.seq;
         if (m.oom)
@@ -893,11 +926,21 @@ out:
 static int delete_chains(struct nbd_bw_nft *n, const struct chain_list *have, const bool *doomed,
                          unsigned *ret_n, struct nbd_err *e)
 {
+        struct mark_carry mc = {0};
         struct msgs m = {0};
         char name[IFNAMSIZ];
         unsigned count = 0;
         int r = 0;
 
+        for (size_t i = 0; i < have->n && !count; i++)
+                count += doomed[i];
+        if (!count) {
+                if (ret_n)
+                        *ret_n = 0;
+                return 0;
+        }
+        mark_read(n, &mc);
+        count = 0;
         batch_begin(&m, n->seq);
         for (size_t i = 0; i < have->n; i++) {
                 if (!doomed[i])
@@ -906,6 +949,7 @@ static int delete_chains(struct nbd_bw_nft *n, const struct chain_list *have, co
                 put_chain(&m, NFT_MSG_DELCHAIN, chain_named(NBD_BW_NFT_TABLE, name), 0);
                 count++;
         }
+        put_mark_carry(&m, &mc);
         batch_end(&m);
         n->seq = m.seq;
         if (count && m.oom)

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 
 #include "fw_net_compile.h"
+#include "fw_summary.h"
 #include "nfsock.h"
 
 /* One owner as its chains show it. */
@@ -600,6 +601,24 @@ static int read_acks(struct nbd_net_txn *t)
         }
 }
 
+/* The firewall's generation mark, carried across this commit when it
+ * holds now (fw_summary.h): a network's table is not the guests'. A
+ * failed read leaves it to go, as any commit not the firewall's makes it.
+ * 0 or -ENOMEM. */
+static int put_mark_carry(struct nbd_net_txn *t)
+{
+        bool holds = false;
+        uint32_t gen;
+
+        if (nbd_fw_mark_holds(t->nl, &t->seq, &holds, &gen) < 0 || !holds)
+                return 0;
+        for (unsigned i = 0; i < NBD_FW_MARK_CARRY_MSGS; i++)
+                if (!nbd_fw_mark_carry_msg(nftnl_batch_buffer(t->batch), i, gen, ++t->seq) ||
+                    nftnl_batch_update(t->batch) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
 {
         struct iovec *iov = NULL;
@@ -610,8 +629,18 @@ int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
 
         if (!t->batch)
                 return 0; /* nothing changes: nothing is written */
-        nftnl_batch_end(nftnl_batch_buffer(t->batch), ++t->seq);
-        if (nftnl_batch_update(t->batch) < 0)
+        /* Taken again: the socket of begin may have been made anew since,
+         * by another operation's take (nfsock.h). */
+        r = nbd_nfsock_get(&t->nl);
+        if (r < 0)
+                return nbd_err_set(e, r, "cannot open nfnetlink: %s", strerror(-r));
+        t->portid = mnl_socket_get_portid(t->nl);
+        r = put_mark_carry(t);
+        if (r == 0) {
+                nftnl_batch_end(nftnl_batch_buffer(t->batch), ++t->seq);
+                r = nftnl_batch_update(t->batch) < 0 ? -ENOMEM : 0;
+        }
+        if (r < 0)
                 return nbd_err_oom(e, "building the network transaction");
         n = nftnl_batch_iovec_len(t->batch);
         if (!(iov = calloc((size_t)n, sizeof(*iov))))
@@ -619,14 +648,6 @@ int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
         nftnl_batch_iovec(t->batch, iov, (uint32_t)n);
         msg.msg_iov = iov;
         msg.msg_iovlen = (size_t)n;
-        /* Taken again: the socket of begin may have been made anew since,
-         * by another operation's take (nfsock.h). */
-        r = nbd_nfsock_get(&t->nl);
-        if (r < 0) {
-                free(iov);
-                return nbd_err_set(e, r, "cannot open nfnetlink: %s", strerror(-r));
-        }
-        t->portid = mnl_socket_get_portid(t->nl);
         /* nfnetlink takes a batch in one sendmsg(), which the socket's send
          * buffer must hold whole: the default (212,992 bytes) failed with
          * EMSGSIZE from 23 NAT networks with two port forwards in one

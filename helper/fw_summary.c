@@ -67,12 +67,12 @@ static int on_mark(const struct nlmsghdr *nlh, void *data)
 
 /* The mark's chain, asked for by name (no dump): 0 with o->marked false
  * when there is none. */
-static int read_mark(struct nbd_fw *fw, struct nbd_fw_owners *o)
+static int read_mark_on(struct mnl_socket *nl, uint32_t *seqp, struct nbd_fw_owners *o)
 {
         char buf[MNL_SOCKET_BUFFER_SIZE];
         /* Zeroed: the attributes' padding goes to the kernel too. */
         char req[MNL_NLMSG_HDRLEN + 128] = {0};
-        uint32_t seq = ++fw->seq, portid = mnl_socket_get_portid(fw->nl);
+        uint32_t seq = ++*seqp, portid = mnl_socket_get_portid(nl);
         struct nlmsghdr *nlh =
                 nftnl_nlmsg_build_hdr(req, NFT_MSG_GETCHAIN, NBD_FW_GEN_FAMILY, NLM_F_ACK, seq);
         ssize_t n;
@@ -80,12 +80,12 @@ static int read_mark(struct nbd_fw *fw, struct nbd_fw_owners *o)
 
         mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, NBD_FW_GEN_TABLE);
         mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, NBD_FW_GEN_CHAIN);
-        if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
+        if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(1);
         o->marked = false;
         do {
-                n = mnl_socket_recvfrom(fw->nl, buf, sizeof(buf));
+                n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
                 if (n < 0)
                         return -errno;
                 r = mnl_cb_run(buf, (size_t)n, seq, portid, on_mark, o);
@@ -93,6 +93,64 @@ static int read_mark(struct nbd_fw *fw, struct nbd_fw_owners *o)
         if (r < 0 && errno == ENOENT)
                 return 0; /* no mark (no table, no chain) */
         return r < 0 ? -errno : 0;
+}
+
+static int read_mark(struct nbd_fw *fw, struct nbd_fw_owners *o)
+{
+        return read_mark_on(fw->nl, &fw->seq, o);
+}
+
+int nbd_fw_mark_holds(struct mnl_socket *nl, uint32_t *seq, bool *ret_holds, uint32_t *ret_gen)
+{
+        struct nbd_fw_owners mark = {0};
+        uint32_t gen;
+        /* The mark first: a commit between the two reads moves the
+         * generation past the mark, and the answer is no. */
+        int r = read_mark_on(nl, seq, &mark);
+
+        if (r == 0)
+                r = nbd_fw_read_gen_on(nl, seq, &gen);
+        if (r < 0)
+                return r;
+        *ret_holds = mark.marked && mark.mark == gen;
+        *ret_gen = gen;
+        return 0;
+}
+
+/* The mark's table made if missing (no error then), its chain made if
+ * missing, deleted, and made again saying gen + 1: the chain's comment
+ * cannot be changed in place. */
+struct nlmsghdr *nbd_fw_mark_carry_msg(char *buf, unsigned i, uint32_t gen, uint32_t seq)
+{
+        static const uint16_t types[NBD_FW_MARK_CARRY_MSGS] = {NFT_MSG_NEWTABLE, NFT_MSG_NEWCHAIN,
+                                                               NFT_MSG_DELCHAIN, NFT_MSG_NEWCHAIN};
+        static const uint16_t flags[NBD_FW_MARK_CARRY_MSGS] = {
+                NLM_F_CREATE | NLM_F_ACK, NLM_F_CREATE | NLM_F_ACK, NLM_F_ACK,
+                NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK};
+        struct nftnl_udata_buf *u = NULL;
+        struct nlmsghdr *nlh;
+        char text[64];
+
+        if (i >= NBD_FW_MARK_CARRY_MSGS)
+                return NULL;
+        nlh = nftnl_nlmsg_build_hdr(buf, types[i], NBD_FW_GEN_FAMILY, flags[i], seq);
+        if (i == 0) {
+                mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, NBD_FW_GEN_TABLE);
+                return nlh;
+        }
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, NBD_FW_GEN_TABLE);
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, NBD_FW_GEN_CHAIN);
+        if (i < 3)
+                return nlh;
+        snprintf(text, sizeof(text), "netbroker generation %" PRIu32, gen + 1);
+        u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);
+        if (!u || !nftnl_udata_put_strz(u, NBD_FW_UDATA_CHAIN_COMMENT, text)) {
+                nftnl_udata_buf_free(u);
+                return NULL;
+        }
+        mnl_attr_put(nlh, NFTA_CHAIN_USERDATA, nftnl_udata_buf_len(u), nftnl_udata_buf_data(u));
+        nftnl_udata_buf_free(u);
+        return nlh;
 }
 
 struct elem_dump {

@@ -23,6 +23,9 @@
 
 #include "fw_table.h"
 
+struct mnl_socket;
+struct nlmsghdr;
+
 #define NBD_FW_SUMMARY_SET "owners"
 
 /* Our owners as the summary says, when the mark holds: *ret_trusted true,
@@ -39,6 +42,24 @@ struct nbd_fw_summary_entry {
         unsigned rules;
         uid_t uid;
 };
+
+/* The mark carried across a commit of the helper's own that leaves the
+ * firewall's table as it is (a bandwidth policer's, a network's): without
+ * it, every such commit would make the next ensure count the whole table.
+ * Read just before the commit, on its socket: whether the mark holds now
+ * (a GETCHAIN of the mark, then a GETGEN), and the generation. 0 or
+ * -errno. */
+int nbd_fw_mark_holds(struct mnl_socket *nl, uint32_t *seq, bool *ret_holds, uint32_t *ret_gen);
+/* When it held at gen, the commit carries message i (0 to
+ * NBD_FW_MARK_CARRY_MSGS - 1) of those that make the mark say gen + 1,
+ * the generation the commit makes: built at buf (NBD_FW_MARK_CARRY_ROOM
+ * bytes free) with sequence number seq; NULL when out of memory. The
+ * summary is left as it is: the commit does not change the table. Anyone
+ * committing between the read and the commit moves the generation past
+ * gen + 1, and the next reader counts, as it must. */
+#define NBD_FW_MARK_CARRY_MSGS 4
+#define NBD_FW_MARK_CARRY_ROOM 512
+struct nlmsghdr *nbd_fw_mark_carry_msg(char *buf, unsigned i, uint32_t gen, uint32_t seq);
 
 /* The set and its elements into b, at sequence numbers from *seq on (which
  * it advances), after the mark's table was made in b: 0 or -ENOMEM. */

@@ -540,18 +540,18 @@ static int on_gen(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret)
+int nbd_fw_read_gen_on(struct mnl_socket *nl, uint32_t *seqp, uint32_t *ret)
 {
         char buf[MNL_SOCKET_BUFFER_SIZE];
-        uint32_t seq = ++fw->seq, portid = mnl_socket_get_portid(fw->nl), gen = 0;
+        uint32_t seq = ++*seqp, portid = mnl_socket_get_portid(nl), gen = 0;
         struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, AF_UNSPEC, 0, seq);
         ssize_t n;
 
-        if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
+        if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         nbd_netlink_sent_nf(1);
         /* One NEWGEN comes back (no ack was asked for). */
-        n = mnl_socket_recvfrom(fw->nl, buf, sizeof(buf));
+        n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
         if (n < 0)
                 return -errno;
         errno = 0;
@@ -559,6 +559,11 @@ int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret)
                 return errno ? -errno : -EIO;
         *ret = gen;
         return 0;
+}
+
+int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret)
+{
+        return nbd_fw_read_gen_on(fw->nl, &fw->seq, ret);
 }
 
 int nbd_fw_current_gen(struct nbd_fw *fw, uint32_t *ret)

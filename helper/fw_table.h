@@ -97,6 +97,8 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners);
 /* The kernel's ruleset generation (NFT_MSG_GETGEN): bumped by every commit
  * of anyone's in this network namespace. 0 or -errno. */
 int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret);
+/* The same on any nfnetlink socket, *seq advanced. */
+int nbd_fw_read_gen_on(struct mnl_socket *nl, uint32_t *seq, uint32_t *ret);
 /* The generation now: the monitor's events read to the end (every commit
  * finished by now has sent its NEWGEN there), and a GETGEN only when they
  * were lost. 0 or -errno. */

@@ -24,6 +24,7 @@
 #include "bandwidth.h"
 #include "fw_compile.h" /* NBD_FW_UDATA_CHAIN_COMMENT: nft shows our comment */
 #include "fw_summary.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "log.h"
 #include "nfsock.h"
 #include "netlink.h"
@@ -124,6 +125,36 @@ static void put_mark_carry(struct msgs *m, const struct mark_carry *mc)
                 }
                 added(m, nlh);
         }
+}
+
+static int send_batch(struct mnl_socket *nl, const struct msgs *m, uint32_t *ret_seq);
+
+/* End m, with the mark carried when mc says it holds, and send it: 0 or
+ * -errno (-ENOMEM: m->oom). Refused with the carry (the mark's chain gone
+ * meanwhile, with the guests' last owner; or the batch's own error), it is
+ * sent again without: the kernel took none of it. */
+static int end_and_send(struct nbd_bw_nft *n, struct msgs *m, const struct mark_carry *mc,
+                        uint32_t *ret_seq)
+{
+        size_t at = m->len;
+        uint32_t seq_at = m->seq;
+        int r;
+
+        put_mark_carry(m, mc);
+        batch_end(m);
+        n->seq = m->seq;
+        if (m->oom)
+                return -ENOMEM;
+        if (mc->holds)
+                nbd_test_hold_point("MARK_CARRY"); /* tests: a commit between */
+        r = send_batch(n->nl, m, ret_seq);
+        if (r < 0 && mc->holds) {
+                m->len = at;
+                m->seq = seq_at;
+                batch_end(m);
+                r = send_batch(n->nl, m, ret_seq);
+        }
+        return r;
 }
 
 static void put_table(struct msgs *m, uint16_t type, const char *name, uint16_t flags)
@@ -906,12 +937,10 @@ int nbd_bw_nft_set(struct nbd_bw_nft *n, int ifindex, const char *ifname,
         chain_name(ifindex, name);
         put_chain(&m, NFT_MSG_NEWCHAIN, base_chain(name, ifname), NLM_F_CREATE | NLM_F_EXCL);
         put_rule(&m, police_rule(NBD_BW_NFT_TABLE, name, p));
-        put_mark_carry(&m, &mc);
-        batch_end(&m);
-        n->seq = m.seq;
+        r = end_and_send(n, &m, &mc, NULL);
         if (m.oom)
                 r = nbd_err_oom(e, "building the policer");
-        else if ((r = send_batch(n->nl, &m, NULL)) < 0)
+        else if (r < 0)
                 nbd_err_set(e, r, "cannot police what enters %s with nftables (chain %s): %s",
                             ifname, name, strerror(-r));
 out:
@@ -949,12 +978,10 @@ static int delete_chains(struct nbd_bw_nft *n, const struct chain_list *have, co
                 put_chain(&m, NFT_MSG_DELCHAIN, chain_named(NBD_BW_NFT_TABLE, name), 0);
                 count++;
         }
-        put_mark_carry(&m, &mc);
-        batch_end(&m);
-        n->seq = m.seq;
-        if (count && m.oom)
+        r = end_and_send(n, &m, &mc, NULL);
+        if (m.oom)
                 r = nbd_err_oom(e, "deleting bandwidth chains");
-        else if (count && (r = send_batch(n->nl, &m, NULL)) < 0)
+        else if (r < 0)
                 nbd_err_set(e, r, "cannot delete %u bandwidth chain(s): %s", count, strerror(-r));
         free(m.buf);
         if (r == 0 && ret_n)

@@ -325,6 +325,20 @@ static bool all_as_claimed(const struct nbd_fw_owners *owners)
         return true;
 }
 
+/* After a count: every owner this transaction leaves alone is as its
+ * comment says. The ones it touches are written anew by its commit, so
+ * the table is then whole again: a commit that repairs an owner (rules
+ * deleted by hand, found by ensure's count) marks the table. */
+static bool untouched_as_claimed(const struct nbd_fw_txn *t)
+{
+        if (!t->rules_counted)
+                return false;
+        for (const struct nbd_fw_owner_state *o = t->owners.list; o; o = o->next)
+                if (!o->touched && (!o->has_base || o->kernel_rules != o->rules))
+                        return false;
+        return true;
+}
+
 /* The rule dump an ensure needs, once a transaction, when the table is not
  * intact: it grows with the table, and the kernel walks the table again
  * for every message of it (seconds at 1,000 owners of 60 rules). With
@@ -675,7 +689,8 @@ static int summary_entries(const struct nbd_fw_txn *t, struct nbd_fw_summary_ent
 /* The generation mark goes, whatever it said (made and deleted: no error
  * when it is missing); it comes back, saying the generation this commit
  * will make, with the summary of the owners (fw_summary.h), only when the
- * table was intact before it. If anyone commits
+ * table was intact before it, or was counted and is whole but for the
+ * owners this commit writes anew (untouched_as_claimed). If anyone commits
  * between our read and this commit, the mark names a generation the
  * kernel has already passed: the next reader counts, as it must. */
 static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
@@ -692,7 +707,7 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
                 r = put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE, fam, (*seq)++);
         /* Without owners, no mark: the next reader finds no table, which
          * is no owner, and intact (nbd_fw_txn_begin). */
-        bool remark = t->intact && !t->drops_table;
+        bool remark = (t->intact || untouched_as_claimed(t)) && !t->drops_table;
 
         if (r == 0 && remark)
                 r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);

@@ -29,6 +29,7 @@
 
 #include "fw_net_compile.h"
 #include "fw_summary.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "nfsock.h"
 
 /* One owner as its chains show it. */
@@ -577,8 +578,8 @@ static int read_acks(struct nbd_net_txn *t)
 
         /* nfnetlink handles the whole batch inside sendmsg(): every error
          * is queued by now, and the table's ack says the batch was seen
-         * (only it asks for one: thousands of acks could overflow the
-         * socket and lose an error). */
+         * (only it and the generation mark's two messages ask for one:
+         * thousands of acks could overflow the socket and lose an error). */
         for (;;) {
                 ssize_t n = recv(mnl_socket_get_fd(t->nl), buf, sizeof(buf), MSG_DONTWAIT);
                 if (n < 0 && errno == EINTR)
@@ -602,30 +603,70 @@ static int read_acks(struct nbd_net_txn *t)
 }
 
 /* The firewall's generation mark, carried across this commit when it
- * holds now (fw_summary.h): a network's table is not the guests'. A
- * failed read leaves it to go, as any commit not the firewall's makes it.
- * 0 or -ENOMEM. */
-static int put_mark_carry(struct nbd_net_txn *t)
+ * holds now (fw_summary.h): a network's table is not the guests'. Its
+ * messages and the batch's end go into tail (room for NBD_FW_MARK_CARRY_
+ * ROOM bytes each and the end); without the mark, or after a failed read,
+ * the end alone (the mark goes, as any commit not the firewall's makes
+ * it). Returns the bytes written; *ret_carried says whether it carries. */
+static size_t put_tail(struct nbd_net_txn *t, char *tail, bool carry, bool *ret_carried)
 {
         bool holds = false;
-        uint32_t gen;
+        uint32_t gen = 0;
+        size_t len = 0;
 
-        if (nbd_fw_mark_holds(t->nl, &t->seq, &holds, &gen) < 0 || !holds)
-                return 0;
-        for (unsigned i = 0; i < NBD_FW_MARK_CARRY_MSGS; i++)
-                if (!nbd_fw_mark_carry_msg(nftnl_batch_buffer(t->batch), i, gen, ++t->seq) ||
-                    nftnl_batch_update(t->batch) < 0)
-                        return -ENOMEM;
-        return 0;
+        if (carry && nbd_fw_mark_holds(t->nl, &t->seq, &holds, &gen) < 0)
+                holds = false;
+        for (unsigned i = 0; holds && i < NBD_FW_MARK_CARRY_MSGS; i++) {
+                struct nlmsghdr *nlh = nbd_fw_mark_carry_msg(tail + len, i, gen, ++t->seq);
+                if (!nlh) {
+                        holds = false;
+                        len = 0;
+                        break;
+                }
+                len += MNL_ALIGN(nlh->nlmsg_len);
+        }
+        len += MNL_ALIGN(nftnl_batch_end(tail + len, ++t->seq)->nlmsg_len);
+        *ret_carried = holds;
+        return len;
 }
 
-int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
+/* The batch, ended by tail, in one sendmsg(): 0 or -errno. */
+static int send_batch(struct nbd_net_txn *t, const char *tail, size_t tail_len)
 {
         struct iovec *iov = NULL;
         struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
         struct msghdr msg = {.msg_name = &snl, .msg_namelen = sizeof(snl)};
         size_t total = 0;
-        int r, n, sndbuf;
+        int r, n = nftnl_batch_iovec_len(t->batch), sndbuf;
+
+        if (!(iov = calloc((size_t)n + 1, sizeof(*iov))))
+                return -ENOMEM;
+        nftnl_batch_iovec(t->batch, iov, (uint32_t)n);
+        iov[n] = (struct iovec){.iov_base = (void *)tail, .iov_len = tail_len};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = (size_t)n + 1;
+        /* nfnetlink takes a batch in one sendmsg(), which the socket's send
+         * buffer must hold whole: the default (212,992 bytes) failed with
+         * EMSGSIZE from 23 NAT networks with two port forwards in one
+         * request. As the guests' commit (fw_kernel.c) does: forced (the
+         * helper has CAP_NET_ADMIN) to the batch's size and some room. */
+        for (int k = 0; k <= n; k++)
+                total += iov[k].iov_len;
+        sndbuf = total + 65536 > INT_MAX ? INT_MAX : (int)(total + 65536);
+        setsockopt(mnl_socket_get_fd(t->nl), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
+        r = sendmsg(mnl_socket_get_fd(t->nl), &msg, 0) < 0 ? -errno : 0;
+        free(iov);
+        nbd_netlink_sent_nf(1);
+        return r == 0 ? read_acks(t) : r;
+}
+
+int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
+{
+        /* Zeroed: the attributes' padding goes to the kernel too. */
+        char tail[NBD_FW_MARK_CARRY_MSGS * NBD_FW_MARK_CARRY_ROOM + MNL_NLMSG_HDRLEN + 64] = {0};
+        bool carried;
+        size_t len;
+        int r;
 
         if (!t->batch)
                 return 0; /* nothing changes: nothing is written */
@@ -635,33 +676,17 @@ int nbd_net_txn_commit(struct nbd_net_txn *t, struct nbd_err *e)
         if (r < 0)
                 return nbd_err_set(e, r, "cannot open nfnetlink: %s", strerror(-r));
         t->portid = mnl_socket_get_portid(t->nl);
-        r = put_mark_carry(t);
-        if (r == 0) {
-                nftnl_batch_end(nftnl_batch_buffer(t->batch), ++t->seq);
-                r = nftnl_batch_update(t->batch) < 0 ? -ENOMEM : 0;
+        len = put_tail(t, tail, true, &carried);
+        if (carried)
+                nbd_test_hold_point("MARK_CARRY"); /* tests: a commit between */
+        r = send_batch(t, tail, len);
+        if (r < 0 && carried) {
+                /* Refused with the mark's messages (its chain gone
+                 * meanwhile, with the guests' last owner): as without. */
+                memset(tail, 0, sizeof(tail));
+                len = put_tail(t, tail, false, &carried);
+                r = send_batch(t, tail, len);
         }
-        if (r < 0)
-                return nbd_err_oom(e, "building the network transaction");
-        n = nftnl_batch_iovec_len(t->batch);
-        if (!(iov = calloc((size_t)n, sizeof(*iov))))
-                return nbd_err_oom(e, "building the network transaction");
-        nftnl_batch_iovec(t->batch, iov, (uint32_t)n);
-        msg.msg_iov = iov;
-        msg.msg_iovlen = (size_t)n;
-        /* nfnetlink takes a batch in one sendmsg(), which the socket's send
-         * buffer must hold whole: the default (212,992 bytes) failed with
-         * EMSGSIZE from 23 NAT networks with two port forwards in one
-         * request. As the guests' commit (fw_kernel.c) does: forced (the
-         * helper has CAP_NET_ADMIN) to the batch's size and some room. */
-        for (int k = 0; k < n; k++)
-                total += iov[k].iov_len;
-        sndbuf = total + 65536 > INT_MAX ? INT_MAX : (int)(total + 65536);
-        setsockopt(mnl_socket_get_fd(t->nl), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
-        r = sendmsg(mnl_socket_get_fd(t->nl), &msg, 0) < 0 ? -errno : 0;
-        free(iov);
-        nbd_netlink_sent_nf(1);
-        if (r == 0)
-                r = read_acks(t);
         nftnl_batch_free(t->batch);
         t->batch = NULL;
         if (r < 0)

@@ -108,7 +108,8 @@ int nbd_fw_mark_holds(struct mnl_socket *nl, uint32_t *seq, bool *ret_holds, uin
          * generation past the mark, and the answer is no. */
         int r = read_mark_on(nl, seq, &mark);
 
-        if (r == 0)
+        /* No mark (none written yet, or no arp family): no more to ask. */
+        if (r == 0 && mark.marked)
                 r = nbd_fw_read_gen_on(nl, seq, &gen);
         if (r < 0)
                 return r;
@@ -117,30 +118,24 @@ int nbd_fw_mark_holds(struct mnl_socket *nl, uint32_t *seq, bool *ret_holds, uin
         return 0;
 }
 
-/* The mark's table made if missing (no error then), its chain made if
- * missing, deleted, and made again saying gen + 1: the chain's comment
- * cannot be changed in place. */
+/* The mark's chain deleted and made again saying gen + 1 (a chain's
+ * comment cannot be changed in place). Nothing is made when missing: a
+ * chain gone since the read (the table dropped with the guests' last
+ * owner) fails the batch, which is sent again without these. */
 struct nlmsghdr *nbd_fw_mark_carry_msg(char *buf, unsigned i, uint32_t gen, uint32_t seq)
 {
-        static const uint16_t types[NBD_FW_MARK_CARRY_MSGS] = {NFT_MSG_NEWTABLE, NFT_MSG_NEWCHAIN,
-                                                               NFT_MSG_DELCHAIN, NFT_MSG_NEWCHAIN};
-        static const uint16_t flags[NBD_FW_MARK_CARRY_MSGS] = {
-                NLM_F_CREATE | NLM_F_ACK, NLM_F_CREATE | NLM_F_ACK, NLM_F_ACK,
-                NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK};
         struct nftnl_udata_buf *u = NULL;
         struct nlmsghdr *nlh;
         char text[64];
 
         if (i >= NBD_FW_MARK_CARRY_MSGS)
                 return NULL;
-        nlh = nftnl_nlmsg_build_hdr(buf, types[i], NBD_FW_GEN_FAMILY, flags[i], seq);
-        if (i == 0) {
-                mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, NBD_FW_GEN_TABLE);
-                return nlh;
-        }
+        nlh = nftnl_nlmsg_build_hdr(
+                buf, i == 0 ? NFT_MSG_DELCHAIN : NFT_MSG_NEWCHAIN, NBD_FW_GEN_FAMILY,
+                i == 0 ? NLM_F_ACK : NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, seq);
         mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, NBD_FW_GEN_TABLE);
         mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, NBD_FW_GEN_CHAIN);
-        if (i < 3)
+        if (i == 0)
                 return nlh;
         snprintf(text, sizeof(text), "netbroker generation %" PRIu32, gen + 1);
         u = nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN);

@@ -56,8 +56,11 @@ int nbd_fw_mark_holds(struct mnl_socket *nl, uint32_t *seq, bool *ret_holds, uin
  * bytes free) with sequence number seq; NULL when out of memory. The
  * summary is left as it is: the commit does not change the table. Anyone
  * committing between the read and the commit moves the generation past
- * gen + 1, and the next reader counts, as it must. */
-#define NBD_FW_MARK_CARRY_MSGS 4
+ * gen + 1, and the next reader counts, as it must. They make nothing that
+ * is missing: when the mark's chain went meanwhile (the guests' last owner
+ * removed) the kernel refuses the batch, and the caller sends it again
+ * without them. */
+#define NBD_FW_MARK_CARRY_MSGS 2
 #define NBD_FW_MARK_CARRY_ROOM 512
 struct nlmsghdr *nbd_fw_mark_carry_msg(char *buf, unsigned i, uint32_t gen, uint32_t seq);
 

@@ -1319,8 +1319,8 @@ static int list_networks(struct nbd_job *job, struct listing *ls, struct nbd_err
 }
 
 /* FirewallList's reads of the guests' table, off the loop: without the
- * generation mark (any commit in the namespace since the helper's last
- * firewall commit, a bandwidth change included, takes it) they count every
+ * generation mark (any commit in the namespace by another program since
+ * the helper's last firewall commit takes it) they count every
  * rule, which grows with the table, and the kernel's rule dump walks the
  * table again for every message: 5 s at 1,000 owners of 60 rules, during
  * which a hostile-client review saw root's Ping wait, and a request of 200

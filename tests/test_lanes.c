@@ -645,9 +645,9 @@ static int count_of(const char *text, const char *needle)
 
 /* A client killed while its firewall commit waits on the lane, and the
  * kernel then refuses the commit: the audit trail says each op of the
- * transaction failed after its client went. The ops queued before the
- * last were audited "done" when the client went, before the commit that
- * decides them had run. */
+ * transaction failed after its client went. (Once, the ops queued before
+ * the last were audited "done" when the client went, before the commit
+ * that decides them had run.) */
 START_TEST(test_client_killed_while_its_refused_commit_is_on_the_lane_is_audited_as_it_ended)
 {
         char hold[] = "/tmp/nbtest-hold-XXXXXX", log[] = "/tmp/nbtest-log-XXXXXX";

@@ -260,9 +260,134 @@ int nbd_route_add(struct nbd_links *l, const struct nbd_route *r, struct nbd_err
         return route_call(l, r, true, err);
 }
 
-int nbd_route_delete(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err)
+static void route_from(struct nbd_links *l, struct rtnl_route *o, struct nbd_route *ret);
+
+/* Does have (listed) fall under want (a request)? */
+static bool route_matches(const struct nbd_route *want, const struct nbd_route *have)
 {
-        return route_call(l, r, false, err);
+        size_t alen = want->family == AF_INET ? 4 : 16;
+
+        return have->family == want->family &&
+               have->table == (want->table ? want->table : RT_TABLE_MAIN) &&
+               have->dst_len == want->dst_len && memcmp(have->dst, want->dst, alen) == 0 &&
+               (!want->metric || have->metric == want->metric) &&
+               (!want->has_gw || (have->has_gw && memcmp(have->gw, want->gw, alen) == 0)) &&
+               (!want->ifname[0] || strcmp(have->ifname, want->ifname) == 0);
+}
+
+/* The one unicast route r names, with a reference (rtnl_route_put). */
+static int route_find(struct nbd_links *l, const struct nbd_route *r, struct rtnl_route **ret,
+                      struct nbd_err *err)
+{
+        struct nbd_netlink *nl = nbd_links_netlink(l);
+        struct rtnl_route *found = NULL;
+        struct nl_cache *cache = NULL;
+        char text[INET6_ADDRSTRLEN], metrics[96] = "";
+        unsigned n = 0;
+        size_t used = 0;
+        int k;
+
+        nbd_links_sync(l);
+        nbd_netlink_begin(nl);
+        k = rtnl_route_alloc_cache(nl->req, r->family, 0, &cache);
+        nbd_netlink_sent(1);
+        k = nbd_netlink_errno(nl, k);
+        if (k < 0)
+                return nbd_err_set(err, k, "cannot list routes: %s", strerror(-k));
+        for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+                struct rtnl_route *rt = (struct rtnl_route *)o;
+                struct nbd_route have;
+                if (rtnl_route_get_type(rt) != RTN_UNICAST)
+                        continue;
+                route_from(l, rt, &have);
+                if (!route_matches(r, &have))
+                        continue;
+                if (n++ == 0)
+                        found = rt;
+                if (used < sizeof(metrics))
+                        used += (size_t)snprintf(metrics + used, sizeof(metrics) - used, "%s%u",
+                                                 n > 1 ? ", " : "", have.metric);
+        }
+        if (n == 1) {
+                rtnl_route_get(found);
+                *ret = found;
+                k = 0;
+        } else if (n == 0) {
+                k = nbd_err_set(err, -ESRCH, "no route to %s/%u matches",
+                                addr_text(r->family, r->dst, text), r->dst_len);
+        } else {
+                k = nbd_err_set(err, -EINVAL,
+                                "%u routes to %s/%u match (metrics %s): name the one to delete "
+                                "by its metric, gateway or interface",
+                                n, addr_text(r->family, r->dst, text), r->dst_len, metrics);
+        }
+        nl_cache_free(cache);
+        return k;
+}
+
+/* Send o (the kernel's own, every attribute) as an add or a deletion. */
+static int route_send(struct nbd_links *l, struct rtnl_route *o, bool add, struct nbd_err *err)
+{
+        struct nl_msg *msg = NULL;
+        int r = add ? rtnl_route_build_add_request(o, NLM_F_CREATE | NLM_F_EXCL, &msg)
+                    : rtnl_route_build_del_request(o, 0, &msg);
+
+        if (r < 0)
+                return nbd_err_set(err, nbd_netlink_nle_errno(r), "cannot build a route request");
+        r = nbd_netlink_call(nbd_links_netlink(l), msg);
+        nbd_netlink_sent(1);
+        nlmsg_free(msg);
+        return r;
+}
+
+int nbd_route_delete(struct nbd_links *l, const struct nbd_route *r,
+                     struct nbd_route_saved **ret_saved, struct nbd_err *err)
+{
+        struct nbd_route_saved *s;
+        struct rtnl_route *o = NULL;
+        char text[INET6_ADDRSTRLEN];
+        int k;
+
+        if (!ret_saved)
+                return route_call(l, r, false, err);
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return nbd_err_oom(err, "deleting a route");
+        k = route_find(l, r, &o, err);
+        if (k == 0) {
+                route_from(l, o, &s->rt);
+                k = route_send(l, o, false, err);
+                if (k < 0)
+                        nbd_err_set(err, k, "cannot delete the route to %s/%u: %s",
+                                    addr_text(r->family, r->dst, text), r->dst_len, strerror(-k));
+        }
+        if (k < 0) {
+                rtnl_route_put(o);
+                free(s);
+                return k;
+        }
+        s->kernel = o;
+        *ret_saved = s;
+        return 0;
+}
+
+int nbd_route_restore(struct nbd_links *l, const struct nbd_route_saved *s, struct nbd_err *err)
+{
+        char text[INET6_ADDRSTRLEN];
+        int k = s->kernel ? route_send(l, s->kernel, true, err) : route_call(l, &s->rt, true, err);
+
+        if (k < 0)
+                nbd_err_set(err, k, "cannot put back the route to %s/%u: %s",
+                            addr_text(s->rt.family, s->rt.dst, text), s->rt.dst_len, strerror(-k));
+        return k;
+}
+
+void nbd_route_saved_free(struct nbd_route_saved *s)
+{
+        if (!s)
+                return;
+        rtnl_route_put(s->kernel);
+        free(s);
 }
 
 static void route_from(struct nbd_links *l, struct rtnl_route *o, struct nbd_route *ret)

@@ -50,8 +50,24 @@ int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret
 
 /* -EEXIST when the table has that route already (NLM_F_EXCL). */
 int nbd_route_add(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
-/* -ESRCH when there is no such route. */
-int nbd_route_delete(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
+/* A route as the kernel held it, every attribute (protocol, scope,
+ * preferred source, metrics): what the undo of its deletion puts back. */
+struct rtnl_route;
+struct nbd_route_saved {
+        struct nbd_route rt; /* as nbd_route_list() would say it */
+        struct rtnl_route *kernel; /* libnl's object; NULL in a fake kernel */
+};
+/* Delete the route r names. With ret_saved, exactly one: the unicast
+ * routes of r's family and table to its destination, narrowed by the
+ * metric, gateway and interface r gives; -ESRCH when none is, -EINVAL
+ * (err says which) when several are, and nothing is deleted; the one
+ * deleted into *ret_saved (nbd_route_saved_free). Without, as `ip route
+ * del` does: the first the kernel finds (an undo of our own add). */
+int nbd_route_delete(struct nbd_links *l, const struct nbd_route *r,
+                     struct nbd_route_saved **ret_saved, struct nbd_err *err);
+/* Put a deleted route back as it was: 0 or -errno. */
+int nbd_route_restore(struct nbd_links *l, const struct nbd_route_saved *s, struct nbd_err *err);
+void nbd_route_saved_free(struct nbd_route_saved *s);
 /* The unicast routes of table (0: main), IPv4 and IPv6. */
 int nbd_route_list(struct nbd_links *l, unsigned table, struct nbd_route **ret, size_t *ret_n,
                    struct nbd_err *err);

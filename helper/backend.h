@@ -143,7 +143,11 @@ struct nbd_backend_net {
         int (*addr_list)(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
                          size_t *ret_n, struct nbd_err *err);
         int (*route_add)(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
-        int (*route_delete)(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
+        int (*route_delete)(struct nbd_links *l, const struct nbd_route *r,
+                            struct nbd_route_saved **ret_saved, struct nbd_err *err);
+        int (*route_restore)(struct nbd_links *l, const struct nbd_route_saved *s,
+                             struct nbd_err *err);
+        void (*route_saved_free)(struct nbd_route_saved *s);
         int (*route_list)(struct nbd_links *l, unsigned table, struct nbd_route **ret,
                           size_t *ret_n, struct nbd_err *err);
         int (*sysctl_get)(const char *rel, unsigned *ret, struct nbd_err *err);

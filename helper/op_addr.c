@@ -392,25 +392,47 @@ static int validate_route_delete(struct nbd_validation *v, const Netbroker__Op *
         return r ? r : root_only(v, res, "delete a route");
 }
 
+/* How to undo a route change: the route added, deleted again; the route
+ * deleted, put back as the kernel had it (saved: its metric, protocol,
+ * source and metrics, not only what the request said). */
 struct undo_route {
+        const struct nbd_backend *be; /* to free saved with */
         struct nbd_route rt;
-        bool add;
+        struct nbd_route_saved *saved;
+        bool deleted; /* without saved: put back from rt */
+        /* While being registered: a registration that fails frees its
+         * data, and this one is still needed to undo the change. */
+        bool keep;
 };
 
 static void undo_route(struct nbd_job *job, void *data)
 {
         struct undo_route *u = data;
 
-        if (u->add)
+        if (u->saved)
+                be_of(job)->net.route_restore(links_of(job), u->saved, NULL);
+        else if (u->deleted)
                 be_of(job)->net.route_add(links_of(job), &u->rt, NULL);
         else
-                be_of(job)->net.route_delete(links_of(job), &u->rt, NULL);
+                be_of(job)->net.route_delete(links_of(job), &u->rt, NULL, NULL);
+}
+
+static void undo_route_free(void *data)
+{
+        struct undo_route *u = data;
+
+        if (u->keep)
+                return;
+        if (u->saved)
+                u->be->net.route_saved_free(u->saved);
+        free(u);
 }
 
 static int route_change(struct nbd_job *job, const struct route_fields *f, bool add,
                         Netbroker__Result *res)
 {
         const char *what = add ? "route add" : "route delete";
+        struct nbd_route_saved *saved = NULL;
         struct nbd_route rt;
         struct undo_route *u;
         struct nbd_err err;
@@ -420,17 +442,24 @@ static int route_change(struct nbd_job *job, const struct route_fields *f, bool 
             (f->ifname[0] && (r = nbd_job_check_owned(job, f->ifname, res))))
                 return r;
         r = add ? be_of(job)->net.route_add(links_of(job), &rt, &err)
-                : be_of(job)->net.route_delete(links_of(job), &rt, &err);
+                : be_of(job)->net.route_delete(links_of(job), &rt, &saved, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "%s: %s", what, err.msg);
         u = calloc(1, sizeof(*u));
         if (u) {
-                u->rt = rt;
-                u->add = !add;
-                if (nbd_job_on_failure_undo(job, undo_route, free, u) == 0) /* frees u */
+                *u = (struct undo_route){
+                        .be = be_of(job), .rt = rt, .saved = saved, .deleted = !add, .keep = true};
+                if (nbd_job_on_failure_undo(job, undo_route, undo_route_free, u) == 0) {
+                        u->keep = false; /* the job frees it when it ends */
                         return 0;
+                }
         }
-        undo_route(job, &(struct undo_route){.rt = rt, .add = !add});
+        /* No memory to remember it: undone now. */
+        undo_route(job, &(struct undo_route){
+                                .be = be_of(job), .rt = rt, .saved = saved, .deleted = !add});
+        if (saved)
+                be_of(job)->net.route_saved_free(saved);
+        free(u);
         return nbd_result_set(res, -ENOMEM, "%s: out of memory", what);
 }
 

@@ -382,6 +382,87 @@ START_TEST(test_a_failed_batch_undoes_addresses_routes_and_sysctls)
 }
 END_TEST
 
+/* A route deleted by a batch that then fails comes back as the kernel had
+ * it: its metric, protocol, preferred source and MTU, not only what the
+ * deletion named (before, the undo added the request's fields: metric 0,
+ * protocol static, no source, no MTU). IPv4 and IPv6. */
+START_TEST(test_a_failed_batch_puts_a_deleted_route_back_as_it_was)
+{
+        nb_conn *c = setup();
+        nb_route rt = NB_ROUTE_INIT;
+        nb_batch *b = nb_batch_new();
+        const char *show = "ip -j route show 10.83.0.0/16; ip -j -6 route show fd00:83::/48";
+        char *before, *after;
+        nb_results *res;
+
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.82.0.1", 24, NULL), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        free(tu_sh("ip route add 10.83.0.0/16 dev nbbr0 metric 77 proto 99 src 10.82.0.1 mtu "
+                   "1400 && ip -6 route add fd00:83::/48 dev nbbr0 metric 9 proto 98"));
+        before = tu_sh("%s", show);
+        ck_assert_msg(has(before, "\"metric\":77") && has(before, "\"prefsrc\":\"10.82.0.1\"") &&
+                              has(before, "\"metric\":9"),
+                      "set-up: %s", before);
+        b = nb_batch_new();
+        rt.destination = "10.83.0.0";
+        rt.prefix_len = 16;
+        rt.ifname = "nbbr0";
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        rt.destination = "fd00:83::";
+        rt.prefix_len = 48;
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        /* Fails when it runs: nbbr0 has this address already. */
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.82.0.1", 24, NULL), 0);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 2, -EEXIST, "has 10.82.0.1/24 already");
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        nb_results_free(res);
+        after = tu_sh("%s", show);
+        ck_assert_msg(strcmp(before, after) == 0, "before:\n%s\nafter the undo:\n%s", before,
+                      after);
+        free(before);
+        free(after);
+        nb_close(c);
+}
+END_TEST
+
+/* A deletion that names more than one route (two metrics, none given) is
+ * refused with the metrics and deletes nothing: the undo could not know
+ * which to put back, nor the caller which went. Naming the metric deletes
+ * that one alone. */
+START_TEST(test_a_route_deletion_that_names_two_routes_is_refused)
+{
+        nb_conn *c = setup();
+        nb_route rt = NB_ROUTE_INIT;
+        nb_batch *b;
+        nb_results *res;
+        char *ip;
+
+        free(tu_sh("ip route add 10.84.0.0/16 dev nbbr0 metric 10 && ip route add 10.84.0.0/16 "
+                   "dev nbbr0 metric 20"));
+        rt.destination = "10.84.0.0";
+        rt.prefix_len = 16;
+        rt.ifname = "nbbr0";
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EINVAL, "2 routes to 10.84.0.0/16 match (metrics 10, 20)");
+        nb_results_free(res);
+        ip = tu_sh("ip -j route show 10.84.0.0/16");
+        ck_assert_msg(has(ip, "\"metric\":10") && has(ip, "\"metric\":20"), "after: %s", ip);
+        free(ip);
+        rt.metric = 20;
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        ip = tu_sh("ip -j route show 10.84.0.0/16");
+        ck_assert_msg(has(ip, "\"metric\":10") && !has(ip, "\"metric\":20"), "after: %s", ip);
+        free(ip);
+        nb_close(c);
+}
+END_TEST
+
 /* ---- bad input ---- */
 
 START_TEST(test_bad_input_is_refused_and_changes_nothing)
@@ -842,6 +923,8 @@ Suite *addr_suite(void)
         tcase_add_test(tc, test_route_add_list_delete_as_ip_sees_them);
         tcase_add_test(tc, test_sysctl_set_per_interface_and_global);
         tcase_add_test(tc, test_a_failed_batch_undoes_addresses_routes_and_sysctls);
+        tcase_add_test(tc, test_a_failed_batch_puts_a_deleted_route_back_as_it_was);
+        tcase_add_test(tc, test_a_route_deletion_that_names_two_routes_is_refused);
         tcase_add_test(tc, test_bad_input_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_another_uid_changes_only_its_own_interfaces);
         tcase_add_test(tc, test_ctl_addr_and_route_commands);

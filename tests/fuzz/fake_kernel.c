@@ -1258,6 +1258,33 @@ static int fake_route_change(struct nbd_links *l, const struct nbd_route *rt, st
         return fake_iface(l, rt->ifname, err);
 }
 
+static int fake_route_delete(struct nbd_links *l, const struct nbd_route *rt,
+                             struct nbd_route_saved **ret_saved, struct nbd_err *err)
+{
+        struct nbd_route_saved *s = NULL;
+        int r = fake_iface(l, rt->ifname, err);
+
+        if (r < 0 || !ret_saved)
+                return r;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return nbd_err_oom(err, "deleting a route");
+        s->rt = *rt;
+        *ret_saved = s;
+        return 0;
+}
+
+static int fake_route_restore(struct nbd_links *l, const struct nbd_route_saved *s,
+                              struct nbd_err *err)
+{
+        return fake_route_change(l, &s->rt, err);
+}
+
+static void fake_route_saved_free(struct nbd_route_saved *s)
+{
+        free(s);
+}
+
 static int fake_route_list(struct nbd_links *l, unsigned table, struct nbd_route **ret,
                            size_t *ret_n, struct nbd_err *err)
 {
@@ -1385,7 +1412,9 @@ const struct nbd_backend nbd_fake_backend = {
                         .addr_delete = fake_addr_change,
                         .addr_list = fake_addr_list,
                         .route_add = fake_route_change,
-                        .route_delete = fake_route_change,
+                        .route_delete = fake_route_delete,
+                        .route_restore = fake_route_restore,
+                        .route_saved_free = fake_route_saved_free,
                         .route_list = fake_route_list,
                         .sysctl_get = fake_sysctl_get,
                         .sysctl_set = fake_sysctl_set,

@@ -266,6 +266,185 @@ START_TEST(test_frame_ctrunc_at_fd_limit_leaves_no_fd_behind)
 }
 END_TEST
 
+/* Frame i of `n` read by rd: its body is bodies[i], with nfds_want fds. */
+static void expect_frame(int fd, struct nbp_frame_reader *rd, const char *body_want,
+                         size_t nfds_want)
+{
+        int fds[NBP_FRAME_MAX_FDS];
+        uint8_t *body;
+        size_t len, nfds;
+        bool trunc;
+
+        ck_assert_int_eq(nbp_frame_read(fd, rd), 1);
+        nbp_frame_reader_take(rd, &body, &len, fds, &nfds, &trunc);
+        ck_assert_uint_eq(len, strlen(body_want));
+        ck_assert(memcmp(body, body_want, len) == 0);
+        ck_assert_msg(nfds == nfds_want, "frame '%s': %zu fds, wanted %zu", body_want, nfds,
+                      nfds_want);
+        ck_assert(!trunc);
+        nbp_close_fds(fds, nfds);
+        free(body);
+}
+
+/* Three small frames sent at once: the first read takes them all (a Ping
+ * is one read, header and body), the reader says they wait, and they come
+ * out whole after the writer is gone, then the end. */
+START_TEST(test_frame_read_ahead_keeps_the_next_frames)
+{
+        struct nbp_frame_out *f[3];
+        struct nbp_frame_reader rd;
+        const char *bodies[3] = {"one", "two, longer", ""};
+        uint8_t all[64];
+        size_t n = 0;
+        int sv[2];
+
+        nonblocking_pair(sv);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(frame_with(bodies[i], &f[i]), 0);
+                memcpy(all + n, f[i]->buf, f[i]->len);
+                n += f[i]->len;
+                nbp_frame_out_free(f[i]);
+        }
+        ck_assert_int_eq(write(sv[0], all, n), (ssize_t)n);
+        close(sv[0]);
+        nbp_frame_reader_init(&rd, 1024, 4);
+        expect_frame(sv[1], &rd, bodies[0], 0);
+        ck_assert(nbp_frame_reader_buffered(&rd));
+        ck_assert(!nbp_frame_reader_drained(&rd));
+        expect_frame(sv[1], &rd, bodies[1], 0);
+        expect_frame(sv[1], &rd, bodies[2], 0);
+        ck_assert(!nbp_frame_reader_buffered(&rd));
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), -EPIPE);
+        nbp_frame_reader_reset(&rd);
+        close(sv[1]);
+}
+END_TEST
+
+/* A frame read alone leaves the reader drained: the socket had no more. */
+START_TEST(test_frame_read_alone_says_drained)
+{
+        struct nbp_frame_out *f;
+        struct nbp_frame_reader rd;
+        int sv[2];
+
+        nonblocking_pair(sv);
+        ck_assert_int_eq(frame_with("ping", &f), 0);
+        ck_assert_int_eq(nbp_frame_write(sv[0], f), 1);
+        nbp_frame_out_free(f);
+        nbp_frame_reader_init(&rd, 1024, 4);
+        expect_frame(sv[1], &rd, "ping", 0);
+        ck_assert(nbp_frame_reader_drained(&rd));
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), 0);
+        nbp_frame_reader_reset(&rd);
+        close(sv[0]);
+        close(sv[1]);
+}
+END_TEST
+
+/* Frames written one after the other, some with fds on their first byte
+ * (as the helper and libnetbroker write them), all queued before the
+ * reader reads: each frame gets its own fds and no other's, though a read
+ * takes the end of one frame and the start of the next. */
+START_TEST(test_frame_read_ahead_gives_each_frame_its_fds)
+{
+        const char *bodies[5] = {"a", "bb", "ccc", "dddd", "eeeee"};
+        const size_t nfds[5] = {0, 2, 1, 0, 3};
+        struct nbp_frame_reader rd;
+        int sv[2], before = tu_fd_count(getpid());
+
+        nonblocking_pair(sv);
+        for (int i = 0; i < 5; i++) {
+                struct nbp_frame_out *f;
+                ck_assert_int_eq(frame_with(bodies[i], &f), 0);
+                for (size_t k = 0; k < nfds[i]; k++)
+                        f->fds[f->nfds++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                ck_assert_int_eq(nbp_frame_write(sv[0], f), 1);
+                nbp_frame_out_free(f);
+        }
+        nbp_frame_reader_init(&rd, 1024, 4);
+        for (int i = 0; i < 5; i++)
+                expect_frame(sv[1], &rd, bodies[i], nfds[i]);
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), 0);
+        nbp_frame_reader_reset(&rd);
+        close(sv[0]);
+        close(sv[1]);
+        ck_assert_int_eq(tu_fd_count(getpid()), before);
+}
+END_TEST
+
+/* len bytes in one sendmsg() with n fds on the first: 0 or -errno. */
+static int send_raw_fds(int fd, const void *p, size_t len, const int *fds, size_t n)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 4)];
+                struct cmsghdr align;
+        } ctrl = {0};
+        struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        struct cmsghdr *c;
+
+        ck_assert_uint_le(n, 4);
+        msg.msg_control = ctrl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+        c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+        return sendmsg(fd, &msg, 0) == (ssize_t)len ? 0 : -errno;
+}
+
+/* A peer that sends fds with a later byte of a frame, in one write with the
+ * next frame's start: the fds go to the frame the read ended in (frame.h),
+ * never beyond max_fds, and every fd is closed with the reader. */
+START_TEST(test_frame_fds_on_another_byte_stay_with_the_peers_frames)
+{
+        struct nbp_frame_out *f1, *f2;
+        struct nbp_frame_reader rd;
+        uint8_t both[64];
+        int sv[2], fds[3], before = tu_fd_count(getpid());
+        size_t n;
+
+        nonblocking_pair(sv);
+        ck_assert_int_eq(frame_with("first frame", &f1), 0);
+        ck_assert_int_eq(frame_with("second", &f2), 0);
+        /* f1's first 6 bytes alone, then its rest and f2 with 3 fds. */
+        ck_assert_int_eq(write(sv[0], f1->buf, 6), 6);
+        memcpy(both, f1->buf + 6, f1->len - 6);
+        memcpy(both + f1->len - 6, f2->buf, f2->len);
+        n = f1->len - 6 + f2->len;
+        for (int i = 0; i < 3; i++)
+                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(send_raw_fds(sv[0], both, n, fds, 3), 0);
+        for (int i = 0; i < 3; i++)
+                close(fds[i]);
+        nbp_frame_reader_init(&rd, 1024, 2);
+        {
+                int got[NBP_FRAME_MAX_FDS];
+                uint8_t *body;
+                size_t len, k1, k2;
+                bool t1, t2;
+                ck_assert_int_eq(nbp_frame_read(sv[1], &rd), 1);
+                nbp_frame_reader_take(&rd, &body, &len, got, &k1, &t1);
+                free(body);
+                nbp_close_fds(got, k1);
+                ck_assert_int_eq(nbp_frame_read(sv[1], &rd), 1);
+                nbp_frame_reader_take(&rd, &body, &len, got, &k2, &t2);
+                free(body);
+                nbp_close_fds(got, k2);
+                /* One frame has them, at most max_fds (2), the third closed. */
+                ck_assert_uint_eq(k1 + k2, 2);
+                ck_assert(t1 || t2);
+        }
+        nbp_frame_reader_reset(&rd);
+        nbp_frame_out_free(f1);
+        nbp_frame_out_free(f2);
+        close(sv[0]);
+        close(sv[1]);
+        ck_assert_int_eq(tu_fd_count(getpid()), before);
+}
+END_TEST
+
 START_TEST(test_frame_eof_inside_frame_is_connreset)
 {
         int sv[2];
@@ -1007,6 +1186,10 @@ static Suite *unit_suite(void)
         tcase_set_tags(rlimit, "rlimit");
         tcase_add_test(rlimit, test_frame_ctrunc_at_fd_limit_leaves_no_fd_behind);
         tcase_add_test(frames, test_frame_eof_inside_frame_is_connreset);
+        tcase_add_test(frames, test_frame_read_ahead_keeps_the_next_frames);
+        tcase_add_test(frames, test_frame_read_alone_says_drained);
+        tcase_add_test(frames, test_frame_read_ahead_gives_each_frame_its_fds);
+        tcase_add_test(frames, test_frame_fds_on_another_byte_stay_with_the_peers_frames);
         tcase_add_test(frames, test_frame_write_to_closed_peer_is_epipe_not_sigpipe);
         tcase_add_test(config, test_config_bad_line_is_reported_with_its_number);
         tcase_add_test(config, test_config_defaults_allow_root_only_and_64_fds);

@@ -58,6 +58,23 @@ bool nbp_frame_reader_buffered(const struct nbp_frame_reader *r)
         return r->ahead_at < r->ahead_len;
 }
 
+bool nbp_frame_reader_whole(const struct nbp_frame_reader *r)
+{
+        size_t have = r->ahead_len - r->ahead_at, need, len;
+        uint8_t hdr[NBP_FRAME_HEADER_SIZE];
+
+        if (r->hdr_got == NBP_FRAME_HEADER_SIZE)
+                return r->len - r->got <= have;
+        need = NBP_FRAME_HEADER_SIZE - r->hdr_got;
+        if (have < need)
+                return false;
+        memcpy(hdr, r->hdr, r->hdr_got);
+        memcpy(hdr + r->hdr_got, r->ahead + r->ahead_at, need);
+        len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | (size_t)hdr[3];
+        /* An oversize header is refused without a read too. */
+        return len > r->cap || len <= have - need;
+}
+
 bool nbp_frame_reader_drained(const struct nbp_frame_reader *r)
 {
         return r->drained && !nbp_frame_reader_buffered(r);

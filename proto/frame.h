@@ -83,6 +83,10 @@ bool nbp_frame_reader_busy(const struct nbp_frame_reader *r);
 /* True while bytes already read wait to be taken: the socket may be empty,
  * so a caller that stops reading must come back without waiting for it. */
 bool nbp_frame_reader_buffered(const struct nbp_frame_reader *r);
+/* True when the bytes buffered complete the frame being assembled (or
+ * the next one): nbp_frame_read() would return it without reading the
+ * socket. */
+bool nbp_frame_reader_whole(const struct nbp_frame_reader *r);
 /* True when nothing is buffered and the last read found the socket
  * drained: another read now would most likely find nothing (a caller that
  * polls level-triggered may wait instead, saving the call). */

@@ -372,6 +372,48 @@ START_TEST(test_frame_read_ahead_gives_each_frame_its_fds)
 }
 END_TEST
 
+/* Whether the bytes read ahead complete a frame (the helper takes such a
+ * frame without a read of the socket, so without its fd budget): not for
+ * a header and part of a body, yes once the body is there, and yes for an
+ * oversize header (refused without a read). */
+START_TEST(test_frame_reader_knows_a_whole_frame_is_buffered)
+{
+        uint8_t two[] = {0, 0, 0, 1, 'a', 0, 0, 0, 5, 'b', 'c'};
+        struct nbp_frame_reader rd;
+        int sv[2];
+
+        nonblocking_pair(sv);
+        nbp_frame_reader_init(&rd, 1024, 4);
+        ck_assert_int_eq(write(sv[0], two, sizeof(two)), (ssize_t)sizeof(two));
+        expect_frame(sv[1], &rd, "a", 0);
+        /* The second frame's header and 2 of its 5 bytes. */
+        ck_assert(nbp_frame_reader_buffered(&rd));
+        ck_assert(!nbp_frame_reader_whole(&rd));
+        ck_assert_int_eq(write(sv[0], "def", 3), 3);
+        expect_frame(sv[1], &rd, "bcdef", 0);
+        /* Whole: a frame and the next whole behind it. */
+        {
+                uint8_t both[] = {0, 0, 0, 1, 'x', 0, 0, 0, 2, 'y', 'z'};
+                ck_assert_int_eq(write(sv[0], both, sizeof(both)), (ssize_t)sizeof(both));
+        }
+        expect_frame(sv[1], &rd, "x", 0);
+        ck_assert(nbp_frame_reader_whole(&rd));
+        expect_frame(sv[1], &rd, "yz", 0);
+        ck_assert(!nbp_frame_reader_whole(&rd));
+        /* An oversize header behind a frame. */
+        {
+                uint8_t over[] = {0, 0, 0, 1, 'o', 0, 0x10, 0, 0};
+                ck_assert_int_eq(write(sv[0], over, sizeof(over)), (ssize_t)sizeof(over));
+        }
+        expect_frame(sv[1], &rd, "o", 0);
+        ck_assert(nbp_frame_reader_whole(&rd));
+        ck_assert_int_eq(nbp_frame_read(sv[1], &rd), -EMSGSIZE);
+        nbp_frame_reader_reset(&rd);
+        close(sv[0]);
+        close(sv[1]);
+}
+END_TEST
+
 /* len bytes in one sendmsg() with n fds on the first: 0 or -errno. */
 static int send_raw_fds(int fd, const void *p, size_t len, const int *fds, size_t n)
 {
@@ -1188,6 +1230,7 @@ static Suite *unit_suite(void)
         tcase_add_test(frames, test_frame_eof_inside_frame_is_connreset);
         tcase_add_test(frames, test_frame_read_ahead_keeps_the_next_frames);
         tcase_add_test(frames, test_frame_read_alone_says_drained);
+        tcase_add_test(frames, test_frame_reader_knows_a_whole_frame_is_buffered);
         tcase_add_test(frames, test_frame_read_ahead_gives_each_frame_its_fds);
         tcase_add_test(frames, test_frame_fds_on_another_byte_stay_with_the_peers_frames);
         tcase_add_test(frames, test_frame_write_to_closed_peer_is_epipe_not_sigpipe);

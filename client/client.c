@@ -198,11 +198,7 @@ static int hello(nb_conn *c)
          * before it read our Hello: even when the send fails, its Error may
          * be waiting to be read. */
         r = send_msg(c->fd, &m.base);
-        /* Exactly the answer: nothing after it is read here, where nobody
-         * would come back for it (frame.h). */
-        c->rd.exact = true;
         int rr = conn_recv_msg(c, &reply, fds, &nfds);
-        c->rd.exact = false;
         if (rr == 0)
                 rr = -ETIMEDOUT;
         if (rr < 0) {

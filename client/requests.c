@@ -269,11 +269,6 @@ static void io_step(nb_conn *c)
                 if (r <= 0)
                         break;
                 file_frame(c, m, fds, nfds);
-                /* Every frame read is taken; the socket, drained by the
-                 * last read, is read again once poll() says so (saves a
-                 * read that would find nothing). */
-                if (nbp_frame_reader_drained(&c->rd))
-                        break;
         }
         if (r < 0)
                 conn_reset(c, gen, r, false, false);

@@ -72,10 +72,6 @@ struct conn {
         struct nbp_frame_reader rd;
         struct nbp_frame_out *out_head, *out_tail;
         struct nbd_timer frame_timer, idle_timer, retry_timer, close_timer, hello_timer;
-        /* Frames read ahead wait (rd buffered) and the socket may be empty:
-         * the loop comes back to them without a readiness (ahead_again). */
-        struct nbd_timer ahead_timer;
-        struct nbd_timer parked_timer; /* fds_parked held too long */
         struct conn_job *jobs;
         unsigned n_jobs;
         /* Memory this connection holds: requests being run (with the reply
@@ -87,9 +83,6 @@ struct conn {
          * socket's send queue is empty (SIOCOUTQ 0: every frame read). */
         unsigned fds_in_flight;
         unsigned fds_held; /* fds its running requests came with */
-        /* fds read ahead with a frame not yet taken (rd.ahead_nfds, at most
-         * one frame's), counted in fds_held_nonroot for a non-root peer. */
-        unsigned fds_parked;
         /* A frame of it being decoded on the decode lane: nothing more is
          * read until it is handled, so its requests start in order. */
         struct decode *decoding;
@@ -134,33 +127,8 @@ static bool conn_may_read(const struct conn *c)
 
         if (c->mem >= cfg->max_connection_memory || c->fds_held || c->decoding)
                 return false;
-        /* A frame read whole already is taken without reading the socket:
-         * its fds came within budget and are counted (conn_fds_parked_sync).
-         * Anything else reads the socket, within the budget. */
-        return nbd_peer_is_root(&c->peer) || nbp_frame_reader_whole(&c->rd) ||
+        return nbd_peer_is_root(&c->peer) ||
                c->srv->fds_held_nonroot + cfg->max_fds_per_frame <= cfg->fd_limit / 8;
-}
-
-/* The fds the reader holds for a frame not yet taken, counted with the
- * non-root connections' (conn_may_read): a read may bring the next
- * frame's with the end of the current one. */
-static void on_parked_timeout(void *data);
-
-static void conn_fds_parked_sync(struct conn *c)
-{
-        unsigned now = (unsigned)c->rd.ahead_nfds;
-
-        if (!nbd_peer_is_root(&c->peer))
-                c->srv->fds_held_nonroot = c->srv->fds_held_nonroot - c->fds_parked + now;
-        c->fds_parked = now;
-        /* They are the helper's, and the budget's, until their frame is
-         * taken: a connection that stops being read (its replies unread)
-         * may not keep them, as a frame may not stay half-sent. */
-        if (!now)
-                nbd_timer_cancel(c->srv->loop, &c->parked_timer);
-        else if (!c->parked_timer.deadline_ms && !c->closing && !c->closed && !c->dead)
-                nbd_timer_arm(c->srv->loop, &c->parked_timer, c->srv->cfg->frame_timeout_ms,
-                              on_parked_timeout, c);
 }
 
 /* While output waits for the socket, the connection is not read: a client
@@ -168,29 +136,6 @@ static void conn_fds_parked_sync(struct conn *c)
  * socket buffer, instead of growing the helper's output queue without bound.
  * Replies of requests already running are still queued, and those are
  * capped by max_requests_per_connection. */
-static void conn_read(struct conn *c);
-
-static void on_ahead_timer(void *data)
-{
-        struct conn *c = data;
-
-        /* Armed while reading was allowed; it may not be any more. */
-        if (!c->out_head && conn_may_read(c))
-                conn_read(c);
-}
-
-/* Reading again (events EPOLLIN) with frames already read and waiting: no
- * readiness would say so, so the loop reads them after ms (0: at its next
- * timers; 1 after a round, so that others are served between rounds). Not
- * reading (events without EPOLLIN): no read either. */
-static void ahead_again(struct conn *c, uint32_t events, uint64_t ms)
-{
-        if (!(events & EPOLLIN))
-                nbd_timer_cancel(c->srv->loop, &c->ahead_timer);
-        else if (nbp_frame_reader_buffered(&c->rd) && !c->ahead_timer.deadline_ms)
-                nbd_timer_arm(c->srv->loop, &c->ahead_timer, ms, on_ahead_timer, c);
-}
-
 static void conn_update_events(struct conn *c)
 {
         uint32_t events;
@@ -203,7 +148,6 @@ static void conn_update_events(struct conn *c)
                 events = 0; /* the socket is writable: EPOLLOUT would spin */
         else
                 events = EPOLLOUT;
-        ahead_again(c, events, 0);
         if (events == c->events)
                 return;
         c->events = events;
@@ -347,9 +291,7 @@ static void conn_fail(struct conn *c, int status, uint64_t request_id, const cha
         c->closing = true;
         /* Nothing more is read from a connection that is being closed. */
         nbp_frame_reader_reset(&c->rd);
-        conn_fds_parked_sync(c);
         nbd_timer_cancel(c->srv->loop, &c->frame_timer);
-        nbd_timer_cancel(c->srv->loop, &c->ahead_timer);
         if (conn_queue(c, &m) < 0)
                 conn_close_later(c);
 }
@@ -797,16 +739,6 @@ static void on_frame_timeout(void *data)
                   c->srv->cfg->frame_timeout_ms);
 }
 
-static void on_parked_timeout(void *data)
-{
-        struct conn *c = data;
-
-        conn_fail(c, ETIMEDOUT, 0,
-                  "a frame's fds waited more than %u ms to be read (frame_timeout_ms): the "
-                  "connection's replies are not read",
-                  c->srv->cfg->frame_timeout_ms);
-}
-
 static void on_hello_timeout(void *data)
 {
         struct conn *c = data;
@@ -833,15 +765,11 @@ static void conn_read(struct conn *c)
 {
         uint64_t start = nbd_now_us();
 
-        nbd_timer_cancel(c->srv->loop, &c->ahead_timer);
         /* Output waiting ends the round (see conn_update_events); one frame
-         * is still read, so a hang-up reported meanwhile reaches its EOF.
-         * A socket the last read drained is not read again: the loop's
-         * epoll says when more comes. */
-        for (int i = 0;
-             i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead && conn_may_read(c) &&
-             (i == 0 || (!c->out_head && nbd_now_us() - start < WAKEUP_BUDGET_US &&
-                         !nbp_frame_reader_drained(&c->rd)));
+         * is still read, so a hang-up reported meanwhile reaches its EOF. */
+        for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead &&
+                        (i == 0 || (!c->out_head && nbd_now_us() - start < WAKEUP_BUDGET_US &&
+                                    conn_may_read(c)));
              i++) {
                 int fds[NBP_FRAME_MAX_FDS];
                 uint8_t *body;
@@ -849,7 +777,6 @@ static void conn_read(struct conn *c)
                 bool truncated;
                 int r = nbp_frame_read(c->fd, &c->rd);
 
-                conn_fds_parked_sync(c);
                 if (r == 0) {
                         if (nbp_frame_reader_busy(&c->rd) && !c->frame_timer.deadline_ms)
                                 nbd_timer_arm(c->srv->loop, &c->frame_timer,
@@ -873,10 +800,6 @@ static void conn_read(struct conn *c)
                 nbp_frame_reader_take(&c->rd, &body, &len, fds, &nfds, &truncated);
                 handle_frame(c, body, len, fds, nfds, truncated);
         }
-        /* The round ended with frames read and waiting (its frame or time
-         * budget): they are read in the next. */
-        if (!c->closing && !c->closed && !c->dead)
-                ahead_again(c, !c->out_head && conn_may_read(c) ? EPOLLIN : 0, 1);
 }
 
 static void on_conn_event(struct nbd_watch *w, uint32_t events)
@@ -885,21 +808,7 @@ static void on_conn_event(struct nbd_watch *w, uint32_t events)
 
         if (events & EPOLLOUT)
                 conn_flush(c);
-        if (c->closed || c->dead)
-                return;
-        /* Hung up (the peer closed: no reply reaches it): a round of what
-         * it may still read, and the connection ends. What it may not read
-         * now (a frame on the decode lane, requests holding fds, replies
-         * unread) is not read: reading a frame to find the end would start
-         * a request out of its turn. */
-        if (events & (EPOLLHUP | EPOLLERR)) {
-                if (c->events & EPOLLIN)
-                        conn_read(c);
-                if (!c->closed && !c->dead)
-                        conn_close(c);
-                return;
-        }
-        if (events & EPOLLIN)
+        if (!c->closed && !c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 conn_read(c);
 }
 
@@ -929,8 +838,6 @@ static void conn_close_later(struct conn *c)
         nbd_timer_cancel(c->srv->loop, &c->idle_timer);
         nbd_timer_cancel(c->srv->loop, &c->retry_timer);
         nbd_timer_cancel(c->srv->loop, &c->hello_timer);
-        nbd_timer_cancel(c->srv->loop, &c->ahead_timer);
-        nbd_timer_cancel(c->srv->loop, &c->parked_timer);
         nbd_timer_arm(c->srv->loop, &c->close_timer, 0, on_close_timer, c);
 }
 
@@ -962,12 +869,9 @@ static void conn_close(struct conn *c)
         nbd_timer_cancel(s->loop, &c->retry_timer);
         nbd_timer_cancel(s->loop, &c->close_timer);
         nbd_timer_cancel(s->loop, &c->hello_timer);
-        nbd_timer_cancel(s->loop, &c->ahead_timer);
-        nbd_timer_cancel(s->loop, &c->parked_timer);
         nbd_loop_remove(s->loop, &c->w);
         close(c->fd);
         nbp_frame_reader_reset(&c->rd);
-        conn_fds_parked_sync(c);
         while (c->out_head) {
                 struct nbp_frame_out *f = c->out_head;
                 c->out_head = f->next;

@@ -2,18 +2,10 @@
 /* Framing shared by netbrokerd and libnetbroker.
  *
  * A frame is a 4-byte big-endian length followed by that many bytes. File
- * descriptors travel as SCM_RIGHTS on the frame's first byte, and a writer
- * sends each frame from its start. Readers check the length against a cap
- * before they allocate anything.
- *
- * A reader reads a small frame's header and body in one recvmsg(), into a
- * buffer that may also take the start of the next frames (a Ping costs two
- * system calls less on each side). Fds still reach their frame: the kernel
- * ends a stream read with the piece of data that carried fds (af_unix's
- * unix_stream_read_generic()), which begins a frame, so the fds of a read
- * belong to the frame its last byte is in. A peer that sends fds on
- * another byte gets them on some frame of its own, never on another's,
- * and never more than max_fds on one.
+ * descriptors travel as SCM_RIGHTS on the frame's first byte. Readers never
+ * read past the frame they are assembling, so fds can never be attributed to
+ * the wrong frame, and they check the length against a cap before they
+ * allocate anything.
  *
  * Every function returns 0 or a negative errno value unless it says otherwise.
  */
@@ -28,9 +20,6 @@
 /* Upper bound for fds on one frame; the effective cap is configurable below it. */
 #define NBP_FRAME_MAX_FDS 64
 
-/* Bytes read at once when the frame needs fewer (a header, a small body). */
-#define NBP_FRAME_AHEAD 512
-
 struct nbp_frame_reader {
         size_t cap; /* largest body accepted */
         size_t max_fds; /* fds accepted per frame (<= NBP_FRAME_MAX_FDS) */
@@ -43,23 +32,9 @@ struct nbp_frame_reader {
         size_t nfds;
         bool fds_truncated; /* MSG_CTRUNC seen: some fds were lost */
         size_t oversize; /* length of a refused oversize frame, else 0 */
-        /* Read, not yet taken: ahead[ahead_at, ahead_len), and the fds
-         * that came with it, for the frame its last byte is in. */
-        uint8_t ahead[NBP_FRAME_AHEAD];
-        size_t ahead_at, ahead_len;
-        int ahead_fds[NBP_FRAME_MAX_FDS];
-        size_t ahead_nfds;
-        bool ahead_truncated;
-        bool drained; /* the last read found less than it asked for */
-        /* Never read past the frame (a reader made for one message, whose
-         * read-ahead would be lost with it): nbp_frame_reader_init_exact. */
-        bool exact;
 };
 
 void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds);
-/* The same, for a reader that must not read past its frame (made for one
- * message): a header and a body are two reads. */
-void nbp_frame_reader_init_exact(struct nbp_frame_reader *r, size_t cap, size_t max_fds);
 
 /* Read what is available of one frame.
  * Returns 1 when a whole frame is ready (take it with nbp_frame_reader_take()),
@@ -80,17 +55,6 @@ void nbp_frame_reader_reset(struct nbp_frame_reader *r);
 
 /* True while a frame is partly read. */
 bool nbp_frame_reader_busy(const struct nbp_frame_reader *r);
-/* True while bytes already read wait to be taken: the socket may be empty,
- * so a caller that stops reading must come back without waiting for it. */
-bool nbp_frame_reader_buffered(const struct nbp_frame_reader *r);
-/* True when the bytes buffered complete the frame being assembled (or
- * the next one): nbp_frame_read() would return it without reading the
- * socket. */
-bool nbp_frame_reader_whole(const struct nbp_frame_reader *r);
-/* True when nothing is buffered and the last read found the socket
- * drained: another read now would most likely find nothing (a caller that
- * polls level-triggered may wait instead, saving the call). */
-bool nbp_frame_reader_drained(const struct nbp_frame_reader *r);
 
 /* An outgoing frame: header and body in one buffer, fds sent with byte 0.
  * The fds are borrowed: the sender closes them after the frame is sent. */

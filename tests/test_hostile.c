@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -878,61 +877,6 @@ START_TEST(test_close_during_an_exec_or_a_firewall_batch_never_crashes)
 }
 END_TEST
 
-/* Pings sent in one write, fewer than 512 bytes: the helper's first read
- * takes them all (frame.h, read-ahead), its round ends after 16 frames
- * with the rest read and waiting and the socket empty, so no readiness
- * comes: every one must still be answered (server.c, ahead_again). */
-START_TEST(test_frames_read_ahead_of_a_round_are_all_answered)
-{
-        uint8_t all[1024];
-        bool seen[41] = {false};
-        struct tu_helper h;
-        size_t n = 0;
-        int fd;
-
-        tu_private_netns();
-        tu_helper_start(&h, TU_ALLOW);
-        fd = tu_raw_connect(h.sock);
-        tu_raw_hello(fd);
-        for (uint64_t id = 1; id <= 40; id++) {
-                Netbroker__Ping ping = NETBROKER__PING__INIT;
-                Netbroker__Op op = NETBROKER__OP__INIT, *ops[] = {&op};
-                Netbroker__Request req = NETBROKER__REQUEST__INIT;
-                Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-                struct nbp_frame_out *f = NULL;
-                op.op_case = NETBROKER__OP__OP_PING;
-                op.ping = &ping;
-                req.id = id;
-                req.n_ops = 1;
-                req.ops = ops;
-                m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
-                m.request = &req;
-                ck_assert_int_eq(nbp_pack_frame(&m.base, &f), 0);
-                ck_assert_uint_le(n + f->len, sizeof(all));
-                memcpy(all + n, f->buf, f->len);
-                n += f->len;
-                nbp_frame_out_free(f);
-        }
-        ck_assert_uint_lt(n, NBP_FRAME_AHEAD);
-        ck_assert_int_eq(write(fd, all, n), (ssize_t)n);
-        for (int i = 0; i < 40; i++) {
-                struct pollfd p = {.fd = fd, .events = POLLIN};
-                Netbroker__ServerMessage *m;
-                int err = 0;
-                ck_assert_msg(poll(&p, 1, 10000) == 1, "%d of 40 Pings answered, then nothing", i);
-                m = tu_raw_recv(fd, &err);
-                ck_assert_ptr_nonnull(m);
-                ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
-                ck_assert_uint_le(m->reply->id, 40);
-                ck_assert(!seen[m->reply->id]);
-                seen[m->reply->id] = true;
-                netbroker__server_message__free_unpacked(m, NULL);
-        }
-        close(fd);
-        tu_helper_stop(&h);
-}
-END_TEST
-
 Suite *hostile_suite(void)
 {
         Suite *s = suite_create("hostile");
@@ -951,7 +895,6 @@ Suite *hostile_suite(void)
         tcase_add_test(share, test_fds_held_behind_a_long_exec_do_not_pin_the_helper);
         tcase_add_test(share, test_a_request_over_max_rules_is_refused_and_changes_nothing);
         tcase_add_test(share, test_a_ping_is_answered_during_another_clients_long_batch);
-        tcase_add_test(share, test_frames_read_ahead_of_a_round_are_all_answered);
         tcase_add_test(share, test_the_largest_firewall_requests_let_pings_through);
         suite_add_tcase(s, share);
         TCase *gone = tcase_create("gone");

@@ -253,8 +253,7 @@ Netbroker__ServerMessage *tu_raw_recv(int fd, int *ret_err)
         bool trunc;
         int r;
 
-        /* Exact: a reader per message must leave the next in the socket. */
-        nbp_frame_reader_init_exact(&rd, 64u << 20, NBP_FRAME_MAX_FDS);
+        nbp_frame_reader_init(&rd, 64u << 20, NBP_FRAME_MAX_FDS);
         do
                 r = nbp_frame_read(fd, &rd);
         while (r == 0);

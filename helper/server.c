@@ -767,9 +767,10 @@ static void conn_read(struct conn *c)
 
         /* Output waiting ends the round (see conn_update_events); one frame
          * is still read, so a hang-up reported meanwhile reaches its EOF. */
-        for (int i = 0; i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead &&
-                        (i == 0 || (!c->out_head && nbd_now_us() - start < WAKEUP_BUDGET_US &&
-                                    conn_may_read(c)));
+        for (int i = 0;
+             i < FRAMES_PER_WAKEUP && !c->closing && !c->closed && !c->dead && !c->decoding &&
+             (i == 0 ||
+              (!c->out_head && nbd_now_us() - start < WAKEUP_BUDGET_US && conn_may_read(c)));
              i++) {
                 int fds[NBP_FRAME_MAX_FDS];
                 uint8_t *body;
@@ -808,7 +809,18 @@ static void on_conn_event(struct nbd_watch *w, uint32_t events)
 
         if (events & EPOLLOUT)
                 conn_flush(c);
-        if (!c->closed && !c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+        if (c->closed || c->dead)
+                return;
+        /* Hung up (the peer closed: no reply reaches it) while a frame of
+         * it is on the decode lane: what it sent after is not read. The
+         * round below reads one frame to find the end, which would start
+         * a request out of its turn and leave the decode's pointer to the
+         * connection behind when it closes (a use-after-free). */
+        if ((events & (EPOLLHUP | EPOLLERR)) && c->decoding) {
+                conn_close(c);
+                return;
+        }
+        if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
                 conn_read(c);
 }
 

@@ -994,6 +994,73 @@ START_TEST(test_ping_passes_another_clients_large_request_being_decoded)
 }
 END_TEST
 
+/* A request frame of over 64 KiB (decoded on the decode lane): an Exec of
+ * /bin/true with one long argument, packed into *ret. */
+static void big_exec_frame(uint64_t id, struct nbp_frame_out **ret)
+{
+        static char arg[70 * 1024];
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[] = {&op};
+        Netbroker__Request req = NETBROKER__REQUEST__INIT;
+        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
+        char *argv[] = {(char *)"/bin/true", arg};
+
+        memset(arg, 'x', sizeof(arg) - 1);
+        e.path = (char *)"/bin/true";
+        e.argv = argv;
+        e.n_argv = 2;
+        op.op_case = NETBROKER__OP__OP_EXEC;
+        op.exec = &e;
+        req.id = id;
+        req.n_ops = 1;
+        req.ops = ops;
+        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_REQUEST;
+        m.request = &req;
+        ck_assert_int_eq(nbp_pack_frame(&m.base, ret), 0);
+}
+
+/* A client sends two large frames at once and closes while the first is
+ * on the decode lane: the second is not read (reading it to find the end
+ * started it out of its turn, and left the first's decode pointing at the
+ * freed connection), and the helper serves on. */
+START_TEST(test_a_client_gone_while_its_frame_is_decoded_is_not_read_further)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        struct nbp_frame_out *f[2];
+        struct tu_helper h;
+        uint64_t spawns0;
+        nb_conn *b;
+        int fd;
+
+        tu_private_netns();
+        ck_assert_int_ge(mkstemp(hold), 0);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        start_held(&h, "DECODE", hold, NULL);
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+        spawns0 = tu_stat(b, "spawns");
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        big_exec_frame(1, &f[0]);
+        big_exec_frame(2, &f[1]);
+        for (int i = 0; i < 2; i++) {
+                ck_assert_int_eq(write(fd, f[i]->buf, f[i]->len), (ssize_t)f[i]->len);
+                nbp_frame_out_free(f[i]);
+        }
+        for (int i = 0; i < 12000 && access(held, F_OK) != 0; i++)
+                usleep(5000);
+        ck_assert_msg(access(held, F_OK) == 0, "the first frame never reached the decode lane");
+        close(fd);
+        /* The hang-up is the loop's to see while the decode is held. */
+        ping_ok(b);
+        unlink(hold);
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_uint_eq(tu_stat(b, "spawns"), spawns0);
+        nb_close(b);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* The start-up sweep runs on the firewall's lane, once the loop serves:
  * an owner whose tap went while no helper ran is still there while the
  * lane is held, and a Ping is answered; let go, the owner is removed
@@ -2080,6 +2147,7 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);
         tcase_add_test(hol, test_a_users_apply_is_validated_without_counting_the_rules);
         tcase_add_test(hol, test_ping_passes_another_clients_large_request_being_decoded);
+        tcase_add_test(hol, test_a_client_gone_while_its_frame_is_decoded_is_not_read_further);
         tcase_add_test(hol, test_start_up_sweep_runs_on_the_lane_while_the_loop_serves);
         tcase_add_test(hol, test_ping_passes_another_clients_commit_being_built);
         tcase_add_test(hol, test_ping_passes_another_clients_chain_read_for_a_replace);

@@ -194,6 +194,9 @@ struct nbd_job {
         /* The call on the lane is a read the op needs before it runs
          * (nbd_job_on_lane_first): when it returns, the op runs again. */
         bool lane_again;
+        /* The call on the lane changes nothing (nbd_job_on_lane_read): a
+         * cancel before the lane begins it lets it go. */
+        bool lane_read;
         bool op_counted; /* the op about to run again was counted already */
         /* An op before the running one failed after the fact (its kernel
          * call was shared with later ops): SIZE_MAX, or the first such. */
@@ -1252,6 +1255,7 @@ static void job_lane_finished(void *data, bool not_run)
         struct nbd_job *job = data;
 
         job->lane = NULL;
+        job->lane_read = false;
         if (job->state == JOB_CANCELLED) {
                 /* Its client went away while the call ran: the call did
                  * what it did; the audit trail says so, op by op. (A read
@@ -1348,6 +1352,15 @@ void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
                 fn(data);
                 done(job, data);
         }
+}
+
+void nbd_job_on_lane_read(struct nbd_job *job, unsigned need, void (*fn)(void *data),
+                          void (*done)(struct nbd_job *job, void *data), void *data)
+{
+        job->lane_read = true;
+        nbd_job_on_lane(job, need, fn, done, data);
+        if (job->state != JOB_ON_LANE)
+                job->lane_read = false; /* it ran here */
 }
 
 struct detached {
@@ -1641,7 +1654,7 @@ void nbd_job_cancel(struct nbd_job *job)
                  * and wait on it (a LinkDelete run's devices are in their
                  * group). Only a read for an op not yet run is let go. */
                 job->ran = job->lane_first;
-                if (job->lane_again)
+                if (job->lane_again || job->lane_read)
                         nbd_lane_cancel(job->lane, &job->work);
         }
         if (job->cancel_parked) {

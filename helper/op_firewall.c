@@ -1406,7 +1406,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                                 .ls = {l, nbd_job_peer(job)}};
         if (nbd_job_on_failure_call(job, list_work_kept, free, w) < 0) /* frees w */
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
-        nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, list_read, list_read_done, w);
+        nbd_job_on_lane_read(job, NBD_NEEDS_FIREWALL, list_read, list_read_done, w);
         return -(int)res->status;
 }
 

@@ -204,6 +204,10 @@ void **nbd_job_slot(struct nbd_job *job, const void *key);
  * the job (nbd_job_park); the op then ends with nbd_job_op_done(). */
 void nbd_job_on_lane(struct nbd_job *job, unsigned need, void (*fn)(void *data),
                      void (*done)(struct nbd_job *job, void *data), void *data);
+/* The same for a call that changes nothing (a listing): if the client goes
+ * away before the lane begins it, it is not run, and done is not called. */
+void nbd_job_on_lane_read(struct nbd_job *job, unsigned need, void (*fn)(void *data),
+                          void (*done)(struct nbd_job *job, void *data), void *data);
 /* Loop-free reads (issue 14): the running op needs fn(data), a read of
  * the kernel that grows with what it holds (the firewall's table at a
  * batch's first op), before it can go on. With a lane, the job parks,

@@ -312,6 +312,32 @@ static int exit_status(pid_t pid)
         return st;
 }
 
+/* A client process that connects to sock, submits b and waits for the
+ * reply (a test kills it meanwhile). */
+static pid_t fork_client(const char *sock, const nb_batch *b)
+{
+        pid_t client = fork();
+
+        ck_assert_int_ge(client, 0);
+        if (client == 0) {
+                nb_results *res = NULL;
+                nb_conn *k;
+                if (nb_connect(sock, &k) == 0)
+                        nb_submit(k, b, &res);
+                _exit(0);
+        }
+        return client;
+}
+
+/* Bounded, for order only: until the helper holds something at hold
+ * point `held` (its HOLD.held file). */
+static void await_held_file(const char *held, const char *what)
+{
+        for (int i = 0; i < 12000 && access(held, F_OK) != 0; i++)
+                usleep(5000);
+        ck_assert_msg(access(held, F_OK) == 0, "%s never happened", what);
+}
+
 /* A client killed while its commit runs on the lane: the commit ends (its
  * result is dropped), the job is freed once, after it, and the helper
  * serves on with the fds it had. The valgrind and ASan runs of this suite
@@ -328,15 +354,7 @@ START_TEST(test_client_gone_while_its_commit_runs_leaves_nothing_behind)
         tu_veth("hg0", "hg1");
         tu_helper_start(&h, TU_ALLOW);
         base = tu_fd_count(h.pid);
-        client = fork();
-        ck_assert_int_ge(client, 0);
-        if (client == 0) {
-                nb_results *res = NULL;
-                nb_conn *c;
-                if (nb_connect(h.sock, &c) == 0)
-                        nb_submit(c, slow, &res);
-                _exit(0);
-        }
+        client = fork_client(h.sock, slow);
         ck_assert_int_eq(nb_connect(h.sock, &b), 0);
         usleep(100 * 1000);
         /* Answered: the loop is free, so A's one op is on the lane. */
@@ -581,15 +599,7 @@ START_TEST(test_client_killed_while_its_deletion_is_on_the_lane_is_audited_as_it
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         make_taps(c, "hk", 5);
         base = tu_stat(c, "ops_link");
-        client = fork();
-        ck_assert_int_ge(client, 0);
-        if (client == 0) {
-                nb_results *res = NULL;
-                nb_conn *k;
-                if (nb_connect(h.sock, &k) == 0)
-                        nb_submit(k, b, &res);
-                _exit(0);
-        }
+        client = fork_client(h.sock, b);
         /* Its five ops started: the run's group deletion is on the lane. */
         while (tu_stat(c, "ops_link") < base + 5)
                 ck_assert(tu_process_alive(client));
@@ -683,19 +693,9 @@ START_TEST(test_client_killed_while_its_refused_commit_is_on_the_lane_is_audited
         fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
         close(fd);
-        client = fork();
-        ck_assert_int_ge(client, 0);
-        if (client == 0) {
-                nb_results *res = NULL;
-                nb_conn *k;
-                if (nb_connect(h.sock, &k) == 0)
-                        nb_submit(k, b, &res);
-                _exit(0);
-        }
-        /* Bounded, for order only: the commit is held before its send. */
-        for (int i = 0; i < 12000 && access(held, F_OK) != 0; i++)
-                usleep(5000);
-        ck_assert_msg(access(held, F_OK) == 0, "the commit never reached its send");
+        client = fork_client(h.sock, b);
+        /* The commit is held before its send. */
+        await_held_file(held, "the commit reaching its send");
         kill(client, SIGKILL);
         exit_status(client);
         ping_ok(c);
@@ -1019,18 +1019,8 @@ START_TEST(test_a_listing_whose_client_went_before_the_lane_began_it_is_not_read
         free(tu_sh("nft add table inet someone_else")); /* the mark is gone */
         close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
         ck_assert_int_eq(nb_batch_firewall_list(list), 0);
-        client = fork();
-        ck_assert_int_ge(client, 0);
-        if (client == 0) {
-                nb_results *res = NULL;
-                nb_conn *k;
-                if (nb_connect(h.sock, &k) == 0)
-                        nb_submit(k, list, &res);
-                _exit(0);
-        }
-        for (int i = 0; i < 12000 && access(held, F_OK) != 0; i++)
-                usleep(5000);
-        ck_assert_msg(access(held, F_OK) == 0, "the listing never reached the lane");
+        client = fork_client(h.sock, list);
+        await_held_file(held, "the listing reaching the lane");
         kill(client, SIGKILL);
         exit_status(client);
         ping_ok(b); /* the loop has seen the client go */
@@ -1099,9 +1089,7 @@ START_TEST(test_a_client_gone_while_its_frame_is_decoded_is_not_read_further)
                 ck_assert_int_eq(write(fd, f[i]->buf, f[i]->len), (ssize_t)f[i]->len);
                 nbp_frame_out_free(f[i]);
         }
-        for (int i = 0; i < 12000 && access(held, F_OK) != 0; i++)
-                usleep(5000);
-        ck_assert_msg(access(held, F_OK) == 0, "the first frame never reached the decode lane");
+        await_held_file(held, "the first frame reaching the decode lane");
         close(fd);
         /* The hang-up is the loop's to see while the decode is held. */
         ping_ok(b);

@@ -329,6 +329,7 @@ static pid_t fork_client(const char *sock, const nb_batch *b)
         return client;
 }
 
+#ifdef NB_TEST_HOOKS
 /* Bounded, for order only: until the helper holds something at hold
  * point `held` (its HOLD.held file). */
 static void await_held_file(const char *held, const char *what)
@@ -337,6 +338,7 @@ static void await_held_file(const char *held, const char *what)
                 usleep(5000);
         ck_assert_msg(access(held, F_OK) == 0, "%s never happened", what);
 }
+#endif
 
 /* A client killed while its commit runs on the lane: the commit ends (its
  * result is dropped), the job is freed once, after it, and the helper

@@ -179,6 +179,9 @@ out:
 
 /* ---- routes ---- */
 
+/* The metric the kernel gives an IPv6 route added without one. */
+#define IPV6_UNNAMED_METRIC 1024u
+
 static int route_object(struct nbd_links *l, const struct nbd_route *rt, bool add,
                         struct rtnl_route **ret, struct nbd_err *err)
 {
@@ -200,10 +203,16 @@ static int route_object(struct nbd_links *l, const struct nbd_route *rt, bool ad
         rtnl_route_set_family(o, (uint8_t)rt->family);
         rtnl_route_set_table(o, rt->table ? rt->table : RT_TABLE_MAIN);
         rtnl_route_set_type(o, RTN_UNICAST);
-        /* A deletion matches any protocol (0); what we add is static. */
-        rtnl_route_set_protocol(o, add ? RTPROT_STATIC : RTPROT_UNSPEC);
+        /* What we add is static; the deletion here is only ever the undo
+         * of our own add, so it names that route exactly: protocol static
+         * and the metric the kernel gave it (IPv6 makes an unnamed one
+         * 1024, IP6_RT_PRIO_USER; IPv4 keeps 0), else the kernel deletes
+         * the first route to the destination, maybe someone else's. */
+        rtnl_route_set_protocol(o, RTPROT_STATIC);
         if (rt->metric)
                 rtnl_route_set_priority(o, rt->metric);
+        else if (!add && rt->family == AF_INET6)
+                rtnl_route_set_priority(o, IPV6_UNNAMED_METRIC);
         if ((r = rtnl_route_set_dst(o, dst)) < 0) {
                 r = nbd_err_set(err, nbd_netlink_nle_errno(r), "cannot build a route request");
                 goto out;

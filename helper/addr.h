@@ -61,8 +61,9 @@ struct nbd_route_saved {
  * routes of r's family and table to its destination, narrowed by the
  * metric, gateway and interface r gives; -ESRCH when none is, -EINVAL
  * (err says which) when several are, and nothing is deleted; the one
- * deleted into *ret_saved (nbd_route_saved_free). Without, as `ip route
- * del` does: the first the kernel finds (an undo of our own add). */
+ * deleted into *ret_saved (nbd_route_saved_free). Without: the undo of
+ * nbd_route_add(r), the route it made (protocol static, r's metric or the
+ * one the kernel gave it), not another to the same destination. */
 int nbd_route_delete(struct nbd_links *l, const struct nbd_route *r,
                      struct nbd_route_saved **ret_saved, struct nbd_err *err);
 /* Put a deleted route back as it was: 0 or -errno. */

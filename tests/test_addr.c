@@ -427,6 +427,45 @@ START_TEST(test_a_failed_batch_puts_a_deleted_route_back_as_it_was)
 }
 END_TEST
 
+/* A route added by a batch that then fails is taken away, not another
+ * to the same destination: an IPv6 route added without a metric gets the
+ * kernel's 1024, and before, the undo deleted by the request's fields
+ * (any metric, any protocol), which took the first the kernel found: a
+ * route of someone else's with a lower metric. */
+START_TEST(test_a_failed_batch_takes_away_only_the_route_it_added)
+{
+        nb_conn *c = setup();
+        nb_route rt = NB_ROUTE_INIT;
+        nb_batch *b = nb_batch_new();
+        const char *show = "ip -j -6 route show fd00:85::/48";
+        char *before, *after;
+        nb_results *res;
+
+        free(tu_sh("ip -6 route add fd00:85::/48 dev nbbr0 metric 5 && ip -6 route add "
+                   "fd00:85::/48 dev nbbr0 metric 2000 proto static"));
+        before = tu_sh("%s", show);
+        ck_assert_msg(has(before, "\"metric\":5") && has(before, "\"metric\":2000"), "set-up: %s",
+                      before);
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.85.0.1", 24, NULL), 0);
+        rt.destination = "fd00:85::";
+        rt.prefix_len = 48;
+        rt.ifname = "nbbr0";
+        ck_assert_int_eq(nb_batch_route_add(b, &rt), 0);
+        /* Fails when it runs: nbbr0 has this address already. */
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.85.0.1", 24, NULL), 0);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 2, -EEXIST, "has 10.85.0.1/24 already");
+        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
+        nb_results_free(res);
+        after = tu_sh("%s", show);
+        ck_assert_msg(strcmp(before, after) == 0, "before:\n%s\nafter the undo:\n%s", before,
+                      after);
+        free(before);
+        free(after);
+        nb_close(c);
+}
+END_TEST
+
 /* A deletion that names more than one route (two metrics, none given) is
  * refused with the metrics and deletes nothing: the undo could not know
  * which to put back, nor the caller which went. Naming the metric deletes
@@ -924,6 +963,7 @@ Suite *addr_suite(void)
         tcase_add_test(tc, test_sysctl_set_per_interface_and_global);
         tcase_add_test(tc, test_a_failed_batch_undoes_addresses_routes_and_sysctls);
         tcase_add_test(tc, test_a_failed_batch_puts_a_deleted_route_back_as_it_was);
+        tcase_add_test(tc, test_a_failed_batch_takes_away_only_the_route_it_added);
         tcase_add_test(tc, test_a_route_deletion_that_names_two_routes_is_refused);
         tcase_add_test(tc, test_bad_input_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_another_uid_changes_only_its_own_interfaces);

@@ -101,6 +101,12 @@ struct nbd_backend_fw {
         /* The owners and their creators only (validation, on the loop): no
          * rule count, whose cost grows with the table; rules as claimed. */
         int (*list_creators)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+        /* The same from the summary alone, -ESTALE when the mark does not
+         * hold; then one owner by name, -ENOENT when it has no chains. */
+        int (*list_creators_marked)(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data,
+                                    struct nbd_err *e);
+        int (*read_creator)(struct nbd_fw *fw, const char *owner, struct nbd_fw_owner_info *ret,
+                            struct nbd_err *e);
         /* For fw_gone's clean-up on the firewall's lane (fw_kernel.h). */
         int (*lane_open)(const struct nbd_fw *fw, struct nbd_fw **ret);
         void (*lane_close)(struct nbd_fw *lf);

@@ -141,6 +141,16 @@ int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_er
  * non-root caller's validation on the loop. The summary when the mark
  * holds, else one chain dump. */
 int nbd_fw_list_creators(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e);
+/* The summary's owners when the mark holds; -ESTALE, nothing listed and e
+ * untouched, when it does not (the caller then asks owner by owner). */
+int nbd_fw_list_creators_marked(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data,
+                                struct nbd_err *e);
+/* One owner as its base chain's comment says it (rules as claimed), asked
+ * for by name: one or two round trips whatever the table's size, where a
+ * chain dump walks every chain of the namespace again for each datagram.
+ * -ENOENT (e untouched) when the owner has no base chain. */
+int nbd_fw_read_creator(struct nbd_fw *fw, const char *owner, struct nbd_fw_owner_info *ret,
+                        struct nbd_err *e);
 
 /* One rule of an owner's chains as the kernel holds it (FirewallList with
  * counters): the group ("" for a base chain's own rule), its direction and

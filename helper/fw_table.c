@@ -433,10 +433,13 @@ struct table_dump {
         bool again; /* an interrupted try came first */
 };
 
+/* Room for the largest datagram an answer may come in. Per thread: a
+ * lane's handle (nbd_fw_lane_open) reads too. */
+static _Thread_local char answer_buf[NBD_NFSOCK_DUMP_BUF];
+
 static int dump_once(void *data)
 {
-        /* Per thread: a lane's handle (nbd_fw_lane_open) dumps too. */
-        static _Thread_local char buf[65536];
+        char *buf = answer_buf;
         struct table_dump *t = data;
         uint32_t seq = ++t->fw->seq;
         /* Chains of every family: the mark is in the arp one. */
@@ -470,7 +473,7 @@ static int dump_once(void *data)
         /* Read to its end even when interrupted (a commit on a lane or on
          * the loop can interrupt it), else the next request reads its rest
          * as the answer. */
-        r = nbd_nfsock_read_answer(t->fw->nl, buf, sizeof(buf), seq, t->cb, t->data);
+        r = nbd_nfsock_read_answer(t->fw->nl, buf, sizeof(answer_buf), seq, t->cb, t->data);
         return r == -ENOENT ? 0 : r; /* no table: no owners */
 }
 
@@ -517,6 +520,72 @@ int nbd_fw_read_owners(struct nbd_fw *fw, struct nbd_fw_owners *ret)
                 return r;
         }
         *ret = d.owners;
+        return 0;
+}
+
+/* One owner's base chain, asked for by name: its comment says whose. */
+struct base_read {
+        struct nbd_fw_owner_state o;
+        bool seen;
+};
+
+static int on_base_chain(const struct nlmsghdr *nlh, void *data)
+{
+        struct base_read *b = data;
+        const struct nlattr *tb[NFTA_CHAIN_MAX + 1] = {0};
+
+        if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), chain_attr_cb, tb) < 0)
+                return MNL_CB_OK;
+        b->seen = true;
+        read_comment(&b->o, tb[NFTA_CHAIN_USERDATA]);
+        return MNL_CB_OK;
+}
+
+/* GETCHAIN of one chain of our table (no dump): 0, -ENOENT when it or the
+ * table is missing, or -errno. */
+static int get_chain(struct nbd_fw *fw, const char *name, struct base_read *b)
+{
+        char req[MNL_NLMSG_HDRLEN + 256] = {0}; /* zeroed: padding goes too */
+        uint32_t seq = ++fw->seq;
+        struct nlmsghdr *nlh =
+                nftnl_nlmsg_build_hdr(req, NFT_MSG_GETCHAIN, NFPROTO_NETDEV, NLM_F_ACK, seq);
+
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, NBD_FW_TABLE);
+        mnl_attr_put_strz(nlh, NFTA_CHAIN_NAME, name);
+        if (mnl_socket_sendto(fw->nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        /* The chain, then the ack; or the error alone. */
+        return nbd_nfsock_read_answer(fw->nl, answer_buf, sizeof(answer_buf), seq, on_base_chain,
+                                      b);
+}
+
+int nbd_fw_read_creator(struct nbd_fw *fw, const char *owner, struct nbd_fw_owner_info *ret,
+                        struct nbd_err *e)
+{
+        static const char *const bases[] = {"from", "to"};
+        struct base_read b = {0};
+        char name[NBD_FW_OWNER_MAX + 8];
+        int r = -ENOENT;
+
+        /* Either base chain has the comment; one alone left (the other
+         * deleted by hand) still makes the owner someone's. */
+        for (size_t i = 0; r == -ENOENT && i < sizeof(bases) / sizeof(bases[0]); i++) {
+                snprintf(name, sizeof(name), "%s/%s", owner, bases[i]);
+                r = get_chain(fw, name, &b);
+        }
+        if (r == 0 && !b.seen)
+                r = -ENOENT;
+        if (r == -ENOENT)
+                return r;
+        if (r < 0)
+                return nbd_fw_read_failed(e, r, false);
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->owner, sizeof(ret->owner), "%s", owner);
+        snprintf(ret->ifname, sizeof(ret->ifname), "%s", b.o.ifname);
+        snprintf(ret->hash, sizeof(ret->hash), "%s", b.o.hash);
+        ret->rules = b.o.rules;
+        ret->uid = b.o.uid;
         return 0;
 }
 
@@ -603,28 +672,46 @@ int nbd_fw_read_failed(struct nbd_err *e, int r, bool rules)
                            nbd_nfsock_strerror(r));
 }
 
-static int list_owners(struct nbd_fw *fw, bool count, nbd_fw_owner_fn fn, void *data,
+/* How list_owners() reads the owners when the mark does not hold. */
+enum list_how {
+        LIST_COUNTED, /* a chain dump, and the rules counted */
+        LIST_CLAIMED, /* a chain dump; rules as the comments claim */
+        LIST_MARKED_ONLY, /* none: -ESTALE */
+};
+
+static int list_owners(struct nbd_fw *fw, enum list_how how, nbd_fw_owner_fn fn, void *data,
                        struct nbd_err *e);
 
 int nbd_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
-        return list_owners(fw, true, fn, data, e);
+        return list_owners(fw, LIST_COUNTED, fn, data, e);
 }
 
 int nbd_fw_list_creators(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struct nbd_err *e)
 {
-        return list_owners(fw, false, fn, data, e);
+        return list_owners(fw, LIST_CLAIMED, fn, data, e);
 }
 
-static int list_owners(struct nbd_fw *fw, bool count, nbd_fw_owner_fn fn, void *data,
+int nbd_fw_list_creators_marked(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data,
+                                struct nbd_err *e)
+{
+        return list_owners(fw, LIST_MARKED_ONLY, fn, data, e);
+}
+
+static int list_owners(struct nbd_fw *fw, enum list_how how, nbd_fw_owner_fn fn, void *data,
                        struct nbd_err *e)
 {
         struct nbd_fw_owners owners = {0};
+        const bool count = how == LIST_COUNTED;
         uint32_t gen = 0;
         bool intact = false;
         /* The summary, when the mark holds, says all a listing says. */
         int r = nbd_fw_read_summary(fw, &owners, &gen, &intact);
 
+        if (r == 0 && !intact && how == LIST_MARKED_ONLY) {
+                nbd_fw_owners_free(&owners);
+                return -ESTALE; /* nothing said: the caller asks otherwise */
+        }
         if (r == 0 && !intact)
                 r = nbd_fw_read_owners(fw, &owners);
         if (r < 0)

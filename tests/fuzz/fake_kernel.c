@@ -1055,6 +1055,25 @@ static int fake_fw_list(struct nbd_fw *fw, nbd_fw_owner_fn fn, void *data, struc
         return 0;
 }
 
+/* Its summary always holds: fake_fw_list(); one owner alone, as the
+ * kernel's chain would say it. */
+static int fake_fw_read_creator(struct nbd_fw *fw, const char *owner, struct nbd_fw_owner_info *ret,
+                                struct nbd_err *e)
+{
+        (void)fw;
+        (void)e;
+        for (const struct fake_owner *o = world.owners; o; o = o->next) {
+                if (strcmp(o->owner, owner) != 0)
+                        continue;
+                *ret = (struct nbd_fw_owner_info){.rules = o->rules, .uid = o->uid};
+                snprintf(ret->owner, sizeof(ret->owner), "%s", o->owner);
+                snprintf(ret->ifname, sizeof(ret->ifname), "%s", o->ifname);
+                memcpy(ret->hash, o->hash, sizeof(ret->hash));
+                return 0;
+        }
+        return -ENOENT;
+}
+
 /* The fake keeps no rules, only their number: it lists that many, in the
  * base chain of "from", uncounted and without text. */
 static int fake_fw_list_rules(struct nbd_fw *fw, const uid_t *only, nbd_fw_rule_fn fn, void *data,
@@ -1385,6 +1404,8 @@ const struct nbd_backend nbd_fake_backend = {
                         .txn_free = fake_fw_txn_free,
                         .list = fake_fw_list,
                         .list_creators = fake_fw_list,
+                        .list_creators_marked = fake_fw_list,
+                        .read_creator = fake_fw_read_creator,
                         .lane_open = fake_fw_lane_open,
                         .lane_close = fake_fw_lane_close,
                         .txn_remove_bound = fake_fw_txn_remove_bound,

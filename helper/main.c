@@ -118,8 +118,14 @@ NBD_LOG_CATEGORY(main);
  * - CAP_NET_RAW: iptables-restore and ebtables-restore open raw sockets to
  *   talk to the kernel; without it they fail.
  * - CAP_MKNOD: a macvtap's character device is made as a node in the
- *   helper's private tmpfs, opened, and removed (no udev needed). */
+ *   helper's private tmpfs, opened, and removed (no udev needed).
+ * No program the helper runs keeps CAP_MKNOD (child_start.h). */
 static const int keep_caps[] = {CAP_NET_ADMIN, CAP_NET_RAW, CAP_MKNOD};
+/* Kept when given, in the permitted set alone (never effective in the
+ * helper), out of the bounding set: a child run for a caller that is not
+ * root becomes that caller with them (child_start.c). Without them such
+ * a caller's Exec fails (EPERM); it never runs as uid 0. */
+static const int setid_caps[] = {CAP_SETUID, CAP_SETGID};
 
 /* Where macvtap device nodes are made (a tmpfs in the helper's own mount
  * namespace). */
@@ -325,12 +331,20 @@ static int lower_fd_limit(unsigned limit)
 static int drop_capabilities(void)
 {
         bool can_bound = capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP);
+        bool setid[2];
         int r;
 
+        for (size_t i = 0; i < 2; i++)
+                setid[i] = capng_have_capability(CAPNG_PERMITTED, (unsigned)setid_caps[i]);
         capng_clear(CAPNG_SELECT_BOTH);
         for (size_t i = 0; i < sizeof(keep_caps) / sizeof(*keep_caps); i++)
-                capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+                capng_update(CAPNG_ADD,
+                             CAPNG_EFFECTIVE | CAPNG_PERMITTED |
+                                     (keep_caps[i] == CAP_MKNOD ? 0 : CAPNG_BOUNDING_SET),
                              (unsigned)keep_caps[i]);
+        for (size_t i = 0; i < 2; i++)
+                if (setid[i])
+                        capng_update(CAPNG_ADD, CAPNG_PERMITTED, (unsigned)setid_caps[i]);
         /* Without CAP_SETPCAP the bounding set cannot be changed; the
          * capability sets still can. */
         r = capng_apply(can_bound ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS);

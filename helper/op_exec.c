@@ -254,6 +254,7 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                 .timeout_ms = e->timeout_ms ? e->timeout_ms : cfg->exec_timeout_ms,
                 .output_cap = cap,
                 .uid = nbd_job_peer(job)->uid,
+                .as = nbd_job_peer(job),
         };
         r = x->sp->spawn(nbd_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
         if (r < 0) {

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_start.h"
 #include "config.h"
 #include "log.h"
 #include "spawn.h"
@@ -397,38 +397,22 @@ static struct nbd_program *program_new(const char *path, const char *file, const
         return p;
 }
 
+/* A session of its own (a stop signals its whole process group, and a
+ * helper that dies takes nothing with it), default signal dispositions and
+ * mask, /dev/null in and out, its log (or the helper's stderr) as stderr;
+ * every other fd the helper holds is close-on-exec. As uid 0, with the
+ * network capabilities alone (child_start.h). */
 static int spawn_session(const struct nbd_program_spec *s, int log_fd, pid_t *ret)
 {
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        sigset_t none, all;
-        int r = -ENOMEM;
+        const struct nbd_child_start cs = {
+                .path = s->file,
+                .argv = s->argv,
+                .envp = s->envp,
+                .fds = {NBD_CHILD_NULL, NBD_CHILD_NULL, log_fd >= 0 ? log_fd : 2},
+                .new_session = true,
+        };
 
-        sigemptyset(&none);
-        sigfillset(&all);
-        if (posix_spawnattr_init(&attr))
-                return -ENOMEM;
-        if (posix_spawn_file_actions_init(&fa)) {
-                posix_spawnattr_destroy(&attr);
-                return -ENOMEM;
-        }
-        /* Default dispositions and mask (the helper ignores SIGPIPE), and a
-         * session of its own: a stop signals its whole process group, and
-         * a helper that dies takes nothing with it. Every fd the helper
-         * holds is close-on-exec: the program gets 0-2 only. */
-        if (posix_spawnattr_setsigmask(&attr, &none) ||
-            posix_spawnattr_setsigdefault(&attr, &all) ||
-            posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                                    POSIX_SPAWN_SETSID) ||
-            posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
-            posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) ||
-            (log_fd >= 0 && posix_spawn_file_actions_adddup2(&fa, log_fd, 2)))
-                goto out;
-        r = -posix_spawn(ret, s->file, &fa, &attr, s->argv, s->envp);
-out:
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        return r;
+        return nbd_child_start(&cs, ret);
 }
 
 /* The bytes of a pid file for s, its numbers at their longest. */

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -14,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_start.h"
 #include "log.h"
 #include "program.h"
 #include "stats.h"
@@ -332,81 +332,19 @@ static int set_nonblock(int fd)
         return fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
 }
 
-static int make_attrs(posix_spawnattr_t *attr)
-{
-        sigset_t none, all;
-
-        sigemptyset(&none);
-        sigfillset(&all);
-        /* Default dispositions (the helper ignores SIGPIPE; a child must not
-         * inherit that), an empty mask, and a process group of its own so a
-         * timeout kills the program's own children too. */
-        if (posix_spawnattr_init(attr) || posix_spawnattr_setsigmask(attr, &none) ||
-            posix_spawnattr_setsigdefault(attr, &all) || posix_spawnattr_setpgroup(attr, 0) ||
-            posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                                   POSIX_SPAWN_SETPGROUP))
-                return -ENOMEM;
-        return 0;
-}
-
-/* The file actions of the last spawn, kept while the child's ends of its
- * pipes get the same numbers (one child at a time, they always do): glibc's
- * posix_spawn_file_actions_adddup2() asks the kernel for RLIMIT_NOFILE for
- * both of its fds, six syscalls a spawn otherwise. Only the loop's thread
- * spawns, like the rest of this file's state. */
-static struct {
-        bool valid;
-        int fds[3];
-        posix_spawn_file_actions_t fa;
-} actions;
-
-static int file_actions(const int fds[3], posix_spawn_file_actions_t **ret)
-{
-        if (actions.valid && memcmp(actions.fds, fds, sizeof(actions.fds)) == 0) {
-                *ret = &actions.fa;
-                return 0;
-        }
-        if (actions.valid)
-                posix_spawn_file_actions_destroy(&actions.fa);
-        actions.valid = false;
-        if (posix_spawn_file_actions_init(&actions.fa))
-                return -ENOMEM;
-        /* dup2 clears close-on-exec on the copies; everything else the helper
-         * holds is close-on-exec, so the child gets exactly fds 0-2. fds[0]
-         * -1: the child opens /dev/null as its stdin (glibc closes fd 0
-         * first, so the open makes fd 0 at once). */
-        if (fds[0] < 0 &&
-            posix_spawn_file_actions_addopen(&actions.fa, 0, "/dev/null", O_RDONLY, 0)) {
-                posix_spawn_file_actions_destroy(&actions.fa);
-                return -ENOMEM;
-        }
-        for (int i = fds[0] < 0 ? 1 : 0; i < 3; i++)
-                if (posix_spawn_file_actions_adddup2(&actions.fa, fds[i], i)) {
-                        posix_spawn_file_actions_destroy(&actions.fa);
-                        return -ENOMEM;
-                }
-        memcpy(actions.fds, fds, sizeof(actions.fds));
-        actions.valid = true;
-        *ret = &actions.fa;
-        return 0;
-}
-
 static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int stdin_fd, int out[2],
                  int err[2])
 {
-        const int fds[3] = {stdin_fd, out[1], err[1]};
-        posix_spawn_file_actions_t *fa;
-        posix_spawnattr_t attr;
-        int r;
+        /* Without input the child opens /dev/null itself: no pipe. */
+        const struct nbd_child_start cs = {
+                .path = s->path,
+                .argv = s->argv,
+                .envp = s->envp,
+                .fds = {stdin_fd >= 0 ? stdin_fd : NBD_CHILD_NULL, out[1], err[1]},
+                .as = s->as,
+        };
 
-        r = make_attrs(&attr);
-        if (r < 0)
-                return r;
-        r = file_actions(fds, &fa);
-        if (r == 0)
-                r = -posix_spawn(&c->pid, s->path, fa, &attr, s->argv, s->envp);
-        posix_spawnattr_destroy(&attr);
-        return r;
+        return nbd_child_start(&cs, &c->pid);
 }
 
 static int watch_child(struct nbd_loop *l, struct nbd_child *c, int in[2], int out[2], int err[2])

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "loop.h"
+#include "peer.h"
 
 struct nbd_exec_spec {
         const char *path;
@@ -25,7 +26,8 @@ struct nbd_exec_spec {
         size_t stdin_len;
         unsigned timeout_ms;
         size_t output_cap; /* bytes kept of each of stdout and stderr */
-        uid_t uid; /* the caller it runs for (counted per uid, not run as) */
+        uid_t uid; /* the caller it runs for (its spawn slots) */
+        const struct nbd_peer *as; /* run as this caller (child_start.h); NULL: root */
 };
 
 struct nbd_buf {

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "loop.h"
@@ -890,6 +893,81 @@ static struct nbd_child *run_child(struct nbd_loop *l, int epfd, const char *scr
         return c;
 }
 
+/* What the Exec child of uid 65534 (through a policy that grants it
+ * /bin/sh) and of root say of themselves: its script's output, into out
+ * (shared with the child process that is the caller). */
+#define EXEC_SELF_SCRIPT                                                                           \
+        "id -u; id -g; grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status; "                            \
+        "cat \"$0\" >/dev/null 2>&1 && echo read || echo denied"
+
+static void exec_self_as(const char *sock, uid_t uid, const char *secret, char *out, size_t size)
+{
+        const char *argv[] = {"sh", "-c", EXEC_SELF_SCRIPT, secret, NULL};
+        nb_exec_result e = NB_EXEC_RESULT_INIT;
+        nb_results *res = NULL;
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+        pid_t child = fork();
+        int w = 0;
+
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                if ((uid && (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)) ||
+                    nb_connect(sock, &c) != 0 ||
+                    nb_batch_exec(b, "/bin/sh", argv, NULL, NULL, 0, 0) ||
+                    nb_submit(c, b, &res) != 0 || nb_result_exec(res, 0, &e) != 0)
+                        _exit(10);
+                snprintf(out, size, "%.*s", (int)e.out_len, (const char *)e.out);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "uid %u's exec: 0x%x", (unsigned)uid, w);
+        nb_batch_free(b);
+}
+
+/* Exec never hands out root. The child of a caller that is not root runs
+ * as that caller, with CAP_NET_ADMIN and CAP_NET_RAW alone (ambient, so
+ * its own children keep them): it cannot read a file only root may (it
+ * ran as uid 0 before, and read any root-owned file). Root's child runs
+ * as uid 0 with the same two: not the helper's CAP_MKNOD (which made any
+ * block device openable) nor its CAP_SETUID/CAP_SETGID. */
+START_TEST(test_exec_runs_as_its_caller_with_the_network_capabilities_alone)
+{
+        char secret[] = "/tmp/nbtest-secret-XXXXXX";
+        char *out = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct tu_helper h;
+        int fd;
+
+        ck_assert_ptr_ne(out, MAP_FAILED);
+        tu_private_netns();
+        fd = mkstemp(secret);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(fchmod(fd, 0600), 0);
+        close(fd);
+        tu_helper_start(&h, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = exec\n"
+                                     "exec = /bin/sh\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+
+        exec_self_as(h.sock, 65534, secret, out, 4096);
+        ck_assert_msg(strncmp(out, "65534\n65534\n", 12) == 0 &&
+                              strstr(out, "CapPrm:\t0000000000003000\n") &&
+                              strstr(out, "CapEff:\t0000000000003000\n") &&
+                              strstr(out, "CapAmb:\t0000000000003000\n") && strstr(out, "denied\n"),
+                      "uid 65534's child said:\n%s", out);
+        exec_self_as(h.sock, 0, secret, out, 4096);
+        ck_assert_msg(strncmp(out, "0\n0\n", 4) == 0 &&
+                              strstr(out, "CapPrm:\t0000000000003000\n") &&
+                              strstr(out, "CapEff:\t0000000000003000\n") &&
+                              strstr(out, "CapAmb:\t0000000000000000\n") && strstr(out, "read\n"),
+                      "root's child said:\n%s", out);
+        unlink(secret);
+        munmap(out, 4096);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* Until it has run 10 ms, only a child's pidfd is watched: its pipes'
  * ends of file (it closes them as it exits) wake the helper no more than
  * its exit does, and what it wrote is read then. A child that writes more
@@ -944,6 +1022,7 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_program_anyone_may_replace_stops_startup);
         tcase_add_test(exec, test_exec_runs_the_file_checked_at_startup);
         tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
+        tcase_add_test(exec, test_exec_runs_as_its_caller_with_the_network_capabilities_alone);
         tcase_add_test(exec, test_child_without_input_reads_dev_null);
         tcase_add_test(exec, test_stdin_bytes_reach_the_child);
         tcase_add_test(exec, test_exit_codes_and_signals_are_reported);

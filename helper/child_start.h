@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The one way the helper starts a program (Exec's children, supervised
+ * programs): a clone(CLONE_VM | CLONE_VFORK) child, as glibc's posix_spawn
+ * makes one, that narrows its credentials before it execs, which
+ * posix_spawn cannot do.
+ *
+ * Every child keeps CAP_NET_ADMIN and CAP_NET_RAW (what the allowed tools
+ * need), and nothing else of the helper's: not CAP_MKNOD (the helper's own
+ * macvtap nodes), nor CAP_SETUID/CAP_SETGID (kept, in the permitted set
+ * only, for this file). A child run for a caller that is not root runs as
+ * that caller (its uid, gid and supplementary groups, as SO_PEERCRED and
+ * SO_PEERGROUPS said them) with the two capabilities as ambient ones: the
+ * allowed tool can still change the network, but reads and writes files as
+ * its caller, not as uid 0. Root's children run as uid 0. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "peer.h"
+
+/* fds[i] of struct nbd_child_start: /dev/null, opened by the child. */
+#define NBD_CHILD_NULL (-1)
+
+struct nbd_child_start {
+        const char *path;
+        char *const *argv;
+        char *const *envp;
+        /* The child's 0-2: an fd of the helper's (3 and up; dup2'ed, the
+         * copy not close-on-exec), i itself (the helper's own, inherited)
+         * or NBD_CHILD_NULL. */
+        int fds[3];
+        bool new_session; /* setsid(), else a process group of its own */
+        /* Whose program it is: NULL or uid 0 runs as uid 0. */
+        const struct nbd_peer *as;
+};
+
+/* 0 with *ret the child's pid, or -errno: what failed in the child before
+ * its exec (-EPERM: the helper lacks CAP_SETUID/CAP_SETGID to run it as
+ * its caller; -ENOENT, -EACCES: the exec), and no child is left. Only the
+ * loop's thread calls it (one stack). */
+int nbd_child_start(const struct nbd_child_start *s, pid_t *ret);
+
+/* Whether the helper can run a program as a caller that is not root
+ * (CAP_SETUID and CAP_SETGID permitted): for a clear error up front. */
+bool nbd_child_can_run_as_caller(void);

@@ -216,14 +216,19 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         const char *file = nbd_config_exec_file(cfg, e->path);
         size_t cap = cfg->exec_output_cap;
         struct nbd_exec_spec spec;
+        struct nbd_err why = {0};
         struct exec_run *x;
         bool admitted;
         int r;
 
         /* validate_exec() found it, but a reload (SIGHUP) since may have
-         * taken it off the list. */
+         * taken it off the list, or off the caller's grant (an Exec that
+         * waited for a spawn slot meanwhile). */
         if (!file)
                 return nbd_result_set(res, -EPERM, "exec: %s is not on the allow-list", e->path);
+        if (nbd_policy_check_op(&cfg->policy, nbd_job_peer(job), "exec", &why) < 0 ||
+            nbd_policy_check_exec(&cfg->policy, nbd_job_peer(job), e->path, &why) < 0)
+                return nbd_result_set(res, -EPERM, "%s", why.msg);
         if ((r = nbd_job_spawn_admit(job, res, &admitted)) < 0)
                 return r;
         if (!admitted)

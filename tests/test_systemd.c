@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -260,6 +261,81 @@ START_TEST(test_reload_takes_new_rules_on_an_open_connection)
         ck_assert_int_eq(exec_status(c, "/bin/true"), -EPERM);
         nb_close(c);
         ck_assert_msg(strstr(slurp(s.err), "reloaded"), "stderr: %s", slurp(s.err));
+        serve_stop(&s, &n);
+        notify_close(&n);
+}
+END_TEST
+
+/* As uid 65534 on a connection of its own: Exec of path with argument
+ * arg; its status into *status (shared). */
+static pid_t nobody_exec(const char *sock, const char *path, const char *arg, int *status)
+{
+        pid_t child = fork();
+
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                nb_conn *c = NULL;
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+                    nb_connect(sock, &c) != 0)
+                        _exit(10);
+                const char *argv[] = {path, arg, NULL};
+                nb_results *res = tu_exec1(c, path, argv, NULL, NULL, 5000);
+                *status = nb_result_status(res, 0);
+                _exit(0);
+        }
+        return child;
+}
+
+/* A reload that takes a program off a uid's 'exec' refuses its Exec that
+ * waited for a spawn slot meanwhile (validated before the reload, run
+ * after it), as it refuses one taken off exec_allow. */
+START_TEST(test_reload_refuses_a_waiting_exec_the_policy_no_longer_grants)
+{
+        static const char *const conf[] = {
+                "exec_allow = /bin/sleep /bin/true\nmax_spawns_per_uid = 2\nmax_spawns = "
+                "3\nroot_reserved_spawns = 2\n"
+                "policy_dir = /nonexistent/nbtest-policy.d\n[policy uid 65534]\nops = exec\n"
+                "exec = /bin/sleep /bin/true\n",
+                "exec_allow = /bin/sleep /bin/true\nmax_spawns_per_uid = 2\nmax_spawns = "
+                "3\nroot_reserved_spawns = 2\n"
+                "policy_dir = /nonexistent/nbtest-policy.d\n[policy uid 65534]\nops = exec\n"
+                "exec = /bin/sleep\n"};
+        int *st = mmap(NULL, 2 * sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                       -1, 0);
+        struct notify n;
+        struct served s;
+        pid_t sleeper, waiter;
+        nb_conn *root;
+        int w;
+
+        ck_assert_ptr_ne(st, MAP_FAILED);
+        st[0] = st[1] = 1;
+        notify_open(&n);
+        serve_start(&s, &n, conf[0], NULL);
+        ck_assert_int_eq(chmod(s.sock, 0666), 0);
+        ck_assert_int_eq(nb_connect(s.sock, &root), 0);
+        /* The one slot left to callers other than root taken (sleep 1 s),
+         * then /bin/true waits for it. */
+        sleeper = nobody_exec(s.sock, "/bin/sleep", "1", &st[0]);
+        for (int i = 0; i < 500 && tu_stat(root, "spawns") < 1; i++)
+                usleep(2000);
+        ck_assert_uint_eq(tu_stat(root, "spawns"), 1);
+        waiter = nobody_exec(s.sock, "/bin/true", "x", &st[1]);
+        for (int i = 0; i < 500 && tu_stat(root, "ops_exec") < 2; i++)
+                usleep(2000);
+        ck_assert_uint_eq(tu_stat(root, "ops_exec"), 2);
+        ck_assert_uint_eq(tu_stat(root, "spawns"), 1);
+        rewrite(s.conf, conf[1]);
+        kill(s.pid, SIGHUP);
+        notify_expect(&n, "RELOADING=1", NULL);
+        notify_expect(&n, "READY=1", NULL);
+        ck_assert_int_eq(waitpid(waiter, &w, 0), waiter);
+        ck_assert_int_eq(waitpid(sleeper, &w, 0), sleeper);
+        ck_assert_int_eq(st[0], 0);
+        ck_assert_msg(st[1] == -EPERM, "the waiting /bin/true: status %d", st[1]);
+        ck_assert_uint_eq(tu_stat(root, "spawns"), 1);
+        nb_close(root);
+        munmap(st, 2 * sizeof(int));
         serve_stop(&s, &n);
         notify_close(&n);
 }
@@ -615,6 +691,7 @@ Suite *systemd_suite(void)
         tcase_add_test(notify, test_notify_says_ready_reloading_and_stopping);
         tcase_add_test(notify, test_spawned_helper_notifies_nobody);
         tcase_add_test(notify, test_reload_takes_new_rules_on_an_open_connection);
+        tcase_add_test(notify, test_reload_refuses_a_waiting_exec_the_policy_no_longer_grants);
         tcase_add_test(notify, test_reload_changes_admission_for_new_connections_only);
         tcase_add_test(notify, test_bad_reload_keeps_the_old_configuration);
         tcase_add_test(notify, test_log_lines_carry_priorities_only_for_the_journal);

@@ -513,15 +513,16 @@ static int add_sockets(struct nbd_server *srv, const struct options *o, int n_ac
 }
 
 /* The lanes (lane.h): a thread for the firewall's commits and table reads,
- * one for the links' group deletions, and one that decodes large frames
- * (server.c). Made here, after the privilege drop (stage 6), so they hold
+ * one for the links' group deletions, and two that decode large frames
+ * (server.c), root's and everyone else's: root's never waits behind
+ * another caller's decode. Made here, after the privilege drop (stage 6), so they hold
  * the capabilities the loop holds and no more: a thread takes the sets of
  * the thread that creates it. Without them (no memory, no threads), those
  * calls run on the loop as before. fds: one eventfd, and a socket per
  * kernel call under way. */
 struct lanes {
         struct nbd_lanes *all;
-        struct nbd_lane *fw, *links, *decode;
+        struct nbd_lane *fw, *links, *decode, *decode_root;
 };
 
 static void lanes_open(struct nbd_loop *loop, const struct caps *c, struct lanes *ls)
@@ -534,6 +535,8 @@ static void lanes_open(struct nbd_loop *loop, const struct caps *c, struct lanes
                 r = nbd_lane_new(ls->all, "links", &ls->links);
         if (r == 0)
                 r = nbd_lane_new(ls->all, "decode", &ls->decode);
+        if (r == 0)
+                r = nbd_lane_new(ls->all, "decode_root", &ls->decode_root);
         if (r < 0) {
                 nbd_warn("no lanes (%s): long kernel calls hold the loop", strerror(-r));
                 nbd_lanes_free(ls->all);
@@ -630,7 +633,7 @@ static int serve(struct nbd_config **cfg, const struct options *o, int n_activat
                 goto out;
         lanes_open(loop, &c, &lanes);
         nbd_server_set_lanes(srv, lanes.fw, lanes.links);
-        nbd_server_set_decode_lane(srv, lanes.decode);
+        nbd_server_set_decode_lanes(srv, lanes.decode, lanes.decode_root);
         /* After the lanes: the firewall's sweep reads the table on its
          * lane while the loop starts serving. */
         caps_watch_gone(&c);
@@ -665,7 +668,7 @@ out:
         if (srv) {
                 nbd_server_shutdown(srv);
                 nbd_server_set_lanes(srv, NULL, NULL);
-                nbd_server_set_decode_lane(srv, NULL);
+                nbd_server_set_decode_lanes(srv, NULL, NULL);
         }
         nbd_lanes_free(lanes.all);
         nbd_loop_run_deferred(loop);

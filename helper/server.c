@@ -103,6 +103,8 @@ struct nbd_server {
         unsigned fds_held_nonroot; /* the sum of fds_held over non-root connections */
         struct nbd_timer accept_pause;
         struct nbd_lane *lane_decode; /* NULL: every frame is decoded on the loop */
+        /* Root's frames: never behind another caller's 16 MiB decode. */
+        struct nbd_lane *lane_decode_root;
 };
 
 static void conn_close(struct conn *c);
@@ -582,12 +584,25 @@ static void handle_decoded(struct conn *c, Netbroker__ClientMessage *msg,
                            bool truncated)
 {
         if (!msg) {
+                /* Not a bad message when the arena said no: the sender
+                 * should be told what to change. */
+                bool over = budget->over, oom = budget->oom;
+                size_t limit = budget->limit;
                 nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
                 nbp_close_fds(fds, nfds);
                 nbp_pb_budget_release(budget);
                 free(budget);
-                conn_fail(c, EBADMSG, 0, "cannot decode the frame (%zu bytes): not a ClientMessage",
-                          len);
+                if (over)
+                        conn_fail(c, E2BIG, 0,
+                                  "cannot decode the frame (%zu bytes): it decodes to more than "
+                                  "%zu bytes (many small messages: send fewer ops a request)",
+                                  len, limit);
+                else if (oom)
+                        conn_fail(c, ENOMEM, 0,
+                                  "cannot decode the frame (%zu bytes): out of memory", len);
+                else
+                        conn_fail(c, EBADMSG, 0,
+                                  "cannot decode the frame (%zu bytes): not a ClientMessage", len);
                 return;
         }
         if (!c->hello_done && msg->msg_case != NETBROKER__CLIENT_MESSAGE__MSG_HELLO) {
@@ -697,7 +712,10 @@ static int decode_on_lane(struct conn *c, uint8_t *body, size_t len, struct nbp_
                              .nfds = nfds,
                              .truncated = truncated};
         memcpy(d->fds, fds, nfds * sizeof(*fds));
-        r = nbd_lane_submit(c->srv->lane_decode, &d->work);
+        r = nbd_lane_submit(nbd_peer_is_root(&c->peer) && c->srv->lane_decode_root
+                                    ? c->srv->lane_decode_root
+                                    : c->srv->lane_decode,
+                            &d->work);
         if (r < 0) {
                 free(d);
                 return r;
@@ -1113,7 +1131,9 @@ void nbd_server_set_lanes(struct nbd_server *s, struct nbd_lane *fw, struct nbd_
         nbd_dispatch_set_lanes(&s->dctx, fw, links);
 }
 
-void nbd_server_set_decode_lane(struct nbd_server *s, struct nbd_lane *decode)
+void nbd_server_set_decode_lanes(struct nbd_server *s, struct nbd_lane *decode,
+                                 struct nbd_lane *decode_root)
 {
         s->lane_decode = decode;
+        s->lane_decode_root = decode_root;
 }

@@ -55,6 +55,8 @@ const struct nbd_dispatch_ctx *nbd_server_dispatch_ctx(const struct nbd_server *
 /* The lanes blocking kernel calls run on (nbd_dispatch_set_lanes). */
 struct nbd_lane;
 void nbd_server_set_lanes(struct nbd_server *s, struct nbd_lane *fw, struct nbd_lane *links);
-/* Loop-free decode (issue 14): the lane large frames are decoded on
- * (NULL: on the loop). See server.c's DECODE_ON_LANE_MIN. */
-void nbd_server_set_decode_lane(struct nbd_server *s, struct nbd_lane *decode);
+/* Loop-free decode (issue 14): the lanes large frames are decoded on,
+ * other callers' and root's (NULL: on the loop). See server.c's
+ * DECODE_ON_LANE_MIN. */
+void nbd_server_set_decode_lanes(struct nbd_server *s, struct nbd_lane *decode,
+                                 struct nbd_lane *decode_root);

@@ -42,13 +42,17 @@ static char *arena_take(struct nbp_pb_budget *b, size_t need)
         }
         if (size > room) {
                 /* Near the bound (a small limit): what is left, if it fits. */
-                if (sizeof(*blk) + need > room)
+                if (sizeof(*blk) + need > room) {
+                        b->over = true;
                         return NULL;
+                }
                 size = room;
         }
         blk = malloc(size);
-        if (!blk)
+        if (!blk) {
+                b->oom = true;
                 return NULL;
+        }
         blk->size = size;
         b->held += size;
         p = (char *)blk->data;
@@ -75,8 +79,10 @@ static void *budget_alloc(void *data, size_t size)
         b->count++;
         if (b->fail_at && b->count == b->fail_at)
                 return NULL;
-        if (size > b->limit - b->used)
+        if (size > b->limit - b->used) {
+                b->over = true;
                 return NULL;
+        }
         p = arena_take(b, HEADER + round_up(size ? size : 1));
         if (!p)
                 return NULL;
@@ -120,6 +126,7 @@ void nbp_pb_budget_init(struct nbp_pb_budget *b, size_t limit)
         b->cur = NULL;
         b->end = NULL;
         b->next_block = FIRST_BLOCK;
+        b->over = b->oom = false;
 }
 
 void nbp_pb_budget_release(struct nbp_pb_budget *b)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "frame.h"
@@ -48,6 +49,9 @@ struct nbp_pb_budget {
         struct nbp_arena_block *blocks; /* newest first */
         char *cur, *end; /* free room in the block being filled */
         size_t next_block; /* bytes of the next block */
+        /* Why a piece was refused, for the error: over the limit (the
+         * frame decodes to too much), or malloc() failed. */
+        bool over, oom;
 };
 
 /* Start an empty arena. */

@@ -629,10 +629,20 @@ START_TEST(test_decode_budget_refuses_a_tree_larger_than_allowed)
         out = netbroker__client_message__unpack(&b.allocator, len, buf);
         ck_assert_ptr_null(out);
         ck_assert_uint_eq(b.used, 0); /* everything taken was given back */
+        /* Why, for the helper's error: the budget, not a bad message. */
+        ck_assert(b.over && !b.oom);
+        nbp_pb_budget_release(&b);
+        ck_assert(!b.over);
+        /* Bytes that are no message: refused with the budget untouched. */
+        out = netbroker__client_message__unpack(&b.allocator, 4,
+                                                (const uint8_t[]){0xff, 0xff, 0xff, 0xff});
+        ck_assert_ptr_null(out);
+        ck_assert(!b.over && !b.oom);
         nbp_pb_budget_release(&b);
         nbp_pb_budget_init(&b, 1u << 20);
         out = netbroker__client_message__unpack(&b.allocator, len, buf);
         ck_assert_ptr_nonnull(out);
+        ck_assert(!b.over);
         ck_assert_uint_eq(out->request->n_ops, 1000);
         netbroker__client_message__free_unpacked(out, &b.allocator);
         ck_assert_uint_eq(b.used, 0);

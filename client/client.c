@@ -604,8 +604,11 @@ NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *theirs, nb_
         c = conn_alloc();
         if (!c)
                 return -ENOMEM;
+        /* The library runs inside privileged daemons: in a setuid or
+         * file-capability program the environment is its caller's, who must
+         * not choose the binary run with its privileges. */
         if (!helper_path)
-                helper_path = getenv("NETBROKERD");
+                helper_path = secure_getenv("NETBROKERD");
         if (!helper_path)
                 helper_path = NB_HELPER_PATH;
         c->helper_path = strdup(helper_path);

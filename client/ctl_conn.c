@@ -47,7 +47,8 @@ void ctl_pick_source(struct ctl *c)
 
 const char *ctl_source_text(const struct ctl *c, char *buf, size_t size)
 {
-        const char *helper = c->helper_path ? c->helper_path : getenv("NETBROKERD");
+        /* What nb_spawn() will start: it reads NETBROKERD the same way. */
+        const char *helper = c->helper_path ? c->helper_path : secure_getenv("NETBROKERD");
 
         switch (c->source) {
         case CTL_SRC_SOCKET_OPTION:

@@ -29,8 +29,9 @@
  *   filter allow-dhcp [SERVER]
  *   filter allow-arp
  *   filter clean-traffic MAC [IPV4...]
- *           libvirt's standard filters (see libnetbroker's nb_fw_add_*),
- *           each its own groups, named after it.
+ *           libvirt's standard filters and netbroker's own no-promisc
+ *           (libvirt ships none), see libnetbroker's nb_fw_add_*; each
+ *           its own groups, named after it.
  *   filter NAME [VAR=VALUE...]
  *           Any of libvirt's stock filters (nb_fw_add_filter); a variable
  *           given again, or with values joined by ',', has several values.

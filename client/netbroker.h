@@ -87,10 +87,11 @@ typedef struct nb_spawn_opts {
         }
 
 /* Start netbrokerd on a socketpair and say Hello. helper_path NULL means the
- * NETBROKERD environment variable, else the installed helper. The helper
- * gets exactly fds 0-2 (stdin and stdout on /dev/null, stderr shared for its
- * logs) and its end of the socketpair. If the helper dies, the next
- * nb_submit() starts a new one.
+ * NETBROKERD environment variable (ignored in secure-execution mode: a
+ * setuid, setgid or file-capability program), else the installed helper.
+ * The helper gets exactly fds 0-2 (stdin and stdout on /dev/null, stderr
+ * shared for its logs) and its end of the socketpair. If the helper dies,
+ * the next nb_submit() starts a new one.
  * Returns 0, or -ENOENT/-EACCES (helper not found or not executable),
  * -EPROTO/-EPROTONOSUPPORT (the helper refused the Hello), -ECONNRESET
  * (it exited at once, e.g. on a bad config: it says why on stderr),

@@ -3,14 +3,17 @@
  * and the start-up hardening as the kernel reports it in /proc. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -588,6 +591,105 @@ START_TEST(test_spawned_helper_does_not_inherit_client_fds)
 }
 END_TEST
 
+/* A program run with a file capability by another user is in secure-
+ * execution mode (AT_SECURE), and so is libnetbroker inside it: its
+ * caller's NETBROKERD must not choose the helper it starts. A copy of
+ * tests/secure_probe.c with CAP_NET_ADMIN in its permitted set, run as
+ * nobody with NETBROKERD naming a script that leaves a mark, must not run
+ * the script; the same copy without the capability must (which shows
+ * the mark would be seen). */
+static void vfs_cap_set(const char *path, bool on)
+{
+        struct vfs_cap_data cap = {.magic_etc = VFS_CAP_REVISION_2};
+
+        cap.data[0].permitted = 1u << CAP_NET_ADMIN;
+        if (on)
+                ck_assert_msg(setxattr(path, "security.capability", &cap, XATTR_CAPS_SZ_2, 0) == 0,
+                              "setxattr security.capability on %s: %s", path, strerror(errno));
+        else
+                ck_assert_int_eq(removexattr(path, "security.capability"), 0);
+}
+
+/* A copy of from at to, mode 0755: a file of the test's own for the xattr. */
+static void copy_file(const char *from, const char *to)
+{
+        char buf[65536];
+        int in = open(from, O_RDONLY | O_CLOEXEC);
+        int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+        ssize_t n;
+
+        ck_assert_int_ge(in, 0);
+        ck_assert_int_ge(out, 0);
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                ck_assert_int_eq(write(out, buf, (size_t)n), n);
+        ck_assert_int_eq(n, 0);
+        close(in);
+        ck_assert_int_eq(close(out), 0);
+}
+
+/* The probe's line, run as nobody with NETBROKERD=helper. */
+static void run_probe_as_nobody(const char *probe, const char *helper, char *out, size_t size)
+{
+        int p[2];
+        ssize_t n, len = 0;
+        int status;
+        pid_t pid;
+
+        ck_assert_int_eq(pipe(p), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                const char *argv[] = {probe, NULL};
+                if (dup2(p[1], 1) < 0 || setenv("NETBROKERD", helper, 1) < 0 ||
+                    setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                    setresuid(65534, 65534, 65534) < 0)
+                        _exit(126);
+                execv(probe, (char *const *)argv);
+                _exit(127);
+        }
+        close(p[1]);
+        while ((n = read(p[0], out + len, size - 1 - (size_t)len)) > 0)
+                len += n;
+        close(p[0]);
+        out[len] = '\0';
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "probe: status %#x", status);
+}
+
+START_TEST(test_netbrokerd_env_is_ignored_in_secure_execution_mode)
+{
+        char dir[] = "/tmp/nbtest-secure-XXXXXX", probe[64], helper[64], mark[64], out[128];
+        FILE *f;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(chmod(dir, 0777), 0); /* nobody's script writes the mark here */
+        snprintf(probe, sizeof(probe), "%s/probe", dir);
+        snprintf(helper, sizeof(helper), "%s/helper", dir);
+        snprintf(mark, sizeof(mark), "%s/ran", dir);
+        copy_file(NB_SECURE_PROBE, probe);
+        f = fopen(helper, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "#!/bin/sh\n: > %s\n", mark);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(helper, 0755), 0);
+
+        vfs_cap_set(probe, true);
+        run_probe_as_nobody(probe, helper, out, sizeof(out));
+        ck_assert_msg(strstr(out, "secure=1 "), "not in secure-execution mode: %s", out);
+        ck_assert_msg(access(mark, F_OK) != 0, "NETBROKERD's program ran: %s", out);
+
+        vfs_cap_set(probe, false);
+        run_probe_as_nobody(probe, helper, out, sizeof(out));
+        ck_assert_msg(strstr(out, "secure=0 "), "still in secure-execution mode: %s", out);
+        ck_assert_msg(access(mark, F_OK) == 0, "NETBROKERD's program did not run: %s", out);
+
+        unlink(mark);
+        unlink(helper);
+        unlink(probe);
+        rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_helper_started_by_socket_activation)
 {
         char sock[108], *conf = tu_config(TU_ALLOW);
@@ -712,6 +814,7 @@ Suite *protocol_suite(void)
         tcase_add_test(access_tc, test_connections_per_uid_are_capped);
         tcase_add_test(hard, test_running_helper_has_fd_limit_caps_and_no_new_privs);
         tcase_add_test(hard, test_spawned_helper_does_not_inherit_client_fds);
+        tcase_add_test(hard, test_netbrokerd_env_is_ignored_in_secure_execution_mode);
         tcase_add_test(hard, test_helper_started_by_socket_activation);
         tcase_add_test(hard, test_bad_config_stops_startup_naming_the_line);
         suite_add_tcase(s, proto);

@@ -3,17 +3,19 @@
  * protocol read from a datagram socket the test owns (what systemd would
  * read at NOTIFY_SOCKET), SIGHUP reloads good and bad, sockets handed over
  * as systemd hands them (LISTEN_FDS, LISTEN_PID), the journal's priority
- * prefixes ($JOURNAL_STREAM), and the configuration errors that stop
- * start-up, with --check-config. */
+ * prefixes ($JOURNAL_STREAM), the configuration errors that stop start-up,
+ * with --check-config, and an op the unit's sandbox could break. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -560,6 +562,143 @@ START_TEST(test_without_setpcap_programs_get_only_the_network_capabilities)
 }
 END_TEST
 
+/* ---- the unit's sandbox ---- */
+
+#define MAX_RW 16
+
+/* The unit as built: whether it sets ProtectKernelTunables=yes, and its
+ * ReadWritePaths= under /proc/sys (a "-" or "+" prefix taken off), for
+ * the test below to apply as systemd would. */
+struct unit_sandbox {
+        bool protect_tunables;
+        char *rw[MAX_RW];
+        size_t n_rw;
+};
+
+static void unit_sandbox_read(struct unit_sandbox *u)
+{
+        char *text = strdup(slurp(NB_UNIT_FILE)), *save = NULL;
+
+        ck_assert_ptr_nonnull(text);
+        *u = (struct unit_sandbox){0};
+        for (char *ln = strtok_r(text, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+                char *save2 = NULL;
+
+                if (!strcmp(ln, "ProtectKernelTunables=yes"))
+                        u->protect_tunables = true;
+                if (strncmp(ln, "ReadWritePaths=", 15))
+                        continue;
+                for (char *p = strtok_r(ln + 15, " ", &save2); p; p = strtok_r(NULL, " ", &save2)) {
+                        p += strspn(p, "-+");
+                        if (strncmp(p, "/proc/sys", 9) || (p[9] && p[9] != '/'))
+                                continue;
+                        ck_assert_uint_lt(u->n_rw, MAX_RW);
+                        u->rw[u->n_rw++] = strdup(p);
+                }
+        }
+        free(text);
+}
+
+static void unit_sandbox_free(struct unit_sandbox *u)
+{
+        for (size_t i = 0; i < u->n_rw; i++)
+                free(u->rw[i]);
+}
+
+static unsigned read_flag(int fd)
+{
+        char buf[16] = "";
+
+        return pread(fd, buf, sizeof(buf) - 1, 0) > 0 ? (unsigned)atoi(buf) : 99;
+}
+
+/* In a child: a mount namespace of its own with /proc/sys as u has it,
+ * then a network namespace of its own, a helper spawned there with conf,
+ * and sysctl_set ipv4.forwarding to the value it does not hold. systemd
+ * 252 (src/core/namespace.c) binds each ReadWritePaths= entry on itself,
+ * binds /proc/sys on itself for ProtectKernelTunables=, then remounts
+ * /proc/sys read-only recursively, passing by the mounts of the other
+ * entries: here the remount of the one /proc/sys mount does the same.
+ * The network namespace comes after the mounts, so the write must land in
+ * the helper's namespace, not in the one the mounts were made in, and a
+ * mount on a path below /proc/sys/net would not be seen there. The
+ * child's exit status: 0 when the value was written where it belongs, the
+ * op's errno when it failed, 100 and up for the harness. */
+static int sysctl_set_in_sandbox(const struct unit_sandbox *u, bool with_rw, const char *conf)
+{
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                nb_spawn_opts o = {.size = sizeof(nb_spawn_opts), .config_path = conf};
+                const char *fwd = "/proc/sys/net/ipv4/ip_forward";
+                nb_conn *c = NULL;
+                nb_results *res = NULL;
+                nb_batch *b;
+                unsigned want, was;
+                int outer, inner, st;
+
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+                        _exit(100);
+                if (u->protect_tunables) {
+                        for (size_t i = 0; with_rw && i < u->n_rw; i++)
+                                if (mount(u->rw[i], u->rw[i], NULL, MS_BIND | MS_REC, NULL))
+                                        _exit(101);
+                        if (mount("/proc/sys", "/proc/sys", NULL, MS_BIND | MS_REC, NULL) ||
+                            mount(NULL, "/proc/sys", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL))
+                                _exit(102);
+                }
+                outer = open(fwd, O_RDONLY | O_CLOEXEC);
+                if (outer < 0 || unshare(CLONE_NEWNET) < 0)
+                        _exit(103);
+                inner = open(fwd, O_RDONLY | O_CLOEXEC);
+                if (inner < 0)
+                        _exit(104);
+                want = !read_flag(inner);
+                was = read_flag(outer);
+                if (nb_spawn(tu_helper_path(), &o, &c) < 0)
+                        _exit(105);
+                b = nb_batch_new();
+                if (!b || nb_batch_sysctl_set(b, NULL, "ipv4.forwarding", want) < 0 ||
+                    nb_submit(c, b, &res) < 0)
+                        _exit(106);
+                st = nb_result_status(res, 0);
+                if (st < 0) {
+                        fprintf(stderr, "sysctl_set: %s\n", nb_result_message(res, 0));
+                        _exit(-st < 100 ? -st : 107);
+                }
+                if (read_flag(inner) != want)
+                        _exit(108);
+                if (read_flag(outer) != was)
+                        _exit(109); /* the namespace of the mounts, not the helper's */
+                nb_results_free(res);
+                nb_batch_free(b);
+                nb_close(c);
+                _exit(0);
+        }
+        return exit_status(pid);
+}
+
+/* sysctl_set (man netbrokerd: ADDRESSES, ROUTES AND SYSCTLS) under the
+ * unit's ProtectKernelTunables=yes, which makes /proc/sys read-only: its
+ * ReadWritePaths=/proc/sys/net keeps the op working, in the namespace the
+ * helper is in. Without them the same write fails with EROFS, so the
+ * emulated sandbox is in force. */
+START_TEST(test_sysctl_set_works_in_the_units_sandbox)
+{
+        struct unit_sandbox u;
+        char *conf = tu_config(TU_ALLOW);
+
+        unit_sandbox_read(&u);
+        ck_assert_msg(u.protect_tunables, "%s: no ProtectKernelTunables=yes", NB_UNIT_FILE);
+        ck_assert_int_eq(sysctl_set_in_sandbox(&u, true, conf), 0);
+        ck_assert_int_eq(sysctl_set_in_sandbox(&u, false, conf), EROFS);
+        unit_sandbox_free(&u);
+        unlink(conf);
+        free(conf);
+}
+END_TEST
+
 /* Start-up with a configuration that cannot be used: exit 1 and a
  * sentence naming it, before any socket is served. */
 static void expect_startup_refused(const char *conf, uid_t uid, const char *needle)
@@ -682,12 +821,14 @@ Suite *systemd_suite(void)
         TCase *notify = tcase_create("notify");
         TCase *sockets = tcase_create("sockets");
         TCase *config = tcase_create("config");
+        TCase *sandbox = tcase_create("sandbox");
 
         /* Each test starts the helper a few times: seconds under ASan or
          * valgrind on a loaded machine. */
         tcase_set_timeout(notify, 60);
         tcase_set_timeout(sockets, 60);
         tcase_set_timeout(config, 60);
+        tcase_set_timeout(sandbox, 60);
         tcase_add_test(notify, test_notify_says_ready_reloading_and_stopping);
         tcase_add_test(notify, test_spawned_helper_notifies_nobody);
         tcase_add_test(notify, test_reload_takes_new_rules_on_an_open_connection);
@@ -707,5 +848,7 @@ Suite *systemd_suite(void)
         suite_add_tcase(s, notify);
         suite_add_tcase(s, sockets);
         suite_add_tcase(s, config);
+        tcase_add_test(sandbox, test_sysctl_set_works_in_the_units_sandbox);
+        suite_add_tcase(s, sandbox);
         return s;
 }

@@ -25,7 +25,10 @@
  *   The helper sorts; this file only gives every rule and group its
  *   priority, so the order of calls does not matter.
  * - Direction "out" is what the guest sends (NB_FW_FROM_GUEST), "in" what
- *   it receives (NB_FW_TO_GUEST), "inout" a rule for each.
+ *   it receives (NB_FW_TO_GUEST), "inout" a rule for each: the one for
+ *   what the guest sends with source and destination swapped
+ *   (nb_fw_rule_reverse(), libvirt's reverse; no stock inout rule names an
+ *   address or a port today, so the table's rules are unchanged by it).
  * - A filterref instantiates the referenced filter in place, with the same
  *   variables. A rule using a variable with several values becomes one
  *   rule per value (per combination of values when it uses several
@@ -507,8 +510,11 @@ static int add_rule(nb_fw_ruleset *rs, const struct stock *f, const struct tmpl 
                 for (unsigned d = OUT; d <= IN; d <<= 1) {
                         if (!(t->dirs & d))
                                 continue;
-                        rule.direction = d == OUT ? NB_FW_FROM_GUEST : NB_FW_TO_GUEST;
-                        r = nb_fw_rule_add_once(rs, &rule);
+                        nb_fw_rule one = rule;
+                        one.direction = d == OUT ? NB_FW_FROM_GUEST : NB_FW_TO_GUEST;
+                        if (d == OUT && t->dirs == INOUT)
+                                nb_fw_rule_reverse(&one);
+                        r = nb_fw_rule_add_once(rs, &one);
                         if (r < 0)
                                 return r;
                 }

@@ -28,3 +28,9 @@ void nb_fw_mark_restore_group(nb_fw_ruleset *rs, const struct nb_fw_mark *m);
  * rules once: the copy could never decide a frame the first did not).
  * Needs a current group. 0, -EINVAL, -ENOMEM. */
 int nb_fw_rule_add_once(nb_fw_ruleset *rs, const nb_fw_rule *rule);
+
+/* The copy of a direction="inout" rule for what the guest sends, as
+ * libvirt makes it (ebtablesCreateRuleInstance's reverse): source and
+ * destination swapped, of the frame (MAC), of ARP (MAC and IP), of IP and
+ * of the ports, each with its negation. */
+void nb_fw_rule_reverse(nb_fw_rule *r);

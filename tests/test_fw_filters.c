@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_ruleset.h"
 #include "internal.h"
 #include "tests_unit.h"
 
@@ -702,6 +703,49 @@ START_TEST(test_builders_are_the_stock_filters)
 }
 END_TEST
 
+/* The guest's copy of an inout rule is libvirt's reverse: every source
+ * the rule names becomes a destination and the other way round, with its
+ * negation (a rule in "in" terms, srcipaddr being the far end, matches
+ * what the guest sends to it); twice reversed is the rule again. */
+START_TEST(test_an_inout_rules_copy_for_the_guests_frames_is_reversed)
+{
+        nb_fw_rule r = NB_FW_RULE_INIT, back;
+
+        r.ether_src = "52:54:00:00:00:01";
+        r.ether_src_not = true;
+        r.arp_sender_mac = "52:54:00:00:00:02";
+        r.arp_sender_ip = "192.0.2.1";
+        r.arp_target_ip_not = true;
+        r.ip_src = "192.0.2.7/32";
+        r.ip_dst = "198.51.100.0/24";
+        r.ip_dst_not = true;
+        r.l4_proto = 6;
+        r.sport_min = 1000;
+        r.sport_max = 1999;
+        r.dport_min = 22;
+        r.dport_not = true;
+        back = r;
+        nb_fw_rule_reverse(&r);
+        ck_assert_str_eq(r.ether_dst, "52:54:00:00:00:01");
+        ck_assert(r.ether_dst_not && !r.ether_src_not && !r.ether_src);
+        ck_assert_str_eq(r.arp_target_mac, "52:54:00:00:00:02");
+        ck_assert_ptr_null(r.arp_sender_mac);
+        ck_assert_str_eq(r.arp_target_ip, "192.0.2.1");
+        ck_assert(r.arp_sender_ip_not && !r.arp_target_ip_not && !r.arp_sender_ip);
+        ck_assert_str_eq(r.ip_dst, "192.0.2.7/32");
+        ck_assert_str_eq(r.ip_src, "198.51.100.0/24");
+        ck_assert(r.ip_src_not && !r.ip_dst_not);
+        ck_assert_uint_eq(r.dport_min, 1000);
+        ck_assert_uint_eq(r.dport_max, 1999);
+        ck_assert_uint_eq(r.sport_min, 22);
+        ck_assert_uint_eq(r.sport_max, 0);
+        ck_assert(r.sport_not && !r.dport_not);
+        ck_assert_uint_eq(r.l4_proto, 6);
+        nb_fw_rule_reverse(&r);
+        ck_assert_mem_eq(&r, &back, sizeof(r));
+}
+END_TEST
+
 TCase *fw_filters_tcase(void)
 {
         TCase *tc = tcase_create("fw-filters");
@@ -716,5 +760,6 @@ TCase *fw_filters_tcase(void)
         tcase_add_test(tc, test_order_of_calls_does_not_matter);
         tcase_add_test(tc, test_a_rule_after_a_filter_is_not_in_the_filters_chain);
         tcase_add_test(tc, test_builders_are_the_stock_filters);
+        tcase_add_test(tc, test_an_inout_rules_copy_for_the_guests_frames_is_reversed);
         return tc;
 }

@@ -574,6 +574,15 @@ NB_EXPORT const char *nb_last_error(void)
         return last_error;
 }
 
+void nb_set_last_error(const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(last_error, sizeof(last_error), fmt, ap);
+        va_end(ap);
+}
+
 static int conn_finish(nb_conn *c, nb_conn **ret)
 {
         int r = conn_establish(c, NO_DEADLINE);

@@ -383,23 +383,42 @@ static bool var_name_ok(const char *s)
  * ignored (netbroker learns nothing: IP must be given). */
 static int vars_ok(const nb_fw_var *vars, size_t n)
 {
-        if (n && !vars)
+        if (n && !vars) {
+                nb_set_last_error("%zu variables given, and no array", n);
                 return -EINVAL;
+        }
         for (size_t i = 0; i < n; i++) {
-                if (!var_name_ok(vars[i].name) || !vars[i].values)
+                if (!var_name_ok(vars[i].name) || !vars[i].values) {
+                        nb_set_last_error("variable %zu: %s", i,
+                                          !var_name_ok(vars[i].name)
+                                                  ? "its name is not 1 to 64 letters, digits or _"
+                                                  : "no values array");
                         return -EINVAL;
+                }
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(vars[i].name, vars[j].name) == 0)
+                        if (strcmp(vars[i].name, vars[j].name) == 0) {
+                                nb_set_last_error("variable %s is given twice", vars[i].name);
                                 return -EINVAL;
+                        }
                 if (strcmp(vars[i].name, "CTRL_IP_LEARNING") == 0) {
                         const char *v = vars[i].values[0];
                         if (!v || vars[i].values[1] ||
                             (strcasecmp(v, "any") && strcasecmp(v, "dhcp") &&
-                             strcasecmp(v, "none")))
+                             strcasecmp(v, "none"))) {
+                                nb_set_last_error("CTRL_IP_LEARNING must be one of any, dhcp "
+                                                  "or none");
                                 return -EINVAL;
+                        }
                 }
         }
         return 0;
+}
+
+static const char *kind_text(enum kind k)
+{
+        return k == K_MAC    ? "a MAC address"
+               : k == K_IPV4 ? "an IPv4 address or prefix"
+                             : "an address or prefix of the rule's IP family";
 }
 
 static const nb_fw_var *var_find(const nb_fw_var *vars, size_t n, const char *name)
@@ -431,11 +450,20 @@ static int rule_vars(const nb_fw_rule *t, const nb_fw_var *vars, size_t n_vars,
                 if (!s || s[0] != '$')
                         continue;
                 v = var_find(vars, n_vars, s + 1);
-                if (!v)
-                        return -EINVAL; /* libvirt: unresolvable variable */
+                if (!v) {
+                        /* libvirt: unresolvable variable. It would learn
+                         * an IP; netbroker learns none. */
+                        nb_set_last_error("variable %s is not given (it is used; netbroker "
+                                          "learns no address: give its value)",
+                                          s + 1);
+                        return -EINVAL;
+                }
                 for (size_t k = 0; v->values[k]; k++)
-                        if (!value_ok(t, f, v->values[k]))
+                        if (!value_ok(t, f, v->values[k])) {
+                                nb_set_last_error("%s='%s' is not %s", v->name, v->values[k],
+                                                  kind_text(str_fields[f].kind));
                                 return -EINVAL;
+                        }
                 for (size_t k = 0; k < rv.n; k++)
                         seen = seen || rv.v[k] == v;
                 if (!seen)

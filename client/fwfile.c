@@ -683,7 +683,7 @@ static int filter_vars(struct parse *p, const char *name, int nargs, char **args
                             "or one of the forms in fwfile.h)",
                             name);
         if (r == -EINVAL)
-                return fail(p, "filter %s: a value is not valid for its variable", name);
+                return fail(p, "filter %s: %s", name, nb_last_error());
         if (r == -EEXIST)
                 return fail(p, "filter %s: owner '%s' already has a group of that name", name,
                             p->owner);

@@ -27,6 +27,9 @@ int nb_results_new(Netbroker__ServerMessage *msg, int *fds, size_t nfds, nb_resu
 /* Building ops (batch.c), shared with firewall.c. A copy of s, or the empty
  * string for NULL or ""; sets *oom when the copy fails. */
 char *nb_dup_or_empty(const char *s, bool *oom);
+/* What nb_last_error() says next, in this thread (a sentence, no newline):
+ * for the calls whose failures it explains. */
+void nb_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Wrap a filled sub-message into an op and append it to the batch; frees
  * sub on failure (and when oom is already set, so callers can check once). */
 int nb_batch_add_sub(nb_batch *b, Netbroker__Op__OpCase which, void *sub, bool oom);

@@ -117,7 +117,8 @@ int nb_connect(const char *socket_path, nb_conn **ret);
 int nb_connect_timeout(const char *socket_path, int timeout_ms, nb_conn **ret);
 
 /* Why the last nb_spawn() or nb_connect() in this thread failed ("" after
- * a success). Valid until this thread's next nb_spawn()/nb_connect(). */
+ * a success), or the last nb_fw_add_filter() that returned -EINVAL. Valid
+ * until this thread's next call of one of them. */
 const char *nb_last_error(void);
 
 /* Close the connection; a spawned helper exits and is reaped. */
@@ -480,9 +481,9 @@ int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_group_opts *
  * be given (netbroker learns no IP); one given with no values drops the
  * rules that use it; others are ignored (CTRL_IP_LEARNING must be any, dhcp
  * or none). Returns 0, -EINVAL (a variable missing, or a value that is not
- * valid where it is used), -ENOENT (no such filter), -EEXIST (a group of a
- * chain's name is there with other options), -ENOMEM; nothing added on
- * failure. */
+ * valid where it is used: nb_last_error() names it), -ENOENT (no such
+ * filter), -EEXIST (a group of a chain's name is there with other options),
+ * -ENOMEM; nothing added on failure. */
 typedef struct nb_fw_var {
         size_t size; /* sizeof(nb_fw_var), the same in every element */
         const char *name; /* "MAC", "IP", ... */

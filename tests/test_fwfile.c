@@ -162,7 +162,10 @@ START_TEST(test_fw_file_bad_new_fields_are_reported_with_their_line)
                 {"owner a\nfilter no-such-stock MAC=52:54:00:12:34:56\n", "unknown filter"},
                 {"owner a\nfilter clean-traffic 52:54:00:12:34:56 IP=1.2.3.4\n",
                  "is not VAR=VALUE"},
-                {"owner a\nfilter clean-traffic MAC=nonsense\n", "not valid for its variable"},
+                {"owner a\nfilter clean-traffic MAC=nonsense\n",
+                 "filter clean-traffic: MAC='nonsense' is not a MAC address"},
+                {"owner a\nfilter clean-traffic MAC=52:54:00:12:34:56\n",
+                 "filter clean-traffic: variable IP is not given"},
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {

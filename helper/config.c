@@ -246,6 +246,18 @@ unsigned nbd_config_max_rules(const struct nbd_config *c, const struct nbd_peer 
         return c->max_rules_per_request_nonroot;
 }
 
+/* A quarter, so that root always has the rest of fd_limit; and half of
+ * that per uid, so that two uids holding their share still leave room. */
+unsigned nbd_config_fds_nonroot(const struct nbd_config *c)
+{
+        return c->fd_limit / 4;
+}
+
+unsigned nbd_config_fds_per_uid(const struct nbd_config *c)
+{
+        return c->fd_limit / 8;
+}
+
 int nbd_parse_u64(const char *v, unsigned long long min, unsigned long long max,
                   unsigned long long *ret)
 {

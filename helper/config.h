@@ -114,6 +114,12 @@ const char *nbd_config_exec_file(const struct nbd_config *c, const char *path);
 bool nbd_config_env_allowed(const struct nbd_config *c, const char *name, size_t name_len);
 /* allow_uid, allow_gid, or a [policy] section written for the peer. */
 bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *p);
+
+/* The fds (tap and macvtap queues) the connections of uids other than root
+ * may hold at once, made and not yet taken by their clients, and what one
+ * such uid may hold beside others' (netbrokerd.conf(5), max_fds_in_flight). */
+unsigned nbd_config_fds_nonroot(const struct nbd_config *c);
+unsigned nbd_config_fds_per_uid(const struct nbd_config *c);
 /* Firewall rules one request of peer p may carry (root or not), as the
  * firewall ops enforce it and Hello announces it. */
 unsigned nbd_config_max_rules(const struct nbd_config *c, const struct nbd_peer *p);

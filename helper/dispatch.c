@@ -126,7 +126,8 @@ enum job_state {
         JOB_WAITING_SLOT, /* an Exec waits for a spawn slot (the waiting list) */
         JOB_SLOT_FREE, /* it got one: its op runs again, counted already */
         JOB_OUTPUT_BLOCKED, /* fds an op gave are queued behind other output */
-        JOB_OUTPUT_DRAINED, /* they are out: resumes from a timer */
+        JOB_WAITING_FDS, /* its next op's fds are not reserved yet (reserve_fds) */
+        JOB_OUTPUT_DRAINED, /* they are out, or reserved: resumes from a timer */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
         JOB_REPLY_WAIT, /* ended; its reply waits for fw_gone's clean-up */
         JOB_DONE, /* its reply went to the owner */
@@ -160,6 +161,7 @@ struct nbd_job {
         size_t reply_bytes; /* what the results hold, packed */
         size_t reply_full; /* the op whose result filled the reply, or SIZE_MAX */
         uint32_t fds_given;
+        size_t fds_reserved; /* by the owner for the op at next (reserve_fds) */
         enum job_state state;
         struct undo *undos;
         void (*cancel_parked)(void *data);
@@ -634,6 +636,22 @@ static int validate_with_refs(struct nbd_job *job, struct nbd_validation *v, siz
         return r;
 }
 
+/* An op whose fds could never be reserved for a caller other than root
+ * (more than they may hold together) is refused, rather than left waiting
+ * for room that never comes. */
+static int check_fds_nonroot(const struct nbd_job *job, const struct nbd_op_handler *h,
+                             const Netbroker__Op *op, Netbroker__Result *res)
+{
+        unsigned n = h->fds ? h->fds(op) : 0, max = nbd_config_fds_nonroot(job->ctx->cfg);
+
+        if (n <= max || nbd_peer_is_root(&job->peer))
+                return 0;
+        return nbd_result_set(res, -EMFILE,
+                              "%s: its %u fds are more than the connections of uids other than "
+                              "root may hold at once (%u: a quarter of fd_limit)",
+                              h->name, n, max);
+}
+
 /* Op i, alone: known to this helper, allowed to this peer by policy, and
  * valid by its handler. Returns 0, or -errno with its result set. */
 static int validate_op(struct nbd_job *job, struct nbd_validation *v, size_t i)
@@ -657,6 +675,8 @@ static int validate_op(struct nbd_job *job, struct nbd_validation *v, size_t i)
                         nbd_result_set(res, r, "%s: %s", h->name, strerror(-r));
                 return r;
         }
+        if ((r = check_fds_nonroot(job, h, op, res)) < 0)
+                return r;
         if (h->batched)
                 job->last_batched = i;
         return 0;
@@ -896,6 +916,11 @@ static void op_finished(struct nbd_job *job)
         size_t failed = job->next;
 
         hold_result(job, res);
+        /* What the op did not give is free again for the others. */
+        if (job->fds_reserved && !job_ended(job)) {
+                job->owner->reserve_fds(job->data, 0);
+                job->fds_reserved = 0;
+        }
 
         job->next++;
         job->ran = job->next;
@@ -1490,6 +1515,25 @@ static int resolve_refs(struct nbd_job *job, const struct nbd_op_handler *h)
         return r;
 }
 
+/* The fds op h is about to make are reserved first: each one is the
+ * helper's until its client takes it, and the helper has few, so a caller
+ * whose share is held waits here, before its op opens them, instead of
+ * queueing them in the helper. Not before its lane is free: the job holds
+ * no reservation while others' calls run. */
+static bool wait_for_fds(struct nbd_job *job, const struct nbd_op_handler *h)
+{
+        unsigned n = h->fds ? h->fds(job->req->ops[job->next]) : 0;
+
+        if (!n || !job->owner->reserve_fds || job->fds_reserved >= n)
+                return false;
+        if (job->owner->reserve_fds(job->data, n) == 0) {
+                job->fds_reserved = n;
+                return false;
+        }
+        job->state = JOB_WAITING_FDS;
+        return true;
+}
+
 static void job_continue(struct nbd_job *job)
 {
         Netbroker__Request *req = job->req;
@@ -1519,7 +1563,7 @@ static void job_continue(struct nbd_job *job)
                  * waits for): else this op reads them as still there. */
                 if ((h->needs & NBD_NEEDS_FIREWALL) && job->ctx->links)
                         job->ctx->be->links.flush_gone(job->ctx->links);
-                if (wait_for_lane(job, h))
+                if (wait_for_lane(job, h) || wait_for_fds(job, h))
                         return;
                 /* An op resumed after waiting for a slot, or for its read
                  * on a lane, was counted already. */
@@ -1578,6 +1622,14 @@ void nbd_job_output_drained(struct nbd_job *job)
 {
         /* Not from inside the owner's flush: resume from the loop. */
         if (job->state != JOB_OUTPUT_BLOCKED)
+                return;
+        job->state = JOB_OUTPUT_DRAINED;
+        nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
+}
+
+void nbd_job_fds_reserved(struct nbd_job *job)
+{
+        if (job->state != JOB_WAITING_FDS)
                 return;
         job->state = JOB_OUTPUT_DRAINED;
         nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);

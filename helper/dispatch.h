@@ -84,6 +84,12 @@ struct nbd_job_owner {
          * returns true, or returns false when that is full (NULL: no
          * bound). The charge ends with the job. */
         bool (*hold)(void *data, size_t bytes);
+        /* Make the job's fd reservation n (an op's fds, before it runs;
+         * 0 after it). Returns 0 when the job holds it, 1 when not now:
+         * the owner calls nbd_job_fds_reserved() once it does (NULL: no
+         * bound). The owner counts the fds an op gives against it, and
+         * what it sent until the client took them. */
+        int (*reserve_fds)(void *data, size_t n);
 };
 
 /* Take ownership of a decoded message (allocated from *budget, which the job
@@ -115,6 +121,9 @@ void nbd_job_cancel(struct nbd_job *job);
 
 /* The owner's output queue is empty again: a job parked on it resumes. */
 void nbd_job_output_drained(struct nbd_job *job);
+
+/* The owner reserved the fds a job waited for (reserve_fds): it resumes. */
+void nbd_job_fds_reserved(struct nbd_job *job);
 
 /* Number of jobs waiting for a spawn slot. They resume, from the loop,
  * when a child is reaped (spawn.h's nbd_children_on_reaped). */

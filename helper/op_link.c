@@ -1072,12 +1072,24 @@ static int run_names_dump(struct nbd_job *job, const Netbroker__Op *op, Netbroke
         return 0;
 }
 
+/* One fd per queue, and a device without queues has one. */
+static unsigned tap_fds(const Netbroker__Op *op)
+{
+        return op->tap_create->queues > 1 ? op->tap_create->queues : 1;
+}
+
+static unsigned macvtap_fds(const Netbroker__Op *op)
+{
+        return op->macvtap_create->queues > 1 ? op->macvtap_create->queues : 1;
+}
+
 const struct nbd_op_handler nbd_op_tap_create = {
         .name = "tap_create",
         .needs = NBD_NEEDS_LINKS,
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_tap,
         .run = run_tap,
+        .fds = tap_fds,
 };
 const struct nbd_op_handler nbd_op_macvtap_create = {
         .name = "macvtap_create",
@@ -1085,6 +1097,7 @@ const struct nbd_op_handler nbd_op_macvtap_create = {
         .stat = NBD_STAT_OPS_LINK,
         .validate = validate_macvtap,
         .run = run_macvtap,
+        .fds = macvtap_fds,
 };
 const struct nbd_op_handler nbd_op_macvlan_create = {
         .name = "macvlan_create",

@@ -70,6 +70,10 @@ struct nbd_op_handler {
         /* Ops of this kind go to the kernel together, at the batch's last
          * op of the kind (the firewall's one transaction). */
         bool batched;
+        /* The fds run() hands to the client (nbd_job_give_fds), at most:
+         * reserved before it runs, since every fd made and not yet taken
+         * is the helper's (NULL: none). */
+        unsigned (*fds)(const Netbroker__Op *op);
 };
 
 extern const struct nbd_op_handler nbd_op_ping, nbd_op_stats, nbd_op_exec, nbd_op_tap_create,

@@ -30,6 +30,9 @@ NBD_LOG_CATEGORY(server);
  * in a row while a Ping on another connection waits 300 ms or more. */
 #define FRAMES_PER_WAKEUP 16
 #define WAKEUP_BUDGET_US 1000
+/* While a job waits for fds, how often the clients holding some are asked
+ * whether they took them (nothing tells the helper when they do). */
+#define FDS_POLL_MS 5
 
 /* Remove item from the singly linked list at *head (by its `next`); an
  * item not on it is left alone. Connections and their jobs both use it. */
@@ -51,6 +54,10 @@ struct conn_job {
         size_t mem; /* the decoded request, the reply room it was given, its results */
         size_t results; /* of mem, its results' (job_hold) */
         unsigned nfds; /* fds that came with the request, held until it ends */
+        /* Of the fds its op is about to make (reserve_fds): reserved and
+         * not yet given, or wanted while it waits on the server's list. */
+        unsigned fds_reserved, fds_wanted;
+        struct conn_job *next_fds_wait;
         bool finished;
         struct conn_job *next;
 };
@@ -79,9 +86,11 @@ struct conn {
          * more is read from it at max_connection_memory. */
         size_t mem;
         size_t results; /* of mem, its requests' results (job_hold) */
-        /* Fds sent that the client may not have taken yet: reset when the
-         * socket's send queue is empty (SIOCOUTQ 0: every frame read). */
-        unsigned fds_in_flight;
+        /* Fds given to it that its client has not taken: queued in the
+         * helper (its own), and sent that the client may not have taken
+         * yet (reset when the socket's send queue is empty, SIOCOUTQ 0:
+         * every frame read). With its jobs' reservations, what it holds. */
+        unsigned fds_queued, fds_in_flight;
         unsigned fds_held; /* fds its running requests came with */
         /* A frame of it being decoded on the decode lane: nothing more is
          * read until it is handled, so its requests start in order. */
@@ -99,8 +108,11 @@ struct nbd_server {
         struct conn *conns;
         unsigned n_conns;
         unsigned n_conns_nonroot;
-        unsigned fds_in_flight_nonroot; /* the sum over non-root connections */
         unsigned fds_held_nonroot; /* the sum of fds_held over non-root connections */
+        /* Jobs of non-root connections waiting for their op's fds, in the
+         * order they came, and the poll that lets them go on. */
+        struct conn_job *fds_wait;
+        struct nbd_timer fds_timer;
         struct nbd_timer accept_pause;
         struct nbd_lane *lane_decode; /* NULL: every frame is decoded on the loop */
         /* Root's frames: never behind another caller's 16 MiB decode. */
@@ -170,32 +182,118 @@ static void conn_fds_refresh(struct conn *c)
 
         if (!c->fds_in_flight || ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
                 return;
-        if (!nbd_peer_is_root(&c->peer))
-                c->srv->fds_in_flight_nonroot -= c->fds_in_flight;
         c->fds_in_flight = 0;
 }
 
 /* The kernel counts the fds a process has in flight on all its sockets
  * and refuses more than its fd limit (ETOOMANYREFS): a client that never
  * takes its tap fds would make every other client's TapCreate wait. Each
- * connection may have max_fds_in_flight, and the non-root ones together a
- * quarter of the helper's fd limit, so the others always have room. */
+ * connection may have max_fds_in_flight; what the non-root ones hold
+ * together, in flight or not, their reservations bound (fds_fit). */
 static bool conn_fds_may_go(struct conn *c, size_t n)
 {
-        const struct nbd_config *cfg = c->srv->cfg;
-
         conn_fds_refresh(c);
-        if (c->fds_in_flight && c->fds_in_flight + n > cfg->max_fds_in_flight)
-                return false;
-        return nbd_peer_is_root(&c->peer) || !c->srv->fds_in_flight_nonroot ||
-               c->srv->fds_in_flight_nonroot + n <= cfg->fd_limit / 4;
+        return !c->fds_in_flight || c->fds_in_flight + n <= c->srv->cfg->max_fds_in_flight;
 }
 
 static void conn_fds_sent(struct conn *c, size_t n)
 {
+        c->fds_queued -= (unsigned)n;
         c->fds_in_flight += (unsigned)n;
-        if (!nbd_peer_is_root(&c->peer))
-                c->srv->fds_in_flight_nonroot += (unsigned)n;
+}
+
+/* ---- fd reservations ----
+ *
+ * Every fd a tap or macvtap op makes is the helper's until it is sent, and
+ * counts against its fd limit; sent, it counts against that limit again
+ * (in flight) until the client takes it. So the fds of non-root callers
+ * are reserved before their op opens them, and held until their client
+ * takes them or the connection closes: their connections together hold
+ * at most a quarter of fd_limit, and one uid an eighth while it holds any
+ * (a uid that holds none may take one op's queues, up to the quarter).
+ * A job whose op does not fit waits, having made nothing, and root never
+ * waits: the rest of fd_limit is its. */
+
+static unsigned conn_fds_holds(const struct conn *c)
+{
+        unsigned n = c->fds_queued + c->fds_in_flight;
+
+        for (const struct conn_job *cj = c->jobs; cj; cj = cj->next)
+                n += cj->fds_reserved;
+        return n;
+}
+
+/* Whether n more fds fit for uid, after asking each client holding some
+ * whether it took them. */
+static bool fds_fit(struct nbd_server *s, uid_t uid, unsigned n)
+{
+        unsigned all = 0, of_uid = 0;
+
+        for (struct conn *c = s->conns; c; c = c->next) {
+                unsigned held;
+                if (nbd_peer_is_root(&c->peer))
+                        continue;
+                conn_fds_refresh(c);
+                held = conn_fds_holds(c);
+                all += held;
+                of_uid += c->peer.uid == uid ? held : 0;
+        }
+        return all + n <= nbd_config_fds_nonroot(s->cfg) &&
+               (!of_uid || of_uid + n <= nbd_config_fds_per_uid(s->cfg));
+}
+
+static void on_fds_timer(void *data);
+
+/* Reserve for the waiting jobs, in order; one whose uid holds its share
+ * does not hold up another uid's. */
+static void fds_kick(struct nbd_server *s)
+{
+        struct conn_job **p = &s->fds_wait;
+
+        while (*p) {
+                struct conn_job *cj = *p;
+                if (!fds_fit(s, cj->conn->peer.uid, cj->fds_wanted)) {
+                        p = &cj->next_fds_wait;
+                        continue;
+                }
+                *p = cj->next_fds_wait;
+                cj->next_fds_wait = NULL;
+                cj->fds_reserved = cj->fds_wanted;
+                cj->fds_wanted = 0;
+                nbd_job_fds_reserved(cj->job);
+        }
+        if (s->fds_wait)
+                nbd_timer_arm(s->loop, &s->fds_timer, FDS_POLL_MS, on_fds_timer, s);
+        else
+                nbd_timer_cancel(s->loop, &s->fds_timer);
+}
+
+static void on_fds_timer(void *data)
+{
+        fds_kick(data);
+}
+
+static void fds_wait_add(struct nbd_server *s, struct conn_job *cj, unsigned n)
+{
+        struct conn_job **p = &s->fds_wait;
+
+        while (*p)
+                p = &(*p)->next_fds_wait;
+        *p = cj;
+        cj->fds_wanted = n;
+        nbd_timer_arm(s->loop, &s->fds_timer, FDS_POLL_MS, on_fds_timer, s);
+}
+
+/* Its list is its own (next_fds_wait): LIST_REMOVE follows next. */
+static void fds_wait_remove(struct nbd_server *s, struct conn_job *cj)
+{
+        for (struct conn_job **p = &s->fds_wait; *p; p = &(*p)->next_fds_wait)
+                if (*p == cj) {
+                        *p = cj->next_fds_wait;
+                        break;
+                }
+        cj->next_fds_wait = NULL;
+        cj->fds_wanted = 0;
 }
 
 static void conn_flush(struct conn *c)
@@ -210,6 +308,10 @@ static void conn_flush(struct conn *c)
                 size_t nfds = head->off == 0 ? head->nfds : 0;
                 int r = nfds && !conn_fds_may_go(c, nfds) ? -ETOOMANYREFS
                                                           : nbp_frame_write(c->fd, head);
+                /* The fds go with the frame's first byte, which may be all
+                 * that went. */
+                if (nfds && !head->nfds)
+                        conn_fds_sent(c, nfds);
                 if (r == 0)
                         break;
                 if (r == -ETOOMANYREFS) {
@@ -228,7 +330,6 @@ static void conn_flush(struct conn *c)
                 c->out_head = head->next;
                 if (!c->out_head)
                         c->out_tail = NULL;
-                conn_fds_sent(c, nfds);
                 c->mem -= head->len;
                 nbp_frame_out_free(head);
         }
@@ -256,6 +357,7 @@ static void conn_push(struct conn *c, struct nbp_frame_out *f)
                 c->out_head = f;
         c->out_tail = f;
         c->mem += f->len;
+        c->fds_queued += (unsigned)f->nfds;
         conn_flush(c);
 }
 
@@ -332,6 +434,10 @@ static void on_job_done(struct nbd_job *job, const Netbroker__Reply *reply, void
 
         (void)job;
         cj->finished = true;
+        if (cj->fds_reserved) {
+                cj->fds_reserved = 0;
+                fds_kick(c->srv);
+        }
         c->mem -= cj->mem;
         c->results -= cj->results;
         conn_release_fds(c, cj);
@@ -370,6 +476,8 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         }
         memcpy(frame->fds, fds, n * sizeof(int));
         frame->nfds = n;
+        /* From here they count as the connection's queue, then in flight. */
+        cj->fds_reserved -= n < cj->fds_reserved ? (unsigned)n : cj->fds_reserved;
         conn_push(c, frame);
         return c->closed || c->dead ? -ECONNRESET : c->out_head != NULL;
 }
@@ -394,10 +502,37 @@ static bool job_hold(void *data, size_t bytes)
         return true;
 }
 
+static int job_reserve_fds(void *data, size_t n)
+{
+        struct conn_job *cj = data;
+        struct conn *c = cj->conn;
+        struct nbd_server *s = c->srv;
+
+        if (!n) {
+                bool had = cj->fds_reserved != 0;
+                cj->fds_reserved = 0;
+                if (had)
+                        fds_kick(s);
+                return 0;
+        }
+        /* Reserved already: fds_kick() did, while the job waited. */
+        if (nbd_peer_is_root(&c->peer) || cj->fds_reserved >= n)
+                return 0;
+        if (fds_fit(s, c->peer.uid, (unsigned)n)) {
+                cj->fds_reserved = (unsigned)n;
+                return 0;
+        }
+        nbd_debug("a request of uid %u waits for %zu fds: its share is held", (unsigned)c->peer.uid,
+                  n);
+        fds_wait_add(s, cj, (unsigned)n);
+        return 1;
+}
+
 static const struct nbd_job_owner job_owner = {
         .done = on_job_done,
         .send_fds = send_job_fds,
         .hold = job_hold,
+        .reserve_fds = job_reserve_fds,
 };
 
 /* Every op of a request that cannot be run answers with the same status. */
@@ -889,6 +1024,8 @@ static void conn_close(struct conn *c)
                 c->jobs = cj->next;
                 if (!cj->finished)
                         nbd_job_cancel(cj->job);
+                if (cj->fds_wanted)
+                        fds_wait_remove(s, cj);
                 if (!nbd_peer_is_root(&c->peer))
                         s->fds_held_nonroot -= cj->nfds;
                 nbd_loop_defer_free(s->loop, free_conn_job, cj);
@@ -911,10 +1048,10 @@ static void conn_close(struct conn *c)
         s->n_conns--;
         if (!nbd_peer_is_root(&c->peer)) {
                 s->n_conns_nonroot--;
-                s->fds_in_flight_nonroot -= c->fds_in_flight;
                 /* Room it held is free for the others. */
                 for (struct conn *o = s->conns; o; o = o->next)
                         conn_update_events(o);
+                fds_kick(s);
         }
         nbd_debug("connection of pid %d closed", (int)c->peer.pid);
         nbd_loop_defer_free(s->loop, free_conn, c);
@@ -1103,6 +1240,7 @@ void nbd_server_free(struct nbd_server *s)
                 return;
         nbd_server_shutdown(s);
         nbd_timer_cancel(s->dctx.loop, &s->trim_timer);
+        nbd_timer_cancel(s->loop, &s->fds_timer);
         free(s);
 }
 

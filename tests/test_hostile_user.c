@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,229 @@ START_TEST(test_user_that_never_takes_its_fds_delays_no_one)
                   th_rss_kib(h.pid), took > worst ? took : worst);
         attack_end(&a);
         tu_assert_fd_count_settles(h.pid, fds, 5000);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- many connections' tap queues never taken ---- */
+
+#define HOG_CONNS 4 /* max_connections_per_uid */
+#define HOG_QUEUES 16 /* NBD_LINK_MAX_QUEUES */
+
+static void send_tap_queues(int fd, uint64_t id, unsigned queues)
+{
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+
+        tap.name = (char *)"nbu%d";
+        tap.queues = queues;
+        op.op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op.tap_create = &tap;
+        th_send_request(fd, id, ops, 1, NULL, 0);
+}
+
+/* The review's fdhog: each connection the uid may have asks for a tap of
+ * 16 queues and never reads. */
+static int queues_never_read(const char *sock, void *arg)
+{
+        (void)arg;
+        for (int i = 0; i < HOG_CONNS; i++) {
+                int fd = tu_raw_connect(sock);
+                tu_raw_hello(fd);
+                send_tap_queues(fd, 1, HOG_QUEUES);
+        }
+        usleep(300 * 1000);
+        return 0; /* every fd stays open, never read */
+}
+
+/* Before: the first connection's 16 fds went out, the other three's 48
+ * waited in the helper's own output queues, and the helper stood at its
+ * fd limit (64): root's connect timed out and its 16-queue TapCreate got
+ * EMFILE. Now a request waits for its fds to be reserved before its tap is
+ * made, and uids other than root hold at most a quarter of fd_limit. */
+START_TEST(test_user_holding_tap_queues_on_every_connection_leaves_root_room)
+{
+        struct tu_helper h;
+        struct attacker a;
+        nb_conn *good;
+        nb_batch *b = nb_batch_new();
+        nb_tap_opts o = NB_TAP_OPTS_INIT;
+        nb_results *res = NULL;
+        long rss;
+        int fds, held;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        rss = th_rss_kib(h.pid);
+        attack_start(&a, &h, queues_never_read, NULL);
+        held = tu_fd_count(h.pid) - fds;
+        /* Its connections, and no more than the non-root quarter (64 / 4). */
+        ck_assert_msg(held <= HOG_CONNS + 64 / 4, "the helper holds %d more fds", held);
+        uint64_t t0 = tu_now_us();
+        ck_assert_int_eq(nb_connect(h.sock, &good), 0);
+        o.queues = HOG_QUEUES;
+        nb_batch_tap_create(b, "nbgood%d", &o);
+        ck_assert_int_eq(nb_submit(good, b, &res), 0);
+        uint64_t took = tu_now_us() - t0;
+        tu_assert_status(res, 0, 0, NULL);
+        ck_assert_int_eq(nb_result_fd_count(res, 0), HOG_QUEUES);
+        ck_assert_msg(took < 2000000, "root's connect and TapCreate took %llu us",
+                      (unsigned long long)took);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(good);
+        uint64_t worst = th_worst_ping_us(&h, 200);
+        th_report("uid 65534: 4 connections' 16-queue taps never taken (root's TapCreate counted)",
+                  &h, fds, rss, th_rss_kib(h.pid), took > worst ? took : worst);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Whether a frame comes on fd within ms milliseconds. */
+static bool frame_within(int fd, int ms)
+{
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        return poll(&p, 1, ms) == 1;
+}
+
+/* Read frames until the reply to request id; its first result's status
+ * (-1000: none). */
+static int reply_status(int fd, uint64_t id)
+{
+        for (;;) {
+                Netbroker__ServerMessage *m = recv_msg(fd);
+                int st;
+                if (!m)
+                        return -1000;
+                if (m->msg_case != NETBROKER__SERVER_MESSAGE__MSG_REPLY || m->reply->id != id) {
+                        netbroker__server_message__free_unpacked(m, NULL);
+                        continue;
+                }
+                st = m->reply->n_results ? m->reply->results[0]->status : -1000;
+                netbroker__server_message__free_unpacked(m, NULL);
+                return st;
+        }
+}
+
+/* Two connections of one uid each ask for 16 queues, the quarter of
+ * fd_limit that uids other than root share: the second waits for the
+ * first's fds, then runs once its client took them; again, once its
+ * connection closed; and a waiting request that goes away with its
+ * connection leaves the next in line waiting for nothing. */
+static int second_waits_for_the_firsts_fds(const char *sock, void *arg)
+{
+        int first = tu_raw_connect(sock), second = tu_raw_connect(sock);
+
+        (void)arg;
+        tu_raw_hello(first);
+        tu_raw_hello(second);
+        send_tap_queues(first, 1, HOG_QUEUES);
+        if (!frame_within(first, 2000))
+                return 1;
+        send_tap_queues(second, 1, HOG_QUEUES);
+        if (frame_within(second, 300))
+                return 2; /* its fds did not wait */
+        if (reply_status(first, 1) != 0)
+                return 3; /* the first takes its fds (closed at once) */
+        if (!frame_within(second, 2000) || reply_status(second, 1) != 0)
+                return 4;
+        send_tap_queues(first, 2, HOG_QUEUES);
+        if (!frame_within(first, 2000))
+                return 5;
+        send_tap_queues(second, 2, HOG_QUEUES);
+        if (frame_within(second, 300))
+                return 6;
+        close(first); /* its fds never taken */
+        if (!frame_within(second, 2000) || reply_status(second, 2) != 0)
+                return 7;
+        /* A waiting request whose client goes away takes its place in the
+         * queue with it, and the one behind it still runs. */
+        int third = tu_raw_connect(sock), fourth = tu_raw_connect(sock);
+        tu_raw_hello(third);
+        tu_raw_hello(fourth);
+        send_tap_queues(third, 1, HOG_QUEUES);
+        if (!frame_within(third, 2000))
+                return 8;
+        send_tap_queues(second, 3, HOG_QUEUES);
+        send_tap_queues(fourth, 1, HOG_QUEUES);
+        if (frame_within(fourth, 300))
+                return 9;
+        close(second); /* waiting, first in line */
+        close(third);
+        if (!frame_within(fourth, 2000) || reply_status(fourth, 1) != 0)
+                return 10;
+        close(fourth);
+        return 0;
+}
+
+START_TEST(test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone)
+{
+        struct tu_helper h;
+        struct attacker a;
+        int fds;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, second_waits_for_the_firsts_fds, NULL);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A tap whose queues are more fds than uids other than root may hold at
+ * once (a quarter of fd_limit: 10 here) could never be reserved: it is
+ * refused, with what the bound is, instead of waiting for ever; one within
+ * the quarter is made. */
+static int queues_over_the_quarter(const char *sock, void *arg)
+{
+        nb_tap_opts o = NB_TAP_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+        int ok;
+
+        (void)arg;
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        o.queues = 16;
+        nb_batch_tap_create(b, "nbu%d", &o);
+        ok = nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == -EMFILE &&
+             strstr(nb_result_message(res, 0), "(10: a quarter of fd_limit)");
+        if (res)
+                printf("hostile: uid 65534 asks for a 16-queue tap at fd_limit 40: %d %s\n",
+                       nb_result_status(res, 0), nb_result_message(res, 0));
+        fflush(stdout);
+        nb_results_free(res);
+        nb_batch_free(b);
+        b = nb_batch_new();
+        o.queues = 8;
+        nb_batch_tap_create(b, "nbu%d", &o);
+        res = NULL;
+        ok = ok && nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == 0 &&
+             nb_result_fd_count(res, 0) == 8;
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(c);
+        return ok ? 0 : 2;
+}
+
+START_TEST(test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused)
+{
+        struct tu_helper h;
+        struct attacker a;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW
+                        "fd_limit = 40\nmax_connections = 5\nmax_spawns = 4\n" USER_POLICY);
+        attack_start(&a, &h, queues_over_the_quarter, NULL);
+        attack_end(&a);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -885,6 +1109,9 @@ Suite *hostile_user_suite(void)
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, test_user_closing_at_every_step_never_crashes_the_helper);
         tcase_add_test(tc, test_user_that_never_takes_its_fds_delays_no_one);
+        tcase_add_test(tc, test_user_holding_tap_queues_on_every_connection_leaves_root_room);
+        tcase_add_test(tc, test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone);
+        tcase_add_test(tc, test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused);
         tcase_add_test(tc, test_user_piling_up_unread_execs_stays_within_the_budget);
         tcase_add_test(tc, test_user_holding_its_spawn_share_leaves_roots_slot);
         tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);

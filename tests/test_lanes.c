@@ -1718,6 +1718,39 @@ static int nobody_run(const char *sock, nb_batch *b, int *status)
         return w;
 }
 
+/* A helper (held at point while hold exists, veth v0/v0's peer "...p")
+ * that admits uid 65534 to make taps nbu* and apply firewalls, its socket
+ * open to it, and uid 65534's persistent tap nbu0: root's connection. */
+static nb_conn *start_with_nobodys_tap(struct tu_helper *h, char *hold, const char *point,
+                                       const char *v0, int *status)
+{
+        nb_tap_opts tap = NB_TAP_OPTS_INIT;
+        char peer[IFNAMSIZ];
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+        int w;
+
+        snprintf(peer, sizeof(peer), "%sp", v0);
+        start_held_at(h, hold,
+                      TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                               "[policy uid 65534]\n"
+                               "ops = tap_create firewall_apply\n"
+                               "name_prefixes = nbu\n"
+                               "max_devices = 4\n",
+                      point, v0, peer);
+        ck_assert_int_eq(chmod(h->sock, 0666), 0);
+        ck_assert_int_eq(nb_connect(h->sock, &c), 0);
+        tap.persist = true;
+        tap.set_owner = true;
+        tap.uid = tap.gid = 65534;
+        ck_assert_int_eq(nb_batch_tap_create(b, "nbu0", &tap), 0);
+        w = nobody_run(h->sock, b, status);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0 && *status == 0,
+                      "nobody's tap: child 0x%x, status %d", w, *status);
+        nb_batch_free(b);
+        return c;
+}
+
 /* Nobody's batch b (what it is, for the messages) in a child, which must
  * end, and well, without ever reaching the held rule count (held: the
  * hold's marker): no count was asked for. */
@@ -1757,7 +1790,6 @@ static void nobody_runs_without_a_count(const char *sock, nb_batch *b, int *stat
 START_TEST(test_a_users_apply_is_validated_without_counting_the_rules)
 {
         char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
-        nb_tap_opts tap = NB_TAP_OPTS_INIT;
         int *status =
                 mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         struct tu_helper h;
@@ -1767,25 +1799,8 @@ START_TEST(test_a_users_apply_is_validated_without_counting_the_rules)
         int w, fd;
 
         ck_assert_ptr_ne(status, MAP_FAILED);
-        start_held_at(&h, hold,
-                      TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
-                               "[policy uid 65534]\n"
-                               "ops = tap_create firewall_apply\n"
-                               "name_prefixes = nbu\n"
-                               "max_devices = 4\n",
-                      "COUNT", "vc0", "vc1");
+        c = start_with_nobodys_tap(&h, hold, "COUNT", "vc0", status);
         snprintf(held, sizeof(held), "%s.held", hold);
-        ck_assert_int_eq(chmod(h.sock, 0666), 0);
-        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
-        tap.persist = true;
-        tap.set_owner = true;
-        tap.uid = tap.gid = 65534;
-        b = nb_batch_new();
-        ck_assert_int_eq(nb_batch_tap_create(b, "nbu0", &tap), 0);
-        w = nobody_run(h.sock, b, status);
-        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0 && *status == 0,
-                      "nobody's tap: child 0x%x, status %d", w, *status);
-        nb_batch_free(b);
         /* Root's owner of 50 rules, then a commit by someone else. */
         nb_results_free(tu_submit_ok(c, fw_batch("rt", "vc0", 50, NB_FW_REPLACE)));
         free(tu_sh("nft add table inet someone_else"));
@@ -1838,36 +1853,17 @@ END_TEST
 START_TEST(test_a_users_apply_reads_only_the_owners_it_names)
 {
         char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
-        nb_tap_opts tap = NB_TAP_OPTS_INIT;
         int *status =
                 mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         struct tu_helper h;
         uint64_t dumps;
-        nb_batch *b;
         nb_conn *c;
         pid_t child;
         int w, fd;
 
         ck_assert_ptr_ne(status, MAP_FAILED);
-        start_held_at(&h, hold,
-                      TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
-                               "[policy uid 65534]\n"
-                               "ops = tap_create firewall_apply\n"
-                               "name_prefixes = nbu\n"
-                               "max_devices = 4\n",
-                      "FW", "vn0", "vn1");
+        c = start_with_nobodys_tap(&h, hold, "FW", "vn0", status);
         snprintf(held, sizeof(held), "%s.held", hold);
-        ck_assert_int_eq(chmod(h.sock, 0666), 0);
-        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
-        tap.persist = true;
-        tap.set_owner = true;
-        tap.uid = tap.gid = 65534;
-        b = nb_batch_new();
-        ck_assert_int_eq(nb_batch_tap_create(b, "nbu0", &tap), 0);
-        w = nobody_run(h.sock, b, status);
-        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0 && *status == 0,
-                      "nobody's tap: child 0x%x, status %d", w, *status);
-        nb_batch_free(b);
         nb_results_free(tu_submit_ok(c, fw_batch("rt", "vn0", 5, NB_FW_REPLACE)));
         free(tu_sh("nft add table inet someone_else"));
         dumps = tu_stat(c, "nft_chain_dumps");

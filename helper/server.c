@@ -92,6 +92,9 @@ struct conn {
          * every frame read). With its jobs' reservations, what it holds. */
         unsigned fds_queued, fds_in_flight;
         unsigned fds_held; /* fds its running requests came with */
+        /* fds of the frame being received (the reader's), counted in the
+         * server's fds_held_nonroot for a non-root connection. */
+        unsigned fds_partial;
         /* A frame of it being decoded on the decode lane: nothing more is
          * read until it is handled, so its requests start in order. */
         struct decode *decoding;
@@ -108,7 +111,8 @@ struct nbd_server {
         struct conn *conns;
         unsigned n_conns;
         unsigned n_conns_nonroot;
-        unsigned fds_held_nonroot; /* the sum of fds_held over non-root connections */
+        /* The sum of fds_held and fds_partial over non-root connections. */
+        unsigned fds_held_nonroot;
         /* Jobs of non-root connections waiting for their op's fds, in the
          * order they came, and the poll that lets them go on. */
         struct conn_job *fds_wait;
@@ -120,6 +124,7 @@ struct nbd_server {
 };
 
 static void conn_close(struct conn *c);
+static void conn_update_events(struct conn *c);
 static void conn_close_later(struct conn *c);
 static bool conn_fds_may_go(struct conn *c, size_t n);
 static void conn_fds_sent(struct conn *c, size_t n);
@@ -141,8 +146,30 @@ static bool conn_may_read(const struct conn *c)
 
         if (c->mem >= cfg->max_connection_memory || c->fds_held || c->decoding)
                 return false;
-        return nbd_peer_is_root(&c->peer) ||
+        /* A frame under way is read to its end: its fds are counted. */
+        return nbd_peer_is_root(&c->peer) || nbp_frame_reader_busy(&c->rd) ||
                c->srv->fds_held_nonroot + cfg->max_fds_per_frame <= cfg->fd_limit / 8;
+}
+
+/* The fds of c's frame under way, as its reader holds them now, into the
+ * non-root count: false when they take it past the non-root share (a
+ * frame that brought its fds after the check conn_may_read() made, or
+ * after other connections' did), and c must be refused. Fewer (the frame
+ * taken or dropped) lets the others read again. */
+static bool conn_count_partial_fds(struct conn *c)
+{
+        struct nbd_server *s = c->srv;
+        unsigned now = nbp_frame_reader_busy(&c->rd) ? (unsigned)c->rd.nfds : 0;
+
+        if (nbd_peer_is_root(&c->peer) || now == c->fds_partial)
+                return true;
+        s->fds_held_nonroot = s->fds_held_nonroot - c->fds_partial + now;
+        if (now < c->fds_partial)
+                for (struct conn *o = s->conns; o; o = o->next)
+                        if (o != c)
+                                conn_update_events(o);
+        c->fds_partial = now;
+        return s->fds_held_nonroot <= s->cfg->fd_limit / 8;
 }
 
 /* While output waits for the socket, the connection is not read: a client
@@ -395,6 +422,7 @@ static void conn_fail(struct conn *c, int status, uint64_t request_id, const cha
         c->closing = true;
         /* Nothing more is read from a connection that is being closed. */
         nbp_frame_reader_reset(&c->rd);
+        conn_count_partial_fds(c);
         nbd_timer_cancel(c->srv->loop, &c->frame_timer);
         if (conn_queue(c, &m) < 0)
                 conn_close_later(c);
@@ -931,6 +959,14 @@ static void conn_read(struct conn *c)
                 bool truncated;
                 int r = nbp_frame_read(c->fd, &c->rd);
 
+                if (!conn_count_partial_fds(c)) {
+                        nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
+                        conn_fail(c, EMFILE, 0,
+                                  "the fds of frames sent by uids other than root would be over "
+                                  "their share (fd_limit / 8: %u)",
+                                  c->srv->cfg->fd_limit / 8);
+                        return;
+                }
                 if (r == 0) {
                         if (nbp_frame_reader_busy(&c->rd) && !c->frame_timer.deadline_ms)
                                 nbd_timer_arm(c->srv->loop, &c->frame_timer,
@@ -952,6 +988,8 @@ static void conn_read(struct conn *c)
                 }
                 nbd_timer_cancel(c->srv->loop, &c->frame_timer);
                 nbp_frame_reader_take(&c->rd, &body, &len, fds, &nfds, &truncated);
+                /* Taken: the request's own count (handle_request) has them. */
+                conn_count_partial_fds(c);
                 handle_frame(c, body, len, fds, nfds, truncated);
         }
 }
@@ -1039,6 +1077,7 @@ static void conn_close(struct conn *c)
         nbd_loop_remove(s->loop, &c->w);
         close(c->fd);
         nbp_frame_reader_reset(&c->rd);
+        conn_count_partial_fds(c);
         while (c->out_head) {
                 struct nbp_frame_out *f = c->out_head;
                 c->out_head = f->next;

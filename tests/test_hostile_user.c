@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "hostile.h"
 #include "testutil.h"
 #include "tests.h"
@@ -419,6 +420,144 @@ START_TEST(test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused)
 END_TEST
 
 /* ---- memory ---- */
+
+/* ---- fds of frames half-sent ---- */
+
+/* On each of its connections (the per-uid share, 4), a frame's header and
+ * one byte of its body with max_fds_per_frame fds (4), the rest never
+ * sent: the helper holds those fds until the frame completes or times out
+ * (frame_timeout_ms, 10 s), and reconnecting starts again. */
+static int half_frames_with_fds(const char *sock, void *arg)
+{
+        unsigned *refused = arg;
+        uint8_t head[NBP_FRAME_HEADER_SIZE + 1] = {0, 0, 0, 100, 0x12};
+        int fds[4];
+
+        for (int i = 0; i < 4; i++)
+                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        for (int k = 0; k < 4; k++) {
+                char cbuf[CMSG_SPACE(sizeof(fds))] = {0};
+                struct iovec iov = {head, sizeof(head)};
+                struct msghdr mh = {.msg_iov = &iov,
+                                    .msg_iovlen = 1,
+                                    .msg_control = cbuf,
+                                    .msg_controllen = sizeof(cbuf)};
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                int fd = tu_raw_connect(sock);
+                Netbroker__ServerMessage *m;
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+
+                tu_raw_hello(fd);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(fds));
+                memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+                if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(head))
+                        return 1;
+                /* Refused now (over the share) or held: both are the
+                 * helper's to choose; the fds must not pile up. */
+                if (poll(&p, 1, 200) == 1 && (m = recv_msg(fd))) {
+                        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR &&
+                            m->error->status == EMFILE)
+                                (*refused)++;
+                        netbroker__server_message__free_unpacked(m, NULL);
+                }
+        }
+        return 0;
+}
+
+/* One byte at b with nfds fds of /dev/null (0: none). */
+static int send_with_fds(int fd, const uint8_t *b, size_t len, int nfds)
+{
+        char cbuf[CMSG_SPACE(4 * sizeof(int))] = {0};
+        struct iovec iov = {(void *)b, len};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        int fds[4];
+
+        if (nfds) {
+                struct cmsghdr *cm;
+                mh.msg_control = cbuf;
+                mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+                cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+                for (int i = 0; i < nfds; i++)
+                        fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+        }
+        int r = sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+        for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+        return r;
+}
+
+/* A frame's fds sent after its header (which passed the share's check
+ * with none): connection 0 sends a header alone, 1 and 2 headers with 4
+ * fds each (the share, 8, is full), then 0 sends a byte with 4 fds: 0 is
+ * refused with EMFILE, its fds closed. */
+static int fds_after_the_header(const char *sock, void *arg)
+{
+        const uint8_t head[NBP_FRAME_HEADER_SIZE] = {0, 0, 0, 100}, byte = 0x12;
+        Netbroker__ServerMessage *m;
+        int fd[3], r = 0;
+
+        (void)arg;
+        for (int k = 0; k < 3; k++) {
+                fd[k] = tu_raw_connect(sock);
+                tu_raw_hello(fd[k]);
+                if (send_with_fds(fd[k], head, sizeof(head), k ? 4 : 0) < 0)
+                        return 1;
+                usleep(20000); /* read by the helper in this order (for the test's sake) */
+        }
+        if (send_with_fds(fd[0], &byte, 1, 4) < 0)
+                return 2;
+        m = recv_msg(fd[0]);
+        if (!m || m->msg_case != NETBROKER__SERVER_MESSAGE__MSG_ERROR ||
+            m->error->status != EMFILE || !strstr(m->error->message, "fd_limit / 8"))
+                r = 3;
+        if (m)
+                netbroker__server_message__free_unpacked(m, NULL);
+        return r;
+}
+
+/* uid 65534's half-sent frames hold at most its share of request fds
+ * (fd_limit / 8, as whole requests' fds do): once it is full, its other
+ * connections are not read (their fds stay in their sockets), and one
+ * whose frame brings fds past it anyway is refused with EMFILE. (The
+ * share was not applied to frames still being received: a security
+ * review held 32 fds, half of fd_limit, with 8 such connections, and
+ * root's 16-queue tap failed with EMFILE.) */
+START_TEST(test_user_half_sent_frames_hold_no_more_fds_than_its_share)
+{
+        unsigned *refused = mmap(NULL, sizeof(unsigned), PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct tu_helper h;
+        struct attacker a;
+        int fds;
+
+        ck_assert_ptr_ne(refused, MAP_FAILED);
+        *refused = 0;
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, half_frames_with_fds, refused);
+        /* Its 4 sockets, and 8 fds (64 / 8) of half-sent frames at most. */
+        ck_assert_msg(tu_fd_count(h.pid) - fds <= 4 + 8,
+                      "the helper holds %d more fds (%u connections refused)",
+                      tu_fd_count(h.pid) - fds, *refused);
+        th_assert_serves(&h);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        attack_start(&a, &h, fds_after_the_header, NULL);
+        ck_assert_msg(tu_fd_count(h.pid) - fds <= 2 + 8, "the helper holds %d more fds",
+                      tu_fd_count(h.pid) - fds);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        munmap(refused, sizeof(unsigned));
+        tu_helper_stop(&h);
+}
+END_TEST
 
 static int execs_piled_up(const char *sock, void *arg)
 {
@@ -1110,6 +1249,7 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_closing_at_every_step_never_crashes_the_helper);
         tcase_add_test(tc, test_user_that_never_takes_its_fds_delays_no_one);
         tcase_add_test(tc, test_user_holding_tap_queues_on_every_connection_leaves_root_room);
+        tcase_add_test(tc, test_user_half_sent_frames_hold_no_more_fds_than_its_share);
         tcase_add_test(tc, test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone);
         tcase_add_test(tc, test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused);
         tcase_add_test(tc, test_user_piling_up_unread_execs_stays_within_the_budget);

@@ -27,20 +27,27 @@ static _Alignas(64) char child_stack[CHILD_STACK];
 struct child_args {
         const struct nbd_child_start *s;
         uint32_t permitted; /* the helper's, first word */
-        int err; /* the child's errno before its exec; 0: it exec'd */
+        int err; /* the vfork child's errno before its exec; 0: it exec'd */
+        int status_fd; /* the fork child's end of the status pipe, or -1 */
 };
 
-static uint32_t permitted_caps(void)
+static void own_caps(uint32_t *effective, uint32_t *permitted)
 {
         struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
         struct __user_cap_data_struct d[2] = {{0}};
 
-        return syscall(SYS_capget, &h, d) < 0 ? 0 : d[0].permitted;
+        if (syscall(SYS_capget, &h, d) < 0)
+                d[0].effective = d[0].permitted = 0;
+        *effective = d[0].effective;
+        *permitted = d[0].permitted;
 }
 
 bool nbd_child_can_run_as_caller(void)
 {
-        return (permitted_caps() & SETID_CAPS) == SETID_CAPS;
+        uint32_t eff, prm;
+
+        own_caps(&eff, &prm);
+        return (prm & SETID_CAPS) == SETID_CAPS && (eff & (1u << CAP_KILL));
 }
 
 /* ---- in the child: system calls only (it runs on the helper's memory,
@@ -57,6 +64,9 @@ static int set_caps(uint32_t effective, uint32_t permitted, uint32_t inheritable
 
 static int become_caller(const struct nbd_peer *p, uint32_t keep)
 {
+        /* -1 is "unchanged" to setres*id: never a uid or gid to run as. */
+        if (p->uid == (uid_t)-1 || p->gid == (gid_t)-1)
+                return -EINVAL;
         /* Keep the permitted set across the uid change; SETUID/SETGID
          * effective for the change itself (EPERM without them: the child
          * never runs as uid 0 instead). */
@@ -121,35 +131,69 @@ static int child_main(void *data)
         if (r == 0)
                 r = child_fds(s->fds);
         if (r == 0)
-                r = s->as && s->as->uid != 0 ? become_caller(s->as, keep) : set_caps(keep, keep, 0);
+                r = a->status_fd >= 0 ? become_caller(s->as, keep) : set_caps(keep, keep, 0);
+        /* Its pid from the kernel: the fork child's glibc caches are the
+         * helper's thread's. */
+        if (r == 0 && s->test_stop && a->status_fd >= 0)
+                syscall(SYS_kill, syscall(SYS_getpid), SIGSTOP);
         if (r == 0) {
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 execve(s->path, s->argv, s->envp);
                 r = -errno;
         }
-        a->err = -r;
+        if (a->status_fd >= 0) {
+                int e = -r;
+                /* 4 bytes into a new pipe cannot block; a failed write
+                 * still ends in 127 and end of file. */
+                if (write(a->status_fd, &e, sizeof(e)) < 0)
+                        r = -EIO;
+        } else {
+                a->err = -r;
+        }
         _exit(127);
 }
 
-int nbd_child_start(const struct nbd_child_start *s, pid_t *ret)
+int nbd_child_start(const struct nbd_child_start *s, pid_t *ret, int *ret_status)
 {
-        struct child_args a = {.s = s, .permitted = permitted_caps()};
+        const bool as_caller = s->as && s->as->uid != 0;
+        struct child_args a = {.s = s, .status_fd = -1};
+        int status[2] = {-1, -1}, saved;
+        uint32_t eff;
         sigset_t all, old;
         pid_t pid;
 
+        own_caps(&eff, &a.permitted);
         for (int i = 0; i < 3; i++)
                 if (s->fds[i] != NBD_CHILD_NULL && s->fds[i] < 3 && s->fds[i] != i)
                         return -EINVAL; /* would be overwritten by another's dup2 */
-        /* No handler of the helper's may run in the child, on its stack. */
+        if (as_caller) {
+                if (pipe2(status, O_CLOEXEC) < 0)
+                        return -errno;
+                a.status_fd = status[1];
+        }
+        /* No handler of the helper's may run in the child (on its stack,
+         * or on the copy of the helper's). */
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid = clone(child_main, child_stack + sizeof(child_stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
-                    &a);
-        int saved = errno;
+        if (as_caller)
+                /* A fork without glibc's atfork handlers: the child makes
+                 * system calls only. */
+                pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+        else
+                pid = clone(child_main, child_stack + sizeof(child_stack),
+                            CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        if (as_caller && pid == 0)
+                child_main(&a); /* does not return */
+        saved = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (pid < 0)
+        if (as_caller)
+                close(status[1]);
+        if (pid < 0) {
+                if (as_caller)
+                        close(status[0]);
                 return -saved;
+        }
         if (a.err) {
                 /* It never exec'd: reap it here, no zombie is left. */
                 while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
@@ -157,5 +201,6 @@ int nbd_child_start(const struct nbd_child_start *s, pid_t *ret)
                 return -a.err;
         }
         *ret = pid;
+        *ret_status = status[0];
         return 0;
 }

@@ -7,11 +7,20 @@
  * Every child keeps CAP_NET_ADMIN and CAP_NET_RAW (what the allowed tools
  * need), and nothing else of the helper's: not CAP_MKNOD (the helper's own
  * macvtap nodes), nor CAP_SETUID/CAP_SETGID (kept, in the permitted set
- * only, for this file). A child run for a caller that is not root runs as
- * that caller (its uid, gid and supplementary groups, as SO_PEERCRED and
- * SO_PEERGROUPS said them) with the two capabilities as ambient ones: the
- * allowed tool can still change the network, but reads and writes files as
- * its caller, not as uid 0. Root's children run as uid 0. */
+ * only, for this file), nor CAP_KILL (for the helper to end a caller's
+ * program). A child run for a caller that is not root runs as that caller
+ * (its uid, gid and supplementary groups, as SO_PEERCRED and SO_PEERGROUPS
+ * said them) with the two capabilities as ambient ones: the allowed tool
+ * can still change the network, but reads and writes files as its caller,
+ * not as uid 0. Root's children run as uid 0.
+ *
+ * Root's child shares the helper's memory until its exec (vfork), and the
+ * helper waits for that: no caller may signal a child of uid 0. A
+ * caller's child may be signalled by its caller once it has the caller's
+ * uid, before its exec: a SIGSTOP there would hold a vfork parent, the
+ * loop, for ever. It is a fork (its own copy of the memory) that the
+ * helper does not wait for: what failed before its exec comes later, in
+ * a pipe (ret_status). */
 #pragma once
 
 #include <stdbool.h>
@@ -34,14 +43,21 @@ struct nbd_child_start {
         bool new_session; /* setsid(), else a process group of its own */
         /* Whose program it is: NULL or uid 0 runs as uid 0. */
         const struct nbd_peer *as;
+        /* Tests (NB_TEST_HOOKS): a caller's child stops itself once it is
+         * the caller, as that caller's SIGSTOP could. */
+        bool test_stop;
 };
 
-/* 0 with *ret the child's pid, or -errno: what failed in the child before
- * its exec (-EPERM: the helper lacks CAP_SETUID/CAP_SETGID to run it as
- * its caller; -ENOENT, -EACCES: the exec), and no child is left. Only the
- * loop's thread calls it (one stack). */
-int nbd_child_start(const struct nbd_child_start *s, pid_t *ret);
+/* 0 with *ret the child's pid, or -errno, and no child is left. Root's:
+ * what failed before its exec (-ENOENT, -EACCES), *ret_status -1. A
+ * caller's: *ret_status is the read end of a close-on-exec pipe (the
+ * caller's to close): end of file once the program runs, or an int errno
+ * then end of file when the child failed before (it exits 127; -EPERM:
+ * the helper lacks CAP_SETUID/CAP_SETGID). Only the loop's thread calls it
+ * (one stack). */
+int nbd_child_start(const struct nbd_child_start *s, pid_t *ret, int *ret_status);
 
-/* Whether the helper can run a program as a caller that is not root
- * (CAP_SETUID and CAP_SETGID permitted): for a clear error up front. */
+/* Whether the helper can run, and end, a program as a caller that is not
+ * root (CAP_SETUID and CAP_SETGID permitted, CAP_KILL effective): for a
+ * clear error up front. */
 bool nbd_child_can_run_as_caller(void);

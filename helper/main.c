@@ -121,11 +121,17 @@ NBD_LOG_CATEGORY(main);
  *   helper's private tmpfs, opened, and removed (no udev needed).
  * No program the helper runs keeps CAP_MKNOD (child_start.h). */
 static const int keep_caps[] = {CAP_NET_ADMIN, CAP_NET_RAW, CAP_MKNOD};
-/* Kept when given, in the permitted set alone (never effective in the
- * helper), out of the bounding set: a child run for a caller that is not
- * root becomes that caller with them (child_start.c). Without them such
- * a caller's Exec fails (EPERM); it never runs as uid 0. */
-static const int setid_caps[] = {CAP_SETUID, CAP_SETGID};
+/* Kept when given, out of the bounding set, for the programs of callers
+ * other than root (child_start.c): CAP_SETUID and CAP_SETGID in the
+ * permitted set alone (never effective in the helper), with which such a
+ * child becomes its caller; CAP_KILL effective, to end that child (at its
+ * timeout, when its client goes) though it is no longer uid 0's. Without
+ * all three such a caller's Exec fails (EPERM); it never runs as uid 0. */
+static const struct {
+        int cap;
+        bool effective;
+} caller_caps[] = {{CAP_SETUID, false}, {CAP_SETGID, false}, {CAP_KILL, true}};
+#define N_CALLER_CAPS (sizeof(caller_caps) / sizeof(*caller_caps))
 
 /* Where macvtap device nodes are made (a tmpfs in the helper's own mount
  * namespace). */
@@ -331,20 +337,23 @@ static int lower_fd_limit(unsigned limit)
 static int drop_capabilities(void)
 {
         bool can_bound = capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP);
-        bool setid[2];
+        bool given[N_CALLER_CAPS];
         int r;
 
-        for (size_t i = 0; i < 2; i++)
-                setid[i] = capng_have_capability(CAPNG_PERMITTED, (unsigned)setid_caps[i]);
+        for (size_t i = 0; i < N_CALLER_CAPS; i++)
+                given[i] = capng_have_capability(CAPNG_PERMITTED, (unsigned)caller_caps[i].cap);
         capng_clear(CAPNG_SELECT_BOTH);
         for (size_t i = 0; i < sizeof(keep_caps) / sizeof(*keep_caps); i++)
                 capng_update(CAPNG_ADD,
                              CAPNG_EFFECTIVE | CAPNG_PERMITTED |
                                      (keep_caps[i] == CAP_MKNOD ? 0 : CAPNG_BOUNDING_SET),
                              (unsigned)keep_caps[i]);
-        for (size_t i = 0; i < 2; i++)
-                if (setid[i])
-                        capng_update(CAPNG_ADD, CAPNG_PERMITTED, (unsigned)setid_caps[i]);
+        for (size_t i = 0; i < N_CALLER_CAPS; i++)
+                if (given[i])
+                        capng_update(CAPNG_ADD,
+                                     CAPNG_PERMITTED |
+                                             (caller_caps[i].effective ? CAPNG_EFFECTIVE : 0),
+                                     (unsigned)caller_caps[i].cap);
         /* Without CAP_SETPCAP the bounding set cannot be changed; the
          * capability sets still can. */
         r = capng_apply(can_bound ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS);
@@ -704,6 +713,28 @@ static int keep_only_our_fds(const struct options *o, int n_activated)
         return 0;
 }
 
+/* Stage 1 too: 0-2 open, on /dev/null when we were started without them.
+ * Else the next fd made takes the number (a socket of ours as fd 2) and a
+ * program that inherits 0-2 (a supervised one without program_log) gets
+ * it. Returns 0 or -1 (said on stderr, if there is one). */
+static int std_fds_open(void)
+{
+        for (int fd = 0; fd < 3; fd++) {
+                int got;
+                if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+                        continue;
+                got = open("/dev/null", O_RDWR);
+                if (got != fd) {
+                        nbd_error("cannot put /dev/null on fd %d: %s", fd,
+                                  got < 0 ? strerror(errno) : "another fd was taken");
+                        if (got >= 0)
+                                close(got);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 /* --check-config: stage 3 alone, touching nothing: no socket, no fd
  * closed, no mount, no privilege needed beyond reading the files. */
 static int check_config(const struct options *o)
@@ -756,7 +787,7 @@ int main(int argc, char **argv)
          * service: its manager must hear nothing from us. */
         if (n_activated == 0 && !o.listen_path)
                 unsetenv("NOTIFY_SOCKET");
-        if (keep_only_our_fds(&o, n_activated) < 0)
+        if (keep_only_our_fds(&o, n_activated) < 0 || std_fds_open() < 0)
                 goto out;
         if (o.listen_path) {
                 listen_fd = listen_on(o.listen_path);

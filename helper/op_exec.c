@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "child_start.h"
 #include "ops.h"
 #include "spawn.h"
 
@@ -73,10 +74,12 @@ int nbd_exec_check_args(const struct nbd_config *cfg, const char *what, const ch
         return 0;
 }
 
-static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+/* An Exec against cfg, for peer: at validation, and again when it runs
+ * (a reload since, while it waited for a spawn slot, may have changed any
+ * of it). */
+static int check_exec(const struct nbd_config *cfg, const struct nbd_peer *peer,
+                      const Netbroker__Exec *e, Netbroker__Result *res)
 {
-        const struct nbd_config *cfg = v->ctx->cfg;
-        const Netbroker__Exec *e = op->exec;
         struct nbd_err why = {0};
         int r;
 
@@ -86,7 +89,7 @@ static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netb
         if (!nbd_config_exec_allowed(cfg, e->path))
                 return nbd_result_set(res, -EPERM, "exec: %s is not on the allow-list", e->path);
         /* Root runs all of exec_allow; others only what their policy names. */
-        if (nbd_policy_check_exec(&cfg->policy, v->peer, e->path, &why) < 0)
+        if (nbd_policy_check_exec(&cfg->policy, peer, e->path, &why) < 0)
                 return nbd_result_set(res, -EPERM, "exec: %s", why.msg);
         r = nbd_exec_check_args(cfg, "exec", e->path, e->argv, e->n_argv, e->env, e->n_env, res);
         if (r < 0)
@@ -96,6 +99,11 @@ static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netb
                                       "exec: timeout %u ms is above the maximum of %u ms",
                                       e->timeout_ms, cfg->exec_timeout_max_ms);
         return 0;
+}
+
+static int validate_exec(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return check_exec(v->ctx->cfg, v->peer, op->exec, res);
 }
 
 /* One running program. Strings in argv/envp are borrowed from the request,
@@ -187,7 +195,14 @@ static void exec_done(struct nbd_child *child, void *data)
                 take_buf(&cr->err, &er->stderr_data);
                 res->out_case = NETBROKER__RESULT__OUT_EXEC;
                 res->exec = er;
-                if (cr->timed_out)
+                if (cr->start_error)
+                        nbd_result_set(res, -cr->start_error, "exec: cannot run %s as uid %u: %s%s",
+                                       x->e->path, (unsigned)nbd_job_peer(job)->uid,
+                                       strerror(cr->start_error),
+                                       cr->start_error == EPERM
+                                               ? " (the helper lacks CAP_SETUID or CAP_SETGID)"
+                                               : "");
+                else if (cr->timed_out)
                         nbd_result_set(res, -ETIMEDOUT, "exec: killed after the %u ms timeout",
                                        timeout);
                 else if (cr->signal)
@@ -221,14 +236,23 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         bool admitted;
         int r;
 
-        /* validate_exec() found it, but a reload (SIGHUP) since may have
-         * taken it off the list, or off the caller's grant (an Exec that
+        /* validate_exec() passed it, but a reload (SIGHUP) since may have
+         * taken it off the list, off the caller's grant, or changed what
+         * its arguments, environment and timeout may be (an Exec that
          * waited for a spawn slot meanwhile). */
         if (!file)
                 return nbd_result_set(res, -EPERM, "exec: %s is not on the allow-list", e->path);
-        if (nbd_policy_check_op(&cfg->policy, nbd_job_peer(job), "exec", &why) < 0 ||
-            nbd_policy_check_exec(&cfg->policy, nbd_job_peer(job), e->path, &why) < 0)
+        if (nbd_policy_check_op(&cfg->policy, nbd_job_peer(job), "exec", &why) < 0)
                 return nbd_result_set(res, -EPERM, "%s", why.msg);
+        if ((r = check_exec(cfg, nbd_job_peer(job), e, res)) < 0)
+                return r;
+        /* Run as its caller (child_start.h), or not at all. */
+        if (!nbd_peer_is_root(nbd_job_peer(job)) && !nbd_child_can_run_as_caller())
+                return nbd_result_set(res, -EPERM,
+                                      "exec: this helper cannot run a program as uid %u: it was "
+                                      "not given CAP_SETUID, CAP_SETGID and CAP_KILL (see "
+                                      "netbrokerd(8), Programs)",
+                                      (unsigned)nbd_job_peer(job)->uid);
         if ((r = nbd_job_spawn_admit(job, res, &admitted)) < 0)
                 return r;
         if (!admitted)
@@ -260,6 +284,9 @@ static int run_exec(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                 .output_cap = cap,
                 .uid = nbd_job_peer(job)->uid,
                 .as = nbd_job_peer(job),
+#ifdef NB_TEST_HOOKS
+                .test_stop = getenv("NETBROKERD_TEST_CHILD_STOP") != NULL,
+#endif
         };
         r = x->sp->spawn(nbd_job_ctx(job)->loop, &spec, exec_done, x, &x->child);
         if (r < 0) {

@@ -40,6 +40,9 @@ struct nbd_child {
         size_t cap;
         uint64_t start_us;
         bool reaped, abandoned;
+        /* A caller's child: what failed before its exec (child_start.h),
+         * read when it has ended. */
+        int status_fd;
         uid_t uid; /* who asked: spawn slots are shared per uid */
         struct nbd_child *prev, *next; /* running (not yet reaped) */
         nbd_child_done_fn done;
@@ -129,6 +132,10 @@ static void close_watch(struct nbd_child *c, struct nbd_watch *w)
 
 static void close_all(struct nbd_child *c)
 {
+        if (c->status_fd >= 0) {
+                close(c->status_fd);
+                c->status_fd = -1;
+        }
         close_watch(c, &c->pidw);
         close_watch(c, &c->inw);
         close_watch(c, &c->outw);
@@ -251,8 +258,23 @@ static void on_in(struct nbd_watch *w, uint32_t events)
         close_watch(c, w);
 }
 
+/* Why a caller's child never ran its program, if it did not: an errno it
+ * wrote before exiting 127 (nothing: it exec'd). */
+static void read_status(struct nbd_child *c)
+{
+        int e = 0;
+
+        if (c->status_fd < 0)
+                return;
+        if (read(c->status_fd, &e, sizeof(e)) == (ssize_t)sizeof(e) && e > 0)
+                c->res.start_error = e;
+        close(c->status_fd);
+        c->status_fd = -1;
+}
+
 static void finish(struct nbd_child *c)
 {
+        read_status(c);
         /* The child is gone; what it wrote is in the pipes. Take it now. A
          * grandchild still holding a pipe open does not keep us waiting. */
         if (c->outw.fd >= 0)
@@ -342,9 +364,10 @@ static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int stdin_f
                 .envp = s->envp,
                 .fds = {stdin_fd >= 0 ? stdin_fd : NBD_CHILD_NULL, out[1], err[1]},
                 .as = s->as,
+                .test_stop = s->test_stop,
         };
 
-        return nbd_child_start(&cs, &c->pid);
+        return nbd_child_start(&cs, &c->pid, &c->status_fd);
 }
 
 static int watch_child(struct nbd_loop *l, struct nbd_child *c, int in[2], int out[2], int err[2])
@@ -422,7 +445,7 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
         if (!c)
                 return -ENOMEM;
         c->loop = l;
-        c->pidw.fd = c->inw.fd = c->outw.fd = c->errw.fd = -1;
+        c->pidw.fd = c->inw.fd = c->outw.fd = c->errw.fd = c->status_fd = -1;
         c->in_data = s->stdin_data;
         c->in_len = s->stdin_len;
         c->cap = s->output_cap;

@@ -28,6 +28,7 @@ struct nbd_exec_spec {
         size_t output_cap; /* bytes kept of each of stdout and stderr */
         uid_t uid; /* the caller it runs for (its spawn slots) */
         const struct nbd_peer *as; /* run as this caller (child_start.h); NULL: root */
+        bool test_stop; /* tests: the caller's child stops itself (child_start.h) */
 };
 
 struct nbd_buf {
@@ -42,6 +43,9 @@ struct nbd_child_result {
         struct nbd_buf out, err;
         bool out_truncated, err_truncated;
         uint64_t duration_us;
+        /* A caller's child that never ran the program: why (an errno; it
+         * exited 127). */
+        int start_error;
 };
 
 struct nbd_child;

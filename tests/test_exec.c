@@ -925,6 +925,130 @@ static void exec_self_as(const char *sock, uid_t uid, const char *secret, char *
         nb_batch_free(b);
 }
 
+/* As uid 65534 in a child process: an Exec of argv through the helper at
+ * sock; its status and duration into out[0] (status) and out[1] (ms). */
+static pid_t nobody_exec(const char *sock, const char *const *argv, unsigned timeout_ms, long *out)
+{
+        pid_t child = fork();
+
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                nb_exec_result e = NB_EXEC_RESULT_INIT;
+                nb_results *res = NULL;
+                nb_batch *b = nb_batch_new();
+                nb_conn *c;
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+                    nb_connect(sock, &c) != 0 ||
+                    nb_batch_exec(b, argv[0], argv, NULL, NULL, 0, timeout_ms) ||
+                    nb_submit(c, b, &res) != 0)
+                        _exit(10);
+                out[0] = nb_result_status(res, 0);
+                out[1] = nb_result_exec(res, 0, &e) == 0 ? (long)(e.duration_us / 1000) : -1;
+                _exit(0);
+        }
+        return child;
+}
+
+#define NOBODY_EXEC_CONF                                                                           \
+        TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"                                     \
+                 "[policy uid 65534]\n"                                                            \
+                 "ops = exec\n"                                                                    \
+                 "exec = /bin/sh /bin/true\n"
+
+/* A program of a caller other than root is ended at its timeout, its
+ * children with it, though it runs as that caller (the helper keeps
+ * CAP_KILL for it: without, its kill failed with EPERM and a 300 ms
+ * timeout waited the 30 s of the program, its slot held meanwhile). */
+START_TEST(test_a_callers_program_is_killed_at_its_timeout)
+{
+        long *out = mmap(NULL, 2 * sizeof(long), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                         -1, 0);
+        const char *argv[] = {"/bin/sh", "-c", "sleep 30; true", NULL};
+        struct tu_helper h;
+        pid_t child;
+        int w;
+        char *left;
+
+        ck_assert_ptr_ne(out, MAP_FAILED);
+        tu_private_netns();
+        tu_helper_start(&h, NOBODY_EXEC_CONF);
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        child = nobody_exec(h.sock, argv, 300, out);
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the caller: 0x%x", w);
+        ck_assert_int_eq(out[0], -ETIMEDOUT);
+        ck_assert_msg(out[1] >= 0 && out[1] < 10000, "it ran %ld ms after its 300 ms timeout",
+                      out[1]);
+        /* Its process group went with it: no sleep of uid 65534's is left
+         * that the helper started. */
+        left = tu_sh("ps -o pid=,user=,args= --ppid $(pgrep -d, -P %d) 2>/dev/null || true",
+                     (int)h.pid);
+        ck_assert_msg(!strstr(left, "sleep 30"), "left running: %s", left);
+        free(left);
+        munmap(out, 2 * sizeof(long));
+        tu_helper_stop(&h);
+}
+END_TEST
+
+#ifdef NB_TEST_HOOKS
+/* The child of a caller other than root is that caller's before its exec,
+ * so the caller may SIGSTOP it there (a security review did, in a loop):
+ * the helper must not be waiting for that exec (a vfork child held the
+ * loop, every client with it, until someone sent SIGCONT). Here the child
+ * stops itself at that point (NETBROKERD_TEST_CHILD_STOP): root's Ping is
+ * answered meanwhile, and once the child goes on, the Exec ends well. */
+START_TEST(test_a_callers_child_stopped_before_its_exec_holds_no_one)
+{
+        long *out = mmap(NULL, 2 * sizeof(long), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                         -1, 0);
+        const char *argv[] = {"/bin/true", NULL};
+        struct tu_helper h;
+        nb_results *res;
+        char path[64], *kids = NULL;
+        pid_t child, stopped = 0;
+        nb_conn *root;
+        int w;
+
+        ck_assert_ptr_ne(out, MAP_FAILED);
+        out[0] = 1;
+        tu_private_netns();
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_CHILD_STOP", "1", 1), 0);
+        tu_helper_start(&h, NOBODY_EXEC_CONF);
+        unsetenv("NETBROKERD_TEST_CHILD_STOP");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        child = nobody_exec(h.sock, argv, 0, out);
+        /* The helper's child, stopped. */
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)h.pid, (int)h.pid);
+        for (int i = 0; i < 1000 && !stopped; i++) {
+                char *st;
+                free(kids);
+                kids = tu_read_file(path) ? strdup(tu_read_file(path)) : NULL;
+                if (kids && atoi(kids) > 0) {
+                        st = tu_sh("awk '/^State:/{print $2}' /proc/%d/status", atoi(kids));
+                        if (st[0] == 'T')
+                                stopped = atoi(kids);
+                        free(st);
+                }
+                if (!stopped)
+                        usleep(5000);
+        }
+        free(kids);
+        ck_assert_msg(stopped > 0, "no stopped child of the helper");
+        res = tu_exec1(root, "/bin/true", argv, NULL, NULL, 0);
+        ck_assert_int_eq(nb_result_status(res, 0), 0);
+        nb_results_free(res);
+        ck_assert_int_eq(kill(stopped, SIGCONT), 0);
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the caller: 0x%x", w);
+        ck_assert_int_eq(out[0], 0);
+        nb_close(root);
+        munmap(out, 2 * sizeof(long));
+        tu_helper_stop(&h);
+}
+END_TEST
+#endif
+
 /* Exec never hands out root. The child of a caller that is not root runs
  * as that caller, with CAP_NET_ADMIN and CAP_NET_RAW alone (ambient, so
  * its own children keep them): it cannot read a file only root may (it
@@ -1023,6 +1147,10 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_exec_runs_the_file_checked_at_startup);
         tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
         tcase_add_test(exec, test_exec_runs_as_its_caller_with_the_network_capabilities_alone);
+        tcase_add_test(exec, test_a_callers_program_is_killed_at_its_timeout);
+#ifdef NB_TEST_HOOKS
+        tcase_add_test(exec, test_a_callers_child_stopped_before_its_exec_holds_no_one);
+#endif
         tcase_add_test(exec, test_child_without_input_reads_dev_null);
         tcase_add_test(exec, test_stdin_bytes_reach_the_child);
         tcase_add_test(exec, test_exit_codes_and_signals_are_reported);

@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -533,8 +534,9 @@ static void assert_status_line(const char *status, const char *key, const char *
  * kept capabilities (CAP_NET_ADMIN = bit 12, CAP_NET_RAW = bit 13,
  * CAP_MKNOD = bit 27) effective (so not CAP_SYS_ADMIN, which it held only
  * to set up its mounts), CAP_SETUID and CAP_SETGID (bits 7 and 6)
- * permitted only (a caller's Exec child becomes its caller with them),
- * the bounding set the network two alone, and NoNewPrivs. */
+ * permitted only (a caller's Exec child becomes its caller with them) and
+ * CAP_KILL (bit 5) to end such a child, the bounding set the network two
+ * alone, and NoNewPrivs. */
 START_TEST(test_running_helper_has_fd_limit_caps_and_no_new_privs)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
@@ -549,13 +551,56 @@ START_TEST(test_running_helper_has_fd_limit_caps_and_no_new_privs)
                       text);
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
         text = tu_read_file(path);
-        assert_status_line(text, "CapEff", "0000000008003000");
-        assert_status_line(text, "CapPrm", "00000000080030c0");
+        assert_status_line(text, "CapEff", "0000000008003020");
+        assert_status_line(text, "CapPrm", "00000000080030e0");
         assert_status_line(text, "CapInh", "0000000000000000");
         assert_status_line(text, "CapBnd", "0000000000003000");
         assert_status_line(text, "CapAmb", "0000000000000000");
         assert_status_line(text, "NoNewPrivs", "1");
         nb_close(c);
+}
+END_TEST
+
+/* Started with fds 0-2 closed, the helper puts /dev/null there before it
+ * makes anything: else its listening socket took fd 0 and a socket of its
+ * own fd 2, which a supervised program without a log inherited as its
+ * stderr (a security review). */
+START_TEST(test_helper_started_without_0_to_2_puts_dev_null_there)
+{
+        char sock[] = "/tmp/nbtest-std-XXXXXX", conf[] = "/tmp/nbtest-conf-XXXXXX", path[64],
+             link[64];
+        char *argv[] = {
+                (char *)tu_helper_path(), (char *)"--listen", sock, (char *)"--config", conf, NULL};
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        int fd, w;
+
+        tu_private_netns();
+        fd = mkstemp(conf);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        close(mkstemp(sock));
+        unlink(sock);
+        ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(posix_spawn_file_actions_addclose(&fa, i), 0);
+        ck_assert_int_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
+        posix_spawn_file_actions_destroy(&fa);
+        for (int i = 0; i < 500 && access(sock, F_OK) != 0; i++)
+                usleep(10000);
+        ck_assert_msg(access(sock, F_OK) == 0, "the helper did not listen");
+        for (int i = 0; i < 3; i++) {
+                ssize_t n;
+                snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, i);
+                n = readlink(path, link, sizeof(link) - 1);
+                ck_assert_int_gt(n, 0);
+                link[n] = '\0';
+                ck_assert_msg(strcmp(link, "/dev/null") == 0, "fd %d is %s", i, link);
+        }
+        kill(pid, SIGTERM);
+        ck_assert_int_eq(waitpid(pid, &w, 0), pid);
+        unlink(sock);
+        unlink(conf);
 }
 END_TEST
 
@@ -813,6 +858,7 @@ Suite *protocol_suite(void)
         tcase_add_test(access_tc, test_allowed_gid_admits_another_uid);
         tcase_add_test(access_tc, test_connections_per_uid_are_capped);
         tcase_add_test(hard, test_running_helper_has_fd_limit_caps_and_no_new_privs);
+        tcase_add_test(hard, test_helper_started_without_0_to_2_puts_dev_null_there);
         tcase_add_test(hard, test_spawned_helper_does_not_inherit_client_fds);
         tcase_add_test(hard, test_netbrokerd_env_is_ignored_in_secure_execution_mode);
         tcase_add_test(hard, test_helper_started_by_socket_activation);

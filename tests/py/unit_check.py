@@ -4,10 +4,11 @@
 needed): `systemd-analyze verify` of netbrokerd.service and netbrokerd.socket,
 and `systemd-analyze security --offline=yes` of the service, whose overall
 exposure must be at or below that of systemd-networkd.service measured the
-same way on this machine (both printed), less the one finding the design
-takes on purpose: CAP_SETUID and CAP_SETGID in the bounding set (0.3), with
-which an Exec child of a caller other than root becomes that caller instead
-of running as uid 0 (helper/child_start.h). The service is the configured one
+same way on this machine (both printed), less the findings the design takes
+on purpose: CAP_SETUID and CAP_SETGID (0.3) and CAP_KILL (0.1) in the
+bounding set, with which an Exec child of a caller other than root becomes
+that caller instead of running as uid 0, and is ended at its timeout
+(helper/child_start.h). The service is the configured one
 with ExecStart= pointing at the helper just built, so verify finds it.
 
 Arguments: --service FILE (the configured netbrokerd.service), --socket FILE,
@@ -24,9 +25,9 @@ import sys
 import tempfile
 
 OVERALL = re.compile(r"Overall exposure level for \S+: ([0-9.]+)")
-# The finding taken on purpose, and its exposure as the report prints it.
-ON_PURPOSE = re.compile(r"^\S+ CapabilityBoundingSet=~CAP_SET\(UID\|GID\|PCAP\) .* ([0-9.]+)\s*$",
-                        re.M)
+# The findings taken on purpose, and their exposure as the report prints it.
+ON_PURPOSE = re.compile(r"^(\S+) CapabilityBoundingSet=~CAP_(?:SET\(UID\|GID\|PCAP\)|KILL) .* "
+                        r"([0-9.]+)\s*$", re.M)
 
 
 def exposure(unit):
@@ -68,10 +69,10 @@ def main():
             return 1
         mine, report = exposure(service)
         ref, _ = exposure(a.reference)
-    m = ON_PURPOSE.search(report)
-    purpose = float(m.group(1)) if m and report[m.start()] != "\u2713" else 0.0
-    print("exposure: netbrokerd.service %.1f (%.1f of it CAP_SETUID/CAP_SETGID, on purpose), "
-          "%s %.1f" % (mine, purpose, os.path.basename(a.reference), ref))
+    purpose = sum(float(m.group(2)) for m in ON_PURPOSE.finditer(report)
+                  if m.group(1) != "\u2713")
+    print("exposure: netbrokerd.service %.1f (%.1f of it CAP_SETUID/CAP_SETGID/CAP_KILL, on "
+          "purpose), %s %.1f" % (mine, purpose, os.path.basename(a.reference), ref))
     if mine - purpose > ref + 1e-9:
         print(report)
         return 1

@@ -897,7 +897,7 @@ static struct nbd_child *run_child(struct nbd_loop *l, int epfd, const char *scr
  * /bin/sh) and of root say of themselves: its script's output, into out
  * (shared with the child process that is the caller). */
 #define EXEC_SELF_SCRIPT                                                                           \
-        "id -u; id -g; grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status; "                            \
+        "id -u; id -g; grep -E '^(Uid|Gid|Groups|Cap(Prm|Eff|Amb)):' /proc/self/status; "          \
         "cat \"$0\" >/dev/null 2>&1 && echo read || echo denied"
 
 static void exec_self_as(const char *sock, uid_t uid, const char *secret, char *out, size_t size)
@@ -912,7 +912,9 @@ static void exec_self_as(const char *sock, uid_t uid, const char *secret, char *
 
         ck_assert_int_ge(child, 0);
         if (child == 0) {
-                if ((uid && (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)) ||
+                /* A supplementary group too: the child must have it. */
+                const gid_t groups[] = {65533};
+                if ((uid && (setgroups(1, groups) < 0 || setgid(uid) < 0 || setuid(uid) < 0)) ||
                     nb_connect(sock, &c) != 0 ||
                     nb_batch_exec(b, "/bin/sh", argv, NULL, NULL, 0, 0) ||
                     nb_submit(c, b, &res) != 0 || nb_result_exec(res, 0, &e) != 0)
@@ -1076,6 +1078,9 @@ START_TEST(test_exec_runs_as_its_caller_with_the_network_capabilities_alone)
 
         exec_self_as(h.sock, 65534, secret, out, 4096);
         ck_assert_msg(strncmp(out, "65534\n65534\n", 12) == 0 &&
+                              strstr(out, "Uid:\t65534\t65534\t65534\t65534\n") &&
+                              strstr(out, "Gid:\t65534\t65534\t65534\t65534\n") &&
+                              strstr(out, "Groups:\t65533 \n") &&
                               strstr(out, "CapPrm:\t0000000000003000\n") &&
                               strstr(out, "CapEff:\t0000000000003000\n") &&
                               strstr(out, "CapAmb:\t0000000000003000\n") && strstr(out, "denied\n"),

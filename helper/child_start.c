@@ -8,6 +8,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,6 +20,19 @@
 #define CHILD_CAPS ((1u << CAP_NET_ADMIN) | (1u << CAP_NET_RAW))
 #define SETID_CAPS ((1u << CAP_SETUID) | (1u << CAP_SETGID))
 
+/* The 32-bit id calls where the plain ones take 16-bit ids (i386, 32-bit
+ * ARM), as glibc's own wrappers pick them: with the 16-bit one, uid 65535
+ * would be -1, "unchanged", and the child would stay uid 0. */
+#ifdef SYS_setresuid32
+#define SETRESUID_NR SYS_setresuid32
+#define SETRESGID_NR SYS_setresgid32
+#define SETGROUPS_NR SYS_setgroups32
+#else
+#define SETRESUID_NR SYS_setresuid
+#define SETRESGID_NR SYS_setresgid
+#define SETGROUPS_NR SYS_setgroups
+#endif
+
 /* The child's stack: the loop's thread alone starts children, and
  * CLONE_VFORK holds it until the child has exec'd or exited. As glibc's
  * posix_spawn, a page or so is used; the rest is room. */
@@ -27,27 +42,53 @@ static _Alignas(64) char child_stack[CHILD_STACK];
 struct child_args {
         const struct nbd_child_start *s;
         uint32_t permitted; /* the helper's, first word */
+        bool fork; /* a caller's child: its own copy of the memory */
         int err; /* the vfork child's errno before its exec; 0: it exec'd */
-        int status_fd; /* the fork child's end of the status pipe, or -1 */
 };
 
-static void own_caps(uint32_t *effective, uint32_t *permitted)
+/* The calling thread's sets, first word. */
+static void own_caps(uint32_t *effective, uint32_t *permitted, uint32_t *inheritable)
 {
         struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
         struct __user_cap_data_struct d[2] = {{0}};
 
         if (syscall(SYS_capget, &h, d) < 0)
-                d[0].effective = d[0].permitted = 0;
+                d[0].effective = d[0].permitted = d[0].inheritable = 0;
         *effective = d[0].effective;
         *permitted = d[0].permitted;
+        *inheritable = d[0].inheritable;
 }
 
 bool nbd_child_can_run_as_caller(void)
 {
-        uint32_t eff, prm;
+        uint32_t eff, prm, inh;
 
-        own_caps(&eff, &prm);
-        return (prm & SETID_CAPS) == SETID_CAPS && (eff & (1u << CAP_KILL));
+        own_caps(&eff, &prm, &inh);
+        return (prm & (SETID_CAPS | (1u << CAP_KILL))) == (SETID_CAPS | (1u << CAP_KILL));
+}
+
+static int set_caps(uint32_t effective, uint32_t permitted, uint32_t inheritable);
+
+void nbd_child_kill(pid_t pid, int pidfd)
+{
+        const uint32_t kill_cap = 1u << CAP_KILL;
+        uint32_t eff, prm, inh;
+        bool raised;
+
+        /* CAP_KILL is effective in this thread for these calls alone (a
+         * capset changes the calling thread's sets): the rest of the
+         * helper, lanes included, cannot signal another uid's process. */
+        own_caps(&eff, &prm, &inh);
+        raised = (prm & kill_cap) && !(eff & kill_cap) && set_caps(eff | kill_cap, prm, inh) == 0;
+        /* The group, and the process itself: a caller's fork may not have
+         * made its group yet, and a stopped one must die too (SIGKILL
+         * ends a stopped process). Not reaped yet: neither id is reused. */
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        if (pidfd >= 0)
+                pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+        if (raised)
+                set_caps(eff, prm, inh);
 }
 
 /* ---- in the child: system calls only (it runs on the helper's memory,
@@ -75,9 +116,9 @@ static int become_caller(const struct nbd_peer *p, uint32_t keep)
         int r = set_caps(keep | SETID_CAPS, keep | SETID_CAPS, keep);
         if (r < 0)
                 return r;
-        if (syscall(SYS_setgroups, p->n_groups, p->groups) < 0 ||
-            syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
-            syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
+        if (syscall(SETGROUPS_NR, p->n_groups, p->groups) < 0 ||
+            syscall(SETRESGID_NR, p->gid, p->gid, p->gid) < 0 ||
+            syscall(SETRESUID_NR, p->uid, p->uid, p->uid) < 0)
                 return -errno;
         if ((r = set_caps(keep, keep, keep)) < 0)
                 return r;
@@ -112,12 +153,35 @@ static int child_fds(const int fds[3])
         return 0;
 }
 
+/* The errno of a caller's child that never ran its program, on its
+ * stderr (the helper's pipe by then) before it exits 127, for
+ * nbd_child_start_error(): no more fds than the pipes it has. Digits by
+ * hand: nothing of stdio here. */
+static void say_errno(int e)
+{
+        char line[sizeof(NBD_CHILD_ERRNO_MARK) + 12] = NBD_CHILD_ERRNO_MARK;
+        size_t n = sizeof(NBD_CHILD_ERRNO_MARK) - 1;
+        char digits[12];
+        size_t k = 0;
+
+        do
+                digits[k++] = (char)('0' + e % 10);
+        while ((e /= 10) > 0 && k < sizeof(digits));
+        while (k > 0)
+                line[n++] = digits[--k];
+        line[n++] = '\n';
+        if (write(2, line, n) < 0)
+                return; /* 127 alone says it */
+}
+
 static int child_main(void *data)
 {
         struct child_args *a = data;
         const struct nbd_child_start *s = a->s;
+        const bool as_caller = a->fork;
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         uint32_t keep = a->permitted & CHILD_CAPS;
+        bool have_fds = false;
         sigset_t none;
         int r = 0;
 
@@ -130,11 +194,17 @@ static int child_main(void *data)
                 r = -errno;
         if (r == 0)
                 r = child_fds(s->fds);
+        have_fds = r == 0;
+        /* A fork holds a copy of every fd of the helper's until its exec,
+         * and a caller may stop it before (once it is the caller's): none
+         * but 0-2 may stay (another client's stdin pipe held open). */
+        if (r == 0 && as_caller && syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+                r = -errno;
         if (r == 0)
-                r = a->status_fd >= 0 ? become_caller(s->as, keep) : set_caps(keep, keep, 0);
+                r = as_caller ? become_caller(s->as, keep) : set_caps(keep, keep, 0);
         /* Its pid from the kernel: the fork child's glibc caches are the
          * helper's thread's. */
-        if (r == 0 && s->test_stop && a->status_fd >= 0)
+        if (r == 0 && s->test_stop && as_caller)
                 syscall(SYS_kill, syscall(SYS_getpid), SIGSTOP);
         if (r == 0) {
                 sigemptyset(&none);
@@ -142,36 +212,26 @@ static int child_main(void *data)
                 execve(s->path, s->argv, s->envp);
                 r = -errno;
         }
-        if (a->status_fd >= 0) {
-                int e = -r;
-                /* 4 bytes into a new pipe cannot block; a failed write
-                 * still ends in 127 and end of file. */
-                if (write(a->status_fd, &e, sizeof(e)) < 0)
-                        r = -EIO;
-        } else {
+        if (as_caller && have_fds)
+                say_errno(-r);
+        else
                 a->err = -r;
-        }
         _exit(127);
 }
 
-int nbd_child_start(const struct nbd_child_start *s, pid_t *ret, int *ret_status)
+int nbd_child_start(const struct nbd_child_start *s, pid_t *ret)
 {
         const bool as_caller = s->as && s->as->uid != 0;
-        struct child_args a = {.s = s, .status_fd = -1};
-        int status[2] = {-1, -1}, saved;
-        uint32_t eff;
+        struct child_args a = {.s = s, .fork = as_caller};
+        uint32_t eff, inh;
         sigset_t all, old;
         pid_t pid;
+        int saved;
 
-        own_caps(&eff, &a.permitted);
+        own_caps(&eff, &a.permitted, &inh);
         for (int i = 0; i < 3; i++)
                 if (s->fds[i] != NBD_CHILD_NULL && s->fds[i] < 3 && s->fds[i] != i)
                         return -EINVAL; /* would be overwritten by another's dup2 */
-        if (as_caller) {
-                if (pipe2(status, O_CLOEXEC) < 0)
-                        return -errno;
-                a.status_fd = status[1];
-        }
         /* No handler of the helper's may run in the child (on its stack,
          * or on the copy of the helper's). */
         sigfillset(&all);
@@ -187,20 +247,27 @@ int nbd_child_start(const struct nbd_child_start *s, pid_t *ret, int *ret_status
                 child_main(&a); /* does not return */
         saved = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (as_caller)
-                close(status[1]);
-        if (pid < 0) {
-                if (as_caller)
-                        close(status[0]);
+        if (pid < 0)
                 return -saved;
-        }
         if (a.err) {
-                /* It never exec'd: reap it here, no zombie is left. */
+                /* It never exec'd: reap it here, no zombie is left (a vfork
+                 * child, or a fork that failed before its fds were set). */
                 while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                         ;
                 return -a.err;
         }
         *ret = pid;
-        *ret_status = status[0];
         return 0;
+}
+
+int nbd_child_start_error(int exit_code, const uint8_t *err, size_t len)
+{
+        const size_t mark = sizeof(NBD_CHILD_ERRNO_MARK) - 1;
+        int e = 0;
+
+        if (exit_code != 127 || len <= mark || memcmp(err, NBD_CHILD_ERRNO_MARK, mark) != 0)
+                return 0;
+        for (size_t i = mark; i < len && err[i] >= '0' && err[i] <= '9' && e < 100000; i++)
+                e = e * 10 + (err[i] - '0');
+        return e;
 }

@@ -18,13 +18,15 @@
  * helper waits for that: no caller may signal a child of uid 0. A
  * caller's child may be signalled by its caller once it has the caller's
  * uid, before its exec: a SIGSTOP there would hold a vfork parent, the
- * loop, for ever. It is a fork (its own copy of the memory) that the
- * helper does not wait for: what failed before its exec comes later, in
- * a pipe (ret_status). */
+ * loop, for ever. It is a fork (its own copy of the memory, every fd of
+ * the helper's but 0-2 closed before it changes uid) that the helper does
+ * not wait for: what failed before its exec comes with its exit, 127, as a
+ * line on its stderr (nbd_child_start_error()). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "peer.h"
@@ -49,15 +51,24 @@ struct nbd_child_start {
 };
 
 /* 0 with *ret the child's pid, or -errno, and no child is left. Root's:
- * what failed before its exec (-ENOENT, -EACCES), *ret_status -1. A
- * caller's: *ret_status is the read end of a close-on-exec pipe (the
- * caller's to close): end of file once the program runs, or an int errno
- * then end of file when the child failed before (it exits 127; -EPERM:
- * the helper lacks CAP_SETUID/CAP_SETGID). Only the loop's thread calls it
- * (one stack). */
-int nbd_child_start(const struct nbd_child_start *s, pid_t *ret, int *ret_status);
+ * what failed before its exec (-ENOENT, -EACCES). A caller's: see
+ * nbd_child_start_error(). Only the loop's thread calls it (one stack). */
+int nbd_child_start(const struct nbd_child_start *s, pid_t *ret);
+
+/* What a caller's child that exited 127 said on its stderr before: the
+ * errno that kept it from running its program (EPERM: the helper lacks
+ * CAP_SETUID/CAP_SETGID), or 0 (it ran, and the program said 127). A
+ * program could print the line itself; it would only mislabel its own
+ * failure. */
+#define NBD_CHILD_ERRNO_MARK "netbrokerd: cannot run the program: errno "
+int nbd_child_start_error(int exit_code, const uint8_t *err, size_t len);
 
 /* Whether the helper can run, and end, a program as a caller that is not
- * root (CAP_SETUID and CAP_SETGID permitted, CAP_KILL effective): for a
- * clear error up front. */
+ * root (CAP_SETUID, CAP_SETGID and CAP_KILL permitted): for a clear error
+ * up front. */
 bool nbd_child_can_run_as_caller(void);
+
+/* SIGKILL to a child not yet reaped, its process group and, with pidfd
+ * (or -1), through that: CAP_KILL raised in the calling thread for these
+ * calls alone. */
+void nbd_child_kill(pid_t pid, int pidfd);

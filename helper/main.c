@@ -124,13 +124,14 @@ static const int keep_caps[] = {CAP_NET_ADMIN, CAP_NET_RAW, CAP_MKNOD};
 /* Kept when given, out of the bounding set, for the programs of callers
  * other than root (child_start.c): CAP_SETUID and CAP_SETGID in the
  * permitted set alone (never effective in the helper), with which such a
- * child becomes its caller; CAP_KILL effective, to end that child (at its
- * timeout, when its client goes) though it is no longer uid 0's. Without
- * all three such a caller's Exec fails (EPERM); it never runs as uid 0. */
+ * child becomes its caller, and CAP_KILL, raised for the loop's thread
+ * alone to end that child (at its timeout, when its client goes) though it
+ * is no longer uid 0's (nbd_child_kill). Without all three such a caller's
+ * Exec fails (EPERM); it never runs as uid 0. */
 static const struct {
         int cap;
         bool effective;
-} caller_caps[] = {{CAP_SETUID, false}, {CAP_SETGID, false}, {CAP_KILL, true}};
+} caller_caps[] = {{CAP_SETUID, false}, {CAP_SETGID, false}, {CAP_KILL, false}};
 #define N_CALLER_CAPS (sizeof(caller_caps) / sizeof(*caller_caps))
 
 /* Where macvtap device nodes are made (a tmpfs in the helper's own mount

@@ -412,9 +412,7 @@ static int spawn_session(const struct nbd_program_spec *s, int log_fd, pid_t *re
                 .new_session = true,
         };
 
-        int status; /* uid 0's: always -1 */
-
-        return nbd_child_start(&cs, ret, &status);
+        return nbd_child_start(&cs, ret);
 }
 
 /* The bytes of a pid file for s, its numbers at their longest. */

@@ -40,9 +40,7 @@ struct nbd_child {
         size_t cap;
         uint64_t start_us;
         bool reaped, abandoned;
-        /* A caller's child: what failed before its exec (child_start.h),
-         * read when it has ended. */
-        int status_fd;
+        bool as_caller; /* run as its caller: a fork (child_start.h) */
         uid_t uid; /* who asked: spawn slots are shared per uid */
         struct nbd_child *prev, *next; /* running (not yet reaped) */
         nbd_child_done_fn done;
@@ -132,10 +130,6 @@ static void close_watch(struct nbd_child *c, struct nbd_watch *w)
 
 static void close_all(struct nbd_child *c)
 {
-        if (c->status_fd >= 0) {
-                close(c->status_fd);
-                c->status_fd = -1;
-        }
         close_watch(c, &c->pidw);
         close_watch(c, &c->inw);
         close_watch(c, &c->outw);
@@ -258,23 +252,8 @@ static void on_in(struct nbd_watch *w, uint32_t events)
         close_watch(c, w);
 }
 
-/* Why a caller's child never ran its program, if it did not: an errno it
- * wrote before exiting 127 (nothing: it exec'd). */
-static void read_status(struct nbd_child *c)
-{
-        int e = 0;
-
-        if (c->status_fd < 0)
-                return;
-        if (read(c->status_fd, &e, sizeof(e)) == (ssize_t)sizeof(e) && e > 0)
-                c->res.start_error = e;
-        close(c->status_fd);
-        c->status_fd = -1;
-}
-
 static void finish(struct nbd_child *c)
 {
-        read_status(c);
         /* The child is gone; what it wrote is in the pipes. Take it now. A
          * grandchild still holding a pipe open does not keep us waiting. */
         if (c->outw.fd >= 0)
@@ -282,6 +261,11 @@ static void finish(struct nbd_child *c)
         if (c->errw.fd >= 0)
                 drain(c->errw.fd, &c->res.err, c->cap, &c->res.err_truncated);
         close_all(c);
+        /* A caller's child that never ran its program said why instead. */
+        if (c->as_caller && !c->res.signal &&
+            (c->res.start_error =
+                     nbd_child_start_error(c->res.exit_code, c->res.err.data, c->res.err.len)))
+                c->res.err.len = 0;
         c->res.duration_us = nbd_now_us() - c->start_us;
         running_remove(c);
         if (reaped_fn)
@@ -312,11 +296,9 @@ static void on_exit_ready(struct nbd_watch *w, uint32_t events)
 
 static void kill_child(struct nbd_child *c)
 {
-        /* The child leads its own process group (POSIX_SPAWN_SETPGROUP) and
-         * is not reaped yet, so the group id cannot have been reused. */
-        kill(-c->pid, SIGKILL);
-        if (c->pidw.fd >= 0)
-                pidfd_send_signal(c->pidw.fd, SIGKILL, NULL, 0);
+        /* The child leads its own process group (child_start.c), once it
+         * has made it, and is not reaped yet: nbd_child_kill(). */
+        nbd_child_kill(c->pid, c->pidw.fd);
 }
 
 static void on_timeout(void *data)
@@ -367,7 +349,8 @@ static int start(struct nbd_child *c, const struct nbd_exec_spec *s, int stdin_f
                 .test_stop = s->test_stop,
         };
 
-        return nbd_child_start(&cs, &c->pid, &c->status_fd);
+        c->as_caller = s->as && s->as->uid != 0;
+        return nbd_child_start(&cs, &c->pid);
 }
 
 static int watch_child(struct nbd_loop *l, struct nbd_child *c, int in[2], int out[2], int err[2])
@@ -445,7 +428,7 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
         if (!c)
                 return -ENOMEM;
         c->loop = l;
-        c->pidw.fd = c->inw.fd = c->outw.fd = c->errw.fd = c->status_fd = -1;
+        c->pidw.fd = c->inw.fd = c->outw.fd = c->errw.fd = -1;
         c->in_data = s->stdin_data;
         c->in_len = s->stdin_len;
         c->cap = s->output_cap;
@@ -475,8 +458,10 @@ int nbd_child_spawn(struct nbd_loop *l, const struct nbd_exec_spec *s, nbd_child
         close_pipes(in, out, err);
         if (r < 0) {
                 /* Could not watch it: kill and reap at once, so no zombie and
-                 * no stray process is left. */
-                kill(-c->pid, SIGKILL);
+                 * no stray process is left (the child itself too: stopped,
+                 * or before its group is made, the group's kill misses it,
+                 * and the wait would be for ever). */
+                nbd_child_kill(c->pid, -1);
                 waitpid(c->pid, NULL, 0);
                 running_remove(c);
                 close_all(c);

@@ -1037,6 +1037,13 @@ START_TEST(test_a_callers_child_stopped_before_its_exec_holds_no_one)
         }
         free(kids);
         ck_assert_msg(stopped > 0, "no stopped child of the helper");
+        /* It holds 0-2 alone, not a copy of every fd of the helper's
+         * (another client's stdin pipe would stay open while it waits). */
+        {
+                char *fds = tu_sh("ls /proc/%d/fd | sort -n | tr '\\n' ' '", (int)stopped);
+                ck_assert_msg(strcmp(fds, "0 1 2 ") == 0, "the stopped child holds fds %s", fds);
+                free(fds);
+        }
         res = tu_exec1(root, "/bin/true", argv, NULL, NULL, 0);
         ck_assert_int_eq(nb_result_status(res, 0), 0);
         nb_results_free(res);
@@ -1050,6 +1057,48 @@ START_TEST(test_a_callers_child_stopped_before_its_exec_holds_no_one)
 }
 END_TEST
 #endif
+
+/* A caller's child that cannot run its program says why: the program,
+ * allowed and root's (0700), is not the caller's to run: EACCES, with a
+ * sentence, from the line the child left on its stderr before exiting 127
+ * (it is a fork the helper does not wait for). */
+START_TEST(test_a_callers_child_that_cannot_exec_says_why)
+{
+        char dir[] = "/run/nbtest-exec-XXXXXX", prog[64], *conf;
+        long *out = mmap(NULL, 2 * sizeof(long), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                         -1, 0);
+        const char *argv[2] = {prog, NULL};
+        struct tu_helper h;
+        pid_t child;
+        int w, fd;
+
+        ck_assert_ptr_ne(out, MAP_FAILED);
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(chmod(dir, 0755), 0);
+        snprintf(prog, sizeof(prog), "%s/rootonly", dir);
+        fd = open(prog, O_CREAT | O_WRONLY | O_CLOEXEC, 0700);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, "#!/bin/sh\ntrue\n", 15), 15);
+        close(fd);
+        ck_assert_int_ge(asprintf(&conf,
+                                  "exec_allow = %s\npolicy_dir = /nonexistent/nbtest-policy.d\n"
+                                  "[policy uid 65534]\nops = exec\nexec = %s\n",
+                                  prog, prog),
+                         0);
+        tu_private_netns();
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        child = nobody_exec(h.sock, argv, 0, out);
+        ck_assert_int_eq(waitpid(child, &w, 0), child);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the caller: 0x%x", w);
+        ck_assert_int_eq(out[0], -EACCES);
+        tu_helper_stop(&h);
+        unlink(prog);
+        rmdir(dir);
+        free(conf);
+        munmap(out, 2 * sizeof(long));
+}
+END_TEST
 
 /* Exec never hands out root. The child of a caller that is not root runs
  * as that caller, with CAP_NET_ADMIN and CAP_NET_RAW alone (ambient, so
@@ -1153,6 +1202,7 @@ Suite *exec_suite(void)
         tcase_add_test(exec, test_child_gets_exactly_fds_0_to_2);
         tcase_add_test(exec, test_exec_runs_as_its_caller_with_the_network_capabilities_alone);
         tcase_add_test(exec, test_a_callers_program_is_killed_at_its_timeout);
+        tcase_add_test(exec, test_a_callers_child_that_cannot_exec_says_why);
 #ifdef NB_TEST_HOOKS
         tcase_add_test(exec, test_a_callers_child_stopped_before_its_exec_holds_no_one);
 #endif

@@ -534,9 +534,9 @@ static void assert_status_line(const char *status, const char *key, const char *
  * kept capabilities (CAP_NET_ADMIN = bit 12, CAP_NET_RAW = bit 13,
  * CAP_MKNOD = bit 27) effective (so not CAP_SYS_ADMIN, which it held only
  * to set up its mounts), CAP_SETUID and CAP_SETGID (bits 7 and 6)
- * permitted only (a caller's Exec child becomes its caller with them) and
- * CAP_KILL (bit 5) to end such a child, the bounding set the network two
- * alone, and NoNewPrivs. */
+ * and CAP_KILL (bit 5) permitted only (a caller's Exec child becomes its
+ * caller with the first two; the loop raises the third to end it), the
+ * bounding set the network two alone, and NoNewPrivs. */
 START_TEST(test_running_helper_has_fd_limit_caps_and_no_new_privs)
 {
         nb_conn *c = tu_spawn(TU_ALLOW);
@@ -551,7 +551,7 @@ START_TEST(test_running_helper_has_fd_limit_caps_and_no_new_privs)
                       text);
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
         text = tu_read_file(path);
-        assert_status_line(text, "CapEff", "0000000008003020");
+        assert_status_line(text, "CapEff", "0000000008003000");
         assert_status_line(text, "CapPrm", "00000000080030e0");
         assert_status_line(text, "CapInh", "0000000000000000");
         assert_status_line(text, "CapBnd", "0000000000003000");

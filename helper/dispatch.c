@@ -636,19 +636,20 @@ static int validate_with_refs(struct nbd_job *job, struct nbd_validation *v, siz
         return r;
 }
 
-/* An op whose fds could never be reserved for a caller other than root
- * (more than they may hold together) is refused, rather than left waiting
- * for room that never comes. */
+/* An op of a caller other than root with more fds than one uid may hold
+ * (an eighth of fd_limit) is refused: it could wait for ever, and, were a
+ * uid holding none let past that (up to the quarter all such callers
+ * share), one such op never read would hold every other uid's taps. */
 static int check_fds_nonroot(const struct nbd_job *job, const struct nbd_op_handler *h,
                              const Netbroker__Op *op, Netbroker__Result *res)
 {
-        unsigned n = h->fds ? h->fds(op) : 0, max = nbd_config_fds_nonroot(job->ctx->cfg);
+        unsigned n = h->fds ? h->fds(op) : 0, max = nbd_config_fds_per_uid(job->ctx->cfg);
 
         if (n <= max || nbd_peer_is_root(&job->peer))
                 return 0;
         return nbd_result_set(res, -EMFILE,
-                              "%s: its %u fds are more than the connections of uids other than "
-                              "root may hold at once (%u: a quarter of fd_limit)",
+                              "%s: its %u fds are more than one uid other than root may hold at "
+                              "once (%u: an eighth of fd_limit)",
                               h->name, n, max);
 }
 

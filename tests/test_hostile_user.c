@@ -200,6 +200,7 @@ END_TEST
 
 #define HOG_CONNS 4 /* max_connections_per_uid */
 #define HOG_QUEUES 16 /* NBD_LINK_MAX_QUEUES */
+#define UID_QUEUES 8 /* what one uid other than root may hold: fd_limit (64) / 8 */
 
 static void send_tap_queues(int fd, uint64_t id, unsigned queues)
 {
@@ -214,24 +215,25 @@ static void send_tap_queues(int fd, uint64_t id, unsigned queues)
 }
 
 /* The review's fdhog: each connection the uid may have asks for a tap of
- * 16 queues and never reads. */
+ * as many queues as the uid may hold, and never reads. */
 static int queues_never_read(const char *sock, void *arg)
 {
         (void)arg;
         for (int i = 0; i < HOG_CONNS; i++) {
                 int fd = tu_raw_connect(sock);
                 tu_raw_hello(fd);
-                send_tap_queues(fd, 1, HOG_QUEUES);
+                send_tap_queues(fd, 1, UID_QUEUES);
         }
         usleep(300 * 1000);
         return 0; /* every fd stays open, never read */
 }
 
-/* Before: the first connection's 16 fds went out, the other three's 48
- * waited in the helper's own output queues, and the helper stood at its
- * fd limit (64): root's connect timed out and its 16-queue TapCreate got
- * EMFILE. Now a request waits for its fds to be reserved before its tap is
- * made, and uids other than root hold at most a quarter of fd_limit. */
+/* Before: with 16 queues a connection, the first connection's 16 fds went
+ * out, the other three's 48 waited in the helper's own output queues, and
+ * the helper stood at its fd limit (64): root's connect timed out and its
+ * 16-queue TapCreate got EMFILE. Now a request waits for its fds to be
+ * reserved before its tap is made, and one uid other than root holds at
+ * most an eighth of fd_limit. */
 START_TEST(test_user_holding_tap_queues_on_every_connection_leaves_root_room)
 {
         struct tu_helper h;
@@ -249,8 +251,8 @@ START_TEST(test_user_holding_tap_queues_on_every_connection_leaves_root_room)
         rss = th_rss_kib(h.pid);
         attack_start(&a, &h, queues_never_read, NULL);
         held = tu_fd_count(h.pid) - fds;
-        /* Its connections, and no more than the non-root quarter (64 / 4). */
-        ck_assert_msg(held <= HOG_CONNS + 64 / 4, "the helper holds %d more fds", held);
+        /* Its connections, and no more than its eighth (64 / 8). */
+        ck_assert_msg(held <= HOG_CONNS + UID_QUEUES, "the helper holds %d more fds", held);
         uint64_t t0 = tu_now_us();
         ck_assert_int_eq(nb_connect(h.sock, &good), 0);
         o.queues = HOG_QUEUES;
@@ -265,7 +267,7 @@ START_TEST(test_user_holding_tap_queues_on_every_connection_leaves_root_room)
         nb_batch_free(b);
         nb_close(good);
         uint64_t worst = th_worst_ping_us(&h, 200);
-        th_report("uid 65534: 4 connections' 16-queue taps never taken (root's TapCreate counted)",
+        th_report("uid 65534: 4 connections' 8-queue taps never taken (root's TapCreate counted)",
                   &h, fds, rss, th_rss_kib(h.pid), took > worst ? took : worst);
         attack_end(&a);
         tu_assert_fd_count_settles(h.pid, fds, 5000);
@@ -300,8 +302,8 @@ static int reply_status(int fd, uint64_t id)
         }
 }
 
-/* Two connections of one uid each ask for 16 queues, the quarter of
- * fd_limit that uids other than root share: the second waits for the
+/* Two connections of one uid each ask for 8 queues, the eighth of
+ * fd_limit that one uid other than root may hold: the second waits for the
  * first's fds, then runs once its client took them; again, once its
  * connection closed; and a waiting request that goes away with its
  * connection leaves the next in line waiting for nothing. */
@@ -312,20 +314,20 @@ static int second_waits_for_the_firsts_fds(const char *sock, void *arg)
         (void)arg;
         tu_raw_hello(first);
         tu_raw_hello(second);
-        send_tap_queues(first, 1, HOG_QUEUES);
+        send_tap_queues(first, 1, UID_QUEUES);
         if (!frame_within(first, 2000))
                 return 1;
-        send_tap_queues(second, 1, HOG_QUEUES);
+        send_tap_queues(second, 1, UID_QUEUES);
         if (frame_within(second, 300))
                 return 2; /* its fds did not wait */
         if (reply_status(first, 1) != 0)
                 return 3; /* the first takes its fds (closed at once) */
         if (!frame_within(second, 2000) || reply_status(second, 1) != 0)
                 return 4;
-        send_tap_queues(first, 2, HOG_QUEUES);
+        send_tap_queues(first, 2, UID_QUEUES);
         if (!frame_within(first, 2000))
                 return 5;
-        send_tap_queues(second, 2, HOG_QUEUES);
+        send_tap_queues(second, 2, UID_QUEUES);
         if (frame_within(second, 300))
                 return 6;
         close(first); /* its fds never taken */
@@ -336,11 +338,11 @@ static int second_waits_for_the_firsts_fds(const char *sock, void *arg)
         int third = tu_raw_connect(sock), fourth = tu_raw_connect(sock);
         tu_raw_hello(third);
         tu_raw_hello(fourth);
-        send_tap_queues(third, 1, HOG_QUEUES);
+        send_tap_queues(third, 1, UID_QUEUES);
         if (!frame_within(third, 2000))
                 return 8;
-        send_tap_queues(second, 3, HOG_QUEUES);
-        send_tap_queues(fourth, 1, HOG_QUEUES);
+        send_tap_queues(second, 3, UID_QUEUES);
+        send_tap_queues(fourth, 1, UID_QUEUES);
         if (frame_within(fourth, 300))
                 return 9;
         close(second); /* waiting, first in line */
@@ -368,11 +370,12 @@ START_TEST(test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone)
 }
 END_TEST
 
-/* A tap whose queues are more fds than uids other than root may hold at
- * once (a quarter of fd_limit: 10 here) could never be reserved: it is
- * refused, with what the bound is, instead of waiting for ever; one within
- * the quarter is made. */
-static int queues_over_the_quarter(const char *sock, void *arg)
+/* A tap whose queues are more fds than one uid other than root may hold
+ * (an eighth of fd_limit: 5 here) is refused, with what the bound is,
+ * instead of holding the share of every uid other than root (before: up to
+ * the quarter, 10, for a uid holding none) or waiting for ever; one within
+ * the eighth is made. */
+static int queues_over_the_eighth(const char *sock, void *arg)
 {
         nb_tap_opts o = NB_TAP_OPTS_INIT;
         nb_batch *b = nb_batch_new();
@@ -383,29 +386,29 @@ static int queues_over_the_quarter(const char *sock, void *arg)
         (void)arg;
         if (nb_connect(sock, &c) != 0)
                 return 1;
-        o.queues = 16;
+        o.queues = 8;
         nb_batch_tap_create(b, "nbu%d", &o);
         ok = nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == -EMFILE &&
-             strstr(nb_result_message(res, 0), "(10: a quarter of fd_limit)");
+             strstr(nb_result_message(res, 0), "(5: an eighth of fd_limit)");
         if (res)
-                printf("hostile: uid 65534 asks for a 16-queue tap at fd_limit 40: %d %s\n",
+                printf("hostile: uid 65534 asks for an 8-queue tap at fd_limit 40: %d %s\n",
                        nb_result_status(res, 0), nb_result_message(res, 0));
         fflush(stdout);
         nb_results_free(res);
         nb_batch_free(b);
         b = nb_batch_new();
-        o.queues = 8;
+        o.queues = 5;
         nb_batch_tap_create(b, "nbu%d", &o);
         res = NULL;
         ok = ok && nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == 0 &&
-             nb_result_fd_count(res, 0) == 8;
+             nb_result_fd_count(res, 0) == 5;
         nb_results_free(res);
         nb_batch_free(b);
         nb_close(c);
         return ok ? 0 : 2;
 }
 
-START_TEST(test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused)
+START_TEST(test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused)
 {
         struct tu_helper h;
         struct attacker a;
@@ -413,7 +416,7 @@ START_TEST(test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused)
         tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW
                         "fd_limit = 40\nmax_connections = 5\nmax_spawns = 4\n" USER_POLICY);
-        attack_start(&a, &h, queues_over_the_quarter, NULL);
+        attack_start(&a, &h, queues_over_the_eighth, NULL);
         attack_end(&a);
         tu_helper_stop(&h);
 }
@@ -1251,7 +1254,7 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_holding_tap_queues_on_every_connection_leaves_root_room);
         tcase_add_test(tc, test_user_half_sent_frames_hold_no_more_fds_than_its_share);
         tcase_add_test(tc, test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone);
-        tcase_add_test(tc, test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused);
+        tcase_add_test(tc, test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused);
         tcase_add_test(tc, test_user_piling_up_unread_execs_stays_within_the_budget);
         tcase_add_test(tc, test_user_holding_its_spawn_share_leaves_roots_slot);
         tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);

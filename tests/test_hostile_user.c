@@ -422,6 +422,300 @@ START_TEST(test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused)
 }
 END_TEST
 
+/* ---- fds left in a client's queue, waiters, first come ---- */
+
+/* Other uids' sections, for the tests that need three uids' taps. */
+#define OTHER_UIDS_POLICY                                                                          \
+        "[policy uid 65533]\nops = tap_create\nname_prefixes = nbu\nmax_devices = 400\n"           \
+        "[policy uid 65532]\nops = tap_create\nname_prefixes = nbu\nmax_devices = 400\n"
+
+/* A connection to the helper made by a child running as uid (the helper
+ * takes the peer's credentials at connect), handed back over SCM_RIGHTS:
+ * the test drives it, in order, as that uid's client; Hello done. */
+static int connect_as(const char *sock, uid_t uid)
+{
+        int sp[2], fd = -1;
+        char byte = 0, cbuf[CMSG_SPACE(sizeof(int))] = {0};
+        struct iovec iov = {&byte, 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = cbuf,
+                            .msg_controllen = sizeof(cbuf)};
+        struct cmsghdr *cm;
+        pid_t pid;
+        int status;
+
+        ck_assert_int_eq(chmod(sock, 0666), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
+                        _exit(100);
+                fd = tu_raw_connect(sock);
+                cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+                _exit(sendmsg(sp[1], &mh, 0) == 1 ? 0 : 101);
+        }
+        close(sp[1]);
+        ck_assert_int_eq(recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC), 1);
+        cm = CMSG_FIRSTHDR(&mh);
+        ck_assert_ptr_nonnull(cm);
+        memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        close(sp[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+        tu_raw_hello(fd);
+        return fd;
+}
+
+/* Whether the helper has shut its end of fd (end of file past what is
+ * queued) within ms milliseconds; nothing queued is read. */
+static bool hung_up_within(int fd, int ms)
+{
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+        return poll(&p, 1, ms) == 1 && (p.revents & (POLLRDHUP | POLLHUP));
+}
+
+/* Read the frames of the n connections fd[], as they come, until each
+ * had per replies; how many of all the replies said 0. The fds of each
+ * are taken at once: a connection left unread would hold the uid's share
+ * while another is read. */
+static unsigned replies_ok(const int *fd, unsigned n, unsigned per)
+{
+        struct pollfd p[8];
+        unsigned got[8] = {0}, ok = 0, done = 0;
+
+        ck_assert_uint_le(n, 8);
+        while (done < n) {
+                for (unsigned i = 0; i < n; i++)
+                        p[i] = (struct pollfd){.fd = got[i] < per ? fd[i] : -1, .events = POLLIN};
+                ck_assert_int_gt(poll(p, n, 5000), 0);
+                for (unsigned i = 0; i < n; i++) {
+                        Netbroker__ServerMessage *m;
+                        if (!(p[i].revents & (POLLIN | POLLHUP)))
+                                continue;
+                        m = recv_msg(fd[i]);
+                        ck_assert_ptr_nonnull(m);
+                        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY) {
+                                ok += m->reply->n_results && m->reply->results[0]->status == 0;
+                                done += ++got[i] == per;
+                        }
+                        netbroker__server_message__free_unpacked(m, NULL);
+                }
+        }
+        return ok;
+}
+
+/* The review's attack: a tap of the uid's eighth, never read, then
+ * shutdown(SHUT_WR); again and again. The helper closes each connection
+ * (end of file), but the fds stay in the client's queue, and the kernel
+ * counts them as the helper's in flight until they are read or the client
+ * closes. *arg: the taps whose fds came. */
+static int closes_without_reading(const char *sock, void *arg)
+{
+        unsigned *made = arg;
+
+        for (int i = 0; i < 10; i++) {
+                int fd = tu_raw_connect(sock);
+                tu_raw_hello(fd);
+                send_tap_queues(fd, 1, UID_QUEUES);
+                if (!frame_within(fd, 1000))
+                        return 0; /* it waits: the uid's share is held */
+                (*made)++;
+                shutdown(fd, SHUT_WR);
+                if (!hung_up_within(fd, 2000))
+                        return 1;
+        }
+        return 0;
+}
+
+/* Before: each closed connection's fds were forgotten, the next tap went,
+ * and after 8 of them (64 fds in flight, the helper's fd limit) root's
+ * TapCreate never came (every send failed with ETOOMANYREFS). Now the
+ * closed connection drains: its fds count in its uid's share until its
+ * client reads them or closes, so one tap's fds went; the helper closes it
+ * for good once the client is gone. */
+START_TEST(test_user_closed_with_its_fds_unread_still_holds_them)
+{
+        struct tu_helper h;
+        struct attacker a;
+        unsigned *made = mmap(NULL, sizeof(unsigned), PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        int fds, root;
+
+        ck_assert_ptr_ne(made, MAP_FAILED);
+        *made = 0;
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, closes_without_reading, made);
+        root = tu_raw_connect(h.sock);
+        tu_raw_hello(root);
+        send_tap_queues(root, 1, HOG_QUEUES);
+        ck_assert_msg(frame_within(root, 3000),
+                      "root's TapCreate got nothing in 3 s (%u taps made)", *made);
+        ck_assert_int_eq(reply_status(root, 1), 0);
+        close(root);
+        ck_assert_uint_eq(*made, 1);
+        attack_end(&a);
+        /* The client gone, its fds are too: the draining connections close. */
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+        munmap(made, sizeof(unsigned));
+}
+END_TEST
+
+/* A connection that held the uid's connections limit while draining: the
+ * client reads what was queued, and the uid may connect again. */
+START_TEST(test_user_draining_connection_goes_once_its_client_reads)
+{
+        struct tu_helper h;
+        int fd, second, fds;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        fd = connect_as(h.sock, NOBODY);
+        send_tap_queues(fd, 1, UID_QUEUES);
+        ck_assert(frame_within(fd, 2000));
+        shutdown(fd, SHUT_WR);
+        ck_assert(hung_up_within(fd, 2000));
+        /* Draining, it still holds the uid's eighth. */
+        second = connect_as(h.sock, NOBODY);
+        send_tap_queues(second, 1, 1);
+        ck_assert(!frame_within(second, 300));
+        /* Read: what was queued, then the end. */
+        ck_assert_int_eq(reply_status(fd, 1), 0);
+        ck_assert_ptr_null(recv_msg(fd));
+        ck_assert(frame_within(second, 2000));
+        ck_assert_int_eq(reply_status(second, 1), 0);
+        close(second);
+        /* fd is still open here: the helper closed its end once it was read. */
+        tu_assert_fd_count_settles(h.pid, fds, 3000);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Waiting taps of many requests cost the poll one SIOCOUTQ per connection
+ * holding fds sent, not one per waiter and connection: one uid's holder
+ * never reads its eighth, and its 3 other connections ask for 64 one-queue
+ * taps each. Before, each poll asked the holder once for each of the 192
+ * waiters. The poll stops once nothing waits. */
+START_TEST(test_user_many_waiting_taps_cost_one_look_a_poll)
+{
+        struct tu_helper h;
+        nb_conn *good;
+        int holder, w[3];
+        uint64_t p0, c0, p1, c1;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        ck_assert_int_eq(nb_connect(h.sock, &good), 0);
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        for (int c = 0; c < 3; c++) {
+                w[c] = connect_as(h.sock, NOBODY);
+                for (int i = 0; i < 64; i++)
+                        send_tap_queues(w[c], 10 + (uint64_t)i, 1);
+        }
+        usleep(200 * 1000);
+        p0 = tu_stat(good, "fds_polls");
+        c0 = tu_stat(good, "fds_outq_checks");
+        usleep(300 * 1000);
+        p1 = tu_stat(good, "fds_polls");
+        c1 = tu_stat(good, "fds_outq_checks");
+        ck_assert_msg(p1 - p0 >= 5, "%llu polls in 300 ms", (unsigned long long)(p1 - p0));
+        ck_assert_msg(c1 - c0 <= p1 - p0 + 2, "%llu SIOCOUTQ for %llu polls",
+                      (unsigned long long)(c1 - c0), (unsigned long long)(p1 - p0));
+        /* The holder reads: every waiter goes, one after the other. */
+        ck_assert_int_eq(reply_status(holder, 1), 0);
+        ck_assert_uint_eq(replies_ok(w, 3, 64), 3 * 64);
+        usleep(50 * 1000);
+        p0 = tu_stat(good, "fds_polls");
+        usleep(100 * 1000);
+        ck_assert_uint_eq(tu_stat(good, "fds_polls"), p0);
+        for (int c = 0; c < 3; c++)
+                close(w[c]);
+        close(holder);
+        nb_close(good);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* First come: uids 65534 and 65532 hold 5 and 8 of the quarter (16);
+ * uid 65533 asks for 8 and waits; a one-queue tap 65534 asks for after
+ * it waits behind it, though it would fit (before, it went ahead: small
+ * taps could pass a large one for ever). Once 65532 reads, both go. */
+START_TEST(test_user_small_tap_does_not_pass_a_waiting_large_one)
+{
+        struct tu_helper h;
+        int b, b2, c, a;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY OTHER_UIDS_POLICY);
+        b = connect_as(h.sock, NOBODY);
+        c = connect_as(h.sock, 65532);
+        a = connect_as(h.sock, 65533);
+        b2 = connect_as(h.sock, NOBODY);
+        send_tap_queues(b, 1, 5);
+        ck_assert(frame_within(b, 2000));
+        send_tap_queues(c, 1, UID_QUEUES);
+        ck_assert(frame_within(c, 2000));
+        send_tap_queues(a, 1, UID_QUEUES);
+        ck_assert(!frame_within(a, 300));
+        send_tap_queues(b2, 1, 1);
+        ck_assert_msg(!frame_within(b2, 300), "the small tap went ahead of the waiting one");
+        ck_assert_int_eq(reply_status(c, 1), 0);
+        ck_assert(frame_within(a, 2000));
+        ck_assert_int_eq(reply_status(a, 1), 0);
+        ck_assert(frame_within(b2, 2000));
+        ck_assert_int_eq(reply_status(b2, 1), 0);
+        close(a);
+        close(b);
+        close(b2);
+        close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A stream of new waiters (one every 2 ms, under the 5 ms poll) does not
+ * postpone the poll: before, each re-armed it, and it never ran. */
+START_TEST(test_user_stream_of_waiters_does_not_postpone_the_poll)
+{
+        struct tu_helper h;
+        nb_conn *good;
+        int holder, w;
+        uint64_t p0;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        ck_assert_int_eq(nb_connect(h.sock, &good), 0);
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        w = connect_as(h.sock, NOBODY);
+        p0 = tu_stat(good, "fds_polls");
+        for (int i = 0; i < 100; i++) {
+                send_tap_queues(w, 10 + (uint64_t)i, 1);
+                usleep(2000);
+        }
+        ck_assert_msg(tu_stat(good, "fds_polls") - p0 >= 10, "%llu polls",
+                      (unsigned long long)(tu_stat(good, "fds_polls") - p0));
+        close(w);
+        close(holder);
+        nb_close(good);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* ---- memory ---- */
 
 /* ---- fds of frames half-sent ---- */
@@ -1251,10 +1545,7 @@ Suite *hostile_user_suite(void)
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, test_user_closing_at_every_step_never_crashes_the_helper);
         tcase_add_test(tc, test_user_that_never_takes_its_fds_delays_no_one);
-        tcase_add_test(tc, test_user_holding_tap_queues_on_every_connection_leaves_root_room);
         tcase_add_test(tc, test_user_half_sent_frames_hold_no_more_fds_than_its_share);
-        tcase_add_test(tc, test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone);
-        tcase_add_test(tc, test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused);
         tcase_add_test(tc, test_user_piling_up_unread_execs_stays_within_the_budget);
         tcase_add_test(tc, test_user_holding_its_spawn_share_leaves_roots_slot);
         tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);
@@ -1265,6 +1556,19 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall);
         tcase_add_test(tc, test_user_networks_are_one_per_bridge_it_owns);
         tcase_add_test(tc, test_user_network_does_not_outlive_its_bridge);
+        suite_add_tcase(s, tc);
+        /* The tap and macvtap fds of uids other than root (server.c's
+         * reservations): CK_RUN_CASE=fds runs them alone. */
+        tc = tcase_create("fds");
+        tcase_set_timeout(tc, 180);
+        tcase_add_test(tc, test_user_holding_tap_queues_on_every_connection_leaves_root_room);
+        tcase_add_test(tc, test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone);
+        tcase_add_test(tc, test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused);
+        tcase_add_test(tc, test_user_closed_with_its_fds_unread_still_holds_them);
+        tcase_add_test(tc, test_user_draining_connection_goes_once_its_client_reads);
+        tcase_add_test(tc, test_user_many_waiting_taps_cost_one_look_a_poll);
+        tcase_add_test(tc, test_user_small_tap_does_not_pass_a_waiting_large_one);
+        tcase_add_test(tc, test_user_stream_of_waiters_does_not_postpone_the_poll);
         suite_add_tcase(s, tc);
         return s;
 }

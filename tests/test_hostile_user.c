@@ -716,6 +716,53 @@ START_TEST(test_user_stream_of_waiters_does_not_postpone_the_poll)
 }
 END_TEST
 
+/* A tap after an op that filled the reply (max_reply) is not run: it says
+ * so at once, and waits for no fds first (before, it waited for the
+ * uid's share, held here by a tap never read, and the reply never came). */
+START_TEST(test_user_tap_left_unrun_by_a_full_reply_waits_for_no_fds)
+{
+        struct tu_helper h;
+        Netbroker__Op op[2], *ops[2] = {&op[0], &op[1]};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+        /* Half the reply's room each on stdout and stderr: with the
+         * result around them, more than max_reply. */
+        char *argv[] = {(char *)"/bin/sh", (char *)"-c",
+                        (char *)"head -c 8000 /dev/zero; head -c 8000 /dev/zero >&2"};
+        Netbroker__ServerMessage *m = NULL;
+        int holder, fd;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW "max_reply = 4096\n" USER_POLICY);
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        fd = connect_as(h.sock, NOBODY);
+        netbroker__op__init(&op[0]);
+        netbroker__op__init(&op[1]);
+        e.path = argv[0];
+        e.argv = argv;
+        e.n_argv = 3;
+        op[0].op_case = NETBROKER__OP__OP_EXEC;
+        op[0].exec = &e;
+        tap.name = (char *)"nbu%d";
+        op[1].op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op[1].tap_create = &tap;
+        th_send_request(fd, 1, ops, 2, NULL, 0);
+        ck_assert_msg(frame_within(fd, 3000), "no reply: the tap waits for fds");
+        m = recv_msg(fd);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(m->reply->n_results, 2);
+        ck_assert_int_eq(m->reply->results[1]->status, E2BIG);
+        ck_assert_ptr_nonnull(strstr(m->reply->results[1]->message, "the reply is full"));
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(fd);
+        close(holder);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* ---- memory ---- */
 
 /* ---- fds of frames half-sent ---- */
@@ -1569,6 +1616,7 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_many_waiting_taps_cost_one_look_a_poll);
         tcase_add_test(tc, test_user_small_tap_does_not_pass_a_waiting_large_one);
         tcase_add_test(tc, test_user_stream_of_waiters_does_not_postpone_the_poll);
+        tcase_add_test(tc, test_user_tap_left_unrun_by_a_full_reply_waits_for_no_fds);
         suite_add_tcase(s, tc);
         return s;
 }

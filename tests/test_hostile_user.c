@@ -763,6 +763,168 @@ START_TEST(test_user_tap_left_unrun_by_a_full_reply_waits_for_no_fds)
 }
 END_TEST
 
+#ifdef NB_TEST_HOOKS
+/* The reply's ifindex of the first result to request id on fd (0: none). */
+static int reply_ifindex(int fd, uint64_t id)
+{
+        for (;;) {
+                Netbroker__ServerMessage *m = recv_msg(fd);
+                int ix;
+                if (!m)
+                        return 0;
+                if (m->msg_case != NETBROKER__SERVER_MESSAGE__MSG_REPLY || m->reply->id != id) {
+                        netbroker__server_message__free_unpacked(m, NULL);
+                        continue;
+                }
+                ix = m->reply->n_results && !m->reply->results[0]->status
+                             ? m->reply->results[0]->ifindex
+                             : 0;
+                netbroker__server_message__free_unpacked(m, NULL);
+                return ix;
+        }
+}
+
+/* A tap given its fds while the links' lane was taken again waits first
+ * in line for it: it holds them only while the call under way ends. Root's
+ * LinkDelete holds the lane (the test's hook), root's TapCreate waits
+ * behind it; then uid 65534's waiting tap is given its fds. Before, it went
+ * to the end of the lane's queue, behind root's tap, holding them. */
+START_TEST(test_user_tap_given_its_fds_waits_first_for_its_lane)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        struct tu_helper h;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__LinkDelete del = NETBROKER__LINK_DELETE__INIT;
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+        int holder, w, root, root2, hfd, wix, rix;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        hfd = mkstemp(hold);
+        ck_assert_int_ge(hfd, 0);
+        close(hfd);
+        unlink(hold);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_LINKS", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        unsetenv("NETBROKERD_TEST_HOLD_LINKS");
+        free(tu_sh("ip tuntap add dev nbr0 mode tap"));
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        w = connect_as(h.sock, NOBODY);
+        send_tap_queues(w, 1, 1); /* waits for fds */
+        root = tu_raw_connect(h.sock);
+        tu_raw_hello(root);
+        root2 = tu_raw_connect(h.sock);
+        tu_raw_hello(root2);
+        hfd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(hfd, 0);
+        close(hfd);
+        del.name = (char *)"nbr0";
+        op.op_case = NETBROKER__OP__OP_LINK_DELETE;
+        op.link_delete = &del;
+        th_send_request(root, 1, ops, 1, NULL, 0);
+        for (int i = 0; i < 1000 && access(held, F_OK) != 0; i++)
+                usleep(5000);
+        ck_assert_msg(access(held, F_OK) == 0, "the links' lane was never held");
+        tap.name = (char *)"nbx%d";
+        op.op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op.tap_create = &tap;
+        th_send_request(root2, 1, ops, 1, NULL, 0); /* waits for the lane */
+        usleep(100 * 1000);
+        ck_assert_int_eq(reply_status(holder, 1), 0); /* w is given its fds */
+        usleep(200 * 1000);
+        ck_assert(!frame_within(w, 0));
+        unlink(hold);
+        unlink(held);
+        ck_assert_int_eq(reply_status(root, 1), 0);
+        wix = reply_ifindex(w, 1);
+        rix = reply_ifindex(root2, 1);
+        ck_assert_msg(wix && rix && wix < rix, "uid 65534's tap %d, root's %d: root's went first",
+                      wix, rix);
+        close(w);
+        close(holder);
+        close(root);
+        close(root2);
+        tu_helper_stop(&h);
+}
+END_TEST
+#endif
+
+/* The review's churn: behind a holder of the uid's eighth, 3 connections
+ * of 20 waiting taps each (1 to 8 queues), then, round after round, the
+ * holder reads or closes, and waiters close or shut down, in every order.
+ * No reservation, claim or draining connection outlives its round: at the
+ * end a tap of the whole eighth is made at once. (Between rounds the
+ * closed connections drain; the poll sees them gone within 100 ms.) */
+static int waiters_churn(const char *sock, void *arg)
+{
+        (void)arg;
+        for (int r = 0; r < 16; r++) {
+                int hog = tu_raw_connect(sock), w[3];
+                tu_raw_hello(hog);
+                send_tap_queues(hog, 1, UID_QUEUES);
+                if (!frame_within(hog, 2000))
+                        return 1;
+                for (int c = 0; c < 3; c++) {
+                        w[c] = tu_raw_connect(sock);
+                        tu_raw_hello(w[c]);
+                        for (int i = 0; i < 20; i++)
+                                send_tap_queues(w[c], 10 + (uint64_t)i,
+                                                (unsigned)(1 + (i + c) % UID_QUEUES));
+                }
+                switch (r % 4) {
+                case 0:
+                        close(w[0]);
+                        reply_status(hog, 1);
+                        break;
+                case 1:
+                        reply_status(hog, 1);
+                        close(w[1]);
+                        break;
+                case 2:
+                        close(hog);
+                        hog = -1;
+                        close(w[2]);
+                        break;
+                case 3:
+                        shutdown(w[0], SHUT_WR);
+                        reply_status(hog, 1);
+                        shutdown(w[1], SHUT_WR);
+                        break;
+                }
+                if (hog >= 0)
+                        close(hog);
+                for (int c = 0; c < 3; c++)
+                        close(w[c]);
+                usleep(300 * 1000);
+        }
+        int last = tu_raw_connect(sock);
+        tu_raw_hello(last);
+        send_tap_queues(last, 1, UID_QUEUES);
+        if (!frame_within(last, 2000) || reply_status(last, 1) != 0)
+                return 9; /* a reservation leaked */
+        close(last);
+        return 0;
+}
+
+START_TEST(test_user_churn_of_waiters_leaks_no_reservation)
+{
+        struct tu_helper h;
+        struct attacker a;
+        int fds;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, waiters_churn, NULL);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* ---- memory ---- */
 
 /* ---- fds of frames half-sent ---- */
@@ -1617,6 +1779,10 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_small_tap_does_not_pass_a_waiting_large_one);
         tcase_add_test(tc, test_user_stream_of_waiters_does_not_postpone_the_poll);
         tcase_add_test(tc, test_user_tap_left_unrun_by_a_full_reply_waits_for_no_fds);
+        tcase_add_test(tc, test_user_churn_of_waiters_leaks_no_reservation);
+#ifdef NB_TEST_HOOKS
+        tcase_add_test(tc, test_user_tap_given_its_fds_waits_first_for_its_lane);
+#endif
         suite_add_tcase(s, tc);
         return s;
 }

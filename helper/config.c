@@ -247,7 +247,8 @@ unsigned nbd_config_max_rules(const struct nbd_config *c, const struct nbd_peer 
 }
 
 /* A quarter, so that root always has the rest of fd_limit; and half of
- * that per uid, so that two uids holding their share still leave room. */
+ * that per uid (and per op: dispatch refuses more), so that one uid's fds
+ * left unread never hold the whole quarter. */
 unsigned nbd_config_fds_nonroot(const struct nbd_config *c)
 {
         return c->fd_limit / 4;

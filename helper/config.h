@@ -117,7 +117,8 @@ bool nbd_config_peer_allowed(const struct nbd_config *c, const struct nbd_peer *
 
 /* The fds (tap and macvtap queues) the connections of uids other than root
  * may hold at once, made and not yet taken by their clients, and what one
- * such uid may hold beside others' (netbrokerd.conf(5), max_fds_in_flight). */
+ * such uid may hold, which bounds one op of it too (netbrokerd.conf(5),
+ * max_fds_in_flight). */
 unsigned nbd_config_fds_nonroot(const struct nbd_config *c);
 unsigned nbd_config_fds_per_uid(const struct nbd_config *c);
 /* Firewall rules one request of peer p may carry (root or not), as the

@@ -636,19 +636,20 @@ static int validate_with_refs(struct nbd_job *job, struct nbd_validation *v, siz
         return r;
 }
 
-/* An op whose fds could never be reserved for a caller other than root
- * (more than they may hold together) is refused, rather than left waiting
- * for room that never comes. */
+/* An op of a caller other than root with more fds than one uid may hold
+ * (an eighth of fd_limit) is refused: it could wait for ever, and, were a
+ * uid holding none let past that (up to the quarter all such callers
+ * share), one such op never read would hold every other uid's taps. */
 static int check_fds_nonroot(const struct nbd_job *job, const struct nbd_op_handler *h,
                              const Netbroker__Op *op, Netbroker__Result *res)
 {
-        unsigned n = h->fds ? h->fds(op) : 0, max = nbd_config_fds_nonroot(job->ctx->cfg);
+        unsigned n = h->fds ? h->fds(op) : 0, max = nbd_config_fds_per_uid(job->ctx->cfg);
 
         if (n <= max || nbd_peer_is_root(&job->peer))
                 return 0;
         return nbd_result_set(res, -EMFILE,
-                              "%s: its %u fds are more than the connections of uids other than "
-                              "root may hold at once (%u: a quarter of fd_limit)",
+                              "%s: its %u fds are more than one uid other than root may hold at "
+                              "once (%u: an eighth of fd_limit)",
                               h->name, n, max);
 }
 
@@ -1199,7 +1200,10 @@ static struct nbd_lane *lane_for(const struct nbd_dispatch_ctx *ctx, unsigned ne
 
 /* The op h is next and a capability it needs is busy on its lane: the job
  * waits its turn, so that what it reads of the kernel is what the call
- * under way left. Ping, Stats and other capabilities go on. */
+ * under way left. Ping, Stats and other capabilities go on. A job that
+ * holds its op's fds (reserved while its lane was free, and the lane
+ * taken again before it resumed) goes first: it holds them while the
+ * call under way ends, not behind every job that came meanwhile. */
 static bool wait_for_lane(struct nbd_job *job, const struct nbd_op_handler *h)
 {
         for (size_t i = 0; i < N_LANE_QUEUES; i++) {
@@ -1209,6 +1213,11 @@ static bool wait_for_lane(struct nbd_job *job, const struct nbd_op_handler *h)
                 job->state = JOB_WAITING_LANE;
                 job->lane_queue = i;
                 job->next_lane_wait = NULL;
+                if (job->fds_reserved && q->head) {
+                        job->next_lane_wait = q->head;
+                        q->head = job;
+                        return true;
+                }
                 if (q->tail)
                         q->tail->next_lane_wait = job;
                 else
@@ -1519,7 +1528,8 @@ static int resolve_refs(struct nbd_job *job, const struct nbd_op_handler *h)
  * helper's until its client takes it, and the helper has few, so a caller
  * whose share is held waits here, before its op opens them, instead of
  * queueing them in the helper. Not before its lane is free: the job holds
- * no reservation while others' calls run. */
+ * no reservation while others' calls run, but the one under way when the
+ * reservation came late (wait_for_lane puts it first). */
 static bool wait_for_fds(struct nbd_job *job, const struct nbd_op_handler *h)
 {
         unsigned n = h->fds ? h->fds(job->req->ops[job->next]) : 0;
@@ -1563,7 +1573,9 @@ static void job_continue(struct nbd_job *job)
                  * waits for): else this op reads them as still there. */
                 if ((h->needs & NBD_NEEDS_FIREWALL) && job->ctx->links)
                         job->ctx->be->links.flush_gone(job->ctx->links);
-                if (wait_for_lane(job, h) || wait_for_fds(job, h))
+                /* An op the full reply leaves unrun makes nothing: it
+                 * waits for no fds. */
+                if (wait_for_lane(job, h) || (job->reply_full == SIZE_MAX && wait_for_fds(job, h)))
                         return;
                 /* An op resumed after waiting for a slot, or for its read
                  * on a lane, was counted already. */
@@ -1629,8 +1641,16 @@ void nbd_job_output_drained(struct nbd_job *job)
 
 void nbd_job_fds_reserved(struct nbd_job *job)
 {
+        const Netbroker__Op *op;
+        const struct nbd_op_handler *h;
+
         if (job->state != JOB_WAITING_FDS)
                 return;
+        /* Held from now: should its lane be taken before it resumes, it
+         * waits there first in line (wait_for_lane). */
+        op = job->req->ops[job->next];
+        h = handler_for(job->ctx, op);
+        job->fds_reserved = h->fds ? h->fds(op) : 0;
         job->state = JOB_OUTPUT_DRAINED;
         nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume, job);
 }

@@ -33,6 +33,9 @@ NBD_LOG_CATEGORY(server);
 /* While a job waits for fds, how often the clients holding some are asked
  * whether they took them (nothing tells the helper when they do). */
 #define FDS_POLL_MS 5
+/* While only connections closed with fds still in their client's queue
+ * are left to look at (see conn_close), the poll is slower: nobody waits. */
+#define FDS_DRAIN_POLL_MS 100
 
 /* Remove item from the singly linked list at *head (by its `next`); an
  * item not on it is left alone. Connections and their jobs both use it. */
@@ -55,11 +58,25 @@ struct conn_job {
         size_t results; /* of mem, its results' (job_hold) */
         unsigned nfds; /* fds that came with the request, held until it ends */
         /* Of the fds its op is about to make (reserve_fds): reserved and
-         * not yet given, or wanted while it waits on the server's list. */
+         * not yet given, or wanted while it waits. A connection has one
+         * job on the server's list (next_fds_wait), and the rest of its
+         * waiting jobs behind it on its own (next_conn_wait): the poll
+         * walks one waiter per connection, however many requests wait. */
         unsigned fds_reserved, fds_wanted;
-        struct conn_job *next_fds_wait;
+        struct conn_job *next_fds_wait, *next_conn_wait;
         bool finished;
         struct conn_job *next;
+};
+
+/* What the connections of one uid other than root hold (counted as in
+ * struct conn, reservations included), kept as it changes so that a
+ * decision costs no walk; and, while fds_kick() walks the waiting list,
+ * what waiters of the uid it passed claim. */
+struct uid_fds {
+        uid_t uid;
+        unsigned conns; /* its connections, draining ones included */
+        unsigned held, claimed;
+        struct uid_fds *next;
 };
 
 struct conn {
@@ -75,6 +92,10 @@ struct conn {
         bool dead;
         bool closed;
         bool refs_blocked; /* fds cannot go now (see conn_fds_may_go): the retry timer flushes */
+        /* Closed while fds it sent were still in its client's queue (see
+         * conn_close): its socket is kept, shut down, until they are read
+         * or the client closes, and still counts as the uid's. */
+        bool draining;
         uint32_t events; /* what the connection is watched for now */
         struct nbp_frame_reader rd;
         struct nbp_frame_out *out_head, *out_tail;
@@ -91,6 +112,11 @@ struct conn {
          * yet (reset when the socket's send queue is empty, SIOCOUTQ 0:
          * every frame read). With its jobs' reservations, what it holds. */
         unsigned fds_queued, fds_in_flight;
+        unsigned fds_reserved; /* the sum of its jobs' */
+        struct uid_fds *uid_fds; /* NULL for root */
+        /* Its job on the server's list of those waiting for fds, and its
+         * other waiting jobs behind it. */
+        struct conn_job *fds_waiting, *conn_wait_head, *conn_wait_tail;
         unsigned fds_held; /* fds its running requests came with */
         /* fds of the frame being received (the reader's), counted in the
          * server's fds_held_nonroot for a non-root connection. */
@@ -113,10 +139,16 @@ struct nbd_server {
         unsigned n_conns_nonroot;
         /* The sum of fds_held and fds_partial over non-root connections. */
         unsigned fds_held_nonroot;
-        /* Jobs of non-root connections waiting for their op's fds, in the
-         * order they came, and the poll that lets them go on. */
-        struct conn_job *fds_wait;
+        /* Jobs of non-root connections waiting for their op's fds, one a
+         * connection, in the order they came, and the poll that lets them
+         * go on. */
+        struct conn_job *fds_wait, **fds_wait_tail;
         struct nbd_timer fds_timer;
+        /* What all non-root connections hold (the sum of their uids'). */
+        unsigned fds_nonroot;
+        struct uid_fds *uids;
+        unsigned n_draining;
+        bool stopping; /* nbd_server_shutdown(): nothing drains */
         struct nbd_timer accept_pause;
         struct nbd_lane *lane_decode; /* NULL: every frame is decoded on the loop */
         /* Root's frames: never behind another caller's 16 MiB decode. */
@@ -200,15 +232,38 @@ static void on_retry_flush(void *data)
         conn_flush(data);
 }
 
+/* What a non-root connection holds grows or shrinks by n: its uid's count
+ * and the server's follow, so a decision reads them without a walk. Root's
+ * are not counted. */
+static void conn_fds_take(struct conn *c, unsigned n)
+{
+        if (!c->uid_fds)
+                return;
+        c->uid_fds->held += n;
+        c->srv->fds_nonroot += n;
+}
+
+static void conn_fds_drop(struct conn *c, unsigned n)
+{
+        if (!c->uid_fds)
+                return;
+        c->uid_fds->held -= n;
+        c->srv->fds_nonroot -= n;
+}
+
 /* Refresh the count of fds the client has not taken: SIOCOUTQ of a unix
  * stream socket is what the peer has not read yet; at 0 every fd sent has
- * been received. */
+ * been received. Asked only of a connection that has some in flight. */
 static void conn_fds_refresh(struct conn *c)
 {
         int outq = 0;
 
-        if (!c->fds_in_flight || ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+        if (!c->fds_in_flight)
                 return;
+        nbd_stat_inc(NBD_STAT_FDS_OUTQ_CHECKS);
+        if (ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+                return;
+        conn_fds_drop(c, c->fds_in_flight);
         c->fds_in_flight = 0;
 }
 
@@ -216,111 +271,219 @@ static void conn_fds_refresh(struct conn *c)
  * and refuses more than its fd limit (ETOOMANYREFS): a client that never
  * takes its tap fds would make every other client's TapCreate wait. Each
  * connection may have max_fds_in_flight; what the non-root ones hold
- * together, in flight or not, their reservations bound (fds_fit). */
+ * together, in flight or not, their reservations bound (fds_kick). */
 static bool conn_fds_may_go(struct conn *c, size_t n)
 {
         conn_fds_refresh(c);
         return !c->fds_in_flight || c->fds_in_flight + n <= c->srv->cfg->max_fds_in_flight;
 }
 
+static void fds_poll_arm(struct nbd_server *s, bool in_flight);
+
 static void conn_fds_sent(struct conn *c, size_t n)
 {
         c->fds_queued -= (unsigned)n;
         c->fds_in_flight += (unsigned)n;
+        /* Held as before, but now only the poll sees them go. */
+        if (c->uid_fds)
+                fds_poll_arm(c->srv, true);
 }
 
 /* ---- fd reservations ----
  *
  * Every fd a tap or macvtap op makes is the helper's until it is sent, and
  * counts against its fd limit; sent, it counts against that limit again
- * (in flight) until the client takes it. So the fds of non-root callers
- * are reserved before their op opens them, and held until their client
- * takes them or the connection closes: their connections together hold
- * at most a quarter of fd_limit, and one uid an eighth while it holds any
- * (a uid that holds none may take one op's queues, up to the quarter).
- * A job whose op does not fit waits, having made nothing, and root never
- * waits: the rest of fd_limit is its. */
+ * (in flight) until the client takes it, even once the helper closed the
+ * connection (the client's receive queue keeps them). So the fds of
+ * non-root callers are reserved before their op opens them, and held until
+ * their client takes them or closes its socket: their connections together
+ * hold at most a quarter of fd_limit, and one uid at most an eighth (an op
+ * needing more is refused at validation). A job whose op does not fit
+ * waits, having made nothing, first come first served; root never waits:
+ * the rest of fd_limit is its. */
 
-static unsigned conn_fds_holds(const struct conn *c)
-{
-        unsigned n = c->fds_queued + c->fds_in_flight;
-
-        for (const struct conn_job *cj = c->jobs; cj; cj = cj->next)
-                n += cj->fds_reserved;
-        return n;
-}
-
-/* Whether n more fds fit for uid, after asking each client holding some
- * whether it took them. */
-static bool fds_fit(struct nbd_server *s, uid_t uid, unsigned n)
-{
-        unsigned all = 0, of_uid = 0;
-
-        for (struct conn *c = s->conns; c; c = c->next) {
-                unsigned held;
-                if (nbd_peer_is_root(&c->peer))
-                        continue;
-                conn_fds_refresh(c);
-                held = conn_fds_holds(c);
-                all += held;
-                of_uid += c->peer.uid == uid ? held : 0;
-        }
-        return all + n <= nbd_config_fds_nonroot(s->cfg) &&
-               (!of_uid || of_uid + n <= nbd_config_fds_per_uid(s->cfg));
-}
-
-static void on_fds_timer(void *data);
-
-/* Reserve for the waiting jobs, in order; one whose uid holds its share
- * does not hold up another uid's. */
-static void fds_kick(struct nbd_server *s)
-{
-        struct conn_job **p = &s->fds_wait;
-
-        while (*p) {
-                struct conn_job *cj = *p;
-                if (!fds_fit(s, cj->conn->peer.uid, cj->fds_wanted)) {
-                        p = &cj->next_fds_wait;
-                        continue;
-                }
-                *p = cj->next_fds_wait;
-                cj->next_fds_wait = NULL;
-                cj->fds_reserved = cj->fds_wanted;
-                cj->fds_wanted = 0;
-                nbd_job_fds_reserved(cj->job);
-        }
-        if (s->fds_wait)
-                nbd_timer_arm(s->loop, &s->fds_timer, FDS_POLL_MS, on_fds_timer, s);
-        else
-                nbd_timer_cancel(s->loop, &s->fds_timer);
-}
-
-static void on_fds_timer(void *data)
-{
-        fds_kick(data);
-}
-
-static void fds_wait_add(struct nbd_server *s, struct conn_job *cj, unsigned n)
-{
-        struct conn_job **p = &s->fds_wait;
-
-        while (*p)
-                p = &(*p)->next_fds_wait;
-        *p = cj;
-        cj->fds_wanted = n;
-        nbd_timer_arm(s->loop, &s->fds_timer, FDS_POLL_MS, on_fds_timer, s);
-}
-
-/* Its list is its own (next_fds_wait): LIST_REMOVE follows next. */
-static void fds_wait_remove(struct nbd_server *s, struct conn_job *cj)
+static void fds_wait_unlink(struct nbd_server *s, struct conn_job *cj)
 {
         for (struct conn_job **p = &s->fds_wait; *p; p = &(*p)->next_fds_wait)
                 if (*p == cj) {
                         *p = cj->next_fds_wait;
+                        if (s->fds_wait_tail == &cj->next_fds_wait)
+                                s->fds_wait_tail = p;
                         break;
                 }
         cj->next_fds_wait = NULL;
+}
+
+static void fds_wait_append(struct nbd_server *s, struct conn_job *cj)
+{
+        if (!s->fds_wait)
+                s->fds_wait_tail = &s->fds_wait;
+        cj->next_fds_wait = NULL;
+        *s->fds_wait_tail = cj;
+        s->fds_wait_tail = &cj->next_fds_wait;
+        cj->conn->fds_waiting = cj;
+}
+
+/* A connection's next waiting job takes its place on the server's list,
+ * at the end: the requests of one connection wait one behind the other. */
+static void conn_fds_wait_next(struct conn *c)
+{
+        struct conn_job *next = c->conn_wait_head;
+
+        c->fds_waiting = NULL;
+        if (!next)
+                return;
+        c->conn_wait_head = next->next_conn_wait;
+        if (!c->conn_wait_head)
+                c->conn_wait_tail = NULL;
+        next->next_conn_wait = NULL;
+        fds_wait_append(c->srv, next);
+}
+
+static void fds_wait_add(struct nbd_server *s, struct conn_job *cj, unsigned n)
+{
+        struct conn *c = cj->conn;
+
+        cj->fds_wanted = n;
+        if (!c->fds_waiting) {
+                fds_wait_append(s, cj);
+                return;
+        }
+        cj->next_conn_wait = NULL;
+        if (c->conn_wait_tail)
+                c->conn_wait_tail->next_conn_wait = cj;
+        else
+                c->conn_wait_head = cj;
+        c->conn_wait_tail = cj;
+}
+
+/* A waiting job that ends (its connection closed) leaves its place. */
+static void fds_wait_remove(struct nbd_server *s, struct conn_job *cj)
+{
+        struct conn *c = cj->conn;
+
+        if (c->fds_waiting == cj) {
+                fds_wait_unlink(s, cj);
+                conn_fds_wait_next(c);
+        } else {
+                struct conn_job *prev = NULL;
+                for (struct conn_job *j = c->conn_wait_head; j; prev = j, j = j->next_conn_wait) {
+                        if (j != cj)
+                                continue;
+                        if (prev)
+                                prev->next_conn_wait = j->next_conn_wait;
+                        else
+                                c->conn_wait_head = j->next_conn_wait;
+                        if (c->conn_wait_tail == j)
+                                c->conn_wait_tail = prev;
+                        break;
+                }
+        }
+        cj->next_conn_wait = NULL;
         cj->fds_wanted = 0;
+}
+
+/* Every waiting job of a closing connection, at once. */
+static void conn_fds_wait_clear(struct conn *c)
+{
+        if (c->fds_waiting)
+                fds_wait_unlink(c->srv, c->fds_waiting);
+        c->fds_waiting = NULL;
+        c->conn_wait_head = c->conn_wait_tail = NULL;
+}
+
+static void cj_fds_reserve(struct conn_job *cj, unsigned n)
+{
+        cj->fds_reserved += n;
+        cj->conn->fds_reserved += n;
+        conn_fds_take(cj->conn, n);
+}
+
+static void cj_fds_unreserve(struct conn_job *cj, unsigned n)
+{
+        if (n > cj->fds_reserved)
+                n = cj->fds_reserved;
+        cj->fds_reserved -= n;
+        cj->conn->fds_reserved -= n;
+        conn_fds_drop(cj->conn, n);
+}
+
+static void conn_forget(struct conn *c);
+static void conn_uid_fds_put(struct nbd_server *s, struct conn *c);
+static void on_fds_timer(void *data);
+
+/* The poll runs while a job waits and some client holds fds sent (only
+ * SIOCOUTQ tells the helper that it took them; everything else that frees
+ * room kicks the list itself), or a closed connection drains. Armed
+ * sooner already, it is left alone: new waiters do not postpone it. */
+static void fds_poll_arm(struct nbd_server *s, bool in_flight)
+{
+        uint64_t ms;
+
+        if (s->fds_wait && in_flight)
+                ms = FDS_POLL_MS;
+        else if (s->n_draining)
+                ms = FDS_DRAIN_POLL_MS;
+        else {
+                nbd_timer_cancel(s->loop, &s->fds_timer);
+                return;
+        }
+        if (s->fds_timer.deadline_ms && s->fds_timer.deadline_ms <= nbd_now_ms() + ms)
+                return;
+        nbd_timer_arm(s->loop, &s->fds_timer, ms, on_fds_timer, s);
+}
+
+/* Reserve for the waiting jobs, in order. One that does not fit keeps its
+ * room: a job behind it goes first only if it leaves that room (claimed)
+ * free, so a request for many fds is not passed for ever by small ones;
+ * and one held back by its own uid's share claims only from that uid.
+ * After one look at each client holding fds sent, each waiter costs O(1). */
+static void fds_kick(struct nbd_server *s)
+{
+        const unsigned all_max = nbd_config_fds_nonroot(s->cfg);
+        const unsigned uid_max = nbd_config_fds_per_uid(s->cfg);
+        unsigned claimed = 0;
+        bool in_flight = false;
+        struct conn *next;
+
+        for (struct conn *c = s->conns; c; c = next) {
+                next = c->next;
+                if (!c->uid_fds || !c->fds_in_flight)
+                        continue;
+                conn_fds_refresh(c);
+                if (c->fds_in_flight)
+                        in_flight = true;
+                else if (c->draining)
+                        conn_forget(c);
+        }
+        for (struct uid_fds *u = s->uids; u; u = u->next)
+                u->claimed = 0;
+        for (struct conn_job **p = &s->fds_wait; *p;) {
+                struct conn_job *cj = *p;
+                struct uid_fds *u = cj->conn->uid_fds;
+                unsigned n = cj->fds_wanted;
+                bool uid_room = u->held + u->claimed + n <= uid_max;
+
+                if (uid_room && s->fds_nonroot + claimed + n <= all_max) {
+                        fds_wait_unlink(s, cj);
+                        conn_fds_wait_next(cj->conn);
+                        cj->fds_wanted = 0;
+                        cj_fds_reserve(cj, n);
+                        nbd_job_fds_reserved(cj->job);
+                        continue;
+                }
+                u->claimed += n;
+                if (uid_room)
+                        claimed += n;
+                p = &cj->next_fds_wait;
+        }
+        fds_poll_arm(s, in_flight);
+}
+
+static void on_fds_timer(void *data)
+{
+        nbd_stat_inc(NBD_STAT_FDS_POLLS);
+        fds_kick(data);
 }
 
 static void conn_flush(struct conn *c)
@@ -385,6 +548,7 @@ static void conn_push(struct conn *c, struct nbp_frame_out *f)
         c->out_tail = f;
         c->mem += f->len;
         c->fds_queued += (unsigned)f->nfds;
+        conn_fds_take(c, (unsigned)f->nfds);
         conn_flush(c);
 }
 
@@ -462,8 +626,10 @@ static void on_job_done(struct nbd_job *job, const Netbroker__Reply *reply, void
 
         (void)job;
         cj->finished = true;
+        if (cj->fds_wanted)
+                fds_wait_remove(c->srv, cj);
         if (cj->fds_reserved) {
-                cj->fds_reserved = 0;
+                cj_fds_unreserve(cj, cj->fds_reserved);
                 fds_kick(c->srv);
         }
         c->mem -= cj->mem;
@@ -505,7 +671,7 @@ static int send_job_fds(void *data, uint64_t request_id, uint32_t op_index, int 
         memcpy(frame->fds, fds, n * sizeof(int));
         frame->nfds = n;
         /* From here they count as the connection's queue, then in flight. */
-        cj->fds_reserved -= n < cj->fds_reserved ? (unsigned)n : cj->fds_reserved;
+        cj_fds_unreserve(cj, (unsigned)n);
         conn_push(c, frame);
         return c->closed || c->dead ? -ECONNRESET : c->out_head != NULL;
 }
@@ -537,22 +703,23 @@ static int job_reserve_fds(void *data, size_t n)
         struct nbd_server *s = c->srv;
 
         if (!n) {
-                bool had = cj->fds_reserved != 0;
-                cj->fds_reserved = 0;
-                if (had)
+                if (cj->fds_reserved) {
+                        cj_fds_unreserve(cj, cj->fds_reserved);
                         fds_kick(s);
+                }
                 return 0;
         }
         /* Reserved already: fds_kick() did, while the job waited. */
-        if (nbd_peer_is_root(&c->peer) || cj->fds_reserved >= n)
+        if (!c->uid_fds || cj->fds_reserved >= n)
                 return 0;
-        if (fds_fit(s, c->peer.uid, (unsigned)n)) {
-                cj->fds_reserved = (unsigned)n;
+        /* Behind those already waiting (first come, first served): the
+         * kick reserves for it at once when it may go. */
+        fds_wait_add(s, cj, (unsigned)n);
+        fds_kick(s);
+        if (cj->fds_reserved >= n)
                 return 0;
-        }
         nbd_debug("a request of uid %u waits for %zu fds: its share is held", (unsigned)c->peer.uid,
                   n);
-        fds_wait_add(s, cj, (unsigned)n);
         return 1;
 }
 
@@ -1044,26 +1211,64 @@ static void conn_close_later(struct conn *c)
         nbd_timer_arm(c->srv->loop, &c->close_timer, 0, on_close_timer, c);
 }
 
+/* The connection is gone for good: its socket closed, its uid's count of
+ * connections and fds let go. */
+static void conn_forget(struct conn *c)
+{
+        struct nbd_server *s = c->srv;
+        struct uid_fds *u = c->uid_fds;
+
+        close(c->fd);
+        LIST_REMOVE(&s->conns, c);
+        s->n_conns--;
+        if (c->draining)
+                s->n_draining--;
+        if (u) {
+                s->n_conns_nonroot--;
+                conn_fds_drop(c, c->fds_in_flight);
+                c->fds_in_flight = 0;
+                conn_uid_fds_put(s, c);
+        }
+        nbd_debug("connection of pid %d closed", (int)c->peer.pid);
+        nbd_loop_defer_free(s->loop, free_conn, c);
+}
+
 /* Only from the loop (an event or a timer of this connection), or at
- * shutdown: never while a job of the connection is on the stack. */
+ * shutdown: never while a job of the connection is on the stack.
+ *
+ * The fds sent to a client and not yet read stay in its socket's receive
+ * queue after the helper closes its end, and the kernel counts them as
+ * the helper's in flight until the client reads them or closes: forgotten,
+ * they let other uids' fds past the share, up to the helper's fd limit,
+ * where root's could not be sent any more. So a non-root connection
+ * closed with fds in its client's queue is shut down (the client reads
+ * what is queued, then end of file) and kept, draining: it holds those
+ * fds in its uid's share and counts as a connection of its uid, until the
+ * poll sees its queue empty. For as long as the client neither reads nor
+ * closes: closing the helper's end would free nothing. */
 static void conn_close(struct conn *c)
 {
         struct nbd_server *s = c->srv;
+        bool nonroot = c->uid_fds != NULL;
 
-        if (c->closed)
+        if (c->closed) {
+                if (c->draining && s->stopping)
+                        conn_forget(c);
                 return;
+        }
         c->closed = true;
         /* A frame of it on the decode lane is dropped when it comes back. */
         if (c->decoding)
                 c->decoding->conn = NULL;
         c->decoding = NULL;
+        conn_fds_wait_clear(c);
         while (c->jobs) {
                 struct conn_job *cj = c->jobs;
                 c->jobs = cj->next;
                 if (!cj->finished)
                         nbd_job_cancel(cj->job);
-                if (cj->fds_wanted)
-                        fds_wait_remove(s, cj);
+                cj->fds_wanted = 0;
+                cj_fds_unreserve(cj, cj->fds_reserved);
                 if (!nbd_peer_is_root(&c->peer))
                         s->fds_held_nonroot -= cj->nfds;
                 nbd_loop_defer_free(s->loop, free_conn_job, cj);
@@ -1075,7 +1280,6 @@ static void conn_close(struct conn *c)
         nbd_timer_cancel(s->loop, &c->close_timer);
         nbd_timer_cancel(s->loop, &c->hello_timer);
         nbd_loop_remove(s->loop, &c->w);
-        close(c->fd);
         nbp_frame_reader_reset(&c->rd);
         conn_count_partial_fds(c);
         while (c->out_head) {
@@ -1083,17 +1287,26 @@ static void conn_close(struct conn *c)
                 c->out_head = f->next;
                 nbp_frame_out_free(f);
         }
-        LIST_REMOVE(&s->conns, c);
-        s->n_conns--;
-        if (!nbd_peer_is_root(&c->peer)) {
-                s->n_conns_nonroot--;
+        conn_fds_drop(c, c->fds_queued);
+        c->fds_queued = 0;
+        c->out_tail = NULL;
+        if (nonroot)
+                conn_fds_refresh(c);
+        if (nonroot && c->fds_in_flight && !s->stopping) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->draining = true;
+                s->n_draining++;
+                nbd_debug("connection of pid %d closed; %u fds still in its queue",
+                          (int)c->peer.pid, c->fds_in_flight);
+        }
+        if (!c->draining)
+                conn_forget(c);
+        if (nonroot) {
                 /* Room it held is free for the others. */
                 for (struct conn *o = s->conns; o; o = o->next)
                         conn_update_events(o);
                 fds_kick(s);
         }
-        nbd_debug("connection of pid %d closed", (int)c->peer.pid);
-        nbd_loop_defer_free(s->loop, free_conn, c);
 }
 
 static unsigned conns_of_uid(const struct nbd_server *s, uid_t uid)
@@ -1103,6 +1316,38 @@ static unsigned conns_of_uid(const struct nbd_server *s, uid_t uid)
         for (const struct conn *c = s->conns; c; c = c->next)
                 n += c->peer.uid == uid;
         return n;
+}
+
+/* c's uid's count, made for its first connection; c is counted in it. */
+static int conn_uid_fds(struct nbd_server *s, struct conn *c)
+{
+        struct uid_fds *u = s->uids;
+
+        while (u && u->uid != c->peer.uid)
+                u = u->next;
+        if (!u) {
+                u = calloc(1, sizeof(*u));
+                if (!u)
+                        return -ENOMEM;
+                u->uid = c->peer.uid;
+                u->next = s->uids;
+                s->uids = u;
+        }
+        u->conns++;
+        c->uid_fds = u;
+        return 0;
+}
+
+/* Undoes conn_uid_fds() for a connection never added. */
+static void conn_uid_fds_put(struct nbd_server *s, struct conn *c)
+{
+        struct uid_fds *u = c->uid_fds;
+
+        if (u && !--u->conns) {
+                LIST_REMOVE(&s->uids, u);
+                free(u);
+        }
+        c->uid_fds = NULL;
 }
 
 /* Takes ownership of fd. The peer's identity comes from the kernel only. */
@@ -1127,10 +1372,16 @@ static int conn_new(struct nbd_server *s, int fd)
         c->srv = s;
         c->fd = fd;
         c->peer = peer;
+        if (!nbd_peer_is_root(&peer) && (r = conn_uid_fds(s, c)) < 0) {
+                close(fd);
+                free(c);
+                return r;
+        }
         nbp_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
         c->events = EPOLLIN;
         r = nbd_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
         if (r < 0) {
+                conn_uid_fds_put(s, c);
                 close(fd);
                 free(c);
                 return r;
@@ -1235,7 +1486,8 @@ int nbd_server_adopt(struct nbd_server *s, int fd)
 
 bool nbd_server_done(const struct nbd_server *s)
 {
-        return s->n_listeners == 0 && s->n_conns == 0;
+        /* Draining connections wait for nothing of the helper's. */
+        return s->n_listeners == 0 && s->n_conns == s->n_draining;
 }
 
 void nbd_server_shutdown(struct nbd_server *s)
@@ -1246,6 +1498,7 @@ void nbd_server_shutdown(struct nbd_server *s)
                 close(fd);
         }
         s->n_listeners = 0;
+        s->stopping = true;
         nbd_timer_cancel(s->loop, &s->accept_pause);
         while (s->conns)
                 conn_close(s->conns);

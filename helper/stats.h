@@ -54,6 +54,11 @@ enum nbd_stat {
         NBD_STAT_PROGRAMS_STARTED,
         NBD_STAT_PROGRAMS_EXITED,
         NBD_STAT_PROGRAMS_ADOPTED,
+        /* fds sent to non-root clients (server.c): the polls of those
+         * clients while requests wait for fds, and the SIOCOUTQ asked of
+         * one connection each, to see whether its client took them. */
+        NBD_STAT_FDS_POLLS,
+        NBD_STAT_FDS_OUTQ_CHECKS,
         NBD_STAT__MAX,
 };
 

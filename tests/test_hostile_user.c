@@ -200,6 +200,7 @@ END_TEST
 
 #define HOG_CONNS 4 /* max_connections_per_uid */
 #define HOG_QUEUES 16 /* NBD_LINK_MAX_QUEUES */
+#define UID_QUEUES 8 /* what one uid other than root may hold: fd_limit (64) / 8 */
 
 static void send_tap_queues(int fd, uint64_t id, unsigned queues)
 {
@@ -214,24 +215,25 @@ static void send_tap_queues(int fd, uint64_t id, unsigned queues)
 }
 
 /* The review's fdhog: each connection the uid may have asks for a tap of
- * 16 queues and never reads. */
+ * as many queues as the uid may hold, and never reads. */
 static int queues_never_read(const char *sock, void *arg)
 {
         (void)arg;
         for (int i = 0; i < HOG_CONNS; i++) {
                 int fd = tu_raw_connect(sock);
                 tu_raw_hello(fd);
-                send_tap_queues(fd, 1, HOG_QUEUES);
+                send_tap_queues(fd, 1, UID_QUEUES);
         }
         usleep(300 * 1000);
         return 0; /* every fd stays open, never read */
 }
 
-/* Before: the first connection's 16 fds went out, the other three's 48
- * waited in the helper's own output queues, and the helper stood at its
- * fd limit (64): root's connect timed out and its 16-queue TapCreate got
- * EMFILE. Now a request waits for its fds to be reserved before its tap is
- * made, and uids other than root hold at most a quarter of fd_limit. */
+/* Before: with 16 queues a connection, the first connection's 16 fds went
+ * out, the other three's 48 waited in the helper's own output queues, and
+ * the helper stood at its fd limit (64): root's connect timed out and its
+ * 16-queue TapCreate got EMFILE. Now a request waits for its fds to be
+ * reserved before its tap is made, and one uid other than root holds at
+ * most an eighth of fd_limit. */
 START_TEST(test_user_holding_tap_queues_on_every_connection_leaves_root_room)
 {
         struct tu_helper h;
@@ -249,8 +251,8 @@ START_TEST(test_user_holding_tap_queues_on_every_connection_leaves_root_room)
         rss = th_rss_kib(h.pid);
         attack_start(&a, &h, queues_never_read, NULL);
         held = tu_fd_count(h.pid) - fds;
-        /* Its connections, and no more than the non-root quarter (64 / 4). */
-        ck_assert_msg(held <= HOG_CONNS + 64 / 4, "the helper holds %d more fds", held);
+        /* Its connections, and no more than its eighth (64 / 8). */
+        ck_assert_msg(held <= HOG_CONNS + UID_QUEUES, "the helper holds %d more fds", held);
         uint64_t t0 = tu_now_us();
         ck_assert_int_eq(nb_connect(h.sock, &good), 0);
         o.queues = HOG_QUEUES;
@@ -265,7 +267,7 @@ START_TEST(test_user_holding_tap_queues_on_every_connection_leaves_root_room)
         nb_batch_free(b);
         nb_close(good);
         uint64_t worst = th_worst_ping_us(&h, 200);
-        th_report("uid 65534: 4 connections' 16-queue taps never taken (root's TapCreate counted)",
+        th_report("uid 65534: 4 connections' 8-queue taps never taken (root's TapCreate counted)",
                   &h, fds, rss, th_rss_kib(h.pid), took > worst ? took : worst);
         attack_end(&a);
         tu_assert_fd_count_settles(h.pid, fds, 5000);
@@ -300,8 +302,8 @@ static int reply_status(int fd, uint64_t id)
         }
 }
 
-/* Two connections of one uid each ask for 16 queues, the quarter of
- * fd_limit that uids other than root share: the second waits for the
+/* Two connections of one uid each ask for 8 queues, the eighth of
+ * fd_limit that one uid other than root may hold: the second waits for the
  * first's fds, then runs once its client took them; again, once its
  * connection closed; and a waiting request that goes away with its
  * connection leaves the next in line waiting for nothing. */
@@ -312,20 +314,20 @@ static int second_waits_for_the_firsts_fds(const char *sock, void *arg)
         (void)arg;
         tu_raw_hello(first);
         tu_raw_hello(second);
-        send_tap_queues(first, 1, HOG_QUEUES);
+        send_tap_queues(first, 1, UID_QUEUES);
         if (!frame_within(first, 2000))
                 return 1;
-        send_tap_queues(second, 1, HOG_QUEUES);
+        send_tap_queues(second, 1, UID_QUEUES);
         if (frame_within(second, 300))
                 return 2; /* its fds did not wait */
         if (reply_status(first, 1) != 0)
                 return 3; /* the first takes its fds (closed at once) */
         if (!frame_within(second, 2000) || reply_status(second, 1) != 0)
                 return 4;
-        send_tap_queues(first, 2, HOG_QUEUES);
+        send_tap_queues(first, 2, UID_QUEUES);
         if (!frame_within(first, 2000))
                 return 5;
-        send_tap_queues(second, 2, HOG_QUEUES);
+        send_tap_queues(second, 2, UID_QUEUES);
         if (frame_within(second, 300))
                 return 6;
         close(first); /* its fds never taken */
@@ -336,11 +338,11 @@ static int second_waits_for_the_firsts_fds(const char *sock, void *arg)
         int third = tu_raw_connect(sock), fourth = tu_raw_connect(sock);
         tu_raw_hello(third);
         tu_raw_hello(fourth);
-        send_tap_queues(third, 1, HOG_QUEUES);
+        send_tap_queues(third, 1, UID_QUEUES);
         if (!frame_within(third, 2000))
                 return 8;
-        send_tap_queues(second, 3, HOG_QUEUES);
-        send_tap_queues(fourth, 1, HOG_QUEUES);
+        send_tap_queues(second, 3, UID_QUEUES);
+        send_tap_queues(fourth, 1, UID_QUEUES);
         if (frame_within(fourth, 300))
                 return 9;
         close(second); /* waiting, first in line */
@@ -368,11 +370,12 @@ START_TEST(test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone)
 }
 END_TEST
 
-/* A tap whose queues are more fds than uids other than root may hold at
- * once (a quarter of fd_limit: 10 here) could never be reserved: it is
- * refused, with what the bound is, instead of waiting for ever; one within
- * the quarter is made. */
-static int queues_over_the_quarter(const char *sock, void *arg)
+/* A tap whose queues are more fds than one uid other than root may hold
+ * (an eighth of fd_limit: 5 here) is refused, with what the bound is,
+ * instead of holding the share of every uid other than root (before: up to
+ * the quarter, 10, for a uid holding none) or waiting for ever; one within
+ * the eighth is made. */
+static int queues_over_the_eighth(const char *sock, void *arg)
 {
         nb_tap_opts o = NB_TAP_OPTS_INIT;
         nb_batch *b = nb_batch_new();
@@ -383,29 +386,29 @@ static int queues_over_the_quarter(const char *sock, void *arg)
         (void)arg;
         if (nb_connect(sock, &c) != 0)
                 return 1;
-        o.queues = 16;
+        o.queues = 8;
         nb_batch_tap_create(b, "nbu%d", &o);
         ok = nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == -EMFILE &&
-             strstr(nb_result_message(res, 0), "(10: a quarter of fd_limit)");
+             strstr(nb_result_message(res, 0), "(5: an eighth of fd_limit)");
         if (res)
-                printf("hostile: uid 65534 asks for a 16-queue tap at fd_limit 40: %d %s\n",
+                printf("hostile: uid 65534 asks for an 8-queue tap at fd_limit 40: %d %s\n",
                        nb_result_status(res, 0), nb_result_message(res, 0));
         fflush(stdout);
         nb_results_free(res);
         nb_batch_free(b);
         b = nb_batch_new();
-        o.queues = 8;
+        o.queues = 5;
         nb_batch_tap_create(b, "nbu%d", &o);
         res = NULL;
         ok = ok && nb_submit(c, b, &res) == 0 && nb_result_status(res, 0) == 0 &&
-             nb_result_fd_count(res, 0) == 8;
+             nb_result_fd_count(res, 0) == 5;
         nb_results_free(res);
         nb_batch_free(b);
         nb_close(c);
         return ok ? 0 : 2;
 }
 
-START_TEST(test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused)
+START_TEST(test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused)
 {
         struct tu_helper h;
         struct attacker a;
@@ -413,8 +416,511 @@ START_TEST(test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused)
         tu_private_netns(); /* what it leaves dies with it */
         tu_helper_start(&h, TU_ALLOW
                         "fd_limit = 40\nmax_connections = 5\nmax_spawns = 4\n" USER_POLICY);
-        attack_start(&a, &h, queues_over_the_quarter, NULL);
+        attack_start(&a, &h, queues_over_the_eighth, NULL);
         attack_end(&a);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- fds left in a client's queue, waiters, first come ---- */
+
+/* Other uids' sections, for the tests that need three uids' taps. */
+#define OTHER_UIDS_POLICY                                                                          \
+        "[policy uid 65533]\nops = tap_create\nname_prefixes = nbu\nmax_devices = 400\n"           \
+        "[policy uid 65532]\nops = tap_create\nname_prefixes = nbu\nmax_devices = 400\n"
+
+/* A connection to the helper made by a child running as uid (the helper
+ * takes the peer's credentials at connect), handed back over SCM_RIGHTS:
+ * the test drives it, in order, as that uid's client; Hello done. */
+static int connect_as(const char *sock, uid_t uid)
+{
+        int sp[2], fd = -1;
+        char byte = 0, cbuf[CMSG_SPACE(sizeof(int))] = {0};
+        struct iovec iov = {&byte, 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = cbuf,
+                            .msg_controllen = sizeof(cbuf)};
+        struct cmsghdr *cm;
+        pid_t pid;
+        int status;
+
+        ck_assert_int_eq(chmod(sock, 0666), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
+                        _exit(100);
+                fd = tu_raw_connect(sock);
+                cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+                _exit(sendmsg(sp[1], &mh, 0) == 1 ? 0 : 101);
+        }
+        close(sp[1]);
+        ck_assert_int_eq(recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC), 1);
+        cm = CMSG_FIRSTHDR(&mh);
+        ck_assert_ptr_nonnull(cm);
+        memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        close(sp[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+        tu_raw_hello(fd);
+        return fd;
+}
+
+/* Whether the helper has shut its end of fd (end of file past what is
+ * queued) within ms milliseconds; nothing queued is read. */
+static bool hung_up_within(int fd, int ms)
+{
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+        return poll(&p, 1, ms) == 1 && (p.revents & (POLLRDHUP | POLLHUP));
+}
+
+/* Read the frames of the n connections fd[], as they come, until each
+ * had per replies; how many of all the replies said 0. The fds of each
+ * are taken at once: a connection left unread would hold the uid's share
+ * while another is read. */
+static unsigned replies_ok(const int *fd, unsigned n, unsigned per)
+{
+        struct pollfd p[8];
+        unsigned got[8] = {0}, ok = 0, done = 0;
+
+        ck_assert_uint_le(n, 8);
+        while (done < n) {
+                for (unsigned i = 0; i < n; i++)
+                        p[i] = (struct pollfd){.fd = got[i] < per ? fd[i] : -1, .events = POLLIN};
+                ck_assert_int_gt(poll(p, n, 5000), 0);
+                for (unsigned i = 0; i < n; i++) {
+                        Netbroker__ServerMessage *m;
+                        if (!(p[i].revents & (POLLIN | POLLHUP)))
+                                continue;
+                        m = recv_msg(fd[i]);
+                        ck_assert_ptr_nonnull(m);
+                        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY) {
+                                ok += m->reply->n_results && m->reply->results[0]->status == 0;
+                                done += ++got[i] == per;
+                        }
+                        netbroker__server_message__free_unpacked(m, NULL);
+                }
+        }
+        return ok;
+}
+
+/* The review's attack: a tap of the uid's eighth, never read, then
+ * shutdown(SHUT_WR); again and again. The helper closes each connection
+ * (end of file), but the fds stay in the client's queue, and the kernel
+ * counts them as the helper's in flight until they are read or the client
+ * closes. *arg: the taps whose fds came. */
+static int closes_without_reading(const char *sock, void *arg)
+{
+        unsigned *made = arg;
+
+        for (int i = 0; i < 10; i++) {
+                int fd = tu_raw_connect(sock);
+                tu_raw_hello(fd);
+                send_tap_queues(fd, 1, UID_QUEUES);
+                if (!frame_within(fd, 1000))
+                        return 0; /* it waits: the uid's share is held */
+                (*made)++;
+                shutdown(fd, SHUT_WR);
+                if (!hung_up_within(fd, 2000))
+                        return 1;
+        }
+        return 0;
+}
+
+/* Before: each closed connection's fds were forgotten, the next tap went,
+ * and after 8 of them (64 fds in flight, the helper's fd limit) root's
+ * TapCreate never came (every send failed with ETOOMANYREFS). Now the
+ * closed connection drains: its fds count in its uid's share until its
+ * client reads them or closes, so one tap's fds went; the helper closes it
+ * for good once the client is gone. */
+START_TEST(test_user_closed_with_its_fds_unread_still_holds_them)
+{
+        struct tu_helper h;
+        struct attacker a;
+        unsigned *made = mmap(NULL, sizeof(unsigned), PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        int fds, root;
+
+        ck_assert_ptr_ne(made, MAP_FAILED);
+        *made = 0;
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, closes_without_reading, made);
+        root = tu_raw_connect(h.sock);
+        tu_raw_hello(root);
+        send_tap_queues(root, 1, HOG_QUEUES);
+        ck_assert_msg(frame_within(root, 3000),
+                      "root's TapCreate got nothing in 3 s (%u taps made)", *made);
+        ck_assert_int_eq(reply_status(root, 1), 0);
+        close(root);
+        ck_assert_uint_eq(*made, 1);
+        attack_end(&a);
+        /* The client gone, its fds are too: the draining connections close. */
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+        munmap(made, sizeof(unsigned));
+}
+END_TEST
+
+/* A connection that held the uid's connections limit while draining: the
+ * client reads what was queued, and the uid may connect again. */
+START_TEST(test_user_draining_connection_goes_once_its_client_reads)
+{
+        struct tu_helper h;
+        int fd, second, fds;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        fd = connect_as(h.sock, NOBODY);
+        send_tap_queues(fd, 1, UID_QUEUES);
+        ck_assert(frame_within(fd, 2000));
+        shutdown(fd, SHUT_WR);
+        ck_assert(hung_up_within(fd, 2000));
+        /* Draining, it still holds the uid's eighth. */
+        second = connect_as(h.sock, NOBODY);
+        send_tap_queues(second, 1, 1);
+        ck_assert(!frame_within(second, 300));
+        /* Read: what was queued, then the end. */
+        ck_assert_int_eq(reply_status(fd, 1), 0);
+        ck_assert_ptr_null(recv_msg(fd));
+        ck_assert(frame_within(second, 2000));
+        ck_assert_int_eq(reply_status(second, 1), 0);
+        close(second);
+        /* fd is still open here: the helper closed its end once it was read. */
+        tu_assert_fd_count_settles(h.pid, fds, 3000);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Waiting taps of many requests cost the poll one SIOCOUTQ per connection
+ * holding fds sent, not one per waiter and connection: one uid's holder
+ * never reads its eighth, and its 3 other connections ask for 64 one-queue
+ * taps each. Before, each poll asked the holder once for each of the 192
+ * waiters. The poll stops once nothing waits. */
+START_TEST(test_user_many_waiting_taps_cost_one_look_a_poll)
+{
+        struct tu_helper h;
+        nb_conn *good;
+        int holder, w[3];
+        uint64_t p0, c0, p1, c1;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        ck_assert_int_eq(nb_connect(h.sock, &good), 0);
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        for (int c = 0; c < 3; c++) {
+                w[c] = connect_as(h.sock, NOBODY);
+                for (int i = 0; i < 64; i++)
+                        send_tap_queues(w[c], 10 + (uint64_t)i, 1);
+        }
+        usleep(200 * 1000);
+        p0 = tu_stat(good, "fds_polls");
+        c0 = tu_stat(good, "fds_outq_checks");
+        usleep(300 * 1000);
+        p1 = tu_stat(good, "fds_polls");
+        c1 = tu_stat(good, "fds_outq_checks");
+        ck_assert_msg(p1 - p0 >= 5, "%llu polls in 300 ms", (unsigned long long)(p1 - p0));
+        ck_assert_msg(c1 - c0 <= p1 - p0 + 2, "%llu SIOCOUTQ for %llu polls",
+                      (unsigned long long)(c1 - c0), (unsigned long long)(p1 - p0));
+        /* The holder reads: every waiter goes, one after the other. */
+        ck_assert_int_eq(reply_status(holder, 1), 0);
+        ck_assert_uint_eq(replies_ok(w, 3, 64), 3 * 64);
+        usleep(50 * 1000);
+        p0 = tu_stat(good, "fds_polls");
+        usleep(100 * 1000);
+        ck_assert_uint_eq(tu_stat(good, "fds_polls"), p0);
+        for (int c = 0; c < 3; c++)
+                close(w[c]);
+        close(holder);
+        nb_close(good);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* First come: uids 65534 and 65532 hold 5 and 8 of the quarter (16);
+ * uid 65533 asks for 8 and waits; a one-queue tap 65534 asks for after
+ * it waits behind it, though it would fit (before, it went ahead: small
+ * taps could pass a large one for ever). Once 65532 reads, both go. */
+START_TEST(test_user_small_tap_does_not_pass_a_waiting_large_one)
+{
+        struct tu_helper h;
+        int b, b2, c, a;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY OTHER_UIDS_POLICY);
+        b = connect_as(h.sock, NOBODY);
+        c = connect_as(h.sock, 65532);
+        a = connect_as(h.sock, 65533);
+        b2 = connect_as(h.sock, NOBODY);
+        send_tap_queues(b, 1, 5);
+        ck_assert(frame_within(b, 2000));
+        send_tap_queues(c, 1, UID_QUEUES);
+        ck_assert(frame_within(c, 2000));
+        send_tap_queues(a, 1, UID_QUEUES);
+        ck_assert(!frame_within(a, 300));
+        send_tap_queues(b2, 1, 1);
+        ck_assert_msg(!frame_within(b2, 300), "the small tap went ahead of the waiting one");
+        ck_assert_int_eq(reply_status(c, 1), 0);
+        ck_assert(frame_within(a, 2000));
+        ck_assert_int_eq(reply_status(a, 1), 0);
+        ck_assert(frame_within(b2, 2000));
+        ck_assert_int_eq(reply_status(b2, 1), 0);
+        close(a);
+        close(b);
+        close(b2);
+        close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A stream of new waiters (one every 2 ms, under the 5 ms poll) does not
+ * postpone the poll: before, each re-armed it, and it never ran. */
+START_TEST(test_user_stream_of_waiters_does_not_postpone_the_poll)
+{
+        struct tu_helper h;
+        nb_conn *good;
+        int holder, w;
+        uint64_t p0;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        ck_assert_int_eq(nb_connect(h.sock, &good), 0);
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        w = connect_as(h.sock, NOBODY);
+        p0 = tu_stat(good, "fds_polls");
+        for (int i = 0; i < 100; i++) {
+                send_tap_queues(w, 10 + (uint64_t)i, 1);
+                usleep(2000);
+        }
+        ck_assert_msg(tu_stat(good, "fds_polls") - p0 >= 10, "%llu polls",
+                      (unsigned long long)(tu_stat(good, "fds_polls") - p0));
+        close(w);
+        close(holder);
+        nb_close(good);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A tap after an op that filled the reply (max_reply) is not run: it says
+ * so at once, and waits for no fds first (before, it waited for the
+ * uid's share, held here by a tap never read, and the reply never came). */
+START_TEST(test_user_tap_left_unrun_by_a_full_reply_waits_for_no_fds)
+{
+        struct tu_helper h;
+        Netbroker__Op op[2], *ops[2] = {&op[0], &op[1]};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+        /* Half the reply's room each on stdout and stderr: with the
+         * result around them, more than max_reply. */
+        char *argv[] = {(char *)"/bin/sh", (char *)"-c",
+                        (char *)"head -c 8000 /dev/zero; head -c 8000 /dev/zero >&2"};
+        Netbroker__ServerMessage *m = NULL;
+        int holder, fd;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW "max_reply = 4096\n" USER_POLICY);
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        fd = connect_as(h.sock, NOBODY);
+        netbroker__op__init(&op[0]);
+        netbroker__op__init(&op[1]);
+        e.path = argv[0];
+        e.argv = argv;
+        e.n_argv = 3;
+        op[0].op_case = NETBROKER__OP__OP_EXEC;
+        op[0].exec = &e;
+        tap.name = (char *)"nbu%d";
+        op[1].op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op[1].tap_create = &tap;
+        th_send_request(fd, 1, ops, 2, NULL, 0);
+        ck_assert_msg(frame_within(fd, 3000), "no reply: the tap waits for fds");
+        m = recv_msg(fd);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(m->msg_case, NETBROKER__SERVER_MESSAGE__MSG_REPLY);
+        ck_assert_uint_eq(m->reply->n_results, 2);
+        ck_assert_int_eq(m->reply->results[1]->status, E2BIG);
+        ck_assert_ptr_nonnull(strstr(m->reply->results[1]->message, "the reply is full"));
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(fd);
+        close(holder);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+#ifdef NB_TEST_HOOKS
+/* The reply's ifindex of the first result to request id on fd (0: none). */
+static int reply_ifindex(int fd, uint64_t id)
+{
+        for (;;) {
+                Netbroker__ServerMessage *m = recv_msg(fd);
+                int ix;
+                if (!m)
+                        return 0;
+                if (m->msg_case != NETBROKER__SERVER_MESSAGE__MSG_REPLY || m->reply->id != id) {
+                        netbroker__server_message__free_unpacked(m, NULL);
+                        continue;
+                }
+                ix = m->reply->n_results && !m->reply->results[0]->status
+                             ? m->reply->results[0]->ifindex
+                             : 0;
+                netbroker__server_message__free_unpacked(m, NULL);
+                return ix;
+        }
+}
+
+/* A tap given its fds while the links' lane was taken again waits first
+ * in line for it: it holds them only while the call under way ends. Root's
+ * LinkDelete holds the lane (the test's hook), root's TapCreate waits
+ * behind it; then uid 65534's waiting tap is given its fds. Before, it went
+ * to the end of the lane's queue, behind root's tap, holding them. */
+START_TEST(test_user_tap_given_its_fds_waits_first_for_its_lane)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        struct tu_helper h;
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__LinkDelete del = NETBROKER__LINK_DELETE__INIT;
+        Netbroker__TapCreate tap = NETBROKER__TAP_CREATE__INIT;
+        int holder, w, root, root2, hfd, wix, rix;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        hfd = mkstemp(hold);
+        ck_assert_int_ge(hfd, 0);
+        close(hfd);
+        unlink(hold);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_LINKS", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        unsetenv("NETBROKERD_TEST_HOLD_LINKS");
+        free(tu_sh("ip tuntap add dev nbr0 mode tap"));
+        holder = connect_as(h.sock, NOBODY);
+        send_tap_queues(holder, 1, UID_QUEUES);
+        ck_assert(frame_within(holder, 2000));
+        w = connect_as(h.sock, NOBODY);
+        send_tap_queues(w, 1, 1); /* waits for fds */
+        root = tu_raw_connect(h.sock);
+        tu_raw_hello(root);
+        root2 = tu_raw_connect(h.sock);
+        tu_raw_hello(root2);
+        hfd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(hfd, 0);
+        close(hfd);
+        del.name = (char *)"nbr0";
+        op.op_case = NETBROKER__OP__OP_LINK_DELETE;
+        op.link_delete = &del;
+        th_send_request(root, 1, ops, 1, NULL, 0);
+        for (int i = 0; i < 1000 && access(held, F_OK) != 0; i++)
+                usleep(5000);
+        ck_assert_msg(access(held, F_OK) == 0, "the links' lane was never held");
+        tap.name = (char *)"nbx%d";
+        op.op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op.tap_create = &tap;
+        th_send_request(root2, 1, ops, 1, NULL, 0); /* waits for the lane */
+        usleep(100 * 1000);
+        ck_assert_int_eq(reply_status(holder, 1), 0); /* w is given its fds */
+        usleep(200 * 1000);
+        ck_assert(!frame_within(w, 0));
+        unlink(hold);
+        unlink(held);
+        ck_assert_int_eq(reply_status(root, 1), 0);
+        wix = reply_ifindex(w, 1);
+        rix = reply_ifindex(root2, 1);
+        ck_assert_msg(wix && rix && wix < rix, "uid 65534's tap %d, root's %d: root's went first",
+                      wix, rix);
+        close(w);
+        close(holder);
+        close(root);
+        close(root2);
+        tu_helper_stop(&h);
+}
+END_TEST
+#endif
+
+/* The review's churn: behind a holder of the uid's eighth, 3 connections
+ * of 20 waiting taps each (1 to 8 queues), then, round after round, the
+ * holder reads or closes, and waiters close or shut down, in every order.
+ * No reservation, claim or draining connection outlives its round: at the
+ * end a tap of the whole eighth is made at once. (Between rounds the
+ * closed connections drain; the poll sees them gone within 100 ms.) */
+static int waiters_churn(const char *sock, void *arg)
+{
+        (void)arg;
+        for (int r = 0; r < 16; r++) {
+                int hog = tu_raw_connect(sock), w[3];
+                tu_raw_hello(hog);
+                send_tap_queues(hog, 1, UID_QUEUES);
+                if (!frame_within(hog, 2000))
+                        return 1;
+                for (int c = 0; c < 3; c++) {
+                        w[c] = tu_raw_connect(sock);
+                        tu_raw_hello(w[c]);
+                        for (int i = 0; i < 20; i++)
+                                send_tap_queues(w[c], 10 + (uint64_t)i,
+                                                (unsigned)(1 + (i + c) % UID_QUEUES));
+                }
+                switch (r % 4) {
+                case 0:
+                        close(w[0]);
+                        reply_status(hog, 1);
+                        break;
+                case 1:
+                        reply_status(hog, 1);
+                        close(w[1]);
+                        break;
+                case 2:
+                        close(hog);
+                        hog = -1;
+                        close(w[2]);
+                        break;
+                case 3:
+                        shutdown(w[0], SHUT_WR);
+                        reply_status(hog, 1);
+                        shutdown(w[1], SHUT_WR);
+                        break;
+                }
+                if (hog >= 0)
+                        close(hog);
+                for (int c = 0; c < 3; c++)
+                        close(w[c]);
+                usleep(300 * 1000);
+        }
+        int last = tu_raw_connect(sock);
+        tu_raw_hello(last);
+        send_tap_queues(last, 1, UID_QUEUES);
+        if (!frame_within(last, 2000) || reply_status(last, 1) != 0)
+                return 9; /* a reservation leaked */
+        close(last);
+        return 0;
+}
+
+START_TEST(test_user_churn_of_waiters_leaks_no_reservation)
+{
+        struct tu_helper h;
+        struct attacker a;
+        int fds;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, waiters_churn, NULL);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, 5000);
+        th_assert_serves(&h);
         tu_helper_stop(&h);
 }
 END_TEST
@@ -1248,10 +1754,7 @@ Suite *hostile_user_suite(void)
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, test_user_closing_at_every_step_never_crashes_the_helper);
         tcase_add_test(tc, test_user_that_never_takes_its_fds_delays_no_one);
-        tcase_add_test(tc, test_user_holding_tap_queues_on_every_connection_leaves_root_room);
         tcase_add_test(tc, test_user_half_sent_frames_hold_no_more_fds_than_its_share);
-        tcase_add_test(tc, test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone);
-        tcase_add_test(tc, test_user_tap_with_more_queues_than_its_quarter_of_fds_is_refused);
         tcase_add_test(tc, test_user_piling_up_unread_execs_stays_within_the_budget);
         tcase_add_test(tc, test_user_holding_its_spawn_share_leaves_roots_slot);
         tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);
@@ -1262,6 +1765,24 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall);
         tcase_add_test(tc, test_user_networks_are_one_per_bridge_it_owns);
         tcase_add_test(tc, test_user_network_does_not_outlive_its_bridge);
+        suite_add_tcase(s, tc);
+        /* The tap and macvtap fds of uids other than root (server.c's
+         * reservations): CK_RUN_CASE=fds runs them alone. */
+        tc = tcase_create("fds");
+        tcase_set_timeout(tc, 180);
+        tcase_add_test(tc, test_user_holding_tap_queues_on_every_connection_leaves_root_room);
+        tcase_add_test(tc, test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone);
+        tcase_add_test(tc, test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused);
+        tcase_add_test(tc, test_user_closed_with_its_fds_unread_still_holds_them);
+        tcase_add_test(tc, test_user_draining_connection_goes_once_its_client_reads);
+        tcase_add_test(tc, test_user_many_waiting_taps_cost_one_look_a_poll);
+        tcase_add_test(tc, test_user_small_tap_does_not_pass_a_waiting_large_one);
+        tcase_add_test(tc, test_user_stream_of_waiters_does_not_postpone_the_poll);
+        tcase_add_test(tc, test_user_tap_left_unrun_by_a_full_reply_waits_for_no_fds);
+        tcase_add_test(tc, test_user_churn_of_waiters_leaks_no_reservation);
+#ifdef NB_TEST_HOOKS
+        tcase_add_test(tc, test_user_tap_given_its_fds_waits_first_for_its_lane);
+#endif
         suite_add_tcase(s, tc);
         return s;
 }

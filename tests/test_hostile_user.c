@@ -88,6 +88,27 @@ static void attack_end(struct attacker *a)
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "attacker status %d", status);
 }
 
+/* In a namespace of its own (with veth nbup0/nbup1 when veth), a helper
+ * of conf attacked by fn as uid 65534: once the attacker is gone the
+ * helper's fds settle (within settle_ms) and it serves. */
+static void attack_and_settle(const char *conf, bool veth, attack_fn fn, int settle_ms)
+{
+        struct tu_helper h;
+        struct attacker a;
+        int fds;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        if (veth)
+                tu_veth("nbup0", "nbup1");
+        tu_helper_start(&h, conf);
+        fds = tu_fd_count(h.pid);
+        attack_start(&a, &h, fn, NULL);
+        attack_end(&a);
+        tu_assert_fd_count_settles(h.pid, fds, settle_ms);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+
 static Netbroker__ServerMessage *recv_msg(int fd)
 {
         return tu_raw_recv(fd, NULL);
@@ -124,19 +145,7 @@ static int close_at_every_step(const char *sock, void *arg)
 
 START_TEST(test_user_closing_at_every_step_never_crashes_the_helper)
 {
-        struct tu_helper h;
-        struct attacker a;
-        int fds;
-
-        tu_private_netns(); /* what it leaves dies with it */
-        tu_veth("nbup0", "nbup1");
-        tu_helper_start(&h, TU_ALLOW USER_POLICY);
-        fds = tu_fd_count(h.pid);
-        attack_start(&a, &h, close_at_every_step, NULL);
-        attack_end(&a);
-        tu_assert_fd_count_settles(h.pid, fds, 3000);
-        th_assert_serves(&h);
-        tu_helper_stop(&h);
+        attack_and_settle(TU_ALLOW USER_POLICY, true, close_at_every_step, 3000);
 }
 END_TEST
 
@@ -355,18 +364,7 @@ static int second_waits_for_the_firsts_fds(const char *sock, void *arg)
 
 START_TEST(test_user_tap_waiting_for_its_fds_runs_once_they_are_taken_or_gone)
 {
-        struct tu_helper h;
-        struct attacker a;
-        int fds;
-
-        tu_private_netns(); /* what it leaves dies with it */
-        tu_helper_start(&h, TU_ALLOW USER_POLICY);
-        fds = tu_fd_count(h.pid);
-        attack_start(&a, &h, second_waits_for_the_firsts_fds, NULL);
-        attack_end(&a);
-        tu_assert_fd_count_settles(h.pid, fds, 5000);
-        th_assert_serves(&h);
-        tu_helper_stop(&h);
+        attack_and_settle(TU_ALLOW USER_POLICY, false, second_waits_for_the_firsts_fds, 5000);
 }
 END_TEST
 
@@ -910,22 +908,9 @@ static int waiters_churn(const char *sock, void *arg)
 
 START_TEST(test_user_churn_of_waiters_leaks_no_reservation)
 {
-        struct tu_helper h;
-        struct attacker a;
-        int fds;
-
-        tu_private_netns(); /* what it leaves dies with it */
-        tu_helper_start(&h, TU_ALLOW USER_POLICY);
-        fds = tu_fd_count(h.pid);
-        attack_start(&a, &h, waiters_churn, NULL);
-        attack_end(&a);
-        tu_assert_fd_count_settles(h.pid, fds, 5000);
-        th_assert_serves(&h);
-        tu_helper_stop(&h);
+        attack_and_settle(TU_ALLOW USER_POLICY, false, waiters_churn, 5000);
 }
 END_TEST
-
-/* ---- memory ---- */
 
 /* ---- fds of frames half-sent ---- */
 
@@ -1064,6 +1049,8 @@ START_TEST(test_user_half_sent_frames_hold_no_more_fds_than_its_share)
         tu_helper_stop(&h);
 }
 END_TEST
+
+/* ---- memory ---- */
 
 static int execs_piled_up(const char *sock, void *arg)
 {

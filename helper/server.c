@@ -588,6 +588,10 @@ static void conn_fail(struct conn *c, int status, uint64_t request_id, const cha
         nbp_frame_reader_reset(&c->rd);
         conn_count_partial_fds(c);
         nbd_timer_cancel(c->srv->loop, &c->frame_timer);
+        /* Before the Error is queued: fds the client took are not held
+         * by the bytes of an Error it has not read yet (else the
+         * connection would drain holding them). */
+        conn_fds_refresh(c);
         if (conn_queue(c, &m) < 0)
                 conn_close_later(c);
 }

@@ -601,6 +601,58 @@ START_TEST(test_user_draining_connection_goes_once_its_client_reads)
 }
 END_TEST
 
+/* A connection the helper closes (here its idle timeout) after its client
+ * took every fd and the reply holds nothing while its Error waits unread:
+ * the uid's next tap is made at once. (The stale count of fds sent made
+ * it drain holding the uid's eighth until the client read again; from a
+ * review of the fd reservations.) */
+START_TEST(test_user_closed_after_taking_its_fds_holds_nothing)
+{
+        struct tu_helper h;
+        int fd, second;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW "idle_timeout_ms = 300\n" USER_POLICY);
+        fd = connect_as(h.sock, NOBODY);
+        send_tap_queues(fd, 1, UID_QUEUES);
+        ck_assert_int_eq(reply_status(fd, 1), 0); /* every fd and the reply read */
+        usleep(800 * 1000); /* the idle timeout: an Error sent, not read */
+        second = connect_as(h.sock, NOBODY);
+        send_tap_queues(second, 1, 1);
+        ck_assert_msg(frame_within(second, 1500),
+                      "the uid's tap waits: the closed connection drains with fds its client took");
+        ck_assert_int_eq(reply_status(second, 1), 0);
+        close(second);
+        close(fd);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The helper stops (and frees all, which the valgrind run checks) while a
+ * connection drains and a request of the same uid waits for its room. */
+START_TEST(test_helper_stops_while_a_connection_drains)
+{
+        struct tu_helper h;
+        int fd, fd2;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW USER_POLICY);
+        fd = connect_as(h.sock, NOBODY);
+        send_tap_queues(fd, 1, 4);
+        ck_assert(frame_within(fd, 2000));
+        fd2 = connect_as(h.sock, NOBODY);
+        send_tap_queues(fd2, 1, 4);
+        ck_assert(frame_within(fd2, 2000));
+        shutdown(fd, SHUT_WR);
+        ck_assert(hung_up_within(fd, 2000));
+        send_tap_queues(fd2, 2, 4); /* waits: the uid's eighth is held */
+        usleep(200 * 1000);
+        tu_helper_stop(&h);
+        close(fd);
+        close(fd2);
+}
+END_TEST
+
 /* Waiting taps of many requests cost the poll one SIOCOUTQ per connection
  * holding fds sent, not one per waiter and connection: one uid's holder
  * never reads its eighth, and its 3 other connections ask for 64 one-queue
@@ -1762,6 +1814,8 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_tap_with_more_queues_than_its_eighth_of_fds_is_refused);
         tcase_add_test(tc, test_user_closed_with_its_fds_unread_still_holds_them);
         tcase_add_test(tc, test_user_draining_connection_goes_once_its_client_reads);
+        tcase_add_test(tc, test_user_closed_after_taking_its_fds_holds_nothing);
+        tcase_add_test(tc, test_helper_stops_while_a_connection_drains);
         tcase_add_test(tc, test_user_many_waiting_taps_cost_one_look_a_poll);
         tcase_add_test(tc, test_user_small_tap_does_not_pass_a_waiting_large_one);
         tcase_add_test(tc, test_user_stream_of_waiters_does_not_postpone_the_poll);

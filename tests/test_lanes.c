@@ -1857,6 +1857,7 @@ START_TEST(test_a_users_apply_reads_only_the_owners_it_names)
                 mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         struct tu_helper h;
         uint64_t dumps;
+        nb_batch *b;
         nb_conn *c;
         pid_t child;
         int w, fd;
@@ -1887,7 +1888,9 @@ START_TEST(test_a_users_apply_reads_only_the_owners_it_names)
         /* Root's owner, named by nobody after another foreign commit. */
         free(tu_sh("nft add table inet someone_else2"));
         dumps = tu_stat(c, "nft_chain_dumps");
-        w = nobody_run(h.sock, fw_batch("rt", "nbu0", 2, NB_FW_REPLACE), status);
+        b = fw_batch("rt", "nbu0", 2, NB_FW_REPLACE);
+        w = nobody_run(h.sock, b, status);
+        nb_batch_free(b);
         ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0 && *status == -EPERM,
                       "nobody's apply of root's owner: child 0x%x, status %d", w, *status);
         ck_assert_uint_eq(tu_stat(c, "nft_chain_dumps"), dumps);

@@ -382,6 +382,29 @@ START_TEST(test_a_failed_batch_undoes_addresses_routes_and_sysctls)
 }
 END_TEST
 
+/* Append to b an op that fails when it runs (an address nbbr0 has
+ * already: addr, /24), submit it, and assert that every op before it was
+ * undone and that `show` prints what it printed before (taken; freed). */
+static void assert_failed_batch_undone(nb_conn *c, nb_batch *b, size_t n_before, const char *addr,
+                                       const char *show, char *before)
+{
+        nb_results *res;
+        char why[64], *after;
+
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", addr, 24, NULL), 0);
+        res = tu_submit(c, b);
+        snprintf(why, sizeof(why), "has %s/24 already", addr);
+        tu_assert_status(res, n_before, -EEXIST, why);
+        for (size_t i = 0; i < n_before; i++)
+                ck_assert_int_eq(nb_result_status(res, i), -ECANCELED);
+        nb_results_free(res);
+        after = tu_sh("%s", show);
+        ck_assert_msg(strcmp(before, after) == 0, "before:\n%s\nafter the undo:\n%s", before,
+                      after);
+        free(before);
+        free(after);
+}
+
 /* A route deleted by a batch that then fails comes back as the kernel had
  * it: its metric, protocol, preferred source and MTU, not only what the
  * deletion named (before, the undo added the request's fields: metric 0,
@@ -392,8 +415,7 @@ START_TEST(test_a_failed_batch_puts_a_deleted_route_back_as_it_was)
         nb_route rt = NB_ROUTE_INIT;
         nb_batch *b = nb_batch_new();
         const char *show = "ip -j route show 10.83.0.0/16; ip -j -6 route show fd00:83::/48";
-        char *before, *after;
-        nb_results *res;
+        char *before;
 
         ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.82.0.1", 24, NULL), 0);
         nb_results_free(tu_submit_ok(c, b));
@@ -411,18 +433,7 @@ START_TEST(test_a_failed_batch_puts_a_deleted_route_back_as_it_was)
         rt.destination = "fd00:83::";
         rt.prefix_len = 48;
         ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
-        /* Fails when it runs: nbbr0 has this address already. */
-        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.82.0.1", 24, NULL), 0);
-        res = tu_submit(c, b);
-        tu_assert_status(res, 2, -EEXIST, "has 10.82.0.1/24 already");
-        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
-        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
-        nb_results_free(res);
-        after = tu_sh("%s", show);
-        ck_assert_msg(strcmp(before, after) == 0, "before:\n%s\nafter the undo:\n%s", before,
-                      after);
-        free(before);
-        free(after);
+        assert_failed_batch_undone(c, b, 2, "10.82.0.1", show, before);
         nb_close(c);
 }
 END_TEST
@@ -438,8 +449,7 @@ START_TEST(test_a_failed_batch_takes_away_only_the_route_it_added)
         nb_route rt = NB_ROUTE_INIT;
         nb_batch *b = nb_batch_new();
         const char *show = "ip -j -6 route show fd00:85::/48";
-        char *before, *after;
-        nb_results *res;
+        char *before;
 
         free(tu_sh("ip -6 route add fd00:85::/48 dev nbbr0 metric 5 && ip -6 route add "
                    "fd00:85::/48 dev nbbr0 metric 2000 proto static"));
@@ -451,17 +461,7 @@ START_TEST(test_a_failed_batch_takes_away_only_the_route_it_added)
         rt.prefix_len = 48;
         rt.ifname = "nbbr0";
         ck_assert_int_eq(nb_batch_route_add(b, &rt), 0);
-        /* Fails when it runs: nbbr0 has this address already. */
-        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.85.0.1", 24, NULL), 0);
-        res = tu_submit(c, b);
-        tu_assert_status(res, 2, -EEXIST, "has 10.85.0.1/24 already");
-        ck_assert_int_eq(nb_result_status(res, 1), -ECANCELED);
-        nb_results_free(res);
-        after = tu_sh("%s", show);
-        ck_assert_msg(strcmp(before, after) == 0, "before:\n%s\nafter the undo:\n%s", before,
-                      after);
-        free(before);
-        free(after);
+        assert_failed_batch_undone(c, b, 2, "10.85.0.1", show, before);
         nb_close(c);
 }
 END_TEST

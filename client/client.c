@@ -192,6 +192,8 @@ static int hello(nb_conn *c)
         h.n_features = sizeof(client_features) / sizeof(*client_features);
         h.features = (char **)client_features;
         h.software = (char *)"libnetbroker " NB_VERSION;
+        /* Always: without a callback they are dropped on arrival. */
+        h.events = true;
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
         m.hello = &h;
         /* A helper that refuses us says why and closes at once, possibly
@@ -215,6 +217,7 @@ static int hello(nb_conn *c)
                 /* A helper that announces its limits announces this one too. */
                 c->hello_fds_known = reply->hello->max_frame > 0;
                 hello_rest(c, reply->hello);
+                c->helper_events = reply->hello->events;
                 c->features = calloc(reply->hello->n_features + 1, sizeof(char *));
                 for (size_t i = 0; c->features && i < reply->hello->n_features; i++)
                         if ((c->features[c->n_features] = strdup(reply->hello->features[i])))
@@ -510,6 +513,7 @@ static void conn_free(nb_conn *c)
         /* The helper exits when its only connection closes. */
         conn_reap_helper(c, true);
         free_features(c);
+        conn_events_free(c);
         free(c->helper_path);
         free(c->config_path);
         free(c->log_level);
@@ -543,6 +547,7 @@ static nb_conn *conn_alloc(void)
         c->pidfd = -1;
         c->hello_timeout_ms = NB_HELLO_TIMEOUT_MS_DEFAULT;
         c->completed_tail = &c->completed;
+        c->events_tail = &c->events;
         c->out_tail = &c->out;
         nbp_frame_reader_init(&c->rd, CLIENT_FRAME_CAP, NBP_FRAME_MAX_FDS);
         c->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -664,6 +669,9 @@ NB_EXPORT bool nb_conn_has_feature(nb_conn *c, const char *name)
         bool found = false;
 
         pthread_mutex_lock(&c->lock);
+        /* Not an op: said by Hello's events (netbroker.h, events). */
+        if (strcmp(name, "events") == 0)
+                found = c->helper_events;
         for (size_t i = 0; i < c->n_features; i++)
                 if (strcmp(c->features[i], name) == 0)
                         found = true;

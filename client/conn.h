@@ -34,6 +34,14 @@ struct request {
 
 #define NO_DEADLINE INT64_MAX
 
+/* An event received, waiting for nb_conn_dispatch() (events.c). */
+struct conn_event {
+        nb_event_kind kind;
+        uint32_t family;
+        char table[64];
+        struct conn_event *next;
+};
+
 struct nb_conn {
         pthread_mutex_t lock; /* everything below; socket I/O is non-blocking under it */
         pthread_cond_t cond; /* CLOCK_MONOTONIC: a request is done, or the poller left */
@@ -69,6 +77,10 @@ struct nb_conn {
         uint64_t limits[NB_LIMIT_EXEC_ARGS + 1];
         unsigned helper_version;
         bool helper_version_known;
+        bool helper_events; /* its Hello said it sends Events */
+        nb_event_callback event_cb; /* nb_conn_on_event()'s */
+        void *event_opaque;
+        struct conn_event *events, **events_tail; /* not yet delivered */
         char error[512];
 };
 
@@ -91,6 +103,18 @@ void conn_epoll_forget(nb_conn *c);
 /* With lock held and no synchronous poller: make a working connection,
  * its Hello done by `deadline` (CLOCK_MONOTONIC ns, or NO_DEADLINE). */
 int conn_establish(nb_conn *c, int64_t deadline);
+
+/* events.c */
+/* Lock held: keep ev for the callback (dropped without one, or while one
+ * of the same table waits); wakes nb_conn_fd(). */
+void conn_event_file(nb_conn *c, const Netbroker__Event *ev);
+/* No lock held: run the callback for the events received so far. Returns
+ * how many ran. */
+int conn_events_run(nb_conn *c);
+/* nb_close(): drop what was not delivered. */
+void conn_events_free(nb_conn *c);
+/* requests.c's eventfd wake-up of nb_conn_fd(). */
+void conn_notify(nb_conn *c);
 
 /* requests.c */
 /* Lock held: the socket is in the epoll set, with write interest exactly

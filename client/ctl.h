@@ -62,6 +62,8 @@ extern const struct command ctl_cmd_addr, ctl_cmd_route;
 extern const struct command ctl_cmd_net;
 /* supervised programs (ctl_program.c) */
 extern const struct command ctl_cmd_program;
+/* the helper's events (ctl_events.c) */
+extern const struct command ctl_cmd_events;
 
 /* ---- ctl_conn.c ---- */
 

@@ -836,6 +836,47 @@ int nb_conn_dispatch(nb_conn *conn);
  * back, or already failed (its callback runs with that status). */
 int nb_cancel(nb_conn *conn, uint64_t id);
 
+/* ---- events ----
+ *
+ * Someone else deleting one of the helper's nftables tables (`nft flush
+ * ruleset`, a firewall service's reload) removes what the daemon installed
+ * there: every guest's filter (table "netbroker", family netdev), the
+ * virtual networks' NAT and filters ("netbroker_net", inet), the outbound
+ * bandwidth policers ("netbroker_bw", netdev). The helper keeps no copy to
+ * rebuild from (the daemon owns the policy): it tells the connections that
+ * may write to the table (root; other uids granted firewall_apply, net_apply
+ * or bandwidth_set), and the daemon installs it again: nb_fw_ensure() or a
+ * FirewallApply of every owner, each network's NetApply, each limit's
+ * BandwidthSet, as libvirt does after firewalld's reload signal.
+ *
+ * The callback runs from nb_conn_dispatch(), as request callbacks do
+ * (nb_conn_fd() turns readable when an event comes), in the order the
+ * events came; a connection whose socket nobody reads hears late, from its
+ * next call. While an event of a table waits undelivered, another of the
+ * same table is not added (the helper does the same for a client that does
+ * not read): one event may stand for several deletions. An event that
+ * comes while no callback is set is dropped. Helpers before 0.2 send none;
+ * nb_conn_has_feature(conn, "events") is true for those that do. */
+
+typedef enum nb_event_kind {
+        NB_EVENT_TABLE_DELETED = 1,
+} nb_event_kind;
+
+typedef struct nb_event {
+        nb_event_kind kind;
+        /* NB_EVENT_TABLE_DELETED: the table's nftables family (NFPROTO_NETDEV,
+         * 5, or NFPROTO_INET, 1) and name. */
+        int family;
+        const char *table;
+} nb_event;
+
+/* ev and what it points to are valid during the call only. */
+typedef void (*nb_event_callback)(nb_conn *conn, const nb_event *ev, void *opaque);
+
+/* Set the connection's event callback (cb NULL: none; events waiting
+ * undelivered are dropped then). Returns 0 or -EINVAL. */
+int nb_conn_on_event(nb_conn *conn, nb_event_callback cb, void *opaque);
+
 /* ---- results ---- */
 
 size_t nb_results_count(const nb_results *res);

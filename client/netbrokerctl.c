@@ -15,8 +15,9 @@
 #include "ctl.h"
 
 static const struct command *const commands[] = {
-        &ctl_cmd_ping, &ctl_cmd_stats, &ctl_cmd_exec,  &ctl_cmd_link, &ctl_cmd_names,   &ctl_cmd_fw,
-        &ctl_cmd_bw,   &ctl_cmd_addr,  &ctl_cmd_route, &ctl_cmd_net,  &ctl_cmd_program,
+        &ctl_cmd_ping,  &ctl_cmd_stats, &ctl_cmd_exec,    &ctl_cmd_link,
+        &ctl_cmd_names, &ctl_cmd_fw,    &ctl_cmd_bw,      &ctl_cmd_addr,
+        &ctl_cmd_route, &ctl_cmd_net,   &ctl_cmd_program, &ctl_cmd_events,
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(*commands))
 

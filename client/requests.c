@@ -73,6 +73,11 @@ static void notify(int efd)
         }
 }
 
+void conn_notify(nb_conn *c)
+{
+        notify(c->notify_fd);
+}
+
 static void drain(int efd)
 {
         uint64_t n;
@@ -221,6 +226,8 @@ static void file_frame(nb_conn *c, Netbroker__ServerMessage *m, int *fds, size_t
                 finish(c, rq, 0);
                 return;
         }
+        if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_EVENT)
+                conn_event_file(c, m->event);
         if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR) {
                 conn_set_error(c, "%s", m->error->message);
                 rq = m->error->request_id ? find_pending(c, m->error->request_id) : NULL;
@@ -621,6 +628,7 @@ static int run_callbacks(nb_conn *c, struct request *list)
 NB_EXPORT int nb_conn_dispatch(nb_conn *c)
 {
         struct request *list;
+        int n;
 
         if (!c)
                 return -EINVAL;
@@ -632,7 +640,8 @@ NB_EXPORT int nb_conn_dispatch(nb_conn *c)
         c->completed = NULL;
         c->completed_tail = &c->completed;
         pthread_mutex_unlock(&c->lock);
-        return run_callbacks(c, list);
+        n = run_callbacks(c, list);
+        return n + conn_events_run(c);
 }
 
 NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)

@@ -52,6 +52,7 @@ const struct nbd_backend nbd_kernel_backend = {
                 {
                         .open = nbd_fw_open,
                         .close = nbd_fw_close,
+                        .on_table_deleted = nbd_fw_on_table_deleted,
                         .txn_begin = nbd_fw_txn_begin,
                         .txn_apply = nbd_fw_txn_apply,
                         .txn_remove = nbd_fw_txn_remove,

@@ -26,8 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bw_nft.h"
 #include "fw_compile.h"
 #include "fw_msgs.h"
+#include "fw_net.h"
 #include "fw_same_byte.h"
 #include "fw_summary.h"
 #include "fw_table.h"
@@ -1139,7 +1141,7 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                                           : "no acknowledgement for the transaction");
         }
         if (r == 0 && t->drops_table)
-                nbd_info("firewall: the last owner is gone, and tables %s and %s with it",
+                nbd_info("the last owner is gone, and tables %s and %s with it",
                          NBD_FW_TABLE, NBD_FW_GEN_TABLE);
         if (r == 0) {
                 nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
@@ -1255,6 +1257,47 @@ static int gen_cb(const struct nlattr *attr, void *data)
         return MNL_CB_OK;
 }
 
+void nbd_fw_on_table_deleted(struct nbd_fw *fw, nbd_fw_table_deleted_fn fn, void *data)
+{
+        fw->table_deleted = fn;
+        fw->table_deleted_data = data;
+}
+
+/* A table was deleted: one of ours, by someone else? The guests' table is
+ * also deleted by the helper itself (its last owner removed), which
+ * own_deletion_seen() accounts for; the networks' and the policers' never
+ * are (only their probes, under other names). */
+static void on_table_deleted(struct nbd_fw *fw, uint32_t family, const char *name)
+{
+        bool guests = family == NFPROTO_NETDEV && strcmp(name, NBD_FW_TABLE) == 0;
+
+        if (!guests && !(family == NFPROTO_INET && strcmp(name, NBD_NET_TABLE) == 0) &&
+            !(family == NFPROTO_NETDEV && strcmp(name, NBD_BW_NFT_TABLE) == 0))
+                return;
+        if (guests && own_deletion_seen())
+                return;
+        /* The daemon owns the policy: it hears of it (an Event to the
+         * connections that asked, and Stats) and installs it again; the
+         * helper keeps no copy to rebuild from. One line a second at most:
+         * a script deleting the table in a loop does not flood the log. */
+        uint64_t now = nbd_now_us();
+        if (now - fw->deleted_logged_us >= 1000000 || !fw->deleted_logged_us) {
+                nbd_notice("table %s %s was deleted (nft flush ruleset, a firewall reload?)%s",
+                           family == NFPROTO_INET ? "inet" : "netdev", name,
+                           fw->deleted_unlogged ? "; more deletions of the tables since the "
+                                                  "last such line"
+                                                : "");
+                fw->deleted_logged_us = now;
+                fw->deleted_unlogged = false;
+        } else {
+                fw->deleted_unlogged = true;
+        }
+        if (guests)
+                nbd_stat_inc(NBD_STAT_FW_TABLE_DELETED);
+        if (fw->table_deleted)
+                fw->table_deleted(fw->table_deleted_data, family, name);
+}
+
 static int on_nft_event(const struct nlmsghdr *nlh, void *data)
 {
         struct nbd_fw *fw = data;
@@ -1279,16 +1322,9 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
         if (NFNL_MSG_TYPE(nlh->nlmsg_type) != NFT_MSG_DELTABLE)
                 return MNL_CB_OK;
         t = nftnl_table_alloc();
-        if (t && nftnl_table_nlmsg_parse(nlh, t) == 0 &&
-            nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY) == NFPROTO_NETDEV &&
-            strcmp(nftnl_table_get_str(t, NFTNL_TABLE_NAME), NBD_FW_TABLE) == 0 &&
-            !own_deletion_seen()) {
-                /* The daemon owns the policy: it learns from Stats and its
-                 * next ensure rebuilds; the helper does not on its own. */
-                nbd_notice("table %s was deleted (nft flush ruleset, a firewall reload?)",
-                           NBD_FW_TABLE);
-                nbd_stat_inc(NBD_STAT_FW_TABLE_DELETED);
-        }
+        if (t && nftnl_table_nlmsg_parse(nlh, t) == 0)
+                on_table_deleted(fw, nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY),
+                                 nftnl_table_get_str(t, NFTNL_TABLE_NAME));
         if (t)
                 nftnl_table_free(t);
         return MNL_CB_OK;

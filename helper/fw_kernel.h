@@ -21,8 +21,18 @@
 struct nbd_fw;
 struct nbd_fw_txn;
 
+typedef void (*nbd_fw_table_deleted_fn)(void *data, uint32_t family, const char *table);
+
 int nbd_fw_open(struct nbd_loop *loop, struct nbd_fw **ret);
 void nbd_fw_close(struct nbd_fw *fw);
+
+/* fn(data, family, table) runs on the loop each time the monitor hears
+ * another process delete one of the helper's tables: the guests'
+ * (NBD_FW_TABLE), the networks' (NBD_NET_TABLE) or the outbound
+ * policers' (NBD_BW_NFT_TABLE). Not for the helper's own deletions, nor
+ * for one made while the monitor was out of its group (the monitor, in
+ * fw_kernel.c). fn NULL: none. */
+void nbd_fw_on_table_deleted(struct nbd_fw *fw, nbd_fw_table_deleted_fn fn, void *data);
 
 /* A transaction: starts from one read of the table (for ensure and for
  * knowing what to delete), collects applies and removes, and commits them

@@ -31,6 +31,13 @@ struct nbd_fw {
         bool gen_known;
         unsigned mon_epoch; /* nbd_fw_monitor_heard()'s, at the last check */
         bool can_mark; /* the kernel has the arp family (probed at open) */
+        /* nbd_fw_on_table_deleted()'s; NULL: none. */
+        nbd_fw_table_deleted_fn table_deleted;
+        void *table_deleted_data;
+        /* The notice of a deletion: when last logged, and whether some
+         * came since that were not (one line a second). */
+        uint64_t deleted_logged_us;
+        bool deleted_unlogged;
 };
 
 struct nbd_fw_owner_state {

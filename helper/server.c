@@ -7,14 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netfilter.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "bw_nft.h"
 #include "codec.h"
 #include "dispatch.h"
+#include "fw_model.h"
+#include "fw_net.h"
 #include "lane.h"
 #include "log.h"
 #include "peer.h"
@@ -67,6 +72,10 @@ struct conn_job {
         bool finished;
         struct conn_job *next;
 };
+
+/* The tables whose deletion by someone else is an Event (server_event
+ * below): the guests', the networks', the outbound policers'. */
+#define EVENT_TABLES 3
 
 /* What the connections of one uid other than root hold (counted as in
  * struct conn, reservations included), kept as it changes so that a
@@ -124,6 +133,11 @@ struct conn {
         /* A frame of it being decoded on the decode lane: nothing more is
          * read until it is handled, so its requests start in order. */
         struct decode *decoding;
+        /* Its Hello asked for Events; the one of each table still queued,
+         * not yet written (NULL: none): a later one is not queued behind
+         * it, so a client that does not read holds at most these. */
+        bool want_events;
+        struct nbp_frame_out *event_out[EVENT_TABLES];
         struct conn *next;
 };
 
@@ -521,6 +535,9 @@ static void conn_flush(struct conn *c)
                 if (!c->out_head)
                         c->out_tail = NULL;
                 c->mem -= head->len;
+                for (size_t i = 0; i < EVENT_TABLES; i++)
+                        if (c->event_out[i] == head)
+                                c->event_out[i] = NULL;
                 nbp_frame_out_free(head);
         }
         if (!c->out_head && c->closing) {
@@ -802,6 +819,8 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         me.exec_output_cap = c->srv->cfg->exec_output_cap;
         me.exec_timeout_max_ms = c->srv->cfg->exec_timeout_max_ms;
         me.max_args = c->srv->cfg->max_args;
+        me.events = true;
+        c->want_events = h->events;
         m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
         m.hello = &me;
         c->hello_done = true;
@@ -809,6 +828,72 @@ static void handle_hello(struct conn *c, const Netbroker__Hello *h)
         if (conn_queue(c, &m) < 0)
                 conn_fail(c, ENOMEM, 0, "cannot encode Hello");
         free(features);
+}
+
+/* ---- events ---- */
+
+/* A caller hears of a table's deletion when it may write to the table
+ * (root always): deny by default, as the ops. */
+static const struct {
+        uint32_t family;
+        const char *table;
+        const char *op;
+} event_tables[EVENT_TABLES] = {
+        {NFPROTO_NETDEV, NBD_FW_TABLE, "firewall_apply"},
+        {NFPROTO_INET, NBD_NET_TABLE, "net_apply"},
+        {NFPROTO_NETDEV, NBD_BW_NFT_TABLE, "bandwidth_set"},
+};
+
+static bool conn_hears(const struct conn *c, size_t k)
+{
+        struct nbd_err why;
+
+        if (!c->want_events || !c->hello_done || c->closing || c->dead || c->closed || c->draining)
+                return false;
+        return nbd_policy_check_op(&c->srv->cfg->policy, &c->peer, event_tables[k].op, &why) == 0;
+}
+
+/* Someone else deleted one of the helper's tables (fw_kernel.h): each
+ * connection that asked for events and may write to it is told, once
+ * while such a notice waits unread there. */
+static void server_table_deleted(void *data, uint32_t family, const char *table)
+{
+        Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
+        Netbroker__Event ev = NETBROKER__EVENT__INIT;
+        Netbroker__TableDeleted td = NETBROKER__TABLE_DELETED__INIT;
+        struct nbd_server *s = data;
+        size_t k = 0;
+
+        while (k < EVENT_TABLES &&
+               !(event_tables[k].family == family && strcmp(event_tables[k].table, table) == 0))
+                k++;
+        if (k == EVENT_TABLES)
+                return;
+        td.family = family;
+        td.table = (char *)table;
+        ev.ev_case = NETBROKER__EVENT__EV_TABLE_DELETED;
+        ev.table_deleted = &td;
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_EVENT;
+        m.event = &ev;
+        for (struct conn *c = s->conns; c; c = c->next) {
+                struct nbp_frame_out *f;
+
+                if (!conn_hears(c, k))
+                        continue;
+                if (c->event_out[k]) {
+                        nbd_stat_inc(NBD_STAT_EVENTS_COALESCED);
+                        continue;
+                }
+                if (nbp_pack_frame(&m.base, &f) < 0) {
+                        nbd_warn("cannot tell pid %d that table %s was deleted: out of memory",
+                                 (int)c->peer.pid, table);
+                        continue;
+                }
+                /* Cleared by conn_flush when written, which may be now. */
+                c->event_out[k] = f;
+                nbd_stat_inc(NBD_STAT_EVENTS_SENT);
+                conn_push(c, f);
+        }
 }
 
 /* What the reply of req may carry of program output: what its Execs can
@@ -1291,6 +1376,7 @@ static void conn_close(struct conn *c)
                 c->out_head = f->next;
                 nbp_frame_out_free(f);
         }
+        memset(c->event_out, 0, sizeof(c->event_out));
         conn_fds_drop(c, c->fds_queued);
         c->fds_queued = 0;
         c->out_tail = NULL;
@@ -1526,6 +1612,8 @@ int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop,
         s->dctx.fw = fw;
         s->dctx.fw_gone = fw_gone;
         s->dctx.bw = bw;
+        if (fw && be->fw.on_table_deleted)
+                be->fw.on_table_deleted(fw, server_table_deleted, s);
         *ret = s;
         return 0;
 }
@@ -1534,6 +1622,8 @@ void nbd_server_free(struct nbd_server *s)
 {
         if (!s)
                 return;
+        if (s->dctx.fw && s->dctx.be->fw.on_table_deleted)
+                s->dctx.be->fw.on_table_deleted(s->dctx.fw, NULL, NULL);
         nbd_server_shutdown(s);
         nbd_timer_cancel(s->dctx.loop, &s->trim_timer);
         nbd_timer_cancel(s->loop, &s->fds_timer);

@@ -41,6 +41,8 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_PROGRAMS_ADOPTED] = "programs_adopted",
         [NBD_STAT_FDS_POLLS] = "fds_polls",
         [NBD_STAT_FDS_OUTQ_CHECKS] = "fds_outq_checks",
+        [NBD_STAT_EVENTS_SENT] = "events_sent",
+        [NBD_STAT_EVENTS_COALESCED] = "events_coalesced",
 };
 
 const char *nbd_stat_name(enum nbd_stat s)

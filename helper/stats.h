@@ -59,6 +59,10 @@ enum nbd_stat {
          * one connection each, to see whether its client took them. */
         NBD_STAT_FDS_POLLS,
         NBD_STAT_FDS_OUTQ_CHECKS,
+        /* Events (server.c): queued to a connection, and not queued
+         * because one of the same table still waited unread there. */
+        NBD_STAT_EVENTS_SENT,
+        NBD_STAT_EVENTS_COALESCED,
         NBD_STAT__MAX,
 };
 

@@ -78,16 +78,27 @@ static void bw_clear(struct lab *l)
         nb_results_free(tu_submit_ok(l->c, b));
 }
 
-static void clean_traffic_on(struct lab *l)
+/* Owner "vm"'s clean-traffic; true when an ensure found it in place. */
+static bool clean_traffic_mode(struct lab *l, nb_fw_mode mode)
 {
         nb_fw_ruleset *rs = nb_fw_ruleset_new();
         nb_batch *b = nb_batch_new();
+        bool same = false;
+        nb_results *res;
 
         ck_assert_int_eq(
                 nb_fw_add_clean_traffic(rs, GUEST_MAC, (const char *const[]){GUEST_IP, NULL}), 0);
-        ck_assert_int_eq(nb_batch_firewall_apply(b, "vm", l->ifname, rs, NB_FW_REPLACE), 0);
-        nb_results_free(tu_submit_ok(l->c, b));
+        ck_assert_int_eq(nb_batch_firewall_apply(b, "vm", l->ifname, rs, mode), 0);
+        res = tu_submit_ok(l->c, b);
+        ck_assert_int_eq(nb_result_firewall(res, 0, NULL, &same, NULL), 0);
+        nb_results_free(res);
         nb_fw_ruleset_free(rs);
+        return same;
+}
+
+static void clean_traffic_on(struct lab *l)
+{
+        clean_traffic_mode(l, NB_FW_REPLACE);
 }
 
 /* ---- the lab ---- */
@@ -616,6 +627,95 @@ START_TEST(test_a_limited_guest_does_not_pass_another_guests_filter)
 }
 END_TEST
 
+/* ---- a firewall reload ---- */
+
+/* What the daemon's event callback heard: "family:table;" in order. */
+static void on_event(nb_conn *c, const nb_event *ev, void *opaque)
+{
+        char *heard = opaque;
+        size_t len = strlen(heard);
+
+        (void)c;
+        snprintf(heard + len, 256 - len, "%d:%s;", ev->family, ev->table);
+}
+
+/* Dispatch as an event loop does until `want` was heard, 5 s at most. */
+static void await_heard(struct lab *l, const char *heard, const char *want)
+{
+        for (int i = 0; i < 50 && strcmp(heard, want) != 0; i++) {
+                struct pollfd p = {.fd = nb_conn_fd(l->c), .events = POLLIN};
+                if (poll(&p, 1, 100) > 0)
+                        ck_assert_int_ge(nb_conn_dispatch(l->c), 0);
+        }
+        ck_assert_msg(strcmp(heard, want) == 0, "%s: heard '%s', not '%s'", l->ifname, heard, want);
+}
+
+/* `nft flush ruleset` (a firewall service's reload) takes the filter and
+ * the policer with it: the guest is unfiltered and unlimited, and the
+ * daemon hears of both tables through its event loop. Put back as the
+ * daemon would (ensure, the limit again), both hold again. The helper's
+ * own deletion of its table (the last owner removed) is no event. */
+static void flush_and_put_back(struct lab *l)
+{
+        const nb_rate lim = {.size = sizeof(nb_rate), .average = LIMIT_KBS};
+        const bool in = !shaped(l, true); /* the way the policer limits */
+        char heard[256] = "";
+        double rin, rout;
+
+        ck_assert(nb_conn_has_feature(l->c, "events"));
+        ck_assert_int_eq(nb_conn_on_event(l->c, on_event, heard), 0);
+        clean_traffic_on(l);
+        bw_set(l, in ? &lim : NULL, in ? NULL : &lim);
+        assert_filter_holds(l, true, "filter and policer");
+        assert_policer(l, true);
+
+        free(tu_sh("nft flush ruleset"));
+        await_heard(l, heard, "5:netbroker;5:netbroker_bw;");
+        assert_filter_holds(l, false, "after nft flush ruleset");
+        assert_policer(l, false);
+
+        /* What the daemon does on hearing it. */
+        ck_assert_msg(!clean_traffic_mode(l, NB_FW_ENSURE), "ensure found the flushed owner");
+        bw_set(l, in ? &lim : NULL, in ? NULL : &lim);
+        assert_filter_holds(l, true, "put back");
+        assert_policer(l, true);
+        rates(l, &rin, &rout);
+        assert_limited(l, in ? "inbound" : "outbound", in ? rin : rout, in ? rout : rin);
+
+        /* Ours is no event: the last owner removed drops the table. */
+        heard[0] = '\0';
+        {
+                nb_batch *b = nb_batch_new();
+                ck_assert_int_eq(nb_batch_firewall_remove(b, "vm"), 0);
+                nb_results_free(tu_submit_ok(l->c, b));
+        }
+        bw_clear(l);
+        usleep(300000);
+        ck_assert_int_ge(nb_conn_dispatch(l->c), 0);
+        ck_assert_msg(heard[0] == '\0', "heard '%s' of the helper's own deletion", heard);
+        ck_assert_uint_eq(tu_stat(l->c, "events_sent"), 2);
+}
+
+START_TEST(test_tap_filter_and_limit_flushed_are_heard_of_and_put_back)
+{
+        struct lab l;
+
+        tap_up(&l);
+        flush_and_put_back(&l);
+        lab_down(&l);
+}
+END_TEST
+
+START_TEST(test_macvtap_filter_and_limit_flushed_are_heard_of_and_put_back)
+{
+        struct lab l;
+
+        macvtap_up(&l);
+        flush_and_put_back(&l);
+        lab_down(&l);
+}
+END_TEST
+
 Suite *bw_filter_suite(void)
 {
         Suite *s = suite_create("bw-filter");
@@ -625,6 +725,8 @@ Suite *bw_filter_suite(void)
         tcase_add_test(tc, test_tap_filter_holds_and_each_limit_applies_its_way);
         tcase_add_test(tc, test_macvtap_filter_holds_and_each_limit_applies_its_way);
         tcase_add_test(tc, test_a_limited_guest_does_not_pass_another_guests_filter);
+        tcase_add_test(tc, test_tap_filter_and_limit_flushed_are_heard_of_and_put_back);
+        tcase_add_test(tc, test_macvtap_filter_and_limit_flushed_are_heard_of_and_put_back);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -26,6 +26,7 @@ Suite *evloop_suite(void);
 Suite *vmbatch_suite(void);
 /* idempotent clean-up, the empty table, connect deadlines (issue 15) */
 Suite *cleanup_suite(void);
+Suite *events_suite(void);
 /* Ensure by hash (issue 14). */
 Suite *fw_hash_suite(void);
 /* virtual networks, part 1 */

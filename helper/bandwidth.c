@@ -206,8 +206,7 @@ int nbd_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
                 bw->out = OUT_POLICE;
                 snprintf(bw->out_mech, sizeof(bw->out_mech), "nft-limit");
         }
-        nbd_info("a tap's inbound (a macvtap's outbound) htb, the other way %s",
-                 bw->out_mech);
+        nbd_info("a tap's inbound (a macvtap's outbound) htb, the other way %s", bw->out_mech);
         *ret = bw;
         return 0;
 }

@@ -1141,8 +1141,8 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                                           : "no acknowledgement for the transaction");
         }
         if (r == 0 && t->drops_table)
-                nbd_info("the last owner is gone, and tables %s and %s with it",
-                         NBD_FW_TABLE, NBD_FW_GEN_TABLE);
+                nbd_info("the last owner is gone, and tables %s and %s with it", NBD_FW_TABLE,
+                         NBD_FW_GEN_TABLE);
         if (r == 0) {
                 nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
                 nbd_stats[NBD_STAT_FW_OWNERS_WRITTEN] += t->n_expect;

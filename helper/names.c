@@ -59,11 +59,15 @@ bool nbd_ifname_valid(const char *name)
                 return false;
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                 return false;
-        /* Control bytes too: names go into logs, the audit trail and
-         * terminals (an ESC in a name would be a terminal sequence). */
-        for (const char *c = name; *c; c++)
-                if (*c == '/' || *c == ':' || isspace((unsigned char)*c) ||
-                    iscntrl((unsigned char)*c))
+        /* Printable ASCII only: names go into logs, the audit trail and
+         * terminals (an ESC, or a C1 CSI byte, would be a terminal
+         * sequence), and into protobuf strings, which other decoders
+         * refuse when not UTF-8. No glob characters nor commas: programs
+         * the helper starts read "vnet*" as every vnet, and "a,b" as two
+         * interfaces (dnsmasq's --interface), so a caller's own "vnet*"
+         * would have its dnsmasq, run as root, serve everyone's. */
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+                if (*c <= ' ' || *c >= 0x7f || strchr("/:*?[],", *c))
                         return false;
         return true;
 }

@@ -235,6 +235,16 @@ static int check_policy_netns(struct nbd_validation *v, int fd, unsigned index,
 
 /* ---- validation ---- */
 
+/* The name as a message may repeat it: a refused name may hold bytes
+ * that are no text (a terminal sequence; not UTF-8 for a protobuf string). */
+static const char *shown(const char *name)
+{
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+                if (*c < ' ' || *c >= 0x7f)
+                        return "(bytes that are not printable ASCII)";
+        return name;
+}
+
 static int check_name_syntax(const char *name, Netbroker__Result *res, const char *what)
 {
         char prefix[IFNAMSIZ];
@@ -250,14 +260,14 @@ static int check_name_syntax(const char *name, Netbroker__Result *res, const cha
         }
         if (strlen(name) >= IFNAMSIZ)
                 return nbd_result_set(res, -EINVAL,
-                                      "%s: interface name '%s' is longer than %d bytes", what, name,
-                                      IFNAMSIZ - 1);
+                                      "%s: interface name '%.64s' is longer than %d bytes", what,
+                                      shown(name), IFNAMSIZ - 1);
         if (!nbd_ifname_valid(name))
                 return nbd_result_set(
                         res, -EINVAL,
-                        "%s: invalid interface name '%s' (1-15 bytes, no '/', ':', white space or "
-                        "control characters, not '.' or '..')",
-                        what, name);
+                        "%s: invalid interface name '%s' (1-15 bytes of printable ASCII but "
+                        "/ : * ? [ ] , and space, not '.' or '..')",
+                        what, shown(name));
         return 0;
 }
 

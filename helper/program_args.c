@@ -214,6 +214,10 @@ static int check_ifaces(const char *value, nbd_program_owned_fn owned, void *dat
                         return nbd_err_set(e, -EPERM, "not an interface name");
                 memcpy(name, at, len);
                 name[len] = '\0';
+                /* The program reads a pattern where a name has one ("vnet*":
+                 * every vnet, anyone's); no name the helper makes has. */
+                if (strpbrk(name, "*?[]"))
+                        return nbd_err_set(e, -EPERM, "an interface pattern, not a name");
                 if ((r = owned(data, name, e)) < 0)
                         return r;
                 if (!at[len])

@@ -1175,6 +1175,8 @@ static const char *const hostile_argv[][16] = {
         {USER_DNSMASQ, "--interface=lo", NULL},
         {USER_DNSMASQ, "--listen-address=127.0.0.1", NULL},
         {USER_DNSMASQ, "--interface", "lo", NULL},
+        /* A pattern: dnsmasq, as root, would serve every nbu*, anyone's. */
+        {USER_DNSMASQ, "--interface=nbu0,nbu*", NULL},
         {USER_DNSMASQ, "--", "--conf-script=" ARGV_DIR "/evil.sh", NULL},
         /* Without these it forks away from supervision, or writes the
          * system's pid and lease files, or listens on every interface. */
@@ -1236,6 +1238,22 @@ START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
                 printf("program arguments: case %zu: %d %s\n", i, r.status, r.msg);
                 ck_assert_msg(r.status == -EPERM, "case %zu: %d %s", i, r.status, r.msg);
                 ck_assert_msg(strstr(r.msg, "uid 4711 may not"), "case %zu: %s", i, r.msg);
+        }
+        /* Nor can the caller make an interface whose name is a pattern,
+         * which it would own (before: a bridge "nbu*" was made, and its
+         * dnsmasq on --interface=nbu* served root's nbu interfaces too),
+         * nor one of bytes that are no printable ASCII. */
+        for (size_t i = 0; i < 3; i++) {
+                static const char *const bad[] = {"nbu*", "nbu[0]",
+                                                  "nbu\xc2\x9b"
+                                                  "2J"};
+                as_argv.bridge = bad[i];
+                as_argv.path = NULL;
+                r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+                printf("program arguments: a bridge named '%s': %d %s\n", i < 2 ? bad[i] : "(C1)",
+                       r.status, r.msg);
+                ck_assert_msg(r.status == -EINVAL && strstr(r.msg, "printable ASCII"), "%d %s",
+                              r.status, r.msg);
         }
         usleep(200000);
         ck_assert_uint_eq(tu_stat(root, "programs_started"), 0);

@@ -860,6 +860,16 @@ START_TEST(test_ifname_valid_as_the_kernel_says)
         ck_assert(!nbd_ifname_valid("atk\x7f"));
         ck_assert(!nbd_ifname_valid(".."));
         ck_assert(nbd_ifname_valid("..."));
+        /* Printable ASCII without patterns or lists (program arguments). */
+        ck_assert(nbd_ifname_valid("br-lan.100_a~"));
+        ck_assert(!nbd_ifname_valid("vnet*"));
+        ck_assert(!nbd_ifname_valid("vnet?"));
+        ck_assert(!nbd_ifname_valid("vnet[0]"));
+        ck_assert(!nbd_ifname_valid("vnet0,eth0"));
+        ck_assert(!nbd_ifname_valid("vnet\xff\xfe"));
+        ck_assert(!nbd_ifname_valid("vnet\xc2\x9b"
+                                    "2J")); /* C1 CSI */
+        ck_assert(!nbd_ifname_valid("vn\xc3\xa9t"));
         ck_assert(!nbd_ifname_valid("a/b"));
         ck_assert(!nbd_ifname_valid("a:b"));
         ck_assert(!nbd_ifname_valid("a b"));

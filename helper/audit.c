@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "loop.h" /* nbd_now_us */
+#include "stats.h"
 
 NBD_LOG_CATEGORY(audit);
 
@@ -100,8 +102,8 @@ static void clean(char *s)
 void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
                   const Netbroker__Result *res, enum nbd_audit_outcome outcome)
 {
-        static const char *const outcomes[] = {"done", "failed", "undone", "done-client-gone",
-                                               "failed-client-gone"};
+        static const char *const outcomes[] = {
+                "done", "failed", "undone", "done-client-gone", "failed-client-gone", "refused"};
         char obj[128], error[320] = "";
         const char *name;
 
@@ -116,4 +118,30 @@ void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
         nbd_notice("uid=%u pid=%d op=%s object=%s status=%d result=%s%s%s%s", (unsigned)peer->uid,
                    (int)peer->pid, name, obj, (int)res->status, outcomes[outcome],
                    res->status ? " error=\"" : "", error, res->status ? "\"" : "");
+}
+
+void nbd_audit_refused(const struct nbd_peer *peer, const Netbroker__Op *op,
+                       const Netbroker__Result *res)
+{
+        static uint64_t second;
+        static unsigned logged, unlogged;
+        uint64_t now = nbd_now_us() / 1000000;
+        char obj[128];
+
+        if (!describe(op, res, obj, sizeof(obj)))
+                return;
+        if (now != second) {
+                if (unlogged)
+                        nbd_notice("%u more refused ops were not logged (over %d a second)",
+                                   unlogged, NBD_AUDIT_REFUSALS_PER_S);
+                second = now;
+                logged = unlogged = 0;
+        }
+        if (logged >= NBD_AUDIT_REFUSALS_PER_S) {
+                unlogged++;
+                nbd_stat_inc(NBD_STAT_AUDIT_REFUSALS_UNLOGGED);
+                return;
+        }
+        logged++;
+        nbd_audit_op(peer, op, res, NBD_AUDIT_REFUSED);
 }

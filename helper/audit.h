@@ -5,6 +5,9 @@
  *
  *   audit: uid=1000 pid=4242 op=tap_create object=vnet3 status=0 result=done
  *
+ * and for one refused before it ran (policy, bad input), result=refused
+ * with the refusal's errno and message.
+ *
  * Ops that change nothing (Ping, Stats, lists, an ensure that found its
  * rules in place) leave no line. */
 #pragma once
@@ -21,8 +24,18 @@ enum nbd_audit_outcome {
          * away: what the kernel did, and that nobody was told. */
         NBD_AUDIT_DONE_CLIENT_GONE,
         NBD_AUDIT_FAILED_CLIENT_GONE,
+        NBD_AUDIT_REFUSED, /* refused at validation (policy, bad input): never ran */
 };
 
 /* Log op's line if it is one that changes the kernel or runs a program. */
 void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
                   const Netbroker__Result *res, enum nbd_audit_outcome outcome);
+
+/* The same for an op refused at validation (result=refused), from the
+ * loop: a refusal costs its client nothing, so at most
+ * NBD_AUDIT_REFUSALS_PER_S lines a second are written; the rest are
+ * counted (audit_refusals_unlogged) and said in one line with the next
+ * second's first. */
+#define NBD_AUDIT_REFUSALS_PER_S 20
+void nbd_audit_refused(const struct nbd_peer *peer, const Netbroker__Op *op,
+                       const Netbroker__Result *res);

@@ -803,6 +803,7 @@ static bool validation_step(struct nbd_job *job)
                 job->v_next++;
                 if (validate_op(job, job->v, i) == 0)
                         continue;
+                nbd_audit_refused(&job->peer, req->ops[i], job->results[i]);
                 /* Going on after failures goes on after refusals too: a
                  * guest's clean-up batch still removes its firewall when its
                  * tap is gone already. */

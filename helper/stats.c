@@ -43,6 +43,7 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_FDS_OUTQ_CHECKS] = "fds_outq_checks",
         [NBD_STAT_EVENTS_SENT] = "events_sent",
         [NBD_STAT_EVENTS_COALESCED] = "events_coalesced",
+        [NBD_STAT_AUDIT_REFUSALS_UNLOGGED] = "audit_refusals_unlogged",
 };
 
 const char *nbd_stat_name(enum nbd_stat s)

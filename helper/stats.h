@@ -63,6 +63,8 @@ enum nbd_stat {
          * because one of the same table still waited unread there. */
         NBD_STAT_EVENTS_SENT,
         NBD_STAT_EVENTS_COALESCED,
+        /* Refused ops not in the audit trail: over its rate (audit.h). */
+        NBD_STAT_AUDIT_REFUSALS_UNLOGGED,
         NBD_STAT__MAX,
 };
 

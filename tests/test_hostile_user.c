@@ -1578,6 +1578,79 @@ START_TEST(test_user_changes_are_audited_with_its_uid)
 }
 END_TEST
 
+/* 100 route_adds it may not run, 25 a request (each a refusal the
+ * client pays nothing for). */
+static int refused_routes(const char *sock, void *arg)
+{
+        nb_conn *c;
+        int bad = 0;
+
+        (void)arg;
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        for (int r = 0; r < 4; r++) {
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                for (int i = 0; i < 25; i++) {
+                        char dst[32];
+                        nb_route rt = NB_ROUTE_INIT;
+                        snprintf(dst, sizeof(dst), "10.%d.%d.0", r, i);
+                        rt.destination = dst;
+                        rt.prefix_len = 24;
+                        rt.gateway = "10.0.0.1";
+                        nb_batch_route_add(b, &rt);
+                }
+                nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
+                if (nb_submit(c, b, &res) != 0 || nb_result_status(res, 0) != -EPERM)
+                        bad = 2;
+                nb_results_free(res);
+                nb_batch_free(b);
+        }
+        nb_close(c);
+        return bad;
+}
+
+/* What the policy refuses is in the audit trail too (a refused route_add
+ * is a caller reaching for the host's routes), with who asked and why;
+ * before, a refused op left no line. A refusal costs its client nothing,
+ * so at most NBD_AUDIT_REFUSALS_PER_S (20) such lines a second are
+ * written: 100 refusals at once leave 20, and the rest are counted. */
+START_TEST(test_user_refusals_are_audited_at_a_bounded_rate)
+{
+        char path[32], want[200];
+        struct tu_helper h;
+        struct attacker a;
+        const char *log, *at;
+        unsigned lines = 0;
+        uint64_t unlogged;
+        nb_conn *root;
+
+        tu_private_netns();
+        th_helper_start_logged(&h, TU_ALLOW USER_POLICY, path);
+        attack_start(&a, &h, refused_routes, NULL);
+        snprintf(want, sizeof(want),
+                 "audit: uid=65534 pid=%d op=route_add object=10.0.0.0/24 status=1 "
+                 "result=refused error=\"policy: uid 65534 may not run route_add",
+                 (int)a.pid);
+        attack_end(&a);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        unlogged = tu_stat(root, "audit_refusals_unlogged");
+        nb_close(root);
+        tu_helper_stop(&h);
+        log = tu_read_file(path);
+        ck_assert_msg(log && strstr(log, want), "no '%s' in:\n%s", want, log ? log : "");
+        for (at = log; (at = strstr(at, "result=refused")); at++)
+                lines++;
+        printf("hostile-user: 100 refused route_adds: %u audit lines, %llu unlogged\n", lines,
+               (unsigned long long)unlogged);
+        /* Within one second, or across two (a second may start mid-way). */
+        ck_assert_uint_ge(lines, 20);
+        ck_assert_uint_le(lines, 40);
+        ck_assert_uint_eq(lines + unlogged, 100);
+        unlink(path);
+}
+END_TEST
+
 /* ---- network owners (NetApply) of a caller other than root ---- */
 
 /* What uid 65534 may do with networks: isolated and open ones on bridges
@@ -1799,6 +1872,7 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_request_over_its_rule_cap_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_user_largest_firewall_request_lets_roots_pings_through);
         tcase_add_test(tc, test_user_changes_are_audited_with_its_uid);
+        tcase_add_test(tc, test_user_refusals_are_audited_at_a_bounded_rate);
         tcase_add_test(tc, test_user_rules_do_not_outlive_its_interface);
         tcase_add_test(tc, test_user_cannot_exceed_max_devices_with_requests_that_run_later);
         tcase_add_test(tc, test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall);

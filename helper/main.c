@@ -103,6 +103,7 @@
 #include "fw_gone.h"
 #include "lane.h"
 #include "link.h"
+#include "listen.h"
 #include "log.h"
 #include "nfsock.h"
 #include "loop.h"
@@ -148,6 +149,7 @@ struct options {
         bool check_config;
         int conn_fd;
         char *listen_path;
+        struct nbd_listen_opts listen; /* --listen-mode, --listen-group */
 };
 
 /* Paths from the command line, made absolute before the chdir("/"). */
@@ -168,7 +170,9 @@ static void usage(FILE *f)
                 "usage: netbrokerd [--config PATH] (--fd N | --listen PATH | <socket activation>)\n"
                 "       netbrokerd --check-config [--config PATH]\n"
                 "  --fd N          serve the connected socket N (the client library's socketpair)\n"
-                "  --listen PATH   listen on a unix socket at PATH\n"
+                "  --listen PATH   listen on a unix socket at PATH (mode 0700: root alone)\n"
+                "  --listen-mode MODE    its mode instead (0660: its group too)\n"
+                "  --listen-group GROUP  its group (a session daemon's)\n"
                 "  --config PATH   configuration file (default " NBD_CONFIG_DEFAULT_PATH ")\n"
                 "  --check-config  read and check the configuration and its policy files,\n"
                 "                  exit 0 if the helper would start with them, else 1\n"
@@ -181,6 +185,8 @@ static int parse_args(int argc, char **argv, struct options *o)
                 {"config", required_argument, NULL, 'c'},
                 {"fd", required_argument, NULL, 'f'},
                 {"listen", required_argument, NULL, 'l'},
+                {"listen-mode", required_argument, NULL, 'm'},
+                {"listen-group", required_argument, NULL, 'g'},
                 {"help", no_argument, NULL, 'h'},
                 {"version", no_argument, NULL, 'V'},
                 {"check-config", no_argument, NULL, 'C'},
@@ -189,6 +195,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         int ch;
 
         o->conn_fd = -1;
+        o->listen.gid = (gid_t)-1;
         while ((ch = getopt_long(argc, argv, "c:f:l:hV", longopts, NULL)) != -1) {
                 switch (ch) {
                 case 'c':
@@ -210,6 +217,16 @@ static int parse_args(int argc, char **argv, struct options *o)
                         free(o->listen_path);
                         o->listen_path = absolute(optarg);
                         break;
+                case 'm':
+                case 'g': {
+                        struct nbd_err e = {0};
+                        if ((ch == 'm' ? nbd_listen_parse_mode(optarg, &o->listen.mode, &e)
+                                       : nbd_listen_parse_group(optarg, &o->listen.gid, &e)) < 0) {
+                                nbd_error("%s", e.msg);
+                                return -EINVAL;
+                        }
+                        break;
+                }
                 case 'C':
                         o->check_config = true;
                         break;
@@ -226,6 +243,11 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
         if (optind < argc) {
                 usage(stderr);
+                return -EINVAL;
+        }
+        if ((o->listen.mode || o->listen.gid != (gid_t)-1) && !o->listen_path) {
+                nbd_error("--listen-mode and --listen-group go with --listen (netbrokerd.socket "
+                          "has SocketMode= and SocketGroup=)");
                 return -EINVAL;
         }
         if (!o->config_path)
@@ -268,34 +290,6 @@ static int activated_sockets(void)
                 return -1;
         }
         return n;
-}
-
-static int listen_on(const char *path)
-{
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        struct stat st;
-        int fd, r;
-
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        /* A stale socket from an earlier run is replaced; any other file is not. */
-        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-                unlink(path);
-        {
-                mode_t old = umask(0077);
-                r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-                umask(old);
-        }
-        if (r < 0 || listen(fd, 128) < 0) {
-                r = -errno;
-                close(fd);
-                return r;
-        }
-        return fd;
 }
 
 /* Stage 4; see the theory of operation. Returns the device-node directory,
@@ -791,9 +785,10 @@ int main(int argc, char **argv)
         if (keep_only_our_fds(&o, n_activated) < 0 || std_fds_open() < 0)
                 goto out;
         if (o.listen_path) {
-                listen_fd = listen_on(o.listen_path);
+                struct nbd_err e = {0};
+                listen_fd = nbd_listen_on(o.listen_path, &o.listen, &e);
                 if (listen_fd < 0) {
-                        nbd_error("cannot listen on %s: %s", o.listen_path, strerror(-listen_fd));
+                        nbd_error("cannot listen on %s: %s", o.listen_path, e.msg);
                         goto out;
                 }
         }

@@ -366,6 +366,87 @@ START_TEST(test_allowed_gid_admits_another_uid)
 }
 END_TEST
 
+/* A child connecting as uid 65534 with primary group gid: 0 when its
+ * Ping was answered, else the negative errno of the connect. */
+static int connect_as(const char *sock, gid_t gid)
+{
+        pid_t child = fork();
+        int status;
+
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                nb_conn *c = NULL;
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                int r;
+                if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(65534) < 0)
+                        _exit(100);
+                r = nb_connect(sock, &c);
+                if (r < 0)
+                        _exit(-r);
+                nb_batch_ping(b);
+                if (nb_submit(c, b, &res) != 0 || nb_result_status(res, 0) != 0)
+                        _exit(101);
+                nb_results_free(res);
+                nb_batch_free(b);
+                nb_close(c);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) < 100);
+        return -WEXITSTATUS(status);
+}
+
+/* --listen-mode and --listen-group open the socket to a session daemon's
+ * group as it is made (tests before chmod'ed it after the start: between
+ * the two, or after a restart, the group could not connect). A member
+ * connects, another uid is refused by the socket's mode; a directory
+ * others may write to is refused (they could swap the socket for
+ * something else before its group is set), as is a mode with x bits. */
+START_TEST(test_listen_mode_and_group_open_the_socket_to_a_group_alone)
+{
+        char dir[64], *out;
+        struct tu_helper h = {0};
+        struct stat st;
+        extern char **environ;
+
+        snprintf(dir, sizeof(dir), "/tmp/nbtest-listen-%d", (int)getpid());
+        free(tu_sh("rm -rf %s && mkdir -m 0755 %s", dir, dir));
+        snprintf(h.sock, sizeof(h.sock), "%s/s", dir);
+        h.config = tu_config(TU_ALLOW "allow_gid = 4242\n");
+        {
+                const char *argv[] = {
+                        tu_helper_path(), "--listen", h.sock,     "--listen-mode", "0660",
+                        "--listen-group", "4242",     "--config", h.config,        NULL};
+                ck_assert_int_eq(
+                        posix_spawn(&h.pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+        }
+        for (int i = 0; i < 5000 && tu_raw_try_connect(h.sock) != 0; i++)
+                usleep(2000);
+        ck_assert_int_eq(lstat(h.sock, &st), 0);
+        printf("listen: %s mode %04o gid %u\n", h.sock, (unsigned)(st.st_mode & 07777),
+               (unsigned)st.st_gid);
+        ck_assert_uint_eq(st.st_mode & 07777, 0660);
+        ck_assert_uint_eq(st.st_gid, 4242);
+        ck_assert_int_eq(connect_as(h.sock, 4242), 0);
+        ck_assert_int_eq(connect_as(h.sock, 65534), -EACCES);
+        tu_helper_stop(&h);
+
+        out = tu_sh("%s --listen /tmp/nbtest-listen-%d.sock --listen-group 4242 "
+                    "--config /dev/null 2>&1; echo rc=$?",
+                    tu_helper_path(), (int)getpid());
+        ck_assert_msg(strstr(out, "the socket's directory /tmp must be root's and writable by "
+                                  "root alone") &&
+                              strstr(out, "rc=1"),
+                      "%s", out);
+        free(out);
+        out = tu_sh("%s --listen %s/t --listen-mode 0770 2>&1; echo rc=$?", tu_helper_path(), dir);
+        ck_assert_msg(strstr(out, "no execute or special bits") && !strstr(out, "rc=0"), "%s", out);
+        free(out);
+        free(tu_sh("rm -rf %s", dir));
+}
+END_TEST
+
 START_TEST(test_connections_per_uid_are_capped)
 {
         struct tu_helper h;
@@ -857,6 +938,7 @@ Suite *protocol_suite(void)
         tcase_add_test(access_tc, test_peer_with_other_uid_is_refused_even_with_mode_0666);
         tcase_add_test(access_tc, test_allowed_gid_admits_another_uid);
         tcase_add_test(access_tc, test_connections_per_uid_are_capped);
+        tcase_add_test(access_tc, test_listen_mode_and_group_open_the_socket_to_a_group_alone);
         tcase_add_test(hard, test_running_helper_has_fd_limit_caps_and_no_new_privs);
         tcase_add_test(hard, test_helper_started_without_0_to_2_puts_dev_null_there);
         tcase_add_test(hard, test_spawned_helper_does_not_inherit_client_fds);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Running allow-listed programs without stalling the event loop.
  *
- * Children are started with posix_spawn (vfork semantics: no page-table copy)
- * and get exactly fds 0-2: every fd the helper holds is close-on-exec, so
- * there is no loop closing fds. The helper watches each child through a
+ * Children are started by child_start.h (root's: a vfork-like clone, no
+ * page-table copy; a caller's: a fork that becomes the caller) and get
+ * exactly fds 0-2: every fd the helper holds is close-on-exec, so there is
+ * no loop closing fds. The helper watches each child through a
  * pidfd, and its output pipes once it has run 10 ms (a shorter run's output
  * is read at its exit: one wake-up for it); it reaps it as soon as it exits,
  * and kills its process group at the timeout. No child is ever left a

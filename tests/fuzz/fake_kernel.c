@@ -110,6 +110,7 @@ static struct fake_if *add_if(const char *name, enum fake_kind kind)
         f->ifindex = world.next_ifindex++;
         f->kind = kind;
         f->st.mtu = 1500;
+        f->st.has_mac = true;
         f->st.mac[0] = 0x52;
         f->st.mac[1] = 0x54;
         f->st.mac[5] = (uint8_t)f->ifindex;
@@ -472,17 +473,18 @@ static int fake_link_set(struct nbd_links *l, const struct nbd_link_change *c, i
                 if (!m) {
                         return nbd_err_set(err, -ENODEV, "no interface %s", c->master);
                 }
-                if (m->kind != K_BRIDGE || m == f) {
-                        return nbd_err_set(err, -EINVAL, "%s cannot be the master of %s", m->name,
-                                           f->name);
-                }
         }
-        if (c->up >= 0)
-                f->st.up = c->up;
-        if (c->mtu)
-                f->st.mtu = c->mtu;
+        /* As the kernel's do_setlink(): the MAC, the MTU and up/down are
+         * in place when the master is refused. */
         if (c->has_mac)
                 memcpy(f->st.mac, c->mac, 6);
+        if (c->mtu)
+                f->st.mtu = c->mtu;
+        if (c->up >= 0)
+                f->st.up = c->up;
+        if (m && (m->kind != K_BRIDGE || m == f))
+                return nbd_err_set(err, -EOPNOTSUPP, "%s cannot be the master of %s", m->name,
+                                   f->name);
         if (m)
                 f->st.master = m->ifindex;
         if (c->nomaster)

@@ -57,6 +57,14 @@ static int validate_bridge_opt(struct nbd_validation *v, const Netbroker__Op *op
                 return nbd_result_set(res, -EINVAL,
                                       "bridge options: forward delay %u cs is over 3000 (30 s)",
                                       m->forward_delay_cs);
+        /* The kernel sets the delay, then starts STP, which raises a delay
+         * under 2 s to 2 s without a word: the op would succeed with a
+         * delay other than the one asked for. */
+        if (m->has_stp && m->stp && m->has_forward_delay && m->forward_delay_cs < 200)
+                return nbd_result_set(res, -EINVAL,
+                                      "bridge options: forward delay %u cs is under 200 (2 s), "
+                                      "the least a bridge with STP on takes",
+                                      m->forward_delay_cs);
         return 0;
 }
 

@@ -1161,31 +1161,58 @@ int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_st
         ret->mtu = rtnl_link_get_mtu(link);
         ret->master = rtnl_link_get_master(link);
         addr = rtnl_link_get_addr(link);
-        if (addr && nl_addr_get_len(addr) == 6)
+        if (addr && nl_addr_get_len(addr) == 6) {
                 memcpy(ret->mac, nl_addr_get_binary_addr(addr), 6);
+                ret->has_mac = true;
+        }
         rtnl_link_put(link);
         return 0;
 }
 
+/* Only what differs from the link as it is now is sent: the kernel takes
+ * even an unchanged MAC address as one set by hand (NET_ADDR_SET), and a
+ * bridge whose address is set no longer follows its ports'; an unchanged
+ * attribute the device cannot take (a MAC on a device without one) would
+ * fail the whole request. Nothing differs: no request. */
 int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
 {
         struct rtnl_link *orig = NULL, *changes = rtnl_link_alloc();
-        struct nl_addr *addr = nl_addr_build(AF_LLC, st->mac, 6);
+        struct nl_addr *addr = NULL, *now;
+        bool any = false;
         int r = -ENOMEM;
 
-        if (!changes || !addr)
+        if (!changes)
                 goto out;
         r = get_link(l, name, &orig);
         if (r < 0)
                 goto out;
-        if (st->up)
-                rtnl_link_set_flags(changes, IFF_UP);
-        else
-                rtnl_link_unset_flags(changes, IFF_UP);
-        rtnl_link_set_mtu(changes, st->mtu);
-        rtnl_link_set_addr(changes, addr);
-        rtnl_link_set_master(changes, st->master);
-        r = apply_change(l, orig, changes);
+        if (st->up != !!(rtnl_link_get_flags(orig) & IFF_UP)) {
+                if (st->up)
+                        rtnl_link_set_flags(changes, IFF_UP);
+                else
+                        rtnl_link_unset_flags(changes, IFF_UP);
+                any = true;
+        }
+        if (st->mtu != rtnl_link_get_mtu(orig)) {
+                rtnl_link_set_mtu(changes, st->mtu);
+                any = true;
+        }
+        now = rtnl_link_get_addr(orig);
+        if (st->has_mac && now && nl_addr_get_len(now) == 6 &&
+            memcmp(nl_addr_get_binary_addr(now), st->mac, 6) != 0) {
+                addr = nl_addr_build(AF_LLC, st->mac, 6);
+                if (!addr) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                rtnl_link_set_addr(changes, addr);
+                any = true;
+        }
+        if (st->master != rtnl_link_get_master(orig)) {
+                rtnl_link_set_master(changes, st->master);
+                any = true;
+        }
+        r = any ? apply_change(l, orig, changes) : 0;
 out:
         nl_addr_put(addr);
         rtnl_link_put(orig);

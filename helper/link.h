@@ -86,6 +86,7 @@ struct nbd_link_made {
 struct nbd_link_state {
         bool up;
         unsigned mtu;
+        bool has_mac; /* mac: the device has a 6-byte address */
         uint8_t mac[6];
         int master; /* ifindex, 0 none */
 };
@@ -193,4 +194,7 @@ unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid);
 /* An alias that is an owner mark: true, and its uid in *ret. */
 bool nbd_link_parse_owner_mark(const char *alias, uid_t *ret);
 int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret);
+/* Put back what differs of st (up/down, MTU, MAC, master) in one request,
+ * as nbd_link_get_state() read it: 0 (nothing differed: nothing sent), or
+ * -errno (-ENODEV: no such interface). */
 int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st);

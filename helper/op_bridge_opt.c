@@ -3,8 +3,9 @@
  * delay, a port's isolated, learning and flooding flags, as libvirt sets
  * them. The values before are read first: an option the kernel does not
  * report for the device (not a bridge, not a port, a kernel without it)
- * fails the op with EOPNOTSUPP and changes nothing, and a later op's
- * failure puts the old values back. Runs as LinkSet does (op_addr.c). */
+ * fails the op with EOPNOTSUPP and changes nothing; the op's own failure
+ * part-way, and a later op's failure, put the old values back. Runs as
+ * LinkSet does (op_addr.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,14 @@ static int validate_bridge_opt(struct nbd_validation *v, const Netbroker__Op *op
                 return nbd_result_set(res, -EINVAL,
                                       "bridge options: forward delay %u cs is over 3000 (30 s)",
                                       m->forward_delay_cs);
+        /* The kernel sets the delay, then starts STP, which raises a delay
+         * under 2 s to 2 s without a word: the op would succeed with a
+         * delay other than the one asked for. */
+        if (m->has_stp && m->stp && m->has_forward_delay && m->forward_delay_cs < 200)
+                return nbd_result_set(res, -EINVAL,
+                                      "bridge options: forward delay %u cs is under 200 (2 s), "
+                                      "the least a bridge with STP on takes",
+                                      m->forward_delay_cs);
         return 0;
 }
 
@@ -84,10 +93,24 @@ static int run_bridge_opt(struct nbd_job *job, const Netbroker__Op *op, Netbroke
                 return r;
         opts_of(op->bridge_opt_set, &o);
         r = be->bropt_get(l, &o, &old, &err);
-        if (r == 0)
-                r = be->bropt_set(l, &o, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "bridge options: %s", err.msg);
+        r = be->bropt_set(l, &o, &err);
+        if (r < 0) {
+                /* Part of it may be in place: the kernel takes a bridge's
+                 * delay before its STP and keeps it when it refuses STP
+                 * (a bridge running MRP), and STP off with a delay goes
+                 * in two requests (bridge_opt.c). Put back what was
+                 * there, so that the op changes nothing. Gone: nothing
+                 * of it stays. */
+                int rr = be->bropt_set(l, &old, NULL);
+                if (rr < 0 && rr != -ENODEV)
+                        return nbd_result_set(res, r,
+                                              "bridge options: %s; putting the options of %s "
+                                              "back failed too: %s",
+                                              err.msg, o.ifname, strerror(-rr));
+                return nbd_result_set(res, r, "bridge options: %s", err.msg);
+        }
         u = malloc(sizeof(*u));
         if (u) {
                 u->old = old;

@@ -721,12 +721,25 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         c.has_mac = s->mac[0] && nbp_mac_parse(s->mac, c.mac) == 0;
         /* Take the state to put back before changing anything. */
         r = kernel_of(job)->get_state(links_of(job), s->name, &u->state);
-        if (r == 0)
-                r = kernel_of(job)->set(links_of(job), &c, &ifindex, &err);
-        else
-                nbd_err_set(&err, r, "no interface %s: %s", s->name, strerror(-r));
         if (r < 0) {
                 free(u);
+                return nbd_result_set(res, r, "link set: no interface %s: %s", s->name,
+                                      strerror(-r));
+        }
+        r = kernel_of(job)->set(links_of(job), &c, &ifindex, &err);
+        if (r < 0) {
+                /* The kernel takes a request's changes one by one (the
+                 * MAC, the MTU, up or down, then the master) and keeps
+                 * those before the one it refuses: put back what was
+                 * there, so that the op changes nothing. Gone: nothing
+                 * of it stays. */
+                int rr = kernel_of(job)->restore(links_of(job), s->name, &u->state);
+                free(u);
+                if (rr < 0 && rr != -ENODEV)
+                        return nbd_result_set(res, r,
+                                              "link set: %s; putting %s back as it was failed "
+                                              "too: %s",
+                                              err.msg, s->name, strerror(-rr));
                 return nbd_result_set(res, r, "link set: %s", err.msg);
         }
         strcpy(u->name, s->name);

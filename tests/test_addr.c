@@ -920,6 +920,19 @@ START_TEST(test_bridge_options_refused_or_undone)
         res = tu_submit(c, b);
         tu_assert_status(res, 0, -EINVAL, "forward delay 5000 cs is over 3000");
         nb_results_free(res);
+        /* STP on with a delay under 2 s: the kernel would set 2 s and say
+         * nothing. */
+        b = nb_batch_new();
+        o = (nb_bridge_opts)NB_BRIDGE_OPTS_INIT;
+        o.stp = 1;
+        o.forward_delay_cs = 100;
+        ck_assert_int_eq(nb_batch_bridge_opt_set(b, "nbbr0", &o), 0);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EINVAL,
+                         "bridge options: forward delay 100 cs is under 200 (2 s), the least a "
+                         "bridge with STP on takes");
+        nb_results_free(res);
+        assert_link("nbbr0", "linkinfo.info_data.forward_delay", "1500");
         assert_link("nbbr0", "linkinfo.info_data.stp_state", "0");
         assert_link("nbh0", "linkinfo.info_slave_data.isolated", "false");
 

@@ -527,6 +527,32 @@ START_TEST(test_an_op_refused_with_eperm_is_answered)
 }
 END_TEST
 
+/* A BridgeOptSet the kernel refuses half-way (the delay taken, STP
+ * refused) fails with the kernel's errno and changes nothing: the op puts
+ * the delay back. Before, the delay stayed. */
+START_TEST(test_a_bridge_opt_set_refused_half_way_changes_nothing)
+{
+        struct nbt_packed rq = {0};
+        struct run *run = calloc(1, sizeof(*run));
+        const Netbroker__Result *res;
+
+        ck_assert_ptr_nonnull(run);
+        request_build(nbt_build_half_bridge_opt, &rq);
+        run_once(&rq, 0, run);
+        ck_assert_int_eq(run->o.kind, OUT_REPLY);
+        ck_assert_uint_eq(run->o.msg->reply->n_results, 1);
+        res = run->o.msg->reply->results[0];
+        ck_assert_msg(
+                res->status == EIO &&
+                        strcmp(res->message, "bridge options: fake kernel: fail0 refused stp") == 0,
+                "%d %s", res->status, res->message);
+        ck_assert_str_eq(run->state, run->initial);
+        netbroker__server_message__free_unpacked(run->o.msg, NULL);
+        request_free(&rq);
+        free(run);
+}
+END_TEST
+
 /* A refused firewall commit fails the ops queued in it, and a batch that
  * stops on failures stops at the first of them and is rolled back: the
  * tap it made goes. [0]: the last firewall op queues nothing (the owner
@@ -1009,6 +1035,7 @@ int main(void)
         tcase_add_test(tc, test_an_op_refused_with_eperm_is_answered);
         tcase_add_test(tc, test_the_fake_backend_sets_every_entry);
         tcase_add_test(tc, test_config_load_out_of_memory_is_a_sentence);
+        tcase_add_test(tc, test_a_bridge_opt_set_refused_half_way_changes_nothing);
         tcase_add_test(tc, test_the_reading_ops_read_the_fake_world);
         tcase_add_loop_test(tc, test_a_commit_refused_after_its_ops_ended_rolls_the_batch_back, 0,
                             sizeof(refused_commits) / sizeof(*refused_commits));

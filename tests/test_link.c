@@ -56,6 +56,24 @@ static bool link_is_up(const char *dev)
         return strstr(flags, "\"UP\"") != NULL;
 }
 
+/* Every link as `ip -j link show` has it (no bridge timers, which run on):
+ * flags, MTU, address, master. */
+static char *links_brief(void)
+{
+        return tu_sh("ip -j link show");
+}
+
+static void assert_links_unchanged(char *before)
+{
+        char *after = links_brief();
+
+        if (strcmp(before, after) != 0)
+                fprintf(stderr, "links before:\n%s\nlinks after:\n%s\n", before, after);
+        ck_assert_msg(strcmp(before, after) == 0, "the links changed (above)");
+        free(before);
+        free(after);
+}
+
 /* The name the tun/macvtap driver reports for the device behind fd. */
 static void assert_fd_is_device(int fd, const char *ifname)
 {
@@ -528,6 +546,48 @@ START_TEST(test_link_set_master_attaches_and_nomaster_detaches)
         nb_batch_link_set(b, "p0", &detach);
         nb_results_free(tu_submit_ok(c, b));
         assert_link("p0", "master", TU_ABSENT);
+        nb_close(c);
+}
+END_TEST
+
+/* The reviewer's case: a bridge's MAC, MTU, up and master in one LinkSet,
+ * the master a veth (no master can be). do_setlink() sets the MAC, the MTU
+ * and the flags before it tries the master, and keeps them when it refuses
+ * it: the op put back what was there, and says the kernel's errno. */
+START_TEST(test_link_set_the_kernel_refuses_part_way_changes_nothing)
+{
+        nb_conn *c = setup();
+        nb_batch *b = nb_batch_new();
+        nb_link_change bad = {.size = sizeof(nb_link_change),
+                              .up = 1,
+                              .mtu = 1280,
+                              .mac = "52:54:00:de:ad:01",
+                              .master = "nbva"};
+        char mac[32], *before;
+        nb_results *res;
+
+        nb_batch_bridge_create(b, "nbbr0");
+        nb_batch_veth_create(b, "nbva", "nbvb", -1);
+        nb_results_free(tu_submit_ok(c, b));
+        /* A device's first time up gives it its qdisc, which stays: the
+         * bridge has been up once, so that the snapshot shows the op alone. */
+        free(tu_sh("ip link set nbbr0 up && ip link set nbbr0 down"));
+        snprintf(mac, sizeof(mac), "%s", tu_link_get("nbbr0", "address"));
+        before = links_brief();
+        b = nb_batch_new();
+        nb_batch_link_set(b, "nbbr0", &bad);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -EOPNOTSUPP, "link set: cannot change nbbr0: ");
+        ck_assert_msg(strstr(nb_result_message(res, 0), strerror(EOPNOTSUPP)), "%s",
+                      nb_result_message(res, 0));
+        ck_assert_msg(!strstr(nb_result_message(res, 0), "putting"), "%s",
+                      nb_result_message(res, 0));
+        nb_results_free(res);
+        assert_link("nbbr0", "address", mac);
+        assert_link("nbbr0", "mtu", "1500");
+        assert_link("nbbr0", "master", TU_ABSENT);
+        ck_assert(!link_is_up("nbbr0"));
+        assert_links_unchanged(before);
         nb_close(c);
 }
 END_TEST
@@ -1347,6 +1407,75 @@ START_TEST(test_failed_batch_leaves_no_device_behind)
 }
 END_TEST
 
+/* The same refused LinkSet after one that succeeded: the earlier op is
+ * undone (its MTU and MAC back), and the failing op leaves nothing either. */
+START_TEST(test_batch_with_a_link_set_refused_part_way_changes_nothing)
+{
+        nb_conn *c = setup();
+        nb_batch *b = nb_batch_new();
+        nb_link_change good = {
+                .size = sizeof(nb_link_change), .up = 1, .mtu = 1400, .mac = "52:54:00:11:22:33"};
+        nb_link_change bad = {.size = sizeof(nb_link_change),
+                              .up = -1,
+                              .mtu = 1280,
+                              .mac = "52:54:00:de:ad:01",
+                              .master = "nbva"};
+        char *before;
+        nb_results *res;
+
+        nb_batch_bridge_create(b, "nbbr0");
+        nb_batch_veth_create(b, "nbva", "nbvb", -1);
+        nb_results_free(tu_submit_ok(c, b));
+        /* Its first time up gives p0 its qdisc, which stays (as above). */
+        free(tu_sh("ip link set p0 up && ip link set p0 down"));
+        before = links_brief();
+        b = nb_batch_new();
+        nb_batch_link_set(b, "p0", &good);
+        nb_batch_link_set(b, "nbbr0", &bad);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -ECANCELED, "undone: op 1 failed");
+        tu_assert_status(res, 1, -EOPNOTSUPP, "link set: cannot change nbbr0: ");
+        nb_results_free(res);
+        assert_link("nbbr0", "mtu", "1500");
+        assert_link("p0", "mtu", "1500");
+        ck_assert(!link_is_up("p0"));
+        assert_links_unchanged(before);
+        nb_close(c);
+}
+END_TEST
+
+/* An undone LinkSet puts back only what differs: its MTU here. Sending the
+ * bridge's MAC back unchanged made the kernel take it as set by hand
+ * (NET_ADDR_SET), and the bridge no longer took its port's address. */
+START_TEST(test_undone_link_set_leaves_a_bridges_address_following_its_ports)
+{
+        nb_conn *c = setup();
+        nb_batch *b = nb_batch_new();
+        nb_link_change mtu = {.size = sizeof(nb_link_change), .up = -1, .mtu = 1400};
+        nb_link_change bad = {.size = sizeof(nb_link_change), .up = -1, .master = "nbva"};
+        nb_link_change attach = {.size = sizeof(nb_link_change), .up = -1, .master = "nbbr0"};
+        nb_results *res;
+
+        nb_batch_bridge_create(b, "nbbr0");
+        nb_batch_veth_create(b, "nbva", "nbvb", -1);
+        nb_results_free(tu_submit_ok(c, b));
+        b = nb_batch_new();
+        nb_batch_link_set(b, "nbbr0", &mtu);
+        nb_batch_link_set(b, "nbvb", &bad);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, -ECANCELED, "undone: op 1 failed");
+        ck_assert_int_lt(nb_result_status(res, 1), 0);
+        nb_results_free(res);
+        assert_link("nbbr0", "mtu", "1500");
+        free(tu_sh("ip link set p0 address 02:00:00:00:00:01"));
+        b = nb_batch_new();
+        nb_batch_link_set(b, "p0", &attach);
+        nb_results_free(tu_submit_ok(c, b));
+        assert_link("nbbr0", "address", "02:00:00:00:00:01");
+        nb_close(c);
+}
+END_TEST
+
 /* Each bad op after a good one: the good one is not run, the bad one says
  * why, and nothing changes. */
 START_TEST(test_bad_names_and_parents_are_refused_and_change_nothing)
@@ -1548,6 +1677,7 @@ Suite *link_suite(void)
         tcase_add_test(ops, test_bridge_create_is_what_ip_sees);
         tcase_add_test(ops, test_link_set_up_down_mtu_and_mac);
         tcase_add_test(ops, test_link_set_master_attaches_and_nomaster_detaches);
+        tcase_add_test(ops, test_link_set_the_kernel_refuses_part_way_changes_nothing);
         tcase_add_test(ops, test_link_delete_removes_and_missing_is_already_gone);
         tcase_add_test(ops, test_cleanup_batch_goes_on_past_an_interface_already_gone);
         tcase_add_test(io, test_frame_written_to_tap_fd_arrives_on_the_interface);
@@ -1561,6 +1691,8 @@ Suite *link_suite(void)
         tcase_add_test(names, test_cursor_wraps_moves_on_and_exhaustion_is_a_clear_error);
         tcase_add_test(names, test_veth_template_with_taken_peer_name_fails_once_and_marks_nothing);
         tcase_add_test(batch, test_failed_batch_leaves_no_device_behind);
+        tcase_add_test(batch, test_batch_with_a_link_set_refused_part_way_changes_nothing);
+        tcase_add_test(batch, test_undone_link_set_leaves_a_bridges_address_following_its_ports);
         tcase_add_test(batch, test_bad_names_and_parents_are_refused_and_change_nothing);
         tcase_add_test(batch, test_over_long_name_is_refused_by_library_and_helper);
         tcase_add_test(batch, test_helper_keeps_none_of_the_returned_fds);

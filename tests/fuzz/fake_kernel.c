@@ -38,6 +38,7 @@ struct fake_if {
         bool owned; /* made by the helper for uid owner (its owner mark) */
         uid_t owner;
         uint32_t group; /* link group (nbd_link_doom) */
+        uint32_t bropt[NBD_BROPT_N]; /* bridge options and port flags, 0 at first */
         struct fake_if *next;
 };
 
@@ -110,6 +111,7 @@ static struct fake_if *add_if(const char *name, enum fake_kind kind)
         f->ifindex = world.next_ifindex++;
         f->kind = kind;
         f->st.mtu = 1500;
+        f->st.has_mac = true;
         f->st.mac[0] = 0x52;
         f->st.mac[1] = 0x54;
         f->st.mac[5] = (uint8_t)f->ifindex;
@@ -223,11 +225,14 @@ size_t nb_fake_describe(char *buf, size_t len)
                 const struct nbd_bw_rate *i = &f->bw.in, *o = &f->bw.out;
                 at = put(buf, len, at,
                          "%d %s %s up=%d mtu=%u mac=%02x:%02x:%02x:%02x:%02x:%02x master=%d "
-                         "peer=%s bw=%u/%u/%u/%u,%u/%u/%u owner=%ld\n",
+                         "peer=%s bw=%u/%u/%u/%u,%u/%u/%u owner=%ld br=",
                          f->ifindex, f->name, kind_names[f->kind], f->st.up, f->st.mtu,
                          f->st.mac[0], f->st.mac[1], f->st.mac[2], f->st.mac[3], f->st.mac[4],
                          f->st.mac[5], f->st.master, f->peer, i->average, i->peak, i->burst,
                          i->floor, o->average, o->peak, o->burst, f->owned ? (long)f->owner : -1L);
+                for (int k = 0; k < NBD_BROPT_N; k++)
+                        at = put(buf, len, at, "%s%u", k ? "/" : "", f->bropt[k]);
+                at = put(buf, len, at, "\n");
         }
         for (const struct fake_owner *o = world.owners; o; o = o->next)
                 at = put(buf, len, at, "owner %s on %s hash %s rules %u uid %u\n", o->owner,
@@ -472,17 +477,18 @@ static int fake_link_set(struct nbd_links *l, const struct nbd_link_change *c, i
                 if (!m) {
                         return nbd_err_set(err, -ENODEV, "no interface %s", c->master);
                 }
-                if (m->kind != K_BRIDGE || m == f) {
-                        return nbd_err_set(err, -EINVAL, "%s cannot be the master of %s", m->name,
-                                           f->name);
-                }
         }
-        if (c->up >= 0)
-                f->st.up = c->up;
-        if (c->mtu)
-                f->st.mtu = c->mtu;
+        /* As the kernel's do_setlink(): the MAC, the MTU and up/down are
+         * in place when the master is refused. */
         if (c->has_mac)
                 memcpy(f->st.mac, c->mac, 6);
+        if (c->mtu)
+                f->st.mtu = c->mtu;
+        if (c->up >= 0)
+                f->st.up = c->up;
+        if (m && (m->kind != K_BRIDGE || m == f))
+                return nbd_err_set(err, -EOPNOTSUPP, "%s cannot be the master of %s", m->name,
+                                   f->name);
         if (m)
                 f->st.master = m->ifindex;
         if (c->nomaster)
@@ -1337,16 +1343,38 @@ static int fake_sysctl_set(const char *rel, unsigned value, struct nbd_err *err)
 static int fake_bropt_get(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_bropts *ret,
                           struct nbd_err *err)
 {
+        const struct fake_if *f = find_if(o->ifname);
         int r = fake_iface(l, o->ifname, err);
 
-        if (r == 0)
-                *ret = *o;
-        return r;
+        if (r < 0 || !f)
+                return r < 0 ? r : nbd_err_set(err, -ENODEV, "no interface %s", o->ifname);
+        *ret = *o;
+        for (int i = 0; i < NBD_BROPT_N; i++)
+                ret->val[i] = o->has[i] ? f->bropt[i] : 0;
+        return 0;
 }
 
+/* As the kernel's br_changelink(): one option after another, the delay
+ * before STP, stopping at the first refused and keeping those before it.
+ * On an interface named "fail..." STP cannot be turned on (as on a bridge
+ * running MRP): EIO, with the delay of the same request in place. */
 static int fake_bropt_set(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_err *err)
 {
-        return fake_iface(l, o->ifname, err);
+        struct fake_if *f = find_if(o->ifname);
+        int r = fake_iface(l, o->ifname, err);
+
+        if (r < 0 || !f)
+                return r < 0 ? r : nbd_err_set(err, -ENODEV, "no interface %s", o->ifname);
+        if (o->has[NBD_BROPT_FORWARD_DELAY])
+                f->bropt[NBD_BROPT_FORWARD_DELAY] = o->val[NBD_BROPT_FORWARD_DELAY];
+        for (int i = 0; i < NBD_BROPT_N; i++) {
+                if (!o->has[i] || i == NBD_BROPT_FORWARD_DELAY)
+                        continue;
+                if (i == NBD_BROPT_STP && o->val[i] && refused(o->ifname))
+                        return nbd_err_set(err, -EIO, "fake kernel: %s refused stp", o->ifname);
+                f->bropt[i] = o->val[i];
+        }
+        return 0;
 }
 
 /* ---- the table the dispatcher is given ---- */

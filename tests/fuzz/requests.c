@@ -351,6 +351,18 @@ int nbt_build_eperm_tap(nb_batch *b, int netns_fd)
         return nb_batch_tap_create(b, "eperm0", NULL);
 }
 
+/* BridgeOptSet of a delay and STP on, on fail0: the fake takes the delay,
+ * then refuses STP (EIO). */
+int nbt_build_half_bridge_opt(nb_batch *b, int netns_fd)
+{
+        nb_bridge_opts o = NB_BRIDGE_OPTS_INIT;
+
+        (void)netns_fd;
+        o.stp = 1;
+        o.forward_delay_cs = 400;
+        return nb_batch_bridge_opt_set(b, "fail0", &o);
+}
+
 /* The reading ops over the fake kernel's world: every interface, one, and
  * the limits on vnet0 (in and out). */
 int nbt_build_shows(nb_batch *b, int netns_fd)

@@ -33,6 +33,9 @@ int nbt_build_every_op(struct nb_batch *b, int netns_fd);
 int nbt_build_every_op_but_exec(struct nb_batch *b, int netns_fd);
 /* One TapCreate the fake kernel refuses with EPERM ("eperm0"). */
 int nbt_build_eperm_tap(struct nb_batch *b, int netns_fd);
+/* A BridgeOptSet the fake kernel refuses half-way: fail0's delay taken,
+ * then STP on refused (EIO). */
+int nbt_build_half_bridge_opt(struct nb_batch *b, int netns_fd);
 /* LinkList (all, then vnet0) and BandwidthShow of vnet0. */
 int nbt_build_shows(struct nb_batch *b, int netns_fd);
 /* Two FirewallApply and a FirewallRemove, with CONTINUE_ON_ERROR. */

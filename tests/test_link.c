@@ -1611,6 +1611,10 @@ START_TEST(test_helper_keeps_none_of_the_returned_fds)
         nb_batch_ping(b);
         nb_batch_firewall_list(b);
         nb_results_free(tu_submit_ok(c, b));
+        /* The lane's closure may still hold its eventfd a moment after
+         * the reply (seen once in 30 runs under load: idle 14, settled
+         * 13): counted once the lanes are at rest. */
+        tu_helper_at_rest(pid);
         idle = tu_fd_count(pid);
 
         b = nb_batch_new();

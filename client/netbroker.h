@@ -886,6 +886,11 @@ int nb_result_status(const nb_results *res, size_t i);
 const char *nb_result_message(const nb_results *res, size_t i);
 /* Index of the first op whose status is not 0, or -1. */
 long nb_results_first_error(const nb_results *res);
+/* The op that failed the batch, whose message says why: the first whose
+ * status is neither 0 nor -ECANCELED (the ops undone, or not run, because
+ * of it say -ECANCELED and name it), else the first failure; -1 when none
+ * failed. nb_results_first_error() is often an undone op before it. */
+long nb_results_failed_op(const nb_results *res);
 
 typedef struct nb_exec_result {
         size_t size; /* set by the caller: NB_EXEC_RESULT_INIT */

@@ -86,6 +86,17 @@ NB_EXPORT long nb_results_first_error(const nb_results *r)
         return -1;
 }
 
+NB_EXPORT long nb_results_failed_op(const nb_results *r)
+{
+        long first = nb_results_first_error(r);
+
+        /* The others say -ECANCELED: undone, or not run, because of it. */
+        for (size_t i = first < 0 ? 0 : (size_t)first; first >= 0 && i < nb_results_count(r); i++)
+                if (get(r, i)->status && get(r, i)->status != ECANCELED)
+                        return (long)i;
+        return first;
+}
+
 NB_EXPORT int nb_result_exec(const nb_results *r, size_t i, nb_exec_result *ret)
 {
         const Netbroker__Result *res = get(r, i);

@@ -1478,6 +1478,40 @@ END_TEST
 
 /* Each bad op after a good one: the good one is not run, the bad one says
  * why, and nothing changes. */
+/* The op that failed a batch, not the first error: the ops around the
+ * refused one say -ECANCELED ("not run: op 1 was refused"; one made
+ * before a failure at run time: "undone: op 1 failed");
+ * nb_results_failed_op() names op 1, whose message says why. */
+START_TEST(test_failed_op_names_the_cause_not_an_undone_op)
+{
+        nb_conn *c = setup();
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+
+        nb_batch_tap_create(b, "nbfo0", &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = 1});
+        nb_batch_tap_create(b, "p0", NULL); /* exists: EEXIST */
+        nb_batch_tap_create(b, "nbfo1", NULL);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        printf("link-batch: op 0 '%s', op 1 '%s', op 2 '%s'\n", nb_result_message(res, 0),
+               nb_result_message(res, 1), nb_result_message(res, 2));
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        ck_assert_int_eq(nb_results_first_error(res), 0);
+        ck_assert_int_eq(nb_results_failed_op(res), 1);
+        ck_assert_int_eq(nb_result_status(res, 1), -EEXIST);
+        ck_assert_int_eq(nb_result_status(res, 2), -ECANCELED);
+        ck_assert(!tu_link_exists("nbfo0"));
+        nb_results_free(res);
+        nb_batch_free(b);
+        /* None failed: -1. */
+        b = nb_batch_new();
+        nb_batch_ping(b);
+        res = tu_submit_ok(c, b);
+        ck_assert_int_eq(nb_results_failed_op(res), -1);
+        nb_results_free(res);
+        nb_close(c);
+}
+END_TEST
+
 START_TEST(test_bad_names_and_parents_are_refused_and_change_nothing)
 {
         nb_conn *c = setup();
@@ -1695,6 +1729,7 @@ Suite *link_suite(void)
         tcase_add_test(names, test_cursor_wraps_moves_on_and_exhaustion_is_a_clear_error);
         tcase_add_test(names, test_veth_template_with_taken_peer_name_fails_once_and_marks_nothing);
         tcase_add_test(batch, test_failed_batch_leaves_no_device_behind);
+        tcase_add_test(batch, test_failed_op_names_the_cause_not_an_undone_op);
         tcase_add_test(batch, test_batch_with_a_link_set_refused_part_way_changes_nothing);
         tcase_add_test(batch, test_undone_link_set_leaves_a_bridges_address_following_its_ports);
         tcase_add_test(batch, test_bad_names_and_parents_are_refused_and_change_nothing);

@@ -307,8 +307,15 @@ static const char *private_mounts(void)
                 nbd_error("cannot make mounts one-way: %s", strerror(errno));
                 return NULL;
         }
-        if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL) < 0)
-                nbd_warn("cannot mount a sysfs for this network namespace: %s", strerror(errno));
+        /* EBUSY: this namespace's sysfs is mounted there already (`ip
+         * netns exec` mounts one), which is what the mount is for. */
+        if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL) < 0) {
+                if (errno == EBUSY)
+                        nbd_debug("/sys is this network namespace's sysfs already");
+                else
+                        nbd_warn("cannot mount a sysfs for this network namespace: %s",
+                                 strerror(errno));
+        }
         if ((mkdir(DEVDIR_PARENT, 0755) < 0 && errno != EEXIST) ||
             (mkdir(DEVDIR, 0700) < 0 && errno != EEXIST) ||
             /* An unlinked node keeps its inode while a client holds the

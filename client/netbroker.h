@@ -124,6 +124,20 @@ const char *nb_last_error(void);
 /* Close the connection; a spawned helper exits and is reaped. */
 void nb_close(nb_conn *conn);
 
+/* fork(). A connection belongs to the process that made it (nb_spawn(),
+ * nb_connect()). A child of fork() inherits its socket, its helper and
+ * nb_conn_fd()'s epoll set, all still the parent's: a child that sent on
+ * it would take the parent's replies and, on a deadline, kill the parent's
+ * helper. In another process, nb_submit(), nb_submit_timeout(),
+ * nb_submit_async(), nb_conn_dispatch(), nb_cancel() and nb_conn_fd()
+ * fail with -ECHILD (as sd-bus does; -EBADF is nb_submit()'s "fds were
+ * lost") and touch nothing; nb_conn_next_timeout() says -1, nb_conn_error()
+ * says why. nb_close() there frees the child's copy and closes its copies
+ * of the fds, and nothing else: no callback runs (the requests are the
+ * parent's), the helper is not signalled or waited for, the socket is not
+ * shut down. The parent's connection goes on. A child that needs the
+ * helper makes a connection of its own. */
+
 /* The helper's feature list from Hello includes `name` (an op name such as
  * "exec"). */
 bool nb_conn_has_feature(nb_conn *conn, const char *name);

@@ -449,8 +449,10 @@ static int submit_request(nb_conn *c, const nb_batch *b, struct request *rq, uin
         struct nbp_frame_out *f = NULL;
         uint32_t max_frame;
         size_t len = 0;
-        int r;
+        int r = conn_check_owner(c);
 
+        if (r < 0)
+                return r;
         pthread_mutex_lock(&c->lock);
         r = ensure_connected(c, rq->deadline);
         if (r == 0)
@@ -581,14 +583,17 @@ NB_EXPORT int nb_submit_async(nb_conn *c, const nb_batch *b, int timeout_ms, nb_
 
 NB_EXPORT int nb_conn_fd(nb_conn *c)
 {
-        return c ? c->epfd : -EINVAL;
+        if (!c)
+                return -EINVAL;
+        /* A child of fork() watching the parent's epoll set would spin. */
+        return conn_check_owner(c) < 0 ? -ECHILD : c->epfd;
 }
 
 NB_EXPORT int nb_conn_next_timeout(nb_conn *c)
 {
         int64_t first = NO_DEADLINE;
 
-        if (!c)
+        if (!c || conn_check_owner(c) < 0)
                 return -1;
         pthread_mutex_lock(&c->lock);
         for (struct request *rq = c->pending; rq; rq = rq->next)
@@ -624,6 +629,8 @@ NB_EXPORT int nb_conn_dispatch(nb_conn *c)
 
         if (!c)
                 return -EINVAL;
+        if (conn_check_owner(c) < 0)
+                return -ECHILD;
         pthread_mutex_lock(&c->lock);
         drain(c->notify_fd);
         io_step(c);
@@ -642,6 +649,9 @@ NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
 
         if (!c)
                 return -EINVAL;
+        /* finish() would wake the parent's event loop through notify_fd. */
+        if (conn_check_owner(c) < 0)
+                return -ECHILD;
         pthread_mutex_lock(&c->lock);
         rq = find_pending(c, id);
         if (rq && rq->cb) {
@@ -679,4 +689,26 @@ void conn_finish_all(nb_conn *c)
         c->completed_tail = &c->completed;
         pthread_mutex_unlock(&c->lock);
         run_callbacks(c, list);
+}
+
+/* nb_close() in a child of fork(): the requests are the parent's, which
+ * still waits for their replies; a callback here would answer them a
+ * second time. Their memory is freed (a synchronous one lives on a stack
+ * of the parent's thread: only what it points to) and our copies of their
+ * fds closed. */
+void conn_drop_requests(nb_conn *c)
+{
+        struct request *lists[] = {c->pending, c->completed};
+
+        c->pending = c->completed = NULL;
+        c->completed_tail = &c->completed;
+        for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
+                while (lists[i]) {
+                        struct request *rq = lists[i];
+                        lists[i] = rq->next;
+                        request_drop_output(rq);
+                        if (rq->cb)
+                                free(rq);
+                }
+        drop_output_queue(c);
 }

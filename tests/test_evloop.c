@@ -695,6 +695,102 @@ START_TEST(test_close_calls_back_what_is_in_flight)
 }
 END_TEST
 
+/* ---- a connection inherited by a child of fork() ---- */
+
+/* The child's side: every call that would touch the shared socket, helper
+ * or epoll set is refused, nb_close() frees the child's copy, and nothing
+ * is called back (the request in flight is the parent's). Returns 0, or
+ * the number of the first check that failed: the child's exit status
+ * (ck_assert is the test process's, not the child's). */
+static int child_uses_inherited(nb_conn *c, nb_batch *b, uint64_t parents_id,
+                                const struct seen *parents, int fds_without_conn, bool only_close)
+{
+        struct seen mine = {0};
+        nb_results *res = NULL;
+        uint64_t id = 0;
+
+        if (only_close)
+                goto close;
+        if (nb_submit_timeout(c, b, 1000, &res) != -ECHILD || res)
+                return 1;
+        if (nb_submit(c, b, &res) != -ECHILD || res)
+                return 2;
+        if (nb_submit_async(c, b, 1000, record, &mine, &id) != -ECHILD || id != 0)
+                return 3;
+        if (nb_conn_dispatch(c) != -ECHILD)
+                return 4;
+        if (nb_cancel(c, parents_id) != -ECHILD)
+                return 5;
+        if (nb_conn_fd(c) != -ECHILD)
+                return 6;
+        if (nb_conn_next_timeout(c) != -1)
+                return 7;
+        if (!strstr(nb_conn_error(c), "fork()"))
+                return 8;
+close:
+        nb_close(c);
+        if (mine.calls != 0 || parents->calls != 0)
+                return 9;
+        /* The socket, the epoll fd, the two eventfds and the pidfd: the
+         * child's copies are closed. */
+        if (tu_fd_count(getpid()) != fds_without_conn)
+                return 10;
+        return 0;
+}
+
+/* A child of fork() that calls nb_submit() on the connection it inherited
+ * shared the parent's socket (request ids collide, replies go to the wrong
+ * process), and after a deadline both SIGKILLed the helper through the
+ * inherited pidfd; its nb_close() ran the parent's callbacks and took the
+ * socket out of the parent's epoll set. Now the child is refused with
+ * -ECHILD and its nb_close() only frees its copy: the parent's request in
+ * flight is answered through the fd its loop watches, by the same helper.
+ * Run twice: the child uses the connection then closes it (_i 0), or only
+ * closes it (_i 1), as a child that tidies up before its work does. */
+START_TEST(test_child_of_fork_is_refused_and_its_close_leaves_the_parent_alone)
+{
+        struct seen parents = {0};
+        int fds_without_conn, status;
+        uint64_t t0;
+        nb_batch *b;
+        uint64_t id;
+        pid_t pid, child;
+        nb_conn *c;
+
+        tu_private_netns();
+        fds_without_conn = tu_fd_count(getpid());
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        /* No deadline: the loop below wakes only when the fd says so. */
+        t0 = tu_now_us();
+        id = submit_async(c, sleep_batch("0.3"), -1, &parents);
+        b = ping_batch();
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                _exit(child_uses_inherited(c, b, id, &parents, fds_without_conn, _i == 1));
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "the child's check %d failed (child_uses_inherited), status %#x",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+        loop_until(c, &parents.calls, 1, 10000);
+        /* Not at the end of the loop's 10 s: the socket is still in the
+         * epoll set behind nb_conn_fd(). */
+        ck_assert_uint_lt(tu_now_us() - t0, 3000 * 1000);
+        ck_assert_int_eq(parents.status, 0);
+        ck_assert_uint_eq(parents.id, id);
+        ck_assert_int_eq(nb_result_status(parents.res, 0), 0);
+        ping_sync_ok(c);
+        ck_assert_int_eq(nb_conn_helper_pid(c), pid);
+        ck_assert(tu_process_alive(pid));
+        ck_assert_str_eq(nb_conn_error(c), "");
+        nb_results_free(parents.res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
 START_TEST(test_bad_arguments_are_refused_without_a_callback)
 {
         nb_batch *b = ping_batch();
@@ -741,6 +837,8 @@ Suite *evloop_suite(void)
         tcase_add_test(tc, test_sync_callers_beside_the_event_loop_again_and_again);
         tcase_add_test(tc, test_close_calls_back_what_is_in_flight);
         tcase_add_test(tc, test_bad_arguments_are_refused_without_a_callback);
+        tcase_add_loop_test(tc, test_child_of_fork_is_refused_and_its_close_leaves_the_parent_alone,
+                            0, 2);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -513,6 +513,12 @@ int conn_establish(nb_conn *c, int64_t deadline)
 
 static void conn_free(nb_conn *c)
 {
+        /* A child of fork() that has not exec'd or exited yet holds a copy
+         * of the socket: without the shutdown the helper would see no EOF,
+         * and the wait below would last as long as that child. (The child's
+         * own nb_close() has no socket left here: conn_disown.) */
+        if (c->fd >= 0)
+                shutdown(c->fd, SHUT_RDWR);
         drop_fd(c);
         /* The helper exits when its only connection closes. */
         conn_reap_helper(c, true);

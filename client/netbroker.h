@@ -136,7 +136,9 @@ void nb_close(nb_conn *conn);
  * of the fds, and nothing else: no callback runs (the requests are the
  * parent's), the helper is not signalled or waited for, the socket is not
  * shut down. The parent's connection goes on. A child that needs the
- * helper makes a connection of its own. */
+ * helper makes a connection of its own. The parent's nb_close() shuts the
+ * socket down: the helper sees its end, and is waited for, also while a
+ * child that has not exec'd or exited yet holds a copy. */
 
 /* The helper's feature list from Hello includes `name` (an op name such as
  * "exec"). */

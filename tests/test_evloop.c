@@ -791,6 +791,40 @@ START_TEST(test_child_of_fork_is_refused_and_its_close_leaves_the_parent_alone)
 }
 END_TEST
 
+/* The parent closes while a child of fork() still holds its copy of the
+ * socket (it has not exec'd or exited yet): the spawned helper saw no EOF,
+ * and nb_close() waited for it until the child went. */
+START_TEST(test_parent_close_while_a_child_holds_the_connection_does_not_wait_for_it)
+{
+        int p[2], status;
+        uint64_t t0;
+        pid_t pid, child;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        pid = nb_conn_helper_pid(c);
+        ck_assert_int_eq(pipe(p), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                /* Holds the inherited fds until the parent says, at most 10 s. */
+                struct pollfd pf = {.fd = p[0], .events = POLLIN};
+                close(p[1]);
+                poll(&pf, 1, 10000);
+                _exit(0);
+        }
+        close(p[0]);
+        t0 = tu_now_us();
+        nb_close(c);
+        ck_assert_uint_lt(tu_now_us() - t0, 3000 * 1000);
+        ck_assert(process_gone(pid));
+        close(p[1]);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
 START_TEST(test_bad_arguments_are_refused_without_a_callback)
 {
         nb_batch *b = ping_batch();
@@ -839,6 +873,8 @@ Suite *evloop_suite(void)
         tcase_add_test(tc, test_bad_arguments_are_refused_without_a_callback);
         tcase_add_loop_test(tc, test_child_of_fork_is_refused_and_its_close_leaves_the_parent_alone,
                             0, 2);
+        tcase_add_test(tc,
+                       test_parent_close_while_a_child_holds_the_connection_does_not_wait_for_it);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -594,15 +594,24 @@ static void conn_disown(nb_conn *c)
         conn_drop_requests(c);
 }
 
+int conn_close_finish(nb_conn *c)
+{
+        int n = conn_finish_all(c);
+
+        conn_free(c);
+        return n;
+}
+
 NB_EXPORT void nb_close(nb_conn *c)
 {
         if (!c)
                 return;
-        if (conn_check_owner(c) < 0)
+        if (conn_check_owner(c) < 0) {
                 conn_disown(c);
-        else
-                conn_finish_all(c);
-        conn_free(c);
+                conn_free(c);
+        } else if (conn_close_begin(c)) {
+                conn_close_finish(c);
+        }
 }
 
 /* Why the last nb_spawn()/nb_connect() of this thread failed: the

@@ -121,7 +121,10 @@ int nb_connect_timeout(const char *socket_path, int timeout_ms, nb_conn **ret);
  * until this thread's next call of one of them. */
 const char *nb_last_error(void);
 
-/* Close the connection; a spawned helper exits and is reaped. */
+/* Close the connection; a spawned helper exits and is reaped. Callbacks of
+ * requests not yet called back run first (nb_callback). From inside a
+ * callback of this connection the close is finished later, by the
+ * nb_conn_dispatch() running the callback ("timeouts and event loops"). */
 void nb_close(nb_conn *conn);
 
 /* fork(). A connection belongs to the process that made it (nb_spawn(),
@@ -800,8 +803,18 @@ int nb_submit(nb_conn *conn, const nb_batch *batch, nb_results **ret);
  * under their requests whoever reads them. Callbacks run only inside
  * nb_conn_dispatch(), in the thread that calls it, without any lock of the
  * library held: a callback may call nb_submit_async(), nb_cancel(),
- * nb_submit_timeout() or nb_conn_dispatch() on the same connection, but not
- * nb_close(). */
+ * nb_submit_timeout(), nb_conn_dispatch() or nb_close() on the same
+ * connection.
+ *
+ * nb_close() from a callback. The nb_conn_dispatch() running the callback
+ * finishes the close before it returns, once the callbacks it had to run
+ * have run (requests done before the close get their results), as
+ * nb_close() does: every request still in flight is called back with
+ * -ECANCELED, after them, then conn is freed. Until then conn stays valid
+ * for those callbacks, which may free what their opaque pointers hold;
+ * submits on it fail with -ECANCELED (nothing is sent any more, no new
+ * helper is spawned) and a second nb_close() does nothing. The
+ * nb_conn_dispatch() that finishes the close counts those callbacks too. */
 
 /* nb_submit() with a deadline: -ETIMEDOUT when the reply has not come
  * within timeout_ms (< 0: none); the connection is reset then (above). */

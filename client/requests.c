@@ -454,7 +454,14 @@ static int submit_request(nb_conn *c, const nb_batch *b, struct request *rq, uin
         if (r < 0)
                 return r;
         pthread_mutex_lock(&c->lock);
-        r = ensure_connected(c, rq->deadline);
+        if (c->closing) {
+                /* From a callback that runs after nb_close(): nothing may
+                 * outlive the connection, nor spawn a helper for it. */
+                conn_set_error(c, "nb_close() was called on this connection");
+                r = -ECANCELED;
+        } else {
+                r = ensure_connected(c, rq->deadline);
+        }
         if (r == 0)
                 r = check_limits(c, b);
         rq->id = *ret_id = ++c->next_id;
@@ -623,9 +630,23 @@ static int run_callbacks(nb_conn *c, struct request *list)
         return n;
 }
 
+/* No lock held: a run of callbacks of c is over. The last one after an
+ * nb_close() from a callback finishes the close (c is freed then).
+ * Returns how many callbacks the close ran. */
+static int callbacks_done(nb_conn *c)
+{
+        bool last;
+
+        pthread_mutex_lock(&c->lock);
+        last = --c->in_callbacks == 0 && c->closing;
+        pthread_mutex_unlock(&c->lock);
+        return last ? conn_close_finish(c) : 0;
+}
+
 NB_EXPORT int nb_conn_dispatch(nb_conn *c)
 {
         struct request *list;
+        int n;
 
         if (!c)
                 return -EINVAL;
@@ -638,8 +659,10 @@ NB_EXPORT int nb_conn_dispatch(nb_conn *c)
         list = c->completed;
         c->completed = NULL;
         c->completed_tail = &c->completed;
+        c->in_callbacks++;
         pthread_mutex_unlock(&c->lock);
-        return run_callbacks(c, list);
+        n = run_callbacks(c, list);
+        return n + callbacks_done(c);
 }
 
 NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
@@ -674,9 +697,10 @@ NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
 
 /* nb_close(): every request not yet called back is, pending ones with
  * -ECANCELED, so callers can free what their opaque pointers hold. */
-void conn_finish_all(nb_conn *c)
+int conn_finish_all(nb_conn *c)
 {
         struct request *list;
+        int n;
 
         pthread_mutex_lock(&c->lock);
         while (c->pending) {
@@ -687,8 +711,25 @@ void conn_finish_all(nb_conn *c)
         list = c->completed;
         c->completed = NULL;
         c->completed_tail = &c->completed;
+        /* A callback's nb_conn_dispatch() must not finish the close too. */
+        c->in_callbacks++;
         pthread_mutex_unlock(&c->lock);
-        run_callbacks(c, list);
+        n = run_callbacks(c, list);
+        pthread_mutex_lock(&c->lock);
+        c->in_callbacks--;
+        pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+bool conn_close_begin(nb_conn *c)
+{
+        bool now;
+
+        pthread_mutex_lock(&c->lock);
+        now = !c->closing && c->in_callbacks == 0;
+        c->closing = true;
+        pthread_mutex_unlock(&c->lock);
+        return now;
 }
 
 /* nb_close() in a child of fork(): the requests are the parent's, which

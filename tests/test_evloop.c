@@ -825,6 +825,124 @@ START_TEST(test_parent_close_while_a_child_holds_the_connection_does_not_wait_fo
 }
 END_TEST
 
+/* ---- nb_close() from a callback ---- */
+
+struct close_test {
+        struct seen s[3];
+        nb_batch *batch;
+        struct seen extra; /* what a submit after the close would call back */
+        int in_flight_calls_at_first_close;
+        int closes;
+        int submits[3]; /* nb_submit_async() after nb_close(), per callback */
+        int dispatches[3]; /* a nested nb_conn_dispatch() after it */
+};
+
+struct close_req {
+        struct close_test *t;
+        int i;
+};
+
+/* As code that frees its objects from callbacks does: every callback
+ * closes the connection, then still calls on it. */
+static void close_from_callback(nb_conn *c, uint64_t id, int status, nb_results *res, void *opaque)
+{
+        struct close_req *q = opaque;
+        struct close_test *t = q->t;
+
+        record(c, id, status, res, &t->s[q->i]);
+        nb_close(c);
+        if (t->closes++ == 0)
+                t->in_flight_calls_at_first_close = t->s[2].calls;
+        t->submits[q->i] = nb_submit_async(c, t->batch, 1000, record, &t->extra, NULL);
+        t->dispatches[q->i] = nb_conn_dispatch(c);
+}
+
+/* Two replies handed to callbacks by one dispatch, and the first callback
+ * closes the connection: nb_close() freed it under the dispatch, which
+ * went on with the next callback (a double free, a use after free). Now
+ * the close is finished by that dispatch once its callbacks have run: the
+ * second one gets its results, the request still in flight -ECANCELED
+ * after them, a second nb_close() is a no-op, submits after the close are
+ * refused, and the helper is gone once nb_conn_dispatch() returns. */
+START_TEST(test_close_from_a_callback_is_finished_after_the_dispatchs_callbacks)
+{
+        struct close_test t = {0};
+        struct close_req q[3];
+        uint64_t ids[3];
+        nb_conn *c;
+        pid_t pid;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        t.batch = ping_batch();
+        for (int i = 0; i < 3; i++) {
+                nb_batch *b = i < 2 ? ping_batch() : sleep_batch("5");
+                q[i] = (struct close_req){.t = &t, .i = i};
+                ck_assert_int_eq(nb_submit_async(c, b, -1, close_from_callback, &q[i], &ids[i]), 0);
+                nb_batch_free(b);
+        }
+        /* Pings are answered in order: once this one's reply is read, both
+         * async pings' replies were, and wait for their callbacks. */
+        ping_sync_ok(c);
+        ck_assert_int_eq(nb_conn_dispatch(c), 3);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(t.s[i].calls, 1);
+                ck_assert_uint_eq(t.s[i].id, ids[i]);
+                ck_assert_int_eq(t.s[i].order, i + 1);
+                ck_assert_int_eq(t.submits[i], -ECANCELED);
+                ck_assert_int_ge(t.dispatches[i], 0);
+        }
+        ck_assert_int_eq(t.s[0].status, 0);
+        ck_assert_int_eq(t.s[1].status, 0); /* done before the close: its results */
+        ck_assert_int_eq(nb_result_status(t.s[1].res, 0), 0);
+        ck_assert_int_eq(t.s[2].status, -ECANCELED);
+        ck_assert_int_eq(t.in_flight_calls_at_first_close, 0);
+        ck_assert_int_eq(t.closes, 3);
+        ck_assert_int_eq(t.extra.calls, 0);
+        ck_assert(process_gone(pid));
+        ck_assert_int_eq(tu_zombies_of(getpid()), 0);
+        for (int i = 0; i < 3; i++)
+                nb_results_free(t.s[i].res);
+        nb_batch_free(t.batch);
+}
+END_TEST
+
+/* nb_close() from outside, and the callbacks it runs close again and
+ * dispatch: the first close finishes, once. */
+START_TEST(test_close_whose_callbacks_close_and_dispatch_again)
+{
+        struct close_test t = {0};
+        struct close_req q[3];
+        nb_conn *c;
+        pid_t pid;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        t.batch = ping_batch();
+        for (int i = 0; i < 3; i++) {
+                nb_batch *b = sleep_batch("5");
+                q[i] = (struct close_req){.t = &t, .i = i};
+                ck_assert_int_eq(nb_submit_async(c, b, -1, close_from_callback, &q[i], NULL), 0);
+                nb_batch_free(b);
+        }
+        nb_close(c);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(t.s[i].calls, 1);
+                ck_assert_int_eq(t.s[i].status, -ECANCELED);
+                ck_assert_int_eq(t.submits[i], -ECANCELED);
+                ck_assert_int_ge(t.dispatches[i], 0);
+        }
+        ck_assert_int_eq(t.closes, 3);
+        ck_assert_int_eq(t.extra.calls, 0);
+        ck_assert(process_gone(pid));
+        nb_batch_free(t.batch);
+}
+END_TEST
+
 START_TEST(test_bad_arguments_are_refused_without_a_callback)
 {
         nb_batch *b = ping_batch();
@@ -875,6 +993,8 @@ Suite *evloop_suite(void)
                             0, 2);
         tcase_add_test(tc,
                        test_parent_close_while_a_child_holds_the_connection_does_not_wait_for_it);
+        tcase_add_test(tc, test_close_from_a_callback_is_finished_after_the_dispatchs_callbacks);
+        tcase_add_test(tc, test_close_whose_callbacks_close_and_dispatch_again);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -796,7 +796,11 @@ int nb_submit(nb_conn *conn, const nb_batch *batch, nb_results **ret);
  * nb_conn_dispatch(): it never blocks (except to reconnect, see
  * nb_submit_async()), writes and reads what the socket allows, fails what
  * passed its deadline, and runs the callbacks of the requests that are
- * done.
+ * done. A submit whose deadline is earlier than every other in flight
+ * turns nb_conn_fd() readable too, so that a loop waiting with no timer or
+ * a later one (the submit came from another thread) wakes: its dispatch
+ * then has nothing to do (it returns 0), and it re-arms its timer from
+ * nb_conn_next_timeout().
  *
  * Threads. Every function here may be called from any thread, also while
  * other threads use nb_submit() on the same connection; replies are filed
@@ -848,7 +852,8 @@ int nb_conn_fd(nb_conn *conn);
 
 /* Milliseconds until the earliest deadline of a request in flight: 0 when
  * one has passed, -1 when there is none (virEventAddTimeout's convention).
- * Call it again after every nb_conn_dispatch() and submit. */
+ * Call it again after every nb_conn_dispatch() and submit; a submit from
+ * another thread that makes it earlier turns nb_conn_fd() readable. */
 int nb_conn_next_timeout(nb_conn *conn);
 
 /* Without blocking: send and receive what the socket allows, fail requests

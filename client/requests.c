@@ -441,6 +441,20 @@ again:
         return r == -EPIPE ? -ECONNRESET : r;
 }
 
+/* Lock held, rq queued: its deadline is earlier than every other in
+ * flight. An event loop (perhaps in another thread) may be waiting with no
+ * timer or a later one: nb_conn_fd() turns readable so that it dispatches
+ * (nothing to do) and reads nb_conn_next_timeout() again. */
+static bool earliest_deadline(nb_conn *c, const struct request *rq)
+{
+        if (rq->deadline == NO_DEADLINE)
+                return false;
+        for (const struct request *p = c->pending; p; p = p->next)
+                if (p != rq && p->deadline <= rq->deadline)
+                        return false;
+        return true;
+}
+
 /* Connect if needed, check, pack and queue b as rq, whose id goes to
  * *ret_id (once queued, rq may be done and freed by another thread before
  * this returns). 0 or -errno; on failure nothing is left queued. */
@@ -482,6 +496,8 @@ static int submit_request(nb_conn *c, const nb_batch *b, struct request *rq, uin
                 r = send_request(c, rq, f);
         else
                 nbp_frame_out_free(f);
+        if (r == 0 && earliest_deadline(c, rq))
+                notify(c->notify_fd);
         pthread_mutex_unlock(&c->lock);
         return r;
 }

@@ -3,9 +3,11 @@
  * callback form driven from a poll() loop, many requests in flight,
  * replies out of order, deadlines against a stopped helper and what comes
  * after, cancel before and after the reply, fds of a cancelled request,
- * callbacks that submit, synchronous callers beside the loop, and
- * nb_submit_timeout(). Every test runs in a network namespace of its own
- * with a helper of its own. */
+ * callbacks that submit, synchronous callers beside the loop,
+ * nb_submit_timeout(), a worker thread's deadline waking the loop,
+ * nb_close() from a callback, and a connection inherited by a child of
+ * fork(). Every test runs in a network namespace of its own with a helper
+ * of its own. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -695,6 +697,71 @@ START_TEST(test_close_calls_back_what_is_in_flight)
 }
 END_TEST
 
+/* A worker thread submits with a deadline while the loop sleeps. */
+struct late_submit {
+        nb_conn *conn;
+        nb_batch *batch;
+        struct seen *seen;
+        uint64_t when; /* tu_now_us() of the submit */
+        int r;
+};
+
+static void *submit_later(void *p)
+{
+        struct late_submit *w = p;
+
+        usleep(200 * 1000); /* the loop is in poll() by then */
+        w->when = tu_now_us();
+        w->r = nb_submit_async(w->conn, w->batch, 300, record, w->seen, NULL);
+        return NULL;
+}
+
+/* The loop waits with nb_conn_next_timeout() -1 (nothing in flight, _i 0)
+ * or a later timer (a request with a 20 s deadline, _i 1), and a worker
+ * thread submits with a 300 ms deadline: nb_conn_fd() turned readable for
+ * its reply only, so the request timed out when the loop's own bound ran
+ * out (5 s here, for ever in a loop with no other work). Now the submit
+ * wakes the loop, whose dispatch does nothing and whose next
+ * nb_conn_next_timeout() has the new deadline. A submit whose deadline is
+ * not the earliest does not wake it. */
+START_TEST(test_submit_from_a_thread_with_the_earliest_deadline_wakes_the_loop)
+{
+        struct seen early = {0}, late = {0}, s = {0};
+        struct late_submit w = {0};
+        pthread_t th;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        if (_i == 1) {
+                struct pollfd p = {.fd = nb_conn_fd(c), .events = POLLIN};
+                submit_async(c, sleep_batch("5"), 20000, &early);
+                ck_assert_int_eq(nb_conn_dispatch(c), 0);
+                submit_async(c, sleep_batch("5"), 30000, &late);
+                ck_assert_int_eq(poll(&p, 1, 0), 0);
+                ck_assert_int_gt(nb_conn_next_timeout(c), 10000);
+        } else {
+                ck_assert_int_eq(nb_conn_next_timeout(c), -1);
+        }
+        w = (struct late_submit){.conn = c, .batch = sleep_batch("5"), .seen = &s};
+        ck_assert_int_eq(pthread_create(&th, NULL, submit_later, &w), 0);
+        loop_until(c, &s.calls, 1, 5000);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_int_eq(w.r, 0);
+        ck_assert_int_eq(s.status, -ETIMEDOUT);
+        ck_assert_uint_lt(tu_now_us() - w.when, 1500 * 1000);
+        if (_i == 1) {
+                /* The connection was reset for the deadline. */
+                loop_until(c, &callbacks_run, 3, 5000);
+                ck_assert_int_eq(early.status, -ECONNRESET);
+                ck_assert_int_eq(late.status, -ECONNRESET);
+        }
+        nb_batch_free(w.batch);
+        nb_close(c);
+}
+END_TEST
+
 /* ---- a connection inherited by a child of fork() ---- */
 
 /* The child's side: every call that would touch the shared socket, helper
@@ -995,6 +1062,8 @@ Suite *evloop_suite(void)
                        test_parent_close_while_a_child_holds_the_connection_does_not_wait_for_it);
         tcase_add_test(tc, test_close_from_a_callback_is_finished_after_the_dispatchs_callbacks);
         tcase_add_test(tc, test_close_whose_callbacks_close_and_dispatch_again);
+        tcase_add_loop_test(tc, test_submit_from_a_thread_with_the_earliest_deadline_wakes_the_loop,
+                            0, 2);
         suite_add_tcase(s, tc);
         return s;
 }

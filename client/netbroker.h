@@ -847,7 +847,8 @@ int nb_submit_async(nb_conn *conn, const nb_batch *batch, int timeout_ms, nb_cal
                     void *opaque, uint64_t *ret_id);
 
 /* The fd an event loop watches for POLLIN (see above). The connection owns
- * it: do not read or close it. */
+ * it: do not read or close it. -ECHILD in a child of fork() (see
+ * nb_close()). */
 int nb_conn_fd(nb_conn *conn);
 
 /* Milliseconds until the earliest deadline of a request in flight: 0 when
@@ -858,7 +859,8 @@ int nb_conn_next_timeout(nb_conn *conn);
 
 /* Without blocking: send and receive what the socket allows, fail requests
  * past their deadline, and run the callbacks of the requests that are done.
- * Returns how many callbacks ran, or -EINVAL. */
+ * Returns how many callbacks ran, or -EINVAL, -ECHILD (in a child of
+ * fork(), see nb_close()). */
 int nb_conn_dispatch(nb_conn *conn);
 
 /* Cancel the asynchronous request `id`: its callback runs once, with

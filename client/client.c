@@ -48,6 +48,13 @@ void conn_set_error(nb_conn *c, const char *fmt, ...)
         va_end(ap);
 }
 
+/* sd-bus answers a call from a child of fork() the same way. Not -EBADF:
+ * nb_submit() says that of fds the helper sent and that were lost. */
+int conn_check_owner(nb_conn *c)
+{
+        return c->owner == getpid() ? 0 : -ECHILD;
+}
+
 static void free_features(nb_conn *c)
 {
         for (size_t i = 0; i < c->n_features; i++)
@@ -509,6 +516,12 @@ int conn_establish(nb_conn *c, int64_t deadline)
 
 static void conn_free(nb_conn *c)
 {
+        /* A child of fork() that has not exec'd or exited yet holds a copy
+         * of the socket: without the shutdown the helper would see no EOF,
+         * and the wait below would last as long as that child. (The child's
+         * own nb_close() has no socket left here: conn_disown.) */
+        if (c->fd >= 0)
+                shutdown(c->fd, SHUT_RDWR);
         drop_fd(c);
         /* The helper exits when its only connection closes. */
         conn_reap_helper(c, true);
@@ -525,8 +538,13 @@ static void conn_free(nb_conn *c)
                 close(c->notify_fd);
         if (c->wake_fd >= 0)
                 close(c->wake_fd);
-        pthread_mutex_destroy(&c->lock);
-        pthread_cond_destroy(&c->cond);
+        /* In a child of fork(), a thread of the parent may have held the
+         * lock or waited on cond at the fork: destroying them could wait
+         * for that thread, which does not exist here. */
+        if (conn_check_owner(c) == 0) {
+                pthread_mutex_destroy(&c->lock);
+                pthread_cond_destroy(&c->cond);
+        }
         free(c);
 }
 
@@ -538,6 +556,7 @@ static nb_conn *conn_alloc(void)
 
         if (!c)
                 return NULL;
+        c->owner = getpid();
         pthread_mutex_init(&c->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -562,12 +581,42 @@ static nb_conn *conn_alloc(void)
         return c;
 }
 
+/* nb_close() in a child of fork(): the socket, the helper and the epoll
+ * set are the parent's, still in use there. Only our copies of the fds
+ * are closed: no shutdown(), which would end the parent's connection too,
+ * no signal or wait for the helper, no epoll_ctl() (the set is shared), no
+ * lock. conn_free() then finds nothing of that left to do. */
+static void conn_disown(nb_conn *c)
+{
+        if (c->fd >= 0)
+                close(c->fd);
+        c->fd = -1;
+        c->fd_in_epoll = false;
+        if (c->pidfd >= 0)
+                close(c->pidfd);
+        c->pidfd = -1;
+        c->pid = 0;
+        conn_drop_requests(c);
+}
+
+int conn_close_finish(nb_conn *c)
+{
+        int n = conn_finish_all(c);
+
+        conn_free(c);
+        return n;
+}
+
 NB_EXPORT void nb_close(nb_conn *c)
 {
         if (!c)
                 return;
-        conn_finish_all(c);
-        conn_free(c);
+        if (conn_check_owner(c) < 0) {
+                conn_disown(c);
+                conn_free(c);
+        } else if (conn_close_begin(c)) {
+                conn_close_finish(c);
+        }
 }
 
 /* Why the last nb_spawn()/nb_connect() of this thread failed: the
@@ -717,6 +766,14 @@ NB_EXPORT const char *nb_conn_error(nb_conn *c)
          * text while the caller reads it. */
         static __thread char copy[sizeof(c->error)];
 
+        if (conn_check_owner(c) < 0) {
+                /* Not the lock: a thread of the parent may have held it. */
+                snprintf(copy, sizeof(copy),
+                         "this connection to netbrokerd was made by process %d: process %d (a "
+                         "child of fork()) can only nb_close() it",
+                         (int)c->owner, (int)getpid());
+                return copy;
+        }
         pthread_mutex_lock(&c->lock);
         memcpy(copy, c->error, sizeof(copy));
         pthread_mutex_unlock(&c->lock);

@@ -56,6 +56,16 @@ struct nb_conn {
         unsigned gen;
         bool broken;
         bool polling; /* a synchronous caller is in poll() on fd */
+        /* getpid() of the nb_spawn()/nb_connect() that made it: a child of
+         * fork() shares the socket, the helper and the epoll set, and may
+         * only nb_close() its copy (conn_check_owner). */
+        pid_t owner;
+        /* nb_close() was called: nothing more is sent, a second call does
+         * nothing. Called from a callback (in_callbacks > 0), the close is
+         * finished by the nb_conn_dispatch() running it, once its
+         * callbacks are done: the connection must outlive them. */
+        bool closing;
+        unsigned in_callbacks; /* nb_conn_dispatch()es and nb_close()s running callbacks */
         uint64_t next_id;
         struct request *pending; /* sent or queued, awaiting the reply */
         struct request *completed, **completed_tail; /* async, callback not yet run */
@@ -87,6 +97,13 @@ struct nb_conn {
 /* client.c */
 int64_t conn_now_ns(void);
 void conn_set_error(nb_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0, or -ECHILD in another process than the connection's (a child of
+ * fork()): then nothing may touch the socket, the helper, the eventfds,
+ * the epoll set or the lock, all possibly in use by the parent. */
+int conn_check_owner(nb_conn *c);
+/* Call back what is left (conn_finish_all) and free c. Returns how many
+ * callbacks ran. */
+int conn_close_finish(nb_conn *c);
 /* Pack m with copies of fds (borrowed), which go with the frame's first byte. */
 int conn_pack_msg_fds(const ProtobufCMessage *m, const int *fds, size_t nfds,
                       struct nbp_frame_out **ret);
@@ -121,5 +138,12 @@ void conn_notify(nb_conn *c);
  * while output is queued. */
 void conn_epoll_sync(nb_conn *c);
 /* nb_close(): every request not yet called back is, pending ones with
- * -ECANCELED. */
-void conn_finish_all(nb_conn *c);
+ * -ECANCELED. Returns how many. */
+int conn_finish_all(nb_conn *c);
+/* nb_close() in a child of fork(): free the parent's requests' memory and
+ * close our copies of their fds, without calling anyone back. */
+void conn_drop_requests(nb_conn *c);
+/* nb_close(): true when the caller closes now; false when the close was
+ * begun already, or is left to the nb_conn_dispatch() whose callback
+ * called nb_close(). */
+bool conn_close_begin(nb_conn *c);

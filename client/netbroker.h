@@ -121,8 +121,27 @@ int nb_connect_timeout(const char *socket_path, int timeout_ms, nb_conn **ret);
  * until this thread's next call of one of them. */
 const char *nb_last_error(void);
 
-/* Close the connection; a spawned helper exits and is reaped. */
+/* Close the connection; a spawned helper exits and is reaped. Callbacks of
+ * requests not yet called back run first (nb_callback). From inside a
+ * callback of this connection the close is finished later, by the
+ * nb_conn_dispatch() running the callback ("timeouts and event loops"). */
 void nb_close(nb_conn *conn);
+
+/* fork(). A connection belongs to the process that made it (nb_spawn(),
+ * nb_connect()). A child of fork() inherits its socket, its helper and
+ * nb_conn_fd()'s epoll set, all still the parent's: a child that sent on
+ * it would take the parent's replies and, on a deadline, kill the parent's
+ * helper. In another process, nb_submit(), nb_submit_timeout(),
+ * nb_submit_async(), nb_conn_dispatch(), nb_cancel() and nb_conn_fd()
+ * fail with -ECHILD (as sd-bus does; -EBADF is nb_submit()'s "fds were
+ * lost") and touch nothing; nb_conn_next_timeout() says -1, nb_conn_error()
+ * says why. nb_close() there frees the child's copy and closes its copies
+ * of the fds, and nothing else: no callback runs (the requests are the
+ * parent's), the helper is not signalled or waited for, the socket is not
+ * shut down. The parent's connection goes on. A child that needs the
+ * helper makes a connection of its own. The parent's nb_close() shuts the
+ * socket down: the helper sees its end, and is waited for, also while a
+ * child that has not exec'd or exited yet holds a copy. */
 
 /* The helper's feature list from Hello includes `name` (an op name such as
  * "exec"). */
@@ -777,15 +796,29 @@ int nb_submit(nb_conn *conn, const nb_batch *batch, nb_results **ret);
  * nb_conn_dispatch(): it never blocks (except to reconnect, see
  * nb_submit_async()), writes and reads what the socket allows, fails what
  * passed its deadline, and runs the callbacks of the requests that are
- * done.
+ * done. A submit whose deadline is earlier than every other in flight
+ * turns nb_conn_fd() readable too, so that a loop waiting with no timer or
+ * a later one (the submit came from another thread) wakes: its dispatch
+ * then has nothing to do (it returns 0), and it re-arms its timer from
+ * nb_conn_next_timeout().
  *
  * Threads. Every function here may be called from any thread, also while
  * other threads use nb_submit() on the same connection; replies are filed
  * under their requests whoever reads them. Callbacks run only inside
  * nb_conn_dispatch(), in the thread that calls it, without any lock of the
  * library held: a callback may call nb_submit_async(), nb_cancel(),
- * nb_submit_timeout() or nb_conn_dispatch() on the same connection, but not
- * nb_close(). */
+ * nb_submit_timeout(), nb_conn_dispatch() or nb_close() on the same
+ * connection.
+ *
+ * nb_close() from a callback. The nb_conn_dispatch() running the callback
+ * finishes the close before it returns, once the callbacks it had to run
+ * have run (requests done before the close get their results), as
+ * nb_close() does: every request still in flight is called back with
+ * -ECANCELED, after them, then conn is freed. Until then conn stays valid
+ * for those callbacks, which may free what their opaque pointers hold;
+ * submits on it fail with -ECANCELED (nothing is sent any more, no new
+ * helper is spawned) and a second nb_close() does nothing. The
+ * nb_conn_dispatch() that finishes the close counts those callbacks too. */
 
 /* nb_submit() with a deadline: -ETIMEDOUT when the reply has not come
  * within timeout_ms (< 0: none); the connection is reset then (above). */
@@ -814,17 +847,20 @@ int nb_submit_async(nb_conn *conn, const nb_batch *batch, int timeout_ms, nb_cal
                     void *opaque, uint64_t *ret_id);
 
 /* The fd an event loop watches for POLLIN (see above). The connection owns
- * it: do not read or close it. */
+ * it: do not read or close it. -ECHILD in a child of fork() (see
+ * nb_close()). */
 int nb_conn_fd(nb_conn *conn);
 
 /* Milliseconds until the earliest deadline of a request in flight: 0 when
  * one has passed, -1 when there is none (virEventAddTimeout's convention).
- * Call it again after every nb_conn_dispatch() and submit. */
+ * Call it again after every nb_conn_dispatch() and submit; a submit from
+ * another thread that makes it earlier turns nb_conn_fd() readable. */
 int nb_conn_next_timeout(nb_conn *conn);
 
 /* Without blocking: send and receive what the socket allows, fail requests
  * past their deadline, and run the callbacks of the requests that are done.
- * Returns how many callbacks ran, or -EINVAL. */
+ * Returns how many callbacks ran, or -EINVAL, -ECHILD (in a child of
+ * fork(), see nb_close()). */
 int nb_conn_dispatch(nb_conn *conn);
 
 /* Cancel the asynchronous request `id`: its callback runs once, with

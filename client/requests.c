@@ -448,6 +448,20 @@ again:
         return r == -EPIPE ? -ECONNRESET : r;
 }
 
+/* Lock held, rq queued: its deadline is earlier than every other in
+ * flight. An event loop (perhaps in another thread) may be waiting with no
+ * timer or a later one: nb_conn_fd() turns readable so that it dispatches
+ * (nothing to do) and reads nb_conn_next_timeout() again. */
+static bool earliest_deadline(nb_conn *c, const struct request *rq)
+{
+        if (rq->deadline == NO_DEADLINE)
+                return false;
+        for (const struct request *p = c->pending; p; p = p->next)
+                if (p != rq && p->deadline <= rq->deadline)
+                        return false;
+        return true;
+}
+
 /* Connect if needed, check, pack and queue b as rq, whose id goes to
  * *ret_id (once queued, rq may be done and freed by another thread before
  * this returns). 0 or -errno; on failure nothing is left queued. */
@@ -456,10 +470,19 @@ static int submit_request(nb_conn *c, const nb_batch *b, struct request *rq, uin
         struct nbp_frame_out *f = NULL;
         uint32_t max_frame;
         size_t len = 0;
-        int r;
+        int r = conn_check_owner(c);
 
+        if (r < 0)
+                return r;
         pthread_mutex_lock(&c->lock);
-        r = ensure_connected(c, rq->deadline);
+        if (c->closing) {
+                /* From a callback that runs after nb_close(): nothing may
+                 * outlive the connection, nor spawn a helper for it. */
+                conn_set_error(c, "nb_close() was called on this connection");
+                r = -ECANCELED;
+        } else {
+                r = ensure_connected(c, rq->deadline);
+        }
         if (r == 0)
                 r = check_limits(c, b);
         rq->id = *ret_id = ++c->next_id;
@@ -480,6 +503,8 @@ static int submit_request(nb_conn *c, const nb_batch *b, struct request *rq, uin
                 r = send_request(c, rq, f);
         else
                 nbp_frame_out_free(f);
+        if (r == 0 && earliest_deadline(c, rq))
+                notify(c->notify_fd);
         pthread_mutex_unlock(&c->lock);
         return r;
 }
@@ -588,14 +613,17 @@ NB_EXPORT int nb_submit_async(nb_conn *c, const nb_batch *b, int timeout_ms, nb_
 
 NB_EXPORT int nb_conn_fd(nb_conn *c)
 {
-        return c ? c->epfd : -EINVAL;
+        if (!c)
+                return -EINVAL;
+        /* A child of fork() watching the parent's epoll set would spin. */
+        return conn_check_owner(c) < 0 ? -ECHILD : c->epfd;
 }
 
 NB_EXPORT int nb_conn_next_timeout(nb_conn *c)
 {
         int64_t first = NO_DEADLINE;
 
-        if (!c)
+        if (!c || conn_check_owner(c) < 0)
                 return -1;
         pthread_mutex_lock(&c->lock);
         for (struct request *rq = c->pending; rq; rq = rq->next)
@@ -625,6 +653,19 @@ static int run_callbacks(nb_conn *c, struct request *list)
         return n;
 }
 
+/* No lock held: a run of callbacks of c is over. The last one after an
+ * nb_close() from a callback finishes the close (c is freed then).
+ * Returns how many callbacks the close ran. */
+static int callbacks_done(nb_conn *c)
+{
+        bool last;
+
+        pthread_mutex_lock(&c->lock);
+        last = --c->in_callbacks == 0 && c->closing;
+        pthread_mutex_unlock(&c->lock);
+        return last ? conn_close_finish(c) : 0;
+}
+
 NB_EXPORT int nb_conn_dispatch(nb_conn *c)
 {
         struct request *list;
@@ -632,6 +673,8 @@ NB_EXPORT int nb_conn_dispatch(nb_conn *c)
 
         if (!c)
                 return -EINVAL;
+        if (conn_check_owner(c) < 0)
+                return -ECHILD;
         pthread_mutex_lock(&c->lock);
         drain(c->notify_fd);
         io_step(c);
@@ -639,9 +682,12 @@ NB_EXPORT int nb_conn_dispatch(nb_conn *c)
         list = c->completed;
         c->completed = NULL;
         c->completed_tail = &c->completed;
+        c->in_callbacks++;
         pthread_mutex_unlock(&c->lock);
         n = run_callbacks(c, list);
-        return n + conn_events_run(c);
+        /* Events before callbacks_done(), which may free c. */
+        n += conn_events_run(c);
+        return n + callbacks_done(c);
 }
 
 NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
@@ -651,6 +697,9 @@ NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
 
         if (!c)
                 return -EINVAL;
+        /* finish() would wake the parent's event loop through notify_fd. */
+        if (conn_check_owner(c) < 0)
+                return -ECHILD;
         pthread_mutex_lock(&c->lock);
         rq = find_pending(c, id);
         if (rq && rq->cb) {
@@ -673,9 +722,10 @@ NB_EXPORT int nb_cancel(nb_conn *c, uint64_t id)
 
 /* nb_close(): every request not yet called back is, pending ones with
  * -ECANCELED, so callers can free what their opaque pointers hold. */
-void conn_finish_all(nb_conn *c)
+int conn_finish_all(nb_conn *c)
 {
         struct request *list;
+        int n;
 
         pthread_mutex_lock(&c->lock);
         while (c->pending) {
@@ -686,6 +736,45 @@ void conn_finish_all(nb_conn *c)
         list = c->completed;
         c->completed = NULL;
         c->completed_tail = &c->completed;
+        /* A callback's nb_conn_dispatch() must not finish the close too. */
+        c->in_callbacks++;
         pthread_mutex_unlock(&c->lock);
-        run_callbacks(c, list);
+        n = run_callbacks(c, list);
+        pthread_mutex_lock(&c->lock);
+        c->in_callbacks--;
+        pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+bool conn_close_begin(nb_conn *c)
+{
+        bool now;
+
+        pthread_mutex_lock(&c->lock);
+        now = !c->closing && c->in_callbacks == 0;
+        c->closing = true;
+        pthread_mutex_unlock(&c->lock);
+        return now;
+}
+
+/* nb_close() in a child of fork(): the requests are the parent's, which
+ * still waits for their replies; a callback here would answer them a
+ * second time. Their memory is freed (a synchronous one lives on a stack
+ * of the parent's thread: only what it points to) and our copies of their
+ * fds closed. */
+void conn_drop_requests(nb_conn *c)
+{
+        struct request *lists[] = {c->pending, c->completed};
+
+        c->pending = c->completed = NULL;
+        c->completed_tail = &c->completed;
+        for (size_t i = 0; i < sizeof(lists) / sizeof(*lists); i++)
+                while (lists[i]) {
+                        struct request *rq = lists[i];
+                        lists[i] = rq->next;
+                        request_drop_output(rq);
+                        if (rq->cb)
+                                free(rq);
+                }
+        drop_output_queue(c);
 }

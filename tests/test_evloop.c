@@ -3,9 +3,11 @@
  * callback form driven from a poll() loop, many requests in flight,
  * replies out of order, deadlines against a stopped helper and what comes
  * after, cancel before and after the reply, fds of a cancelled request,
- * callbacks that submit, synchronous callers beside the loop, and
- * nb_submit_timeout(). Every test runs in a network namespace of its own
- * with a helper of its own. */
+ * callbacks that submit, synchronous callers beside the loop,
+ * nb_submit_timeout(), a worker thread's deadline waking the loop,
+ * nb_close() from a callback, and a connection inherited by a child of
+ * fork(). Every test runs in a network namespace of its own with a helper
+ * of its own. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -695,6 +697,319 @@ START_TEST(test_close_calls_back_what_is_in_flight)
 }
 END_TEST
 
+/* A worker thread submits with a deadline while the loop sleeps. */
+struct late_submit {
+        nb_conn *conn;
+        nb_batch *batch;
+        struct seen *seen;
+        uint64_t when; /* tu_now_us() of the submit */
+        int r;
+};
+
+static void *submit_later(void *p)
+{
+        struct late_submit *w = p;
+
+        usleep(200 * 1000); /* the loop is in poll() by then */
+        w->when = tu_now_us();
+        w->r = nb_submit_async(w->conn, w->batch, 300, record, w->seen, NULL);
+        return NULL;
+}
+
+/* The loop waits with nb_conn_next_timeout() -1 (nothing in flight, _i 0)
+ * or a later timer (a request with a 20 s deadline, _i 1), and a worker
+ * thread submits with a 300 ms deadline: nb_conn_fd() turned readable for
+ * its reply only, so the request timed out when the loop's own bound ran
+ * out (5 s here, for ever in a loop with no other work). Now the submit
+ * wakes the loop, whose dispatch does nothing and whose next
+ * nb_conn_next_timeout() has the new deadline. A submit whose deadline is
+ * not the earliest does not wake it. */
+START_TEST(test_submit_from_a_thread_with_the_earliest_deadline_wakes_the_loop)
+{
+        struct seen early = {0}, late = {0}, s = {0};
+        struct late_submit w = {0};
+        pthread_t th;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        if (_i == 1) {
+                struct pollfd p = {.fd = nb_conn_fd(c), .events = POLLIN};
+                submit_async(c, sleep_batch("5"), 20000, &early);
+                ck_assert_int_eq(nb_conn_dispatch(c), 0);
+                submit_async(c, sleep_batch("5"), 30000, &late);
+                ck_assert_int_eq(poll(&p, 1, 0), 0);
+                ck_assert_int_gt(nb_conn_next_timeout(c), 10000);
+        } else {
+                ck_assert_int_eq(nb_conn_next_timeout(c), -1);
+        }
+        w = (struct late_submit){.conn = c, .batch = sleep_batch("5"), .seen = &s};
+        ck_assert_int_eq(pthread_create(&th, NULL, submit_later, &w), 0);
+        loop_until(c, &s.calls, 1, 5000);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        ck_assert_int_eq(w.r, 0);
+        ck_assert_int_eq(s.status, -ETIMEDOUT);
+        ck_assert_uint_lt(tu_now_us() - w.when, 1500 * 1000);
+        if (_i == 1) {
+                /* The connection was reset for the deadline. */
+                loop_until(c, &callbacks_run, 3, 5000);
+                ck_assert_int_eq(early.status, -ECONNRESET);
+                ck_assert_int_eq(late.status, -ECONNRESET);
+        }
+        nb_batch_free(w.batch);
+        nb_close(c);
+}
+END_TEST
+
+/* ---- a connection inherited by a child of fork() ---- */
+
+/* The child's side: every call that would touch the shared socket, helper
+ * or epoll set is refused, nb_close() frees the child's copy, and nothing
+ * is called back (the request in flight is the parent's). Returns 0, or
+ * the number of the first check that failed: the child's exit status
+ * (ck_assert is the test process's, not the child's). */
+static int child_uses_inherited(nb_conn *c, nb_batch *b, uint64_t parents_id,
+                                const struct seen *parents, int fds_without_conn, bool only_close)
+{
+        struct seen mine = {0};
+        nb_results *res = NULL;
+        uint64_t id = 0;
+
+        if (only_close)
+                goto close;
+        if (nb_submit_timeout(c, b, 1000, &res) != -ECHILD || res)
+                return 1;
+        if (nb_submit(c, b, &res) != -ECHILD || res)
+                return 2;
+        if (nb_submit_async(c, b, 1000, record, &mine, &id) != -ECHILD || id != 0)
+                return 3;
+        if (nb_conn_dispatch(c) != -ECHILD)
+                return 4;
+        if (nb_cancel(c, parents_id) != -ECHILD)
+                return 5;
+        if (nb_conn_fd(c) != -ECHILD)
+                return 6;
+        if (nb_conn_next_timeout(c) != -1)
+                return 7;
+        if (!strstr(nb_conn_error(c), "fork()"))
+                return 8;
+close:
+        nb_close(c);
+        if (mine.calls != 0 || parents->calls != 0)
+                return 9;
+        /* The socket, the epoll fd, the two eventfds and the pidfd: the
+         * child's copies are closed. */
+        if (tu_fd_count(getpid()) != fds_without_conn)
+                return 10;
+        return 0;
+}
+
+/* A child of fork() that calls nb_submit() on the connection it inherited
+ * shared the parent's socket (request ids collide, replies go to the wrong
+ * process), and after a deadline both SIGKILLed the helper through the
+ * inherited pidfd; its nb_close() ran the parent's callbacks and took the
+ * socket out of the parent's epoll set. Now the child is refused with
+ * -ECHILD and its nb_close() only frees its copy: the parent's request in
+ * flight is answered through the fd its loop watches, by the same helper.
+ * Run twice: the child uses the connection then closes it (_i 0), or only
+ * closes it (_i 1), as a child that tidies up before its work does. */
+START_TEST(test_child_of_fork_is_refused_and_its_close_leaves_the_parent_alone)
+{
+        struct seen parents = {0};
+        int fds_without_conn, status;
+        uint64_t t0;
+        nb_batch *b;
+        uint64_t id;
+        pid_t pid, child;
+        nb_conn *c;
+
+        tu_private_netns();
+        fds_without_conn = tu_fd_count(getpid());
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        /* No deadline: the loop below wakes only when the fd says so. */
+        t0 = tu_now_us();
+        id = submit_async(c, sleep_batch("0.3"), -1, &parents);
+        b = ping_batch();
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+                _exit(child_uses_inherited(c, b, id, &parents, fds_without_conn, _i == 1));
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "the child's check %d failed (child_uses_inherited), status %#x",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+        loop_until(c, &parents.calls, 1, 10000);
+        /* Not at the end of the loop's 10 s: the socket is still in the
+         * epoll set behind nb_conn_fd(). */
+        ck_assert_uint_lt(tu_now_us() - t0, 3000 * 1000);
+        ck_assert_int_eq(parents.status, 0);
+        ck_assert_uint_eq(parents.id, id);
+        ck_assert_int_eq(nb_result_status(parents.res, 0), 0);
+        ping_sync_ok(c);
+        ck_assert_int_eq(nb_conn_helper_pid(c), pid);
+        ck_assert(tu_process_alive(pid));
+        ck_assert_str_eq(nb_conn_error(c), "");
+        nb_results_free(parents.res);
+        nb_batch_free(b);
+        nb_close(c);
+}
+END_TEST
+
+/* The parent closes while a child of fork() still holds its copy of the
+ * socket (it has not exec'd or exited yet): the spawned helper saw no EOF,
+ * and nb_close() waited for it until the child went. */
+START_TEST(test_parent_close_while_a_child_holds_the_connection_does_not_wait_for_it)
+{
+        int p[2], status;
+        uint64_t t0;
+        pid_t pid, child;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        pid = nb_conn_helper_pid(c);
+        ck_assert_int_eq(pipe(p), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                /* Holds the inherited fds until the parent says, at most 10 s. */
+                struct pollfd pf = {.fd = p[0], .events = POLLIN};
+                close(p[1]);
+                poll(&pf, 1, 10000);
+                _exit(0);
+        }
+        close(p[0]);
+        t0 = tu_now_us();
+        nb_close(c);
+        ck_assert_uint_lt(tu_now_us() - t0, 3000 * 1000);
+        ck_assert(process_gone(pid));
+        close(p[1]);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+/* ---- nb_close() from a callback ---- */
+
+struct close_test {
+        struct seen s[3];
+        nb_batch *batch;
+        struct seen extra; /* what a submit after the close would call back */
+        int in_flight_calls_at_first_close;
+        int closes;
+        int submits[3]; /* nb_submit_async() after nb_close(), per callback */
+        int dispatches[3]; /* a nested nb_conn_dispatch() after it */
+};
+
+struct close_req {
+        struct close_test *t;
+        int i;
+};
+
+/* As code that frees its objects from callbacks does: every callback
+ * closes the connection, then still calls on it. */
+static void close_from_callback(nb_conn *c, uint64_t id, int status, nb_results *res, void *opaque)
+{
+        struct close_req *q = opaque;
+        struct close_test *t = q->t;
+
+        record(c, id, status, res, &t->s[q->i]);
+        nb_close(c);
+        if (t->closes++ == 0)
+                t->in_flight_calls_at_first_close = t->s[2].calls;
+        t->submits[q->i] = nb_submit_async(c, t->batch, 1000, record, &t->extra, NULL);
+        t->dispatches[q->i] = nb_conn_dispatch(c);
+}
+
+/* Two replies handed to callbacks by one dispatch, and the first callback
+ * closes the connection: nb_close() freed it under the dispatch, which
+ * went on with the next callback (a double free, a use after free). Now
+ * the close is finished by that dispatch once its callbacks have run: the
+ * second one gets its results, the request still in flight -ECANCELED
+ * after them, a second nb_close() is a no-op, submits after the close are
+ * refused, and the helper is gone once nb_conn_dispatch() returns. */
+START_TEST(test_close_from_a_callback_is_finished_after_the_dispatchs_callbacks)
+{
+        struct close_test t = {0};
+        struct close_req q[3];
+        uint64_t ids[3];
+        nb_conn *c;
+        pid_t pid;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        t.batch = ping_batch();
+        for (int i = 0; i < 3; i++) {
+                nb_batch *b = i < 2 ? ping_batch() : sleep_batch("5");
+                q[i] = (struct close_req){.t = &t, .i = i};
+                ck_assert_int_eq(nb_submit_async(c, b, -1, close_from_callback, &q[i], &ids[i]), 0);
+                nb_batch_free(b);
+        }
+        /* Pings are answered in order: once this one's reply is read, both
+         * async pings' replies were, and wait for their callbacks. */
+        ping_sync_ok(c);
+        ck_assert_int_eq(nb_conn_dispatch(c), 3);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(t.s[i].calls, 1);
+                ck_assert_uint_eq(t.s[i].id, ids[i]);
+                ck_assert_int_eq(t.s[i].order, i + 1);
+                ck_assert_int_eq(t.submits[i], -ECANCELED);
+                ck_assert_int_ge(t.dispatches[i], 0);
+        }
+        ck_assert_int_eq(t.s[0].status, 0);
+        ck_assert_int_eq(t.s[1].status, 0); /* done before the close: its results */
+        ck_assert_int_eq(nb_result_status(t.s[1].res, 0), 0);
+        ck_assert_int_eq(t.s[2].status, -ECANCELED);
+        ck_assert_int_eq(t.in_flight_calls_at_first_close, 0);
+        ck_assert_int_eq(t.closes, 3);
+        ck_assert_int_eq(t.extra.calls, 0);
+        ck_assert(process_gone(pid));
+        ck_assert_int_eq(tu_zombies_of(getpid()), 0);
+        for (int i = 0; i < 3; i++)
+                nb_results_free(t.s[i].res);
+        nb_batch_free(t.batch);
+}
+END_TEST
+
+/* nb_close() from outside, and the callbacks it runs close again and
+ * dispatch: the first close finishes, once. */
+START_TEST(test_close_whose_callbacks_close_and_dispatch_again)
+{
+        struct close_test t = {0};
+        struct close_req q[3];
+        nb_conn *c;
+        pid_t pid;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        callbacks_run = 0;
+        pid = nb_conn_helper_pid(c);
+        t.batch = ping_batch();
+        for (int i = 0; i < 3; i++) {
+                nb_batch *b = sleep_batch("5");
+                q[i] = (struct close_req){.t = &t, .i = i};
+                ck_assert_int_eq(nb_submit_async(c, b, -1, close_from_callback, &q[i], NULL), 0);
+                nb_batch_free(b);
+        }
+        nb_close(c);
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(t.s[i].calls, 1);
+                ck_assert_int_eq(t.s[i].status, -ECANCELED);
+                ck_assert_int_eq(t.submits[i], -ECANCELED);
+                ck_assert_int_ge(t.dispatches[i], 0);
+        }
+        ck_assert_int_eq(t.closes, 3);
+        ck_assert_int_eq(t.extra.calls, 0);
+        ck_assert(process_gone(pid));
+        nb_batch_free(t.batch);
+}
+END_TEST
+
 START_TEST(test_bad_arguments_are_refused_without_a_callback)
 {
         nb_batch *b = ping_batch();
@@ -741,6 +1056,14 @@ Suite *evloop_suite(void)
         tcase_add_test(tc, test_sync_callers_beside_the_event_loop_again_and_again);
         tcase_add_test(tc, test_close_calls_back_what_is_in_flight);
         tcase_add_test(tc, test_bad_arguments_are_refused_without_a_callback);
+        tcase_add_loop_test(tc, test_child_of_fork_is_refused_and_its_close_leaves_the_parent_alone,
+                            0, 2);
+        tcase_add_test(tc,
+                       test_parent_close_while_a_child_holds_the_connection_does_not_wait_for_it);
+        tcase_add_test(tc, test_close_from_a_callback_is_finished_after_the_dispatchs_callbacks);
+        tcase_add_test(tc, test_close_whose_callbacks_close_and_dispatch_again);
+        tcase_add_loop_test(tc, test_submit_from_a_thread_with_the_earliest_deadline_wakes_the_loop,
+                            0, 2);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -15,6 +15,7 @@
 
 #include "link.h"
 #include "netlink.h"
+#include "stats.h"
 
 static size_t family_len(int family)
 {
@@ -303,6 +304,7 @@ static int route_find(struct nbd_links *l, const struct nbd_route *r, struct rtn
         k = nbd_netlink_errno(nl, k);
         if (k < 0)
                 return nbd_err_set(err, k, "cannot list routes: %s", strerror(-k));
+        nbd_stats[NBD_STAT_ROUTES_DUMPED] += (uint64_t)nl_cache_nitems(cache);
         for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
                 struct rtnl_route *rt = (struct rtnl_route *)o;
                 struct nbd_route have;
@@ -441,6 +443,7 @@ int nbd_route_list(struct nbd_links *l, unsigned table, struct nbd_route **ret, 
         r = nbd_netlink_errno(nl, r);
         if (r < 0)
                 return nbd_err_set(err, r, "cannot list routes: %s", strerror(-r));
+        nbd_stats[NBD_STAT_ROUTES_DUMPED] += (uint64_t)nl_cache_nitems(cache);
         v = calloc((size_t)nl_cache_nitems(cache) + 1, sizeof(*v));
         if (!v) {
                 r = nbd_err_oom(err, "listing routes");

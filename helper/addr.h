@@ -37,6 +37,18 @@ struct nbd_route {
         char ifname[IFNAMSIZ]; /* "": none given */
         unsigned metric;
         unsigned table; /* 0: main */
+        int ifindex; /* listing only: its (first) nexthop's interface, 0: none */
+};
+
+/* What a listing asks of the kernel (issue 14): a dump filtered there by
+ * table, type and interface brings in what it lists, not the table. */
+struct nbd_route_filter {
+        unsigned table; /* 0: main */
+        /* Only the routes whose (first) nexthop is through one of oifs[n_oifs]
+         * (none: no route at all); else through any interface. */
+        bool by_oif;
+        const int *oifs;
+        size_t n_oifs;
 };
 
 /* -EEXIST when the interface has the address already. */
@@ -58,7 +70,8 @@ struct nbd_route_saved {
         struct rtnl_route *kernel; /* libnl's object; NULL in a fake kernel */
 };
 /* Delete the route r names. With ret_saved, exactly one: the unicast
- * routes of r's family and table to its destination, narrowed by the
+ * routes of r's family and table (through r's interface, if it names one:
+ * the kernel is asked for those only) to its destination, narrowed by the
  * metric, gateway and interface r gives; -ESRCH when none is, -EINVAL
  * (err says which) when several are, and nothing is deleted; the one
  * deleted into *ret_saved (nbd_route_saved_free). Without: the undo of
@@ -69,9 +82,19 @@ int nbd_route_delete(struct nbd_links *l, const struct nbd_route *r,
 /* Put a deleted route back as it was: 0 or -errno. */
 int nbd_route_restore(struct nbd_links *l, const struct nbd_route_saved *s, struct nbd_err *err);
 void nbd_route_saved_free(struct nbd_route_saved *s);
-/* The unicast routes of table (0: main), IPv4 and IPv6. */
-int nbd_route_list(struct nbd_links *l, unsigned table, struct nbd_route **ret, size_t *ret_n,
-                   struct nbd_err *err);
+/* The unicast routes of f (IPv4 and IPv6), in a malloc'ed array (free
+ * it), without their interfaces' names (nbd_route_names). Runs on the
+ * links' lane: it touches f, its outputs and a socket of its own, never l
+ * (the loop's). The kernel is asked for f's table, unicast routes, and
+ * for each of f's interfaces (up to 8; more: the table, filtered here);
+ * a kernel before Linux 4.20, which ignores the filter, sends every route
+ * of the family once, filtered here. *ret_sent: the dump requests sent,
+ * on failure too. -EAGAIN when changes kept interrupting a dump. */
+int nbd_route_list(struct nbd_links *l, const struct nbd_route_filter *f, struct nbd_route **ret,
+                   size_t *ret_n, unsigned *ret_sent, struct nbd_err *err);
+/* Fill each route's ifname from its ifindex (on the loop): "" when the
+ * interface is gone. */
+void nbd_route_names(struct nbd_links *l, struct nbd_route *v, size_t n);
 
 /* A sysctl of this namespace's net tree: rel is the path under
  * /proc/sys/net ("ipv6/conf/br0/accept_ra"), checked against the

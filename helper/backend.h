@@ -62,6 +62,8 @@ struct nbd_backend_links {
         int (*exists)(struct nbd_links *l, const char *name);
         int (*owner)(struct nbd_links *l, const char *name, uid_t *ret);
         unsigned (*owned_by)(struct nbd_links *l, uid_t uid);
+        int (*ifindex)(struct nbd_links *l, const char *name, int *ret);
+        int (*owned_ifindexes)(struct nbd_links *l, uid_t uid, int **ret, size_t *ret_n);
         int (*get_state)(struct nbd_links *l, const char *name, struct nbd_link_state *ret);
         int (*restore)(struct nbd_links *l, const char *name, const struct nbd_link_state *st);
         int (*show)(struct nbd_netlink *nl, const char *name, struct nbd_link_info **ret,
@@ -156,8 +158,10 @@ struct nbd_backend_net {
         int (*route_restore)(struct nbd_links *l, const struct nbd_route_saved *s,
                              struct nbd_err *err);
         void (*route_saved_free)(struct nbd_route_saved *s);
-        int (*route_list)(struct nbd_links *l, unsigned table, struct nbd_route **ret,
-                          size_t *ret_n, struct nbd_err *err);
+        int (*route_list)(struct nbd_links *l, const struct nbd_route_filter *f,
+                          struct nbd_route **ret, size_t *ret_n, unsigned *ret_sent,
+                          struct nbd_err *err);
+        void (*route_names)(struct nbd_links *l, struct nbd_route *v, size_t n);
         int (*sysctl_get)(const char *rel, unsigned *ret, struct nbd_err *err);
         int (*sysctl_set)(const char *rel, unsigned value, struct nbd_err *err);
         int (*bropt_get)(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_bropts *ret,

@@ -510,6 +510,23 @@ unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid)
         return n;
 }
 
+int nbd_links_owned_ifindexes(struct nbd_links *l, uid_t uid, int **ret, size_t *ret_n)
+{
+        unsigned n = nbd_links_owned_by(l, uid); /* syncs */
+        int *v = calloc(n ? n : 1, sizeof(*v));
+        size_t k = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t b = 0; b < l->ifs.n_buckets; b++)
+                for (const struct nbd_ifnode *i = l->ifs.buckets[b]; i && k < n; i = i->next)
+                        if (i->owned && i->owner == uid && i->ifindex > 0)
+                                v[k++] = i->ifindex;
+        *ret = v;
+        *ret_n = k;
+        return 0;
+}
+
 static int ifindex_of(struct nbd_links *l, const char *name, int *ret, struct nbd_err *err)
 {
         struct rtnl_link *link = NULL;

@@ -191,6 +191,9 @@ int nbd_link_exists(struct nbd_links *l, const char *name);
 int nbd_link_owner(struct nbd_links *l, const char *name, uid_t *ret);
 /* Interfaces here marked as made for uid. */
 unsigned nbd_links_owned_by(struct nbd_links *l, uid_t uid);
+/* The ifindexes of the interfaces uid owns, in a malloc'ed array (free
+ * it): 0 or -ENOMEM. */
+int nbd_links_owned_ifindexes(struct nbd_links *l, uid_t uid, int **ret, size_t *ret_n);
 /* An alias that is an owner mark: true, and its uid in *ret. */
 bool nbd_link_parse_owner_mark(const char *alias, uid_t *ret);
 int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret);

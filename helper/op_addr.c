@@ -6,7 +6,8 @@
  * need the links' capability, so they run in the links' order (behind a
  * LinkDelete's group deletion on the links' lane): each is one short
  * rtnetlink request, or a write under /proc/sys/net, on the loop, as
- * LinkSet is. */
+ * LinkSet is; RouteList's dumps, which grow with the routing table, run
+ * on the links' lane. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 
 #include "addr.h"
 #include "backend.h"
+#include "lane.h" /* nbd_test_hold_point */
+#include "netlink.h" /* nbd_netlink_sent */
 #include "ops.h"
 
 static struct nbd_links *links_of(const struct nbd_job *job)
@@ -509,13 +512,83 @@ static int add_route_info(Netbroker__RouteListResult *l, const struct nbd_route 
         return 0;
 }
 
+/* A RouteList's dumps run on the links' lane (issue 14): what the kernel
+ * sends grows with what the listing shows, and for each dump the kernel
+ * walks the whole table, even when it sends nothing. The loop looks up
+ * the interfaces before (the caller's own, or the one named: the kernel
+ * sends only the routes through them) and, after, names them and checks
+ * every route's interface against the caller again. */
+struct route_listing {
+        const struct nbd_backend *be;
+        struct nbd_links *links;
+        Netbroker__Result *res;
+        char ifname[IFNAMSIZ]; /* "": every interface the caller may see */
+        struct nbd_route_filter f;
+        int *oifs;
+        struct nbd_route *v;
+        size_t n;
+        unsigned sent;
+        struct nbd_err err;
+        int r;
+};
+
+static void route_listing_free(void *data)
+{
+        struct route_listing *w = data;
+
+        free(w->oifs);
+        free(w->v);
+        free(w);
+}
+
+/* Kept with the job until it is freed (a lane's call may outlive the op):
+ * a listing has nothing to undo. */
+static void route_listing_kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
+/* On the links' lane. */
+static void route_listing_read(void *data)
+{
+        struct route_listing *w = data;
+
+        w->r = w->be->net.route_list(w->links, &w->f, &w->v, &w->n, &w->sent, &w->err);
+        nbd_test_hold_point("ROUTE_LIST_READ");
+}
+
+static void route_listing_done(struct nbd_job *job, void *data)
+{
+        struct route_listing *w = data;
+        Netbroker__RouteListResult *l = w->res->route_list;
+        int r = w->r;
+
+        nbd_netlink_sent(w->sent);
+        if (r < 0) {
+                nbd_result_set(w->res, r, "route list: %s", w->err.msg);
+                return;
+        }
+        w->be->net.route_names(w->links, w->v, w->n);
+        l->routes = calloc(w->n ? w->n : 1, sizeof(*l->routes));
+        r = l->routes ? 0 : -ENOMEM;
+        for (size_t i = 0; i < w->n && r == 0; i++)
+                if ((!w->ifname[0] || strcmp(w->ifname, w->v[i].ifname) == 0) &&
+                    may_see(job, w->v[i].ifname))
+                        r = add_route_info(l, &w->v[i]);
+        free(w->v);
+        w->v = NULL;
+        if (r < 0)
+                nbd_result_set(w->res, r, "route list: out of memory");
+}
+
 static int run_route_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__RouteList *m = op->route_list;
+        const struct nbd_peer *peer = nbd_job_peer(job);
         Netbroker__RouteListResult *l = malloc(sizeof(*l));
-        struct nbd_route *v = NULL;
-        struct nbd_err err;
-        size_t n = 0;
+        struct route_listing *w;
         int r;
 
         if (!l)
@@ -525,17 +598,39 @@ static int run_route_list(struct nbd_job *job, const Netbroker__Op *op, Netbroke
         res->route_list = l;
         if (m->ifname[0] && (r = nbd_job_check_owned(job, m->ifname, res)))
                 return r;
-        r = be_of(job)->net.route_list(links_of(job), m->table, &v, &n, &err);
-        if (r < 0)
-                return nbd_result_set(res, r, "route list: %s", err.msg);
-        l->routes = calloc(n ? n : 1, sizeof(*l->routes));
-        r = l->routes ? 0 : -ENOMEM;
-        for (size_t i = 0; i < n && r == 0; i++)
-                if ((!m->ifname[0] || strcmp(m->ifname, v[i].ifname) == 0) &&
-                    may_see(job, v[i].ifname))
-                        r = add_route_info(l, &v[i]);
-        free(v);
-        return r < 0 ? nbd_result_set(res, r, "route list: out of memory") : 0;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return nbd_result_set(res, -ENOMEM, "route list: out of memory");
+        *w = (struct route_listing){.be = be_of(job), .links = links_of(job), .res = res};
+        snprintf(w->ifname, sizeof(w->ifname), "%s", m->ifname);
+        w->f.table = m->table;
+        if (m->ifname[0]) {
+                /* The routes through it alone. */
+                w->f.by_oif = true;
+                w->oifs = malloc(sizeof(*w->oifs));
+                r = w->oifs ? w->be->links.ifindex(w->links, m->ifname, w->oifs) : -ENOMEM;
+                w->f.n_oifs = 1;
+                if (r < 0) {
+                        route_listing_free(w);
+                        return r == -ENOMEM ? nbd_result_set(res, r, "route list: out of memory")
+                                            : nbd_result_set(res, r, "route list: no interface %s",
+                                                             m->ifname);
+                }
+        } else if (!nbd_peer_is_root(peer)) {
+                /* A caller that is not root sees the routes through its own
+                 * interfaces only: the kernel is asked for those. */
+                w->f.by_oif = true;
+                r = w->be->links.owned_ifindexes(w->links, peer->uid, &w->oifs, &w->f.n_oifs);
+                if (r < 0) {
+                        route_listing_free(w);
+                        return nbd_result_set(res, r, "route list: out of memory");
+                }
+        }
+        w->f.oifs = w->oifs;
+        if (nbd_job_on_failure_call(job, route_listing_kept, route_listing_free, w) < 0)
+                return nbd_result_set(res, -ENOMEM, "route list: out of memory"); /* w freed */
+        nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, route_listing_read, route_listing_done, w);
+        return -(int)res->status;
 }
 
 /* ---- sysctls: a fixed allow-list ---- */

@@ -35,6 +35,7 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_NFT_RULE_DUMPS] = "nft_rule_dumps",
         [NBD_STAT_NFT_RULE_COUNTS_BY_CHAIN] = "nft_rule_counts_by_chain",
         [NBD_STAT_MACVTAP_SYSFS_READS] = "macvtap_sysfs_reads",
+        [NBD_STAT_ROUTES_DUMPED] = "routes_dumped",
         [NBD_STAT_OPS_PROGRAM] = "ops_program",
         [NBD_STAT_PROGRAMS_STARTED] = "programs_started",
         [NBD_STAT_PROGRAMS_EXITED] = "programs_exited",

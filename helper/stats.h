@@ -49,6 +49,10 @@ enum nbd_stat {
         /* A macvtap's device number read from sysfs: its uevent was not
          * there (link.c, uevent.h). */
         NBD_STAT_MACVTAP_SYSFS_READS,
+        /* Routes the kernel sent in answer to the helper's route dumps
+         * (RouteList, RouteDelete), on any thread: what a listing costs
+         * (issue 14). */
+        NBD_STAT_ROUTES_DUMPED,
         /* supervised programs */
         NBD_STAT_OPS_PROGRAM,
         NBD_STAT_PROGRAMS_STARTED,

@@ -674,6 +674,30 @@ static void nobody_ops(nb_conn *c, int *st, size_t *n)
         st[(*n)++] = one(c, b);
 }
 
+/* A RouteList of every interface it may see: its status, then how many
+ * routes are through `mine` and how many through any other interface. */
+static void nobody_route_lists(nb_conn *c, const char *mine, int *st, size_t *n)
+{
+        nb_results *res = NULL;
+        nb_batch *b = nb_batch_new();
+        int own = 0, others = 0, r;
+
+        nb_batch_route_list(b, NULL, 0);
+        r = nb_submit(c, b, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        for (size_t k = 0; r == 0 && k < nb_result_route_count(res, 0); k++) {
+                nb_route rt = NB_ROUTE_INIT;
+                if (nb_result_route_at(res, 0, k, &rt) == 0)
+                        strcmp(rt.ifname, mine) == 0 ? own++ : others++;
+        }
+        st[(*n)++] = r;
+        st[(*n)++] = own;
+        st[(*n)++] = others;
+        nb_results_free(res);
+        nb_batch_free(b);
+}
+
 /* Its listing shows its own bridge's address (root put it there), not
  * root's. */
 static void nobody_lists(nb_conn *c, int *st, size_t *n)
@@ -694,6 +718,11 @@ static void nobody_lists(nb_conn *c, int *st, size_t *n)
         }
         nb_results_free(res);
         nb_batch_free(b);
+        nobody_route_lists(c, "pvabr0", st, n);
+        /* Root's bridge, by name: refused. */
+        b = nb_batch_new();
+        nb_batch_route_list(b, "nbbr0", 0);
+        st[(*n)++] = one(c, b);
 }
 
 START_TEST(test_another_uid_changes_only_its_own_interfaces)
@@ -712,7 +741,7 @@ START_TEST(test_another_uid_changes_only_its_own_interfaces)
         tu_helper_start(&h, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
                                      "[policy uid 65534]\n"
                                      "ops = bridge_create link_set addr_add addr_delete "
-                                     "addr_list route_add sysctl_set\n"
+                                     "addr_list route_add route_list sysctl_set\n"
                                      "name_prefixes = pva\n");
         ck_assert_int_eq(nb_connect(h.sock, &c), 0);
         b = nb_batch_new();
@@ -735,9 +764,13 @@ START_TEST(test_another_uid_changes_only_its_own_interfaces)
         ck_assert_int_eq(st[7], -EPERM); /* a route through it */
         free(tu_sh("ip addr add 10.88.0.1/24 dev pvabr0"));
         n = as_nobody(&h, nobody_lists, st, msgs);
-        ck_assert_uint_eq(n, 2);
+        ck_assert_uint_eq(n, 6);
         ck_assert_int_ge(st[0], 1); /* its addresses listed */
         ck_assert_int_eq(st[1], 0); /* root's not */
+        ck_assert_int_eq(st[2], 0); /* its RouteList */
+        ck_assert_int_ge(st[3], 1); /* the route of its bridge's prefix */
+        ck_assert_int_eq(st[4], 0); /* not root's 10.86.0.0/24 on nbbr0 */
+        ck_assert_int_eq(st[5], -EPERM); /* root's bridge by name */
         addr_after = tu_sh("ip -j addr show dev nbbr0");
         route_after = tu_sh("ip -j route show table all");
         ck_assert_str_eq(addr_after, addr_before);
@@ -755,6 +788,190 @@ START_TEST(test_another_uid_changes_only_its_own_interfaces)
         tu_helper_stop(&h);
 }
 END_TEST
+
+/* Issue 14, the outside review's F3: a listing used to read the whole
+ * routing table (every family, table and type) into a libnl cache on the
+ * loop, and filter it there; 300,000 routes held every client for 29 s
+ * behind a caller's RouteList of its one route. The kernel is asked for
+ * what the op shows: the routes_dumped counter says how many routes it
+ * sent. 50,000 routes on root's bridge and as blackholes; a caller that is
+ * not root lists its own bridge's, root lists one interface's and deletes
+ * a route through it, and none of that reads the 50,000. */
+#define MANY_ROUTES 50000
+static void nobody_makes_a_bridge(nb_conn *c, int *st, size_t *n)
+{
+        nb_link_change up = NB_LINK_CHANGE_INIT;
+        nb_results *res = NULL;
+        nb_batch *b = nb_batch_new();
+
+        up.up = 1;
+        nb_batch_bridge_create(b, "pvbbr0");
+        nb_batch_link_set(b, "pvbbr0", &up);
+        st[(*n)++] = nb_submit(c, b, &res) == 0 ? (int)nb_results_first_error(res) : -EIO;
+        nb_results_free(res);
+        nb_batch_free(b);
+}
+
+static void nobody_lists_own_routes(nb_conn *c, int *st, size_t *n)
+{
+        nobody_route_lists(c, "pvbbr0", st, n);
+}
+
+START_TEST(test_a_route_list_of_a_few_routes_reads_only_those)
+{
+        nb_link_change up = NB_LINK_CHANGE_INIT;
+        nb_route rt = NB_ROUTE_INIT;
+        struct tu_helper h;
+        uint64_t d0;
+        nb_results *res;
+        nb_conn *c;
+        nb_batch *b;
+        int st[4];
+        char msgs[1][256], *out, path[] = "/tmp/nbtest-routes-XXXXXX";
+        size_t n, listed;
+        FILE *f;
+        int fd;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = bridge_create link_set route_list\n"
+                                     "name_prefixes = pvb\n");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        b = nb_batch_new();
+        up.up = 1;
+        nb_batch_bridge_create(b, "nbbr0");
+        nb_batch_link_set(b, "nbbr0", &up);
+        nb_batch_addr_add(b, "nbbr0", "10.86.0.1", 24, NULL);
+        nb_results_free(tu_submit_ok(c, b));
+        /* The caller's own bridge, with a route of its prefix (root's
+         * address on it). */
+        n = as_nobody(&h, nobody_makes_a_bridge, st, msgs);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_msg(st[0] < 0, "making its bridge: op %d failed", st[0]);
+        fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        f = fdopen(fd, "w");
+        ck_assert_ptr_nonnull(f);
+        for (unsigned i = 0; i < MANY_ROUTES; i++)
+                fprintf(f, "route add %s 10.%u.%u.%u/32%s\n", i % 2 ? "blackhole" : "",
+                        100 + (i >> 16), (i >> 8) & 255, i & 255, i % 2 ? "" : " dev nbbr0");
+        ck_assert_int_eq(fclose(f), 0);
+        free(tu_sh("ip -batch %s && ip addr add 10.88.0.1/24 dev pvbbr0", path));
+        unlink(path);
+
+        /* The caller's RouteList: its route, none of root's. */
+        d0 = tu_stat(c, "routes_dumped");
+        n = as_nobody(&h, nobody_lists_own_routes, st, msgs);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_int_eq(st[0], 0);
+        ck_assert_int_ge(st[1], 1);
+        ck_assert_int_eq(st[2], 0);
+        ck_assert_msg(tu_stat(c, "routes_dumped") - d0 < 100,
+                      "a RouteList of %d routes read %llu from the kernel", st[1],
+                      (unsigned long long)(tu_stat(c, "routes_dumped") - d0));
+
+        /* Root's listing of one interface and deletion through it. */
+        d0 = tu_stat(c, "routes_dumped");
+        b = nb_batch_new();
+        rt.destination = "10.89.0.0";
+        rt.prefix_len = 16;
+        rt.ifname = "pvbbr0";
+        nb_batch_route_add(b, &rt);
+        nb_batch_route_list(b, "pvbbr0", 0);
+        nb_batch_route_delete(b, &rt);
+        res = tu_submit_ok(c, b);
+        listed = nb_result_route_count(res, 1);
+        ck_assert_msg(listed >= 2, "RouteList of pvbbr0: %zu routes", listed);
+        for (size_t k = 0; k < listed; k++) {
+                nb_route got = NB_ROUTE_INIT;
+                ck_assert_int_eq(nb_result_route_at(res, 1, k, &got), 0);
+                ck_assert_str_eq(got.ifname, "pvbbr0");
+        }
+        nb_results_free(res);
+        ck_assert_msg(tu_stat(c, "routes_dumped") - d0 < 100,
+                      "a RouteList and a RouteDelete through pvbbr0 read %llu routes",
+                      (unsigned long long)(tu_stat(c, "routes_dumped") - d0));
+        out = tu_sh("ip -j route show 10.89.0.0/16");
+        ck_assert_msg(!has(out, "10.89.0.0"), "the route is still there: %s", out);
+        free(out);
+
+        /* Root's listing of the whole table lists it whole, blackholes
+         * aside (unicast routes only), and reads no more than that. */
+        d0 = tu_stat(c, "routes_dumped");
+        b = nb_batch_new();
+        nb_batch_route_list(b, NULL, 0);
+        res = tu_submit_ok(c, b);
+        listed = nb_result_route_count(res, 0);
+        ck_assert_msg(listed >= MANY_ROUTES / 2 && listed < MANY_ROUTES / 2 + 100,
+                      "root's RouteList: %zu routes", listed);
+        nb_results_free(res);
+        ck_assert_msg(tu_stat(c, "routes_dumped") - d0 < listed + 100,
+                      "root's RouteList of %zu routes read %llu", listed,
+                      (unsigned long long)(tu_stat(c, "routes_dumped") - d0));
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+#ifdef NB_TEST_HOOKS
+/* A RouteList's dumps run on the links' lane, not on the loop: held there
+ * (the hold point ROUTE_LIST_READ), the listing is not answered and
+ * another client's Ping is. */
+START_TEST(test_a_route_list_runs_off_the_loop)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        struct tu_helper h;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+        int p[2], st = 1, fd;
+        pid_t pid;
+
+        tu_private_netns();
+        fd = mkstemp(hold);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_ROUTE_LIST_READ", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_ROUTE_LIST_READ");
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                nb_conn *lc = NULL;
+                nb_results *lres = NULL;
+                nb_batch *lb = nb_batch_new();
+                int r;
+                nb_batch_route_list(lb, NULL, 0);
+                r = nb_connect(h.sock, &lc) < 0 ? -EIO : nb_submit(lc, lb, &lres);
+                if (r == 0)
+                        r = nb_result_status(lres, 0);
+                _exit(write(p[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+        }
+        close(p[1]);
+        for (int i = 0; i < 6000 && access(held, F_OK) != 0; i++)
+                usleep(5000);
+        ck_assert_msg(access(held, F_OK) == 0, "the RouteList never reached the links' lane");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        b = nb_batch_new();
+        nb_batch_ping(b);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 0, 0, NULL);
+        nb_results_free(res);
+        ck_assert_msg(read(p[0], &st, sizeof(st)) < 0 && errno == EAGAIN,
+                      "the RouteList was answered while its dump was held");
+        unlink(hold);
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+        ck_assert_int_eq(read(p[0], &st, sizeof(st)), sizeof(st));
+        ck_assert_int_eq(st, 0);
+        close(p[0]);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+#endif
 
 /* ---- netbrokerctl addr and route ---- */
 
@@ -980,6 +1197,10 @@ Suite *addr_suite(void)
         tcase_add_test(tc, test_a_route_deletion_that_names_two_routes_is_refused);
         tcase_add_test(tc, test_bad_input_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_another_uid_changes_only_its_own_interfaces);
+        tcase_add_test(tc, test_a_route_list_of_a_few_routes_reads_only_those);
+#ifdef NB_TEST_HOOKS
+        tcase_add_test(tc, test_a_route_list_runs_off_the_loop);
+#endif
         tcase_add_test(tc, test_ctl_addr_and_route_commands);
         tcase_add_test(tc, test_bridge_options_and_port_flags_as_ip_sees_them);
         tcase_add_test(tc, test_bridge_options_refused_or_undone);

@@ -314,6 +314,34 @@ static int fake_link_owner(struct nbd_links *l, const char *name, uid_t *ret)
         return 0;
 }
 
+static unsigned fake_links_owned_by(struct nbd_links *l, uid_t uid);
+
+static int fake_links_ifindex(struct nbd_links *l, const char *name, int *ret)
+{
+        struct fake_if *f = find_if(name);
+
+        (void)l;
+        if (!f)
+                return -ENODEV;
+        *ret = f->ifindex;
+        return 0;
+}
+
+static int fake_links_owned_ifindexes(struct nbd_links *l, uid_t uid, int **ret, size_t *ret_n)
+{
+        int *v = calloc(fake_links_owned_by(l, uid) + 1, sizeof(*v));
+        size_t k = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                if (f->owned && f->owner == uid)
+                        v[k++] = f->ifindex;
+        *ret = v;
+        *ret_n = k;
+        return 0;
+}
+
 static unsigned fake_links_owned_by(struct nbd_links *l, uid_t uid)
 {
         unsigned n = 0;
@@ -1310,18 +1338,31 @@ static void fake_route_saved_free(struct nbd_route_saved *s)
         free(s);
 }
 
-static int fake_route_list(struct nbd_links *l, unsigned table, struct nbd_route **ret,
-                           size_t *ret_n, struct nbd_err *err)
+static int fake_route_list(struct nbd_links *l, const struct nbd_route_filter *f,
+                           struct nbd_route **ret, size_t *ret_n, unsigned *ret_sent,
+                           struct nbd_err *err)
 {
         struct nbd_route *v = calloc(1, sizeof(*v));
 
         (void)l;
-        (void)table;
+        (void)f;
+        *ret_sent = 0;
         if (!v)
                 return nbd_err_oom(err, "listing routes");
         *ret = v;
         *ret_n = 0;
         return 0;
+}
+
+static void fake_route_names(struct nbd_links *l, struct nbd_route *v, size_t n)
+{
+        (void)l;
+        for (size_t i = 0; i < n; i++) {
+                const struct fake_if *f = world.ifs;
+                while (f && f->ifindex != v[i].ifindex)
+                        f = f->next;
+                snprintf(v[i].ifname, IFNAMSIZ, "%s", f ? f->name : "");
+        }
 }
 
 static int fake_sysctl_get(const char *rel, unsigned *ret, struct nbd_err *err)
@@ -1402,6 +1443,8 @@ const struct nbd_backend nbd_fake_backend = {
                         .exists = fake_link_exists,
                         .owner = fake_link_owner,
                         .owned_by = fake_links_owned_by,
+                        .ifindex = fake_links_ifindex,
+                        .owned_ifindexes = fake_links_owned_ifindexes,
                         .get_state = fake_link_get_state,
                         .restore = fake_link_restore,
                         .show = fake_link_show,
@@ -1465,6 +1508,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .route_restore = fake_route_restore,
                         .route_saved_free = fake_route_saved_free,
                         .route_list = fake_route_list,
+                        .route_names = fake_route_names,
                         .sysctl_get = fake_sysctl_get,
                         .sysctl_set = fake_sysctl_set,
                         .bropt_get = fake_bropt_get,

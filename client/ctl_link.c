@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -76,6 +77,7 @@ static int create_options(struct ctl *c, int argc, char **argv, struct create_ar
                                              {"vnet-hdr", no_argument, NULL, 'v'},
                                              {"queues", required_argument, NULL, 'q'},
                                              {"transient", no_argument, NULL, 't'},
+                                             {"owner", required_argument, NULL, 'o'},
                                              {0}};
         int ch;
 
@@ -109,6 +111,19 @@ static int create_options(struct ctl *c, int argc, char **argv, struct create_ar
                 case 't':
                         a->tap->persist = false;
                         break;
+                case 'o': {
+                        unsigned uid, gid;
+                        char *colon = strchr(optarg, ':');
+                        if (colon)
+                                *colon = '\0';
+                        if (ctl_parse_uint(optarg, 0, UINT32_MAX - 1, &uid) < 0 ||
+                            (colon && ctl_parse_uint(colon + 1, 0, UINT32_MAX - 1, &gid) < 0))
+                                return ctl_usage_error(c, "--owner takes UID or UID:GID");
+                        a->tap->set_owner = true;
+                        a->tap->uid = uid;
+                        a->tap->gid = colon ? gid : uid;
+                        break;
+                }
                 default:
                         return ctl_usage_error(c, "unknown option '%s'", argv[optind - 1]);
                 }
@@ -141,6 +156,16 @@ static int link_create(struct ctl *c, int argc, char **argv)
                 return ctl_usage_error(c, "veth needs --peer");
         if (tap.queues > 1 && strcmp(kind, "tap") != 0 && strcmp(kind, "macvtap") != 0)
                 return ctl_usage_error(c, "--queues is for a tap or a macvtap");
+        /* A persistent tap of a caller other than root must be its own
+         * (the policy refuses one without an owner, or another's): its
+         * own uid and gid unless --owner says. */
+        if (strcmp(kind, "tap") == 0 && tap.persist && !tap.set_owner && getuid() != 0) {
+                tap.set_owner = true;
+                tap.uid = getuid();
+                tap.gid = getgid();
+        }
+        if (tap.set_owner && strcmp(kind, "tap") != 0)
+                return ctl_usage_error(c, "--owner is for a tap");
         if (a.netns && (nsfd = open(a.netns, O_RDONLY | O_CLOEXEC)) < 0)
                 return ctl_fail(c, EXIT_USAGE, errno, "%s: %s", a.netns, strerror(errno));
         b = nb_batch_new();
@@ -306,12 +331,13 @@ static const struct command link_sub[] = {
                 .fn = link_create,
                 .args = "KIND NAME [OPTIONS]",
                 .summary = "create an interface (NAME may be a template such as vnet%d)",
-                .details = "  tap NAME [--vnet-hdr] [--queues N] [--transient]\n"
-                           "  macvtap|macvlan NAME --parent DEV "
-                           "[--mode bridge|vepa|private|passthru]\n"
-                           "                  [--mac MAC] [--vnet-hdr] [--queues N (macvtap)]\n"
-                           "  veth NAME --peer NAME [--peer-netns PATH]\n"
-                           "  bridge NAME\n",
+                .details =
+                        "  tap NAME [--vnet-hdr] [--queues N] [--transient] [--owner UID[:GID]]\n"
+                        "  macvtap|macvlan NAME --parent DEV "
+                        "[--mode bridge|vepa|private|passthru]\n"
+                        "                  [--mac MAC] [--vnet-hdr] [--queues N (macvtap)]\n"
+                        "  veth NAME --peer NAME [--peer-netns PATH]\n"
+                        "  bridge NAME\n",
                 .example = "tap nbctl%d",
         },
         {

@@ -512,6 +512,51 @@ START_TEST(test_ctl_fw_apply_gives_each_owner_the_common_shape)
 }
 END_TEST
 
+/* A user other than root making a persistent tap through netbrokerctl:
+ * the policy takes one only with the caller as its owner, which the CLI
+ * had no way to say (every persistent tap of such a caller was refused);
+ * now it is the caller's own by default, --owner names another, and root
+ * gives one to QEMU's user with --owner. */
+START_TEST(test_ctl_persistent_tap_of_a_user_is_its_own)
+{
+        struct tu_helper h;
+        char *out, *owner;
+
+        tu_private_netns();
+        tu_helper_start(&h, TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\nops = tap_create link_delete\n"
+                                     "name_prefixes = nbo\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        out = tu_sh("setpriv --reuid 65534 --regid 65534 --clear-groups %s --socket %s --json "
+                    "link create tap nbo0; echo rc=$?",
+                    NB_TEST_CTL, h.sock);
+        ck_assert_msg(strstr(out, "\"ok\":true") && strstr(out, "rc=0"), "%s", out);
+        free(out);
+        owner = tu_sh("ip -d -j link show nbo0 | python3 -c 'import json,sys; "
+                      "d=json.load(sys.stdin)[0][\"linkinfo\"][\"info_data\"]; "
+                      "print(d.get(\"user\"), d.get(\"group\"), "
+                      "d.get(\"persist\"))'");
+        printf("ctl: uid 65534's tap nbo0: user group persist = %s", owner);
+        ck_assert_str_eq(owner, "nobody nogroup True\n");
+        free(owner);
+        out = tu_sh("setpriv --reuid 65534 --regid 65534 --clear-groups %s --socket %s "
+                    "link create tap nbo1 --owner 0 2>&1; echo rc=$?",
+                    NB_TEST_CTL, h.sock);
+        ck_assert_msg(strstr(out, "rc=1") && strstr(out, "EPERM"), "%s", out);
+        free(out);
+        out = tu_sh("%s --socket %s link create tap nbo2 --owner 4711:4712; echo rc=$?",
+                    NB_TEST_CTL, h.sock);
+        ck_assert_msg(strstr(out, "rc=0"), "%s", out);
+        free(out);
+        owner = tu_sh("ip -d -j link show nbo2 | python3 -c 'import json,sys; "
+                      "d=json.load(sys.stdin)[0][\"linkinfo\"][\"info_data\"]; "
+                      "print(d.get(\"user\"), d.get(\"group\"))'");
+        ck_assert_str_eq(owner, "4711 4712\n");
+        free(owner);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
         Suite *s = suite_create("netbrokerctl");
@@ -529,6 +574,7 @@ Suite *ctl_suite(void)
         tcase_add_test(tc, test_ctl_system_socket_is_the_default_when_it_exists);
         tcase_add_test(tc, test_ctl_private_helper_log_stays_off_the_terminal);
         tcase_add_test(tc, test_ctl_fw_apply_gives_each_owner_the_common_shape);
+        tcase_add_test(tc, test_ctl_persistent_tap_of_a_user_is_its_own);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -75,6 +75,12 @@ struct nbd_links {
         struct nbd_link_entry *gone;
         size_t n_gone, cap_gone;
         struct nbd_timer gone_timer;
+        /* Told at once (nbd_links_on_gone_now), and asked before each
+         * create (nbd_links_before_create): supervised programs. */
+        void (*gone_now)(void *data, const char *name);
+        void *gone_now_data;
+        int (*before_create)(void *data, struct nbd_err *err);
+        void *before_create_data;
 };
 
 /* ---- the allocator's view of the kernel ---- */
@@ -110,6 +116,10 @@ static void run_gone(void *data)
  * IFB left behind until the next start-up's sweep, nothing worse. */
 static void note_gone(struct nbd_links *l, const char *name, int ifindex)
 {
+        /* Before anything else reads on: the look-up that read this
+         * notification may be a create's, about to make the name again. */
+        if (l->gone_now)
+                l->gone_now(l->gone_now_data, name);
         if (!l->n_gone_watch || !l->loop)
                 return;
         if (l->n_gone == l->cap_gone) {
@@ -344,6 +354,20 @@ void nbd_links_on_gone(struct nbd_links *l, void (*fn)(void *data, const struct 
                 return; /* a fixed set of capabilities: never more */
         l->gone_watch[l->n_gone_watch].fn = fn;
         l->gone_watch[l->n_gone_watch++].data = data;
+}
+
+void nbd_links_on_gone_now(struct nbd_links *l, void (*fn)(void *data, const char *name),
+                           void *data)
+{
+        l->gone_now = fn;
+        l->gone_now_data = data;
+}
+
+void nbd_links_before_create(struct nbd_links *l, int (*fn)(void *data, struct nbd_err *err),
+                             void *data)
+{
+        l->before_create = fn;
+        l->before_create_data = data;
 }
 
 void nbd_links_flush_gone(struct nbd_links *l)
@@ -585,6 +609,11 @@ static int create_named(struct nbd_links *l, const char *name, create_fn fn, voi
         char prefix[IFNAMSIZ], cand[IFNAMSIZ];
         int r;
 
+        /* The callers read the notifications just before: what went is
+         * known, and whatever served it must be gone before its name,
+         * or any other, is made again. */
+        if (l->before_create && (r = l->before_create(l->before_create_data, err)) < 0)
+                return r;
         if (!nbd_is_template(name)) {
                 r = fn(l, name, ctx, err);
                 if (r == -EEXIST || r == -EBUSY)

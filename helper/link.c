@@ -268,6 +268,35 @@ static int mon_read(struct nbd_links *l)
         }
 }
 
+/* A rebuild after lost notifications: what went among them (a name now
+ * gone, or now another ifindex's: deleted and made again) is told to the
+ * watchers as gone, as its DELLINK would have been; a program serving it
+ * must not serve its successor. */
+static void rebuild_and_compare(struct nbd_links *l)
+{
+        struct nbd_link_entry *before = calloc(l->ifs.n ? l->ifs.n : 1, sizeof(*before));
+        size_t n = 0;
+
+        if (!before)
+                nbd_error("out of memory: interfaces gone while notifications were lost are "
+                          "not told to their watchers");
+        for (size_t b = 0; before && b < l->ifs.n_buckets; b++)
+                for (const struct nbd_ifnode *i = l->ifs.buckets[b]; i && n < l->ifs.n;
+                     i = i->next) {
+                        snprintf(before[n].name, IFNAMSIZ, "%s", i->name);
+                        before[n++].ifindex = i->ifindex;
+                }
+        if (rebuild(l) < 0) {
+                /* A partial map would tell interfaces there as gone. */
+                nbd_error("rebuilding the name bitmaps failed");
+                n = 0;
+        }
+        for (size_t k = 0; k < n; k++)
+                if (nbd_ifmap_ifindex(&l->ifs, before[k].name) != before[k].ifindex)
+                        note_gone(l, before[k].name, before[k].ifindex);
+        free(before);
+}
+
 /* Every look-up (does this interface exist, whose is it) reads the monitor
  * first, so that it sees what the kernel did until then. While a
  * validation step holds the links (nbd_links_hold), one read is enough:
@@ -290,8 +319,7 @@ static void links_sync(struct nbd_links *l, bool force)
         nbd_notice("link notifications overflowed; rebuilding the name bitmaps");
         while (mon_read(l) == -ENOBUFS)
                 ;
-        if (rebuild(l) < 0)
-                nbd_error("rebuilding the name bitmaps failed");
+        rebuild_and_compare(l);
 }
 
 void nbd_links_sync(struct nbd_links *l)

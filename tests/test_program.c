@@ -1392,6 +1392,67 @@ START_TEST(test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_
 }
 END_TEST
 
+/* The same when the helper read no notification of it: stopped (SIGSTOP)
+ * while thousands of interfaces come (its monitor socket overflows), then
+ * the peer goes and root makes nbf0 again outside the helper. Before, the
+ * rebuild that follows lost notifications took the new nbf0 for the old
+ * one, and the program served it as long as it ran. Now the rebuild tells
+ * what went meanwhile (a name gone, or another ifindex's now), and the
+ * program is stopped, dead by the time root's next create answers. */
+START_TEST(test_a_program_whose_interface_went_while_notifications_were_lost_is_stopped)
+{
+        char *conf = config_with(GONE_POLICY), *out;
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct tu_helper h;
+        struct as_reply r;
+        nb_batch *b;
+        nb_conn *root;
+        uint64_t id;
+
+        tu_private_netns();
+        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        as_argv.link = "nbf0";
+        as_argv.peer = "nbf1";
+        r = as_uid(&h, USER_A, AS_VETH, 0);
+        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
+        as_argv.bridge = NULL;
+        as_argv.path = "/bin/sh";
+        as_argv.argv = gone_argv;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
+        id = r.id;
+        for (int i = 0; i < 100 && access(GONE_DIR "/seen", F_OK) != 0; i++)
+                usleep(20000);
+        ck_assert(find_listed(root, id, &p) && p.running);
+
+        ck_assert_int_eq(kill(h.pid, SIGSTOP), 0);
+        /* The socket full first: the deletion's notification is lost. */
+        out = tu_sh("for i in $(seq 0 3999); do echo link add nbfd$i type bridge; done | "
+                    "ip -batch - && ip link del nbf1 && ip link add nbf0 type bridge && echo ok");
+        ck_assert_str_eq(out, "ok\n");
+        free(out);
+        ck_assert_int_eq(kill(h.pid, SIGCONT), 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bridge_create(b, "nbf9"), 0);
+        nb_results_free(tu_submit_ok(root, b));
+        ck_assert_msg(!tu_process_alive(p.pid),
+                      "uid 4711's program (pid %d) runs on, on root's nbf0", p.pid);
+        ck_assert_uint_eq(tu_stat(root, "programs_link_gone"), 1);
+        /* Dead at the reply; the loop reaps it right after. */
+        for (int i = 0; i < 50 && find_listed(root, id, &p) && p.running; i++)
+                usleep(20000);
+        ck_assert(find_listed(root, id, &p) && !p.running);
+
+        nb_close(root);
+        tu_helper_stop(&h);
+        free(tu_sh("rm -rf " GONE_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 Suite *program_suite(void)
 {
         Suite *s = suite_create("program");
@@ -1417,6 +1478,8 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_user_program_arguments_cannot_run_or_write_anything_as_root);
         tcase_add_test(tc,
                        test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_back);
+        tcase_add_test(
+                tc, test_a_program_whose_interface_went_while_notifications_were_lost_is_stopped);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1393,7 +1393,7 @@ START_TEST(test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_
 END_TEST
 
 /* The same when the helper read no notification of it: stopped (SIGSTOP)
- * while thousands of interfaces come (its monitor socket overflows), then
+ * while thousands of link changes come (its monitor socket overflows), then
  * the peer goes and root makes nbf0 again outside the helper. Before, the
  * rebuild that follows lost notifications took the new nbf0 for the old
  * one, and the program served it as long as it ran. Now the rebuild tells
@@ -1428,9 +1428,13 @@ START_TEST(test_a_program_whose_interface_went_while_notifications_were_lost_is_
         ck_assert(find_listed(root, id, &p) && p.running);
 
         ck_assert_int_eq(kill(h.pid, SIGSTOP), 0);
-        /* The socket full first: the deletion's notification is lost. */
-        out = tu_sh("for i in $(seq 0 3999); do echo link add nbfd$i type bridge; done | "
-                    "ip -batch - && ip link del nbf1 && ip link add nbf0 type bridge && echo ok");
+        /* The socket full first (20000 changes of one bridge's alias: as
+         * many devices would hold the rtnl lock for a minute when the
+         * namespace goes), so the deletion's notification is lost. */
+        out = tu_sh("ip link add nbfz type bridge && ip link set nbfz up && for i in $(seq 0 "
+                    "19999); do echo link set "
+                    "nbfz alias a$i; done | ip -batch - && ip link del nbf1 && "
+                    "ip link add nbf0 type bridge && echo ok");
         ck_assert_str_eq(out, "ok\n");
         free(out);
         ck_assert_int_eq(kill(h.pid, SIGCONT), 0);
@@ -1441,6 +1445,63 @@ START_TEST(test_a_program_whose_interface_went_while_notifications_were_lost_is_
                       "uid 4711's program (pid %d) runs on, on root's nbf0", p.pid);
         ck_assert_uint_eq(tu_stat(root, "programs_link_gone"), 1);
         /* Dead at the reply; the loop reaps it right after. */
+        for (int i = 0; i < 50 && find_listed(root, id, &p) && p.running; i++)
+                usleep(20000);
+        ck_assert(find_listed(root, id, &p) && !p.running);
+
+        nb_close(root);
+        tu_helper_stop(&h);
+        free(tu_sh("rm -rf " GONE_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* An adopted program whose interface went while no helper ran: the peer
+ * of uid 4711's served nbf0 is deleted between two helpers, and root then
+ * makes nbf0 through the new one. Before, the new helper adopted the
+ * program and it served root's nbf0. Now the start-up stops it, and
+ * root's create answers once it is dead. */
+START_TEST(test_an_adopted_program_whose_interface_went_meanwhile_is_stopped)
+{
+        char *conf = config_with(GONE_POLICY);
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct tu_helper h;
+        struct as_reply r;
+        nb_batch *b;
+        nb_conn *root;
+        uint64_t id;
+        int pid;
+
+        tu_private_netns();
+        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
+        tu_helper_start(&h, conf);
+        as_argv.link = "nbf0";
+        as_argv.peer = "nbf1";
+        r = as_uid(&h, USER_A, AS_VETH, 0);
+        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
+        as_argv.bridge = NULL;
+        as_argv.path = "/bin/sh";
+        as_argv.argv = gone_argv;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
+        id = r.id;
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        ck_assert(find_listed(root, id, &p) && p.running);
+        pid = p.pid;
+        nb_close(root);
+        kill_helper(&h);
+        ck_assert(tu_process_alive(pid));
+        free(tu_sh("ip link del nbf1"));
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        ck_assert_uint_eq(tu_stat(root, "programs_adopted"), 1);
+        ck_assert_uint_eq(tu_stat(root, "programs_link_gone"), 1);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bridge_create(b, "nbf0"), 0);
+        nb_results_free(tu_submit_ok(root, b));
+        ck_assert_msg(!tu_process_alive(pid), "uid 4711's adopted program (pid %d) runs on", pid);
         for (int i = 0; i < 50 && find_listed(root, id, &p) && p.running; i++)
                 usleep(20000);
         ck_assert(find_listed(root, id, &p) && !p.running);
@@ -1480,6 +1541,7 @@ Suite *program_suite(void)
                        test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_back);
         tcase_add_test(
                 tc, test_a_program_whose_interface_went_while_notifications_were_lost_is_stopped);
+        tcase_add_test(tc, test_an_adopted_program_whose_interface_went_meanwhile_is_stopped);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -75,6 +75,12 @@ struct nbd_links {
         struct nbd_link_entry *gone;
         size_t n_gone, cap_gone;
         struct nbd_timer gone_timer;
+        /* Told at once (nbd_links_on_gone_now), and asked before each
+         * create (nbd_links_before_create): supervised programs. */
+        void (*gone_now)(void *data, const char *name);
+        void *gone_now_data;
+        int (*before_create)(void *data, struct nbd_err *err);
+        void *before_create_data;
 };
 
 /* ---- the allocator's view of the kernel ---- */
@@ -110,6 +116,10 @@ static void run_gone(void *data)
  * IFB left behind until the next start-up's sweep, nothing worse. */
 static void note_gone(struct nbd_links *l, const char *name, int ifindex)
 {
+        /* Before anything else reads on: the look-up that read this
+         * notification may be a create's, about to make the name again. */
+        if (l->gone_now)
+                l->gone_now(l->gone_now_data, name);
         if (!l->n_gone_watch || !l->loop)
                 return;
         if (l->n_gone == l->cap_gone) {
@@ -258,6 +268,35 @@ static int mon_read(struct nbd_links *l)
         }
 }
 
+/* A rebuild after lost notifications: what went among them (a name now
+ * gone, or now another ifindex's: deleted and made again) is told to the
+ * watchers as gone, as its DELLINK would have been; a program serving it
+ * must not serve its successor. */
+static void rebuild_and_compare(struct nbd_links *l)
+{
+        struct nbd_link_entry *before = calloc(l->ifs.n ? l->ifs.n : 1, sizeof(*before));
+        size_t n = 0;
+
+        if (!before)
+                nbd_error("out of memory: interfaces gone while notifications were lost are "
+                          "not told to their watchers");
+        for (size_t b = 0; before && b < l->ifs.n_buckets; b++)
+                for (const struct nbd_ifnode *i = l->ifs.buckets[b]; i && n < l->ifs.n;
+                     i = i->next) {
+                        snprintf(before[n].name, IFNAMSIZ, "%s", i->name);
+                        before[n++].ifindex = i->ifindex;
+                }
+        if (rebuild(l) < 0) {
+                /* A partial map would tell interfaces there as gone. */
+                nbd_error("rebuilding the name bitmaps failed");
+                n = 0;
+        }
+        for (size_t k = 0; k < n; k++)
+                if (nbd_ifmap_ifindex(&l->ifs, before[k].name) != before[k].ifindex)
+                        note_gone(l, before[k].name, before[k].ifindex);
+        free(before);
+}
+
 /* Every look-up (does this interface exist, whose is it) reads the monitor
  * first, so that it sees what the kernel did until then. While a
  * validation step holds the links (nbd_links_hold), one read is enough:
@@ -280,8 +319,7 @@ static void links_sync(struct nbd_links *l, bool force)
         nbd_notice("link notifications overflowed; rebuilding the name bitmaps");
         while (mon_read(l) == -ENOBUFS)
                 ;
-        if (rebuild(l) < 0)
-                nbd_error("rebuilding the name bitmaps failed");
+        rebuild_and_compare(l);
 }
 
 void nbd_links_sync(struct nbd_links *l)
@@ -344,6 +382,20 @@ void nbd_links_on_gone(struct nbd_links *l, void (*fn)(void *data, const struct 
                 return; /* a fixed set of capabilities: never more */
         l->gone_watch[l->n_gone_watch].fn = fn;
         l->gone_watch[l->n_gone_watch++].data = data;
+}
+
+void nbd_links_on_gone_now(struct nbd_links *l, void (*fn)(void *data, const char *name),
+                           void *data)
+{
+        l->gone_now = fn;
+        l->gone_now_data = data;
+}
+
+void nbd_links_before_create(struct nbd_links *l, int (*fn)(void *data, struct nbd_err *err),
+                             void *data)
+{
+        l->before_create = fn;
+        l->before_create_data = data;
 }
 
 void nbd_links_flush_gone(struct nbd_links *l)
@@ -602,6 +654,11 @@ static int create_named(struct nbd_links *l, const char *name, create_fn fn, voi
         char prefix[IFNAMSIZ], cand[IFNAMSIZ];
         int r;
 
+        /* The callers read the notifications just before: what went is
+         * known, and whatever served it must be gone before its name,
+         * or any other, is made again. */
+        if (l->before_create && (r = l->before_create(l->before_create_data, err)) < 0)
+                return r;
         if (!nbd_is_template(name)) {
                 r = fn(l, name, ctx, err);
                 if (r == -EEXIST || r == -EBUSY)

@@ -123,6 +123,19 @@ struct nbd_link_entry {
 void nbd_links_on_gone(struct nbd_links *l, void (*fn)(void *data, const struct nbd_link_entry *e),
                        void *data);
 
+/* Call fn (one watcher) at once for every interface that goes away, as
+ * its notification is read: inside the look-up that read it (each create
+ * reads them first), so before the op that looked goes on. fn must make no
+ * netlink request and run no job: signal, log, mark. Supervised programs
+ * use it: one that serves the name must not serve the next interface of
+ * that name, which a create in the same loop iteration may make. */
+void nbd_links_on_gone_now(struct nbd_links *l, void (*fn)(void *data, const char *name),
+                           void *data);
+/* fn (one) runs before each create, once the notifications are read; its
+ * error (err set) fails the create, which makes nothing. */
+void nbd_links_before_create(struct nbd_links *l, int (*fn)(void *data, struct nbd_err *err),
+                             void *data);
+
 /* Run fn for the interfaces gone so far now, not from the loop: before a
  * reply, so a LinkDelete's reply comes after its IFB is gone too. */
 void nbd_links_flush_gone(struct nbd_links *l);

@@ -23,29 +23,12 @@ static int net_on(const struct nbd_net_owner_info *o, void *data)
         return 0;
 }
 
-/* arg is --interface=IF[,IF...] naming name. */
-static bool names_interface(const char *arg, const char *name)
-{
-        static const char opt[] = "--interface=";
-        size_t len = strlen(name);
-
-        if (strncmp(arg, opt, sizeof(opt) - 1) != 0)
-                return false;
-        for (const char *at = arg + sizeof(opt) - 1; *at; at += strcspn(at, ","), at += *at == ',')
-                if (strncmp(at, name, len) == 0 && (at[len] == ',' || !at[len]))
-                        return true;
-        return false;
-}
-
 static const struct nbd_program_info *program_on(uid_t uid, const char *name)
 {
         for (struct nbd_program *p = nbd_program_next(NULL); p; p = nbd_program_next(p)) {
                 const struct nbd_program_info *i = nbd_program_info(p);
-                if (!i->running || i->uid != uid)
-                        continue;
-                for (size_t k = 1; i->argv[k]; k++)
-                        if (names_interface(i->argv[k], name))
-                                return i;
+                if (i->running && i->uid == uid && nbd_program_serves(i, name))
+                        return i;
         }
         return NULL;
 }

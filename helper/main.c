@@ -493,6 +493,36 @@ static void caps_watch_gone(const struct caps *c)
         }
 }
 
+/* A program of a caller other than root serves only interfaces that are
+ * still there (program.h): told as each one goes, before any create goes
+ * on; and the adopted ones, checked against what went while no helper
+ * ran. */
+static void program_link_gone(void *data, const char *name)
+{
+        (void)data;
+        nbd_programs_link_gone(name);
+}
+
+static int program_fence(void *data, struct nbd_err *err)
+{
+        (void)data;
+        return nbd_programs_fence(err);
+}
+
+static int link_owner(void *links, const char *name, uid_t *ret)
+{
+        return nbd_link_owner(links, name, ret);
+}
+
+static void caps_watch_programs(const struct caps *c)
+{
+        if (!c->links)
+                return;
+        nbd_links_on_gone_now(c->links, program_link_gone, NULL);
+        nbd_links_before_create(c->links, program_fence, NULL);
+        nbd_programs_sweep_links(link_owner, c->links);
+}
+
 static void caps_close(const struct nbd_backend *be, struct caps *c)
 {
         be->bw.close(c->bw); /* before links: it borrows their socket */
@@ -639,6 +669,7 @@ static int serve(struct nbd_config **cfg, const struct options *o, int n_activat
                          "of the helper's uid that no one else may write)",
                          (*cfg)->program_dir ? (*cfg)->program_dir : NBD_PROGRAM_DEFAULT_DIR,
                          strerror(-r));
+        caps_watch_programs(&c);
         r = nbd_server_new(*cfg, loop, be, c.links, c.fw, c.fw_gone, c.bw, &srv);
         if (r < 0)
                 goto out;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ NBD_LOG_CATEGORY(program);
 #define PIDFILE_MAX (256 * 1024)
 /* Exited programs kept for ProgramList until stopped: the oldest go first. */
 #define MAX_EXITED 64
+/* How long a create waits for a program stopped for its gone interface
+ * to die of SIGKILL (nbd_programs_fence): one in uninterruptible sleep. */
+#define FENCE_MS 1000
 
 struct nbd_program {
         struct nbd_program_info info;
@@ -35,6 +39,9 @@ struct nbd_program {
         struct nbd_watch pidw;
         struct nbd_timer kill_timer;
         struct nbd_program_waiter *waiters;
+        /* Stopped by the helper (its interface went), not by a ProgramStop:
+         * once exited it stays listed, as one that exited by itself. */
+        bool keep;
         struct nbd_program *next; /* ascending id */
 };
 
@@ -340,7 +347,7 @@ static void on_exit_ready(struct nbd_watch *w, uint32_t events)
                 nbd_notice("program %llu (%s, pid %d, tag '%s') exited with status %d%s",
                            (unsigned long long)p->info.id, p->info.path, (int)p->info.pid,
                            p->info.tag, p->info.exit_code, p->info.stopping ? " (stopped)" : "");
-        if (p->info.stopping) {
+        if (p->info.stopping && !p->keep) {
                 list_remove(p);
                 nbd_loop_defer_free(st.loop, program_free, p);
         }
@@ -520,6 +527,9 @@ static void on_grace_over(void *data)
 
 void nbd_program_stop(struct nbd_program *p, unsigned grace_ms, struct nbd_program_waiter *w)
 {
+        /* Asked for (a ProgramStop, a NetRemove, an undo): once exited it
+         * leaves the list, as every stopped program does. */
+        p->keep = false;
         if (w) {
                 w->next = p->waiters;
                 p->waiters = w;
@@ -548,6 +558,123 @@ void nbd_program_forget(struct nbd_program *p)
                 return;
         list_remove(p);
         nbd_loop_defer_free(st.loop, program_free, p);
+}
+
+/* ---- interfaces that go ---- */
+
+bool nbd_program_serves(const struct nbd_program_info *i, const char *name)
+{
+        static const char opt[] = "--interface=";
+        size_t len = strlen(name);
+
+        for (size_t k = 1; i->argv[k]; k++) {
+                const char *arg = i->argv[k];
+                if (strncmp(arg, opt, sizeof(opt) - 1) != 0)
+                        continue;
+                for (const char *at = arg + sizeof(opt) - 1; *at;
+                     at += strcspn(at, ","), at += *at == ',')
+                        if (strncmp(at, name, len) == 0 && (at[len] == ',' || !at[len]))
+                                return true;
+        }
+        return false;
+}
+
+/* Root's programs are root's to order (link_users.h): only a caller other
+ * than root is held to the interfaces that are its own. */
+static void stop_for_link(struct nbd_program *p, const char *name, const char *why)
+{
+        if (!p->info.running || p->info.uid == 0 || p->info.gone_link[0])
+                return;
+        snprintf(p->info.gone_link, sizeof(p->info.gone_link), "%s", name);
+        nbd_stat_inc(NBD_STAT_PROGRAMS_LINK_GONE);
+        nbd_warn("program %llu (%s, pid %d, uid %u, tag '%s') serves %s, which %s: stopping it, "
+                 "or it would serve the next interface of that name, whoever makes it",
+                 (unsigned long long)p->info.id, p->info.path, (int)p->info.pid,
+                 (unsigned)p->info.uid, p->info.tag, name, why);
+        /* Stopping already (a ProgramStop's grace): the fence kills it
+         * before the next create all the same. */
+        if (p->info.stopping)
+                return;
+        nbd_program_stop(p, NBD_PROGRAM_DEFAULT_GRACE_MS, NULL);
+        p->keep = true;
+}
+
+void nbd_programs_link_gone(const char *name)
+{
+        for (struct nbd_program *p = st.head; p; p = p->next)
+                if (nbd_program_serves(&p->info, name))
+                        stop_for_link(p, name, "went away");
+}
+
+/* The pidfd turns readable once the process has exited: its sockets are
+ * closed then. The loop reaps it (the pidfd stays readable): here the
+ * create only waits, so that no job's stop waiter runs from inside it. */
+static bool exited_within(struct nbd_program *p, int ms)
+{
+        struct pollfd pfd = {.fd = p->pidw.fd, .events = POLLIN};
+        int r;
+
+        if (p->pidw.fd < 0)
+                return true;
+        do
+                r = poll(&pfd, 1, ms);
+        while (r < 0 && errno == EINTR);
+        return r > 0;
+}
+
+int nbd_programs_fence(struct nbd_err *e)
+{
+        for (struct nbd_program *p = st.head; p; p = p->next) {
+                if (!p->info.running || !p->info.gone_link[0] || exited_within(p, 0))
+                        continue;
+                nbd_info("program %llu (pid %d) served %s, which went away: SIGKILL before an "
+                         "interface is made",
+                         (unsigned long long)p->info.id, (int)p->info.pid, p->info.gone_link);
+                signal_group(p, SIGKILL);
+                if (!exited_within(p, FENCE_MS))
+                        return nbd_err_set(e, -EBUSY,
+                                           "program %llu (pid %d) served %s, which went away, and "
+                                           "still runs %d ms after SIGKILL: no interface is made "
+                                           "until it has gone (try again)",
+                                           (unsigned long long)p->info.id, (int)p->info.pid,
+                                           p->info.gone_link, FENCE_MS);
+        }
+        return 0;
+}
+
+void nbd_programs_sweep_links(int (*owner_of)(void *links, const char *name, uid_t *ret),
+                              void *links)
+{
+        for (struct nbd_program *p = st.head; p; p = p->next) {
+                if (!p->info.running || p->info.uid == 0)
+                        continue;
+                for (size_t k = 1; p->info.argv[k] && !p->info.gone_link[0]; k++) {
+                        static const char opt[] = "--interface=";
+                        const char *at = p->info.argv[k];
+                        if (strncmp(at, opt, sizeof(opt) - 1) != 0)
+                                continue;
+                        for (at += sizeof(opt) - 1; *at && !p->info.gone_link[0];
+                             at += strcspn(at, ","), at += *at == ',') {
+                                char name[IFNAMSIZ];
+                                size_t len = strcspn(at, ",");
+                                uid_t owner;
+                                int r;
+                                if (len == 0 || len >= sizeof(name))
+                                        continue;
+                                memcpy(name, at, len);
+                                name[len] = '\0';
+                                r = owner_of(links, name, &owner);
+                                /* Unmarked: made outside the helper, as it
+                                 * was when the program started on it
+                                 * (program_args = any). */
+                                if (r == -ENODEV)
+                                        stop_for_link(p, name, "went away while no helper ran");
+                                else if (r == 0 && owner != p->info.uid)
+                                        stop_for_link(p, name,
+                                                      "was made again since, for another uid");
+                        }
+                }
+        }
 }
 
 /* ---- start-up ---- */

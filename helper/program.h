@@ -22,6 +22,7 @@
  * All state is the loop thread's. */
 #pragma once
 
+#include <net/if.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +54,9 @@ struct nbd_program_info {
         bool running, adopted, stopping;
         bool status_unknown; /* exited while adopted: no status to read */
         int exit_code, signal;
+        /* The interface it served that went away, for which the helper
+         * stopped it (nbd_programs_link_gone); "" for none. */
+        char gone_link[IFNAMSIZ];
 };
 
 struct nbd_program;
@@ -94,6 +98,32 @@ void nbd_program_stop(struct nbd_program *p, unsigned grace_ms, struct nbd_progr
 void nbd_program_cancel_wait(struct nbd_program_waiter *w);
 /* An exited program leaves the list (ProgramStop on it). */
 void nbd_program_forget(struct nbd_program *p);
+
+/* Whether i serves interface name: an argument --interface=IF[,IF...]
+ * (dnsmasq's) names it. */
+bool nbd_program_serves(const struct nbd_program_info *i, const char *name);
+
+/* Interface `name` went away (deleted by anyone, its veth peer deleted, a
+ * tap's last fd closed, moved to another namespace, renamed: link.c's
+ * nbd_links_on_gone_now). Each running program of a caller other than
+ * root that serves it is stopped as nbd_program_stop() stops it, and the
+ * reason logged: it could only serve the next interface of that name,
+ * which may be anyone's (dnsmasq's --bind-dynamic binds it as soon as it
+ * has an address). Unlike a ProgramStop, it stays listed once exited,
+ * gone_link set, until its caller's ProgramStop. Signals and logs only:
+ * safe in the middle of a netlink read. */
+void nbd_programs_link_gone(const char *name);
+/* Before an interface is made (link.c's nbd_links_before_create): the
+ * programs stopped for a gone interface that still run get SIGKILL, and
+ * are waited for, up to a second, so that none can serve what the create
+ * makes. 0, or -EBUSY (e set) when one still runs then. */
+int nbd_programs_fence(struct nbd_err *e);
+/* Start-up: an adopted program of a caller other than root whose
+ * interface went while no helper ran, or is another uid's now (made for
+ * it since), is stopped as nbd_programs_link_gone() stops it. owner_of
+ * is link.h's nbd_link_owner over links. */
+void nbd_programs_sweep_links(int (*owner_of)(void *links, const char *name, uid_t *ret),
+                              void *links);
 
 /* Running programs, all and of uid (they hold uid's spawn slots). */
 unsigned nbd_programs_running(void);

@@ -40,6 +40,7 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_PROGRAMS_STARTED] = "programs_started",
         [NBD_STAT_PROGRAMS_EXITED] = "programs_exited",
         [NBD_STAT_PROGRAMS_ADOPTED] = "programs_adopted",
+        [NBD_STAT_PROGRAMS_LINK_GONE] = "programs_link_gone",
         [NBD_STAT_FDS_POLLS] = "fds_polls",
         [NBD_STAT_FDS_OUTQ_CHECKS] = "fds_outq_checks",
         [NBD_STAT_EVENTS_SENT] = "events_sent",

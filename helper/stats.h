@@ -58,6 +58,8 @@ enum nbd_stat {
         NBD_STAT_PROGRAMS_STARTED,
         NBD_STAT_PROGRAMS_EXITED,
         NBD_STAT_PROGRAMS_ADOPTED,
+        /* stopped because an interface they served went (program.h) */
+        NBD_STAT_PROGRAMS_LINK_GONE,
         /* fds sent to non-root clients (server.c): the polls of those
          * clients while requests wait for fds, and the SIOCOUTQ asked of
          * one connection each, to see whether its client took them. */

@@ -371,6 +371,8 @@ enum as_what {
         AS_EXEC,
         AS_START_ARGV,
         AS_DELETE_NBU0,
+        AS_VETH,
+        AS_DELETE_LINK,
 };
 
 /* What AS_START_ARGV starts: path with argv, after creating bridge (when
@@ -379,6 +381,7 @@ enum as_what {
 static struct {
         const char *bridge, *path;
         const char *const *argv;
+        const char *link, *peer; /* AS_VETH makes link and peer; AS_DELETE_LINK deletes link */
 } as_argv;
 
 struct as_reply {
@@ -416,6 +419,10 @@ static void as_run(nb_conn *c, enum as_what what, uint64_t id, struct as_reply *
                 nb_batch_program_list(b, NULL);
         else if (what == AS_DELETE_NBU0)
                 nb_batch_link_delete(b, "nbu0");
+        else if (what == AS_VETH)
+                nb_batch_veth_create(b, as_argv.link, as_argv.peer, -1);
+        else if (what == AS_DELETE_LINK)
+                nb_batch_link_delete(b, as_argv.link);
         else
                 nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
         r->status = nb_submit(c, b, &res);
@@ -1291,6 +1298,240 @@ START_TEST(test_user_program_arguments_cannot_run_or_write_anything_as_root)
 }
 END_TEST
 
+/* ---- a program's interface that goes ---- */
+
+#define GONE_DIR "/tmp/nbtest-gone"
+/* Stands in for dnsmasq: it "serves" the interface its --interface=
+ * names as long as it runs (it notes the ifindex of whatever has that
+ * name, every 50 ms), and ignores SIGTERM, as a program busy elsewhere
+ * may for a while: only SIGKILL ends it. */
+static const char *const gone_argv[] = {
+        "/bin/sh",
+        "-c",
+        "trap '' TERM; i=${1#--interface=}; while :; do ip -o link show dev \"$i\" 2>/dev/null "
+        "| cut -d: -f1 >> " GONE_DIR "/seen; sleep 0.05; done",
+        "fake-dnsmasq",
+        "--interface=nbf0",
+        NULL};
+
+#define GONE_POLICY                                                                                \
+        "[policy uid 4711]\n"                                                                      \
+        "ops = program_start program_stop veth_create link_delete\n"                               \
+        "name_prefixes = nbf\n"                                                                    \
+        "programs = /bin/sh\n"                                                                     \
+        "program_args = any\n"
+
+/* Whether every ifindex the fake noted is `ifindex` (and it noted one). */
+static bool only_served(const char *ifindex)
+{
+        char *seen = tu_sh("sort -u " GONE_DIR "/seen | grep -v '^$' | tr '\\n' ' '"), want[32];
+        bool only;
+
+        snprintf(want, sizeof(want), "%s ", ifindex);
+        only = strcmp(seen, want) == 0;
+        if (!only)
+                printf("the program served ifindexes '%s', not only %s\n", seen, ifindex);
+        free(seen);
+        return only;
+}
+
+/* uid 4711's program serves its veth end nbf0; the guard refuses to
+ * delete nbf0, but deleting the peer nbf1 takes nbf0 with it. Before, the
+ * program ran on, and served root's nbf0 made next (the review's F4:
+ * uid 1001's root-run dnsmasq bound root's 10.78.0.1). Now the helper
+ * stops it as the interface goes (logged, counted, listed exited with
+ * gone_link), and root's create of nbf0 right after the deletion's reply
+ * comes only once it is dead (SIGKILL, its SIGTERM being ignored): the
+ * new nbf0 is never served. */
+START_TEST(test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_back)
+{
+        char *conf = config_with(GONE_POLICY), *first;
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct tu_helper h;
+        struct as_reply r;
+        nb_batch *b;
+        nb_conn *root;
+        uint64_t id;
+        int pid = 0;
+
+        tu_private_netns();
+        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        as_argv.link = "nbf0";
+        as_argv.peer = "nbf1";
+        r = as_uid(&h, USER_A, AS_VETH, 0);
+        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
+        as_argv.bridge = NULL;
+        as_argv.path = "/bin/sh";
+        as_argv.argv = gone_argv;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
+        id = r.id;
+        for (int i = 0; i < 100 && access(GONE_DIR "/seen", F_OK) != 0; i++)
+                usleep(20000);
+        first = tu_sh("ip -o link show dev nbf0 | cut -d: -f1 | tr -d '\\n'");
+        ck_assert(only_served(first));
+        ck_assert(find_listed(root, id, &p) && p.running);
+        pid = p.pid;
+
+        r = as_uid(&h, USER_A, AS_DELETE_LINK, 0);
+        ck_assert_int_eq(r.status, -EBUSY);
+        as_argv.link = "nbf1";
+        r = as_uid(&h, USER_A, AS_DELETE_LINK, 0);
+        ck_assert_msg(r.status == 0, "delete the peer: %d %s", r.status, r.msg);
+        /* Root makes the name again at once. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bridge_create(b, "nbf0"), 0);
+        nb_results_free(tu_submit_ok(root, b));
+        ck_assert_msg(!tu_process_alive(pid),
+                      "uid 4711's program (pid %d) runs on after root "
+                      "made nbf0 again",
+                      pid);
+        usleep(300000);
+        ck_assert(only_served(first));
+        ck_assert_uint_eq(tu_stat(root, "programs_link_gone"), 1);
+        /* Listed, exited, until its caller stops it. */
+        ck_assert(find_listed(root, id, &p));
+        ck_assert(!p.running);
+        ck_assert_int_eq(p.signal, SIGKILL);
+        r = as_uid(&h, USER_A, AS_LIST, 0);
+        ck_assert_uint_eq(r.n, 1);
+        r = as_uid(&h, USER_A, AS_STOP_ID, id);
+        ck_assert_msg(r.status == 0, "%d %s", r.status, r.msg);
+        ck_assert(!find_listed(root, id, &p));
+
+        free(first);
+        nb_close(root);
+        tu_helper_stop(&h);
+        free(tu_sh("rm -rf " GONE_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* The same when the helper read no notification of it: stopped (SIGSTOP)
+ * while thousands of link changes come (its monitor socket overflows), then
+ * the peer goes and root makes nbf0 again outside the helper. Before, the
+ * rebuild that follows lost notifications took the new nbf0 for the old
+ * one, and the program served it as long as it ran. Now the rebuild tells
+ * what went meanwhile (a name gone, or another ifindex's now), and the
+ * program is stopped, dead by the time root's next create answers. */
+START_TEST(test_a_program_whose_interface_went_while_notifications_were_lost_is_stopped)
+{
+        char *conf = config_with(GONE_POLICY), *out;
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct tu_helper h;
+        struct as_reply r;
+        nb_batch *b;
+        nb_conn *root;
+        uint64_t id;
+
+        tu_private_netns();
+        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        as_argv.link = "nbf0";
+        as_argv.peer = "nbf1";
+        r = as_uid(&h, USER_A, AS_VETH, 0);
+        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
+        as_argv.bridge = NULL;
+        as_argv.path = "/bin/sh";
+        as_argv.argv = gone_argv;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
+        id = r.id;
+        for (int i = 0; i < 100 && access(GONE_DIR "/seen", F_OK) != 0; i++)
+                usleep(20000);
+        ck_assert(find_listed(root, id, &p) && p.running);
+
+        ck_assert_int_eq(kill(h.pid, SIGSTOP), 0);
+        /* The socket full first (20000 changes of one bridge's alias: as
+         * many devices would hold the rtnl lock for a minute when the
+         * namespace goes), so the deletion's notification is lost. */
+        out = tu_sh("ip link add nbfz type bridge && ip link set nbfz up && for i in $(seq 0 "
+                    "19999); do echo link set "
+                    "nbfz alias a$i; done | ip -batch - && ip link del nbf1 && "
+                    "ip link add nbf0 type bridge && echo ok");
+        ck_assert_str_eq(out, "ok\n");
+        free(out);
+        ck_assert_int_eq(kill(h.pid, SIGCONT), 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bridge_create(b, "nbf9"), 0);
+        nb_results_free(tu_submit_ok(root, b));
+        ck_assert_msg(!tu_process_alive(p.pid),
+                      "uid 4711's program (pid %d) runs on, on root's nbf0", p.pid);
+        ck_assert_uint_eq(tu_stat(root, "programs_link_gone"), 1);
+        /* Dead at the reply; the loop reaps it right after. */
+        for (int i = 0; i < 50 && find_listed(root, id, &p) && p.running; i++)
+                usleep(20000);
+        ck_assert(find_listed(root, id, &p) && !p.running);
+
+        nb_close(root);
+        tu_helper_stop(&h);
+        free(tu_sh("rm -rf " GONE_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
+/* An adopted program whose interface went while no helper ran: the peer
+ * of uid 4711's served nbf0 is deleted between two helpers, and root then
+ * makes nbf0 through the new one. Before, the new helper adopted the
+ * program and it served root's nbf0. Now the start-up stops it, and
+ * root's create answers once it is dead. */
+START_TEST(test_an_adopted_program_whose_interface_went_meanwhile_is_stopped)
+{
+        char *conf = config_with(GONE_POLICY);
+        nb_program_info p = NB_PROGRAM_INFO_INIT;
+        struct tu_helper h;
+        struct as_reply r;
+        nb_batch *b;
+        nb_conn *root;
+        uint64_t id;
+        int pid;
+
+        tu_private_netns();
+        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
+        tu_helper_start(&h, conf);
+        as_argv.link = "nbf0";
+        as_argv.peer = "nbf1";
+        r = as_uid(&h, USER_A, AS_VETH, 0);
+        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
+        as_argv.bridge = NULL;
+        as_argv.path = "/bin/sh";
+        as_argv.argv = gone_argv;
+        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
+        id = r.id;
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        ck_assert(find_listed(root, id, &p) && p.running);
+        pid = p.pid;
+        nb_close(root);
+        kill_helper(&h);
+        ck_assert(tu_process_alive(pid));
+        free(tu_sh("ip link del nbf1"));
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        ck_assert_uint_eq(tu_stat(root, "programs_adopted"), 1);
+        ck_assert_uint_eq(tu_stat(root, "programs_link_gone"), 1);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bridge_create(b, "nbf0"), 0);
+        nb_results_free(tu_submit_ok(root, b));
+        ck_assert_msg(!tu_process_alive(pid), "uid 4711's adopted program (pid %d) runs on", pid);
+        for (int i = 0; i < 50 && find_listed(root, id, &p) && p.running; i++)
+                usleep(20000);
+        ck_assert(find_listed(root, id, &p) && !p.running);
+
+        nb_close(root);
+        tu_helper_stop(&h);
+        free(tu_sh("rm -rf " GONE_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 Suite *program_suite(void)
 {
         Suite *s = suite_create("program");
@@ -1314,6 +1555,11 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_pid_files_in_a_directory_others_may_write_are_not_trusted);
         tcase_add_test(tc, test_program_whose_pid_file_would_be_too_long_is_refused);
         tcase_add_test(tc, test_user_program_arguments_cannot_run_or_write_anything_as_root);
+        tcase_add_test(tc,
+                       test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_back);
+        tcase_add_test(
+                tc, test_a_program_whose_interface_went_while_notifications_were_lost_is_stopped);
+        tcase_add_test(tc, test_an_adopted_program_whose_interface_went_meanwhile_is_stopped);
         suite_add_tcase(s, tc);
         return s;
 }

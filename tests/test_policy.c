@@ -1433,6 +1433,13 @@ START_TEST(test_every_interface_a_uid_makes_keeps_router_advertisements_off)
         ck_assert_uint_eq(conf_of("pvr0", "autoconf"), 1);
         ck_assert_uint_eq(conf_of("pvr0", "accept_redirects"), 1);
 
+        /* accept_ra: 0 only, for the caller. */
+        expect_refused(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.accept_ra", 2)}, EPERM,
+                       "sysctl set: policy: uid 65534 may set ipv6.accept_ra on pva0 to 0 only, "
+                       "not 2");
+        expect_refused(&a, (struct cmd[]){sysctl_cmd("pvabr", "ipv6.accept_ra", 1)}, EPERM,
+                       "may set ipv6.accept_ra on pvabr to 0 only, not 1");
+        expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.accept_ra", 0)});
         /* disable_ipv6 and forwarding keep the interface's settings. */
         expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.disable_ipv6", 1)});
         expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.disable_ipv6", 0)});

@@ -681,6 +681,19 @@ static int sysctl_check(const Netbroker__SysctlSet *m, const struct nbd_peer *pe
         if (m->value > e->max)
                 return nbd_result_set(res, -EINVAL, "sysctl set: %s takes 0 to %u, not %u", m->name,
                                       e->max, m->value);
+        /* A Router Advertisement a caller sends through its own interface
+         * would install routes and addresses for the whole host (op_link.c
+         * turned accept_ra off when it made the interface). disable_ipv6
+         * and forwarding may stay: with accept_ra, autoconf and
+         * accept_redirects 0 neither lets a frame change the host's routes,
+         * and both keep the interface's settings. */
+        if (strcmp(e->path, "accept_ra") == 0 && m->value != 0 && !nbd_peer_is_root(peer))
+                return nbd_result_set(
+                        res, -EPERM,
+                        "sysctl set: policy: uid %u may set ipv6.accept_ra on %s to 0 "
+                        "only, not %u: Router Advertisements through it would change "
+                        "the host's routes and addresses (only root may)",
+                        (unsigned)peer->uid, m->ifname, m->value);
         if (e->per_interface)
                 snprintf(path, len, "ipv6/conf/%s/%s", m->ifname, e->path);
         else

@@ -33,6 +33,11 @@ static const struct nbd_backend_links *kernel_of(const struct nbd_job *job)
         return &nbd_job_ctx(job)->be->links;
 }
 
+/* The kernel gives an interface IPv6 settings from 1280 bytes of MTU up
+ * (IPV6_MIN_MTU): below it drops them, and above it again gives the
+ * interface conf/default's, accept_ra=1 among them. */
+#define IPV6_MTU_MIN 1280u
+
 /* ---- policy: what a non-root caller may make and change ----
  * The op itself was granted already (dispatch.c); these are the checks of
  * its objects. Root is never asked. */
@@ -444,6 +449,16 @@ static int validate_set(struct nbd_validation *v, const Netbroker__Op *op, Netbr
                 return nbd_result_set(res, -EINVAL, "link set: unknown state %d", s->state);
         if (s->mtu && (s->mtu < 68 || s->mtu > 65535))
                 return nbd_result_set(res, -EINVAL, "link set: MTU %u is outside 68-65535", s->mtu);
+        /* Below 1280 the kernel drops the interface's IPv6 settings, and
+         * gives it its defaults (accept_ra=1) when the MTU rises again:
+         * what made() turned off would be on again (see locked_ipv6). */
+        if (s->mtu && s->mtu < IPV6_MTU_MIN && !nbd_peer_is_root(v->peer))
+                return nbd_result_set(res, -EPERM,
+                                      "link set: policy: uid %u may not set the MTU of %s below "
+                                      "%u (to %u): the kernel would drop the IPv6 settings that "
+                                      "keep it from changing the host's routes through %s",
+                                      (unsigned)v->peer->uid, s->name, IPV6_MTU_MIN, s->mtu,
+                                      s->name);
         if (s->mac[0] && (r = check_mac(s->mac, res, "link set", m)))
                 return r;
         if (s->master[0] && s->nomaster)
@@ -548,10 +563,88 @@ static int check_count_at_run(struct nbd_job *job, unsigned n, Netbroker__Result
                               what, (unsigned)peer->uid, max, label_of(s), owned);
 }
 
-static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_made *m)
+/* ---- a non-root caller's device changes none of the host's routes ----
+ * Every device made here is an interface of the host's own IPv6 stack. With
+ * the kernel's defaults, a Router Advertisement its caller writes into its
+ * tap (or sends through its veth's peer, through a tap in a bridge of its,
+ * or through its macvtap to its macvlan on the same parent in bridge mode)
+ * installs a default route and on-link prefixes through it, and an address
+ * from them; a Redirect reroutes a destination. That is
+ * what only root may do (op_addr.c: a route redirects the host's own
+ * traffic), so a non-root caller's device takes none of them: root's are
+ * root's policy, as libvirt's are. sysctl_set lets its caller set
+ * accept_ra to 0 only. */
+static const char *const locked_ipv6[] = {"accept_ra", "autoconf", "accept_redirects"};
+
+/* 1 when the kernel keeps IPv6 settings for ifname, 0 when it has no
+ * IPv6 at all; else -ENOENT (the interface's MTU is below 1280) with err
+ * set. */
+static int ipv6_conf_check(const struct nbd_backend_net *net, const char *ifname,
+                           struct nbd_err *err)
 {
+        char path[64];
+        unsigned v;
+
+        snprintf(path, sizeof(path), "ipv6/conf/%s/accept_ra", ifname);
+        if (net->sysctl_get(path, &v, NULL) != -ENOENT)
+                return 1;
+        if (net->sysctl_get("ipv6/conf/all/accept_ra", &v, NULL) == -ENOENT)
+                return 0;
+        return nbd_err_set(err, -ENOENT,
+                           "the kernel keeps no IPv6 settings for %s (its MTU is below %u), and "
+                           "would give it its defaults back, accept_ra=1 among them, once the "
+                           "MTU rose again",
+                           ifname, IPV6_MTU_MIN);
+}
+
+/* accept_ra, autoconf and accept_redirects of ifname to 0: 0, or -errno
+ * with err set. No IPv6 in the kernel is no error. */
+static int lock_ipv6(struct nbd_job *job, const char *ifname, struct nbd_err *err)
+{
+        const struct nbd_backend_net *net = &nbd_job_ctx(job)->be->net;
+        char path[64];
+        int r = ipv6_conf_check(net, ifname, err);
+
+        if (r <= 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < sizeof(locked_ipv6) / sizeof(*locked_ipv6); i++) {
+                snprintf(path, sizeof(path), "ipv6/conf/%s/%s", ifname, locked_ipv6[i]);
+                r = net->sysctl_set(path, 0, err);
+        }
+        return r < 0 ? r : 0;
+}
+
+/* A device just made: its IPv6 locked for a non-root caller (and its
+ * veth peer, peer_here: when it stays in this namespace), then its fds
+ * handed over and the creation recorded for the batch's undo. On failure
+ * the device is deleted here. */
+static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_made *m,
+                bool peer_here)
+{
+        struct nbd_err err;
         int r = 0;
 
+        /* Before the caller has an fd to write a frame into, or the op
+         * succeeds. */
+        if (!nbd_peer_is_root(nbd_job_peer(job))) {
+                r = lock_ipv6(job, m->ifname, &err);
+                if (r == 0 && peer_here)
+                        r = lock_ipv6(job, m->peer, &err);
+                if (r < 0) {
+                        while (m->nfds > 0)
+                                close(m->fds[--m->nfds]);
+                        kernel_of(job)->delete (links_of(job), m->ifname, NULL);
+                        if (r == -ENOENT)
+                                return nbd_result_set(
+                                        res, -EPERM, "policy: uid %u may not have %s: %s",
+                                        (unsigned)nbd_job_peer(job)->uid, m->ifname, err.msg);
+                        return nbd_result_set(res, r,
+                                              "%s: cannot turn off Router Advertisements, autoconf "
+                                              "and redirects on it (through which uid %u would "
+                                              "change the host's routes): %s",
+                                              m->ifname, (unsigned)nbd_job_peer(job)->uid, err.msg);
+                }
+        }
         res->ifname = strdup(m->ifname);
         res->ifindex = m->ifindex;
         if (m->peer[0])
@@ -600,7 +693,7 @@ static int run_tap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         r = kernel_of(job)->tap_create(links_of(job), &s, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "tap: %s", err.msg);
-        return made(job, res, &m);
+        return made(job, res, &m, false);
 }
 
 static int run_macvlan_common(struct nbd_job *job, Netbroker__Result *res,
@@ -617,7 +710,7 @@ static int run_macvlan_common(struct nbd_job *job, Netbroker__Result *res,
         r = kernel_of(job)->macvlan_create(links_of(job), s, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "%s: %s", s->tap ? "macvtap" : "macvlan", err.msg);
-        return made(job, res, &m);
+        return made(job, res, &m, false);
 }
 
 static int run_macvtap(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -668,7 +761,7 @@ static int run_veth(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         r = kernel_of(job)->veth_create(links_of(job), &s, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "veth: %s", err.msg);
-        return made(job, res, &m);
+        return made(job, res, &m, !e->has_peer_netns);
 }
 
 static int run_bridge(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -683,7 +776,7 @@ static int run_bridge(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                                           nbd_job_peer(job)->uid, &m, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "bridge: %s", err.msg);
-        return made(job, res, &m);
+        return made(job, res, &m, false);
 }
 
 static int recheck_master(struct nbd_job *job, const char *name, const char *master,
@@ -715,6 +808,14 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         if ((r = nbd_job_check_owned(job, s->name, res)) ||
             (s->master[0] && (r = recheck_master(job, s->name, s->master, res))))
                 return r;
+        /* An interface without IPv6 settings (its MTU went below 1280 some
+         * other way: its parent's) gets the kernel's defaults once its MTU
+         * rises: not through a non-root caller. */
+        if (s->mtu && !nbd_peer_is_root(nbd_job_peer(job)) &&
+            ipv6_conf_check(&nbd_job_ctx(job)->be->net, s->name, &err) < 0)
+                return nbd_result_set(res, -EPERM,
+                                      "link set: policy: uid %u may not change the MTU of %s: %s",
+                                      (unsigned)nbd_job_peer(job)->uid, s->name, err.msg);
         u = calloc(1, sizeof(*u));
         if (!u)
                 return nbd_result_set(res, -ENOMEM, "link set: out of memory");

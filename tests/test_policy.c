@@ -5,6 +5,7 @@
  * the real tools (ip -d -j link, nft -j list ruleset): a refusal leaves
  * both exactly as they were. Each test runs in a network namespace of its
  * own. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -46,6 +47,8 @@ enum act {
         A_EXEC,
         A_DELETE,
         A_FW_COUNTERS,
+        A_SYSCTL,
+        A_RA,
         A_QUIT,
 };
 
@@ -62,6 +65,7 @@ struct cmd {
         int netns; /* A_VETH: NETNS_HERE, NETNS_OWN, or an fd the agent inherited */
         char mac[18]; /* A_SET: "" unchanged */
         unsigned mtu; /* A_SET: 0 unchanged */
+        unsigned value; /* A_SYSCTL: a of b */
 };
 
 struct reply {
@@ -165,10 +169,94 @@ static void build(nb_batch *b, const struct cmd *m, int own_netns)
         case A_DELETE:
                 nb_batch_link_delete(b, m->a);
                 break;
+        case A_SYSCTL:
+                nb_batch_sysctl_set(b, m->a, m->b, m->value);
+                break;
+        case A_RA: /* its tap, up (in bridge b) */
+                nb_batch_tap_create(b, m->a, &t);
+                nb_batch_link_set(b, m->a, &ch);
+                break;
         case A_QUIT:
                 break;
         }
 }
+
+/* ---- Router Advertisements ---- */
+
+#define RA_LEN (14 + 40 + 16 + 8 + 32 + 32)
+
+/* The security review's Router Advertisement (F5) from
+ * fe80::5054:ff:fe12:3456 to ff02::1: a default router for 1800 s, the
+ * prefix 2000::/3 on-link, and 2001:db8:5::/64 on-link and for SLAAC. */
+static void ra_frame(uint8_t f[RA_LEN])
+{
+        static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+        uint8_t *ip = f + 14, *icmp = ip + 40, *o = icmp + 16, ph[40] = {0};
+        const size_t len = RA_LEN - 14 - 40;
+        uint32_t sum = 0;
+
+        memset(f, 0, RA_LEN);
+        memcpy(f, "\x33\x33\x00\x00\x00\x01", 6);
+        memcpy(f + 6, mac, 6);
+        f[12] = 0x86;
+        f[13] = 0xdd;
+        ip[0] = 0x60;
+        ip[5] = (uint8_t)len;
+        ip[6] = 58;
+        ip[7] = 255;
+        inet_pton(AF_INET6, "fe80::5054:ff:fe12:3456", ip + 8);
+        inet_pton(AF_INET6, "ff02::1", ip + 24);
+        icmp[0] = 134;
+        icmp[4] = 64;
+        icmp[6] = 0x07; /* router lifetime 1800 s */
+        icmp[7] = 0x08;
+        o[0] = 1; /* source link-layer address */
+        o[1] = 1;
+        memcpy(o + 2, mac, 6);
+        o += 8;
+        for (int i = 0; i < 2; i++, o += 32) {
+                o[0] = 3; /* prefix information */
+                o[1] = 4;
+                o[2] = i ? 64 : 3;
+                o[3] = i ? 0xc0 : 0x80; /* on-link, and autonomous */
+                o[6] = 0x51; /* valid 86400 s */
+                o[7] = 0x80;
+                o[10] = 0x38; /* preferred 14400 s */
+                o[11] = 0x40;
+                inet_pton(AF_INET6, i ? "2001:db8:5::" : "2000::", o + 16);
+        }
+        memcpy(ph, ip + 8, 32);
+        ph[35] = (uint8_t)len;
+        ph[39] = 58;
+        for (int i = 0; i < 40; i += 2)
+                sum += (uint32_t)(ph[i] << 8 | ph[i + 1]);
+        for (size_t i = 0; i < len; i += 2)
+                sum += (uint32_t)(icmp[i] << 8 | icmp[i + 1]);
+        while (sum >> 16)
+                sum = (sum & 0xffff) + (sum >> 16);
+        icmp[2] = (uint8_t)(~sum >> 8);
+        icmp[3] = (uint8_t)~sum;
+}
+
+/* The Router Advertisement into a tap's fd, ten times over 2 s. 0, or
+ * -errno. */
+static int write_ras(int fd)
+{
+        uint8_t f[RA_LEN];
+
+        ra_frame(f);
+        for (int i = 0; i < 10; i++) {
+                if (write(fd, f, sizeof(f)) != (ssize_t)sizeof(f))
+                        return -errno;
+                usleep(200000);
+        }
+        return 0;
+}
+
+/* The taps an agent wrote into: held until it quits, so that what the
+ * kernel made of its frames stays to be seen. */
+static int ra_taps[8];
+static unsigned n_ra_taps;
 
 static void run_cmd(nb_conn *c, const struct cmd *m, int own_netns, struct reply *r)
 {
@@ -178,7 +266,21 @@ static void run_cmd(nb_conn *c, const struct cmd *m, int own_netns, struct reply
         memset(r, 0, sizeof(*r));
         build(b, m, own_netns);
         r->status = nb_submit(c, b, &res);
-        if (r->status == 0) {
+        if (r->status == 0 && m->act == A_RA) {
+                long bad = nb_results_first_error(res);
+                int fd = bad < 0 ? nb_result_take_fd(res, 0, 0) : -EIO;
+
+                r->status = bad >= 0 ? nb_result_status(res, (size_t)bad) : fd < 0 ? fd : 0;
+                snprintf(r->msg, sizeof(r->msg), "%s",
+                         bad >= 0 ? nb_result_message(res, (size_t)bad) : "");
+                if (fd >= 0 && n_ra_taps == sizeof(ra_taps) / sizeof(*ra_taps)) {
+                        close(fd);
+                        r->status = -ENOSPC;
+                } else if (fd >= 0) {
+                        ra_taps[n_ra_taps++] = fd;
+                        r->status = write_ras(fd);
+                }
+        } else if (r->status == 0) {
                 r->status = nb_result_status(res, 0);
                 snprintf(r->msg, sizeof(r->msg), "%s", nb_result_message(res, 0));
                 if (m->act == A_FW_LIST || m->act == A_FW_COUNTERS)
@@ -1194,15 +1296,253 @@ START_TEST(test_a_device_named_like_an_ifb_is_not_used_as_one)
 }
 END_TEST
 
+/* ---- a uid's interfaces change none of the host's routes (review F5) ----
+ * Its interfaces are the host's own: a Router Advertisement it writes into
+ * its tap would install a default route, on-link prefixes and an address
+ * for the whole host, which only root may add. */
+
+static const char ra_policy[] = TU_ALLOW NO_DIR
+        "[policy uid 65534]\n"
+        "ops = tap_create bridge_create veth_create macvlan_create macvtap_create link_set "
+        "sysctl_set\n"
+        "parents = pvup0 pvsmall0\n"
+        "name_prefixes = pva\n"
+        "netns = own\n";
+
+/* A host that takes Router Advertisements, as the kernel's defaults
+ * make one: not forwarding, and new interfaces accept them. In the
+ * test's own namespace. */
+static void take_router_advertisements(void)
+{
+        free(tu_sh("sysctl -qw net.ipv6.conf.all.forwarding=0 net.ipv6.conf.default.accept_ra=1 "
+                   "net.ipv6.conf.default.autoconf=1 net.ipv6.conf.default.accept_redirects=1"));
+}
+
+/* What the RA of ra_frame() made on dev: its routes and global addresses
+ * (caller frees). */
+static char *ipv6_of(const char *dev)
+{
+        return tu_sh("ip -6 -j route show dev %s; ip -6 -j addr show dev %s scope global", dev,
+                     dev);
+}
+
+static bool has_ra_routes(const char *text)
+{
+        return strstr(text, "\"default\"") || strstr(text, "2000::/3") ||
+               strstr(text, "2001:db8:5:");
+}
+
+/* Within 3 s, dev has the default route, the prefixes and the address. */
+static void expect_ra_taken(const char *dev)
+{
+        char *ip = NULL;
+
+        for (int i = 0; i < 60; i++, usleep(50000)) {
+                free(ip);
+                ip = ipv6_of(dev);
+                if (strstr(ip, "\"default\"") && strstr(ip, "2000::/3") &&
+                    strstr(ip, "2001:db8:5:"))
+                        break;
+        }
+        ck_assert_msg(strstr(ip, "\"default\"") && strstr(ip, "2000::/3") &&
+                              strstr(ip, "2001:db8:5:"),
+                      "root's %s did not take the Router Advertisement: %s", dev, ip);
+        free(ip);
+}
+
+static void expect_no_ra_routes(const char *dev)
+{
+        char *ip = ipv6_of(dev);
+
+        ck_assert_msg(!has_ra_routes(ip),
+                      "uid 65534's Router Advertisement through %s changed the host: %s", dev, ip);
+        free(ip);
+}
+
+START_TEST(test_router_advertisements_through_a_uids_tap_or_bridge_change_no_route)
+{
+        struct tu_helper h;
+        struct agent a;
+        nb_link_change up = NB_LINK_CHANGE_INIT, port = NB_LINK_CHANGE_INIT;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *rc;
+
+        tu_private_netns();
+        take_router_advertisements();
+        tu_helper_start(&h, ra_policy);
+        agent_start(&a, &h, NOBODY);
+        /* Its tap, and a tap in its own bridge: each up, the RA written
+         * into it ten times over 2 s (held until the agent stops). */
+        expect_ok(&a, (struct cmd[]){op(A_BRIDGE, "pvabr", NULL)});
+        expect_ok(&a, (struct cmd[]){op(A_SET, "pvabr", NULL)});
+        expect_ok(&a, (struct cmd[]){op(A_RA, "pva0", NULL)});
+        expect_ok(&a, (struct cmd[]){op(A_RA, "pva1", "pvabr")});
+        /* The same frames through root's: its policy, the kernel's
+         * defaults, so the frames are ones the kernel takes. */
+        rc = root_conn(&h);
+        up.up = 1;
+        port.up = 1;
+        port.master = "pvrbr";
+        b = nb_batch_new();
+        nb_batch_tap_create(b, "pvr0", NULL);
+        nb_batch_link_set(b, "pvr0", &up);
+        nb_batch_bridge_create(b, "pvrbr");
+        nb_batch_link_set(b, "pvrbr", &up);
+        nb_batch_tap_create(b, "pvr1", NULL);
+        nb_batch_link_set(b, "pvr1", &port);
+        res = tu_submit_ok(rc, b);
+        ck_assert_int_eq(write_ras(nb_result_take_fd(res, 0, 0)), 0);
+        ck_assert_int_eq(write_ras(nb_result_take_fd(res, 4, 0)), 0);
+        expect_ra_taken("pvr0");
+        expect_ra_taken("pvrbr");
+        /* Long after the kernel took root's, nothing of the caller's. */
+        expect_no_ra_routes("pva0");
+        expect_no_ra_routes("pva1");
+        expect_no_ra_routes("pvabr");
+        agent_stop(&a);
+        nb_results_free(res);
+        nb_close(rc);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+static unsigned conf_of(const char *dev, const char *leaf)
+{
+        char path[128];
+        unsigned v = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/%s", dev, leaf);
+        f = fopen(path, "re");
+        ck_assert_msg(f && fscanf(f, "%u", &v) == 1, "cannot read %s: %s", path, strerror(errno));
+        fclose(f);
+        return v;
+}
+
+static void expect_locked(const char *dev)
+{
+        static const char *const leaves[] = {"accept_ra", "autoconf", "accept_redirects"};
+
+        for (size_t i = 0; i < sizeof(leaves) / sizeof(*leaves); i++)
+                ck_assert_msg(conf_of(dev, leaves[i]) == 0, "%s of uid 65534's %s is %u", leaves[i],
+                              dev, conf_of(dev, leaves[i]));
+}
+
+static struct cmd mtu_of(const char *dev, unsigned mtu)
+{
+        struct cmd m = op(A_SET, dev, NULL);
+
+        m.mtu = mtu;
+        return m;
+}
+
+static struct cmd sysctl_cmd(const char *dev, const char *name, unsigned value)
+{
+        struct cmd m = op(A_SYSCTL, dev, name);
+
+        m.value = value;
+        return m;
+}
+
+/* Every kind of interface a uid makes takes no Router Advertisement, no
+ * autoconf address and no Redirect, and keeps it so: sysctl_set turns
+ * accept_ra off only, and no MTU below 1280 (the kernel drops the
+ * interface's IPv6 settings there, and gives it its defaults back above).
+ * Root's are as the kernel's defaults make them, and root may change
+ * them. */
+START_TEST(test_every_interface_a_uid_makes_keeps_router_advertisements_off)
+{
+        static const char *const devs[] = {"pva0",  "pvabr", "pvav0", "pvav1",
+                                           "pvaw0", "pvam0", "pvat0"};
+        struct tu_helper h;
+        struct agent a;
+        nb_batch *b;
+        nb_conn *rc;
+
+        tu_private_netns();
+        take_router_advertisements();
+        tu_veth("pvup0", "pvup0p");
+        tu_veth("pvsmall0", "pvsmall0p");
+        free(tu_sh("ip link set pvsmall0 mtu 1000"));
+        tu_helper_start(&h, ra_policy);
+        agent_start_ex(&a, &h, NOBODY, NOBODY, NULL, 0, true);
+        expect_ok(&a, (struct cmd[]){tap("pva0", true, true, NOBODY, NOBODY)});
+        expect_ok(&a, (struct cmd[]){op(A_BRIDGE, "pvabr", NULL)});
+        expect_ok(&a, (struct cmd[]){op(A_VETH, "pvav0", "pvav1")});
+        expect_ok(&a, (struct cmd[]){veth_into("pvaw0", "eth0", NETNS_OWN)});
+        expect_ok(&a, (struct cmd[]){macv(A_MACVLAN, "pvam0", "pvup0", NB_MACVLAN_BRIDGE)});
+        expect_ok(&a, (struct cmd[]){macv(A_MACVTAP, "pvat0", "pvup0", NB_MACVLAN_BRIDGE)});
+        for (size_t i = 0; i < sizeof(devs) / sizeof(*devs); i++)
+                expect_locked(devs[i]);
+        /* Root's: the kernel's defaults. */
+        rc = root_conn(&h);
+        b = nb_batch_new();
+        nb_batch_tap_create(b, "pvr0",
+                            &(nb_tap_opts){.size = sizeof(nb_tap_opts), .persist = true});
+        root_batch(rc, b);
+        ck_assert_uint_eq(conf_of("pvr0", "accept_ra"), 1);
+        ck_assert_uint_eq(conf_of("pvr0", "autoconf"), 1);
+        ck_assert_uint_eq(conf_of("pvr0", "accept_redirects"), 1);
+
+        /* accept_ra: 0 only, for the caller. */
+        expect_refused(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.accept_ra", 2)}, EPERM,
+                       "sysctl set: policy: uid 65534 may set ipv6.accept_ra on pva0 to 0 only, "
+                       "not 2");
+        expect_refused(&a, (struct cmd[]){sysctl_cmd("pvabr", "ipv6.accept_ra", 1)}, EPERM,
+                       "may set ipv6.accept_ra on pvabr to 0 only, not 1");
+        expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.accept_ra", 0)});
+        /* disable_ipv6 and forwarding keep the interface's settings. */
+        expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.disable_ipv6", 1)});
+        expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.disable_ipv6", 0)});
+        expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.forwarding", 1)});
+        expect_ok(&a, (struct cmd[]){sysctl_cmd("pva0", "ipv6.forwarding", 0)});
+        expect_locked("pva0");
+        /* Root's sysctl_set as before, on whatever interface. */
+        b = nb_batch_new();
+        nb_batch_sysctl_set(b, "pva0", "ipv6.accept_ra", 2);
+        nb_batch_sysctl_set(b, "pvr0", "ipv6.accept_ra", 2);
+        root_batch(rc, b);
+        ck_assert_uint_eq(conf_of("pva0", "accept_ra"), 2);
+        ck_assert_uint_eq(conf_of("pvr0", "accept_ra"), 2);
+        free(tu_sh("echo 0 > /proc/sys/net/ipv6/conf/pva0/accept_ra"));
+
+        /* No MTU below 1280: back above it, the interface would have the
+         * kernel's defaults. */
+        expect_refused(&a, (struct cmd[]){mtu_of("pva0", 1000)}, EPERM,
+                       "link set: policy: uid 65534 may not set the MTU of pva0 below 1280 (to "
+                       "1000)");
+        expect_ok(&a, (struct cmd[]){mtu_of("pva0", 1400)});
+        expect_locked("pva0");
+        /* Nor an interface born below it (its parent's MTU), made and
+         * deleted again. */
+        expect_refused(&a, (struct cmd[]){macv(A_MACVLAN, "pvas0", "pvsmall0", NB_MACVLAN_BRIDGE)},
+                       EPERM,
+                       "policy: uid 65534 may not have pvas0: the kernel keeps no IPv6 settings "
+                       "for pvas0 (its MTU is below 1280)");
+        /* Nor one its parent took below it: its MTU stays. */
+        free(tu_sh("ip link set pvup0 mtu 1000 && ip link set pvup0 mtu 1500"));
+        ck_assert_str_eq(tu_link_get("pvam0", "mtu"), "1000");
+        expect_refused(&a, (struct cmd[]){mtu_of("pvam0", 1500)}, EPERM,
+                       "link set: policy: uid 65534 may not change the MTU of pvam0: the kernel "
+                       "keeps no IPv6 settings for pvam0");
+        agent_stop(&a);
+        nb_close(rc);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
         Suite *s = suite_create("policy");
         TCase *matrix_case = tcase_create("policy-matrix"),
-              *owners = tcase_create("policy-ownership"), *ifbs = tcase_create("policy-ifb");
+              *owners = tcase_create("policy-ownership"), *ifbs = tcase_create("policy-ifb"),
+              *ra = tcase_create("policy-ra");
 
         tcase_set_timeout(matrix_case, 240);
         tcase_set_timeout(owners, 120);
         tcase_set_timeout(ifbs, 60);
+        tcase_set_timeout(ra, 120);
         tcase_add_test(
                 matrix_case,
                 test_every_op_by_every_class_of_caller_is_allowed_or_refused_as_the_policy_says);
@@ -1224,6 +1564,9 @@ Suite *policy_suite(void)
         tcase_add_test(ifbs, test_a_device_named_like_an_ifb_is_not_used_as_one);
         suite_add_tcase(s, matrix_case);
         suite_add_tcase(s, owners);
+        tcase_add_test(ra, test_router_advertisements_through_a_uids_tap_or_bridge_change_no_route);
+        tcase_add_test(ra, test_every_interface_a_uid_makes_keeps_router_advertisements_off);
         suite_add_tcase(s, ifbs);
+        suite_add_tcase(s, ra);
         return s;
 }

@@ -48,8 +48,16 @@ NBD_LOG_CATEGORY(firewall);
  * monitor takes their DELTABLE events as ours, not as someone's flush.
  * Raised before a send the monitor hears (one it could not leave the
  * group for, monitor_mute), lowered by the monitor on the loop (or by the
- * finish, when the kernel refused the batch). */
+ * sender, when the kernel refused the deletion). */
 static unsigned own_table_deletions;
+
+/* What the acks of a batch said. */
+struct acks {
+        int first_err; /* the first error ack */
+        uint32_t err_seq;
+        bool acked; /* the last message's (last) */
+        bool lost; /* ENOBUFS: some were dropped */
+};
 
 struct nbd_fw_txn {
         struct nbd_fw *fw;
@@ -84,9 +92,10 @@ struct nbd_fw_txn {
          * counted and agree. The commit then marks what it makes. */
         bool intact;
         unsigned mark_msgs; /* the messages the mark took, in the last batch built */
-        /* The last batch built leaves no owner: it deletes our table and
-         * the mark's (leaves_table_empty). */
-        bool drops_table;
+        /* The last batch built leaves none of the owners read: it writes
+         * no mark (leaves_table_empty). Whether the table goes is not
+         * decided from the read (drop_if_empty). */
+        bool leaves_none;
         /* Another table's messages for the same commit (nbd_fw_txn_join). */
         nbd_fw_put_fn join_put;
         void *join_data;
@@ -105,16 +114,19 @@ struct nbd_fw_txn {
                 struct iovec mid; /* the messages, numbered */
                 struct iovec *iov;
                 int n_iov, fd, sndbuf;
+                struct mnl_socket *nl; /* fd's, for the requests after the send */
                 bool lane_fd; /* fd is the lane's socket (kept, not closed) */
                 uint32_t first, last;
                 uint32_t join_first, join_last; /* the joined messages' */
                 unsigned msgs; /* in the batch, BEGIN and END included */
                 int sent; /* 0, or sendmsg's -errno */
-                int first_err; /* the first error ack */
-                uint32_t err_seq;
-                bool acked, lost;
+                struct acks ack;
                 bool muted; /* sent while the monitor was out of the group */
-                bool own_counted; /* in own_table_deletions: its event may come */
+                /* The batch removes owners and makes none: the table may
+                 * be empty after it (drop_if_empty asks the kernel). */
+                bool may_empty;
+                bool dropped; /* the table went after the batch */
+                int drop_r; /* 0, or why the empty table could not go */
                 char *buf; /* for the acks */
         } c;
 };
@@ -709,7 +721,7 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
                 r = put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE, fam, (*seq)++);
         /* Without owners, no mark: the next reader finds no table, which
          * is no owner, and intact (nbd_fw_txn_begin). */
-        bool remark = (t->intact || untouched_as_claimed(t)) && !t->drops_table;
+        bool remark = (t->intact || untouched_as_claimed(t)) && !t->leaves_none;
 
         if (r == 0 && remark)
                 r = put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, (*seq)++);
@@ -727,14 +739,14 @@ static int put_mark(struct nbd_fw_txn *t, struct nftnl_batch *b, uint32_t *seq)
         return r;
 }
 
-/* After this commit, does the table hold no owner? Every owner read is
- * removed by it (touched, and not applied again) and none is made. Then
- * the table goes in the same commit, the mark's with it: `nft list
- * ruleset` shows nothing of ours, and the next apply makes them again.
- * (The shared set goes with it: it is the helper's.) An owner with no
- * base chain (a half-deleted one) keeps the table: its chains are not
- * this transaction's to drop; so does a chain of someone else's in it (no
- * '/' in its name). */
+/* After this commit, does the table hold none of the owners read? Every
+ * owner read is removed by it (touched, and not applied again) and none is
+ * made; an owner with no base chain (a half-deleted one) or a chain of
+ * someone else's (no '/' in its name) would stay. Then the commit writes no
+ * mark. Whether the table itself goes is not decided from the read: the
+ * firewall's lane runs a transaction's read and its commit as two closures,
+ * and other transactions may read and commit between them, so the kernel
+ * is asked after the commit (drop_if_empty). */
 static bool leaves_table_empty(const struct nbd_fw_txn *t)
 {
         /* A removal reads the chains: summary is false then. */
@@ -749,10 +761,21 @@ static bool leaves_table_empty(const struct nbd_fw_txn *t)
         return true;
 }
 
+/* Does the transaction remove owners and make none? Then the table may be
+ * empty after its commit, whatever its read said of the owners that stay:
+ * another transaction may have removed them since. */
+static bool removes_only(const struct nbd_fw_txn *t)
+{
+        for (size_t i = 0; i < t->n_expect; i++)
+                if (t->expect[i].hash[0])
+                        return false;
+        return t->n_expect > 0;
+}
+
 /* The batch around the queued messages: t->c.b holds BEGIN, our table
- * and the mark, t->c.tail the joined messages, the table's deletion and
- * END, and the messages are numbered in place between them (t->c.mid).
- * 0 or -ENOMEM. */
+ * and the mark, t->c.tail the joined messages and END, and the messages
+ * are numbered in place between them (t->c.mid). Our table is never
+ * deleted here (drop_if_empty). 0 or -ENOMEM. */
 static int build_batch(struct nbd_fw_txn *t)
 {
         struct nftnl_batch *b = nftnl_batch_alloc(32 * 4096, 64 * 1024);
@@ -770,7 +793,8 @@ static int build_batch(struct nbd_fw_txn *t)
         /* The table is created if missing (never exclusive: it is ours). */
         if (nftnl_table_set_str(tb, NFTNL_TABLE_NAME, NBD_FW_TABLE) < 0)
                 goto out;
-        t->drops_table = leaves_table_empty(t);
+        t->leaves_none = leaves_table_empty(t);
+        t->c.may_empty = removes_only(t);
         /* Only joined messages (every guest owner unchanged): the guests'
          * table is written only to keep its mark, when it has owners. */
         if (t->msgs.n || (t->intact && t->owners.n)) {
@@ -781,16 +805,13 @@ static int build_batch(struct nbd_fw_txn *t)
                         goto out;
         }
         first = seq;
-        nbd_fw_msgs_number(&t->msgs, seq, !t->drops_table && !t->join_put, &t->c.mid);
+        /* The last message is the one acknowledged. */
+        nbd_fw_msgs_number(&t->msgs, seq, !t->join_put, &t->c.mid);
         seq += (uint32_t)t->msgs.n;
         t->c.join_first = seq;
-        if (t->join_put && t->join_put(t->join_data, tail, &seq, !t->drops_table) < 0)
+        if (t->join_put && t->join_put(t->join_data, tail, &seq, true) < 0)
                 goto out;
         t->c.join_last = seq - 1;
-        /* The last message is the one acknowledged. */
-        if (t->drops_table &&
-            put_table(tail, NFT_MSG_DELTABLE, NLM_F_ACK, NBD_FW_TABLE, NFPROTO_NETDEV, seq++) < 0)
-                goto out;
         nftnl_batch_end(nftnl_batch_buffer(tail), seq++);
         if (nftnl_batch_update(tail) < 0)
                 goto out;
@@ -840,31 +861,31 @@ static int verify(struct nbd_fw_txn *t)
 #define ACK_BUF 65536
 
 /* On the lane: the whole batch is handled by the kernel inside sendmsg():
- * every ack and error is queued by the time it returns, so read until the
- * socket is empty. Touches t->c and the socket alone. */
-static void read_acks(struct nbd_fw_txn *t)
+ * every ack and error is queued by the time it returns, so read fd until
+ * it is empty, into buf (ACK_BUF). */
+static void read_acks(int fd, char *buf, uint32_t last, struct acks *a)
 {
         for (;;) {
-                ssize_t n = recv(t->c.fd, t->c.buf, ACK_BUF, MSG_DONTWAIT);
+                ssize_t n = recv(fd, buf, ACK_BUF, MSG_DONTWAIT);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && errno == ENOBUFS) {
-                        t->c.lost = true;
+                        a->lost = true;
                         continue;
                 }
                 if (n < 0)
                         break;
-                for (struct nlmsghdr *h = (struct nlmsghdr *)t->c.buf; mnl_nlmsg_ok(h, (int)n);
+                for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
                      h = mnl_nlmsg_next(h, (int *)&n)) {
                         const struct nlmsgerr *ack;
                         if (h->nlmsg_type != NLMSG_ERROR)
                                 continue;
                         ack = mnl_nlmsg_get_payload(h);
-                        if (ack->error && !t->c.first_err) {
-                                t->c.first_err = ack->error;
-                                t->c.err_seq = h->nlmsg_seq;
-                        } else if (!ack->error && h->nlmsg_seq == t->c.last) {
-                                t->c.acked = true;
+                        if (ack->error && !a->first_err) {
+                                a->first_err = ack->error;
+                                a->err_seq = h->nlmsg_seq;
+                        } else if (!ack->error && h->nlmsg_seq == last) {
+                                a->acked = true;
                         }
                 }
         }
@@ -900,7 +921,7 @@ static int commit_build(struct nbd_fw_txn *t)
 static int commit_prepare(struct nbd_fw_txn *t, int fd, struct nbd_err *e)
 {
         commit_clear(t);
-        t->drops_table = false;
+        t->leaves_none = false;
         t->mark_msgs = 0;
         if (t->msgs.n == 0 && !t->join_put)
                 return 0; /* nothing changes: nothing is written */
@@ -958,6 +979,7 @@ static int open_lane_socket(struct nbd_fw_txn *t)
         struct mnl_socket *nl = lane_socket(&r);
 
         if (nl) {
+                t->c.nl = nl;
                 t->c.fd = mnl_socket_get_fd(nl);
                 t->c.lane_fd = true;
         }
@@ -1044,6 +1066,121 @@ bool nbd_fw_monitor_heard(unsigned *epoch)
         return heard;
 }
 
+/* One of our own deletions of the table is accounted for: true if one
+ * was under way. */
+static bool own_deletion_seen(void)
+{
+        unsigned n = __atomic_load_n(&own_table_deletions, __ATOMIC_SEQ_CST);
+
+        while (n && !__atomic_compare_exchange_n(&own_table_deletions, &n, n - 1, false,
+                                                 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+                ;
+        return n != 0;
+}
+
+/* Tries of the empty table's deletion: each is refused when someone
+ * commits between the question and the deletion, and asked again. */
+#define DROP_TRIES 5
+
+/* Our table and the mark's deleted, in a batch the kernel takes only at
+ * generation gen (NFNL_BATCH_GENID: it checks under its commit mutex, and
+ * refuses the whole batch with ERESTART when anyone has committed since).
+ * Deleting a table deletes all it holds: this batch is sent only for the
+ * generation the table was seen empty at. Touches t->c, t->fw (the
+ * shadow, on the lane) and the socket alone. 0 or -errno. */
+static int send_drop(struct nbd_fw_txn *t, uint32_t gen)
+{
+        struct nftnl_batch *b = nftnl_batch_alloc(4096, 4096);
+        struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
+        struct iovec iov;
+        struct msghdr msg = {
+                .msg_name = &snl, .msg_namelen = sizeof(snl), .msg_iov = &iov, .msg_iovlen = 1};
+        const uint16_t fam = NBD_FW_GEN_FAMILY;
+        uint32_t seq = t->fw->seq + 1, first = seq, last;
+        struct acks a = {0};
+        struct nlmsghdr *nlh;
+        bool muted;
+        int r = -ENOMEM;
+
+        if (!b)
+                return -ENOMEM;
+        /* Zeroed: the builders leave attribute padding as they find it,
+         * and it is sent. It fits in this one page. */
+        memset(nftnl_batch_buffer(b), 0, 4096);
+        nlh = nftnl_batch_begin(nftnl_batch_buffer(b), seq++);
+        mnl_attr_put_u32(nlh, NFNL_BATCH_GENID, htonl(gen));
+        if (nftnl_batch_update(b) < 0)
+                goto out;
+        /* The mark's table, made if the commit before wrote none, goes. */
+        if (t->fw->can_mark &&
+            (put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, NBD_FW_GEN_TABLE, fam, seq++) < 0 ||
+             put_table(b, NFT_MSG_DELTABLE, 0, NBD_FW_GEN_TABLE, fam, seq++) < 0))
+                goto out;
+        last = seq;
+        if (put_table(b, NFT_MSG_DELTABLE, NLM_F_ACK, NBD_FW_TABLE, NFPROTO_NETDEV, seq++) < 0)
+                goto out;
+        nftnl_batch_end(nftnl_batch_buffer(b), seq++);
+        if (nftnl_batch_update(b) < 0 || nftnl_batch_iovec_len(b) != 1)
+                goto out;
+        t->fw->seq = seq;
+        nftnl_batch_iovec(b, &iov, 1);
+        muted = monitor_mute();
+        /* Heard, its event may be read on the loop before the send returns:
+         * counted first, and lowered again if it is refused. */
+        if (!muted)
+                __atomic_add_fetch(&own_table_deletions, 1, __ATOMIC_SEQ_CST);
+        r = sendmsg(t->c.fd, &msg, 0) < 0 ? -errno : 0;
+        if (muted)
+                monitor_unmute();
+        if (r == 0) {
+                nbd_netlink_sent_nf(seq - first);
+                read_acks(t->c.fd, t->c.buf, last, &a);
+                r = a.first_err ? a.first_err : a.acked ? 0 : -EIO;
+        }
+        if (r < 0 && !muted)
+                own_deletion_seen();
+out:
+        nftnl_batch_free(b);
+        return r;
+}
+
+/* After a commit that removed owners and made none: our table goes if it
+ * holds nothing now, the mark's with it, so that `nft list ruleset` shows
+ * nothing of ours (the next apply makes them again). The transaction's
+ * read cannot tell: another transaction may have committed since it, and
+ * removed an owner it read as staying, or made one it never saw. So the
+ * kernel is asked (two or three requests, whatever the table's size), and
+ * the deletion goes for the generation it was asked at (send_drop). On the
+ * firewall's lane, as every commit of ours is (or on the loop, for
+ * nbd_fw_txn_commit); touches what send_drop touches. */
+static void drop_if_empty(struct nbd_fw_txn *t)
+{
+        int r = 0;
+
+        for (int i = 0; i < DROP_TRIES; i++) {
+                bool empty = false;
+                uint32_t gen;
+
+                /* The generation first: a commit after it, even one before
+                 * the table is read, makes the deletion refused. */
+                r = nbd_fw_read_gen_on(t->c.nl, &t->fw->seq, &gen);
+                if (r == 0)
+                        r = nbd_fw_table_empty_on(t->c.nl, &t->fw->seq, &empty);
+                if (r == -ENOENT || (r == 0 && !empty)) {
+                        r = 0; /* gone already, or it holds something: it stays */
+                        break;
+                }
+                if (r == 0) {
+                        nbd_test_hold_point("DROP_READ"); /* tests: a commit between */
+                        r = send_drop(t, gen);
+                }
+                t->c.dropped = r == 0;
+                if (r != -ERESTART)
+                        break;
+        }
+        t->c.drop_r = r;
+}
+
 void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
 {
         struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
@@ -1059,34 +1196,21 @@ void nbd_fw_txn_commit_send(struct nbd_fw_txn *t)
                 return;
         setsockopt(t->c.fd, SOL_SOCKET, SO_SNDBUFFORCE, &t->c.sndbuf, sizeof(t->c.sndbuf));
         t->c.muted = monitor_mute();
-        /* Before the send: its event may be read on the loop before the
-         * send returns (when the monitor could not leave the group). The
-         * finish lowers it again if no event comes. */
-        t->c.own_counted = t->drops_table && !t->c.muted;
-        if (t->c.own_counted)
-                __atomic_add_fetch(&own_table_deletions, 1, __ATOMIC_SEQ_CST);
         nbd_test_hold_point("COMMIT_MUTED");
         t->c.sent = sendmsg(t->c.fd, &msg, 0) < 0 ? -errno : 0;
         if (t->c.muted)
                 monitor_unmute();
         if (t->c.sent == 0)
-                read_acks(t);
+                read_acks(t->c.fd, t->c.buf, t->c.last, &t->c.ack);
+        /* Taken (a refused batch changed nothing): the table may be empty
+         * now, whatever the transaction read. */
+        if (t->c.sent == 0 && !t->c.ack.first_err && t->c.may_empty)
+                drop_if_empty(t);
         if (t->c.lane_fd) {
                 t->c.fd = -1; /* the lane's, kept */
+                t->c.nl = NULL;
                 t->c.lane_fd = false;
         }
-}
-
-/* One of our own deletions of the table is accounted for: true if one
- * was under way. */
-static bool own_deletion_seen(void)
-{
-        unsigned n = __atomic_load_n(&own_table_deletions, __ATOMIC_SEQ_CST);
-
-        while (n && !__atomic_compare_exchange_n(&own_table_deletions, &n, n - 1, false,
-                                                 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-                ;
-        return n != 0;
 }
 
 int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
@@ -1113,36 +1237,38 @@ int nbd_fw_txn_commit_finish(struct nbd_fw_txn *t, struct nbd_err *e)
                          "table %s will not be seen, and every generation check asks the kernel",
                          NBD_FW_TABLE);
         }
-        /* Not sent, or refused: no DELTABLE event is coming. */
-        if (t->c.own_counted && (t->c.sent < 0 || t->c.first_err))
-                own_deletion_seen();
         if (t->c.sent < 0) {
                 r = nbd_err_set(e, t->c.sent, "cannot send the transaction: %s",
                                 strerror(-t->c.sent));
                 goto out;
         }
         nbd_netlink_sent_nf(t->c.msgs);
-        if (t->c.first_err) {
-                uint32_t s = t->c.err_seq;
+        if (t->c.ack.first_err) {
+                uint32_t s = t->c.ack.err_seq;
                 size_t item = s >= t->c.first && s <= t->c.last ? s - t->c.first : SIZE_MAX;
                 bool joined = t->join_put && s >= t->c.join_first && s <= t->c.join_last;
-                /* The table's deletion is no owner's item. */
+                /* A joined message is no owner's item. */
                 if (item >= t->msgs.n)
                         item = SIZE_MAX;
                 const char *owner = item != SIZE_MAX ? t->op_owner[t->msgs.v[item].owner] : NULL;
-                r = nbd_err_set(e, t->c.first_err, "the kernel refused the transaction%s%s%s%s: %s",
-                                owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
-                                joined ? " (a network owner's rules)" : "",
-                                strerror(-t->c.first_err));
-        } else if (!t->c.acked && !(t->c.lost && verify(t) == 0)) {
+                r = nbd_err_set(
+                        e, t->c.ack.first_err, "the kernel refused the transaction%s%s%s%s: %s",
+                        owner ? " (owner " : "", owner ? owner : "", owner ? ")" : "",
+                        joined ? " (a network owner's rules)" : "", strerror(-t->c.ack.first_err));
+        } else if (!t->c.ack.acked && !(t->c.ack.lost && verify(t) == 0)) {
                 r = nbd_err_set(e, -EIO, "%s",
-                                t->c.lost ? "acknowledgements were lost and the table does not "
-                                            "show the new rules"
-                                          : "no acknowledgement for the transaction");
+                                t->c.ack.lost ? "acknowledgements were lost and the table does not "
+                                                "show the new rules"
+                                              : "no acknowledgement for the transaction");
         }
-        if (r == 0 && t->drops_table)
+        /* The transaction stands either way: only its clean-up is told. */
+        if (t->c.dropped)
                 nbd_info("the last owner is gone, and tables %s and %s with it", NBD_FW_TABLE,
                          NBD_FW_GEN_TABLE);
+        else if (t->c.drop_r < 0)
+                nbd_warn("the last owner is gone, but the empty table %s stays: %s", NBD_FW_TABLE,
+                         t->c.drop_r == -ERESTART ? "the ruleset kept changing"
+                                                  : strerror(-t->c.drop_r));
         if (r == 0) {
                 nbd_stat_inc(NBD_STAT_FW_TRANSACTIONS);
                 nbd_stats[NBD_STAT_FW_OWNERS_WRITTEN] += t->n_expect;
@@ -1157,6 +1283,7 @@ int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e)
 {
         int r = commit_prepare(t, mnl_socket_get_fd(t->fw->nl), e);
 
+        t->c.nl = t->fw->nl;
         if (r == 0 && t->c.pending && commit_build(t) < 0) {
                 commit_clear(t);
                 r = nbd_err_oom(e, "building the transaction");

@@ -74,7 +74,12 @@ struct nbd_fw_owner_info;
 int nbd_fw_txn_remove_bound(struct nbd_fw_txn *t, const char (*names)[IFNAMSIZ], size_t n,
                             struct nbd_fw_owner_info **ret, size_t *n_ret, struct nbd_err *e);
 /* Send everything queued as one transaction and read every ack. Nothing to
- * send is a success that writes nothing. */
+ * send is a success that writes nothing. After a commit that removes
+ * owners and makes none, the table goes if the kernel shows it empty, in a
+ * commit of its own that the kernel takes only if nobody committed since
+ * it was seen empty (fw_kernel.c, drop_if_empty): whether it is empty is
+ * never taken from the transaction's read, which other transactions'
+ * commits may have overtaken. */
 int nbd_fw_txn_commit(struct nbd_fw_txn *t, struct nbd_err *e);
 /* The same in three steps, so that the wait for the kernel (nfnetlink
  * handles the whole batch inside sendmsg: seconds for 400,000 rules) can

@@ -589,6 +589,72 @@ int nbd_fw_read_creator(struct nbd_fw *fw, const char *owner, struct nbd_fw_owne
         return 0;
 }
 
+static int table_use_cb(const struct nlattr *attr, void *data)
+{
+        const struct nlattr **use = data;
+
+        if (mnl_attr_get_type(attr) == NFTA_TABLE_USE && mnl_attr_validate(attr, MNL_TYPE_U32) == 0)
+                *use = attr;
+        return MNL_CB_OK;
+}
+
+static int on_table(const struct nlmsghdr *nlh, void *data)
+{
+        const struct nlattr *use = NULL;
+        uint32_t *ret = data;
+
+        if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), table_use_cb, &use) < 0 || !use) {
+                errno = EPROTO;
+                return MNL_CB_ERROR;
+        }
+        *ret = ntohl(mnl_attr_get_u32(use));
+        return MNL_CB_OK;
+}
+
+/* GETTABLE or GETSET (no dump) of our table on nl, its answer read to the
+ * end: 0, -ENOENT when it is missing, or -errno. */
+static int get_one(struct mnl_socket *nl, uint32_t *seqp, uint16_t type, const char *set,
+                   mnl_cb_t cb, void *data)
+{
+        char req[MNL_NLMSG_HDRLEN + 256] = {0}; /* zeroed: padding goes too */
+        uint32_t seq = ++*seqp;
+        struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(req, type, NFPROTO_NETDEV, NLM_F_ACK, seq);
+
+        if (set) {
+                mnl_attr_put_strz(nlh, NFTA_SET_TABLE, NBD_FW_TABLE);
+                mnl_attr_put_strz(nlh, NFTA_SET_NAME, set);
+        } else {
+                mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, NBD_FW_TABLE);
+        }
+        if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        nbd_netlink_sent_nf(1);
+        return nbd_nfsock_read_answer(nl, answer_buf, sizeof(answer_buf), seq, cb, data);
+}
+
+int nbd_fw_table_empty_on(struct mnl_socket *nl, uint32_t *seq, bool *ret)
+{
+        uint32_t use = UINT32_MAX;
+        int r = get_one(nl, seq, NFT_MSG_GETTABLE, NULL, on_table, &use);
+
+        if (r < 0)
+                return r;
+        if (use == UINT32_MAX)
+                return -EPROTO;
+        /* The kernel counts the table's chains, sets, objects and flowtables
+         * in one number: one thing left is empty only if it is the shared
+         * set, which no rule can use without a chain. */
+        if (use == 1) {
+                r = get_one(nl, seq, NFT_MSG_GETSET, NBD_FW_SET_SAME_BYTE, NULL, NULL);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                *ret = r == 0;
+                return 0;
+        }
+        *ret = use == 0;
+        return 0;
+}
+
 static int gen_attr_cb(const struct nlattr *attr, void *data)
 {
         const struct nlattr **id = data;

@@ -71,7 +71,9 @@ struct nbd_fw_owners {
         uint32_t mark;
         /* Chains of our table that are no owner's (no '/': someone
          * else's, never touched): while there is one, the table stays
-         * when the last owner goes (fw_kernel.c, leaves_table_empty). */
+         * when the last owner goes (the kernel says so after the commit:
+         * fw_kernel.c, drop_if_empty), and so does the mark
+         * (leaves_table_empty). */
         size_t foreign;
 };
 
@@ -106,6 +108,11 @@ int nbd_fw_count_rules(struct nbd_fw *fw, struct nbd_fw_owners *owners);
 int nbd_fw_read_gen(struct nbd_fw *fw, uint32_t *ret);
 /* The same on any nfnetlink socket, *seq advanced. */
 int nbd_fw_read_gen_on(struct mnl_socket *nl, uint32_t *seq, uint32_t *ret);
+/* Does our table hold nothing of anyone's, the shared set aside (no
+ * chain, no other set, object or flowtable)? On any nfnetlink socket, *seq
+ * advanced; one or two requests, whatever the table's size. 0, -ENOENT
+ * when there is no table, or -errno. */
+int nbd_fw_table_empty_on(struct mnl_socket *nl, uint32_t *seq, bool *ret);
 /* The generation now: the monitor's events read to the end (every commit
  * finished by now has sent its NEWGEN there), and a GETGEN only when they
  * were lost. 0 or -errno. */

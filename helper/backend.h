@@ -89,7 +89,7 @@ struct nbd_backend_bw {
 struct nbd_backend_fw {
         int (*open)(struct nbd_loop *loop, struct nbd_fw **ret);
         void (*close)(struct nbd_fw *fw);
-        /* May be NULL (the fake kernel hears nobody else). */
+        /* fw_kernel.h: a table of ours deleted by someone else. */
         void (*on_table_deleted)(struct nbd_fw *fw, nbd_fw_table_deleted_fn fn, void *data);
         int (*txn_begin)(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e);
         int (*txn_apply)(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,

@@ -1612,7 +1612,7 @@ int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop,
         s->dctx.fw = fw;
         s->dctx.fw_gone = fw_gone;
         s->dctx.bw = bw;
-        if (fw && be->fw.on_table_deleted)
+        if (fw)
                 be->fw.on_table_deleted(fw, server_table_deleted, s);
         *ret = s;
         return 0;
@@ -1622,7 +1622,7 @@ void nbd_server_free(struct nbd_server *s)
 {
         if (!s)
                 return;
-        if (s->dctx.fw && s->dctx.be->fw.on_table_deleted)
+        if (s->dctx.fw)
                 s->dctx.be->fw.on_table_deleted(s->dctx.fw, NULL, NULL);
         nbd_server_shutdown(s);
         nbd_timer_cancel(s->dctx.loop, &s->trim_timer);

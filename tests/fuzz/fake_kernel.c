@@ -821,6 +821,14 @@ static void fake_fw_close(struct nbd_fw *fw)
         (void)fw;
 }
 
+/* Nobody else writes the fake's tables: no deletion to tell of. */
+static void fake_fw_on_table_deleted(struct nbd_fw *fw, nbd_fw_table_deleted_fn fn, void *data)
+{
+        (void)fw;
+        (void)fn;
+        (void)data;
+}
+
 static int fake_fw_txn_begin(struct nbd_fw *fw, struct nbd_fw_txn **ret, struct nbd_err *e)
 {
         struct nbd_fw_txn *t = calloc(1, sizeof(*t));
@@ -1465,6 +1473,7 @@ const struct nbd_backend nbd_fake_backend = {
                 {
                         .open = fake_fw_open,
                         .close = fake_fw_close,
+                        .on_table_deleted = fake_fw_on_table_deleted,
                         .txn_begin = fake_fw_txn_begin,
                         .txn_apply = fake_fw_txn_apply,
                         .txn_remove = fake_fw_txn_remove,

@@ -72,13 +72,17 @@ static Netbroker__Op *new_op(void)
 
 NB_EXPORT int nb_batch_ping(nb_batch *b)
 {
-        Netbroker__Op *op = new_op();
-        Netbroker__Ping *p = malloc(sizeof(*p));
+        Netbroker__Op *op;
+        Netbroker__Ping *p;
 
-        if (!b || !op || !p) {
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        op = new_op();
+        p = malloc(sizeof(*p));
+        if (!op || !p) {
                 free(op);
                 free(p);
-                return b ? -ENOMEM : -EINVAL;
+                return -ENOMEM;
         }
         netbroker__ping__init(p);
         op->op_case = NETBROKER__OP__OP_PING;
@@ -92,13 +96,17 @@ NB_EXPORT int nb_batch_ping(nb_batch *b)
 
 NB_EXPORT int nb_batch_stats(nb_batch *b)
 {
-        Netbroker__Op *op = new_op();
-        Netbroker__StatsQuery *q = malloc(sizeof(*q));
+        Netbroker__Op *op;
+        Netbroker__StatsQuery *q;
 
-        if (!b || !op || !q) {
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        op = new_op();
+        q = malloc(sizeof(*q));
+        if (!op || !q) {
                 free(op);
                 free(q);
-                return b ? -ENOMEM : -EINVAL;
+                return -ENOMEM;
         }
         netbroker__stats_query__init(q);
         op->op_case = NETBROKER__OP__OP_STATS;
@@ -107,6 +115,31 @@ NB_EXPORT int nb_batch_stats(nb_batch *b)
                 protobuf_c_message_free_unpacked(&op->base, NULL);
                 return -ENOMEM;
         }
+        return 0;
+}
+
+/* An environment argument arg of who: every entry NAME=VALUE. */
+static int env_check(const char *who, const char *arg, const char *const *env)
+{
+        for (size_t i = 0; env && env[i]; i++) {
+                const char *eq = strchr(env[i], '=');
+                if (!eq)
+                        return nb_bad_arg(EINVAL, who, "%s[%zu] %s has no '=': not NAME=VALUE", arg,
+                                          i, NB_Q(env[i]));
+                if (eq == env[i])
+                        return nb_bad_arg(EINVAL, who, "%s[%zu] %s has an empty NAME", arg, i,
+                                          NB_Q(env[i]));
+        }
+        return 0;
+}
+
+/* An absolute path argument. */
+static int path_check(const char *who, const char *arg, const char *path)
+{
+        if (!path)
+                return nb_bad_arg(EINVAL, who, "%s is NULL", arg);
+        if (path[0] != '/')
+                return nb_bad_arg(EINVAL, who, "%s %s is not absolute", arg, NB_Q(path));
         return 0;
 }
 
@@ -146,14 +179,17 @@ NB_EXPORT int nb_batch_exec(nb_batch *b, const char *path, const char *const *ar
 {
         Netbroker__Op *op;
         Netbroker__Exec *e;
+        int r;
 
-        if (!b || !path || path[0] != '/' || (stdin_len && !stdin_data))
-                return -EINVAL;
-        for (size_t i = 0; envp && envp[i]; i++) {
-                const char *eq = strchr(envp[i], '=');
-                if (!eq || eq == envp[i])
-                        return -EINVAL;
-        }
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = path_check(__func__, "path", path)) < 0)
+                return r;
+        if (stdin_len && !stdin_data)
+                return nb_bad_arg(EINVAL, __func__, "stdin_data is NULL and stdin_len is %zu",
+                                  stdin_len);
+        if ((r = env_check(__func__, "envp", envp)) < 0)
+                return r;
         op = new_op();
         e = malloc(sizeof(*e));
         if (!op || !e) {
@@ -191,9 +227,30 @@ oom:
 
 /* What can be checked here: present and short enough. The helper checks
  * the rest (and whether the interfaces exist) before anything runs. */
-static bool name_ok(const char *name)
+int nb_check_ifname(const char *who, const char *arg, const char *name, enum nb_ifname_form form)
 {
-        return name && name[0] && strlen(name) < (strchr(name, '%') ? IFNAMSIZ + 1 : IFNAMSIZ);
+        bool template = name && strchr(name, '%');
+        size_t max = form == NB_IFNAME_TEMPLATE && template ? IFNAMSIZ : IFNAMSIZ - 1;
+        size_t len;
+
+        if (!name)
+                return nb_bad_arg(EINVAL, who, "%s is NULL", arg);
+        if (!name[0])
+                return nb_bad_arg(EINVAL, who, "%s is empty", arg);
+        if (form == NB_IFNAME_NO_TEMPLATE && template)
+                return nb_bad_arg(EINVAL, who, "%s %s has a %%: it must name one interface", arg,
+                                  NB_Q(name));
+        len = strlen(name);
+        if (len > max)
+                return nb_bad_arg(EINVAL, who, "%s %s is %zu bytes; at most %zu%s", arg, NB_Q(name),
+                                  len, max, max == IFNAMSIZ ? " for a template (with a %)" : "");
+        return 0;
+}
+
+/* The interface names of the link ops: templates allowed. */
+static int name_check(const char *who, const char *arg, const char *name)
+{
+        return nb_check_ifname(who, arg, name, NB_IFNAME_TEMPLATE);
 }
 
 char *nb_dup_or_empty(const char *s, bool *oom)
@@ -233,17 +290,19 @@ NB_EXPORT int nb_batch_tap_create(nb_batch *b, const char *name, const nb_tap_op
         nb_tap_opts mine;
         const nb_tap_opts *opts = NULL;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(name))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "name", name)) < 0)
+                return r;
         if (theirs) {
-                int r = NB_STRUCT_IN(&mine, theirs, NB_TAP_OPTS_SIZE_0);
-                if (r < 0)
+                if ((r = NB_ARG_IN(__func__, "opts", &mine, theirs, NB_TAP_OPTS)) < 0)
                         return r;
                 opts = &mine;
         }
         if (opts && opts->queues > 16)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, __func__, "opts->queues %u is above 16", opts->queues);
         t = malloc(sizeof(*t));
         if (!t)
                 return -ENOMEM;
@@ -260,26 +319,34 @@ NB_EXPORT int nb_batch_tap_create(nb_batch *b, const char *name, const nb_tap_op
         return nb_batch_add_sub(b, NETBROKER__OP__OP_TAP_CREATE, t, oom);
 }
 
-static bool mode_ok(nb_macvlan_mode mode)
+/* What a macvlan or macvtap of who takes: a batch, names, a mode. */
+static int macvlan_check(const char *who, const nb_batch *b, const char *name, const char *parent,
+                         nb_macvlan_mode mode)
 {
-        return mode >= NB_MACVLAN_BRIDGE && mode <= NB_MACVLAN_PASSTHRU;
+        int r;
+
+        if (!b)
+                return nb_bad_arg(EINVAL, who, "batch is NULL");
+        if ((r = name_check(who, "name", name)) < 0 || (r = name_check(who, "parent", parent)) < 0)
+                return r;
+        if (mode < NB_MACVLAN_BRIDGE || mode > NB_MACVLAN_PASSTHRU)
+                return nb_bad_arg(EINVAL, who,
+                                  "mode %d is not NB_MACVLAN_BRIDGE, _VEPA, _PRIVATE or _PASSTHRU",
+                                  (int)mode);
+        return 0;
 }
 
-NB_EXPORT int nb_batch_macvtap_create(nb_batch *b, const char *name, const char *parent,
-                                      nb_macvlan_mode mode, const char *mac, bool vnet_hdr)
-{
-        return nb_batch_macvtap_create_queues(b, name, parent, mode, mac, vnet_hdr, 1);
-}
-
-NB_EXPORT int nb_batch_macvtap_create_queues(nb_batch *b, const char *name, const char *parent,
-                                             nb_macvlan_mode mode, const char *mac, bool vnet_hdr,
-                                             unsigned queues)
+static int macvtap_create(const char *who, nb_batch *b, const char *name, const char *parent,
+                          nb_macvlan_mode mode, const char *mac, bool vnet_hdr, unsigned queues)
 {
         Netbroker__MacvtapCreate *m;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(name) || !name_ok(parent) || !mode_ok(mode) || queues > 16)
-                return -EINVAL;
+        if ((r = macvlan_check(who, b, name, parent, mode)) < 0)
+                return r;
+        if (queues > 16)
+                return nb_bad_arg(EINVAL, who, "queues %u is above 16", queues);
         m = malloc(sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -293,28 +360,42 @@ NB_EXPORT int nb_batch_macvtap_create_queues(nb_batch *b, const char *name, cons
         return nb_batch_add_sub(b, NETBROKER__OP__OP_MACVTAP_CREATE, m, oom);
 }
 
+NB_EXPORT int nb_batch_macvtap_create(nb_batch *b, const char *name, const char *parent,
+                                      nb_macvlan_mode mode, const char *mac, bool vnet_hdr)
+{
+        return macvtap_create(__func__, b, name, parent, mode, mac, vnet_hdr, 1);
+}
+
+NB_EXPORT int nb_batch_macvtap_create_queues(nb_batch *b, const char *name, const char *parent,
+                                             nb_macvlan_mode mode, const char *mac, bool vnet_hdr,
+                                             unsigned queues)
+{
+        return macvtap_create(__func__, b, name, parent, mode, mac, vnet_hdr, queues);
+}
+
 /* "op:K" or "op:K:peer": the helper's syntax (helper/opref.h). */
-static int ref_format(size_t op, const char *tail, char *buf, size_t len)
+static int ref_format(const char *who, size_t op, const char *tail, char *buf, size_t len)
 {
         char tmp[NB_REF_MAX];
         int n = snprintf(tmp, sizeof(tmp), "op:%zu%s", op, tail);
 
         if (!buf)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, who, "buf is NULL");
         if (n < 0 || (size_t)n >= len)
-                return -ERANGE;
+                return nb_bad_arg(ERANGE, who, "len %zu is too small for %s and its NUL", len,
+                                  NB_Q(tmp));
         memcpy(buf, tmp, (size_t)n + 1);
         return 0;
 }
 
 NB_EXPORT int nb_ref(size_t op, char *buf, size_t len)
 {
-        return ref_format(op, "", buf, len);
+        return ref_format(__func__, op, "", buf, len);
 }
 
 NB_EXPORT int nb_ref_peer(size_t op, char *buf, size_t len)
 {
-        return ref_format(op, ":peer", buf, len);
+        return ref_format(__func__, op, ":peer", buf, len);
 }
 
 NB_EXPORT int nb_batch_macvlan_create(nb_batch *b, const char *name, const char *parent,
@@ -322,9 +403,10 @@ NB_EXPORT int nb_batch_macvlan_create(nb_batch *b, const char *name, const char 
 {
         Netbroker__MacvlanCreate *m;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(name) || !name_ok(parent) || !mode_ok(mode))
-                return -EINVAL;
+        if ((r = macvlan_check(__func__, b, name, parent, mode)) < 0)
+                return r;
         m = malloc(sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -341,10 +423,13 @@ NB_EXPORT int nb_batch_veth_create(nb_batch *b, const char *name, const char *pe
 {
         Netbroker__VethCreate *v;
         bool oom = false;
-        int copy = -1;
+        int copy = -1, r;
 
-        if (!b || !name_ok(name) || !name_ok(peer))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "name", name)) < 0 ||
+            (r = name_check(__func__, "peer", peer)) < 0)
+                return r;
         if (peer_netns_fd >= 0) {
                 int *fds = realloc(b->fds, (b->nfds + 1) * sizeof(*fds));
                 if (!fds)
@@ -381,9 +466,12 @@ NB_EXPORT int nb_batch_bridge_create(nb_batch *b, const char *name)
 {
         Netbroker__BridgeCreate *br;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(name))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "name", name)) < 0)
+                return r;
         br = malloc(sizeof(*br));
         if (!br)
                 return -ENOMEM;
@@ -400,13 +488,16 @@ NB_EXPORT int nb_batch_link_set(nb_batch *b, const char *name, const nb_link_cha
         bool oom = false;
         int r;
 
-        if (!b || !name_ok(name) || !theirs)
-                return -EINVAL;
-        r = NB_STRUCT_IN(&mine, theirs, NB_LINK_CHANGE_SIZE_0);
-        if (r < 0)
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "name", name)) < 0 ||
+            (r = NB_ARG_IN(__func__, "change", &mine, theirs, NB_LINK_CHANGE)) < 0)
                 return r;
-        if (c->up < -1 || c->up > 1 || (c->master && c->nomaster))
-                return -EINVAL;
+        if (c->up < -1 || c->up > 1)
+                return nb_bad_arg(EINVAL, __func__, "change->up %d is not -1, 0 or 1", c->up);
+        if (c->master && c->nomaster)
+                return nb_bad_arg(EINVAL, __func__, "change has both master %s and nomaster",
+                                  NB_Q(c->master));
         s = malloc(sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -426,9 +517,12 @@ NB_EXPORT int nb_batch_link_delete(nb_batch *b, const char *name)
 {
         Netbroker__LinkDelete *d;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(name))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "name", name)) < 0)
+                return r;
         d = malloc(sizeof(*d));
         if (!d)
                 return -ENOMEM;
@@ -437,23 +531,27 @@ NB_EXPORT int nb_batch_link_delete(nb_batch *b, const char *name)
         return nb_batch_add_sub(b, NETBROKER__OP__OP_LINK_DELETE, d, oom);
 }
 
-static bool rate_ok(const nb_rate *r)
-{
-        return !r || r->average || (!r->peak && !r->burst && !r->floor);
-}
-
-/* The caller's rate (NULL: none) as this library's. */
-static int rate_in(const nb_rate *theirs, nb_rate *mine, const nb_rate **ret)
+/* The caller's rate arg (NULL: none) as this library's. */
+static int rate_in(const char *who, const char *arg, const nb_rate *theirs, nb_rate *mine,
+                   const nb_rate **ret)
 {
         int r = 0;
 
         *ret = NULL;
         if (theirs) {
-                r = NB_STRUCT_IN(mine, theirs, NB_RATE_SIZE_0);
+                r = NB_ARG_IN(who, arg, mine, theirs, NB_RATE);
                 if (r == 0)
                         *ret = mine;
         }
         return r;
+}
+
+/* A peak, burst or floor needs an average. */
+static int rate_check(const char *who, const char *arg, const nb_rate *r)
+{
+        if (r && !r->average && (r->peak || r->burst || r->floor))
+                return nb_bad_arg(EINVAL, who, "%s: a peak, burst or floor and no average", arg);
+        return 0;
 }
 
 /* NULL or all zero: no Rate on the wire (no limit that way). */
@@ -485,15 +583,13 @@ NB_EXPORT int nb_batch_bandwidth_set(nb_batch *b, const char *ifname, const nb_r
         bool oom = false;
         int r;
 
-        if (!b || !name_ok(ifname) || strchr(ifname, '%'))
-                return -EINVAL;
-        r = rate_in(in_theirs, &in_mine, &in);
-        if (r == 0)
-                r = rate_in(out_theirs, &out_mine, &out);
-        if (r < 0)
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = nb_check_ifname(__func__, "ifname", ifname, NB_IFNAME_NO_TEMPLATE)) < 0 ||
+            (r = rate_in(__func__, "in", in_theirs, &in_mine, &in)) < 0 ||
+            (r = rate_in(__func__, "out", out_theirs, &out_mine, &out)) < 0 ||
+            (r = rate_check(__func__, "in", in)) < 0 || (r = rate_check(__func__, "out", out)) < 0)
                 return r;
-        if (!rate_ok(in) || !rate_ok(out))
-                return -EINVAL;
         s = malloc(sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -508,9 +604,12 @@ NB_EXPORT int nb_batch_bandwidth_clear(nb_batch *b, const char *ifname)
 {
         Netbroker__BandwidthClear *c;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(ifname) || strchr(ifname, '%'))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = nb_check_ifname(__func__, "ifname", ifname, NB_IFNAME_NO_TEMPLATE)) < 0)
+                return r;
         c = malloc(sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -523,9 +622,12 @@ NB_EXPORT int nb_batch_bandwidth_show(nb_batch *b, const char *ifname)
 {
         Netbroker__BandwidthShow *s;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(ifname) || strchr(ifname, '%'))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = nb_check_ifname(__func__, "ifname", ifname, NB_IFNAME_NO_TEMPLATE)) < 0)
+                return r;
         s = malloc(sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -538,9 +640,14 @@ NB_EXPORT int nb_batch_link_list(nb_batch *b, const char *name)
 {
         Netbroker__LinkList *l;
         bool oom = false;
+        int r;
 
-        if (!b || (name && name[0] && (!name_ok(name) || strchr(name, '%'))))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        /* NULL or "": every link. */
+        if (name && name[0] &&
+            (r = nb_check_ifname(__func__, "name", name, NB_IFNAME_NO_TEMPLATE)) < 0)
+                return r;
         l = malloc(sizeof(*l));
         if (!l)
                 return -ENOMEM;
@@ -554,7 +661,7 @@ NB_EXPORT int nb_batch_names_dump(nb_batch *b)
         Netbroker__NamesDump *n;
 
         if (!b)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
         n = malloc(sizeof(*n));
         if (!n)
                 return -ENOMEM;
@@ -564,10 +671,17 @@ NB_EXPORT int nb_batch_names_dump(nb_batch *b)
 
 /* ---- virtual networks, part 1: addresses, routes, sysctls ---- */
 
-/* A non-empty string shorter than max. */
-static bool text_ok(const char *s, size_t max)
+/* Argument arg of who: a non-empty string shorter than max. */
+static int text_check(const char *who, const char *arg, const char *s, size_t max)
 {
-        return s && s[0] && strlen(s) < max;
+        if (!s)
+                return nb_bad_arg(EINVAL, who, "%s is NULL", arg);
+        if (!s[0])
+                return nb_bad_arg(EINVAL, who, "%s is empty", arg);
+        if (strlen(s) >= max)
+                return nb_bad_arg(EINVAL, who, "%s %s is %zu bytes; at most %zu", arg, NB_Q(s),
+                                  strlen(s), max - 1);
+        return 0;
 }
 
 NB_EXPORT int nb_batch_addr_add(nb_batch *b, const char *ifname, const char *address,
@@ -578,9 +692,11 @@ NB_EXPORT int nb_batch_addr_add(nb_batch *b, const char *ifname, const char *add
         bool oom = false;
         int r;
 
-        if (!b || !name_ok(ifname) || !text_ok(address, 64))
-                return -EINVAL;
-        if (theirs && (r = NB_STRUCT_IN(&mine, theirs, NB_ADDR_OPTS_SIZE_0)) < 0)
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "ifname", ifname)) < 0 ||
+            (r = text_check(__func__, "address", address, 64)) < 0 ||
+            (theirs && (r = NB_ARG_IN(__func__, "opts", &mine, theirs, NB_ADDR_OPTS)) < 0))
                 return r;
         a = malloc(sizeof(*a));
         if (!a)
@@ -599,9 +715,13 @@ NB_EXPORT int nb_batch_addr_delete(nb_batch *b, const char *ifname, const char *
 {
         Netbroker__AddrDelete *d;
         bool oom = false;
+        int r;
 
-        if (!b || !name_ok(ifname) || !text_ok(address, 64))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "ifname", ifname)) < 0 ||
+            (r = text_check(__func__, "address", address, 64)) < 0)
+                return r;
         d = malloc(sizeof(*d));
         if (!d)
                 return -ENOMEM;
@@ -616,9 +736,12 @@ NB_EXPORT int nb_batch_addr_list(nb_batch *b, const char *ifname)
 {
         Netbroker__AddrList *l;
         bool oom = false;
+        int r;
 
-        if (!b || (ifname && !name_ok(ifname)))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if (ifname && (r = name_check(__func__, "ifname", ifname)) < 0)
+                return r;
         l = malloc(sizeof(*l));
         if (!l)
                 return -ENOMEM;
@@ -639,19 +762,24 @@ NB_EXPORT int nb_batch_addr_list(nb_batch *b, const char *ifname)
                 (m)->ipv6 = (c)->ipv6;                                                             \
         } while (0)
 
-static int route_in(const nb_route *theirs, nb_route *mine)
+/* Of route's strings, NULL and "" are "none". */
+static int route_in(const char *who, const nb_batch *b, const nb_route *theirs, nb_route *mine)
 {
         int r;
 
-        if (!theirs)
-                return -EINVAL;
-        r = NB_STRUCT_IN(mine, theirs, NB_ROUTE_SIZE_0);
-        if (r < 0)
+        if (!b)
+                return nb_bad_arg(EINVAL, who, "batch is NULL");
+        if ((r = NB_ARG_IN(who, "route", mine, theirs, NB_ROUTE)) < 0)
                 return r;
-        if ((mine->ifname && mine->ifname[0] && !name_ok(mine->ifname)) ||
-            (mine->destination && strlen(mine->destination) >= 64) ||
-            (mine->gateway && strlen(mine->gateway) >= 64))
-                return -EINVAL;
+        if (mine->ifname && mine->ifname[0] &&
+            (r = name_check(who, "route->ifname", mine->ifname)) < 0)
+                return r;
+        if (mine->destination && mine->destination[0] &&
+            (r = text_check(who, "route->destination", mine->destination, 64)) < 0)
+                return r;
+        if (mine->gateway && mine->gateway[0] &&
+            (r = text_check(who, "route->gateway", mine->gateway, 64)) < 0)
+                return r;
         return 0;
 }
 
@@ -662,9 +790,7 @@ NB_EXPORT int nb_batch_route_add(nb_batch *b, const nb_route *theirs)
         bool oom = false;
         int r;
 
-        if (!b)
-                return -EINVAL;
-        if ((r = route_in(theirs, &c)) < 0)
+        if ((r = route_in(__func__, b, theirs, &c)) < 0)
                 return r;
         m = malloc(sizeof(*m));
         if (!m)
@@ -681,9 +807,7 @@ NB_EXPORT int nb_batch_route_delete(nb_batch *b, const nb_route *theirs)
         bool oom = false;
         int r;
 
-        if (!b)
-                return -EINVAL;
-        if ((r = route_in(theirs, &c)) < 0)
+        if ((r = route_in(__func__, b, theirs, &c)) < 0)
                 return r;
         m = malloc(sizeof(*m));
         if (!m)
@@ -697,9 +821,12 @@ NB_EXPORT int nb_batch_route_list(nb_batch *b, const char *ifname, unsigned tabl
 {
         Netbroker__RouteList *l;
         bool oom = false;
+        int r;
 
-        if (!b || (ifname && !name_ok(ifname)))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if (ifname && (r = name_check(__func__, "ifname", ifname)) < 0)
+                return r;
         l = malloc(sizeof(*l));
         if (!l)
                 return -ENOMEM;
@@ -713,9 +840,13 @@ NB_EXPORT int nb_batch_sysctl_set(nb_batch *b, const char *ifname, const char *n
 {
         Netbroker__SysctlSet *s;
         bool oom = false;
+        int r;
 
-        if (!b || (ifname && !name_ok(ifname)) || !text_ok(name, 64))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((ifname && (r = name_check(__func__, "ifname", ifname)) < 0) ||
+            (r = text_check(__func__, "name", name, 64)) < 0)
+                return r;
         s = malloc(sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -726,9 +857,12 @@ NB_EXPORT int nb_batch_sysctl_set(nb_batch *b, const char *ifname, const char *n
         return nb_batch_add_sub(b, NETBROKER__OP__OP_SYSCTL_SET, s, oom);
 }
 
-static bool tristate_ok(int v)
+/* A field of nb_bridge_opts: -1 (unchanged), 0 or 1. */
+static int tristate_check(const char *who, const char *field, int v)
 {
-        return v >= -1 && v <= 1;
+        if (v < -1 || v > 1)
+                return nb_bad_arg(EINVAL, who, "opts->%s %d is not -1, 0 or 1", field, v);
+        return 0;
 }
 
 NB_EXPORT int nb_batch_bridge_opt_set(nb_batch *b, const char *ifname, const nb_bridge_opts *theirs)
@@ -738,14 +872,20 @@ NB_EXPORT int nb_batch_bridge_opt_set(nb_batch *b, const char *ifname, const nb_
         bool oom = false;
         int r;
 
-        if (!b || !name_ok(ifname) || !theirs)
-                return -EINVAL;
-        if ((r = NB_STRUCT_IN(&o, theirs, NB_BRIDGE_OPTS_SIZE_0)) < 0)
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = name_check(__func__, "ifname", ifname)) < 0 ||
+            (r = NB_ARG_IN(__func__, "opts", &o, theirs, NB_BRIDGE_OPTS)) < 0 ||
+            (r = tristate_check(__func__, "stp", o.stp)) < 0 ||
+            (r = tristate_check(__func__, "isolated", o.isolated)) < 0 ||
+            (r = tristate_check(__func__, "learning", o.learning)) < 0 ||
+            (r = tristate_check(__func__, "unicast_flood", o.unicast_flood)) < 0 ||
+            (r = tristate_check(__func__, "multicast_flood", o.multicast_flood)) < 0 ||
+            (r = tristate_check(__func__, "broadcast_flood", o.broadcast_flood)) < 0)
                 return r;
-        if (!tristate_ok(o.stp) || !tristate_ok(o.isolated) || !tristate_ok(o.learning) ||
-            !tristate_ok(o.unicast_flood) || !tristate_ok(o.multicast_flood) ||
-            !tristate_ok(o.broadcast_flood) || o.forward_delay_cs < -1)
-                return -EINVAL;
+        if (o.forward_delay_cs < -1)
+                return nb_bad_arg(EINVAL, __func__, "opts->forward_delay_cs %d is below -1",
+                                  o.forward_delay_cs);
         m = malloc(sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -775,19 +915,14 @@ NB_EXPORT int nb_batch_program_start(nb_batch *b, const char *path, const nb_pro
         Netbroker__ProgramStart *s;
         nb_program_opts mine = NB_PROGRAM_OPTS_INIT;
         bool oom = false;
+        int r;
 
-        if (!b || !path || path[0] != '/')
-                return -EINVAL;
-        if (theirs) {
-                int r = NB_STRUCT_IN(&mine, theirs, NB_PROGRAM_OPTS_SIZE_0);
-                if (r < 0)
-                        return r;
-        }
-        for (size_t i = 0; mine.env && mine.env[i]; i++) {
-                const char *eq = strchr(mine.env[i], '=');
-                if (!eq || eq == mine.env[i])
-                        return -EINVAL;
-        }
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if ((r = path_check(__func__, "path", path)) < 0 ||
+            (theirs && (r = NB_ARG_IN(__func__, "opts", &mine, theirs, NB_PROGRAM_OPTS)) < 0) ||
+            (r = env_check(__func__, "opts->env", mine.env)) < 0)
+                return r;
         s = malloc(sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -805,8 +940,14 @@ NB_EXPORT int nb_batch_program_stop(nb_batch *b, uint64_t id, const char *tag, u
         Netbroker__ProgramStop *s;
         bool oom = false;
 
-        if (!b || (!id && (!tag || !tag[0])) || (id && tag && tag[0]))
-                return -EINVAL;
+        if (!b)
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
+        if (!id && (!tag || !tag[0]))
+                return nb_bad_arg(EINVAL, __func__, "id is 0 and tag is %s: give one of them",
+                                  tag ? "empty" : "NULL");
+        if (id && tag && tag[0])
+                return nb_bad_arg(EINVAL, __func__, "both id %llu and tag %s: give one of them",
+                                  (unsigned long long)id, NB_Q(tag));
         s = malloc(sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -823,7 +964,7 @@ NB_EXPORT int nb_batch_program_list(nb_batch *b, const char *tag)
         bool oom = false;
 
         if (!b)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
         s = malloc(sizeof(*s));
         if (!s)
                 return -ENOMEM;

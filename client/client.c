@@ -619,8 +619,9 @@ NB_EXPORT void nb_close(nb_conn *c)
         }
 }
 
-/* Why the last nb_spawn()/nb_connect() of this thread failed: the
- * connection that held the message is gone by then. */
+/* Why the last nb_spawn()/nb_connect() of this thread failed (the
+ * connection that held the message is gone by then), or why a call
+ * building a batch or a ruleset refused its input since (nb_bad_arg()). */
 static __thread char last_error[512];
 
 NB_EXPORT const char *nb_last_error(void)
@@ -628,13 +629,77 @@ NB_EXPORT const char *nb_last_error(void)
         return last_error;
 }
 
-void nb_set_last_error(const char *fmt, ...)
+int nb_bad_arg(int err, const char *who, const char *fmt, ...)
 {
+        int n = snprintf(last_error, sizeof(last_error), "%s: ", who);
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(last_error, sizeof(last_error), fmt, ap);
+        if (n >= 0 && (size_t)n < sizeof(last_error))
+                vsnprintf(last_error + n, sizeof(last_error) - (size_t)n, fmt, ap);
         va_end(ap);
+        return -err;
+}
+
+const char *nb_quote(const char *s, char *buf, size_t len)
+{
+        size_t o = 0;
+
+        if (!s) {
+                snprintf(buf, len, "NULL");
+                return buf;
+        }
+        buf[o++] = '\'';
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                char e[5] = {(char)c, '\0'};
+                size_t n = 1;
+
+                if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\')
+                        n = (size_t)snprintf(e, sizeof(e), "\\x%02x", c);
+                /* Keep room for the "...'" of a cut and the NUL. */
+                if (o + n + 5 > len) {
+                        memcpy(buf + o, "...", 3);
+                        o += 3;
+                        break;
+                }
+                memcpy(buf + o, e, n);
+                o += n;
+        }
+        buf[o++] = '\'';
+        buf[o] = '\0';
+        return buf;
+}
+
+int nb_arg_in(const char *who, const char *arg, const char *prefix, void *dst, size_t known,
+              size_t first, const void *src)
+{
+        int r = nb_struct_in(dst, known, first, src);
+        char type[64];
+        size_t size, i;
+
+        if (r == 0)
+                return 0;
+        if (!src)
+                return nb_bad_arg(-r, who, "%s is NULL", arg);
+        /* The macros' prefix names the type: NB_TAP_OPTS, nb_tap_opts. */
+        for (i = 0; prefix[i] && i < sizeof(type) - 1; i++)
+                type[i] = prefix[i] >= 'A' && prefix[i] <= 'Z' ? (char)(prefix[i] - 'A' + 'a')
+                                                               : prefix[i];
+        type[i] = '\0';
+        memcpy(&size, src, sizeof(size));
+        if (r == -E2BIG)
+                return nb_bad_arg(E2BIG, who,
+                                  "%s: size %zu is larger than this library's %s (%zu bytes) "
+                                  "and sets a field past those: a newer header's, which this "
+                                  "library cannot honour",
+                                  arg, size, type, known);
+        if (size == 0)
+                return nb_bad_arg(-r, who, "%s: size is 0: initialise an %s with %s_INIT", arg,
+                                  type, prefix);
+        return nb_bad_arg(-r, who,
+                          "%s: size %zu is below %zu, the smallest %s: initialise it with %s_INIT",
+                          arg, size, first, type, prefix);
 }
 
 static int conn_finish(nb_conn *c, nb_conn **ret)
@@ -658,15 +723,17 @@ NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *theirs, nb_
         const nb_spawn_opts *opts = NULL;
         nb_conn *c;
 
+        /* Every return says why in nb_last_error() (netbroker.h), these
+         * early ones too. */
         if (theirs) {
-                int r = NB_STRUCT_IN(&mine, theirs, NB_SPAWN_OPTS_SIZE_0);
+                int r = NB_ARG_IN(__func__, "opts", &mine, theirs, NB_SPAWN_OPTS);
                 if (r < 0)
                         return r;
                 opts = &mine;
         }
         c = conn_alloc();
         if (!c)
-                return -ENOMEM;
+                return nb_bad_arg(ENOMEM, __func__, "out of memory");
         /* The library runs inside privileged daemons: in a setuid or
          * file-capability program the environment is its caller's, who must
          * not choose the binary run with its privileges. */
@@ -684,33 +751,39 @@ NB_EXPORT int nb_spawn(const char *helper_path, const nb_spawn_opts *theirs, nb_
         if (!c->helper_path || (opts && opts->config_path && !c->config_path) ||
             (opts && opts->log_level && !c->log_level)) {
                 nb_close(c);
-                return -ENOMEM;
+                return nb_bad_arg(ENOMEM, __func__, "out of memory");
+        }
+        return conn_finish(c, ret);
+}
+
+/* nb_connect_timeout() for who: every return says why in nb_last_error(). */
+static int connect_timeout(const char *who, const char *socket_path, int timeout_ms, nb_conn **ret)
+{
+        nb_conn *c;
+
+        if (!socket_path)
+                return nb_bad_arg(EINVAL, who, "socket_path is NULL");
+        c = conn_alloc();
+        if (!c)
+                return nb_bad_arg(ENOMEM, who, "out of memory");
+        if (timeout_ms)
+                c->hello_timeout_ms = timeout_ms;
+        c->socket_path = strdup(socket_path);
+        if (!c->socket_path) {
+                nb_close(c);
+                return nb_bad_arg(ENOMEM, who, "out of memory");
         }
         return conn_finish(c, ret);
 }
 
 NB_EXPORT int nb_connect(const char *socket_path, nb_conn **ret)
 {
-        return nb_connect_timeout(socket_path, 0, ret);
+        return connect_timeout(__func__, socket_path, 0, ret);
 }
 
 NB_EXPORT int nb_connect_timeout(const char *socket_path, int timeout_ms, nb_conn **ret)
 {
-        nb_conn *c;
-
-        if (!socket_path)
-                return -EINVAL;
-        c = conn_alloc();
-        if (!c)
-                return -ENOMEM;
-        if (timeout_ms)
-                c->hello_timeout_ms = timeout_ms;
-        c->socket_path = strdup(socket_path);
-        if (!c->socket_path) {
-                nb_close(c);
-                return -ENOMEM;
-        }
-        return conn_finish(c, ret);
+        return connect_timeout(__func__, socket_path, timeout_ms, ret);
 }
 
 NB_EXPORT bool nb_conn_has_feature(nb_conn *c, const char *name)

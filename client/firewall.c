@@ -55,20 +55,27 @@ NB_EXPORT void nb_fw_ruleset_free(nb_fw_ruleset *rs)
         free(rs);
 }
 
-static bool group_name_ok(const char *name)
+/* The ruleset and group name arguments of who. */
+static int group_check(const char *who, const nb_fw_ruleset *rs, const char *name)
 {
         size_t n = 0;
 
+        if (!rs)
+                return nb_bad_arg(EINVAL, who, "rs is NULL");
         if (!name)
-                return false;
+                return nb_bad_arg(EINVAL, who, "name is NULL");
         for (; name[n]; n++)
                 if (!isalnum((unsigned char)name[n]) && name[n] != '_' && name[n] != '-')
-                        return false;
-        return n >= 1 && n <= 32;
+                        break;
+        if (name[n] || n < 1 || n > 32)
+                return nb_bad_arg(EINVAL, who,
+                                  "name %s (%zu bytes) is not 1 to 32 letters, digits, _ or -",
+                                  NB_Q(name), strlen(name));
+        return 0;
 }
 
 static Netbroker__FwRule *rule_to_proto(const nb_fw_rule *r);
-static bool rule_ok(const nb_fw_rule *r);
+static int rule_check(const char *who, const char *arg, const nb_fw_rule *r);
 
 static ssize_t group_find(const nb_fw_ruleset *rs, const char *name)
 {
@@ -116,8 +123,10 @@ oom:
 
 NB_EXPORT int nb_fw_group(nb_fw_ruleset *rs, const char *name)
 {
-        if (!rs || !group_name_ok(name))
-                return -EINVAL;
+        int r = group_check(__func__, rs, name);
+
+        if (r < 0)
+                return r;
         if (group_find(rs, name) >= 0)
                 return -EEXIST;
         return group_start(rs, name, 0, false, NULL);
@@ -164,17 +173,22 @@ NB_EXPORT int nb_fw_group_ex(nb_fw_ruleset *rs, const char *name, const nb_fw_gr
         ssize_t at;
         int same, r;
 
-        if (!rs || !group_name_ok(name) || !opts)
-                return -EINVAL;
-        r = NB_STRUCT_IN(&mine, opts, NB_FW_GROUP_OPTS_SIZE_0);
+        if ((r = group_check(__func__, rs, name)) < 0)
+                return r;
+        if (!opts)
+                return nb_bad_arg(EINVAL, __func__, "opts is NULL");
+        r = NB_ARG_IN(__func__, "opts", &mine, opts, NB_FW_GROUP_OPTS);
         if (r == 0 && mine.guard) {
-                r = NB_STRUCT_IN(&guard_rule, mine.guard, NB_FW_RULE_SIZE_0);
+                r = NB_ARG_IN(__func__, "opts->guard", &guard_rule, mine.guard, NB_FW_RULE);
                 mine.guard = &guard_rule;
         }
         if (r < 0)
                 return r;
-        if (o->priority < -1000 || o->priority > 1000 || (o->guard && !rule_ok(o->guard)))
-                return -EINVAL;
+        if (o->priority < -1000 || o->priority > 1000)
+                return nb_bad_arg(EINVAL, __func__, "opts->priority %d is outside -1000..1000",
+                                  o->priority);
+        if (o->guard && (r = rule_check(__func__, "opts->guard", o->guard)) < 0)
+                return r;
         if (o->guard) {
                 guard = rule_to_proto(o->guard);
                 if (!guard)
@@ -208,28 +222,60 @@ static bool str_set(const char *s)
         return s && s[0];
 }
 
-static bool rule_ok(const nb_fw_rule *r)
+/* Rule argument arg of who (already the library's own nb_fw_rule). */
+static int rule_check(const char *who, const char *arg, const nb_fw_rule *r)
 {
+        /* Each negation and the match it needs. */
+        const struct {
+                const char *neg, *match;
+                bool negated, set;
+        } nots[] = {
+                {"ether_src_not", "ether_src", r->ether_src_not, str_set(r->ether_src)},
+                {"ether_dst_not", "ether_dst", r->ether_dst_not, str_set(r->ether_dst)},
+                {"ether_type_not", "ether_type", r->ether_type_not, r->ether_type},
+                {"arp_op_not", "arp_op", r->arp_op_not, r->arp_op},
+                {"arp_sender_mac_not", "arp_sender_mac", r->arp_sender_mac_not,
+                 str_set(r->arp_sender_mac)},
+                {"arp_sender_ip_not", "arp_sender_ip", r->arp_sender_ip_not,
+                 str_set(r->arp_sender_ip)},
+                {"arp_target_ip_not", "arp_target_ip", r->arp_target_ip_not,
+                 str_set(r->arp_target_ip)},
+                {"ip_src_not", "ip_src", r->ip_src_not, str_set(r->ip_src)},
+                {"ip_dst_not", "ip_dst", r->ip_dst_not, str_set(r->ip_dst)},
+                {"l4_proto_not", "l4_proto", r->l4_proto_not, r->l4_proto},
+                {"sport_not", "sport_min", r->sport_not, r->sport_min},
+                {"dport_not", "dport_min", r->dport_not, r->dport_min},
+                {"vlan_id_not", "has_vlan_id", r->vlan_id_not, r->has_vlan_id},
+                {"vlan_encap_not", "vlan_encap", r->vlan_encap_not, r->vlan_encap},
+                {"arp_htype_not", "arp_htype", r->arp_htype_not, r->arp_htype},
+                {"arp_ptype_not", "arp_ptype", r->arp_ptype_not, r->arp_ptype},
+                {"arp_target_mac_not", "arp_target_mac", r->arp_target_mac_not,
+                 str_set(r->arp_target_mac)},
+                {"arp_gratuitous_not", "arp_gratuitous", r->arp_gratuitous_not, r->arp_gratuitous},
+                {"dscp_not", "has_dscp", r->dscp_not, r->has_dscp},
+                {"icmp_not", "has_icmp_type", r->icmp_not, r->has_icmp_type},
+                {"tcp_flags_not", "tcp_flags_mask", r->tcp_flags_not, r->tcp_flags_mask},
+        };
+
         if (r->direction != NB_FW_FROM_GUEST && r->direction != NB_FW_TO_GUEST)
-                return false;
+                return nb_bad_arg(EINVAL, who,
+                                  "%s->direction %d is not NB_FW_FROM_GUEST or NB_FW_TO_GUEST", arg,
+                                  (int)r->direction);
         if (r->verdict < NB_FW_ACCEPT || r->verdict > NB_FW_RETURN)
-                return false;
-        return (!r->ether_src_not || str_set(r->ether_src)) &&
-               (!r->ether_dst_not || str_set(r->ether_dst)) &&
-               (!r->ether_type_not || r->ether_type) && (!r->arp_op_not || r->arp_op) &&
-               (!r->arp_sender_mac_not || str_set(r->arp_sender_mac)) &&
-               (!r->arp_sender_ip_not || str_set(r->arp_sender_ip)) &&
-               (!r->arp_target_ip_not || str_set(r->arp_target_ip)) &&
-               (!r->ip_src_not || str_set(r->ip_src)) && (!r->ip_dst_not || str_set(r->ip_dst)) &&
-               (!r->l4_proto_not || r->l4_proto) && (!r->sport_not || r->sport_min) &&
-               (!r->dport_not || r->dport_min) && (!r->vlan_id_not || r->has_vlan_id) &&
-               (!r->vlan_encap_not || r->vlan_encap) && (!r->arp_htype_not || r->arp_htype) &&
-               (!r->arp_ptype_not || r->arp_ptype) &&
-               (!r->arp_target_mac_not || str_set(r->arp_target_mac)) &&
-               (!r->arp_gratuitous_not || r->arp_gratuitous) && (!r->dscp_not || r->has_dscp) &&
-               (!r->icmp_not || r->has_icmp_type) && (!r->tcp_flags_not || r->tcp_flags_mask) &&
-               r->priority >= -1000 && r->priority <= 1000 &&
-               (!r->comment || strlen(r->comment) <= 256);
+                return nb_bad_arg(EINVAL, who, "%s->verdict %d is not one of NB_FW_ACCEPT..RETURN",
+                                  arg, (int)r->verdict);
+        for (size_t i = 0; i < sizeof(nots) / sizeof(*nots); i++)
+                if (nots[i].negated && !nots[i].set)
+                        return nb_bad_arg(EINVAL, who,
+                                          "%s->%s is set and %s is not: nothing to negate", arg,
+                                          nots[i].neg, nots[i].match);
+        if (r->priority < -1000 || r->priority > 1000)
+                return nb_bad_arg(EINVAL, who, "%s->priority %d is outside -1000..1000", arg,
+                                  (int)r->priority);
+        if (r->comment && strlen(r->comment) > 256)
+                return nb_bad_arg(EINVAL, who, "%s->comment is %zu bytes; at most 256", arg,
+                                  strlen(r->comment));
+        return 0;
 }
 
 static Netbroker__FwRule *rule_to_proto(const nb_fw_rule *r)
@@ -323,7 +369,8 @@ int nb_fw_rule_add_once(nb_fw_ruleset *rs, const nb_fw_rule *rule)
         Netbroker__FwGroup *g;
         Netbroker__FwRule *p;
 
-        if (!rs || !rule || !rule_ok(rule) || rs->cur == NO_GROUP)
+        /* The stock filters' own rules: a refusal is a bug of the table. */
+        if (!rs || !rule || rule_check(__func__, "rule", rule) < 0 || rs->cur == NO_GROUP)
                 return -EINVAL;
         g = rs->groups[rs->cur];
         p = rule_to_proto(rule);
@@ -385,14 +432,13 @@ NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *theirs)
         bool started = false;
         int r;
 
-        if (!rs || !theirs)
-                return -EINVAL;
-        r = NB_STRUCT_IN(&mine, theirs, NB_FW_RULE_SIZE_0);
-        if (r < 0)
+        if (!rs)
+                return nb_bad_arg(EINVAL, __func__, "rs is NULL");
+        if ((r = NB_ARG_IN(__func__, "rule", &mine, theirs, NB_FW_RULE)) < 0)
                 return r;
         rule = &mine;
-        if (!rule_ok(rule))
-                return -EINVAL;
+        if ((r = rule_check(__func__, "rule", rule)) < 0)
+                return r;
         if (rs->cur == NO_GROUP) {
                 r = nb_fw_group(rs, "rules");
                 if (r < 0)
@@ -414,21 +460,26 @@ NB_EXPORT int nb_fw_rule_add(nb_fw_ruleset *rs, const nb_fw_rule *theirs)
 
 /* ---- ops ---- */
 
-static bool owner_ok(const char *owner)
+/* The batch and owner arguments of who. */
+static int owner_check(const char *who, const nb_batch *b, const char *owner)
 {
         size_t n = 0;
 
+        if (!b)
+                return nb_bad_arg(EINVAL, who, "batch is NULL");
         if (!owner)
-                return false;
+                return nb_bad_arg(EINVAL, who, "owner is NULL");
+        if (!owner[0])
+                return nb_bad_arg(EINVAL, who, "owner is empty");
         for (; owner[n]; n++)
                 if (!isalnum((unsigned char)owner[n]) && !strchr("_.:@-", owner[n]))
-                        return false;
-        return n >= 1 && n <= 64;
-}
-
-static bool ifname_ok(const char *ifname)
-{
-        return ifname && ifname[0] && strlen(ifname) <= 15;
+                        return nb_bad_arg(EINVAL, who,
+                                          "owner %s: byte %zu is not a letter, a digit or one "
+                                          "of _.:@-",
+                                          NB_Q(owner), n);
+        if (n > 64)
+                return nb_bad_arg(EINVAL, who, "owner %s is %zu bytes; at most 64", NB_Q(owner), n);
+        return 0;
 }
 
 /* A pack/unpack round trip is a deep copy that stays right when fields are
@@ -453,10 +504,16 @@ NB_EXPORT int nb_batch_firewall_apply(nb_batch *b, const char *owner, const char
 {
         Netbroker__FirewallApply *a;
         bool oom = false;
+        int r;
 
-        if (!b || !owner_ok(owner) || !ifname_ok(ifname) || !rs ||
-            (mode != NB_FW_REPLACE && mode != NB_FW_ENSURE))
-                return -EINVAL;
+        if ((r = owner_check(__func__, b, owner)) < 0 ||
+            (r = nb_check_ifname(__func__, "ifname", ifname, NB_IFNAME_PLAIN)) < 0)
+                return r;
+        if (!rs)
+                return nb_bad_arg(EINVAL, __func__, "rs is NULL");
+        if (mode != NB_FW_REPLACE && mode != NB_FW_ENSURE)
+                return nb_bad_arg(EINVAL, __func__, "mode %d is not NB_FW_REPLACE or NB_FW_ENSURE",
+                                  (int)mode);
         a = malloc(sizeof(*a));
         if (!a)
                 return -ENOMEM;
@@ -482,11 +539,16 @@ NB_EXPORT int nb_batch_firewall_apply(nb_batch *b, const char *owner, const char
 }
 
 /* Ensure by hash (issue 14): the hash as FirewallApply returns it. */
-static bool hash_ok(const char *hash)
+static int hash_check(const char *who, const char *hash)
 {
         size_t n = hash ? strspn(hash, "0123456789abcdef") : 0;
 
-        return n == 32 && !hash[n];
+        if (!hash)
+                return nb_bad_arg(EINVAL, who, "hash is NULL");
+        if (n != 32 || hash[n])
+                return nb_bad_arg(EINVAL, who, "hash %s is not 32 lowercase hex digits",
+                                  NB_Q(hash));
+        return 0;
 }
 
 NB_EXPORT int nb_batch_firewall_ensure_hash(nb_batch *b, const char *owner, const char *ifname,
@@ -494,9 +556,12 @@ NB_EXPORT int nb_batch_firewall_ensure_hash(nb_batch *b, const char *owner, cons
 {
         Netbroker__FirewallEnsureHash *h;
         bool oom = false;
+        int r;
 
-        if (!b || !owner_ok(owner) || !ifname_ok(ifname) || !hash_ok(hash))
-                return -EINVAL;
+        if ((r = owner_check(__func__, b, owner)) < 0 ||
+            (r = nb_check_ifname(__func__, "ifname", ifname, NB_IFNAME_PLAIN)) < 0 ||
+            (r = hash_check(__func__, hash)) < 0)
+                return r;
         h = malloc(sizeof(*h));
         if (!h)
                 return -ENOMEM;
@@ -511,9 +576,10 @@ NB_EXPORT int nb_batch_firewall_remove(nb_batch *b, const char *owner)
 {
         Netbroker__FirewallRemove *rm;
         bool oom = false;
+        int r;
 
-        if (!b || !owner_ok(owner))
-                return -EINVAL;
+        if ((r = owner_check(__func__, b, owner)) < 0)
+                return r;
         rm = malloc(sizeof(*rm));
         if (!rm)
                 return -ENOMEM;
@@ -522,12 +588,12 @@ NB_EXPORT int nb_batch_firewall_remove(nb_batch *b, const char *owner)
         return nb_batch_add_sub(b, NETBROKER__OP__OP_FIREWALL_REMOVE, rm, oom);
 }
 
-static int add_list(nb_batch *b, bool counters)
+static int add_list(const char *who, nb_batch *b, bool counters)
 {
         Netbroker__FirewallList *l;
 
         if (!b)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, who, "batch is NULL");
         l = malloc(sizeof(*l));
         if (!l)
                 return -ENOMEM;
@@ -538,10 +604,10 @@ static int add_list(nb_batch *b, bool counters)
 
 NB_EXPORT int nb_batch_firewall_list(nb_batch *b)
 {
-        return add_list(b, false);
+        return add_list(__func__, b, false);
 }
 
 NB_EXPORT int nb_batch_firewall_list_counters(nb_batch *b)
 {
-        return add_list(b, true);
+        return add_list(__func__, b, true);
 }

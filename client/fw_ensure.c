@@ -5,13 +5,15 @@
  * 0.6 s of CPU and unpacking them the helper 0.5 s, only to find every
  * hash equal. Owners and hashes go first; the rules follow for the stale. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
 /* The caller's array at its stride, in our layout (netbroker.h, ABI). */
-static int owners_in(const nb_fw_ensure_owner *owners, size_t n, nb_fw_ensure_owner **ret)
+static int owners_in(const char *who, const nb_fw_ensure_owner *owners, size_t n,
+                     nb_fw_ensure_owner **ret)
 {
         size_t stride = owners[0].size;
         nb_fw_ensure_owner *mine = calloc(n, sizeof(*mine));
@@ -21,8 +23,13 @@ static int owners_in(const nb_fw_ensure_owner *owners, size_t n, nb_fw_ensure_ow
                 return -ENOMEM;
         for (size_t i = 0; i < n && r == 0; i++) {
                 const nb_fw_ensure_owner *o = (const void *)((const char *)owners + i * stride);
-                r = o->size != stride ? -EINVAL
-                                      : NB_STRUCT_IN(&mine[i], o, NB_FW_ENSURE_OWNER_SIZE_0);
+                char arg[32];
+
+                snprintf(arg, sizeof(arg), "owners[%zu]", i);
+                r = o->size != stride
+                            ? nb_bad_arg(EINVAL, who, "%s: size %zu is not owners[0]'s %zu", arg,
+                                         o->size, stride)
+                            : NB_ARG_IN(who, arg, &mine[i], o, NB_FW_ENSURE_OWNER);
         }
         if (r < 0) {
                 free(mine);
@@ -122,9 +129,15 @@ NB_EXPORT int nb_fw_ensure(nb_conn *conn, const nb_fw_ensure_owner *owners, size
         bool *stale = NULL;
         int r;
 
-        if (!conn || !owners || !n || !rules || !ret)
-                return -EINVAL;
-        r = owners_in(owners, n, &v);
+        if (!conn || !owners || !rules || !ret)
+                return nb_bad_arg(EINVAL, __func__, "%s is NULL",
+                                  !conn     ? "conn"
+                                  : !owners ? "owners"
+                                  : !rules  ? "rules"
+                                            : "ret");
+        if (!n)
+                return nb_bad_arg(EINVAL, __func__, "n is 0");
+        r = owners_in(__func__, owners, n, &v);
         if (r < 0)
                 return r;
         stale = calloc(n, sizeof(*stale));

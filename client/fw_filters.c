@@ -49,6 +49,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -381,34 +382,30 @@ static bool var_name_ok(const char *s)
 /* The caller's variables: each named once, with a value list; the IP
  * learning controls libvirt takes are accepted with libvirt's values and
  * ignored (netbroker learns nothing: IP must be given). */
-static int vars_ok(const nb_fw_var *vars, size_t n)
+static int vars_ok(const char *who, const nb_fw_var *vars, size_t n)
 {
-        if (n && !vars) {
-                nb_set_last_error("%zu variables given, and no array", n);
-                return -EINVAL;
-        }
+        if (n && !vars)
+                return nb_bad_arg(EINVAL, who, "%zu variables given, and no array", n);
         for (size_t i = 0; i < n; i++) {
-                if (!var_name_ok(vars[i].name) || !vars[i].values) {
-                        nb_set_last_error("variable %zu: %s", i,
-                                          !var_name_ok(vars[i].name)
-                                                  ? "its name is not 1 to 64 letters, digits or _"
-                                                  : "no values array");
-                        return -EINVAL;
-                }
+                if (!var_name_ok(vars[i].name))
+                        return nb_bad_arg(EINVAL, who,
+                                          "variable %zu: its name %s is not 1 to 64 letters, "
+                                          "digits or _",
+                                          i, NB_Q(vars[i].name));
+                if (!vars[i].values)
+                        return nb_bad_arg(EINVAL, who, "variable %zu: no values array", i);
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(vars[i].name, vars[j].name) == 0) {
-                                nb_set_last_error("variable %s is given twice", vars[i].name);
-                                return -EINVAL;
-                        }
+                        if (strcmp(vars[i].name, vars[j].name) == 0)
+                                return nb_bad_arg(EINVAL, who, "variable %s is given twice",
+                                                  vars[i].name);
                 if (strcmp(vars[i].name, "CTRL_IP_LEARNING") == 0) {
                         const char *v = vars[i].values[0];
                         if (!v || vars[i].values[1] ||
                             (strcasecmp(v, "any") && strcasecmp(v, "dhcp") &&
-                             strcasecmp(v, "none"))) {
-                                nb_set_last_error("CTRL_IP_LEARNING must be one of any, dhcp "
+                             strcasecmp(v, "none")))
+                                return nb_bad_arg(EINVAL, who,
+                                                  "CTRL_IP_LEARNING must be one of any, dhcp "
                                                   "or none");
-                                return -EINVAL;
-                        }
                 }
         }
         return 0;
@@ -437,7 +434,7 @@ struct rule_vars {
 
 /* Find and check every variable template t uses: each must be given, each
  * of its values valid where t uses it. */
-static int rule_vars(const nb_fw_rule *t, const nb_fw_var *vars, size_t n_vars,
+static int rule_vars(const char *who, const nb_fw_rule *t, const nb_fw_var *vars, size_t n_vars,
                      struct rule_vars *ret)
 {
         struct rule_vars rv = {.n = 0};
@@ -450,20 +447,18 @@ static int rule_vars(const nb_fw_rule *t, const nb_fw_var *vars, size_t n_vars,
                 if (!s || s[0] != '$')
                         continue;
                 v = var_find(vars, n_vars, s + 1);
-                if (!v) {
+                if (!v)
                         /* libvirt: unresolvable variable. It would learn
                          * an IP; netbroker learns none. */
-                        nb_set_last_error("variable %s is not given (it is used; netbroker "
+                        return nb_bad_arg(EINVAL, who,
+                                          "variable %s is not given (it is used; netbroker "
                                           "learns no address: give its value)",
                                           s + 1);
-                        return -EINVAL;
-                }
                 for (size_t k = 0; v->values[k]; k++)
-                        if (!value_ok(t, f, v->values[k])) {
-                                nb_set_last_error("%s='%s' is not %s", v->name, v->values[k],
+                        if (!value_ok(t, f, v->values[k]))
+                                return nb_bad_arg(EINVAL, who, "%s=%s is not %s", v->name,
+                                                  NB_Q(v->values[k]),
                                                   kind_text(str_fields[f].kind));
-                                return -EINVAL;
-                        }
                 for (size_t k = 0; k < rv.n; k++)
                         seen = seen || rv.v[k] == v;
                 if (!seen)
@@ -559,22 +554,24 @@ static int add_rule(nb_fw_ruleset *rs, const struct stock *f, const struct tmpl 
 
 /* Walk filter f and what it references, in order. With rs NULL, only
  * check (names and variables); else add. Stock filters nest 3 deep. */
-static int walk(nb_fw_ruleset *rs, const struct stock *f, const nb_fw_var *vars, size_t n_vars,
-                unsigned depth)
+static int walk(const char *who, nb_fw_ruleset *rs, const struct stock *f, const nb_fw_var *vars,
+                size_t n_vars, unsigned depth)
 {
         int r = 0;
 
         if (depth > 8)
                 return -ELOOP; /* the table is acyclic; a guard for edits to it */
         for (const struct tmpl *t = f->t; r == 0 && (t->ref || t->dirs); t++) {
-                struct rule_vars rv;
+                /* Set by rule_vars() when it returns 0; gcc cannot see
+                 * that through nb_bad_arg()'s return. */
+                struct rule_vars rv = {.n = 0};
 
                 if (t->ref) {
                         const struct stock *g = stock_find(t->ref);
-                        r = g ? walk(rs, g, vars, n_vars, depth + 1) : -ENOENT;
+                        r = g ? walk(who, rs, g, vars, n_vars, depth + 1) : -ENOENT;
                         continue;
                 }
-                r = rule_vars(&t->r, vars, n_vars, &rv);
+                r = rule_vars(who, &t->r, vars, n_vars, &rv);
                 if (r == 0 && rs)
                         r = add_rule(rs, f, t, &rv);
         }
@@ -582,21 +579,22 @@ static int walk(nb_fw_ruleset *rs, const struct stock *f, const nb_fw_var *vars,
 }
 
 /* Check everything, then add; on failure take back all that was added,
- * rules appended to groups that were there included. */
-static int instantiate(nb_fw_ruleset *rs, const struct stock *f, const nb_fw_var *vars,
-                       size_t n_vars)
+ * rules appended to groups that were there included. who: the public
+ * function, which bad input's message names. */
+static int instantiate(const char *who, nb_fw_ruleset *rs, const struct stock *f,
+                       const nb_fw_var *vars, size_t n_vars)
 {
         struct nb_fw_mark mark;
-        int r = vars_ok(vars, n_vars);
+        int r = vars_ok(who, vars, n_vars);
 
         if (r == 0)
-                r = walk(NULL, f, vars, n_vars, 0);
+                r = walk(who, NULL, f, vars, n_vars, 0);
         if (r < 0)
                 return r;
         r = nb_fw_mark_take(rs, &mark);
         if (r < 0)
                 return r;
-        r = walk(rs, f, vars, n_vars, 0);
+        r = walk(who, rs, f, vars, n_vars, 0);
         if (r < 0)
                 nb_fw_mark_rollback(rs, &mark);
         else
@@ -610,7 +608,7 @@ static int instantiate(nb_fw_ruleset *rs, const struct stock *f, const nb_fw_var
 
 /* The caller's variables in this library's nb_fw_var: the array's stride
  * is its first element's size, which every element must carry. */
-static int vars_in(const nb_fw_var *vars, size_t n, nb_fw_var **ret)
+static int vars_in(const char *who, const nb_fw_var *vars, size_t n, nb_fw_var **ret)
 {
         nb_fw_var *mine;
         size_t stride;
@@ -620,18 +618,30 @@ static int vars_in(const nb_fw_var *vars, size_t n, nb_fw_var **ret)
         if (n == 0)
                 return 0;
         if (!vars)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, who, "vars is NULL and n_vars is %zu", n);
         stride = vars[0].size;
         mine = calloc(n, sizeof(*mine));
         if (!mine)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 const nb_fw_var *v = (const void *)((const char *)vars + i * stride);
+                char arg[32];
+
+                snprintf(arg, sizeof(arg), "vars[%zu]", i);
                 if (v->size != stride) {
                         free(mine);
-                        return -EINVAL;
+                        return nb_bad_arg(EINVAL, who,
+                                          "%s: size %zu is not vars[0]'s %zu: make each with "
+                                          "NB_FW_VAR()",
+                                          arg, v->size, stride);
                 }
-                r = NB_STRUCT_IN(&mine[i], v, NB_FW_VAR_SIZE_0);
+                /* NB_FW_VAR() is nb_fw_var's initialiser (no _INIT). */
+                if (v->size == 0 || v->size < NB_FW_VAR_SIZE_0) {
+                        free(mine);
+                        return nb_bad_arg(EINVAL, who, "%s: size %zu: make each with NB_FW_VAR()",
+                                          arg, v->size);
+                }
+                r = NB_ARG_IN(who, arg, &mine[i], v, NB_FW_VAR);
                 if (r < 0) {
                         free(mine);
                         return r;
@@ -649,14 +659,14 @@ NB_EXPORT int nb_fw_add_filter(nb_fw_ruleset *rs, const char *filter, const nb_f
         int r;
 
         if (!rs || !filter)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, __func__, "%s is NULL", rs ? "filter" : "rs");
         f = stock_find(filter);
         if (!f)
                 return -ENOENT;
-        r = vars_in(vars, n_vars, &mine);
+        r = vars_in(__func__, vars, n_vars, &mine);
         if (r < 0)
                 return r;
-        r = instantiate(rs, f, mine, n_vars);
+        r = instantiate(__func__, rs, f, mine, n_vars);
         free(mine);
         return r;
 }
@@ -674,43 +684,73 @@ static const char *const *or_none(const char *const *ips)
         return ips ? ips : no_values;
 }
 
+/* The ruleset and MAC arguments of builder who. */
+static int mac_check(const char *who, const nb_fw_ruleset *rs, const char *mac)
+{
+        if (!rs)
+                return nb_bad_arg(EINVAL, who, "rs is NULL");
+        if (!mac_ok(mac))
+                return nb_bad_arg(EINVAL, who, "mac %s is not a MAC address (aa:bb:cc:dd:ee:ff)",
+                                  NB_Q(mac));
+        return 0;
+}
+
+/* The ips argument of builder who (NULL: none): IPv4 addresses or
+ * prefixes, which is what each filter taking them checks where it uses
+ * them; checked here first to name the argument the caller gave. */
+static int ips_check(const char *who, const char *const *ips)
+{
+        for (size_t i = 0; ips && ips[i]; i++)
+                if (!ip_ok(ips[i], AF_INET))
+                        return nb_bad_arg(EINVAL, who,
+                                          "ips[%zu] %s is not an IPv4 address or prefix", i,
+                                          NB_Q(ips[i]));
+        return 0;
+}
+
 NB_EXPORT int nb_fw_add_no_mac_spoofing(nb_fw_ruleset *rs, const char *mac)
 {
         const char *const m[] = {mac, NULL};
         const nb_fw_var v[] = {NB_FW_VAR("MAC", m)};
+        int r;
 
-        if (!rs || !mac_ok(mac))
-                return -EINVAL;
-        return instantiate(rs, stock_find("no-mac-spoofing"), v, 1);
+        if ((r = mac_check(__func__, rs, mac)) < 0)
+                return r;
+        return instantiate(__func__, rs, stock_find("no-mac-spoofing"), v, 1);
 }
 
 NB_EXPORT int nb_fw_add_no_ip_spoofing(nb_fw_ruleset *rs, const char *const *ips)
 {
         const nb_fw_var v[] = {NB_FW_VAR("IP", or_none(ips))};
+        int r;
 
         if (!rs)
-                return -EINVAL;
-        return instantiate(rs, stock_find("no-ip-spoofing"), v, 1);
+                return nb_bad_arg(EINVAL, __func__, "rs is NULL");
+        if ((r = ips_check(__func__, ips)) < 0)
+                return r;
+        return instantiate(__func__, rs, stock_find("no-ip-spoofing"), v, 1);
 }
 
 NB_EXPORT int nb_fw_add_no_arp_spoofing(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
 {
         const char *const m[] = {mac, NULL};
         const nb_fw_var v[] = {NB_FW_VAR("MAC", m), NB_FW_VAR("IP", or_none(ips))};
+        int r;
 
-        if (!rs || !mac_ok(mac))
-                return -EINVAL;
-        return instantiate(rs, stock_find("no-arp-spoofing"), v, 2);
+        if ((r = mac_check(__func__, rs, mac)) < 0 || (r = ips_check(__func__, ips)) < 0)
+                return r;
+        return instantiate(__func__, rs, stock_find("no-arp-spoofing"), v, 2);
 }
 
 NB_EXPORT int nb_fw_add_no_promisc(nb_fw_ruleset *rs, const char *mac)
 {
         const char *const m[] = {mac, NULL};
         const nb_fw_var v[] = {NB_FW_VAR("MAC", m)};
+        int r;
 
-        if (!rs || !mac_ok(mac))
-                return -EINVAL;
-        return instantiate(rs, &no_promisc, v, 1);
+        if ((r = mac_check(__func__, rs, mac)) < 0)
+                return r;
+        return instantiate(__func__, rs, &no_promisc, v, 1);
 }
 
 NB_EXPORT int nb_fw_add_allow_dhcp(nb_fw_ruleset *rs, const char *dhcp_server)
@@ -718,26 +758,31 @@ NB_EXPORT int nb_fw_add_allow_dhcp(nb_fw_ruleset *rs, const char *dhcp_server)
         const char *const s[] = {dhcp_server, NULL};
         const nb_fw_var v[] = {NB_FW_VAR("DHCPSERVER", s)};
 
-        if (!rs || (dhcp_server && !ip_ok(dhcp_server, AF_INET)))
-                return -EINVAL;
+        if (!rs)
+                return nb_bad_arg(EINVAL, __func__, "rs is NULL");
+        if (dhcp_server && !ip_ok(dhcp_server, AF_INET))
+                return nb_bad_arg(EINVAL, __func__,
+                                  "dhcp_server %s is not an IPv4 address or prefix",
+                                  NB_Q(dhcp_server));
         if (!dhcp_server)
-                return instantiate(rs, stock_find("allow-dhcp"), NULL, 0);
-        return instantiate(rs, stock_find("allow-dhcp-server"), v, 1);
+                return instantiate(__func__, rs, stock_find("allow-dhcp"), NULL, 0);
+        return instantiate(__func__, rs, stock_find("allow-dhcp-server"), v, 1);
 }
 
 NB_EXPORT int nb_fw_add_allow_arp(nb_fw_ruleset *rs)
 {
         if (!rs)
-                return -EINVAL;
-        return instantiate(rs, stock_find("allow-arp"), NULL, 0);
+                return nb_bad_arg(EINVAL, __func__, "rs is NULL");
+        return instantiate(__func__, rs, stock_find("allow-arp"), NULL, 0);
 }
 
 NB_EXPORT int nb_fw_add_clean_traffic(nb_fw_ruleset *rs, const char *mac, const char *const *ips)
 {
         const char *const m[] = {mac, NULL};
         const nb_fw_var v[] = {NB_FW_VAR("MAC", m), NB_FW_VAR("IP", or_none(ips))};
+        int r;
 
-        if (!rs || !mac_ok(mac))
-                return -EINVAL;
-        return instantiate(rs, stock_find("clean-traffic"), v, 2);
+        if ((r = mac_check(__func__, rs, mac)) < 0 || (r = ips_check(__func__, ips)) < 0)
+                return r;
+        return instantiate(__func__, rs, stock_find("clean-traffic"), v, 2);
 }

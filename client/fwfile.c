@@ -682,8 +682,14 @@ static int filter_vars(struct parse *p, const char *name, int nargs, char **args
                             "unknown filter '%s' (usage: filter NAME [VAR=VALUE...], "
                             "or one of the forms in fwfile.h)",
                             name);
-        if (r == -EINVAL)
-                return fail(p, "filter %s: %s", name, nb_last_error());
+        if (r == -EINVAL) {
+                /* The library's message names the function; the file's
+                 * reader wrote a filter line, not that call. */
+                const char *why = nb_last_error();
+                const char *me = "nb_fw_add_filter: ";
+                return fail(p, "filter %s: %s", name,
+                            strncmp(why, me, strlen(me)) == 0 ? why + strlen(me) : why);
+        }
         if (r == -EEXIST)
                 return fail(p, "filter %s: owner '%s' already has a group of that name", name,
                             p->owner);

@@ -2,30 +2,52 @@
 /* Network owners in the client library: NetApply, NetRemove, NetList and
  * their results (netbroker.h, "virtual networks"). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static bool forward_ok(const nb_net_forward *f)
+/* The batch and owner arguments of who (the helper checks the owner's
+ * name itself). */
+static int owner_check(const char *who, const nb_batch *b, const char *owner)
 {
-        return f->protocol && f->guest_address && f->outside_port && f->outside_port <= 65535 &&
-               f->guest_port <= 65535;
+        if (!b)
+                return nb_bad_arg(EINVAL, who, "batch is NULL");
+        if (!owner || !owner[0])
+                return nb_bad_arg(EINVAL, who, "owner is %s", owner ? "empty" : "NULL");
+        return 0;
 }
 
-static int forward_msg(const nb_net_forward *theirs, Netbroker__NetPortForward **ret)
+/* Port forward arg of who. */
+static int forward_check(const char *who, const char *arg, const nb_net_forward *f)
+{
+        if (!f->protocol)
+                return nb_bad_arg(EINVAL, who, "%s->protocol is NULL", arg);
+        if (!f->guest_address)
+                return nb_bad_arg(EINVAL, who, "%s->guest_address is NULL", arg);
+        if (!f->outside_port || f->outside_port > 65535)
+                return nb_bad_arg(EINVAL, who, "%s->outside_port %u is not 1 to 65535", arg,
+                                  (unsigned)f->outside_port);
+        if (f->guest_port > 65535)
+                return nb_bad_arg(EINVAL, who, "%s->guest_port %u is above 65535", arg,
+                                  (unsigned)f->guest_port);
+        return 0;
+}
+
+static int forward_msg(const char *who, size_t i, const nb_net_forward *theirs,
+                       Netbroker__NetPortForward **ret)
 {
         Netbroker__NetPortForward *m;
         nb_net_forward f;
         bool oom = false;
+        char arg[48];
         int r;
 
-        if (!theirs)
-                return -EINVAL;
-        if ((r = NB_STRUCT_IN(&f, theirs, NB_NET_FORWARD_SIZE_0)) < 0)
+        snprintf(arg, sizeof(arg), "spec->forwards[%zu]", i);
+        if ((r = NB_ARG_IN(who, arg, &f, theirs, NB_NET_FORWARD)) < 0 ||
+            (r = forward_check(who, arg, &f)) < 0)
                 return r;
-        if (!forward_ok(&f))
-                return -EINVAL;
         if (!(m = malloc(sizeof(*m))))
                 return -ENOMEM;
         netbroker__net_port_forward__init(m);
@@ -38,7 +60,7 @@ static int forward_msg(const nb_net_forward *theirs, Netbroker__NetPortForward *
         return oom ? -ENOMEM : 0;
 }
 
-static int fill(Netbroker__NetApply *a, const nb_net_spec *s)
+static int fill(const char *who, Netbroker__NetApply *a, const nb_net_spec *s)
 {
         bool oom = false;
         int r;
@@ -58,7 +80,7 @@ static int fill(Netbroker__NetApply *a, const nb_net_spec *s)
                 return -ENOMEM;
         for (size_t i = 0; i < s->n_subnets; i++) {
                 if (!s->subnets[i])
-                        return -EINVAL;
+                        return nb_bad_arg(EINVAL, who, "spec->subnets[%zu] is NULL", i);
                 a->subnets[a->n_subnets++] = nb_dup_or_empty(s->subnets[i], &oom);
                 if (oom)
                         return -ENOMEM;
@@ -67,7 +89,7 @@ static int fill(Netbroker__NetApply *a, const nb_net_spec *s)
                 return -ENOMEM;
         for (size_t i = 0; i < s->n_forwards; i++) {
                 Netbroker__NetPortForward *m = NULL;
-                r = forward_msg(s->forwards[i], &m);
+                r = forward_msg(who, i, s->forwards[i], &m);
                 if (m)
                         a->port_forwards[a->n_port_forwards++] = m;
                 if (r < 0)
@@ -83,19 +105,33 @@ NB_EXPORT int nb_batch_net_apply(nb_batch *b, const char *owner, const nb_net_sp
         bool oom = false;
         int r;
 
-        if (!b || !owner || !owner[0] || !theirs)
-                return -EINVAL;
-        if ((r = NB_STRUCT_IN(&s, theirs, NB_NET_SPEC_SIZE_0)) < 0)
+        if ((r = owner_check(__func__, b, owner)) < 0)
                 return r;
-        if (!s.bridge || !s.bridge[0] || (unsigned)s.mode > NB_NET_ISOLATED ||
-            (s.n_subnets && !s.subnets) || (s.n_forwards && !s.forwards) || s.n_subnets > 1024 ||
-            s.n_forwards > 1024)
-                return -EINVAL;
+        if (!theirs)
+                return nb_bad_arg(EINVAL, __func__, "spec is NULL");
+        if ((r = NB_ARG_IN(__func__, "spec", &s, theirs, NB_NET_SPEC)) < 0)
+                return r;
+        if (!s.bridge || !s.bridge[0])
+                return nb_bad_arg(EINVAL, __func__, "spec->bridge is %s",
+                                  s.bridge ? "empty" : "NULL");
+        if ((unsigned)s.mode > NB_NET_ISOLATED)
+                return nb_bad_arg(EINVAL, __func__,
+                                  "spec->mode %d is not NB_NET_NAT, _ROUTE, _OPEN or _ISOLATED",
+                                  (int)s.mode);
+        if ((s.n_subnets && !s.subnets) || (s.n_forwards && !s.forwards))
+                return nb_bad_arg(EINVAL, __func__, "spec->%s is NULL and spec->n_%s is %zu",
+                                  s.n_subnets && !s.subnets ? "subnets" : "forwards",
+                                  s.n_subnets && !s.subnets ? "subnets" : "forwards",
+                                  s.n_subnets && !s.subnets ? s.n_subnets : s.n_forwards);
+        if (s.n_subnets > 1024 || s.n_forwards > 1024)
+                return nb_bad_arg(EINVAL, __func__, "spec->n_%s is %zu; at most 1024",
+                                  s.n_subnets > 1024 ? "subnets" : "forwards",
+                                  s.n_subnets > 1024 ? s.n_subnets : s.n_forwards);
         if (!(a = malloc(sizeof(*a))))
                 return -ENOMEM;
         netbroker__net_apply__init(a);
         a->owner = nb_dup_or_empty(owner, &oom);
-        r = oom ? -ENOMEM : fill(a, &s);
+        r = oom ? -ENOMEM : fill(__func__, a, &s);
         if (r == -EINVAL) {
                 protobuf_c_message_free_unpacked(&a->base, NULL);
                 return r;
@@ -107,9 +143,10 @@ NB_EXPORT int nb_batch_net_remove(nb_batch *b, const char *owner)
 {
         Netbroker__NetRemove *m;
         bool oom = false;
+        int r;
 
-        if (!b || !owner || !owner[0])
-                return -EINVAL;
+        if ((r = owner_check(__func__, b, owner)) < 0)
+                return r;
         if (!(m = malloc(sizeof(*m))))
                 return -ENOMEM;
         netbroker__net_remove__init(m);
@@ -122,7 +159,7 @@ NB_EXPORT int nb_batch_net_list(nb_batch *b)
         Netbroker__NetList *m;
 
         if (!b)
-                return -EINVAL;
+                return nb_bad_arg(EINVAL, __func__, "batch is NULL");
         if (!(m = malloc(sizeof(*m))))
                 return -ENOMEM;
         netbroker__net_list__init(m);

@@ -116,9 +116,19 @@ int nb_connect(const char *socket_path, nb_conn **ret);
 #define NB_HELLO_TIMEOUT_MS_DEFAULT 30000
 int nb_connect_timeout(const char *socket_path, int timeout_ms, nb_conn **ret);
 
-/* Why the last nb_spawn() or nb_connect() in this thread failed ("" after
- * a success), or the last nb_fw_add_filter() that returned -EINVAL. Valid
- * until this thread's next call of one of them. */
+/* This thread's last error message, a sentence, never NULL. Written by:
+ * - nb_spawn(), nb_connect(), nb_connect_timeout(), every time: why they
+ *   failed, "" after a success;
+ * - the calls that build batches and rulesets (nb_batch_*(), nb_ref(),
+ *   nb_ref_peer(), nb_fw_group(), nb_fw_group_ex(), nb_fw_rule_add(),
+ *   nb_fw_add_filter(), nb_fw_add_*()) and nb_fw_ensure(), only when they
+ *   refuse their input (-EINVAL, -E2BIG, -ERANGE): the function, the
+ *   argument and why, such as "nb_batch_tap_create: name 'abcdefghijklmnop'
+ *   is 16 bytes; at most 15". Their successes and other failures (-ENOMEM,
+ *   -ENOENT, -EEXIST, ...) leave it as it was: read it right after the
+ *   call that failed.
+ * Printable ASCII only: a caller's bytes outside it are shown as \xNN.
+ * Valid until this thread's next call of one of these. */
 const char *nb_last_error(void);
 
 /* Close the connection; a spawned helper exits and is reaped. Callbacks of

@@ -470,8 +470,8 @@ START_TEST(test_missing_and_invalid_variables_are_refused)
                 nb_fw_add_filter(rs, "clean-traffic", (nb_fw_var[]){NB_FW_VAR("MAC", mac1)}, 1),
                 -EINVAL); /* no IP: libvirt would learn it, netbroker does not */
         /* And says so (it said nothing: the nwfilter review). */
-        ck_assert_str_eq(nb_last_error(), "variable IP is not given (it is used; netbroker learns "
-                                          "no address: give its value)");
+        ck_assert_str_eq(nb_last_error(), "nb_fw_add_filter: variable IP is not given (it is used; "
+                                          "netbroker learns no address: give its value)");
         ck_assert_int_eq(nb_fw_add_filter(rs, "allow-dhcp-server", NULL, 0), -EINVAL);
         ck_assert_int_eq(
                 nb_fw_add_filter(rs, "clean-traffic-gateway",
@@ -484,12 +484,13 @@ START_TEST(test_missing_and_invalid_variables_are_refused)
         ck_assert_int_eq(nb_fw_add_filter(rs, "no-mac-spoofing",
                                           (nb_fw_var[]){NB_FW_VAR("MAC", bad_mac)}, 1),
                          -EINVAL);
-        ck_assert_str_eq(nb_last_error(), "MAC='52:54:00:12:34' is not a MAC address");
+        ck_assert_str_eq(nb_last_error(),
+                         "nb_fw_add_filter: MAC='52:54:00:12:34' is not a MAC address");
         ck_assert_int_eq(
                 nb_fw_add_filter(rs, "no-ip-spoofing", (nb_fw_var[]){NB_FW_VAR("IP", v6)}, 1),
                 -EINVAL);
-        ck_assert_str_eq(nb_last_error(), "IP='2001:db8::1' is not an address or prefix of the "
-                                          "rule's IP family");
+        ck_assert_str_eq(nb_last_error(), "nb_fw_add_filter: IP='2001:db8::1' is not an address or "
+                                          "prefix of the rule's IP family");
         ck_assert_int_eq(nb_fw_add_filter(rs, "no-ip-spoofing",
                                           (nb_fw_var[]){NB_FW_VAR("IP", bad_prefix)}, 1),
                          -EINVAL);

@@ -122,6 +122,59 @@ START_TEST(test_every_allocation_failing_leaves_the_ruleset_as_it_was)
 }
 END_TEST
 
+/* A refusal says why without allocating (nb_last_error()'s buffer is the
+ * thread's own): it must be told even when memory is what ran out. */
+START_TEST(test_refusals_say_why_and_allocate_nothing)
+{
+        static const char *const bad_ips[] = {"10.0.0.1", "10.0.0", NULL};
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_batch *b = nb_batch_new();
+        nb_rate zero = {0};
+        char ref[4];
+        struct {
+                int r;
+                const char *why;
+        } got[6];
+
+        ck_assert_ptr_nonnull(rs);
+        ck_assert_ptr_nonnull(b);
+        nbt_alloc_arm(0); /* count, fail nothing */
+        got[0].r = nb_batch_tap_create(b, "abcdefghijklmnop", NULL);
+        got[0].why = strdupa(nb_last_error());
+        got[1].r = nb_batch_bandwidth_set(b, "tap0", NULL, &zero);
+        got[1].why = strdupa(nb_last_error());
+        got[2].r = nb_batch_firewall_remove(b, "a b");
+        got[2].why = strdupa(nb_last_error());
+        got[3].r = nb_fw_add_clean_traffic(rs, "zz", NULL);
+        got[3].why = strdupa(nb_last_error());
+        got[4].r = nb_fw_add_no_arp_spoofing(rs, MAC, bad_ips);
+        got[4].why = strdupa(nb_last_error());
+        got[5].r = nb_ref(123, ref, sizeof(ref));
+        got[5].why = strdupa(nb_last_error());
+        ck_assert_uint_eq(nbt_alloc_count(), 0);
+        nbt_alloc_disarm();
+        ck_assert_int_eq(got[0].r, -EINVAL);
+        ck_assert_str_eq(got[0].why,
+                         "nb_batch_tap_create: name 'abcdefghijklmnop' is 16 bytes; at most 15");
+        ck_assert_int_eq(got[1].r, -EINVAL);
+        ck_assert_str_eq(got[1].why, "nb_batch_bandwidth_set: out: size is 0: initialise an "
+                                     "nb_rate with NB_RATE_INIT");
+        ck_assert_int_eq(got[2].r, -EINVAL);
+        ck_assert_str_eq(got[2].why, "nb_batch_firewall_remove: owner 'a b': byte 1 is not a "
+                                     "letter, a digit or one of _.:@-");
+        ck_assert_int_eq(got[3].r, -EINVAL);
+        ck_assert_str_eq(got[3].why, "nb_fw_add_clean_traffic: mac 'zz' is not a MAC address "
+                                     "(aa:bb:cc:dd:ee:ff)");
+        ck_assert_int_eq(got[4].r, -EINVAL);
+        ck_assert_str_eq(got[4].why, "nb_fw_add_no_arp_spoofing: ips[1] '10.0.0' is not an IPv4 "
+                                     "address or prefix");
+        ck_assert_int_eq(got[5].r, -ERANGE);
+        ck_assert_str_eq(got[5].why, "nb_ref: len 4 is too small for 'op:123' and its NUL");
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fw-filters-alloc");
@@ -132,6 +185,7 @@ int main(void)
         tcase_set_timeout(tc, 120);
         tcase_add_loop_test(tc, test_every_allocation_failing_leaves_the_ruleset_as_it_was, 0,
                             (int)(sizeof(calls) / sizeof(*calls)));
+        tcase_add_test(tc, test_refusals_say_why_and_allocate_nothing);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -1073,6 +1073,7 @@ static Suite *unit_suite(void)
         suite_add_tcase(s, fw_net_unit_tcase()); /* virtual networks */
         suite_add_tcase(s, uevent_unit_tcase()); /* a macvtap's device number (issue 14) */
         suite_add_tcase(s, fw_msgs_unit_tcase()); /* messages encoded as queued (issue 14) */
+        suite_add_tcase(s, lib_einval_tcase()); /* bad input says why (nb_last_error) */
         return s;
 }
 

@@ -28,3 +28,5 @@ TCase *fw_net_unit_tcase(void);
 TCase *uevent_unit_tcase(void);
 /* a transaction's messages, encoded as queued (issue 14) */
 TCase *fw_msgs_unit_tcase(void);
+/* bad input to the building calls says why in nb_last_error() */
+TCase *lib_einval_tcase(void);

@@ -215,12 +215,20 @@ struct nbd_job {
         size_t v_next, v_bad, v_refused;
 };
 
-/* Jobs waiting for a busy lane, first come first served: one queue per
- * lane (the firewall's, the links'). They resume when it is idle. */
+/* Jobs waiting for a lane, first come first served: one queue per lane
+ * (the firewall's, the links'). They take turns (wait_for_lane): a job
+ * whose call returned goes behind those that waited meanwhile, so one
+ * request of thousands of calls holds no one else's for more than one.
+ * They resume when the lane is idle. */
 static struct lane_queue {
         unsigned need;
         struct nbd_lane *lane;
         struct nbd_job *head, *tail;
+        /* The job running its turn now (lane_idle, or an op whose read
+         * came back: job_lane_finished), which goes on past those that
+         * wait; NULL between turns. The loop's, set only around one
+         * job_continue(). */
+        struct nbd_job *turn;
 } lane_queues[] = {{.need = NBD_NEEDS_FIREWALL}, {.need = NBD_NEEDS_LINKS}};
 #define N_LANE_QUEUES (sizeof(lane_queues) / sizeof(*lane_queues))
 
@@ -1201,15 +1209,23 @@ static struct nbd_lane *lane_for(const struct nbd_dispatch_ctx *ctx, unsigned ne
 
 /* The op h is next and a capability it needs is busy on its lane: the job
  * waits its turn, so that what it reads of the kernel is what the call
- * under way left. Ping, Stats and other capabilities go on. A job that
- * holds its op's fds (reserved while its lane was free, and the lane
- * taken again before it resumed) goes first: it holds them while the
- * call under way ends, not behind every job that came meanwhile. */
+ * under way left. Ping, Stats and other capabilities go on. The lane idle,
+ * it waits too when others wait already and this is not its turn: a job
+ * whose call just returned (job_lane_finished) goes behind the jobs that
+ * waited for that call, one call a turn, round robin (else one request of
+ * 4,096 RouteLists kept every other client's link ops, root's too, until
+ * it ended). A job that holds its op's fds (reserved while its lane was
+ * free, and the lane taken again before it resumed) goes first: it holds
+ * them while the call under way ends, not behind every job that came
+ * meanwhile; the lane idle, it goes on. */
 static bool wait_for_lane(struct nbd_job *job, const struct nbd_op_handler *h)
 {
         for (size_t i = 0; i < N_LANE_QUEUES; i++) {
                 struct lane_queue *q = &lane_queues[i];
-                if (!(h->needs & q->need) || !nbd_lane_busy(lane_for(job->ctx, q->need)))
+                if (!(h->needs & q->need))
+                        continue;
+                if (!nbd_lane_busy(lane_for(job->ctx, q->need)) &&
+                    (!q->head || q->turn == job || job->fds_reserved))
                         continue;
                 job->state = JOB_WAITING_LANE;
                 job->lane_queue = i;
@@ -1248,7 +1264,10 @@ static void unlink_lane_wait(struct nbd_job *job)
 }
 
 /* A lane has done all it was given: its waiting jobs go on, in order,
- * until one of them gives it work again. */
+ * each for its turn, until one of them gives it work again. A turn ends
+ * with the job's next call on the lane (which it makes past those still
+ * waiting), or when the job stops for anything else (its slice of the
+ * loop used up, fds, a child): then the next one's begins. */
 static void lane_idle(void *data)
 {
         struct lane_queue *q = data;
@@ -1259,8 +1278,19 @@ static void lane_idle(void *data)
                 if (!q->head)
                         q->tail = NULL;
                 job->state = JOB_RUNNING;
+                q->turn = job;
                 job_continue(job);
+                q->turn = NULL;
         }
+}
+
+/* The queue of lane's jobs, or NULL. */
+static struct lane_queue *queue_of(const struct nbd_lane *lane)
+{
+        for (size_t i = 0; i < N_LANE_QUEUES; i++)
+                if (lane && lane_queues[i].lane == lane)
+                        return &lane_queues[i];
+        return NULL;
 }
 
 void nbd_dispatch_set_lanes(struct nbd_dispatch_ctx *ctx, struct nbd_lane *fw,
@@ -1284,10 +1314,19 @@ static void job_lane_run(void *data)
         job->lane_fn(job->lane_data);
 }
 
-/* On the loop: the call returned (or, when the helper stops, never ran). */
+/* On the loop: the call returned (or, when the helper stops, never ran).
+ * The job's turn on the lane is over: its next op that needs the lane
+ * waits behind the jobs that waited for this call (wait_for_lane). But a
+ * read the op needed before it runs (nbd_job_on_lane_first) is part of
+ * the op's turn: the op runs again at once, and a batch's commit follows
+ * the table it was compiled against with no one else's call between,
+ * as when no one waits (else each commit's generation mark would name a
+ * generation another's commit had passed, and the next batch would dump
+ * every chain: a second at 4,096 guests). */
 static void job_lane_finished(void *data, bool not_run)
 {
         struct nbd_job *job = data;
+        struct lane_queue *q = queue_of(job->lane);
 
         job->lane = NULL;
         job->lane_read = false;
@@ -1314,7 +1353,11 @@ static void job_lane_finished(void *data, bool not_run)
                 job->lane_again = false;
                 job->op_counted = true;
                 job->state = JOB_RUNNING;
+                if (q)
+                        q->turn = job;
                 job_continue(job);
+                if (q)
+                        q->turn = NULL;
                 return;
         }
         job->lane_again = false;

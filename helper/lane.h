@@ -19,9 +19,12 @@
  * The job that handed the call over is parked meanwhile (dispatch.c), and
  * jobs that need the same capability wait behind it in a FIFO, so their
  * reads of the kernel see what it left; Ping, Stats and jobs for other
- * capabilities go on. A closure cannot be interrupted: a job cancelled
- * while its closure runs (its client went away) is freed only after the
- * closure returned, and its done() is told so.
+ * capabilities go on. The dispatcher gives those jobs turns, one call
+ * each: a job whose call returned goes behind the jobs that waited for it
+ * (dispatch.c, wait_for_lane); the lane runs what it is given in order.
+ * A closure cannot be interrupted: a job cancelled while its closure runs
+ * (its client went away) is freed only after the closure returned, and
+ * its done() is told so.
  *
  * Lanes are started after the privilege drop (main.c): a thread takes the
  * capability sets of the thread that creates it, so the lanes hold exactly

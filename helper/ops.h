@@ -198,8 +198,10 @@ void **nbd_job_slot(struct nbd_job *job, const void *key);
  * (NBD_NEEDS_FIREWALL or NBD_NEEDS_LINKS), on that capability's lane
  * (lane.h): fn touches data and the capability's lane socket, nothing
  * else. The job parks; when fn returns, done(job, data) runs on the loop
- * and sets the op's result, and the job goes on. Without a lane, fn and
- * done run here and now. The op returns its result's status either way:
+ * and sets the op's result, and the job goes on (its next op that needs
+ * the lane behind the jobs that waited for this call: one call a turn).
+ * Without a lane, fn and done run here and now. The op returns its
+ * result's status either way:
  *         nbd_job_on_lane(job, NBD_NEEDS_LINKS, fn, done, data);
  *         return -(int)res->status;
  * If the client goes away while fn runs, fn finishes, done still runs (for

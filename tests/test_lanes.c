@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -2073,6 +2074,175 @@ START_TEST(test_ping_passes_another_clients_request_being_validated)
         tu_helper_stop(&h);
 }
 END_TEST
+
+/* Bounded, for order only: until the helper has started one request more
+ * than the reqs0 `requests` it had counted (what: that request, for the
+ * message). A request once started runs up to where it waits (a lane
+ * taken): all on the loop, before the helper reads the next frame. Each
+ * Stats asked here counts itself. */
+static void await_one_more_request(nb_conn *c, uint64_t reqs0, const char *what)
+{
+        for (uint64_t polls = 1; tu_stat(c, "requests") == reqs0 + polls; polls++) {
+                ck_assert_msg(polls < 20000, "%s never reached the helper", what);
+                usleep(1000);
+        }
+}
+
+/* Root's one-op request for the links' lane, run from a thread while the
+ * lane is held: op 0 a RouteList, op 1 a Stats, which runs on the loop as
+ * soon as the listing is answered and so says how many link ops had run
+ * by then. */
+struct lane_turn {
+        const char *sock;
+        int status; /* the listing's; below -999: the request failed */
+        uint64_t ops_link; /* Stats' ops_link right after it */
+        atomic_bool done;
+};
+
+static void *roots_listing_run(void *p)
+{
+        struct lane_turn *t = p;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *c;
+
+        t->status = -1000;
+        if (b && nb_batch_route_list(b, NULL, 0) == 0 && nb_batch_stats(b) == 0 &&
+            nb_connect(t->sock, &c) == 0) {
+                if (nb_submit(c, b, &res) == 0) {
+                        t->status = nb_result_status(res, 0);
+                        if (nb_result_stat(res, 1, "ops_link", &t->ops_link) != 0)
+                                t->status = -1001;
+                }
+                nb_results_free(res);
+                nb_close(c);
+        }
+        nb_batch_free(b);
+        atomic_store(&t->done, true);
+        return NULL;
+}
+
+/* A user's one request of 200 RouteLists (each a route dump on the links'
+ * lane) must not keep root's RouteList waiting until it ends (issue 14):
+ * the lane takes the jobs waiting for it in turn, one call each. The lane
+ * is held on the user's first dump while root's request arrives and waits
+ * for it; let go, root's listing is answered after that one dump of the
+ * user's, and its Stats (op 1, on the loop at once) counts one link op of
+ * the user's and root's own. (Before, a job whose call returned sent its
+ * next op to the lane ahead of those waiting: root was answered after all
+ * 200, and a request of 4,096 held every other client's link ops.) */
+START_TEST(test_roots_listing_takes_its_turn_between_a_users_many_listings)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        struct lane_turn root = {0};
+        nb_batch *many = nb_batch_new();
+        uint64_t ops0, reqs0;
+        struct tu_helper h;
+        pthread_t t;
+        pid_t user;
+        nb_conn *c;
+        int w = 0;
+
+        start_held_at(&h, hold,
+                      TU_ALLOW "policy_dir = /nonexistent/nbtest-policy.d\n"
+                               "[policy uid 65534]\n"
+                               "ops = route_list\n",
+                      "LINKS", "rt0", "rt1");
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ops0 = tu_stat(c, "ops_link");
+        for (int i = 0; i < 200; i++)
+                ck_assert_int_eq(nb_batch_route_list(many, NULL, 0), 0);
+        close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+        user = fork();
+        ck_assert_int_ge(user, 0);
+        if (user == 0) {
+                nb_results *res = NULL;
+                nb_conn *k;
+
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+                    nb_connect(h.sock, &k) != 0 || nb_submit(k, many, &res) != 0)
+                        _exit(10);
+                _exit(nb_results_first_error(res) < 0 ? 0 : 11);
+        }
+        await_held_file(held, "the user's first route dump reaching the links' lane");
+        ck_assert_int_eq(waitpid(user, &w, WNOHANG), 0);
+        reqs0 = tu_stat(c, "requests");
+        root.sock = h.sock;
+        pthread_create(&t, NULL, roots_listing_run, &root);
+        await_one_more_request(c, reqs0, "root's listing");
+        ck_assert_msg(!atomic_load(&root.done), "root's listing passed the held lane");
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_int_eq(waitpid(user, &w, 0), user);
+        ck_assert_msg(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the user's listings: 0x%x", w);
+        ck_assert_msg(root.status == 0, "root's listing: %d", root.status);
+        ck_assert_msg(root.ops_link - ops0 - 1 == 1,
+                      "root's listing was answered after %" PRIu64
+                      " of the user's 200 route dumps, not after the one under way",
+                      root.ops_link - ops0 - 1);
+        ck_assert_uint_eq(tu_stat(c, "ops_link"), ops0 + 201);
+        nb_batch_free(many);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A batch's commit follows the read of the table it was compiled against
+ * with no one else's call on the firewall's lane between, taking turns or
+ * not: the read is part of the op's turn (job_lane_finished). Client A's
+ * FirewallApply has its read held on the lane while client B's arrives
+ * and waits; let go, A reads and commits, then B reads what A left (the
+ * generation mark A wrote holds) and commits. Had B's read come between
+ * A's read and commit, B's commit would have written a mark naming a
+ * generation A's had passed, and the listing after would dump every
+ * chain (a second at 4,096 guests) instead of none. */
+START_TEST(test_a_batchs_commit_follows_its_read_while_another_waits_its_turn)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX";
+        struct slow_client a, b;
+        nb_batch *list = nb_batch_new();
+        uint64_t dumps0, reqs0;
+        struct tu_helper h;
+        pthread_t ta, tb;
+        nb_conn *c;
+
+        tu_private_netns();
+        tu_veth("ft0", "ft1");
+        ck_assert_int_ge(mkstemp(hold), 0);
+        start_held(&h, "FW", hold, NULL);
+        unlink(hold);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        /* A table with its mark: each read after is the summary's. */
+        nb_results_free(tu_submit_ok(c, big_apply("ft-0", "ft0", 20))); /* frees it */
+        dumps0 = tu_stat(c, "nft_chain_dumps");
+        close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+        a = (struct slow_client){.sock = h.sock, .b = big_apply("ft-a", "ft0", 20)};
+        b = (struct slow_client){.sock = h.sock, .b = big_apply("ft-b", "ft1", 20)};
+        pthread_create(&ta, NULL, slow_client_run, &a);
+        await_held(hold, &a, "its table read reached the firewall's lane");
+        reqs0 = tu_stat(c, "requests");
+        pthread_create(&tb, NULL, slow_client_run, &b);
+        await_one_more_request(c, reqs0, "client B's apply");
+        ck_assert_msg(!atomic_load(&b.done), "client B's apply passed the held lane");
+        unlink(hold);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's apply failed");
+        ck_assert_msg(b.first_error == -1, "client B's apply failed");
+        ck_assert_int_eq(nb_batch_firewall_list(list), 0);
+        nb_results_free(tu_submit_ok(c, list)); /* frees it */
+        ck_assert_msg(tu_stat(c, "nft_chain_dumps") == dumps0,
+                      "%" PRIu64 " chain dumps: a commit wrote a mark from a stale read",
+                      tu_stat(c, "nft_chain_dumps") - dumps0);
+        ck_assert(table_has("ft-a/") && table_has("ft-b/"));
+        nb_batch_free(a.b);
+        nb_batch_free(b.b);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
 #endif
 
 /* A restart with every owner's interface there: the sweep (and the
@@ -2304,10 +2474,12 @@ END_TEST
 Suite *lanes_suite(void)
 {
         Suite *s = suite_create("lanes");
-        TCase *del = tcase_create("lanes-delete"), *hol = tcase_create("lanes-hol");
+        TCase *del = tcase_create("lanes-delete"), *hol = tcase_create("lanes-hol"),
+              *fair = tcase_create("lanes-fair");
 
         tcase_set_timeout(del, 60);
         tcase_set_timeout(hol, 180);
+        tcase_set_timeout(fair, 60);
         tcase_add_test(del,
                        test_100_taps_deleted_in_one_batch_leave_none_and_each_result_is_its_own);
         tcase_add_test(del,
@@ -2348,15 +2520,18 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_the_kept_nfnetlink_sockets_take_nothing_but_the_kernels);
         tcase_add_test(hol,
                        test_a_stale_summary_is_not_trusted_while_the_monitor_is_out_of_its_group);
+        tcase_add_test(fair, test_roots_listing_takes_its_turn_between_a_users_many_listings);
+        tcase_add_test(fair, test_a_batchs_commit_follows_its_read_while_another_waits_its_turn);
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 17 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 28 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(
                 hol, test_start_up_sweep_reads_the_summary_and_the_chains_when_it_is_tampered_with);
         suite_add_tcase(s, del);
         suite_add_tcase(s, hol);
+        suite_add_tcase(s, fair);
         return s;
 }

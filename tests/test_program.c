@@ -1335,6 +1335,42 @@ static bool only_served(const char *ifindex)
         return only;
 }
 
+/* A helper with GONE_POLICY, and uid 4711's veth nbf0/nbf1 with the fake
+ * serving nbf0 (it has noted nbf0 once); the program's id and listing. */
+static uint64_t start_gone_program(struct tu_helper *h, const char *conf, nb_program_info *p)
+{
+        struct as_reply r;
+        nb_conn *root;
+
+        tu_private_netns();
+        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
+        tu_helper_start(h, conf);
+        as_argv.link = "nbf0";
+        as_argv.peer = "nbf1";
+        r = as_uid(h, USER_A, AS_VETH, 0);
+        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
+        as_argv.bridge = NULL;
+        as_argv.path = "/bin/sh";
+        as_argv.argv = gone_argv;
+        r = as_uid(h, USER_A, AS_START_ARGV, 0);
+        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
+        for (int i = 0; i < 100 && access(GONE_DIR "/seen", F_OK) != 0; i++)
+                usleep(20000);
+        ck_assert_int_eq(nb_connect(h->sock, &root), 0);
+        ck_assert(find_listed(root, r.id, p) && p->running);
+        nb_close(root);
+        return r.id;
+}
+
+/* What the gone tests leave. */
+static void end_gone_program(struct tu_helper *h, char *conf)
+{
+        tu_helper_stop(h);
+        free(tu_sh("rm -rf " GONE_DIR));
+        remove_prog_dir();
+        free(conf);
+}
+
 /* uid 4711's program serves its veth end nbf0; the guard refuses to
  * delete nbf0, but deleting the peer nbf1 takes nbf0 with it. Before, the
  * program ran on, and served root's nbf0 made next (the review's F4:
@@ -1354,26 +1390,11 @@ START_TEST(test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_
         uint64_t id;
         int pid = 0;
 
-        tu_private_netns();
-        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
-        tu_helper_start(&h, conf);
+        id = start_gone_program(&h, conf, &p);
+        pid = p.pid;
         ck_assert_int_eq(nb_connect(h.sock, &root), 0);
-        as_argv.link = "nbf0";
-        as_argv.peer = "nbf1";
-        r = as_uid(&h, USER_A, AS_VETH, 0);
-        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
-        as_argv.bridge = NULL;
-        as_argv.path = "/bin/sh";
-        as_argv.argv = gone_argv;
-        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
-        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
-        id = r.id;
-        for (int i = 0; i < 100 && access(GONE_DIR "/seen", F_OK) != 0; i++)
-                usleep(20000);
         first = tu_sh("ip -o link show dev nbf0 | cut -d: -f1 | tr -d '\\n'");
         ck_assert(only_served(first));
-        ck_assert(find_listed(root, id, &p) && p.running);
-        pid = p.pid;
 
         r = as_uid(&h, USER_A, AS_DELETE_LINK, 0);
         ck_assert_int_eq(r.status, -EBUSY);
@@ -1403,10 +1424,7 @@ START_TEST(test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_
 
         free(first);
         nb_close(root);
-        tu_helper_stop(&h);
-        free(tu_sh("rm -rf " GONE_DIR));
-        remove_prog_dir();
-        free(conf);
+        end_gone_program(&h, conf);
 }
 END_TEST
 
@@ -1422,28 +1440,12 @@ START_TEST(test_a_program_whose_interface_went_while_notifications_were_lost_is_
         char *conf = config_with(GONE_POLICY), *out;
         nb_program_info p = NB_PROGRAM_INFO_INIT;
         struct tu_helper h;
-        struct as_reply r;
         nb_batch *b;
         nb_conn *root;
         uint64_t id;
 
-        tu_private_netns();
-        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
-        tu_helper_start(&h, conf);
+        id = start_gone_program(&h, conf, &p);
         ck_assert_int_eq(nb_connect(h.sock, &root), 0);
-        as_argv.link = "nbf0";
-        as_argv.peer = "nbf1";
-        r = as_uid(&h, USER_A, AS_VETH, 0);
-        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
-        as_argv.bridge = NULL;
-        as_argv.path = "/bin/sh";
-        as_argv.argv = gone_argv;
-        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
-        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
-        id = r.id;
-        for (int i = 0; i < 100 && access(GONE_DIR "/seen", F_OK) != 0; i++)
-                usleep(20000);
-        ck_assert(find_listed(root, id, &p) && p.running);
 
         ck_assert_int_eq(kill(h.pid, SIGSTOP), 0);
         /* The socket full first (20000 changes of one bridge's alias: as
@@ -1468,10 +1470,7 @@ START_TEST(test_a_program_whose_interface_went_while_notifications_were_lost_is_
         ck_assert(find_listed(root, id, &p) && !p.running);
 
         nb_close(root);
-        tu_helper_stop(&h);
-        free(tu_sh("rm -rf " GONE_DIR));
-        remove_prog_dir();
-        free(conf);
+        end_gone_program(&h, conf);
 }
 END_TEST
 
@@ -1485,29 +1484,13 @@ START_TEST(test_an_adopted_program_whose_interface_went_meanwhile_is_stopped)
         char *conf = config_with(GONE_POLICY);
         nb_program_info p = NB_PROGRAM_INFO_INIT;
         struct tu_helper h;
-        struct as_reply r;
         nb_batch *b;
         nb_conn *root;
         uint64_t id;
         int pid;
 
-        tu_private_netns();
-        free(tu_sh("rm -rf " GONE_DIR " && mkdir " GONE_DIR));
-        tu_helper_start(&h, conf);
-        as_argv.link = "nbf0";
-        as_argv.peer = "nbf1";
-        r = as_uid(&h, USER_A, AS_VETH, 0);
-        ck_assert_msg(r.status == 0, "veth: %d %s", r.status, r.msg);
-        as_argv.bridge = NULL;
-        as_argv.path = "/bin/sh";
-        as_argv.argv = gone_argv;
-        r = as_uid(&h, USER_A, AS_START_ARGV, 0);
-        ck_assert_msg(r.status == 0, "start: %d %s", r.status, r.msg);
-        id = r.id;
-        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
-        ck_assert(find_listed(root, id, &p) && p.running);
+        id = start_gone_program(&h, conf, &p);
         pid = p.pid;
-        nb_close(root);
         kill_helper(&h);
         ck_assert(tu_process_alive(pid));
         free(tu_sh("ip link del nbf1"));
@@ -1525,10 +1508,7 @@ START_TEST(test_an_adopted_program_whose_interface_went_meanwhile_is_stopped)
         ck_assert(find_listed(root, id, &p) && !p.running);
 
         nb_close(root);
-        tu_helper_stop(&h);
-        free(tu_sh("rm -rf " GONE_DIR));
-        remove_prog_dir();
-        free(conf);
+        end_gone_program(&h, conf);
 }
 END_TEST
 

@@ -272,20 +272,27 @@ Netbroker__ServerMessage *tu_raw_recv(int fd, int *ret_err)
         return m;
 }
 
-void tu_raw_hello(int fd)
+void tu_raw_hello_events(int fd, bool events)
 {
         Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
         Netbroker__Hello h = NETBROKER__HELLO__INIT;
         Netbroker__ServerMessage *r;
 
         h.version = NBP_PROTOCOL_VERSION;
+        h.events = events;
         m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
         m.hello = &h;
         ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
         r = tu_raw_recv(fd, NULL);
         ck_assert_ptr_nonnull(r);
         ck_assert_int_eq(r->msg_case, NETBROKER__SERVER_MESSAGE__MSG_HELLO);
+        ck_assert_msg(r->hello->events, "the helper does not say it sends events");
         netbroker__server_message__free_unpacked(r, NULL);
+}
+
+void tu_raw_hello(int fd)
+{
+        tu_raw_hello_events(fd, false);
 }
 
 static void expect_error_then_end(int fd, int status, const char *needle, bool reset_ok)

@@ -42,6 +42,8 @@ int tu_raw_send_msg(int fd, const ProtobufCMessage *m, const int *fds, size_t nf
 Netbroker__ServerMessage *tu_raw_recv(int fd, int *ret_err);
 /* Hello exchange; asserts success. */
 void tu_raw_hello(int fd);
+/* The same, asking for events (an older client's Hello does not). */
+void tu_raw_hello_events(int fd, bool events);
 /* The next message is an Error with `status` whose message holds `needle`,
  * then the connection ends in an orderly EOF. */
 void tu_raw_expect_error_and_close(int fd, int status, const char *needle);

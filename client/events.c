@@ -56,7 +56,9 @@ int conn_events_run(nb_conn *c)
         list = c->events;
         c->events = NULL;
         c->events_tail = &c->events;
-        cb = c->event_cb;
+        /* Closed (nb_close() from a callback, finished by this dispatch):
+         * the daemon may have freed what opaque points to. */
+        cb = c->closing ? NULL : c->event_cb;
         opaque = c->event_opaque;
         pthread_mutex_unlock(&c->lock);
         for (struct conn_event *e = list; e && cb; e = e->next, n++) {

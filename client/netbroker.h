@@ -901,8 +901,10 @@ int nb_cancel(nb_conn *conn, uint64_t id);
  * next call. While an event of a table waits undelivered, another of the
  * same table is not added (the helper does the same for a client that does
  * not read): one event may stand for several deletions. An event that
- * comes while no callback is set is dropped. Helpers before 0.2 send none;
- * nb_conn_has_feature(conn, "events") is true for those that do. */
+ * comes while no callback is set is dropped, and none runs once nb_close()
+ * was called (from a callback: its dispatch runs no event callback after
+ * it). Helpers before 0.2 send none; nb_conn_has_feature(conn, "events")
+ * is true for those that do. */
 
 typedef enum nb_event_kind {
         NB_EVENT_TABLE_DELETED = 1,

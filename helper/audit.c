@@ -120,28 +120,51 @@ void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
                    res->status ? " error=\"" : "", error, res->status ? "\"" : "");
 }
 
+/* Refusals logged this second, per uid: one uid's flood does not silence
+ * another's (nor root's, never limited). Uids past the table's size share
+ * its last slot. */
+#define REFUSING_UIDS 16
+
 void nbd_audit_refused(const struct nbd_peer *peer, const Netbroker__Op *op,
                        const Netbroker__Result *res)
 {
+        static struct {
+                uid_t uid;
+                unsigned logged;
+        } uids[REFUSING_UIDS];
+        static size_t n_uids;
         static uint64_t second;
-        static unsigned logged, unlogged;
+        static unsigned unlogged;
         uint64_t now = nbd_now_us() / 1000000;
         char obj[128];
+        size_t i;
 
         if (!describe(op, res, obj, sizeof(obj)))
                 return;
         if (now != second) {
                 if (unlogged)
-                        nbd_notice("%u more refused ops were not logged (over %d a second)",
+                        nbd_notice("%u more refused ops were not logged (over %d a second for "
+                                   "their uid)",
                                    unlogged, NBD_AUDIT_REFUSALS_PER_S);
                 second = now;
-                logged = unlogged = 0;
+                n_uids = 0;
+                unlogged = 0;
         }
-        if (logged >= NBD_AUDIT_REFUSALS_PER_S) {
-                unlogged++;
-                nbd_stat_inc(NBD_STAT_AUDIT_REFUSALS_UNLOGGED);
-                return;
+        if (!nbd_peer_is_root(peer)) {
+                for (i = 0; i < n_uids && uids[i].uid != peer->uid; i++)
+                        ;
+                if (i == n_uids && n_uids < REFUSING_UIDS) {
+                        uids[n_uids].uid = peer->uid;
+                        uids[n_uids++].logged = 0;
+                } else if (i == n_uids) {
+                        i = REFUSING_UIDS - 1;
+                }
+                if (uids[i].logged >= NBD_AUDIT_REFUSALS_PER_S) {
+                        unlogged++;
+                        nbd_stat_inc(NBD_STAT_AUDIT_REFUSALS_UNLOGGED);
+                        return;
+                }
+                uids[i].logged++;
         }
-        logged++;
         nbd_audit_op(peer, op, res, NBD_AUDIT_REFUSED);
 }

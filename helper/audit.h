@@ -33,9 +33,10 @@ void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
 
 /* The same for an op refused at validation (result=refused), from the
  * loop: a refusal costs its client nothing, so at most
- * NBD_AUDIT_REFUSALS_PER_S lines a second are written; the rest are
- * counted (audit_refusals_unlogged) and said in one line with the next
- * second's first. */
+ * NBD_AUDIT_REFUSALS_PER_S lines a second are written for each uid but
+ * root (one uid's flood silences no other's); the rest are counted
+ * (audit_refusals_unlogged) and said in one line with the next second's
+ * first refusal. */
 #define NBD_AUDIT_REFUSALS_PER_S 20
 void nbd_audit_refused(const struct nbd_peer *peer, const Netbroker__Op *op,
                        const Netbroker__Result *res);

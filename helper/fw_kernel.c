@@ -1449,7 +1449,7 @@ static int on_nft_event(const struct nlmsghdr *nlh, void *data)
         if (NFNL_MSG_TYPE(nlh->nlmsg_type) != NFT_MSG_DELTABLE)
                 return MNL_CB_OK;
         t = nftnl_table_alloc();
-        if (t && nftnl_table_nlmsg_parse(nlh, t) == 0)
+        if (t && nftnl_table_nlmsg_parse(nlh, t) == 0 && nftnl_table_is_set(t, NFTNL_TABLE_NAME))
                 on_table_deleted(fw, nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY),
                                  nftnl_table_get_str(t, NFTNL_TABLE_NAME));
         if (t)

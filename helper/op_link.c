@@ -788,6 +788,67 @@ static int recheck_master(struct nbd_job *job, const char *name, const char *mas
                             name, master, res);
 }
 
+/* The master ifname has now, or "" (none, gone, or not read). */
+static void master_of(struct nbd_job *job, const char *name, char ret[IFNAMSIZ])
+{
+        struct nbd_link_info *info = NULL;
+        size_t n = 0;
+
+        ret[0] = '\0';
+        if (kernel_of(job)->show(kernel_of(job)->netlink(links_of(job)), name, &info, &n, NULL) ==
+                    0 &&
+            n == 1)
+                snprintf(ret, IFNAMSIZ, "%s", info[0].master);
+        free(info);
+}
+
+/* A non-root LinkSet that may raise an MTU (its own, or a bridge's that
+ * follows its ports: a port joining or leaving) on an interface the
+ * kernel keeps no IPv6 settings for would have it take the defaults,
+ * accept_ra=1 among them: refused. 0, or -EPERM with res set. */
+static int check_ipv6_kept(struct nbd_job *job, const Netbroker__LinkSet *s, Netbroker__Result *res)
+{
+        const struct nbd_backend_net *net = &nbd_job_ctx(job)->be->net;
+        char old[IFNAMSIZ];
+        const char *which[3] = {s->mtu ? s->name : NULL, NULL, s->master[0] ? s->master : NULL};
+        struct nbd_err err;
+
+        if (s->master[0] || s->nomaster) {
+                master_of(job, s->name, old);
+                which[1] = old[0] ? old : NULL;
+        }
+        for (size_t i = 0; i < 3; i++)
+                if (which[i] && ipv6_conf_check(net, which[i], &err) < 0)
+                        return nbd_result_set(res, -EPERM,
+                                              "link set: policy: uid %u may not change the %s of "
+                                              "%s: %s",
+                                              (unsigned)nbd_job_peer(job)->uid, i ? "ports" : "MTU",
+                                              which[i], err.msg);
+        return 0;
+}
+
+/* After a non-root LinkSet: its interface and the bridges it left and
+ * joined, when the caller's, keep their IPv6 locked (a bridge whose MTU
+ * rose took the kernel's defaults). 0, or -errno with err set. */
+static int relock_ipv6(struct nbd_job *job, const Netbroker__LinkSet *s, const char *old_master,
+                       struct nbd_err *err)
+{
+        const char *which[3] = {s->name, old_master[0] ? old_master : NULL,
+                                s->master[0] ? s->master : NULL};
+        Netbroker__Result scratch = NETBROKER__RESULT__INIT;
+        int r = 0;
+
+        /* One without IPv6 settings has nothing to lock (its MTU cannot
+         * rise through the caller: check_ipv6_kept). */
+        for (size_t i = 0; r == 0 && i < 3; i++)
+                if (which[i] && nbd_job_check_owned(job, which[i], &scratch) == 0 &&
+                    (r = lock_ipv6(job, which[i], err)) == -ENOENT)
+                        r = 0;
+        if (scratch.message && scratch.message != protobuf_c_empty_string)
+                free(scratch.message);
+        return r;
+}
+
 static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__LinkSet *s = op->link_set;
@@ -802,6 +863,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         };
         struct undo_link *u;
         struct nbd_link_state before;
+        char old_master[IFNAMSIZ];
         struct nbd_err err;
         int r, ifindex = 0;
 
@@ -810,12 +872,10 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return r;
         /* An interface without IPv6 settings (its MTU went below 1280 some
          * other way: its parent's) gets the kernel's defaults once its MTU
-         * rises: not through a non-root caller. */
-        if (s->mtu && !nbd_peer_is_root(nbd_job_peer(job)) &&
-            ipv6_conf_check(&nbd_job_ctx(job)->be->net, s->name, &err) < 0)
-                return nbd_result_set(res, -EPERM,
-                                      "link set: policy: uid %u may not change the MTU of %s: %s",
-                                      (unsigned)nbd_job_peer(job)->uid, s->name, err.msg);
+         * rises: not through a non-root caller. Nor by a port joining or
+         * leaving: a bridge whose MTU follows its ports' rises with that. */
+        if (!nbd_peer_is_root(nbd_job_peer(job)) && (r = check_ipv6_kept(job, s, res)) < 0)
+                return r;
         u = calloc(1, sizeof(*u));
         if (!u)
                 return nbd_result_set(res, -ENOMEM, "link set: out of memory");
@@ -827,6 +887,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return nbd_result_set(res, r, "link set: no interface %s: %s", s->name,
                                       strerror(-r));
         }
+        master_of(job, s->name, old_master);
         r = kernel_of(job)->set(links_of(job), &c, &ifindex, &err);
         if (r < 0) {
                 /* The kernel takes a request's changes one by one (the
@@ -842,6 +903,14 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                                               "too: %s",
                                               err.msg, s->name, strerror(-rr));
                 return nbd_result_set(res, r, "link set: %s", err.msg);
+        }
+        /* Fails closed: put back, as for the kernel's refusal. */
+        if (!nbd_peer_is_root(nbd_job_peer(job)) &&
+            (r = relock_ipv6(job, s, old_master, &err)) < 0) {
+                kernel_of(job)->restore(links_of(job), s->name, &u->state);
+                free(u);
+                return nbd_result_set(res, r, "link set: router advertisements not kept off: %s",
+                                      err.msg);
         }
         strcpy(u->name, s->name);
         u->restore = true;

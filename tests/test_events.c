@@ -132,24 +132,6 @@ static void listener_expect(struct listener *l, const char *want)
 
 /* ---- raw clients ---- */
 
-static void raw_hello(int fd, bool events)
-{
-        Netbroker__ClientMessage m = NETBROKER__CLIENT_MESSAGE__INIT;
-        Netbroker__Hello h = NETBROKER__HELLO__INIT;
-        Netbroker__ServerMessage *r;
-
-        h.version = NBP_PROTOCOL_VERSION;
-        h.events = events;
-        m.msg_case = NETBROKER__CLIENT_MESSAGE__MSG_HELLO;
-        m.hello = &h;
-        ck_assert_int_eq(tu_raw_send_msg(fd, &m.base, NULL, 0), 0);
-        r = tu_raw_recv(fd, NULL);
-        ck_assert_ptr_nonnull(r);
-        ck_assert_int_eq(r->msg_case, NETBROKER__SERVER_MESSAGE__MSG_HELLO);
-        ck_assert_msg(r->hello->events, "the helper does not say it sends events");
-        netbroker__server_message__free_unpacked(r, NULL);
-}
-
 /* Send a Ping and read up to its reply: the Events before it. */
 static unsigned raw_events_before_ping(int fd, uint64_t id, const char *table)
 {
@@ -276,7 +258,7 @@ START_TEST(test_a_client_that_never_reads_holds_one_event_of_a_table)
         tu_private_netns();
         tu_helper_start(&h, TU_ALLOW);
         fd = tu_raw_connect(h.sock);
-        raw_hello(fd, true);
+        tu_raw_hello_events(fd, true);
         ck_assert_int_eq(nb_connect(h.sock, &lib), 0);
         ck_assert(nb_conn_has_feature(lib, "events"));
         ck_assert_int_eq(nb_conn_on_event(lib, record, &heard), 0);
@@ -316,6 +298,51 @@ START_TEST(test_a_client_that_never_reads_holds_one_event_of_a_table)
         close(fd);
         nb_close(lib);
         tu_helper_stop(&h);
+}
+END_TEST
+
+/* A request's callback that closes its connection, as a daemon tearing
+ * down its driver does (and then frees what opaque points to). */
+static void close_in_callback(nb_conn *c, uint64_t id, int status, nb_results *res, void *opaque)
+{
+        (void)id;
+        (void)status;
+        nb_results_free(res);
+        *(bool *)opaque = true;
+        nb_close(c);
+}
+
+/* An event read, then a request whose callback closes the connection,
+ * both run by one dispatch: the close is finished by it, and the event
+ * callback does not run after (the review saw it run on a closed
+ * connection, whose opaque a daemon has freed by then). */
+START_TEST(test_no_event_callback_runs_after_a_close_from_a_callback)
+{
+        struct heard heard = {.n = 0};
+        bool closed = false;
+        nb_batch *b;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        ck_assert_int_eq(nb_conn_on_event(c, record, &heard), 0);
+        free(tu_sh("nft add table netdev netbroker && nft delete table netdev netbroker"));
+        /* Read (a Stats through the same connection), not yet delivered. */
+        for (int i = 0; i < 500 && tu_stat(c, "events_sent") == 0; i++)
+                usleep(10000);
+        ck_assert_uint_eq(tu_stat(c, "events_sent"), 1);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_ping(b), 0);
+        ck_assert_int_eq(nb_submit_async(c, b, 5000, close_in_callback, &closed, NULL), 0);
+        nb_batch_free(b);
+        /* Its reply read too (a synchronous Ping's comes after it); then
+         * one dispatch runs both. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_ping(b), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        ck_assert_int_ge(nb_conn_dispatch(c), 1);
+        ck_assert(closed);
+        ck_assert_msg(heard.n == 0, "an event callback ran after nb_close(): '%s'", heard.text);
 }
 END_TEST
 
@@ -375,6 +402,7 @@ Suite *events_suite(void)
         tcase_add_test(tc, test_only_callers_who_may_write_a_table_hear_it_was_deleted);
         tcase_add_test(tc, test_a_client_that_never_reads_holds_one_event_of_a_table);
         tcase_add_test(tc, test_netbrokerctl_events_prints_a_deletion_as_it_comes);
+        tcase_add_test(tc, test_no_event_callback_runs_after_a_close_from_a_callback);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -65,6 +65,7 @@ struct cmd {
         int netns; /* A_VETH: NETNS_HERE, NETNS_OWN, or an fd the agent inherited */
         char mac[18]; /* A_SET: "" unchanged */
         unsigned mtu; /* A_SET: 0 unchanged */
+        bool nomaster; /* A_SET: leave its bridge */
         unsigned value; /* A_SYSCTL: a of b */
 };
 
@@ -110,7 +111,8 @@ static void build(nb_batch *b, const struct cmd *m, int own_netns)
                              .up = 1,
                              .mtu = m->mtu,
                              .mac = m->mac[0] ? m->mac : NULL,
-                             .master = m->b[0] ? m->b : NULL};
+                             .master = m->b[0] ? m->b : NULL,
+                             .nomaster = m->nomaster};
         nb_rate rate = {.size = sizeof(nb_rate), .average = 1000};
         nb_fw_ruleset *rs;
 
@@ -1526,6 +1528,22 @@ START_TEST(test_every_interface_a_uid_makes_keeps_router_advertisements_off)
         expect_refused(&a, (struct cmd[]){mtu_of("pvam0", 1500)}, EPERM,
                        "link set: policy: uid 65534 may not change the MTU of pvam0: the kernel "
                        "keeps no IPv6 settings for pvam0");
+        /* Nor a bridge of its own whose MTU follows its ports: a port root
+         * took below 1280 took the bridge along; the port leaving would
+         * raise the bridge's MTU, and give it the defaults (the review). */
+        expect_ok(&a, (struct cmd[]){op(A_SET, "pva0", "pvabr")});
+        free(tu_sh("ip link set pva0 mtu 1000"));
+        ck_assert_str_eq(tu_link_get("pvabr", "mtu"), "1000");
+        {
+                struct cmd leave = op(A_SET, "pva0", NULL);
+                leave.nomaster = true;
+                expect_refused(&a, &leave, EPERM,
+                               "link set: policy: uid 65534 may not change the ports of pvabr: "
+                               "the kernel keeps no IPv6 settings for pvabr");
+        }
+        ck_assert_msg(access("/proc/sys/net/ipv6/conf/pvabr/accept_ra", F_OK) != 0 ||
+                              conf_of("pvabr", "accept_ra") == 0,
+                      "pvabr takes router advertisements again");
         agent_stop(&a);
         nb_close(rc);
         tu_helper_stop(&h);

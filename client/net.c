@@ -132,7 +132,8 @@ NB_EXPORT int nb_batch_net_apply(nb_batch *b, const char *owner, const nb_net_sp
         netbroker__net_apply__init(a);
         a->owner = nb_dup_or_empty(owner, &oom);
         r = oom ? -ENOMEM : fill(__func__, a, &s);
-        if (r == -EINVAL) {
+        /* Bad input (a forward of a newer header's: E2BIG) is no -ENOMEM. */
+        if (r == -EINVAL || r == -E2BIG) {
                 protobuf_c_message_free_unpacked(&a->base, NULL);
                 return r;
         }

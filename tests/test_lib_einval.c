@@ -213,6 +213,20 @@ START_TEST(test_networks_name_the_field)
         fwd.guest_address = "192.168.122.2";
         REFUSED(nb_batch_net_apply(b, "net1", &spec), -EINVAL,
                 "nb_batch_net_apply: spec->forwards[0]->outside_port 0 is not 1 to 65535");
+        /* A forward of a newer header's is E2BIG, as any struct of one
+         * (it was -ENOMEM). */
+        {
+                struct {
+                        nb_net_forward f;
+                        uint64_t newer;
+                } big = {.f = NB_NET_FORWARD_INIT, .newer = 1};
+                const nb_net_forward *bigs[] = {&big.f};
+                big.f.size = sizeof(big);
+                spec.forwards = bigs;
+                ck_assert_int_eq(nb_batch_net_apply(b, "net1", &spec), -E2BIG);
+                ck_assert(strstr(nb_last_error(), "spec->forwards[0]"));
+                spec.forwards = fwds;
+        }
         REFUSED(nb_batch_net_remove(b, ""), -EINVAL, "nb_batch_net_remove: owner is empty");
         ck_assert_uint_eq(nb_batch_size(b), 0);
         nb_batch_free(b);

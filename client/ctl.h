@@ -94,6 +94,9 @@ void ctl_usage(FILE *f, const struct command *cmd, const char *path);
 /* A usage error of the running command: the message and its usage on
  * stderr (with --json, also a failure object on stdout); EXIT_USAGE. */
 int ctl_usage_error(struct ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A building call (nb_batch_*) refused its arguments: the library's
+ * sentence (nb_last_error()), or fallback when it has none; EXIT_USAGE. */
+int ctl_bad_input(struct ctl *c, const char *fallback);
 /* A failure with errno err (> 0): "netbrokerctl: CMD: message (ENAME)" on
  * stderr, or with --json {"ok":false,"error":{...}} on stdout. Returns
  * exit_status. */

@@ -75,7 +75,7 @@ static int addr_change(struct ctl *c, int argc, char **argv, bool add)
                   : nb_batch_addr_delete(b, argv[optind], addr, len);
         if (r < 0) {
                 nb_batch_free(b);
-                return ctl_usage_error(c, "bad interface name or address");
+                return ctl_bad_input(c, "bad interface name or address");
         }
         return submit_change(c, b, add ? "added" : "deleted");
 }
@@ -225,7 +225,7 @@ static int route_change(struct ctl *c, int argc, char **argv, bool add)
         r = !b ? -ENOMEM : add ? nb_batch_route_add(b, &rt) : nb_batch_route_delete(b, &rt);
         if (r < 0) {
                 nb_batch_free(b);
-                return ctl_usage_error(c, "bad route");
+                return ctl_bad_input(c, "bad route");
         }
         return submit_change(c, b, add ? "added" : "deleted");
 }
@@ -294,7 +294,7 @@ static int route_list(struct ctl *c, int argc, char **argv)
         b = nb_batch_new();
         if (!b || nb_batch_route_list(b, argc > optind ? argv[optind] : NULL, table) < 0) {
                 nb_batch_free(b);
-                return ctl_usage_error(c, "bad interface name");
+                return ctl_bad_input(c, "bad interface name");
         }
         rc = ctl_submit(c, b, &res);
         if (rc == 0 && !(rc = ctl_op_failed(c, res, 0)))

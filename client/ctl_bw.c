@@ -49,7 +49,7 @@ static int bw_set(struct ctl *c, int argc, char **argv)
         b = nb_batch_new();
         if (!b || nb_batch_bandwidth_set(b, name, &in, &out) < 0) {
                 nb_batch_free(b);
-                return ctl_usage_error(c, "bad name, or a rate without --*-average");
+                return ctl_bad_input(c, "bad name, or a rate without --*-average");
         }
         rc = ctl_submit(c, b, &res);
         if (rc == 0 && !(rc = ctl_op_failed(c, res, 0))) {

@@ -237,7 +237,7 @@ static int link_set(struct ctl *c, int argc, char **argv)
         b = nb_batch_new();
         if (!b || nb_batch_link_set(b, argv[optind], &ch_) < 0) {
                 nb_batch_free(b);
-                return ctl_usage_error(c, "bad name, MAC or combination of options");
+                return ctl_bad_input(c, "bad name, MAC or combination of options");
         }
         return submit_one(c, b, "changed");
 }

@@ -178,7 +178,7 @@ static int net_create(struct ctl *c, int argc, char **argv)
         a.spec.forwards = a.fwdp;
         b = nb_batch_new();
         if (!b || nb_batch_net_apply(b, argv[optind], &a.spec) < 0) {
-                rc = ctl_usage_error(c, "bad owner or network");
+                rc = ctl_bad_input(c, "bad owner or network");
                 goto out;
         }
         rc = ctl_submit(c, b, &res);

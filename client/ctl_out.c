@@ -231,3 +231,12 @@ out:
         *ret_len = len;
         return 0;
 }
+
+int ctl_bad_input(struct ctl *c, const char *fallback)
+{
+        const char *why = nb_last_error();
+
+        /* The library's sentence names the argument and why; it is set by
+         * the building call that refused (netbroker.h, nb_last_error). */
+        return ctl_usage_error(c, "%s", why[0] ? why : fallback);
+}

@@ -61,6 +61,11 @@ START_TEST(test_ctl_exit_statuses_are_what_scripts_rely_on)
         free(out);
         ck_assert_int_eq(ctl(conf, &out, "exec", "--timeout", "soon", "--", "/bin/true"), 2);
         free(out);
+        /* The library's sentence says which argument and why. */
+        ck_assert_int_eq(ctl(conf, &out, "bw", "set", "abcdefghijklmnopq", "--out-average", "100"),
+                         2);
+        ck_assert_msg(strstr(out, "ifname 'abcdefghijklmnopq' is 17 bytes; at most 15"), "%s", out);
+        free(out);
         /* No helper to be had: 3. */
         {
                 const char *argv[] = {NB_TEST_CTL, "--spawn", "/nonexistent/netbrokerd", "ping",

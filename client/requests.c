@@ -267,7 +267,10 @@ static void io_step(nb_conn *c)
         if (c->fd < 0 || c->broken)
                 return;
         r = flush_output(c);
-        while (r >= 0 && c->gen == gen && !c->broken) {
+        /* Bounded: a helper that sends frame after frame must not keep a
+         * caller here past its deadline (the waits check it between
+         * steps; the socket stays readable for the next). */
+        for (int frames = 0; r >= 0 && c->gen == gen && !c->broken && frames < 256; frames++) {
                 Netbroker__ServerMessage *m = NULL;
                 int fds[NBP_FRAME_MAX_FDS];
                 size_t nfds = 0;

@@ -2,6 +2,7 @@
 /* The audit trail; see audit.h. */
 #include "audit.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,9 +13,8 @@
 NBD_LOG_CATEGORY(audit);
 
 /* The op's name and the object it acts on; NULL for ops that change
- * nothing. Interface names and owners are validated before an op runs
- * (no white space, no '"'), so they go into the line as they are; the
- * program path of an Exec is an allow-listed absolute path. */
+ * nothing. A refused op's strings were never validated: the line escapes
+ * them (escape()). */
 static const char *describe(const Netbroker__Op *op, const Netbroker__Result *res, char *obj,
                             size_t n)
 {
@@ -90,13 +90,25 @@ static const char *describe(const Netbroker__Op *op, const Netbroker__Result *re
         }
 }
 
-/* One line a filter can split: no control byte, no '"' inside the quoted
- * error (a message may quote what a client sent or the kernel said). */
-static void clean(char *s)
+/* Into out, s as one field a filter can split: every byte that is not
+ * printable ASCII, and space (in object) or '"' (in the quoted error), as
+ * \xNN. A refused op's strings were never validated: a name with spaces
+ * would write "status=0 result=done" of its own before the real fields,
+ * and bytes >= 0x80 include terminal sequences (C1 CSI) and invalid UTF-8. */
+static void escape(const char *s, bool space_ok, char *out, size_t size)
 {
-        for (; *s; s++)
-                if ((unsigned char)*s < 0x20 || *s == 0x7f || *s == '"')
-                        *s = '?';
+        size_t n = 0;
+
+        for (; *s && n + 5 < size; s++) {
+                unsigned char ch = (unsigned char)*s;
+                if (ch > 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+                        out[n++] = (char)ch;
+                else if (ch == ' ' && space_ok)
+                        out[n++] = ' ';
+                else
+                        n += (size_t)snprintf(out + n, size - n, "\\x%02x", ch);
+        }
+        out[n] = '\0';
 }
 
 void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
@@ -104,19 +116,17 @@ void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
 {
         static const char *const outcomes[] = {
                 "done", "failed", "undone", "done-client-gone", "failed-client-gone", "refused"};
-        char obj[128], error[320] = "";
+        char obj[128], shown[4 * sizeof(obj)], error[4 * 320] = "";
         const char *name;
 
         name = describe(op, res, obj, sizeof(obj));
         if (!name)
                 return;
-        clean(obj);
-        if (res->status) {
-                snprintf(error, sizeof(error), "%s", res->message ? res->message : "");
-                clean(error);
-        }
+        escape(obj, false, shown, sizeof(shown));
+        if (res->status)
+                escape(res->message ? res->message : "", true, error, sizeof(error));
         nbd_notice("uid=%u pid=%d op=%s object=%s status=%d result=%s%s%s%s", (unsigned)peer->uid,
-                   (int)peer->pid, name, obj, (int)res->status, outcomes[outcome],
+                   (int)peer->pid, name, shown, (int)res->status, outcomes[outcome],
                    res->status ? " error=\"" : "", error, res->status ? "\"" : "");
 }
 

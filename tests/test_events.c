@@ -10,6 +10,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sys/un.h>
+#include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -346,6 +349,102 @@ START_TEST(test_no_event_callback_runs_after_a_close_from_a_callback)
 }
 END_TEST
 
+/* ---- a helper that lies ---- */
+
+struct liar {
+        int listen_fd;
+        atomic_bool stop;
+        unsigned sent;
+};
+
+/* Accepts one client, answers its Hello (events on), then sends Events
+ * of tables the helper never has, and now and then one of its own, until
+ * the client goes or it is told to stop; never a Reply. */
+static void *liar_main(void *arg)
+{
+        struct liar *l = arg;
+        Netbroker__ServerMessage m = NETBROKER__SERVER_MESSAGE__INIT;
+        Netbroker__Hello h = NETBROKER__HELLO__INIT;
+        Netbroker__Event ev = NETBROKER__EVENT__INIT;
+        Netbroker__TableDeleted td = NETBROKER__TABLE_DELETED__INIT;
+        char table[32];
+        uint8_t buf[4096];
+        int fd = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+        if (fd < 0 || read(fd, buf, sizeof(buf)) <= 0)
+                goto out;
+        h.version = NBP_PROTOCOL_VERSION;
+        h.software = (char *)"netbrokerd 0.2.0";
+        h.events = true;
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_HELLO;
+        m.hello = &h;
+        if (tu_raw_send_msg(fd, &m.base, NULL, 0) < 0)
+                goto out;
+        m.msg_case = NETBROKER__SERVER_MESSAGE__MSG_EVENT;
+        m.event = &ev;
+        ev.ev_case = NETBROKER__EVENT__EV_TABLE_DELETED;
+        ev.table_deleted = &td;
+        td.table = table;
+        while (!atomic_load(&l->stop)) {
+                bool real = l->sent % 1000 == 0;
+                td.family = real ? 5 : l->sent;
+                snprintf(table, sizeof(table), real ? "netbroker" : "t%u\x1b[2J", l->sent);
+                if (tu_raw_send_msg(fd, &m.base, NULL, 0) < 0)
+                        break;
+                l->sent++;
+        }
+out:
+        if (fd >= 0)
+                close(fd);
+        return NULL;
+}
+
+/* A helper that sends Events without end and answers nothing: the
+ * library keeps the helper's three tables' alone (one here), and a
+ * submit's deadline holds. Before, every table was kept (a list scanned
+ * for each: 150,000 took 44 s and 16 MB) and the reading went on as long
+ * as frames came, far past the deadline. */
+START_TEST(test_a_lying_helpers_events_neither_grow_the_library_nor_outlast_a_deadline)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct liar l = {.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+        struct heard heard = {.n = 0};
+        nb_results *res = NULL;
+        uint64_t t0, took;
+        pthread_t t;
+        nb_batch *b;
+        nb_conn *c;
+        int r;
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/nbtest-liar-%d.sock", (int)getpid());
+        unlink(sa.sun_path);
+        ck_assert_int_eq(bind(l.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(l.listen_fd, 1), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, liar_main, &l), 0);
+        ck_assert_int_eq(nb_connect(sa.sun_path, &c), 0);
+        ck_assert_int_eq(nb_conn_on_event(c, record, &heard), 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_ping(b), 0);
+        t0 = tu_now_us();
+        r = nb_submit_timeout(c, b, 300, &res);
+        took = tu_now_us() - t0;
+        nb_batch_free(b);
+        ck_assert_int_ge(nb_conn_dispatch(c), 0);
+        atomic_store(&l.stop, true);
+        nb_close(c);
+        pthread_join(t, NULL);
+        close(l.listen_fd);
+        unlink(sa.sun_path);
+        printf("events: a lying helper sent %u events; the 300 ms submit ended after %.0f ms "
+               "(%s); the callback heard '%s'\n",
+               l.sent, took / 1000.0, strerror(-r), heard.text);
+        ck_assert_int_eq(r, -ETIMEDOUT);
+        ck_assert_uint_lt(took, 3000000);
+        ck_assert_uint_le(heard.n, 1);
+        ck_assert(heard.n == 0 || strcmp(heard.text, "5:netbroker;") == 0);
+}
+END_TEST
+
 /* netbrokerctl events: an operator's or a script's way to hear it. */
 static pid_t ctl_events(const char *sock, const char *count, int out)
 {
@@ -403,6 +502,8 @@ Suite *events_suite(void)
         tcase_add_test(tc, test_a_client_that_never_reads_holds_one_event_of_a_table);
         tcase_add_test(tc, test_netbrokerctl_events_prints_a_deletion_as_it_comes);
         tcase_add_test(tc, test_no_event_callback_runs_after_a_close_from_a_callback);
+        tcase_add_test(tc,
+                       test_a_lying_helpers_events_neither_grow_the_library_nor_outlast_a_deadline);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -794,6 +794,11 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
         nb_batch_link_delete(b, "nbaud0");
         nb_batch_exec(b, "/bin/true", NULL, NULL, NULL, 0, 0);
         nb_batch_link_delete(b, "nbaud%d"); /* refused: a template names nothing */
+        /* Refused, and never validated: the line must not take its words
+         * for fields, nor its bytes for a terminal's. */
+        nb_batch_link_delete(b, "x result=done");
+        nb_batch_link_delete(b, "nb\xc2\x9b"
+                                "2J");
         nb_batch_set_flags(b, NB_BATCH_CONTINUE_ON_ERROR);
         ck_assert_int_eq(nb_submit(c, b, &res), 0);
         ck_assert_int_eq(nb_result_status(res, 3), 0);
@@ -823,6 +828,12 @@ START_TEST(test_changes_and_execs_are_audited_with_uid_and_pid)
                  "error=\"",
                  (int)getpid());
         ck_assert_msg(strstr(log, want), "no '%s' in:\n%s", want, log);
+        ck_assert_msg(strstr(log, "op=link_delete object=x\\x20result=done status=22 "
+                                  "result=refused"),
+                      "%s", log);
+        ck_assert_msg(strstr(log, "op=link_delete object=nb\\xc2\\x9b2J status=22 result=refused"),
+                      "%s", log);
+        ck_assert_msg(!strstr(log, "\xc2\x9b"), "a C1 byte went into the log:\n%s", log);
         unlink(path);
 }
 END_TEST

@@ -806,17 +806,14 @@ static void master_of(struct nbd_job *job, const char *name, char ret[IFNAMSIZ])
  * follows its ports: a port joining or leaving) on an interface the
  * kernel keeps no IPv6 settings for would have it take the defaults,
  * accept_ra=1 among them: refused. 0, or -EPERM with res set. */
-static int check_ipv6_kept(struct nbd_job *job, const Netbroker__LinkSet *s, Netbroker__Result *res)
+static int check_ipv6_kept(struct nbd_job *job, const Netbroker__LinkSet *s, const char *old_master,
+                           Netbroker__Result *res)
 {
         const struct nbd_backend_net *net = &nbd_job_ctx(job)->be->net;
-        char old[IFNAMSIZ];
-        const char *which[3] = {s->mtu ? s->name : NULL, NULL, s->master[0] ? s->master : NULL};
+        const char *which[3] = {s->mtu ? s->name : NULL, old_master[0] ? old_master : NULL,
+                                s->master[0] ? s->master : NULL};
         struct nbd_err err;
 
-        if (s->master[0] || s->nomaster) {
-                master_of(job, s->name, old);
-                which[1] = old[0] ? old : NULL;
-        }
         for (size_t i = 0; i < 3; i++)
                 if (which[i] && ipv6_conf_check(net, which[i], &err) < 0)
                         return nbd_result_set(res, -EPERM,
@@ -874,8 +871,15 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
          * other way: its parent's) gets the kernel's defaults once its MTU
          * rises: not through a non-root caller. Nor by a port joining or
          * leaving: a bridge whose MTU follows its ports' rises with that. */
-        if (!nbd_peer_is_root(nbd_job_peer(job)) && (r = check_ipv6_kept(job, s, res)) < 0)
-                return r;
+        old_master[0] = '\0';
+        if (!nbd_peer_is_root(nbd_job_peer(job))) {
+                /* The bridge it leaves: one read, for the non-root caller's
+                 * master changes alone (root's LinkSet reads nothing more). */
+                if (s->master[0] || s->nomaster)
+                        master_of(job, s->name, old_master);
+                if ((r = check_ipv6_kept(job, s, old_master, res)) < 0)
+                        return r;
+        }
         u = calloc(1, sizeof(*u));
         if (!u)
                 return nbd_result_set(res, -ENOMEM, "link set: out of memory");
@@ -887,7 +891,6 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 return nbd_result_set(res, r, "link set: no interface %s: %s", s->name,
                                       strerror(-r));
         }
-        master_of(job, s->name, old_master);
         r = kernel_of(job)->set(links_of(job), &c, &ifindex, &err);
         if (r < 0) {
                 /* The kernel takes a request's changes one by one (the

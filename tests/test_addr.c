@@ -698,6 +698,21 @@ static void nobody_route_lists(nb_conn *c, const char *mine, int *st, size_t *n)
         nb_batch_free(b);
 }
 
+/* A connection of root's to h, and root's bridge nbbr0, up, 10.86.0.1/24. */
+static nb_conn *roots_bridge(const struct tu_helper *h)
+{
+        nb_link_change up = NB_LINK_CHANGE_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+
+        ck_assert_int_eq(nb_connect(h->sock, &c), 0);
+        up.up = 1;
+        nb_batch_bridge_create(b, "nbbr0");
+        nb_batch_link_set(b, "nbbr0", &up);
+        nb_batch_addr_add(b, "nbbr0", "10.86.0.1", 24, NULL);
+        nb_results_free(tu_submit_ok(c, b));
+        return c;
+}
 /* Its listing shows its own bridge's address (root put it there), not
  * root's. */
 static void nobody_lists(nb_conn *c, int *st, size_t *n)
@@ -729,8 +744,6 @@ START_TEST(test_another_uid_changes_only_its_own_interfaces)
 {
         struct tu_helper h;
         nb_conn *c;
-        nb_batch *b;
-        nb_link_change up = NB_LINK_CHANGE_INIT;
         int st[16];
         char msgs[1][256];
         char *addr_before, *route_before, *addr_after, *route_after;
@@ -743,13 +756,7 @@ START_TEST(test_another_uid_changes_only_its_own_interfaces)
                                      "ops = bridge_create link_set addr_add addr_delete "
                                      "addr_list route_add route_list sysctl_set\n"
                                      "name_prefixes = pva\n");
-        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
-        b = nb_batch_new();
-        up.up = 1;
-        nb_batch_bridge_create(b, "nbbr0");
-        nb_batch_link_set(b, "nbbr0", &up);
-        nb_batch_addr_add(b, "nbbr0", "10.86.0.1", 24, NULL);
-        nb_results_free(tu_submit_ok(c, b));
+        c = roots_bridge(&h);
         addr_before = tu_sh("ip -j addr show dev nbbr0");
         route_before = tu_sh("ip -j route show table all");
         ra = sysctl_read("ipv6/conf/nbbr0/accept_ra");
@@ -819,7 +826,6 @@ static void nobody_lists_own_routes(nb_conn *c, int *st, size_t *n)
 
 START_TEST(test_a_route_list_of_a_few_routes_reads_only_those)
 {
-        nb_link_change up = NB_LINK_CHANGE_INIT;
         nb_route rt = NB_ROUTE_INIT;
         struct tu_helper h;
         uint64_t d0;
@@ -837,13 +843,7 @@ START_TEST(test_a_route_list_of_a_few_routes_reads_only_those)
                                      "[policy uid 65534]\n"
                                      "ops = bridge_create link_set route_list\n"
                                      "name_prefixes = pvb\n");
-        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
-        b = nb_batch_new();
-        up.up = 1;
-        nb_batch_bridge_create(b, "nbbr0");
-        nb_batch_link_set(b, "nbbr0", &up);
-        nb_batch_addr_add(b, "nbbr0", "10.86.0.1", 24, NULL);
-        nb_results_free(tu_submit_ok(c, b));
+        c = roots_bridge(&h);
         /* The caller's own bridge, with a route of its prefix (root's
          * address on it). */
         n = as_nobody(&h, nobody_makes_a_bridge, st, msgs);

@@ -304,6 +304,15 @@ static void make_gate(char gate[static 32], char started[static 48])
         unlink(started);
 }
 
+/* A namespace with veths clv0-clv2 and a helper of its own. */
+static nb_conn *three_veths_and_a_helper(void)
+{
+        tu_private_netns();
+        tu_veth("clv0", "clv0p");
+        tu_veth("clv1", "clv1p");
+        tu_veth("clv2", "clv2p");
+        return tu_spawn(TU_ALLOW);
+}
 /* Owners a, b and c; the batch removing a and c reads all three, then
  * waits while b's removal (another request on the same connection) reads
  * and commits. Each of the two saw an owner the other removed: the last
@@ -314,11 +323,7 @@ START_TEST(test_the_last_removal_takes_the_table_after_a_removal_since_its_read)
         struct pending ac, b;
         nb_conn *c;
 
-        tu_private_netns();
-        tu_veth("clv0", "clv0p");
-        tu_veth("clv1", "clv1p");
-        tu_veth("clv2", "clv2p");
-        c = tu_spawn(TU_ALLOW);
+        c = three_veths_and_a_helper();
         apply(c, "a", "clv0");
         apply(c, "b", "clv1");
         apply(c, "c", "clv2");
@@ -351,11 +356,7 @@ START_TEST(test_a_removal_never_takes_an_owner_applied_since_its_read)
         nb_conn *c;
         char *t;
 
-        tu_private_netns();
-        tu_veth("clv0", "clv0p");
-        tu_veth("clv1", "clv1p");
-        tu_veth("clv2", "clv2p");
-        c = tu_spawn(TU_ALLOW);
+        c = three_veths_and_a_helper();
         apply(c, "a", "clv0");
         apply(c, "c", "clv2");
         make_gate(gate, started);

@@ -790,6 +790,10 @@ NB_EXPORT bool nb_conn_has_feature(nb_conn *c, const char *name)
 {
         bool found = false;
 
+        /* In a child of fork(), not the lock: a thread of the parent may
+         * have held it at the fork, and none is left to let it go. */
+        if (conn_check_owner(c) < 0)
+                return false;
         pthread_mutex_lock(&c->lock);
         /* Not an op: said by Hello's events (netbroker.h, events). */
         if (strcmp(name, "events") == 0)
@@ -807,6 +811,8 @@ NB_EXPORT int nb_conn_helper_version(nb_conn *c, unsigned *ret)
 
         if (!c || !ret)
                 return -EINVAL;
+        if (conn_check_owner(c) < 0)
+                return -ECHILD; /* the lock may be held for ever: nb_conn_has_feature() */
         pthread_mutex_lock(&c->lock);
         if (c->helper_version_known) {
                 *ret = c->helper_version;
@@ -824,6 +830,8 @@ NB_EXPORT int nb_conn_limit(nb_conn *c, nb_limit limit, uint64_t *ret)
 
         if (!c || !ret || (unsigned)limit >= sizeof(c->limits) / sizeof(*c->limits))
                 return -EINVAL;
+        if (conn_check_owner(c) < 0)
+                return -ECHILD; /* the lock may be held for ever: nb_conn_has_feature() */
         pthread_mutex_lock(&c->lock);
         v = c->limits[limit];
         pthread_mutex_unlock(&c->lock);
@@ -857,6 +865,10 @@ NB_EXPORT int nb_conn_helper_pid(nb_conn *c)
 {
         int pid;
 
+        /* The parent's helper is none of the child's; and the lock may be
+         * held for ever (nb_conn_has_feature()). */
+        if (conn_check_owner(c) < 0)
+                return 0;
         pthread_mutex_lock(&c->lock);
         pid = c->pid;
         pthread_mutex_unlock(&c->lock);

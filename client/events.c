@@ -85,6 +85,8 @@ NB_EXPORT int nb_conn_on_event(nb_conn *c, nb_event_callback cb, void *opaque)
 {
         if (!c)
                 return -EINVAL;
+        if (conn_check_owner(c) < 0)
+                return -ECHILD; /* the lock may be held for ever: nb_conn_has_feature() */
         pthread_mutex_lock(&c->lock);
         c->event_cb = cb;
         c->event_opaque = opaque;

@@ -139,19 +139,22 @@ void nb_close(nb_conn *conn);
 
 /* fork(). A connection belongs to the process that made it (nb_spawn(),
  * nb_connect()). A child of fork() inherits its socket, its helper and
- * nb_conn_fd()'s epoll set, all still the parent's: a child that sent on
- * it would take the parent's replies and, on a deadline, kill the parent's
+ * nb_conn_fd()'s epoll set, all still the parent's: a child that sent on it
+ * would take the parent's replies and, on a deadline, kill the parent's
  * helper. In another process, nb_submit(), nb_submit_timeout(),
- * nb_submit_async(), nb_conn_dispatch(), nb_cancel() and nb_conn_fd()
- * fail with -ECHILD (as sd-bus does; -EBADF is nb_submit()'s "fds were
- * lost") and touch nothing; nb_conn_next_timeout() says -1, nb_conn_error()
- * says why. nb_close() there frees the child's copy and closes its copies
- * of the fds, and nothing else: no callback runs (the requests are the
- * parent's), the helper is not signalled or waited for, the socket is not
- * shut down. The parent's connection goes on. A child that needs the
- * helper makes a connection of its own. The parent's nb_close() shuts the
- * socket down: the helper sees its end, and is waited for, also while a
- * child that has not exec'd or exited yet holds a copy. */
+ * nb_submit_async(), nb_conn_dispatch(), nb_cancel() and nb_conn_fd() fail
+ * with -ECHILD (as sd-bus does; -EBADF is nb_submit()'s "fds were lost") and
+ * touch nothing, as do nb_conn_on_event(), nb_conn_limit() and
+ * nb_conn_helper_version(); nb_conn_has_feature() says false,
+ * nb_conn_helper_pid() 0, nb_conn_next_timeout() -1, nb_conn_error() says why.
+ * None takes the connection's lock there (a thread of the parent may have held
+ * it at the fork, and none is left to let it go). nb_close() there frees the
+ * child's copy and closes its copies of the fds, and nothing else: no callback
+ * runs (the requests are the parent's), the helper is not signalled or waited
+ * for, the socket is not shut down. The parent's connection goes on. A child
+ * that needs the helper makes a connection of its own. The parent's nb_close()
+ * shuts the socket down: the helper sees its end, and is waited for, also
+ * while a child that has not exec'd or exited yet holds a copy. */
 
 /* The helper's feature list from Hello includes `name` (an op name such as
  * "exec"). */
@@ -162,14 +165,15 @@ bool nb_conn_has_feature(nb_conn *conn, const char *name);
  * copy, valid until its next nb_conn_error() call. */
 const char *nb_conn_error(nb_conn *conn);
 
-/* The pid of a spawned helper (0 for nb_connect connections or when none is
- * running). */
+/* The pid of a spawned helper (0 for nb_connect connections, when none is
+ * running, or in a child of fork(): see nb_close()). */
 int nb_conn_helper_pid(nb_conn *conn);
 
 /* The version of the helper this connection talks to, as its Hello gave
  * it (NB_VERSION_ENCODE(major, minor, micro)). Returns 0, or -ENODATA when
  * the helper did not say (its Hello's software is not "netbrokerd X.Y.Z"),
- * -EINVAL for a NULL argument. After a reconnect it is the new helper's. */
+ * -EINVAL for a NULL argument, -ECHILD in a child of fork() (nb_close()).
+ * After a reconnect it is the new helper's. */
 int nb_conn_helper_version(nb_conn *conn, unsigned *ret);
 
 /* The helper's limits, from its Hello: a request over one of them is
@@ -189,7 +193,7 @@ typedef enum nb_limit {
 
 /* One of the helper's limits. Returns 0, -ENODATA when the helper did not
  * announce it (an older helper), -EINVAL for a NULL argument or a limit
- * this library does not know. */
+ * this library does not know, -ECHILD in a child of fork() (nb_close()). */
 int nb_conn_limit(nb_conn *conn, nb_limit limit, uint64_t *ret);
 
 /* ---- batches ---- */
@@ -922,7 +926,8 @@ typedef struct nb_event {
 typedef void (*nb_event_callback)(nb_conn *conn, const nb_event *ev, void *opaque);
 
 /* Set the connection's event callback (cb NULL: none; events waiting
- * undelivered are dropped then). Returns 0 or -EINVAL. */
+ * undelivered are dropped then). Returns 0, -EINVAL, or -ECHILD (in a child
+ * of fork(), see nb_close()). */
 int nb_conn_on_event(nb_conn *conn, nb_event_callback cb, void *opaque);
 
 /* ---- results ---- */

@@ -858,6 +858,85 @@ START_TEST(test_child_of_fork_is_refused_and_its_close_leaves_the_parent_alone)
 }
 END_TEST
 
+/* A thread of the parent takes and lets go the connection's lock, as a
+ * daemon's worker asking nb_conn_helper_pid() would, while the main thread
+ * forks again and again, and each child asks the connection's getters.
+ * Before, a child forked while the lock was held waited for it for ever:
+ * no thread is left in the child to let it go (here its alarm ends it).
+ * Now a child's getters answer without the lock. */
+struct lock_hammer {
+        nb_conn *c;
+        _Atomic bool stop;
+};
+
+static void *hammer_the_lock(void *arg)
+{
+        struct lock_hammer *h = arg;
+
+        while (!h->stop)
+                (void)nb_conn_helper_pid(h->c);
+        return NULL;
+}
+
+/* In the child: 0, or the number of the getter that answered wrongly. */
+static int child_asks_the_getters(nb_conn *c)
+{
+        unsigned version;
+        sigset_t alrm;
+        uint64_t v;
+
+        /* A getter waiting on the lock dies of it: the test process may
+         * block or ignore SIGALRM, and a child inherits that. */
+        sigemptyset(&alrm);
+        sigaddset(&alrm, SIGALRM);
+        signal(SIGALRM, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+        alarm(5);
+        if (nb_conn_has_feature(c, "ping"))
+                return 1;
+        if (nb_conn_helper_version(c, &version) != -ECHILD)
+                return 2;
+        if (nb_conn_limit(c, NB_LIMIT_EXEC_RUNNING, &v) != -ECHILD)
+                return 3;
+        if (nb_conn_helper_pid(c) != 0)
+                return 4;
+        if (nb_conn_on_event(c, NULL, NULL) != -ECHILD)
+                return 5;
+        return 0;
+}
+
+START_TEST(test_child_of_fork_asks_the_getters_while_a_parent_thread_holds_the_lock)
+{
+        struct lock_hammer h = {0};
+        int status = 0, i;
+        pthread_t t;
+        pid_t pid;
+
+        tu_private_netns();
+        h.c = tu_spawn(TU_ALLOW);
+        pid = nb_conn_helper_pid(h.c);
+        ck_assert(nb_conn_has_feature(h.c, "ping"));
+        ck_assert_int_eq(pthread_create(&t, NULL, hammer_the_lock, &h), 0);
+        for (i = 0; i < 200 && status == 0; i++) {
+                pid_t child = fork();
+                if (child == 0)
+                        _exit(child_asks_the_getters(h.c));
+                if (child < 0 || waitpid(child, &status, 0) != child)
+                        status = -1;
+        }
+        h.stop = true;
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "child %d of 200: status %#x (%s, exit %d: the getter that failed)", i,
+                      status, WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exited",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        /* The parent's connection goes on. */
+        ck_assert_int_eq(nb_conn_helper_pid(h.c), pid);
+        ping_sync_ok(h.c);
+        nb_close(h.c);
+}
+END_TEST
+
 /* The parent closes while a child of fork() still holds its copy of the
  * socket (it has not exec'd or exited yet): the spawned helper saw no EOF,
  * and nb_close() waited for it until the child went. */
@@ -1060,6 +1139,8 @@ Suite *evloop_suite(void)
                             0, 2);
         tcase_add_test(tc,
                        test_parent_close_while_a_child_holds_the_connection_does_not_wait_for_it);
+        tcase_add_test(tc,
+                       test_child_of_fork_asks_the_getters_while_a_parent_thread_holds_the_lock);
         tcase_add_test(tc, test_close_from_a_callback_is_finished_after_the_dispatchs_callbacks);
         tcase_add_test(tc, test_close_whose_callbacks_close_and_dispatch_again);
         tcase_add_loop_test(tc, test_submit_from_a_thread_with_the_earliest_deadline_wakes_the_loop,

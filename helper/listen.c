@@ -6,6 +6,8 @@
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -50,28 +52,74 @@ int nbd_listen_parse_group(const char *s, gid_t *ret, struct nbd_err *e)
         return 0;
 }
 
-/* path's directory is root's (or ours) and no one else may write to it. */
+/* One entry on the way to the socket. A symbolic link: root's (or ours),
+ * its target is walked on its own. A directory: root's (or ours), and no
+ * one else may replace what it holds: the socket's own directory writable
+ * by its owner alone; one above it by its owner alone, or sticky (as /tmp:
+ * there only an entry's owner may rename it, and the entry below is
+ * root's). */
+static int entry_safe(const char *p, bool sockets_dir, struct nbd_err *e)
+{
+        struct stat st;
+        bool ok;
+
+        if (lstat(p, &st) < 0)
+                return nbd_err_set(e, -errno, "%s: %s", p, strerror(errno));
+        ok = st.st_uid == 0 || st.st_uid == geteuid();
+        if (!S_ISLNK(st.st_mode))
+                ok = ok && S_ISDIR(st.st_mode) &&
+                     (!(st.st_mode & 022) || (!sockets_dir && (st.st_mode & S_ISVTX)));
+        if (!ok)
+                return nbd_err_set(e, -EPERM,
+                                   "--listen-mode/--listen-group: %s (uid %u, mode %04o) must be "
+                                   "root's and writable by root alone%s: another user could "
+                                   "replace the socket before its group is set",
+                                   p, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+                                   sockets_dir ? " (the socket's directory)"
+                                               : ", or sticky (a directory above the socket's)");
+        return 0;
+}
+
+/* dir (absolute) and every directory above it. */
+static int walk_up(char *dir, struct nbd_err *e)
+{
+        bool sockets_dir = true;
+        int r;
+
+        for (;;) {
+                char *slash = strrchr(dir, '/');
+                if ((r = entry_safe(*dir ? dir : "/", sockets_dir, e)) < 0 || !slash || !*dir)
+                        return r;
+                sockets_dir = false;
+                *slash = '\0'; /* "/a/b" -> "/a" -> "" (the root) */
+        }
+}
+
+/* The socket's directory and every one above it are root's and no one
+ * else may replace what they hold: as the path is written (a link of
+ * another user's on the way could be turned elsewhere) and as it resolves. */
 static int dir_safe(const char *path, struct nbd_err *e)
 {
-        char copy[PATH_MAX];
-        struct stat st;
-        const char *dir;
+        char copy[PATH_MAX], dir[PATH_MAX], resolved[PATH_MAX];
+        int r;
 
         if (strlen(path) >= sizeof(copy))
                 return nbd_err_set(e, -ENAMETOOLONG, "%s: path too long", path);
         strcpy(copy, path);
-        dir = dirname(copy);
-        if (lstat(dir, &st) < 0)
+        if (path[0] == '/') {
+                snprintf(dir, sizeof(dir), "%s", dirname(copy));
+        } else {
+                char cwd[PATH_MAX];
+                if (!getcwd(cwd, sizeof(cwd)))
+                        return nbd_err_set(e, -errno, "getcwd: %s", strerror(errno));
+                if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", cwd, dirname(copy)) >= sizeof(dir))
+                        return nbd_err_set(e, -ENAMETOOLONG, "%s: path too long", path);
+        }
+        if (!realpath(dir, resolved))
                 return nbd_err_set(e, -errno, "%s: %s", dir, strerror(errno));
-        if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-            (st.st_mode & 022))
-                return nbd_err_set(e, -EPERM,
-                                   "--listen-mode/--listen-group: the socket's directory %s must "
-                                   "be root's and writable by root alone (it is uid %u, mode "
-                                   "%04o): another user could replace the socket before its "
-                                   "group is set",
-                                   dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-        return 0;
+        if ((r = walk_up(dir, e)) < 0)
+                return r;
+        return walk_up(resolved, e);
 }
 
 int nbd_listen_on(const char *path, const struct nbd_listen_opts *o, struct nbd_err *e)

@@ -402,7 +402,10 @@ static int connect_as(const char *sock, gid_t gid)
  * the two, or after a restart, the group could not connect). A member
  * connects, another uid is refused by the socket's mode; a directory
  * others may write to is refused (they could swap the socket for
- * something else before its group is set), as is a mode with x bits. */
+ * something else before its group is set), and so is one inside another
+ * user's directory or reached through their link (they could swap the
+ * directory), as is a mode with x bits. The socket's own directory, in
+ * sticky /tmp, is fine. */
 START_TEST(test_listen_mode_and_group_open_the_socket_to_a_group_alone)
 {
         char dir[64], *out;
@@ -435,8 +438,31 @@ START_TEST(test_listen_mode_and_group_open_the_socket_to_a_group_alone)
         out = tu_sh("%s --listen /tmp/nbtest-listen-%d.sock --listen-group 4242 "
                     "--config /dev/null 2>&1; echo rc=$?",
                     tu_helper_path(), (int)getpid());
-        ck_assert_msg(strstr(out, "the socket's directory /tmp must be root's and writable by "
-                                  "root alone") &&
+        ck_assert_msg(strstr(out, "/tmp (uid 0, mode 1777) must be root's and writable by root "
+                                  "alone (the socket's directory)") &&
+                              strstr(out, "rc=1"),
+                      "%s", out);
+        free(out);
+        /* A directory of root's inside another user's (who could rename it
+         * and put one of theirs in its place), or reached through their
+         * link (which they could turn elsewhere): refused, naming it. */
+        free(tu_sh("mkdir -m 0755 %s/user %s/user/run && chown 65534 %s/user && "
+                   "ln -s %s/user/run %s/link && chown -h 65534 %s/link",
+                   dir, dir, dir, dir, dir, dir));
+        /* timeout: a helper that took the path would listen on it. */
+        out = tu_sh(
+                "timeout 5 %s --listen %s/user/run/s --listen-group 4242 --config /dev/null 2>&1; "
+                "echo rc=$?",
+                tu_helper_path(), dir);
+        ck_assert_msg(strstr(out, "/user (uid 65534, mode 0755) must be root's") &&
+                              strstr(out, "or sticky (a directory above the socket's)") &&
+                              strstr(out, "rc=1"),
+                      "%s", out);
+        free(out);
+        out = tu_sh("timeout 5 %s --listen %s/link/s --listen-group 4242 --config /dev/null 2>&1; "
+                    "echo rc=$?",
+                    tu_helper_path(), dir);
+        ck_assert_msg(strstr(out, "/link (uid 65534, mode 0777) must be root's") &&
                               strstr(out, "rc=1"),
                       "%s", out);
         free(out);

@@ -134,7 +134,9 @@ static void print_program_json(const nb_program_info *p, bool first)
                         putchar(',');
                 json_str(p->argv[k]);
         }
-        fputs("]}", stdout);
+        fputs("],\"gone_interface\":", stdout);
+        json_str(p->gone_interface ? p->gone_interface : "");
+        putchar('}');
 }
 
 static void print_program_text(const nb_program_info *p)
@@ -153,6 +155,10 @@ static void print_program_text(const nb_program_info *p)
                p->tag[0] ? p->tag : "-", state);
         for (size_t k = 0; k < p->argc; k++)
                 printf(" %s", p->argv[k]);
+        /* Why it stopped, when the helper stopped it (a helper before 0.2
+         * does not say). */
+        if (p->gone_interface && p->gone_interface[0])
+                printf(" (stopped by the helper: interface %s went away)", p->gone_interface);
         putchar('\n');
 }
 

@@ -1132,6 +1132,10 @@ typedef struct nb_program_info {
         bool status_unknown; /* an adopted program exited: no status */
         size_t argc;
         char *const *argv;
+        /* 0.2: "", or the interface it served (its --interface=) that went
+         * away, or was made again for another uid, while it ran: the
+         * helper stopped it for that (a caller other than root's). */
+        const char *gone_interface;
 } nb_program_info;
 #define NB_PROGRAM_INFO_INIT                                                                       \
         {                                                                                          \

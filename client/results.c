@@ -653,6 +653,7 @@ NB_EXPORT int nb_result_program_at(const nb_results *r, size_t i, size_t k, nb_p
                                      .status_unknown = p->status_unknown,
                                      .argc = p->n_argv,
                                      .argv = p->argv,
+                                     .gone_interface = p->gone_interface,
                              }),
                              NB_PROGRAM_INFO_SIZE_0);
 }

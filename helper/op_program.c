@@ -389,6 +389,8 @@ static int add_info(Netbroker__ProgramListResult *l, const struct nbd_program_in
         o->signal = i->signal;
         o->adopted = i->adopted;
         o->status_unknown = i->status_unknown;
+        if (i->gone_link[0])
+                o->gone_interface = dup_str(i->gone_link, &oom);
         while (i->argv[n])
                 n++;
         o->argv = calloc(n ? n : 1, sizeof(*o->argv));

@@ -85,9 +85,13 @@ static bool find_listed(nb_conn *c, uint64_t id, nb_program_info *ret)
                 ck_assert_int_eq(nb_result_program_at(res, 0, k, &p), 0);
                 if (p.id == id) {
                         found = true;
-                        /* Strings die with res: keep the numbers only. */
+                        /* Strings die with res: keep the numbers only,
+                         * and the gone interface's name, copied. */
+                        static char gone[16];
+                        snprintf(gone, sizeof(gone), "%s", p.gone_interface);
                         p.path = p.tag = NULL;
                         p.argv = NULL;
+                        p.gone_interface = gone;
                         *ret = p;
                 }
         }
@@ -1381,7 +1385,7 @@ static void end_gone_program(struct tu_helper *h, char *conf)
  * new nbf0 is never served. */
 START_TEST(test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_back)
 {
-        char *conf = config_with(GONE_POLICY), *first;
+        char *conf = config_with(GONE_POLICY), *first, *out;
         nb_program_info p = NB_PROGRAM_INFO_INIT;
         struct tu_helper h;
         struct as_reply r;
@@ -1416,6 +1420,13 @@ START_TEST(test_a_program_whose_interface_goes_is_stopped_before_the_name_comes_
         ck_assert(find_listed(root, id, &p));
         ck_assert(!p.running);
         ck_assert_int_eq(p.signal, SIGKILL);
+        ck_assert_str_eq(p.gone_interface, "nbf0"); /* why it stopped */
+        out = tu_sh("%s --socket %s --json program list", NB_TEST_CTL, h.sock);
+        ck_assert_msg(strstr(out, "\"gone_interface\":\"nbf0\""), "%s", out);
+        free(out);
+        out = tu_sh("%s --socket %s program list", NB_TEST_CTL, h.sock);
+        ck_assert_msg(strstr(out, "(stopped by the helper: interface nbf0 went away)"), "%s", out);
+        free(out);
         r = as_uid(&h, USER_A, AS_LIST, 0);
         ck_assert_uint_eq(r.n, 1);
         r = as_uid(&h, USER_A, AS_STOP_ID, id);
@@ -1506,6 +1517,7 @@ START_TEST(test_an_adopted_program_whose_interface_went_meanwhile_is_stopped)
         for (int i = 0; i < 50 && find_listed(root, id, &p) && p.running; i++)
                 usleep(20000);
         ck_assert(find_listed(root, id, &p) && !p.running);
+        ck_assert_str_eq(p.gone_interface, "nbf0");
 
         nb_close(root);
         end_gone_program(&h, conf);

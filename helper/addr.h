@@ -37,7 +37,10 @@ struct nbd_route {
         char ifname[IFNAMSIZ]; /* "": none given */
         unsigned metric;
         unsigned table; /* 0: main */
-        int ifindex; /* listing only: its (first) nexthop's interface, 0: none */
+        /* ifname's index (0: none): a change's interface, which the loop
+         * looks up before the change runs on the lane; in a listing, the
+         * (first) nexthop's. */
+        int ifindex;
 };
 
 /* What a listing asks of the kernel (issue 14): a dump filtered there by
@@ -60,18 +63,26 @@ int nbd_addr_delete(struct nbd_links *l, const struct nbd_addr *a, struct nbd_er
 int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
                   struct nbd_err *err);
 
+/* Route changes run on the links' lane (issue 14), as listings do:
+ * with l NULL, nbd_route_add, nbd_route_delete and nbd_route_restore
+ * touch r (or s), their outputs and sockets of the call's own, one at a
+ * time. On the loop (an undo), l: the change goes over its request socket.
+ * r's interface is r->ifindex, looked up by the loop (nbd_links_ifindex)
+ * when r->ifname names one; -ENODEV when it is not set. */
+
 /* -EEXIST when the table has that route already (NLM_F_EXCL). */
 int nbd_route_add(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
 /* A route as the kernel held it, every attribute (protocol, scope,
  * preferred source, metrics): what the undo of its deletion puts back. */
 struct rtnl_route;
 struct nbd_route_saved {
-        struct nbd_route rt; /* as nbd_route_list() would say it */
+        struct nbd_route rt; /* as nbd_route_list() would say it: no ifname */
         struct rtnl_route *kernel; /* libnl's object; NULL in a fake kernel */
 };
 /* Delete the route r names. With ret_saved, exactly one: the unicast
  * routes of r's family and table (through r's interface, if it names one:
- * the kernel is asked for those only) to its destination, narrowed by the
+ * the kernel is asked for those only; else the family's whole table is
+ * read) to its destination, narrowed by the
  * metric, gateway and interface r gives; -ESRCH when none is, -EINVAL
  * (err says which) when several are, and nothing is deleted; the one
  * deleted into *ret_saved (nbd_route_saved_free). Without: the undo of

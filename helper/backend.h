@@ -145,8 +145,10 @@ struct nbd_backend_spawn {
         void (*on_reaped)(void (*fn)(void *data), void *data);
 };
 
-/* Virtual networks, part 1: addresses, routes and sysctls (addr.h), over
- * the links' request socket. */
+/* Virtual networks, part 1: addresses, routes and sysctls (addr.h).
+ * Addresses over the links' request socket; routes on the links' lane,
+ * over sockets of their own (a listing's dumps, a change and a deletion's
+ * read: l NULL), or on the loop over the links' socket (an undo). */
 struct nbd_backend_net {
         int (*addr_add)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
         int (*addr_delete)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);

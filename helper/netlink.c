@@ -118,6 +118,22 @@ fail:
         return r;
 }
 
+int nbd_netlink_open_req(struct nbd_netlink *nl)
+{
+        int r;
+
+        *nl = (struct nbd_netlink){.req = nl_socket_alloc()};
+        if (!nl->req)
+                return -ENOMEM;
+        nl_socket_modify_err_cb(nl->req, NL_CB_CUSTOM, on_error_ack, nl);
+        r = nl_connect(nl->req, NETLINK_ROUTE);
+        if (r < 0) {
+                r = nbd_netlink_errno(nl, r);
+                nbd_netlink_close(nl);
+        }
+        return r;
+}
+
 int nbd_netlink_call(struct nbd_netlink *nl, struct nl_msg *msg)
 {
         int r;

@@ -16,6 +16,10 @@ struct nbd_netlink {
 };
 
 int nbd_netlink_open(struct nbd_netlink *nl);
+/* The request socket alone (nl->mon stays NULL), for one call where the
+ * loop's cannot be used (a lane's: nbd_netlink_call on it, then
+ * nbd_netlink_close). 0 or -errno. */
+int nbd_netlink_open_req(struct nbd_netlink *nl);
 void nbd_netlink_close(struct nbd_netlink *nl);
 
 /* Turn a libnl return value into 0 or -errno, preferring the errno the

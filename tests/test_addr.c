@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +503,104 @@ START_TEST(test_a_route_deletion_that_names_two_routes_is_refused)
 }
 END_TEST
 
+/* A route deleted without naming an interface (the deletion reads the
+ * family's whole table to find it, on the links' lane) comes back as the
+ * kernel had it when a later op fails: its gateway, metric, protocol and
+ * preferred source. */
+START_TEST(test_a_failed_batch_puts_back_a_route_deleted_without_an_interface)
+{
+        nb_conn *c = setup();
+        nb_route rt = NB_ROUTE_INIT;
+        nb_batch *b = nb_batch_new();
+        const char *show = "ip -j route show 10.86.0.0/16; ip -j -6 route show fd00:86::/48";
+        char *before;
+
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.82.0.1", 24, NULL), 0);
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "fd00:82::1", 64, NULL), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        free(tu_sh("ip route add 10.86.0.0/16 via 10.82.0.2 metric 77 proto 99 src 10.82.0.1 && "
+                   "ip -6 route add fd00:86::/48 via fd00:82::2 dev nbbr0 metric 9 proto 98"));
+        before = tu_sh("%s", show);
+        ck_assert_msg(has(before, "\"gateway\":\"10.82.0.2\"") && has(before, "\"metric\":77") &&
+                              has(before, "\"prefsrc\":\"10.82.0.1\"") &&
+                              has(before, "\"gateway\":\"fd00:82::2\""),
+                      "set-up: %s", before);
+        b = nb_batch_new();
+        rt.destination = "10.86.0.0";
+        rt.prefix_len = 16;
+        rt.gateway = "10.82.0.2";
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        rt.destination = "fd00:86::";
+        rt.prefix_len = 48;
+        rt.gateway = "fd00:82::2";
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        assert_failed_batch_undone(c, b, 2, "10.82.0.1", show, before);
+        nb_close(c);
+}
+END_TEST
+
+/* The undo goes newest first: a batch that deletes a route and adds
+ * another in its place (same destination, table and metric: the kernel
+ * takes only one of them) takes the added one away before it puts the
+ * deleted one back. In the other order the deleted one could not come
+ * back (EEXIST), and then the added one went too: no route at all. */
+START_TEST(test_a_failed_batch_undoes_route_changes_newest_first)
+{
+        nb_conn *c = setup();
+        nb_route rt = NB_ROUTE_INIT;
+        nb_batch *b = nb_batch_new();
+        const char *show = "ip -j route show 10.87.0.0/16";
+        char *before;
+
+        ck_assert_int_eq(nb_batch_addr_add(b, "nbbr0", "10.82.0.1", 24, NULL), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        free(tu_sh("ip route add 10.87.0.0/16 via 10.82.0.2 proto 99"));
+        before = tu_sh("%s", show);
+        ck_assert_msg(has(before, "\"gateway\":\"10.82.0.2\""), "set-up: %s", before);
+        b = nb_batch_new();
+        rt.destination = "10.87.0.0";
+        rt.prefix_len = 16;
+        rt.gateway = "10.82.0.2";
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        rt.gateway = NULL;
+        rt.ifname = "nbbr0";
+        ck_assert_int_eq(nb_batch_route_add(b, &rt), 0);
+        assert_failed_batch_undone(c, b, 2, "10.82.0.1", show, before);
+        nb_close(c);
+}
+END_TEST
+
+/* A route op that fails on the links' lane fails with its own error, and
+ * the batch's changes before it are undone: a deletion of a route the
+ * table does not have says ESRCH, the route added before it goes. */
+START_TEST(test_a_route_deletion_that_finds_nothing_fails_and_undoes_the_batch)
+{
+        nb_conn *c = setup();
+        nb_route rt = NB_ROUTE_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res;
+        char *ip;
+
+        rt.destination = "10.88.0.0";
+        rt.prefix_len = 16;
+        rt.ifname = "nbbr0";
+        ck_assert_int_eq(nb_batch_route_add(b, &rt), 0);
+        rt = (nb_route)NB_ROUTE_INIT;
+        rt.destination = "10.89.0.0";
+        rt.prefix_len = 16;
+        rt.gateway = "10.82.0.2";
+        ck_assert_int_eq(nb_batch_route_delete(b, &rt), 0);
+        res = tu_submit(c, b);
+        tu_assert_status(res, 1, -ESRCH, "no route to 10.89.0.0/16 matches");
+        tu_assert_status(res, 0, -ECANCELED, "undone: op 1 failed");
+        nb_results_free(res);
+        ip = tu_sh("ip -j route show 10.88.0.0/16");
+        ck_assert_msg(!has(ip, "10.88.0.0"), "the added route stayed: %s", ip);
+        free(ip);
+        nb_close(c);
+}
+END_TEST
+
 /* ---- bad input ---- */
 
 START_TEST(test_bad_input_is_refused_and_changes_nothing)
@@ -971,6 +1070,173 @@ START_TEST(test_a_route_list_runs_off_the_loop)
         tu_helper_stop(&h);
 }
 END_TEST
+/* A route change runs on the links' lane, and with it the read of the
+ * table a deletion makes to find and save its route: held there (the hold
+ * point ROUTE_CHANGE, after the kernel's work), the change is not answered
+ * and another client's Ping is. The deletion names no interface, so the
+ * read is of the whole table (the routes_dumped counter has grown by it
+ * while the op is held: it was read, and not on the loop, which answers);
+ * before, it ran on the loop, and 300,000 routes kept every Ping waiting
+ * 0.3-0.45 s. The same for a RouteAdd; and a client that goes away while
+ * its deletion is held leaves the helper serving and the route deleted. */
+#define HELD_ROUTES 2000
+
+/* Fork a client that submits b (freed) and writes its op 0's status (or
+ * -EIO) to the returned pipe's read end (non-blocking); *ret_pid: it. */
+static int fork_route_client(const char *sock, nb_batch *b, pid_t *ret_pid)
+{
+        int p[2];
+        pid_t pid;
+
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                nb_conn *lc = NULL;
+                nb_results *lres = NULL;
+                int r = nb_connect(sock, &lc) < 0 ? -EIO : nb_submit(lc, b, &lres);
+                if (r == 0)
+                        r = nb_result_status(lres, 0);
+                _exit(write(p[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+        }
+        close(p[1]);
+        nb_batch_free(b);
+        *ret_pid = pid;
+        return p[0];
+}
+
+/* Until the helper holds at HOLD (HOLD.held), bounded, for order only. */
+static void await_route_held(const char *held, const char *what)
+{
+        for (int i = 0; i < 6000 && access(held, F_OK) != 0; i++)
+                usleep(5000);
+        ck_assert_msg(access(held, F_OK) == 0, "%s never reached the links' lane", what);
+}
+
+/* c's Ping, answered within 10 s: its status (-ETIMEDOUT: not), returned
+ * so that a test lets a hold go before it asserts anything. */
+static int ping_while_held(nb_conn *c)
+{
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        int r;
+
+        nb_batch_ping(b);
+        r = nb_submit_timeout(c, b, 10000, &res);
+        if (r == 0)
+                r = nb_result_status(res, 0);
+        nb_results_free(res);
+        nb_batch_free(b);
+        return r;
+}
+
+static nb_batch *one_route_op(bool add, const char *dst, const char *gw, const char *dev)
+{
+        nb_route rt = NB_ROUTE_INIT;
+        nb_batch *b = nb_batch_new();
+
+        rt.destination = dst;
+        rt.prefix_len = 16;
+        rt.gateway = gw;
+        rt.ifname = dev;
+        ck_assert_int_eq(add ? nb_batch_route_add(b, &rt) : nb_batch_route_delete(b, &rt), 0);
+        return b;
+}
+
+START_TEST(test_a_route_change_and_its_read_run_off_the_loop)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64], path[] = "/tmp/nbtest-routes-XXXXXX";
+        struct tu_helper h;
+        uint64_t d0;
+        nb_conn *c;
+        pid_t pid;
+        int rfd, st = 1, ping, fd;
+        bool answered;
+        char *ip;
+        FILE *f;
+
+        tu_private_netns();
+        free(tu_sh("ip link add nbrv0 type veth peer name nbrv1 && ip link set nbrv0 up && "
+                   "ip link set nbrv1 up && ip addr add 10.82.0.1/24 dev nbrv0 && "
+                   "ip route add 10.90.0.0/16 via 10.82.0.2"));
+        fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        f = fdopen(fd, "w");
+        ck_assert_ptr_nonnull(f);
+        for (unsigned i = 0; i < HELD_ROUTES; i++)
+                fprintf(f, "route add 10.100.%u.%u/32 dev nbrv0\n", i >> 8, i & 255);
+        ck_assert_int_eq(fclose(f), 0);
+        free(tu_sh("ip -batch %s", path));
+        unlink(path);
+        fd = mkstemp(hold);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_ROUTE_CHANGE", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_ROUTE_CHANGE");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+
+        /* Root's deletion without an interface: the whole table is read. */
+        d0 = tu_stat(c, "routes_dumped");
+        rfd = fork_route_client(h.sock, one_route_op(false, "10.90.0.0", "10.82.0.2", NULL), &pid);
+        await_route_held(held, "the RouteDelete");
+        ping = ping_while_held(c);
+        answered = read(rfd, &st, sizeof(st)) >= 0;
+        ip = tu_sh("ip -j route show 10.90.0.0/16");
+        unlink(hold);
+        ck_assert_msg(ping == 0, "another client's Ping failed while the deletion was held: %s",
+                      strerror(-ping));
+        ck_assert_msg(!answered, "the RouteDelete was answered while it was held");
+        ck_assert_msg(!has(ip, "10.90.0.0"), "held after its deletion, the route is there: %s", ip);
+        free(ip);
+        ck_assert_msg(tu_stat(c, "routes_dumped") - d0 >= HELD_ROUTES,
+                      "the deletion read %llu routes, not the table's %d",
+                      (unsigned long long)(tu_stat(c, "routes_dumped") - d0), HELD_ROUTES);
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+        ck_assert_int_eq(read(rfd, &st, sizeof(st)), sizeof(st));
+        ck_assert_msg(st == 0, "the RouteDelete: %s", strerror(-st));
+        close(rfd);
+
+        /* Root's RouteAdd, held the same way. */
+        close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+        rfd = fork_route_client(h.sock, one_route_op(true, "10.91.0.0", NULL, "nbrv0"), &pid);
+        await_route_held(held, "the RouteAdd");
+        ping = ping_while_held(c);
+        answered = read(rfd, &st, sizeof(st)) >= 0;
+        unlink(hold);
+        ck_assert_msg(ping == 0, "another client's Ping failed while the add was held: %s",
+                      strerror(-ping));
+        ck_assert_msg(!answered, "the RouteAdd was answered while it was held");
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+        ck_assert_int_eq(read(rfd, &st, sizeof(st)), sizeof(st));
+        ck_assert_msg(st == 0, "the RouteAdd: %s", strerror(-st));
+        close(rfd);
+        ip = tu_sh("ip -j route show 10.91.0.0/16");
+        ck_assert_msg(has(ip, "\"dev\":\"nbrv0\"") && has(ip, "\"protocol\":\"static\""), "%s", ip);
+        free(ip);
+
+        /* Its client killed while the deletion is held: the change was
+         * made, and stays; the job goes after the lane's call. */
+        close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+        rfd = fork_route_client(h.sock, one_route_op(false, "10.91.0.0", NULL, "nbrv0"), &pid);
+        await_route_held(held, "the second RouteDelete");
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+        close(rfd);
+        ping = ping_while_held(c);
+        unlink(hold);
+        ck_assert_msg(ping == 0, "a Ping failed after the client went: %s", strerror(-ping));
+        for (int i = 0; i < 2000 && access(held, F_OK) == 0; i++)
+                usleep(5000);
+        ck_assert_int_eq(ping_while_held(c), 0);
+        ip = tu_sh("ip -j route show 10.91.0.0/16");
+        ck_assert_msg(!has(ip, "10.91.0.0"), "the route stayed: %s", ip);
+        free(ip);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
 #endif
 
 /* ---- netbrokerctl addr and route ---- */
@@ -1195,11 +1461,15 @@ Suite *addr_suite(void)
         tcase_add_test(tc, test_a_failed_batch_puts_a_deleted_route_back_as_it_was);
         tcase_add_test(tc, test_a_failed_batch_takes_away_only_the_route_it_added);
         tcase_add_test(tc, test_a_route_deletion_that_names_two_routes_is_refused);
+        tcase_add_test(tc, test_a_failed_batch_puts_back_a_route_deleted_without_an_interface);
+        tcase_add_test(tc, test_a_failed_batch_undoes_route_changes_newest_first);
+        tcase_add_test(tc, test_a_route_deletion_that_finds_nothing_fails_and_undoes_the_batch);
         tcase_add_test(tc, test_bad_input_is_refused_and_changes_nothing);
         tcase_add_test(tc, test_another_uid_changes_only_its_own_interfaces);
         tcase_add_test(tc, test_a_route_list_of_a_few_routes_reads_only_those);
 #ifdef NB_TEST_HOOKS
         tcase_add_test(tc, test_a_route_list_runs_off_the_loop);
+        tcase_add_test(tc, test_a_route_change_and_its_read_run_off_the_loop);
 #endif
         tcase_add_test(tc, test_ctl_addr_and_route_commands);
         tcase_add_test(tc, test_bridge_options_and_port_flags_as_ip_sees_them);

@@ -4,6 +4,7 @@
 
 #include "bandwidth.h"
 #include "bandwidth_show.h"
+#include "bridge_port.h"
 #include "fw_kernel.h"
 #include "link.h"
 #include "link_show.h"
@@ -103,5 +104,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .sysctl_set = nbd_sysctl_set,
                         .bropt_get = nbd_bropt_get,
                         .bropt_set = nbd_bropt_set,
+                        .fdb_has = nbd_bridge_fdb_has,
+                        .bridge_pin_addr = nbd_bridge_pin_addr,
                 },
 };

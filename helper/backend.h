@@ -169,6 +169,11 @@ struct nbd_backend_net {
         int (*bropt_get)(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_bropts *ret,
                          struct nbd_err *err);
         int (*bropt_set)(struct nbd_links *l, const struct nbd_bropts *o, struct nbd_err *err);
+        /* bridge_port.h */
+        int (*fdb_has)(struct nbd_links *l, int br_ifindex, int except_ifindex,
+                       const uint8_t mac[6], bool *ret, struct nbd_err *err);
+        int (*bridge_pin_addr)(struct nbd_links *l, int br_ifindex, const uint8_t mac[6],
+                               struct nbd_err *err);
 };
 
 struct nbd_backend {

@@ -865,7 +865,8 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         int r, ifindex = 0;
 
         if ((r = nbd_job_check_owned(job, s->name, res)) ||
-            (s->master[0] && (r = recheck_master(job, s->name, s->master, res))))
+            (s->master[0] && (r = recheck_master(job, s->name, s->master, res))) ||
+            (r = nbd_job_check_port(job, s, res)))
                 return r;
         /* An interface without IPv6 settings (its MTU went below 1280 some
          * other way: its parent's) gets the kernel's defaults once its MTU

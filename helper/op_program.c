@@ -85,8 +85,9 @@ static int owned_at_start(void *data, const char *ifname, struct nbd_err *e)
                            ifname);
 }
 
-/* A caller other than root gives only the arguments program_args.h
- * allows, unless its section says program_args = any. */
+/* A caller other than root gives only printable arguments and
+ * environment, and only the arguments program_args.h allows unless its
+ * section says program_args = any. */
 static int check_program_args(const struct nbd_config *cfg, const struct nbd_peer *peer,
                               const Netbroker__ProgramStart *s, nbd_program_owned_fn owned,
                               void *data, Netbroker__Result *res)
@@ -95,9 +96,13 @@ static int check_program_args(const struct nbd_config *cfg, const struct nbd_pee
         struct nbd_err e = {0};
         int r;
 
-        if (!file || !nbd_policy_checks_program_args(&cfg->policy, peer))
+        if (!file || nbd_peer_is_root(peer))
                 return 0;
-        r = nbd_program_args_check(file, s->argv, s->n_argv, peer->uid, owned, data, &e);
+        /* program_args = any too: it lets the caller choose the arguments,
+         * not write the helper's log. */
+        r = nbd_program_bytes_check(s->argv, s->n_argv, s->env, s->n_env, peer->uid, &e);
+        if (r == 0 && nbd_policy_checks_program_args(&cfg->policy, peer))
+                r = nbd_program_args_check(file, s->argv, s->n_argv, peer->uid, owned, data, &e);
         return r < 0 ? nbd_result_set(res, r, "program: %s", e.msg) : 0;
 }
 

@@ -105,6 +105,11 @@ int nbd_check_owned(struct nbd_validation *v, const char *name, Netbroker__Resul
  * and the interface of that name may be another by then): for a non-root
  * caller the interface, if it exists, must be marked as made for it. */
 int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result *res);
+/* A non-root LinkSet of a port that is, or joins, a bridge not the
+ * caller's: refused (EPERM, res set) when the port's MTU would lower the
+ * bridge's, or its address is one the bridge knows (another port's, its
+ * own) or would become the bridge's. (op_link_port.c) */
+int nbd_job_check_port(struct nbd_job *job, const Netbroker__LinkSet *s, Netbroker__Result *res);
 
 /* For batched ops: is this the batch's last op of its kind, and a slot for
  * the state they share. When the job ends, before its reply, finish(job,

@@ -21,12 +21,23 @@ enum arg_kind {
         ONE_OF, /* --name=one of values */
         BARE_OR, /* --name alone, or --name=one of values */
         IFACES, /* --name=IF[,IF...], each the caller's */
+        UP_TO, /* --name=N, decimal, at most up_to[]'s */
 };
 
 struct arg_rule {
         const char *name;
         enum arg_kind kind;
         const char *const *values; /* ONE_OF, BARE_OR: NULL-terminated */
+};
+
+/* The largest value of each UP_TO option. */
+static const struct {
+        const char *name;
+        unsigned long max;
+} up_to[] = {
+        /* Memory of a process that runs as root: dnsmasq takes up to
+         * 5,000,000 names (555 MB); its default is 150. */
+        {"cache-size", 10000},
 };
 
 /* One of these options must be given, or the program does what `why`
@@ -109,7 +120,7 @@ static const struct arg_rule dnsmasq_rules[] = {
         {"txt-record", VALUE, NULL},
         {"ptr-record", VALUE, NULL},
         {"mx-host", VALUE, NULL},
-        {"cache-size", VALUE, NULL},
+        {"cache-size", UP_TO, NULL},
         {"dns-forward-max", VALUE, NULL},
         {"local-ttl", VALUE, NULL},
         {"neg-ttl", VALUE, NULL},
@@ -226,6 +237,24 @@ static int check_ifaces(const char *value, nbd_program_owned_fn owned, void *dat
         }
 }
 
+/* A decimal number of at most r->max: nothing dnsmasq would read as
+ * another (no sign, space or suffix). */
+static int check_up_to(const struct arg_rule *r, const char *value, struct nbd_err *e)
+{
+        unsigned long n = 0, max = 0;
+
+        for (size_t i = 0; i < N(up_to); i++)
+                if (strcmp(up_to[i].name, r->name) == 0)
+                        max = up_to[i].max;
+        if (!*value || strspn(value, "0123456789") != strlen(value))
+                return nbd_err_set(e, -EPERM, "--%s takes a decimal number", r->name);
+        for (const char *d = value; *d && n <= max; d++)
+                n = n * 10 + (unsigned long)(*d - '0');
+        if (n > max)
+                return nbd_err_set(e, -EPERM, "--%s takes at most %lu", r->name, max);
+        return 0;
+}
+
 /* The value of rule r (NULL: none given): 0, or -EPERM / owned's error
  * with e saying why. */
 static int check_value(const struct arg_rule *r, const char *value, nbd_program_owned_fn owned,
@@ -256,6 +285,8 @@ static int check_value(const struct arg_rule *r, const char *value, nbd_program_
                                    r->values[0] ? "no value, or one of: " : "no value", list);
         case IFACES:
                 return check_ifaces(value, owned, data, e);
+        case UP_TO:
+                return check_up_to(r, value, e);
         }
         return nbd_err_set(e, -EPERM, "unknown kind of option");
 }
@@ -331,4 +362,38 @@ int nbd_program_args_check(const char *file, char *const *argv, size_t n_argv, u
                                            (unsigned)uid, p->program, a, why.msg);
         }
         return check_needs(p, argv, n_argv, uid, e);
+}
+
+/* The first byte of s a log line or a terminal would read as more than a
+ * character of its own, or NULL. */
+static const char *unprintable(const char *s)
+{
+        for (; *s; s++)
+                if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+                        return s;
+        return NULL;
+}
+
+int nbd_program_bytes_check(char *const *argv, size_t n_argv, char *const *env, size_t n_env,
+                            uid_t uid, struct nbd_err *e)
+{
+        const char *bad;
+
+        for (size_t i = 0; i < n_argv; i++)
+                if ((bad = unprintable(argv[i])))
+                        return nbd_err_set(e, -EPERM,
+                                           "policy: uid %u may not give argument %zu with byte "
+                                           "0x%02x: only printable ASCII is taken from a caller "
+                                           "other than root (a program's output is the helper's "
+                                           "log)",
+                                           (unsigned)uid, i, (unsigned char)*bad);
+        for (size_t i = 0; i < n_env; i++)
+                if ((bad = unprintable(env[i])))
+                        return nbd_err_set(e, -EPERM,
+                                           "policy: uid %u may not give environment entry %zu "
+                                           "with byte 0x%02x: only printable ASCII is taken from "
+                                           "a caller other than root (a program's output is the "
+                                           "helper's log)",
+                                           (unsigned)uid, i, (unsigned char)*bad);
+        return 0;
 }

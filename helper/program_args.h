@@ -27,3 +27,12 @@ typedef int (*nbd_program_owned_fn)(void *data, const char *ifname, struct nbd_e
  * uid: 0, or -EPERM (or owned's error) with e set. */
 int nbd_program_args_check(const char *file, char *const *argv, size_t n_argv, uid_t uid,
                            nbd_program_owned_fn owned, void *data, struct nbd_err *e);
+
+/* Every byte of argv[0 .. n_argv - 1] and env[0 .. n_env - 1] given by a
+ * caller other than root is printable ASCII (0x20-0x7e): a program echoes
+ * its arguments on its standard error, which is the helper's log, and a
+ * newline there would start a line that reads as the helper's own (an
+ * audit line), an escape sequence would rewrite a terminal. 0, or -EPERM
+ * with e set. */
+int nbd_program_bytes_check(char *const *argv, size_t n_argv, char *const *env, size_t n_env,
+                            uid_t uid, struct nbd_err *e);

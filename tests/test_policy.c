@@ -480,6 +480,18 @@ static void assert_alias(const char *dev, const char *want)
         ck_assert_msg(strcmp(got, want) == 0, "%s: ifalias '%s', wanted '%s'", dev, got, want);
 }
 
+/* `bridge -j fdb show` has mac on dev. */
+static bool fdb_has(const char *mac, const char *dev)
+{
+        char *out = tu_sh("bridge -j fdb show"), needle[96];
+        bool has;
+
+        snprintf(needle, sizeof(needle), "\"mac\":\"%s\",\"ifname\":\"%s\"", mac, dev);
+        has = strstr(out, needle) != NULL;
+        free(out);
+        return has;
+}
+
 static nb_conn *root_conn(const struct tu_helper *h)
 {
         nb_conn *c = NULL;
@@ -985,6 +997,134 @@ START_TEST(test_owner_and_limit_of_an_interface_survive_joining_and_leaving_a_br
         ck_assert_msg(strcmp(has, "yes\n") == 0, "%s went when pva0 left its bridge", chain);
         free(has);
         expect_ok(&a, (struct cmd[]){op(A_DELETE, "pva0", NULL)});
+        agent_stop(&a);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* ---- a port of root's bridge ---- */
+
+#define PORT_POLICY                                                                                \
+        TU_ALLOW NO_DIR "[policy uid 65534]\n"                                                     \
+                        "ops = tap_create link_set\n"                                              \
+                        "bridges = pvlisted pvempty pvhand\n"                                      \
+                        "name_prefixes = pva\n"
+
+/* Root's bridge pvlisted with root's port pvr0 (02:..:10, so the bridge's
+ * address too) whose guest end pvr0p (02:..:20) has spoken: the bridge
+ * learned it on pvr0. */
+static void roots_bridge_with_a_guest(void)
+{
+        free(tu_sh("ip link add pvlisted type bridge && "
+                   "ip link add pvr0 type veth peer name pvr0p && "
+                   "ip link set pvr0 address 02:00:00:00:00:10 && "
+                   "ip link set pvr0p address 02:00:00:00:00:20 && "
+                   "ip link set pvr0 master pvlisted && ip link set pvlisted up && "
+                   "ip link set pvr0 up && ip link set pvr0p up"));
+        /* Its IPv6 duplicate address detection and MLD report, from
+         * 02:..:20 through pvr0. */
+        for (int i = 0; i < 50 && !fdb_has("02:00:00:00:00:20", "pvr0"); i++)
+                usleep(100000);
+        ck_assert_msg(fdb_has("02:00:00:00:00:20", "pvr0"), "pvlisted did not learn pvr0p");
+        ck_assert_str_eq(tu_link_get("pvlisted", "address"), "02:00:00:00:00:10");
+}
+
+static struct cmd set_port(const char *name, const char *master, const char *mac, unsigned mtu)
+{
+        struct cmd m = op(A_SET, name, master);
+
+        snprintf(m.mac, sizeof(m.mac), "%s", mac ? mac : "");
+        m.mtu = mtu;
+        return m;
+}
+
+/* A caller's port in root's bridge with the address of root's guest (or
+ * of the bridge itself) would be a local, permanent entry of the bridge,
+ * which wins over the learned one: the host's traffic to that guest would
+ * go to the caller's tap. Refused on joining and on a port's change, and
+ * the bridge's forwarding database still has the guest behind pvr0. */
+START_TEST(test_a_port_of_roots_bridge_takes_no_address_the_bridge_knows)
+{
+        struct tu_helper h;
+        struct agent a;
+
+        tu_private_netns();
+        tu_helper_start(&h, PORT_POLICY);
+        roots_bridge_with_a_guest();
+        agent_start(&a, &h, NOBODY);
+        expect_ok(&a, (struct cmd[]){tap("pva0", true, true, NOBODY, NOBODY)});
+        expect_refused(&a, (struct cmd[]){set_port("pva0", "pvlisted", "02:00:00:00:00:20", 0)},
+                       EPERM,
+                       "may not give pva0 the address 02:00:00:00:00:20 in bridge pvlisted, not "
+                       "its own: the bridge knows it already");
+        expect_refused(&a, (struct cmd[]){set_port("pva0", "pvlisted", "02:00:00:00:00:10", 0)},
+                       EPERM, "the bridge knows it already");
+        ck_assert_str_eq(tu_link_get("pva0", "master"), TU_ABSENT);
+        ck_assert(fdb_has("02:00:00:00:00:20", "pvr0") && !fdb_has("02:00:00:00:00:20", "pva0"));
+        /* An address of its own joins, and the port may not take the
+         * guest's afterwards either. */
+        expect_ok(&a, (struct cmd[]){set_port("pva0", "pvlisted", "02:00:00:00:00:30", 0)});
+        ck_assert_str_eq(tu_link_get("pva0", "master"), "pvlisted");
+        expect_refused(&a, (struct cmd[]){set_port("pva0", NULL, "02:00:00:00:00:20", 0)}, EPERM,
+                       "the bridge knows it already");
+        ck_assert(fdb_has("02:00:00:00:00:20", "pvr0") && !fdb_has("02:00:00:00:00:20", "pva0"));
+        ck_assert_str_eq(tu_link_get("pva0", "address"), "02:00:00:00:00:30");
+        agent_stop(&a);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* A bridge takes its lowest port's MTU and, unless its address was set by
+ * hand, its lowest port's address: a caller's port may lower neither, nor
+ * become the address of root's bridge. A bridge without ports has its
+ * address pinned (set again by hand) before the caller's port joins it;
+ * one whose address was set by hand takes any address of a port. */
+START_TEST(test_a_port_of_roots_bridge_changes_neither_its_mtu_nor_its_address)
+{
+        struct tu_helper h;
+        struct agent a;
+        char empty_mac[32];
+
+        tu_private_netns();
+        tu_helper_start(&h, PORT_POLICY);
+        roots_bridge_with_a_guest();
+        agent_start(&a, &h, NOBODY);
+        expect_ok(&a, (struct cmd[]){tap("pva0", true, true, NOBODY, NOBODY)});
+        expect_ok(&a, (struct cmd[]){set_port("pva0", NULL, "02:00:00:00:00:30", 1400)});
+        expect_refused(&a, (struct cmd[]){set_port("pva0", "pvlisted", NULL, 0)}, EPERM,
+                       "may not give pva0 an MTU of 1400 in bridge pvlisted, not its own, whose "
+                       "MTU is 1500");
+        expect_refused(&a, (struct cmd[]){set_port("pva0", "pvlisted", "02:00:00:00:00:05", 1500)},
+                       EPERM, "the bridge takes its lowest port's address");
+        ck_assert_str_eq(tu_link_get("pvlisted", "address"), "02:00:00:00:00:10");
+        expect_ok(&a, (struct cmd[]){set_port("pva0", "pvlisted", NULL, 1500)});
+        expect_refused(&a, (struct cmd[]){set_port("pva0", NULL, NULL, 1400)}, EPERM,
+                       "may not give pva0 an MTU of 1400 in bridge pvlisted");
+        expect_refused(&a, (struct cmd[]){set_port("pva0", NULL, "02:00:00:00:00:05", 0)}, EPERM,
+                       "the bridge takes its lowest port's address");
+        ck_assert_str_eq(tu_link_get("pvlisted", "mtu"), "1500");
+        ck_assert_str_eq(tu_link_get("pvlisted", "address"), "02:00:00:00:00:10");
+        /* Above the bridge's: its own. */
+        expect_ok(&a, (struct cmd[]){set_port("pva0", NULL, "02:00:00:00:00:31", 9000)});
+        ck_assert_str_eq(tu_link_get("pvlisted", "address"), "02:00:00:00:00:10");
+
+        /* Without ports: pinned, then the port's lower address is not the
+         * bridge's. */
+        free(tu_sh("ip link add pvempty type bridge && ip link set pvempty up"));
+        snprintf(empty_mac, sizeof(empty_mac), "%s", tu_link_get("pvempty", "address"));
+        expect_ok(&a, (struct cmd[]){tap("pva1", true, true, NOBODY, NOBODY)});
+        expect_ok(&a, (struct cmd[]){set_port("pva1", "pvempty", "02:00:00:00:00:01", 0)});
+        ck_assert_str_eq(tu_link_get("pva1", "master"), "pvempty");
+        ck_assert_str_eq(tu_link_get("pvempty", "address"), empty_mac);
+
+        /* Set by hand: it stays whatever its ports' addresses. */
+        free(tu_sh("ip link add pvhand type bridge && ip link set pvhand address "
+                   "02:00:00:00:00:40 && ip link add pvr1 type veth peer name pvr1p && "
+                   "ip link set pvr1 address 02:00:00:00:00:50 && ip link set pvr1 master "
+                   "pvhand && ip link set pvhand up && ip link set pvr1 up"));
+        expect_ok(&a, (struct cmd[]){tap("pva2", true, true, NOBODY, NOBODY)});
+        expect_ok(&a, (struct cmd[]){set_port("pva2", "pvhand", "02:00:00:00:00:06", 0)});
+        ck_assert_str_eq(tu_link_get("pvhand", "address"), "02:00:00:00:00:40");
         agent_stop(&a);
         tu_helper_stop(&h);
 }
@@ -1555,12 +1695,13 @@ Suite *policy_suite(void)
         Suite *s = suite_create("policy");
         TCase *matrix_case = tcase_create("policy-matrix"),
               *owners = tcase_create("policy-ownership"), *ifbs = tcase_create("policy-ifb"),
-              *ra = tcase_create("policy-ra");
+              *ra = tcase_create("policy-ra"), *ports = tcase_create("policy-bridge-port");
 
         tcase_set_timeout(matrix_case, 240);
         tcase_set_timeout(owners, 120);
         tcase_set_timeout(ifbs, 60);
         tcase_set_timeout(ra, 120);
+        tcase_set_timeout(ports, 60);
         tcase_add_test(
                 matrix_case,
                 test_every_op_by_every_class_of_caller_is_allowed_or_refused_as_the_policy_says);
@@ -1586,5 +1727,8 @@ Suite *policy_suite(void)
         tcase_add_test(ra, test_every_interface_a_uid_makes_keeps_router_advertisements_off);
         suite_add_tcase(s, ifbs);
         suite_add_tcase(s, ra);
+        tcase_add_test(ports, test_a_port_of_roots_bridge_takes_no_address_the_bridge_knows);
+        tcase_add_test(ports, test_a_port_of_roots_bridge_changes_neither_its_mtu_nor_its_address);
+        suite_add_tcase(s, ports);
         return s;
 }

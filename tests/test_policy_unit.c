@@ -489,6 +489,19 @@ START_TEST(test_program_args_of_a_caller_other_than_root_follow_the_documented_r
                  {"radvd", "--nodaemon", "--pidfile=/etc/passwd", NULL},
                  "not an"},
                 {"/usr/sbin/radvd", {"radvd", "--nodaemon", "-u", "root", NULL}, "long options"},
+                /* A cache of a process that runs as root: at most 10000
+                 * names, given as a plain decimal number. */
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--cache-size=10000", NULL}, NULL},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--cache-size=0", NULL}, NULL},
+                {"/usr/sbin/dnsmasq",
+                 {DNSMASQ_OK, "--cache-size=10001", NULL},
+                 "--cache-size takes at most 10000"},
+                {"/usr/sbin/dnsmasq",
+                 {DNSMASQ_OK, "--cache-size=99999999999999999999999", NULL},
+                 "at most 10000"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--cache-size=-1", NULL}, "decimal number"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--cache-size= 5", NULL}, "decimal number"},
+                {"/usr/sbin/dnsmasq", {DNSMASQ_OK, "--cache-size=", NULL}, "decimal number"},
                 /* Without rules: no arguments at all. */
                 {"/usr/bin/sleep", {"sleep", NULL}, NULL},
                 {"/usr/bin/sleep", {"sleep", "100", NULL}, "may not give /usr/bin/sleep arguments"},
@@ -514,6 +527,44 @@ START_TEST(test_program_args_of_a_caller_other_than_root_follow_the_documented_r
 }
 END_TEST
 
+/* Every byte of every argument and environment entry of a caller other
+ * than root is printable ASCII, whatever the program and its rules: a
+ * newline would start a line of the helper's log, an escape or a C1 code
+ * rewrite a terminal. */
+START_TEST(test_program_args_and_env_of_a_caller_other_than_root_are_printable_ascii)
+{
+        static const char *const bad[] = {"a\nb", "\r",       "\t",          "\x1b[2J",
+                                          "\x7f", "\xc2\x9b", "\xe2\x80\xae"};
+        const char *argv[] = {"dnsmasq", "--domain=x y ~", NULL}, *env[] = {"LANG=C.UTF-8", NULL};
+        struct nbd_err e;
+
+        ck_assert_int_eq(
+                nbd_program_bytes_check((char *const *)argv, 2, (char *const *)env, 1, 1000, &e),
+                0);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+                char buf[32];
+                snprintf(buf, sizeof(buf), "--domain=%s", bad[i]);
+                argv[1] = buf;
+                nbd_err_clear(&e);
+                ck_assert_int_eq(nbd_program_bytes_check((char *const *)argv, 2, (char *const *)env,
+                                                         1, 1000, &e),
+                                 -EPERM);
+                ck_assert_msg(strstr(e.msg, "uid 1000 may not give argument 1 with byte 0x"),
+                              "case %zu: %s", i, e.msg);
+                argv[1] = "--domain=x";
+                snprintf(buf, sizeof(buf), "LANG=%s", bad[i]);
+                env[0] = buf;
+                nbd_err_clear(&e);
+                ck_assert_int_eq(nbd_program_bytes_check((char *const *)argv, 2, (char *const *)env,
+                                                         1, 1000, &e),
+                                 -EPERM);
+                ck_assert_msg(strstr(e.msg, "uid 1000 may not give environment entry 0 with byte"),
+                              "case %zu: %s", i, e.msg);
+                env[0] = "LANG=C.UTF-8";
+        }
+}
+END_TEST
+
 TCase *policy_unit_tcase(void)
 {
         TCase *t = tcase_create("policy");
@@ -528,5 +579,7 @@ TCase *policy_unit_tcase(void)
         tcase_add_test(t, test_policy_dir_errors_name_the_policy_file_and_line);
         tcase_add_test(t,
                        test_program_args_of_a_caller_other_than_root_follow_the_documented_rules);
+        tcase_add_test(t,
+                       test_program_args_and_env_of_a_caller_other_than_root_are_printable_ascii);
         return t;
 }

@@ -1203,6 +1203,20 @@ static const char *const hostile_argv[][16] = {
          "--port=0", NULL},
         /* A program without argument rules takes none from such a caller. */
         {SLEEP, "1000", NULL},
+        /* 555 MB of cache as root (dnsmasq takes up to 5,000,000). */
+        {USER_DNSMASQ, "--cache-size=100000000", NULL},
+        /* dnsmasq echoes the value on the helper's standard error: a line
+         * of its own that reads as the helper's audit. */
+        {USER_DNSMASQ,
+         "--group=\nnetbrokerd[notice] audit: uid=0 pid=1 op=link_delete object=eth0 status=0 "
+         "result=done",
+         NULL},
+        /* A C1 control (CSI), and an escape: a terminal's. */
+        {USER_DNSMASQ,
+         "--domain=\xc2\x9b"
+         "2J",
+         NULL},
+        {USER_DNSMASQ, "--domain=\x1b[2J", NULL},
 };
 
 #define ARGV_POLICY                                                                                \

@@ -1403,6 +1403,35 @@ static int fake_bropt_get(struct nbd_links *l, const struct nbd_bropts *o, struc
         return 0;
 }
 
+/* The fake learns nothing: a bridge knows its own address and its
+ * ports' (their local entries). */
+static int fake_fdb_has(struct nbd_links *l, int br_ifindex, int except_ifindex,
+                        const uint8_t mac[6], bool *ret, struct nbd_err *err)
+{
+        const struct fake_if *br = find_ifindex(br_ifindex);
+        bool found;
+
+        (void)l;
+        if (!br)
+                return nbd_err_set(err, -ENODEV, "no interface %d", br_ifindex);
+        found = br->ifindex != except_ifindex && memcmp(br->st.mac, mac, 6) == 0;
+        for (const struct fake_if *f = world.ifs; f; f = f->next)
+                found |= f->st.master == br_ifindex && f->ifindex != except_ifindex &&
+                         memcmp(f->st.mac, mac, 6) == 0;
+        *ret = found;
+        return 0;
+}
+
+/* The fake's bridges take no address from their ports: pinned already. */
+static int fake_bridge_pin_addr(struct nbd_links *l, int br_ifindex, const uint8_t mac[6],
+                                struct nbd_err *err)
+{
+        (void)l;
+        (void)mac;
+        return find_ifindex(br_ifindex) ? 0
+                                        : nbd_err_set(err, -ENODEV, "no interface %d", br_ifindex);
+}
+
 /* As the kernel's br_changelink(): one option after another, the delay
  * before STP, stopping at the first refused and keeping those before it.
  * On an interface named "fail..." STP cannot be turned on (as on a bridge
@@ -1522,5 +1551,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .sysctl_set = fake_sysctl_set,
                         .bropt_get = fake_bropt_get,
                         .bropt_set = fake_bropt_set,
+                        .fdb_has = fake_fdb_has,
+                        .bridge_pin_addr = fake_bridge_pin_addr,
                 },
 };

@@ -716,6 +716,8 @@ static int validate_sysctl(struct nbd_validation *v, const Netbroker__Op *op,
 struct undo_sysctl {
         char path[64];
         unsigned old;
+        char ifname[IFNAMSIZ]; /* a global one: "" */
+        int ifindex; /* the interface the op changed */
 };
 
 static void undo_sysctl(struct nbd_job *job, void *data)
@@ -723,6 +725,19 @@ static void undo_sysctl(struct nbd_job *job, void *data)
         struct undo_sysctl *u = data;
 
         be_of(job)->net.sysctl_set(u->path, u->old, NULL);
+}
+
+/* A later op's failure: an interface's value goes back on the interface
+ * the op changed, not on another that took its name since (op_link.c's
+ * undo). */
+static int undo_sysctl_later(struct nbd_job *job, void *data, struct nbd_err *err)
+{
+        struct undo_sysctl *u = data;
+        int r = u->ifname[0] ? nbd_job_check_undo(job, u->ifname, u->ifindex, err) : 0;
+
+        if (r == 0)
+                r = be_of(job)->net.sysctl_set(u->path, u->old, err);
+        return r;
 }
 
 static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -738,6 +753,10 @@ static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         if ((r = sysctl_check(m, nbd_job_peer(job), u->path, sizeof(u->path), res)) ||
             (m->ifname[0] && (r = nbd_job_check_owned(job, m->ifname, res))))
                 goto fail;
+        if (m->ifname[0]) {
+                snprintf(u->ifname, sizeof(u->ifname), "%s", m->ifname);
+                u->ifindex = nbd_job_ifindex(job, m->ifname);
+        }
         r = be_of(job)->net.sysctl_get(u->path, &u->old, &err);
         if (r == 0)
                 r = be_of(job)->net.sysctl_set(u->path, m->value, &err);
@@ -753,7 +772,8 @@ static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 res->sysctl = out;
         }
         copy = *u;
-        if (out && nbd_job_on_failure_undo(job, undo_sysctl, free, u) == 0) /* frees u */
+        if (out &&
+            nbd_job_on_failure_undo_checked(job, undo_sysctl_later, free, u) == 0) /* frees u */
                 return 0;
         if (!out)
                 free(u);

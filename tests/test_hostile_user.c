@@ -1881,6 +1881,262 @@ START_TEST(test_user_network_does_not_outlive_its_bridge)
 }
 END_TEST
 
+/* ---- an undo touches only what its op made or changed ---- */
+
+#define UNDO_POLICY                                                                                \
+        "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
+        "[policy uid 65534]\n"                                                                     \
+        "ops = tap_create bridge_create link_set link_delete\n"                                    \
+        "name_prefixes = nbu\n"
+
+static Netbroker__Op *undo_op_tap(const char *name, unsigned queues)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__TapCreate *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__tap_create__init(m);
+        m->name = (char *)name;
+        m->queues = queues;
+        op->op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op->tap_create = m;
+        return op;
+}
+
+static Netbroker__Op *undo_op_bridge(const char *name)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__BridgeCreate *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__bridge_create__init(m);
+        m->name = (char *)name;
+        op->op_case = NETBROKER__OP__OP_BRIDGE_CREATE;
+        op->bridge_create = m;
+        return op;
+}
+
+static Netbroker__Op *undo_op_nomaster(const char *name)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__LinkSet *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__link_set__init(m);
+        m->name = (char *)name;
+        m->nomaster = true;
+        op->op_case = NETBROKER__OP__OP_LINK_SET;
+        op->link_set = m;
+        return op;
+}
+
+static Netbroker__Op *undo_op_delete(const char *name)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__LinkDelete *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__link_delete__init(m);
+        m->name = (char *)name;
+        op->op_case = NETBROKER__OP__OP_LINK_DELETE;
+        op->link_delete = m;
+        return op;
+}
+
+static void undo_ops_free(Netbroker__Op **ops, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(ops[i]->tap_create); /* the one member of the union set */
+                free(ops[i]);
+        }
+}
+
+/* Send ops as one request on fd and free them. */
+static void undo_send(int fd, uint64_t id, Netbroker__Op **ops, size_t n)
+{
+        th_send_request(fd, id, ops, n, NULL, 0);
+        undo_ops_free(ops, n);
+}
+
+/* The reply to request id on fd (frames of fds before it are skipped). */
+static Netbroker__Reply *undo_reply(int fd, uint64_t id, Netbroker__ServerMessage **ret_msg)
+{
+        for (;;) {
+                Netbroker__ServerMessage *m;
+                ck_assert_msg(frame_within(fd, ARRIVES_MS), "no reply to request %llu",
+                              (unsigned long long)id);
+                m = recv_msg(fd);
+                ck_assert_ptr_nonnull(m);
+                if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY && m->reply->id == id) {
+                        *ret_msg = m;
+                        return m->reply;
+                }
+                netbroker__server_message__free_unpacked(m, NULL);
+        }
+}
+
+/* One op on fd as uid 65534, which must succeed. */
+static void undo_one(int fd, uint64_t id, Netbroker__Op *op)
+{
+        Netbroker__ServerMessage *m;
+        Netbroker__Reply *r;
+
+        undo_send(fd, id, &op, 1);
+        r = undo_reply(fd, id, &m);
+        ck_assert_uint_eq(r->n_results, 1);
+        ck_assert_msg(r->results[0]->status == 0, "request %llu: %d %s", (unsigned long long)id,
+                      r->results[0]->status, r->results[0]->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+}
+
+/* Root's persistent tap `name`, up in root's bridge nbroot0. */
+static void undo_roots_tap(const struct tu_helper *h, const char *name)
+{
+        nb_link_change c = NB_LINK_CHANGE_INIT;
+        nb_tap_opts o = NB_TAP_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *root;
+
+        ck_assert_int_eq(nb_connect(h->sock, &root), 0);
+        o.persist = true;
+        nb_batch_tap_create(b, name, &o);
+        c.master = "nbroot0";
+        c.up = 1;
+        nb_batch_link_set(b, name, &c);
+        ck_assert_int_eq(nb_submit(root, b, &res), 0);
+        tu_assert_status(res, 0, 0, NULL);
+        tu_assert_status(res, 1, 0, NULL);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(root);
+}
+
+/* The review's sequence (HIGH 1). Connection C holds the uid's fd share
+ * unread, so that A's [victim op, TapCreate victim2] runs its first op
+ * and waits before the second; meanwhile B deletes what the first op
+ * made or changed, root makes a tap of that name in its bridge nbroot0,
+ * and B makes a bridge named as A's tap will be, so the tap fails once C
+ * goes and the first op is undone. `first` is A's first op; what A's
+ * first op said is returned (caller frees). */
+static char *undo_race(const struct tu_helper *h, const char *victim, Netbroker__Op *first,
+                       const char *second)
+{
+        int a = connect_as(h->sock, NOBODY), b = connect_as(h->sock, NOBODY),
+            c = connect_as(h->sock, NOBODY);
+        Netbroker__Op *ops[2] = {first, undo_op_tap(second, 1)};
+        Netbroker__ServerMessage *m;
+        Netbroker__Reply *r;
+        char *said;
+
+        undo_send(c, 1, (Netbroker__Op *[]){undo_op_tap("nbuq%d", UID_QUEUES)}, 1);
+        ck_assert_msg(frame_within(c, ARRIVES_MS), "C's fds never came");
+        undo_send(a, 1, ops, 2);
+        /* A's first op runs; its tap waits for fd room (no reply yet). */
+        ck_assert_msg(!frame_within(a, 500), "A's request did not wait for fd room");
+        undo_one(b, 1, undo_op_delete(victim));
+        undo_roots_tap(h, victim);
+        undo_one(b, 2, undo_op_bridge(second));
+        close(c); /* fd room: A's tap runs, fails (EEXIST), A is undone */
+        r = undo_reply(a, 1, &m);
+        ck_assert_uint_eq(r->n_results, 2);
+        printf("hostile: uid 65534's undo after its %s went and root made its own: op 0: %d %s / "
+               "op 1: %d %s\n",
+               victim, r->results[0]->status, r->results[0]->message, r->results[1]->status,
+               r->results[1]->message);
+        fflush(stdout);
+        ck_assert_int_eq(r->results[1]->status, EEXIST); /* errno values on the wire */
+        ck_assert_int_eq(r->results[0]->status, ECANCELED);
+        said = strdup(r->results[0]->message);
+        ck_assert_ptr_nonnull(said);
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(a);
+        close(b);
+        return said;
+}
+
+/* What op 0 said: that its undo was skipped, and why. */
+static void undo_assert_skipped(char *said, const char *victim)
+{
+        ck_assert_msg(strstr(said, "undo skipped: op 1 failed") && strstr(said, victim) &&
+                              strstr(said, "another") && strstr(said, "took its name"),
+                      "op 0 says: %s", said);
+        free(said);
+}
+
+/* Root's tap survives a uid's undo: A's first op made bridge nbu5, B
+ * deleted it, root's tap nbu5 took the name. Before: the undo deleted
+ * root's tap ("op 0: -125 undone: op 1 failed"). */
+START_TEST(test_user_undo_does_not_delete_roots_interface_of_the_same_name)
+{
+        struct tu_helper h;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
+        tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
+        char *said = undo_race(&h, "nbu5", undo_op_bridge("nbu5"), "nbu6");
+        ck_assert_msg(tu_link_exists("nbu5"), "root's tap nbu5 was deleted");
+        ck_assert_str_eq(tu_link_get("nbu5", "master"), "nbroot0");
+        ck_assert_str_eq(tu_link_get("nbu5", "ifalias"), "netbroker:uid=0");
+        undo_assert_skipped(said, "nbu5");
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The move variant: A's first op took the uid's tap nbu7 out of its
+ * bridge nbuB, B deleted nbu7, root's tap nbu7 in nbroot0 took the name.
+ * Before: the undo put root's nbu7 into the uid's bridge nbuB. */
+START_TEST(test_user_undo_does_not_move_roots_interface_of_the_same_name)
+{
+        struct tu_helper h;
+        char *said;
+        int u;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
+        tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
+        u = connect_as(h.sock, NOBODY);
+        undo_one(u, 1, undo_op_bridge("nbuB"));
+        {
+                Netbroker__Op *op = undo_op_tap("nbu7", 0);
+                Netbroker__LinkSet *ls = calloc(1, sizeof(*ls));
+                Netbroker__Op *set = calloc(1, sizeof(*set));
+                Netbroker__Op *ops[2] = {op, set};
+                Netbroker__ServerMessage *m;
+                Netbroker__Reply *r;
+                op->tap_create->persist = true; /* as its own (the policy's terms) */
+                op->tap_create->set_owner = true;
+                op->tap_create->owner_uid = NOBODY;
+                op->tap_create->owner_gid = NOBODY;
+                netbroker__op__init(set);
+                netbroker__link_set__init(ls);
+                ls->name = (char *)"nbu7";
+                ls->master = (char *)"nbuB";
+                set->op_case = NETBROKER__OP__OP_LINK_SET;
+                set->link_set = ls;
+                undo_send(u, 2, ops, 2);
+                r = undo_reply(u, 2, &m);
+                ck_assert_msg(r->results[0]->status == 0, "%s", r->results[0]->message);
+                ck_assert_msg(r->results[1]->status == 0, "%s", r->results[1]->message);
+                netbroker__server_message__free_unpacked(m, NULL);
+        }
+        close(u);
+        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbuB");
+        said = undo_race(&h, "nbu7", undo_op_nomaster("nbu7"), "nbu8");
+        ck_assert_msg(tu_link_exists("nbu7"), "root's tap nbu7 was deleted");
+        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbroot0");
+        ck_assert_str_eq(tu_link_get("nbu7", "ifalias"), "netbroker:uid=0");
+        undo_assert_skipped(said, "nbu7");
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *hostile_user_suite(void)
 {
         Suite *s = suite_create("hostile-user");
@@ -1921,6 +2177,13 @@ Suite *hostile_user_suite(void)
 #ifdef NB_TEST_HOOKS
         tcase_add_test(tc, test_user_tap_given_its_fds_waits_first_for_its_lane);
 #endif
+        suite_add_tcase(s, tc);
+        /* Undo after a race with the caller's own deletion (the review's
+         * HIGH 1): CK_RUN_CASE=undo runs them alone. */
+        tc = tcase_create("undo");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_user_undo_does_not_delete_roots_interface_of_the_same_name);
+        tcase_add_test(tc, test_user_undo_does_not_move_roots_interface_of_the_same_name);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1888,6 +1888,11 @@ END_TEST
         "[policy uid 65534]\n"                                                                     \
         "ops = tap_create bridge_create link_set link_delete\n"                                    \
         "name_prefixes = nbu\n"
+#define UNDO_SETTINGS_POLICY                                                                       \
+        "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
+        "[policy uid 65534]\n"                                                                     \
+        "ops = tap_create bridge_create link_delete sysctl_set bridge_opt_set bandwidth_set\n"     \
+        "name_prefixes = nbu\n"
 
 static Netbroker__Op *undo_op_tap(const char *name, unsigned queues)
 {
@@ -2023,48 +2028,67 @@ static void undo_roots_tap(const struct tu_helper *h, const char *name)
  * and B makes a bridge named as A's tap will be, so the tap fails once C
  * goes and the first op is undone. `first` is A's first op; what A's
  * first op said is returned (caller frees). */
-static char *undo_race(const struct tu_helper *h, const char *victim, Netbroker__Op *first,
-                       const char *second)
+static char *undo_race(const struct tu_helper *h, const char *victim, Netbroker__Op **first,
+                       size_t n, const char *second,
+                       void (*roots)(const struct tu_helper *h, const char *name))
 {
         int a = connect_as(h->sock, NOBODY), b = connect_as(h->sock, NOBODY),
             c = connect_as(h->sock, NOBODY);
-        Netbroker__Op *ops[2] = {first, undo_op_tap(second, 1)};
+        Netbroker__Op *ops[8];
         Netbroker__ServerMessage *m;
         Netbroker__Reply *r;
-        char *said;
+        char *said = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&said, &len);
 
+        ck_assert(n < 8 && f);
+        memcpy(ops, first, n * sizeof(*ops));
+        ops[n] = undo_op_tap(second, 1);
         undo_send(c, 1, (Netbroker__Op *[]){undo_op_tap("nbuq%d", UID_QUEUES)}, 1);
         ck_assert_msg(frame_within(c, ARRIVES_MS), "C's fds never came");
-        undo_send(a, 1, ops, 2);
-        /* A's first op runs; its tap waits for fd room (no reply yet). */
+        undo_send(a, 1, ops, n + 1);
+        /* A's first ops run; its tap waits for fd room (no reply yet). */
         ck_assert_msg(!frame_within(a, 500), "A's request did not wait for fd room");
         undo_one(b, 1, undo_op_delete(victim));
-        undo_roots_tap(h, victim);
+        roots(h, victim);
         undo_one(b, 2, undo_op_bridge(second));
         close(c); /* fd room: A's tap runs, fails (EEXIST), A is undone */
         r = undo_reply(a, 1, &m);
-        ck_assert_uint_eq(r->n_results, 2);
-        printf("hostile: uid 65534's undo after its %s went and root made its own: op 0: %d %s / "
-               "op 1: %d %s\n",
-               victim, r->results[0]->status, r->results[0]->message, r->results[1]->status,
-               r->results[1]->message);
+        ck_assert_uint_eq(r->n_results, n + 1);
+        for (size_t i = 0; i <= n; i++)
+                printf("hostile: uid 65534's undo after its %s went and root made its own: op "
+                       "%zu: %d %s\n",
+                       victim, i, r->results[i]->status, r->results[i]->message);
         fflush(stdout);
-        ck_assert_int_eq(r->results[1]->status, EEXIST); /* errno values on the wire */
-        ck_assert_int_eq(r->results[0]->status, ECANCELED);
-        said = strdup(r->results[0]->message);
-        ck_assert_ptr_nonnull(said);
+        ck_assert_int_eq(r->results[n]->status, EEXIST); /* errno values on the wire */
+        for (size_t i = 0; i < n; i++) {
+                ck_assert_int_eq(r->results[i]->status, ECANCELED);
+                fprintf(f, "%s\n", r->results[i]->message);
+        }
+        ck_assert_int_eq(fclose(f), 0);
         netbroker__server_message__free_unpacked(m, NULL);
         close(a);
         close(b);
         return said;
 }
 
-/* What op 0 said: that its undo was skipped, and why. */
-static void undo_assert_skipped(char *said, const char *victim)
+/* What the first n ops said, one a line: that each undo was skipped, and
+ * why. */
+static void undo_assert_skipped(char *said, size_t n, const char *victim)
 {
-        ck_assert_msg(strstr(said, "undo skipped: op 1 failed") && strstr(said, victim) &&
-                              strstr(said, "another") && strstr(said, "took its name"),
-                      "op 0 says: %s", said);
+        char want[64];
+        const char *p = said;
+
+        snprintf(want, sizeof(want), "undo skipped: op %zu failed", n);
+        for (size_t i = 0; i < n; i++) {
+                const char *eol = strchr(p, '\n');
+                ck_assert_ptr_nonnull(eol);
+                const char *took = strstr(p, "took its name");
+                ck_assert_msg(strncmp(p, want, strlen(want)) == 0 && strstr(p, victim) && took &&
+                                      took < eol,
+                              "op %zu says: %.*s", i, (int)(eol - p), p);
+                p = eol + 1;
+        }
         free(said);
 }
 
@@ -2078,11 +2102,12 @@ START_TEST(test_user_undo_does_not_delete_roots_interface_of_the_same_name)
         tu_private_netns(); /* what it leaves dies with it */
         free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
         tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
-        char *said = undo_race(&h, "nbu5", undo_op_bridge("nbu5"), "nbu6");
+        char *said = undo_race(&h, "nbu5", (Netbroker__Op *[]){undo_op_bridge("nbu5")}, 1, "nbu6",
+                               undo_roots_tap);
         ck_assert_msg(tu_link_exists("nbu5"), "root's tap nbu5 was deleted");
         ck_assert_str_eq(tu_link_get("nbu5", "master"), "nbroot0");
         ck_assert_str_eq(tu_link_get("nbu5", "ifalias"), "netbroker:uid=0");
-        undo_assert_skipped(said, "nbu5");
+        undo_assert_skipped(said, 1, "nbu5");
         th_assert_serves(&h);
         tu_helper_stop(&h);
 }
@@ -2127,11 +2152,92 @@ START_TEST(test_user_undo_does_not_move_roots_interface_of_the_same_name)
         }
         close(u);
         ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbuB");
-        said = undo_race(&h, "nbu7", undo_op_nomaster("nbu7"), "nbu8");
+        said = undo_race(&h, "nbu7", (Netbroker__Op *[]){undo_op_nomaster("nbu7")}, 1, "nbu8",
+                         undo_roots_tap);
         ck_assert_msg(tu_link_exists("nbu7"), "root's tap nbu7 was deleted");
         ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbroot0");
         ck_assert_str_eq(tu_link_get("nbu7", "ifalias"), "netbroker:uid=0");
-        undo_assert_skipped(said, "nbu7");
+        undo_assert_skipped(said, 1, "nbu7");
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Root's bridge nbu5, made by hand with settings of its own: IPv6 off, a
+ * forward delay of 10 s, and (through the helper) an inbound limit. */
+static void undo_roots_bridge(const struct tu_helper *h, const char *name)
+{
+        nb_rate in = NB_RATE_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *root;
+
+        free(tu_sh("ip link add %s type bridge forward_delay 1000 && "
+                   "sysctl -qw net.ipv6.conf.%s.disable_ipv6=1",
+                   name, name));
+        ck_assert_int_eq(nb_connect(h->sock, &root), 0);
+        in.average = 1000;
+        nb_batch_bandwidth_set(b, name, &in, NULL);
+        ck_assert_int_eq(nb_submit(root, b, &res), 0);
+        tu_assert_status(res, 0, 0, NULL);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(root);
+}
+
+/* The same race for what puts settings back: A's [SysctlSet, BridgeOptSet,
+ * BandwidthSet] on its bridge nbu5 then a tap that fails; B deletes nbu5
+ * and root's own bridge takes the name. Before: the undos wrote the uid's
+ * old values on root's bridge (IPv6 on, forward delay 15 s, root's limit
+ * removed). */
+START_TEST(test_user_undo_does_not_reset_roots_interface_of_the_same_name)
+{
+        Netbroker__Op *ops[3];
+        Netbroker__SysctlSet sy = NETBROKER__SYSCTL_SET__INIT;
+        Netbroker__BridgeOptSet bo = NETBROKER__BRIDGE_OPT_SET__INIT;
+        Netbroker__BandwidthSet bw = NETBROKER__BANDWIDTH_SET__INIT;
+        Netbroker__Rate rate = NETBROKER__RATE__INIT;
+        struct tu_helper h;
+        char *said, *qdiscs, *ipv6;
+        int u;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW UNDO_SETTINGS_POLICY);
+        u = connect_as(h.sock, NOBODY);
+        undo_one(u, 1, undo_op_bridge("nbu5"));
+        close(u);
+        sy.ifname = bo.ifname = bw.ifname = (char *)"nbu5";
+        sy.name = (char *)"ipv6.disable_ipv6";
+        sy.value = 1;
+        bo.has_forward_delay = true;
+        bo.forward_delay_cs = 400;
+        rate.average = 2000;
+        bw.inbound = &rate;
+        for (int i = 0; i < 3; i++) {
+                ops[i] = calloc(1, sizeof(*ops[i]));
+                ck_assert_ptr_nonnull(ops[i]);
+                netbroker__op__init(ops[i]);
+        }
+        /* undo_send frees each op and its one member: copies. */
+        ops[0]->op_case = NETBROKER__OP__OP_SYSCTL_SET;
+        ops[0]->sysctl_set = malloc(sizeof(sy));
+        ops[1]->op_case = NETBROKER__OP__OP_BRIDGE_OPT_SET;
+        ops[1]->bridge_opt_set = malloc(sizeof(bo));
+        ops[2]->op_case = NETBROKER__OP__OP_BANDWIDTH_SET;
+        ops[2]->bandwidth_set = malloc(sizeof(bw));
+        ck_assert(ops[0]->sysctl_set && ops[1]->bridge_opt_set && ops[2]->bandwidth_set);
+        *ops[0]->sysctl_set = sy;
+        *ops[1]->bridge_opt_set = bo;
+        *ops[2]->bandwidth_set = bw;
+        said = undo_race(&h, "nbu5", ops, 3, "nbu6", undo_roots_bridge);
+        ipv6 = tu_sh("cat /proc/sys/net/ipv6/conf/nbu5/disable_ipv6");
+        ck_assert_str_eq(ipv6, "1\n");
+        free(ipv6);
+        ck_assert_str_eq(tu_link_get("nbu5", "linkinfo.info_data.forward_delay"), "1000");
+        qdiscs = tu_sh("tc qdisc show dev nbu5");
+        ck_assert_msg(strstr(qdiscs, "htb 4e42:"), "root's limit on nbu5 is gone: %s", qdiscs);
+        free(qdiscs);
+        undo_assert_skipped(said, 3, "nbu5");
         th_assert_serves(&h);
         tu_helper_stop(&h);
 }
@@ -2184,6 +2290,7 @@ Suite *hostile_user_suite(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_user_undo_does_not_delete_roots_interface_of_the_same_name);
         tcase_add_test(tc, test_user_undo_does_not_move_roots_interface_of_the_same_name);
+        tcase_add_test(tc, test_user_undo_does_not_reset_roots_interface_of_the_same_name);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -2029,7 +2029,7 @@ static void undo_roots_tap(const struct tu_helper *h, const char *name)
  * goes and the first op is undone. `first` is A's first op; what A's
  * first op said is returned (caller frees). */
 static char *undo_race(const struct tu_helper *h, const char *victim, Netbroker__Op **first,
-                       size_t n, const char *second,
+                       size_t n, const char *second, bool deleted,
                        void (*roots)(const struct tu_helper *h, const char *name))
 {
         int a = connect_as(h->sock, NOBODY), b = connect_as(h->sock, NOBODY),
@@ -2049,14 +2049,15 @@ static char *undo_race(const struct tu_helper *h, const char *victim, Netbroker_
         undo_send(a, 1, ops, n + 1);
         /* A's first ops run; its tap waits for fd room (no reply yet). */
         ck_assert_msg(!frame_within(a, 500), "A's request did not wait for fd room");
-        undo_one(b, 1, undo_op_delete(victim));
+        if (deleted)
+                undo_one(b, 1, undo_op_delete(victim));
         roots(h, victim);
         undo_one(b, 2, undo_op_bridge(second));
         close(c); /* fd room: A's tap runs, fails (EEXIST), A is undone */
         r = undo_reply(a, 1, &m);
         ck_assert_uint_eq(r->n_results, n + 1);
         for (size_t i = 0; i <= n; i++)
-                printf("hostile: uid 65534's undo after its %s went and root made its own: op "
+                printf("hostile: uid 65534's undo, %s taken by root meanwhile: op "
                        "%zu: %d %s\n",
                        victim, i, r->results[i]->status, r->results[i]->message);
         fflush(stdout);
@@ -2103,7 +2104,7 @@ START_TEST(test_user_undo_does_not_delete_roots_interface_of_the_same_name)
         free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
         tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
         char *said = undo_race(&h, "nbu5", (Netbroker__Op *[]){undo_op_bridge("nbu5")}, 1, "nbu6",
-                               undo_roots_tap);
+                               true, undo_roots_tap);
         ck_assert_msg(tu_link_exists("nbu5"), "root's tap nbu5 was deleted");
         ck_assert_str_eq(tu_link_get("nbu5", "master"), "nbroot0");
         ck_assert_str_eq(tu_link_get("nbu5", "ifalias"), "netbroker:uid=0");
@@ -2113,6 +2114,30 @@ START_TEST(test_user_undo_does_not_delete_roots_interface_of_the_same_name)
 }
 END_TEST
 
+/* The uid's persistent tap nbu7 in its bridge nbuB. */
+static void undo_users_tap_in_its_bridge(const struct tu_helper *h)
+{
+        int u = connect_as(h->sock, NOBODY);
+        Netbroker__Op *ops[2] = {undo_op_tap("nbu7", 0), undo_op_nomaster("nbu7")};
+        Netbroker__ServerMessage *m;
+        Netbroker__Reply *r;
+
+        undo_one(u, 1, undo_op_bridge("nbuB"));
+        ops[0]->tap_create->persist = true; /* as its own (the policy's terms) */
+        ops[0]->tap_create->set_owner = true;
+        ops[0]->tap_create->owner_uid = NOBODY;
+        ops[0]->tap_create->owner_gid = NOBODY;
+        ops[1]->link_set->nomaster = false;
+        ops[1]->link_set->master = (char *)"nbuB";
+        undo_send(u, 2, ops, 2);
+        r = undo_reply(u, 2, &m);
+        ck_assert_msg(r->results[0]->status == 0, "%s", r->results[0]->message);
+        ck_assert_msg(r->results[1]->status == 0, "%s", r->results[1]->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(u);
+        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbuB");
+}
+
 /* The move variant: A's first op took the uid's tap nbu7 out of its
  * bridge nbuB, B deleted nbu7, root's tap nbu7 in nbroot0 took the name.
  * Before: the undo put root's nbu7 into the uid's bridge nbuB. */
@@ -2120,44 +2145,50 @@ START_TEST(test_user_undo_does_not_move_roots_interface_of_the_same_name)
 {
         struct tu_helper h;
         char *said;
-        int u;
 
         tu_private_netns(); /* what it leaves dies with it */
         free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
         tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
-        u = connect_as(h.sock, NOBODY);
-        undo_one(u, 1, undo_op_bridge("nbuB"));
-        {
-                Netbroker__Op *op = undo_op_tap("nbu7", 0);
-                Netbroker__LinkSet *ls = calloc(1, sizeof(*ls));
-                Netbroker__Op *set = calloc(1, sizeof(*set));
-                Netbroker__Op *ops[2] = {op, set};
-                Netbroker__ServerMessage *m;
-                Netbroker__Reply *r;
-                op->tap_create->persist = true; /* as its own (the policy's terms) */
-                op->tap_create->set_owner = true;
-                op->tap_create->owner_uid = NOBODY;
-                op->tap_create->owner_gid = NOBODY;
-                netbroker__op__init(set);
-                netbroker__link_set__init(ls);
-                ls->name = (char *)"nbu7";
-                ls->master = (char *)"nbuB";
-                set->op_case = NETBROKER__OP__OP_LINK_SET;
-                set->link_set = ls;
-                undo_send(u, 2, ops, 2);
-                r = undo_reply(u, 2, &m);
-                ck_assert_msg(r->results[0]->status == 0, "%s", r->results[0]->message);
-                ck_assert_msg(r->results[1]->status == 0, "%s", r->results[1]->message);
-                netbroker__server_message__free_unpacked(m, NULL);
-        }
-        close(u);
-        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbuB");
-        said = undo_race(&h, "nbu7", (Netbroker__Op *[]){undo_op_nomaster("nbu7")}, 1, "nbu8",
+        undo_users_tap_in_its_bridge(&h);
+        said = undo_race(&h, "nbu7", (Netbroker__Op *[]){undo_op_nomaster("nbu7")}, 1, "nbu8", true,
                          undo_roots_tap);
         ck_assert_msg(tu_link_exists("nbu7"), "root's tap nbu7 was deleted");
         ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbroot0");
         ck_assert_str_eq(tu_link_get("nbu7", "ifalias"), "netbroker:uid=0");
         undo_assert_skipped(said, 1, "nbu7");
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Root takes the uid's nbu7 over (its alias, then its bridge nbroot0). */
+static void undo_root_adopts(const struct tu_helper *h, const char *name)
+{
+        (void)h;
+        free(tu_sh("ip link set %s alias netbroker:uid=0 && ip link set %s master nbroot0", name,
+                   name));
+}
+
+/* Not deleted but no longer the caller's: root took the uid's tap nbu7
+ * (its owner mark, into nbroot0) while A's [LinkSet nbu7 nomaster, tap]
+ * waited. Before the owner check at undo, the undo put root's nbu7 back
+ * into the uid's bridge nbuB. */
+START_TEST(test_user_undo_does_not_move_an_interface_no_longer_its_own)
+{
+        struct tu_helper h;
+        char *said;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
+        tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
+        undo_users_tap_in_its_bridge(&h);
+        said = undo_race(&h, "nbu7", (Netbroker__Op *[]){undo_op_nomaster("nbu7")}, 1, "nbu8",
+                         false, undo_root_adopts);
+        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbroot0");
+        ck_assert_msg(strstr(said, "undo skipped: op 1 failed; uid 65534 no longer owns "
+                                   "interface nbu7"),
+                      "op 0 says: %s", said);
+        free(said);
         th_assert_serves(&h);
         tu_helper_stop(&h);
 }
@@ -2229,7 +2260,7 @@ START_TEST(test_user_undo_does_not_reset_roots_interface_of_the_same_name)
         *ops[0]->sysctl_set = sy;
         *ops[1]->bridge_opt_set = bo;
         *ops[2]->bandwidth_set = bw;
-        said = undo_race(&h, "nbu5", ops, 3, "nbu6", undo_roots_bridge);
+        said = undo_race(&h, "nbu5", ops, 3, "nbu6", true, undo_roots_bridge);
         ipv6 = tu_sh("cat /proc/sys/net/ipv6/conf/nbu5/disable_ipv6");
         ck_assert_str_eq(ipv6, "1\n");
         free(ipv6);
@@ -2291,6 +2322,7 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_undo_does_not_delete_roots_interface_of_the_same_name);
         tcase_add_test(tc, test_user_undo_does_not_move_roots_interface_of_the_same_name);
         tcase_add_test(tc, test_user_undo_does_not_reset_roots_interface_of_the_same_name);
+        tcase_add_test(tc, test_user_undo_does_not_move_an_interface_no_longer_its_own);
         suite_add_tcase(s, tc);
         return s;
 }

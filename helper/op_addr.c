@@ -144,6 +144,7 @@ static int validate_addr_delete(struct nbd_validation *v, const Netbroker__Op *o
 struct undo_addr {
         struct nbd_addr a;
         bool add; /* undo by adding it back (else by deleting it) */
+        int ifindex; /* the interface the op changed */
 };
 
 static void undo_addr(struct nbd_job *job, void *data)
@@ -156,6 +157,21 @@ static void undo_addr(struct nbd_job *job, void *data)
                 be_of(job)->net.addr_delete(links_of(job), &u->a, NULL);
 }
 
+/* A later op's failure: the address goes back on (or off) the interface
+ * the op changed, not another that took its name since (op_link.c's
+ * undo). */
+static int undo_addr_later(struct nbd_job *job, void *data, struct nbd_err *err)
+{
+        struct undo_addr *u = data;
+        int r = nbd_job_check_undo(job, u->a.ifname, u->ifindex, err);
+
+        if (r < 0)
+                return r;
+        if (u->add)
+                return be_of(job)->net.addr_add(links_of(job), &u->a, err);
+        return be_of(job)->net.addr_delete(links_of(job), &u->a, err);
+}
+
 /* After a change: how to undo it. On failure (no memory) the change is
  * undone here and the op fails. */
 static int remember_addr(struct nbd_job *job, const struct nbd_addr *a, bool add,
@@ -166,7 +182,9 @@ static int remember_addr(struct nbd_job *job, const struct nbd_addr *a, bool add
         if (u) {
                 u->a = *a;
                 u->add = add;
-                if (nbd_job_on_failure_undo(job, undo_addr, free, u) == 0) /* frees u */
+                u->ifindex = nbd_job_ifindex(job, a->ifname);
+                /* frees u */
+                if (nbd_job_on_failure_undo_checked(job, undo_addr_later, free, u) == 0)
                         return 0;
         }
         undo_addr(job, &(struct undo_addr){.a = *a, .add = add});

@@ -1891,7 +1891,8 @@ END_TEST
 #define UNDO_SETTINGS_POLICY                                                                       \
         "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
         "[policy uid 65534]\n"                                                                     \
-        "ops = tap_create bridge_create link_delete sysctl_set bridge_opt_set bandwidth_set\n"     \
+        "ops = tap_create bridge_create link_delete sysctl_set bridge_opt_set bandwidth_set "      \
+        "addr_delete\n"                                                                            \
         "name_prefixes = nbu\n"
 
 static Netbroker__Op *undo_op_tap(const char *name, unsigned queues)
@@ -2217,19 +2218,21 @@ static void undo_roots_bridge(const struct tu_helper *h, const char *name)
 }
 
 /* The same race for what puts settings back: A's [SysctlSet, BridgeOptSet,
- * BandwidthSet] on its bridge nbu5 then a tap that fails; B deletes nbu5
- * and root's own bridge takes the name. Before: the undos wrote the uid's
- * old values on root's bridge (IPv6 on, forward delay 15 s, root's limit
- * removed). */
+ * BandwidthSet, AddrDelete] on its bridge nbu5 then a tap that fails; B
+ * deletes nbu5 and root's own bridge takes the name. Before: the undos
+ * wrote the uid's old values on root's bridge (IPv6 on, forward delay
+ * 15 s, root's limit removed, the address root had given the uid's
+ * bridge added to root's). */
 START_TEST(test_user_undo_does_not_reset_roots_interface_of_the_same_name)
 {
-        Netbroker__Op *ops[3];
+        Netbroker__Op *ops[4];
+        Netbroker__AddrDelete ad = NETBROKER__ADDR_DELETE__INIT;
         Netbroker__SysctlSet sy = NETBROKER__SYSCTL_SET__INIT;
         Netbroker__BridgeOptSet bo = NETBROKER__BRIDGE_OPT_SET__INIT;
         Netbroker__BandwidthSet bw = NETBROKER__BANDWIDTH_SET__INIT;
         Netbroker__Rate rate = NETBROKER__RATE__INIT;
         struct tu_helper h;
-        char *said, *qdiscs, *ipv6;
+        char *said, *qdiscs, *ipv6, *addrs;
         int u;
 
         tu_private_netns(); /* what it leaves dies with it */
@@ -2237,14 +2240,17 @@ START_TEST(test_user_undo_does_not_reset_roots_interface_of_the_same_name)
         u = connect_as(h.sock, NOBODY);
         undo_one(u, 1, undo_op_bridge("nbu5"));
         close(u);
-        sy.ifname = bo.ifname = bw.ifname = (char *)"nbu5";
+        free(tu_sh("ip addr add 10.77.0.1/24 dev nbu5")); /* root gave the uid's bridge one */
+        sy.ifname = bo.ifname = bw.ifname = ad.ifname = (char *)"nbu5";
+        ad.address = (char *)"10.77.0.1";
+        ad.prefix_len = 24;
         sy.name = (char *)"ipv6.disable_ipv6";
         sy.value = 1;
         bo.has_forward_delay = true;
         bo.forward_delay_cs = 400;
         rate.average = 2000;
         bw.inbound = &rate;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
                 ops[i] = calloc(1, sizeof(*ops[i]));
                 ck_assert_ptr_nonnull(ops[i]);
                 netbroker__op__init(ops[i]);
@@ -2256,11 +2262,15 @@ START_TEST(test_user_undo_does_not_reset_roots_interface_of_the_same_name)
         ops[1]->bridge_opt_set = malloc(sizeof(bo));
         ops[2]->op_case = NETBROKER__OP__OP_BANDWIDTH_SET;
         ops[2]->bandwidth_set = malloc(sizeof(bw));
-        ck_assert(ops[0]->sysctl_set && ops[1]->bridge_opt_set && ops[2]->bandwidth_set);
+        ops[3]->op_case = NETBROKER__OP__OP_ADDR_DELETE;
+        ops[3]->addr_delete = malloc(sizeof(ad));
+        ck_assert(ops[0]->sysctl_set && ops[1]->bridge_opt_set && ops[2]->bandwidth_set &&
+                  ops[3]->addr_delete);
+        *ops[3]->addr_delete = ad;
         *ops[0]->sysctl_set = sy;
         *ops[1]->bridge_opt_set = bo;
         *ops[2]->bandwidth_set = bw;
-        said = undo_race(&h, "nbu5", ops, 3, "nbu6", true, undo_roots_bridge);
+        said = undo_race(&h, "nbu5", ops, 4, "nbu6", true, undo_roots_bridge);
         ipv6 = tu_sh("cat /proc/sys/net/ipv6/conf/nbu5/disable_ipv6");
         ck_assert_str_eq(ipv6, "1\n");
         free(ipv6);
@@ -2268,7 +2278,11 @@ START_TEST(test_user_undo_does_not_reset_roots_interface_of_the_same_name)
         qdiscs = tu_sh("tc qdisc show dev nbu5");
         ck_assert_msg(strstr(qdiscs, "htb 4e42:"), "root's limit on nbu5 is gone: %s", qdiscs);
         free(qdiscs);
-        undo_assert_skipped(said, 3, "nbu5");
+        addrs = tu_sh("ip -4 addr show dev nbu5");
+        ck_assert_msg(!strstr(addrs, "10.77.0.1"), "the uid's address is on root's nbu5: %s",
+                      addrs);
+        free(addrs);
+        undo_assert_skipped(said, 4, "nbu5");
         th_assert_serves(&h);
         tu_helper_stop(&h);
 }

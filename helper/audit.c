@@ -115,7 +115,8 @@ void nbd_audit_op(const struct nbd_peer *peer, const Netbroker__Op *op,
                   const Netbroker__Result *res, enum nbd_audit_outcome outcome)
 {
         static const char *const outcomes[] = {
-                "done", "failed", "undone", "done-client-gone", "failed-client-gone", "refused"};
+                "done",    "failed",      "undone", "done-client-gone", "failed-client-gone",
+                "refused", "undo-skipped"};
         char obj[128], shown[4 * sizeof(obj)], error[4 * 320] = "";
         const char *name;
 

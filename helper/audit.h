@@ -25,6 +25,10 @@ enum nbd_audit_outcome {
         NBD_AUDIT_DONE_CLIENT_GONE,
         NBD_AUDIT_FAILED_CLIENT_GONE,
         NBD_AUDIT_REFUSED, /* refused at validation (policy, bad input): never ran */
+        /* Done, a later op failed, and its undo changed nothing: the
+         * interface was no longer the one it made or changed, or the
+         * caller's (the message says which). */
+        NBD_AUDIT_UNDO_SKIPPED,
 };
 
 /* Log op's line if it is one that changes the kernel or runs a program. */

@@ -26,6 +26,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .bridge_create = nbd_link_bridge_create,
                         .set = nbd_link_set,
                         .delete = nbd_link_delete,
+                        .delete_index = nbd_link_delete_index,
                         .doom = nbd_link_doom,
                         .undoom = nbd_link_undoom,
                         .delete_group = nbd_link_delete_group,

@@ -53,6 +53,8 @@ struct nbd_backend_links {
         int (*set)(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
                    struct nbd_err *err);
         int (*delete)(struct nbd_links *l, const char *name, struct nbd_err *err);
+        int (*delete_index)(struct nbd_links *l, int ifindex, const char *name,
+                            struct nbd_err *err);
         int (*doom)(struct nbd_links *l, const char *name, uint32_t group,
                     struct nbd_link_doomed *ret, struct nbd_err *err);
         int (*undoom)(struct nbd_links *l, const struct nbd_link_doomed *d);

@@ -137,6 +137,9 @@ enum job_state {
 struct undo {
         size_t op;
         void (*undo)(struct nbd_job *job, void *data);
+        /* Instead of undo: may find that what it would put back is no
+         * longer what its op changed, and change nothing (err says why). */
+        int (*checked)(struct nbd_job *job, void *data, struct nbd_err *err);
         /* Instead of undo: says in the results itself what it undid. */
         void (*call)(struct nbd_job *job, void *data, size_t failed);
         void (*free_data)(void *data);
@@ -496,6 +499,26 @@ int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *jo
         return 0;
 }
 
+int nbd_job_on_failure_undo_checked(struct nbd_job *job,
+                                    int (*undo)(struct nbd_job *job, void *data,
+                                                struct nbd_err *err),
+                                    void (*free_data)(void *data), void *data)
+{
+        struct undo *u = malloc(sizeof(*u));
+
+        if (!u) {
+                free_data(data);
+                return -ENOMEM;
+        }
+        *u = (struct undo){.op = job->next,
+                           .checked = undo,
+                           .free_data = free_data,
+                           .data = data,
+                           .next = job->undos};
+        job->undos = u;
+        return 0;
+}
+
 int nbd_job_on_failure_call(struct nbd_job *job,
                             void (*fn)(struct nbd_job *job, void *data, size_t failed),
                             void (*free_data)(void *data), void *data)
@@ -522,6 +545,18 @@ void nbd_job_mark_undone(struct nbd_job *job, size_t op)
         nbd_result_set(res, -ECANCELED, "undone: op %zu failed", job->failed);
         res->n_fd_index = 0; /* the client closes fds nobody points at */
         nbd_audit_op(&job->peer, job->req->ops[op], res, NBD_AUDIT_UNDONE);
+}
+
+/* The op's undo changed nothing, for the reason why: its result says so
+ * (ECANCELED, as an undone op's: the batch failed, and the op's fds are
+ * not the client's either). */
+static void mark_undo_skipped(struct nbd_job *job, size_t op, const char *why)
+{
+        Netbroker__Result *res = job->results[op];
+
+        nbd_result_set(res, -ECANCELED, "undo skipped: op %zu failed; %s", job->failed, why);
+        res->n_fd_index = 0;
+        nbd_audit_op(&job->peer, job->req->ops[op], res, NBD_AUDIT_UNDO_SKIPPED);
 }
 
 void nbd_job_op_failed_late(struct nbd_job *job, size_t op)
@@ -1043,11 +1078,17 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
 static void roll_back(struct nbd_job *job)
 {
         for (struct undo *u = job->undos; u; u = u->next) {
+                struct nbd_err err;
                 if (u->call) {
                         u->call(job, u->data, job->failed);
                         continue;
                 }
-                u->undo(job, u->data);
+                if (u->checked && u->checked(job, u->data, &err) < 0) {
+                        mark_undo_skipped(job, u->op, err.msg);
+                        continue;
+                }
+                if (u->undo)
+                        u->undo(job, u->data);
                 nbd_job_mark_undone(job, u->op);
         }
 }

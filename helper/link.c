@@ -489,15 +489,21 @@ void nbd_links_close(struct nbd_links *l)
 
 /* ---- lookups ---- */
 
-static int get_link(struct nbd_links *l, const char *name, struct rtnl_link **ret)
+/* By ifindex when it is not 0, else by name. */
+static int get_link_at(struct nbd_links *l, int ifindex, const char *name, struct rtnl_link **ret)
 {
         int r;
 
         nbd_netlink_begin(&l->nl);
-        r = rtnl_link_get_kernel(l->nl.req, 0, name, ret);
+        r = rtnl_link_get_kernel(l->nl.req, ifindex, ifindex ? NULL : name, ret);
         nbd_netlink_sent(1);
         r = nbd_netlink_errno(&l->nl, r);
         return r == -ENODEV || r == -EINVAL || r == -ENOENT ? -ENODEV : r;
+}
+
+static int get_link(struct nbd_links *l, const char *name, struct rtnl_link **ret)
+{
+        return get_link_at(l, 0, name, ret);
 }
 
 bool nbd_link_is_macvtap(struct nbd_links *l, const char *name)
@@ -1234,6 +1240,7 @@ int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_st
         ret->up = rtnl_link_get_flags(link) & IFF_UP;
         ret->mtu = rtnl_link_get_mtu(link);
         ret->master = rtnl_link_get_master(link);
+        ret->ifindex = rtnl_link_get_ifindex(link);
         addr = rtnl_link_get_addr(link);
         if (addr && nl_addr_get_len(addr) == 6) {
                 memcpy(ret->mac, nl_addr_get_binary_addr(addr), 6);
@@ -1257,7 +1264,7 @@ int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_lin
 
         if (!changes)
                 goto out;
-        r = get_link(l, name, &orig);
+        r = get_link_at(l, st->ifindex, name, &orig);
         if (r < 0)
                 goto out;
         if (st->up != !!(rtnl_link_get_flags(orig) & IFF_UP)) {
@@ -1294,14 +1301,17 @@ out:
         return r;
 }
 
-int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
+static int delete_at(struct nbd_links *l, int ifindex, const char *name, struct nbd_err *err)
 {
         struct rtnl_link *link = rtnl_link_alloc();
         int r;
 
         if (!link)
                 return nbd_err_oom(err, "deleting an interface");
-        rtnl_link_set_name(link, name);
+        if (ifindex)
+                rtnl_link_set_ifindex(link, ifindex);
+        else
+                rtnl_link_set_name(link, name);
         nbd_netlink_begin(&l->nl);
         r = rtnl_link_delete(l->nl.req, link);
         nbd_netlink_sent(1);
@@ -1312,6 +1322,18 @@ int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
         if (r < 0)
                 nbd_err_set(err, r, "cannot delete %s: %s", name, strerror(-r));
         return r;
+}
+
+int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err)
+{
+        return delete_at(l, 0, name, err);
+}
+
+int nbd_link_delete_index(struct nbd_links *l, int ifindex, const char *name, struct nbd_err *err)
+{
+        if (ifindex <= 0)
+                return nbd_err_set(err, -EINVAL, "cannot delete %s: no ifindex", name);
+        return delete_at(l, ifindex, name, err);
 }
 
 /* ---- deletion in batches ---- */

@@ -89,6 +89,9 @@ struct nbd_link_state {
         bool has_mac; /* mac: the device has a 6-byte address */
         uint8_t mac[6];
         int master; /* ifindex, 0 none */
+        /* The interface it was read from: nbd_link_restore() puts it back
+         * there, not on whatever holds its name by then (0: by name). */
+        int ifindex;
 };
 
 /* devdir: a directory on a filesystem that allows device nodes, private to
@@ -167,6 +170,10 @@ int nbd_link_bridge_create(struct nbd_links *l, const char *name, uid_t creator,
 int nbd_link_set(struct nbd_links *l, const struct nbd_link_change *c, int *ret_ifindex,
                  struct nbd_err *err);
 int nbd_link_delete(struct nbd_links *l, const char *name, struct nbd_err *err);
+/* The same for the interface of that ifindex, whatever its name now (name:
+ * for the message): an undo deletes the device its op made, not the next
+ * device of that name. -ENODEV when it is gone. */
+int nbd_link_delete_index(struct nbd_links *l, int ifindex, const char *name, struct nbd_err *err);
 
 /* Deleting a device makes the kernel wait for an RCU grace period (16-24
  * ms here), inside the request. A batch of deletions pays it once: each
@@ -211,6 +218,7 @@ int nbd_links_owned_ifindexes(struct nbd_links *l, uid_t uid, int **ret, size_t 
 bool nbd_link_parse_owner_mark(const char *alias, uid_t *ret);
 int nbd_link_get_state(struct nbd_links *l, const char *name, struct nbd_link_state *ret);
 /* Put back what differs of st (up/down, MTU, MAC, master) in one request,
- * as nbd_link_get_state() read it: 0 (nothing differed: nothing sent), or
+ * as nbd_link_get_state() read it, on the interface it was read from
+ * (st->ifindex; by name when 0): 0 (nothing differed: nothing sent), or
  * -errno (-ENODEV: no such interface). */
 int nbd_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st);

@@ -145,6 +145,7 @@ static int validate_addr_delete(struct nbd_validation *v, const Netbroker__Op *o
 struct undo_addr {
         struct nbd_addr a;
         bool add; /* undo by adding it back (else by deleting it) */
+        int ifindex; /* the interface the op changed */
 };
 
 static void undo_addr(struct nbd_job *job, void *data)
@@ -157,6 +158,21 @@ static void undo_addr(struct nbd_job *job, void *data)
                 be_of(job)->net.addr_delete(links_of(job), &u->a, NULL);
 }
 
+/* A later op's failure: the address goes back on (or off) the interface
+ * the op changed, not another that took its name since (op_link.c's
+ * undo). */
+static int undo_addr_later(struct nbd_job *job, void *data, struct nbd_err *err)
+{
+        struct undo_addr *u = data;
+        int r = nbd_job_check_undo(job, u->a.ifname, u->ifindex, err);
+
+        if (r < 0)
+                return r;
+        if (u->add)
+                return be_of(job)->net.addr_add(links_of(job), &u->a, err);
+        return be_of(job)->net.addr_delete(links_of(job), &u->a, err);
+}
+
 /* After a change: how to undo it. On failure (no memory) the change is
  * undone here and the op fails. */
 static int remember_addr(struct nbd_job *job, const struct nbd_addr *a, bool add,
@@ -167,7 +183,9 @@ static int remember_addr(struct nbd_job *job, const struct nbd_addr *a, bool add
         if (u) {
                 u->a = *a;
                 u->add = add;
-                if (nbd_job_on_failure_undo(job, undo_addr, free, u) == 0) /* frees u */
+                u->ifindex = nbd_job_ifindex(job, a->ifname);
+                /* frees u */
+                if (nbd_job_on_failure_undo_checked(job, undo_addr_later, free, u) == 0)
                         return 0;
         }
         undo_addr(job, &(struct undo_addr){.a = *a, .add = add});
@@ -751,6 +769,8 @@ static int validate_sysctl(struct nbd_validation *v, const Netbroker__Op *op,
 struct undo_sysctl {
         char path[64];
         unsigned old;
+        char ifname[IFNAMSIZ]; /* a global one: "" */
+        int ifindex; /* the interface the op changed */
 };
 
 static void undo_sysctl(struct nbd_job *job, void *data)
@@ -758,6 +778,19 @@ static void undo_sysctl(struct nbd_job *job, void *data)
         struct undo_sysctl *u = data;
 
         be_of(job)->net.sysctl_set(u->path, u->old, NULL);
+}
+
+/* A later op's failure: an interface's value goes back on the interface
+ * the op changed, not on another that took its name since (op_link.c's
+ * undo). */
+static int undo_sysctl_later(struct nbd_job *job, void *data, struct nbd_err *err)
+{
+        struct undo_sysctl *u = data;
+        int r = u->ifname[0] ? nbd_job_check_undo(job, u->ifname, u->ifindex, err) : 0;
+
+        if (r == 0)
+                r = be_of(job)->net.sysctl_set(u->path, u->old, err);
+        return r;
 }
 
 static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -773,6 +806,10 @@ static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
         if ((r = sysctl_check(m, nbd_job_peer(job), u->path, sizeof(u->path), res)) ||
             (m->ifname[0] && (r = nbd_job_check_owned(job, m->ifname, res))))
                 goto fail;
+        if (m->ifname[0]) {
+                snprintf(u->ifname, sizeof(u->ifname), "%s", m->ifname);
+                u->ifindex = nbd_job_ifindex(job, m->ifname);
+        }
         r = be_of(job)->net.sysctl_get(u->path, &u->old, &err);
         if (r == 0)
                 r = be_of(job)->net.sysctl_set(u->path, m->value, &err);
@@ -788,7 +825,8 @@ static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 res->sysctl = out;
         }
         copy = *u;
-        if (out && nbd_job_on_failure_undo(job, undo_sysctl, free, u) == 0) /* frees u */
+        if (out &&
+            nbd_job_on_failure_undo_checked(job, undo_sysctl_later, free, u) == 0) /* frees u */
                 return 0;
         if (!out)
                 free(u);

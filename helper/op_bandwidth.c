@@ -100,6 +100,7 @@ static int validate_clear(struct nbd_validation *v, const Netbroker__Op *op, Net
 
 struct undo_bw {
         char ifname[IFNAMSIZ];
+        int ifindex; /* the interface the op changed */
         struct nbd_bw_limits before;
 };
 
@@ -111,6 +112,19 @@ static void undo_bw(struct nbd_job *job, void *data)
         kernel_of(job)->set(bw_of(job), u->ifname, &u->before, &ignored, NULL);
 }
 
+/* A later op's failure: the limits go back on the interface the op
+ * changed, not on another that took its name since (op_link.c's undo). */
+static int undo_bw_later(struct nbd_job *job, void *data, struct nbd_err *err)
+{
+        struct undo_bw *u = data;
+        struct nbd_bw_applied ignored;
+        int r = nbd_job_check_undo(job, u->ifname, u->ifindex, err);
+
+        if (r == 0)
+                r = kernel_of(job)->set(bw_of(job), u->ifname, &u->before, &ignored, err);
+        return r;
+}
+
 /* What netbroker has on ifname now, to put back on failure. */
 static struct undo_bw *snapshot(struct nbd_job *job, const char *ifname)
 {
@@ -119,6 +133,7 @@ static struct undo_bw *snapshot(struct nbd_job *job, const char *ifname)
         if (!u)
                 return NULL;
         snprintf(u->ifname, sizeof(u->ifname), "%s", ifname);
+        u->ifindex = nbd_job_ifindex(job, ifname);
         if (kernel_of(job)->get(bw_of(job), ifname, &u->before) < 0)
                 memset(&u->before, 0, sizeof(u->before));
         return u;
@@ -178,7 +193,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 r = -ENOMEM;
         if (r < 0)
                 free(u);
-        else if (nbd_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
+        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u) == 0) /* frees u */
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);
@@ -214,7 +229,7 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         before = *u;
         if (set_ifname(res, ifname) < 0)
                 free(u);
-        else if (nbd_job_on_failure_undo(job, undo_bw, free, u) == 0) /* frees u */
+        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u) == 0) /* frees u */
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);

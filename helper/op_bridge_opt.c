@@ -71,13 +71,19 @@ static int validate_bridge_opt(struct nbd_validation *v, const Netbroker__Op *op
 
 struct undo_bropt {
         struct nbd_bropts old;
+        int ifindex; /* the interface the op changed */
 };
 
-static void undo_bropt(struct nbd_job *job, void *data)
+/* A later op's failure: the options go back on the interface the op
+ * changed, not on another that took its name since (op_link.c's undo). */
+static int undo_bropt(struct nbd_job *job, void *data, struct nbd_err *err)
 {
         struct undo_bropt *u = data;
+        int r = nbd_job_check_undo(job, u->old.ifname, u->ifindex, err);
 
-        nbd_job_ctx(job)->be->net.bropt_set(nbd_job_ctx(job)->links, &u->old, NULL);
+        if (r == 0)
+                r = nbd_job_ctx(job)->be->net.bropt_set(nbd_job_ctx(job)->links, &u->old, err);
+        return r;
 }
 
 static int run_bridge_opt(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -87,10 +93,11 @@ static int run_bridge_opt(struct nbd_job *job, const Netbroker__Op *op, Netbroke
         struct undo_bropt *u;
         struct nbd_bropts o, old;
         struct nbd_err err;
-        int r;
+        int r, ifindex;
 
         if ((r = nbd_job_check_owned(job, op->bridge_opt_set->ifname, res)))
                 return r;
+        ifindex = nbd_job_ifindex(job, op->bridge_opt_set->ifname);
         opts_of(op->bridge_opt_set, &o);
         r = be->bropt_get(l, &o, &old, &err);
         if (r < 0)
@@ -114,7 +121,8 @@ static int run_bridge_opt(struct nbd_job *job, const Netbroker__Op *op, Netbroke
         u = malloc(sizeof(*u));
         if (u) {
                 u->old = old;
-                if (nbd_job_on_failure_undo(job, undo_bropt, free, u) == 0) /* frees u */
+                u->ifindex = ifindex;
+                if (nbd_job_on_failure_undo_checked(job, undo_bropt, free, u) == 0) /* frees u */
                         return 0;
         }
         be->bropt_set(l, &old, NULL);

@@ -508,32 +508,84 @@ static int validate_delete(struct nbd_validation *v, const Netbroker__Op *op,
         return r;
 }
 
-/* ---- undo ---- */
+/* ---- undo ----
+ * An undo runs when a later op fails, which may be long after its op ran
+ * (a TapCreate waits for fd room): meanwhile the caller may have deleted
+ * what the op made, and anyone, root included, made another interface of
+ * that name. The undo works on the interface the op made or changed, by
+ * ifindex, and only while the name still is that interface and, for a
+ * caller other than root, still marked as its; else it changes nothing and
+ * the op's result says so. */
+
+int nbd_job_ifindex(struct nbd_job *job, const char *name)
+{
+        int ifindex = 0;
+
+        if (kernel_of(job)->ifindex(links_of(job), name, &ifindex) < 0)
+                return 0;
+        return ifindex;
+}
+
+int nbd_job_check_undo(struct nbd_job *job, const char *name, int ifindex, struct nbd_err *err)
+{
+        const struct nbd_peer *p = nbd_job_peer(job);
+        int now = 0, r;
+        uid_t owner;
+
+        r = kernel_of(job)->ifindex(links_of(job), name, &now);
+        if (r == -ENODEV)
+                return nbd_err_set(err, -ESTALE,
+                                   "interface %s (ifindex %d) the op made or changed is gone", name,
+                                   ifindex);
+        if (r == 0 && (ifindex <= 0 || now != ifindex))
+                return nbd_err_set(err, -ESTALE,
+                                   "%s is no longer the interface the op made or changed "
+                                   "(ifindex %d): another (ifindex %d) took its name",
+                                   name, ifindex, now);
+        if (r < 0)
+                return nbd_err_set(err, r, "cannot look up %s: %s", name, strerror(-r));
+        if (nbd_peer_is_root(p))
+                return 0;
+        r = kernel_of(job)->owner(links_of(job), name, &owner);
+        if (r == -ENOENT || (r == 0 && owner != p->uid))
+                return nbd_err_set(err, -EPERM, "uid %u no longer owns interface %s",
+                                   (unsigned)p->uid, name);
+        if (r < 0)
+                return nbd_err_set(err, r, "cannot look up %s: %s", name, strerror(-r));
+        return 0;
+}
 
 struct undo_link {
         char name[IFNAMSIZ];
+        int ifindex; /* what the op made or changed */
         bool restore;
         struct nbd_link_state state;
 };
 
-static void undo_link(struct nbd_job *job, void *data)
+static int undo_link(struct nbd_job *job, void *data, struct nbd_err *err)
 {
         struct undo_link *u = data;
+        int r = nbd_job_check_undo(job, u->name, u->ifindex, err);
 
-        if (u->restore)
-                kernel_of(job)->restore(links_of(job), u->name, &u->state);
-        else
-                kernel_of(job)->delete (links_of(job), u->name, NULL);
+        if (r < 0)
+                return r;
+        if (!u->restore)
+                return kernel_of(job)->delete_index(links_of(job), u->ifindex, u->name, err);
+        r = kernel_of(job)->restore(links_of(job), u->name, &u->state);
+        if (r < 0)
+                return nbd_err_set(err, r, "cannot put %s back: %s", u->name, strerror(-r));
+        return 0;
 }
 
-static int remember_created(struct nbd_job *job, const char *name)
+static int remember_created(struct nbd_job *job, const char *name, int ifindex)
 {
         struct undo_link *u = calloc(1, sizeof(*u));
 
         if (!u)
                 return -ENOMEM;
         strcpy(u->name, name);
-        return nbd_job_on_failure_undo(job, undo_link, free, u);
+        u->ifindex = ifindex;
+        return nbd_job_on_failure_undo_checked(job, undo_link, free, u);
 }
 
 /* ---- running ---- */
@@ -662,7 +714,7 @@ static int made(struct nbd_job *job, Netbroker__Result *res, struct nbd_link_mad
         /* Recorded last: if handing over failed, this op's own error stands
          * (it is not turned into "undone"), and the device goes here. */
         if (r == 0)
-                r = remember_created(job, m->ifname);
+                r = remember_created(job, m->ifname, m->ifindex);
         if (r < 0) {
                 kernel_of(job)->delete (links_of(job), m->ifname, NULL);
                 return nbd_result_set(res, r, "%s: %s", m->ifname, strerror(-r));
@@ -917,6 +969,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                                       err.msg);
         }
         strcpy(u->name, s->name);
+        u->ifindex = u->state.ifindex;
         u->restore = true;
         before = u->state;
         res->ifindex = ifindex;
@@ -924,7 +977,7 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
         if (!res->ifname) {
                 res->ifname = (char *)protobuf_c_empty_string;
                 free(u);
-        } else if (nbd_job_on_failure_undo(job, undo_link, free, u) == 0) { /* frees u */
+        } else if (nbd_job_on_failure_undo_checked(job, undo_link, free, u) == 0) { /* frees u */
                 return 0;
         }
         /* This op fails, so no undo of it runs: put back what it changed. */

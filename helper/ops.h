@@ -9,6 +9,7 @@
 
 #include "codec.h"
 #include "dispatch.h"
+#include "err.h"
 #include "stats.h"
 
 struct nbd_job;
@@ -110,6 +111,13 @@ int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result
  * bridge's, or its address is one the bridge knows (another port's, its
  * own) or would become the bridge's. (op_link_port.c) */
 int nbd_job_check_port(struct nbd_job *job, const Netbroker__LinkSet *s, Netbroker__Result *res);
+/* For an undo: the ifindex of interface `name` when the op ran (0 when
+ * there is none), and, when the undo runs, whether `name` still is that
+ * interface and, for a non-root caller, still marked as made for it: 0, or
+ * -ESTALE (gone, or another interface holds the name) or -EPERM (no longer
+ * the caller's) with err set, and the undo must change nothing. */
+int nbd_job_ifindex(struct nbd_job *job, const char *name);
+int nbd_job_check_undo(struct nbd_job *job, const char *name, int ifindex, struct nbd_err *err);
 
 /* For batched ops: is this the batch's last op of its kind, and a slot for
  * the state they share. When the job ends, before its reply, finish(job,
@@ -152,6 +160,16 @@ int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size
  * ask to go on); free_data(data) in any case when the job ends. */
 int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
                             void (*free_data)(void *data), void *data);
+
+/* Like nbd_job_on_failure_undo(), for an undo that may find that what it
+ * would put back is no longer what its op made or changed (the interface
+ * was deleted and another took its name, or it is no longer the caller's):
+ * undo returns 0 once done, or -errno with err set when it changed nothing
+ * or failed, and the op's result says "undo skipped" and why. */
+int nbd_job_on_failure_undo_checked(struct nbd_job *job,
+                                    int (*undo)(struct nbd_job *job, void *data,
+                                                struct nbd_err *err),
+                                    void (*free_data)(void *data), void *data);
 
 /* Like nbd_job_on_failure_undo(), for an undo that covers several ops:
  * fn(job, data, failed) runs instead of undo and marks each op it undid

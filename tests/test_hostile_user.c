@@ -1881,6 +1881,413 @@ START_TEST(test_user_network_does_not_outlive_its_bridge)
 }
 END_TEST
 
+/* ---- an undo touches only what its op made or changed ---- */
+
+#define UNDO_POLICY                                                                                \
+        "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
+        "[policy uid 65534]\n"                                                                     \
+        "ops = tap_create bridge_create link_set link_delete\n"                                    \
+        "name_prefixes = nbu\n"
+#define UNDO_SETTINGS_POLICY                                                                       \
+        "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
+        "[policy uid 65534]\n"                                                                     \
+        "ops = tap_create bridge_create link_delete sysctl_set bridge_opt_set bandwidth_set "      \
+        "addr_delete\n"                                                                            \
+        "name_prefixes = nbu\n"
+
+static Netbroker__Op *undo_op_tap(const char *name, unsigned queues)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__TapCreate *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__tap_create__init(m);
+        m->name = (char *)name;
+        m->queues = queues;
+        op->op_case = NETBROKER__OP__OP_TAP_CREATE;
+        op->tap_create = m;
+        return op;
+}
+
+static Netbroker__Op *undo_op_bridge(const char *name)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__BridgeCreate *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__bridge_create__init(m);
+        m->name = (char *)name;
+        op->op_case = NETBROKER__OP__OP_BRIDGE_CREATE;
+        op->bridge_create = m;
+        return op;
+}
+
+static Netbroker__Op *undo_op_nomaster(const char *name)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__LinkSet *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__link_set__init(m);
+        m->name = (char *)name;
+        m->nomaster = true;
+        op->op_case = NETBROKER__OP__OP_LINK_SET;
+        op->link_set = m;
+        return op;
+}
+
+static Netbroker__Op *undo_op_delete(const char *name)
+{
+        Netbroker__Op *op = calloc(1, sizeof(*op));
+        Netbroker__LinkDelete *m = calloc(1, sizeof(*m));
+
+        ck_assert(op && m);
+        netbroker__op__init(op);
+        netbroker__link_delete__init(m);
+        m->name = (char *)name;
+        op->op_case = NETBROKER__OP__OP_LINK_DELETE;
+        op->link_delete = m;
+        return op;
+}
+
+static void undo_ops_free(Netbroker__Op **ops, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(ops[i]->tap_create); /* the one member of the union set */
+                free(ops[i]);
+        }
+}
+
+/* Send ops as one request on fd and free them. */
+static void undo_send(int fd, uint64_t id, Netbroker__Op **ops, size_t n)
+{
+        th_send_request(fd, id, ops, n, NULL, 0);
+        undo_ops_free(ops, n);
+}
+
+/* The reply to request id on fd (frames of fds before it are skipped). */
+static Netbroker__Reply *undo_reply(int fd, uint64_t id, Netbroker__ServerMessage **ret_msg)
+{
+        for (;;) {
+                Netbroker__ServerMessage *m;
+                ck_assert_msg(frame_within(fd, ARRIVES_MS), "no reply to request %llu",
+                              (unsigned long long)id);
+                m = recv_msg(fd);
+                ck_assert_ptr_nonnull(m);
+                if (m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY && m->reply->id == id) {
+                        *ret_msg = m;
+                        return m->reply;
+                }
+                netbroker__server_message__free_unpacked(m, NULL);
+        }
+}
+
+/* One op on fd as uid 65534, which must succeed. */
+static void undo_one(int fd, uint64_t id, Netbroker__Op *op)
+{
+        Netbroker__ServerMessage *m;
+        Netbroker__Reply *r;
+
+        undo_send(fd, id, &op, 1);
+        r = undo_reply(fd, id, &m);
+        ck_assert_uint_eq(r->n_results, 1);
+        ck_assert_msg(r->results[0]->status == 0, "request %llu: %d %s", (unsigned long long)id,
+                      r->results[0]->status, r->results[0]->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+}
+
+/* Root's persistent tap `name`, up in root's bridge nbroot0. */
+static void undo_roots_tap(const struct tu_helper *h, const char *name)
+{
+        nb_link_change c = NB_LINK_CHANGE_INIT;
+        nb_tap_opts o = NB_TAP_OPTS_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *root;
+
+        ck_assert_int_eq(nb_connect(h->sock, &root), 0);
+        o.persist = true;
+        nb_batch_tap_create(b, name, &o);
+        c.master = "nbroot0";
+        c.up = 1;
+        nb_batch_link_set(b, name, &c);
+        ck_assert_int_eq(nb_submit(root, b, &res), 0);
+        tu_assert_status(res, 0, 0, NULL);
+        tu_assert_status(res, 1, 0, NULL);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(root);
+}
+
+/* The review's sequence (HIGH 1). Connection C holds the uid's fd share
+ * unread, so that A's [victim op, TapCreate victim2] runs its first op
+ * and waits before the second; meanwhile B deletes what the first op
+ * made or changed, root makes a tap of that name in its bridge nbroot0,
+ * and B makes a bridge named as A's tap will be, so the tap fails once C
+ * goes and the first op is undone. `first` is A's first op; what A's
+ * first op said is returned (caller frees). */
+static char *undo_race(const struct tu_helper *h, const char *victim, Netbroker__Op **first,
+                       size_t n, const char *second, bool deleted,
+                       void (*roots)(const struct tu_helper *h, const char *name))
+{
+        int a = connect_as(h->sock, NOBODY), b = connect_as(h->sock, NOBODY),
+            c = connect_as(h->sock, NOBODY);
+        Netbroker__Op *ops[8];
+        Netbroker__ServerMessage *m;
+        Netbroker__Reply *r;
+        char *said = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&said, &len);
+
+        ck_assert(n < 8 && f);
+        memcpy(ops, first, n * sizeof(*ops));
+        ops[n] = undo_op_tap(second, 1);
+        undo_send(c, 1, (Netbroker__Op *[]){undo_op_tap("nbuq%d", UID_QUEUES)}, 1);
+        ck_assert_msg(frame_within(c, ARRIVES_MS), "C's fds never came");
+        undo_send(a, 1, ops, n + 1);
+        /* A's first ops run; its tap waits for fd room (no reply yet). */
+        ck_assert_msg(!frame_within(a, 500), "A's request did not wait for fd room");
+        if (deleted)
+                undo_one(b, 1, undo_op_delete(victim));
+        roots(h, victim);
+        undo_one(b, 2, undo_op_bridge(second));
+        close(c); /* fd room: A's tap runs, fails (EEXIST), A is undone */
+        r = undo_reply(a, 1, &m);
+        ck_assert_uint_eq(r->n_results, n + 1);
+        for (size_t i = 0; i <= n; i++)
+                printf("hostile: uid 65534's undo, %s taken by root meanwhile: op "
+                       "%zu: %d %s\n",
+                       victim, i, r->results[i]->status, r->results[i]->message);
+        fflush(stdout);
+        ck_assert_int_eq(r->results[n]->status, EEXIST); /* errno values on the wire */
+        for (size_t i = 0; i < n; i++) {
+                ck_assert_int_eq(r->results[i]->status, ECANCELED);
+                fprintf(f, "%s\n", r->results[i]->message);
+        }
+        ck_assert_int_eq(fclose(f), 0);
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(a);
+        close(b);
+        return said;
+}
+
+/* What the first n ops said, one a line: that each undo was skipped, and
+ * why. */
+static void undo_assert_skipped(char *said, size_t n, const char *victim)
+{
+        char want[64];
+        const char *p = said;
+
+        snprintf(want, sizeof(want), "undo skipped: op %zu failed", n);
+        for (size_t i = 0; i < n; i++) {
+                const char *eol = strchr(p, '\n');
+                ck_assert_ptr_nonnull(eol);
+                const char *took = strstr(p, "took its name");
+                ck_assert_msg(strncmp(p, want, strlen(want)) == 0 && strstr(p, victim) && took &&
+                                      took < eol,
+                              "op %zu says: %.*s", i, (int)(eol - p), p);
+                p = eol + 1;
+        }
+        free(said);
+}
+
+/* Root's tap survives a uid's undo: A's first op made bridge nbu5, B
+ * deleted it, root's tap nbu5 took the name. Before: the undo deleted
+ * root's tap ("op 0: -125 undone: op 1 failed"). */
+START_TEST(test_user_undo_does_not_delete_roots_interface_of_the_same_name)
+{
+        struct tu_helper h;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
+        tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
+        char *said = undo_race(&h, "nbu5", (Netbroker__Op *[]){undo_op_bridge("nbu5")}, 1, "nbu6",
+                               true, undo_roots_tap);
+        ck_assert_msg(tu_link_exists("nbu5"), "root's tap nbu5 was deleted");
+        ck_assert_str_eq(tu_link_get("nbu5", "master"), "nbroot0");
+        ck_assert_str_eq(tu_link_get("nbu5", "ifalias"), "netbroker:uid=0");
+        undo_assert_skipped(said, 1, "nbu5");
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* The uid's persistent tap nbu7 in its bridge nbuB. */
+static void undo_users_tap_in_its_bridge(const struct tu_helper *h)
+{
+        int u = connect_as(h->sock, NOBODY);
+        Netbroker__Op *ops[2] = {undo_op_tap("nbu7", 0), undo_op_nomaster("nbu7")};
+        Netbroker__ServerMessage *m;
+        Netbroker__Reply *r;
+
+        undo_one(u, 1, undo_op_bridge("nbuB"));
+        ops[0]->tap_create->persist = true; /* as its own (the policy's terms) */
+        ops[0]->tap_create->set_owner = true;
+        ops[0]->tap_create->owner_uid = NOBODY;
+        ops[0]->tap_create->owner_gid = NOBODY;
+        ops[1]->link_set->nomaster = false;
+        ops[1]->link_set->master = (char *)"nbuB";
+        undo_send(u, 2, ops, 2);
+        r = undo_reply(u, 2, &m);
+        ck_assert_msg(r->results[0]->status == 0, "%s", r->results[0]->message);
+        ck_assert_msg(r->results[1]->status == 0, "%s", r->results[1]->message);
+        netbroker__server_message__free_unpacked(m, NULL);
+        close(u);
+        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbuB");
+}
+
+/* The move variant: A's first op took the uid's tap nbu7 out of its
+ * bridge nbuB, B deleted nbu7, root's tap nbu7 in nbroot0 took the name.
+ * Before: the undo put root's nbu7 into the uid's bridge nbuB. */
+START_TEST(test_user_undo_does_not_move_roots_interface_of_the_same_name)
+{
+        struct tu_helper h;
+        char *said;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
+        tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
+        undo_users_tap_in_its_bridge(&h);
+        said = undo_race(&h, "nbu7", (Netbroker__Op *[]){undo_op_nomaster("nbu7")}, 1, "nbu8", true,
+                         undo_roots_tap);
+        ck_assert_msg(tu_link_exists("nbu7"), "root's tap nbu7 was deleted");
+        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbroot0");
+        ck_assert_str_eq(tu_link_get("nbu7", "ifalias"), "netbroker:uid=0");
+        undo_assert_skipped(said, 1, "nbu7");
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Root takes the uid's nbu7 over (its alias, then its bridge nbroot0). */
+static void undo_root_adopts(const struct tu_helper *h, const char *name)
+{
+        (void)h;
+        free(tu_sh("ip link set %s alias netbroker:uid=0 && ip link set %s master nbroot0", name,
+                   name));
+}
+
+/* Not deleted but no longer the caller's: root took the uid's tap nbu7
+ * (its owner mark, into nbroot0) while A's [LinkSet nbu7 nomaster, tap]
+ * waited. Before the owner check at undo, the undo put root's nbu7 back
+ * into the uid's bridge nbuB. */
+START_TEST(test_user_undo_does_not_move_an_interface_no_longer_its_own)
+{
+        struct tu_helper h;
+        char *said;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        free(tu_sh("ip link add nbroot0 type bridge && ip link set nbroot0 up"));
+        tu_helper_start(&h, TU_ALLOW UNDO_POLICY);
+        undo_users_tap_in_its_bridge(&h);
+        said = undo_race(&h, "nbu7", (Netbroker__Op *[]){undo_op_nomaster("nbu7")}, 1, "nbu8",
+                         false, undo_root_adopts);
+        ck_assert_str_eq(tu_link_get("nbu7", "master"), "nbroot0");
+        ck_assert_msg(strstr(said, "undo skipped: op 1 failed; uid 65534 no longer owns "
+                                   "interface nbu7"),
+                      "op 0 says: %s", said);
+        free(said);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+/* Root's bridge nbu5, made by hand with settings of its own: IPv6 off, a
+ * forward delay of 10 s, and (through the helper) an inbound limit. */
+static void undo_roots_bridge(const struct tu_helper *h, const char *name)
+{
+        nb_rate in = NB_RATE_INIT;
+        nb_batch *b = nb_batch_new();
+        nb_results *res = NULL;
+        nb_conn *root;
+
+        free(tu_sh("ip link add %s type bridge forward_delay 1000 && "
+                   "sysctl -qw net.ipv6.conf.%s.disable_ipv6=1",
+                   name, name));
+        ck_assert_int_eq(nb_connect(h->sock, &root), 0);
+        in.average = 1000;
+        nb_batch_bandwidth_set(b, name, &in, NULL);
+        ck_assert_int_eq(nb_submit(root, b, &res), 0);
+        tu_assert_status(res, 0, 0, NULL);
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_close(root);
+}
+
+/* The same race for what puts settings back: A's [SysctlSet, BridgeOptSet,
+ * BandwidthSet, AddrDelete] on its bridge nbu5 then a tap that fails; B
+ * deletes nbu5 and root's own bridge takes the name. Before: the undos
+ * wrote the uid's old values on root's bridge (IPv6 on, forward delay
+ * 15 s, root's limit removed, the address root had given the uid's
+ * bridge added to root's). */
+START_TEST(test_user_undo_does_not_reset_roots_interface_of_the_same_name)
+{
+        Netbroker__Op *ops[4];
+        Netbroker__AddrDelete ad = NETBROKER__ADDR_DELETE__INIT;
+        Netbroker__SysctlSet sy = NETBROKER__SYSCTL_SET__INIT;
+        Netbroker__BridgeOptSet bo = NETBROKER__BRIDGE_OPT_SET__INIT;
+        Netbroker__BandwidthSet bw = NETBROKER__BANDWIDTH_SET__INIT;
+        Netbroker__Rate rate = NETBROKER__RATE__INIT;
+        struct tu_helper h;
+        char *said, *qdiscs, *ipv6, *addrs;
+        int u;
+
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW UNDO_SETTINGS_POLICY);
+        u = connect_as(h.sock, NOBODY);
+        undo_one(u, 1, undo_op_bridge("nbu5"));
+        close(u);
+        free(tu_sh("ip addr add 10.77.0.1/24 dev nbu5")); /* root gave the uid's bridge one */
+        sy.ifname = bo.ifname = bw.ifname = ad.ifname = (char *)"nbu5";
+        ad.address = (char *)"10.77.0.1";
+        ad.prefix_len = 24;
+        sy.name = (char *)"ipv6.disable_ipv6";
+        sy.value = 1;
+        bo.has_forward_delay = true;
+        bo.forward_delay_cs = 400;
+        rate.average = 2000;
+        bw.inbound = &rate;
+        for (int i = 0; i < 4; i++) {
+                ops[i] = calloc(1, sizeof(*ops[i]));
+                ck_assert_ptr_nonnull(ops[i]);
+                netbroker__op__init(ops[i]);
+        }
+        /* undo_send frees each op and its one member: copies. */
+        ops[0]->op_case = NETBROKER__OP__OP_SYSCTL_SET;
+        ops[0]->sysctl_set = malloc(sizeof(sy));
+        ops[1]->op_case = NETBROKER__OP__OP_BRIDGE_OPT_SET;
+        ops[1]->bridge_opt_set = malloc(sizeof(bo));
+        ops[2]->op_case = NETBROKER__OP__OP_BANDWIDTH_SET;
+        ops[2]->bandwidth_set = malloc(sizeof(bw));
+        ops[3]->op_case = NETBROKER__OP__OP_ADDR_DELETE;
+        ops[3]->addr_delete = malloc(sizeof(ad));
+        ck_assert(ops[0]->sysctl_set && ops[1]->bridge_opt_set && ops[2]->bandwidth_set &&
+                  ops[3]->addr_delete);
+        *ops[3]->addr_delete = ad;
+        *ops[0]->sysctl_set = sy;
+        *ops[1]->bridge_opt_set = bo;
+        *ops[2]->bandwidth_set = bw;
+        said = undo_race(&h, "nbu5", ops, 4, "nbu6", true, undo_roots_bridge);
+        ipv6 = tu_sh("cat /proc/sys/net/ipv6/conf/nbu5/disable_ipv6");
+        ck_assert_str_eq(ipv6, "1\n");
+        free(ipv6);
+        ck_assert_str_eq(tu_link_get("nbu5", "linkinfo.info_data.forward_delay"), "1000");
+        qdiscs = tu_sh("tc qdisc show dev nbu5");
+        ck_assert_msg(strstr(qdiscs, "htb 4e42:"), "root's limit on nbu5 is gone: %s", qdiscs);
+        free(qdiscs);
+        addrs = tu_sh("ip -4 addr show dev nbu5");
+        ck_assert_msg(!strstr(addrs, "10.77.0.1"), "the uid's address is on root's nbu5: %s",
+                      addrs);
+        free(addrs);
+        undo_assert_skipped(said, 4, "nbu5");
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 Suite *hostile_user_suite(void)
 {
         Suite *s = suite_create("hostile-user");
@@ -1921,6 +2328,15 @@ Suite *hostile_user_suite(void)
 #ifdef NB_TEST_HOOKS
         tcase_add_test(tc, test_user_tap_given_its_fds_waits_first_for_its_lane);
 #endif
+        suite_add_tcase(s, tc);
+        /* Undo after a race with the caller's own deletion (the review's
+         * HIGH 1): CK_RUN_CASE=undo runs them alone. */
+        tc = tcase_create("undo");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_user_undo_does_not_delete_roots_interface_of_the_same_name);
+        tcase_add_test(tc, test_user_undo_does_not_move_roots_interface_of_the_same_name);
+        tcase_add_test(tc, test_user_undo_does_not_reset_roots_interface_of_the_same_name);
+        tcase_add_test(tc, test_user_undo_does_not_move_an_interface_no_longer_its_own);
         suite_add_tcase(s, tc);
         return s;
 }

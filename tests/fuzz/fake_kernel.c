@@ -533,12 +533,13 @@ static int fake_link_get_state(struct nbd_links *l, const char *name, struct nbd
         if (!f)
                 return -ENODEV;
         *ret = f->st;
+        ret->ifindex = f->ifindex;
         return 0;
 }
 
 static int fake_link_restore(struct nbd_links *l, const char *name, const struct nbd_link_state *st)
 {
-        struct fake_if *f = find_if(name);
+        struct fake_if *f = st->ifindex ? find_ifindex(st->ifindex) : find_if(name);
 
         (void)l;
         if (!f)
@@ -565,6 +566,16 @@ static int fake_link_delete(struct nbd_links *l, const char *name, struct nbd_er
                 remove_if(p);
         remove_if(f);
         return 0;
+}
+
+static int fake_link_delete_index(struct nbd_links *l, int ifindex, const char *name,
+                                  struct nbd_err *err)
+{
+        struct fake_if *f = find_ifindex(ifindex);
+
+        if (!f)
+                return nbd_err_set(err, -ENODEV, "no interface %s", name);
+        return fake_link_delete(l, f->name, err);
 }
 
 static int fake_link_doom(struct nbd_links *l, const char *name, uint32_t group,
@@ -1473,6 +1484,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .bridge_create = fake_link_bridge_create,
                         .set = fake_link_set,
                         .delete = fake_link_delete,
+                        .delete_index = fake_link_delete_index,
                         .doom = fake_link_doom,
                         .undoom = fake_link_undoom,
                         .delete_group = fake_link_delete_group,

@@ -280,6 +280,9 @@ int nbd_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
 void nbd_validation_created(struct nbd_validation *v, const char *name)
 {
         snprintf(v->created[v->n_created++], 16, "%s", name);
+        for (size_t i = 0; i < v->n_gone; i++)
+                if (strcmp(v->gone[i], name) == 0)
+                        v->gone[i][0] = '\0';
 }
 
 /* ---- the batch's names, by hash (issue 14) ---- */
@@ -411,6 +414,16 @@ void nbd_validation_forget(struct nbd_validation *v, const char *name)
         for (size_t i = 0; i < v->n_created; i++)
                 if (strcmp(v->created[i], name) == 0)
                         v->created[i][0] = '\0';
+        if (v->gone && !nbd_validation_is_gone(v, name))
+                snprintf(v->gone[v->n_gone++], 16, "%s", name);
+}
+
+bool nbd_validation_is_gone(const struct nbd_validation *v, const char *name)
+{
+        for (size_t i = 0; i < v->n_gone; i++)
+                if (strcmp(v->gone[i], name) == 0)
+                        return true;
+        return false;
 }
 
 bool nbd_validation_known_to_exist(const struct nbd_validation *v, const char *name)
@@ -709,6 +722,7 @@ static void validation_end(struct nbd_job *job, struct nbd_validation *v)
                 }
         free(v->created);
         free(v->exists);
+        free(v->gone);
         free(v->fd_used);
 }
 
@@ -729,12 +743,15 @@ static int validation_begin(struct nbd_job *job)
                 /* A veth names two interfaces: room for two per op. */
                 v->created = calloc(2 * req->n_ops + 1, sizeof(*v->created));
                 v->exists = calloc(2 * req->n_ops + 1, sizeof(*v->exists));
+                /* One name per LinkDelete. */
+                v->gone = calloc(req->n_ops + 1, sizeof(*v->gone));
                 v->fd_used = calloc(job->nfds ? job->nfds : 1, sizeof(*v->fd_used));
         }
-        if (!v || !v->created || !v->exists || !v->fd_used) {
+        if (!v || !v->created || !v->exists || !v->gone || !v->fd_used) {
                 if (v) {
                         free(v->created);
                         free(v->exists);
+                        free(v->gone);
                         free(v->fd_used);
                         free(v);
                 }

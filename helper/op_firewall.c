@@ -1098,7 +1098,10 @@ static int owner_op_begin(struct nbd_job *job, const char *ifname, Netbroker__Re
                 ret->b = NULL;
                 return -(int)res->status; /* the wire's is positive */
         }
-        if ((r = nbd_job_check_owned(job, ifname, res)))
+        /* A chain bound to a gone name would hook the next interface of
+         * that name (fw_gone.h): for root too, since libvirt filters only
+         * the interface it just made. */
+        if ((r = nbd_job_check_present(job, ifname, res, "firewall")))
                 return r;
         nbd_fw_gone_note(nbd_job_ctx(job)->fw_gone, ifname);
         o.out = malloc(sizeof(*o.out));

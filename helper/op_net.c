@@ -430,7 +430,10 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
 
         if (!b)
                 return -(int)res->status;
-        if (!nbd_peer_is_root(p) && (r = nbd_job_check_owned(job, a->bridge, res)))
+        /* Its rules match the bridge's name: on a gone one, they would
+         * act on the next bridge of that name (root's may come first, as
+         * validate_apply says). */
+        if (!nbd_peer_is_root(p) && (r = nbd_job_check_present(job, a->bridge, res, "network")))
                 return finish_op(job, b, res, r);
         s = malloc(sizeof(*s));
         out = malloc(sizeof(*out));

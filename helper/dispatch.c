@@ -769,10 +769,12 @@ static int validation_begin(struct nbd_job *job)
 #ifdef NB_TEST_HOOKS
 /* Tests only: while the file $NETBROKERD_TEST_HOLD_VALIDATE exists, a
  * request's validation yields after each op and does not go on (FILE.held
- * says one waits), so a test sees the loop serve in between. */
-static bool validation_held(void)
+ * says one waits), so a test sees the loop serve in between; the same for
+ * running with $NETBROKERD_TEST_HOLD_RUN (a test changes the system between
+ * two ops of a request). */
+static bool held_by(const char *var)
 {
-        const char *path = getenv("NETBROKERD_TEST_HOLD_VALIDATE");
+        const char *path = getenv(var);
         char held[4096];
 
         if (!path || !*path)
@@ -785,8 +787,23 @@ static bool validation_held(void)
         close(open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
         return true;
 }
+
+static bool validation_held(void)
+{
+        return held_by("NETBROKERD_TEST_HOLD_VALIDATE");
+}
+
+static bool run_held(void)
+{
+        return held_by("NETBROKERD_TEST_HOLD_RUN");
+}
 #else
 static bool validation_held(void)
+{
+        return false;
+}
+
+static bool run_held(void)
 {
         return false;
 }
@@ -1623,7 +1640,7 @@ static void job_continue(struct nbd_job *job)
                  * helper never holds more than a handful. */
                 if (job->state == JOB_OUTPUT_BLOCKED)
                         return;
-                if (job->next > first && nbd_now_us() - start > SLICE_US) {
+                if (job->next > first && (nbd_now_us() - start > SLICE_US || run_held())) {
                         job->state = JOB_YIELDED;
                         nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume_from_timer,
                                       job);
@@ -1677,6 +1694,10 @@ static void resume_from_timer(void *data)
 
         if (job->state != JOB_YIELDED)
                 return;
+        if (run_held()) {
+                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 1, resume_from_timer, job);
+                return;
+        }
         job->state = JOB_RUNNING;
         job_continue(job);
 }

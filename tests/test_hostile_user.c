@@ -1782,6 +1782,205 @@ START_TEST(test_user_network_on_a_bridge_its_batch_deleted_is_refused)
 }
 END_TEST
 
+#ifdef NB_TEST_HOOKS
+/* Root's two owners, in one request that the test holds between its two
+ * ops (NETBROKERD_TEST_HOLD_RUN); st: their statuses, msg op 1's message. */
+static void two_owners_held(const char *sock, int st[2], char *msg, size_t len)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+
+        nb_fw_rule_add(rs, &drop);
+        nb_batch_firewall_apply(b, "racea", "nbg0", rs, NB_FW_REPLACE);
+        nb_batch_firewall_apply(b, "raceb", "nbg1", rs, NB_FW_REPLACE);
+        st[0] = st[1] = -EIO;
+        if (nb_connect(sock, &c) == 0) {
+                gone_submit(c, b, st, msg, len);
+                nb_close(c);
+        } else {
+                nb_batch_free(b);
+        }
+        nb_fw_ruleset_free(rs);
+}
+
+/* A request yields to the loop between its ops (slices, reads on the
+ * lane; here the test holds it there): the interface its first owner was
+ * checked on goes meanwhile, and fw_gone's clean-up of it finds no owner
+ * yet. Before, the commit then put the owner on the gone name (chains
+ * hooking "nbg0", for the next nbg0); now the interfaces are looked up
+ * again right before the commit: ENODEV, and nothing is applied. */
+START_TEST(test_interface_gone_before_the_commit_gets_no_owner)
+{
+        struct {
+                int st[2];
+                char msg[512];
+        } *x = mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        char hold[] = "/tmp/nbtest-gone-holdXXXXXX", held[64];
+        struct tu_helper h;
+        int fd, status, i;
+        pid_t pid;
+
+        ck_assert(x != MAP_FAILED);
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_veth("nbg0", "nbg0p");
+        tu_veth("nbg1", "nbg1p");
+        ck_assert_int_ge((fd = mkstemp(hold)), 0);
+        close(fd);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_RUN", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_RUN");
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                two_owners_held(h.sock, x->st, x->msg, sizeof(x->msg));
+                _exit(0);
+        }
+        for (i = 0; i < 1000 && access(held, F_OK) != 0; i++)
+                usleep(10 * 1000);
+        ck_assert_msg(i < 1000, "the request did not reach the hold after its first op");
+        free(tu_sh("ip link del nbg0"));
+        /* The loop reads the link's deletion and runs fw_gone's clean-up
+         * of nbg0 on the firewall's lane, before the commit. */
+        usleep(500 * 1000);
+        unlink(hold);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        print_gone("root", "firewall_apply nbg0, (nbg0 deleted) firewall_apply nbg1", x->st,
+                   x->msg);
+        printf("hostile: root's owners after nbg0 went before the commit: %d mentions of race*, "
+               "%d chain devices nbg0\n",
+               ruleset_names(true, "race"), ruleset_names(false, "\"nbg0\""));
+        fflush(stdout);
+        ck_assert_int_eq(x->st[0], -ENODEV);
+        ck_assert_int_eq(x->st[1], -ENODEV);
+        ck_assert_msg(strstr(x->msg, "nbg0 went away before the commit"), "%s", x->msg);
+        ck_assert_int_eq(ruleset_names(true, "race"), 0);
+        ck_assert_int_eq(ruleset_names(false, "\"nbg[01]\""), 0);
+        unlink(held);
+        tu_helper_stop(&h);
+        munmap(x, sizeof(*x));
+}
+END_TEST
+
+/* uid 65534: bridges nbu7a and nbu7b and a tap nbu7t of its own (one op
+ * a request: a request of one op is not held), then one request that the
+ * test holds between its two ops: a network on nbu7a, then a network on
+ * nbu7b (alone: the networks commit at their last op) or, joined, an
+ * owner on nbu7t (one commit for both kinds, at the firewall op). */
+static void two_owners_on_bridges_held(const char *sock, bool joined, int st[2], char *msg,
+                                       size_t len)
+{
+        static const char *const subnets[] = {"10.96.0.0/24"};
+        nb_net_spec spec = NB_NET_SPEC_INIT;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_tap_opts own = {.size = sizeof(nb_tap_opts),
+                           .persist = true,
+                           .set_owner = true,
+                           .uid = NOBODY,
+                           .gid = NOBODY};
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+
+        st[0] = st[1] = -EIO;
+        if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0 ||
+            nb_connect(sock, &c) != 0)
+                return;
+        for (int i = 0; i < 3; i++) {
+                b = nb_batch_new();
+                if (i < 2)
+                        nb_batch_bridge_create(b, i ? "nbu7b" : "nbu7a");
+                else
+                        nb_batch_tap_create(b, "nbu7t", &own);
+                res = NULL;
+                if (nb_submit(c, b, &res) != 0 || nb_result_status(res, 0) != 0)
+                        st[0] = -EEXIST;
+                nb_results_free(res);
+                nb_batch_free(b);
+        }
+        if (st[0] == -EEXIST)
+                return;
+        spec.subnets = subnets;
+        spec.n_subnets = 1;
+        spec.mode = NB_NET_ISOLATED;
+        b = nb_batch_new();
+        spec.bridge = "nbu7a";
+        nb_batch_net_apply(b, "racenet_a", &spec);
+        spec.bridge = "nbu7b";
+        if (joined)
+                nb_batch_firewall_apply(b, "racefw", "nbu7t", rs, NB_FW_REPLACE);
+        else
+                nb_batch_net_apply(b, "racenet_b", &spec);
+        gone_submit(c, b, st, msg, len);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+}
+
+/* The same for networks of a caller other than root, whose rules match
+ * the bridge by name, committed alone and joined with a guest's owner.
+ * Before, the commit put them on the gone nbu7a (4 rules naming it, for
+ * root's next nbu7a); now ENODEV, and nothing is applied. */
+START_TEST(test_bridge_gone_before_the_commit_gets_no_network)
+{
+        struct {
+                int st[2];
+                char msg[512];
+        } *x = mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct tu_helper h;
+        int fd, status, i;
+        pid_t pid;
+
+        ck_assert(x != MAP_FAILED);
+        tu_private_netns(); /* what it leaves dies with it */
+        for (int joined = 0; joined < 2; joined++) {
+                char hold[] = "/tmp/nbtest-gone-holdXXXXXX", held[64];
+                ck_assert_int_ge((fd = mkstemp(hold)), 0);
+                close(fd);
+                snprintf(held, sizeof(held), "%s.held", hold);
+                ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_RUN", hold, 1), 0);
+                tu_helper_start(&h, TU_ALLOW GONE_POLICY);
+                unsetenv("NETBROKERD_TEST_HOLD_RUN");
+                ck_assert_int_eq(chmod(h.sock, 0666), 0);
+                pid = fork();
+                ck_assert_int_ge(pid, 0);
+                if (pid == 0) {
+                        two_owners_on_bridges_held(h.sock, joined, x->st, x->msg, sizeof(x->msg));
+                        _exit(0);
+                }
+                for (i = 0; i < 1000 && access(held, F_OK) != 0; i++)
+                        usleep(10 * 1000);
+                ck_assert_msg(i < 1000, "the request did not reach the hold after its first op");
+                free(tu_sh("ip link del nbu7a"));
+                usleep(500 * 1000);
+                unlink(hold);
+                ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+                ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                print_gone("uid 65534",
+                           joined ? "net_apply nbu7a, (nbu7a deleted) firewall_apply nbu7t"
+                                  : "net_apply nbu7a, (nbu7a deleted) net_apply nbu7b",
+                           x->st, x->msg);
+                printf("hostile: uid 65534's owners after nbu7a went before the commit: %d "
+                       "mentions of race*, %d rules naming nbu7a\n",
+                       ruleset_names(true, "race"), ruleset_names(false, "\"nbu7a\""));
+                fflush(stdout);
+                ck_assert_int_eq(x->st[0], -ENODEV);
+                ck_assert_int_eq(x->st[1], -ENODEV);
+                ck_assert_msg(strstr(x->msg, "nbu7a went away before the commit"), "%s", x->msg);
+                ck_assert_int_eq(ruleset_names(true, "race"), 0);
+                ck_assert_int_eq(ruleset_names(false, "\"nbu7[abt]\""), 0);
+                unlink(held);
+                tu_helper_stop(&h);
+                free(tu_sh("ip link del nbu7b; ip link del nbu7t"));
+        }
+        munmap(x, sizeof(*x));
+}
+END_TEST
+#endif
+
 /* ---- the audit trail names the caller ---- */
 
 static int make_a_tap(const char *sock, void *arg)
@@ -2144,6 +2343,10 @@ Suite *hostile_user_suite(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_user_firewall_on_a_name_its_batch_deleted_is_refused);
         tcase_add_test(tc, test_user_network_on_a_bridge_its_batch_deleted_is_refused);
+#ifdef NB_TEST_HOOKS
+        tcase_add_test(tc, test_interface_gone_before_the_commit_gets_no_owner);
+        tcase_add_test(tc, test_bridge_gone_before_the_commit_gets_no_network);
+#endif
         suite_add_tcase(s, tc);
         /* The tap and macvtap fds of uids other than root (server.c's
          * reservations): CK_RUN_CASE=fds runs them alone. */

@@ -283,6 +283,9 @@ int nbd_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
 void nbd_validation_created(struct nbd_validation *v, const char *name)
 {
         snprintf(v->created[v->n_created++], 16, "%s", name);
+        for (size_t i = 0; i < v->n_gone; i++)
+                if (strcmp(v->gone[i], name) == 0)
+                        v->gone[i][0] = '\0';
 }
 
 /* ---- the batch's names, by hash (issue 14) ---- */
@@ -414,6 +417,16 @@ void nbd_validation_forget(struct nbd_validation *v, const char *name)
         for (size_t i = 0; i < v->n_created; i++)
                 if (strcmp(v->created[i], name) == 0)
                         v->created[i][0] = '\0';
+        if (v->gone && !nbd_validation_is_gone(v, name))
+                snprintf(v->gone[v->n_gone++], 16, "%s", name);
+}
+
+bool nbd_validation_is_gone(const struct nbd_validation *v, const char *name)
+{
+        for (size_t i = 0; i < v->n_gone; i++)
+                if (strcmp(v->gone[i], name) == 0)
+                        return true;
+        return false;
 }
 
 bool nbd_validation_known_to_exist(const struct nbd_validation *v, const char *name)
@@ -744,6 +757,7 @@ static void validation_end(struct nbd_job *job, struct nbd_validation *v)
                 }
         free(v->created);
         free(v->exists);
+        free(v->gone);
         free(v->fd_used);
 }
 
@@ -764,12 +778,15 @@ static int validation_begin(struct nbd_job *job)
                 /* A veth names two interfaces: room for two per op. */
                 v->created = calloc(2 * req->n_ops + 1, sizeof(*v->created));
                 v->exists = calloc(2 * req->n_ops + 1, sizeof(*v->exists));
+                /* One name per LinkDelete. */
+                v->gone = calloc(req->n_ops + 1, sizeof(*v->gone));
                 v->fd_used = calloc(job->nfds ? job->nfds : 1, sizeof(*v->fd_used));
         }
-        if (!v || !v->created || !v->exists || !v->fd_used) {
+        if (!v || !v->created || !v->exists || !v->gone || !v->fd_used) {
                 if (v) {
                         free(v->created);
                         free(v->exists);
+                        free(v->gone);
                         free(v->fd_used);
                         free(v);
                 }
@@ -787,10 +804,12 @@ static int validation_begin(struct nbd_job *job)
 #ifdef NB_TEST_HOOKS
 /* Tests only: while the file $NETBROKERD_TEST_HOLD_VALIDATE exists, a
  * request's validation yields after each op and does not go on (FILE.held
- * says one waits), so a test sees the loop serve in between. */
-static bool validation_held(void)
+ * says one waits), so a test sees the loop serve in between; the same for
+ * running with $NETBROKERD_TEST_HOLD_RUN (a test changes the system between
+ * two ops of a request). */
+static bool held_by(const char *var)
 {
-        const char *path = getenv("NETBROKERD_TEST_HOLD_VALIDATE");
+        const char *path = getenv(var);
         char held[4096];
 
         if (!path || !*path)
@@ -803,8 +822,23 @@ static bool validation_held(void)
         close(open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
         return true;
 }
+
+static bool validation_held(void)
+{
+        return held_by("NETBROKERD_TEST_HOLD_VALIDATE");
+}
+
+static bool run_held(void)
+{
+        return held_by("NETBROKERD_TEST_HOLD_RUN");
+}
 #else
 static bool validation_held(void)
+{
+        return false;
+}
+
+static bool run_held(void)
 {
         return false;
 }
@@ -1647,7 +1681,7 @@ static void job_continue(struct nbd_job *job)
                  * helper never holds more than a handful. */
                 if (job->state == JOB_OUTPUT_BLOCKED)
                         return;
-                if (job->next > first && nbd_now_us() - start > SLICE_US) {
+                if (job->next > first && (nbd_now_us() - start > SLICE_US || run_held())) {
                         job->state = JOB_YIELDED;
                         nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, resume_from_timer,
                                       job);
@@ -1701,6 +1735,10 @@ static void resume_from_timer(void *data)
 
         if (job->state != JOB_YIELDED)
                 return;
+        if (run_held()) {
+                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 1, resume_from_timer, job);
+                return;
+        }
         job->state = JOB_RUNNING;
         job_continue(job);
 }

@@ -41,6 +41,10 @@ struct nbd_fw_join {
         /* The request's last batched op is a firewall op, and the guests'
          * transaction commits nothing: the networks commit alone, now. */
         void (*alone)(struct nbd_job *job, void *data, bool may_park);
+        /* On the loop, right before a commit that takes the messages: 0,
+         * or -errno (e set) and nothing is committed (a network's bridge
+         * gone since its op's check). */
+        int (*check)(struct nbd_job *job, void *data, struct nbd_err *e);
         void *data;
         /* The index of the networks' first op queued (SIZE_MAX: none yet):
          * a commit on the lane that takes the messages decides it and the

@@ -550,6 +550,7 @@ static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
 struct fw_queued {
         Netbroker__Result *res;
         size_t op;
+        char ifname[IFNAMSIZ]; /* the interface it binds ("": none) */
 };
 
 struct fw_batch {
@@ -619,6 +620,7 @@ const unsigned nbd_fw_owner_cases[NBD_FW_OWNER_CASES] = {NETBROKER__OP__OP_FIREW
                                                          NETBROKER__OP__OP_FIREWALL_ENSURE_HASH};
 
 static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed);
+static int gone_before_commit(struct nbd_job *job, const struct fw_batch *b, struct nbd_err *e);
 static void fw_batch_free(void *data);
 
 int nbd_fw_join(struct nbd_job *job, const struct nbd_fw_join *j, Netbroker__Result *res)
@@ -699,7 +701,9 @@ static void fw_batch_finish(struct nbd_job *job, void *data, size_t failed)
          * (end_commit sent it on the lane already when the last firewall
          * op ran; this is only for a batch that never reached it). */
         j = join_with(job, b);
-        r = b->be->txn_commit(b->txn, &err);
+        r = gone_before_commit(job, b, &err);
+        if (r == 0)
+                r = b->be->txn_commit(b->txn, &err);
         b->committed = r == 0;
         if (r < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
@@ -963,20 +967,49 @@ static void commit_done(struct nbd_job *job, void *data)
         join_done(job, b->join, r, err.msg);
 }
 
-/* Queue res; at the batch's last firewall op, commit. A refused commit
- * fails every firewall op of the batch: nothing of it was applied. */
-static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res)
+/* An interface may go after its op's check and before the commit: the
+ * request yields to the loop between its ops (slices, reads on the lane),
+ * and fw_gone's clean-up of a gone name, queued meanwhile, found no owner
+ * there yet; committed, the owner would bind the next interface of that
+ * name. The loop's map, read up to now, says which went; one that goes
+ * after this has its clean-up queued behind the commit on the lane (a
+ * FIFO). 0, or -ENODEV with e set (and no commit). */
+static int gone_before_commit(struct nbd_job *job, const struct fw_batch *b, struct nbd_err *e)
+{
+        const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
+
+        for (size_t i = 0; i < b->n_queued; i++) {
+                const char *ifname = b->queued[i].ifname;
+                if (ifname[0] && ctx->be->links.exists(ctx->links, ifname) == 0)
+                        return nbd_err_set(e, -ENODEV,
+                                           "interface %s went away before the commit: what "
+                                           "binds its name would bind the next interface of "
+                                           "that name",
+                                           ifname);
+        }
+        /* The networks' messages joined into this commit: theirs too. */
+        return b->join && b->join->check ? b->join->check(job, b->join->data, e) : 0;
+}
+
+/* Queue res (ifname: the interface the op binds, NULL for none); at the
+ * batch's last firewall op, commit. A refused commit fails every firewall
+ * op of the batch: nothing of it was applied. */
+static int queue_and_maybe_commit(struct nbd_job *job, struct fw_batch *b, Netbroker__Result *res,
+                                  const char *ifname)
 {
         struct nbd_err err;
         int r;
 
         /* reserve_queue() made room */
-        b->queued[b->n_queued++] = (struct fw_queued){res, nbd_job_op_index(job)};
+        b->queued[b->n_queued] = (struct fw_queued){res, nbd_job_op_index(job), ""};
+        snprintf(b->queued[b->n_queued++].ifname, IFNAMSIZ, "%s", ifname ? ifname : "");
         if (!nbd_job_is_last_batched(job) || leaves_commit_to_networks(job))
                 return 0;
         b->committed = true; /* sent, well or not: finish has nothing to do */
         const struct nbd_fw_join *j = join_with(job, b);
-        r = b->be->txn_commit_prepare(b->txn, &err);
+        r = gone_before_commit(job, b, &err);
+        if (r == 0)
+                r = b->be->txn_commit_prepare(b->txn, &err);
         if (r < 0) {
                 char why[NBD_ERR_MSG_MAX + 64];
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
@@ -1052,7 +1085,9 @@ static void send_queued(struct nbd_job *job, struct fw_batch *b)
 
         b->committed = true;
         j = join_with(job, b);
-        k = b->be->txn_commit_prepare(b->txn, &err);
+        k = gone_before_commit(job, b, &err);
+        if (k == 0)
+                k = b->be->txn_commit_prepare(b->txn, &err);
         if (k < 0) {
                 snprintf(why, sizeof(why), "the batch's transaction failed: %s", err.msg);
                 queued_failed_late(job, b, 0, k, why);
@@ -1082,6 +1117,7 @@ bool nbd_fw_commit_joined(struct nbd_job *job)
  * lane and runs again (return 0 from the op), or 0 and ready. */
 struct owner_op {
         struct fw_batch *b;
+        const char *ifname;
         Netbroker__FirewallApplyResult *out;
         char *hash;
 };
@@ -1098,9 +1134,13 @@ static int owner_op_begin(struct nbd_job *job, const char *ifname, Netbroker__Re
                 ret->b = NULL;
                 return -(int)res->status; /* the wire's is positive */
         }
-        if ((r = nbd_job_check_owned(job, ifname, res)))
+        /* A chain bound to a gone name would hook the next interface of
+         * that name (fw_gone.h): for root too, since libvirt filters only
+         * the interface it just made. */
+        if ((r = nbd_job_check_present(job, ifname, res, "firewall")))
                 return r;
         nbd_fw_gone_note(nbd_job_ctx(job)->fw_gone, ifname);
+        o.ifname = ifname;
         o.out = malloc(sizeof(*o.out));
         o.hash = malloc(NBD_FW_HASH_HEX);
         if (!o.out || !o.hash || reserve_queue(o.b) < 0) {
@@ -1134,7 +1174,7 @@ static int owner_op_end(struct nbd_job *job, struct owner_op *o, const struct nb
         o->out->rules = a->rules;
         res->out_case = NETBROKER__RESULT__OUT_FIREWALL;
         res->firewall = o->out;
-        return queue_and_maybe_commit(job, o->b, res);
+        return queue_and_maybe_commit(job, o->b, res, o->ifname);
 }
 
 static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -1216,7 +1256,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                                       op->firewall_remove->owner);
         if (r < 0)
                 return nbd_result_set(res, r, "firewall: %s", err.msg);
-        return queue_and_maybe_commit(job, b, res);
+        return queue_and_maybe_commit(job, b, res, NULL);
 }
 
 static int run_remove_op(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)

@@ -128,6 +128,26 @@ int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result
                               (unsigned)p->uid, name);
 }
 
+int nbd_job_check_present(struct nbd_job *job, const char *name, Netbroker__Result *res,
+                          const char *what)
+{
+        const struct nbd_peer *p = nbd_job_peer(job);
+        uid_t owner;
+        int r = kernel_of(job)->owner(links_of(job), name, &owner);
+
+        /* Root's too: its rules would be the next guest's of that name. */
+        if (r == -ENODEV)
+                return nbd_result_set(res, -ENODEV,
+                                      "%s: no interface %s now (gone since the request was "
+                                      "checked): what binds its name would bind the next "
+                                      "interface of that name",
+                                      what, name);
+        if (nbd_peer_is_root(p) || (r == 0 && owner == p->uid))
+                return 0;
+        return nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
+                              (unsigned)p->uid, name);
+}
+
 /* A bridge the caller's interface may join: one the policy lists, or one
  * it owns (a missing one: the op fails on its own, with ENODEV). Else
  * sets res. */
@@ -317,6 +337,11 @@ int nbd_check_interface(struct nbd_validation *v, const char *name, Netbroker__R
         r = check_name_syntax(name, res, what);
         if (r || nbd_validation_was_created(v, name) || nbd_validation_known_to_exist(v, name))
                 return r;
+        /* The kernel still has it while the batch is validated. */
+        if (nbd_validation_is_gone(v, name))
+                return nbd_result_set(
+                        res, -ENODEV,
+                        "%s: no interface %s (an earlier op of this batch deletes it)", what, name);
         r = v->ctx->be->links.exists(v->ctx->links, name);
         if (r < 0)
                 return nbd_result_set(res, r, "%s: cannot look up %s: %s", what, name,

@@ -163,6 +163,7 @@ struct net_batch {
         struct net_queued {
                 Netbroker__Result *res;
                 size_t op;
+                char bridge[IFNAMSIZ]; /* a non-root NetApply's, that must exist ("": none) */
         } * queued;
         size_t n_queued;
         struct removed {
@@ -223,6 +224,33 @@ static void join_done(struct nbd_job *job, void *data, int r, const char *why, b
         committed(job, b, r, why, may_park);
 }
 
+/* A bridge may go after its op's check and before the commit (the request
+ * yields to the loop between its ops): committed, a caller's rules would
+ * act on the next bridge of that name. The loop's map, read up to now,
+ * says which went. 0, or -ENODEV with e set. */
+static int gone_before_commit(struct nbd_job *job, void *data, struct nbd_err *e)
+{
+        const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
+        const struct net_batch *b = data;
+
+        for (size_t i = 0; i < b->n_queued; i++) {
+                const char *bridge = b->queued[i].bridge;
+                if (bridge[0] && ctx->be->links.exists(ctx->links, bridge) == 0)
+                        return nbd_err_set(e, -ENODEV,
+                                           "bridge %s went away before the commit: the rules "
+                                           "would act on the next bridge of that name",
+                                           bridge);
+        }
+        return 0;
+}
+
+static int checked_commit(struct nbd_job *job, struct net_batch *b, struct nbd_err *e)
+{
+        int r = gone_before_commit(job, b, e);
+
+        return r < 0 ? r : nbd_net_txn_commit(b->txn, e);
+}
+
 static void join_alone(struct nbd_job *job, void *data, bool may_park)
 {
         struct net_batch *b = data;
@@ -231,7 +259,7 @@ static void join_alone(struct nbd_job *job, void *data, bool may_park)
 
         if (b->done)
                 return;
-        r = nbd_net_txn_commit(b->txn, &err);
+        r = checked_commit(job, b, &err);
         committed(job, b, r, err.msg, may_park);
 }
 
@@ -268,6 +296,7 @@ static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                                        .put_data = b->txn,
                                        .done = join_done,
                                        .alone = join_alone,
+                                       .check = gone_before_commit,
                                        .data = b,
                                        .first_op = SIZE_MAX};
         if (nbd_fw_join(job, &b->join, res) < 0)
@@ -380,8 +409,11 @@ static void committed(struct nbd_job *job, struct net_batch *b, int r, const cha
  * the kernel in one transaction: when this op succeeded, or failed in a
  * request that goes on after failures. With the guests' owners (fw_join.h)
  * when the request's firewall ops come right after it (they commit these
- * with theirs) or came right before it (this op commits theirs). */
-static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result *res, int r)
+ * with theirs) or came right before it (this op commits theirs). bridge:
+ * a non-root NetApply's, which must still be there at the commit (NULL:
+ * none). */
+static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result *res, int r,
+                     const char *bridge)
 {
         struct nbd_err err;
         int k;
@@ -390,7 +422,8 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
                 if (!b->n_queued)
                         b->join.first_op = nbd_job_op_index(job);
                 /* room was made before */
-                b->queued[b->n_queued++] = (struct net_queued){res, nbd_job_op_index(job)};
+                b->queued[b->n_queued] = (struct net_queued){res, nbd_job_op_index(job), ""};
+                snprintf(b->queued[b->n_queued++].bridge, IFNAMSIZ, "%s", bridge ? bridge : "");
         }
         if (b->done || nbd_job_later_op_of(job, net_cases, 2))
                 return r;
@@ -400,7 +433,7 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
                 return r; /* the last firewall op commits these too */
         if (nbd_fw_commit_joined(job))
                 return r < 0 ? r : -(int)res->status; /* on the lane, or parked */
-        k = nbd_net_txn_commit(b->txn, &err);
+        k = checked_commit(job, b, &err);
         /* A park goes with returning 0: only when this op succeeded. */
         committed(job, b, k, err.msg, r == 0);
         return r < 0 ? r : k;
@@ -430,8 +463,11 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
 
         if (!b)
                 return -(int)res->status;
-        if (!nbd_peer_is_root(p) && (r = nbd_job_check_owned(job, a->bridge, res)))
-                return finish_op(job, b, res, r);
+        /* Its rules match the bridge's name: on a gone one, they would
+         * act on the next bridge of that name (root's may come first, as
+         * validate_apply says). */
+        if (!nbd_peer_is_root(p) && (r = nbd_job_check_present(job, a->bridge, res, "network")))
+                return finish_op(job, b, res, r, NULL);
         s = malloc(sizeof(*s));
         out = malloc(sizeof(*out));
         hash = malloc(NBD_FW_HASH_HEX);
@@ -460,7 +496,7 @@ out:
         free(s);
         free(out);
         free(hash);
-        return finish_op(job, b, res, r);
+        return finish_op(job, b, res, r, nbd_peer_is_root(p) ? NULL : a->bridge);
 }
 
 static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
@@ -478,7 +514,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 b->removed = grown;
         if (!grown || reserve(b) < 0)
                 return finish_op(job, b, res,
-                                 nbd_result_set(res, -ENOMEM, "network: out of memory"));
+                                 nbd_result_set(res, -ENOMEM, "network: out of memory"), NULL);
         r = nbd_net_txn_remove(b->txn, op->net_remove->owner, nbd_peer_is_root(p) ? NULL : &p->uid,
                                &err);
         if (r < 0)
@@ -488,7 +524,7 @@ static int run_remove(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 strcpy(b->removed[b->n_removed].owner, op->net_remove->owner);
                 b->removed[b->n_removed++].res = res;
         }
-        return finish_op(job, b, res, r);
+        return finish_op(job, b, res, r, NULL);
 }
 
 struct listing {

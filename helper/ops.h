@@ -29,6 +29,12 @@ struct nbd_validation {
          * macvtaps on one parent looks the parent up once. */
         char (*exists)[16];
         size_t n_exists;
+        /* Names an earlier op of the batch deletes: a later op naming one
+         * finds it gone, though the kernel still has it while the batch is
+         * validated (a firewall owner bound to it would bind the next
+         * interface of that name). NULL: none are noted. */
+        char (*gone)[16];
+        size_t n_gone;
         bool *fd_used; /* set by an op that takes request fd i */
         char **claims; /* keys ops have claimed (an owner may appear once) */
         size_t n_claims;
@@ -106,6 +112,12 @@ int nbd_check_owned(struct nbd_validation *v, const char *name, Netbroker__Resul
  * and the interface of that name may be another by then): for a non-root
  * caller the interface, if it exists, must be marked as made for it. */
 int nbd_job_check_owned(struct nbd_job *job, const char *name, Netbroker__Result *res);
+/* The same, and the interface must exist, for every caller: for an op
+ * whose kernel objects bind a name rather than a device (a netdev chain,
+ * since Linux 6.16, hooks the next device of that name; a network's rules
+ * match it), so that nothing is left on a name that is gone (ENODEV). */
+int nbd_job_check_present(struct nbd_job *job, const char *name, Netbroker__Result *res,
+                          const char *what);
 /* A non-root LinkSet of a port that is, or joins, a bridge not the
  * caller's: refused (EPERM, res set) when the port's MTU would lower the
  * bridge's, or its address is one the bridge knows (another port's, its
@@ -138,8 +150,10 @@ int nbd_result_set(Netbroker__Result *res, int err, const char *fmt, ...)
 void nbd_validation_created(struct nbd_validation *v, const char *name);
 bool nbd_validation_was_created(const struct nbd_validation *v, const char *name);
 void nbd_validation_exists(struct nbd_validation *v, const char *name);
-/* An op of the batch deletes name: it neither exists nor was created. */
+/* An op of the batch deletes name: it neither exists nor was created, and
+ * is gone for the ops after it (until one creates it again). */
 void nbd_validation_forget(struct nbd_validation *v, const char *name);
+bool nbd_validation_is_gone(const struct nbd_validation *v, const char *name);
 bool nbd_validation_known_to_exist(const struct nbd_validation *v, const char *name);
 
 const struct nbd_dispatch_ctx *nbd_job_ctx(const struct nbd_job *job);

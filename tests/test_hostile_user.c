@@ -1545,6 +1545,442 @@ START_TEST(test_user_rules_do_not_outlive_its_interface)
 }
 END_TEST
 
+/* ---- rules planted on a name whose interface is gone ---- */
+
+/* What uid 65534 may do here: interfaces, firewall owners and networks on
+ * names of its own. */
+#define GONE_POLICY                                                                                \
+        "policy_dir = /nonexistent/nbtest-policy.d\n"                                              \
+        "[policy uid 65534]\n"                                                                     \
+        "ops = tap_create veth_create bridge_create link_delete firewall_apply firewall_remove "   \
+        "net_apply net_remove\n"                                                                   \
+        "name_prefixes = nbu\n"
+
+/* What uid 65534 saw (shared with the test: the attacker is a child). Its
+ * own interfaces: nbu6 (a persistent tap, or a bridge for networks), veths
+ * nbu6a/nbu6b and nbu6c/nbu6d. */
+struct gone_attack {
+        bool network; /* NetApply instead of FirewallApply */
+        int made; /* the set-up request's first failure, or 0 */
+        int same[2], peer[2], ensure[2]; /* the statuses of each request's two ops */
+        char same_msg[512], peer_msg[512], ensure_msg[512]; /* op 1's message */
+};
+
+/* Drop all, both ways (FirewallApply), or an isolated network (NetApply),
+ * on ifname. */
+static void gone_apply(nb_batch *b, bool network, const char *owner, const char *ifname,
+                       nb_fw_ruleset *rs)
+{
+        static const char *const subnets[] = {"10.97.0.0/24"};
+        nb_net_spec spec = NB_NET_SPEC_INIT;
+
+        if (!network) {
+                nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE);
+                return;
+        }
+        spec.bridge = ifname;
+        spec.subnets = subnets;
+        spec.n_subnets = 1;
+        spec.mode = NB_NET_ISOLATED;
+        nb_batch_net_apply(b, owner, &spec);
+}
+
+/* Submits b (and frees it): st[] the two ops' statuses, msg op 1's. */
+static void gone_submit(nb_conn *c, nb_batch *b, int st[2], char *msg, size_t len)
+{
+        nb_results *res = NULL;
+
+        st[0] = st[1] = -EIO;
+        snprintf(msg, len, "no reply");
+        if (nb_submit(c, b, &res) == 0) {
+                st[0] = nb_result_status(res, 0);
+                st[1] = nb_result_status(res, 1);
+                snprintf(msg, len, "%s", nb_result_message(res, 1));
+        }
+        nb_results_free(res);
+        nb_batch_free(b);
+}
+
+static int apply_on_gone_names(const char *sock, void *arg)
+{
+        struct gone_attack *x = arg;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_tap_opts own = {.size = sizeof(nb_tap_opts),
+                           .persist = true,
+                           .set_owner = true,
+                           .uid = NOBODY,
+                           .gid = NOBODY};
+        nb_results *res = NULL;
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+
+        if (nb_connect(sock, &c) != 0)
+                return 1;
+        nb_fw_rule_add(rs, &drop);
+        drop.direction = NB_FW_TO_GUEST;
+        nb_fw_rule_add(rs, &drop);
+        if (x->network)
+                nb_batch_bridge_create(b, "nbu6");
+        else
+                nb_batch_tap_create(b, "nbu6", &own);
+        nb_batch_veth_create(b, "nbu6a", "nbu6b", -1);
+        nb_batch_veth_create(b, "nbu6c", "nbu6d", -1);
+        x->made = nb_submit(c, b, &res) == 0 && nb_results_first_error(res) == -1 ? 0 : -EIO;
+        nb_results_free(res);
+        nb_batch_free(b);
+        /* The name the batch deletes first. */
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "nbu6");
+        gone_apply(b, x->network, "evil_same", "nbu6", rs);
+        gone_submit(c, b, x->same, x->same_msg, sizeof(x->same_msg));
+        /* A name that goes with the one the batch deletes (a veth's peer):
+         * validation sees it, the run does not. */
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "nbu6a");
+        gone_apply(b, x->network, "evil_peer", "nbu6b", rs);
+        gone_submit(c, b, x->peer, x->peer_msg, sizeof(x->peer_msg));
+        if (!x->network) {
+                b = nb_batch_new();
+                nb_batch_link_delete(b, "nbu6c");
+                nb_batch_firewall_ensure_hash(b, "evil_ensure", "nbu6d",
+                                              "0123456789abcdef0123456789abcdef");
+                gone_submit(c, b, x->ensure, x->ensure_msg, sizeof(x->ensure_msg));
+        }
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+        return 0;
+}
+
+/* How many times the ruleset names what: as nft -j lists it (json), or
+ * as text, which shows the device a netdev chain hooks (nft 1.0.6's JSON
+ * does not). */
+static int ruleset_names(bool json, const char *what)
+{
+        char *n = tu_sh("nft %s list ruleset | grep -o '%s' | wc -l", json ? "-j" : "", what);
+        int v = atoi(n);
+
+        free(n);
+        return v;
+}
+
+static void print_gone(const char *who, const char *batch, const int st[2], const char *msg)
+{
+        printf("hostile: %s [%s]: %d, %d: %s\n", who, batch, st[0], st[1], msg);
+        fflush(stdout);
+}
+
+/* uid 65534 deletes an interface of its own and, later in the same batch,
+ * binds a drop-all firewall owner to its name. The kernel (6.16 and later)
+ * keeps a netdev chain of a gone name and hooks the next device of that
+ * name, root's next vnet0 included, and fw_gone.h's clean-up ran before the
+ * owner was there. Before, both ops succeeded: validation asked the kernel,
+ * which still had the name, and the run let a gone interface pass. Now
+ * validation refuses it (nothing runs), and the run refuses an interface
+ * gone since validation (a veth's peer goes with it), root's too: nothing
+ * of it is in the ruleset. */
+START_TEST(test_user_firewall_on_a_name_its_batch_deleted_is_refused)
+{
+        struct gone_attack *x =
+                mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        struct tu_helper h;
+        struct attacker a;
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+        int evil, named;
+
+        ck_assert(x != MAP_FAILED);
+        *x = (struct gone_attack){.network = false};
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW GONE_POLICY);
+        attack_start(&a, &h, apply_on_gone_names, x);
+        attack_end(&a);
+        evil = ruleset_names(true, "evil");
+        named = ruleset_names(false, "\"nbu6[a-d]*\"");
+        printf("hostile: uid 65534's owners on gone names: %d mentions of evil*, %d of nbu6*\n",
+               evil, named);
+        print_gone("uid 65534", "link_delete nbu6, firewall_apply nbu6", x->same, x->same_msg);
+        print_gone("uid 65534", "link_delete nbu6a, firewall_apply nbu6b", x->peer, x->peer_msg);
+        print_gone("uid 65534", "link_delete nbu6c, firewall_ensure_hash nbu6d", x->ensure,
+                   x->ensure_msg);
+        ck_assert_int_eq(x->made, 0);
+        ck_assert_int_eq(x->same[1], -ENODEV);
+        ck_assert_msg(strstr(x->same_msg, "an earlier op of this batch deletes it"), "%s",
+                      x->same_msg);
+        ck_assert_msg(tu_link_exists("nbu6"), "the refused batch deleted nbu6");
+        ck_assert_int_eq(x->peer[0], 0);
+        ck_assert_int_eq(x->peer[1], -ENODEV);
+        ck_assert_msg(strstr(x->peer_msg, "gone since the request was checked"), "%s", x->peer_msg);
+        ck_assert_int_eq(x->ensure[0], 0);
+        ck_assert_int_eq(x->ensure[1], -ENODEV);
+        ck_assert_int_eq(evil, 0);
+        ck_assert_int_eq(named, 0);
+        /* Root's: the same, on a veth's peer it deletes with the veth. */
+        tu_veth("nbr0", "nbr1");
+        ck_assert_int_eq(nb_fw_rule_add(rs, &drop), 0);
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        b = nb_batch_new();
+        nb_batch_link_delete(b, "nbr0");
+        nb_batch_firewall_apply(b, "rootfw", "nbr1", rs, NB_FW_REPLACE);
+        res = tu_submit(c, b);
+        print_gone("root", "link_delete nbr0, firewall_apply nbr1",
+                   (int[]){nb_result_status(res, 0), nb_result_status(res, 1)},
+                   nb_result_message(res, 1));
+        tu_assert_status(res, 0, 0, NULL);
+        tu_assert_status(res, 1, -ENODEV, "gone since the request was checked");
+        nb_results_free(res);
+        ck_assert_int_eq(ruleset_names(true, "rootfw"), 0);
+        ck_assert_int_eq(ruleset_names(false, "\"nbr1\""), 0);
+        nb_close(c);
+        nb_fw_ruleset_free(rs);
+        tu_helper_stop(&h);
+        munmap(x, sizeof(*x));
+}
+END_TEST
+
+/* The same with a network (NetApply): its rules match the bridge by name,
+ * and would isolate the next bridge of that name, root's. Before, both
+ * ops succeeded and 3 rules named the gone bridge. */
+START_TEST(test_user_network_on_a_bridge_its_batch_deleted_is_refused)
+{
+        struct gone_attack *x =
+                mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct tu_helper h;
+        struct attacker a;
+        int evil, named;
+
+        ck_assert(x != MAP_FAILED);
+        *x = (struct gone_attack){.network = true};
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_helper_start(&h, TU_ALLOW GONE_POLICY);
+        attack_start(&a, &h, apply_on_gone_names, x);
+        attack_end(&a);
+        evil = ruleset_names(true, "evil");
+        named = ruleset_names(false, "\"nbu6[a-d]*\"");
+        printf("hostile: uid 65534's networks on gone names: %d mentions of evil*, %d of "
+               "nbu6*\n",
+               evil, named);
+        print_gone("uid 65534", "link_delete nbu6, net_apply nbu6", x->same, x->same_msg);
+        print_gone("uid 65534", "link_delete nbu6a, net_apply nbu6b", x->peer, x->peer_msg);
+        ck_assert_int_eq(x->made, 0);
+        ck_assert_int_eq(x->same[1], -ENODEV);
+        ck_assert_msg(strstr(x->same_msg, "an earlier op of this batch deletes it"), "%s",
+                      x->same_msg);
+        ck_assert_msg(tu_link_exists("nbu6"), "the refused batch deleted nbu6");
+        ck_assert_int_eq(x->peer[0], 0);
+        ck_assert_int_eq(x->peer[1], -ENODEV);
+        ck_assert_msg(strstr(x->peer_msg, "gone since the request was checked"), "%s", x->peer_msg);
+        ck_assert_int_eq(evil, 0);
+        ck_assert_int_eq(named, 0);
+        tu_helper_stop(&h);
+        munmap(x, sizeof(*x));
+}
+END_TEST
+
+#ifdef NB_TEST_HOOKS
+/* Root's two owners, in one request that the test holds between its two
+ * ops (NETBROKERD_TEST_HOLD_RUN); st: their statuses, msg op 1's message. */
+static void two_owners_held(const char *sock, int st[2], char *msg, size_t len)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_fw_rule drop = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_DROP};
+        nb_batch *b = nb_batch_new();
+        nb_conn *c;
+
+        nb_fw_rule_add(rs, &drop);
+        nb_batch_firewall_apply(b, "racea", "nbg0", rs, NB_FW_REPLACE);
+        nb_batch_firewall_apply(b, "raceb", "nbg1", rs, NB_FW_REPLACE);
+        st[0] = st[1] = -EIO;
+        if (nb_connect(sock, &c) == 0) {
+                gone_submit(c, b, st, msg, len);
+                nb_close(c);
+        } else {
+                nb_batch_free(b);
+        }
+        nb_fw_ruleset_free(rs);
+}
+
+/* A request yields to the loop between its ops (slices, reads on the
+ * lane; here the test holds it there): the interface its first owner was
+ * checked on goes meanwhile, and fw_gone's clean-up of it finds no owner
+ * yet. Before, the commit then put the owner on the gone name (chains
+ * hooking "nbg0", for the next nbg0); now the interfaces are looked up
+ * again right before the commit: ENODEV, and nothing is applied. */
+START_TEST(test_interface_gone_before_the_commit_gets_no_owner)
+{
+        struct {
+                int st[2];
+                char msg[512];
+        } *x = mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        char hold[] = "/tmp/nbtest-gone-holdXXXXXX", held[64];
+        struct tu_helper h;
+        int fd, status, i;
+        pid_t pid;
+
+        ck_assert(x != MAP_FAILED);
+        tu_private_netns(); /* what it leaves dies with it */
+        tu_veth("nbg0", "nbg0p");
+        tu_veth("nbg1", "nbg1p");
+        ck_assert_int_ge((fd = mkstemp(hold)), 0);
+        close(fd);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_RUN", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_RUN");
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                two_owners_held(h.sock, x->st, x->msg, sizeof(x->msg));
+                _exit(0);
+        }
+        for (i = 0; i < 1000 && access(held, F_OK) != 0; i++)
+                usleep(10 * 1000);
+        ck_assert_msg(i < 1000, "the request did not reach the hold after its first op");
+        free(tu_sh("ip link del nbg0"));
+        /* The loop reads the link's deletion and runs fw_gone's clean-up
+         * of nbg0 on the firewall's lane, before the commit. */
+        usleep(500 * 1000);
+        unlink(hold);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        print_gone("root", "firewall_apply nbg0, (nbg0 deleted) firewall_apply nbg1", x->st,
+                   x->msg);
+        printf("hostile: root's owners after nbg0 went before the commit: %d mentions of race*, "
+               "%d chain devices nbg0\n",
+               ruleset_names(true, "race"), ruleset_names(false, "\"nbg0\""));
+        fflush(stdout);
+        ck_assert_int_eq(x->st[0], -ENODEV);
+        ck_assert_int_eq(x->st[1], -ENODEV);
+        ck_assert_msg(strstr(x->msg, "nbg0 went away before the commit"), "%s", x->msg);
+        ck_assert_int_eq(ruleset_names(true, "race"), 0);
+        ck_assert_int_eq(ruleset_names(false, "\"nbg[01]\""), 0);
+        unlink(held);
+        tu_helper_stop(&h);
+        munmap(x, sizeof(*x));
+}
+END_TEST
+
+/* uid 65534: bridges nbu7a and nbu7b and a tap nbu7t of its own (one op
+ * a request: a request of one op is not held), then one request that the
+ * test holds between its two ops: a network on nbu7a, then a network on
+ * nbu7b (alone: the networks commit at their last op) or, joined, an
+ * owner on nbu7t (one commit for both kinds, at the firewall op). */
+static void two_owners_on_bridges_held(const char *sock, bool joined, int st[2], char *msg,
+                                       size_t len)
+{
+        static const char *const subnets[] = {"10.96.0.0/24"};
+        nb_net_spec spec = NB_NET_SPEC_INIT;
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_tap_opts own = {.size = sizeof(nb_tap_opts),
+                           .persist = true,
+                           .set_owner = true,
+                           .uid = NOBODY,
+                           .gid = NOBODY};
+        nb_results *res;
+        nb_batch *b;
+        nb_conn *c;
+
+        st[0] = st[1] = -EIO;
+        if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0 ||
+            nb_connect(sock, &c) != 0)
+                return;
+        for (int i = 0; i < 3; i++) {
+                b = nb_batch_new();
+                if (i < 2)
+                        nb_batch_bridge_create(b, i ? "nbu7b" : "nbu7a");
+                else
+                        nb_batch_tap_create(b, "nbu7t", &own);
+                res = NULL;
+                if (nb_submit(c, b, &res) != 0 || nb_result_status(res, 0) != 0)
+                        st[0] = -EEXIST;
+                nb_results_free(res);
+                nb_batch_free(b);
+        }
+        if (st[0] == -EEXIST)
+                return;
+        spec.subnets = subnets;
+        spec.n_subnets = 1;
+        spec.mode = NB_NET_ISOLATED;
+        b = nb_batch_new();
+        spec.bridge = "nbu7a";
+        nb_batch_net_apply(b, "racenet_a", &spec);
+        spec.bridge = "nbu7b";
+        if (joined)
+                nb_batch_firewall_apply(b, "racefw", "nbu7t", rs, NB_FW_REPLACE);
+        else
+                nb_batch_net_apply(b, "racenet_b", &spec);
+        gone_submit(c, b, st, msg, len);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+}
+
+/* The same for networks of a caller other than root, whose rules match
+ * the bridge by name, committed alone and joined with a guest's owner.
+ * Before, the commit put them on the gone nbu7a (4 rules naming it, for
+ * root's next nbu7a); now ENODEV, and nothing is applied. */
+START_TEST(test_bridge_gone_before_the_commit_gets_no_network)
+{
+        struct {
+                int st[2];
+                char msg[512];
+        } *x = mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct tu_helper h;
+        int fd, status, i;
+        pid_t pid;
+
+        ck_assert(x != MAP_FAILED);
+        tu_private_netns(); /* what it leaves dies with it */
+        for (int joined = 0; joined < 2; joined++) {
+                char hold[] = "/tmp/nbtest-gone-holdXXXXXX", held[64];
+                ck_assert_int_ge((fd = mkstemp(hold)), 0);
+                close(fd);
+                snprintf(held, sizeof(held), "%s.held", hold);
+                ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_RUN", hold, 1), 0);
+                tu_helper_start(&h, TU_ALLOW GONE_POLICY);
+                unsetenv("NETBROKERD_TEST_HOLD_RUN");
+                ck_assert_int_eq(chmod(h.sock, 0666), 0);
+                pid = fork();
+                ck_assert_int_ge(pid, 0);
+                if (pid == 0) {
+                        two_owners_on_bridges_held(h.sock, joined, x->st, x->msg, sizeof(x->msg));
+                        _exit(0);
+                }
+                for (i = 0; i < 1000 && access(held, F_OK) != 0; i++)
+                        usleep(10 * 1000);
+                ck_assert_msg(i < 1000, "the request did not reach the hold after its first op");
+                free(tu_sh("ip link del nbu7a"));
+                usleep(500 * 1000);
+                unlink(hold);
+                ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+                ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                print_gone("uid 65534",
+                           joined ? "net_apply nbu7a, (nbu7a deleted) firewall_apply nbu7t"
+                                  : "net_apply nbu7a, (nbu7a deleted) net_apply nbu7b",
+                           x->st, x->msg);
+                printf("hostile: uid 65534's owners after nbu7a went before the commit: %d "
+                       "mentions of race*, %d rules naming nbu7a\n",
+                       ruleset_names(true, "race"), ruleset_names(false, "\"nbu7a\""));
+                fflush(stdout);
+                ck_assert_int_eq(x->st[0], -ENODEV);
+                ck_assert_int_eq(x->st[1], -ENODEV);
+                ck_assert_msg(strstr(x->msg, "nbu7a went away before the commit"), "%s", x->msg);
+                ck_assert_int_eq(ruleset_names(true, "race"), 0);
+                ck_assert_int_eq(ruleset_names(false, "\"nbu7[abt]\""), 0);
+                unlink(held);
+                tu_helper_stop(&h);
+                free(tu_sh("ip link del nbu7b; ip link del nbu7t"));
+        }
+        munmap(x, sizeof(*x));
+}
+END_TEST
+#endif
+
 /* ---- the audit trail names the caller ---- */
 
 static int make_a_tap(const char *sock, void *arg)
@@ -2308,6 +2744,16 @@ Suite *hostile_user_suite(void)
         tcase_add_test(tc, test_user_request_waiting_on_its_fds_does_not_hold_roots_firewall);
         tcase_add_test(tc, test_user_networks_are_one_per_bridge_it_owns);
         tcase_add_test(tc, test_user_network_does_not_outlive_its_bridge);
+        suite_add_tcase(s, tc);
+        /* Owners on a name whose interface is gone: CK_RUN_CASE=gone. */
+        tc = tcase_create("gone");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_user_firewall_on_a_name_its_batch_deleted_is_refused);
+        tcase_add_test(tc, test_user_network_on_a_bridge_its_batch_deleted_is_refused);
+#ifdef NB_TEST_HOOKS
+        tcase_add_test(tc, test_interface_gone_before_the_commit_gets_no_owner);
+        tcase_add_test(tc, test_bridge_gone_before_the_commit_gets_no_network);
+#endif
         suite_add_tcase(s, tc);
         /* The tap and macvtap fds of uids other than root (server.c's
          * reservations): CK_RUN_CASE=fds runs them alone. */

@@ -140,6 +140,12 @@ void nbd_config_defaults(struct nbd_config *c)
         /* Its commit holds the loop (some 200 ms on a loaded machine): what
          * a caller that is not root may make every other client wait. */
         c->max_rules_per_request_nonroot = 4096;
+        /* Four full requests; 630 guests of clean-traffic. What a uid's
+         * rules cost stays: some 420 bytes of kernel memory each, and
+         * every count of the table (an ensure after someone else's
+         * commit) walks them all. */
+        c->max_fw_rules_per_uid = 16384;
+        c->max_fw_owners_per_uid = 1024;
         c->allow_uids[0] = 0;
         c->n_allow_uids = 1;
         c->log_level = NBD_LOG_NOTICE;
@@ -320,6 +326,8 @@ static const struct num_key num_keys[] = {
         UKEY(max_rules_per_request_nonroot, 1, 1u << 24),
         UKEY(max_programs, 1, 1024),
         UKEY(max_programs_per_uid, 1, 1024),
+        UKEY(max_fw_rules_per_uid, 1, 1u << 24),
+        UKEY(max_fw_owners_per_uid, 1, 1u << 20),
 };
 
 #define N_NUM_KEYS (sizeof(num_keys) / sizeof(*num_keys))

@@ -79,6 +79,7 @@ struct nbd_config {
         char *program_dir; /* pid files; NULL: NBD_PROGRAM_DEFAULT_DIR */
         unsigned max_programs; /* running at once, all callers */
         unsigned max_programs_per_uid; /* running at once, per non-root uid */
+        unsigned root_reserved_programs; /* of max_programs, root's only */
 };
 
 /* Fill in the defaults: root only, the standard firewall and network tools

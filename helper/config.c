@@ -140,11 +140,18 @@ void nbd_config_defaults(struct nbd_config *c)
         /* Its commit holds the loop (some 200 ms on a loaded machine): what
          * a caller that is not root may make every other client wait. */
         c->max_rules_per_request_nonroot = 4096;
+        /* Four full requests; 630 guests of clean-traffic. What a uid's
+         * rules cost stays: some 420 bytes of kernel memory each, and
+         * every count of the table (an ensure after someone else's
+         * commit) walks them all. */
+        c->max_fw_rules_per_uid = 16384;
+        c->max_fw_owners_per_uid = 1024;
         c->allow_uids[0] = 0;
         c->n_allow_uids = 1;
         c->log_level = NBD_LOG_NOTICE;
         c->max_programs = 8;
         c->max_programs_per_uid = 1;
+        c->root_reserved_programs = 1;
         for (size_t d = 0; d < sizeof(default_dirs) / sizeof(*default_dirs); d++)
                 for (size_t p = 0; p < sizeof(default_programs) / sizeof(*default_programs); p++) {
                         char path[PATH_MAX];
@@ -320,6 +327,9 @@ static const struct num_key num_keys[] = {
         UKEY(max_rules_per_request_nonroot, 1, 1u << 24),
         UKEY(max_programs, 1, 1024),
         UKEY(max_programs_per_uid, 1, 1024),
+        UKEY(max_fw_rules_per_uid, 1, 1u << 24),
+        UKEY(max_fw_owners_per_uid, 1, 1u << 20),
+        UKEY(root_reserved_programs, 0, 1023),
 };
 
 #define N_NUM_KEYS (sizeof(num_keys) / sizeof(*num_keys))
@@ -553,6 +563,8 @@ static void clamp_reserves(struct nbd_config *c, const struct parse_state *st)
                 c->root_reserved_connections = c->max_connections - 1;
         if (!line_of(st, "root_reserved_spawns") && c->root_reserved_spawns >= c->max_spawns)
                 c->root_reserved_spawns = c->max_spawns - 1;
+        if (!line_of(st, "root_reserved_programs") && c->root_reserved_programs >= c->max_programs)
+                c->root_reserved_programs = c->max_programs - 1;
 }
 
 /* Settings that are each valid but do not fit together, reported at the
@@ -601,6 +613,15 @@ static int check_consistency(const struct nbd_config *c, const struct parse_stat
                         "%sroot_reserved_spawns (%u) leaves no spawn slot for other uids "
                         "(max_spawns %u)",
                         at, c->root_reserved_spawns, c->max_spawns);
+        }
+        if (c->root_reserved_programs >= c->max_programs) {
+                where(at, sizeof(at), path,
+                      latest(line_of(st, "root_reserved_programs"), line_of(st, "max_programs")));
+                return nbd_err_set(
+                        e, -EINVAL,
+                        "%sroot_reserved_programs (%u) leaves no program slot for other uids "
+                        "(max_programs %u)",
+                        at, c->root_reserved_programs, c->max_programs);
         }
         if (need + programs > c->fd_limit && need <= c->fd_limit) {
                 where(at, sizeof(at), path,

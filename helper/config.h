@@ -49,6 +49,8 @@ struct nbd_config {
         unsigned max_fds_in_flight; /* fds sent and not yet taken, per connection */
         unsigned max_rules_per_request; /* firewall rules in one request */
         unsigned max_rules_per_request_nonroot; /* the same, for uids other than root */
+        unsigned max_fw_rules_per_uid; /* installed, all owners of a non-root uid */
+        unsigned max_fw_owners_per_uid; /* owners, per non-root uid */
         uid_t allow_uids[NBD_CONFIG_MAX_IDS];
         size_t n_allow_uids;
         gid_t allow_gids[NBD_CONFIG_MAX_IDS];
@@ -77,6 +79,7 @@ struct nbd_config {
         char *program_dir; /* pid files; NULL: NBD_PROGRAM_DEFAULT_DIR */
         unsigned max_programs; /* running at once, all callers */
         unsigned max_programs_per_uid; /* running at once, per non-root uid */
+        unsigned root_reserved_programs; /* of max_programs, root's only */
 };
 
 /* Fill in the defaults: root only, the standard firewall and network tools

@@ -74,6 +74,14 @@ struct nbd_fw_txn {
         } * expect; /* what must be in the kernel after commit */
         size_t n_expect, cap_expect;
         unsigned rules_queued;
+        /* One uid's owners and rules as they stand in this transaction,
+         * for its bounds (nbd_fw_owner_spec's max_uid_*): summed once from
+         * what was read and what is queued, then kept up by each op. */
+        struct {
+                bool known;
+                uid_t uid;
+                size_t owners, rules;
+        } held;
         bool rules_counted; /* the rule dump ensure needs, done once */
         bool same_byte_checked; /* fw_same_byte.h: once a transaction */
         /* The owners are the summary's (fw_summary.h): the table is intact,
@@ -403,6 +411,73 @@ static void ensure_same_byte(struct nbd_fw_txn *t, size_t idx)
         t->same_byte_checked = r == 0;
 }
 
+/* uid's owners and rules once the transaction is committed: those read
+ * that no op of it changed, and what its ops queued. Summed when first
+ * asked for (a walk of every owner: once a transaction, not once an op). */
+static void held_by(struct nbd_fw_txn *t, uid_t uid)
+{
+        if (t->held.known && t->held.uid == uid)
+                return;
+        t->held.known = true;
+        t->held.uid = uid;
+        t->held.owners = t->held.rules = 0;
+        for (const struct nbd_fw_owner_state *o = t->owners.list; o; o = o->next)
+                if (o->has_base && !o->touched && o->uid == uid) {
+                        t->held.owners++;
+                        t->held.rules += o->rules;
+                }
+        for (size_t i = 0; i < t->n_expect; i++)
+                if (t->expect[i].hash[0] && t->expect[i].uid == uid) {
+                        t->held.owners++;
+                        t->held.rules += t->expect[i].rules;
+                }
+}
+
+/* Would s, replacing o (NULL: a new owner), take its uid past a bound?
+ * Every owner costs the kernel memory nobody reclaims but by removing it,
+ * and every rule makes each later count of the table (an ensure after
+ * someone else's commit) longer: one request's bound alone let one uid
+ * install 800,000 rules, request by request. */
+static int over_uid_bounds(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
+                           const struct nbd_fw_owner_state *o, unsigned rules, struct nbd_err *e)
+{
+        size_t owners, total;
+
+        if (!s->max_uid_owners && !s->max_uid_rules)
+                return 0;
+        held_by(t, s->uid);
+        owners = t->held.owners + (o ? 0 : 1);
+        total = t->held.rules - (o && o->rules <= t->held.rules ? o->rules : 0) + rules;
+        if (s->max_uid_owners && owners > s->max_uid_owners)
+                return nbd_err_set(e, -EDQUOT,
+                                   "uid %u would have %zu firewall owners, more than %u "
+                                   "(max_fw_owners_per_uid)",
+                                   (unsigned)s->uid, owners, s->max_uid_owners);
+        if (s->max_uid_rules && total > s->max_uid_rules)
+                return nbd_err_set(e, -EDQUOT,
+                                   "uid %u would have %zu firewall rules installed, more than %u "
+                                   "(max_fw_rules_per_uid)",
+                                   (unsigned)s->uid, total, s->max_uid_rules);
+        return 0;
+}
+
+/* An owner of the held uid changed: from `was` rules (or none: !existed)
+ * to `now` (or none: !stays). */
+static void held_change(struct nbd_fw_txn *t, uid_t uid, bool existed, unsigned was, bool stays,
+                        unsigned now)
+{
+        if (!t->held.known || t->held.uid != uid)
+                return;
+        if (existed) {
+                t->held.owners -= t->held.owners ? 1 : 0;
+                t->held.rules -= was <= t->held.rules ? was : t->held.rules;
+        }
+        if (stays) {
+                t->held.owners++;
+                t->held.rules += now;
+        }
+}
+
 int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                      struct nbd_fw_applied *ret, struct nbd_err *e)
 {
@@ -465,6 +540,9 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
                 nbd_stat_inc(NBD_STAT_FW_OWNERS_UNCHANGED);
                 goto out;
         }
+        r = over_uid_bounds(t, s, o && o->has_base ? o : NULL, ret->rules, e);
+        if (r < 0)
+                goto out;
         r = nbd_fw_compile_owner(s, idx, &fresh, ret->hash, ret->rules, e);
         if (r < 0)
                 goto out;
@@ -497,6 +575,7 @@ int nbd_fw_txn_apply(struct nbd_fw_txn *t, const struct nbd_fw_owner_spec *s,
         t->expect[t->n_expect].uid = s->uid;
         t->n_expect++;
         t->rules_queued += ret->rules;
+        held_change(t, s->uid, o && o->has_base, o ? o->rules : 0, true, ret->rules);
 out:
         if (r == 0 && s->ensure && !t->same_byte_checked && nbd_fw_uses_same_byte(s))
                 ensure_same_byte(t, idx);
@@ -618,6 +697,7 @@ int nbd_fw_txn_remove(struct nbd_fw_txn *t, const char *owner, const uid_t *only
                 return nbd_err_set(e, r, "out of memory queueing the removal of owner %s", owner);
         }
         o->touched = true;
+        held_change(t, o->uid, o->has_base, o->rules, false, 0);
         snprintf(t->expect[t->n_expect].owner, sizeof(t->expect[0].owner), "%s", owner);
         t->expect[t->n_expect].hash[0] = '\0';
         t->n_expect++;

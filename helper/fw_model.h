@@ -87,6 +87,10 @@ struct nbd_fw_owner_spec {
         bool ensure;
         uid_t uid; /* whose request: recorded as the creator */
         bool own_only; /* -EPERM when the owner exists for another uid */
+        /* A non-root caller's bounds on what all of uid's owners hold once
+         * the transaction is committed (max_fw_owners_per_uid,
+         * max_fw_rules_per_uid): -EDQUOT beyond; 0, no bound (root's). */
+        unsigned max_uid_owners, max_uid_rules;
 };
 
 /* Parse helpers for the model (0 or -EINVAL). An IP is "ADDR", "ADDR/BITS"

@@ -400,6 +400,11 @@ struct creators {
         struct nbd_fw_owner_info *v;
         size_t n;
         bool by_name; /* the mark did not hold: v is unused */
+        /* The caller's owners and rules as the request leaves them so far,
+         * for max_fw_owners_per_uid and max_fw_rules_per_uid: summed from
+         * v at the first op that needs them (held_known). */
+        bool held_known;
+        size_t owners, rules;
 };
 
 static void creators_free(void *data)
@@ -431,8 +436,10 @@ static int add_creator(const struct nbd_fw_owner_info *o, void *data)
 }
 
 /* A non-root caller may change an owner only if it does not exist yet or
- * was made for it. */
-static int check_creator(struct nbd_validation *v, const char *owner, Netbroker__Result *res)
+ * was made for it. *ret_rules: the rules the owner holds (0 when it has
+ * none, or when the mark did not hold: ret_found false then too). */
+static int check_creator(struct nbd_validation *v, const char *owner, Netbroker__Result *res,
+                         bool *ret_found, unsigned *ret_rules)
 {
         const struct nbd_backend_fw *be = &v->ctx->be->fw;
         struct creators *c = v->cache;
@@ -483,7 +490,72 @@ static int check_creator(struct nbd_validation *v, const char *owner, Netbroker_
                                       "policy: uid %u does not own firewall owner %s (it is "
                                       "another caller's)",
                                       (unsigned)v->peer->uid, owner);
+        *ret_found = found != NULL;
+        *ret_rules = found ? found->rules : 0;
         return 0;
+}
+
+/* The caller's owners and rules in the table, as the summary says; false
+ * when the mark did not hold (the run counts them then, from the
+ * transaction's read) or for root (no bound). */
+static struct creators *held(struct nbd_validation *v)
+{
+        struct creators *c = v->cache;
+
+        if (nbd_peer_is_root(v->peer) || !c || c->by_name)
+                return NULL;
+        if (!c->held_known) {
+                for (size_t i = 0; i < c->n; i++)
+                        if (c->v[i].uid == v->peer->uid) {
+                                c->owners++;
+                                c->rules += c->v[i].rules;
+                        }
+                c->held_known = true;
+        }
+        return c;
+}
+
+/* The owner, holding `was` rules (none: !found), is to hold `now` rules:
+ * within the caller's bounds? Then they count for the request's next
+ * ops. */
+static int check_held(struct nbd_validation *v, const char *owner, bool found, unsigned was,
+                      unsigned now, Netbroker__Result *res)
+{
+        const struct nbd_config *cfg = v->ctx->cfg;
+        struct creators *c = held(v);
+        size_t owners, rules;
+
+        if (!c)
+                return 0;
+        owners = c->owners + (found ? 0 : 1);
+        rules = c->rules - (found && was <= c->rules ? was : 0) + now;
+        if (owners > cfg->max_fw_owners_per_uid)
+                return nbd_result_set(res, -EDQUOT,
+                                      "firewall %s: uid %u would have %zu firewall owners, more "
+                                      "than %u (max_fw_owners_per_uid)",
+                                      owner, (unsigned)v->peer->uid, owners,
+                                      cfg->max_fw_owners_per_uid);
+        if (rules > cfg->max_fw_rules_per_uid)
+                return nbd_result_set(res, -EDQUOT,
+                                      "firewall %s: uid %u would have %zu firewall rules "
+                                      "installed, more than %u (max_fw_rules_per_uid)",
+                                      owner, (unsigned)v->peer->uid, rules,
+                                      cfg->max_fw_rules_per_uid);
+        c->owners = owners;
+        c->rules = rules;
+        return 0;
+}
+
+/* The rules an owner's comment records for these groups (fw_model.c's
+ * nbd_fw_model_hash): what the summary, and so the bound, counts. */
+static unsigned claimed_rules(const struct model *m)
+{
+        unsigned n = 0;
+
+        for (size_t g = 0; g < m->n_groups; g++)
+                for (size_t i = 0; i < m->groups[g].n_rules; i++)
+                        n += nbd_fw_rule_alts(&m->groups[g].rules[i]);
+        return n;
 }
 
 static int over_max_rules(const struct nbd_validation *v, const char *owner, const char *how,
@@ -503,6 +575,8 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
         struct nbd_err err;
         struct model m = {0};
         size_t written = 0;
+        unsigned was = 0, now = 0;
+        bool found = false;
         int r;
 
         if ((r = claim_owner(v, a->owner, res)))
@@ -520,27 +594,47 @@ static int validate_apply(struct nbd_validation *v, const Netbroker__Op *op, Net
                                       a->mode);
         /* Unknown interfaces are refused here, before anything is sent. */
         if ((r = nbd_check_interface(v, a->ifname, res, "firewall")) ||
-            (r = nbd_check_owned(v, a->ifname, res)) || (r = check_creator(v, a->owner, res)))
+            (r = nbd_check_owned(v, a->ifname, res)) ||
+            (r = check_creator(v, a->owner, res, &found, &was)))
                 return r;
         /* An interface made earlier in the batch is checked again at run. */
         r = model_from_proto(a, v->ctx->be->links.is_macvtap(v->ctx->links, a->ifname), &m, &err);
         /* A non-root caller's limit counts what the kernel gets: an IPv6
          * protocol is 2 or 3 nftables rules, a group adds its jumps. (Root's
          * stays by rules as written, as max_rules_per_request documents.) */
-        if (r == 0 && !nbd_peer_is_root(v->peer))
+        if (r == 0 && !nbd_peer_is_root(v->peer)) {
                 v->n_rules += nbd_fw_installed_rules(m.groups, m.n_groups) - written;
+                now = claimed_rules(&m);
+        }
         model_free(&m);
         if (r < 0)
                 return nbd_result_set(res, r, "firewall %s: %s", a->owner, err.msg);
-        return over_max_rules(v, a->owner, " as installed", res);
+        if ((r = over_max_rules(v, a->owner, " as installed", res)))
+                return r;
+        /* Checked again at run, against the transaction's read: the mark
+         * may not hold now, and other requests of the uid commit
+         * meanwhile. */
+        return check_held(v, a->owner, found, was, now, res);
 }
 
 static int validate_remove(struct nbd_validation *v, const Netbroker__Op *op,
                            Netbroker__Result *res)
 {
-        int r = claim_owner(v, op->firewall_remove->owner, res);
+        const char *owner = op->firewall_remove->owner;
+        struct creators *c;
+        unsigned was = 0;
+        bool found = false;
+        int r = claim_owner(v, owner, res);
 
-        return r ? r : check_creator(v, op->firewall_remove->owner, res);
+        if (r || (r = check_creator(v, owner, res, &found, &was)))
+                return r;
+        /* What it held no longer counts against the request's later
+         * applies. */
+        if (found && (c = held(v)) != NULL) {
+                c->owners -= c->owners ? 1 : 0;
+                c->rules -= was <= c->rules ? was : c->rules;
+        }
+        return 0;
 }
 
 /* ---- running: one transaction for the batch ---- */
@@ -1203,6 +1297,10 @@ static int run_apply(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
                         .uid = nbd_job_peer(job)->uid,
                         .own_only = !nbd_peer_is_root(nbd_job_peer(job)),
                 };
+                if (spec.own_only) {
+                        spec.max_uid_owners = nbd_job_ctx(job)->cfg->max_fw_owners_per_uid;
+                        spec.max_uid_rules = nbd_job_ctx(job)->cfg->max_fw_rules_per_uid;
+                }
                 r = o.b->be->txn_apply(o.b->txn, &spec, &applied, &err);
         }
         model_free(&m);
@@ -1485,6 +1583,8 @@ static int validate_ensure_hash(struct nbd_validation *v, const Netbroker__Op *o
                                 Netbroker__Result *res)
 {
         const Netbroker__FirewallEnsureHash *h = op->firewall_ensure_hash;
+        unsigned rules;
+        bool found;
         int r;
 
         if ((r = claim_owner(v, h->owner, res)))
@@ -1497,7 +1597,8 @@ static int validate_ensure_hash(struct nbd_validation *v, const Netbroker__Op *o
         if ((r = nbd_check_interface(v, h->ifname, res, "firewall")) ||
             (r = nbd_check_owned(v, h->ifname, res)))
                 return r;
-        return check_creator(v, h->owner, res);
+        /* It changes nothing: the bounds are not concerned. */
+        return check_creator(v, h->owner, res, &found, &rules);
 }
 
 /* Writes nothing of its own, but takes part in the batch's transaction:

@@ -5,9 +5,10 @@
  * (spawn.c counts it in nbd_children_running_of()): for a uid other than
  * root, max_spawns_per_uid covers its Execs and its programs together, and
  * max_programs_per_uid its programs alone. max_programs bounds all callers,
- * root included; a program does not take one of max_spawns, the slots for
- * short-lived Execs, or eight dnsmasqs would stop every Exec. Only the
- * caller that started a program, or root, sees or stops it. */
+ * root included, and root_reserved_programs of it are root's; a program
+ * does not take one of max_spawns, the slots for short-lived Execs, or
+ * eight dnsmasqs would stop every Exec. Only the caller that started a
+ * program, or root, sees or stops it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,14 @@ static int check_share(struct nbd_job *job, Netbroker__Result *res)
                                       nbd_programs_running());
         if (nbd_peer_is_root(peer))
                 return 0;
+        /* As root_reserved_spawns: admitted uids running one program each
+         * would otherwise leave root none for its own networks. */
+        if (nbd_programs_running() + cfg->root_reserved_programs >= cfg->max_programs)
+                return nbd_result_set(res, -EAGAIN,
+                                      "program: %u programs run already and %u of max_programs "
+                                      "(%u) are root's (root_reserved_programs)",
+                                      nbd_programs_running(), cfg->root_reserved_programs,
+                                      cfg->max_programs);
         if (nbd_programs_running_of(peer->uid) >= cfg->max_programs_per_uid)
                 return nbd_result_set(res, -EAGAIN,
                                       "program: uid %u runs %u programs already "

@@ -2633,6 +2633,150 @@ START_TEST(test_nonroot_rule_limit_counts_rules_as_installed)
 }
 END_TEST
 
+/* As uid 65534 (call in the child): one request that removes `removed`
+ * (NULL: nothing) and then gives owner `owner` on ifname `rules` plain
+ * rules; the apply's status, its message in msg. */
+static int own_rules_as_nobody(const char *sock, const char *removed, const char *owner,
+                               const char *ifname, unsigned rules, char *msg, size_t msg_size)
+{
+        nb_fw_ruleset *rs = nb_fw_ruleset_new();
+        nb_batch *b = nb_batch_new();
+        nb_fw_rule plain = {
+                .size = sizeof(nb_fw_rule), .direction = NB_FW_FROM_GUEST, .verdict = NB_FW_ACCEPT};
+        nb_results *res = NULL;
+        nb_conn *c;
+        size_t at = removed ? 1 : 0;
+        int status;
+
+        if (!rs || !b || nb_connect(sock, &c) != 0)
+                return -1000;
+        for (unsigned i = 0; i < rules; i++)
+                nb_fw_rule_add(rs, &plain);
+        if (removed)
+                nb_batch_firewall_remove(b, removed);
+        nb_batch_firewall_apply(b, owner, ifname, rs, NB_FW_REPLACE);
+        status = nb_submit(c, b, &res) == 0 ? nb_result_status(res, at) : -1001;
+        snprintf(msg, msg_size, "%s", res ? nb_result_message(res, at) : "");
+        nb_results_free(res);
+        nb_batch_free(b);
+        nb_fw_ruleset_free(rs);
+        nb_close(c);
+        return status;
+}
+
+/* Runs fn as uid 65534 in a child; its exit status must be 0. */
+static void as_nobody(void (*fn)(const char *sock), const char *sock)
+{
+        pid_t pid = fork();
+        int status;
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                fn(sock);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+}
+
+#define NOBODY_EXPECT(cond, ...)                                                                   \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, __VA_ARGS__);                                              \
+                        _exit(11);                                                                 \
+                }                                                                                  \
+        } while (0)
+
+/* Within the bound (10 rules): 6, then a replace with 9 (its new rules
+ * count instead of its old); 6 more on a second owner are over it, at
+ * validation (the summary holds); with the first owner removed earlier in
+ * the same request, they fit. */
+static void held_rules_at_validation(const char *sock)
+{
+        char msg[600];
+        int r;
+
+        r = own_rules_as_nobody(sock, NULL, "nbu0", "nbu0", 6, msg, sizeof(msg));
+        NOBODY_EXPECT(r == 0, "6 rules: %d %s\n", r, msg);
+        r = own_rules_as_nobody(sock, NULL, "nbu0", "nbu0", 9, msg, sizeof(msg));
+        NOBODY_EXPECT(r == 0, "replaced by 9 rules: %d %s\n", r, msg);
+        r = own_rules_as_nobody(sock, NULL, "q1", "nbu0", 6, msg, sizeof(msg));
+        NOBODY_EXPECT(r == -EDQUOT && strstr(msg, "uid 65534 would have 15 firewall rules "
+                                                  "installed, more than 10 "
+                                                  "(max_fw_rules_per_uid)"),
+                      "6 more rules: %d %s\n", r, msg);
+        r = own_rules_as_nobody(sock, "nbu0", "q1", "nbu0", 6, msg, sizeof(msg));
+        NOBODY_EXPECT(r == 0, "6 rules after removing 9: %d %s\n", r, msg);
+}
+
+/* Someone else committed: validation cannot count from the summary, and
+ * the op's run counts from its transaction's read. */
+static void held_rules_at_run(const char *sock)
+{
+        char msg[600];
+        int r;
+
+        r = own_rules_as_nobody(sock, NULL, "q2", "nbu0", 5, msg, sizeof(msg));
+        NOBODY_EXPECT(r == -EDQUOT && strstr(msg, "uid 65534 would have 11 firewall rules "
+                                                  "installed, more than 10 "
+                                                  "(max_fw_rules_per_uid)"),
+                      "5 more rules at run: %d %s\n", r, msg);
+}
+
+/* Three owners at most: q1 (6 rules), q2 and q3 fit, q4 does not. */
+static void held_owners(const char *sock)
+{
+        char msg[600];
+        int r;
+
+        r = own_rules_as_nobody(sock, NULL, "q2", "nbu0", 1, msg, sizeof(msg));
+        NOBODY_EXPECT(r == 0, "second owner: %d %s\n", r, msg);
+        r = own_rules_as_nobody(sock, NULL, "q3", "nbu0", 1, msg, sizeof(msg));
+        NOBODY_EXPECT(r == 0, "third owner: %d %s\n", r, msg);
+        r = own_rules_as_nobody(sock, NULL, "q4", "nbu0", 1, msg, sizeof(msg));
+        NOBODY_EXPECT(r == -EDQUOT && strstr(msg, "uid 65534 would have 4 firewall owners, "
+                                                  "more than 3 (max_fw_owners_per_uid)"),
+                      "fourth owner: %d %s\n", r, msg);
+}
+
+/* max_fw_rules_per_uid and max_fw_owners_per_uid bound what one uid's
+ * owners hold across requests (the review's HIGH 4: 80 requests of 4,000
+ * rules each), at validation and, when the summary cannot be trusted, at
+ * run; what they refused is not in the kernel. */
+START_TEST(test_nonroot_rules_held_across_requests_are_bounded)
+{
+        struct tu_helper h;
+        char *out;
+
+        tu_private_netns();
+        /* The uid's tap, handed to it as an administrator would. */
+        free(tu_sh("ip tuntap add dev nbu0 mode tap && "
+                   "ip link set nbu0 alias netbroker:uid=65534"));
+        tu_helper_start(&h, TU_ALLOW "max_fw_rules_per_uid = 10\n"
+                                     "max_fw_owners_per_uid = 3\n"
+                                     "policy_dir = /nonexistent/nbtest-policy.d\n"
+                                     "[policy uid 65534]\n"
+                                     "ops = tap_create firewall_apply firewall_remove\n"
+                                     "name_prefixes = nbu\n"
+                                     "max_devices = 4\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        as_nobody(held_rules_at_validation, h.sock);
+        /* A commit of someone else's: the mark no longer holds. */
+        free(tu_sh("nft add table inet nbzz && nft delete table inet nbzz"));
+        as_nobody(held_rules_at_run, h.sock);
+        out = tu_sh("nft list table netdev netbroker");
+        ck_assert_msg(strstr(out, "q1") && !strstr(out, "q2"), "%s", out);
+        free(out);
+        as_nobody(held_owners, h.sock);
+        out = tu_sh("nft list table netdev netbroker");
+        ck_assert_msg(strstr(out, "q3") && !strstr(out, "q4"), "%s", out);
+        free(out);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* What the client cannot send, straight on the wire: connlimit, a priority
  * out of range, a bad guard, a comment with a control character. */
 START_TEST(test_wire_only_bad_fields_are_refused_with_a_sentence)
@@ -2870,6 +3014,7 @@ Suite *firewall_suite(void)
         tcase_add_test(input, test_bad_input_is_refused_with_a_clear_error_and_changes_nothing);
         tcase_add_test(input, test_conntrack_match_is_refused_with_eopnotsupp);
         tcase_add_test(input, test_nonroot_rule_limit_counts_rules_as_installed);
+        tcase_add_test(input, test_nonroot_rules_held_across_requests_are_bounded);
         tcase_add_test(input, test_firewall_op_before_a_failing_op_is_not_reported_applied);
         tcase_add_test(input, test_ensure_rebuilds_an_owner_whose_rules_were_flushed_by_hand);
         tcase_add_test(input, test_ensure_remakes_the_shared_set_when_its_content_was_changed);

@@ -1112,6 +1112,8 @@ static const struct key_range ranges[] = {
         U(exec_timeout_max_ms, 1, 24u * 3600 * 1000),
         U(frame_timeout_ms, 1, 24u * 3600 * 1000),
         U(idle_timeout_ms, 0, 24u * 3600 * 1000),
+        U(max_fw_rules_per_uid, 1, 1u << 24),
+        U(max_fw_owners_per_uid, 1, 1u << 20),
 };
 
 /* Lines 1-6: room for any single key at its minimum or maximum (so only
@@ -1207,8 +1209,21 @@ START_TEST(test_config_limits_that_conflict_name_the_line)
                                   "max_spawns = 95"),
                       "%s", err);
         nbd_config_free(&c);
+        ck_assert_int_lt(
+                load_config("max_programs = 4\nroot_reserved_programs = 4\n", &c, err, sizeof(err)),
+                0);
+        ck_assert_msg(strstr(err, ":2: root_reserved_programs (4) leaves no program slot for "
+                                  "other uids (max_programs 4)"),
+                      "%s", err);
+        nbd_config_free(&c);
+        /* A max_programs below the default reserve, without the key: the
+         * largest reserve that leaves other uids one slot. */
+        ck_assert_int_eq(load_config("max_programs = 1\n", &c, err, sizeof(err)), 0);
+        ck_assert_uint_eq(c.root_reserved_programs, 0);
+        nbd_config_free(&c);
         /* Defaults fit: the defaults alone always load. */
         ck_assert_int_eq(load_config("# nothing\n", &c, err, sizeof(err)), 0);
+        ck_assert_uint_eq(c.root_reserved_programs, 1);
         nbd_config_free(&c);
 }
 END_TEST

@@ -551,6 +551,42 @@ START_TEST(test_programs_per_uid_are_limited_and_a_repeated_start_is_the_same)
 }
 END_TEST
 
+/* Security review LOW 8: admitted uids could take every max_programs slot
+ * and root's ProgramStart then failed. With max_programs = 2 and the
+ * default root_reserved_programs (1), the second uid's start is refused
+ * (EAGAIN, naming the key) and root's still runs. */
+START_TEST(test_other_uids_leave_root_its_reserved_program_slot)
+{
+        struct tu_helper h;
+        char *conf = config_with("max_programs = 2\n" USERS_POLICY);
+        struct as_reply r;
+        nb_conn *root;
+        uint64_t a, mine;
+        nb_batch *b;
+
+        tu_helper_start(&h, conf);
+        ck_assert_int_eq(nb_connect(h.sock, &root), 0);
+        r = as_uid(&h, USER_A, AS_START, 0);
+        ck_assert_msg(r.status == 0, "%s", r.msg);
+        a = r.id;
+        r = as_uid(&h, USER_B, AS_START, 0);
+        ck_assert_int_eq(r.status, -EAGAIN);
+        ck_assert_msg(strstr(r.msg, "1 programs run already and 1 of max_programs (2) are "
+                                    "root's (root_reserved_programs)"),
+                      "%s", r.msg);
+        mine = start_sleep(root, "root", "1000", NULL, NULL);
+        r = as_uid(&h, USER_A, AS_STOP_ID, a);
+        ck_assert_int_eq(r.status, 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_program_stop(b, mine, NULL, 2000), 0);
+        nb_results_free(tu_submit_ok(root, b));
+        nb_close(root);
+        tu_helper_stop(&h);
+        remove_prog_dir();
+        free(conf);
+}
+END_TEST
+
 /* With max_spawns_per_uid = 1, one running program is the whole share:
  * the caller's Exec is refused (EAGAIN) until the program stops. */
 START_TEST(test_exec_is_refused_while_a_program_holds_the_only_slot)
@@ -1550,6 +1586,7 @@ Suite *program_suite(void)
         tcase_add_test(tc, test_program_not_on_program_allow_is_refused);
         tcase_add_test(tc, test_other_unprivileged_caller_cannot_stop_or_see_it);
         tcase_add_test(tc, test_programs_per_uid_are_limited_and_a_repeated_start_is_the_same);
+        tcase_add_test(tc, test_other_uids_leave_root_its_reserved_program_slot);
         tcase_add_test(tc, test_exec_is_refused_while_a_program_holds_the_only_slot);
         tcase_add_test(tc, test_program_is_adopted_after_a_helper_restart_not_started_twice);
         tcase_add_test(tc, test_pid_file_of_an_unrelated_process_is_not_adopted);

@@ -26,6 +26,7 @@
 #include "fw_net.h"
 #include "lane.h"
 #include "log.h"
+#include "ops.h"
 #include "peer.h"
 #include "stats.h"
 
@@ -179,9 +180,6 @@ struct nbd_server {
         unsigned n_parked;
         /* The last close of what a client gave, off the loop (closer.h). */
         struct nbd_closer *closer;
-        /* The kernel has SO_PASSRIGHTS (Linux 6.16): the listeners refuse
-         * fds, and only a connection that may use them takes them. */
-        bool passrights;
         /* The device of nsfs: an fd of it (a network namespace) is the
          * only kind an op takes from a request. */
         dev_t nsfs_dev;
@@ -1203,6 +1201,13 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
 
 /* ---- input ---- */
 
+/* A request's fds that are not network namespaces (the only kind an op
+ * takes: VethCreate's peer_netns_fd) go to the closer at once, and their
+ * places read NBD_FD_NOT_NETNS (ops.h): from here on, every fd of the
+ * request the loop closes is an nsfs file, whose close costs nothing.
+ * statx() asks for no fresh attributes (AT_STATX_DONT_SYNC), so a FUSE or
+ * NFS file's server is not asked either; an ioctl could be (FUSE forwards
+ * them). */
 static bool is_netns(const struct nbd_server *s, int fd)
 {
         struct statx st;
@@ -1218,7 +1223,7 @@ static void conn_sort_fds(struct conn *c, int *fds, size_t nfds)
                 if (fds[i] < 0 || is_netns(c->srv, fds[i]))
                         continue;
                 nbd_closer_give(c->srv->closer, c->peer.uid, fds[i]);
-                fds[i] = -1;
+                fds[i] = NBD_FD_NOT_NETNS;
         }
 }
 
@@ -1387,8 +1392,9 @@ static void conn_forget(struct conn *c)
                 s->n_parked--;
         c->parked = false;
         /* Fds it sent may still wait in its socket: their release is the
-         * socket's, and could wait as long as their sender likes. */
-        if (c->no_rights || c->adopted)
+         * socket's, and could wait as long as their sender likes. Root's,
+         * like the socketpair's, cost what root makes them cost. */
+        if (c->no_rights || c->adopted || nbd_peer_is_root(&c->peer))
                 close(c->fd);
         else
                 nbd_closer_give(s->closer, c->peer.uid, c->fd);
@@ -1633,6 +1639,16 @@ static int conn_new(struct nbd_server *s, int fd, bool no_rights, bool adopted)
 
 static void on_accept(struct nbd_watch *w, uint32_t events);
 
+/* Asked of the socket itself: one that was queued before the listener
+ * refused fds (systemd's, while no helper ran) still takes them. */
+static bool rights_off(int fd)
+{
+        int v = 1;
+        socklen_t len = sizeof(v);
+
+        return getsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &v, &len) == 0 && v == 0;
+}
+
 static void resume_accept(void *data)
 {
         struct nbd_server *s = data;
@@ -1649,7 +1665,7 @@ static void on_accept(struct nbd_watch *w, uint32_t events)
         (void)events;
         fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd >= 0) {
-                conn_new(s, fd, s->passrights, false);
+                conn_new(s, fd, rights_off(fd), false);
                 return;
         }
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -1668,15 +1684,13 @@ int nbd_server_add_listener(struct nbd_server *s, int fd)
 
         if (s->n_listeners >= MAX_LISTENERS)
                 return -EMFILE;
-                /* Older kernels (Debian 12's 6.1) say ENOPROTOOPT: every peer's
-                 * fds are then taken, and the closer closes them. */
 #ifdef NB_TEST_HOOKS
         /* The older kernels' path, on a kernel that has the option. */
-        if (getenv("NETBROKERD_TEST_NO_PASSRIGHTS"))
-                s->passrights = false;
-        else
+        if (!getenv("NETBROKERD_TEST_NO_PASSRIGHTS"))
 #endif
-                s->passrights = setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off)) == 0;
+                /* Older kernels (Debian 12's 6.1) say ENOPROTOOPT: every
+                 * peer's fds are then taken, and the closer closes them. */
+                (void)setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off));
         int r = nbd_loop_add(s->loop, &s->listeners[s->n_listeners], fd, EPOLLIN, on_accept, s);
         if (r < 0)
                 return r;

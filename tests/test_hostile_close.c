@@ -130,8 +130,9 @@ static int attack(const char *sock, uid_t uid, enum how how, int ready, int hold
                 return 100;
         if ((tcp = lingering_tcp_socket(keep)) < 0)
                 return 101;
-        /* A refused peer may be closed before its byte goes: again. */
-        for (int i = 0; i < 200 && (r == -EPIPE || r == -ECONNRESET); i++) {
+        /* A refused peer may be closed before its byte goes (EPIPE,
+         * ECONNRESET...): again. */
+        for (int i = 0; i < 200 && r < 0 && r != -EPERM; i++) {
                 conn = tu_raw_connect(sock);
                 if (how == ON_A_PING) {
                         tu_raw_hello(conn);
@@ -148,7 +149,7 @@ static int attack(const char *sock, uid_t uid, enum how how, int ready, int hold
                 } else {
                         r = send_fd_byte(conn, tcp, 0);
                 }
-                if (r == -EPIPE || r == -ECONNRESET)
+                if (r < 0 && r != -EPERM)
                         close(conn);
         }
         if (r < 0 && r != -EPERM) {
@@ -260,6 +261,103 @@ START_TEST(test_an_admitted_uids_lingering_socket_on_a_ping_does_not_freeze_the_
 }
 END_TEST
 
+/* ---- what a lingering uid can hold ---- */
+
+#define MANY_FRAMES 6
+#define FDS_A_FRAME 4
+
+/* As uid 65534: MANY_FRAMES Pings of FDS_A_FRAME lingering sockets each,
+ * its own copies dropped; held until hold closes (its TCP peers with it:
+ * then every linger ends at once). */
+static int attack_many(const char *sock, int ready, int hold)
+{
+        int keep[MANY_FRAMES * FDS_A_FRAME][2], tcp[FDS_A_FRAME], conn;
+        char word = 1, c;
+
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                return 100;
+        conn = tu_raw_connect(sock);
+        tu_raw_hello(conn);
+        for (int f = 0; f < MANY_FRAMES; f++) {
+                Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+                Netbroker__Ping ping = NETBROKER__PING__INIT;
+
+                for (int i = 0; i < FDS_A_FRAME; i++)
+                        if ((tcp[i] = lingering_tcp_socket(keep[f * FDS_A_FRAME + i])) < 0)
+                                return 101;
+                op.op_case = NETBROKER__OP__OP_PING;
+                op.ping = &ping;
+                th_send_request(conn, (uint64_t)f + 1, ops, 1, tcp, FDS_A_FRAME);
+                for (int i = 0; i < FDS_A_FRAME; i++)
+                        close(tcp[i]);
+        }
+        if (write(ready, &word, 1) != 1)
+                return 104;
+        while (read(hold, &c, 1) > 0)
+                ;
+        return 0;
+}
+
+/* The closer holds what a lingering uid sent, and the uid's share of
+ * fd_limit (an eighth: 8 of 64) bounds it: its connection is not read
+ * while the closer holds its share, so the helper's fds stay within idle
+ * + the share + one frame, root is served, and all comes back to idle
+ * once the lingers end. */
+START_TEST(test_a_lingering_uid_holds_no_more_than_its_share_of_fds)
+{
+        struct tu_helper h;
+        int ready[2], hold[2], fds, most = 0, status, root;
+        char word;
+        pid_t pid;
+
+        tu_private_netns();
+        free(tu_sh("ip link set lo up"));
+        tu_helper_start(&h, TU_ALLOW "max_fds_per_frame = 4\n[policy uid 65534]\nops = "
+                                     "tap_create\nname_prefixes = nbv\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        fds = tu_fd_count(h.pid);
+        root = tu_raw_connect(h.sock);
+        tu_raw_hello(root);
+        ck_assert_int_eq(pipe(ready), 0);
+        ck_assert_int_eq(pipe(hold), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(ready[0]);
+                close(hold[1]);
+                close(root);
+                _exit(attack_many(h.sock, ready[1], hold[0]));
+        }
+        close(ready[1]);
+        close(hold[0]);
+        ck_assert_msg(read(ready[0], &word, 1) == 1, "the attack could not be made");
+        uint64_t end = tu_now_us() + 2000000, worst = 0;
+        for (uint64_t id = 1; tu_now_us() < end; id++) {
+                uint64_t t = th_ping_us(root, id);
+                int n = tu_fd_count(h.pid);
+                worst = t > worst ? t : worst;
+                most = n > most ? n : most;
+                usleep(20000);
+        }
+        printf("hostile: %d lingering sockets from one uid: helper fds %d -> at most %d "
+               "(fd_limit 64: its share 8), worst Ping of root %.1f ms\n",
+               MANY_FRAMES * FDS_A_FRAME, fds, most, worst / 1000.0);
+        fflush(stdout);
+        /* idle + the root connection + the uid's share + one frame over
+         * it + the attacker's connection + the closer's eventfd. */
+        ck_assert_int_le(most, fds + 1 + 8 + FDS_A_FRAME + 1 + 1);
+        ck_assert_msg(worst < WORST_PING_MAX_US, "root's worst Ping took %.1f ms", worst / 1000.0);
+        close(hold[1]);
+        close(ready[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "attacker status %d", status);
+        close(root);
+        tu_assert_fd_count_settles(h.pid, fds, 20000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 void hostile_add_close_tests(Suite *s)
 {
         TCase *tc = tcase_create("linger");
@@ -269,5 +367,6 @@ void hostile_add_close_tests(Suite *s)
         tcase_add_test(tc, test_a_refused_peers_lingering_socket_without_passrights);
         tcase_add_test(tc,
                        test_an_admitted_uids_lingering_socket_on_a_ping_does_not_freeze_the_loop);
+        tcase_add_test(tc, test_a_lingering_uid_holds_no_more_than_its_share_of_fds);
         suite_add_tcase(s, tc);
 }

@@ -374,26 +374,25 @@ static const char *unprintable(const char *s)
         return NULL;
 }
 
-int nbd_program_bytes_check(char *const *argv, size_t n_argv, char *const *env, size_t n_env,
-                            uid_t uid, struct nbd_err *e)
+/* what: "argument", "environment entry". */
+static int bytes_check(char *const *v, size_t n, const char *what, uid_t uid, struct nbd_err *e)
 {
         const char *bad;
 
-        for (size_t i = 0; i < n_argv; i++)
-                if ((bad = unprintable(argv[i])))
+        for (size_t i = 0; i < n; i++)
+                if ((bad = unprintable(v[i])))
                         return nbd_err_set(e, -EPERM,
-                                           "policy: uid %u may not give argument %zu with byte "
-                                           "0x%02x: only printable ASCII is taken from a caller "
-                                           "other than root (a program's output is the helper's "
-                                           "log)",
-                                           (unsigned)uid, i, (unsigned char)*bad);
-        for (size_t i = 0; i < n_env; i++)
-                if ((bad = unprintable(env[i])))
-                        return nbd_err_set(e, -EPERM,
-                                           "policy: uid %u may not give environment entry %zu "
-                                           "with byte 0x%02x: only printable ASCII is taken from "
-                                           "a caller other than root (a program's output is the "
-                                           "helper's log)",
-                                           (unsigned)uid, i, (unsigned char)*bad);
+                                           "policy: uid %u may not give %s %zu with byte 0x%02x: "
+                                           "only printable ASCII is taken from a caller other "
+                                           "than root (a program's output is the helper's log)",
+                                           (unsigned)uid, what, i, (unsigned char)*bad);
         return 0;
+}
+
+int nbd_program_bytes_check(char *const *argv, size_t n_argv, char *const *env, size_t n_env,
+                            uid_t uid, struct nbd_err *e)
+{
+        int r = bytes_check(argv, n_argv, "argument", uid, e);
+
+        return r < 0 ? r : bytes_check(env, n_env, "environment entry", uid, e);
 }

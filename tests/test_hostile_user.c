@@ -2335,61 +2335,60 @@ END_TEST
         "addr_delete\n"                                                                            \
         "name_prefixes = nbu\n"
 
-static Netbroker__Op *undo_op_tap(const char *name, unsigned queues)
+/* A new op of kind c whose message (size bytes, zeroed) is returned for
+ * its init and fields: the members of the op's union are all pointers. */
+static void *undo_op_new(Netbroker__Op **ret, Netbroker__Op__OpCase c, size_t size)
 {
         Netbroker__Op *op = calloc(1, sizeof(*op));
-        Netbroker__TapCreate *m = calloc(1, sizeof(*m));
+        void *m = calloc(1, size);
 
         ck_assert(op && m);
         netbroker__op__init(op);
+        op->op_case = c;
+        op->tap_create = m;
+        *ret = op;
+        return m;
+}
+
+static Netbroker__Op *undo_op_tap(const char *name, unsigned queues)
+{
+        Netbroker__Op *op;
+        Netbroker__TapCreate *m = undo_op_new(&op, NETBROKER__OP__OP_TAP_CREATE, sizeof(*m));
+
         netbroker__tap_create__init(m);
         m->name = (char *)name;
         m->queues = queues;
-        op->op_case = NETBROKER__OP__OP_TAP_CREATE;
-        op->tap_create = m;
         return op;
 }
 
 static Netbroker__Op *undo_op_bridge(const char *name)
 {
-        Netbroker__Op *op = calloc(1, sizeof(*op));
-        Netbroker__BridgeCreate *m = calloc(1, sizeof(*m));
+        Netbroker__Op *op;
+        Netbroker__BridgeCreate *m = undo_op_new(&op, NETBROKER__OP__OP_BRIDGE_CREATE, sizeof(*m));
 
-        ck_assert(op && m);
-        netbroker__op__init(op);
         netbroker__bridge_create__init(m);
         m->name = (char *)name;
-        op->op_case = NETBROKER__OP__OP_BRIDGE_CREATE;
-        op->bridge_create = m;
         return op;
 }
 
 static Netbroker__Op *undo_op_nomaster(const char *name)
 {
-        Netbroker__Op *op = calloc(1, sizeof(*op));
-        Netbroker__LinkSet *m = calloc(1, sizeof(*m));
+        Netbroker__Op *op;
+        Netbroker__LinkSet *m = undo_op_new(&op, NETBROKER__OP__OP_LINK_SET, sizeof(*m));
 
-        ck_assert(op && m);
-        netbroker__op__init(op);
         netbroker__link_set__init(m);
         m->name = (char *)name;
         m->nomaster = true;
-        op->op_case = NETBROKER__OP__OP_LINK_SET;
-        op->link_set = m;
         return op;
 }
 
 static Netbroker__Op *undo_op_delete(const char *name)
 {
-        Netbroker__Op *op = calloc(1, sizeof(*op));
-        Netbroker__LinkDelete *m = calloc(1, sizeof(*m));
+        Netbroker__Op *op;
+        Netbroker__LinkDelete *m = undo_op_new(&op, NETBROKER__OP__OP_LINK_DELETE, sizeof(*m));
 
-        ck_assert(op && m);
-        netbroker__op__init(op);
         netbroker__link_delete__init(m);
         m->name = (char *)name;
-        op->op_case = NETBROKER__OP__OP_LINK_DELETE;
-        op->link_delete = m;
         return op;
 }
 

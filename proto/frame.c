@@ -17,19 +17,6 @@ void nbp_close_fds(int *fds, size_t n)
         }
 }
 
-static void drop_fds(struct nbp_frame_reader *r, int *fds, size_t n)
-{
-        if (!r->drop_fd) {
-                nbp_close_fds(fds, n);
-                return;
-        }
-        for (size_t i = 0; i < n; i++) {
-                if (fds[i] >= 0)
-                        r->drop_fd(r->drop_data, fds[i]);
-                fds[i] = -1;
-        }
-}
-
 void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds)
 {
         memset(r, 0, sizeof(*r));
@@ -39,7 +26,7 @@ void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fd
 
 void nbp_frame_reader_reset(struct nbp_frame_reader *r)
 {
-        drop_fds(r, r->fds, r->nfds);
+        nbp_close_fds(r->fds, r->nfds);
         free(r->body);
         r->body = NULL;
         r->hdr_got = r->len = r->got = r->nfds = r->oversize = 0;
@@ -68,7 +55,7 @@ static void collect_fds(struct nbp_frame_reader *r, struct msghdr *msg)
                         if (r->nfds < r->max_fds) {
                                 r->fds[r->nfds++] = fd;
                         } else {
-                                drop_fds(r, &fd, 1);
+                                close(fd);
                                 r->fds_truncated = true;
                         }
                 }

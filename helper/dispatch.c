@@ -494,8 +494,10 @@ int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size
         return 0;
 }
 
-int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
-                            void (*free_data)(void *data), void *data)
+/* One of undo and checked is set. */
+static int push_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
+                     int (*checked)(struct nbd_job *job, void *data, struct nbd_err *err),
+                     void (*free_data)(void *data), void *data)
 {
         struct undo *u = malloc(sizeof(*u));
 
@@ -505,6 +507,7 @@ int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *jo
         }
         *u = (struct undo){.op = job->next,
                            .undo = undo,
+                           .checked = checked,
                            .free_data = free_data,
                            .data = data,
                            .next = job->undos};
@@ -512,24 +515,18 @@ int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *jo
         return 0;
 }
 
+int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
+                            void (*free_data)(void *data), void *data)
+{
+        return push_undo(job, undo, NULL, free_data, data);
+}
+
 int nbd_job_on_failure_undo_checked(struct nbd_job *job,
                                     int (*undo)(struct nbd_job *job, void *data,
                                                 struct nbd_err *err),
                                     void (*free_data)(void *data), void *data)
 {
-        struct undo *u = malloc(sizeof(*u));
-
-        if (!u) {
-                free_data(data);
-                return -ENOMEM;
-        }
-        *u = (struct undo){.op = job->next,
-                           .checked = undo,
-                           .free_data = free_data,
-                           .data = data,
-                           .next = job->undos};
-        job->undos = u;
-        return 0;
+        return push_undo(job, NULL, undo, free_data, data);
 }
 
 int nbd_job_on_failure_call(struct nbd_job *job,

@@ -380,7 +380,8 @@ START_TEST(test_client_gone_while_its_commit_runs_leaves_nothing_behind)
 END_TEST
 
 /* Threads share credentials but capabilities are per thread: every thread
- * of the helper (the loop and its lanes) holds the same sets. */
+ * of the helper (the loop, its lanes and the log thread) holds the same
+ * sets. */
 START_TEST(test_lanes_hold_the_capabilities_of_the_loop)
 {
         struct tu_helper h;
@@ -417,8 +418,9 @@ START_TEST(test_lanes_hold_the_capabilities_of_the_loop)
                                       e->d_name, caps, first);
         }
         closedir(d);
-        /* The loop, the lanes: the firewall's, the links', the two decode. */
-        ck_assert_int_eq(threads, 5);
+        /* The loop, the lanes: the firewall's, the links', the two decode;
+         * and the log thread (log.h). */
+        ck_assert_int_eq(threads, 6);
         tu_helper_stop(&h);
 }
 END_TEST

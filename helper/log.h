@@ -37,8 +37,9 @@ void nbd_log_emit(const struct nbd_log_category *cat, int level, const char *fmt
  * ring: a log reader that stops reading no longer stops the caller (the
  * event loop). When the ring is full a line is dropped and counted
  * (log_lines_dropped; audit lines have a reserve of their own and
- * log_audit_lines_dropped), and the next line written is preceded by one
- * that says how many were. Until then, and without the thread, lines are
+ * log_audit_lines_dropped), and so are other lines until the thread has
+ * written half the ring; then one line says how many were dropped, before
+ * the next. Until then, and without the thread, lines are
  * written at once. Call it after the capability drop (a thread takes the
  * sets of its creator) and after unshare() (which refuses a process with
  * threads). Never log in a forked child once it has run: the ring's lock

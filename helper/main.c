@@ -62,6 +62,15 @@
  *     loop holds; every signal is blocked in them. The loop stays the only
  *     owner of state; a job waits for its call, and jobs needing the same
  *     capability wait behind it, while every other client is served.
+ * 10. The closer (closer.h), a thread started at the first descriptor it
+ *     is given: the loop never makes a close whose cost a client chooses
+ *     (a lingering TCP socket, a FUSE file, a connection socket whose
+ *     queue holds such fds). Every fd a frame brings that is not a network
+ *     namespace goes to it at once, counted in its sender's share of
+ *     fd_limit until it is closed; a uid at its share is not read. On
+ *     Linux 6.16+ the listeners refuse fds (SO_PASSRIGHTS off; accepted
+ *     sockets inherit it) and only an admitted peer takes them again: a
+ *     refused peer can queue none.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
  *

@@ -17,6 +17,19 @@ void nbp_close_fds(int *fds, size_t n)
         }
 }
 
+static void drop_fds(struct nbp_frame_reader *r, int *fds, size_t n)
+{
+        if (!r->drop_fd) {
+                nbp_close_fds(fds, n);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (fds[i] >= 0)
+                        r->drop_fd(r->drop_data, fds[i]);
+                fds[i] = -1;
+        }
+}
+
 void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds)
 {
         memset(r, 0, sizeof(*r));
@@ -26,7 +39,7 @@ void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fd
 
 void nbp_frame_reader_reset(struct nbp_frame_reader *r)
 {
-        nbp_close_fds(r->fds, r->nfds);
+        drop_fds(r, r->fds, r->nfds);
         free(r->body);
         r->body = NULL;
         r->hdr_got = r->len = r->got = r->nfds = r->oversize = 0;
@@ -55,7 +68,7 @@ static void collect_fds(struct nbp_frame_reader *r, struct msghdr *msg)
                         if (r->nfds < r->max_fds) {
                                 r->fds[r->nfds++] = fd;
                         } else {
-                                close(fd);
+                                drop_fds(r, &fd, 1);
                                 r->fds_truncated = true;
                         }
                 }

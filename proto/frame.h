@@ -32,6 +32,12 @@ struct nbp_frame_reader {
         size_t nfds;
         bool fds_truncated; /* MSG_CTRUNC seen: some fds were lost */
         size_t oversize; /* length of a refused oversize frame, else 0 */
+        /* Where the fds the reader lets go (over max_fds, or of a frame
+         * reset unfinished) go instead of close(): the helper's closer,
+         * whose last close a sender may make wait (see helper/closer.h).
+         * NULL: close(). */
+        void (*drop_fd)(void *data, int fd);
+        void *drop_data;
 };
 
 void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds);

@@ -918,5 +918,6 @@ Suite *hostile_suite(void)
         tcase_set_timeout(audit, 60);
         tcase_add_test(audit, test_changes_and_execs_are_audited_with_uid_and_pid);
         suite_add_tcase(s, audit);
+        hostile_add_close_tests(s);
         return s;
 }

@@ -1530,17 +1530,22 @@ static void conn_uid_fds_put(struct nbd_server *s, struct conn *c)
         c->uid_fds = NULL;
 }
 
-/* Takes ownership of fd. The peer's identity comes from the kernel only. */
 /* SO_PASSRIGHTS (Linux 6.16): whether the peer's fds are taken at all.
  * The listeners refuse them (the kernel copies that to each connection,
  * the not yet accepted ones too: their sender gets EPERM), so a refused
  * peer can leave none in its connection. An admitted one gets them back
- * while the closer has room for its uid (a caller without netns = own is
- * then told by validation why its fd is of no use, not by an EPERM of its
- * own sendmsg); one admitted while the closer holds its uid's share cannot
- * send fds on that connection, so its connections that end cannot grow
- * what the closer holds past the share by more than one socket each. Not
- * on the socketpair: its peer started the helper. */
+ * while the closer has room for its uid: a caller without netns = own is
+ * then told by validation why its fd is of no use (refused here, it would
+ * only see its own sendmsg() fail with EPERM, and libnetbroker its
+ * connection lost). One admitted while the closer holds its uid's share
+ * cannot send fds on that connection, so its connections that end cannot
+ * grow what the closer holds past the share by more than one socket each.
+ * Not on the socketpair: its peer started the helper.
+ *
+ * What no closer helps with: a sender that puts more fds in one message
+ * than a frame takes (max_fds_per_frame) or than the fd limit leaves room
+ * for makes the kernel release the surplus inside recvmsg(), on the
+ * loop's thread (README, the hostile-client item). */
 #ifndef SO_PASSRIGHTS
 #define SO_PASSRIGHTS 83
 #endif
@@ -1555,6 +1560,7 @@ static void conn_allow_rights(struct conn *c)
                 c->no_rights = false;
 }
 
+/* Takes ownership of fd. The peer's identity comes from the kernel only. */
 static int conn_new(struct nbd_server *s, int fd, bool no_rights, bool adopted)
 {
         struct nbd_peer peer;
@@ -1717,6 +1723,11 @@ bool nbd_server_done(const struct nbd_server *s)
 {
         /* Draining connections wait for nothing of the helper's. */
         return s->n_listeners == 0 && s->n_conns == s->n_draining + s->n_parked;
+}
+
+unsigned nbd_server_closing(const struct nbd_server *s)
+{
+        return nbd_closer_pending_all(s->closer);
 }
 
 void nbd_server_shutdown(struct nbd_server *s)

@@ -2,6 +2,7 @@
 /* Connections and frames; see server.h. */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -1239,6 +1240,66 @@ static void conn_drop_fd(void *data, int fd)
                 nbd_closer_give(c->srv->closer, c->peer.uid, fd);
 }
 
+/* /proc/self/fdinfo of a unix socket: "scm_fds: N", the fds queued in
+ * it (Linux 5.7+). 0 or -errno. */
+static int queued_fds(int fd, unsigned *ret)
+{
+        char path[64], buf[512];
+        const char *p;
+        ssize_t n;
+        int f;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+        f = open(path, O_RDONLY | O_CLOEXEC);
+        if (f < 0)
+                return -errno;
+        n = read(f, buf, sizeof(buf) - 1);
+        close(f);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        buf[n] = '\0';
+        p = strstr(buf, "scm_fds:");
+        if (!p)
+                return -EOPNOTSUPP;
+        *ret = (unsigned)strtoul(p + 8, NULL, 10);
+        return 0;
+}
+
+/* The helper's open descriptors: /proc/self/fd's entries. 0 or -errno. */
+static int open_fds(unsigned *ret)
+{
+        DIR *d = opendir("/proc/self/fd");
+        unsigned n = 0;
+        struct dirent *e;
+
+        if (!d)
+                return -errno;
+        while ((e = readdir(d)))
+                n += e->d_name[0] != '.';
+        closedir(d);
+        /* Less the directory's own. */
+        *ret = n ? n - 1 : 0;
+        return 0;
+}
+
+/* The frame reader's fds_fit (frame.h) for a non-root connection whose
+ * next read brings fds (rare: a veth peer's namespace): every fd queued
+ * in its socket must fit one read and the descriptors free under
+ * fd_limit, else the kernel would release the surplus in the loop's
+ * recvmsg(), at the cost its sender chose. What cannot be read is
+ * refused: the socket, its queue with it, goes to the closer. */
+static int conn_fds_fit(void *data, int fd)
+{
+        struct conn *c = data;
+        unsigned queued = 0, n_open = 0;
+
+        if (queued_fds(fd, &queued) < 0 || open_fds(&n_open) < 0)
+                return -ETOOMANYREFS;
+        if (queued > NBP_FRAME_MAX_FDS || n_open + queued > c->srv->cfg->fd_limit)
+                return -ETOOMANYREFS;
+        return 0;
+}
+
 static void on_frame_timeout(void *data)
 {
         struct conn *c = data;
@@ -1304,6 +1365,17 @@ static void conn_read(struct conn *c)
                         nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
                         conn_fail(c, EMSGSIZE, 0, "frame of %zu bytes is over the cap of %zu bytes",
                                   c->rd.oversize, c->srv->cfg->max_frame);
+                        return;
+                }
+                if (r == -ETOOMANYREFS) {
+                        /* Seen by the peek (frame.h): the message stays in
+                         * the socket, whose close, the closer's, releases
+                         * its fds. */
+                        nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
+                        conn_fail(c, ETOOMANYREFS, 0,
+                                  "a message carried more file descriptors than one read takes "
+                                  "(%d) or than the helper has room for (fd_limit=%u)",
+                                  NBP_FRAME_MAX_FDS, c->srv->cfg->fd_limit);
                         return;
                 }
                 if (r < 0) {
@@ -1592,6 +1664,11 @@ static int conn_new(struct nbd_server *s, int fd, bool no_rights, bool adopted)
         nbp_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
         c->rd.drop_fd = conn_drop_fd;
         c->rd.drop_data = c;
+        /* A surplus of fds in one message is seen before it is read: its
+         * release would be the kernel's, in recvmsg(), on the loop. Root's,
+         * like the socketpair's, cost what their sender makes them cost. */
+        if (!adopted && !nbd_peer_is_root(&peer))
+                c->rd.fds_fit = conn_fds_fit;
         c->events = EPOLLIN;
         r = nbd_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
         if (r < 0) {

@@ -75,6 +75,28 @@ static void collect_fds(struct nbp_frame_reader *r, struct msghdr *msg)
         }
 }
 
+/* The peek of fds_fit (frame.h): 0 with *len set to what the real read
+ * is to take (0: end of file), or -errno. */
+static int peek_some(int fd, struct nbp_frame_reader *r, void *buf, size_t *len)
+{
+        struct iovec iov = {.iov_base = buf, .iov_len = *len};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t n;
+
+        do
+                n = recvmsg(fd, &msg, MSG_PEEK);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (msg.msg_flags & MSG_CTRUNC) {
+                int fit = r->fds_fit(r->drop_data, fd);
+                if (fit < 0)
+                        return fit;
+        }
+        *len = (size_t)n;
+        return 0;
+}
+
 static ssize_t recv_some(int fd, struct nbp_frame_reader *r, void *buf, size_t len)
 {
         union {
@@ -90,6 +112,13 @@ static ssize_t recv_some(int fd, struct nbp_frame_reader *r, void *buf, size_t l
         };
         ssize_t n;
 
+        if (r->fds_fit) {
+                int p = peek_some(fd, r, buf, &iov.iov_len);
+                if (p < 0)
+                        return p;
+                if (iov.iov_len == 0)
+                        return 0;
+        }
         do
                 n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);

@@ -8,6 +8,7 @@
  * far below the linger, and the helper's fds to come back to idle once
  * the linger is over. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "hostile.h"
 #include "testutil.h"
 #include "tests.h"
@@ -29,6 +31,9 @@
 /* The uid that holds its share: frames of lingering sockets it sends. */
 #define MANY_FRAMES 6
 #define FDS_A_FRAME 4
+/* One message with more fds than a read takes (64, NBP_FRAME_MAX_FDS):
+ * the last one, the lingering socket, is the surplus. */
+#define SURPLUS_FDS (NBP_FRAME_MAX_FDS + 1)
 
 /* A TCP socket on loopback whose close waits LINGER_S seconds: its peer
  * (4 KiB receive buffer) never reads, so its send queue stays full.
@@ -66,7 +71,7 @@ static int lingering_tcp_socket(int ret_keep[2])
 static int send_fds_byte(int sock, const int *fds, size_t n, char byte)
 {
         union {
-                char buf[CMSG_SPACE(sizeof(int) * FDS_A_FRAME)];
+                char buf[CMSG_SPACE(sizeof(int) * SURPLUS_FDS)];
                 struct cmsghdr align;
         } ctrl;
         char b = byte;
@@ -77,7 +82,7 @@ static int send_fds_byte(int sock, const int *fds, size_t n, char byte)
                            .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
         struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 
-        if (n > FDS_A_FRAME)
+        if (n > SURPLUS_FDS)
                 return -E2BIG;
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
@@ -126,15 +131,75 @@ static int send_ping_with_fds(int sock, uint64_t id, int *fds, size_t n)
         return send(sock, buf + 1, len + 3, MSG_NOSIGNAL) == (ssize_t)(len + 3) ? 0 : -EIO;
 }
 
-enum how { REFUSED_PEER, ON_A_PING };
+enum how { REFUSED_PEER, ON_A_PING, SURPLUS_ON_A_PING };
+
+/* Request 2: Exec /bin/sleep 1, with a copy of fd. */
+static void hold_connection_a_second(int conn, int fd)
+{
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__Exec e = NETBROKER__EXEC__INIT;
+        char *argv[] = {(char *)"/bin/sleep", (char *)"1"};
+
+        e.path = argv[0];
+        e.argv = argv;
+        e.n_argv = 2;
+        op.op_case = NETBROKER__OP__OP_EXEC;
+        op.exec = &e;
+        th_send_request(conn, 2, ops, 1, &fd, 1);
+}
+
+/* A Ping whose first byte brings 64 fds of /dev/null and then tcp (the
+ * surplus), all the sender's copies dropped: the helper must refuse the
+ * message before it reads it (ETOOMANYREFS), for a read would have the
+ * kernel release the surplus, tcp's linger, in recvmsg() on the loop.
+ * Takes tcp. 0, or -errno: the helper's answer was not that refusal. */
+static int surplus_on_a_ping(int conn, int tcp)
+{
+        int fds[SURPLUS_FDS], r = 0;
+        Netbroker__ServerMessage *m;
+
+        for (int i = 0; i < SURPLUS_FDS - 1; i++)
+                if ((fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+                        return -errno;
+        fds[SURPLUS_FDS - 1] = tcp;
+        tu_raw_hello(conn);
+        /* An Exec that came with an fd: its connection is not read until
+         * it ends (server.c, fds_held), so the helper reads the message
+         * below only after this process dropped its copies, whatever the
+         * two processes' timing: the helper's release is the last. */
+        hold_connection_a_second(conn, fds[0]);
+        /* The rest of the frame may meet a closed connection: the helper
+         * needs only the first byte to refuse it. */
+        (void)send_ping_with_fds(conn, 1, fds, SURPLUS_FDS);
+        m = tu_raw_recv(conn, NULL);
+        if (m && m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_REPLY && m->reply->id == 2) {
+                netbroker__server_message__free_unpacked(m, NULL);
+                m = tu_raw_recv(conn, NULL);
+        }
+        if (!m || m->msg_case != NETBROKER__SERVER_MESSAGE__MSG_ERROR ||
+            m->error->status != ETOOMANYREFS) {
+                fprintf(stderr, "attack: the helper answered %s %d\n",
+                        m ? m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR ? "an Error"
+                                                                                : "no Error"
+                          : "nothing",
+                        m && m->msg_case == NETBROKER__SERVER_MESSAGE__MSG_ERROR ? m->error->status
+                                                                                 : 0);
+                r = -EPROTO;
+        }
+        if (m)
+                netbroker__server_message__free_unpacked(m, NULL);
+        return r;
+}
 
 /* The attacker, as uid: hands the helper its lingering socket, drops its
  * own copy (the helper's is then the last), says so on ready (1 if the
- * helper took it, 2 if the kernel refused it for the helper: EPERM,
- * SO_PASSRIGHTS), and holds the TCP peer open until hold closes. */
+ * helper took it, or refused a surplus with ETOOMANYREFS; 2 if the kernel
+ * refused it for the helper: EPERM, SO_PASSRIGHTS; 3 if the helper read a
+ * surplus message), and holds the TCP peer open until hold closes. */
 static int attack(const char *sock, uid_t uid, enum how how, int ready, int hold)
 {
         int keep[2], tcp, conn, r = -EPIPE;
+        bool refused = false;
         char word, c;
 
         if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
@@ -145,7 +210,12 @@ static int attack(const char *sock, uid_t uid, enum how how, int ready, int hold
          * ECONNRESET...): again. */
         for (int i = 0; i < 200 && r < 0 && r != -EPERM; i++) {
                 conn = tu_raw_connect(sock);
-                if (how == ON_A_PING) {
+                if (how == SURPLUS_ON_A_PING) {
+                        refused = surplus_on_a_ping(conn, tcp) == 0;
+                        tcp = -1;
+                        close(conn);
+                        r = 0;
+                } else if (how == ON_A_PING) {
                         tu_raw_hello(conn);
                         r = send_ping_with_fds(conn, 1, &tcp, 1);
                         if (r == 0) {
@@ -171,7 +241,7 @@ static int attack(const char *sock, uid_t uid, enum how how, int ready, int hold
         }
         if (tcp >= 0)
                 close(tcp);
-        word = r == 0 ? 1 : 2;
+        word = r != 0 ? 2 : how == SURPLUS_ON_A_PING && !refused ? 3 : 1;
         if (write(ready, &word, 1) != 1)
                 return 104;
         while (read(hold, &c, 1) > 0)
@@ -231,8 +301,9 @@ static char attack_and_measure(const char *conf, uid_t uid, enum how how, const 
                 ck_abort_msg("the attack could not be made (status %d)", status);
         }
         printf("hostile: %s: %s\n", what,
-               word == 1 ? "the helper took the fd"
-                         : "the kernel refused the fd for the helper (SO_PASSRIGHTS)");
+               word == 1   ? "the helper took the fd"
+               : word == 3 ? "the helper read a message with more fds than a read takes"
+                           : "the kernel refused the fd for the helper (SO_PASSRIGHTS)");
         th_report(what, &h, fds, rss, th_rss_kib(h.pid), worst);
         ck_assert_msg(worst < WORST_PING_MAX_US,
                       "root's worst Ping took %.1f ms while a %d s linger was closed",
@@ -277,6 +348,25 @@ START_TEST(test_an_admitted_uids_lingering_socket_on_a_ping_does_not_freeze_the_
 
         /* netns = own: an op may take an fd from it, on any kernel. */
         ck_assert_int_eq(word, 1);
+}
+END_TEST
+
+/* More fds in one message than a read takes, the surplus a lingering
+ * socket: the kernel itself released the surplus inside the loop's
+ * recvmsg() (MSG_CTRUNC) and froze it for the linger. The helper peeks
+ * first (proto/frame.h, peek_fds) and refuses the message unread. */
+START_TEST(test_an_admitted_uids_surplus_of_fds_does_not_freeze_the_loop)
+{
+        char word = attack_and_measure(
+                TU_ALLOW "[policy uid 65534]\nops = tap_create exec\nname_prefixes = nbv\nexec = "
+                         "/bin/sleep\n",
+                65534, SURPLUS_ON_A_PING, "65 fds in one message, the last a lingering TCP socket");
+
+        if (word == 2) {
+                printf("hostile: this kernel refuses the fds of a uid without netns = own\n");
+                return;
+        }
+        ck_assert_msg(word == 1, "the helper did not refuse the message with ETOOMANYREFS");
 }
 END_TEST
 
@@ -374,6 +464,7 @@ void hostile_add_close_tests(Suite *s)
 
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_a_refused_peers_lingering_socket_does_not_freeze_the_loop);
+        tcase_add_test(tc, test_an_admitted_uids_surplus_of_fds_does_not_freeze_the_loop);
         tcase_add_test(tc, test_a_refused_peers_lingering_socket_without_passrights);
         tcase_add_test(tc,
                        test_an_admitted_uids_lingering_socket_on_a_ping_does_not_freeze_the_loop);

@@ -68,6 +68,18 @@
  *     helper's stderr makes it drop lines (counted, and said once the
  *     reader is back), not stop the loop. At exit it is given a second to
  *     write what it holds.
+ * 10. The closer (closer.h), a thread started at the first descriptor it
+ *     is given: the loop never makes a close whose cost a client chooses
+ *     (a lingering TCP socket, a FUSE file, a connection socket whose
+ *     queue holds such fds). Every fd a frame brings that is not a network
+ *     namespace goes to it at once, counted in its sender's share of
+ *     fd_limit until it is closed; a uid at its share is not read. On
+ *     Linux 6.16+ the listeners refuse fds (SO_PASSRIGHTS off; accepted
+ *     sockets inherit it) and only an admitted peer takes them again: a
+ *     refused peer can queue none. A read of a non-root connection that
+ *     would bring more fds than it takes is refused before it is made
+ *     (frame.h, fds_fit): the kernel would release the surplus inside
+ *     recvmsg(), on the loop.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
  *

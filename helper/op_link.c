@@ -428,6 +428,10 @@ static int validate_veth(struct nbd_validation *v, const Netbroker__Op *op, Netb
                 return nbd_result_set(res, -EINVAL, "veth: the peer needs a name, not a template");
         if (e->has_peer_netns) {
                 int fd = e->peer_netns_fd < v->nfds ? v->fds[e->peer_netns_fd] : -1;
+                if (fd == NBD_FD_NOT_NETNS)
+                        return nbd_result_set(res, -EINVAL,
+                                              "veth: fd %u is not a network namespace",
+                                              e->peer_netns_fd);
                 if (fd < 0)
                         return nbd_result_set(res, -EBADF, "veth: no fd %u came with the request",
                                               e->peer_netns_fd);

@@ -16,10 +16,16 @@ struct nbd_job;
 
 /* What validation may look at. Validation never changes the system; it
  * may read it (does a parent interface exist?). */
+/* In a request's fd list: a descriptor came here that is not a network
+ * namespace (the only kind an op takes); it went to the closer. */
+#define NBD_FD_NOT_NETNS (-2)
+
 struct nbd_validation {
         const struct nbd_dispatch_ctx *ctx;
         const struct nbd_peer *peer; /* who asked */
         size_t nfds; /* fds that came with the request */
+        /* < 0: none; NBD_FD_NOT_NETNS: one came that is no network
+         * namespace, closed on arrival (server.c, closer.h). */
         const int *fds;
         /* Explicit names created by earlier ops of the batch, so a later op
          * may name them. */

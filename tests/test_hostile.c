@@ -1118,5 +1118,6 @@ Suite *hostile_suite(void)
         tcase_set_timeout(log, 120);
         tcase_add_test(log, test_a_log_reader_that_stops_reading_stops_no_client);
         suite_add_tcase(s, log);
+        hostile_add_close_tests(s);
         return s;
 }

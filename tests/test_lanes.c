@@ -2834,8 +2834,8 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_client_gone_while_its_undo_is_on_the_lane_leaves_no_device);
         tcase_add_test(hol,
                        test_undo_of_a_tap_with_a_limit_and_a_macvtap_takes_the_limit_off_first);
-        tcase_add_test(del, test_undo_whose_group_a_stranger_joined_deletes_its_devices_one_by_one);
-        tcase_add_test(del, test_undo_skips_a_new_device_whose_name_another_took);
+        tcase_add_test(hol, test_undo_whose_group_a_stranger_joined_deletes_its_devices_one_by_one);
+        tcase_add_test(hol, test_undo_skips_a_new_device_whose_name_another_took);
         tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
         tcase_add_test(hol, test_ping_passes_another_clients_firewall_list);
         tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);

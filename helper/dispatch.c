@@ -129,7 +129,7 @@ enum job_state {
         JOB_WAITING_FDS, /* its next op's fds are not reserved yet (reserve_fds) */
         JOB_OUTPUT_DRAINED, /* they are out, or reserved: resumes from a timer */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
-        JOB_UNDOING, /* ended; its undo's shared call runs on a lane (roll_back) */
+        JOB_UNDOING, /* ended; its roll-back yielded, or its joint call runs on a lane */
         JOB_REPLY_WAIT, /* ended; its reply waits for fw_gone's clean-up */
         JOB_DONE, /* its reply went to the owner */
         JOB_CANCELLED, /* its owner went away: no reply */
@@ -842,6 +842,12 @@ static bool run_held(void)
 {
         return held_by("NETBROKERD_TEST_HOLD_RUN");
 }
+
+/* The same for a failed batch's roll-back: it yields after each undo. */
+static bool undo_held(void)
+{
+        return held_by("NETBROKERD_TEST_HOLD_UNDO");
+}
 #else
 static bool validation_held(void)
 {
@@ -849,6 +855,11 @@ static bool validation_held(void)
 }
 
 static bool run_held(void)
+{
+        return false;
+}
+
+static bool undo_held(void)
 {
         return false;
 }
@@ -1224,6 +1235,17 @@ static bool joint_flush(struct nbd_job *job)
 
 static void job_wind_up(struct nbd_job *job);
 
+static void roll_back_from_timer(void *data)
+{
+        struct nbd_job *job = data;
+
+        if (undo_held()) {
+                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 1, roll_back_from_timer, job);
+                return;
+        }
+        roll_back(job);
+}
+
 /* Undo, newest first, what the ops before the failed one changed, and say
  * so in their results; from job->undo_next on, so that it goes on where a
  * joint call stopped it. Undos of a joint kind (the devices the batch
@@ -1231,13 +1253,26 @@ static void job_wind_up(struct nbd_job *job);
  * lane when the roll-back reaches an undo that must see it done
  * (may_run_before_joint), or its end: the results of the joined ops are
  * set, and their audit lines written, when it returned. Then the job's
- * end. */
+ * end. It yields to the loop every 2 ms, as a job's run does (each join
+ * is a request to the kernel: 2,000 devices held the loop 35 ms). */
 static void roll_back(struct nbd_job *job)
 {
+        uint64_t start = nbd_now_us();
+        bool first = true;
+
         while (job->undo_next) {
                 struct undo *u = job->undo_next;
                 struct nbd_err err;
                 bool joined = false;
+
+                if (!first && (nbd_now_us() - start > SLICE_US || undo_held())) {
+                        if (job->state != JOB_CANCELLED)
+                                job->state = JOB_UNDOING;
+                        nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, roll_back_from_timer,
+                                      job);
+                        return;
+                }
+                first = false;
 
                 if (!may_run_before_joint(job, u) && joint_flush(job))
                         return;
@@ -1981,9 +2016,9 @@ void nbd_job_cancel(struct nbd_job *job)
         if (!job || job_ended(job))
                 return;
         if (job->state == JOB_UNDOING) {
-                /* Its roll-back's joint call runs on a lane: the roll-back
-                 * goes on when it returned, to its end (the batch's devices
-                 * must not stay), and the job is freed then, unanswered. */
+                /* Its roll-back yielded, or its joint call runs on a lane:
+                 * the roll-back goes on to its end (the batch's devices must
+                 * not stay), and the job is freed then, unanswered. */
                 job->state = JOB_CANCELLED;
                 return;
         }

@@ -1131,6 +1131,44 @@ START_TEST(test_undo_whose_group_a_stranger_joined_deletes_its_devices_one_by_on
 }
 END_TEST
 
+/* A failed batch's roll-back yields to the loop every 2 ms, as its run
+ * does (each device's move into the group is a request: 2,000 devices
+ * held the loop 35 ms): held after its first undo (NETBROKERD_TEST_HOLD_UNDO),
+ * one device is in the group and the others not yet, another client's
+ * Ping is answered and the batch is not; let go, it ends as always. */
+START_TEST(test_roll_back_yields_to_the_loop_between_its_undos)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        struct undo_client a = {0};
+        struct tu_helper h;
+        pthread_t t;
+        nb_conn *c;
+
+        tu_private_netns();
+        ck_assert_int_ge(mkstemp(hold), 0);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_UNDO", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_UNDO");
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        a = (struct undo_client){.sock = h.sock, .b = taps_then_failure("uy", 20)};
+        pthread_create(&t, NULL, undo_client_run, &a);
+        await_held_file(held, "the roll-back's hold after its first undo");
+        ping_ok(c);
+        ck_assert_msg(!atomic_load(&a.done), "the failed batch was answered before its undo");
+        assert_links("uy", 20, 1);
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_ptr_nonnull(a.res);
+        assert_undone(a.res, 0, 20, 20);
+        nb_results_free(a.res);
+        assert_links("uy", 0, 0);
+        nb_batch_free(a.b);
+        nb_close(c);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* A device the batch made, deleted and made again by someone else under
  * its name before the batch failed (the test holds the request between
  * its ops, NETBROKERD_TEST_HOLD_RUN): the new one is not deleted, and its
@@ -2836,6 +2874,7 @@ Suite *lanes_suite(void)
                        test_undo_of_a_tap_with_a_limit_and_a_macvtap_takes_the_limit_off_first);
         tcase_add_test(hol, test_undo_whose_group_a_stranger_joined_deletes_its_devices_one_by_one);
         tcase_add_test(hol, test_undo_skips_a_new_device_whose_name_another_took);
+        tcase_add_test(hol, test_roll_back_yields_to_the_loop_between_its_undos);
         tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
         tcase_add_test(hol, test_ping_passes_another_clients_firewall_list);
         tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);
@@ -2862,7 +2901,7 @@ Suite *lanes_suite(void)
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 33 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 34 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(

@@ -1265,9 +1265,12 @@ static void roll_back(struct nbd_job *job)
                 struct nbd_err err;
                 bool joined = false;
 
-                if (!first && (nbd_now_us() - start > SLICE_US || undo_held())) {
-                        if (job->state != JOB_CANCELLED)
-                                job->state = JOB_UNDOING;
+                /* A cancelled job's roll-back runs to its end (or its
+                 * lane): the helper may be stopping, and a timer would
+                 * never fire, leaving the devices in the group. */
+                if (!first && job->state != JOB_CANCELLED &&
+                    (nbd_now_us() - start > SLICE_US || undo_held())) {
+                        job->state = JOB_UNDOING;
                         nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, roll_back_from_timer,
                                       job);
                         return;
@@ -2018,8 +2021,14 @@ void nbd_job_cancel(struct nbd_job *job)
         if (job->state == JOB_UNDOING) {
                 /* Its roll-back yielded, or its joint call runs on a lane:
                  * the roll-back goes on to its end (the batch's devices must
-                 * not stay), and the job is freed then, unanswered. */
+                 * not stay), and the job is freed then, unanswered. One
+                 * that yielded goes on here, unsliced: the helper may be
+                 * stopping (the loop's last turn). */
                 job->state = JOB_CANCELLED;
+                if (!job->lane) {
+                        nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
+                        roll_back(job);
+                }
                 return;
         }
         if (job->state == JOB_WAITING_SLOT) {

@@ -1169,6 +1169,37 @@ START_TEST(test_roll_back_yields_to_the_loop_between_its_undos)
 }
 END_TEST
 
+/* The helper stopped (SIGTERM) while a failed batch's roll-back has
+ * yielded (held after its first undo): its client is cancelled and the
+ * roll-back runs to its end there, not from a timer the stopping loop
+ * would never run; no device of the batch is left, none in a group of
+ * the helper's (the hold still there: a roll-back whose client is gone
+ * does not yield). */
+START_TEST(test_helper_stopped_while_a_roll_back_yielded_leaves_no_device)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        nb_batch *b = taps_then_failure("uz", 20);
+        struct tu_helper h;
+        pid_t client;
+
+        tu_private_netns();
+        ck_assert_int_ge(mkstemp(hold), 0);
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_UNDO", hold, 1), 0);
+        tu_helper_start(&h, TU_ALLOW);
+        unsetenv("NETBROKERD_TEST_HOLD_UNDO");
+        client = fork_client(h.sock, b);
+        await_held_file(held, "the roll-back's hold after its first undo");
+        assert_links("uz", 20, 1);
+        tu_helper_stop(&h);
+        exit_status(client);
+        assert_links("uz", 0, 0);
+        unlink(hold);
+        unlink(held);
+        nb_batch_free(b);
+}
+END_TEST
+
 /* A device the batch made, deleted and made again by someone else under
  * its name before the batch failed (the test holds the request between
  * its ops, NETBROKERD_TEST_HOLD_RUN): the new one is not deleted, and its
@@ -2875,6 +2906,7 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_undo_whose_group_a_stranger_joined_deletes_its_devices_one_by_one);
         tcase_add_test(hol, test_undo_skips_a_new_device_whose_name_another_took);
         tcase_add_test(hol, test_roll_back_yields_to_the_loop_between_its_undos);
+        tcase_add_test(hol, test_helper_stopped_while_a_roll_back_yielded_leaves_no_device);
         tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
         tcase_add_test(hol, test_ping_passes_another_clients_firewall_list);
         tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);
@@ -2901,7 +2933,7 @@ Suite *lanes_suite(void)
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 34 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 35 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(

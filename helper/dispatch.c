@@ -129,6 +129,7 @@ enum job_state {
         JOB_WAITING_FDS, /* its next op's fds are not reserved yet (reserve_fds) */
         JOB_OUTPUT_DRAINED, /* they are out, or reserved: resumes from a timer */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
+        JOB_UNDOING, /* ended; its roll-back yielded, or its joint call runs on a lane */
         JOB_REPLY_WAIT, /* ended; its reply waits for fw_gone's clean-up */
         JOB_DONE, /* its reply went to the owner */
         JOB_CANCELLED, /* its owner went away: no reply */
@@ -142,6 +143,12 @@ struct undo {
         int (*checked)(struct nbd_job *job, void *data, struct nbd_err *err);
         /* Instead of undo: says in the results itself what it undid. */
         void (*call)(struct nbd_job *job, void *data, size_t failed);
+        /* Instead of undo: joins the undos of its kind in one call
+         * (nbd_job_on_failure_joint). */
+        const struct nbd_undo_joint *joint;
+        /* The interface the undo works on (0: none, or not said): what
+         * decides whether it may run before a joint call pending. */
+        int ifindex;
         void (*free_data)(void *data);
         void *data;
         struct undo *next;
@@ -167,6 +174,16 @@ struct nbd_job {
         size_t fds_reserved; /* by the owner for the op at next (reserve_fds) */
         enum job_state state;
         struct undo *undos;
+        /* The roll-back (a failed batch): the next undo to run, and the
+         * joint call its undos joined so far (kind and state; NULL: none). */
+        struct undo *undo_next;
+        const struct nbd_undo_joint *joint_kind;
+        void *joint;
+        /* The interfaces joint undos work on (the devices the batch made),
+         * sorted; NULL without memory (then no other undo passes a joint
+         * call pending). */
+        int *made;
+        size_t n_made;
         void (*cancel_parked)(void *data);
         void *parked_data;
         struct nbd_timer resume_timer;
@@ -494,23 +511,19 @@ int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size
         return 0;
 }
 
-/* One of undo and checked is set. */
-static int push_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
-                     int (*checked)(struct nbd_job *job, void *data, struct nbd_err *err),
-                     void (*free_data)(void *data), void *data)
+/* The undo t (one of undo, checked, call and joint set) for the op running
+ * now, newest first. Without memory, its data is freed: -ENOMEM. */
+static int push_undo(struct nbd_job *job, struct undo t)
 {
         struct undo *u = malloc(sizeof(*u));
 
         if (!u) {
-                free_data(data);
+                t.free_data(t.data);
                 return -ENOMEM;
         }
-        *u = (struct undo){.op = job->next,
-                           .undo = undo,
-                           .checked = checked,
-                           .free_data = free_data,
-                           .data = data,
-                           .next = job->undos};
+        t.op = job->next;
+        t.next = job->undos;
+        *u = t;
         job->undos = u;
         return 0;
 }
@@ -518,34 +531,34 @@ static int push_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void
 int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
                             void (*free_data)(void *data), void *data)
 {
-        return push_undo(job, undo, NULL, free_data, data);
+        return push_undo(job, (struct undo){.undo = undo, .free_data = free_data, .data = data});
 }
 
 int nbd_job_on_failure_undo_checked(struct nbd_job *job,
                                     int (*undo)(struct nbd_job *job, void *data,
                                                 struct nbd_err *err),
-                                    void (*free_data)(void *data), void *data)
+                                    void (*free_data)(void *data), void *data, int ifindex)
 {
-        return push_undo(job, NULL, undo, free_data, data);
+        return push_undo(job, (struct undo){.checked = undo,
+                                            .ifindex = ifindex,
+                                            .free_data = free_data,
+                                            .data = data});
 }
 
 int nbd_job_on_failure_call(struct nbd_job *job,
                             void (*fn)(struct nbd_job *job, void *data, size_t failed),
                             void (*free_data)(void *data), void *data)
 {
-        struct undo *u = malloc(sizeof(*u));
+        return push_undo(job, (struct undo){.call = fn, .free_data = free_data, .data = data});
+}
 
-        if (!u) {
-                free_data(data);
-                return -ENOMEM;
-        }
-        *u = (struct undo){.op = job->next,
-                           .call = fn,
-                           .free_data = free_data,
-                           .data = data,
-                           .next = job->undos};
-        job->undos = u;
-        return 0;
+int nbd_job_on_failure_joint(struct nbd_job *job, const struct nbd_undo_joint *kind,
+                             void (*free_data)(void *data), void *data, int ifindex)
+{
+        return push_undo(job, (struct undo){.joint = kind,
+                                            .ifindex = ifindex,
+                                            .free_data = free_data,
+                                            .data = data});
 }
 
 void nbd_job_mark_undone(struct nbd_job *job, size_t op)
@@ -560,7 +573,7 @@ void nbd_job_mark_undone(struct nbd_job *job, size_t op)
 /* The op's undo changed nothing, for the reason why: its result says so
  * (ECANCELED, as an undone op's: the batch failed, and the op's fds are
  * not the client's either). */
-static void mark_undo_skipped(struct nbd_job *job, size_t op, const char *why)
+void nbd_job_mark_undo_skipped(struct nbd_job *job, size_t op, const char *why)
 {
         Netbroker__Result *res = job->results[op];
 
@@ -829,6 +842,12 @@ static bool run_held(void)
 {
         return held_by("NETBROKERD_TEST_HOLD_RUN");
 }
+
+/* The same for a failed batch's roll-back: it yields after each undo. */
+static bool undo_held(void)
+{
+        return held_by("NETBROKERD_TEST_HOLD_UNDO");
+}
 #else
 static bool validation_held(void)
 {
@@ -836,6 +855,11 @@ static bool validation_held(void)
 }
 
 static bool run_held(void)
+{
+        return false;
+}
+
+static bool undo_held(void)
 {
         return false;
 }
@@ -1104,24 +1128,182 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
         return 0;
 }
 
+static struct nbd_lane *lane_for(const struct nbd_dispatch_ctx *ctx, unsigned need);
+static void roll_back(struct nbd_job *job);
+
+static int int_cmp(const void *a, const void *b)
+{
+        int x = *(const int *)a, y = *(const int *)b;
+
+        return (x > y) - (x < y);
+}
+
+/* Whether undo u may run while the joint call its kind's undos joined is
+ * still to come (issue 14: the devices the batch made go in one deletion
+ * at the end, one RCU grace period for all, not one each in its undo's
+ * place). u is then of that kind, or it works on an interface the batch
+ * made: the undos of a device's other changes (limits, addresses, bridge
+ * options) are newer than its create and ran before it joined; an older
+ * one on another device the batch made sees the joined devices still
+ * there, and its interface goes with them anyway. Any other undo (one on
+ * an interface that was there before the batch and stays, or one that
+ * says none) sees the newer devices gone, as newest first would have
+ * them: a device that existed before may hold a new one (a macvlan's
+ * parent cannot join a bridge while it has one). */
+static bool may_run_before_joint(const struct nbd_job *job, const struct undo *u)
+{
+        if (!job->joint)
+                return true;
+        if (u->joint)
+                return u->joint == job->joint_kind;
+        return u->ifindex && job->made &&
+               bsearch(&u->ifindex, job->made, job->n_made, sizeof(*job->made), int_cmp);
+}
+
+/* job->made, for may_run_before_joint: sorted once, so that a batch of
+ * thousands of devices and their limits is not a walk of the undo list for
+ * each undo. */
+static void note_made(struct nbd_job *job)
+{
+        size_t n = 0;
+
+        for (const struct undo *u = job->undos; u; u = u->next)
+                n += u->joint != NULL;
+        job->made = malloc((n ? n : 1) * sizeof(*job->made));
+        if (!job->made)
+                return;
+        for (const struct undo *u = job->undos; u; u = u->next)
+                if (u->joint)
+                        job->made[job->n_made++] = u->ifindex;
+        qsort(job->made, job->n_made, sizeof(*job->made), int_cmp);
+}
+
+static void joint_lane_run(void *data)
+{
+        struct nbd_job *job = data;
+
+        job->joint_kind->run(job->joint);
+}
+
+static void joint_done(struct nbd_job *job)
+{
+        const struct nbd_undo_joint *kind = job->joint_kind;
+        void *joint = job->joint;
+
+        job->joint = NULL;
+        job->joint_kind = NULL;
+        kind->done(job, joint);
+}
+
+/* On the loop: the joint call returned, or (the helper stopping) never
+ * began, which its state tells done(). The roll-back goes on to its end
+ * even when the client went away meanwhile: what the batch made must not
+ * stay. */
+static void joint_lane_finished(void *data, bool not_run)
+{
+        struct nbd_job *job = data;
+
+        (void)not_run;
+        job->lane = NULL;
+        joint_done(job);
+        roll_back(job);
+}
+
+/* The joint call pending goes: true when it went to its lane (the job
+ * waits there, JOB_UNDOING, and is not freed before it returned), false
+ * when it ran here (no lane: the fake kernel, tests of the dispatcher). */
+static bool joint_flush(struct nbd_job *job)
+{
+        struct nbd_lane *lane = lane_for(job->ctx, job->joint_kind->need);
+
+        if (lane) {
+                job->lane = lane;
+                job->work = (struct nbd_lane_work){
+                        .run = joint_lane_run, .done = joint_lane_finished, .data = job};
+                if (nbd_lane_submit(lane, &job->work) == 0) {
+                        if (job->state != JOB_CANCELLED)
+                                job->state = JOB_UNDOING;
+                        return true;
+                }
+                /* No fd for the lane's eventfd: here, which is only slower. */
+                job->lane = NULL;
+        }
+        job->joint_kind->run(job->joint);
+        joint_done(job);
+        return false;
+}
+
+static void job_wind_up(struct nbd_job *job);
+
+static void roll_back_from_timer(void *data)
+{
+        struct nbd_job *job = data;
+
+        if (undo_held()) {
+                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 1, roll_back_from_timer, job);
+                return;
+        }
+        roll_back(job);
+}
+
 /* Undo, newest first, what the ops before the failed one changed, and say
- * so in their results. */
+ * so in their results; from job->undo_next on, so that it goes on where a
+ * joint call stopped it. Undos of a joint kind (the devices the batch
+ * made) do on the loop what needs no wait and join one call, made on its
+ * lane when the roll-back reaches an undo that must see it done
+ * (may_run_before_joint), or its end: the results of the joined ops are
+ * set, and their audit lines written, when it returned. Then the job's
+ * end. It yields to the loop every 2 ms, as a job's run does (each join
+ * is a request to the kernel: 2,000 devices held the loop 35 ms). */
 static void roll_back(struct nbd_job *job)
 {
-        for (struct undo *u = job->undos; u; u = u->next) {
+        uint64_t start = nbd_now_us();
+        bool first = true;
+
+        while (job->undo_next) {
+                struct undo *u = job->undo_next;
                 struct nbd_err err;
+                bool joined = false;
+
+                /* A cancelled job's roll-back runs to its end (or its
+                 * lane): the helper may be stopping, and a timer would
+                 * never fire, leaving the devices in the group. */
+                if (!first && job->state != JOB_CANCELLED &&
+                    (nbd_now_us() - start > SLICE_US || undo_held())) {
+                        job->state = JOB_UNDOING;
+                        nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, roll_back_from_timer,
+                                      job);
+                        return;
+                }
+                first = false;
+
+                if (!may_run_before_joint(job, u) && joint_flush(job))
+                        return;
+                job->undo_next = u->next;
                 if (u->call) {
                         u->call(job, u->data, job->failed);
                         continue;
                 }
+                if (u->joint) {
+                        if (u->joint->join(job, u->op, u->data, &job->joint, &joined, &err) < 0)
+                                nbd_job_mark_undo_skipped(job, u->op, err.msg);
+                        else if (!joined)
+                                nbd_job_mark_undone(job, u->op);
+                        if (job->joint)
+                                job->joint_kind = u->joint;
+                        continue;
+                }
                 if (u->checked && u->checked(job, u->data, &err) < 0) {
-                        mark_undo_skipped(job, u->op, err.msg);
+                        nbd_job_mark_undo_skipped(job, u->op, err.msg);
                         continue;
                 }
                 if (u->undo)
                         u->undo(job, u->data);
                 nbd_job_mark_undone(job, u->op);
         }
+        if (job->joint && joint_flush(job))
+                return;
+        job_wind_up(job);
 }
 
 static void free_undos(struct nbd_job *job)
@@ -1163,6 +1345,7 @@ static void job_free(void *p)
                 free(job->v);
         }
         free_undos(job);
+        free(job->made);
         free(job->refused);
         for (size_t i = 0; i < job->n_resolved; i++)
                 free(job->resolved[i]);
@@ -1237,7 +1420,7 @@ static void job_finish(struct nbd_job *job, enum job_state end)
         /* Once: a job cancelled while one of its ops runs (its owner went
          * away in the middle of it) is finished by the cancel, and the op's
          * return must not finish it again. */
-        if (job_ended(job) || job->state == JOB_REPLY_WAIT)
+        if (job_ended(job) || job->state == JOB_REPLY_WAIT || job->state == JOB_UNDOING)
                 return;
         job->state = end;
         /* Batched ops not yet sent learn how the batch ended first (they
@@ -1250,8 +1433,23 @@ static void job_finish(struct nbd_job *job, enum job_state end)
                 if (!job->refused || !job->refused[i])
                         nbd_audit_op(&job->peer, job->req->ops[i], job->results[i],
                                      job->results[i]->status ? NBD_AUDIT_FAILED : NBD_AUDIT_DONE);
-        if (job->failed != SIZE_MAX && !cancelled)
-                roll_back(job);
+        if (job->failed != SIZE_MAX && !cancelled) {
+                job->undo_next = job->undos;
+                note_made(job);
+                roll_back(job); /* then job_wind_up() */
+                return;
+        }
+        job_wind_up(job);
+}
+
+/* The job's end, once its roll-back is done (which may have waited for a
+ * lane: the client may have gone away meanwhile). */
+static void job_wind_up(struct nbd_job *job)
+{
+        bool cancelled = job->state == JOB_CANCELLED;
+
+        if (job->state == JOB_UNDOING)
+                job->state = JOB_DONE;
         for (size_t i = 0; i < job->ctx->n_job_end; i++)
                 job->ctx->job_end[i].fn(job->ctx->job_end[i].data);
         /* The owners of the interfaces this job made go are removed on the
@@ -1820,6 +2018,19 @@ void nbd_job_cancel(struct nbd_job *job)
 {
         if (!job || job_ended(job))
                 return;
+        if (job->state == JOB_UNDOING) {
+                /* Its roll-back yielded, or its joint call runs on a lane:
+                 * the roll-back goes on to its end (the batch's devices must
+                 * not stay), and the job is freed then, unanswered. One
+                 * that yielded goes on here, unsliced: the helper may be
+                 * stopping (the loop's last turn). */
+                job->state = JOB_CANCELLED;
+                if (!job->lane) {
+                        nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
+                        roll_back(job);
+                }
+                return;
+        }
         if (job->state == JOB_WAITING_SLOT) {
                 bool kicked = job->resume_timer.deadline_ms != 0;
 

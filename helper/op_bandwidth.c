@@ -193,7 +193,8 @@ static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resu
                 r = -ENOMEM;
         if (r < 0)
                 free(u);
-        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u) == 0) /* frees u */
+        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u, before.ifindex) ==
+                 0) /* frees u */
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);
@@ -229,7 +230,8 @@ static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Re
         before = *u;
         if (set_ifname(res, ifname) < 0)
                 free(u);
-        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u) == 0) /* frees u */
+        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u, before.ifindex) ==
+                 0) /* frees u */
                 return 0;
         /* This op fails, so no undo of it runs: put back what it changed. */
         undo_bw(job, &before);

@@ -53,6 +53,11 @@ struct nbd_net_txn {
         size_t n_owners;
         struct nftnl_batch *batch; /* NULL until something is queued */
         uint32_t table_seq; /* the one message that asks for its ack */
+        /* Base chains in the namespace on each kind's hook array, as read
+         * ([0]: IPv4's, [1]: IPv6's; an inet chain takes a place in both),
+         * and those this transaction makes (see over_hook_limit). */
+        unsigned hooked[2][NBD_NET_CHAINS];
+        unsigned adding[NBD_NET_CHAINS];
 };
 
 /* ---- reading ---- */
@@ -134,6 +139,26 @@ static void note_comment(struct net_state *o, const char *text)
         o->info.rules = c.rules;
 }
 
+/* A base chain of any table of the inet, ip or ip6 family: its place in
+ * the hook arrays the owners' chains go to. */
+static void note_hook(struct nbd_net_txn *t, const struct nftnl_chain *c)
+{
+        uint32_t family = nftnl_chain_get_u32(c, NFTNL_CHAIN_FAMILY);
+        const char *type = nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE);
+        int k;
+
+        if (!nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM))
+                return;
+        k = nbd_net_hook_kind(nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
+                              type && strcmp(type, "nat") == 0);
+        if (k < 0)
+                return;
+        if (family == NFPROTO_IPV4 || family == NFPROTO_INET)
+                t->hooked[0][k]++;
+        if (family == NFPROTO_IPV6 || family == NFPROTO_INET)
+                t->hooked[1][k]++;
+}
+
 static int on_chain(const struct nlmsghdr *nlh, void *data)
 {
         struct dump_ctx *d = data;
@@ -149,6 +174,7 @@ static int on_chain(const struct nlmsghdr *nlh, void *data)
                 d->err = c ? -EINVAL : -ENOMEM;
                 goto out;
         }
+        note_hook(d->t, c);
         name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
         table = nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE);
         if (!name || !table || strcmp(table, NBD_NET_TABLE) != 0 ||
@@ -204,16 +230,22 @@ out:
         return r;
 }
 
-/* Our table's chains into t from nothing: 0, -EINTR (the dump was
- * interrupted by a commit: it is read again) or -errno. */
+/* Every chain of the inet, ip and ip6 tables into t from nothing: ours,
+ * and the base chains that share the owners' hooks. 0, -EINTR (a dump was
+ * interrupted by a commit: all are read again) or -errno. */
 static int read_table_once(void *data)
 {
+        static const uint8_t families[] = {NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6};
         struct nbd_net_txn *t = data;
+        int r = 0;
 
         free(t->owners);
         t->owners = NULL;
         t->n_owners = 0;
-        return dump_chains(t, NFPROTO_INET);
+        memset(t->hooked, 0, sizeof(t->hooked));
+        for (size_t i = 0; r == 0 && i < sizeof(families); i++)
+                r = dump_chains(t, families[i]);
+        return r;
 }
 
 /* -EAGAIN: it kept changing. */
@@ -383,6 +415,36 @@ static const struct net_state *other_on_bridge(const struct nbd_net_txn *t,
         return NULL;
 }
 
+/* The kernel keeps a hook's functions in an array of at most 1,024
+ * (MAX_HOOK_COUNT, net/netfilter/core.c; a nat chain's in its nat hook's
+ * own array, as many): one more base chain is refused with E2BIG. It
+ * refuses it inside the commit, after the whole batch was built and sent
+ * (a 1.2 MB sendmsg took 6 s), so the owner that would pass the limit is
+ * refused here instead, before anything is sent. A chain a transaction
+ * deletes holds its place until the commit, while the new ones take
+ * theirs as they are added: a replace counts both. What is not an
+ * nftables base chain (an iptables-legacy table, conntrack's own hooks)
+ * holds places too, and no nftables read shows it (nfnetlink_hook, which
+ * would, is not in every kernel): for those few the kernel stays the
+ * judge, at the commit. 0, or -E2BIG with e set. */
+static int over_hook_limit(const struct nbd_net_txn *t, const struct nbd_net_compiled *c,
+                           struct nbd_err *e)
+{
+        for (unsigned k = 0; k < NBD_NET_CHAINS; k++)
+                for (unsigned v = 0; c->chains[k] && v < 2; v++)
+                        if (t->hooked[v][k] + t->adding[k] >= NBD_NET_HOOK_MAX)
+                                return nbd_err_set(e, -E2BIG,
+                                                   "its %s chain would be base chain %u of the "
+                                                   "IPv%d %s hook, and the kernel allows %d a hook "
+                                                   "(%u there, %u more in this request; a replaced "
+                                                   "network's old chains count until the commit)",
+                                                   nbd_net_chain_names[k],
+                                                   t->hooked[v][k] + t->adding[k] + 1, v ? 6 : 4,
+                                                   nbd_net_chain_names[k], NBD_NET_HOOK_MAX,
+                                                   t->hooked[v][k], t->adding[k]);
+        return 0;
+}
+
 int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool ensure,
                       bool own_only, struct nbd_net_applied *ret, struct nbd_err *e)
 {
@@ -414,6 +476,10 @@ int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool 
                 a.unchanged = true;
                 goto done;
         }
+        if ((r = over_hook_limit(t, &c, e)) < 0) {
+                nbd_net_compiled_free(&c);
+                return r;
+        }
         /* The old chains go and the new come in the same transaction: the
          * old rules filter until the commit puts the new in place. */
         if ((r = batch_of(t)) < 0 || (o && (r = queue_delete(t, o)) < 0))
@@ -423,6 +489,7 @@ int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool 
                         continue;
                 if ((r = put_chain(t, NFT_MSG_NEWCHAIN, c.chains[k], NLM_F_CREATE | NLM_F_EXCL)))
                         goto oom;
+                t->adding[k]++;
                 for (size_t i = 0; i < c.n_rules[k]; i++)
                         if ((r = put_rule(t, c.rules[k][i])))
                                 goto oom;
@@ -444,6 +511,7 @@ oom:
         if (t->batch)
                 nftnl_batch_free(t->batch);
         t->batch = NULL;
+        memset(t->adding, 0, sizeof(t->adding));
         return nbd_err_oom(e, "queueing a network's rules");
 }
 
@@ -463,6 +531,7 @@ int nbd_net_txn_remove(struct nbd_net_txn *t, const char *owner, const uid_t *on
                 if (t->batch)
                         nftnl_batch_free(t->batch);
                 t->batch = NULL;
+                memset(t->adding, 0, sizeof(t->adding));
                 return nbd_err_oom(e, "queueing a network's removal");
         }
         o->chains = 0;

@@ -22,9 +22,15 @@
 struct nbd_net_txn;
 struct mnl_socket;
 
+/* The kernel's limit of functions on one hook (MAX_HOOK_COUNT), base
+ * chains included: nbd_net_txn_apply() refuses an owner that would pass
+ * it (E2BIG) rather than send a transaction the kernel refuses. */
+#define NBD_NET_HOOK_MAX 1024
+
 /* Read the table through nl (a kept socket, nfsock.h; the caller's, used
- * for this call only): 0, or -errno with e set. Chains only: it grows
- * with the networks, not their rules. */
+ * for this call only), and how many base chains of every inet, ip and ip6
+ * table share the owners' hooks: 0, or -errno with e set. Chains only: it
+ * grows with the networks, not their rules. */
 int nbd_net_txn_read(struct mnl_socket *nl, struct nbd_net_txn **ret, struct nbd_err *e);
 /* The same through the loop's kept socket, on the loop. */
 int nbd_net_txn_begin(struct nbd_net_txn **ret, struct nbd_err *e);
@@ -35,7 +41,8 @@ struct nbd_net_applied {
         unsigned rules;
 };
 /* Queue s's chains, replacing the owner's (ensure: unless in place).
- * own_only: -EPERM when the owner exists for another uid. */
+ * own_only: -EPERM when the owner exists for another uid. -E2BIG, nothing
+ * queued, when a chain would pass NBD_NET_HOOK_MAX on its hook. */
 int nbd_net_txn_apply(struct nbd_net_txn *t, const struct nbd_net_spec *s, bool ensure,
                       bool own_only, struct nbd_net_applied *ret, struct nbd_err *e);
 /* Queue the removal of every chain of owner: -ENOENT when it has none,

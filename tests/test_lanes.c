@@ -2489,9 +2489,10 @@ static void kill_hung_helper(int sig)
 
 /* Two clients at once, on the real kernel: one replaces guests' filters
  * again and again (each commit on the firewall lane), the other sets a
- * tap's policing again and again, reading it back, and lists the networks
- * (dumps on the loop, which the lane's commits interrupt, and commits on
- * the loop, which interrupt the lane's reads). Every op of both succeeds
+ * tap's policing again and again, reading it back (dumps on the loop,
+ * which the lane's commits interrupt, and commits on the loop, which
+ * interrupt the lane's reads), and lists the networks (on the firewall
+ * lane since session 22: between the replaces, no longer beside them). Every op of both succeeds
  * but for a rare one whose every read was interrupted (EAGAIN, "it kept
  * changing": at most one in twenty), and the helper stops on SIGTERM. Before, a read that saw the
  * interruption on the dump's DONE waited for the DONE it had just read: the

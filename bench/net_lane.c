@@ -10,6 +10,11 @@
  * A root client pings back to back meanwhile; each round's worst Ping and
  * the op's own time are kept, and the medians printed.
  *
+ * With NB_NET_LANE_LIMIT=1, then: another table's forward chains fill the
+ * forward hook up to 8 below the kernel's 1,024, and root sends R
+ * requests of C new networks, each refused at its 9th (E2BIG); their
+ * time and the worst Ping beside them.
+ *
  *   net_lane HELPER [N [F [R [C]]]]   (256 32 11 64)
  */
 #include <errno.h>
@@ -137,6 +142,52 @@ static double median(double *v, int n)
         return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Requests past the forward hook's limit: refused, whoever refuses. */
+static void limit_rounds(nb_conn *c, const char *sock, int n, int f, int rounds, int commit_n)
+{
+        double took[64], worst[64];
+        FILE *p = popen("nft -f -", "w");
+
+        if (!p)
+                die("nft", errno);
+        fprintf(p, "table inet nb_net_lane_filler {\n");
+        for (int i = 0; i < 1024 - 8 - n; i++)
+                fprintf(p, "chain c%d { type filter hook forward priority 0; }\n", i);
+        fprintf(p, "}\n");
+        if (pclose(p) != 0)
+                die("nft -f", EIO);
+        for (int k = 0; k < rounds; k++) {
+                struct pinger pg = {.sock = sock};
+                nb_batch *b = nb_batch_new();
+                nb_results *res = NULL;
+                pthread_t t;
+                double t0;
+                int r;
+                add_networks(b, n, commit_n, f);
+                pthread_create(&t, NULL, ping_run, &pg);
+                usleep(20000);
+                t0 = now_ms();
+                if ((r = nb_submit(c, b, &res)) < 0)
+                        die("submit", r);
+                took[k] = now_ms() - t0;
+                if (nb_results_first_error(res) < 0)
+                        die("a request past the limit was taken", EINVAL);
+                for (int i = commit_n - 1; k == 0 && i >= 0; i--)
+                        if (nb_result_status(res, (size_t)i) < 0) {
+                                printf("  refused: op %d: %s\n", i,
+                                       nb_result_message(res, (size_t)i));
+                                break;
+                        }
+                nb_results_free(res);
+                nb_batch_free(b);
+                atomic_store(&pg.stop, true);
+                pthread_join(t, NULL);
+                worst[k] = pg.worst;
+        }
+        printf("  %d new, past the hook: took %.1f ms, other client's worst Ping %.1f ms\n",
+               commit_n, median(took, rounds), median(worst, rounds));
+}
+
 /* The uid's side: a NetList each time it is told, its time written back. */
 static void lister(const char *sock, int go, int back)
 {
@@ -245,6 +296,9 @@ int main(int argc, char **argv)
                median(took_list, rounds), median(worst_list, rounds));
         printf("  root replaces %d:     took %.1f ms, other client's worst Ping %.1f ms\n",
                commit_n, median(took_commit, rounds), median(worst_commit, rounds));
+        if (getenv("NB_NET_LANE_LIMIT") && *getenv("NB_NET_LANE_LIMIT") == '1')
+                limit_rounds(c, sock, n, f, rounds, commit_n);
+
         nb_close(c);
         kill(helper, SIGTERM);
         waitpid(helper, NULL, 0);

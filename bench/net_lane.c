@@ -41,13 +41,18 @@ static double now_ms(void)
 }
 
 static pid_t helper, parent;
+static char sock[64], conf[64];
 
-/* The helper goes too: it holds the caller's pipes. */
+/* The helper goes too (it holds the caller's pipes), and its files. */
 static void die(const char *what, int r)
 {
         fprintf(stderr, "net_lane: %s: %s\n", what, strerror(r < 0 ? -r : r));
-        if (helper > 0 && getpid() == parent)
-                kill(helper, SIGTERM);
+        if (getpid() == parent) {
+                if (helper > 0)
+                        kill(helper, SIGTERM);
+                unlink(conf);
+                unlink(sock);
+        }
         exit(1);
 }
 
@@ -216,7 +221,7 @@ int main(int argc, char **argv)
 {
         int n = argc > 2 ? atoi(argv[2]) : 256, f = argc > 3 ? atoi(argv[3]) : 32;
         int rounds = argc > 4 ? atoi(argv[4]) : 11, go[2], back[2], r;
-        char sock[64], conf[64], *hargv[6];
+        char *hargv[6];
         double worst_list[64], took_list[64], worst_commit[64], took_commit[64];
         int commit_n = argc > 5 ? atoi(argv[5]) : 64;
         extern char **environ;

@@ -1817,6 +1817,110 @@ static void start_muted_hold(struct tu_helper *h, char *hold, const char *conf)
         start_held_at(h, hold, conf, "COMMIT_MUTED", "mu0", "mu1");
 }
 
+/* A NAT network with port forwards, for the network tests below. */
+static nb_batch *net_apply_batch(const char *owner)
+{
+        static const char *const subnets[] = {"192.168.77.0/24"};
+        static nb_net_forward f[8];
+        static const nb_net_forward *fp[8];
+        nb_net_spec s = NB_NET_SPEC_INIT;
+        nb_batch *b = nb_batch_new();
+
+        for (int k = 0; k < 8; k++) {
+                f[k] = (nb_net_forward)NB_NET_FORWARD_INIT;
+                f[k].protocol = "tcp";
+                f[k].outside_port = 30000 + (unsigned)k;
+                f[k].guest_address = "192.168.77.2";
+                fp[k] = &f[k];
+        }
+        s.bridge = "nlbr0";
+        s.subnets = subnets;
+        s.n_subnets = 1;
+        s.mode = NB_NET_NAT;
+        s.forwards = fp;
+        s.n_forwards = 8;
+        ck_assert_int_eq(nb_batch_net_apply(b, owner, &s), 0);
+        return b;
+}
+
+/* Client A's NetApply: its table read and its commit run on the
+ * firewall's lane, as the guests' do, and so does a NetList's read.
+ * While A's commit is held there (hold point NET_COMMIT), and then
+ * another client's NetList (NET_LIST_READ_DONE), client B's Pings are
+ * answered; let go, A's network is in the kernel and the listing says
+ * it, with its rules (the kernel's count of its chains' rules). (On the
+ * loop, a uid's NetList of 256 NAT networks of 32 forwards held every
+ * other client 370 ms, and a commit the kernel refused 6 s.) */
+START_TEST(test_ping_passes_another_clients_network_commit_and_network_listing)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", list_hold[] = "/tmp/nbtest-hold-XXXXXX";
+        nb_net_owner o = NB_NET_OWNER_INIT;
+        struct slow_client a;
+        struct tu_helper h;
+        nb_results *res;
+        char *table;
+        unsigned rules;
+        nb_conn *b;
+        int fd;
+
+        fd = mkstemp(list_hold);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        unlink(list_hold);
+        ck_assert_int_eq(setenv("NETBROKERD_TEST_HOLD_NET_LIST_READ_DONE", list_hold, 1), 0);
+        start_held_at(&h, hold, TU_ALLOW, "NET_COMMIT", "nl0", "nl1");
+        unsetenv("NETBROKERD_TEST_HOLD_NET_LIST_READ_DONE");
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        a = (struct slow_client){.sock = h.sock, .b = net_apply_batch("lanenet")};
+        pthread_t t;
+        pthread_create(&t, NULL, slow_client_run, &a);
+        await_held(hold, &a, "its network commit reached the firewall's lane");
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's commit");
+        table = tu_sh("nft list table inet netbroker_net 2>/dev/null || true");
+        ck_assert_msg(!strstr(table, "lanenet/"), "committed before the hold: %s", table);
+        free(table);
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's apply: op %d failed", a.first_error);
+        nb_batch_free(a.b);
+        res = tu_submit_ok(b, net_apply_batch("lanenet"));
+        ck_assert_int_eq(nb_result_net(res, 0, NULL, NULL, &rules), 0);
+        nb_results_free(res);
+
+        fd = open(list_hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        a = (struct slow_client){.sock = h.sock, .b = nb_batch_new()};
+        ck_assert_int_eq(nb_batch_net_list(a.b), 0);
+        pthread_create(&t, NULL, slow_client_run, &a);
+        await_held(list_hold, &a, "its network listing reached the firewall's lane");
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's listing");
+        unlink(list_hold);
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's listing failed");
+        nb_batch_free(a.b);
+        a.b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_list(a.b), 0);
+        res = tu_submit_ok(b, a.b);
+        ck_assert_uint_eq(nb_result_net_owner_count(res, 0), 1);
+        ck_assert_int_eq(nb_result_net_owner_at(res, 0, 0, &o), 0);
+        ck_assert_str_eq(o.owner, "lanenet");
+        ck_assert_str_eq(o.bridge, "nlbr0");
+        ck_assert_uint_eq(o.rules, rules);
+        nb_results_free(res);
+        nb_close(b);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 /* Client A's ensure of an owner, and its ensure by hash, when the table
  * has no generation mark (someone else's commit took it): each counts the
  * table's rules, which grows with the table, on the firewall's lane. While
@@ -2783,9 +2887,10 @@ static void kill_hung_helper(int sig)
 
 /* Two clients at once, on the real kernel: one replaces guests' filters
  * again and again (each commit on the firewall lane), the other sets a
- * tap's policing again and again, reading it back, and lists the networks
- * (dumps on the loop, which the lane's commits interrupt, and commits on
- * the loop, which interrupt the lane's reads). Every op of both succeeds
+ * tap's policing again and again, reading it back (dumps on the loop,
+ * which the lane's commits interrupt, and commits on the loop, which
+ * interrupt the lane's reads), and lists the networks (on the firewall
+ * lane since session 22: between the replaces, no longer beside them). Every op of both succeeds
  * but for a rare one whose every read was interrupted (EAGAIN, "it kept
  * changing": at most one in twenty), and the helper stops on SIGTERM. Before, a read that saw the
  * interruption on the dump's DONE waited for the DONE it had just read: the
@@ -2912,6 +3017,7 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
         tcase_add_test(hol, test_ping_passes_another_clients_firewall_list);
         tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);
+        tcase_add_test(hol, test_ping_passes_another_clients_network_commit_and_network_listing);
         tcase_add_test(hol, test_a_users_apply_is_validated_without_counting_the_rules);
         tcase_add_test(hol, test_a_users_apply_reads_only_the_owners_it_names);
         tcase_add_test(hol, test_roots_large_frame_is_not_decoded_behind_another_callers);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The closer thread: see closer.h for why. */
+/* The closer threads, one per uid with descriptors waiting: see closer.h
+ * for why. */
 #include "closer.h"
 
 #include <errno.h>
@@ -16,35 +17,41 @@
 
 NBD_LOG_CATEGORY(closer);
 
-struct closer_item {
-        int fd;
-        uid_t uid;
-};
+/* Without an eventfd (the fd limit reached), the loop looks again. */
+#define CLOSER_RETRY_MS 100
 
+/* One uid's queue and its thread. A slot is in use while it has
+ * descriptors waiting or a thread; a thread that ended is joined when its
+ * slot gets the next one (or at free). */
 struct closer_uid {
+        struct nbd_closer *c;
+        bool used;
         uid_t uid;
-        unsigned n;
+        int *q; /* a ring of cap fds */
+        unsigned head, n; /* waiting */
+        bool busy; /* its thread is in a close */
+        bool running; /* its thread has not ended */
+        bool joinable; /* tid is a thread not joined yet */
+        pthread_t tid;
 };
 
 struct nbd_closer {
         struct nbd_loop *loop;
         void (*on_closed)(void *data);
         void *data;
-        /* The thread's "closed some" to the loop: open only while
+        /* The threads' "closed some" to the loop: open only while
          * descriptors are given and not closed, as the lanes' (lane.c), so
          * a helper at rest holds the fds it always held. */
         int efd;
         struct nbd_watch w;
+        struct nbd_timer retry;
         pthread_mutex_t mu;
-        pthread_cond_t cv;
-        pthread_t thread;
-        bool started, stop, busy;
-        /* A ring of what waits, and per uid what waits or is being closed:
-         * both have room for as many descriptors as the process may hold. */
-        struct closer_item *q;
-        unsigned cap, head, n;
+        bool stop;
+        unsigned cap;
+        /* cap slots: as many uids as the process may hold descriptors. */
         struct closer_uid *uids;
-        unsigned n_uids;
+        int *rings;
+        unsigned pending; /* waiting and being closed, every uid */
 };
 
 /* A closer whose thread was stuck in a close at exit: kept reachable. */
@@ -52,66 +59,83 @@ static struct nbd_closer *closer_left;
 
 static struct closer_uid *uid_slot(struct nbd_closer *c, uid_t uid)
 {
-        for (unsigned i = 0; i < c->n_uids; i++)
-                if (c->uids[i].uid == uid)
+        for (unsigned i = 0; i < c->cap; i++)
+                if (c->uids[i].used && c->uids[i].uid == uid)
                         return &c->uids[i];
         return NULL;
 }
 
 static void *closer_main(void *arg)
 {
-        struct nbd_closer *c = arg;
+        struct closer_uid *u = arg;
+        struct nbd_closer *c = u->c;
         uint64_t one = 1;
 
         pthread_mutex_lock(&c->mu);
-        for (;;) {
-                while (!c->stop && !c->n)
-                        pthread_cond_wait(&c->cv, &c->mu);
-                if (c->stop)
-                        break;
-                struct closer_item it = c->q[c->head];
-                c->head = (c->head + 1) % c->cap;
-                c->n--;
-                c->busy = true;
+        while (!c->stop && u->n) {
+                int fd = u->q[u->head];
+                u->head = (u->head + 1) % c->cap;
+                u->n--;
+                u->busy = true;
                 pthread_mutex_unlock(&c->mu);
                 /* The one call that may wait as long as a client likes. */
-                close(it.fd);
+                close(fd);
                 pthread_mutex_lock(&c->mu);
-                c->busy = false;
-                struct closer_uid *u = uid_slot(c, it.uid);
-                if (u && !--u->n)
-                        *u = c->uids[--c->n_uids];
+                u->busy = false;
+                c->pending--;
                 if (c->efd >= 0 && write(c->efd, &one, sizeof(one)) < 0) {
                         /* The counter cannot overflow in practice; the
                          * loop reads it at its next wakeup anyway. */
                 }
         }
+        u->running = false;
+        if (!u->n)
+                u->used = false;
+        /* Nothing of c is touched after this unlock: free() joins. */
         pthread_mutex_unlock(&c->mu);
         return NULL;
 }
 
-static void on_efd(struct nbd_watch *w, uint32_t events)
+/* Called locked, on the loop: the thread of u's last run ended (its slot
+ * is free or taken again), so joining it waits for nothing. */
+static void join_ended(struct closer_uid *u)
 {
-        struct nbd_closer *c = w->data;
-        bool idle;
-        uint64_t v;
-
-        (void)events;
-        if (read(c->efd, &v, sizeof(v)) != sizeof(v))
-                return;
-        /* All closed, and the thread writes no more until the next give
-         * (which opens it again, under the same lock). */
-        pthread_mutex_lock(&c->mu);
-        idle = !c->n && !c->busy;
-        if (idle) {
-                nbd_loop_remove(c->loop, &c->w);
-                close(c->efd);
-                c->efd = -1;
+        if (u->joinable && !u->running) {
+                pthread_join(u->tid, NULL);
+                u->joinable = false;
         }
-        pthread_mutex_unlock(&c->mu);
-        if (c->on_closed)
-                c->on_closed(c->data);
 }
+
+/* Called locked, on the loop. Started after the privilege drop, like the
+ * lanes (the first descriptor comes from a client); every signal blocked. */
+static void start_thread(struct nbd_closer *c, struct closer_uid *u)
+{
+        sigset_t all, old;
+        int r;
+
+        if (u->running)
+                return;
+        join_ended(u);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        /* The default stack: the helper's static TLS (the firewall's dump
+         * buffers) lives in it, so a small one is refused (EINVAL); only
+         * what a close touches of it is ever resident. */
+        r = pthread_create(&u->tid, NULL, closer_main, u);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r) {
+                /* What was given waits in the queue, counted, for the
+                 * retry: never a close on the loop. */
+                nbd_warn("closer: cannot start a thread for uid %u: %s", (unsigned)u->uid,
+                         strerror(r));
+                return;
+        }
+        u->running = true;
+        u->joinable = true;
+}
+
+static void on_retry(void *data);
+static void on_efd(struct nbd_watch *w, uint32_t events);
 
 /* Called locked, on the loop. */
 static void open_efd(struct nbd_closer *c)
@@ -119,15 +143,63 @@ static void open_efd(struct nbd_closer *c)
         if (c->efd >= 0)
                 return;
         c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->efd < 0) {
-                nbd_warn("closer: no eventfd (%s): what waits for it is resumed later",
-                         strerror(errno));
-                return;
-        }
-        if (nbd_loop_add(c->loop, &c->w, c->efd, EPOLLIN, on_efd, c) < 0) {
+        if (c->efd >= 0 && nbd_loop_add(c->loop, &c->w, c->efd, EPOLLIN, on_efd, c) < 0) {
                 close(c->efd);
                 c->efd = -1;
         }
+        if (c->efd < 0 && !c->retry.deadline_ms)
+                nbd_timer_arm(c->loop, &c->retry, CLOSER_RETRY_MS, on_retry, c);
+}
+
+/* Called locked: every uid with descriptors waiting and no thread (its
+ * start failed) gets one now; whether one is still without. */
+static bool start_waiting(struct nbd_closer *c)
+{
+        bool without = false;
+
+        for (unsigned i = 0; i < c->cap; i++)
+                if (c->uids[i].used && c->uids[i].n && !c->uids[i].running) {
+                        start_thread(c, &c->uids[i]);
+                        without |= !c->uids[i].running;
+                }
+        return without;
+}
+
+/* No eventfd could be opened (the fd limit), or a thread could not start:
+ * the loop looks again, and tells the server what was closed meanwhile. */
+static void on_retry(void *data)
+{
+        struct nbd_closer *c = data;
+
+        pthread_mutex_lock(&c->mu);
+        if (c->pending)
+                open_efd(c); /* arms the retry again if it cannot */
+        if (start_waiting(c) && !c->retry.deadline_ms)
+                nbd_timer_arm(c->loop, &c->retry, CLOSER_RETRY_MS, on_retry, c);
+        pthread_mutex_unlock(&c->mu);
+        if (c->on_closed)
+                c->on_closed(c->data);
+}
+
+static void on_efd(struct nbd_watch *w, uint32_t events)
+{
+        struct nbd_closer *c = w->data;
+        uint64_t v;
+
+        (void)events;
+        if (read(c->efd, &v, sizeof(v)) != sizeof(v))
+                return;
+        /* All closed, and the threads write no more until the next give
+         * (which opens it again, under the same lock). */
+        pthread_mutex_lock(&c->mu);
+        if (!c->pending) {
+                nbd_loop_remove(c->loop, &c->w);
+                close(c->efd);
+                c->efd = -1;
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (c->on_closed)
+                c->on_closed(c->data);
 }
 
 int nbd_closer_new(struct nbd_loop *loop, unsigned capacity, void (*on_closed)(void *data),
@@ -142,41 +214,21 @@ int nbd_closer_new(struct nbd_loop *loop, unsigned capacity, void (*on_closed)(v
         c->data = data;
         c->cap = capacity ? capacity : 1;
         c->efd = -1;
-        c->q = calloc(c->cap, sizeof(*c->q));
         c->uids = calloc(c->cap, sizeof(*c->uids));
-        if (!c->q || !c->uids)
-                goto fail;
+        c->rings = calloc((size_t)c->cap * c->cap, sizeof(*c->rings));
+        if (!c->uids || !c->rings) {
+                free(c->uids);
+                free(c->rings);
+                free(c);
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < c->cap; i++) {
+                c->uids[i].c = c;
+                c->uids[i].q = c->rings + (size_t)i * c->cap;
+        }
         pthread_mutex_init(&c->mu, NULL);
-        pthread_cond_init(&c->cv, NULL);
         *ret = c;
         return 0;
-fail:
-        free(c->q);
-        free(c->uids);
-        free(c);
-        return -ENOMEM;
-}
-
-/* Started at the first descriptor given: most helpers never need it, and
- * then it runs after the privilege drop, like the lanes. Called locked. */
-static void closer_start(struct nbd_closer *c)
-{
-        sigset_t all, old;
-        int r;
-
-        if (c->started)
-                return;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        r = pthread_create(&c->thread, NULL, closer_main, c);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (r) {
-                /* What was given waits in the queue, counted, for the
-                 * next try: never a close on the loop. */
-                nbd_warn("closer: cannot start its thread: %s", strerror(r));
-                return;
-        }
-        c->started = true;
 }
 
 void nbd_closer_give(struct nbd_closer *c, uid_t uid, int fd)
@@ -184,25 +236,30 @@ void nbd_closer_give(struct nbd_closer *c, uid_t uid, int fd)
         struct closer_uid *u;
 
         pthread_mutex_lock(&c->mu);
-        if (c->n == c->cap) {
+        u = uid_slot(c, uid);
+        for (unsigned i = 0; !u && i < c->cap; i++)
+                if (!c->uids[i].used) {
+                        u = &c->uids[i];
+                        join_ended(u);
+                        u->used = true;
+                        u->uid = uid;
+                        u->head = u->n = 0;
+                }
+        if (!u || c->pending == c->cap) {
                 /* More than the process may hold: cannot happen while
                  * capacity is fd_limit. Better a slow loop than a leak. */
                 pthread_mutex_unlock(&c->mu);
-                nbd_warn("closer: queue full (%u); closing fd %d on the loop", c->cap, fd);
+                nbd_warn("closer: full (%u); closing fd %d on the loop", c->cap, fd);
                 close(fd);
                 return;
         }
-        c->q[(c->head + c->n) % c->cap] = (struct closer_item){.fd = fd, .uid = uid};
-        c->n++;
-        u = uid_slot(c, uid);
-        if (!u) {
-                u = &c->uids[c->n_uids++];
-                *u = (struct closer_uid){.uid = uid};
-        }
+        u->q[(u->head + u->n) % c->cap] = fd;
         u->n++;
+        c->pending++;
         open_efd(c);
-        closer_start(c);
-        pthread_cond_signal(&c->cv);
+        start_thread(c, u);
+        if (!u->running && !c->retry.deadline_ms)
+                nbd_timer_arm(c->loop, &c->retry, CLOSER_RETRY_MS, on_retry, c);
         pthread_mutex_unlock(&c->mu);
 }
 
@@ -212,25 +269,24 @@ unsigned nbd_closer_pending(struct nbd_closer *c, uid_t uid)
 
         pthread_mutex_lock(&c->mu);
         struct closer_uid *u = uid_slot(c, uid);
-        n = u ? u->n : 0;
+        n = u ? u->n + u->busy : 0;
         pthread_mutex_unlock(&c->mu);
         return n;
 }
 
 unsigned nbd_closer_pending_all(struct nbd_closer *c)
 {
-        unsigned n = 0;
+        unsigned n;
 
         pthread_mutex_lock(&c->mu);
-        for (unsigned i = 0; i < c->n_uids; i++)
-                n += c->uids[i].n;
+        n = c->pending;
         pthread_mutex_unlock(&c->mu);
         return n;
 }
 
 void nbd_closer_free(struct nbd_closer *c)
 {
-        bool busy;
+        bool stuck = false;
 
         if (!c)
                 return;
@@ -240,24 +296,28 @@ void nbd_closer_free(struct nbd_closer *c)
                 close(c->efd);
                 c->efd = -1;
         }
+        nbd_timer_cancel(c->loop, &c->retry);
         c->stop = true;
-        busy = c->busy;
-        pthread_cond_signal(&c->cv);
+        for (unsigned i = 0; i < c->cap; i++)
+                stuck |= c->uids[i].running && c->uids[i].busy;
         pthread_mutex_unlock(&c->mu);
-        if (c->started && busy) {
-                /* Its close returns when the client lets it: the thread
-                 * then sees stop and ends. Its queue stays with it. */
-                pthread_detach(c->thread);
+        if (stuck) {
+                /* A close returns when its client lets it: its thread then
+                 * sees stop and ends. The closer stays with them; what
+                 * still waits is not closed here (each could wait): the
+                 * process is ending. */
+                for (unsigned i = 0; i < c->cap; i++)
+                        if (c->uids[i].joinable)
+                                pthread_detach(c->uids[i].tid);
                 closer_left = c;
                 return;
         }
-        if (c->started)
-                pthread_join(c->thread, NULL);
-        /* What still waits is not closed here (each could wait): the
-         * process is ending. */
-        pthread_cond_destroy(&c->cv);
+        /* The threads not in a close see stop at once and end. */
+        for (unsigned i = 0; i < c->cap; i++)
+                if (c->uids[i].joinable)
+                        pthread_join(c->uids[i].tid, NULL);
         pthread_mutex_destroy(&c->mu);
-        free(c->q);
         free(c->uids);
+        free(c->rings);
         free(c);
 }

@@ -10,11 +10,13 @@
  * closes. Done on the event loop, any such close froze every client, root's
  * Pings included, for as long as the sender chose.
  *
- * So a descriptor whose close a client may control is given here instead:
- * one thread closes them one at a time, in order. It touches nothing but
- * its queue; a descriptor stuck in it holds up only the descriptors given
- * after it, which are themselves only such descriptors (an op's fds, a
- * network namespace's, are closed where they are, and cost nothing).
+ * So a descriptor whose close a client may control is given here instead,
+ * with the uid that sent it: each uid with descriptors waiting has a
+ * thread of its own that closes them one at a time, in order (started at
+ * its first, ended when none is left). A descriptor stuck in a close
+ * holds up only its own uid's given after it: one uid's lingering socket
+ * cannot keep another uid's closes, and so its share, from coming back.
+ * The threads touch nothing but the queues.
  *
  * A stuck descriptor is a descriptor the helper holds, and the helper has
  * few (fd_limit): each one counts against the uid that sent it until it is

@@ -68,8 +68,9 @@
  *     helper's stderr makes it drop lines (counted, and said once the
  *     reader is back), not stop the loop. At exit it is given a second to
  *     write what it holds.
- * 10. The closer (closer.h), a thread started at the first descriptor it
- *     is given: the loop never makes a close whose cost a client chooses
+ * 10. The closer (closer.h), a thread for each uid with descriptors
+ *     waiting, started at its first: the loop never makes a close whose
+ *     cost a client chooses
  *     (a lingering TCP socket, a FUSE file, a connection socket whose
  *     queue holds such fds). Every fd a frame brings that is not a network
  *     namespace goes to it at once, counted in its sender's share of

@@ -5,11 +5,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/netfilter.h>
+#include <linux/nsfs.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -1213,9 +1215,14 @@ static bool is_netns(const struct nbd_server *s, int fd)
 {
         struct statx st;
 
+        /* Any namespace is an nsfs file, and the last close of a mount
+         * namespace unmounts its tree (some 80 ms for the 100,000 mounts
+         * a user may make): a network namespace only. NS_GET_NSTYPE is
+         * nsfs's own ioctl, asked only of an nsfs file. */
         return s->nsfs_dev &&
                statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &st) == 0 &&
-               makedev(st.stx_dev_major, st.stx_dev_minor) == s->nsfs_dev;
+               makedev(st.stx_dev_major, st.stx_dev_minor) == s->nsfs_dev &&
+               ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET;
 }
 
 static void conn_sort_fds(struct conn *c, int *fds, size_t nfds)
@@ -1282,20 +1289,34 @@ static int open_fds(unsigned *ret)
         return 0;
 }
 
+/* Descriptors kept free below fd_limit when a read brings fds: the lanes
+ * and the closer may open one meanwhile, and a read that met EMFILE would
+ * have the kernel release the rest inside recvmsg(). */
+#define FDS_READ_HEADROOM 4
+
 /* The frame reader's fds_fit (frame.h) for a non-root connection whose
- * next read brings fds (rare: a veth peer's namespace): every fd queued
- * in its socket must fit one read and the descriptors free under
- * fd_limit, else the kernel would release the surplus in the loop's
- * recvmsg(), at the cost its sender chose. What cannot be read is
+ * next read brings fds (rare: a veth peer's namespace). Every fd queued
+ * in its socket must fit what the frame under way may still take
+ * (max_fds_per_frame), the uid's and all uids' shares of the closer (the
+ * fds go there unless they are network namespaces, and the first read of
+ * a wakeup is made even at the share, for a hang-up's sake), and the
+ * descriptors free under fd_limit; else the kernel would release the
+ * surplus in the loop's recvmsg(), at the cost its sender chose, or one
+ * message would fill the helper's fd table. What cannot be read is
  * refused: the socket, its queue with it, goes to the closer. */
 static int conn_fds_fit(void *data, int fd)
 {
         struct conn *c = data;
+        const struct nbd_config *cfg = c->srv->cfg;
         unsigned queued = 0, n_open = 0;
 
         if (queued_fds(fd, &queued) < 0 || open_fds(&n_open) < 0)
                 return -ETOOMANYREFS;
-        if (queued > NBP_FRAME_MAX_FDS || n_open + queued > c->srv->cfg->fd_limit)
+        if (queued + c->rd.nfds > c->rd.max_fds ||
+            nbd_closer_pending(c->srv->closer, c->peer.uid) + queued >
+                    nbd_config_fds_per_uid(cfg) ||
+            nbd_closer_pending_all(c->srv->closer) + queued > nbd_config_fds_nonroot(cfg) ||
+            n_open + queued + FDS_READ_HEADROOM > cfg->fd_limit)
                 return -ETOOMANYREFS;
         return 0;
 }
@@ -1373,9 +1394,10 @@ static void conn_read(struct conn *c)
                          * its fds. */
                         nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
                         conn_fail(c, ETOOMANYREFS, 0,
-                                  "a message carried more file descriptors than one read takes "
-                                  "(%d) or than the helper has room for (fd_limit=%u)",
-                                  NBP_FRAME_MAX_FDS, c->srv->cfg->fd_limit);
+                                  "more file descriptors came than a frame takes "
+                                  "(max_fds_per_frame=%zu) or than the helper has room for now "
+                                  "(a uid's share, fd_limit / 8: %u)",
+                                  c->rd.max_fds, nbd_config_fds_per_uid(c->srv->cfg));
                         return;
                 }
                 if (r < 0) {
@@ -1446,12 +1468,29 @@ static void conn_close_later(struct conn *c)
 
 /* The connection is gone for good: its socket closed, its uid's count of
  * connections and fds let go. */
+/* A connection socket whose close costs nothing: its queue holds no fds
+ * (and, shut for reading, can get none: its peer's sends fail). Closing
+ * such sockets here keeps a uid's ordinary hang-ups out of the closer,
+ * where one of its own lingering closes could hold them, and its share. */
+static bool queue_holds_no_fds(int fd)
+{
+        unsigned n = 1;
+
+        (void)shutdown(fd, SHUT_RD);
+        return queued_fds(fd, &n) == 0 && n == 0;
+}
+
 static void conn_forget(struct conn *c)
 {
         struct nbd_server *s = c->srv;
         struct uid_fds *u = c->uid_fds;
+        /* Fds it sent may still wait in its socket: their release is the
+         * socket's, and could wait as long as their sender likes. Root's,
+         * like the socketpair's, cost what root makes them cost. */
+        bool in_place = c->no_rights || c->adopted || nbd_peer_is_root(&c->peer) ||
+                        queue_holds_no_fds(c->fd);
 
-        if (!c->no_rights && !c->adopted && !s->stopping && u && !closer_has_room(s, c->peer.uid)) {
+        if (!in_place && !s->stopping && u && !closer_has_room(s, c->peer.uid)) {
                 if (c->draining)
                         s->n_draining--;
                 c->draining = false;
@@ -1463,10 +1502,7 @@ static void conn_forget(struct conn *c)
         if (c->parked)
                 s->n_parked--;
         c->parked = false;
-        /* Fds it sent may still wait in its socket: their release is the
-         * socket's, and could wait as long as their sender likes. Root's,
-         * like the socketpair's, cost what root makes them cost. */
-        if (c->no_rights || c->adopted || nbd_peer_is_root(&c->peer))
+        if (in_place)
                 close(c->fd);
         else
                 nbd_closer_give(s->closer, c->peer.uid, c->fd);

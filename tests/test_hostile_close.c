@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,6 +459,165 @@ START_TEST(test_a_lingering_uid_holds_no_more_than_its_share_of_fds)
 }
 END_TEST
 
+/* ---- one message over the share; one uid's stuck close and another's ---- */
+
+#define BIG_MESSAGE 30
+
+/* As uid 65534: one Ping bringing BIG_MESSAGE lingering sockets, its
+ * copies dropped; held until hold closes. */
+static int attack_one_big_message(const char *sock, int ready, int hold)
+{
+        int keep[BIG_MESSAGE][2], tcp[BIG_MESSAGE], conn;
+        char word = 1, c;
+
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                return 100;
+        for (int i = 0; i < BIG_MESSAGE; i++)
+                if ((tcp[i] = lingering_tcp_socket(keep[i])) < 0)
+                        return 101;
+        conn = tu_raw_connect(sock);
+        tu_raw_hello(conn);
+        if (send_ping_with_fds(conn, 1, tcp, BIG_MESSAGE) < 0)
+                return 102;
+        if (write(ready, &word, 1) != 1)
+                return 104;
+        while (read(hold, &c, 1) > 0)
+                ;
+        return 0;
+}
+
+/* One message of 30 lingering sockets from a uid whose share is 8: the
+ * peek's check was only against 64 fds a read and fd_limit, so the helper
+ * took them all (fds 13 -> 45; with 48, 64, and root could not connect).
+ * Now a message over what a frame takes, or over the uid's share of the
+ * closer, is refused unread, its socket to the closer. */
+START_TEST(test_one_message_over_a_uids_share_is_refused_unread)
+{
+        struct tu_helper h;
+        int ready[2], hold[2], fds, most = 0, status, root;
+        char word;
+        pid_t pid;
+
+        tu_private_netns();
+        free(tu_sh("ip link set lo up"));
+        tu_helper_start(&h, TU_ALLOW "[policy uid 65534]\nops = tap_create\nname_prefixes = nbv\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        fds = tu_fd_count(h.pid);
+        ck_assert_int_eq(pipe(ready), 0);
+        ck_assert_int_eq(pipe(hold), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(ready[0]);
+                close(hold[1]);
+                _exit(attack_one_big_message(h.sock, ready[1], hold[0]));
+        }
+        close(ready[1]);
+        close(hold[0]);
+        ck_assert_msg(read(ready[0], &word, 1) == 1, "the attack could not be made");
+        for (int i = 0; i < 50; i++) {
+                int n = tu_fd_count(h.pid);
+                most = n > most ? n : most;
+                usleep(20000);
+        }
+        /* Root connects and is answered while the lingers last. */
+        root = tu_raw_connect(h.sock);
+        tu_raw_hello(root);
+        uint64_t t = th_ping_us(root, 1);
+        printf("hostile: one message of %d lingering sockets from a uid whose share is 8: helper "
+               "fds %d -> at most %d; a new root connection's Ping %.1f ms\n",
+               BIG_MESSAGE, fds, most, t / 1000.0);
+        fflush(stdout);
+        /* idle + the attacker's connection + its socket in the closer +
+         * the closer's eventfd, a few for the machine's timing. */
+        ck_assert_int_le(most, fds + 8);
+        close(root);
+        close(hold[1]);
+        close(ready[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "attacker status %d", status);
+        tu_assert_fd_count_settles(h.pid, fds, (LINGER_S + 5) * 1000);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
+#define VICTIM_ROUNDS 11
+
+/* As uid 65533: VICTIM_ROUNDS times connect, Ping, hang up; each Ping
+ * answered within 2 s, else exit 10 + the round. */
+static int victim(const char *sock)
+{
+        if (setgroups(0, NULL) < 0 || setgid(65533) < 0 || setuid(65533) < 0)
+                return 100;
+        for (int i = 0; i < VICTIM_ROUNDS; i++) {
+                Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+                Netbroker__Ping ping = NETBROKER__PING__INIT;
+                int conn = tu_raw_connect(sock);
+                struct pollfd p = {.fd = conn, .events = POLLIN};
+                Netbroker__ServerMessage *m;
+
+                tu_raw_hello(conn);
+                op.op_case = NETBROKER__OP__OP_PING;
+                op.ping = &ping;
+                th_send_request(conn, 1, ops, 1, NULL, 0);
+                if (poll(&p, 1, 2000) != 1 || !(m = tu_raw_recv(conn, NULL)))
+                        return 10 + i;
+                netbroker__server_message__free_unpacked(m, NULL);
+                close(conn);
+        }
+        return 0;
+}
+
+/* One closer thread closed every uid's descriptors in turn: uid 65534's
+ * lingering socket held it, and behind it uid 65533's ordinary hang-ups
+ * (its connection sockets) filled 65533's share: from its ninth
+ * connection on, its Pings were not read. Now a connection whose queue
+ * holds no fds is closed in place, and each uid's closes have a thread of
+ * their own. */
+START_TEST(test_one_uids_stuck_close_does_not_hold_another_uids_hang_ups)
+{
+        struct tu_helper h;
+        int ready[2], hold[2], status;
+        char word = 0;
+        pid_t pid, v;
+
+        tu_private_netns();
+        free(tu_sh("ip link set lo up"));
+        tu_helper_start(&h, TU_ALLOW "[policy uid 65534]\nops = tap_create\nname_prefixes = nbv\n"
+                                     "[policy uid 65533]\nops = tap_create\nname_prefixes = nbw\n");
+        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        ck_assert_int_eq(pipe(ready), 0);
+        ck_assert_int_eq(pipe(hold), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(ready[0]);
+                close(hold[1]);
+                _exit(attack(h.sock, 65534, ON_A_PING, ready[1], hold[0]));
+        }
+        close(ready[1]);
+        close(hold[0]);
+        ck_assert_msg(read(ready[0], &word, 1) == 1 && word == 1, "the attack could not be made");
+        v = fork();
+        ck_assert_int_ge(v, 0);
+        if (v == 0)
+                _exit(victim(h.sock));
+        ck_assert_int_eq(waitpid(v, &status, 0), v);
+        printf("hostile: uid 65533's %d connections beside uid 65534's lingering close: %s\n",
+               VICTIM_ROUNDS,
+               WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "all answered" : "one not answered");
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "uid 65533's victim status %d (10 + n: round n's Ping got no answer in 2 s)",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        close(hold[1]);
+        close(ready[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        th_assert_serves(&h);
+        tu_helper_stop(&h);
+}
+END_TEST
+
 void hostile_add_close_tests(Suite *s)
 {
         TCase *tc = tcase_create("linger");
@@ -469,5 +629,7 @@ void hostile_add_close_tests(Suite *s)
         tcase_add_test(tc,
                        test_an_admitted_uids_lingering_socket_on_a_ping_does_not_freeze_the_loop);
         tcase_add_test(tc, test_a_lingering_uid_holds_no_more_than_its_share_of_fds);
+        tcase_add_test(tc, test_one_message_over_a_uids_share_is_refused_unread);
+        tcase_add_test(tc, test_one_uids_stuck_close_does_not_hold_another_uids_hang_ups);
         suite_add_tcase(s, tc);
 }

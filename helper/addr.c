@@ -120,6 +120,7 @@ int nbd_addr_delete(struct nbd_links *l, const struct nbd_addr *a, struct nbd_er
         return addr_call(l, a, false, err);
 }
 
+/* l NULL (on a lane): the name is left "", for nbd_addr_names. */
 static void addr_from(struct nbd_links *l, struct rtnl_addr *o, struct nbd_addr *ret)
 {
         struct nl_addr *local = rtnl_addr_get_local(o), *brd = rtnl_addr_get_broadcast(o);
@@ -137,22 +138,20 @@ static void addr_from(struct nbd_links *l, struct rtnl_addr *o, struct nbd_addr 
         ret->noprefixroute = rtnl_addr_get_flags(o) & IFA_F_NOPREFIXROUTE;
         ret->ifindex = rtnl_addr_get_ifindex(o);
         ret->scope = (unsigned)rtnl_addr_get_scope(o);
-        name = nbd_links_name_of(l, ret->ifindex);
+        name = l ? nbd_links_name_of(l, ret->ifindex) : NULL;
         snprintf(ret->ifname, IFNAMSIZ, "%s", name ? name : "");
 }
 
-int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
-                  struct nbd_err *err)
+/* The addresses (of ifindex only, when not 0) over nl, named through l
+ * when l is not NULL. */
+static int addr_read(struct nbd_netlink *nl, struct nbd_links *l, int ifindex,
+                     struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err)
 {
-        struct nbd_netlink *nl = nbd_links_netlink(l);
         struct nl_cache *cache = NULL;
         struct nbd_addr *v = NULL;
         size_t n = 0;
-        int ifindex = 0, r = 0;
+        int r;
 
-        if (ifname && (r = nbd_links_ifindex(l, ifname, &ifindex)) < 0)
-                return nbd_err_set(err, r, "no interface %s", ifname);
-        nbd_links_sync(l); /* names of interfaces made meanwhile */
         nbd_netlink_begin(nl);
         r = rtnl_addr_alloc_cache(nl->req, &cache);
         nbd_netlink_sent(1);
@@ -179,6 +178,39 @@ out:
         free(v);
         nl_cache_free(cache);
         return r;
+}
+
+int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
+                  struct nbd_err *err)
+{
+        int ifindex = 0, r;
+
+        if (ifname && (r = nbd_links_ifindex(l, ifname, &ifindex)) < 0)
+                return nbd_err_set(err, r, "no interface %s", ifname);
+        nbd_links_sync(l); /* names of interfaces made meanwhile */
+        return addr_read(nbd_links_netlink(l), l, ifindex, ret, ret_n, err);
+}
+
+int nbd_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err)
+{
+        struct nbd_netlink own;
+        int r = nbd_netlink_open_req(&own);
+
+        if (r < 0)
+                return nbd_err_set(err, r, "cannot open a socket to list addresses: %s",
+                                   strerror(-r));
+        r = addr_read(&own, NULL, ifindex, ret, ret_n, err);
+        nbd_netlink_close(&own);
+        return r;
+}
+
+void nbd_addr_names(struct nbd_links *l, struct nbd_addr *v, size_t n)
+{
+        nbd_links_sync(l); /* names of interfaces made meanwhile */
+        for (size_t i = 0; i < n; i++) {
+                const char *name = nbd_links_name_of(l, v[i].ifindex);
+                snprintf(v[i].ifname, IFNAMSIZ, "%s", name ? name : "");
+        }
 }
 
 /* ---- routes ---- */

@@ -62,6 +62,12 @@ int nbd_addr_delete(struct nbd_links *l, const struct nbd_addr *a, struct nbd_er
  * array (free it). */
 int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
                   struct nbd_err *err);
+/* The same for AddrList on the links' lane (issue 14): every address
+ * (ifindex 0) or those of ifindex, over a socket of the call's own, the
+ * names left "" (the lane must not read the loop's interface map). */
+int nbd_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err);
+/* On the loop, after: name each address's interface ("" if gone). */
+void nbd_addr_names(struct nbd_links *l, struct nbd_addr *v, size_t n);
 
 /* Route changes run on the links' lane (issue 14), as listings do:
  * with l NULL, nbd_route_add, nbd_route_delete and nbd_route_restore

@@ -70,6 +70,10 @@ struct nbd_backend_links {
         int (*restore)(struct nbd_links *l, const char *name, const struct nbd_link_state *st);
         int (*show)(struct nbd_netlink *nl, const char *name, struct nbd_link_info **ret,
                     size_t *ret_n, struct nbd_err *e);
+        /* The same over a socket of the call's own: LinkList's, on the
+         * links' lane. */
+        int (*show_own)(const char *name, struct nbd_link_info **ret, size_t *ret_n,
+                        struct nbd_err *e);
 };
 
 /* Bandwidth: bandwidth.h, and bandwidth_show.h's show. */
@@ -83,8 +87,8 @@ struct nbd_backend_bw {
         int (*clear)(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
         int (*flush)(struct nbd_bw *bw);
         int (*get)(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);
-        int (*show)(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
-                    struct nbd_err *e);
+        /* Over a socket of the call's own: runs on the links' lane. */
+        int (*show)(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e);
 };
 
 /* The firewall: fw_kernel.h. */
@@ -156,6 +160,9 @@ struct nbd_backend_net {
         int (*addr_delete)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
         int (*addr_list)(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
                          size_t *ret_n, struct nbd_err *err);
+        /* AddrList's: the dump on the links' lane, the names on the loop. */
+        int (*addr_dump)(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err);
+        void (*addr_names)(struct nbd_links *l, struct nbd_addr *v, size_t n);
         int (*route_add)(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
         int (*route_delete)(struct nbd_links *l, const struct nbd_route *r,
                             struct nbd_route_saved **ret_saved, struct nbd_err *err);

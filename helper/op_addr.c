@@ -301,13 +301,74 @@ static int add_addr_info(Netbroker__AddrListResult *l, const struct nbd_addr *a)
         return 0;
 }
 
+/* An AddrList's dump runs on the links' lane (issue 14): the kernel sends
+ * the whole namespace's addresses (16,000 held the loop for tens of
+ * milliseconds). The loop looks the named interface up before, and, after,
+ * names the addresses' interfaces and keeps those the caller may see. */
+struct addr_listing {
+        const struct nbd_backend *be;
+        struct nbd_links *links;
+        Netbroker__Result *res;
+        int ifindex; /* 0: every interface */
+        struct nbd_addr *v;
+        size_t n;
+        struct nbd_err err;
+        int r;
+};
+
+static void addr_listing_free(void *data)
+{
+        struct addr_listing *w = data;
+
+        free(w->v);
+        free(w);
+}
+
+/* Kept with the job until it is freed (a lane's call may outlive the op):
+ * a listing has nothing to undo. */
+static void addr_listing_kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
+/* On the links' lane. */
+static void addr_listing_read(void *data)
+{
+        struct addr_listing *w = data;
+
+        w->r = w->be->net.addr_dump(w->ifindex, &w->v, &w->n, &w->err);
+        nbd_test_hold_point("ADDR_LIST_READ");
+}
+
+static void addr_listing_done(struct nbd_job *job, void *data)
+{
+        struct addr_listing *w = data;
+        Netbroker__AddrListResult *l = w->res->addr_list;
+        int r = w->r;
+
+        if (r < 0) {
+                nbd_result_set(w->res, r, "addr list: %s", w->err.msg);
+                return;
+        }
+        w->be->net.addr_names(w->links, w->v, w->n);
+        l->addrs = calloc(w->n ? w->n : 1, sizeof(*l->addrs));
+        r = l->addrs ? 0 : -ENOMEM;
+        for (size_t i = 0; i < w->n && r == 0; i++)
+                if (may_see(job, w->v[i].ifname))
+                        r = add_addr_info(l, &w->v[i]);
+        free(w->v);
+        w->v = NULL;
+        if (r < 0)
+                nbd_result_set(w->res, r, "addr list: out of memory");
+}
+
 static int run_addr_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *name = op->addr_list->ifname;
         Netbroker__AddrListResult *l = malloc(sizeof(*l));
-        struct nbd_addr *v = NULL;
-        struct nbd_err err;
-        size_t n = 0;
+        struct addr_listing *w;
         int r;
 
         if (!l)
@@ -317,16 +378,18 @@ static int run_addr_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker
         res->addr_list = l;
         if (name[0] && (r = nbd_job_check_owned(job, name, res)))
                 return r;
-        r = be_of(job)->net.addr_list(links_of(job), name[0] ? name : NULL, &v, &n, &err);
-        if (r < 0)
-                return nbd_result_set(res, r, "addr list: %s", err.msg);
-        l->addrs = calloc(n ? n : 1, sizeof(*l->addrs));
-        r = l->addrs ? 0 : -ENOMEM;
-        for (size_t i = 0; i < n && r == 0; i++)
-                if (may_see(job, v[i].ifname))
-                        r = add_addr_info(l, &v[i]);
-        free(v);
-        return r < 0 ? nbd_result_set(res, r, "addr list: out of memory") : 0;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return nbd_result_set(res, -ENOMEM, "addr list: out of memory");
+        *w = (struct addr_listing){.be = be_of(job), .links = links_of(job), .res = res};
+        if (name[0] && (r = w->be->links.ifindex(w->links, name, &w->ifindex)) < 0) {
+                addr_listing_free(w);
+                return nbd_result_set(res, r, "addr list: no interface %s", name);
+        }
+        if (nbd_job_on_failure_call(job, addr_listing_kept, addr_listing_free, w) < 0)
+                return nbd_result_set(res, -ENOMEM, "addr list: out of memory"); /* w freed */
+        nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, addr_listing_read, addr_listing_done, w);
+        return -(int)res->status;
 }
 
 /* ---- routes ---- */

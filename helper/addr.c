@@ -120,11 +120,11 @@ int nbd_addr_delete(struct nbd_links *l, const struct nbd_addr *a, struct nbd_er
         return addr_call(l, a, false, err);
 }
 
-/* l NULL (on a lane): the name is left "", for nbd_addr_names. */
-static void addr_from(struct nbd_links *l, struct rtnl_addr *o, struct nbd_addr *ret)
+/* The name is left "": the lane must not read the interface map
+ * (nbd_addr_names, on the loop, fills it). */
+static void addr_from(struct rtnl_addr *o, struct nbd_addr *ret)
 {
         struct nl_addr *local = rtnl_addr_get_local(o), *brd = rtnl_addr_get_broadcast(o);
-        const char *name;
 
         memset(ret, 0, sizeof(*ret));
         ret->family = rtnl_addr_get_family(o);
@@ -138,14 +138,11 @@ static void addr_from(struct nbd_links *l, struct rtnl_addr *o, struct nbd_addr 
         ret->noprefixroute = rtnl_addr_get_flags(o) & IFA_F_NOPREFIXROUTE;
         ret->ifindex = rtnl_addr_get_ifindex(o);
         ret->scope = (unsigned)rtnl_addr_get_scope(o);
-        name = l ? nbd_links_name_of(l, ret->ifindex) : NULL;
-        snprintf(ret->ifname, IFNAMSIZ, "%s", name ? name : "");
 }
 
-/* The addresses (of ifindex only, when not 0) over nl, named through l
- * when l is not NULL. */
-static int addr_read(struct nbd_netlink *nl, struct nbd_links *l, int ifindex,
-                     struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err)
+/* The addresses (of ifindex only, when not 0) over nl. */
+static int addr_read(struct nbd_netlink *nl, int ifindex, struct nbd_addr **ret, size_t *ret_n,
+                     struct nbd_err *err)
 {
         struct nl_cache *cache = NULL;
         struct nbd_addr *v = NULL;
@@ -169,7 +166,7 @@ static int addr_read(struct nbd_netlink *nl, struct nbd_links *l, int ifindex,
                 if ((fam != AF_INET && fam != AF_INET6) || !rtnl_addr_get_local(a) ||
                     (ifindex && rtnl_addr_get_ifindex(a) != ifindex))
                         continue;
-                addr_from(l, a, &v[n++]);
+                addr_from(a, &v[n++]);
         }
         *ret = v;
         *ret_n = n;
@@ -180,17 +177,6 @@ out:
         return r;
 }
 
-int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
-                  struct nbd_err *err)
-{
-        int ifindex = 0, r;
-
-        if (ifname && (r = nbd_links_ifindex(l, ifname, &ifindex)) < 0)
-                return nbd_err_set(err, r, "no interface %s", ifname);
-        nbd_links_sync(l); /* names of interfaces made meanwhile */
-        return addr_read(nbd_links_netlink(l), l, ifindex, ret, ret_n, err);
-}
-
 int nbd_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err)
 {
         struct nbd_netlink own;
@@ -199,7 +185,7 @@ int nbd_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_
         if (r < 0)
                 return nbd_err_set(err, r, "cannot open a socket to list addresses: %s",
                                    strerror(-r));
-        r = addr_read(&own, NULL, ifindex, ret, ret_n, err);
+        r = addr_read(&own, ifindex, ret, ret_n, err);
         nbd_netlink_close(&own);
         return r;
 }

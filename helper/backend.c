@@ -95,7 +95,6 @@ const struct nbd_backend nbd_kernel_backend = {
                 {
                         .addr_add = nbd_addr_add,
                         .addr_delete = nbd_addr_delete,
-                        .addr_list = nbd_addr_list,
                         .addr_dump = nbd_addr_dump,
                         .addr_names = nbd_addr_names,
                         .route_add = nbd_route_add,

@@ -152,15 +152,15 @@ struct nbd_backend_spawn {
 };
 
 /* Virtual networks, part 1: addresses, routes and sysctls (addr.h).
- * Addresses over the links' request socket; routes on the links' lane,
+ * Address changes over the links' request socket, their reads on the
+ * links' lane over sockets of their own; routes on the links' lane,
  * over sockets of their own (a listing's dumps, a change and a deletion's
  * read: l NULL), or on the loop over the links' socket (an undo). */
 struct nbd_backend_net {
         int (*addr_add)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
         int (*addr_delete)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
-        int (*addr_list)(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
-                         size_t *ret_n, struct nbd_err *err);
-        /* AddrList's: the dump on the links' lane, the names on the loop. */
+        /* AddrList's and AddrDelete's read, on the links' lane; the
+         * names after, on the loop. */
         int (*addr_dump)(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err);
         void (*addr_names)(struct nbd_links *l, struct nbd_addr *v, size_t n);
         int (*route_add)(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);

@@ -4,11 +4,12 @@
  * interface against the caller's ownership before the batch runs; each
  * change records how to undo it should a later op of the batch fail. They
  * need the links' capability, so they run in the links' order (behind a
- * LinkDelete's group deletion on the links' lane): an address or sysctl
- * op is one short rtnetlink request, or a write under /proc/sys/net, on
- * the loop, as LinkSet is; a route op's kernel work (RouteList's dumps, a
- * RouteDelete's read of its table, every route change), which grows with
- * the routing table, runs on the links' lane. */
+ * LinkDelete's group deletion on the links' lane): an address change or
+ * sysctl op is one short rtnetlink request, or a write under
+ * /proc/sys/net, on the loop, as LinkSet is; what grows with the
+ * namespace runs on the links' lane: the reads of every address
+ * (AddrList's, AddrDelete's) and a route op's kernel work (RouteList's
+ * dumps, a RouteDelete's read of its table, every route change). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -212,46 +213,127 @@ static int run_addr_add(struct nbd_job *job, const Netbroker__Op *op, Netbroker_
         return remember_addr(job, &a, false, res, "addr add");
 }
 
-/* The address as the interface has it (its broadcast and flags, to put
- * it back as it was): 0, -EADDRNOTAVAIL, or -errno with err set. */
-static int find_addr(struct nbd_job *job, const struct nbd_addr *want, struct nbd_addr *ret,
-                     struct nbd_err *err)
-{
-        struct nbd_addr *v = NULL;
-        size_t n = 0;
-        int r = be_of(job)->net.addr_list(links_of(job), want->ifname, &v, &n, err);
+/* AddrDelete reads the interface's addresses to find the one it deletes
+ * (its broadcast and flags, to put it back as it was). The kernel sends
+ * every address of the namespace, so the read runs on the links' lane
+ * (issue 14: nbd_job_on_lane_first), over a socket of its own, and the
+ * op, run again when it is in, deletes on the loop. The job's slot holds
+ * the read between the two runs; the job frees it. */
+struct addr_find {
+        const struct nbd_backend *be;
+        int ifindex;
+        struct nbd_addr *v;
+        size_t n;
+        struct nbd_err err;
+        int r;
+};
 
-        if (r < 0)
-                return r;
-        r = -EADDRNOTAVAIL;
-        for (size_t i = 0; i < n && r; i++)
-                if (v[i].family == want->family && v[i].prefix_len == want->prefix_len &&
-                    memcmp(v[i].addr, want->addr, want->family == AF_INET ? 4 : 16) == 0) {
-                        *ret = v[i];
+static const char addr_find_key;
+
+static void addr_find_free(void *data)
+{
+        struct addr_find *w = data;
+
+        free(w->v);
+        free(w);
+}
+
+/* Kept with the job until it is freed (a lane's call may outlive the op):
+ * a read has nothing to undo. */
+static void read_kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
+/* On the links' lane (or here, without one). */
+static void addr_find_read(void *data)
+{
+        struct addr_find *w = data;
+
+        w->r = w->be->net.addr_dump(w->ifindex, &w->v, &w->n, &w->err);
+        nbd_test_hold_point("ADDR_DELETE_READ");
+}
+
+/* The addresses of ifname: 0 with *ret_w the read (w->r says how it
+ * went; the job frees w); 0 with *ret_w NULL when the read went to the
+ * lane (res untouched: the op runs again when it is in); -errno, res
+ * set. */
+static int addr_find_first(struct nbd_job *job, const char *ifname, Netbroker__Result *res,
+                           struct addr_find **ret_w)
+{
+        void **slot = nbd_job_slot(job, &addr_find_key);
+        struct addr_find *w;
+        int r;
+
+        *ret_w = NULL;
+        if (slot && *slot) {
+                /* Run again: the read is in. A later AddrDelete reads anew. */
+                *ret_w = *slot;
+                *slot = NULL;
+                return 0;
+        }
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return nbd_result_set(res, -ENOMEM, "addr delete: out of memory");
+        w->be = be_of(job);
+        r = w->be->links.ifindex(links_of(job), ifname, &w->ifindex);
+        if (r < 0) {
+                free(w);
+                return nbd_result_set(res, r, "addr delete: no interface %s", ifname);
+        }
+        if (nbd_job_on_failure_call(job, read_kept, addr_find_free, w) < 0) /* frees w */
+                return nbd_result_set(res, -ENOMEM, "addr delete: out of memory");
+        if (slot) {
+                *slot = w;
+                if (nbd_job_on_lane_first(job, NBD_NEEDS_LINKS, addr_find_read, w))
+                        return 0;
+                *slot = NULL;
+        } else {
+                /* Every slot taken (a batch of many kinds): read here. */
+                addr_find_read(w);
+        }
+        *ret_w = w;
+        return 0;
+}
+
+/* The address as the interface has it: 0, or -EADDRNOTAVAIL. */
+static int find_addr(const struct addr_find *w, const struct nbd_addr *want, struct nbd_addr *ret)
+{
+        for (size_t i = 0; i < w->n; i++)
+                if (w->v[i].family == want->family && w->v[i].prefix_len == want->prefix_len &&
+                    memcmp(w->v[i].addr, want->addr, want->family == AF_INET ? 4 : 16) == 0) {
+                        *ret = w->v[i];
                         snprintf(ret->ifname, sizeof(ret->ifname), "%s", want->ifname);
-                        r = 0;
+                        return 0;
                 }
-        free(v);
-        return r;
+        return -EADDRNOTAVAIL;
 }
 
 static int run_addr_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__AddrDelete *m = op->addr_delete;
         struct nbd_addr want, had;
+        struct addr_find *w;
         struct nbd_err err;
         int r;
 
         if ((r = nbd_job_check_owned(job, m->ifname, res)) ||
             (r = parse_addr(m->ifname, m->address, m->prefix_len, NULL, false, &want, res,
-                            "addr delete")))
+                            "addr delete")) ||
+            (r = addr_find_first(job, m->ifname, res, &w)) || !w)
                 return r;
-        r = find_addr(job, &want, &had, &err);
+        if (w->r < 0)
+                return nbd_result_set(res, w->r, "addr delete: %s", w->err.msg);
+        r = find_addr(w, &want, &had);
+        free(w->v); /* the rest of w stays with the job until it ends */
+        w->v = NULL;
+        w->n = 0;
         if (r == -EADDRNOTAVAIL) /* clean-up that finds nothing to clean */
                 return nbd_result_set(res, 0, "addr delete: %s does not have %s/%u: nothing to do",
                                       m->ifname, m->address, m->prefix_len);
-        if (r == 0)
-                r = be_of(job)->net.addr_delete(links_of(job), &had, &err);
+        r = be_of(job)->net.addr_delete(links_of(job), &had, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "addr delete: %s", err.msg);
         return remember_addr(job, &had, true, res, "addr delete");
@@ -324,15 +406,6 @@ static void addr_listing_free(void *data)
         free(w);
 }
 
-/* Kept with the job until it is freed (a lane's call may outlive the op):
- * a listing has nothing to undo. */
-static void addr_listing_kept(struct nbd_job *job, void *data, size_t failed)
-{
-        (void)job;
-        (void)data;
-        (void)failed;
-}
-
 /* On the links' lane. */
 static void addr_listing_read(void *data)
 {
@@ -386,7 +459,7 @@ static int run_addr_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker
                 addr_listing_free(w);
                 return nbd_result_set(res, r, "addr list: no interface %s", name);
         }
-        if (nbd_job_on_failure_call(job, addr_listing_kept, addr_listing_free, w) < 0)
+        if (nbd_job_on_failure_call(job, read_kept, addr_listing_free, w) < 0)
                 return nbd_result_set(res, -ENOMEM, "addr list: out of memory"); /* w freed */
         nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, addr_listing_read, addr_listing_done, w);
         return -(int)res->status;

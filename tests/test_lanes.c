@@ -1368,7 +1368,7 @@ END_TEST
  * loop, A was answered before the hold was ever reached, and at 4,096
  * devices or 16,000 addresses every other client waited 38-114 ms.) */
 static void pings_pass_a_held_listing(const char *point, int (*add)(nb_batch *b, const char *n),
-                                      const char *name)
+                                      const char *name, const char *setup)
 {
         char hold[] = "/tmp/nbtest-hold-XXXXXX", what[96];
         struct tu_helper h;
@@ -1378,6 +1378,8 @@ static void pings_pass_a_held_listing(const char *point, int (*add)(nb_batch *b,
         int fd;
 
         start_held_at(&h, hold, TU_ALLOW, point, "dl0", "dl1");
+        if (setup)
+                free(tu_sh("%s", setup));
         ck_assert_int_eq(nb_connect(h.sock, &b), 0);
         ping_ok(b);
         fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
@@ -1401,19 +1403,39 @@ static void pings_pass_a_held_listing(const char *point, int (*add)(nb_batch *b,
 
 START_TEST(test_ping_passes_another_clients_link_list)
 {
-        pings_pass_a_held_listing("LINK_LIST_READ", nb_batch_link_list, NULL);
+        pings_pass_a_held_listing("LINK_LIST_READ", nb_batch_link_list, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_ping_passes_another_clients_addr_list)
 {
-        pings_pass_a_held_listing("ADDR_LIST_READ", nb_batch_addr_list, NULL);
+        pings_pass_a_held_listing("ADDR_LIST_READ", nb_batch_addr_list, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_ping_passes_another_clients_bandwidth_show)
 {
-        pings_pass_a_held_listing("BANDWIDTH_SHOW_READ", nb_batch_bandwidth_show, "dl0");
+        pings_pass_a_held_listing("BANDWIDTH_SHOW_READ", nb_batch_bandwidth_show, "dl0", NULL);
+}
+END_TEST
+
+static int delete_held_addr(nb_batch *b, const char *ifname)
+{
+        return nb_batch_addr_delete(b, ifname, "10.77.0.1", 24);
+}
+
+/* AddrDelete reads every address of the namespace to find the one it
+ * deletes: on the links' lane too, and the op, run again after, deletes
+ * it. */
+START_TEST(test_ping_passes_another_clients_addr_delete_read)
+{
+        char *out;
+
+        pings_pass_a_held_listing("ADDR_DELETE_READ", delete_held_addr, "dl0",
+                                  "ip addr add 10.77.0.1/24 dev dl0");
+        out = tu_sh("ip -o addr show dev dl0");
+        ck_assert_msg(!strstr(out, "10.77.0.1"), "the address is still there: %s", out);
+        free(out);
 }
 END_TEST
 
@@ -3074,6 +3096,7 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_ping_passes_another_clients_link_list);
         tcase_add_test(hol, test_ping_passes_another_clients_addr_list);
         tcase_add_test(hol, test_ping_passes_another_clients_bandwidth_show);
+        tcase_add_test(hol, test_ping_passes_another_clients_addr_delete_read);
         tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);
         tcase_add_test(hol, test_ping_passes_another_clients_network_commit_and_network_listing);
         tcase_add_test(hol, test_a_users_apply_is_validated_without_counting_the_rules);

@@ -1313,22 +1313,6 @@ static int fake_addr_change(struct nbd_links *l, const struct nbd_addr *a, struc
         return fake_iface(l, a->ifname, err);
 }
 
-static int fake_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
-                          size_t *ret_n, struct nbd_err *err)
-{
-        struct nbd_addr *v;
-        int r = ifname ? fake_iface(l, ifname, err) : 0;
-
-        if (r < 0)
-                return r;
-        v = calloc(1, sizeof(*v));
-        if (!v)
-                return nbd_err_oom(err, "listing addresses");
-        *ret = v;
-        *ret_n = 0;
-        return 0;
-}
-
 static int fake_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err)
 {
         struct nbd_addr *v = calloc(1, sizeof(*v));
@@ -1580,7 +1564,6 @@ const struct nbd_backend nbd_fake_backend = {
                 {
                         .addr_add = fake_addr_change,
                         .addr_delete = fake_addr_change,
-                        .addr_list = fake_addr_list,
                         .addr_dump = fake_addr_dump,
                         .addr_names = fake_addr_names,
                         .route_add = fake_route_change,

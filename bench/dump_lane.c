@@ -3,7 +3,8 @@
  * namespace (issue 14): a helper in the namespace this runs in (run it
  * with bench/dump_lane.sh, which makes a fresh one and its N taps with A
  * addresses each), then R rounds of each listing, LinkList, AddrList and
- * BandwidthShow (of one tap; its dumps are of every qdisc and class): root
+ * BandwidthShow (of one tap; its dumps are of every qdisc and class), and
+ * AddrDelete of an address the tap has not (it reads every address): root
  * sends it back to back for 200 ms while another root client pings back
  * to back; each round's worst Ping and the listing's median time are
  * kept, and the medians of the rounds printed.
@@ -111,14 +112,16 @@ static void one_listing(nb_conn *c, int kind)
                 nb_batch_link_list(b, NULL);
         else if (kind == 1)
                 nb_batch_addr_list(b, NULL);
-        else
+        else if (kind == 2)
                 nb_batch_bandwidth_show(b, "dt0");
+        else /* an address dt0 has not: nothing deleted, every one read */
+                nb_batch_addr_delete(b, "dt0", "10.250.0.1", 32);
         submit(c, b);
 }
 
 int main(int argc, char **argv)
 {
-        static const char *names[] = {"LinkList", "AddrList", "BandwidthShow"};
+        static const char *names[] = {"LinkList", "AddrList", "BandwidthShow", "AddrDelete"};
         int rounds = argc > 2 ? atoi(argv[2]) : 7, r;
         double worst[64], took[64], each[4096];
         char *hargv[6];
@@ -147,7 +150,7 @@ int main(int argc, char **argv)
                 die("spawn", r);
         for (int i = 0; i < 5000 && nb_connect(sock, &c) < 0; i++)
                 usleep(2000);
-        for (int kind = 0; kind < 3; kind++) {
+        for (int kind = 0; kind < 4; kind++) {
                 for (int k = 0; k < rounds; k++) {
                         struct pinger pg = {.sock = sock};
                         pthread_t t;

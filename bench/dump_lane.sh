@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Another client's worst Ping while LinkList, AddrList and BandwidthShow
-# read the whole namespace: bench/dump_lane.c, in a network namespace of
-# its own (gone when it ends) with TAPS taps of ADDRS IPv4 addresses each.
+# Another client's worst Ping while LinkList, AddrList, BandwidthShow and
+# AddrDelete read the whole namespace: bench/dump_lane.c, in a network
+# namespace of its own (gone when it ends) with TAPS taps of ADDRS IPv4
+# addresses each.
 #   bash bench/dump_lane.sh BUILD_DIR [TAPS [ADDRS [ROUNDS]]]   (4096 4 7)
 set -euo pipefail
 build=$(realpath "${1:?usage: dump_lane.sh BUILD_DIR [TAPS [ADDRS [ROUNDS]]]}")

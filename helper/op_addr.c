@@ -221,6 +221,7 @@ static int run_addr_add(struct nbd_job *job, const Netbroker__Op *op, Netbroker_
  * the read between the two runs; the job frees it. */
 struct addr_find {
         const struct nbd_backend *be;
+        size_t op; /* the op it is for (nbd_job_op_index) */
         int ifindex;
         struct nbd_addr *v;
         size_t n;
@@ -269,15 +270,20 @@ static int addr_find_first(struct nbd_job *job, const char *ifname, Netbroker__R
 
         *ret_w = NULL;
         if (slot && *slot) {
-                /* Run again: the read is in. A later AddrDelete reads anew. */
-                *ret_w = *slot;
+                /* Run again: the read is in. Another op's (this op's checks
+                 * failed when it ran again) is not this one's: read anew. */
+                w = *slot;
                 *slot = NULL;
-                return 0;
+                if (w->op == nbd_job_op_index(job)) {
+                        *ret_w = w;
+                        return 0;
+                }
         }
         w = calloc(1, sizeof(*w));
         if (!w)
                 return nbd_result_set(res, -ENOMEM, "addr delete: out of memory");
         w->be = be_of(job);
+        w->op = nbd_job_op_index(job);
         r = w->be->links.ifindex(links_of(job), ifname, &w->ifindex);
         if (r < 0) {
                 free(w);

@@ -120,10 +120,11 @@ int nbd_addr_delete(struct nbd_links *l, const struct nbd_addr *a, struct nbd_er
         return addr_call(l, a, false, err);
 }
 
-static void addr_from(struct nbd_links *l, struct rtnl_addr *o, struct nbd_addr *ret)
+/* The name is left "": the lane must not read the interface map
+ * (nbd_addr_names, on the loop, fills it). */
+static void addr_from(struct rtnl_addr *o, struct nbd_addr *ret)
 {
         struct nl_addr *local = rtnl_addr_get_local(o), *brd = rtnl_addr_get_broadcast(o);
-        const char *name;
 
         memset(ret, 0, sizeof(*ret));
         ret->family = rtnl_addr_get_family(o);
@@ -137,22 +138,17 @@ static void addr_from(struct nbd_links *l, struct rtnl_addr *o, struct nbd_addr 
         ret->noprefixroute = rtnl_addr_get_flags(o) & IFA_F_NOPREFIXROUTE;
         ret->ifindex = rtnl_addr_get_ifindex(o);
         ret->scope = (unsigned)rtnl_addr_get_scope(o);
-        name = nbd_links_name_of(l, ret->ifindex);
-        snprintf(ret->ifname, IFNAMSIZ, "%s", name ? name : "");
 }
 
-int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
-                  struct nbd_err *err)
+/* The addresses (of ifindex only, when not 0) over nl. */
+static int addr_read(struct nbd_netlink *nl, int ifindex, struct nbd_addr **ret, size_t *ret_n,
+                     struct nbd_err *err)
 {
-        struct nbd_netlink *nl = nbd_links_netlink(l);
         struct nl_cache *cache = NULL;
         struct nbd_addr *v = NULL;
         size_t n = 0;
-        int ifindex = 0, r = 0;
+        int r;
 
-        if (ifname && (r = nbd_links_ifindex(l, ifname, &ifindex)) < 0)
-                return nbd_err_set(err, r, "no interface %s", ifname);
-        nbd_links_sync(l); /* names of interfaces made meanwhile */
         nbd_netlink_begin(nl);
         r = rtnl_addr_alloc_cache(nl->req, &cache);
         nbd_netlink_sent(1);
@@ -170,7 +166,7 @@ int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret
                 if ((fam != AF_INET && fam != AF_INET6) || !rtnl_addr_get_local(a) ||
                     (ifindex && rtnl_addr_get_ifindex(a) != ifindex))
                         continue;
-                addr_from(l, a, &v[n++]);
+                addr_from(a, &v[n++]);
         }
         *ret = v;
         *ret_n = n;
@@ -179,6 +175,28 @@ out:
         free(v);
         nl_cache_free(cache);
         return r;
+}
+
+int nbd_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err)
+{
+        struct nbd_netlink own;
+        int r = nbd_netlink_open_req(&own);
+
+        if (r < 0)
+                return nbd_err_set(err, r, "cannot open a socket to list addresses: %s",
+                                   strerror(-r));
+        r = addr_read(&own, ifindex, ret, ret_n, err);
+        nbd_netlink_close(&own);
+        return r;
+}
+
+void nbd_addr_names(struct nbd_links *l, struct nbd_addr *v, size_t n)
+{
+        nbd_links_sync(l); /* names of interfaces made meanwhile */
+        for (size_t i = 0; i < n; i++) {
+                const char *name = nbd_links_name_of(l, v[i].ifindex);
+                snprintf(v[i].ifname, IFNAMSIZ, "%s", name ? name : "");
+        }
 }
 
 /* ---- routes ---- */

@@ -58,10 +58,13 @@ struct nbd_route_filter {
 int nbd_addr_add(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
 /* -EADDRNOTAVAIL when the interface does not have it. */
 int nbd_addr_delete(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
-/* Every address (ifname NULL) or those of one interface, in a malloc'ed
- * array (free it). */
-int nbd_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret, size_t *ret_n,
-                  struct nbd_err *err);
+/* Every address (ifindex 0) or those of ifindex, in a malloc'ed array
+ * (free it), over a socket of the call's own: AddrList's and
+ * AddrDelete's read, on the links' lane (issue 14). The names are left
+ * "" (the lane must not read the loop's interface map). */
+int nbd_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err);
+/* On the loop, after: name each address's interface ("" if gone). */
+void nbd_addr_names(struct nbd_links *l, struct nbd_addr *v, size_t n);
 
 /* Route changes run on the links' lane (issue 14), as listings do:
  * with l NULL, nbd_route_add, nbd_route_delete and nbd_route_restore

@@ -39,6 +39,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .get_state = nbd_link_get_state,
                         .restore = nbd_link_restore,
                         .show = nbd_link_show,
+                        .show_own = nbd_link_show_own,
                 },
         .bw =
                 {
@@ -50,7 +51,7 @@ const struct nbd_backend nbd_kernel_backend = {
                         .clear = nbd_bw_clear,
                         .flush = nbd_bw_flush,
                         .get = nbd_bw_get,
-                        .show = nbd_bw_show,
+                        .show = nbd_bw_show_own,
                 },
         .fw =
                 {
@@ -94,7 +95,8 @@ const struct nbd_backend nbd_kernel_backend = {
                 {
                         .addr_add = nbd_addr_add,
                         .addr_delete = nbd_addr_delete,
-                        .addr_list = nbd_addr_list,
+                        .addr_dump = nbd_addr_dump,
+                        .addr_names = nbd_addr_names,
                         .route_add = nbd_route_add,
                         .route_delete = nbd_route_delete,
                         .route_restore = nbd_route_restore,

@@ -70,6 +70,10 @@ struct nbd_backend_links {
         int (*restore)(struct nbd_links *l, const char *name, const struct nbd_link_state *st);
         int (*show)(struct nbd_netlink *nl, const char *name, struct nbd_link_info **ret,
                     size_t *ret_n, struct nbd_err *e);
+        /* The same over a socket of the call's own: LinkList's, on the
+         * links' lane. */
+        int (*show_own)(const char *name, struct nbd_link_info **ret, size_t *ret_n,
+                        struct nbd_err *e);
 };
 
 /* Bandwidth: bandwidth.h, and bandwidth_show.h's show. */
@@ -83,8 +87,8 @@ struct nbd_backend_bw {
         int (*clear)(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
         int (*flush)(struct nbd_bw *bw);
         int (*get)(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);
-        int (*show)(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
-                    struct nbd_err *e);
+        /* Over a socket of the call's own: runs on the links' lane. */
+        int (*show)(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e);
 };
 
 /* The firewall: fw_kernel.h. */
@@ -148,14 +152,17 @@ struct nbd_backend_spawn {
 };
 
 /* Virtual networks, part 1: addresses, routes and sysctls (addr.h).
- * Addresses over the links' request socket; routes on the links' lane,
+ * Address changes over the links' request socket, their reads on the
+ * links' lane over sockets of their own; routes on the links' lane,
  * over sockets of their own (a listing's dumps, a change and a deletion's
  * read: l NULL), or on the loop over the links' socket (an undo). */
 struct nbd_backend_net {
         int (*addr_add)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
         int (*addr_delete)(struct nbd_links *l, const struct nbd_addr *a, struct nbd_err *err);
-        int (*addr_list)(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
-                         size_t *ret_n, struct nbd_err *err);
+        /* AddrList's and AddrDelete's read, on the links' lane; the
+         * names after, on the loop. */
+        int (*addr_dump)(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err);
+        void (*addr_names)(struct nbd_links *l, struct nbd_addr *v, size_t n);
         int (*route_add)(struct nbd_links *l, const struct nbd_route *r, struct nbd_err *err);
         int (*route_delete)(struct nbd_links *l, const struct nbd_route *r,
                             struct nbd_route_saved **ret_saved, struct nbd_err *err);

@@ -254,3 +254,16 @@ int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown 
         *ret = s;
         return 0;
 }
+
+int nbd_bw_show_own(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e)
+{
+        struct nbd_netlink own;
+        int r = nbd_netlink_open_req(&own);
+
+        if (r < 0)
+                return nbd_err_set(e, r, "cannot open a socket to read the limits: %s",
+                                   strerror(-r));
+        r = nbd_bw_show(&own, ifname, ret, e);
+        nbd_netlink_close(&own);
+        return r;
+}

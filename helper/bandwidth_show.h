@@ -26,3 +26,6 @@ struct nbd_bw_shown {
  * such interface). */
 int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
                 struct nbd_err *e);
+/* The same over a request socket of the call's own, opened and closed
+ * here: safe on the links' lane (issue 14), which must not use the loop's. */
+int nbd_bw_show_own(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e);

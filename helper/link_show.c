@@ -118,3 +118,17 @@ out:
         nl_cache_free(cache);
         return r;
 }
+
+int nbd_link_show_own(const char *name, struct nbd_link_info **ret, size_t *ret_n,
+                      struct nbd_err *e)
+{
+        struct nbd_netlink own;
+        int r = nbd_netlink_open_req(&own);
+
+        if (r < 0)
+                return nbd_err_set(e, r, "cannot open a socket to read the interfaces: %s",
+                                   strerror(-r));
+        r = nbd_link_show(&own, name, ret, ret_n, e);
+        nbd_netlink_close(&own);
+        return r;
+}

@@ -43,3 +43,7 @@ struct nbd_link_info {
  * -errno with e set. */
 int nbd_link_show(struct nbd_netlink *nl, const char *name, struct nbd_link_info **ret,
                   size_t *ret_n, struct nbd_err *e);
+/* The same over a request socket of the call's own, opened and closed
+ * here: safe on the links' lane (issue 14), which must not use the loop's. */
+int nbd_link_show_own(const char *name, struct nbd_link_info **ret, size_t *ret_n,
+                      struct nbd_err *e);

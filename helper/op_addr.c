@@ -4,11 +4,12 @@
  * interface against the caller's ownership before the batch runs; each
  * change records how to undo it should a later op of the batch fail. They
  * need the links' capability, so they run in the links' order (behind a
- * LinkDelete's group deletion on the links' lane): an address or sysctl
- * op is one short rtnetlink request, or a write under /proc/sys/net, on
- * the loop, as LinkSet is; a route op's kernel work (RouteList's dumps, a
- * RouteDelete's read of its table, every route change), which grows with
- * the routing table, runs on the links' lane. */
+ * LinkDelete's group deletion on the links' lane): an address change or
+ * sysctl op is one short rtnetlink request, or a write under
+ * /proc/sys/net, on the loop, as LinkSet is; what grows with the
+ * namespace runs on the links' lane: the reads of every address
+ * (AddrList's, AddrDelete's) and a route op's kernel work (RouteList's
+ * dumps, a RouteDelete's read of its table, every route change). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -212,46 +213,133 @@ static int run_addr_add(struct nbd_job *job, const Netbroker__Op *op, Netbroker_
         return remember_addr(job, &a, false, res, "addr add");
 }
 
-/* The address as the interface has it (its broadcast and flags, to put
- * it back as it was): 0, -EADDRNOTAVAIL, or -errno with err set. */
-static int find_addr(struct nbd_job *job, const struct nbd_addr *want, struct nbd_addr *ret,
-                     struct nbd_err *err)
-{
-        struct nbd_addr *v = NULL;
-        size_t n = 0;
-        int r = be_of(job)->net.addr_list(links_of(job), want->ifname, &v, &n, err);
+/* AddrDelete reads the interface's addresses to find the one it deletes
+ * (its broadcast and flags, to put it back as it was). The kernel sends
+ * every address of the namespace, so the read runs on the links' lane
+ * (issue 14: nbd_job_on_lane_first), over a socket of its own, and the
+ * op, run again when it is in, deletes on the loop. The job's slot holds
+ * the read between the two runs; the job frees it. */
+struct addr_find {
+        const struct nbd_backend *be;
+        size_t op; /* the op it is for (nbd_job_op_index) */
+        int ifindex;
+        struct nbd_addr *v;
+        size_t n;
+        struct nbd_err err;
+        int r;
+};
 
-        if (r < 0)
-                return r;
-        r = -EADDRNOTAVAIL;
-        for (size_t i = 0; i < n && r; i++)
-                if (v[i].family == want->family && v[i].prefix_len == want->prefix_len &&
-                    memcmp(v[i].addr, want->addr, want->family == AF_INET ? 4 : 16) == 0) {
-                        *ret = v[i];
-                        snprintf(ret->ifname, sizeof(ret->ifname), "%s", want->ifname);
-                        r = 0;
+static const char addr_find_key;
+
+static void addr_find_free(void *data)
+{
+        struct addr_find *w = data;
+
+        free(w->v);
+        free(w);
+}
+
+/* Kept with the job until it is freed (a lane's call may outlive the op):
+ * a read has nothing to undo. */
+static void read_kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
+/* On the links' lane (or here, without one). */
+static void addr_find_read(void *data)
+{
+        struct addr_find *w = data;
+
+        w->r = w->be->net.addr_dump(w->ifindex, &w->v, &w->n, &w->err);
+        nbd_test_hold_point("ADDR_DELETE_READ");
+}
+
+/* The addresses of ifname: 0 with *ret_w the read (w->r says how it
+ * went; the job frees w); 0 with *ret_w NULL when the read went to the
+ * lane (res untouched: the op runs again when it is in); -errno, res
+ * set. */
+static int addr_find_first(struct nbd_job *job, const char *ifname, Netbroker__Result *res,
+                           struct addr_find **ret_w)
+{
+        void **slot = nbd_job_slot(job, &addr_find_key);
+        struct addr_find *w;
+        int r;
+
+        *ret_w = NULL;
+        if (slot && *slot) {
+                /* Run again: the read is in. Another op's (this op's checks
+                 * failed when it ran again) is not this one's: read anew. */
+                w = *slot;
+                *slot = NULL;
+                if (w->op == nbd_job_op_index(job)) {
+                        *ret_w = w;
+                        return 0;
                 }
-        free(v);
-        return r;
+        }
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return nbd_result_set(res, -ENOMEM, "addr delete: out of memory");
+        w->be = be_of(job);
+        w->op = nbd_job_op_index(job);
+        r = w->be->links.ifindex(links_of(job), ifname, &w->ifindex);
+        if (r < 0) {
+                free(w);
+                return nbd_result_set(res, r, "addr delete: no interface %s", ifname);
+        }
+        if (nbd_job_on_failure_call(job, read_kept, addr_find_free, w) < 0) /* frees w */
+                return nbd_result_set(res, -ENOMEM, "addr delete: out of memory");
+        if (slot) {
+                *slot = w;
+                if (nbd_job_on_lane_first(job, NBD_NEEDS_LINKS, addr_find_read, w))
+                        return 0;
+                *slot = NULL;
+        } else {
+                /* Every slot taken (a batch of many kinds): read here. */
+                addr_find_read(w);
+        }
+        *ret_w = w;
+        return 0;
+}
+
+/* The address as the interface has it: 0, or -EADDRNOTAVAIL. */
+static int find_addr(const struct addr_find *w, const struct nbd_addr *want, struct nbd_addr *ret)
+{
+        for (size_t i = 0; i < w->n; i++)
+                if (w->v[i].family == want->family && w->v[i].prefix_len == want->prefix_len &&
+                    memcmp(w->v[i].addr, want->addr, want->family == AF_INET ? 4 : 16) == 0) {
+                        *ret = w->v[i];
+                        snprintf(ret->ifname, sizeof(ret->ifname), "%s", want->ifname);
+                        return 0;
+                }
+        return -EADDRNOTAVAIL;
 }
 
 static int run_addr_delete(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const Netbroker__AddrDelete *m = op->addr_delete;
         struct nbd_addr want, had;
+        struct addr_find *w;
         struct nbd_err err;
         int r;
 
         if ((r = nbd_job_check_owned(job, m->ifname, res)) ||
             (r = parse_addr(m->ifname, m->address, m->prefix_len, NULL, false, &want, res,
-                            "addr delete")))
+                            "addr delete")) ||
+            (r = addr_find_first(job, m->ifname, res, &w)) || !w)
                 return r;
-        r = find_addr(job, &want, &had, &err);
+        if (w->r < 0)
+                return nbd_result_set(res, w->r, "addr delete: %s", w->err.msg);
+        r = find_addr(w, &want, &had);
+        free(w->v); /* the rest of w stays with the job until it ends */
+        w->v = NULL;
+        w->n = 0;
         if (r == -EADDRNOTAVAIL) /* clean-up that finds nothing to clean */
                 return nbd_result_set(res, 0, "addr delete: %s does not have %s/%u: nothing to do",
                                       m->ifname, m->address, m->prefix_len);
-        if (r == 0)
-                r = be_of(job)->net.addr_delete(links_of(job), &had, &err);
+        r = be_of(job)->net.addr_delete(links_of(job), &had, &err);
         if (r < 0)
                 return nbd_result_set(res, r, "addr delete: %s", err.msg);
         return remember_addr(job, &had, true, res, "addr delete");
@@ -301,13 +389,65 @@ static int add_addr_info(Netbroker__AddrListResult *l, const struct nbd_addr *a)
         return 0;
 }
 
+/* An AddrList's dump runs on the links' lane (issue 14): the kernel sends
+ * the whole namespace's addresses (16,000 held the loop for tens of
+ * milliseconds). The loop looks the named interface up before, and, after,
+ * names the addresses' interfaces and keeps those the caller may see. */
+struct addr_listing {
+        const struct nbd_backend *be;
+        struct nbd_links *links;
+        Netbroker__Result *res;
+        int ifindex; /* 0: every interface */
+        struct nbd_addr *v;
+        size_t n;
+        struct nbd_err err;
+        int r;
+};
+
+static void addr_listing_free(void *data)
+{
+        struct addr_listing *w = data;
+
+        free(w->v);
+        free(w);
+}
+
+/* On the links' lane. */
+static void addr_listing_read(void *data)
+{
+        struct addr_listing *w = data;
+
+        w->r = w->be->net.addr_dump(w->ifindex, &w->v, &w->n, &w->err);
+        nbd_test_hold_point("ADDR_LIST_READ");
+}
+
+static void addr_listing_done(struct nbd_job *job, void *data)
+{
+        struct addr_listing *w = data;
+        Netbroker__AddrListResult *l = w->res->addr_list;
+        int r = w->r;
+
+        if (r < 0) {
+                nbd_result_set(w->res, r, "addr list: %s", w->err.msg);
+                return;
+        }
+        w->be->net.addr_names(w->links, w->v, w->n);
+        l->addrs = calloc(w->n ? w->n : 1, sizeof(*l->addrs));
+        r = l->addrs ? 0 : -ENOMEM;
+        for (size_t i = 0; i < w->n && r == 0; i++)
+                if (may_see(job, w->v[i].ifname))
+                        r = add_addr_info(l, &w->v[i]);
+        free(w->v);
+        w->v = NULL;
+        if (r < 0)
+                nbd_result_set(w->res, r, "addr list: out of memory");
+}
+
 static int run_addr_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *name = op->addr_list->ifname;
         Netbroker__AddrListResult *l = malloc(sizeof(*l));
-        struct nbd_addr *v = NULL;
-        struct nbd_err err;
-        size_t n = 0;
+        struct addr_listing *w;
         int r;
 
         if (!l)
@@ -317,16 +457,18 @@ static int run_addr_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker
         res->addr_list = l;
         if (name[0] && (r = nbd_job_check_owned(job, name, res)))
                 return r;
-        r = be_of(job)->net.addr_list(links_of(job), name[0] ? name : NULL, &v, &n, &err);
-        if (r < 0)
-                return nbd_result_set(res, r, "addr list: %s", err.msg);
-        l->addrs = calloc(n ? n : 1, sizeof(*l->addrs));
-        r = l->addrs ? 0 : -ENOMEM;
-        for (size_t i = 0; i < n && r == 0; i++)
-                if (may_see(job, v[i].ifname))
-                        r = add_addr_info(l, &v[i]);
-        free(v);
-        return r < 0 ? nbd_result_set(res, r, "addr list: out of memory") : 0;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return nbd_result_set(res, -ENOMEM, "addr list: out of memory");
+        *w = (struct addr_listing){.be = be_of(job), .links = links_of(job), .res = res};
+        if (name[0] && (r = w->be->links.ifindex(w->links, name, &w->ifindex)) < 0) {
+                addr_listing_free(w);
+                return nbd_result_set(res, r, "addr list: no interface %s", name);
+        }
+        if (nbd_job_on_failure_call(job, read_kept, addr_listing_free, w) < 0)
+                return nbd_result_set(res, -ENOMEM, "addr list: out of memory"); /* w freed */
+        nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, addr_listing_read, addr_listing_done, w);
+        return -(int)res->status;
 }
 
 /* ---- routes ---- */

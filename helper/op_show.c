@@ -4,21 +4,16 @@
  * changes the system, so nothing is undone. A non-root caller sees only
  * the interfaces marked as made for it. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "bandwidth_show.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "link.h"
 #include "link_show.h"
 #include "ops.h"
-
-static struct nbd_netlink *nl_of(const struct nbd_job *job)
-{
-        const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
-
-        return ctx->links ? ctx->be->links.netlink(ctx->links) : NULL;
-}
 
 /* A copy of s for a result ("" needs none). Out of memory: "", and *oom
  * set, so the result stays one that packs. */
@@ -91,46 +86,104 @@ static bool visible(const struct nbd_peer *p, const struct nbd_link_info *in)
         return nbd_peer_is_root(p) || (in->has_owner && in->owner == p->uid);
 }
 
-static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
-{
-        const char *name = op->link_list->name;
-        const struct nbd_peer *peer = nbd_job_peer(job);
-        Netbroker__LinkListResult *l;
-        struct nbd_link_info *all = NULL;
-        struct nbd_err e = {0};
-        size_t n = 0;
+/* The dump runs on the links' lane (issue 14): at 4,096 devices it held
+ * the loop, and every other client, for tens of milliseconds. The lane
+ * reads into the listing's own data over a socket of the call's own; the
+ * loop, after, picks what the caller may see and builds the reply. */
+struct link_listing {
+        const struct nbd_backend *be;
+        Netbroker__Result *res;
+        char name[IFNAMSIZ]; /* "": every interface */
+        struct nbd_link_info *all;
+        size_t n;
+        struct nbd_err e;
         int r;
+};
 
-        if (name[0] && (r = nbd_job_check_owned(job, name, res)))
-                return r;
-        r = nbd_job_ctx(job)->be->links.show(nl_of(job), name, &all, &n, &e);
-        if (r < 0)
-                return nbd_result_set(res, r, "link list: %s", e.msg);
+static void link_listing_free(void *data)
+{
+        struct link_listing *w = data;
+
+        free(w->all);
+        free(w);
+}
+
+/* Kept with the job until it is freed (a lane's call may outlive the op):
+ * a listing has nothing to undo. */
+static void listing_kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
+/* On the links' lane. */
+static void link_listing_read(void *data)
+{
+        struct link_listing *w = data;
+
+        w->r = w->be->links.show_own(w->name, &w->all, &w->n, &w->e);
+        nbd_test_hold_point("LINK_LIST_READ");
+}
+
+static void link_listing_done(struct nbd_job *job, void *data)
+{
+        struct link_listing *w = data;
+        const struct nbd_peer *peer = nbd_job_peer(job);
+        Netbroker__Result *res = w->res;
+        Netbroker__LinkListResult *l;
+
+        if (w->r < 0) {
+                nbd_result_set(res, w->r, "link list: %s", w->e.msg);
+                goto out;
+        }
         l = malloc(sizeof(*l));
         if (!l) {
-                r = nbd_result_set(res, -ENOMEM, "link list: out of memory");
+                nbd_result_set(res, -ENOMEM, "link list: out of memory");
                 goto out;
         }
         netbroker__link_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_LINK_LIST;
         res->link_list = l;
-        l->links = calloc(n ? n : 1, sizeof(*l->links));
+        l->links = calloc(w->n ? w->n : 1, sizeof(*l->links));
         if (!l->links) {
-                r = nbd_result_set(res, -ENOMEM, "link list: out of memory");
+                nbd_result_set(res, -ENOMEM, "link list: out of memory");
                 goto out;
         }
-        for (size_t i = 0; i < n; i++)
-                if (visible(peer, &all[i]) && add_link(l, &all[i]) < 0) {
-                        r = nbd_result_set(res, -ENOMEM, "link list: out of memory");
+        for (size_t i = 0; i < w->n; i++)
+                if (visible(peer, &w->all[i]) && add_link(l, &w->all[i]) < 0) {
+                        nbd_result_set(res, -ENOMEM, "link list: out of memory");
                         goto out;
                 }
         /* A named interface that changed hands since the check. */
-        if (name[0] && !l->n_links)
-                r = nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
-                                   (unsigned)peer->uid, name);
+        if (w->name[0] && !l->n_links)
+                nbd_result_set(res, -EPERM, "policy: uid %u does not own interface %s",
+                               (unsigned)peer->uid, w->name);
 out:
-        free(all);
-        return r;
+        /* The rest of w stays with the job until it ends. */
+        free(w->all);
+        w->all = NULL;
+}
+
+static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        const char *name = op->link_list->name;
+        struct link_listing *w;
+        int r;
+
+        if (name[0] && (r = nbd_job_check_owned(job, name, res)))
+                return r;
+        if (!nbd_job_ctx(job)->links)
+                return nbd_result_set(res, -EOPNOTSUPP, "link list: link list: no rtnetlink here");
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return nbd_result_set(res, -ENOMEM, "link list: out of memory");
+        *w = (struct link_listing){.be = nbd_job_ctx(job)->be, .res = res};
+        snprintf(w->name, sizeof(w->name), "%s", name);
+        if (nbd_job_on_failure_call(job, listing_kept, link_listing_free, w) < 0)
+                return nbd_result_set(res, -ENOMEM, "link list: out of memory"); /* w freed */
+        nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, link_listing_read, link_listing_done, w);
+        return -(int)res->status;
 }
 
 const struct nbd_op_handler nbd_op_link_list = {
@@ -173,33 +226,74 @@ static int rate_msg(bool has, const struct nbd_bw_rate *in, Netbroker__Rate **re
         return 0;
 }
 
+/* The read runs on the links' lane, as LinkList's does: its qdisc and
+ * class dumps are of the whole namespace. */
+struct bw_showing {
+        const struct nbd_backend *be;
+        Netbroker__Result *res;
+        char ifname[IFNAMSIZ];
+        struct nbd_bw_shown s;
+        struct nbd_err e;
+        int r;
+};
+
+/* On the links' lane. */
+static void bw_showing_read(void *data)
+{
+        struct bw_showing *w = data;
+
+        w->r = w->be->bw.show(w->ifname, &w->s, &w->e);
+        nbd_test_hold_point("BANDWIDTH_SHOW_READ");
+}
+
+static void bw_showing_done(struct nbd_job *job, void *data)
+{
+        struct bw_showing *w = data;
+        Netbroker__Result *res = w->res;
+        Netbroker__BandwidthShowResult *b;
+        bool oom = false;
+
+        (void)job;
+        if (w->r < 0) {
+                nbd_result_set(res, w->r, "bandwidth show: %s", w->e.msg);
+                return;
+        }
+        b = malloc(sizeof(*b));
+        if (!b) {
+                nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
+                return;
+        }
+        netbroker__bandwidth_show_result__init(b);
+        res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH_SHOW;
+        res->bandwidth_show = b;
+        b->inbound_mechanism = dup_str(w->s.in_mech, &oom);
+        b->outbound_mechanism = dup_str(w->s.out_mech, &oom);
+        res->ifname = dup_str(w->ifname, &oom);
+        if (oom || rate_msg(w->s.has_in, &w->s.in, &b->inbound) < 0 ||
+            rate_msg(w->s.has_out, &w->s.out, &b->outbound) < 0)
+                nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
+}
+
 static int run_bw(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *ifname = op->bandwidth_show->ifname;
-        Netbroker__BandwidthShowResult *b;
-        struct nbd_bw_shown s;
-        struct nbd_err e = {0};
-        bool oom = false;
+        struct bw_showing *w;
         int r;
 
         if ((r = nbd_job_check_owned(job, ifname, res)))
                 return r;
-        r = nbd_job_ctx(job)->be->bw.show(nl_of(job), ifname, &s, &e);
-        if (r < 0)
-                return nbd_result_set(res, r, "bandwidth show: %s", e.msg);
-        b = malloc(sizeof(*b));
-        if (!b)
+        if (!nbd_job_ctx(job)->links)
+                return nbd_result_set(res, -EOPNOTSUPP,
+                                      "bandwidth show: bandwidth show: no rtnetlink here");
+        w = calloc(1, sizeof(*w));
+        if (!w)
                 return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
-        netbroker__bandwidth_show_result__init(b);
-        res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH_SHOW;
-        res->bandwidth_show = b;
-        b->inbound_mechanism = dup_str(s.in_mech, &oom);
-        b->outbound_mechanism = dup_str(s.out_mech, &oom);
-        res->ifname = dup_str(ifname, &oom);
-        if (oom || rate_msg(s.has_in, &s.in, &b->inbound) < 0 ||
-            rate_msg(s.has_out, &s.out, &b->outbound) < 0)
-                return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
-        return 0;
+        *w = (struct bw_showing){.be = nbd_job_ctx(job)->be, .res = res};
+        snprintf(w->ifname, sizeof(w->ifname), "%s", ifname);
+        if (nbd_job_on_failure_call(job, listing_kept, free, w) < 0)
+                return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory"); /* w freed */
+        nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, bw_showing_read, bw_showing_done, w);
+        return -(int)res->status;
 }
 
 const struct nbd_op_handler nbd_op_bandwidth_show = {

@@ -1362,6 +1362,83 @@ START_TEST(test_ping_passes_another_clients_firewall_list)
 }
 END_TEST
 
+/* Client A's listing (one op, made by add) reads the whole namespace on
+ * the links' lane, held there at the hold point `point`: client B's Pings
+ * are answered while A waits; let go, A's listing succeeds. (Read on the
+ * loop, A was answered before the hold was ever reached, and at 4,096
+ * devices or 16,000 addresses every other client waited 38-114 ms.) */
+static void pings_pass_a_held_listing(const char *point, int (*add)(nb_batch *b, const char *n),
+                                      const char *name, const char *setup)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", what[96];
+        struct tu_helper h;
+        struct slow_client a;
+        pthread_t t;
+        nb_conn *b;
+        int fd;
+
+        start_held_at(&h, hold, TU_ALLOW, point, "dl0", "dl1");
+        if (setup)
+                free(tu_sh("%s", setup));
+        ck_assert_int_eq(nb_connect(h.sock, &b), 0);
+        ping_ok(b);
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        a = (struct slow_client){.sock = h.sock, .b = nb_batch_new()};
+        ck_assert_int_eq(add(a.b, name), 0);
+        pthread_create(&t, NULL, slow_client_run, &a);
+        snprintf(what, sizeof(what), "its read reaching the links' lane (%s)", point);
+        await_held(hold, &a, what);
+        ping_ok(b);
+        ping_ok(b);
+        ck_assert_msg(!atomic_load(&a.done), "client B's Pings waited for client A's listing");
+        unlink(hold);
+        pthread_join(t, NULL);
+        ck_assert_msg(a.first_error == -1, "client A's listing failed (op %d)", a.first_error);
+        nb_batch_free(a.b);
+        nb_close(b);
+        tu_helper_stop(&h);
+}
+
+START_TEST(test_ping_passes_another_clients_link_list)
+{
+        pings_pass_a_held_listing("LINK_LIST_READ", nb_batch_link_list, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_ping_passes_another_clients_addr_list)
+{
+        pings_pass_a_held_listing("ADDR_LIST_READ", nb_batch_addr_list, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_ping_passes_another_clients_bandwidth_show)
+{
+        pings_pass_a_held_listing("BANDWIDTH_SHOW_READ", nb_batch_bandwidth_show, "dl0", NULL);
+}
+END_TEST
+
+static int delete_held_addr(nb_batch *b, const char *ifname)
+{
+        return nb_batch_addr_delete(b, ifname, "10.77.0.1", 24);
+}
+
+/* AddrDelete reads every address of the namespace to find the one it
+ * deletes: on the links' lane too, and the op, run again after, deletes
+ * it. */
+START_TEST(test_ping_passes_another_clients_addr_delete_read)
+{
+        char *out;
+
+        pings_pass_a_held_listing("ADDR_DELETE_READ", delete_held_addr, "dl0",
+                                  "ip addr add 10.77.0.1/24 dev dl0");
+        out = tu_sh("ip -o addr show dev dl0");
+        ck_assert_msg(!strstr(out, "10.77.0.1"), "the address is still there: %s", out);
+        free(out);
+}
+END_TEST
+
 /* Client A's request of 100,000 rules (megabytes) is decoded on the decode
  * lane (root's, as A is root): while it is held, client B's Pings are answered and A's op has not
  * started; let go, A's apply succeeds. (Decoded on the loop, A's request
@@ -3016,6 +3093,10 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_helper_stopped_while_a_roll_back_yielded_leaves_no_device);
         tcase_add_test(hol, test_ping_passes_another_clients_table_read_on_the_firewall_lane);
         tcase_add_test(hol, test_ping_passes_another_clients_firewall_list);
+        tcase_add_test(hol, test_ping_passes_another_clients_link_list);
+        tcase_add_test(hol, test_ping_passes_another_clients_addr_list);
+        tcase_add_test(hol, test_ping_passes_another_clients_bandwidth_show);
+        tcase_add_test(hol, test_ping_passes_another_clients_addr_delete_read);
         tcase_add_test(hol, test_ping_passes_another_clients_rule_count_for_an_ensure);
         tcase_add_test(hol, test_ping_passes_another_clients_network_commit_and_network_listing);
         tcase_add_test(hol, test_a_users_apply_is_validated_without_counting_the_rules);

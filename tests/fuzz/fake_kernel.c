@@ -686,6 +686,12 @@ static int fake_link_show(struct nbd_netlink *nl, const char *name, struct nbd_l
         return 0;
 }
 
+static int fake_link_show_own(const char *name, struct nbd_link_info **ret, size_t *ret_n,
+                              struct nbd_err *e)
+{
+        return fake_link_show(NULL, name, ret, ret_n, e);
+}
+
 /* ---- bandwidth.h ---- */
 
 static int fake_bw_open(struct nbd_netlink *nl, struct nbd_bw **ret)
@@ -792,14 +798,12 @@ static bool show_rate(const struct nbd_bw_rate *in, const char *mech, struct nbd
         return true;
 }
 
-static int fake_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
-                        struct nbd_err *e)
+static int fake_bw_show(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e)
 {
         struct nbd_bw_shown s = {0};
         struct fake_if *f;
         int r = bw_target(ifname, &f, e);
 
-        (void)nl;
         if (r < 0)
                 return r;
         s.has_in = show_rate(&f->bw.in, "htb", &s.in, s.in_mech);
@@ -1309,20 +1313,27 @@ static int fake_addr_change(struct nbd_links *l, const struct nbd_addr *a, struc
         return fake_iface(l, a->ifname, err);
 }
 
-static int fake_addr_list(struct nbd_links *l, const char *ifname, struct nbd_addr **ret,
-                          size_t *ret_n, struct nbd_err *err)
+static int fake_addr_dump(int ifindex, struct nbd_addr **ret, size_t *ret_n, struct nbd_err *err)
 {
-        struct nbd_addr *v;
-        int r = ifname ? fake_iface(l, ifname, err) : 0;
+        struct nbd_addr *v = calloc(1, sizeof(*v));
 
-        if (r < 0)
-                return r;
-        v = calloc(1, sizeof(*v));
+        (void)ifindex;
         if (!v)
                 return nbd_err_oom(err, "listing addresses");
         *ret = v;
         *ret_n = 0;
         return 0;
+}
+
+static void fake_addr_names(struct nbd_links *l, struct nbd_addr *v, size_t n)
+{
+        (void)l;
+        for (size_t i = 0; i < n; i++) {
+                const struct fake_if *f = world.ifs;
+                while (f && f->ifindex != v[i].ifindex)
+                        f = f->next;
+                snprintf(v[i].ifname, IFNAMSIZ, "%s", f ? f->name : "");
+        }
 }
 
 static int fake_route_change(struct nbd_links *l, const struct nbd_route *rt, struct nbd_err *err)
@@ -1497,6 +1508,7 @@ const struct nbd_backend nbd_fake_backend = {
                         .get_state = fake_link_get_state,
                         .restore = fake_link_restore,
                         .show = fake_link_show,
+                        .show_own = fake_link_show_own,
                 },
         .bw =
                 {
@@ -1552,7 +1564,8 @@ const struct nbd_backend nbd_fake_backend = {
                 {
                         .addr_add = fake_addr_change,
                         .addr_delete = fake_addr_change,
-                        .addr_list = fake_addr_list,
+                        .addr_dump = fake_addr_dump,
+                        .addr_names = fake_addr_names,
                         .route_add = fake_route_change,
                         .route_delete = fake_route_delete,
                         .route_restore = fake_route_restore,

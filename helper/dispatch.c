@@ -560,7 +560,7 @@ void nbd_job_mark_undone(struct nbd_job *job, size_t op)
 /* The op's undo changed nothing, for the reason why: its result says so
  * (ECANCELED, as an undone op's: the batch failed, and the op's fds are
  * not the client's either). */
-static void mark_undo_skipped(struct nbd_job *job, size_t op, const char *why)
+void nbd_job_mark_undo_skipped(struct nbd_job *job, size_t op, const char *why)
 {
         Netbroker__Result *res = job->results[op];
 
@@ -1115,7 +1115,7 @@ static void roll_back(struct nbd_job *job)
                         continue;
                 }
                 if (u->checked && u->checked(job, u->data, &err) < 0) {
-                        mark_undo_skipped(job, u->op, err.msg);
+                        nbd_job_mark_undo_skipped(job, u->op, err.msg);
                         continue;
                 }
                 if (u->undo)
@@ -1294,7 +1294,7 @@ static bool wait_for_lane(struct nbd_job *job, const struct nbd_op_handler *h)
 {
         for (size_t i = 0; i < N_LANE_QUEUES; i++) {
                 struct lane_queue *q = &lane_queues[i];
-                if (!(h->needs & q->need))
+                if (!((h->needs | h->lanes) & q->need))
                         continue;
                 if (!nbd_lane_busy(lane_for(job->ctx, q->need)) &&
                     (!q->head || q->turn == job || job->fds_reserved))

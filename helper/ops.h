@@ -66,6 +66,11 @@ enum nbd_op_needs {
 struct nbd_op_handler {
         const char *name; /* feature name in Hello */
         unsigned needs; /* enum nbd_op_needs bits; 0: runs anywhere */
+        /* Lanes run() hands calls to (nbd_job_on_lane) beyond those of
+         * needs, as enum nbd_op_needs bits: the job waits its turn in their
+         * FIFOs as for a need, but the op is offered without the capability
+         * (bandwidth's policer, on the firewall's lane: HTB needs none). */
+        unsigned lanes;
         enum nbd_stat stat; /* counted when the op runs */
         /* Returns 0, or -errno with the result's message set. */
         int (*validate)(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
@@ -192,6 +197,9 @@ int nbd_job_on_failure_call(struct nbd_job *job,
                             void (*fn)(struct nbd_job *job, void *data, size_t failed),
                             void (*free_data)(void *data), void *data);
 void nbd_job_mark_undone(struct nbd_job *job, size_t op);
+/* The same for an op whose undo changed nothing, for the reason why: its
+ * result says "undo skipped" (nbd_job_on_failure_undo_checked's). */
+void nbd_job_mark_undo_skipped(struct nbd_job *job, size_t op, const char *why);
 
 /* Op `op`, before the running one, failed after the fact (it shared a
  * kernel call with the ops after it, and its part failed; its result says

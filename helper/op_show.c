@@ -4,12 +4,15 @@
  * changes the system, so nothing is undone. A non-root caller sees only
  * the interfaces marked as made for it. */
 #include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "bandwidth_show.h"
 #include "link.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "link_show.h"
 #include "ops.h"
 
@@ -173,39 +176,91 @@ static int rate_msg(bool has, const struct nbd_bw_rate *in, Netbroker__Rate **re
         return 0;
 }
 
+/* BandwidthShow reads the policer with nftables: on the firewall's lane,
+ * like every nftables call of bandwidth's (issue 14), so the loop never
+ * waits for the nftables commit mutex and no read of ours is interrupted
+ * by a commit of the lane's. The tc objects are read there too, over a
+ * socket of the call's own: the links' is the loop's. */
+struct bw_showing {
+        const struct nbd_backend *be;
+        Netbroker__Result *res;
+        char ifname[IFNAMSIZ];
+        struct nbd_bw_shown s;
+        struct nbd_err e;
+        int r;
+};
+
+/* Kept with the job until it is freed (a lane's call may outlive the op):
+ * a listing has nothing to undo. */
+static void bw_showing_kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
+/* On the firewall's lane. */
+static void bw_showing_read(void *data)
+{
+        struct bw_showing *w = data;
+
+        w->r = w->be->bw.show(NULL, w->ifname, &w->s, &w->e);
+        nbd_test_hold_point("BW_SHOW_READ");
+}
+
+static void bw_showing_done(struct nbd_job *job, void *data)
+{
+        struct bw_showing *w = data;
+        Netbroker__Result *res = w->res;
+        Netbroker__BandwidthShowResult *b;
+        bool oom = false;
+
+        (void)job;
+        if (w->r < 0) {
+                nbd_result_set(res, w->r, "bandwidth show: %s", w->e.msg);
+                return;
+        }
+        b = malloc(sizeof(*b));
+        if (!b) {
+                nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
+                return;
+        }
+        netbroker__bandwidth_show_result__init(b);
+        res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH_SHOW;
+        res->bandwidth_show = b;
+        b->inbound_mechanism = dup_str(w->s.in_mech, &oom);
+        b->outbound_mechanism = dup_str(w->s.out_mech, &oom);
+        res->ifname = dup_str(w->ifname, &oom);
+        if (oom || rate_msg(w->s.has_in, &w->s.in, &b->inbound) < 0 ||
+            rate_msg(w->s.has_out, &w->s.out, &b->outbound) < 0)
+                nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
+}
+
 static int run_bw(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const char *ifname = op->bandwidth_show->ifname;
-        Netbroker__BandwidthShowResult *b;
-        struct nbd_bw_shown s;
-        struct nbd_err e = {0};
-        bool oom = false;
+        struct bw_showing *w;
         int r;
 
         if ((r = nbd_job_check_owned(job, ifname, res)))
                 return r;
-        r = nbd_job_ctx(job)->be->bw.show(nl_of(job), ifname, &s, &e);
-        if (r < 0)
-                return nbd_result_set(res, r, "bandwidth show: %s", e.msg);
-        b = malloc(sizeof(*b));
-        if (!b)
+        w = calloc(1, sizeof(*w));
+        if (!w)
                 return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
-        netbroker__bandwidth_show_result__init(b);
-        res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH_SHOW;
-        res->bandwidth_show = b;
-        b->inbound_mechanism = dup_str(s.in_mech, &oom);
-        b->outbound_mechanism = dup_str(s.out_mech, &oom);
-        res->ifname = dup_str(ifname, &oom);
-        if (oom || rate_msg(s.has_in, &s.in, &b->inbound) < 0 ||
-            rate_msg(s.has_out, &s.out, &b->outbound) < 0)
-                return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
-        return 0;
+        w->be = nbd_job_ctx(job)->be;
+        w->res = res;
+        snprintf(w->ifname, sizeof(w->ifname), "%s", ifname);
+        if (nbd_job_on_failure_call(job, bw_showing_kept, free, w) < 0)
+                return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory"); /* w freed */
+        nbd_job_on_lane_read(job, NBD_NEEDS_FIREWALL, bw_showing_read, bw_showing_done, w);
+        return -(int)res->status;
 }
 
 const struct nbd_op_handler nbd_op_bandwidth_show = {
         .name = "bandwidth_show",
         .stat = NBD_STAT_OPS_SHOW,
-        .needs = NBD_NEEDS_LINKS, /* reads tc over the links' socket */
+        .needs = NBD_NEEDS_LINKS, /* reads tc */
+        .lanes = NBD_NEEDS_FIREWALL, /* and the policer: run_bw */
         .validate = validate_bw,
         .run = run_bw,
 };

@@ -129,6 +129,7 @@ enum job_state {
         JOB_WAITING_FDS, /* its next op's fds are not reserved yet (reserve_fds) */
         JOB_OUTPUT_DRAINED, /* they are out, or reserved: resumes from a timer */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
+        JOB_UNDOING, /* ended; an undo's kernel call runs on a lane (roll_back) */
         JOB_REPLY_WAIT, /* ended; its reply waits for fw_gone's clean-up */
         JOB_DONE, /* its reply went to the owner */
         JOB_CANCELLED, /* its owner went away: no reply */
@@ -142,6 +143,12 @@ struct undo {
         int (*checked)(struct nbd_job *job, void *data, struct nbd_err *err);
         /* Instead of undo: says in the results itself what it undid. */
         void (*call)(struct nbd_job *job, void *data, size_t failed);
+        /* Instead of undo: a kernel call on the lane of need
+         * (nbd_job_on_failure_lane). */
+        bool (*prepare)(struct nbd_job *job, void *data, size_t failed);
+        void (*lane_fn)(void *data);
+        void (*finish)(struct nbd_job *job, void *data);
+        unsigned need;
         void (*free_data)(void *data);
         void *data;
         struct undo *next;
@@ -207,6 +214,12 @@ struct nbd_job {
          * call was shared with later ops): SIZE_MAX, or the first such. */
         size_t late_failed;
         struct nbd_fw_gone_waiter gone_wait; /* JOB_REPLY_WAIT */
+        /* Rolling back (roll_back): the next undo to run, the one whose
+         * call is on a lane (JOB_UNDOING), whether the job was cancelled
+         * meanwhile (no reply then), and whether the lanes are stopping
+         * (the undos left run here). */
+        struct undo *undo_next, *undo_on_lane;
+        bool undo_cancelled, undo_no_lanes;
         /* Names put in place of op references (opref.h) before their ops
          * ran: the decoded request points at them until the job is freed. */
         char **resolved;
@@ -541,6 +554,29 @@ int nbd_job_on_failure_call(struct nbd_job *job,
         }
         *u = (struct undo){.op = job->next,
                            .call = fn,
+                           .free_data = free_data,
+                           .data = data,
+                           .next = job->undos};
+        job->undos = u;
+        return 0;
+}
+
+int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
+                            bool (*prepare)(struct nbd_job *job, void *data, size_t failed),
+                            void (*fn)(void *data), void (*finish)(struct nbd_job *job, void *data),
+                            void (*free_data)(void *data), void *data)
+{
+        struct undo *u = malloc(sizeof(*u));
+
+        if (!u) {
+                free_data(data);
+                return -ENOMEM;
+        }
+        *u = (struct undo){.op = job->next,
+                           .prepare = prepare,
+                           .lane_fn = fn,
+                           .finish = finish,
+                           .need = need,
                            .free_data = free_data,
                            .data = data,
                            .next = job->undos};
@@ -1104,12 +1140,57 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
         return 0;
 }
 
-/* Undo, newest first, what the ops before the failed one changed, and say
- * so in their results. */
-static void roll_back(struct nbd_job *job)
+static struct nbd_lane *lane_for(const struct nbd_dispatch_ctx *ctx, unsigned need);
+static void undo_lane_run(void *data);
+static void undo_lane_finished(void *data, bool not_run);
+
+/* An undo whose kernel call goes to a lane: true when it is under way
+ * there (the job goes on in undo_lane_finished), false when it ran here
+ * (no lane: the fake kernel; no fd for the lane's eventfd, which only an
+ * idle lane lacks) or had nothing to do. With the lanes stopping it does
+ * not run: a call of the lane's kind may still be running there. */
+static bool undo_on_lane(struct nbd_job *job, struct undo *u)
 {
-        for (struct undo *u = job->undos; u; u = u->next) {
+        struct nbd_lane *lane = lane_for(job->ctx, u->need);
+
+        if (job->undo_no_lanes) {
+                nbd_job_mark_undo_skipped(job, u->op, "not run: the helper is stopping");
+                return false;
+        }
+        if (!u->prepare(job, u->data, job->failed))
+                return false;
+        if (lane && !job->lane) {
+                job->lane = lane;
+                job->undo_on_lane = u;
+                job->work = (struct nbd_lane_work){
+                        .run = undo_lane_run, .done = undo_lane_finished, .data = job};
+                job->state = JOB_UNDOING;
+                if (nbd_lane_submit(lane, &job->work) == 0)
+                        return true;
+                job->lane = NULL;
+                job->undo_on_lane = NULL;
+                job->state = job->undo_cancelled ? JOB_CANCELLED : JOB_DONE;
+        }
+        u->lane_fn(u->data);
+        u->finish(job, u->data);
+        return false;
+}
+
+/* Undo, newest first, what the ops before the failed one changed, and say
+ * so in their results: the undos from job->undo_next on. True when one
+ * went to a lane (JOB_UNDOING): the rest follow when it returns. */
+static bool roll_back(struct nbd_job *job)
+{
+        struct undo *u;
+
+        while ((u = job->undo_next)) {
                 struct nbd_err err;
+                job->undo_next = u->next;
+                if (u->lane_fn) {
+                        if (undo_on_lane(job, u))
+                                return true;
+                        continue;
+                }
                 if (u->call) {
                         u->call(job, u->data, job->failed);
                         continue;
@@ -1122,6 +1203,7 @@ static void roll_back(struct nbd_job *job)
                         u->undo(job, u->data);
                 nbd_job_mark_undone(job, u->op);
         }
+        return false;
 }
 
 static void free_undos(struct nbd_job *job)
@@ -1228,6 +1310,8 @@ static bool ran_link_ops(const struct nbd_job *job)
         return false;
 }
 
+static void job_finish_after_undo(struct nbd_job *job, bool cancelled);
+
 /* End the job as end (JOB_DONE: its reply goes to the owner; or
  * JOB_CANCELLED). */
 static void job_finish(struct nbd_job *job, enum job_state end)
@@ -1237,7 +1321,7 @@ static void job_finish(struct nbd_job *job, enum job_state end)
         /* Once: a job cancelled while one of its ops runs (its owner went
          * away in the middle of it) is finished by the cancel, and the op's
          * return must not finish it again. */
-        if (job_ended(job) || job->state == JOB_REPLY_WAIT)
+        if (job_ended(job) || job->state == JOB_REPLY_WAIT || job->state == JOB_UNDOING)
                 return;
         job->state = end;
         /* Batched ops not yet sent learn how the batch ended first (they
@@ -1250,8 +1334,17 @@ static void job_finish(struct nbd_job *job, enum job_state end)
                 if (!job->refused || !job->refused[i])
                         nbd_audit_op(&job->peer, job->req->ops[i], job->results[i],
                                      job->results[i]->status ? NBD_AUDIT_FAILED : NBD_AUDIT_DONE);
-        if (job->failed != SIZE_MAX && !cancelled)
-                roll_back(job);
+        if (job->failed != SIZE_MAX && !cancelled) {
+                job->undo_next = job->undos;
+                if (roll_back(job))
+                        return; /* goes on in undo_lane_finished */
+        }
+        job_finish_after_undo(job, cancelled);
+}
+
+/* The rest of job_finish, once every undo ran. */
+static void job_finish_after_undo(struct nbd_job *job, bool cancelled)
+{
         for (size_t i = 0; i < job->ctx->n_job_end; i++)
                 job->ctx->job_end[i].fn(job->ctx->job_end[i].data);
         /* The owners of the interfaces this job made go are removed on the
@@ -1384,6 +1477,38 @@ static void job_lane_run(void *data)
         struct nbd_job *job = data;
 
         job->lane_fn(job->lane_data);
+}
+
+static void undo_lane_run(void *data)
+{
+        struct nbd_job *job = data;
+
+        job->undo_on_lane->lane_fn(job->undo_on_lane->data);
+}
+
+/* On the loop: an undo's call returned (or, the helper stopping, never
+ * ran: then its op says so, as do those of the undos left that need a
+ * lane; the others run). The undos go on
+ * newest first, and the job ends after the last, even if its client went
+ * away meanwhile (a batch half undone is worse than one undone): with no
+ * reply then. */
+static void undo_lane_finished(void *data, bool not_run)
+{
+        struct nbd_job *job = data;
+        struct undo *u = job->undo_on_lane;
+
+        job->lane = NULL;
+        job->undo_on_lane = NULL;
+        job->state = job->undo_cancelled ? JOB_CANCELLED : JOB_DONE;
+        if (not_run) {
+                job->undo_no_lanes = true;
+                nbd_job_mark_undo_skipped(job, u->op, "not run: the helper is stopping");
+        } else {
+                u->finish(job, u->data);
+        }
+        if (roll_back(job))
+                return;
+        job_finish_after_undo(job, job->undo_cancelled);
 }
 
 /* On the loop: the call returned (or, when the helper stops, never ran).
@@ -1830,6 +1955,12 @@ void nbd_job_cancel(struct nbd_job *job)
         }
         if (job->state == JOB_WAITING_LANE)
                 unlink_lane_wait(job);
+        if (job->state == JOB_UNDOING) {
+                /* Ended already, its undos under way: they run to the
+                 * last (undo_lane_finished), and no reply goes. */
+                job->undo_cancelled = true;
+                return;
+        }
         if (job->state == JOB_REPLY_WAIT) {
                 /* Ended already: only the reply is left, and nobody to
                  * take it. */

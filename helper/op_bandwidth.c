@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "bandwidth.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "ops.h"
 
 static struct nbd_bw *bw_of(const struct nbd_job *job)
@@ -102,10 +103,11 @@ static int validate_clear(struct nbd_validation *v, const Netbroker__Op *op, Net
 /* A set or clear: its tc part on the loop, its policer on the firewall's
  * lane (bandwidth.h's steps), so that the loop never waits for the
  * nftables commit mutex behind a firewall transaction and no commit of
- * ours interrupts the firewall's table reads (issue 14). The undo is
- * registered before the lane's call, so that it holds the op's place
- * among the batch's undos (newest first) whatever the call returns, and
- * owns this state: it does nothing unless the change was made. */
+ * ours interrupts the firewall's table reads (issue 14); its undo the
+ * same way. The undo is registered before the lane's call, so that it
+ * holds the op's place among the batch's undos (newest first) whatever
+ * the call returns, and owns this state: it does nothing unless the
+ * change was made. */
 struct bw_op {
         const struct nbd_backend_bw *k;
         struct nbd_bw *bw;
@@ -128,33 +130,52 @@ static void bw_op_free(void *data)
 }
 
 /* A later op's failure: the limits go back on the interface the op
- * changed, not on another that took its name since (op_link.c's undo).
- * It runs on the loop, as every undo. */
-static void bw_op_undo(struct nbd_job *job, void *data, size_t failed)
+ * changed, not on another that took its name since (op_link.c's undo), in
+ * the same steps as the op: the tc part here, on the loop, the policer on
+ * the firewall's lane (bw_op_nft), the outcome in bw_op_undone. */
+static bool bw_op_undo(struct nbd_job *job, void *data, size_t failed)
 {
         struct bw_op *o = data;
-        struct nbd_bw_applied ignored;
         struct nbd_err err;
         int r;
 
         (void)failed;
         if (!o->made)
-                return;
+                return false;
         r = nbd_job_check_undo(job, o->ifname, o->ifindex, &err);
         if (r == 0)
-                r = o->k->set(o->bw, o->ifname, &o->before, &ignored, &err);
+                r = o->k->change_begin(o->bw, o->ifname, &o->before, &o->c, &err);
+        if (r < 0) {
+                nbd_job_mark_undo_skipped(job, o->op, err.msg);
+                return false;
+        }
+        return true;
+}
+
+static void bw_op_undone(struct nbd_job *job, void *data)
+{
+        struct bw_op *o = data;
+        struct nbd_bw_applied ignored;
+        struct nbd_bw_limits was;
+        struct nbd_err err;
+        int r = o->k->change_end(o->bw, o->c, &ignored, &was, &err);
+
+        o->k->change_free(o->c);
+        o->c = NULL;
         if (r < 0)
                 nbd_job_mark_undo_skipped(job, o->op, err.msg);
         else
                 nbd_job_mark_undone(job, o->op);
 }
 
-/* On the firewall's lane. */
+/* On the firewall's lane: the op's policer, or its undo's. */
 static void bw_op_nft(void *data)
 {
         struct bw_op *o = data;
 
         o->k->change_nft(o->c);
+        if (o->made) /* tests: an undo's policer, held where it runs */
+                nbd_test_hold_point("BW_UNDO");
 }
 
 static int set_ifname(Netbroker__Result *res, const char *ifname)
@@ -250,7 +271,8 @@ static int run_change(struct nbd_job *job, const char *ifname, const struct nbd_
                 free(o);
                 return nbd_result_set(res, r, "%s %s: %s", what, ifname, err.msg);
         }
-        if (nbd_job_on_failure_call(job, bw_op_undo, bw_op_free, o) < 0) {
+        if (nbd_job_on_failure_lane(job, NBD_NEEDS_FIREWALL, bw_op_undo, bw_op_nft, bw_op_undone,
+                                    bw_op_free, o) < 0) {
                 /* o freed, and with it the change begun: its tc part stays
                  * (out of memory, the rarest of failures). */
                 return nbd_result_set(res, -ENOMEM, "%s: out of memory", what);

@@ -196,6 +196,19 @@ int nbd_job_on_failure_undo_checked(struct nbd_job *job,
 int nbd_job_on_failure_call(struct nbd_job *job,
                             void (*fn)(struct nbd_job *job, void *data, size_t failed),
                             void (*free_data)(void *data), void *data);
+
+/* Like nbd_job_on_failure_call(), for an undo that makes a kernel call of
+ * capability `need` (NBD_NEEDS_FIREWALL: bandwidth's policer) on that
+ * capability's lane: prepare(job, data, failed) on the loop (false: nothing
+ * for the lane, and it marked the op itself if need be), then fn(data) on
+ * the lane, touching data alone, then finish(job, data) on the loop, which
+ * marks the op (nbd_job_mark_undone, nbd_job_mark_undo_skipped). The undos
+ * older than it wait for it, and the reply for the last. Without a lane,
+ * all three here and now. free_data(data) when the job ends. */
+int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
+                            bool (*prepare)(struct nbd_job *job, void *data, size_t failed),
+                            void (*fn)(void *data), void (*finish)(struct nbd_job *job, void *data),
+                            void (*free_data)(void *data), void *data);
 void nbd_job_mark_undone(struct nbd_job *job, size_t op);
 /* The same for an op whose undo changed nothing, for the reason why: its
  * result says "undo skipped" (nbd_job_on_failure_undo_checked's). */

@@ -2671,6 +2671,82 @@ START_TEST(test_a_bandwidth_show_reads_on_the_firewall_lane_while_a_ping_passes)
         tu_helper_stop(&h);
 }
 END_TEST
+/* The nftables rate of bu0's policer, in kbytes/s (0: none), as nft -j
+ * shows it. */
+static unsigned policer_rate(const char *dev)
+{
+        char *nft = tu_sh("nft -j list chain netdev netbroker_bw nbbw%s 2>/dev/null || true",
+                          tu_link_get(dev, "ifindex"));
+        const char *at = strstr(nft, "\"rate\": ");
+        unsigned rate = at ? (unsigned)atoi(at + strlen("\"rate\": ")) : 0;
+
+        ck_assert_msg(!at || strstr(nft, "\"rate_unit\": \"kbytes\""), "%s", nft);
+        free(nft);
+        return rate;
+}
+
+/* The undo of a BandwidthSet (a later op of its batch failed) puts the
+ * policer back on the firewall's lane too: held there after its commit
+ * (BW_UNDO), the thread that holds it is nbd-fw, the kernel has the rate
+ * of before again, another client's Ping is answered and the batch is
+ * not; let go, the set says undone and the failed Exec its failure. A
+ * client killed while its undo is held: the undo ends all the same (the
+ * rate of before), and the helper serves on. Before, the undo committed
+ * on the loop (no such hold point: answered before it was held). */
+START_TEST(test_a_bandwidth_undo_runs_on_the_firewall_lane_while_a_ping_passes)
+{
+        char hold[] = "/tmp/nbtest-hold-XXXXXX", held[64];
+        const nb_rate was = {.size = sizeof(nb_rate), .average = 2000},
+                      now = {.size = sizeof(nb_rate), .average = 1000};
+        const char *const argv[] = {"/bin/false", NULL};
+        struct slow_client a;
+        struct tu_helper h;
+        pthread_t ta;
+        nb_batch *b;
+        nb_conn *p;
+        pid_t gone;
+
+        start_held_at(&h, hold, TU_ALLOW, "BW_UNDO", "bu0", "bu1");
+        snprintf(held, sizeof(held), "%s.held", hold);
+        ck_assert_int_eq(nb_connect(h.sock, &p), 0);
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "bu0", NULL, &was), 0);
+        nb_results_free(tu_submit_ok(p, b));
+        ck_assert_uint_eq(policer_rate("bu0"), 2000);
+        close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_bandwidth_set(b, "bu0", NULL, &now), 0);
+        ck_assert_int_eq(nb_batch_exec(b, "/bin/false", argv, NULL, NULL, 0, 0), 0);
+        send_from_thread(&h, &a, b, &ta);
+        await_held(hold, &a, "the undo's policer");
+        assert_held_on_the_firewall_lane(h.pid, "the undo's policer");
+        ck_assert_uint_eq(policer_rate("bu0"), 2000);
+        ping_ok(p);
+        ping_ok(p);
+        ck_assert_msg(!atomic_load(&a.done), "the batch was answered while its undo was held");
+        unlink(hold);
+        pthread_join(ta, NULL);
+        /* Op 0 undone (ECANCELED), the first op that says it failed. */
+        ck_assert_msg(a.first_error == 0, "the batch: op %d failed first", a.first_error);
+        ck_assert_uint_eq(policer_rate("bu0"), 2000);
+
+        /* The same batch from a client killed while the undo is held. */
+        close(open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+        gone = fork_client(h.sock, a.b);
+        await_held_file(held, "the killed client's undo");
+        kill(gone, SIGKILL);
+        ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
+        ping_ok(p);
+        unlink(hold);
+        ping_ok(p);
+        /* A listing on the firewall's lane comes after the undo. */
+        owners_after_sweep(p);
+        ck_assert_uint_eq(policer_rate("bu0"), 2000);
+        nb_batch_free(a.b);
+        nb_close(p);
+        tu_helper_stop(&h);
+}
+END_TEST
 #endif
 
 #define BWFW_GUESTS 1000
@@ -2858,6 +2934,7 @@ Suite *lanes_suite(void)
         tcase_add_test(hol, test_bandwidth_on_the_firewall_lane_keeps_one_nfnetlink_socket);
         tcase_add_test(hol, test_a_policers_commit_runs_on_the_firewall_lane_while_a_ping_passes);
         tcase_add_test(hol, test_a_bandwidth_show_reads_on_the_firewall_lane_while_a_ping_passes);
+        tcase_add_test(hol, test_a_bandwidth_undo_runs_on_the_firewall_lane_while_a_ping_passes);
         tcase_add_test(hol, test_the_kept_nfnetlink_sockets_take_nothing_but_the_kernels);
         tcase_add_test(hol,
                        test_a_stale_summary_is_not_trusted_while_the_monitor_is_out_of_its_group);
@@ -2866,7 +2943,7 @@ Suite *lanes_suite(void)
 #else
         /* A packager's build: the helper has no test hooks, so the tests
          * that hold a lane cannot run. Said, not hidden. */
-        fprintf(stderr, "lanes: 30 tests need a helper built with -DNB_TEST_HOOKS=ON "
+        fprintf(stderr, "lanes: 31 tests need a helper built with -DNB_TEST_HOOKS=ON "
                         "(scripts/test.sh builds it so): not run in this build\n");
 #endif
         tcase_add_test(

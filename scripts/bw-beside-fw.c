@@ -209,7 +209,8 @@ int main(int argc, char **argv)
         printf("round  apply_status  apply_ms  bw_sets  bw_worst_ms  pings  ping_worst_ms  "
                "dumps_interrupted\n");
         for (unsigned k = 1; k <= rounds; k++) {
-                struct worker p = {.c = connect_or_die(argv[1])}, s = {.c = connect_or_die(argv[1])};
+                struct worker p = {.c = connect_or_die(argv[1])},
+                              s = {.c = connect_or_die(argv[1])};
                 pthread_t tp, ts;
                 double t0, ms;
                 uint64_t intr = stat_of(a, "nft_dumps_interrupted");

@@ -9,7 +9,9 @@
  * number of B's sets, B's worst set, and C's worst Ping while A ran.
  *
  *   cc -O2 -o bw-beside-fw scripts/bw-beside-fw.c -Iclient -Lbuild -lnetbroker -lpthread
- *   bw-beside-fw SOCKET N ROUNDS */
+ *   bw-beside-fw SOCKET N ROUNDS [GAP_MS]
+ * GAP_MS: B waits that long between two sets (default 0: back to back;
+ * -1: B sends none, the replace alone). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,6 +23,7 @@
 #include "netbroker.h"
 
 static atomic_bool running, stop;
+static int gap_ms; /* between B's sets; 0: back to back; < 0: B sends none */
 
 static double now_ms(void)
 {
@@ -105,7 +108,7 @@ static void *setter(void *p)
                 int r;
 
                 out.average = 1000 + 1000 * (i++ & 1);
-                if (!atomic_load(&running)) {
+                if (!atomic_load(&running) || gap_ms < 0) {
                         struct timespec ts = {0, 200000};
                         nanosleep(&ts, NULL);
                         continue;
@@ -123,6 +126,10 @@ static void *setter(void *p)
                 w->n++;
                 if (ms > w->worst)
                         w->worst = ms;
+                for (int k = 0; k < gap_ms && !atomic_load(&stop); k++) {
+                        struct timespec ts = {0, 1000000};
+                        nanosleep(&ts, NULL);
+                }
         }
         return NULL;
 }
@@ -165,24 +172,31 @@ static nb_batch *replace(unsigned n, unsigned round)
         return b;
 }
 
+/* Taps fg0.. and bwt0, persistent, 512 a request (a reply's size is
+ * bounded). */
 static void make_taps(nb_conn *c, unsigned n)
 {
         nb_tap_opts o = {.size = sizeof(nb_tap_opts), .persist = true};
-        nb_batch *b = nb_batch_new();
-        char msg[256];
-        int r;
 
-        for (unsigned i = 0; i < n; i++) {
-                char dev[16];
-                snprintf(dev, sizeof(dev), "fg%u", i);
-                nb_batch_tap_create(b, dev, &o);
-        }
-        nb_batch_tap_create(b, "bwt0", &o);
-        r = submit(c, b, msg, sizeof(msg));
-        nb_batch_free(b);
-        if (r < 0) {
-                fprintf(stderr, "taps: %s %s\n", strerror(-r), msg);
-                exit(1);
+        for (unsigned first = 0; first <= n; first += 512) {
+                nb_batch *b = nb_batch_new();
+                char msg[256];
+                int r;
+
+                for (unsigned i = first; i < first + 512 && i <= n; i++) {
+                        char dev[16];
+                        if (i == n)
+                                snprintf(dev, sizeof(dev), "bwt0");
+                        else
+                                snprintf(dev, sizeof(dev), "fg%u", i);
+                        nb_batch_tap_create(b, dev, &o);
+                }
+                r = submit(c, b, msg, sizeof(msg));
+                nb_batch_free(b);
+                if (r < 0) {
+                        fprintf(stderr, "taps: %s %s\n", strerror(-r), msg);
+                        exit(1);
+                }
         }
 }
 
@@ -194,10 +208,11 @@ int main(int argc, char **argv)
         char msg[256];
         int r;
 
-        if (argc != 4) {
-                fprintf(stderr, "usage: %s SOCKET N ROUNDS\n", argv[0]);
+        if (argc != 4 && argc != 5) {
+                fprintf(stderr, "usage: %s SOCKET N ROUNDS [GAP_MS]\n", argv[0]);
                 return 2;
         }
+        gap_ms = argc == 5 ? atoi(argv[4]) : 0;
         n = (unsigned)atoi(argv[2]);
         rounds = (unsigned)atoi(argv[3]);
         a = connect_or_die(argv[1]);

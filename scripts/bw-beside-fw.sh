@@ -4,9 +4,9 @@
 # measures): a helper from BUILD, listening in a network namespace of its
 # own, N guests, ROUNDS replaces, each with another client's BandwidthSets
 # and a third one's Pings beside it. As root; the namespace goes with it.
-#   bash scripts/bw-beside-fw.sh BUILD N ROUNDS
+#   bash scripts/bw-beside-fw.sh BUILD N ROUNDS [GAP_MS]
 set -euo pipefail
-build=$(realpath "${1:?BUILD}") n=${2:?N} rounds=${3:?ROUNDS}
+build=$(realpath "${1:?BUILD}") n=${2:?N} rounds=${3:?ROUNDS} gap=${4:-0}
 src=$(dirname "$(realpath "$0")")/..
 work=$(mktemp -d /tmp/bw-beside-fw.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -20,5 +20,5 @@ unshare -n bash -c '
 	pid=$!
 	trap "kill $pid; wait $pid || true" EXIT
 	for i in $(seq 500); do [ -S "$2/sock" ] && break; sleep 0.02; done
-	"$2/prog" "$2/sock" "$3" "$4"
-' bw-beside-fw "$build" "$work" "$n" "$rounds"
+	"$2/prog" "$2/sock" "$3" "$4" "$5"
+' bw-beside-fw "$build" "$work" "$n" "$rounds" "$gap"

@@ -129,7 +129,7 @@ enum job_state {
         JOB_WAITING_FDS, /* its next op's fds are not reserved yet (reserve_fds) */
         JOB_OUTPUT_DRAINED, /* they are out, or reserved: resumes from a timer */
         JOB_YIELDED, /* its slice of the loop is used up: resumes from a timer */
-        JOB_UNDOING, /* ended; an undo's kernel call runs on a lane (roll_back) */
+        JOB_UNDOING, /* ended; its roll-back yielded, or its joint call runs on a lane */
         JOB_REPLY_WAIT, /* ended; its reply waits for fw_gone's clean-up */
         JOB_DONE, /* its reply went to the owner */
         JOB_CANCELLED, /* its owner went away: no reply */
@@ -143,12 +143,18 @@ struct undo {
         int (*checked)(struct nbd_job *job, void *data, struct nbd_err *err);
         /* Instead of undo: says in the results itself what it undid. */
         void (*call)(struct nbd_job *job, void *data, size_t failed);
-        /* Instead of undo: a kernel call on the lane of need
+        /* Instead of undo: joins the undos of its kind in one call
+         * (nbd_job_on_failure_joint). */
+        const struct nbd_undo_joint *joint;
+        /* Instead of undo: a kernel call of its own on the lane of need
          * (nbd_job_on_failure_lane). */
         bool (*prepare)(struct nbd_job *job, void *data, size_t failed);
         void (*lane_fn)(void *data);
         void (*finish)(struct nbd_job *job, void *data);
         unsigned need;
+        /* The interface the undo works on (0: none, or not said): what
+         * decides whether it may run before a joint call pending. */
+        int ifindex;
         void (*free_data)(void *data);
         void *data;
         struct undo *next;
@@ -174,6 +180,17 @@ struct nbd_job {
         size_t fds_reserved; /* by the owner for the op at next (reserve_fds) */
         enum job_state state;
         struct undo *undos;
+        /* The roll-back (a failed batch): the next undo to run, and the
+         * joint call its undos joined so far (kind and state; NULL: none). */
+        struct undo *undo_next;
+        struct undo *undo_on_lane; /* its call runs on a lane (undo_on_lane) */
+        const struct nbd_undo_joint *joint_kind;
+        void *joint;
+        /* The interfaces joint undos work on (the devices the batch made),
+         * sorted; NULL without memory (then no other undo passes a joint
+         * call pending). */
+        int *made;
+        size_t n_made;
         void (*cancel_parked)(void *data);
         void *parked_data;
         struct nbd_timer resume_timer;
@@ -214,12 +231,6 @@ struct nbd_job {
          * call was shared with later ops): SIZE_MAX, or the first such. */
         size_t late_failed;
         struct nbd_fw_gone_waiter gone_wait; /* JOB_REPLY_WAIT */
-        /* Rolling back (roll_back): the next undo to run, the one whose
-         * call is on a lane (JOB_UNDOING), whether the job was cancelled
-         * meanwhile (no reply then), and whether the lanes are stopping
-         * (the undos left run here). */
-        struct undo *undo_next, *undo_on_lane;
-        bool undo_cancelled, undo_no_lanes;
         /* Names put in place of op references (opref.h) before their ops
          * ran: the decoded request points at them until the job is freed. */
         char **resolved;
@@ -507,23 +518,19 @@ int nbd_job_give_fds(struct nbd_job *job, Netbroker__Result *res, int *fds, size
         return 0;
 }
 
-/* One of undo and checked is set. */
-static int push_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
-                     int (*checked)(struct nbd_job *job, void *data, struct nbd_err *err),
-                     void (*free_data)(void *data), void *data)
+/* The undo t (one of undo, checked, call and joint set) for the op running
+ * now, newest first. Without memory, its data is freed: -ENOMEM. */
+static int push_undo(struct nbd_job *job, struct undo t)
 {
         struct undo *u = malloc(sizeof(*u));
 
         if (!u) {
-                free_data(data);
+                t.free_data(t.data);
                 return -ENOMEM;
         }
-        *u = (struct undo){.op = job->next,
-                           .undo = undo,
-                           .checked = checked,
-                           .free_data = free_data,
-                           .data = data,
-                           .next = job->undos};
+        t.op = job->next;
+        t.next = job->undos;
+        *u = t;
         job->undos = u;
         return 0;
 }
@@ -531,40 +538,24 @@ static int push_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void
 int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *job, void *data),
                             void (*free_data)(void *data), void *data)
 {
-        return push_undo(job, undo, NULL, free_data, data);
+        return push_undo(job, (struct undo){.undo = undo, .free_data = free_data, .data = data});
 }
 
 int nbd_job_on_failure_undo_checked(struct nbd_job *job,
                                     int (*undo)(struct nbd_job *job, void *data,
                                                 struct nbd_err *err),
-                                    void (*free_data)(void *data), void *data)
+                                    void (*free_data)(void *data), void *data, int ifindex)
 {
-        return push_undo(job, NULL, undo, free_data, data);
-}
-
-int nbd_job_on_failure_call(struct nbd_job *job,
-                            void (*fn)(struct nbd_job *job, void *data, size_t failed),
-                            void (*free_data)(void *data), void *data)
-{
-        struct undo *u = malloc(sizeof(*u));
-
-        if (!u) {
-                free_data(data);
-                return -ENOMEM;
-        }
-        *u = (struct undo){.op = job->next,
-                           .call = fn,
-                           .free_data = free_data,
-                           .data = data,
-                           .next = job->undos};
-        job->undos = u;
-        return 0;
+        return push_undo(job, (struct undo){.checked = undo,
+                                            .ifindex = ifindex,
+                                            .free_data = free_data,
+                                            .data = data});
 }
 
 int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
                             bool (*prepare)(struct nbd_job *job, void *data, size_t failed),
                             void (*fn)(void *data), void (*finish)(struct nbd_job *job, void *data),
-                            void (*free_data)(void *data), void *data)
+                            void (*free_data)(void *data), void *data, int ifindex)
 {
         struct undo *u = malloc(sizeof(*u));
 
@@ -577,11 +568,28 @@ int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
                            .lane_fn = fn,
                            .finish = finish,
                            .need = need,
+                           .ifindex = ifindex,
                            .free_data = free_data,
                            .data = data,
                            .next = job->undos};
         job->undos = u;
         return 0;
+}
+
+int nbd_job_on_failure_call(struct nbd_job *job,
+                            void (*fn)(struct nbd_job *job, void *data, size_t failed),
+                            void (*free_data)(void *data), void *data)
+{
+        return push_undo(job, (struct undo){.call = fn, .free_data = free_data, .data = data});
+}
+
+int nbd_job_on_failure_joint(struct nbd_job *job, const struct nbd_undo_joint *kind,
+                             void (*free_data)(void *data), void *data, int ifindex)
+{
+        return push_undo(job, (struct undo){.joint = kind,
+                                            .ifindex = ifindex,
+                                            .free_data = free_data,
+                                            .data = data});
 }
 
 void nbd_job_mark_undone(struct nbd_job *job, size_t op)
@@ -865,6 +873,12 @@ static bool run_held(void)
 {
         return held_by("NETBROKERD_TEST_HOLD_RUN");
 }
+
+/* The same for a failed batch's roll-back: it yields after each undo. */
+static bool undo_held(void)
+{
+        return held_by("NETBROKERD_TEST_HOLD_UNDO");
+}
 #else
 static bool validation_held(void)
 {
@@ -872,6 +886,11 @@ static bool validation_held(void)
 }
 
 static bool run_held(void)
+{
+        return false;
+}
+
+static bool undo_held(void)
 {
         return false;
 }
@@ -1141,58 +1160,226 @@ int nbd_job_spawn_admit(struct nbd_job *job, Netbroker__Result *res, bool *ret_a
 }
 
 static struct nbd_lane *lane_for(const struct nbd_dispatch_ctx *ctx, unsigned need);
-static void undo_lane_run(void *data);
-static void undo_lane_finished(void *data, bool not_run);
+static void roll_back(struct nbd_job *job);
 
-/* An undo whose kernel call goes to a lane: true when it is under way
- * there (the job goes on in undo_lane_finished), false when it ran here
- * (no lane: the fake kernel; no fd for the lane's eventfd, which only an
- * idle lane lacks) or had nothing to do. With the lanes stopping it does
- * not run: a call of the lane's kind may still be running there. */
+static int int_cmp(const void *a, const void *b)
+{
+        int x = *(const int *)a, y = *(const int *)b;
+
+        return (x > y) - (x < y);
+}
+
+/* Whether undo u may run while the joint call its kind's undos joined is
+ * still to come (issue 14: the devices the batch made go in one deletion
+ * at the end, one RCU grace period for all, not one each in its undo's
+ * place). u is then of that kind, or it works on an interface the batch
+ * made: the undos of a device's other changes (limits, addresses, bridge
+ * options) are newer than its create and ran before it joined; an older
+ * one on another device the batch made sees the joined devices still
+ * there, and its interface goes with them anyway. Any other undo (one on
+ * an interface that was there before the batch and stays, or one that
+ * says none) sees the newer devices gone, as newest first would have
+ * them: a device that existed before may hold a new one (a macvlan's
+ * parent cannot join a bridge while it has one). */
+static bool may_run_before_joint(const struct nbd_job *job, const struct undo *u)
+{
+        if (!job->joint)
+                return true;
+        if (u->joint)
+                return u->joint == job->joint_kind;
+        return u->ifindex && job->made &&
+               bsearch(&u->ifindex, job->made, job->n_made, sizeof(*job->made), int_cmp);
+}
+
+/* job->made, for may_run_before_joint: sorted once, so that a batch of
+ * thousands of devices and their limits is not a walk of the undo list for
+ * each undo. */
+static void note_made(struct nbd_job *job)
+{
+        size_t n = 0;
+
+        for (const struct undo *u = job->undos; u; u = u->next)
+                n += u->joint != NULL;
+        job->made = malloc((n ? n : 1) * sizeof(*job->made));
+        if (!job->made)
+                return;
+        for (const struct undo *u = job->undos; u; u = u->next)
+                if (u->joint)
+                        job->made[job->n_made++] = u->ifindex;
+        qsort(job->made, job->n_made, sizeof(*job->made), int_cmp);
+}
+
+static void joint_lane_run(void *data)
+{
+        struct nbd_job *job = data;
+
+        job->joint_kind->run(job->joint);
+}
+
+static void joint_done(struct nbd_job *job)
+{
+        const struct nbd_undo_joint *kind = job->joint_kind;
+        void *joint = job->joint;
+
+        job->joint = NULL;
+        job->joint_kind = NULL;
+        kind->done(job, joint);
+}
+
+/* On the loop: the joint call returned, or (the helper stopping) never
+ * began, which its state tells done(). The roll-back goes on to its end
+ * even when the client went away meanwhile: what the batch made must not
+ * stay. */
+static void joint_lane_finished(void *data, bool not_run)
+{
+        struct nbd_job *job = data;
+
+        (void)not_run;
+        job->lane = NULL;
+        joint_done(job);
+        roll_back(job);
+}
+
+/* The joint call pending goes: true when it went to its lane (the job
+ * waits there, JOB_UNDOING, and is not freed before it returned), false
+ * when it ran here (no lane: the fake kernel, tests of the dispatcher). */
+static bool joint_flush(struct nbd_job *job)
+{
+        struct nbd_lane *lane = lane_for(job->ctx, job->joint_kind->need);
+
+        if (lane) {
+                job->lane = lane;
+                job->work = (struct nbd_lane_work){
+                        .run = joint_lane_run, .done = joint_lane_finished, .data = job};
+                if (nbd_lane_submit(lane, &job->work) == 0) {
+                        if (job->state != JOB_CANCELLED)
+                                job->state = JOB_UNDOING;
+                        return true;
+                }
+                /* No fd for the lane's eventfd: here, which is only slower. */
+                job->lane = NULL;
+        }
+        job->joint_kind->run(job->joint);
+        joint_done(job);
+        return false;
+}
+
+static void undo_lane_run(void *data)
+{
+        struct nbd_job *job = data;
+
+        job->undo_on_lane->lane_fn(job->undo_on_lane->data);
+}
+
+/* On the loop: an undo's own call returned (its op's result set by
+ * finish), or, the helper stopping, never began (its op says so). The
+ * roll-back goes on, to its end even when the client went away. */
+static void undo_lane_finished(void *data, bool not_run)
+{
+        struct nbd_job *job = data;
+        struct undo *u = job->undo_on_lane;
+
+        job->lane = NULL;
+        job->undo_on_lane = NULL;
+        if (not_run)
+                nbd_job_mark_undo_skipped(job, u->op, "not run: the helper is stopping");
+        else
+                u->finish(job, u->data);
+        roll_back(job);
+}
+
+/* An undo with a call of its own on a lane (nbd_job_on_failure_lane):
+ * prepare on the loop, the call on the lane (true: the job waits there,
+ * JOB_UNDOING, and is not freed before it returned), or here when there
+ * is no lane (the fake kernel) or no eventfd for it (the lane is idle
+ * then); false too when prepare found nothing to do. */
 static bool undo_on_lane(struct nbd_job *job, struct undo *u)
 {
         struct nbd_lane *lane = lane_for(job->ctx, u->need);
 
-        if (job->undo_no_lanes) {
-                nbd_job_mark_undo_skipped(job, u->op, "not run: the helper is stopping");
-                return false;
-        }
         if (!u->prepare(job, u->data, job->failed))
                 return false;
-        if (lane && !job->lane) {
+        if (lane) {
                 job->lane = lane;
                 job->undo_on_lane = u;
                 job->work = (struct nbd_lane_work){
                         .run = undo_lane_run, .done = undo_lane_finished, .data = job};
-                job->state = JOB_UNDOING;
-                if (nbd_lane_submit(lane, &job->work) == 0)
+                if (nbd_lane_submit(lane, &job->work) == 0) {
+                        if (job->state != JOB_CANCELLED)
+                                job->state = JOB_UNDOING;
                         return true;
+                }
                 job->lane = NULL;
                 job->undo_on_lane = NULL;
-                job->state = job->undo_cancelled ? JOB_CANCELLED : JOB_DONE;
         }
         u->lane_fn(u->data);
         u->finish(job, u->data);
         return false;
 }
 
-/* Undo, newest first, what the ops before the failed one changed, and say
- * so in their results: the undos from job->undo_next on. True when one
- * went to a lane (JOB_UNDOING): the rest follow when it returns. */
-static bool roll_back(struct nbd_job *job)
-{
-        struct undo *u;
+static void job_wind_up(struct nbd_job *job);
 
-        while ((u = job->undo_next)) {
+static void roll_back_from_timer(void *data)
+{
+        struct nbd_job *job = data;
+
+        if (undo_held()) {
+                nbd_timer_arm(job->ctx->loop, &job->resume_timer, 1, roll_back_from_timer, job);
+                return;
+        }
+        roll_back(job);
+}
+
+/* Undo, newest first, what the ops before the failed one changed, and say
+ * so in their results; from job->undo_next on, so that it goes on where a
+ * joint call stopped it. Undos of a joint kind (the devices the batch
+ * made) do on the loop what needs no wait and join one call, made on its
+ * lane when the roll-back reaches an undo that must see it done
+ * (may_run_before_joint), or its end: the results of the joined ops are
+ * set, and their audit lines written, when it returned. Then the job's
+ * end. It yields to the loop every 2 ms, as a job's run does (each join
+ * is a request to the kernel: 2,000 devices held the loop 35 ms). */
+static void roll_back(struct nbd_job *job)
+{
+        uint64_t start = nbd_now_us();
+        bool first = true;
+
+        while (job->undo_next) {
+                struct undo *u = job->undo_next;
                 struct nbd_err err;
-                job->undo_next = u->next;
-                if (u->lane_fn) {
-                        if (undo_on_lane(job, u))
-                                return true;
-                        continue;
+                bool joined = false;
+
+                /* A cancelled job's roll-back runs to its end (or its
+                 * lane): the helper may be stopping, and a timer would
+                 * never fire, leaving the devices in the group. */
+                if (!first && job->state != JOB_CANCELLED &&
+                    (nbd_now_us() - start > SLICE_US || undo_held())) {
+                        job->state = JOB_UNDOING;
+                        nbd_timer_arm(job->ctx->loop, &job->resume_timer, 0, roll_back_from_timer,
+                                      job);
+                        return;
                 }
+                first = false;
+
+                if (!may_run_before_joint(job, u) && joint_flush(job))
+                        return;
+                job->undo_next = u->next;
                 if (u->call) {
                         u->call(job, u->data, job->failed);
+                        continue;
+                }
+                if (u->lane_fn) {
+                        if (undo_on_lane(job, u))
+                                return;
+                        continue;
+                }
+                if (u->joint) {
+                        if (u->joint->join(job, u->op, u->data, &job->joint, &joined, &err) < 0)
+                                nbd_job_mark_undo_skipped(job, u->op, err.msg);
+                        else if (!joined)
+                                nbd_job_mark_undone(job, u->op);
+                        if (job->joint)
+                                job->joint_kind = u->joint;
                         continue;
                 }
                 if (u->checked && u->checked(job, u->data, &err) < 0) {
@@ -1203,7 +1390,9 @@ static bool roll_back(struct nbd_job *job)
                         u->undo(job, u->data);
                 nbd_job_mark_undone(job, u->op);
         }
-        return false;
+        if (job->joint && joint_flush(job))
+                return;
+        job_wind_up(job);
 }
 
 static void free_undos(struct nbd_job *job)
@@ -1245,6 +1434,7 @@ static void job_free(void *p)
                 free(job->v);
         }
         free_undos(job);
+        free(job->made);
         free(job->refused);
         for (size_t i = 0; i < job->n_resolved; i++)
                 free(job->resolved[i]);
@@ -1310,8 +1500,6 @@ static bool ran_link_ops(const struct nbd_job *job)
         return false;
 }
 
-static void job_finish_after_undo(struct nbd_job *job, bool cancelled);
-
 /* End the job as end (JOB_DONE: its reply goes to the owner; or
  * JOB_CANCELLED). */
 static void job_finish(struct nbd_job *job, enum job_state end)
@@ -1336,15 +1524,21 @@ static void job_finish(struct nbd_job *job, enum job_state end)
                                      job->results[i]->status ? NBD_AUDIT_FAILED : NBD_AUDIT_DONE);
         if (job->failed != SIZE_MAX && !cancelled) {
                 job->undo_next = job->undos;
-                if (roll_back(job))
-                        return; /* goes on in undo_lane_finished */
+                note_made(job);
+                roll_back(job); /* then job_wind_up() */
+                return;
         }
-        job_finish_after_undo(job, cancelled);
+        job_wind_up(job);
 }
 
-/* The rest of job_finish, once every undo ran. */
-static void job_finish_after_undo(struct nbd_job *job, bool cancelled)
+/* The job's end, once its roll-back is done (which may have waited for a
+ * lane: the client may have gone away meanwhile). */
+static void job_wind_up(struct nbd_job *job)
 {
+        bool cancelled = job->state == JOB_CANCELLED;
+
+        if (job->state == JOB_UNDOING)
+                job->state = JOB_DONE;
         for (size_t i = 0; i < job->ctx->n_job_end; i++)
                 job->ctx->job_end[i].fn(job->ctx->job_end[i].data);
         /* The owners of the interfaces this job made go are removed on the
@@ -1477,38 +1671,6 @@ static void job_lane_run(void *data)
         struct nbd_job *job = data;
 
         job->lane_fn(job->lane_data);
-}
-
-static void undo_lane_run(void *data)
-{
-        struct nbd_job *job = data;
-
-        job->undo_on_lane->lane_fn(job->undo_on_lane->data);
-}
-
-/* On the loop: an undo's call returned (or, the helper stopping, never
- * ran: then its op says so, as do those of the undos left that need a
- * lane; the others run). The undos go on
- * newest first, and the job ends after the last, even if its client went
- * away meanwhile (a batch half undone is worse than one undone): with no
- * reply then. */
-static void undo_lane_finished(void *data, bool not_run)
-{
-        struct nbd_job *job = data;
-        struct undo *u = job->undo_on_lane;
-
-        job->lane = NULL;
-        job->undo_on_lane = NULL;
-        job->state = job->undo_cancelled ? JOB_CANCELLED : JOB_DONE;
-        if (not_run) {
-                job->undo_no_lanes = true;
-                nbd_job_mark_undo_skipped(job, u->op, "not run: the helper is stopping");
-        } else {
-                u->finish(job, u->data);
-        }
-        if (roll_back(job))
-                return;
-        job_finish_after_undo(job, job->undo_cancelled);
 }
 
 /* On the loop: the call returned (or, when the helper stops, never ran).
@@ -1945,6 +2107,19 @@ void nbd_job_cancel(struct nbd_job *job)
 {
         if (!job || job_ended(job))
                 return;
+        if (job->state == JOB_UNDOING) {
+                /* Its roll-back yielded, or its joint call runs on a lane:
+                 * the roll-back goes on to its end (the batch's devices must
+                 * not stay), and the job is freed then, unanswered. One
+                 * that yielded goes on here, unsliced: the helper may be
+                 * stopping (the loop's last turn). */
+                job->state = JOB_CANCELLED;
+                if (!job->lane) {
+                        nbd_timer_cancel(job->ctx->loop, &job->resume_timer);
+                        roll_back(job);
+                }
+                return;
+        }
         if (job->state == JOB_WAITING_SLOT) {
                 bool kicked = job->resume_timer.deadline_ms != 0;
 
@@ -1955,12 +2130,6 @@ void nbd_job_cancel(struct nbd_job *job)
         }
         if (job->state == JOB_WAITING_LANE)
                 unlink_lane_wait(job);
-        if (job->state == JOB_UNDOING) {
-                /* Ended already, its undos under way: they run to the
-                 * last (undo_lane_finished), and no reply goes. */
-                job->undo_cancelled = true;
-                return;
-        }
         if (job->state == JOB_REPLY_WAIT) {
                 /* Ended already: only the reply is left, and nobody to
                  * take it. */

@@ -1049,6 +1049,11 @@ static struct mnl_socket *lane_socket(int *r)
         return nl;
 }
 
+int nbd_fw_lane_socket(struct mnl_socket **ret)
+{
+        return nbd_nfsock_lane_get(ret);
+}
+
 /* t's socket: the lane's. 0 or -errno. */
 static int open_lane_socket(struct nbd_fw_txn *t)
 {

@@ -123,6 +123,12 @@ void nbd_fw_txn_join(struct nbd_fw_txn *t, nbd_fw_put_fn put, void *data);
  * 0 or -errno. */
 int nbd_fw_lane_open(const struct nbd_fw *fw, struct nbd_fw **ret);
 void nbd_fw_lane_close(struct nbd_fw *lf);
+/* The lane's socket itself, emptied, for another table's calls on the
+ * firewall's lane (the networks', fw_net_kernel.h): on the lane, or on the
+ * loop when there is none (or its eventfd could not be had: it is idle
+ * then). Not closed by the caller, nor kept past the call. 0 or -errno. */
+struct mnl_socket;
+int nbd_fw_lane_socket(struct mnl_socket **ret);
 /* Issue 14, the loop never waits for a chain dump or a rule count: after
  * chains_later, an apply or remove that needs the owners' chains (the
  * transaction began from the summary: fw_summary.h), or an ensure (apply

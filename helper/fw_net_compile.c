@@ -419,6 +419,14 @@ static const struct {
         {"nat", NF_INET_LOCAL_OUT, -100},
 };
 
+int nbd_net_hook_kind(uint32_t hooknum, bool nat)
+{
+        for (unsigned k = 0; k < NBD_NET_CHAINS; k++)
+                if (hooks[k].hook == hooknum && (strcmp(hooks[k].type, "nat") == 0) == nat)
+                        return (int)k;
+        return -1;
+}
+
 static int make_chain(struct build *b, unsigned k, const char *comment)
 {
         struct nftnl_chain *c = nftnl_chain_alloc();

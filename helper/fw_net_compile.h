@@ -6,7 +6,9 @@
 
 #include <libnftnl/chain.h>
 #include <libnftnl/rule.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fw_net.h"
 
@@ -26,6 +28,11 @@ struct nbd_net_compiled {
         size_t n_rules[NBD_NET_CHAINS];
         unsigned total; /* rules in every chain */
 };
+
+/* The chain kind whose hook array a base chain of hook hooknum and type
+ * (nat or not) takes a place in, or -1: the kernel keeps a nat chain in
+ * the nat hook's own array, apart from the hook's other functions. */
+int nbd_net_hook_kind(uint32_t hooknum, bool nat);
 
 /* The chain name of owner's chain kind k into out (0, or -ENAMETOOLONG). */
 int nbd_net_chain_name(const char *owner, unsigned k, char *out, size_t size);

@@ -33,6 +33,25 @@ int nbd_log_refresh(struct nbd_log_category *cat);
 void nbd_log_emit(const struct nbd_log_category *cat, int level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
+/* From here on, lines are written by a thread of their own, from a bounded
+ * ring: a log reader that stops reading no longer stops the caller (the
+ * event loop). When the ring is full a line is dropped and counted
+ * (log_lines_dropped; audit lines have a reserve of their own and
+ * log_audit_lines_dropped), and so are other lines until the thread has
+ * written half the ring; then one line says how many were dropped, before
+ * the next. Until then, and without the thread, lines are
+ * written at once. Call it after the capability drop (a thread takes the
+ * sets of its creator) and after unshare() (which refuses a process with
+ * threads). Never log in a forked child once it has run: the ring's lock
+ * may be held by a thread the child does not have. 0 or -errno (no
+ * thread: lines are still written at once). */
+int nbd_log_start(void);
+/* Writes what the ring holds, waiting at most a second (a reader that
+ * stopped reading must not keep the helper from exiting), and from then
+ * on lines are written at once again. Registered with atexit() by
+ * nbd_log_start(); a second call does nothing. */
+void nbd_log_stop(void);
+
 /* level: the default for categories without a filter. filters: "name:level
  * name:level ..." or NULL. Returns 0 or -EINVAL for an unknown level name. */
 int nbd_log_configure(int level, const char *filters, bool syslog_output);

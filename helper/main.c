@@ -62,6 +62,24 @@
  *     loop holds; every signal is blocked in them. The loop stays the only
  *     owner of state; a job waits for its call, and jobs needing the same
  *     capability wait behind it, while every other client is served.
+ *     And the log thread (log.h), made just before stage 8: the loop
+ *     formats its lines and leaves them in a bounded ring, which the
+ *     thread writes out; a journal or a parent that stops reading the
+ *     helper's stderr makes it drop lines (counted, and said once the
+ *     reader is back), not stop the loop. At exit it is given a second to
+ *     write what it holds.
+ * 10. The closer (closer.h), a thread started at the first descriptor it
+ *     is given: the loop never makes a close whose cost a client chooses
+ *     (a lingering TCP socket, a FUSE file, a connection socket whose
+ *     queue holds such fds). Every fd a frame brings that is not a network
+ *     namespace goes to it at once, counted in its sender's share of
+ *     fd_limit until it is closed; a uid at its share is not read. On
+ *     Linux 6.16+ the listeners refuse fds (SO_PASSRIGHTS off; accepted
+ *     sockets inherit it) and only an admitted peer takes them again: a
+ *     refused peer can queue none. A read of a non-root connection that
+ *     would bring more fds than it takes is refused before it is made
+ *     (frame.h, fds_fit): the kernel would release the surplus inside
+ *     recvmsg(), on the loop.
  *
  * Every fd the helper opens afterwards is opened close-on-exec.
  *
@@ -871,12 +889,19 @@ int main(int argc, char **argv)
                 nbd_error("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
                 goto out;
         }
+        /* The log thread (stage 9): not before unshare() (stage 4), which
+         * refuses a process with threads, nor before the capability drop. */
+        if ((r = nbd_log_start()) < 0)
+                nbd_warn("no log thread (%s): a log reader that stops reading stops the helper",
+                         strerror(-r));
         /* Stage 8. */
         r = serve(&cfg, &o, n_activated, listen_fd, &handled, devdir);
         if (r < 0 && r != -ECANCELED)
                 nbd_error("%s", strerror(-r));
         ret = r < 0 ? 1 : 0;
 out:
+        /* The last lines written (a second at most: see log.h). */
+        nbd_log_stop();
         /* Also on the early exits, so that valgrind sees nothing lost. */
         if (cfg) {
                 nbd_config_free(cfg);

@@ -185,7 +185,7 @@ static int remember_addr(struct nbd_job *job, const struct nbd_addr *a, bool add
                 u->add = add;
                 u->ifindex = nbd_job_ifindex(job, a->ifname);
                 /* frees u */
-                if (nbd_job_on_failure_undo_checked(job, undo_addr_later, free, u) == 0)
+                if (nbd_job_on_failure_undo_checked(job, undo_addr_later, free, u, u->ifindex) == 0)
                         return 0;
         }
         undo_addr(job, &(struct undo_addr){.a = *a, .add = add});
@@ -825,8 +825,8 @@ static int run_sysctl(struct nbd_job *job, const Netbroker__Op *op, Netbroker__R
                 res->sysctl = out;
         }
         copy = *u;
-        if (out &&
-            nbd_job_on_failure_undo_checked(job, undo_sysctl_later, free, u) == 0) /* frees u */
+        if (out && nbd_job_on_failure_undo_checked(job, undo_sysctl_later, free, u, copy.ifindex) ==
+                           0) /* frees u */
                 return 0;
         if (!out)
                 free(u);

@@ -272,7 +272,7 @@ static int run_change(struct nbd_job *job, const char *ifname, const struct nbd_
                 return nbd_result_set(res, r, "%s %s: %s", what, ifname, err.msg);
         }
         if (nbd_job_on_failure_lane(job, NBD_NEEDS_FIREWALL, bw_op_undo, bw_op_nft, bw_op_undone,
-                                    bw_op_free, o) < 0) {
+                                    bw_op_free, o, o->ifindex) < 0) {
                 /* o freed, and with it the change begun: its tc part stays
                  * (out of memory, the rarest of failures). */
                 return nbd_result_set(res, -ENOMEM, "%s: out of memory", what);

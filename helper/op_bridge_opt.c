@@ -122,7 +122,8 @@ static int run_bridge_opt(struct nbd_job *job, const Netbroker__Op *op, Netbroke
         if (u) {
                 u->old = old;
                 u->ifindex = ifindex;
-                if (nbd_job_on_failure_undo_checked(job, undo_bropt, free, u) == 0) /* frees u */
+                if (nbd_job_on_failure_undo_checked(job, undo_bropt, free, u, ifindex) ==
+                    0) /* frees u */
                         return 0;
         }
         be->bropt_set(l, &old, NULL);

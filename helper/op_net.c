@@ -5,6 +5,14 @@
  * the guests' owners of the same request when it has any (fw_join.h), at
  * the last of either kind.
  *
+ * The kernel work is the firewall lane's (lane.h), as the guests' is
+ * (op_firewall.c), and in the same FIFO, so the two tables' transactions
+ * go one at a time: the batch's table read (nbd_job_on_lane_first, at its
+ * first op), its commit (nbd_job_on_lane) and NetList's read
+ * (nbd_job_on_lane_read). On the loop, a uid's NetList of 256 NAT networks
+ * of 32 forwards held every other client 370 ms, and a commit the kernel
+ * refused took 6 s there.
+ *
  * Who may: root; a non-root caller only when a [policy] section grants
  * net_apply / net_remove (deny by default, policy.c), and then only on a
  * bridge it owns, for owners it made, isolated or open and without port
@@ -24,8 +32,11 @@
 
 #include "backend.h"
 #include "fw_join.h"
+#include "fw_kernel.h" /* nbd_fw_lane_socket */
 #include "fw_net.h"
 #include "fw_net_kernel.h"
+#include "lane.h" /* nbd_test_hold_point */
+#include "nfsock.h"
 #include "ops.h"
 #include "peer.h"
 #include "program.h"
@@ -158,6 +169,16 @@ static const unsigned net_cases[] = {NETBROKER__OP__OP_NET_APPLY, NETBROKER__OP_
 
 struct net_batch {
         struct nbd_net_txn *txn;
+        /* The table's read, on the lane at the batch's first op, which runs
+         * again when it is in (reading), and what it found. */
+        bool reading;
+        int read_r;
+        struct nbd_err read_err;
+        /* The commit on the lane: its outcome, and whether its done may
+         * park the job (for a removed network's programs). */
+        int commit_r;
+        struct nbd_err commit_err;
+        bool commit_may_park;
         struct nbd_fw_join join; /* into the guests' commit (fw_join.h) */
         /* The ops in the transaction: results and indices in the request. */
         struct net_queued {
@@ -244,31 +265,97 @@ static int gone_before_commit(struct nbd_job *job, void *data, struct nbd_err *e
         return 0;
 }
 
-static int checked_commit(struct nbd_job *job, struct net_batch *b, struct nbd_err *e)
+/* On the firewall's lane (without one, the loop: the lane idle then):
+ * what is queued goes, through the lane's socket. */
+static void commit_run(void *data)
 {
-        int r = gone_before_commit(job, b, e);
+        struct net_batch *b = data;
+        struct mnl_socket *nl;
+        int r = nbd_fw_lane_socket(&nl);
 
-        return r < 0 ? r : nbd_net_txn_commit(b->txn, e);
+        nbd_test_hold_point("NET_COMMIT");
+        if (r < 0)
+                b->commit_r =
+                        nbd_err_set(&b->commit_err, r, "cannot open nfnetlink: %s", strerror(-r));
+        else
+                b->commit_r = nbd_net_txn_commit(b->txn, nl, &b->commit_err);
 }
 
+/* On the loop again: the outcome is every queued op's. */
+static void commit_done(struct nbd_job *job, void *data)
+{
+        struct net_batch *b = data;
+
+        committed(job, b, b->commit_r, b->commit_err.msg,
+                  b->commit_may_park && !nbd_job_is_cancelled(job));
+}
+
+/* The batch's transaction goes: checked on the loop (a bridge gone since
+ * its op), then sent on the firewall's lane, the job parked meanwhile and
+ * its result set by commit_done (the op returns its result's status).
+ * Nothing queued, nothing is sent, and no lane is asked. */
+static void commit_on_lane(struct nbd_job *job, struct net_batch *b, bool may_park)
+{
+        struct nbd_err err;
+        int r = gone_before_commit(job, b, &err);
+
+        if (r < 0 || !nbd_net_txn_pending(b->txn)) {
+                committed(job, b, r, err.msg, may_park);
+                return;
+        }
+        b->commit_may_park = may_park;
+        if (b->n_queued)
+                nbd_job_lane_decides_from(job, b->queued[0].op);
+        nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, commit_run, commit_done, b);
+}
+
+/* The guests' transaction committed nothing: the networks' goes alone.
+ * From a firewall op's run (may_park), on the lane as commit_on_lane; at
+ * the job's end (the op that would have committed was skipped), where
+ * no job may wait for a lane, on the loop through the loop's socket. */
 static void join_alone(struct nbd_job *job, void *data, bool may_park)
 {
         struct net_batch *b = data;
+        struct mnl_socket *nl;
         struct nbd_err err;
         int r;
 
         if (b->done)
                 return;
-        r = checked_commit(job, b, &err);
-        committed(job, b, r, err.msg, may_park);
+        if (may_park) {
+                commit_on_lane(job, b, true);
+                return;
+        }
+        r = gone_before_commit(job, b, &err);
+        if (r == 0 && (r = nbd_nfsock_get(&nl)) < 0)
+                nbd_err_set(&err, r, "cannot open nfnetlink: %s", strerror(-r));
+        if (r == 0)
+                r = nbd_net_txn_commit(b->txn, nl, &err);
+        committed(job, b, r, err.msg, false);
 }
 
+/* On the firewall's lane: the batch's one read of the table, through the
+ * lane's socket. */
+static void read_run(void *data)
+{
+        struct net_batch *b = data;
+        struct mnl_socket *nl;
+        int r = nbd_fw_lane_socket(&nl);
+
+        if (r < 0)
+                b->read_r = nbd_err_set(&b->read_err, r, "cannot open nfnetlink: %s", strerror(-r));
+        else
+                b->read_r = nbd_net_txn_read(nl, &b->txn, &b->read_err);
+        nbd_test_hold_point("NET_READ_DONE");
+}
+
+/* The batch's transaction. At its first network op the table is read on
+ * the firewall's lane, and that op runs again when it is in: NULL with res
+ * untouched (the op returns 0). NULL with res set: failed. */
 static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
 {
         void **slot = nbd_job_slot(job, &txn_key);
         struct net_batch *b;
-        struct nbd_err err;
-        int r;
 
         if (!slot) {
                 nbd_result_set(res, -ENOMEM, "network: no job slot left");
@@ -276,19 +363,32 @@ static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
         }
         if (kernel_only(job, res) < 0)
                 return NULL;
-        if (*slot)
-                return *slot;
-        if (!(b = calloc(1, sizeof(*b)))) {
-                nbd_result_set(res, -ENOMEM, "network: out of memory");
-                return NULL;
+        b = *slot;
+        if (b && !b->reading)
+                return b;
+        if (!b) {
+                if (!(b = calloc(1, sizeof(*b)))) {
+                        nbd_result_set(res, -ENOMEM, "network: out of memory");
+                        return NULL;
+                }
+                /* The job frees it, whenever it ends: a lane's read may
+                 * outlive the op. */
+                if (nbd_job_on_failure_call(job, batch_stopped, batch_free, b) < 0) { /* frees b */
+                        nbd_result_set(res, -ENOMEM, "network: out of memory");
+                        return NULL;
+                }
+                *slot = b;
+                b->reading = true;
+                if (nbd_job_on_lane_first(job, NBD_NEEDS_FIREWALL, read_run, b))
+                        return NULL; /* this op runs again once the read is in */
         }
-        if ((r = nbd_net_txn_begin(&b->txn, &err)) < 0) {
-                free(b);
-                nbd_result_set(res, r, "network: %s", err.msg);
-                return NULL;
-        }
-        if (nbd_job_on_failure_call(job, batch_stopped, batch_free, b) < 0) { /* frees b */
-                nbd_result_set(res, -ENOMEM, "network: out of memory");
+        b->reading = false;
+        if (b->read_r < 0) {
+                /* The next network op of the batch reads again, into a
+                 * batch of its own; this one stays the job's to free. */
+                nbd_result_set(res, b->read_r, "network: %s", b->read_err.msg);
+                b->done = true;
+                *slot = NULL;
                 return NULL;
         }
         b->join = (struct nbd_fw_join){.put = nbd_net_txn_put,
@@ -299,9 +399,11 @@ static struct net_batch *batch_of(struct nbd_job *job, Netbroker__Result *res)
                                        .check = gone_before_commit,
                                        .data = b,
                                        .first_op = SIZE_MAX};
-        if (nbd_fw_join(job, &b->join, res) < 0)
+        if (nbd_fw_join(job, &b->join, res) < 0) {
+                b->done = true;
+                *slot = NULL;
                 return NULL; /* the job frees b */
-        *slot = b;
+        }
         return b;
 }
 
@@ -415,9 +517,6 @@ static void committed(struct nbd_job *job, struct net_batch *b, int r, const cha
 static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result *res, int r,
                      const char *bridge)
 {
-        struct nbd_err err;
-        int k;
-
         if (r == 0) {
                 if (!b->n_queued)
                         b->join.first_op = nbd_job_op_index(job);
@@ -433,10 +532,9 @@ static int finish_op(struct nbd_job *job, struct net_batch *b, Netbroker__Result
                 return r; /* the last firewall op commits these too */
         if (nbd_fw_commit_joined(job))
                 return r < 0 ? r : -(int)res->status; /* on the lane, or parked */
-        k = checked_commit(job, b, &err);
         /* A park goes with returning 0: only when this op succeeded. */
-        committed(job, b, k, err.msg, r == 0);
-        return r < 0 ? r : k;
+        commit_on_lane(job, b, r == 0);
+        return r < 0 ? r : -(int)res->status;
 }
 
 static int reserve(struct net_batch *b)
@@ -565,27 +663,75 @@ static int add_owner(const struct nbd_net_owner_info *o, void *data)
         return 0;
 }
 
+/* NetList's read, on the firewall's lane: the table's chains (no rule:
+ * the kernel counts them) through the lane's socket, and the listing
+ * built there from them. The job keeps it until it is freed. */
+struct list_work {
+        struct listing ls;
+        Netbroker__Result *res;
+        int r;
+        struct nbd_err err;
+};
+
+static void list_run(void *data)
+{
+        struct list_work *w = data;
+        struct nbd_net_txn *t = NULL;
+        struct mnl_socket *nl;
+
+        if ((w->r = nbd_fw_lane_socket(&nl)) < 0) {
+                nbd_err_set(&w->err, w->r, "cannot open nfnetlink: %s", strerror(-w->r));
+                return;
+        }
+        if ((w->r = nbd_net_txn_read(nl, &t, &w->err)) < 0)
+                return;
+        nbd_test_hold_point("NET_LIST_READ_DONE");
+        if ((w->r = nbd_net_txn_each(t, add_owner, &w->ls)) < 0)
+                nbd_err_oom(&w->err, "listing the owners");
+        nbd_net_txn_free(t);
+}
+
+static void list_done(struct nbd_job *job, void *data)
+{
+        struct list_work *w = data;
+
+        (void)job;
+        if (w->r < 0)
+                nbd_result_set(w->res, w->r, "network: %s", w->err.msg);
+}
+
+static void list_work_kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
 static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
-        Netbroker__NetListResult *l = malloc(sizeof(*l));
-        struct listing ls = {l, nbd_job_peer(job)};
-        struct nbd_net_txn *t = NULL;
-        struct nbd_err err;
+        Netbroker__NetListResult *l;
+        struct list_work *w;
         int r;
 
         (void)op;
         if ((r = kernel_only(job, res)) < 0)
                 return r;
-        if (!l)
+        l = malloc(sizeof(*l));
+        w = calloc(1, sizeof(*w));
+        if (!l || !w) {
+                free(l);
+                free(w);
                 return nbd_result_set(res, -ENOMEM, "network: out of memory");
+        }
         netbroker__net_list_result__init(l);
         res->out_case = NETBROKER__RESULT__OUT_NET_LIST;
         res->net_list = l;
-        if ((r = nbd_net_txn_begin(&t, &err)) < 0)
-                return nbd_result_set(res, r, "network: %s", err.msg);
-        r = nbd_net_txn_each(t, add_owner, &ls);
-        nbd_net_txn_free(t);
-        return r < 0 ? nbd_result_set(res, r, "network: out of memory listing the owners") : 0;
+        w->ls = (struct listing){l, nbd_job_peer(job)};
+        w->res = res;
+        if (nbd_job_on_failure_call(job, list_work_kept, free, w) < 0) /* frees w */
+                return nbd_result_set(res, -ENOMEM, "network: out of memory");
+        nbd_job_on_lane_read(job, NBD_NEEDS_FIREWALL, list_run, list_done, w);
+        return -(int)res->status;
 }
 
 const struct nbd_op_handler nbd_op_net_apply = {

@@ -16,10 +16,16 @@ struct nbd_job;
 
 /* What validation may look at. Validation never changes the system; it
  * may read it (does a parent interface exist?). */
+/* In a request's fd list: a descriptor came here that is not a network
+ * namespace (the only kind an op takes); it went to the closer. */
+#define NBD_FD_NOT_NETNS (-2)
+
 struct nbd_validation {
         const struct nbd_dispatch_ctx *ctx;
         const struct nbd_peer *peer; /* who asked */
         size_t nfds; /* fds that came with the request */
+        /* < 0: none; NBD_FD_NOT_NETNS: one came that is no network
+         * namespace, closed on arrival (server.c, closer.h). */
         const int *fds;
         /* Explicit names created by earlier ops of the batch, so a later op
          * may name them. */
@@ -184,11 +190,49 @@ int nbd_job_on_failure_undo(struct nbd_job *job, void (*undo)(struct nbd_job *jo
  * would put back is no longer what its op made or changed (the interface
  * was deleted and another took its name, or it is no longer the caller's):
  * undo returns 0 once done, or -errno with err set when it changed nothing
- * or failed, and the op's result says "undo skipped" and why. */
+ * or failed, and the op's result says "undo skipped" and why. ifindex: the
+ * interface the undo works on, 0 for none; an undo on an interface the
+ * batch made may run before the joint deletion of the devices the batch
+ * made, any other waits for it (nbd_job_on_failure_joint). */
 int nbd_job_on_failure_undo_checked(struct nbd_job *job,
                                     int (*undo)(struct nbd_job *job, void *data,
                                                 struct nbd_err *err),
-                                    void (*free_data)(void *data), void *data);
+                                    void (*free_data)(void *data), void *data, int ifindex);
+
+/* Undos that share one kernel call (issue 14): the devices a failed batch
+ * made are deleted in one request on the links' lane (one RCU grace
+ * period for all; one each on the loop, 400 taps held every other client
+ * for 7.7-8.4 s). At the roll-back, in each undo's place (newest first),
+ * join() does on the loop what needs no wait: the identity checks
+ * (nbd_job_check_undo) and the device moved into the call's link group.
+ * The call goes once the roll-back reaches an undo that must see it done
+ * (one on an interface the batch did not make, or on none: they see the
+ * newer devices gone, as newest first has them) or its end; the job waits
+ * for it (JOB_UNDOING), the loop serves others, and the roll-back goes on
+ * when it returned, even if the client went away meanwhile (then the job
+ * is freed after its roll-back, unanswered). Without a lane it runs here. */
+struct nbd_undo_joint {
+        unsigned need; /* whose lane: NBD_NEEDS_LINKS */
+        /* On the loop, for op `op`: *joint is the call's state (NULL until an undo of
+         * the call makes it). 0 with *ret_joined true: the undo is in the
+         * call, and done() sets its op's result; 0 with false: it was
+         * done here (no memory for the call: the old way); -errno with
+         * err set: it changed nothing ("undo skipped"). */
+        int (*join)(struct nbd_job *job, size_t op, void *data, void **joint, bool *ret_joined,
+                    struct nbd_err *err);
+        /* On the lane: the one call, over joint and a socket of its own. */
+        void (*run)(void *joint);
+        /* On the loop once run returned, or (the helper stopping) when it
+         * never began, which joint must tell: sets each joined op's result
+         * (nbd_job_mark_undone, nbd_job_mark_undo_skipped), then frees
+         * joint. */
+        void (*done)(struct nbd_job *job, void *joint);
+};
+/* Register the running op's undo of kind `kind`, over data (ifindex: the
+ * device it deletes); free_data(data) when the job ends. 0 or -ENOMEM
+ * (data freed). */
+int nbd_job_on_failure_joint(struct nbd_job *job, const struct nbd_undo_joint *kind,
+                             void (*free_data)(void *data), void *data, int ifindex);
 
 /* Like nbd_job_on_failure_undo(), for an undo that covers several ops:
  * fn(job, data, failed) runs instead of undo and marks each op it undid
@@ -204,14 +248,15 @@ int nbd_job_on_failure_call(struct nbd_job *job,
  * the lane, touching data alone, then finish(job, data) on the loop, which
  * marks the op (nbd_job_mark_undone, nbd_job_mark_undo_skipped). The undos
  * older than it wait for it, and the reply for the last. Without a lane,
- * all three here and now. free_data(data) when the job ends. */
+ * all three here and now. free_data(data) when the job ends. ifindex: as
+ * for nbd_job_on_failure_undo_checked(). */
 int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
                             bool (*prepare)(struct nbd_job *job, void *data, size_t failed),
                             void (*fn)(void *data), void (*finish)(struct nbd_job *job, void *data),
-                            void (*free_data)(void *data), void *data);
+                            void (*free_data)(void *data), void *data, int ifindex);
 void nbd_job_mark_undone(struct nbd_job *job, size_t op);
-/* The same for an op whose undo changed nothing, for the reason why: its
- * result says "undo skipped" (nbd_job_on_failure_undo_checked's). */
+/* Op op's undo changed nothing, for the reason why: its result says "undo
+ * skipped" (ECANCELED) and why, and an audit line. */
 void nbd_job_mark_undo_skipped(struct nbd_job *job, size_t op, const char *why);
 
 /* Op `op`, before the running one, failed after the fact (it shared a

@@ -2,7 +2,9 @@
 /* Connections and frames; see server.h. */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,16 +14,20 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "bw_nft.h"
+#include "closer.h"
 #include "codec.h"
 #include "dispatch.h"
 #include "fw_model.h"
 #include "fw_net.h"
 #include "lane.h"
 #include "log.h"
+#include "ops.h"
 #include "peer.h"
 #include "stats.h"
 
@@ -105,6 +111,16 @@ struct conn {
          * conn_close): its socket is kept, shut down, until they are read
          * or the client closes, and still counts as the uid's. */
         bool draining;
+        /* SO_PASSRIGHTS is off on its socket: no fds can wait in it, so
+         * its close costs nothing and is done on the loop (else the closer
+         * does it). */
+        bool no_rights;
+        /* The socketpair of the process that started the helper (--fd):
+         * what its close costs is that process's own business. */
+        bool adopted;
+        /* To be closed by the closer, whose share of its uid is full: kept,
+         * counted as a connection of its uid, until the closer has room. */
+        bool parked;
         uint32_t events; /* what the connection is watched for now */
         struct nbp_frame_reader rd;
         struct nbp_frame_out *out_head, *out_tail;
@@ -162,6 +178,12 @@ struct nbd_server {
         unsigned fds_nonroot;
         struct uid_fds *uids;
         unsigned n_draining;
+        unsigned n_parked;
+        /* The last close of what a client gave, off the loop (closer.h). */
+        struct nbd_closer *closer;
+        /* The device of nsfs: an fd of it (a network namespace) is the
+         * only kind an op takes from a request. */
+        dev_t nsfs_dev;
         bool stopping; /* nbd_server_shutdown(): nothing drains */
         struct nbd_timer accept_pause;
         struct nbd_lane *lane_decode; /* NULL: every frame is decoded on the loop */
@@ -186,11 +208,23 @@ static void conn_push(struct conn *c, struct nbp_frame_out *f);
  * a long Exec) is not read until they end, and the non-root connections
  * together hold at most fd_limit / 8, so a client cannot pin the helper at
  * its fd limit and keep root from connecting. */
+/* Whether the closer holds less than uid's share of fds (fd_limit / 8),
+ * and less than all non-root uids' (fd_limit / 4) for all of them: what a
+ * client made wait in a close is the helper's fd, and counts as its. */
+static bool closer_has_room(struct nbd_server *s, uid_t uid)
+{
+        return nbd_closer_pending(s->closer, uid) < nbd_config_fds_per_uid(s->cfg) &&
+               nbd_closer_pending_all(s->closer) < nbd_config_fds_nonroot(s->cfg);
+}
+
 static bool conn_may_read(const struct conn *c)
 {
         const struct nbd_config *cfg = c->srv->cfg;
 
         if (c->mem >= cfg->max_connection_memory || c->fds_held || c->decoding)
+                return false;
+        /* Fds of its uid the closer still holds are held by the helper. */
+        if (!nbd_peer_is_root(&c->peer) && !closer_has_room(c->srv, c->peer.uid))
                 return false;
         /* A frame under way is read to its end: its fds are counted. */
         return nbd_peer_is_root(&c->peer) || nbp_frame_reader_busy(&c->rd) ||
@@ -1168,6 +1202,104 @@ static void handle_frame(struct conn *c, uint8_t *body, size_t len, int *fds, si
 
 /* ---- input ---- */
 
+/* A request's fds that are not network namespaces (the only kind an op
+ * takes: VethCreate's peer_netns_fd) go to the closer at once, and their
+ * places read NBD_FD_NOT_NETNS (ops.h): from here on, every fd of the
+ * request the loop closes is an nsfs file, whose close costs nothing.
+ * statx() asks for no fresh attributes (AT_STATX_DONT_SYNC), so a FUSE or
+ * NFS file's server is not asked either; an ioctl could be (FUSE forwards
+ * them). */
+static bool is_netns(const struct nbd_server *s, int fd)
+{
+        struct statx st;
+
+        return s->nsfs_dev &&
+               statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &st) == 0 &&
+               makedev(st.stx_dev_major, st.stx_dev_minor) == s->nsfs_dev;
+}
+
+static void conn_sort_fds(struct conn *c, int *fds, size_t nfds)
+{
+        for (size_t i = 0; i < nfds; i++) {
+                if (fds[i] < 0 || is_netns(c->srv, fds[i]))
+                        continue;
+                nbd_closer_give(c->srv->closer, c->peer.uid, fds[i]);
+                fds[i] = NBD_FD_NOT_NETNS;
+        }
+}
+
+/* The reader's fds it lets go (over max_fds, a frame cut short): sorted
+ * as above. */
+static void conn_drop_fd(void *data, int fd)
+{
+        struct conn *c = data;
+
+        if (is_netns(c->srv, fd))
+                close(fd);
+        else
+                nbd_closer_give(c->srv->closer, c->peer.uid, fd);
+}
+
+/* /proc/self/fdinfo of a unix socket: "scm_fds: N", the fds queued in
+ * it (Linux 5.7+). 0 or -errno. */
+static int queued_fds(int fd, unsigned *ret)
+{
+        char path[64], buf[512];
+        const char *p;
+        ssize_t n;
+        int f;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+        f = open(path, O_RDONLY | O_CLOEXEC);
+        if (f < 0)
+                return -errno;
+        n = read(f, buf, sizeof(buf) - 1);
+        close(f);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        buf[n] = '\0';
+        p = strstr(buf, "scm_fds:");
+        if (!p)
+                return -EOPNOTSUPP;
+        *ret = (unsigned)strtoul(p + 8, NULL, 10);
+        return 0;
+}
+
+/* The helper's open descriptors: /proc/self/fd's entries. 0 or -errno. */
+static int open_fds(unsigned *ret)
+{
+        DIR *d = opendir("/proc/self/fd");
+        unsigned n = 0;
+        struct dirent *e;
+
+        if (!d)
+                return -errno;
+        while ((e = readdir(d)))
+                n += e->d_name[0] != '.';
+        closedir(d);
+        /* Less the directory's own. */
+        *ret = n ? n - 1 : 0;
+        return 0;
+}
+
+/* The frame reader's fds_fit (frame.h) for a non-root connection whose
+ * next read brings fds (rare: a veth peer's namespace): every fd queued
+ * in its socket must fit one read and the descriptors free under
+ * fd_limit, else the kernel would release the surplus in the loop's
+ * recvmsg(), at the cost its sender chose. What cannot be read is
+ * refused: the socket, its queue with it, goes to the closer. */
+static int conn_fds_fit(void *data, int fd)
+{
+        struct conn *c = data;
+        unsigned queued = 0, n_open = 0;
+
+        if (queued_fds(fd, &queued) < 0 || open_fds(&n_open) < 0)
+                return -ETOOMANYREFS;
+        if (queued > NBP_FRAME_MAX_FDS || n_open + queued > c->srv->cfg->fd_limit)
+                return -ETOOMANYREFS;
+        return 0;
+}
+
 static void on_frame_timeout(void *data)
 {
         struct conn *c = data;
@@ -1235,6 +1367,17 @@ static void conn_read(struct conn *c)
                                   c->rd.oversize, c->srv->cfg->max_frame);
                         return;
                 }
+                if (r == -ETOOMANYREFS) {
+                        /* Seen by the peek (frame.h): the message stays in
+                         * the socket, whose close, the closer's, releases
+                         * its fds. */
+                        nbd_stat_inc(NBD_STAT_FRAMES_REFUSED);
+                        conn_fail(c, ETOOMANYREFS, 0,
+                                  "a message carried more file descriptors than one read takes "
+                                  "(%d) or than the helper has room for (fd_limit=%u)",
+                                  NBP_FRAME_MAX_FDS, c->srv->cfg->fd_limit);
+                        return;
+                }
                 if (r < 0) {
                         if (r != -EPIPE)
                                 nbd_debug("connection of pid %d: %s", (int)c->peer.pid,
@@ -1244,6 +1387,7 @@ static void conn_read(struct conn *c)
                 }
                 nbd_timer_cancel(c->srv->loop, &c->frame_timer);
                 nbp_frame_reader_take(&c->rd, &body, &len, fds, &nfds, &truncated);
+                conn_sort_fds(c, fds, nfds);
                 /* Taken: the request's own count (handle_request) has them. */
                 conn_count_partial_fds(c);
                 handle_frame(c, body, len, fds, nfds, truncated);
@@ -1307,7 +1451,25 @@ static void conn_forget(struct conn *c)
         struct nbd_server *s = c->srv;
         struct uid_fds *u = c->uid_fds;
 
-        close(c->fd);
+        if (!c->no_rights && !c->adopted && !s->stopping && u && !closer_has_room(s, c->peer.uid)) {
+                if (c->draining)
+                        s->n_draining--;
+                c->draining = false;
+                if (!c->parked)
+                        s->n_parked++;
+                c->parked = true;
+                return;
+        }
+        if (c->parked)
+                s->n_parked--;
+        c->parked = false;
+        /* Fds it sent may still wait in its socket: their release is the
+         * socket's, and could wait as long as their sender likes. Root's,
+         * like the socketpair's, cost what root makes them cost. */
+        if (c->no_rights || c->adopted || nbd_peer_is_root(&c->peer))
+                close(c->fd);
+        else
+                nbd_closer_give(s->closer, c->peer.uid, c->fd);
         LIST_REMOVE(&s->conns, c);
         s->n_conns--;
         if (c->draining)
@@ -1341,7 +1503,7 @@ static void conn_close(struct conn *c)
         bool nonroot = c->uid_fds != NULL;
 
         if (c->closed) {
-                if (c->draining && s->stopping)
+                if ((c->draining || c->parked) && s->stopping)
                         conn_forget(c);
                 return;
         }
@@ -1440,8 +1602,38 @@ static void conn_uid_fds_put(struct nbd_server *s, struct conn *c)
         c->uid_fds = NULL;
 }
 
+/* SO_PASSRIGHTS (Linux 6.16): whether the peer's fds are taken at all.
+ * The listeners refuse them (the kernel copies that to each connection,
+ * the not yet accepted ones too: their sender gets EPERM), so a refused
+ * peer can leave none in its connection. An admitted one gets them back
+ * while the closer has room for its uid: a caller without netns = own is
+ * then told by validation why its fd is of no use (refused here, it would
+ * only see its own sendmsg() fail with EPERM, and libnetbroker its
+ * connection lost). One admitted while the closer holds its uid's share
+ * cannot send fds on that connection, so its connections that end cannot
+ * grow what the closer holds past the share by more than one socket each.
+ * Not on the socketpair: its peer started the helper.
+ *
+ * What no closer helps with: a sender that puts more fds in one message
+ * than a frame takes (max_fds_per_frame) or than the fd limit leaves room
+ * for makes the kernel release the surplus inside recvmsg(), on the
+ * loop's thread (README, the hostile-client item). */
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
+
+static void conn_allow_rights(struct conn *c)
+{
+        int on = 1;
+
+        if (!nbd_peer_is_root(&c->peer) && !closer_has_room(c->srv, c->peer.uid))
+                return;
+        if (setsockopt(c->fd, SOL_SOCKET, SO_PASSRIGHTS, &on, sizeof(on)) == 0)
+                c->no_rights = false;
+}
+
 /* Takes ownership of fd. The peer's identity comes from the kernel only. */
-static int conn_new(struct nbd_server *s, int fd)
+static int conn_new(struct nbd_server *s, int fd, bool no_rights, bool adopted)
 {
         struct nbd_peer peer;
         struct conn *c;
@@ -1462,12 +1654,21 @@ static int conn_new(struct nbd_server *s, int fd)
         c->srv = s;
         c->fd = fd;
         c->peer = peer;
+        c->no_rights = no_rights;
+        c->adopted = adopted;
         if (!nbd_peer_is_root(&peer) && (r = conn_uid_fds(s, c)) < 0) {
                 close(fd);
                 free(c);
                 return r;
         }
         nbp_frame_reader_init(&c->rd, s->cfg->max_frame, s->cfg->max_fds_per_frame);
+        c->rd.drop_fd = conn_drop_fd;
+        c->rd.drop_data = c;
+        /* A surplus of fds in one message is seen before it is read: its
+         * release would be the kernel's, in recvmsg(), on the loop. Root's,
+         * like the socketpair's, cost what their sender makes them cost. */
+        if (!adopted && !nbd_peer_is_root(&peer))
+                c->rd.fds_fit = conn_fds_fit;
         c->events = EPOLLIN;
         r = nbd_loop_add(s->loop, &c->w, fd, EPOLLIN, on_conn_event, c);
         if (r < 0) {
@@ -1510,6 +1711,8 @@ static int conn_new(struct nbd_server *s, int fd)
                           (unsigned)peer.uid, s->cfg->max_connections_per_uid);
                 return -EUSERS;
         }
+        if (c->no_rights)
+                conn_allow_rights(c);
         nbd_stat_inc(NBD_STAT_CONNECTIONS);
         nbd_debug("connection from pid %d uid %u", (int)c->peer.pid, (unsigned)c->peer.uid);
         nbd_timer_arm(s->loop, &c->hello_timer, s->cfg->hello_timeout_ms, on_hello_timeout, c);
@@ -1518,6 +1721,16 @@ static int conn_new(struct nbd_server *s, int fd)
 }
 
 static void on_accept(struct nbd_watch *w, uint32_t events);
+
+/* Asked of the socket itself: one that was queued before the listener
+ * refused fds (systemd's, while no helper ran) still takes them. */
+static bool rights_off(int fd)
+{
+        int v = 1;
+        socklen_t len = sizeof(v);
+
+        return getsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &v, &len) == 0 && v == 0;
+}
 
 static void resume_accept(void *data)
 {
@@ -1535,7 +1748,7 @@ static void on_accept(struct nbd_watch *w, uint32_t events)
         (void)events;
         fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd >= 0) {
-                conn_new(s, fd);
+                conn_new(s, fd, rights_off(fd), false);
                 return;
         }
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -1550,8 +1763,17 @@ static void on_accept(struct nbd_watch *w, uint32_t events)
 
 int nbd_server_add_listener(struct nbd_server *s, int fd)
 {
+        int off = 0;
+
         if (s->n_listeners >= MAX_LISTENERS)
                 return -EMFILE;
+#ifdef NB_TEST_HOOKS
+        /* The older kernels' path, on a kernel that has the option. */
+        if (!getenv("NETBROKERD_TEST_NO_PASSRIGHTS"))
+#endif
+                /* Older kernels (Debian 12's 6.1) say ENOPROTOOPT: every
+                 * peer's fds are then taken, and the closer closes them. */
+                (void)setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off));
         int r = nbd_loop_add(s->loop, &s->listeners[s->n_listeners], fd, EPOLLIN, on_accept, s);
         if (r < 0)
                 return r;
@@ -1570,14 +1792,19 @@ int nbd_server_adopt(struct nbd_server *s, int fd)
                 return -ESOCKTNOSUPPORT;
         /* A refused peer is told why and then closed; that is not an error
          * of the helper's own. */
-        conn_new(s, fd);
+        conn_new(s, fd, false, true);
         return 0;
 }
 
 bool nbd_server_done(const struct nbd_server *s)
 {
         /* Draining connections wait for nothing of the helper's. */
-        return s->n_listeners == 0 && s->n_conns == s->n_draining;
+        return s->n_listeners == 0 && s->n_conns == s->n_draining + s->n_parked;
+}
+
+unsigned nbd_server_closing(const struct nbd_server *s)
+{
+        return nbd_closer_pending_all(s->closer);
 }
 
 void nbd_server_shutdown(struct nbd_server *s)
@@ -1594,11 +1821,47 @@ void nbd_server_shutdown(struct nbd_server *s)
                 conn_close(s->conns);
 }
 
+/* The closer closed some: the readers it held back, and the connections
+ * parked for its room, may go on. */
+static void server_closed_some(void *data)
+{
+        struct nbd_server *s = data;
+
+        for (struct conn *c = s->conns, *next; c; c = next) {
+                next = c->next;
+                if (c->parked)
+                        conn_forget(c);
+                else
+                        conn_update_events(c);
+        }
+}
+
+/* nsfs's device, from a network namespace fd any socket gives
+ * (SIOCGSKNS): no /proc needed. 0 if not known: then no fd is taken. */
+static dev_t nsfs_dev(void)
+{
+        struct statx st;
+        dev_t dev = 0;
+        int sk, ns;
+
+        sk = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (sk < 0)
+                return 0;
+        ns = ioctl(sk, SIOCGSKNS);
+        if (ns >= 0 && statx(ns, "", AT_EMPTY_PATH, STATX_TYPE, &st) == 0)
+                dev = makedev(st.stx_dev_major, st.stx_dev_minor);
+        if (ns >= 0)
+                close(ns);
+        close(sk);
+        return dev;
+}
+
 int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop,
                    const struct nbd_backend *be, struct nbd_links *links, struct nbd_fw *fw,
                    struct nbd_fw_gone *fw_gone, struct nbd_bw *bw, struct nbd_server **ret)
 {
         struct nbd_server *s = calloc(1, sizeof(*s));
+        int r;
 
         if (!s)
                 return -ENOMEM;
@@ -1612,6 +1875,12 @@ int nbd_server_new(const struct nbd_config *cfg, struct nbd_loop *loop,
         s->dctx.fw = fw;
         s->dctx.fw_gone = fw_gone;
         s->dctx.bw = bw;
+        r = nbd_closer_new(loop, cfg->fd_limit, server_closed_some, s, &s->closer);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        s->nsfs_dev = nsfs_dev();
         if (fw)
                 be->fw.on_table_deleted(fw, server_table_deleted, s);
         *ret = s;
@@ -1627,6 +1896,7 @@ void nbd_server_free(struct nbd_server *s)
         nbd_server_shutdown(s);
         nbd_timer_cancel(s->dctx.loop, &s->trim_timer);
         nbd_timer_cancel(s->loop, &s->fds_timer);
+        nbd_closer_free(s->closer);
         free(s);
 }
 

@@ -42,6 +42,11 @@ void nbd_server_set_config(struct nbd_server *s, const struct nbd_config *cfg);
 /* True once the server has nothing left to serve. */
 bool nbd_server_done(const struct nbd_server *s);
 
+/* Descriptors clients gave that the closer (closer.h) has not closed yet:
+ * what a caller that counts the process's fds (the fuzz harness) waits for
+ * before it counts. The helper itself never waits for them. */
+unsigned nbd_server_closing(const struct nbd_server *s);
+
 /* Close every connection and stop listening (SIGTERM). */
 void nbd_server_shutdown(struct nbd_server *s);
 

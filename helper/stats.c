@@ -46,6 +46,8 @@ static const char *const names[NBD_STAT__MAX] = {
         [NBD_STAT_EVENTS_SENT] = "events_sent",
         [NBD_STAT_EVENTS_COALESCED] = "events_coalesced",
         [NBD_STAT_AUDIT_REFUSALS_UNLOGGED] = "audit_refusals_unlogged",
+        [NBD_STAT_LOG_LINES_DROPPED] = "log_lines_dropped",
+        [NBD_STAT_LOG_AUDIT_LINES_DROPPED] = "log_audit_lines_dropped",
 };
 
 const char *nbd_stat_name(enum nbd_stat s)

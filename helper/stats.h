@@ -71,6 +71,11 @@ enum nbd_stat {
         NBD_STAT_EVENTS_COALESCED,
         /* Refused ops not in the audit trail: over its rate (audit.h). */
         NBD_STAT_AUDIT_REFUSALS_UNLOGGED,
+        /* Log lines dropped because the log's reader did not keep up (the
+         * log thread's ring was full: log.h), and of them audit lines; on
+         * any thread. */
+        NBD_STAT_LOG_LINES_DROPPED,
+        NBD_STAT_LOG_AUDIT_LINES_DROPPED,
         NBD_STAT__MAX,
 };
 

@@ -17,6 +17,19 @@ void nbp_close_fds(int *fds, size_t n)
         }
 }
 
+static void drop_fds(struct nbp_frame_reader *r, int *fds, size_t n)
+{
+        if (!r->drop_fd) {
+                nbp_close_fds(fds, n);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (fds[i] >= 0)
+                        r->drop_fd(r->drop_data, fds[i]);
+                fds[i] = -1;
+        }
+}
+
 void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds)
 {
         memset(r, 0, sizeof(*r));
@@ -26,7 +39,7 @@ void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fd
 
 void nbp_frame_reader_reset(struct nbp_frame_reader *r)
 {
-        nbp_close_fds(r->fds, r->nfds);
+        drop_fds(r, r->fds, r->nfds);
         free(r->body);
         r->body = NULL;
         r->hdr_got = r->len = r->got = r->nfds = r->oversize = 0;
@@ -55,11 +68,33 @@ static void collect_fds(struct nbp_frame_reader *r, struct msghdr *msg)
                         if (r->nfds < r->max_fds) {
                                 r->fds[r->nfds++] = fd;
                         } else {
-                                close(fd);
+                                drop_fds(r, &fd, 1);
                                 r->fds_truncated = true;
                         }
                 }
         }
+}
+
+/* The peek of fds_fit (frame.h): 0 with *len set to what the real read
+ * is to take (0: end of file), or -errno. */
+static int peek_some(int fd, struct nbp_frame_reader *r, void *buf, size_t *len)
+{
+        struct iovec iov = {.iov_base = buf, .iov_len = *len};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        ssize_t n;
+
+        do
+                n = recvmsg(fd, &msg, MSG_PEEK);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (msg.msg_flags & MSG_CTRUNC) {
+                int fit = r->fds_fit(r->drop_data, fd);
+                if (fit < 0)
+                        return fit;
+        }
+        *len = (size_t)n;
+        return 0;
 }
 
 static ssize_t recv_some(int fd, struct nbp_frame_reader *r, void *buf, size_t len)
@@ -77,6 +112,13 @@ static ssize_t recv_some(int fd, struct nbp_frame_reader *r, void *buf, size_t l
         };
         ssize_t n;
 
+        if (r->fds_fit) {
+                int p = peek_some(fd, r, buf, &iov.iov_len);
+                if (p < 0)
+                        return p;
+                if (iov.iov_len == 0)
+                        return 0;
+        }
         do
                 n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);

@@ -32,6 +32,23 @@ struct nbp_frame_reader {
         size_t nfds;
         bool fds_truncated; /* MSG_CTRUNC seen: some fds were lost */
         size_t oversize; /* length of a refused oversize frame, else 0 */
+        /* Where the fds the reader lets go (over max_fds, or of a frame
+         * reset unfinished) go instead of close(): the helper's closer,
+         * whose last close a sender may make wait (see helper/closer.h).
+         * NULL: close(). */
+        void (*drop_fd)(void *data, int fd);
+        void *drop_data;
+        /* Set: each read is first made with MSG_PEEK and no room for fds,
+         * which installs none and tells only whether the read brings some
+         * (MSG_CTRUNC); then fds_fit(data, fd) says whether all the fds
+         * queued in the socket fit one read and the process's free
+         * descriptors: 0, or -ETOOMANYREFS and the read is refused before
+         * it is made. A read that took fewer than the kernel holds for it
+         * would have the kernel release the surplus inside recvmsg(), in
+         * the reader's thread, at whatever cost their sender chose (a
+         * lingering socket's close). The real read then takes exactly the
+         * bytes the peek saw, so it cannot reach fds queued after it. */
+        int (*fds_fit)(void *data, int fd);
 };
 
 void nbp_frame_reader_init(struct nbp_frame_reader *r, size_t cap, size_t max_fds);

@@ -40,3 +40,6 @@ void th_send_exec_request(int fd, uint64_t id);
  * NETBROKERD_LOG_LEVEL says) goes to a new file; its path is written to
  * log_path (at least 32 bytes). */
 void th_helper_start_logged(struct tu_helper *h, const char *config_body, char *log_path);
+/* test_hostile_close.c: descriptors whose close a client makes wait. */
+struct Suite;
+void hostile_add_close_tests(struct Suite *s);

@@ -5,6 +5,8 @@
  * serve a well-behaved client, and to hold no more fds than before. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -890,6 +892,200 @@ START_TEST(test_close_during_an_exec_or_a_firewall_batch_never_crashes)
 }
 END_TEST
 
+/* ---- a log reader that stops reading ---- */
+
+/* The reply to the request just sent on fd, or NULL when none came within
+ * ms: a helper stuck in a write to its stderr answers nothing. */
+static Netbroker__ServerMessage *reply_within(int fd, int ms)
+{
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+        if (poll(&pfd, 1, ms) != 1)
+                return NULL;
+        return tu_raw_recv(fd, NULL);
+}
+
+/* A root request of one LinkDelete refused at validation (a template
+ * names nothing): an audit line, and nothing else done. Its reply within
+ * 10 s, or the test ends with the helper killed. */
+static void refused_delete(const struct tu_helper *h, int fd, unsigned i)
+{
+        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+        Netbroker__LinkDelete del = NETBROKER__LINK_DELETE__INIT;
+        Netbroker__ServerMessage *r;
+        char name[16];
+
+        snprintf(name, sizeof(name), "f%%d%u", i);
+        del.name = name;
+        op.op_case = NETBROKER__OP__OP_LINK_DELETE;
+        op.link_delete = &del;
+        th_send_request(fd, i + 1, ops, 1, NULL, 0);
+        r = reply_within(fd, 10000);
+        if (!r) {
+                kill(h->pid, SIGKILL);
+                waitpid(h->pid, NULL, 0);
+                ck_abort_msg("request %u: no reply within 10 s (the helper waits for its log's "
+                             "reader)",
+                             i);
+        }
+        ck_assert_int_eq(r->reply->results[0]->status, EINVAL);
+        netbroker__server_message__free_unpacked(r, NULL);
+}
+
+/* The read end of the helper's stderr, read into text until EOF. */
+struct log_reader {
+        int fd;
+        pthread_mutex_t mu;
+        char *text;
+        size_t len;
+};
+
+static void *log_reader_run(void *arg)
+{
+        struct log_reader *lr = arg;
+        char buf[65536];
+        ssize_t n;
+
+        while ((n = read(lr->fd, buf, sizeof(buf))) > 0) {
+                pthread_mutex_lock(&lr->mu);
+                lr->text = realloc(lr->text, lr->len + (size_t)n + 1);
+                memcpy(lr->text + lr->len, buf, (size_t)n);
+                lr->len += (size_t)n;
+                lr->text[lr->len] = '\0';
+                pthread_mutex_unlock(&lr->mu);
+        }
+        return NULL;
+}
+
+static bool log_reader_has(struct log_reader *lr, const char *needle)
+{
+        bool has;
+
+        pthread_mutex_lock(&lr->mu);
+        has = lr->text && strstr(lr->text, needle);
+        pthread_mutex_unlock(&lr->mu);
+        return has;
+}
+
+/* The sums of N (lines) and M (audit lines) over the log's "N log lines
+ * were dropped[, M of them audit lines]" notes; how many notes. */
+static unsigned drop_notes(const char *log, uint64_t *ret_lines, uint64_t *ret_audit)
+{
+        const char *p = log;
+        unsigned notes = 0;
+
+        *ret_lines = *ret_audit = 0;
+        while ((p = strstr(p, "log: "))) {
+                unsigned long n, m;
+                p += 5;
+                if (sscanf(p, "%lu log lines were dropped", &n) != 1)
+                        continue;
+                notes++;
+                *ret_lines += n;
+                if (sscanf(p, "%*u log lines were dropped, %lu of them audit lines", &m) == 1)
+                        *ret_audit += m;
+        }
+        return notes;
+}
+
+/* The helper's stderr is a pipe of one page that nobody reads (a journal
+ * or a parent that stopped reading), and a client makes it log a line a
+ * request (3,000 refused ops, root's: never rate-limited). Every request
+ * is still answered, and a Ping on another connection: the loop leaves
+ * its lines to the log thread, which drops what its ring cannot hold and
+ * counts it. Once the reader reads again, a line says how many were
+ * dropped, audit lines among them (their reserve full too), and the
+ * notes add up to the counters; the lines that were written are in the
+ * order logged, and the helper's last words at SIGTERM are there. Before
+ * the log thread, the helper stopped in its first write to the full pipe
+ * and answered nothing more. */
+START_TEST(test_a_log_reader_that_stops_reading_stops_no_client)
+{
+        struct log_reader lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        uint64_t worst = 0, dropped, dropped_audit, sum, sum_audit;
+        struct tu_helper h;
+        pthread_t reader;
+        int p[2], saved, fd, ping_fd;
+        long last = -1;
+        const char *at;
+        nb_conn *c;
+
+        tu_private_netns();
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(fcntl(p[1], F_SETPIPE_SZ, 4096), 4096);
+        saved = dup(2);
+        unsetenv("NETBROKERD_LOG_LEVEL");
+        dup2(p[1], 2);
+        tu_helper_start(&h, TU_ALLOW);
+        dup2(saved, 2);
+        close(saved);
+        close(p[1]);
+        lr.fd = p[0];
+        fd = tu_raw_connect(h.sock);
+        tu_raw_hello(fd);
+        ping_fd = tu_raw_connect(h.sock);
+        tu_raw_hello(ping_fd);
+        for (unsigned i = 0; i < 3000; i++) {
+                refused_delete(&h, fd, i);
+                if (i % 100 == 99) {
+                        Netbroker__Op op = NETBROKER__OP__INIT, *ops[1] = {&op};
+                        Netbroker__Ping ping = NETBROKER__PING__INIT;
+                        Netbroker__ServerMessage *r;
+                        uint64_t t0 = tu_now_us();
+                        op.op_case = NETBROKER__OP__OP_PING;
+                        op.ping = &ping;
+                        th_send_request(ping_fd, i, ops, 1, NULL, 0);
+                        r = reply_within(ping_fd, 10000);
+                        if (!r) {
+                                kill(h.pid, SIGKILL);
+                                waitpid(h.pid, NULL, 0);
+                                ck_abort_msg("no Ping reply within 10 s");
+                        }
+                        netbroker__server_message__free_unpacked(r, NULL);
+                        worst = tu_now_us() - t0 > worst ? tu_now_us() - t0 : worst;
+                }
+        }
+        ck_assert_int_eq(nb_connect(h.sock, &c), 0);
+        ck_assert_uint_gt(tu_stat(c, "log_lines_dropped"), 0);
+        ck_assert_uint_gt(tu_stat(c, "log_audit_lines_dropped"), 0);
+        printf("hostile: stalled log reader, 3,000 logged requests: worst Ping %.2f ms, "
+               "%llu lines dropped\n",
+               worst / 1000.0, (unsigned long long)tu_stat(c, "log_lines_dropped"));
+        /* The reader reads again: the next line logged once the thread has
+         * emptied its ring to half brings the note (polled, for order). */
+        pthread_create(&reader, NULL, log_reader_run, &lr);
+        for (unsigned i = 3000; i < 3500 && !log_reader_has(&lr, "log lines were dropped"); i++) {
+                refused_delete(&h, fd, i);
+                usleep(10000);
+        }
+        dropped = tu_stat(c, "log_lines_dropped");
+        dropped_audit = tu_stat(c, "log_audit_lines_dropped");
+        nb_close(c);
+        close(fd);
+        close(ping_fd);
+        tu_helper_stop(&h);
+        pthread_join(reader, NULL);
+        close(p[0]);
+        ck_assert_ptr_nonnull(lr.text);
+        ck_assert_msg(strstr(lr.text, "netbrokerd[error] log: "),
+                      "dropped audit lines are not said at error level:\n%s",
+                      tu_log_quote(lr.text));
+        ck_assert_uint_ge(drop_notes(lr.text, &sum, &sum_audit), 1);
+        ck_assert_uint_eq(sum, dropped);
+        ck_assert_uint_eq(sum_audit, dropped_audit);
+        /* What was written is in order: the requests' numbers rise. */
+        for (at = strstr(lr.text, "object=f%d"); at; at = strstr(at + 1, "object=f%d")) {
+                long n = strtol(at + 10, NULL, 10);
+                ck_assert_msg(n > last, "line of request %ld after request %ld's", n, last);
+                last = n;
+        }
+        ck_assert_msg(strstr(lr.text, "object=f%d0 status=22"), "the first line is missing");
+        ck_assert_msg(strstr(lr.text, "signal 15: shutting down"), "no last words:\n%s",
+                      tu_log_quote(lr.text));
+        free(lr.text);
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
         Suite *s = suite_create("hostile");
@@ -918,5 +1114,10 @@ Suite *hostile_suite(void)
         tcase_set_timeout(audit, 60);
         tcase_add_test(audit, test_changes_and_execs_are_audited_with_uid_and_pid);
         suite_add_tcase(s, audit);
+        TCase *log = tcase_create("log");
+        tcase_set_timeout(log, 120);
+        tcase_add_test(log, test_a_log_reader_that_stops_reading_stops_no_client);
+        suite_add_tcase(s, log);
+        hostile_add_close_tests(s);
         return s;
 }

@@ -758,6 +758,70 @@ START_TEST(test_a_batch_of_networks_larger_than_a_socket_buffer_is_one_transacti
 }
 END_TEST
 
+/* ---- the kernel's limit of base chains a hook ---- */
+
+/* The kernel takes at most 1,024 functions on a hook (MAX_HOOK_COUNT),
+ * and refuses the base chain past them (E2BIG) inside the commit, after
+ * the whole batch was sent (a 1.2 MB sendmsg took 6 s on the loop). With
+ * someone else's 1,022 forward chains (an inet table's take a place in
+ * IPv4's hook and IPv6's), two isolated networks (a forward chain each)
+ * fill the hook, and the kernel takes them; a third, or a replace of one
+ * of the two (its old chain holds its place until the commit), is refused
+ * by the helper before it sends anything, saying the limit, and the
+ * ruleset is as it was. (Sent, the kernel refused them with "Argument list
+ * too long" and no word of the limit.) */
+START_TEST(test_a_network_past_the_kernels_base_chains_a_hook_is_refused_before_sending)
+{
+        nb_net_spec s = spec_of(NB_NET_ISOLATED, NULL, 0, NB_FW_REPLACE);
+        char *before, *after;
+        nb_results *res = NULL;
+        nb_batch *b;
+        nb_conn *c;
+
+        tu_private_netns();
+        c = tu_spawn(TU_ALLOW);
+        free(tu_sh("(echo 'table inet filler {'; i=0; while [ $i -lt 1022 ]; do "
+                   "echo \"chain c$i { type filter hook forward priority 0; }\"; i=$((i+1)); "
+                   "done; echo '}') | nft -f -"));
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_apply(b, "hk0", &s), 0);
+        ck_assert_int_eq(nb_batch_net_apply(b, "hk1", &s), 0);
+        nb_results_free(tu_submit_ok(c, b));
+        before = tu_sh("nft -j list ruleset");
+        for (int k = 0; k < 2; k++) {
+                const char *owner = k ? "hk0" : "hk2";
+                b = nb_batch_new();
+                ck_assert_int_eq(nb_batch_net_apply(b, owner, &s), 0);
+                ck_assert_int_eq(nb_submit(c, b, &res), 0);
+                ck_assert_msg(nb_result_status(res, 0) == -E2BIG, "%s: %d %s", owner,
+                              nb_result_status(res, 0), nb_result_message(res, 0));
+                ck_assert_msg(strstr(nb_result_message(res, 0),
+                                     "its forward chain would be base chain 1025 of the IPv4 "
+                                     "forward hook, and the kernel allows 1024 a hook"),
+                              "%s: %s", owner, nb_result_message(res, 0));
+                nb_results_free(res);
+                nb_batch_free(b);
+                after = tu_sh("nft -j list ruleset");
+                ck_assert_msg(strcmp(before, after) == 0, "%s: the ruleset changed", owner);
+                free(after);
+        }
+        /* In a batch, the op past the limit fails and the batch with it. */
+        b = nb_batch_new();
+        ck_assert_int_eq(nb_batch_net_remove(b, "hk1"), 0);
+        ck_assert_int_eq(nb_batch_net_apply(b, "hk3", &s), 0);
+        ck_assert_int_eq(nb_submit(c, b, &res), 0);
+        ck_assert_int_eq(nb_result_status(res, 1), -E2BIG);
+        ck_assert_int_eq(nb_result_status(res, 0), -ECANCELED);
+        nb_results_free(res);
+        nb_batch_free(b);
+        after = tu_sh("nft -j list ruleset");
+        ck_assert_msg(strcmp(before, after) == 0, "the batch changed the ruleset");
+        free(after);
+        free(before);
+        nb_close(c);
+}
+END_TEST
+
 /* ---- the same verdicts as libvirt's own rules ---- */
 
 #define SPOOFED "192.168.200.2" /* a guest address outside the subnet */
@@ -1305,6 +1369,8 @@ Suite *net_suite(void)
         tcase_add_test(t, test_guests_and_networks_of_one_request_are_one_transaction);
         tcase_add_test(t, test_a_network_commit_refused_after_its_op_ended_undoes_the_batch);
         tcase_add_test(t, test_nat_network_with_dhcp_end_to_end);
+        tcase_add_test(
+                t, test_a_network_past_the_kernels_base_chains_a_hook_is_refused_before_sending);
         suite_add_tcase(s, t);
         return s;
 }

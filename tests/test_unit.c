@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netlink/errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "names.h"
 #include "netlink.h"
+#include "stats.h"
 #include "testutil.h"
 #include "tests_unit.h"
 #include "trust.h"
@@ -600,6 +602,94 @@ START_TEST(test_log_filters_set_one_category)
 }
 END_TEST
 
+/* The read end of a pipe, read into text until EOF. */
+struct pipe_text {
+        int fd;
+        char *text;
+        size_t len;
+};
+
+static void *pipe_text_read(void *arg)
+{
+        struct pipe_text *pt = arg;
+        char buf[65536];
+        ssize_t n;
+
+        while ((n = read(pt->fd, buf, sizeof(buf))) > 0) {
+                pt->text = realloc(pt->text, pt->len + (size_t)n + 1);
+                memcpy(pt->text + pt->len, buf, (size_t)n);
+                pt->len += (size_t)n;
+                pt->text[pt->len] = '\0';
+        }
+        return NULL;
+}
+
+/* stderr is a pipe of one page that nobody reads while 2,000 lines of
+ * one category are logged, then 20 audit lines: the log thread's ring
+ * drops what the others do not leave room for, and the audit lines go
+ * into the reserve no other line may take. Once the pipe is read, at
+ * nbd_log_stop(), every audit line is written, after the flood's lines
+ * in the order logged, and a warning says how many lines were dropped:
+ * as many as log_lines_dropped counted, none of them audit lines. */
+START_TEST(test_log_audit_lines_keep_a_reserve_that_other_lines_cannot_take)
+{
+        struct nbd_log_category flood = {"unittest", 0, 0}, audit = {"audit", 0, 0};
+        uint64_t before = nbd_stats[NBD_STAT_LOG_LINES_DROPPED], dropped;
+        uint64_t audit_before = nbd_stats[NBD_STAT_LOG_AUDIT_LINES_DROPPED];
+        struct pipe_text pt = {0};
+        char want[128];
+        const char *at, *note;
+        pthread_t reader;
+        int p[2], saved;
+        long last = -1;
+
+        ck_assert_int_eq(nbd_log_configure(NBD_LOG_NOTICE, NULL, false), 0);
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(fcntl(p[1], F_SETPIPE_SZ, 4096), 4096);
+        fflush(stderr);
+        saved = dup(2);
+        ck_assert_int_eq(dup2(p[1], 2), 2);
+        close(p[1]);
+        ck_assert_int_eq(nbd_log_start(), 0);
+        for (int i = 0; i < 2000; i++)
+                nbd_log_emit(&flood, NBD_LOG_NOTICE, "flood line %d %0200d", i, 0);
+        for (int i = 0; i < 20; i++)
+                nbd_log_emit(&audit, NBD_LOG_NOTICE, "uid=0 op=test object=a%d", i);
+        dropped = nbd_stats[NBD_STAT_LOG_LINES_DROPPED] - before;
+        pt.fd = p[0];
+        pthread_create(&reader, NULL, pipe_text_read, &pt);
+        nbd_log_stop();
+        dup2(saved, 2); /* the pipe's last write end: the reader sees EOF */
+        close(saved);
+        pthread_join(reader, NULL);
+        close(p[0]);
+        ck_assert_uint_gt(dropped, 0);
+        ck_assert_uint_eq(nbd_stats[NBD_STAT_LOG_AUDIT_LINES_DROPPED], audit_before);
+        ck_assert_ptr_nonnull(pt.text);
+        for (int i = 0; i < 20; i++) {
+                snprintf(want, sizeof(want), "netbrokerd[notice] audit: uid=0 op=test object=a%d\n",
+                         i);
+                ck_assert_msg(strstr(pt.text, want), "no '%s'", want);
+        }
+        for (at = strstr(pt.text, "flood line "); at; at = strstr(at + 1, "flood line ")) {
+                long n = strtol(at + 11, NULL, 10);
+                ck_assert_msg(n > last, "flood line %ld after %ld", n, last);
+                last = n;
+        }
+        ck_assert(strstr(pt.text, "flood line 0 "));
+        ck_assert_msg(strstr(pt.text, "object=a0\n") > strstr(pt.text, "flood line 0 "),
+                      "the audit lines came before the flood's");
+        snprintf(want, sizeof(want),
+                 "netbrokerd[warning] log: %llu log lines were dropped: the log's reader did not "
+                 "keep up (log_lines_dropped)\n",
+                 (unsigned long long)dropped);
+        note = strstr(pt.text, want);
+        ck_assert_msg(note, "no '%s'", want);
+        ck_assert_msg(note > strstr(pt.text, "object=a19\n"), "the note is not where they were");
+        free(pt.text);
+}
+END_TEST
+
 /* ---- codec ---- */
 
 START_TEST(test_decode_budget_refuses_a_tree_larger_than_allowed)
@@ -1040,6 +1130,7 @@ static Suite *unit_suite(void)
         tcase_add_test(config, test_config_missing_file_is_an_error_only_when_required);
         tcase_add_test(logging, test_log_disabled_message_evaluates_nothing);
         tcase_add_test(logging, test_log_filters_set_one_category);
+        tcase_add_test(logging, test_log_audit_lines_keep_a_reserve_that_other_lines_cannot_take);
         tcase_add_test(codec, test_decode_budget_refuses_a_tree_larger_than_allowed);
         tcase_add_test(codec, test_decode_fails_cleanly_at_every_allocation);
         tcase_add_test(names, test_names_next_fit_does_not_reuse_a_just_freed_name);

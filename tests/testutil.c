@@ -448,11 +448,23 @@ int tu_fd_count_settled(pid_t pid, int expected, unsigned ms)
         return n;
 }
 
+static bool add_target(const char *target, void *data)
+{
+        char *list = data;
+        size_t len = strlen(list);
+
+        snprintf(list + len, 512 - len, "%s%s", len ? " " : "", target);
+        return false;
+}
+
 void tu_assert_fd_count_settles(pid_t pid, int expected, unsigned ms)
 {
         int n = tu_fd_count_settled(pid, expected, ms);
+        char list[512] = "";
 
-        ck_assert_msg(n == expected, "helper has %d fds, expected %d", n, expected);
+        if (n != expected)
+                (void)each_fd_target(pid, add_target, list);
+        ck_assert_msg(n == expected, "helper has %d fds, expected %d: %s", n, expected, list);
 }
 
 static int scan_children(pid_t pid, bool zombies_only)

@@ -48,10 +48,12 @@ const struct nbd_backend nbd_kernel_backend = {
                         .mechanisms = nbd_bw_mechanisms,
                         .outbound_available = nbd_bw_outbound_available,
                         .set = nbd_bw_set,
-                        .clear = nbd_bw_clear,
                         .flush = nbd_bw_flush,
-                        .get = nbd_bw_get,
-                        .show = nbd_bw_show_own,
+                        .change_begin = nbd_bw_change_begin,
+                        .change_nft = nbd_bw_change_nft,
+                        .change_end = nbd_bw_change_end,
+                        .change_free = nbd_bw_change_free,
+                        .show = nbd_bw_show,
                 },
         .fw =
                 {

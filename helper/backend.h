@@ -84,11 +84,16 @@ struct nbd_backend_bw {
         bool (*outbound_available)(const struct nbd_bw *bw);
         int (*set)(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
                    struct nbd_bw_applied *ret, struct nbd_err *err);
-        int (*clear)(struct nbd_bw *bw, const char *ifname, struct nbd_err *err);
         int (*flush)(struct nbd_bw *bw);
-        int (*get)(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);
-        /* Over a socket of the call's own: runs on the links' lane. */
-        int (*show)(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e);
+        /* A set or clear in steps, the policer on the firewall's lane. */
+        int (*change_begin)(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+                            struct nbd_bw_change **ret, struct nbd_err *err);
+        void (*change_nft)(struct nbd_bw_change *c);
+        int (*change_end)(struct nbd_bw *bw, struct nbd_bw_change *c, struct nbd_bw_applied *ret,
+                          struct nbd_bw_limits *ret_before, struct nbd_err *err);
+        void (*change_free)(struct nbd_bw_change *c);
+        int (*show)(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                    struct nbd_err *e);
 };
 
 /* The firewall: fw_kernel.h. */

@@ -21,6 +21,7 @@
 
 #include "bw_nft.h"
 #include "bw_old_tree.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "link.h"
 #include "log.h"
 #include "netlink.h"
@@ -1067,27 +1068,177 @@ static void read_class(struct nbd_bw *bw, int ifindex, uint32_t handle, struct n
         nl_cache_free(cache);
 }
 
-int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
-{
-        struct nbd_bw_rate egress, ingress;
-        struct nbd_bw_police p = {0};
-        struct nbd_bw_old_link link = {0};
-        struct nbd_bw_old_tree old = {0};
-        bool macvtap = false;
-        int fwd = 0, r = lookup(bw, ifname, &link, &macvtap, NULL);
+/* ---- a set or clear in steps: the policer on the firewall's lane ---- */
 
+struct nbd_bw_change {
+        char ifname[IFNAMSIZ];
+        struct nbd_bw_old_link link; /* the interface, when not gone */
+        bool macvtap;
+        bool gone; /* a clear of an interface that is not there */
+        /* The egress as it was (to put back), and the policer to make
+         * (rate 0: none, the chains of ifindex go). */
+        struct nbd_bw_rate egress_before;
+        bool police;
+        struct nbd_bw_police p;
+        struct nbd_bw_limits want; /* a set's (zero for a clear) */
+        /* The lane's: its copy of the nft handle, and its outcome. */
+        struct nbd_bw_nft *nft;
+        struct nbd_bw_police police_before;
+        unsigned pruned;
+        int r;
+        struct nbd_err err;
+};
+
+void nbd_bw_change_free(struct nbd_bw_change *c)
+{
+        if (!c)
+                return;
+        nbd_bw_nft_close(c->nft);
+        free(c);
+}
+
+/* The egress as it was before c's begin (tc only). */
+static int put_egress_back(struct nbd_bw *bw, struct nbd_bw_change *c, struct nbd_err *err)
+{
+        if (c->egress_before.average)
+                return set_htb_tree(bw, &c->link, &c->egress_before, c->ifname, err);
+        return clear_htb_root(bw, &c->link, c->ifname, err);
+}
+
+/* The tc part: the egress's root qdisc as l wants it (l NULL: cleared),
+ * then what an older helper left for what enters the interface (its tc
+ * redirect, its IFB: doomed, deleted by the next flush). Both before the
+ * policer, not after it as in nbd_bw_set: a failure here then changes
+ * nothing of nftables, and the egress is put back on the loop. */
+static int change_tc(struct nbd_bw *bw, struct nbd_bw_change *c, const struct nbd_bw_rate *egress,
+                     struct nbd_err *err)
+{
+        struct nbd_err ignored;
+        int r;
+
+        if (egress && egress->average)
+                r = set_htb_tree(bw, &c->link, egress, c->ifname, err);
+        else
+                r = clear_htb_root(bw, &c->link, c->ifname, err);
         if (r < 0)
-                return r;
-        r = nbd_bw_nft_peek(link.ifindex, ifname, &p, &fwd, NULL);
+                return r; /* each failure above changes nothing it did not put back */
+        r = clear_tc_redirect(bw, c->link.ifindex, c->ifname, err);
+        if (r == 0)
+                r = doom_ifb(bw, c->link.ifindex, err);
         if (r < 0)
+                put_egress_back(bw, c, &ignored);
+        return r;
+}
+
+int nbd_bw_change_begin(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+                        struct nbd_bw_change **ret, struct nbd_err *err)
+{
+        const struct nbd_bw_rate *egress = NULL, *ingress = NULL;
+        struct nbd_bw_old_tree old = {0};
+        struct nbd_bw_change *c;
+        int r;
+
+        if (l && (r = nbd_bw_check(l, err)) < 0)
                 return r;
-        read_class(bw, link.ifindex, HTB_CLASS, &egress);
-        /* An older helper's tree that is ours limits too: a set or clear
-         * over it that fails puts its rates back (in the tree of now). */
-        if (!egress.average && nbd_bw_old_tree_find(bw->nl, &link, &old, NULL) == 0 && old.found)
-                read_class(bw, link.ifindex, NBD_BW_OLD_CLASS, &egress);
-        nbd_bw_nft_rate(&p, &ingress);
-        ret->in = macvtap ? ingress : egress;
-        ret->out = macvtap ? egress : ingress;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return nbd_err_oom(err, "changing bandwidth limits");
+        snprintf(c->ifname, sizeof(c->ifname), "%s", ifname);
+        r = nbd_bw_nft_lane_copy(bw->nft, &c->nft);
+        if (r < 0) {
+                r = nbd_err_oom(err, "changing bandwidth limits");
+                goto fail;
+        }
+        r = lookup(bw, ifname, &c->link, &c->macvtap, err);
+        if (r == -ENODEV && !l) {
+                c->gone = true; /* its chains, if any, go on the lane */
+                *ret = c;
+                return 0;
+        }
+        if (r < 0)
+                goto fail;
+        if (l) {
+                c->want = *l;
+                split(l, c->macvtap, &egress, &ingress);
+        }
+        if (ingress && ingress->average && bw->out == OUT_NONE) {
+                r = nbd_err_set(err, -EOPNOTSUPP,
+                                "limits on what enters %s (a tap's outbound, a macvtap's "
+                                "inbound) are not available: %s",
+                                ifname, bw->out_mech);
+                goto fail;
+        }
+        if (ingress && ingress->average) {
+                c->police = true;
+                police_of(ingress, &c->p);
+        }
+        /* The egress as it is, to put back: ours, else an older helper's
+         * tree that is ours (as BandwidthShow reads it). */
+        read_class(bw, c->link.ifindex, HTB_CLASS, &c->egress_before);
+        if (!c->egress_before.average && nbd_bw_old_tree_find(bw->nl, &c->link, &old, NULL) == 0 &&
+            old.found)
+                read_class(bw, c->link.ifindex, NBD_BW_OLD_CLASS, &c->egress_before);
+        r = change_tc(bw, c, egress, err);
+        if (r < 0)
+                goto fail;
+        *ret = c;
+        return 0;
+fail:
+        nbd_bw_change_free(c);
+        return r;
+}
+
+void nbd_bw_change_nft(struct nbd_bw_change *c)
+{
+        int fwd = 0;
+
+        if (c->gone) {
+                /* Since Linux 6.16 a chain outlives its device and would
+                 * limit the next one of its name. */
+                c->r = nbd_bw_nft_prune(c->nft, hooks_name, c->ifname, &c->pruned, &c->err);
+                return;
+        }
+        /* What to put back should the batch fail; unreadable, none (as
+         * nbd_bw_get had it). */
+        if (nbd_bw_nft_peek(c->link.ifindex, c->ifname, &c->police_before, &fwd, NULL) < 0)
+                memset(&c->police_before, 0, sizeof(c->police_before));
+        if (c->police)
+                c->r = nbd_bw_nft_set(c->nft, c->link.ifindex, c->ifname, &c->p, &c->err);
+        else
+                c->r = nbd_bw_nft_clear(c->nft, c->link.ifindex, &c->err);
+        /* Tests: the policer's commit, held where it runs. */
+        nbd_test_hold_point("BW_POLICE");
+}
+
+int nbd_bw_change_end(struct nbd_bw *bw, struct nbd_bw_change *c, struct nbd_bw_applied *ret,
+                      struct nbd_bw_limits *ret_before, struct nbd_err *err)
+{
+        const char *root_mech, *police_mech;
+        struct nbd_bw_rate ingress_before;
+        struct nbd_err ignored;
+
+        if (c->gone) {
+                if (c->r < 0)
+                        return nbd_err_set(err, c->r, "%s", c->err.msg);
+                return nbd_err_set(err, -ENODEV,
+                                   "already gone: its qdiscs went with it; %u chain(s) hooking its "
+                                   "name deleted",
+                                   c->pruned);
+        }
+        if (c->r < 0) {
+                /* The policer's transaction changed nothing: the egress
+                 * goes back as it was. */
+                put_egress_back(bw, c, &ignored);
+                return nbd_err_set(err, c->r, "%s", c->err.msg);
+        }
+        nbd_bw_mechanisms(bw, &root_mech, &police_mech);
+        memset(ret, 0, sizeof(*ret));
+        if (c->want.in.average)
+                snprintf(ret->in, sizeof(ret->in), "%s", c->macvtap ? police_mech : root_mech);
+        if (c->want.out.average)
+                snprintf(ret->out, sizeof(ret->out), "%s", c->macvtap ? root_mech : police_mech);
+        nbd_bw_nft_rate(&c->police_before, &ingress_before);
+        ret_before->in = c->macvtap ? ingress_before : c->egress_before;
+        ret_before->out = c->macvtap ? c->egress_before : ingress_before;
         return 0;
 }

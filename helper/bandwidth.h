@@ -138,10 +138,36 @@ void nbd_bw_link_gone(void *data, const struct nbd_link_entry *e);
  * helper left in the group. */
 void nbd_bw_sweep(struct nbd_bw *bw, const struct nbd_link_entry *links, size_t n);
 
-/* The limits netbroker has in place on ifname, read back from the kernel
- * (burst rounded to kB, a policer's bucket; a policer's peak and floor,
- * which the kernel does not keep, read 0). */
-int nbd_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret);
+/* A set (l) or a clear (l NULL) of ifname in steps, so that its nftables
+ * part, the policer's read and its transaction, runs on the firewall's
+ * lane: serialized with the firewall's transactions and dumps, the loop
+ * never waits for the nftables commit mutex, and a commit of ours never
+ * interrupts a dump of the firewall's (issue 14: a BandwidthSet beside a
+ * 4,096-guest replace held the loop 4.9-7.1 s, and back to back they made
+ * the replace's table read give up, EAGAIN). The tc part stays on the
+ * loop: a few rtnetlink requests over the links' socket and its state
+ * (the leaf kind found, the IFBs to flush).
+ *   nbd_bw_change_begin()  on the loop: l checked, ifname looked up, its
+ *       egress as it is read, then set as l says, and what an older helper
+ *       left for what enters it removed (a failure puts the egress back);
+ *       an interface that is not there is no error for a clear;
+ *   nbd_bw_change_nft()    on the lane, touching c alone: the policer as
+ *       it is read, then made or deleted in one transaction;
+ *   nbd_bw_change_end()    on the loop: the outcome as nbd_bw_set's and
+ *       nbd_bw_clear's (-ENODEV and err for a clear of a gone interface);
+ *       if the policer failed, the egress was put back. *ret_before: the
+ *       limits in place before begin (burst rounded to kB, a policer's
+ *       bucket; a policer's peak and floor, which the kernel does not
+ *       keep, read 0), for an undo (nbd_bw_set);
+ *   nbd_bw_change_free()   on the loop, NULL accepted.
+ * 0 or -errno with err set. */
+struct nbd_bw_change;
+int nbd_bw_change_begin(struct nbd_bw *bw, const char *ifname, const struct nbd_bw_limits *l,
+                        struct nbd_bw_change **ret, struct nbd_err *err);
+void nbd_bw_change_nft(struct nbd_bw_change *c);
+int nbd_bw_change_end(struct nbd_bw *bw, struct nbd_bw_change *c, struct nbd_bw_applied *ret,
+                      struct nbd_bw_limits *ret_before, struct nbd_err *err);
+void nbd_bw_change_free(struct nbd_bw_change *c);
 
 /* Layout facts a reader of the kernel's state needs (bandwidth_show.c):
  * the root HTB's handle 4e42: ("NB"), the helper's mark: a root qdisc

@@ -219,8 +219,8 @@ static int read_egress(struct nbd_netlink *nl, const struct nbd_bw_old_link *l, 
         return r;
 }
 
-int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
-                struct nbd_err *e)
+static int show_over(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                     struct nbd_err *e)
 {
         struct nbd_bw_shown s = {0};
         struct rtnl_link *link = NULL;
@@ -230,8 +230,6 @@ int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown 
         bool has_root = false, has_ifb, macvtap;
         int r;
 
-        if (!nl)
-                return nbd_err_set(e, -EOPNOTSUPP, "bandwidth show: no rtnetlink here");
         r = get_link(nl, ifname, &link);
         if (r < 0)
                 return nbd_err_set(e, r, "no interface %s: %s", ifname, strerror(-r));
@@ -255,15 +253,18 @@ int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown 
         return 0;
 }
 
-int nbd_bw_show_own(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e)
+int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                struct nbd_err *e)
 {
-        struct nbd_netlink own;
-        int r = nbd_netlink_open_req(&own);
+        struct nbd_netlink own = {0};
+        int r;
 
+        if (nl)
+                return show_over(nl, ifname, ret, e);
+        r = nbd_netlink_open_req(&own);
         if (r < 0)
-                return nbd_err_set(e, r, "cannot open a socket to read the limits: %s",
-                                   strerror(-r));
-        r = nbd_bw_show(&own, ifname, ret, e);
+                return nbd_err_set(e, r, "cannot open an rtnetlink socket: %s", strerror(-r));
+        r = show_over(&own, ifname, ret, e);
         nbd_netlink_close(&own);
         return r;
 }

@@ -21,11 +21,10 @@ struct nbd_bw_shown {
         char in_mech[48], out_mech[48]; /* "htb+fq_codel", "ifb+htb", ... */
 };
 
-/* Read the limits on ifname over nl (link.c's request socket; NULL: there
- * is no kernel to read, -EOPNOTSUPP). 0, or -errno with e set (-ENODEV: no
- * such interface). */
+/* Read the limits on ifname over nl (an rtnetlink request socket; NULL: a
+ * socket of the call's own, opened and closed here, for the firewall's
+ * lane, where BandwidthShow runs: the policer is read with nftables, over
+ * the lane's socket, bw_nft.h). 0, or -errno with e set (-ENODEV: no such
+ * interface). */
 int nbd_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
                 struct nbd_err *e);
-/* The same over a request socket of the call's own, opened and closed
- * here: safe on the links' lane (issue 14), which must not use the loop's. */
-int nbd_bw_show_own(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e);

@@ -35,14 +35,15 @@ NBD_LOG_CATEGORY(bandwidth);
 #define PROBE_TABLE "netbroker_bw_probe"
 #define MSG_ROOM 1024 /* one message of ours fits, with room to spare */
 
-/* The socket is opened for each operation and closed after it: the helper
- * has few fds (RLIMIT_NOFILE 64 by default), and bandwidth changes are
- * rare. */
+/* The socket is a kept one (nfsock.h), taken for each operation: the
+ * loop's, or on a copy for the firewall's lane (nbd_bw_nft_lane_copy) the
+ * lane's. */
 struct nbd_bw_nft {
-        struct mnl_socket *nl; /* during an operation only: the loop's (nfsock.h) */
+        struct mnl_socket *nl; /* during an operation only */
         uint32_t seq;
         char missing[160]; /* "" when the limit expression works */
         bool no_socket; /* no nfnetlink at all: no chain of ours can be there */
+        bool lane; /* a copy for the firewall's lane: its socket */
 };
 
 /* ---- messages: a batch in a buffer that grows ---- */
@@ -846,10 +847,23 @@ void nbd_bw_nft_close(struct nbd_bw_nft *n)
         free(n);
 }
 
+int nbd_bw_nft_lane_copy(const struct nbd_bw_nft *n, struct nbd_bw_nft **ret)
+{
+        struct nbd_bw_nft *c = malloc(sizeof(*c));
+
+        if (!c)
+                return -ENOMEM;
+        *c = *n;
+        c->nl = NULL;
+        c->lane = true;
+        *ret = c;
+        return 0;
+}
+
 /* The socket for one operation. */
 static int use(struct nbd_bw_nft *n, struct nbd_err *e)
 {
-        int r = open_socket(&n->nl);
+        int r = n->lane ? nbd_nfsock_lane_get(&n->nl) : open_socket(&n->nl);
 
         if (r < 0)
                 nbd_err_set(e, r, "cannot open an nfnetlink socket: %s", strerror(-r));
@@ -858,7 +872,7 @@ static int use(struct nbd_bw_nft *n, struct nbd_err *e)
 
 static void done(struct nbd_bw_nft *n)
 {
-        n->nl = NULL; /* the loop's, kept */
+        n->nl = NULL; /* kept (nfsock.h) */
 }
 
 const char *nbd_bw_nft_missing(const struct nbd_bw_nft *n)
@@ -1102,7 +1116,7 @@ int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_p
 {
         struct mnl_socket *nl = NULL;
         uint32_t seq = (uint32_t)time(NULL);
-        int r = open_socket(&nl);
+        int r = nbd_nfsock_lane_get(&nl);
 
         if (r == 0)
                 r = read_ifindex(nl, &seq, ifindex, ifname, ret_police, ret_fwd);

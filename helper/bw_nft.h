@@ -60,6 +60,11 @@ void nbd_bw_nft_rate(const struct nbd_bw_police *p, struct nbd_bw_rate *ret);
  * no fd: each operation below opens an nfnetlink socket and closes it. */
 int nbd_bw_nft_open(struct nbd_bw_nft **ret);
 void nbd_bw_nft_close(struct nbd_bw_nft *n);
+/* A copy of n for one call on the firewall's lane (made and closed on the
+ * loop): its operations go through the lane's socket (nfsock.h), so that
+ * they are serialized with the firewall's commits and dumps, and the loop
+ * never waits for the nftables commit mutex (issue 14). 0 or -ENOMEM. */
+int nbd_bw_nft_lane_copy(const struct nbd_bw_nft *n, struct nbd_bw_nft **ret);
 
 /* NULL when the policer can be made; else why not, as a sentence. */
 const char *nbd_bw_nft_missing(const struct nbd_bw_nft *n);
@@ -76,7 +81,8 @@ int nbd_bw_nft_clear(struct nbd_bw_nft *n, int ifindex, struct nbd_err *e);
 /* What the chains of ifindex hooked on ifname do: *ret_police the policer
  * of chain nbbwN (rate 0: none), *ret_fwd the target of an older helper's
  * fwd chain nbifbN (0: none). Needs no nbd_bw_nft (BandwidthShow has
- * none). */
+ * none). On the firewall's lane (its socket), or on the loop when there
+ * is none. */
 int nbd_bw_nft_peek(int ifindex, const char *ifname, struct nbd_bw_police *ret_police, int *ret_fwd,
                     struct nbd_err *e);
 

@@ -146,6 +146,12 @@ struct undo {
         /* Instead of undo: joins the undos of its kind in one call
          * (nbd_job_on_failure_joint). */
         const struct nbd_undo_joint *joint;
+        /* Instead of undo: a kernel call of its own on the lane of need
+         * (nbd_job_on_failure_lane). */
+        bool (*prepare)(struct nbd_job *job, void *data, size_t failed);
+        void (*lane_fn)(void *data);
+        void (*finish)(struct nbd_job *job, void *data);
+        unsigned need;
         /* The interface the undo works on (0: none, or not said): what
          * decides whether it may run before a joint call pending. */
         int ifindex;
@@ -177,6 +183,7 @@ struct nbd_job {
         /* The roll-back (a failed batch): the next undo to run, and the
          * joint call its undos joined so far (kind and state; NULL: none). */
         struct undo *undo_next;
+        struct undo *undo_on_lane; /* its call runs on a lane (undo_on_lane) */
         const struct nbd_undo_joint *joint_kind;
         void *joint;
         /* The interfaces joint undos work on (the devices the batch made),
@@ -543,6 +550,30 @@ int nbd_job_on_failure_undo_checked(struct nbd_job *job,
                                             .ifindex = ifindex,
                                             .free_data = free_data,
                                             .data = data});
+}
+
+int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
+                            bool (*prepare)(struct nbd_job *job, void *data, size_t failed),
+                            void (*fn)(void *data), void (*finish)(struct nbd_job *job, void *data),
+                            void (*free_data)(void *data), void *data, int ifindex)
+{
+        struct undo *u = malloc(sizeof(*u));
+
+        if (!u) {
+                free_data(data);
+                return -ENOMEM;
+        }
+        *u = (struct undo){.op = job->next,
+                           .prepare = prepare,
+                           .lane_fn = fn,
+                           .finish = finish,
+                           .need = need,
+                           .ifindex = ifindex,
+                           .free_data = free_data,
+                           .data = data,
+                           .next = job->undos};
+        job->undos = u;
+        return 0;
 }
 
 int nbd_job_on_failure_call(struct nbd_job *job,
@@ -1233,6 +1264,59 @@ static bool joint_flush(struct nbd_job *job)
         return false;
 }
 
+static void undo_lane_run(void *data)
+{
+        struct nbd_job *job = data;
+
+        job->undo_on_lane->lane_fn(job->undo_on_lane->data);
+}
+
+/* On the loop: an undo's own call returned (its op's result set by
+ * finish), or, the helper stopping, never began (its op says so). The
+ * roll-back goes on, to its end even when the client went away. */
+static void undo_lane_finished(void *data, bool not_run)
+{
+        struct nbd_job *job = data;
+        struct undo *u = job->undo_on_lane;
+
+        job->lane = NULL;
+        job->undo_on_lane = NULL;
+        if (not_run)
+                nbd_job_mark_undo_skipped(job, u->op, "not run: the helper is stopping");
+        else
+                u->finish(job, u->data);
+        roll_back(job);
+}
+
+/* An undo with a call of its own on a lane (nbd_job_on_failure_lane):
+ * prepare on the loop, the call on the lane (true: the job waits there,
+ * JOB_UNDOING, and is not freed before it returned), or here when there
+ * is no lane (the fake kernel) or no eventfd for it (the lane is idle
+ * then); false too when prepare found nothing to do. */
+static bool undo_on_lane(struct nbd_job *job, struct undo *u)
+{
+        struct nbd_lane *lane = lane_for(job->ctx, u->need);
+
+        if (!u->prepare(job, u->data, job->failed))
+                return false;
+        if (lane) {
+                job->lane = lane;
+                job->undo_on_lane = u;
+                job->work = (struct nbd_lane_work){
+                        .run = undo_lane_run, .done = undo_lane_finished, .data = job};
+                if (nbd_lane_submit(lane, &job->work) == 0) {
+                        if (job->state != JOB_CANCELLED)
+                                job->state = JOB_UNDOING;
+                        return true;
+                }
+                job->lane = NULL;
+                job->undo_on_lane = NULL;
+        }
+        u->lane_fn(u->data);
+        u->finish(job, u->data);
+        return false;
+}
+
 static void job_wind_up(struct nbd_job *job);
 
 static void roll_back_from_timer(void *data)
@@ -1282,6 +1366,11 @@ static void roll_back(struct nbd_job *job)
                 job->undo_next = u->next;
                 if (u->call) {
                         u->call(job, u->data, job->failed);
+                        continue;
+                }
+                if (u->lane_fn) {
+                        if (undo_on_lane(job, u))
+                                return;
                         continue;
                 }
                 if (u->joint) {
@@ -1492,7 +1581,7 @@ static bool wait_for_lane(struct nbd_job *job, const struct nbd_op_handler *h)
 {
         for (size_t i = 0; i < N_LANE_QUEUES; i++) {
                 struct lane_queue *q = &lane_queues[i];
-                if (!(h->needs & q->need))
+                if (!((h->needs | h->lanes) & q->need))
                         continue;
                 if (!nbd_lane_busy(lane_for(job->ctx, q->need)) &&
                     (!q->head || q->turn == job || job->fds_reserved))

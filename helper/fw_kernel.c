@@ -1041,20 +1041,17 @@ int nbd_fw_txn_commit_prepare(struct nbd_fw_txn *t, struct nbd_err *e)
  * when another had just been sent. Only the firewall's lane uses it (the
  * loop, when there is no lane or the lane is idle), one call at a time;
  * the loop's handle drops it at shutdown, after the lanes stopped. */
-static struct nbd_nfsock lane_sock;
-
-/* The lane's socket, emptied. NULL and -errno in *r. */
 static struct mnl_socket *lane_socket(int *r)
 {
         struct mnl_socket *nl = NULL;
 
-        *r = nbd_nfsock_take(&lane_sock, &nl);
+        *r = nbd_nfsock_lane_get(&nl);
         return nl;
 }
 
 int nbd_fw_lane_socket(struct mnl_socket **ret)
 {
-        return nbd_nfsock_take(&lane_sock, ret);
+        return nbd_nfsock_lane_get(ret);
 }
 
 /* t's socket: the lane's. 0 or -errno. */
@@ -1690,7 +1687,7 @@ void nbd_fw_close(struct nbd_fw *fw)
         /* The loop's handle goes last, after the lanes stopped: the lane's
          * commit socket with it. */
         if (fw->mon)
-                nbd_nfsock_drop(&lane_sock);
+                nbd_nfsock_lane_close();
         if (fw->mon) {
                 pthread_mutex_lock(&mute_lock);
                 if (monitor_fd == mnl_socket_get_fd(fw->mon))

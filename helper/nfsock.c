@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 static struct nbd_nfsock loop_sock;
+static struct nbd_nfsock lane_sock;
 
 /* A leftover dump is read to its end in this many datagrams at most (a
  * 4,096-guest table's chains take some 1,300 of 32 KiB). */
@@ -163,4 +164,14 @@ const char *nbd_nfsock_strerror(int r)
                 return "it kept changing while it was read (each of " STR(
                         NBD_NFSOCK_DUMP_TRIES) " tries was interrupted by a commit): try again";
         return strerror(-r);
+}
+
+int nbd_nfsock_lane_get(struct mnl_socket **ret)
+{
+        return nbd_nfsock_take(&lane_sock, ret);
+}
+
+void nbd_nfsock_lane_close(void)
+{
+        nbd_nfsock_drop(&lane_sock);
 }

@@ -68,3 +68,10 @@ int nbd_nfsock_read_answer(struct mnl_socket *nl, char *buf, size_t size, uint32
 /* The loop's (on the loop only): nbd_nfsock_take() of it, and its drop. */
 int nbd_nfsock_get(struct mnl_socket **ret);
 void nbd_nfsock_close(void);
+/* The firewall lane's: every nftables call made on that lane goes through
+ * it (the firewall's commits and reads, fw_kernel.c; bandwidth's policers,
+ * bw_nft.c), and so does the same call made on the loop when there is no
+ * lane: one thread at a time, in the lane's order. Dropped at shutdown,
+ * after the lanes stopped (fw_kernel.c's close). */
+int nbd_nfsock_lane_get(struct mnl_socket **ret);
+void nbd_nfsock_lane_close(void);

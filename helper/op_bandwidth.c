@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Bandwidth ops: protobuf in, bandwidth.c calls out. Validation checks the
- * interface and every rate before the batch runs; running first reads back
- * the limits netbroker had on the interface, so that a later failure of the
- * batch puts them back (a set or clear is undone by setting what was read;
- * an interface without netbroker limits is cleared again). A root qdisc
+ * interface and every rate before the batch runs; running reads back the
+ * limits netbroker had on the interface before it changes them, so that a
+ * later failure of the batch puts them back (a set or clear is undone by
+ * setting what was read; an interface without netbroker limits is cleared
+ * again). The policer's part runs on the firewall's lane (run_change). A root qdisc
  * that is not netbroker's (bandwidth.h's mark, or an older helper's tree
  * bw_old_tree.h finds to be ours) is never replaced: the set fails with
  * EBUSY. A clear of an interface that is gone (with its guest)
@@ -16,6 +17,7 @@
 
 #include "backend.h"
 #include "bandwidth.h"
+#include "lane.h" /* nbd_test_hold_point */
 #include "ops.h"
 
 static struct nbd_bw *bw_of(const struct nbd_job *job)
@@ -96,47 +98,84 @@ static int validate_clear(struct nbd_validation *v, const Netbroker__Op *op, Net
         return r ? r : nbd_check_owned(v, ifname, res);
 }
 
-/* ---- undo ---- */
+/* ---- running ---- */
 
-struct undo_bw {
+/* A set or clear: its tc part on the loop, its policer on the firewall's
+ * lane (bandwidth.h's steps), so that the loop never waits for the
+ * nftables commit mutex behind a firewall transaction and no commit of
+ * ours interrupts the firewall's table reads (issue 14); its undo the
+ * same way. The undo is registered before the lane's call, so that it
+ * holds the op's place among the batch's undos (newest first) whatever
+ * the call returns, and owns this state: it does nothing unless the
+ * change was made. */
+struct bw_op {
+        const struct nbd_backend_bw *k;
+        struct nbd_bw *bw;
+        Netbroker__Result *res;
+        size_t op;
+        bool set; /* else a clear */
         char ifname[IFNAMSIZ];
-        int ifindex; /* the interface the op changed */
-        struct nbd_bw_limits before;
+        int ifindex; /* the interface the op changes, for its undo */
+        struct nbd_bw_change *c; /* from begin to end */
+        bool made; /* the change is in the kernel */
+        struct nbd_bw_limits before; /* what an undo puts back */
 };
 
-static void undo_bw(struct nbd_job *job, void *data)
+static void bw_op_free(void *data)
 {
-        struct undo_bw *u = data;
-        struct nbd_bw_applied ignored;
+        struct bw_op *o = data;
 
-        kernel_of(job)->set(bw_of(job), u->ifname, &u->before, &ignored, NULL);
+        o->k->change_free(o->c);
+        free(o);
 }
 
 /* A later op's failure: the limits go back on the interface the op
- * changed, not on another that took its name since (op_link.c's undo). */
-static int undo_bw_later(struct nbd_job *job, void *data, struct nbd_err *err)
+ * changed, not on another that took its name since (op_link.c's undo), in
+ * the same steps as the op: the tc part here, on the loop, the policer on
+ * the firewall's lane (bw_op_nft), the outcome in bw_op_undone. */
+static bool bw_op_undo(struct nbd_job *job, void *data, size_t failed)
 {
-        struct undo_bw *u = data;
-        struct nbd_bw_applied ignored;
-        int r = nbd_job_check_undo(job, u->ifname, u->ifindex, err);
+        struct bw_op *o = data;
+        struct nbd_err err;
+        int r;
 
+        (void)failed;
+        if (!o->made)
+                return false;
+        r = nbd_job_check_undo(job, o->ifname, o->ifindex, &err);
         if (r == 0)
-                r = kernel_of(job)->set(bw_of(job), u->ifname, &u->before, &ignored, err);
-        return r;
+                r = o->k->change_begin(o->bw, o->ifname, &o->before, &o->c, &err);
+        if (r < 0) {
+                nbd_job_mark_undo_skipped(job, o->op, err.msg);
+                return false;
+        }
+        return true;
 }
 
-/* What netbroker has on ifname now, to put back on failure. */
-static struct undo_bw *snapshot(struct nbd_job *job, const char *ifname)
+static void bw_op_undone(struct nbd_job *job, void *data)
 {
-        struct undo_bw *u = calloc(1, sizeof(*u));
+        struct bw_op *o = data;
+        struct nbd_bw_applied ignored;
+        struct nbd_bw_limits was;
+        struct nbd_err err;
+        int r = o->k->change_end(o->bw, o->c, &ignored, &was, &err);
 
-        if (!u)
-                return NULL;
-        snprintf(u->ifname, sizeof(u->ifname), "%s", ifname);
-        u->ifindex = nbd_job_ifindex(job, ifname);
-        if (kernel_of(job)->get(bw_of(job), ifname, &u->before) < 0)
-                memset(&u->before, 0, sizeof(u->before));
-        return u;
+        o->k->change_free(o->c);
+        o->c = NULL;
+        if (r < 0)
+                nbd_job_mark_undo_skipped(job, o->op, err.msg);
+        else
+                nbd_job_mark_undone(job, o->op);
+}
+
+/* On the firewall's lane: the op's policer, or its undo's. */
+static void bw_op_nft(void *data)
+{
+        struct bw_op *o = data;
+
+        o->k->change_nft(o->c);
+        if (o->made) /* tests: an undo's policer, held where it runs */
+                nbd_test_hold_point("BW_UNDO");
 }
 
 static int set_ifname(Netbroker__Result *res, const char *ifname)
@@ -149,98 +188,116 @@ static int set_ifname(Netbroker__Result *res, const char *ifname)
         return 0;
 }
 
-/* ---- running ---- */
-
-static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+/* A set's result: the mechanisms in place each way. */
+static int set_result(Netbroker__Result *res, const struct nbd_bw_applied *applied)
 {
-        const Netbroker__BandwidthSet *s = op->bandwidth_set;
-        Netbroker__BandwidthResult *br;
-        struct undo_bw *u, before;
-        struct nbd_bw_applied applied;
-        struct nbd_bw_limits l;
-        struct nbd_err err;
-        int r;
+        Netbroker__BandwidthResult *br = malloc(sizeof(*br));
+        int r = 0;
 
-        if ((r = nbd_job_check_owned(job, s->ifname, res)))
-                return r;
-        br = malloc(sizeof(*br));
-        u = snapshot(job, s->ifname);
-        if (!br || !u) {
-                free(br);
-                free(u);
-                return nbd_result_set(res, -ENOMEM, "bandwidth set: out of memory");
-        }
-        before = *u;
+        if (!br)
+                return -ENOMEM;
         netbroker__bandwidth_result__init(br);
         res->out_case = NETBROKER__RESULT__OUT_BANDWIDTH;
         res->bandwidth = br;
-        limits_from(s, &l);
-        r = kernel_of(job)->set(bw_of(job), s->ifname, &l, &applied, &err);
-        if (r < 0) {
-                /* Part of it may be in place: put back what was there. */
-                undo_bw(job, u);
-                free(u);
-                return nbd_result_set(res, r, "bandwidth set %s: %s", s->ifname, err.msg);
-        }
-        br->inbound_mechanism = strdup(applied.in);
-        br->outbound_mechanism = strdup(applied.out);
-        r = br->inbound_mechanism && br->outbound_mechanism ? 0 : -ENOMEM;
+        br->inbound_mechanism = strdup(applied->in);
+        br->outbound_mechanism = strdup(applied->out);
+        if (!br->inbound_mechanism || !br->outbound_mechanism)
+                r = -ENOMEM;
         if (!br->inbound_mechanism)
                 br->inbound_mechanism = (char *)protobuf_c_empty_string;
         if (!br->outbound_mechanism)
                 br->outbound_mechanism = (char *)protobuf_c_empty_string;
-        if (set_ifname(res, s->ifname) < 0)
-                r = -ENOMEM;
-        if (r < 0)
-                free(u);
-        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u, before.ifindex) ==
-                 0) /* frees u */
-                return 0;
-        /* This op fails, so no undo of it runs: put back what it changed. */
-        undo_bw(job, &before);
-        return nbd_result_set(res, -ENOMEM, "bandwidth set: out of memory");
+        return r;
 }
 
-static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+/* On the loop, once the policer's call returned. */
+static void bw_op_done(struct nbd_job *job, void *data)
 {
-        const char *ifname = op->bandwidth_clear->ifname;
-        struct undo_bw *u, before;
+        struct bw_op *o = data;
+        const char *what = o->set ? "bandwidth set" : "bandwidth clear";
+        struct nbd_bw_applied applied, ignored;
         struct nbd_err err;
+        int r = o->k->change_end(o->bw, o->c, &applied, &o->before, &err);
+
+        (void)job;
+        o->k->change_free(o->c);
+        o->c = NULL;
+        if (r == -ENODEV && !o->set) {
+                /* Gone with its guest: nothing to put back either. */
+                if (set_ifname(o->res, o->ifname) < 0)
+                        nbd_result_set(o->res, -ENOMEM, "%s: out of memory", what);
+                else
+                        nbd_result_set(o->res, 0, "%s %s: %s", what, o->ifname, err.msg);
+                return;
+        }
+        if (r < 0) {
+                nbd_result_set(o->res, r, "%s %s: %s", what, o->ifname, err.msg);
+                return;
+        }
+        r = set_ifname(o->res, o->ifname);
+        if (r == 0 && o->set)
+                r = set_result(o->res, &applied);
+        if (r == 0) {
+                o->made = true;
+                return;
+        }
+        /* This op fails, so no undo of it runs: put back what it changed. */
+        o->k->set(o->bw, o->ifname, &o->before, &ignored, NULL);
+        nbd_result_set(o->res, -ENOMEM, "%s: out of memory", what);
+}
+
+static int run_change(struct nbd_job *job, const char *ifname, const struct nbd_bw_limits *l,
+                      Netbroker__Result *res)
+{
+        const char *what = l ? "bandwidth set" : "bandwidth clear";
+        struct nbd_err err;
+        struct bw_op *o;
         int r;
 
         if ((r = nbd_job_check_owned(job, ifname, res)))
                 return r;
-        u = snapshot(job, ifname);
-        if (!u)
-                return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
-        r = kernel_of(job)->clear(bw_of(job), ifname, &err);
-        if (r == -ENODEV) {
-                /* Gone with its guest: nothing to put back either. */
-                free(u);
-                if (set_ifname(res, ifname) < 0)
-                        return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
-                nbd_result_set(res, 0, "bandwidth clear %s: %s", ifname, err.msg);
-                return 0;
-        }
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return nbd_result_set(res, -ENOMEM, "%s: out of memory", what);
+        *o = (struct bw_op){.k = kernel_of(job),
+                            .bw = bw_of(job),
+                            .res = res,
+                            .op = nbd_job_op_index(job),
+                            .set = l != NULL,
+                            .ifindex = nbd_job_ifindex(job, ifname)};
+        snprintf(o->ifname, sizeof(o->ifname), "%s", ifname);
+        r = o->k->change_begin(o->bw, ifname, l, &o->c, &err);
         if (r < 0) {
-                undo_bw(job, u);
-                free(u);
-                return nbd_result_set(res, r, "bandwidth clear %s: %s", ifname, err.msg);
+                free(o);
+                return nbd_result_set(res, r, "%s %s: %s", what, ifname, err.msg);
         }
-        before = *u;
-        if (set_ifname(res, ifname) < 0)
-                free(u);
-        else if (nbd_job_on_failure_undo_checked(job, undo_bw_later, free, u, before.ifindex) ==
-                 0) /* frees u */
-                return 0;
-        /* This op fails, so no undo of it runs: put back what it changed. */
-        undo_bw(job, &before);
-        return nbd_result_set(res, -ENOMEM, "bandwidth clear: out of memory");
+        if (nbd_job_on_failure_lane(job, NBD_NEEDS_FIREWALL, bw_op_undo, bw_op_nft, bw_op_undone,
+                                    bw_op_free, o, o->ifindex) < 0) {
+                /* o freed, and with it the change begun: its tc part stays
+                 * (out of memory, the rarest of failures). */
+                return nbd_result_set(res, -ENOMEM, "%s: out of memory", what);
+        }
+        nbd_job_on_lane(job, NBD_NEEDS_FIREWALL, bw_op_nft, bw_op_done, o);
+        return -(int)res->status;
+}
+
+static int run_set(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        struct nbd_bw_limits l;
+
+        limits_from(op->bandwidth_set, &l);
+        return run_change(job, op->bandwidth_set->ifname, &l, res);
+}
+
+static int run_clear(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
+{
+        return run_change(job, op->bandwidth_clear->ifname, NULL, res);
 }
 
 const struct nbd_op_handler nbd_op_bandwidth_set = {
         .name = "bandwidth_set",
         .needs = NBD_NEEDS_LINKS | NBD_NEEDS_BANDWIDTH,
+        .lanes = NBD_NEEDS_FIREWALL, /* the policer */
         .stat = NBD_STAT_OPS_BANDWIDTH,
         .validate = validate_set,
         .run = run_set,
@@ -248,6 +305,7 @@ const struct nbd_op_handler nbd_op_bandwidth_set = {
 const struct nbd_op_handler nbd_op_bandwidth_clear = {
         .name = "bandwidth_clear",
         .needs = NBD_NEEDS_LINKS | NBD_NEEDS_BANDWIDTH,
+        .lanes = NBD_NEEDS_FIREWALL, /* the policer */
         .stat = NBD_STAT_OPS_BANDWIDTH,
         .validate = validate_clear,
         .run = run_clear,

@@ -4,6 +4,7 @@
  * changes the system, so nothing is undone. A non-root caller sees only
  * the interfaces marked as made for it. */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,8 +227,11 @@ static int rate_msg(bool has, const struct nbd_bw_rate *in, Netbroker__Rate **re
         return 0;
 }
 
-/* The read runs on the links' lane, as LinkList's does: its qdisc and
- * class dumps are of the whole namespace. */
+/* BandwidthShow reads the policer with nftables: on the firewall's lane,
+ * like every nftables call of bandwidth's (issue 14), so the loop never
+ * waits for the nftables commit mutex and no read of ours is interrupted
+ * by a commit of the lane's. The tc objects are read there too, over a
+ * socket of the call's own: the links' is the loop's. */
 struct bw_showing {
         const struct nbd_backend *be;
         Netbroker__Result *res;
@@ -237,13 +241,13 @@ struct bw_showing {
         int r;
 };
 
-/* On the links' lane. */
+/* On the firewall's lane. */
 static void bw_showing_read(void *data)
 {
         struct bw_showing *w = data;
 
-        w->r = w->be->bw.show(w->ifname, &w->s, &w->e);
-        nbd_test_hold_point("BANDWIDTH_SHOW_READ");
+        w->r = w->be->bw.show(NULL, w->ifname, &w->s, &w->e);
+        nbd_test_hold_point("BW_SHOW_READ");
 }
 
 static void bw_showing_done(struct nbd_job *job, void *data)
@@ -282,24 +286,23 @@ static int run_bw(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resul
 
         if ((r = nbd_job_check_owned(job, ifname, res)))
                 return r;
-        if (!nbd_job_ctx(job)->links)
-                return nbd_result_set(res, -EOPNOTSUPP,
-                                      "bandwidth show: bandwidth show: no rtnetlink here");
         w = calloc(1, sizeof(*w));
         if (!w)
                 return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory");
-        *w = (struct bw_showing){.be = nbd_job_ctx(job)->be, .res = res};
+        w->be = nbd_job_ctx(job)->be;
+        w->res = res;
         snprintf(w->ifname, sizeof(w->ifname), "%s", ifname);
         if (nbd_job_on_failure_call(job, listing_kept, free, w) < 0)
                 return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory"); /* w freed */
-        nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, bw_showing_read, bw_showing_done, w);
+        nbd_job_on_lane_read(job, NBD_NEEDS_FIREWALL, bw_showing_read, bw_showing_done, w);
         return -(int)res->status;
 }
 
 const struct nbd_op_handler nbd_op_bandwidth_show = {
         .name = "bandwidth_show",
         .stat = NBD_STAT_OPS_SHOW,
-        .needs = NBD_NEEDS_LINKS, /* reads tc over the links' socket */
+        .needs = NBD_NEEDS_LINKS, /* reads tc */
+        .lanes = NBD_NEEDS_FIREWALL, /* and the policer: run_bw */
         .validate = validate_bw,
         .run = run_bw,
 };

@@ -72,6 +72,11 @@ enum nbd_op_needs {
 struct nbd_op_handler {
         const char *name; /* feature name in Hello */
         unsigned needs; /* enum nbd_op_needs bits; 0: runs anywhere */
+        /* Lanes run() hands calls to (nbd_job_on_lane) beyond those of
+         * needs, as enum nbd_op_needs bits: the job waits its turn in their
+         * FIFOs as for a need, but the op is offered without the capability
+         * (bandwidth's policer, on the firewall's lane: HTB needs none). */
+        unsigned lanes;
         enum nbd_stat stat; /* counted when the op runs */
         /* Returns 0, or -errno with the result's message set. */
         int (*validate)(struct nbd_validation *v, const Netbroker__Op *op, Netbroker__Result *res);
@@ -235,6 +240,20 @@ int nbd_job_on_failure_joint(struct nbd_job *job, const struct nbd_undo_joint *k
 int nbd_job_on_failure_call(struct nbd_job *job,
                             void (*fn)(struct nbd_job *job, void *data, size_t failed),
                             void (*free_data)(void *data), void *data);
+
+/* Like nbd_job_on_failure_call(), for an undo that makes a kernel call of
+ * capability `need` (NBD_NEEDS_FIREWALL: bandwidth's policer) on that
+ * capability's lane: prepare(job, data, failed) on the loop (false: nothing
+ * for the lane, and it marked the op itself if need be), then fn(data) on
+ * the lane, touching data alone, then finish(job, data) on the loop, which
+ * marks the op (nbd_job_mark_undone, nbd_job_mark_undo_skipped). The undos
+ * older than it wait for it, and the reply for the last. Without a lane,
+ * all three here and now. free_data(data) when the job ends. ifindex: as
+ * for nbd_job_on_failure_undo_checked(). */
+int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
+                            bool (*prepare)(struct nbd_job *job, void *data, size_t failed),
+                            void (*fn)(void *data), void (*finish)(struct nbd_job *job, void *data),
+                            void (*free_data)(void *data), void *data, int ifindex);
 void nbd_job_mark_undone(struct nbd_job *job, size_t op);
 /* Op op's undo changed nothing, for the reason why: its result says "undo
  * skipped" (ECANCELED) and why, and an audit line. */

@@ -719,7 +719,7 @@ static bool fake_bw_outbound_available(const struct nbd_bw *bw)
         return true;
 }
 
-/* As the real nbd_bw_set and nbd_bw_clear: limits checked first (set
+/* As the real nbd_bw_set and the steps: limits checked first (set
  * only), then the interface looked up, err filled on every failure. */
 static int bw_target(const char *ifname, struct fake_if **ret, struct nbd_err *err)
 {
@@ -756,29 +756,70 @@ static int fake_bw_flush(struct nbd_bw *bw)
         return 0;
 }
 
-static int fake_bw_clear(struct nbd_bw *bw, const char *ifname, struct nbd_err *err)
+/* As the real steps (bandwidth.h): begin checks and looks up, the lane's
+ * step (here, with no lane, on the caller's thread) does nothing, end makes
+ * the change and says what was there. */
+struct nbd_bw_change {
+        char ifname[IFNAMSIZ];
+        bool gone, set;
+        struct nbd_bw_limits want;
+};
+
+static int fake_bw_change_begin(struct nbd_bw *bw, const char *ifname,
+                                const struct nbd_bw_limits *l, struct nbd_bw_change **ret,
+                                struct nbd_err *err)
 {
+        struct nbd_bw_change *c;
         struct fake_if *f;
-        int r = bw_target(ifname, &f, err);
+        int r = l ? nbd_bw_check(l, err) : 0;
 
         (void)bw;
-        if (r < 0)
+        if (r == 0)
+                r = bw_target(ifname, &f, err);
+        if (r < 0 && !(r == -ENODEV && !l))
                 return r;
-        memset(&f->bw, 0, sizeof(f->bw));
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return nbd_err_oom(err, "changing bandwidth limits");
+        snprintf(c->ifname, sizeof(c->ifname), "%s", ifname);
+        c->gone = r == -ENODEV;
+        c->set = l != NULL;
+        if (l)
+                c->want = *l;
+        *ret = c;
         return 0;
 }
 
-static int fake_bw_get(struct nbd_bw *bw, const char *ifname, struct nbd_bw_limits *ret)
+static void fake_bw_change_nft(struct nbd_bw_change *c)
 {
-        struct fake_if *f = find_if(ifname);
+        (void)c;
+}
+
+static int fake_bw_change_end(struct nbd_bw *bw, struct nbd_bw_change *c,
+                              struct nbd_bw_applied *ret, struct nbd_bw_limits *ret_before,
+                              struct nbd_err *err)
+{
+        struct fake_if *f;
+        int r;
 
         (void)bw;
-        if (!f)
-                return -ENODEV;
-        *ret = f->bw;
+        if (c->gone)
+                return nbd_err_set(err, -ENODEV, "already gone: fake kernel");
+        if ((r = bw_target(c->ifname, &f, err)) < 0)
+                return r;
+        *ret_before = f->bw;
         /* The kernel does not keep a floor. */
-        ret->in.floor = ret->out.floor = 0;
+        ret_before->in.floor = ret_before->out.floor = 0;
+        f->bw = c->want;
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->in, sizeof(ret->in), "%s", c->want.in.average ? "htb" : "");
+        snprintf(ret->out, sizeof(ret->out), "%s", c->want.out.average ? "nft-limit" : "");
         return 0;
+}
+
+static void fake_bw_change_free(struct nbd_bw_change *c)
+{
+        free(c);
 }
 
 /* ---- bandwidth_show.h ---- */
@@ -798,8 +839,10 @@ static bool show_rate(const struct nbd_bw_rate *in, const char *mech, struct nbd
         return true;
 }
 
-static int fake_bw_show(const char *ifname, struct nbd_bw_shown *ret, struct nbd_err *e)
+static int fake_bw_show(struct nbd_netlink *nl, const char *ifname, struct nbd_bw_shown *ret,
+                        struct nbd_err *e)
 {
+        (void)nl;
         struct nbd_bw_shown s = {0};
         struct fake_if *f;
         int r = bw_target(ifname, &f, e);
@@ -1517,9 +1560,11 @@ const struct nbd_backend nbd_fake_backend = {
                         .mechanisms = fake_bw_mechanisms,
                         .outbound_available = fake_bw_outbound_available,
                         .set = fake_bw_set,
-                        .clear = fake_bw_clear,
                         .flush = fake_bw_flush,
-                        .get = fake_bw_get,
+                        .change_begin = fake_bw_change_begin,
+                        .change_nft = fake_bw_change_nft,
+                        .change_end = fake_bw_change_end,
+                        .change_free = fake_bw_change_free,
                         .show = fake_bw_show,
                 },
         .fw =

@@ -592,6 +592,18 @@ int nbd_job_on_failure_joint(struct nbd_job *job, const struct nbd_undo_joint *k
                                             .data = data});
 }
 
+static void kept(struct nbd_job *job, void *data, size_t failed)
+{
+        (void)job;
+        (void)data;
+        (void)failed;
+}
+
+int nbd_job_keep(struct nbd_job *job, void (*free_data)(void *data), void *data)
+{
+        return nbd_job_on_failure_call(job, kept, free_data, data);
+}
+
 void nbd_job_mark_undone(struct nbd_job *job, size_t op)
 {
         Netbroker__Result *res = job->results[op];

@@ -239,15 +239,6 @@ static void addr_find_free(void *data)
         free(w);
 }
 
-/* Kept with the job until it is freed (a lane's call may outlive the op):
- * a read has nothing to undo. */
-static void read_kept(struct nbd_job *job, void *data, size_t failed)
-{
-        (void)job;
-        (void)data;
-        (void)failed;
-}
-
 /* On the links' lane (or here, without one). */
 static void addr_find_read(void *data)
 {
@@ -289,7 +280,7 @@ static int addr_find_first(struct nbd_job *job, const char *ifname, Netbroker__R
                 free(w);
                 return nbd_result_set(res, r, "addr delete: no interface %s", ifname);
         }
-        if (nbd_job_on_failure_call(job, read_kept, addr_find_free, w) < 0) /* frees w */
+        if (nbd_job_keep(job, addr_find_free, w) < 0) /* frees w */
                 return nbd_result_set(res, -ENOMEM, "addr delete: out of memory");
         if (slot) {
                 *slot = w;
@@ -465,7 +456,7 @@ static int run_addr_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker
                 addr_listing_free(w);
                 return nbd_result_set(res, r, "addr list: no interface %s", name);
         }
-        if (nbd_job_on_failure_call(job, read_kept, addr_listing_free, w) < 0)
+        if (nbd_job_keep(job, addr_listing_free, w) < 0)
                 return nbd_result_set(res, -ENOMEM, "addr list: out of memory"); /* w freed */
         nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, addr_listing_read, addr_listing_done, w);
         return -(int)res->status;
@@ -736,15 +727,6 @@ static void route_listing_free(void *data)
         free(w);
 }
 
-/* Kept with the job until it is freed (a lane's call may outlive the op):
- * a listing has nothing to undo. */
-static void route_listing_kept(struct nbd_job *job, void *data, size_t failed)
-{
-        (void)job;
-        (void)data;
-        (void)failed;
-}
-
 /* On the links' lane. */
 static void route_listing_read(void *data)
 {
@@ -822,7 +804,7 @@ static int run_route_list(struct nbd_job *job, const Netbroker__Op *op, Netbroke
                 }
         }
         w->f.oifs = w->oifs;
-        if (nbd_job_on_failure_call(job, route_listing_kept, route_listing_free, w) < 0)
+        if (nbd_job_keep(job, route_listing_free, w) < 0)
                 return nbd_result_set(res, -ENOMEM, "route list: out of memory"); /* w freed */
         nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, route_listing_read, route_listing_done, w);
         return -(int)res->status;

@@ -1535,14 +1535,6 @@ static void list_read_done(struct nbd_job *job, void *data)
                 nbd_result_set(w->res, w->r, "firewall: %s", w->err.msg);
 }
 
-/* Kept with the job until it is freed (a lane's call may outlive the op). */
-static void list_work_kept(struct nbd_job *job, void *data, size_t failed)
-{
-        (void)job;
-        (void)data;
-        (void)failed;
-}
-
 static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         const struct nbd_dispatch_ctx *ctx = nbd_job_ctx(job);
@@ -1565,7 +1557,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                                 .networks = ctx->be == &nbd_kernel_backend,
                                 .res = res,
                                 .ls = {l, nbd_job_peer(job)}};
-        if (nbd_job_on_failure_call(job, list_work_kept, free, w) < 0) /* frees w */
+        if (nbd_job_keep(job, free, w) < 0) /* frees w */
                 return nbd_result_set(res, -ENOMEM, "firewall: out of memory");
         nbd_job_on_lane_read(job, NBD_NEEDS_FIREWALL, list_read, list_read_done, w);
         return -(int)res->status;

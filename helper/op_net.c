@@ -700,13 +700,6 @@ static void list_done(struct nbd_job *job, void *data)
                 nbd_result_set(w->res, w->r, "network: %s", w->err.msg);
 }
 
-static void list_work_kept(struct nbd_job *job, void *data, size_t failed)
-{
-        (void)job;
-        (void)data;
-        (void)failed;
-}
-
 static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Result *res)
 {
         Netbroker__NetListResult *l;
@@ -728,7 +721,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
         res->net_list = l;
         w->ls = (struct listing){l, nbd_job_peer(job)};
         w->res = res;
-        if (nbd_job_on_failure_call(job, list_work_kept, free, w) < 0) /* frees w */
+        if (nbd_job_keep(job, free, w) < 0) /* frees w */
                 return nbd_result_set(res, -ENOMEM, "network: out of memory");
         nbd_job_on_lane_read(job, NBD_NEEDS_FIREWALL, list_run, list_done, w);
         return -(int)res->status;

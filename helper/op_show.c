@@ -109,15 +109,6 @@ static void link_listing_free(void *data)
         free(w);
 }
 
-/* Kept with the job until it is freed (a lane's call may outlive the op):
- * a listing has nothing to undo. */
-static void listing_kept(struct nbd_job *job, void *data, size_t failed)
-{
-        (void)job;
-        (void)data;
-        (void)failed;
-}
-
 /* On the links' lane. */
 static void link_listing_read(void *data)
 {
@@ -181,7 +172,7 @@ static int run_list(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Res
                 return nbd_result_set(res, -ENOMEM, "link list: out of memory");
         *w = (struct link_listing){.be = nbd_job_ctx(job)->be, .res = res};
         snprintf(w->name, sizeof(w->name), "%s", name);
-        if (nbd_job_on_failure_call(job, listing_kept, link_listing_free, w) < 0)
+        if (nbd_job_keep(job, link_listing_free, w) < 0)
                 return nbd_result_set(res, -ENOMEM, "link list: out of memory"); /* w freed */
         nbd_job_on_lane_read(job, NBD_NEEDS_LINKS, link_listing_read, link_listing_done, w);
         return -(int)res->status;
@@ -292,7 +283,7 @@ static int run_bw(struct nbd_job *job, const Netbroker__Op *op, Netbroker__Resul
         w->be = nbd_job_ctx(job)->be;
         w->res = res;
         snprintf(w->ifname, sizeof(w->ifname), "%s", ifname);
-        if (nbd_job_on_failure_call(job, listing_kept, free, w) < 0)
+        if (nbd_job_keep(job, free, w) < 0)
                 return nbd_result_set(res, -ENOMEM, "bandwidth show: out of memory"); /* w freed */
         nbd_job_on_lane_read(job, NBD_NEEDS_FIREWALL, bw_showing_read, bw_showing_done, w);
         return -(int)res->status;

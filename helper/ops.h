@@ -255,6 +255,11 @@ int nbd_job_on_failure_lane(struct nbd_job *job, unsigned need,
                             void (*fn)(void *data), void (*finish)(struct nbd_job *job, void *data),
                             void (*free_data)(void *data), void *data, int ifindex);
 void nbd_job_mark_undone(struct nbd_job *job, size_t op);
+/* Keep data with the job until the job is freed, then free_data(data):
+ * what a lane's read fills, which may outlive its op (the client went
+ * away while the lane ran it); a read has nothing to undo. 0, or -ENOMEM
+ * with free_data(data) called. */
+int nbd_job_keep(struct nbd_job *job, void (*free_data)(void *data), void *data);
 /* Op op's undo changed nothing, for the reason why: its result says "undo
  * skipped" (ECANCELED) and why, and an audit line. */
 void nbd_job_mark_undo_skipped(struct nbd_job *job, size_t op, const char *why);

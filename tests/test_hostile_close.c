@@ -373,23 +373,28 @@ END_TEST
 
 /* ---- what a lingering uid can hold ---- */
 
-/* As uid 65534: MANY_FRAMES Pings of FDS_A_FRAME lingering sockets each,
- * its own copies dropped; held until hold closes (its TCP peers with it:
- * then every linger ends at once). */
-static int attack_many(const char *sock, int ready, int hold)
+#define BIG_MESSAGE 30
+#define MOST_LINGERING 32 /* of both attacks below */
+
+/* As uid 65534: `frames` Pings of `each` lingering sockets, its copies
+ * dropped; held until hold closes (its TCP peers with it: then every
+ * linger ends at once). */
+static int attack_lingering_frames(const char *sock, int frames, int each, int ready, int hold)
 {
-        int keep[MANY_FRAMES * FDS_A_FRAME][2], tcp[FDS_A_FRAME], conn;
+        int keep[MOST_LINGERING][2], tcp[MOST_LINGERING], conn;
         char word = 1, c;
 
+        if (frames * each > MOST_LINGERING)
+                return 99;
         if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
                 return 100;
         conn = tu_raw_connect(sock);
         tu_raw_hello(conn);
-        for (int f = 0; f < MANY_FRAMES; f++) {
-                for (int i = 0; i < FDS_A_FRAME; i++)
-                        if ((tcp[i] = lingering_tcp_socket(keep[f * FDS_A_FRAME + i])) < 0)
+        for (int f = 0; f < frames; f++) {
+                for (int i = 0; i < each; i++)
+                        if ((tcp[i] = lingering_tcp_socket(keep[f * each + i])) < 0)
                                 return 101;
-                if (send_ping_with_fds(conn, (uint64_t)f + 1, tcp, FDS_A_FRAME) < 0)
+                if (send_ping_with_fds(conn, (uint64_t)f + 1, tcp, (size_t)each) < 0)
                         return 102;
         }
         if (write(ready, &word, 1) != 1)
@@ -427,7 +432,7 @@ START_TEST(test_a_lingering_uid_holds_no_more_than_its_share_of_fds)
                 close(ready[0]);
                 close(hold[1]);
                 close(root);
-                _exit(attack_many(h.sock, ready[1], hold[0]));
+                _exit(attack_lingering_frames(h.sock, MANY_FRAMES, FDS_A_FRAME, ready[1], hold[0]));
         }
         close(ready[1]);
         close(hold[0]);
@@ -461,31 +466,6 @@ END_TEST
 
 /* ---- one message over the share; one uid's stuck close and another's ---- */
 
-#define BIG_MESSAGE 30
-
-/* As uid 65534: one Ping bringing BIG_MESSAGE lingering sockets, its
- * copies dropped; held until hold closes. */
-static int attack_one_big_message(const char *sock, int ready, int hold)
-{
-        int keep[BIG_MESSAGE][2], tcp[BIG_MESSAGE], conn;
-        char word = 1, c;
-
-        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
-                return 100;
-        for (int i = 0; i < BIG_MESSAGE; i++)
-                if ((tcp[i] = lingering_tcp_socket(keep[i])) < 0)
-                        return 101;
-        conn = tu_raw_connect(sock);
-        tu_raw_hello(conn);
-        if (send_ping_with_fds(conn, 1, tcp, BIG_MESSAGE) < 0)
-                return 102;
-        if (write(ready, &word, 1) != 1)
-                return 104;
-        while (read(hold, &c, 1) > 0)
-                ;
-        return 0;
-}
-
 /* One message of 30 lingering sockets from a uid whose share is 8: the
  * peek's check was only against 64 fds a read and fd_limit, so the helper
  * took them all (fds 13 -> 45; with 48, 64, and root could not connect).
@@ -510,7 +490,7 @@ START_TEST(test_one_message_over_a_uids_share_is_refused_unread)
         if (pid == 0) {
                 close(ready[0]);
                 close(hold[1]);
-                _exit(attack_one_big_message(h.sock, ready[1], hold[0]));
+                _exit(attack_lingering_frames(h.sock, 1, BIG_MESSAGE, ready[1], hold[0]));
         }
         close(ready[1]);
         close(hold[0]);

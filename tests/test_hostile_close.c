@@ -269,6 +269,32 @@ static uint64_t worst_ping_us(int conn, unsigned ms)
         return worst;
 }
 
+/* A helper on conf in a namespace of the test's (loopback up: the
+ * lingering sockets' TCP is there), its socket open to every uid. */
+static void start_attacked_helper(struct tu_helper *h, const char *conf)
+{
+        tu_private_netns();
+        free(tu_sh("ip link set lo up"));
+        tu_helper_start(h, conf);
+        ck_assert_int_eq(chmod(h->sock, 0666), 0);
+}
+
+/* The pipes an attacker says ready on and is held by, and the fork: 0 in
+ * the child, whose ends are ready[1] and hold[0]; else the child's pid,
+ * the parent's ends ready[0] and hold[1]. */
+static pid_t fork_attacker(int ready[2], int hold[2])
+{
+        pid_t pid;
+
+        ck_assert_int_eq(pipe(ready), 0);
+        ck_assert_int_eq(pipe(hold), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        close(pid == 0 ? ready[0] : ready[1]);
+        close(pid == 0 ? hold[1] : hold[0]);
+        return pid;
+}
+
 /* The attack as uid, root's Pings measured meanwhile: 1 if the helper took
  * the fd, 2 if the kernel refused it for the helper. */
 static char attack_and_measure(const char *conf, uid_t uid, enum how how, const char *what)
@@ -279,26 +305,16 @@ static char attack_and_measure(const char *conf, uid_t uid, enum how how, const 
         long rss;
         pid_t pid;
 
-        tu_private_netns();
-        free(tu_sh("ip link set lo up"));
-        tu_helper_start(&h, conf);
-        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        start_attacked_helper(&h, conf);
         fds = tu_fd_count(h.pid);
         rss = th_rss_kib(h.pid);
         root = tu_raw_connect(h.sock);
         tu_raw_hello(root);
-        ck_assert_int_eq(pipe(ready), 0);
-        ck_assert_int_eq(pipe(hold), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
+        pid = fork_attacker(ready, hold);
         if (pid == 0) {
-                close(ready[0]);
-                close(hold[1]);
                 close(root);
                 _exit(attack(h.sock, uid, how, ready[1], hold[0]));
         }
-        close(ready[1]);
-        close(hold[0]);
         /* From the fork on: the attack's close comes within this window. */
         uint64_t worst = worst_ping_us(root, 3000);
         close(root);
@@ -430,27 +446,17 @@ START_TEST(test_a_lingering_uid_holds_no_more_than_its_share_of_fds)
         char word;
         pid_t pid;
 
-        tu_private_netns();
-        free(tu_sh("ip link set lo up"));
-        tu_helper_start(&h, TU_ALLOW "max_fds_per_frame = 4\n[policy uid 65534]\nops = "
-                                     "tap_create\nname_prefixes = nbv\n");
-        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        start_attacked_helper(&h, TU_ALLOW "max_fds_per_frame = 4\n[policy uid 65534]\nops = "
+                                           "tap_create\nname_prefixes = nbv\n");
         fds = tu_fd_count(h.pid);
         root = tu_raw_connect(h.sock);
         tu_raw_hello(root);
-        ck_assert_int_eq(pipe(ready), 0);
-        ck_assert_int_eq(pipe(hold), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
+        pid = fork_attacker(ready, hold);
         if (pid == 0) {
-                close(ready[0]);
-                close(hold[1]);
                 close(root);
                 _exit(attack_lingering_frames(h.sock, MANY_FRAMES, FDS_A_FRAME, false, ready[1],
                                               hold[0]));
         }
-        close(ready[1]);
-        close(hold[0]);
         ck_assert_msg(read(ready[0], &word, 1) == 1, "the attack could not be made");
         uint64_t end = tu_now_us() + 2000000, worst = 0;
         for (uint64_t id = 1; tu_now_us() < end; id++) {
@@ -493,22 +499,13 @@ START_TEST(test_one_message_over_a_uids_share_is_refused_unread)
         char word;
         pid_t pid;
 
-        tu_private_netns();
-        free(tu_sh("ip link set lo up"));
-        tu_helper_start(&h, TU_ALLOW "[policy uid 65534]\nops = tap_create\nname_prefixes = nbv\n");
-        ck_assert_int_eq(chmod(h.sock, 0666), 0);
+        start_attacked_helper(&h, TU_ALLOW
+                              "[policy uid 65534]\nops = tap_create\nname_prefixes = nbv\n");
         fds = tu_fd_count(h.pid);
-        ck_assert_int_eq(pipe(ready), 0);
-        ck_assert_int_eq(pipe(hold), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
+        pid = fork_attacker(ready, hold);
         if (pid == 0) {
-                close(ready[0]);
-                close(hold[1]);
                 _exit(attack_lingering_frames(h.sock, 1, BIG_MESSAGE, true, ready[1], hold[0]));
         }
-        close(ready[1]);
-        close(hold[0]);
         ck_assert_msg(read(ready[0], &word, 1) == 1, "the attack could not be made");
         for (int i = 0; i < 50; i++) {
                 int n = tu_fd_count(h.pid);
@@ -581,22 +578,13 @@ START_TEST(test_one_uids_stuck_close_does_not_hold_another_uids_hang_ups)
         char word = 0;
         pid_t pid, v;
 
-        tu_private_netns();
-        free(tu_sh("ip link set lo up"));
-        tu_helper_start(&h, TU_ALLOW "[policy uid 65534]\nops = tap_create\nname_prefixes = nbv\n"
-                                     "[policy uid 65533]\nops = tap_create\nname_prefixes = nbw\n");
-        ck_assert_int_eq(chmod(h.sock, 0666), 0);
-        ck_assert_int_eq(pipe(ready), 0);
-        ck_assert_int_eq(pipe(hold), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
+        start_attacked_helper(&h, TU_ALLOW
+                              "[policy uid 65534]\nops = tap_create\nname_prefixes = nbv\n"
+                              "[policy uid 65533]\nops = tap_create\nname_prefixes = nbw\n");
+        pid = fork_attacker(ready, hold);
         if (pid == 0) {
-                close(ready[0]);
-                close(hold[1]);
                 _exit(attack(h.sock, 65534, ON_A_PING, ready[1], hold[0]));
         }
-        close(ready[1]);
-        close(hold[0]);
         ck_assert_msg(read(ready[0], &word, 1) == 1 && word == 1, "the attack could not be made");
         v = fork();
         ck_assert_int_ge(v, 0);

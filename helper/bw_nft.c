@@ -345,7 +345,9 @@ int nbd_bw_nft_take_acks(struct nbd_bw_nft_acks *a, const void *buf, size_t len)
  * sendmsg(), so every answer is queued when it returns. */
 static int send_batch(struct mnl_socket *nl, const struct msgs *m, uint32_t *ret_seq)
 {
-        static char buf[16384];
+        /* One a thread: the loop (a gone interface's prune) and the
+         * firewall's lane (a limit's policer) both send batches. */
+        static _Thread_local char buf[16384];
         struct nbd_bw_nft_acks a = {
                 .portid = mnl_socket_get_portid(nl), .first = m->first, .end = m->seq - 1};
         unsigned expected = a.end - a.first; /* without begin and end */
@@ -583,9 +585,13 @@ static int dump(struct mnl_socket *nl, uint32_t seq, const char *chain, const ch
                 return -errno;
         nbd_netlink_sent_nf(1);
         /* A get answers with the chain and an ack, or an error. Read into
-         * room for the largest datagram the shared socket may bring (on
-         * the loop alone: one buffer), to its end even when interrupted. */
-        static char in[NBD_NFSOCK_DUMP_BUF];
+         * room for the largest datagram the shared socket may bring, to
+         * its end even when interrupted: one buffer a thread, for the loop
+         * (a gone interface's prune) and the firewall's lane (a limit's
+         * policer) both read. Shared, the loop's answer overwrote the
+         * lane's before it was parsed, and the lane waited for an answer
+         * it had been given: the helper's stress-load test hung. */
+        static _Thread_local char in[NBD_NFSOCK_DUMP_BUF];
         r = nbd_nfsock_read_answer(nl, in, sizeof(in), seq, cb, data);
         return r == -ENOENT ? 0 : r;
 }
